@@ -1,0 +1,18 @@
+// The exit code is a bit mask, computed here and nowhere else.
+export const ExitBit = {
+  clean: 0,
+  drift: 1,
+  usage: 2,
+  unaudited: 4,
+} as const;
+
+export interface ExitFacts {
+  driftFound?: boolean;
+  usageOrManifestError?: boolean;
+  unauditedNodes?: boolean;
+}
+
+export function exitCode(facts: ExitFacts): number {
+  if (facts.usageOrManifestError) return ExitBit.usage;
+  return (facts.driftFound ? ExitBit.drift : 0) | (facts.unauditedNodes ? ExitBit.unaudited : 0);
+}

@@ -1,0 +1,84 @@
+import type { z } from "zod";
+
+export const DOMAIN_NAMES = [
+  "kernel",
+  "sysctl",
+  "io_scheduler",
+  "routes",
+  "packages",
+  "ports",
+  "files",
+  "systemd",
+  "kernel_modules",
+] as const;
+export type DomainName = (typeof DOMAIN_NAMES)[number];
+
+export const SEVERITIES = ["critical", "high", "medium", "low"] as const;
+export type Severity = (typeof SEVERITIES)[number];
+export type OnDrift = "accept" | "ticket";
+
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
+/** A path into a node spec: object keys, or for keyed lists (files, units) the item's key. */
+export type SpecPath = readonly (string | number)[];
+
+/** What a domain's probe snippet may use. Everything it returns is shell text, run on the host. */
+export interface ProbeContext {
+  /** Quote one argument for POSIX sh. */
+  quote(value: string): string;
+  /** A shell command printing a nonce-framed marker line `label`, to split one section into parts. */
+  mark(label: string): string;
+  /** A shell command declaring the whole domain unknown on this host, with the reason. */
+  unknown(reason: string): string;
+  /** Largest file, in bytes, whose contents a probe may send back. */
+  maxFileBytes: number;
+}
+
+export interface ParseContext {
+  /** Splits a section at the markers printed by `ProbeContext.mark`: [label, text] in order. */
+  parts(output: string): [label: string, text: string][];
+}
+
+/** One difference between declared and live state, as a domain sees it. */
+export interface Finding {
+  /** Stable within the domain: the sysctl name, the file path, `tcp/8080`. */
+  key: string;
+  declared: JsonValue;
+  live: JsonValue;
+  /** Where the declared value sits in the effective node spec (source lookup, accept edits). */
+  path: SpecPath;
+  /** One line of context an operator needs: "reboot pending", "will revert at reboot". */
+  detail?: string;
+  /** Unified `-want +got` diff; never set for secrets. */
+  diff?: string;
+}
+
+/**
+ * One audit domain, self-contained: where it is declared, how it is probed, how the probe's
+ * output is parsed, how declared and live are compared, and how a spec is built from live.
+ * Probe text is built here but run by a transport; parse takes captured text.
+ */
+export interface Domain<Declared = unknown, Live = unknown> {
+  name: DomainName;
+  title: string;
+  /** Where the declaration lives in a node spec, e.g. ["system", "sysctl_parameters"]. */
+  specPath: readonly string[];
+  schema: z.ZodType<Declared>;
+  /** For a list declared per item (files by path, units by name): the field naming an item. */
+  listKey?: string;
+  /** For a list of strings that is really a map (the seed's `- key = value`): item -> [key, value]. */
+  listForm?: (item: string) => [string, string] | undefined;
+  severity: Severity;
+  onDrift: OnDrift;
+  /** The seed's remediation workflow for this domain. */
+  remediation: string;
+  /** Shell snippet whose stdout is this domain's section. `declared` is undefined for snapshots. */
+  probe(declared: Declared | undefined, ctx: ProbeContext): string;
+  parse(output: string, ctx: ParseContext): Live;
+  compare(declared: Declared, live: Live): Finding[];
+  /** The declaration that would make this live state clean (`snapshot`, goss-style bootstrap). */
+  snapshot(live: Live): Declared | undefined;
+}
+
+// Type-erased form held by the registry.
+export type AnyDomain = Domain<any, any>;

@@ -1,0 +1,75 @@
+import { z } from "zod";
+import type { Domain, Finding } from "../domain.js";
+import { normalizeValue, parsePersistedSysctl, parseRuntimeSysctl, type SysctlLive } from "./parse.js";
+
+// `net.ipv4.tcp_syncookies: 1` in a map, or the seed's list form `- net.ipv4.tcp_syncookies = 1`.
+const SysctlValue = z.union([z.string(), z.number(), z.boolean()]).transform((v) => normalizeValue(String(v)));
+const SysctlName = z.string().regex(/^[A-Za-z0-9_][A-Za-z0-9_.\-/]*$/, "not a sysctl name (like net.ipv4.ip_forward)");
+export const SysctlDeclared = z.record(SysctlName, SysctlValue);
+export type SysctlDeclared = z.infer<typeof SysctlDeclared>;
+
+export function procPath(name: string): string {
+  return `/proc/sys/${name.replaceAll(".", "/")}`;
+}
+
+const PERSISTED_DIRS = ["/etc/sysctl.d", "/run/sysctl.d", "/usr/local/lib/sysctl.d", "/usr/lib/sysctl.d", "/lib/sysctl.d"];
+
+export const sysctl: Domain<SysctlDeclared, SysctlLive> = {
+  name: "sysctl",
+  title: "Sysctl values",
+  specPath: ["system", "sysctl_parameters"],
+  schema: SysctlDeclared,
+  listForm: (item) => {
+    const m = /^\s*([^=\s]+)\s*=\s*(.*?)\s*$/.exec(item);
+    return m ? [m[1]!, m[2]!] : undefined;
+  },
+  severity: "medium",
+  onDrift: "accept",
+  remediation: "Apply the manifest baseline with `sysctl -p` (or `sysctl --system`), or accept the live value into the manifest.",
+  probe(declared, ctx) {
+    // One grep prints `path:value` for every file: one process, and a single read() of each
+    // /proc/sys file (dash's `read` reads byte by byte, which /proc/sys answers wrongly).
+    const runtime = declared
+      ? Object.keys(declared).map((name) => ctx.quote(procPath(name))).join(" ")
+      : "-r /proc/sys/net /proc/sys/fs /proc/sys/kernel /proc/sys/vm";
+    const persisted = PERSISTED_DIRS.map((d) => `${d}/*.conf`).join(" ");
+    return [
+      ctx.mark("runtime"),
+      `grep -H -s '' ${runtime} 2>/dev/null`,
+      ctx.mark("persisted"),
+      `grep -H -s '' /etc/sysctl.conf ${persisted} 2>/dev/null`,
+      "true",
+    ].join("\n");
+  },
+  parse(output, ctx) {
+    const parts = new Map(ctx.parts(output));
+    return {
+      runtime: parseRuntimeSysctl(parts.get("runtime") ?? ""),
+      persisted: parsePersistedSysctl(parts.get("persisted") ?? ""),
+    };
+  },
+  compare(declared, live) {
+    const findings: Finding[] = [];
+    for (const [name, want] of Object.entries(declared)) {
+      const got = live.runtime.get(name) ?? null;
+      if (got === want) continue;
+      const boot = live.persisted.get(name);
+      const finding: Finding = { key: name, declared: want, live: got, path: [...this.specPath, name] };
+      if (got === null) finding.detail = `${procPath(name)} does not exist on this host`;
+      else if (boot !== undefined && boot.value !== got)
+        finding.detail = `runtime-only change: ${boot.file} sets ${boot.value}, so the live value will revert at reboot`;
+      else if (boot === undefined) finding.detail = "not persisted in /etc/sysctl.conf or sysctl.d: the live value will revert at reboot";
+      findings.push(finding);
+    }
+    return findings;
+  },
+  snapshot(live) {
+    // A snapshot declares what the host persists, at its live values: the tunables an operator chose.
+    const declared: SysctlDeclared = {};
+    for (const name of [...live.persisted.keys()].sort()) {
+      const value = live.runtime.get(name);
+      if (value !== undefined) declared[name] = value;
+    }
+    return Object.keys(declared).length ? declared : undefined;
+  },
+};

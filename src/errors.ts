@@ -1,0 +1,92 @@
+// Every failure Quartermaster reports is one of these classes, so the CLI can turn it into
+// a `location: message` line and an exit code in one place (src/cli/exit.ts).
+
+export interface SourceLocation {
+  file: string;
+  line?: number;
+  col?: number;
+}
+
+export function formatLocation(loc: SourceLocation): string {
+  return [loc.file, loc.line, loc.line !== undefined ? loc.col ?? 1 : undefined]
+    .filter((part) => part !== undefined)
+    .join(":");
+}
+
+/** A problem in the manifest tree: always names the file, and the line and column when known. */
+export class ManifestError extends Error {
+  override readonly name = "ManifestError";
+  constructor(
+    message: string,
+    readonly location: SourceLocation,
+    readonly hint?: string,
+  ) {
+    super(message);
+  }
+  override toString(): string {
+    return `${formatLocation(this.location)}: ${this.message}${this.hint ? ` (${this.hint})` : ""}`;
+  }
+}
+
+/** Several manifest problems found in one pass; validation reports them all, not just the first. */
+export class ManifestErrors extends Error {
+  override readonly name = "ManifestErrors";
+  constructor(readonly errors: ManifestError[]) {
+    super(errors.map((e) => e.toString()).join("\n"));
+  }
+}
+
+/** Wrong command line: unknown flag, bad value, missing argument. */
+export class UsageError extends Error {
+  override readonly name = "UsageError";
+}
+
+/** Why a node could not be audited. `status` is the node status the report shows. */
+export type NodeFailureKind =
+  | "unreachable"
+  | "timeout"
+  | "auth"
+  | "host-key"
+  | "sudo"
+  | "truncated"
+  | "malformed"
+  | "too-large"
+  | "probe";
+
+export class NodeAuditError extends Error {
+  override readonly name = "NodeAuditError";
+  constructor(
+    readonly node: string,
+    readonly kind: NodeFailureKind,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+  get status(): "unreachable" | "error" {
+    return this.kind === "unreachable" || this.kind === "timeout" ? "unreachable" : "error";
+  }
+}
+
+/** Probe output that does not parse: the host answered something Quartermaster cannot trust. */
+export class ProbeParseError extends Error {
+  override readonly name = "ProbeParseError";
+  constructor(
+    readonly section: string,
+    message: string,
+  ) {
+    super(`${section}: ${message}`);
+  }
+}
+
+/** A failure talking to the forge (GitHub API or git remote), translated at the edge. */
+export class ForgeError extends Error {
+  override readonly name = "ForgeError";
+  constructor(
+    message: string,
+    readonly status?: number,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}

@@ -1,0 +1,99 @@
+import { z } from "zod";
+import { DOMAIN_NAMES, SEVERITIES } from "../domains/domain.js";
+import { DOMAINS } from "../domains/registry.js";
+
+// A name or host that ssh could read as an option, or that could split a command line.
+const SAFE_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.@:%\[\]-]*$/;
+export const NodeName = z
+  .string()
+  .regex(SAFE_NAME, "must start with a letter, digit or _ and hold no whitespace, control characters or shell/option syntax");
+
+export const SshSettings = z.strictObject({
+  user: NodeName.optional(),
+  port: z.number().int().min(1).max(65535).optional(),
+  identity_file: z.string().min(1).optional(),
+  /** Run the probe through `sudo -n` (never prompts; a node where sudo would prompt fails). */
+  become: z.enum(["sudo"]).optional(),
+  connect_timeout: z.number().int().positive().optional(),
+  /** Seconds before the whole node audit is abandoned and its ssh process killed. */
+  timeout: z.number().int().positive().optional(),
+  /** Passed as `-J`; an ssh_config ProxyJump works as well. */
+  proxy_jump: NodeName.optional(),
+});
+export type SshSettings = z.infer<typeof SshSettings>;
+
+/** Builds the nested node-spec shape from the domains' spec paths (system.sysctl_parameters, ...). */
+function domainShape(): Record<string, z.ZodType> {
+  const tree: Record<string, unknown> = {};
+  for (const domain of DOMAINS) {
+    let level = tree;
+    domain.specPath.slice(0, -1).forEach((part) => {
+      level = (level[part] ??= {}) as Record<string, unknown>;
+    });
+    level[domain.specPath.at(-1)!] = domain.schema.optional();
+  }
+  const build = (level: Record<string, unknown>): Record<string, z.ZodType> =>
+    Object.fromEntries(
+      Object.entries(level).map(([key, value]) => [
+        key,
+        value instanceof z.ZodType ? value : z.strictObject(build(value as Record<string, unknown>)).optional(),
+      ]),
+    );
+  return build(tree);
+}
+
+const declaredShape = domainShape();
+
+export const NodeSpec = z.strictObject({
+  $schema: z.string().optional(),
+  host: NodeName.optional(),
+  groups: z.array(NodeName).optional(),
+  ssh: SshSettings.optional(),
+  ...declaredShape,
+});
+export type NodeSpec = z.infer<typeof NodeSpec> & Record<string, unknown>;
+
+export const GroupSpec = NodeSpec.omit({ host: true });
+
+export const DomainPolicy = z.strictObject({
+  severity: z.enum(SEVERITIES).optional(),
+  on_drift: z.enum(["accept", "ticket"]).optional(),
+});
+export type DomainPolicy = z.infer<typeof DomainPolicy>;
+
+const IsoDate = z.union([
+  z.string().regex(/^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/, "must be a date like 2026-12-31"),
+  z.date().transform((d) => d.toISOString().slice(0, 10)),
+]);
+
+export const Waiver = z.strictObject({
+  node: z.string().default("*"),
+  domain: z.string().default("*"),
+  key: z.string().default("*"),
+  /** When set, the waiver holds only while the live value is exactly this. */
+  live: z.union([z.string(), z.number(), z.boolean(), z.null()]).optional(),
+  reason: z.string().min(1, "say why this drift is waived"),
+  expires: IsoDate.optional(),
+});
+export type Waiver = z.infer<typeof Waiver>;
+
+export const AuditSettings = z.strictObject({
+  /** Largest declared file whose contents are sent back for diffing; larger ones compare by hash. */
+  max_file_bytes: z.number().int().positive().optional(),
+  /** Largest probe output accepted from one node. */
+  max_output_bytes: z.number().int().positive().optional(),
+  /** Marker file that puts a node in maintenance. */
+  maintenance_marker: z.string().startsWith("/").optional(),
+});
+export type AuditSettings = z.infer<typeof AuditSettings>;
+
+export const FleetSpec = NodeSpec.omit({ host: true, groups: true }).extend({
+  policy: z.partialRecord(z.enum(DOMAIN_NAMES), DomainPolicy).optional(),
+  ignore: z.array(Waiver).optional(),
+  audit: AuditSettings.optional(),
+});
+export type FleetSpec = z.infer<typeof FleetSpec>;
+
+/** Keys of a node spec that are not declared state. */
+export const NODE_SETTINGS = ["$schema", "host", "groups", "ssh"] as const;
+export const FLEET_SETTINGS = ["policy", "ignore", "audit"] as const;

@@ -1,0 +1,114 @@
+import { randomBytes } from "node:crypto";
+import type { ParseContext, ProbeContext } from "../domains/domain.js";
+import { ProbeParseError } from "../errors.js";
+
+// The probe is one POSIX sh script sent on stdin. Every line it frames starts with a per-run
+// random nonce, so the contents of a declared file cannot forge a section boundary.
+
+export interface ProbeSection {
+  name: string;
+  script: string;
+}
+
+export interface Probe {
+  nonce: string;
+  script: string;
+}
+
+export function newNonce(): string {
+  return `QM${randomBytes(12).toString("hex")}`;
+}
+
+export function shellQuote(value: string): string {
+  return `'${value.replaceAll("'", `'\\''`)}'`;
+}
+
+export function probeContext(nonce: string, maxFileBytes: number): ProbeContext {
+  return {
+    quote: shellQuote,
+    mark: (label) => `printf '\\n%s mark %s\\n' "$QM_N" ${shellQuote(label)}`,
+    unknown: (reason) => `printf '\\n%s unknown %s\\n' "$QM_N" ${shellQuote(reason)}`,
+    maxFileBytes,
+  };
+}
+
+export function buildProbe(nonce: string, sections: ProbeSection[]): Probe {
+  const body = sections
+    .map(
+      (s) =>
+        `printf '\\n%s begin %s\\n' "$QM_N" ${shellQuote(s.name)}\n{\n${s.script}\n}\nprintf '\\n%s end %s\\n' "$QM_N" ${shellQuote(s.name)}`,
+    )
+    .join("\n");
+  const script = [
+    "# quartermaster probe: reads /proc, /sys, package databases and declared files; writes nothing",
+    "LC_ALL=C; export LC_ALL",
+    "PATH=/usr/bin:/bin:/usr/sbin:/sbin; export PATH",
+    `QM_N=${nonce}`,
+    body,
+    `printf '\\n%s done\\n' "$QM_N"`,
+    "",
+  ].join("\n");
+  return { nonce, script };
+}
+
+export interface SectionOutput {
+  output: string;
+  /** Set when the host said it cannot show this domain, with its reason. */
+  unknown?: string;
+}
+
+/**
+ * Splits probe stdout into sections. Missing `done`, a section without its end, or text outside
+ * the frames means the output is not what the probe printed: an error, never "no drift".
+ */
+export function parseProbeOutput(stdout: string, nonce: string): Map<string, SectionOutput> {
+  const sections = new Map<string, SectionOutput>();
+  const marker = `\n${nonce} `;
+  const text = stdout.startsWith(`${nonce} `) ? `\n${stdout}` : stdout;
+  if (!text.includes(`${marker}done`)) {
+    throw new ProbeParseError("probe", "output is truncated (no end-of-probe marker)");
+  }
+  let pos = text.indexOf(marker);
+  while (pos !== -1) {
+    const lineEnd = text.indexOf("\n", pos + 1);
+    const line = text.slice(pos + marker.length, lineEnd === -1 ? undefined : lineEnd);
+    if (line === "done") return sections;
+    const begin = /^begin (\S+)$/.exec(line);
+    if (!begin) throw new ProbeParseError("probe", `unexpected frame line "${line.slice(0, 80)}"`);
+    const name = begin[1]!;
+    const endMarker = `${marker}end ${name}\n`;
+    const end = text.indexOf(endMarker, lineEnd);
+    if (end === -1 || lineEnd === -1) throw new ProbeParseError(name, "section is truncated");
+    const output = text.slice(lineEnd + 1, end);
+    const unknownAt = output.indexOf(`${marker}unknown `);
+    const unknownLine = output.startsWith(`${nonce} unknown `) ? 0 : unknownAt === -1 ? -1 : unknownAt + 1;
+    if (unknownLine !== -1) {
+      const reasonStart = unknownLine + nonce.length + " unknown ".length;
+      const reasonEnd = output.indexOf("\n", reasonStart);
+      sections.set(name, { output, unknown: output.slice(reasonStart, reasonEnd === -1 ? undefined : reasonEnd) });
+    } else {
+      sections.set(name, { output });
+    }
+    pos = end + endMarker.length - 1;
+    if (text.startsWith(marker, pos)) continue;
+    pos = text.indexOf(marker, pos);
+  }
+  throw new ProbeParseError("probe", "output is truncated (no end-of-probe marker)");
+}
+
+export function parseContext(nonce: string): ParseContext {
+  return {
+    parts(output) {
+      const marker = `${nonce} mark `;
+      const parts: [string, string][] = [];
+      const chunks = `\n${output}`.split(`\n${marker}`);
+      // chunks[0] is text before the first marker (normally empty).
+      for (const chunk of chunks.slice(1)) {
+        const nl = chunk.indexOf("\n");
+        const label = nl === -1 ? chunk : chunk.slice(0, nl);
+        parts.push([label, nl === -1 ? "" : chunk.slice(nl + 1)]);
+      }
+      return parts;
+    },
+  };
+}
