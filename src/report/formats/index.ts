@@ -1,0 +1,22 @@
+// Every output format shares one signature and is registered here.
+import type { Report } from "../schema.js";
+import { renderJson } from "./json.js";
+
+export interface RenderOptions {
+  /** ANSI colors: only on a TTY, and never when NO_COLOR is set. */
+  color: boolean;
+  /** Show unchanged context and every item, not just a summary. */
+  verbose: boolean;
+}
+
+export type Renderer = (report: Report, options: RenderOptions) => string;
+
+export const FORMATS = {
+  json: renderJson,
+} satisfies Record<string, Renderer>;
+
+export type FormatName = keyof typeof FORMATS;
+
+export function isFormatName(name: string): name is FormatName {
+  return Object.hasOwn(FORMATS, name);
+}

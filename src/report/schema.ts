@@ -1,0 +1,82 @@
+import { z } from "zod";
+import { DOMAIN_NAMES, SEVERITIES } from "../domains/domain.js";
+
+export const SCHEMA_VERSION = 1;
+
+const Json: z.ZodType<unknown> = z.lazy(() =>
+  z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(Json), z.record(z.string(), Json)]),
+);
+
+export const DriftItem = z.object({
+  domain: z.enum(DOMAIN_NAMES),
+  key: z.string(),
+  declared: Json,
+  live: Json,
+  severity: z.enum(SEVERITIES),
+  fingerprint: z.string().regex(/^[0-9a-f]{16}$/),
+  source: z.object({ file: z.string(), line: z.number().int().nonnegative() }),
+  remediation: z.string(),
+  /** A merged remediation ticket or a waiver covers this drift: reported, no new PR. */
+  acknowledged: z.boolean().optional(),
+  /** Why it is acknowledged: the ticket id or the waiver's reason. */
+  acknowledgedBy: z.string().optional(),
+  onDrift: z.enum(["accept", "ticket"]),
+  /** Where the declared value sits in the effective node spec. */
+  path: z.array(z.union([z.string(), z.number()])),
+  detail: z.string().optional(),
+  diff: z.string().optional(),
+});
+export type DriftItem = z.infer<typeof DriftItem>;
+
+export const NODE_STATUSES = ["clean", "drift", "unreachable", "error", "maintenance"] as const;
+export type NodeStatus = (typeof NODE_STATUSES)[number];
+
+export const NodeResult = z.object({
+  name: z.string(),
+  host: z.string(),
+  status: z.enum(NODE_STATUSES),
+  error: z.string().optional(),
+  durationMs: z.number().nonnegative(),
+  drift: z.array(DriftItem),
+  /** Domains the host could not show, with the host's reason: never drift. */
+  unknown: z.array(z.object({ domain: z.enum(DOMAIN_NAMES), reason: z.string() })).optional(),
+  /** Bytes of probe output received from the node. */
+  probeBytes: z.number().int().nonnegative().optional(),
+});
+export type NodeResult = z.infer<typeof NodeResult>;
+
+export const Summary = z.object({
+  nodes: z.number().int(),
+  clean: z.number().int(),
+  drifted: z.number().int(),
+  unreachable: z.number().int(),
+  errors: z.number().int(),
+  maintenance: z.number().int(),
+  driftItems: z.number().int(),
+});
+export type Summary = z.infer<typeof Summary>;
+
+export const Report = z.object({
+  schemaVersion: z.literal(SCHEMA_VERSION),
+  startedAt: z.string(),
+  finishedAt: z.string(),
+  manifestRevision: z.string().nullable(),
+  /** Set on a shard's report: which slice of the fleet it covers. */
+  shard: z.object({ index: z.number().int().positive(), count: z.number().int().positive() }).optional(),
+  nodes: z.array(NodeResult),
+  summary: Summary,
+});
+export type Report = z.infer<typeof Report>;
+
+export function summarize(nodes: readonly NodeResult[]): Summary {
+  const count = (status: NodeStatus) => nodes.filter((n) => n.status === status).length;
+  return {
+    nodes: nodes.length,
+    clean: count("clean"),
+    drifted: count("drift"),
+    unreachable: count("unreachable"),
+    errors: count("error"),
+    maintenance: count("maintenance"),
+    driftItems: nodes.reduce((sum, n) => sum + n.drift.length, 0),
+  };
+}
