@@ -1,0 +1,108 @@
+import type { AnyDomain, DomainName } from "../domains/domain.js";
+import { DOMAINS } from "../domains/registry.js";
+import { toDriftItems, type DriftContext } from "../drift/drift.js";
+import { NodeAuditError, ProbeParseError } from "../errors.js";
+import type { LoadedNode } from "../manifest/load.js";
+import type { NodeResult } from "../report/schema.js";
+import { buildProbe, newNonce, parseContext, parseProbeOutput, probeContext, type ProbeSection } from "../probe/script.js";
+import type { RunLimits, Transport } from "../transport/transport.js";
+import { DEFAULT_MAINTENANCE_MARKER, maintenanceProbe, parseMaintenance } from "./maintenance.js";
+
+export const DEFAULT_MAX_FILE_BYTES = 256 * 1024;
+export const DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
+
+export interface AuditSettings extends RunLimits {
+  maxFileBytes: number;
+  maintenanceMarker: string;
+  /** Audit only these domains (`--category`). */
+  categories?: readonly DomainName[];
+}
+
+export const defaultAuditSettings = (overrides: Partial<AuditSettings> = {}): AuditSettings => ({
+  timeoutMs: 60_000,
+  maxOutputBytes: DEFAULT_MAX_OUTPUT_BYTES,
+  maxFileBytes: DEFAULT_MAX_FILE_BYTES,
+  maintenanceMarker: DEFAULT_MAINTENANCE_MARKER,
+  ...overrides,
+});
+
+export function declaredFor(domain: AnyDomain, spec: Record<string, unknown>): unknown {
+  let value: unknown = spec;
+  for (const part of domain.specPath) value = (value as Record<string, unknown> | undefined)?.[part];
+  return value;
+}
+
+/** Domains this node declares, in registry order: only what is declared is audited. */
+export function auditedDomains(node: LoadedNode, categories?: readonly DomainName[]): AnyDomain[] {
+  return DOMAINS.filter((d) => (!categories || categories.includes(d.name)) && declaredFor(d, node.spec) !== undefined);
+}
+
+export interface ProbeResult {
+  nonce: string;
+  sections: Map<string, { output: string; unknown?: string }>;
+  probeBytes: number;
+  durationMs: number;
+}
+
+/** Builds one probe for the given domains, runs it through the transport, splits its sections. */
+export async function runProbe(
+  transport: Transport,
+  domains: readonly { domain: AnyDomain; declared: unknown }[],
+  settings: AuditSettings,
+): Promise<ProbeResult> {
+  const nonce = newNonce();
+  const ctx = probeContext(nonce, settings.maxFileBytes);
+  const sections: ProbeSection[] = [
+    { name: "maintenance", script: maintenanceProbe(settings.maintenanceMarker, ctx) },
+    ...domains.map(({ domain, declared }) => ({ name: domain.name, script: domain.probe(declared, ctx) })),
+  ];
+  const probe = buildProbe(nonce, sections);
+  const run = await transport.run(probe.script, settings);
+  return { nonce, sections: parseProbeOutput(run.stdout, nonce), probeBytes: run.stdout.length, durationMs: run.durationMs };
+}
+
+/** Audits one node. Never throws: every failure becomes the node's status and error. */
+export async function auditNode(node: LoadedNode, transport: Transport, settings: AuditSettings, drift: DriftContext): Promise<NodeResult> {
+  const started = performance.now();
+  const result: NodeResult = { name: node.name, host: node.host, status: "clean", durationMs: 0, drift: [] };
+  const domains = auditedDomains(node, settings.categories);
+  try {
+    const probe = await runProbe(transport, domains.map((domain) => ({ domain, declared: declaredFor(domain, node.spec) })), settings);
+    result.probeBytes = probe.probeBytes;
+    const parse = parseContext(probe.nonce);
+    const maintenance = probe.sections.get("maintenance");
+    const reason = maintenance && parseMaintenance(maintenance.output, parse.parts(maintenance.output));
+    if (reason) {
+      result.status = "maintenance";
+      result.error = reason;
+      return result;
+    }
+    const unknown: NonNullable<NodeResult["unknown"]> = [];
+    for (const domain of domains) {
+      const section = probe.sections.get(domain.name);
+      if (!section) throw new ProbeParseError(domain.name, "section missing from probe output");
+      if (section.unknown !== undefined) {
+        unknown.push({ domain: domain.name, reason: section.unknown });
+        continue;
+      }
+      const live = domain.parse(section.output, parse);
+      const findings = domain.compare(declaredFor(domain, node.spec), live);
+      result.drift.push(...toDriftItems(node, domain, findings, drift));
+    }
+    if (unknown.length) result.unknown = unknown;
+    result.status = result.drift.some((d) => !d.acknowledged) ? "drift" : "clean";
+  } catch (error) {
+    const failure =
+      error instanceof NodeAuditError
+        ? error
+        : error instanceof ProbeParseError
+          ? new NodeAuditError(node.name, error.message.includes("truncated") ? "truncated" : "malformed", `probe output ${error.message}; node not audited`)
+          : new NodeAuditError(node.name, "probe", error instanceof Error ? error.message : String(error), { cause: error });
+    result.status = failure.status;
+    result.error = failure.message;
+    result.drift = [];
+  } finally {
+    result.durationMs = Math.round(performance.now() - started);
+  }
+  return result;
+}

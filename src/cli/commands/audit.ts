@@ -1,0 +1,86 @@
+import { stat } from "node:fs/promises";
+import path from "node:path";
+import { auditFleet, parseShard, shardOf } from "../../audit/fleet.js";
+import { defaultAuditSettings } from "../../audit/node.js";
+import { UsageError } from "../../errors.js";
+import type { Fleet, LoadedNode } from "../../manifest/load.js";
+import { manifestRevision } from "../../manifest/revision.js";
+import type { Report } from "../../report/schema.js";
+import { localTransport } from "../../transport/local.js";
+import { sshTransport } from "../../transport/ssh.js";
+import type { Transport } from "../../transport/transport.js";
+import { exitCode } from "../exit.js";
+import { loadManifests, localNode, MANIFEST_OPTIONS, OUTPUT_OPTIONS, parse, parseCategories, parsePositiveInt, SELECT_OPTIONS, selectNodes } from "../options.js";
+import { writeReport } from "../output.js";
+import { Progress } from "../progress.js";
+
+export const AUDIT_OPTIONS = {
+  ...MANIFEST_OPTIONS,
+  ...SELECT_OPTIONS,
+  ...OUTPUT_OPTIONS,
+  concurrency: { type: "string" },
+  timeout: { type: "string" },
+  "ssh-config": { type: "string" },
+  shard: { type: "string" },
+} as const;
+
+export const DEFAULT_CONCURRENCY = 32;
+
+type AuditValues = ReturnType<typeof parse<typeof AUDIT_OPTIONS>>["values"];
+
+/** Loads, selects, audits: shared by `audit`, `diff` and `snapshot`. */
+export async function runAudit(values: AuditValues, onResult?: (total: number) => (r: Report["nodes"][number]) => void): Promise<{ fleet: Fleet; report: Report }> {
+  const fleet = await loadManifests(values);
+  const categories = parseCategories(values.category);
+  const shard = values.shard === undefined ? undefined : parseShard(values.shard);
+  if (values.shard !== undefined && !shard) throw new UsageError(`--shard takes k/n with 1 <= k <= n, not "${values.shard}"`);
+  if (shard && values.local) throw new UsageError("--shard splits a fleet; it does not go with --local");
+  let nodes: LoadedNode[] = values.local ? [localNode(fleet, values.nodes)] : selectNodes(fleet, values.nodes);
+  if (shard) nodes = nodes.filter((n) => shardOf(n.name, shard.count) === shard.index);
+  const timeoutSeconds = parsePositiveInt("timeout", values.timeout, 60);
+  const audit = fleet.settings.audit ?? {};
+  const settings = defaultAuditSettings({
+    timeoutMs: timeoutSeconds * 1000,
+    categories,
+    ...(audit.max_file_bytes && { maxFileBytes: audit.max_file_bytes }),
+    ...(audit.max_output_bytes && { maxOutputBytes: audit.max_output_bytes }),
+    ...(audit.maintenance_marker && { maintenanceMarker: audit.maintenance_marker }),
+  });
+  const knownHosts = path.join(fleet.dir, "known_hosts");
+  const knownHostsFile = (await stat(knownHosts).catch(() => undefined)) ? knownHosts : undefined;
+  const transportFor = (node: LoadedNode): Transport =>
+    values.local
+      ? localTransport(node.name)
+      : sshTransport(node, { configFile: values["ssh-config"], knownHostsFile, connectTimeoutSeconds: Math.min(10, timeoutSeconds) });
+  const report = await auditFleet({
+    nodes,
+    transportFor,
+    settings,
+    drift: { policy: fleet.settings.policy ?? {}, waivers: fleet.settings.ignore ?? [], now: new Date() },
+    concurrency: parsePositiveInt("concurrency", values.concurrency, DEFAULT_CONCURRENCY),
+    manifestRevision: await manifestRevision(fleet.dir),
+    shard,
+    onResult: onResult?.(nodes.length),
+  });
+  return { fleet, report };
+}
+
+export function auditExitCode(report: Report): number {
+  return exitCode({
+    driftFound: report.nodes.some((n) => n.drift.some((d) => !d.acknowledged)),
+    unauditedNodes: report.nodes.some((n) => n.status === "unreachable" || n.status === "error"),
+  });
+}
+
+export async function auditCommand(argv: string[]): Promise<number> {
+  const { values } = parse("audit", argv, AUDIT_OPTIONS);
+  let progress: Progress | undefined;
+  const { report } = await runAudit(values, (total) => {
+    if (total < 2) return () => {};
+    progress = new Progress(total);
+    return (result) => progress!.update(result);
+  });
+  progress?.finish();
+  await writeReport(report, values);
+  return auditExitCode(report);
+}

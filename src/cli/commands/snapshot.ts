@@ -1,0 +1,68 @@
+import { writeFile } from "node:fs/promises";
+import { stringify } from "yaml";
+import type { AnyDomain } from "../../domains/domain.js";
+import { DOMAINS } from "../../domains/registry.js";
+import { UsageError } from "../../errors.js";
+import { defaultAuditSettings, runProbe } from "../../audit/node.js";
+import { parseContext } from "../../probe/script.js";
+import { localTransport } from "../../transport/local.js";
+import { sshTransport } from "../../transport/ssh.js";
+import type { Transport } from "../../transport/transport.js";
+import { loadManifests, localNode, MANIFEST_OPTIONS, parse, parseCategories, selectNodes } from "../options.js";
+
+/** Live state as a node spec: each domain's snapshot at its spec path; unknown domains left out. */
+export async function snapshotSpec(transport: Transport, domains: readonly AnyDomain[]): Promise<{ spec: Record<string, unknown>; unknown: string[] }> {
+  const probe = await runProbe(transport, domains.map((domain) => ({ domain, declared: undefined })), defaultAuditSettings());
+  const parse = parseContext(probe.nonce);
+  const spec: Record<string, unknown> = {};
+  const unknown: string[] = [];
+  for (const domain of domains) {
+    const section = probe.sections.get(domain.name);
+    if (!section) throw new Error(`probe output lacks the ${domain.name} section`);
+    if (section.unknown !== undefined) {
+      unknown.push(`${domain.name}: ${section.unknown}`);
+      continue;
+    }
+    const declared = domain.snapshot(domain.parse(section.output, parse));
+    if (declared === undefined) continue;
+    let level = spec;
+    for (const part of domain.specPath.slice(0, -1)) level = (level[part] ??= {}) as Record<string, unknown>;
+    level[domain.specPath.at(-1)!] = declared;
+  }
+  return { spec, unknown };
+}
+
+export async function snapshotCommand(argv: string[]): Promise<number> {
+  const { values } = parse("snapshot", argv, {
+    ...MANIFEST_OPTIONS,
+    node: { type: "string" },
+    local: { type: "boolean", default: false },
+    category: { type: "string" },
+    out: { type: "string" },
+    "ssh-config": { type: "string" },
+  });
+  if (!values.local && !values.node) throw new UsageError("snapshot needs --local or --node NAME");
+  const categories = parseCategories(values.category);
+  const domains = DOMAINS.filter((d) => !categories || categories.includes(d.name));
+  let transport: Transport;
+  let title: string;
+  if (values.local && !values.node) {
+    transport = localTransport("localhost");
+    title = "this machine";
+  } else {
+    const fleet = await loadManifests(values);
+    const node = values.local ? localNode(fleet, values.node) : selectNodes(fleet, values.node).find((n) => n.name === values.node);
+    if (!node) throw new UsageError(`--node "${values.node}" names no node`);
+    transport = values.local ? localTransport(node.name) : sshTransport(node, { configFile: values["ssh-config"], connectTimeoutSeconds: 10 });
+    title = node.name;
+  }
+  const { spec, unknown } = await snapshotSpec(transport, domains);
+  const header = [
+    `# Live state of ${title}, taken ${new Date().toISOString()} by quartermaster snapshot.`,
+    ...unknown.map((u) => `# not shown by this host: ${u}`),
+  ].join("\n");
+  const text = `${header}\n${stringify(spec, { lineWidth: 0 })}`;
+  if (values.out) await writeFile(values.out, text);
+  else process.stdout.write(text);
+  return 0;
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env node
+import { ManifestErrors, UsageError } from "../errors.js";
+import { auditCommand } from "./commands/audit.js";
+import { diffCommand } from "./commands/diff.js";
+import { snapshotCommand } from "./commands/snapshot.js";
+import { validateCommand } from "./commands/validate.js";
+import { ExitBit } from "./exit.js";
+
+const COMMANDS: Record<string, { run: (argv: string[]) => Promise<number>; summary: string }> = {
+  audit: { run: auditCommand, summary: "read-only audit of the selected nodes" },
+  diff: { run: diffCommand, summary: "-want +got view of one domain's drift" },
+  snapshot: { run: snapshotCommand, summary: "print a node-spec YAML of a node's live state" },
+  validate: { run: validateCommand, summary: "check the manifest tree" },
+};
+
+const USAGE = `usage: quartermaster <command> [options]
+
+${Object.entries(COMMANDS)
+  .map(([name, c]) => `  ${name.padEnd(14)}${c.summary}`)
+  .join("\n")}
+
+Common options: --manifests DIR (default fleet-manifests), --nodes a,web-*, --category sysctl,files,
+--local (audit this machine), --format text|json|markdown|junit|prometheus|events, --out FILE.
+Exit codes: 0 clean, 1 drift, 2 usage or manifest error, 4 nodes not audited (5 = 1 + 4).
+`;
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === "--help" || name === "-h" || name === "help") {
+    process.stdout.write(USAGE);
+    return name ? 0 : ExitBit.usage;
+  }
+  const command = COMMANDS[name];
+  try {
+    if (!command) throw new UsageError(`unknown command "${name}"`);
+    if (rest.includes("--help")) {
+      process.stdout.write(USAGE);
+      return 0;
+    }
+    return await command.run(rest);
+  } catch (error) {
+    if (error instanceof ManifestErrors) {
+      process.stderr.write(`${error.message}\n${error.errors.length} manifest error${error.errors.length === 1 ? "" : "s"}; nothing audited\n`);
+      return ExitBit.usage;
+    }
+    if (error instanceof UsageError) {
+      process.stderr.write(`quartermaster: ${error.message}\n\n${USAGE}`);
+      return ExitBit.usage;
+    }
+    // An unexpected failure audited nothing trustworthy: the same code as a manifest error.
+    process.stderr.write(`quartermaster: internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    return ExitBit.usage;
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

@@ -1,0 +1,45 @@
+import { createHash } from "node:crypto";
+import type { AnyDomain, Finding, JsonValue } from "../domains/domain.js";
+import { sourceOf, type LoadedNode } from "../manifest/load.js";
+import type { DomainPolicy, Waiver } from "../manifest/schema.js";
+import type { DriftItem } from "../report/schema.js";
+import { findWaiver } from "./waivers.js";
+
+/** Stable for the same (node, domain, key, declared, live): how re-runs recognise the same drift. */
+export function fingerprint(node: string, domain: string, key: string, declared: JsonValue, live: JsonValue): string {
+  return createHash("sha256").update(JSON.stringify([node, domain, key, declared, live])).digest("hex").slice(0, 16);
+}
+
+export interface DriftContext {
+  policy: Partial<Record<string, DomainPolicy>>;
+  waivers: readonly Waiver[];
+  now: Date;
+}
+
+/** A domain's findings on one node, as report drift items: severity and on_drift by policy, source, waivers. */
+export function toDriftItems(node: LoadedNode, domain: AnyDomain, findings: readonly Finding[], ctx: DriftContext): DriftItem[] {
+  const policy = ctx.policy[domain.name] ?? {};
+  return findings.map((finding) => {
+    const origin = sourceOf(node, finding.path);
+    const item: DriftItem = {
+      domain: domain.name,
+      key: finding.key,
+      declared: finding.declared,
+      live: finding.live,
+      severity: policy.severity ?? domain.severity,
+      fingerprint: fingerprint(node.name, domain.name, finding.key, finding.declared, finding.live),
+      source: { file: origin.file, line: origin.line },
+      remediation: domain.remediation,
+      onDrift: policy.on_drift ?? domain.onDrift,
+      path: [...finding.path],
+    };
+    if (finding.detail) item.detail = finding.detail;
+    if (finding.diff) item.diff = finding.diff;
+    const waiver = findWaiver(ctx.waivers, { node: node.name, domain: domain.name, key: finding.key, live: finding.live }, ctx.now);
+    if (waiver) {
+      item.acknowledged = true;
+      item.acknowledgedBy = `waiver: ${waiver.reason}`;
+    }
+    return item;
+  });
+}
