@@ -104,7 +104,7 @@ class FileReader {
       await handle.close();
     }
     const lines = new LineCounter();
-    const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: false });
+    const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: true });
     for (const error of doc.errors) {
       const pos = error.linePos?.[0];
       this.errors.push(new ManifestError(`invalid YAML: ${error.message.split("\n")[0]}`, { file, line: pos?.line, col: pos?.col }));

@@ -1,0 +1,16 @@
+import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+
+/** Writes `{ "nodes/web-01.yaml": "..." }` under a fresh temp dir and returns the dir. */
+export async function writeTree(files: Record<string, string | Buffer>, prefix = "qm-tree-"): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), prefix));
+  for (const [name, contents] of Object.entries(files)) {
+    const file = path.join(dir, name);
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(file, contents);
+  }
+  return dir;
+}
+
+export const removeTree = (dir: string) => rm(dir, { recursive: true, force: true });
