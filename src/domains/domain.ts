@@ -78,6 +78,11 @@ export interface Domain<Declared = unknown, Live = unknown> {
   compare(declared: Declared, live: Live): Finding[];
   /** The declaration that would make this live state clean (`snapshot`, goss-style bootstrap). */
   snapshot(live: Live): Declared | undefined;
+  /**
+   * The declaration after accepting one finding's live state (an accept PR). Without it, the
+   * value at `finding.path` becomes `finding.live` (deleted when live is null).
+   */
+  accept?(declared: Declared, finding: Finding): Declared | undefined;
 }
 
 // Type-erased form held by the registry.

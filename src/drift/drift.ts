@@ -2,8 +2,14 @@ import { createHash } from "node:crypto";
 import type { AnyDomain, Finding, JsonValue } from "../domains/domain.js";
 import { sourceOf, type LoadedNode } from "../manifest/load.js";
 import type { DomainPolicy, Waiver } from "../manifest/schema.js";
+import type { Ticket } from "../manifest/tickets.js";
 import type { DriftItem } from "../report/schema.js";
 import { findWaiver } from "./waivers.js";
+
+/** The same drift on any node: (domain, key, declared, live). Identical drift on many nodes is one PR. */
+export function driftSignature(domain: string, key: string, declared: JsonValue, live: JsonValue): string {
+  return createHash("sha256").update(JSON.stringify([domain, key, declared, live])).digest("hex").slice(0, 16);
+}
 
 /** Stable for the same (node, domain, key, declared, live): how re-runs recognise the same drift. */
 export function fingerprint(node: string, domain: string, key: string, declared: JsonValue, live: JsonValue): string {
@@ -13,6 +19,8 @@ export function fingerprint(node: string, domain: string, key: string, declared:
 export interface DriftContext {
   policy: Partial<Record<string, DomainPolicy>>;
   waivers: readonly Waiver[];
+  /** Open remediation tickets: drift they name is acknowledged, not new. */
+  tickets: readonly Ticket[];
   now: Date;
 }
 
@@ -35,8 +43,13 @@ export function toDriftItems(node: LoadedNode, domain: AnyDomain, findings: read
     };
     if (finding.detail) item.detail = finding.detail;
     if (finding.diff) item.diff = finding.diff;
+    const signature = driftSignature(domain.name, finding.key, finding.declared, finding.live);
+    const ticket = ctx.tickets.find((t) => t.status === "open" && t.signature === signature && t.nodes.includes(node.name));
     const waiver = findWaiver(ctx.waivers, { node: node.name, domain: domain.name, key: finding.key, live: finding.live }, ctx.now);
-    if (waiver) {
+    if (ticket) {
+      item.acknowledged = true;
+      item.acknowledgedBy = `ticket ${ticket.id}`;
+    } else if (waiver) {
       item.acknowledged = true;
       item.acknowledgedBy = `waiver: ${waiver.reason}`;
     }

@@ -7,6 +7,7 @@ import { DOMAINS } from "../domains/registry.js";
 import { ManifestError, ManifestErrors } from "../errors.js";
 import { FLEET_SETTINGS, FleetSpec, GroupSpec, NodeName, NodeSpec, type SshSettings } from "./schema.js";
 import { nearest } from "./suggest.js";
+import { Ticket } from "./tickets.js";
 import { keysAt } from "./zod-shape.js";
 
 export const MAX_MANIFEST_BYTES = 1024 * 1024;
@@ -47,6 +48,8 @@ export interface Fleet {
   dir: string;
   settings: Pick<FleetSpec, (typeof FLEET_SETTINGS)[number]>;
   nodes: LoadedNode[];
+  /** Remediation tickets under remediations/, with the file each came from. */
+  tickets: { ticket: Ticket; file: string }[];
 }
 
 export const pathKey = (p: SpecPath): string => JSON.stringify(p);
@@ -418,6 +421,18 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
   // Groups nobody uses are still validated: a broken group must not wait for its first node.
   for (const name of groupFiles.keys()) await loadGroup(name);
 
+  const tickets: Fleet["tickets"] = [];
+  for (const ticketFile of await listYaml(path.join(abs, "remediations"))) {
+    const parsed = await reader.parse(ticketFile);
+    if (!parsed) continue;
+    const result = Ticket.safeParse(parsed.doc.toJS());
+    if (!result.success) {
+      for (const issue of result.error.issues) reader.errors.push(locateIssue(reader, parsed, new Map(), Ticket, issue));
+      continue;
+    }
+    tickets.push({ ticket: result.data, file: parsed.file });
+  }
+
   if (reader.errors.length) throw new ManifestErrors(reader.errors);
-  return { dir: abs, settings, nodes };
+  return { dir: abs, settings, nodes, tickets };
 }

@@ -36,7 +36,7 @@ describe("auditing this machine", () => {
       nodes: fleet.nodes,
       transportFor: () => unprivilegedTransport(),
       settings: defaultAuditSettings(),
-      drift: { policy: {}, waivers: [], now: new Date() },
+      drift: { policy: {}, waivers: [], tickets: [], now: new Date() },
       concurrency: 1,
       manifestRevision: null,
     });

@@ -56,7 +56,7 @@ export async function runAudit(values: AuditValues, onResult?: (total: number) =
     nodes,
     transportFor,
     settings,
-    drift: { policy: fleet.settings.policy ?? {}, waivers: fleet.settings.ignore ?? [], now: new Date() },
+    drift: { policy: fleet.settings.policy ?? {}, waivers: fleet.settings.ignore ?? [], tickets: fleet.tickets.map((t) => t.ticket), now: new Date() },
     concurrency: parsePositiveInt("concurrency", values.concurrency, DEFAULT_CONCURRENCY),
     manifestRevision: await manifestRevision(fleet.dir),
     shard,

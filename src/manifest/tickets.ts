@@ -1,0 +1,24 @@
+import { z } from "zod";
+import { DOMAIN_NAMES, SEVERITIES } from "../domains/domain.js";
+
+const Json: z.ZodType<unknown> = z.lazy(() => z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(Json), z.record(z.string(), Json)]));
+
+/** fleet-manifests/remediations/<id>.yaml: an operator's commitment, merged through a ticket PR, to fix drift on the host. */
+export const Ticket = z.strictObject({
+  id: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/),
+  status: z.enum(["open", "resolved"]),
+  domain: z.enum(DOMAIN_NAMES),
+  key: z.string(),
+  declared: Json,
+  live: Json,
+  severity: z.enum(SEVERITIES),
+  nodes: z.array(z.string()).min(1),
+  remediation: z.string(),
+  detected: z.string(),
+  resolved: z.string().optional(),
+  /** Same (domain, key, declared, live) on any node: how drift is matched to its ticket. */
+  signature: z.string().regex(/^[0-9a-f]{16}$/),
+  /** Why a ticket rather than an accept: policy, or the accept PR a reviewer closed. */
+  reason: z.string().optional(),
+});
+export type Ticket = z.infer<typeof Ticket>;
