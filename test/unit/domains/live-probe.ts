@@ -9,6 +9,8 @@ export interface ProbeRun<Live> {
   live?: Live;
   unknown?: string;
   script: string;
+  /** Everything the host sent back, to check what never leaves it. */
+  stdout: string;
 }
 
 export async function runProbe<Live>(
@@ -22,6 +24,6 @@ export async function runProbe<Live>(
   const [file, ...args] = options.command ?? ["sh", "-s"];
   const result = await execa(file!, args, { input: script, encoding: "latin1", stripFinalNewline: false });
   const out = parseProbeOutput(result.stdout, nonce).get(domain.name)!;
-  if (out.unknown !== undefined) return { unknown: out.unknown, script };
-  return { live: domain.parse(out.output, parseContext(nonce)) as Live, script };
+  if (out.unknown !== undefined) return { unknown: out.unknown, script, stdout: result.stdout };
+  return { live: domain.parse(out.output, parseContext(nonce)) as Live, script, stdout: result.stdout };
 }
