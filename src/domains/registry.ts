@@ -4,8 +4,9 @@ import type { AnyDomain, DomainName } from "./domain.js";
 import { files } from "./files/index.js";
 import { packages } from "./packages/index.js";
 import { sysctl } from "./sysctl/index.js";
+import { systemd } from "./systemd/index.js";
 
-export const DOMAINS: readonly AnyDomain[] = [sysctl, packages, files];
+export const DOMAINS: readonly AnyDomain[] = [sysctl, packages, files, systemd];
 
 export function domainByName(name: string): AnyDomain | undefined {
   return DOMAINS.find((d) => d.name === name);
