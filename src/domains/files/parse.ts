@@ -2,6 +2,7 @@ import { ProbeParseError } from "../../errors.js";
 
 // Contract with the transport: probe output arrives decoded byte-per-char (latin1), so
 // Buffer.from(text, "latin1") gives back the exact bytes a file holds, binary or not.
+const utf8 = (latin1: string) => Buffer.from(latin1, "latin1").toString("utf8");
 
 /** What `stat -L -c '%s\t%a\t%U\t%u\t%G\t%g\t%F\t%n'` says about one path. */
 export interface FileStat {
@@ -93,7 +94,9 @@ export function isRegular(stat: FileStat | null | undefined): boolean {
  * The files section: `cap N`, `paths` (the declared paths, one a line), `stat`, `sha256`, then
  * `contents <path>` for each file read and `unreadable <path>` where reading it failed.
  */
-export function parseFiles(parts: readonly [string, string][]): FilesLive {
+export function parseFiles(raw: readonly [string, string][]): FilesLive {
+  // Labels, paths and tool output name files in UTF-8, as the manifest does; only contents stay bytes.
+  const parts = raw.map(([label, text]): [string, string] => [utf8(label), label.startsWith("contents ") ? text : utf8(text)]);
   const byLabel = new Map(parts);
   const capLabel = parts.find(([label]) => label.startsWith("cap "))?.[0];
   const paths = byLabel.get("paths");

@@ -113,6 +113,7 @@ describe("files: probe and compare on this host", () => {
     writeFileSync(at("binary.dat"), Buffer.from([0xff, 0x00, 0xfe, 0x0a]));
     writeFileSync(at("utf8.conf"), "café ☕\n");
     writeFileSync(at("name with 'quote'"), "q\n");
+    writeFileSync(at("café ☕.conf"), "q\n", { mode: 0o644 });
     mkdirSync(at("private"), { mode: 0o700 });
     writeFileSync(at("private/app.conf"), "hidden\n");
   });
@@ -215,8 +216,11 @@ describe("files: probe and compare on this host", () => {
     assert.deepEqual([finding!.live, finding!.detail], ["<directory>", "not a regular file: a directory"]);
   });
 
-  it("quotes paths the manifest gives", async () => {
+  it("quotes paths the manifest gives, and reads back non-ASCII names", async () => {
     assert.deepEqual((await audit([{ path: at("name with 'quote'"), contents: "q\n" }])).findings, []);
+    const { findings, live } = await audit([{ path: at("café ☕.conf"), contents: "other\n", mode: "0600" }]);
+    assert.deepEqual(live.unknown, []);
+    assert.deepEqual(findings.map((f) => f.key), [at("café ☕.conf"), `${at("café ☕.conf")}:mode`]);
   });
 
   it("as an unprivileged user, reports what it cannot see as unknown, never as drift", async () => {
