@@ -1,9 +1,12 @@
 // The one place audit domains are registered. Adding a domain: its folder under src/domains/
 // and one line here (test/unit/domains/registry.test.ts fails when a folder is missing).
 import type { AnyDomain, DomainName } from "./domain.js";
+import { files } from "./files/index.js";
+import { packages } from "./packages/index.js";
 import { sysctl } from "./sysctl/index.js";
+import { systemd } from "./systemd/index.js";
 
-export const DOMAINS: readonly AnyDomain[] = [sysctl];
+export const DOMAINS: readonly AnyDomain[] = [sysctl, packages, files, systemd];
 
 export function domainByName(name: string): AnyDomain | undefined {
   return DOMAINS.find((d) => d.name === name);

@@ -1,0 +1,222 @@
+import { createHash } from "node:crypto";
+import { FILE_HEADERS_ONLY, formatPatch, structuredPatch } from "diff";
+import { z } from "zod";
+import type { Domain, Finding } from "../domain.js";
+import { STAT_FORMAT, isRegular, normalizeMode, parseFiles, type FileStat, type FilesLive } from "./parse.js";
+
+const FilePath = z
+  .string()
+  .startsWith("/", "must be an absolute path")
+  .refine((p) => !/\p{Cc}/u.test(p), "must not hold control characters (newlines, tabs)")
+  .refine((p) => !p.split("/").includes(".."), "must not hold `..` segments");
+// YAML 1.2 reads an unquoted 0644 as the decimal number 644, so a mode must arrive as a string.
+const FileMode = z
+  .string({
+    error: (issue) =>
+      typeof issue.input === "number"
+        ? `quote the mode as an octal string, like mode: "0644" (YAML reads ${String(issue.input)} unquoted as a decimal number)`
+        : `an octal mode string like "0644"`,
+  })
+  .regex(/^[0-7]{3,4}$/, `an octal mode like "0644" or "644"`)
+  .transform(normalizeMode);
+const Account = z.string().regex(/^[A-Za-z0-9_][A-Za-z0-9_.-]*\$?$/, "a user or group name, or a numeric id");
+
+export const FileDeclared = z
+  .strictObject({
+    path: FilePath,
+    contents: z.string().optional(),
+    sha256: z.string().regex(/^[0-9a-f]{64}$/, "64 lower-case hex digits (the output of sha256sum)").optional(),
+    mode: FileMode.optional(),
+    owner: Account.optional(),
+    group: Account.optional(),
+    /** Compared by hash only: its contents never leave the host and never appear in a report. */
+    secret: z.boolean().optional(),
+    /** The file must not exist. */
+    absent: z.boolean().optional(),
+  })
+  .superRefine((file, ctx) => {
+    const problem = (message: string) => ctx.addIssue({ code: "custom", message });
+    if (file.absent) {
+      const others = (["contents", "sha256", "mode", "owner", "group", "secret"] as const).filter((k) => file[k] !== undefined);
+      if (others.length) problem(`a file declared absent has no ${others.join(", ")}`);
+    }
+    if (file.contents !== undefined && file.sha256 !== undefined) problem("declare contents or sha256, not both");
+    if (file.secret && file.contents !== undefined) {
+      problem("a secret file is declared by its sha256, so its contents stay out of the manifest");
+    }
+  });
+export type FileDeclared = z.infer<typeof FileDeclared>;
+
+export const FilesDeclared = z.array(FileDeclared).superRefine((files, ctx) => {
+  const seen = new Set<string>();
+  files.forEach((file, i) => {
+    if (seen.has(file.path)) ctx.addIssue({ code: "custom", message: `${file.path} is declared twice`, path: [i, "path"] });
+    seen.add(file.path);
+  });
+});
+export type FilesDeclared = z.infer<typeof FilesDeclared>;
+
+const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
+const SECRET = "secret: compared by SHA-256; its contents never leave the host and are not shown";
+
+/** Whether the probe sends the file's hash rather than its bytes. */
+function comparedByHash(file: FileDeclared, cap: number): boolean {
+  return file.sha256 !== undefined || (file.contents !== undefined && Buffer.byteLength(file.contents) > cap);
+}
+
+function unifiedDiff(want: string, got: string): string {
+  return formatPatch(structuredPatch("want", "got", want, got), FILE_HEADERS_ONLY);
+}
+
+/** UTF-8 text, or undefined for bytes that are not. */
+function asText(bytes: Buffer): string | undefined {
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    return undefined;
+  }
+}
+
+function describe(stat: FileStat): string {
+  return `${stat.type}, ${stat.size} bytes`;
+}
+
+/** Declared contents as a report shows them: the text, or its hash when over the cap. */
+function declaredContents(contents: string, cap: number): string {
+  const bytes = Buffer.from(contents, "utf8");
+  return bytes.length > cap ? `sha256:${sha256(bytes)} (${bytes.length} bytes)` : contents;
+}
+
+function compareContents(file: FileDeclared, stat: FileStat, live: FilesLive): Finding | undefined {
+  const at = (attribute: string): Finding => ({ key: file.path, declared: null, live: null, path: ["files", file.path, attribute] });
+  if (file.sha256 !== undefined) {
+    const got = live.sha256.get(file.path);
+    if (got === undefined || got === file.sha256) return undefined;
+    return { ...at("sha256"), declared: file.sha256, live: got, detail: file.secret ? SECRET : "compared by SHA-256" };
+  }
+  const want = Buffer.from(file.contents!, "utf8");
+  if (want.length > live.cap) {
+    const got = live.sha256.get(file.path);
+    if (got === undefined || got === sha256(want)) return undefined;
+    return {
+      ...at("contents"),
+      declared: declaredContents(file.contents!, live.cap),
+      live: `sha256:${got} (${stat.size} bytes)`,
+      detail: `the declared contents are over the ${live.cap}-byte cap for file contents: compared by SHA-256, not shown`,
+    };
+  }
+  const got = live.contents.get(file.path);
+  if (got === undefined || got.equals(want)) return undefined;
+  if (got.length > live.cap) {
+    return {
+      ...at("contents"),
+      declared: file.contents!,
+      live: `<${stat.size} bytes, not read>`,
+      detail: `the live file is over the ${live.cap}-byte cap for file contents: not read, not shown`,
+    };
+  }
+  const text = asText(got);
+  if (text === undefined) {
+    return {
+      ...at("contents"),
+      declared: file.contents!,
+      live: `<binary, ${got.length} bytes, sha256:${sha256(got)}>`,
+      detail: "the live file is not UTF-8 text: no diff",
+    };
+  }
+  return { ...at("contents"), declared: file.contents!, live: text, diff: unifiedDiff(file.contents!, text) };
+}
+
+/** Owner or group as declared: by name, or by numeric id. */
+function account(want: string, name: string, id: string): string {
+  return /^\d+$/.test(want) || name === "UNKNOWN" ? id : name;
+}
+
+export const files: Domain<FilesDeclared, FilesLive> = {
+  name: "files",
+  title: "Files",
+  specPath: ["files"],
+  schema: FilesDeclared,
+  listKey: "path",
+  severity: "high",
+  onDrift: "accept",
+  remediation: "Restore the file from the manifest, or accept the live file into the manifest.",
+  probe(declared, ctx) {
+    if (!declared?.length) return ":";
+    const all = declared.map((f) => ctx.quote(f.path)).join(" ");
+    const hashed = declared.filter((f) => comparedByHash(f, ctx.maxFileBytes)).map((f) => ctx.quote(f.path));
+    // Only non-secret files declared by contents are read, each through head so a huge file costs cap+1 bytes.
+    const read = declared.filter((f) => f.contents !== undefined && !f.secret && !comparedByHash(f, ctx.maxFileBytes));
+    return [
+      ctx.mark(`cap ${ctx.maxFileBytes}`),
+      ctx.mark("paths"),
+      `printf '%s\\n' ${all}`,
+      ctx.mark("stat"),
+      `stat -L -c '${STAT_FORMAT}' -- ${all} 2>&1`,
+      ...(hashed.length ? [ctx.mark("sha256"), `sha256sum -- ${hashed.join(" ")} 2>&1`] : []),
+      ...read.map(
+        (f) =>
+          `${ctx.mark(`contents ${f.path}`)}\nhead -c ${ctx.maxFileBytes + 1} -- ${ctx.quote(f.path)} 2>/dev/null || ${ctx.mark(`unreadable ${f.path}`)}`,
+      ),
+      "true",
+    ].join("\n");
+  },
+  parse(output, ctx) {
+    return parseFiles(ctx.parts(output));
+  },
+  compare(declared, live) {
+    const findings: Finding[] = [];
+    for (const file of declared) {
+      const stat = live.files.get(file.path);
+      if (stat === undefined) continue; // could not be looked at: the reason is in live.unknown
+      if (file.absent) {
+        if (stat) {
+          findings.push({
+            key: file.path,
+            declared: "absent",
+            live: "present",
+            path: ["files", file.path, "absent"],
+            detail: `must not exist, but is a ${describe(stat)}`,
+          });
+        }
+        continue;
+      }
+      if (stat === null) {
+        const showable = file.contents !== undefined && !file.secret && Buffer.byteLength(file.contents) <= live.cap;
+        findings.push({
+          key: file.path,
+          declared: "present",
+          live: null,
+          path: ["files", file.path],
+          detail: "the file does not exist",
+          ...(showable ? { diff: unifiedDiff(file.contents!, "") } : {}),
+        });
+        continue;
+      }
+      if (file.contents !== undefined || file.sha256 !== undefined) {
+        const finding = isRegular(stat)
+          ? compareContents(file, stat, live)
+          : {
+              key: file.path,
+              declared: file.sha256 ?? declaredContents(file.contents!, live.cap),
+              live: `<${stat.type}>`,
+              path: ["files", file.path, file.sha256 !== undefined ? "sha256" : "contents"],
+              detail: `not a regular file: a ${stat.type}`,
+            };
+        if (finding) findings.push(finding);
+      }
+      const attribute = (name: "mode" | "owner" | "group", want: string | undefined, got: string) => {
+        if (want === undefined || want === got) return;
+        findings.push({ key: `${file.path}:${name}`, declared: want, live: got, path: ["files", file.path, name] });
+      };
+      attribute("mode", file.mode, stat.mode);
+      if (file.owner !== undefined) attribute("owner", file.owner, account(file.owner, stat.owner, stat.uid));
+      if (file.group !== undefined) attribute("group", file.group, account(file.group, stat.group, stat.gid));
+    }
+    return findings;
+  },
+  snapshot() {
+    // Files are audited only where declared: a host has nothing to offer unasked.
+    return undefined;
+  },
+};

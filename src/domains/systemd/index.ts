@@ -1,0 +1,228 @@
+import { FILE_HEADERS_ONLY, formatPatch, structuredPatch } from "diff";
+import { z } from "zod";
+import type { Domain, Finding, JsonValue } from "../domain.js";
+import { parseSystemd, type SystemdLive, type UnitLive } from "./parse.js";
+
+const UNIT_TYPES = ["service", "socket", "device", "mount", "automount", "swap", "target", "path", "timer", "slice", "scope"];
+const UnitName = z
+  .string()
+  .regex(
+    new RegExp(`^[A-Za-z0-9:_.\\\\-]+(@[A-Za-z0-9:_.\\\\-]*)?\\.(${UNIT_TYPES.join("|")})$`),
+    `a unit name ending in .${UNIT_TYPES.slice(0, 5).join(", .")}, ...`,
+  );
+// Checked per key here: zod reports a bad record key only as "Invalid key in record".
+const Dropins = z.record(z.string(), z.string()).superRefine((dropins, ctx) => {
+  for (const name of Object.keys(dropins)) {
+    if (!/^[A-Za-z0-9:_.@-]+\.conf$/.test(name)) {
+      ctx.addIssue({ code: "custom", message: `${name}: a drop-in file name ending in .conf`, path: [name] });
+    }
+  }
+});
+
+export const UnitDeclared = z.strictObject({
+  name: UnitName,
+  enabled: z.boolean().optional(),
+  active: z.boolean().optional(),
+  /** The unit file, compared with the one in effect (/etc/systemd/system first, then the vendor's). */
+  contents: z.string().optional(),
+  /** The complete set of drop-ins in /etc/systemd/system/<name>.d/: file name -> contents. */
+  dropins: Dropins.optional(),
+});
+export type UnitDeclared = z.infer<typeof UnitDeclared>;
+
+export const SystemdDeclared = z.array(UnitDeclared).superRefine((units, ctx) => {
+  const seen = new Set<string>();
+  units.forEach((unit, i) => {
+    if (seen.has(unit.name)) ctx.addIssue({ code: "custom", message: `${unit.name} is declared twice`, path: [i, "name"] });
+    seen.add(unit.name);
+  });
+});
+export type SystemdDeclared = z.infer<typeof SystemdDeclared>;
+
+/** systemd's unit search order, highest priority first. */
+export const UNIT_DIRS = [
+  "/run/systemd/generator.early",
+  "/etc/systemd/system",
+  "/run/systemd/system",
+  "/run/systemd/generator",
+  "/usr/local/lib/systemd/system",
+  "/usr/lib/systemd/system",
+  "/lib/systemd/system",
+  "/run/systemd/generator.late",
+];
+const NO_SYSTEMD = "systemd is not running on this host (no /run/systemd/system): active state unknown";
+const ACTIVE_STATES = new Set(["active", "reloading"]);
+
+/** `foo@bar.service` falls back to its template `foo@.service`. */
+function template(name: string): string | undefined {
+  const m = /^([^@]+@)[^@]+(\.[a-z]+)$/.exec(name);
+  return m ? `${m[1]}${m[2]}` : undefined;
+}
+
+function unifiedDiff(want: string, got: string): string {
+  return formatPatch(structuredPatch("want", "got", want, got), FILE_HEADERS_ONLY);
+}
+
+/** A unit or drop-in as a report shows it: its text, or a summary when it is not text within the cap. */
+function shown(bytes: Buffer, cap: number): { text?: string; value: string } {
+  if (bytes.length > cap) return { value: `<over the ${cap}-byte cap, not read>` };
+  try {
+    const text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    return { text, value: text };
+  } catch {
+    return { value: `<binary, ${bytes.length} bytes>` };
+  }
+}
+
+function textFinding(key: string, path: (string | number)[], want: string, got: Buffer, cap: number, detail: string): Finding | undefined {
+  if (got.equals(Buffer.from(want, "utf8"))) return undefined;
+  const live = shown(got, cap);
+  return {
+    key,
+    declared: want,
+    live: live.value,
+    path,
+    detail,
+    ...(live.text !== undefined ? { diff: unifiedDiff(want, live.text) } : {}),
+  };
+}
+
+/** A declaration asking only that a unit be disabled or stopped holds for a unit that does not exist. */
+function needsUnit(unit: UnitDeclared): boolean {
+  const onlyOff = unit.enabled !== true && unit.active !== true && (unit.enabled === false || unit.active === false);
+  return !onlyOff || unit.contents !== undefined || Object.keys(unit.dropins ?? {}).length > 0;
+}
+
+function enabledDetail(unit: UnitLive, name: string): string {
+  if (unit.masked) return `masked: ${name} links to /dev/null`;
+  if (unit.wantedBy.length) return `enabled by ${unit.wantedBy.join(", ")}`;
+  return "no symlink to it in /etc/systemd/system/*.wants or *.requires";
+}
+
+export const systemd: Domain<SystemdDeclared, SystemdLive> = {
+  name: "systemd",
+  title: "systemd units",
+  specPath: ["systemd", "units"],
+  schema: SystemdDeclared,
+  listKey: "name",
+  severity: "high",
+  onDrift: "accept",
+  remediation: "Restore the unit from the manifest and `systemctl daemon-reload`, or accept the live unit.",
+  probe(declared, ctx) {
+    if (!declared?.length) return ":";
+    const q = ctx.quote;
+    const read = (path: string, name: string) =>
+      `head -c ${ctx.maxFileBytes + 1} -- "${path}" 2>/dev/null || { ${ctx.mark(`unreadable ${name}`)}; printf '%s\\n' "${path}"; }`;
+    const lines = [ctx.mark(`cap ${ctx.maxFileBytes}`)];
+    // Enabled state and files come from the file system, which needs no running systemd;
+    // only the active state needs systemctl, in one call for every unit that declares it.
+    const withActive = declared.filter((u) => u.active !== undefined).map((u) => u.name);
+    if (withActive.length) {
+      lines.push(
+        "if [ -d /run/systemd/system ]; then",
+        `  ${ctx.mark(`active ${withActive.join(" ")}`)}`,
+        `  systemctl show -p LoadState,ActiveState,SubState -- ${withActive.map(q).join(" ")} 2>&1`,
+        "else",
+        `  ${ctx.mark("active-unknown")}`,
+        `  printf '%s\\n' ${q(NO_SYSTEMD)}`,
+        "fi",
+      );
+    }
+    for (const unit of declared) {
+      const names = [unit.name, template(unit.name)].filter((n): n is string => n !== undefined);
+      const candidates = names.flatMap((n) => UNIT_DIRS.map((d) => q(`${d}/${n}`)));
+      const name = q(unit.name);
+      lines.push(
+        ctx.mark(`unit ${unit.name}`),
+        `{ [ -c /etc/systemd/system/${name} ] || [ -c /run/systemd/system/${name} ]; } && echo masked`,
+        `for qm_p in /etc/systemd/system/*.wants/${name} /etc/systemd/system/*.requires/${name}; do [ -L "$qm_p" ] && printf 'wanted-by %s\\n' "$qm_p"; done`,
+        `qm_f=; for qm_p in ${candidates.join(" ")}; do if [ -f "$qm_p" ]; then qm_f=$qm_p; break; fi; done`,
+        `[ -n "$qm_f" ] && printf 'file %s\\n' "$qm_f"`,
+      );
+      if (unit.contents !== undefined) {
+        lines.push(`if [ -n "$qm_f" ]; then ${ctx.mark(`unit-file ${unit.name}`)}; ${read("$qm_f", unit.name)}; fi`);
+      }
+      if (unit.dropins !== undefined) {
+        lines.push(
+          `for qm_p in /etc/systemd/system/${name}.d/*.conf; do`,
+          `  [ -f "$qm_p" ] || continue`,
+          `  ${ctx.mark(`dropin ${unit.name}`)}; printf '%s\\n' "\${qm_p##*/}"`,
+          `  ${read("$qm_p", unit.name)}`,
+          "done",
+        );
+      }
+    }
+    lines.push("true");
+    return lines.join("\n");
+  },
+  parse(output, ctx) {
+    return parseSystemd(ctx.parts(output));
+  },
+  compare(declared, live) {
+    const findings: Finding[] = [];
+    for (const unit of declared) {
+      const got = live.units.get(unit.name);
+      if (!got) continue;
+      const base = [...this.specPath, unit.name];
+      const finding = (attribute: string, want: JsonValue, have: JsonValue, detail: string) =>
+        findings.push({ key: `${unit.name}:${attribute}`, declared: want, live: have, path: [...base, attribute], detail });
+      const exists = got.file !== undefined || got.masked || (got.state !== undefined && got.state.load !== "not-found");
+      if (!exists) {
+        if (needsUnit(unit)) {
+          findings.push({
+            key: unit.name,
+            declared: "present",
+            live: null,
+            path: base,
+            detail: "no unit file in /etc/systemd/system, /usr/lib/systemd/system or another unit directory",
+          });
+        }
+        continue;
+      }
+      if (unit.enabled !== undefined) {
+        const enabled = !got.masked && got.wantedBy.length > 0;
+        if (enabled !== unit.enabled) finding("enabled", unit.enabled, enabled, enabledDetail(got, unit.name));
+      }
+      if (unit.active !== undefined && got.state) {
+        const active = ACTIVE_STATES.has(got.state.active);
+        if (active !== unit.active) finding("active", unit.active, active, `ActiveState=${got.state.active} SubState=${got.state.sub}`);
+      }
+      if (unit.contents !== undefined && got.contents) {
+        const drift = textFinding(`${unit.name}:contents`, [...base, "contents"], unit.contents, got.contents, live.cap, `in effect: ${got.file}`);
+        if (drift) findings.push(drift);
+      }
+      if (unit.dropins !== undefined) {
+        const dir = `/etc/systemd/system/${unit.name}.d`;
+        for (const [file, want] of Object.entries(unit.dropins)) {
+          const key = `${unit.name}.d/${file}`;
+          const path = [...base, "dropins", file];
+          const have = got.dropins.get(file);
+          if (have === undefined) {
+            if (live.unknown.some((u) => u.includes(`${dir}/${file}`))) continue;
+            findings.push({ key, declared: want, live: null, path, detail: `${dir}/${file} does not exist`, diff: unifiedDiff(want, "") });
+            continue;
+          }
+          const drift = textFinding(key, path, want, have, live.cap, `${dir}/${file}`);
+          if (drift) findings.push(drift);
+        }
+        for (const [file, have] of got.dropins) {
+          if (file in unit.dropins) continue;
+          const value = shown(have, live.cap);
+          findings.push({
+            key: `${unit.name}.d/${file}`,
+            declared: null,
+            live: value.value,
+            path: [...base, "dropins", file],
+            detail: `${dir}/${file} is not in the manifest and changes the unit`,
+            ...(value.text !== undefined ? { diff: unifiedDiff("", value.text) } : {}),
+          });
+        }
+      }
+    }
+    return findings;
+  },
+  snapshot() {
+    // Units are audited only where declared: a host has nothing to offer unasked.
+    return undefined;
+  },
+};

@@ -1,0 +1,112 @@
+import { ProbeParseError } from "../../errors.js";
+
+// Contract with the transport: probe output arrives decoded byte-per-char (latin1), so
+// Buffer.from(text, "latin1") gives back the exact bytes of a unit file.
+
+export interface ActiveState {
+  load: string;
+  active: string;
+  sub: string;
+}
+
+export interface UnitLive {
+  /** Linked to /dev/null in /etc/systemd/system or /run/systemd/system. */
+  masked: boolean;
+  /** Symlinks to the unit in /etc/systemd/system/*.wants and *.requires. */
+  wantedBy: string[];
+  /** The unit file in effect, first in systemd's search order; undefined when there is none. */
+  file?: string;
+  /** Its first cap+1 bytes, when contents are declared. */
+  contents?: Buffer;
+  /** Drop-in name -> first cap+1 bytes, from /etc/systemd/system/<unit>.d/*.conf, when drop-ins are declared. */
+  dropins: Map<string, Buffer>;
+  /** From systemctl, only when systemd runs and `active` is declared. */
+  state?: ActiveState;
+}
+
+export interface SystemdLive {
+  cap: number;
+  units: Map<string, UnitLive>;
+  /** Why something declared could not be compared (systemd not running, unreadable file): not drift. */
+  unknown: string[];
+}
+
+/** `systemctl show -p LoadState,ActiveState,SubState a b`: one block per unit, in argument order. */
+export function parseSystemctlShow(text: string, names: readonly string[]): Map<string, ActiveState> | undefined {
+  const blocks = text
+    .trim()
+    .split(/\n\s*\n/)
+    .filter((b) => b.trim() !== "");
+  if (blocks.length !== names.length) return undefined;
+  const states = new Map<string, ActiveState>();
+  for (const [i, block] of blocks.entries()) {
+    const props = new Map<string, string>();
+    for (const line of block.split("\n")) {
+      const eq = line.indexOf("=");
+      if (eq > 0) props.set(line.slice(0, eq), line.slice(eq + 1));
+    }
+    const [load, active, sub] = ["LoadState", "ActiveState", "SubState"].map((p) => props.get(p));
+    if (load === undefined || active === undefined || sub === undefined) return undefined;
+    states.set(names[i]!, { load, active, sub });
+  }
+  return states;
+}
+
+const firstLine = (text: string): [string, string] => {
+  const nl = text.indexOf("\n");
+  return nl === -1 ? [text, ""] : [text.slice(0, nl), text.slice(nl + 1)];
+};
+
+/**
+ * The systemd section: `cap N`; `active <names>` (systemctl show output) or `active-unknown`
+ * (reason); per unit `unit <name>` (lines `masked`, `wanted-by <path>`, `file <path>`),
+ * `unit-file <name>`, `dropin <name>` (drop-in file name, then its bytes), and
+ * `unreadable <name>` (a path that could not be read).
+ */
+export function parseSystemd(parts: readonly [string, string][]): SystemdLive {
+  const capLabel = parts.find(([label]) => label.startsWith("cap "))?.[0];
+  if (!capLabel) throw new ProbeParseError("systemd", "output lacks the cap part");
+  const live: SystemdLive = { cap: Number(capLabel.slice("cap ".length)), units: new Map(), unknown: [] };
+  const unit = (name: string) => {
+    const found = live.units.get(name);
+    if (!found) throw new ProbeParseError("systemd", `part for ${name} before its unit part`);
+    return found;
+  };
+  let states: Map<string, ActiveState> | undefined;
+  for (const [label, text] of parts) {
+    const space = label.indexOf(" ");
+    const [kind, name] = space === -1 ? [label, ""] : [label.slice(0, space), label.slice(space + 1)];
+    if (kind === "unit") {
+      const lines = text.split("\n");
+      const file = lines.find((l) => l.startsWith("file "))?.slice("file ".length);
+      live.units.set(name, {
+        masked: lines.includes("masked"),
+        wantedBy: lines.filter((l) => l.startsWith("wanted-by ")).map((l) => l.slice("wanted-by ".length)),
+        ...(file ? { file } : {}),
+        dropins: new Map(),
+      });
+    } else if (kind === "unit-file") {
+      unit(name).contents = Buffer.from(text, "latin1");
+    } else if (kind === "dropin") {
+      const [file, bytes] = firstLine(text);
+      unit(name).dropins.set(file, Buffer.from(bytes, "latin1"));
+    } else if (kind === "unreadable") {
+      const path = firstLine(text)[0];
+      const found = unit(name);
+      if (path === found.file) delete found.contents;
+      else found.dropins.delete(path.slice(path.lastIndexOf("/") + 1));
+      live.unknown.push(`${name}: cannot read ${path}`);
+    } else if (kind === "active") {
+      const names = name.split(" ");
+      states = parseSystemctlShow(text, names);
+      if (!states) live.unknown.push(`${names.join(", ")}: systemctl show failed (${text.trim().slice(0, 200)}): active state unknown`);
+    } else if (kind === "active-unknown") {
+      live.unknown.push(text.trim());
+    }
+  }
+  for (const [name, state] of states ?? []) {
+    const found = live.units.get(name);
+    if (found) found.state = state;
+  }
+  return live;
+}

@@ -1,0 +1,202 @@
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { describe, it } from "node:test";
+import { packages } from "../../../src/domains/packages/index.js";
+import { liveVersion, parseApk, parseDpkg, parseRpm, type PackagesLive } from "../../../src/domains/packages/parse.js";
+import { ProbeParseError } from "../../../src/errors.js";
+import { parseContext } from "../../../src/probe/script.js";
+import { NOBODY, runProbe } from "./live-probe.js";
+
+const fixture = (name: string) => readFileSync(new URL(`../../fixtures/packages/${name}`, import.meta.url), "latin1");
+const version = (live: PackagesLive, name: string) => {
+  const instances = live.installed.get(name);
+  return instances ? liveVersion(instances) : undefined;
+};
+
+describe("packages: dpkg parser", () => {
+  it("reads a real Debian 12 status database", () => {
+    const live = parseDpkg(fixture("dpkg-debian12.txt"));
+    assert.ok(live.installed.size > 700, `only ${live.installed.size} packages`);
+    assert.equal(version(live, "bsdutils"), "1:2.38.1-5+deb12u3");
+    assert.equal(version(live, "adduser"), "3.134");
+    assert.equal(live.notInstalled.size, 0);
+  });
+
+  it("counts only installed packages, and keeps why the others are not", () => {
+    const live = parseDpkg(fixture("dpkg-states.txt"));
+    assert.equal(live.installed.has("nginx"), false);
+    assert.equal(live.notInstalled.get("nginx"), "config-files");
+    assert.equal(live.installed.has("apache2"), false);
+    assert.equal(live.notInstalled.get("apache2"), "half-installed");
+    assert.equal(live.installed.has("telnet"), false);
+    assert.equal(live.notInstalled.has("telnet"), false);
+    assert.equal(version(live, "openssl"), "3.0.15-1~deb12u1", "a held package is installed");
+    assert.equal(version(live, "man-db"), "2.11.2-2", "pending triggers leave the package installed");
+  });
+
+  it("keys multi-arch packages by name, joining versions only when they differ", () => {
+    const live = parseDpkg(fixture("dpkg-states.txt"));
+    assert.equal(version(live, "libc6"), "2.36-9+deb12u7");
+    assert.equal(version(live, "libssl3"), "3.0.14-1~deb12u2 (i386), 3.0.15-1~deb12u1 (amd64)");
+  });
+
+  it("reads an empty database as no packages", () => {
+    assert.equal(parseDpkg("").installed.size, 0);
+  });
+
+  it("rejects output cut inside a stanza", () => {
+    const text = fixture("dpkg-debian12.txt");
+    const cut = text.slice(0, text.indexOf("Status: install ok installed", 200) + "Status: install ok inst".length);
+    assert.throws(() => parseDpkg(cut), ProbeParseError);
+    assert.throws(() => parseDpkg("Package: vim\n"), /has no Status/);
+    assert.throws(() => parseDpkg("Version: 1.0\n"), /before any Package/);
+  });
+});
+
+describe("packages: rpm parser", () => {
+  const live = parseRpm(fixture("rpm-rhel9.txt"));
+
+  it("writes epochs as dpkg does, dropping an unset or zero epoch", () => {
+    assert.equal(version(live, "openssl"), "1:3.0.7-27.el9");
+    assert.equal(version(live, "nginx"), "2:1.20.1-14.el9_2.1");
+    assert.equal(version(live, "bash"), "5.1.8-9.el9");
+    assert.equal(version(live, "zlib"), "1.2.11-40.el9");
+  });
+
+  it("joins multi-arch and side-by-side versions", () => {
+    assert.equal(version(live, "glibc"), "2.34-100.el9_4.2");
+    assert.equal(version(live, "libgcc"), "11.4.1-2.el9 (i686), 11.4.1-3.el9 (x86_64)");
+    assert.equal(version(live, "kernel-core"), "5.14.0-427.13.1.el9_4 (x86_64), 5.14.0-427.20.1.el9_4 (x86_64)");
+  });
+
+  it("leaves out imported signing keys", () => {
+    assert.equal(live.installed.has("gpg-pubkey"), false);
+    assert.equal(live.installed.size, 11);
+  });
+
+  it("rejects a cut line", () => {
+    assert.throws(() => parseRpm("bash\t(none):5.1.8-9.el9\n"), ProbeParseError);
+    assert.equal(parseRpm("").installed.size, 0);
+  });
+});
+
+describe("packages: apk parser", () => {
+  it("reads an Alpine database", () => {
+    const live = parseApk(fixture("apk-alpine320.txt"));
+    assert.equal(live.installed.size, 14);
+    assert.equal(version(live, "busybox"), "1.36.1-r29");
+    assert.equal(live.installed.get("musl")![0]!.arch, "x86_64");
+  });
+
+  it("rejects a package cut before its version", () => {
+    assert.throws(() => parseApk("P:musl\nV:1.2.5-r0\nP:zlib\n"), /zlib has no V: line/);
+    assert.equal(parseApk("").installed.size, 0);
+  });
+});
+
+describe("packages: manifest", () => {
+  it("accepts versions, * and absent", () => {
+    const parsed = packages.schema.parse({ openssl: "3.0.15-1~deb12u1", nginx: "*", telnet: "absent" });
+    assert.deepEqual(parsed, { openssl: "3.0.15-1~deb12u1", nginx: "*", telnet: "absent" });
+  });
+
+  it("tells the user to quote a version YAML read as a number", () => {
+    const result = packages.schema.safeParse({ jq: 1.6 });
+    assert.equal(result.success, false);
+    assert.match(result.error!.issues[0]!.message, /quote the version \(write "1.6"\)/);
+  });
+
+  it("rejects blank versions and names that are not package names", () => {
+    assert.equal(packages.schema.safeParse({ jq: " 1.6" }).success, false);
+    assert.equal(packages.schema.safeParse({ jq: "" }).success, false);
+    assert.equal(packages.schema.safeParse({ "jq; rm": "1.6" }).success, false);
+  });
+});
+
+describe("packages: compare", () => {
+  const live = parseDpkg(fixture("dpkg-states.txt"));
+
+  it("finds nothing when every declaration holds", () => {
+    const declared = { libc6: "2.36-9+deb12u7", openssl: "*", nginx: "absent", telnet: "absent", bsdutils: "1:2.38.1-5+deb12u3" };
+    assert.deepEqual(packages.compare(declared, live), []);
+  });
+
+  it("reports a version drift with the live version", () => {
+    const [finding] = packages.compare({ openssl: "3.0.11-1~deb12u2" }, live);
+    assert.deepEqual(finding, {
+      key: "openssl",
+      declared: "3.0.11-1~deb12u2",
+      live: "3.0.15-1~deb12u1",
+      path: ["packages", "installed_manifest", "openssl"],
+    });
+  });
+
+  it("reports a package that must be absent but is installed", () => {
+    const [finding] = packages.compare({ libc6: "absent" }, live);
+    assert.equal(finding!.declared, "absent");
+    assert.equal(finding!.live, "2.36-9+deb12u7");
+  });
+
+  it("says why a package with leftover configuration is absent", () => {
+    const findings = packages.compare({ nginx: "*", apache2: "2.4.62-1~deb12u1", vim: "*" }, live);
+    assert.deepEqual(
+      findings.map((f) => [f.key, f.live, f.detail]),
+      [
+        ["nginx", "absent", "dpkg state config-files (removed, only its configuration files remain): not counted as installed"],
+        ["apache2", "absent", "dpkg state half-installed (an installation or removal was interrupted): not counted as installed"],
+        ["vim", "absent", "not in /var/lib/dpkg/status"],
+      ],
+    );
+  });
+
+  it("treats an architecture left at another version as drift", () => {
+    const [finding] = packages.compare({ libssl3: "3.0.15-1~deb12u1" }, live);
+    assert.equal(finding!.live, "3.0.14-1~deb12u2 (i386), 3.0.15-1~deb12u1 (amd64)");
+    assert.match(finding!.detail!, /2 instances installed side by side/);
+  });
+
+  it("matches a missing epoch to epoch 0", () => {
+    assert.deepEqual(packages.compare({ zlib: "0:1.2.11-40.el9" }, parseRpm(fixture("rpm-rhel9.txt"))), []);
+  });
+});
+
+describe("packages: snapshot", () => {
+  it("declares every installed package at its exact version, sorted, and round-trips clean", () => {
+    const live = parseRpm(fixture("rpm-rhel9.txt"));
+    const declared = packages.snapshot(live)!;
+    assert.equal(Object.keys(declared)[0], "bash");
+    assert.deepEqual(Object.keys(declared), Object.keys(declared).sort());
+    assert.equal(declared.openssl, "1:3.0.7-27.el9");
+    assert.deepEqual(packages.schema.parse(declared), declared);
+    assert.deepEqual(packages.compare(declared, live), []);
+  });
+
+  it("has nothing to declare for an empty database", () => {
+    assert.equal(packages.snapshot(parseDpkg("")), undefined);
+  });
+});
+
+describe("packages: parse framing", () => {
+  const ctx = parseContext("QMtest");
+
+  it("needs the marker naming the database", () => {
+    assert.throws(() => packages.parse("", ctx), /does not name a package database/);
+    assert.equal(packages.parse("\nQMtest mark apk\nP:musl\nV:1.2.5-r0\n", ctx).installed.size, 1);
+  });
+});
+
+describe("packages: probe on this host", () => {
+  it("reads the dpkg database with one grep", async () => {
+    const run = await runProbe<PackagesLive>(packages, { dpkg: "*" });
+    assert.equal(run.live!.format, "dpkg");
+    assert.ok(run.live!.installed.size > 100);
+    assert.deepEqual(packages.compare({ dpkg: "*", "no-such-package-qm": "absent" }, run.live!), []);
+    assert.equal(run.script.match(/grep /g)!.length, 2, "one grep per database, only one of which runs");
+  });
+
+  it("works as an unprivileged user with a minimal PATH", async () => {
+    const root = await runProbe<PackagesLive>(packages, undefined);
+    const nobody = await runProbe<PackagesLive>(packages, undefined, { command: NOBODY });
+    assert.deepEqual(packages.snapshot(nobody.live!), packages.snapshot(root.live!));
+  });
+});

@@ -1,0 +1,215 @@
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, chmodSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { systemd, type SystemdDeclared } from "../../../src/domains/systemd/index.js";
+import { parseSystemctlShow, parseSystemd, type SystemdLive, type UnitLive } from "../../../src/domains/systemd/parse.js";
+import { NOBODY, runProbe } from "./live-probe.js";
+
+const fixture = (name: string) => readFileSync(new URL(`../../fixtures/systemd/${name}`, import.meta.url), "latin1");
+const declare = (items: unknown[]) => systemd.schema.parse(items);
+const unitLive = (over: Partial<UnitLive>): UnitLive => ({ masked: false, wantedBy: [], dropins: new Map(), ...over });
+const liveOf = (units: Record<string, UnitLive>, unknown: string[] = []): SystemdLive => ({ cap: 1024, units: new Map(Object.entries(units)), unknown });
+
+describe("systemd: manifest", () => {
+  it("accepts unit names with a unit type, templates and instances", () => {
+    const names = ["nginx.service", "getty@tty1.service", "worker@.service", "-.mount", "backup.timer", "docker.socket"];
+    assert.equal(systemd.schema.safeParse(names.map((name) => ({ name }))).success, true);
+  });
+
+  it("rejects names without a unit type, or that hold a path", () => {
+    for (const name of ["nginx", "nginx.conf", "../x.service", "a b.service"]) {
+      const result = systemd.schema.safeParse([{ name }]);
+      assert.equal(result.success, false, name);
+      assert.match(result.error!.issues[0]!.message, /a unit name ending in \.service/);
+    }
+  });
+
+  it("rejects drop-ins not named *.conf and units declared twice", () => {
+    assert.match(systemd.schema.safeParse([{ name: "a.service", dropins: { "x.txt": "" } }]).error!.issues[0]!.message, /ending in \.conf/);
+    assert.match(systemd.schema.safeParse([{ name: "a.service" }, { name: "a.service" }]).error!.issues[0]!.message, /declared twice/);
+  });
+});
+
+describe("systemd: systemctl show parser", () => {
+  it("maps blocks to units in argument order", () => {
+    const states = parseSystemctlShow(fixture("systemctl-show.txt"), ["nginx.service", "backup.service", "ghost.service"])!;
+    assert.deepEqual(states.get("backup.service"), { load: "loaded", active: "failed", sub: "failed" });
+    assert.equal(states.get("ghost.service")!.load, "not-found");
+  });
+
+  it("gives up on the output of a systemctl that cannot reach systemd, or on a cut output", () => {
+    assert.equal(parseSystemctlShow(fixture("systemctl-show-no-systemd.txt"), ["ssh.service", "cron.service"]), undefined);
+    const cut = fixture("systemctl-show.txt").split("\n").slice(0, 6).join("\n");
+    assert.equal(parseSystemctlShow(cut, ["nginx.service", "backup.service", "ghost.service"]), undefined);
+    assert.equal(parseSystemctlShow("", ["nginx.service"]), undefined);
+  });
+
+  it("reports a failed systemctl as unknown active state, not as drift", () => {
+    const live = parseSystemd([
+      ["cap 1024", ""],
+      ["active ssh.service", fixture("systemctl-show-no-systemd.txt")],
+      ["unit ssh.service", "file /usr/lib/systemd/system/ssh.service\n"],
+    ]);
+    assert.equal(live.units.get("ssh.service")!.state, undefined);
+    assert.match(live.unknown[0]!, /^ssh.service: systemctl show failed \(System has not been booted with systemd/);
+    assert.deepEqual(systemd.compare(declare([{ name: "ssh.service", active: true }]), live), []);
+  });
+
+  it("rejects output without its cap part", () => {
+    assert.throws(() => parseSystemd([]), /lacks the cap part/);
+  });
+});
+
+describe("systemd: compare", () => {
+  it("reports a stopped unit with its systemd states", () => {
+    const live = liveOf({ "nginx.service": unitLive({ file: "/usr/lib/systemd/system/nginx.service", state: { load: "loaded", active: "failed", sub: "failed" } }) });
+    assert.deepEqual(systemd.compare(declare([{ name: "nginx.service", active: true }]), live), [
+      {
+        key: "nginx.service:active",
+        declared: true,
+        live: false,
+        path: ["systemd", "units", "nginx.service", "active"],
+        detail: "ActiveState=failed SubState=failed",
+      },
+    ]);
+  });
+
+  it("trusts systemd's load state for a unit with no file in the unit directories", () => {
+    const loaded = liveOf({ "home.mount": unitLive({ state: { load: "loaded", active: "active", sub: "mounted" } }) });
+    assert.deepEqual(systemd.compare(declare([{ name: "home.mount", active: true }]), loaded), []);
+    const notFound = liveOf({ "ghost.service": unitLive({ state: { load: "not-found", active: "inactive", sub: "dead" } }) });
+    assert.equal(systemd.compare(declare([{ name: "ghost.service", active: true }]), notFound)[0]!.key, "ghost.service");
+  });
+});
+
+describe("systemd: probe and compare on a unit tree", () => {
+  let root: string;
+  const etc = () => join(root, "etc");
+  const vendor = () => join(root, "vendor");
+  const APP = "[Unit]\nDescription=App\n\n[Service]\nExecStart=/usr/bin/app\n\n[Install]\nWantedBy=multi-user.target\n";
+  const VENDOR = "[Service]\nExecStart=/usr/bin/vendor\n";
+  const WORKER = "[Service]\nExecStart=/usr/bin/worker %i\n";
+  // The unit directories of this machine are replaced, in a private mount namespace, by a known tree.
+  const inTree = (command: string[]) => [
+    "unshare",
+    "-m",
+    "sh",
+    "-c",
+    `mount --bind "$1" /etc/systemd/system && mount --bind "$2" /usr/lib/systemd/system && shift 2 && exec "$@"`,
+    "unit-tree",
+    etc(),
+    vendor(),
+    ...command,
+  ];
+  const audit = async (items: unknown[], asNobody = false) => {
+    const declared = declare(items);
+    const run = await runProbe<SystemdLive>(systemd, declared, { maxFileBytes: 1024, command: inTree(asNobody ? NOBODY : ["sh", "-s"]) });
+    const live = run.live!;
+    return { ...run, live, findings: systemd.compare(declared, live) };
+  };
+
+  before(() => {
+    root = mkdtempSync(join(tmpdir(), "qm-systemd-"));
+    chmodSync(root, 0o755);
+    mkdirSync(join(etc(), "multi-user.target.wants"), { recursive: true });
+    mkdirSync(join(etc(), "app.service.d"));
+    mkdirSync(join(etc(), "locked.service.d"));
+    mkdirSync(vendor());
+    writeFileSync(join(etc(), "app.service"), APP);
+    symlinkSync("/etc/systemd/system/app.service", join(etc(), "multi-user.target.wants", "app.service"));
+    writeFileSync(join(etc(), "app.service.d", "override.conf"), "[Service]\nEnvironment=MODE=prod\n");
+    writeFileSync(join(vendor(), "vendor.service"), VENDOR);
+    writeFileSync(join(vendor(), "masked.service"), VENDOR);
+    symlinkSync("/dev/null", join(etc(), "masked.service"));
+    symlinkSync("/usr/lib/systemd/system/masked.service", join(etc(), "multi-user.target.wants", "masked.service"));
+    writeFileSync(join(vendor(), "worker@.service"), WORKER);
+    symlinkSync("/usr/lib/systemd/system/worker@.service", join(etc(), "multi-user.target.wants", "worker@1.service"));
+    writeFileSync(join(vendor(), "locked.service"), VENDOR);
+    writeFileSync(join(etc(), "locked.service.d", "secret.conf"), "[Service]\nEnvironment=TOKEN=x\n", { mode: 0o600 });
+  });
+  after(() => rmSync(root, { recursive: true, force: true }));
+
+  it("finds no drift when units match", async () => {
+    const { findings } = await audit([
+      { name: "app.service", enabled: true, contents: APP, dropins: { "override.conf": "[Service]\nEnvironment=MODE=prod\n" } },
+      { name: "vendor.service", enabled: false, contents: VENDOR },
+      { name: "worker@1.service", enabled: true, contents: WORKER },
+      { name: "ghost.service", enabled: false },
+    ]);
+    assert.deepEqual(findings, []);
+  });
+
+  it("reports enabled drift, reading symlinks rather than asking systemd", async () => {
+    const { findings } = await audit([
+      { name: "vendor.service", enabled: true },
+      { name: "masked.service", enabled: true },
+      { name: "app.service", enabled: false },
+    ]);
+    assert.deepEqual(
+      findings.map((f) => [f.key, f.declared, f.live, f.detail]),
+      [
+        ["vendor.service:enabled", true, false, "no symlink to it in /etc/systemd/system/*.wants or *.requires"],
+        ["masked.service:enabled", true, false, "masked: masked.service links to /dev/null"],
+        ["app.service:enabled", false, true, "enabled by /etc/systemd/system/multi-user.target.wants/app.service"],
+      ],
+    );
+  });
+
+  it("shows a unit file drift as a -want +got diff of the file in effect", async () => {
+    const { findings } = await audit([{ name: "vendor.service", contents: "[Service]\nExecStart=/usr/bin/vendor --safe\n" }]);
+    assert.deepEqual(findings, [
+      {
+        key: "vendor.service:contents",
+        declared: "[Service]\nExecStart=/usr/bin/vendor --safe\n",
+        live: VENDOR,
+        path: ["systemd", "units", "vendor.service", "contents"],
+        detail: "in effect: /usr/lib/systemd/system/vendor.service",
+        diff: "--- want\n+++ got\n@@ -1,2 +1,2 @@\n [Service]\n-ExecStart=/usr/bin/vendor --safe\n+ExecStart=/usr/bin/vendor\n",
+      },
+    ]);
+  });
+
+  it("reports a missing unit once", async () => {
+    const { findings } = await audit([{ name: "ghost.service", enabled: true, contents: "[Service]\n" }]);
+    assert.deepEqual(findings.map((f) => [f.key, f.declared, f.live, f.path]), [["ghost.service", "present", null, ["systemd", "units", "ghost.service"]]]);
+  });
+
+  it("reports missing, changed and undeclared drop-ins", async () => {
+    const { findings } = await audit([{ name: "app.service", dropins: { "limits.conf": "[Service]\nLimitNOFILE=65536\n" } }]);
+    assert.deepEqual(
+      findings.map((f) => [f.key, f.declared, f.live]),
+      [
+        ["app.service.d/limits.conf", "[Service]\nLimitNOFILE=65536\n", null],
+        ["app.service.d/override.conf", null, "[Service]\nEnvironment=MODE=prod\n"],
+      ],
+    );
+    assert.match(findings[1]!.detail!, /is not in the manifest/);
+  });
+
+  it("says the active state is unknown when systemd is not running, and compares the rest", { skip: existsSync("/run/systemd/system") && "systemd runs here" }, async () => {
+    const { findings, live, script } = await audit([{ name: "app.service", active: true, enabled: false }]);
+    assert.deepEqual(findings.map((f) => f.key), ["app.service:enabled"]);
+    assert.deepEqual(live.unknown, ["systemd is not running on this host (no /run/systemd/system): active state unknown"]);
+    assert.equal(script.match(/systemctl show/g)!.length, 1);
+  });
+
+  it("as an unprivileged user, reports an unreadable drop-in as unknown, never as drift", async () => {
+    const { findings, live } = await audit([{ name: "locked.service", dropins: { "secret.conf": "[Service]\nEnvironment=TOKEN=y\n" } }], true);
+    assert.deepEqual(findings, []);
+    assert.deepEqual(live.unknown, ["locked.service: cannot read /etc/systemd/system/locked.service.d/secret.conf"]);
+  });
+
+  it("starts no process to read enabled state", async () => {
+    const { script } = await audit([{ name: "app.service", enabled: true }]);
+    assert.equal(/\b(head|cat|readlink|ls|find|systemctl) /.test(script), false, script);
+  });
+});
+
+describe("systemd: snapshot", () => {
+  it("has nothing to declare unasked, and probes nothing when nothing is declared", () => {
+    assert.equal(systemd.snapshot(liveOf({})), undefined);
+    assert.equal(systemd.probe([] as SystemdDeclared, { quote: String, mark: String, unknown: String, maxFileBytes: 1 }), ":");
+  });
+});
