@@ -1,4 +1,4 @@
-import type { AnyDomain, DomainName } from "../domains/domain.js";
+import { partlyUnknown, type AnyDomain, type DomainName } from "../domains/domain.js";
 import { DOMAINS } from "../domains/registry.js";
 import { toDriftItems, type DriftContext } from "../drift/drift.js";
 import { NodeAuditError, ProbeParseError } from "../errors.js";
@@ -86,6 +86,7 @@ export async function auditNode(node: LoadedNode, transport: Transport, settings
         continue;
       }
       const live = domain.parse(section.output, parse);
+      for (const reason of partlyUnknown(live)) unknown.push({ domain: domain.name, reason });
       const findings = domain.compare(declaredFor(domain, node.spec), live);
       result.drift.push(...toDriftItems(node, domain, findings, drift));
     }

@@ -74,6 +74,7 @@ export interface Domain<Declared = unknown, Live = unknown> {
   remediation: string;
   /** Shell snippet whose stdout is this domain's section. `declared` is undefined for snapshots. */
   probe(declared: Declared | undefined, ctx: ProbeContext): string;
+  /** Parsed live state. Parts the host could not show go in `unknown` (reasons): skipped, never drift. */
   parse(output: string, ctx: ParseContext): Live;
   compare(declared: Declared, live: Live): Finding[];
   /** The declaration that would make this live state clean (`snapshot`, goss-style bootstrap). */
@@ -83,6 +84,12 @@ export interface Domain<Declared = unknown, Live = unknown> {
    * value at `finding.path` becomes `finding.live` (deleted when live is null).
    */
   accept?(declared: Declared, finding: Finding): Declared | undefined;
+}
+
+/** The reasons a parsed live state gives for the parts of a domain it could not show. */
+export function partlyUnknown(live: unknown): string[] {
+  const unknown = (live as { unknown?: unknown } | null)?.unknown;
+  return Array.isArray(unknown) ? unknown.filter((u): u is string => typeof u === "string") : [];
 }
 
 // Type-erased form held by the registry.

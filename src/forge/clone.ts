@@ -1,0 +1,46 @@
+import { createHash } from "node:crypto";
+import fs from "node:fs";
+import { rm } from "node:fs/promises";
+import path from "node:path";
+import git from "isomorphic-git";
+import http from "isomorphic-git/http/node";
+import { ForgeError } from "../errors.js";
+
+export interface PullOptions {
+  url: string;
+  /** Branch or tag; the remote's default branch when absent. */
+  ref?: string;
+  token?: string;
+  /** Reused between runs: a fetch of what changed instead of a fresh clone. */
+  cacheDir: string;
+}
+
+export interface PulledRepo {
+  dir: string;
+  revision: string;
+}
+
+/** Shallow clone (or refresh) of the manifest repository with isomorphic-git, over HTTP(S). */
+export async function pullRepository(options: PullOptions): Promise<PulledRepo> {
+  if (!/^https?:\/\//.test(options.url)) throw new ForgeError(`--repo must be an http(s) URL (isomorphic-git speaks HTTP only), not "${options.url}"`);
+  const dir = path.join(options.cacheDir, createHash("sha256").update(options.url).digest("hex").slice(0, 16));
+  const onAuth = options.token ? () => ({ username: "x-access-token", password: options.token }) : undefined;
+  const common = { fs, http, dir, url: options.url, onAuth, singleBranch: true, depth: 1 } as const;
+  try {
+    const cloned = fs.existsSync(path.join(dir, ".git"));
+    if (cloned) {
+      const fetched = await git.fetch({ ...common, ref: options.ref, tags: false, prune: true });
+      const target = fetched.fetchHead;
+      if (!target) throw new Error("fetch returned no head");
+      await git.writeRef({ fs, dir, ref: "refs/heads/qm-checkout", value: target, force: true });
+      await git.checkout({ fs, dir, ref: "qm-checkout", force: true });
+      return { dir, revision: target };
+    }
+    await rm(dir, { recursive: true, force: true });
+    await git.clone({ ...common, ref: options.ref, noTags: true });
+    return { dir, revision: await git.resolveRef({ fs, dir, ref: "HEAD" }) };
+  } catch (error) {
+    const status = (error as { data?: { statusCode?: number } }).data?.statusCode;
+    throw new ForgeError(`cannot pull ${options.url}${options.ref ? ` at ${options.ref}` : ""}: ${(error as Error).message}`, status, { cause: error });
+  }
+}

@@ -1,0 +1,190 @@
+import { retry } from "@octokit/plugin-retry";
+import { throttling } from "@octokit/plugin-throttling";
+import { Octokit } from "@octokit/rest";
+import { ForgeError } from "../errors.js";
+import { parseMarker } from "../propose/body.js";
+import type { ExistingPull } from "../propose/plan.js";
+
+const BotOctokit = Octokit.plugin(retry, throttling);
+
+export interface GitHubSettings {
+  apiUrl: string;
+  owner: string;
+  repo: string;
+  token: string;
+  /** Name and email on the commits Quartermaster makes: any other author is a human. */
+  author: { name: string; email: string };
+  /** Tests shorten the waits; production keeps Octokit's defaults. */
+  retryAfterBaseValue?: number;
+  throttle?: boolean;
+}
+
+export const BOT_AUTHOR = { name: "Quartermaster", email: "quartermaster[bot]@users.noreply.github.com" };
+export const LEFT_ALONE_MARK = "<!-- quartermaster-left-alone -->";
+
+/** Settings from the environment GitHub Actions provides (GITHUB_API_URL works for GitHub Enterprise Server). */
+export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): GitHubSettings {
+  const repository = env.GITHUB_REPOSITORY;
+  const token = env.GITHUB_TOKEN;
+  if (!repository || !/^[^/]+\/[^/]+$/.test(repository)) throw new ForgeError("GITHUB_REPOSITORY must be set to owner/repo");
+  if (!token) throw new ForgeError("GITHUB_TOKEN must be set to a token that may push branches and open pull requests");
+  const [owner, repo] = repository.split("/") as [string, string];
+  return { apiUrl: env.GITHUB_API_URL ?? "https://api.github.com", owner, repo, token, author: BOT_AUTHOR };
+}
+
+/** Octokit's errors become ForgeError naming the request, so a failure says what it was doing. */
+async function call<T>(what: string, request: () => Promise<T>): Promise<T> {
+  try {
+    return await request();
+  } catch (error) {
+    const status = (error as { status?: number }).status;
+    const message = (error as { response?: { data?: { message?: string } } }).response?.data?.message ?? (error as Error).message;
+    throw new ForgeError(`GitHub API: ${what} failed${status ? ` (HTTP ${status})` : ""}: ${message}`, status, { cause: error });
+  }
+}
+
+/** The forge behind one interface: everything propose needs from GitHub. */
+export class GitHub {
+  readonly octokit: InstanceType<typeof BotOctokit>;
+
+  constructor(readonly settings: GitHubSettings) {
+    this.octokit = new BotOctokit({
+      baseUrl: settings.apiUrl,
+      auth: settings.token,
+      userAgent: "quartermaster",
+      retry: { retryAfterBaseValue: settings.retryAfterBaseValue ?? 1000, doNotRetry: [400, 401, 403, 404, 410, 422, 451] },
+      throttle: {
+        enabled: settings.throttle ?? true,
+        onRateLimit: (_after: number, _options: unknown, _octokit: unknown, retryCount: number) => retryCount < 3,
+        onSecondaryRateLimit: (_after: number, _options: unknown, _octokit: unknown, retryCount: number) => retryCount < 3,
+      },
+    });
+  }
+
+  private get repo() {
+    return { owner: this.settings.owner, repo: this.settings.repo };
+  }
+
+  async defaultBranch(): Promise<string> {
+    const { data } = await call("reading the repository", () => this.octokit.rest.repos.get(this.repo));
+    return data.default_branch;
+  }
+
+  async branchHead(branch: string): Promise<string | undefined> {
+    try {
+      const { data } = await this.octokit.rest.git.getRef({ ...this.repo, ref: `heads/${branch}` });
+      return data.object.sha;
+    } catch (error) {
+      if ((error as { status?: number }).status === 404) return undefined;
+      return call(`reading branch ${branch}`, () => Promise.reject(error));
+    }
+  }
+
+  /** Every pull request Quartermaster opened (open and closed), recognised by its hidden marker. */
+  async botPulls(branchPrefix: string): Promise<ExistingPull[]> {
+    const pulls = await call("listing pull requests", () =>
+      this.octokit.paginate(this.octokit.rest.pulls.list, { ...this.repo, state: "all", per_page: 100 }),
+    );
+    return pulls
+      .filter((p) => p.head.ref.startsWith(branchPrefix) && p.head.repo?.full_name === `${this.settings.owner}/${this.settings.repo}`)
+      .map((p) => ({
+        number: p.number,
+        state: p.state as "open" | "closed",
+        merged: p.merged_at !== null,
+        branch: p.head.ref,
+        title: p.title,
+        body: p.body ?? "",
+        marker: parseMarker(p.body),
+      }));
+  }
+
+  async humanCommits(number: number): Promise<boolean> {
+    const commits = await call(`listing commits of #${number}`, () =>
+      this.octokit.paginate(this.octokit.rest.pulls.listCommits, { ...this.repo, pull_number: number, per_page: 100 }),
+    );
+    return commits.some((c) => c.commit.author?.email !== this.settings.author.email || c.commit.committer?.email !== this.settings.author.email);
+  }
+
+  async hasLeftAloneNotice(number: number): Promise<boolean> {
+    const comments = await call(`listing comments of #${number}`, () =>
+      this.octokit.paginate(this.octokit.rest.issues.listComments, { ...this.repo, issue_number: number, per_page: 100 }),
+    );
+    return comments.some((c) => c.body?.includes(LEFT_ALONE_MARK));
+  }
+
+  /** One commit on top of `parent` writing `files`, through the Git Data API: no clone, no push. */
+  async commitFiles(parent: string, files: Record<string, string>, message: string): Promise<string> {
+    const { data: parentCommit } = await call("reading the base commit", () => this.octokit.rest.git.getCommit({ ...this.repo, commit_sha: parent }));
+    const { data: tree } = await call("writing the tree", () =>
+      this.octokit.rest.git.createTree({
+        ...this.repo,
+        base_tree: parentCommit.tree.sha,
+        tree: Object.entries(files).map(([path, content]) => ({ path, mode: "100644" as const, type: "blob" as const, content })),
+      }),
+    );
+    const now = new Date().toISOString();
+    const { data: commit } = await call("writing the commit", () =>
+      this.octokit.rest.git.createCommit({
+        ...this.repo,
+        message,
+        tree: tree.sha,
+        parents: [parent],
+        author: { ...this.settings.author, date: now },
+        committer: { ...this.settings.author, date: now },
+      }),
+    );
+    return commit.sha;
+  }
+
+  /** Points the bot's branch at `sha`, creating it or moving it (the bot owns its branches). */
+  async setBranch(branch: string, sha: string): Promise<void> {
+    const existing = await this.branchHead(branch);
+    if (existing === undefined) {
+      await call(`creating branch ${branch}`, () => this.octokit.rest.git.createRef({ ...this.repo, ref: `refs/heads/${branch}`, sha }));
+    } else if (existing !== sha) {
+      await call(`updating branch ${branch}`, () => this.octokit.rest.git.updateRef({ ...this.repo, ref: `heads/${branch}`, sha, force: true }));
+    }
+  }
+
+  async openPull(input: { branch: string; base: string; title: string; body: string; labels: string[] }): Promise<number> {
+    const { data } = await call(`opening a pull request for ${input.branch}`, () =>
+      this.octokit.rest.pulls.create({ ...this.repo, head: input.branch, base: input.base, title: input.title, body: input.body }),
+    );
+    await this.addLabels(data.number, input.labels);
+    return data.number;
+  }
+
+  async addLabels(number: number, labels: string[]): Promise<void> {
+    if (!labels.length) return;
+    await call(`labelling #${number}`, () => this.octokit.rest.issues.addLabels({ ...this.repo, issue_number: number, labels }));
+  }
+
+  async updatePull(number: number, input: { title: string; body: string }): Promise<void> {
+    await call(`updating #${number}`, () => this.octokit.rest.pulls.update({ ...this.repo, pull_number: number, title: input.title, body: input.body }));
+  }
+
+  async comment(number: number, body: string): Promise<void> {
+    await call(`commenting on #${number}`, () => this.octokit.rest.issues.createComment({ ...this.repo, issue_number: number, body }));
+  }
+
+  async closePull(number: number): Promise<void> {
+    await call(`closing #${number}`, () => this.octokit.rest.pulls.update({ ...this.repo, pull_number: number, state: "closed" }));
+  }
+
+  async deleteBranch(branch: string): Promise<void> {
+    try {
+      await this.octokit.rest.git.deleteRef({ ...this.repo, ref: `heads/${branch}` });
+    } catch (error) {
+      // Already gone (GitHub's "delete branch on merge", or a human): nothing to do.
+      if ((error as { status?: number }).status !== 422 && (error as { status?: number }).status !== 404) {
+        await call(`deleting branch ${branch}`, () => Promise.reject(error));
+      }
+    }
+  }
+
+  /** Whether `login` may write to the repository (for review commands). */
+  async canWrite(login: string): Promise<boolean> {
+    const { data } = await call(`reading ${login}'s permission`, () => this.octokit.rest.repos.getCollaboratorPermissionLevel({ ...this.repo, username: login }));
+    return data.permission === "admin" || data.permission === "write" || data.permission === "maintain";
+  }
+}
