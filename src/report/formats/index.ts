@@ -1,6 +1,7 @@
 // Every output format shares one signature and is registered here.
 import type { Report } from "../schema.js";
 import { renderJson } from "./json.js";
+import { renderText } from "./text.js";
 
 export interface RenderOptions {
   /** ANSI colors: only on a TTY, and never when NO_COLOR is set. */
@@ -13,6 +14,7 @@ export type Renderer = (report: Report, options: RenderOptions) => string;
 
 export const FORMATS = {
   json: renderJson,
+  text: renderText,
 } satisfies Record<string, Renderer>;
 
 export type FormatName = keyof typeof FORMATS;
