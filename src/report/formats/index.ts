@@ -1,5 +1,6 @@
 // Every output format shares one signature and is registered here.
 import type { Report } from "../schema.js";
+import { renderEvents } from "./events.js";
 import { renderJson } from "./json.js";
 import { renderText } from "./text.js";
 
@@ -14,6 +15,7 @@ export type Renderer = (report: Report, options: RenderOptions) => string;
 
 export const FORMATS = {
   json: renderJson,
+  events: renderEvents,
   text: renderText,
 } satisfies Record<string, Renderer>;
 
