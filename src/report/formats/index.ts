@@ -2,6 +2,7 @@
 import type { Report } from "../schema.js";
 import { renderEvents } from "./events.js";
 import { renderJson } from "./json.js";
+import { renderPrometheus } from "./prometheus.js";
 import { renderText } from "./text.js";
 
 export interface RenderOptions {
@@ -15,6 +16,7 @@ export type Renderer = (report: Report, options: RenderOptions) => string;
 
 export const FORMATS = {
   json: renderJson,
+  prometheus: renderPrometheus,
   events: renderEvents,
   text: renderText,
 } satisfies Record<string, Renderer>;
