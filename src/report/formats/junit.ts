@@ -101,7 +101,6 @@ function attrs(values: Record<string, string>): string {
 
 // XML 1.0 cannot carry these at all, not even as &#N; references: shown as \xNN instead.
 // Lone surrogates (from broken UTF-16) are not characters either.
-// eslint-disable-next-line no-control-regex
 const ILLEGAL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]|\p{Cs}/gu;
 
 function legal(text: string): string {

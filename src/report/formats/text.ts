@@ -1,7 +1,7 @@
 // The human view: grouped by node, worst drift first, the seed's `-want +got` diffs.
 import type { NodeResult, NodeStatus, Report, DriftItem } from "../schema.js";
 import type { Severity } from "../../domains/domain.js";
-import { compactValue, compareDrift, compareText, plural } from "./common.js";
+import { compactValue, compareDrift, compareText, plural, visible } from "./common.js";
 import type { Renderer, RenderOptions } from "./index.js";
 
 const SGR = { red: 31, green: 32, yellow: 33, blue: 34, cyan: 36, bold: 1, dim: 2 } as const;
@@ -20,14 +20,6 @@ const STATUS_STYLE: Record<NodeStatus, Style[]> = {
   error: ["red"],
   maintenance: ["blue"],
 };
-
-// Values, diffs and errors come from hosts: their control characters must not reach the
-// terminal (an ESC in a file could repaint the screen), so they are shown as \xNN.
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
-function visible(text: string): string {
-  return text.replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
-}
 
 // Past this width a value is cut in the default view; --verbose shows it whole.
 const VALUE_CHARS = 100;
