@@ -2,6 +2,7 @@
 import type { Report } from "../schema.js";
 import { renderEvents } from "./events.js";
 import { renderJson } from "./json.js";
+import { renderMarkdownFormat } from "./markdown.js";
 import { renderJunit } from "./junit.js";
 import { renderPrometheus } from "./prometheus.js";
 import { renderText } from "./text.js";
@@ -17,6 +18,7 @@ export type Renderer = (report: Report, options: RenderOptions) => string;
 
 export const FORMATS = {
   json: renderJson,
+  markdown: renderMarkdownFormat,
   junit: renderJunit,
   prometheus: renderPrometheus,
   events: renderEvents,
