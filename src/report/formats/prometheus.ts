@@ -65,7 +65,7 @@ function formatLabels(labels: Labels): string {
   return pairs.length > 0 ? `{${pairs.join(",")}}` : "";
 }
 
-export function escapeLabelValue(value: string): string {
+function escapeLabelValue(value: string): string {
   return value.replace(/[\\"\n]/g, (c) => (c === "\n" ? "\\n" : `\\${c}`));
 }
 

@@ -110,7 +110,7 @@ function cleanLine(clean: readonly NodeResult[]): string {
 }
 
 /** "12 nodes: 9 clean, 2 drifted (5 items), 1 unreachable"; zero counts are left out. */
-export function summaryLine(report: Report): string {
+function summaryLine(report: Report): string {
   const s = report.summary;
   const acknowledged = report.nodes.reduce((sum, n) => sum + n.drift.filter((d) => d.acknowledged).length, 0);
   const items = plural(s.driftItems, "item") + (acknowledged > 0 ? `, ${acknowledged} acknowledged` : "");
@@ -124,7 +124,7 @@ export function summaryLine(report: Report): string {
   return `${plural(s.nodes, "node")}${parts.length > 0 ? `: ${parts.join(", ")}` : ""}`;
 }
 
-export function formatDuration(ms: number): string {
+function formatDuration(ms: number): string {
   if (ms < 1000) return `${Math.round(ms)}ms`;
   if (ms < 60_000) return `${(ms / 1000).toFixed(1)}s`;
   const seconds = Math.round(ms / 1000);
