@@ -2,8 +2,8 @@
 import type { Report } from "../schema.js";
 import { renderEvents } from "./events.js";
 import { renderJson } from "./json.js";
-import { renderMarkdownFormat } from "./markdown.js";
 import { renderJunit } from "./junit.js";
+import { renderMarkdownFormat } from "./markdown.js";
 import { renderPrometheus } from "./prometheus.js";
 import { renderText } from "./text.js";
 
@@ -17,12 +17,12 @@ export interface RenderOptions {
 export type Renderer = (report: Report, options: RenderOptions) => string;
 
 export const FORMATS = {
+  text: renderText,
   json: renderJson,
   markdown: renderMarkdownFormat,
   junit: renderJunit,
   prometheus: renderPrometheus,
   events: renderEvents,
-  text: renderText,
 } satisfies Record<string, Renderer>;
 
 export type FormatName = keyof typeof FORMATS;
