@@ -1,6 +1,11 @@
 // Every output format shares one signature and is registered here.
 import type { Report } from "../schema.js";
+import { renderEvents } from "./events.js";
 import { renderJson } from "./json.js";
+import { renderJunit } from "./junit.js";
+import { renderMarkdownFormat } from "./markdown.js";
+import { renderPrometheus } from "./prometheus.js";
+import { renderText } from "./text.js";
 
 export interface RenderOptions {
   /** ANSI colors: only on a TTY, and never when NO_COLOR is set. */
@@ -12,7 +17,12 @@ export interface RenderOptions {
 export type Renderer = (report: Report, options: RenderOptions) => string;
 
 export const FORMATS = {
+  text: renderText,
   json: renderJson,
+  markdown: renderMarkdownFormat,
+  junit: renderJunit,
+  prometheus: renderPrometheus,
+  events: renderEvents,
 } satisfies Record<string, Renderer>;
 
 export type FormatName = keyof typeof FORMATS;

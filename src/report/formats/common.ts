@@ -1,0 +1,49 @@
+// Ordering and value rendering shared by the human-facing formats, so they agree.
+import { SEVERITIES, type Severity } from "../../domains/domain.js";
+import type { DriftItem } from "../schema.js";
+
+export function severityRank(severity: Severity): number {
+  return SEVERITIES.indexOf(severity);
+}
+
+/** Critical first, then domain and key; acknowledged items after all the others. */
+export function compareDrift(a: DriftItem, b: DriftItem): number {
+  return (
+    Number(a.acknowledged ?? false) - Number(b.acknowledged ?? false) ||
+    severityRank(a.severity) - severityRank(b.severity) ||
+    compareText(a.domain, b.domain) ||
+    compareText(a.key, b.key)
+  );
+}
+
+// Code-unit order, not locale order: output must not change with the runner's locale.
+export function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+const SIMPLE = /^[\w.:/@+~*,=%^-]+$/;
+
+/**
+ * A value as an operator reads it: simple strings bare, other strings quoted with escapes
+ * (so whitespace and control characters show), null as "(absent)", objects as compact JSON.
+ */
+export function compactValue(value: unknown, maxChars = Infinity): string {
+  const text =
+    value === null || value === undefined
+      ? "(absent)"
+      : typeof value === "string" && SIMPLE.test(value)
+        ? value
+        : JSON.stringify(value);
+  return text.length > maxChars ? `${text.slice(0, Math.max(0, maxChars - 1))}…` : text;
+}
+
+export function plural(count: number, one: string, many = `${one}s`): string {
+  return `${count} ${count === 1 ? one : many}`;
+}
+
+// Values, diffs and errors come from hosts: their control characters must not reach a terminal
+// (an ESC in a file could repaint the screen) or a rendered page, so they are shown as \xNN.
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+export function visible(text: string): string {
+  return text.replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
+}

@@ -1,0 +1,186 @@
+// Markdown for PR bodies and GitHub job summaries. A body is capped at 65,536 characters, so
+// the output is shortened to fit: diffs go first, then the least urgent drift rows, and the
+// text says what was left out. The size is counted in UTF-8 bytes, which covers both caps.
+import { SEVERITIES, type Severity } from "../../domains/domain.js";
+import type { DriftItem, NodeResult, Report } from "../schema.js";
+import { compactValue, compareDrift, compareText, plural, severityRank, visible } from "./common.js";
+import type { RenderOptions, Renderer } from "./index.js";
+
+export const DEFAULT_MARKDOWN_MAX_BYTES = 60_000;
+
+// Table cells stay readable: the diff and the JSON report carry whole values.
+const VALUE_CHARS = 120;
+const ERROR_CHARS = 300;
+// One runaway diff must not crowd out all the others.
+const DIFF_LINES = 200;
+
+interface Row {
+  node: NodeResult;
+  item: DriftItem;
+  line: string;
+  diff?: string;
+}
+
+export function renderMarkdown(report: Report, options: RenderOptions & { maxBytes?: number }): string {
+  const maxBytes = options.maxBytes ?? DEFAULT_MARKDOWN_MAX_BYTES;
+  const problems = [...report.nodes].filter((n) => n.status !== "clean" && n.status !== "drift").sort(byName);
+  const rows: Row[] = report.nodes
+    .flatMap((node) => node.drift.map((item) => ({ node, item })))
+    .sort((a, b) => byUrgency(a.item, b.item) || compareText(a.node.name, b.node.name) || compareDrift(a.item, b.item))
+    .map(({ node, item }) => ({ node, item, line: driftRow(node, item), ...(item.diff ? { diff: diffBlock(node, item) } : {}) }));
+  const diffCount = rows.filter((r) => r.diff).length;
+  const entries = problems.length + rows.length;
+
+  const attempt = (kept: number, diffs: number): string | undefined => {
+    const text = compose(report, problems, rows, kept, diffs);
+    return Buffer.byteLength(text, "utf8") <= maxBytes ? text : undefined;
+  };
+  const full = attempt(entries, diffCount);
+  if (full !== undefined) return full;
+  // Largest n in [0, high] for which fits(n) holds, given that fits(0) does.
+  const largest = (high: number, fits: (n: number) => boolean): number => {
+    let low = 0;
+    while (low < high) {
+      const mid = Math.ceil((low + high) / 2);
+      if (fits(mid)) low = mid;
+      else high = mid - 1;
+    }
+    return low;
+  };
+  if (attempt(entries, 0) !== undefined) {
+    return attempt(entries, largest(diffCount, (d) => attempt(entries, d) !== undefined))!;
+  }
+  if (attempt(0, 0) === undefined) throw new RangeError(`maxBytes ${maxBytes} is too small even for the audit summary`);
+  return attempt(largest(entries, (k) => attempt(k, 0) !== undefined), 0)!;
+}
+
+export const renderMarkdownFormat: Renderer = (report, options) => renderMarkdown(report, options);
+
+/** The report with the first `kept` entries (failed nodes, then drift rows by urgency) and `diffs` diffs. */
+function compose(report: Report, problems: readonly NodeResult[], rows: readonly Row[], kept: number, diffs: number): string {
+  const keptProblems = problems.slice(0, kept);
+  const keptRows = rows.slice(0, Math.max(0, kept - problems.length));
+  const withDiff = new Set(keptRows.filter((r) => r.diff).slice(0, diffs));
+  const allDiffs = rows.filter((r) => r.diff).length;
+
+  const out = ["## Quartermaster drift audit", "", auditLine(report), "", ...summaryTable(report)];
+  const leftOutRows = problems.length - keptProblems.length + rows.length - keptRows.length;
+  const leftOutDiffs = allDiffs - withDiff.size;
+  if (leftOutRows > 0 || leftOutDiffs > 0) {
+    const what = [leftOutDiffs > 0 ? plural(leftOutDiffs, "diff") : "", leftOutRows > 0 ? `${plural(leftOutRows, "row")} (the least urgent)` : ""];
+    out.push(
+      "",
+      `> **Shortened to fit GitHub's size limit:** left out ${what.filter(Boolean).join(" and ")}. The full report is in the workflow run's artifact.`,
+    );
+  }
+  if (problems.length > 0) {
+    out.push("", `### Nodes not audited (${headingCount(problems.length, keptProblems.length)})`, "");
+    out.push("| node | status | error |", "|---|---|---|");
+    for (const n of keptProblems) out.push(`| ${textCell(n.name)} | ${n.status} | ${n.error ? codeCell(truncate(n.error, ERROR_CHARS)) : ""} |`);
+  }
+  const sections: [string, (r: Row) => boolean][] = [
+    ...SEVERITIES.map((s): [string, (r: Row) => boolean] => [`${title(s)} drift`, (r) => !r.item.acknowledged && r.item.severity === s]),
+    ["Acknowledged drift", (r) => r.item.acknowledged === true],
+  ];
+  for (const [heading, belongs] of sections) {
+    const total = rows.filter(belongs).length;
+    if (total === 0) continue;
+    const shown = keptRows.filter(belongs);
+    const acknowledged = heading.startsWith("Acknowledged");
+    out.push("", `### ${heading} (${headingCount(total, shown.length)})`);
+    if (shown.length === 0) continue;
+    out.push("", `| node | domain | key | declared | live | source |${acknowledged ? " acknowledged by |" : ""}`);
+    out.push(`|---|---|---|---|---|---|${acknowledged ? "---|" : ""}`);
+    for (const r of shown) out.push(acknowledged ? `${r.line} ${textCell(r.item.acknowledgedBy ?? "")} |` : r.line);
+    for (const r of shown) if (withDiff.has(r)) out.push("", r.diff!);
+  }
+  return `${out.join("\n")}\n`;
+}
+
+function auditLine(report: Report): string {
+  const revision = report.manifestRevision ? ` at manifest revision \`${report.manifestRevision.slice(0, 12)}\`` : "";
+  const shard = report.shard ? ` (shard ${report.shard.index}/${report.shard.count})` : "";
+  return `Audit finished ${report.finishedAt}${revision}${shard}.`;
+}
+
+function summaryTable(report: Report): string[] {
+  const s = report.summary;
+  return [
+    "| nodes | clean | drifted | unreachable | errors | maintenance | drift items |",
+    "|---:|---:|---:|---:|---:|---:|---:|",
+    `| ${s.nodes} | ${s.clean} | ${s.drifted} | ${s.unreachable} | ${s.errors} | ${s.maintenance} | ${s.driftItems} |`,
+  ];
+}
+
+function driftRow(node: NodeResult, item: DriftItem): string {
+  const cells = [
+    textCell(node.name),
+    item.domain,
+    codeCell(item.key),
+    codeCell(compactValue(item.declared, VALUE_CHARS)),
+    codeCell(compactValue(item.live, VALUE_CHARS)),
+    codeCell(`${item.source.file}:${item.source.line}`),
+  ];
+  return `| ${cells.join(" | ")} |`;
+}
+
+function diffBlock(node: NodeResult, item: DriftItem): string {
+  const lines = visible(item.diff!).replace(/\n$/, "").split("\n");
+  const body = lines.length > DIFF_LINES ? [...lines.slice(0, DIFF_LINES), `… ${lines.length - DIFF_LINES} more lines in the full report`] : lines;
+  const fence = "`".repeat(Math.max(3, longestRun(body.join("\n"), "`") + 1));
+  const summary = escapeHtml(visible(`${node.name}: ${item.domain} ${item.key}`).replace(/\r?\n/g, " "));
+  return [`<details><summary>${summary}</summary>`, "", `${fence}diff`, ...body, fence, "", "</details>"].join("\n");
+}
+
+// The order rows are kept in when space runs out: acknowledged last, then lowest severity.
+function byUrgency(a: DriftItem, b: DriftItem): number {
+  return Number(a.acknowledged ?? false) - Number(b.acknowledged ?? false) || severityRank(a.severity) - severityRank(b.severity);
+}
+
+function headingCount(total: number, shown: number): string {
+  return shown === total ? String(total) : `${total}, ${shown === 0 ? "none" : shown} shown`;
+}
+
+function title(severity: Severity): string {
+  return severity[0]!.toUpperCase() + severity.slice(1);
+}
+
+function byName(a: NodeResult, b: NodeResult): number {
+  return compareText(a.name, b.name);
+}
+
+function truncate(text: string, chars: number): string {
+  return text.length > chars ? `${text.slice(0, chars - 1)}…` : text;
+}
+
+function longestRun(text: string, char: string): number {
+  let longest = 0;
+  let run = 0;
+  for (const c of text) {
+    run = c === char ? run + 1 : 0;
+    longest = Math.max(longest, run);
+  }
+  return longest;
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]!);
+}
+
+/** Plain text in a table cell: no markup, no HTML, no row breaks. */
+export function textCell(text: string): string {
+  return escapeHtml(visible(text))
+    .replace(/[\\`*_[\]|~]/g, (c) => `\\${c}`)
+    .replace(/\r?\n/g, "<br>");
+}
+
+/**
+ * Literal text as a code span in a table cell: the fence outgrows any backtick run inside,
+ * pipes are escaped (GitHub splits cells before parsing code spans), newlines shown as \n.
+ */
+export function codeCell(text: string): string {
+  const flat = visible(text).replace(/\r?\n/g, "\\n").replace(/\|/g, "\\|");
+  const fence = "`".repeat(longestRun(flat, "`") + 1);
+  const pad = flat.startsWith("`") || flat.endsWith("`") || flat.trim() === "" ? " " : "";
+  return `${fence}${pad}${flat}${pad}${fence}`;
+}

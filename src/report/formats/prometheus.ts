@@ -1,0 +1,80 @@
+// node_exporter textfile collector format: gauges only, no timestamps (the collector rejects
+// them), families and series sorted so an unchanged fleet writes an identical file.
+import { NODE_STATUSES, type Report } from "../schema.js";
+import { compareText } from "./common.js";
+import type { Renderer } from "./index.js";
+
+type Labels = Record<string, string>;
+
+interface Family {
+  name: string;
+  help: string;
+  samples: Map<string, { labels: Labels; value: number }>;
+}
+
+function family(name: string, help: string): Family {
+  return { name: `quartermaster_${name}`, help, samples: new Map() };
+}
+
+// Label order is fixed by each call site, so the serialized labels identify a series.
+function add(f: Family, labels: Labels, value: number): void {
+  const key = formatLabels(labels);
+  const existing = f.samples.get(key);
+  f.samples.set(key, { labels, value: (existing?.value ?? 0) + value });
+}
+
+export const renderPrometheus: Renderer = (report) => {
+  const drift = family("drift_items", "Unacknowledged drift items by node, domain and severity.");
+  const acknowledged = family(
+    "acknowledged_drift_items",
+    "Drift items covered by a merged remediation ticket or a waiver, by node, domain and severity.",
+  );
+  const unknown = family("domain_unknown", "1 when the node could not show this domain (reported, never drift).");
+  const status = family("node_status", "1 for the node's status in the last audit, 0 for the others.");
+  const duration = family("node_audit_duration_seconds", "How long auditing the node took.");
+  const nodes = family("nodes", "Nodes by status in the last audit.");
+  const last = family("last_audit_timestamp_seconds", "When the last audit finished, in seconds since the Unix epoch.");
+
+  for (const s of NODE_STATUSES) add(nodes, { status: s }, 0);
+  for (const node of report.nodes) {
+    add(nodes, { status: node.status }, 1);
+    for (const s of NODE_STATUSES) add(status, { node: node.name, status: s }, s === node.status ? 1 : 0);
+    add(duration, { node: node.name }, node.durationMs / 1000);
+    for (const item of node.drift) {
+      add(item.acknowledged ? acknowledged : drift, { node: node.name, domain: item.domain, severity: item.severity }, 1);
+    }
+    for (const u of node.unknown ?? []) add(unknown, { node: node.name, domain: u.domain }, 1);
+  }
+  add(last, {}, Date.parse(report.finishedAt) / 1000);
+
+  return [drift, acknowledged, unknown, status, duration, nodes, last]
+    .sort((a, b) => compareText(a.name, b.name))
+    .map(formatFamily)
+    .join("");
+};
+
+function formatFamily(f: Family): string {
+  const lines = [`# HELP ${f.name} ${escapeHelp(f.help)}`, `# TYPE ${f.name} gauge`];
+  const series = [...f.samples.entries()].sort(([a], [b]) => compareText(a, b));
+  for (const [labels, { value }] of series) lines.push(`${f.name}${labels} ${formatValue(value)}`);
+  return `${lines.join("\n")}\n`;
+}
+
+function formatLabels(labels: Labels): string {
+  const pairs = Object.entries(labels).map(([k, v]) => `${k}="${escapeLabelValue(v)}"`);
+  return pairs.length > 0 ? `{${pairs.join(",")}}` : "";
+}
+
+function escapeLabelValue(value: string): string {
+  return value.replace(/[\\"\n]/g, (c) => (c === "\n" ? "\\n" : `\\${c}`));
+}
+
+function escapeHelp(text: string): string {
+  return text.replace(/[\\\n]/g, (c) => (c === "\n" ? "\\n" : "\\\\"));
+}
+
+function formatValue(value: number): string {
+  if (Number.isNaN(value)) return "NaN";
+  if (!Number.isFinite(value)) return value > 0 ? "+Inf" : "-Inf";
+  return String(value);
+}

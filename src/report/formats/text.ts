@@ -1,0 +1,132 @@
+// The human view: grouped by node, worst drift first, the seed's `-want +got` diffs.
+import type { NodeResult, NodeStatus, Report, DriftItem } from "../schema.js";
+import type { Severity } from "../../domains/domain.js";
+import { compactValue, compareDrift, compareText, plural, visible } from "./common.js";
+import type { Renderer, RenderOptions } from "./index.js";
+
+const SGR = { red: 31, green: 32, yellow: 33, blue: 34, cyan: 36, bold: 1, dim: 2 } as const;
+type Style = keyof typeof SGR;
+
+const SEVERITY_STYLE: Record<Severity, Style[]> = {
+  critical: ["bold", "red"],
+  high: ["red"],
+  medium: ["yellow"],
+  low: ["cyan"],
+};
+const STATUS_STYLE: Record<NodeStatus, Style[]> = {
+  clean: ["green"],
+  drift: ["yellow"],
+  unreachable: ["red"],
+  error: ["red"],
+  maintenance: ["blue"],
+};
+
+// Past this width a value is cut in the default view; --verbose shows it whole.
+const VALUE_CHARS = 100;
+// How much of the line the collapsed list of clean node names may use.
+const CLEAN_NAMES_CHARS = 72;
+
+export const renderText: Renderer = (report, options) => {
+  const paint = (styles: readonly Style[], text: string) =>
+    options.color ? `\x1b[${styles.map((s) => SGR[s]).join(";")}m${text}\x1b[0m` : text;
+  const nodes = [...report.nodes].sort((a, b) => compareText(a.name, b.name));
+  const shown = options.verbose ? nodes : nodes.filter((n) => n.status !== "clean");
+  const blocks = shown.map((node) => renderNode(node, options, paint));
+  const tail: string[] = [];
+  if (!options.verbose) {
+    const clean = nodes.filter((n) => n.status === "clean");
+    if (clean.length > 0) tail.push(paint(["green"], cleanLine(clean)));
+    const partial = clean.filter((n) => n.unknown?.length).length;
+    if (partial > 0) {
+      const those = partial === 1 ? "it" : "them";
+      tail.push(paint(["dim"], `${plural(partial, "clean node")} could not show some domains (--verbose lists ${those})`));
+    }
+  }
+  tail.push(summaryLine(report));
+  return `${[...blocks, tail.join("\n")].join("\n\n")}\n`;
+};
+
+type Paint = (styles: readonly Style[], text: string) => string;
+
+function renderNode(node: NodeResult, options: RenderOptions, paint: Paint): string {
+  const name = visible(node.name) + (node.host !== node.name ? ` (${visible(node.host)})` : "");
+  const facts = [paint(STATUS_STYLE[node.status], node.status)];
+  if (node.drift.length > 0) facts.push(plural(node.drift.length, "item"));
+  facts.push(formatDuration(node.durationMs));
+  const lines = [`${paint(["bold"], name)}: ${facts.join(", ")}`];
+  if (node.error !== undefined) {
+    const style: Style[] = node.status === "maintenance" ? ["dim"] : ["red"];
+    const label = node.status === "maintenance" ? "" : "error: ";
+    node.error.split("\n").forEach((line, i) => {
+      lines.push(paint(style, `  ${i === 0 ? label : " ".repeat(label.length)}${visible(line)}`));
+    });
+  }
+  for (const item of [...node.drift].sort(compareDrift)) lines.push(...renderItem(item, options, paint));
+  for (const { domain, reason } of node.unknown ?? []) {
+    lines.push(paint(["dim"], `  ${domain}: unknown (${visible(reason)})`));
+  }
+  return lines.join("\n");
+}
+
+function renderItem(item: DriftItem, options: RenderOptions, paint: Paint): string[] {
+  const width = options.verbose ? Infinity : VALUE_CHARS;
+  const declared = visible(compactValue(item.declared, width));
+  const live = visible(compactValue(item.live, width));
+  const tag = paint(SEVERITY_STYLE[item.severity], `[${item.severity}]`);
+  const mark = item.acknowledged ? ` ${paint(["dim"], "(acknowledged)")}` : "";
+  const lines = [`  ${tag} ${item.domain} ${visible(item.key)}: declared ${declared}, live ${live}${mark}`];
+  if (item.detail) lines.push(`    ${visible(item.detail)}`);
+  if (item.acknowledged && item.acknowledgedBy) lines.push(paint(["dim"], `    acknowledged by ${visible(item.acknowledgedBy)}`));
+  lines.push(paint(["dim"], `    (declared at ${visible(item.source.file)}:${item.source.line})`));
+  if (item.diff) lines.push(...renderDiff(item.diff, paint));
+  return lines;
+}
+
+function renderDiff(diff: string, paint: Paint): string[] {
+  return diff
+    .replace(/\n$/, "")
+    .split("\n")
+    .map((raw) => {
+      const line = `    ${visible(raw)}`;
+      if (raw.startsWith("---") || raw.startsWith("+++")) return paint(["bold"], line);
+      if (raw.startsWith("@@")) return paint(["cyan"], line);
+      if (raw.startsWith("-")) return paint(["red"], line);
+      if (raw.startsWith("+")) return paint(["green"], line);
+      return line;
+    });
+}
+
+function cleanLine(clean: readonly NodeResult[]): string {
+  const names: string[] = [];
+  let used = 0;
+  for (const node of clean) {
+    const name = visible(node.name);
+    if (names.length > 0 && used + name.length + 2 > CLEAN_NAMES_CHARS) break;
+    names.push(name);
+    used += name.length + 2;
+  }
+  const rest = clean.length - names.length;
+  return `${plural(clean.length, "clean node")}: ${names.join(", ")}${rest > 0 ? `, … and ${rest} more` : ""}`;
+}
+
+/** "12 nodes: 9 clean, 2 drifted (5 items), 1 unreachable"; zero counts are left out. */
+function summaryLine(report: Report): string {
+  const s = report.summary;
+  const acknowledged = report.nodes.reduce((sum, n) => sum + n.drift.filter((d) => d.acknowledged).length, 0);
+  const items = plural(s.driftItems, "item") + (acknowledged > 0 ? `, ${acknowledged} acknowledged` : "");
+  const parts = [
+    s.clean > 0 ? `${s.clean} clean` : "",
+    s.drifted > 0 ? `${s.drifted} drifted (${items})` : "",
+    s.unreachable > 0 ? `${s.unreachable} unreachable` : "",
+    s.errors > 0 ? plural(s.errors, "error") : "",
+    s.maintenance > 0 ? `${s.maintenance} in maintenance` : "",
+  ].filter(Boolean);
+  return `${plural(s.nodes, "node")}${parts.length > 0 ? `: ${parts.join(", ")}` : ""}`;
+}
+
+function formatDuration(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)}ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)}s`;
+  const seconds = Math.round(ms / 1000);
+  return `${Math.floor(seconds / 60)}m${String(seconds % 60).padStart(2, "0")}s`;
+}

@@ -1,0 +1,45 @@
+// Test reports: the realistic fleet fixture (validated, so it cannot drift from the schema)
+// and a generated large fleet for size limits.
+import { readFileSync } from "node:fs";
+import { Report, summarize, type DriftItem, type NodeResult } from "../../src/report/schema.js";
+import { DOMAIN_NAMES, SEVERITIES } from "../../src/domains/domain.js";
+
+export function loadFleetReport(): Report {
+  const raw: unknown = JSON.parse(readFileSync(new URL("../fixtures/reports/fleet.json", import.meta.url), "utf8"));
+  return Report.parse(raw);
+}
+
+/** A fleet of `nodes` drifted nodes carrying `items` drift items in all, every one with a diff. */
+export function largeReport(nodes: number, items: number): Report {
+  const results: NodeResult[] = Array.from({ length: nodes }, (_, n) => ({
+    name: `node-${String(n).padStart(4, "0")}`,
+    host: `node-${n}.example.net`,
+    status: "drift",
+    durationMs: 1000 + n,
+    drift: [],
+  }));
+  for (let i = 0; i < items; i++) {
+    const item: DriftItem = {
+      domain: DOMAIN_NAMES[i % DOMAIN_NAMES.length]!,
+      key: `/etc/app/conf.d/${i}.conf`,
+      declared: `value-${i}`,
+      live: `other-${i}`,
+      severity: SEVERITIES[i % SEVERITIES.length]!,
+      fingerprint: i.toString(16).padStart(16, "0"),
+      source: { file: "fleet-manifests/groups/app.yaml", line: 10 + (i % 90) },
+      remediation: "Restore the file from the manifest.",
+      onDrift: "accept",
+      path: ["files", `/etc/app/conf.d/${i}.conf`],
+      diff: `--- want\n+++ got\n@@ -1 +1 @@\n-value-${i}\n+other-${i}\n`,
+    };
+    results[i % nodes]!.drift.push(item);
+  }
+  return Report.parse({
+    schemaVersion: 1,
+    startedAt: "2026-03-02T06:00:00.000Z",
+    finishedAt: "2026-03-02T06:20:00.000Z",
+    manifestRevision: "0123456789abcdef0123456789abcdef01234567",
+    nodes: results,
+    summary: summarize(results),
+  });
+}

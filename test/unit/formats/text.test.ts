@@ -1,0 +1,142 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { FORMATS } from "../../../src/report/formats/index.js";
+import { renderText } from "../../../src/report/formats/text.js";
+import { summarize, type NodeResult, type Report } from "../../../src/report/schema.js";
+import { loadFleetReport } from "../../support/reports.js";
+
+const plain = { color: false, verbose: false };
+const ESC = "\x1b";
+
+function block(output: string, node: string): string {
+  const found = output.split("\n\n").find((b) => b.startsWith(`${node} `) || b.startsWith(`${node}:`));
+  assert.ok(found, `no block for ${node} in:\n${output}`);
+  return found;
+}
+
+test("text is registered as a format", () => {
+  assert.equal(FORMATS.text, renderText);
+});
+
+test("each node gets a header with its status and duration", () => {
+  const out = renderText(loadFleetReport(), plain);
+  assert.match(out, /^db-01 \(db-01\.example\.net\): drift, 3 items, 2\.3s$/m);
+  assert.match(out, /^db-02 \(db-02\.example\.net\): unreachable, 10\.0s$/m);
+  assert.match(out, /^worker-01 \(worker-01\.example\.net\): error, 412ms$/m);
+  assert.match(out, /^worker-02 \(worker-02\.example\.net\): maintenance, 380ms$/m);
+});
+
+test("a drift item shows severity, domain, key, declared and live, its detail and where it was declared", () => {
+  const lines = renderText(loadFleetReport(), plain).split("\n");
+  const at = lines.indexOf("  [high] sysctl net.core.somaxconn: declared 4096, live 1024");
+  assert.ok(at >= 0);
+  assert.equal(lines[at + 1], "    persisted value in /etc/sysctl.d/99-tuning.conf is also 1024");
+  assert.equal(lines[at + 2], "    (declared at fleet-manifests/groups/web.yaml:12)");
+});
+
+test("drift is ordered critical first, then by domain and key, acknowledged items last", () => {
+  const heads = (node: string) =>
+    block(renderText(loadFleetReport(), plain), node)
+      .split("\n")
+      .filter((l) => l.startsWith("  ["))
+      .map((l) => l.slice(2, l.indexOf(":")));
+  assert.deepEqual(heads("web-01"), [
+    "[critical] routes default",
+    "[high] files /etc/app/secret.env",
+    "[high] files /etc/nginx/nginx.conf",
+    "[high] ports tcp/8080",
+    "[high] sysctl net.core.somaxconn",
+    "[high] systemd nginx.service",
+    "[low] io_scheduler vda",
+  ]);
+  // The acknowledged kernel item is high severity but still comes after the medium one.
+  assert.deepEqual(heads("db-01"), ["[high] packages openssl", "[medium] sysctl vm.swappiness", "[high] kernel kernel_version"]);
+  assert.match(block(renderText(loadFleetReport(), plain), "db-01"), /kernel_version: .* \(acknowledged\)\n.*\n    acknowledged by remediations\/db-01-kernel-2b3c4d5e\.yaml/);
+});
+
+test("values are compact: simple strings bare, others quoted, objects as JSON, null as absent", () => {
+  const out = renderText(loadFleetReport(), plain);
+  assert.ok(out.includes("packages openssl: declared 3.0.15-1~deb12u1, live 3.0.14-1~deb12u2\n"));
+  assert.ok(out.includes('routes default: declared {"dst":"default","via":"10.0.0.1","dev":"eth0"}, live {"dst":"default","via":"10.0.0.254","dev":"eth0"}'));
+  assert.ok(out.includes('ports tcp/8080: declared (absent), live {"process":"python3","pid":41877,"address":"0.0.0.0"}'));
+  assert.ok(out.includes('files /etc/motd: declared "Authorized use only | ops `on-call`\\n"'));
+});
+
+test("long values are cut in the default view and whole in verbose", () => {
+  const report = loadFleetReport();
+  report.nodes[0]!.drift[0]!.live = "x".repeat(300);
+  assert.ok(renderText(report, plain).includes(`live ${"x".repeat(99)}…`));
+  assert.ok(renderText(report, { color: false, verbose: true }).includes(`live ${"x".repeat(300)}\n`));
+});
+
+test("diffs are indented under their item; a secret file shows no contents", () => {
+  const web = block(renderText(loadFleetReport(), plain), "web-01");
+  assert.ok(web.includes("    --- want /etc/nginx/nginx.conf\n    +++ got /etc/nginx/nginx.conf\n    @@ -1,4 +1,4 @@\n     user www-data;\n    -worker_processes auto;\n    +worker_processes 2;\n"));
+  const secret = web.slice(web.indexOf("files /etc/app/secret.env"), web.indexOf("files /etc/nginx/nginx.conf"));
+  assert.ok(secret.includes("secret: compared by hash, contents not shown"));
+  assert.ok(!secret.includes("---"), "no diff for a secret");
+});
+
+test("without color there is no ANSI escape at all, even from hostile host output", () => {
+  for (const verbose of [false, true]) {
+    const out = renderText(loadFleetReport(), { color: false, verbose });
+    assert.ok(!out.includes(ESC), `escape found (verbose ${verbose})`);
+  }
+  // The /etc/motd diff carries ESC and BEL from the host: shown, not interpreted.
+  assert.ok(renderText(loadFleetReport(), plain).includes("    +\\x1b[31mOWNED\\x1b[0m | see `id`\\x07"));
+});
+
+test("with color, diff lines are red and green and host escapes are still neutralized", () => {
+  const out = renderText(loadFleetReport(), { color: true, verbose: false });
+  assert.ok(out.includes(`${ESC}[31m    -worker_processes auto;${ESC}[0m`));
+  assert.ok(out.includes(`${ESC}[32m    +worker_processes 2;${ESC}[0m`));
+  assert.ok(out.includes(`${ESC}[32m    +\\x1b[31mOWNED`));
+});
+
+test("unreachable and failed nodes show their error, multi-line messages aligned", () => {
+  const out = renderText(loadFleetReport(), plain);
+  assert.ok(block(out, "db-02").includes("  error: ssh: connect to host db-02.example.net port 22: Connection timed out"));
+  assert.ok(
+    block(out, "worker-01").endsWith(
+      "  error: host key verification failed for worker-01.example.net\n         the host key changed since it was recorded in known_hosts",
+    ),
+  );
+  assert.ok(block(out, "worker-02").includes("  maintenance marker /run/quartermaster/maintenance is present"));
+});
+
+test("unknown domains are listed dimly, never as drift", () => {
+  const colored = renderText(loadFleetReport(), { color: true, verbose: false });
+  assert.ok(colored.includes(`${ESC}[2m  systemd: unknown (systemd is installed but not running (PID 1 is not systemd))${ESC}[0m`));
+  const verbose = renderText(loadFleetReport(), { color: false, verbose: true });
+  assert.ok(block(verbose, "web-02").includes("  kernel_modules: unknown (no /proc/modules: kernel built without loadable module support)"));
+});
+
+test("clean nodes collapse into one line by default and are listed in verbose", () => {
+  const out = renderText(loadFleetReport(), plain);
+  assert.ok(!/^web-02 /m.test(out));
+  assert.ok(out.includes("\n3 clean nodes: web-02, web-03, web-04\n"));
+  assert.ok(out.includes("\n1 clean node could not show some domains (--verbose lists it)\n"));
+  const verbose = renderText(loadFleetReport(), { color: false, verbose: true });
+  assert.match(verbose, /^web-03 \(web-03\.example\.net\): clean, 1\.6s$/m);
+  assert.ok(!verbose.includes("clean nodes:"));
+});
+
+test("a big fleet's clean list is truncated with a count of the rest", () => {
+  const nodes: NodeResult[] = Array.from({ length: 500 }, (_, i) => ({
+    name: `app-${String(i).padStart(3, "0")}`,
+    host: `app-${i}`,
+    status: "clean",
+    durationMs: 900,
+    drift: [],
+  }));
+  const report: Report = { ...loadFleetReport(), nodes, summary: summarize(nodes) };
+  const out = renderText(report, plain);
+  assert.match(out, /^500 clean nodes: app-000, app-001, .*, … and \d+ more$/m);
+  assert.ok(out.split("\n").every((line) => line.length < 120));
+  assert.equal(out.split("\n").filter(Boolean).length, 2);
+});
+
+test("the summary line counts nodes by status and the drift items", () => {
+  const out = renderText(loadFleetReport(), plain);
+  assert.ok(out.endsWith("\n9 nodes: 3 clean, 3 drifted (12 items, 1 acknowledged), 1 unreachable, 1 error, 1 in maintenance\n"));
+});
