@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-import { ManifestErrors, UsageError } from "../errors.js";
+import { ForgeError, ManifestErrors, UsageError } from "../errors.js";
 import { auditCommand } from "./commands/audit.js";
 import { diffCommand } from "./commands/diff.js";
+import { proposeCommand } from "./commands/propose.js";
 import { snapshotCommand } from "./commands/snapshot.js";
 import { validateCommand } from "./commands/validate.js";
 import { ExitBit } from "./exit.js";
@@ -11,6 +12,7 @@ const COMMANDS: Record<string, { run: (argv: string[]) => Promise<number>; summa
   diff: { run: diffCommand, summary: "-want +got view of one domain's drift" },
   snapshot: { run: snapshotCommand, summary: "print a node-spec YAML of a node's live state" },
   validate: { run: validateCommand, summary: "check the manifest tree" },
+  propose: { run: proposeCommand, summary: "open, update or close pull requests from an audit report" },
 };
 
 const USAGE = `usage: quartermaster <command> [options]
@@ -42,6 +44,10 @@ export async function main(argv: string[]): Promise<number> {
     if (error instanceof ManifestErrors) {
       process.stderr.write(`${error.message}\n${error.errors.length} manifest error${error.errors.length === 1 ? "" : "s"}; nothing audited\n`);
       return ExitBit.usage;
+    }
+    if (error instanceof ForgeError) {
+      process.stderr.write(`quartermaster: ${error.message}\n`);
+      return ExitBit.unaudited;
     }
     if (error instanceof UsageError) {
       process.stderr.write(`quartermaster: ${error.message}\n\n${USAGE}`);

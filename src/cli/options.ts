@@ -6,6 +6,7 @@ import { UsageError } from "../errors.js";
 import { globMatch } from "../glob.js";
 import { loadFleet, type Fleet, type LoadedNode } from "../manifest/load.js";
 import { nearest } from "../manifest/suggest.js";
+import { pullRepository } from "../forge/clone.js";
 
 type Options = NonNullable<ParseArgsConfig["options"]>;
 
@@ -13,6 +14,7 @@ export const MANIFEST_OPTIONS = {
   manifests: { type: "string", default: "fleet-manifests" },
   repo: { type: "string" },
   ref: { type: "string" },
+  "cache-dir": { type: "string" },
 } satisfies Options;
 
 export const SELECT_OPTIONS = {
@@ -56,8 +58,22 @@ export function parsePositiveInt(name: string, text: string | undefined, fallbac
   return value;
 }
 
-export async function loadManifests(values: { manifests?: string }): Promise<Fleet> {
-  return loadFleet(values.manifests ?? "fleet-manifests");
+/** The manifests directory: --manifests, or inside a pull of --repo (isomorphic-git, cached). */
+export async function resolveManifestDir(values: { manifests?: string; repo?: string; ref?: string; "cache-dir"?: string }): Promise<string> {
+  const manifests = values.manifests ?? "fleet-manifests";
+  if (!values.repo) return manifests;
+  const pulled = await pullRepository({
+    url: values.repo,
+    ref: values.ref,
+    token: process.env.GITHUB_TOKEN,
+    cacheDir: values["cache-dir"] ?? path.join(os.homedir(), ".cache", "quartermaster"),
+  });
+  return path.join(pulled.dir, manifests);
+}
+
+export async function loadManifests(values: { manifests?: string; repo?: string; ref?: string }): Promise<Fleet> {
+  const dir = await resolveManifestDir(values);
+  return loadFleet(dir, values.repo ? { displayPrefix: values.manifests ?? "fleet-manifests" } : {});
 }
 
 /** `--nodes a,web-*`: comma-separated names or globs; every pattern must match some node. */

@@ -1,0 +1,80 @@
+import type { GitHub } from "../forge/github.js";
+import { LEFT_ALONE_MARK } from "../forge/github.js";
+import { plan, type Action, type ExistingPull, type PlanInput } from "./plan.js";
+
+export const BRANCH_PREFIX = "quartermaster--";
+
+export interface Outcome {
+  action: Action;
+  ok: boolean;
+  error?: string;
+  /** The PR number an `open` created. */
+  number?: number;
+}
+
+/**
+ * Plans with what GitHub says, then asks only what the plan needs to decide (human commits on
+ * branches it would write, earlier notices), and plans again: decisions stay in the pure planner.
+ */
+export async function planWithForge(github: GitHub, input: Omit<PlanInput, "pulls">): Promise<Action[]> {
+  const pulls = await github.botPulls(BRANCH_PREFIX);
+  const first = plan({ ...input, pulls });
+  const writes = new Set(first.flatMap((a) => ((a.type === "update" && a.updateFiles) || a.type === "close" ? [a.number] : [])));
+  const checked: ExistingPull[] = [];
+  for (const pull of pulls) {
+    if (!writes.has(pull.number)) {
+      checked.push(pull);
+      continue;
+    }
+    const humanCommits = await github.humanCommits(pull.number);
+    checked.push({ ...pull, humanCommits, leftAloneNotice: humanCommits && (await github.hasLeftAloneNotice(pull.number)) });
+  }
+  return plan({ ...input, pulls: checked });
+}
+
+/** Carries the actions out one by one; a failed action is reported and the rest still run. */
+export async function executePlan(github: GitHub, actions: readonly Action[], base: { branch: string; sha: string }): Promise<Outcome[]> {
+  const outcomes: Outcome[] = [];
+  for (const action of actions) {
+    try {
+      const outcome: Outcome = { action, ok: true };
+      switch (action.type) {
+        case "open": {
+          const sha = await github.commitFiles(base.sha, action.files, action.title);
+          await github.setBranch(action.branch, sha);
+          outcome.number = await github.openPull({ branch: action.branch, base: base.branch, title: action.title, body: action.body, labels: action.labels });
+          break;
+        }
+        case "update":
+          if (action.updateFiles) await github.setBranch(action.branch, await github.commitFiles(base.sha, action.files, action.title));
+          await github.updatePull(action.number, { title: action.title, body: action.body });
+          break;
+        case "close":
+          await github.comment(action.number, action.comment);
+          await github.closePull(action.number);
+          await github.deleteBranch(action.branch);
+          break;
+        case "leave":
+          if (action.comment) await github.comment(action.number, `${action.comment}\n\n${LEFT_ALONE_MARK}`);
+          break;
+      }
+      outcomes.push(outcome);
+    } catch (error) {
+      outcomes.push({ action, ok: false, error: (error as Error).message });
+    }
+  }
+  return outcomes;
+}
+
+export function describeAction(action: Action): string {
+  switch (action.type) {
+    case "open":
+      return `open   ${action.kind.padEnd(7)} ${action.branch}: ${action.title} (${Object.keys(action.files).join(", ")})`;
+    case "update":
+      return `update #${action.number} ${action.kind} ${action.branch}${action.updateFiles ? " (new commit)" : " (body only)"}: ${action.title}`;
+    case "close":
+      return `close  #${action.number} ${action.branch}`;
+    case "leave":
+      return `leave  #${action.number}: ${action.reason}${action.comment ? " (comment once)" : ""}`;
+  }
+}
