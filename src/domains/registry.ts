@@ -1,10 +1,11 @@
 // The one place audit domains are registered. Adding a domain: its folder under src/domains/
 // and one line here (test/unit/domains/registry.test.ts fails when a folder is missing).
 import type { AnyDomain, DomainName } from "./domain.js";
+import { ioScheduler } from "./io_scheduler/index.js";
 import { kernel } from "./kernel/index.js";
 import { sysctl } from "./sysctl/index.js";
 
-export const DOMAINS: readonly AnyDomain[] = [kernel, sysctl];
+export const DOMAINS: readonly AnyDomain[] = [kernel, sysctl, ioScheduler];
 
 export function domainByName(name: string): AnyDomain | undefined {
   return DOMAINS.find((d) => d.name === name);
