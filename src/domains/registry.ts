@@ -3,9 +3,10 @@
 import type { AnyDomain, DomainName } from "./domain.js";
 import { ioScheduler } from "./io_scheduler/index.js";
 import { kernel } from "./kernel/index.js";
+import { kernelModules } from "./kernel_modules/index.js";
 import { sysctl } from "./sysctl/index.js";
 
-export const DOMAINS: readonly AnyDomain[] = [kernel, sysctl, ioScheduler];
+export const DOMAINS: readonly AnyDomain[] = [kernel, sysctl, ioScheduler, kernelModules];
 
 export function domainByName(name: string): AnyDomain | undefined {
   return DOMAINS.find((d) => d.name === name);
