@@ -4,10 +4,11 @@ import type { AnyDomain, DomainName } from "./domain.js";
 import { ioScheduler } from "./io_scheduler/index.js";
 import { kernel } from "./kernel/index.js";
 import { kernelModules } from "./kernel_modules/index.js";
+import { ports } from "./ports/index.js";
 import { routes } from "./routes/index.js";
 import { sysctl } from "./sysctl/index.js";
 
-export const DOMAINS: readonly AnyDomain[] = [kernel, sysctl, ioScheduler, routes, kernelModules];
+export const DOMAINS: readonly AnyDomain[] = [kernel, sysctl, ioScheduler, routes, ports, kernelModules];
 
 export function domainByName(name: string): AnyDomain | undefined {
   return DOMAINS.find((d) => d.name === name);
