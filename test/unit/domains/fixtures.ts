@@ -22,12 +22,3 @@ export function liveFrom(domain: AnyDomain, file: string): any {
   if (out.unknown !== undefined) throw new Error(`fixture ${file} is unknown: ${out.unknown}`);
   return domain.parse(out.output, parseContext(FIXTURE_NONCE));
 }
-
-/** Wraps hand-written section text in the probe's framing. */
-export function framed(domain: string, body: string): string {
-  return `\n${FIXTURE_NONCE} begin ${domain}\n${body}\n${FIXTURE_NONCE} end ${domain}\n\n${FIXTURE_NONCE} done\n`;
-}
-
-export function mark(label: string): string {
-  return `\n${FIXTURE_NONCE} mark ${label}\n`;
-}

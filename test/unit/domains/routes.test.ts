@@ -104,3 +104,26 @@ test("the schema explains bad routes", () => {
   assert.equal(issues([{ dst: "default", gateway: "10.0.0.1" }]).length, 1);
   assert.equal(issues([{ dst: "10.0.0.0/33" }]).length, 1);
 });
+
+test("a route declared with dev or metric picks its live route before a looser one", () => {
+  const live = {
+    routes: [
+      { family: 4 as const, dst: "10.50.0.0/16", via: "10.0.0.1", dev: "eth0", metric: 0 },
+      { family: 4 as const, dst: "10.50.0.0/16", via: "10.0.0.1", dev: "eth0", metric: 100 },
+    ],
+  };
+  assert.deepEqual(routes.compare([{ dst: "10.50.0.0/16", via: "10.0.0.1" }, { dst: "10.50.0.0/16", via: "10.0.0.1", metric: 0 }], live), []);
+});
+
+test("0.0.0.0/0 and ::/0 pin the address family of a gateway-less default", () => {
+  const live = { routes: [{ family: 6 as const, dst: "default", dev: "wg0", metric: 1024 }] };
+  assert.deepEqual(routes.compare([{ dst: "default", dev: "wg0" }], live), []);
+  assert.deepEqual(routes.compare([{ dst: "::/0", dev: "wg0" }], live), []);
+  assert.deepEqual(
+    routes.compare([{ dst: "0.0.0.0/0", dev: "wg0" }], live).map((f) => [f.key, f.live === null ? "missing" : "extra"]),
+    [
+      ["default dev wg0", "missing"],
+      ["default dev wg0", "extra"],
+    ],
+  );
+});
