@@ -1,0 +1,82 @@
+import { z } from "zod";
+import type { Domain, Finding } from "../domain.js";
+import { globToRegExp, isGlob, parseSchedulers, type IoSchedulerLive } from "./parse.js";
+
+const Scheduler = z.string().regex(/^[A-Za-z0-9_-]+$/, "a scheduler name, like mq-deadline, bfq or none");
+// Keys are checked here rather than by a key schema, whose failures zod reports as "Invalid key in record".
+export const IoSchedulerDeclared = z.record(z.string(), Scheduler).superRefine((declared, ctx) => {
+  for (const pattern of Object.keys(declared)) {
+    if (!/^[^\s/]+$/.test(pattern)) ctx.addIssue({ code: "custom", path: [pattern], message: "a block device name or glob, like vda or nvme*" });
+    else if (!isValidGlob(pattern)) ctx.addIssue({ code: "custom", path: [pattern], message: "unterminated [ in the glob" });
+  }
+});
+export type IoSchedulerDeclared = z.infer<typeof IoSchedulerDeclared>;
+
+export const ioScheduler: Domain<IoSchedulerDeclared, IoSchedulerLive> = {
+  name: "io_scheduler",
+  title: "Block device I/O schedulers",
+  specPath: ["storage", "io_scheduler"],
+  schema: IoSchedulerDeclared,
+  severity: "low",
+  onDrift: "accept",
+  remediation:
+    "Echo the declared scheduler into /sys/block/<dev>/queue/scheduler and persist it with a udev rule, or accept the live scheduler.",
+  probe(_declared, ctx) {
+    // The glob expands in the shell; one grep reads every device's scheduler file.
+    return [
+      "set -- /sys/block/*/queue/scheduler",
+      `if [ -e "$1" ]; then grep -H -s '' "$@"; else ${ctx.unknown("no block device with an I/O scheduler in /sys/block")}; fi`,
+    ].join("\n");
+  },
+  parse(output) {
+    return parseSchedulers(output);
+  },
+  compare(declared, live) {
+    const patterns = Object.keys(declared);
+    const globs = patterns.filter(isGlob).map((p) => [p, globToRegExp(p)] as const);
+    const matched = new Set<string>();
+    const findings: Finding[] = [];
+    for (const device of [...live.keys()].sort()) {
+      for (const [p, re] of globs) if (re.test(device)) matched.add(p);
+      // A device's own name wins over a glob; among globs, the first declared one.
+      const pattern = device in declared ? device : globs.find(([, re]) => re.test(device))?.[0];
+      if (pattern === undefined) continue;
+      matched.add(pattern);
+      const want = declared[pattern]!;
+      const { active, available } = live.get(device)!;
+      if (want === active) continue;
+      const finding: Finding = { key: device, declared: want, live: active, path: [...this.specPath, pattern] };
+      if (!available.includes(want)) finding.detail = `${want} is not available on ${device} (available: ${available.join(", ")})`;
+      findings.push(finding);
+    }
+    for (const pattern of patterns.filter((p) => !matched.has(p))) {
+      findings.push({
+        key: pattern,
+        declared: declared[pattern]!,
+        live: null,
+        path: [...this.specPath, pattern],
+        detail: isGlob(pattern) ? `no block device with an I/O scheduler matches ${pattern}` : `no block device ${pattern} with an I/O scheduler`,
+      });
+    }
+    return findings;
+  },
+  snapshot(live) {
+    const declared: IoSchedulerDeclared = {};
+    for (const device of [...live.keys()].sort()) {
+      const { active, available } = live.get(device)!;
+      // Loop, RAM and network block devices come and go with mounts; a single option is no choice.
+      if (/^(loop|ram|nbd)\d+$/.test(device) || available.length < 2) continue;
+      declared[device] = active;
+    }
+    return Object.keys(declared).length ? declared : undefined;
+  },
+};
+
+function isValidGlob(pattern: string): boolean {
+  try {
+    globToRegExp(pattern);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,57 @@
+import { ProbeParseError } from "../../errors.js";
+
+export interface DeviceScheduler {
+  active: string;
+  /** Every scheduler the device offers, active one included. */
+  available: string[];
+}
+
+/** Block device name -> its schedulers. */
+export type IoSchedulerLive = Map<string, DeviceScheduler>;
+
+/** `grep -H ''` over /sys/block/<dev>/queue/scheduler: `/sys/block/vda/queue/scheduler:none [mq-deadline] kyber`. */
+export function parseSchedulers(text: string): IoSchedulerLive {
+  const devices: IoSchedulerLive = new Map();
+  for (const line of text.split("\n")) {
+    if (!line.trim()) continue;
+    const m = /^\/sys\/block\/([^/\s]+)\/queue\/scheduler:(.*)$/.exec(line);
+    if (!m) throw new ProbeParseError("io_scheduler", `unexpected line "${line.slice(0, 80)}"`);
+    const device = m[1]!;
+    const words = m[2]!.trim().split(/\s+/).filter(Boolean);
+    if (!words.every((w) => /^\[?[A-Za-z0-9_-]+\]?$/.test(w)))
+      throw new ProbeParseError("io_scheduler", `unexpected schedulers "${m[2]!.slice(0, 80)}" for ${device}`);
+    const bracketed = words.filter((w) => w.startsWith("[") && w.endsWith("]"));
+    const available = words.map((w) => w.replace(/^\[|\]$/g, ""));
+    // A device without a choice prints its one scheduler bare ("none").
+    const active = bracketed.length === 1 ? bracketed[0]!.slice(1, -1) : words.length === 1 ? available[0] : undefined;
+    if (active === undefined) throw new ProbeParseError("io_scheduler", `no active scheduler in "${m[2]!.slice(0, 80)}" for ${device}`);
+    devices.set(device, { active, available });
+  }
+  return devices;
+}
+
+/** Shell-style glob (`*`, `?`, `[...]`, `[!...]`) -> anchored RegExp. Throws on an unterminated `[`. */
+export function globToRegExp(glob: string): RegExp {
+  let source = "";
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i]!;
+    if (c === "*") source += ".*";
+    else if (c === "?") source += ".";
+    else if (c === "[") {
+      let j = i + 1;
+      if (glob[j] === "!" || glob[j] === "^") j++;
+      if (glob[j] === "]") j++; // a leading ] is a member, as in sh
+      const close = glob.indexOf("]", j);
+      if (close === -1) throw new Error(`unterminated [ in "${glob}"`);
+      const negate = glob[i + 1] === "!" || glob[i + 1] === "^";
+      const members = glob.slice(negate ? i + 2 : i + 1, close).replace(/[\\\]\[^]/g, "\\$&");
+      source += `[${negate ? "^" : ""}${members}]`;
+      i = close;
+    } else source += c.replace(/[.+^${}()|\\\]]/g, "\\$&");
+  }
+  return new RegExp(`^${source}$`);
+}
+
+export function isGlob(pattern: string): boolean {
+  return /[*?[]/.test(pattern);
+}

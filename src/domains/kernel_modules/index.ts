@@ -1,0 +1,57 @@
+import { z } from "zod";
+import type { Domain, Finding } from "../domain.js";
+import { moduleName, parseModules, type KernelModulesLive } from "./parse.js";
+
+const ModuleName = z.string().regex(/^[A-Za-z0-9_-]+$/, "a kernel module name, like br_netfilter");
+export const KernelModulesDeclared = z
+  .strictObject({ loaded: z.array(ModuleName).optional(), absent: z.array(ModuleName).optional() })
+  .superRefine((declared, ctx) => {
+    const loaded = new Set((declared.loaded ?? []).map(moduleName));
+    (declared.absent ?? []).forEach((name, i) => {
+      if (loaded.has(moduleName(name))) ctx.addIssue({ code: "custom", path: ["absent", i], message: `${name} is declared both loaded and absent` });
+    });
+  });
+export type KernelModulesDeclared = z.infer<typeof KernelModulesDeclared>;
+
+export const kernelModules: Domain<KernelModulesDeclared, KernelModulesLive> = {
+  name: "kernel_modules",
+  title: "Kernel modules",
+  specPath: ["system", "kernel_modules"],
+  schema: KernelModulesDeclared,
+  severity: "high",
+  onDrift: "accept",
+  remediation: "Load or blacklist the module and persist it in /etc/modules-load.d or /etc/modprobe.d, or accept the live state.",
+  probe(_declared, ctx) {
+    // osrelease is a string file, which answers dash's byte-by-byte `read` correctly (integer
+    // /proc/sys files do not); one grep then reads the module list and the built-in list.
+    return [
+      `if [ ! -e /proc/modules ]; then ${ctx.unknown("no /proc/modules: kernel without loadable module support")}`,
+      `elif [ ! -r /proc/modules ]; then ${ctx.unknown("/proc/modules is not readable")}`,
+      `else read -r r < /proc/sys/kernel/osrelease; grep -H -s '' /proc/modules "/lib/modules/$r/modules.builtin"; fi`,
+      "true",
+    ].join("\n");
+  },
+  parse(output) {
+    return parseModules(output);
+  },
+  compare(declared, live) {
+    const findings: Finding[] = [];
+    (declared.loaded ?? []).forEach((name, i) => {
+      const key = moduleName(name);
+      if (live.loaded.has(key) || live.builtin.has(key)) return;
+      findings.push({ key, declared: "loaded", live: "absent", path: [...this.specPath, "loaded", i] });
+    });
+    (declared.absent ?? []).forEach((name, i) => {
+      const key = moduleName(name);
+      if (!live.loaded.has(key) && !live.builtin.has(key)) return;
+      const finding: Finding = { key, declared: "absent", live: "loaded", path: [...this.specPath, "absent", i] };
+      if (!live.loaded.has(key)) finding.detail = "built into the running kernel: it cannot be unloaded";
+      findings.push(finding);
+    });
+    return findings;
+  },
+  snapshot(live) {
+    // Built-in modules are left out: they come with the kernel release, declared elsewhere.
+    return live.loaded.size ? { loaded: [...live.loaded].sort() } : undefined;
+  },
+};

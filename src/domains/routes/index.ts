@@ -1,0 +1,123 @@
+import { isIP } from "node:net";
+import { z } from "zod";
+import type { Domain, Finding } from "../domain.js";
+import { canonicalIPv6 } from "../procnet.js";
+import { canonicalDst, defaultMetric, parseRoutes, type LiveRoute, type RoutesLive } from "./parse.js";
+
+const DeclaredRoute = z
+  .strictObject({
+    dst: z.string(),
+    via: z.string().refine((v) => isIP(v) !== 0, "via must be an IP address, like 10.0.0.1").optional(),
+    dev: z.string().regex(/^[^\s/:]{1,15}$/, "dev must be an interface name, like eth0").optional(),
+    metric: z.number().int().min(0).max(0xffffffff).optional(),
+  })
+  .superRefine((route, ctx) => {
+    try {
+      const { family } = canonicalDst(route.dst);
+      if (family && route.via && isIP(route.via) !== family)
+        ctx.addIssue({ code: "custom", path: ["via"], message: `via ${route.via} is not in the address family of ${route.dst}` });
+    } catch (error) {
+      ctx.addIssue({ code: "custom", path: ["dst"], message: (error as Error).message });
+    }
+  });
+export const RoutesDeclared = z.array(DeclaredRoute);
+export type RoutesDeclared = z.infer<typeof RoutesDeclared>;
+type DeclaredRoute = z.infer<typeof DeclaredRoute>;
+
+/** A declared route in live form; `family` stays open for a gateway-less `default`. */
+interface WantedRoute {
+  family?: 4 | 6;
+  dst: string;
+  via?: string;
+  dev?: string;
+  metric?: number;
+}
+
+function wanted(route: DeclaredRoute): WantedRoute {
+  const { family, dst } = canonicalDst(route.dst);
+  const via = route.via && (isIP(route.via) === 6 ? canonicalIPv6(route.via) : route.via);
+  return { family: family ?? (via ? (isIP(via) as 4 | 6) : undefined), dst, via, dev: route.dev, metric: route.metric };
+}
+
+/** `default via 10.0.0.1 dev eth0`, `10.1.0.0/16 dev eth1 metric 100`: the words of `ip route`. */
+export function routeKey(route: Omit<WantedRoute, "family">): string {
+  return [
+    route.dst,
+    route.via && `via ${route.via}`,
+    route.dev && `dev ${route.dev}`,
+    route.metric !== undefined && `metric ${route.metric}`,
+  ]
+    .filter(Boolean)
+    .join(" ");
+}
+
+/** A live route as a manifest entry: the metric only when it is not the one `ip route add` picks. */
+function declaredForm(route: LiveRoute): DeclaredRoute {
+  const entry: DeclaredRoute = { dst: route.dst };
+  if (route.via) entry.via = route.via;
+  entry.dev = route.dev;
+  if (route.metric !== defaultMetric(route.family)) entry.metric = route.metric;
+  return entry;
+}
+
+function matches(want: WantedRoute, got: LiveRoute): boolean {
+  return (
+    want.dst === got.dst &&
+    (want.family === undefined || want.family === got.family) &&
+    want.via === got.via &&
+    (want.dev === undefined || want.dev === got.dev) &&
+    (want.metric === undefined || want.metric === got.metric)
+  );
+}
+
+export const routes: Domain<RoutesDeclared, RoutesLive> = {
+  name: "routes",
+  title: "Network routes",
+  specPath: ["networking", "routes"],
+  schema: RoutesDeclared,
+  severity: "critical",
+  onDrift: "ticket",
+  remediation: "Audit the routing table; commit the permanent route to the network configuration, or remove the stray route.",
+  probe() {
+    // One awk reads every file (IPv6 ones may be absent) and keeps only the local-address
+    // lines of fib_trie, which is large on a router.
+    return [
+      "set -- /proc/net/route",
+      'for f in /proc/net/ipv6_route /proc/net/if_inet6 /proc/net/fib_trie; do [ -e "$f" ] && set -- "$@" "$f"; done',
+      `awk 'FILENAME == "/proc/net/fib_trie" { if ($1 == "|--") a = $2; else if ($0 ~ /\\/32 host LOCAL/) print "local:" a; next } { print FILENAME ":" $0 }' "$@"`,
+    ].join("\n");
+  },
+  parse(output) {
+    return parseRoutes(output);
+  },
+  compare(declared, live) {
+    const unmatched = [...live.routes];
+    const missing: number[] = [];
+    const wants = declared.map(wanted);
+    // The most specific declarations pick their live route first, so a loose one cannot take it.
+    const specificity = (w: WantedRoute) => Number(w.dev !== undefined) + Number(w.metric !== undefined);
+    const order = wants.map((_, i) => i).sort((a, b) => specificity(wants[b]!) - specificity(wants[a]!));
+    for (const i of order) {
+      const at = unmatched.findIndex((got) => matches(wants[i]!, got));
+      if (at === -1) missing.push(i);
+      else unmatched.splice(at, 1);
+    }
+    const findings: Finding[] = missing
+      .sort((a, b) => a - b)
+      .map((i) => {
+        const want = wants[i]!;
+        const finding: Finding = { key: routeKey(want), declared: declared[i]!, live: null, path: [...this.specPath, i] };
+        const sameDst = live.routes.filter((got) => got.dst === want.dst && (want.family === undefined || want.family === got.family));
+        if (sameDst.length) finding.detail = `live route to ${want.dst}: ${sameDst.map((got) => routeKey(declaredForm(got))).join("; ")}`;
+        return finding;
+      });
+    for (const got of unmatched) {
+      const entry = declaredForm(got);
+      findings.push({ key: routeKey(entry), declared: null, live: entry, path: this.specPath });
+    }
+    return findings;
+  },
+  snapshot(live) {
+    return live.routes.map(declaredForm);
+  },
+};

@@ -1,0 +1,80 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { ports } from "../../../src/domains/ports/index.js";
+import { parsePorts } from "../../../src/domains/ports/parse.js";
+import { ProbeParseError } from "../../../src/errors.js";
+import { fixture, liveFrom } from "./fixtures.js";
+
+test("listeners in LISTEN (tcp) or unconnected (udp), merged across IPv4 and IPv6", () => {
+  const live = liveFrom(ports, "many-listeners.txt");
+  assert.deepEqual(Object.fromEntries(live), {
+    "tcp/22": ["0.0.0.0", "[::]"],
+    "tcp/443": ["0.0.0.0"],
+    "tcp/5432": ["127.0.0.1", "[::1]"],
+    "tcp/8080": ["0.0.0.0"],
+    "udp/53": ["0.0.0.0", "[::]"],
+    "udp/123": ["[::]"],
+    "udp/323": ["127.0.0.1"],
+  });
+});
+
+test("an undeclared listener is unauthorized; a declared port not listening is drift too", () => {
+  const live = liveFrom(ports, "many-listeners.txt");
+  assert.deepEqual(ports.compare(["tcp/22", "tcp/443", "tcp/5432", "udp/53", "udp/123", "udp/323", "tcp/25"], live), [
+    { key: "tcp/25", declared: "listening", live: "closed", path: ["networking", "listening_ports", 6] },
+    { key: "tcp/8080", declared: "closed", live: "listening", path: ["networking", "listening_ports"], detail: "listening on 0.0.0.0" },
+  ]);
+  assert.deepEqual(
+    ports.compare([], live).map((f) => `${f.key} ${f.detail}`),
+    [
+      "tcp/22 listening on 0.0.0.0, [::]",
+      "tcp/443 listening on 0.0.0.0",
+      "tcp/5432 listening on 127.0.0.1, [::1]",
+      "tcp/8080 listening on 0.0.0.0",
+      "udp/53 listening on 0.0.0.0, [::]",
+      "udp/123 listening on [::]",
+      "udp/323 listening on 127.0.0.1",
+    ],
+  );
+});
+
+test("snapshot is the sorted allow-list and compares clean", () => {
+  for (const file of ["many-listeners.txt", "one-listener.txt", "no-ipv6.txt"]) {
+    const live = liveFrom(ports, file);
+    assert.deepEqual(ports.compare(ports.snapshot(live)!, live), [], file);
+  }
+  assert.deepEqual(ports.snapshot(liveFrom(ports, "many-listeners.txt")), [
+    "tcp/22",
+    "tcp/443",
+    "tcp/5432",
+    "tcp/8080",
+    "udp/53",
+    "udp/123",
+    "udp/323",
+  ]);
+});
+
+test("a host without IPv6 has only the IPv4 tables", () => {
+  const live = liveFrom(ports, "no-ipv6.txt");
+  assert.deepEqual([...live.keys()], [...liveFrom(ports, "one-listener.txt").keys()]);
+  assert.equal(live.size, 1);
+});
+
+test("output it cannot trust is refused; connected and established sockets are not listeners", () => {
+  assert.throws(() => parsePorts(""), /no \/proc\/net\/tcp/);
+  const header = fixture("ports", "one-listener.txt").split("\n").find((l) => l.startsWith("/proc/net/tcp:  sl"))!;
+  assert.throws(() => parsePorts(`${header}\n/proc/net/tcp:   0: 00000000:07`), ProbeParseError);
+  assert.throws(() => parsePorts(`${header}\n/proc/net/tcp6:   0: 00000000:0016 00000000:0000 0A 0`), ProbeParseError);
+  assert.throws(() => parsePorts(`${header}\n/etc/shadow:root:*:19000`), ProbeParseError);
+  const established = `${header}\n/proc/net/udp:6168: 0100007F:9C40 0100007F:0035 07 00000000:00000000 00:00000000 00000000 0 0 1 2 0 0`;
+  assert.equal(parsePorts(established).size, 0);
+});
+
+test("the schema wants tcp/<port> or udp/<port>", () => {
+  assert.equal(ports.schema.safeParse(["tcp/22", "udp/53", "tcp/65535"]).success, true);
+  for (const bad of ["22", "tcp:22", "TCP/22", "tcp/0", "tcp/65536", "tcp/022", "sctp/9"]) {
+    const r = ports.schema.safeParse([bad]);
+    assert.equal(r.success, false, bad);
+    assert.match(r.error!.issues[0]!.message, /a port like "tcp\/22" or "udp\/53"/);
+  }
+});
