@@ -231,6 +231,33 @@ describe("GitHub double", () => {
     assert.equal(head?.commit.parent.length, 2);
   });
 
+  test("lists directories, squash-merges, and refuses to merge a conflict", async () => {
+    const { data: listing } = await octokit.rest.repos.getContent({ ...repo, path: "nodes" });
+    assert.ok(Array.isArray(listing));
+    assert.deepEqual(listing.map((e) => [e.name, e.type]), [["web-01.yaml", "file"]]);
+
+    await double.pushCommit("quartermaster--squash", { "nodes/db-01.yaml": "host: db-01\n" });
+    await double.pushCommit("quartermaster--squash", { "nodes/db-01.yaml": "host: db-01.example.net\n" });
+    const { data: squashPr } = await octokit.rest.pulls.create({ ...repo, head: "quartermaster--squash", base: "main", title: "Add db-01" });
+    const { data: squashed } = await octokit.rest.pulls.merge({ ...repo, pull_number: squashPr.number, merge_method: "squash" });
+    const { data: commit } = await octokit.rest.git.getCommit({ ...repo, commit_sha: squashed.sha });
+    assert.equal(commit.parents.length, 1);
+    assert.match(commit.message, new RegExp(`^Add db-01 \\(#${squashPr.number}\\)`));
+
+    await double.pushCommit("quartermaster--left", { "fleet.yaml": "policy: { kernel: { on_drift: accept } }\n" });
+    await double.pushCommit("quartermaster--right", { "fleet.yaml": "policy: { kernel: { on_drift: ticket } }\n" });
+    const { data: left } = await octokit.rest.pulls.create({ ...repo, head: "quartermaster--left", base: "main", title: "Left" });
+    const { data: right } = await octokit.rest.pulls.create({ ...repo, head: "quartermaster--right", base: "main", title: "Right" });
+    await octokit.rest.pulls.merge({ ...repo, pull_number: left.number });
+    const { data: conflicted } = await octokit.rest.pulls.get({ ...repo, pull_number: right.number });
+    assert.equal(conflicted.mergeable, false);
+    assert.equal(conflicted.mergeable_state, "dirty");
+    const refused = await failure(octokit.rest.pulls.merge({ ...repo, pull_number: right.number, request: { retries: 0 } }));
+    assert.equal(refused.status, 405);
+    assert.match(refused.message, /Merge conflict/);
+    await octokit.rest.pulls.update({ ...repo, pull_number: right.number, state: "closed" });
+  });
+
   test("test controls: a person's commit, a collaborator, closing and merging", async () => {
     double.addCollaborator("alice", "write");
     const { data: alice } = await octokit.rest.repos.getCollaboratorPermissionLevel({ ...repo, username: "alice" });
@@ -259,7 +286,7 @@ describe("GitHub double", () => {
     const before = double.requests.length;
     double.inject(badGateway({ method: "GET", path: /\/pulls$/, times: 2 }));
     const { data } = await octokit.rest.pulls.list({ ...repo, state: "all" });
-    assert.equal(data.length, 4);
+    assert.equal(data.length, double.pulls().length);
     assert.deepEqual(double.requests.slice(before).map((r) => r.status), [502, 502, 200]);
 
     double.inject(secondaryRateLimit({ method: "POST", path: /\/comments$/ }));

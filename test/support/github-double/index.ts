@@ -125,16 +125,20 @@ export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<G
     const method = req.method ?? "GET";
     const text = raw.toString("utf8");
     let parsed: unknown;
+    const match = validator.match(method, url.pathname);
     if (!authorized(req.headers.authorization, options.token)) {
       const message = req.headers.authorization ? "Bad credentials" : "Requires authentication";
-      return { ...new ApiError(401, message).reply(), parsed: text };
+      const reply = new ApiError(401, message).reply();
+      const problems = match ? validator.checkResponse(match.operationId, reply.status, reply.body, true) : [];
+      if (problems.length) violations.push({ kind: "response", method, path: url.pathname, operation: match?.operationId, problems });
+      return { ...reply, operation: match?.operationId, parsed: text };
     }
+    // Injected answers are the test's own words and are sent as given, unchecked.
     const fault = faults.find((f) => f.left > 0 && (!f.method || f.method === method) && (!f.path || f.path.test(url.pathname)));
     if (fault) {
       fault.left--;
-      return { status: fault.status, body: fault.body, headers: fault.headers, parsed: text };
+      return { status: fault.status, body: fault.body, headers: fault.headers, operation: match?.operationId, parsed: text };
     }
-    const match = validator.match(method, url.pathname);
     if (!match) {
       violations.push({ kind: "unknown-operation", method, path: url.pathname, problems: ["no such operation in the OpenAPI subset"] });
       return { ...notFound().reply(), parsed: text };
