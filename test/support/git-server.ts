@@ -22,7 +22,7 @@ export interface GitServer {
 }
 
 /** Author and committer of commits the test support makes itself, fixed so runs are reproducible. */
-export const SEED_IDENTITY = {
+const SEED_IDENTITY = {
   GIT_AUTHOR_NAME: "Fleet Seed",
   GIT_AUTHOR_EMAIL: "seed@example.com",
   GIT_COMMITTER_NAME: "Fleet Seed",
@@ -37,7 +37,7 @@ async function httpBackendPath(): Promise<string> {
 }
 
 /** Username is ignored and the password must equal the token, as with GitHub's x-access-token. */
-export function basicAuthMatches(header: string | undefined, token: string): boolean {
+function basicAuthMatches(header: string | undefined, token: string): boolean {
   const m = /^Basic\s+(\S+)$/i.exec(header ?? "");
   if (!m) return false;
   const decoded = Buffer.from(m[1]!, "base64").toString("utf8");

@@ -94,19 +94,6 @@ export class BareRepo {
     return this.resolve(`refs/heads/${branch}^{commit}`);
   }
 
-  async branches(): Promise<Map<string, string>> {
-    const out = await this.git(["for-each-ref", "--format=%(objectname) %(refname:lstrip=2)", "refs/heads/"]);
-    return new Map(
-      out
-        .split("\n")
-        .filter(Boolean)
-        .map((line) => {
-          const space = line.indexOf(" ");
-          return [line.slice(space + 1), line.slice(0, space)] as const;
-        }),
-    );
-  }
-
   async commit(sha: string): Promise<CommitInfo | undefined> {
     if (!SHA.test(sha) || (await this.objectType(sha)) !== "commit") return undefined;
     const raw = await this.git(["cat-file", "commit", sha]);

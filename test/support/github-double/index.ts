@@ -124,30 +124,34 @@ export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<G
     const url = new URL(req.url ?? "/", apiUrl);
     const method = req.method ?? "GET";
     const text = raw.toString("utf8");
-    let parsed: unknown;
+    let parsed: unknown = text;
+    let isJson = true;
+    try {
+      parsed = text.trim() === "" ? undefined : JSON.parse(text);
+    } catch {
+      isJson = false;
+    }
     const match = validator.match(method, url.pathname);
     if (!authorized(req.headers.authorization, options.token)) {
       const message = req.headers.authorization ? "Bad credentials" : "Requires authentication";
       const reply = new ApiError(401, message).reply();
       const problems = match ? validator.checkResponse(match.operationId, reply.status, reply.body, true) : [];
       if (problems.length) violations.push({ kind: "response", method, path: url.pathname, operation: match?.operationId, problems });
-      return { ...reply, operation: match?.operationId, parsed: text };
+      return { ...reply, operation: match?.operationId, parsed };
     }
     // Injected answers are the test's own words and are sent as given, unchecked.
     const fault = faults.find((f) => f.left > 0 && (!f.method || f.method === method) && (!f.path || f.path.test(url.pathname)));
     if (fault) {
       fault.left--;
-      return { status: fault.status, body: fault.body, headers: fault.headers, operation: match?.operationId, parsed: text };
+      return { status: fault.status, body: fault.body, headers: fault.headers, operation: match?.operationId, parsed };
     }
     if (!match) {
       violations.push({ kind: "unknown-operation", method, path: url.pathname, problems: ["no such operation in the OpenAPI subset"] });
-      return { ...notFound().reply(), parsed: text };
+      return { ...notFound().reply(), parsed };
     }
-    try {
-      parsed = text.trim() === "" ? undefined : JSON.parse(text);
-    } catch {
+    if (!isJson) {
       violations.push({ kind: "request", method, path: url.pathname, operation: match.operationId, problems: ["body is not JSON"] });
-      return { ...new ApiError(400, "Problems parsing JSON").reply(), operation: match.operationId, parsed: text };
+      return { ...new ApiError(400, "Problems parsing JSON").reply(), operation: match.operationId, parsed };
     }
     const problems = validator.checkRequest(match, url.searchParams, parsed, parsed !== undefined);
     if (problems.length) {
