@@ -1,0 +1,279 @@
+// A stateful GitHub REST API double for tests, on 127.0.0.1, backed by a bare repo of the test git
+// server. Every request and response is checked against GitHub's OpenAPI description; breaking it
+// answers 500 and lands in `violations`, so neither the bot nor the double can drift unseen.
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { GitServer } from "../git-server.js";
+import { BareRepo, type GitIdentity } from "./bare-repo.js";
+import { OpenApiValidator } from "./openapi.js";
+import { ApiError, notFound, RepositoryState, type Permission, type Reply } from "./repository.js";
+import { now, type Account, type PullRecord } from "./shapes.js";
+
+export interface Fault {
+  method?: string;
+  /** Tested against the request path without the query string. */
+  path?: RegExp;
+  status: number;
+  /** How many matching requests get this answer (default 1). */
+  times?: number;
+  headers?: Record<string, string>;
+  body?: unknown;
+}
+
+export interface LoggedRequest {
+  method: string;
+  path: string;
+  status: number;
+  body: unknown;
+  /** The operation it matched, e.g. `pulls/create`. */
+  operation?: string;
+}
+
+export interface Violation {
+  kind: "request" | "response" | "unknown-operation";
+  method: string;
+  path: string;
+  operation?: string;
+  problems: string[];
+}
+
+export interface GitHubDouble {
+  apiUrl: string;
+  readonly requests: LoggedRequest[];
+  readonly violations: Violation[];
+  /** Requests that change something (every method but GET and HEAD). */
+  writes(): LoggedRequest[];
+  /** Pull request records as the double holds them. */
+  pulls(): PullRecord[];
+  inject(fault: Fault): void;
+  /** Closes a PR as a reviewer rejecting it would. */
+  closePull(number: number): Promise<void>;
+  /** Merges a PR exactly as PUT .../merge does; returns the new base tip. */
+  mergePull(number: number, by?: string): Promise<string>;
+  /** A person's commit onto a branch (created from the default branch if missing); null deletes a file. */
+  pushCommit(branch: string, files: Record<string, string | null>, author?: string | GitIdentity): Promise<string>;
+  addCollaborator(login: string, permission: Permission): void;
+  stop(): Promise<void>;
+}
+
+/** GitHub's answer to too many requests in a short time; Octokit's throttling plugin waits and retries it. */
+export function secondaryRateLimit(match: Omit<Fault, "status" | "headers" | "body"> = {}): Fault {
+  return {
+    ...match,
+    status: 403,
+    headers: { "retry-after": "1" },
+    body: {
+      message: "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+      documentation_url: "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
+      status: "403",
+    },
+  };
+}
+
+export function badGateway(match: Omit<Fault, "status" | "body"> = {}): Fault {
+  return { ...match, status: 502, body: { message: "Server Error" } };
+}
+
+export interface GitHubDoubleOptions {
+  git: GitServer;
+  owner: string;
+  repo: string;
+  token: string;
+  /** The account the token belongs to: author of PRs, comments and API commits. */
+  botLogin: string;
+  defaultBranch?: string;
+}
+
+const SUBSET = new URL("./openapi-subset.json", import.meta.url);
+
+export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<GitHubDouble> {
+  const validator = new OpenApiValidator(SUBSET);
+  const requests: LoggedRequest[] = [];
+  const violations: Violation[] = [];
+  const faults: (Fault & { left: number })[] = [];
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const apiUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  const owner: Account = { login: options.owner, id: 1, type: "Organization" };
+  const bot: Account = { login: options.botLogin, id: 2, type: options.botLogin.endsWith("[bot]") ? "Bot" : "User" };
+  const state = new RepositoryState(
+    {
+      api: apiUrl,
+      web: options.git.url,
+      owner: options.owner,
+      repo: options.repo,
+      repoId: 100,
+      defaultBranch: options.defaultBranch ?? "main",
+      createdAt: now(),
+    },
+    new BareRepo(options.git.barePath(options.owner, options.repo)),
+    owner,
+    bot,
+  );
+
+  // One request at a time: state changes stay atomic and test runs deterministic.
+  let queue: Promise<unknown> = Promise.resolve();
+  const serial = <T>(work: () => Promise<T>): Promise<T> => {
+    const run = queue.then(work, work);
+    queue = run.catch(() => undefined);
+    return run;
+  };
+
+  const answer = async (req: IncomingMessage, raw: Buffer): Promise<Reply & { operation?: string; parsed: unknown }> => {
+    const url = new URL(req.url ?? "/", apiUrl);
+    const method = req.method ?? "GET";
+    const text = raw.toString("utf8");
+    let parsed: unknown = text;
+    let isJson = true;
+    try {
+      parsed = text.trim() === "" ? undefined : JSON.parse(text);
+    } catch {
+      isJson = false;
+    }
+    const match = validator.match(method, url.pathname);
+    if (!authorized(req.headers.authorization, options.token)) {
+      const message = req.headers.authorization ? "Bad credentials" : "Requires authentication";
+      const reply = new ApiError(401, message).reply();
+      const problems = match ? validator.checkResponse(match.operationId, reply.status, reply.body, true) : [];
+      if (problems.length) violations.push({ kind: "response", method, path: url.pathname, operation: match?.operationId, problems });
+      return { ...reply, operation: match?.operationId, parsed };
+    }
+    // Injected answers are the test's own words and are sent as given, unchecked.
+    const fault = faults.find((f) => f.left > 0 && (!f.method || f.method === method) && (!f.path || f.path.test(url.pathname)));
+    if (fault) {
+      fault.left--;
+      return { status: fault.status, body: fault.body, headers: fault.headers, operation: match?.operationId, parsed };
+    }
+    if (!match) {
+      violations.push({ kind: "unknown-operation", method, path: url.pathname, problems: ["no such operation in the OpenAPI subset"] });
+      return { ...notFound().reply(), parsed };
+    }
+    if (!isJson) {
+      violations.push({ kind: "request", method, path: url.pathname, operation: match.operationId, problems: ["body is not JSON"] });
+      return { ...new ApiError(400, "Problems parsing JSON").reply(), operation: match.operationId, parsed };
+    }
+    const problems = validator.checkRequest(match, url.searchParams, parsed, parsed !== undefined);
+    if (problems.length) {
+      violations.push({ kind: "request", method, path: url.pathname, operation: match.operationId, problems });
+      return { ...failLoudly("request", problems), operation: match.operationId, parsed };
+    }
+    let reply: Reply;
+    if (match.params.owner !== options.owner || match.params.repo !== options.repo) {
+      reply = notFound().reply();
+    } else {
+      try {
+        await state.sync();
+        const handler = state.handlers[match.operationId]!;
+        reply = await handler({ params: match.params, query: url.searchParams, body: (parsed ?? {}) as Record<string, unknown>, url });
+      } catch (err) {
+        if (!(err instanceof ApiError)) throw err;
+        reply = err.reply();
+      }
+    }
+    const responseProblems = validator.checkResponse(match.operationId, reply.status, reply.body, reply.body !== undefined);
+    if (responseProblems.length) {
+      violations.push({ kind: "response", method, path: url.pathname, operation: match.operationId, problems: responseProblems });
+      return { ...failLoudly("response", responseProblems), operation: match.operationId, parsed };
+    }
+    return { ...reply, operation: match.operationId, parsed };
+  };
+
+  server.on("request", (req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      void serial(() => answer(req, Buffer.concat(chunks)))
+        .catch((err: unknown): Reply & { operation?: string; parsed: unknown } => ({
+          status: 500,
+          body: { message: `GitHub double failed: ${String(err)}` },
+          parsed: undefined,
+        }))
+        .then((reply) => {
+          const path = new URL(req.url ?? "/", apiUrl).pathname;
+          requests.push({ method: req.method ?? "GET", path, status: reply.status, body: reply.parsed, operation: reply.operation });
+          const headers: Record<string, string> = {
+            "x-github-api-version-selected": "2022-11-28",
+            "x-ratelimit-limit": "5000",
+            "x-ratelimit-remaining": "4999",
+            "x-ratelimit-reset": String(Math.floor(Date.now() / 1000) + 3600),
+            ...reply.headers,
+          };
+          if (reply.body === undefined) {
+            res.writeHead(reply.status, headers).end();
+          } else {
+            res.writeHead(reply.status, { "content-type": "application/json; charset=utf-8", ...headers }).end(JSON.stringify(reply.body));
+          }
+        });
+    });
+  });
+
+  const identityOf = (author: string | GitIdentity): GitIdentity =>
+    typeof author === "string" ? state.identity(state.account(author)) : author;
+
+  return {
+    apiUrl,
+    requests,
+    violations,
+    writes: () => requests.filter((r) => r.method !== "GET" && r.method !== "HEAD"),
+    pulls: () => [...state.pulls.values()],
+    inject(fault) {
+      faults.push({ ...fault, left: fault.times ?? 1 });
+    },
+    closePull: (number) =>
+      serial(async () => {
+        await state.sync();
+        const pr = state.pulls.get(number);
+        if (!pr) throw new Error(`no pull request #${number}`);
+        if (pr.state === "open") Object.assign(pr, { state: "closed", closedAt: now(), updatedAt: now() });
+      }),
+    mergePull: (number, by = "fleet-reviewer") =>
+      serial(async () => {
+        await state.sync();
+        const pr = state.pulls.get(number);
+        if (!pr) throw new Error(`no pull request #${number}`);
+        try {
+          await state.merge(pr, {}, state.account(by));
+        } catch (err) {
+          throw err instanceof ApiError ? new Error(`cannot merge #${number}: ${err.message}`) : err;
+        }
+        return pr.mergeCommitSha!;
+      }),
+    pushCommit: (branch, files, author = "fleet-operator") =>
+      serial(async () => {
+        const repo = state.repo;
+        const parent = (await repo.branchSha(branch)) ?? (await repo.branchSha(state.site.defaultBranch));
+        if (!parent) throw new Error(`no branch ${branch} and no default branch to start it from`);
+        const changes = Object.entries(files).map(([path, text]) => (text === null ? { path, sha: null } : { path, content: text }));
+        const tree = await repo.writeTree(changes, `${parent}^{tree}`);
+        const who = identityOf(author);
+        const sha = await repo.writeCommit(tree, [parent], `Edit ${Object.keys(files).join(", ")}\n`, who, who);
+        const current = await repo.branchSha(branch);
+        await repo.updateRef(`refs/heads/${branch}`, sha, current ?? "0".repeat(40));
+        state.touch();
+        await state.sync();
+        return sha;
+      }),
+    addCollaborator(login, permission) {
+      state.account(login);
+      state.permissions.set(login, permission);
+    },
+    async stop() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** `Authorization: token X` or `Bearer X`, as GitHub accepts both. */
+function authorized(header: string | undefined, token: string): boolean {
+  const m = /^(?:token|bearer)\s+(\S+)$/i.exec(header ?? "");
+  return m?.[1] === token;
+}
+
+function failLoudly(kind: "request" | "response", problems: string[]): Reply {
+  return {
+    status: 500,
+    body: { message: `GitHub double: ${kind} does not match GitHub's OpenAPI description: ${problems.join("; ")}` },
+  };
+}
