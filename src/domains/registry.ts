@@ -2,16 +2,16 @@
 // and one line here (test/unit/domains/registry.test.ts fails when a folder is missing).
 import type { AnyDomain, DomainName } from "./domain.js";
 import { files } from "./files/index.js";
-import { io_scheduler } from "./io_scheduler/index.js";
+import { ioScheduler } from "./io_scheduler/index.js";
 import { kernel } from "./kernel/index.js";
-import { kernel_modules } from "./kernel_modules/index.js";
+import { kernelModules } from "./kernel_modules/index.js";
 import { packages } from "./packages/index.js";
 import { ports } from "./ports/index.js";
 import { routes } from "./routes/index.js";
 import { sysctl } from "./sysctl/index.js";
 import { systemd } from "./systemd/index.js";
 
-export const DOMAINS: readonly AnyDomain[] = [kernel, sysctl, io_scheduler, routes, packages, ports, files, systemd, kernel_modules];
+export const DOMAINS: readonly AnyDomain[] = [kernel, sysctl, ioScheduler, routes, packages, ports, files, systemd, kernelModules];
 
 export function domainByName(name: string): AnyDomain | undefined {
   return DOMAINS.find((d) => d.name === name);
