@@ -1,18 +1,14 @@
 #!/usr/bin/env node
 import { ForgeError, ManifestErrors, UsageError } from "../errors.js";
-import { auditCommand } from "./commands/audit.js";
-import { diffCommand } from "./commands/diff.js";
-import { proposeCommand } from "./commands/propose.js";
-import { snapshotCommand } from "./commands/snapshot.js";
-import { validateCommand } from "./commands/validate.js";
 import { ExitBit } from "./exit.js";
 
+// Commands load on demand: an on-node audit never pays for the GitHub client's start-up.
 const COMMANDS: Record<string, { run: (argv: string[]) => Promise<number>; summary: string }> = {
-  audit: { run: auditCommand, summary: "read-only audit of the selected nodes" },
-  diff: { run: diffCommand, summary: "-want +got view of one domain's drift" },
-  snapshot: { run: snapshotCommand, summary: "print a node-spec YAML of a node's live state" },
-  validate: { run: validateCommand, summary: "check the manifest tree" },
-  propose: { run: proposeCommand, summary: "open, update or close pull requests from an audit report" },
+  audit: { run: async (argv) => (await import("./commands/audit.js")).auditCommand(argv), summary: "read-only audit of the selected nodes" },
+  diff: { run: async (argv) => (await import("./commands/diff.js")).diffCommand(argv), summary: "-want +got view of one domain's drift" },
+  snapshot: { run: async (argv) => (await import("./commands/snapshot.js")).snapshotCommand(argv), summary: "print a node-spec YAML of a node's live state" },
+  validate: { run: async (argv) => (await import("./commands/validate.js")).validateCommand(argv), summary: "check the manifest tree" },
+  propose: { run: async (argv) => (await import("./commands/propose.js")).proposeCommand(argv), summary: "open, update or close pull requests from an audit report" },
 };
 
 const USAGE = `usage: quartermaster <command> [options]
