@@ -1,6 +1,7 @@
 // End-to-end check of the test-host library through the real ssh client. Needs root.
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import { after, before, describe, test } from "node:test";
 import { execa } from "execa";
 import { startFleet, type TestFleet } from "../support/hosts.js";
@@ -160,5 +161,22 @@ describe("test hosts", () => {
     assert.equal(fs.existsSync(dir), false);
     assert.deepEqual(inside.filter((pid) => fs.existsSync(`/proc/${pid}`)), [], "processes survived stop()");
     await fleet.stop(); // idempotent
+  });
+});
+
+describe("startFleet failures", () => {
+  test("a broken host definition fails naming the host and leaves nothing behind", async () => {
+    const before = (await execa("ip", ["netns", "list"])).stdout;
+    await assert.rejects(
+      startFleet([{ name: "ok-01" }, { name: "broken-01", routes: ["203.0.113.0/24 via 203.0.113.1"] }], { prefix: "qmf" }),
+      /test host broken-01: /,
+    );
+    assert.equal((await execa("ip", ["netns", "list"])).stdout, before);
+    assert.doesNotMatch((await execa("ip", ["-o", "link", "show"])).stdout, /qmf-/);
+    assert.equal(fs.readdirSync(os.tmpdir()).filter((e) => e.startsWith(`qmf-${process.pid}-`)).length, 0);
+  });
+
+  test("sysctls outside net.* are refused: they would change the whole machine", async () => {
+    await assert.rejects(startFleet([{ name: "bad-01", sysctls: { "kernel.pid_max": "4096" } }], { prefix: "qmf" }), /bad-01: only net\.\*/);
   });
 });
