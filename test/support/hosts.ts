@@ -397,6 +397,8 @@ function startSshd(rt: HostRuntime): void {
     { stdio: ["ignore", "ignore", log] },
   );
   fs.closeSync(log);
+  // A failed spawn shows up as a missing banner, with sshd.log in the error.
+  rt.sshd.on("error", () => undefined);
   // A forgotten stop() must not hang the runner; the exit hook and pdeathsig clean up instead.
   rt.sshd.unref();
 }
@@ -533,6 +535,10 @@ export async function startFleet(defs: HostDefinition[], options: FleetOptions =
               `addr add ${host.address}/24 dev eth0`,
               "link set eth0 up",
             ];
+            for (const r of def.routes ?? []) {
+              // Each route is one line of `ip -batch`: a newline would smuggle in another command.
+              if (/[\n\r]/.test(r)) throw new Error(`route must be one line: ${JSON.stringify(r)}`);
+            }
             const routeLines = (def.routes ?? []).map((r) => `route add ${r.replaceAll("{gateway}", gateway)}`);
             const script = [
               "set -eu",
