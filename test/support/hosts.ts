@@ -172,6 +172,24 @@ function killAll(pids: number[]): void {
   }
 }
 
+/** True once a pid has exited; a zombie counts as exited (only its parent can reap it). */
+function hasExited(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
+  } catch {
+    return true;
+  }
+}
+
+/** SIGKILL is asynchronous: wait (bounded) until the processes are really gone. */
+async function waitExited(pids: number[], timeoutMs = 3000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (pids.some((p) => !hasExited(p)) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 /** Remove namespaces, links, temp dirs and subnet claims left by runs whose process is dead. */
 async function cleanupStale(prefix: string): Promise<void> {
   const p = escapeRegExp(prefix);
@@ -183,7 +201,9 @@ async function cleanupStale(prefix: string): Promise<void> {
   const netns = (await listNetns()).filter(stalePid);
   const links = (await listLinks()).filter(stalePid);
   const inodes = new Set(netns.map(netnsInode).filter((i): i is number => i !== undefined));
-  killAll(pidsInNetns(inodes));
+  const leftovers = pidsInNetns(inodes);
+  killAll(leftovers);
+  await waitExited(leftovers);
   await ipBatch([...netns.map((n) => `netns del ${n}`), ...links.map((l) => `link del ${l}`)], true).catch(
     () => undefined,
   );
@@ -479,7 +499,9 @@ export async function startFleet(defs: HostDefinition[], options: FleetOptions =
     await Promise.all(runtimes.flatMap((rt) => [stopChild(rt.listener), stopChild(rt.sshd), stopChild(rt.anchor)]));
     // ssh sessions outlive their listening sshd, and exec() children may linger: kill whatever is left.
     const inodes = new Set(runtimes.map((rt) => netnsInode(rt.host.netns)).filter((i): i is number => i !== undefined));
-    killAll(pidsInNetns(inodes));
+    const leftovers = pidsInNetns(inodes);
+    killAll(leftovers);
+    await waitExited(leftovers);
     await ipBatch(teardownLines(), true).catch(() => undefined);
     await fsp.rm(dir, { recursive: true, force: true });
     await fsp.rm(path.join(SUBNET_CLAIMS, String(octet)), { force: true });
