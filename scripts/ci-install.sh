@@ -1,0 +1,28 @@
+#!/bin/sh
+# Installs the Debian packages the end-to-end test hosts need (test/support/hosts.ts).
+# Idempotent and quiet: does nothing when everything is already installed.
+set -eu
+
+packages="openssh-server iproute2 procps"
+
+missing=""
+for p in $packages; do
+  # dpkg-query prints "install ok installed" only for a fully installed package.
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing="$missing $p"
+  fi
+done
+
+if [ -z "$missing" ]; then
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  sudo="sudo"
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+# shellcheck disable=SC2086 # word splitting of the package list is intended
+$sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null

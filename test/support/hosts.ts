@@ -1,0 +1,715 @@
+// Real OpenSSH test hosts on one Linux machine: each host is a network namespace with its own
+// address, sysctls, routes, listeners, sshd and (through a private mount namespace) its own files.
+// Needs root, openssh-server and iproute2; see README.md beside this file.
+import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync } from "node:child_process";
+import { once } from "node:events";
+import * as fs from "node:fs";
+import * as fsp from "node:fs/promises";
+import * as net from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
+import { execa } from "execa";
+import pLimit from "p-limit";
+
+export interface HostDefinition {
+  /** Host name, also the ssh alias, e.g. "web-01". */
+  name: string;
+  /** net.* sysctls set inside the host's network namespace, e.g. {"net.ipv4.ip_forward": "1"}. */
+  sysctls?: Record<string, string>;
+  /** Extra `ip route add` argument strings; `{gateway}` stands for the fleet's bridge address. */
+  routes?: string[];
+  /** "tcp/8080", "udp/5353": a process listening inside the host on that port. */
+  listeners?: string[];
+  /** Files visible only to this host (private mount namespace); parent directories created as needed. */
+  files?: Record<string, { contents: string | Buffer; mode?: string }>;
+  /** This host's /var/lib/dpkg/status: a transform of the machine's real one. */
+  dpkgStatus?: (real: string) => string;
+  /** /run/quartermaster/maintenance exists on this host only. */
+  maintenance?: boolean;
+  /** stopped: no sshd (connection refused); hang: accepts TCP on port 22 and never sends a byte. */
+  state?: "up" | "stopped" | "hang";
+}
+
+export interface TestHost {
+  name: string;
+  address: string;
+  port: number;
+  netns: string;
+}
+
+export interface TestFleet {
+  hosts: TestHost[];
+  /** Temp dir holding keys, configs and per-host files. */
+  dir: string;
+  /** ssh_config with one Host block per host; use with `ssh -F`. */
+  sshConfig: string;
+  /** known_hosts with every host's real host key. */
+  knownHosts: string;
+  /** Private key of the audit user. */
+  identityFile: string;
+  /** The audit user (not root), shell /bin/sh. */
+  user: string;
+  /** Bridge address in the root namespace: the hosts' on-link gateway. */
+  gateway: string;
+  /** Replace a host's key and restart its sshd; known_hosts keeps the old key. */
+  rotateHostKey(name: string): Promise<void>;
+  /** Run a shell command as root inside the host's network and mount namespaces; resolves to stdout. */
+  exec(name: string, command: string): Promise<string>;
+  /** Kill every process, delete namespaces, links and the temp dir. Safe to call twice. */
+  stop(): Promise<void>;
+}
+
+export interface FleetOptions {
+  /** Name prefix of namespaces, links and temp dirs (default "qmt"); names are <prefix>-<pid>-<n>. */
+  prefix?: string;
+  /** How long to wait for every sshd to greet, in milliseconds (default 20000). */
+  readyTimeoutMs?: number;
+}
+
+export const AUDIT_USER = "qm-audit";
+const MAINTENANCE_MARKER = "/run/quartermaster/maintenance";
+const DPKG_STATUS = "/var/lib/dpkg/status";
+const SSHD = "/usr/sbin/sshd";
+// All fleets share one private /16; each fleet claims one /24 of it.
+const SUBNET_BASE = "10.213";
+// Claims live beside the network namespaces so they vanish with them on reboot.
+const SUBNET_CLAIMS = "/run/quartermaster-test-hosts/subnets";
+// Linux interface names are at most 15 bytes.
+const IFNAMSIZ = 15;
+
+// Counters so several fleets in one process get distinct names.
+let fleetSeq = 0;
+let hostSeq = 0;
+
+interface HostRuntime {
+  def: HostDefinition;
+  host: TestHost;
+  dir: string;
+  hostKey: string;
+  sshdConfig: string;
+  sshdLog: string;
+  anchor?: ChildProcess;
+  sshd?: ChildProcess;
+  listener?: ChildProcess;
+}
+
+/** Quote a string for POSIX sh. */
+function shq(s: string): string {
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+async function ipBatch(lines: string[], force = false): Promise<void> {
+  if (lines.length === 0) return;
+  await execa("ip", [...(force ? ["-force"] : []), "-batch", "-"], { input: lines.join("\n") + "\n" });
+}
+
+/** Names of network namespaces, as `ip netns list` prints them. */
+async function listNetns(): Promise<string[]> {
+  const { stdout } = await execa("ip", ["netns", "list"]);
+  return stdout
+    .split("\n")
+    .map((l) => l.split(" ")[0] ?? "")
+    .filter(Boolean);
+}
+
+async function listLinks(): Promise<string[]> {
+  const { stdout } = await execa("ip", ["-o", "link", "show"]);
+  // Lines look like "12: qmt-123-0@if2: <...>"; the name ends at "@" or ":".
+  return stdout
+    .split("\n")
+    .map((l) => /^\d+:\s+([^:@\s]+)/.exec(l)?.[1] ?? "")
+    .filter(Boolean);
+}
+
+/** Inode of a network namespace, to find the processes inside it through /proc. */
+function netnsInode(netns: string): number | undefined {
+  try {
+    return fs.statSync(`/run/netns/${netns}`).ino;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Pids of every process whose network namespace is one of the given inodes. */
+function pidsInNetns(inodes: Set<number>): number[] {
+  if (inodes.size === 0) return [];
+  const pids: number[] = [];
+  for (const entry of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const link = fs.readlinkSync(`/proc/${entry}/ns/net`);
+      const ino = Number(/\[(\d+)\]/.exec(link)?.[1]);
+      if (inodes.has(ino)) pids.push(Number(entry));
+    } catch {
+      // The process exited while we looked.
+    }
+  }
+  return pids;
+}
+
+function killAll(pids: number[]): void {
+  for (const pid of pids) {
+    if (pid === process.pid) continue;
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // Already gone.
+    }
+  }
+}
+
+/** True once a pid has exited; a zombie counts as exited (only its parent can reap it). */
+function hasExited(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
+  } catch {
+    return true;
+  }
+}
+
+/** SIGKILL is asynchronous: wait (bounded) until the processes are really gone. */
+async function waitExited(pids: number[], timeoutMs = 3000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (pids.some((p) => !hasExited(p)) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Remove namespaces, links, temp dirs and subnet claims left by runs whose process is dead. */
+async function cleanupStale(prefix: string): Promise<void> {
+  const p = escapeRegExp(prefix);
+  const nameRe = new RegExp(`^${p}-(\\d+)-b?\\d+$`);
+  const stalePid = (name: string): boolean => {
+    const m = nameRe.exec(name);
+    return m !== null && !isAlive(Number(m[1]));
+  };
+  const netns = (await listNetns()).filter(stalePid);
+  const links = (await listLinks()).filter(stalePid);
+  const inodes = new Set(netns.map(netnsInode).filter((i): i is number => i !== undefined));
+  const leftovers = pidsInNetns(inodes);
+  killAll(leftovers);
+  await waitExited(leftovers);
+  await ipBatch([...netns.map((n) => `netns del ${n}`), ...links.map((l) => `link del ${l}`)], true).catch(
+    () => undefined,
+  );
+  const tmpRe = new RegExp(`^${p}-(\\d+)-[A-Za-z0-9]{6}$`);
+  for (const entry of await fsp.readdir(os.tmpdir())) {
+    const m = tmpRe.exec(entry);
+    if (m && !isAlive(Number(m[1]))) {
+      await fsp.rm(path.join(os.tmpdir(), entry), { recursive: true, force: true });
+    }
+  }
+  await fsp.mkdir(SUBNET_CLAIMS, { recursive: true });
+  for (const entry of await fsp.readdir(SUBNET_CLAIMS)) {
+    const owner = Number((await fsp.readFile(path.join(SUBNET_CLAIMS, entry), "utf8").catch(() => "")).trim());
+    if (!owner || !isAlive(owner)) await fsp.rm(path.join(SUBNET_CLAIMS, entry), { force: true });
+  }
+}
+
+/** Atomically claim a free /24 of the test subnet (exclusive create of a claim file). */
+async function claimSubnet(): Promise<number> {
+  const { stdout } = await execa("ip", ["-4", "-o", "addr", "show"]);
+  const inUse = new Set(
+    [...stdout.matchAll(new RegExp(`inet ${escapeRegExp(SUBNET_BASE)}\\.(\\d+)\\.`, "g"))].map((m) => Number(m[1])),
+  );
+  for (let octet = 0; octet <= 255; octet++) {
+    if (inUse.has(octet)) continue;
+    try {
+      await fsp.writeFile(path.join(SUBNET_CLAIMS, String(octet)), `${process.pid}\n`, { flag: "wx" });
+      return octet;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    }
+  }
+  throw new Error(`no free /24 left in ${SUBNET_BASE}.0.0/16 for test hosts`);
+}
+
+async function sshKeygen(file: string, comment: string): Promise<string> {
+  await fsp.rm(file, { force: true });
+  await fsp.rm(`${file}.pub`, { force: true });
+  await execa("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", file]);
+  return (await fsp.readFile(`${file}.pub`, "utf8")).trim();
+}
+
+/** Create the audit user if missing; sshd with UsePAM no refuses a locked ("!") account, so use "*". */
+async function ensureAuditUser(user: string): Promise<void> {
+  const passwd = await fsp.readFile("/etc/passwd", "utf8");
+  const entry = passwd.split("\n").find((l) => l.startsWith(`${user}:`));
+  if (!entry) {
+    try {
+      await execa("useradd", ["--create-home", "--shell", "/bin/sh", "--password", "*", user]);
+    } catch (err) {
+      // A parallel run may have created it between our read and useradd.
+      const again = await fsp.readFile("/etc/passwd", "utf8");
+      if (!again.split("\n").some((l) => l.startsWith(`${user}:`))) throw err;
+    }
+    return;
+  }
+  const fields = entry.split(":");
+  const shadow = await fsp.readFile("/etc/shadow", "utf8");
+  const pw = shadow.split("\n").find((l) => l.startsWith(`${user}:`))?.split(":")[1];
+  if (fields[6] !== "/bin/sh" || pw !== "*") {
+    await execa("usermod", ["--shell", "/bin/sh", "--password", "*", user]);
+  }
+  const home = fields[5];
+  if (home) await fsp.mkdir(home, { recursive: true });
+}
+
+/** Deepest directory of `target`'s ancestors that exists on the machine. */
+function deepestExisting(target: string): string {
+  let dir = path.dirname(target);
+  while (!fs.existsSync(dir)) dir = path.dirname(dir);
+  return dir;
+}
+
+/**
+ * Shell lines for the host's private mount namespace. Existing files are bind-mounted over;
+ * missing ones are added through an overlay on their deepest existing ancestor, so nothing
+ * is created on the machine's own filesystem.
+ */
+async function prepareFiles(rt: HostRuntime, files: Map<string, { contents: string | Buffer; mode?: string }>): Promise<string[]> {
+  const binds: string[] = [];
+  const missing: string[] = [];
+  for (const target of files.keys()) {
+    if (!path.isAbsolute(target)) throw new Error(`file path must be absolute: ${target}`);
+    const st = fs.statSync(target, { throwIfNoEntry: false });
+    if (st?.isDirectory()) throw new Error(`file path is a directory on this machine: ${target}`);
+    (st ? binds : missing).push(target);
+  }
+  // One overlay per topmost existing ancestor: an overlay on /etc would hide one on /etc/ssh.
+  const roots = [...new Set(missing.map(deepestExisting))].sort((a, b) => a.length - b.length);
+  const overlayRoots: string[] = [];
+  for (const r of roots) {
+    if (!overlayRoots.some((o) => o === "/" || r === o || r.startsWith(`${o}/`))) overlayRoots.push(r);
+  }
+  if (overlayRoots.includes("/")) throw new Error("cannot add files whose only existing ancestor is /");
+  const lines: string[] = [];
+  for (const [i, root] of overlayRoots.entries()) {
+    const base = path.join(rt.dir, "overlay", String(i));
+    await fsp.mkdir(path.join(base, "upper"), { recursive: true });
+    await fsp.mkdir(path.join(base, "work"), { recursive: true });
+    for (const target of missing.filter((t) => t.startsWith(`${root}/`))) {
+      const file = path.join(base, "upper", path.relative(root, target));
+      await fsp.mkdir(path.dirname(file), { recursive: true, mode: 0o755 });
+      const spec = files.get(target)!;
+      await fsp.writeFile(file, spec.contents);
+      await fsp.chmod(file, parseInt(spec.mode ?? "0644", 8));
+    }
+    lines.push(
+      `mount -t overlay overlay -o ${shq(`lowerdir=${root},upperdir=${base}/upper,workdir=${base}/work`)} ${shq(root)}`,
+    );
+  }
+  for (const [i, target] of binds.entries()) {
+    const file = path.join(rt.dir, "files", String(i));
+    await fsp.mkdir(path.dirname(file), { recursive: true });
+    const spec = files.get(target)!;
+    await fsp.writeFile(file, spec.contents);
+    await fsp.chmod(file, parseInt(spec.mode ?? "0644", 8));
+    lines.push(`mount --bind ${shq(file)} ${shq(target)}`);
+  }
+  return lines;
+}
+
+function sysctlPath(key: string): string {
+  // Only network sysctls are per namespace; anything else would change the whole machine.
+  if (!/^net[./]/.test(key)) throw new Error(`only net.* sysctls are per host: ${key}`);
+  const rel = key.includes("/") ? key : key.replace(/\./g, "/");
+  if (rel.split("/").includes("..")) throw new Error(`bad sysctl name: ${key}`);
+  return `/proc/sys/${rel}`;
+}
+
+/** Listener process: binds every port, says "ready", and never writes to a connection. */
+const LISTENER_SCRIPT = `
+const net = require("net"), dgram = require("dgram");
+const specs = JSON.parse(process.argv[1]);
+let pending = specs.length;
+const bound = () => { if (--pending === 0) process.stdout.write("ready\\n"); };
+for (const spec of specs) {
+  const [proto, port] = spec.split("/");
+  if (proto === "tcp") {
+    net.createServer((s) => s.on("error", () => {})).listen(Number(port), "0.0.0.0", bound);
+  } else {
+    dgram.createSocket("udp4").bind(Number(port), "0.0.0.0", bound);
+  }
+}
+`;
+
+/** Resolve when the child prints `ready`; reject with its stderr if it exits first. */
+function waitReady(child: ChildProcess, what: string, timeoutMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let out = "";
+    let err = "";
+    const timer = setTimeout(() => finish(new Error(`${what}: not ready after ${timeoutMs} ms ${err.trim()}`)), timeoutMs);
+    const finish = (e?: Error): void => {
+      clearTimeout(timer);
+      child.stdout?.removeAllListeners("data");
+      child.removeListener("exit", onExit);
+      // Stop reading so the pipes do not keep the event loop busy.
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+      if (e) reject(e);
+      else resolve();
+    };
+    const onExit = (code: number | null, signal: string | null): void =>
+      finish(new Error(`${what} exited (${signal ?? code}): ${err.trim()}`));
+    child.stdout?.on("data", (d: Buffer) => {
+      out += d.toString();
+      if (out.includes("ready\n")) finish();
+    });
+    child.stderr?.on("data", (d: Buffer) => (err += d.toString()));
+    child.on("exit", onExit);
+    child.on("error", (e) => finish(new Error(`${what}: ${e.message}`)));
+  });
+}
+
+/** Poll until the address greets with an SSH banner, so a kernel-level accept alone does not count. */
+async function waitForSshBanner(address: string, port: number, deadline: number): Promise<void> {
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const sock = net.connect({ host: address, port });
+      const done = (v: boolean): void => {
+        sock.destroy();
+        resolve(v);
+      };
+      sock.setTimeout(1000, () => done(false));
+      sock.once("data", (d) => done(d.toString().startsWith("SSH-")));
+      sock.once("error", () => done(false));
+      sock.once("close", () => done(false));
+    });
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`sshd on ${address}:${port} did not greet in time`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function stopChild(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, "exit");
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), 2000);
+  await exited;
+  clearTimeout(timer);
+}
+
+function startSshd(rt: HostRuntime): void {
+  const anchorPid = rt.anchor?.pid;
+  if (anchorPid === undefined) throw new Error(`${rt.def.name}: host namespaces are gone`);
+  const log = fs.openSync(rt.sshdLog, "a");
+  // pdeathsig: if the test runner dies without stop(), its sshds die with it.
+  rt.sshd = spawn(
+    "setpriv",
+    ["--pdeathsig", "KILL", "nsenter", "-t", String(anchorPid), "-m", "-n", SSHD, "-D", "-e", "-f", rt.sshdConfig, "-h", rt.hostKey],
+    { stdio: ["ignore", "ignore", log] },
+  );
+  fs.closeSync(log);
+  // A failed spawn shows up as a missing banner, with sshd.log in the error.
+  rt.sshd.on("error", () => undefined);
+  // A forgotten stop() must not hang the runner; the exit hook and pdeathsig clean up instead.
+  rt.sshd.unref();
+}
+
+export async function startFleet(defs: HostDefinition[], options: FleetOptions = {}): Promise<TestFleet> {
+  const prefix = options.prefix ?? "qmt";
+  const readyTimeoutMs = options.readyTimeoutMs ?? 20000;
+  if (!/^[a-z][a-z0-9]*$/.test(prefix)) throw new Error(`prefix must be lowercase letters and digits: ${prefix}`);
+  if (process.getuid?.() !== 0) throw new Error("test hosts need root (network namespaces, mounts, useradd)");
+  if (!fs.existsSync(SSHD)) throw new Error(`${SSHD} missing: install openssh-server (scripts/ci-install.sh)`);
+  if (defs.length > 253) throw new Error("at most 253 hosts per fleet (one /24)");
+  const seen = new Set<string>();
+  for (const d of defs) {
+    if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(d.name)) throw new Error(`host ${d.name}: not a usable ssh alias`);
+    if (seen.has(d.name)) throw new Error(`host ${d.name}: defined twice`);
+    seen.add(d.name);
+  }
+
+  await cleanupStale(prefix);
+
+  const fleetId = `${prefix}-${process.pid}`;
+  const bridge = `${fleetId}-b${fleetSeq++}`;
+  const names = defs.map(() => `${fleetId}-${hostSeq++}`);
+  for (const n of [bridge, ...names]) {
+    if (n.length > IFNAMSIZ) throw new Error(`interface name ${n} is longer than ${IFNAMSIZ} bytes: use a shorter prefix`);
+  }
+
+  const user = AUDIT_USER;
+  const octet = await claimSubnet();
+  const gateway = `${SUBNET_BASE}.${octet}.1`;
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), `${fleetId}-`));
+  // sshd reads AuthorizedKeysFile as the audit user, so it must be able to traverse the dir.
+  await fsp.chmod(dir, 0o711);
+
+  const runtimes: HostRuntime[] = defs.map((def, i) => {
+    const hostDir = path.join(dir, "hosts", def.name);
+    return {
+      def,
+      host: { name: def.name, address: `${SUBNET_BASE}.${octet}.${i + 2}`, port: 22, netns: names[i]! },
+      dir: hostDir,
+      hostKey: path.join(hostDir, "ssh_host_ed25519_key"),
+      sshdConfig: path.join(hostDir, "sshd_config"),
+      sshdLog: path.join(hostDir, "sshd.log"),
+    };
+  });
+
+  let stopped = false;
+  let bridgeMade = false;
+  const teardownLines = (): string[] => [
+    ...runtimes.map((rt) => `netns del ${rt.host.netns}`),
+    ...runtimes.map((rt) => `link del ${rt.host.netns}`),
+    ...(bridgeMade ? [`link del ${bridge}`] : []),
+  ];
+  const childPids = (): number[] =>
+    runtimes.flatMap((rt) => [rt.listener?.pid, rt.sshd?.pid, rt.anchor?.pid]).filter((p): p is number => p !== undefined);
+
+  // Last resort when the runner exits without stop(): best effort, synchronous.
+  const onExit = (): void => {
+    if (stopped) return;
+    stopped = true;
+    killAll(childPids());
+    const inodes = new Set(runtimes.map((rt) => netnsInode(rt.host.netns)).filter((i): i is number => i !== undefined));
+    killAll(pidsInNetns(inodes));
+    try {
+      execFileSync("ip", ["-force", "-batch", "-"], { input: teardownLines().join("\n") + "\n", stdio: ["pipe", "ignore", "ignore"] });
+    } catch {
+      // Stale cleanup of the next run removes what is left.
+    }
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(path.join(SUBNET_CLAIMS, String(octet)), { force: true });
+  };
+  process.once("exit", onExit);
+
+  const stop = async (): Promise<void> => {
+    if (stopped) return;
+    stopped = true;
+    process.removeListener("exit", onExit);
+    await Promise.all(runtimes.flatMap((rt) => [stopChild(rt.listener), stopChild(rt.sshd), stopChild(rt.anchor)]));
+    // ssh sessions outlive their listening sshd, and exec() children may linger: kill whatever is left.
+    const inodes = new Set(runtimes.map((rt) => netnsInode(rt.host.netns)).filter((i): i is number => i !== undefined));
+    const leftovers = pidsInNetns(inodes);
+    killAll(leftovers);
+    await waitExited(leftovers);
+    await ipBatch(teardownLines(), true).catch(() => undefined);
+    await fsp.rm(dir, { recursive: true, force: true });
+    await fsp.rm(path.join(SUBNET_CLAIMS, String(octet)), { force: true });
+  };
+
+  let current = "audit user and keys";
+  try {
+    await ensureAuditUser(user);
+    const identityFile = path.join(dir, "id_ed25519");
+    const limit = pLimit(Math.max(4, os.cpus().length * 2));
+    const userKeyPromise = sshKeygen(identityFile, `${user}@quartermaster-test`);
+    const hostKeys = await Promise.all(
+      runtimes.map((rt) =>
+        limit(async () => {
+          await fsp.mkdir(rt.dir, { recursive: true });
+          return sshKeygen(rt.hostKey, rt.def.name);
+        }),
+      ),
+    );
+    const userKey = await userKeyPromise;
+    const authorizedKeys = path.join(dir, "authorized_keys");
+    await fsp.writeFile(authorizedKeys, `${userKey}\n`, { mode: 0o644 });
+    // sshd's privilege-separation directory; the package creates it only when its service starts.
+    await fsp.mkdir("/run/sshd", { recursive: true, mode: 0o755 });
+
+    current = "bridge and links";
+    bridgeMade = true;
+    await ipBatch([
+      `link add ${bridge} type bridge`,
+      `addr add ${gateway}/24 dev ${bridge}`,
+      `link set ${bridge} up`,
+      ...runtimes.flatMap((rt) => [
+        `netns add ${rt.host.netns}`,
+        `link add ${rt.host.netns} type veth peer name eth0 netns ${rt.host.netns}`,
+        `link set ${rt.host.netns} master ${bridge} up`,
+      ]),
+    ]);
+
+    const needsDpkg = defs.some((d) => d.dpkgStatus);
+    const realDpkg = needsDpkg ? await fsp.readFile(DPKG_STATUS, "utf8") : "";
+
+    await Promise.all(
+      runtimes.map((rt) =>
+        limit(async () => {
+          const { def, host } = rt;
+          try {
+            const files = new Map(Object.entries(def.files ?? {}));
+            if (def.dpkgStatus) files.set(DPKG_STATUS, { contents: def.dpkgStatus(realDpkg), mode: "0644" });
+            if (def.maintenance) files.set(MAINTENANCE_MARKER, { contents: "", mode: "0644" });
+            const mounts = await prepareFiles(rt, files);
+            const ipLines = [
+              "link set lo up",
+              `addr add ${host.address}/24 dev eth0`,
+              "link set eth0 up",
+            ];
+            for (const r of def.routes ?? []) {
+              // Each route is one line of `ip -batch`: a newline would smuggle in another command.
+              if (/[\n\r]/.test(r)) throw new Error(`route must be one line: ${JSON.stringify(r)}`);
+            }
+            const routeLines = (def.routes ?? []).map((r) => `route add ${r.replaceAll("{gateway}", gateway)}`);
+            const script = [
+              "set -eu",
+              `ip -batch - <<'QM_EOF'\n${ipLines.join("\n")}\nQM_EOF`,
+              ...Object.entries(def.sysctls ?? {}).map(([k, v]) => `printf '%s\\n' ${shq(v)} > ${shq(sysctlPath(k))}`),
+              ...(routeLines.length ? [`ip -batch - <<'QM_EOF'\n${routeLines.join("\n")}\nQM_EOF`] : []),
+              ...mounts,
+              "echo ready",
+              // The anchor holds the host's mount namespace for sshd, listeners and exec().
+              "exec sleep infinity </dev/null >/dev/null 2>&1",
+            ].join("\n");
+            const setup = path.join(rt.dir, "setup.sh");
+            await fsp.writeFile(setup, script + "\n");
+            rt.anchor = spawn(
+              "ip",
+              ["netns", "exec", host.netns, "setpriv", "--pdeathsig", "KILL", "unshare", "-m", "--propagation", "private", "sh", setup],
+              { stdio: ["ignore", "pipe", "pipe"] },
+            );
+            rt.anchor.unref();
+            await waitReady(rt.anchor, "namespace setup", readyTimeoutMs);
+
+            const state = def.state ?? "up";
+            const listeners = [...(def.listeners ?? [])];
+            for (const l of listeners) {
+              if (!/^(tcp|udp)\/\d{1,5}$/.test(l)) throw new Error(`listener must look like tcp/8080 or udp/53: ${l}`);
+            }
+            if (state === "hang") listeners.push("tcp/22");
+            if (listeners.length) {
+              rt.listener = spawn(
+                "setpriv",
+                ["--pdeathsig", "KILL", "nsenter", "-t", String(rt.anchor.pid), "-m", "-n", process.execPath, "-e", LISTENER_SCRIPT, JSON.stringify(listeners)],
+                { stdio: ["ignore", "pipe", "pipe"] },
+              );
+              rt.listener.unref();
+              await waitReady(rt.listener, "listener", readyTimeoutMs);
+            }
+
+            await fsp.writeFile(
+              rt.sshdConfig,
+              [
+                `ListenAddress ${host.address}:${host.port}`,
+                `PidFile ${path.join(rt.dir, "sshd.pid")}`,
+                `AuthorizedKeysFile ${authorizedKeys}`,
+                `AllowUsers ${user}`,
+                "UsePAM no",
+                "StrictModes no",
+                "PermitRootLogin no",
+                "PasswordAuthentication no",
+                "KbdInteractiveAuthentication no",
+                "PubkeyAuthentication yes",
+                "UseDNS no",
+                "X11Forwarding no",
+                "PrintMotd no",
+                "PrintLastLog no",
+                // Audits open many sessions at once; the default 10:30:100 drops some.
+                "MaxStartups 200",
+                "LogLevel ERROR",
+                "",
+              ].join("\n"),
+            );
+            if (state === "up") startSshd(rt);
+          } catch (err) {
+            throw new Error(`test host ${def.name}: ${(err as Error).message}`, { cause: err });
+          }
+        }),
+      ),
+    );
+
+    const deadline = Date.now() + readyTimeoutMs;
+    await Promise.all(
+      runtimes
+        .filter((rt) => (rt.def.state ?? "up") === "up")
+        .map(async (rt) => {
+          try {
+            await waitForSshBanner(rt.host.address, rt.host.port, deadline);
+          } catch (err) {
+            const log = await fsp.readFile(rt.sshdLog, "utf8").catch(() => "");
+            throw new Error(`test host ${rt.def.name}: ${(err as Error).message} ${log.trim()}`, { cause: err });
+          }
+        }),
+    );
+
+    const knownHosts = path.join(dir, "known_hosts");
+    await fsp.writeFile(
+      knownHosts,
+      runtimes.map((rt, i) => `${rt.host.address} ${hostKeys[i]!.split(" ").slice(0, 2).join(" ")}\n`).join(""),
+    );
+    const sshConfig = path.join(dir, "ssh_config");
+    await fsp.writeFile(
+      sshConfig,
+      runtimes
+        .map((rt) =>
+          [
+            `Host ${rt.def.name}`,
+            `  HostName ${rt.host.address}`,
+            `  Port ${rt.host.port}`,
+            `  User ${user}`,
+            `  IdentityFile "${identityFile}"`,
+            "  IdentitiesOnly yes",
+            `  UserKnownHostsFile "${knownHosts}"`,
+            "  GlobalKnownHostsFile /dev/null",
+            "  StrictHostKeyChecking yes",
+            // Keep known_hosts exactly as written, so rotateHostKey stays detectable.
+            "  UpdateHostKeys no",
+            "  CheckHostIP no",
+            "  BatchMode yes",
+            "",
+          ].join("\n"),
+        )
+        .join("\n"),
+    );
+
+    const byName = (name: string): HostRuntime => {
+      const rt = runtimes.find((r) => r.def.name === name);
+      if (!rt) throw new Error(`no test host named ${name}`);
+      if (stopped) throw new Error(`fleet stopped; host ${name} is gone`);
+      return rt;
+    };
+
+    return {
+      hosts: runtimes.map((rt) => rt.host),
+      dir,
+      sshConfig,
+      knownHosts,
+      identityFile,
+      user,
+      gateway,
+      async rotateHostKey(name) {
+        const rt = byName(name);
+        const hadSshd = rt.sshd !== undefined;
+        await stopChild(rt.sshd);
+        await sshKeygen(rt.hostKey, name);
+        if (hadSshd) {
+          startSshd(rt);
+          await waitForSshBanner(rt.host.address, rt.host.port, Date.now() + readyTimeoutMs);
+        }
+      },
+      async exec(name, command) {
+        const rt = byName(name);
+        const { stdout } = await execa("nsenter", ["-t", String(rt.anchor!.pid), "-m", "-n", "sh", "-c", command], {
+          stripFinalNewline: false,
+        });
+        return stdout;
+      },
+      stop,
+    };
+  } catch (err) {
+    await stop().catch(() => undefined);
+    if (err instanceof Error && err.message.startsWith("test host ")) throw err;
+    throw new Error(`test fleet (${current}): ${(err as Error).message}`, { cause: err });
+  }
+}
