@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { Domain, Finding } from "../domain.js";
+import { parseNameValue } from "../list-form.js";
 import { normalizeValue, parsePersistedSysctl, parseRuntimeSysctl, type SysctlLive } from "./parse.js";
 
 // `net.ipv4.tcp_syncookies: 1` in a map, or the seed's list form `- net.ipv4.tcp_syncookies = 1`.
@@ -19,10 +20,7 @@ export const sysctl: Domain<SysctlDeclared, SysctlLive> = {
   title: "Sysctl values",
   specPath: ["system", "sysctl_parameters"],
   schema: SysctlDeclared,
-  listForm: (item) => {
-    const m = /^\s*([^=\s]+)\s*=\s*(.*?)\s*$/.exec(item);
-    return m ? [m[1]!, m[2]!] : undefined;
-  },
+  listForm: parseNameValue,
   severity: "medium",
   onDrift: "accept",
   remediation: "Apply the manifest baseline with `sysctl -p` (or `sysctl --system`), or accept the live value into the manifest.",
