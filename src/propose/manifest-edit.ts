@@ -316,9 +316,9 @@ class FileEdit {
     if (isSeq(node) && Array.isArray(items)) return this.replaceBlockSeq(node, items);
     if (!hit.pair) throw new ManifestEditError(`${path.join(".")}: cannot write a block value here`);
     const column = this.keyColumn(hit.pair) + this.step;
+    // Lists of plain one-line values are written `[a, b]`, as the sample manifests write them.
+    if (Array.isArray(items) && items.every(isSimple) && fitsOnALine(items)) return this.replaceScalarish(hit, renderFlow(items, false));
     const lines = Array.isArray(items) ? itemLines(items, column, "flow", this.step) : pairLines(items as JsonMap, column, this.step);
-    const simple = Array.isArray(items) && items.every((i) => i === null || typeof i !== "object") && !items.some((i) => typeof i === "string" && i.includes("\n"));
-    if (simple) return this.replaceScalarish(hit, renderFlow(items, false));
     return this.belowKey(hit.pair, node, lines);
   }
 

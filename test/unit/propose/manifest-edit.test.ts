@@ -170,6 +170,17 @@ describe("applyChanges on the sample fleet", () => {
     });
   });
 
+  it("writes a new short item as a block map too when the list's items are block maps", () => {
+    const before = sample("groups/db.yaml");
+    check(before, {
+      changes: [{ path: ["files", "/etc/postgresql/15/main/pg_ident.conf", "mode"], value: "0640" }],
+      expected: before + '  - path: /etc/postgresql/15/main/pg_ident.conf\n    mode: "0640"\n',
+      removed: [],
+      added: ["  - path: /etc/postgresql/15/main/pg_ident.conf", '    mode: "0640"'],
+      reads: expectReads(parse(before), (d) => d.files.push({ path: "/etc/postgresql/15/main/pg_ident.conf", mode: "0640" })),
+    });
+  });
+
   it("deletes a keyed item with its trailing comment, and replaces a flow list whole", () => {
     const before = sample("groups/db.yaml");
     const gone = [
