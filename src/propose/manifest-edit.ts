@@ -201,7 +201,7 @@ class FileEdit {
       const at = hits[i]!;
       const prefix = path.slice(0, i);
       const inFlow = at.inFlow || ((isMap(at.node) || isSeq(at.node)) && !!at.node.flow);
-      const keyField = this.lists.keyedLists.find((k) => samePath(k.path, prefix))?.key;
+      const keyField = this.keyFieldAt(prefix);
       const listForm = this.lists.listFormPaths.some((p) => samePath(p, prefix));
       let next: Hit | undefined;
       if (isMap(at.node)) {
