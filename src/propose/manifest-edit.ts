@@ -201,7 +201,7 @@ class FileEdit {
       const at = hits[i]!;
       const prefix = path.slice(0, i);
       const inFlow = at.inFlow || ((isMap(at.node) || isSeq(at.node)) && !!at.node.flow);
-      const keyField = this.lists.keyedLists.find((k) => samePath(k.path, prefix))?.key;
+      const keyField = this.keyFieldAt(prefix);
       const listForm = this.lists.listFormPaths.some((p) => samePath(p, prefix));
       let next: Hit | undefined;
       if (isMap(at.node)) {
@@ -309,16 +309,16 @@ class FileEdit {
     }
     if (hit.inFlow || (node && (isMap(node) || isSeq(node)) && node.flow)) {
       const padded = node && !isScalar(node) ? /^[{[] /.test(this.text.slice(node.range![0])) : true;
-      return this.splice(node!.range![0], node!.range![1], renderFlow(value, padded));
+      return this.spliceBeforeComment(node!.range![0], node!.range![1], renderFlow(value, padded));
     }
     const keyField = this.keyFieldAt(path);
     const items = Array.isArray(value) && keyField ? value.map((item) => keyFirst(item, keyField)) : value;
     if (isSeq(node) && Array.isArray(items)) return this.replaceBlockSeq(node, items);
     if (!hit.pair) throw new ManifestEditError(`${path.join(".")}: cannot write a block value here`);
     const column = this.keyColumn(hit.pair) + this.step;
+    // Lists of plain one-line values are written `[a, b]`, as the sample manifests write them.
+    if (Array.isArray(items) && items.every(isSimple) && fitsOnALine(items)) return this.replaceScalarish(hit, renderFlow(items, false));
     const lines = Array.isArray(items) ? itemLines(items, column, "flow", this.step) : pairLines(items as JsonMap, column, this.step);
-    const simple = Array.isArray(items) && items.every((i) => i === null || typeof i !== "object") && !items.some((i) => typeof i === "string" && i.includes("\n"));
-    if (simple) return this.replaceScalarish(hit, renderFlow(items, false));
     return this.belowKey(hit.pair, node, lines);
   }
 
@@ -327,7 +327,7 @@ class FileEdit {
     if (node && !isScalar(node) && !(node as Collection).flow && hit.pair) {
       return this.afterColon(hit.pair, inline, ...this.blockLines(node));
     }
-    return this.splice(node!.range![0], node!.range![1], inline);
+    return this.spliceBeforeComment(node!.range![0], node!.range![1], inline);
   }
 
   /** Replaces what follows a block pair's key (a scalar, `{}`, or a block collection) with block lines below the key. */
@@ -342,7 +342,7 @@ class FileEdit {
     }
     // An inline value (null, `{}`, `[]`) on the key's line goes; the line's comment stays.
     const withBody = this.splice(keyLineEnd, keyLineEnd, body);
-    if (!node?.range) return withBody;
+    if (!node?.range || node.range[0] === node.range[1]) return withBody;
     let from = node.range[0];
     while (withBody[from - 1] === " " || withBody[from - 1] === "\t") from--;
     return withBody.slice(0, from) + withBody.slice(node.range[1]);
@@ -371,9 +371,10 @@ class FileEdit {
   /** Rewrites one scalar in place, keeping its quoting, its block style and the column of its comment. */
   private replaceScalar(node: Scalar | null, value: Scalarish, inFlow: boolean, pair: Pair<unknown, unknown> | undefined): string {
     if (!node?.range) throw new ManifestEditError("no value to replace");
-    const [start, end] = node.range;
-    // `key:` with nothing after it: the value needs its space.
-    const lead = start === end && this.text[start - 1] === ":" ? " " : "";
+    // `key:` with nothing after it: write right after the colon, with a space.
+    const empty = node.range[0] === node.range[1];
+    const [start, end] = empty ? Array(2).fill(this.text.slice(0, node.range[0]).trimEnd().length) : node.range;
+    const lead = empty ? " " : "";
     const wasBlock = node.type === Scalar.BLOCK_LITERAL || node.type === Scalar.BLOCK_FOLDED;
     const multiLine = typeof value === "string" && value.includes("\n");
     const quoted = node.type === Scalar.QUOTE_DOUBLE || node.type === Scalar.QUOTE_SINGLE;
@@ -393,10 +394,13 @@ class FileEdit {
         return this.splice(start, spanEnd, lead + block.header + headerComment + this.eol + body + tail);
       }
     }
-    const rendered = renderInline(value, inFlow, node.type);
-    // Keep a trailing comment in its column, so aligned comments stay aligned.
+    return this.spliceBeforeComment(start, end, lead + renderInline(value, inFlow, node.type));
+  }
+
+  /** Replaces one-line text, keeping a trailing comment in its column so aligned comments stay aligned. */
+  private spliceBeforeComment(start: number, end: number, rendered: string): string {
     const rest = /^( +)#/.exec(this.text.slice(end, this.lineEnd(end)));
-    if (!rest) return this.splice(start, end, lead + rendered);
+    if (!rest) return this.splice(start, end, rendered);
     const gap = Math.max(1, rest[1]!.length - (rendered.length - (end - start)));
     return this.splice(start, end + rest[1]!.length, rendered + " ".repeat(gap));
   }
@@ -537,7 +541,8 @@ function doubleQuoted(value: string): string {
 function renderInline(value: Scalarish, inFlow: boolean, style?: Scalar.Type): string {
   if (typeof value !== "string") return value === null ? "null" : String(value);
   const single = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\ufeff]/.test(value) ? undefined : `'${value.replaceAll("'", "''")}'`;
-  const candidates = style === Scalar.QUOTE_DOUBLE ? [doubleQuoted(value)] : style === Scalar.QUOTE_SINGLE ? [single, doubleQuoted(value)] : [value, doubleQuoted(value)];
+  const plain = single === undefined ? undefined : value;
+  const candidates = style === Scalar.QUOTE_DOUBLE ? [doubleQuoted(value)] : style === Scalar.QUOTE_SINGLE ? [single, doubleQuoted(value)] : [plain, doubleQuoted(value)];
   for (const candidate of candidates) if (candidate !== undefined && candidate !== "" && readsAs(candidate, value, inFlow)) return candidate;
   return doubleQuoted(value);
 }
