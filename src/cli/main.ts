@@ -9,6 +9,8 @@ const COMMANDS: Record<string, { run: (argv: string[]) => Promise<number>; summa
   snapshot: { run: async (argv) => (await import("./commands/snapshot.js")).snapshotCommand(argv), summary: "print a node-spec YAML of a node's live state" },
   validate: { run: async (argv) => (await import("./commands/validate.js")).validateCommand(argv), summary: "check the manifest tree" },
   propose: { run: async (argv) => (await import("./commands/propose.js")).proposeCommand(argv), summary: "open, update or close pull requests from an audit report" },
+  report: { run: async (argv) => (await import("./commands/report.js")).reportCommand(argv), summary: "render a saved JSON report in another format" },
+  "plan-shards": { run: async (argv) => (await import("./commands/plan-shards.js")).planShardsCommand(argv), summary: "how many audit shards for the selected nodes (JSON)" },
 };
 
 const USAGE = `usage: quartermaster <command> [options]
@@ -18,7 +20,7 @@ ${Object.entries(COMMANDS)
   .join("\n")}
 
 Common options: --manifests DIR (default fleet-manifests), --nodes a,web-*, --category sysctl,files,
---local (audit this machine), --format text|json|markdown|junit|prometheus|events, --out FILE.
+--local (audit this machine), --format text|json|markdown|junit|prometheus|events|github, --out FILE.
 Exit codes: 0 clean, 1 drift, 2 usage or manifest error, 4 nodes not audited (5 = 1 + 4).
 `;
 

@@ -1,15 +1,11 @@
 import { ManifestError, ManifestErrors, formatLocation } from "../../errors.js";
+import { capAnnotations, type Annotation } from "../../report/formats/github.js";
 import { loadManifests, MANIFEST_OPTIONS, parse } from "../options.js";
 
-/** `::error file=…,line=…,col=…::message`, the workflow command GitHub turns into an annotation. */
-export function githubAnnotation(error: ManifestError): string {
-  const escape = (s: string) => s.replaceAll("%", "%25").replaceAll("\r", "%0D").replaceAll("\n", "%0A");
-  const property = (s: string) => escape(s).replaceAll(":", "%3A").replaceAll(",", "%2C");
-  const props = [`file=${property(error.location.file)}`];
-  if (error.location.line !== undefined) props.push(`line=${error.location.line}`);
-  if (error.location.col !== undefined) props.push(`col=${error.location.col}`);
-  const message = error.hint ? `${error.message} (${error.hint})` : error.message;
-  return `::error ${props.join(",")}::${escape(message)}`;
+/** The annotation GitHub shows at the manifest line of a validation error. */
+function githubAnnotation(error: ManifestError): Annotation {
+  const { file, line, col } = error.location;
+  return { level: "error", file, line, col, message: error.hint ? `${error.message} (${error.hint})` : error.message };
 }
 
 export async function validateCommand(argv: string[]): Promise<number> {
@@ -21,7 +17,7 @@ export async function validateCommand(argv: string[]): Promise<number> {
     return 0;
   } catch (error) {
     if (error instanceof ManifestErrors && process.env.GITHUB_ACTIONS === "true") {
-      for (const e of error.errors) process.stdout.write(`${githubAnnotation(e)}\n`);
+      process.stdout.write(capAnnotations(error.errors.map(githubAnnotation), "in the log below"));
     }
     throw error;
   }

@@ -1,6 +1,7 @@
 // Every output format shares one signature and is registered here.
 import type { Report } from "../schema.js";
 import { renderEvents } from "./events.js";
+import { renderGithub } from "./github.js";
 import { renderJson } from "./json.js";
 import { renderJunit } from "./junit.js";
 import { renderMarkdownFormat } from "./markdown.js";
@@ -12,6 +13,8 @@ export interface RenderOptions {
   color: boolean;
   /** Show unchanged context and every item, not just a summary. */
   verbose: boolean;
+  /** Markdown only: the size cap in UTF-8 bytes (a PR body's by default; a job summary allows more). */
+  maxBytes?: number;
 }
 
 export type Renderer = (report: Report, options: RenderOptions) => string;
@@ -23,6 +26,7 @@ export const FORMATS = {
   junit: renderJunit,
   prometheus: renderPrometheus,
   events: renderEvents,
+  github: renderGithub,
 } satisfies Record<string, Renderer>;
 
 export type FormatName = keyof typeof FORMATS;

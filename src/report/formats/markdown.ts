@@ -21,7 +21,7 @@ interface Row {
   diff?: string;
 }
 
-export function renderMarkdown(report: Report, options: RenderOptions & { maxBytes?: number }): string {
+export function renderMarkdown(report: Report, options: RenderOptions): string {
   const maxBytes = options.maxBytes ?? DEFAULT_MARKDOWN_MAX_BYTES;
   const problems = [...report.nodes].filter((n) => n.status !== "clean" && n.status !== "drift").sort(byName);
   const rows: Row[] = report.nodes

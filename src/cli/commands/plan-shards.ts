@@ -1,0 +1,40 @@
+import { shardOf } from "../../audit/fleet.js";
+import { UsageError } from "../../errors.js";
+import { loadManifests, MANIFEST_OPTIONS, parse, parsePositiveInt, selectNodes } from "../options.js";
+
+// A GitHub Actions matrix holds at most 256 jobs.
+export const MAX_SHARDS = 256;
+export const DEFAULT_NODES_PER_SHARD = 200;
+
+export interface ShardPlan {
+  /** n in every `--shard k/n`. */
+  count: number;
+  /** The k that hold at least one node: an empty shard would start a runner for nothing. */
+  shards: number[];
+  nodes: number;
+}
+
+/** `requested` shards (0: enough for `perShard` nodes each), never more than there are nodes. */
+export function planShards(names: readonly string[], requested: number, perShard: number): ShardPlan {
+  const wanted = requested > 0 ? requested : Math.ceil(names.length / perShard);
+  const count = Math.max(1, Math.min(wanted, names.length, MAX_SHARDS));
+  const used = new Set(names.map((name) => shardOf(name, count)));
+  const shards = count === 1 ? [1] : [...used].sort((a, b) => a - b);
+  return { count, shards, nodes: names.length };
+}
+
+export async function planShardsCommand(argv: string[]): Promise<number> {
+  const { values } = parse("plan-shards", argv, {
+    ...MANIFEST_OPTIONS,
+    nodes: { type: "string" },
+    shards: { type: "string", default: "0" },
+    "nodes-per-shard": { type: "string" },
+  });
+  const requested = Number(values.shards);
+  if (!Number.isInteger(requested) || requested < 0) throw new UsageError(`--shards takes a whole number (0 chooses from the fleet's size), not "${values.shards}"`);
+  const fleet = await loadManifests(values);
+  const names = selectNodes(fleet, values.nodes).map((n) => n.name);
+  const plan = planShards(names, requested, parsePositiveInt("nodes-per-shard", values["nodes-per-shard"], DEFAULT_NODES_PER_SHARD));
+  process.stdout.write(`${JSON.stringify(plan)}\n`);
+  return 0;
+}
