@@ -1,0 +1,52 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { execa } from "execa";
+import { UsageError } from "../../errors.js";
+import { diffFleets, renderManifestDiff } from "../../manifest/diff.js";
+import { loadFleet, type Fleet } from "../../manifest/load.js";
+import { parse, parsePositiveInt } from "../options.js";
+
+// A job summary holds 1 MiB; leave room for anything else a workflow writes there.
+const DEFAULT_MAX_BYTES = 1_000_000;
+
+async function git(cwd: string, args: string[]) {
+  return execa("git", args, { cwd, reject: false });
+}
+
+/** The manifest tree as it is at `ref`, read from git into a temp dir (empty when it did not exist yet). */
+async function fleetAt(repoRoot: string, manifestsPath: string, ref: string, scratch: string): Promise<Fleet> {
+  const exists = await git(repoRoot, ["cat-file", "-e", `${ref}:${manifestsPath}`]);
+  if (exists.exitCode !== 0) {
+    const known = await git(repoRoot, ["rev-parse", "--verify", "--quiet", `${ref}^{commit}`]);
+    if (known.exitCode !== 0) throw new UsageError(`--base: "${ref}" is not a commit in this checkout (fetch it, e.g. actions/checkout with fetch-depth: 2)`);
+    return { dir: scratch, settings: {}, nodes: [], tickets: [] };
+  }
+  const archive = await execa("git", ["archive", "--format=tar", ref, "--", manifestsPath], { cwd: repoRoot, encoding: "buffer", reject: false });
+  if (archive.exitCode !== 0) throw new UsageError(`--base: git archive ${ref} failed: ${Buffer.from(archive.stderr).toString().trim()}`);
+  await execa("tar", ["-x", "-C", scratch], { input: archive.stdout });
+  return loadFleet(path.join(scratch, manifestsPath), { displayPrefix: manifestsPath });
+}
+
+export async function manifestDiffCommand(argv: string[]): Promise<number> {
+  const { values } = parse("manifest-diff", argv, {
+    manifests: { type: "string", default: "fleet-manifests" },
+    base: { type: "string" },
+    "max-bytes": { type: "string" },
+  });
+  if (!values.base) throw new UsageError("manifest-diff needs --base REF (the commit the pull request merges into, e.g. HEAD^1 of its merge commit)");
+  const manifests = values.manifests ?? "fleet-manifests";
+  const top = await git(manifests, ["rev-parse", "--show-toplevel"]);
+  if (top.exitCode !== 0) throw new UsageError(`${manifests} is not inside a git checkout`);
+  const repoRoot = top.stdout.trim();
+  const manifestsPath = path.relative(repoRoot, path.resolve(manifests)) || ".";
+  const head = await loadFleet(manifests, { displayPrefix: manifestsPath });
+  const scratch = await mkdtemp(path.join(os.tmpdir(), "quartermaster-base-"));
+  try {
+    const base = await fleetAt(repoRoot, manifestsPath, values.base, scratch);
+    process.stdout.write(renderManifestDiff(diffFleets(base, head), parsePositiveInt("max-bytes", values["max-bytes"], DEFAULT_MAX_BYTES)));
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+  return 0;
+}

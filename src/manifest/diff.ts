@@ -1,0 +1,144 @@
+// What a change to the manifests does to each node's effective declared state: the view a
+// reviewer needs, since one line in a group file can change what dozens of nodes must run.
+import { isDeepStrictEqual } from "node:util";
+import { DOMAINS } from "../domains/registry.js";
+import { codeCell, textCell } from "../report/formats/markdown.js";
+import { compactValue, compareText, plural } from "../report/formats/common.js";
+import { pathKey, sourceOf, type Fleet, type LoadedNode } from "./load.js";
+
+export interface KeyChange {
+  /** Where the value sits in the effective spec; keyed list items by their key (files by path). */
+  path: (string | number)[];
+  before: unknown;
+  after: unknown;
+  /** file:line declaring the value after the change (before it, for a removal). */
+  declaredAt?: string;
+}
+
+export interface NodeChange {
+  node: string;
+  kind: "added" | "removed" | "changed";
+  changes: KeyChange[];
+}
+
+export interface ManifestDiff {
+  nodes: NodeChange[];
+  fleetSettings: KeyChange[];
+  tickets: KeyChange[];
+}
+
+const keyedLists = new Map(DOMAINS.filter((d) => d.listKey).map((d) => [pathKey(d.specPath), d.listKey!]));
+
+/** Leaf values by path: maps per key, keyed lists per item, other lists whole (their order matters). */
+function leaves(value: unknown, path: (string | number)[] = [], out = new Map<string, { path: (string | number)[]; value: unknown }>()) {
+  const listKey = keyedLists.get(pathKey(path));
+  if (Array.isArray(value) && listKey && value.every((item) => item && typeof item === "object" && listKey in item)) {
+    for (const item of value as Record<string, unknown>[]) leaves(item, [...path, String(item[listKey])], out);
+  } else if (value && typeof value === "object" && !Array.isArray(value) && Object.keys(value).length > 0) {
+    for (const [key, child] of Object.entries(value)) leaves(child, [...path, key], out);
+  } else {
+    out.set(pathKey(path), { path, value });
+  }
+  return out;
+}
+
+function changesBetween(before: unknown, after: unknown, located?: (path: (string | number)[], removed: boolean) => string | undefined): KeyChange[] {
+  const was = leaves(before);
+  const now = leaves(after);
+  const changes: KeyChange[] = [];
+  for (const key of new Set([...was.keys(), ...now.keys()])) {
+    const b = was.get(key);
+    const a = now.get(key);
+    if (b && a && isDeepStrictEqual(b.value, a.value)) continue;
+    const path = (a ?? b)!.path;
+    const declaredAt = located?.(path, !a);
+    changes.push({ path, before: b?.value, after: a?.value, ...(declaredAt && { declaredAt }) });
+  }
+  return changes.sort((x, y) => compareText(showPath(x.path), showPath(y.path)));
+}
+
+function at(node: LoadedNode) {
+  return (path: (string | number)[]) => {
+    const origin = sourceOf(node, path);
+    return `${origin.file}:${origin.line}`;
+  };
+}
+
+function declared(node: LoadedNode): Record<string, unknown> {
+  return { host: node.host, ...node.spec };
+}
+
+export function diffFleets(base: Fleet, head: Fleet): ManifestDiff {
+  const before = new Map(base.nodes.map((n) => [n.name, n]));
+  const after = new Map(head.nodes.map((n) => [n.name, n]));
+  const nodes: NodeChange[] = [];
+  for (const name of [...new Set([...before.keys(), ...after.keys()])].sort(compareText)) {
+    const b = before.get(name);
+    const a = after.get(name);
+    const changes = changesBetween(b && declared(b), a && declared(a), (path, removed) => (removed ? b && at(b)(path) : a && at(a)(path)));
+    if (changes.length) nodes.push({ node: name, kind: !b ? "added" : !a ? "removed" : "changed", changes });
+  }
+  const ticketsOf = (fleet: Fleet) => Object.fromEntries(fleet.tickets.map(({ ticket }) => [ticket.id, { status: ticket.status, nodes: ticket.nodes, key: `${ticket.domain} ${ticket.key}` }]));
+  return {
+    nodes,
+    fleetSettings: changesBetween(base.settings, head.settings),
+    tickets: changesBetween(ticketsOf(base), ticketsOf(head)),
+  };
+}
+
+/** `system.sysctl_parameters[net.ipv4.ip_forward]`, `files[/etc/app.conf].mode`. */
+export function showPath(path: readonly (string | number)[]): string {
+  return path.map((part, i) => (/^[A-Za-z_][\w-]*$/.test(String(part)) ? `${i ? "." : ""}${part}` : `[${part}]`)).join("");
+}
+
+const value = (v: unknown) => (v === undefined ? "(not declared)" : compactValue(v, 120));
+
+function table(changes: readonly KeyChange[], withSource: boolean): string[] {
+  const head = withSource ? ["| key | before | after | declared at |", "|---|---|---|---|"] : ["| key | before | after |", "|---|---|---|"];
+  return [
+    ...head,
+    ...changes.map((c) => `| ${codeCell(showPath(c.path))} | ${codeCell(value(c.before))} | ${codeCell(value(c.after))} |${withSource ? ` ${c.declaredAt ? codeCell(c.declaredAt) : ""} |` : ""}`),
+  ];
+}
+
+const KIND_NOTE = { added: "new node: merging starts auditing it against this state", removed: "node removed: merging stops auditing it", changed: "" } as const;
+
+/**
+ * Markdown for a pull request's job summary. Nodes whose changes are identical (a group edit)
+ * share one section; past `maxBytes` the remaining sections are counted, not shown.
+ */
+export function renderManifestDiff(diff: ManifestDiff, maxBytes: number): string {
+  const out = ["## What merging this pull request changes", ""];
+  const sections: string[] = [];
+  if (diff.fleetSettings.length) sections.push(["### Fleet-wide settings (policy, waivers, audit limits)", "", ...table(diff.fleetSettings, false)].join("\n"));
+  if (diff.tickets.length) sections.push(["### Remediation tickets", "", ...table(diff.tickets, false)].join("\n"));
+  const alike = new Map<string, NodeChange[]>();
+  for (const change of diff.nodes) {
+    const key = JSON.stringify([change.kind, change.changes]);
+    alike.set(key, [...(alike.get(key) ?? []), change]);
+  }
+  for (const group of alike.values()) {
+    const names = group.map((g) => g.node);
+    const title = names.length <= 5 ? names.join(", ") : `${names.slice(0, 5).join(", ")} and ${names.length - 5} more`;
+    const note = KIND_NOTE[group[0]!.kind];
+    sections.push([`### ${textCell(title)}${names.length > 1 ? ` (${names.length} nodes, the same change)` : ""}`, "", ...(note ? [`_${note}_`, ""] : []), ...table(group[0]!.changes, true)].join("\n"));
+  }
+  const nodeCount = diff.nodes.length;
+  out.push(
+    nodeCount
+      ? `The effective declared state of ${plural(nodeCount, "node")} changes. Merging accepts it: the next audit reports drift against these values.`
+      : "No node's effective declared state changes.",
+  );
+  let size = Buffer.byteLength(out.join("\n"), "utf8");
+  let shown = 0;
+  for (const section of sections) {
+    const bytes = Buffer.byteLength(section, "utf8") + 2;
+    // Room for the closing note.
+    if (size + bytes > maxBytes - 200) break;
+    out.push("", section);
+    size += bytes;
+    shown++;
+  }
+  if (shown < sections.length) out.push("", `_${plural(sections.length - shown, "more section")} left out to stay under GitHub's size limit._`);
+  return `${out.join("\n")}\n`;
+}
