@@ -11,6 +11,7 @@ const COMMANDS: Record<string, { run: (argv: string[]) => Promise<number>; summa
   propose: { run: async (argv) => (await import("./commands/propose.js")).proposeCommand(argv), summary: "open, update or close pull requests from an audit report" },
   report: { run: async (argv) => (await import("./commands/report.js")).reportCommand(argv), summary: "render a saved JSON report in another format" },
   "manifest-diff": { run: async (argv) => (await import("./commands/manifest-diff.js")).manifestDiffCommand(argv), summary: "each node's declared state before and after a manifest change (Markdown)" },
+  review: { run: async (argv) => (await import("./commands/review.js")).reviewCommand(argv), summary: "act on a /quartermaster command in a pull request comment" },
   "plan-shards": { run: async (argv) => (await import("./commands/plan-shards.js")).planShardsCommand(argv), summary: "how many audit shards for the selected nodes (JSON)" },
 };
 

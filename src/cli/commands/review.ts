@@ -1,0 +1,123 @@
+import { readFile } from "node:fs/promises";
+import { z } from "zod";
+import { UsageError } from "../../errors.js";
+import { GitHub, settingsFromEnv } from "../../forge/github.js";
+import { loadFleet } from "../../manifest/load.js";
+import { BRANCH_PREFIX, describeAction, executePlan, planWithForge } from "../../propose/execute.js";
+import { proposalInput } from "../../propose/input.js";
+import { ExitBit } from "../exit.js";
+import { MANIFEST_OPTIONS, parse, resolveManifestDir } from "../options.js";
+import { auditExitCode, runAudit } from "./audit.js";
+
+// The parts of GitHub's issue_comment event a review command needs.
+const CommentEvent = z.object({
+  issue: z.object({ number: z.number().int(), pull_request: z.unknown().optional() }),
+  comment: z.object({ body: z.string().nullable(), user: z.object({ login: z.string() }) }),
+});
+
+const COMMAND = /^\/quartermaster(?:\s+(\S+))?/;
+
+/** The sub-command of a `/quartermaster …` first line, "" for a bare `/quartermaster`, undefined for any other comment. */
+export function reviewCommandOf(body: string | null): string | undefined {
+  const first = (body ?? "").trimStart().split(/\r?\n/, 1)[0]!.trim();
+  const match = COMMAND.exec(first);
+  return match ? (match[1] ?? "") : undefined;
+}
+
+async function readEvent(file: string) {
+  let json: unknown;
+  try {
+    json = JSON.parse(await readFile(file, "utf8"));
+  } catch (error) {
+    throw new UsageError(`cannot read the event ${file}: ${(error as Error).message}`);
+  }
+  const parsed = CommentEvent.safeParse(json);
+  if (!parsed.success) throw new UsageError(`${file} is not an issue_comment event: ${parsed.error.issues[0]!.path.join(".")}: ${parsed.error.issues[0]!.message}`);
+  return parsed.data;
+}
+
+/**
+ * `/quartermaster reject` on an accept PR, from someone with write access: close it at once and
+ * record the remediation ticket now. The ticket states live values, so the PR's nodes are audited
+ * again and the planner runs as it would on the next scheduled run, which sees the closed PR as a
+ * rejection; only the ticket for this PR's drift is carried out.
+ */
+export async function reviewCommand(argv: string[]): Promise<number> {
+  const { values } = parse("review", argv, {
+    ...MANIFEST_OPTIONS,
+    event: { type: "string" },
+    "ssh-config": { type: "string" },
+    timeout: { type: "string" },
+  });
+  const eventFile = values.event ?? process.env.GITHUB_EVENT_PATH;
+  if (!eventFile) throw new UsageError("review needs --event FILE (GitHub Actions sets GITHUB_EVENT_PATH)");
+  const event = await readEvent(eventFile);
+  const command = reviewCommandOf(event.comment.body);
+  const say = (line: string) => process.stdout.write(`${line}\n`);
+  if (command === undefined || event.issue.pull_request === undefined) {
+    say("no /quartermaster command on a pull request: nothing to do");
+    return 0;
+  }
+  const github = new GitHub(settingsFromEnv());
+  const number = event.issue.number;
+  const login = event.comment.user.login;
+  const reply = async (text: string) => {
+    await github.comment(number, text);
+    say(text);
+  };
+  if (!(await github.canWrite(login))) {
+    await reply(`@${login}: only people with write access to this repository can use /quartermaster commands.`);
+    return 0;
+  }
+  if (command !== "reject") {
+    await reply(`@${login}: unknown command \`/quartermaster ${command}\`. On an accept pull request, \`/quartermaster reject\` closes it and records a remediation ticket.`);
+    return 0;
+  }
+  const pull = (await github.botPulls(BRANCH_PREFIX)).find((p) => p.number === number);
+  if (!pull?.marker) {
+    await reply(`@${login}: this is not a pull request Quartermaster opened; there is nothing to reject.`);
+    return 0;
+  }
+  if (pull.marker.kind !== "accept") {
+    await reply(`@${login}: only accept pull requests can be rejected. Close this ${pull.marker.kind} pull request without merging if it should not land.`);
+    return 0;
+  }
+  if (pull.state !== "open") {
+    await reply(`@${login}: this pull request is already ${pull.merged ? "merged" : "closed"}.`);
+    return 0;
+  }
+
+  // Closed first: the rejection stands even if recording the ticket fails, and the next scheduled run records it then.
+  await reply(`Rejected by @${login}: closing without merging. Quartermaster records a remediation ticket for this drift instead, and never reopens this pull request.`);
+  await github.closePull(number);
+  await github.deleteBranch(pull.branch);
+
+  const manifestDir = await resolveManifestDir(values);
+  const known = new Set((await loadFleet(manifestDir)).nodes.map((n) => n.name));
+  const nodes = pull.marker.nodes.filter((name) => known.has(name));
+  if (!nodes.length) {
+    await reply(`None of this pull request's nodes (${pull.marker.nodes.join(", ")}) is in the manifests any more: no ticket to record.`);
+    return 0;
+  }
+  const { report } = await runAudit({ ...values, repo: undefined, ref: undefined, manifests: manifestDir, nodes: nodes.join(","), local: false, verbose: false, "no-color": false });
+  const { input, revision } = await proposalInput(manifestDir, report);
+  const signature = pull.marker.signature;
+  const actions = (await planWithForge(github, input)).filter((a) => (a.type === "open" || a.type === "update") && a.kind === "ticket" && a.marker.signature === signature);
+  for (const action of actions) say(describeAction(action));
+  const outcomes = await executePlan(github, actions, { branch: await github.defaultBranch(), sha: revision });
+  const opened = outcomes.find((o) => o.ok && o.number !== undefined);
+  const failed = outcomes.filter((o) => !o.ok);
+  const unaudited = report.nodes.filter((n) => n.status !== "clean" && n.status !== "drift").map((n) => `${n.name} (${n.status})`);
+  if (opened) await reply(`Recorded the remediation ticket in #${opened.number}.`);
+  else if (failed.length) await reply(`Recording the remediation ticket failed (${failed.map((f) => f.error).join("; ")}); the next scheduled run records it.`);
+  else if (actions.length) await reply(`The remediation ticket pull request for this drift was brought up to date.`);
+  else {
+    const open = (await github.botPulls(BRANCH_PREFIX)).find((p) => p.state === "open" && p.marker?.kind === "ticket" && p.marker.signature === signature);
+    await reply(
+      open
+        ? `A remediation ticket for this drift is already open in #${open.number}.`
+        : `The drift this pull request accepted is no longer on ${nodes.join(", ")} as it was${unaudited.length ? ` (not audited: ${unaudited.join(", ")})` : ""}, so no ticket was recorded; the next scheduled audit proposes what is there then.`,
+    );
+  }
+  return failed.length ? ExitBit.unaudited : auditExitCode(report) & ExitBit.unaudited;
+}
