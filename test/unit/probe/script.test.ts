@@ -51,3 +51,12 @@ describe("probe framing", () => {
     assert.deepEqual(parseContext(nonce).parts(section.output), [[evil, evil], ["second", "2\n"]]);
   });
 });
+
+it("a section's shell state and exit stay its own", () => {
+  const nonce = newNonce();
+  const probe = buildProbe(nonce, [
+    { name: "a", script: "X=leaked; set -- a b; exit 3" },
+    { name: "b", script: 'printf "%s|%s" "${X:-}" "$#"' },
+  ]);
+  assert.equal(parseProbeOutput(run(probe.script), nonce).get("b")!.output, "|0");
+});
