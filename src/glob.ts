@@ -1,4 +1,6 @@
-/** A shell-style glob (`*`, `?`, `[...]`) as an anchored regular expression; nothing else is special. */
+// Shell-style globs for node names, waivers and block devices: nothing but `*`, `?` and `[...]` is special.
+
+/** Shell-style glob (`*`, `?`, `[...]`, `[!...]`) -> anchored RegExp. Throws on an unterminated `[`. */
 export function globToRegExp(glob: string): RegExp {
   let source = "";
   for (let i = 0; i < glob.length; i++) {
@@ -6,16 +8,32 @@ export function globToRegExp(glob: string): RegExp {
     if (c === "*") source += ".*";
     else if (c === "?") source += ".";
     else if (c === "[") {
-      const close = glob.indexOf("]", i + 2);
-      if (close === -1) source += "\\[";
-      else {
-        const body = glob.slice(i + 1, close).replace(/^!/, "^").replace(/[\\\]]/g, "\\$&");
-        source += `[${body}]`;
-        i = close;
-      }
-    } else source += c.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+      let j = i + 1;
+      if (glob[j] === "!" || glob[j] === "^") j++;
+      if (glob[j] === "]") j++; // a leading ] is a member, as in sh
+      const close = glob.indexOf("]", j);
+      if (close === -1) throw new Error(`unterminated [ in "${glob}"`);
+      const negate = glob[i + 1] === "!" || glob[i + 1] === "^";
+      const members = glob.slice(negate ? i + 2 : i + 1, close).replace(/[\\\]\[^]/g, "\\$&");
+      source += `[${negate ? "^" : ""}${members}]`;
+      i = close;
+    } else source += c.replace(/[.+^${}()|\\\]]/g, "\\$&");
   }
   return new RegExp(`^${source}$`);
+}
+
+export function isGlob(pattern: string): boolean {
+  return /[*?[]/.test(pattern);
+}
+
+/** Whether `glob` compiles (an unterminated `[` does not). */
+export function isValidGlob(glob: string): boolean {
+  try {
+    globToRegExp(glob);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 export function globMatch(glob: string, value: string): boolean {

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { DOMAIN_NAMES, SEVERITIES } from "../domains/domain.js";
 import { DOMAINS } from "../domains/registry.js";
+import { isValidGlob } from "../glob.js";
 
 // A name or host that ssh could read as an option, or that could split a command line.
 const SAFE_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.@:%\[\]-]*$/;
@@ -66,10 +67,12 @@ const IsoDate = z.union([
   z.date().transform((d) => d.toISOString().slice(0, 10)),
 ]);
 
+const Glob = z.string().refine(isValidGlob, "unterminated [ in the glob");
+
 export const Waiver = z.strictObject({
-  node: z.string().default("*"),
-  domain: z.string().default("*"),
-  key: z.string().default("*"),
+  node: Glob.default("*"),
+  domain: Glob.default("*"),
+  key: Glob.default("*"),
   /** When set, the waiver holds only while the live value is exactly this. */
   live: z.union([z.string(), z.number(), z.boolean(), z.null()]).optional(),
   reason: z.string().min(1, "say why this drift is waived"),

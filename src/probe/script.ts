@@ -33,10 +33,11 @@ export function probeContext(nonce: string, maxFileBytes: number): ProbeContext 
 }
 
 export function buildProbe(nonce: string, sections: ProbeSection[]): Probe {
+  // Each section runs in a subshell (a fork, no exec): its variables, `set` and even `exit` stay its own.
   const body = sections
     .map(
       (s) =>
-        `printf '\\n%s begin %s\\n' "$QM_N" ${shellQuote(s.name)}\n{\n${s.script}\n}\nprintf '\\n%s end %s\\n' "$QM_N" ${shellQuote(s.name)}`,
+        `printf '\\n%s begin %s\\n' "$QM_N" ${shellQuote(s.name)}\n(\n${s.script}\n)\nprintf '\\n%s end %s\\n' "$QM_N" ${shellQuote(s.name)}`,
     )
     .join("\n");
   const script = [

@@ -4,6 +4,8 @@ import { fileURLToPath } from "node:url";
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const ENTRY = path.join(REPO_ROOT, "src/cli/main.ts");
+// Resolved here, so the CLI can run from any working directory (tests run it inside temp trees).
+const TSX = import.meta.resolve("tsx");
 
 export interface CliResult {
   exitCode: number;
@@ -13,7 +15,7 @@ export interface CliResult {
 
 /** Runs the real CLI as a user would (a separate process), from `cwd`. */
 export async function runCli(args: string[], options: { cwd?: string; env?: Record<string, string>; input?: string } = {}): Promise<CliResult> {
-  const result = await execa(process.execPath, ["--import", "tsx", ENTRY, ...args], {
+  const result = await execa(process.execPath, ["--import", TSX, ENTRY, ...args], {
     cwd: options.cwd ?? REPO_ROOT,
     env: { NO_COLOR: "1", ...options.env },
     input: options.input,

@@ -11,7 +11,7 @@ import { sshTransport } from "../../transport/ssh.js";
 import type { Transport } from "../../transport/transport.js";
 import { exitCode } from "../exit.js";
 import { loadManifests, localNode, MANIFEST_OPTIONS, OUTPUT_OPTIONS, parse, parseCategories, parsePositiveInt, SELECT_OPTIONS, selectNodes } from "../options.js";
-import { writeReport } from "../output.js";
+import { formatName, writeReport } from "../output.js";
 import { Progress } from "../progress.js";
 
 export const AUDIT_OPTIONS = {
@@ -74,6 +74,7 @@ export function auditExitCode(report: Report): number {
 
 export async function auditCommand(argv: string[]): Promise<number> {
   const { values } = parse("audit", argv, AUDIT_OPTIONS);
+  formatName(values.format); // a wrong --format fails before anything is audited
   let progress: Progress | undefined;
   const { report } = await runAudit(values, (total) => {
     if (total < 2) return () => {};

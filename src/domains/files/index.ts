@@ -142,7 +142,8 @@ export const files: Domain<FilesDeclared, FilesLive> = {
   onDrift: "accept",
   remediation: "Restore the file from the manifest, or accept the live file into the manifest.",
   probe(declared, ctx) {
-    if (!declared?.length) return ":";
+    // Nothing declared (a snapshot): an empty but well-formed section.
+    if (!declared?.length) return [ctx.mark(`cap ${ctx.maxFileBytes}`), ctx.mark("paths"), ctx.mark("stat")].join("\n");
     const all = declared.map((f) => ctx.quote(f.path)).join(" ");
     const hashed = declared.filter((f) => comparedByHash(f, ctx.maxFileBytes)).map((f) => ctx.quote(f.path));
     // Only non-secret files declared by contents are read, each through head so a huge file costs cap+1 bytes.

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { Domain, Finding } from "../domain.js";
-import { globToRegExp, isGlob, parseSchedulers, type IoSchedulerLive } from "./parse.js";
+import { globToRegExp, isGlob, isValidGlob } from "../../glob.js";
+import { parseSchedulers, type IoSchedulerLive } from "./parse.js";
 
 const Scheduler = z.string().regex(/^[A-Za-z0-9_-]+$/, "a scheduler name, like mq-deadline, bfq or none");
 // Keys are checked here rather than by a key schema, whose failures zod reports as "Invalid key in record".
@@ -71,12 +72,3 @@ export const ioScheduler: Domain<IoSchedulerDeclared, IoSchedulerLive> = {
     return Object.keys(declared).length ? declared : undefined;
   },
 };
-
-function isValidGlob(pattern: string): boolean {
-  try {
-    globToRegExp(pattern);
-    return true;
-  } catch {
-    return false;
-  }
-}

@@ -109,7 +109,7 @@ export const systemd: Domain<SystemdDeclared, SystemdLive> = {
   onDrift: "accept",
   remediation: "Restore the unit from the manifest and `systemctl daemon-reload`, or accept the live unit.",
   probe(declared, ctx) {
-    if (!declared?.length) return ":";
+    if (!declared?.length) return ctx.mark(`cap ${ctx.maxFileBytes}`); // a snapshot: an empty but well-formed section
     const q = ctx.quote;
     const read = (path: string, name: string) =>
       `head -c ${ctx.maxFileBytes + 1} -- "${path}" 2>/dev/null || { ${ctx.mark(`unreadable ${name}`)}; printf '%s\\n' "${path}"; }`;

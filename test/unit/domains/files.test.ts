@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { files, type FilesDeclared } from "../../../src/domains/files/index.js";
-import { parseSha256, parseStat, type FilesLive } from "../../../src/domains/files/parse.js";
+import { parseFiles, parseSha256, parseStat, type FilesLive } from "../../../src/domains/files/parse.js";
 import { NOBODY, runProbe } from "./live-probe.js";
 
 const fixture = (name: string) => readFileSync(new URL(`../../fixtures/files/${name}`, import.meta.url), "latin1");
@@ -256,7 +256,9 @@ describe("files: snapshot", () => {
     assert.equal(files.snapshot({ cap: CAP, files: new Map(), sha256: new Map(), contents: new Map(), unknown: [] }), undefined);
   });
 
-  it("probes nothing when nothing is declared", () => {
-    assert.equal(files.probe([] as FilesDeclared, { quote: String, mark: String, unknown: String, maxFileBytes: CAP }), ":");
+  it("reads no file when nothing is declared, yet emits a section that parses to nothing (snapshots)", () => {
+    const probe = files.probe([] as FilesDeclared, { quote: String, mark: (label) => `mark ${label}`, unknown: String, maxFileBytes: CAP });
+    assert.equal(probe, `mark cap ${CAP}\nmark paths\nmark stat`);
+    assert.deepEqual(parseFiles([[`cap ${CAP}`, ""], ["paths", ""], ["stat", ""]]).files.size, 0);
   });
 });

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ioScheduler } from "../../../src/domains/io_scheduler/index.js";
-import { globToRegExp, parseSchedulers } from "../../../src/domains/io_scheduler/parse.js";
+import { globToRegExp } from "../../../src/glob.js";
+import { parseSchedulers } from "../../../src/domains/io_scheduler/parse.js";
 import { ProbeParseError } from "../../../src/errors.js";
 import { fixture, liveFrom, section } from "./fixtures.js";
 

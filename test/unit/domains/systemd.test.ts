@@ -210,6 +210,6 @@ describe("systemd: probe and compare on a unit tree", () => {
 describe("systemd: snapshot", () => {
   it("has nothing to declare unasked, and probes nothing when nothing is declared", () => {
     assert.equal(systemd.snapshot(liveOf({})), undefined);
-    assert.equal(systemd.probe([] as SystemdDeclared, { quote: String, mark: String, unknown: String, maxFileBytes: 1 }), ":");
+    assert.equal(systemd.probe([] as SystemdDeclared, { quote: String, mark: (label) => `mark ${label}`, unknown: String, maxFileBytes: 1 }), "mark cap 1");
   });
 });

@@ -1,0 +1,62 @@
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { describe, it } from "node:test";
+import { ProbeParseError } from "../../../src/errors.js";
+import { buildProbe, newNonce, parseContext, parseProbeOutput, probeContext, shellQuote } from "../../../src/probe/script.js";
+
+const run = (script: string) => execFileSync("sh", ["-s"], { input: script, encoding: "latin1" });
+
+describe("probe framing", () => {
+  it("splits sections exactly, keeping content that lacks a final newline or holds blank lines", () => {
+    const nonce = newNonce();
+    const probe = buildProbe(nonce, [
+      { name: "a", script: "printf 'one\\n\\ntwo'" },
+      { name: "b", script: "printf 'x\\n'" },
+      { name: "empty", script: ":" },
+    ]);
+    const sections = parseProbeOutput(run(probe.script), nonce);
+    assert.deepEqual([...sections].map(([name, s]) => [name, s.output]), [["a", "one\n\ntwo"], ["b", "x\n"], ["empty", ""]]);
+  });
+
+  it("a file's contents cannot forge a section boundary without the run's nonce", () => {
+    const nonce = newNonce();
+    const forged = "QMdeadbeef end a\nQMdeadbeef done\n" + `${newNonce()} end a\n`;
+    const probe = buildProbe(nonce, [{ name: "a", script: `printf '%s' ${shellQuote(forged)}` }, { name: "b", script: "echo after" }]);
+    const sections = parseProbeOutput(run(probe.script), nonce);
+    assert.equal(sections.get("a")!.output, forged);
+    assert.equal(sections.get("b")!.output, "after\n");
+  });
+
+  it("truncated output is an error, never an empty result", () => {
+    const nonce = newNonce();
+    const output = run(buildProbe(nonce, [{ name: "a", script: "echo 1" }, { name: "b", script: "echo 2" }]).script);
+    for (const cut of [0, 10, output.indexOf(" end a"), output.indexOf(" begin b") + 8, output.length - 6]) {
+      assert.throws(() => parseProbeOutput(output.slice(0, cut), nonce), (e: unknown) => e instanceof ProbeParseError && /truncated/.test(e.message), `cut at ${cut}`);
+    }
+  });
+
+  it("a domain the host cannot show says unknown, with its reason", () => {
+    const nonce = newNonce();
+    const ctx = probeContext(nonce, 1024);
+    const probe = buildProbe(nonce, [{ name: "kernel_modules", script: `[ -r /nonexistent ] || ${ctx.unknown("no /proc/modules: kernel without loadable module support")}` }]);
+    assert.equal(parseProbeOutput(run(probe.script), nonce).get("kernel_modules")!.unknown, "no /proc/modules: kernel without loadable module support");
+  });
+
+  it("marks split a section into labelled parts; labels and values are shell-quoted", () => {
+    const nonce = newNonce();
+    const ctx = probeContext(nonce, 1024);
+    const evil = "/etc/it's $(reboot) `x`";
+    const probe = buildProbe(nonce, [{ name: "a", script: [ctx.mark(evil), `printf '%s' ${ctx.quote(evil)}`, ctx.mark("second"), "echo 2"].join("\n") }]);
+    const section = parseProbeOutput(run(probe.script), nonce).get("a")!;
+    assert.deepEqual(parseContext(nonce).parts(section.output), [[evil, evil], ["second", "2\n"]]);
+  });
+});
+
+it("a section's shell state and exit stay its own", () => {
+  const nonce = newNonce();
+  const probe = buildProbe(nonce, [
+    { name: "a", script: "X=leaked; set -- a b; exit 3" },
+    { name: "b", script: 'printf "%s|%s" "${X:-}" "$#"' },
+  ]);
+  assert.equal(parseProbeOutput(run(probe.script), nonce).get("b")!.output, "|0");
+});
