@@ -82,6 +82,8 @@ export interface GitHubDoubleOptions {
   /** The account the token belongs to: author of PRs, comments and API commits. */
   botLogin: string;
   defaultBranch?: string;
+  /** A second token that may only read, like a GITHUB_TOKEN of a job without write permissions. */
+  readToken?: string;
 }
 
 const SUBSET = new URL("./openapi-subset.json", import.meta.url);
@@ -132,12 +134,16 @@ export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<G
       isJson = false;
     }
     const match = validator.match(method, url.pathname);
-    if (!authorized(req.headers.authorization, options.token)) {
+    const readOnly = options.readToken !== undefined && authorized(req.headers.authorization, options.readToken);
+    if (!authorized(req.headers.authorization, options.token) && !readOnly) {
       const message = req.headers.authorization ? "Bad credentials" : "Requires authentication";
       const reply = new ApiError(401, message).reply();
       const problems = match ? validator.checkResponse(match.operationId, reply.status, reply.body, true) : [];
       if (problems.length) violations.push({ kind: "response", method, path: url.pathname, operation: match?.operationId, problems });
       return { ...reply, operation: match?.operationId, parsed };
+    }
+    if (readOnly && method !== "GET" && method !== "HEAD") {
+      return { ...new ApiError(403, "Resource not accessible by integration").reply(), operation: match?.operationId, parsed };
     }
     // Injected answers are the test's own words and are sent as given, unchecked.
     const fault = faults.find((f) => f.left > 0 && (!f.method || f.method === method) && (!f.path || f.path.test(url.pathname)));
