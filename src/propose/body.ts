@@ -73,7 +73,8 @@ export function pullBody(input: BodyInput): string {
   if (first) head.push(`Remediation: ${first.remediation}`);
 
   const rows = input.group.map(({ node, item }) => `| ${node} | ${cell(item.declared)} | ${cell(item.live)} | \`${item.source.file}:${item.source.line}\` |`);
-  const diffs = input.group.filter(({ item }) => item.diff).map(({ node, item }) => `<details><summary>${node}: -want +got</summary>\n\n\`\`\`diff\n${item.diff!.replaceAll("```", "ˋˋˋ")}\n\`\`\`\n</details>`);
+  // A value compared by hash is a secret or too big to show: no diff, whatever the item carries.
+  const diffs = input.group.filter(({ item }) => item.diff && item.path.at(-1) !== "sha256").map(({ node, item }) => `<details><summary>${node}: -want +got</summary>\n\n\`\`\`diff\n${item.diff!.replaceAll("```", "ˋˋˋ")}\n\`\`\`\n</details>`);
   const marker = `<!-- quartermaster-pr ${JSON.stringify(input.marker)} -->`;
   const tableHead = rows.length ? ["| node | declared | live | declared at |", "|---|---|---|---|"] : [];
   const assemble = (rowCount: number, diffCount: number) => {

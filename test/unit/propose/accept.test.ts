@@ -55,9 +55,13 @@ describe("accept: the declaration after accepting live state", () => {
     for (const device of devices) assert.equal(accepted[device], live.get(device).active);
   });
 
-  it("sysctl keeps the default: the value at the finding's path becomes live", () => {
-    const finding: Finding = { key: "vm.swappiness", declared: "1", live: "60", path: ["system", "sysctl_parameters", "vm.swappiness"] };
-    assert.deepEqual(acceptFinding(sysctl, { "vm.swappiness": "1", "fs.file-max": "9" }, finding), { "vm.swappiness": "60", "fs.file-max": "9" });
+  it("sysctl: the live value, a number where YAML would write one", () => {
+    const at = (key: string, live: string | null): Finding => ({ key, declared: "1", live, path: ["system", "sysctl_parameters", key] });
+    const declared = { "vm.swappiness": "1", "net.ipv4.ip_local_port_range": "1024 65000", "fs.file-max": "9" };
+    assert.deepEqual(acceptFinding(sysctl, declared, at("vm.swappiness", "60")), { ...declared, "vm.swappiness": 60 });
+    assert.deepEqual(acceptFinding(sysctl, declared, at("net.ipv4.ip_local_port_range", "32768 60999")), { ...declared, "net.ipv4.ip_local_port_range": "32768 60999" });
+    const { "fs.file-max": _, ...rest } = declared;
+    assert.deepEqual(acceptFinding(sysctl, declared, at("fs.file-max", null)), rest, "a parameter this kernel lacks leaves the manifest");
   });
 
   describe("files", () => {
