@@ -79,7 +79,9 @@ export async function resolveManifestDir(values: { manifests?: string; repo?: st
 
 export async function loadManifests(values: { manifests?: string; repo?: string; ref?: string }): Promise<Fleet> {
   const dir = await resolveManifestDir(values);
-  return loadFleet(dir, values.repo ? { displayPrefix: values.manifests ?? "fleet-manifests" } : {});
+  const manifests = values.manifests ?? "fleet-manifests";
+  // Pulled manifests are named as the repository names them, not by the cache's path.
+  return loadFleet(dir, dir !== manifests ? { displayPrefix: manifests } : {});
 }
 
 /** `--nodes a,web-*`: comma-separated names or globs; every pattern must match some node. */
