@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
@@ -58,12 +59,17 @@ export function parsePositiveInt(name: string, text: string | undefined, fallbac
   return value;
 }
 
-/** The manifests directory: --manifests, or inside a pull of --repo (isomorphic-git, cached). */
+/**
+ * The manifests directory: --manifests, or inside a pull of --repo (isomorphic-git, cached). In
+ * GitHub Actions, with no --repo and no --manifests directory, the repository the workflow runs for.
+ */
 export async function resolveManifestDir(values: { manifests?: string; repo?: string; ref?: string; "cache-dir"?: string }): Promise<string> {
   const manifests = values.manifests ?? "fleet-manifests";
-  if (!values.repo) return manifests;
+  const { GITHUB_SERVER_URL: server, GITHUB_REPOSITORY: repository } = process.env;
+  const repo = values.repo ?? (server && repository && !existsSync(manifests) ? `${server.replace(/\/+$/, "")}/${repository}.git` : undefined);
+  if (!repo) return manifests;
   const pulled = await pullRepository({
-    url: values.repo,
+    url: repo,
     ref: values.ref,
     token: process.env.GITHUB_TOKEN,
     cacheDir: values["cache-dir"] ?? path.join(os.homedir(), ".cache", "quartermaster"),
@@ -73,7 +79,9 @@ export async function resolveManifestDir(values: { manifests?: string; repo?: st
 
 export async function loadManifests(values: { manifests?: string; repo?: string; ref?: string }): Promise<Fleet> {
   const dir = await resolveManifestDir(values);
-  return loadFleet(dir, values.repo ? { displayPrefix: values.manifests ?? "fleet-manifests" } : {});
+  const manifests = values.manifests ?? "fleet-manifests";
+  // Pulled manifests are named as the repository names them, not by the cache's path.
+  return loadFleet(dir, dir !== manifests ? { displayPrefix: manifests } : {});
 }
 
 /** `--nodes a,web-*`: comma-separated names or globs; every pattern must match some node. */

@@ -23,17 +23,20 @@ export interface PulledRepo {
 /** Shallow clone (or refresh) of the manifest repository with isomorphic-git, over HTTP(S). */
 export async function pullRepository(options: PullOptions): Promise<PulledRepo> {
   if (!/^https?:\/\//.test(options.url)) throw new ForgeError(`--repo must be an http(s) URL (isomorphic-git speaks HTTP only), not "${options.url}"`);
-  const dir = path.join(options.cacheDir, createHash("sha256").update(options.url).digest("hex").slice(0, 16));
+  // One cache per repository and ref, so switching --ref never mixes two checkouts.
+  const dir = path.join(options.cacheDir, createHash("sha256").update(`${options.url}\0${options.ref ?? ""}`).digest("hex").slice(0, 16));
   const onAuth = options.token ? () => ({ username: "x-access-token", password: options.token }) : undefined;
   const common = { fs, http, dir, url: options.url, onAuth, singleBranch: true, depth: 1 } as const;
   try {
-    const cloned = fs.existsSync(path.join(dir, ".git"));
-    if (cloned) {
-      const fetched = await git.fetch({ ...common, ref: options.ref, tags: false, prune: true });
+    if (fs.existsSync(path.join(dir, ".git"))) {
+      // The branch the cache holds: the one asked for, else the remote default branch it was cloned at.
+      const branch = options.ref ?? (await git.currentBranch({ fs, dir }));
+      if (!branch) throw new Error("the cached clone is on no branch");
+      const fetched = await git.fetch({ ...common, ref: branch, tags: false, prune: true });
       const target = fetched.fetchHead;
       if (!target) throw new Error("fetch returned no head");
-      await git.writeRef({ fs, dir, ref: "refs/heads/qm-checkout", value: target, force: true });
-      await git.checkout({ fs, dir, ref: "qm-checkout", force: true });
+      await git.writeRef({ fs, dir, ref: `refs/heads/${branch}`, value: target, force: true });
+      await git.checkout({ fs, dir, ref: branch, force: true });
       return { dir, revision: target };
     }
     await rm(dir, { recursive: true, force: true });

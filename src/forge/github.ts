@@ -14,9 +14,13 @@ export interface GitHubSettings {
   token: string;
   /** Name and email on the commits Quartermaster makes: any other author is a human. */
   author: { name: string; email: string };
-  /** Tests shorten the waits; production keeps Octokit's defaults. */
+  /** Milliseconds per second of a retry wait (Octokit's default 1000); tests shorten it. */
   retryAfterBaseValue?: number;
-  throttle?: boolean;
+  /**
+   * Least time between two write requests. Unset keeps Octokit's spacing (1 s between writes,
+   * 3 s between notifying ones), as GitHub asks of content-creating requests.
+   */
+  writeSpacingMs?: number;
 }
 
 export const BOT_AUTHOR = { name: "Quartermaster", email: "quartermaster[bot]@users.noreply.github.com" };
@@ -29,7 +33,39 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): GitHubSet
   if (!repository || !/^[^/]+\/[^/]+$/.test(repository)) throw new ForgeError("GITHUB_REPOSITORY must be set to owner/repo");
   if (!token) throw new ForgeError("GITHUB_TOKEN must be set to a token that may push branches and open pull requests");
   const [owner, repo] = repository.split("/") as [string, string];
-  return { apiUrl: env.GITHUB_API_URL ?? "https://api.github.com", owner, repo, token, author: BOT_AUTHOR };
+  return {
+    apiUrl: env.GITHUB_API_URL ?? "https://api.github.com",
+    owner,
+    repo,
+    token,
+    author: BOT_AUTHOR,
+    retryAfterBaseValue: millis(env, "QUARTERMASTER_RETRY_AFTER_BASE_MS"),
+    writeSpacingMs: millis(env, "QUARTERMASTER_WRITE_SPACING_MS"),
+  };
+}
+
+function millis(env: NodeJS.ProcessEnv, name: string): number | undefined {
+  const text = env[name];
+  if (text === undefined || text === "") return undefined;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 0) throw new ForgeError(`${name} must be a whole number of milliseconds, not "${text}"`);
+  return value;
+}
+
+/** A stand-in for the throttling plugin's write groups: one write at a time, `spacing` ms apart. */
+function spacedWrites(spacing: number) {
+  let last = Promise.resolve();
+  const limiter = {
+    schedule<T>(_options: unknown, job: () => Promise<T>): Promise<T> {
+      const turn = last.then(() => job());
+      last = turn.then(
+        () => new Promise((resolve) => setTimeout(resolve, spacing)),
+        () => new Promise((resolve) => setTimeout(resolve, spacing)),
+      );
+      return turn;
+    },
+  };
+  return { key: () => limiter };
 }
 
 /** Octokit's errors become ForgeError naming the request, so a failure says what it was doing. */
@@ -54,8 +90,10 @@ export class GitHub {
       userAgent: "quartermaster",
       retry: { retryAfterBaseValue: settings.retryAfterBaseValue ?? 1000, doNotRetry: [400, 401, 403, 404, 410, 422, 451] },
       throttle: {
-        enabled: settings.throttle ?? true,
-        onRateLimit: (_after: number, _options: unknown, _octokit: unknown, retryCount: number) => retryCount < 3,
+        ...(settings.retryAfterBaseValue !== undefined && { retryAfterBaseValue: settings.retryAfterBaseValue }),
+        ...(settings.writeSpacingMs !== undefined && { write: spacedWrites(settings.writeSpacingMs) as never, notifications: spacedWrites(settings.writeSpacingMs) as never }),
+        // The primary limit resets on the hour: wait for it only when the reset is near.
+        onRateLimit: (after: number, _options: unknown, _octokit: unknown, retryCount: number) => after <= 300 && retryCount < 3,
         onSecondaryRateLimit: (_after: number, _options: unknown, _octokit: unknown, retryCount: number) => retryCount < 3,
       },
     });
@@ -94,6 +132,7 @@ export class GitHub {
         branch: p.head.ref,
         title: p.title,
         body: p.body ?? "",
+        labels: p.labels.map((l) => l.name),
         marker: parseMarker(p.body),
       }));
   }
@@ -180,11 +219,5 @@ export class GitHub {
         await call(`deleting branch ${branch}`, () => Promise.reject(error));
       }
     }
-  }
-
-  /** Whether `login` may write to the repository (for review commands). */
-  async canWrite(login: string): Promise<boolean> {
-    const { data } = await call(`reading ${login}'s permission`, () => this.octokit.rest.repos.getCollaboratorPermissionLevel({ ...this.repo, username: login }));
-    return data.permission === "admin" || data.permission === "write" || data.permission === "maintain";
   }
 }

@@ -51,7 +51,7 @@ export interface BodyInput {
 
 const MEANING = {
   accept:
-    "**Merging accepts the live state into the manifest**: the declared value becomes what the hosts run now, and the next audit reports them clean.\n\n**To reject**, close this pull request without merging (or comment `/quartermaster reject`). The next run records a remediation ticket instead, and this PR is never reopened.",
+    "**Merging accepts the live state into the manifest**: the declared value becomes what the hosts run now, and the next audit reports them clean.\n\n**To reject**, close this pull request without merging. The next run records a remediation ticket instead, and this PR is never reopened.",
   ticket:
     "**Merging records a remediation ticket**: the operator commits to bring the hosts back to the declared state. While the ticket is open, this drift is reported as acknowledged and opens no new PR. When the drift is gone, Quartermaster proposes resolving the ticket.\n\n**Closing** without merging leaves the drift unacknowledged: it stays in every audit report.",
   resolve: "**Merging marks the ticket resolved**: the drift it named is no longer present on any of its nodes.",
@@ -73,7 +73,8 @@ export function pullBody(input: BodyInput): string {
   if (first) head.push(`Remediation: ${first.remediation}`);
 
   const rows = input.group.map(({ node, item }) => `| ${node} | ${cell(item.declared)} | ${cell(item.live)} | \`${item.source.file}:${item.source.line}\` |`);
-  const diffs = input.group.filter(({ item }) => item.diff).map(({ node, item }) => `<details><summary>${node}: -want +got</summary>\n\n\`\`\`diff\n${item.diff!.replaceAll("```", "ˋˋˋ")}\n\`\`\`\n</details>`);
+  // A value compared by hash is a secret or too big to show: no diff, whatever the item carries.
+  const diffs = input.group.filter(({ item }) => item.diff && item.path.at(-1) !== "sha256").map(({ node, item }) => `<details><summary>${node}: -want +got</summary>\n\n\`\`\`diff\n${item.diff!.replaceAll("```", "ˋˋˋ")}\n\`\`\`\n</details>`);
   const marker = `<!-- quartermaster-pr ${JSON.stringify(input.marker)} -->`;
   const tableHead = rows.length ? ["| node | declared | live | declared at |", "|---|---|---|---|"] : [];
   const assemble = (rowCount: number, diffCount: number) => {

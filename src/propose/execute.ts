@@ -48,6 +48,7 @@ export async function executePlan(github: GitHub, actions: readonly Action[], ba
         case "update":
           if (action.updateFiles) await github.setBranch(action.branch, await github.commitFiles(base.sha, action.files, action.title));
           await github.updatePull(action.number, { title: action.title, body: action.body });
+          await github.addLabels(action.number, action.addLabels);
           break;
         case "close":
           await github.comment(action.number, action.comment);

@@ -1,14 +1,15 @@
 import { createHash } from "node:crypto";
+import path from "node:path";
 import { stringify } from "yaml";
 import type { AnyDomain, Finding, JsonValue } from "../domains/domain.js";
 import { DOMAINS, domainByName } from "../domains/registry.js";
 import { driftSignature } from "../drift/drift.js";
 import { declaredFor } from "../audit/node.js";
-import { sourceOf, type LoadedNode } from "../manifest/load.js";
+import { pathKey, sourceOf, type LoadedNode } from "../manifest/load.js";
 import type { Ticket } from "../manifest/tickets.js";
 import type { DriftItem, Report } from "../report/schema.js";
 import { acceptFinding } from "./accept.js";
-import { applyChanges, declaredChanges } from "./manifest-edit.js";
+import { applyChanges, declaredChanges, type DeclaredChange } from "./manifest-edit.js";
 import { pullBody, type PullMarker, MARKER_VERSION } from "./body.js";
 
 // The planner is a pure function: (report, manifests, tickets, the bot's pull requests) -> actions.
@@ -23,6 +24,7 @@ export interface ExistingPull {
   branch: string;
   title: string;
   body: string;
+  labels?: string[];
   marker?: PullMarker;
   /** Commits on the branch by anyone but the bot; set by the executor for PRs the plan would write to. */
   humanCommits?: boolean;
@@ -55,7 +57,7 @@ export interface PullContent {
 
 export type Action =
   | ({ type: "open" } & PullContent)
-  | ({ type: "update"; number: number; updateFiles: boolean } & PullContent)
+  | ({ type: "update"; number: number; updateFiles: boolean; addLabels: string[] } & PullContent)
   | { type: "close"; number: number; branch: string; comment: string }
   | { type: "leave"; number: number; reason: string; comment?: string };
 
@@ -107,29 +109,47 @@ function findingOf(item: DriftItem): Finding {
   return { key: item.key, declared: item.declared as JsonValue, live: item.live as JsonValue, path: item.path };
 }
 
-/** The manifest edits accepting a drift group: in the shared file when every node using it drifted alike, else per node. */
-function acceptEdits(group: DriftGroup, input: PlanInput, nodesByFile: ReadonlyMap<string, readonly string[]>): Record<string, string> | undefined {
+/** Nodes whose effective value at a spec path comes from a file: who an edit of that file would change. */
+type Dependants = (file: string, specPath: DriftItem["path"]) => readonly string[];
+
+/**
+ * The manifest edits accepting a drift group: in the file that declared the value when every node
+ * taking it from there drifted alike, else as node overrides. Throws when an edit cannot be made.
+ */
+function acceptEdits(group: DriftGroup, input: PlanInput, dependants: Dependants): Record<string, string> {
   const { domain } = group;
-  const edits = new Map<string, ReturnType<typeof declaredChanges>>();
+  const edits = new Map<string, DeclaredChange[]>();
   const drifted = new Set(group.nodes.map((n) => n.node.name));
   for (const { node, item } of group.nodes) {
     const origin = sourceOf(node, item.path);
-    const users = nodesByFile.get(origin.file) ?? [];
-    const shared = origin.file !== node.file && users.length > 0 && users.every((name) => drifted.has(name));
+    const shared = origin.file !== node.file && dependants(origin.file, item.path).every((name) => drifted.has(name));
     const target = shared ? origin.file : node.file;
-    if (edits.has(target) && shared) continue;
+    if (shared && edits.has(target)) continue;
     const before = declaredFor(domain, node.spec);
     const after = acceptFinding(domain, before, findingOf(item));
-    const changes = declaredChanges(before, after, domain.specPath, domain.listKey);
+    let changes = declaredChanges(before, after, domain.specPath, domain.listKey);
+    if (!shared) changes = overrides(node, changes, domain);
     edits.set(target, [...(edits.get(target) ?? []), ...changes]);
   }
   const files: Record<string, string> = {};
   for (const [file, changes] of edits) {
     const text = input.files.get(file);
-    if (text === undefined) return undefined;
+    if (text === undefined) throw new Error(`${file} is not in the manifest repository`);
     files[file] = applyChanges(text, changes, editOptions());
   }
   return files;
+}
+
+/** In a node's own file, removing an inherited value is written as `null`, which deletes it for that node only. */
+function overrides(node: LoadedNode, changes: DeclaredChange[], domain: AnyDomain): DeclaredChange[] {
+  const own = node.layers.at(-1)!;
+  return changes.map((change) => {
+    if (!("delete" in change) || own.origins.has(pathKey(change.path))) return change;
+    if (domain.listKey && change.path.length === domain.specPath.length + 1) {
+      throw new Error(`${change.path.at(-1)} is declared for other nodes too, and a node file cannot remove one item of an inherited list`);
+    }
+    return { path: change.path, value: null };
+  });
 }
 
 function editOptions() {
@@ -139,22 +159,30 @@ function editOptions() {
   };
 }
 
-function ticketFor(group: DriftGroup, detected: string, reason: string): Ticket {
-  const nodes = group.nodes.map((n) => n.node.name).sort();
+function ticketFor(group: DriftGroup, id: string, detected: string, reason: string): Ticket {
   return {
-    id: `${group.domain.name}-${slug(group.item.key)}-${hash(`${group.signature}:${nodes.join(",")}`)}`.replaceAll("_", "-"),
+    id,
     status: "open",
     domain: group.domain.name,
     key: group.item.key,
     declared: group.item.declared,
     live: group.item.live,
     severity: group.item.severity,
-    nodes,
+    nodes: group.nodes.map((n) => n.node.name).sort(),
     remediation: group.item.remediation,
     detected,
     signature: group.signature,
     reason,
   };
+}
+
+/** A ticket's id and branch identity: by signature, numbered past tickets already recorded for it. */
+function ticketIdentity(group: DriftGroup, recorded: ReadonlySet<string>): { id: string; identity: string } {
+  const base = `${group.domain.name}-${slug(group.item.key)}`.replaceAll("_", "-");
+  for (let n = 1; ; n++) {
+    const identity = n === 1 ? group.signature : `${group.signature}-${n}`;
+    if (!recorded.has(`${base}-${identity}`)) return { id: `${base}-${identity}`, identity };
+  }
 }
 
 const ticketYaml = (ticket: Ticket) =>
@@ -166,78 +194,98 @@ function nodeList(names: readonly string[], max = 3): string {
 
 export function plan(input: PlanInput): Action[] {
   const nodes = new Map(input.nodes.map((n) => [n.name, n]));
-  const nodesByFile = new Map<string, string[]>();
-  for (const node of input.nodes) {
-    for (const layer of node.layers) nodesByFile.set(layer.file, [...(nodesByFile.get(layer.file) ?? []), node.name]);
-  }
+  const byFile = new Map<string, LoadedNode[]>();
+  for (const node of input.nodes) for (const layer of node.layers) byFile.set(layer.file, [...(byFile.get(layer.file) ?? []), node]);
+  const dependantsCache = new Map<string, string[]>();
+  const dependants: Dependants = (file, specPath) => {
+    const key = `${file}\0${pathKey(specPath)}`;
+    let names = dependantsCache.get(key);
+    if (!names) dependantsCache.set(key, (names = (byFile.get(file) ?? []).filter((n) => sourceOf(n, specPath).file === file).map((n) => n.name)));
+    return names;
+  };
   const audited = new Set(input.report.nodes.filter((n) => n.status === "clean" || n.status === "drift").map((n) => n.name));
-  const pullsByBranch = new Map<string, ExistingPull[]>();
-  for (const pull of input.pulls) pullsByBranch.set(pull.branch, [...(pullsByBranch.get(pull.branch) ?? []), pull]);
+  const openOn = (branch: string) => input.pulls.find((p) => p.branch === branch && p.state === "open");
   const rejected = new Map<string, ExistingPull>();
   for (const pull of input.pulls) {
     if (pull.marker?.kind === "accept" && pull.state === "closed" && !pull.merged) rejected.set(pull.marker.signature, pull);
   }
+  // A ticket or resolve PR closed unmerged was declined: the same proposal is not made again.
+  const declined = new Set(
+    input.pulls.filter((p) => p.marker && p.marker.kind !== "accept" && p.state === "closed" && !p.merged).map((p) => proposalKey(p.branch, p.marker!.nodes)),
+  );
+  const recordedTickets = new Set(input.tickets.map((t) => t.ticket.id));
   const labels = [BOT_LABEL, ...(input.labels ?? [])];
   const desired: PullContent[] = [];
 
   for (const group of groupDrift(input.report, nodes)) {
     const names = group.nodes.map((n) => n.node.name).sort();
     const rejection = rejected.get(group.signature);
-    const kind: PullKind = rejection || group.item.onDrift === "ticket" ? "ticket" : "accept";
+    let reason = rejection ? `the accept PR #${rejection.number} was closed without merging` : group.item.onDrift === "ticket" ? `policy: ${group.domain.name} drift is remediated on the host` : undefined;
     const { item, domain } = group;
     const change = `${item.key}: ${show(item.declared as JsonValue)} → ${show(item.live as JsonValue)}`;
-    if (kind === "accept") {
-      const files = acceptEdits(group, input, nodesByFile);
-      if (!files) continue;
-      const branch = branchName("accept", domain.name, item.key, group.signature);
-      const previous = (pullsByBranch.get(branch) ?? []).find((p) => p.state === "open")?.marker;
-      const marker: PullMarker = { v: MARKER_VERSION, kind, signature: group.signature, nodes: names, detected: previous?.detected ?? input.report.startedAt, content: hash(JSON.stringify(files), 16) };
-      desired.push({
-        kind,
-        branch,
-        title: `Accept ${domain.name} drift on ${nodeList(names)}: ${change}`.slice(0, 240),
-        body: pullBody({ kind, group: group.nodes.map((n) => ({ node: n.node.name, item: n.item })), marker, files: Object.keys(files) }),
-        labels: [...labels, `drift:${domain.name}`, `severity:${item.severity}`],
-        files,
-        marker,
-      });
-    } else {
-      const reason = rejection ? `the accept PR #${rejection.number} was closed without merging` : `policy: ${domain.name} drift is remediated on the host`;
-      const ticketIdentity = hash(`${group.signature}:${names.join(",")}`);
-      const branch = branchName("ticket", domain.name, item.key, ticketIdentity);
-      const previous = (pullsByBranch.get(branch) ?? []).find((p) => p.state === "open")?.marker;
-      const detected = previous?.detected ?? input.report.startedAt;
-      const ticket = ticketFor(group, detected, reason);
-      const files = { [`${input.manifestsPath}/remediations/${ticket.id}.yaml`]: ticketYaml(ticket) };
-      const marker: PullMarker = { v: MARKER_VERSION, kind, signature: group.signature, nodes: names, detected, content: hash(JSON.stringify(files), 16) };
-      desired.push({
-        kind,
-        branch,
-        title: `Remediate ${domain.name} drift on ${nodeList(names)}: ${change}`.slice(0, 240),
-        body: pullBody({ kind, group: group.nodes.map((n) => ({ node: n.node.name, item: n.item })), marker, files: Object.keys(files), reason }),
-        labels: [...labels, `drift:${domain.name}`, `severity:${item.severity}`, "remediation"],
-        files,
-        marker,
-      });
+    const rows = group.nodes.map((n) => ({ node: n.node.name, item: n.item }));
+    if (reason === undefined) {
+      let files: Record<string, string> | undefined;
+      try {
+        files = acceptEdits(group, input, dependants);
+      } catch (error) {
+        reason = `the manifest cannot be edited to accept it (${(error as Error).message})`;
+      }
+      if (files) {
+        // The manifest already declares the live value: the report predates a merged accept PR.
+        if (Object.entries(files).every(([file, text]) => input.files.get(file) === text)) continue;
+        const branch = branchName("accept", domain.name, item.key, group.signature);
+        const marker: PullMarker = { v: MARKER_VERSION, kind: "accept", signature: group.signature, nodes: names, detected: openOn(branch)?.marker?.detected ?? input.report.startedAt, content: hash(JSON.stringify(files), 16) };
+        desired.push({
+          kind: "accept",
+          branch,
+          title: `Accept ${domain.name} drift on ${nodeList(names)}: ${change}`.slice(0, 240),
+          body: pullBody({ kind: "accept", group: rows, marker, files: Object.keys(files) }),
+          labels: [...labels, `drift:${domain.name}`, `severity:${item.severity}`],
+          files,
+          marker,
+        });
+        continue;
+      }
     }
+    const { id, identity } = ticketIdentity(group, recordedTickets);
+    const branch = branchName("ticket", domain.name, item.key, identity);
+    if (declined.has(proposalKey(branch, names))) continue;
+    const detected = openOn(branch)?.marker?.detected ?? input.report.startedAt;
+    const ticket = ticketFor(group, id, detected, reason!);
+    const files = { [path.posix.join(input.manifestsPath, "remediations", `${id}.yaml`)]: ticketYaml(ticket) };
+    const marker: PullMarker = { v: MARKER_VERSION, kind: "ticket", signature: group.signature, nodes: names, detected, content: hash(JSON.stringify(files), 16), ticket: id };
+    desired.push({
+      kind: "ticket",
+      branch,
+      title: `Remediate ${domain.name} drift on ${nodeList(names)}: ${change}`.slice(0, 240),
+      body: pullBody({ kind: "ticket", group: rows, marker, files: Object.keys(files), reason }),
+      labels: [...labels, `drift:${domain.name}`, `severity:${item.severity}`, "remediation"],
+      files,
+      marker,
+    });
   }
 
-  // Open tickets whose drift is gone from every node they name (all audited): propose resolving them.
+  // Open tickets whose drift is gone from every node they name (each audited, the domain shown): propose resolving them.
   const present = new Set(
     input.report.nodes.flatMap((n) => n.drift.map((d) => `${n.name}\0${driftSignature(d.domain, d.key, d.declared as JsonValue, d.live as JsonValue)}`)),
   );
+  const results = new Map(input.report.nodes.map((n) => [n.name, n]));
   for (const { ticket, file } of input.tickets) {
     if (ticket.status !== "open") continue;
-    if (!ticket.nodes.every((name) => audited.has(name))) continue;
+    const seen = (name: string) => audited.has(name) && !results.get(name)!.unknown?.some((u) => u.domain === ticket.domain);
+    if (!ticket.nodes.every(seen)) continue;
     if (ticket.nodes.some((name) => present.has(`${name}\0${ticket.signature}`))) continue;
     const text = input.files.get(file);
     if (text === undefined) continue;
-    const resolvedAt = (pullsByBranch.get(branchName("resolve", ticket.domain, ticket.key, ticket.id)) ?? []).find((p) => p.state === "open")?.marker?.detected ?? input.report.startedAt;
+    const branch = branchName("resolve", ticket.domain, ticket.key, ticket.id);
+    if (declined.has(proposalKey(branch, ticket.nodes))) continue;
+    const resolvedAt = openOn(branch)?.marker?.detected ?? input.report.startedAt;
     const files = { [file]: applyChanges(text, [{ path: ["status"], value: "resolved" }, { path: ["resolved"], value: resolvedAt }], { listFormPaths: [], keyedLists: [] }) };
     const marker: PullMarker = { v: MARKER_VERSION, kind: "resolve", signature: ticket.signature, nodes: ticket.nodes, detected: resolvedAt, content: hash(JSON.stringify(files), 16), ticket: ticket.id };
     desired.push({
       kind: "resolve",
-      branch: branchName("resolve", ticket.domain, ticket.key, ticket.id),
+      branch,
       title: `Resolve remediation ticket ${ticket.id}: drift gone from ${nodeList(ticket.nodes)}`.slice(0, 240),
       body: pullBody({ kind: "resolve", group: [], marker, files: Object.keys(files), ticket }),
       labels: [...labels, "remediation"],
@@ -248,6 +296,8 @@ export function plan(input: PlanInput): Action[] {
 
   return reconcile(desired, input.pulls, audited);
 }
+
+const proposalKey = (branch: string, nodes: readonly string[]) => `${branch}\0${[...nodes].sort().join(",")}`;
 
 /** Desired PRs against existing ones: open, update, close, or leave alone. */
 function reconcile(desired: readonly PullContent[], pulls: readonly ExistingPull[], audited: ReadonlySet<string>): Action[] {
@@ -267,17 +317,19 @@ function reconcile(desired: readonly PullContent[], pulls: readonly ExistingPull
   for (const content of desired) {
     const pull = open.get(content.branch);
     if (!pull) {
-      // A closed accept PR is never reopened: its drift has become a ticket (a different branch).
+      // A closed accept PR is never reopened: its drift has become a ticket, on a different branch.
       actions.push({ type: "open", ...content });
       continue;
     }
     const sameFiles = pull.marker?.content === content.marker.content;
-    if (sameFiles && pull.body === content.body && pull.title === content.title) continue;
+    // Labels a failed run did not get to add; labels people added are theirs.
+    const addLabels = pull.labels ? content.labels.filter((l) => !pull.labels!.includes(l)) : [];
+    if (sameFiles && pull.body === content.body && pull.title === content.title && !addLabels.length) continue;
     if (!sameFiles && pull.humanCommits) {
       leave(pull, "someone other than Quartermaster pushed commits to its branch");
       continue;
     }
-    actions.push({ type: "update", number: pull.number, updateFiles: !sameFiles, ...content });
+    actions.push({ type: "update", number: pull.number, updateFiles: !sameFiles, addLabels, ...content });
   }
   for (const pull of open.values()) {
     if (wanted.has(pull.branch)) continue;

@@ -132,6 +132,23 @@ function account(want: string, name: string, id: string): string {
   return /^\d+$/.test(want) || name === "UNKNOWN" ? id : name;
 }
 
+/** A file's declaration once the live file is accepted: what can be known of it without its bytes. */
+function acceptFile(file: FileDeclared, attribute: string | undefined, finding: Finding): FileDeclared {
+  // The file is gone: it is declared absent. A file that must be absent but exists: declared present, nothing more.
+  if (attribute === undefined) return { path: file.path, absent: true };
+  if (attribute === "absent") return { path: file.path };
+  if (attribute === "mode" || attribute === "owner" || attribute === "group") return { ...file, [attribute]: String(finding.live) };
+  const live = String(finding.live);
+  const hashed = /^sha256:([0-9a-f]{64}) \(\d+ bytes\)$/.exec(live);
+  if (attribute === "sha256" && /^[0-9a-f]{64}$/.test(live)) return { ...file, sha256: live };
+  if (attribute === "contents" && hashed) {
+    const { contents: _, ...rest } = file;
+    return { ...rest, sha256: hashed[1]! };
+  }
+  if (attribute === "contents" && finding.diff !== undefined) return { ...file, contents: live };
+  throw new Error(`the live ${file.path} (${live}) cannot be written into the manifest`);
+}
+
 export const files: Domain<FilesDeclared, FilesLive> = {
   name: "files",
   title: "Files",
@@ -215,6 +232,10 @@ export const files: Domain<FilesDeclared, FilesLive> = {
       if (file.group !== undefined) attribute("group", file.group, account(file.group, stat.group, stat.gid));
     }
     return findings;
+  },
+  accept(declared, finding) {
+    const [, path, attribute] = finding.path as [string, string, string | undefined];
+    return declared.map((file) => (file.path === path ? acceptFile(file, attribute, finding) : file));
   },
   snapshot() {
     // Files are audited only where declared: a host has nothing to offer unasked.

@@ -61,6 +61,14 @@ export const ioScheduler: Domain<IoSchedulerDeclared, IoSchedulerLive> = {
     }
     return findings;
   },
+  accept(declared, finding) {
+    const pattern = String(finding.path.at(-1));
+    const next = { ...declared };
+    // A pattern matching no device goes; a device that a glob covers gets its own entry, which wins over the glob.
+    if (finding.live === null) delete next[pattern];
+    else next[finding.key] = String(finding.live);
+    return next;
+  },
   snapshot(live) {
     const declared: IoSchedulerDeclared = {};
     for (const device of [...live.keys()].sort()) {

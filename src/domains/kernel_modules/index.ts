@@ -50,6 +50,15 @@ export const kernelModules: Domain<KernelModulesDeclared, KernelModulesLive> = {
     });
     return findings;
   },
+  accept(declared, finding) {
+    // The module moves to the list that says what the host runs: loaded, or absent.
+    const from = finding.live === "loaded" ? "absent" : "loaded";
+    const to = finding.live === "loaded" ? "loaded" : "absent";
+    const next: KernelModulesDeclared = { ...declared, [from]: (declared[from] ?? []).filter((name) => moduleName(name) !== finding.key) };
+    if (!next[from]!.length) delete next[from];
+    if (!(next[to] ?? []).some((name) => moduleName(name) === finding.key)) next[to] = [...(next[to] ?? []), finding.key];
+    return next;
+  },
   snapshot(live) {
     // Built-in modules are left out: they come with the kernel release, declared elsewhere.
     return live.loaded.size ? { loaded: [...live.loaded].sort() } : undefined;

@@ -42,6 +42,11 @@ export const ports: Domain<PortsDeclared, PortsLive> = {
     }
     return findings;
   },
+  accept(declared, finding) {
+    // A declared port found closed leaves the allow-list; an unauthorized listener joins it.
+    if (finding.live === "closed") return declared.filter((port) => port !== finding.key);
+    return declared.includes(finding.key) ? declared : [...declared, finding.key];
+  },
   snapshot(live) {
     return [...live.keys()].sort(comparePorts);
   },

@@ -1,4 +1,5 @@
 import { isIP } from "node:net";
+import { isDeepStrictEqual } from "node:util";
 import { z } from "zod";
 import type { Domain, Finding } from "../domain.js";
 import { canonicalIPv6 } from "../procnet.js";
@@ -116,6 +117,14 @@ export const routes: Domain<RoutesDeclared, RoutesLive> = {
       findings.push({ key: routeKey(entry), declared: null, live: entry, path: this.specPath });
     }
     return findings;
+  },
+  accept(declared, finding) {
+    // A missing route leaves the declared set; an extra one joins it, in the form `ip route` shows.
+    if (finding.live === null) {
+      const at = declared.findIndex((route) => isDeepStrictEqual(route, finding.declared));
+      return at === -1 ? declared : declared.filter((_, i) => i !== at);
+    }
+    return [...declared, finding.live as DeclaredRoute];
   },
   snapshot(live) {
     return live.routes.map(declaredForm);

@@ -61,6 +61,14 @@ export const sysctl: Domain<SysctlDeclared, SysctlLive> = {
     }
     return findings;
   },
+  accept(declared, finding) {
+    // Written as YAML writes numbers, so `somaxconn: 4096` becomes `somaxconn: 8192`, not a quoted string.
+    const live = String(finding.live);
+    const next: Record<string, string | number> = { ...declared };
+    if (finding.live === null) delete next[finding.key];
+    else next[finding.key] = /^-?\d{1,15}$/.test(live) ? Number(live) : live;
+    return next as SysctlDeclared;
+  },
   snapshot(live) {
     // A snapshot declares what the host persists, at its live values: the tunables an operator chose.
     const declared: SysctlDeclared = {};

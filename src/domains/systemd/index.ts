@@ -221,6 +221,23 @@ export const systemd: Domain<SystemdDeclared, SystemdLive> = {
     }
     return findings;
   },
+  accept(declared, finding) {
+    const [, , name, attribute, dropin] = finding.path as [string, string, string, string | undefined, string | undefined];
+    // A unit that does not exist leaves the manifest.
+    if (attribute === undefined) return declared.filter((unit) => unit.name !== name);
+    // Text is accepted only when the audit read it: a summary such as "<binary, 12 bytes>" is no unit file.
+    if ((attribute === "contents" || dropin !== undefined) && finding.live !== null && finding.diff === undefined) {
+      throw new Error(`the live ${finding.key} (${String(finding.live)}) cannot be written into the manifest`);
+    }
+    return declared.map((unit) => {
+      if (unit.name !== name) return unit;
+      if (dropin === undefined) return { ...unit, [attribute]: finding.live };
+      const dropins = { ...unit.dropins };
+      if (finding.live === null) delete dropins[dropin];
+      else dropins[dropin] = String(finding.live);
+      return { ...unit, dropins };
+    });
+  },
   snapshot() {
     // Units are audited only where declared: a host has nothing to offer unasked.
     return undefined;

@@ -148,7 +148,7 @@ export class BareRepo {
       else await this.git(["read-tree", "--empty"], { env });
       for (const change of changes) {
         if (change.sha === null) {
-          await this.git(["rm", "--cached", "-r", "--quiet", "--ignore-unmatch", "--", change.path], { env });
+          await this.git(["rm", "--cached", "-r", "-f", "--quiet", "--ignore-unmatch", "--", change.path], { env });
           continue;
         }
         const sha = change.content !== undefined ? await this.writeBlob(Buffer.from(change.content, "utf8")) : change.sha;
@@ -156,7 +156,7 @@ export class BareRepo {
         const type = change.type ?? "blob";
         const actual = await this.objectType(sha);
         if (type !== "commit" && actual !== type) throw new GitRefusal(`tree.sha ${sha} is not a valid ${type}`);
-        await this.git(["rm", "--cached", "-r", "--quiet", "--ignore-unmatch", "--", change.path], { env });
+        await this.git(["rm", "--cached", "-r", "-f", "--quiet", "--ignore-unmatch", "--", change.path], { env });
         if (type === "tree") await this.git(["read-tree", `--prefix=${change.path}/`, sha], { env });
         else await this.git(["update-index", "--add", "--cacheinfo", `${change.mode ?? "100644"},${sha},${change.path}`], { env });
       }
