@@ -220,4 +220,10 @@ export class GitHub {
       }
     }
   }
+
+  /** Whether `login` may write to the repository: review commands act only for such people. */
+  async canWrite(login: string): Promise<boolean> {
+    const { data } = await call(`reading ${login}'s permission`, () => this.octokit.rest.repos.getCollaboratorPermissionLevel({ ...this.repo, username: login }));
+    return data.permission === "admin" || data.permission === "write" || data.permission === "maintain";
+  }
 }

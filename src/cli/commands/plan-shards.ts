@@ -1,4 +1,3 @@
-import { shardOf } from "../../audit/fleet.js";
 import { UsageError } from "../../errors.js";
 import { loadManifests, MANIFEST_OPTIONS, parse, parsePositiveInt, selectNodes } from "../options.js";
 
@@ -9,7 +8,7 @@ export const DEFAULT_NODES_PER_SHARD = 200;
 export interface ShardPlan {
   /** n in every `--shard k/n`. */
   count: number;
-  /** The k that hold at least one node: an empty shard would start a runner for nothing. */
+  /** Every k from 1 to n: merge-reports needs each shard's report, even an empty one. */
   shards: number[];
   nodes: number;
 }
@@ -18,9 +17,7 @@ export interface ShardPlan {
 export function planShards(names: readonly string[], requested: number, perShard: number): ShardPlan {
   const wanted = requested > 0 ? requested : Math.ceil(names.length / perShard);
   const count = Math.max(1, Math.min(wanted, names.length, MAX_SHARDS));
-  const used = new Set(names.map((name) => shardOf(name, count)));
-  const shards = count === 1 ? [1] : [...used].sort((a, b) => a - b);
-  return { count, shards, nodes: names.length };
+  return { count, shards: Array.from({ length: count }, (_, i) => i + 1), nodes: names.length };
 }
 
 export async function planShardsCommand(argv: string[]): Promise<number> {
