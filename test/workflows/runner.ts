@@ -65,6 +65,8 @@ export interface RunOptions {
   workDir: string;
   /** actions/create-github-app-token answers with this token. */
   appToken?: string;
+  /** Set on the runner machine itself, beside what Actions sets. */
+  machineEnv?: Record<string, string>;
 }
 
 type Workflow = {
@@ -390,6 +392,7 @@ async function runJob(job: Job, run: JobRun): Promise<JobResult> {
         extendEnv: false,
         env: {
           ...baseEnv(),
+          ...options.machineEnv,
           CI: "true",
           GITHUB_ACTIONS: "true",
           GITHUB_WORKSPACE: workspace,

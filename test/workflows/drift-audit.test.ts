@@ -1,0 +1,201 @@
+// drift-audit.yml and review-command.yml run step by step as GitHub would, against real sshd test
+// hosts, a real git server and the GitHub double. Needs root (test hosts).
+import assert from "node:assert/strict";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { execa } from "execa";
+import { REPO_ROOT, runCli } from "../support/cli.js";
+import { startGitServer, type GitServer } from "../support/git-server.js";
+import { startGitHubDouble, type GitHubDouble } from "../support/github-double/index.js";
+import { startFleet, type TestFleet } from "../support/hosts.js";
+import { copyProject } from "./fleet-repo.js";
+import { runWorkflow, type RunResult } from "./runner.js";
+import type { Value } from "./expressions.js";
+
+const OWNER = "acme";
+const TOKEN = "ghs_workflow_write";
+const READ_TOKEN = "ghs_workflow_read";
+const DRIFT_AUDIT = path.join(REPO_ROOT, ".github/workflows/drift-audit.yml");
+const REVIEW_COMMAND = path.join(REPO_ROOT, ".github/workflows/review-command.yml");
+// Declared on db-01, each different from the host's value: more findings than fit in 10 annotations.
+const DB_SYSCTLS = ["tcp_fin_timeout", "tcp_keepalive_time", "tcp_keepalive_intvl", "tcp_keepalive_probes", "tcp_syn_retries", "tcp_synack_retries", "tcp_max_syn_backlog", "tcp_rfc1337", "tcp_sack"];
+
+interface Site {
+  repo: string;
+  double: GitHubDouble;
+  sha: string;
+}
+
+describe("drift-audit and review-command workflows", () => {
+  let fleet: TestFleet;
+  let server: GitServer;
+  let work: string;
+  let sharded: Site;
+  let whole: Site;
+  let dryRun: RunResult;
+  let shardedRun: RunResult;
+  let wholeRun: RunResult;
+
+  before(async () => {
+    fleet = await startFleet(
+      [
+        { name: "web-01", sysctls: { "net.ipv4.ip_forward": "1" } },
+        { name: "web-02", sysctls: { "net.ipv4.ip_forward": "1" } },
+        { name: "web-03", sysctls: { "net.ipv4.ip_forward": "1" }, listeners: ["tcp/8080"] },
+        { name: "db-01" },
+        { name: "cache-01", state: "stopped" },
+      ],
+      { prefix: "qmw" },
+    );
+    work = await mkdtemp(path.join(os.tmpdir(), "qm-workflow-e2e-"));
+    const address = (name: string) => fleet.hosts.find((h) => h.name === name)!.address;
+    const live = async (key: string) => (await fleet.exec("db-01", `cat /proc/sys/net/ipv4/${key}`)).trim();
+    const dbLines = await Promise.all(DB_SYSCTLS.map(async (key) => `    net.ipv4.${key}: ${Number(await live(key)) + 1}`));
+    const manifests = {
+      "fleet.yaml": "ssh: { user: qm-audit, connect_timeout: 5, timeout: 60 }\npolicy:\n  ports: { severity: high, on_drift: ticket }\n",
+      "groups/web.yaml": "system:\n  sysctl_parameters:\n    net.ipv4.ip_forward: 0\nnetworking:\n  listening_ports: [tcp/22]\n",
+      ...Object.fromEntries(["web-01", "web-02", "web-03"].map((name) => [`nodes/${name}.yaml`, `host: ${address(name)}\ngroups: [web]\n`])),
+      "nodes/db-01.yaml": `host: ${address("db-01")}\nsystem:\n  sysctl_parameters:\n${dbLines.join("\n")}\n`,
+      "nodes/cache-01.yaml": `host: ${address("cache-01")}\n`,
+      // Pinned host keys, kept in the repository: no trust on first use.
+      known_hosts: await readFile(fleet.knownHosts, "utf8"),
+    };
+    const seed = path.join(work, "seed");
+    await copyProject(seed, manifests);
+    server = await startGitServer({ token: TOKEN });
+    const site = async (repo: string): Promise<Site> => {
+      await server.createRepo(OWNER, repo, seed);
+      const double = await startGitHubDouble({ git: server, owner: OWNER, repo, token: TOKEN, readToken: READ_TOKEN, botLogin: "github-actions[bot]" });
+      const sha = (await execa("git", ["--git-dir", server.barePath(OWNER, repo), "rev-parse", "main"])).stdout.trim();
+      return { repo, double, sha };
+    };
+    sharded = await site("fleet-sharded");
+    whole = await site("fleet-whole");
+  });
+
+  after(async () => {
+    await sharded?.double.stop();
+    await whole?.double.stop();
+    await server?.stop();
+    await fleet?.stop();
+    if (work) await rm(work, { recursive: true, force: true });
+  });
+
+  let runs = 0;
+  async function run(workflow: string, where: Site, event: { name: string; payload: Record<string, unknown> }, inputs?: Record<string, Value>): Promise<RunResult> {
+    return runWorkflow({
+      workflow,
+      event,
+      inputs,
+      repository: { fullName: `${OWNER}/${where.repo}`, barePath: server.barePath(OWNER, where.repo), sha: where.sha, ref: "refs/heads/main" },
+      tokens: { write: TOKEN, read: READ_TOKEN },
+      secrets: { QUARTERMASTER_SSH_KEY: await readFile(fleet.identityFile, "utf8") },
+      apiUrl: where.double.apiUrl,
+      serverUrl: server.url,
+      workDir: path.join(work, `run-${++runs}`),
+      // Octokit's waits shortened, as the other end-to-end tests do.
+      machineEnv: { QUARTERMASTER_RETRY_AFTER_BASE_MS: "1", QUARTERMASTER_WRITE_SPACING_MS: "0" },
+    });
+  }
+  const dispatch = (inputs: Record<string, Value>) => ({ name: "workflow_dispatch", payload: { inputs } });
+  const failures = (result: RunResult) =>
+    result.jobs.flatMap((j) => j.steps.filter((s) => s.outcome === "failure").map((s) => `${j.name} / ${s.name} (exit ${s.exitCode}):\n${s.stdout}\n${s.stderr}`)).join("\n");
+
+  /** Each pull request by branch: title, state and files (ticket dates left out: they are when the run happened). */
+  async function pullRequests(where: Site) {
+    const bare = server.barePath(OWNER, where.repo);
+    const git = async (...args: string[]) => (await execa("git", ["--git-dir", bare, ...args])).stdout;
+    const pulls = where.double.pulls().filter((p) => p.state === "open");
+    return Object.fromEntries(
+      await Promise.all(
+        pulls.map(async (p) => {
+          const names = (await git("diff", "--name-only", where.sha, p.headSha)).split("\n").filter(Boolean).sort();
+          const files = Object.fromEntries(await Promise.all(names.map(async (f) => [f, (await git("show", `${p.headSha}:${f}`)).replace(/^detected: .*$/m, "detected: (run time)")])));
+          return [p.head, { title: p.title, labels: [...p.labels].sort(), files }];
+        }),
+      ),
+    );
+  }
+
+  test("a dry run audits, reports and plans, and writes nothing", async () => {
+    dryRun = await run(DRIFT_AUDIT, sharded, dispatch({ "dry-run": true, shards: 1, nodes: "", categories: "" }), { "dry-run": true, shards: 1, nodes: "", categories: "" });
+    assert.deepEqual(dryRun.job("propose").map((j) => j.result), ["skipped"]);
+    assert.equal(failures(dryRun), "");
+    assert.deepEqual(sharded.double.writes(), []);
+    const plan = dryRun.job("report")[0]!.steps.find((s) => s.name.includes("dry run"))!;
+    assert.match(plan.stdout, /^would open +accept +quartermaster--accept--sysctl--net-ipv4-ip-forward--/m);
+    assert.deepEqual(dryRun.limitViolations, []);
+  });
+
+  test("a run in three shards opens the same pull requests as a scheduled run in one", async () => {
+    shardedRun = await run(DRIFT_AUDIT, sharded, dispatch({ shards: 3 }), { "dry-run": false, shards: 3, nodes: "", categories: "" });
+    assert.equal(failures(shardedRun), "");
+    assert.equal(shardedRun.job("audit").length, 3);
+    wholeRun = await run(DRIFT_AUDIT, whole, { name: "schedule", payload: { schedule: "23 */6 * * *" } });
+    assert.equal(failures(wholeRun), "");
+    assert.equal(wholeRun.job("audit").length, 1);
+
+    const opened = await pullRequests(sharded);
+    assert.deepEqual(opened, await pullRequests(whole));
+    const branches = Object.keys(opened);
+    // The web group's sysctl on three nodes is one accept PR; web-03's listener a ticket; db-01's sysctls one PR each.
+    assert.equal(branches.length, 2 + DB_SYSCTLS.length, branches.join("\n"));
+    const forward = branches.find((b) => b.startsWith("quartermaster--accept--sysctl--net-ipv4-ip-forward--"))!;
+    assert.deepEqual(Object.keys(opened[forward]!.files), ["fleet-manifests/groups/web.yaml"]);
+    assert.match(opened[forward]!.files["fleet-manifests/groups/web.yaml"]!, /net\.ipv4\.ip_forward: 1/);
+    assert.ok(branches.some((b) => b.startsWith("quartermaster--ticket--ports--tcp-8080--")), branches.join("\n"));
+    assert.deepEqual(sharded.double.violations, []);
+    assert.deepEqual(whole.double.violations, []);
+  });
+
+  test("the job summary and annotations stay within GitHub's limits and point at the manifest lines", () => {
+    for (const result of [dryRun, shardedRun, wholeRun]) assert.deepEqual(result.limitViolations, []);
+    const report = shardedRun.job("report")[0]!;
+    const summary = report.steps.find((s) => s.name === "Job summary")!.summary;
+    assert.match(summary, /^## Quartermaster drift audit/);
+    assert.match(summary, /cache-01/);
+    assert.ok(Buffer.byteLength(summary) < 1024 * 1024);
+    const annotations = report.steps.find((s) => s.name === "Annotate the worst drift")!.annotations;
+    assert.equal(annotations.length, 10);
+    assert.deepEqual(annotations.at(-1)!.level, "notice");
+    assert.match(annotations.at(-1)!.message, /^\d+ more findings/);
+    const forward = annotations.find((a) => a.title?.includes("net.ipv4.ip_forward"))!;
+    assert.deepEqual([forward.level, forward.file, forward.line], ["warning", "fleet-manifests/groups/web.yaml", 3]);
+    assert.match(forward.message, /^web-01, web-02, web-03: /);
+    assert.ok(annotations.some((a) => a.title === "cache-01 not audited"));
+  });
+
+  test("/quartermaster reject from someone who may not write changes nothing", async () => {
+    const accept = sharded.double.pulls().find((p) => p.head.startsWith("quartermaster--accept--sysctl--net-ipv4-ip-forward--"))!;
+    const event = path.join(work, "visitor-event.json");
+    await writeFile(event, JSON.stringify({ issue: { number: accept.number, pull_request: {} }, comment: { body: "/quartermaster reject", user: { login: "visitor" } } }));
+    const result = await runCli(["review", "--event", event], {
+      env: { GITHUB_TOKEN: TOKEN, GITHUB_API_URL: sharded.double.apiUrl, GITHUB_REPOSITORY: `${OWNER}/fleet-sharded` },
+    });
+    assert.equal(result.exitCode, 0, result.stderr);
+    assert.match(result.stdout, /only people with write access/);
+    assert.equal(sharded.double.pulls().find((p) => p.number === accept.number)!.state, "open");
+  });
+
+  test("/quartermaster reject on an accept PR closes it and opens its ticket at once", async () => {
+    sharded.double.addCollaborator("fleet-reviewer", "write");
+    const accept = sharded.double.pulls().find((p) => p.head.startsWith("quartermaster--accept--sysctl--net-ipv4-ip-forward--"))!;
+    const before = sharded.double.pulls().length;
+    const result = await run(REVIEW_COMMAND, sharded, {
+      name: "issue_comment",
+      payload: { action: "created", issue: { number: accept.number, pull_request: { url: "…" } }, comment: { body: "/quartermaster reject\nWe keep forwarding off.", user: { login: "fleet-reviewer" } } },
+    });
+    assert.equal(failures(result), "");
+    const pulls = sharded.double.pulls();
+    assert.equal(pulls.find((p) => p.number === accept.number)!.state, "closed");
+    assert.equal(pulls.length, before + 1);
+    const ticket = pulls.at(-1)!;
+    assert.match(ticket.head, /^quartermaster--ticket--sysctl--net-ipv4-ip-forward--/);
+    assert.match(ticket.body ?? "", new RegExp(`accept PR #${accept.number} was closed without merging`));
+    const said = result.job("command")[0]!.steps.at(-1)!.stdout;
+    assert.match(said, new RegExp(`Recorded the remediation ticket in #${ticket.number}\\.`));
+    assert.deepEqual(sharded.double.violations, []);
+  });
+});
