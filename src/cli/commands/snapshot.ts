@@ -1,6 +1,6 @@
 import { writeFile } from "node:fs/promises";
 import { stringify } from "yaml";
-import type { AnyDomain } from "../../domains/domain.js";
+import type { AnyDomain, DomainName } from "../../domains/domain.js";
 import { DOMAINS } from "../../domains/registry.js";
 import { NodeAuditError, ProbeParseError, UsageError } from "../../errors.js";
 import { defaultAuditSettings, runProbe, type AuditSettings } from "../../audit/node.js";
@@ -11,6 +11,9 @@ import type { Transport } from "../../transport/transport.js";
 import { ExitBit } from "../exit.js";
 import { loadManifests, localNode, MANIFEST_OPTIONS, parse, parseCategories, parsePositiveInt, selectNodes } from "../options.js";
 import { fleetAuditSettings, fleetSshOptions } from "./audit.js";
+
+// Files and units are audited only where declared: a host has none to offer unasked.
+const UNASKED = new Set<DomainName>(["files", "systemd"]);
 
 /** Live state as a node spec: each domain's snapshot at its spec path; unknown domains left out. */
 export async function snapshotSpec(
@@ -50,7 +53,7 @@ export async function snapshotCommand(argv: string[]): Promise<number> {
   });
   if (!values.local && !values.node) throw new UsageError("snapshot needs --local or --node NAME");
   const categories = parseCategories(values.category);
-  const domains = DOMAINS.filter((d) => !categories || categories.includes(d.name));
+  const domains = DOMAINS.filter((d) => !UNASKED.has(d.name) && (!categories || categories.includes(d.name)));
   const timeoutMs = values.timeout === undefined ? undefined : parsePositiveInt("timeout", values.timeout, 60) * 1000;
   let transport: Transport;
   let title: string;
