@@ -98,7 +98,7 @@ export function classifySshFailure(node: LoadedNode, failure: ProcessFailure, ti
 export function sshTransport(node: LoadedNode, options: SshOptions): Transport {
   return {
     describe: () => `ssh ${node.host}`,
-    run: (script, limits) => {
+    run: async (script, limits) => {
       let args: string[];
       try {
         args = sshArgs(node, options);
