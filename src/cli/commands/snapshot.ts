@@ -21,6 +21,7 @@ export async function snapshotSpec(
   domains: readonly AnyDomain[],
   settings: AuditSettings = defaultAuditSettings(),
 ): Promise<{ spec: Record<string, unknown>; unknown: string[] }> {
+  domains = domains.filter((d) => !UNASKED.has(d.name));
   const probe = await runProbe(transport, domains.map((domain) => ({ domain, declared: undefined })), settings);
   const parse = parseContext(probe.nonce);
   const spec: Record<string, unknown> = {};
@@ -53,7 +54,7 @@ export async function snapshotCommand(argv: string[]): Promise<number> {
   });
   if (!values.local && !values.node) throw new UsageError("snapshot needs --local or --node NAME");
   const categories = parseCategories(values.category);
-  const domains = DOMAINS.filter((d) => !UNASKED.has(d.name) && (!categories || categories.includes(d.name)));
+  const domains = DOMAINS.filter((d) => !categories || categories.includes(d.name));
   const timeoutMs = values.timeout === undefined ? undefined : parsePositiveInt("timeout", values.timeout, 60) * 1000;
   let transport: Transport;
   let title: string;
