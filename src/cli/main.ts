@@ -9,6 +9,7 @@ const COMMANDS: Record<string, { run: (argv: string[]) => Promise<number>; summa
   snapshot: { run: async (argv) => (await import("./commands/snapshot.js")).snapshotCommand(argv), summary: "print a node-spec YAML of a node's live state" },
   validate: { run: async (argv) => (await import("./commands/validate.js")).validateCommand(argv), summary: "check the manifest tree" },
   propose: { run: async (argv) => (await import("./commands/propose.js")).proposeCommand(argv), summary: "open, update or close pull requests from an audit report" },
+  "merge-reports": { run: async (argv) => (await import("./commands/merge-reports.js")).mergeReportsCommand(argv), summary: "merge the reports of audit --shard k/n into one" },
 };
 
 const USAGE = `usage: quartermaster <command> [options]
