@@ -1,6 +1,6 @@
 import { writeFile } from "node:fs/promises";
 import { stringify } from "yaml";
-import type { AnyDomain, DomainName } from "../../domains/domain.js";
+import type { AnyDomain } from "../../domains/domain.js";
 import { DOMAINS } from "../../domains/registry.js";
 import { NodeAuditError, ProbeParseError, UsageError } from "../../errors.js";
 import { defaultAuditSettings, runProbe, type AuditSettings } from "../../audit/node.js";
@@ -12,16 +12,12 @@ import { ExitBit } from "../exit.js";
 import { loadManifests, localNode, MANIFEST_OPTIONS, parse, parseCategories, parsePositiveInt, selectNodes } from "../options.js";
 import { fleetAuditSettings, fleetSshOptions } from "./audit.js";
 
-// Files and units are audited only where declared: a host has none to offer unasked.
-const UNASKED = new Set<DomainName>(["files", "systemd"]);
-
 /** Live state as a node spec: each domain's snapshot at its spec path; unknown domains left out. */
 export async function snapshotSpec(
   transport: Transport,
   domains: readonly AnyDomain[],
   settings: AuditSettings = defaultAuditSettings(),
 ): Promise<{ spec: Record<string, unknown>; unknown: string[] }> {
-  domains = domains.filter((d) => !UNASKED.has(d.name));
   const probe = await runProbe(transport, domains.map((domain) => ({ domain, declared: undefined })), settings);
   const parse = parseContext(probe.nonce);
   const spec: Record<string, unknown> = {};
