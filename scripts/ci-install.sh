@@ -1,9 +1,10 @@
 #!/bin/sh
-# Installs the Debian packages the end-to-end test hosts need (test/support/hosts.ts).
+# Installs the Debian packages the end-to-end test hosts need (test/support/hosts.ts; sudo for
+# audits with become: sudo).
 # Idempotent and quiet: does nothing when everything is already installed.
 set -eu
 
-packages="openssh-server iproute2 procps"
+packages="openssh-server iproute2 procps sudo"
 
 missing=""
 for p in $packages; do

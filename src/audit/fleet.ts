@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import pLimit from "p-limit";
 import type { DriftContext } from "../drift/drift.js";
 import type { LoadedNode } from "../manifest/load.js";
+import { byNodeName } from "../report/merge.js";
 import { SCHEMA_VERSION, summarize, type NodeResult, type Report } from "../report/schema.js";
 import type { Transport } from "../transport/transport.js";
 import { auditNode, type AuditSettings } from "./node.js";
@@ -49,7 +50,7 @@ export async function auditFleet(run: FleetRun): Promise<Report> {
       }),
     ),
   );
-  results.sort((a, b) => a.name.localeCompare(b.name));
+  results.sort(byNodeName);
   const report: Report = {
     schemaVersion: SCHEMA_VERSION,
     startedAt,

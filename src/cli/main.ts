@@ -9,10 +9,11 @@ const COMMANDS: Record<string, { run: (argv: string[]) => Promise<number>; summa
   snapshot: { run: async (argv) => (await import("./commands/snapshot.js")).snapshotCommand(argv), summary: "print a node-spec YAML of a node's live state" },
   validate: { run: async (argv) => (await import("./commands/validate.js")).validateCommand(argv), summary: "check the manifest tree" },
   propose: { run: async (argv) => (await import("./commands/propose.js")).proposeCommand(argv), summary: "open, update or close pull requests from an audit report" },
+  "merge-reports": { run: async (argv) => (await import("./commands/merge-reports.js")).mergeReportsCommand(argv), summary: "merge the reports of audit --shard k/n into one" },
   report: { run: async (argv) => (await import("./commands/report.js")).reportCommand(argv), summary: "render a saved JSON report in another format" },
+  "plan-shards": { run: async (argv) => (await import("./commands/plan-shards.js")).planShardsCommand(argv), summary: "how many audit shards for the selected nodes (JSON)" },
   "manifest-diff": { run: async (argv) => (await import("./commands/manifest-diff.js")).manifestDiffCommand(argv), summary: "each node's declared state before and after a manifest change (Markdown)" },
   review: { run: async (argv) => (await import("./commands/review.js")).reviewCommand(argv), summary: "act on a /quartermaster command in a pull request comment" },
-  "plan-shards": { run: async (argv) => (await import("./commands/plan-shards.js")).planShardsCommand(argv), summary: "how many audit shards for the selected nodes (JSON)" },
 };
 
 const USAGE = `usage: quartermaster <command> [options]

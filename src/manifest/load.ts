@@ -275,32 +275,41 @@ function getAt(value: Record<string, unknown>, specPath: readonly string[]): Rec
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === "object" && !Array.isArray(v);
 
-function deleteAt(target: Record<string, unknown>, specPath: SpecPath): void {
-  const parent = getAt(target, specPath.slice(0, -1).map(String));
-  if (parent) delete parent[String(specPath.at(-1))];
+// Merging never mutates a layer: unchanged values are shared between every node that inherits
+// them (a fleet-wide package list is held once, not once per node), and only the maps on the
+// path to a change are copied. Effective specs are therefore read-only.
+
+/** `value` at `specPath` replaced by `update(old)` (removed when it returns undefined), copying only the path. */
+function updateAt(value: Record<string, unknown>, specPath: SpecPath, update: (old: unknown) => unknown): Record<string, unknown> {
+  const [head, ...rest] = specPath;
+  const key = String(head);
+  const child = rest.length ? (isPlainObject(value[key]) ? updateAt(value[key], rest, update) : value[key]) : update(value[key]);
+  if (rest.length && child === value[key]) return value;
+  const copy = { ...value };
+  if (child === undefined) delete copy[key];
+  else copy[key] = child;
+  return copy;
 }
 
-function deepMerge(target: Record<string, unknown>, source: Record<string, unknown>): void {
-  for (const [key, value] of Object.entries(source)) {
-    const existing = target[key];
-    if (isPlainObject(existing) && isPlainObject(value)) deepMerge(existing, value);
-    else target[key] = structuredClone(value);
-  }
+function mergeValue(base: unknown, over: unknown): unknown {
+  if (!isPlainObject(base) || !isPlainObject(over)) return over;
+  const merged = { ...base };
+  for (const [key, value] of Object.entries(over)) merged[key] = mergeValue(base[key], value);
+  return merged;
 }
 
 /** fleet.yaml, then groups, then the node: maps merge deeply, a later value wins, `null` deletes. */
 export function mergeLayers(layers: readonly Layer[]): Record<string, unknown> {
-  const merged: Record<string, unknown> = {};
+  let merged: Record<string, unknown> = {};
   for (const layer of layers) {
-    for (const deletion of layer.deletions) deleteAt(merged, deletion);
-    deepMerge(merged, layer.value);
+    for (const deletion of layer.deletions) merged = updateAt(merged, deletion, () => undefined);
+    merged = mergeValue(merged, layer.value) as Record<string, unknown>;
   }
   // Keyed lists go back to lists, in declaration order.
   for (const domain of DOMAINS) {
-    if (!domain.listKey) continue;
-    const parent = getAt(merged, domain.specPath.slice(0, -1));
-    const last = domain.specPath.at(-1)!;
-    if (isPlainObject(parent?.[last])) parent![last] = Object.values(parent![last] as object);
+    if (domain.listKey && isPlainObject(getAt(merged, domain.specPath.slice(0, -1))?.[domain.specPath.at(-1)!])) {
+      merged = updateAt(merged, domain.specPath, (byKey) => Object.values(byKey as object));
+    }
   }
   return merged;
 }
@@ -405,9 +414,7 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
       ...groups.map((g) => groupCache.get(g)!.layer!).filter(Boolean),
       layer,
     ];
-    const merged = mergeLayers(layers) as NodeSpec;
-    delete merged.groups;
-    delete merged.$schema;
+    const { groups: _groups, $schema: _schema, ...merged } = mergeLayers(layers) as NodeSpec;
     nodes.push({
       name,
       host: (layer.value.host as string | undefined) ?? name,

@@ -51,8 +51,9 @@ export async function executePlan(github: GitHub, actions: readonly Action[], ba
           await github.addLabels(action.number, action.addLabels);
           break;
         case "close":
-          await github.comment(action.number, action.comment);
+          // Closed first: a run that fails after it never posts the same comment twice.
           await github.closePull(action.number);
+          await github.comment(action.number, action.comment);
           await github.deleteBranch(action.branch);
           break;
         case "leave":

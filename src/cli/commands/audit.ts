@@ -1,13 +1,13 @@
 import { stat } from "node:fs/promises";
 import path from "node:path";
 import { auditFleet, parseShard, shardOf } from "../../audit/fleet.js";
-import { defaultAuditSettings } from "../../audit/node.js";
+import { defaultAuditSettings, type AuditSettings } from "../../audit/node.js";
 import { UsageError } from "../../errors.js";
 import type { Fleet, LoadedNode } from "../../manifest/load.js";
 import { manifestRevision } from "../../manifest/revision.js";
 import type { Report } from "../../report/schema.js";
 import { localTransport } from "../../transport/local.js";
-import { sshTransport } from "../../transport/ssh.js";
+import { DEFAULT_CONNECT_TIMEOUT_SECONDS, sshTransport, type SshOptions } from "../../transport/ssh.js";
 import type { Transport } from "../../transport/transport.js";
 import { exitCode } from "../exit.js";
 import { loadManifests, localNode, MANIFEST_OPTIONS, OUTPUT_OPTIONS, parse, parseCategories, parsePositiveInt, SELECT_OPTIONS, selectNodes } from "../options.js";
@@ -26,6 +26,34 @@ export const AUDIT_OPTIONS = {
 
 export const DEFAULT_CONCURRENCY = 32;
 
+/** The fleet's `audit` settings (caps, maintenance marker) over the defaults. */
+export function fleetAuditSettings(fleet: Fleet, overrides: Partial<AuditSettings> = {}): AuditSettings {
+  const audit = fleet.settings.audit ?? {};
+  return defaultAuditSettings({
+    ...(audit.max_file_bytes && { maxFileBytes: audit.max_file_bytes }),
+    ...(audit.max_output_bytes && { maxOutputBytes: audit.max_output_bytes }),
+    ...(audit.maintenance_marker && { maintenanceMarker: audit.maintenance_marker }),
+    ...overrides,
+  });
+}
+
+/**
+ * How this run reaches nodes over ssh: `--ssh-config`, and `known_hosts` beside the manifests
+ * when the repository keeps one (else the user's own, through ssh's usual lookup).
+ */
+export async function fleetSshOptions(fleet: Fleet, configFile: string | undefined): Promise<SshOptions> {
+  if (configFile !== undefined && !(await stat(configFile).catch(() => undefined))?.isFile()) {
+    throw new UsageError(`--ssh-config: no such file: ${configFile}`);
+  }
+  const knownHosts = path.join(fleet.dir, "known_hosts");
+  const knownHostsFile = (await stat(knownHosts).catch(() => undefined))?.isFile() ? knownHosts : undefined;
+  return {
+    ...(configFile !== undefined && { configFile: path.resolve(configFile) }),
+    ...(knownHostsFile && { knownHostsFile }),
+    connectTimeoutSeconds: DEFAULT_CONNECT_TIMEOUT_SECONDS,
+  };
+}
+
 type AuditValues = ReturnType<typeof parse<typeof AUDIT_OPTIONS>>["values"];
 
 /** Loads, selects, audits: shared by `audit`, `diff` and `snapshot`. */
@@ -38,20 +66,12 @@ export async function runAudit(values: AuditValues, onResult?: (total: number) =
   let nodes: LoadedNode[] = values.local ? [localNode(fleet, values.nodes)] : selectNodes(fleet, values.nodes);
   if (shard) nodes = nodes.filter((n) => shardOf(n.name, shard.count) === shard.index);
   const timeoutSeconds = parsePositiveInt("timeout", values.timeout, 60);
-  const audit = fleet.settings.audit ?? {};
-  const settings = defaultAuditSettings({
-    timeoutMs: timeoutSeconds * 1000,
-    categories,
-    ...(audit.max_file_bytes && { maxFileBytes: audit.max_file_bytes }),
-    ...(audit.max_output_bytes && { maxOutputBytes: audit.max_output_bytes }),
-    ...(audit.maintenance_marker && { maintenanceMarker: audit.maintenance_marker }),
-  });
-  const knownHosts = path.join(fleet.dir, "known_hosts");
-  const knownHostsFile = (await stat(knownHosts).catch(() => undefined)) ? knownHosts : undefined;
+  const settings = fleetAuditSettings(fleet, { timeoutMs: timeoutSeconds * 1000, ...(categories && { categories }) });
+  const ssh = await fleetSshOptions(fleet, values["ssh-config"]);
+  // --timeout wins; otherwise a node's own ssh.timeout, then the default.
+  const nodeTimeoutMs = (node: LoadedNode) => (values.timeout === undefined && node.ssh.timeout ? node.ssh.timeout * 1000 : undefined);
   const transportFor = (node: LoadedNode): Transport =>
-    values.local
-      ? localTransport(node.name)
-      : sshTransport(node, { configFile: values["ssh-config"], knownHostsFile, connectTimeoutSeconds: Math.min(10, timeoutSeconds) });
+    values.local ? localTransport(node.name) : sshTransport(node, { ...ssh, timeoutMs: nodeTimeoutMs(node) });
   const report = await auditFleet({
     nodes,
     transportFor,

@@ -2,17 +2,23 @@ import { writeFile } from "node:fs/promises";
 import { stringify } from "yaml";
 import type { AnyDomain } from "../../domains/domain.js";
 import { DOMAINS } from "../../domains/registry.js";
-import { UsageError } from "../../errors.js";
-import { defaultAuditSettings, runProbe } from "../../audit/node.js";
+import { NodeAuditError, ProbeParseError, UsageError } from "../../errors.js";
+import { defaultAuditSettings, runProbe, type AuditSettings } from "../../audit/node.js";
 import { parseContext } from "../../probe/script.js";
 import { localTransport } from "../../transport/local.js";
 import { sshTransport } from "../../transport/ssh.js";
 import type { Transport } from "../../transport/transport.js";
-import { loadManifests, localNode, MANIFEST_OPTIONS, parse, parseCategories, selectNodes } from "../options.js";
+import { ExitBit } from "../exit.js";
+import { loadManifests, localNode, MANIFEST_OPTIONS, parse, parseCategories, parsePositiveInt, selectNodes } from "../options.js";
+import { fleetAuditSettings, fleetSshOptions } from "./audit.js";
 
 /** Live state as a node spec: each domain's snapshot at its spec path; unknown domains left out. */
-export async function snapshotSpec(transport: Transport, domains: readonly AnyDomain[]): Promise<{ spec: Record<string, unknown>; unknown: string[] }> {
-  const probe = await runProbe(transport, domains.map((domain) => ({ domain, declared: undefined })), defaultAuditSettings());
+export async function snapshotSpec(
+  transport: Transport,
+  domains: readonly AnyDomain[],
+  settings: AuditSettings = defaultAuditSettings(),
+): Promise<{ spec: Record<string, unknown>; unknown: string[] }> {
+  const probe = await runProbe(transport, domains.map((domain) => ({ domain, declared: undefined })), settings);
   const parse = parseContext(probe.nonce);
   const spec: Record<string, unknown> = {};
   const unknown: string[] = [];
@@ -40,12 +46,15 @@ export async function snapshotCommand(argv: string[]): Promise<number> {
     category: { type: "string" },
     out: { type: "string" },
     "ssh-config": { type: "string" },
+    timeout: { type: "string" },
   });
   if (!values.local && !values.node) throw new UsageError("snapshot needs --local or --node NAME");
   const categories = parseCategories(values.category);
   const domains = DOMAINS.filter((d) => !categories || categories.includes(d.name));
+  const timeoutMs = values.timeout === undefined ? undefined : parsePositiveInt("timeout", values.timeout, 60) * 1000;
   let transport: Transport;
   let title: string;
+  let settings = defaultAuditSettings(timeoutMs ? { timeoutMs } : {});
   if (values.local && !values.node) {
     transport = localTransport("localhost");
     title = "this machine";
@@ -53,10 +62,23 @@ export async function snapshotCommand(argv: string[]): Promise<number> {
     const fleet = await loadManifests(values);
     const node = values.local ? localNode(fleet, values.node) : selectNodes(fleet, values.node).find((n) => n.name === values.node);
     if (!node) throw new UsageError(`--node "${values.node}" names no node`);
-    transport = values.local ? localTransport(node.name) : sshTransport(node, { configFile: values["ssh-config"], connectTimeoutSeconds: 10 });
+    settings = fleetAuditSettings(fleet, timeoutMs ? { timeoutMs } : {});
+    const ssh = await fleetSshOptions(fleet, values["ssh-config"]);
+    transport = values.local
+      ? localTransport(node.name)
+      : sshTransport(node, { ...ssh, ...(!timeoutMs && node.ssh.timeout && { timeoutMs: node.ssh.timeout * 1000 }) });
     title = node.name;
   }
-  const { spec, unknown } = await snapshotSpec(transport, domains);
+  let snapshot;
+  try {
+    snapshot = await snapshotSpec(transport, domains, settings);
+  } catch (error) {
+    if (!(error instanceof NodeAuditError || error instanceof ProbeParseError)) throw error;
+    const message = error instanceof ProbeParseError ? `probe output ${error.message}` : error.message;
+    process.stderr.write(`quartermaster snapshot: ${title}: ${message}\n`);
+    return ExitBit.unaudited;
+  }
+  const { spec, unknown } = snapshot;
   const header = [
     `# Live state of ${title}, taken ${new Date().toISOString()} by quartermaster snapshot.`,
     ...unknown.map((u) => `# not shown by this host: ${u}`),

@@ -1,6 +1,6 @@
 // node_exporter textfile collector format: gauges only, no timestamps (the collector rejects
 // them), families and series sorted so an unchanged fleet writes an identical file.
-import { NODE_STATUSES, type Report } from "../schema.js";
+import { NODE_STATUSES } from "../schema.js";
 import { compareText } from "./common.js";
 import type { Renderer } from "./index.js";
 

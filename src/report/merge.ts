@@ -1,0 +1,74 @@
+import { summarize, type NodeResult, type Report } from "./schema.js";
+
+/** The order nodes appear in every report, sharded or not. */
+export const byNodeName = (a: NodeResult, b: NodeResult): number => a.name.localeCompare(b.name);
+
+/** A shard report and the file it was read from, so refusals can name it. */
+export interface ShardReport {
+  file: string;
+  report: Report;
+}
+
+/** Shard reports that do not make up one whole fleet audit. */
+export class ReportMergeError extends Error {
+  override readonly name = "ReportMergeError";
+}
+
+/**
+ * Joins the reports of `--shard 1/n` ... `n/n` into the report an unsharded audit would have
+ * written: every shard exactly once, one manifest revision, nodes in name order, the summary
+ * recomputed, and no `shard`.
+ */
+export function mergeReports(shards: readonly ShardReport[]): Report {
+  if (shards.length === 0) throw new ReportMergeError("no shard reports to merge");
+  const unsharded = shards.filter((s) => !s.report.shard);
+  if (unsharded.length) {
+    throw new ReportMergeError(`${unsharded.map((s) => s.file).join(", ")}: not a shard report (written without --shard k/n)`);
+  }
+  const count = shards[0]!.report.shard!.count;
+  const mixed = shards.filter((s) => s.report.shard!.count !== count);
+  if (mixed.length) {
+    throw new ReportMergeError(
+      `shard reports split the fleet differently: ${shards[0]!.file} is one of ${count} shards, ${mixed.map((s) => `${s.file} one of ${s.report.shard!.count}`).join(", ")}`,
+    );
+  }
+  const revision = shards[0]!.report.manifestRevision;
+  const otherRevision = shards.filter((s) => s.report.manifestRevision !== revision);
+  if (otherRevision.length) {
+    const show = (r: string | null) => r ?? "no revision (not a git checkout)";
+    throw new ReportMergeError(
+      `shard reports audited different manifest revisions: ${shards[0]!.file} at ${show(revision)}, ${otherRevision.map((s) => `${s.file} at ${show(s.report.manifestRevision)}`).join(", ")}`,
+    );
+  }
+  const byIndex = new Map<number, string>();
+  for (const { file, report } of shards) {
+    const index = report.shard!.index;
+    const seen = byIndex.get(index);
+    if (seen !== undefined) throw new ReportMergeError(`${seen} and ${file} both cover shard ${index}/${count}`);
+    byIndex.set(index, file);
+  }
+  const missing = Array.from({ length: count }, (_, i) => i + 1).filter((i) => !byIndex.has(i));
+  if (missing.length) {
+    throw new ReportMergeError(`shard${missing.length === 1 ? "" : "s"} ${missing.map((i) => `${i}/${count}`).join(", ")} missing: merge needs all ${count} shard reports`);
+  }
+  const nodeFile = new Map<string, string>();
+  const nodes: NodeResult[] = [];
+  for (const { file, report } of shards) {
+    for (const node of report.nodes) {
+      const seen = nodeFile.get(node.name);
+      if (seen !== undefined) throw new ReportMergeError(`node ${node.name} appears in both ${seen} and ${file}: the shards overlap`);
+      nodeFile.set(node.name, file);
+      nodes.push(node);
+    }
+  }
+  nodes.sort(byNodeName);
+  const reports = shards.map((s) => s.report);
+  return {
+    schemaVersion: reports[0]!.schemaVersion,
+    startedAt: reports.map((r) => r.startedAt).reduce((a, b) => (a < b ? a : b)),
+    finishedAt: reports.map((r) => r.finishedAt).reduce((a, b) => (a > b ? a : b)),
+    manifestRevision: revision,
+    nodes,
+    summary: summarize(nodes),
+  };
+}

@@ -1,0 +1,141 @@
+import assert from "node:assert/strict";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import { NodeAuditError } from "../../../src/errors.js";
+import type { LoadedNode } from "../../../src/manifest/load.js";
+import type { SshSettings } from "../../../src/manifest/schema.js";
+import { classifySshFailure, sshArgs, sshConfigValue, sshTransport } from "../../../src/transport/ssh.js";
+
+const node = (ssh: SshSettings = {}, host = "web-01.example.net"): LoadedNode => ({
+  name: "web-01",
+  host,
+  file: "fleet-manifests/nodes/web-01.yaml",
+  layers: [],
+  groups: [],
+  spec: {},
+  ssh,
+});
+const OPTIONS = { connectTimeoutSeconds: 10 };
+const option = (args: string[], key: string) => args.filter((a, i) => args[i - 1] === "-o" && a.startsWith(`${key}=`));
+
+describe("ssh arguments", () => {
+  it("checks host keys strictly, never prompts, never writes known_hosts", () => {
+    const args = sshArgs(node(), OPTIONS);
+    assert.deepEqual(option(args, "StrictHostKeyChecking"), ["StrictHostKeyChecking=yes"]);
+    assert.deepEqual(option(args, "BatchMode"), ["BatchMode=yes"]);
+    assert.deepEqual(option(args, "UpdateHostKeys"), ["UpdateHostKeys=no"]);
+    assert.deepEqual(option(args, "ConnectTimeout"), ["ConnectTimeout=10"]);
+    assert.ok(!args.some((a) => /StrictHostKeyChecking=(no|accept-new|off)/i.test(a)));
+  });
+
+  it("puts the destination after -- and runs sh -s, or sudo -n /bin/sh -s with become: sudo", () => {
+    assert.deepEqual(sshArgs(node(), OPTIONS).slice(-3), ["--", "web-01.example.net", "sh -s"]);
+    assert.deepEqual(sshArgs(node({ become: "sudo" }), OPTIONS).slice(-3), ["--", "web-01.example.net", "sudo -n /bin/sh -s"]);
+  });
+
+  it("passes manifest values as quoted -o values only: nothing before -- comes unquoted from a manifest", () => {
+    const args = sshArgs(node({ user: "audit", port: 2222, identity_file: "~/keys/audit key", proxy_jump: "bastion", connect_timeout: 3 }), {
+      ...OPTIONS,
+      configFile: "/etc/qm/ssh_config",
+      knownHostsFile: "/srv/fleet 100%/known_hosts",
+    });
+    const beforeDestination = args.slice(0, args.indexOf("--"));
+    assert.deepEqual(beforeDestination.slice(0, 2), ["-F", "/etc/qm/ssh_config"]);
+    assert.deepEqual(option(args, "User"), ['User="audit"']);
+    assert.deepEqual(option(args, "Port"), ["Port=2222"]);
+    assert.deepEqual(option(args, "IdentityFile"), ['IdentityFile="~/keys/audit key"']);
+    assert.deepEqual(option(args, "ProxyJump"), ['ProxyJump="bastion"']);
+    assert.deepEqual(option(args, "ConnectTimeout"), ["ConnectTimeout=3"]);
+    assert.deepEqual(option(args, "UserKnownHostsFile"), ['UserKnownHostsFile="/srv/fleet 100%%/known_hosts"']);
+    for (const [i, a] of beforeDestination.entries()) if (a.startsWith("-")) assert.ok(["-F", "-T", "-o"].includes(a), `unexpected option ${a} at ${i}`);
+  });
+
+  it("escapes quotes and refuses control characters in a value", () => {
+    assert.equal(sshConfigValue('a "b" \\c'), '"a \\"b\\" \\\\c"');
+    assert.throws(() => sshConfigValue("key\nProxyCommand=sh"), /control character/);
+  });
+
+  it("an identity file that would end the option line fails the node, not the run", async () => {
+    const transport = sshTransport(node({ identity_file: "/k\nProxyCommand sh" }), OPTIONS);
+    await assert.rejects(transport.run("true", { timeoutMs: 1000, maxOutputBytes: 1000 }), (e: NodeAuditError) => e.status === "error" && /unusable/.test(e.message));
+  });
+});
+
+describe("ssh failures", () => {
+  const classify = (stderr: string, exitCode = 255, extra: Partial<{ timedOut: boolean }> = {}, ssh: SshSettings = {}) =>
+    classifySshFailure(node(ssh), { stderr, exitCode, timedOut: false, isMaxBuffer: false, ...extra }, 5000);
+
+  it("connection refused, no route and a TCP timeout: unreachable", () => {
+    for (const stderr of [
+      "ssh: connect to host 10.0.0.9 port 22: Connection refused",
+      "ssh: connect to host 10.0.0.9 port 22: No route to host",
+      "ssh: connect to host 10.0.0.9 port 22: Connection timed out",
+    ]) {
+      const e = classify(stderr);
+      assert.equal(e.status, "unreachable", stderr);
+      assert.match(e.message, /cannot connect to web-01\.example\.net, node not audited/);
+    }
+  });
+
+  it("a kill at the limit: unreachable, saying it timed out and ssh was killed", () => {
+    const e = classify("", undefined, { timedOut: true });
+    assert.equal(e.status, "unreachable");
+    assert.equal(e.kind, "timeout");
+    assert.match(e.message, /timed out after 5s .* ssh was killed, node not audited/);
+  });
+
+  it("a changed host key: error saying the key changed and the node was not audited", () => {
+    const e = classify("@@@ WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED! @@@\nHost key verification failed.");
+    assert.equal(e.status, "error");
+    assert.match(e.message, /has CHANGED .*: node not audited/);
+  });
+
+  it("an unknown host key is refused, never trusted on first use", () => {
+    const e = classify("No ED25519 host key is known for 10.0.0.9 and you have requested strict checking.\r\nHost key verification failed.");
+    assert.equal(e.kind, "host-key");
+    assert.match(e.message, /not in known_hosts: node not audited/);
+  });
+
+  it("authentication failure and sudo that would prompt: errors", () => {
+    assert.equal(classify("audit@web-01: Permission denied (publickey).").kind, "auth");
+    const sudo = classify("sudo: a password is required", 1, {}, { become: "sudo" });
+    assert.equal(sudo.status, "error");
+    assert.match(sudo.message, /sudo -n refused on web-01\.example\.net/);
+  });
+
+  it("any other non-zero exit: a probe error with the last lines of stderr", () => {
+    const e = classify("sh: 1: cannot open /x\nsh: 2: oops", 2);
+    assert.equal(e.kind, "probe");
+    assert.match(e.message, /exit 2.*oops/);
+  });
+});
+
+describe("ssh process limits", () => {
+  const dir = mkdtempSync(join(tmpdir(), "qm-fake-ssh-"));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  // A stand-in for ssh: runs its last argument's shell on stdin, like the remote side would.
+  const fakeSsh = (body: string) => {
+    const file = join(dir, `ssh-${Math.random().toString(36).slice(2)}`);
+    writeFileSync(file, `#!/bin/sh\n${body}\n`);
+    chmodSync(file, 0o755);
+    return file;
+  };
+
+  it("kills ssh at the overall limit, the node's own limit first", async () => {
+    const transport = sshTransport(node(), { ...OPTIONS, sshBinary: fakeSsh("exec sleep 30"), timeoutMs: 300 });
+    await assert.rejects(transport.run("true", { timeoutMs: 60_000, maxOutputBytes: 1000 }), (e: NodeAuditError) => e.kind === "timeout" && /after 0\.3s/.test(e.message));
+  });
+
+  it("stops a probe whose output exceeds the cap", async () => {
+    const transport = sshTransport(node(), { ...OPTIONS, sshBinary: fakeSsh("exec head -c 100000 /dev/zero") });
+    await assert.rejects(transport.run("true", { timeoutMs: 10_000, maxOutputBytes: 5000 }), (e: NodeAuditError) => e.kind === "too-large" && /exceeded the 5000-byte cap/.test(e.message));
+  });
+
+  it("sends the probe on stdin and returns stdout byte for byte", async () => {
+    const transport = sshTransport(node(), { ...OPTIONS, sshBinary: fakeSsh("exec sh -s") });
+    const run = await transport.run("printf 'a\\377b\\n'", { timeoutMs: 10_000, maxOutputBytes: 5000 });
+    assert.equal(run.stdout, "a\xffb\n");
+  });
+});
