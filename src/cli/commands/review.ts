@@ -15,7 +15,7 @@ const CommentEvent = z.object({
   comment: z.object({ body: z.string().nullable(), user: z.object({ login: z.string() }) }),
 });
 
-const COMMAND = /^\/quartermaster(?:\s+(\S+))?/;
+const COMMAND = /^\/quartermaster(?=\s|$)(?:\s+(\S+))?/;
 
 /** The sub-command of a `/quartermaster …` first line, "" for a bare `/quartermaster`, undefined for any other comment. */
 export function reviewCommandOf(body: string | null): string | undefined {
