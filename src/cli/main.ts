@@ -4,6 +4,7 @@ import { auditCommand } from "./commands/audit.js";
 import { diffCommand } from "./commands/diff.js";
 import { snapshotCommand } from "./commands/snapshot.js";
 import { validateCommand } from "./commands/validate.js";
+import { watchCommand } from "./commands/watch.js";
 import { ExitBit } from "./exit.js";
 
 const COMMANDS: Record<string, { run: (argv: string[]) => Promise<number>; summary: string }> = {
@@ -11,6 +12,7 @@ const COMMANDS: Record<string, { run: (argv: string[]) => Promise<number>; summa
   diff: { run: diffCommand, summary: "-want +got view of one domain's drift" },
   snapshot: { run: snapshotCommand, summary: "print a node-spec YAML of a node's live state" },
   validate: { run: validateCommand, summary: "check the manifest tree" },
+  watch: { run: watchCommand, summary: "watch this machine continuously (--local): file events plus a periodic poll" },
 };
 
 const USAGE = `usage: quartermaster <command> [options]
