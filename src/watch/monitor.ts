@@ -82,6 +82,7 @@ export class Monitor {
 
   /** A new manifest (SIGHUP): watch its paths and re-validate everything against it. */
   reload(manifest: WatchedManifest): void {
+    if (this.stopped) return;
     this.manifest = manifest;
     this.generation++;
     this.manifestError = undefined;

@@ -72,8 +72,6 @@ export async function watchCommand(argv: string[]): Promise<number> {
     server = served.server;
     log(`serving /metrics and /healthz on ${served.address.address}:${served.address.port}`);
   }
-  monitor.start();
-
   // Reloads run one after another, so a burst of SIGHUPs cannot apply an older manifest last.
   let reloading = Promise.resolve();
   const reload = () => {
@@ -86,15 +84,20 @@ export async function watchCommand(argv: string[]): Promise<number> {
       }
     });
   };
-  process.on("SIGHUP", reload);
-  return new Promise<number>((resolve) => {
+  // Handlers go in before the started event: whoever reads it may signal at once. They stay
+  // installed while stopping: execa's exit hook re-raises a signal nobody else listens for.
+  const stopped = new Promise<number>((resolve) => {
+    let stopping = false;
     const stop = (signal: NodeJS.Signals) => {
-      process.off("SIGTERM", stop).off("SIGINT", stop).off("SIGHUP", reload);
+      if (stopping) return;
+      stopping = true;
       void monitor
         .stop(`received ${signal}`)
         .then(() => new Promise<void>((closed) => (server ? (server.close(() => closed()), server.closeAllConnections()) : closed())))
         .then(() => resolve(0));
     };
-    process.on("SIGTERM", stop).on("SIGINT", stop);
+    process.on("SIGTERM", stop).on("SIGINT", stop).on("SIGHUP", reload);
   });
+  monitor.start();
+  return stopped;
 }
