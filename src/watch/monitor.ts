@@ -35,7 +35,7 @@ export interface WatchedManifest {
 
 export interface MonitorOptions {
   transport: Transport;
-  /** Seconds between polls of the domains with no file events. */
+  /** Between polls of the domains with no file events. */
   intervalMs: number;
   emit(event: Event): void;
   log(line: string): void;
@@ -292,7 +292,7 @@ export class Monitor {
 const now = () => new Date().toISOString();
 
 /** The stderr line for new drift: the seed's `-want +got` diff where the domain made one (never for secrets). */
-export function describeDrift(node: string, item: DriftItem): string {
+function describeDrift(node: string, item: DriftItem): string {
   const head = `${node}: drift: ${item.domain} ${item.key}${item.detail ? ` (${item.detail})` : ""}`;
   if (item.diff) return `${head} (-want +got):\n${item.diff.trimEnd()}`;
   return `${head}: want ${JSON.stringify(item.declared)}, got ${JSON.stringify(item.live)}`;
