@@ -10,6 +10,7 @@ const COMMANDS: Record<string, { run: (argv: string[]) => Promise<number>; summa
   validate: { run: async (argv) => (await import("./commands/validate.js")).validateCommand(argv), summary: "check the manifest tree" },
   propose: { run: async (argv) => (await import("./commands/propose.js")).proposeCommand(argv), summary: "open, update or close pull requests from an audit report" },
   "merge-reports": { run: async (argv) => (await import("./commands/merge-reports.js")).mergeReportsCommand(argv), summary: "merge the reports of audit --shard k/n into one" },
+  watch: { run: async (argv) => (await import("./commands/watch.js")).watchCommand(argv), summary: "watch this machine continuously (--local): file events plus a periodic poll" },
   report: { run: async (argv) => (await import("./commands/report.js")).reportCommand(argv), summary: "render a saved JSON report in another format" },
   "plan-shards": { run: async (argv) => (await import("./commands/plan-shards.js")).planShardsCommand(argv), summary: "how many audit shards for the selected nodes (JSON)" },
   "manifest-diff": { run: async (argv) => (await import("./commands/manifest-diff.js")).manifestDiffCommand(argv), summary: "each node's declared state before and after a manifest change (Markdown)" },

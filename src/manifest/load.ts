@@ -443,3 +443,33 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
   if (reader.errors.length) throw new ManifestErrors(reader.errors);
   return { dir: abs, settings, nodes, tickets };
 }
+
+/**
+ * Reads one node-spec file on its own (the on-node `/etc/quartermaster/node-spec.yaml`): no
+ * fleet.yaml, no groups, no tickets. `name` names the node, since the file's name does not.
+ */
+export async function loadNodeFile(file: string, name: string, options: Pick<LoadOptions, "displayPrefix"> = {}): Promise<Fleet> {
+  const abs = path.resolve(file);
+  const dir = path.dirname(abs);
+  if (!(await stat(abs).catch(() => undefined))?.isFile()) throw new ManifestErrors([new ManifestError("node-spec file not found", { file })]);
+  const reader = new FileReader(dir, options.displayPrefix ?? (path.relative(process.cwd(), dir) || "."));
+  const parsed = await reader.parse(abs);
+  const layer = parsed && toLayer(reader, parsed, NodeSpec).layer;
+  if (parsed && layer?.value.groups !== undefined) {
+    const origin = layer.origins.get(pathKey(["groups"]));
+    reader.errors.push(new ManifestError("a single node-spec file has no groups/ to draw from: declare the state here", { file: parsed.file, line: origin?.line, col: origin?.col }));
+  }
+  if (reader.errors.length || !layer) throw new ManifestErrors(reader.errors);
+  const spec = mergeLayers([layer]) as NodeSpec;
+  delete spec.$schema;
+  const node: LoadedNode = {
+    name,
+    host: (layer.value.host as string | undefined) ?? name,
+    file: layer.file,
+    layers: [layer],
+    groups: [],
+    spec,
+    ssh: (spec.ssh ?? {}) as SshSettings,
+  };
+  return { dir, settings: {}, nodes: [node], tickets: [] };
+}

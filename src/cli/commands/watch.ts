@@ -1,0 +1,103 @@
+import os from "node:os";
+import type { Server } from "node:http";
+import { defaultAuditSettings } from "../../audit/node.js";
+import { ManifestErrors, UsageError } from "../../errors.js";
+import { loadFleet, loadNodeFile } from "../../manifest/load.js";
+import { manifestRevision } from "../../manifest/revision.js";
+import { localTransport } from "../../transport/local.js";
+import { serveMetrics } from "../../watch/metrics.js";
+import { Monitor, type WatchedManifest } from "../../watch/monitor.js";
+import { localNode, parse, parsePositiveInt } from "../options.js";
+
+export const WATCH_OPTIONS = {
+  local: { type: "boolean", default: false },
+  manifests: { type: "string" },
+  nodes: { type: "string" },
+  /** One node-spec file on its own, as kept on the node (/etc/quartermaster/node-spec.yaml). */
+  manifest: { type: "string" },
+  interval: { type: "string" },
+  timeout: { type: "string" },
+  "metrics-listen": { type: "string" },
+  "maintenance-marker": { type: "string" },
+} as const;
+
+type WatchValues = ReturnType<typeof parse<typeof WATCH_OPTIONS>>["values"];
+
+export const DEFAULT_INTERVAL_SECONDS = 60;
+
+/** Reads the manifest the way the flags say; throws ManifestErrors or UsageError. */
+async function loadWatched(values: WatchValues): Promise<WatchedManifest> {
+  const fleet = values.manifest
+    ? await loadNodeFile(values.manifest, values.nodes ?? os.hostname())
+    : await loadFleet(values.manifests ?? "fleet-manifests");
+  const node = values.manifest ? fleet.nodes[0]! : localNode(fleet, values.nodes);
+  const audit = fleet.settings.audit ?? {};
+  const marker = values["maintenance-marker"] ?? audit.maintenance_marker;
+  return {
+    node,
+    revision: await manifestRevision(fleet.dir),
+    settings: defaultAuditSettings({
+      timeoutMs: parsePositiveInt("timeout", values.timeout, 60) * 1000,
+      ...(audit.max_file_bytes && { maxFileBytes: audit.max_file_bytes }),
+      ...(audit.max_output_bytes && { maxOutputBytes: audit.max_output_bytes }),
+      ...(marker && { maintenanceMarker: marker }),
+    }),
+    drift: { policy: fleet.settings.policy ?? {}, waivers: fleet.settings.ignore ?? [], tickets: fleet.tickets.map((t) => t.ticket) },
+  };
+}
+
+/** `watch --local`: runs until SIGTERM or SIGINT (exit 0); SIGHUP reloads the manifest. */
+export async function watchCommand(argv: string[]): Promise<number> {
+  const { values } = parse("watch", argv, WATCH_OPTIONS);
+  if (!values.local) throw new UsageError("watch runs on the node it watches: pass --local");
+  if (values.manifest && values.manifests) throw new UsageError("--manifest (one node-spec file) and --manifests (a manifest tree) exclude each other");
+  if (values["maintenance-marker"] !== undefined && !values["maintenance-marker"].startsWith("/")) {
+    throw new UsageError("--maintenance-marker takes an absolute path");
+  }
+  const intervalMs = parsePositiveInt("interval", values.interval, DEFAULT_INTERVAL_SECONDS) * 1000;
+  const manifest = await loadWatched(values);
+  const log = (line: string) => process.stderr.write(`${line}\n`);
+  const monitor = new Monitor(manifest, {
+    transport: localTransport(manifest.node.name),
+    intervalMs,
+    emit: (event) => process.stdout.write(`${JSON.stringify(event)}\n`),
+    log,
+  });
+
+  let server: Server | undefined;
+  if (values["metrics-listen"]) {
+    const served = await serveMetrics(values["metrics-listen"], () => monitor.status()).catch((error: Error) => {
+      throw new UsageError(`--metrics-listen ${values["metrics-listen"]}: ${error.message}`);
+    });
+    server = served.server;
+    log(`serving /metrics and /healthz on ${served.address.address}:${served.address.port}`);
+  }
+  // Reloads run one after another, so a burst of SIGHUPs cannot apply an older manifest last.
+  let reloading = Promise.resolve();
+  const reload = () => {
+    reloading = reloading.then(async () => {
+      try {
+        monitor.reload(await loadWatched(values));
+      } catch (error) {
+        if (!(error instanceof ManifestErrors || error instanceof UsageError)) throw error;
+        monitor.reloadFailed(error.message);
+      }
+    });
+  };
+  // Handlers go in before the started event: whoever reads it may signal at once. They stay
+  // installed while stopping: execa's exit hook re-raises a signal nobody else listens for.
+  const stopped = new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (signal: NodeJS.Signals) => {
+      if (stopping) return;
+      stopping = true;
+      void monitor
+        .stop(`received ${signal}`)
+        .then(() => new Promise<void>((closed) => (server ? (server.close(() => closed()), server.closeAllConnections()) : closed())))
+        .then(() => resolve(0));
+    };
+    process.on("SIGTERM", stop).on("SIGINT", stop).on("SIGHUP", reload);
+  });
+  monitor.start();
+  return stopped;
+}
