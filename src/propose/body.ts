@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { DOMAIN_NAMES } from "../domains/domain.js";
 import type { JsonValue } from "../domains/domain.js";
 import type { Ticket } from "../manifest/tickets.js";
 import type { DriftItem } from "../report/schema.js";
@@ -11,6 +12,8 @@ export const PullMarker = z.object({
   v: z.literal(MARKER_VERSION),
   kind: z.enum(["accept", "ticket", "resolve"]),
   signature: z.string(),
+  /** The drift's domain: a partial (`--category`) audit only decides about PRs of the domains it audited. */
+  domain: z.enum(DOMAIN_NAMES).optional(),
   nodes: z.array(z.string()),
   /** When the drift was first proposed: kept across updates so the body stays stable. */
   detected: z.string(),

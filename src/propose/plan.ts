@@ -203,7 +203,14 @@ export function plan(input: PlanInput): Action[] {
     if (!names) dependantsCache.set(key, (names = (byFile.get(file) ?? []).filter((n) => sourceOf(n, specPath).file === file).map((n) => n.name)));
     return names;
   };
-  const audited = new Set(input.report.nodes.filter((n) => n.status === "clean" || n.status === "drift").map((n) => n.name));
+  const results = new Map(input.report.nodes.map((n) => [n.name, n]));
+  /** Whether this run saw `domain` on node `name`: audited, in the run's categories, not unknown there. Only then is absent drift gone. */
+  const covered = (name: string, domain: string): boolean => {
+    const result = results.get(name);
+    if (!result || (result.status !== "clean" && result.status !== "drift")) return false;
+    if (input.report.categories && !(input.report.categories as string[]).includes(domain)) return false;
+    return !result.unknown?.some((u) => u.domain === domain);
+  };
   const openOn = (branch: string) => input.pulls.find((p) => p.branch === branch && p.state === "open");
   const rejected = new Map<string, ExistingPull>();
   for (const pull of input.pulls) {
@@ -235,7 +242,7 @@ export function plan(input: PlanInput): Action[] {
         // The manifest already declares the live value: the report predates a merged accept PR.
         if (Object.entries(files).every(([file, text]) => input.files.get(file) === text)) continue;
         const branch = branchName("accept", domain.name, item.key, group.signature);
-        const marker: PullMarker = { v: MARKER_VERSION, kind: "accept", signature: group.signature, nodes: names, detected: openOn(branch)?.marker?.detected ?? input.report.startedAt, content: hash(JSON.stringify(files), 16) };
+        const marker: PullMarker = { v: MARKER_VERSION, kind: "accept", signature: group.signature, domain: domain.name, nodes: names, detected: openOn(branch)?.marker?.detected ?? input.report.startedAt, content: hash(JSON.stringify(files), 16) };
         desired.push({
           kind: "accept",
           branch,
@@ -254,7 +261,7 @@ export function plan(input: PlanInput): Action[] {
     const detected = openOn(branch)?.marker?.detected ?? input.report.startedAt;
     const ticket = ticketFor(group, id, detected, reason!);
     const files = { [path.posix.join(input.manifestsPath, "remediations", `${id}.yaml`)]: ticketYaml(ticket) };
-    const marker: PullMarker = { v: MARKER_VERSION, kind: "ticket", signature: group.signature, nodes: names, detected, content: hash(JSON.stringify(files), 16), ticket: id };
+    const marker: PullMarker = { v: MARKER_VERSION, kind: "ticket", signature: group.signature, domain: domain.name, nodes: names, detected, content: hash(JSON.stringify(files), 16), ticket: id };
     desired.push({
       kind: "ticket",
       branch,
@@ -270,11 +277,9 @@ export function plan(input: PlanInput): Action[] {
   const present = new Set(
     input.report.nodes.flatMap((n) => n.drift.map((d) => `${n.name}\0${driftSignature(d.domain, d.key, d.declared as JsonValue, d.live as JsonValue)}`)),
   );
-  const results = new Map(input.report.nodes.map((n) => [n.name, n]));
   for (const { ticket, file } of input.tickets) {
     if (ticket.status !== "open") continue;
-    const seen = (name: string) => audited.has(name) && !results.get(name)!.unknown?.some((u) => u.domain === ticket.domain);
-    if (!ticket.nodes.every(seen)) continue;
+    if (!ticket.nodes.every((name) => covered(name, ticket.domain))) continue;
     if (ticket.nodes.some((name) => present.has(`${name}\0${ticket.signature}`))) continue;
     const text = input.files.get(file);
     if (text === undefined) continue;
@@ -282,7 +287,7 @@ export function plan(input: PlanInput): Action[] {
     if (declined.has(proposalKey(branch, ticket.nodes))) continue;
     const resolvedAt = openOn(branch)?.marker?.detected ?? input.report.startedAt;
     const files = { [file]: applyChanges(text, [{ path: ["status"], value: "resolved" }, { path: ["resolved"], value: resolvedAt }], { listFormPaths: [], keyedLists: [] }) };
-    const marker: PullMarker = { v: MARKER_VERSION, kind: "resolve", signature: ticket.signature, nodes: ticket.nodes, detected: resolvedAt, content: hash(JSON.stringify(files), 16), ticket: ticket.id };
+    const marker: PullMarker = { v: MARKER_VERSION, kind: "resolve", signature: ticket.signature, domain: ticket.domain, nodes: ticket.nodes, detected: resolvedAt, content: hash(JSON.stringify(files), 16), ticket: ticket.id };
     desired.push({
       kind: "resolve",
       branch,
@@ -294,13 +299,13 @@ export function plan(input: PlanInput): Action[] {
     });
   }
 
-  return reconcile(desired, input.pulls, audited);
+  return reconcile(desired, input.pulls, covered);
 }
 
 const proposalKey = (branch: string, nodes: readonly string[]) => `${branch}\0${[...nodes].sort().join(",")}`;
 
 /** Desired PRs against existing ones: open, update, close, or leave alone. */
-function reconcile(desired: readonly PullContent[], pulls: readonly ExistingPull[], audited: ReadonlySet<string>): Action[] {
+function reconcile(desired: readonly PullContent[], pulls: readonly ExistingPull[], covered: (node: string, domain: string) => boolean): Action[] {
   const actions: Action[] = [];
   const open = new Map(pulls.filter((p) => p.state === "open" && p.marker).map((p) => [p.branch, p]));
   const wanted = new Set(desired.map((d) => d.branch));
@@ -333,8 +338,9 @@ function reconcile(desired: readonly PullContent[], pulls: readonly ExistingPull
   }
   for (const pull of open.values()) {
     if (wanted.has(pull.branch)) continue;
-    // Drift on nodes that were not audited this run is unknown, not gone.
-    if (!pull.marker!.nodes.every((name) => audited.has(name))) continue;
+    // Drift this run did not look at (node unaudited, domain not in --category, or unknown) is not gone.
+    const domain = pull.marker!.domain ?? pull.branch.split("--")[2] ?? "";
+    if (!pull.marker!.nodes.every((name) => covered(name, domain))) continue;
     if (pull.humanCommits) {
       leave(pull, "its drift is gone, but someone other than Quartermaster pushed commits to its branch");
       continue;

@@ -40,6 +40,13 @@ export function mergeReports(shards: readonly ShardReport[]): Report {
       `shard reports audited different manifest revisions: ${shards[0]!.file} at ${show(revision)}, ${otherRevision.map((s) => `${s.file} at ${show(s.report.manifestRevision)}`).join(", ")}`,
     );
   }
+  const categories = (r: (typeof shards)[number]["report"]) => r.categories?.join(",") ?? "all domains";
+  const otherCategories = shards.filter((s) => categories(s.report) !== categories(shards[0]!.report));
+  if (otherCategories.length) {
+    throw new ReportMergeError(
+      `shard reports audited different domains: ${shards[0]!.file} ${categories(shards[0]!.report)}, ${otherCategories.map((s) => `${s.file} ${categories(s.report)}`).join(", ")}`,
+    );
+  }
   const byIndex = new Map<number, string>();
   for (const { file, report } of shards) {
     const index = report.shard!.index;
@@ -68,6 +75,7 @@ export function mergeReports(shards: readonly ShardReport[]): Report {
     startedAt: reports.map((r) => r.startedAt).reduce((a, b) => (a < b ? a : b)),
     finishedAt: reports.map((r) => r.finishedAt).reduce((a, b) => (a > b ? a : b)),
     manifestRevision: revision,
+    ...(reports[0]!.categories && { categories: reports[0]!.categories }),
     nodes,
     summary: summarize(nodes),
   };

@@ -61,6 +61,8 @@ export const Report = z.object({
   startedAt: z.string(),
   finishedAt: z.string(),
   manifestRevision: z.string().nullable(),
+  /** The domains this run audited (`--category`); absent when every declared domain was audited. */
+  categories: z.array(z.enum(DOMAIN_NAMES)).optional(),
   /** Set on a shard's report: which slice of the fleet it covers. */
   shard: z.object({ index: z.number().int().positive(), count: z.number().int().positive() }).optional(),
   nodes: z.array(NodeResult),

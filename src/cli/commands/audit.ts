@@ -82,6 +82,7 @@ export async function runAudit(values: AuditValues, onResult?: (total: number) =
     shard,
     onResult: onResult?.(nodes.length),
   });
+  if (categories) report.categories = categories;
   return { fleet, report };
 }
 

@@ -176,6 +176,13 @@ describe("plan: from drift to pull requests", () => {
     assert.deepEqual(plan(input(report({}, { unreachable: ["web-01"] }), pulls)), []);
   });
 
+  it("a partial audit (--category) decides only about PRs of the domains it audited", () => {
+    const pulls = asPulls(plan(input(report({ "web-01": [somaxconn(8192)] }))));
+    assert.deepEqual(plan(input({ ...report({}), categories: ["files"] }, pulls)), [], "a files-only audit says nothing about sysctl");
+    const [close] = plan(input({ ...report({}), categories: ["sysctl"] }, pulls));
+    assert.equal(close!.type, "close");
+  });
+
   it("a PR with a human's commit is left alone, with one comment saying why", () => {
     const pulls = asPulls(plan(input(report({ "web-01": [somaxconn(8192)] }))));
     const touched = pulls.map((p) => ({ ...p, humanCommits: true }));

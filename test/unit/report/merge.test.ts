@@ -59,6 +59,11 @@ describe("merging shard reports", () => {
     refusal([shard(1, 2, ["a"]), shard(2, 2, ["b"], { manifestRevision: null })], /different manifest revisions: .*shard-2-of-2\.json at no revision/);
   });
 
+  it("refuses shards that audited different domains, and keeps the categories of matching ones", () => {
+    refusal([shard(1, 2, ["a"], { categories: ["sysctl"] }), shard(2, 2, ["b"])], /audited different domains: .*sysctl, .*shard-2-of-2\.json all domains/);
+    assert.deepEqual(mergeReports([shard(1, 2, ["a"], { categories: ["sysctl"] }), shard(2, 2, ["b"], { categories: ["sysctl"] })]).categories, ["sysctl"]);
+  });
+
   it("refuses a report written without --shard, and an empty list", () => {
     const { shard: _, ...whole } = shard(1, 1, ["a"]).report;
     refusal([{ file: "whole.json", report: whole }], /whole\.json: not a shard report/);
