@@ -1,10 +1,10 @@
 #!/bin/sh
 # Installs the Debian packages the end-to-end test hosts need (test/support/hosts.ts; sudo for
-# audits with become: sudo).
+# audits with become: sudo; git-http-backend for the real git server).
 # Idempotent and quiet: does nothing when everything is already installed.
 set -eu
 
-packages="openssh-server iproute2 procps sudo"
+packages="openssh-server iproute2 procps sudo git"
 
 missing=""
 for p in $packages; do
