@@ -2,6 +2,7 @@ import { stat } from "node:fs/promises";
 import path from "node:path";
 import { auditFleet, parseShard, shardOf } from "../../audit/fleet.js";
 import { defaultAuditSettings, type AuditSettings } from "../../audit/node.js";
+import type { DriftContext } from "../../drift/drift.js";
 import { UsageError } from "../../errors.js";
 import type { Fleet, LoadedNode } from "../../manifest/load.js";
 import { manifestRevision } from "../../manifest/revision.js";
@@ -35,6 +36,11 @@ export function fleetAuditSettings(fleet: Fleet, overrides: Partial<AuditSetting
     ...(audit.maintenance_marker && { maintenanceMarker: audit.maintenance_marker }),
     ...overrides,
   });
+}
+
+/** The fleet's policy, waivers and open tickets: what turns findings into drift items. */
+export function fleetDriftRules(fleet: Fleet): Omit<DriftContext, "now"> {
+  return { policy: fleet.settings.policy ?? {}, waivers: fleet.settings.ignore ?? [], tickets: fleet.tickets.map((t) => t.ticket) };
 }
 
 /**
@@ -76,7 +82,7 @@ export async function runAudit(values: AuditValues, onResult?: (total: number) =
     nodes,
     transportFor,
     settings,
-    drift: { policy: fleet.settings.policy ?? {}, waivers: fleet.settings.ignore ?? [], tickets: fleet.tickets.map((t) => t.ticket), now: new Date() },
+    drift: { ...fleetDriftRules(fleet), now: new Date() },
     concurrency: parsePositiveInt("concurrency", values.concurrency, DEFAULT_CONCURRENCY),
     manifestRevision: await manifestRevision(fleet.dir),
     shard,

@@ -1,32 +1,20 @@
-import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
-import { UsageError } from "../../errors.js";
+import { ManifestErrors, UsageError } from "../../errors.js";
 import { mergeReports, ReportMergeError, type ShardReport } from "../../report/merge.js";
-import { Report } from "../../report/schema.js";
+import { readReport } from "../../report/read.js";
 import { ExitBit } from "../exit.js";
 import { OUTPUT_OPTIONS } from "../options.js";
 import { writeReport } from "../output.js";
 import { auditExitCode } from "./audit.js";
 
 async function readShard(file: string): Promise<ShardReport> {
-  let text: string;
   try {
-    text = await readFile(file, "utf8");
+    return { file, report: await readReport(file) };
   } catch (error) {
-    throw new ReportMergeError(`${file}: cannot read: ${(error as Error).message}`);
+    // One refusal path for every unusable shard: "...; nothing merged".
+    if (error instanceof ManifestErrors) throw new ReportMergeError(error.errors.map((e) => e.toString()).join("; "));
+    throw error;
   }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (error) {
-    throw new ReportMergeError(`${file}: not JSON (write shard reports with --format json): ${(error as Error).message}`);
-  }
-  const parsed = Report.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new ReportMergeError(`${file}: not a Quartermaster report: ${issue.path.join(".") || "(top level)"}: ${issue.message}`);
-  }
-  return { file, report: parsed.data };
 }
 
 /**

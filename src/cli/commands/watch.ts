@@ -1,6 +1,6 @@
 import os from "node:os";
 import type { Server } from "node:http";
-import { defaultAuditSettings } from "../../audit/node.js";
+import { fleetAuditSettings, fleetDriftRules } from "./audit.js";
 import { ManifestErrors, UsageError } from "../../errors.js";
 import { loadFleet, loadNodeFile } from "../../manifest/load.js";
 import { manifestRevision } from "../../manifest/revision.js";
@@ -31,18 +31,15 @@ async function loadWatched(values: WatchValues): Promise<WatchedManifest> {
     ? await loadNodeFile(values.manifest, values.nodes ?? os.hostname())
     : await loadFleet(values.manifests ?? "fleet-manifests");
   const node = values.manifest ? fleet.nodes[0]! : localNode(fleet, values.nodes);
-  const audit = fleet.settings.audit ?? {};
-  const marker = values["maintenance-marker"] ?? audit.maintenance_marker;
+  const marker = values["maintenance-marker"];
   return {
     node,
     revision: await manifestRevision(fleet.dir),
-    settings: defaultAuditSettings({
+    settings: fleetAuditSettings(fleet, {
       timeoutMs: parsePositiveInt("timeout", values.timeout, 60) * 1000,
-      ...(audit.max_file_bytes && { maxFileBytes: audit.max_file_bytes }),
-      ...(audit.max_output_bytes && { maxOutputBytes: audit.max_output_bytes }),
       ...(marker && { maintenanceMarker: marker }),
     }),
-    drift: { policy: fleet.settings.policy ?? {}, waivers: fleet.settings.ignore ?? [], tickets: fleet.tickets.map((t) => t.ticket) },
+    drift: fleetDriftRules(fleet),
   };
 }
 
