@@ -1,6 +1,6 @@
 // The one place audit domains are registered. Adding a domain: its folder under src/domains/
 // and one line here (test/unit/domains/registry.test.ts fails when a folder is missing).
-import type { AnyDomain, DomainName } from "./domain.js";
+import type { AnyDomain } from "./domain.js";
 import { files } from "./files/index.js";
 import { ioScheduler } from "./io_scheduler/index.js";
 import { kernel } from "./kernel/index.js";
@@ -15,8 +15,4 @@ export const DOMAINS: readonly AnyDomain[] = [kernel, sysctl, ioScheduler, route
 
 export function domainByName(name: string): AnyDomain | undefined {
   return DOMAINS.find((d) => d.name === name);
-}
-
-export function isDomainName(name: string): name is DomainName {
-  return DOMAINS.some((d) => d.name === name);
 }

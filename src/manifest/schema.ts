@@ -97,6 +97,4 @@ export const FleetSpec = NodeSpec.omit({ host: true, groups: true }).extend({
 });
 export type FleetSpec = z.infer<typeof FleetSpec>;
 
-/** Keys of a node spec that are not declared state. */
-export const NODE_SETTINGS = ["$schema", "host", "groups", "ssh"] as const;
 export const FLEET_SETTINGS = ["policy", "ignore", "audit"] as const;
