@@ -40,10 +40,3 @@ export function compactValue(value: unknown, maxChars = Infinity): string {
 export function plural(count: number, one: string, many = `${one}s`): string {
   return `${count} ${count === 1 ? one : many}`;
 }
-
-// Values, diffs and errors come from hosts: their control characters must not reach a terminal
-// (an ESC in a file could repaint the screen) or a rendered page, so they are shown as \xNN.
-const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
-export function visible(text: string): string {
-  return text.replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
-}

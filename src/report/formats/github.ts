@@ -3,7 +3,8 @@
 // job), so only the worst drift is annotated; the job summary and the report carry the rest.
 import type { Severity } from "../../domains/domain.js";
 import type { DriftItem, NodeResult } from "../schema.js";
-import { compactValue, compareText, plural, severityRank, visible } from "./common.js";
+import { visible } from "../../text/escape.js";
+import { compactValue, compareText, plural, severityRank } from "./common.js";
 import type { Renderer } from "./index.js";
 
 export const MAX_ANNOTATIONS_PER_STEP = 10;
@@ -30,7 +31,7 @@ export function workflowCommand(annotation: Annotation): string {
     annotation.col !== undefined ? `col=${annotation.col}` : "",
     annotation.title !== undefined ? `title=${escapeProperty(visible(annotation.title))}` : "",
   ].filter(Boolean);
-  return `::${annotation.level}${props.length ? ` ${props.join(",")}` : ""}::${escapeData(visible(annotation.message))}`;
+  return `::${annotation.level}${props.length ? ` ${props.join(",")}` : ""}::${escapeData(visible(annotation.message, { multiline: true }))}`;
 }
 
 /** At most `max` workflow commands; past it, the last slot says how many were left out. */

@@ -3,7 +3,8 @@
 // text says what was left out. The size is counted in UTF-8 bytes, which covers both caps.
 import { SEVERITIES, type Severity } from "../../domains/domain.js";
 import type { DriftItem, NodeResult, Report } from "../schema.js";
-import { compactValue, compareDrift, compareText, plural, severityRank, visible } from "./common.js";
+import { visible } from "../../text/escape.js";
+import { compactValue, compareDrift, compareText, plural, severityRank } from "./common.js";
 import type { RenderOptions, Renderer } from "./index.js";
 
 export const DEFAULT_MARKDOWN_MAX_BYTES = 60_000;
@@ -125,7 +126,7 @@ function driftRow(node: NodeResult, item: DriftItem): string {
 }
 
 function diffBlock(node: NodeResult, item: DriftItem): string {
-  const lines = visible(item.diff!).replace(/\n$/, "").split("\n");
+  const lines = visible(item.diff!, { multiline: true }).replace(/\n$/, "").split("\n");
   const body = lines.length > DIFF_LINES ? [...lines.slice(0, DIFF_LINES), `… ${lines.length - DIFF_LINES} more lines in the full report`] : lines;
   const fence = "`".repeat(Math.max(3, longestRun(body.join("\n"), "`") + 1));
   const summary = escapeHtml(visible(`${node.name}: ${item.domain} ${item.key}`).replace(/\r?\n/g, " "));
@@ -169,7 +170,7 @@ function escapeHtml(text: string): string {
 
 /** Plain text in a table cell: no markup, no HTML, no row breaks. */
 export function textCell(text: string): string {
-  return escapeHtml(visible(text))
+  return escapeHtml(visible(text, { multiline: true }))
     .replace(/[\\`*_[\]|~]/g, (c) => `\\${c}`)
     .replace(/\r?\n/g, "<br>");
 }

@@ -1,7 +1,8 @@
 // The human view: grouped by node, worst drift first, the seed's `-want +got` diffs.
 import type { NodeResult, NodeStatus, Report, DriftItem } from "../schema.js";
 import type { Severity } from "../../domains/domain.js";
-import { compactValue, compareDrift, compareText, plural, visible } from "./common.js";
+import { visible } from "../../text/escape.js";
+import { compactValue, compareDrift, compareText, plural } from "./common.js";
 import type { Renderer, RenderOptions } from "./index.js";
 
 const SGR = { red: 31, green: 32, yellow: 33, blue: 34, cyan: 36, bold: 1, dim: 2 } as const;

@@ -9,7 +9,7 @@ test("workflow commands escape data and properties as GitHub's runner reads them
   assert.equal(
     workflowCommand({ level: "error", file: "fleet-manifests/a,b:c.yaml", line: 3, title: "50% done", message: "line 1\nline 2\r::set-env 100%" }),
     // A newline cannot end the command early; a carriage return from a host is shown, not sent.
-    "::error file=fleet-manifests/a%2Cb%3Ac.yaml,line=3,title=50%25 done::line 1%0Aline 2\\x0d::set-env 100%25",
+    "::error file=fleet-manifests/a%2Cb%3Ac.yaml,line=3,title=50%25 done::line 1%0Aline 2\\r::set-env 100%25",
   );
   // Control characters from a host never reach the log raw.
   assert.equal(workflowCommand({ level: "notice", message: "bell\x07" }), "::notice::bell\\x07");
