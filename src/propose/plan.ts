@@ -105,8 +105,12 @@ function groupDrift(report: Report, nodes: ReadonlyMap<string, LoadedNode>): Dri
   return [...groups.values()].sort((a, b) => a.signature.localeCompare(b.signature));
 }
 
+/** The domain's finding back from a report item, with everything its accept reads (a diff says the live text was read). */
 function findingOf(item: DriftItem): Finding {
-  return { key: item.key, declared: item.declared as JsonValue, live: item.live as JsonValue, path: item.path };
+  const finding: Finding = { key: item.key, declared: item.declared as JsonValue, live: item.live as JsonValue, path: item.path };
+  if (item.detail !== undefined) finding.detail = item.detail;
+  if (item.diff !== undefined) finding.diff = item.diff;
+  return finding;
 }
 
 /** Nodes whose effective value at a spec path comes from a file: who an edit of that file would change. */
