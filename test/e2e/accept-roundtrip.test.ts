@@ -40,6 +40,7 @@ const MODE = `${DIR}/mode.conf`;
 const OWN = `${DIR}/owned.conf`;
 const STRAY = `${DIR}/stray.conf`;
 const SUBDIR = `${DIR}/sub`;
+const SECRET = `${DIR}/secret.env`;
 
 const sha256 = (data: string | Buffer) => createHash("sha256").update(data).digest("hex");
 const lines = (letter: string, bytes: number) => `${letter.repeat(63)}\n`.repeat(Math.ceil(bytes / 64)).slice(0, bytes);
@@ -47,7 +48,7 @@ const bumpBash = (status: string) => status.replace(/^(Package: bash\n(?:.+\n)*?
 const blockText = (text: string, indent: string) => text.split("\n").map((l) => (l ? indent + l : l)).join("\n");
 
 /** Nodes with nothing to accept: their effective spec must come out byte-for-byte the same. */
-const CONTROLS = ["sysctl-list-ok", "pkg-ok", "files-ok"];
+const CONTROLS = ["sysctl-list-ok", "routes-shared-ok", "pkg-ok", "files-ok", "files-secret-ok"];
 
 /** What each node's drift should edit, by repository path: where the value was declared, or an override in the node file. */
 const EDITS: Record<string, string[]> = {
@@ -56,10 +57,13 @@ const EDITS: Record<string, string[]> = {
   "sysctl-list-node": [`${M}/nodes/sysctl-list-node.yaml`], // node file, list form
   "sysctl-missing-1": [`${M}/groups/sysctl-base.yaml`], // a base group, every node under it drifted alike
   "sysctl-missing-2": [`${M}/groups/sysctl-base.yaml`],
+  "sysctl-list-missing": [`${M}/nodes/sysctl-list-missing.yaml`], // node file, list form: the item goes
   "io-dev": [`${M}/nodes/io-dev.yaml`],
   "io-glob": [`${M}/groups/storage.yaml`], // a group of one: the device gets its own entry beside the glob
+  "io-none": [`${M}/nodes/io-none.yaml`], // a glob matching no device goes
   "routes-extra": [`${M}/nodes/routes-extra.yaml`], // fleet.yaml, shared: override
   "routes-missing": [`${M}/nodes/routes-missing.yaml`],
+  "routes-shared": [`${M}/nodes/routes-shared.yaml`], // group shared with routes-shared-ok: the node's own list
   "ports-extra": [`${M}/nodes/ports-extra.yaml`], // fleet.yaml, shared: override
   "ports-closed": [`${M}/groups/ports-group.yaml`],
   "pkg-version": [`${M}/nodes/pkg-version.yaml`], // group shared with pkg-ok: override
@@ -75,6 +79,8 @@ const EDITS: Record<string, string[]> = {
   "files-owner": [`${M}/nodes/files-owner.yaml`],
   "files-group": [`${M}/nodes/files-group.yaml`],
   "files-absent": [`${M}/nodes/files-absent.yaml`],
+  "files-gone": [`${M}/nodes/files-gone.yaml`], // a block item's fields removed, absent added
+  "files-secret": [`${M}/nodes/files-secret.yaml`], // a secret's hash, group shared with files-secret-ok: override
 };
 /** Drift the manifest cannot take: a ticket PR, which acknowledges the drift once merged. */
 const TICKETS = ["files-dir"];
@@ -84,7 +90,7 @@ const ROUNDS: { category: string; nodes?: string[] }[] = [
   { category: "sysctl,io_scheduler,kernel" },
   { category: "routes,ports,packages" },
   { category: "files", nodes: ["files-ok", "files-text", "files-deleted", "files-bin", "files-big", "files-bigdecl", "files-sha"] },
-  { category: "files", nodes: ["files-mode", "files-owner", "files-group", "files-absent", "files-dir"] },
+  { category: "files", nodes: ["files-mode", "files-owner", "files-group", "files-absent", "files-gone", "files-secret", "files-secret-ok", "files-dir"] },
 ];
 
 let fleet: TestFleet;
@@ -148,10 +154,14 @@ function hosts(): HostDefinition[] {
     { name: "sysctl-list-node", sysctls: { "net.ipv4.tcp_syncookies": "1" } },
     { name: "sysctl-missing-1" },
     { name: "sysctl-missing-2" },
+    { name: "sysctl-list-missing" },
     { name: "io-dev" },
     { name: "io-glob" },
+    { name: "io-none" },
     { name: "routes-extra", routes: ["198.51.100.0/24 via {gateway}"] },
     { name: "routes-missing" },
+    { name: "routes-shared" },
+    { name: "routes-shared-ok", routes: ["203.0.113.0/24 via {gateway} dev eth0"] },
     { name: "ports-extra", listeners: ["tcp/8080"] },
     { name: "ports-closed" },
     { name: "pkg-version", dpkgStatus: bumpBash },
@@ -170,6 +180,9 @@ function hosts(): HostDefinition[] {
     { name: "files-group", files: { [OWN]: file("g\n") } },
     { name: "files-absent", files: { [STRAY]: file("left behind\n") } },
     { name: "files-dir", files: { [`${SUBDIR}/inner.conf`]: file("i\n") } },
+    { name: "files-gone" },
+    { name: "files-secret", files: { [SECRET]: file("TOKEN=rotated\n") } },
+    { name: "files-secret-ok", files: { [SECRET]: file("TOKEN=old\n") } },
   ];
 }
 
@@ -211,6 +224,8 @@ function manifests(baseline: { routes: unknown[]; ports: string[] }, bash: strin
     ].join("\n"),
     [`${M}/groups/files-base.yaml`]: `files:\n  - { path: ${BIG}, contents: "short\\n" }\n`,
     [`${M}/groups/files-mid.yaml`]: "groups: [files-base]\n",
+    [`${M}/groups/routed.yaml`]: `networking:\n  routes:\n    - { dst: 203.0.113.0/24, via: ${gateway}, dev: eth0 }   # the partner network\n`,
+    [`${M}/groups/secrets.yaml`]: `files:\n  - path: ${SECRET}\n    sha256: ${sha256("TOKEN=old\n")}\n    secret: true\n`,
     [`${M}/groups/files-mode.yaml`]: `files:\n  - { path: ${MODE}, mode: "0644" }\n`,
     [`${M}/nodes/sysctl-map.yaml`]: "system:\n  sysctl_parameters:\n    net.ipv4.ip_forward: 0   # not a router\n",
     [`${M}/nodes/sysctl-list.yaml`]: "groups: [sysctl-lists]\n",
@@ -218,8 +233,11 @@ function manifests(baseline: { routes: unknown[]; ports: string[] }, bash: strin
     [`${M}/nodes/sysctl-list-node.yaml`]: "system:\n  sysctl_parameters:\n    - net.ipv4.tcp_syncookies = 0\n    - net.ipv4.ip_forward = 0\n",
     [`${M}/nodes/sysctl-missing-1.yaml`]: "groups: [sysctl-mid]\n",
     [`${M}/nodes/sysctl-missing-2.yaml`]: "groups: [sysctl-mid]\n",
+    [`${M}/nodes/sysctl-list-missing.yaml`]: "system:\n  sysctl_parameters:\n    - net.ipv4.ip_forward = 0\n    - net.ipv4.qm_nope = 1\n    - net.ipv4.ip_default_ttl = 64\n",
     [`${M}/nodes/routes-extra.yaml`]: "# routes come from fleet.yaml\n",
     [`${M}/nodes/routes-missing.yaml`]: `networking:\n  routes:\n${[...baseline.routes, { dst: "203.0.113.0/24", via: gateway, dev: "eth0" }].map((r) => `    - ${flow(r)}`).join("\n")}\n`,
+    [`${M}/nodes/routes-shared.yaml`]: "groups: [routed]\n",
+    [`${M}/nodes/routes-shared-ok.yaml`]: `groups: [routed]\n${pinned}`,
     [`${M}/nodes/ports-extra.yaml`]: "# ports come from fleet.yaml\n",
     [`${M}/nodes/ports-closed.yaml`]: "groups: [ports-group]\n",
     [`${M}/nodes/pkg-version.yaml`]: "groups: [pkgs]\n",
@@ -237,6 +255,9 @@ function manifests(baseline: { routes: unknown[]; ports: string[] }, bash: strin
     [`${M}/nodes/files-owner.yaml`]: `files:\n  - { path: ${OWN}, owner: nobody }\n`,
     [`${M}/nodes/files-group.yaml`]: `files:\n  - { path: ${OWN}, group: nogroup }\n`,
     [`${M}/nodes/files-absent.yaml`]: `files:\n  - { path: ${STRAY}, absent: true }\n`,
+    [`${M}/nodes/files-gone.yaml`]: `files:\n  - path: ${DIR}/gone-too.conf\n    contents: "x\\n"   # written by the installer\n    mode: "0644"\n    owner: root\n`,
+    [`${M}/nodes/files-secret.yaml`]: "groups: [secrets]\n",
+    [`${M}/nodes/files-secret-ok.yaml`]: `groups: [secrets]\n${pinned}`,
     [`${M}/nodes/files-dir.yaml`]: `files:\n  - { path: ${SUBDIR}, contents: "x\\n" }\n`,
   };
   if (device) {
@@ -245,6 +266,7 @@ function manifests(baseline: { routes: unknown[]; ports: string[] }, bash: strin
     tree[`${M}/nodes/io-dev.yaml`] = `storage:\n  io_scheduler:\n    ${device.name}: ${first}\n`;
     tree[`${M}/groups/storage.yaml`] = `storage:\n  io_scheduler:\n    "${glob}": ${second}   # by pattern\n`;
     tree[`${M}/nodes/io-glob.yaml`] = "groups: [storage]\n";
+    tree[`${M}/nodes/io-none.yaml`] = 'storage:\n  io_scheduler:\n    "qm-none*": none   # no such device\n';
   }
   return tree;
 }
