@@ -105,9 +105,10 @@ function groupDrift(report: Report, nodes: ReadonlyMap<string, LoadedNode>): Dri
   return [...groups.values()].sort((a, b) => a.signature.localeCompare(b.signature));
 }
 
-/** The domain's finding back from a report item, with everything its accept reads (a diff says the live text was read). */
+/** The domain's finding back from a report item, with all its accept reads (a diff: the live text was read). */
 function findingOf(item: DriftItem): Finding {
-  const finding: Finding = { key: item.key, declared: item.declared as JsonValue, live: item.live as JsonValue, path: item.path };
+  const { key, path } = item;
+  const finding: Finding = { key, declared: item.declared as JsonValue, live: item.live as JsonValue, path };
   if (item.detail !== undefined) finding.detail = item.detail;
   if (item.diff !== undefined) finding.diff = item.diff;
   return finding;

@@ -46,14 +46,16 @@ const sha256 = (data: string | Buffer) => createHash("sha256").update(data).dige
 const lines = (letter: string, bytes: number) => `${letter.repeat(63)}\n`.repeat(Math.ceil(bytes / 64)).slice(0, bytes);
 const bumpBash = (status: string) => status.replace(/^(Package: bash\n(?:.+\n)*?Version: )(.+)$/m, "$1$2+hotfix1");
 const blockText = (text: string, indent: string) => text.split("\n").map((l) => (l ? indent + l : l)).join("\n");
+const yaml = (...rows: string[]) => `${rows.join("\n")}\n`;
+const sysctls = (...rows: string[]) => ["system:", "  sysctl_parameters:", ...rows.map((r) => `    ${r}`)];
 
 /** Nodes with nothing to accept: their effective spec must come out byte-for-byte the same. */
 const CONTROLS = ["sysctl-list-ok", "routes-shared-ok", "pkg-ok", "files-ok", "files-secret-ok"];
 
-/** What each node's drift should edit, by repository path: where the value was declared, or an override in the node file. */
+/** What each node's drift should edit: where the value was declared, or an override in the node file. */
 const EDITS: Record<string, string[]> = {
   "sysctl-map": [`${M}/nodes/sysctl-map.yaml`], // node file, map form
-  "sysctl-list": [`${M}/nodes/sysctl-list.yaml`], // a group's list form, shared with a node that did not drift: override
+  "sysctl-list": [`${M}/nodes/sysctl-list.yaml`], // a group's list form, shared with a control: override
   "sysctl-list-node": [`${M}/nodes/sysctl-list-node.yaml`], // node file, list form
   "sysctl-missing-1": [`${M}/groups/sysctl-base.yaml`], // a base group, every node under it drifted alike
   "sysctl-missing-2": [`${M}/groups/sysctl-base.yaml`],
@@ -85,12 +87,15 @@ const EDITS: Record<string, string[]> = {
 /** Drift the manifest cannot take: a ticket PR, which acknowledges the drift once merged. */
 const TICKETS = ["files-dir"];
 
-/** One propose per round, each under the PR budget. Files are split by node; the kernel drift is on every node but the controls. */
+/** One propose per round, each under the PR budget. The kernel drift is on every node but the controls. */
 const ROUNDS: { category: string; nodes?: string[] }[] = [
   { category: "sysctl,io_scheduler,kernel" },
   { category: "routes,ports,packages" },
   { category: "files", nodes: ["files-ok", "files-text", "files-deleted", "files-bin", "files-big", "files-bigdecl", "files-sha"] },
-  { category: "files", nodes: ["files-mode", "files-owner", "files-group", "files-absent", "files-gone", "files-secret", "files-secret-ok", "files-dir"] },
+  {
+    category: "files",
+    nodes: ["files-mode", "files-owner", "files-group", "files-absent", "files-gone", "files-secret", "files-secret-ok", "files-dir"],
+  },
 ];
 
 let fleet: TestFleet;
@@ -112,7 +117,8 @@ const repoArgs = () => ["--repo", server.repoUrl(OWNER, REPO), "--cache-dir", pa
 
 async function audit(name: string, extra: string[]): Promise<Report> {
   const file = path.join(work, `${name}.json`);
-  const result = await runCli(["audit", ...repoArgs(), "--ssh-config", fleet.sshConfig, "--format", "json", "--out", file, ...extra], { env: env() });
+  const args = ["audit", ...repoArgs(), "--ssh-config", fleet.sshConfig, "--format", "json", "--out", file, ...extra];
+  const result = await runCli(args, { env: env() });
   assert.ok(result.exitCode === 0 || result.exitCode === 1, `audit exited ${result.exitCode}: ${result.stderr}`);
   return Report.parse(JSON.parse(await readFile(file, "utf8")));
 }
@@ -207,12 +213,12 @@ function manifests(baseline: { routes: unknown[]; ports: string[] }, bash: strin
       `  listening_ports: ${flow(baseline.ports)}   # ssh only`,
       "",
     ].join("\n"),
-    [`${M}/groups/sysctl-lists.yaml`]: "# The seed's list form.\nsystem:\n  sysctl_parameters:\n    - net.ipv4.ip_default_ttl = 64\n",
-    [`${M}/groups/sysctl-base.yaml`]: "system:\n  sysctl_parameters:\n    net.ipv4.qm_no_such_param: 1   # a tunable this kernel lacks\n",
+    [`${M}/groups/sysctl-lists.yaml`]: yaml("# The seed's list form.", ...sysctls("- net.ipv4.ip_default_ttl = 64")),
+    [`${M}/groups/sysctl-base.yaml`]: yaml(...sysctls("net.ipv4.qm_no_such_param: 1   # a tunable this kernel lacks")),
     [`${M}/groups/sysctl-mid.yaml`]: "groups: [sysctl-base]\n",
-    [`${M}/groups/ports-group.yaml`]: "networking:\n  listening_ports:\n    - tcp/22\n    - tcp/9999   # the old admin port\n",
+    [`${M}/groups/ports-group.yaml`]: yaml("networking:", "  listening_ports:", "    - tcp/22", "    - tcp/9999   # the old admin port"),
     [`${M}/groups/pkgs.yaml`]: `packages:\n  installed_manifest:\n    bash: "${bash}"\n`,
-    [`${M}/groups/pkg-base.yaml`]: "packages:\n  installed_manifest:\n    coreutils: absent   # should never be there\n",
+    [`${M}/groups/pkg-base.yaml`]: yaml("packages:", "  installed_manifest:", "    coreutils: absent   # should never be there"),
     [`${M}/groups/pkg-mid.yaml`]: "groups: [pkg-base]\n",
     [`${M}/groups/files-group.yaml`]: [
       "files:",
@@ -224,18 +230,24 @@ function manifests(baseline: { routes: unknown[]; ports: string[] }, bash: strin
     ].join("\n"),
     [`${M}/groups/files-base.yaml`]: `files:\n  - { path: ${BIG}, contents: "short\\n" }\n`,
     [`${M}/groups/files-mid.yaml`]: "groups: [files-base]\n",
-    [`${M}/groups/routed.yaml`]: `networking:\n  routes:\n    - { dst: 203.0.113.0/24, via: ${gateway}, dev: eth0 }   # the partner network\n`,
-    [`${M}/groups/secrets.yaml`]: `files:\n  - path: ${SECRET}\n    sha256: ${sha256("TOKEN=old\n")}\n    secret: true\n`,
+    [`${M}/groups/routed.yaml`]: yaml("networking:", "  routes:", `    - { dst: 203.0.113.0/24, via: ${gateway}, dev: eth0 }`),
+    [`${M}/groups/secrets.yaml`]: yaml("files:", `  - path: ${SECRET}`, `    sha256: ${sha256("TOKEN=old\n")}`, "    secret: true"),
     [`${M}/groups/files-mode.yaml`]: `files:\n  - { path: ${MODE}, mode: "0644" }\n`,
     [`${M}/nodes/sysctl-map.yaml`]: "system:\n  sysctl_parameters:\n    net.ipv4.ip_forward: 0   # not a router\n",
     [`${M}/nodes/sysctl-list.yaml`]: "groups: [sysctl-lists]\n",
     [`${M}/nodes/sysctl-list-ok.yaml`]: `groups: [sysctl-lists]\n${pinned}`,
-    [`${M}/nodes/sysctl-list-node.yaml`]: "system:\n  sysctl_parameters:\n    - net.ipv4.tcp_syncookies = 0\n    - net.ipv4.ip_forward = 0\n",
+    [`${M}/nodes/sysctl-list-node.yaml`]: yaml(...sysctls("- net.ipv4.tcp_syncookies = 0", "- net.ipv4.ip_forward = 0")),
     [`${M}/nodes/sysctl-missing-1.yaml`]: "groups: [sysctl-mid]\n",
     [`${M}/nodes/sysctl-missing-2.yaml`]: "groups: [sysctl-mid]\n",
-    [`${M}/nodes/sysctl-list-missing.yaml`]: "system:\n  sysctl_parameters:\n    - net.ipv4.ip_forward = 0\n    - net.ipv4.qm_nope = 1\n    - net.ipv4.ip_default_ttl = 64\n",
+    [`${M}/nodes/sysctl-list-missing.yaml`]: yaml(
+      ...sysctls("- net.ipv4.ip_forward = 0", "- net.ipv4.qm_nope = 1", "- net.ipv4.ip_default_ttl = 64"),
+    ),
     [`${M}/nodes/routes-extra.yaml`]: "# routes come from fleet.yaml\n",
-    [`${M}/nodes/routes-missing.yaml`]: `networking:\n  routes:\n${[...baseline.routes, { dst: "203.0.113.0/24", via: gateway, dev: "eth0" }].map((r) => `    - ${flow(r)}`).join("\n")}\n`,
+    [`${M}/nodes/routes-missing.yaml`]: yaml(
+      "networking:",
+      "  routes:",
+      ...[...baseline.routes, { dst: "203.0.113.0/24", via: gateway, dev: "eth0" }].map((r) => `    - ${flow(r)}`),
+    ),
     [`${M}/nodes/routes-shared.yaml`]: "groups: [routed]\n",
     [`${M}/nodes/routes-shared-ok.yaml`]: `groups: [routed]\n${pinned}`,
     [`${M}/nodes/ports-extra.yaml`]: "# ports come from fleet.yaml\n",
@@ -249,13 +261,24 @@ function manifests(baseline: { routes: unknown[]; ports: string[] }, bash: strin
     [`${M}/nodes/files-deleted.yaml`]: "groups: [files-group]\n",
     [`${M}/nodes/files-bin.yaml`]: `files:\n  - { path: ${BIN}, contents: "text\\n" }\n`,
     [`${M}/nodes/files-big.yaml`]: "groups: [files-mid]\n",
-    [`${M}/nodes/files-bigdecl.yaml`]: `files:\n  - path: ${BIGDECL}\n    contents: |\n${blockText(lines("d", CAP + 1000), "      ")}\n`,
+    [`${M}/nodes/files-bigdecl.yaml`]: yaml(
+      "files:",
+      `  - path: ${BIGDECL}`,
+      "    contents: |",
+      blockText(lines("d", CAP + 1000), "      "),
+    ),
     [`${M}/nodes/files-sha.yaml`]: `files:\n  - { path: ${SHA}, sha256: ${sha256("old\n")} }\n`,
     [`${M}/nodes/files-mode.yaml`]: "groups: [files-mode]\n",
     [`${M}/nodes/files-owner.yaml`]: `files:\n  - { path: ${OWN}, owner: nobody }\n`,
     [`${M}/nodes/files-group.yaml`]: `files:\n  - { path: ${OWN}, group: nogroup }\n`,
     [`${M}/nodes/files-absent.yaml`]: `files:\n  - { path: ${STRAY}, absent: true }\n`,
-    [`${M}/nodes/files-gone.yaml`]: `files:\n  - path: ${DIR}/gone-too.conf\n    contents: "x\\n"   # written by the installer\n    mode: "0644"\n    owner: root\n`,
+    [`${M}/nodes/files-gone.yaml`]: yaml(
+      "files:",
+      `  - path: ${DIR}/gone-too.conf`,
+      '    contents: "x\\n"   # written by the installer',
+      '    mode: "0644"',
+      "    owner: root",
+    ),
     [`${M}/nodes/files-secret.yaml`]: "groups: [secrets]\n",
     [`${M}/nodes/files-secret-ok.yaml`]: `groups: [secrets]\n${pinned}`,
     [`${M}/nodes/files-dir.yaml`]: `files:\n  - { path: ${SUBDIR}, contents: "x\\n" }\n`,
@@ -271,7 +294,7 @@ function manifests(baseline: { routes: unknown[]; ports: string[] }, bash: strin
   return tree;
 }
 
-/** The part of a node's spec that accepting `item` may change: the declared item (and for a glob, the device's own entry). */
+/** What accepting `item` may change in a node's spec: the declared item (for a glob, also the device's own entry). */
 function touched(item: DriftItem): (string | number)[][] {
   const domain = domainByName(item.domain)!;
   if (item.domain === "routes" || item.domain === "ports" || item.domain === "kernel") return [[...domain.specPath]];
@@ -301,17 +324,20 @@ describe("every accept PR round-trips", () => {
     fleet = await startFleet(hosts().filter((h) => device || !h.name.startsWith("io-")));
     // The routes and ports every host has, taken over ssh with snapshot.
     const probeTree = await writeTree({ "nodes/sysctl-map.yaml": "{}\n" });
-    const snapshot = await runCli(["snapshot", "--node", "sysctl-map", "--manifests", probeTree, "--ssh-config", fleet.sshConfig]);
+    const snapshot = await runCli(
+      ["snapshot", "--node", "sysctl-map", "--manifests", probeTree, "--ssh-config", fleet.sshConfig],
+    );
     await removeTree(probeTree);
     assert.equal(snapshot.exitCode, 0, snapshot.stderr);
     const live = parse(snapshot.stdout) as { networking?: { routes?: unknown[]; listening_ports?: string[] } };
     const status = await readFile("/var/lib/dpkg/status", "utf8");
     const bash = /^Package: bash\n(?:.+\n)*?Version: (.+)$/m.exec(status)![1]!;
-    const seed = await writeTree(manifests({ routes: live.networking?.routes ?? [], ports: live.networking?.listening_ports ?? [] }, bash));
+    const baseline = { routes: live.networking?.routes ?? [], ports: live.networking?.listening_ports ?? [] };
+    const seed = await writeTree(manifests(baseline, bash));
     server = await startGitServer({ token: TOKEN });
     await server.createRepo(OWNER, REPO, seed);
     await removeTree(seed);
-    double = await startGitHubDouble({ git: server, owner: OWNER, repo: REPO, token: TOKEN, botLogin: "quartermaster[bot]" });
+    double = await startGitHubDouble({ git: server, owner: OWNER, repo: REPO, token: TOKEN, botLogin: "qm[bot]" });
     before_ = await effectiveSpecs();
   });
 
@@ -323,14 +349,18 @@ describe("every accept PR round-trips", () => {
   });
 
   for (const [i, round] of ROUNDS.entries()) {
-    it(`round ${i + 1} (${round.category}${round.nodes ? `, ${round.nodes.length} nodes` : ""}): one audit, one propose, every PR merged`, async () => {
-      const report = await audit(`round-${i + 1}`, ["--category", round.category, ...(round.nodes ? ["--nodes", round.nodes.join(",")] : [])]);
+    const scope = `${round.category}${round.nodes ? `, ${round.nodes.length} nodes` : ""}`;
+    it(`round ${i + 1} (${scope}): one audit, one propose, every PR merged`, async () => {
+      const nodes = round.nodes ? ["--nodes", round.nodes.join(",")] : [];
+      const report = await audit(`round-${i + 1}`, ["--category", round.category, ...nodes]);
       for (const node of report.nodes) {
-        assert.ok(node.status === "clean" || node.status === "drift", `${node.name}: ${node.status} ${node.error ?? ""}`);
+        assert.ok(["clean", "drift"].includes(node.status), `${node.name}: ${node.status} ${node.error ?? ""}`);
         drifted.set(node.name, [...(drifted.get(node.name) ?? []), ...node.drift]);
       }
       const known = double.pulls().length;
-      const result = await runCli(["propose", "--report", path.join(work, `round-${i + 1}.json`), ...repoArgs()], { env: env() });
+      const result = await runCli(["propose", "--report", path.join(work, `round-${i + 1}.json`), ...repoArgs()], {
+        env: env(),
+      });
       assert.equal(result.exitCode, 0, result.stderr + result.stdout);
       const opened = double.pulls().slice(known);
       assert.ok(opened.length > 0 && opened.length <= PR_BUDGET, `${opened.length} PRs opened`);
@@ -341,7 +371,8 @@ describe("every accept PR round-trips", () => {
       for (const pr of opened) {
         const marker = parseMarker(pr.body);
         assert.ok(marker, `#${pr.number} carries a marker`);
-        const names = await execa("git", ["diff", "--name-only", `main...${pr.head}`], { cwd: server.barePath(OWNER, REPO) });
+        const bare = { cwd: server.barePath(OWNER, REPO) };
+        const names = await execa("git", ["diff", "--name-only", `main...${pr.head}`], bare);
         const edited = names.stdout.split("\n").filter(Boolean).sort();
         if (marker.domain === "kernel") {
           assert.equal(marker.kind, "accept");
@@ -356,7 +387,8 @@ describe("every accept PR round-trips", () => {
             assert.match(edited[0]!, new RegExp(`^${M}/remediations/files-`));
           } else {
             assert.equal(marker.kind, "accept", `${name}: ${pr.title}\n${pr.body}`);
-            assert.deepEqual(edited, [...new Set(marker.nodes.flatMap((n) => EDITS[n] ?? []))].sort(), `${name}: ${pr.title}`);
+            const expected = [...new Set(marker.nodes.flatMap((n) => EDITS[n] ?? []))].sort();
+            assert.deepEqual(edited, expected, `${name}: ${pr.title}`);
           }
         }
       }
@@ -366,7 +398,7 @@ describe("every accept PR round-trips", () => {
     });
   }
 
-  it("audited again, every node is clean, a merged ticket acknowledges its drift, and no other declared state changed", async () => {
+  it("audited again: every node clean, the merged ticket acknowledges its drift, nothing else declared changed", async () => {
     assert.equal(double.pulls().filter((p) => p.state === "open").length, 0);
     const report = await audit("final", []);
     for (const node of report.nodes) {
@@ -381,10 +413,13 @@ describe("every accept PR round-trips", () => {
     }
     const after_ = await effectiveSpecs();
     for (const [name, spec] of before_) {
-      const items = TICKETS.includes(name) ? (drifted.get(name) ?? []).filter((d) => d.domain === "kernel") : (drifted.get(name) ?? []);
+      // A ticket changes no declaration: only the kernel accept touched a ticketed node.
+      const items = (drifted.get(name) ?? []).filter((d) => !TICKETS.includes(name) || d.domain === "kernel");
       if (CONTROLS.includes(name)) assert.deepEqual(items, [], `${name} is a control`);
       const paths = items.flatMap(touched);
-      assert.ok(isDeepStrictEqual(without(after_.get(name), paths), without(spec, paths)), `${name}: only its accepted drift changed\n${JSON.stringify(without(spec, paths))}\n${JSON.stringify(without(after_.get(name), paths))}`);
+      const [was, now] = [without(spec, paths), without(after_.get(name), paths)];
+      const shown = `${JSON.stringify(was)}\n${JSON.stringify(now)}`;
+      assert.ok(isDeepStrictEqual(now, was), `${name}: only its accepted drift changed\n${shown}`);
     }
   });
 });

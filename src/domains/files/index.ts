@@ -82,13 +82,13 @@ function describe(stat: FileStat): string {
 }
 
 /** Contents a report cannot show, by hash and size: the form `acceptFile` declares as a sha256. */
-const hashed = (hex: string, bytes: number) => `sha256:${hex} (${bytes} bytes)`;
+const shownByHash = (hex: string, bytes: number) => `sha256:${hex} (${bytes} bytes)`;
 const HASHED = /^sha256:([0-9a-f]{64}) \(\d+ bytes\)$/;
 
 /** Declared contents as a report shows them: the text, or its hash when over the cap. */
 function declaredContents(contents: string, cap: number): string {
   const bytes = Buffer.from(contents, "utf8");
-  return bytes.length > cap ? hashed(sha256(bytes), bytes.length) : contents;
+  return bytes.length > cap ? shownByHash(sha256(bytes), bytes.length) : contents;
 }
 
 function compareContents(file: FileDeclared, stat: FileStat, live: FilesLive): Finding | undefined {
@@ -116,13 +116,14 @@ function compareContents(file: FileDeclared, stat: FileStat, live: FilesLive): F
     return {
       ...at("contents"),
       declared: file.contents!,
-      live: hash === undefined ? `<${stat.size} bytes, not read>` : hashed(hash, stat.size),
+      live: hash === undefined ? `<${stat.size} bytes, not read>` : shownByHash(hash, stat.size),
       detail: `the live file is over the ${live.cap}-byte cap for file contents: not read, not shown`,
     };
   }
   const text = asText(got);
   if (text === undefined) {
-    return { ...at("contents"), declared: file.contents!, live: hashed(sha256(got), got.length), detail: "the live file is not UTF-8 text: no diff" };
+    const live = shownByHash(sha256(got), got.length);
+    return { ...at("contents"), declared: file.contents!, live, detail: "the live file is not UTF-8 text: no diff" };
   }
   return { ...at("contents"), declared: file.contents!, live: text, diff: unifiedDiff(file.contents!, text) };
 }
@@ -166,6 +167,8 @@ export const files: Domain<FilesDeclared, FilesLive> = {
     const hashed = declared.filter((f) => comparedByHash(f, ctx.maxFileBytes)).map((f) => ctx.quote(f.path));
     // Only non-secret files declared by contents are read, each through head so a huge file costs cap+1 bytes.
     const read = declared.filter((f) => f.contents !== undefined && !f.secret && !comparedByHash(f, ctx.maxFileBytes));
+    const readPaths = read.map((f) => ctx.quote(f.path)).join(" ");
+    const overCap = `-maxdepth 0 -type f -size +${ctx.maxFileBytes}c`;
     return [
       ctx.mark(`cap ${ctx.maxFileBytes}`),
       ctx.mark("paths"),
@@ -175,7 +178,7 @@ export const files: Domain<FilesDeclared, FilesLive> = {
       ...(hashed.length || read.length ? [ctx.mark("sha256")] : []),
       ...(hashed.length ? [`sha256sum -- ${hashed.join(" ")} 2>&1`] : []),
       // A file read for its contents but over the cap is hashed on the host, so accepting it can declare its sha256.
-      ...(read.length ? [`find ${read.map((f) => ctx.quote(f.path)).join(" ")} -maxdepth 0 -type f -size +${ctx.maxFileBytes}c -exec sha256sum -- {} + 2>/dev/null`] : []),
+      ...(read.length ? [`find ${readPaths} ${overCap} -exec sha256sum -- {} + 2>/dev/null`] : []),
       ...read.map(
         (f) =>
           `${ctx.mark(`contents ${f.path}`)}\nhead -c ${ctx.maxFileBytes + 1} -- ${ctx.quote(f.path)} 2>/dev/null || ${ctx.mark(`unreadable ${f.path}`)}`,

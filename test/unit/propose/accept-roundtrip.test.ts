@@ -36,7 +36,7 @@ async function audit(fleet: Fleet, outputs: ReadonlyMap<string, string | null>):
     nodes: fleet.nodes,
     transportFor: replay(outputs),
     settings: defaultAuditSettings({ maxFileBytes: 1024 }),
-    drift: { policy: fleet.settings.policy ?? {}, waivers: [], tickets: fleet.tickets.map((t) => t.ticket), now: new Date() },
+    drift: { policy: {}, waivers: [], tickets: fleet.tickets.map((t) => t.ticket), now: new Date() },
     concurrency: 4,
     manifestRevision: null,
   });
@@ -47,7 +47,8 @@ async function audit(fleet: Fleet, outputs: ReadonlyMap<string, string | null>):
 async function manifestTexts(dir: string): Promise<Map<string, string>> {
   const files = new Map<string, string>();
   for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
-    if (entry.isFile()) files.set(path.posix.join(PREFIX, path.relative(dir, path.join(entry.parentPath, entry.name))), await readFile(path.join(entry.parentPath, entry.name), "utf8"));
+    const file = path.join(entry.parentPath, entry.name);
+    if (entry.isFile()) files.set(path.posix.join(PREFIX, path.relative(dir, file)), await readFile(file, "utf8"));
   }
   return files;
 }
@@ -56,13 +57,14 @@ async function manifestTexts(dir: string): Promise<Map<string, string>> {
  * Audits, plans and merges the first PR the planner opens, over and over, as a reviewer merging
  * every PR would; returns the PRs merged and the last report, once a run proposes nothing.
  */
-async function mergeUntilQuiet(dir: string, outputs: ReadonlyMap<string, string | null>): Promise<{ merged: Merged[]; report: Report; before: Fleet; after: Fleet }> {
+async function mergeUntilQuiet(dir: string, outputs: ReadonlyMap<string, string | null>) {
   const before = await loadFleet(dir, { displayPrefix: PREFIX });
   const merged: Merged[] = [];
   for (let round = 0; round < 20; round++) {
     const fleet = await loadFleet(dir, { displayPrefix: PREFIX });
     const report = await audit(fleet, outputs);
-    const actions = plan({ report, nodes: fleet.nodes, tickets: fleet.tickets, files: await manifestTexts(dir), manifestsPath: PREFIX, pulls: [] });
+    const files = await manifestTexts(dir);
+    const actions = plan({ report, nodes: fleet.nodes, tickets: fleet.tickets, files, manifestsPath: PREFIX, pulls: [] });
     const open = actions.find((a): a is Extract<Action, { type: "open" }> => a.type === "open");
     if (!open) return { merged, report, before, after: fleet };
     for (const [file, text] of Object.entries(open.files)) {
@@ -81,20 +83,29 @@ describe("accept round trip from captured probe output", () => {
   const dirs: string[] = [];
   after(() => Promise.all(dirs.map(removeTree)));
 
-  it("systemd: unit contents, drop-ins changed, added and enabled from a shared group become overrides; active and a missing unit edit the node file; a binary unit is a ticket", async () => {
+  it("systemd: what a shared group declares becomes overrides; the node file is edited; a binary unit is a ticket", async () => {
+    const group = [
+      "systemd:",
+      "  units:",
+      "    - name: app.service",
+      "      enabled: true",
+      "      contents: |",
+      "        [Unit]",
+      "        Description=App",
+      "",
+      "        [Service]",
+      "        ExecStart=/usr/bin/app",
+      "",
+      "        [Install]",
+      "        WantedBy=multi-user.target",
+      "      dropins:",
+      '        limits.conf: "[Service]\\nLimitNOFILE=1024\\n"',
+      "    - { name: metrics.service, enabled: true }   # scraped by prometheus",
+      "",
+    ].join("\n");
     const dir = await writeTree({
       "fleet.yaml": "# Fleet-wide defaults.\n",
-      "groups/apps.yaml": [
-        "systemd:",
-        "  units:",
-        "    - name: app.service",
-        "      enabled: true",
-        '      contents: "[Unit]\\nDescription=App\\n\\n[Service]\\nExecStart=/usr/bin/app\\n\\n[Install]\\nWantedBy=multi-user.target\\n"',
-        "      dropins:",
-        '        limits.conf: "[Service]\\nLimitNOFILE=1024\\n"',
-        "    - { name: metrics.service, enabled: true }   # scraped by prometheus",
-        "",
-      ].join("\n"),
+      "groups/apps.yaml": group,
       "nodes/web-01.yaml": [
         "groups: [apps]",
         "systemd:",
@@ -113,20 +124,13 @@ describe("accept round trip from captured probe output", () => {
     const outputs = new Map([["web-01", fixture("systemd", "units-drifted.txt")], ["web-02", null]]);
     const { merged, report, before, after } = await mergeUntilQuiet(dir, outputs);
 
-    const node = `${PREFIX}/nodes/web-01.yaml`;
-    assert.deepEqual(
-      merged.map((m) => [m.kind, m.files.join(" ")]).sort(),
-      [
-        ["accept", node], // app.service contents
-        ["accept", node], // limits.conf
-        ["accept", node], // debug.conf, not in the manifest
-        ["accept", node], // metrics.service enabled
-        ["accept", node], // backup.service active
-        ["accept", node], // retired.service gone
-        ["ticket", `${PREFIX}/remediations/${merged.find((m) => m.kind === "ticket")!.files[0]!.split("/").at(-1)}`],
-      ].sort(),
-    );
-    assert.match(merged.find((m) => m.kind === "ticket")!.title, /blob\.service:contents/);
+    // app.service contents, limits.conf, debug.conf (not in the manifest), metrics enabled, backup active, retired gone.
+    const accepted = merged.filter((m) => m.kind === "accept");
+    assert.equal(accepted.length, 6, JSON.stringify(merged));
+    for (const m of accepted) assert.deepEqual(m.files, [`${PREFIX}/nodes/web-01.yaml`], m.title);
+    const [ticket, ...others] = merged.filter((m) => m.kind === "ticket");
+    assert.equal(others.length, 0);
+    assert.match(ticket!.files.join(), /^fleet-manifests\/remediations\/systemd-blob-service-contents-[0-9a-f]{16}\.yaml$/);
     const web01 = report.nodes.find((n) => n.name === "web-01")!;
     assert.equal(web01.status, "clean");
     assert.deepEqual(web01.drift.map((d) => [d.key, d.acknowledged]), [["blob.service:contents", true]]);
@@ -141,13 +145,13 @@ describe("accept round trip from captured probe output", () => {
     });
     assert.deepEqual(units.get("metrics.service"), { name: "metrics.service", enabled: false });
     assert.deepEqual(units.get("backup.service"), { name: "backup.service", active: false });
-    assert.equal(await readFile(path.join(dir, "groups/apps.yaml"), "utf8").then((t) => t.includes("LimitNOFILE=1024")), true, "the group is untouched");
+    assert.equal(await readFile(path.join(dir, "groups/apps.yaml"), "utf8"), group, "the group is untouched");
   });
 
-  it("kernel_modules: moves between loaded and absent, in a base group shared with a node that did not drift (overrides) and in a node file", async () => {
+  it("kernel_modules: between loaded and absent, as overrides of a base group shared with a control, and in a node file", async () => {
     const dir = await writeTree({
       "fleet.yaml": "# Fleet-wide defaults.\n",
-      "groups/modules-base.yaml": "system:\n  kernel_modules:\n    loaded: [br_netfilter, cramfs]   # cramfs for the initrd tools\n    absent: [floppy]\n",
+      "groups/modules-base.yaml": "system:\n  kernel_modules:\n    loaded: [br_netfilter, cramfs]   # initrd tools\n    absent: [floppy]\n",
       "groups/modules.yaml": "groups: [modules-base]\n",
       "nodes/km-01.yaml": "groups: [modules]\n",
       "nodes/km-02.yaml": "groups: [modules]\n",
@@ -155,15 +159,19 @@ describe("accept round trip from captured probe output", () => {
     });
     dirs.push(dir);
     const drifted = fixture("kernel_modules", "debian-bridge-host.txt");
-    const outputs = new Map([["km-01", drifted], ["km-02", fixture("kernel_modules", "no-module-support.txt")], ["km-03", drifted]]);
+    // km-02 cannot show its modules: it did not drift, so the base group it shares stays as it is.
+    const unknown = fixture("kernel_modules", "no-module-support.txt");
+    const outputs = new Map([["km-01", drifted], ["km-02", unknown], ["km-03", drifted]]);
     const { merged, report, before, after } = await mergeUntilQuiet(dir, outputs);
 
     assert.ok(merged.every((m) => m.kind === "accept"), JSON.stringify(merged));
-    assert.deepEqual(new Set(merged.flatMap((m) => m.files)), new Set([`${PREFIX}/nodes/km-01.yaml`, `${PREFIX}/nodes/km-03.yaml`]));
+    const edited = new Set(merged.flatMap((m) => m.files));
+    assert.deepEqual(edited, new Set([`${PREFIX}/nodes/km-01.yaml`, `${PREFIX}/nodes/km-03.yaml`]));
     assert.equal(merged.length, 3, "cramfs and floppy on km-01, bridge on km-03");
     for (const name of ["km-01", "km-03"]) assert.deepEqual(report.nodes.find((n) => n.name === name)!.drift, [], name);
     assert.deepEqual(specOf(after, "km-02"), specOf(before, "km-02"));
-    assert.deepEqual(specOf(after, "km-01").system.kernel_modules, { loaded: ["br_netfilter", "floppy"], absent: ["cramfs"] });
+    const km01 = { loaded: ["br_netfilter", "floppy"], absent: ["cramfs"] };
+    assert.deepEqual(specOf(after, "km-01").system.kernel_modules, km01);
     assert.deepEqual(specOf(after, "km-03").system.kernel_modules, { absent: ["cramfs"], loaded: ["bridge"] });
   });
 });
