@@ -60,6 +60,7 @@ const EDITS: Record<string, string[]> = {
   "sysctl-missing-1": [`${M}/groups/sysctl-base.yaml`], // a base group, every node under it drifted alike
   "sysctl-missing-2": [`${M}/groups/sysctl-base.yaml`],
   "sysctl-list-missing": [`${M}/nodes/sysctl-list-missing.yaml`], // node file, list form: the item goes
+  "sysctl-shadowed": [`${M}/nodes/sysctl-shadowed.yaml`], // declared by a group and the node file: null in the node file
   "io-dev": [`${M}/nodes/io-dev.yaml`],
   "io-glob": [`${M}/groups/storage.yaml`], // a group of one: the device gets its own entry beside the glob
   "io-none": [`${M}/nodes/io-none.yaml`], // a glob matching no device goes
@@ -161,6 +162,7 @@ function hosts(): HostDefinition[] {
     { name: "sysctl-missing-1" },
     { name: "sysctl-missing-2" },
     { name: "sysctl-list-missing" },
+    { name: "sysctl-shadowed" },
     { name: "io-dev" },
     { name: "io-glob" },
     { name: "io-none" },
@@ -216,6 +218,7 @@ function manifests(baseline: { routes: unknown[]; ports: string[] }, bash: strin
     [`${M}/groups/sysctl-lists.yaml`]: yaml("# The seed's list form.", ...sysctls("- net.ipv4.ip_default_ttl = 64")),
     [`${M}/groups/sysctl-base.yaml`]: yaml(...sysctls("net.ipv4.qm_no_such_param: 1   # a tunable this kernel lacks")),
     [`${M}/groups/sysctl-mid.yaml`]: "groups: [sysctl-base]\n",
+    [`${M}/groups/sysctl-shadow.yaml`]: yaml(...sysctls("net.ipv4.qm_gone: 1")),
     [`${M}/groups/ports-group.yaml`]: yaml("networking:", "  listening_ports:", "    - tcp/22", "    - tcp/9999   # the old admin port"),
     [`${M}/groups/pkgs.yaml`]: `packages:\n  installed_manifest:\n    bash: "${bash}"\n`,
     [`${M}/groups/pkg-base.yaml`]: yaml("packages:", "  installed_manifest:", "    coreutils: absent   # should never be there"),
@@ -239,6 +242,7 @@ function manifests(baseline: { routes: unknown[]; ports: string[] }, bash: strin
     [`${M}/nodes/sysctl-list-node.yaml`]: yaml(...sysctls("- net.ipv4.tcp_syncookies = 0", "- net.ipv4.ip_forward = 0")),
     [`${M}/nodes/sysctl-missing-1.yaml`]: "groups: [sysctl-mid]\n",
     [`${M}/nodes/sysctl-missing-2.yaml`]: "groups: [sysctl-mid]\n",
+    [`${M}/nodes/sysctl-shadowed.yaml`]: yaml("groups: [sysctl-shadow]", ...sysctls("net.ipv4.qm_gone: 2   # this node's own")),
     [`${M}/nodes/sysctl-list-missing.yaml`]: yaml(
       ...sysctls("- net.ipv4.ip_forward = 0", "- net.ipv4.qm_nope = 1", "- net.ipv4.ip_default_ttl = 64"),
     ),

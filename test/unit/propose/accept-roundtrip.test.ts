@@ -174,4 +174,28 @@ describe("accept round trip from captured probe output", () => {
     assert.deepEqual(specOf(after, "km-01").system.kernel_modules, km01);
     assert.deepEqual(specOf(after, "km-03").system.kernel_modules, { absent: ["cramfs"], loaded: ["bridge"] });
   });
+
+  it("kernel_modules: a list a group declares is edited there, a list each node declares stays in the node files", async () => {
+    const dir = await writeTree({
+      "fleet.yaml": "# Fleet-wide defaults.\n",
+      "groups/bridges.yaml": "system:\n  kernel_modules:\n    loaded: [br_netfilter, cramfs]\n",
+      "nodes/km-01.yaml": "groups: [bridges]\nsystem:\n  kernel_modules:\n    absent: [floppy]\n",
+      "nodes/km-02.yaml": "groups: [bridges]\nsystem:\n  kernel_modules:\n    absent: [floppy]\n",
+    });
+    dirs.push(dir);
+    const drifted = fixture("kernel_modules", "debian-bridge-host.txt");
+    const { merged, report, after } = await mergeUntilQuiet(dir, new Map([["km-01", drifted], ["km-02", drifted]]));
+    // One merge per drift: each PR alone makes its drift go away.
+    const titles = merged.map((m) => `${m.kind} ${m.title.replace(/^.*km-02: /, "")}`).sort();
+    assert.deepEqual(titles, ["accept cramfs: loaded → absent", "accept floppy: absent → loaded"]);
+    // Each list is edited where it is declared: loaded in the group, absent in each node file.
+    const bridges = await readFile(path.join(dir, "groups/bridges.yaml"), "utf8");
+    assert.equal(bridges, "system:\n  kernel_modules:\n    loaded: [br_netfilter, floppy]\n");
+    const km01 = await readFile(path.join(dir, "nodes/km-01.yaml"), "utf8");
+    assert.equal(km01, "groups: [bridges]\nsystem:\n  kernel_modules:\n    absent: [cramfs]\n");
+    for (const name of ["km-01", "km-02"]) {
+      assert.deepEqual(report.nodes.find((n) => n.name === name)!.drift, [], name);
+      assert.deepEqual(specOf(after, name).system.kernel_modules, { loaded: ["br_netfilter", "floppy"], absent: ["cramfs"] });
+    }
+  });
 });
