@@ -49,7 +49,7 @@ const blockText = (text: string, indent: string) => text.split("\n").map((l) => 
 const yaml = (...rows: string[]) => `${rows.join("\n")}\n`;
 const sysctls = (...rows: string[]) => ["system:", "  sysctl_parameters:", ...rows.map((r) => `    ${r}`)];
 
-/** Nodes with nothing to accept: their effective spec must come out byte-for-byte the same. */
+/** Nodes with nothing to accept: their effective spec must come out unchanged. */
 const CONTROLS = ["sysctl-list-ok", "routes-shared-ok", "pkg-ok", "files-ok", "files-secret-ok"];
 
 /** What each node's drift should edit: where the value was declared, or an override in the node file. */
