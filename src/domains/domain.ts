@@ -49,7 +49,7 @@ export interface Finding {
   path: SpecPath;
   /** One line of context an operator needs: "reboot pending", "will revert at reboot". */
   detail?: string;
-  /** Unified `-want +got` diff; never set for secrets. */
+  /** Unified `-want +got` diff; never set for secrets. Set only when `live` is the live text itself (accept writes it). */
   diff?: string;
 }
 

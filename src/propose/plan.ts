@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
 import { stringify } from "yaml";
-import type { AnyDomain, Finding, JsonValue } from "../domains/domain.js";
+import type { AnyDomain, Finding, JsonValue, SpecPath } from "../domains/domain.js";
 import { DOMAINS, domainByName } from "../domains/registry.js";
 import { driftSignature } from "../drift/drift.js";
 import { declaredFor } from "../audit/node.js";
@@ -105,31 +105,46 @@ function groupDrift(report: Report, nodes: ReadonlyMap<string, LoadedNode>): Dri
   return [...groups.values()].sort((a, b) => a.signature.localeCompare(b.signature));
 }
 
+/** The domain's finding back from a report item, with all its accept reads (a diff: the live text was read). */
 function findingOf(item: DriftItem): Finding {
-  return { key: item.key, declared: item.declared as JsonValue, live: item.live as JsonValue, path: item.path };
+  const { key, path } = item;
+  const finding: Finding = { key, declared: item.declared as JsonValue, live: item.live as JsonValue, path };
+  if (item.detail !== undefined) finding.detail = item.detail;
+  if (item.diff !== undefined) finding.diff = item.diff;
+  return finding;
 }
 
 /** Nodes whose effective value at a spec path comes from a file: who an edit of that file would change. */
-type Dependants = (file: string, specPath: DriftItem["path"]) => readonly string[];
+type Dependants = (file: string, specPath: SpecPath) => readonly string[];
 
 /**
- * The manifest edits accepting a drift group: in the file that declared the value when every node
- * taking it from there drifted alike, else as node overrides. Throws when an edit cannot be made.
+ * The manifest edits accepting a drift group. Each changed value is edited in the file that declares
+ * it when every node taking it from there drifted alike, else as an override in the node's own file;
+ * a value no file declares yet goes where the drifted item is declared. Throws when an edit cannot be made.
  */
 function acceptEdits(group: DriftGroup, input: PlanInput, dependants: Dependants): Record<string, string> {
   const { domain } = group;
   const edits = new Map<string, DeclaredChange[]>();
+  const shared = new Set<string>();
   const drifted = new Set(group.nodes.map((n) => n.node.name));
+  const add = (file: string, changes: DeclaredChange[]) => edits.set(file, [...(edits.get(file) ?? []), ...changes]);
   for (const { node, item } of group.nodes) {
-    const origin = sourceOf(node, item.path);
-    const shared = origin.file !== node.file && dependants(origin.file, item.path).every((name) => drifted.has(name));
-    const target = shared ? origin.file : node.file;
-    if (shared && edits.has(target)) continue;
     const before = declaredFor(domain, node.spec);
     const after = acceptFinding(domain, before, findingOf(item));
-    let changes = declaredChanges(before, after, domain.specPath, domain.listKey);
-    if (!shared) changes = overrides(node, changes, domain);
-    edits.set(target, [...(edits.get(target) ?? []), ...changes]);
+    const own: DeclaredChange[] = [];
+    for (const change of declaredChanges(before, after, domain.specPath, domain.listKey)) {
+      const at = node.layers.some((layer) => layer.origins.has(pathKey(change.path))) ? change.path : item.path;
+      const file = sourceOf(node, at).file;
+      if (file === node.file || !dependants(file, at).every((name) => drifted.has(name))) {
+        own.push(change);
+        continue;
+      }
+      // Nodes taking a value from the same file share it: the edit is made once.
+      const key = `${file}\0${pathKey(change.path)}`;
+      if (!shared.has(key)) add(file, [change]);
+      shared.add(key);
+    }
+    if (own.length) add(node.file, overrides(node, own, domain));
   }
   const files: Record<string, string> = {};
   for (const [file, changes] of edits) {
@@ -140,11 +155,14 @@ function acceptEdits(group: DriftGroup, input: PlanInput, dependants: Dependants
   return files;
 }
 
-/** In a node's own file, removing an inherited value is written as `null`, which deletes it for that node only. */
+/**
+ * Changes in a node's own file: removing a value an earlier file declares is written as `null`,
+ * which deletes it for that node only (removing it from the node file alone would bring it back).
+ */
 function overrides(node: LoadedNode, changes: DeclaredChange[], domain: AnyDomain): DeclaredChange[] {
-  const own = node.layers.at(-1)!;
+  const inherited = node.layers.slice(0, -1);
   return changes.map((change) => {
-    if (!("delete" in change) || own.origins.has(pathKey(change.path))) return change;
+    if (!("delete" in change) || !inherited.some((layer) => layer.origins.has(pathKey(change.path)))) return change;
     if (domain.listKey && change.path.length === domain.specPath.length + 1) {
       throw new Error(`${change.path.at(-1)} is declared for other nodes too, and a node file cannot remove one item of an inherited list`);
     }

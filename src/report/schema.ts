@@ -24,6 +24,7 @@ export const DriftItem = z.object({
   /** Where the declared value sits in the effective node spec. */
   path: z.array(z.union([z.string(), z.number()])),
   detail: z.string().optional(),
+  /** Unified `-want +got` diff, present only when `live` is the live text itself: an accept PR writes that text. */
   diff: z.string().optional(),
 });
 export type DriftItem = z.infer<typeof DriftItem>;

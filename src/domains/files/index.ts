@@ -81,10 +81,14 @@ function describe(stat: FileStat): string {
   return `${stat.type}, ${stat.size} bytes`;
 }
 
+/** Contents a report cannot show, by hash and size: the form `acceptFile` declares as a sha256. */
+const shownByHash = (hex: string, bytes: number) => `sha256:${hex} (${bytes} bytes)`;
+const HASHED = /^sha256:([0-9a-f]{64}) \(\d+ bytes\)$/;
+
 /** Declared contents as a report shows them: the text, or its hash when over the cap. */
 function declaredContents(contents: string, cap: number): string {
   const bytes = Buffer.from(contents, "utf8");
-  return bytes.length > cap ? `sha256:${sha256(bytes)} (${bytes.length} bytes)` : contents;
+  return bytes.length > cap ? shownByHash(sha256(bytes), bytes.length) : contents;
 }
 
 function compareContents(file: FileDeclared, stat: FileStat, live: FilesLive): Finding | undefined {
@@ -108,21 +112,18 @@ function compareContents(file: FileDeclared, stat: FileStat, live: FilesLive): F
   const got = live.contents.get(file.path);
   if (got === undefined || got.equals(want)) return undefined;
   if (got.length > live.cap) {
+    const hash = live.sha256.get(file.path);
     return {
       ...at("contents"),
       declared: file.contents!,
-      live: `<${stat.size} bytes, not read>`,
+      live: hash === undefined ? `<${stat.size} bytes, not read>` : shownByHash(hash, stat.size),
       detail: `the live file is over the ${live.cap}-byte cap for file contents: not read, not shown`,
     };
   }
   const text = asText(got);
   if (text === undefined) {
-    return {
-      ...at("contents"),
-      declared: file.contents!,
-      live: `<binary, ${got.length} bytes, sha256:${sha256(got)}>`,
-      detail: "the live file is not UTF-8 text: no diff",
-    };
+    const live = shownByHash(sha256(got), got.length);
+    return { ...at("contents"), declared: file.contents!, live, detail: "the live file is not UTF-8 text: no diff" };
   }
   return { ...at("contents"), declared: file.contents!, live: text, diff: unifiedDiff(file.contents!, text) };
 }
@@ -139,13 +140,14 @@ function acceptFile(file: FileDeclared, attribute: string | undefined, finding: 
   if (attribute === "absent") return { path: file.path };
   if (attribute === "mode" || attribute === "owner" || attribute === "group") return { ...file, [attribute]: String(finding.live) };
   const live = String(finding.live);
-  const hashed = /^sha256:([0-9a-f]{64}) \(\d+ bytes\)$/.exec(live);
   if (attribute === "sha256" && /^[0-9a-f]{64}$/.test(live)) return { ...file, sha256: live };
-  if (attribute === "contents" && hashed) {
-    const { contents: _, ...rest } = file;
-    return { ...rest, sha256: hashed[1]! };
-  }
+  // A diff means the audit read the live text, which is then written as is, whatever it looks like.
   if (attribute === "contents" && finding.diff !== undefined) return { ...file, contents: live };
+  const byHash = HASHED.exec(live);
+  if (attribute === "contents" && byHash) {
+    const { contents: _, ...rest } = file;
+    return { ...rest, sha256: byHash[1]! };
+  }
   throw new Error(`the live ${file.path} (${live}) cannot be written into the manifest`);
 }
 
@@ -165,13 +167,18 @@ export const files: Domain<FilesDeclared, FilesLive> = {
     const hashed = declared.filter((f) => comparedByHash(f, ctx.maxFileBytes)).map((f) => ctx.quote(f.path));
     // Only non-secret files declared by contents are read, each through head so a huge file costs cap+1 bytes.
     const read = declared.filter((f) => f.contents !== undefined && !f.secret && !comparedByHash(f, ctx.maxFileBytes));
+    const readPaths = read.map((f) => ctx.quote(f.path)).join(" ");
+    const overCap = `-maxdepth 0 -type f -size +${ctx.maxFileBytes}c`;
     return [
       ctx.mark(`cap ${ctx.maxFileBytes}`),
       ctx.mark("paths"),
       `printf '%s\\n' ${all}`,
       ctx.mark("stat"),
       `stat -L -c '${STAT_FORMAT}' -- ${all} 2>&1`,
-      ...(hashed.length ? [ctx.mark("sha256"), `sha256sum -- ${hashed.join(" ")} 2>&1`] : []),
+      ...(hashed.length || read.length ? [ctx.mark("sha256")] : []),
+      ...(hashed.length ? [`sha256sum -- ${hashed.join(" ")} 2>&1`] : []),
+      // A file read for its contents but over the cap is hashed on the host, so accepting it can declare its sha256.
+      ...(read.length ? [`find ${readPaths} ${overCap} -exec sha256sum -- {} + 2>/dev/null`] : []),
       ...read.map(
         (f) =>
           `${ctx.mark(`contents ${f.path}`)}\nhead -c ${ctx.maxFileBytes + 1} -- ${ctx.quote(f.path)} 2>/dev/null || ${ctx.mark(`unreadable ${f.path}`)}`,

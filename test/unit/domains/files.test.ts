@@ -167,11 +167,11 @@ describe("files: probe and compare on this host", () => {
     assert.deepEqual(findings, []);
   });
 
-  it("reads at most cap+1 bytes of a file over the cap, and does not show it", async () => {
+  it("reads at most cap+1 bytes of a file over the cap, and shows it by the hash taken on the host", async () => {
     const { findings, live } = await audit([{ path: at("big.log"), contents: "short\n" }]);
     assert.equal(live.contents.get(at("big.log"))!.length, CAP + 1);
     assert.equal(findings.length, 1);
-    assert.equal(findings[0]!.live, `<${CAP * 64} bytes, not read>`);
+    assert.equal(findings[0]!.live, `sha256:${hash("x".repeat(CAP * 64))} (${CAP * 64} bytes)`);
     assert.match(findings[0]!.detail!, /over the 1024-byte cap/);
     assert.equal(findings[0]!.diff, undefined);
   });
@@ -208,7 +208,8 @@ describe("files: probe and compare on this host", () => {
   it("compares bytes, so UTF-8 text matches and binary files show by hash", async () => {
     assert.deepEqual((await audit([{ path: at("utf8.conf"), contents: "café ☕\n" }])).findings, []);
     const [finding] = (await audit([{ path: at("binary.dat"), contents: "text\n" }])).findings;
-    assert.equal(finding!.live, `<binary, 4 bytes, sha256:${hash(Buffer.from([0xff, 0x00, 0xfe, 0x0a]))}>`);
+    assert.equal(finding!.live, `sha256:${hash(Buffer.from([0xff, 0x00, 0xfe, 0x0a]))} (4 bytes)`);
+    assert.equal(finding!.diff, undefined);
   });
 
   it("reports a directory where a file is declared", async () => {
@@ -238,7 +239,7 @@ describe("files: probe and compare on this host", () => {
     assert.match(live.unknown[1]!, /cannot hash: .*secret.env.*Permission denied/);
   });
 
-  it("starts one stat, at most one sha256sum, and one head per file read", async () => {
+  it("starts one stat, one sha256sum of the files declared by hash, one find hashing files read but over the cap, and one head per file read", async () => {
     const { script } = await audit([
       { path: at("app.conf"), contents: "hello world\n" },
       { path: at("drifted.conf"), contents: "x" },
@@ -246,7 +247,8 @@ describe("files: probe and compare on this host", () => {
       { path: at("big.log"), mode: "0644" },
     ]);
     assert.equal(script.match(/\bstat -L/g)!.length, 1);
-    assert.equal(script.match(/\bsha256sum /g)!.length, 1);
+    assert.equal(script.match(/\bsha256sum -- '/g)!.length, 1);
+    assert.equal(script.match(/\bfind /g)!.length, 1);
     assert.equal(script.match(/\bhead -c/g)!.length, 2);
   });
 });

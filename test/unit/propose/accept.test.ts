@@ -91,8 +91,13 @@ describe("accept: the declaration after accepting live state", () => {
       assert.equal(accept({ key: "/etc/app.conf:mode", live: "0600", path: ["files", "/etc/app.conf", "mode"] })?.mode, "0600");
     });
 
-    it("refuses what the audit could not read: binary or unread files, and non-files", () => {
-      for (const live of ["<binary, 12 bytes, sha256:" + "d".repeat(64) + ">", "<9000 bytes, not read>", "<directory>"]) {
+    it("live text is written as read, even when it looks like a hash", () => {
+      const live = `sha256:${"e".repeat(64)} (12 bytes)`;
+      assert.equal(accept({ key: "/etc/app.conf", live, diff: `-a = 1\n+${live}`, path: ["files", "/etc/app.conf", "contents"] })?.contents, live);
+    });
+
+    it("refuses what the audit could not read or hash, and non-files", () => {
+      for (const live of ["<9000 bytes, not read>", "<directory>"]) {
         assert.throws(() => accept({ key: "/etc/app.conf", live, path: ["files", "/etc/app.conf", "contents"] }), /cannot be written into the manifest/);
       }
     });
