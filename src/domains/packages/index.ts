@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ProbeParseError } from "../../errors.js";
 import type { Domain, Finding } from "../domain.js";
+import { ABSENT, ANY_VERSION, parseConstraint, satisfies } from "./constraint.js";
 import {
   DPKG_STATE_MEANING,
   PACKAGE_FORMATS,
@@ -9,9 +10,6 @@ import {
   type PackageFormat,
   type PackagesLive,
 } from "./parse.js";
-
-export const ANY_VERSION = "*";
-export const ABSENT = "absent";
 
 const PackageName = z
   .string()
@@ -24,8 +22,11 @@ const PackageVersion = z
         ? `quote the version (write "${String(issue.input)}"): YAML reads an unquoted version as a number and can change it, as 1.10 becomes 1.1`
         : `a version string, "${ANY_VERSION}" for any version or "${ABSENT}" for not installed`,
   })
-  // Not a character set: a snapshot of a package installed at several versions declares them all.
-  .regex(/^[^\s\p{Cc}](?:[^\p{Cc}]*[^\s\p{Cc}])?$/u, `a version like 3.0.15-1~deb12u1, "${ANY_VERSION}" or "${ABSENT}"`);
+  .superRefine((text, ctx) => {
+    const constraint = parseConstraint(text);
+    if ("error" in constraint) ctx.addIssue({ code: "custom", message: constraint.error });
+  })
+  .describe(`an exact version, "${ANY_VERSION}", "${ABSENT}", a pattern like "9.*", or comparisons in the host's version order like ">= 1.2, < 2"`);
 export const PackagesDeclared = z.record(PackageName, PackageVersion);
 export type PackagesDeclared = z.infer<typeof PackagesDeclared>;
 
@@ -34,17 +35,6 @@ const DATABASES: Record<PackageFormat, string> = {
   rpm: "the rpm database",
   apk: "/lib/apk/db/installed",
 };
-
-/** dpkg and rpm both treat a missing epoch as epoch 0. */
-function sameVersion(declared: string, live: string): boolean {
-  const strip = (v: string) => v.replace(/^0:/, "");
-  return strip(declared) === strip(live);
-}
-
-function satisfied(want: string, got: string): boolean {
-  if (want === ABSENT || got === ABSENT) return want === got;
-  return want === ANY_VERSION || sameVersion(want, got);
-}
 
 export const packages: Domain<PackagesDeclared, PackagesLive> = {
   name: "packages",
@@ -85,7 +75,10 @@ export const packages: Domain<PackagesDeclared, PackagesLive> = {
     for (const [name, want] of Object.entries(declared)) {
       const instances = live.installed.get(name);
       const got = instances ? liveVersion(instances) : ABSENT;
-      if (satisfied(want, got)) continue;
+      const constraint = parseConstraint(want);
+      // The schema refused anything else; a constraint that cannot be read is never met.
+      const met = !("error" in constraint) && satisfies(constraint, instances?.map((i) => i.version) ?? [], got, live.format);
+      if (met) continue;
       const finding: Finding = { key: name, declared: want, live: got, path: [...this.specPath, name] };
       const state = live.notInstalled.get(name);
       if (state) {
