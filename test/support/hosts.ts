@@ -25,10 +25,23 @@ export interface HostDefinition {
   files?: Record<string, { contents: string | Buffer; mode?: string }>;
   /** This host's /var/lib/dpkg/status: a transform of the machine's real one. */
   dpkgStatus?: (real: string) => string;
+  /**
+   * An rpm host: these packages (built here as empty noarch rpms) are in an rpm database at
+   * /var/lib/rpm, and the dpkg database is hidden, as on RHEL, Fedora or SUSE. Needs `rpm`.
+   */
+  rpmPackages?: RpmPackage[];
   /** /run/quartermaster/maintenance exists on this host only. */
   maintenance?: boolean;
   /** stopped: no sshd (connection refused); hang: accepts TCP on port 22 and never sends a byte. */
   state?: "up" | "stopped" | "hang";
+}
+
+export interface RpmPackage {
+  name: string;
+  version: string;
+  release: string;
+  /** Unset: no Epoch tag at all, which rpm prints as `(none)`. */
+  epoch?: number;
 }
 
 export interface TestHost {
@@ -325,6 +338,48 @@ async function prepareFiles(rt: HostRuntime, files: Map<string, { contents: stri
   return lines;
 }
 
+const RPMBUILD = "/usr/bin/rpmbuild";
+
+/** Builds an empty noarch rpm for each package and installs them all into a new database in `dbDir`. */
+async function buildRpmDatabase(packages: readonly RpmPackage[], workDir: string, dbDir: string): Promise<void> {
+  if (!fs.existsSync(RPMBUILD)) throw new Error(`${RPMBUILD} missing: install rpm (scripts/ci-install.sh)`);
+  const built: string[] = [];
+  for (const pkg of packages) {
+    for (const [field, value] of Object.entries(pkg)) {
+      // A hyphen separates name, version and release in rpm's file names: only the name may hold one.
+      const text = String(value);
+      if (!/^[A-Za-z0-9._~^+-]+$/.test(text) || (field !== "name" && text.includes("-"))) {
+        throw new Error(`rpm package ${pkg.name}: bad ${field} ${text}`);
+      }
+    }
+    const spec = path.join(workDir, `${pkg.name}.spec`);
+    await fsp.mkdir(workDir, { recursive: true });
+    await fsp.writeFile(
+      spec,
+      [
+        `Name: ${pkg.name}`,
+        `Version: ${pkg.version}`,
+        `Release: ${pkg.release}`,
+        ...(pkg.epoch === undefined ? [] : [`Epoch: ${pkg.epoch}`]),
+        "Summary: Quartermaster test package",
+        "License: MIT",
+        "BuildArch: noarch",
+        "%description",
+        "An empty package for an rpm test host.",
+        "%files",
+        "",
+      ].join("\n"),
+    );
+    await execa(RPMBUILD, ["-bb", "--quiet", "--define", `_topdir ${workDir}`, "--define", "_build_id_links none", spec]);
+    built.push(path.join(workDir, "RPMS", "noarch", `${pkg.name}-${pkg.version}-${pkg.release}.noarch.rpm`));
+  }
+  await fsp.mkdir(dbDir, { recursive: true });
+  await execa("rpm", ["--dbpath", dbDir, "--initdb"]);
+  // --justdb records the packages without unpacking anything; Debian's rpm warns about that on stderr.
+  await execa("rpm", ["--dbpath", dbDir, "-i", "--justdb", "--nodeps", "--ignorearch", "--ignoreos", ...built]);
+  await execa("chmod", ["-R", "a+rX", dbDir]);
+}
+
 function sysctlPath(key: string): string {
   // Only network sysctls are per namespace; anything else would change the whole machine.
   if (!/^net[./]/.test(key)) throw new Error(`only net.* sysctls are per host: ${key}`);
@@ -551,7 +606,15 @@ export async function startFleet(defs: HostDefinition[], options: FleetOptions =
             const files = new Map(Object.entries(def.files ?? {}));
             if (def.dpkgStatus) files.set(DPKG_STATUS, { contents: def.dpkgStatus(realDpkg), mode: "0644" });
             if (def.maintenance) files.set(MAINTENANCE_MARKER, { contents: "", mode: "0644" });
-            const mounts = await prepareFiles(rt, files);
+            let rpmMounts: string[] = [];
+            if (def.rpmPackages) {
+              const db = path.join(rt.dir, "rpmdb");
+              await buildRpmDatabase(def.rpmPackages, path.join(rt.dir, "rpmbuild"), db);
+              // Debian's rpm keeps its database in ~/.rpmdb; RHEL's macros point at /var/lib/rpm.
+              files.set("/etc/rpm/macros", { contents: "%_dbpath /var/lib/rpm\n", mode: "0644" });
+              rpmMounts = ["mount -t tmpfs -o mode=0755 tmpfs /var/lib/dpkg", `mount --bind ${shq(db)} /var/lib/rpm`];
+            }
+            const mounts = [...(await prepareFiles(rt, files)), ...rpmMounts];
             const ipLines = [
               "link set lo up",
               `addr add ${host.address}/24 dev eth0`,
