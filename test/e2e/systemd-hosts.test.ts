@@ -1,0 +1,160 @@
+// The systemd domain against a real systemd: a test host whose PID 1 is systemd (its own pid,
+// mount and network namespaces, a minimal target of its own), audited over SSH as usual. The
+// audit's verdicts are checked against `systemctl is-enabled` / `is-active` on that host.
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { stringify } from "yaml";
+import type { NodeResult, Report } from "../../src/report/schema.js";
+import { runCli } from "../support/cli.js";
+import { startFleet, type TestFleet } from "../support/hosts.js";
+import { removeTree, writeTree } from "../support/tree.js";
+
+const HOST = "sd-01";
+const service = (description: string, install?: string) =>
+  `[Unit]\nDescription=${description}\nDefaultDependencies=no\n\n[Service]\nExecStart=/bin/sleep infinity\n${install ? `\n[Install]\n${install}\n` : ""}`;
+const APP = service("app", "WantedBy=multi-user.target");
+const OVERRIDE = "[Service]\nEnvironment=MODE=prod\n";
+const VENDOR = "/usr/lib/systemd/system";
+
+/** Every unit the host has, as systemd sees it once the setup below has run. */
+const UNITS = [
+  "qm-app.service", // enabled by the admin, started, with a drop-in
+  "qm-vendor.service", // enabled only by a vendor link in /usr/lib/systemd/system/*.wants, started
+  "qm-static.service", // no [Install] section: static
+  "qm-disabled.service", // installable, never enabled
+  "qm-aliased.service", // enabled, with an Alias= ...
+  "qm-alias.service", // ... this name
+  "qm-masked.service", // masked
+  "qm-worker@1.service", // an enabled template instance
+  "qm-worker@2.service", // an instance nobody enabled
+  "qm-preset.service", // enabled through a preset file
+  "qm-indirect.service", // enabled only through Also=
+];
+
+// A canary in the machine's own /tmp: a booting systemd must never clean it.
+const CANARY = path.join(tmpdir(), `qm-systemd-canary-${process.pid}`);
+
+describe("a real systemd host over ssh", () => {
+  let fleet: TestFleet;
+  let manifests: string;
+  const cli = (args: string[]) => runCli([...args, "--manifests", manifests, "--ssh-config", fleet.sshConfig]);
+
+  async function audit(units: object[]): Promise<NodeResult> {
+    await writeFile(path.join(manifests, "nodes", `${HOST}.yaml`), stringify({ systemd: { units } }));
+    const out = `${manifests}-report.json`;
+    const result = await cli(["audit", "--format", "json", "--out", out]);
+    assert.ok(result.exitCode === 0 || result.exitCode === 1, result.stderr);
+    const report = JSON.parse(await readFile(out, "utf8")) as Report;
+    await rm(out, { force: true });
+    return report.nodes[0]!;
+  }
+
+  before(async () => {
+    await writeFile(CANARY, "still here\n");
+    fleet = await startFleet([
+      {
+        name: HOST,
+        systemd: true,
+        files: {
+          "/etc/systemd/system/qm-app.service": { contents: APP },
+          "/etc/systemd/system/qm-app.service.d/override.conf": { contents: OVERRIDE },
+          [`${VENDOR}/qm-vendor.service`]: { contents: service("vendor", "WantedBy=multi-user.target") },
+          [`${VENDOR}/qm-static.service`]: { contents: service("static") },
+          [`${VENDOR}/qm-disabled.service`]: { contents: service("disabled", "WantedBy=multi-user.target") },
+          [`${VENDOR}/qm-aliased.service`]: { contents: service("aliased", "WantedBy=multi-user.target\nAlias=qm-alias.service") },
+          [`${VENDOR}/qm-masked.service`]: { contents: service("masked", "WantedBy=multi-user.target") },
+          [`${VENDOR}/qm-worker@.service`]: { contents: service("worker %i", "WantedBy=multi-user.target") },
+          [`${VENDOR}/qm-preset.service`]: { contents: service("preset", "WantedBy=multi-user.target") },
+          [`${VENDOR}/qm-indirect.service`]: { contents: service("indirect", "Also=qm-static.service") },
+          "/etc/systemd/system-preset/50-qm.preset": { contents: "enable qm-preset.service\n" },
+        },
+      },
+    ]);
+    await fleet.exec(
+      HOST,
+      [
+        `mkdir -p ${VENDOR}/multi-user.target.wants`,
+        `ln -s ../qm-vendor.service ${VENDOR}/multi-user.target.wants/qm-vendor.service`,
+        "systemctl daemon-reload",
+        "systemctl enable --quiet qm-app.service qm-aliased.service qm-worker@1.service",
+        "systemctl mask --quiet qm-masked.service",
+        "systemctl preset --quiet qm-preset.service",
+        "systemctl start qm-app.service qm-vendor.service",
+      ].join(" && "),
+    );
+    manifests = await writeTree({ "fleet.yaml": "{}\n", [`nodes/${HOST}.yaml`]: "{}\n" });
+  });
+
+  after(async () => {
+    await fleet?.stop();
+    if (manifests) await removeTree(manifests);
+    await rm(CANARY, { force: true });
+  });
+
+  test("systemd is PID 1 of the host and reaches running", async () => {
+    assert.equal((await fleet.exec(HOST, "systemctl is-system-running")).trim(), "running");
+    assert.equal((await fleet.exec(HOST, "cat /proc/1/comm")).trim(), "systemd");
+  });
+
+  test("enabled and active as the audit reads them agree with systemctl for every unit", async () => {
+    const node = await audit(UNITS.map((name) => ({ name, enabled: true, active: true })));
+    assert.deepEqual(node.unknown ?? [], [], JSON.stringify(node.unknown));
+    const verdict = (name: string, attribute: string) => {
+      const item = node.drift.find((d) => d.key === `${name}:${attribute}`);
+      return item ? item.live : true;
+    };
+    const answers: Record<string, [boolean, boolean]> = {};
+    const fromSystemd: Record<string, [boolean, boolean]> = {};
+    for (const name of UNITS) {
+      answers[name] = [verdict(name, "enabled") as boolean, verdict(name, "active") as boolean];
+      const out = await fleet.exec(HOST, `systemctl is-enabled ${name} >/dev/null 2>&1; echo $?; systemctl is-active ${name} >/dev/null 2>&1; echo $?`);
+      const [enabled, active] = out.trim().split("\n").map((code) => code === "0");
+      fromSystemd[name] = [enabled!, active!];
+    }
+    assert.deepEqual(answers, fromSystemd);
+    // The cases are real: each state systemd reports is there, not a host where everything is enabled.
+    const states = await fleet.exec(HOST, `for u in ${UNITS.join(" ")}; do systemctl is-enabled $u; done 2>&1`);
+    assert.deepEqual([...new Set(states.trim().split("\n"))].sort(), ["alias", "disabled", "enabled", "indirect", "masked", "static"]);
+    assert.equal(node.drift.find((d) => d.key === "qm-static.service:active")?.detail, "ActiveState=inactive SubState=dead");
+    assert.equal(node.drift.find((d) => d.key === "qm-masked.service:enabled")?.detail, "systemctl is-enabled: masked");
+  });
+
+  test("unit file and drop-in drift, read from disk as systemd loads them", async () => {
+    const node = await audit([
+      { name: "qm-app.service", contents: APP.replace("sleep infinity", "sleep 3600"), dropins: { "override.conf": "[Service]\nEnvironment=MODE=dev\n" } },
+      { name: "qm-worker@1.service", contents: service("worker %i", "WantedBy=multi-user.target") },
+    ]);
+    assert.deepEqual(
+      node.drift.map((d) => [d.key, d.detail]),
+      [
+        ["qm-app.service:contents", "in effect: /etc/systemd/system/qm-app.service"],
+        ["qm-app.service.d/override.conf", "/etc/systemd/system/qm-app.service.d/override.conf"],
+      ],
+    );
+    assert.match(node.drift[0]!.diff!, /^-ExecStart=\/bin\/sleep 3600$/m);
+  });
+
+  test("a unit stopped and disabled on the host is drift on the next audit", async () => {
+    await fleet.exec(HOST, "systemctl disable --quiet --now qm-app.service");
+    const node = await audit([{ name: "qm-app.service", enabled: true, active: true }]);
+    assert.deepEqual(
+      node.drift.map((d) => [d.key, d.live]),
+      [
+        ["qm-app.service:enabled", false],
+        ["qm-app.service:active", false],
+      ],
+    );
+    await fleet.exec(HOST, "systemctl enable --quiet --now qm-app.service");
+  });
+
+  test("stopping the host ends every process it started and leaves the machine's /tmp alone", async () => {
+    const netns = fleet.hosts[0]!.netns;
+    await fleet.stop();
+    assert.equal(existsSync(`/run/netns/${netns}`), false);
+    assert.equal(await readFile(CANARY, "utf8"), "still here\n");
+  });
+});
