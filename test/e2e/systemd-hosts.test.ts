@@ -10,8 +10,11 @@ import { after, before, describe, test } from "node:test";
 import { stringify } from "yaml";
 import type { NodeResult, Report } from "../../src/report/schema.js";
 import { runCli } from "../support/cli.js";
+import { startGitServer } from "../support/git-server.js";
+import { startGitHubDouble } from "../support/github-double/index.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
 import { removeTree, writeTree } from "../support/tree.js";
+import { Watcher } from "../support/watcher.js";
 
 const HOST = "sd-01";
 const service = (description: string, install?: string) =>
@@ -149,6 +152,100 @@ describe("a real systemd host over ssh", () => {
       ],
     );
     await fleet.exec(HOST, "systemctl enable --quiet --now qm-app.service");
+  });
+
+  test("watch on the host: a unit file edit and a unit stop are each one drift that resolves", async () => {
+    // The host sees the fleet's directory at the same path (its /tmp is private): the spec goes there.
+    const spec = path.join(fleet.dir, "watch-node-spec.yaml");
+    await writeFile(spec, stringify({ systemd: { units: [{ name: "qm-app.service", contents: APP, active: true }] } }));
+    const edited = path.join(fleet.dir, "qm-app.service.edited");
+    await writeFile(edited, APP.replace("Description=app", "Description=app, edited on the host"));
+    const original = path.join(fleet.dir, "qm-app.service.original");
+    await writeFile(original, APP);
+    const watcher = Watcher.start(["--manifest", spec, "--interval", "1"], fleet.enter(HOST));
+    try {
+      await watcher.waitFor("the started event", (e) => e.event === "started");
+      const of = (event: string, key: string) => (e: { event: string; key?: string }) => e.event === event && e.key === key;
+      const unitFile = "/etc/systemd/system/qm-app.service";
+      await fleet.exec(HOST, `cp ${edited} ${unitFile}`);
+      await watcher.waitFor("a drift event for the unit file", of("drift", "qm-app.service:contents"));
+      await fleet.exec(HOST, `cp ${original} ${unitFile}`);
+      await watcher.waitFor("a resolved event for the unit file", of("resolved", "qm-app.service:contents"));
+      await fleet.exec(HOST, "systemctl stop qm-app.service");
+      await watcher.waitFor("a drift event for the stopped unit", of("drift", "qm-app.service:active"));
+      await fleet.exec(HOST, "systemctl start qm-app.service");
+      await watcher.waitFor("a resolved event for the started unit", of("resolved", "qm-app.service:active"));
+      // nsenter forks into the pid namespace and passes on its child's exit status, not signals: stop the watcher itself.
+      const watch = Number((await readFile(`/proc/${watcher.pid}/task/${watcher.pid}/children`, "utf8")).trim());
+      process.kill(watch, "SIGTERM");
+      const exit = await watcher.exit();
+      assert.equal(exit.code, 0, watcher.stderr);
+      for (const event of ["drift", "resolved"]) {
+        for (const key of ["qm-app.service:contents", "qm-app.service:active"]) assert.equal(watcher.count(of(event, key)), 1, `${event} ${key}`);
+      }
+    } finally {
+      await watcher.stop();
+    }
+  });
+
+  test("accept round trip for units: merging each accept PR makes the next audit clean", async () => {
+    const token = "ghs_systemd_e2e";
+    const server = await startGitServer({ token });
+    const work = await writeTree({}, "qm-systemd-accept-");
+    try {
+      // One node per drift, all on the one host, so the PRs edit different files and merge in any order.
+      const node = (unit: object) => stringify({ host: HOST, systemd: { units: [unit] } });
+      const seed = await writeTree({
+        "fleet-manifests/fleet.yaml": "{}\n",
+        "fleet-manifests/nodes/sd-contents.yaml": node({ name: "qm-app.service", contents: APP.replace("=app", "=the app") }),
+        "fleet-manifests/nodes/sd-dropin.yaml": node({ name: "qm-app.service", dropins: { "override.conf": "[Service]\nNice=5\n" } }),
+        "fleet-manifests/nodes/sd-active.yaml": node({ name: "qm-static.service", active: true }),
+        "fleet-manifests/nodes/sd-enabled.yaml": node({ name: "qm-disabled.service", enabled: true }),
+      });
+      await server.createRepo("acme", "fleet", seed);
+      await removeTree(seed);
+      const double = await startGitHubDouble({ git: server, owner: "acme", repo: "fleet", token, botLogin: "quartermaster[bot]" });
+      try {
+        const env = {
+          GITHUB_TOKEN: token,
+          GITHUB_API_URL: double.apiUrl,
+          GITHUB_REPOSITORY: "acme/fleet",
+          GITHUB_SERVER_URL: server.url,
+          QUARTERMASTER_RETRY_AFTER_BASE_MS: "1",
+          QUARTERMASTER_WRITE_SPACING_MS: "0",
+        };
+        const repo = ["--repo", server.repoUrl("acme", "fleet"), "--cache-dir", path.join(work, "cache")];
+        const auditRepo = async (name: string) => {
+          const out = path.join(work, `${name}.json`);
+          const result = await runCli(["audit", ...repo, "--ssh-config", fleet.sshConfig, "--format", "json", "--out", out], { env });
+          return { result, report: JSON.parse(await readFile(out, "utf8")) as Report, out };
+        };
+        const before = await auditRepo("before");
+        assert.equal(before.result.exitCode, 1, before.result.stderr);
+        assert.deepEqual(
+          before.report.nodes.map((n) => [n.name, n.drift.map((d) => d.key)]),
+          [
+            ["sd-active", ["qm-static.service:active"]],
+            ["sd-contents", ["qm-app.service:contents"]],
+            ["sd-dropin", ["qm-app.service.d/override.conf"]],
+            ["sd-enabled", ["qm-disabled.service:enabled"]],
+          ],
+        );
+        const proposed = await runCli(["propose", "--report", before.out, ...repo], { env });
+        assert.equal(proposed.exitCode, 0, proposed.stderr);
+        const pulls = double.pulls().filter((p) => p.state === "open");
+        assert.deepEqual(pulls.map((p) => p.title.split(" ")[0]).sort(), ["Accept", "Accept", "Accept", "Accept"]);
+        for (const pull of pulls) await double.mergePull(pull.number);
+        const after = await auditRepo("after");
+        assert.equal(after.result.exitCode, 0, `${after.result.stderr}\n${JSON.stringify(after.report.nodes, null, 2)}`);
+        assert.deepEqual(after.report.nodes.map((n) => n.status), ["clean", "clean", "clean", "clean"]);
+      } finally {
+        await double.stop();
+      }
+    } finally {
+      await server.stop();
+      await removeTree(work);
+    }
   });
 
   test("stopping the host ends every process it started and leaves the machine's /tmp alone", async () => {

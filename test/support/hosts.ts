@@ -77,6 +77,8 @@ export interface TestFleet {
   rotateHostKey(name: string): Promise<void>;
   /** Run a shell command as root inside the host's network and mount namespaces; resolves to stdout. */
   exec(name: string, command: string): Promise<string>;
+  /** The command prefix that runs a program as root inside the host (its pid namespace too, for systemd hosts). */
+  enter(name: string): string[];
   /** Kill every process, delete namespaces, links and the temp dir. Safe to call twice. */
   stop(): Promise<void>;
 }
@@ -823,6 +825,13 @@ export async function startFleet(defs: HostDefinition[], options: FleetOptions =
       return rt;
     };
 
+    const enter = (name: string): string[] => {
+      const rt = byName(name);
+      // A systemd host's commands run in its pid namespace too, where systemctl finds its systemd.
+      const target = rt.pid1 !== undefined ? ["-t", String(rt.pid1), "-m", "-n", "-p"] : ["-t", String(rt.anchor!.pid), "-m", "-n"];
+      return ["nsenter", ...target];
+    };
+
     return {
       hosts: runtimes.map((rt) => rt.host),
       dir,
@@ -844,11 +853,10 @@ export async function startFleet(defs: HostDefinition[], options: FleetOptions =
           await waitForSshBanner(rt.host.address, rt.host.port, Date.now() + readyTimeoutMs);
         }
       },
+      enter,
       async exec(name, command) {
-        const rt = byName(name);
-        // A systemd host's commands run in its pid namespace too, where systemctl finds its systemd.
-        const target = rt.pid1 !== undefined ? ["-t", String(rt.pid1), "-m", "-n", "-p"] : ["-t", String(rt.anchor!.pid), "-m", "-n"];
-        const { stdout } = await execa("nsenter", [...target, "sh", "-c", command], {
+        const [nsenter, ...target] = enter(name);
+        const { stdout } = await execa(nsenter!, [...target, "sh", "-c", command], {
           stripFinalNewline: false,
         });
         return stdout;
