@@ -30,6 +30,9 @@ const PackageVersion = z
 export const PackagesDeclared = z.record(PackageName, PackageVersion);
 export type PackagesDeclared = z.infer<typeof PackagesDeclared>;
 
+// One line per installed instance: name, epoch:version-release, arch (parseRpm reads it).
+const RPM_FORMAT = "%{NAME}\\t%{EPOCH}:%{VERSION}-%{RELEASE}\\t%{ARCH}\\n";
+
 const DATABASES: Record<PackageFormat, string> = {
   dpkg: "/var/lib/dpkg/status",
   rpm: "the rpm database",
@@ -44,19 +47,32 @@ export const packages: Domain<PackagesDeclared, PackagesLive> = {
   severity: "high",
   onDrift: "accept",
   remediation: "Reconcile package version pins in the deployment repo, or accept the live version.",
-  probe(_declared, ctx) {
-    // One process reads the whole database, whatever is declared: the database is small, and
-    // an exit status past 1 (grep's "no match") means it could not be read, which is not "absent".
+  probe(declared, ctx) {
+    // With packages declared, the host sends only their entries (a few hundred bytes, not the whole
+    // database); a snapshot (nothing declared) reads everything. awk's and grep's exit status past 1
+    // means the database could not be read, which is not "absent".
+    const names = declared ? Object.keys(declared) : undefined;
+    const wanted = names && `-v qm_names=${ctx.quote(names.join(" "))} 'BEGIN { n = split(qm_names, l, " "); for (i = 1; i <= n; i++) w[l[i]] = 1 }`;
+    const dpkg = wanted
+      ? `awk ${wanted} /^Package: / { k = ($2 in w) } k && /^(Package|Status|Version|Architecture):/' /var/lib/dpkg/status`
+      : "grep -E '^(Package|Status|Version|Architecture):' /var/lib/dpkg/status || [ $? -eq 1 ]";
+    const apk = wanted
+      ? `awk ${wanted} /^P:/ { k = (substr($0, 3) in w) } k && /^[PVA]:/' /lib/apk/db/installed`
+      : "grep -E '^[PVA]:' /lib/apk/db/installed || [ $? -eq 1 ]";
+    // rpm -q names the packages it does not find on stdout and exits non-zero for them: not a failure.
+    const rpm = names
+      ? `rpm -q --qf '${RPM_FORMAT}' -- ${names.map(ctx.quote).join(" ")}; [ $? -le ${names.length} ]`
+      : `rpm -qa --qf '${RPM_FORMAT}'`;
     return [
       "if [ -f /var/lib/dpkg/status ]; then",
       `  ${ctx.mark("dpkg")}`,
-      `  grep -E '^(Package|Status|Version|Architecture):' /var/lib/dpkg/status || [ $? -eq 1 ] || ${ctx.unknown("cannot read /var/lib/dpkg/status")}`,
+      `  ${dpkg} || ${ctx.unknown("cannot read /var/lib/dpkg/status")}`,
       "elif command -v rpm >/dev/null 2>&1; then",
       `  ${ctx.mark("rpm")}`,
-      `  rpm -qa --qf '%{NAME}\\t%{EPOCH}:%{VERSION}-%{RELEASE}\\t%{ARCH}\\n' || ${ctx.unknown("rpm -qa failed")}`,
+      `  ${rpm} || ${ctx.unknown("rpm could not read its database")}`,
       "elif [ -f /lib/apk/db/installed ]; then",
       `  ${ctx.mark("apk")}`,
-      `  grep -E '^[PVA]:' /lib/apk/db/installed || [ $? -eq 1 ] || ${ctx.unknown("cannot read /lib/apk/db/installed")}`,
+      `  ${apk} || ${ctx.unknown("cannot read /lib/apk/db/installed")}`,
       "else",
       `  ${ctx.unknown("no dpkg, rpm or apk package database")}`,
       "fi",
