@@ -1,10 +1,11 @@
 #!/bin/sh
 # Installs the Debian packages the end-to-end test hosts need (test/support/hosts.ts; sudo for
-# audits with become: sudo; git-http-backend for the real git server).
+# audits with become: sudo; git-http-backend for the real git server; rpm and rpmbuild for rpm test
+# hosts; systemd and dbus-daemon for systemd test hosts).
 # Idempotent and quiet: does nothing when everything is already installed.
 set -eu
 
-packages="openssh-server iproute2 procps sudo git"
+packages="openssh-server iproute2 procps sudo git rpm systemd dbus-daemon util-linux"
 
 missing=""
 for p in $packages; do

@@ -254,12 +254,13 @@ describe("fleet audit over ssh", () => {
   test("a probe answer over audit.max_output_bytes is an error saying the cap was exceeded", async () => {
     const dir = await writeTree({
       "fleet.yaml": stringify({ audit: { max_output_bytes: 20000 } }),
-      "nodes/clean-02.yaml": stringify({ packages: { installed_manifest: { bash: "*" } } }),
+      // A declared file's 64 KiB of contents: the package database no longer travels whole.
+      "nodes/bigfile-01.yaml": stringify({ files: [{ path: SMALL_DECLARED, contents: "short\n" }] }),
     });
     dirs.push(dir);
     const r = await cli(["audit", "--format", "json"], dir);
     assert.equal(r.exitCode, 4, r.stderr);
-    const node = byName(JSON.parse(r.stdout) as Report, "clean-02");
+    const node = byName(JSON.parse(r.stdout) as Report, "bigfile-01");
     assert.equal(node.status, "error");
     assert.match(node.error ?? "", /exceeded the 20000-byte cap/);
   });

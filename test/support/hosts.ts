@@ -11,6 +11,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { execa } from "execa";
 import pLimit from "p-limit";
+import { REPO_ROOT } from "./cli.js";
 
 export interface HostDefinition {
   /** Host name, also the ssh alias, e.g. "web-01". */
@@ -25,10 +26,30 @@ export interface HostDefinition {
   files?: Record<string, { contents: string | Buffer; mode?: string }>;
   /** This host's /var/lib/dpkg/status: a transform of the machine's real one. */
   dpkgStatus?: (real: string) => string;
+  /**
+   * An rpm host: these packages (built here as empty noarch rpms) are in an rpm database at
+   * /var/lib/rpm, and the dpkg database is hidden, as on RHEL, Fedora or SUSE. Needs `rpm`.
+   */
+  rpmPackages?: RpmPackage[];
+  /**
+   * A real systemd as PID 1 of the host's own pid namespace, running sshd as a unit. It boots a
+   * minimal target of its own (never default.target) over private /run, /tmp and /var/tmp, so it
+   * starts no installed service and cleans nothing of the machine's. /etc/systemd/system and
+   * /usr/lib/systemd/system are private and writable: `exec` may enable, mask, start or add units.
+   */
+  systemd?: boolean;
   /** /run/quartermaster/maintenance exists on this host only. */
   maintenance?: boolean;
   /** stopped: no sshd (connection refused); hang: accepts TCP on port 22 and never sends a byte. */
   state?: "up" | "stopped" | "hang";
+}
+
+export interface RpmPackage {
+  name: string;
+  version: string;
+  release: string;
+  /** Unset: no Epoch tag at all, which rpm prints as `(none)`. */
+  epoch?: number;
 }
 
 export interface TestHost {
@@ -56,6 +77,8 @@ export interface TestFleet {
   rotateHostKey(name: string): Promise<void>;
   /** Run a shell command as root inside the host's network and mount namespaces; resolves to stdout. */
   exec(name: string, command: string): Promise<string>;
+  /** The command prefix that runs a program as root inside the host (its pid namespace too, for systemd hosts). */
+  enter(name: string): string[];
   /** Kill every process, delete namespaces, links and the temp dir. Safe to call twice. */
   stop(): Promise<void>;
 }
@@ -90,6 +113,8 @@ interface HostRuntime {
   sshdConfig: string;
   sshdLog: string;
   anchor?: ChildProcess;
+  /** A systemd host's PID 1, as this machine numbers it. */
+  pid1?: number;
   sshd?: ChildProcess;
   listener?: ChildProcess;
 }
@@ -325,6 +350,48 @@ async function prepareFiles(rt: HostRuntime, files: Map<string, { contents: stri
   return lines;
 }
 
+const RPMBUILD = "/usr/bin/rpmbuild";
+
+/** Builds an empty noarch rpm for each package and installs them all into a new database in `dbDir`. */
+async function buildRpmDatabase(packages: readonly RpmPackage[], workDir: string, dbDir: string): Promise<void> {
+  if (!fs.existsSync(RPMBUILD)) throw new Error(`${RPMBUILD} missing: install rpm (scripts/ci-install.sh)`);
+  const built: string[] = [];
+  for (const pkg of packages) {
+    for (const [field, value] of Object.entries(pkg)) {
+      // A hyphen separates name, version and release in rpm's file names: only the name may hold one.
+      const text = String(value);
+      if (!/^[A-Za-z0-9._~^+-]+$/.test(text) || (field !== "name" && text.includes("-"))) {
+        throw new Error(`rpm package ${pkg.name}: bad ${field} ${text}`);
+      }
+    }
+    const spec = path.join(workDir, `${pkg.name}.spec`);
+    await fsp.mkdir(workDir, { recursive: true });
+    await fsp.writeFile(
+      spec,
+      [
+        `Name: ${pkg.name}`,
+        `Version: ${pkg.version}`,
+        `Release: ${pkg.release}`,
+        ...(pkg.epoch === undefined ? [] : [`Epoch: ${pkg.epoch}`]),
+        "Summary: Quartermaster test package",
+        "License: MIT",
+        "BuildArch: noarch",
+        "%description",
+        "An empty package for an rpm test host.",
+        "%files",
+        "",
+      ].join("\n"),
+    );
+    await execa(RPMBUILD, ["-bb", "--quiet", "--define", `_topdir ${workDir}`, "--define", "_build_id_links none", spec]);
+    built.push(path.join(workDir, "RPMS", "noarch", `${pkg.name}-${pkg.version}-${pkg.release}.noarch.rpm`));
+  }
+  await fsp.mkdir(dbDir, { recursive: true });
+  await execa("rpm", ["--dbpath", dbDir, "--initdb"]);
+  // --justdb records the packages without unpacking anything; Debian's rpm warns about that on stderr.
+  await execa("rpm", ["--dbpath", dbDir, "-i", "--justdb", "--nodeps", "--ignorearch", "--ignoreos", ...built]);
+  await execa("chmod", ["-R", "a+rX", dbDir]);
+}
+
 function sysctlPath(key: string): string {
   // Only network sysctls are per namespace; anything else would change the whole machine.
   if (!/^net[./]/.test(key)) throw new Error(`only net.* sysctls are per host: ${key}`);
@@ -406,6 +473,61 @@ async function stopChild(child: ChildProcess | undefined): Promise<void> {
   clearTimeout(timer);
 }
 
+const SYSTEMD = "/lib/systemd/systemd";
+const SYSTEMD_TARGET = "qm-test-host.target";
+// Unit directories a systemd host may change: private overlays over the machine's.
+const PRIVATE_UNIT_DIRS = ["/etc/systemd/system", "/usr/lib/systemd/system"];
+
+/** A unit file written by a systemd host's setup script: no default dependencies, so nothing else boots. */
+const unitFile = (name: string, lines: string[]) =>
+  `cat > /run/systemd/system/${name} <<'QM_UNIT'\n[Unit]\nDefaultDependencies=no\n${lines.join("\n")}\nQM_UNIT`;
+
+/**
+ * Shell lines that turn a host's setup into a systemd boot. /run, /tmp and /var/tmp become private
+ * tmpfs first (a booting systemd would otherwise clean the machine's /tmp), with `keep` (absolute
+ * paths, e.g. the fleet's directory and the repository) bind-mounted back at the same paths.
+ */
+async function systemdBoot(rt: HostRuntime, keep: readonly string[], sshdCommand: string): Promise<string[]> {
+  const lines: string[] = [];
+  for (const [i, dir] of PRIVATE_UNIT_DIRS.entries()) {
+    const base = path.join(rt.dir, "units", String(i));
+    await fsp.mkdir(path.join(base, "upper"), { recursive: true });
+    await fsp.mkdir(path.join(base, "work"), { recursive: true });
+    lines.push(`mount -t overlay overlay -o ${shq(`lowerdir=${dir},upperdir=${base}/upper,workdir=${base}/work`)} ${dir}`);
+  }
+  lines.push("mount -t tmpfs -o mode=0755 tmpfs /run", "mkdir -p /run/qm-keep");
+  keep.forEach((dir, i) => lines.push(`mkdir /run/qm-keep/${i}`, `mount --bind ${shq(dir)} /run/qm-keep/${i}`));
+  lines.push("mount -t tmpfs -o mode=1777 tmpfs /tmp", "mount -t tmpfs -o mode=1777 tmpfs /var/tmp");
+  keep.forEach((dir, i) => lines.push(`mkdir -p ${shq(dir)}`, `mount --move /run/qm-keep/${i} ${shq(dir)}`));
+  lines.push(
+    "mkdir -p /run/systemd/system /run/sshd",
+    unitFile(SYSTEMD_TARGET, ["Description=Quartermaster test host", "Wants=qm-sshd.service dbus.socket dbus.service"]),
+    unitFile("qm-sshd.service", ["Description=sshd of the test host", "[Service]", `ExecStart=${sshdCommand}`]),
+    // A system bus, so unprivileged systemctl works as on a real host.
+    unitFile("dbus.socket", ["[Socket]", "ListenStream=/run/dbus/system_bus_socket"]),
+    unitFile("dbus.service", [
+      "Requires=dbus.socket",
+      "[Service]",
+      "ExecStart=/usr/bin/dbus-daemon --system --address=systemd: --nofork --nopidfile --systemd-activation --syslog-only",
+    ]),
+  );
+  return lines;
+}
+
+/** The PID of a systemd host's PID 1: the only child of its `unshare --fork`. */
+async function findPid1(anchorPid: number, deadline: number): Promise<number> {
+  for (;;) {
+    const children = fs.readFileSync(`/proc/${anchorPid}/task/${anchorPid}/children`, "utf8").trim();
+    if (children) return Number(children.split(" ")[0]);
+    if (Date.now() > deadline) throw new Error("systemd did not start");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** sshd in the foreground, logging to the host's sshd.log. */
+const sshdArgs = (rt: HostRuntime) => ["-D", "-e", "-f", rt.sshdConfig, "-h", rt.hostKey];
+const sshdCommand = (rt: HostRuntime) => [SSHD, ...sshdArgs(rt), "-E", rt.sshdLog].map(shq).join(" ");
+
 function startSshd(rt: HostRuntime): void {
   const anchorPid = rt.anchor?.pid;
   if (anchorPid === undefined) throw new Error(`${rt.def.name}: host namespaces are gone`);
@@ -413,7 +535,7 @@ function startSshd(rt: HostRuntime): void {
   // pdeathsig: if the test runner dies without stop(), its sshds die with it.
   rt.sshd = spawn(
     "setpriv",
-    ["--pdeathsig", "KILL", "nsenter", "-t", String(anchorPid), "-m", "-n", SSHD, "-D", "-e", "-f", rt.sshdConfig, "-h", rt.hostKey],
+    ["--pdeathsig", "KILL", "nsenter", "-t", String(anchorPid), "-m", "-n", SSHD, ...sshdArgs(rt)],
     { stdio: ["ignore", "ignore", log] },
   );
   fs.closeSync(log);
@@ -496,6 +618,8 @@ export async function startFleet(defs: HostDefinition[], options: FleetOptions =
     if (stopped) return;
     stopped = true;
     process.removeListener("exit", onExit);
+    // SIGKILL to a PID 1 ends its whole pid namespace; its unshare, which ignores SIGTERM, then exits.
+    killAll(runtimes.flatMap((rt) => (rt.pid1 === undefined ? [] : [rt.pid1])));
     await Promise.all(runtimes.flatMap((rt) => [stopChild(rt.listener), stopChild(rt.sshd), stopChild(rt.anchor)]));
     // ssh sessions outlive their listening sshd, and exec() children may linger: kill whatever is left.
     const inodes = new Set(runtimes.map((rt) => netnsInode(rt.host.netns)).filter((i): i is number => i !== undefined));
@@ -551,53 +675,15 @@ export async function startFleet(defs: HostDefinition[], options: FleetOptions =
             const files = new Map(Object.entries(def.files ?? {}));
             if (def.dpkgStatus) files.set(DPKG_STATUS, { contents: def.dpkgStatus(realDpkg), mode: "0644" });
             if (def.maintenance) files.set(MAINTENANCE_MARKER, { contents: "", mode: "0644" });
-            const mounts = await prepareFiles(rt, files);
-            const ipLines = [
-              "link set lo up",
-              `addr add ${host.address}/24 dev eth0`,
-              "link set eth0 up",
-            ];
-            for (const r of def.routes ?? []) {
-              // Each route is one line of `ip -batch`: a newline would smuggle in another command.
-              if (/[\n\r]/.test(r)) throw new Error(`route must be one line: ${JSON.stringify(r)}`);
+            let rpmMounts: string[] = [];
+            if (def.rpmPackages) {
+              const db = path.join(rt.dir, "rpmdb");
+              await buildRpmDatabase(def.rpmPackages, path.join(rt.dir, "rpmbuild"), db);
+              // Debian's rpm keeps its database in ~/.rpmdb; RHEL's macros point at /var/lib/rpm.
+              files.set("/etc/rpm/macros", { contents: "%_dbpath /var/lib/rpm\n", mode: "0644" });
+              rpmMounts = ["mount -t tmpfs -o mode=0755 tmpfs /var/lib/dpkg", `mount --bind ${shq(db)} /var/lib/rpm`];
             }
-            const routeLines = (def.routes ?? []).map((r) => `route add ${r.replaceAll("{gateway}", gateway)}`);
-            const script = [
-              "set -eu",
-              `ip -batch - <<'QM_EOF'\n${ipLines.join("\n")}\nQM_EOF`,
-              ...Object.entries(def.sysctls ?? {}).map(([k, v]) => `printf '%s\\n' ${shq(v)} > ${shq(sysctlPath(k))}`),
-              ...(routeLines.length ? [`ip -batch - <<'QM_EOF'\n${routeLines.join("\n")}\nQM_EOF`] : []),
-              ...mounts,
-              "echo ready",
-              // The anchor holds the host's mount namespace for sshd, listeners and exec().
-              "exec sleep infinity </dev/null >/dev/null 2>&1",
-            ].join("\n");
-            const setup = path.join(rt.dir, "setup.sh");
-            await fsp.writeFile(setup, script + "\n");
-            rt.anchor = spawn(
-              "ip",
-              ["netns", "exec", host.netns, "setpriv", "--pdeathsig", "KILL", "unshare", "-m", "--propagation", "private", "sh", setup],
-              { stdio: ["ignore", "pipe", "pipe"] },
-            );
-            rt.anchor.unref();
-            await waitReady(rt.anchor, "namespace setup", readyTimeoutMs);
-
-            const state = def.state ?? "up";
-            const listeners = [...(def.listeners ?? [])];
-            for (const l of listeners) {
-              if (!/^(tcp|udp)\/\d{1,5}$/.test(l)) throw new Error(`listener must look like tcp/8080 or udp/53: ${l}`);
-            }
-            if (state === "hang") listeners.push("tcp/22");
-            if (listeners.length) {
-              rt.listener = spawn(
-                "setpriv",
-                ["--pdeathsig", "KILL", "nsenter", "-t", String(rt.anchor.pid), "-m", "-n", process.execPath, "-e", LISTENER_SCRIPT, JSON.stringify(listeners)],
-                { stdio: ["ignore", "pipe", "pipe"] },
-              );
-              rt.listener.unref();
-              await waitReady(rt.listener, "listener", readyTimeoutMs);
-            }
-
+            const mounts = [...(await prepareFiles(rt, files)), ...rpmMounts];
             await fsp.writeFile(
               rt.sshdConfig,
               [
@@ -621,7 +707,66 @@ export async function startFleet(defs: HostDefinition[], options: FleetOptions =
                 "",
               ].join("\n"),
             );
-            if (state === "up") startSshd(rt);
+
+            const ipLines = [
+              "link set lo up",
+              `addr add ${host.address}/24 dev eth0`,
+              "link set eth0 up",
+            ];
+            for (const r of def.routes ?? []) {
+              // Each route is one line of `ip -batch`: a newline would smuggle in another command.
+              if (/[\n\r]/.test(r)) throw new Error(`route must be one line: ${JSON.stringify(r)}`);
+            }
+            const routeLines = (def.routes ?? []).map((r) => `route add ${r.replaceAll("{gateway}", gateway)}`);
+            const script = [
+              "set -eu",
+              `ip -batch - <<'QM_EOF'\n${ipLines.join("\n")}\nQM_EOF`,
+              ...Object.entries(def.sysctls ?? {}).map(([k, v]) => `printf '%s\\n' ${shq(v)} > ${shq(sysctlPath(k))}`),
+              ...(routeLines.length ? [`ip -batch - <<'QM_EOF'\n${routeLines.join("\n")}\nQM_EOF`] : []),
+              ...mounts,
+              ...(def.systemd
+                ? [
+                    ...(await systemdBoot(rt, [dir, REPO_ROOT], sshdCommand(rt))),
+                    "echo ready",
+                    `exec ${SYSTEMD} --system --unit=${SYSTEMD_TARGET} --log-target=console </dev/null >>${shq(path.join(rt.dir, "systemd.log"))} 2>&1`,
+                  ]
+                : [
+                    "echo ready",
+                    // The anchor holds the host's mount namespace for sshd, listeners and exec().
+                    "exec sleep infinity </dev/null >/dev/null 2>&1",
+                  ]),
+            ].join("\n");
+            const setup = path.join(rt.dir, "setup.sh");
+            await fsp.writeFile(setup, script + "\n");
+            // A systemd host is its own pid namespace; --kill-child takes systemd down with the anchor.
+            const unshare = def.systemd
+              ? ["unshare", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc", "--uts", "--propagation", "private"]
+              : ["unshare", "-m", "--propagation", "private"];
+            rt.anchor = spawn("ip", ["netns", "exec", host.netns, "setpriv", "--pdeathsig", "KILL", ...unshare, "sh", setup], {
+              stdio: ["ignore", "pipe", "pipe"],
+            });
+            rt.anchor.unref();
+            await waitReady(rt.anchor, "namespace setup", readyTimeoutMs);
+            if (def.systemd) rt.pid1 = await findPid1(rt.anchor.pid!, Date.now() + readyTimeoutMs);
+
+            const state = def.state ?? "up";
+            const listeners = [...(def.listeners ?? [])];
+            for (const l of listeners) {
+              if (!/^(tcp|udp)\/\d{1,5}$/.test(l)) throw new Error(`listener must look like tcp/8080 or udp/53: ${l}`);
+            }
+            if (state === "hang") listeners.push("tcp/22");
+            if (listeners.length) {
+              rt.listener = spawn(
+                "setpriv",
+                ["--pdeathsig", "KILL", "nsenter", "-t", String(rt.anchor.pid), "-m", "-n", process.execPath, "-e", LISTENER_SCRIPT, JSON.stringify(listeners)],
+                { stdio: ["ignore", "pipe", "pipe"] },
+              );
+              rt.listener.unref();
+              await waitReady(rt.listener, "listener", readyTimeoutMs);
+            }
+
+            // A systemd host's sshd is its qm-sshd.service.
+            if (state === "up" && !def.systemd) startSshd(rt);
           } catch (err) {
             throw new Error(`test host ${def.name}: ${(err as Error).message}`, { cause: err });
           }
@@ -680,6 +825,13 @@ export async function startFleet(defs: HostDefinition[], options: FleetOptions =
       return rt;
     };
 
+    const enter = (name: string): string[] => {
+      const rt = byName(name);
+      // A systemd host's commands run in its pid namespace too, where systemctl finds its systemd.
+      const target = rt.pid1 !== undefined ? ["-t", String(rt.pid1), "-m", "-n", "-p"] : ["-t", String(rt.anchor!.pid), "-m", "-n"];
+      return ["nsenter", ...target];
+    };
+
     return {
       hosts: runtimes.map((rt) => rt.host),
       dir,
@@ -693,14 +845,18 @@ export async function startFleet(defs: HostDefinition[], options: FleetOptions =
         const hadSshd = rt.sshd !== undefined;
         await stopChild(rt.sshd);
         await sshKeygen(rt.hostKey, name);
-        if (hadSshd) {
+        if (rt.pid1 !== undefined) {
+          await execa("nsenter", ["-t", String(rt.pid1), "-m", "-n", "-p", "systemctl", "restart", "qm-sshd.service"]);
+          await waitForSshBanner(rt.host.address, rt.host.port, Date.now() + readyTimeoutMs);
+        } else if (hadSshd) {
           startSshd(rt);
           await waitForSshBanner(rt.host.address, rt.host.port, Date.now() + readyTimeoutMs);
         }
       },
+      enter,
       async exec(name, command) {
-        const rt = byName(name);
-        const { stdout } = await execa("nsenter", ["-t", String(rt.anchor!.pid), "-m", "-n", "sh", "-c", command], {
+        const [nsenter, ...target] = enter(name);
+        const { stdout } = await execa(nsenter!, [...target, "sh", "-c", command], {
           stripFinalNewline: false,
         });
         return stdout;

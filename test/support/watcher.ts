@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { Event } from "../../src/report/events.js";
-import { REPO_ROOT } from "./cli.js";
+import { REPO_ROOT, TSX } from "./cli.js";
 
 const ENTRY = path.join(REPO_ROOT, "src/cli/main.ts");
 /** Waits are generous: a slow machine makes the test slower, never red. */
@@ -34,7 +34,7 @@ export class Watcher {
 
   /** Starts the real CLI; `prefix` runs it under another command (`ip netns exec NS`). */
   static start(args: string[], prefix: string[] = []): Watcher {
-    const command = [...prefix, process.execPath, "--import", "tsx", ENTRY, "watch", "--local", ...args];
+    const command = [...prefix, process.execPath, "--import", TSX, ENTRY, "watch", "--local", ...args];
     return new Watcher(spawn(command[0]!, command.slice(1), { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"] }));
   }
 

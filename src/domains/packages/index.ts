@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ProbeParseError } from "../../errors.js";
 import type { Domain, Finding } from "../domain.js";
+import { ABSENT, ANY_VERSION, parseConstraint, satisfies } from "./constraint.js";
 import {
   DPKG_STATE_MEANING,
   PACKAGE_FORMATS,
@@ -9,9 +10,6 @@ import {
   type PackageFormat,
   type PackagesLive,
 } from "./parse.js";
-
-export const ANY_VERSION = "*";
-export const ABSENT = "absent";
 
 const PackageName = z
   .string()
@@ -24,27 +22,22 @@ const PackageVersion = z
         ? `quote the version (write "${String(issue.input)}"): YAML reads an unquoted version as a number and can change it, as 1.10 becomes 1.1`
         : `a version string, "${ANY_VERSION}" for any version or "${ABSENT}" for not installed`,
   })
-  // Not a character set: a snapshot of a package installed at several versions declares them all.
-  .regex(/^[^\s\p{Cc}](?:[^\p{Cc}]*[^\s\p{Cc}])?$/u, `a version like 3.0.15-1~deb12u1, "${ANY_VERSION}" or "${ABSENT}"`);
+  .superRefine((text, ctx) => {
+    const constraint = parseConstraint(text);
+    if ("error" in constraint) ctx.addIssue({ code: "custom", message: constraint.error });
+  })
+  .describe(`an exact version, "${ANY_VERSION}", "${ABSENT}", a pattern like "9.*", or comparisons in the host's version order like ">= 1.2, < 2"`);
 export const PackagesDeclared = z.record(PackageName, PackageVersion);
 export type PackagesDeclared = z.infer<typeof PackagesDeclared>;
+
+// One line per installed instance: name, epoch:version-release, arch (parseRpm reads it).
+const RPM_FORMAT = "%{NAME}\\t%{EPOCH}:%{VERSION}-%{RELEASE}\\t%{ARCH}\\n";
 
 const DATABASES: Record<PackageFormat, string> = {
   dpkg: "/var/lib/dpkg/status",
   rpm: "the rpm database",
   apk: "/lib/apk/db/installed",
 };
-
-/** dpkg and rpm both treat a missing epoch as epoch 0. */
-function sameVersion(declared: string, live: string): boolean {
-  const strip = (v: string) => v.replace(/^0:/, "");
-  return strip(declared) === strip(live);
-}
-
-function satisfied(want: string, got: string): boolean {
-  if (want === ABSENT || got === ABSENT) return want === got;
-  return want === ANY_VERSION || sameVersion(want, got);
-}
 
 export const packages: Domain<PackagesDeclared, PackagesLive> = {
   name: "packages",
@@ -54,19 +47,32 @@ export const packages: Domain<PackagesDeclared, PackagesLive> = {
   severity: "high",
   onDrift: "accept",
   remediation: "Reconcile package version pins in the deployment repo, or accept the live version.",
-  probe(_declared, ctx) {
-    // One process reads the whole database, whatever is declared: the database is small, and
-    // an exit status past 1 (grep's "no match") means it could not be read, which is not "absent".
+  probe(declared, ctx) {
+    // With packages declared, the host sends only their entries (a few hundred bytes, not the whole
+    // database); a snapshot (nothing declared) reads everything. awk's and grep's exit status past 1
+    // means the database could not be read, which is not "absent".
+    const names = declared ? Object.keys(declared) : undefined;
+    const wanted = names && `-v qm_names=${ctx.quote(names.join(" "))} 'BEGIN { n = split(qm_names, l, " "); for (i = 1; i <= n; i++) w[l[i]] = 1 }`;
+    const dpkg = wanted
+      ? `awk ${wanted} /^Package: / { k = ($2 in w) } k && /^(Package|Status|Version|Architecture):/' /var/lib/dpkg/status`
+      : "grep -E '^(Package|Status|Version|Architecture):' /var/lib/dpkg/status || [ $? -eq 1 ]";
+    const apk = wanted
+      ? `awk ${wanted} /^P:/ { k = (substr($0, 3) in w) } k && /^[PVA]:/' /lib/apk/db/installed`
+      : "grep -E '^[PVA]:' /lib/apk/db/installed || [ $? -eq 1 ]";
+    // rpm -q names the packages it does not find on stdout and exits non-zero for them: not a failure.
+    const rpm = names
+      ? `rpm -q --qf '${RPM_FORMAT}' -- ${names.map(ctx.quote).join(" ")}; [ $? -le ${names.length} ]`
+      : `rpm -qa --qf '${RPM_FORMAT}'`;
     return [
       "if [ -f /var/lib/dpkg/status ]; then",
       `  ${ctx.mark("dpkg")}`,
-      `  grep -E '^(Package|Status|Version|Architecture):' /var/lib/dpkg/status || [ $? -eq 1 ] || ${ctx.unknown("cannot read /var/lib/dpkg/status")}`,
+      `  ${dpkg} || ${ctx.unknown("cannot read /var/lib/dpkg/status")}`,
       "elif command -v rpm >/dev/null 2>&1; then",
       `  ${ctx.mark("rpm")}`,
-      `  rpm -qa --qf '%{NAME}\\t%{EPOCH}:%{VERSION}-%{RELEASE}\\t%{ARCH}\\n' || ${ctx.unknown("rpm -qa failed")}`,
+      `  ${rpm} || ${ctx.unknown("rpm could not read its database")}`,
       "elif [ -f /lib/apk/db/installed ]; then",
       `  ${ctx.mark("apk")}`,
-      `  grep -E '^[PVA]:' /lib/apk/db/installed || [ $? -eq 1 ] || ${ctx.unknown("cannot read /lib/apk/db/installed")}`,
+      `  ${apk} || ${ctx.unknown("cannot read /lib/apk/db/installed")}`,
       "else",
       `  ${ctx.unknown("no dpkg, rpm or apk package database")}`,
       "fi",
@@ -85,7 +91,10 @@ export const packages: Domain<PackagesDeclared, PackagesLive> = {
     for (const [name, want] of Object.entries(declared)) {
       const instances = live.installed.get(name);
       const got = instances ? liveVersion(instances) : ABSENT;
-      if (satisfied(want, got)) continue;
+      const constraint = parseConstraint(want);
+      // The schema refused anything else; a constraint that cannot be read is never met.
+      const met = !("error" in constraint) && satisfies(constraint, instances?.map((i) => i.version) ?? [], got, live.format);
+      if (met) continue;
       const finding: Finding = { key: name, declared: want, live: got, path: [...this.specPath, name] };
       const state = live.notInstalled.get(name);
       if (state) {

@@ -87,11 +87,15 @@ export function parseDpkg(text: string): PackagesLive {
   return live;
 }
 
-/** `rpm -qa --qf '%{NAME}\t%{EPOCH}:%{VERSION}-%{RELEASE}\t%{ARCH}\n'`; an unset epoch prints as `(none)`. */
+/**
+ * `rpm -qa --qf '%{NAME}\t%{EPOCH}:%{VERSION}-%{RELEASE}\t%{ARCH}\n'` (or `rpm -q` of declared
+ * names, which adds `package NAME is not installed` lines); an unset epoch prints as `(none)`.
+ */
 export function parseRpm(text: string): PackagesLive {
   const live: PackagesLive = { format: "rpm", installed: new Map(), notInstalled: new Map() };
   for (const line of text.split("\n")) {
-    if (line === "") continue;
+    // `rpm -q NAME` says so for a declared package it does not find.
+    if (line === "" || /^package \S+ is not installed$/.test(line)) continue;
     const m = /^([^\t]+)\t(\(none\)|\d+):([^\t]+)\t([^\t]+)$/.exec(line);
     if (!m) throw new ProbeParseError("packages", `unexpected rpm line "${line.slice(0, 80)}"`);
     const [, name, epoch, version, arch] = m;

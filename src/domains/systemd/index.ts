@@ -50,6 +50,10 @@ export const UNIT_DIRS = [
   "/lib/systemd/system",
   "/run/systemd/generator.late",
 ];
+// Where enablement symlinks live, the admin's before the vendor's; /lib is often a link to /usr/lib.
+const WANTS_DIRS = ["/etc/systemd/system", "/run/systemd/system", "/usr/local/lib/systemd/system", "/usr/lib/systemd/system"];
+// `systemctl is-enabled` exits 0 for these states, and its exit status is what "enabled" means to systemd.
+const ENABLED_STATES = new Set(["enabled", "enabled-runtime", "alias", "static", "indirect", "generated", "transient"]);
 const NO_SYSTEMD = "systemd is not running on this host (no /run/systemd/system): active state unknown";
 const ACTIVE_STATES = new Set(["active", "reloading"]);
 
@@ -96,7 +100,7 @@ function needsUnit(unit: UnitDeclared): boolean {
 function enabledDetail(unit: UnitLive, name: string): string {
   if (unit.masked) return `masked: ${name} links to /dev/null`;
   if (unit.wantedBy.length) return `enabled by ${unit.wantedBy.join(", ")}`;
-  return "no symlink to it in /etc/systemd/system/*.wants or *.requires";
+  return "no symlink to it in a *.wants or *.requires directory of /etc/systemd/system or the vendor's";
 }
 
 export const systemd: Domain<SystemdDeclared, SystemdLive> = {
@@ -135,7 +139,12 @@ export const systemd: Domain<SystemdDeclared, SystemdLive> = {
       lines.push(
         ctx.mark(`unit ${unit.name}`),
         `{ [ -c /etc/systemd/system/${name} ] || [ -c /run/systemd/system/${name} ]; } && echo masked`,
-        `for qm_p in /etc/systemd/system/*.wants/${name} /etc/systemd/system/*.requires/${name}; do [ -L "$qm_p" ] && printf 'wanted-by %s\\n' "$qm_p"; done`,
+        `for qm_p in ${WANTS_DIRS.flatMap((d) => [`${d}/*.wants/${name}`, `${d}/*.requires/${name}`]).join(" ")}; do`,
+        `  [ -L "$qm_p" ] && printf 'wanted-by %s\\n' "$qm_p"`,
+        "done",
+        ...(unit.enabled === undefined
+          ? []
+          : [`[ -d /run/systemd/system ] && printf 'is-enabled %s\\n' "$(systemctl is-enabled -- ${name} 2>/dev/null)"`]),
         `qm_f=; for qm_p in ${candidates.join(" ")}; do if [ -f "$qm_p" ]; then qm_f=$qm_p; break; fi; done`,
         `[ -n "$qm_f" ] && printf 'file %s\\n' "$qm_f"`,
       );
@@ -180,8 +189,11 @@ export const systemd: Domain<SystemdDeclared, SystemdLive> = {
         continue;
       }
       if (unit.enabled !== undefined) {
-        const enabled = !got.masked && got.wantedBy.length > 0;
-        if (enabled !== unit.enabled) finding("enabled", unit.enabled, enabled, enabledDetail(got, unit.name));
+        // A running systemd answers for itself; without one, the enablement symlinks on disk do.
+        const state = got.enabledState;
+        const enabled = state ? ENABLED_STATES.has(state) : !got.masked && got.wantedBy.length > 0;
+        const detail = state ? `systemctl is-enabled: ${state}` : enabledDetail(got, unit.name);
+        if (enabled !== unit.enabled) finding("enabled", unit.enabled, enabled, detail);
       }
       if (unit.active !== undefined && got.state) {
         const active = ACTIVE_STATES.has(got.state.active);

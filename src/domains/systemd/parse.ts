@@ -12,8 +12,10 @@ export interface ActiveState {
 export interface UnitLive {
   /** Linked to /dev/null in /etc/systemd/system or /run/systemd/system. */
   masked: boolean;
-  /** Symlinks to the unit in /etc/systemd/system/*.wants and *.requires. */
+  /** Symlinks to the unit in *.wants and *.requires of the admin's and the vendor's unit directories. */
   wantedBy: string[];
+  /** `systemctl is-enabled`, when systemd runs and `enabled` is declared; empty for a unit systemd cannot find. */
+  enabledState?: string;
   /** The unit file in effect, first in systemd's search order; undefined when there is none. */
   file?: string;
   /** Its first cap+1 bytes, when contents are declared. */
@@ -59,7 +61,7 @@ const firstLine = (text: string): [string, string] => {
 
 /**
  * The systemd section: `cap N`; `active <names>` (systemctl show output) or `active-unknown`
- * (reason); per unit `unit <name>` (lines `masked`, `wanted-by <path>`, `file <path>`),
+ * (reason); per unit `unit <name>` (lines `masked`, `wanted-by <path>`, `file <path>`, `is-enabled <state>`),
  * `unit-file <name>`, `dropin <name>` (drop-in file name, then its bytes), and
  * `unreadable <name>` (a path that could not be read).
  */
@@ -79,10 +81,12 @@ export function parseSystemd(parts: readonly [string, string][]): SystemdLive {
     if (kind === "unit") {
       const lines = text.split("\n");
       const file = lines.find((l) => l.startsWith("file "))?.slice("file ".length);
+      const enabledState = lines.find((l) => l.startsWith("is-enabled "))?.slice("is-enabled ".length);
       live.units.set(name, {
         masked: lines.includes("masked"),
         wantedBy: lines.filter((l) => l.startsWith("wanted-by ")).map((l) => l.slice("wanted-by ".length)),
         ...(file ? { file } : {}),
+        ...(enabledState ? { enabledState } : {}),
         dropins: new Map(),
       });
     } else if (kind === "unit-file") {

@@ -5,6 +5,7 @@ import { packages } from "../../../src/domains/packages/index.js";
 import { liveVersion, parseApk, parseDpkg, parseRpm, type PackagesLive } from "../../../src/domains/packages/parse.js";
 import { ProbeParseError } from "../../../src/errors.js";
 import { parseContext } from "../../../src/probe/script.js";
+import { execa } from "execa";
 import { NOBODY, runProbe } from "./live-probe.js";
 
 const fixture = (name: string) => readFileSync(new URL(`../../fixtures/packages/${name}`, import.meta.url), "latin1");
@@ -55,6 +56,12 @@ describe("packages: dpkg parser", () => {
 
 describe("packages: rpm parser", () => {
   const live = parseRpm(fixture("rpm-rhel9.txt"));
+
+  it("skips what `rpm -q` says of a declared package it does not find", () => {
+    const queried = parseRpm("bash\t(none):5.1.8-9.el9\tx86_64\npackage telnet is not installed\n");
+    assert.deepEqual([...queried.installed.keys()], ["bash"]);
+    assert.throws(() => parseRpm("package telnet is not installed, really\n"), ProbeParseError);
+  });
 
   it("writes epochs as dpkg does, dropping an unset or zero epoch", () => {
     assert.equal(version(live, "openssl"), "1:3.0.7-27.el9");
@@ -186,12 +193,36 @@ describe("packages: parse framing", () => {
 });
 
 describe("packages: probe on this host", () => {
-  it("reads the dpkg database with one grep", async () => {
-    const run = await runProbe<PackagesLive>(packages, { dpkg: "*" });
+  it("with packages declared, the host sends only their entries; absent and * are still right", async () => {
+    const declared = { dpkg: "*", bash: ">= 1", "no-such-package-qm": "absent" };
+    const run = await runProbe<PackagesLive>(packages, declared);
     assert.equal(run.live!.format, "dpkg");
+    assert.deepEqual([...run.live!.installed.keys()].sort(), ["bash", "dpkg"]);
+    assert.deepEqual(packages.compare(declared, run.live!), []);
+    assert.deepEqual(
+      packages.compare({ dpkg: "absent", "no-such-package-qm": "*" }, run.live!).map((f) => [f.key, f.live]),
+      [
+        ["dpkg", run.live!.installed.get("dpkg")![0]!.version],
+        ["no-such-package-qm", "absent"],
+      ],
+    );
+    assert.ok(run.stdout.length < 1024, `${run.stdout.length} bytes sent`);
+  });
+
+  it("a snapshot (nothing declared) reads the whole database with one grep", async () => {
+    const run = await runProbe<PackagesLive>(packages, undefined);
     assert.ok(run.live!.installed.size > 100);
-    assert.deepEqual(packages.compare({ dpkg: "*", "no-such-package-qm": "absent" }, run.live!), []);
     assert.equal(run.script.match(/grep /g)!.length, 2, "one grep per database, only one of which runs");
+  });
+
+  it("filters an apk database on the host the same way (captured Alpine database)", async () => {
+    const probe = packages.probe({ musl: "*", busybox: "absent", "no-such": "absent" }, { quote: (v) => `'${v}'`, mark: () => "", unknown: () => "exit 9", maxFileBytes: 1 });
+    const apk = probe.split("\n").find((line) => line.trim().startsWith("awk") && line.includes("/lib/apk"))!;
+    const command = apk.trim().replace("/lib/apk/db/installed", new URL("../../fixtures/packages/apk-alpine320.txt", import.meta.url).pathname);
+    const { stdout } = await execa("sh", ["-c", command]);
+    const live = parseApk(`${stdout}\n`);
+    assert.deepEqual([...live.installed.keys()].sort(), ["busybox", "musl"]);
+    assert.deepEqual(packages.compare({ musl: "*", busybox: "absent", "no-such": "absent" }, live).map((f) => f.key), ["busybox"]);
   });
 
   it("works as an unprivileged user with a minimal PATH", async () => {

@@ -127,6 +127,9 @@ describe("systemd: probe and compare on a unit tree", () => {
     writeFileSync(join(vendor(), "worker@.service"), WORKER);
     symlinkSync("/usr/lib/systemd/system/worker@.service", join(etc(), "multi-user.target.wants", "worker@1.service"));
     writeFileSync(join(vendor(), "locked.service"), VENDOR);
+    writeFileSync(join(vendor(), "vendor-wanted.service"), VENDOR);
+    mkdirSync(join(vendor(), "sockets.target.wants"));
+    symlinkSync("../vendor-wanted.service", join(vendor(), "sockets.target.wants", "vendor-wanted.service"));
     writeFileSync(join(etc(), "locked.service.d", "secret.conf"), "[Service]\nEnvironment=TOKEN=x\n", { mode: 0o600 });
   });
   after(() => rmSync(root, { recursive: true, force: true }));
@@ -150,7 +153,7 @@ describe("systemd: probe and compare on a unit tree", () => {
     assert.deepEqual(
       findings.map((f) => [f.key, f.declared, f.live, f.detail]),
       [
-        ["vendor.service:enabled", true, false, "no symlink to it in /etc/systemd/system/*.wants or *.requires"],
+        ["vendor.service:enabled", true, false, "no symlink to it in a *.wants or *.requires directory of /etc/systemd/system or the vendor's"],
         ["masked.service:enabled", true, false, "masked: masked.service links to /dev/null"],
         ["app.service:enabled", false, true, "enabled by /etc/systemd/system/multi-user.target.wants/app.service"],
       ],
@@ -201,9 +204,15 @@ describe("systemd: probe and compare on a unit tree", () => {
     assert.deepEqual(live.unknown, ["locked.service: cannot read /etc/systemd/system/locked.service.d/secret.conf"]);
   });
 
-  it("starts no process to read enabled state", async () => {
+  it("asks systemd whether a unit is enabled only where systemd runs, else reads symlinks without a process", async () => {
     const { script } = await audit([{ name: "app.service", enabled: true }]);
-    assert.equal(/\b(head|cat|readlink|ls|find|systemctl) /.test(script), false, script);
+    const asking = script.split("\n").filter((line) => /\b(head|cat|readlink|ls|find|systemctl) /.test(line));
+    assert.deepEqual(asking, [`[ -d /run/systemd/system ] && printf 'is-enabled %s\\n' "$(systemctl is-enabled -- 'app.service' 2>/dev/null)"`]);
+  });
+
+  it("counts a vendor's enablement link (a *.wants directory beside the vendor's units)", async () => {
+    const { findings } = await audit([{ name: "vendor-wanted.service", enabled: true }]);
+    assert.deepEqual(findings, []);
   });
 });
 
