@@ -8,6 +8,7 @@ import { globMatch } from "../glob.js";
 import { loadFleet, type Fleet, type LoadedNode } from "../manifest/load.js";
 import { nearest } from "../manifest/suggest.js";
 import { pullRepository } from "../forge/clone.js";
+import { HelpRequested, commandHelp } from "./help.js";
 
 type Options = NonNullable<ParseArgsConfig["options"]>;
 
@@ -31,12 +32,22 @@ export const OUTPUT_OPTIONS = {
   "no-color": { type: "boolean", default: false },
 } satisfies Options;
 
-/** parseArgs, with its errors turned into usage errors that say which command they belong to. */
-export function parse<T extends Options>(command: string, argv: string[], options: T) {
+/**
+ * parseArgs for one command, with -h/--help (HelpRequested) and its errors turned into usage
+ * errors that name the command and suggest the nearest flag.
+ */
+export function parse<T extends Options>(command: string, argv: string[], options: T, config: { positionals?: boolean } = {}) {
+  const all = { ...options, help: { type: "boolean", short: "h", default: false } } satisfies Options;
+  if (argv.includes("--help") || argv.includes("-h")) throw new HelpRequested(commandHelp(command, all));
   try {
-    return parseArgs({ args: argv, options: { ...options, help: { type: "boolean", default: false } }, strict: true, allowPositionals: false });
+    return parseArgs({ args: argv, options: all, strict: true, allowPositionals: config.positionals ?? false });
   } catch (error) {
-    throw new UsageError(`${command}: ${(error as Error).message}`);
+    const unknown = /^Unknown option '(-{1,2}[^']*)'/.exec((error as Error).message)?.[1];
+    const suggestion = unknown && nearest(unknown.replace(/^-+/, ""), Object.keys(options));
+    const message = unknown
+      ? `unknown option ${unknown}${suggestion ? ` (did you mean --${suggestion}?)` : ""}`
+      : (error as Error).message.replace(/\. To specify a positional argument starting with a '-'.*$/, "");
+    throw new UsageError(`${command}: ${message}`, command);
   }
 }
 
