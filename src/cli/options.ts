@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
+import { createSupportsColor } from "supports-color";
 import { DOMAIN_NAMES, type DomainName } from "../domains/domain.js";
 import { UsageError } from "../errors.js";
 import { globMatch } from "../glob.js";
@@ -29,6 +30,7 @@ export const OUTPUT_OPTIONS = {
   format: { type: "string" },
   out: { type: "string" },
   verbose: { type: "boolean", default: false },
+  color: { type: "boolean", default: false },
   "no-color": { type: "boolean", default: false },
 } satisfies Options;
 
@@ -126,6 +128,14 @@ export function localNode(fleet: Fleet, nodes: string | undefined): LoadedNode {
   return node;
 }
 
-export function useColor(values: { "no-color"?: boolean }, stream: NodeJS.WriteStream): boolean {
-  return !values["no-color"] && !process.env.NO_COLOR && stream.isTTY === true;
+/**
+ * Whether to colour a stream, by the conventions operators already use: --no-color, then
+ * --color, then NO_COLOR (no-color.org), then FORCE_COLOR, TERM=dumb and whether the stream is a
+ * terminal, as supports-color (chalk's) reads them.
+ */
+export function useColor(values: { "no-color"?: boolean; color?: boolean }, stream: NodeJS.WriteStream, env = process.env): boolean {
+  if (values["no-color"]) return false;
+  if (values.color) return true;
+  if (env.NO_COLOR !== undefined && env.NO_COLOR !== "") return false;
+  return createSupportsColor(stream, { sniffFlags: false }) !== false;
 }

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
-import { useColor } from "../../src/cli/options.js";
-import { runCli } from "../support/cli.js";
+import path from "node:path";
+import { execa } from "execa";
+import { REPO_ROOT, TSX, runCli } from "../support/cli.js";
 import { removeTree, writeTree } from "../support/tree.js";
 
 const dirs: string[] = [];
@@ -61,20 +62,36 @@ describe("the CLI on bad input: exit 2 and a message naming the place", () => {
   });
 });
 
-describe("colors", () => {
-  const tty = { isTTY: true } as NodeJS.WriteStream;
-  it("only on a TTY, never with NO_COLOR or --no-color", () => {
-    const saved = process.env.NO_COLOR;
-    delete process.env.NO_COLOR;
-    try {
-      assert.equal(useColor({}, tty), true);
-      assert.equal(useColor({}, { isTTY: false } as NodeJS.WriteStream), false);
-      assert.equal(useColor({ "no-color": true }, tty), false);
-      process.env.NO_COLOR = "1";
-      assert.equal(useColor({}, tty), false);
-    } finally {
-      if (saved === undefined) delete process.env.NO_COLOR;
-      else process.env.NO_COLOR = saved;
-    }
+describe("colours follow the conventions, under a real pseudo-terminal and through a pipe", () => {
+  const REPORT = path.join(REPO_ROOT, "test/fixtures/reports/fleet.json");
+  const ENTRY = path.join(REPO_ROOT, "src/cli/main.ts");
+  /** `report` of a fixture in text form; through `script` it runs on a pseudo-terminal. */
+  const render = async (env: Record<string, string>, options: { tty: boolean; flags?: string[] }) => {
+    const command = [process.execPath, "--import", TSX, ENTRY, "report", "--report", REPORT, ...(options.flags ?? [])];
+    const base = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/", TERM: "xterm-256color", ...env };
+    const result = options.tty
+      ? await execa("script", ["-qec", command.map((a) => `'${a}'`).join(" "), "/dev/null"], { env: base, extendEnv: false, reject: false })
+      : await execa(command[0]!, command.slice(1), { env: base, extendEnv: false, reject: false });
+    assert.match(result.stdout, /drift/, result.stderr);
+    return result.stdout.includes("\x1b[");
+  };
+
+  it("on a terminal: coloured, except with NO_COLOR, FORCE_COLOR=0, TERM=dumb or --no-color", async () => {
+    assert.equal(await render({}, { tty: true }), true);
+    assert.equal(await render({ NO_COLOR: "1" }, { tty: true }), false);
+    assert.equal(await render({ FORCE_COLOR: "0" }, { tty: true }), false);
+    assert.equal(await render({ TERM: "dumb" }, { tty: true }), false);
+    assert.equal(await render({}, { tty: true, flags: ["--no-color"] }), false);
+  });
+
+  it("through a pipe: plain, except with FORCE_COLOR=1 or --color (CI logs)", async () => {
+    assert.equal(await render({}, { tty: false }), false);
+    assert.equal(await render({ FORCE_COLOR: "1" }, { tty: false }), true);
+    assert.equal(await render({}, { tty: false, flags: ["--color"] }), true);
+    assert.equal(await render({ NO_COLOR: "1" }, { tty: false, flags: ["--color"] }), true, "a flag outranks the environment");
+  });
+
+  it("an empty NO_COLOR is unset, as no-color.org says", async () => {
+    assert.equal(await render({ NO_COLOR: "" }, { tty: true }), true);
   });
 });

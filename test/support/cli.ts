@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const ENTRY = path.join(REPO_ROOT, "src/cli/main.ts");
 // Resolved here, so the CLI can run from any working directory (tests run it inside temp trees).
-const TSX = import.meta.resolve("tsx");
+export const TSX = import.meta.resolve("tsx");
 
 export interface CliResult {
   exitCode: number;
