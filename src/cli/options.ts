@@ -5,7 +5,7 @@ import { parseArgs, type ParseArgsConfig } from "node:util";
 import { createSupportsColor } from "supports-color";
 import { DOMAIN_NAMES, type DomainName } from "../domains/domain.js";
 import { UsageError } from "../errors.js";
-import { globMatch } from "../glob.js";
+import { globMatch, globProblem } from "../glob.js";
 import { loadFleet, type Fleet, type LoadedNode } from "../manifest/load.js";
 import { nearest } from "../manifest/suggest.js";
 import { pullRepository } from "../forge/clone.js";
@@ -102,6 +102,8 @@ export function selectNodes(fleet: Fleet, patterns: string | undefined): LoadedN
   if (!patterns) return fleet.nodes;
   const globs = patterns.split(",").map((p) => p.trim()).filter(Boolean);
   for (const glob of globs) {
+    const problem = globProblem(glob);
+    if (problem) throw new UsageError(`--nodes: bad pattern "${glob}": ${problem}`);
     if (!fleet.nodes.some((n) => globMatch(glob, n.name))) {
       const suggestion = nearest(glob, fleet.nodes.map((n) => n.name));
       throw new UsageError(`--nodes: no node matches "${glob}"${suggestion ? ` (did you mean "${suggestion}"?)` : ""}`);

@@ -49,6 +49,8 @@ describe("the CLI on bad input: exit 2 and a message naming the place", () => {
       [["audit", "--frobnicate"], /audit: unknown option --frobnicate\n/],
       [["audit", "--local", "--manifests", dir, "--category", "sysctls"], /unknown category "sysctls" \(did you mean "sysctl"\?\)/],
       [["audit", "--local", "--manifests", dir, "--format", "yaml"], /unknown --format "yaml"/],
+      [["audit", "--manifests", dir, "--nodes", "web-["], /--nodes: bad pattern "web-\[": the \[ at character 5 is never closed/],
+      [["audit", "--manifests", dir, "--nodes", "[z-a]*"], /--nodes: bad pattern "\[z-a\]\*": the range z-a at character 2 is backwards/],
       [["audit", "--local", "--manifests", dir], /--local: no node in .* is named ".*" or has host ".*", and there is no "localhost" node/],
       [["audit", "--manifests", dir, "--nodes", "web-1"], /--nodes: no node matches "web-1" \(did you mean "web-01"\?\)/],
       [["audit", "--manifests", dir, "--shard", "4/3"], /--shard takes k\/n with 1 <= k <= n, not "4\/3"/],
