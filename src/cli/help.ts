@@ -8,7 +8,7 @@ type Options = NonNullable<ParseArgsConfig["options"]>;
 
 /** What a flag means, and the placeholder its value is shown with. The same flag means the same everywhere. */
 const FLAGS: Record<string, { value?: string; text: string }> = {
-  manifests: { value: "DIR", text: "the manifest tree (fleet.yaml, groups/, nodes/)" },
+  manifests: { value: "DIR", text: "the manifest tree (default: the one this directory is in, or fleet-manifests/ here or above)" },
   manifest: { value: "FILE", text: "one node-spec file, as kept on the node itself (instead of --manifests)" },
   repo: { value: "URL", text: "pull the manifests from this git repository (https; cached)" },
   ref: { value: "REF", text: "branch, tag or commit of --repo (default: its default branch)" },

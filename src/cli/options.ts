@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
@@ -13,8 +13,10 @@ import { HelpRequested, commandHelp } from "./help.js";
 
 type Options = NonNullable<ParseArgsConfig["options"]>;
 
+export const DEFAULT_MANIFESTS = "fleet-manifests";
+
 export const MANIFEST_OPTIONS = {
-  manifests: { type: "string", default: "fleet-manifests" },
+  manifests: { type: "string" },
   repo: { type: "string" },
   ref: { type: "string" },
   "cache-dir": { type: "string" },
@@ -72,29 +74,64 @@ export function parsePositiveInt(name: string, text: string | undefined, fallbac
   return value;
 }
 
+/** Whether `dir` holds a manifest tree: a fleet.yaml or a nodes/ folder. */
+const isManifestTree = (dir: string) => existsSync(path.join(dir, "fleet.yaml")) || existsSync(path.join(dir, "nodes"));
+
 /**
- * The manifests directory: --manifests, or inside a pull of --repo (isomorphic-git, cached). In
- * GitHub Actions, with no --repo and no --manifests directory, the repository the workflow runs for.
+ * --manifests; else, as git finds .git, the manifest tree this directory is in, or a
+ * fleet-manifests/ here or in a parent directory; else fleet-manifests (which then is not found).
+ */
+export function findManifests(flag: string | undefined, cwd = process.cwd()): string {
+  if (flag !== undefined) return flag;
+  for (let dir = cwd; ; dir = path.dirname(dir)) {
+    if (isManifestTree(dir)) return path.relative(cwd, dir) || ".";
+    const child = path.join(dir, DEFAULT_MANIFESTS);
+    if (isManifestTree(child)) return path.relative(cwd, child);
+    if (path.dirname(dir) === dir) return DEFAULT_MANIFESTS;
+  }
+}
+
+/** A manifest directory with no nodes/ declares no node: almost always the wrong folder, so say which is right. */
+function checkTreeShape(dir: string): void {
+  if (!existsSync(dir) || existsSync(path.join(dir, "nodes"))) return;
+  const folders = readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+  const trees = folders.filter((name) => isManifestTree(path.join(dir, name)));
+  const misspelt = nearest("nodes", folders);
+  const hint = trees.length
+    ? `; ${trees.map((t) => path.join(dir, t)).join(", ")} holds one: use --manifests ${path.join(dir, trees[0]!)}`
+    : misspelt
+      ? `; is ${misspelt}/ meant to be nodes/?`
+      : "; a manifest tree has fleet.yaml, groups/ and nodes/<node>.yaml";
+  throw new UsageError(`${dir} has no nodes/ folder${hint}`);
+}
+
+/**
+ * The manifests directory: found as findManifests says, or inside a pull of --repo (isomorphic-git,
+ * cached). In GitHub Actions, with no --repo and no manifest tree here, the repository the workflow runs for.
  */
 export async function resolveManifestDir(values: { manifests?: string; repo?: string; ref?: string; "cache-dir"?: string }): Promise<string> {
-  const manifests = values.manifests ?? "fleet-manifests";
   const { GITHUB_SERVER_URL: server, GITHUB_REPOSITORY: repository } = process.env;
-  const repo = values.repo ?? (server && repository && !existsSync(manifests) ? `${server.replace(/\/+$/, "")}/${repository}.git` : undefined);
-  if (!repo) return manifests;
+  const found = findManifests(values.manifests);
+  const repo = values.repo ?? (server && repository && !existsSync(found) ? `${server.replace(/\/+$/, "")}/${repository}.git` : undefined);
+  if (!repo) {
+    checkTreeShape(found);
+    return found;
+  }
   const pulled = await pullRepository({
     url: repo,
     ref: values.ref,
     token: process.env.GITHUB_TOKEN,
     cacheDir: values["cache-dir"] ?? path.join(os.homedir(), ".cache", "quartermaster"),
   });
-  return path.join(pulled.dir, manifests);
+  const dir = path.join(pulled.dir, values.manifests ?? DEFAULT_MANIFESTS);
+  checkTreeShape(dir);
+  return dir;
 }
 
 export async function loadManifests(values: { manifests?: string; repo?: string; ref?: string }): Promise<Fleet> {
   const dir = await resolveManifestDir(values);
-  const manifests = values.manifests ?? "fleet-manifests";
   // Pulled manifests are named as the repository names them, not by the cache's path.
-  return loadFleet(dir, dir !== manifests ? { displayPrefix: manifests } : {});
+  return loadFleet(dir, dir !== findManifests(values.manifests) ? { displayPrefix: values.manifests ?? DEFAULT_MANIFESTS } : {});
 }
 
 /** `--nodes a,web-*`: comma-separated names or globs; every pattern must match some node. */

@@ -97,3 +97,31 @@ describe("colours follow the conventions, under a real pseudo-terminal and throu
     assert.equal(await render({ NO_COLOR: "" }, { tty: true }), true);
   });
 });
+
+describe("finding the manifest tree", () => {
+  it("from inside the tree, from a folder in it, and from a subfolder of the repository", async () => {
+    const repo = await tree({ "fleet-manifests/fleet.yaml": "{}\n", "fleet-manifests/nodes/web-01.yaml": "{}\n", "docs/README.md": "x\n" });
+    for (const [cwd, shown] of [
+      ["fleet-manifests", "."],
+      ["fleet-manifests/nodes", ".."],
+      ["docs", "../fleet-manifests"],
+      [".", "fleet-manifests"],
+    ]) {
+      const result = await runCli(["validate"], { cwd: path.join(repo, cwd) });
+      assert.equal(result.exitCode, 0, `${cwd}: ${result.stderr}`);
+      assert.equal(result.stdout, `${shown}: valid (1 node, 0 groups in use)`, cwd);
+    }
+  });
+
+  it("a tree without nodes/ is an error that names the right folder", async () => {
+    const misspelt = await tree({ "fleet.yaml": "{}\n", "node/web-01.yaml": "{}\n" });
+    const result = await runCli(["validate", "--manifests", misspelt]);
+    assert.equal(result.exitCode, 2);
+    assert.match(result.stderr, /has no nodes\/ folder; is node\/ meant to be nodes\/\?/);
+    const above = await tree({ "fleet-manifests/nodes/a.yaml": "{}\n", "README.md": "x\n" });
+    const wrong = await runCli(["validate", "--manifests", above]);
+    assert.equal(wrong.exitCode, 2);
+    assert.match(wrong.stderr, /has no nodes\/ folder; .*fleet-manifests holds one: use --manifests .*fleet-manifests\n/);
+  });
+});
+

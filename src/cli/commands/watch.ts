@@ -7,7 +7,7 @@ import { manifestRevision } from "../../manifest/revision.js";
 import { localTransport } from "../../transport/local.js";
 import { serveMetrics } from "../../watch/metrics.js";
 import { Monitor, type WatchedManifest } from "../../watch/monitor.js";
-import { localNode, parse, parsePositiveInt } from "../options.js";
+import { findManifests, localNode, parse, parsePositiveInt } from "../options.js";
 
 export const WATCH_OPTIONS = {
   local: { type: "boolean", default: false },
@@ -29,7 +29,7 @@ export const DEFAULT_INTERVAL_SECONDS = 60;
 async function loadWatched(values: WatchValues): Promise<WatchedManifest> {
   const fleet = values.manifest
     ? await loadNodeFile(values.manifest, values.nodes ?? os.hostname())
-    : await loadFleet(values.manifests ?? "fleet-manifests");
+    : await loadFleet(findManifests(values.manifests));
   const node = values.manifest ? fleet.nodes[0]! : localNode(fleet, values.nodes);
   const marker = values["maintenance-marker"];
   return {
