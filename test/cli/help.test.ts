@@ -35,7 +35,7 @@ describe("help and version", () => {
     assert.equal(short.stdout, long.stdout);
     assert.equal(viaHelp.stdout, long.stdout);
     assert.match(long.stdout, /--concurrency N +nodes audited at once \(default: 32\)/);
-    assert.match(long.stdout, /--manifests DIR +.*\(default: fleet-manifests\)/);
+    assert.match(long.stdout, /--manifests DIR +the manifest tree \(default: the one this directory is in/);
   });
 
   it("--version and -V print the package version", async () => {
