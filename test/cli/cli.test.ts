@@ -106,7 +106,7 @@ describe("finding the manifest tree", () => {
       ["fleet-manifests/nodes", ".."],
       ["docs", "../fleet-manifests"],
       [".", "fleet-manifests"],
-    ]) {
+    ] as const) {
       const result = await runCli(["validate"], { cwd: path.join(repo, cwd) });
       assert.equal(result.exitCode, 0, `${cwd}: ${result.stderr}`);
       assert.equal(result.stdout, `${shown}: valid (1 node, 0 groups in use)`, cwd);
