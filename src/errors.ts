@@ -39,6 +39,13 @@ export class ManifestErrors extends Error {
 /** Wrong command line: unknown flag, bad value, missing argument. */
 export class UsageError extends Error {
   override readonly name = "UsageError";
+  constructor(
+    message: string,
+    /** The command whose usage the mistake was made in, when known: its usage is shown. */
+    readonly command?: string,
+  ) {
+    super(message);
+  }
 }
 
 /** Why a node could not be audited. `status` is the node status the report shows. */

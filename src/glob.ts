@@ -1,41 +1,50 @@
-// Shell-style globs for node names, waivers and block devices: nothing but `*`, `?` and `[...]` is special.
+// Shell-style globs for node names, waivers and block devices, matched by picomatch in bash mode
+// (`*` also crosses `/`, as in a waiver key like /etc/app/*), with braces, extglobs and negation
+// off: `*`, `?` and `[...]` are the only special characters an operator needs to think about.
+import picomatch from "picomatch";
 
-/** Shell-style glob (`*`, `?`, `[...]`, `[!...]`) -> anchored RegExp. Throws on an unterminated `[`. */
-export function globToRegExp(glob: string): RegExp {
-  let source = "";
+const OPTIONS: picomatch.PicomatchOptions = { bash: true, dot: true, nobrace: true, noextglob: true, nonegate: true, posix: true };
+const compiled = new Map<string, (value: string) => boolean>();
+
+/**
+ * What is wrong with a glob, naming the character where it goes wrong (1-based), or undefined.
+ * picomatch would read an unclosed `[` literally and a reversed range as matching nothing.
+ */
+export function globProblem(glob: string): string | undefined {
   for (let i = 0; i < glob.length; i++) {
-    const c = glob[i]!;
-    if (c === "*") source += ".*";
-    else if (c === "?") source += ".";
-    else if (c === "[") {
-      let j = i + 1;
-      if (glob[j] === "!" || glob[j] === "^") j++;
-      if (glob[j] === "]") j++; // a leading ] is a member, as in sh
-      const close = glob.indexOf("]", j);
-      if (close === -1) throw new Error(`unterminated [ in "${glob}"`);
-      const negate = glob[i + 1] === "!" || glob[i + 1] === "^";
-      const members = glob.slice(negate ? i + 2 : i + 1, close).replace(/[\\\]\[^]/g, "\\$&");
-      source += `[${negate ? "^" : ""}${members}]`;
-      i = close;
-    } else source += c.replace(/[.+^${}()|\\\]]/g, "\\$&");
+    if (glob[i] === "\\") {
+      i++;
+      continue;
+    }
+    if (glob[i] !== "[") continue;
+    let j = i + 1;
+    if (glob[j] === "!" || glob[j] === "^") j++;
+    if (glob[j] === "]") j++; // a leading ] is a member, as in sh
+    for (; j < glob.length && glob[j] !== "]"; j++) {
+      if (glob[j] === "[" && glob[j + 1] === ":") {
+        const close = glob.indexOf(":]", j + 2);
+        if (close !== -1) j = close + 1;
+      } else if (glob[j + 1] === "-" && glob[j + 2] !== undefined && glob[j + 2] !== "]" && glob[j]! > glob[j + 2]!) {
+        return `the range ${glob.slice(j, j + 3)} at character ${j + 1} is backwards`;
+      }
+    }
+    if (j >= glob.length) return `the [ at character ${i + 1} is never closed`;
+    i = j;
   }
-  return new RegExp(`^${source}$`);
+  return undefined;
 }
 
 export function isGlob(pattern: string): boolean {
   return /[*?[]/.test(pattern);
 }
 
-/** Whether `glob` compiles (an unterminated `[` does not). */
-export function isValidGlob(glob: string): boolean {
-  try {
-    globToRegExp(glob);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
+/** Whether `value` matches `glob`; each glob is compiled once. Throws on a glob with a problem. */
 export function globMatch(glob: string, value: string): boolean {
-  return globToRegExp(glob).test(value);
+  let matcher = compiled.get(glob);
+  if (!matcher) {
+    const problem = globProblem(glob);
+    if (problem) throw new Error(`bad glob "${glob}": ${problem}`);
+    compiled.set(glob, (matcher = picomatch(glob, OPTIONS)));
+  }
+  return matcher(value);
 }

@@ -1,47 +1,61 @@
 #!/usr/bin/env node
+import { readFileSync } from "node:fs";
 import { ForgeError, ManifestErrors, UsageError } from "../errors.js";
+import { nearest } from "../manifest/suggest.js";
 import { ExitBit } from "./exit.js";
+import { COMMAND_HELP, EXIT_CODES, HelpRequested, commandUsage } from "./help.js";
 
 // Commands load on demand: an on-node audit never pays for the GitHub client's start-up.
-const COMMANDS: Record<string, { run: (argv: string[]) => Promise<number>; summary: string }> = {
-  audit: { run: async (argv) => (await import("./commands/audit.js")).auditCommand(argv), summary: "read-only audit of the selected nodes" },
-  diff: { run: async (argv) => (await import("./commands/diff.js")).diffCommand(argv), summary: "-want +got view of one domain's drift" },
-  snapshot: { run: async (argv) => (await import("./commands/snapshot.js")).snapshotCommand(argv), summary: "print a node-spec YAML of a node's live state" },
-  validate: { run: async (argv) => (await import("./commands/validate.js")).validateCommand(argv), summary: "check the manifest tree" },
-  propose: { run: async (argv) => (await import("./commands/propose.js")).proposeCommand(argv), summary: "open, update or close pull requests from an audit report" },
-  "merge-reports": { run: async (argv) => (await import("./commands/merge-reports.js")).mergeReportsCommand(argv), summary: "merge the reports of audit --shard k/n into one" },
-  watch: { run: async (argv) => (await import("./commands/watch.js")).watchCommand(argv), summary: "watch this machine continuously (--local): file events plus a periodic poll" },
-  report: { run: async (argv) => (await import("./commands/report.js")).reportCommand(argv), summary: "render a saved JSON report in another format" },
-  "plan-shards": { run: async (argv) => (await import("./commands/plan-shards.js")).planShardsCommand(argv), summary: "how many audit shards for the selected nodes (JSON)" },
-  "manifest-diff": { run: async (argv) => (await import("./commands/manifest-diff.js")).manifestDiffCommand(argv), summary: "each node's declared state before and after a manifest change (Markdown)" },
-  review: { run: async (argv) => (await import("./commands/review.js")).reviewCommand(argv), summary: "act on a /quartermaster command in a pull request comment" },
+const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
+  audit: async (argv) => (await import("./commands/audit.js")).auditCommand(argv),
+  diff: async (argv) => (await import("./commands/diff.js")).diffCommand(argv),
+  snapshot: async (argv) => (await import("./commands/snapshot.js")).snapshotCommand(argv),
+  validate: async (argv) => (await import("./commands/validate.js")).validateCommand(argv),
+  propose: async (argv) => (await import("./commands/propose.js")).proposeCommand(argv),
+  "merge-reports": async (argv) => (await import("./commands/merge-reports.js")).mergeReportsCommand(argv),
+  watch: async (argv) => (await import("./commands/watch.js")).watchCommand(argv),
+  report: async (argv) => (await import("./commands/report.js")).reportCommand(argv),
+  "plan-shards": async (argv) => (await import("./commands/plan-shards.js")).planShardsCommand(argv),
+  "manifest-diff": async (argv) => (await import("./commands/manifest-diff.js")).manifestDiffCommand(argv),
+  review: async (argv) => (await import("./commands/review.js")).reviewCommand(argv),
 };
 
 const USAGE = `usage: quartermaster <command> [options]
 
-${Object.entries(COMMANDS)
-  .map(([name, c]) => `  ${name.padEnd(14)}${c.summary}`)
+${Object.keys(COMMANDS)
+  .map((name) => `  ${name.padEnd(16)}${COMMAND_HELP[name]!.summary}`)
   .join("\n")}
 
-Common options: --manifests DIR (default fleet-manifests), --nodes a,web-*, --category sysctl,files,
---local (audit this machine), --format text|json|markdown|junit|prometheus|events|github, --out FILE.
-Exit codes: 0 clean, 1 drift, 2 usage or manifest error, 4 nodes not audited (5 = 1 + 4).
+Run "quartermaster <command> --help" (or "quartermaster help <command>") for a command's options.
+"quartermaster --version" (-V) prints the version.
+${EXIT_CODES}
 `;
 
+/** The package's version, from the package.json two levels above this file in src/ and in dist/. */
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+  return pkg.version;
+}
+
 export async function main(argv: string[]): Promise<number> {
-  const [name, ...rest] = argv;
-  if (!name || name === "--help" || name === "-h" || name === "help") {
-    process.stdout.write(USAGE);
-    return name ? 0 : ExitBit.usage;
+  const [first, ...rest] = argv;
+  if (first === "--version" || first === "-V") {
+    process.stdout.write(`quartermaster ${version()}\n`);
+    return 0;
   }
+  if (!first || first === "--help" || first === "-h" || (first === "help" && rest.length === 0)) {
+    process.stdout.write(USAGE);
+    return first ? 0 : ExitBit.usage;
+  }
+  // `help audit` is `audit --help`.
+  const [name, args] = first === "help" ? [rest[0]!, ["--help"]] : [first, rest];
   const command = COMMANDS[name];
   try {
-    if (!command) throw new UsageError(`unknown command "${name}"`);
-    if (rest.includes("--help")) {
-      process.stdout.write(USAGE);
-      return 0;
+    if (!command) {
+      const suggestion = nearest(name, Object.keys(COMMANDS));
+      throw new UsageError(`unknown command "${name}"${suggestion ? ` (did you mean "${suggestion}"?)` : ""}`);
     }
-    return await command.run(rest);
+    return await command(args);
   } catch (error) {
     if (error instanceof ManifestErrors) {
       process.stderr.write(`${error.message}\n${error.errors.length} manifest error${error.errors.length === 1 ? "" : "s"}; nothing audited\n`);
@@ -51,8 +65,13 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`quartermaster: ${error.message}\n`);
       return ExitBit.unaudited;
     }
+    if (error instanceof HelpRequested) {
+      process.stdout.write(error.text);
+      return 0;
+    }
     if (error instanceof UsageError) {
-      process.stderr.write(`quartermaster: ${error.message}\n\n${USAGE}`);
+      // A mistake in a command's flags shows that command's usage, not every command's.
+      process.stderr.write(`quartermaster: ${error.message}\n\n${error.command ? commandUsage(error.command) : USAGE}`);
       return ExitBit.usage;
     }
     // An unexpected failure audited nothing trustworthy: the same code as a manifest error.

@@ -1,18 +1,22 @@
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
+import { createSupportsColor } from "supports-color";
 import { DOMAIN_NAMES, type DomainName } from "../domains/domain.js";
 import { UsageError } from "../errors.js";
-import { globMatch } from "../glob.js";
+import { globMatch, globProblem } from "../glob.js";
 import { loadFleet, type Fleet, type LoadedNode } from "../manifest/load.js";
 import { nearest } from "../manifest/suggest.js";
 import { pullRepository } from "../forge/clone.js";
+import { HelpRequested, commandHelp } from "./help.js";
 
 type Options = NonNullable<ParseArgsConfig["options"]>;
 
+export const DEFAULT_MANIFESTS = "fleet-manifests";
+
 export const MANIFEST_OPTIONS = {
-  manifests: { type: "string", default: "fleet-manifests" },
+  manifests: { type: "string" },
   repo: { type: "string" },
   ref: { type: "string" },
   "cache-dir": { type: "string" },
@@ -28,15 +32,26 @@ export const OUTPUT_OPTIONS = {
   format: { type: "string" },
   out: { type: "string" },
   verbose: { type: "boolean", default: false },
+  color: { type: "boolean", default: false },
   "no-color": { type: "boolean", default: false },
 } satisfies Options;
 
-/** parseArgs, with its errors turned into usage errors that say which command they belong to. */
-export function parse<T extends Options>(command: string, argv: string[], options: T) {
+/**
+ * parseArgs for one command, with -h/--help (HelpRequested) and its errors turned into usage
+ * errors that name the command and suggest the nearest flag.
+ */
+export function parse<T extends Options>(command: string, argv: string[], options: T, config: { positionals?: boolean } = {}) {
+  const all = { ...options, help: { type: "boolean", short: "h", default: false } } satisfies Options;
+  if (argv.includes("--help") || argv.includes("-h")) throw new HelpRequested(commandHelp(command, all));
   try {
-    return parseArgs({ args: argv, options: { ...options, help: { type: "boolean", default: false } }, strict: true, allowPositionals: false });
+    return parseArgs({ args: argv, options: all, strict: true, allowPositionals: config.positionals ?? false });
   } catch (error) {
-    throw new UsageError(`${command}: ${(error as Error).message}`);
+    const unknown = /^Unknown option '(-{1,2}[^']*)'/.exec((error as Error).message)?.[1];
+    const suggestion = unknown && nearest(unknown.replace(/^-+/, ""), Object.keys(options));
+    const message = unknown
+      ? `unknown option ${unknown}${suggestion ? ` (did you mean --${suggestion}?)` : ""}`
+      : (error as Error).message.replace(/\. To specify a positional argument starting with a '-'.*$/, "");
+    throw new UsageError(`${command}: ${message}`, command);
   }
 }
 
@@ -59,29 +74,64 @@ export function parsePositiveInt(name: string, text: string | undefined, fallbac
   return value;
 }
 
+/** Whether `dir` holds a manifest tree: a fleet.yaml or a nodes/ folder. */
+const isManifestTree = (dir: string) => existsSync(path.join(dir, "fleet.yaml")) || existsSync(path.join(dir, "nodes"));
+
 /**
- * The manifests directory: --manifests, or inside a pull of --repo (isomorphic-git, cached). In
- * GitHub Actions, with no --repo and no --manifests directory, the repository the workflow runs for.
+ * --manifests; else, as git finds .git, the manifest tree this directory is in, or a
+ * fleet-manifests/ here or in a parent directory; else fleet-manifests (which then is not found).
+ */
+export function findManifests(flag: string | undefined, cwd = process.cwd()): string {
+  if (flag !== undefined) return flag;
+  for (let dir = cwd; ; dir = path.dirname(dir)) {
+    if (isManifestTree(dir)) return path.relative(cwd, dir) || ".";
+    const child = path.join(dir, DEFAULT_MANIFESTS);
+    if (isManifestTree(child)) return path.relative(cwd, child);
+    if (path.dirname(dir) === dir) return DEFAULT_MANIFESTS;
+  }
+}
+
+/** A manifest directory with no nodes/ declares no node: almost always the wrong folder, so say which is right. */
+function checkTreeShape(dir: string): void {
+  if (!existsSync(dir) || existsSync(path.join(dir, "nodes"))) return;
+  const folders = readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+  const trees = folders.filter((name) => isManifestTree(path.join(dir, name)));
+  const misspelt = nearest("nodes", folders);
+  const hint = trees.length
+    ? `; ${trees.map((t) => path.join(dir, t)).join(", ")} holds one: use --manifests ${path.join(dir, trees[0]!)}`
+    : misspelt
+      ? `; is ${misspelt}/ meant to be nodes/?`
+      : "; a manifest tree has fleet.yaml, groups/ and nodes/<node>.yaml";
+  throw new UsageError(`${dir} has no nodes/ folder${hint}`);
+}
+
+/**
+ * The manifests directory: found as findManifests says, or inside a pull of --repo (isomorphic-git,
+ * cached). In GitHub Actions, with no --repo and no manifest tree here, the repository the workflow runs for.
  */
 export async function resolveManifestDir(values: { manifests?: string; repo?: string; ref?: string; "cache-dir"?: string }): Promise<string> {
-  const manifests = values.manifests ?? "fleet-manifests";
   const { GITHUB_SERVER_URL: server, GITHUB_REPOSITORY: repository } = process.env;
-  const repo = values.repo ?? (server && repository && !existsSync(manifests) ? `${server.replace(/\/+$/, "")}/${repository}.git` : undefined);
-  if (!repo) return manifests;
+  const found = findManifests(values.manifests);
+  const repo = values.repo ?? (server && repository && !existsSync(found) ? `${server.replace(/\/+$/, "")}/${repository}.git` : undefined);
+  if (!repo) {
+    checkTreeShape(found);
+    return found;
+  }
   const pulled = await pullRepository({
     url: repo,
     ref: values.ref,
     token: process.env.GITHUB_TOKEN,
     cacheDir: values["cache-dir"] ?? path.join(os.homedir(), ".cache", "quartermaster"),
   });
-  return path.join(pulled.dir, manifests);
+  const dir = path.join(pulled.dir, values.manifests ?? DEFAULT_MANIFESTS);
+  checkTreeShape(dir);
+  return dir;
 }
 
 export async function loadManifests(values: { manifests?: string; repo?: string; ref?: string }): Promise<Fleet> {
   const dir = await resolveManifestDir(values);
-  const manifests = values.manifests ?? "fleet-manifests";
   // Pulled manifests are named as the repository names them, not by the cache's path.
-  return loadFleet(dir, dir !== manifests ? { displayPrefix: manifests } : {});
+  return loadFleet(dir, dir !== findManifests(values.manifests) ? { displayPrefix: values.manifests ?? DEFAULT_MANIFESTS } : {});
 }
 
 /** `--nodes a,web-*`: comma-separated names or globs; every pattern must match some node. */
@@ -89,6 +139,8 @@ export function selectNodes(fleet: Fleet, patterns: string | undefined): LoadedN
   if (!patterns) return fleet.nodes;
   const globs = patterns.split(",").map((p) => p.trim()).filter(Boolean);
   for (const glob of globs) {
+    const problem = globProblem(glob);
+    if (problem) throw new UsageError(`--nodes: bad pattern "${glob}": ${problem}`);
     if (!fleet.nodes.some((n) => globMatch(glob, n.name))) {
       const suggestion = nearest(glob, fleet.nodes.map((n) => n.name));
       throw new UsageError(`--nodes: no node matches "${glob}"${suggestion ? ` (did you mean "${suggestion}"?)` : ""}`);
@@ -115,6 +167,14 @@ export function localNode(fleet: Fleet, nodes: string | undefined): LoadedNode {
   return node;
 }
 
-export function useColor(values: { "no-color"?: boolean }, stream: NodeJS.WriteStream): boolean {
-  return !values["no-color"] && !process.env.NO_COLOR && stream.isTTY === true;
+/**
+ * Whether to colour a stream, by the conventions operators already use: --no-color, then
+ * --color, then NO_COLOR (no-color.org), then FORCE_COLOR, TERM=dumb and whether the stream is a
+ * terminal, as supports-color (chalk's) reads them.
+ */
+export function useColor(values: { "no-color"?: boolean; color?: boolean }, stream: NodeJS.WriteStream, env = process.env): boolean {
+  if (values["no-color"]) return false;
+  if (values.color) return true;
+  if (env.NO_COLOR !== undefined && env.NO_COLOR !== "") return false;
+  return createSupportsColor(stream, { sniffFlags: false }) !== false;
 }

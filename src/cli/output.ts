@@ -11,7 +11,7 @@ export function formatName(value: string | undefined): keyof typeof FORMATS {
 }
 
 /** Renders the report to --out (atomically enough: one write) or stdout. */
-export async function writeReport(report: Report, values: { format?: string; out?: string; verbose?: boolean; "no-color"?: boolean; maxBytes?: number }): Promise<void> {
+export async function writeReport(report: Report, values: { format?: string; out?: string; verbose?: boolean; color?: boolean; "no-color"?: boolean; maxBytes?: number }): Promise<void> {
   const render = FORMATS[formatName(values.format)];
   const color = !values.out && useColor(values, process.stdout);
   const text = render(report, { color, verbose: values.verbose ?? false, ...(values.maxBytes !== undefined && { maxBytes: values.maxBytes }) });

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { DOMAIN_NAMES, SEVERITIES } from "../domains/domain.js";
 import { DOMAINS } from "../domains/registry.js";
-import { isValidGlob } from "../glob.js";
+import { globProblem } from "../glob.js";
 
 // A name or host that ssh could read as an option, or that could split a command line.
 const SAFE_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.@:%\[\]-]*$/;
@@ -67,7 +67,10 @@ const IsoDate = z.union([
   z.date().transform((d) => d.toISOString().slice(0, 10)),
 ]);
 
-const Glob = z.string().refine(isValidGlob, "unterminated [ in the glob");
+const Glob = z.string().superRefine((glob, ctx) => {
+  const problem = globProblem(glob);
+  if (problem) ctx.addIssue({ code: "custom", message: problem });
+});
 
 export const Waiver = z.strictObject({
   node: Glob.default("*"),

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
-import { useColor } from "../../src/cli/options.js";
-import { runCli } from "../support/cli.js";
+import path from "node:path";
+import { execa } from "execa";
+import { REPO_ROOT, TSX, runCli } from "../support/cli.js";
 import { removeTree, writeTree } from "../support/tree.js";
 
 const dirs: string[] = [];
@@ -45,9 +46,11 @@ describe("the CLI on bad input: exit 2 and a message naming the place", () => {
     const dir = await tree({ "nodes/web-01.yaml": "{}\n" });
     const cases: [string[], RegExp][] = [
       [["frobnicate"], /unknown command "frobnicate"/],
-      [["audit", "--frobnicate"], /audit: Unknown option '--frobnicate'/],
+      [["audit", "--frobnicate"], /audit: unknown option --frobnicate\n/],
       [["audit", "--local", "--manifests", dir, "--category", "sysctls"], /unknown category "sysctls" \(did you mean "sysctl"\?\)/],
       [["audit", "--local", "--manifests", dir, "--format", "yaml"], /unknown --format "yaml"/],
+      [["audit", "--manifests", dir, "--nodes", "web-["], /--nodes: bad pattern "web-\[": the \[ at character 5 is never closed/],
+      [["audit", "--manifests", dir, "--nodes", "[z-a]*"], /--nodes: bad pattern "\[z-a\]\*": the range z-a at character 2 is backwards/],
       [["audit", "--local", "--manifests", dir], /--local: no node in .* is named ".*" or has host ".*", and there is no "localhost" node/],
       [["audit", "--manifests", dir, "--nodes", "web-1"], /--nodes: no node matches "web-1" \(did you mean "web-01"\?\)/],
       [["audit", "--manifests", dir, "--shard", "4/3"], /--shard takes k\/n with 1 <= k <= n, not "4\/3"/],
@@ -61,20 +64,64 @@ describe("the CLI on bad input: exit 2 and a message naming the place", () => {
   });
 });
 
-describe("colors", () => {
-  const tty = { isTTY: true } as NodeJS.WriteStream;
-  it("only on a TTY, never with NO_COLOR or --no-color", () => {
-    const saved = process.env.NO_COLOR;
-    delete process.env.NO_COLOR;
-    try {
-      assert.equal(useColor({}, tty), true);
-      assert.equal(useColor({}, { isTTY: false } as NodeJS.WriteStream), false);
-      assert.equal(useColor({ "no-color": true }, tty), false);
-      process.env.NO_COLOR = "1";
-      assert.equal(useColor({}, tty), false);
-    } finally {
-      if (saved === undefined) delete process.env.NO_COLOR;
-      else process.env.NO_COLOR = saved;
-    }
+describe("colours follow the conventions, under a real pseudo-terminal and through a pipe", () => {
+  const REPORT = path.join(REPO_ROOT, "test/fixtures/reports/fleet.json");
+  const ENTRY = path.join(REPO_ROOT, "src/cli/main.ts");
+  /** `report` of a fixture in text form; through `script` it runs on a pseudo-terminal. */
+  const render = async (env: Record<string, string>, options: { tty: boolean; flags?: string[] }) => {
+    const command = [process.execPath, "--import", TSX, ENTRY, "report", "--report", REPORT, ...(options.flags ?? [])];
+    const base = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/", TERM: "xterm-256color", ...env };
+    const result = options.tty
+      ? await execa("script", ["-qec", command.map((a) => `'${a}'`).join(" "), "/dev/null"], { env: base, extendEnv: false, reject: false })
+      : await execa(command[0]!, command.slice(1), { env: base, extendEnv: false, reject: false });
+    assert.match(result.stdout, /drift/, result.stderr);
+    return result.stdout.includes("\x1b[");
+  };
+
+  it("on a terminal: coloured, except with NO_COLOR, FORCE_COLOR=0, TERM=dumb or --no-color", async () => {
+    assert.equal(await render({}, { tty: true }), true);
+    assert.equal(await render({ NO_COLOR: "1" }, { tty: true }), false);
+    assert.equal(await render({ FORCE_COLOR: "0" }, { tty: true }), false);
+    assert.equal(await render({ TERM: "dumb" }, { tty: true }), false);
+    assert.equal(await render({}, { tty: true, flags: ["--no-color"] }), false);
+  });
+
+  it("through a pipe: plain, except with FORCE_COLOR=1 or --color (CI logs)", async () => {
+    assert.equal(await render({}, { tty: false }), false);
+    assert.equal(await render({ FORCE_COLOR: "1" }, { tty: false }), true);
+    assert.equal(await render({}, { tty: false, flags: ["--color"] }), true);
+    assert.equal(await render({ NO_COLOR: "1" }, { tty: false, flags: ["--color"] }), true, "a flag outranks the environment");
+  });
+
+  it("an empty NO_COLOR is unset, as no-color.org says", async () => {
+    assert.equal(await render({ NO_COLOR: "" }, { tty: true }), true);
   });
 });
+
+describe("finding the manifest tree", () => {
+  it("from inside the tree, from a folder in it, and from a subfolder of the repository", async () => {
+    const repo = await tree({ "fleet-manifests/fleet.yaml": "{}\n", "fleet-manifests/nodes/web-01.yaml": "{}\n", "docs/README.md": "x\n" });
+    for (const [cwd, shown] of [
+      ["fleet-manifests", "."],
+      ["fleet-manifests/nodes", ".."],
+      ["docs", "../fleet-manifests"],
+      [".", "fleet-manifests"],
+    ] as const) {
+      const result = await runCli(["validate"], { cwd: path.join(repo, cwd) });
+      assert.equal(result.exitCode, 0, `${cwd}: ${result.stderr}`);
+      assert.equal(result.stdout, `${shown}: valid (1 node, 0 groups in use)`, cwd);
+    }
+  });
+
+  it("a tree without nodes/ is an error that names the right folder", async () => {
+    const misspelt = await tree({ "fleet.yaml": "{}\n", "node/web-01.yaml": "{}\n" });
+    const result = await runCli(["validate", "--manifests", misspelt]);
+    assert.equal(result.exitCode, 2);
+    assert.match(result.stderr, /has no nodes\/ folder; is node\/ meant to be nodes\/\?/);
+    const above = await tree({ "fleet-manifests/nodes/a.yaml": "{}\n", "README.md": "x\n" });
+    const wrong = await runCli(["validate", "--manifests", above]);
+    assert.equal(wrong.exitCode, 2);
+    assert.match(wrong.stderr, /has no nodes\/ folder; .*fleet-manifests holds one: use --manifests .*fleet-manifests\n/);
+  });
+});
+

@@ -1,7 +1,7 @@
 // `quartermaster watch --local` as a real process against the real file system, and for
 // sysctl against a real network namespace. Waits are for events, never for durations.
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { chmod, mkdir, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -263,5 +263,22 @@ describe("watch --local, sysctl in a network namespace", () => {
     );
     assert.equal(drift.event === "drift" && drift.live, "1");
     assert.equal(drift.event === "drift" && drift.domain, "sysctl");
+  });
+
+  it("its own metrics listener is never an unauthorized port; another listener is", { skip: !root && "needs root for ip netns" }, async () => {
+    execFileSync("ip", ["netns", "exec", namespace, "ip", "link", "set", "lo", "up"]);
+    const other = spawn("ip", ["netns", "exec", namespace, process.execPath, "-e", 'require("net").createServer().listen(8081, "127.0.0.1")']);
+    try {
+      const s = await scene({ networking: { listening_ports: [] } });
+      const watcher = start(["--manifest", s.spec, "--maintenance-marker", s.marker, "--metrics-listen", "127.0.0.1:0", "--interval", "1"], inNamespace);
+      const own = (await watcher.metricsAddress()).split(":")[1]!;
+      // The check that reports the other listener has looked at every listener, the watcher's own included.
+      await watcher.waitFor("the other listener reported", driftOf("tcp/8081"));
+      assert.equal(watcher.count(driftOf(`tcp/${own}`)), 0, watcher.stderr);
+      assert.equal(watcher.count((e) => e.event === "drift" && e.domain === "ports"), 1);
+      assert.equal((await watcher.stop()).code, 0);
+    } finally {
+      other.kill();
+    }
   });
 });

@@ -5,7 +5,7 @@ import { execa } from "execa";
 import { UsageError } from "../../errors.js";
 import { diffFleets, renderManifestDiff } from "../../manifest/diff.js";
 import { loadFleet, type Fleet } from "../../manifest/load.js";
-import { parse, parsePositiveInt } from "../options.js";
+import { findManifests, parse, parsePositiveInt } from "../options.js";
 
 // A job summary holds 1 MiB; leave room for anything else a workflow writes there.
 const DEFAULT_MAX_BYTES = 1_000_000;
@@ -30,12 +30,12 @@ async function fleetAt(repoRoot: string, manifestsPath: string, ref: string, scr
 
 export async function manifestDiffCommand(argv: string[]): Promise<number> {
   const { values } = parse("manifest-diff", argv, {
-    manifests: { type: "string", default: "fleet-manifests" },
+    manifests: { type: "string" },
     base: { type: "string" },
     "max-bytes": { type: "string" },
   });
   if (!values.base) throw new UsageError("manifest-diff needs --base REF (the commit the pull request merges into, e.g. HEAD^1 of its merge commit)");
-  const manifests = values.manifests ?? "fleet-manifests";
+  const manifests = findManifests(values.manifests);
   const top = await git(manifests, ["rev-parse", "--show-toplevel"]);
   if (top.exitCode !== 0) throw new UsageError(`${manifests} is not inside a git checkout`);
   const repoRoot = top.stdout.trim();

@@ -1,9 +1,8 @@
-import { parseArgs } from "node:util";
 import { ManifestErrors, UsageError } from "../../errors.js";
 import { mergeReports, ReportMergeError, type ShardReport } from "../../report/merge.js";
 import { readReport } from "../../report/read.js";
 import { ExitBit } from "../exit.js";
-import { OUTPUT_OPTIONS } from "../options.js";
+import { OUTPUT_OPTIONS, parse } from "../options.js";
 import { writeReport } from "../output.js";
 import { auditExitCode } from "./audit.js";
 
@@ -22,12 +21,7 @@ async function readShard(file: string): Promise<ShardReport> {
  * `audit --shard k/n`, exiting like the audit of the whole fleet would.
  */
 export async function mergeReportsCommand(argv: string[]): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({ args: argv, options: { ...OUTPUT_OPTIONS, help: { type: "boolean", default: false } }, strict: true, allowPositionals: true });
-  } catch (error) {
-    throw new UsageError(`merge-reports: ${(error as Error).message}`);
-  }
+  const parsed = parse("merge-reports", argv, OUTPUT_OPTIONS, { positionals: true });
   const { values, positionals } = parsed;
   if (positionals.length === 0) throw new UsageError("merge-reports needs the shard report files: merge-reports --out report.json shard-*.json");
   try {

@@ -99,7 +99,7 @@ export async function reviewCommand(argv: string[]): Promise<number> {
     await reply(`None of this pull request's nodes (${pull.marker.nodes.join(", ")}) is in the manifests any more: no ticket to record.`);
     return 0;
   }
-  const { report } = await runAudit({ ...values, repo: undefined, ref: undefined, manifests: manifestDir, nodes: nodes.join(","), local: false, verbose: false, "no-color": false });
+  const { report } = await runAudit({ ...values, repo: undefined, ref: undefined, manifests: manifestDir, nodes: nodes.join(","), local: false, verbose: false, color: false, "no-color": false });
   const { input, revision } = await proposalInput(manifestDir, report);
   const signature = pull.marker.signature;
   const actions = (await planWithForge(github, input)).filter((a) => (a.type === "open" || a.type === "update") && a.kind === "ticket" && a.marker.signature === signature);

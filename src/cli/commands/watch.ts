@@ -2,12 +2,12 @@ import os from "node:os";
 import type { Server } from "node:http";
 import { fleetAuditSettings, fleetDriftRules } from "./audit.js";
 import { ManifestErrors, UsageError } from "../../errors.js";
-import { loadFleet, loadNodeFile } from "../../manifest/load.js";
+import { loadFleet, loadNodeFile, type LoadedNode } from "../../manifest/load.js";
 import { manifestRevision } from "../../manifest/revision.js";
 import { localTransport } from "../../transport/local.js";
 import { serveMetrics } from "../../watch/metrics.js";
 import { Monitor, type WatchedManifest } from "../../watch/monitor.js";
-import { localNode, parse, parsePositiveInt } from "../options.js";
+import { findManifests, localNode, parse, parsePositiveInt } from "../options.js";
 
 export const WATCH_OPTIONS = {
   local: { type: "boolean", default: false },
@@ -29,7 +29,7 @@ export const DEFAULT_INTERVAL_SECONDS = 60;
 async function loadWatched(values: WatchValues): Promise<WatchedManifest> {
   const fleet = values.manifest
     ? await loadNodeFile(values.manifest, values.nodes ?? os.hostname())
-    : await loadFleet(values.manifests ?? "fleet-manifests");
+    : await loadFleet(findManifests(values.manifests));
   const node = values.manifest ? fleet.nodes[0]! : localNode(fleet, values.nodes);
   const marker = values["maintenance-marker"];
   return {
@@ -43,6 +43,13 @@ async function loadWatched(values: WatchValues): Promise<WatchedManifest> {
   };
 }
 
+/** The node, with `item` added to its allow-list of listening ports when it declares one. */
+function allowListener(node: LoadedNode, item: string): LoadedNode {
+  const networking = node.spec.networking as { listening_ports?: string[] } | undefined;
+  if (!networking?.listening_ports) return node;
+  return { ...node, spec: { ...node.spec, networking: { ...networking, listening_ports: [...networking.listening_ports, item] } } };
+}
+
 /** `watch --local`: runs until SIGTERM or SIGINT (exit 0); SIGHUP reloads the manifest. */
 export async function watchCommand(argv: string[]): Promise<number> {
   const { values } = parse("watch", argv, WATCH_OPTIONS);
@@ -52,32 +59,38 @@ export async function watchCommand(argv: string[]): Promise<number> {
     throw new UsageError("--maintenance-marker takes an absolute path");
   }
   const intervalMs = parsePositiveInt("interval", values.interval, DEFAULT_INTERVAL_SECONDS) * 1000;
-  const manifest = await loadWatched(values);
+  const loaded = await loadWatched(values);
   const log = (line: string) => process.stderr.write(`${line}\n`);
-  const monitor = new Monitor(manifest, {
-    transport: localTransport(manifest.node.name),
-    intervalMs,
-    emit: (event) => process.stdout.write(`${JSON.stringify(event)}\n`),
-    log,
-  });
-
+  let monitor: Monitor | undefined;
   let server: Server | undefined;
+  let own: string | undefined;
   if (values["metrics-listen"]) {
-    const served = await serveMetrics(values["metrics-listen"], () => monitor.status()).catch((error: Error) => {
+    // No await between listening and creating the monitor below, so no request finds it missing.
+    const served = await serveMetrics(values["metrics-listen"], () => monitor!.status()).catch((error: Error) => {
       throw new UsageError(`--metrics-listen ${values["metrics-listen"]}: ${error.message}`);
     });
     server = served.server;
+    own = `tcp/${served.address.port}@${served.address.address}`;
     log(`serving /metrics and /healthz on ${served.address.address}:${served.address.port}`);
   }
+  // The watcher's own metrics listener is never an unauthorized port.
+  const withOwnListener = (manifest: WatchedManifest): WatchedManifest =>
+    own ? { ...manifest, node: allowListener(manifest.node, own) } : manifest;
+  const running = (monitor = new Monitor(withOwnListener(loaded), {
+    transport: localTransport(loaded.node.name),
+    intervalMs,
+    emit: (event) => process.stdout.write(`${JSON.stringify(event)}\n`),
+    log,
+  }));
   // Reloads run one after another, so a burst of SIGHUPs cannot apply an older manifest last.
   let reloading = Promise.resolve();
   const reload = () => {
     reloading = reloading.then(async () => {
       try {
-        monitor.reload(await loadWatched(values));
+        running.reload(withOwnListener(await loadWatched(values)));
       } catch (error) {
         if (!(error instanceof ManifestErrors || error instanceof UsageError)) throw error;
-        monitor.reloadFailed(error.message);
+        running.reloadFailed(error.message);
       }
     });
   };
@@ -88,13 +101,13 @@ export async function watchCommand(argv: string[]): Promise<number> {
     const stop = (signal: NodeJS.Signals) => {
       if (stopping) return;
       stopping = true;
-      void monitor
+      void running
         .stop(`received ${signal}`)
         .then(() => new Promise<void>((closed) => (server ? (server.close(() => closed()), server.closeAllConnections()) : closed())))
         .then(() => resolve(0));
     };
     process.on("SIGTERM", stop).on("SIGINT", stop).on("SIGHUP", reload);
   });
-  monitor.start();
+  running.start();
   return stopped;
 }

@@ -1,14 +1,14 @@
 import { z } from "zod";
 import type { Domain, Finding } from "../domain.js";
-import { globToRegExp, isGlob, isValidGlob } from "../../glob.js";
+import { globMatch, globProblem, isGlob } from "../../glob.js";
 import { parseSchedulers, type IoSchedulerLive } from "./parse.js";
 
 const Scheduler = z.string().regex(/^[A-Za-z0-9_-]+$/, "a scheduler name, like mq-deadline, bfq or none");
 // Keys are checked here rather than by a key schema, whose failures zod reports as "Invalid key in record".
 export const IoSchedulerDeclared = z.record(z.string(), Scheduler).superRefine((declared, ctx) => {
   for (const pattern of Object.keys(declared)) {
-    if (!/^[^\s/]+$/.test(pattern)) ctx.addIssue({ code: "custom", path: [pattern], message: "a block device name or glob, like vda or nvme*" });
-    else if (!isValidGlob(pattern)) ctx.addIssue({ code: "custom", path: [pattern], message: "unterminated [ in the glob" });
+    const problem = /^[^\s/]+$/.test(pattern) ? globProblem(pattern) : "a block device name or glob, like vda or nvme*";
+    if (problem) ctx.addIssue({ code: "custom", path: [pattern], message: problem });
   }
 });
 export type IoSchedulerDeclared = z.infer<typeof IoSchedulerDeclared>;
@@ -34,13 +34,13 @@ export const ioScheduler: Domain<IoSchedulerDeclared, IoSchedulerLive> = {
   },
   compare(declared, live) {
     const patterns = Object.keys(declared);
-    const globs = patterns.filter(isGlob).map((p) => [p, globToRegExp(p)] as const);
+    const globs = patterns.filter(isGlob);
     const matched = new Set<string>();
     const findings: Finding[] = [];
     for (const device of [...live.keys()].sort()) {
-      for (const [p, re] of globs) if (re.test(device)) matched.add(p);
+      for (const glob of globs) if (globMatch(glob, device)) matched.add(glob);
       // A device's own name wins over a glob; among globs, the first declared one.
-      const pattern = device in declared ? device : globs.find(([, re]) => re.test(device))?.[0];
+      const pattern = device in declared ? device : globs.find((glob) => globMatch(glob, device));
       if (pattern === undefined) continue;
       matched.add(pattern);
       const want = declared[pattern]!;

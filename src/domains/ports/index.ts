@@ -1,11 +1,53 @@
 import { z } from "zod";
 import type { Domain, Finding } from "../domain.js";
+import { isIPv4, isIPv6 } from "node:net";
+import { canonicalIPv6 } from "../procnet.js";
 import { comparePorts, parsePorts, type PortsLive } from "./parse.js";
 
-const Port = z.string().refine((value) => {
-  const m = /^(tcp|udp)\/([1-9]\d{0,4})$/.exec(value);
-  return m !== null && Number(m[2]) <= 65535;
-}, 'a port like "tcp/22" or "udp/53": tcp or udp, a slash, a port number from 1 to 65535');
+/**
+ * One allow-list item: `tcp/22` (any address), `tcp/9100@127.0.0.1` or `udp/53@::1` (that
+ * address only), `tcp/*@loopback` (any port on 127.0.0.0/8 or ::1), `tcp/32768-60999` (a range,
+ * such as the kernel's ephemeral ports).
+ */
+export interface AllowedPort {
+  proto: string;
+  low: number;
+  high: number;
+  /** undefined: any address; "loopback"; or an address as the probe shows it (0.0.0.0, [::1]). */
+  address?: string;
+}
+
+const ITEM = /^(tcp|udp)\/(\*|[1-9]\d{0,4}(?:-[1-9]\d{0,4})?)(?:@(.+))?$/;
+
+/** The allow-list item `text` states, or why it states none. */
+export function allowedPort(text: string): AllowedPort | { error: string } {
+  const m = ITEM.exec(text);
+  if (!m) return { error: 'a port like "tcp/22", "udp/53@127.0.0.1", "tcp/32768-60999" or "tcp/*@loopback"' };
+  const [low, high] = m[2] === "*" ? [1, 65535] : m[2]!.split("-").map(Number).concat(m[2]!.includes("-") ? [] : [Number(m[2])]);
+  if (low! < 1 || high! > 65535 || low! > high!) return { error: `${m[2]}: ports run from 1 to 65535, the low one first` };
+  const address = m[3] === undefined || m[3] === "loopback" ? m[3] : liveAddress(m[3]);
+  if (address === undefined && m[3] !== undefined) return { error: `${m[3]}: an IPv4 or IPv6 address, or loopback` };
+  return { proto: m[1]!, low: low!, high: high!, ...(address !== undefined && { address }) };
+}
+
+/** An address as the probe shows it: IPv4 dotted, IPv6 canonical in brackets; undefined if it is neither. */
+function liveAddress(text: string): string | undefined {
+  if (isIPv4(text)) return text;
+  const bare = text.replace(/^\[(.*)\]$/, "$1");
+  return isIPv6(bare) ? `[${canonicalIPv6(bare)}]` : undefined;
+}
+
+const isLoopback = (address: string) => address.startsWith("127.") || address === "[::1]";
+
+function allows(item: AllowedPort, proto: string, port: number, address: string): boolean {
+  if (item.proto !== proto || port < item.low || port > item.high) return false;
+  return item.address === undefined || (item.address === "loopback" ? isLoopback(address) : item.address === address);
+}
+
+const Port = z.string().superRefine((text, ctx) => {
+  const item = allowedPort(text);
+  if ("error" in item) ctx.addIssue({ code: "custom", message: item.error });
+});
 export const PortsDeclared = z.array(Port);
 export type PortsDeclared = z.infer<typeof PortsDeclared>;
 
@@ -16,7 +58,8 @@ export const ports: Domain<PortsDeclared, PortsLive> = {
   schema: PortsDeclared,
   severity: "high",
   onDrift: "ticket",
-  remediation: "Stop the unauthorized listener or add the port to networking.listening_ports.",
+  remediation:
+    "Stop an unauthorized listener, or start the service of a declared port that is closed; or accept the live state into networking.listening_ports.",
   probe() {
     // One grep over the four socket tables (the IPv6 ones are absent without IPv6); it keeps the
     // headers, to prove each table was read, and only sockets in the LISTEN or CLOSE state,
@@ -32,13 +75,30 @@ export const ports: Domain<PortsDeclared, PortsLive> = {
   },
   compare(declared, live) {
     const findings: Finding[] = [];
-    declared.forEach((port, i) => {
-      if (!live.has(port)) findings.push({ key: port, declared: "listening", live: "closed", path: [...this.specPath, i] });
+    const items = declared.map((text) => allowedPort(text)).filter((item): item is AllowedPort => !("error" in item));
+    declared.forEach((text, i) => {
+      // One port must listen (on its address, if it names one); ranges and wildcards only allow.
+      const item = allowedPort(text);
+      if ("error" in item || item.low !== item.high || item.address === "loopback") return;
+      const addresses = live.get(`${item.proto}/${item.low}`);
+      if (addresses?.some((a) => item.address === undefined || a === item.address)) return;
+      findings.push({
+        key: text,
+        declared: "listening",
+        live: "closed",
+        path: [...this.specPath, i],
+        detail: addresses ? `listening only on ${addresses.join(", ")}` : "nothing listens on it",
+      });
     });
-    const allowed = new Set(declared);
     for (const [port, addresses] of live) {
-      if (allowed.has(port)) continue;
-      findings.push({ key: port, declared: "closed", live: "listening", path: this.specPath, detail: `listening on ${addresses.join(", ")}` });
+      const [proto, number] = port.split("/") as [string, string];
+      const unauthorized = addresses.filter((address) => !items.some((item) => allows(item, proto, Number(number), address)));
+      if (!unauthorized.length) continue;
+      // Scoped items for this port say which addresses are allowed: the finding names the other ones.
+      const scoped = items.some((item) => item.proto === proto && item.low === Number(number) && item.address !== undefined);
+      for (const key of scoped ? unauthorized.map((a) => `${port}@${a.replace(/^\[(.*)\]$/, "$1")}`) : [port]) {
+        findings.push({ key, declared: "closed", live: "listening", path: this.specPath, detail: `listening on ${(scoped ? [key.split("@")[1]] : unauthorized).join(", ")}` });
+      }
     }
     return findings;
   },

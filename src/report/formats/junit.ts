@@ -41,12 +41,15 @@ function testCases(node: NodeResult): TestCase[] {
     audit.outcome = { element: "skipped", message: node.error ?? "node in maintenance: not audited" };
   }
   const drift = [...node.drift].sort(compareDrift).map((item) => driftCase(node, item));
-  const unknown = (node.unknown ?? []).map(
-    ({ domain, reason }): TestCase => ({
+  // One test case per unknown domain, whatever the number of reasons: test views key cases by name.
+  const reasons = new Map<string, string[]>();
+  for (const { domain, reason } of node.unknown ?? []) reasons.set(domain, [...(reasons.get(domain) ?? []), reason]);
+  const unknown = [...reasons].map(
+    ([domain, why]): TestCase => ({
       name: domain,
       classname: `${node.name}.${domain}`,
       seconds: 0,
-      outcome: { element: "skipped", message: `unknown: ${reason}` },
+      outcome: { element: "skipped", message: `unknown: ${why.join("; ")}` },
     }),
   );
   return [audit, ...drift, ...unknown];

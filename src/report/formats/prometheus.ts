@@ -43,7 +43,8 @@ export const renderPrometheus: Renderer = (report) => {
     for (const item of node.drift) {
       add(item.acknowledged ? acknowledged : drift, { node: node.name, domain: item.domain, severity: item.severity }, 1);
     }
-    for (const u of node.unknown ?? []) add(unknown, { node: node.name, domain: u.domain }, 1);
+    // A domain can be unknown for several reasons; the gauge says whether it is, as its help says.
+    for (const domain of new Set((node.unknown ?? []).map((u) => u.domain))) add(unknown, { node: node.name, domain }, 1);
   }
   add(last, {}, Date.parse(report.finishedAt) / 1000);
 

@@ -21,7 +21,7 @@ test("listeners in LISTEN (tcp) or unconnected (udp), merged across IPv4 and IPv
 test("an undeclared listener is unauthorized; a declared port not listening is drift too", () => {
   const live = liveFrom(ports, "many-listeners.txt");
   assert.deepEqual(ports.compare(["tcp/22", "tcp/443", "tcp/5432", "udp/53", "udp/123", "udp/323", "tcp/25"], live), [
-    { key: "tcp/25", declared: "listening", live: "closed", path: ["networking", "listening_ports", 6] },
+    { key: "tcp/25", declared: "listening", live: "closed", path: ["networking", "listening_ports", 6], detail: "nothing listens on it" },
     { key: "tcp/8080", declared: "closed", live: "listening", path: ["networking", "listening_ports"], detail: "listening on 0.0.0.0" },
   ]);
   assert.deepEqual(
@@ -70,11 +70,29 @@ test("output it cannot trust is refused; connected and established sockets are n
   assert.equal(parsePorts(established).size, 0);
 });
 
-test("the schema wants tcp/<port> or udp/<port>", () => {
-  assert.equal(ports.schema.safeParse(["tcp/22", "udp/53", "tcp/65535"]).success, true);
-  for (const bad of ["22", "tcp:22", "TCP/22", "tcp/0", "tcp/65536", "tcp/022", "sctp/9"]) {
+test("the schema wants tcp/<port> or udp/<port>, optionally a range or *, and @address or @loopback", () => {
+  const good = ["tcp/22", "udp/53", "tcp/65535", "tcp/9100@127.0.0.1", "tcp/443@::", "udp/53@[::1]", "tcp/32768-60999", "tcp/*@loopback"];
+  assert.equal(ports.schema.safeParse(good).success, true);
+  for (const bad of ["22", "tcp:22", "TCP/22", "tcp/0", "tcp/65536", "tcp/022", "sctp/9", "tcp/22@localhost", "tcp/9-1", "tcp/22@999.1.1.1"]) {
     const r = ports.schema.safeParse([bad]);
     assert.equal(r.success, false, bad);
-    assert.match(r.error!.issues[0]!.message, /a port like "tcp\/22" or "udp\/53"/);
+    assert.match(r.error!.issues[0]!.message, /a port like "tcp\/22"|ports run from 1 to 65535|an IPv4 or IPv6 address, or loopback/, bad);
   }
+});
+
+test("scoped items allow a port on one address only, loopback wildcards and ranges allow without requiring", () => {
+  const live = liveFrom(ports, "many-listeners.txt");
+  const findings = ports.compare(["tcp/22@0.0.0.0", "tcp/443", "tcp/5432@127.0.0.1", "tcp/*@loopback", "udp/1-1024", "tcp/8080@10.0.0.5"], live);
+  assert.deepEqual(
+    findings.map((f) => [f.key, f.live, f.detail]),
+    [
+      ["tcp/8080@10.0.0.5", "closed", "listening only on 0.0.0.0"],
+      ["tcp/22@::", "listening", "listening on ::"],
+      ["tcp/8080@0.0.0.0", "listening", "listening on 0.0.0.0"],
+    ],
+  );
+  // Accepting a scoped listener adds exactly that address, so the next audit is clean for it.
+  const accepted = ports.accept!(["tcp/22@0.0.0.0"], findings[1]!) as string[];
+  assert.deepEqual(accepted, ["tcp/22@0.0.0.0", "tcp/22@::"]);
+  assert.deepEqual(ports.compare(accepted, new Map([["tcp/22", ["0.0.0.0", "[::]"]]])), []);
 });

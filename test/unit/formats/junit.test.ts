@@ -128,3 +128,16 @@ test("the XML checker rejects what is not well-formed", () => {
   for (const xml of bad) assert.throws(() => parseXml(xml), XmlError, JSON.stringify(xml));
   assert.equal(parseXml('<?xml version="1.0" encoding="UTF-8"?>\n<a k=\'v&#10;\'>t<![CDATA[<x>]]></a>\n').text, "t<x>");
 });
+
+test("a domain unknown for two reasons is one test case naming both: names stay unique within a suite", () => {
+  const report = loadFleetReport();
+  const node = report.nodes.find((n) => n.name === "web-02")!;
+  node.unknown = [
+    { domain: "systemd", reason: "cannot read /etc/systemd/system/a.service.d/x.conf" },
+    { domain: "systemd", reason: "systemd is not running" },
+  ];
+  const web = suite(parseXml(renderJunit(report, options)), "web-02");
+  const names = findAll(web, "testcase").map((c) => c.attributes.name);
+  assert.equal(names.length, new Set(names).size, names.join(", "));
+  assert.equal(testcase(web, "systemd").children[0]!.attributes.message, "unknown: cannot read /etc/systemd/system/a.service.d/x.conf; systemd is not running");
+});

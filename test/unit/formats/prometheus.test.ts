@@ -94,3 +94,13 @@ test("output is sorted and does not depend on the order of nodes or items in the
   const samples = render().split("\n").filter((l) => l.startsWith("quartermaster_node_status{"));
   assert.deepEqual(samples, [...samples].sort());
 });
+
+test("a domain unknown for two reasons is still 1, as the help says", () => {
+  const report = loadFleetReport();
+  report.nodes[0]!.unknown = [
+    { domain: "systemd", reason: "a" },
+    { domain: "systemd", reason: "b" },
+  ];
+  const families = parseExposition(renderPrometheus(report, options));
+  assert.equal(sampleValue(families, "quartermaster_domain_unknown", { node: report.nodes[0]!.name, domain: "systemd" }), 1);
+});
