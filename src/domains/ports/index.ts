@@ -16,6 +16,7 @@ export const ports: Domain<PortsDeclared, PortsLive> = {
   schema: PortsDeclared,
   severity: "high",
   onDrift: "ticket",
+  itemsAreASet: true,
   remediation: "Stop the unauthorized listener or add the port to networking.listening_ports.",
   probe() {
     // One grep over the four socket tables (the IPv6 ones are absent without IPv6); it keeps the

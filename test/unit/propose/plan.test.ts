@@ -69,7 +69,7 @@ function input(r: Report, pulls: ExistingPull[] = [], source: { fleet: Fleet; fi
 /** The PRs GitHub would list after the actions ran, numbered from `first`. */
 function asPulls(actions: Action[], first = 1): ExistingPull[] {
   return actions.flatMap((a, i) =>
-    a.type === "open" ? [{ number: first + i, state: "open" as const, merged: false, branch: a.branch, title: a.title, body: a.body, labels: a.labels, marker: parseMarker(a.body) }] : [],
+    a.type === "open" ? [{ number: first + i, state: "open" as const, merged: false, branch: a.branch, title: a.title, body: a.body, labels: a.labels, marker: parseMarker(a.body, a.branch) }] : [],
   );
 }
 
@@ -252,8 +252,8 @@ describe("plan: from drift to pull requests", () => {
     const marker = { v: 1 as const, kind: "accept" as const, signature: "0".repeat(16), nodes, detected: "2026-03-02T06:00:00.000Z", content: "c" };
     const body = pullBody({ kind: "accept", group, marker, files: ["fleet-manifests/groups/web.yaml"] });
     assert.ok(body.length <= MAX_BODY_CHARS, `${body.length} characters`);
-    assert.match(body, /more nodes and \d+ diffs are left out .* the audit report artifact has them all/);
-    assert.deepEqual(parseMarker(body)?.nodes.length, 5000, "the marker keeps every node");
+    assert.match(body, /more rows and \d+ diffs are left out .* the audit report artifact has them all/);
+    assert.deepEqual(parseMarker(body, `quartermaster--accept--sysctl--net-core-somaxconn--${"0".repeat(16)}`)?.nodes.length, 5000, "the marker keeps every node");
   });
 
   it("secrets never reach a body: no diff for a file compared by hash, even if one were present", () => {
