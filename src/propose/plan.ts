@@ -11,6 +11,7 @@ import type { DriftItem, Report } from "../report/schema.js";
 import { acceptFinding } from "./accept.js";
 import { applyChanges, declaredChanges, type DeclaredChange } from "./manifest-edit.js";
 import { pullBody, pullTitle, type PullMarker, MARKER_VERSION } from "./body.js";
+import { truncate } from "../text/markdown.js";
 import { branchIdentity, branchName, slug, type PullKind } from "./branch.js";
 
 // The planner is a pure function: (report, manifests, tickets, the bot's pull requests) -> actions.
@@ -289,7 +290,8 @@ export function plan(input: PlanInput): Action[] {
     const branch = branchName("ticket", domain.name, groupKey(group), identity);
     if (declined.has(proposalKey(branch, names))) continue;
     const detected = openOn(branch)?.marker?.detected ?? input.report.startedAt;
-    const ticket = ticketFor(group, id, detected, reason!.detail ? `${reason!.text}: ${reason!.detail}` : reason!.text);
+    // An error may quote a whole live file: the ticket keeps its start, the report has the rest.
+    const ticket = ticketFor(group, id, detected, reason!.detail ? `${reason!.text}: ${truncate(reason!.detail, 300)}` : reason!.text);
     const files = { [path.posix.join(input.manifestsPath, "remediations", `${id}.yaml`)]: ticketYaml(ticket) };
     const marker: PullMarker = { v: MARKER_VERSION, kind: "ticket", signature: group.signature, domain: domain.name, nodes: names, detected, content: hash(JSON.stringify(files), 16), ticket: id };
     desired.push({
