@@ -2,7 +2,6 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { FORMATS } from "../../../src/report/formats/index.js";
 import { DEFAULT_MARKDOWN_MAX_BYTES, renderMarkdown } from "../../../src/report/formats/markdown.js";
-import { codeCell, textCell } from "../../../src/text/markdown.js";
 import { largeReport, loadFleetReport } from "../../support/reports.js";
 
 const options = { color: false, verbose: false };
@@ -99,12 +98,6 @@ test("pipes, backticks and newlines in values cannot break the table", () => {
   const row = rows.find((r) => r[0]!.startsWith("db"))!;
   assert.equal(row[0], "db\\|01 \\*bold\\* &lt;b&gt;");
   assert.equal(codeText(row[2]!), "a|b\\nc`d``e");
-});
-
-test("cell escaping", () => {
-  assert.equal(codeCell("`x`"), "`` `x` ``");
-  assert.equal(codeCell("a|b"), "`a\\|b`");
-  assert.equal(textCell("a_b\nc\u001b"), "a\\_b<br>c\\\\x1b", "the shown \\x1b keeps its backslash");
 });
 
 test("diffs sit in collapsed details as diff blocks; a secret file has none", () => {
