@@ -89,7 +89,7 @@ const byKey = (a: DriftItem, b: DriftItem) => (a.key < b.key ? -1 : a.key > b.ke
  * Unacknowledged drift grouped into proposals: identical drift on several nodes is one group, and
  * all drifting items of a set domain (listeners, routes) on one node are one group, not one each.
  */
-export function groupDrift(report: Report, nodes: ReadonlyMap<string, LoadedNode>): DriftGroup[] {
+function groupDrift(report: Report, nodes: ReadonlyMap<string, LoadedNode>): DriftGroup[] {
   const groups = new Map<string, DriftGroup>();
   const add = (node: LoadedNode, domain: AnyDomain, items: DriftItem[]) => {
     items.sort(byKey);
