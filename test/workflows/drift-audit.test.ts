@@ -146,7 +146,7 @@ describe("drift-audit and review-command workflows", () => {
     for (const result of [shardedRun, wholeRun]) {
       const step = result.job("propose")[0]!.steps.find((s) => s.name === "Open, update or close pull requests")!;
       assert.match(step.summary, /\*\*1 deferred\*\*: at most 10 new pull requests are opened per run/);
-      assert.match(step.summary, /^\| deferred \| \| `quartermaster--accept--sysctl--net-ipv4-tcp-synack-retries--[0-9a-f]{16}` \|/m);
+      assert.match(step.summary, /^\| deferred \| +\| `quartermaster--accept--sysctl--net-ipv4-tcp-synack-retries--[0-9a-f]{16}` \|/m);
     }
     const forward = branches.find((b) => b.startsWith("quartermaster--accept--sysctl--net-ipv4-ip-forward--"))!;
     assert.deepEqual(Object.keys(opened[forward]!.files), ["fleet-manifests/groups/web.yaml"]);

@@ -78,7 +78,7 @@ function summary(outcomes: readonly Outcome[], dry: boolean): string {
   const deferred = outcomes.filter((o) => o.action.type === "defer");
   if (deferred.length) {
     const budget = (deferred[0]!.action as Extract<Action, { type: "defer" }>).budget;
-    out.push(`**${deferred.length} deferred**: at most ${budget} new pull requests are opened per run; the rest are opened on later runs, oldest drift first.`, "");
+    out.push(`**${deferred.length} deferred**: at most ${budget} new pull requests are opened per run; the rest are opened on later runs, most severe first.`, "");
   }
   out.push("| action | pull request | branch | title |", "|---|---|---|---|");
   for (const { action, ok, number } of outcomes) {
