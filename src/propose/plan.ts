@@ -335,9 +335,10 @@ export function plan(input: PlanInput): Action[] {
 }
 
 /**
- * At most `max` of the `open` actions are kept, oldest drift first (by first detection, then
- * severity, then branch: stable across runs); the others become `defer`. Updates and closes are
- * never limited, so deferred drift gets its PR on a later run as earlier ones are decided.
+ * At most `max` of the `open` actions are kept, most severe first, then by branch: an order that
+ * stays the same from run to run; the others become `defer`. Updates and closes are never limited,
+ * so deferred drift gets its PR on a later run. (No state outlives a run, so the time drift was
+ * first seen is not known for drift that has no PR yet.)
  */
 function budget(actions: Action[], max: number | undefined): Action[] {
   if (max === undefined) return actions;
@@ -345,11 +346,7 @@ function budget(actions: Action[], max: number | undefined): Action[] {
   // Resolve PRs carry no severity label and go first: they only close out recorded work.
   const rank = (a: Open) => SEVERITIES.findIndex((s) => a.labels.includes(`severity:${s}`));
   const opens = actions.filter((a): a is Open => a.type === "open");
-  const kept = new Set(
-    [...opens]
-      .sort((a, b) => (a.marker.detected < b.marker.detected ? -1 : a.marker.detected > b.marker.detected ? 1 : rank(a) - rank(b) || (a.branch < b.branch ? -1 : 1)))
-      .slice(0, max),
-  );
+  const kept = new Set([...opens].sort((a, b) => rank(a) - rank(b) || (a.branch < b.branch ? -1 : 1)).slice(0, max));
   return actions.map((a) => (a.type !== "open" || kept.has(a) ? a : { type: "defer", kind: a.kind, branch: a.branch, title: a.title, budget: max }));
 }
 
