@@ -70,6 +70,8 @@ export interface Domain<Declared = unknown, Live = unknown> {
   listForm?: (item: string) => [string, string] | undefined;
   severity: Severity;
   onDrift: OnDrift;
+  /** Items are members of one set (listeners, routes, modules): many drifting on one node make one PR. */
+  itemsAreASet?: boolean;
   /** The seed's remediation workflow for this domain. */
   remediation: string;
   /** Shell snippet whose stdout is this domain's section. `declared` is undefined for snapshots. */

@@ -16,6 +16,11 @@ export function fingerprint(node: string, domain: string, key: string, declared:
   return createHash("sha256").update(JSON.stringify([node, domain, key, declared, live])).digest("hex").slice(0, 16);
 }
 
+/** Whether a ticket names drift with this signature: its own, or one of its items' (a set's several items). */
+export function ticketCovers(ticket: Ticket, signature: string): boolean {
+  return ticket.signature === signature || (ticket.items?.some((item) => item.signature === signature) ?? false);
+}
+
 export interface DriftContext {
   policy: Partial<Record<string, DomainPolicy>>;
   waivers: readonly Waiver[];
@@ -44,7 +49,7 @@ export function toDriftItems(node: LoadedNode, domain: AnyDomain, findings: read
     if (finding.detail) item.detail = finding.detail;
     if (finding.diff) item.diff = finding.diff;
     const signature = driftSignature(domain.name, finding.key, finding.declared, finding.live);
-    const ticket = ctx.tickets.find((t) => t.status === "open" && t.signature === signature && t.nodes.includes(node.name));
+    const ticket = ctx.tickets.find((t) => t.status === "open" && ticketCovers(t, signature) && t.nodes.includes(node.name));
     const waiver = findWaiver(ctx.waivers, { node: node.name, domain: domain.name, key: finding.key, live: finding.live }, ctx.now);
     if (ticket) {
       item.acknowledged = true;

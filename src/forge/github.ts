@@ -133,7 +133,7 @@ export class GitHub {
         title: p.title,
         body: p.body ?? "",
         labels: p.labels.map((l) => l.name),
-        marker: parseMarker(p.body),
+        marker: parseMarker(p.body, p.head.ref),
       }));
   }
 

@@ -2,7 +2,7 @@
 // reviewer needs, since one line in a group file can change what dozens of nodes must run.
 import { isDeepStrictEqual } from "node:util";
 import { DOMAINS } from "../domains/registry.js";
-import { codeCell, textCell } from "../report/formats/markdown.js";
+import { codeCell, textCell } from "../text/markdown.js";
 import { compactValue, compareText, plural } from "../report/formats/common.js";
 import { pathKey, sourceOf, type Fleet, type LoadedNode } from "./load.js";
 

@@ -93,11 +93,18 @@ export const AuditSettings = z.strictObject({
 });
 export type AuditSettings = z.infer<typeof AuditSettings>;
 
+export const ProposeSettings = z.strictObject({
+  /** At most this many new pull requests per `propose` run; the rest wait for later runs (default 10). */
+  max_new_prs: z.number().int().nonnegative().optional(),
+});
+export type ProposeSettings = z.infer<typeof ProposeSettings>;
+
 export const FleetSpec = NodeSpec.omit({ host: true, groups: true }).extend({
   policy: z.partialRecord(z.enum(DOMAIN_NAMES), DomainPolicy).optional(),
   ignore: z.array(Waiver).optional(),
   audit: AuditSettings.optional(),
+  propose: ProposeSettings.optional(),
 });
 export type FleetSpec = z.infer<typeof FleetSpec>;
 
-export const FLEET_SETTINGS = ["policy", "ignore", "audit"] as const;
+export const FLEET_SETTINGS = ["policy", "ignore", "audit", "propose"] as const;

@@ -18,6 +18,8 @@ export const Ticket = z.strictObject({
   resolved: z.string().optional(),
   /** Same (domain, key, declared, live) on any node: how drift is matched to its ticket. */
   signature: z.string().regex(/^[0-9a-f]{16}$/),
+  /** For drift of several items of one set (listeners, routes) on a node: each item, matched by its own signature. */
+  items: z.array(z.strictObject({ key: z.string(), declared: Json, live: Json, signature: z.string().regex(/^[0-9a-f]{16}$/) })).optional(),
   /** Why a ticket rather than an accept: policy, or the accept PR a reviewer closed. */
   reason: z.string().optional(),
 });

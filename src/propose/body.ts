@@ -3,10 +3,15 @@ import { DOMAIN_NAMES } from "../domains/domain.js";
 import type { JsonValue } from "../domains/domain.js";
 import type { Ticket } from "../manifest/tickets.js";
 import type { DriftItem } from "../report/schema.js";
+import { visible } from "../text/escape.js";
+import { codeCell, codeSpan, fencedBlock, htmlCode, truncate } from "../text/markdown.js";
+import { branchIdentity, ticketId } from "./branch.js";
 
 export const MARKER_VERSION = 1;
 /** GitHub refuses bodies over 65,536 characters; stay well under it. */
 export const MAX_BODY_CHARS = 60_000;
+/** PR titles (also the commit message's subject): one line, this long at most. */
+export const MAX_TITLE_CHARS = 200;
 
 export const PullMarker = z.object({
   v: z.literal(MARKER_VERSION),
@@ -23,70 +28,117 @@ export const PullMarker = z.object({
 });
 export type PullMarker = z.infer<typeof PullMarker>;
 
-const MARKER_RE = /<!-- quartermaster-pr (\{.*?\}) -->/;
+const MARKER_OPEN = "<!-- quartermaster-pr ";
+const MARKER_TAIL = /^<!-- quartermaster-pr (\{.*\}) -->\s*$/s;
 
-/** The hidden marker of a Quartermaster PR, or undefined for any other PR. */
-export function parseMarker(body: string | null | undefined): PullMarker | undefined {
-  const match = body ? MARKER_RE.exec(body) : null;
-  if (!match) return undefined;
+/** The marker as the body's last line; `<` escaped, so nothing in it reads as markup. */
+export const formatMarker = (marker: PullMarker) => `${MARKER_OPEN}${JSON.stringify(marker).replaceAll("<", "\\u003c")} -->`;
+
+/**
+ * The bot's hidden marker: the last one, only at the very end of the body (host text sits above it,
+ * in code, with `<!--` escaped), and only when it agrees with the branch name, which no host chooses.
+ * Markers written before this rule sat at the end too, so they still read.
+ */
+export function parseMarker(body: string | null | undefined, branch: string): PullMarker | undefined {
+  if (!body) return undefined;
+  const match = MARKER_TAIL.exec(body.slice(body.lastIndexOf(MARKER_OPEN)));
+  const from = branchIdentity(branch);
+  if (!match || !from) return undefined;
+  let marker: PullMarker;
   try {
     const parsed = PullMarker.safeParse(JSON.parse(match[1]!));
-    return parsed.success ? parsed.data : undefined;
+    if (!parsed.success) return undefined;
+    marker = parsed.data;
   } catch {
     return undefined;
   }
+  if (marker.kind !== from.kind || (marker.domain !== undefined && marker.domain !== from.domain)) return undefined;
+  const agrees =
+    marker.kind === "accept"
+      ? marker.signature === from.identity
+      : marker.kind === "ticket"
+        ? marker.ticket === ticketId(from.domain, from.slug, from.identity) && from.identity.startsWith(marker.signature)
+        : marker.ticket === from.identity;
+  return agrees ? marker : undefined;
 }
 
-const cell = (value: unknown): string => {
-  const text = typeof value === "string" ? value : JSON.stringify(value as JsonValue);
-  const short = text.length > 120 ? `${text.slice(0, 117)}…` : text;
-  return `\`${short.replaceAll("`", "ˋ").replaceAll("|", "\\|").replaceAll("\n", "⏎")}\``;
-};
+const show = (value: unknown): string => (typeof value === "string" ? value : JSON.stringify(value as JsonValue) ?? "null");
+const VALUE_CHARS = 120;
+const DIFF_LINES = 200;
+const DIFF_CHARS = 20_000;
+
+/** A one-line title: host text escaped (no newline or control character survives), capped. */
+export function pullTitle(text: string): string {
+  return truncate(visible(text), MAX_TITLE_CHARS);
+}
 
 export interface BodyInput {
   kind: PullMarker["kind"];
+  /** One row per node and drift item. */
   group: { node: string; item: DriftItem }[];
   marker: PullMarker;
   files: string[];
-  reason?: string;
+  /** Why a ticket: Quartermaster's own sentence; `detail` is quoted as code (it may name host values). */
+  reason?: { text: string; detail?: string };
   ticket?: Ticket;
 }
 
 const MEANING = {
   accept:
-    "**Merging accepts the live state into the manifest**: the declared value becomes what the hosts run now, and the next audit reports them clean.\n\n**To reject**, close this pull request without merging. The next run records a remediation ticket instead, and this PR is never reopened.",
+    "**Merging accepts the live state into the manifest**: the declared value becomes what the hosts run now, and the next audit reports them clean.\n\n**To reject**, close this pull request without merging (or comment `/quartermaster reject`). The next run records a remediation ticket instead, and this PR is never reopened.",
   ticket:
-    "**Merging records a remediation ticket**: the operator commits to bring the hosts back to the declared state. While the ticket is open, this drift is reported as acknowledged and opens no new PR. When the drift is gone, Quartermaster proposes resolving the ticket.\n\n**Closing** without merging leaves the drift unacknowledged: it stays in every audit report.",
+    "**Merging records a remediation ticket**: the operator commits to bring the hosts back to the declared state. While the ticket is open, this drift is reported as acknowledged and opens no new PR. When the drift is gone, Quartermaster proposes resolving the ticket.\n\n**Closing** without merging leaves the drift unacknowledged: it stays in every audit report, and this ticket is not proposed again.",
   resolve: "**Merging marks the ticket resolved**: the drift it named is no longer present on any of its nodes.",
 } as const;
 
-/** The PR body a reviewer decides from, capped below GitHub's limit; the report artifact has the rest. */
+const names = (list: readonly string[], max = 10) =>
+  list.length <= max ? list.map((n) => codeSpan(n)).join(", ") : `${list.slice(0, max).map((n) => codeSpan(n)).join(", ")} and ${list.length - max} more`;
+
+/**
+ * The PR body a reviewer decides from. Every host or manifest value is in a code span or a fenced
+ * block; the marker is last; the whole stays under GitHub's limit (the report artifact has the rest).
+ */
 export function pullBody(input: BodyInput): string {
   const head: string[] = [];
+  const items = new Map(input.group.map(({ item }) => [item.key, item]));
   const first = input.group[0]?.item;
+  const nodeCount = new Set(input.group.map((g) => g.node)).size;
   if (input.kind === "resolve" && input.ticket) {
     const t = input.ticket;
-    head.push(`Remediation ticket \`${t.id}\` (${t.domain} \`${t.key}\`: ${cell(t.declared)} declared, ${cell(t.live)} found) is no longer needed: every node it names (${t.nodes.join(", ")}) was audited and the drift is gone.`);
+    head.push(`Remediation ticket ${codeSpan(t.id)} (${t.domain} ${codeSpan(t.key, VALUE_CHARS)}) is no longer needed: every node it names (${names(t.nodes)}) was audited and the drift is gone.`);
   } else if (first) {
-    head.push(`Quartermaster found **${first.severity}** ${first.domain} drift on ${input.group.length} node${input.group.length === 1 ? "" : "s"}: \`${first.key}\` is declared ${cell(first.declared)} but the host${input.group.length === 1 ? " runs" : "s run"} ${cell(first.live)}.`);
-    if (first.detail) head.push(`> ${first.detail}`);
-    if (input.reason) head.push(`This is a ticket because ${input.reason}.`);
+    const on = `on ${nodeCount} node${nodeCount === 1 ? "" : "s"}`;
+    head.push(
+      items.size === 1
+        ? `Quartermaster found **${first.severity}** ${first.domain} drift ${on}: ${codeSpan(first.key, VALUE_CHARS)} is declared ${codeSpan(show(first.declared), VALUE_CHARS)} but the host${nodeCount === 1 ? " runs" : "s run"} ${codeSpan(show(first.live), VALUE_CHARS)}.`
+        : `Quartermaster found **${first.severity}** ${first.domain} drift ${on}: ${items.size} items differ, listed below.`,
+    );
+    if (items.size === 1 && first.detail) head.push(`Detail: ${codeSpan(first.detail, 300)}`);
+    if (input.reason) head.push(`This is a ticket because ${input.reason.text}${input.reason.detail ? `: ${codeSpan(input.reason.detail, 300)}` : ""}.`);
   }
-  head.push(MEANING[input.kind], `Files changed: ${input.files.map((f) => `\`${f}\``).join(", ")}`);
+  head.push(MEANING[input.kind], `Files changed: ${input.files.map((f) => codeSpan(f)).join(", ")}`);
   if (first) head.push(`Remediation: ${first.remediation}`);
 
-  const rows = input.group.map(({ node, item }) => `| ${node} | ${cell(item.declared)} | ${cell(item.live)} | \`${item.source.file}:${item.source.line}\` |`);
+  const rows = input.group.map(
+    ({ node, item }) =>
+      `| ${codeCell(node)} | ${codeCell(item.key, VALUE_CHARS)} | ${codeCell(show(item.declared), VALUE_CHARS)} | ${codeCell(show(item.live), VALUE_CHARS)} | ${codeCell(`${item.source.file}:${item.source.line}`)} |`,
+  );
   // A value compared by hash is a secret or too big to show: no diff, whatever the item carries.
-  const diffs = input.group.filter(({ item }) => item.diff && item.path.at(-1) !== "sha256").map(({ node, item }) => `<details><summary>${node}: -want +got</summary>\n\n\`\`\`diff\n${item.diff!.replaceAll("```", "ˋˋˋ")}\n\`\`\`\n</details>`);
-  const marker = `<!-- quartermaster-pr ${JSON.stringify(input.marker)} -->`;
-  const tableHead = rows.length ? ["| node | declared | live | declared at |", "|---|---|---|---|"] : [];
+  const diffs = input.group
+    .filter(({ item }) => item.diff && item.path.at(-1) !== "sha256")
+    .map(({ node, item }) => {
+      const block = fencedBlock(item.diff!, "diff", { maxLines: DIFF_LINES, maxChars: DIFF_CHARS });
+      return `<details><summary>${htmlCode(node)} ${htmlCode(item.key, VALUE_CHARS)}: -want +got</summary>\n\n${block}\n</details>`;
+    });
+  const marker = formatMarker(input.marker);
+  const tableHead = rows.length ? ["| node | key | declared | live | declared at |", "|---|---|---|---|---|"] : [];
   const assemble = (rowCount: number, diffCount: number) => {
     const omitted = rows.length - rowCount + (diffs.length - diffCount);
     return [
       ...head,
       ...(rows.length ? [[...tableHead, ...rows.slice(0, rowCount)].join("\n")] : []),
       ...diffs.slice(0, diffCount),
-      ...(omitted > 0 ? [`_${rows.length - rowCount} more nodes and ${diffs.length - diffCount} diffs are left out to stay under GitHub's size limit; the audit report artifact has them all._`] : []),
+      ...(omitted > 0 ? [`_${rows.length - rowCount} more rows and ${diffs.length - diffCount} diffs are left out to stay under GitHub's size limit; the audit report artifact has them all._`] : []),
       marker,
     ].join("\n\n");
   };

@@ -1,8 +1,10 @@
 import type { GitHub } from "../forge/github.js";
 import { LEFT_ALONE_MARK } from "../forge/github.js";
+import { visible } from "../text/escape.js";
+import { BRANCH_PREFIX } from "./branch.js";
 import { plan, type Action, type ExistingPull, type PlanInput } from "./plan.js";
 
-export const BRANCH_PREFIX = "quartermaster--";
+export { BRANCH_PREFIX };
 
 export interface Outcome {
   action: Action;
@@ -59,6 +61,8 @@ export async function executePlan(github: GitHub, actions: readonly Action[], ba
         case "leave":
           if (action.comment) await github.comment(action.number, `${action.comment}\n\n${LEFT_ALONE_MARK}`);
           break;
+        case "defer":
+          break;
       }
       outcomes.push(outcome);
     } catch (error) {
@@ -68,7 +72,12 @@ export async function executePlan(github: GitHub, actions: readonly Action[], ba
   return outcomes;
 }
 
+/** One line per action for stdout and logs; titles and paths carry host text, so the line goes through `visible`. */
 export function describeAction(action: Action): string {
+  return visible(describe(action));
+}
+
+function describe(action: Action): string {
   switch (action.type) {
     case "open":
       return `open   ${action.kind.padEnd(7)} ${action.branch}: ${action.title} (${Object.keys(action.files).join(", ")})`;
@@ -78,5 +87,7 @@ export function describeAction(action: Action): string {
       return `close  #${action.number} ${action.branch}`;
     case "leave":
       return `leave  #${action.number}: ${action.reason}${action.comment ? " (comment once)" : ""}`;
+    case "defer":
+      return `defer  ${action.kind.padEnd(7)} ${action.branch}: ${action.title} (over this run's budget of ${action.budget} new pull requests; opened on a later run)`;
   }
 }

@@ -29,5 +29,6 @@ export async function proposalInput(manifestDir: string, report: Report): Promis
   }
   const manifestsPath = path.relative(repoRoot, manifestDir) || ".";
   const fleet = await loadFleet(manifestDir, { displayPrefix: manifestsPath });
-  return { input: { report, nodes: fleet.nodes, tickets: fleet.tickets, files: await readTree(manifestDir, repoRoot), manifestsPath }, revision };
+  const files = await readTree(manifestDir, repoRoot);
+  return { input: { report, nodes: fleet.nodes, tickets: fleet.tickets, files, manifestsPath, maxNewPrs: fleet.settings.propose?.max_new_prs }, revision };
 }

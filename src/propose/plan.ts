@@ -1,21 +1,23 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
 import { stringify } from "yaml";
-import type { AnyDomain, Finding, JsonValue, SpecPath } from "../domains/domain.js";
+import { SEVERITIES, type AnyDomain, type Finding, type JsonValue, type SpecPath } from "../domains/domain.js";
 import { DOMAINS, domainByName } from "../domains/registry.js";
-import { driftSignature } from "../drift/drift.js";
+import { driftSignature, ticketCovers } from "../drift/drift.js";
 import { declaredFor } from "../audit/node.js";
 import { pathKey, sourceOf, type LoadedNode } from "../manifest/load.js";
 import type { Ticket } from "../manifest/tickets.js";
 import type { DriftItem, Report } from "../report/schema.js";
 import { acceptFinding } from "./accept.js";
 import { applyChanges, declaredChanges, type DeclaredChange } from "./manifest-edit.js";
-import { pullBody, type PullMarker, MARKER_VERSION } from "./body.js";
+import { pullBody, pullTitle, type PullMarker, MARKER_VERSION } from "./body.js";
+import { truncate } from "../text/markdown.js";
+import { branchIdentity, branchName, slug, type PullKind } from "./branch.js";
 
 // The planner is a pure function: (report, manifests, tickets, the bot's pull requests) -> actions.
 // Every decision about pull requests is made here; the executor only carries actions out.
 
-export type PullKind = "accept" | "ticket" | "resolve";
+export { branchName, type PullKind };
 
 export interface ExistingPull {
   number: number;
@@ -42,6 +44,8 @@ export interface PlanInput {
   manifestsPath: string;
   pulls: readonly ExistingPull[];
   labels?: readonly string[];
+  /** At most this many new PRs; the rest are deferred to later runs. Unset: no limit. */
+  maxNewPrs?: number;
 }
 
 export interface PullContent {
@@ -53,54 +57,59 @@ export interface PullContent {
   /** Repository path -> new file text. */
   files: Record<string, string>;
   marker: PullMarker;
+  /** A ticket recording a rejection: the branch of the accept PR a reviewer closed. */
+  replaces?: string;
 }
 
 export type Action =
   | ({ type: "open" } & PullContent)
   | ({ type: "update"; number: number; updateFiles: boolean; addLabels: string[] } & PullContent)
   | { type: "close"; number: number; branch: string; comment: string }
-  | { type: "leave"; number: number; reason: string; comment?: string };
+  | { type: "leave"; number: number; reason: string; comment?: string }
+  | { type: "defer"; kind: PullKind; branch: string; title: string; budget: number };
 
 export const BOT_LABEL = "quartermaster";
 
-/** One drift signature: the same (domain, key, declared, live) on one or more nodes. */
+/** One drift signature: the same drift items of one domain on one or more nodes. */
 interface DriftGroup {
   signature: string;
   domain: AnyDomain;
-  item: DriftItem;
-  nodes: { node: LoadedNode; item: DriftItem }[];
+  /** One per key, in key order; several only for a domain whose items are a set. */
+  items: DriftItem[];
+  nodes: { node: LoadedNode; items: DriftItem[] }[];
 }
 
 const hash = (text: string, length = 8) => createHash("sha256").update(text).digest("hex").slice(0, length);
-const slug = (text: string) =>
-  text
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, "-")
-    .replace(/^-+|-+$/g, "")
-    .slice(0, 40)
-    .replace(/-+$/, "") || "value";
-
-/** Branch names use `--` separators, never `/`: `a/b` and `a/b/c` cannot both exist as refs. */
-export function branchName(kind: PullKind, domain: string, key: string, identity: string): string {
-  return `quartermaster--${kind}--${domain}--${slug(key)}--${identity}`;
-}
 
 const show = (value: JsonValue) => (typeof value === "string" ? value : JSON.stringify(value));
+const itemSignature = (item: DriftItem) => driftSignature(item.domain, item.key, item.declared as JsonValue, item.live as JsonValue);
+const byKey = (a: DriftItem, b: DriftItem) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
 
+/**
+ * Unacknowledged drift grouped into proposals: identical drift on several nodes is one group, and
+ * all drifting items of a set domain (listeners, routes) on one node are one group, not one each.
+ */
 function groupDrift(report: Report, nodes: ReadonlyMap<string, LoadedNode>): DriftGroup[] {
   const groups = new Map<string, DriftGroup>();
+  const add = (node: LoadedNode, domain: AnyDomain, items: DriftItem[]) => {
+    items.sort(byKey);
+    const signature = items.length === 1 ? itemSignature(items[0]!) : hash(JSON.stringify(items.map(itemSignature).sort()), 16);
+    let group = groups.get(signature);
+    if (!group) groups.set(signature, (group = { signature, domain, items, nodes: [] }));
+    group.nodes.push({ node, items });
+  };
   for (const result of report.nodes) {
     const node = nodes.get(result.name);
     if (!node) continue;
+    const sets = new Map<AnyDomain, DriftItem[]>();
     for (const item of result.drift) {
       if (item.acknowledged) continue;
       const domain = domainByName(item.domain);
       if (!domain) continue;
-      const signature = driftSignature(item.domain, item.key, item.declared as JsonValue, item.live as JsonValue);
-      let group = groups.get(signature);
-      if (!group) groups.set(signature, (group = { signature, domain, item, nodes: [] }));
-      group.nodes.push({ node, item });
+      if (domain.itemsAreASet) sets.set(domain, [...(sets.get(domain) ?? []), item]);
+      else add(node, domain, [item]);
     }
+    for (const [domain, items] of sets) add(node, domain, items);
   }
   return [...groups.values()].sort((a, b) => a.signature.localeCompare(b.signature));
 }
@@ -128,12 +137,13 @@ function acceptEdits(group: DriftGroup, input: PlanInput, dependants: Dependants
   const shared = new Set<string>();
   const drifted = new Set(group.nodes.map((n) => n.node.name));
   const add = (file: string, changes: DeclaredChange[]) => edits.set(file, [...(edits.get(file) ?? []), ...changes]);
-  for (const { node, item } of group.nodes) {
+  for (const { node, items } of group.nodes) {
     const before = declaredFor(domain, node.spec);
-    const after = acceptFinding(domain, before, findingOf(item));
+    // A set's items (listeners, routes) are accepted together, in one edit of their list.
+    const after = items.reduce((declared, each) => acceptFinding(domain, declared, findingOf(each)), before);
     const own: DeclaredChange[] = [];
     for (const change of declaredChanges(before, after, domain.specPath, domain.listKey)) {
-      const at = node.layers.some((layer) => layer.origins.has(pathKey(change.path))) ? change.path : item.path;
+      const at = node.layers.some((layer) => layer.origins.has(pathKey(change.path))) ? change.path : items[0]!.path;
       const file = sourceOf(node, at).file;
       if (file === node.file || !dependants(file, at).every((name) => drifted.has(name))) {
         own.push(change);
@@ -177,37 +187,51 @@ function editOptions() {
   };
 }
 
+/** What a group's PR is about, in a title or a branch name: the key, or the first key and how many more. */
+const groupKey = (group: DriftGroup) => (group.items.length === 1 ? group.items[0]!.key : `${group.items[0]!.key} and ${group.items.length - 1} more`);
+
 function ticketFor(group: DriftGroup, id: string, detected: string, reason: string): Ticket {
+  const [first, ...more] = group.items as [DriftItem, ...DriftItem[]];
+  const many = more.length > 0;
   return {
     id,
     status: "open",
     domain: group.domain.name,
-    key: group.item.key,
-    declared: group.item.declared,
-    live: group.item.live,
-    severity: group.item.severity,
+    key: groupKey(group),
+    declared: many ? group.items.map((i) => i.declared) : first.declared,
+    live: many ? group.items.map((i) => i.live) : first.live,
+    severity: first.severity,
     nodes: group.nodes.map((n) => n.node.name).sort(),
-    remediation: group.item.remediation,
+    remediation: first.remediation,
     detected,
     signature: group.signature,
+    ...(many && { items: group.items.map((i) => ({ key: i.key, declared: i.declared, live: i.live, signature: itemSignature(i) })) }),
     reason,
   };
 }
 
 /** A ticket's id and branch identity: by signature, numbered past tickets already recorded for it. */
 function ticketIdentity(group: DriftGroup, recorded: ReadonlySet<string>): { id: string; identity: string } {
-  const base = `${group.domain.name}-${slug(group.item.key)}`.replaceAll("_", "-");
+  const base = `${group.domain.name}-${slug(groupKey(group))}`.replaceAll("_", "-");
   for (let n = 1; ; n++) {
     const identity = n === 1 ? group.signature : `${group.signature}-${n}`;
     if (!recorded.has(`${base}-${identity}`)) return { id: `${base}-${identity}`, identity };
   }
 }
 
+// YAML escapes control characters (`"\0"`, `"\e"`) in the values it writes, so a ticket never carries a raw NUL.
 const ticketYaml = (ticket: Ticket) =>
   `# Remediation ticket recorded by Quartermaster. Merging commits the operator to fix the host;\n# set status: resolved once it is fixed (Quartermaster proposes that when the drift is gone).\n${stringify(ticket, { lineWidth: 0 })}`;
 
 function nodeList(names: readonly string[], max = 3): string {
   return names.length <= max ? names.join(", ") : `${names.slice(0, max).join(", ")} and ${names.length - max} more`;
+}
+
+/** A group's title: what drifted where, values only when short, one escaped line. */
+function groupTitle(verb: string, group: DriftGroup, names: readonly string[]): string {
+  const [item] = group.items;
+  const values = group.items.length === 1 ? `${show(item!.declared as JsonValue)} → ${show(item!.live as JsonValue)}` : "";
+  return pullTitle(`${verb} ${group.domain.name} drift on ${nodeList(names)}: ${groupKey(group)}${values && values.length <= 80 ? `: ${values}` : ""}`);
 }
 
 export function plan(input: PlanInput): Action[] {
@@ -230,9 +254,10 @@ export function plan(input: PlanInput): Action[] {
     return !result.unknown?.some((u) => u.domain === domain);
   };
   const openOn = (branch: string) => input.pulls.find((p) => p.branch === branch && p.state === "open");
+  // A reviewer's rejection is the accept PR they closed: keyed by that PR's own branch, never by its body.
   const rejected = new Map<string, ExistingPull>();
   for (const pull of input.pulls) {
-    if (pull.marker?.kind === "accept" && pull.state === "closed" && !pull.merged) rejected.set(pull.marker.signature, pull);
+    if (branchIdentity(pull.branch)?.kind === "accept" && pull.state === "closed" && !pull.merged) rejected.set(pull.branch, pull);
   }
   // A ticket or resolve PR closed unmerged was declined: the same proposal is not made again.
   const declined = new Set(
@@ -244,27 +269,32 @@ export function plan(input: PlanInput): Action[] {
 
   for (const group of groupDrift(input.report, nodes)) {
     const names = group.nodes.map((n) => n.node.name).sort();
-    const rejection = rejected.get(group.signature);
-    let reason = rejection ? `the accept PR #${rejection.number} was closed without merging` : group.item.onDrift === "ticket" ? `policy: ${group.domain.name} drift is remediated on the host` : undefined;
-    const { item, domain } = group;
-    const change = `${item.key}: ${show(item.declared as JsonValue)} → ${show(item.live as JsonValue)}`;
-    const rows = group.nodes.map((n) => ({ node: n.node.name, item: n.item }));
+    const { domain } = group;
+    const item = group.items[0]!;
+    const acceptBranch = branchName("accept", domain.name, groupKey(group), group.signature);
+    const rejection = rejected.get(acceptBranch);
+    let reason: { text: string; detail?: string } | undefined = rejection
+      ? { text: `the accept PR #${rejection.number} was closed without merging` }
+      : item.onDrift === "ticket"
+        ? { text: `policy: ${domain.name} drift is remediated on the host` }
+        : undefined;
+    const rows = group.nodes.flatMap((n) => n.items.map((each) => ({ node: n.node.name, item: each })));
     if (reason === undefined) {
       let files: Record<string, string> | undefined;
       try {
         files = acceptEdits(group, input, dependants);
       } catch (error) {
-        reason = `the manifest cannot be edited to accept it (${(error as Error).message})`;
+        reason = { text: "the manifest cannot be edited to accept it", detail: (error as Error).message };
       }
       if (files) {
         // The manifest already declares the live value: the report predates a merged accept PR.
         if (Object.entries(files).every(([file, text]) => input.files.get(file) === text)) continue;
-        const branch = branchName("accept", domain.name, item.key, group.signature);
+        const branch = acceptBranch;
         const marker: PullMarker = { v: MARKER_VERSION, kind: "accept", signature: group.signature, domain: domain.name, nodes: names, detected: openOn(branch)?.marker?.detected ?? input.report.startedAt, content: hash(JSON.stringify(files), 16) };
         desired.push({
           kind: "accept",
           branch,
-          title: `Accept ${domain.name} drift on ${nodeList(names)}: ${change}`.slice(0, 240),
+          title: groupTitle("Accept", group, names),
           body: pullBody({ kind: "accept", group: rows, marker, files: Object.keys(files) }),
           labels: [...labels, `drift:${domain.name}`, `severity:${item.severity}`],
           files,
@@ -274,31 +304,32 @@ export function plan(input: PlanInput): Action[] {
       }
     }
     const { id, identity } = ticketIdentity(group, recordedTickets);
-    const branch = branchName("ticket", domain.name, item.key, identity);
+    const branch = branchName("ticket", domain.name, groupKey(group), identity);
     if (declined.has(proposalKey(branch, names))) continue;
     const detected = openOn(branch)?.marker?.detected ?? input.report.startedAt;
-    const ticket = ticketFor(group, id, detected, reason!);
+    // An error may quote a whole live file: the ticket keeps its start, the report has the rest.
+    const ticket = ticketFor(group, id, detected, reason!.detail ? `${reason!.text}: ${truncate(reason!.detail, 300)}` : reason!.text);
     const files = { [path.posix.join(input.manifestsPath, "remediations", `${id}.yaml`)]: ticketYaml(ticket) };
     const marker: PullMarker = { v: MARKER_VERSION, kind: "ticket", signature: group.signature, domain: domain.name, nodes: names, detected, content: hash(JSON.stringify(files), 16), ticket: id };
     desired.push({
       kind: "ticket",
       branch,
-      title: `Remediate ${domain.name} drift on ${nodeList(names)}: ${change}`.slice(0, 240),
+      title: groupTitle("Remediate", group, names),
       body: pullBody({ kind: "ticket", group: rows, marker, files: Object.keys(files), reason }),
       labels: [...labels, `drift:${domain.name}`, `severity:${item.severity}`, "remediation"],
       files,
       marker,
+      ...(rejection && { replaces: rejection.branch }),
     });
   }
 
   // Open tickets whose drift is gone from every node they name (each audited, the domain shown): propose resolving them.
-  const present = new Set(
-    input.report.nodes.flatMap((n) => n.drift.map((d) => `${n.name}\0${driftSignature(d.domain, d.key, d.declared as JsonValue, d.live as JsonValue)}`)),
-  );
+  const present = new Map<string, string[]>();
+  for (const n of input.report.nodes) present.set(n.name, n.drift.map(itemSignature));
   for (const { ticket, file } of input.tickets) {
     if (ticket.status !== "open") continue;
     if (!ticket.nodes.every((name) => covered(name, ticket.domain))) continue;
-    if (ticket.nodes.some((name) => present.has(`${name}\0${ticket.signature}`))) continue;
+    if (ticket.nodes.some((name) => present.get(name)?.some((signature) => ticketCovers(ticket, signature)))) continue;
     const text = input.files.get(file);
     if (text === undefined) continue;
     const branch = branchName("resolve", ticket.domain, ticket.key, ticket.id);
@@ -309,7 +340,7 @@ export function plan(input: PlanInput): Action[] {
     desired.push({
       kind: "resolve",
       branch,
-      title: `Resolve remediation ticket ${ticket.id}: drift gone from ${nodeList(ticket.nodes)}`.slice(0, 240),
+      title: pullTitle(`Resolve remediation ticket ${ticket.id}: drift gone from ${nodeList(ticket.nodes)}`),
       body: pullBody({ kind: "resolve", group: [], marker, files: Object.keys(files), ticket }),
       labels: [...labels, "remediation"],
       files,
@@ -317,7 +348,23 @@ export function plan(input: PlanInput): Action[] {
     });
   }
 
-  return reconcile(desired, input.pulls, covered);
+  return budget(reconcile(desired, input.pulls, covered), input.maxNewPrs);
+}
+
+/**
+ * At most `max` of the `open` actions are kept, most severe first, then by branch: an order that
+ * stays the same from run to run; the others become `defer`. Updates and closes are never limited,
+ * so deferred drift gets its PR on a later run. (No state outlives a run, so the time drift was
+ * first seen is not known for drift that has no PR yet.)
+ */
+function budget(actions: Action[], max: number | undefined): Action[] {
+  if (max === undefined) return actions;
+  type Open = Extract<Action, { type: "open" }>;
+  // Resolve PRs carry no severity label and go first: they only close out recorded work.
+  const rank = (a: Open) => SEVERITIES.findIndex((s) => a.labels.includes(`severity:${s}`));
+  const opens = actions.filter((a): a is Open => a.type === "open");
+  const kept = new Set([...opens].sort((a, b) => rank(a) - rank(b) || (a.branch < b.branch ? -1 : 1)).slice(0, max));
+  return actions.map((a) => (a.type !== "open" || kept.has(a) ? a : { type: "defer", kind: a.kind, branch: a.branch, title: a.title, budget: max }));
 }
 
 const proposalKey = (branch: string, nodes: readonly string[]) => `${branch}\0${[...nodes].sort().join(",")}`;

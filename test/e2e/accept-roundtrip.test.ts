@@ -373,7 +373,7 @@ describe("every accept PR round-trips", () => {
       // Each PR is of the kind its drift calls for, and edits where the drift was declared.
       const seen = new Set<string>();
       for (const pr of opened) {
-        const marker = parseMarker(pr.body);
+        const marker = parseMarker(pr.body, pr.head);
         assert.ok(marker, `#${pr.number} carries a marker`);
         const bare = { cwd: server.barePath(OWNER, REPO) };
         const names = await execa("git", ["diff", "--name-only", `main...${pr.head}`], bare);

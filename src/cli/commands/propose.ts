@@ -1,11 +1,23 @@
+import { appendFile } from "node:fs/promises";
 import { UsageError } from "../../errors.js";
 import { GitHub, settingsFromEnv } from "../../forge/github.js";
-import { describeAction, executePlan, planWithForge } from "../../propose/execute.js";
+import { describeAction, executePlan, planWithForge, type Outcome } from "../../propose/execute.js";
 import { proposalInput } from "../../propose/input.js";
-import { plan } from "../../propose/plan.js";
+import { plan, type Action } from "../../propose/plan.js";
 import { readReport } from "../../report/read.js";
+import { visible } from "../../text/escape.js";
+import { codeCell } from "../../text/markdown.js";
 import { ExitBit } from "../exit.js";
 import { MANIFEST_OPTIONS, parse, resolveManifestDir } from "../options.js";
+
+export const DEFAULT_MAX_NEW_PRS = 10;
+
+function maxNewPrs(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const value = Number(text);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(value)) throw new UsageError(`--max-new-prs takes a whole number (0 or more), not "${visible(text)}"`);
+  return value;
+}
 
 export async function proposeCommand(argv: string[]): Promise<number> {
   const { values } = parse("propose", argv, {
@@ -13,11 +25,16 @@ export async function proposeCommand(argv: string[]): Promise<number> {
     report: { type: "string" },
     base: { type: "string" },
     "dry-run": { type: "boolean", default: false },
+    "max-new-prs": { type: "string" },
+    summary: { type: "string" },
   });
   if (!values.report) throw new UsageError("propose needs --report FILE (an audit report written with --format json)");
+  const budget = maxNewPrs(values["max-new-prs"]);
   const report = await readReport(values.report);
   const manifestDir = await resolveManifestDir(values);
-  const { input, revision } = await proposalInput(manifestDir, report);
+  const { input: loaded, revision } = await proposalInput(manifestDir, report);
+  // The flag wins over fleet.yaml's `propose.max_new_prs`.
+  const input = { ...loaded, maxNewPrs: budget ?? loaded.maxNewPrs ?? DEFAULT_MAX_NEW_PRS };
 
   let github: GitHub | undefined;
   try {
@@ -27,17 +44,24 @@ export async function proposeCommand(argv: string[]): Promise<number> {
     process.stderr.write(`quartermaster: ${(error as Error).message}; planning as if no pull request exists yet\n`);
   }
   const actions = github ? await planWithForge(github, input) : plan({ ...input, pulls: [] });
-  for (const action of actions) process.stdout.write(`${values["dry-run"] ? "would " : ""}${describeAction(action)}\n`);
+  const dry = values["dry-run"] || !github;
+  for (const action of actions) process.stdout.write(`${dry && action.type !== "defer" ? "would " : ""}${describeAction(action)}\n`);
+  const deferred = actions.filter((a) => a.type === "defer").length;
+  if (deferred) process.stdout.write(`${deferred} new pull request${deferred === 1 ? " is" : "s are"} deferred: at most ${input.maxNewPrs} are opened per run\n`);
   if (!actions.length) process.stdout.write("nothing to propose: every pull request is up to date\n");
-  if (values["dry-run"] || !github || !actions.length) return 0;
+  if (dry || !actions.some((a) => a.type !== "defer")) {
+    if (values.summary) await appendFile(values.summary, summary(actions.map((action) => ({ action, ok: true })), dry));
+    return 0;
+  }
 
-  const base = { branch: values.base ?? (await github.defaultBranch()), sha: revision };
-  const outcomes = await executePlan(github, actions, base);
+  const base = { branch: values.base ?? (await github!.defaultBranch()), sha: revision };
+  const outcomes = await executePlan(github!, actions, base);
   const failed = outcomes.filter((o) => !o.ok);
   for (const outcome of outcomes) {
-    if (outcome.number) process.stdout.write(`opened #${outcome.number} ${outcome.action.type === "open" ? outcome.action.branch : ""}\n`);
+    if (outcome.number) process.stdout.write(visible(`opened #${outcome.number} ${outcome.action.type === "open" ? outcome.action.branch : ""}`) + "\n");
   }
-  for (const failure of failed) process.stderr.write(`quartermaster: ${describeAction(failure.action)}: ${failure.error}\n`);
+  for (const failure of failed) process.stderr.write(`quartermaster: ${describeAction(failure.action)}: ${visible(failure.error ?? "")}\n`);
+  if (values.summary) await appendFile(values.summary, summary(outcomes, false));
   if (failed.length) {
     process.stderr.write(`${failed.length} of ${outcomes.length} actions failed; the next run retries them (the report is unchanged on disk)\n`);
     return ExitBit.unaudited;
@@ -45,3 +69,23 @@ export async function proposeCommand(argv: string[]): Promise<number> {
   return 0;
 }
 
+const VERB: Record<Action["type"], string> = { open: "open", update: "update", close: "close", leave: "leave alone", defer: "deferred" };
+
+/** The run's pull requests as Markdown for a job summary: every title and branch as code. */
+function summary(outcomes: readonly Outcome[], dry: boolean): string {
+  const out = [`## Quartermaster pull requests${dry ? " (dry run: nothing written)" : ""}`, ""];
+  if (!outcomes.length) return `${out.join("\n")}Every pull request is up to date.\n\n`;
+  const deferred = outcomes.filter((o) => o.action.type === "defer");
+  if (deferred.length) {
+    const budget = (deferred[0]!.action as Extract<Action, { type: "defer" }>).budget;
+    out.push(`**${deferred.length} deferred**: at most ${budget} new pull requests are opened per run; the rest are opened on later runs, most severe first.`, "");
+  }
+  out.push("| action | pull request | branch | title |", "|---|---|---|---|");
+  for (const { action, ok, number } of outcomes) {
+    const pr = number ?? ("number" in action ? action.number : undefined);
+    const title = "title" in action ? codeCell(action.title) : "";
+    const branch = "branch" in action ? codeCell(action.branch) : "";
+    out.push(`| ${VERB[action.type]}${ok ? "" : " (failed)"} | ${pr === undefined ? "" : `#${pr}`} | ${branch} | ${title} |`);
+  }
+  return `${out.join("\n")}\n\n`;
+}

@@ -3,8 +3,10 @@ import { z } from "zod";
 import { UsageError } from "../../errors.js";
 import { GitHub, settingsFromEnv } from "../../forge/github.js";
 import { loadFleet } from "../../manifest/load.js";
+import { branchIdentity } from "../../propose/branch.js";
 import { BRANCH_PREFIX, describeAction, executePlan, planWithForge } from "../../propose/execute.js";
 import { proposalInput } from "../../propose/input.js";
+import { visible } from "../../text/escape.js";
 import { ExitBit } from "../exit.js";
 import { MANIFEST_OPTIONS, parse, resolveManifestDir } from "../options.js";
 import { auditExitCode, runAudit } from "./audit.js";
@@ -53,7 +55,8 @@ export async function reviewCommand(argv: string[]): Promise<number> {
   if (!eventFile) throw new UsageError("review needs --event FILE (GitHub Actions sets GITHUB_EVENT_PATH)");
   const event = await readEvent(eventFile);
   const command = reviewCommandOf(event.comment.body);
-  const say = (line: string) => process.stdout.write(`${line}\n`);
+  // Replies quote logins, branches and error messages: printed escaped, never as a workflow command.
+  const say = (line: string) => process.stdout.write(`${visible(line, { multiline: true })}\n`);
   if (command === undefined || event.issue.pull_request === undefined) {
     say("no /quartermaster command on a pull request: nothing to do");
     return 0;
@@ -73,13 +76,15 @@ export async function reviewCommand(argv: string[]): Promise<number> {
     await reply(`@${login}: unknown command \`/quartermaster ${command}\`. On an accept pull request, \`/quartermaster reject\` closes it and records a remediation ticket.`);
     return 0;
   }
+  // The decision applies to exactly this PR: what it is comes from its branch name (no host chooses it).
   const pull = (await github.botPulls(BRANCH_PREFIX)).find((p) => p.number === number);
-  if (!pull?.marker) {
+  const kind = pull ? branchIdentity(pull.branch)?.kind : undefined;
+  if (!pull?.marker || !kind) {
     await reply(`@${login}: this is not a pull request Quartermaster opened; there is nothing to reject.`);
     return 0;
   }
-  if (pull.marker.kind !== "accept") {
-    await reply(`@${login}: only accept pull requests can be rejected. Close this ${pull.marker.kind} pull request without merging if it should not land.`);
+  if (kind !== "accept") {
+    await reply(`@${login}: only accept pull requests can be rejected. Close this ${kind} pull request without merging if it should not land.`);
     return 0;
   }
   if (pull.state !== "open") {
@@ -102,14 +107,17 @@ export async function reviewCommand(argv: string[]): Promise<number> {
   const { report } = await runAudit({ ...values, repo: undefined, ref: undefined, manifests: manifestDir, nodes: nodes.join(","), local: false, verbose: false, color: false, "no-color": false });
   const { input, revision } = await proposalInput(manifestDir, report);
   const signature = pull.marker.signature;
-  const actions = (await planWithForge(github, input)).filter((a) => (a.type === "open" || a.type === "update") && a.kind === "ticket" && a.marker.signature === signature);
+  // Only the ticket recording this PR's rejection; no budget: it is one PR a person asked for.
+  const actions = (await planWithForge(github, { ...input, maxNewPrs: undefined })).filter(
+    (a) => (a.type === "open" || a.type === "update") && a.kind === "ticket" && a.replaces === pull.branch,
+  );
   for (const action of actions) say(describeAction(action));
   const outcomes = await executePlan(github, actions, { branch: await github.defaultBranch(), sha: revision });
   const opened = outcomes.find((o) => o.ok && o.number !== undefined);
   const failed = outcomes.filter((o) => !o.ok);
   const unaudited = report.nodes.filter((n) => n.status !== "clean" && n.status !== "drift").map((n) => `${n.name} (${n.status})`);
   if (opened) await reply(`Recorded the remediation ticket in #${opened.number}.`);
-  else if (failed.length) await reply(`Recording the remediation ticket failed (${failed.map((f) => f.error).join("; ")}); the next scheduled run records it.`);
+  else if (failed.length) await reply(`Recording the remediation ticket failed (${failed.map((f) => `\`${visible(f.error ?? "").replaceAll("`", "'")}\``).join("; ")}); the next scheduled run records it.`);
   else if (actions.length) await reply(`The remediation ticket pull request for this drift was brought up to date.`);
   else {
     const open = (await github.botPulls(BRANCH_PREFIX)).find((p) => p.state === "open" && p.marker?.kind === "ticket" && p.marker.signature === signature);

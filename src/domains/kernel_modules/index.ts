@@ -20,6 +20,7 @@ export const kernelModules: Domain<KernelModulesDeclared, KernelModulesLive> = {
   schema: KernelModulesDeclared,
   severity: "high",
   onDrift: "accept",
+  itemsAreASet: true,
   remediation: "Load or blacklist the module and persist it in /etc/modules-load.d or /etc/modprobe.d, or accept the live state.",
   probe(_declared, ctx) {
     // osrelease is a string file, which answers dash's byte-by-byte `read` correctly (integer

@@ -58,6 +58,7 @@ export const ports: Domain<PortsDeclared, PortsLive> = {
   schema: PortsDeclared,
   severity: "high",
   onDrift: "ticket",
+  itemsAreASet: true,
   remediation:
     "Stop an unauthorized listener, or start the service of a declared port that is closed; or accept the live state into networking.listening_ports.",
   probe() {

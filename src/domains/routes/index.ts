@@ -78,6 +78,7 @@ export const routes: Domain<RoutesDeclared, RoutesLive> = {
   schema: RoutesDeclared,
   severity: "critical",
   onDrift: "ticket",
+  itemsAreASet: true,
   remediation: "Audit the routing table; commit the permanent route to the network configuration, or remove the stray route.",
   probe() {
     // One awk reads every file (IPv6 ones may be absent) and keeps only the local-address

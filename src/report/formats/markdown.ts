@@ -4,6 +4,7 @@
 import { SEVERITIES, type Severity } from "../../domains/domain.js";
 import type { DriftItem, NodeResult, Report } from "../schema.js";
 import { visible } from "../../text/escape.js";
+import { codeCell, escapeHtml, fencedBlock, htmlCode, textCell, truncate } from "../../text/markdown.js";
 import { compactValue, compareDrift, compareText, plural, severityRank } from "./common.js";
 import type { RenderOptions, Renderer } from "./index.js";
 
@@ -14,6 +15,7 @@ const VALUE_CHARS = 120;
 const ERROR_CHARS = 300;
 // One runaway diff must not crowd out all the others.
 const DIFF_LINES = 200;
+const DIFF_CHARS = 20_000;
 
 interface Row {
   node: NodeResult;
@@ -126,11 +128,9 @@ function driftRow(node: NodeResult, item: DriftItem): string {
 }
 
 function diffBlock(node: NodeResult, item: DriftItem): string {
-  const lines = visible(item.diff!, { multiline: true }).replace(/\n$/, "").split("\n");
-  const body = lines.length > DIFF_LINES ? [...lines.slice(0, DIFF_LINES), `… ${lines.length - DIFF_LINES} more lines in the full report`] : lines;
-  const fence = "`".repeat(Math.max(3, longestRun(body.join("\n"), "`") + 1));
-  const summary = escapeHtml(visible(`${node.name}: ${item.domain} ${item.key}`).replace(/\r?\n/g, " "));
-  return [`<details><summary>${summary}</summary>`, "", `${fence}diff`, ...body, fence, "", "</details>"].join("\n");
+  const summary = `${escapeHtml(visible(node.name))}: ${item.domain} ${htmlCode(item.key)}`;
+  const block = fencedBlock(item.diff!, "diff", { maxLines: DIFF_LINES, maxChars: DIFF_CHARS });
+  return [`<details><summary>${summary}</summary>`, "", block, "", "</details>"].join("\n");
 }
 
 // The order rows are kept in when space runs out: acknowledged last, then lowest severity.
@@ -148,40 +148,4 @@ function title(severity: Severity): string {
 
 function byName(a: NodeResult, b: NodeResult): number {
   return compareText(a.name, b.name);
-}
-
-function truncate(text: string, chars: number): string {
-  return text.length > chars ? `${text.slice(0, chars - 1)}…` : text;
-}
-
-function longestRun(text: string, char: string): number {
-  let longest = 0;
-  let run = 0;
-  for (const c of text) {
-    run = c === char ? run + 1 : 0;
-    longest = Math.max(longest, run);
-  }
-  return longest;
-}
-
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]!);
-}
-
-/** Plain text in a table cell: no markup, no HTML, no row breaks. */
-export function textCell(text: string): string {
-  return escapeHtml(visible(text, { multiline: true }))
-    .replace(/[\\`*_[\]|~]/g, (c) => `\\${c}`)
-    .replace(/\r?\n/g, "<br>");
-}
-
-/**
- * Literal text as a code span in a table cell: the fence outgrows any backtick run inside,
- * pipes are escaped (GitHub splits cells before parsing code spans), newlines shown as \n.
- */
-export function codeCell(text: string): string {
-  const flat = visible(text).replace(/\r?\n/g, "\\n").replace(/\|/g, "\\|");
-  const fence = "`".repeat(longestRun(flat, "`") + 1);
-  const pad = flat.startsWith("`") || flat.endsWith("`") || flat.trim() === "" ? " " : "";
-  return `${fence}${pad}${flat}${pad}${fence}`;
 }

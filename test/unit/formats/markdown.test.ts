@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { FORMATS } from "../../../src/report/formats/index.js";
-import { codeCell, DEFAULT_MARKDOWN_MAX_BYTES, renderMarkdown, textCell } from "../../../src/report/formats/markdown.js";
+import { DEFAULT_MARKDOWN_MAX_BYTES, renderMarkdown } from "../../../src/report/formats/markdown.js";
 import { largeReport, loadFleetReport } from "../../support/reports.js";
 
 const options = { color: false, verbose: false };
@@ -100,21 +100,15 @@ test("pipes, backticks and newlines in values cannot break the table", () => {
   assert.equal(codeText(row[2]!), "a|b\\nc`d``e");
 });
 
-test("cell escaping", () => {
-  assert.equal(codeCell("`x`"), "`` `x` ``");
-  assert.equal(codeCell("a|b"), "`a\\|b`");
-  assert.equal(textCell("a_b\nc\u001b"), "a\\_b<br>c\\\\x1b", "the shown \\x1b keeps its backslash");
-});
-
 test("diffs sit in collapsed details as diff blocks; a secret file has none", () => {
   const md = renderMarkdown(loadFleetReport(), options);
   assert.ok(
     md.includes(
-      "<details><summary>web-01: files /etc/nginx/nginx.conf</summary>\n\n```diff\n--- want /etc/nginx/nginx.conf\n+++ got /etc/nginx/nginx.conf\n@@ -1,4 +1,4 @@\n user www-data;\n-worker_processes auto;\n+worker_processes 2;\n events {\n     worker_connections 768;\n```\n\n</details>",
+      "<details><summary>web-01: files <code>/etc/nginx/nginx.conf</code></summary>\n\n```diff\n--- want /etc/nginx/nginx.conf\n+++ got /etc/nginx/nginx.conf\n@@ -1,4 +1,4 @@\n user www-data;\n-worker_processes auto;\n+worker_processes 2;\n events {\n     worker_connections 768;\n```\n\n</details>",
     ),
   );
   assert.equal(md.split("<details>").length - 1, 3);
-  assert.ok(!md.includes("secret.env</summary>"));
+  assert.ok(!md.includes("secret.env</code></summary>"));
   assert.ok(md.includes("+\\x1b[31mOWNED\\x1b[0m | see `id`\\x07\n"), "host escapes neutralized in diffs");
   assert.ok(!md.includes("\u001b"));
 });

@@ -10,7 +10,9 @@ import { loadFleet, type Fleet } from "../../../src/manifest/load.js";
 import { Ticket } from "../../../src/manifest/tickets.js";
 import { MAX_BODY_CHARS, parseMarker, pullBody } from "../../../src/propose/body.js";
 import { plan, type Action, type ExistingPull, type PlanInput } from "../../../src/propose/plan.js";
+import { driftSignature, ticketCovers } from "../../../src/drift/drift.js";
 import { Report, summarize, type DriftItem, type NodeResult } from "../../../src/report/schema.js";
+import { outsideCode } from "../../support/markdown.js";
 import { removeTree, writeTree } from "../../support/tree.js";
 
 const TREE: Record<string, string> = {
@@ -28,7 +30,7 @@ const TREE: Record<string, string> = {
   "nodes/web-01.yaml": "groups: [web]\n",
   "nodes/web-02.yaml": "groups: [web]\n",
   "nodes/web-03.yaml": "# the third web node\ngroups: [web]\n",
-  "nodes/db-01.yaml": "system:\n  kernel_version: 6.1.0-28-amd64\n",
+  "nodes/db-01.yaml": "system:\n  kernel_version: 6.1.0-28-amd64\nfiles:\n  - { path: /etc/motd, contents: \"hello\\n\" }\n",
 };
 const PREFIX = "fleet-manifests";
 
@@ -48,6 +50,14 @@ const somaxconn = (live: number): Drift => ({
   finding: { key: "net.core.somaxconn", declared: "4096", live: String(live), path: ["system", "sysctl_parameters", "net.core.somaxconn"] },
 });
 const listener = (port: string): Drift => ({ domain: "ports", finding: { key: port, declared: "closed", live: "listening", path: ["networking", "listening_ports"] } });
+const motd = (live: string): Drift => ({
+  domain: "files",
+  finding: { key: "/etc/motd", declared: "hello\n", live, path: ["files", "/etc/motd", "contents"], diff: `--- want /etc/motd\n+++ got /etc/motd\n@@ -1 +1 @@\n-hello\n+${live}` },
+});
+const syncookies = (live: string): Drift => ({
+  domain: "sysctl",
+  finding: { key: "net.ipv4.tcp_syncookies", declared: "1", live, path: ["system", "sysctl_parameters", "net.ipv4.tcp_syncookies"] },
+});
 const kernel: Drift = { domain: "kernel", finding: { key: "kernel_version", declared: "6.1.0-28-amd64", live: "6.1.0-31-amd64", path: ["system", "kernel_version"] } };
 
 /** A report as `audit --format json` writes it, drift items made by the audit's own code. */
@@ -62,14 +72,14 @@ function report(drift: Record<string, Drift[]>, options: { unreachable?: string[
   return Report.parse({ schemaVersion: 1, startedAt: "2026-03-02T06:00:00.000Z", finishedAt: "2026-03-02T06:01:00.000Z", manifestRevision: null, nodes, summary: summarize(nodes) });
 }
 
-function input(r: Report, pulls: ExistingPull[] = [], source: { fleet: Fleet; files: Map<string, string> } = { fleet, files }): PlanInput {
-  return { report: r, nodes: source.fleet.nodes, tickets: source.fleet.tickets, files: source.files, manifestsPath: PREFIX, pulls };
+function input(r: Report, pulls: ExistingPull[] = [], source: { fleet: Fleet; files: Map<string, string> } = { fleet, files }, maxNewPrs?: number): PlanInput {
+  return { report: r, nodes: source.fleet.nodes, tickets: source.fleet.tickets, files: source.files, manifestsPath: PREFIX, pulls, maxNewPrs };
 }
 
 /** The PRs GitHub would list after the actions ran, numbered from `first`. */
 function asPulls(actions: Action[], first = 1): ExistingPull[] {
   return actions.flatMap((a, i) =>
-    a.type === "open" ? [{ number: first + i, state: "open" as const, merged: false, branch: a.branch, title: a.title, body: a.body, labels: a.labels, marker: parseMarker(a.body) }] : [],
+    a.type === "open" ? [{ number: first + i, state: "open" as const, merged: false, branch: a.branch, title: a.title, body: a.body, labels: a.labels, marker: parseMarker(a.body, a.branch) }] : [],
   );
 }
 
@@ -252,8 +262,8 @@ describe("plan: from drift to pull requests", () => {
     const marker = { v: 1 as const, kind: "accept" as const, signature: "0".repeat(16), nodes, detected: "2026-03-02T06:00:00.000Z", content: "c" };
     const body = pullBody({ kind: "accept", group, marker, files: ["fleet-manifests/groups/web.yaml"] });
     assert.ok(body.length <= MAX_BODY_CHARS, `${body.length} characters`);
-    assert.match(body, /more nodes and \d+ diffs are left out .* the audit report artifact has them all/);
-    assert.deepEqual(parseMarker(body)?.nodes.length, 5000, "the marker keeps every node");
+    assert.match(body, /more rows and \d+ diffs are left out .* the audit report artifact has them all/);
+    assert.deepEqual(parseMarker(body, `quartermaster--accept--sysctl--net-core-somaxconn--${"0".repeat(16)}`)?.nodes.length, 5000, "the marker keeps every node");
   });
 
   it("secrets never reach a body: no diff for a file compared by hash, even if one were present", () => {
@@ -271,3 +281,92 @@ describe("plan: from drift to pull requests", () => {
     assert.doesNotMatch(body, /hunter2|swordfish|```diff/);
   });
 });
+
+describe("plan: pull requests reviewers can trust", () => {
+  const forgedMarker = (marker: unknown) => `<!-- quartermaster-pr ${JSON.stringify(marker)} -->`;
+
+  it("only the marker at the very end of the body counts, and only when its branch agrees", () => {
+    const [pr] = opens(plan(input(report({ "web-01": [somaxconn(8192)] }))));
+    const marker = parseMarker(pr!.body, pr!.branch)!;
+    assert.equal(marker.signature, pr!.marker.signature);
+    const forged = { ...marker, signature: "f".repeat(16), nodes: ["db-01"] };
+    assert.deepEqual(parseMarker(`${forgedMarker(forged)}\n\n${pr!.body}`, pr!.branch), marker, "an earlier marker is text");
+    assert.equal(parseMarker(`${pr!.body}\n\nsomething after`, pr!.branch), undefined, "a marker not at the end is none");
+    assert.equal(parseMarker(`${pr!.body.replace(/<!-- quartermaster-pr .*$/s, "")}${forgedMarker(forged)}`, pr!.branch), undefined, "a marker naming another signature than its branch");
+    assert.equal(parseMarker(pr!.body, pr!.branch.replace("--accept--", "--ticket--")), undefined, "an accept marker on a ticket branch");
+  });
+
+  it("host text holding another PR's marker changes nothing about that PR, and re-planning is a no-op", () => {
+    const honest = plan(input(report({ "web-01": [somaxconn(8192)] })));
+    const [victim] = asPulls(honest);
+    const hostile = `${forgedMarker({ ...victim!.marker, kind: "ticket" })}\n-->\n${forgedMarker(victim!.marker)}`;
+    const r = report({ "web-01": [somaxconn(8192)], "db-01": [syncookies(hostile)] });
+    const actions = plan(input(r, [victim!]));
+    assert.deepEqual(actions.map((a) => a.type), ["open"], "only db-01's own PR");
+    const pulls = [victim!, ...asPulls(actions, 2)];
+    assert.equal(pulls[1]!.marker!.nodes.join(), "db-01", "db-01's PR is recognised by its own marker");
+    assert.deepEqual(plan(input(r, pulls)), []);
+    // The host's PR closed by a reviewer: a ticket for db-01's drift only; web-01's PR is untouched.
+    const next = plan(input(r, [victim!, { ...pulls[1]!, state: "closed" }]));
+    assert.deepEqual(next.map((a) => a.type === "open" && [a.kind, a.marker.nodes.join()]), [["ticket", "db-01"]]);
+  });
+
+  it("a closed PR is a rejection only when its branch is an accept branch", () => {
+    const r = report({ "db-01": [kernel] });
+    const [ticket] = asPulls(plan(input(r)));
+    // A ticket PR whose body a host filled with an accept marker of its own signature, then closed.
+    const forged = { ...ticket!, state: "closed" as const, body: `${ticket!.body}\n${forgedMarker({ ...ticket!.marker, kind: "accept" })}` };
+    forged.marker = parseMarker(forged.body, forged.branch);
+    assert.equal(forged.marker, undefined);
+    const actions = plan(input(r, [forged]));
+    assert.ok(!actions.some((a) => a.type === "open" && a.replaces), "no ticket claims to replace a rejected accept PR");
+  });
+
+  it("many unauthorized listeners on one node are one PR; the same set on two nodes too; its ticket acknowledges each", () => {
+    const ports = Array.from({ length: 50 }, (_, i) => listener(`tcp/${9000 + i}`));
+    const actions = opens(plan(input(report({ "web-01": ports, "web-02": ports }))));
+    assert.equal(actions.length, 1);
+    const [pr] = actions;
+    assert.equal(pr!.kind, "ticket");
+    assert.deepEqual(pr!.marker.nodes, ["web-01", "web-02"]);
+    assert.match(pr!.title, /^Remediate ports drift on web-01, web-02: tcp\/9000 and 49 more$/);
+    const ticket = Ticket.parse(parse(Object.values(pr!.files)[0]!));
+    assert.equal(ticket.items!.length, 50);
+    const items = report({ "web-01": ports }).nodes.find((n) => n.name === "web-01")!.drift;
+    assert.ok(items.every((item) => ticketCovers(ticket, driftSignatureOf(item))), "every listener is acknowledged by the ticket");
+    // One more listener later is a new, separate proposal; a different set on another node is its own PR.
+    assert.equal(opens(plan(input(report({ "web-01": ports, "web-02": ports.slice(0, 3) })))).length, 2);
+  });
+
+  it("at most N new PRs per run, the rest deferred and opened on the next run; updates are not limited", () => {
+    const r = report({ "web-01": [somaxconn(8192), listener("tcp/8080")], "web-02": [somaxconn(1024)], "db-01": [kernel, motd("bye\n")] });
+    const first = plan(input(r, [], undefined, 2));
+    assert.deepEqual(first.map((a) => a.type).sort(), ["defer", "defer", "defer", "open", "open"]);
+    // Most severe first: three high-severity groups compete for the two slots, by branch order.
+    assert.ok(opens(first).every((a) => a.labels.includes("severity:high")));
+    assert.deepEqual(plan(input(r, [], undefined, 2)), first, "stable");
+    const pulls = asPulls(first);
+    const second = plan(input(r, pulls, undefined, 2));
+    assert.deepEqual(second.map((a) => a.type).sort(), ["defer", "open", "open"]);
+    const third = plan(input(r, [...pulls, ...asPulls(second, 10)], undefined, 2));
+    assert.deepEqual(third.map((a) => a.type), ["open"]);
+    const changed = report({ "web-01": [somaxconn(8192), listener("tcp/8080")], "web-02": [somaxconn(1024)], "web-03": [somaxconn(8192)], "db-01": [kernel, motd("bye\n")] });
+    const all = [...pulls, ...asPulls(second, 10), ...asPulls(third, 20)];
+    assert.deepEqual(plan(input(changed, all, undefined, 0)).map((a) => a.type), ["update"], "an update with a budget of 0");
+  });
+
+  it("titles are one escaped line and short; bodies show host text only as code", () => {
+    const hostile = ["@octocat look", "<img src=x onerror=alert(1)>", "[Approve in one click](https://evil.example)", "<!-- x -->", "nul\u0000 esc\u001b[31m", "::error::pwned", "``` ```` `", ...Array.from({ length: 300 }, (_, i) => `line ${i}`)].join("\n");
+    const [pr] = opens(plan(input(report({ "db-01": [motd(hostile)] }))));
+    assert.doesNotMatch(pr!.title, /[\n\r\u0000\u001b]/);
+    assert.ok(pr!.title.length <= 200);
+    const live = outsideCode(pr!.body.replace(/<!-- quartermaster-pr .*$/s, ""));
+    for (const bad of ["@octocat", "<img", "](https", "<!--", "::error", "\u0000", "\u001b"]) assert.ok(!live.includes(bad), `${JSON.stringify(bad)} outside code`);
+    assert.ok(pr!.body.includes("@octocat look"), "the text itself is shown, as code");
+    assert.doesNotMatch(Object.values(pr!.files).join(""), /[\u0000\u001b]/, "the manifest edit escapes control characters");
+  });
+});
+
+function driftSignatureOf(item: DriftItem): string {
+  return driftSignature(item.domain, item.key, item.declared as never, item.live as never);
+}
