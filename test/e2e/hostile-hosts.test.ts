@@ -24,6 +24,9 @@ const hugeRoutes = [
   `  for (i = 0; i < ${ROUTES}; i++) printf "local:10.%d.%d.200\\n", int(i / 256), i % 256 }`,
   "/ begin ports$/ { print \"/proc/net/tcp: rewritten by a compromised host\" }'",
 ].join("\n");
+// An honest host on a slow link: its answer, unchanged, arrives after a few seconds, so it is still in
+// flight while the crafted host's output is parsed.
+const slowLink = "{ sleep 3; cat; }";
 // The kernel section, printed twice.
 const duplicateKernel = `awk '/ begin kernel$/ { s = 1 } s { buf = buf $0 "\\n" } { print } / end kernel$/ { s = 0; printf "%s", buf }'`;
 
@@ -48,6 +51,7 @@ describe("hostile hosts", () => {
     fleet = await startFleet([
       { name: "proto-01", probeFilter: protoDevices },
       { name: "honest-01" },
+      { name: "slow-01", probeFilter: slowLink },
       { name: "routes-01", probeFilter: hugeRoutes },
       { name: "dup-01", probeFilter: duplicateKernel },
       {
@@ -67,6 +71,7 @@ describe("hostile hosts", () => {
       "nodes/proto-01.yaml": stringify(scheduled),
       "nodes/honest-01.yaml": stringify({ ...scheduled, system: { kernel_version: (await readFile("/proc/sys/kernel/osrelease", "utf8")).trim() } }),
       "nodes/routes-01.yaml": stringify({ networking: scheduled.networking }),
+      "nodes/slow-01.yaml": stringify({ networking: scheduled.networking }),
       "nodes/dup-01.yaml": stringify({ system: { kernel_version: "6.1.0-28-amd64" } }),
       "nodes/swap-01.yaml": stringify({ ssh: { become: "sudo" }, files: [{ path: APP, contents: "role = app\n" }, { path: QUOTED, mode: "0644" }] }),
     });
@@ -110,10 +115,11 @@ describe("hostile hosts", () => {
   });
 
   test("huge crafted routes next to an honest host: the crafted host fails alone, the honest one is audited", async () => {
-    const audit = await cli(["audit", "--nodes", "routes-01,honest-01", "--timeout", "15", "--format", "json"]);
+    // Parsing blocks the event loop every node shares: were it quadratic, slow-01's timeout would fire meanwhile.
+    const audit = await cli(["audit", "--nodes", "routes-01,slow-01", "--timeout", "15", "--format", "json"]);
     assert.equal(audit.exitCode, 4, audit.stderr);
     const report = Report.parse(JSON.parse(audit.stdout));
-    const honest = byName(report, "honest-01");
+    const honest = byName(report, "slow-01");
     assert.deepEqual([honest.status, honest.error, honest.drift], ["clean", undefined, []]);
     const crafted = byName(report, "routes-01");
     assert.equal(crafted.status, "error");
