@@ -69,6 +69,7 @@ export function parseProbeOutput(stdout: string, nonce: string): Map<string, Sec
   if (!text.includes(`${marker}done`)) {
     throw new ProbeParseError("probe", "output is truncated (no end-of-probe marker)");
   }
+  // Linear: each search starts where the previous frame ended, and a section is scanned once for `unknown`.
   let pos = text.indexOf(marker);
   while (pos !== -1) {
     const lineEnd = text.indexOf("\n", pos + 1);
