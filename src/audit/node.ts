@@ -105,8 +105,11 @@ export async function auditNode(node: LoadedNode, transport: Transport, settings
       }
       const live = domain.parse(section.output, parse);
       for (const reason of partlyUnknown(live)) unknown.push({ domain: domain.name, reason });
+      await withinBudget();
       const findings = domain.compare(declaredFor(domain, node.spec), live);
-      result.drift.push(...toDriftItems(node, domain, findings, drift));
+      await withinBudget();
+      // One push per item: a host's hundred thousand routes must not become a call's arguments.
+      for (const item of toDriftItems(node, domain, findings, drift)) result.drift.push(item);
     }
     await withinBudget();
     if (unknown.length) result.unknown = unknown;

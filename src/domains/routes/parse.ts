@@ -155,9 +155,11 @@ function maskValue(prefix: number, family: 4 | 6): bigint {
   return allOnes(family) ^ ((1n << BigInt(bits - prefix)) - 1n);
 }
 
+// The 33 IPv4 netmasks, looked up rather than rebuilt for every route.
+const PREFIX_OF_MASK = new Map(Array.from({ length: 33 }, (_, prefix) => [maskValue(prefix, 4), prefix]));
+
 function prefixOfMask(mask: bigint, line: string): number {
-  for (let prefix = 0; prefix <= 32; prefix++) if (maskValue(prefix, 4) === mask) return prefix;
-  bad(line);
+  return PREFIX_OF_MASK.get(mask) ?? bad(line);
 }
 
 function addressValue(address: string, family: 4 | 6): bigint {
