@@ -176,15 +176,19 @@ function acceptFile(file: FileDeclared, attribute: string | undefined, finding: 
 
 /**
  * `qm_read PATH`: prints the first `bytes` bytes of PATH only if PATH itself is a regular file. The file
- * is opened first, then the opened file (fstat of `-`) must be the file at the path (lstat): a symlink
- * swapped in after the test is never read through. The test before opening keeps fifos and devices
+ * is opened first, then the opened file must be the file at the path (lstat): a symlink swapped in after
+ * the test is never read through. GNU stat reads the open file as `-` in the same process; busybox stat
+ * cannot, and takes a second stat of /proc/self/fd/3. The test before opening keeps fifos and devices
  * from being opened; a swap to one between the test and the open can only stall this node's probe.
  */
 function readRegularFile(bytes: number): string {
   return [
     "qm_read() {",
     '  [ -f "$1" ] && [ ! -h "$1" ] || return 1',
-    `  { set -- $(stat -c %d:%i -- "$1" - <&3) && [ $# -eq 2 ] && [ "$1" = "$2" ] && head -c ${bytes} <&3; } 2>/dev/null 3<"$1"`,
+    "  {",
+    '    qm_id=$(stat -c %d:%i -- "$1" - <&3) || qm_id=$(stat -c %d:%i -- "$1" && stat -L -c %d:%i /proc/self/fd/3)',
+    `    set -- $qm_id; [ $# -eq 2 ] && [ "$1" = "$2" ] && head -c ${bytes} <&3`,
+    '  } 2>/dev/null 3<"$1"',
     "}",
   ].join("\n");
 }
