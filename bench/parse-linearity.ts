@@ -28,7 +28,9 @@ const DECLARED: Record<string, unknown> = {
 
 const ADVERSARIAL: Record<string, (n: number) => string> = {
   kernel: (n) => `${mark("running")}\n6.1.0-28-amd64\n${mark("installed")}\n${lines(n, (i) => `6.1.${i}-${n - i}-amd64`)}`,
-  sysctl: (n) => `${mark("runtime")}\n${lines(n, (i) => `/proc/sys/net/x${i}:${i}`)}${mark("persisted")}\n${lines(n, (i) => `/etc/sysctl.d/${i}.conf:net.x${i} = 1`)}`,
+  sysctl: (n) =>
+    `${mark("runtime")}\n${lines(n, (i) => `/proc/sys/net/x${i}:${i}`)}` +
+    `${mark("persisted")}\n${lines(n, (i) => `/etc/sysctl.d/${i}.conf:net.x${i} = 1`)}`,
   io_scheduler: (n) => lines(n, (i) => `/sys/block/sd${i}/queue/scheduler:none [mq-deadline] bfq`),
   // Every route and every local address in a network of its own: quadratic if each route scans the addresses.
   routes: (n) =>
@@ -37,12 +39,17 @@ const ADVERSARIAL: Record<string, (n: number) => string> = {
     lines(n, (i) => `local:${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}.200`),
   // One package once per architecture: quadratic if each architecture is checked against a list.
   packages: (n) => `${mark("dpkg")}\n${lines(n, (i) => `Package: bash\nStatus: install ok installed\nVersion: 5.2\nArchitecture: arch${i}`)}`,
-  ports: (n) => `/proc/net/tcp:  sl  local_address\n${lines(n, (i) => `/proc/net/tcp:   ${i}: 00000000:${(i % 65535 + 1).toString(16).toUpperCase().padStart(4, "0")} 00000000:0000 0A `)}`,
+  ports: (n) => {
+    const port = (i: number) => ((i % 65535) + 1).toString(16).toUpperCase().padStart(4, "0");
+    return `/proc/net/tcp:  sl  local_address\n${lines(n, (i) => `/proc/net/tcp:   ${i}: 00000000:${port(i)} 00000000:0000 0A `)}`;
+  },
   files: (n) =>
     `${mark("cap 1024")}\n${mark("paths")}\n/etc/a\n/etc/b\n${mark("stat")}\n` +
     lines(n, (i) => `stat: cannot statx '/etc/x${i}': No such file or directory`) +
     `${mark("sha256")}\n${lines(n, (i) => `sha256sum: /etc/x${i}: Permission denied`)}`,
-  systemd: (n) => `${mark("cap 1024")}\n${mark("unit a.service")}\nfile /etc/systemd/system/a.service\n${lines(n, (i) => `${mark("dropin a.service")}\nd${i}.conf\nx`)}`,
+  systemd: (n) =>
+    `${mark("cap 1024")}\n${mark("unit a.service")}\nfile /etc/systemd/system/a.service\n` +
+    lines(n, (i) => `${mark("dropin a.service")}\nd${i}.conf\nx`),
   kernel_modules: (n) => lines(n, (i) => `/proc/modules:m${i} 16384 0 - Live 0x0000000000000000`),
 };
 
@@ -61,7 +68,8 @@ function row(name: string, run: (n: number) => () => void): void {
   small(); // warm up
   const [a, b] = [best(small), best(large)];
   const ratio = b / a;
-  console.log(`${name.padEnd(16)} ${a.toFixed(1).padStart(9)} ms ${b.toFixed(1).padStart(9)} ms ${ratio.toFixed(1).padStart(6)}x${ratio > 24 ? "  <- superlinear?" : ""}`);
+  const flag = ratio > 24 ? "  <- superlinear?" : "";
+  console.log(`${name.padEnd(16)} ${a.toFixed(1).padStart(9)} ms ${b.toFixed(1).padStart(9)} ms ${ratio.toFixed(1).padStart(6)}x${flag}`);
 }
 
 console.log(`${"".padEnd(16)} ${`n=${N}`.padStart(12)} ${`n=${8 * N}`.padStart(12)}  ratio`);

@@ -93,7 +93,8 @@ export async function auditNode(node: LoadedNode, transport: Transport, settings
       await new Promise((resolve) => setImmediate(resolve));
       if (performance.now() <= deadline) return;
       const seconds = probe.timeoutMs / 1000;
-      throw new NodeAuditError(node.name, "probe", `parsing the probe output of ${node.host} went past the node's ${seconds}s time budget: node not audited`);
+      const message = `parsing the probe output of ${node.host} went past the node's ${seconds}s time budget: node not audited`;
+      throw new NodeAuditError(node.name, "probe", message);
     };
     for (const domain of domains) {
       await withinBudget();

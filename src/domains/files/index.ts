@@ -39,7 +39,8 @@ export const FileDeclared = z
   .superRefine((file, ctx) => {
     const problem = (message: string) => ctx.addIssue({ code: "custom", message });
     if (file.absent) {
-      const others = (["contents", "sha256", "mode", "owner", "group", "secret", "link"] as const).filter((k) => file[k] !== undefined);
+      const attributes = ["contents", "sha256", "mode", "owner", "group", "secret", "link"] as const;
+      const others = attributes.filter((k) => file[k] !== undefined);
       if (others.length) problem(`a file declared absent has no ${others.join(", ")}`);
     }
     if (file.link !== undefined) {
@@ -138,13 +139,15 @@ const LINK = /^symlink -> ([^]*)$/;
 
 /** A symlink where a file is declared (its target neither read nor hashed), or something else where a symlink is. */
 function typeFinding(file: FileDeclared, stat: FileStat, target: string | undefined): Finding {
-  const shown = isSymlink(stat) ? (target === undefined ? "symlink" : `symlink -> ${target}`) : isRegular(stat) ? "file" : stat.type;
+  const link = target === undefined ? "symlink" : `symlink -> ${target}`;
   return {
     key: file.path,
     declared: file.link === undefined ? "file" : `symlink -> ${file.link}`,
-    live: shown,
+    live: isSymlink(stat) ? link : isRegular(stat) ? "file" : stat.type,
     path: ["files", file.path, "type"],
-    detail: isSymlink(stat) ? "a symlink where a file is declared: not followed, its target is neither read nor hashed" : `a ${stat.type} where a symlink is declared`,
+    detail: isSymlink(stat)
+      ? "a symlink where a file is declared: not followed, its target is neither read nor hashed"
+      : `a ${stat.type} where a symlink is declared`,
   };
 }
 
@@ -160,7 +163,8 @@ function acceptFile(file: FileDeclared, attribute: string | undefined, finding: 
   if (attribute === "absent") return { path: file.path };
   if (attribute === "mode" || attribute === "owner" || attribute === "group") return { ...file, [attribute]: String(finding.live) };
   // The path's type changed: what is known of it is the link's target, or that it is a file.
-  if (attribute === "type" && LINK.test(String(finding.live))) return { path: file.path, link: LINK.exec(String(finding.live))![1]! };
+  const target = attribute === "type" ? LINK.exec(String(finding.live))?.[1] : undefined;
+  if (target !== undefined) return { path: file.path, link: target };
   if (attribute === "type" && finding.live === "file") return { path: file.path };
   if (attribute === "link") return { ...file, link: String(finding.live) };
   const live = String(finding.live);
@@ -220,19 +224,26 @@ export const files: Domain<FilesDeclared, FilesLive> = {
       // or permission denied) needs no matching to a file name.
       ...declared.map((f) => {
         const q = ctx.quote(f.path);
-        return `if [ -h ${q} ]; then ${ctx.mark(`link ${f.path}`)}; readlink -- ${q}; elif [ ! -e ${q} ]; then ${ctx.mark(`missing ${f.path}`)}; stat -c '${STAT_FORMAT}' -- ${q} 2>&1; fi`;
+        const link = `${ctx.mark(`link ${f.path}`)}; readlink -- ${q}`;
+        const missing = `${ctx.mark(`missing ${f.path}`)}; stat -c '${STAT_FORMAT}' -- ${q} 2>&1`;
+        return `if [ -h ${q} ]; then ${link}; elif [ ! -e ${q} ]; then ${missing}; fi`;
       }),
       // Only regular files that are not symlinks are hashed. A swap to a symlink between this test and
       // sha256sum opening the file remains possible: it could hash (never send) a target.
       ...(hashed.length
         ? [
             ctx.mark("sha256"),
-            `set --; for qm_p in ${hashed.join(" ")}; do [ -f "$qm_p" ] && [ ! -h "$qm_p" ] && set -- "$@" "$qm_p"; done`,
+            `set --; for qm_p in ${hashed.join(" ")}; do`,
+            '  [ -f "$qm_p" ] && [ ! -h "$qm_p" ] && set -- "$@" "$qm_p"',
+            "done",
             `[ $# -eq 0 ] || sha256sum -- "$@" 2>&1`,
           ]
         : []),
       ...(read.length ? [readRegularFile(ctx.maxFileBytes + 1)] : []),
-      ...read.map((f) => `${ctx.mark(`contents ${f.path}`)}\nqm_read ${ctx.quote(f.path)} || ${ctx.mark(`unreadable ${f.path}`)}`),
+      ...read.map((f) => {
+        const unreadable = ctx.mark(`unreadable ${f.path}`);
+        return `${ctx.mark(`contents ${f.path}`)}\nqm_read ${ctx.quote(f.path)} || ${unreadable}`;
+      }),
       "true",
     ].join("\n");
   },
@@ -268,7 +279,7 @@ export const files: Domain<FilesDeclared, FilesLive> = {
         });
         continue;
       }
-      // A symlink where anything else is declared, or the reverse: nothing more compares (a link's target is never read).
+      // A symlink where anything else is declared, or the reverse: nothing more compares (no target is read).
       if (isSymlink(stat) !== (file.link !== undefined)) {
         findings.push(typeFinding(file, stat, live.links.get(file.path)));
         continue;

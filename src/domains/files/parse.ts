@@ -36,7 +36,7 @@ export const STAT_FORMAT = "%s\t%a\t%U\t%u\t%G\t%g\t%F\t%n";
 const STAT_LINE = /^(\d+)\t([0-7]{1,4})\t([^\t]*)\t(\d+)\t([^\t]*)\t(\d+)\t([^\t]+)\t(\/.*)$/;
 const HASH_LINE = /^(\\?)([0-9a-f]{64}) [ *](.+)$/;
 const NOT_THERE = /(No such file or directory|Not a directory)$/;
-// `stat: cannot statx 'P': reason` (GNU, which double-quotes a name holding '), `stat: can't stat 'P': reason` (busybox).
+// `stat: cannot statx 'P': reason` (GNU; a name holding ' is double-quoted), `stat: can't stat 'P': reason` (busybox).
 const STAT_ERROR = /^stat: (?:cannot statx?|can't stat) (['"])(.*)\1: [^:]*$/;
 
 export function normalizeMode(mode: string): string {

@@ -102,6 +102,7 @@ export const packages: Domain<PackagesDeclared, PackagesLive> = {
   snapshot(live) {
     // Names come from the host's database: built by entries, so `__proto__` stays a key.
     const names = [...live.installed.keys()].sort();
-    return names.length ? Object.fromEntries(names.map((name) => [name, liveVersion(live.installed.get(name)!)])) : undefined;
+    if (!names.length) return undefined;
+    return Object.fromEntries(names.map((name) => [name, liveVersion(live.installed.get(name)!)]));
   },
 };

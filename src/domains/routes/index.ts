@@ -115,7 +115,8 @@ export const routes: Domain<RoutesDeclared, RoutesLive> = {
       .map((i) => {
         const want = wants[i]!;
         const finding: Finding = { key: routeKey(want), declared: declared[i]!, live: null, path: [...this.specPath, i] };
-        const sameDst = (byDst.get(want.dst) ?? []).filter((got) => want.family === undefined || want.family === got.family);
+        const sameFamily = (got: LiveRoute) => want.family === undefined || want.family === got.family;
+        const sameDst = (byDst.get(want.dst) ?? []).filter(sameFamily);
         if (sameDst.length) finding.detail = `live route to ${want.dst}: ${sameDst.map((got) => routeKey(declaredForm(got))).join("; ")}`;
         return finding;
       });
