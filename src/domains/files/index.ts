@@ -229,7 +229,7 @@ export const files: Domain<FilesDeclared, FilesLive> = {
         return `if [ -h ${q} ]; then ${link}; elif [ ! -e ${q} ]; then ${missing}; fi`;
       }),
       // Only regular files that are not symlinks are hashed. A swap to a symlink between this test and
-      // sha256sum opening the file remains possible: it could hash (never send) a target.
+      // sha256sum opening the file remains possible: it could send a target's hash, never its contents.
       ...(hashed.length
         ? [
             ctx.mark("sha256"),
