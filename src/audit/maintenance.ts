@@ -1,4 +1,4 @@
-import type { ProbeContext } from "../domains/domain.js";
+import { partsByLabel, type ProbeContext } from "../domains/domain.js";
 
 export const DEFAULT_MAINTENANCE_MARKER = "/run/quartermaster/maintenance";
 
@@ -22,7 +22,7 @@ export function maintenanceProbe(marker: string, ctx: ProbeContext): string {
 export function parseMaintenance(output: string, parts: [string, string][]): string | undefined {
   const marker = /^marker (.+)$/m.exec(output);
   if (marker) return `maintenance marker ${marker[1]} is present`;
-  const sections = new Map(parts);
+  const sections = partsByLabel("maintenance", parts);
   const locks = new Map<string, string>();
   for (const line of (sections.get("locks") ?? "").split("\n")) {
     const m = /^(\S+) (\d+) (\d+)$/.exec(line);

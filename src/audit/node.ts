@@ -42,6 +42,8 @@ export interface ProbeResult {
   sections: Map<string, { output: string; unknown?: string }>;
   probeBytes: number;
   durationMs: number;
+  /** The node's overall time budget, as the transport applied it. */
+  timeoutMs: number;
 }
 
 /** Builds one probe for the given domains, runs it through the transport, splits its sections. */
@@ -58,7 +60,13 @@ export async function runProbe(
   ];
   const probe = buildProbe(nonce, sections);
   const run = await transport.run(probe.script, settings);
-  return { nonce, sections: parseProbeOutput(run.stdout, nonce), probeBytes: run.stdout.length, durationMs: run.durationMs };
+  return {
+    nonce,
+    sections: parseProbeOutput(run.stdout, nonce),
+    probeBytes: run.stdout.length,
+    durationMs: run.durationMs,
+    timeoutMs: run.timeoutMs,
+  };
 }
 
 /** Audits one node. Never throws: every failure becomes the node's status and error. */
@@ -78,7 +86,18 @@ export async function auditNode(node: LoadedNode, transport: Transport, settings
       return result;
     }
     const unknown: NonNullable<NodeResult["unknown"]> = [];
+    // Parsing runs on the event loop every node shares: it counts against this node's budget, and
+    // yields between domains so other nodes' exits and timers are handled on time.
+    const deadline = started + probe.timeoutMs;
+    const withinBudget = async () => {
+      await new Promise((resolve) => setImmediate(resolve));
+      if (performance.now() <= deadline) return;
+      const seconds = probe.timeoutMs / 1000;
+      const message = `parsing the probe output of ${node.host} went past the node's ${seconds}s time budget: node not audited`;
+      throw new NodeAuditError(node.name, "probe", message);
+    };
     for (const domain of domains) {
+      await withinBudget();
       const section = probe.sections.get(domain.name);
       if (!section) throw new ProbeParseError(domain.name, "section missing from probe output");
       if (section.unknown !== undefined) {
@@ -87,9 +106,13 @@ export async function auditNode(node: LoadedNode, transport: Transport, settings
       }
       const live = domain.parse(section.output, parse);
       for (const reason of partlyUnknown(live)) unknown.push({ domain: domain.name, reason });
+      await withinBudget();
       const findings = domain.compare(declaredFor(domain, node.spec), live);
-      result.drift.push(...toDriftItems(node, domain, findings, drift));
+      await withinBudget();
+      // One push per item: a host's hundred thousand routes must not become a call's arguments.
+      for (const item of toDriftItems(node, domain, findings, drift)) result.drift.push(item);
     }
+    await withinBudget();
     if (unknown.length) result.unknown = unknown;
     result.status = result.drift.some((d) => !d.acknowledged) ? "drift" : "clean";
   } catch (error) {

@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { ProbeParseError } from "../errors.js";
 
 export const DOMAIN_NAMES = [
   "kernel",
@@ -86,6 +87,16 @@ export interface Domain<Declared = unknown, Live = unknown> {
    * value at `finding.path` becomes `finding.live` (deleted when live is null).
    */
   accept?(declared: Declared, finding: Finding): Declared | undefined;
+}
+
+/** A section's parts by label, for sections whose labels are each printed once: a repeated one is an error. */
+export function partsByLabel(section: string, parts: readonly [string, string][]): Map<string, string> {
+  const byLabel = new Map<string, string>();
+  for (const [label, text] of parts) {
+    if (byLabel.has(label)) throw new ProbeParseError(section, `part "${label.slice(0, 80)}" appears twice`);
+    byLabel.set(label, text);
+  }
+  return byLabel;
 }
 
 /** The reasons a parsed live state gives for the parts of a domain it could not show. */

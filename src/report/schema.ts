@@ -3,7 +3,7 @@ import { DOMAIN_NAMES, SEVERITIES } from "../domains/domain.js";
 
 export const SCHEMA_VERSION = 1;
 
-const Json: z.ZodType<unknown> = z.lazy(() =>
+export const Json: z.ZodType<unknown> = z.lazy(() =>
   z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(Json), z.record(z.string(), Json)]),
 );
 

@@ -6,6 +6,8 @@ export interface ProbeRun {
   stdout: string;
   stderr: string;
   durationMs: number;
+  /** The node's overall time budget this run had: parsing its output counts against what is left. */
+  timeoutMs: number;
 }
 
 export interface RunLimits {
@@ -57,7 +59,7 @@ export async function runProbeProcess(
   if (result.timedOut || result.failed || result.exitCode !== 0) {
     throw classify({ exitCode: result.exitCode, stderr, timedOut: result.timedOut, isMaxBuffer: false });
   }
-  return { stdout: String(result.stdout), stderr, durationMs };
+  return { stdout: String(result.stdout), stderr, durationMs, timeoutMs: limits.timeoutMs };
 }
 
 export function lastLines(text: string, count = 3): string {

@@ -42,6 +42,11 @@ export interface HostDefinition {
   maintenance?: boolean;
   /** stopped: no sshd (connection refused); hang: accepts TCP on port 22 and never sends a byte. */
   state?: "up" | "stopped" | "hang";
+  /**
+   * A compromised host: a shell filter (`sed ...`, `awk ...`) that rewrites the stdout of every ssh
+   * session's command on this host, installed as sshd's ForceCommand. It runs as the audit user.
+   */
+  probeFilter?: string;
 }
 
 export interface RpmPackage {
@@ -707,6 +712,12 @@ export async function startFleet(defs: HostDefinition[], options: FleetOptions =
                 "",
               ].join("\n"),
             );
+            if (def.probeFilter !== undefined) {
+              // The session's own command runs as usual; only what it prints is rewritten on the way out.
+              const wrapper = path.join(rt.dir, "probe-filter.sh");
+              await fsp.writeFile(wrapper, `#!/bin/sh\n/bin/sh -c "$SSH_ORIGINAL_COMMAND" | ${def.probeFilter}\n`, { mode: 0o755 });
+              await fsp.appendFile(rt.sshdConfig, `ForceCommand ${wrapper}\n`);
+            }
 
             const ipLines = [
               "link set lo up",

@@ -33,12 +33,19 @@ export const FileDeclared = z
     secret: z.boolean().optional(),
     /** The file must not exist. */
     absent: z.boolean().optional(),
+    /** The path is a symlink to this target (compared as text, never followed). */
+    link: z.string().min(1, "a symlink target").refine((t) => !t.includes("\0"), "must not hold a NUL byte").optional(),
   })
   .superRefine((file, ctx) => {
     const problem = (message: string) => ctx.addIssue({ code: "custom", message });
     if (file.absent) {
-      const others = (["contents", "sha256", "mode", "owner", "group", "secret"] as const).filter((k) => file[k] !== undefined);
+      const attributes = ["contents", "sha256", "mode", "owner", "group", "secret", "link"] as const;
+      const others = attributes.filter((k) => file[k] !== undefined);
       if (others.length) problem(`a file declared absent has no ${others.join(", ")}`);
+    }
+    if (file.link !== undefined) {
+      const others = (["contents", "sha256", "mode", "secret"] as const).filter((k) => file[k] !== undefined);
+      if (others.length) problem(`a symlink (link) has no ${others.join(", ")} of its own`);
     }
     if (file.contents !== undefined && file.sha256 !== undefined) problem("declare contents or sha256, not both");
     if (file.secret && file.contents !== undefined) {
@@ -128,6 +135,23 @@ function compareContents(file: FileDeclared, stat: FileStat, live: FilesLive): F
   return { ...at("contents"), declared: file.contents!, live: text, diff: unifiedDiff(file.contents!, text) };
 }
 
+const isSymlink = (stat: FileStat) => stat.type === "symbolic link";
+const LINK = /^symlink -> ([^]*)$/;
+
+/** A symlink where a file is declared (its target neither read nor hashed), or something else where a symlink is. */
+function typeFinding(file: FileDeclared, stat: FileStat, target: string | undefined): Finding {
+  const link = target === undefined ? "symlink" : `symlink -> ${target}`;
+  return {
+    key: file.path,
+    declared: file.link === undefined ? "file" : `symlink -> ${file.link}`,
+    live: isSymlink(stat) ? link : isRegular(stat) ? "file" : stat.type,
+    path: ["files", file.path, "type"],
+    detail: isSymlink(stat)
+      ? "a symlink where a file is declared: not followed, its target is neither read nor hashed"
+      : `a ${stat.type} where a symlink is declared`,
+  };
+}
+
 /** Owner or group as declared: by name, or by numeric id. */
 function account(want: string, name: string, id: string): string {
   return /^\d+$/.test(want) || name === "UNKNOWN" ? id : name;
@@ -139,6 +163,11 @@ function acceptFile(file: FileDeclared, attribute: string | undefined, finding: 
   if (attribute === undefined) return { path: file.path, absent: true };
   if (attribute === "absent") return { path: file.path };
   if (attribute === "mode" || attribute === "owner" || attribute === "group") return { ...file, [attribute]: String(finding.live) };
+  // The path's type changed: what is known of it is the link's target, or that it is a file.
+  const target = attribute === "type" ? LINK.exec(String(finding.live))?.[1] : undefined;
+  if (target !== undefined) return { path: file.path, link: target };
+  if (attribute === "type" && finding.live === "file") return { path: file.path };
+  if (attribute === "link") return { ...file, link: String(finding.live) };
   const live = String(finding.live);
   if (attribute === "sha256" && /^[0-9a-f]{64}$/.test(live)) return { ...file, sha256: live };
   // A diff means the audit read the live text, which is then written as is, whatever it looks like.
@@ -149,6 +178,25 @@ function acceptFile(file: FileDeclared, attribute: string | undefined, finding: 
     return { ...rest, sha256: byHash[1]! };
   }
   throw new Error(`the live ${file.path} (${live}) cannot be written into the manifest`);
+}
+
+/**
+ * `qm_read PATH`: prints the first `bytes` bytes of PATH only if PATH itself is a regular file. The file
+ * is opened first, then the opened file must be the file at the path (lstat): a symlink swapped in after
+ * the test is never read through. GNU stat reads the open file as `-` in the same process; busybox stat
+ * cannot, and takes a second stat of /proc/self/fd/3. The test before opening keeps fifos and devices
+ * from being opened; a swap to one between the test and the open can only stall this node's probe.
+ */
+function readRegularFile(bytes: number): string {
+  return [
+    "qm_read() {",
+    '  [ -f "$1" ] && [ ! -h "$1" ] || return 1',
+    "  {",
+    '    qm_id=$(stat -c %d:%i -- "$1" - <&3) || qm_id=$(stat -c %d:%i -- "$1" && stat -L -c %d:%i /proc/self/fd/3)',
+    `    set -- $qm_id; [ $# -eq 2 ] && [ "$1" = "$2" ] && head -c ${bytes} <&3`,
+    '  } 2>/dev/null 3<"$1"',
+    "}",
+  ].join("\n");
 }
 
 export const files: Domain<FilesDeclared, FilesLive> = {
@@ -174,15 +222,35 @@ export const files: Domain<FilesDeclared, FilesLive> = {
       ctx.mark("paths"),
       `printf '%s\\n' ${all}`,
       ctx.mark("stat"),
-      `stat -L -c '${STAT_FORMAT}' -- ${all} 2>&1`,
+      // No -L anywhere: a symlink at a declared path is described itself, its target never looked at.
+      `stat -c '${STAT_FORMAT}' -- ${all} 2>/dev/null`,
+      // A symlink's own target text; a path stat cannot see gets a stat of its own, so its error (missing,
+      // or permission denied) needs no matching to a file name.
+      ...declared.map((f) => {
+        const q = ctx.quote(f.path);
+        const link = `${ctx.mark(`link ${f.path}`)}; readlink -- ${q}`;
+        const missing = `${ctx.mark(`missing ${f.path}`)}; stat -c '${STAT_FORMAT}' -- ${q} 2>&1`;
+        return `if [ -h ${q} ]; then ${link}; elif [ ! -e ${q} ]; then ${missing}; fi`;
+      }),
+      // Only regular files that are not symlinks are hashed. A swap to a symlink between this test and
+      // sha256sum opening the file remains possible: it could send a target's hash, never its contents.
       ...(hashed.length || read.length ? [ctx.mark("sha256")] : []),
-      ...(hashed.length ? [`sha256sum -- ${hashed.join(" ")} 2>&1`] : []),
-      // A file read for its contents but over the cap is hashed on the host, so accepting it can declare its sha256.
+      ...(hashed.length
+        ? [
+            `set --; for qm_p in ${hashed.join(" ")}; do`,
+            '  [ -f "$qm_p" ] && [ ! -h "$qm_p" ] && set -- "$@" "$qm_p"',
+            "done",
+            `[ $# -eq 0 ] || sha256sum -- "$@" 2>&1`,
+          ]
+        : []),
+      // A file read for its contents but over the cap is hashed on the host, so accepting it can declare
+      // its sha256; find's -type f, without -L, skips a symlink.
       ...(read.length ? [`find ${readPaths} ${overCap} -exec sha256sum -- {} + 2>/dev/null`] : []),
-      ...read.map(
-        (f) =>
-          `${ctx.mark(`contents ${f.path}`)}\nhead -c ${ctx.maxFileBytes + 1} -- ${ctx.quote(f.path)} 2>/dev/null || ${ctx.mark(`unreadable ${f.path}`)}`,
-      ),
+      ...(read.length ? [readRegularFile(ctx.maxFileBytes + 1)] : []),
+      ...read.map((f) => {
+        const unreadable = ctx.mark(`unreadable ${f.path}`);
+        return `${ctx.mark(`contents ${f.path}`)}\nqm_read ${ctx.quote(f.path)} || ${unreadable}`;
+      }),
       "true",
     ].join("\n");
   },
@@ -217,6 +285,15 @@ export const files: Domain<FilesDeclared, FilesLive> = {
           ...(showable ? { diff: unifiedDiff(file.contents!, "") } : {}),
         });
         continue;
+      }
+      // A symlink where anything else is declared, or the reverse: nothing more compares (no target is read).
+      if (isSymlink(stat) !== (file.link !== undefined)) {
+        findings.push(typeFinding(file, stat, live.links.get(file.path)));
+        continue;
+      }
+      const target = live.links.get(file.path);
+      if (file.link !== undefined && target !== undefined && target !== file.link) {
+        findings.push({ key: file.path, declared: file.link, live: target, path: ["files", file.path, "link"] });
       }
       if (file.contents !== undefined || file.sha256 !== undefined) {
         const finding = isRegular(stat)

@@ -1,10 +1,11 @@
 import { ProbeParseError } from "../../errors.js";
+import { partsByLabel } from "../domain.js";
 
 // Contract with the transport: probe output arrives decoded byte-per-char (latin1), so
 // Buffer.from(text, "latin1") gives back the exact bytes a file holds, binary or not.
 const utf8 = (latin1: string) => Buffer.from(latin1, "latin1").toString("utf8");
 
-/** What `stat -L -c '%s\t%a\t%U\t%u\t%G\t%g\t%F\t%n'` says about one path. */
+/** What `stat -c '%s\t%a\t%U\t%u\t%G\t%g\t%F\t%n'` says about one path: the path itself, a symlink is never followed. */
 export interface FileStat {
   size: number;
   /** Permission bits, four octal digits: 0644. */
@@ -13,7 +14,7 @@ export interface FileStat {
   uid: string;
   group: string;
   gid: string;
-  /** `regular file`, `directory`, ... */
+  /** `regular file`, `directory`, `symbolic link`, ... */
   type: string;
 }
 
@@ -22,6 +23,8 @@ export interface FilesLive {
   cap: number;
   /** path -> its stat, or null when it does not exist. A path missing here could not be looked at. */
   files: Map<string, FileStat | null>;
+  /** path -> the target of the symlink at that path (its own text, never followed). */
+  links: Map<string, string>;
   sha256: Map<string, string>;
   /** path -> its first cap+1 bytes */
   contents: Map<string, Buffer>;
@@ -33,29 +36,35 @@ export const STAT_FORMAT = "%s\t%a\t%U\t%u\t%G\t%g\t%F\t%n";
 const STAT_LINE = /^(\d+)\t([0-7]{1,4})\t([^\t]*)\t(\d+)\t([^\t]*)\t(\d+)\t([^\t]+)\t(\/.*)$/;
 const HASH_LINE = /^(\\?)([0-9a-f]{64}) [ *](.+)$/;
 const NOT_THERE = /(No such file or directory|Not a directory)$/;
+// `stat: cannot statx 'P': reason` (GNU; a name holding ' is double-quoted), `stat: can't stat 'P': reason` (busybox).
+const STAT_ERROR = /^stat: (?:cannot statx?|can't stat) (['"])(.*)\1: [^:]*$/;
 
 export function normalizeMode(mode: string): string {
   return mode.padStart(4, "0");
 }
 
-/** The error line a tool printed about `path`, if any: GNU and busybox quote it or end it with a colon. */
-function errorFor(errors: readonly string[], path: string): string | undefined {
-  return errors.find((line) => line.includes(`'${path}'`) || line.includes(`${path}: `));
-}
-
-/** `stat` output with its errors (2>&1), for the declared paths. */
-export function parseStat(text: string, paths: readonly string[]): { files: Map<string, FileStat | null>; unknown: string[] } {
+/**
+ * `stat` output with its errors (2>&1), for the declared paths; `errors` holds the error a path's own
+ * `stat` printed (the probe stats each path it cannot see alone, so no message has to be matched to a name).
+ * Lines are looked up by path, never searched per path: linear in the output.
+ */
+export function parseStat(
+  text: string,
+  paths: readonly string[],
+  errors: Map<string, string> = new Map(),
+): { files: Map<string, FileStat | null>; unknown: string[] } {
   const found = new Map<string, FileStat>();
-  const errors: string[] = [];
-  for (const line of text.split("\n")) {
-    if (line === "") continue;
+  const statLine = (line: string) => {
     const m = STAT_LINE.exec(line);
-    if (!m) {
-      errors.push(line);
-      continue;
-    }
+    if (!m) return false;
     const [, size, mode, owner, uid, group, gid, type, path] = m;
     found.set(path!, { size: Number(size), mode: normalizeMode(mode!), owner: owner!, uid: uid!, group: group!, gid: gid!, type: type! });
+    return true;
+  };
+  for (const line of text.split("\n")) {
+    if (line === "" || statLine(line)) continue;
+    const named = STAT_ERROR.exec(line)?.[2];
+    if (named !== undefined && !errors.has(named)) errors.set(named, line);
   }
   const files = new Map<string, FileStat | null>();
   const unknown: string[] = [];
@@ -65,7 +74,7 @@ export function parseStat(text: string, paths: readonly string[]): { files: Map<
       files.set(path, stat);
       continue;
     }
-    const error = errorFor(errors, path);
+    const error = errors.get(path);
     if (error && NOT_THERE.test(error)) files.set(path, null);
     else unknown.push(`${path}: cannot look at it (${error ?? "stat printed nothing"})`);
   }
@@ -91,13 +100,14 @@ export function isRegular(stat: FileStat | null | undefined): boolean {
 }
 
 /**
- * The files section: `cap N`, `paths` (the declared paths, one a line), `stat`, `sha256`, then
+ * The files section: `cap N`, `paths` (the declared paths, one a line), `stat`, `missing <path>` (the
+ * error of a path stat could not see), `link <path>` (a symlink's target), `sha256`, then
  * `contents <path>` for each file read and `unreadable <path>` where reading it failed.
  */
 export function parseFiles(raw: readonly [string, string][]): FilesLive {
   // Labels, paths and tool output name files in UTF-8, as the manifest does; only contents stay bytes.
   const parts = raw.map(([label, text]): [string, string] => [utf8(label), label.startsWith("contents ") ? text : utf8(text)]);
-  const byLabel = new Map(parts);
+  const byLabel = partsByLabel("files", parts);
   const capLabel = parts.find(([label]) => label.startsWith("cap "))?.[0];
   const paths = byLabel.get("paths");
   const statText = byLabel.get("stat");
@@ -106,23 +116,29 @@ export function parseFiles(raw: readonly [string, string][]): FilesLive {
   }
   const cap = Number(capLabel.slice("cap ".length));
   const declared = paths.split("\n").filter(Boolean);
-  const { files, unknown } = parseStat(statText, declared);
-  const { sha256, errors } = parseSha256(byLabel.get("sha256") ?? "");
+  const statErrors = new Map<string, string>();
+  const links = new Map<string, string>();
   const contents = new Map<string, Buffer>();
+  const unreadable: string[] = [];
+  let missingText = "";
   for (const [label, text] of parts) {
-    if (label.startsWith("contents ")) contents.set(label.slice("contents ".length), Buffer.from(text, "latin1"));
+    const space = label.indexOf(" ");
+    const [kind, path] = space === -1 ? [label, ""] : [label.slice(0, space), label.slice(space + 1)];
+    if (kind === "missing") {
+      // A file that appeared since the test prints a stat line here, which counts as one.
+      missingText += `${text}\n`;
+      statErrors.set(path, text.trim());
+    } else if (kind === "link" && text !== "") links.set(path, text.endsWith("\n") ? text.slice(0, -1) : text);
+    else if (kind === "contents") contents.set(path, Buffer.from(text, "latin1"));
+    else if (kind === "unreadable") unreadable.push(path);
   }
-  for (const [label] of parts) {
-    if (!label.startsWith("unreadable ")) continue;
-    const path = label.slice("unreadable ".length);
+  const { files, unknown } = parseStat(`${statText}\n${missingText}`, declared, statErrors);
+  const { sha256, errors } = parseSha256(byLabel.get("sha256") ?? "");
+  for (const path of unreadable) {
     contents.delete(path);
     if (isRegular(files.get(path))) unknown.push(`${path}: cannot read it`);
   }
-  if (byLabel.has("sha256")) {
-    for (const error of errors) {
-      const path = declared.find((p) => errorFor([error], p));
-      if (path === undefined || isRegular(files.get(path))) unknown.push(`cannot hash: ${error}`);
-    }
-  }
-  return { cap, files, sha256, contents, unknown };
+  // Only regular files that are not symlinks are hashed, so every error is about one of them.
+  for (const error of errors) unknown.push(`cannot hash: ${error}`);
+  return { cap, files, links, sha256, contents, unknown };
 }

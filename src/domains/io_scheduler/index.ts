@@ -40,7 +40,8 @@ export const ioScheduler: Domain<IoSchedulerDeclared, IoSchedulerLive> = {
     for (const device of [...live.keys()].sort()) {
       for (const glob of globs) if (globMatch(glob, device)) matched.add(glob);
       // A device's own name wins over a glob; among globs, the first declared one.
-      const pattern = device in declared ? device : globs.find((glob) => globMatch(glob, device));
+      // Device names come from the host: only the declaration's own keys count, never Object.prototype's.
+      const pattern = Object.hasOwn(declared, device) ? device : globs.find((glob) => globMatch(glob, device));
       if (pattern === undefined) continue;
       matched.add(pattern);
       const want = declared[pattern]!;
@@ -63,20 +64,17 @@ export const ioScheduler: Domain<IoSchedulerDeclared, IoSchedulerLive> = {
   },
   accept(declared, finding) {
     const pattern = String(finding.path.at(-1));
-    const next = { ...declared };
     // A pattern matching no device goes; a device that a glob covers gets its own entry, which wins over the glob.
-    if (finding.live === null) delete next[pattern];
-    else next[finding.key] = String(finding.live);
-    return next;
+    // Built by entries, never by assignment: a device named __proto__ must become a key, not a prototype.
+    const entries = Object.entries(declared).filter(([p]) => finding.live !== null || p !== pattern);
+    if (finding.live !== null) entries.push([finding.key, String(finding.live)]);
+    return Object.fromEntries(new Map(entries));
   },
   snapshot(live) {
-    const declared: IoSchedulerDeclared = {};
-    for (const device of [...live.keys()].sort()) {
-      const { active, available } = live.get(device)!;
-      // Loop, RAM and network block devices come and go with mounts; a single option is no choice.
-      if (/^(loop|ram|nbd)\d+$/.test(device) || available.length < 2) continue;
-      declared[device] = active;
-    }
-    return Object.keys(declared).length ? declared : undefined;
+    // Loop, RAM and network block devices come and go with mounts; a single option is no choice.
+    const chosen = [...live.entries()]
+      .filter(([device, { available }]) => !/^(loop|ram|nbd)\d+$/.test(device) && available.length >= 2)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return chosen.length ? Object.fromEntries(chosen.map(([device, { active }]) => [device, active])) : undefined;
   },
 };

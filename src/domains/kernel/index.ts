@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Domain, Finding } from "../domain.js";
+import { partsByLabel, type Domain, type Finding } from "../domain.js";
 import { compareVersions, parseInstalled, parseRunning, type KernelLive } from "./parse.js";
 
 export const KernelDeclared = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._+~-]*$/, "not a kernel release (like 6.1.0-28-amd64)");
@@ -26,7 +26,7 @@ export const kernel: Domain<KernelDeclared, KernelLive> = {
     ].join("\n");
   },
   parse(output, ctx) {
-    const parts = new Map(ctx.parts(output));
+    const parts = partsByLabel("kernel", ctx.parts(output));
     return { running: parseRunning(parts.get("running") ?? ""), installed: parseInstalled(parts.get("installed") ?? "") };
   },
   compare(declared, live) {

@@ -109,8 +109,9 @@ export const packages: Domain<PackagesDeclared, PackagesLive> = {
     return findings;
   },
   snapshot(live) {
-    const declared: PackagesDeclared = {};
-    for (const name of [...live.installed.keys()].sort()) declared[name] = liveVersion(live.installed.get(name)!);
-    return Object.keys(declared).length ? declared : undefined;
+    // Names come from the host's database: built by entries, so `__proto__` stays a key.
+    const names = [...live.installed.keys()].sort();
+    if (!names.length) return undefined;
+    return Object.fromEntries(names.map((name) => [name, liveVersion(live.installed.get(name)!)]));
   },
 };

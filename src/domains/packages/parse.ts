@@ -145,15 +145,16 @@ export function parsePackageDatabase(format: PackageFormat, text: string): Packa
  * each version with the architectures carrying it, e.g. `2.36-9 (amd64), 2.36-8 (i386)`.
  */
 export function liveVersion(instances: readonly PackageInstance[]): string {
-  const byVersion = new Map<string, string[]>();
+  // Sets, not lists: a database may hold a package many times, and this stays linear in it.
+  const byVersion = new Map<string, Set<string>>();
   for (const { version, arch } of instances) {
-    const arches = byVersion.get(version) ?? [];
-    if (arch && !arches.includes(arch)) arches.push(arch);
+    const arches = byVersion.get(version) ?? new Set();
+    if (arch) arches.add(arch);
     byVersion.set(version, arches);
   }
   if (byVersion.size === 1) return [...byVersion.keys()][0]!;
   return [...byVersion]
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([version, arches]) => (arches.length ? `${version} (${arches.sort().join(", ")})` : version))
+    .map(([version, arches]) => (arches.size ? `${version} (${[...arches].sort().join(", ")})` : version))
     .join(", ");
 }

@@ -93,27 +93,35 @@ export const routes: Domain<RoutesDeclared, RoutesLive> = {
     return parseRoutes(output);
   },
   compare(declared, live) {
-    const unmatched = [...live.routes];
+    // Live routes by destination: a declaration looks only at its own destination's routes, never the whole table.
+    const byDst = new Map<string, LiveRoute[]>();
+    for (const got of live.routes) {
+      const same = byDst.get(got.dst);
+      if (same) same.push(got);
+      else byDst.set(got.dst, [got]);
+    }
+    const taken = new Set<LiveRoute>();
     const missing: number[] = [];
     const wants = declared.map(wanted);
     // The most specific declarations pick their live route first, so a loose one cannot take it.
     const specificity = (w: WantedRoute) => Number(w.dev !== undefined) + Number(w.metric !== undefined);
     const order = wants.map((_, i) => i).sort((a, b) => specificity(wants[b]!) - specificity(wants[a]!));
     for (const i of order) {
-      const at = unmatched.findIndex((got) => matches(wants[i]!, got));
-      if (at === -1) missing.push(i);
-      else unmatched.splice(at, 1);
+      const got = byDst.get(wants[i]!.dst)?.find((route) => !taken.has(route) && matches(wants[i]!, route));
+      if (got) taken.add(got);
+      else missing.push(i);
     }
     const findings: Finding[] = missing
       .sort((a, b) => a - b)
       .map((i) => {
         const want = wants[i]!;
         const finding: Finding = { key: routeKey(want), declared: declared[i]!, live: null, path: [...this.specPath, i] };
-        const sameDst = live.routes.filter((got) => got.dst === want.dst && (want.family === undefined || want.family === got.family));
+        const sameFamily = (got: LiveRoute) => want.family === undefined || want.family === got.family;
+        const sameDst = (byDst.get(want.dst) ?? []).filter(sameFamily);
         if (sameDst.length) finding.detail = `live route to ${want.dst}: ${sameDst.map((got) => routeKey(declaredForm(got))).join("; ")}`;
         return finding;
       });
-    for (const got of unmatched) {
+    for (const got of live.routes.filter((route) => !taken.has(route))) {
       const entry = declaredForm(got);
       findings.push({ key: routeKey(entry), declared: null, live: entry, path: this.specPath });
     }

@@ -62,8 +62,9 @@ export function canonicalDst(dst: string): { family?: 4 | 6; dst: string } {
 export function parseRoutes(text: string): RoutesLive {
   const v4: { dst: bigint; prefix: number; via?: string; dev: string; metric: number }[] = [];
   const v6: { dst: bigint; prefix: number; via?: string; dev: string; metric: number; flags: number }[] = [];
-  const local4: bigint[] = [];
-  const addresses6: { dev: string; network: bigint; prefix: number }[] = [];
+  const local4 = new Set<bigint>();
+  // `dev prefix network` of each address's own prefix route: looked up, never scanned, so parsing stays linear.
+  const prefixes6 = new Set<string>();
   let sawRouteHeader = false;
   for (const line of text.split("\n")) {
     if (!line.trim()) continue;
@@ -99,18 +100,24 @@ export function parseRoutes(text: string): RoutesLive {
       if (fields.length !== 6 || !fields.slice(0, 5).every(isHex)) bad(line);
       const prefix = parseInt(fields[2]!, 16);
       if (prefix > 128) bad(line);
-      addresses6.push({ dev: fields[5]!, network: BigInt(`0x${fields[0]}`) & maskValue(prefix, 6), prefix });
+      prefixes6.add(`${fields[5]} ${prefix} ${BigInt(`0x${fields[0]}`) & maskValue(prefix, 6)}`);
     } else if (file === "local") {
       if (!isIPv4(fields[0]!)) bad(line);
-      local4.push(addressValue(fields[0]!, 4));
+      local4.add(addressValue(fields[0]!, 4));
     } else bad(line);
   }
   // Without the header, /proc/net/route was not read: an empty table would be a false report.
   if (!sawRouteHeader) throw new ProbeParseError(SECTION, "no /proc/net/route in the output");
 
+  // Each local address masked to every prefix length a route uses (at most 33): a set lookup per route
+  // instead of comparing every route with every address.
+  const localNetworks = new Set<string>();
+  for (const prefix of new Set(v4.map((r) => r.prefix))) {
+    for (const a of local4) localNetworks.add(`${prefix} ${a & maskValue(prefix, 4)}`);
+  }
   const routes: LiveRoute[] = [];
   for (const r of v4) {
-    const kernelMade = !r.via && local4.some((a) => (a & maskValue(r.prefix, 4)) === r.dst);
+    const kernelMade = !r.via && localNetworks.has(`${r.prefix} ${r.dst}`);
     if (!kernelMade) routes.push(liveRoute(4, r));
   }
   for (const r of v6) {
@@ -119,7 +126,7 @@ export function parseRoutes(text: string): RoutesLive {
       r.flags & (RTF_LOCAL | RTF_ANYCAST | RTF_CACHE | RTF_REJECT) ||
       (r.prefix === 64 && r.dst === 0xfe80n << 112n) ||
       (r.prefix === 8 && r.dst === 0xffn << 120n) ||
-      (!r.via && addresses6.some((a) => a.dev === r.dev && a.prefix === r.prefix && a.network === r.dst));
+      (!r.via && prefixes6.has(`${r.dev} ${r.prefix} ${r.dst}`));
     if (!kernelMade) routes.push(liveRoute(6, r));
   }
   return { routes };
@@ -148,9 +155,11 @@ function maskValue(prefix: number, family: 4 | 6): bigint {
   return allOnes(family) ^ ((1n << BigInt(bits - prefix)) - 1n);
 }
 
+// The 33 IPv4 netmasks, looked up rather than rebuilt for every route.
+const PREFIX_OF_MASK = new Map(Array.from({ length: 33 }, (_, prefix) => [maskValue(prefix, 4), prefix]));
+
 function prefixOfMask(mask: bigint, line: string): number {
-  for (let prefix = 0; prefix <= 32; prefix++) if (maskValue(prefix, 4) === mask) return prefix;
-  bad(line);
+  return PREFIX_OF_MASK.get(mask) ?? bad(line);
 }
 
 function addressValue(address: string, family: 4 | 6): bigint {

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Domain, Finding } from "../domain.js";
+import { partsByLabel, type Domain, type Finding } from "../domain.js";
 import { parseNameValue } from "../list-form.js";
 import { normalizeValue, parsePersistedSysctl, parseRuntimeSysctl, type SysctlLive } from "./parse.js";
 
@@ -40,7 +40,7 @@ export const sysctl: Domain<SysctlDeclared, SysctlLive> = {
     ].join("\n");
   },
   parse(output, ctx) {
-    const parts = new Map(ctx.parts(output));
+    const parts = partsByLabel("sysctl", ctx.parts(output));
     return {
       runtime: parseRuntimeSysctl(parts.get("runtime") ?? ""),
       persisted: parsePersistedSysctl(parts.get("persisted") ?? ""),
@@ -71,11 +71,11 @@ export const sysctl: Domain<SysctlDeclared, SysctlLive> = {
   },
   snapshot(live) {
     // A snapshot declares what the host persists, at its live values: the tunables an operator chose.
-    const declared: SysctlDeclared = {};
-    for (const name of [...live.persisted.keys()].sort()) {
+    // Names come from the host's files: built by entries, so `__proto__` stays a key.
+    const entries = [...live.persisted.keys()].sort().flatMap((name) => {
       const value = live.runtime.get(name);
-      if (value !== undefined) declared[name] = value;
-    }
-    return Object.keys(declared).length ? declared : undefined;
+      return value === undefined ? [] : [[name, value] as const];
+    });
+    return entries.length ? Object.fromEntries(entries) : undefined;
   },
 };

@@ -218,7 +218,7 @@ export const systemd: Domain<SystemdDeclared, SystemdLive> = {
           if (drift) findings.push(drift);
         }
         for (const [file, have] of got.dropins) {
-          if (file in unit.dropins) continue;
+          if (Object.hasOwn(unit.dropins, file)) continue; // a host's file name, never Object.prototype's
           const value = shown(have, live.cap);
           findings.push({
             key: `${unit.name}.d/${file}`,
@@ -244,10 +244,10 @@ export const systemd: Domain<SystemdDeclared, SystemdLive> = {
     return declared.map((unit) => {
       if (unit.name !== name) return unit;
       if (dropin === undefined) return { ...unit, [attribute]: finding.live };
-      const dropins = { ...unit.dropins };
-      if (finding.live === null) delete dropins[dropin];
-      else dropins[dropin] = String(finding.live);
-      return { ...unit, dropins };
+      // Built by entries: a drop-in name comes from the host and must stay a key.
+      const entries = Object.entries(unit.dropins ?? {}).filter(([file]) => finding.live !== null || file !== dropin);
+      if (finding.live !== null) entries.push([dropin, String(finding.live)]);
+      return { ...unit, dropins: Object.fromEntries(new Map(entries)) };
     });
   },
   snapshot() {

@@ -75,9 +75,15 @@ export function parseSystemd(parts: readonly [string, string][]): SystemdLive {
     return found;
   };
   let states: Map<string, ActiveState> | undefined;
+  // Drop-ins and unreadable paths repeat per unit; any other label printed twice means broken framing.
+  const once = new Set<string>();
   for (const [label, text] of parts) {
     const space = label.indexOf(" ");
     const [kind, name] = space === -1 ? [label, ""] : [label.slice(0, space), label.slice(space + 1)];
+    if (kind !== "dropin" && kind !== "unreadable") {
+      if (once.has(label)) throw new ProbeParseError("systemd", `part "${label.slice(0, 80)}" appears twice`);
+      once.add(label);
+    }
     if (kind === "unit") {
       const lines = text.split("\n");
       const file = lines.find((l) => l.startsWith("file "))?.slice("file ".length);

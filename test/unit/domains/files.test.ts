@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -40,6 +40,8 @@ describe("files: manifest", () => {
     assert.match(error({ path: "/etc/a", contents: "x", sha256: "a".repeat(64) }), /contents or sha256, not both/);
     assert.match(error({ path: "/etc/a", secret: true, contents: "hunter2" }), /contents stay out of the manifest/);
     assert.match(error({ path: "/etc/a", sha256: "ABC" }), /64 lower-case hex/);
+    assert.match(error({ path: "/etc/a", link: "/etc/b", contents: "x", mode: "0644" }), /a symlink \(link\) has no contents, mode of its own/);
+    assert.match(error({ path: "/etc/a", link: "/etc/b", absent: true }), /declared absent has no link/);
     const twice = files.schema.safeParse([{ path: "/etc/a" }, { path: "/etc/a" }]);
     assert.match(twice.error!.issues[0]!.message, /\/etc\/a is declared twice/);
   });
@@ -224,6 +226,46 @@ describe("files: probe and compare on this host", () => {
     assert.deepEqual(findings.map((f) => f.key), [at("café ☕.conf"), `${at("café ☕.conf")}:mode`]);
   });
 
+  it("never follows a symlink where a file is declared: type drift, the target neither read nor hashed", async () => {
+    symlinkSync(at("secret.env"), at("swapped.conf"));
+    const declared = [
+      { path: at("swapped.conf"), contents: "hello world\n", mode: "0644" },
+      { path: at("swapped.conf.sha"), sha256: hash("x") },
+    ];
+    symlinkSync(at("secret.env"), at("swapped.conf.sha"));
+    const { findings, stdout, live } = await audit(declared);
+    assert.equal(stdout.includes("correct-horse"), false, "the probe read the symlink's target");
+    assert.equal(live.sha256.size, 0, "the probe hashed the symlink's target");
+    assert.deepEqual(findings[0], {
+      key: at("swapped.conf"),
+      declared: "file",
+      live: `symlink -> ${at("secret.env")}`,
+      path: ["files", at("swapped.conf"), "type"],
+      detail: "a symlink where a file is declared: not followed, its target is neither read nor hashed",
+    });
+    assert.deepEqual(findings.map((f) => f.path.at(-1)), ["type", "type"]);
+    assert.deepEqual(files.accept!(declare(declared), findings[0]!)?.[0], { path: at("swapped.conf"), link: at("secret.env") });
+  });
+
+  it("compares a declared symlink's target as text, and reports a file where a symlink is declared", async () => {
+    symlinkSync("app.conf", at("current.conf"));
+    assert.deepEqual((await audit([{ path: at("current.conf"), link: "app.conf", owner: "root" }])).findings, []);
+    const wrong = declare([{ path: at("current.conf"), link: "old.conf" }]);
+    const [moved] = (await audit(wrong)).findings;
+    assert.deepEqual(moved, { key: at("current.conf"), declared: "old.conf", live: "app.conf", path: ["files", at("current.conf"), "link"] });
+    assert.deepEqual(files.accept!(wrong, moved!), [{ path: at("current.conf"), link: "app.conf" }]);
+    const onFile = declare([{ path: at("app.conf"), link: "app.conf.orig" }]);
+    const [file] = (await audit(onFile)).findings;
+    assert.deepEqual([file!.declared, file!.live, file!.path.at(-1)], ["symlink -> app.conf.orig", "file", "type"]);
+    assert.deepEqual(files.accept!(onFile, file!), [{ path: at("app.conf") }]);
+  });
+
+  it("reports a missing file whose name holds a quote as missing, not unknown", async () => {
+    const { findings, live } = await audit([{ path: at("it's gone.conf"), mode: "0644" }]);
+    assert.deepEqual(live.unknown, []);
+    assert.deepEqual(findings.map((f) => [f.declared, f.live, f.detail]), [["present", null, "the file does not exist"]]);
+  });
+
   it("as an unprivileged user, reports what it cannot see as unknown, never as drift", async () => {
     const { findings, live } = await audit(
       [
@@ -239,23 +281,25 @@ describe("files: probe and compare on this host", () => {
     assert.match(live.unknown[1]!, /cannot hash: .*secret.env.*Permission denied/);
   });
 
-  it("starts one stat, one sha256sum of the files declared by hash, one find hashing files read but over the cap, and one head per file read", async () => {
+  it("starts one stat for every path (more only for a path it cannot see), one sha256sum of the files declared by hash, one find hashing files read but over the cap, and reads through one function", async () => {
     const { script } = await audit([
       { path: at("app.conf"), contents: "hello world\n" },
       { path: at("drifted.conf"), contents: "x" },
       { path: at("secret.env"), sha256: hash("x"), secret: true },
       { path: at("big.log"), mode: "0644" },
     ]);
-    assert.equal(script.match(/\bstat -L/g)!.length, 1);
-    assert.equal(script.match(/\bsha256sum -- '/g)!.length, 1);
+    assert.equal(script.match(/^stat -c /gm)!.length, 1);
+    assert.equal(script.match(/ -L\b(?! -c %d:%i \/proc\/self\/fd\/3\))/g), null, "nothing follows a symlink but the file already open");
+    assert.equal(script.match(/\bsha256sum "\$@"/g)!.length, 1);
     assert.equal(script.match(/\bfind /g)!.length, 1);
-    assert.equal(script.match(/\bhead -c/g)!.length, 2);
+    assert.equal(script.match(/\bhead -c/g)!.length, 1);
+    assert.equal(script.match(/^qm_read /gm)!.length, 2);
   });
 });
 
 describe("files: snapshot", () => {
   it("has nothing to declare unasked", () => {
-    assert.equal(files.snapshot({ cap: CAP, files: new Map(), sha256: new Map(), contents: new Map(), unknown: [] }), undefined);
+    assert.equal(files.snapshot({ cap: CAP, files: new Map(), links: new Map(), sha256: new Map(), contents: new Map(), unknown: [] }), undefined);
   });
 
   it("reads no file when nothing is declared, yet emits a section that parses to nothing (snapshots)", () => {

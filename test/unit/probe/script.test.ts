@@ -60,3 +60,9 @@ it("a section's shell state and exit stay its own", () => {
   ]);
   assert.equal(parseProbeOutput(run(probe.script), nonce).get("b")!.output, "|0");
 });
+
+it("a section printed twice is an error naming it, never a silent last-wins", () => {
+  const nonce = newNonce();
+  const output = run(buildProbe(nonce, [{ name: "a", script: "echo 1" }, { name: "a", script: "echo 2" }]).script);
+  assert.throws(() => parseProbeOutput(output, nonce), (e: unknown) => e instanceof ProbeParseError && e.message === "a: section appears twice in the probe output");
+});

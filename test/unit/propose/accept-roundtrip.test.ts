@@ -26,7 +26,7 @@ function replay(outputs: ReadonlyMap<string, string | null>) {
       const output = outputs.get(node.name);
       if (output == null) throw new NodeAuditError(node.name, "unreachable", "connection refused");
       const nonce = /^QM_N=(\S+)$/m.exec(script)![1]!;
-      return { stdout: output.replaceAll(FIXTURE_NONCE, nonce), stderr: "", durationMs: 1 };
+      return { stdout: output.replaceAll(FIXTURE_NONCE, nonce), stderr: "", durationMs: 1, timeoutMs: 60_000 };
     },
   });
 }

@@ -1,0 +1,29 @@
+// Probe output as a host would send it, written by hand: what a compromised host can send instead of
+// what the probe prints. Framing follows src/probe/script.ts (a frame line starts with the run's nonce).
+import type { Transport } from "../../src/transport/transport.js";
+
+/** One section's body from its parts: `[label, text]` become mark lines, each followed by its text. */
+export function marked(nonce: string, parts: readonly (readonly [string, string])[]): string {
+  return parts.map(([label, text]) => `\n${nonce} mark ${label}\n${text}`).join("");
+}
+
+/** Whole probe output: every section framed by begin and end lines, then the end-of-probe line. */
+export function framed(nonce: string, sections: readonly (readonly [string, string])[]): string {
+  const body = sections.map(([name, text]) => `\n${nonce} begin ${name}\n${text}\n${nonce} end ${name}\n`).join("");
+  return `${body}\n${nonce} done\n`;
+}
+
+/** The maintenance section of a host not in maintenance. */
+export const NOT_IN_MAINTENANCE = (nonce: string) => marked(nonce, [["locks", ""], ["held", ""]]);
+
+/** A transport that answers every probe with `output(nonce)`, the nonce read from the probe script. */
+export function scriptedTransport(output: (nonce: string) => string, timeoutMs = 60_000): Transport {
+  return {
+    describe: () => "scripted output",
+    run: async (script) => {
+      const nonce = /^QM_N=(\S+)$/m.exec(script)?.[1];
+      if (!nonce) throw new Error("no nonce in the probe script");
+      return { stdout: output(nonce), stderr: "", durationMs: 1, timeoutMs };
+    },
+  };
+}
