@@ -290,7 +290,7 @@ describe("files: probe and compare on this host", () => {
     ]);
     assert.equal(script.match(/^stat -c /gm)!.length, 1);
     assert.equal(script.match(/ -L\b(?! -c %d:%i \/proc\/self\/fd\/3\))/g), null, "nothing follows a symlink but the file already open");
-    assert.equal(script.match(/\bsha256sum "\$@"/g)!.length, 1);
+    assert.equal(script.match(/\bsha256sum -- "\$@"/g)!.length, 1);
     assert.equal(script.match(/\bfind /g)!.length, 1);
     assert.equal(script.match(/\bhead -c/g)!.length, 1);
     assert.equal(script.match(/^qm_read /gm)!.length, 2);
