@@ -33,6 +33,7 @@ const FLAGS: Record<string, { value?: string; text: string }> = {
   "dry-run": { text: "print the plan; change nothing" },
   "max-new-prs": { value: "N", text: "open at most N new pull requests this run (default: fleet.yaml propose.max_new_prs, else 10)" },
   "max-bytes": { value: "N", text: "cap the output at N bytes (GitHub's job summary takes 1 MiB)" },
+  summary: { value: "FILE", text: "append a Markdown account of the run (opened, updated, closed, deferred) to FILE, e.g. $GITHUB_STEP_SUMMARY" },
   event: { value: "FILE", text: "the GitHub event payload (default: $GITHUB_EVENT_PATH)" },
   interval: { value: "SECONDS", text: "seconds between polls of the domains no file event announces (default: 60)" },
   "metrics-listen": { value: "HOST:PORT", text: "serve Prometheus /metrics and /healthz on this address" },
