@@ -4,7 +4,7 @@ import { mergeReports, ReportMergeError, type ShardReport } from "../../report/m
 import { readReport } from "../../report/read.js";
 import { ExitBit } from "../exit.js";
 import { OUTPUT_OPTIONS } from "../options.js";
-import { writeReport } from "../output.js";
+import { checkOut, writeReport } from "../output.js";
 import { auditExitCode } from "./audit.js";
 
 async function readShard(file: string): Promise<ShardReport> {
@@ -30,6 +30,7 @@ export async function mergeReportsCommand(argv: string[]): Promise<number> {
   }
   const { values, positionals } = parsed;
   if (positionals.length === 0) throw new UsageError("merge-reports needs the shard report files: merge-reports --out report.json shard-*.json");
+  await checkOut(values.out);
   try {
     const merged = mergeReports(await Promise.all(positionals.map(readShard)));
     // Reports are for machines; `--format text` still shows one to a person.

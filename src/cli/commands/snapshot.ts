@@ -1,5 +1,3 @@
-import { writeFile } from "node:fs/promises";
-import { stringify } from "yaml";
 import type { AnyDomain } from "../../domains/domain.js";
 import { DOMAINS } from "../../domains/registry.js";
 import { NodeAuditError, ProbeParseError, UsageError } from "../../errors.js";
@@ -8,7 +6,10 @@ import { parseContext } from "../../probe/script.js";
 import { localTransport } from "../../transport/local.js";
 import { sshTransport } from "../../transport/ssh.js";
 import type { Transport } from "../../transport/transport.js";
+import { visible } from "../../text/escape.js";
+import { stringifyPortable } from "../../text/yaml-scalar.js";
 import { ExitBit } from "../exit.js";
+import { checkOut, writeOut } from "../output.js";
 import { loadManifests, localNode, MANIFEST_OPTIONS, parse, parseCategories, parsePositiveInt, selectNodes } from "../options.js";
 import { fleetAuditSettings, fleetSshOptions } from "./audit.js";
 
@@ -50,6 +51,7 @@ export async function snapshotCommand(argv: string[]): Promise<number> {
   });
   if (!values.local && !values.node) throw new UsageError("snapshot needs --local or --node NAME");
   const categories = parseCategories(values.category);
+  await checkOut(values.out);
   const domains = DOMAINS.filter((d) => !categories || categories.includes(d.name));
   const timeoutMs = values.timeout === undefined ? undefined : parsePositiveInt("timeout", values.timeout, 60) * 1000;
   let transport: Transport;
@@ -75,16 +77,17 @@ export async function snapshotCommand(argv: string[]): Promise<number> {
   } catch (error) {
     if (!(error instanceof NodeAuditError || error instanceof ProbeParseError)) throw error;
     const message = error instanceof ProbeParseError ? `probe output ${error.message}` : error.message;
-    process.stderr.write(`quartermaster snapshot: ${title}: ${message}\n`);
+    process.stderr.write(`quartermaster snapshot: ${title}: ${visible(message)}\n`);
     return ExitBit.unaudited;
   }
   const { spec, unknown } = snapshot;
   const header = [
     `# Live state of ${title}, taken ${new Date().toISOString()} by quartermaster snapshot.`,
-    ...unknown.map((u) => `# not shown by this host: ${u}`),
+    // A reason is host text: one escaped line, so no CR or line separator starts a YAML key.
+    ...unknown.map((u) => `# not shown by this host: ${visible(u)}`),
   ].join("\n");
-  const text = `${header}\n${stringify(spec, { lineWidth: 0 })}`;
-  if (values.out) await writeFile(values.out, text);
+  const text = `${header}\n${stringifyPortable(spec)}`;
+  if (values.out) await writeOut(values.out, text);
   else process.stdout.write(text);
   return 0;
 }

@@ -4,6 +4,8 @@ import { fleetAuditSettings, fleetDriftRules } from "./audit.js";
 import { ManifestErrors, UsageError } from "../../errors.js";
 import { loadFleet, loadNodeFile } from "../../manifest/load.js";
 import { manifestRevision } from "../../manifest/revision.js";
+import { eventLine } from "../../report/formats/events.js";
+import { visible } from "../../text/escape.js";
 import { localTransport } from "../../transport/local.js";
 import { serveMetrics } from "../../watch/metrics.js";
 import { Monitor, type WatchedManifest } from "../../watch/monitor.js";
@@ -53,11 +55,12 @@ export async function watchCommand(argv: string[]): Promise<number> {
   }
   const intervalMs = parsePositiveInt("interval", values.interval, DEFAULT_INTERVAL_SECONDS) * 1000;
   const manifest = await loadWatched(values);
-  const log = (line: string) => process.stderr.write(`${line}\n`);
+  // Log lines quote host text (diffs, file contents): escaped here, where they reach the terminal.
+  const log = (line: string) => process.stderr.write(`${visible(line, { multiline: true })}\n`);
   const monitor = new Monitor(manifest, {
     transport: localTransport(manifest.node.name),
     intervalMs,
-    emit: (event) => process.stdout.write(`${JSON.stringify(event)}\n`),
+    emit: (event) => process.stdout.write(eventLine(event)),
     log,
   });
 
