@@ -1,6 +1,10 @@
 #!/usr/bin/env node
 import { ForgeError, ManifestErrors, UsageError } from "../errors.js";
+import { visible } from "../text/escape.js";
 import { ExitBit } from "./exit.js";
+
+// Messages quote manifest and host text (keys, values, URLs): escaped where they reach the terminal.
+const say = (text: string) => process.stderr.write(`${visible(text, { multiline: true })}\n`);
 
 // Commands load on demand: an on-node audit never pays for the GitHub client's start-up.
 const COMMANDS: Record<string, { run: (argv: string[]) => Promise<number>; summary: string }> = {
@@ -44,19 +48,20 @@ export async function main(argv: string[]): Promise<number> {
     return await command.run(rest);
   } catch (error) {
     if (error instanceof ManifestErrors) {
-      process.stderr.write(`${error.message}\n${error.errors.length} manifest error${error.errors.length === 1 ? "" : "s"}; nothing audited\n`);
+      say(`${error.message}\n${error.errors.length} manifest error${error.errors.length === 1 ? "" : "s"}; nothing audited`);
       return ExitBit.usage;
     }
     if (error instanceof ForgeError) {
-      process.stderr.write(`quartermaster: ${error.message}\n`);
+      say(`quartermaster: ${error.message}`);
       return ExitBit.unaudited;
     }
     if (error instanceof UsageError) {
-      process.stderr.write(`quartermaster: ${error.message}\n\n${USAGE}`);
+      say(`quartermaster: ${error.message}`);
+      process.stderr.write(`\n${USAGE}`);
       return ExitBit.usage;
     }
     // An unexpected failure audited nothing trustworthy: the same code as a manifest error.
-    process.stderr.write(`quartermaster: internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    say(`quartermaster: internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
     return ExitBit.usage;
   }
 }

@@ -5,6 +5,7 @@ import { readReport } from "../../report/read.js";
 import { ExitBit } from "../exit.js";
 import { OUTPUT_OPTIONS } from "../options.js";
 import { checkOut, writeReport } from "../output.js";
+import { visible } from "../../text/escape.js";
 import { auditExitCode } from "./audit.js";
 
 async function readShard(file: string): Promise<ShardReport> {
@@ -38,7 +39,7 @@ export async function mergeReportsCommand(argv: string[]): Promise<number> {
     return auditExitCode(merged);
   } catch (error) {
     if (!(error instanceof ReportMergeError)) throw error;
-    process.stderr.write(`quartermaster merge-reports: ${error.message}; nothing merged\n`);
+    process.stderr.write(`quartermaster merge-reports: ${visible(error.message)}; nothing merged\n`);
     return ExitBit.usage;
   }
 }
