@@ -1,4 +1,5 @@
-import { open, readdir, stat } from "node:fs/promises";
+import { constants } from "node:fs";
+import { lstat, open, readdir, readlink, realpath, stat } from "node:fs/promises";
 import path from "node:path";
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node as YamlNode } from "yaml";
 import type { z } from "zod";
@@ -11,6 +12,8 @@ import { Ticket } from "./tickets.js";
 import { keysAt } from "./zod-shape.js";
 
 export const MAX_MANIFEST_BYTES = 1024 * 1024;
+/** Alias expansions allowed per file: enough for sharing a block, far from a billion laughs. */
+const MAX_ALIAS_COUNT = 100;
 
 /** Where a value was declared: the file (as the repository names it), line, column and YAML path. */
 export interface Origin {
@@ -85,15 +88,37 @@ class FileReader {
     return path.join(this.displayPrefix, path.relative(this.dir, abs));
   }
 
+  /**
+   * A symbolic link in the tree is refused, never followed: one leaving the tree would read any file
+   * on the machine, and one inside it could not be edited by a pull request like a file can.
+   * Returns whether `abs` is a link (and records the error).
+   */
+  async refuseLink(abs: string): Promise<boolean> {
+    if (!(await lstat(abs).catch(() => undefined))?.isSymbolicLink()) return false;
+    const file = this.display(abs);
+    const target = await readlink(abs).catch(() => "?");
+    const resolved = await realpath(abs).catch(() => path.resolve(path.dirname(abs), target));
+    const root = await realpath(this.dir).catch(() => this.dir);
+    const inside = resolved === root || resolved.startsWith(`${root}${path.sep}`);
+    this.errors.push(
+      inside
+        ? new ManifestError(`is a symbolic link (to ${this.display(path.join(this.dir, path.relative(root, resolved)))}); links in the manifest tree are not followed`, { file }, "copy the file, or share the values through a group")
+        : new ManifestError(`is a symbolic link leaving the manifest tree (to ${target}); not read`, { file }),
+    );
+    return true;
+  }
+
   async parse(abs: string): Promise<ParsedFile | undefined> {
     const file = this.display(abs);
+    if (await this.refuseLink(abs)) return undefined;
     const size = (await stat(abs)).size;
     if (size > MAX_MANIFEST_BYTES) {
       this.errors.push(new ManifestError(`file is ${size} bytes, over the ${MAX_MANIFEST_BYTES}-byte cap for a manifest file; not read`, { file }));
       return undefined;
     }
     // Read at most the cap even if the file grew after stat().
-    const handle = await open(abs, "r");
+    // O_NOFOLLOW: a link swapped in after the check above is still not read.
+    const handle = await open(abs, constants.O_RDONLY | constants.O_NOFOLLOW);
     let text: string;
     try {
       const buffer = Buffer.alloc(Math.min(size, MAX_MANIFEST_BYTES) + 1);
@@ -107,7 +132,14 @@ class FileReader {
       await handle.close();
     }
     const lines = new LineCounter();
-    const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: true });
+    let doc: Document;
+    try {
+      doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: true });
+    } catch (error) {
+      // Nesting deep enough to exhaust the parser's stack: a resource limit, not a crash.
+      this.errors.push(new ManifestError(`YAML too deeply nested to read (${(error as Error).message})`, { file }));
+      return undefined;
+    }
     for (const error of doc.errors) {
       const pos = error.linePos?.[0];
       this.errors.push(new ManifestError(`invalid YAML: ${error.message.split("\n")[0]}`, { file, line: pos?.line, col: pos?.col }));
@@ -118,6 +150,18 @@ class FileReader {
       return undefined;
     }
     return { file, doc, lines };
+  }
+
+  /** The file's data; aliases expanding past a limit (an alias bomb) are an error naming the file. */
+  toJS(parsed: ParsedFile): unknown {
+    if (!parsed.doc.contents) return {};
+    try {
+      return parsed.doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+    } catch (error) {
+      const reason = /alias/i.test((error as Error).message) ? `more than ${MAX_ALIAS_COUNT} alias expansions (a YAML alias bomb?)` : (error as Error).message;
+      this.errors.push(new ManifestError(`YAML resource limit: ${reason}; not read`, { file: parsed.file }));
+      return undefined;
+    }
   }
 
   at(parsed: ParsedFile, node: YamlNode | null | undefined, keyNode?: unknown): { file: string; line?: number; col?: number } {
@@ -135,7 +179,8 @@ class FileReader {
 function toLayer(reader: FileReader, parsed: ParsedFile, schema: z.ZodType): { layer?: Layer; settings?: Record<string, unknown> } {
   const origins = new Map<string, Origin>();
   const errorsBefore = reader.errors.length;
-  const raw = (parsed.doc.contents ? parsed.doc.toJS({ maxAliasCount: 100 }) : {}) as Record<string, unknown>;
+  const raw = reader.toJS(parsed) as Record<string, unknown> | undefined;
+  if (raw === undefined) return {};
 
   const walk = (node: unknown, yamlPath: (string | number)[], canon: (string | number)[], keyNode?: unknown): void => {
     if (!node || typeof node !== "object") return;
@@ -314,6 +359,7 @@ export function mergeLayers(layers: readonly Layer[]): Record<string, unknown> {
   return merged;
 }
 
+/** The YAML files under `dir`, and every symbolic link (a linked folder would hide its files): parse() refuses those by name. */
 async function listYaml(dir: string): Promise<string[]> {
   let entries;
   try {
@@ -323,7 +369,7 @@ async function listYaml(dir: string): Promise<string[]> {
     throw error;
   }
   return entries
-    .filter((e) => e.isFile() && /\.ya?ml$/.test(e.name))
+    .filter((e) => e.isSymbolicLink() || (e.isFile() && /\.ya?ml$/.test(e.name)))
     .map((e) => path.join(e.parentPath, e.name))
     .sort();
 }
@@ -342,10 +388,15 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
   if (!dirStat?.isDirectory()) throw new ManifestErrors([new ManifestError("manifest directory not found (use --manifests DIR or --repo URL)", { file: dir })]);
   const reader = new FileReader(abs, options.displayPrefix ?? (path.relative(process.cwd(), abs) || "."));
 
+  // A linked folder or known_hosts is refused like a linked file, and not read.
+  const linked = new Set<string>();
+  for (const entry of ["groups", "nodes", "remediations", "known_hosts"]) if (await reader.refuseLink(path.join(abs, entry))) linked.add(entry);
+  const list = (entry: string) => (linked.has(entry) ? Promise.resolve([]) : listYaml(path.join(abs, entry)));
+
   const fleetFile = path.join(abs, "fleet.yaml");
   let fleetLayer: Layer | undefined;
   let settings: Fleet["settings"] = {};
-  if (await stat(fleetFile).catch(() => undefined)) {
+  if (await lstat(fleetFile).catch(() => undefined)) {
     const parsed = await reader.parse(fleetFile);
     if (parsed) {
       const { layer, settings: s } = toLayer(reader, parsed, FleetSpec);
@@ -354,7 +405,7 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
     }
   }
 
-  const groupFiles = new Map((await listYaml(path.join(abs, "groups"))).map((f) => [path.basename(f).replace(/\.ya?ml$/, ""), f]));
+  const groupFiles = new Map((await list("groups")).map((f) => [path.basename(f).replace(/\.ya?ml$/, ""), f]));
   const groupCache = new Map<string, { layer?: Layer; parsed?: ParsedFile }>();
   const loadGroup = async (name: string) => {
     if (!groupCache.has(name)) {
@@ -389,7 +440,7 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
 
   const nodes: LoadedNode[] = [];
   const seen = new Map<string, string>();
-  for (const nodeFile of await listYaml(path.join(abs, "nodes"))) {
+  for (const nodeFile of await list("nodes")) {
     const name = path.basename(nodeFile).replace(/\.ya?ml$/, "");
     const display = reader.display(nodeFile);
     if (!NodeName.safeParse(name).success) {
@@ -429,10 +480,12 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
   for (const name of groupFiles.keys()) await loadGroup(name);
 
   const tickets: Fleet["tickets"] = [];
-  for (const ticketFile of await listYaml(path.join(abs, "remediations"))) {
+  for (const ticketFile of await list("remediations")) {
     const parsed = await reader.parse(ticketFile);
     if (!parsed) continue;
-    const result = Ticket.safeParse(parsed.doc.toJS());
+    const data = reader.toJS(parsed);
+    if (data === undefined) continue;
+    const result = Ticket.safeParse(data);
     if (!result.success) {
       for (const issue of result.error.issues) reader.errors.push(locateIssue(reader, parsed, new Map(), Ticket, issue));
       continue;
@@ -449,7 +502,8 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
  * fleet.yaml, no groups, no tickets. `name` names the node, since the file's name does not.
  */
 export async function loadNodeFile(file: string, name: string, options: Pick<LoadOptions, "displayPrefix"> = {}): Promise<Fleet> {
-  const abs = path.resolve(file);
+  // Named on the command line, the file may be a link (config management often makes one).
+  const abs = await realpath(path.resolve(file)).catch(() => path.resolve(file));
   const dir = path.dirname(abs);
   if (!(await stat(abs).catch(() => undefined))?.isFile()) throw new ManifestErrors([new ManifestError("node-spec file not found", { file })]);
   const reader = new FileReader(dir, options.displayPrefix ?? (path.relative(process.cwd(), dir) || "."));
