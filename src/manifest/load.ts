@@ -360,6 +360,50 @@ export function mergeLayers(layers: readonly Layer[]): Record<string, unknown> {
 }
 
 /** The YAML files under `dir`, and every symbolic link (a linked folder would hide its files): parse() refuses those by name. */
+/**
+ * Layers each valid on their own can combine into a spec that is not (a group's `sha256` plus a
+ * node's `contents`; a module loaded by a group and absent by a node): the effective spec is
+ * validated again, each error naming the node and every file:line that declared a part of it.
+ */
+function validateEffective(reader: FileReader, node: string, layers: readonly Layer[], effective: Record<string, unknown>): boolean {
+  const result = NodeSpec.safeParse(effective);
+  if (result.success) return true;
+  for (const issue of result.error.issues) {
+    const issuePath = issue.path.map((p) => (typeof p === "symbol" ? String(p) : p));
+    const prefix = contributorPrefix(effective, issuePath);
+    const from = layers.flatMap((layer) => {
+      const lines = new Set<number>();
+      for (const [key, origin] of layer.origins) {
+        const at = JSON.parse(key) as (string | number)[];
+        if (at.length > prefix.length && prefix.every((part, i) => at[i] === part)) lines.add(origin.line);
+      }
+      return lines.size ? [{ file: layer.file, line: Math.min(...lines) }] : [];
+    });
+    const where = showSpecPath(prefix);
+    const located = from.at(-1) ?? { file: layers.at(-1)!.file, line: 1 };
+    reader.errors.push(
+      new ManifestError(
+        `node ${node}: ${where ? `${where}: ` : ""}${issue.message}, once ${from.map((f) => `${f.file}:${f.line}`).join(" and ")} are combined`,
+        located,
+        "a later file changes only the keys it sets: override the conflicting one there, or set it to null",
+      ),
+    );
+  }
+  return false;
+}
+
+/** The part of the spec an issue is about: its domain, and the item of a keyed list (a file by its path). */
+function contributorPrefix(effective: Record<string, unknown>, issuePath: (string | number)[]): (string | number)[] {
+  const domain = DOMAINS.find((d) => d.specPath.every((part, i) => issuePath[i] === part));
+  if (!domain) return issuePath.filter((p) => typeof p === "string").slice(0, 1);
+  const index = issuePath[domain.specPath.length];
+  if (!domain.listKey || typeof index !== "number") return [...domain.specPath];
+  const item = (getAt(effective, domain.specPath.slice(0, -1))?.[domain.specPath.at(-1)!] as Record<string, unknown>[] | undefined)?.[index];
+  return [...domain.specPath, String(item?.[domain.listKey] ?? index)];
+}
+
+const showSpecPath = (p: readonly (string | number)[]) => p.map((part, i) => (typeof part === "string" && /^[A-Za-z_][\w]*$/.test(part) ? `${i ? "." : ""}${part}` : `[${part}]`)).join("");
+
 async function listYaml(dir: string): Promise<string[]> {
   let entries;
   try {
@@ -465,7 +509,9 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
       ...groups.map((g) => groupCache.get(g)!.layer!).filter(Boolean),
       layer,
     ];
-    const { groups: _groups, $schema: _schema, ...merged } = mergeLayers(layers) as NodeSpec;
+    const effective = mergeLayers(layers);
+    if (!validateEffective(reader, name, layers, effective)) continue;
+    const { groups: _groups, $schema: _schema, ...merged } = effective as NodeSpec;
     nodes.push({
       name,
       host: (layer.value.host as string | undefined) ?? name,
