@@ -53,6 +53,8 @@ export interface Fleet {
   nodes: LoadedNode[];
   /** Remediation tickets under remediations/, with the file each came from. */
   tickets: { ticket: Ticket; file: string }[];
+  /** The pinned host keys (`known_hosts` beside the manifests), when the tree keeps them. */
+  knownHosts?: string;
 }
 
 export const pathKey = (p: SpecPath): string => JSON.stringify(p);
@@ -108,19 +110,22 @@ class FileReader {
     return true;
   }
 
-  async parse(abs: string): Promise<ParsedFile | undefined> {
+  /** A file's text, at most MAX_MANIFEST_BYTES, never through a link; undefined (with the error recorded) when not read. */
+  async readText(abs: string): Promise<string | undefined> {
     const file = this.display(abs);
     if (await this.refuseLink(abs)) return undefined;
-    const size = (await stat(abs)).size;
+    const info = await stat(abs).catch(() => undefined);
+    if (!info?.isFile()) return undefined;
+    const size = info.size;
     if (size > MAX_MANIFEST_BYTES) {
       this.errors.push(new ManifestError(`file is ${size} bytes, over the ${MAX_MANIFEST_BYTES}-byte cap for a manifest file; not read`, { file }));
       return undefined;
     }
-    // Read at most the cap even if the file grew after stat().
     // O_NOFOLLOW: a link swapped in after the check above is still not read.
     const handle = await open(abs, constants.O_RDONLY | constants.O_NOFOLLOW);
     let text: string;
     try {
+      // Read at most the cap even if the file grew after stat().
       const buffer = Buffer.alloc(Math.min(size, MAX_MANIFEST_BYTES) + 1);
       const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
       if (bytesRead > MAX_MANIFEST_BYTES) {
@@ -131,6 +136,13 @@ class FileReader {
     } finally {
       await handle.close();
     }
+    return text;
+  }
+
+  async parse(abs: string): Promise<ParsedFile | undefined> {
+    const file = this.display(abs);
+    const text = await this.readText(abs);
+    if (text === undefined) return undefined;
     const lines = new LineCounter();
     let doc: Document;
     try {
@@ -539,8 +551,9 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
     tickets.push({ ticket: result.data, file: parsed.file });
   }
 
+  const knownHosts = linked.has("known_hosts") ? undefined : await reader.readText(path.join(abs, "known_hosts"));
   if (reader.errors.length) throw new ManifestErrors(reader.errors);
-  return { dir: abs, settings, nodes, tickets };
+  return { dir: abs, settings, nodes, tickets, ...(knownHosts !== undefined && { knownHosts }) };
 }
 
 /**
