@@ -39,14 +39,15 @@ const PYYAML_IMPLICIT = [
   /^(?:=)$/,
 ];
 
-// What a plain scalar may hold here: letters, digits, a few punctuation marks, single inner spaces.
-// Narrower than YAML allows, so that readers' differences around indicators never matter.
-const PLAIN_SAFE = /^[\p{L}\p{N}_./~+@%^(-](?:[\p{L}\p{N}_./~+@%^()*=:,<>-]| (?! |$))*$/u;
+// A plain scalar here starts with no indicator (`-?:` only before a non-blank), holds no tab,
+// no doubled, leading or trailing space, no ` #` or `: `: narrower than YAML allows, so that
+// readers' differences around indicators never matter.
+const PLAIN_SAFE = /^(?![-?:](?:\s|$))[^\s,\[\]{}#&*!|>'"%@`](?:\S| (?! |$|#))*$/u;
 
 /** `text` written plain reads back as the string `text` in the `yaml` library (1.2, 1.1) and in PyYAML. */
 export function readsAsPlainString(text: string, context: "block" | "flow" = "block"): boolean {
-  if (!PLAIN_SAFE.test(text) || PYYAML_IMPLICIT.some((re) => re.test(text))) return false;
-  if (context === "flow" && /[,\[\]{}]/.test(text)) return false;
+  if (!PLAIN_SAFE.test(text) || hasUnprintable(text) || PYYAML_IMPLICIT.some((re) => re.test(text))) return false;
+  if (context === "flow" && /[,:?\[\]{}]/.test(text)) return false;
   if (/: |:$/.test(text)) return false;
   return (["1.2", "1.1"] as const).every((version) => {
     const doc = parseDocument(`k: ${text}`, { version });
