@@ -1,10 +1,11 @@
 #!/bin/sh
 # Installs the Debian packages the end-to-end test hosts need (test/support/hosts.ts; sudo for
-# audits with become: sudo; git-http-backend for the real git server).
+# audits with become: sudo; git-http-backend for the real git server; PyYAML, the YAML 1.1 reader
+# most CI tools use, to check that written YAML reads the same there).
 # Idempotent and quiet: does nothing when everything is already installed.
 set -eu
 
-packages="openssh-server iproute2 procps sudo git"
+packages="openssh-server iproute2 procps sudo git python3-yaml"
 
 missing=""
 for p in $packages; do

@@ -568,11 +568,13 @@ function renderBlockLiteral(value: string, indent: number): { header: string; li
 }
 
 function renderKey(key: string): string {
-  const readsPlain = (["1.2", "1.1"] as const).every((version) => {
-    const doc = parseDocument(`${key}: 1`, { version });
-    return !doc.errors.length && !doc.warnings.length && isDeepStrictEqual(doc.toJS(), { [key]: 1 });
-  });
-  return key !== "" && readsPlain && readsAsPlainString(key) ? key : doubleQuoted(key);
+  // readsAsPlainString first: it turns away `<<`, which the 1.1 reader would try to merge.
+  const readsPlain = () =>
+    (["1.2", "1.1"] as const).every((version) => {
+      const doc = parseDocument(`${key}: 1`, { version });
+      return !doc.errors.length && !doc.warnings.length && isDeepStrictEqual(doc.toJS(), { [key]: 1 });
+    });
+  return key !== "" && readsAsPlainString(key) && readsPlain() ? key : doubleQuoted(key);
 }
 
 function renderFlow(value: JsonValue, padded: boolean): string {
