@@ -39,6 +39,16 @@ export async function snapshotSpec(
   return { spec, unknown };
 }
 
+/** The snapshot as a node-spec file: a comment header (host text escaped, one line each), then the spec. */
+export function snapshotText(title: string, snapshot: { spec: Record<string, unknown>; unknown: string[] }, takenAt: Date): string {
+  const header = [
+    `# Live state of ${visible(title)}, taken ${takenAt.toISOString()} by quartermaster snapshot.`,
+    // A reason is host text: one escaped line, so no CR or line separator starts a YAML key.
+    ...snapshot.unknown.map((u) => `# not shown by this host: ${visible(u)}`),
+  ].join("\n");
+  return `${header}\n${stringifyPortable(snapshot.spec)}`;
+}
+
 export async function snapshotCommand(argv: string[]): Promise<number> {
   const { values } = parse("snapshot", argv, {
     ...MANIFEST_OPTIONS,
@@ -80,13 +90,7 @@ export async function snapshotCommand(argv: string[]): Promise<number> {
     process.stderr.write(`quartermaster snapshot: ${title}: ${visible(message)}\n`);
     return ExitBit.unaudited;
   }
-  const { spec, unknown } = snapshot;
-  const header = [
-    `# Live state of ${title}, taken ${new Date().toISOString()} by quartermaster snapshot.`,
-    // A reason is host text: one escaped line, so no CR or line separator starts a YAML key.
-    ...unknown.map((u) => `# not shown by this host: ${visible(u)}`),
-  ].join("\n");
-  const text = `${header}\n${stringifyPortable(spec)}`;
+  const text = snapshotText(title, snapshot, new Date());
   if (values.out) await writeOut(values.out, text);
   else process.stdout.write(text);
   return 0;
