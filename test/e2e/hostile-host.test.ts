@@ -71,6 +71,7 @@ describe("a hostile host's bytes on the terminal", () => {
       const result = await cli(["audit", "--format", format, "--verbose"]);
       assert.equal(result.exitCode, 1, result.stdout + result.stderr);
       assertClean(result, `audit --format ${format}`);
+      if (format === "text") assert.match(result.stdout, new RegExp(`^ +--- ${MOTD} \\(declared\\)$`, "m"), result.stdout);
     }
   });
 

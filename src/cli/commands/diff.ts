@@ -1,5 +1,6 @@
 import { UsageError } from "../../errors.js";
 import type { DriftItem, NodeResult } from "../../report/schema.js";
+import { headedDiff } from "../../report/formats/text.js";
 import { visible } from "../../text/escape.js";
 import { parse, useColor } from "../options.js";
 import { checkOut, writeOut } from "../output.js";
@@ -12,13 +13,7 @@ const show = (value: unknown): string => (typeof value === "string" ? value : JS
  * the item's key (the file's path or the unit's name). Every line is host text: escaped.
  */
 export function itemDiff(item: DriftItem, verbose: boolean): string[] {
-  const lines = item.diff
-    ? item.diff
-        .replace(/\n$/, "")
-        .split("\n")
-        .filter((l) => !l.startsWith("Index:") && !l.startsWith("===="))
-        .map((l) => (l === "--- want" ? `--- ${item.key} (declared)` : l === "+++ got" ? `+++ ${item.key} (live)` : l))
-    : [`-${item.key} = ${show(item.declared)}`, `+${item.key} = ${show(item.live)}`];
+  const lines = item.diff ? headedDiff(item) : [`-${item.key} = ${show(item.declared)}`, `+${item.key} = ${show(item.live)}`];
   if (item.detail) lines.push(`# ${item.detail}`);
   if (verbose) lines.push(`# declared at ${item.source.file}:${item.source.line}; severity ${item.severity}`, `# remediation: ${item.remediation}`);
   return lines.map((line) => visible(line));
