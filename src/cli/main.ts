@@ -48,7 +48,8 @@ export async function main(argv: string[]): Promise<number> {
     return await command.run(rest);
   } catch (error) {
     if (error instanceof ManifestErrors) {
-      say(`${error.message}\n${error.errors.length} manifest error${error.errors.length === 1 ? "" : "s"}; nothing audited`);
+      const count = error.errors.length;
+      say(`${error.message}\n${count} manifest error${count === 1 ? "" : "s"}; nothing audited`);
       return ExitBit.usage;
     }
     if (error instanceof ForgeError) {

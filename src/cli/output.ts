@@ -27,7 +27,9 @@ export async function checkOut(out: string | undefined): Promise<void> {
   if (!dirStat) throw new UsageError(`--out ${out}: directory ${dir} does not exist`);
   if (!dirStat.isDirectory()) throw new UsageError(`--out ${out}: ${dir} is not a directory`);
   const target = await lstat(out).catch(() => undefined);
-  if (target?.isSymbolicLink()) throw new UsageError(`--out ${out} is a symbolic link; refusing to write through it (remove it or name the real file)`);
+  if (target?.isSymbolicLink()) {
+    throw new UsageError(`--out ${out} is a symbolic link; refusing to write through it (remove it or name the real file)`);
+  }
   if (target?.isDirectory()) throw new UsageError(`--out ${out} is a directory`);
   // The only sure test of "can write here" is writing: a probe file, removed at once.
   const probe = temporaryName(out);
@@ -39,7 +41,8 @@ export async function checkOut(out: string | undefined): Promise<void> {
   await unlink(probe);
 }
 
-const temporaryName = (out: string) => path.join(path.dirname(out), `.${path.basename(out)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`);
+const temporaryName = (out: string) =>
+  path.join(path.dirname(out), `.${path.basename(out)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`);
 
 /**
  * Writes `text` to `out` atomically: a new temporary file in the same directory (O_EXCL, so never

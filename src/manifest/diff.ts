@@ -83,12 +83,18 @@ export function pinnedKeys(text: string | undefined): Map<string, string[]> {
     const marker = fields[0].startsWith("@") ? fields.shift() : undefined;
     const [hosts, type, blob] = fields;
     if (!hosts || !type) continue;
-    const fingerprint = blob && /^[A-Za-z0-9+/]+=*$/.test(blob) ? `SHA256:${createHash("sha256").update(Buffer.from(blob, "base64")).digest("base64").replace(/=+$/, "")}` : (blob ?? "(no key)");
+    const fingerprint = blob && /^[A-Za-z0-9+/]+=*$/.test(blob) ? sshFingerprint(blob) : (blob ?? "(no key)");
     const shown = [marker, type, fingerprint].filter(Boolean).join(" ");
-    for (const host of hosts.split(",")) keys.set(host, [...new Set([...(keys.get(host) ?? []), shown])].sort(compareText));
+    for (const host of hosts.split(",")) {
+      keys.set(host, [...new Set([...(keys.get(host) ?? []), shown])].sort(compareText));
+    }
   }
   return keys;
 }
+
+/** `SHA256:…` as ssh-keygen -l prints it: the unpadded base64 SHA-256 of the key blob. */
+const sshFingerprint = (blob: string) =>
+  `SHA256:${createHash("sha256").update(Buffer.from(blob, "base64")).digest("base64").replace(/=+$/, "")}`;
 
 function knownHostsChanges(before: string | undefined, after: string | undefined): KeyChange[] {
   const was = pinnedKeys(before);
@@ -150,7 +156,8 @@ export function renderManifestDiff(diff: ManifestDiff, maxBytes: number): string
       [
         "### Pinned host keys (known_hosts)",
         "",
-        "_Check each new key against the host itself (its provisioning, or `ssh-keygen -lf` on its console): Quartermaster trusts these keys and no others._",
+        "_Check each new key against the host itself (its provisioning, or `ssh-keygen -lf` on its console): " +
+          "Quartermaster trusts these keys and no others._",
         "",
         "| host | before | after |",
         "|---|---|---|",

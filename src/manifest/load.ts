@@ -102,15 +102,20 @@ class FileReader {
     const resolved = await realpath(abs).catch(() => path.resolve(path.dirname(abs), target));
     const root = await realpath(this.dir).catch(() => this.dir);
     const inside = resolved === root || resolved.startsWith(`${root}${path.sep}`);
+    const shown = this.display(path.join(this.dir, path.relative(root, resolved)));
     this.errors.push(
       inside
-        ? new ManifestError(`is a symbolic link (to ${this.display(path.join(this.dir, path.relative(root, resolved)))}); links in the manifest tree are not followed`, { file }, "copy the file, or share the values through a group")
+        ? new ManifestError(
+            `is a symbolic link (to ${shown}); links in the manifest tree are not followed`,
+            { file },
+            "copy the file, or share the values through a group",
+          )
         : new ManifestError(`is a symbolic link leaving the manifest tree (to ${target}); not read`, { file }),
     );
     return true;
   }
 
-  /** A file's text, at most MAX_MANIFEST_BYTES, never through a link; undefined (with the error recorded) when not read. */
+  /** A file's text, at most MAX_MANIFEST_BYTES, never through a link; undefined (error recorded) when not read. */
   async readText(abs: string): Promise<string | undefined> {
     const file = this.display(abs);
     if (await this.refuseLink(abs)) return undefined;
@@ -170,7 +175,8 @@ class FileReader {
     try {
       return parsed.doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
     } catch (error) {
-      const reason = /alias/i.test((error as Error).message) ? `more than ${MAX_ALIAS_COUNT} alias expansions (a YAML alias bomb?)` : (error as Error).message;
+      const { message } = error as Error;
+      const reason = /alias/i.test(message) ? `more than ${MAX_ALIAS_COUNT} alias expansions (a YAML alias bomb?)` : message;
       this.errors.push(new ManifestError(`YAML resource limit: ${reason}; not read`, { file: parsed.file }));
       return undefined;
     }
@@ -371,13 +377,18 @@ export function mergeLayers(layers: readonly Layer[]): Record<string, unknown> {
   return merged;
 }
 
-/** The YAML files under `dir`, and every symbolic link (a linked folder would hide its files): parse() refuses those by name. */
+/** The YAML files under `dir`, and every symbolic link (a linked folder would hide files): parse() refuses links by name. */
 /**
  * Layers each valid on their own can combine into a spec that is not (a group's `sha256` plus a
  * node's `contents`; a module loaded by a group and absent by a node): the effective spec is
  * validated again, each error naming the node and every file:line that declared a part of it.
  */
-function validateEffective(reader: FileReader, node: string, layers: readonly Layer[], effective: Record<string, unknown>): boolean {
+function validateEffective(
+  reader: FileReader,
+  node: string,
+  layers: readonly Layer[],
+  effective: Record<string, unknown>,
+): boolean {
   const result = NodeSpec.safeParse(effective);
   if (result.success) return true;
   for (const issue of result.error.issues) {
@@ -393,9 +404,10 @@ function validateEffective(reader: FileReader, node: string, layers: readonly La
     });
     const where = showSpecPath(prefix);
     const located = from.at(-1) ?? { file: layers.at(-1)!.file, line: 1 };
+    const combined = from.map((f) => `${f.file}:${f.line}`).join(" and ");
     reader.errors.push(
       new ManifestError(
-        `node ${node}: ${where ? `${where}: ` : ""}${issue.message}, once ${from.map((f) => `${f.file}:${f.line}`).join(" and ")} are combined`,
+        `node ${node}: ${where ? `${where}: ` : ""}${issue.message}, once ${combined} are combined`,
         located,
         "a later file changes only the keys it sets: override the conflicting one there, or set it to null",
       ),
@@ -410,11 +422,14 @@ function contributorPrefix(effective: Record<string, unknown>, issuePath: (strin
   if (!domain) return issuePath.filter((p) => typeof p === "string").slice(0, 1);
   const index = issuePath[domain.specPath.length];
   if (!domain.listKey || typeof index !== "number") return [...domain.specPath];
-  const item = (getAt(effective, domain.specPath.slice(0, -1))?.[domain.specPath.at(-1)!] as Record<string, unknown>[] | undefined)?.[index];
+  const list = getAt(effective, domain.specPath.slice(0, -1))?.[domain.specPath.at(-1)!] as Record<string, unknown>[] | undefined;
+  const item = list?.[index];
   return [...domain.specPath, String(item?.[domain.listKey] ?? index)];
 }
 
-const showSpecPath = (p: readonly (string | number)[]) => p.map((part, i) => (typeof part === "string" && /^[A-Za-z_][\w]*$/.test(part) ? `${i ? "." : ""}${part}` : `[${part}]`)).join("");
+/** `files[/etc/app.conf]`, `system.kernel_modules`. */
+const showSpecPath = (p: readonly (string | number)[]) =>
+  p.map((part, i) => (typeof part === "string" && /^[A-Za-z_]\w*$/.test(part) ? `${i ? "." : ""}${part}` : `[${part}]`)).join("");
 
 async function listYaml(dir: string): Promise<string[]> {
   let entries;
@@ -446,7 +461,9 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
 
   // A linked folder or known_hosts is refused like a linked file, and not read.
   const linked = new Set<string>();
-  for (const entry of ["groups", "nodes", "remediations", "known_hosts"]) if (await reader.refuseLink(path.join(abs, entry))) linked.add(entry);
+  for (const entry of ["groups", "nodes", "remediations", "known_hosts"]) {
+    if (await reader.refuseLink(path.join(abs, entry))) linked.add(entry);
+  }
   const list = (entry: string) => (linked.has(entry) ? Promise.resolve([]) : listYaml(path.join(abs, entry)));
 
   const fleetFile = path.join(abs, "fleet.yaml");

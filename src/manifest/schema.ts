@@ -67,7 +67,7 @@ const IsoDate = z.union([
   z
     .string()
     .regex(/^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/, "must be a date like 2026-12-31")
-    .refine((text) => !Number.isNaN(expiryTime(text)), "is not a real date or time (2026-12-31, or 2026-12-31T18:00:00Z)"),
+    .refine((text) => !Number.isNaN(expiryTime(text)), "is not a real date or time (2026-12-31 or 2026-12-31T18:00:00Z)"),
   z.date().transform((d) => d.toISOString().slice(0, 10)),
 ]);
 

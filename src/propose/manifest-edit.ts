@@ -542,7 +542,8 @@ function doubleQuoted(value: string): string {
 const numberText = (value: number): string => String(value).replace(/^(-?\d+)e/, "$1.0e");
 
 function renderInline(value: Scalarish, inFlow: boolean, style?: Scalar.Type): string {
-  if (typeof value !== "string") return value === null ? "null" : typeof value === "number" ? numberText(value) : String(value);
+  if (typeof value === "number") return numberText(value);
+  if (typeof value !== "string") return value === null ? "null" : String(value);
   const single = hasUnprintable(value.replace(/\t/g, "")) ? undefined : `'${value.replaceAll("'", "''")}'`;
   const plain = single !== undefined && readsAsPlainString(value, inFlow ? "flow" : "block") ? value : undefined;
   const candidates = style === Scalar.QUOTE_DOUBLE ? [doubleQuoted(value)] : style === Scalar.QUOTE_SINGLE ? [single, doubleQuoted(value)] : [plain, doubleQuoted(value)];

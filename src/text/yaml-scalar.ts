@@ -66,7 +66,8 @@ export function stringifyPortable(value: unknown): string {
     Scalar(_key, node) {
       if (typeof node.value !== "string") return;
       const text = node.value;
-      const multiLinePrintable = text.includes("\n") && !hasUnprintable(text.replace(/[\t\n]/g, "")) && !/[ \t]\n|[ \t]$/.test(text);
+      const multiLinePrintable =
+        text.includes("\n") && !hasUnprintable(text.replace(/[\t\n]/g, "")) && !/[ \t]\n|[ \t]$/.test(text);
       if (!multiLinePrintable && !readsAsPlainString(text)) node.type = Scalar.QUOTE_DOUBLE;
     },
   });

@@ -13,7 +13,9 @@ const show = (value: unknown): string => (typeof value === "string" ? value : JS
  * the item's key (the file's path or the unit's name). Every line is host text: escaped.
  */
 export function itemDiff(item: DriftItem, verbose: boolean): string[] {
-  const lines = item.diff ? headedDiff(item) : [`-${item.key} = ${show(item.declared)}`, `+${item.key} = ${show(item.live)}`];
+  const lines = item.diff
+    ? headedDiff(item)
+    : [`-${item.key} = ${show(item.declared)}`, `+${item.key} = ${show(item.live)}`];
   if (item.detail) lines.push(`# ${item.detail}`);
   if (verbose) lines.push(`# declared at ${item.source.file}:${item.source.line}; severity ${item.severity}`, `# remediation: ${item.remediation}`);
   return lines.map((line) => visible(line));

@@ -40,7 +40,11 @@ export async function snapshotSpec(
 }
 
 /** The snapshot as a node-spec file: a comment header (host text escaped, one line each), then the spec. */
-export function snapshotText(title: string, snapshot: { spec: Record<string, unknown>; unknown: string[] }, takenAt: Date): string {
+export function snapshotText(
+  title: string,
+  snapshot: { spec: Record<string, unknown>; unknown: string[] },
+  takenAt: Date,
+): string {
   const header = [
     `# Live state of ${visible(title)}, taken ${takenAt.toISOString()} by quartermaster snapshot.`,
     // A reason is host text: one escaped line, so no CR or line separator starts a YAML key.
