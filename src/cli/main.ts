@@ -2,8 +2,12 @@
 import { readFileSync } from "node:fs";
 import { ForgeError, ManifestErrors, UsageError } from "../errors.js";
 import { nearest } from "../manifest/suggest.js";
+import { visible } from "../text/escape.js";
 import { ExitBit } from "./exit.js";
 import { COMMAND_HELP, EXIT_CODES, HelpRequested, commandUsage } from "./help.js";
+
+// Messages quote manifest and host text (keys, values, URLs): escaped where they reach the terminal.
+const say = (text: string) => process.stderr.write(`${visible(text, { multiline: true })}\n`);
 
 // Commands load on demand: an on-node audit never pays for the GitHub client's start-up.
 const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
@@ -58,11 +62,12 @@ export async function main(argv: string[]): Promise<number> {
     return await command(args);
   } catch (error) {
     if (error instanceof ManifestErrors) {
-      process.stderr.write(`${error.message}\n${error.errors.length} manifest error${error.errors.length === 1 ? "" : "s"}; nothing audited\n`);
+      const count = error.errors.length;
+      say(`${error.message}\n${count} manifest error${count === 1 ? "" : "s"}; nothing audited`);
       return ExitBit.usage;
     }
     if (error instanceof ForgeError) {
-      process.stderr.write(`quartermaster: ${error.message}\n`);
+      say(`quartermaster: ${error.message}`);
       return ExitBit.unaudited;
     }
     if (error instanceof HelpRequested) {
@@ -71,11 +76,12 @@ export async function main(argv: string[]): Promise<number> {
     }
     if (error instanceof UsageError) {
       // A mistake in a command's flags shows that command's usage, not every command's.
-      process.stderr.write(`quartermaster: ${error.message}\n\n${error.command ? commandUsage(error.command) : USAGE}`);
+      say(`quartermaster: ${error.message}`);
+      process.stderr.write(`\n${error.command ? commandUsage(error.command) : USAGE}`);
       return ExitBit.usage;
     }
     // An unexpected failure audited nothing trustworthy: the same code as a manifest error.
-    process.stderr.write(`quartermaster: internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    say(`quartermaster: internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
     return ExitBit.usage;
   }
 }

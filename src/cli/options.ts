@@ -121,6 +121,7 @@ export async function resolveManifestDir(values: { manifests?: string; repo?: st
     url: repo,
     ref: values.ref,
     token: process.env.GITHUB_TOKEN,
+    ...(server && { serverUrl: server }),
     cacheDir: values["cache-dir"] ?? path.join(os.homedir(), ".cache", "quartermaster"),
   });
   const dir = path.join(pulled.dir, values.manifests ?? DEFAULT_MANIFESTS);

@@ -1,4 +1,6 @@
-import { writeFile } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { lstat, open, rename, stat, unlink } from "node:fs/promises";
+import path from "node:path";
 import { UsageError } from "../errors.js";
 import { FORMATS, isFormatName } from "../report/formats/index.js";
 import type { Report } from "../report/schema.js";
@@ -10,11 +12,66 @@ export function formatName(value: string | undefined): keyof typeof FORMATS {
   return name;
 }
 
-/** Renders the report to --out (atomically enough: one write) or stdout. */
+const errnoCode = (error: unknown) => (error as NodeJS.ErrnoException).code ?? String(error);
+
+/**
+ * Checks `--out FILE` before any work is done: its directory exists and takes a new file, and FILE
+ * is not a symbolic link or a directory. A link is refused rather than written through (a planted
+ * link would make the write land on its target) or silently replaced (its owner meant something).
+ */
+export async function checkOut(out: string | undefined): Promise<void> {
+  if (out === undefined) return;
+  if (out === "") throw new UsageError("--out needs a file name");
+  const dir = path.dirname(path.resolve(out));
+  const dirStat = await stat(dir).catch(() => undefined);
+  if (!dirStat) throw new UsageError(`--out ${out}: directory ${dir} does not exist`);
+  if (!dirStat.isDirectory()) throw new UsageError(`--out ${out}: ${dir} is not a directory`);
+  const target = await lstat(out).catch(() => undefined);
+  if (target?.isSymbolicLink()) {
+    throw new UsageError(`--out ${out} is a symbolic link; refusing to write through it (remove it or name the real file)`);
+  }
+  if (target?.isDirectory()) throw new UsageError(`--out ${out} is a directory`);
+  // The only sure test of "can write here" is writing: a probe file, removed at once.
+  const probe = temporaryName(out);
+  try {
+    await (await open(probe, "wx")).close();
+  } catch (error) {
+    throw new UsageError(`--out ${out}: cannot create a file in ${dir} (${errnoCode(error)})`);
+  }
+  await unlink(probe);
+}
+
+const temporaryName = (out: string) =>
+  path.join(path.dirname(out), `.${path.basename(out)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`);
+
+/**
+ * Writes `text` to `out` atomically: a new temporary file in the same directory (O_EXCL, so never
+ * through a link), then a rename over the target. Readers (node_exporter's textfile collector) see
+ * the old file or the new one, never half of it; a link planted meanwhile is replaced, not followed.
+ */
+export async function writeOut(out: string, text: string): Promise<void> {
+  await checkOut(out);
+  const temporary = temporaryName(out);
+  try {
+    const handle = await open(temporary, "wx", 0o644);
+    try {
+      await handle.writeFile(text);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temporary, out);
+  } catch (error) {
+    await unlink(temporary).catch(() => {});
+    throw new UsageError(`--out ${out}: cannot write (${errnoCode(error)})`);
+  }
+}
+
+/** Renders the report to --out (atomically) or stdout. */
 export async function writeReport(report: Report, values: { format?: string; out?: string; verbose?: boolean; color?: boolean; "no-color"?: boolean; maxBytes?: number }): Promise<void> {
   const render = FORMATS[formatName(values.format)];
   const color = !values.out && useColor(values, process.stdout);
   const text = render(report, { color, verbose: values.verbose ?? false, ...(values.maxBytes !== undefined && { maxBytes: values.maxBytes }) });
-  if (values.out) await writeFile(values.out, text);
+  if (values.out) await writeOut(values.out, text);
   else process.stdout.write(text);
 }

@@ -9,11 +9,17 @@ export interface WaiverSubject {
   live: JsonValue;
 }
 
-/** A waiver runs to the end of its `expires` day (UTC); a date-time expires at that instant. */
+/**
+ * When an `expires` value ends: a date at the end of that day, UTC; a date-time at that instant,
+ * read as UTC when it has no offset (never the runner's time zone). NaN when it is no real time.
+ */
+export function expiryTime(expires: string): number {
+  if (expires.length === 10) return Date.parse(`${expires}T23:59:59.999Z`);
+  return Date.parse(/(?:Z|[+-]\d{2}:?\d{2})$/.test(expires) ? expires : `${expires}Z`);
+}
+
 export function waiverExpired(waiver: Waiver, now: Date): boolean {
-  if (!waiver.expires) return false;
-  const end = waiver.expires.length === 10 ? new Date(`${waiver.expires}T23:59:59.999Z`) : new Date(waiver.expires);
-  return now.getTime() > end.getTime();
+  return waiver.expires !== undefined && now.getTime() > expiryTime(waiver.expires);
 }
 
 export function findWaiver(waivers: readonly Waiver[], subject: WaiverSubject, now: Date): Waiver | undefined {

@@ -10,9 +10,32 @@ export interface PullOptions {
   url: string;
   /** Branch or tag; the remote's default branch when absent. */
   ref?: string;
+  /** Sent only where tokenAllowed() says so; elsewhere the pull is anonymous. */
   token?: string;
+  /** The forge's web address (GITHUB_SERVER_URL): the only host the token is sent to. */
+  serverUrl?: string;
   /** Reused between runs: a fetch of what changed instead of a fresh clone. */
   cacheDir: string;
+}
+
+const LOOPBACK = /^(?:localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
+
+/**
+ * Whether the token may go to `url`: only to the host of GITHUB_SERVER_URL (default github.com), over
+ * https, or plain http to loopback (a server on this machine). Anywhere else it would hand the
+ * token to whoever runs that host, or to anyone on the path.
+ */
+export function tokenAllowed(url: string, serverUrl = "https://github.com"): boolean {
+  let target: URL;
+  let server: URL;
+  try {
+    target = new URL(url);
+    server = new URL(serverUrl);
+  } catch {
+    return false;
+  }
+  if (target.host.toLowerCase() !== server.host.toLowerCase()) return false;
+  return target.protocol === "https:" || (target.protocol === "http:" && LOOPBACK.test(target.hostname));
 }
 
 export interface PulledRepo {
@@ -25,7 +48,8 @@ export async function pullRepository(options: PullOptions): Promise<PulledRepo> 
   if (!/^https?:\/\//.test(options.url)) throw new ForgeError(`--repo must be an http(s) URL (isomorphic-git speaks HTTP only), not "${options.url}"`);
   // One cache per repository and ref, so switching --ref never mixes two checkouts.
   const dir = path.join(options.cacheDir, createHash("sha256").update(`${options.url}\0${options.ref ?? ""}`).digest("hex").slice(0, 16));
-  const onAuth = options.token ? () => ({ username: "x-access-token", password: options.token }) : undefined;
+  const token = options.token && tokenAllowed(options.url, options.serverUrl) ? options.token : undefined;
+  const onAuth = token ? () => ({ username: "x-access-token", password: token }) : undefined;
   const common = { fs, http, dir, url: options.url, onAuth, singleBranch: true, depth: 1 } as const;
   try {
     if (fs.existsSync(path.join(dir, ".git"))) {

@@ -1,5 +1,6 @@
 // What a change to the manifests does to each node's effective declared state: the view a
 // reviewer needs, since one line in a group file can change what dozens of nodes must run.
+import { createHash } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
 import { DOMAINS } from "../domains/registry.js";
 import { codeCell, textCell } from "../text/markdown.js";
@@ -22,6 +23,8 @@ export interface NodeChange {
 }
 
 export interface ManifestDiff {
+  /** Pinned host keys per host pattern: which keys Quartermaster trusts for which node. */
+  knownHosts: KeyChange[];
   nodes: NodeChange[];
   fleetSettings: KeyChange[];
   tickets: KeyChange[];
@@ -68,6 +71,40 @@ function declared(node: LoadedNode): Record<string, unknown> {
   return { host: node.host, ...node.spec };
 }
 
+/**
+ * known_hosts as host pattern -> its keys, each shown as ssh-keygen -l shows it (`ssh-ed25519
+ * SHA256:...`), with a marker (`@cert-authority`, `@revoked`) when the line has one.
+ */
+export function pinnedKeys(text: string | undefined): Map<string, string[]> {
+  const keys = new Map<string, string[]>();
+  for (const raw of (text ?? "").split(/\r?\n/)) {
+    const fields = raw.trim().split(/\s+/);
+    if (!fields[0] || fields[0].startsWith("#")) continue;
+    const marker = fields[0].startsWith("@") ? fields.shift() : undefined;
+    const [hosts, type, blob] = fields;
+    if (!hosts || !type) continue;
+    const fingerprint = blob && /^[A-Za-z0-9+/]+=*$/.test(blob) ? sshFingerprint(blob) : (blob ?? "(no key)");
+    const shown = [marker, type, fingerprint].filter(Boolean).join(" ");
+    for (const host of hosts.split(",")) {
+      keys.set(host, [...new Set([...(keys.get(host) ?? []), shown])].sort(compareText));
+    }
+  }
+  return keys;
+}
+
+/** `SHA256:…` as ssh-keygen -l prints it: the unpadded base64 SHA-256 of the key blob. */
+const sshFingerprint = (blob: string) =>
+  `SHA256:${createHash("sha256").update(Buffer.from(blob, "base64")).digest("base64").replace(/=+$/, "")}`;
+
+function knownHostsChanges(before: string | undefined, after: string | undefined): KeyChange[] {
+  const was = pinnedKeys(before);
+  const now = pinnedKeys(after);
+  return [...new Set([...was.keys(), ...now.keys()])]
+    .sort(compareText)
+    .filter((host) => !isDeepStrictEqual(was.get(host), now.get(host)))
+    .map((host) => ({ path: [host], before: was.get(host), after: now.get(host) }));
+}
+
 export function diffFleets(base: Fleet, head: Fleet): ManifestDiff {
   const before = new Map(base.nodes.map((n) => [n.name, n]));
   const after = new Map(head.nodes.map((n) => [n.name, n]));
@@ -80,6 +117,7 @@ export function diffFleets(base: Fleet, head: Fleet): ManifestDiff {
   }
   const ticketsOf = (fleet: Fleet) => Object.fromEntries(fleet.tickets.map(({ ticket }) => [ticket.id, { status: ticket.status, nodes: ticket.nodes, key: `${ticket.domain} ${ticket.key}` }]));
   return {
+    knownHosts: knownHostsChanges(base.knownHosts, head.knownHosts),
     nodes,
     fleetSettings: changesBetween(base.settings, head.settings),
     tickets: changesBetween(ticketsOf(base), ticketsOf(head)),
@@ -101,6 +139,8 @@ function table(changes: readonly KeyChange[], withSource: boolean): string[] {
   ];
 }
 
+const keysCell = (keys: unknown) => (Array.isArray(keys) ? keys.map((k) => codeCell(String(k))).join("<br>") : "(none)");
+
 const KIND_NOTE = { added: "new node: merging starts auditing it against this state", removed: "node removed: merging stops auditing it", changed: "" } as const;
 
 /**
@@ -110,6 +150,21 @@ const KIND_NOTE = { added: "new node: merging starts auditing it against this st
 export function renderManifestDiff(diff: ManifestDiff, maxBytes: number): string {
   const out = ["## What merging this pull request changes", ""];
   const sections: string[] = [];
+  // First: a new or changed pinned key decides which machine Quartermaster trusts as a node.
+  if (diff.knownHosts.length) {
+    sections.push(
+      [
+        "### Pinned host keys (known_hosts)",
+        "",
+        "_Check each new key against the host itself (its provisioning, or `ssh-keygen -lf` on its console): " +
+          "Quartermaster trusts these keys and no others._",
+        "",
+        "| host | before | after |",
+        "|---|---|---|",
+        ...diff.knownHosts.map((c) => `| ${codeCell(String(c.path[0]))} | ${keysCell(c.before)} | ${keysCell(c.after)} |`),
+      ].join("\n"),
+    );
+  }
   if (diff.fleetSettings.length) sections.push(["### Fleet-wide settings (policy, waivers, audit limits)", "", ...table(diff.fleetSettings, false)].join("\n"));
   if (diff.tickets.length) sections.push(["### Remediation tickets", "", ...table(diff.tickets, false)].join("\n"));
   const alike = new Map<string, NodeChange[]>();
@@ -124,6 +179,7 @@ export function renderManifestDiff(diff: ManifestDiff, maxBytes: number): string
     sections.push([`### ${textCell(title)}${names.length > 1 ? ` (${names.length} nodes, the same change)` : ""}`, "", ...(note ? [`_${note}_`, ""] : []), ...table(group[0]!.changes, true)].join("\n"));
   }
   const nodeCount = diff.nodes.length;
+  if (diff.knownHosts.length) out.push(`The pinned host keys of ${plural(diff.knownHosts.length, "host")} change.`, "");
   out.push(
     nodeCount
       ? `The effective declared state of ${plural(nodeCount, "node")} changes. Merging accepts it: the next audit reports drift against these values.`

@@ -1,4 +1,5 @@
-import { open, readdir, stat } from "node:fs/promises";
+import { constants } from "node:fs";
+import { lstat, open, readdir, readlink, realpath, stat } from "node:fs/promises";
 import path from "node:path";
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node as YamlNode } from "yaml";
 import type { z } from "zod";
@@ -11,6 +12,8 @@ import { Ticket } from "./tickets.js";
 import { keysAt } from "./zod-shape.js";
 
 export const MAX_MANIFEST_BYTES = 1024 * 1024;
+/** Alias expansions allowed per file: enough for sharing a block, far from a billion laughs. */
+const MAX_ALIAS_COUNT = 100;
 
 /** Where a value was declared: the file (as the repository names it), line, column and YAML path. */
 export interface Origin {
@@ -50,6 +53,8 @@ export interface Fleet {
   nodes: LoadedNode[];
   /** Remediation tickets under remediations/, with the file each came from. */
   tickets: { ticket: Ticket; file: string }[];
+  /** The pinned host keys (`known_hosts` beside the manifests), when the tree keeps them. */
+  knownHosts?: string;
 }
 
 export const pathKey = (p: SpecPath): string => JSON.stringify(p);
@@ -85,17 +90,47 @@ class FileReader {
     return path.join(this.displayPrefix, path.relative(this.dir, abs));
   }
 
-  async parse(abs: string): Promise<ParsedFile | undefined> {
+  /**
+   * A symbolic link in the tree is refused, never followed: one leaving the tree would read any file
+   * on the machine, and one inside it could not be edited by a pull request like a file can.
+   * Returns whether `abs` is a link (and records the error).
+   */
+  async refuseLink(abs: string): Promise<boolean> {
+    if (!(await lstat(abs).catch(() => undefined))?.isSymbolicLink()) return false;
     const file = this.display(abs);
-    const size = (await stat(abs)).size;
+    const target = await readlink(abs).catch(() => "?");
+    const resolved = await realpath(abs).catch(() => path.resolve(path.dirname(abs), target));
+    const root = await realpath(this.dir).catch(() => this.dir);
+    const inside = resolved === root || resolved.startsWith(`${root}${path.sep}`);
+    const shown = this.display(path.join(this.dir, path.relative(root, resolved)));
+    this.errors.push(
+      inside
+        ? new ManifestError(
+            `is a symbolic link (to ${shown}); links in the manifest tree are not followed`,
+            { file },
+            "copy the file, or share the values through a group",
+          )
+        : new ManifestError(`is a symbolic link leaving the manifest tree (to ${target}); not read`, { file }),
+    );
+    return true;
+  }
+
+  /** A file's text, at most MAX_MANIFEST_BYTES, never through a link; undefined (error recorded) when not read. */
+  async readText(abs: string): Promise<string | undefined> {
+    const file = this.display(abs);
+    if (await this.refuseLink(abs)) return undefined;
+    const info = await stat(abs).catch(() => undefined);
+    if (!info?.isFile()) return undefined;
+    const size = info.size;
     if (size > MAX_MANIFEST_BYTES) {
       this.errors.push(new ManifestError(`file is ${size} bytes, over the ${MAX_MANIFEST_BYTES}-byte cap for a manifest file; not read`, { file }));
       return undefined;
     }
-    // Read at most the cap even if the file grew after stat().
-    const handle = await open(abs, "r");
+    // O_NOFOLLOW: a link swapped in after the check above is still not read.
+    const handle = await open(abs, constants.O_RDONLY | constants.O_NOFOLLOW);
     let text: string;
     try {
+      // Read at most the cap even if the file grew after stat().
       const buffer = Buffer.alloc(Math.min(size, MAX_MANIFEST_BYTES) + 1);
       const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
       if (bytesRead > MAX_MANIFEST_BYTES) {
@@ -106,8 +141,22 @@ class FileReader {
     } finally {
       await handle.close();
     }
+    return text;
+  }
+
+  async parse(abs: string): Promise<ParsedFile | undefined> {
+    const file = this.display(abs);
+    const text = await this.readText(abs);
+    if (text === undefined) return undefined;
     const lines = new LineCounter();
-    const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: true });
+    let doc: Document;
+    try {
+      doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: true });
+    } catch (error) {
+      // Nesting deep enough to exhaust the parser's stack: a resource limit, not a crash.
+      this.errors.push(new ManifestError(`YAML too deeply nested to read (${(error as Error).message})`, { file }));
+      return undefined;
+    }
     for (const error of doc.errors) {
       const pos = error.linePos?.[0];
       this.errors.push(new ManifestError(`invalid YAML: ${error.message.split("\n")[0]}`, { file, line: pos?.line, col: pos?.col }));
@@ -118,6 +167,19 @@ class FileReader {
       return undefined;
     }
     return { file, doc, lines };
+  }
+
+  /** The file's data; aliases expanding past a limit (an alias bomb) are an error naming the file. */
+  toJS(parsed: ParsedFile): unknown {
+    if (!parsed.doc.contents) return {};
+    try {
+      return parsed.doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+    } catch (error) {
+      const { message } = error as Error;
+      const reason = /alias/i.test(message) ? `more than ${MAX_ALIAS_COUNT} alias expansions (a YAML alias bomb?)` : message;
+      this.errors.push(new ManifestError(`YAML resource limit: ${reason}; not read`, { file: parsed.file }));
+      return undefined;
+    }
   }
 
   at(parsed: ParsedFile, node: YamlNode | null | undefined, keyNode?: unknown): { file: string; line?: number; col?: number } {
@@ -135,7 +197,8 @@ class FileReader {
 function toLayer(reader: FileReader, parsed: ParsedFile, schema: z.ZodType): { layer?: Layer; settings?: Record<string, unknown> } {
   const origins = new Map<string, Origin>();
   const errorsBefore = reader.errors.length;
-  const raw = (parsed.doc.contents ? parsed.doc.toJS({ maxAliasCount: 100 }) : {}) as Record<string, unknown>;
+  const raw = reader.toJS(parsed) as Record<string, unknown> | undefined;
+  if (raw === undefined) return {};
 
   const walk = (node: unknown, yamlPath: (string | number)[], canon: (string | number)[], keyNode?: unknown): void => {
     if (!node || typeof node !== "object") return;
@@ -314,6 +377,60 @@ export function mergeLayers(layers: readonly Layer[]): Record<string, unknown> {
   return merged;
 }
 
+/** The YAML files under `dir`, and every symbolic link (a linked folder would hide files): parse() refuses links by name. */
+/**
+ * Layers each valid on their own can combine into a spec that is not (a group's `sha256` plus a
+ * node's `contents`; a module loaded by a group and absent by a node): the effective spec is
+ * validated again, each error naming the node and every file:line that declared a part of it.
+ */
+function validateEffective(
+  reader: FileReader,
+  node: string,
+  layers: readonly Layer[],
+  effective: Record<string, unknown>,
+): boolean {
+  const result = NodeSpec.safeParse(effective);
+  if (result.success) return true;
+  for (const issue of result.error.issues) {
+    const issuePath = issue.path.map((p) => (typeof p === "symbol" ? String(p) : p));
+    const prefix = contributorPrefix(effective, issuePath);
+    const from = layers.flatMap((layer) => {
+      const lines = new Set<number>();
+      for (const [key, origin] of layer.origins) {
+        const at = JSON.parse(key) as (string | number)[];
+        if (at.length > prefix.length && prefix.every((part, i) => at[i] === part)) lines.add(origin.line);
+      }
+      return lines.size ? [{ file: layer.file, line: Math.min(...lines) }] : [];
+    });
+    const where = showSpecPath(prefix);
+    const located = from.at(-1) ?? { file: layers.at(-1)!.file, line: 1 };
+    const combined = from.map((f) => `${f.file}:${f.line}`).join(" and ");
+    reader.errors.push(
+      new ManifestError(
+        `node ${node}: ${where ? `${where}: ` : ""}${issue.message}, once ${combined} are combined`,
+        located,
+        "a later file changes only the keys it sets: override the conflicting one there, or set it to null",
+      ),
+    );
+  }
+  return false;
+}
+
+/** The part of the spec an issue is about: its domain, and the item of a keyed list (a file by its path). */
+function contributorPrefix(effective: Record<string, unknown>, issuePath: (string | number)[]): (string | number)[] {
+  const domain = DOMAINS.find((d) => d.specPath.every((part, i) => issuePath[i] === part));
+  if (!domain) return issuePath.filter((p) => typeof p === "string").slice(0, 1);
+  const index = issuePath[domain.specPath.length];
+  if (!domain.listKey || typeof index !== "number") return [...domain.specPath];
+  const list = getAt(effective, domain.specPath.slice(0, -1))?.[domain.specPath.at(-1)!] as Record<string, unknown>[] | undefined;
+  const item = list?.[index];
+  return [...domain.specPath, String(item?.[domain.listKey] ?? index)];
+}
+
+/** `files[/etc/app.conf]`, `system.kernel_modules`. */
+const showSpecPath = (p: readonly (string | number)[]) =>
+  p.map((part, i) => (typeof part === "string" && /^[A-Za-z_]\w*$/.test(part) ? `${i ? "." : ""}${part}` : `[${part}]`)).join("");
+
 async function listYaml(dir: string): Promise<string[]> {
   let entries;
   try {
@@ -323,7 +440,7 @@ async function listYaml(dir: string): Promise<string[]> {
     throw error;
   }
   return entries
-    .filter((e) => e.isFile() && /\.ya?ml$/.test(e.name))
+    .filter((e) => e.isSymbolicLink() || (e.isFile() && /\.ya?ml$/.test(e.name)))
     .map((e) => path.join(e.parentPath, e.name))
     .sort();
 }
@@ -342,10 +459,17 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
   if (!dirStat?.isDirectory()) throw new ManifestErrors([new ManifestError("manifest directory not found (use --manifests DIR or --repo URL)", { file: dir })]);
   const reader = new FileReader(abs, options.displayPrefix ?? (path.relative(process.cwd(), abs) || "."));
 
+  // A linked folder or known_hosts is refused like a linked file, and not read.
+  const linked = new Set<string>();
+  for (const entry of ["groups", "nodes", "remediations", "known_hosts"]) {
+    if (await reader.refuseLink(path.join(abs, entry))) linked.add(entry);
+  }
+  const list = (entry: string) => (linked.has(entry) ? Promise.resolve([]) : listYaml(path.join(abs, entry)));
+
   const fleetFile = path.join(abs, "fleet.yaml");
   let fleetLayer: Layer | undefined;
   let settings: Fleet["settings"] = {};
-  if (await stat(fleetFile).catch(() => undefined)) {
+  if (await lstat(fleetFile).catch(() => undefined)) {
     const parsed = await reader.parse(fleetFile);
     if (parsed) {
       const { layer, settings: s } = toLayer(reader, parsed, FleetSpec);
@@ -354,7 +478,7 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
     }
   }
 
-  const groupFiles = new Map((await listYaml(path.join(abs, "groups"))).map((f) => [path.basename(f).replace(/\.ya?ml$/, ""), f]));
+  const groupFiles = new Map((await list("groups")).map((f) => [path.basename(f).replace(/\.ya?ml$/, ""), f]));
   const groupCache = new Map<string, { layer?: Layer; parsed?: ParsedFile }>();
   const loadGroup = async (name: string) => {
     if (!groupCache.has(name)) {
@@ -389,7 +513,7 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
 
   const nodes: LoadedNode[] = [];
   const seen = new Map<string, string>();
-  for (const nodeFile of await listYaml(path.join(abs, "nodes"))) {
+  for (const nodeFile of await list("nodes")) {
     const name = path.basename(nodeFile).replace(/\.ya?ml$/, "");
     const display = reader.display(nodeFile);
     if (!NodeName.safeParse(name).success) {
@@ -414,7 +538,9 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
       ...groups.map((g) => groupCache.get(g)!.layer!).filter(Boolean),
       layer,
     ];
-    const { groups: _groups, $schema: _schema, ...merged } = mergeLayers(layers) as NodeSpec;
+    const effective = mergeLayers(layers);
+    if (!validateEffective(reader, name, layers, effective)) continue;
+    const { groups: _groups, $schema: _schema, ...merged } = effective as NodeSpec;
     nodes.push({
       name,
       host: (layer.value.host as string | undefined) ?? name,
@@ -429,10 +555,12 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
   for (const name of groupFiles.keys()) await loadGroup(name);
 
   const tickets: Fleet["tickets"] = [];
-  for (const ticketFile of await listYaml(path.join(abs, "remediations"))) {
+  for (const ticketFile of await list("remediations")) {
     const parsed = await reader.parse(ticketFile);
     if (!parsed) continue;
-    const result = Ticket.safeParse(parsed.doc.toJS());
+    const data = reader.toJS(parsed);
+    if (data === undefined) continue;
+    const result = Ticket.safeParse(data);
     if (!result.success) {
       for (const issue of result.error.issues) reader.errors.push(locateIssue(reader, parsed, new Map(), Ticket, issue));
       continue;
@@ -440,8 +568,9 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
     tickets.push({ ticket: result.data, file: parsed.file });
   }
 
+  const knownHosts = linked.has("known_hosts") ? undefined : await reader.readText(path.join(abs, "known_hosts"));
   if (reader.errors.length) throw new ManifestErrors(reader.errors);
-  return { dir: abs, settings, nodes, tickets };
+  return { dir: abs, settings, nodes, tickets, ...(knownHosts !== undefined && { knownHosts }) };
 }
 
 /**
@@ -449,7 +578,8 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
  * fleet.yaml, no groups, no tickets. `name` names the node, since the file's name does not.
  */
 export async function loadNodeFile(file: string, name: string, options: Pick<LoadOptions, "displayPrefix"> = {}): Promise<Fleet> {
-  const abs = path.resolve(file);
+  // Named on the command line, the file may be a link (config management often makes one).
+  const abs = await realpath(path.resolve(file)).catch(() => path.resolve(file));
   const dir = path.dirname(abs);
   if (!(await stat(abs).catch(() => undefined))?.isFile()) throw new ManifestErrors([new ManifestError("node-spec file not found", { file })]);
   const reader = new FileReader(dir, options.displayPrefix ?? (path.relative(process.cwd(), dir) || "."));

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { DOMAIN_NAMES, SEVERITIES } from "../domains/domain.js";
 import { DOMAINS } from "../domains/registry.js";
+import { expiryTime } from "../drift/waivers.js";
 import { globProblem } from "../glob.js";
 
 // A name or host that ssh could read as an option, or that could split a command line.
@@ -63,7 +64,10 @@ export const DomainPolicy = z.strictObject({
 export type DomainPolicy = z.infer<typeof DomainPolicy>;
 
 const IsoDate = z.union([
-  z.string().regex(/^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/, "must be a date like 2026-12-31"),
+  z
+    .string()
+    .regex(/^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/, "must be a date like 2026-12-31")
+    .refine((text) => !Number.isNaN(expiryTime(text)), "is not a real date or time (2026-12-31 or 2026-12-31T18:00:00Z)"),
   z.date().transform((d) => d.toISOString().slice(0, 10)),
 ]);
 

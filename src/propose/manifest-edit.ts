@@ -2,6 +2,7 @@
 // nothing else moves: comments, quoting, blank lines and flow maps stay byte-identical.
 // Text in, text out: the YAML tree is only used to find where to splice.
 import { isDeepStrictEqual } from "node:util";
+import { hasUnprintable, printableJson, readsAsPlainString } from "../text/yaml-scalar.js";
 import { isMap, isScalar, isSeq, parseDocument, Scalar, type Node as YamlNode, type Pair, type YAMLMap, type YAMLSeq } from "yaml";
 import type { JsonValue, SpecPath } from "../domains/domain.js";
 import { parseNameValue } from "../domains/list-form.js";
@@ -534,14 +535,17 @@ function readsAs(text: string, value: Scalarish, inFlow: boolean): boolean {
 }
 
 function doubleQuoted(value: string): string {
-  // JSON's escapes are YAML's; YAML also wants these non-printable characters escaped.
-  return JSON.stringify(value).replace(/[\u007f-\u009f\u2028\u2029\ufeff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  return printableJson(value);
 }
 
+/** A number as text YAML 1.2 and PyYAML both read as that number (PyYAML's floats need a dot: `1.0e+21`). */
+const numberText = (value: number): string => String(value).replace(/^(-?\d+)e/, "$1.0e");
+
 function renderInline(value: Scalarish, inFlow: boolean, style?: Scalar.Type): string {
+  if (typeof value === "number") return numberText(value);
   if (typeof value !== "string") return value === null ? "null" : String(value);
-  const single = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\ufeff]/.test(value) ? undefined : `'${value.replaceAll("'", "''")}'`;
-  const plain = single === undefined ? undefined : value;
+  const single = hasUnprintable(value.replace(/\t/g, "")) ? undefined : `'${value.replaceAll("'", "''")}'`;
+  const plain = single !== undefined && readsAsPlainString(value, inFlow ? "flow" : "block") ? value : undefined;
   const candidates = style === Scalar.QUOTE_DOUBLE ? [doubleQuoted(value)] : style === Scalar.QUOTE_SINGLE ? [single, doubleQuoted(value)] : [plain, doubleQuoted(value)];
   for (const candidate of candidates) if (candidate !== undefined && candidate !== "" && readsAs(candidate, value, inFlow)) return candidate;
   return doubleQuoted(value);
@@ -549,7 +553,7 @@ function renderInline(value: Scalarish, inFlow: boolean, style?: Scalar.Type): s
 
 /** A `|` block for a string, with the chomping and indentation indicators that make it read back exactly. */
 function renderBlockLiteral(value: string, indent: number): { header: string; lines: string[] } | undefined {
-  if (/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029\ufeff]/.test(value)) return undefined;
+  if (hasUnprintable(value.replace(/[\t\n]/g, ""))) return undefined;
   const body = value.replace(/\n+$/, "");
   const trailing = value.length - body.length;
   const chomp = trailing === 0 ? "-" : trailing === 1 ? "" : "+";
@@ -565,11 +569,13 @@ function renderBlockLiteral(value: string, indent: number): { header: string; li
 }
 
 function renderKey(key: string): string {
-  const readsPlain = (["1.2", "1.1"] as const).every((version) => {
-    const doc = parseDocument(`${key}: 1`, { version });
-    return !doc.errors.length && !doc.warnings.length && isDeepStrictEqual(doc.toJS(), { [key]: 1 });
-  });
-  return key !== "" && readsPlain ? key : doubleQuoted(key);
+  // readsAsPlainString first: it turns away `<<`, which the 1.1 reader would try to merge.
+  const readsPlain = () =>
+    (["1.2", "1.1"] as const).every((version) => {
+      const doc = parseDocument(`${key}: 1`, { version });
+      return !doc.errors.length && !doc.warnings.length && isDeepStrictEqual(doc.toJS(), { [key]: 1 });
+    });
+  return key !== "" && readsAsPlainString(key) && readsPlain() ? key : doubleQuoted(key);
 }
 
 function renderFlow(value: JsonValue, padded: boolean): string {

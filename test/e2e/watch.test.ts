@@ -76,6 +76,17 @@ describe("watch --local on the real file system", () => {
     assert.match(watcher.stderr, /-hello world\n\+not-the-data/);
   });
 
+  it("a write of terminal escapes, CR, NUL and bidi controls: stderr shows them escaped, the event keeps them exact", async () => {
+    const s = await scene();
+    const watcher = start(["--manifest", s.spec, "--maintenance-marker", s.marker]);
+    const hostile = "\x1b]0;retitled\x07\x1b[2J\rnul\0 \u202eevil\u2028\n::error::forged\n";
+    const drift = await driftsOnceAndResolves(watcher, s.file, () => writeFile(s.file, hostile), () => writeFile(s.file, CONTENTS));
+    assert.equal(drift.event === "drift" && drift.live, hostile);
+    assert.doesNotMatch(watcher.stderr, /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e\u2028]/u, JSON.stringify(watcher.stderr));
+    assert.doesNotMatch(watcher.stderr, /^\s*::/m);
+    assert.match(watcher.stderr, /\+\\x1b\]0;retitled\\x07\\x1b\[2J\\rnul\\x00 \\u\{202e\}evil\\u\{2028\}/);
+  });
+
   it("a file replaced by rename, as editors save: one drift event, one resolved", async () => {
     const s = await scene();
     const watcher = start(["--manifest", s.spec, "--maintenance-marker", s.marker]);

@@ -12,7 +12,7 @@ import { DEFAULT_CONNECT_TIMEOUT_SECONDS, sshTransport, type SshOptions } from "
 import type { Transport } from "../../transport/transport.js";
 import { exitCode } from "../exit.js";
 import { loadManifests, localNode, MANIFEST_OPTIONS, OUTPUT_OPTIONS, parse, parseCategories, parsePositiveInt, SELECT_OPTIONS, selectNodes } from "../options.js";
-import { formatName, writeReport } from "../output.js";
+import { checkOut, formatName, writeReport } from "../output.js";
 import { Progress } from "../progress.js";
 
 export const AUDIT_OPTIONS = {
@@ -101,7 +101,9 @@ export function auditExitCode(report: Report): number {
 
 export async function auditCommand(argv: string[]): Promise<number> {
   const { values } = parse("audit", argv, AUDIT_OPTIONS);
-  formatName(values.format); // a wrong --format fails before anything is audited
+  // A wrong --format or an unusable --out fails before anything is audited.
+  formatName(values.format);
+  await checkOut(values.out);
   let progress: Progress | undefined;
   const { report } = await runAudit(values, (total) => {
     if (total < 2) return () => {};

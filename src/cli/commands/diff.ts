@@ -1,19 +1,24 @@
 import { UsageError } from "../../errors.js";
 import type { DriftItem, NodeResult } from "../../report/schema.js";
-import { useColor } from "../options.js";
-import { parse } from "../options.js";
+import { headedDiff } from "../../report/formats/text.js";
+import { visible } from "../../text/escape.js";
+import { parse, useColor } from "../options.js";
+import { checkOut, writeOut } from "../output.js";
 import { AUDIT_OPTIONS, auditExitCode, runAudit } from "./audit.js";
 
 const show = (value: unknown): string => (typeof value === "string" ? value : JSON.stringify(value));
 
-/** One drift item as `-want +got` lines; files and units bring their own unified diff. */
+/**
+ * One drift item as `-want +got` lines; files and units bring their own unified diff, headed by
+ * the item's key (the file's path or the unit's name). Every line is host text: escaped.
+ */
 export function itemDiff(item: DriftItem, verbose: boolean): string[] {
   const lines = item.diff
-    ? item.diff.split("\n").filter((l) => !l.startsWith("Index:") && !l.startsWith("===="))
+    ? headedDiff(item)
     : [`-${item.key} = ${show(item.declared)}`, `+${item.key} = ${show(item.live)}`];
   if (item.detail) lines.push(`# ${item.detail}`);
   if (verbose) lines.push(`# declared at ${item.source.file}:${item.source.line}; severity ${item.severity}`, `# remediation: ${item.remediation}`);
-  return lines;
+  return lines.map((line) => visible(line));
 }
 
 export function renderDiff(nodes: readonly NodeResult[], category: string, options: { verbose: boolean; color: boolean }): string {
@@ -22,12 +27,12 @@ export function renderDiff(nodes: readonly NodeResult[], category: string, optio
   const out: string[] = [];
   for (const node of nodes) {
     if (node.status === "unreachable" || node.status === "error" || node.status === "maintenance") {
-      out.push(`${node.name}: ${node.status}: ${node.error ?? ""}`);
+      out.push(visible(`${node.name}: ${node.status}: ${node.error ?? ""}`));
       continue;
     }
     const unknown = node.unknown?.find((u) => u.domain === category);
     if (unknown) {
-      out.push(`${node.name}: ${category} unknown: ${unknown.reason}`);
+      out.push(visible(`${node.name}: ${category} unknown: ${unknown.reason}`));
       continue;
     }
     if (!node.drift.length) {
@@ -45,7 +50,11 @@ export async function diffCommand(argv: string[]): Promise<number> {
   const { node, ...auditOptions } = { node: { type: "string" as const }, ...AUDIT_OPTIONS };
   const { values } = parse("diff", argv, { node, ...auditOptions });
   if (!values.category || values.category.includes(",")) throw new UsageError("diff needs exactly one --category (sysctl, files, ...)");
+  await checkOut(values.out);
   const { report } = await runAudit({ ...values, nodes: values.node ?? values.nodes });
-  process.stdout.write(renderDiff(report.nodes, values.category, { verbose: values.verbose ?? false, color: useColor(values, process.stdout) }));
+  const color = !values.out && useColor(values, process.stdout);
+  const text = renderDiff(report.nodes, values.category, { verbose: values.verbose ?? false, color });
+  if (values.out) await writeOut(values.out, text);
+  else process.stdout.write(text);
   return auditExitCode(report);
 }

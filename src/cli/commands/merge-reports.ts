@@ -3,7 +3,8 @@ import { mergeReports, ReportMergeError, type ShardReport } from "../../report/m
 import { readReport } from "../../report/read.js";
 import { ExitBit } from "../exit.js";
 import { OUTPUT_OPTIONS, parse } from "../options.js";
-import { writeReport } from "../output.js";
+import { checkOut, writeReport } from "../output.js";
+import { visible } from "../../text/escape.js";
 import { auditExitCode } from "./audit.js";
 
 async function readShard(file: string): Promise<ShardReport> {
@@ -24,6 +25,7 @@ export async function mergeReportsCommand(argv: string[]): Promise<number> {
   const parsed = parse("merge-reports", argv, OUTPUT_OPTIONS, { positionals: true });
   const { values, positionals } = parsed;
   if (positionals.length === 0) throw new UsageError("merge-reports needs the shard report files: merge-reports --out report.json shard-*.json");
+  await checkOut(values.out);
   try {
     const merged = mergeReports(await Promise.all(positionals.map(readShard)));
     // Reports are for machines; `--format text` still shows one to a person.
@@ -31,7 +33,7 @@ export async function mergeReportsCommand(argv: string[]): Promise<number> {
     return auditExitCode(merged);
   } catch (error) {
     if (!(error instanceof ReportMergeError)) throw error;
-    process.stderr.write(`quartermaster merge-reports: ${error.message}; nothing merged\n`);
+    process.stderr.write(`quartermaster merge-reports: ${visible(error.message)}; nothing merged\n`);
     return ExitBit.usage;
   }
 }

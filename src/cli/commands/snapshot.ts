@@ -1,5 +1,3 @@
-import { writeFile } from "node:fs/promises";
-import { stringify } from "yaml";
 import type { AnyDomain } from "../../domains/domain.js";
 import { DOMAINS } from "../../domains/registry.js";
 import { NodeAuditError, ProbeParseError, UsageError } from "../../errors.js";
@@ -8,7 +6,10 @@ import { parseContext } from "../../probe/script.js";
 import { localTransport } from "../../transport/local.js";
 import { sshTransport } from "../../transport/ssh.js";
 import type { Transport } from "../../transport/transport.js";
+import { visible } from "../../text/escape.js";
+import { stringifyPortable } from "../../text/yaml-scalar.js";
 import { ExitBit } from "../exit.js";
+import { checkOut, writeOut } from "../output.js";
 import { loadManifests, localNode, MANIFEST_OPTIONS, parse, parseCategories, parsePositiveInt, selectNodes } from "../options.js";
 import { fleetAuditSettings, fleetSshOptions } from "./audit.js";
 
@@ -38,6 +39,20 @@ export async function snapshotSpec(
   return { spec, unknown };
 }
 
+/** The snapshot as a node-spec file: a comment header (host text escaped, one line each), then the spec. */
+export function snapshotText(
+  title: string,
+  snapshot: { spec: Record<string, unknown>; unknown: string[] },
+  takenAt: Date,
+): string {
+  const header = [
+    `# Live state of ${visible(title)}, taken ${takenAt.toISOString()} by quartermaster snapshot.`,
+    // A reason is host text: one escaped line, so no CR or line separator starts a YAML key.
+    ...snapshot.unknown.map((u) => `# not shown by this host: ${visible(u)}`),
+  ].join("\n");
+  return `${header}\n${stringifyPortable(snapshot.spec)}`;
+}
+
 export async function snapshotCommand(argv: string[]): Promise<number> {
   const { values } = parse("snapshot", argv, {
     ...MANIFEST_OPTIONS,
@@ -50,6 +65,7 @@ export async function snapshotCommand(argv: string[]): Promise<number> {
   });
   if (!values.local && !values.node) throw new UsageError("snapshot needs --local or --node NAME");
   const categories = parseCategories(values.category);
+  await checkOut(values.out);
   const domains = DOMAINS.filter((d) => !categories || categories.includes(d.name));
   const timeoutMs = values.timeout === undefined ? undefined : parsePositiveInt("timeout", values.timeout, 60) * 1000;
   let transport: Transport;
@@ -75,16 +91,11 @@ export async function snapshotCommand(argv: string[]): Promise<number> {
   } catch (error) {
     if (!(error instanceof NodeAuditError || error instanceof ProbeParseError)) throw error;
     const message = error instanceof ProbeParseError ? `probe output ${error.message}` : error.message;
-    process.stderr.write(`quartermaster snapshot: ${title}: ${message}\n`);
+    process.stderr.write(`quartermaster snapshot: ${title}: ${visible(message)}\n`);
     return ExitBit.unaudited;
   }
-  const { spec, unknown } = snapshot;
-  const header = [
-    `# Live state of ${title}, taken ${new Date().toISOString()} by quartermaster snapshot.`,
-    ...unknown.map((u) => `# not shown by this host: ${u}`),
-  ].join("\n");
-  const text = `${header}\n${stringify(spec, { lineWidth: 0 })}`;
-  if (values.out) await writeFile(values.out, text);
+  const text = snapshotText(title, snapshot, new Date());
+  if (values.out) await writeOut(values.out, text);
   else process.stdout.write(text);
   return 0;
 }

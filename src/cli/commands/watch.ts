@@ -4,6 +4,8 @@ import { fleetAuditSettings, fleetDriftRules } from "./audit.js";
 import { ManifestErrors, UsageError } from "../../errors.js";
 import { loadFleet, loadNodeFile, type LoadedNode } from "../../manifest/load.js";
 import { manifestRevision } from "../../manifest/revision.js";
+import { eventLine } from "../../report/formats/events.js";
+import { visible } from "../../text/escape.js";
 import { localTransport } from "../../transport/local.js";
 import { serveMetrics } from "../../watch/metrics.js";
 import { Monitor, type WatchedManifest } from "../../watch/monitor.js";
@@ -60,7 +62,8 @@ export async function watchCommand(argv: string[]): Promise<number> {
   }
   const intervalMs = parsePositiveInt("interval", values.interval, DEFAULT_INTERVAL_SECONDS) * 1000;
   const loaded = await loadWatched(values);
-  const log = (line: string) => process.stderr.write(`${line}\n`);
+  // Log lines quote host text (diffs, file contents): escaped here, where they reach the terminal.
+  const log = (line: string) => process.stderr.write(`${visible(line, { multiline: true })}\n`);
   let monitor: Monitor | undefined;
   let server: Server | undefined;
   let own: string | undefined;
@@ -79,7 +82,7 @@ export async function watchCommand(argv: string[]): Promise<number> {
   const running = (monitor = new Monitor(withOwnListener(loaded), {
     transport: localTransport(loaded.node.name),
     intervalMs,
-    emit: (event) => process.stdout.write(`${JSON.stringify(event)}\n`),
+    emit: (event) => process.stdout.write(eventLine(event)),
     log,
   }));
   // Reloads run one after another, so a burst of SIGHUPs cannot apply an older manifest last.

@@ -79,22 +79,31 @@ function renderItem(item: DriftItem, options: RenderOptions, paint: Paint): stri
   if (item.detail) lines.push(`    ${visible(item.detail)}`);
   if (item.acknowledged && item.acknowledgedBy) lines.push(paint(["dim"], `    acknowledged by ${visible(item.acknowledgedBy)}`));
   lines.push(paint(["dim"], `    (declared at ${visible(item.source.file)}:${item.source.line})`));
-  if (item.diff) lines.push(...renderDiff(item.diff, paint));
+  if (item.diff) lines.push(...renderDiff(item, paint));
   return lines;
 }
 
-function renderDiff(diff: string, paint: Paint): string[] {
-  return diff
+/**
+ * A file's or unit's unified diff, headed by its key (the path or unit name) instead of the
+ * `want`/`got` placeholders; raw host text: escape each line before printing it.
+ */
+export function headedDiff(item: Pick<DriftItem, "key" | "diff">): string[] {
+  return (item.diff ?? "")
     .replace(/\n$/, "")
     .split("\n")
-    .map((raw) => {
-      const line = `    ${visible(raw)}`;
-      if (raw.startsWith("---") || raw.startsWith("+++")) return paint(["bold"], line);
-      if (raw.startsWith("@@")) return paint(["cyan"], line);
-      if (raw.startsWith("-")) return paint(["red"], line);
-      if (raw.startsWith("+")) return paint(["green"], line);
-      return line;
-    });
+    .filter((line) => !line.startsWith("Index:") && !line.startsWith("===="))
+    .map((line) => (line === "--- want" ? `--- ${item.key} (declared)` : line === "+++ got" ? `+++ ${item.key} (live)` : line));
+}
+
+function renderDiff(item: DriftItem, paint: Paint): string[] {
+  return headedDiff(item).map((raw) => {
+    const line = `    ${visible(raw)}`;
+    if (raw.startsWith("---") || raw.startsWith("+++")) return paint(["bold"], line);
+    if (raw.startsWith("@@")) return paint(["cyan"], line);
+    if (raw.startsWith("-")) return paint(["red"], line);
+    if (raw.startsWith("+")) return paint(["green"], line);
+    return line;
+  });
 }
 
 function cleanLine(clean: readonly NodeResult[]): string {

@@ -1,0 +1,76 @@
+// YAML that every mainstream reader reads the same: the `yaml` library (1.2 and 1.1) and PyYAML
+// (YAML 1.1: Ansible, yamllint, most CI tools). A string is written plain only when all of them
+// read that plain text back as the same string; otherwise double-quoted with escapes.
+import { Document, parseDocument, Scalar, visit } from "yaml";
+
+/**
+ * Characters never written raw: controls (NEL is a line break to YAML 1.1), format characters
+ * (bidi overrides, zero-width, BOM), line separators, lone surrogates and U+FFFE/U+FFFF (outside
+ * YAML's printable set). Tab and newline are handled by each writer.
+ */
+const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Cs}\u2028\u2029\ufffe\uffff]/u;
+const UNPRINTABLE_ALL = new RegExp(UNPRINTABLE.source, "gu");
+const UNPRINTABLE_BUT_TAB_NEWLINE = /(?![\t\n])[\p{Cc}\p{Cf}\p{Cs}\u2028\u2029\ufffe\uffff]/gu;
+
+/** `\uXXXX` per UTF-16 code unit: valid in JSON and in YAML double-quoted scalars alike. */
+const unicodeEscapes = (char: string): string =>
+  Array.from({ length: char.length }, (_, i) => `\\u${char.charCodeAt(i).toString(16).padStart(4, "0")}`).join("");
+
+/** Whether text holds a character that must not be written raw. */
+export const hasUnprintable = (text: string): boolean => UNPRINTABLE.test(text);
+
+/**
+ * JSON with every unprintable character as a `\u` escape (JSON.stringify leaves DEL, C1 controls,
+ * bidi controls and line separators raw). A JSON string is also a YAML double-quoted scalar.
+ */
+export function printableJson(value: unknown): string {
+  return JSON.stringify(value).replace(UNPRINTABLE_ALL, unicodeEscapes);
+}
+
+// PyYAML's implicit resolvers (resolver.py): a plain scalar matching one is not a string to it.
+// `=` (tag:yaml.org,2002:value) and `<<` (merge) make PyYAML fail outright.
+const PYYAML_IMPLICIT = [
+  /^(?:yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$/,
+  /^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$/,
+  /^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$/,
+  /^(?:<<)$/,
+  /^(?:~|null|Null|NULL|)$/,
+  /^(?:[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]|[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?(?:[Tt]|[ \t]+)[0-9][0-9]?:[0-9][0-9]:[0-9][0-9](?:\.[0-9]*)?(?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?)$/,
+  /^(?:=)$/,
+];
+
+// A plain scalar here starts with no indicator (`-?:` only before a non-blank), holds no tab,
+// no doubled, leading or trailing space, no ` #` or `: `: narrower than YAML allows, so that
+// readers' differences around indicators never matter.
+const PLAIN_SAFE = /^(?![-?:](?:\s|$))[^\s,\[\]{}#&*!|>'"%@`](?:\S| (?! |$|#))*$/u;
+
+/** `text` written plain reads back as the string `text` in the `yaml` library (1.2, 1.1) and in PyYAML. */
+export function readsAsPlainString(text: string, context: "block" | "flow" = "block"): boolean {
+  if (!PLAIN_SAFE.test(text) || hasUnprintable(text) || PYYAML_IMPLICIT.some((re) => re.test(text))) return false;
+  if (context === "flow" && /[,:?\[\]{}]/.test(text)) return false;
+  if (/: |:$/.test(text)) return false;
+  return (["1.2", "1.1"] as const).every((version) => {
+    const doc = parseDocument(`k: ${text}`, { version });
+    return !doc.errors.length && !doc.warnings.length && doc.toJS().k === text;
+  });
+}
+
+/**
+ * A node-spec-like value as YAML text every reader reads the same: strings that are not safely
+ * plain (and keys alike) double-quoted, multi-line printable text as block scalars, and no
+ * unprintable character raw anywhere.
+ */
+export function stringifyPortable(value: unknown): string {
+  const doc = new Document(value);
+  visit(doc, {
+    Scalar(_key, node) {
+      if (typeof node.value !== "string") return;
+      const text = node.value;
+      const multiLinePrintable =
+        text.includes("\n") && !hasUnprintable(text.replace(/[\t\n]/g, "")) && !/[ \t]\n|[ \t]$/.test(text);
+      if (!multiLinePrintable && !readsAsPlainString(text)) node.type = Scalar.QUOTE_DOUBLE;
+    },
+  });
+  // The unprintable characters left are inside double-quoted scalars, where an escape means them.
+  return doc.toString({ lineWidth: 0 }).replace(UNPRINTABLE_BUT_TAB_NEWLINE, unicodeEscapes);
+}

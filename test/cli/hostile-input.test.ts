@@ -1,0 +1,247 @@
+// Hostile input at the CLI's edges, through the real CLI: links and alias bombs in the manifest
+// tree, layers that only conflict once merged, a changed known_hosts, --out pointed somewhere bad,
+// and a --repo that must not receive the token. Every case: a message naming the place, the
+// documented exit code, and no stack trace.
+import assert from "node:assert/strict";
+import { link, mkdir, readdir, readFile, symlink, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { execa } from "execa";
+import { runCli, type CliResult } from "../support/cli.js";
+import { startGitServer, type GitServer } from "../support/git-server.js";
+import { removeTree, writeTree } from "../support/tree.js";
+
+const dirs: string[] = [];
+after(() => Promise.all(dirs.map(removeTree)));
+const tree = async (files: Record<string, string>) => {
+  const dir = await writeTree(files);
+  dirs.push(dir);
+  return dir;
+};
+
+const FLEET_REPORT = path.resolve(import.meta.dirname, "../fixtures/reports/fleet.json");
+
+/** No stack frame and no internal error reach the user. */
+function assertNoStack(result: CliResult): void {
+  assert.doesNotMatch(result.stderr, /^\s+at /m, result.stderr);
+  assert.doesNotMatch(result.stderr, /internal error/, result.stderr);
+}
+
+const validate = (dir: string) => runCli(["validate", "--manifests", "."], { cwd: dir });
+
+describe("links in the manifest tree", () => {
+  it("a link leaving the tree is refused, naming the file, and nothing of its target is read", async () => {
+    const outside = await tree({ "secret.yaml": "root_password_hash: $6$abc\nsystem: {}\n" });
+    const dir = await tree({ "nodes/a.yaml": "{}\n" });
+    await symlink(path.join(outside, "secret.yaml"), path.join(dir, "fleet.yaml"));
+    await symlink(path.join(outside, "secret.yaml"), path.join(dir, "nodes", "b.yaml"));
+    await symlink(outside, path.join(dir, "groups"));
+    const result = await validate(dir);
+    assert.equal(result.exitCode, 2);
+    assert.match(result.stderr, /^fleet\.yaml: is a symbolic link leaving the manifest tree \(to .*secret\.yaml\); not read$/m);
+    assert.match(result.stderr, /^nodes\/b\.yaml: is a symbolic link leaving the manifest tree/m);
+    assert.match(result.stderr, /^groups: is a symbolic link leaving the manifest tree/m);
+    assert.doesNotMatch(result.stderr, /root_password_hash/);
+    assertNoStack(result);
+  });
+
+  it("a link inside the tree is refused too, with what it points at, never silently dropped", async () => {
+    const dir = await tree({ "nodes/a.yaml": "system: { kernel_version: 6.1.0 }\n" });
+    await symlink("a.yaml", path.join(dir, "nodes", "b.yaml"));
+    const result = await validate(dir);
+    assert.equal(result.exitCode, 2);
+    assert.match(result.stderr, /^nodes\/b\.yaml: is a symbolic link \(to nodes\/a\.yaml\); links in the manifest tree are not followed/m);
+    assertNoStack(result);
+  });
+
+  it("a linked known_hosts is refused: it decides which hosts are trusted", async () => {
+    const dir = await tree({ "nodes/a.yaml": "{}\n" });
+    await symlink("/etc/ssh/ssh_known_hosts", path.join(dir, "known_hosts"));
+    const result = await validate(dir);
+    assert.equal(result.exitCode, 2);
+    assert.match(result.stderr, /^known_hosts: is a symbolic link leaving the manifest tree/m);
+  });
+});
+
+describe("YAML resource limits", () => {
+  it("an alias bomb is a manifest error naming the file (exit 2), not an internal error", async () => {
+    const levels = "bcdefghi".split("").map((c, i) => `${c}: &${c} [${Array(9).fill(`*${"abcdefghi"[i]}`).join(", ")}]`);
+    const dir = await tree({ "nodes/bomb.yaml": `a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n${levels.join("\n")}\n` });
+    const result = await validate(dir);
+    assert.equal(result.exitCode, 2);
+    assert.match(result.stderr, /^nodes\/bomb\.yaml: YAML resource limit: more than 100 alias expansions/m);
+    assertNoStack(result);
+  });
+
+  it("nesting deep enough to exhaust a parser is a manifest error naming the file", async () => {
+    const dir = await tree({ "nodes/deep.yaml": `system: ${"[".repeat(100_000)}${"]".repeat(100_000)}\n` });
+    const result = await validate(dir);
+    assert.equal(result.exitCode, 2);
+    assert.match(result.stderr, /^nodes\/deep\.yaml:/m);
+    assertNoStack(result);
+  });
+
+  it("control characters in a manifest's keys are shown escaped in errors", async () => {
+    const dir = await tree({ "nodes/a.yaml": '"evil\\e]0;pwned\\a\\u202e": 1\n' });
+    const result = await validate(dir);
+    assert.equal(result.exitCode, 2);
+    assert.match(result.stderr, /unknown key "evil\\x1b\]0;pwned\\x07\\u\{202e\}"/);
+    assert.doesNotMatch(result.stderr, /[\x1b\x07\u202e]/);
+  });
+});
+
+describe("layers valid alone that conflict once merged", () => {
+  const SHA = "0".repeat(64);
+  it("validate names the node and every file:line that combined into the conflict", async () => {
+    const dir = await tree({
+      "groups/web.yaml": [
+        "files:",
+        `  - { path: /etc/app.conf, sha256: "${SHA}" }`,
+        '  - { path: /etc/legacy, mode: "0644" }',
+        "system:",
+        "  kernel_modules: { loaded: [floppy] }",
+        "",
+      ].join("\n"),
+      "nodes/web-01.yaml": [
+        "groups: [web]",
+        "files:",
+        "  - path: /etc/app.conf",
+        '    contents: "hello\\n"',
+        "  - { path: /etc/legacy, absent: true }",
+        "system:",
+        "  kernel_modules:",
+        "    absent: [floppy]",
+        "",
+      ].join("\n"),
+    });
+    const result = await validate(dir);
+    assert.equal(result.exitCode, 2, result.stderr);
+    const lines = result.stderr.trim().split("\n");
+    assert.ok(lines.includes("nodes/web-01.yaml:3:1: node web-01: files[/etc/app.conf]: declare contents or sha256, not both, once groups/web.yaml:2 and nodes/web-01.yaml:3 are combined (a later file changes only the keys it sets: override the conflicting one there, or set it to null)"), result.stderr);
+    assert.ok(lines.some((l) => l.startsWith("nodes/web-01.yaml:5:1: node web-01: files[/etc/legacy]: a file declared absent has no mode, once groups/web.yaml:3 and nodes/web-01.yaml:5 are combined")), result.stderr);
+    assert.ok(lines.some((l) => l.startsWith("nodes/web-01.yaml:8:1: node web-01: system.kernel_modules: floppy is declared both loaded and absent, once groups/web.yaml:5 and nodes/web-01.yaml:8 are combined")), result.stderr);
+    assert.equal(lines.at(-1), "3 manifest errors; nothing audited");
+    assertNoStack(result);
+  });
+
+  it("a node that drops the group's value with null is valid", async () => {
+    const dir = await tree({
+      "groups/web.yaml": `files:\n  - { path: /etc/app.conf, sha256: "${SHA}" }\n`,
+      "nodes/web-01.yaml": 'groups: [web]\nfiles:\n  - { path: /etc/app.conf, sha256: null, contents: "hello\\n" }\n',
+    });
+    const result = await validate(dir);
+    assert.equal(result.exitCode, 0, result.stderr);
+  });
+});
+
+describe("manifest-diff and the pinned host keys", () => {
+  /** A fresh ed25519 public key: its base64 blob and its fingerprint as ssh-keygen -l prints it. */
+  const newKey = async (dir: string, name: string) => {
+    await execa("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", path.join(dir, name)]);
+    const blob = (await readFile(path.join(dir, `${name}.pub`), "utf8")).split(" ")[1]!;
+    const { stdout } = await execa("ssh-keygen", ["-lf", path.join(dir, `${name}.pub`)]);
+    return { blob, fingerprint: stdout.split(" ")[1]! };
+  };
+
+  it("a changed, an added and a removed key are shown first, per host, with their fingerprints", async () => {
+    const keys = await tree({});
+    const [a, b] = [await newKey(keys, "a"), await newKey(keys, "b")];
+    const repo = await tree({
+      "fleet-manifests/nodes/web-01.yaml": "{}\n",
+      "fleet-manifests/known_hosts": `web-01 ssh-ed25519 ${a.blob}\ndb-01 ssh-ed25519 ${a.blob}\n`,
+    });
+    const git = (...args: string[]) => execa("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", ...args], { cwd: repo });
+    await git("init", "-q");
+    await git("add", ".");
+    await git("commit", "-qm", "base");
+    await writeFile(path.join(repo, "fleet-manifests/known_hosts"), `web-01 ssh-ed25519 ${b.blob}\ncache-01 ssh-ed25519 ${a.blob}\n`);
+    await writeFile(path.join(repo, "fleet-manifests/nodes/web-01.yaml"), "system: { kernel_version: 6.1.0 }\n");
+    const result = await runCli(["manifest-diff", "--base", "HEAD"], { cwd: repo });
+    assert.equal(result.exitCode, 0, result.stderr);
+    const out = result.stdout;
+    assert.match(out, /The pinned host keys of 3 hosts change\./);
+    assert.ok(out.includes(`| \`cache-01\` | (none) | \`ssh-ed25519 ${a.fingerprint}\` |`), out);
+    assert.ok(out.includes(`| \`db-01\` | \`ssh-ed25519 ${a.fingerprint}\` | (none) |`), out);
+    assert.ok(out.includes(`| \`web-01\` | \`ssh-ed25519 ${a.fingerprint}\` | \`ssh-ed25519 ${b.fingerprint}\` |`), out);
+    // The keys come before any node's section: a reviewer must see them.
+    assert.equal(out.indexOf("### "), out.indexOf("### Pinned host keys (known_hosts)"), out);
+    assert.match(out, /### web-01/);
+    assertNoStack(result);
+  });
+});
+
+describe("--out", () => {
+  it("audit checks --out before anything is audited: a missing directory, an unwritable one", async () => {
+    // Two nodes on hosts that do not resolve: had the audit run, its progress line would show.
+    const dir = await tree({ "nodes/a.yaml": "host: a.qm-never.invalid\n", "nodes/b.yaml": "host: b.qm-never.invalid\n" });
+    for (const [out, message] of [
+      [path.join(dir, "missing", "report.json"), /--out .*missing\/report\.json: directory .*missing does not exist/],
+      ["/sys/qm-report.json", /--out \/sys\/qm-report\.json: cannot create a file in \/sys \(EACCES\)/],
+    ] as const) {
+      const result = await runCli(["audit", "--manifests", dir, "--format", "json", "--out", out], { cwd: dir });
+      assert.equal(result.exitCode, 2, result.stderr);
+      assert.match(result.stderr, message);
+      assert.doesNotMatch(result.stderr, /nodes audited/);
+      assertNoStack(result);
+    }
+  });
+
+  it("a symbolic link at --out is refused and its target left untouched (audit, report, merge-reports)", async () => {
+    const dir = await tree({ "victim.conf": "do not overwrite\n", "nodes/a.yaml": "host: a.qm-never.invalid\n" });
+    await symlink(path.join(dir, "victim.conf"), path.join(dir, "report.prom"));
+    for (const args of [
+      ["audit", "--manifests", dir, "--format", "prometheus"],
+      ["report", "--report", FLEET_REPORT, "--format", "prometheus"],
+      ["merge-reports", "--format", "prometheus", FLEET_REPORT],
+    ]) {
+      const result = await runCli([...args, "--out", path.join(dir, "report.prom")], { cwd: dir });
+      assert.equal(result.exitCode, 2, `${args[0]}: ${result.stderr}`);
+      assert.match(result.stderr, /--out .*report\.prom is a symbolic link; refusing to write through it/);
+      assertNoStack(result);
+    }
+    assert.equal(await readFile(path.join(dir, "victim.conf"), "utf8"), "do not overwrite\n");
+  });
+
+  it("writes by rename: a reader holding the old file sees it whole, and no temporary file is left", async () => {
+    const dir = await tree({ "old.prom": "# old\n" });
+    await mkdir(path.join(dir, "textfile"));
+    const out = path.join(dir, "textfile", "quartermaster.prom");
+    await link(path.join(dir, "old.prom"), out);
+    const result = await runCli(["report", "--report", FLEET_REPORT, "--format", "prometheus", "--out", out], { cwd: dir });
+    assert.equal(result.exitCode, 0, result.stderr);
+    assert.match(await readFile(out, "utf8"), /^# HELP /m);
+    assert.equal(await readFile(path.join(dir, "old.prom"), "utf8"), "# old\n");
+    assert.deepEqual(await readdir(path.join(dir, "textfile")), ["quartermaster.prom"]);
+  });
+});
+
+describe("the token and --repo", () => {
+  const TOKEN = "qm-test-token-1234";
+  let server: GitServer;
+  before(async () => {
+    server = await startGitServer({ token: TOKEN });
+    const seed = await tree({ "fleet-manifests/nodes/a.yaml": "{}\n" });
+    await server.createRepo("acme", "fleet", seed);
+  });
+  after(() => server?.stop());
+
+  const pull = async (serverUrl: string) => {
+    const cache = await tree({});
+    return runCli(["validate", "--repo", server.repoUrl("acme", "fleet"), "--cache-dir", cache], {
+      cwd: cache,
+      env: { GITHUB_TOKEN: TOKEN, GITHUB_SERVER_URL: serverUrl },
+    });
+  };
+
+  it("is sent to the GITHUB_SERVER_URL host (here a loopback http server)", async () => {
+    const result = await pull(server.url);
+    assert.equal(result.exitCode, 0, result.stderr);
+  });
+
+  it("is not sent to a --repo on another host: the pull goes anonymous and the server refuses it", async () => {
+    const result = await pull("https://github.com");
+    assert.equal(result.exitCode, 4, result.stderr);
+    assert.match(result.stderr, /cannot pull http:\/\/127\.0\.0\.1:\d+\/acme\/fleet\.git: .*401/);
+    assertNoStack(result);
+  });
+});
