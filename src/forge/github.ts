@@ -1,9 +1,15 @@
+import { z } from "zod";
 import { retry } from "@octokit/plugin-retry";
 import { throttling } from "@octokit/plugin-throttling";
 import { Octokit } from "@octokit/rest";
 import { ForgeError } from "../errors.js";
 import { parseMarker } from "../propose/body.js";
 import type { ExistingPull } from "../propose/plan.js";
+
+/** The bot's state branch (no pull request): when each deferred pull request first waited. */
+export const STATE_BRANCH = "quartermaster-state";
+const WAITING_FILE = "deferred.json";
+const Waiting = z.record(z.string(), z.string());
 
 const BotOctokit = Octokit.plugin(retry, throttling);
 
@@ -149,6 +155,30 @@ export class GitHub {
       this.octokit.paginate(this.octokit.rest.issues.listComments, { ...this.repo, issue_number: number, per_page: 100 }),
     );
     return comments.some((c) => c.body?.includes(LEFT_ALONE_MARK));
+  }
+
+  /** Branch -> when its PR was first deferred, as the last run left it on the state branch; empty when there is none. */
+  async readWaiting(): Promise<Map<string, string>> {
+    let text: string;
+    try {
+      const { data } = await this.octokit.rest.repos.getContent({ ...this.repo, path: WAITING_FILE, ref: STATE_BRANCH });
+      if (Array.isArray(data) || data.type !== "file" || data.content === undefined) return new Map();
+      text = Buffer.from(data.content, "base64").toString("utf8");
+    } catch (error) {
+      if ((error as { status?: number }).status === 404) return new Map();
+      return call("reading the deferred pull requests", () => Promise.reject(error));
+    }
+    // The branch is the bot's, but anyone with write access can push to it: read it as data.
+    const parsed = Waiting.safeParse((() => { try { return JSON.parse(text) as unknown; } catch { return undefined; } })());
+    return parsed.success ? new Map(Object.entries(parsed.data)) : new Map();
+  }
+
+  /** Keeps `waiting` for the next run on the state branch (one commit on `base`), unless it is unchanged. */
+  async writeWaiting(waiting: ReadonlyMap<string, string>, previous: ReadonlyMap<string, string>, base: string): Promise<void> {
+    const same = waiting.size === previous.size && [...waiting].every(([branch, since]) => previous.get(branch) === since);
+    if (same) return;
+    const text = `${JSON.stringify(Object.fromEntries([...waiting].sort(([a], [b]) => (a < b ? -1 : 1))), null, 2)}\n`;
+    await this.setBranch(STATE_BRANCH, await this.commitFiles(base, { [WAITING_FILE]: text }, "Quartermaster: pull requests deferred by the per-run budget"));
   }
 
   /** One commit on top of `parent` writing `files`, through the Git Data API: no clone, no push. */

@@ -18,9 +18,13 @@ export interface Outcome {
  * Plans with what GitHub says, then asks only what the plan needs to decide (human commits on
  * branches it would write, earlier notices), and plans again: decisions stay in the pure planner.
  */
-export async function planWithForge(github: GitHub, input: Omit<PlanInput, "pulls">): Promise<Action[]> {
+export async function planWithForge(
+  github: GitHub,
+  input: Omit<PlanInput, "pulls" | "waiting">,
+): Promise<{ actions: Action[]; waiting: Map<string, string> }> {
   const pulls = await github.botPulls(BRANCH_PREFIX);
-  const first = plan({ ...input, pulls });
+  const waiting = await github.readWaiting();
+  const first = plan({ ...input, pulls, waiting });
   const writes = new Set(first.flatMap((a) => ((a.type === "update" && a.updateFiles) || a.type === "close" ? [a.number] : [])));
   const checked: ExistingPull[] = [];
   for (const pull of pulls) {
@@ -31,7 +35,7 @@ export async function planWithForge(github: GitHub, input: Omit<PlanInput, "pull
     const humanCommits = await github.humanCommits(pull.number);
     checked.push({ ...pull, humanCommits, leftAloneNotice: humanCommits && (await github.hasLeftAloneNotice(pull.number)) });
   }
-  return plan({ ...input, pulls: checked });
+  return { actions: plan({ ...input, pulls: checked, waiting }), waiting };
 }
 
 /** Carries the actions out one by one; a failed action is reported and the rest still run. */

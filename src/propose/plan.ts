@@ -46,6 +46,8 @@ export interface PlanInput {
   labels?: readonly string[];
   /** At most this many new PRs; the rest are deferred to later runs. Unset: no limit. */
   maxNewPrs?: number;
+  /** Branch -> when its PR was first deferred (ISO time), kept by the forge between runs: oldest open first. */
+  waiting?: ReadonlyMap<string, string>;
 }
 
 export interface PullContent {
@@ -66,7 +68,8 @@ export type Action =
   | ({ type: "update"; number: number; updateFiles: boolean; addLabels: string[] } & PullContent)
   | { type: "close"; number: number; branch: string; comment: string }
   | { type: "leave"; number: number; reason: string; comment?: string }
-  | { type: "defer"; kind: PullKind; branch: string; title: string; budget: number };
+  /** `since`: when this PR was first deferred, to be kept for the next run. */
+  | { type: "defer"; kind: PullKind; branch: string; title: string; budget: number; since: string };
 
 export const BOT_LABEL = "quartermaster";
 
@@ -348,23 +351,31 @@ export function plan(input: PlanInput): Action[] {
     });
   }
 
-  return budget(reconcile(desired, input.pulls, covered), input.maxNewPrs);
+  return budget(reconcile(desired, input.pulls, covered), input.maxNewPrs, input.waiting ?? new Map(), input.report.startedAt);
 }
 
 /**
- * At most `max` of the `open` actions are kept, most severe first, then by branch: an order that
- * stays the same from run to run; the others become `defer`. Updates and closes are never limited,
- * so deferred drift gets its PR on a later run. (No state outlives a run, so the time drift was
- * first seen is not known for drift that has no PR yet.)
+ * At most `max` of the `open` actions are kept: those deferred longest first (the forge keeps when
+ * each was first deferred), then the most severe, then by branch, an order that stays the same
+ * from run to run; the others become `defer`. Updates and closes are never limited.
  */
-function budget(actions: Action[], max: number | undefined): Action[] {
+function budget(actions: Action[], max: number | undefined, waiting: ReadonlyMap<string, string>, now: string): Action[] {
   if (max === undefined) return actions;
   type Open = Extract<Action, { type: "open" }>;
-  // Resolve PRs carry no severity label and go first: they only close out recorded work.
+  const since = (a: Open) => waiting.get(a.branch) ?? now;
+  // Resolve PRs carry no severity label and go first among equals: they only close out recorded work.
   const rank = (a: Open) => SEVERITIES.findIndex((s) => a.labels.includes(`severity:${s}`));
+  const order = (a: Open, b: Open) => (since(a) < since(b) ? -1 : since(a) > since(b) ? 1 : 0) || rank(a) - rank(b) || (a.branch < b.branch ? -1 : 1);
   const opens = actions.filter((a): a is Open => a.type === "open");
-  const kept = new Set([...opens].sort((a, b) => rank(a) - rank(b) || (a.branch < b.branch ? -1 : 1)).slice(0, max));
-  return actions.map((a) => (a.type !== "open" || kept.has(a) ? a : { type: "defer", kind: a.kind, branch: a.branch, title: a.title, budget: max }));
+  const kept = new Set([...opens].sort(order).slice(0, max));
+  return actions.map((a) =>
+    a.type !== "open" || kept.has(a) ? a : { type: "defer", kind: a.kind, branch: a.branch, title: a.title, budget: max, since: since(a) },
+  );
+}
+
+/** What the forge keeps for the next run: when each PR deferred now was first deferred. */
+export function waitingAfter(actions: readonly Action[]): Map<string, string> {
+  return new Map(actions.flatMap((a) => (a.type === "defer" ? [[a.branch, a.since] as const] : [])));
 }
 
 const proposalKey = (branch: string, nodes: readonly string[]) => `${branch}\0${[...nodes].sort().join(",")}`;

@@ -7,6 +7,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
+import { execa } from "execa";
 import { runCli, type CliResult } from "../support/cli.js";
 import { startGitServer, type GitServer } from "../support/git-server.js";
 import { startGitHubDouble, type GitHubDouble } from "../support/github-double/index.js";
@@ -134,6 +135,13 @@ async function noWritesFrom(run: () => Promise<unknown>): Promise<void> {
   assert.deepEqual(double.writes().slice(before).map((w) => `${w.method} ${w.path}`), [], "no write request");
 }
 
+/** What the bot keeps between runs: each deferred PR's branch and when it first waited. */
+async function waiting(): Promise<Record<string, string>> {
+  const shown = await execa("git", ["show", "quartermaster-state:deferred.json"], { cwd: server.barePath(OWNER, REPO) });
+  return JSON.parse(shown.stdout) as Record<string, string>;
+}
+const deferredBranches = (stdout: string) => [...stdout.matchAll(/^defer +\S+ +(\S+):/gm)].map((m) => m[1]!).sort();
+
 const open = (pattern: RegExp) => double.pulls().filter((p) => p.state === "open" && pattern.test(p.head));
 const writesTo = (number: number, since: number) => double.writes().slice(since).filter((w) => new RegExp(`/(pulls|issues)/${number}(/|$)`).test(w.path));
 
@@ -150,6 +158,8 @@ describe("pull requests reviewers can trust", () => {
     const markdown = await readFile(summary, "utf8");
     assert.match(markdown, /\*\*2 deferred\*\*: at most 2 new pull requests are opened per run/);
     assert.equal(markdown.match(/^\| deferred \|/gm)?.length, 2);
+    // The queue outlives the run, so the next runs open the longest-waiting first.
+    assert.deepEqual(Object.keys(await waiting()).sort(), deferredBranches(result.stdout));
   });
 
   it("fifty unauthorized listeners on one host are one pull request", () => {
@@ -160,12 +170,16 @@ describe("pull requests reviewers can trust", () => {
   });
 
   it("deferred drift is opened on the next runs; --max-new-prs wins over fleet.yaml; then nothing is left to write", async () => {
+    const queued = await waiting();
     const one = await propose(report, ["--max-new-prs", "1"]);
     assert.equal(double.pulls().length, 3);
     assert.equal(one.stdout.match(/^defer /gm)?.length, 1);
+    const still = deferredBranches(one.stdout)[0]!;
+    assert.deepEqual(await waiting(), { [still]: queued[still] }, "the one still waiting keeps its time");
     const rest = await propose(report);
     assert.doesNotMatch(rest.stdout, /^defer /m);
     assert.equal(double.pulls().length, 4);
+    assert.deepEqual(await waiting(), {});
     assert.equal(open(/^quartermaster--accept--sysctl--net-ipv4-ip-forward--/).length, 1);
     await noWritesFrom(() => propose(report));
   });

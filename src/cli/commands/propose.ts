@@ -3,7 +3,7 @@ import { UsageError } from "../../errors.js";
 import { GitHub, settingsFromEnv } from "../../forge/github.js";
 import { describeAction, executePlan, planWithForge, type Outcome } from "../../propose/execute.js";
 import { proposalInput } from "../../propose/input.js";
-import { plan, type Action } from "../../propose/plan.js";
+import { plan, waitingAfter, type Action } from "../../propose/plan.js";
 import { readReport } from "../../report/read.js";
 import { visible } from "../../text/escape.js";
 import { codeCell } from "../../text/markdown.js";
@@ -43,19 +43,25 @@ export async function proposeCommand(argv: string[]): Promise<number> {
     if (!values["dry-run"]) throw new UsageError((error as Error).message);
     process.stderr.write(`quartermaster: ${(error as Error).message}; planning as if no pull request exists yet\n`);
   }
-  const actions = github ? await planWithForge(github, input) : plan({ ...input, pulls: [] });
+  const { actions, waiting } = github ? await planWithForge(github, input) : { actions: plan({ ...input, pulls: [] }), waiting: new Map<string, string>() };
   const dry = values["dry-run"] || !github;
   for (const action of actions) process.stdout.write(`${dry && action.type !== "defer" ? "would " : ""}${describeAction(action)}\n`);
   const deferred = actions.filter((a) => a.type === "defer").length;
   if (deferred) process.stdout.write(`${deferred} new pull request${deferred === 1 ? " is" : "s are"} deferred: at most ${input.maxNewPrs} are opened per run\n`);
   if (!actions.length) process.stdout.write("nothing to propose: every pull request is up to date\n");
-  if (dry || !actions.some((a) => a.type !== "defer")) {
+  if (dry) {
     if (values.summary) await appendFile(values.summary, summary(actions.map((action) => ({ action, ok: true })), dry));
     return 0;
   }
 
   const base = { branch: values.base ?? (await github!.defaultBranch()), sha: revision };
   const outcomes = await executePlan(github!, actions, base);
+  // Deferred PRs keep their place in the queue: the next run opens the longest-waiting first.
+  try {
+    await github!.writeWaiting(waitingAfter(actions), waiting, revision);
+  } catch (error) {
+    process.stderr.write(`quartermaster: ${visible((error as Error).message)}; deferred pull requests may lose their place in the queue\n`);
+  }
   const failed = outcomes.filter((o) => !o.ok);
   for (const outcome of outcomes) {
     if (outcome.number) process.stdout.write(visible(`opened #${outcome.number} ${outcome.action.type === "open" ? outcome.action.branch : ""}`) + "\n");
@@ -78,7 +84,7 @@ function summary(outcomes: readonly Outcome[], dry: boolean): string {
   const deferred = outcomes.filter((o) => o.action.type === "defer");
   if (deferred.length) {
     const budget = (deferred[0]!.action as Extract<Action, { type: "defer" }>).budget;
-    out.push(`**${deferred.length} deferred**: at most ${budget} new pull requests are opened per run; the rest are opened on later runs, most severe first.`, "");
+    out.push(`**${deferred.length} deferred**: at most ${budget} new pull requests are opened per run; the rest are opened on later runs, those waiting longest first.`, "");
   }
   out.push("| action | pull request | branch | title |", "|---|---|---|---|");
   for (const { action, ok, number } of outcomes) {

@@ -108,7 +108,7 @@ export async function reviewCommand(argv: string[]): Promise<number> {
   const { input, revision } = await proposalInput(manifestDir, report);
   const signature = pull.marker.signature;
   // Only the ticket recording this PR's rejection; no budget: it is one PR a person asked for.
-  const actions = (await planWithForge(github, { ...input, maxNewPrs: undefined })).filter(
+  const actions = (await planWithForge(github, { ...input, maxNewPrs: undefined })).actions.filter(
     (a) => (a.type === "open" || a.type === "update") && a.kind === "ticket" && a.replaces === pull.branch,
   );
   for (const action of actions) say(describeAction(action));

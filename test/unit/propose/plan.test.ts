@@ -9,7 +9,7 @@ import { toDriftItems } from "../../../src/drift/drift.js";
 import { loadFleet, type Fleet } from "../../../src/manifest/load.js";
 import { Ticket } from "../../../src/manifest/tickets.js";
 import { MAX_BODY_CHARS, parseMarker, pullBody } from "../../../src/propose/body.js";
-import { plan, type Action, type ExistingPull, type PlanInput } from "../../../src/propose/plan.js";
+import { plan, waitingAfter, type Action, type ExistingPull, type PlanInput } from "../../../src/propose/plan.js";
 import { driftSignature, ticketCovers } from "../../../src/drift/drift.js";
 import { Report, summarize, type DriftItem, type NodeResult } from "../../../src/report/schema.js";
 import { outsideCode } from "../../support/markdown.js";
@@ -353,6 +353,22 @@ describe("plan: pull requests reviewers can trust", () => {
     const changed = report({ "web-01": [somaxconn(8192), listener("tcp/8080")], "web-02": [somaxconn(1024)], "web-03": [somaxconn(8192)], "db-01": [kernel, motd("bye\n")] });
     const all = [...pulls, ...asPulls(second, 10), ...asPulls(third, 20)];
     assert.deepEqual(plan(input(changed, all, undefined, 0)).map((a) => a.type), ["update"], "an update with a budget of 0");
+  });
+
+  it("deferred PRs keep their place: the one waiting longest opens first, ahead of newer, more severe drift", () => {
+    const r = report({ "web-01": [somaxconn(8192), listener("tcp/8080")], "web-02": [somaxconn(1024)], "db-01": [kernel, motd("bye\n")] });
+    const first = plan(input(r, [], undefined, 1));
+    const deferred = first.filter((a): a is Extract<Action, { type: "defer" }> => a.type === "defer");
+    assert.ok(deferred.every((a) => a.since === r.startedAt), "first deferred now");
+    const waiting = waitingAfter(first);
+    assert.deepEqual([...waiting.keys()].sort(), deferred.map((a) => a.branch).sort());
+    // The least severe deferred PR has waited since an earlier run: it goes before every other.
+    const lowest = [...deferred].sort((a, b) => (a.title < b.title ? -1 : 1)).find((a) => a.branch.includes("--sysctl--"))!;
+    const older = new Map([...waiting, [lowest.branch, "2026-01-01T00:00:00.000Z"]]);
+    const next = plan({ ...input(r, asPulls(first), undefined, 1), waiting: older });
+    assert.deepEqual(opens(next).map((a) => a.branch), [lowest.branch]);
+    assert.equal(waitingAfter(next).get(lowest.branch), undefined, "opened: no longer waiting");
+    for (const [branch, since] of waitingAfter(next)) assert.equal(since, older.get(branch), "the others keep their time");
   });
 
   it("titles are one escaped line and short; bodies show host text only as code", () => {
