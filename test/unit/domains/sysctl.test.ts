@@ -41,10 +41,23 @@ describe("sysctl", () => {
       findings.map((f) => [f.key, f.declared, f.live, f.detail]),
       [
         ["net.core.somaxconn", "4096", "1024", "runtime-only change: /etc/sysctl.d/99-tuning.conf sets 4096, so the live value will revert at reboot"],
-        ["vm.swappiness", "10", "60", "not persisted in /etc/sysctl.conf or sysctl.d: the live value will revert at reboot"],
+        ["vm.swappiness", "10", "60", "no sysctl.conf or sysctl.d file sets it (the live value is the kernel default or a runtime change): persist the declared value in sysctl.d to keep it across reboots"],
       ],
     );
     assert.deepEqual(findings[0]!.path, ["system", "sysctl_parameters", "net.core.somaxconn"]);
+  });
+
+  it("says a value reverts at reboot only when a file persists another one: never for a value not changed at runtime", () => {
+    const findings = sysctl.compare(
+      { "vm.swappiness": "10", "net.core.somaxconn": "4096" },
+      live({ "vm.swappiness": "60", "net.core.somaxconn": "1024" }, { "net.core.somaxconn": "1024" }),
+    );
+    assert.deepEqual(findings.map((f) => [f.key, f.detail]), [
+      ["vm.swappiness", "no sysctl.conf or sysctl.d file sets it (the live value is the kernel default or a runtime change): persist the declared value in sysctl.d to keep it across reboots"],
+      // Live is what /etc/sysctl.d sets: the drift survives a reboot, so there is no hint.
+      ["net.core.somaxconn", undefined],
+    ]);
+    assert.ok(findings.every((f) => !f.detail?.includes("revert")));
   });
 
   it("a key the kernel does not have is drift with live null", () => {
