@@ -112,10 +112,12 @@ export async function auditNode(node: LoadedNode, transport: Transport, settings
         unknown.push({ domain: domain.name, reason: section.unknown });
         continue;
       }
-      checked.items += declaredItems(declaredFor(domain, node.spec));
-      checked.domains++;
       const live = domain.parse(section.output, parse);
-      for (const reason of partlyUnknown(live)) unknown.push({ domain: domain.name, reason });
+      const partly = partlyUnknown(live);
+      for (const reason of partly) unknown.push({ domain: domain.name, reason });
+      // An item the host could not show was not checked.
+      checked.items += Math.max(0, declaredItems(declaredFor(domain, node.spec)) - partly.length);
+      checked.domains++;
       await withinBudget();
       const findings = domain.compare(declaredFor(domain, node.spec), live);
       await withinBudget();
