@@ -17,5 +17,6 @@ export interface ExitFacts {
 
 export function exitCode(facts: ExitFacts): number {
   if (facts.usageOrManifestError) return ExitBit.usage;
-  return (facts.driftFound ? ExitBit.drift : 0) | (facts.unauditedNodes || (facts.strict && facts.unknownItems) ? ExitBit.unaudited : 0);
+  const unaudited = facts.unauditedNodes || (facts.strict && facts.unknownItems);
+  return (facts.driftFound ? ExitBit.drift : 0) | (unaudited ? ExitBit.unaudited : 0);
 }

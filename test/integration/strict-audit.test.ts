@@ -38,7 +38,7 @@ describe("audit --local as a user who cannot read a declared file", () => {
     const plain = await cliAsNobody(["audit", "--local", "--manifests", manifests]);
     assert.equal(plain.exitCode, 0, plain.stderr);
     assert.match(plain.stdout, /^1 clean node: localhost \(1 item in 1 domain\)$/m);
-    assert.match(plain.stdout, /^1 node: 1 clean, 1 item unknown \(1 domain\)$/m);
+    assert.match(plain.stdout, /^1 node: 1 clean, 1 item unknown \(files\)$/m);
     const verbose = await cliAsNobody(["audit", "--local", "--manifests", manifests, "--verbose"]);
     assert.match(verbose.stdout, /^localhost: clean \(1 item in 1 domain\), 1 unknown, /m);
     const unknown = verbose.stdout.split("\n").filter((l) => l.startsWith("  files: unknown ("));

@@ -129,15 +129,15 @@ function checkedText(checked: NonNullable<NodeResult["checked"]>): string {
 }
 
 /**
- * "12 nodes: 9 clean, 2 drifted (5 items), 3 acknowledged, 1 unreachable, 2 items unknown (1 domain)": new drift
+ * "12 nodes: 9 clean, 2 drifted (5 items), 3 acknowledged, 1 unreachable, 2 items unknown (files)": new drift
  * and acknowledged (waived or ticketed) drift apart, and what could not be read; zero counts are left out.
  */
 function summaryLine(report: Report): string {
   const s = report.summary;
   const items = report.nodes.flatMap((n) => n.drift);
   const acknowledged = items.filter((d) => d.acknowledged).length;
-  const unknown = report.nodes.flatMap((n) => (n.unknown ?? []).map((u) => `${n.name}\n${u.domain}`));
-  const unknownDomains = new Set(unknown).size;
+  const unknown = report.nodes.flatMap((n) => (n.unknown ?? []).map((u) => u.domain));
+  const unknownDomains = [...new Set(unknown)].sort(compareText).join(", ");
   const parts = [
     s.clean > 0 ? `${s.clean} clean` : "",
     s.drifted > 0 ? `${s.drifted} drifted (${plural(items.length - acknowledged, "item")})` : "",
@@ -145,7 +145,7 @@ function summaryLine(report: Report): string {
     s.unreachable > 0 ? `${s.unreachable} unreachable` : "",
     s.errors > 0 ? plural(s.errors, "error") : "",
     s.maintenance > 0 ? `${s.maintenance} in maintenance` : "",
-    unknown.length > 0 ? `${plural(unknown.length, "item")} unknown (${plural(unknownDomains, "domain")})` : "",
+    unknown.length > 0 ? `${plural(unknown.length, "item")} unknown (${unknownDomains})` : "",
   ].filter(Boolean);
   return `${plural(s.nodes, "node")}${parts.length > 0 ? `: ${parts.join(", ")}` : ""}`;
 }
