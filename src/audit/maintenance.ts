@@ -11,11 +11,12 @@ const PACKAGE_LOCKS = ["/var/lib/dpkg/lock-frontend", "/var/lib/dpkg/lock", "/va
 
 /** Reads the maintenance marker and which package-manager lock files are held, without root. */
 export function maintenanceProbe(marker: string, ctx: ProbeContext): string {
+  const file = ctx.quote(marker);
   return [
-    `[ -e ${ctx.quote(marker)} ] && printf 'marker %s\\n' ${ctx.quote(marker)}`,
+    `[ -e ${file} ] && printf 'marker %s\\n' ${file}`,
     ctx.mark("reason"),
     // Only a regular file, never through a symlink (it could point at a secret) nor a fifo (it would block).
-    `[ -f ${ctx.quote(marker)} ] && [ ! -h ${ctx.quote(marker)} ] && head -c ${MARKER_READ_BYTES} -- ${ctx.quote(marker)} 2>/dev/null`,
+    `[ -f ${file} ] && [ ! -h ${file} ] && head -c ${MARKER_READ_BYTES} -- ${file} 2>/dev/null`,
     ctx.mark("locks"),
     `stat -c '%n %d %i' -- ${PACKAGE_LOCKS.join(" ")} 2>/dev/null`,
     ctx.mark("held"),

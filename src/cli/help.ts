@@ -74,7 +74,8 @@ export const COMMAND_HELP: Record<string, { summary: string; usage: string; exam
   review: { summary: "act on a /quartermaster command in a pull request comment", usage: "review [--event FILE] [options]", examples: ["quartermaster review --event \"$GITHUB_EVENT_PATH\""] },
 };
 
-export const EXIT_CODES = "Exit codes: 0 clean, 1 drift, 2 usage or manifest error, 4 nodes not audited, or with --strict items unknown (5 = 1 + 4).";
+export const EXIT_CODES =
+  "Exit codes: 0 clean, 1 drift, 2 usage or manifest error, 4 nodes not audited, or with --strict items unknown (5 = 1 + 4).";
 
 /** Thrown by option parsing when -h/--help is given: the CLI prints `text` and exits 0. */
 export class HelpRequested extends Error {

@@ -93,7 +93,8 @@ function compose(report: Report, problems: readonly NodeResult[], rows: readonly
     const acknowledged = heading.startsWith("Acknowledged");
     out.push("", `### ${heading} (${headingCount(total, shown.length)})`);
     if (shown.length === 0) continue;
-    out.push("", `| node | domain | key | declared | live | source | remediation |${acknowledged ? " acknowledged by |" : ""}`);
+    const header = "| node | domain | key | declared | live | source | remediation |";
+    out.push("", `${header}${acknowledged ? " acknowledged by |" : ""}`);
     out.push(`|---|---|---|---|---|---|---|${acknowledged ? "---|" : ""}`);
     for (const r of shown) out.push(acknowledged ? `${r.line} ${textCell(r.item.acknowledgedBy ?? "")} |` : r.line);
     for (const r of shown) if (withDiff.has(r)) out.push("", r.diff!);
