@@ -2,13 +2,21 @@ import { partsByLabel, type ProbeContext } from "../domains/domain.js";
 
 export const DEFAULT_MAINTENANCE_MARKER = "/run/quartermaster/maintenance";
 
+// A marker's reason is its first line: read at most this many bytes of it, show at most MARKER_REASON_CHARS.
+const MARKER_READ_BYTES = 512;
+const MARKER_REASON_CHARS = 200;
+
 // Package manager locks: held while dpkg/apt, rpm/dnf or apk change the system.
 const PACKAGE_LOCKS = ["/var/lib/dpkg/lock-frontend", "/var/lib/dpkg/lock", "/var/lib/rpm/.rpm.lock", "/lib/apk/db/lock"];
 
 /** Reads the maintenance marker and which package-manager lock files are held, without root. */
 export function maintenanceProbe(marker: string, ctx: ProbeContext): string {
+  const file = ctx.quote(marker);
   return [
-    `[ -e ${ctx.quote(marker)} ] && printf 'marker %s\\n' ${ctx.quote(marker)}`,
+    `[ -e ${file} ] && printf 'marker %s\\n' ${file}`,
+    ctx.mark("reason"),
+    // Only a regular file, never through a symlink (it could point at a secret) nor a fifo (it would block).
+    `[ -f ${file} ] && [ ! -h ${file} ] && head -c ${MARKER_READ_BYTES} -- ${file} 2>/dev/null`,
     ctx.mark("locks"),
     `stat -c '%n %d %i' -- ${PACKAGE_LOCKS.join(" ")} 2>/dev/null`,
     ctx.mark("held"),
@@ -20,9 +28,14 @@ export function maintenanceProbe(marker: string, ctx: ProbeContext): string {
 
 /** Why the node is in maintenance, or undefined. */
 export function parseMaintenance(output: string, parts: [string, string][]): string | undefined {
-  const marker = /^marker (.+)$/m.exec(output);
-  if (marker) return `maintenance marker ${marker[1]} is present`;
   const sections = partsByLabel("maintenance", parts);
+  // The marker line is printed first, before the marker's own text could be.
+  const marker = /^marker (.+)$/m.exec(output);
+  if (marker) {
+    const reason = (sections.get("reason") ?? "").split("\n", 1)[0]!.trim();
+    const shown = reason.length > MARKER_REASON_CHARS ? `${reason.slice(0, MARKER_REASON_CHARS - 1)}…` : reason;
+    return `maintenance marker ${marker[1]} is present${shown ? `: ${shown}` : ""}`;
+  }
   const locks = new Map<string, string>();
   for (const line of (sections.get("locks") ?? "").split("\n")) {
     const m = /^(\S+) (\d+) (\d+)$/.exec(line);

@@ -37,6 +37,13 @@ export function auditedDomains(node: LoadedNode, categories?: readonly DomainNam
   return DOMAINS.filter((d) => (!categories || categories.includes(d.name)) && declaredFor(d, node.spec) !== undefined);
 }
 
+/** How many items a declaration holds: a list's entries, a map's keys (lists inside a map by entry), a value one. */
+export function declaredItems(declared: unknown): number {
+  if (Array.isArray(declared)) return declared.length;
+  if (declared === null || typeof declared !== "object") return 1;
+  return Object.values(declared).reduce((sum: number, v) => sum + (Array.isArray(v) ? v.length : 1), 0);
+}
+
 export interface ProbeResult {
   nonce: string;
   sections: Map<string, { output: string; unknown?: string }>;
@@ -86,6 +93,7 @@ export async function auditNode(node: LoadedNode, transport: Transport, settings
       return result;
     }
     const unknown: NonNullable<NodeResult["unknown"]> = [];
+    const checked = { items: 0, domains: 0 };
     // Parsing runs on the event loop every node shares: it counts against this node's budget, and
     // yields between domains so other nodes' exits and timers are handled on time.
     const deadline = started + probe.timeoutMs;
@@ -105,7 +113,11 @@ export async function auditNode(node: LoadedNode, transport: Transport, settings
         continue;
       }
       const live = domain.parse(section.output, parse);
-      for (const reason of partlyUnknown(live)) unknown.push({ domain: domain.name, reason });
+      const partly = partlyUnknown(live);
+      for (const reason of partly) unknown.push({ domain: domain.name, reason });
+      // An item the host could not show was not checked.
+      checked.items += Math.max(0, declaredItems(declaredFor(domain, node.spec)) - partly.length);
+      checked.domains++;
       await withinBudget();
       const findings = domain.compare(declaredFor(domain, node.spec), live);
       await withinBudget();
@@ -114,6 +126,7 @@ export async function auditNode(node: LoadedNode, transport: Transport, settings
     }
     await withinBudget();
     if (unknown.length) result.unknown = unknown;
+    result.checked = checked;
     result.status = result.drift.some((d) => !d.acknowledged) ? "drift" : "clean";
   } catch (error) {
     const failure =

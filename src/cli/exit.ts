@@ -10,9 +10,13 @@ export interface ExitFacts {
   driftFound?: boolean;
   usageOrManifestError?: boolean;
   unauditedNodes?: boolean;
+  /** Some declared items could not be read (unknown): counts as unaudited only with `--strict`. */
+  unknownItems?: boolean;
+  strict?: boolean;
 }
 
 export function exitCode(facts: ExitFacts): number {
   if (facts.usageOrManifestError) return ExitBit.usage;
-  return (facts.driftFound ? ExitBit.drift : 0) | (facts.unauditedNodes ? ExitBit.unaudited : 0);
+  const unaudited = facts.unauditedNodes || (facts.strict && facts.unknownItems);
+  return (facts.driftFound ? ExitBit.drift : 0) | (unaudited ? ExitBit.unaudited : 0);
 }

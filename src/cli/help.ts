@@ -26,6 +26,7 @@ const FLAGS: Record<string, { value?: string; text: string }> = {
   timeout: { value: "SECONDS", text: "per-node time limit, connection and probe (default: the node's ssh.timeout, else 60)" },
   "ssh-config": { value: "FILE", text: "ssh_config file for the ssh client (ssh -F)" },
   shard: { value: "K/N", text: "audit only shard K of N (for a matrix of jobs; join with merge-reports)" },
+  strict: { text: "exit with bit 4 when a declared item could not be read (unknown), as for a node not audited" },
   shards: { value: "N", text: "number of shards (0: about --nodes-per-shard nodes each)" },
   "nodes-per-shard": { value: "N", text: "nodes per shard when --shards is 0 (default: 200)" },
   report: { value: "FILE", text: "an audit report written with --format json" },
@@ -73,7 +74,8 @@ export const COMMAND_HELP: Record<string, { summary: string; usage: string; exam
   review: { summary: "act on a /quartermaster command in a pull request comment", usage: "review [--event FILE] [options]", examples: ["quartermaster review --event \"$GITHUB_EVENT_PATH\""] },
 };
 
-export const EXIT_CODES = "Exit codes: 0 clean, 1 drift, 2 usage or manifest error, 4 nodes not audited (5 = 1 + 4).";
+export const EXIT_CODES =
+  "Exit codes: 0 clean, 1 drift, 2 usage or manifest error, 4 nodes not audited, or with --strict items unknown (5 = 1 + 4).";
 
 /** Thrown by option parsing when -h/--help is given: the CLI prints `text` and exits 0. */
 export class HelpRequested extends Error {

@@ -15,7 +15,8 @@ export class Progress {
 
   private line(): string {
     const elapsed = ((performance.now() - this.started) / 1000).toFixed(1);
-    return `${this.done}/${this.total} nodes audited, ${this.drifted} drifted, ${this.failed} not audited, ${elapsed}s`;
+    // Finished is not audited: an unreachable node is finished too, and counted as not audited.
+    return `${this.done}/${this.total} nodes finished, ${this.drifted} drifted, ${this.failed} not audited, ${elapsed}s`;
   }
 
   update(result: NodeResult): void {

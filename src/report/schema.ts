@@ -41,6 +41,8 @@ export const NodeResult = z.object({
   drift: z.array(DriftItem),
   /** Domains the host could not show, with the host's reason: never drift. */
   unknown: z.array(z.object({ domain: z.enum(DOMAIN_NAMES), reason: z.string() })).optional(),
+  /** What the audit compared: declared items, and the domains they are in (wholly unknown domains left out). */
+  checked: z.object({ items: z.number().int().nonnegative(), domains: z.number().int().nonnegative() }).optional(),
   /** Bytes of probe output received from the node. */
   probeBytes: z.number().int().nonnegative().optional(),
 });

@@ -133,7 +133,7 @@ describe("fleet audit over ssh", () => {
   });
 
   test("without a TTY, stderr carries a one-line summary", () => {
-    assert.match(audit.stderr, /^17\/17 nodes audited, 8 drifted, 5 not audited, [\d.]+s$/m);
+    assert.match(audit.stderr, /^17\/17 nodes finished, 8 drifted, 5 not audited, [\d.]+s$/m);
   });
 
   test("clean hosts report zero drift", () => {

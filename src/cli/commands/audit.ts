@@ -92,15 +92,18 @@ export async function runAudit(values: AuditValues, onResult?: (total: number) =
   return { fleet, report };
 }
 
-export function auditExitCode(report: Report): number {
+export function auditExitCode(report: Report, strict = false): number {
   return exitCode({
     driftFound: report.nodes.some((n) => n.drift.some((d) => !d.acknowledged)),
     unauditedNodes: report.nodes.some((n) => n.status === "unreachable" || n.status === "error"),
+    unknownItems: report.nodes.some((n) => (n.unknown?.length ?? 0) > 0),
+    strict,
   });
 }
 
 export async function auditCommand(argv: string[]): Promise<number> {
-  const { values } = parse("audit", argv, AUDIT_OPTIONS);
+  // --strict is audit's own: diff and snapshot share the other options but not this exit policy.
+  const { values } = parse("audit", argv, { ...AUDIT_OPTIONS, strict: { type: "boolean" } } as const);
   // A wrong --format or an unusable --out fails before anything is audited.
   formatName(values.format);
   await checkOut(values.out);
@@ -112,5 +115,5 @@ export async function auditCommand(argv: string[]): Promise<number> {
   });
   progress?.finish();
   await writeReport(report, values);
-  return auditExitCode(report);
+  return auditExitCode(report, values.strict === true);
 }

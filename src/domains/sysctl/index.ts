@@ -56,7 +56,11 @@ export const sysctl: Domain<SysctlDeclared, SysctlLive> = {
       if (got === null) finding.detail = `${procPath(name)} does not exist on this host`;
       else if (boot !== undefined && boot.value !== got)
         finding.detail = `runtime-only change: ${boot.file} sets ${boot.value}, so the live value will revert at reboot`;
-      else if (boot === undefined) finding.detail = "not persisted in /etc/sysctl.conf or sysctl.d: the live value will revert at reboot";
+      // Nothing persists it: the live value may be the kernel's default, so nothing says it will change at reboot.
+      else if (boot === undefined)
+        finding.detail =
+          "no sysctl.conf or sysctl.d file sets it (the live value is the kernel default or a runtime change): " +
+          "persist the declared value in sysctl.d to keep it across reboots";
       findings.push(finding);
     }
     return findings;

@@ -13,6 +13,7 @@ export const DEFAULT_MARKDOWN_MAX_BYTES = 60_000;
 // Table cells stay readable: the diff and the JSON report carry whole values.
 const VALUE_CHARS = 120;
 const ERROR_CHARS = 300;
+const REMEDIATION_CHARS = 300;
 // One runaway diff must not crowd out all the others.
 const DIFF_LINES = 200;
 const DIFF_CHARS = 20_000;
@@ -92,8 +93,9 @@ function compose(report: Report, problems: readonly NodeResult[], rows: readonly
     const acknowledged = heading.startsWith("Acknowledged");
     out.push("", `### ${heading} (${headingCount(total, shown.length)})`);
     if (shown.length === 0) continue;
-    out.push("", `| node | domain | key | declared | live | source |${acknowledged ? " acknowledged by |" : ""}`);
-    out.push(`|---|---|---|---|---|---|${acknowledged ? "---|" : ""}`);
+    const header = "| node | domain | key | declared | live | source | remediation |";
+    out.push("", `${header}${acknowledged ? " acknowledged by |" : ""}`);
+    out.push(`|---|---|---|---|---|---|---|${acknowledged ? "---|" : ""}`);
     for (const r of shown) out.push(acknowledged ? `${r.line} ${textCell(r.item.acknowledgedBy ?? "")} |` : r.line);
     for (const r of shown) if (withDiff.has(r)) out.push("", r.diff!);
   }
@@ -123,6 +125,8 @@ function driftRow(node: NodeResult, item: DriftItem): string {
     codeCell(compactValue(item.declared, VALUE_CHARS)),
     codeCell(compactValue(item.live, VALUE_CHARS)),
     codeCell(`${item.source.file}:${item.source.line}`),
+    // A code span: a contributor's remediation text renders no markup and pings no @mention.
+    codeCell(item.remediation, REMEDIATION_CHARS),
   ];
   return `| ${cells.join(" | ")} |`;
 }

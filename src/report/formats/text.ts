@@ -51,8 +51,10 @@ type Paint = (styles: readonly Style[], text: string) => string;
 
 function renderNode(node: NodeResult, options: RenderOptions, paint: Paint): string {
   const name = visible(node.name) + (node.host !== node.name ? ` (${visible(node.host)})` : "");
-  const facts = [paint(STATUS_STYLE[node.status], node.status)];
+  const checked = node.status === "clean" && node.checked ? ` (${checkedText(node.checked)})` : "";
+  const facts = [paint(STATUS_STYLE[node.status], node.status) + checked];
   if (node.drift.length > 0) facts.push(plural(node.drift.length, "item"));
+  if (node.unknown?.length) facts.push(`${node.unknown.length} unknown`);
   facts.push(formatDuration(node.durationMs));
   const lines = [`${paint(["bold"], name)}: ${facts.join(", ")}`];
   if (node.error !== undefined) {
@@ -79,6 +81,7 @@ function renderItem(item: DriftItem, options: RenderOptions, paint: Paint): stri
   if (item.detail) lines.push(`    ${visible(item.detail)}`);
   if (item.acknowledged && item.acknowledgedBy) lines.push(paint(["dim"], `    acknowledged by ${visible(item.acknowledgedBy)}`));
   lines.push(paint(["dim"], `    (declared at ${visible(item.source.file)}:${item.source.line})`));
+  if (options.verbose) lines.push(`    remediation: ${visible(item.remediation)}`);
   if (item.diff) lines.push(...renderDiff(item, paint));
   return lines;
 }
@@ -116,20 +119,33 @@ function cleanLine(clean: readonly NodeResult[]): string {
     used += name.length + 2;
   }
   const rest = clean.length - names.length;
-  return `${plural(clean.length, "clean node")}: ${names.join(", ")}${rest > 0 ? `, … and ${rest} more` : ""}`;
+  const only = clean.length === 1 && clean[0]!.checked ? ` (${checkedText(clean[0]!.checked)})` : "";
+  return `${plural(clean.length, "clean node")}: ${names.join(", ")}${rest > 0 ? `, … and ${rest} more` : ""}${only}`;
 }
 
-/** "12 nodes: 9 clean, 2 drifted (5 items), 1 unreachable"; zero counts are left out. */
+/** "14 items in 5 domains": what a node's audit compared. */
+function checkedText(checked: NonNullable<NodeResult["checked"]>): string {
+  return `${plural(checked.items, "item")} in ${plural(checked.domains, "domain")}`;
+}
+
+/**
+ * "12 nodes: 9 clean, 2 drifted (5 items), 3 acknowledged, 1 unreachable, 2 items unknown (files)": new drift
+ * and acknowledged (waived or ticketed) drift apart, and what could not be read; zero counts are left out.
+ */
 function summaryLine(report: Report): string {
   const s = report.summary;
-  const acknowledged = report.nodes.reduce((sum, n) => sum + n.drift.filter((d) => d.acknowledged).length, 0);
-  const items = plural(s.driftItems, "item") + (acknowledged > 0 ? `, ${acknowledged} acknowledged` : "");
+  const items = report.nodes.flatMap((n) => n.drift);
+  const acknowledged = items.filter((d) => d.acknowledged).length;
+  const unknown = report.nodes.flatMap((n) => (n.unknown ?? []).map((u) => u.domain));
+  const unknownDomains = [...new Set(unknown)].sort(compareText).join(", ");
   const parts = [
     s.clean > 0 ? `${s.clean} clean` : "",
-    s.drifted > 0 ? `${s.drifted} drifted (${items})` : "",
+    s.drifted > 0 ? `${s.drifted} drifted (${plural(items.length - acknowledged, "item")})` : "",
+    acknowledged > 0 ? `${acknowledged} acknowledged` : "",
     s.unreachable > 0 ? `${s.unreachable} unreachable` : "",
     s.errors > 0 ? plural(s.errors, "error") : "",
     s.maintenance > 0 ? `${s.maintenance} in maintenance` : "",
+    unknown.length > 0 ? `${plural(unknown.length, "item")} unknown (${unknownDomains})` : "",
   ].filter(Boolean);
   return `${plural(s.nodes, "node")}${parts.length > 0 ? `: ${parts.join(", ")}` : ""}`;
 }

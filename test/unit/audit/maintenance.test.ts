@@ -14,4 +14,15 @@ describe("maintenance", () => {
     assert.equal(parseMaintenance("", [["locks", locks], ["held", held]]), "a package manager holds /var/lib/dpkg/lock-frontend");
     assert.equal(parseMaintenance("", [["locks", locks], ["held", "2: FLOCK  ADVISORY  WRITE 99 fe:01:555 0 EOF\n"]]), undefined);
   });
+
+  it("the marker file's first line is the reason, trimmed and capped; an empty marker gives none", () => {
+    const marker = "marker /run/quartermaster/maintenance\n";
+    assert.equal(
+      parseMaintenance(marker, [["reason", "  kernel upgrade, back at 18:00 \nsecond line\n"]]),
+      "maintenance marker /run/quartermaster/maintenance is present: kernel upgrade, back at 18:00",
+    );
+    assert.equal(parseMaintenance(marker, [["reason", ""]]), "maintenance marker /run/quartermaster/maintenance is present");
+    const long = parseMaintenance(marker, [["reason", "x".repeat(600)]])!;
+    assert.equal(long, `maintenance marker /run/quartermaster/maintenance is present: ${"x".repeat(199)}…`);
+  });
 });

@@ -35,16 +35,33 @@ describe("sysctl", () => {
     persisted: new Map(Object.entries(persisted).map(([k, v]) => [k, { value: v, file: "/etc/sysctl.d/99-tuning.conf" }])),
   });
 
+  const NOT_PERSISTED =
+    "no sysctl.conf or sysctl.d file sets it (the live value is the kernel default or a runtime change): " +
+    "persist the declared value in sysctl.d to keep it across reboots";
+
   it("reports a runtime value that differs, and says when it is a hotfix that reverts at reboot", () => {
     const findings = sysctl.compare({ "net.core.somaxconn": "4096", "vm.swappiness": "10", "net.ipv4.tcp_syncookies": "1" }, live({ "net.core.somaxconn": "1024", "vm.swappiness": "60", "net.ipv4.tcp_syncookies": "1" }, { "net.core.somaxconn": "4096" }));
     assert.deepEqual(
       findings.map((f) => [f.key, f.declared, f.live, f.detail]),
       [
         ["net.core.somaxconn", "4096", "1024", "runtime-only change: /etc/sysctl.d/99-tuning.conf sets 4096, so the live value will revert at reboot"],
-        ["vm.swappiness", "10", "60", "not persisted in /etc/sysctl.conf or sysctl.d: the live value will revert at reboot"],
+        ["vm.swappiness", "10", "60", NOT_PERSISTED],
       ],
     );
     assert.deepEqual(findings[0]!.path, ["system", "sysctl_parameters", "net.core.somaxconn"]);
+  });
+
+  it("says a value reverts at reboot only when a file persists another one: never for a value not changed at runtime", () => {
+    const findings = sysctl.compare(
+      { "vm.swappiness": "10", "net.core.somaxconn": "4096" },
+      live({ "vm.swappiness": "60", "net.core.somaxconn": "1024" }, { "net.core.somaxconn": "1024" }),
+    );
+    assert.deepEqual(findings.map((f) => [f.key, f.detail]), [
+      ["vm.swappiness", NOT_PERSISTED],
+      // Live is what /etc/sysctl.d sets: the drift survives a reboot, so there is no hint.
+      ["net.core.somaxconn", undefined],
+    ]);
+    assert.ok(findings.every((f) => !f.detail?.includes("revert")));
   });
 
   it("a key the kernel does not have is drift with live null", () => {

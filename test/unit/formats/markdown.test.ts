@@ -75,6 +75,7 @@ test("drift is tabled per severity, most urgent first, acknowledged last", () =>
     '{"dst":"default","via":"10.0.0.1","dev":"eth0"}',
     '{"dst":"default","via":"10.0.0.254","dev":"eth0"}',
     "fleet-manifests/groups/web.yaml:20",
+    "Restore the declared route with the network configuration tool; open a ticket if the change was intended.",
   ]);
   assert.deepEqual(section(md, "Acknowledged drift")[0]!.slice(-1), ["remediations/db-01-kernel-2b3c4d5e.yaml"]);
   assert.deepEqual(section(md, "High drift").map((r) => [r[0], codeText(r[2]!)]).slice(0, 3), [
@@ -153,7 +154,8 @@ test("5,000 drift items stay under the limit: diffs dropped, then the least urge
 });
 
 test("rows are cut from the lowest severity up", () => {
-  const md = renderMarkdown(largeReport(50, 400), { ...options, maxBytes: 40_000 });
+  // Each row carries its remediation: 50 kB holds three severities' rows and part of the fourth.
+  const md = renderMarkdown(largeReport(50, 400), { ...options, maxBytes: 50_000 });
   const headings = md.split("\n").filter((l) => l.startsWith("### "));
   assert.deepEqual(headings.slice(0, 3), ["### Critical drift (100)", "### High drift (100)", "### Medium drift (100)"]);
   assert.match(headings[3]!, /^### Low drift \(100, \d+ shown\)$/);
@@ -177,4 +179,16 @@ test("any limit is honoured, and one too small for the summary is refused", () =
     assert.ok(Buffer.byteLength(renderMarkdown(report, { ...options, maxBytes })) <= maxBytes, String(maxBytes));
   }
   assert.throws(() => renderMarkdown(report, { ...options, maxBytes: 200 }), RangeError);
+});
+
+test("each drift row carries its remediation in a code span: markup, mentions and comments stay literal, length capped", () => {
+  const report = loadFleetReport();
+  const item = report.nodes.find((n) => n.name === "web-01")!.drift.find((d) => d.domain === "routes")!;
+  item.remediation = "Run `ip route replace` | ping @ops <!-- x --> <b>now</b>\nsecond line";
+  const row = section(renderMarkdown(report, options), "Critical drift")[0]!;
+  assert.equal(codeText(row[6]!), "Run `ip route replace` | ping @ops <\\x21-- x --> <b>now</b>\\nsecond line");
+  assert.match(row[6]!, /^``[^`]/, "a code span, where GitHub renders no markup and links no mention");
+  item.remediation = "x".repeat(5000);
+  const long = section(renderMarkdown(report, options), "Critical drift")[0]![6]!;
+  assert.ok(codeText(long).length === 300 && codeText(long).endsWith("…"), long);
 });

@@ -136,7 +136,55 @@ test("a big fleet's clean list is truncated with a count of the rest", () => {
   assert.equal(out.split("\n").filter(Boolean).length, 2);
 });
 
-test("the summary line counts nodes by status and the drift items", () => {
+test("the summary line counts nodes by status, new drift apart from acknowledged drift, and unknown items", () => {
   const out = renderText(loadFleetReport(), plain);
-  assert.ok(out.endsWith("\n9 nodes: 3 clean, 3 drifted (12 items, 1 acknowledged), 1 unreachable, 1 error, 1 in maintenance\n"));
+  assert.ok(
+    out.endsWith("\n9 nodes: 3 clean, 3 drifted (11 items), 1 acknowledged, 1 unreachable, 1 error, 1 in maintenance, 2 items unknown (kernel_modules, systemd)\n"),
+    out,
+  );
+});
+
+const item = (fields: Partial<NodeResult["drift"][number]>): NodeResult["drift"][number] => ({
+  ...loadFleetReport().nodes.find((n) => n.name === "web-01")!.drift[0]!,
+  ...fields,
+});
+const reportOf = (nodes: NodeResult[]): Report => ({ ...loadFleetReport(), nodes, summary: summarize(nodes) });
+
+test("waived and ticketed drift on a clean node is counted in the summary line", () => {
+  const node: NodeResult = {
+    name: "web-09", host: "web-09", status: "clean", durationMs: 10,
+    drift: [item({ acknowledged: true, acknowledgedBy: "waiver: vendor kernel" }), item({ key: "vm.x", acknowledged: true, acknowledgedBy: "remediations/t.yaml" })],
+  };
+  assert.ok(renderText(reportOf([node]), plain).endsWith("\n1 node: 1 clean, 2 acknowledged\n"));
+});
+
+test("a clean node says how many items in how many domains were checked", () => {
+  const node: NodeResult = { name: "web-09", host: "web-09", status: "clean", durationMs: 10, drift: [], checked: { items: 14, domains: 5 } };
+  const verbose = renderText(reportOf([node]), { color: false, verbose: true });
+  assert.match(verbose, /^web-09: clean \(14 items in 5 domains\), 10ms$/m);
+  assert.match(renderText(reportOf([node]), plain), /^1 clean node: web-09 \(14 items in 5 domains\)$/m);
+  const one: NodeResult = { ...node, checked: { items: 1, domains: 1 } };
+  assert.match(renderText(reportOf([one]), { color: false, verbose: true }), /^web-09: clean \(1 item in 1 domain\), 10ms$/m);
+});
+
+test("a node with unreadable declared items says how many are unknown, and the summary line counts them", () => {
+  const node: NodeResult = {
+    name: "web-09", host: "web-09", status: "clean", durationMs: 10, drift: [], checked: { items: 3, domains: 1 },
+    unknown: [{ domain: "files", reason: "/etc/shadow: cannot read it" }, { domain: "files", reason: "/root/x: cannot read it" }],
+  };
+  const verbose = renderText(reportOf([node]), { color: false, verbose: true });
+  assert.match(verbose, /^web-09: clean \(3 items in 1 domain\), 2 unknown, 10ms$/m);
+  assert.ok(verbose.includes("\n  files: unknown (/etc/shadow: cannot read it)\n"));
+  assert.ok(verbose.endsWith("\n1 node: 1 clean, 2 items unknown (files)\n"));
+});
+
+test("--verbose shows each drift item's remediation, escaped; the default view does not", () => {
+  const node: NodeResult = {
+    name: "web-09", host: "web-09", status: "drift", durationMs: 10,
+    drift: [item({ remediation: "Run `sysctl -p`\x1b[2J now" })],
+  };
+  const verbose = renderText(reportOf([node]), { color: false, verbose: true });
+  assert.ok(verbose.includes("\n    remediation: Run `sysctl -p`\\x1b[2J now\n"), verbose);
+  assert.ok(!verbose.includes("\x1b"));
+  assert.ok(!renderText(reportOf([node]), plain).includes("remediation:"));
 });
