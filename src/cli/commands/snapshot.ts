@@ -1,7 +1,7 @@
 import { partlyUnknown, type AnyDomain } from "../../domains/domain.js";
 import { ANY_VERSION } from "../../domains/packages/constraint.js";
-import { acceptFinding } from "../../propose/accept.js";
 import { DOMAINS } from "../../domains/registry.js";
+import { acceptFinding } from "../../propose/accept.js";
 import { NodeAuditError, ProbeParseError, UsageError } from "../../errors.js";
 import { declaredFor, defaultAuditSettings, runProbe, type AuditSettings } from "../../audit/node.js";
 import { parseContext } from "../../probe/script.js";
