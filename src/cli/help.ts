@@ -38,6 +38,7 @@ const FLAGS: Record<string, { value?: string; text: string }> = {
   event: { value: "FILE", text: "the GitHub event payload (default: $GITHUB_EVENT_PATH)" },
   interval: { value: "SECONDS", text: "seconds between polls of the domains no file event announces (default: 60)" },
   "metrics-listen": { value: "HOST:PORT", text: "serve Prometheus /metrics and /healthz on this address" },
+  packages: { value: "MODE", text: "how snapshot declares installed packages: names (any version), versions (pinned) or none (default: names)" },
   "maintenance-marker": { value: "FILE", text: "pause while this file exists (default: fleet.yaml audit.maintenance_marker)" },
   help: { text: "show this help" },
 };
@@ -49,9 +50,12 @@ export const COMMAND_HELP: Record<string, { summary: string; usage: string; exam
     examples: ["quartermaster audit --local", "quartermaster audit --nodes 'web-*' --format json --out report.json"],
   },
   diff: { summary: "-want +got view of one domain's drift", usage: "diff --category DOMAIN [--node NAME] [options]", examples: ["quartermaster diff --category files --local"] },
-  snapshot: { summary: "print a node-spec YAML of a node's live state",
+  snapshot: { summary: "print a node-spec YAML of a node's live state (and of the files and units it declares)",
     usage: "snapshot (--local | --node NAME) [options]",
-    examples: ["quartermaster snapshot --local > fleet-manifests/nodes/$(hostname).yaml"],
+    examples: [
+      "quartermaster snapshot --local > fleet-manifests/nodes/$(hostname).yaml",
+      "quartermaster snapshot --node web-01 --packages versions --out web-01.yaml",
+    ],
   },
   validate: { summary: "check the manifest tree", usage: "validate [--manifests DIR]", examples: ["quartermaster validate --manifests fleet-manifests"] },
   propose: { summary: "open, update or close pull requests from an audit report",

@@ -82,6 +82,8 @@ export interface Domain<Declared = unknown, Live = unknown> {
   compare(declared: Declared, live: Live): Finding[];
   /** The declaration that would make this live state clean (`snapshot`, goss-style bootstrap). */
   snapshot(live: Live): Declared | undefined;
+  /** Probed only where declared (files, units): a node's snapshot takes the live state of its declaration. */
+  snapshotsDeclared?: true;
   /**
    * The declaration after accepting one finding's live state (an accept PR). Without it, the
    * value at `finding.path` becomes `finding.live` (deleted when live is null).

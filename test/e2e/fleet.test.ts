@@ -80,10 +80,10 @@ describe("fleet audit over ssh", () => {
     ]);
     await fleet.rotateHostKey("rekeyed-01");
 
-    // Declared state = a clean host's live state, taken over ssh with snapshot.
+    // Declared state = a clean host's live state, taken over ssh with snapshot; versions pinned, so a changed one drifts.
     manifests = await writeTree({ "nodes/clean-02.yaml": "host: clean-02\n" });
     dirs.push(manifests);
-    const snapshot = await cli(["snapshot", "--node", "clean-02"]);
+    const snapshot = await cli(["snapshot", "--node", "clean-02", "--packages", "versions"]);
     assert.equal(snapshot.exitCode, 0, snapshot.stderr);
     const live = parse(snapshot.stdout) as Record<string, any>;
     assert.ok(live.packages?.installed_manifest?.bash, "the snapshot lists packages");

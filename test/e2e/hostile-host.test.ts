@@ -76,7 +76,7 @@ describe("a hostile host's bytes on the terminal", () => {
   });
 
   test("snapshot writes YAML that the yaml library and PyYAML read the same, with no raw control characters", async () => {
-    const result = await cli(["snapshot", "--node", "hostile-01", "--category", "packages"]);
+    const result = await cli(["snapshot", "--node", "hostile-01", "--category", "packages", "--packages", "versions"]);
     assert.equal(result.exitCode, 0, result.stdout + result.stderr);
     assertClean(result, "snapshot");
     const spec = parse(result.stdout) as { packages: { installed_manifest: Record<string, string> } };

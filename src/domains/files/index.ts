@@ -205,6 +205,7 @@ export const files: Domain<FilesDeclared, FilesLive> = {
   specPath: ["files"],
   schema: FilesDeclared,
   listKey: "path",
+  snapshotsDeclared: true,
   severity: "high",
   onDrift: "accept",
   remediation: "Restore the file from the manifest, or accept the live file into the manifest.",

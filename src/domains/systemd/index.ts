@@ -109,6 +109,7 @@ export const systemd: Domain<SystemdDeclared, SystemdLive> = {
   specPath: ["systemd", "units"],
   schema: SystemdDeclared,
   listKey: "name",
+  snapshotsDeclared: true,
   severity: "high",
   onDrift: "accept",
   remediation: "Restore the unit from the manifest and `systemctl daemon-reload`, or accept the live unit.",
