@@ -5,7 +5,7 @@ import { Report } from "./report/schema.js";
 
 type JsonSchema = Record<string, unknown>;
 
-/** Where a domain accepts the seed's `- key = value` list form, editors must accept it too. */
+/** Where a domain accepts the sysctl.conf-style `- key = value` list form, editors must accept it too. */
 function allowListForms(schema: JsonSchema): JsonSchema {
   for (const domain of DOMAINS) {
     if (!domain.listForm) continue;

@@ -67,13 +67,13 @@ export interface Domain<Declared = unknown, Live = unknown> {
   schema: z.ZodType<Declared>;
   /** For a list declared per item (files by path, units by name): the field naming an item. */
   listKey?: string;
-  /** For a list of strings that is really a map (the seed's `- key = value`): item -> [key, value]. */
+  /** For a list of strings that is really a map (the sysctl.conf-style `- key = value`): item -> [key, value]. */
   listForm?: (item: string) => [string, string] | undefined;
   severity: Severity;
   onDrift: OnDrift;
   /** Items are members of one set (listeners, routes, modules): many drifting on one node make one PR. */
   itemsAreASet?: boolean;
-  /** The seed's remediation workflow for this domain. */
+  /** What an operator does about drift in this domain. */
   remediation: string;
   /** Shell snippet whose stdout is this domain's section. `declared` is undefined for snapshots. */
   probe(declared: Declared | undefined, ctx: ProbeContext): string;

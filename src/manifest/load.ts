@@ -21,7 +21,7 @@ export interface Origin {
   line: number;
   col: number;
   yamlPath: (string | number)[];
-  /** The value was written in the seed's `- key = value` list form. */
+  /** The value was written in the sysctl.conf-style `- key = value` list form. */
   form?: "list";
 }
 
@@ -191,7 +191,7 @@ class FileReader {
 }
 
 /**
- * Turns one parsed file into a layer: origins from the YAML tree, the seed's list forms into maps,
+ * Turns one parsed file into a layer: origins from the YAML tree, `- key = value` list forms into maps,
  * `null` values into deletions, then zod validation with every issue located at file:line:col.
  */
 function toLayer(reader: FileReader, parsed: ParsedFile, schema: z.ZodType): { layer?: Layer; settings?: Record<string, unknown> } {
@@ -229,7 +229,7 @@ function toLayer(reader: FileReader, parsed: ParsedFile, schema: z.ZodType): { l
   };
   walk(parsed.doc.contents, [], []);
 
-  // The seed's `- net.ipv4.tcp_syncookies = 1` list becomes the map it means.
+  // The `- net.ipv4.tcp_syncookies = 1` list becomes the map it means.
   for (const domain of DOMAINS) {
     if (!domain.listForm) continue;
     const parent = getAt(raw, domain.specPath.slice(0, -1));

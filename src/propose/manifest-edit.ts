@@ -10,7 +10,7 @@ import { parseNameValue } from "../domains/list-form.js";
 /** One leaf of a declaration to set or remove, at a canonical spec path (keyed items by key, list-form sysctls by name). */
 export type DeclaredChange = { path: SpecPath; value: JsonValue } | { path: SpecPath; delete: true };
 
-/** Which lists in a manifest are maps in disguise: the seed's `- name = value` lists and lists keyed by a field. */
+/** Which lists in a manifest are maps in disguise: the sysctl.conf-style `- name = value` lists and lists keyed by a field. */
 export interface ManifestLists {
   listFormPaths: SpecPath[];
   keyedLists: { path: SpecPath; key: string }[];

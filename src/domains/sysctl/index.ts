@@ -3,7 +3,7 @@ import { partsByLabel, type Domain, type Finding } from "../domain.js";
 import { parseNameValue } from "../list-form.js";
 import { normalizeValue, parsePersistedSysctl, parseRuntimeSysctl, type SysctlLive } from "./parse.js";
 
-// `net.ipv4.tcp_syncookies: 1` in a map, or the seed's list form `- net.ipv4.tcp_syncookies = 1`.
+// `net.ipv4.tcp_syncookies: 1` in a map, or the sysctl.conf-style list `- net.ipv4.tcp_syncookies = 1`.
 const SysctlValue = z.union([z.string(), z.number(), z.boolean()]).transform((v) => normalizeValue(String(v)));
 const SysctlName = z.string().regex(/^[A-Za-z0-9_][A-Za-z0-9_.\-/]*$/, "not a sysctl name (like net.ipv4.ip_forward)");
 export const SysctlDeclared = z.record(SysctlName, SysctlValue);

@@ -1,4 +1,4 @@
-// The human view: grouped by node, worst drift first, the seed's `-want +got` diffs.
+// The human view: grouped by node, worst drift first, a `-want +got` diffs.
 import type { NodeResult, NodeStatus, Report, DriftItem } from "../schema.js";
 import type { Severity } from "../../domains/domain.js";
 import { visible } from "../../text/escape.js";
