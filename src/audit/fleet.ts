@@ -32,6 +32,7 @@ export interface FleetRun {
   drift: DriftContext;
   concurrency: number;
   manifestRevision: string | null;
+  manifestDirty?: boolean;
   shard?: Shard;
   /** Called as each node finishes, in completion order. */
   onResult?: (result: NodeResult) => void;
@@ -56,6 +57,7 @@ export async function auditFleet(run: FleetRun): Promise<Report> {
     startedAt,
     finishedAt: new Date().toISOString(),
     manifestRevision: run.manifestRevision,
+    ...(run.manifestDirty && { manifestDirty: true as const }),
     nodes: results,
     summary: summarize(results),
   };

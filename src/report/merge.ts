@@ -76,6 +76,7 @@ export function mergeReports(shards: readonly ShardReport[]): Report {
     startedAt: reports.map((r) => r.startedAt).reduce((a, b) => (a < b ? a : b)),
     finishedAt: reports.map((r) => r.finishedAt).reduce((a, b) => (a > b ? a : b)),
     manifestRevision: revision,
+    ...(reports.some((r) => r.manifestDirty) && { manifestDirty: true as const }),
     ...(reports[0]!.categories && { categories: reports[0]!.categories }),
     nodes,
     summary: summarize(nodes),

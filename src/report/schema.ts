@@ -64,6 +64,8 @@ export const Report = z.object({
   startedAt: z.string(),
   finishedAt: z.string(),
   manifestRevision: z.string().nullable(),
+  /** Set when the manifests audited had uncommitted changes: manifestRevision is not all of what was checked. */
+  manifestDirty: z.literal(true).optional(),
   /** The domains this run audited (`--category`); absent when every declared domain was audited. */
   categories: z.array(z.enum(DOMAIN_NAMES)).optional(),
   /** Set on a shard's report: which slice of the fleet it covers. */

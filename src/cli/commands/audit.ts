@@ -5,7 +5,7 @@ import { defaultAuditSettings, type AuditSettings } from "../../audit/node.js";
 import type { DriftContext } from "../../drift/drift.js";
 import { UsageError } from "../../errors.js";
 import type { Fleet, LoadedNode } from "../../manifest/load.js";
-import { manifestRevision } from "../../manifest/revision.js";
+import { manifestDirty, manifestRevision } from "../../manifest/revision.js";
 import type { Report } from "../../report/schema.js";
 import { localTransport } from "../../transport/local.js";
 import { DEFAULT_CONNECT_TIMEOUT_SECONDS, sshTransport, type SshOptions } from "../../transport/ssh.js";
@@ -85,6 +85,7 @@ export async function runAudit(values: AuditValues, onResult?: (total: number) =
     drift: { ...fleetDriftRules(fleet), now: new Date() },
     concurrency: parsePositiveInt("concurrency", values.concurrency, DEFAULT_CONCURRENCY),
     manifestRevision: await manifestRevision(fleet.dir),
+    manifestDirty: await manifestDirty(fleet.dir),
     shard,
     onResult: onResult?.(nodes.length),
   });

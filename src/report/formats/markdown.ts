@@ -103,7 +103,8 @@ function compose(report: Report, problems: readonly NodeResult[], rows: readonly
 }
 
 function auditLine(report: Report): string {
-  const revision = report.manifestRevision ? ` at manifest revision \`${report.manifestRevision.slice(0, 12)}\`` : "";
+  const dirty = report.manifestDirty ? " with uncommitted changes" : "";
+  const revision = report.manifestRevision ? ` at manifest revision \`${report.manifestRevision.slice(0, 12)}\`${dirty}` : "";
   const shard = report.shard ? ` (shard ${report.shard.index}/${report.shard.count})` : "";
   return `Audit finished ${report.finishedAt}${revision}${shard}.`;
 }

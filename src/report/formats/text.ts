@@ -147,7 +147,8 @@ function summaryLine(report: Report): string {
     s.maintenance > 0 ? `${s.maintenance} in maintenance` : "",
     unknown.length > 0 ? `${plural(unknown.length, "item")} unknown (${unknownDomains})` : "",
   ].filter(Boolean);
-  return `${plural(s.nodes, "node")}${parts.length > 0 ? `: ${parts.join(", ")}` : ""}`;
+  const dirty = report.manifestDirty ? "; the manifests audited have uncommitted changes" : "";
+  return `${plural(s.nodes, "node")}${parts.length > 0 ? `: ${parts.join(", ")}` : ""}${dirty}`;
 }
 
 function formatDuration(ms: number): string {
