@@ -106,14 +106,7 @@ let work: string;
 let release: string;
 let device: { name: string; active: string; others: string[] } | undefined;
 
-const env = () => ({
-  GITHUB_TOKEN: TOKEN,
-  GITHUB_API_URL: double.apiUrl,
-  GITHUB_REPOSITORY: `${OWNER}/${REPO}`,
-  GITHUB_SERVER_URL: server.url,
-  QUARTERMASTER_RETRY_AFTER_BASE_MS: "1",
-  QUARTERMASTER_WRITE_SPACING_MS: "0",
-});
+const env = () => double.cliEnv();
 const repoArgs = () => ["--repo", server.repoUrl(OWNER, REPO), "--cache-dir", path.join(work, "cache")];
 
 async function audit(name: string, extra: string[]): Promise<Report> {

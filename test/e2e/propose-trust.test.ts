@@ -84,14 +84,7 @@ after(async () => {
   if (work) await rm(work, { recursive: true, force: true });
 });
 
-const env = () => ({
-  GITHUB_TOKEN: TOKEN,
-  GITHUB_API_URL: double.apiUrl,
-  GITHUB_REPOSITORY: `${OWNER}/${REPO}`,
-  GITHUB_SERVER_URL: server.url,
-  QUARTERMASTER_RETRY_AFTER_BASE_MS: "1",
-  QUARTERMASTER_WRITE_SPACING_MS: "0",
-});
+const env = () => double.cliEnv();
 const repoArgs = () => ["--repo", server.repoUrl(OWNER, REPO), "--cache-dir", cache];
 
 /** No line a runner reads as a workflow command: host text is escaped on stdout and stderr. */

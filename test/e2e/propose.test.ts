@@ -66,14 +66,7 @@ after(async () => {
   if (work) await rm(work, { recursive: true, force: true });
 });
 
-const env = () => ({
-  GITHUB_TOKEN: TOKEN,
-  GITHUB_API_URL: double.apiUrl,
-  GITHUB_REPOSITORY: `${OWNER}/${REPO}`,
-  GITHUB_SERVER_URL: server.url,
-  QUARTERMASTER_RETRY_AFTER_BASE_MS: "1",
-  QUARTERMASTER_WRITE_SPACING_MS: "0",
-});
+const env = () => double.cliEnv();
 const repoArgs = () => ["--repo", server.repoUrl(OWNER, REPO), "--cache-dir", cache];
 
 /** `audit --local` of this machine against the repository's main branch, as a JSON report file. */

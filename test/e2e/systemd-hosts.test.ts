@@ -206,14 +206,7 @@ describe("a real systemd host over ssh", () => {
       await removeTree(seed);
       const double = await startGitHubDouble({ git: server, owner: "acme", repo: "fleet", token, botLogin: "quartermaster[bot]" });
       try {
-        const env = {
-          GITHUB_TOKEN: token,
-          GITHUB_API_URL: double.apiUrl,
-          GITHUB_REPOSITORY: "acme/fleet",
-          GITHUB_SERVER_URL: server.url,
-          QUARTERMASTER_RETRY_AFTER_BASE_MS: "1",
-          QUARTERMASTER_WRITE_SPACING_MS: "0",
-        };
+        const env = double.cliEnv();
         const repo = ["--repo", server.repoUrl("acme", "fleet"), "--cache-dir", path.join(work, "cache")];
         const auditRepo = async (name: string) => {
           const out = path.join(work, `${name}.json`);

@@ -39,6 +39,8 @@ export interface Violation {
 
 export interface GitHubDouble {
   apiUrl: string;
+  /** The environment the real CLI needs to use this double and its git server, with test-sized waits. */
+  cliEnv(): Record<string, string>;
   readonly requests: LoggedRequest[];
   readonly violations: Violation[];
   /** Requests that change something (every method but GET and HEAD). */
@@ -219,6 +221,14 @@ export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<G
 
   return {
     apiUrl,
+    cliEnv: () => ({
+      GITHUB_TOKEN: options.token,
+      GITHUB_API_URL: apiUrl,
+      GITHUB_REPOSITORY: `${options.owner}/${options.repo}`,
+      GITHUB_SERVER_URL: options.git.url,
+      QUARTERMASTER_RETRY_AFTER_BASE_MS: "1",
+      QUARTERMASTER_WRITE_SPACING_MS: "0",
+    }),
     requests,
     violations,
     writes: () => requests.filter((r) => r.method !== "GET" && r.method !== "HEAD"),
