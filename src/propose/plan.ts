@@ -9,7 +9,7 @@ import { pathKey, sourceOf, type LoadedNode } from "../manifest/load.js";
 import type { Ticket } from "../manifest/tickets.js";
 import type { DriftItem, Report } from "../report/schema.js";
 import { acceptFinding } from "./accept.js";
-import { applyChanges, declaredChanges, type DeclaredChange } from "./manifest-edit.js";
+import { applyChanges, declaredChanges, type DeclaredChange, type ManifestLists } from "./manifest-edit.js";
 import { pullBody, pullTitle, type PullMarker, MARKER_VERSION } from "./body.js";
 import { truncate } from "../text/markdown.js";
 import { branchIdentity, branchName, slug, type PullKind } from "./branch.js";
@@ -163,7 +163,7 @@ function acceptEdits(group: DriftGroup, input: PlanInput, dependants: Dependants
   for (const [file, changes] of edits) {
     const text = input.files.get(file);
     if (text === undefined) throw new Error(`${file} is not in the manifest repository`);
-    files[file] = applyChanges(text, changes, editOptions());
+    files[file] = applyChanges(text, changes, manifestLists());
   }
   return files;
 }
@@ -183,7 +183,8 @@ function overrides(node: LoadedNode, changes: DeclaredChange[], domain: AnyDomai
   });
 }
 
-function editOptions() {
+/** Which manifest lists are maps in disguise, as the domains declare them: what the writer needs to edit them. */
+export function manifestLists(): ManifestLists {
   return {
     listFormPaths: DOMAINS.filter((d) => d.listForm).map((d) => d.specPath),
     keyedLists: DOMAINS.filter((d) => d.listKey).map((d) => ({ path: d.specPath, key: d.listKey! })),

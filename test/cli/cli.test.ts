@@ -1,17 +1,11 @@
 import assert from "node:assert/strict";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import path from "node:path";
 import { execa } from "execa";
 import { REPO_ROOT, TSX, runCli } from "../support/cli.js";
-import { removeTree, writeTree } from "../support/tree.js";
+import { scratchTrees } from "../support/tree.js";
 
-const dirs: string[] = [];
-after(() => Promise.all(dirs.map(removeTree)));
-const tree = async (files: Record<string, string>) => {
-  const dir = await writeTree(files);
-  dirs.push(dir);
-  return dir;
-};
+const tree = scratchTrees();
 
 describe("the CLI on bad input: exit 2 and a message naming the place", () => {
   it("validate lists every manifest error as file:line:col and exits 2", async () => {

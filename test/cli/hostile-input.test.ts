@@ -9,15 +9,9 @@ import { after, before, describe, it } from "node:test";
 import { execa } from "execa";
 import { runCli, type CliResult } from "../support/cli.js";
 import { startGitServer, type GitServer } from "../support/git-server.js";
-import { removeTree, writeTree } from "../support/tree.js";
+import { scratchTrees } from "../support/tree.js";
 
-const dirs: string[] = [];
-after(() => Promise.all(dirs.map(removeTree)));
-const tree = async (files: Record<string, string>) => {
-  const dir = await writeTree(files);
-  dirs.push(dir);
-  return dir;
-};
+const tree = scratchTrees();
 
 const FLEET_REPORT = path.resolve(import.meta.dirname, "../fixtures/reports/fleet.json");
 

@@ -1,3 +1,4 @@
+import { after } from "node:test";
 import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -14,3 +15,14 @@ export async function writeTree(files: Record<string, string | Buffer>, prefix =
 }
 
 export const removeTree = (dir: string) => rm(dir, { recursive: true, force: true });
+
+/** A writeTree for one test file: every tree it writes is removed after the file's tests. */
+export function scratchTrees(): (files?: Record<string, string | Buffer>) => Promise<string> {
+  const dirs: string[] = [];
+  after(() => Promise.all(dirs.map(removeTree)));
+  return async (files = {}) => {
+    const dir = await writeTree(files);
+    dirs.push(dir);
+    return dir;
+  };
+}

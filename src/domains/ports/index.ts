@@ -76,15 +76,15 @@ export const ports: Domain<PortsDeclared, PortsLive> = {
   },
   compare(declared, live) {
     const findings: Finding[] = [];
-    const items = declared.map((text) => allowedPort(text)).filter((item): item is AllowedPort => !("error" in item));
-    declared.forEach((text, i) => {
+    const parsed = declared.map((text) => allowedPort(text));
+    const items = parsed.filter((item): item is AllowedPort => !("error" in item));
+    parsed.forEach((item, i) => {
       // One port must listen (on its address, if it names one); ranges and wildcards only allow.
-      const item = allowedPort(text);
       if ("error" in item || item.low !== item.high || item.address === "loopback") return;
       const addresses = live.get(`${item.proto}/${item.low}`);
       if (addresses?.some((a) => item.address === undefined || a === item.address)) return;
       findings.push({
-        key: text,
+        key: declared[i]!,
         declared: "listening",
         live: "closed",
         path: [...this.specPath, i],

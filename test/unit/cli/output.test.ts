@@ -1,18 +1,12 @@
 import assert from "node:assert/strict";
 import { link, mkdir, readdir, readFile, symlink } from "node:fs/promises";
 import path from "node:path";
-import { after, test } from "node:test";
+import { test } from "node:test";
 import { UsageError } from "../../../src/errors.js";
 import { checkOut, writeOut } from "../../../src/cli/output.js";
-import { removeTree, writeTree } from "../../support/tree.js";
+import { scratchTrees } from "../../support/tree.js";
 
-const dirs: string[] = [];
-after(() => Promise.all(dirs.map(removeTree)));
-const tree = async (files: Record<string, string> = {}) => {
-  const dir = await writeTree(files);
-  dirs.push(dir);
-  return dir;
-};
+const tree = scratchTrees();
 
 const usageError = (pattern: RegExp) => (error: unknown) => error instanceof UsageError && pattern.test(error.message);
 

@@ -9,7 +9,8 @@ import fc from "fast-check";
 import { parse, stringify } from "yaml";
 import { ManifestErrors } from "../../../src/errors.js";
 import { loadFleet } from "../../../src/manifest/load.js";
-import { applyChanges, ManifestEditError, type DeclaredChange, type ManifestLists } from "../../../src/propose/manifest-edit.js";
+import { applyChanges, ManifestEditError, type DeclaredChange } from "../../../src/propose/manifest-edit.js";
+import { manifestLists } from "../../../src/propose/plan.js";
 import { stringifyPortable } from "../../../src/text/yaml-scalar.js";
 import { pyyamlLoad } from "../../support/pyyaml.js";
 import { removeTree, writeTree } from "../../support/tree.js";
@@ -46,13 +47,7 @@ async function assertPyYamlReadsSame(cases: { text: string; value: unknown }[]):
 }
 
 describe("the accept editor with random values", () => {
-  const LISTS: ManifestLists = {
-    listFormPaths: [["system", "sysctl_parameters"]],
-    keyedLists: [
-      { path: ["files"], key: "path" },
-      { path: ["systemd", "units"], key: "name" },
-    ],
-  };
+  const LISTS = manifestLists();
   const sample = (file: string) => readFileSync(new URL(`../../../fleet-manifests/${file}`, import.meta.url), "utf8");
   const BASES = [
     sample("nodes/web-02.yaml"),

@@ -3,15 +3,10 @@ import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { diffArrays } from "diff";
 import { parse } from "yaml";
-import { applyChanges, declaredIn, ManifestEditError, type DeclaredChange, type ManifestLists } from "../../../src/propose/manifest-edit.js";
+import { applyChanges, declaredIn, ManifestEditError, type DeclaredChange } from "../../../src/propose/manifest-edit.js";
+import { manifestLists } from "../../../src/propose/plan.js";
 
-const LISTS: ManifestLists = {
-  listFormPaths: [["system", "sysctl_parameters"]],
-  keyedLists: [
-    { path: ["files"], key: "path" },
-    { path: ["systemd", "units"], key: "name" },
-  ],
-};
+const LISTS = manifestLists();
 
 const sample = (file: string) => readFileSync(new URL(`../../../fleet-manifests/${file}`, import.meta.url), "utf8");
 
