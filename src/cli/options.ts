@@ -109,13 +109,19 @@ function checkTreeShape(dir: string): void {
  * The manifests directory: found as findManifests says, or inside a pull of --repo (isomorphic-git,
  * cached). In GitHub Actions, with no --repo and no manifest tree here, the repository the workflow runs for.
  */
-export async function resolveManifestDir(values: { manifests?: string; repo?: string; ref?: string; "cache-dir"?: string }): Promise<string> {
+export async function resolveManifestDir(values: ManifestValues): Promise<string> {
+  return (await locateManifests(values)).dir;
+}
+
+type ManifestValues = { manifests?: string; repo?: string; ref?: string; "cache-dir"?: string };
+
+async function locateManifests(values: ManifestValues): Promise<{ dir: string; pulled: boolean }> {
   const { GITHUB_SERVER_URL: server, GITHUB_REPOSITORY: repository } = process.env;
   const found = findManifests(values.manifests);
   const repo = values.repo ?? (server && repository && !existsSync(found) ? `${server.replace(/\/+$/, "")}/${repository}.git` : undefined);
   if (!repo) {
     checkTreeShape(found);
-    return found;
+    return { dir: found, pulled: false };
   }
   const pulled = await pullRepository({
     url: repo,
@@ -126,13 +132,13 @@ export async function resolveManifestDir(values: { manifests?: string; repo?: st
   });
   const dir = path.join(pulled.dir, values.manifests ?? DEFAULT_MANIFESTS);
   checkTreeShape(dir);
-  return dir;
+  return { dir, pulled: true };
 }
 
-export async function loadManifests(values: { manifests?: string; repo?: string; ref?: string }): Promise<Fleet> {
-  const dir = await resolveManifestDir(values);
+export async function loadManifests(values: ManifestValues): Promise<Fleet> {
+  const { dir, pulled } = await locateManifests(values);
   // Pulled manifests are named as the repository names them, not by the cache's path.
-  return loadFleet(dir, dir !== findManifests(values.manifests) ? { displayPrefix: values.manifests ?? DEFAULT_MANIFESTS } : {});
+  return loadFleet(dir, pulled ? { displayPrefix: values.manifests ?? DEFAULT_MANIFESTS } : {});
 }
 
 /** `--nodes a,web-*`: comma-separated names or globs; every pattern must match some node. */
