@@ -214,7 +214,7 @@ export const files: Domain<FilesDeclared, FilesLive> = {
     if (!declared?.length) return [ctx.mark(`cap ${ctx.maxFileBytes}`), ctx.mark("paths"), ctx.mark("stat")].join("\n");
     const all = declared.map((f) => ctx.quote(f.path)).join(" ");
     const hashed = declared.filter((f) => comparedByHash(f, ctx.maxFileBytes)).map((f) => ctx.quote(f.path));
-    // Only non-secret files declared by contents are read, each through head so a huge file costs cap+1 bytes.
+    // Only non-secret files declared by contents are read, each through qm_read, so a huge file costs cap+1 bytes.
     const read = declared.filter((f) => f.contents !== undefined && !f.secret && !comparedByHash(f, ctx.maxFileBytes));
     const readPaths = read.map((f) => ctx.quote(f.path)).join(" ");
     const overCap = `-maxdepth 0 -type f -size +${ctx.maxFileBytes}c`;
