@@ -10,9 +10,13 @@ import { parseContext, parseProbeOutput } from "../src/probe/script.js";
 const N = Number(process.argv[2] ?? 4000);
 const NONCE = "QMbench";
 const mark = (label: string) => `${NONCE} mark ${label}`;
-const lines = (n: number, line: (i: number) => string) => Array.from({ length: n }, (_, i) => `${line(i)}\n`).join("");
+const lines = (n: number, line: (i: number) => string) =>
+  Array.from({ length: n }, (_, i) => `${line(i)}\n`).join("");
 // A /24 per i, in /proc/net/route's little-endian hex.
-const net24 = (i: number) => [0, i & 255, (i >> 8) & 255, 10].map((b) => b.toString(16).padStart(2, "0").toUpperCase()).join("");
+const net24 = (i: number) =>
+  [0, i & 255, (i >> 8) & 255, 10]
+    .map((b) => b.toString(16).padStart(2, "0").toUpperCase())
+    .join("");
 
 const DECLARED: Record<string, unknown> = {
   kernel: "6.1.0-28-amd64",
@@ -21,13 +25,17 @@ const DECLARED: Record<string, unknown> = {
   routes: [{ dst: "default", via: "10.0.0.1", dev: "eth0" }],
   packages: { bash: "*" },
   ports: ["tcp/22"],
-  files: [{ path: "/etc/a", contents: "x\n" }, { path: "/etc/b", sha256: "a".repeat(64) }],
+  files: [
+    { path: "/etc/a", contents: "x\n" },
+    { path: "/etc/b", sha256: "a".repeat(64) },
+  ],
   systemd: [{ name: "a.service", dropins: { "a.conf": "x" } }],
   kernel_modules: { loaded: ["br_netfilter"] },
 };
 
 const ADVERSARIAL: Record<string, (n: number) => string> = {
-  kernel: (n) => `${mark("running")}\n6.1.0-28-amd64\n${mark("installed")}\n${lines(n, (i) => `6.1.${i}-${n - i}-amd64`)}`,
+  kernel: (n) =>
+    `${mark("running")}\n6.1.0-28-amd64\n${mark("installed")}\n${lines(n, (i) => `6.1.${i}-${n - i}-amd64`)}`,
   sysctl: (n) =>
     `${mark("runtime")}\n${lines(n, (i) => `/proc/sys/net/x${i}:${i}`)}` +
     `${mark("persisted")}\n${lines(n, (i) => `/etc/sysctl.d/${i}.conf:net.x${i} = 1`)}`,
@@ -35,10 +43,14 @@ const ADVERSARIAL: Record<string, (n: number) => string> = {
   // Every route and every local address in a network of its own: quadratic if each route scans the addresses.
   routes: (n) =>
     "/proc/net/route:Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n" +
-    lines(n, (i) => `/proc/net/route:eth0\t${net24(i)}\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0`) +
+    lines(
+      n,
+      (i) => `/proc/net/route:eth0\t${net24(i)}\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0`,
+    ) +
     lines(n, (i) => `local:${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}.200`),
   // One package once per architecture: quadratic if each architecture is checked against a list.
-  packages: (n) => `${mark("dpkg")}\n${lines(n, (i) => `Package: bash\nStatus: install ok installed\nVersion: 5.2\nArchitecture: arch${i}`)}`,
+  packages: (n) =>
+    `${mark("dpkg")}\n${lines(n, (i) => `Package: bash\nStatus: install ok installed\nVersion: 5.2\nArchitecture: arch${i}`)}`,
   ports: (n) => {
     const port = (i: number) => ((i % 65535) + 1).toString(16).toUpperCase().padStart(4, "0");
     return `/proc/net/tcp:  sl  local_address\n${lines(n, (i) => `/proc/net/tcp:   ${i}: 00000000:${port(i)} 00000000:0000 0A `)}`;
@@ -69,7 +81,9 @@ function row(name: string, run: (n: number) => () => void): void {
   const [a, b] = [best(small), best(large)];
   const ratio = b / a;
   const flag = ratio > 24 ? "  <- superlinear?" : "";
-  console.log(`${name.padEnd(16)} ${a.toFixed(1).padStart(9)} ms ${b.toFixed(1).padStart(9)} ms ${ratio.toFixed(1).padStart(6)}x${flag}`);
+  console.log(
+    `${name.padEnd(16)} ${a.toFixed(1).padStart(9)} ms ${b.toFixed(1).padStart(9)} ms ${ratio.toFixed(1).padStart(6)}x${flag}`,
+  );
 }
 
 console.log(`${"".padEnd(16)} ${`n=${N}`.padStart(12)} ${`n=${8 * N}`.padStart(12)}  ratio`);

@@ -9,7 +9,10 @@ const defs = Array.from({ length: count }, (_, i) => ({
   sysctls: { "net.ipv4.ip_forward": String(i % 2) },
   // Every third host exercises the slower paths: a listener and private files.
   ...(i % 3 === 0
-    ? { listeners: ["tcp/8080"], files: { "/etc/quartermaster-bench.conf": { contents: `host ${i}\n` } } }
+    ? {
+        listeners: ["tcp/8080"],
+        files: { "/etc/quartermaster-bench.conf": { contents: `host ${i}\n` } },
+      }
     : {}),
 }));
 
@@ -20,13 +23,17 @@ try {
   // One ssh per host at once: proves every sshd answers, and gives the per-ssh floor of this machine.
   const t1 = performance.now();
   const outputs = await Promise.all(
-    fleet.hosts.map((h) => execa("ssh", ["-F", fleet.sshConfig, h.name, "cat /proc/sys/net/ipv4/ip_forward"])),
+    fleet.hosts.map((h) =>
+      execa("ssh", ["-F", fleet.sshConfig, h.name, "cat /proc/sys/net/ipv4/ip_forward"]),
+    ),
   );
   const sshDone = performance.now();
   const wrong = outputs.filter((o, i) => o.stdout !== String(i % 2)).length;
   console.log(`hosts: ${count}`);
   console.log(`startFleet: ${((started - t0) / 1000).toFixed(2)} s`);
-  console.log(`one ssh to every host (parallel): ${((sshDone - t1) / 1000).toFixed(2)} s, wrong answers: ${wrong}`);
+  console.log(
+    `one ssh to every host (parallel): ${((sshDone - t1) / 1000).toFixed(2)} s, wrong answers: ${wrong}`,
+  );
 } finally {
   const t2 = performance.now();
   await fleet.stop();

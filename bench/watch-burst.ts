@@ -31,7 +31,10 @@ async function peakRssMiB(pid: number): Promise<number> {
   return Number(/^VmHWM:\s+(\d+) kB/m.exec(status)![1]) / 1024;
 }
 
-async function until<T>(what: string, found: () => T | undefined | Promise<T | undefined>): Promise<T> {
+async function until<T>(
+  what: string,
+  found: () => T | undefined | Promise<T | undefined>,
+): Promise<T> {
   const deadline = Date.now() + WAIT_MS;
   for (;;) {
     const value = await found();
@@ -43,13 +46,17 @@ async function until<T>(what: string, found: () => T | undefined | Promise<T | u
 
 const dir = await mkdtemp(path.join(os.tmpdir(), "qm-bench-watch-"));
 try {
-  const files = Array.from({ length: DECLARED_FILES }, (_, i) => path.join(dir, "etc", `app-${i}.conf`));
+  const files = Array.from({ length: DECLARED_FILES }, (_, i) =>
+    path.join(dir, "etc", `app-${i}.conf`),
+  );
   await mkdir(path.join(dir, "etc"));
   for (const file of files) {
     await writeFile(file, "declared\n");
     await chmod(file, 0o644);
   }
-  const spec = { files: files.map((file) => ({ path: file, contents: "declared\n", mode: "0644" })) };
+  const spec = {
+    files: files.map((file) => ({ path: file, contents: "declared\n", mode: "0644" })),
+  };
   await writeFile(path.join(dir, "node-spec.yaml"), stringify(spec));
   await mkdir(path.join(dir, "fleet/nodes"), { recursive: true });
   await writeFile(path.join(dir, "fleet/nodes/localhost.yaml"), stringify(spec));
@@ -57,26 +64,60 @@ try {
   // Baseline: one full audit of the same manifest, its CPU read from the shell that waited for it.
   const shellStat = execFileSync(
     "sh",
-    ["-c", `"$@" >/dev/null; cat /proc/$$/stat`, "sh", ...CLI, "audit", "--local", "--manifests", path.join(dir, "fleet"), "--nodes", "localhost", "--format", "json"],
+    [
+      "-c",
+      `"$@" >/dev/null; cat /proc/$$/stat`,
+      "sh",
+      ...CLI,
+      "audit",
+      "--local",
+      "--manifests",
+      path.join(dir, "fleet"),
+      "--nodes",
+      "localhost",
+      "--format",
+      "json",
+    ],
     { encoding: "utf8" },
   );
   const shellFields = shellStat.slice(shellStat.lastIndexOf(")") + 2).split(" ");
   const auditCpu = (Number(shellFields[13]) + Number(shellFields[14])) / TICKS_PER_SECOND;
 
   const marker = path.join(dir, "maintenance");
-  const child = spawn(CLI[0]!, [...CLI.slice(1), "watch", "--local", "--manifest", path.join(dir, "node-spec.yaml"), "--maintenance-marker", marker, "--metrics-listen", "127.0.0.1:0"], {
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const child = spawn(
+    CLI[0]!,
+    [
+      ...CLI.slice(1),
+      "watch",
+      "--local",
+      "--manifest",
+      path.join(dir, "node-spec.yaml"),
+      "--maintenance-marker",
+      marker,
+      "--metrics-listen",
+      "127.0.0.1:0",
+    ],
+    {
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   const events: Event[] = [];
   let stderr = "";
-  createInterface({ input: child.stdout! }).on("line", (line) => events.push(Event.parse(JSON.parse(line))));
-  child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  createInterface({ input: child.stdout }).on("line", (line) =>
+    events.push(Event.parse(JSON.parse(line))),
+  );
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
   const pid = child.pid!;
 
-  const address = await until("metrics address", () => /serving \/metrics and \/healthz on (\S+)/.exec(stderr)?.[1]);
+  const address = await until(
+    "metrics address",
+    () => /serving \/metrics and \/healthz on (\S+)/.exec(stderr)?.[1],
+  );
   await until("the first check", async () => {
     const text = await (await fetch(`http://${address}/metrics`)).text();
-    return /quartermaster_watch_last_check_timestamp_seconds\{[^}]*\} [1-9]/.test(text) ? true : undefined;
+    return /quartermaster_watch_last_check_timestamp_seconds\{[^}]*\} [1-9]/.test(text)
+      ? true
+      : undefined;
   });
   const startupCpu = await cpuSeconds(pid);
 
@@ -95,8 +136,14 @@ try {
 
   const count = (kind: Event["event"]) => events.filter((e) => e.event === kind).length;
   const rows: [string, string][] = [
-    ["declared files / writes in the burst", `${DECLARED_FILES} / ${WRITES} (to one file, in ${(burstMs / 1000).toFixed(2)} s)`],
-    ["events emitted", `started ${count("started")}, drift ${count("drift")}, resolved ${count("resolved")}, node_error ${count("node_error")}, stopped ${count("stopped")}`],
+    [
+      "declared files / writes in the burst",
+      `${DECLARED_FILES} / ${WRITES} (to one file, in ${(burstMs / 1000).toFixed(2)} s)`,
+    ],
+    [
+      "events emitted",
+      `started ${count("started")}, drift ${count("drift")}, resolved ${count("resolved")}, node_error ${count("node_error")}, stopped ${count("stopped")}`,
+    ],
     ["watcher CPU, start-up and first check", `${startupCpu.toFixed(2)} s`],
     ["watcher CPU, burst through resolve", `${burstCpu.toFixed(2)} s`],
     ["watcher peak RSS (VmHWM)", `${peak.toFixed(1)} MiB`],

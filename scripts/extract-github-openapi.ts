@@ -50,15 +50,46 @@ type JsonObject = { [key: string]: Json };
 
 /** Schema keywords that validate; everything else is annotation and is dropped or refused. */
 const VALIDATING = new Set([
-  "$ref", "type", "properties", "required", "items", "enum", "const", "format", "pattern",
-  "anyOf", "oneOf", "allOf", "not", "additionalProperties", "minimum", "maximum",
-  "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength", "minItems", "maxItems",
-  "uniqueItems", "minProperties", "maxProperties", "multipleOf", "nullable",
+  "$ref",
+  "type",
+  "properties",
+  "required",
+  "items",
+  "enum",
+  "const",
+  "format",
+  "pattern",
+  "anyOf",
+  "oneOf",
+  "allOf",
+  "not",
+  "additionalProperties",
+  "minimum",
+  "maximum",
+  "exclusiveMinimum",
+  "exclusiveMaximum",
+  "minLength",
+  "maxLength",
+  "minItems",
+  "maxItems",
+  "uniqueItems",
+  "minProperties",
+  "maxProperties",
+  "multipleOf",
+  "nullable",
 ]);
 // `discriminator` only speeds up oneOf (GitHub's maps "array" for directory listings, which ajv refuses).
 const ANNOTATION = new Set([
-  "description", "example", "examples", "title", "default", "readOnly", "writeOnly", "deprecated",
-  "externalDocs", "discriminator",
+  "description",
+  "example",
+  "examples",
+  "title",
+  "default",
+  "readOnly",
+  "writeOnly",
+  "deprecated",
+  "externalDocs",
+  "discriminator",
 ]);
 
 function isObject(v: Json | undefined): v is JsonObject {
@@ -93,7 +124,10 @@ class Extractor {
           break;
         case "properties":
           out.properties = Object.fromEntries(
-            Object.entries(value as JsonObject).map(([name, s]) => [name, this.schema(s, `${where}.${name}`)]),
+            Object.entries(value as JsonObject).map(([name, s]) => [
+              name,
+              this.schema(s, `${where}.${name}`),
+            ]),
           );
           break;
         case "items":
@@ -132,7 +166,8 @@ class Extractor {
 
   private resolve(node: Json): JsonObject {
     let current = node;
-    while (isObject(current) && typeof current.$ref === "string") current = pointer(this.doc, current.$ref);
+    while (isObject(current) && typeof current.$ref === "string")
+      current = pointer(this.doc, current.$ref);
     if (!isObject(current)) throw new Error("expected an object");
     return current;
   }
@@ -159,7 +194,9 @@ class Extractor {
       if (!isObject(json)) throw new Error(`${where}: request body is not application/json`);
       out.requestBody = {
         required: body.required === true,
-        content: { "application/json": { schema: this.schema(json.schema ?? {}, `${where}.body`) } },
+        content: {
+          "application/json": { schema: this.schema(json.schema ?? {}, `${where}.body`) },
+        },
       };
     }
     const responses: JsonObject = {};
@@ -167,9 +204,14 @@ class Extractor {
       const response = this.resolve(raw);
       const content = isObject(response.content) ? response.content : {};
       const json = content["application/json"] ?? content["application/scim+json"];
-      responses[status] = isObject(json) && json.schema
-        ? { content: { "application/json": { schema: this.schema(json.schema, `${where}.${status}`) } } }
-        : {};
+      responses[status] =
+        isObject(json) && json.schema
+          ? {
+              content: {
+                "application/json": { schema: this.schema(json.schema, `${where}.${status}`) },
+              },
+            }
+          : {};
     }
     out.responses = responses;
     return out;
@@ -184,9 +226,12 @@ export function extract(doc: JsonObject): JsonObject {
     (paths[path] ??= {})[method.toLowerCase()] = extractor.operation(method, path);
   }
   // Responses every operation can give but the description leaves out (401, 403 rate limits).
-  for (const name of ["basic-error", "validation-error"]) extractor.schema({ $ref: `#/components/schemas/${name}` }, name);
+  for (const name of ["basic-error", "validation-error"])
+    extractor.schema({ $ref: `#/components/schemas/${name}` }, name);
   const info = isObject(doc.info) ? doc.info : {};
-  const schemas = Object.fromEntries(Object.entries(extractor.schemas).sort(([a], [b]) => a.localeCompare(b)));
+  const schemas = Object.fromEntries(
+    Object.entries(extractor.schemas).sort(([a], [b]) => a.localeCompare(b)),
+  );
   return {
     openapi: doc.openapi ?? "3.0.3",
     info: { title: `Subset of ${String(info.title)}`, version: info.version ?? "unknown" },
@@ -198,12 +243,15 @@ export function extract(doc: JsonObject): JsonObject {
 async function main(): Promise<void> {
   const [source, target] = process.argv.slice(2);
   if (!source) {
-    console.error("usage: tsx scripts/extract-github-openapi.ts <api.github.com.json> [output.json]");
+    console.error(
+      "usage: tsx scripts/extract-github-openapi.ts <api.github.com.json> [output.json]",
+    );
     process.exit(2);
   }
   const doc = JSON.parse(await readFile(source, "utf8")) as JsonObject;
   const here = dirname(fileURLToPath(import.meta.url));
-  const output = target ?? join(here, "..", "test", "support", "github-double", "openapi-subset.json");
+  const output =
+    target ?? join(here, "..", "test", "support", "github-double", "openapi-subset.json");
   const text = `${JSON.stringify(extract(doc), null, 1)}\n`;
   await writeFile(output, text);
   console.log(`wrote ${output}: ${OPERATIONS.length} operations, ${text.length} bytes`);

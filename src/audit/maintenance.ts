@@ -7,7 +7,12 @@ const MARKER_READ_BYTES = 512;
 const MARKER_REASON_CHARS = 200;
 
 // Package manager locks: held while dpkg/apt, rpm/dnf or apk change the system.
-const PACKAGE_LOCKS = ["/var/lib/dpkg/lock-frontend", "/var/lib/dpkg/lock", "/var/lib/rpm/.rpm.lock", "/lib/apk/db/lock"];
+const PACKAGE_LOCKS = [
+  "/var/lib/dpkg/lock-frontend",
+  "/var/lib/dpkg/lock",
+  "/var/lib/rpm/.rpm.lock",
+  "/lib/apk/db/lock",
+];
 
 /** Reads the maintenance marker and which package-manager lock files are held, without root. */
 export function maintenanceProbe(marker: string, ctx: ProbeContext): string {
@@ -33,7 +38,8 @@ export function parseMaintenance(output: string, parts: [string, string][]): str
   const marker = /^marker (.+)$/m.exec(output);
   if (marker) {
     const reason = (sections.get("reason") ?? "").split("\n", 1)[0]!.trim();
-    const shown = reason.length > MARKER_REASON_CHARS ? `${reason.slice(0, MARKER_REASON_CHARS - 1)}…` : reason;
+    const shown =
+      reason.length > MARKER_REASON_CHARS ? `${reason.slice(0, MARKER_REASON_CHARS - 1)}…` : reason;
     return `maintenance marker ${marker[1]} is present${shown ? `: ${shown}` : ""}`;
   }
   const locks = new Map<string, string>();

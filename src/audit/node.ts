@@ -4,7 +4,14 @@ import { toDriftItems, type DriftContext } from "../drift/drift.js";
 import { NodeAuditError, ProbeParseError } from "../errors.js";
 import type { LoadedNode } from "../manifest/load.js";
 import type { NodeResult } from "../report/schema.js";
-import { buildProbe, newNonce, parseContext, parseProbeOutput, probeContext, type ProbeSection } from "../probe/script.js";
+import {
+  buildProbe,
+  newNonce,
+  parseContext,
+  parseProbeOutput,
+  probeContext,
+  type ProbeSection,
+} from "../probe/script.js";
 import type { RunLimits, Transport } from "../transport/transport.js";
 import { DEFAULT_MAINTENANCE_MARKER, maintenanceProbe, parseMaintenance } from "./maintenance.js";
 
@@ -28,20 +35,26 @@ export const defaultAuditSettings = (overrides: Partial<AuditSettings> = {}): Au
 
 export function declaredFor(domain: AnyDomain, spec: Record<string, unknown>): unknown {
   let value: unknown = spec;
-  for (const part of domain.specPath) value = (value as Record<string, unknown> | undefined)?.[part];
+  for (const part of domain.specPath)
+    value = (value as Record<string, unknown> | undefined)?.[part];
   return value;
 }
 
 /** Domains this node declares, in registry order: only what is declared is audited. */
 export function auditedDomains(node: LoadedNode, categories?: readonly DomainName[]): AnyDomain[] {
-  return DOMAINS.filter((d) => (!categories || categories.includes(d.name)) && declaredFor(d, node.spec) !== undefined);
+  return DOMAINS.filter(
+    (d) => (!categories || categories.includes(d.name)) && declaredFor(d, node.spec) !== undefined,
+  );
 }
 
 /** How many items a declaration holds: a list's entries, a map's keys (lists inside a map by entry), a value one. */
 export function declaredItems(declared: unknown): number {
   if (Array.isArray(declared)) return declared.length;
   if (declared === null || typeof declared !== "object") return 1;
-  return Object.values(declared).reduce((sum: number, v) => sum + (Array.isArray(v) ? v.length : 1), 0);
+  return Object.values(declared).reduce(
+    (sum: number, v) => sum + (Array.isArray(v) ? v.length : 1),
+    0,
+  );
 }
 
 export interface ProbeResult {
@@ -63,7 +76,10 @@ export async function runProbe(
   const ctx = probeContext(nonce, settings.maxFileBytes);
   const sections: ProbeSection[] = [
     { name: "maintenance", script: maintenanceProbe(settings.maintenanceMarker, ctx) },
-    ...domains.map(({ domain, declared }) => ({ name: domain.name, script: domain.probe(declared, ctx) })),
+    ...domains.map(({ domain, declared }) => ({
+      name: domain.name,
+      script: domain.probe(declared, ctx),
+    })),
   ];
   const probe = buildProbe(nonce, sections);
   const run = await transport.run(probe.script, settings);
@@ -77,16 +93,32 @@ export async function runProbe(
 }
 
 /** Audits one node. Never throws: every failure becomes the node's status and error. */
-export async function auditNode(node: LoadedNode, transport: Transport, settings: AuditSettings, drift: DriftContext): Promise<NodeResult> {
+export async function auditNode(
+  node: LoadedNode,
+  transport: Transport,
+  settings: AuditSettings,
+  drift: DriftContext,
+): Promise<NodeResult> {
   const started = performance.now();
-  const result: NodeResult = { name: node.name, host: node.host, status: "clean", durationMs: 0, drift: [] };
+  const result: NodeResult = {
+    name: node.name,
+    host: node.host,
+    status: "clean",
+    durationMs: 0,
+    drift: [],
+  };
   const domains = auditedDomains(node, settings.categories);
   try {
-    const probe = await runProbe(transport, domains.map((domain) => ({ domain, declared: declaredFor(domain, node.spec) })), settings);
+    const probe = await runProbe(
+      transport,
+      domains.map((domain) => ({ domain, declared: declaredFor(domain, node.spec) })),
+      settings,
+    );
     result.probeBytes = probe.probeBytes;
     const parse = parseContext(probe.nonce);
     const maintenance = probe.sections.get("maintenance");
-    const reason = maintenance && parseMaintenance(maintenance.output, parse.parts(maintenance.output));
+    const reason =
+      maintenance && parseMaintenance(maintenance.output, parse.parts(maintenance.output));
     if (reason) {
       result.status = "maintenance";
       result.error = reason;
@@ -133,8 +165,17 @@ export async function auditNode(node: LoadedNode, transport: Transport, settings
       error instanceof NodeAuditError
         ? error
         : error instanceof ProbeParseError
-          ? new NodeAuditError(node.name, error.message.includes("truncated") ? "truncated" : "malformed", `probe output ${error.message}; node not audited`)
-          : new NodeAuditError(node.name, "probe", error instanceof Error ? error.message : String(error), { cause: error });
+          ? new NodeAuditError(
+              node.name,
+              error.message.includes("truncated") ? "truncated" : "malformed",
+              `probe output ${error.message}; node not audited`,
+            )
+          : new NodeAuditError(
+              node.name,
+              "probe",
+              error instanceof Error ? error.message : String(error),
+              { cause: error },
+            );
     result.status = failure.status;
     result.error = failure.message;
     result.drift = [];

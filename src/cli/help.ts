@@ -8,75 +8,147 @@ type Options = NonNullable<ParseArgsConfig["options"]>;
 
 /** What a flag means, and the placeholder its value is shown with. The same flag means the same everywhere. */
 const FLAGS: Record<string, { value?: string; text: string }> = {
-  manifests: { value: "DIR", text: "the manifest tree (default: the one this directory is in, or fleet-manifests/ here or above)" },
-  manifest: { value: "FILE", text: "one node-spec file, as kept on the node itself (instead of --manifests)" },
+  manifests: {
+    value: "DIR",
+    text: "the manifest tree (default: the one this directory is in, or fleet-manifests/ here or above)",
+  },
+  manifest: {
+    value: "FILE",
+    text: "one node-spec file, as kept on the node itself (instead of --manifests)",
+  },
   repo: { value: "URL", text: "pull the manifests from this git repository (https; cached)" },
   ref: { value: "REF", text: "branch, tag or commit of --repo (default: its default branch)" },
-  "cache-dir": { value: "DIR", text: "where pulled repositories are cached (default: ~/.cache/quartermaster)" },
+  "cache-dir": {
+    value: "DIR",
+    text: "where pulled repositories are cached (default: ~/.cache/quartermaster)",
+  },
   nodes: { value: "LIST", text: "node names or globs, comma-separated: web-01,db-*" },
   node: { value: "NAME", text: "the node to look at" },
   category: { value: "LIST", text: "audit only these domains, comma-separated: sysctl,files" },
   local: { text: "audit this machine through a local shell instead of SSH" },
-  format: { value: "FORMAT", text: "text, json, markdown, junit, prometheus, events or github (default: text)" },
+  format: {
+    value: "FORMAT",
+    text: "text, json, markdown, junit, prometheus, events or github (default: text)",
+  },
   out: { value: "FILE", text: "write the output to FILE instead of stdout" },
   verbose: { text: "show diffs and remediation for every drift item" },
   "no-color": { text: "no colours, even on a terminal (NO_COLOR works too)" },
   color: { text: "colours even when the output is not a terminal (FORCE_COLOR works too)" },
   concurrency: { value: "N", text: "nodes audited at once (default: 32)" },
-  timeout: { value: "SECONDS", text: "per-node time limit, connection and probe (default: the node's ssh.timeout, else 60)" },
+  timeout: {
+    value: "SECONDS",
+    text: "per-node time limit, connection and probe (default: the node's ssh.timeout, else 60)",
+  },
   "ssh-config": { value: "FILE", text: "ssh_config file for the ssh client (ssh -F)" },
-  shard: { value: "K/N", text: "audit only shard K of N (for a matrix of jobs; join with merge-reports)" },
-  strict: { text: "exit with bit 4 when a declared item could not be read (unknown), as for a node not audited" },
+  shard: {
+    value: "K/N",
+    text: "audit only shard K of N (for a matrix of jobs; join with merge-reports)",
+  },
+  strict: {
+    text: "exit with bit 4 when a declared item could not be read (unknown), as for a node not audited",
+  },
   shards: { value: "N", text: "number of shards (0: about --nodes-per-shard nodes each)" },
   "nodes-per-shard": { value: "N", text: "nodes per shard when --shards is 0 (default: 200)" },
   report: { value: "FILE", text: "an audit report written with --format json" },
   base: { value: "REF", text: "the git ref to compare with or to open pull requests against" },
   "dry-run": { text: "print the plan; change nothing" },
-  "max-new-prs": { value: "N", text: "open at most N new pull requests this run (default: fleet.yaml propose.max_new_prs, else 10)" },
+  "max-new-prs": {
+    value: "N",
+    text: "open at most N new pull requests this run (default: fleet.yaml propose.max_new_prs, else 10)",
+  },
   "max-bytes": { value: "N", text: "cap the output at N bytes (GitHub's job summary takes 1 MiB)" },
-  summary: { value: "FILE", text: "append a Markdown account of the run (opened, updated, closed, deferred) to FILE, e.g. $GITHUB_STEP_SUMMARY" },
+  summary: {
+    value: "FILE",
+    text: "append a Markdown account of the run (opened, updated, closed, deferred) to FILE, e.g. $GITHUB_STEP_SUMMARY",
+  },
   event: { value: "FILE", text: "the GitHub event payload (default: $GITHUB_EVENT_PATH)" },
-  interval: { value: "SECONDS", text: "seconds between polls of the domains no file event announces (default: 60)" },
-  "metrics-listen": { value: "HOST:PORT", text: "serve Prometheus /metrics and /healthz on this address" },
-  packages: { value: "MODE", text: "how snapshot declares installed packages: names (any version), versions (pinned) or none (default: names)" },
-  "maintenance-marker": { value: "FILE", text: "pause while this file exists (default: fleet.yaml audit.maintenance_marker)" },
+  interval: {
+    value: "SECONDS",
+    text: "seconds between polls of the domains no file event announces (default: 60)",
+  },
+  "metrics-listen": {
+    value: "HOST:PORT",
+    text: "serve Prometheus /metrics and /healthz on this address",
+  },
+  packages: {
+    value: "MODE",
+    text: "how snapshot declares installed packages: names (any version), versions (pinned) or none (default: names)",
+  },
+  "maintenance-marker": {
+    value: "FILE",
+    text: "pause while this file exists (default: fleet.yaml audit.maintenance_marker)",
+  },
   help: { text: "show this help" },
 };
 
 /** What each command does, the line it is used by, and examples that work as written. */
-export const COMMAND_HELP: Record<string, { summary: string; usage: string; examples: string[] }> = {
-  audit: { summary: "read-only audit of the selected nodes",
-    usage: "audit [--local | --nodes LIST] [options]",
-    examples: ["quartermaster audit --local", "quartermaster audit --nodes 'web-*' --format json --out report.json"],
-  },
-  diff: { summary: "-want +got view of one domain's drift", usage: "diff --category DOMAIN [--node NAME] [options]", examples: ["quartermaster diff --category files --local"] },
-  snapshot: { summary: "print a node-spec YAML of a node's live state (and of the files and units it declares)",
-    usage: "snapshot (--local | --node NAME) [options]",
-    examples: [
-      "quartermaster snapshot --local > fleet-manifests/nodes/$(hostname).yaml",
-      "quartermaster snapshot --node web-01 --packages versions --out web-01.yaml",
-    ],
-  },
-  validate: { summary: "check the manifest tree", usage: "validate [--manifests DIR]", examples: ["quartermaster validate --manifests fleet-manifests"] },
-  propose: { summary: "open, update or close pull requests from an audit report",
-    usage: "propose --report FILE [options]",
-    examples: ["quartermaster propose --report report.json --dry-run"],
-  },
-  "merge-reports": { summary: "merge the reports of audit --shard k/n into one",
-    usage: "merge-reports [options] FILE...",
-    examples: ["quartermaster merge-reports --out report.json shard-1.json shard-2.json"],
-  },
-  watch: { summary: "watch this machine continuously (--local): file events plus a periodic poll",
-    usage: "watch --local [--manifest FILE | --manifests DIR --nodes NAME] [options]",
-    examples: ["quartermaster watch --local --manifest /etc/quartermaster/node-spec.yaml --metrics-listen 127.0.0.1:9839"],
-  },
-  report: {
-    summary: "render a saved JSON report in another format",
-    usage: "report --report FILE --format FORMAT [options]", examples: ["quartermaster report --report report.json --format markdown"] },
-  "plan-shards": { summary: "how many audit shards for the selected nodes (JSON)", usage: "plan-shards [--shards N] [options]", examples: ["quartermaster plan-shards --shards 4"] },
-  "manifest-diff": { summary: "each node's declared state before and after a manifest change (Markdown)", usage: "manifest-diff --base REF [options]", examples: ["quartermaster manifest-diff --base origin/main"] },
-  review: { summary: "act on a /quartermaster command in a pull request comment", usage: "review [--event FILE] [options]", examples: ["quartermaster review --event \"$GITHUB_EVENT_PATH\""] },
-};
+export const COMMAND_HELP: Record<string, { summary: string; usage: string; examples: string[] }> =
+  {
+    audit: {
+      summary: "read-only audit of the selected nodes",
+      usage: "audit [--local | --nodes LIST] [options]",
+      examples: [
+        "quartermaster audit --local",
+        "quartermaster audit --nodes 'web-*' --format json --out report.json",
+      ],
+    },
+    diff: {
+      summary: "-want +got view of one domain's drift",
+      usage: "diff --category DOMAIN [--node NAME] [options]",
+      examples: ["quartermaster diff --category files --local"],
+    },
+    snapshot: {
+      summary:
+        "print a node-spec YAML of a node's live state (and of the files and units it declares)",
+      usage: "snapshot (--local | --node NAME) [options]",
+      examples: [
+        "quartermaster snapshot --local > fleet-manifests/nodes/$(hostname).yaml",
+        "quartermaster snapshot --node web-01 --packages versions --out web-01.yaml",
+      ],
+    },
+    validate: {
+      summary: "check the manifest tree",
+      usage: "validate [--manifests DIR]",
+      examples: ["quartermaster validate --manifests fleet-manifests"],
+    },
+    propose: {
+      summary: "open, update or close pull requests from an audit report",
+      usage: "propose --report FILE [options]",
+      examples: ["quartermaster propose --report report.json --dry-run"],
+    },
+    "merge-reports": {
+      summary: "merge the reports of audit --shard k/n into one",
+      usage: "merge-reports [options] FILE...",
+      examples: ["quartermaster merge-reports --out report.json shard-1.json shard-2.json"],
+    },
+    watch: {
+      summary: "watch this machine continuously (--local): file events plus a periodic poll",
+      usage: "watch --local [--manifest FILE | --manifests DIR --nodes NAME] [options]",
+      examples: [
+        "quartermaster watch --local --manifest /etc/quartermaster/node-spec.yaml --metrics-listen 127.0.0.1:9839",
+      ],
+    },
+    report: {
+      summary: "render a saved JSON report in another format",
+      usage: "report --report FILE --format FORMAT [options]",
+      examples: ["quartermaster report --report report.json --format markdown"],
+    },
+    "plan-shards": {
+      summary: "how many audit shards for the selected nodes (JSON)",
+      usage: "plan-shards [--shards N] [options]",
+      examples: ["quartermaster plan-shards --shards 4"],
+    },
+    "manifest-diff": {
+      summary: "each node's declared state before and after a manifest change (Markdown)",
+      usage: "manifest-diff --base REF [options]",
+      examples: ["quartermaster manifest-diff --base origin/main"],
+    },
+    review: {
+      summary: "act on a /quartermaster command in a pull request comment",
+      usage: "review [--event FILE] [options]",
+      examples: ['quartermaster review --event "$GITHUB_EVENT_PATH"'],
+    },
+  };
 
 export const EXIT_CODES =
   "Exit codes: 0 clean, 1 drift, 2 usage or manifest error, 4 nodes not audited, or with --strict items unknown (5 = 1 + 4).";
@@ -99,7 +171,12 @@ export function commandHelp(command: string, options: Options): string {
   const info = COMMAND_HELP[command];
   const summary = info?.summary ?? command;
   const rows = Object.entries(options).map(([name, option]) => {
-    const shown = option.type === "string" && typeof option.default === "string" && !FLAGS[name]?.text.includes("default") ? ` (default: ${option.default})` : "";
+    const shown =
+      option.type === "string" &&
+      typeof option.default === "string" &&
+      !FLAGS[name]?.text.includes("default")
+        ? ` (default: ${option.default})`
+        : "";
     return [flagLabel(name, option), `${FLAGS[name]?.text ?? ""}${shown}`] as const;
   });
   const width = Math.max(...rows.map(([label]) => label.length)) + 2;

@@ -16,11 +16,14 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   snapshot: async (argv) => (await import("./commands/snapshot.js")).snapshotCommand(argv),
   validate: async (argv) => (await import("./commands/validate.js")).validateCommand(argv),
   propose: async (argv) => (await import("./commands/propose.js")).proposeCommand(argv),
-  "merge-reports": async (argv) => (await import("./commands/merge-reports.js")).mergeReportsCommand(argv),
+  "merge-reports": async (argv) =>
+    (await import("./commands/merge-reports.js")).mergeReportsCommand(argv),
   watch: async (argv) => (await import("./commands/watch.js")).watchCommand(argv),
   report: async (argv) => (await import("./commands/report.js")).reportCommand(argv),
-  "plan-shards": async (argv) => (await import("./commands/plan-shards.js")).planShardsCommand(argv),
-  "manifest-diff": async (argv) => (await import("./commands/manifest-diff.js")).manifestDiffCommand(argv),
+  "plan-shards": async (argv) =>
+    (await import("./commands/plan-shards.js")).planShardsCommand(argv),
+  "manifest-diff": async (argv) =>
+    (await import("./commands/manifest-diff.js")).manifestDiffCommand(argv),
   review: async (argv) => (await import("./commands/review.js")).reviewCommand(argv),
 };
 
@@ -37,7 +40,9 @@ ${EXIT_CODES}
 
 /** The package's version, from the package.json two levels above this file in src/ and in dist/. */
 function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
+    version: string;
+  };
   return pkg.version;
 }
 
@@ -57,7 +62,9 @@ export async function main(argv: string[]): Promise<number> {
   try {
     if (!command) {
       const suggestion = nearest(name, Object.keys(COMMANDS));
-      throw new UsageError(`unknown command "${name}"${suggestion ? ` (did you mean "${suggestion}"?)` : ""}`);
+      throw new UsageError(
+        `unknown command "${name}"${suggestion ? ` (did you mean "${suggestion}"?)` : ""}`,
+      );
     }
     return await command(args);
   } catch (error) {
@@ -81,7 +88,9 @@ export async function main(argv: string[]): Promise<number> {
       return ExitBit.usage;
     }
     // An unexpected failure audited nothing trustworthy: the same code as a manifest error.
-    say(`quartermaster: internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    say(
+      `quartermaster: internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+    );
     return ExitBit.usage;
   }
 }

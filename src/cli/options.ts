@@ -40,17 +40,34 @@ export const OUTPUT_OPTIONS = {
  * parseArgs for one command, with -h/--help (HelpRequested) and its errors turned into usage
  * errors that name the command and suggest the nearest flag.
  */
-export function parse<T extends Options>(command: string, argv: string[], options: T, config: { positionals?: boolean } = {}) {
-  const all = { ...options, help: { type: "boolean", short: "h", default: false } } satisfies Options;
-  if (argv.includes("--help") || argv.includes("-h")) throw new HelpRequested(commandHelp(command, all));
+export function parse<T extends Options>(
+  command: string,
+  argv: string[],
+  options: T,
+  config: { positionals?: boolean } = {},
+) {
+  const all = {
+    ...options,
+    help: { type: "boolean", short: "h", default: false },
+  } satisfies Options;
+  if (argv.includes("--help") || argv.includes("-h"))
+    throw new HelpRequested(commandHelp(command, all));
   try {
-    return parseArgs({ args: argv, options: all, strict: true, allowPositionals: config.positionals ?? false });
+    return parseArgs({
+      args: argv,
+      options: all,
+      strict: true,
+      allowPositionals: config.positionals ?? false,
+    });
   } catch (error) {
     const unknown = /^Unknown option '(-{1,2}[^']*)'/.exec((error as Error).message)?.[1];
     const suggestion = unknown && nearest(unknown.replace(/^-+/, ""), Object.keys(options));
     const message = unknown
       ? `unknown option ${unknown}${suggestion ? ` (did you mean --${suggestion}?)` : ""}`
-      : (error as Error).message.replace(/\. To specify a positional argument starting with a '-'.*$/, "");
+      : (error as Error).message.replace(
+          /\. To specify a positional argument starting with a '-'.*$/,
+          "",
+        );
     throw new UsageError(`${command}: ${message}`, command);
   }
 }
@@ -61,7 +78,9 @@ export function parseCategories(text: string | undefined): DomainName[] | undefi
     const trimmed = name.trim();
     if (!(DOMAIN_NAMES as readonly string[]).includes(trimmed)) {
       const suggestion = nearest(trimmed, DOMAIN_NAMES);
-      throw new UsageError(`unknown category "${trimmed}"${suggestion ? ` (did you mean "${suggestion}"?)` : ""}; categories: ${DOMAIN_NAMES.join(", ")}`);
+      throw new UsageError(
+        `unknown category "${trimmed}"${suggestion ? ` (did you mean "${suggestion}"?)` : ""}; categories: ${DOMAIN_NAMES.join(", ")}`,
+      );
     }
     return trimmed as DomainName;
   });
@@ -70,12 +89,14 @@ export function parseCategories(text: string | undefined): DomainName[] | undefi
 export function parsePositiveInt(name: string, text: string | undefined, fallback: number): number {
   if (text === undefined) return fallback;
   const value = Number(text);
-  if (!Number.isInteger(value) || value < 1) throw new UsageError(`--${name} takes a whole number of at least 1, not "${text}"`);
+  if (!Number.isInteger(value) || value < 1)
+    throw new UsageError(`--${name} takes a whole number of at least 1, not "${text}"`);
   return value;
 }
 
 /** Whether `dir` holds a manifest tree: a fleet.yaml or a nodes/ folder. */
-const isManifestTree = (dir: string) => existsSync(path.join(dir, "fleet.yaml")) || existsSync(path.join(dir, "nodes"));
+const isManifestTree = (dir: string) =>
+  existsSync(path.join(dir, "fleet.yaml")) || existsSync(path.join(dir, "nodes"));
 
 /**
  * --manifests; else, as git finds .git, the manifest tree this directory is in, or a
@@ -94,7 +115,9 @@ export function findManifests(flag: string | undefined, cwd = process.cwd()): st
 /** A manifest directory with no nodes/ declares no node: almost always the wrong folder, so say which is right. */
 function checkTreeShape(dir: string): void {
   if (!existsSync(dir) || existsSync(path.join(dir, "nodes"))) return;
-  const folders = readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+  const folders = readdirSync(dir, { withFileTypes: true })
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name);
   const trees = folders.filter((name) => isManifestTree(path.join(dir, name)));
   const misspelt = nearest("nodes", folders);
   const hint = trees.length
@@ -118,7 +141,11 @@ type ManifestValues = { manifests?: string; repo?: string; ref?: string; "cache-
 async function locateManifests(values: ManifestValues): Promise<{ dir: string; pulled: boolean }> {
   const { GITHUB_SERVER_URL: server, GITHUB_REPOSITORY: repository } = process.env;
   const found = findManifests(values.manifests);
-  const repo = values.repo ?? (server && repository && !existsSync(found) ? `${server.replace(/\/+$/, "")}/${repository}.git` : undefined);
+  const repo =
+    values.repo ??
+    (server && repository && !existsSync(found)
+      ? `${server.replace(/\/+$/, "")}/${repository}.git`
+      : undefined);
   if (!repo) {
     checkTreeShape(found);
     return { dir: found, pulled: false };
@@ -144,13 +171,21 @@ export async function loadManifests(values: ManifestValues): Promise<Fleet> {
 /** `--nodes a,web-*`: comma-separated names or globs; every pattern must match some node. */
 export function selectNodes(fleet: Fleet, patterns: string | undefined): LoadedNode[] {
   if (!patterns) return fleet.nodes;
-  const globs = patterns.split(",").map((p) => p.trim()).filter(Boolean);
+  const globs = patterns
+    .split(",")
+    .map((p) => p.trim())
+    .filter(Boolean);
   for (const glob of globs) {
     const problem = globProblem(glob);
     if (problem) throw new UsageError(`--nodes: bad pattern "${glob}": ${problem}`);
     if (!fleet.nodes.some((n) => globMatch(glob, n.name))) {
-      const suggestion = nearest(glob, fleet.nodes.map((n) => n.name));
-      throw new UsageError(`--nodes: no node matches "${glob}"${suggestion ? ` (did you mean "${suggestion}"?)` : ""}`);
+      const suggestion = nearest(
+        glob,
+        fleet.nodes.map((n) => n.name),
+      );
+      throw new UsageError(
+        `--nodes: no node matches "${glob}"${suggestion ? ` (did you mean "${suggestion}"?)` : ""}`,
+      );
     }
   }
   return fleet.nodes.filter((n) => globs.some((g) => globMatch(g, n.name)));
@@ -160,12 +195,16 @@ export function selectNodes(fleet: Fleet, patterns: string | undefined): LoadedN
 export function localNode(fleet: Fleet, nodes: string | undefined): LoadedNode {
   if (nodes) {
     const selected = selectNodes(fleet, nodes);
-    if (selected.length !== 1) throw new UsageError(`--local audits one node, but --nodes "${nodes}" selects ${selected.length}`);
+    if (selected.length !== 1)
+      throw new UsageError(
+        `--local audits one node, but --nodes "${nodes}" selects ${selected.length}`,
+      );
     return selected[0]!;
   }
   const hostname = os.hostname();
   const node =
-    fleet.nodes.find((n) => n.name === hostname || n.host === hostname) ?? fleet.nodes.find((n) => n.name === "localhost");
+    fleet.nodes.find((n) => n.name === hostname || n.host === hostname) ??
+    fleet.nodes.find((n) => n.name === "localhost");
   if (!node) {
     throw new UsageError(
       `--local: no node in ${path.relative(process.cwd(), fleet.dir) || "."} is named "${hostname}" or has host "${hostname}", and there is no "localhost" node; name one with --nodes`,
@@ -179,7 +218,11 @@ export function localNode(fleet: Fleet, nodes: string | undefined): LoadedNode {
  * --color, then NO_COLOR (no-color.org), then FORCE_COLOR, TERM=dumb and whether the stream is a
  * terminal, as supports-color (chalk's) reads them.
  */
-export function useColor(values: { "no-color"?: boolean; color?: boolean }, stream: NodeJS.WriteStream, env = process.env): boolean {
+export function useColor(
+  values: { "no-color"?: boolean; color?: boolean },
+  stream: NodeJS.WriteStream,
+  env = process.env,
+): boolean {
   if (values["no-color"]) return false;
   if (values.color) return true;
   if (env.NO_COLOR !== undefined && env.NO_COLOR !== "") return false;

@@ -8,7 +8,8 @@ import { useColor } from "./options.js";
 
 export function formatName(value: string | undefined): keyof typeof FORMATS {
   const name = value ?? "text";
-  if (!isFormatName(name)) throw new UsageError(`unknown --format "${name}"; formats: ${Object.keys(FORMATS).join(", ")}`);
+  if (!isFormatName(name))
+    throw new UsageError(`unknown --format "${name}"; formats: ${Object.keys(FORMATS).join(", ")}`);
   return name;
 }
 
@@ -28,7 +29,9 @@ export async function checkOut(out: string | undefined): Promise<void> {
   if (!dirStat.isDirectory()) throw new UsageError(`--out ${out}: ${dir} is not a directory`);
   const target = await lstat(out).catch(() => undefined);
   if (target?.isSymbolicLink()) {
-    throw new UsageError(`--out ${out} is a symbolic link; refusing to write through it (remove it or name the real file)`);
+    throw new UsageError(
+      `--out ${out} is a symbolic link; refusing to write through it (remove it or name the real file)`,
+    );
   }
   if (target?.isDirectory()) throw new UsageError(`--out ${out} is a directory`);
   // The only sure test of "can write here" is writing: a probe file, removed at once.
@@ -42,7 +45,10 @@ export async function checkOut(out: string | undefined): Promise<void> {
 }
 
 const temporaryName = (out: string) =>
-  path.join(path.dirname(out), `.${path.basename(out)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`);
+  path.join(
+    path.dirname(out),
+    `.${path.basename(out)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`,
+  );
 
 /**
  * Writes `text` to `out` atomically: a new temporary file in the same directory (O_EXCL, so never
@@ -68,10 +74,24 @@ export async function writeOut(out: string, text: string): Promise<void> {
 }
 
 /** Renders the report to --out (atomically) or stdout. */
-export async function writeReport(report: Report, values: { format?: string; out?: string; verbose?: boolean; color?: boolean; "no-color"?: boolean; maxBytes?: number }): Promise<void> {
+export async function writeReport(
+  report: Report,
+  values: {
+    format?: string;
+    out?: string;
+    verbose?: boolean;
+    color?: boolean;
+    "no-color"?: boolean;
+    maxBytes?: number;
+  },
+): Promise<void> {
   const render = FORMATS[formatName(values.format)];
   const color = !values.out && useColor(values, process.stdout);
-  const text = render(report, { color, verbose: values.verbose ?? false, ...(values.maxBytes !== undefined && { maxBytes: values.maxBytes }) });
+  const text = render(report, {
+    color,
+    verbose: values.verbose ?? false,
+    ...(values.maxBytes !== undefined && { maxBytes: values.maxBytes }),
+  });
   if (values.out) await writeOut(values.out, text);
   else process.stdout.write(text);
 }

@@ -29,7 +29,9 @@ export class Progress {
     this.lastDraw = now;
     const width = 24;
     const filled = Math.round((this.done / Math.max(1, this.total)) * width);
-    this.stream.write(`\r\x1b[2K[${"#".repeat(filled)}${"-".repeat(width - filled)}] ${this.line()}`);
+    this.stream.write(
+      `\r\x1b[2K[${"#".repeat(filled)}${"-".repeat(width - filled)}] ${this.line()}`,
+    );
   }
 
   finish(): void {

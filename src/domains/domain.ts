@@ -18,7 +18,8 @@ export const SEVERITIES = ["critical", "high", "medium", "low"] as const;
 export type Severity = (typeof SEVERITIES)[number];
 export type OnDrift = "accept" | "ticket";
 
-export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+export type JsonValue =
+  string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
 /** A path into a node spec: object keys, or for keyed lists (files, units) the item's key. */
 export type SpecPath = readonly (string | number)[];
@@ -92,10 +93,14 @@ export interface Domain<Declared = unknown, Live = unknown> {
 }
 
 /** A section's parts by label, for sections whose labels are each printed once: a repeated one is an error. */
-export function partsByLabel(section: string, parts: readonly [string, string][]): Map<string, string> {
+export function partsByLabel(
+  section: string,
+  parts: readonly [string, string][],
+): Map<string, string> {
   const byLabel = new Map<string, string>();
   for (const [label, text] of parts) {
-    if (byLabel.has(label)) throw new ProbeParseError(section, `part "${label.slice(0, 80)}" appears twice`);
+    if (byLabel.has(label))
+      throw new ProbeParseError(section, `part "${label.slice(0, 80)}" appears twice`);
     byLabel.set(label, text);
   }
   return byLabel;

@@ -11,7 +11,17 @@ import { routes } from "./routes/index.js";
 import { sysctl } from "./sysctl/index.js";
 import { systemd } from "./systemd/index.js";
 
-export const DOMAINS: readonly AnyDomain[] = [kernel, sysctl, ioScheduler, routes, packages, ports, files, systemd, kernelModules];
+export const DOMAINS: readonly AnyDomain[] = [
+  kernel,
+  sysctl,
+  ioScheduler,
+  routes,
+  packages,
+  ports,
+  files,
+  systemd,
+  kernelModules,
+];
 
 export function domainByName(name: string): AnyDomain | undefined {
   return DOMAINS.find((d) => d.name === name);

@@ -7,18 +7,38 @@ import type { DriftItem } from "../report/schema.js";
 import { findWaiver } from "./waivers.js";
 
 /** The same drift on any node: (domain, key, declared, live). Identical drift on many nodes is one PR. */
-export function driftSignature(domain: string, key: string, declared: JsonValue, live: JsonValue): string {
-  return createHash("sha256").update(JSON.stringify([domain, key, declared, live])).digest("hex").slice(0, 16);
+export function driftSignature(
+  domain: string,
+  key: string,
+  declared: JsonValue,
+  live: JsonValue,
+): string {
+  return createHash("sha256")
+    .update(JSON.stringify([domain, key, declared, live]))
+    .digest("hex")
+    .slice(0, 16);
 }
 
 /** Stable for the same (node, domain, key, declared, live): how re-runs recognise the same drift. */
-export function fingerprint(node: string, domain: string, key: string, declared: JsonValue, live: JsonValue): string {
-  return createHash("sha256").update(JSON.stringify([node, domain, key, declared, live])).digest("hex").slice(0, 16);
+export function fingerprint(
+  node: string,
+  domain: string,
+  key: string,
+  declared: JsonValue,
+  live: JsonValue,
+): string {
+  return createHash("sha256")
+    .update(JSON.stringify([node, domain, key, declared, live]))
+    .digest("hex")
+    .slice(0, 16);
 }
 
 /** Whether a ticket names drift with this signature: its own, or one of its items' (a set's several items). */
 export function ticketCovers(ticket: Ticket, signature: string): boolean {
-  return ticket.signature === signature || (ticket.items?.some((item) => item.signature === signature) ?? false);
+  return (
+    ticket.signature === signature ||
+    (ticket.items?.some((item) => item.signature === signature) ?? false)
+  );
 }
 
 export interface DriftContext {
@@ -30,7 +50,12 @@ export interface DriftContext {
 }
 
 /** A domain's findings on one node, as report drift items: severity and on_drift by policy, source, waivers. */
-export function toDriftItems(node: LoadedNode, domain: AnyDomain, findings: readonly Finding[], ctx: DriftContext): DriftItem[] {
+export function toDriftItems(
+  node: LoadedNode,
+  domain: AnyDomain,
+  findings: readonly Finding[],
+  ctx: DriftContext,
+): DriftItem[] {
   const policy = ctx.policy[domain.name] ?? {};
   return findings.map((finding) => {
     const origin = sourceOf(node, finding.path);
@@ -49,8 +74,14 @@ export function toDriftItems(node: LoadedNode, domain: AnyDomain, findings: read
     if (finding.detail) item.detail = finding.detail;
     if (finding.diff) item.diff = finding.diff;
     const signature = driftSignature(domain.name, finding.key, finding.declared, finding.live);
-    const ticket = ctx.tickets.find((t) => t.status === "open" && ticketCovers(t, signature) && t.nodes.includes(node.name));
-    const waiver = findWaiver(ctx.waivers, { node: node.name, domain: domain.name, key: finding.key, live: finding.live }, ctx.now);
+    const ticket = ctx.tickets.find(
+      (t) => t.status === "open" && ticketCovers(t, signature) && t.nodes.includes(node.name),
+    );
+    const waiver = findWaiver(
+      ctx.waivers,
+      { node: node.name, domain: domain.name, key: finding.key, live: finding.live },
+      ctx.now,
+    );
     if (ticket) {
       item.acknowledged = true;
       item.acknowledgedBy = `ticket ${ticket.id}`;

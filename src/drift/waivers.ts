@@ -22,13 +22,19 @@ export function waiverExpired(waiver: Waiver, now: Date): boolean {
   return waiver.expires !== undefined && now.getTime() > expiryTime(waiver.expires);
 }
 
-export function findWaiver(waivers: readonly Waiver[], subject: WaiverSubject, now: Date): Waiver | undefined {
+export function findWaiver(
+  waivers: readonly Waiver[],
+  subject: WaiverSubject,
+  now: Date,
+): Waiver | undefined {
   return waivers.find(
     (w) =>
       !waiverExpired(w, now) &&
       globMatch(w.node, subject.node) &&
       globMatch(w.domain, subject.domain) &&
       globMatch(w.key, subject.key) &&
-      (w.live === undefined || String(w.live) === (typeof subject.live === "object" ? JSON.stringify(subject.live) : String(subject.live))),
+      (w.live === undefined ||
+        String(w.live) ===
+          (typeof subject.live === "object" ? JSON.stringify(subject.live) : String(subject.live))),
   );
 }

@@ -35,7 +35,9 @@ export function tokenAllowed(url: string, serverUrl = "https://github.com"): boo
     return false;
   }
   if (target.host.toLowerCase() !== server.host.toLowerCase()) return false;
-  return target.protocol === "https:" || (target.protocol === "http:" && LOOPBACK.test(target.hostname));
+  return (
+    target.protocol === "https:" || (target.protocol === "http:" && LOOPBACK.test(target.hostname))
+  );
 }
 
 export interface PulledRepo {
@@ -45,10 +47,20 @@ export interface PulledRepo {
 
 /** Shallow clone (or refresh) of the manifest repository with isomorphic-git, over HTTP(S). */
 export async function pullRepository(options: PullOptions): Promise<PulledRepo> {
-  if (!/^https?:\/\//.test(options.url)) throw new ForgeError(`--repo must be an http(s) URL (isomorphic-git speaks HTTP only), not "${options.url}"`);
+  if (!/^https?:\/\//.test(options.url))
+    throw new ForgeError(
+      `--repo must be an http(s) URL (isomorphic-git speaks HTTP only), not "${options.url}"`,
+    );
   // One cache per repository and ref, so switching --ref never mixes two checkouts.
-  const dir = path.join(options.cacheDir, createHash("sha256").update(`${options.url}\0${options.ref ?? ""}`).digest("hex").slice(0, 16));
-  const token = options.token && tokenAllowed(options.url, options.serverUrl) ? options.token : undefined;
+  const dir = path.join(
+    options.cacheDir,
+    createHash("sha256")
+      .update(`${options.url}\0${options.ref ?? ""}`)
+      .digest("hex")
+      .slice(0, 16),
+  );
+  const token =
+    options.token && tokenAllowed(options.url, options.serverUrl) ? options.token : undefined;
   const onAuth = token ? () => ({ username: "x-access-token", password: token }) : undefined;
   const common = { fs, http, dir, url: options.url, onAuth, singleBranch: true, depth: 1 } as const;
   try {
@@ -68,6 +80,10 @@ export async function pullRepository(options: PullOptions): Promise<PulledRepo> 
     return { dir, revision: await git.resolveRef({ fs, dir, ref: "HEAD" }) };
   } catch (error) {
     const status = (error as { data?: { statusCode?: number } }).data?.statusCode;
-    throw new ForgeError(`cannot pull ${options.url}${options.ref ? ` at ${options.ref}` : ""}: ${(error as Error).message}`, status, { cause: error });
+    throw new ForgeError(
+      `cannot pull ${options.url}${options.ref ? ` at ${options.ref}` : ""}: ${(error as Error).message}`,
+      status,
+      { cause: error },
+    );
   }
 }

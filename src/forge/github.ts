@@ -29,15 +29,22 @@ export interface GitHubSettings {
   writeSpacingMs?: number;
 }
 
-export const BOT_AUTHOR = { name: "Quartermaster", email: "quartermaster[bot]@users.noreply.github.com" };
+export const BOT_AUTHOR = {
+  name: "Quartermaster",
+  email: "quartermaster[bot]@users.noreply.github.com",
+};
 export const LEFT_ALONE_MARK = "<!-- quartermaster-left-alone -->";
 
 /** Settings from the environment GitHub Actions provides (GITHUB_API_URL works for GitHub Enterprise Server). */
 export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): GitHubSettings {
   const repository = env.GITHUB_REPOSITORY;
   const token = env.GITHUB_TOKEN;
-  if (!repository || !/^[^/]+\/[^/]+$/.test(repository)) throw new ForgeError("GITHUB_REPOSITORY must be set to owner/repo");
-  if (!token) throw new ForgeError("GITHUB_TOKEN must be set to a token that may push branches and open pull requests");
+  if (!repository || !/^[^/]+\/[^/]+$/.test(repository))
+    throw new ForgeError("GITHUB_REPOSITORY must be set to owner/repo");
+  if (!token)
+    throw new ForgeError(
+      "GITHUB_TOKEN must be set to a token that may push branches and open pull requests",
+    );
   const [owner, repo] = repository.split("/") as [string, string];
   return {
     apiUrl: env.GITHUB_API_URL ?? "https://api.github.com",
@@ -54,7 +61,8 @@ function millis(env: NodeJS.ProcessEnv, name: string): number | undefined {
   const text = env[name];
   if (text === undefined || text === "") return undefined;
   const value = Number(text);
-  if (!Number.isInteger(value) || value < 0) throw new ForgeError(`${name} must be a whole number of milliseconds, not "${text}"`);
+  if (!Number.isInteger(value) || value < 0)
+    throw new ForgeError(`${name} must be a whole number of milliseconds, not "${text}"`);
   return value;
 }
 
@@ -80,8 +88,14 @@ async function call<T>(what: string, request: () => Promise<T>): Promise<T> {
     return await request();
   } catch (error) {
     const status = (error as { status?: number }).status;
-    const message = (error as { response?: { data?: { message?: string } } }).response?.data?.message ?? (error as Error).message;
-    throw new ForgeError(`GitHub API: ${what} failed${status ? ` (HTTP ${status})` : ""}: ${message}`, status, { cause: error });
+    const message =
+      (error as { response?: { data?: { message?: string } } }).response?.data?.message ??
+      (error as Error).message;
+    throw new ForgeError(
+      `GitHub API: ${what} failed${status ? ` (HTTP ${status})` : ""}: ${message}`,
+      status,
+      { cause: error },
+    );
   }
 }
 
@@ -94,13 +108,27 @@ export class GitHub {
       baseUrl: settings.apiUrl,
       auth: settings.token,
       userAgent: "quartermaster",
-      retry: { retryAfterBaseValue: settings.retryAfterBaseValue ?? 1000, doNotRetry: [400, 401, 403, 404, 410, 422, 451] },
+      retry: {
+        retryAfterBaseValue: settings.retryAfterBaseValue ?? 1000,
+        doNotRetry: [400, 401, 403, 404, 410, 422, 451],
+      },
       throttle: {
-        ...(settings.retryAfterBaseValue !== undefined && { retryAfterBaseValue: settings.retryAfterBaseValue }),
-        ...(settings.writeSpacingMs !== undefined && { write: spacedWrites(settings.writeSpacingMs) as never, notifications: spacedWrites(settings.writeSpacingMs) as never }),
+        ...(settings.retryAfterBaseValue !== undefined && {
+          retryAfterBaseValue: settings.retryAfterBaseValue,
+        }),
+        ...(settings.writeSpacingMs !== undefined && {
+          write: spacedWrites(settings.writeSpacingMs) as never,
+          notifications: spacedWrites(settings.writeSpacingMs) as never,
+        }),
         // The primary limit resets on the hour: wait for it only when the reset is near.
-        onRateLimit: (after: number, _options: unknown, _octokit: unknown, retryCount: number) => after <= 300 && retryCount < 3,
-        onSecondaryRateLimit: (_after: number, _options: unknown, _octokit: unknown, retryCount: number) => retryCount < 3,
+        onRateLimit: (after: number, _options: unknown, _octokit: unknown, retryCount: number) =>
+          after <= 300 && retryCount < 3,
+        onSecondaryRateLimit: (
+          _after: number,
+          _options: unknown,
+          _octokit: unknown,
+          retryCount: number,
+        ) => retryCount < 3,
       },
     });
   }
@@ -110,7 +138,9 @@ export class GitHub {
   }
 
   async defaultBranch(): Promise<string> {
-    const { data } = await call("reading the repository", () => this.octokit.rest.repos.get(this.repo));
+    const { data } = await call("reading the repository", () =>
+      this.octokit.rest.repos.get(this.repo),
+    );
     return data.default_branch;
   }
 
@@ -127,10 +157,18 @@ export class GitHub {
   /** Every pull request Quartermaster opened (open and closed), recognised by its hidden marker. */
   async botPulls(branchPrefix: string): Promise<ExistingPull[]> {
     const pulls = await call("listing pull requests", () =>
-      this.octokit.paginate(this.octokit.rest.pulls.list, { ...this.repo, state: "all", per_page: 100 }),
+      this.octokit.paginate(this.octokit.rest.pulls.list, {
+        ...this.repo,
+        state: "all",
+        per_page: 100,
+      }),
     );
     return pulls
-      .filter((p) => p.head.ref.startsWith(branchPrefix) && p.head.repo?.full_name === `${this.settings.owner}/${this.settings.repo}`)
+      .filter(
+        (p) =>
+          p.head.ref.startsWith(branchPrefix) &&
+          p.head.repo?.full_name === `${this.settings.owner}/${this.settings.repo}`,
+      )
       .map((p) => ({
         number: p.number,
         state: p.state as "open" | "closed",
@@ -145,14 +183,26 @@ export class GitHub {
 
   async humanCommits(number: number): Promise<boolean> {
     const commits = await call(`listing commits of #${number}`, () =>
-      this.octokit.paginate(this.octokit.rest.pulls.listCommits, { ...this.repo, pull_number: number, per_page: 100 }),
+      this.octokit.paginate(this.octokit.rest.pulls.listCommits, {
+        ...this.repo,
+        pull_number: number,
+        per_page: 100,
+      }),
     );
-    return commits.some((c) => c.commit.author?.email !== this.settings.author.email || c.commit.committer?.email !== this.settings.author.email);
+    return commits.some(
+      (c) =>
+        c.commit.author?.email !== this.settings.author.email ||
+        c.commit.committer?.email !== this.settings.author.email,
+    );
   }
 
   async hasLeftAloneNotice(number: number): Promise<boolean> {
     const comments = await call(`listing comments of #${number}`, () =>
-      this.octokit.paginate(this.octokit.rest.issues.listComments, { ...this.repo, issue_number: number, per_page: 100 }),
+      this.octokit.paginate(this.octokit.rest.issues.listComments, {
+        ...this.repo,
+        issue_number: number,
+        per_page: 100,
+      }),
     );
     return comments.some((c) => c.body?.includes(LEFT_ALONE_MARK));
   }
@@ -161,34 +211,71 @@ export class GitHub {
   async readWaiting(): Promise<Map<string, string>> {
     let text: string;
     try {
-      const { data } = await this.octokit.rest.repos.getContent({ ...this.repo, path: WAITING_FILE, ref: STATE_BRANCH });
-      if (Array.isArray(data) || data.type !== "file" || data.content === undefined) return new Map();
+      const { data } = await this.octokit.rest.repos.getContent({
+        ...this.repo,
+        path: WAITING_FILE,
+        ref: STATE_BRANCH,
+      });
+      if (Array.isArray(data) || data.type !== "file" || data.content === undefined)
+        return new Map();
       text = Buffer.from(data.content, "base64").toString("utf8");
     } catch (error) {
       if ((error as { status?: number }).status === 404) return new Map();
       return call("reading the deferred pull requests", () => Promise.reject(error));
     }
     // The branch is the bot's, but anyone with write access can push to it: read it as data.
-    const parsed = Waiting.safeParse((() => { try { return JSON.parse(text) as unknown; } catch { return undefined; } })());
+    const parsed = Waiting.safeParse(
+      (() => {
+        try {
+          return JSON.parse(text) as unknown;
+        } catch {
+          return undefined;
+        }
+      })(),
+    );
     return parsed.success ? new Map(Object.entries(parsed.data)) : new Map();
   }
 
   /** Keeps `waiting` for the next run on the state branch (one commit on `base`), unless it is unchanged. */
-  async writeWaiting(waiting: ReadonlyMap<string, string>, previous: ReadonlyMap<string, string>, base: string): Promise<void> {
-    const same = waiting.size === previous.size && [...waiting].every(([branch, since]) => previous.get(branch) === since);
+  async writeWaiting(
+    waiting: ReadonlyMap<string, string>,
+    previous: ReadonlyMap<string, string>,
+    base: string,
+  ): Promise<void> {
+    const same =
+      waiting.size === previous.size &&
+      [...waiting].every(([branch, since]) => previous.get(branch) === since);
     if (same) return;
     const text = `${JSON.stringify(Object.fromEntries([...waiting].sort(([a], [b]) => (a < b ? -1 : 1))), null, 2)}\n`;
-    await this.setBranch(STATE_BRANCH, await this.commitFiles(base, { [WAITING_FILE]: text }, "Quartermaster: pull requests deferred by the per-run budget"));
+    await this.setBranch(
+      STATE_BRANCH,
+      await this.commitFiles(
+        base,
+        { [WAITING_FILE]: text },
+        "Quartermaster: pull requests deferred by the per-run budget",
+      ),
+    );
   }
 
   /** One commit on top of `parent` writing `files`, through the Git Data API: no clone, no push. */
-  async commitFiles(parent: string, files: Record<string, string>, message: string): Promise<string> {
-    const { data: parentCommit } = await call("reading the base commit", () => this.octokit.rest.git.getCommit({ ...this.repo, commit_sha: parent }));
+  async commitFiles(
+    parent: string,
+    files: Record<string, string>,
+    message: string,
+  ): Promise<string> {
+    const { data: parentCommit } = await call("reading the base commit", () =>
+      this.octokit.rest.git.getCommit({ ...this.repo, commit_sha: parent }),
+    );
     const { data: tree } = await call("writing the tree", () =>
       this.octokit.rest.git.createTree({
         ...this.repo,
         base_tree: parentCommit.tree.sha,
-        tree: Object.entries(files).map(([path, content]) => ({ path, mode: "100644" as const, type: "blob" as const, content })),
+        tree: Object.entries(files).map(([path, content]) => ({
+          path,
+          mode: "100644" as const,
+          type: "blob" as const,
+          content,
+        })),
       }),
     );
     const now = new Date().toISOString();
@@ -209,15 +296,31 @@ export class GitHub {
   async setBranch(branch: string, sha: string): Promise<void> {
     const existing = await this.branchHead(branch);
     if (existing === undefined) {
-      await call(`creating branch ${branch}`, () => this.octokit.rest.git.createRef({ ...this.repo, ref: `refs/heads/${branch}`, sha }));
+      await call(`creating branch ${branch}`, () =>
+        this.octokit.rest.git.createRef({ ...this.repo, ref: `refs/heads/${branch}`, sha }),
+      );
     } else if (existing !== sha) {
-      await call(`updating branch ${branch}`, () => this.octokit.rest.git.updateRef({ ...this.repo, ref: `heads/${branch}`, sha, force: true }));
+      await call(`updating branch ${branch}`, () =>
+        this.octokit.rest.git.updateRef({ ...this.repo, ref: `heads/${branch}`, sha, force: true }),
+      );
     }
   }
 
-  async openPull(input: { branch: string; base: string; title: string; body: string; labels: string[] }): Promise<number> {
+  async openPull(input: {
+    branch: string;
+    base: string;
+    title: string;
+    body: string;
+    labels: string[];
+  }): Promise<number> {
     const { data } = await call(`opening a pull request for ${input.branch}`, () =>
-      this.octokit.rest.pulls.create({ ...this.repo, head: input.branch, base: input.base, title: input.title, body: input.body }),
+      this.octokit.rest.pulls.create({
+        ...this.repo,
+        head: input.branch,
+        base: input.base,
+        title: input.title,
+        body: input.body,
+      }),
     );
     await this.addLabels(data.number, input.labels);
     return data.number;
@@ -225,19 +328,32 @@ export class GitHub {
 
   async addLabels(number: number, labels: string[]): Promise<void> {
     if (!labels.length) return;
-    await call(`labelling #${number}`, () => this.octokit.rest.issues.addLabels({ ...this.repo, issue_number: number, labels }));
+    await call(`labelling #${number}`, () =>
+      this.octokit.rest.issues.addLabels({ ...this.repo, issue_number: number, labels }),
+    );
   }
 
   async updatePull(number: number, input: { title: string; body: string }): Promise<void> {
-    await call(`updating #${number}`, () => this.octokit.rest.pulls.update({ ...this.repo, pull_number: number, title: input.title, body: input.body }));
+    await call(`updating #${number}`, () =>
+      this.octokit.rest.pulls.update({
+        ...this.repo,
+        pull_number: number,
+        title: input.title,
+        body: input.body,
+      }),
+    );
   }
 
   async comment(number: number, body: string): Promise<void> {
-    await call(`commenting on #${number}`, () => this.octokit.rest.issues.createComment({ ...this.repo, issue_number: number, body }));
+    await call(`commenting on #${number}`, () =>
+      this.octokit.rest.issues.createComment({ ...this.repo, issue_number: number, body }),
+    );
   }
 
   async closePull(number: number): Promise<void> {
-    await call(`closing #${number}`, () => this.octokit.rest.pulls.update({ ...this.repo, pull_number: number, state: "closed" }));
+    await call(`closing #${number}`, () =>
+      this.octokit.rest.pulls.update({ ...this.repo, pull_number: number, state: "closed" }),
+    );
   }
 
   async deleteBranch(branch: string): Promise<void> {
@@ -245,7 +361,10 @@ export class GitHub {
       await this.octokit.rest.git.deleteRef({ ...this.repo, ref: `heads/${branch}` });
     } catch (error) {
       // Already gone (GitHub's "delete branch on merge", or a human): nothing to do.
-      if ((error as { status?: number }).status !== 422 && (error as { status?: number }).status !== 404) {
+      if (
+        (error as { status?: number }).status !== 422 &&
+        (error as { status?: number }).status !== 404
+      ) {
         await call(`deleting branch ${branch}`, () => Promise.reject(error));
       }
     }
@@ -253,7 +372,11 @@ export class GitHub {
 
   /** Whether `login` may write to the repository: review commands act only for such people. */
   async canWrite(login: string): Promise<boolean> {
-    const { data } = await call(`reading ${login}'s permission`, () => this.octokit.rest.repos.getCollaboratorPermissionLevel({ ...this.repo, username: login }));
-    return data.permission === "admin" || data.permission === "write" || data.permission === "maintain";
+    const { data } = await call(`reading ${login}'s permission`, () =>
+      this.octokit.rest.repos.getCollaboratorPermissionLevel({ ...this.repo, username: login }),
+    );
+    return (
+      data.permission === "admin" || data.permission === "write" || data.permission === "maintain"
+    );
   }
 }

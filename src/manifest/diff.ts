@@ -30,14 +30,30 @@ export interface ManifestDiff {
   tickets: KeyChange[];
 }
 
-const keyedLists = new Map(DOMAINS.filter((d) => d.listKey).map((d) => [pathKey(d.specPath), d.listKey!]));
+const keyedLists = new Map(
+  DOMAINS.filter((d) => d.listKey).map((d) => [pathKey(d.specPath), d.listKey!]),
+);
 
 /** Leaf values by path: maps per key, keyed lists per item, other lists whole (their order matters). */
-function leaves(value: unknown, path: (string | number)[] = [], out = new Map<string, { path: (string | number)[]; value: unknown }>()) {
+function leaves(
+  value: unknown,
+  path: (string | number)[] = [],
+  out = new Map<string, { path: (string | number)[]; value: unknown }>(),
+) {
   const listKey = keyedLists.get(pathKey(path));
-  if (Array.isArray(value) && listKey && value.every((item) => item && typeof item === "object" && listKey in item)) {
-    for (const item of value as Record<string, unknown>[]) leaves(item, [...path, String(item[listKey])], out);
-  } else if (value && typeof value === "object" && !Array.isArray(value) && Object.keys(value).length > 0) {
+  if (
+    Array.isArray(value) &&
+    listKey &&
+    value.every((item) => item && typeof item === "object" && listKey in item)
+  ) {
+    for (const item of value as Record<string, unknown>[])
+      leaves(item, [...path, String(item[listKey])], out);
+  } else if (
+    value &&
+    typeof value === "object" &&
+    !Array.isArray(value) &&
+    Object.keys(value).length > 0
+  ) {
     for (const [key, child] of Object.entries(value)) leaves(child, [...path, key], out);
   } else {
     out.set(pathKey(path), { path, value });
@@ -45,7 +61,11 @@ function leaves(value: unknown, path: (string | number)[] = [], out = new Map<st
   return out;
 }
 
-function changesBetween(before: unknown, after: unknown, located?: (path: (string | number)[], removed: boolean) => string | undefined): KeyChange[] {
+function changesBetween(
+  before: unknown,
+  after: unknown,
+  located?: (path: (string | number)[], removed: boolean) => string | undefined,
+): KeyChange[] {
   const was = leaves(before);
   const now = leaves(after);
   const changes: KeyChange[] = [];
@@ -83,7 +103,8 @@ export function pinnedKeys(text: string | undefined): Map<string, string[]> {
     const marker = fields[0].startsWith("@") ? fields.shift() : undefined;
     const [hosts, type, blob] = fields;
     if (!hosts || !type) continue;
-    const fingerprint = blob && /^[A-Za-z0-9+/]+=*$/.test(blob) ? sshFingerprint(blob) : (blob ?? "(no key)");
+    const fingerprint =
+      blob && /^[A-Za-z0-9+/]+=*$/.test(blob) ? sshFingerprint(blob) : (blob ?? "(no key)");
     const shown = [marker, type, fingerprint].filter(Boolean).join(" ");
     for (const host of hosts.split(",")) {
       keys.set(host, [...new Set([...(keys.get(host) ?? []), shown])].sort(compareText));
@@ -112,10 +133,19 @@ export function diffFleets(base: Fleet, head: Fleet): ManifestDiff {
   for (const name of [...new Set([...before.keys(), ...after.keys()])].sort(compareText)) {
     const b = before.get(name);
     const a = after.get(name);
-    const changes = changesBetween(b && declared(b), a && declared(a), (path, removed) => (removed ? b && at(b)(path) : a && at(a)(path)));
-    if (changes.length) nodes.push({ node: name, kind: !b ? "added" : !a ? "removed" : "changed", changes });
+    const changes = changesBetween(b && declared(b), a && declared(a), (path, removed) =>
+      removed ? b && at(b)(path) : a && at(a)(path),
+    );
+    if (changes.length)
+      nodes.push({ node: name, kind: !b ? "added" : !a ? "removed" : "changed", changes });
   }
-  const ticketsOf = (fleet: Fleet) => Object.fromEntries(fleet.tickets.map(({ ticket }) => [ticket.id, { status: ticket.status, nodes: ticket.nodes, key: `${ticket.domain} ${ticket.key}` }]));
+  const ticketsOf = (fleet: Fleet) =>
+    Object.fromEntries(
+      fleet.tickets.map(({ ticket }) => [
+        ticket.id,
+        { status: ticket.status, nodes: ticket.nodes, key: `${ticket.domain} ${ticket.key}` },
+      ]),
+    );
   return {
     knownHosts: knownHostsChanges(base.knownHosts, head.knownHosts),
     nodes,
@@ -126,22 +156,36 @@ export function diffFleets(base: Fleet, head: Fleet): ManifestDiff {
 
 /** `system.sysctl_parameters[net.ipv4.ip_forward]`, `files[/etc/app.conf].mode`. */
 export function showPath(path: readonly (string | number)[]): string {
-  return path.map((part, i) => (/^[A-Za-z_][\w-]*$/.test(String(part)) ? `${i ? "." : ""}${part}` : `[${part}]`)).join("");
+  return path
+    .map((part, i) =>
+      /^[A-Za-z_][\w-]*$/.test(String(part)) ? `${i ? "." : ""}${part}` : `[${part}]`,
+    )
+    .join("");
 }
 
 const value = (v: unknown) => (v === undefined ? "(not declared)" : compactValue(v, 120));
 
 function table(changes: readonly KeyChange[], withSource: boolean): string[] {
-  const head = withSource ? ["| key | before | after | declared at |", "|---|---|---|---|"] : ["| key | before | after |", "|---|---|---|"];
+  const head = withSource
+    ? ["| key | before | after | declared at |", "|---|---|---|---|"]
+    : ["| key | before | after |", "|---|---|---|"];
   return [
     ...head,
-    ...changes.map((c) => `| ${codeCell(showPath(c.path))} | ${codeCell(value(c.before))} | ${codeCell(value(c.after))} |${withSource ? ` ${c.declaredAt ? codeCell(c.declaredAt) : ""} |` : ""}`),
+    ...changes.map(
+      (c) =>
+        `| ${codeCell(showPath(c.path))} | ${codeCell(value(c.before))} | ${codeCell(value(c.after))} |${withSource ? ` ${c.declaredAt ? codeCell(c.declaredAt) : ""} |` : ""}`,
+    ),
   ];
 }
 
-const keysCell = (keys: unknown) => (Array.isArray(keys) ? keys.map((k) => codeCell(String(k))).join("<br>") : "(none)");
+const keysCell = (keys: unknown) =>
+  Array.isArray(keys) ? keys.map((k) => codeCell(String(k))).join("<br>") : "(none)";
 
-const KIND_NOTE = { added: "new node: merging starts auditing it against this state", removed: "node removed: merging stops auditing it", changed: "" } as const;
+const KIND_NOTE = {
+  added: "new node: merging starts auditing it against this state",
+  removed: "node removed: merging stops auditing it",
+  changed: "",
+} as const;
 
 /**
  * Markdown for a pull request's job summary. Nodes whose changes are identical (a group edit)
@@ -161,12 +205,23 @@ export function renderManifestDiff(diff: ManifestDiff, maxBytes: number): string
         "",
         "| host | before | after |",
         "|---|---|---|",
-        ...diff.knownHosts.map((c) => `| ${codeCell(String(c.path[0]))} | ${keysCell(c.before)} | ${keysCell(c.after)} |`),
+        ...diff.knownHosts.map(
+          (c) =>
+            `| ${codeCell(String(c.path[0]))} | ${keysCell(c.before)} | ${keysCell(c.after)} |`,
+        ),
       ].join("\n"),
     );
   }
-  if (diff.fleetSettings.length) sections.push(["### Fleet-wide settings (policy, waivers, audit limits)", "", ...table(diff.fleetSettings, false)].join("\n"));
-  if (diff.tickets.length) sections.push(["### Remediation tickets", "", ...table(diff.tickets, false)].join("\n"));
+  if (diff.fleetSettings.length)
+    sections.push(
+      [
+        "### Fleet-wide settings (policy, waivers, audit limits)",
+        "",
+        ...table(diff.fleetSettings, false),
+      ].join("\n"),
+    );
+  if (diff.tickets.length)
+    sections.push(["### Remediation tickets", "", ...table(diff.tickets, false)].join("\n"));
   const alike = new Map<string, NodeChange[]>();
   for (const change of diff.nodes) {
     const key = JSON.stringify([change.kind, change.changes]);
@@ -174,12 +229,23 @@ export function renderManifestDiff(diff: ManifestDiff, maxBytes: number): string
   }
   for (const group of alike.values()) {
     const names = group.map((g) => g.node);
-    const title = names.length <= 5 ? names.join(", ") : `${names.slice(0, 5).join(", ")} and ${names.length - 5} more`;
+    const title =
+      names.length <= 5
+        ? names.join(", ")
+        : `${names.slice(0, 5).join(", ")} and ${names.length - 5} more`;
     const note = KIND_NOTE[group[0]!.kind];
-    sections.push([`### ${textCell(title)}${names.length > 1 ? ` (${names.length} nodes, the same change)` : ""}`, "", ...(note ? [`_${note}_`, ""] : []), ...table(group[0]!.changes, true)].join("\n"));
+    sections.push(
+      [
+        `### ${textCell(title)}${names.length > 1 ? ` (${names.length} nodes, the same change)` : ""}`,
+        "",
+        ...(note ? [`_${note}_`, ""] : []),
+        ...table(group[0]!.changes, true),
+      ].join("\n"),
+    );
   }
   const nodeCount = diff.nodes.length;
-  if (diff.knownHosts.length) out.push(`The pinned host keys of ${plural(diff.knownHosts.length, "host")} change.`, "");
+  if (diff.knownHosts.length)
+    out.push(`The pinned host keys of ${plural(diff.knownHosts.length, "host")} change.`, "");
   out.push(
     nodeCount
       ? `The effective declared state of ${plural(nodeCount, "node")} changes. Merging accepts it: the next audit reports drift against these values.`
@@ -195,6 +261,10 @@ export function renderManifestDiff(diff: ManifestDiff, maxBytes: number): string
     size += bytes;
     shown++;
   }
-  if (shown < sections.length) out.push("", `_${plural(sections.length - shown, "more section")} left out to stay under GitHub's size limit._`);
+  if (shown < sections.length)
+    out.push(
+      "",
+      `_${plural(sections.length - shown, "more section")} left out to stay under GitHub's size limit._`,
+    );
   return `${out.join("\n")}\n`;
 }

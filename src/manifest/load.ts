@@ -1,12 +1,27 @@
 import { constants } from "node:fs";
 import { lstat, open, readdir, readlink, realpath, stat } from "node:fs/promises";
 import path from "node:path";
-import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node as YamlNode } from "yaml";
+import {
+  isMap,
+  isScalar,
+  isSeq,
+  LineCounter,
+  parseDocument,
+  type Document,
+  type Node as YamlNode,
+} from "yaml";
 import type { z } from "zod";
 import type { AnyDomain, SpecPath } from "../domains/domain.js";
 import { DOMAINS } from "../domains/registry.js";
 import { ManifestError, ManifestErrors } from "../errors.js";
-import { FLEET_SETTINGS, FleetSpec, GroupSpec, NodeName, NodeSpec, type SshSettings } from "./schema.js";
+import {
+  FLEET_SETTINGS,
+  FleetSpec,
+  GroupSpec,
+  NodeName,
+  NodeSpec,
+  type SshSettings,
+} from "./schema.js";
 import { nearest } from "./suggest.js";
 import { Ticket } from "./tickets.js";
 import { keysAt } from "./zod-shape.js";
@@ -110,7 +125,10 @@ class FileReader {
             { file },
             "copy the file, or share the values through a group",
           )
-        : new ManifestError(`is a symbolic link leaving the manifest tree (to ${target}); not read`, { file }),
+        : new ManifestError(
+            `is a symbolic link leaving the manifest tree (to ${target}); not read`,
+            { file },
+          ),
     );
     return true;
   }
@@ -123,7 +141,12 @@ class FileReader {
     if (!info?.isFile()) return undefined;
     const size = info.size;
     if (size > MAX_MANIFEST_BYTES) {
-      this.errors.push(new ManifestError(`file is ${size} bytes, over the ${MAX_MANIFEST_BYTES}-byte cap for a manifest file; not read`, { file }));
+      this.errors.push(
+        new ManifestError(
+          `file is ${size} bytes, over the ${MAX_MANIFEST_BYTES}-byte cap for a manifest file; not read`,
+          { file },
+        ),
+      );
       return undefined;
     }
     // O_NOFOLLOW: a link swapped in after the check above is still not read.
@@ -134,7 +157,11 @@ class FileReader {
       const buffer = Buffer.alloc(Math.min(size, MAX_MANIFEST_BYTES) + 1);
       const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
       if (bytesRead > MAX_MANIFEST_BYTES) {
-        this.errors.push(new ManifestError(`file grew over the ${MAX_MANIFEST_BYTES}-byte cap while being read`, { file }));
+        this.errors.push(
+          new ManifestError(`file grew over the ${MAX_MANIFEST_BYTES}-byte cap while being read`, {
+            file,
+          }),
+        );
         return undefined;
       }
       text = buffer.subarray(0, bytesRead).toString("utf8");
@@ -154,16 +181,29 @@ class FileReader {
       doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: true });
     } catch (error) {
       // Nesting deep enough to exhaust the parser's stack: a resource limit, not a crash.
-      this.errors.push(new ManifestError(`YAML too deeply nested to read (${(error as Error).message})`, { file }));
+      this.errors.push(
+        new ManifestError(`YAML too deeply nested to read (${(error as Error).message})`, { file }),
+      );
       return undefined;
     }
     for (const error of doc.errors) {
       const pos = error.linePos?.[0];
-      this.errors.push(new ManifestError(`invalid YAML: ${error.message.split("\n")[0]}`, { file, line: pos?.line, col: pos?.col }));
+      this.errors.push(
+        new ManifestError(`invalid YAML: ${error.message.split("\n")[0]}`, {
+          file,
+          line: pos?.line,
+          col: pos?.col,
+        }),
+      );
     }
     if (doc.errors.length) return undefined;
     if (doc.contents !== null && !isMap(doc.contents)) {
-      this.errors.push(new ManifestError("a manifest file must be a YAML map of keys", this.at({ file, doc, lines }, doc.contents)));
+      this.errors.push(
+        new ManifestError(
+          "a manifest file must be a YAML map of keys",
+          this.at({ file, doc, lines }, doc.contents),
+        ),
+      );
       return undefined;
     }
     return { file, doc, lines };
@@ -176,13 +216,21 @@ class FileReader {
       return parsed.doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
     } catch (error) {
       const { message } = error as Error;
-      const reason = /alias/i.test(message) ? `more than ${MAX_ALIAS_COUNT} alias expansions (a YAML alias bomb?)` : message;
-      this.errors.push(new ManifestError(`YAML resource limit: ${reason}; not read`, { file: parsed.file }));
+      const reason = /alias/i.test(message)
+        ? `more than ${MAX_ALIAS_COUNT} alias expansions (a YAML alias bomb?)`
+        : message;
+      this.errors.push(
+        new ManifestError(`YAML resource limit: ${reason}; not read`, { file: parsed.file }),
+      );
       return undefined;
     }
   }
 
-  at(parsed: ParsedFile, node: YamlNode | null | undefined, keyNode?: unknown): { file: string; line?: number; col?: number } {
+  at(
+    parsed: ParsedFile,
+    node: YamlNode | null | undefined,
+    keyNode?: unknown,
+  ): { file: string; line?: number; col?: number } {
     const target = (keyNode as YamlNode | undefined)?.range ? (keyNode as YamlNode) : node;
     if (!target?.range) return { file: parsed.file };
     const pos = parsed.lines.linePos(target.range[0]);
@@ -194,16 +242,30 @@ class FileReader {
  * Turns one parsed file into a layer: origins from the YAML tree, `- key = value` list forms into maps,
  * `null` values into deletions, then zod validation with every issue located at file:line:col.
  */
-function toLayer(reader: FileReader, parsed: ParsedFile, schema: z.ZodType): { layer?: Layer; settings?: Record<string, unknown> } {
+function toLayer(
+  reader: FileReader,
+  parsed: ParsedFile,
+  schema: z.ZodType,
+): { layer?: Layer; settings?: Record<string, unknown> } {
   const origins = new Map<string, Origin>();
   const errorsBefore = reader.errors.length;
   const raw = reader.toJS(parsed) as Record<string, unknown> | undefined;
   if (raw === undefined) return {};
 
-  const walk = (node: unknown, yamlPath: (string | number)[], canon: (string | number)[], keyNode?: unknown): void => {
+  const walk = (
+    node: unknown,
+    yamlPath: (string | number)[],
+    canon: (string | number)[],
+    keyNode?: unknown,
+  ): void => {
     if (!node || typeof node !== "object") return;
     const loc = reader.at(parsed, node as YamlNode, keyNode);
-    origins.set(pathKey(canon), { file: parsed.file, line: loc.line ?? 1, col: loc.col ?? 1, yamlPath });
+    origins.set(pathKey(canon), {
+      file: parsed.file,
+      line: loc.line ?? 1,
+      col: loc.col ?? 1,
+      yamlPath,
+    });
     const domain = domainAtPath.get(pathKey(canon));
     if (isMap(node)) {
       for (const pair of node.items) {
@@ -214,12 +276,20 @@ function toLayer(reader: FileReader, parsed: ParsedFile, schema: z.ZodType): { l
       node.items.forEach((item, i) => {
         if (domain?.listForm && isScalar(item) && typeof item.value === "string") {
           const entry = domain.listForm(item.value);
-          const itemLoc = reader.at(parsed, item as YamlNode);
+          const itemLoc = reader.at(parsed, item);
           if (!entry) {
-            reader.errors.push(new ManifestError(`"${item.value}" is not of the form "name = value"`, itemLoc));
+            reader.errors.push(
+              new ManifestError(`"${item.value}" is not of the form "name = value"`, itemLoc),
+            );
             return;
           }
-          origins.set(pathKey([...canon, entry[0]]), { ...itemLoc, line: itemLoc.line ?? 1, col: itemLoc.col ?? 1, yamlPath: [...yamlPath, i], form: "list" });
+          origins.set(pathKey([...canon, entry[0]]), {
+            ...itemLoc,
+            line: itemLoc.line ?? 1,
+            col: itemLoc.col ?? 1,
+            yamlPath: [...yamlPath, i],
+            form: "list",
+          });
           return;
         }
         const itemKey = domain?.listKey && isMap(item) ? item.get(domain.listKey) : undefined;
@@ -236,7 +306,9 @@ function toLayer(reader: FileReader, parsed: ParsedFile, schema: z.ZodType): { l
     const last = domain.specPath.at(-1)!;
     const list = parent?.[last];
     if (Array.isArray(list) && list.every((item) => typeof item === "string")) {
-      parent![last] = Object.fromEntries(list.map((item) => domain.listForm!(item)).filter((e) => e !== undefined));
+      parent![last] = Object.fromEntries(
+        list.map((item) => domain.listForm!(item)).filter((e) => e !== undefined),
+      );
     }
   }
 
@@ -246,7 +318,10 @@ function toLayer(reader: FileReader, parsed: ParsedFile, schema: z.ZodType): { l
     const domain = domainAtPath.get(pathKey(canon));
     if (Array.isArray(value)) {
       value.forEach((item, i) => {
-        const itemKey = domain?.listKey && item && typeof item === "object" ? (item as Record<string, unknown>)[domain.listKey] : undefined;
+        const itemKey =
+          domain?.listKey && item && typeof item === "object"
+            ? (item as Record<string, unknown>)[domain.listKey]
+            : undefined;
         stripNulls(item, [...canon, typeof itemKey === "string" ? itemKey : i]);
       });
       return;
@@ -262,7 +337,8 @@ function toLayer(reader: FileReader, parsed: ParsedFile, schema: z.ZodType): { l
 
   const result = schema.safeParse(raw);
   if (!result.success) {
-    for (const issue of result.error.issues) reader.errors.push(locateIssue(reader, parsed, origins, schema, issue));
+    for (const issue of result.error.issues)
+      reader.errors.push(locateIssue(reader, parsed, origins, schema, issue));
     return {};
   }
   if (reader.errors.length > errorsBefore) return {};
@@ -278,20 +354,32 @@ function toLayer(reader: FileReader, parsed: ParsedFile, schema: z.ZodType): { l
   return { layer: { file: parsed.file, value, deletions, origins }, settings };
 }
 
-function locateIssue(reader: FileReader, parsed: ParsedFile, origins: Map<string, Origin>, schema: z.ZodType, issue: z.core.$ZodIssue): ManifestError {
+function locateIssue(
+  reader: FileReader,
+  parsed: ParsedFile,
+  origins: Map<string, Origin>,
+  schema: z.ZodType,
+  issue: z.core.$ZodIssue,
+): ManifestError {
   const issuePath = issue.path.map((p) => (typeof p === "symbol" ? String(p) : p));
   const dotted = issuePath.join(".");
   if (issue.code === "unrecognized_keys") {
     const container = parsed.doc.getIn(issuePath, true) as YamlNode | undefined;
     const key = issue.keys[0]!;
-    const pair = isMap(container) ? container.items.find((p) => isScalar(p.key) && String(p.key.value) === key) : undefined;
+    const pair = isMap(container)
+      ? container.items.find((p) => isScalar(p.key) && String(p.key.value) === key)
+      : undefined;
     const valid = keysAt(schema, issuePath);
     const suggestion = nearest(key, valid);
     const where = dotted ? ` in ${dotted}` : "";
     return new ManifestError(
       `unknown key "${key}"${where}`,
       reader.at(parsed, container ?? null, pair?.key),
-      suggestion ? `did you mean "${suggestion}"?` : valid.length ? `valid keys: ${valid.join(", ")}` : undefined,
+      suggestion
+        ? `did you mean "${suggestion}"?`
+        : valid.length
+          ? `valid keys: ${valid.join(", ")}`
+          : undefined,
     );
   }
   const node = parsed.doc.getIn(issuePath, true) as YamlNode | undefined;
@@ -300,11 +388,19 @@ function locateIssue(reader: FileReader, parsed: ParsedFile, origins: Map<string
     const origin = origins.get(pathKey(issuePath.slice(0, len)));
     if (origin) loc = { file: origin.file, line: origin.line, col: origin.col };
   }
-  return new ManifestError(dotted ? `${dotted}: ${issue.message}` : issue.message, loc ?? { file: parsed.file });
+  return new ManifestError(
+    dotted ? `${dotted}: ${issue.message}` : issue.message,
+    loc ?? { file: parsed.file },
+  );
 }
 
 /** Lists declared per item (files by path, units by name) become maps, so layers merge per item. */
-function keyLists(reader: FileReader, parsed: ParsedFile, value: Record<string, unknown>, origins: Map<string, Origin>): boolean {
+function keyLists(
+  reader: FileReader,
+  parsed: ParsedFile,
+  value: Record<string, unknown>,
+  origins: Map<string, Origin>,
+): boolean {
   let ok = true;
   for (const domain of DOMAINS) {
     if (!domain.listKey) continue;
@@ -317,7 +413,12 @@ function keyLists(reader: FileReader, parsed: ParsedFile, value: Record<string, 
       const key = String(item[domain.listKey]);
       if (key in byKey) {
         const origin = origins.get(pathKey([...domain.specPath, key]));
-        reader.errors.push(new ManifestError(`${domain.listKey} "${key}" is declared twice in ${domain.specPath.join(".")}`, { file: parsed.file, line: origin?.line, col: origin?.col }));
+        reader.errors.push(
+          new ManifestError(
+            `${domain.listKey} "${key}" is declared twice in ${domain.specPath.join(".")}`,
+            { file: parsed.file, line: origin?.line, col: origin?.col },
+          ),
+        );
         ok = false;
       }
       byKey[key] = item;
@@ -327,26 +428,40 @@ function keyLists(reader: FileReader, parsed: ParsedFile, value: Record<string, 
   return ok;
 }
 
-function getAt(value: Record<string, unknown>, specPath: readonly string[]): Record<string, unknown> | undefined {
+function getAt(
+  value: Record<string, unknown>,
+  specPath: readonly string[],
+): Record<string, unknown> | undefined {
   let current: unknown = value;
   for (const part of specPath) {
     if (!current || typeof current !== "object") return undefined;
     current = (current as Record<string, unknown>)[part];
   }
-  return current && typeof current === "object" && !Array.isArray(current) ? (current as Record<string, unknown>) : undefined;
+  return current && typeof current === "object" && !Array.isArray(current)
+    ? (current as Record<string, unknown>)
+    : undefined;
 }
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === "object" && !Array.isArray(v);
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  !!v && typeof v === "object" && !Array.isArray(v);
 
 // Merging never mutates a layer: unchanged values are shared between every node that inherits
 // them (a fleet-wide package list is held once, not once per node), and only the maps on the
 // path to a change are copied. Effective specs are therefore read-only.
 
 /** `value` at `specPath` replaced by `update(old)` (removed when it returns undefined), copying only the path. */
-function updateAt(value: Record<string, unknown>, specPath: SpecPath, update: (old: unknown) => unknown): Record<string, unknown> {
+function updateAt(
+  value: Record<string, unknown>,
+  specPath: SpecPath,
+  update: (old: unknown) => unknown,
+): Record<string, unknown> {
   const [head, ...rest] = specPath;
   const key = String(head);
-  const child = rest.length ? (isPlainObject(value[key]) ? updateAt(value[key], rest, update) : value[key]) : update(value[key]);
+  const child = rest.length
+    ? isPlainObject(value[key])
+      ? updateAt(value[key], rest, update)
+      : value[key]
+    : update(value[key]);
   if (rest.length && child === value[key]) return value;
   const copy = { ...value };
   if (child === undefined) delete copy[key];
@@ -370,7 +485,10 @@ export function mergeLayers(layers: readonly Layer[]): Record<string, unknown> {
   }
   // Keyed lists go back to lists, in declaration order.
   for (const domain of DOMAINS) {
-    if (domain.listKey && isPlainObject(getAt(merged, domain.specPath.slice(0, -1))?.[domain.specPath.at(-1)!])) {
+    if (
+      domain.listKey &&
+      isPlainObject(getAt(merged, domain.specPath.slice(0, -1))?.[domain.specPath.at(-1)!])
+    ) {
       merged = updateAt(merged, domain.specPath, (byKey) => Object.values(byKey as object));
     }
   }
@@ -398,7 +516,8 @@ function validateEffective(
       const lines = new Set<number>();
       for (const [key, origin] of layer.origins) {
         const at = JSON.parse(key) as (string | number)[];
-        if (at.length > prefix.length && prefix.every((part, i) => at[i] === part)) lines.add(origin.line);
+        if (at.length > prefix.length && prefix.every((part, i) => at[i] === part))
+          lines.add(origin.line);
       }
       return lines.size ? [{ file: layer.file, line: Math.min(...lines) }] : [];
     });
@@ -417,19 +536,29 @@ function validateEffective(
 }
 
 /** The part of the spec an issue is about: its domain, and the item of a keyed list (a file by its path). */
-function contributorPrefix(effective: Record<string, unknown>, issuePath: (string | number)[]): (string | number)[] {
+function contributorPrefix(
+  effective: Record<string, unknown>,
+  issuePath: (string | number)[],
+): (string | number)[] {
   const domain = DOMAINS.find((d) => d.specPath.every((part, i) => issuePath[i] === part));
   if (!domain) return issuePath.filter((p) => typeof p === "string").slice(0, 1);
   const index = issuePath[domain.specPath.length];
   if (!domain.listKey || typeof index !== "number") return [...domain.specPath];
-  const list = getAt(effective, domain.specPath.slice(0, -1))?.[domain.specPath.at(-1)!] as Record<string, unknown>[] | undefined;
+  const list = getAt(effective, domain.specPath.slice(0, -1))?.[domain.specPath.at(-1)!] as
+    Record<string, unknown>[] | undefined;
   const item = list?.[index];
   return [...domain.specPath, String(item?.[domain.listKey] ?? index)];
 }
 
 /** `files[/etc/app.conf]`, `system.kernel_modules`. */
 const showSpecPath = (p: readonly (string | number)[]) =>
-  p.map((part, i) => (typeof part === "string" && /^[A-Za-z_]\w*$/.test(part) ? `${i ? "." : ""}${part}` : `[${part}]`)).join("");
+  p
+    .map((part, i) =>
+      typeof part === "string" && /^[A-Za-z_]\w*$/.test(part)
+        ? `${i ? "." : ""}${part}`
+        : `[${part}]`,
+    )
+    .join("");
 
 async function listYaml(dir: string): Promise<string[]> {
   let entries;
@@ -456,15 +585,24 @@ export interface LoadOptions {
 export async function loadFleet(dir: string, options: LoadOptions = {}): Promise<Fleet> {
   const abs = path.resolve(dir);
   const dirStat = await stat(abs).catch(() => undefined);
-  if (!dirStat?.isDirectory()) throw new ManifestErrors([new ManifestError("manifest directory not found (use --manifests DIR or --repo URL)", { file: dir })]);
-  const reader = new FileReader(abs, options.displayPrefix ?? (path.relative(process.cwd(), abs) || "."));
+  if (!dirStat?.isDirectory())
+    throw new ManifestErrors([
+      new ManifestError("manifest directory not found (use --manifests DIR or --repo URL)", {
+        file: dir,
+      }),
+    ]);
+  const reader = new FileReader(
+    abs,
+    options.displayPrefix ?? (path.relative(process.cwd(), abs) || "."),
+  );
 
   // A linked folder or known_hosts is refused like a linked file, and not read.
   const linked = new Set<string>();
   for (const entry of ["groups", "nodes", "remediations", "known_hosts"]) {
     if (await reader.refuseLink(path.join(abs, entry))) linked.add(entry);
   }
-  const list = (entry: string) => (linked.has(entry) ? Promise.resolve([]) : listYaml(path.join(abs, entry)));
+  const list = (entry: string) =>
+    linked.has(entry) ? Promise.resolve([]) : listYaml(path.join(abs, entry));
 
   const fleetFile = path.join(abs, "fleet.yaml");
   let fleetLayer: Layer | undefined;
@@ -474,39 +612,62 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
     if (parsed) {
       const { layer, settings: s } = toLayer(reader, parsed, FleetSpec);
       fleetLayer = layer;
-      settings = (s ?? {}) as Fleet["settings"];
+      settings = s ?? {};
     }
   }
 
-  const groupFiles = new Map((await list("groups")).map((f) => [path.basename(f).replace(/\.ya?ml$/, ""), f]));
+  const groupFiles = new Map(
+    (await list("groups")).map((f) => [path.basename(f).replace(/\.ya?ml$/, ""), f]),
+  );
   const groupCache = new Map<string, { layer?: Layer; parsed?: ParsedFile }>();
   const loadGroup = async (name: string) => {
     if (!groupCache.has(name)) {
       const parsed = await reader.parse(groupFiles.get(name)!);
-      groupCache.set(name, { parsed, layer: parsed ? toLayer(reader, parsed, GroupSpec).layer : undefined });
+      groupCache.set(name, {
+        parsed,
+        layer: parsed ? toLayer(reader, parsed, GroupSpec).layer : undefined,
+      });
     }
     return groupCache.get(name)!;
   };
 
   /** Groups in application order: a group's own groups first; each once. */
-  const expandGroups = async (names: unknown, from: { parsed: ParsedFile; layer: Layer }, stack: string[], out: string[]): Promise<void> => {
+  const expandGroups = async (
+    names: unknown,
+    from: { parsed: ParsedFile; layer: Layer },
+    stack: string[],
+    out: string[],
+  ): Promise<void> => {
     if (!Array.isArray(names)) return;
     for (const [i, name] of (names as string[]).entries()) {
       const origin = from.layer.origins.get(pathKey(["groups", i]));
       const loc = { file: from.parsed.file, line: origin?.line, col: origin?.col };
       if (!groupFiles.has(name)) {
         const suggestion = nearest(name, [...groupFiles.keys()]);
-        reader.errors.push(new ManifestError(`unknown group "${name}" (no groups/${name}.yaml)`, loc, suggestion ? `did you mean "${suggestion}"?` : undefined));
+        reader.errors.push(
+          new ManifestError(
+            `unknown group "${name}" (no groups/${name}.yaml)`,
+            loc,
+            suggestion ? `did you mean "${suggestion}"?` : undefined,
+          ),
+        );
         continue;
       }
       if (stack.includes(name)) {
-        reader.errors.push(new ManifestError(`group include cycle: ${[...stack, name].join(" -> ")}`, loc));
+        reader.errors.push(
+          new ManifestError(`group include cycle: ${[...stack, name].join(" -> ")}`, loc),
+        );
         continue;
       }
       if (out.includes(name)) continue;
       const group = await loadGroup(name);
       if (!group.layer || !group.parsed) continue;
-      await expandGroups(group.layer.value.groups, { parsed: group.parsed, layer: group.layer }, [...stack, name], out);
+      await expandGroups(
+        group.layer.value.groups,
+        { parsed: group.parsed, layer: group.layer },
+        [...stack, name],
+        out,
+      );
       out.push(name);
     }
   };
@@ -517,12 +678,19 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
     const name = path.basename(nodeFile).replace(/\.ya?ml$/, "");
     const display = reader.display(nodeFile);
     if (!NodeName.safeParse(name).success) {
-      reader.errors.push(new ManifestError(`node name "${name}" (from the file name) must start with a letter, digit or _ and hold no whitespace, control characters or option syntax`, { file: display }));
+      reader.errors.push(
+        new ManifestError(
+          `node name "${name}" (from the file name) must start with a letter, digit or _ and hold no whitespace, control characters or option syntax`,
+          { file: display },
+        ),
+      );
       continue;
     }
     const first = seen.get(name);
     if (first) {
-      reader.errors.push(new ManifestError(`duplicate node "${name}": also declared by ${first}`, { file: display }));
+      reader.errors.push(
+        new ManifestError(`duplicate node "${name}": also declared by ${first}`, { file: display }),
+      );
       continue;
     }
     seen.set(name, display);
@@ -548,7 +716,7 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
       layers,
       groups,
       spec: merged,
-      ssh: (merged.ssh ?? {}) as SshSettings,
+      ssh: merged.ssh ?? {},
     });
   }
   // Groups nobody uses are still validated: a broken group must not wait for its first node.
@@ -562,13 +730,16 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
     if (data === undefined) continue;
     const result = Ticket.safeParse(data);
     if (!result.success) {
-      for (const issue of result.error.issues) reader.errors.push(locateIssue(reader, parsed, new Map(), Ticket, issue));
+      for (const issue of result.error.issues)
+        reader.errors.push(locateIssue(reader, parsed, new Map(), Ticket, issue));
       continue;
     }
     tickets.push({ ticket: result.data, file: parsed.file });
   }
 
-  const knownHosts = linked.has("known_hosts") ? undefined : await reader.readText(path.join(abs, "known_hosts"));
+  const knownHosts = linked.has("known_hosts")
+    ? undefined
+    : await reader.readText(path.join(abs, "known_hosts"));
   if (reader.errors.length) throw new ManifestErrors(reader.errors);
   return { dir: abs, settings, nodes, tickets, ...(knownHosts !== undefined && { knownHosts }) };
 }
@@ -577,17 +748,30 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
  * Reads one node-spec file on its own (the on-node `/etc/quartermaster/node-spec.yaml`): no
  * fleet.yaml, no groups, no tickets. `name` names the node, since the file's name does not.
  */
-export async function loadNodeFile(file: string, name: string, options: Pick<LoadOptions, "displayPrefix"> = {}): Promise<Fleet> {
+export async function loadNodeFile(
+  file: string,
+  name: string,
+  options: Pick<LoadOptions, "displayPrefix"> = {},
+): Promise<Fleet> {
   // Named on the command line, the file may be a link (config management often makes one).
   const abs = await realpath(path.resolve(file)).catch(() => path.resolve(file));
   const dir = path.dirname(abs);
-  if (!(await stat(abs).catch(() => undefined))?.isFile()) throw new ManifestErrors([new ManifestError("node-spec file not found", { file })]);
-  const reader = new FileReader(dir, options.displayPrefix ?? (path.relative(process.cwd(), dir) || "."));
+  if (!(await stat(abs).catch(() => undefined))?.isFile())
+    throw new ManifestErrors([new ManifestError("node-spec file not found", { file })]);
+  const reader = new FileReader(
+    dir,
+    options.displayPrefix ?? (path.relative(process.cwd(), dir) || "."),
+  );
   const parsed = await reader.parse(abs);
   const layer = parsed && toLayer(reader, parsed, NodeSpec).layer;
   if (parsed && layer?.value.groups !== undefined) {
     const origin = layer.origins.get(pathKey(["groups"]));
-    reader.errors.push(new ManifestError("a single node-spec file has no groups/ to draw from: declare the state here", { file: parsed.file, line: origin?.line, col: origin?.col }));
+    reader.errors.push(
+      new ManifestError(
+        "a single node-spec file has no groups/ to draw from: declare the state here",
+        { file: parsed.file, line: origin?.line, col: origin?.col },
+      ),
+    );
   }
   if (reader.errors.length || !layer) throw new ManifestErrors(reader.errors);
   const spec = mergeLayers([layer]) as NodeSpec;
@@ -599,7 +783,7 @@ export async function loadNodeFile(file: string, name: string, options: Pick<Loa
     layers: [layer],
     groups: [],
     spec,
-    ssh: (spec.ssh ?? {}) as SshSettings,
+    ssh: spec.ssh ?? {},
   };
   return { dir, settings: {}, nodes: [node], tickets: [] };
 }

@@ -27,4 +27,3 @@ export async function manifestDirty(dir: string): Promise<boolean> {
     return false;
   }
 }
-

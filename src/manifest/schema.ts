@@ -8,7 +8,10 @@ import { globProblem } from "../glob.js";
 const SAFE_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.@:%\[\]-]*$/;
 export const NodeName = z
   .string()
-  .regex(SAFE_NAME, "must start with a letter, digit or _ and hold no whitespace, control characters or shell/option syntax");
+  .regex(
+    SAFE_NAME,
+    "must start with a letter, digit or _ and hold no whitespace, control characters or shell/option syntax",
+  );
 
 export const SshSettings = z.strictObject({
   user: NodeName.optional(),
@@ -38,7 +41,9 @@ function domainShape(): Record<string, z.ZodType> {
     Object.fromEntries(
       Object.entries(level).map(([key, value]) => [
         key,
-        value instanceof z.ZodType ? value : z.strictObject(build(value as Record<string, unknown>)).optional(),
+        value instanceof z.ZodType
+          ? value
+          : z.strictObject(build(value as Record<string, unknown>)).optional(),
       ]),
     );
   return build(tree);
@@ -67,7 +72,10 @@ const IsoDate = z.union([
   z
     .string()
     .regex(/^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/, "must be a date like 2026-12-31")
-    .refine((text) => !Number.isNaN(expiryTime(text)), "is not a real date or time (2026-12-31 or 2026-12-31T18:00:00Z)"),
+    .refine(
+      (text) => !Number.isNaN(expiryTime(text)),
+      "is not a real date or time (2026-12-31 or 2026-12-31T18:00:00Z)",
+    ),
   z.date().transform((d) => d.toISOString().slice(0, 10)),
 ]);
 

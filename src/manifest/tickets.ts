@@ -1,7 +1,16 @@
 import { z } from "zod";
 import { DOMAIN_NAMES, SEVERITIES } from "../domains/domain.js";
 
-const Json: z.ZodType<unknown> = z.lazy(() => z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(Json), z.record(z.string(), Json)]));
+const Json: z.ZodType<unknown> = z.lazy(() =>
+  z.union([
+    z.string(),
+    z.number(),
+    z.boolean(),
+    z.null(),
+    z.array(Json),
+    z.record(z.string(), Json),
+  ]),
+);
 
 /** fleet-manifests/remediations/<id>.yaml: an operator's commitment, merged through a ticket PR, to fix drift on the host. */
 export const Ticket = z.strictObject({
@@ -19,7 +28,16 @@ export const Ticket = z.strictObject({
   /** Same (domain, key, declared, live) on any node: how drift is matched to its ticket. */
   signature: z.string().regex(/^[0-9a-f]{16}$/),
   /** For drift of several items of one set (listeners, routes) on a node: each item, matched by its own signature. */
-  items: z.array(z.strictObject({ key: z.string(), declared: Json, live: Json, signature: z.string().regex(/^[0-9a-f]{16}$/) })).optional(),
+  items: z
+    .array(
+      z.strictObject({
+        key: z.string(),
+        declared: Json,
+        live: Json,
+        signature: z.string().regex(/^[0-9a-f]{16}$/),
+      }),
+    )
+    .optional(),
   /** Why a ticket rather than an accept: policy, or the accept PR a reviewer closed. */
   reason: z.string().optional(),
 });

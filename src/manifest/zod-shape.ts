@@ -1,7 +1,16 @@
 import { z } from "zod";
 
 // Reads a zod schema's structure, to suggest valid keys where a manifest has an unknown one.
-type Def = { type: string; innerType?: z.ZodType; in?: z.ZodType; element?: z.ZodType; shape?: Record<string, z.ZodType>; valueType?: z.ZodType; keyType?: z.ZodType; options?: z.ZodType[] };
+type Def = {
+  type: string;
+  innerType?: z.ZodType;
+  in?: z.ZodType;
+  element?: z.ZodType;
+  shape?: Record<string, z.ZodType>;
+  valueType?: z.ZodType;
+  keyType?: z.ZodType;
+  options?: z.ZodType[];
+};
 
 function def(schema: z.ZodType): Def {
   return (schema as unknown as { _zod: { def: Def } })._zod.def;

@@ -79,17 +79,25 @@ export function parseProbeOutput(stdout: string, nonce: string): Map<string, Sec
     if (!begin) throw new ProbeParseError("probe", `unexpected frame line "${line.slice(0, 80)}"`);
     const name = begin[1]!;
     // A host that prints a section twice has broken the framing: which copy is true cannot be known.
-    if (sections.has(name)) throw new ProbeParseError(name, "section appears twice in the probe output");
+    if (sections.has(name))
+      throw new ProbeParseError(name, "section appears twice in the probe output");
     const endMarker = `${marker}end ${name}\n`;
     const end = text.indexOf(endMarker, lineEnd);
     if (end === -1 || lineEnd === -1) throw new ProbeParseError(name, "section is truncated");
     const output = text.slice(lineEnd + 1, end);
     const unknownAt = output.indexOf(`${marker}unknown `);
-    const unknownLine = output.startsWith(`${nonce} unknown `) ? 0 : unknownAt === -1 ? -1 : unknownAt + 1;
+    const unknownLine = output.startsWith(`${nonce} unknown `)
+      ? 0
+      : unknownAt === -1
+        ? -1
+        : unknownAt + 1;
     if (unknownLine !== -1) {
       const reasonStart = unknownLine + nonce.length + " unknown ".length;
       const reasonEnd = output.indexOf("\n", reasonStart);
-      sections.set(name, { output, unknown: output.slice(reasonStart, reasonEnd === -1 ? undefined : reasonEnd) });
+      sections.set(name, {
+        output,
+        unknown: output.slice(reasonStart, reasonEnd === -1 ? undefined : reasonEnd),
+      });
     } else {
       sections.set(name, { output });
     }

@@ -1,11 +1,19 @@
 import type { AnyDomain, Finding, JsonValue, SpecPath } from "../domains/domain.js";
 
 /** Sets (or with undefined, deletes) the value at `relative` inside a copy of `declared`. Keyed lists are addressed by item key. */
-function setAt(declared: unknown, relative: SpecPath, value: JsonValue | undefined, listKey?: string): unknown {
+function setAt(
+  declared: unknown,
+  relative: SpecPath,
+  value: JsonValue | undefined,
+  listKey?: string,
+): unknown {
   if (!relative.length) return value;
   const [head, ...rest] = relative;
   if (Array.isArray(declared)) {
-    const index = typeof head === "number" ? head : declared.findIndex((item) => listKey && item?.[listKey] === head);
+    const index =
+      typeof head === "number"
+        ? head
+        : declared.findIndex((item) => listKey && item?.[listKey] === head);
     const copy = [...declared];
     if (index === -1) {
       if (value !== undefined) copy.push(setAt(listKey ? { [listKey]: head } : {}, rest, value));
@@ -25,5 +33,10 @@ function setAt(declared: unknown, relative: SpecPath, value: JsonValue | undefin
 export function acceptFinding(domain: AnyDomain, declared: unknown, finding: Finding): unknown {
   if (domain.accept) return domain.accept(declared, finding);
   const relative = finding.path.slice(domain.specPath.length);
-  return setAt(declared, relative, finding.live === null ? undefined : finding.live, domain.listKey);
+  return setAt(
+    declared,
+    relative,
+    finding.live === null ? undefined : finding.live,
+    domain.listKey,
+  );
 }

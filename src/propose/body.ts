@@ -1,6 +1,5 @@
 import { z } from "zod";
 import { DOMAIN_NAMES } from "../domains/domain.js";
-import type { JsonValue } from "../domains/domain.js";
 import type { Ticket } from "../manifest/tickets.js";
 import type { DriftItem } from "../report/schema.js";
 import { visible } from "../text/escape.js";
@@ -32,14 +31,18 @@ const MARKER_OPEN = "<!-- quartermaster-pr ";
 const MARKER_TAIL = /^<!-- quartermaster-pr (\{.*\}) -->\s*$/s;
 
 /** The marker as the body's last line; `<` escaped, so nothing in it reads as markup. */
-export const formatMarker = (marker: PullMarker) => `${MARKER_OPEN}${JSON.stringify(marker).replaceAll("<", "\\u003c")} -->`;
+export const formatMarker = (marker: PullMarker) =>
+  `${MARKER_OPEN}${JSON.stringify(marker).replaceAll("<", "\\u003c")} -->`;
 
 /**
  * The bot's hidden marker: the last one, only at the very end of the body (host text sits above it,
  * in code, with `<!--` escaped), and only when it agrees with the branch name, which no host chooses.
  * Markers written before this rule sat at the end too, so they still read.
  */
-export function parseMarker(body: string | null | undefined, branch: string): PullMarker | undefined {
+export function parseMarker(
+  body: string | null | undefined,
+  branch: string,
+): PullMarker | undefined {
   if (!body) return undefined;
   const match = MARKER_TAIL.exec(body.slice(body.lastIndexOf(MARKER_OPEN)));
   const from = branchIdentity(branch);
@@ -52,17 +55,20 @@ export function parseMarker(body: string | null | undefined, branch: string): Pu
   } catch {
     return undefined;
   }
-  if (marker.kind !== from.kind || (marker.domain !== undefined && marker.domain !== from.domain)) return undefined;
+  if (marker.kind !== from.kind || (marker.domain !== undefined && marker.domain !== from.domain))
+    return undefined;
   const agrees =
     marker.kind === "accept"
       ? marker.signature === from.identity
       : marker.kind === "ticket"
-        ? marker.ticket === ticketId(from.domain, from.slug, from.identity) && from.identity.startsWith(marker.signature)
+        ? marker.ticket === ticketId(from.domain, from.slug, from.identity) &&
+          from.identity.startsWith(marker.signature)
         : marker.ticket === from.identity;
   return agrees ? marker : undefined;
 }
 
-const show = (value: unknown): string => (typeof value === "string" ? value : JSON.stringify(value as JsonValue) ?? "null");
+const show = (value: unknown): string =>
+  typeof value === "string" ? value : (JSON.stringify(value) ?? "null");
 const VALUE_CHARS = 120;
 const DIFF_LINES = 200;
 const DIFF_CHARS = 20_000;
@@ -88,11 +94,17 @@ const MEANING = {
     "**Merging accepts the live state into the manifest**: the declared value becomes what the hosts run now, and the next audit reports them clean.\n\n**To reject**, close this pull request without merging (or comment `/quartermaster reject`). The next run records a remediation ticket instead, and this PR is never reopened.",
   ticket:
     "**Merging records a remediation ticket**: the operator commits to bring the hosts back to the declared state. While the ticket is open, this drift is reported as acknowledged and opens no new PR. When the drift is gone, Quartermaster proposes resolving the ticket.\n\n**Closing** without merging leaves the drift unacknowledged: it stays in every audit report, and this ticket is not proposed again.",
-  resolve: "**Merging marks the ticket resolved**: the drift it named is no longer present on any of its nodes.",
+  resolve:
+    "**Merging marks the ticket resolved**: the drift it named is no longer present on any of its nodes.",
 } as const;
 
 const names = (list: readonly string[], max = 10) =>
-  list.length <= max ? list.map((n) => codeSpan(n)).join(", ") : `${list.slice(0, max).map((n) => codeSpan(n)).join(", ")} and ${list.length - max} more`;
+  list.length <= max
+    ? list.map((n) => codeSpan(n)).join(", ")
+    : `${list
+        .slice(0, max)
+        .map((n) => codeSpan(n))
+        .join(", ")} and ${list.length - max} more`;
 
 /**
  * The PR body a reviewer decides from. Every host or manifest value is in a code span or a fenced
@@ -105,7 +117,9 @@ export function pullBody(input: BodyInput): string {
   const nodeCount = new Set(input.group.map((g) => g.node)).size;
   if (input.kind === "resolve" && input.ticket) {
     const t = input.ticket;
-    head.push(`Remediation ticket ${codeSpan(t.id)} (${t.domain} ${codeSpan(t.key, VALUE_CHARS)}) is no longer needed: every node it names (${names(t.nodes)}) was audited and the drift is gone.`);
+    head.push(
+      `Remediation ticket ${codeSpan(t.id)} (${t.domain} ${codeSpan(t.key, VALUE_CHARS)}) is no longer needed: every node it names (${names(t.nodes)}) was audited and the drift is gone.`,
+    );
   } else if (first) {
     const on = `on ${nodeCount} node${nodeCount === 1 ? "" : "s"}`;
     head.push(
@@ -114,9 +128,15 @@ export function pullBody(input: BodyInput): string {
         : `Quartermaster found **${first.severity}** ${first.domain} drift ${on}: ${items.size} items differ, listed below.`,
     );
     if (items.size === 1 && first.detail) head.push(`Detail: ${codeSpan(first.detail, 300)}`);
-    if (input.reason) head.push(`This is a ticket because ${input.reason.text}${input.reason.detail ? `: ${codeSpan(input.reason.detail, 300)}` : ""}.`);
+    if (input.reason)
+      head.push(
+        `This is a ticket because ${input.reason.text}${input.reason.detail ? `: ${codeSpan(input.reason.detail, 300)}` : ""}.`,
+      );
   }
-  head.push(MEANING[input.kind], `Files changed: ${input.files.map((f) => codeSpan(f)).join(", ")}`);
+  head.push(
+    MEANING[input.kind],
+    `Files changed: ${input.files.map((f) => codeSpan(f)).join(", ")}`,
+  );
   if (first) head.push(`Remediation: ${first.remediation}`);
 
   const rows = input.group.map(
@@ -131,20 +151,28 @@ export function pullBody(input: BodyInput): string {
       return `<details><summary>${htmlCode(node)} ${htmlCode(item.key, VALUE_CHARS)}: -want +got</summary>\n\n${block}\n</details>`;
     });
   const marker = formatMarker(input.marker);
-  const tableHead = rows.length ? ["| node | key | declared | live | declared at |", "|---|---|---|---|---|"] : [];
+  const tableHead = rows.length
+    ? ["| node | key | declared | live | declared at |", "|---|---|---|---|---|"]
+    : [];
   const assemble = (rowCount: number, diffCount: number) => {
     const omitted = rows.length - rowCount + (diffs.length - diffCount);
     return [
       ...head,
       ...(rows.length ? [[...tableHead, ...rows.slice(0, rowCount)].join("\n")] : []),
       ...diffs.slice(0, diffCount),
-      ...(omitted > 0 ? [`_${rows.length - rowCount} more rows and ${diffs.length - diffCount} diffs are left out to stay under GitHub's size limit; the audit report artifact has them all._`] : []),
+      ...(omitted > 0
+        ? [
+            `_${rows.length - rowCount} more rows and ${diffs.length - diffCount} diffs are left out to stay under GitHub's size limit; the audit report artifact has them all._`,
+          ]
+        : []),
       marker,
     ].join("\n\n");
   };
   let [rowCount, diffCount] = [rows.length, diffs.length];
   let body = assemble(rowCount, diffCount);
-  while (body.length > MAX_BODY_CHARS && diffCount > 0) body = assemble(rowCount, (diffCount = Math.floor(diffCount / 2)));
-  while (body.length > MAX_BODY_CHARS && rowCount > 0) body = assemble((rowCount = Math.floor(rowCount * 0.8)), diffCount);
+  while (body.length > MAX_BODY_CHARS && diffCount > 0)
+    body = assemble(rowCount, (diffCount = Math.floor(diffCount / 2)));
+  while (body.length > MAX_BODY_CHARS && rowCount > 0)
+    body = assemble((rowCount = Math.floor(rowCount * 0.8)), diffCount);
   return body;
 }

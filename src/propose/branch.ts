@@ -34,10 +34,12 @@ export function branchIdentity(branch: string): BranchIdentity | undefined {
   const [kind, domain, keySlug] = parts as [string, string, string];
   // A resolve branch ends in a ticket id, which a person may have written with `--` in it.
   const identity = parts.slice(3).join("--");
-  if (!KINDS.includes(kind) || !(DOMAIN_NAMES as readonly string[]).includes(domain)) return undefined;
+  if (!KINDS.includes(kind) || !(DOMAIN_NAMES as readonly string[]).includes(domain))
+    return undefined;
   if (!/^[a-z0-9-]+$/.test(keySlug) || !/^[a-z0-9][a-z0-9._-]*$/.test(identity)) return undefined;
   return { kind: kind as PullKind, domain: domain as DomainName, slug: keySlug, identity };
 }
 
 /** A ticket's id from its branch parts: the same id `remediations/<id>.yaml` is named by. */
-export const ticketId = (domain: string, keySlug: string, identity: string) => `${`${domain}-${keySlug}`.replaceAll("_", "-")}-${identity}`;
+export const ticketId = (domain: string, keySlug: string, identity: string) =>
+  `${`${domain}-${keySlug}`.replaceAll("_", "-")}-${identity}`;

@@ -25,7 +25,11 @@ export async function planWithForge(
   const pulls = await github.botPulls(BRANCH_PREFIX);
   const waiting = await github.readWaiting();
   const first = plan({ ...input, pulls, waiting });
-  const writes = new Set(first.flatMap((a) => ((a.type === "update" && a.updateFiles) || a.type === "close" ? [a.number] : [])));
+  const writes = new Set(
+    first.flatMap((a) =>
+      (a.type === "update" && a.updateFiles) || a.type === "close" ? [a.number] : [],
+    ),
+  );
   const checked: ExistingPull[] = [];
   for (const pull of pulls) {
     if (!writes.has(pull.number)) {
@@ -33,13 +37,21 @@ export async function planWithForge(
       continue;
     }
     const humanCommits = await github.humanCommits(pull.number);
-    checked.push({ ...pull, humanCommits, leftAloneNotice: humanCommits && (await github.hasLeftAloneNotice(pull.number)) });
+    checked.push({
+      ...pull,
+      humanCommits,
+      leftAloneNotice: humanCommits && (await github.hasLeftAloneNotice(pull.number)),
+    });
   }
   return { actions: plan({ ...input, pulls: checked, waiting }), waiting };
 }
 
 /** Carries the actions out one by one; a failed action is reported and the rest still run. */
-export async function executePlan(github: GitHub, actions: readonly Action[], base: { branch: string; sha: string }): Promise<Outcome[]> {
+export async function executePlan(
+  github: GitHub,
+  actions: readonly Action[],
+  base: { branch: string; sha: string },
+): Promise<Outcome[]> {
   const outcomes: Outcome[] = [];
   for (const action of actions) {
     try {
@@ -48,11 +60,21 @@ export async function executePlan(github: GitHub, actions: readonly Action[], ba
         case "open": {
           const sha = await github.commitFiles(base.sha, action.files, action.title);
           await github.setBranch(action.branch, sha);
-          outcome.number = await github.openPull({ branch: action.branch, base: base.branch, title: action.title, body: action.body, labels: action.labels });
+          outcome.number = await github.openPull({
+            branch: action.branch,
+            base: base.branch,
+            title: action.title,
+            body: action.body,
+            labels: action.labels,
+          });
           break;
         }
         case "update":
-          if (action.updateFiles) await github.setBranch(action.branch, await github.commitFiles(base.sha, action.files, action.title));
+          if (action.updateFiles)
+            await github.setBranch(
+              action.branch,
+              await github.commitFiles(base.sha, action.files, action.title),
+            );
           await github.updatePull(action.number, { title: action.title, body: action.body });
           await github.addLabels(action.number, action.addLabels);
           break;
@@ -63,7 +85,8 @@ export async function executePlan(github: GitHub, actions: readonly Action[], ba
           await github.deleteBranch(action.branch);
           break;
         case "leave":
-          if (action.comment) await github.comment(action.number, `${action.comment}\n\n${LEFT_ALONE_MARK}`);
+          if (action.comment)
+            await github.comment(action.number, `${action.comment}\n\n${LEFT_ALONE_MARK}`);
           break;
         case "defer":
           break;

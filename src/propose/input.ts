@@ -18,17 +18,32 @@ async function readTree(dir: string, root: string): Promise<Map<string, string>>
 }
 
 /** What the planner needs besides the forge's pull requests, and the commit the manifests were read at. */
-export async function proposalInput(manifestDir: string, report: Report): Promise<{ input: Omit<PlanInput, "pulls">; revision: string }> {
+export async function proposalInput(
+  manifestDir: string,
+  report: Report,
+): Promise<{ input: Omit<PlanInput, "pulls">; revision: string }> {
   let repoRoot: string;
   let revision: string;
   try {
     repoRoot = await git.findRoot({ fs, filepath: manifestDir });
     revision = await git.resolveRef({ fs, dir: repoRoot, ref: "HEAD" });
   } catch {
-    throw new UsageError(`${manifestDir} is not inside a git checkout: pull requests are commits on top of the manifests' commit`);
+    throw new UsageError(
+      `${manifestDir} is not inside a git checkout: pull requests are commits on top of the manifests' commit`,
+    );
   }
   const manifestsPath = path.relative(repoRoot, manifestDir) || ".";
   const fleet = await loadFleet(manifestDir, { displayPrefix: manifestsPath });
   const files = await readTree(manifestDir, repoRoot);
-  return { input: { report, nodes: fleet.nodes, tickets: fleet.tickets, files, manifestsPath, maxNewPrs: fleet.settings.propose?.max_new_prs }, revision };
+  return {
+    input: {
+      report,
+      nodes: fleet.nodes,
+      tickets: fleet.tickets,
+      files,
+      manifestsPath,
+      maxNewPrs: fleet.settings.propose?.max_new_prs,
+    },
+    revision,
+  };
 }

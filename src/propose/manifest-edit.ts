@@ -3,12 +3,23 @@
 // Text in, text out: the YAML tree is only used to find where to splice.
 import { isDeepStrictEqual } from "node:util";
 import { hasUnprintable, printableJson, readsAsPlainString } from "../text/yaml-scalar.js";
-import { isMap, isScalar, isSeq, parseDocument, Scalar, type Node as YamlNode, type Pair, type YAMLMap, type YAMLSeq } from "yaml";
+import {
+  isMap,
+  isScalar,
+  isSeq,
+  parseDocument,
+  Scalar,
+  type Node as YamlNode,
+  type Pair,
+  type YAMLMap,
+  type YAMLSeq,
+} from "yaml";
 import type { JsonValue, SpecPath } from "../domains/domain.js";
 import { parseNameValue } from "../domains/list-form.js";
 
 /** One leaf of a declaration to set or remove, at a canonical spec path (keyed items by key, list-form sysctls by name). */
-export type DeclaredChange = { path: SpecPath; value: JsonValue } | { path: SpecPath; delete: true };
+export type DeclaredChange =
+  { path: SpecPath; value: JsonValue } | { path: SpecPath; delete: true };
 
 /** Which lists in a manifest are maps in disguise: the sysctl.conf-style `- name = value` lists and lists keyed by a field. */
 export interface ManifestLists {
@@ -23,7 +34,8 @@ export class ManifestEditError extends Error {
 
 type JsonMap = { [key: string]: JsonValue };
 const isJsonMap = (v: unknown): v is JsonMap => !!v && typeof v === "object" && !Array.isArray(v);
-const samePath = (a: SpecPath, b: SpecPath) => a.length === b.length && a.every((p, i) => String(p) === String(b[i]));
+const samePath = (a: SpecPath, b: SpecPath) =>
+  a.length === b.length && a.every((p, i) => String(p) === String(b[i]));
 
 // ---------------------------------------------------------------------------------------------
 // Which leaves differ
@@ -32,7 +44,12 @@ const samePath = (a: SpecPath, b: SpecPath) => a.length === b.length && a.every(
  * The fewest changes turning one file's declaration of a domain (`before`, at `basePath`) into `after`.
  * Maps differ per key, keyed lists per item then per field; other lists are replaced whole, as layering does.
  */
-export function declaredChanges(before: unknown, after: unknown, basePath: SpecPath, listKey?: string): DeclaredChange[] {
+export function declaredChanges(
+  before: unknown,
+  after: unknown,
+  basePath: SpecPath,
+  listKey?: string,
+): DeclaredChange[] {
   if (after === undefined) return before === undefined ? [] : [{ path: basePath, delete: true }];
   if (listKey !== undefined) {
     const was = keyItems(before ?? [], listKey);
@@ -43,7 +60,8 @@ export function declaredChanges(before: unknown, after: unknown, basePath: SpecP
         if (!(key in was)) changes.push({ path: [...basePath, key], value: item });
         else changes.push(...declaredChanges(was[key], item, [...basePath, key]));
       }
-      for (const key of Object.keys(was)) if (!(key in now)) changes.push({ path: [...basePath, key], delete: true });
+      for (const key of Object.keys(was))
+        if (!(key in now)) changes.push({ path: [...basePath, key], delete: true });
       return changes;
     }
   }
@@ -53,7 +71,8 @@ export function declaredChanges(before: unknown, after: unknown, basePath: SpecP
       if (!(key in before)) changes.push({ path: [...basePath, key], value });
       else changes.push(...declaredChanges(before[key], value, [...basePath, key]));
     }
-    for (const key of Object.keys(before)) if (!(key in after)) changes.push({ path: [...basePath, key], delete: true });
+    for (const key of Object.keys(before))
+      if (!(key in after)) changes.push({ path: [...basePath, key], delete: true });
     return changes;
   }
   return isDeepStrictEqual(before, after) ? [] : [{ path: basePath, value: after as JsonValue }];
@@ -77,7 +96,8 @@ function keyItems(list: unknown, listKey: string): Record<string, JsonValue> | u
 /** The file's declared values with keyed lists and list-form maps turned into maps, as the loader sees them. */
 export function declaredIn(text: string, lists: ManifestLists): JsonMap {
   const doc = parseDocument(text, { uniqueKeys: true });
-  if (doc.errors.length) throw new ManifestEditError(`not valid YAML: ${doc.errors[0]!.message.split("\n")[0]}`);
+  if (doc.errors.length)
+    throw new ManifestEditError(`not valid YAML: ${doc.errors[0]!.message.split("\n")[0]}`);
   const raw = doc.toJS({ maxAliasCount: 100 }) as unknown;
   if (raw === null || raw === undefined) return {};
   if (!isJsonMap(raw)) throw new ManifestEditError("a manifest file must be a YAML map of keys");
@@ -95,7 +115,9 @@ function canonical(model: JsonMap, lists: ManifestLists): JsonMap {
     const parent = mapAt(model, path.slice(0, -1));
     const list = parent?.[String(path.at(-1))];
     if (Array.isArray(list) && list.every((item) => typeof item === "string")) {
-      parent![String(path.at(-1))] = Object.fromEntries(list.map((item) => parseNameValue(item as string)).filter((e) => e !== undefined));
+      parent![String(path.at(-1))] = Object.fromEntries(
+        list.map((item) => parseNameValue(item)).filter((e) => e !== undefined),
+      );
     }
   }
   return model;
@@ -125,13 +147,16 @@ function intended(text: string, changes: readonly DeclaredChange[], lists: Manif
       if (parent) delete parent[last];
       continue;
     }
-    const listForm = lists.listFormPaths.some((p) => samePath(p, change.path.slice(0, -1))) && Array.isArray(mapAt(raw, change.path.slice(0, -2))?.[String(change.path.at(-2))]);
+    const listForm =
+      lists.listFormPaths.some((p) => samePath(p, change.path.slice(0, -1))) &&
+      Array.isArray(mapAt(raw, change.path.slice(0, -2))?.[String(change.path.at(-2))]);
     parent![last] = listForm ? String(change.value) : structuredClone(change.value);
   }
   canonical(model, lists);
   // A keyed item written into the file always names itself, even when the change left its key out.
   for (const { path, key } of lists.keyedLists) {
-    for (const [name, item] of Object.entries(mapAt(model, path) ?? {})) if (isJsonMap(item) && !(key in item)) mapAt(model, path)![name] = { [key]: name, ...item };
+    for (const [name, item] of Object.entries(mapAt(model, path) ?? {}))
+      if (isJsonMap(item) && !(key in item)) mapAt(model, path)![name] = { [key]: name, ...item };
   }
   return model;
 }
@@ -143,12 +168,19 @@ function intended(text: string, changes: readonly DeclaredChange[], lists: Manif
  * Applies the changes to one manifest file's text. Only the changed lines differ; the result is
  * re-read and must declare exactly the intended values, else ManifestEditError.
  */
-export function applyChanges(text: string, changes: DeclaredChange[], lists: ManifestLists): string {
+export function applyChanges(
+  text: string,
+  changes: DeclaredChange[],
+  lists: ManifestLists,
+): string {
   const want = intended(text, changes, lists);
   let edited = text;
   for (const change of changes) edited = new FileEdit(edited, lists).apply(change);
   const got = declaredIn(edited, lists);
-  if (!isDeepStrictEqual(got, want)) throw new ManifestEditError(`the edited file would not declare the intended values at ${changes.map((c) => c.path.join(".")).join(", ")}`);
+  if (!isDeepStrictEqual(got, want))
+    throw new ManifestEditError(
+      `the edited file would not declare the intended values at ${changes.map((c) => c.path.join(".")).join(", ")}`,
+    );
   return edited;
 }
 
@@ -179,7 +211,8 @@ class FileEdit {
     private readonly lists: ManifestLists,
   ) {
     this.doc = parseDocument(text, { uniqueKeys: true });
-    if (this.doc.errors.length) throw new ManifestEditError(`not valid YAML: ${this.doc.errors[0]!.message.split("\n")[0]}`);
+    if (this.doc.errors.length)
+      throw new ManifestEditError(`not valid YAML: ${this.doc.errors[0]!.message.split("\n")[0]}`);
     this.eol = text.includes("\r\n") ? "\r\n" : "\n";
     this.step = this.indentStep();
   }
@@ -197,7 +230,9 @@ class FileEdit {
 
   private resolve(path: SpecPath): Hit[] {
     const root = this.doc.contents as YamlNode | null;
-    const hits: Hit[] = [{ node: isScalar(root) && root.value === null ? null : root, inFlow: false, path: [] }];
+    const hits: Hit[] = [
+      { node: isScalar(root) && root.value === null ? null : root, inFlow: false, path: [] },
+    ];
     for (const [i, part] of path.entries()) {
       const at = hits[i]!;
       const prefix = path.slice(0, i);
@@ -206,20 +241,41 @@ class FileEdit {
       const listForm = this.lists.listFormPaths.some((p) => samePath(p, prefix));
       let next: Hit | undefined;
       if (isMap(at.node)) {
-        const pair = at.node.items.find((p) => isScalar(p.key) && String(p.key.value) === String(part));
-        if (pair) next = { node: (pair.value as YamlNode | null) ?? null, pair, parent: at.node, inFlow, path: path.slice(0, i + 1) };
+        const pair = at.node.items.find(
+          (p) => isScalar(p.key) && String(p.key.value) === String(part),
+        );
+        if (pair)
+          next = {
+            node: (pair.value as YamlNode | null) ?? null,
+            pair,
+            parent: at.node,
+            inFlow,
+            path: path.slice(0, i + 1),
+          };
       } else if (isSeq(at.node)) {
         const seq = at.node;
         const item = seq.items.find((it) =>
-          keyField !== undefined ? isMap(it) && String(it.get(keyField)) === String(part)
-          : listForm ? isScalar(it) && typeof it.value === "string" && parseNameValue(it.value)?.[0] === String(part)
-          : typeof part === "number" && seq.items[part] === it,
+          keyField !== undefined
+            ? isMap(it) && String(it.get(keyField)) === String(part)
+            : listForm
+              ? isScalar(it) &&
+                typeof it.value === "string" &&
+                parseNameValue(it.value)?.[0] === String(part)
+              : typeof part === "number" && seq.items[part] === it,
         ) as YamlNode | undefined;
-        if (item) next = { node: item, parent: seq, inFlow, listFormItem: listForm && keyField === undefined, path: path.slice(0, i + 1) };
+        if (item)
+          next = {
+            node: item,
+            parent: seq,
+            inFlow,
+            listFormItem: listForm && keyField === undefined,
+            path: path.slice(0, i + 1),
+          };
       }
       if (!next) break;
       hits.push(next);
-      if (next.listFormItem && i < path.length - 1) throw new ManifestEditError(`${path.join(".")}: a "name = value" item holds no fields`);
+      if (next.listFormItem && i < path.length - 1)
+        throw new ManifestEditError(`${path.join(".")}: a "name = value" item holds no fields`);
     }
     return hits;
   }
@@ -251,7 +307,10 @@ class FileEdit {
   private contentEnd(node: unknown): number {
     if (isMap(node) && !node.flow && node.items.length) {
       const last = node.items.at(-1)!;
-      return Math.max((last.key as YamlNode).range![1], last.value ? this.contentEnd(last.value) : 0);
+      return Math.max(
+        (last.key as YamlNode).range![1],
+        last.value ? this.contentEnd(last.value) : 0,
+      );
     }
     if (isSeq(node) && !node.flow && node.items.length) return this.contentEnd(node.items.at(-1));
     return (node as YamlNode).range![1];
@@ -260,7 +319,8 @@ class FileEdit {
   private blockLines(node: YamlNode): [number, number] {
     const start = this.lineStart(node.range![0]);
     const end = this.contentEnd(node);
-    const lastLineEnd = this.text[end - 1] === "\n" ? end - (this.text[end - 2] === "\r" ? 2 : 1) : this.lineEnd(end);
+    const lastLineEnd =
+      this.text[end - 1] === "\n" ? end - (this.text[end - 2] === "\r" ? 2 : 1) : this.lineEnd(end);
     return [start - (this.text[start - 2] === "\r" ? 2 : 1), lastLineEnd];
   }
   private splice(start: number, end: number, insert: string): string {
@@ -272,7 +332,9 @@ class FileEdit {
       if (found !== undefined || !isMap(node) || node.flow) return;
       for (const pair of node.items) {
         if (isMap(pair.value) && !pair.value.flow && pair.value.items.length) {
-          const inner = this.column((pair.value.items[0]!.key as YamlNode).range![0]) - this.column((pair.key as YamlNode).range![0]);
+          const inner =
+            this.column((pair.value.items[0]!.key as YamlNode).range![0]) -
+            this.column((pair.key as YamlNode).range![0]);
           if (inner > 0) found = inner;
         }
         visitNode(pair.value);
@@ -285,9 +347,20 @@ class FileEdit {
     return this.column((pair.key as YamlNode).range![0]);
   }
   /** Inserts ` text` right after the `:` of a block pair, before any comment on that line. */
-  private afterColon(pair: Pair<unknown, unknown>, inline: string, removeFrom: number, removeTo: number): string {
+  private afterColon(
+    pair: Pair<unknown, unknown>,
+    inline: string,
+    removeFrom: number,
+    removeTo: number,
+  ): string {
     const colon = this.text.indexOf(":", (pair.key as YamlNode).range![1]);
-    return this.text.slice(0, colon + 1) + " " + inline + this.text.slice(colon + 1, removeFrom) + this.text.slice(removeTo);
+    return (
+      this.text.slice(0, colon + 1) +
+      " " +
+      inline +
+      this.text.slice(colon + 1, removeFrom) +
+      this.text.slice(removeTo)
+    );
   }
 
   // --- replacing a value
@@ -295,31 +368,52 @@ class FileEdit {
   private replace(hit: Hit, value: JsonValue, path: SpecPath): string {
     const node = hit.node;
     if (hit.listFormItem) {
-      if (value !== null && typeof value === "object") throw new ManifestEditError(`${path.join(".")}: a "name = value" item holds a single value`);
-      return this.replaceScalar(node as Scalar, `${String(path.at(-1))} = ${String(value)}`, hit.inFlow, undefined);
+      if (value !== null && typeof value === "object")
+        throw new ManifestEditError(
+          `${path.join(".")}: a "name = value" item holds a single value`,
+        );
+      return this.replaceScalar(
+        node as Scalar,
+        `${String(path.at(-1))} = ${String(value)}`,
+        hit.inFlow,
+        undefined,
+      );
     }
-    const isEmpty = (v: JsonValue) => (Array.isArray(v) ? v.length === 0 : isJsonMap(v) && Object.keys(v).length === 0);
+    const isEmpty = (v: JsonValue) =>
+      Array.isArray(v) ? v.length === 0 : isJsonMap(v) && Object.keys(v).length === 0;
     if (value === null || typeof value !== "object" || isEmpty(value)) {
       if (node && !isScalar(node) && !(node as Collection).flow && !hit.inFlow && hit.pair) {
         // A block collection becomes an inline value on its key's line.
-        const inline = value !== null && typeof value === "object" ? (Array.isArray(value) ? "[]" : "{}") : renderInline(value, false);
+        const inline =
+          value !== null && typeof value === "object"
+            ? Array.isArray(value)
+              ? "[]"
+              : "{}"
+            : renderInline(value, false);
         return this.afterColon(hit.pair, inline, ...this.blockLines(node));
       }
-      if (value !== null && typeof value === "object") return this.splice(node!.range![0], node!.range![1], Array.isArray(value) ? "[]" : "{}");
+      if (value !== null && typeof value === "object")
+        return this.splice(node!.range![0], node!.range![1], Array.isArray(value) ? "[]" : "{}");
       return this.replaceScalar(node as Scalar | null, value, hit.inFlow, hit.pair);
     }
     if (hit.inFlow || (node && (isMap(node) || isSeq(node)) && node.flow)) {
-      const padded = node && !isScalar(node) ? /^[{[] /.test(this.text.slice(node.range![0])) : true;
+      const padded =
+        node && !isScalar(node) ? /^[{[] /.test(this.text.slice(node.range![0])) : true;
       return this.spliceBeforeComment(node!.range![0], node!.range![1], renderFlow(value, padded));
     }
     const keyField = this.keyFieldAt(path);
-    const items = Array.isArray(value) && keyField ? value.map((item) => keyFirst(item, keyField)) : value;
+    const items =
+      Array.isArray(value) && keyField ? value.map((item) => keyFirst(item, keyField)) : value;
     if (isSeq(node) && Array.isArray(items)) return this.replaceBlockSeq(node, items);
-    if (!hit.pair) throw new ManifestEditError(`${path.join(".")}: cannot write a block value here`);
+    if (!hit.pair)
+      throw new ManifestEditError(`${path.join(".")}: cannot write a block value here`);
     const column = this.keyColumn(hit.pair) + this.step;
     // Lists of plain one-line values are written `[a, b]`, as the sample manifests write them.
-    if (Array.isArray(items) && items.every(isSimple) && fitsOnALine(items)) return this.replaceScalarish(hit, renderFlow(items, false));
-    const lines = Array.isArray(items) ? itemLines(items, column, "flow", this.step) : pairLines(items as JsonMap, column, this.step);
+    if (Array.isArray(items) && items.every(isSimple) && fitsOnALine(items))
+      return this.replaceScalarish(hit, renderFlow(items, false));
+    const lines = Array.isArray(items)
+      ? itemLines(items, column, "flow", this.step)
+      : pairLines(items, column, this.step);
     return this.belowKey(hit.pair, node, lines);
   }
 
@@ -355,12 +449,16 @@ class FileEdit {
     const used = new Set<number>();
     // Items that did not change keep their exact text, comments included.
     const chunks = items.map((item) => {
-      const i = seq.items.findIndex((old, index) => !used.has(index) && isDeepStrictEqual((old as YamlNode).toJSON(), item));
+      const i = seq.items.findIndex(
+        (old, index) => !used.has(index) && isDeepStrictEqual((old as YamlNode).toJSON(), item),
+      );
       if (i < 0) return itemLines([item], column, hint, this.step).join(this.eol) + this.eol;
       used.add(i);
       const start = this.lineStart((seq.items[i] as YamlNode).range![0]);
       const end = this.afterLine(this.contentEnd(seq.items[i]));
-      return this.text.slice(start, end) + (this.text.slice(start, end).endsWith("\n") ? "" : this.eol);
+      return (
+        this.text.slice(start, end) + (this.text.slice(start, end).endsWith("\n") ? "" : this.eol)
+      );
     });
     const start = this.lineStart(seq.range![0]);
     const end = this.afterLine(this.contentEnd(seq));
@@ -370,29 +468,48 @@ class FileEdit {
   }
 
   /** Rewrites one scalar in place, keeping its quoting, its block style and the column of its comment. */
-  private replaceScalar(node: Scalar | null, value: Scalarish, inFlow: boolean, pair: Pair<unknown, unknown> | undefined): string {
+  private replaceScalar(
+    node: Scalar | null,
+    value: Scalarish,
+    inFlow: boolean,
+    pair: Pair<unknown, unknown> | undefined,
+  ): string {
     if (!node?.range) throw new ManifestEditError("no value to replace");
     // `key:` with nothing after it: write right after the colon, with a space.
     const empty = node.range[0] === node.range[1];
-    const [start, end] = empty ? Array(2).fill(this.text.slice(0, node.range[0]).trimEnd().length) : node.range;
+    const [start, end] = empty
+      ? Array(2).fill(this.text.slice(0, node.range[0]).trimEnd().length)
+      : node.range;
     const lead = empty ? " " : "";
     const wasBlock = node.type === Scalar.BLOCK_LITERAL || node.type === Scalar.BLOCK_FOLDED;
     const multiLine = typeof value === "string" && value.includes("\n");
     const quoted = node.type === Scalar.QUOTE_DOUBLE || node.type === Scalar.QUOTE_SINGLE;
     if (!inFlow && pair && typeof value === "string" && (wasBlock || (multiLine && !quoted))) {
       const keyColumn = this.keyColumn(pair);
-      const indicator = wasBlock ? /^[|>][-+]?([1-9])?/.exec(this.text.slice(start, end))?.[1] : undefined;
-      const oldIndent = indicator ? keyColumn + Number(indicator) : wasBlock ? /\n( +)\S/.exec(this.text.slice(start, end))?.[1]?.length : undefined;
+      const indicator = wasBlock
+        ? /^[|>][-+]?([1-9])?/.exec(this.text.slice(start, end))?.[1]
+        : undefined;
+      const oldIndent = indicator
+        ? keyColumn + Number(indicator)
+        : wasBlock
+          ? /\n( +)\S/.exec(this.text.slice(start, end))?.[1]?.length
+          : undefined;
       const block = renderBlockLiteral(value, (oldIndent ?? keyColumn + this.step) - keyColumn);
       if (block) {
         const headerLineEnd = this.lineEnd(start);
-        const headerComment = wasBlock ? this.text.slice(start, headerLineEnd).replace(/^[|>][-+0-9]*/, "") : this.text.slice(end, headerLineEnd);
+        const headerComment = wasBlock
+          ? this.text.slice(start, headerLineEnd).replace(/^[|>][-+0-9]*/, "")
+          : this.text.slice(end, headerLineEnd);
         const indent = " ".repeat(oldIndent ?? keyColumn + this.step);
         const body = block.lines.map((line) => (line ? indent + line : "")).join(this.eol);
         const spanEnd = wasBlock ? end : headerLineEnd;
         // A block ends with a line break; at the very end of a file without one, it gains one.
         const tail = wasBlock || spanEnd === this.text.length ? this.eol : "";
-        return this.splice(start, spanEnd, lead + block.header + headerComment + this.eol + body + tail);
+        return this.splice(
+          start,
+          spanEnd,
+          lead + block.header + headerComment + this.eol + body + tail,
+        );
       }
     }
     return this.spliceBeforeComment(start, end, lead + renderInline(value, inFlow, node.type));
@@ -412,7 +529,9 @@ class FileEdit {
     const parent = hit.parent!;
     const parentHit = this.resolve(hit.path.slice(0, -1)).at(-1)!;
     const first = hit.pair ? (hit.pair.key as YamlNode).range![0] : hit.node!.range![0];
-    const last = hit.pair ? Math.max((hit.pair.key as YamlNode).range![1], hit.node ? this.contentEnd(hit.node) : 0) : this.contentEnd(hit.node);
+    const last = hit.pair
+      ? Math.max((hit.pair.key as YamlNode).range![1], hit.node ? this.contentEnd(hit.node) : 0)
+      : this.contentEnd(hit.node);
     if (parent.items.length === 1) return this.empty(parentHit, parent);
     if (parent.flow || hit.inFlow) {
       const after = /^\s*,[ \t]*/.exec(this.text.slice(last));
@@ -422,7 +541,8 @@ class FileEdit {
     }
     const lineStart = this.lineStart(first);
     const lead = this.text.slice(lineStart, first);
-    if (/^\s*$/.test(lead) || (!hit.pair && /^\s*-\s*$/.test(lead))) return this.splice(lineStart, this.afterLine(last), "");
+    if (/^\s*$/.test(lead) || (!hit.pair && /^\s*-\s*$/.test(lead)))
+      return this.splice(lineStart, this.afterLine(last), "");
     // The first field of a `- key: value` item: pull the next field up onto the dash line.
     const index = parent.items.indexOf(hit.pair as never);
     const next = (parent as YAMLMap).items[index + 1]!;
@@ -432,9 +552,14 @@ class FileEdit {
   /** The collection lost its last entry: write `{}` / `[]` so the file still declares an empty map or list. */
   private empty(hit: Hit, collection: Collection): string {
     const inline = isMap(collection) ? "{}" : "[]";
-    if (collection.flow || hit.inFlow) return this.splice(collection.range![0], collection.range![1], inline);
+    if (collection.flow || hit.inFlow)
+      return this.splice(collection.range![0], collection.range![1], inline);
     if (hit.pair) return this.afterColon(hit.pair, inline, ...this.blockLines(collection));
-    return this.splice(this.lineStart(collection.range![0]), this.afterLine(this.contentEnd(collection)), inline + this.eol);
+    return this.splice(
+      this.lineStart(collection.range![0]),
+      this.afterLine(this.contentEnd(collection)),
+      inline + this.eol,
+    );
   }
 
   // --- adding a value
@@ -445,14 +570,20 @@ class FileEdit {
     const listForm = this.lists.listFormPaths.some((p) => samePath(p, hit.path));
     const entry = this.build(hit.path, rest, value);
     if (isSeq(container) && listForm && keyField === undefined) {
-      if (rest.length !== 1 || (value !== null && typeof value === "object")) throw new ManifestEditError(`${[...hit.path, ...rest].join(".")}: a "name = value" item holds a single value`);
+      if (rest.length !== 1 || (value !== null && typeof value === "object"))
+        throw new ManifestEditError(
+          `${[...hit.path, ...rest].join(".")}: a "name = value" item holds a single value`,
+        );
       return this.addItem(hit, container, `${String(rest[0])} = ${String(value)}`);
     }
     if (isSeq(container)) {
-      if (keyField === undefined) throw new ManifestEditError(`${[...hit.path, ...rest].join(".")}: no item to change in a list replaced whole`);
+      if (keyField === undefined)
+        throw new ManifestEditError(
+          `${[...hit.path, ...rest].join(".")}: no item to change in a list replaced whole`,
+        );
       return this.addItem(hit, container, keyFirst(entry, keyField, String(rest[0])));
     }
-    const asMap = { [String(rest[0])]: entry } as JsonMap;
+    const asMap = { [String(rest[0])]: entry };
     if (isMap(container) && container.items.length && (container.flow || hit.inFlow)) {
       const padded = / }$/.test(this.text.slice(container.range![0], container.range![1]));
       const last = container.items.at(-1)!;
@@ -463,19 +594,29 @@ class FileEdit {
       const column = this.keyColumn(container.items[0]!);
       return this.addLines(this.contentEnd(container), pairLines(asMap, column, this.step));
     }
-    const isEmptyContainer = container === null || (isScalar(container) && container.value === null) || ((isMap(container) || isSeq(container)) && container.items.length === 0);
-    if (!isEmptyContainer) throw new ManifestEditError(`${hit.path.join(".")} is not a map, so ${String(rest[0])} cannot be added to it`);
+    const isEmptyContainer =
+      container === null ||
+      (isScalar(container) && container.value === null) ||
+      ((isMap(container) || isSeq(container)) && container.items.length === 0);
+    if (!isEmptyContainer)
+      throw new ManifestEditError(
+        `${hit.path.join(".")} is not a map, so ${String(rest[0])} cannot be added to it`,
+      );
     const fresh = keyField !== undefined ? [keyFirst(entry, keyField, String(rest[0]))] : asMap;
-    if (hit.inFlow) return this.splice(container!.range![0], container!.range![1], renderFlow(fresh, true));
+    if (hit.inFlow)
+      return this.splice(container!.range![0], container!.range![1], renderFlow(fresh, true));
     if (!hit.pair) {
       // The whole file is empty, only comments, or `{}`.
       const lines = pairLines(asMap, 0, this.step).join(this.eol);
-      if (container?.range && !isScalar(container)) return this.splice(container.range[0], container.range[1], lines);
+      if (container?.range && !isScalar(container))
+        return this.splice(container.range[0], container.range[1], lines);
       const sep = this.text === "" || this.text.endsWith("\n") ? "" : this.eol;
       return this.text + sep + lines + this.eol;
     }
     const column = this.keyColumn(hit.pair) + this.step;
-    const lines = Array.isArray(fresh) ? itemLines(fresh, column, "flow", this.step) : pairLines(fresh, column, this.step);
+    const lines = Array.isArray(fresh)
+      ? itemLines(fresh, column, "flow", this.step)
+      : pairLines(fresh, column, this.step);
     return this.belowKey(hit.pair, container, lines);
   }
 
@@ -491,16 +632,29 @@ class FileEdit {
 
   private addItem(hit: Hit, seq: YAMLSeq<unknown>, item: JsonValue): string {
     if (seq.items.length === 0 || seq.flow || hit.inFlow) {
-      if (seq.items.length === 0 && !hit.inFlow && hit.pair) return this.belowKey(hit.pair, seq, itemLines([item], this.keyColumn(hit.pair) + this.step, "flow", this.step));
+      if (seq.items.length === 0 && !hit.inFlow && hit.pair)
+        return this.belowKey(
+          hit.pair,
+          seq,
+          itemLines([item], this.keyColumn(hit.pair) + this.step, "flow", this.step),
+        );
       const padded = / \]$/.test(this.text.slice(seq.range![0], seq.range![1]));
       const rendered = renderFlow([item], false).slice(1, -1);
-      if (seq.items.length === 0) return this.splice(seq.range![0], seq.range![1], padded ? `[ ${rendered} ]` : `[${rendered}]`);
+      if (seq.items.length === 0)
+        return this.splice(
+          seq.range![0],
+          seq.range![1],
+          padded ? `[ ${rendered} ]` : `[${rendered}]`,
+        );
       const at = (seq.items.at(-1) as YamlNode).range![1];
       return this.splice(at, at, `, ${rendered}`);
     }
     const first = seq.items[0];
     const hint = isMap(first) && !first.flow ? "block" : "flow";
-    return this.addLines(this.contentEnd(seq), itemLines([item], this.column(seq.range![0]), hint, this.step));
+    return this.addLines(
+      this.contentEnd(seq),
+      itemLines([item], this.column(seq.range![0]), hint, this.step),
+    );
   }
 
   /** New lines after the line where `end` falls, keeping a missing final line break missing. */
@@ -544,15 +698,30 @@ const numberText = (value: number): string => String(value).replace(/^(-?\d+)e/,
 function renderInline(value: Scalarish, inFlow: boolean, style?: Scalar.Type): string {
   if (typeof value === "number") return numberText(value);
   if (typeof value !== "string") return value === null ? "null" : String(value);
-  const single = hasUnprintable(value.replace(/\t/g, "")) ? undefined : `'${value.replaceAll("'", "''")}'`;
-  const plain = single !== undefined && readsAsPlainString(value, inFlow ? "flow" : "block") ? value : undefined;
-  const candidates = style === Scalar.QUOTE_DOUBLE ? [doubleQuoted(value)] : style === Scalar.QUOTE_SINGLE ? [single, doubleQuoted(value)] : [plain, doubleQuoted(value)];
-  for (const candidate of candidates) if (candidate !== undefined && candidate !== "" && readsAs(candidate, value, inFlow)) return candidate;
+  const single = hasUnprintable(value.replace(/\t/g, ""))
+    ? undefined
+    : `'${value.replaceAll("'", "''")}'`;
+  const plain =
+    single !== undefined && readsAsPlainString(value, inFlow ? "flow" : "block")
+      ? value
+      : undefined;
+  const candidates =
+    style === Scalar.QUOTE_DOUBLE
+      ? [doubleQuoted(value)]
+      : style === Scalar.QUOTE_SINGLE
+        ? [single, doubleQuoted(value)]
+        : [plain, doubleQuoted(value)];
+  for (const candidate of candidates)
+    if (candidate !== undefined && candidate !== "" && readsAs(candidate, value, inFlow))
+      return candidate;
   return doubleQuoted(value);
 }
 
 /** A `|` block for a string, with the chomping and indentation indicators that make it read back exactly. */
-function renderBlockLiteral(value: string, indent: number): { header: string; lines: string[] } | undefined {
+function renderBlockLiteral(
+  value: string,
+  indent: number,
+): { header: string; lines: string[] } | undefined {
   if (hasUnprintable(value.replace(/[\t\n]/g, ""))) return undefined;
   const body = value.replace(/\n+$/, "");
   const trailing = value.length - body.length;
@@ -563,7 +732,9 @@ function renderBlockLiteral(value: string, indent: number): { header: string; li
   const indicator = firstText !== undefined && /^[ \t]/.test(firstText) ? String(indent) : "";
   const header = `|${indicator}${chomp}`;
   if (indent < 1 || indent > 9) return undefined;
-  const probe = parseDocument(`k: ${header}\n${lines.map((line) => (line ? " ".repeat(indent) + line : "")).join("\n")}\n`);
+  const probe = parseDocument(
+    `k: ${header}\n${lines.map((line) => (line ? " ".repeat(indent) + line : "")).join("\n")}\n`,
+  );
   if (probe.errors.length || !isDeepStrictEqual(probe.toJS(), { k: value })) return undefined;
   return { header, lines };
 }
@@ -573,7 +744,9 @@ function renderKey(key: string): string {
   const readsPlain = () =>
     (["1.2", "1.1"] as const).every((version) => {
       const doc = parseDocument(`${key}: 1`, { version });
-      return !doc.errors.length && !doc.warnings.length && isDeepStrictEqual(doc.toJS(), { [key]: 1 });
+      return (
+        !doc.errors.length && !doc.warnings.length && isDeepStrictEqual(doc.toJS(), { [key]: 1 })
+      );
     });
   return key !== "" && readsAsPlainString(key) && readsPlain() ? key : doubleQuoted(key);
 }
@@ -581,14 +754,21 @@ function renderKey(key: string): string {
 function renderFlow(value: JsonValue, padded: boolean): string {
   if (Array.isArray(value)) return `[${value.map((item) => renderFlow(item, padded)).join(", ")}]`;
   if (isJsonMap(value)) {
-    const inner = Object.entries(value).map(([k, v]) => `${renderKey(k)}: ${renderFlow(v, padded)}`).join(", ");
+    const inner = Object.entries(value)
+      .map(([k, v]) => `${renderKey(k)}: ${renderFlow(v, padded)}`)
+      .join(", ");
     return inner === "" ? "{}" : padded ? `{ ${inner} }` : `{${inner}}`;
   }
   return renderInline(value, true);
 }
 
 const isSimple = (v: JsonValue) => v === null || typeof v !== "object";
-const fitsOnALine = (v: JsonValue): boolean => (Array.isArray(v) ? v.every(fitsOnALine) : isJsonMap(v) ? Object.values(v).every(fitsOnALine) : typeof v !== "string" || !v.includes("\n"));
+const fitsOnALine = (v: JsonValue): boolean =>
+  Array.isArray(v)
+    ? v.every(fitsOnALine)
+    : isJsonMap(v)
+      ? Object.values(v).every(fitsOnALine)
+      : typeof v !== "string" || !v.includes("\n");
 
 /** `key: value` lines at `column`, nested maps indented by `step`; lists of plain values in flow style. */
 function pairLines(map: JsonMap, column: number, step: number): string[] {
@@ -599,20 +779,35 @@ function pairLines(map: JsonMap, column: number, step: number): string[] {
     if (typeof value === "string" && value.includes("\n")) {
       const block = renderBlockLiteral(value, step);
       if (block) {
-        lines.push(`${head} ${block.header}`, ...block.lines.map((line) => (line ? " ".repeat(column + step) + line : "")));
+        lines.push(
+          `${head} ${block.header}`,
+          ...block.lines.map((line) => (line ? " ".repeat(column + step) + line : "")),
+        );
         continue;
       }
     }
-    if (isSimple(value) || (Array.isArray(value) && value.every(isSimple) && fitsOnALine(value)) || (isJsonMap(value) || Array.isArray(value)) && Object.keys(value).length === 0) {
-      lines.push(`${head} ${isSimple(value) ? renderInline(value as Scalarish, false) : renderFlow(value, true)}`);
-    } else if (Array.isArray(value)) lines.push(head, ...itemLines(value, column + step, "flow", step));
-    else lines.push(head, ...pairLines(value as JsonMap, column + step, step));
+    if (
+      isSimple(value) ||
+      (Array.isArray(value) && value.every(isSimple) && fitsOnALine(value)) ||
+      ((isJsonMap(value) || Array.isArray(value)) && Object.keys(value).length === 0)
+    ) {
+      lines.push(
+        `${head} ${isSimple(value) ? renderInline(value, false) : renderFlow(value, true)}`,
+      );
+    } else if (Array.isArray(value))
+      lines.push(head, ...itemLines(value, column + step, "flow", step));
+    else lines.push(head, ...pairLines(value, column + step, step));
   }
   return lines;
 }
 
 /** `- item` lines at `column`; map items as one-line flow maps (`hint` "flow") when they fit, else as block maps. */
-function itemLines(items: JsonValue[], column: number, hint: "flow" | "block", step: number): string[] {
+function itemLines(
+  items: JsonValue[],
+  column: number,
+  hint: "flow" | "block",
+  step: number,
+): string[] {
   const pad = " ".repeat(column);
   return items.flatMap((item) => {
     if (isJsonMap(item) && Object.keys(item).length && (hint === "block" || !fitsOnALine(item))) {
@@ -620,6 +815,6 @@ function itemLines(items: JsonValue[], column: number, hint: "flow" | "block", s
       return [`${pad}- ${first!.slice(column + 2)}`, ...rest];
     }
     if (typeof item === "string" && item.includes("\n")) return [`${pad}- ${doubleQuoted(item)}`];
-    return [`${pad}- ${isSimple(item) ? renderInline(item as Scalarish, false) : renderFlow(item, true)}`];
+    return [`${pad}- ${isSimple(item) ? renderInline(item, false) : renderFlow(item, true)}`];
   });
 }

@@ -61,7 +61,13 @@ export const StoppedEvent = z.object({
 });
 export type StoppedEvent = z.infer<typeof StoppedEvent>;
 
-export const Event = z.discriminatedUnion("event", [DriftEvent, ResolvedEvent, NodeErrorEvent, StartedEvent, StoppedEvent]);
+export const Event = z.discriminatedUnion("event", [
+  DriftEvent,
+  ResolvedEvent,
+  NodeErrorEvent,
+  StartedEvent,
+  StoppedEvent,
+]);
 export type Event = z.infer<typeof Event>;
 
 type NodeIdentity = Pick<NodeResult, "name" | "host">;

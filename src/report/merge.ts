@@ -24,7 +24,9 @@ export function mergeReports(shards: readonly ShardReport[]): Report {
   if (shards.length === 0) throw new ReportMergeError("no shard reports to merge");
   const unsharded = shards.filter((s) => !s.report.shard);
   if (unsharded.length) {
-    throw new ReportMergeError(`${unsharded.map((s) => s.file).join(", ")}: not a shard report (written without --shard k/n)`);
+    throw new ReportMergeError(
+      `${unsharded.map((s) => s.file).join(", ")}: not a shard report (written without --shard k/n)`,
+    );
   }
   const count = shards[0]!.report.shard!.count;
   const mixed = shards.filter((s) => s.report.shard!.count !== count);
@@ -41,8 +43,11 @@ export function mergeReports(shards: readonly ShardReport[]): Report {
       `shard reports audited different manifest revisions: ${shards[0]!.file} at ${show(revision)}, ${otherRevision.map((s) => `${s.file} at ${show(s.report.manifestRevision)}`).join(", ")}`,
     );
   }
-  const categories = (r: (typeof shards)[number]["report"]) => r.categories?.join(",") ?? "all domains";
-  const otherCategories = shards.filter((s) => categories(s.report) !== categories(shards[0]!.report));
+  const categories = (r: (typeof shards)[number]["report"]) =>
+    r.categories?.join(",") ?? "all domains";
+  const otherCategories = shards.filter(
+    (s) => categories(s.report) !== categories(shards[0]!.report),
+  );
   if (otherCategories.length) {
     throw new ReportMergeError(
       `shard reports audited different domains: ${shards[0]!.file} ${categories(shards[0]!.report)}, ${otherCategories.map((s) => `${s.file} ${categories(s.report)}`).join(", ")}`,
@@ -52,19 +57,25 @@ export function mergeReports(shards: readonly ShardReport[]): Report {
   for (const { file, report } of shards) {
     const index = report.shard!.index;
     const seen = byIndex.get(index);
-    if (seen !== undefined) throw new ReportMergeError(`${seen} and ${file} both cover shard ${index}/${count}`);
+    if (seen !== undefined)
+      throw new ReportMergeError(`${seen} and ${file} both cover shard ${index}/${count}`);
     byIndex.set(index, file);
   }
   const missing = Array.from({ length: count }, (_, i) => i + 1).filter((i) => !byIndex.has(i));
   if (missing.length) {
-    throw new ReportMergeError(`shard${missing.length === 1 ? "" : "s"} ${missing.map((i) => `${i}/${count}`).join(", ")} missing: merge needs all ${count} shard reports`);
+    throw new ReportMergeError(
+      `shard${missing.length === 1 ? "" : "s"} ${missing.map((i) => `${i}/${count}`).join(", ")} missing: merge needs all ${count} shard reports`,
+    );
   }
   const nodeFile = new Map<string, string>();
   const nodes: NodeResult[] = [];
   for (const { file, report } of shards) {
     for (const node of report.nodes) {
       const seen = nodeFile.get(node.name);
-      if (seen !== undefined) throw new ReportMergeError(`node ${node.name} appears in both ${seen} and ${file}: the shards overlap`);
+      if (seen !== undefined)
+        throw new ReportMergeError(
+          `node ${node.name} appears in both ${seen} and ${file}: the shards overlap`,
+        );
       nodeFile.set(node.name, file);
       nodes.push(node);
     }

@@ -8,18 +8,30 @@ export async function readReport(file: string): Promise<Report> {
   try {
     text = await readFile(file, "utf8");
   } catch (error) {
-    throw new ManifestErrors([new ManifestError(`cannot read the report: ${(error as Error).message}`, { file })]);
+    throw new ManifestErrors([
+      new ManifestError(`cannot read the report: ${(error as Error).message}`, { file }),
+    ]);
   }
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (error) {
-    throw new ManifestErrors([new ManifestError(`not a JSON report (write it with --format json): ${(error as Error).message}`, { file })]);
+    throw new ManifestErrors([
+      new ManifestError(
+        `not a JSON report (write it with --format json): ${(error as Error).message}`,
+        { file },
+      ),
+    ]);
   }
   const parsed = Report.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    throw new ManifestErrors([new ManifestError(`not a Quartermaster report (schemaVersion 1): ${issue.path.join(".")}: ${issue.message}`, { file })]);
+    throw new ManifestErrors([
+      new ManifestError(
+        `not a Quartermaster report (schemaVersion 1): ${issue.path.join(".")}: ${issue.message}`,
+        { file },
+      ),
+    ]);
   }
   return parsed.data;
 }

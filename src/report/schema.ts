@@ -4,7 +4,14 @@ import { DOMAIN_NAMES, SEVERITIES } from "../domains/domain.js";
 export const SCHEMA_VERSION = 1;
 
 export const Json: z.ZodType<unknown> = z.lazy(() =>
-  z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(Json), z.record(z.string(), Json)]),
+  z.union([
+    z.string(),
+    z.number(),
+    z.boolean(),
+    z.null(),
+    z.array(Json),
+    z.record(z.string(), Json),
+  ]),
 );
 
 export const DriftItem = z.object({
@@ -42,7 +49,9 @@ export const NodeResult = z.object({
   /** Domains the host could not show, with the host's reason: never drift. */
   unknown: z.array(z.object({ domain: z.enum(DOMAIN_NAMES), reason: z.string() })).optional(),
   /** What the audit compared: declared items, and the domains they are in (wholly unknown domains left out). */
-  checked: z.object({ items: z.number().int().nonnegative(), domains: z.number().int().nonnegative() }).optional(),
+  checked: z
+    .object({ items: z.number().int().nonnegative(), domains: z.number().int().nonnegative() })
+    .optional(),
   /** Bytes of probe output received from the node. */
   probeBytes: z.number().int().nonnegative().optional(),
 });
@@ -69,7 +78,9 @@ export const Report = z.object({
   /** The domains this run audited (`--category`); absent when every declared domain was audited. */
   categories: z.array(z.enum(DOMAIN_NAMES)).optional(),
   /** Set on a shard's report: which slice of the fleet it covers. */
-  shard: z.object({ index: z.number().int().positive(), count: z.number().int().positive() }).optional(),
+  shard: z
+    .object({ index: z.number().int().positive(), count: z.number().int().positive() })
+    .optional(),
   nodes: z.array(NodeResult),
   summary: Summary,
 });

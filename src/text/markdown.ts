@@ -14,7 +14,10 @@ export function longestRun(text: string, char: string): number {
 }
 
 export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]!);
+  return text.replace(
+    /[&<>"]/g,
+    (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]!,
+  );
 }
 
 // A comment opener is shown as `<\x21--`: raw, it could pass for a hidden marker in the body's source.
@@ -57,13 +60,23 @@ export function htmlCode(text: string, maxChars = Infinity): string {
  * Literal lines in a fenced block whose fence is longer than any backtick run inside, so no line
  * can close it; at most `maxLines` lines and `maxChars` characters, the rest counted.
  */
-export function fencedBlock(text: string, info = "", limits: { maxLines?: number; maxChars?: number } = {}): string {
+export function fencedBlock(
+  text: string,
+  info = "",
+  limits: { maxLines?: number; maxChars?: number } = {},
+): string {
   const { maxLines = Infinity, maxChars = Infinity } = limits;
-  const lines = noComment(visible(text, { multiline: true })).replace(/\n$/, "").split("\n");
+  const lines = noComment(visible(text, { multiline: true }))
+    .replace(/\n$/, "")
+    .split("\n");
   let kept = lines.slice(0, maxLines);
   let size = 0;
   const fit = kept.findIndex((line) => (size += line.length + 1) > maxChars);
-  if (fit !== -1) kept = [...kept.slice(0, fit), truncate(kept[fit]!, Math.max(1, maxChars - (size - kept[fit]!.length - 1)))];
+  if (fit !== -1)
+    kept = [
+      ...kept.slice(0, fit),
+      truncate(kept[fit]!, Math.max(1, maxChars - (size - kept[fit]!.length - 1))),
+    ];
   const left = lines.length - kept.length;
   if (left > 0) kept.push(`… ${left} more line${left === 1 ? "" : "s"} in the full report`);
   const fence = "`".repeat(Math.max(3, longestRun(kept.join("\n"), "`") + 1));

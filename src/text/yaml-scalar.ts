@@ -14,7 +14,10 @@ const UNPRINTABLE_BUT_TAB_NEWLINE = /(?![\t\n])[\p{Cc}\p{Cf}\p{Cs}\u2028\u2029\u
 
 /** `\uXXXX` per UTF-16 code unit: valid in JSON and in YAML double-quoted scalars alike. */
 const unicodeEscapes = (char: string): string =>
-  Array.from({ length: char.length }, (_, i) => `\\u${char.charCodeAt(i).toString(16).padStart(4, "0")}`).join("");
+  Array.from(
+    { length: char.length },
+    (_, i) => `\\u${char.charCodeAt(i).toString(16).padStart(4, "0")}`,
+  ).join("");
 
 /** Whether text holds a character that must not be written raw. */
 export const hasUnprintable = (text: string): boolean => UNPRINTABLE.test(text);
@@ -46,7 +49,8 @@ const PLAIN_SAFE = /^(?![-?:](?:\s|$))[^\s,\[\]{}#&*!|>'"%@`](?:\S| (?! |$|#))*$
 
 /** `text` written plain reads back as the string `text` in the `yaml` library (1.2, 1.1) and in PyYAML. */
 export function readsAsPlainString(text: string, context: "block" | "flow" = "block"): boolean {
-  if (!PLAIN_SAFE.test(text) || hasUnprintable(text) || PYYAML_IMPLICIT.some((re) => re.test(text))) return false;
+  if (!PLAIN_SAFE.test(text) || hasUnprintable(text) || PYYAML_IMPLICIT.some((re) => re.test(text)))
+    return false;
   if (context === "flow" && /[,:?\[\]{}]/.test(text)) return false;
   if (/: |:$/.test(text)) return false;
   return (["1.2", "1.1"] as const).every((version) => {
@@ -67,7 +71,9 @@ export function stringifyPortable(value: unknown): string {
       if (typeof node.value !== "string") return;
       const text = node.value;
       const multiLinePrintable =
-        text.includes("\n") && !hasUnprintable(text.replace(/[\t\n]/g, "")) && !/[ \t]\n|[ \t]$/.test(text);
+        text.includes("\n") &&
+        !hasUnprintable(text.replace(/[\t\n]/g, "")) &&
+        !/[ \t]\n|[ \t]$/.test(text);
       if (!multiLinePrintable && !readsAsPlainString(text)) node.type = Scalar.QUOTE_DOUBLE;
     },
   });

@@ -9,7 +9,11 @@ export function localTransport(node: string): Transport {
       runProbeProcess(node, "sh", ["-s"], script, limits, (failure) =>
         failure.timedOut
           ? new NodeAuditError(node, "timeout", `probe timed out after ${limits.timeoutMs / 1000}s`)
-          : new NodeAuditError(node, "probe", `probe failed (exit ${failure.exitCode}): ${lastLines(failure.stderr)}`),
+          : new NodeAuditError(
+              node,
+              "probe",
+              `probe failed (exit ${failure.exitCode}): ${lastLines(failure.stderr)}`,
+            ),
       ),
   };
 }

@@ -43,46 +43,78 @@ export function sshArgs(node: LoadedNode, options: SshOptions): string[] {
   const args = options.configFile ? ["-F", options.configFile] : [];
   args.push(
     "-T",
-    "-o", "BatchMode=yes",
-    "-o", "StrictHostKeyChecking=yes",
+    "-o",
+    "BatchMode=yes",
+    "-o",
+    "StrictHostKeyChecking=yes",
     // An auditor writes nothing, known_hosts included.
-    "-o", "UpdateHostKeys=no",
-    "-o", "LogLevel=ERROR",
-    "-o", `ConnectTimeout=${ssh.connect_timeout ?? options.connectTimeoutSeconds}`,
+    "-o",
+    "UpdateHostKeys=no",
+    "-o",
+    "LogLevel=ERROR",
+    "-o",
+    `ConnectTimeout=${ssh.connect_timeout ?? options.connectTimeoutSeconds}`,
   );
-  if (options.knownHostsFile) args.push("-o", `UserKnownHostsFile=${sshPath(options.knownHostsFile)}`);
+  if (options.knownHostsFile)
+    args.push("-o", `UserKnownHostsFile=${sshPath(options.knownHostsFile)}`);
   if (ssh.user) args.push("-o", `User=${sshConfigValue(ssh.user)}`);
   if (ssh.port) args.push("-o", `Port=${ssh.port}`);
   if (ssh.identity_file) {
     // `~` and ssh's `%` tokens stay available to the manifest's author.
-    args.push("-o", `IdentityFile=${sshConfigValue(ssh.identity_file)}`, "-o", "IdentitiesOnly=yes");
+    args.push(
+      "-o",
+      `IdentityFile=${sshConfigValue(ssh.identity_file)}`,
+      "-o",
+      "IdentitiesOnly=yes",
+    );
   }
   if (ssh.proxy_jump) args.push("-o", `ProxyJump=${sshConfigValue(ssh.proxy_jump)}`);
   args.push("--", node.host, remoteCommand(node));
   return args;
 }
 
-const SUDO_REFUSED = /sudo: (a password is required|a terminal is required|.*is not in the sudoers|.*may not run sudo|sorry, user .* is not allowed)/i;
+const SUDO_REFUSED =
+  /sudo: (a password is required|a terminal is required|.*is not in the sudoers|.*may not run sudo|sorry, user .* is not allowed)/i;
 
 /** What a failed ssh run means for the node: ssh's exit status 255 and its messages, sudo's refusals. */
-export function classifySshFailure(node: LoadedNode, failure: ProcessFailure, timeoutMs: number): NodeAuditError {
+export function classifySshFailure(
+  node: LoadedNode,
+  failure: ProcessFailure,
+  timeoutMs: number,
+): NodeAuditError {
   const { stderr } = failure;
   const host = node.host;
-  const error = (kind: ConstructorParameters<typeof NodeAuditError>[1], message: string) => new NodeAuditError(node.name, kind, message);
+  const error = (kind: ConstructorParameters<typeof NodeAuditError>[1], message: string) =>
+    new NodeAuditError(node.name, kind, message);
   if (failure.timedOut) {
-    return error("timeout", `timed out after ${timeoutMs / 1000}s without a complete answer from ${host}: ssh was killed, node not audited`);
+    return error(
+      "timeout",
+      `timed out after ${timeoutMs / 1000}s without a complete answer from ${host}: ssh was killed, node not audited`,
+    );
   }
   if (/REMOTE HOST IDENTIFICATION HAS CHANGED/i.test(stderr)) {
-    return error("host-key", `host key of ${host} has CHANGED since it was recorded in known_hosts: node not audited (if the host was rebuilt, verify the new key, then update known_hosts)`);
+    return error(
+      "host-key",
+      `host key of ${host} has CHANGED since it was recorded in known_hosts: node not audited (if the host was rebuilt, verify the new key, then update known_hosts)`,
+    );
   }
   if (/Host key verification failed|No \S+ host key is known/i.test(stderr)) {
-    return error("host-key", `host key of ${host} is not in known_hosts: node not audited (add its verified key to known_hosts; Quartermaster never trusts on first use)`);
+    return error(
+      "host-key",
+      `host key of ${host} is not in known_hosts: node not audited (add its verified key to known_hosts; Quartermaster never trusts on first use)`,
+    );
   }
   if (/Permission denied \(|Too many authentication failures/i.test(stderr)) {
-    return error("auth", `authentication to ${host} failed, node not audited: ${lastLines(stderr, 1)}`);
+    return error(
+      "auth",
+      `authentication to ${host} failed, node not audited: ${lastLines(stderr, 1)}`,
+    );
   }
   if (SUDO_REFUSED.test(stderr)) {
-    return error("sudo", `sudo -n refused on ${host}, node not audited (become: sudo needs passwordless sudo for /bin/sh): ${lastLines(stderr, 1)}`);
+    return error(
+      "sudo",
+      `sudo -n refused on ${host}, node not audited (become: sudo needs passwordless sudo for /bin/sh): ${lastLines(stderr, 1)}`,
+    );
   }
   if (node.ssh.become === "sudo" && /sudo: (command )?not found/i.test(stderr)) {
     return error("sudo", `sudo is not installed on ${host} (become: sudo), node not audited`);
@@ -91,7 +123,10 @@ export function classifySshFailure(node: LoadedNode, failure: ProcessFailure, ti
     const reason = lastLines(stderr, 1) || "ssh exited with status 255";
     return error("unreachable", `cannot connect to ${host}, node not audited: ${reason}`);
   }
-  return error("probe", `probe failed on ${host} (exit ${failure.exitCode}), node not audited: ${lastLines(stderr) || "no error output"}`);
+  return error(
+    "probe",
+    `probe failed on ${host} (exit ${failure.exitCode}), node not audited: ${lastLines(stderr) || "no error output"}`,
+  );
 }
 
 /** A node over the system OpenSSH client: the user's ssh_config, agent, ProxyJump and known_hosts apply. */
@@ -103,11 +138,20 @@ export function sshTransport(node: LoadedNode, options: SshOptions): Transport {
       try {
         args = sshArgs(node, options);
       } catch (error) {
-        throw new NodeAuditError(node.name, "probe", `ssh settings of ${node.name} are unusable, node not audited: ${(error as Error).message}`);
+        throw new NodeAuditError(
+          node.name,
+          "probe",
+          `ssh settings of ${node.name} are unusable, node not audited: ${(error as Error).message}`,
+        );
       }
       const nodeLimits = { ...limits, timeoutMs: options.timeoutMs ?? limits.timeoutMs };
-      return runProbeProcess(node.name, options.sshBinary ?? "ssh", args, script, nodeLimits, (failure) =>
-        classifySshFailure(node, failure, nodeLimits.timeoutMs),
+      return runProbeProcess(
+        node.name,
+        options.sshBinary ?? "ssh",
+        args,
+        script,
+        nodeLimits,
+        (failure) => classifySshFailure(node, failure, nodeLimits.timeoutMs),
       );
     },
   };

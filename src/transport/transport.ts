@@ -54,10 +54,19 @@ export async function runProbeProcess(
   const durationMs = performance.now() - started;
   const stderr = typeof result.stderr === "string" ? result.stderr : "";
   if (result.isMaxBuffer) {
-    throw new NodeAuditError(node, "too-large", `probe output exceeded the ${limits.maxOutputBytes}-byte cap (audit.max_output_bytes): probe stopped, node not audited`);
+    throw new NodeAuditError(
+      node,
+      "too-large",
+      `probe output exceeded the ${limits.maxOutputBytes}-byte cap (audit.max_output_bytes): probe stopped, node not audited`,
+    );
   }
   if (result.timedOut || result.failed || result.exitCode !== 0) {
-    throw classify({ exitCode: result.exitCode, stderr, timedOut: result.timedOut, isMaxBuffer: false });
+    throw classify({
+      exitCode: result.exitCode,
+      stderr,
+      timedOut: result.timedOut,
+      isMaxBuffer: false,
+    });
   }
   return { stdout: String(result.stdout), stderr, durationMs, timeoutMs: limits.timeoutMs };
 }

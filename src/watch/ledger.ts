@@ -15,9 +15,13 @@ export class DriftLedger {
 
   /** Records a check that covered `domains` and found `items` in them. */
   update(domains: ReadonlySet<DomainName>, items: readonly DriftItem[]): LedgerChange {
-    const found = new Map(items.filter((i) => domains.has(i.domain)).map((i) => [i.fingerprint, i]));
+    const found = new Map(
+      items.filter((i) => domains.has(i.domain)).map((i) => [i.fingerprint, i]),
+    );
     const appeared = [...found.values()].filter((i) => !this.reported.has(i.fingerprint));
-    const resolved = [...this.reported.values()].filter((i) => domains.has(i.domain) && !found.has(i.fingerprint));
+    const resolved = [...this.reported.values()].filter(
+      (i) => domains.has(i.domain) && !found.has(i.fingerprint),
+    );
     for (const item of resolved) this.reported.delete(item.fingerprint);
     for (const item of appeared) this.reported.set(item.fingerprint, item);
     return { appeared, resolved };

@@ -39,18 +39,48 @@ export function renderWatchMetrics(status: WatchStatus): string {
   }
   const one = (value: number) => [{ labels: { node: status.node }, value }];
   const families: Family[] = [
-    { name: "check_duration_seconds", type: "gauge", help: "How long the last check took.", samples: one((status.lastCheckDurationMs ?? 0) / 1000) },
-    { name: "check_failed", type: "gauge", help: "1 when the last check could not audit the node.", samples: one(status.checkError ? 1 : 0) },
-    { name: "drift_items", type: "gauge", help: "Unacknowledged drift items present now, by node, domain and severity.", samples: [...drift.values()] },
+    {
+      name: "check_duration_seconds",
+      type: "gauge",
+      help: "How long the last check took.",
+      samples: one((status.lastCheckDurationMs ?? 0) / 1000),
+    },
+    {
+      name: "check_failed",
+      type: "gauge",
+      help: "1 when the last check could not audit the node.",
+      samples: one(status.checkError ? 1 : 0),
+    },
+    {
+      name: "drift_items",
+      type: "gauge",
+      help: "Unacknowledged drift items present now, by node, domain and severity.",
+      samples: [...drift.values()],
+    },
     {
       name: "last_check_timestamp_seconds",
       type: "gauge",
       help: "When the last check finished, in seconds since the Unix epoch (0 before the first).",
       samples: one((status.lastCheckAt ?? 0) / 1000),
     },
-    { name: "manifest_valid", type: "gauge", help: "0 when the last manifest reload failed and the last good manifest is in use.", samples: one(status.manifestError ? 0 : 1) },
-    { name: "paused", type: "gauge", help: "1 while checks are paused for maintenance.", samples: one(status.paused ? 1 : 0) },
-    { name: "watcher_errors_total", type: "counter", help: "File-system watch errors since start (each is retried).", samples: one(status.watcherErrors) },
+    {
+      name: "manifest_valid",
+      type: "gauge",
+      help: "0 when the last manifest reload failed and the last good manifest is in use.",
+      samples: one(status.manifestError ? 0 : 1),
+    },
+    {
+      name: "paused",
+      type: "gauge",
+      help: "1 while checks are paused for maintenance.",
+      samples: one(status.paused ? 1 : 0),
+    },
+    {
+      name: "watcher_errors_total",
+      type: "counter",
+      help: "File-system watch errors since start (each is retried).",
+      samples: one(status.watcherErrors),
+    },
   ];
   return families.map(formatFamily).join("");
 }
@@ -63,14 +93,17 @@ function formatFamily(f: Family): string {
 }
 
 function formatLabels(labels: Labels): string {
-  const pairs = Object.entries(labels).map(([k, v]) => `${k}="${v.replace(/[\\"\n]/g, (c) => (c === "\n" ? "\\n" : `\\${c}`))}"`);
+  const pairs = Object.entries(labels).map(
+    ([k, v]) => `${k}="${v.replace(/[\\"\n]/g, (c) => (c === "\n" ? "\\n" : `\\${c}`))}"`,
+  );
   return pairs.length ? `{${pairs.join(",")}}` : "";
 }
 
 /** 200 while the node matches its manifest; 503 with the reason otherwise. */
 export function health(status: WatchStatus): { code: number; body: string } {
   const drifted = status.drift.filter((d) => !d.acknowledged).length;
-  if (status.manifestError) return { code: 503, body: `manifest invalid: ${status.manifestError}\n` };
+  if (status.manifestError)
+    return { code: 503, body: `manifest invalid: ${status.manifestError}\n` };
   if (status.checkError) return { code: 503, body: `check failed: ${status.checkError}\n` };
   if (drifted) return { code: 503, body: `${drifted} drift item${drifted === 1 ? "" : "s"}\n` };
   return { code: 200, body: status.paused ? `ok (paused: ${status.paused})\n` : "ok\n" };
@@ -80,20 +113,26 @@ export function health(status: WatchStatus): { code: number; body: string } {
 export function parseListenAddress(text: string): { host?: string; port: number } {
   const m = /^(?:\[([^\]]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(text);
   const port = Number(m?.[3]);
-  if (!m || port > 65535) throw new UsageError(`--metrics-listen takes HOST:PORT (like 127.0.0.1:9877), not "${text}"`);
+  if (!m || port > 65535)
+    throw new UsageError(`--metrics-listen takes HOST:PORT (like 127.0.0.1:9877), not "${text}"`);
   const host = m[1] ?? m[2];
   return host ? { host, port } : { port };
 }
 
 /** Serves /metrics and /healthz from `status()`; resolves once listening. */
-export async function serveMetrics(address: string, status: () => WatchStatus): Promise<{ server: Server; address: AddressInfo }> {
+export async function serveMetrics(
+  address: string,
+  status: () => WatchStatus,
+): Promise<{ server: Server; address: AddressInfo }> {
   const { host, port } = parseListenAddress(address);
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://localhost");
     if (req.method !== "GET" && req.method !== "HEAD") {
       res.writeHead(405, { allow: "GET, HEAD" }).end();
     } else if (url.pathname === "/metrics") {
-      res.writeHead(200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" }).end(renderWatchMetrics(status()));
+      res
+        .writeHead(200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" })
+        .end(renderWatchMetrics(status()));
     } else if (url.pathname === "/healthz") {
       const { code, body } = health(status());
       res.writeHead(code, { "content-type": "text/plain; charset=utf-8" }).end(body);

@@ -43,7 +43,9 @@ export interface MonitorOptions {
 
 export class Monitor {
   private readonly ledger = new DriftLedger();
-  private readonly debouncer = new Debouncer<DomainName>(QUIET_MS, MAX_WAIT_MS, (domains) => this.queue(domains));
+  private readonly debouncer = new Debouncer<DomainName>(QUIET_MS, MAX_WAIT_MS, (domains) =>
+    this.queue(domains),
+  );
   private watches: { watch: DirectoryWatch; watched: WatchedDirectory }[] = [];
   private polled: DomainName[] = [];
   /** Bumped by every reload: a check started against an older manifest is discarded. */
@@ -86,7 +88,9 @@ export class Monitor {
     this.manifest = manifest;
     this.generation++;
     this.manifestError = undefined;
-    this.options.log(`manifest reloaded (revision ${manifest.revision ?? "unknown"}): re-validating everything`);
+    this.options.log(
+      `manifest reloaded (revision ${manifest.revision ?? "unknown"}): re-validating everything`,
+    );
     this.emitStarted();
     this.arm();
     this.fullCheckDue = true;
@@ -98,7 +102,16 @@ export class Monitor {
     this.manifestError = message;
     this.options.log(`manifest invalid, still checking against the last good one:\n${message}`);
     const node = this.manifest.node;
-    this.options.emit(nodeErrorEvent({ ...node, error: `manifest invalid, still checking against the last good one: ${message}` }, "error", now()));
+    this.options.emit(
+      nodeErrorEvent(
+        {
+          ...node,
+          error: `manifest invalid, still checking against the last good one: ${message}`,
+        },
+        "error",
+        now(),
+      ),
+    );
   }
 
   async stop(reason: string): Promise<void> {
@@ -128,7 +141,9 @@ export class Monitor {
   private arm(): void {
     for (const { watch } of this.watches) watch.close();
     this.polled = polledDomains(this.manifest.node);
-    this.watches = [...watchedDirectories(this.manifest.node, this.manifest.settings.maintenanceMarker).values()].map((watched) => {
+    this.watches = [
+      ...watchedDirectories(this.manifest.node, this.manifest.settings.maintenanceMarker).values(),
+    ].map((watched) => {
       const watch = new DirectoryWatch(
         watched.dir,
         (change) => this.onDirectoryChange(watched, change),
@@ -144,14 +159,16 @@ export class Monitor {
 
   private onDirectoryChange(watched: WatchedDirectory, change: DirectoryChange): void {
     const topics = new Set<Topic>(watched.anyEntry);
-    if (change === "everything") for (const set of watched.entries.values()) for (const t of set) topics.add(t);
+    if (change === "everything")
+      for (const set of watched.entries.values()) for (const t of set) topics.add(t);
     else for (const t of watched.entries.get(change.entry) ?? []) topics.add(t);
     if (topics.delete("maintenance")) {
       this.maintenanceCheckDue = true;
       this.kick();
     }
     const domains = [...topics] as DomainName[];
-    for (const domain of domains) if (this.inFlight?.has(domain)) this.changedDuringCheck.add(domain);
+    for (const domain of domains)
+      if (this.inFlight?.has(domain)) this.changedDuringCheck.add(domain);
     if (!this.paused) this.debouncer.add(domains);
   }
 
@@ -199,7 +216,12 @@ export class Monitor {
     const started = performance.now();
     this.inFlight = domains ?? new Set(DOMAIN_NAMES);
     this.changedDuringCheck.clear();
-    const result = await auditNode(node, this.options.transport, { ...settings, categories: domains && [...domains] }, { ...drift, now: new Date() });
+    const result = await auditNode(
+      node,
+      this.options.transport,
+      { ...settings, categories: domains && [...domains] },
+      { ...drift, now: new Date() },
+    );
     const checked = this.inFlight;
     this.inFlight = undefined;
     this.lastCheckAt = Date.now();
@@ -209,7 +231,8 @@ export class Monitor {
     if (this.stopped || generation !== this.generation) return;
 
     if (result.status === "maintenance") return this.pause(result.error ?? "maintenance");
-    if (result.status === "error" || result.status === "unreachable") return this.checkFailed(result.error ?? result.status, result.status);
+    if (result.status === "error" || result.status === "unreachable")
+      return this.checkFailed(result.error ?? result.status, result.status);
     if (this.checkError) this.options.log("checks succeed again");
     this.checkError = undefined;
 
@@ -230,7 +253,16 @@ export class Monitor {
     const time = now();
     for (const item of change.resolved) {
       this.options.log(`${node.name}: resolved: ${item.domain} ${item.key}`);
-      this.options.emit({ event: "resolved", time, node: node.name, host: node.host, domain: item.domain, key: item.key, severity: item.severity, fingerprint: item.fingerprint });
+      this.options.emit({
+        event: "resolved",
+        time,
+        node: node.name,
+        host: node.host,
+        domain: item.domain,
+        key: item.key,
+        severity: item.severity,
+        fingerprint: item.fingerprint,
+      });
     }
     for (const item of change.appeared) {
       this.options.log(describeDrift(node.name, item));
@@ -251,7 +283,9 @@ export class Monitor {
     try {
       const probe = await runProbe(this.options.transport, [], this.manifest.settings);
       const section = probe.sections.get("maintenance");
-      reason = section && parseMaintenance(section.output, parseContext(probe.nonce).parts(section.output));
+      reason =
+        section &&
+        parseMaintenance(section.output, parseContext(probe.nonce).parts(section.output));
     } catch (error) {
       return this.checkFailed(error instanceof Error ? error.message : String(error), "error");
     }
@@ -267,11 +301,20 @@ export class Monitor {
     this.due.clear();
     this.options.log(`paused: ${reason}; checks resume when maintenance ends`);
     const node = this.manifest.node;
-    this.options.emit({ event: "stopped", time: now(), node: node.name, host: node.host, reason: `maintenance: ${reason}` });
-    this.maintenanceTimer = setInterval(() => {
-      this.maintenanceCheckDue = true;
-      this.kick();
-    }, Math.min(MAINTENANCE_POLL_MS, this.options.intervalMs));
+    this.options.emit({
+      event: "stopped",
+      time: now(),
+      node: node.name,
+      host: node.host,
+      reason: `maintenance: ${reason}`,
+    });
+    this.maintenanceTimer = setInterval(
+      () => {
+        this.maintenanceCheckDue = true;
+        this.kick();
+      },
+      Math.min(MAINTENANCE_POLL_MS, this.options.intervalMs),
+    );
   }
 
   private resume(): void {
@@ -285,7 +328,13 @@ export class Monitor {
 
   private emitStarted(): void {
     const { node, revision } = this.manifest;
-    this.options.emit({ event: "started", time: now(), node: node.name, host: node.host, manifestRevision: revision });
+    this.options.emit({
+      event: "started",
+      time: now(),
+      node: node.name,
+      host: node.host,
+      manifestRevision: revision,
+    });
   }
 }
 

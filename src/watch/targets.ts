@@ -20,7 +20,8 @@ export interface WatchedDirectory {
 }
 
 const declaredFiles = (node: LoadedNode) => (declaredFor(files, node.spec) ?? []) as FilesDeclared;
-const declaredUnits = (node: LoadedNode) => (declaredFor(systemd, node.spec) ?? []) as SystemdDeclared;
+const declaredUnits = (node: LoadedNode) =>
+  (declaredFor(systemd, node.spec) ?? []) as SystemdDeclared;
 
 /** `foo@bar.service` is read from its template `foo@.service` when it has no file of its own. */
 function unitFileNames(unit: string): string[] {
@@ -29,7 +30,10 @@ function unitFileNames(unit: string): string[] {
 }
 
 /** Every directory to watch for this node, keyed by path. */
-export function watchedDirectories(node: LoadedNode, maintenanceMarker: string): Map<string, WatchedDirectory> {
+export function watchedDirectories(
+  node: LoadedNode,
+  maintenanceMarker: string,
+): Map<string, WatchedDirectory> {
   const dirs = new Map<string, WatchedDirectory>();
   const at = (dir: string) => {
     let entry = dirs.get(dir);
@@ -44,7 +48,8 @@ export function watchedDirectories(node: LoadedNode, maintenanceMarker: string):
 
   for (const file of declaredFiles(node)) onEntry(file.path, "files");
   for (const unit of declaredUnits(node)) {
-    for (const dir of UNIT_DIRS) for (const name of unitFileNames(unit.name)) onEntry(`${dir}/${name}`, "systemd");
+    for (const dir of UNIT_DIRS)
+      for (const name of unitFileNames(unit.name)) onEntry(`${dir}/${name}`, "systemd");
     // The drop-in directory itself can appear or vanish, and every *.conf in it changes the unit.
     const dropins = `/etc/systemd/system/${unit.name}.d`;
     onEntry(dropins, "systemd");

@@ -10,27 +10,45 @@ const tree = scratchTrees();
 describe("the CLI on bad input: exit 2 and a message naming the place", () => {
   it("validate lists every manifest error as file:line:col and exits 2", async () => {
     const dir = await tree({
-      "nodes/web-01.yaml": "system:\n  sysctl_paramters: {}\nfiles:\n  - { path: etc/motd, contents: hi }\n  - { path: /etc/../shadow, mode: \"0600\" }\n",
+      "nodes/web-01.yaml":
+        'system:\n  sysctl_paramters: {}\nfiles:\n  - { path: etc/motd, contents: hi }\n  - { path: /etc/../shadow, mode: "0600" }\n',
     });
     const result = await runCli(["validate", "--manifests", dir], { cwd: dir });
     assert.equal(result.exitCode, 2);
     const lines = result.stderr.trim().split("\n");
-    assert.match(lines[0]!, /^nodes\/web-01\.yaml:2:3: unknown key "sysctl_paramters" in system \(did you mean "sysctl_parameters"\?\)$/);
-    assert.ok(lines.some((l) => /^nodes\/web-01\.yaml:4:\d+: files\.0\.path: .*absolute/.test(l)), result.stderr);
-    assert.ok(lines.some((l) => /^nodes\/web-01\.yaml:5:\d+: files\.1\.path: .*\.\./.test(l)), result.stderr);
+    assert.match(
+      lines[0]!,
+      /^nodes\/web-01\.yaml:2:3: unknown key "sysctl_paramters" in system \(did you mean "sysctl_parameters"\?\)$/,
+    );
+    assert.ok(
+      lines.some((l) => /^nodes\/web-01\.yaml:4:\d+: files\.0\.path: .*absolute/.test(l)),
+      result.stderr,
+    );
+    assert.ok(
+      lines.some((l) => /^nodes\/web-01\.yaml:5:\d+: files\.1\.path: .*\.\./.test(l)),
+      result.stderr,
+    );
     assert.match(lines.at(-1)!, /^3 manifest errors; nothing audited$/);
   });
 
   it("under GitHub Actions, validate also prints error annotations at file and line", async () => {
     const dir = await tree({ "nodes/a.yaml": "groups: [nope]\n" });
-    const result = await runCli(["validate", "--manifests", dir], { cwd: dir, env: { GITHUB_ACTIONS: "true" } });
+    const result = await runCli(["validate", "--manifests", dir], {
+      cwd: dir,
+      env: { GITHUB_ACTIONS: "true" },
+    });
     assert.equal(result.exitCode, 2);
-    assert.equal(result.stdout.trim(), '::error file=nodes/a.yaml,line=1,col=10::unknown group "nope" (no groups/nope.yaml)');
+    assert.equal(
+      result.stdout.trim(),
+      '::error file=nodes/a.yaml,line=1,col=10::unknown group "nope" (no groups/nope.yaml)',
+    );
   });
 
   it("audit does not run on a broken manifest", async () => {
     const dir = await tree({ "nodes/localhost.yaml": "system: [\n" });
-    const result = await runCli(["audit", "--local", "--manifests", dir, "--format", "json"], { cwd: dir });
+    const result = await runCli(["audit", "--local", "--manifests", dir, "--format", "json"], {
+      cwd: dir,
+    });
     assert.equal(result.exitCode, 2);
     assert.equal(result.stdout, "");
     assert.match(result.stderr, /^nodes\/localhost\.yaml:\d+:\d+: invalid YAML/);
@@ -41,13 +59,31 @@ describe("the CLI on bad input: exit 2 and a message naming the place", () => {
     const cases: [string[], RegExp][] = [
       [["frobnicate"], /unknown command "frobnicate"/],
       [["audit", "--frobnicate"], /audit: unknown option --frobnicate\n/],
-      [["audit", "--local", "--manifests", dir, "--category", "sysctls"], /unknown category "sysctls" \(did you mean "sysctl"\?\)/],
+      [
+        ["audit", "--local", "--manifests", dir, "--category", "sysctls"],
+        /unknown category "sysctls" \(did you mean "sysctl"\?\)/,
+      ],
       [["audit", "--local", "--manifests", dir, "--format", "yaml"], /unknown --format "yaml"/],
-      [["audit", "--manifests", dir, "--nodes", "web-["], /--nodes: bad pattern "web-\[": the \[ at character 5 is never closed/],
-      [["audit", "--manifests", dir, "--nodes", "[z-a]*"], /--nodes: bad pattern "\[z-a\]\*": the range z-a at character 2 is backwards/],
-      [["audit", "--local", "--manifests", dir], /--local: no node in .* is named ".*" or has host ".*", and there is no "localhost" node/],
-      [["audit", "--manifests", dir, "--nodes", "web-1"], /--nodes: no node matches "web-1" \(did you mean "web-01"\?\)/],
-      [["audit", "--manifests", dir, "--shard", "4/3"], /--shard takes k\/n with 1 <= k <= n, not "4\/3"/],
+      [
+        ["audit", "--manifests", dir, "--nodes", "web-["],
+        /--nodes: bad pattern "web-\[": the \[ at character 5 is never closed/,
+      ],
+      [
+        ["audit", "--manifests", dir, "--nodes", "[z-a]*"],
+        /--nodes: bad pattern "\[z-a\]\*": the range z-a at character 2 is backwards/,
+      ],
+      [
+        ["audit", "--local", "--manifests", dir],
+        /--local: no node in .* is named ".*" or has host ".*", and there is no "localhost" node/,
+      ],
+      [
+        ["audit", "--manifests", dir, "--nodes", "web-1"],
+        /--nodes: no node matches "web-1" \(did you mean "web-01"\?\)/,
+      ],
+      [
+        ["audit", "--manifests", dir, "--shard", "4/3"],
+        /--shard takes k\/n with 1 <= k <= n, not "4\/3"/,
+      ],
       [["audit", "--manifests", "/nonexistent-manifests"], /manifest directory not found/],
     ];
     for (const [args, message] of cases) {
@@ -62,11 +98,32 @@ describe("colours follow the conventions, under a real pseudo-terminal and throu
   const REPORT = path.join(REPO_ROOT, "test/fixtures/reports/fleet.json");
   const ENTRY = path.join(REPO_ROOT, "src/cli/main.ts");
   /** `report` of a fixture in text form; through `script` it runs on a pseudo-terminal. */
-  const render = async (env: Record<string, string>, options: { tty: boolean; flags?: string[] }) => {
-    const command = [process.execPath, "--import", TSX, ENTRY, "report", "--report", REPORT, ...(options.flags ?? [])];
-    const base = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/", TERM: "xterm-256color", ...env };
+  const render = async (
+    env: Record<string, string>,
+    options: { tty: boolean; flags?: string[] },
+  ) => {
+    const command = [
+      process.execPath,
+      "--import",
+      TSX,
+      ENTRY,
+      "report",
+      "--report",
+      REPORT,
+      ...(options.flags ?? []),
+    ];
+    const base = {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOME: process.env.HOME ?? "/",
+      TERM: "xterm-256color",
+      ...env,
+    };
     const result = options.tty
-      ? await execa("script", ["-qec", command.map((a) => `'${a}'`).join(" "), "/dev/null"], { env: base, extendEnv: false, reject: false })
+      ? await execa("script", ["-qec", command.map((a) => `'${a}'`).join(" "), "/dev/null"], {
+          env: base,
+          extendEnv: false,
+          reject: false,
+        })
       : await execa(command[0]!, command.slice(1), { env: base, extendEnv: false, reject: false });
     assert.match(result.stdout, /drift/, result.stderr);
     return result.stdout.includes("\x1b[");
@@ -84,7 +141,11 @@ describe("colours follow the conventions, under a real pseudo-terminal and throu
     assert.equal(await render({}, { tty: false }), false);
     assert.equal(await render({ FORCE_COLOR: "1" }, { tty: false }), true);
     assert.equal(await render({}, { tty: false, flags: ["--color"] }), true);
-    assert.equal(await render({ NO_COLOR: "1" }, { tty: false, flags: ["--color"] }), true, "a flag outranks the environment");
+    assert.equal(
+      await render({ NO_COLOR: "1" }, { tty: false, flags: ["--color"] }),
+      true,
+      "a flag outranks the environment",
+    );
   });
 
   it("an empty NO_COLOR is unset, as no-color.org says", async () => {
@@ -94,7 +155,11 @@ describe("colours follow the conventions, under a real pseudo-terminal and throu
 
 describe("finding the manifest tree", () => {
   it("from inside the tree, from a folder in it, and from a subfolder of the repository", async () => {
-    const repo = await tree({ "fleet-manifests/fleet.yaml": "{}\n", "fleet-manifests/nodes/web-01.yaml": "{}\n", "docs/README.md": "x\n" });
+    const repo = await tree({
+      "fleet-manifests/fleet.yaml": "{}\n",
+      "fleet-manifests/nodes/web-01.yaml": "{}\n",
+      "docs/README.md": "x\n",
+    });
     for (const [cwd, shown] of [
       ["fleet-manifests", "."],
       ["fleet-manifests/nodes", ".."],
@@ -115,7 +180,9 @@ describe("finding the manifest tree", () => {
     const above = await tree({ "fleet-manifests/nodes/a.yaml": "{}\n", "README.md": "x\n" });
     const wrong = await runCli(["validate", "--manifests", above]);
     assert.equal(wrong.exitCode, 2);
-    assert.match(wrong.stderr, /has no nodes\/ folder; .*fleet-manifests holds one: use --manifests .*fleet-manifests\n/);
+    assert.match(
+      wrong.stderr,
+      /has no nodes\/ folder; .*fleet-manifests holds one: use --manifests .*fleet-manifests\n/,
+    );
   });
 });
-

@@ -5,7 +5,9 @@ import { describe, it } from "node:test";
 import { COMMAND_HELP } from "../../src/cli/help.js";
 import { REPO_ROOT, runCli } from "../support/cli.js";
 
-const VERSION = (JSON.parse(readFileSync(`${REPO_ROOT}/package.json`, "utf8")) as { version: string }).version;
+const VERSION = (
+  JSON.parse(readFileSync(`${REPO_ROOT}/package.json`, "utf8")) as { version: string }
+).version;
 
 /** The option rows of a help text: [flag label, description]. */
 function optionRows(help: string): [string, string][] {
@@ -25,17 +27,25 @@ describe("help and version", () => {
       assert.match(result.stdout, new RegExp(`^usage: quartermaster ${command}\\b`));
       const rows = optionRows(result.stdout);
       assert.ok(rows.length >= 2, result.stdout);
-      for (const [label, text] of rows) assert.notEqual(text, "", `${command}: ${label} has no description`);
+      for (const [label, text] of rows)
+        assert.notEqual(text, "", `${command}: ${label} has no description`);
       assert.match(result.stdout, /\nExamples:\n {2}quartermaster /);
     });
   }
 
   it("-h and help <command> print the same help as --help", async () => {
-    const [long, short, viaHelp] = await Promise.all([runCli(["audit", "--help"]), runCli(["audit", "-h"]), runCli(["help", "audit"])]);
+    const [long, short, viaHelp] = await Promise.all([
+      runCli(["audit", "--help"]),
+      runCli(["audit", "-h"]),
+      runCli(["help", "audit"]),
+    ]);
     assert.equal(short.stdout, long.stdout);
     assert.equal(viaHelp.stdout, long.stdout);
     assert.match(long.stdout, /--concurrency N +nodes audited at once \(default: 32\)/);
-    assert.match(long.stdout, /--manifests DIR +the manifest tree \(default: the one this directory is in/);
+    assert.match(
+      long.stdout,
+      /--manifests DIR +the manifest tree \(default: the one this directory is in/,
+    );
   });
 
   it("--version and -V print the package version", async () => {
@@ -56,9 +66,15 @@ describe("help and version", () => {
     );
     const command = await runCli(["valdiate"]);
     assert.equal(command.exitCode, 2);
-    assert.match(command.stderr, /^quartermaster: unknown command "valdiate" \(did you mean "validate"\?\)\n/);
+    assert.match(
+      command.stderr,
+      /^quartermaster: unknown command "valdiate" \(did you mean "validate"\?\)\n/,
+    );
     const value = await runCli(["audit", "--nodes"]);
     assert.equal(value.exitCode, 2);
-    assert.match(value.stderr, /^quartermaster: audit: Option '--nodes <value>' argument missing\n\nusage: quartermaster audit /);
+    assert.match(
+      value.stderr,
+      /^quartermaster: audit: Option '--nodes <value>' argument missing\n\nusage: quartermaster audit /,
+    );
   });
 });

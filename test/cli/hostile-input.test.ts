@@ -32,7 +32,10 @@ describe("links in the manifest tree", () => {
     await symlink(outside, path.join(dir, "groups"));
     const result = await validate(dir);
     assert.equal(result.exitCode, 2);
-    assert.match(result.stderr, /^fleet\.yaml: is a symbolic link leaving the manifest tree \(to .*secret\.yaml\); not read$/m);
+    assert.match(
+      result.stderr,
+      /^fleet\.yaml: is a symbolic link leaving the manifest tree \(to .*secret\.yaml\); not read$/m,
+    );
     assert.match(result.stderr, /^nodes\/b\.yaml: is a symbolic link leaving the manifest tree/m);
     assert.match(result.stderr, /^groups: is a symbolic link leaving the manifest tree/m);
     assert.doesNotMatch(result.stderr, /root_password_hash/);
@@ -44,7 +47,10 @@ describe("links in the manifest tree", () => {
     await symlink("a.yaml", path.join(dir, "nodes", "b.yaml"));
     const result = await validate(dir);
     assert.equal(result.exitCode, 2);
-    assert.match(result.stderr, /^nodes\/b\.yaml: is a symbolic link \(to nodes\/a\.yaml\); links in the manifest tree are not followed/m);
+    assert.match(
+      result.stderr,
+      /^nodes\/b\.yaml: is a symbolic link \(to nodes\/a\.yaml\); links in the manifest tree are not followed/m,
+    );
     assertNoStack(result);
   });
 
@@ -59,16 +65,25 @@ describe("links in the manifest tree", () => {
 
 describe("YAML resource limits", () => {
   it("an alias bomb is a manifest error naming the file (exit 2), not an internal error", async () => {
-    const levels = "bcdefghi".split("").map((c, i) => `${c}: &${c} [${Array(9).fill(`*${"abcdefghi"[i]}`).join(", ")}]`);
-    const dir = await tree({ "nodes/bomb.yaml": `a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n${levels.join("\n")}\n` });
+    const levels = "bcdefghi"
+      .split("")
+      .map((c, i) => `${c}: &${c} [${Array(9).fill(`*${"abcdefghi"[i]}`).join(", ")}]`);
+    const dir = await tree({
+      "nodes/bomb.yaml": `a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n${levels.join("\n")}\n`,
+    });
     const result = await validate(dir);
     assert.equal(result.exitCode, 2);
-    assert.match(result.stderr, /^nodes\/bomb\.yaml: YAML resource limit: more than 100 alias expansions/m);
+    assert.match(
+      result.stderr,
+      /^nodes\/bomb\.yaml: YAML resource limit: more than 100 alias expansions/m,
+    );
     assertNoStack(result);
   });
 
   it("nesting deep enough to exhaust a parser is a manifest error naming the file", async () => {
-    const dir = await tree({ "nodes/deep.yaml": `system: ${"[".repeat(100_000)}${"]".repeat(100_000)}\n` });
+    const dir = await tree({
+      "nodes/deep.yaml": `system: ${"[".repeat(100_000)}${"]".repeat(100_000)}\n`,
+    });
     const result = await validate(dir);
     assert.equal(result.exitCode, 2);
     assert.match(result.stderr, /^nodes\/deep\.yaml:/m);
@@ -111,9 +126,28 @@ describe("layers valid alone that conflict once merged", () => {
     const result = await validate(dir);
     assert.equal(result.exitCode, 2, result.stderr);
     const lines = result.stderr.trim().split("\n");
-    assert.ok(lines.includes("nodes/web-01.yaml:3:1: node web-01: files[/etc/app.conf]: declare contents or sha256, not both, once groups/web.yaml:2 and nodes/web-01.yaml:3 are combined (a later file changes only the keys it sets: override the conflicting one there, or set it to null)"), result.stderr);
-    assert.ok(lines.some((l) => l.startsWith("nodes/web-01.yaml:5:1: node web-01: files[/etc/legacy]: a file declared absent has no mode, once groups/web.yaml:3 and nodes/web-01.yaml:5 are combined")), result.stderr);
-    assert.ok(lines.some((l) => l.startsWith("nodes/web-01.yaml:8:1: node web-01: system.kernel_modules: floppy is declared both loaded and absent, once groups/web.yaml:5 and nodes/web-01.yaml:8 are combined")), result.stderr);
+    assert.ok(
+      lines.includes(
+        "nodes/web-01.yaml:3:1: node web-01: files[/etc/app.conf]: declare contents or sha256, not both, once groups/web.yaml:2 and nodes/web-01.yaml:3 are combined (a later file changes only the keys it sets: override the conflicting one there, or set it to null)",
+      ),
+      result.stderr,
+    );
+    assert.ok(
+      lines.some((l) =>
+        l.startsWith(
+          "nodes/web-01.yaml:5:1: node web-01: files[/etc/legacy]: a file declared absent has no mode, once groups/web.yaml:3 and nodes/web-01.yaml:5 are combined",
+        ),
+      ),
+      result.stderr,
+    );
+    assert.ok(
+      lines.some((l) =>
+        l.startsWith(
+          "nodes/web-01.yaml:8:1: node web-01: system.kernel_modules: floppy is declared both loaded and absent, once groups/web.yaml:5 and nodes/web-01.yaml:8 are combined",
+        ),
+      ),
+      result.stderr,
+    );
     assert.equal(lines.at(-1), "3 manifest errors; nothing audited");
     assertNoStack(result);
   });
@@ -121,7 +155,8 @@ describe("layers valid alone that conflict once merged", () => {
   it("a node that drops the group's value with null is valid", async () => {
     const dir = await tree({
       "groups/web.yaml": `files:\n  - { path: /etc/app.conf, sha256: "${SHA}" }\n`,
-      "nodes/web-01.yaml": 'groups: [web]\nfiles:\n  - { path: /etc/app.conf, sha256: null, contents: "hello\\n" }\n',
+      "nodes/web-01.yaml":
+        'groups: [web]\nfiles:\n  - { path: /etc/app.conf, sha256: null, contents: "hello\\n" }\n',
     });
     const result = await validate(dir);
     assert.equal(result.exitCode, 0, result.stderr);
@@ -144,19 +179,31 @@ describe("manifest-diff and the pinned host keys", () => {
       "fleet-manifests/nodes/web-01.yaml": "{}\n",
       "fleet-manifests/known_hosts": `web-01 ssh-ed25519 ${a.blob}\ndb-01 ssh-ed25519 ${a.blob}\n`,
     });
-    const git = (...args: string[]) => execa("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", ...args], { cwd: repo });
+    const git = (...args: string[]) =>
+      execa("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", ...args], { cwd: repo });
     await git("init", "-q");
     await git("add", ".");
     await git("commit", "-qm", "base");
-    await writeFile(path.join(repo, "fleet-manifests/known_hosts"), `web-01 ssh-ed25519 ${b.blob}\ncache-01 ssh-ed25519 ${a.blob}\n`);
-    await writeFile(path.join(repo, "fleet-manifests/nodes/web-01.yaml"), "system: { kernel_version: 6.1.0 }\n");
+    await writeFile(
+      path.join(repo, "fleet-manifests/known_hosts"),
+      `web-01 ssh-ed25519 ${b.blob}\ncache-01 ssh-ed25519 ${a.blob}\n`,
+    );
+    await writeFile(
+      path.join(repo, "fleet-manifests/nodes/web-01.yaml"),
+      "system: { kernel_version: 6.1.0 }\n",
+    );
     const result = await runCli(["manifest-diff", "--base", "HEAD"], { cwd: repo });
     assert.equal(result.exitCode, 0, result.stderr);
     const out = result.stdout;
     assert.match(out, /The pinned host keys of 3 hosts change\./);
     assert.ok(out.includes(`| \`cache-01\` | (none) | \`ssh-ed25519 ${a.fingerprint}\` |`), out);
     assert.ok(out.includes(`| \`db-01\` | \`ssh-ed25519 ${a.fingerprint}\` | (none) |`), out);
-    assert.ok(out.includes(`| \`web-01\` | \`ssh-ed25519 ${a.fingerprint}\` | \`ssh-ed25519 ${b.fingerprint}\` |`), out);
+    assert.ok(
+      out.includes(
+        `| \`web-01\` | \`ssh-ed25519 ${a.fingerprint}\` | \`ssh-ed25519 ${b.fingerprint}\` |`,
+      ),
+      out,
+    );
     // The keys come before any node's section: a reviewer must see them.
     assert.equal(out.indexOf("### "), out.indexOf("### Pinned host keys (known_hosts)"), out);
     assert.match(out, /### web-01/);
@@ -167,12 +214,23 @@ describe("manifest-diff and the pinned host keys", () => {
 describe("--out", () => {
   it("audit checks --out before anything is audited: a missing directory, an unwritable one", async () => {
     // Two nodes on hosts that do not resolve: had the audit run, its progress line would show.
-    const dir = await tree({ "nodes/a.yaml": "host: a.qm-never.invalid\n", "nodes/b.yaml": "host: b.qm-never.invalid\n" });
+    const dir = await tree({
+      "nodes/a.yaml": "host: a.qm-never.invalid\n",
+      "nodes/b.yaml": "host: b.qm-never.invalid\n",
+    });
     for (const [out, message] of [
-      [path.join(dir, "missing", "report.json"), /--out .*missing\/report\.json: directory .*missing does not exist/],
-      ["/sys/qm-report.json", /--out \/sys\/qm-report\.json: cannot create a file in \/sys \(EACCES\)/],
+      [
+        path.join(dir, "missing", "report.json"),
+        /--out .*missing\/report\.json: directory .*missing does not exist/,
+      ],
+      [
+        "/sys/qm-report.json",
+        /--out \/sys\/qm-report\.json: cannot create a file in \/sys \(EACCES\)/,
+      ],
     ] as const) {
-      const result = await runCli(["audit", "--manifests", dir, "--format", "json", "--out", out], { cwd: dir });
+      const result = await runCli(["audit", "--manifests", dir, "--format", "json", "--out", out], {
+        cwd: dir,
+      });
       assert.equal(result.exitCode, 2, result.stderr);
       assert.match(result.stderr, message);
       assert.doesNotMatch(result.stderr, /nodes audited/);
@@ -181,7 +239,10 @@ describe("--out", () => {
   });
 
   it("a symbolic link at --out is refused and its target left untouched (audit, report, merge-reports)", async () => {
-    const dir = await tree({ "victim.conf": "do not overwrite\n", "nodes/a.yaml": "host: a.qm-never.invalid\n" });
+    const dir = await tree({
+      "victim.conf": "do not overwrite\n",
+      "nodes/a.yaml": "host: a.qm-never.invalid\n",
+    });
     await symlink(path.join(dir, "victim.conf"), path.join(dir, "report.prom"));
     for (const args of [
       ["audit", "--manifests", dir, "--format", "prometheus"],
@@ -190,7 +251,10 @@ describe("--out", () => {
     ]) {
       const result = await runCli([...args, "--out", path.join(dir, "report.prom")], { cwd: dir });
       assert.equal(result.exitCode, 2, `${args[0]}: ${result.stderr}`);
-      assert.match(result.stderr, /--out .*report\.prom is a symbolic link; refusing to write through it/);
+      assert.match(
+        result.stderr,
+        /--out .*report\.prom is a symbolic link; refusing to write through it/,
+      );
       assertNoStack(result);
     }
     assert.equal(await readFile(path.join(dir, "victim.conf"), "utf8"), "do not overwrite\n");
@@ -201,7 +265,10 @@ describe("--out", () => {
     await mkdir(path.join(dir, "textfile"));
     const out = path.join(dir, "textfile", "quartermaster.prom");
     await link(path.join(dir, "old.prom"), out);
-    const result = await runCli(["report", "--report", FLEET_REPORT, "--format", "prometheus", "--out", out], { cwd: dir });
+    const result = await runCli(
+      ["report", "--report", FLEET_REPORT, "--format", "prometheus", "--out", out],
+      { cwd: dir },
+    );
     assert.equal(result.exitCode, 0, result.stderr);
     assert.match(await readFile(out, "utf8"), /^# HELP /m);
     assert.equal(await readFile(path.join(dir, "old.prom"), "utf8"), "# old\n");

@@ -1,7 +1,17 @@
 // Every shell block the README shows runs as written, in a scratch copy of the repository, except
 // the blocks it marks `<!-- readme-test: skip (reason) -->` (they need SSH hosts, GitHub or a node).
 import assert from "node:assert/strict";
-import { chmod, cp, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
+import {
+  chmod,
+  cp,
+  mkdir,
+  mkdtemp,
+  readFile,
+  rm,
+  stat,
+  symlink,
+  writeFile,
+} from "node:fs/promises";
 import { readdirSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -50,16 +60,25 @@ describe("the README's commands", async () => {
     }
     // A scratch clone: the built CLI and dependencies shared, the manifests a copy the commands may change.
     scratch = await mkdtemp(path.join(tmpdir(), "qm-readme-"));
-    for (const name of ["dist", "node_modules", "package.json", "schemas"]) await symlink(path.join(REPO_ROOT, name), path.join(scratch, name));
-    await cp(path.join(REPO_ROOT, "fleet-manifests"), path.join(scratch, "fleet-manifests"), { recursive: true });
+    for (const name of ["dist", "node_modules", "package.json", "schemas"])
+      await symlink(path.join(REPO_ROOT, name), path.join(scratch, name));
+    await cp(path.join(REPO_ROOT, "fleet-manifests"), path.join(scratch, "fleet-manifests"), {
+      recursive: true,
+    });
     // `npm link` puts these on the PATH; `npm ci` already ran in this clone.
     const bin = path.join(scratch, ".bin");
     await mkdir(bin);
     for (const name of ["quartermaster", "qm"]) {
-      await writeFile(path.join(bin, name), `#!/bin/sh\nexec node ${JSON.stringify(path.join(REPO_ROOT, "dist/cli/main.js"))} "$@"\n`);
+      await writeFile(
+        path.join(bin, name),
+        `#!/bin/sh\nexec node ${JSON.stringify(path.join(REPO_ROOT, "dist/cli/main.js"))} "$@"\n`,
+      );
       await chmod(path.join(bin, name), 0o755);
     }
-    await writeFile(path.join(bin, "npm"), '#!/bin/sh\n[ "$1" = ci ] || [ "$1" = link ] || exit 64\n');
+    await writeFile(
+      path.join(bin, "npm"),
+      '#!/bin/sh\n[ "$1" = ci ] || [ "$1" = link ] || exit 64\n',
+    );
     await chmod(path.join(bin, "npm"), 0o755);
     env = { PATH: `${bin}:${process.env.PATH}`, NO_COLOR: "1" };
   });
@@ -74,7 +93,10 @@ describe("the README's commands", async () => {
       for (const command of block.commands) {
         const result = await execa("sh", ["-c", command], { cwd: scratch, env, reject: false });
         // 0 clean, 1 drift: a command that works; 2 and up, or a stack trace, is the README lying.
-        assert.ok(result.exitCode === 0 || result.exitCode === 1, `${command}: exit ${result.exitCode}\n${result.stderr}`);
+        assert.ok(
+          result.exitCode === 0 || result.exitCode === 1,
+          `${command}: exit ${result.exitCode}\n${result.stderr}`,
+        );
         assert.doesNotMatch(result.stderr, /internal error|\n {4}at /, command);
         assert.ok(result.stdout.trim() || result.exitCode === 0, `${command} printed nothing`);
       }

@@ -7,9 +7,17 @@ import { REPO_ROOT, runCli } from "../support/cli.js";
 import { pyyamlLoad } from "../support/pyyaml.js";
 
 const installed = async (mode?: string) => {
-  const result = await runCli(["snapshot", "--local", "--category", "packages", ...(mode ? ["--packages", mode] : [])]);
+  const result = await runCli([
+    "snapshot",
+    "--local",
+    "--category",
+    "packages",
+    ...(mode ? ["--packages", mode] : []),
+  ]);
   assert.equal(result.exitCode, 0, result.stderr);
-  const spec = parse(result.stdout) as { packages?: { installed_manifest: Record<string, string> } } | null;
+  const spec = parse(result.stdout) as {
+    packages?: { installed_manifest: Record<string, string> };
+  } | null;
   return { text: result.stdout, packages: spec?.packages?.installed_manifest };
 };
 
@@ -52,7 +60,10 @@ describe("snapshot's header", () => {
     const first = result.stdout.split("\n")[0]!;
     const schema = /^# yaml-language-server: \$schema=(\S+)$/.exec(first)?.[1];
     assert.ok(schema, first);
-    assert.ok(existsSync(path.resolve(REPO_ROOT, "fleet-manifests/nodes", schema)), `${schema} from fleet-manifests/nodes/`);
+    assert.ok(
+      existsSync(path.resolve(REPO_ROOT, "fleet-manifests/nodes", schema)),
+      `${schema} from fleet-manifests/nodes/`,
+    );
     assert.match(result.stdout.split("\n")[1]!, /^# Live state of this machine, taken /);
   });
 });

@@ -43,11 +43,21 @@ const SUBDIR = `${DIR}/sub`;
 const SECRET = `${DIR}/secret.env`;
 
 const sha256 = (data: string | Buffer) => createHash("sha256").update(data).digest("hex");
-const lines = (letter: string, bytes: number) => `${letter.repeat(63)}\n`.repeat(Math.ceil(bytes / 64)).slice(0, bytes);
-const bumpBash = (status: string) => status.replace(/^(Package: bash\n(?:.+\n)*?Version: )(.+)$/m, "$1$2+hotfix1");
-const blockText = (text: string, indent: string) => text.split("\n").map((l) => (l ? indent + l : l)).join("\n");
+const lines = (letter: string, bytes: number) =>
+  `${letter.repeat(63)}\n`.repeat(Math.ceil(bytes / 64)).slice(0, bytes);
+const bumpBash = (status: string) =>
+  status.replace(/^(Package: bash\n(?:.+\n)*?Version: )(.+)$/m, "$1$2+hotfix1");
+const blockText = (text: string, indent: string) =>
+  text
+    .split("\n")
+    .map((l) => (l ? indent + l : l))
+    .join("\n");
 const yaml = (...rows: string[]) => `${rows.join("\n")}\n`;
-const sysctls = (...rows: string[]) => ["system:", "  sysctl_parameters:", ...rows.map((r) => `    ${r}`)];
+const sysctls = (...rows: string[]) => [
+  "system:",
+  "  sysctl_parameters:",
+  ...rows.map((r) => `    ${r}`),
+];
 
 /** Nodes with nothing to accept: their effective spec must come out unchanged. */
 const CONTROLS = ["sysctl-list-ok", "routes-shared-ok", "pkg-ok", "files-ok", "files-secret-ok"];
@@ -92,10 +102,30 @@ const TICKETS = ["files-dir"];
 const ROUNDS: { category: string; nodes?: string[] }[] = [
   { category: "sysctl,io_scheduler,kernel" },
   { category: "routes,ports,packages" },
-  { category: "files", nodes: ["files-ok", "files-text", "files-deleted", "files-bin", "files-big", "files-bigdecl", "files-sha"] },
   {
     category: "files",
-    nodes: ["files-mode", "files-owner", "files-group", "files-absent", "files-gone", "files-secret", "files-secret-ok", "files-dir"],
+    nodes: [
+      "files-ok",
+      "files-text",
+      "files-deleted",
+      "files-bin",
+      "files-big",
+      "files-bigdecl",
+      "files-sha",
+    ],
+  },
+  {
+    category: "files",
+    nodes: [
+      "files-mode",
+      "files-owner",
+      "files-group",
+      "files-absent",
+      "files-gone",
+      "files-secret",
+      "files-secret-ok",
+      "files-dir",
+    ],
   },
 ];
 
@@ -107,13 +137,31 @@ let release: string;
 let device: { name: string; active: string; others: string[] } | undefined;
 
 const env = () => double.cliEnv();
-const repoArgs = () => ["--repo", server.repoUrl(OWNER, REPO), "--cache-dir", path.join(work, "cache")];
+const repoArgs = () => [
+  "--repo",
+  server.repoUrl(OWNER, REPO),
+  "--cache-dir",
+  path.join(work, "cache"),
+];
 
 async function audit(name: string, extra: string[]): Promise<Report> {
   const file = path.join(work, `${name}.json`);
-  const args = ["audit", ...repoArgs(), "--ssh-config", fleet.sshConfig, "--format", "json", "--out", file, ...extra];
+  const args = [
+    "audit",
+    ...repoArgs(),
+    "--ssh-config",
+    fleet.sshConfig,
+    "--format",
+    "json",
+    "--out",
+    file,
+    ...extra,
+  ];
   const result = await runCli(args, { env: env() });
-  assert.ok(result.exitCode === 0 || result.exitCode === 1, `audit exited ${result.exitCode}: ${result.stderr}`);
+  assert.ok(
+    result.exitCode === 0 || result.exitCode === 1,
+    `audit exited ${result.exitCode}: ${result.stderr}`,
+  );
   return Report.parse(JSON.parse(await readFile(file, "utf8")));
 }
 
@@ -132,7 +180,10 @@ async function effectiveSpecs(): Promise<Map<string, LoadedNode["spec"]>> {
 
 /** The scheduler of a block device that offers at least three: /sys is shared by every test host. */
 async function blockDevice(): Promise<typeof device> {
-  const { stdout } = await execa("sh", ["-c", "grep -H -s '' /sys/block/*/queue/scheduler || true"]);
+  const { stdout } = await execa("sh", [
+    "-c",
+    "grep -H -s '' /sys/block/*/queue/scheduler || true",
+  ]);
   for (const line of stdout.split("\n")) {
     const m = /^\/sys\/block\/([^/]+)\/queue\/scheduler:(.*)$/.exec(line);
     if (!m || /^(loop|ram|nbd)\d+$/.test(m[1]!)) continue;
@@ -187,7 +238,10 @@ function hosts(): HostDefinition[] {
   ];
 }
 
-function manifests(baseline: { routes: unknown[]; ports: string[] }, bash: string): Record<string, string> {
+function manifests(
+  baseline: { routes: unknown[]; ports: string[] },
+  bash: string,
+): Record<string, string> {
   const flow = (value: unknown) => JSON.stringify(value);
   const gateway = fleet.gateway;
   const pinned = `system:\n  kernel_version: ${release}   # pinned to the running release\n`;
@@ -208,13 +262,27 @@ function manifests(baseline: { routes: unknown[]; ports: string[] }, bash: strin
       `  listening_ports: ${flow(baseline.ports)}   # ssh only`,
       "",
     ].join("\n"),
-    [`${M}/groups/sysctl-lists.yaml`]: yaml("# The seed's list form.", ...sysctls("- net.ipv4.ip_default_ttl = 64")),
-    [`${M}/groups/sysctl-base.yaml`]: yaml(...sysctls("net.ipv4.qm_no_such_param: 1   # a tunable this kernel lacks")),
+    [`${M}/groups/sysctl-lists.yaml`]: yaml(
+      "# The seed's list form.",
+      ...sysctls("- net.ipv4.ip_default_ttl = 64"),
+    ),
+    [`${M}/groups/sysctl-base.yaml`]: yaml(
+      ...sysctls("net.ipv4.qm_no_such_param: 1   # a tunable this kernel lacks"),
+    ),
     [`${M}/groups/sysctl-mid.yaml`]: "groups: [sysctl-base]\n",
     [`${M}/groups/sysctl-shadow.yaml`]: yaml(...sysctls("net.ipv4.qm_gone: 1")),
-    [`${M}/groups/ports-group.yaml`]: yaml("networking:", "  listening_ports:", "    - tcp/22", "    - tcp/9999   # the old admin port"),
+    [`${M}/groups/ports-group.yaml`]: yaml(
+      "networking:",
+      "  listening_ports:",
+      "    - tcp/22",
+      "    - tcp/9999   # the old admin port",
+    ),
     [`${M}/groups/pkgs.yaml`]: `packages:\n  installed_manifest:\n    bash: "${bash}"\n`,
-    [`${M}/groups/pkg-base.yaml`]: yaml("packages:", "  installed_manifest:", "    coreutils: absent   # should never be there"),
+    [`${M}/groups/pkg-base.yaml`]: yaml(
+      "packages:",
+      "  installed_manifest:",
+      "    coreutils: absent   # should never be there",
+    ),
     [`${M}/groups/pkg-mid.yaml`]: "groups: [pkg-base]\n",
     [`${M}/groups/files-group.yaml`]: [
       "files:",
@@ -226,24 +294,45 @@ function manifests(baseline: { routes: unknown[]; ports: string[] }, bash: strin
     ].join("\n"),
     [`${M}/groups/files-base.yaml`]: `files:\n  - { path: ${BIG}, contents: "short\\n" }\n`,
     [`${M}/groups/files-mid.yaml`]: "groups: [files-base]\n",
-    [`${M}/groups/routed.yaml`]: yaml("networking:", "  routes:", `    - { dst: 203.0.113.0/24, via: ${gateway}, dev: eth0 }`),
-    [`${M}/groups/secrets.yaml`]: yaml("files:", `  - path: ${SECRET}`, `    sha256: ${sha256("TOKEN=old\n")}`, "    secret: true"),
+    [`${M}/groups/routed.yaml`]: yaml(
+      "networking:",
+      "  routes:",
+      `    - { dst: 203.0.113.0/24, via: ${gateway}, dev: eth0 }`,
+    ),
+    [`${M}/groups/secrets.yaml`]: yaml(
+      "files:",
+      `  - path: ${SECRET}`,
+      `    sha256: ${sha256("TOKEN=old\n")}`,
+      "    secret: true",
+    ),
     [`${M}/groups/files-mode.yaml`]: `files:\n  - { path: ${MODE}, mode: "0644" }\n`,
-    [`${M}/nodes/sysctl-map.yaml`]: "system:\n  sysctl_parameters:\n    net.ipv4.ip_forward: 0   # not a router\n",
+    [`${M}/nodes/sysctl-map.yaml`]:
+      "system:\n  sysctl_parameters:\n    net.ipv4.ip_forward: 0   # not a router\n",
     [`${M}/nodes/sysctl-list.yaml`]: "groups: [sysctl-lists]\n",
     [`${M}/nodes/sysctl-list-ok.yaml`]: `groups: [sysctl-lists]\n${pinned}`,
-    [`${M}/nodes/sysctl-list-node.yaml`]: yaml(...sysctls("- net.ipv4.tcp_syncookies = 0", "- net.ipv4.ip_forward = 0")),
+    [`${M}/nodes/sysctl-list-node.yaml`]: yaml(
+      ...sysctls("- net.ipv4.tcp_syncookies = 0", "- net.ipv4.ip_forward = 0"),
+    ),
     [`${M}/nodes/sysctl-missing-1.yaml`]: "groups: [sysctl-mid]\n",
     [`${M}/nodes/sysctl-missing-2.yaml`]: "groups: [sysctl-mid]\n",
-    [`${M}/nodes/sysctl-shadowed.yaml`]: yaml("groups: [sysctl-shadow]", ...sysctls("net.ipv4.qm_gone: 2   # this node's own")),
+    [`${M}/nodes/sysctl-shadowed.yaml`]: yaml(
+      "groups: [sysctl-shadow]",
+      ...sysctls("net.ipv4.qm_gone: 2   # this node's own"),
+    ),
     [`${M}/nodes/sysctl-list-missing.yaml`]: yaml(
-      ...sysctls("- net.ipv4.ip_forward = 0", "- net.ipv4.qm_nope = 1", "- net.ipv4.ip_default_ttl = 64"),
+      ...sysctls(
+        "- net.ipv4.ip_forward = 0",
+        "- net.ipv4.qm_nope = 1",
+        "- net.ipv4.ip_default_ttl = 64",
+      ),
     ),
     [`${M}/nodes/routes-extra.yaml`]: "# routes come from fleet.yaml\n",
     [`${M}/nodes/routes-missing.yaml`]: yaml(
       "networking:",
       "  routes:",
-      ...[...baseline.routes, { dst: "203.0.113.0/24", via: gateway, dev: "eth0" }].map((r) => `    - ${flow(r)}`),
+      ...[...baseline.routes, { dst: "203.0.113.0/24", via: gateway, dev: "eth0" }].map(
+        (r) => `    - ${flow(r)}`,
+      ),
     ),
     [`${M}/nodes/routes-shared.yaml`]: "groups: [routed]\n",
     [`${M}/nodes/routes-shared-ok.yaml`]: `groups: [routed]\n${pinned}`,
@@ -251,7 +340,8 @@ function manifests(baseline: { routes: unknown[]; ports: string[] }, bash: strin
     [`${M}/nodes/ports-closed.yaml`]: "groups: [ports-group]\n",
     [`${M}/nodes/pkg-version.yaml`]: "groups: [pkgs]\n",
     [`${M}/nodes/pkg-ok.yaml`]: `groups: [pkgs]\n${pinned}`,
-    [`${M}/nodes/pkg-missing.yaml`]: 'packages:\n  installed_manifest:\n    qm-e2e-not-installed: "1.0"\n',
+    [`${M}/nodes/pkg-missing.yaml`]:
+      'packages:\n  installed_manifest:\n    qm-e2e-not-installed: "1.0"\n',
     [`${M}/nodes/pkg-absent.yaml`]: "groups: [pkg-mid]\n",
     [`${M}/nodes/files-ok.yaml`]: `groups: [files-group]\n${pinned}`,
     [`${M}/nodes/files-text.yaml`]: "groups: [files-group]\n",
@@ -284,9 +374,11 @@ function manifests(baseline: { routes: unknown[]; ports: string[] }, bash: strin
     const [first, second] = device.others;
     const glob = `${device.name.slice(0, -1)}[${device.name.at(-1)}]`;
     tree[`${M}/nodes/io-dev.yaml`] = `storage:\n  io_scheduler:\n    ${device.name}: ${first}\n`;
-    tree[`${M}/groups/storage.yaml`] = `storage:\n  io_scheduler:\n    "${glob}": ${second}   # by pattern\n`;
+    tree[`${M}/groups/storage.yaml`] =
+      `storage:\n  io_scheduler:\n    "${glob}": ${second}   # by pattern\n`;
     tree[`${M}/nodes/io-glob.yaml`] = "groups: [storage]\n";
-    tree[`${M}/nodes/io-none.yaml`] = 'storage:\n  io_scheduler:\n    "qm-none*": none   # no such device\n';
+    tree[`${M}/nodes/io-none.yaml`] =
+      'storage:\n  io_scheduler:\n    "qm-none*": none   # no such device\n';
   }
   return tree;
 }
@@ -294,7 +386,8 @@ function manifests(baseline: { routes: unknown[]; ports: string[] }, bash: strin
 /** What accepting `item` may change in a node's spec: the declared item (for a glob, also the device's own entry). */
 function touched(item: DriftItem): (string | number)[][] {
   const domain = domainByName(item.domain)!;
-  if (item.domain === "routes" || item.domain === "ports" || item.domain === "kernel") return [[...domain.specPath]];
+  if (item.domain === "routes" || item.domain === "ports" || item.domain === "kernel")
+    return [[...domain.specPath]];
   const own = item.path.slice(0, domain.specPath.length + 1);
   return item.domain === "io_scheduler" ? [own, [...domain.specPath, item.key]] : [own];
 }
@@ -302,7 +395,8 @@ function touched(item: DriftItem): (string | number)[][] {
 /** A spec with keyed lists as maps and the given paths removed, for comparing what else changed. */
 function without(spec: unknown, paths: (string | number)[][]): unknown {
   const copy = structuredClone(spec) as Record<string, any>;
-  if (Array.isArray(copy.files)) copy.files = Object.fromEntries(copy.files.map((f: { path: string }) => [f.path, f]));
+  if (Array.isArray(copy.files))
+    copy.files = Object.fromEntries(copy.files.map((f: { path: string }) => [f.path, f]));
   for (const p of paths) {
     const parent = p.slice(0, -1).reduce<any>((at, k) => at?.[k], copy);
     if (parent && typeof parent === "object") delete parent[String(p.at(-1))];
@@ -321,20 +415,37 @@ describe("every accept PR round-trips", () => {
     fleet = await startFleet(hosts().filter((h) => device || !h.name.startsWith("io-")));
     // The routes and ports every host has, taken over ssh with snapshot.
     const probeTree = await writeTree({ "nodes/sysctl-map.yaml": "{}\n" });
-    const snapshot = await runCli(
-      ["snapshot", "--node", "sysctl-map", "--manifests", probeTree, "--ssh-config", fleet.sshConfig],
-    );
+    const snapshot = await runCli([
+      "snapshot",
+      "--node",
+      "sysctl-map",
+      "--manifests",
+      probeTree,
+      "--ssh-config",
+      fleet.sshConfig,
+    ]);
     await removeTree(probeTree);
     assert.equal(snapshot.exitCode, 0, snapshot.stderr);
-    const live = parse(snapshot.stdout) as { networking?: { routes?: unknown[]; listening_ports?: string[] } };
+    const live = parse(snapshot.stdout) as {
+      networking?: { routes?: unknown[]; listening_ports?: string[] };
+    };
     const status = await readFile("/var/lib/dpkg/status", "utf8");
     const bash = /^Package: bash\n(?:.+\n)*?Version: (.+)$/m.exec(status)![1]!;
-    const baseline = { routes: live.networking?.routes ?? [], ports: live.networking?.listening_ports ?? [] };
+    const baseline = {
+      routes: live.networking?.routes ?? [],
+      ports: live.networking?.listening_ports ?? [],
+    };
     const seed = await writeTree(manifests(baseline, bash));
     server = await startGitServer({ token: TOKEN });
     await server.createRepo(OWNER, REPO, seed);
     await removeTree(seed);
-    double = await startGitHubDouble({ git: server, owner: OWNER, repo: REPO, token: TOKEN, botLogin: "qm[bot]" });
+    double = await startGitHubDouble({
+      git: server,
+      owner: OWNER,
+      repo: REPO,
+      token: TOKEN,
+      botLogin: "qm[bot]",
+    });
     before_ = await effectiveSpecs();
   });
 
@@ -351,13 +462,19 @@ describe("every accept PR round-trips", () => {
       const nodes = round.nodes ? ["--nodes", round.nodes.join(",")] : [];
       const report = await audit(`round-${i + 1}`, ["--category", round.category, ...nodes]);
       for (const node of report.nodes) {
-        assert.ok(["clean", "drift"].includes(node.status), `${node.name}: ${node.status} ${node.error ?? ""}`);
+        assert.ok(
+          ["clean", "drift"].includes(node.status),
+          `${node.name}: ${node.status} ${node.error ?? ""}`,
+        );
         drifted.set(node.name, [...(drifted.get(node.name) ?? []), ...node.drift]);
       }
       const known = double.pulls().length;
-      const result = await runCli(["propose", "--report", path.join(work, `round-${i + 1}.json`), ...repoArgs()], {
-        env: env(),
-      });
+      const result = await runCli(
+        ["propose", "--report", path.join(work, `round-${i + 1}.json`), ...repoArgs()],
+        {
+          env: env(),
+        },
+      );
       assert.equal(result.exitCode, 0, result.stderr + result.stdout);
       const opened = double.pulls().slice(known);
       assert.ok(opened.length > 0 && opened.length <= PR_BUDGET, `${opened.length} PRs opened`);
@@ -373,7 +490,11 @@ describe("every accept PR round-trips", () => {
         const edited = names.stdout.split("\n").filter(Boolean).sort();
         if (marker.domain === "kernel") {
           assert.equal(marker.kind, "accept");
-          assert.deepEqual(edited, [`${M}/fleet.yaml`], "every node taking the release from fleet.yaml drifted alike");
+          assert.deepEqual(
+            edited,
+            [`${M}/fleet.yaml`],
+            "every node taking the release from fleet.yaml drifted alike",
+          );
           assert.ok(!marker.nodes.some((n) => CONTROLS.includes(n)));
           continue;
         }
@@ -389,7 +510,10 @@ describe("every accept PR round-trips", () => {
           }
         }
       }
-      const expected = report.nodes.filter((n) => n.drift.some((d) => d.domain !== "kernel")).map((n) => n.name).sort();
+      const expected = report.nodes
+        .filter((n) => n.drift.some((d) => d.domain !== "kernel"))
+        .map((n) => n.name)
+        .sort();
       assert.deepEqual([...seen].sort(), expected, "one PR for each node's drift");
       for (const pr of opened) await double.mergePull(pr.number);
     });
@@ -399,19 +523,31 @@ describe("every accept PR round-trips", () => {
     assert.equal(double.pulls().filter((p) => p.state === "open").length, 0);
     const report = await audit("final", []);
     for (const node of report.nodes) {
-      assert.equal(node.status, "clean", `${node.name}: ${JSON.stringify(node.drift)} ${node.error ?? ""}`);
+      assert.equal(
+        node.status,
+        "clean",
+        `${node.name}: ${JSON.stringify(node.drift)} ${node.error ?? ""}`,
+      );
       const open = node.drift.filter((d) => !d.acknowledged);
       assert.deepEqual(open, [], node.name);
-      if (TICKETS.includes(node.name)) assert.match(node.drift[0]?.acknowledgedBy ?? "", /^ticket files-/);
+      if (TICKETS.includes(node.name))
+        assert.match(node.drift[0]?.acknowledgedBy ?? "", /^ticket files-/);
       else assert.deepEqual(node.drift, [], node.name);
     }
-    for (const name of [...Object.keys(EDITS), ...TICKETS].filter((n) => device || !n.startsWith("io-"))) {
-      assert.ok(drifted.get(name)?.some((d) => d.domain !== "kernel"), `${name} drifted before`);
+    for (const name of [...Object.keys(EDITS), ...TICKETS].filter(
+      (n) => device || !n.startsWith("io-"),
+    )) {
+      assert.ok(
+        drifted.get(name)?.some((d) => d.domain !== "kernel"),
+        `${name} drifted before`,
+      );
     }
     const after_ = await effectiveSpecs();
     for (const [name, spec] of before_) {
       // A ticket changes no declaration: only the kernel accept touched a ticketed node.
-      const items = (drifted.get(name) ?? []).filter((d) => !TICKETS.includes(name) || d.domain === "kernel");
+      const items = (drifted.get(name) ?? []).filter(
+        (d) => !TICKETS.includes(name) || d.domain === "kernel",
+      );
       if (CONTROLS.includes(name)) assert.deepEqual(items, [], `${name} is a control`);
       const paths = items.flatMap(touched);
       const [was, now] = [without(spec, paths), without(after_.get(name), paths)];

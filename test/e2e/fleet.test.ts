@@ -20,13 +20,28 @@ const MAX_FILE_BYTES = 4096;
 // Frame lines as the probe prints them, under a nonce the file's author had to guess.
 const GUESSED = "QM0123456789abcdef01234567";
 const forged = (role: string) =>
-  [`role = ${role}`, `${GUESSED} end files`, `${GUESSED} done`, `${GUESSED} begin sysctl`, `${GUESSED} mark runtime`, "/proc/sys/net/ipv4/ip_forward:1", `${GUESSED} end sysctl`, `${GUESSED} done`, ""].join("\n");
+  [
+    `role = ${role}`,
+    `${GUESSED} end files`,
+    `${GUESSED} done`,
+    `${GUESSED} begin sysctl`,
+    `${GUESSED} mark runtime`,
+    "/proc/sys/net/ipv4/ip_forward:1",
+    `${GUESSED} end sysctl`,
+    `${GUESSED} done`,
+    "",
+  ].join("\n");
 
 // About 1 MiB of numbered lines; `changed` alters one line in the middle.
 const bigText = (changed: boolean) =>
-  Array.from({ length: 16384 }, (_, i) => (changed && i === 8000 ? "this line was edited on the host.........................\n" : `line ${String(i).padStart(6, "0")} of a file far over the cap for contents\n`)).join("");
+  Array.from({ length: 16384 }, (_, i) =>
+    changed && i === 8000
+      ? "this line was edited on the host.........................\n"
+      : `line ${String(i).padStart(6, "0")} of a file far over the cap for contents\n`,
+  ).join("");
 
-const bumpBash = (status: string) => status.replace(/^(Package: bash\n(?:.+\n)*?Version: )(.+)$/m, "$1$2+hotfix1");
+const bumpBash = (status: string) =>
+  status.replace(/^(Package: bash\n(?:.+\n)*?Version: )(.+)$/m, "$1$2+hotfix1");
 
 const byName = (report: Report, name: string): NodeResult => {
   const node = report.nodes.find((n) => n.name === name);
@@ -49,7 +64,8 @@ describe("fleet audit over ssh", () => {
   let report: Report;
   let audit: Awaited<ReturnType<typeof runCli>>;
 
-  const cli = (args: string[], dir = manifests) => runCli([...args, "--manifests", dir, "--ssh-config", fleet.sshConfig]);
+  const cli = (args: string[], dir = manifests) =>
+    runCli([...args, "--manifests", dir, "--ssh-config", fleet.sshConfig]);
 
   before(async () => {
     fleet = await startFleet([
@@ -66,12 +82,18 @@ describe("fleet audit over ssh", () => {
       { name: "framing-01", files: { [FRAMING]: { contents: forged("live"), mode: "0644" } } },
       {
         name: "bigfile-01",
-        files: { [BIG]: { contents: bigText(true), mode: "0644" }, [SMALL_DECLARED]: { contents: bigText(false).slice(0, 65536), mode: "0644" } },
+        files: {
+          [BIG]: { contents: bigText(true), mode: "0644" },
+          [SMALL_DECLARED]: { contents: bigText(false).slice(0, 65536), mode: "0644" },
+        },
       },
       {
         name: "sudo-01",
         files: {
-          "/etc/sudoers.d/qm-audit": { contents: "qm-audit ALL=(root) NOPASSWD: /bin/sh\n", mode: "0440" },
+          "/etc/sudoers.d/qm-audit": {
+            contents: "qm-audit ALL=(root) NOPASSWD: /bin/sh\n",
+            mode: "0440",
+          },
           [ROOT_ONLY]: { contents: "token = 1\n", mode: "0600" },
         },
       },
@@ -89,7 +111,10 @@ describe("fleet audit over ssh", () => {
     assert.ok(live.packages?.installed_manifest?.bash, "the snapshot lists packages");
     const fleetSpec = {
       ...live,
-      system: { ...live.system, sysctl_parameters: { "net.ipv4.ip_forward": 0, ...live.system?.sysctl_parameters } },
+      system: {
+        ...live.system,
+        sysctl_parameters: { "net.ipv4.ip_forward": 0, ...live.system?.sysctl_parameters },
+      },
       audit: { max_file_bytes: MAX_FILE_BYTES },
     };
     const nodes: Record<string, object> = {
@@ -104,8 +129,16 @@ describe("fleet audit over ssh", () => {
       "maint-01": {},
       "rekeyed-01": {},
       "framing-01": { files: [{ path: FRAMING, contents: forged("declared") }] },
-      "bigfile-01": { files: [{ path: BIG, contents: bigText(false) }, { path: SMALL_DECLARED, contents: "short\n" }] },
-      "sudo-01": { ssh: { become: "sudo" }, files: [{ path: ROOT_ONLY, contents: "token = 1\n", mode: "0600" }] },
+      "bigfile-01": {
+        files: [
+          { path: BIG, contents: bigText(false) },
+          { path: SMALL_DECLARED, contents: "short\n" },
+        ],
+      },
+      "sudo-01": {
+        ssh: { become: "sudo" },
+        files: [{ path: ROOT_ONLY, contents: "token = 1\n", mode: "0600" }],
+      },
       "stopped-01": {},
       // The manifest's own per-node limit: the host accepts the connection and never answers.
       "hang-01": { ssh: { timeout: 5 } },
@@ -113,7 +146,8 @@ describe("fleet audit over ssh", () => {
       "nosudo-01": { host: "clean-02", ssh: { become: "sudo" } },
     };
     await writeFile(path.join(manifests, "fleet.yaml"), stringify(fleetSpec));
-    for (const [name, spec] of Object.entries(nodes)) await writeFile(path.join(manifests, "nodes", `${name}.yaml`), stringify(spec));
+    for (const [name, spec] of Object.entries(nodes))
+      await writeFile(path.join(manifests, "nodes", `${name}.yaml`), stringify(spec));
 
     const out = path.join(manifests, "..", `${path.basename(manifests)}-report.json`);
     audit = await cli(["audit", "--format", "json", "--out", out]);
@@ -129,7 +163,15 @@ describe("fleet audit over ssh", () => {
   test("every node is in the report once, with exit code 5 (drift and nodes not audited)", () => {
     assert.equal(report.nodes.length, 17, audit.stderr);
     assert.equal(audit.exitCode, 5, audit.stderr);
-    assert.deepEqual(report.summary, { nodes: 17, clean: 3, drifted: 8, unreachable: 2, errors: 3, maintenance: 1, driftItems: report.summary.driftItems });
+    assert.deepEqual(report.summary, {
+      nodes: 17,
+      clean: 3,
+      drifted: 8,
+      unreachable: 2,
+      errors: 3,
+      maintenance: 1,
+      driftItems: report.summary.driftItems,
+    });
   });
 
   test("without a TTY, stderr carries a one-line summary", () => {
@@ -148,11 +190,18 @@ describe("fleet audit over ssh", () => {
   const driftOf = (name: string) => {
     const node = byName(report, name);
     assert.equal(node.status, "drift", `${name}: ${JSON.stringify(node)}`);
-    return node.drift.map((d) => ({ domain: d.domain, key: d.key, declared: d.declared, live: d.live }));
+    return node.drift.map((d) => ({
+      domain: d.domain,
+      key: d.key,
+      declared: d.declared,
+      live: d.live,
+    }));
   };
 
   test("sysctl drift on its host only, with declared and live values", () => {
-    assert.deepEqual(driftOf("sysctl-01"), [{ domain: "sysctl", key: "net.ipv4.ip_forward", declared: "0", live: "1" }]);
+    assert.deepEqual(driftOf("sysctl-01"), [
+      { domain: "sysctl", key: "net.ipv4.ip_forward", declared: "0", live: "1" },
+    ]);
   });
 
   test("file drift in contents and mode", () => {
@@ -188,7 +237,9 @@ describe("fleet audit over ssh", () => {
 
   test("the declared kernel release differs from the running one", async () => {
     const running = (await readFile("/proc/sys/kernel/osrelease", "utf8")).trim();
-    assert.deepEqual(driftOf("kernel-01"), [{ domain: "kernel", key: "kernel_version", declared: "6.1.0-99-qm-declared", live: running }]);
+    assert.deepEqual(driftOf("kernel-01"), [
+      { domain: "kernel", key: "kernel_version", declared: "6.1.0-99-qm-declared", live: running },
+    ]);
   });
 
   test("a node in maintenance is reported as such, not as drift", () => {
@@ -234,7 +285,9 @@ describe("fleet audit over ssh", () => {
 
   test("framing text inside a declared file cannot forge the probe's frames", () => {
     const drift = driftOf("framing-01");
-    assert.deepEqual(drift, [{ domain: "files", key: FRAMING, declared: forged("declared"), live: forged("live") }]);
+    assert.deepEqual(drift, [
+      { domain: "files", key: FRAMING, declared: forged("declared"), live: forged("live") },
+    ]);
   });
 
   test("a file far over the size cap is compared by hash and never read whole", () => {
@@ -248,14 +301,19 @@ describe("fleet audit over ssh", () => {
     assert.ok(small, JSON.stringify(node.drift));
     assert.match(small.detail ?? "", /over the 4096-byte cap.*not read/);
     // Neither file crossed the wire: the probe output is far smaller than the big file alone.
-    assert.ok((node.probeBytes ?? Infinity) < bigText(false).length / 2, `probe output ${node.probeBytes} bytes`);
+    assert.ok(
+      (node.probeBytes ?? Infinity) < bigText(false).length / 2,
+      `probe output ${node.probeBytes} bytes`,
+    );
   });
 
   test("a probe answer over audit.max_output_bytes is an error saying the cap was exceeded", async () => {
     const dir = await writeTree({
       "fleet.yaml": stringify({ audit: { max_output_bytes: 20000 } }),
       // A declared file's 64 KiB of contents: the package database no longer travels whole.
-      "nodes/bigfile-01.yaml": stringify({ files: [{ path: SMALL_DECLARED, contents: "short\n" }] }),
+      "nodes/bigfile-01.yaml": stringify({
+        files: [{ path: SMALL_DECLARED, contents: "short\n" }],
+      }),
     });
     dirs.push(dir);
     const r = await cli(["audit", "--format", "json"], dir);
@@ -281,8 +339,16 @@ describe("fleet audit over ssh", () => {
     const ssh = { user: fleet.user, port: 22, identity_file: fleet.identityFile };
     const dir = await writeTree({
       known_hosts: onlyClean01,
-      "nodes/by-address-01.yaml": stringify({ host: address("clean-01"), ssh, files: [{ path: APP_CONF, contents: "role = app\n" }] }),
-      "nodes/by-address-02.yaml": stringify({ host: address("clean-02"), ssh, networking: { listening_ports: ["tcp/22"] } }),
+      "nodes/by-address-01.yaml": stringify({
+        host: address("clean-01"),
+        ssh,
+        files: [{ path: APP_CONF, contents: "role = app\n" }],
+      }),
+      "nodes/by-address-02.yaml": stringify({
+        host: address("clean-02"),
+        ssh,
+        networking: { listening_ports: ["tcp/22"] },
+      }),
     });
     dirs.push(dir);
     const r = await runCli(["audit", "--manifests", dir, "--format", "json"]);
@@ -292,7 +358,11 @@ describe("fleet audit over ssh", () => {
     assert.equal(missing.status, "error");
     assert.match(missing.error ?? "", /is not in known_hosts: node not audited/);
     assert.equal(r.exitCode, 4);
-    assert.equal(await readFile(path.join(dir, "known_hosts"), "utf8"), onlyClean01, "known_hosts was changed");
+    assert.equal(
+      await readFile(path.join(dir, "known_hosts"), "utf8"),
+      onlyClean01,
+      "known_hosts was changed",
+    );
   });
 
   test("snapshot --node of a host that cannot be reached says why and exits 4", async () => {
@@ -303,10 +373,19 @@ describe("fleet audit over ssh", () => {
 
   test("three shards merged equal the unsharded report", async () => {
     const files = [1, 2, 3].map((k) => path.join(manifests, `shard-${k}.json`));
-    const shards = await Promise.all([1, 2, 3].map((k) => cli(["audit", "--shard", `${k}/3`, "--format", "json", "--out", files[k - 1]!])));
+    const shards = await Promise.all(
+      [1, 2, 3].map((k) =>
+        cli(["audit", "--shard", `${k}/3`, "--format", "json", "--out", files[k - 1]!]),
+      ),
+    );
     for (const s of shards) assert.ok([0, 1, 4, 5].includes(s.exitCode), s.stderr);
-    const sizes = await Promise.all(files.map(async (f) => (JSON.parse(await readFile(f, "utf8")) as Report).nodes.length));
-    assert.equal(sizes.reduce((a, b) => a + b), 17);
+    const sizes = await Promise.all(
+      files.map(async (f) => (JSON.parse(await readFile(f, "utf8")) as Report).nodes.length),
+    );
+    assert.equal(
+      sizes.reduce((a, b) => a + b),
+      17,
+    );
     const merged = await runCli(["merge-reports", ...files]);
     assert.equal(merged.exitCode, 5, merged.stderr);
     const joined = JSON.parse(merged.stdout) as Report;

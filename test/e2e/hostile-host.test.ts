@@ -29,10 +29,21 @@ const addHostilePackage = (status: string) =>
 const RAW = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]/u;
 
 function assertClean(result: CliResult, what: string): void {
-  for (const [stream, text] of [["stdout", result.stdout], ["stderr", result.stderr]] as const) {
+  for (const [stream, text] of [
+    ["stdout", result.stdout],
+    ["stderr", result.stderr],
+  ] as const) {
     const raw = RAW.exec(text);
-    assert.equal(raw, null, `${what} ${stream} holds U+${raw?.[0].codePointAt(0)!.toString(16).padStart(4, "0")} raw:\n${JSON.stringify(text)}`);
-    assert.doesNotMatch(text, /^\s*::/m, `${what} ${stream} holds a line a runner reads as a workflow command`);
+    assert.equal(
+      raw,
+      null,
+      `${what} ${stream} holds U+${raw?.[0].codePointAt(0)!.toString(16).padStart(4, "0")} raw:\n${JSON.stringify(text)}`,
+    );
+    assert.doesNotMatch(
+      text,
+      /^\s*::/m,
+      `${what} ${stream} holds a line a runner reads as a workflow command`,
+    );
   }
   assert.doesNotMatch(result.stderr, /^\s+at /m, `${what}: a stack trace reached the user`);
 }
@@ -40,10 +51,17 @@ function assertClean(result: CliResult, what: string): void {
 describe("a hostile host's bytes on the terminal", () => {
   let fleet: TestFleet;
   let manifests: string;
-  const cli = (args: string[]) => runCli([...args, "--manifests", manifests, "--ssh-config", fleet.sshConfig]);
+  const cli = (args: string[]) =>
+    runCli([...args, "--manifests", manifests, "--ssh-config", fleet.sshConfig]);
 
   before(async () => {
-    fleet = await startFleet([{ name: "hostile-01", files: { [MOTD]: { contents: HOSTILE, mode: "0644" } }, dpkgStatus: addHostilePackage }]);
+    fleet = await startFleet([
+      {
+        name: "hostile-01",
+        files: { [MOTD]: { contents: HOSTILE, mode: "0644" } },
+        dpkgStatus: addHostilePackage,
+      },
+    ]);
     manifests = await writeTree({
       "nodes/hostile-01.yaml": `files:\n  - { path: ${MOTD}, contents: "welcome\\n" }\npackages:\n  installed_manifest: { qm-evil: "1:2.3" }\n`,
     });
@@ -58,7 +76,10 @@ describe("a hostile host's bytes on the terminal", () => {
     assert.equal(result.exitCode, 1, result.stderr);
     assertClean(result, "diff");
     const lines = result.stdout.split("\n");
-    assert.ok(lines.includes(`--- ${MOTD} (declared)`) && lines.includes(`+++ ${MOTD} (live)`), result.stdout);
+    assert.ok(
+      lines.includes(`--- ${MOTD} (declared)`) && lines.includes(`+++ ${MOTD} (live)`),
+      result.stdout,
+    );
     assert.ok(lines.includes("+\\x1b]0;retitled by the host\\x07\\x1b[2J cleared"), result.stdout);
     assert.ok(lines.includes("+carriage\\rreturn overwrites"), result.stdout);
     assert.ok(lines.includes("+nul\\x00byte"), result.stdout);
@@ -71,19 +92,41 @@ describe("a hostile host's bytes on the terminal", () => {
       const result = await cli(["audit", "--format", format, "--verbose"]);
       assert.equal(result.exitCode, 1, result.stdout + result.stderr);
       assertClean(result, `audit --format ${format}`);
-      if (format === "text") assert.match(result.stdout, new RegExp(`^ +--- ${MOTD} \\(declared\\)$`, "m"), result.stdout);
+      if (format === "text")
+        assert.match(
+          result.stdout,
+          new RegExp(`^ +--- ${MOTD} \\(declared\\)$`, "m"),
+          result.stdout,
+        );
     }
   });
 
   test("snapshot writes YAML that the yaml library and PyYAML read the same, with no raw control characters", async () => {
-    const result = await cli(["snapshot", "--node", "hostile-01", "--category", "packages", "--packages", "versions"]);
+    const result = await cli([
+      "snapshot",
+      "--node",
+      "hostile-01",
+      "--category",
+      "packages",
+      "--packages",
+      "versions",
+    ]);
     assert.equal(result.exitCode, 0, result.stdout + result.stderr);
     assertClean(result, "snapshot");
-    const spec = parse(result.stdout) as { packages: { installed_manifest: Record<string, string> } };
+    const spec = parse(result.stdout) as {
+      packages: { installed_manifest: Record<string, string> };
+    };
     assert.deepEqual(Object.keys(spec), ["packages"], "no key was smuggled in");
-    assert.match(spec.packages.installed_manifest["qm-evil"]!, /^1:2\.3[^\n]+$/, "the hostile version is in the snapshot, as a string");
+    assert.match(
+      spec.packages.installed_manifest["qm-evil"]!,
+      /^1:2\.3[^\n]+$/,
+      "the hostile version is in the snapshot, as a string",
+    );
     const [py] = await pyyamlLoad([result.stdout]);
-    assert.ok(py && "value" in py, `PyYAML refused the snapshot: ${py && "error" in py ? py.error : ""}`);
+    assert.ok(
+      py && "value" in py,
+      `PyYAML refused the snapshot: ${py && "error" in py ? py.error : ""}`,
+    );
     assert.equal(JSON.stringify(py.value), JSON.stringify(spec));
   });
 });

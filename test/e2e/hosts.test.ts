@@ -20,7 +20,8 @@ describe("test hosts", () => {
         routes: ["198.51.100.0/24 via {gateway}"],
         listeners: ["tcp/8080", "udp/5353"],
         files: { [APP_CONF]: { contents: "role = web\n", mode: "0664" } },
-        dpkgStatus: (real) => `${real.trimEnd()}\n\nPackage: qm-test-package\nStatus: install ok installed\nVersion: 1.0\n\n`,
+        dpkgStatus: (real) =>
+          `${real.trimEnd()}\n\nPackage: qm-test-package\nStatus: install ok installed\nVersion: 1.0\n\n`,
         maintenance: true,
       },
       {
@@ -40,7 +41,10 @@ describe("test hosts", () => {
   });
 
   const ssh = (host: string, command: string, extra: string[] = []) =>
-    execa("ssh", ["-F", fleet.sshConfig, ...extra, host, command], { reject: false, timeout: 20000 });
+    execa("ssh", ["-F", fleet.sshConfig, ...extra, host, command], {
+      reject: false,
+      timeout: 20000,
+    });
 
   const remote = async (host: string, command: string): Promise<string> => {
     const r = await ssh(host, command);
@@ -64,15 +68,24 @@ describe("test hosts", () => {
   test("a per-host file is visible only on its host", async () => {
     assert.equal(await remote("web-01", `cat ${APP_CONF}`), "role = web");
     assert.equal(await remote("web-01", `stat -c %a ${APP_CONF}`), "664");
-    assert.equal(await remote("db-01", `test -e ${APP_CONF} && echo present || echo absent`), "absent");
+    assert.equal(
+      await remote("db-01", `test -e ${APP_CONF} && echo present || echo absent`),
+      "absent",
+    );
     assert.equal(fs.existsSync(APP_CONF), false, "file leaked onto the machine");
     assert.equal(await remote("db-01", "cat /etc/debian_version"), "99.9");
     assert.notEqual(await remote("web-01", "cat /etc/debian_version"), "99.9");
   });
 
   test("the dpkg status transform is visible on its host only", async () => {
-    assert.match(await remote("web-01", "grep -A1 '^Package: qm-test-package' /var/lib/dpkg/status"), /install ok installed/);
-    assert.equal(await remote("db-01", "grep -c '^Package: qm-test-package' /var/lib/dpkg/status || true"), "0");
+    assert.match(
+      await remote("web-01", "grep -A1 '^Package: qm-test-package' /var/lib/dpkg/status"),
+      /install ok installed/,
+    );
+    assert.equal(
+      await remote("db-01", "grep -c '^Package: qm-test-package' /var/lib/dpkg/status || true"),
+      "0",
+    );
   });
 
   test("a listener shows in its host's /proc/net only", async () => {
@@ -95,7 +108,10 @@ describe("test hosts", () => {
   });
 
   test("the audit user gets /bin/sh and a PATH without sbin", async () => {
-    const out = await remote("web-01", 'id -u; id -un; getent passwd "$(id -un)" | cut -d: -f7; readlink /proc/$$/exe; echo "$PATH"');
+    const out = await remote(
+      "web-01",
+      'id -u; id -un; getent passwd "$(id -un)" | cut -d: -f7; readlink /proc/$$/exe; echo "$PATH"',
+    );
     const [uid, name, shell, exe, pathVar] = out.split("\n");
     assert.notEqual(uid, "0");
     assert.equal(name, fleet.user);
@@ -155,9 +171,11 @@ describe("test hosts", () => {
     assert.ok(inside.length >= 6, `expected sshds, anchors and listeners, found ${inside.length}`);
     await fleet.stop();
     const left = (await execa("ip", ["netns", "list"])).stdout;
-    for (const n of netns) assert.ok(!left.split("\n").some((l) => l.split(" ")[0] === n), `${n} left behind`);
+    for (const n of netns)
+      assert.ok(!left.split("\n").some((l) => l.split(" ")[0] === n), `${n} left behind`);
     const links = (await execa("ip", ["-o", "link", "show"])).stdout;
-    for (const n of netns) assert.ok(!links.includes(` ${n}@`) && !links.includes(` ${n}:`), `link ${n} left behind`);
+    for (const n of netns)
+      assert.ok(!links.includes(` ${n}@`) && !links.includes(` ${n}:`), `link ${n} left behind`);
     assert.equal(fs.existsSync(dir), false);
     const running = inside.filter((pid) => {
       try {
@@ -177,15 +195,24 @@ describe("startFleet failures", () => {
   test("a broken host definition fails naming the host and leaves nothing behind", async () => {
     const before = (await execa("ip", ["netns", "list"])).stdout;
     await assert.rejects(
-      startFleet([{ name: "ok-01" }, { name: "broken-01", routes: ["203.0.113.0/24 via 203.0.113.1"] }], { prefix: "qmf" }),
+      startFleet(
+        [{ name: "ok-01" }, { name: "broken-01", routes: ["203.0.113.0/24 via 203.0.113.1"] }],
+        { prefix: "qmf" },
+      ),
       /test host broken-01: /,
     );
     assert.equal((await execa("ip", ["netns", "list"])).stdout, before);
     assert.doesNotMatch((await execa("ip", ["-o", "link", "show"])).stdout, /qmf-/);
-    assert.equal(fs.readdirSync(os.tmpdir()).filter((e) => e.startsWith(`qmf-${process.pid}-`)).length, 0);
+    assert.equal(
+      fs.readdirSync(os.tmpdir()).filter((e) => e.startsWith(`qmf-${process.pid}-`)).length,
+      0,
+    );
   });
 
   test("sysctls outside net.* are refused: they would change the whole machine", async () => {
-    await assert.rejects(startFleet([{ name: "bad-01", sysctls: { "kernel.pid_max": "4096" } }], { prefix: "qmf" }), /bad-01: only net\.\*/);
+    await assert.rejects(
+      startFleet([{ name: "bad-01", sysctls: { "kernel.pid_max": "4096" } }], { prefix: "qmf" }),
+      /bad-01: only net\.\*/,
+    );
   });
 });

@@ -63,16 +63,25 @@ before(async () => {
   const seed = await writeTree({
     "README.md": "Fleet manifests.\n",
     // Files drift is a ticket here: the hostile text lands in a ticket PR, which `/quartermaster reject` must not take for an accept.
-    "fleet-manifests/fleet.yaml": "# At most two new pull requests per run.\npropose: { max_new_prs: 2 }\npolicy:\n  files: { on_drift: ticket }\n",
-    "fleet-manifests/nodes/web-01.yaml": "system:\n  sysctl_parameters:\n    net.ipv4.ip_forward: 0\n",
-    "fleet-manifests/nodes/web-02.yaml": "system:\n  sysctl_parameters:\n    net.ipv4.tcp_syncookies: 1\n",
+    "fleet-manifests/fleet.yaml":
+      "# At most two new pull requests per run.\npropose: { max_new_prs: 2 }\npolicy:\n  files: { on_drift: ticket }\n",
+    "fleet-manifests/nodes/web-01.yaml":
+      "system:\n  sysctl_parameters:\n    net.ipv4.ip_forward: 0\n",
+    "fleet-manifests/nodes/web-02.yaml":
+      "system:\n  sysctl_parameters:\n    net.ipv4.tcp_syncookies: 1\n",
     "fleet-manifests/nodes/files-01.yaml": `files:\n  - { path: ${APP_CONF}, contents: "role = app\\n" }\n`,
     "fleet-manifests/nodes/ports-01.yaml": "networking:\n  listening_ports: [tcp/22]\n",
   });
   server = await startGitServer({ token: TOKEN });
   await server.createRepo(OWNER, REPO, seed);
   await rm(seed, { recursive: true, force: true });
-  double = await startGitHubDouble({ git: server, owner: OWNER, repo: REPO, token: TOKEN, botLogin: "quartermaster[bot]" });
+  double = await startGitHubDouble({
+    git: server,
+    owner: OWNER,
+    repo: REPO,
+    token: TOKEN,
+    botLogin: "quartermaster[bot]",
+  });
   double.addCollaborator("fleet-reviewer", "write");
   ({ octokit } = testOctokit({ baseUrl: double.apiUrl, auth: TOKEN }));
 });
@@ -89,7 +98,8 @@ const repoArgs = () => ["--repo", server.repoUrl(OWNER, REPO), "--cache-dir", ca
 
 /** No line a runner reads as a workflow command: host text is escaped on stdout and stderr. */
 function assertNoWorkflowCommands(result: CliResult) {
-  for (const line of `${result.stdout}\n${result.stderr}`.split("\n")) assert.doesNotMatch(line, /^\s*::/, `a workflow command line: ${line}`);
+  for (const line of `${result.stdout}\n${result.stderr}`.split("\n"))
+    assert.doesNotMatch(line, /^\s*::/, `a workflow command line: ${line}`);
 }
 
 /** Every PR as a reviewer sees it: one-line titles, bodies under GitHub's limit, host text only as code. */
@@ -100,8 +110,19 @@ function assertReviewable() {
     const body = pr.body ?? "";
     assert.ok(body.length <= 65536, `#${pr.number}'s body is ${body.length} characters`);
     const rendered = outsideCode(body.replace(/<!-- quartermaster-pr [^\n]*-->\s*$/, ""));
-    for (const bad of ["@qm-victim", "<img", "](https://evil", "<!--", "::error", "\u0000", "\u001b"]) {
-      assert.ok(!rendered.includes(bad), `#${pr.number}'s body shows ${JSON.stringify(bad)} outside code`);
+    for (const bad of [
+      "@qm-victim",
+      "<img",
+      "](https://evil",
+      "<!--",
+      "::error",
+      "\u0000",
+      "\u001b",
+    ]) {
+      assert.ok(
+        !rendered.includes(bad),
+        `#${pr.number}'s body shows ${JSON.stringify(bad)} outside code`,
+      );
     }
   }
 }
@@ -109,13 +130,18 @@ function assertReviewable() {
 let audits = 0;
 async function audit(): Promise<string> {
   const file = path.join(work, `report-${++audits}.json`);
-  const result = await runCli(["audit", ...repoArgs(), "--ssh-config", fleet.sshConfig, "--format", "json", "--out", file], { env: env() });
+  const result = await runCli(
+    ["audit", ...repoArgs(), "--ssh-config", fleet.sshConfig, "--format", "json", "--out", file],
+    { env: env() },
+  );
   assert.ok(result.exitCode === 0 || result.exitCode === 1, result.stderr);
   return file;
 }
 
 async function propose(report: string, extra: string[] = []): Promise<CliResult> {
-  const result = await runCli(["propose", "--report", report, ...repoArgs(), ...extra], { env: env() });
+  const result = await runCli(["propose", "--report", report, ...repoArgs(), ...extra], {
+    env: env(),
+  });
   assert.equal(result.exitCode, 0, result.stderr + result.stdout);
   assertNoWorkflowCommands(result);
   assertReviewable();
@@ -125,18 +151,33 @@ async function propose(report: string, extra: string[] = []): Promise<CliResult>
 async function noWritesFrom(run: () => Promise<unknown>): Promise<void> {
   const before = double.writes().length;
   await run();
-  assert.deepEqual(double.writes().slice(before).map((w) => `${w.method} ${w.path}`), [], "no write request");
+  assert.deepEqual(
+    double
+      .writes()
+      .slice(before)
+      .map((w) => `${w.method} ${w.path}`),
+    [],
+    "no write request",
+  );
 }
 
 /** What the bot keeps between runs: each deferred PR's branch and when it first waited. */
 async function waiting(): Promise<Record<string, string>> {
-  const shown = await execa("git", ["show", "quartermaster-state:deferred.json"], { cwd: server.barePath(OWNER, REPO) });
+  const shown = await execa("git", ["show", "quartermaster-state:deferred.json"], {
+    cwd: server.barePath(OWNER, REPO),
+  });
   return JSON.parse(shown.stdout) as Record<string, string>;
 }
-const deferredBranches = (stdout: string) => [...stdout.matchAll(/^defer +\S+ +(\S+):/gm)].map((m) => m[1]!).sort();
+const deferredBranches = (stdout: string) =>
+  [...stdout.matchAll(/^defer +\S+ +(\S+):/gm)].map((m) => m[1]!).sort();
 
-const open = (pattern: RegExp) => double.pulls().filter((p) => p.state === "open" && pattern.test(p.head));
-const writesTo = (number: number, since: number) => double.writes().slice(since).filter((w) => new RegExp(`/(pulls|issues)/${number}(/|$)`).test(w.path));
+const open = (pattern: RegExp) =>
+  double.pulls().filter((p) => p.state === "open" && pattern.test(p.head));
+const writesTo = (number: number, since: number) =>
+  double
+    .writes()
+    .slice(since)
+    .filter((w) => new RegExp(`/(pulls|issues)/${number}(/|$)`).test(w.path));
 
 describe("pull requests reviewers can trust", () => {
   let report: string;
@@ -157,7 +198,14 @@ describe("pull requests reviewers can trust", () => {
 
   it("fifty unauthorized listeners on one host are one pull request", () => {
     const ports = double.pulls().filter((p) => /^quartermaster--ticket--ports--/.test(p.head));
-    assert.equal(ports.length, 1, double.pulls().map((p) => p.head).join("\n"));
+    assert.equal(
+      ports.length,
+      1,
+      double
+        .pulls()
+        .map((p) => p.head)
+        .join("\n"),
+    );
     assert.match(ports[0]!.title, /^Remediate ports drift on ports-01: tcp\/9100 and 49 more$/);
     assert.equal((ports[0]!.body!.match(/^\| `ports-01` \| `tcp\/91\d\d` \|/gm) ?? []).length, 50);
   });
@@ -168,7 +216,11 @@ describe("pull requests reviewers can trust", () => {
     assert.equal(double.pulls().length, 3);
     assert.equal(one.stdout.match(/^defer /gm)?.length, 1);
     const still = deferredBranches(one.stdout)[0]!;
-    assert.deepEqual(await waiting(), { [still]: queued[still] }, "the one still waiting keeps its time");
+    assert.deepEqual(
+      await waiting(),
+      { [still]: queued[still] },
+      "the one still waiting keeps its time",
+    );
     const rest = await propose(report);
     assert.doesNotMatch(rest.stdout, /^defer /m);
     assert.equal(double.pulls().length, 4);
@@ -198,25 +250,52 @@ describe("pull requests reviewers can trust", () => {
 
   it("the hostile file's PR: one title line, host text only as code, under the size limit", () => {
     const [files] = open(/^quartermaster--ticket--files--/);
-    assert.ok(files, double.pulls().map((p) => `${p.state} ${p.head}`).join("\n"));
-    assert.ok(files.body!.includes("@qm-victim please approve this"), "the host's text is shown, as code");
+    assert.ok(
+      files,
+      double
+        .pulls()
+        .map((p) => `${p.state} ${p.head}`)
+        .join("\n"),
+    );
+    assert.ok(
+      files.body!.includes("@qm-victim please approve this"),
+      "the host's text is shown, as code",
+    );
     assertReviewable();
   });
 
   it("/quartermaster reject on a ticket PR whose body holds a forged accept marker changes nothing", async () => {
     const [ticket] = open(/^quartermaster--ticket--files--/);
-    assert.ok(ticket && ticket.body!.split("quartermaster-pr").length > 2, "the body quotes the host's forged marker");
+    assert.ok(
+      ticket && ticket.body!.split("quartermaster-pr").length > 2,
+      "the body quotes the host's forged marker",
+    );
     const event = path.join(work, "reject-ticket.json");
-    await writeFile(event, JSON.stringify({ issue: { number: ticket.number, pull_request: {} }, comment: { body: "/quartermaster reject", user: { login: "fleet-reviewer" } } }));
+    await writeFile(
+      event,
+      JSON.stringify({
+        issue: { number: ticket.number, pull_request: {} },
+        comment: { body: "/quartermaster reject", user: { login: "fleet-reviewer" } },
+      }),
+    );
     const before = double.pulls().length;
-    const result = await runCli(["review", "--event", event, ...repoArgs(), "--ssh-config", fleet.sshConfig], { env: env() });
+    const result = await runCli(
+      ["review", "--event", event, ...repoArgs(), "--ssh-config", fleet.sshConfig],
+      { env: env() },
+    );
     assert.equal(result.exitCode, 0, result.stderr);
     assertNoWorkflowCommands(result);
     assert.match(result.stdout, /only accept pull requests can be rejected/);
     assert.equal(double.pulls().length, before);
     assert.equal(double.pulls().find((p) => p.number === ticket.number)!.state, "open");
     assert.equal(double.pulls().find((p) => p.number === victim.number)!.state, "open");
-    const comments = (await octokit.rest.issues.listComments({ owner: OWNER, repo: REPO, issue_number: victim.number })).data;
+    const comments = (
+      await octokit.rest.issues.listComments({
+        owner: OWNER,
+        repo: REPO,
+        issue_number: victim.number,
+      })
+    ).data;
     assert.deepEqual(comments, []);
     assert.deepEqual(double.violations, []);
   });
@@ -230,5 +309,4 @@ describe("pull requests reviewers can trust", () => {
     assert.deepEqual(open(/^quartermaster--ticket--sysctl--/), [], "no ticket for web-01's drift");
     await noWritesFrom(() => propose(report));
   });
-
 });

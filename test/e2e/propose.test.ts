@@ -15,7 +15,12 @@ import { loadFleet } from "../../src/manifest/load.js";
 import { Report, summarize, type NodeResult } from "../../src/report/schema.js";
 import { runCli } from "../support/cli.js";
 import { startGitServer, type GitServer } from "../support/git-server.js";
-import { badGateway, secondaryRateLimit, startGitHubDouble, type GitHubDouble } from "../support/github-double/index.js";
+import {
+  badGateway,
+  secondaryRateLimit,
+  startGitHubDouble,
+  type GitHubDouble,
+} from "../support/github-double/index.js";
 import { testOctokit, type TestOctokit } from "../support/octokit.js";
 import { writeTree } from "../support/tree.js";
 
@@ -38,7 +43,8 @@ before(async () => {
   // This machine, declared with two deliberate drifts: a sysctl (accepted by policy) and the kernel (a ticket).
   const seed = await writeTree({
     "README.md": "Fleet manifests.\n",
-    "fleet-manifests/fleet.yaml": "# Fleet-wide defaults.\npolicy:\n  sysctl: { severity: medium, on_drift: accept }\n",
+    "fleet-manifests/fleet.yaml":
+      "# Fleet-wide defaults.\npolicy:\n  sysctl: { severity: medium, on_drift: accept }\n",
     "fleet-manifests/nodes/localhost.yaml": [
       "# This machine.",
       "system:",
@@ -47,7 +53,8 @@ before(async () => {
       `    vm.swappiness: ${swappiness + 1}   # tuned by hand`,
       "",
     ].join("\n"),
-    "fleet-manifests/groups/web.yaml": "# Front-end web servers.\nsystem:\n  sysctl_parameters:\n    net.core.somaxconn: 4096   # tuned for nginx\n",
+    "fleet-manifests/groups/web.yaml":
+      "# Front-end web servers.\nsystem:\n  sysctl_parameters:\n    net.core.somaxconn: 4096   # tuned for nginx\n",
     "fleet-manifests/nodes/web-01.yaml": "groups: [web]\n",
     "fleet-manifests/nodes/web-02.yaml": "groups: [web]\n",
     "fleet-manifests/nodes/web-03.yaml": "groups: [web]\n",
@@ -56,7 +63,13 @@ before(async () => {
   server = await startGitServer({ token: TOKEN });
   await server.createRepo(OWNER, REPO, seed);
   await rm(seed, { recursive: true, force: true });
-  double = await startGitHubDouble({ git: server, owner: OWNER, repo: REPO, token: TOKEN, botLogin: "quartermaster[bot]" });
+  double = await startGitHubDouble({
+    git: server,
+    owner: OWNER,
+    repo: REPO,
+    token: TOKEN,
+    botLogin: "quartermaster[bot]",
+  });
   ({ octokit } = testOctokit({ baseUrl: double.apiUrl, auth: TOKEN }));
 });
 
@@ -72,7 +85,10 @@ const repoArgs = () => ["--repo", server.repoUrl(OWNER, REPO), "--cache-dir", ca
 /** `audit --local` of this machine against the repository's main branch, as a JSON report file. */
 async function audit(name: string): Promise<{ file: string; report: Report }> {
   const file = path.join(work, `${name}.json`);
-  const result = await runCli(["audit", "--local", "--nodes", "localhost", ...repoArgs(), "--format", "json", "--out", file], { env: env() });
+  const result = await runCli(
+    ["audit", "--local", "--nodes", "localhost", ...repoArgs(), "--format", "json", "--out", file],
+    { env: env() },
+  );
   assert.ok(result.exitCode === 0 || result.exitCode === 1, result.stderr);
   return { file, report: Report.parse(JSON.parse(await readFile(file, "utf8"))) };
 }
@@ -90,21 +106,53 @@ async function checkout(): Promise<string> {
 }
 
 type Drift = Record<string, Finding[]>;
-const somaxconn = (live: number): Finding => ({ key: "net.core.somaxconn", declared: "4096", live: String(live), path: ["system", "sysctl_parameters", "net.core.somaxconn"] });
-const dbSwappiness = (live: number): Finding => ({ key: "vm.swappiness", declared: "1", live: String(live), path: ["system", "sysctl_parameters", "vm.swappiness"] });
+const somaxconn = (live: number): Finding => ({
+  key: "net.core.somaxconn",
+  declared: "4096",
+  live: String(live),
+  path: ["system", "sysctl_parameters", "net.core.somaxconn"],
+});
+const dbSwappiness = (live: number): Finding => ({
+  key: "vm.swappiness",
+  declared: "1",
+  live: String(live),
+  path: ["system", "sysctl_parameters", "vm.swappiness"],
+});
 
 /** A hand-made report for the web and db nodes (many nodes, one machine), drift items made by the audit's code. */
 async function fleetReport(name: string, drift: Drift): Promise<string> {
   const dir = await checkout();
-  const fleet = await loadFleet(path.join(dir, "fleet-manifests"), { displayPrefix: "fleet-manifests" });
-  const ctx = { policy: fleet.settings.policy ?? {}, waivers: [], tickets: fleet.tickets.map((t) => t.ticket), now: new Date() };
+  const fleet = await loadFleet(path.join(dir, "fleet-manifests"), {
+    displayPrefix: "fleet-manifests",
+  });
+  const ctx = {
+    policy: fleet.settings.policy ?? {},
+    waivers: [],
+    tickets: fleet.tickets.map((t) => t.ticket),
+    now: new Date(),
+  };
   const nodes: NodeResult[] = fleet.nodes
     .filter((n) => n.name !== "localhost")
     .map((node) => {
-      const items = (drift[node.name] ?? []).flatMap((f) => toDriftItems(node, domainByName("sysctl")!, [f], ctx));
-      return { name: node.name, host: node.host, status: items.length ? "drift" : "clean", durationMs: 3, drift: items };
+      const items = (drift[node.name] ?? []).flatMap((f) =>
+        toDriftItems(node, domainByName("sysctl")!, [f], ctx),
+      );
+      return {
+        name: node.name,
+        host: node.host,
+        status: items.length ? "drift" : "clean",
+        durationMs: 3,
+        drift: items,
+      };
     });
-  const report = Report.parse({ schemaVersion: 1, startedAt: new Date().toISOString(), finishedAt: new Date().toISOString(), manifestRevision: null, nodes, summary: summarize(nodes) });
+  const report = Report.parse({
+    schemaVersion: 1,
+    startedAt: new Date().toISOString(),
+    finishedAt: new Date().toISOString(),
+    manifestRevision: null,
+    nodes,
+    summary: summarize(nodes),
+  });
   const file = path.join(work, `${name}.json`);
   await writeFile(file, JSON.stringify(report));
   return file;
@@ -112,9 +160,12 @@ async function fleetReport(name: string, drift: Drift): Promise<string> {
 
 const openPulls = () => double.pulls().filter((p) => p.state === "open");
 const pullOn = (pattern: RegExp) => double.pulls().filter((p) => pattern.test(p.head));
-const diffOf = async (branch: string) => (await execa("git", ["diff", "main..." + branch], { cwd: server.barePath(OWNER, REPO) })).stdout;
+const diffOf = async (branch: string) =>
+  (await execa("git", ["diff", "main..." + branch], { cwd: server.barePath(OWNER, REPO) })).stdout;
 const commentsOn = async (number: number) =>
-  (await octokit.rest.issues.listComments({ owner: OWNER, repo: REPO, issue_number: number })).data.map((c) => c.body ?? "");
+  (
+    await octokit.rest.issues.listComments({ owner: OWNER, repo: REPO, issue_number: number })
+  ).data.map((c) => c.body ?? "");
 
 async function noWritesFrom(run: () => Promise<unknown>): Promise<void> {
   const before = double.writes().length;
@@ -140,11 +191,17 @@ describe("quartermaster propose", () => {
     const diff = await diffOf(accept.head);
     assert.deepEqual(
       diff.split("\n").filter((l) => /^[-+][^-+]/.test(l)),
-      [`-    vm.swappiness: ${swappiness + 1}   # tuned by hand`, `+    vm.swappiness: ${swappiness}   # tuned by hand`],
+      [
+        `-    vm.swappiness: ${swappiness + 1}   # tuned by hand`,
+        `+    vm.swappiness: ${swappiness}   # tuned by hand`,
+      ],
     );
     const [ticket] = pullOn(/^quartermaster--ticket--kernel--/);
     assert.ok(ticket, "a ticket PR");
-    assert.match(await diffOf(ticket.head), /\+\+\+ b\/fleet-manifests\/remediations\/kernel-kernel-version-[0-9a-f]{16}\.yaml/);
+    assert.match(
+      await diffOf(ticket.head),
+      /\+\+\+ b\/fleet-manifests\/remediations\/kernel-kernel-version-[0-9a-f]{16}\.yaml/,
+    );
     assert.deepEqual(double.violations, []);
   });
 
@@ -159,7 +216,10 @@ describe("quartermaster propose", () => {
     const [accept] = pullOn(/^quartermaster--accept--sysctl--/);
     await double.mergePull(accept!.number);
     const { file, report } = await audit("after-accept");
-    assert.deepEqual(report.nodes[0]!.drift.map((d) => d.domain), ["kernel"]);
+    assert.deepEqual(
+      report.nodes[0]!.drift.map((d) => d.domain),
+      ["kernel"],
+    );
     await noWritesFrom(() => propose(file));
   });
 
@@ -175,8 +235,15 @@ describe("quartermaster propose", () => {
 
     // The operator fixes the declaration by hand: the drift is gone, the ticket can be resolved.
     const release = (await readFile("/proc/sys/kernel/osrelease", "utf8")).trim();
-    const text = (await execa("git", ["show", "main:fleet-manifests/nodes/localhost.yaml"], { cwd: server.barePath(OWNER, REPO) })).stdout + "\n";
-    await double.pushCommit("main", { "fleet-manifests/nodes/localhost.yaml": text.replace(KERNEL, release) });
+    const text =
+      (
+        await execa("git", ["show", "main:fleet-manifests/nodes/localhost.yaml"], {
+          cwd: server.barePath(OWNER, REPO),
+        })
+      ).stdout + "\n";
+    await double.pushCommit("main", {
+      "fleet-manifests/nodes/localhost.yaml": text.replace(KERNEL, release),
+    });
     const fixed = await audit("after-fix");
     assert.deepEqual(fixed.report.nodes[0]!.drift, []);
     assert.equal((await propose(fixed.file)).exitCode, 0);
@@ -187,12 +254,19 @@ describe("quartermaster propose", () => {
 
   describe("many nodes (hand-made reports)", () => {
     it("identical drift on several nodes is one PR, edited in the group file; changed drift updates it", async () => {
-      const one = await fleetReport("web-1", { "web-01": [somaxconn(8192)], "web-02": [somaxconn(8192)] });
+      const one = await fleetReport("web-1", {
+        "web-01": [somaxconn(8192)],
+        "web-02": [somaxconn(8192)],
+      });
       assert.equal((await propose(one)).exitCode, 0);
       const [pr] = pullOn(/^quartermaster--accept--sysctl--net-core-somaxconn--/);
       assert.match(await diffOf(pr!.head), /nodes\/web-01\.yaml[\s\S]*nodes\/web-02\.yaml/);
       const head = pr!.headSha;
-      const all = await fleetReport("web-all", { "web-01": [somaxconn(8192)], "web-02": [somaxconn(8192)], "web-03": [somaxconn(8192)] });
+      const all = await fleetReport("web-all", {
+        "web-01": [somaxconn(8192)],
+        "web-02": [somaxconn(8192)],
+        "web-03": [somaxconn(8192)],
+      });
       assert.equal((await propose(all)).exitCode, 0);
       const [updated] = pullOn(/^quartermaster--accept--sysctl--net-core-somaxconn--/);
       assert.equal(updated!.number, pr!.number, "the same PR");
@@ -209,19 +283,27 @@ describe("quartermaster propose", () => {
       const clean = await fleetReport("web-clean", {});
       assert.equal((await propose(clean)).exitCode, 0);
       assert.equal(double.pulls().find((p) => p.number === pr!.number)!.state, "closed");
-      assert.match((await commentsOn(pr!.number)).join("\n"), /no longer present on web-01, web-02, web-03/);
+      assert.match(
+        (await commentsOn(pr!.number)).join("\n"),
+        /no longer present on web-01, web-02, web-03/,
+      );
       await noWritesFrom(() => propose(clean));
     });
 
     it("closing an accept PR produces a ticket PR on the next run, and the accept PR is never reopened", async () => {
       const report = await fleetReport("db-drift", { "db-01": [dbSwappiness(30)] });
       assert.equal((await propose(report)).exitCode, 0);
-      const [accept] = pullOn(/^quartermaster--accept--sysctl--vm-swappiness--/).filter((p) => p.state === "open");
+      const [accept] = pullOn(/^quartermaster--accept--sysctl--vm-swappiness--/).filter(
+        (p) => p.state === "open",
+      );
       await double.closePull(accept!.number);
       assert.equal((await propose(report)).exitCode, 0);
       const [ticket] = pullOn(/^quartermaster--ticket--sysctl--vm-swappiness--/);
       assert.ok(ticket && ticket.state === "open");
-      assert.match(ticket.body!, new RegExp(`accept PR #${accept!.number} was closed without merging`));
+      assert.match(
+        ticket.body!,
+        new RegExp(`accept PR #${accept!.number} was closed without merging`),
+      );
       for (let run = 0; run < 2; run++) await noWritesFrom(() => propose(report));
       assert.equal(double.pulls().find((p) => p.number === accept!.number)!.state, "closed");
     });
@@ -229,9 +311,16 @@ describe("quartermaster propose", () => {
     it("a branch with a human's commit on it is left alone, with one comment saying why", async () => {
       const report = await fleetReport("web-somax", { "web-01": [somaxconn(1024)] });
       assert.equal((await propose(report)).exitCode, 0);
-      const [pr] = pullOn(/^quartermaster--accept--sysctl--net-core-somaxconn--/).filter((p) => p.state === "open");
-      await double.pushCommit(pr!.head, { "fleet-manifests/nodes/web-01.yaml": "groups: [web]\n# reviewed by ops\n" });
-      const changed = await fleetReport("web-somax-2", { "web-01": [somaxconn(1024)], "web-02": [somaxconn(1024)] });
+      const [pr] = pullOn(/^quartermaster--accept--sysctl--net-core-somaxconn--/).filter(
+        (p) => p.state === "open",
+      );
+      await double.pushCommit(pr!.head, {
+        "fleet-manifests/nodes/web-01.yaml": "groups: [web]\n# reviewed by ops\n",
+      });
+      const changed = await fleetReport("web-somax-2", {
+        "web-01": [somaxconn(1024)],
+        "web-02": [somaxconn(1024)],
+      });
       for (let run = 0; run < 2; run++) assert.equal((await propose(changed)).exitCode, 0);
       const comments = await commentsOn(pr!.number);
       assert.equal(comments.filter((c) => c.includes("leaves this pull request alone")).length, 1);
@@ -250,9 +339,17 @@ describe("quartermaster propose", () => {
       const report = await fleetReport("web-retry", { "web-02": [somaxconn(2048)] });
       const result = await propose(report);
       assert.equal(result.exitCode, 0, result.stderr);
-      const statuses = double.requests.filter((r) => r.method === "POST" && /\/(git\/trees|pulls)$/.test(r.path)).slice(-5).map((r) => r.status);
+      const statuses = double.requests
+        .filter((r) => r.method === "POST" && /\/(git\/trees|pulls)$/.test(r.path))
+        .slice(-5)
+        .map((r) => r.status);
       assert.deepEqual(statuses, [502, 502, 201, 403, 201]);
-      assert.equal(pullOn(/^quartermaster--accept--sysctl--net-core-somaxconn--/).filter((p) => p.state === "open").length, 1);
+      assert.equal(
+        pullOn(/^quartermaster--accept--sysctl--net-core-somaxconn--/).filter(
+          (p) => p.state === "open",
+        ).length,
+        1,
+      );
     });
 
     it("a base branch that moved between checkout and push: the PR holds only the bot's change, and merging keeps the other commit", async () => {
@@ -261,20 +358,46 @@ describe("quartermaster propose", () => {
       const report = await fleetReport("db-moved", { "db-01": [dbSwappiness(45)] });
       const result = await propose(report, ["--manifests", path.join(old, "fleet-manifests")]);
       assert.equal(result.exitCode, 0, result.stderr);
-      const [pr] = pullOn(/^quartermaster--accept--sysctl--vm-swappiness--/).filter((p) => p.state === "open");
+      const [pr] = pullOn(/^quartermaster--accept--sysctl--vm-swappiness--/).filter(
+        (p) => p.state === "open",
+      );
       const diff = await diffOf(pr!.head);
       assert.deepEqual(diff.match(/^\+\+\+ .*$/gm), ["+++ b/fleet-manifests/nodes/db-01.yaml"]);
       await double.mergePull(pr!.number);
       const bare = server.barePath(OWNER, REPO);
-      assert.equal((await execa("git", ["show", "main:README.md"], { cwd: bare })).stdout, "Fleet manifests, reviewed weekly.");
-      assert.match((await execa("git", ["show", "main:fleet-manifests/nodes/db-01.yaml"], { cwd: bare })).stdout, /vm.swappiness: 45/);
+      assert.equal(
+        (await execa("git", ["show", "main:README.md"], { cwd: bare })).stdout,
+        "Fleet manifests, reviewed weekly.",
+      );
+      assert.match(
+        (await execa("git", ["show", "main:fleet-manifests/nodes/db-01.yaml"], { cwd: bare }))
+          .stdout,
+        /vm.swappiness: 45/,
+      );
     });
 
     it("a failed run loses nothing: non-zero exit, report untouched; the next run converges with no duplicates", async () => {
-      const report = await fleetReport("web-fail", { "web-01": [somaxconn(512)], "web-02": [somaxconn(512)], "web-03": [somaxconn(256)] });
-      const digest = async () => createHash("sha256").update(await readFile(report)).digest("hex");
+      const report = await fleetReport("web-fail", {
+        "web-01": [somaxconn(512)],
+        "web-02": [somaxconn(512)],
+        "web-03": [somaxconn(256)],
+      });
+      const digest = async () =>
+        createHash("sha256")
+          .update(await readFile(report))
+          .digest("hex");
       const before = await digest();
-      double.inject({ method: "POST", path: /\/pulls$/, status: 403, times: 2, body: { message: "Resource not accessible by integration", documentation_url: "https://docs.github.com/rest", status: "403" } });
+      double.inject({
+        method: "POST",
+        path: /\/pulls$/,
+        status: 403,
+        times: 2,
+        body: {
+          message: "Resource not accessible by integration",
+          documentation_url: "https://docs.github.com/rest",
+          status: "403",
+        },
+      });
       const failed = await propose(report);
       assert.notEqual(failed.exitCode, 0);
       assert.match(failed.stderr, /Resource not accessible by integration/);
@@ -292,7 +415,12 @@ describe("quartermaster propose", () => {
   it("--dry-run prints the plan and writes nothing", async () => {
     const report = await fleetReport("dry", { "web-03": [somaxconn(64)] });
     let result: Awaited<ReturnType<typeof propose>> | undefined;
-    await noWritesFrom(async () => (result = await runCli(["propose", "--report", report, "--dry-run", ...repoArgs()], { env: env() })));
+    await noWritesFrom(
+      async () =>
+        (result = await runCli(["propose", "--report", report, "--dry-run", ...repoArgs()], {
+          env: env(),
+        })),
+    );
     assert.equal(result!.exitCode, 0, result!.stderr);
     assert.match(result!.stdout, /^would /m);
   });

@@ -29,7 +29,8 @@ describe("an rpm host over ssh", () => {
         ],
       },
     ]);
-    const node = (declared: Record<string, string>) => stringify({ host: "rhel-01", packages: { installed_manifest: declared } });
+    const node = (declared: Record<string, string>) =>
+      stringify({ host: "rhel-01", packages: { installed_manifest: declared } });
     manifests = await writeTree({
       // Every declaration here holds on the host: exact, epoch, zero epoch, any, absent, constraints.
       "nodes/rpm-clean.yaml": node({
@@ -52,7 +53,17 @@ describe("an rpm host over ssh", () => {
       }),
     });
     const out = `${manifests}-report.json`;
-    audit = await runCli(["audit", "--format", "json", "--out", out, "--manifests", manifests, "--ssh-config", fleet.sshConfig]);
+    audit = await runCli([
+      "audit",
+      "--format",
+      "json",
+      "--out",
+      out,
+      "--manifests",
+      manifests,
+      "--ssh-config",
+      fleet.sshConfig,
+    ]);
     report = JSON.parse(await readFile(out, "utf8")) as Report;
     await removeTree(out);
   });
@@ -63,7 +74,10 @@ describe("an rpm host over ssh", () => {
   });
 
   test("the host's rpm database is what the audit reads", async () => {
-    const listed = await fleet.exec("rhel-01", "su -s /bin/sh qm-audit -c 'rpm -q qm-epoch; test -e /var/lib/dpkg/status || echo no-dpkg'");
+    const listed = await fleet.exec(
+      "rhel-01",
+      "su -s /bin/sh qm-audit -c 'rpm -q qm-epoch; test -e /var/lib/dpkg/status || echo no-dpkg'",
+    );
     assert.equal(listed, "qm-epoch-1.0-1.noarch\nno-dpkg\n");
   });
 

@@ -44,10 +44,14 @@ const CANARY = path.join(tmpdir(), `qm-systemd-canary-${process.pid}`);
 describe("a real systemd host over ssh", () => {
   let fleet: TestFleet;
   let manifests: string;
-  const cli = (args: string[]) => runCli([...args, "--manifests", manifests, "--ssh-config", fleet.sshConfig]);
+  const cli = (args: string[]) =>
+    runCli([...args, "--manifests", manifests, "--ssh-config", fleet.sshConfig]);
 
   async function audit(units: object[]): Promise<NodeResult> {
-    await writeFile(path.join(manifests, "nodes", `${HOST}.yaml`), stringify({ systemd: { units } }));
+    await writeFile(
+      path.join(manifests, "nodes", `${HOST}.yaml`),
+      stringify({ systemd: { units } }),
+    );
     const out = `${manifests}-report.json`;
     const result = await cli(["audit", "--format", "json", "--out", out]);
     assert.ok(result.exitCode === 0 || result.exitCode === 1, result.stderr);
@@ -65,14 +69,28 @@ describe("a real systemd host over ssh", () => {
         files: {
           "/etc/systemd/system/qm-app.service": { contents: APP },
           "/etc/systemd/system/qm-app.service.d/override.conf": { contents: OVERRIDE },
-          [`${VENDOR}/qm-vendor.service`]: { contents: service("vendor", "WantedBy=multi-user.target") },
+          [`${VENDOR}/qm-vendor.service`]: {
+            contents: service("vendor", "WantedBy=multi-user.target"),
+          },
           [`${VENDOR}/qm-static.service`]: { contents: service("static") },
-          [`${VENDOR}/qm-disabled.service`]: { contents: service("disabled", "WantedBy=multi-user.target") },
-          [`${VENDOR}/qm-aliased.service`]: { contents: service("aliased", "WantedBy=multi-user.target\nAlias=qm-alias.service") },
-          [`${VENDOR}/qm-masked.service`]: { contents: service("masked", "WantedBy=multi-user.target") },
-          [`${VENDOR}/qm-worker@.service`]: { contents: service("worker %i", "WantedBy=multi-user.target") },
-          [`${VENDOR}/qm-preset.service`]: { contents: service("preset", "WantedBy=multi-user.target") },
-          [`${VENDOR}/qm-indirect.service`]: { contents: service("indirect", "Also=qm-static.service") },
+          [`${VENDOR}/qm-disabled.service`]: {
+            contents: service("disabled", "WantedBy=multi-user.target"),
+          },
+          [`${VENDOR}/qm-aliased.service`]: {
+            contents: service("aliased", "WantedBy=multi-user.target\nAlias=qm-alias.service"),
+          },
+          [`${VENDOR}/qm-masked.service`]: {
+            contents: service("masked", "WantedBy=multi-user.target"),
+          },
+          [`${VENDOR}/qm-worker@.service`]: {
+            contents: service("worker %i", "WantedBy=multi-user.target"),
+          },
+          [`${VENDOR}/qm-preset.service`]: {
+            contents: service("preset", "WantedBy=multi-user.target"),
+          },
+          [`${VENDOR}/qm-indirect.service`]: {
+            contents: service("indirect", "Also=qm-static.service"),
+          },
           "/etc/systemd/system-preset/50-qm.preset": { contents: "enable qm-preset.service\n" },
         },
       },
@@ -114,21 +132,47 @@ describe("a real systemd host over ssh", () => {
     const fromSystemd: Record<string, [boolean, boolean]> = {};
     for (const name of UNITS) {
       answers[name] = [verdict(name, "enabled") as boolean, verdict(name, "active") as boolean];
-      const out = await fleet.exec(HOST, `systemctl is-enabled ${name} >/dev/null 2>&1; echo $?; systemctl is-active ${name} >/dev/null 2>&1; echo $?`);
-      const [enabled, active] = out.trim().split("\n").map((code) => code === "0");
+      const out = await fleet.exec(
+        HOST,
+        `systemctl is-enabled ${name} >/dev/null 2>&1; echo $?; systemctl is-active ${name} >/dev/null 2>&1; echo $?`,
+      );
+      const [enabled, active] = out
+        .trim()
+        .split("\n")
+        .map((code) => code === "0");
       fromSystemd[name] = [enabled!, active!];
     }
     assert.deepEqual(answers, fromSystemd);
     // The cases are real: each state systemd reports is there, not a host where everything is enabled.
-    const states = await fleet.exec(HOST, `for u in ${UNITS.join(" ")}; do systemctl is-enabled $u; done 2>&1`);
-    assert.deepEqual([...new Set(states.trim().split("\n"))].sort(), ["alias", "disabled", "enabled", "indirect", "masked", "static"]);
-    assert.equal(node.drift.find((d) => d.key === "qm-static.service:active")?.detail, "ActiveState=inactive SubState=dead");
-    assert.equal(node.drift.find((d) => d.key === "qm-masked.service:enabled")?.detail, "systemctl is-enabled: masked");
+    const states = await fleet.exec(
+      HOST,
+      `for u in ${UNITS.join(" ")}; do systemctl is-enabled $u; done 2>&1`,
+    );
+    assert.deepEqual([...new Set(states.trim().split("\n"))].sort(), [
+      "alias",
+      "disabled",
+      "enabled",
+      "indirect",
+      "masked",
+      "static",
+    ]);
+    assert.equal(
+      node.drift.find((d) => d.key === "qm-static.service:active")?.detail,
+      "ActiveState=inactive SubState=dead",
+    );
+    assert.equal(
+      node.drift.find((d) => d.key === "qm-masked.service:enabled")?.detail,
+      "systemctl is-enabled: masked",
+    );
   });
 
   test("unit file and drop-in drift, read from disk as systemd loads them", async () => {
     const node = await audit([
-      { name: "qm-app.service", contents: APP.replace("sleep infinity", "sleep 3600"), dropins: { "override.conf": "[Service]\nEnvironment=MODE=dev\n" } },
+      {
+        name: "qm-app.service",
+        contents: APP.replace("sleep infinity", "sleep 3600"),
+        dropins: { "override.conf": "[Service]\nEnvironment=MODE=dev\n" },
+      },
       { name: "qm-worker@1.service", contents: service("worker %i", "WantedBy=multi-user.target") },
     ]);
     assert.deepEqual(
@@ -157,7 +201,10 @@ describe("a real systemd host over ssh", () => {
   test("watch on the host: a unit file edit and a unit stop are each one drift that resolves", async () => {
     // The host sees the fleet's directory at the same path (its /tmp is private): the spec goes there.
     const spec = path.join(fleet.dir, "watch-node-spec.yaml");
-    await writeFile(spec, stringify({ systemd: { units: [{ name: "qm-app.service", contents: APP, active: true }] } }));
+    await writeFile(
+      spec,
+      stringify({ systemd: { units: [{ name: "qm-app.service", contents: APP, active: true }] } }),
+    );
     const edited = path.join(fleet.dir, "qm-app.service.edited");
     await writeFile(edited, APP.replace("Description=app", "Description=app, edited on the host"));
     const original = path.join(fleet.dir, "qm-app.service.original");
@@ -165,23 +212,39 @@ describe("a real systemd host over ssh", () => {
     const watcher = Watcher.start(["--manifest", spec, "--interval", "1"], fleet.enter(HOST));
     try {
       await watcher.waitFor("the started event", (e) => e.event === "started");
-      const of = (event: string, key: string) => (e: { event: string; key?: string }) => e.event === event && e.key === key;
+      const of = (event: string, key: string) => (e: { event: string; key?: string }) =>
+        e.event === event && e.key === key;
       const unitFile = "/etc/systemd/system/qm-app.service";
       await fleet.exec(HOST, `cp ${edited} ${unitFile}`);
-      await watcher.waitFor("a drift event for the unit file", of("drift", "qm-app.service:contents"));
+      await watcher.waitFor(
+        "a drift event for the unit file",
+        of("drift", "qm-app.service:contents"),
+      );
       await fleet.exec(HOST, `cp ${original} ${unitFile}`);
-      await watcher.waitFor("a resolved event for the unit file", of("resolved", "qm-app.service:contents"));
+      await watcher.waitFor(
+        "a resolved event for the unit file",
+        of("resolved", "qm-app.service:contents"),
+      );
       await fleet.exec(HOST, "systemctl stop qm-app.service");
-      await watcher.waitFor("a drift event for the stopped unit", of("drift", "qm-app.service:active"));
+      await watcher.waitFor(
+        "a drift event for the stopped unit",
+        of("drift", "qm-app.service:active"),
+      );
       await fleet.exec(HOST, "systemctl start qm-app.service");
-      await watcher.waitFor("a resolved event for the started unit", of("resolved", "qm-app.service:active"));
+      await watcher.waitFor(
+        "a resolved event for the started unit",
+        of("resolved", "qm-app.service:active"),
+      );
       // nsenter forks into the pid namespace and passes on its child's exit status, not signals: stop the watcher itself.
-      const watch = Number((await readFile(`/proc/${watcher.pid}/task/${watcher.pid}/children`, "utf8")).trim());
+      const watch = Number(
+        (await readFile(`/proc/${watcher.pid}/task/${watcher.pid}/children`, "utf8")).trim(),
+      );
       process.kill(watch, "SIGTERM");
       const exit = await watcher.exit();
       assert.equal(exit.code, 0, watcher.stderr);
       for (const event of ["drift", "resolved"]) {
-        for (const key of ["qm-app.service:contents", "qm-app.service:active"]) assert.equal(watcher.count(of(event, key)), 1, `${event} ${key}`);
+        for (const key of ["qm-app.service:contents", "qm-app.service:active"])
+          assert.equal(watcher.count(of(event, key)), 1, `${event} ${key}`);
       }
     } finally {
       await watcher.stop();
@@ -197,20 +260,43 @@ describe("a real systemd host over ssh", () => {
       const node = (unit: object) => stringify({ host: HOST, systemd: { units: [unit] } });
       const seed = await writeTree({
         "fleet-manifests/fleet.yaml": "{}\n",
-        "fleet-manifests/nodes/sd-contents.yaml": node({ name: "qm-app.service", contents: APP.replace("=app", "=the app") }),
-        "fleet-manifests/nodes/sd-dropin.yaml": node({ name: "qm-app.service", dropins: { "override.conf": "[Service]\nNice=5\n" } }),
+        "fleet-manifests/nodes/sd-contents.yaml": node({
+          name: "qm-app.service",
+          contents: APP.replace("=app", "=the app"),
+        }),
+        "fleet-manifests/nodes/sd-dropin.yaml": node({
+          name: "qm-app.service",
+          dropins: { "override.conf": "[Service]\nNice=5\n" },
+        }),
         "fleet-manifests/nodes/sd-active.yaml": node({ name: "qm-static.service", active: true }),
-        "fleet-manifests/nodes/sd-enabled.yaml": node({ name: "qm-disabled.service", enabled: true }),
+        "fleet-manifests/nodes/sd-enabled.yaml": node({
+          name: "qm-disabled.service",
+          enabled: true,
+        }),
       });
       await server.createRepo("acme", "fleet", seed);
       await removeTree(seed);
-      const double = await startGitHubDouble({ git: server, owner: "acme", repo: "fleet", token, botLogin: "quartermaster[bot]" });
+      const double = await startGitHubDouble({
+        git: server,
+        owner: "acme",
+        repo: "fleet",
+        token,
+        botLogin: "quartermaster[bot]",
+      });
       try {
         const env = double.cliEnv();
-        const repo = ["--repo", server.repoUrl("acme", "fleet"), "--cache-dir", path.join(work, "cache")];
+        const repo = [
+          "--repo",
+          server.repoUrl("acme", "fleet"),
+          "--cache-dir",
+          path.join(work, "cache"),
+        ];
         const auditRepo = async (name: string) => {
           const out = path.join(work, `${name}.json`);
-          const result = await runCli(["audit", ...repo, "--ssh-config", fleet.sshConfig, "--format", "json", "--out", out], { env });
+          const result = await runCli(
+            ["audit", ...repo, "--ssh-config", fleet.sshConfig, "--format", "json", "--out", out],
+            { env },
+          );
           return { result, report: JSON.parse(await readFile(out, "utf8")) as Report, out };
         };
         const before = await auditRepo("before");
@@ -227,11 +313,23 @@ describe("a real systemd host over ssh", () => {
         const proposed = await runCli(["propose", "--report", before.out, ...repo], { env });
         assert.equal(proposed.exitCode, 0, proposed.stderr);
         const pulls = double.pulls().filter((p) => p.state === "open");
-        assert.deepEqual(pulls.map((p) => p.title.split(" ")[0]).sort(), ["Accept", "Accept", "Accept", "Accept"]);
+        assert.deepEqual(pulls.map((p) => p.title.split(" ")[0]).sort(), [
+          "Accept",
+          "Accept",
+          "Accept",
+          "Accept",
+        ]);
         for (const pull of pulls) await double.mergePull(pull.number);
         const after = await auditRepo("after");
-        assert.equal(after.result.exitCode, 0, `${after.result.stderr}\n${JSON.stringify(after.report.nodes, null, 2)}`);
-        assert.deepEqual(after.report.nodes.map((n) => n.status), ["clean", "clean", "clean", "clean"]);
+        assert.equal(
+          after.result.exitCode,
+          0,
+          `${after.result.stderr}\n${JSON.stringify(after.report.nodes, null, 2)}`,
+        );
+        assert.deepEqual(
+          after.report.nodes.map((n) => n.status),
+          ["clean", "clean", "clean", "clean"],
+        );
       } finally {
         await double.stop();
       }

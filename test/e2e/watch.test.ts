@@ -28,7 +28,8 @@ async function scene(extraSpec: Record<string, unknown> = {}) {
   const file = path.join(root, "etc/app/app.conf");
   await chmod(file, 0o644);
   const spec = path.join(root, "node-spec.yaml");
-  const declare = (contents: string) => writeFile(spec, stringify({ files: [{ path: file, contents, mode: "0644" }], ...extraSpec }));
+  const declare = (contents: string) =>
+    writeFile(spec, stringify({ files: [{ path: file, contents, mode: "0644" }], ...extraSpec }));
   await declare(CONTENTS);
   return { root, file, spec, declare, marker: path.join(root, "run/maintenance") };
 }
@@ -43,13 +44,21 @@ const driftOf = (key: string) => (e: Event) => e.event === "drift" && e.key === 
 const resolvedOf = (key: string) => (e: Event) => e.event === "resolved" && e.key === key;
 
 /** Change, expect one drift event; restore, expect one resolved event for the same fingerprint. */
-async function driftsOnceAndResolves(watcher: Watcher, key: string, change: () => Promise<unknown>, restore: () => Promise<unknown>) {
+async function driftsOnceAndResolves(
+  watcher: Watcher,
+  key: string,
+  change: () => Promise<unknown>,
+  restore: () => Promise<unknown>,
+) {
   await watcher.waitFor("the started event", (e) => e.event === "started");
   await change();
   const drift = await watcher.waitFor(`a drift event for ${key}`, driftOf(key));
   await restore();
   const resolved = await watcher.waitFor(`a resolved event for ${key}`, resolvedOf(key));
-  assert.equal(resolved.event === "resolved" && resolved.fingerprint, drift.event === "drift" && drift.fingerprint);
+  assert.equal(
+    resolved.event === "resolved" && resolved.fingerprint,
+    drift.event === "drift" && drift.fingerprint,
+  );
   const exit = await watcher.stop();
   assert.equal(exit.code, 0, watcher.stderr);
   assert.equal(watcher.count(driftOf(key)), 1, `one drift event for ${key}:\n${watcher.stderr}`);
@@ -57,7 +66,10 @@ async function driftsOnceAndResolves(watcher: Watcher, key: string, change: () =
   return drift;
 }
 
-async function scrape(address: string, pathname: string): Promise<{ status: number; text: string }> {
+async function scrape(
+  address: string,
+  pathname: string,
+): Promise<{ status: number; text: string }> {
   const response = await fetch(`http://${address}${pathname}`);
   return { status: response.status, text: await response.text() };
 }
@@ -80,11 +92,23 @@ describe("watch --local on the real file system", () => {
     const s = await scene();
     const watcher = start(["--manifest", s.spec, "--maintenance-marker", s.marker]);
     const hostile = "\x1b]0;retitled\x07\x1b[2J\rnul\0 \u202eevil\u2028\n::error::forged\n";
-    const drift = await driftsOnceAndResolves(watcher, s.file, () => writeFile(s.file, hostile), () => writeFile(s.file, CONTENTS));
+    const drift = await driftsOnceAndResolves(
+      watcher,
+      s.file,
+      () => writeFile(s.file, hostile),
+      () => writeFile(s.file, CONTENTS),
+    );
     assert.equal(drift.event === "drift" && drift.live, hostile);
-    assert.doesNotMatch(watcher.stderr, /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e\u2028]/u, JSON.stringify(watcher.stderr));
+    assert.doesNotMatch(
+      watcher.stderr,
+      /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e\u2028]/u,
+      JSON.stringify(watcher.stderr),
+    );
     assert.doesNotMatch(watcher.stderr, /^\s*::/m);
-    assert.match(watcher.stderr, /\+\\x1b\]0;retitled\\x07\\x1b\[2J\\rnul\\x00 \\u\{202e\}evil\\u\{2028\}/);
+    assert.match(
+      watcher.stderr,
+      /\+\\x1b\]0;retitled\\x07\\x1b\[2J\\rnul\\x00 \\u\{202e\}evil\\u\{2028\}/,
+    );
   });
 
   it("a file replaced by rename, as editors save: one drift event, one resolved", async () => {
@@ -96,13 +120,23 @@ describe("watch --local on the real file system", () => {
       await chmod(temporary, 0o644);
       await rename(temporary, s.file);
     };
-    await driftsOnceAndResolves(watcher, s.file, () => replace("edited\n"), () => replace(CONTENTS));
+    await driftsOnceAndResolves(
+      watcher,
+      s.file,
+      () => replace("edited\n"),
+      () => replace(CONTENTS),
+    );
   });
 
   it("a mode change: one drift event on the mode, one resolved", async () => {
     const s = await scene();
     const watcher = start(["--manifest", s.spec, "--maintenance-marker", s.marker]);
-    const drift = await driftsOnceAndResolves(watcher, `${s.file}:mode`, () => chmod(s.file, 0o600), () => chmod(s.file, 0o644));
+    const drift = await driftsOnceAndResolves(
+      watcher,
+      `${s.file}:mode`,
+      () => chmod(s.file, 0o600),
+      () => chmod(s.file, 0o644),
+    );
     assert.equal(drift.event === "drift" && drift.live, "0600");
   });
 
@@ -124,7 +158,11 @@ describe("watch --local on the real file system", () => {
     await writeFile(s.file, CONTENTS);
     await watcher.waitFor("resolved in the recreated directory", resolvedOf(s.file), mark);
     assert.equal((await watcher.stop()).code, 0);
-    assert.equal(watcher.count(driftOf(s.file)), 2, "one drift for the deletion, one for the later write");
+    assert.equal(
+      watcher.count(driftOf(s.file)),
+      2,
+      "one drift for the deletion, one for the later write",
+    );
     assert.equal(watcher.count(resolvedOf(s.file)), 2);
   });
 
@@ -148,7 +186,9 @@ describe("watch --local, maintenance", () => {
     const fleet = await writeTree(
       {
         "fleet.yaml": stringify({ audit: { maintenance_marker: s.marker } }),
-        "nodes/localhost.yaml": stringify({ files: [{ path: s.file, contents: CONTENTS, mode: "0644" }] }),
+        "nodes/localhost.yaml": stringify({
+          files: [{ path: s.file, contents: CONTENTS, mode: "0644" }],
+        }),
       },
       "qm-watch-fleet-",
     );
@@ -157,11 +197,18 @@ describe("watch --local, maintenance", () => {
     await watcher.waitFor("the started event", (e) => e.event === "started");
     await mkdir(path.dirname(s.marker), { recursive: true });
     await writeFile(s.marker, "");
-    await watcher.waitFor("the maintenance pause", (e) => e.event === "stopped" && e.reason.startsWith("maintenance"));
+    await watcher.waitFor(
+      "the maintenance pause",
+      (e) => e.event === "stopped" && e.reason.startsWith("maintenance"),
+    );
     await writeFile(s.file, "changed during maintenance\n");
     // Longer than any debounce: a running watcher would have reported by now.
     await sleep(MAX_WAIT_MS + 1000);
-    assert.equal(watcher.count((e) => e.event === "drift"), 0, "nothing reported during maintenance");
+    assert.equal(
+      watcher.count((e) => e.event === "drift"),
+      0,
+      "nothing reported during maintenance",
+    );
     const mark = watcher.events.length;
     await rm(s.marker);
     await watcher.waitFor("resuming", (e) => e.event === "started", mark);
@@ -175,7 +222,16 @@ describe("watch --local, maintenance", () => {
 describe("watch --local, metrics and health", () => {
   it("serves valid exposition text, and /healthz flips to 503 with drift and back to 200", async () => {
     const s = await scene();
-    const watcher = start(["--manifest", s.spec, "--maintenance-marker", s.marker, "--metrics-listen", "127.0.0.1:0", "--nodes", "web-01"]);
+    const watcher = start([
+      "--manifest",
+      s.spec,
+      "--maintenance-marker",
+      s.marker,
+      "--metrics-listen",
+      "127.0.0.1:0",
+      "--nodes",
+      "web-01",
+    ]);
     const address = await watcher.metricsAddress();
     await watcher.waitFor("the started event", (e) => e.event === "started");
     await writeFile(s.file, "drifted\n");
@@ -183,19 +239,45 @@ describe("watch --local, metrics and health", () => {
     const unhealthy = await scrape(address, "/healthz");
     assert.equal(unhealthy.status, 503, unhealthy.text);
     const metrics = parseExposition((await scrape(address, "/metrics")).text);
-    assert.equal(sampleValue(metrics, "quartermaster_watch_drift_items", { node: "web-01", domain: "files", severity: "high" }), 1);
+    assert.equal(
+      sampleValue(metrics, "quartermaster_watch_drift_items", {
+        node: "web-01",
+        domain: "files",
+        severity: "high",
+      }),
+      1,
+    );
     assert.equal(sampleValue(metrics, "quartermaster_watch_paused", { node: "web-01" }), 0);
-    assert.equal(sampleValue(metrics, "quartermaster_watch_watcher_errors_total", { node: "web-01" }), 0);
-    assert.ok(sampleValue(metrics, "quartermaster_watch_last_check_timestamp_seconds", { node: "web-01" })! > 0);
-    assert.ok(sampleValue(metrics, "quartermaster_watch_check_duration_seconds", { node: "web-01" })! > 0);
-    assert.equal(metrics.find((f) => f.name === "quartermaster_watch_watcher_errors_total")?.type, "counter");
+    assert.equal(
+      sampleValue(metrics, "quartermaster_watch_watcher_errors_total", { node: "web-01" }),
+      0,
+    );
+    assert.ok(
+      sampleValue(metrics, "quartermaster_watch_last_check_timestamp_seconds", {
+        node: "web-01",
+      })! > 0,
+    );
+    assert.ok(
+      sampleValue(metrics, "quartermaster_watch_check_duration_seconds", { node: "web-01" })! > 0,
+    );
+    assert.equal(
+      metrics.find((f) => f.name === "quartermaster_watch_watcher_errors_total")?.type,
+      "counter",
+    );
 
     await writeFile(s.file, CONTENTS);
     await watcher.waitFor("resolved", resolvedOf(s.file));
     const healthy = await scrape(address, "/healthz");
     assert.equal(healthy.status, 200, healthy.text);
     const clean = parseExposition((await scrape(address, "/metrics")).text);
-    assert.equal(sampleValue(clean, "quartermaster_watch_drift_items", { node: "web-01", domain: "files", severity: "high" }), undefined);
+    assert.equal(
+      sampleValue(clean, "quartermaster_watch_drift_items", {
+        node: "web-01",
+        domain: "files",
+        severity: "high",
+      }),
+      undefined,
+    );
     assert.equal((await scrape(address, "/nowhere")).status, 404);
     assert.equal((await watcher.stop()).code, 0);
   });
@@ -204,7 +286,14 @@ describe("watch --local, metrics and health", () => {
 describe("watch --local, the manifest", () => {
   it("an invalid manifest on SIGHUP: reported as an error, the last good one stays in force", async () => {
     const s = await scene();
-    const watcher = start(["--manifest", s.spec, "--maintenance-marker", s.marker, "--metrics-listen", "127.0.0.1:0"]);
+    const watcher = start([
+      "--manifest",
+      s.spec,
+      "--maintenance-marker",
+      s.marker,
+      "--metrics-listen",
+      "127.0.0.1:0",
+    ]);
     const address = await watcher.metricsAddress();
     await watcher.waitFor("the started event", (e) => e.event === "started");
     await writeFile(s.spec, "files: [ { path: relative/path, mode: 644 } ]\n");
@@ -212,12 +301,19 @@ describe("watch --local, the manifest", () => {
     const error = await watcher.waitFor("the manifest error", (e) => e.event === "node_error");
     assert.match(error.event === "node_error" ? error.error : "", /manifest invalid/);
     const metrics = parseExposition((await scrape(address, "/metrics")).text);
-    assert.equal(sampleValue(metrics, "quartermaster_watch_manifest_valid", { node: error.node }), 0);
+    assert.equal(
+      sampleValue(metrics, "quartermaster_watch_manifest_valid", { node: error.node }),
+      0,
+    );
     assert.equal((await scrape(address, "/healthz")).status, 503);
     // Still watching against the last good manifest.
     await writeFile(s.file, "changed\n");
     await watcher.waitFor("drift against the last good manifest", driftOf(s.file));
-    assert.equal(watcher.count((e) => e.event === "started"), 1, "no reload happened");
+    assert.equal(
+      watcher.count((e) => e.event === "started"),
+      1,
+      "no reload happened",
+    );
     assert.equal((await watcher.stop()).code, 0);
   });
 
@@ -229,7 +325,10 @@ describe("watch --local, the manifest", () => {
     watcher.signal("SIGHUP");
     const drift = await watcher.waitFor("drift against the reloaded manifest", driftOf(s.file));
     assert.equal(drift.event === "drift" && drift.declared, "goodbye\n");
-    assert.equal(watcher.count((e) => e.event === "started"), 2);
+    assert.equal(
+      watcher.count((e) => e.event === "started"),
+      2,
+    );
     await s.declare(CONTENTS);
     watcher.signal("SIGHUP");
     await watcher.waitFor("resolved by accepting the live file", resolvedOf(s.file));
@@ -262,34 +361,75 @@ describe("watch --local, sysctl in a network namespace", () => {
     if (root) execFileSync("ip", ["netns", "delete", namespace]);
   });
 
-  it("a sysctl changed inside the namespace is found by the poll, and resolved when set back", { skip: !root && "needs root for ip netns" }, async () => {
-    const s = await scene({ system: { sysctl_parameters: { "net.ipv4.ip_forward": 0 } } });
-    const watcher = start(["--manifest", s.spec, "--maintenance-marker", s.marker, "--interval", "1"], inNamespace);
-    const set = (value: string) => execFileSync("ip", ["netns", "exec", namespace, "sh", "-c", `echo ${value} > /proc/sys/net/ipv4/ip_forward`]);
-    const drift = await driftsOnceAndResolves(
-      watcher,
-      "net.ipv4.ip_forward",
-      async () => set("1"),
-      async () => set("0"),
-    );
-    assert.equal(drift.event === "drift" && drift.live, "1");
-    assert.equal(drift.event === "drift" && drift.domain, "sysctl");
-  });
+  it(
+    "a sysctl changed inside the namespace is found by the poll, and resolved when set back",
+    { skip: !root && "needs root for ip netns" },
+    async () => {
+      const s = await scene({ system: { sysctl_parameters: { "net.ipv4.ip_forward": 0 } } });
+      const watcher = start(
+        ["--manifest", s.spec, "--maintenance-marker", s.marker, "--interval", "1"],
+        inNamespace,
+      );
+      const set = (value: string) =>
+        execFileSync("ip", [
+          "netns",
+          "exec",
+          namespace,
+          "sh",
+          "-c",
+          `echo ${value} > /proc/sys/net/ipv4/ip_forward`,
+        ]);
+      const drift = await driftsOnceAndResolves(
+        watcher,
+        "net.ipv4.ip_forward",
+        async () => set("1"),
+        async () => set("0"),
+      );
+      assert.equal(drift.event === "drift" && drift.live, "1");
+      assert.equal(drift.event === "drift" && drift.domain, "sysctl");
+    },
+  );
 
-  it("its own metrics listener is never an unauthorized port; another listener is", { skip: !root && "needs root for ip netns" }, async () => {
-    execFileSync("ip", ["netns", "exec", namespace, "ip", "link", "set", "lo", "up"]);
-    const other = spawn("ip", ["netns", "exec", namespace, process.execPath, "-e", 'require("net").createServer().listen(8081, "127.0.0.1")']);
-    try {
-      const s = await scene({ networking: { listening_ports: [] } });
-      const watcher = start(["--manifest", s.spec, "--maintenance-marker", s.marker, "--metrics-listen", "127.0.0.1:0", "--interval", "1"], inNamespace);
-      const own = (await watcher.metricsAddress()).split(":")[1]!;
-      // The check that reports the other listener has looked at every listener, the watcher's own included.
-      await watcher.waitFor("the other listener reported", driftOf("tcp/8081"));
-      assert.equal(watcher.count(driftOf(`tcp/${own}`)), 0, watcher.stderr);
-      assert.equal(watcher.count((e) => e.event === "drift" && e.domain === "ports"), 1);
-      assert.equal((await watcher.stop()).code, 0);
-    } finally {
-      other.kill();
-    }
-  });
+  it(
+    "its own metrics listener is never an unauthorized port; another listener is",
+    { skip: !root && "needs root for ip netns" },
+    async () => {
+      execFileSync("ip", ["netns", "exec", namespace, "ip", "link", "set", "lo", "up"]);
+      const other = spawn("ip", [
+        "netns",
+        "exec",
+        namespace,
+        process.execPath,
+        "-e",
+        'require("net").createServer().listen(8081, "127.0.0.1")',
+      ]);
+      try {
+        const s = await scene({ networking: { listening_ports: [] } });
+        const watcher = start(
+          [
+            "--manifest",
+            s.spec,
+            "--maintenance-marker",
+            s.marker,
+            "--metrics-listen",
+            "127.0.0.1:0",
+            "--interval",
+            "1",
+          ],
+          inNamespace,
+        );
+        const own = (await watcher.metricsAddress()).split(":")[1]!;
+        // The check that reports the other listener has looked at every listener, the watcher's own included.
+        await watcher.waitFor("the other listener reported", driftOf("tcp/8081"));
+        assert.equal(watcher.count(driftOf(`tcp/${own}`)), 0, watcher.stderr);
+        assert.equal(
+          watcher.count((e) => e.event === "drift" && e.domain === "ports"),
+          1,
+        );
+        assert.equal((await watcher.stop()).code, 0);
+      } finally {
+        other.kill();
+      }
+    },
+  );
 });

@@ -14,23 +14,36 @@ describe("a manifest tree with uncommitted changes", () => {
   after(() => Promise.all(dirs.map(removeTree)));
 
   it("is flagged in the JSON report, the text summary and the Markdown; a committed tree is not", async () => {
-    const repo = await writeTree({ "fleet-manifests/nodes/localhost.yaml": "system:\n  sysctl_parameters: {}\n" });
+    const repo = await writeTree({
+      "fleet-manifests/nodes/localhost.yaml": "system:\n  sysctl_parameters: {}\n",
+    });
     dirs.push(repo);
-    const git = (...args: string[]) => execa("git", ["-c", "user.name=t", "-c", "user.email=t@example.net", ...args], { cwd: repo });
+    const git = (...args: string[]) =>
+      execa("git", ["-c", "user.name=t", "-c", "user.email=t@example.net", ...args], { cwd: repo });
     await git("init", "-q");
     await git("add", ".");
     await git("commit", "-qm", "manifests");
-    const audit = async (format: string) => runCli(["audit", "--local", "--nodes", "localhost", "--format", format], { cwd: repo });
+    const audit = async (format: string) =>
+      runCli(["audit", "--local", "--nodes", "localhost", "--format", format], { cwd: repo });
 
     const clean = JSON.parse((await audit("json")).stdout) as Report;
     assert.equal(clean.manifestDirty, undefined);
     assert.match(clean.manifestRevision ?? "", /^[0-9a-f]{40}$/);
 
-    await writeFile(path.join(repo, "fleet-manifests/nodes/localhost.yaml"), "system:\n  kernel_version: '0.0.0-edited'\n");
+    await writeFile(
+      path.join(repo, "fleet-manifests/nodes/localhost.yaml"),
+      "system:\n  kernel_version: '0.0.0-edited'\n",
+    );
     const dirty = JSON.parse((await audit("json")).stdout) as Report;
     assert.equal(dirty.manifestDirty, true);
     assert.equal(dirty.manifestRevision, clean.manifestRevision);
-    assert.match((await audit("text")).stdout, /; the manifests audited have uncommitted changes$/m);
-    assert.match((await audit("markdown")).stdout, /at manifest revision `[0-9a-f]{12}` with uncommitted changes/);
+    assert.match(
+      (await audit("text")).stdout,
+      /; the manifests audited have uncommitted changes$/m,
+    );
+    assert.match(
+      (await audit("markdown")).stdout,
+      /at manifest revision `[0-9a-f]{12}` with uncommitted changes/,
+    );
   });
 });

@@ -28,10 +28,25 @@ describe("drift is found in every domain this machine can show", () => {
     listener = net.createServer().listen(0, "127.0.0.1");
     await new Promise((resolve) => listener.once("listening", resolve));
     port = (listener.address() as net.AddressInfo).port;
-    const device = execFileSync("sh", ["-c", "grep -l '\\[' /sys/block/*/queue/scheduler | head -1"], { encoding: "utf8" }).trim().split("/")[3];
+    const device = execFileSync(
+      "sh",
+      ["-c", "grep -l '\\[' /sys/block/*/queue/scheduler | head -1"],
+      { encoding: "utf8" },
+    )
+      .trim()
+      .split("/")[3];
     dir = await writeTree({
       "fleet.yaml": "policy:\n  files: { severity: critical }\n",
-      "groups/lab.yaml": ["system:", "  sysctl_parameters:", "    vm.swappiness: 7", "packages:", "  installed_manifest:", "    bash: 1.0-1", "    telnetd: absent", ""].join("\n"),
+      "groups/lab.yaml": [
+        "system:",
+        "  sysctl_parameters:",
+        "    vm.swappiness: 7",
+        "packages:",
+        "  installed_manifest:",
+        "    bash: 1.0-1",
+        "    telnetd: absent",
+        "",
+      ].join("\n"),
       "nodes/localhost.yaml": [
         "groups: [lab]",
         "system:",
@@ -44,7 +59,7 @@ describe("drift is found in every domain this machine can show", () => {
         "  listening_ports: [tcp/1]",
         "files:",
         `  - path: ${path.join(scratch, "app.conf")}`,
-        "    contents: \"workers = 4\\n\"",
+        '    contents: "workers = 4\\n"',
         '    mode: "0600"',
         "",
       ].join("\n"),
@@ -62,7 +77,10 @@ describe("drift is found in every domain this machine can show", () => {
 
   const item = (domain: string, key: string) => {
     const found = report.nodes[0].drift.find((d: any) => d.domain === domain && d.key === key);
-    assert.ok(found, `no ${domain} drift for ${key}; got ${JSON.stringify(report.nodes[0].drift.map((d: any) => `${d.domain} ${d.key}`))}`);
+    assert.ok(
+      found,
+      `no ${domain} drift for ${key}; got ${JSON.stringify(report.nodes[0].drift.map((d: any) => `${d.domain} ${d.key}`))}`,
+    );
     return found;
   };
   const base = (p: string) => p.split("/").slice(-2).join("/");
@@ -74,12 +92,24 @@ describe("drift is found in every domain this machine can show", () => {
 
   it("kernel", async () => {
     const d = item("kernel", "kernel_version");
-    assert.deepEqual([d.declared, d.live, d.severity, base(d.source.file), d.source.line], ["0.0.1-declared", await live("/proc/sys/kernel/osrelease"), "high", "nodes/localhost.yaml", 3]);
+    assert.deepEqual(
+      [d.declared, d.live, d.severity, base(d.source.file), d.source.line],
+      [
+        "0.0.1-declared",
+        await live("/proc/sys/kernel/osrelease"),
+        "high",
+        "nodes/localhost.yaml",
+        3,
+      ],
+    );
   });
 
   it("sysctl, declared in a group", async () => {
     const d = item("sysctl", "vm.swappiness");
-    assert.deepEqual([d.declared, d.live, d.severity, base(d.source.file), d.source.line], ["7", await live("/proc/sys/vm/swappiness"), "medium", "groups/lab.yaml", 3]);
+    assert.deepEqual(
+      [d.declared, d.live, d.severity, base(d.source.file), d.source.line],
+      ["7", await live("/proc/sys/vm/swappiness"), "medium", "groups/lab.yaml", 3],
+    );
   });
 
   it("io_scheduler", () => {
@@ -87,40 +117,66 @@ describe("drift is found in every domain this machine can show", () => {
     assert.ok(d, "io_scheduler drift");
     assert.equal(d.declared, "kyber");
     assert.notEqual(d.live, "kyber");
-    assert.deepEqual([d.severity, base(d.source.file), d.source.line], ["low", "nodes/localhost.yaml", 5]);
+    assert.deepEqual(
+      [d.severity, base(d.source.file), d.source.line],
+      ["low", "nodes/localhost.yaml", 5],
+    );
   });
 
   it("routes: a declared route missing", () => {
     const d = item("routes", "198.51.100.0/24 via 192.0.2.77");
     assert.equal(d.live, null);
-    assert.deepEqual([d.severity, base(d.source.file), d.source.line], ["critical", "nodes/localhost.yaml", 8]);
+    assert.deepEqual(
+      [d.severity, base(d.source.file), d.source.line],
+      ["critical", "nodes/localhost.yaml", 8],
+    );
   });
 
   it("packages: a changed version, from the group", () => {
     const d = item("packages", "bash");
-    const version = execFileSync("dpkg-query", ["-W", "-f", "${Version}", "bash"], { encoding: "utf8" });
-    assert.deepEqual([d.declared, d.live, d.severity, base(d.source.file), d.source.line], ["1.0-1", version, "high", "groups/lab.yaml", 6]);
+    const version = execFileSync("dpkg-query", ["-W", "-f", "${Version}", "bash"], {
+      encoding: "utf8",
+    });
+    assert.deepEqual(
+      [d.declared, d.live, d.severity, base(d.source.file), d.source.line],
+      ["1.0-1", version, "high", "groups/lab.yaml", 6],
+    );
   });
 
   it("ports: an unauthorized listener and a declared port not listening", () => {
     const unauthorized = item("ports", `tcp/${port}`);
-    assert.deepEqual([unauthorized.declared, unauthorized.live, unauthorized.severity], ["closed", "listening", "high"]);
+    assert.deepEqual(
+      [unauthorized.declared, unauthorized.live, unauthorized.severity],
+      ["closed", "listening", "high"],
+    );
     assert.match(unauthorized.detail, /127\.0\.0\.1/);
     const missing = item("ports", "tcp/1");
-    assert.deepEqual([missing.declared, missing.live, base(missing.source.file), missing.source.line], ["listening", "closed", "nodes/localhost.yaml", 9]);
+    assert.deepEqual(
+      [missing.declared, missing.live, base(missing.source.file), missing.source.line],
+      ["listening", "closed", "nodes/localhost.yaml", 9],
+    );
   });
 
   it("files: contents with a -want +got diff, and mode, at the policy's severity", () => {
     const file = path.join(scratch, "app.conf");
     const contents = item("files", file);
-    assert.deepEqual([contents.declared, contents.live, contents.severity], ["workers = 4\n", "workers = 8\n", "critical"]);
+    assert.deepEqual(
+      [contents.declared, contents.live, contents.severity],
+      ["workers = 4\n", "workers = 8\n", "critical"],
+    );
     assert.match(contents.diff, /^-workers = 4$/m);
     assert.match(contents.diff, /^\+workers = 8$/m);
     const mode = item("files", `${file}:mode`);
-    assert.deepEqual([mode.declared, mode.live, base(mode.source.file), mode.source.line], ["0600", "0644", "nodes/localhost.yaml", 13]);
+    assert.deepEqual(
+      [mode.declared, mode.live, base(mode.source.file), mode.source.line],
+      ["0600", "0644", "nodes/localhost.yaml", 13],
+    );
   });
 
   it("a package declared absent and absent is not drift", () => {
-    assert.equal(report.nodes[0].drift.some((d: any) => d.key === "telnetd"), false);
+    assert.equal(
+      report.nodes[0].drift.some((d: any) => d.key === "telnetd"),
+      false,
+    );
   });
 });

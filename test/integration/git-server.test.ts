@@ -33,7 +33,8 @@ describe("git server", () => {
     await rm(work, { recursive: true, force: true });
   });
 
-  const cliUrl = (token = TOKEN) => server.repoUrl("acme", "fleet-manifests").replace("http://", `http://x-access-token:${token}@`);
+  const cliUrl = (token = TOKEN) =>
+    server.repoUrl("acme", "fleet-manifests").replace("http://", `http://x-access-token:${token}@`);
   const cli = (args: string[], cwd?: string) =>
     execa("git", ["-c", `user.name=${author.name}`, "-c", `user.email=${author.email}`, ...args], {
       cwd,
@@ -44,9 +45,13 @@ describe("git server", () => {
   test("refuses requests without the token", async () => {
     const url = `${server.repoUrl("acme", "fleet-manifests")}/info/refs?service=git-upload-pack`;
     assert.equal((await fetch(url)).status, 401);
-    const wrong = await fetch(url, { headers: { authorization: `Basic ${Buffer.from("x:nope").toString("base64")}` } });
+    const wrong = await fetch(url, {
+      headers: { authorization: `Basic ${Buffer.from("x:nope").toString("base64")}` },
+    });
     assert.equal(wrong.status, 401);
-    const right = await fetch(url, { headers: { authorization: `Basic ${Buffer.from(`anyone:${TOKEN}`).toString("base64")}` } });
+    const right = await fetch(url, {
+      headers: { authorization: `Basic ${Buffer.from(`anyone:${TOKEN}`).toString("base64")}` },
+    });
     assert.equal(right.status, 200);
     const refused = await cli(["ls-remote", cliUrl("nope")]);
     assert.notEqual(refused.exitCode, 0);
@@ -54,8 +59,19 @@ describe("git server", () => {
 
   test("isomorphic-git clones the seeded branch", async () => {
     const dir = join(work, "iso-clone");
-    await git.clone({ fs, http, dir, url: server.repoUrl("acme", "fleet-manifests"), onAuth, singleBranch: true, depth: 1 });
-    assert.equal(await readFile(join(dir, "nodes", "web-01.yaml"), "utf8"), "host: web-01.example.net\n");
+    await git.clone({
+      fs,
+      http,
+      dir,
+      url: server.repoUrl("acme", "fleet-manifests"),
+      onAuth,
+      singleBranch: true,
+      depth: 1,
+    });
+    assert.equal(
+      await readFile(join(dir, "nodes", "web-01.yaml"), "utf8"),
+      "host: web-01.example.net\n",
+    );
     assert.equal(await git.currentBranch({ fs, dir }), "main");
   });
 
@@ -75,10 +91,13 @@ describe("git server", () => {
     await writeFile(join(second, "fleet.yaml"), "policy: { sysctl: { severity: high } }\n");
     await git.add({ fs, dir: second, filepath: "fleet.yaml" });
     const rival = await git.commit({ fs, dir: second, message: "Raise sysctl severity", author });
-    await assert.rejects(git.push({ fs, http, dir: second, remote: "origin", ref: "main", onAuth }), (err: Error & { code?: string }) => {
-      assert.equal(err.code, "PushRejectedError");
-      return true;
-    });
+    await assert.rejects(
+      git.push({ fs, http, dir: second, remote: "origin", ref: "main", onAuth }),
+      (err: Error & { code?: string }) => {
+        assert.equal(err.code, "PushRejectedError");
+        return true;
+      },
+    );
     const remote = await git.listServerRefs({ http, url, onAuth, prefix: "refs/heads/main" });
     assert.equal(remote[0]?.oid, pushed);
 
@@ -95,7 +114,12 @@ describe("git server", () => {
     const oid = await git.commit({ fs, dir, message: "Start", author });
     await git.addRemote({ fs, dir, remote: "origin", url: server.repoUrl("acme", "empty") });
     await git.push({ fs, http, dir, remote: "origin", ref: "main", onAuth });
-    const { stdout } = await execa("git", ["--git-dir", server.barePath("acme", "empty"), "rev-parse", "refs/heads/main"]);
+    const { stdout } = await execa("git", [
+      "--git-dir",
+      server.barePath("acme", "empty"),
+      "rev-parse",
+      "refs/heads/main",
+    ]);
     assert.equal(stdout.trim(), oid);
   });
 
@@ -121,7 +145,12 @@ describe("git server", () => {
     const forced = await cli(["push", "--force", "origin", "main"], second);
     assert.equal(forced.exitCode, 0, forced.stderr);
     const local = (await cli(["rev-parse", "HEAD"], second)).stdout.trim();
-    const { stdout } = await execa("git", ["--git-dir", server.barePath("acme", "fleet-manifests"), "rev-parse", "refs/heads/main"]);
+    const { stdout } = await execa("git", [
+      "--git-dir",
+      server.barePath("acme", "fleet-manifests"),
+      "rev-parse",
+      "refs/heads/main",
+    ]);
     assert.equal(stdout.trim(), local);
   });
 });

@@ -23,7 +23,9 @@ describe("auditing this machine", () => {
     const snapshot = await runCli(["snapshot", "--local"]);
     assert.equal(snapshot.exitCode, 0, snapshot.stderr);
     // The default declares packages installed at any version: an upgrade is no drift.
-    const packages = (parse(snapshot.stdout) as { packages: { installed_manifest: Record<string, string> } }).packages;
+    const packages = (
+      parse(snapshot.stdout) as { packages: { installed_manifest: Record<string, string> } }
+    ).packages;
     assert.deepEqual(new Set(Object.values(packages.installed_manifest)), new Set(["*"]));
     const dir = await writeTree({ "nodes/localhost.yaml": snapshot.stdout });
     dirs.push(dir);
@@ -35,20 +37,33 @@ describe("auditing this machine", () => {
   });
 
   it("`snapshot --local --packages versions` then `audit --local`: the pinned versions are clean too", async () => {
-    const snapshot = await runCli(["snapshot", "--local", "--packages", "versions", "--category", "packages"]);
+    const snapshot = await runCli([
+      "snapshot",
+      "--local",
+      "--packages",
+      "versions",
+      "--category",
+      "packages",
+    ]);
     assert.equal(snapshot.exitCode, 0, snapshot.stderr);
     const dir = await writeTree({ "nodes/localhost.yaml": snapshot.stdout });
     dirs.push(dir);
     const audit = await runCli(["audit", "--local", "--manifests", dir, "--format", "json"]);
     const report = JSON.parse(audit.stdout);
     assert.deepEqual(report.nodes[0].drift, []);
-    const pinned = (parse(snapshot.stdout) as { packages: { installed_manifest: Record<string, string> } }).packages;
+    const pinned = (
+      parse(snapshot.stdout) as { packages: { installed_manifest: Record<string, string> } }
+    ).packages;
     assert.match(pinned.installed_manifest.bash!, /^\d/, "bash is pinned to its version");
     assert.equal(audit.exitCode, 0, audit.stderr);
   });
 
   it("a declared node's snapshot carries its files' live state, and auditing that snapshot is clean", async () => {
-    const place = await writeTree({ "app.conf": "role = live\n", "secret.key": "live key\n", "keep.conf": "same\n" });
+    const place = await writeTree({
+      "app.conf": "role = live\n",
+      "secret.key": "live key\n",
+      "keep.conf": "same\n",
+    });
     dirs.push(place);
     await chmod(path.join(place, "app.conf"), 0o640);
     const file = (name: string) => path.join(place, name);
@@ -62,22 +77,46 @@ describe("auditing this machine", () => {
     };
     const manifests = await writeTree(nodeTree(declared, "here"));
     dirs.push(manifests);
-    const snapshot = await runCli(["snapshot", "--local", "--manifests", manifests, "--node", "here"]);
+    const snapshot = await runCli([
+      "snapshot",
+      "--local",
+      "--manifests",
+      manifests,
+      "--node",
+      "here",
+    ]);
     assert.equal(snapshot.exitCode, 0, snapshot.stderr);
     assert.match(snapshot.stdout, /^# Live state of here, taken /m);
     const spec = parse(snapshot.stdout) as { files: Record<string, unknown>[] };
     assert.deepEqual(spec.files, [
       { path: file("app.conf"), contents: "role = live\n", mode: "0640" },
-      { path: file("secret.key"), sha256: createHash("sha256").update("live key\n").digest("hex"), secret: true },
+      {
+        path: file("secret.key"),
+        sha256: createHash("sha256").update("live key\n").digest("hex"),
+        secret: true,
+      },
       { path: file("keep.conf"), contents: "same\n" },
       { path: file("gone.conf"), absent: true },
     ]);
-    assert.doesNotMatch(snapshot.stdout, /live key/, "a secret's contents never reach the snapshot");
+    assert.doesNotMatch(
+      snapshot.stdout,
+      /live key/,
+      "a secret's contents never reach the snapshot",
+    );
     const [py] = await pyyamlLoad([snapshot.stdout]);
     assert.deepEqual(py, { value: spec });
     const dir = await writeTree({ "nodes/here.yaml": snapshot.stdout });
     dirs.push(dir);
-    const audit = await runCli(["audit", "--local", "--manifests", dir, "--nodes", "here", "--format", "json"]);
+    const audit = await runCli([
+      "audit",
+      "--local",
+      "--manifests",
+      dir,
+      "--nodes",
+      "here",
+      "--format",
+      "json",
+    ]);
     const report = JSON.parse(audit.stdout);
     assert.deepEqual(report.nodes[0].drift, []);
     assert.equal(audit.exitCode, 0, audit.stderr);

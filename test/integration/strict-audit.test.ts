@@ -14,9 +14,22 @@ after(() => Promise.all(dirs.map(removeTree)));
 
 /** The real CLI as user nobody, with the environment a cron job would give it. */
 async function cliAsNobody(args: string[]) {
-  const nobody = ["--reuid=65534", "--regid=65534", "--clear-groups", "env", "-i", "PATH=/usr/bin:/bin", "HOME=/tmp", "NO_COLOR=1"];
+  const nobody = [
+    "--reuid=65534",
+    "--regid=65534",
+    "--clear-groups",
+    "env",
+    "-i",
+    "PATH=/usr/bin:/bin",
+    "HOME=/tmp",
+    "NO_COLOR=1",
+  ];
   const entry = path.join(REPO_ROOT, "src/cli/main.ts");
-  const result = await execa("setpriv", [...nobody, process.execPath, "--import", TSX, entry, ...args], { cwd: "/", reject: false });
+  const result = await execa(
+    "setpriv",
+    [...nobody, process.execPath, "--import", TSX, entry, ...args],
+    { cwd: "/", reject: false },
+  );
   return { exitCode: result.exitCode ?? -1, stdout: result.stdout, stderr: result.stderr };
 }
 
@@ -26,7 +39,11 @@ describe("audit --local as a user who cannot read a declared file", () => {
     const dir = await writeTree({ "root-only.txt": secret, "readable.txt": "hello\n" });
     dirs.push(dir);
     const files = [
-      { path: path.join(dir, "root-only.txt"), sha256: createHash("sha256").update(secret).digest("hex"), secret: true },
+      {
+        path: path.join(dir, "root-only.txt"),
+        sha256: createHash("sha256").update(secret).digest("hex"),
+        secret: true,
+      },
       { path: path.join(dir, "readable.txt"), contents: "hello\n" },
     ];
     const manifests = path.join(dir, "m");
@@ -43,7 +60,10 @@ describe("audit --local as a user who cannot read a declared file", () => {
     assert.match(verbose.stdout, /^localhost: clean \(1 item in 1 domain\), 1 unknown, /m);
     const unknown = verbose.stdout.split("\n").filter((l) => l.startsWith("  files: unknown ("));
     assert.equal(unknown.length, 1, verbose.stdout);
-    assert.ok(unknown[0]!.includes(`${path.join(dir, "root-only.txt")}: Permission denied`), verbose.stdout);
+    assert.ok(
+      unknown[0]!.includes(`${path.join(dir, "root-only.txt")}: Permission denied`),
+      verbose.stdout,
+    );
 
     const strict = await cliAsNobody(["audit", "--local", "--manifests", manifests, "--strict"]);
     assert.equal(strict.exitCode, 4, strict.stderr);
@@ -63,13 +83,24 @@ describe("audit --local on a node in maintenance", () => {
     const marker = path.join(dir, "marker");
     const manifests = path.join(dir, "m");
     await execa("mkdir", ["-p", path.join(manifests, "nodes")]);
-    await writeFile(path.join(manifests, "fleet.yaml"), stringify({ audit: { maintenance_marker: marker } }));
-    await writeFile(path.join(manifests, "nodes", "localhost.yaml"), stringify({ system: { kernel_version: "0.0.0-none" } }));
+    await writeFile(
+      path.join(manifests, "fleet.yaml"),
+      stringify({ audit: { maintenance_marker: marker } }),
+    );
+    await writeFile(
+      path.join(manifests, "nodes", "localhost.yaml"),
+      stringify({ system: { kernel_version: "0.0.0-none" } }),
+    );
 
     const text = await runCli(["audit", "--local", "--manifests", manifests]);
     assert.equal(text.exitCode, 0, text.stderr);
     const line = text.stdout.split("\n").find((l) => l.includes("maintenance marker"))!;
-    assert.ok(line.startsWith(`  maintenance marker ${marker} is present: kernel upgrade by @alice \\x1b[2J<!-- x -->zzz`), line);
+    assert.ok(
+      line.startsWith(
+        `  maintenance marker ${marker} is present: kernel upgrade by @alice \\x1b[2J<!-- x -->zzz`,
+      ),
+      line,
+    );
     assert.ok(line.endsWith("z…") && line.length < 300, line);
     assert.ok(!text.stdout.includes("\x1b") && !text.stdout.includes("second line"));
 
@@ -77,7 +108,10 @@ describe("audit --local on a node in maintenance", () => {
     await symlink(path.join(dir, "secret.txt"), marker);
     const json = await runCli(["audit", "--local", "--manifests", manifests, "--format", "json"]);
     const node = JSON.parse(json.stdout).nodes[0];
-    assert.deepEqual([node.status, node.error], ["maintenance", `maintenance marker ${marker} is present`]);
+    assert.deepEqual(
+      [node.status, node.error],
+      ["maintenance", `maintenance marker ${marker} is present`],
+    );
     assert.ok(!json.stdout.includes("TOPSECRET"));
   });
 });

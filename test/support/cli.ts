@@ -14,7 +14,10 @@ export interface CliResult {
 }
 
 /** Runs the real CLI as a user would (a separate process), from `cwd`. */
-export async function runCli(args: string[], options: { cwd?: string; env?: Record<string, string>; input?: string } = {}): Promise<CliResult> {
+export async function runCli(
+  args: string[],
+  options: { cwd?: string; env?: Record<string, string>; input?: string } = {},
+): Promise<CliResult> {
   const result = await execa(process.execPath, ["--import", TSX, ENTRY, ...args], {
     cwd: options.cwd ?? REPO_ROOT,
     env: { NO_COLOR: "1", ...options.env },

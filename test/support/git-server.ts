@@ -75,7 +75,8 @@ export async function startGitServer(options: { token: string }): Promise<GitSer
     };
     if (req.headers["content-length"]) env.CONTENT_LENGTH = req.headers["content-length"];
     // The git CLI gzips large requests; the backend inflates them itself when told.
-    if (req.headers["content-encoding"]) env.HTTP_CONTENT_ENCODING = req.headers["content-encoding"];
+    if (req.headers["content-encoding"])
+      env.HTTP_CONTENT_ENCODING = req.headers["content-encoding"];
     const protocol = req.headers["git-protocol"];
     if (typeof protocol === "string") env.GIT_PROTOCOL = protocol;
 
@@ -100,7 +101,8 @@ export async function startGitServer(options: { token: string }): Promise<GitSer
     repoUrl: (owner, repo) => `${url}/${owner}/${repo}.git`,
     barePath,
     async createRepo(owner, repo, seedDir, branch = "main") {
-      if (!NAME.test(owner) || !NAME.test(repo)) throw new Error(`not a repository name: ${owner}/${repo}`);
+      if (!NAME.test(owner) || !NAME.test(repo))
+        throw new Error(`not a repository name: ${owner}/${repo}`);
       const bare = barePath(owner, repo);
       await mkdir(join(root, owner), { recursive: true });
       await execa("git", ["init", "--quiet", "--bare", `--initial-branch=${branch}`, bare]);
@@ -116,13 +118,25 @@ export async function startGitServer(options: { token: string }): Promise<GitSer
 }
 
 /** Commits the whole of `dir` onto `branch` of a bare repo with plumbing, without copying it into a clone. */
-async function commitDirectory(bare: string, dir: string, branch: string, message: string): Promise<void> {
+async function commitDirectory(
+  bare: string,
+  dir: string,
+  branch: string,
+  message: string,
+): Promise<void> {
   const scratch = await mkdtemp(join(tmpdir(), "qm-seed-index-"));
   try {
-    const env = { ...SEED_IDENTITY, GIT_DIR: bare, GIT_WORK_TREE: dir, GIT_INDEX_FILE: join(scratch, "index") };
+    const env = {
+      ...SEED_IDENTITY,
+      GIT_DIR: bare,
+      GIT_WORK_TREE: dir,
+      GIT_INDEX_FILE: join(scratch, "index"),
+    };
     await execa("git", ["add", "--all", "."], { env, cwd: dir });
     const tree = (await execa("git", ["write-tree"], { env })).stdout.trim();
-    const commit = (await execa("git", ["commit-tree", tree, "-m", message], { env })).stdout.trim();
+    const commit = (
+      await execa("git", ["commit-tree", tree, "-m", message], { env })
+    ).stdout.trim();
     await execa("git", ["update-ref", `refs/heads/${branch}`, commit], { env });
   } finally {
     await rm(scratch, { recursive: true, force: true });

@@ -144,7 +144,9 @@ function escapeRegExp(s: string): string {
 
 async function ipBatch(lines: string[], force = false): Promise<void> {
   if (lines.length === 0) return;
-  await execa("ip", [...(force ? ["-force"] : []), "-batch", "-"], { input: lines.join("\n") + "\n" });
+  await execa("ip", [...(force ? ["-force"] : []), "-batch", "-"], {
+    input: lines.join("\n") + "\n",
+  });
 }
 
 /** Names of network namespaces, as `ip netns list` prints them. */
@@ -234,9 +236,10 @@ async function cleanupStale(prefix: string): Promise<void> {
   const leftovers = pidsInNetns(inodes);
   killAll(leftovers);
   await waitExited(leftovers);
-  await ipBatch([...netns.map((n) => `netns del ${n}`), ...links.map((l) => `link del ${l}`)], true).catch(
-    () => undefined,
-  );
+  await ipBatch(
+    [...netns.map((n) => `netns del ${n}`), ...links.map((l) => `link del ${l}`)],
+    true,
+  ).catch(() => undefined);
   const tmpRe = new RegExp(`^${p}-(\\d+)-[A-Za-z0-9]{6}$`);
   for (const entry of await fsp.readdir(os.tmpdir())) {
     const m = tmpRe.exec(entry);
@@ -246,7 +249,9 @@ async function cleanupStale(prefix: string): Promise<void> {
   }
   await fsp.mkdir(SUBNET_CLAIMS, { recursive: true });
   for (const entry of await fsp.readdir(SUBNET_CLAIMS)) {
-    const owner = Number((await fsp.readFile(path.join(SUBNET_CLAIMS, entry), "utf8").catch(() => "")).trim());
+    const owner = Number(
+      (await fsp.readFile(path.join(SUBNET_CLAIMS, entry), "utf8").catch(() => "")).trim(),
+    );
     if (!owner || !isAlive(owner)) await fsp.rm(path.join(SUBNET_CLAIMS, entry), { force: true });
   }
 }
@@ -255,12 +260,16 @@ async function cleanupStale(prefix: string): Promise<void> {
 async function claimSubnet(): Promise<number> {
   const { stdout } = await execa("ip", ["-4", "-o", "addr", "show"]);
   const inUse = new Set(
-    [...stdout.matchAll(new RegExp(`inet ${escapeRegExp(SUBNET_BASE)}\\.(\\d+)\\.`, "g"))].map((m) => Number(m[1])),
+    [...stdout.matchAll(new RegExp(`inet ${escapeRegExp(SUBNET_BASE)}\\.(\\d+)\\.`, "g"))].map(
+      (m) => Number(m[1]),
+    ),
   );
   for (let octet = 0; octet <= 255; octet++) {
     if (inUse.has(octet)) continue;
     try {
-      await fsp.writeFile(path.join(SUBNET_CLAIMS, String(octet)), `${process.pid}\n`, { flag: "wx" });
+      await fsp.writeFile(path.join(SUBNET_CLAIMS, String(octet)), `${process.pid}\n`, {
+        flag: "wx",
+      });
       return octet;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
@@ -292,7 +301,10 @@ async function ensureAuditUser(user: string): Promise<void> {
   }
   const fields = entry.split(":");
   const shadow = await fsp.readFile("/etc/shadow", "utf8");
-  const pw = shadow.split("\n").find((l) => l.startsWith(`${user}:`))?.split(":")[1];
+  const pw = shadow
+    .split("\n")
+    .find((l) => l.startsWith(`${user}:`))
+    ?.split(":")[1];
   if (fields[6] !== "/bin/sh" || pw !== "*") {
     await execa("usermod", ["--shell", "/bin/sh", "--password", "*", user]);
   }
@@ -312,7 +324,10 @@ function deepestExisting(target: string): string {
  * missing ones are added through an overlay on their deepest existing ancestor, so nothing
  * is created on the machine's own filesystem.
  */
-async function prepareFiles(rt: HostRuntime, files: Map<string, { contents: string | Buffer; mode?: string }>): Promise<string[]> {
+async function prepareFiles(
+  rt: HostRuntime,
+  files: Map<string, { contents: string | Buffer; mode?: string }>,
+): Promise<string[]> {
   const binds: string[] = [];
   const missing: string[] = [];
   for (const target of files.keys()) {
@@ -325,9 +340,11 @@ async function prepareFiles(rt: HostRuntime, files: Map<string, { contents: stri
   const roots = [...new Set(missing.map(deepestExisting))].sort((a, b) => a.length - b.length);
   const overlayRoots: string[] = [];
   for (const r of roots) {
-    if (!overlayRoots.some((o) => o === "/" || r === o || r.startsWith(`${o}/`))) overlayRoots.push(r);
+    if (!overlayRoots.some((o) => o === "/" || r === o || r.startsWith(`${o}/`)))
+      overlayRoots.push(r);
   }
-  if (overlayRoots.includes("/")) throw new Error("cannot add files whose only existing ancestor is /");
+  if (overlayRoots.includes("/"))
+    throw new Error("cannot add files whose only existing ancestor is /");
   const lines: string[] = [];
   for (const [i, root] of overlayRoots.entries()) {
     const base = path.join(rt.dir, "overlay", String(i));
@@ -358,8 +375,13 @@ async function prepareFiles(rt: HostRuntime, files: Map<string, { contents: stri
 const RPMBUILD = "/usr/bin/rpmbuild";
 
 /** Builds an empty noarch rpm for each package and installs them all into a new database in `dbDir`. */
-async function buildRpmDatabase(packages: readonly RpmPackage[], workDir: string, dbDir: string): Promise<void> {
-  if (!fs.existsSync(RPMBUILD)) throw new Error(`${RPMBUILD} missing: install rpm (scripts/ci-install.sh)`);
+async function buildRpmDatabase(
+  packages: readonly RpmPackage[],
+  workDir: string,
+  dbDir: string,
+): Promise<void> {
+  if (!fs.existsSync(RPMBUILD))
+    throw new Error(`${RPMBUILD} missing: install rpm (scripts/ci-install.sh)`);
   const built: string[] = [];
   for (const pkg of packages) {
     for (const [field, value] of Object.entries(pkg)) {
@@ -387,13 +409,32 @@ async function buildRpmDatabase(packages: readonly RpmPackage[], workDir: string
         "",
       ].join("\n"),
     );
-    await execa(RPMBUILD, ["-bb", "--quiet", "--define", `_topdir ${workDir}`, "--define", "_build_id_links none", spec]);
-    built.push(path.join(workDir, "RPMS", "noarch", `${pkg.name}-${pkg.version}-${pkg.release}.noarch.rpm`));
+    await execa(RPMBUILD, [
+      "-bb",
+      "--quiet",
+      "--define",
+      `_topdir ${workDir}`,
+      "--define",
+      "_build_id_links none",
+      spec,
+    ]);
+    built.push(
+      path.join(workDir, "RPMS", "noarch", `${pkg.name}-${pkg.version}-${pkg.release}.noarch.rpm`),
+    );
   }
   await fsp.mkdir(dbDir, { recursive: true });
   await execa("rpm", ["--dbpath", dbDir, "--initdb"]);
   // --justdb records the packages without unpacking anything; Debian's rpm warns about that on stderr.
-  await execa("rpm", ["--dbpath", dbDir, "-i", "--justdb", "--nodeps", "--ignorearch", "--ignoreos", ...built]);
+  await execa("rpm", [
+    "--dbpath",
+    dbDir,
+    "-i",
+    "--justdb",
+    "--nodeps",
+    "--ignorearch",
+    "--ignoreos",
+    ...built,
+  ]);
   await execa("chmod", ["-R", "a+rX", dbDir]);
 }
 
@@ -426,7 +467,10 @@ function waitReady(child: ChildProcess, what: string, timeoutMs: number): Promis
   return new Promise((resolve, reject) => {
     let out = "";
     let err = "";
-    const timer = setTimeout(() => finish(new Error(`${what}: not ready after ${timeoutMs} ms ${err.trim()}`)), timeoutMs);
+    const timer = setTimeout(
+      () => finish(new Error(`${what}: not ready after ${timeoutMs} ms ${err.trim()}`)),
+      timeoutMs,
+    );
     const finish = (e?: Error): void => {
       clearTimeout(timer);
       child.stdout?.removeAllListeners("data");
@@ -492,22 +536,42 @@ const unitFile = (name: string, lines: string[]) =>
  * tmpfs first (a booting systemd would otherwise clean the machine's /tmp), with `keep` (absolute
  * paths, e.g. the fleet's directory and the repository) bind-mounted back at the same paths.
  */
-async function systemdBoot(rt: HostRuntime, keep: readonly string[], sshdCommand: string): Promise<string[]> {
+async function systemdBoot(
+  rt: HostRuntime,
+  keep: readonly string[],
+  sshdCommand: string,
+): Promise<string[]> {
   const lines: string[] = [];
   for (const [i, dir] of PRIVATE_UNIT_DIRS.entries()) {
     const base = path.join(rt.dir, "units", String(i));
     await fsp.mkdir(path.join(base, "upper"), { recursive: true });
     await fsp.mkdir(path.join(base, "work"), { recursive: true });
-    lines.push(`mount -t overlay overlay -o ${shq(`lowerdir=${dir},upperdir=${base}/upper,workdir=${base}/work`)} ${dir}`);
+    lines.push(
+      `mount -t overlay overlay -o ${shq(`lowerdir=${dir},upperdir=${base}/upper,workdir=${base}/work`)} ${dir}`,
+    );
   }
   lines.push("mount -t tmpfs -o mode=0755 tmpfs /run", "mkdir -p /run/qm-keep");
-  keep.forEach((dir, i) => lines.push(`mkdir /run/qm-keep/${i}`, `mount --bind ${shq(dir)} /run/qm-keep/${i}`));
-  lines.push("mount -t tmpfs -o mode=1777 tmpfs /tmp", "mount -t tmpfs -o mode=1777 tmpfs /var/tmp");
-  keep.forEach((dir, i) => lines.push(`mkdir -p ${shq(dir)}`, `mount --move /run/qm-keep/${i} ${shq(dir)}`));
+  keep.forEach((dir, i) =>
+    lines.push(`mkdir /run/qm-keep/${i}`, `mount --bind ${shq(dir)} /run/qm-keep/${i}`),
+  );
+  lines.push(
+    "mount -t tmpfs -o mode=1777 tmpfs /tmp",
+    "mount -t tmpfs -o mode=1777 tmpfs /var/tmp",
+  );
+  keep.forEach((dir, i) =>
+    lines.push(`mkdir -p ${shq(dir)}`, `mount --move /run/qm-keep/${i} ${shq(dir)}`),
+  );
   lines.push(
     "mkdir -p /run/systemd/system /run/sshd",
-    unitFile(SYSTEMD_TARGET, ["Description=Quartermaster test host", "Wants=qm-sshd.service dbus.socket dbus.service"]),
-    unitFile("qm-sshd.service", ["Description=sshd of the test host", "[Service]", `ExecStart=${sshdCommand}`]),
+    unitFile(SYSTEMD_TARGET, [
+      "Description=Quartermaster test host",
+      "Wants=qm-sshd.service dbus.socket dbus.service",
+    ]),
+    unitFile("qm-sshd.service", [
+      "Description=sshd of the test host",
+      "[Service]",
+      `ExecStart=${sshdCommand}`,
+    ]),
     // A system bus, so unprivileged systemctl works as on a real host.
     unitFile("dbus.socket", ["[Socket]", "ListenStream=/run/dbus/system_bus_socket"]),
     unitFile("dbus.service", [
@@ -522,7 +586,9 @@ async function systemdBoot(rt: HostRuntime, keep: readonly string[], sshdCommand
 /** The PID of a systemd host's PID 1: the only child of its `unshare --fork`. */
 async function findPid1(anchorPid: number, deadline: number): Promise<number> {
   for (;;) {
-    const children = fs.readFileSync(`/proc/${anchorPid}/task/${anchorPid}/children`, "utf8").trim();
+    const children = fs
+      .readFileSync(`/proc/${anchorPid}/task/${anchorPid}/children`, "utf8")
+      .trim();
     if (children) return Number(children.split(" ")[0]);
     if (Date.now() > deadline) throw new Error("systemd did not start");
     await new Promise((r) => setTimeout(r, 20));
@@ -531,7 +597,8 @@ async function findPid1(anchorPid: number, deadline: number): Promise<number> {
 
 /** sshd in the foreground, logging to the host's sshd.log. */
 const sshdArgs = (rt: HostRuntime) => ["-D", "-e", "-f", rt.sshdConfig, "-h", rt.hostKey];
-const sshdCommand = (rt: HostRuntime) => [SSHD, ...sshdArgs(rt), "-E", rt.sshdLog].map(shq).join(" ");
+const sshdCommand = (rt: HostRuntime) =>
+  [SSHD, ...sshdArgs(rt), "-E", rt.sshdLog].map(shq).join(" ");
 
 function startSshd(rt: HostRuntime): void {
   const anchorPid = rt.anchor?.pid;
@@ -550,16 +617,23 @@ function startSshd(rt: HostRuntime): void {
   rt.sshd.unref();
 }
 
-export async function startFleet(defs: HostDefinition[], options: FleetOptions = {}): Promise<TestFleet> {
+export async function startFleet(
+  defs: HostDefinition[],
+  options: FleetOptions = {},
+): Promise<TestFleet> {
   const prefix = options.prefix ?? "qmt";
   const readyTimeoutMs = options.readyTimeoutMs ?? 20000;
-  if (!/^[a-z][a-z0-9]*$/.test(prefix)) throw new Error(`prefix must be lowercase letters and digits: ${prefix}`);
-  if (process.getuid?.() !== 0) throw new Error("test hosts need root (network namespaces, mounts, useradd)");
-  if (!fs.existsSync(SSHD)) throw new Error(`${SSHD} missing: install openssh-server (scripts/ci-install.sh)`);
+  if (!/^[a-z][a-z0-9]*$/.test(prefix))
+    throw new Error(`prefix must be lowercase letters and digits: ${prefix}`);
+  if (process.getuid?.() !== 0)
+    throw new Error("test hosts need root (network namespaces, mounts, useradd)");
+  if (!fs.existsSync(SSHD))
+    throw new Error(`${SSHD} missing: install openssh-server (scripts/ci-install.sh)`);
   if (defs.length > 253) throw new Error("at most 253 hosts per fleet (one /24)");
   const seen = new Set<string>();
   for (const d of defs) {
-    if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(d.name)) throw new Error(`host ${d.name}: not a usable ssh alias`);
+    if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(d.name))
+      throw new Error(`host ${d.name}: not a usable ssh alias`);
     if (seen.has(d.name)) throw new Error(`host ${d.name}: defined twice`);
     seen.add(d.name);
   }
@@ -570,7 +644,8 @@ export async function startFleet(defs: HostDefinition[], options: FleetOptions =
   const bridge = `${fleetId}-b${fleetSeq++}`;
   const names = defs.map(() => `${fleetId}-${hostSeq++}`);
   for (const n of [bridge, ...names]) {
-    if (n.length > IFNAMSIZ) throw new Error(`interface name ${n} is longer than ${IFNAMSIZ} bytes: use a shorter prefix`);
+    if (n.length > IFNAMSIZ)
+      throw new Error(`interface name ${n} is longer than ${IFNAMSIZ} bytes: use a shorter prefix`);
   }
 
   const user = AUDIT_USER;
@@ -584,7 +659,12 @@ export async function startFleet(defs: HostDefinition[], options: FleetOptions =
     const hostDir = path.join(dir, "hosts", def.name);
     return {
       def,
-      host: { name: def.name, address: `${SUBNET_BASE}.${octet}.${i + 2}`, port: 22, netns: names[i]! },
+      host: {
+        name: def.name,
+        address: `${SUBNET_BASE}.${octet}.${i + 2}`,
+        port: 22,
+        netns: names[i]!,
+      },
       dir: hostDir,
       hostKey: path.join(hostDir, "ssh_host_ed25519_key"),
       sshdConfig: path.join(hostDir, "sshd_config"),
@@ -600,17 +680,24 @@ export async function startFleet(defs: HostDefinition[], options: FleetOptions =
     ...(bridgeMade ? [`link del ${bridge}`] : []),
   ];
   const childPids = (): number[] =>
-    runtimes.flatMap((rt) => [rt.listener?.pid, rt.sshd?.pid, rt.anchor?.pid]).filter((p): p is number => p !== undefined);
+    runtimes
+      .flatMap((rt) => [rt.listener?.pid, rt.sshd?.pid, rt.anchor?.pid])
+      .filter((p): p is number => p !== undefined);
 
   // Last resort when the runner exits without stop(): best effort, synchronous.
   const onExit = (): void => {
     if (stopped) return;
     stopped = true;
     killAll(childPids());
-    const inodes = new Set(runtimes.map((rt) => netnsInode(rt.host.netns)).filter((i): i is number => i !== undefined));
+    const inodes = new Set(
+      runtimes.map((rt) => netnsInode(rt.host.netns)).filter((i): i is number => i !== undefined),
+    );
     killAll(pidsInNetns(inodes));
     try {
-      execFileSync("ip", ["-force", "-batch", "-"], { input: teardownLines().join("\n") + "\n", stdio: ["pipe", "ignore", "ignore"] });
+      execFileSync("ip", ["-force", "-batch", "-"], {
+        input: teardownLines().join("\n") + "\n",
+        stdio: ["pipe", "ignore", "ignore"],
+      });
     } catch {
       // Stale cleanup of the next run removes what is left.
     }
@@ -625,9 +712,13 @@ export async function startFleet(defs: HostDefinition[], options: FleetOptions =
     process.removeListener("exit", onExit);
     // SIGKILL to a PID 1 ends its whole pid namespace; its unshare, which ignores SIGTERM, then exits.
     killAll(runtimes.flatMap((rt) => (rt.pid1 === undefined ? [] : [rt.pid1])));
-    await Promise.all(runtimes.flatMap((rt) => [stopChild(rt.listener), stopChild(rt.sshd), stopChild(rt.anchor)]));
+    await Promise.all(
+      runtimes.flatMap((rt) => [stopChild(rt.listener), stopChild(rt.sshd), stopChild(rt.anchor)]),
+    );
     // ssh sessions outlive their listening sshd, and exec() children may linger: kill whatever is left.
-    const inodes = new Set(runtimes.map((rt) => netnsInode(rt.host.netns)).filter((i): i is number => i !== undefined));
+    const inodes = new Set(
+      runtimes.map((rt) => netnsInode(rt.host.netns)).filter((i): i is number => i !== undefined),
+    );
     const leftovers = pidsInNetns(inodes);
     killAll(leftovers);
     await waitExited(leftovers);
@@ -678,7 +769,8 @@ export async function startFleet(defs: HostDefinition[], options: FleetOptions =
           const { def, host } = rt;
           try {
             const files = new Map(Object.entries(def.files ?? {}));
-            if (def.dpkgStatus) files.set(DPKG_STATUS, { contents: def.dpkgStatus(realDpkg), mode: "0644" });
+            if (def.dpkgStatus)
+              files.set(DPKG_STATUS, { contents: def.dpkgStatus(realDpkg), mode: "0644" });
             if (def.maintenance) files.set(MAINTENANCE_MARKER, { contents: "", mode: "0644" });
             let rpmMounts: string[] = [];
             if (def.rpmPackages) {
@@ -686,7 +778,10 @@ export async function startFleet(defs: HostDefinition[], options: FleetOptions =
               await buildRpmDatabase(def.rpmPackages, path.join(rt.dir, "rpmbuild"), db);
               // Debian's rpm keeps its database in ~/.rpmdb; RHEL's macros point at /var/lib/rpm.
               files.set("/etc/rpm/macros", { contents: "%_dbpath /var/lib/rpm\n", mode: "0644" });
-              rpmMounts = ["mount -t tmpfs -o mode=0755 tmpfs /var/lib/dpkg", `mount --bind ${shq(db)} /var/lib/rpm`];
+              rpmMounts = [
+                "mount -t tmpfs -o mode=0755 tmpfs /var/lib/dpkg",
+                `mount --bind ${shq(db)} /var/lib/rpm`,
+              ];
             }
             const mounts = [...(await prepareFiles(rt, files)), ...rpmMounts];
             await fsp.writeFile(
@@ -715,7 +810,11 @@ export async function startFleet(defs: HostDefinition[], options: FleetOptions =
             if (def.probeFilter !== undefined) {
               // The session's own command runs as usual; only what it prints is rewritten on the way out.
               const wrapper = path.join(rt.dir, "probe-filter.sh");
-              await fsp.writeFile(wrapper, `#!/bin/sh\n/bin/sh -c "$SSH_ORIGINAL_COMMAND" | ${def.probeFilter}\n`, { mode: 0o755 });
+              await fsp.writeFile(
+                wrapper,
+                `#!/bin/sh\n/bin/sh -c "$SSH_ORIGINAL_COMMAND" | ${def.probeFilter}\n`,
+                { mode: 0o755 },
+              );
               await fsp.appendFile(rt.sshdConfig, `ForceCommand ${wrapper}\n`);
             }
 
@@ -728,12 +827,18 @@ export async function startFleet(defs: HostDefinition[], options: FleetOptions =
               // Each route is one line of `ip -batch`: a newline would smuggle in another command.
               if (/[\n\r]/.test(r)) throw new Error(`route must be one line: ${JSON.stringify(r)}`);
             }
-            const routeLines = (def.routes ?? []).map((r) => `route add ${r.replaceAll("{gateway}", gateway)}`);
+            const routeLines = (def.routes ?? []).map(
+              (r) => `route add ${r.replaceAll("{gateway}", gateway)}`,
+            );
             const script = [
               "set -eu",
               `ip -batch - <<'QM_EOF'\n${ipLines.join("\n")}\nQM_EOF`,
-              ...Object.entries(def.sysctls ?? {}).map(([k, v]) => `printf '%s\\n' ${shq(v)} > ${shq(sysctlPath(k))}`),
-              ...(routeLines.length ? [`ip -batch - <<'QM_EOF'\n${routeLines.join("\n")}\nQM_EOF`] : []),
+              ...Object.entries(def.sysctls ?? {}).map(
+                ([k, v]) => `printf '%s\\n' ${shq(v)} > ${shq(sysctlPath(k))}`,
+              ),
+              ...(routeLines.length
+                ? [`ip -batch - <<'QM_EOF'\n${routeLines.join("\n")}\nQM_EOF`]
+                : []),
               ...mounts,
               ...(def.systemd
                 ? [
@@ -751,11 +856,35 @@ export async function startFleet(defs: HostDefinition[], options: FleetOptions =
             await fsp.writeFile(setup, script + "\n");
             // A systemd host is its own pid namespace; --kill-child takes systemd down with the anchor.
             const unshare = def.systemd
-              ? ["unshare", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc", "--uts", "--propagation", "private"]
+              ? [
+                  "unshare",
+                  "--pid",
+                  "--fork",
+                  "--kill-child",
+                  "--mount",
+                  "--mount-proc",
+                  "--uts",
+                  "--propagation",
+                  "private",
+                ]
               : ["unshare", "-m", "--propagation", "private"];
-            rt.anchor = spawn("ip", ["netns", "exec", host.netns, "setpriv", "--pdeathsig", "KILL", ...unshare, "sh", setup], {
-              stdio: ["ignore", "pipe", "pipe"],
-            });
+            rt.anchor = spawn(
+              "ip",
+              [
+                "netns",
+                "exec",
+                host.netns,
+                "setpriv",
+                "--pdeathsig",
+                "KILL",
+                ...unshare,
+                "sh",
+                setup,
+              ],
+              {
+                stdio: ["ignore", "pipe", "pipe"],
+              },
+            );
             rt.anchor.unref();
             await waitReady(rt.anchor, "namespace setup", readyTimeoutMs);
             if (def.systemd) rt.pid1 = await findPid1(rt.anchor.pid!, Date.now() + readyTimeoutMs);
@@ -763,13 +892,26 @@ export async function startFleet(defs: HostDefinition[], options: FleetOptions =
             const state = def.state ?? "up";
             const listeners = [...(def.listeners ?? [])];
             for (const l of listeners) {
-              if (!/^(tcp|udp)\/\d{1,5}$/.test(l)) throw new Error(`listener must look like tcp/8080 or udp/53: ${l}`);
+              if (!/^(tcp|udp)\/\d{1,5}$/.test(l))
+                throw new Error(`listener must look like tcp/8080 or udp/53: ${l}`);
             }
             if (state === "hang") listeners.push("tcp/22");
             if (listeners.length) {
               rt.listener = spawn(
                 "setpriv",
-                ["--pdeathsig", "KILL", "nsenter", "-t", String(rt.anchor.pid), "-m", "-n", process.execPath, "-e", LISTENER_SCRIPT, JSON.stringify(listeners)],
+                [
+                  "--pdeathsig",
+                  "KILL",
+                  "nsenter",
+                  "-t",
+                  String(rt.anchor.pid),
+                  "-m",
+                  "-n",
+                  process.execPath,
+                  "-e",
+                  LISTENER_SCRIPT,
+                  JSON.stringify(listeners),
+                ],
                 { stdio: ["ignore", "pipe", "pipe"] },
               );
               rt.listener.unref();
@@ -794,7 +936,9 @@ export async function startFleet(defs: HostDefinition[], options: FleetOptions =
             await waitForSshBanner(rt.host.address, rt.host.port, deadline);
           } catch (err) {
             const log = await fsp.readFile(rt.sshdLog, "utf8").catch(() => "");
-            throw new Error(`test host ${rt.def.name}: ${(err as Error).message} ${log.trim()}`, { cause: err });
+            throw new Error(`test host ${rt.def.name}: ${(err as Error).message} ${log.trim()}`, {
+              cause: err,
+            });
           }
         }),
     );
@@ -802,7 +946,9 @@ export async function startFleet(defs: HostDefinition[], options: FleetOptions =
     const knownHosts = path.join(dir, "known_hosts");
     await fsp.writeFile(
       knownHosts,
-      runtimes.map((rt, i) => `${rt.host.address} ${hostKeys[i]!.split(" ").slice(0, 2).join(" ")}\n`).join(""),
+      runtimes
+        .map((rt, i) => `${rt.host.address} ${hostKeys[i]!.split(" ").slice(0, 2).join(" ")}\n`)
+        .join(""),
     );
     const sshConfig = path.join(dir, "ssh_config");
     await fsp.writeFile(
@@ -839,7 +985,10 @@ export async function startFleet(defs: HostDefinition[], options: FleetOptions =
     const enter = (name: string): string[] => {
       const rt = byName(name);
       // A systemd host's commands run in its pid namespace too, where systemctl finds its systemd.
-      const target = rt.pid1 !== undefined ? ["-t", String(rt.pid1), "-m", "-n", "-p"] : ["-t", String(rt.anchor!.pid), "-m", "-n"];
+      const target =
+        rt.pid1 !== undefined
+          ? ["-t", String(rt.pid1), "-m", "-n", "-p"]
+          : ["-t", String(rt.anchor!.pid), "-m", "-n"];
       return ["nsenter", ...target];
     };
 
@@ -857,7 +1006,16 @@ export async function startFleet(defs: HostDefinition[], options: FleetOptions =
         await stopChild(rt.sshd);
         await sshKeygen(rt.hostKey, name);
         if (rt.pid1 !== undefined) {
-          await execa("nsenter", ["-t", String(rt.pid1), "-m", "-n", "-p", "systemctl", "restart", "qm-sshd.service"]);
+          await execa("nsenter", [
+            "-t",
+            String(rt.pid1),
+            "-m",
+            "-n",
+            "-p",
+            "systemctl",
+            "restart",
+            "qm-sshd.service",
+          ]);
           await waitForSshBanner(rt.host.address, rt.host.port, Date.now() + readyTimeoutMs);
         } else if (hadSshd) {
           startSshd(rt);

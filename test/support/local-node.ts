@@ -10,15 +10,32 @@ export function unprivilegedTransport(node = "localhost"): Transport {
       runProbeProcess(
         node,
         "setpriv",
-        ["--reuid=65534", "--regid=65534", "--clear-groups", "env", "-i", "PATH=/usr/bin:/bin", "sh", "-s"],
+        [
+          "--reuid=65534",
+          "--regid=65534",
+          "--clear-groups",
+          "env",
+          "-i",
+          "PATH=/usr/bin:/bin",
+          "sh",
+          "-s",
+        ],
         script,
         limits,
-        (failure) => new NodeAuditError(node, "probe", `probe failed (exit ${failure.exitCode}): ${lastLines(failure.stderr)}`),
+        (failure) =>
+          new NodeAuditError(
+            node,
+            "probe",
+            `probe failed (exit ${failure.exitCode}): ${lastLines(failure.stderr)}`,
+          ),
       ),
   };
 }
 
 /** A manifest tree with one node whose spec is `spec`. */
-export function nodeTree(spec: Record<string, unknown>, name = "localhost"): Record<string, string> {
+export function nodeTree(
+  spec: Record<string, unknown>,
+  name = "localhost",
+): Record<string, string> {
   return { [`nodes/${name}.yaml`]: stringify(spec) };
 }

@@ -18,7 +18,7 @@ export function outsideCode(body: string): string {
   let text = kept.join("\n").replace(/<code>[\s\S]*?<\/code>/g, "");
   // Code spans: a backtick run closes only at the next run of the same length.
   let out = "";
-  for (let i = 0; i < text.length; ) {
+  for (let i = 0; i < text.length;) {
     if (text[i] !== "`") {
       out += text[i++];
       continue;

@@ -9,15 +9,24 @@ export function marked(nonce: string, parts: readonly (readonly [string, string]
 
 /** Whole probe output: every section framed by begin and end lines, then the end-of-probe line. */
 export function framed(nonce: string, sections: readonly (readonly [string, string])[]): string {
-  const body = sections.map(([name, text]) => `\n${nonce} begin ${name}\n${text}\n${nonce} end ${name}\n`).join("");
+  const body = sections
+    .map(([name, text]) => `\n${nonce} begin ${name}\n${text}\n${nonce} end ${name}\n`)
+    .join("");
   return `${body}\n${nonce} done\n`;
 }
 
 /** The maintenance section of a host not in maintenance. */
-export const NOT_IN_MAINTENANCE = (nonce: string) => marked(nonce, [["locks", ""], ["held", ""]]);
+export const NOT_IN_MAINTENANCE = (nonce: string) =>
+  marked(nonce, [
+    ["locks", ""],
+    ["held", ""],
+  ]);
 
 /** A transport that answers every probe with `output(nonce)`, the nonce read from the probe script. */
-export function scriptedTransport(output: (nonce: string) => string, timeoutMs = 60_000): Transport {
+export function scriptedTransport(
+  output: (nonce: string) => string,
+  timeoutMs = 60_000,
+): Transport {
   return {
     describe: () => "scripted output",
     run: async (script) => {

@@ -5,7 +5,9 @@ import { Report, summarize, type DriftItem, type NodeResult } from "../../src/re
 import { DOMAIN_NAMES, SEVERITIES } from "../../src/domains/domain.js";
 
 export function loadFleetReport(): Report {
-  const raw: unknown = JSON.parse(readFileSync(new URL("../fixtures/reports/fleet.json", import.meta.url), "utf8"));
+  const raw: unknown = JSON.parse(
+    readFileSync(new URL("../fixtures/reports/fleet.json", import.meta.url), "utf8"),
+  );
   return Report.parse(raw);
 }
 

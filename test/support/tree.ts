@@ -4,7 +4,10 @@ import os from "node:os";
 import path from "node:path";
 
 /** Writes `{ "nodes/web-01.yaml": "..." }` under a fresh temp dir and returns the dir. */
-export async function writeTree(files: Record<string, string | Buffer>, prefix = "qm-tree-"): Promise<string> {
+export async function writeTree(
+  files: Record<string, string | Buffer>,
+  prefix = "qm-tree-",
+): Promise<string> {
   const dir = await mkdtemp(path.join(os.tmpdir(), prefix));
   for (const [name, contents] of Object.entries(files)) {
     const file = path.join(dir, name);

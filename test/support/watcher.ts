@@ -34,8 +34,23 @@ export class Watcher {
 
   /** Starts the real CLI; `prefix` runs it under another command (`ip netns exec NS`). */
   static start(args: string[], prefix: string[] = []): Watcher {
-    const command = [...prefix, process.execPath, "--import", TSX, ENTRY, "watch", "--local", ...args];
-    return new Watcher(spawn(command[0]!, command.slice(1), { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"] }));
+    const command = [
+      ...prefix,
+      process.execPath,
+      "--import",
+      TSX,
+      ENTRY,
+      "watch",
+      "--local",
+      ...args,
+    ];
+    return new Watcher(
+      spawn(command[0]!, command.slice(1), {
+        cwd: REPO_ROOT,
+        env: { ...process.env, NO_COLOR: "1" },
+        stdio: ["ignore", "pipe", "pipe"],
+      }),
+    );
   }
 
   get pid(): number {
@@ -49,7 +64,10 @@ export class Watcher {
 
   /** The `host:port` the metrics server reported on stderr. */
   metricsAddress(): Promise<string> {
-    return this.until("the metrics address", () => /serving \/metrics and \/healthz on (\S+)/.exec(this.stderr)?.[1]);
+    return this.until(
+      "the metrics address",
+      () => /serving \/metrics and \/healthz on (\S+)/.exec(this.stderr)?.[1],
+    );
   }
 
   count(match: (e: Event) => boolean): number {
@@ -84,12 +102,20 @@ export class Watcher {
           resolve(value);
         } else if (this.child.exitCode !== null || this.child.signalCode !== null) {
           done();
-          reject(new Error(`the watcher exited (${this.child.exitCode ?? this.child.signalCode}) before ${what}:\n${this.stderr}`));
+          reject(
+            new Error(
+              `the watcher exited (${this.child.exitCode ?? this.child.signalCode}) before ${what}:\n${this.stderr}`,
+            ),
+          );
         }
       };
       const timer = setTimeout(() => {
         done();
-        reject(new Error(`no ${what} within ${EVENT_WAIT_MS / 1000}s; events:\n${this.events.map((e) => JSON.stringify(e)).join("\n")}\nstderr:\n${this.stderr}`));
+        reject(
+          new Error(
+            `no ${what} within ${EVENT_WAIT_MS / 1000}s; events:\n${this.events.map((e) => JSON.stringify(e)).join("\n")}\nstderr:\n${this.stderr}`,
+          ),
+        );
       }, EVENT_WAIT_MS);
       const done = () => {
         clearTimeout(timer);

@@ -23,15 +23,23 @@ const PREDEFINED: Record<string, string> = { lt: "<", gt: ">", amp: "&", quot: '
 
 function isXmlChar(code: number): boolean {
   return (
-    code === 0x9 || code === 0xa || code === 0xd ||
-    (code >= 0x20 && code <= 0xd7ff) || (code >= 0xe000 && code <= 0xfffd) || (code >= 0x10000 && code <= 0x10ffff)
+    code === 0x9 ||
+    code === 0xa ||
+    code === 0xd ||
+    (code >= 0x20 && code <= 0xd7ff) ||
+    (code >= 0xe000 && code <= 0xfffd) ||
+    (code >= 0x10000 && code <= 0x10ffff)
   );
 }
 
 export function parseXml(source: string): XmlElement {
   for (let i = 0; i < source.length; i++) {
     const code = source.codePointAt(i)!;
-    if (!isXmlChar(code)) throw new XmlError(i, `character U+${code.toString(16).padStart(4, "0")} is not allowed in XML 1.0`);
+    if (!isXmlChar(code))
+      throw new XmlError(
+        i,
+        `character U+${code.toString(16).padStart(4, "0")} is not allowed in XML 1.0`,
+      );
     if (code > 0xffff) i++;
   }
   let pos = 0;
@@ -55,7 +63,8 @@ export function parseXml(source: string): XmlElement {
       const m = /^#(?:x([0-9a-fA-F]+)|([0-9]+))$/.exec(ref);
       if (!m) throw new XmlError(at, `unknown entity ${whole}`);
       const code = m[1] !== undefined ? parseInt(m[1], 16) : parseInt(m[2]!, 10);
-      if (!isXmlChar(code)) throw new XmlError(at, `character reference ${whole} names a character XML 1.0 forbids`);
+      if (!isXmlChar(code))
+        throw new XmlError(at, `character reference ${whole} names a character XML 1.0 forbids`);
       return String.fromCodePoint(code);
     });
   const skipMisc = () => {
@@ -145,7 +154,11 @@ export function parseXml(source: string): XmlElement {
   if (startsWith("<?xml")) {
     const end = source.indexOf("?>", pos);
     if (end < 0) fail("unterminated XML declaration");
-    if (!/^<\?xml\s+version\s*=\s*(["'])1\.[0-9]+\1(\s+encoding\s*=\s*(["'])[A-Za-z][A-Za-z0-9._-]*\3)?(\s+standalone\s*=\s*(["'])(yes|no)\5)?\s*$/.test(source.slice(pos, end))) {
+    if (
+      !/^<\?xml\s+version\s*=\s*(["'])1\.[0-9]+\1(\s+encoding\s*=\s*(["'])[A-Za-z][A-Za-z0-9._-]*\3)?(\s+standalone\s*=\s*(["'])(yes|no)\5)?\s*$/.test(
+        source.slice(pos, end),
+      )
+    ) {
       fail("malformed XML declaration");
     }
     pos = end + 2;

@@ -9,7 +9,10 @@ test("globs: *, ?, classes and negated classes, everything else literal", () => 
   assert.ok(globMatch("nvme[0-3]n1", "nvme2n1") && !globMatch("nvme[0-3]n1", "nvme4n1"));
   assert.ok(globMatch("sd[!a]", "sdb") && !globMatch("sd[!a]", "sda"));
   assert.ok(globMatch("md.0", "md.0") && !globMatch("md.0", "md10"));
-  assert.ok(globMatch("web-{a,b}", "web-{a,b}") && !globMatch("web-{a,b}", "web-a"), "no brace expansion");
+  assert.ok(
+    globMatch("web-{a,b}", "web-{a,b}") && !globMatch("web-{a,b}", "web-a"),
+    "no brace expansion",
+  );
   assert.ok(globMatch("!web", "!web") && !globMatch("!web", "db"), "no negation");
 });
 

@@ -20,7 +20,17 @@ const READ_TOKEN = "ghs_workflow_read";
 const DRIFT_AUDIT = path.join(REPO_ROOT, ".github/workflows/drift-audit.yml");
 const REVIEW_COMMAND = path.join(REPO_ROOT, ".github/workflows/review-command.yml");
 // Declared on db-01, each different from the host's value: more findings than fit in 10 annotations.
-const DB_SYSCTLS = ["tcp_fin_timeout", "tcp_keepalive_time", "tcp_keepalive_intvl", "tcp_keepalive_probes", "tcp_syn_retries", "tcp_synack_retries", "tcp_max_syn_backlog", "tcp_rfc1337", "tcp_sack"];
+const DB_SYSCTLS = [
+  "tcp_fin_timeout",
+  "tcp_keepalive_time",
+  "tcp_keepalive_intvl",
+  "tcp_keepalive_probes",
+  "tcp_syn_retries",
+  "tcp_synack_retries",
+  "tcp_max_syn_backlog",
+  "tcp_rfc1337",
+  "tcp_sack",
+];
 
 interface Site {
   repo: string;
@@ -51,12 +61,22 @@ describe("drift-audit and review-command workflows", () => {
     );
     work = await mkdtemp(path.join(os.tmpdir(), "qm-workflow-e2e-"));
     const address = (name: string) => fleet.hosts.find((h) => h.name === name)!.address;
-    const live = async (key: string) => (await fleet.exec("db-01", `cat /proc/sys/net/ipv4/${key}`)).trim();
-    const dbLines = await Promise.all(DB_SYSCTLS.map(async (key) => `    net.ipv4.${key}: ${Number(await live(key)) + 1}`));
+    const live = async (key: string) =>
+      (await fleet.exec("db-01", `cat /proc/sys/net/ipv4/${key}`)).trim();
+    const dbLines = await Promise.all(
+      DB_SYSCTLS.map(async (key) => `    net.ipv4.${key}: ${Number(await live(key)) + 1}`),
+    );
     const manifests = {
-      "fleet.yaml": "ssh: { user: qm-audit, connect_timeout: 5, timeout: 60 }\npolicy:\n  ports: { severity: high, on_drift: ticket }\n",
-      "groups/web.yaml": "system:\n  sysctl_parameters:\n    net.ipv4.ip_forward: 0\nnetworking:\n  listening_ports: [tcp/22]\n",
-      ...Object.fromEntries(["web-01", "web-02", "web-03"].map((name) => [`nodes/${name}.yaml`, `host: ${address(name)}\ngroups: [web]\n`])),
+      "fleet.yaml":
+        "ssh: { user: qm-audit, connect_timeout: 5, timeout: 60 }\npolicy:\n  ports: { severity: high, on_drift: ticket }\n",
+      "groups/web.yaml":
+        "system:\n  sysctl_parameters:\n    net.ipv4.ip_forward: 0\nnetworking:\n  listening_ports: [tcp/22]\n",
+      ...Object.fromEntries(
+        ["web-01", "web-02", "web-03"].map((name) => [
+          `nodes/${name}.yaml`,
+          `host: ${address(name)}\ngroups: [web]\n`,
+        ]),
+      ),
       "nodes/db-01.yaml": `host: ${address("db-01")}\nsystem:\n  sysctl_parameters:\n${dbLines.join("\n")}\n`,
       "nodes/cache-01.yaml": `host: ${address("cache-01")}\n`,
       // Pinned host keys, kept in the repository: no trust on first use.
@@ -67,8 +87,17 @@ describe("drift-audit and review-command workflows", () => {
     server = await startGitServer({ token: TOKEN });
     const site = async (repo: string): Promise<Site> => {
       await server.createRepo(OWNER, repo, seed);
-      const double = await startGitHubDouble({ git: server, owner: OWNER, repo, token: TOKEN, readToken: READ_TOKEN, botLogin: "github-actions[bot]" });
-      const sha = (await execa("git", ["--git-dir", server.barePath(OWNER, repo), "rev-parse", "main"])).stdout.trim();
+      const double = await startGitHubDouble({
+        git: server,
+        owner: OWNER,
+        repo,
+        token: TOKEN,
+        readToken: READ_TOKEN,
+        botLogin: "github-actions[bot]",
+      });
+      const sha = (
+        await execa("git", ["--git-dir", server.barePath(OWNER, repo), "rev-parse", "main"])
+      ).stdout.trim();
       return { repo, double, sha };
     };
     sharded = await site("fleet-sharded");
@@ -84,12 +113,22 @@ describe("drift-audit and review-command workflows", () => {
   });
 
   let runs = 0;
-  async function run(workflow: string, where: Site, event: { name: string; payload: Record<string, unknown> }, inputs?: Record<string, Value>): Promise<RunResult> {
+  async function run(
+    workflow: string,
+    where: Site,
+    event: { name: string; payload: Record<string, unknown> },
+    inputs?: Record<string, Value>,
+  ): Promise<RunResult> {
     return runWorkflow({
       workflow,
       event,
       inputs,
-      repository: { fullName: `${OWNER}/${where.repo}`, barePath: server.barePath(OWNER, where.repo), sha: where.sha, ref: "refs/heads/main" },
+      repository: {
+        fullName: `${OWNER}/${where.repo}`,
+        barePath: server.barePath(OWNER, where.repo),
+        sha: where.sha,
+        ref: "refs/heads/main",
+      },
       tokens: { write: TOKEN, read: READ_TOKEN },
       secrets: { QUARTERMASTER_SSH_KEY: await readFile(fleet.identityFile, "utf8") },
       apiUrl: where.double.apiUrl,
@@ -99,20 +138,43 @@ describe("drift-audit and review-command workflows", () => {
       machineEnv: { QUARTERMASTER_RETRY_AFTER_BASE_MS: "1", QUARTERMASTER_WRITE_SPACING_MS: "0" },
     });
   }
-  const dispatch = (inputs: Record<string, Value>) => ({ name: "workflow_dispatch", payload: { inputs } });
+  const dispatch = (inputs: Record<string, Value>) => ({
+    name: "workflow_dispatch",
+    payload: { inputs },
+  });
   const failures = (result: RunResult) =>
-    result.jobs.flatMap((j) => j.steps.filter((s) => s.outcome === "failure").map((s) => `${j.name} / ${s.name} (exit ${s.exitCode}):\n${s.stdout}\n${s.stderr}`)).join("\n");
+    result.jobs
+      .flatMap((j) =>
+        j.steps
+          .filter((s) => s.outcome === "failure")
+          .map((s) => `${j.name} / ${s.name} (exit ${s.exitCode}):\n${s.stdout}\n${s.stderr}`),
+      )
+      .join("\n");
 
   /** Each pull request by branch: title, state and files (ticket dates left out: they are when the run happened). */
   async function pullRequests(where: Site) {
     const bare = server.barePath(OWNER, where.repo);
-    const git = async (...args: string[]) => (await execa("git", ["--git-dir", bare, ...args])).stdout;
+    const git = async (...args: string[]) =>
+      (await execa("git", ["--git-dir", bare, ...args])).stdout;
     const pulls = where.double.pulls().filter((p) => p.state === "open");
     return Object.fromEntries(
       await Promise.all(
         pulls.map(async (p) => {
-          const names = (await git("diff", "--name-only", where.sha, p.headSha)).split("\n").filter(Boolean).sort();
-          const files = Object.fromEntries(await Promise.all(names.map(async (f) => [f, (await git("show", `${p.headSha}:${f}`)).replace(/^detected: .*$/m, "detected: (run time)")])));
+          const names = (await git("diff", "--name-only", where.sha, p.headSha))
+            .split("\n")
+            .filter(Boolean)
+            .sort();
+          const files = Object.fromEntries(
+            await Promise.all(
+              names.map(async (f) => [
+                f,
+                (await git("show", `${p.headSha}:${f}`)).replace(
+                  /^detected: .*$/m,
+                  "detected: (run time)",
+                ),
+              ]),
+            ),
+          );
           return [p.head, { title: p.title, labels: [...p.labels].sort(), files }];
         }),
       ),
@@ -120,20 +182,39 @@ describe("drift-audit and review-command workflows", () => {
   }
 
   test("a dry run audits, reports and plans, and writes nothing", async () => {
-    dryRun = await run(DRIFT_AUDIT, sharded, dispatch({ "dry-run": true, shards: 1, nodes: "", categories: "" }), { "dry-run": true, shards: 1, nodes: "", categories: "" });
-    assert.deepEqual(dryRun.job("propose").map((j) => j.result), ["skipped"]);
+    dryRun = await run(
+      DRIFT_AUDIT,
+      sharded,
+      dispatch({ "dry-run": true, shards: 1, nodes: "", categories: "" }),
+      { "dry-run": true, shards: 1, nodes: "", categories: "" },
+    );
+    assert.deepEqual(
+      dryRun.job("propose").map((j) => j.result),
+      ["skipped"],
+    );
     assert.equal(failures(dryRun), "");
     assert.deepEqual(sharded.double.writes(), []);
     const plan = dryRun.job("report")[0]!.steps.find((s) => s.name.includes("dry run"))!;
-    assert.match(plan.stdout, /^would open +accept +quartermaster--accept--sysctl--net-ipv4-ip-forward--/m);
+    assert.match(
+      plan.stdout,
+      /^would open +accept +quartermaster--accept--sysctl--net-ipv4-ip-forward--/m,
+    );
     assert.deepEqual(dryRun.limitViolations, []);
   });
 
   test("a run in three shards opens the same pull requests as a scheduled run in one", async () => {
-    shardedRun = await run(DRIFT_AUDIT, sharded, dispatch({ shards: 3 }), { "dry-run": false, shards: 3, nodes: "", categories: "" });
+    shardedRun = await run(DRIFT_AUDIT, sharded, dispatch({ shards: 3 }), {
+      "dry-run": false,
+      shards: 3,
+      nodes: "",
+      categories: "",
+    });
     assert.equal(failures(shardedRun), "");
     assert.equal(shardedRun.job("audit").length, 3);
-    wholeRun = await run(DRIFT_AUDIT, whole, { name: "schedule", payload: { schedule: "23 */6 * * *" } });
+    wholeRun = await run(DRIFT_AUDIT, whole, {
+      name: "schedule",
+      payload: { schedule: "23 */6 * * *" },
+    });
     assert.equal(failures(wholeRun), "");
     assert.equal(wholeRun.job("audit").length, 1);
 
@@ -144,41 +225,75 @@ describe("drift-audit and review-command workflows", () => {
     // but at most 10 new PRs per run: the last by severity and branch waits for the next run, as the job summary says.
     assert.equal(branches.length, 10, branches.join("\n"));
     for (const result of [shardedRun, wholeRun]) {
-      const step = result.job("propose")[0]!.steps.find((s) => s.name === "Open, update or close pull requests")!;
-      assert.match(step.summary, /\*\*1 deferred\*\*: at most 10 new pull requests are opened per run/);
-      assert.match(step.summary, /^\| deferred \| +\| `quartermaster--accept--sysctl--net-ipv4-tcp-synack-retries--[0-9a-f]{16}` \|/m);
+      const step = result
+        .job("propose")[0]!
+        .steps.find((s) => s.name === "Open, update or close pull requests")!;
+      assert.match(
+        step.summary,
+        /\*\*1 deferred\*\*: at most 10 new pull requests are opened per run/,
+      );
+      assert.match(
+        step.summary,
+        /^\| deferred \| +\| `quartermaster--accept--sysctl--net-ipv4-tcp-synack-retries--[0-9a-f]{16}` \|/m,
+      );
     }
-    const forward = branches.find((b) => b.startsWith("quartermaster--accept--sysctl--net-ipv4-ip-forward--"))!;
+    const forward = branches.find((b) =>
+      b.startsWith("quartermaster--accept--sysctl--net-ipv4-ip-forward--"),
+    )!;
     assert.deepEqual(Object.keys(opened[forward]!.files), ["fleet-manifests/groups/web.yaml"]);
-    assert.match(opened[forward]!.files["fleet-manifests/groups/web.yaml"]!, /net\.ipv4\.ip_forward: 1/);
-    assert.ok(branches.some((b) => b.startsWith("quartermaster--ticket--ports--tcp-8080--")), branches.join("\n"));
+    assert.match(
+      opened[forward]!.files["fleet-manifests/groups/web.yaml"],
+      /net\.ipv4\.ip_forward: 1/,
+    );
+    assert.ok(
+      branches.some((b) => b.startsWith("quartermaster--ticket--ports--tcp-8080--")),
+      branches.join("\n"),
+    );
     assert.deepEqual(sharded.double.violations, []);
     assert.deepEqual(whole.double.violations, []);
   });
 
   test("the job summary and annotations stay within GitHub's limits and point at the manifest lines", () => {
-    for (const result of [dryRun, shardedRun, wholeRun]) assert.deepEqual(result.limitViolations, []);
+    for (const result of [dryRun, shardedRun, wholeRun])
+      assert.deepEqual(result.limitViolations, []);
     const report = shardedRun.job("report")[0]!;
     const summary = report.steps.find((s) => s.name === "Job summary")!.summary;
     assert.match(summary, /^## Quartermaster drift audit/);
     assert.match(summary, /cache-01/);
     assert.ok(Buffer.byteLength(summary) < 1024 * 1024);
-    const annotations = report.steps.find((s) => s.name === "Annotate the worst drift")!.annotations;
+    const annotations = report.steps.find(
+      (s) => s.name === "Annotate the worst drift",
+    )!.annotations;
     assert.equal(annotations.length, 10);
     assert.deepEqual(annotations.at(-1)!.level, "notice");
     assert.match(annotations.at(-1)!.message, /^\d+ more findings/);
     const forward = annotations.find((a) => a.title?.includes("net.ipv4.ip_forward"))!;
-    assert.deepEqual([forward.level, forward.file, forward.line], ["warning", "fleet-manifests/groups/web.yaml", 3]);
+    assert.deepEqual(
+      [forward.level, forward.file, forward.line],
+      ["warning", "fleet-manifests/groups/web.yaml", 3],
+    );
     assert.match(forward.message, /^web-01, web-02, web-03: /);
     assert.ok(annotations.some((a) => a.title === "cache-01 not audited"));
   });
 
   test("/quartermaster reject from someone who may not write changes nothing", async () => {
-    const accept = sharded.double.pulls().find((p) => p.head.startsWith("quartermaster--accept--sysctl--net-ipv4-ip-forward--"))!;
+    const accept = sharded.double
+      .pulls()
+      .find((p) => p.head.startsWith("quartermaster--accept--sysctl--net-ipv4-ip-forward--"))!;
     const event = path.join(work, "visitor-event.json");
-    await writeFile(event, JSON.stringify({ issue: { number: accept.number, pull_request: {} }, comment: { body: "/quartermaster reject", user: { login: "visitor" } } }));
+    await writeFile(
+      event,
+      JSON.stringify({
+        issue: { number: accept.number, pull_request: {} },
+        comment: { body: "/quartermaster reject", user: { login: "visitor" } },
+      }),
+    );
     const result = await runCli(["review", "--event", event], {
-      env: { GITHUB_TOKEN: TOKEN, GITHUB_API_URL: sharded.double.apiUrl, GITHUB_REPOSITORY: `${OWNER}/fleet-sharded` },
+      env: {
+        GITHUB_TOKEN: TOKEN,
+        GITHUB_API_URL: sharded.double.apiUrl,
+        GITHUB_REPOSITORY: `${OWNER}/fleet-sharded`,
+      },
     });
     assert.equal(result.exitCode, 0, result.stderr);
     assert.match(result.stdout, /only people with write access/);
@@ -187,11 +302,20 @@ describe("drift-audit and review-command workflows", () => {
 
   test("/quartermaster reject on an accept PR closes it and opens its ticket at once", async () => {
     sharded.double.addCollaborator("fleet-reviewer", "write");
-    const accept = sharded.double.pulls().find((p) => p.head.startsWith("quartermaster--accept--sysctl--net-ipv4-ip-forward--"))!;
+    const accept = sharded.double
+      .pulls()
+      .find((p) => p.head.startsWith("quartermaster--accept--sysctl--net-ipv4-ip-forward--"))!;
     const before = sharded.double.pulls().length;
     const result = await run(REVIEW_COMMAND, sharded, {
       name: "issue_comment",
-      payload: { action: "created", issue: { number: accept.number, pull_request: { url: "…" } }, comment: { body: "/quartermaster reject\nWe keep forwarding off.", user: { login: "fleet-reviewer" } } },
+      payload: {
+        action: "created",
+        issue: { number: accept.number, pull_request: { url: "…" } },
+        comment: {
+          body: "/quartermaster reject\nWe keep forwarding off.",
+          user: { login: "fleet-reviewer" },
+        },
+      },
     });
     assert.equal(failures(result), "");
     const pulls = sharded.double.pulls();
@@ -199,7 +323,10 @@ describe("drift-audit and review-command workflows", () => {
     assert.equal(pulls.length, before + 1);
     const ticket = pulls.at(-1)!;
     assert.match(ticket.head, /^quartermaster--ticket--sysctl--net-ipv4-ip-forward--/);
-    assert.match(ticket.body ?? "", new RegExp(`accept PR #${accept.number} was closed without merging`));
+    assert.match(
+      ticket.body ?? "",
+      new RegExp(`accept PR #${accept.number} was closed without merging`),
+    );
     const said = result.job("command")[0]!.steps.at(-1)!.stdout;
     assert.match(said, new RegExp(`Recorded the remediation ticket in #${ticket.number}\\.`));
     assert.deepEqual(sharded.double.violations, []);

@@ -42,7 +42,12 @@ function tokenize(source: string): Token[] {
       i += m[0].length;
     } else {
       const op = ["==", "!=", "<=", ">=", "&&", "||"].find((o) => source.startsWith(o, i)) ?? c;
-      if (!["==", "!=", "<=", ">=", "&&", "||", "!", "<", ">", "(", ")", "[", "]", ".", ","].includes(op)) throw new Error(`unsupported character "${c}" in ${source}`);
+      if (
+        !["==", "!=", "<=", ">=", "&&", "||", "!", "<", ">", "(", ")", "[", "]", ".", ","].includes(
+          op,
+        )
+      )
+        throw new Error(`unsupported character "${c}" in ${source}`);
       tokens.push({ type: "op", text: op });
       i += op.length;
     }
@@ -77,13 +82,18 @@ export function toText(value: Value | undefined): string {
   return String(value);
 }
 
-export function evaluate(source: string, contexts: Contexts, status: Status = { success: true }): Value {
+export function evaluate(
+  source: string,
+  contexts: Contexts,
+  status: Status = { success: true },
+): Value {
   const tokens = tokenize(source);
   let pos = 0;
   const peek = () => tokens[pos];
   const take = (text?: string): Token => {
     const token = tokens[pos++];
-    if (!token || (text !== undefined && token.text !== text)) throw new Error(`expected ${text ?? "more"} in ${source}`);
+    if (!token || (text !== undefined && token.text !== text))
+      throw new Error(`expected ${text ?? "more"} in ${source}`);
     return token;
   };
   const isOp = (text: string) => peek()?.type === "op" && peek()!.text === text;
@@ -91,9 +101,20 @@ export function evaluate(source: string, contexts: Contexts, status: Status = { 
   const FUNCTIONS: Record<string, (args: Value[]) => Value> = {
     fromjson: ([text]) => JSON.parse(toText(text ?? null)) as Value,
     tojson: ([value]) => JSON.stringify(value ?? null, null, 2),
-    startswith: ([a, b]) => toText(a ?? null).toLowerCase().startsWith(toText(b ?? null).toLowerCase()),
-    endswith: ([a, b]) => toText(a ?? null).toLowerCase().endsWith(toText(b ?? null).toLowerCase()),
-    contains: ([a, b]) => (Array.isArray(a) ? a.some((x) => equal(x, b ?? null)) : toText(a ?? null).toLowerCase().includes(toText(b ?? null).toLowerCase())),
+    startswith: ([a, b]) =>
+      toText(a ?? null)
+        .toLowerCase()
+        .startsWith(toText(b ?? null).toLowerCase()),
+    endswith: ([a, b]) =>
+      toText(a ?? null)
+        .toLowerCase()
+        .endsWith(toText(b ?? null).toLowerCase()),
+    contains: ([a, b]) =>
+      Array.isArray(a)
+        ? a.some((x) => equal(x, b ?? null))
+        : toText(a ?? null)
+            .toLowerCase()
+            .includes(toText(b ?? null).toLowerCase()),
     success: () => status.success,
     failure: () => !status.success,
     always: () => true,
@@ -140,7 +161,12 @@ export function evaluate(source: string, contexts: Contexts, status: Status = { 
         key = toText(or());
         take("]");
       } else return value;
-      value = value !== null && typeof value === "object" && !Array.isArray(value) ? (value[key] ?? null) : Array.isArray(value) ? (value[Number(key)] ?? null) : null;
+      value =
+        value !== null && typeof value === "object" && !Array.isArray(value)
+          ? (value[key] ?? null)
+          : Array.isArray(value)
+            ? (value[Number(key)] ?? null)
+            : null;
     }
   };
   const unary = (): Value => {
@@ -201,7 +227,11 @@ export function interpolate(text: string, contexts: Contexts, status?: Status): 
 }
 
 /** An `if:` condition: `${{ }}` optional, and success() implied unless a status function is named. */
-export function condition(text: string | boolean | undefined, contexts: Contexts, status: Status): boolean {
+export function condition(
+  text: string | boolean | undefined,
+  contexts: Contexts,
+  status: Status,
+): boolean {
   if (text === undefined) return status.success;
   if (typeof text === "boolean") return text && status.success;
   const source = /^\s*\$\{\{(.*)\}\}\s*$/s.exec(text)?.[1] ?? text;

@@ -6,21 +6,32 @@ import path from "node:path";
 import { execa } from "execa";
 import { REPO_ROOT } from "../support/cli.js";
 
-const IDENTITY = { GIT_AUTHOR_NAME: "Fleet Operator", GIT_AUTHOR_EMAIL: "operator@example.com", GIT_COMMITTER_NAME: "Fleet Operator", GIT_COMMITTER_EMAIL: "operator@example.com" };
+const IDENTITY = {
+  GIT_AUTHOR_NAME: "Fleet Operator",
+  GIT_AUTHOR_EMAIL: "operator@example.com",
+  GIT_COMMITTER_NAME: "Fleet Operator",
+  GIT_COMMITTER_EMAIL: "operator@example.com",
+};
 
 /** The project's tracked and new files (the working tree under test), without fleet-manifests/ when `manifests` replaces it. */
 export async function copyProject(dest: string, manifests?: Record<string, string>): Promise<void> {
-  const { stdout } = await execa("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], { cwd: REPO_ROOT });
+  const { stdout } = await execa(
+    "git",
+    ["ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+    { cwd: REPO_ROOT },
+  );
   const files = stdout
     .split("\0")
     .filter((f) => f && f !== "node_modules" && !f.startsWith("node_modules/"))
     .filter((f) => !manifests || !f.startsWith("fleet-manifests/"));
   for (const file of files) {
     await mkdir(path.dirname(path.join(dest, file)), { recursive: true });
-    await cp(path.join(REPO_ROOT, file), path.join(dest, file)).catch((error: NodeJS.ErrnoException) => {
-      // Deleted in the working tree but not yet committed.
-      if (error.code !== "ENOENT") throw error;
-    });
+    await cp(path.join(REPO_ROOT, file), path.join(dest, file)).catch(
+      (error: NodeJS.ErrnoException) => {
+        // Deleted in the working tree but not yet committed.
+        if (error.code !== "ENOENT") throw error;
+      },
+    );
   }
   for (const [file, text] of Object.entries(manifests ?? {})) {
     await mkdir(path.dirname(path.join(dest, "fleet-manifests", file)), { recursive: true });
@@ -39,7 +50,8 @@ export interface WorkRepo {
 /** A git repository holding a copy of the project on `main`. */
 export async function projectRepo(manifests?: Record<string, string>): Promise<WorkRepo> {
   const dir = await mkdtemp(path.join(os.tmpdir(), "qm-fleet-repo-"));
-  const git = async (...args: string[]) => (await execa("git", args, { cwd: dir, env: IDENTITY })).stdout.trim();
+  const git = async (...args: string[]) =>
+    (await execa("git", args, { cwd: dir, env: IDENTITY })).stdout.trim();
   await git("init", "--quiet", "--initial-branch=main");
   await copyProject(dir, manifests);
   const repo: WorkRepo = {

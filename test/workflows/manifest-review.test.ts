@@ -41,8 +41,16 @@ describe("manifest-review on a pull request", () => {
     scratch.push(workDir);
     return runWorkflow({
       workflow: WORKFLOW,
-      event: { name: "pull_request", payload: { number, pull_request: { number, base: { sha: base, ref: "main" } } } },
-      repository: { fullName: "acme/fleet", barePath: repo.dir, sha, ref: `refs/pull/${number}/merge` },
+      event: {
+        name: "pull_request",
+        payload: { number, pull_request: { number, base: { sha: base, ref: "main" } } },
+      },
+      repository: {
+        fullName: "acme/fleet",
+        barePath: repo.dir,
+        sha,
+        ref: `refs/pull/${number}/merge`,
+      },
       // No secrets and a token that can only read: what a pull request from a fork gets.
       tokens: { write: "never-given", read: "read-only" },
       apiUrl: "http://127.0.0.1:9",
@@ -76,16 +84,35 @@ describe("manifest-review on a pull request", () => {
   test("a valid change shows each affected node's declared state before and after", async () => {
     const sha = await pullRequest("raise-somaxconn", async () => {
       const file = path.join(repo.dir, "fleet-manifests/groups/web.yaml");
-      await writeFile(file, (await readFile(file, "utf8")).replace("net.core.somaxconn: 4096", "net.core.somaxconn: 16384"));
-      await appendFile(path.join(repo.dir, "fleet-manifests/nodes/web-02.yaml"), "    vm.swappiness: 10\n");
+      await writeFile(
+        file,
+        (await readFile(file, "utf8")).replace(
+          "net.core.somaxconn: 4096",
+          "net.core.somaxconn: 16384",
+        ),
+      );
+      await appendFile(
+        path.join(repo.dir, "fleet-manifests/nodes/web-02.yaml"),
+        "    vm.swappiness: 10\n",
+      );
     });
     const run = await review(8, sha);
     const [job] = run.job("review");
-    assert.equal(job!.result, "success", job!.steps.map((s) => `${s.name}: ${s.outcome}\n${s.stderr}`).join("\n"));
+    assert.equal(
+      job!.result,
+      "success",
+      job!.steps.map((s) => `${s.name}: ${s.outcome}\n${s.stderr}`).join("\n"),
+    );
     const summary = job!.steps.find((s) => s.name.startsWith("Declared state"))!.summary;
     // web-01 takes the group's new value; web-02 overrides somaxconn, so only its own new key changes.
-    assert.match(summary, /### web-01\n\n\| key \| before \| after \| declared at \|\n\|---\|---\|---\|---\|\n\| `system\.sysctl_parameters\[net\.core\.somaxconn\]` \| `4096` \| `16384` \| `fleet-manifests\/groups\/web\.yaml:8` \|/);
-    assert.match(summary, /### web-02\n\n[^#]*\| `system\.sysctl_parameters\[vm\.swappiness\]` \| `\(not declared\)` \| `10` \| `fleet-manifests\/nodes\/web-02\.yaml:11` \|/);
+    assert.match(
+      summary,
+      /### web-01\n\n\| key \| before \| after \| declared at \|\n\|---\|---\|---\|---\|\n\| `system\.sysctl_parameters\[net\.core\.somaxconn\]` \| `4096` \| `16384` \| `fleet-manifests\/groups\/web\.yaml:8` \|/,
+    );
+    assert.match(
+      summary,
+      /### web-02\n\n[^#]*\| `system\.sysctl_parameters\[vm\.swappiness\]` \| `\(not declared\)` \| `10` \| `fleet-manifests\/nodes\/web-02\.yaml:11` \|/,
+    );
     assert.doesNotMatch(summary, /### web-02[^#]*somaxconn/);
     assert.doesNotMatch(summary, /### db-01/);
     assert.deepEqual(run.limitViolations, []);

@@ -95,8 +95,30 @@ type Step = {
   shell?: string;
 };
 
-const JOB_KEYS = new Set(["name", "needs", "if", "runs-on", "timeout-minutes", "permissions", "outputs", "strategy", "env", "steps", "concurrency"]);
-const STEP_KEYS = new Set(["id", "name", "if", "uses", "with", "run", "env", "working-directory", "shell"]);
+const JOB_KEYS = new Set([
+  "name",
+  "needs",
+  "if",
+  "runs-on",
+  "timeout-minutes",
+  "permissions",
+  "outputs",
+  "strategy",
+  "env",
+  "steps",
+  "concurrency",
+]);
+const STEP_KEYS = new Set([
+  "id",
+  "name",
+  "if",
+  "uses",
+  "with",
+  "run",
+  "env",
+  "working-directory",
+  "shell",
+]);
 
 interface StepContext {
   with: Record<string, string>;
@@ -107,13 +129,29 @@ interface StepContext {
 }
 
 /** The actions this runner emulates, by name without version; the major version is checked. */
-const ACTIONS: Record<string, { version: string; inputs: string[]; run: (ctx: StepContext) => Promise<void> }> = {
+const ACTIONS: Record<
+  string,
+  { version: string; inputs: string[]; run: (ctx: StepContext) => Promise<void> }
+> = {
   "actions/checkout": {
     version: "v4",
     inputs: ["persist-credentials", "fetch-depth", "ref"],
     run: async ({ with: w, workspace, options }) => {
-      await execa("git", ["clone", "--quiet", "--no-checkout", options.repository.barePath, workspace]);
-      await execa("git", ["-C", workspace, "checkout", "--quiet", "--detach", w.ref || options.repository.sha]);
+      await execa("git", [
+        "clone",
+        "--quiet",
+        "--no-checkout",
+        options.repository.barePath,
+        workspace,
+      ]);
+      await execa("git", [
+        "-C",
+        workspace,
+        "checkout",
+        "--quiet",
+        "--detach",
+        w.ref || options.repository.sha,
+      ]);
     },
   },
   "actions/setup-node": {
@@ -121,7 +159,10 @@ const ACTIONS: Record<string, { version: string; inputs: string[]; run: (ctx: St
     inputs: ["node-version", "cache"],
     run: async ({ with: w }) => {
       // This machine's Node is the runner's; the version the workflow asks for must be it.
-      if (`v${w["node-version"]}` !== process.version.split(".")[0]) throw new Error(`setup-node ${w["node-version"]}, but this machine runs ${process.version}`);
+      if (`v${w["node-version"]}` !== process.version.split(".")[0])
+        throw new Error(
+          `setup-node ${w["node-version"]}, but this machine runs ${process.version}`,
+        );
     },
   },
   "actions/upload-artifact": {
@@ -129,7 +170,8 @@ const ACTIONS: Record<string, { version: string; inputs: string[]; run: (ctx: St
     inputs: ["name", "path", "if-no-files-found", "retention-days"],
     run: async ({ with: w, workspace, options }) => {
       const target = path.join(options.workDir, "artifacts", w.name!);
-      if (await exists(target)) throw new Error(`artifact ${w.name} already exists (v4 artifacts are immutable)`);
+      if (await exists(target))
+        throw new Error(`artifact ${w.name} already exists (v4 artifacts are immutable)`);
       const source = path.resolve(workspace, w.path!);
       if (!(await exists(source))) {
         if (w["if-no-files-found"] === "error") throw new Error(`no files at ${w.path}`);
@@ -137,7 +179,9 @@ const ACTIONS: Record<string, { version: string; inputs: string[]; run: (ctx: St
       }
       await mkdir(target, { recursive: true });
       const isDir = (await stat(source)).isDirectory();
-      await cp(source, isDir ? target : path.join(target, path.basename(source)), { recursive: true });
+      await cp(source, isDir ? target : path.join(target, path.basename(source)), {
+        recursive: true,
+      });
     },
   },
   "actions/download-artifact": {
@@ -151,16 +195,24 @@ const ACTIONS: Record<string, { version: string; inputs: string[]; run: (ctx: St
         await cp(path.join(root, w.name), dest, { recursive: true });
         return;
       }
-      const pattern = new RegExp(`^${(w.pattern ?? "*").replace(/[.+?^${}()|[\]\\]/g, "\\$&").replaceAll("*", ".*")}$`);
-      const names = (await exists(root)) ? (await readdir(root)).filter((n) => pattern.test(n)) : [];
-      for (const name of names) await cp(path.join(root, name), path.join(dest, name), { recursive: true });
+      const pattern = new RegExp(
+        `^${(w.pattern ?? "*").replace(/[.+?^${}()|[\]\\]/g, "\\$&").replaceAll("*", ".*")}$`,
+      );
+      const names = (await exists(root))
+        ? (await readdir(root)).filter((n) => pattern.test(n))
+        : [];
+      for (const name of names)
+        await cp(path.join(root, name), path.join(dest, name), { recursive: true });
     },
   },
   "actions/create-github-app-token": {
     version: "v1",
     inputs: ["app-id", "private-key"],
     run: async ({ with: w, options, outputs }) => {
-      if (!w["app-id"] || !w["private-key"] || !options.appToken) throw new Error("create-github-app-token: app-id, private-key and a test app token are needed");
+      if (!w["app-id"] || !w["private-key"] || !options.appToken)
+        throw new Error(
+          "create-github-app-token: app-id, private-key and a test app token are needed",
+        );
       outputs.token = options.appToken;
     },
   },
@@ -192,8 +244,10 @@ export function parseKeyValueFile(text: string): Record<string, string> {
   return values;
 }
 
-const unescapeData = (s: string) => s.replaceAll("%0D", "\r").replaceAll("%0A", "\n").replaceAll("%25", "%");
-const unescapeProperty = (s: string) => unescapeData(s.replaceAll("%3A", ":").replaceAll("%2C", ","));
+const unescapeData = (s: string) =>
+  s.replaceAll("%0D", "\r").replaceAll("%0A", "\n").replaceAll("%25", "%");
+const unescapeProperty = (s: string) =>
+  unescapeData(s.replaceAll("%3A", ":").replaceAll("%2C", ","));
 
 /** The annotations a step's output asks for, parsed as the runner parses workflow commands. */
 export function parseAnnotations(stdout: string): Annotation[] {
@@ -201,7 +255,12 @@ export function parseAnnotations(stdout: string): Annotation[] {
   for (const line of stdout.split("\n")) {
     const m = /^::(error|warning|notice)(?: ([^:]*))?::(.*)$/.exec(line);
     if (!m) continue;
-    const props = Object.fromEntries((m[2] ?? "").split(",").filter(Boolean).map((p) => [p.slice(0, p.indexOf("=")), unescapeProperty(p.slice(p.indexOf("=") + 1))]));
+    const props = Object.fromEntries(
+      (m[2] ?? "")
+        .split(",")
+        .filter(Boolean)
+        .map((p) => [p.slice(0, p.indexOf("=")), unescapeProperty(p.slice(p.indexOf("=") + 1))]),
+    );
     annotations.push({
       level: m[1] as Annotation["level"],
       message: unescapeData(m[3]!),
@@ -228,11 +287,14 @@ function order(jobs: Record<string, Job>): string[] {
 }
 
 function expandMatrix(matrix: Value): Record<string, Value>[] {
-  if (!matrix || typeof matrix !== "object" || Array.isArray(matrix)) throw new Error(`matrix must be a map, not ${JSON.stringify(matrix)}`);
+  if (!matrix || typeof matrix !== "object" || Array.isArray(matrix))
+    throw new Error(`matrix must be a map, not ${JSON.stringify(matrix)}`);
   let combos: Record<string, Value>[] = [{}];
   for (const [key, values] of Object.entries(matrix)) {
-    if (key === "include" || key === "exclude") throw new Error("matrix include/exclude are not emulated");
-    if (!Array.isArray(values) || values.length === 0) throw new Error(`matrix ${key} must be a non-empty list (GitHub fails the run otherwise)`);
+    if (key === "include" || key === "exclude")
+      throw new Error("matrix include/exclude are not emulated");
+    if (!Array.isArray(values) || values.length === 0)
+      throw new Error(`matrix ${key} must be a non-empty list (GitHub fails the run otherwise)`);
     combos = combos.flatMap((combo) => values.map((v) => ({ ...combo, [key]: v })));
   }
   return combos;
@@ -252,7 +314,10 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
   const workflow = parseYaml(await readFile(options.workflow, "utf8")) as Workflow;
   const jobResults: JobResult[] = [];
   const limitViolations: string[] = [];
-  const results = new Map<string, { result: JobResult["result"]; outputs: Record<string, string> }>();
+  const results = new Map<
+    string,
+    { result: JobResult["result"]; outputs: Record<string, string> }
+  >();
   await mkdir(path.join(options.workDir, "artifacts"), { recursive: true });
   const eventPath = path.join(options.workDir, "event.json");
   await writeFile(eventPath, JSON.stringify(options.event.payload));
@@ -272,11 +337,16 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
   let instance = 0;
   for (const id of order(workflow.jobs)) {
     const job = workflow.jobs[id]!;
-    for (const key of Object.keys(job)) if (!JOB_KEYS.has(key)) throw new Error(`job ${id}: "${key}" is not emulated`);
+    for (const key of Object.keys(job))
+      if (!JOB_KEYS.has(key)) throw new Error(`job ${id}: "${key}" is not emulated`);
     const needs = [job.needs ?? []].flat();
-    const needsContext = Object.fromEntries(needs.map((n) => [n, { result: results.get(n)!.result, outputs: results.get(n)!.outputs }])) as Value;
+    const needsContext = Object.fromEntries(
+      needs.map((n) => [n, { result: results.get(n)!.result, outputs: results.get(n)!.outputs }]),
+    ) as Value;
     const permissions = job.permissions ?? {};
-    const token = Object.values(permissions).includes("write") ? options.tokens.write : options.tokens.read;
+    const token = Object.values(permissions).includes("write")
+      ? options.tokens.write
+      : options.tokens.read;
     const jobContexts: Contexts = {
       github: { ...github, token, workspace: "", job: id },
       inputs: options.inputs ?? {},
@@ -286,12 +356,21 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
     };
     const needsOk = needs.every((n) => results.get(n)!.result === "success");
     if (!condition(job.if, jobContexts, { success: needsOk })) {
-      const skipped: JobResult = { name: id, id, result: "skipped", permissions, outputs: {}, steps: [] };
+      const skipped: JobResult = {
+        name: id,
+        id,
+        result: "skipped",
+        permissions,
+        outputs: {},
+        steps: [],
+      };
       jobResults.push(skipped);
       results.set(id, { result: "skipped", outputs: {} });
       continue;
     }
-    const combos = job.strategy ? expandMatrix(resolveMatrix(job.strategy.matrix, jobContexts)) : [undefined];
+    const combos = job.strategy
+      ? expandMatrix(resolveMatrix(job.strategy.matrix, jobContexts))
+      : [undefined];
     const instances: JobResult[] = [];
     for (const matrix of combos) {
       const dir = path.join(options.workDir, "jobs", `${id}-${instance++}`);
@@ -307,21 +386,46 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
         steps: {},
         env: {},
       };
-      const name = matrix ? `${id} (${Object.entries(matrix).map(([k, v]) => `${k}: ${toText(v)}`).join(", ")})` : id;
-      const result = await runJob(job, { id, name, permissions, workspace, temp, contexts, eventPath, options, limitViolations, workflowEnv: workflow.env ?? {} });
+      const name = matrix
+        ? `${id} (${Object.entries(matrix)
+            .map(([k, v]) => `${k}: ${toText(v)}`)
+            .join(", ")})`
+        : id;
+      const result = await runJob(job, {
+        id,
+        name,
+        permissions,
+        workspace,
+        temp,
+        contexts,
+        eventPath,
+        options,
+        limitViolations,
+        workflowEnv: workflow.env ?? {},
+      });
       instances.push(result);
       jobResults.push(result);
     }
     const failed = instances.some((r) => r.result === "failure");
     results.set(id, { result: failed ? "failure" : "success", outputs: instances.at(-1)!.outputs });
   }
-  return { jobs: jobResults, artifacts: path.join(options.workDir, "artifacts"), limitViolations, job: (id) => jobResults.filter((j) => j.id === id) };
+  return {
+    jobs: jobResults,
+    artifacts: path.join(options.workDir, "artifacts"),
+    limitViolations,
+    job: (id) => jobResults.filter((j) => j.id === id),
+  };
 }
 
 /** `matrix: ${{ fromJSON(…) }}` whole, or a map whose lists may each be an expression. */
 function resolveMatrix(matrix: string | Record<string, unknown>, contexts: Contexts): Value {
   if (typeof matrix === "string") return interpolate(matrix, contexts);
-  return Object.fromEntries(Object.entries(matrix).map(([k, v]) => [k, typeof v === "string" ? interpolate(v, contexts) : (v as Value)]));
+  return Object.fromEntries(
+    Object.entries(matrix).map(([k, v]) => [
+      k,
+      typeof v === "string" ? interpolate(v, contexts) : (v as Value),
+    ]),
+  );
 }
 
 interface JobRun {
@@ -346,16 +450,29 @@ async function runJob(job: Job, run: JobRun): Promise<JobResult> {
   const pathFromFiles: string[] = [];
   let success = true;
   let jobAnnotations = 0;
-  const evalEnv = (env: Record<string, string> | undefined) => Object.fromEntries(Object.entries(env ?? {}).map(([k, v]) => [k, toText(interpolate(String(v), contexts))]));
+  const evalEnv = (env: Record<string, string> | undefined) =>
+    Object.fromEntries(
+      Object.entries(env ?? {}).map(([k, v]) => [k, toText(interpolate(String(v), contexts))]),
+    );
   const env = { ...evalEnv(run.workflowEnv), ...evalEnv(job.env) };
 
   for (const [index, step] of job.steps.entries()) {
-    for (const key of Object.keys(step)) if (!STEP_KEYS.has(key)) throw new Error(`${run.name} step ${index + 1}: "${key}" is not emulated`);
+    for (const key of Object.keys(step))
+      if (!STEP_KEYS.has(key))
+        throw new Error(`${run.name} step ${index + 1}: "${key}" is not emulated`);
     const name = step.name ?? step.uses ?? step.run!.split("\n", 1)[0]!;
     contexts.env = { ...env, ...envFromFiles };
     if (!condition(step.if, contexts, { success })) {
-      steps.push({ name, outcome: "skipped", stdout: "", stderr: "", summary: "", annotations: [] });
-      if (step.id) stepsContext[step.id] = { outcome: "skipped", conclusion: "skipped", outputs: {} };
+      steps.push({
+        name,
+        outcome: "skipped",
+        stdout: "",
+        stderr: "",
+        summary: "",
+        annotations: [],
+      });
+      if (step.id)
+        stepsContext[step.id] = { outcome: "skipped", conclusion: "skipped", outputs: {} };
       continue;
     }
     const files = {
@@ -371,21 +488,42 @@ async function runJob(job: Job, run: JobRun): Promise<JobResult> {
     if (step.uses) {
       const [action, version] = step.uses.split("@") as [string, string];
       const emulated = ACTIONS[action];
-      if (!emulated) throw new Error(`${run.name}: uses ${step.uses} is not emulated by this runner`);
-      if (version !== emulated.version) throw new Error(`${run.name}: ${step.uses}: the runner emulates ${action}@${emulated.version}`);
-      const w = Object.fromEntries(Object.entries(step.with ?? {}).map(([k, v]) => [k, toText(interpolate(String(v), contexts))]));
-      for (const key of Object.keys(w)) if (!emulated.inputs.includes(key)) throw new Error(`${run.name}: ${action} input "${key}" is not emulated`);
+      if (!emulated)
+        throw new Error(`${run.name}: uses ${step.uses} is not emulated by this runner`);
+      if (version !== emulated.version)
+        throw new Error(
+          `${run.name}: ${step.uses}: the runner emulates ${action}@${emulated.version}`,
+        );
+      const w = Object.fromEntries(
+        Object.entries(step.with ?? {}).map(([k, v]) => [
+          k,
+          toText(interpolate(String(v), contexts)),
+        ]),
+      );
+      for (const key of Object.keys(w))
+        if (!emulated.inputs.includes(key))
+          throw new Error(`${run.name}: ${action} input "${key}" is not emulated`);
       try {
         await emulated.run({ with: w, workspace, temp, options, outputs });
         result = { name, outcome: "success", stdout: "", stderr: "", summary: "", annotations: [] };
       } catch (error) {
-        result = { name, outcome: "failure", stdout: "", stderr: (error as Error).message, summary: "", annotations: [] };
+        result = {
+          name,
+          outcome: "failure",
+          stdout: "",
+          stderr: (error as Error).message,
+          summary: "",
+          annotations: [],
+        };
       }
     } else {
       const script = path.join(temp, `_step_${index}.sh`);
       await writeFile(script, toText(interpolate(step.run!, contexts)));
-      if ((step.shell ?? "bash") !== "bash") throw new Error(`${run.name}: shell ${step.shell} is not emulated`);
-      const cwd = step["working-directory"] ? path.resolve(workspace, toText(interpolate(step["working-directory"], contexts))) : workspace;
+      if ((step.shell ?? "bash") !== "bash")
+        throw new Error(`${run.name}: shell ${step.shell} is not emulated`);
+      const cwd = step["working-directory"]
+        ? path.resolve(workspace, toText(interpolate(step["working-directory"], contexts)))
+        : workspace;
       const child = await execa("bash", ["--noprofile", "--norc", "-e", "-o", "pipefail", script], {
         cwd,
         reject: false,
@@ -425,22 +563,45 @@ async function runJob(job: Job, run: JobRun): Promise<JobResult> {
       };
       outputs = parseKeyValueFile(await readFile(files.GITHUB_OUTPUT, "utf8"));
       Object.assign(envFromFiles, parseKeyValueFile(await readFile(files.GITHUB_ENV, "utf8")));
-      pathFromFiles.unshift(...(await readFile(files.GITHUB_PATH, "utf8")).split("\n").filter(Boolean).reverse());
+      pathFromFiles.unshift(
+        ...(await readFile(files.GITHUB_PATH, "utf8")).split("\n").filter(Boolean).reverse(),
+      );
       const bytes = Buffer.byteLength(summary, "utf8");
-      if (bytes > SUMMARY_BYTES_PER_STEP) run.limitViolations.push(`${run.name} / ${name}: step summary is ${bytes} bytes, over GitHub's 1 MiB`);
+      if (bytes > SUMMARY_BYTES_PER_STEP)
+        run.limitViolations.push(
+          `${run.name} / ${name}: step summary is ${bytes} bytes, over GitHub's 1 MiB`,
+        );
       for (const level of ["error", "warning", "notice"] as const) {
         const count = result.annotations.filter((a) => a.level === level).length;
-        if (count > ANNOTATIONS_PER_STEP) run.limitViolations.push(`${run.name} / ${name}: ${count} ${level} annotations, GitHub shows ${ANNOTATIONS_PER_STEP} per step`);
+        if (count > ANNOTATIONS_PER_STEP)
+          run.limitViolations.push(
+            `${run.name} / ${name}: ${count} ${level} annotations, GitHub shows ${ANNOTATIONS_PER_STEP} per step`,
+          );
       }
       jobAnnotations += result.annotations.length;
     }
     steps.push(result);
-    if (step.id) stepsContext[step.id] = { outcome: result.outcome, conclusion: result.outcome, outputs };
+    if (step.id)
+      stepsContext[step.id] = { outcome: result.outcome, conclusion: result.outcome, outputs };
     if (result.outcome === "failure") success = false;
   }
-  if (jobAnnotations > ANNOTATIONS_PER_JOB) run.limitViolations.push(`${run.name}: ${jobAnnotations} annotations, GitHub shows ${ANNOTATIONS_PER_JOB} per job`);
+  if (jobAnnotations > ANNOTATIONS_PER_JOB)
+    run.limitViolations.push(
+      `${run.name}: ${jobAnnotations} annotations, GitHub shows ${ANNOTATIONS_PER_JOB} per job`,
+    );
   contexts.env = { ...env, ...envFromFiles };
-  const outputs = success ? Object.fromEntries(Object.entries(job.outputs ?? {}).map(([k, v]) => [k, toText(interpolate(v, contexts))])) : {};
+  const outputs = success
+    ? Object.fromEntries(
+        Object.entries(job.outputs ?? {}).map(([k, v]) => [k, toText(interpolate(v, contexts))]),
+      )
+    : {};
   await rm(path.join(workspace, "node_modules"), { recursive: true, force: true });
-  return { name: run.name, id: run.id, result: success ? "success" : "failure", permissions: run.permissions, outputs, steps };
+  return {
+    name: run.name,
+    id: run.id,
+    result: success ? "success" : "failure",
+    permissions: run.permissions,
+    outputs,
+    steps,
+  };
 }

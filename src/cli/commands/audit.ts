@@ -8,10 +8,24 @@ import type { Fleet, LoadedNode } from "../../manifest/load.js";
 import { manifestDirty, manifestRevision } from "../../manifest/revision.js";
 import type { Report } from "../../report/schema.js";
 import { localTransport } from "../../transport/local.js";
-import { DEFAULT_CONNECT_TIMEOUT_SECONDS, sshTransport, type SshOptions } from "../../transport/ssh.js";
+import {
+  DEFAULT_CONNECT_TIMEOUT_SECONDS,
+  sshTransport,
+  type SshOptions,
+} from "../../transport/ssh.js";
 import type { Transport } from "../../transport/transport.js";
 import { exitCode } from "../exit.js";
-import { loadManifests, localNode, MANIFEST_OPTIONS, OUTPUT_OPTIONS, parse, parseCategories, parsePositiveInt, SELECT_OPTIONS, selectNodes } from "../options.js";
+import {
+  loadManifests,
+  localNode,
+  MANIFEST_OPTIONS,
+  OUTPUT_OPTIONS,
+  parse,
+  parseCategories,
+  parsePositiveInt,
+  SELECT_OPTIONS,
+  selectNodes,
+} from "../options.js";
 import { checkOut, formatName, writeReport } from "../output.js";
 import { Progress } from "../progress.js";
 
@@ -28,7 +42,10 @@ export const AUDIT_OPTIONS = {
 export const DEFAULT_CONCURRENCY = 32;
 
 /** The fleet's `audit` settings (caps, maintenance marker) over the defaults. */
-export function fleetAuditSettings(fleet: Fleet, overrides: Partial<AuditSettings> = {}): AuditSettings {
+export function fleetAuditSettings(
+  fleet: Fleet,
+  overrides: Partial<AuditSettings> = {},
+): AuditSettings {
   const audit = fleet.settings.audit ?? {};
   return defaultAuditSettings({
     ...(audit.max_file_bytes && { maxFileBytes: audit.max_file_bytes }),
@@ -40,19 +57,28 @@ export function fleetAuditSettings(fleet: Fleet, overrides: Partial<AuditSetting
 
 /** The fleet's policy, waivers and open tickets: what turns findings into drift items. */
 export function fleetDriftRules(fleet: Fleet): Omit<DriftContext, "now"> {
-  return { policy: fleet.settings.policy ?? {}, waivers: fleet.settings.ignore ?? [], tickets: fleet.tickets.map((t) => t.ticket) };
+  return {
+    policy: fleet.settings.policy ?? {},
+    waivers: fleet.settings.ignore ?? [],
+    tickets: fleet.tickets.map((t) => t.ticket),
+  };
 }
 
 /**
  * How this run reaches nodes over ssh: `--ssh-config`, and `known_hosts` beside the manifests
  * when the repository keeps one (else the user's own, through ssh's usual lookup).
  */
-export async function fleetSshOptions(fleet: Fleet, configFile: string | undefined): Promise<SshOptions> {
+export async function fleetSshOptions(
+  fleet: Fleet,
+  configFile: string | undefined,
+): Promise<SshOptions> {
   if (configFile !== undefined && !(await stat(configFile).catch(() => undefined))?.isFile()) {
     throw new UsageError(`--ssh-config: no such file: ${configFile}`);
   }
   const knownHosts = path.join(fleet.dir, "known_hosts");
-  const knownHostsFile = (await stat(knownHosts).catch(() => undefined))?.isFile() ? knownHosts : undefined;
+  const knownHostsFile = (await stat(knownHosts).catch(() => undefined))?.isFile()
+    ? knownHosts
+    : undefined;
   return {
     ...(configFile !== undefined && { configFile: path.resolve(configFile) }),
     ...(knownHostsFile && { knownHostsFile }),
@@ -63,21 +89,34 @@ export async function fleetSshOptions(fleet: Fleet, configFile: string | undefin
 type AuditValues = ReturnType<typeof parse<typeof AUDIT_OPTIONS>>["values"];
 
 /** Loads, selects, audits: shared by `audit`, `diff` and `snapshot`. */
-export async function runAudit(values: AuditValues, onResult?: (total: number) => (r: Report["nodes"][number]) => void): Promise<{ fleet: Fleet; report: Report }> {
+export async function runAudit(
+  values: AuditValues,
+  onResult?: (total: number) => (r: Report["nodes"][number]) => void,
+): Promise<{ fleet: Fleet; report: Report }> {
   const fleet = await loadManifests(values);
   const categories = parseCategories(values.category);
   const shard = values.shard === undefined ? undefined : parseShard(values.shard);
-  if (values.shard !== undefined && !shard) throw new UsageError(`--shard takes k/n with 1 <= k <= n, not "${values.shard}"`);
-  if (shard && values.local) throw new UsageError("--shard splits a fleet; it does not go with --local");
-  let nodes: LoadedNode[] = values.local ? [localNode(fleet, values.nodes)] : selectNodes(fleet, values.nodes);
+  if (values.shard !== undefined && !shard)
+    throw new UsageError(`--shard takes k/n with 1 <= k <= n, not "${values.shard}"`);
+  if (shard && values.local)
+    throw new UsageError("--shard splits a fleet; it does not go with --local");
+  let nodes: LoadedNode[] = values.local
+    ? [localNode(fleet, values.nodes)]
+    : selectNodes(fleet, values.nodes);
   if (shard) nodes = nodes.filter((n) => shardOf(n.name, shard.count) === shard.index);
   const timeoutSeconds = parsePositiveInt("timeout", values.timeout, 60);
-  const settings = fleetAuditSettings(fleet, { timeoutMs: timeoutSeconds * 1000, ...(categories && { categories }) });
+  const settings = fleetAuditSettings(fleet, {
+    timeoutMs: timeoutSeconds * 1000,
+    ...(categories && { categories }),
+  });
   const ssh = await fleetSshOptions(fleet, values["ssh-config"]);
   // --timeout wins; otherwise a node's own ssh.timeout, then the default.
-  const nodeTimeoutMs = (node: LoadedNode) => (values.timeout === undefined && node.ssh.timeout ? node.ssh.timeout * 1000 : undefined);
+  const nodeTimeoutMs = (node: LoadedNode) =>
+    values.timeout === undefined && node.ssh.timeout ? node.ssh.timeout * 1000 : undefined;
   const transportFor = (node: LoadedNode): Transport =>
-    values.local ? localTransport(node.name) : sshTransport(node, { ...ssh, timeoutMs: nodeTimeoutMs(node) });
+    values.local
+      ? localTransport(node.name)
+      : sshTransport(node, { ...ssh, timeoutMs: nodeTimeoutMs(node) });
   const report = await auditFleet({
     nodes,
     transportFor,
@@ -104,7 +143,10 @@ export function auditExitCode(report: Report, strict = false): number {
 
 export async function auditCommand(argv: string[]): Promise<number> {
   // --strict is audit's own: diff and snapshot share the other options but not this exit policy.
-  const { values } = parse("audit", argv, { ...AUDIT_OPTIONS, strict: { type: "boolean" } } as const);
+  const { values } = parse("audit", argv, {
+    ...AUDIT_OPTIONS,
+    strict: { type: "boolean" },
+  } as const);
   // A wrong --format or an unusable --out fails before anything is audited.
   formatName(values.format);
   await checkOut(values.out);

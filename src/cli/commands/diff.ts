@@ -6,7 +6,8 @@ import { parse, useColor } from "../options.js";
 import { checkOut, writeOut } from "../output.js";
 import { AUDIT_OPTIONS, auditExitCode, runAudit } from "./audit.js";
 
-const show = (value: unknown): string => (typeof value === "string" ? value : JSON.stringify(value));
+const show = (value: unknown): string =>
+  typeof value === "string" ? value : JSON.stringify(value);
 
 /**
  * One drift item as `-want +got` lines; files and units bring their own unified diff, headed by
@@ -17,13 +18,29 @@ export function itemDiff(item: DriftItem, verbose: boolean): string[] {
     ? headedDiff(item)
     : [`-${item.key} = ${show(item.declared)}`, `+${item.key} = ${show(item.live)}`];
   if (item.detail) lines.push(`# ${item.detail}`);
-  if (verbose) lines.push(`# declared at ${item.source.file}:${item.source.line}; severity ${item.severity}`, `# remediation: ${item.remediation}`);
+  if (verbose)
+    lines.push(
+      `# declared at ${item.source.file}:${item.source.line}; severity ${item.severity}`,
+      `# remediation: ${item.remediation}`,
+    );
   return lines.map((line) => visible(line));
 }
 
-export function renderDiff(nodes: readonly NodeResult[], category: string, options: { verbose: boolean; color: boolean }): string {
+export function renderDiff(
+  nodes: readonly NodeResult[],
+  category: string,
+  options: { verbose: boolean; color: boolean },
+): string {
   const paint = (line: string) =>
-    !options.color ? line : line.startsWith("-") ? `\x1b[31m${line}\x1b[0m` : line.startsWith("+") ? `\x1b[32m${line}\x1b[0m` : line.startsWith("#") ? `\x1b[2m${line}\x1b[0m` : line;
+    !options.color
+      ? line
+      : line.startsWith("-")
+        ? `\x1b[31m${line}\x1b[0m`
+        : line.startsWith("+")
+          ? `\x1b[32m${line}\x1b[0m`
+          : line.startsWith("#")
+            ? `\x1b[2m${line}\x1b[0m`
+            : line;
   const out: string[] = [];
   for (const node of nodes) {
     if (node.status === "unreachable" || node.status === "error" || node.status === "maintenance") {
@@ -42,18 +59,23 @@ export function renderDiff(nodes: readonly NodeResult[], category: string, optio
     out.push(`--- ${node.name} declared`, `+++ ${node.name} live`);
     for (const item of node.drift) out.push(...itemDiff(item, options.verbose).map(paint));
   }
-  if (!out.length) out.push(`no ${category} drift on ${nodes.length} node${nodes.length === 1 ? "" : "s"}`);
+  if (!out.length)
+    out.push(`no ${category} drift on ${nodes.length} node${nodes.length === 1 ? "" : "s"}`);
   return `${out.join("\n")}\n`;
 }
 
 export async function diffCommand(argv: string[]): Promise<number> {
   const { node, ...auditOptions } = { node: { type: "string" as const }, ...AUDIT_OPTIONS };
   const { values } = parse("diff", argv, { node, ...auditOptions });
-  if (!values.category || values.category.includes(",")) throw new UsageError("diff needs exactly one --category (sysctl, files, ...)");
+  if (!values.category || values.category.includes(","))
+    throw new UsageError("diff needs exactly one --category (sysctl, files, ...)");
   await checkOut(values.out);
   const { report } = await runAudit({ ...values, nodes: values.node ?? values.nodes });
   const color = !values.out && useColor(values, process.stdout);
-  const text = renderDiff(report.nodes, values.category, { verbose: values.verbose ?? false, color });
+  const text = renderDiff(report.nodes, values.category, {
+    verbose: values.verbose ?? false,
+    color,
+  });
   if (values.out) await writeOut(values.out, text);
   else process.stdout.write(text);
   return auditExitCode(report);

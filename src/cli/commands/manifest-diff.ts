@@ -15,15 +15,30 @@ async function git(cwd: string, args: string[]) {
 }
 
 /** The manifest tree as it is at `ref`, read from git into a temp dir (empty when it did not exist yet). */
-async function fleetAt(repoRoot: string, manifestsPath: string, ref: string, scratch: string): Promise<Fleet> {
+async function fleetAt(
+  repoRoot: string,
+  manifestsPath: string,
+  ref: string,
+  scratch: string,
+): Promise<Fleet> {
   const exists = await git(repoRoot, ["cat-file", "-e", `${ref}:${manifestsPath}`]);
   if (exists.exitCode !== 0) {
     const known = await git(repoRoot, ["rev-parse", "--verify", "--quiet", `${ref}^{commit}`]);
-    if (known.exitCode !== 0) throw new UsageError(`--base: "${ref}" is not a commit in this checkout (fetch it, e.g. actions/checkout with fetch-depth: 2)`);
+    if (known.exitCode !== 0)
+      throw new UsageError(
+        `--base: "${ref}" is not a commit in this checkout (fetch it, e.g. actions/checkout with fetch-depth: 2)`,
+      );
     return { dir: scratch, settings: {}, nodes: [], tickets: [] };
   }
-  const archive = await execa("git", ["archive", "--format=tar", ref, "--", manifestsPath], { cwd: repoRoot, encoding: "buffer", reject: false });
-  if (archive.exitCode !== 0) throw new UsageError(`--base: git archive ${ref} failed: ${Buffer.from(archive.stderr).toString().trim()}`);
+  const archive = await execa("git", ["archive", "--format=tar", ref, "--", manifestsPath], {
+    cwd: repoRoot,
+    encoding: "buffer",
+    reject: false,
+  });
+  if (archive.exitCode !== 0)
+    throw new UsageError(
+      `--base: git archive ${ref} failed: ${Buffer.from(archive.stderr).toString().trim()}`,
+    );
   await execa("tar", ["-x", "-C", scratch], { input: archive.stdout });
   return loadFleet(path.join(scratch, manifestsPath), { displayPrefix: manifestsPath });
 }
@@ -34,7 +49,10 @@ export async function manifestDiffCommand(argv: string[]): Promise<number> {
     base: { type: "string" },
     "max-bytes": { type: "string" },
   });
-  if (!values.base) throw new UsageError("manifest-diff needs --base REF (the commit the pull request merges into, e.g. HEAD^1 of its merge commit)");
+  if (!values.base)
+    throw new UsageError(
+      "manifest-diff needs --base REF (the commit the pull request merges into, e.g. HEAD^1 of its merge commit)",
+    );
   const manifests = findManifests(values.manifests);
   const top = await git(manifests, ["rev-parse", "--show-toplevel"]);
   if (top.exitCode !== 0) throw new UsageError(`${manifests} is not inside a git checkout`);
@@ -44,7 +62,12 @@ export async function manifestDiffCommand(argv: string[]): Promise<number> {
   const scratch = await mkdtemp(path.join(os.tmpdir(), "quartermaster-base-"));
   try {
     const base = await fleetAt(repoRoot, manifestsPath, values.base, scratch);
-    process.stdout.write(renderManifestDiff(diffFleets(base, head), parsePositiveInt("max-bytes", values["max-bytes"], DEFAULT_MAX_BYTES)));
+    process.stdout.write(
+      renderManifestDiff(
+        diffFleets(base, head),
+        parsePositiveInt("max-bytes", values["max-bytes"], DEFAULT_MAX_BYTES),
+      ),
+    );
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }

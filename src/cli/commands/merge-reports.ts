@@ -12,7 +12,8 @@ async function readShard(file: string): Promise<ShardReport> {
     return { file, report: await readReport(file) };
   } catch (error) {
     // One refusal path for every unusable shard: "...; nothing merged".
-    if (error instanceof ManifestErrors) throw new ReportMergeError(error.errors.map((e) => e.toString()).join("; "));
+    if (error instanceof ManifestErrors)
+      throw new ReportMergeError(error.errors.map((e) => e.toString()).join("; "));
     throw error;
   }
 }
@@ -24,7 +25,10 @@ async function readShard(file: string): Promise<ShardReport> {
 export async function mergeReportsCommand(argv: string[]): Promise<number> {
   const parsed = parse("merge-reports", argv, OUTPUT_OPTIONS, { positionals: true });
   const { values, positionals } = parsed;
-  if (positionals.length === 0) throw new UsageError("merge-reports needs the shard report files: merge-reports --out report.json shard-*.json");
+  if (positionals.length === 0)
+    throw new UsageError(
+      "merge-reports needs the shard report files: merge-reports --out report.json shard-*.json",
+    );
   await checkOut(values.out);
   try {
     const merged = mergeReports(await Promise.all(positionals.map(readShard)));
@@ -33,7 +37,9 @@ export async function mergeReportsCommand(argv: string[]): Promise<number> {
     return auditExitCode(merged);
   } catch (error) {
     if (!(error instanceof ReportMergeError)) throw error;
-    process.stderr.write(`quartermaster merge-reports: ${visible(error.message)}; nothing merged\n`);
+    process.stderr.write(
+      `quartermaster merge-reports: ${visible(error.message)}; nothing merged\n`,
+    );
     return ExitBit.usage;
   }
 }

@@ -1,5 +1,11 @@
 import { UsageError } from "../../errors.js";
-import { loadManifests, MANIFEST_OPTIONS, parse, parsePositiveInt, selectNodes } from "../options.js";
+import {
+  loadManifests,
+  MANIFEST_OPTIONS,
+  parse,
+  parsePositiveInt,
+  selectNodes,
+} from "../options.js";
 
 // A GitHub Actions matrix holds at most 256 jobs.
 export const MAX_SHARDS = 256;
@@ -14,7 +20,11 @@ export interface ShardPlan {
 }
 
 /** `requested` shards (0: enough for `perShard` nodes each), never more than there are nodes. */
-export function planShards(names: readonly string[], requested: number, perShard: number): ShardPlan {
+export function planShards(
+  names: readonly string[],
+  requested: number,
+  perShard: number,
+): ShardPlan {
   const wanted = requested > 0 ? requested : Math.ceil(names.length / perShard);
   const count = Math.max(1, Math.min(wanted, names.length, MAX_SHARDS));
   return { count, shards: Array.from({ length: count }, (_, i) => i + 1), nodes: names.length };
@@ -28,10 +38,17 @@ export async function planShardsCommand(argv: string[]): Promise<number> {
     "nodes-per-shard": { type: "string" },
   });
   const requested = Number(values.shards);
-  if (!Number.isInteger(requested) || requested < 0) throw new UsageError(`--shards takes a whole number (0 chooses from the fleet's size), not "${values.shards}"`);
+  if (!Number.isInteger(requested) || requested < 0)
+    throw new UsageError(
+      `--shards takes a whole number (0 chooses from the fleet's size), not "${values.shards}"`,
+    );
   const fleet = await loadManifests(values);
   const names = selectNodes(fleet, values.nodes).map((n) => n.name);
-  const plan = planShards(names, requested, parsePositiveInt("nodes-per-shard", values["nodes-per-shard"], DEFAULT_NODES_PER_SHARD));
+  const plan = planShards(
+    names,
+    requested,
+    parsePositiveInt("nodes-per-shard", values["nodes-per-shard"], DEFAULT_NODES_PER_SHARD),
+  );
   process.stdout.write(`${JSON.stringify(plan)}\n`);
   return 0;
 }

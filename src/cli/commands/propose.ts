@@ -15,7 +15,8 @@ export const DEFAULT_MAX_NEW_PRS = 10;
 function maxNewPrs(text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
   const value = Number(text);
-  if (!/^\d+$/.test(text) || !Number.isSafeInteger(value)) throw new UsageError(`--max-new-prs takes a whole number (0 or more), not "${visible(text)}"`);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(value))
+    throw new UsageError(`--max-new-prs takes a whole number (0 or more), not "${visible(text)}"`);
   return value;
 }
 
@@ -28,7 +29,10 @@ export async function proposeCommand(argv: string[]): Promise<number> {
     "max-new-prs": { type: "string" },
     summary: { type: "string" },
   });
-  if (!values.report) throw new UsageError("propose needs --report FILE (an audit report written with --format json)");
+  if (!values.report)
+    throw new UsageError(
+      "propose needs --report FILE (an audit report written with --format json)",
+    );
   const budget = maxNewPrs(values["max-new-prs"]);
   const report = await readReport(values.report);
   const manifestDir = await resolveManifestDir(values);
@@ -41,16 +45,34 @@ export async function proposeCommand(argv: string[]): Promise<number> {
     github = new GitHub(settingsFromEnv());
   } catch (error) {
     if (!values["dry-run"]) throw new UsageError((error as Error).message);
-    process.stderr.write(`quartermaster: ${(error as Error).message}; planning as if no pull request exists yet\n`);
+    process.stderr.write(
+      `quartermaster: ${(error as Error).message}; planning as if no pull request exists yet\n`,
+    );
   }
-  const { actions, waiting } = github ? await planWithForge(github, input) : { actions: plan({ ...input, pulls: [] }), waiting: new Map<string, string>() };
+  const { actions, waiting } = github
+    ? await planWithForge(github, input)
+    : { actions: plan({ ...input, pulls: [] }), waiting: new Map<string, string>() };
   const dry = values["dry-run"] || !github;
-  for (const action of actions) process.stdout.write(`${dry && action.type !== "defer" ? "would " : ""}${describeAction(action)}\n`);
+  for (const action of actions)
+    process.stdout.write(
+      `${dry && action.type !== "defer" ? "would " : ""}${describeAction(action)}\n`,
+    );
   const deferred = actions.filter((a) => a.type === "defer").length;
-  if (deferred) process.stdout.write(`${deferred} new pull request${deferred === 1 ? " is" : "s are"} deferred: at most ${input.maxNewPrs} are opened per run\n`);
-  if (!actions.length) process.stdout.write("nothing to propose: every pull request is up to date\n");
+  if (deferred)
+    process.stdout.write(
+      `${deferred} new pull request${deferred === 1 ? " is" : "s are"} deferred: at most ${input.maxNewPrs} are opened per run\n`,
+    );
+  if (!actions.length)
+    process.stdout.write("nothing to propose: every pull request is up to date\n");
   if (dry) {
-    if (values.summary) await appendFile(values.summary, summary(actions.map((action) => ({ action, ok: true })), dry));
+    if (values.summary)
+      await appendFile(
+        values.summary,
+        summary(
+          actions.map((action) => ({ action, ok: true })),
+          dry,
+        ),
+      );
     return 0;
   }
 
@@ -60,22 +82,40 @@ export async function proposeCommand(argv: string[]): Promise<number> {
   try {
     await github!.writeWaiting(waitingAfter(actions), waiting, revision);
   } catch (error) {
-    process.stderr.write(`quartermaster: ${visible((error as Error).message)}; deferred pull requests may lose their place in the queue\n`);
+    process.stderr.write(
+      `quartermaster: ${visible((error as Error).message)}; deferred pull requests may lose their place in the queue\n`,
+    );
   }
   const failed = outcomes.filter((o) => !o.ok);
   for (const outcome of outcomes) {
-    if (outcome.number) process.stdout.write(visible(`opened #${outcome.number} ${outcome.action.type === "open" ? outcome.action.branch : ""}`) + "\n");
+    if (outcome.number)
+      process.stdout.write(
+        visible(
+          `opened #${outcome.number} ${outcome.action.type === "open" ? outcome.action.branch : ""}`,
+        ) + "\n",
+      );
   }
-  for (const failure of failed) process.stderr.write(`quartermaster: ${describeAction(failure.action)}: ${visible(failure.error ?? "")}\n`);
+  for (const failure of failed)
+    process.stderr.write(
+      `quartermaster: ${describeAction(failure.action)}: ${visible(failure.error ?? "")}\n`,
+    );
   if (values.summary) await appendFile(values.summary, summary(outcomes, false));
   if (failed.length) {
-    process.stderr.write(`${failed.length} of ${outcomes.length} actions failed; the next run retries them (the report is unchanged on disk)\n`);
+    process.stderr.write(
+      `${failed.length} of ${outcomes.length} actions failed; the next run retries them (the report is unchanged on disk)\n`,
+    );
     return ExitBit.unaudited;
   }
   return 0;
 }
 
-const VERB: Record<Action["type"], string> = { open: "open", update: "update", close: "close", leave: "leave alone", defer: "deferred" };
+const VERB: Record<Action["type"], string> = {
+  open: "open",
+  update: "update",
+  close: "close",
+  leave: "leave alone",
+  defer: "deferred",
+};
 
 /** The run's pull requests as Markdown for a job summary: every title and branch as code. */
 function summary(outcomes: readonly Outcome[], dry: boolean): string {
@@ -84,14 +124,19 @@ function summary(outcomes: readonly Outcome[], dry: boolean): string {
   const deferred = outcomes.filter((o) => o.action.type === "defer");
   if (deferred.length) {
     const budget = (deferred[0]!.action as Extract<Action, { type: "defer" }>).budget;
-    out.push(`**${deferred.length} deferred**: at most ${budget} new pull requests are opened per run; the rest are opened on later runs, those waiting longest first.`, "");
+    out.push(
+      `**${deferred.length} deferred**: at most ${budget} new pull requests are opened per run; the rest are opened on later runs, those waiting longest first.`,
+      "",
+    );
   }
   out.push("| action | pull request | branch | title |", "|---|---|---|---|");
   for (const { action, ok, number } of outcomes) {
     const pr = number ?? ("number" in action ? action.number : undefined);
     const title = "title" in action ? codeCell(action.title) : "";
     const branch = "branch" in action ? codeCell(action.branch) : "";
-    out.push(`| ${VERB[action.type]}${ok ? "" : " (failed)"} | ${pr === undefined ? "" : `#${pr}`} | ${branch} | ${title} |`);
+    out.push(
+      `| ${VERB[action.type]}${ok ? "" : " (failed)"} | ${pr === undefined ? "" : `#${pr}`} | ${branch} | ${title} |`,
+    );
   }
   return `${out.join("\n")}\n\n`;
 }

@@ -6,11 +6,20 @@ import { checkOut, formatName, writeReport } from "../output.js";
 
 // Renders a saved JSON report again in any format: a job summary, annotations, metrics.
 export async function reportCommand(argv: string[]): Promise<number> {
-  const { values } = parse("report", argv, { ...OUTPUT_OPTIONS, report: { type: "string" }, "max-bytes": { type: "string" } });
-  if (!values.report) throw new UsageError("report needs --report FILE (an audit report written with --format json)");
-  if (values["max-bytes"] !== undefined && formatName(values.format) !== "markdown") throw new UsageError("--max-bytes applies to --format markdown only");
+  const { values } = parse("report", argv, {
+    ...OUTPUT_OPTIONS,
+    report: { type: "string" },
+    "max-bytes": { type: "string" },
+  });
+  if (!values.report)
+    throw new UsageError("report needs --report FILE (an audit report written with --format json)");
+  if (values["max-bytes"] !== undefined && formatName(values.format) !== "markdown")
+    throw new UsageError("--max-bytes applies to --format markdown only");
   await checkOut(values.out);
   const report = await readReport(values.report);
-  await writeReport(report, { ...values, maxBytes: parsePositiveInt("max-bytes", values["max-bytes"], DEFAULT_MARKDOWN_MAX_BYTES) });
+  await writeReport(report, {
+    ...values,
+    maxBytes: parsePositiveInt("max-bytes", values["max-bytes"], DEFAULT_MARKDOWN_MAX_BYTES),
+  });
   return 0;
 }

@@ -4,7 +4,12 @@ import { UsageError } from "../../errors.js";
 import { GitHub, settingsFromEnv } from "../../forge/github.js";
 import { loadFleet } from "../../manifest/load.js";
 import { branchIdentity } from "../../propose/branch.js";
-import { BRANCH_PREFIX, describeAction, executePlan, planWithForge } from "../../propose/execute.js";
+import {
+  BRANCH_PREFIX,
+  describeAction,
+  executePlan,
+  planWithForge,
+} from "../../propose/execute.js";
 import { proposalInput } from "../../propose/input.js";
 import { visible } from "../../text/escape.js";
 import { ExitBit } from "../exit.js";
@@ -34,7 +39,10 @@ async function readEvent(file: string) {
     throw new UsageError(`cannot read the event ${file}: ${(error as Error).message}`);
   }
   const parsed = CommentEvent.safeParse(json);
-  if (!parsed.success) throw new UsageError(`${file} is not an issue_comment event: ${parsed.error.issues[0]!.path.join(".")}: ${parsed.error.issues[0]!.message}`);
+  if (!parsed.success)
+    throw new UsageError(
+      `${file} is not an issue_comment event: ${parsed.error.issues[0]!.path.join(".")}: ${parsed.error.issues[0]!.message}`,
+    );
   return parsed.data;
 }
 
@@ -52,7 +60,8 @@ export async function reviewCommand(argv: string[]): Promise<number> {
     timeout: { type: "string" },
   });
   const eventFile = values.event ?? process.env.GITHUB_EVENT_PATH;
-  if (!eventFile) throw new UsageError("review needs --event FILE (GitHub Actions sets GITHUB_EVENT_PATH)");
+  if (!eventFile)
+    throw new UsageError("review needs --event FILE (GitHub Actions sets GITHUB_EVENT_PATH)");
   const event = await readEvent(eventFile);
   const command = reviewCommandOf(event.comment.body);
   // Replies quote logins, branches and error messages: printed escaped, never as a workflow command.
@@ -69,22 +78,30 @@ export async function reviewCommand(argv: string[]): Promise<number> {
     say(text);
   };
   if (!(await github.canWrite(login))) {
-    await reply(`@${login}: only people with write access to this repository can use /quartermaster commands.`);
+    await reply(
+      `@${login}: only people with write access to this repository can use /quartermaster commands.`,
+    );
     return 0;
   }
   if (command !== "reject") {
-    await reply(`@${login}: unknown command \`/quartermaster ${command}\`. On an accept pull request, \`/quartermaster reject\` closes it and records a remediation ticket.`);
+    await reply(
+      `@${login}: unknown command \`/quartermaster ${command}\`. On an accept pull request, \`/quartermaster reject\` closes it and records a remediation ticket.`,
+    );
     return 0;
   }
   // The decision applies to exactly this PR: what it is comes from its branch name (no host chooses it).
   const pull = (await github.botPulls(BRANCH_PREFIX)).find((p) => p.number === number);
   const kind = pull ? branchIdentity(pull.branch)?.kind : undefined;
   if (!pull?.marker || !kind) {
-    await reply(`@${login}: this is not a pull request Quartermaster opened; there is nothing to reject.`);
+    await reply(
+      `@${login}: this is not a pull request Quartermaster opened; there is nothing to reject.`,
+    );
     return 0;
   }
   if (kind !== "accept") {
-    await reply(`@${login}: only accept pull requests can be rejected. Close this ${kind} pull request without merging if it should not land.`);
+    await reply(
+      `@${login}: only accept pull requests can be rejected. Close this ${kind} pull request without merging if it should not land.`,
+    );
     return 0;
   }
   if (pull.state !== "open") {
@@ -93,7 +110,9 @@ export async function reviewCommand(argv: string[]): Promise<number> {
   }
 
   // Closed first: the rejection stands even if recording the ticket fails, and the next scheduled run records it then.
-  await reply(`Rejected by @${login}: closing without merging. Quartermaster records a remediation ticket for this drift instead, and never reopens this pull request.`);
+  await reply(
+    `Rejected by @${login}: closing without merging. Quartermaster records a remediation ticket for this drift instead, and never reopens this pull request.`,
+  );
   await github.closePull(number);
   await github.deleteBranch(pull.branch);
 
@@ -101,26 +120,52 @@ export async function reviewCommand(argv: string[]): Promise<number> {
   const known = new Set((await loadFleet(manifestDir)).nodes.map((n) => n.name));
   const nodes = pull.marker.nodes.filter((name) => known.has(name));
   if (!nodes.length) {
-    await reply(`None of this pull request's nodes (${pull.marker.nodes.join(", ")}) is in the manifests any more: no ticket to record.`);
+    await reply(
+      `None of this pull request's nodes (${pull.marker.nodes.join(", ")}) is in the manifests any more: no ticket to record.`,
+    );
     return 0;
   }
-  const { report } = await runAudit({ ...values, repo: undefined, ref: undefined, manifests: manifestDir, nodes: nodes.join(","), local: false, verbose: false, color: false, "no-color": false });
+  const { report } = await runAudit({
+    ...values,
+    repo: undefined,
+    ref: undefined,
+    manifests: manifestDir,
+    nodes: nodes.join(","),
+    local: false,
+    verbose: false,
+    color: false,
+    "no-color": false,
+  });
   const { input, revision } = await proposalInput(manifestDir, report);
   const signature = pull.marker.signature;
   // Only the ticket recording this PR's rejection; no budget: it is one PR a person asked for.
   const actions = (await planWithForge(github, { ...input, maxNewPrs: undefined })).actions.filter(
-    (a) => (a.type === "open" || a.type === "update") && a.kind === "ticket" && a.replaces === pull.branch,
+    (a) =>
+      (a.type === "open" || a.type === "update") &&
+      a.kind === "ticket" &&
+      a.replaces === pull.branch,
   );
   for (const action of actions) say(describeAction(action));
-  const outcomes = await executePlan(github, actions, { branch: await github.defaultBranch(), sha: revision });
+  const outcomes = await executePlan(github, actions, {
+    branch: await github.defaultBranch(),
+    sha: revision,
+  });
   const opened = outcomes.find((o) => o.ok && o.number !== undefined);
   const failed = outcomes.filter((o) => !o.ok);
-  const unaudited = report.nodes.filter((n) => n.status !== "clean" && n.status !== "drift").map((n) => `${n.name} (${n.status})`);
+  const unaudited = report.nodes
+    .filter((n) => n.status !== "clean" && n.status !== "drift")
+    .map((n) => `${n.name} (${n.status})`);
   if (opened) await reply(`Recorded the remediation ticket in #${opened.number}.`);
-  else if (failed.length) await reply(`Recording the remediation ticket failed (${failed.map((f) => `\`${visible(f.error ?? "").replaceAll("`", "'")}\``).join("; ")}); the next scheduled run records it.`);
-  else if (actions.length) await reply(`The remediation ticket pull request for this drift was brought up to date.`);
+  else if (failed.length)
+    await reply(
+      `Recording the remediation ticket failed (${failed.map((f) => `\`${visible(f.error ?? "").replaceAll("`", "'")}\``).join("; ")}); the next scheduled run records it.`,
+    );
+  else if (actions.length)
+    await reply(`The remediation ticket pull request for this drift was brought up to date.`);
   else {
-    const open = (await github.botPulls(BRANCH_PREFIX)).find((p) => p.state === "open" && p.marker?.kind === "ticket" && p.marker.signature === signature);
+    const open = (await github.botPulls(BRANCH_PREFIX)).find(
+      (p) => p.state === "open" && p.marker?.kind === "ticket" && p.marker.signature === signature,
+    );
     await reply(
       open
         ? `A remediation ticket for this drift is already open in #${open.number}.`

@@ -3,7 +3,12 @@ import { ANY_VERSION } from "../../domains/packages/constraint.js";
 import { DOMAINS } from "../../domains/registry.js";
 import { acceptFinding } from "../../propose/accept.js";
 import { NodeAuditError, ProbeParseError, UsageError } from "../../errors.js";
-import { declaredFor, defaultAuditSettings, runProbe, type AuditSettings } from "../../audit/node.js";
+import {
+  declaredFor,
+  defaultAuditSettings,
+  runProbe,
+  type AuditSettings,
+} from "../../audit/node.js";
 import { parseContext } from "../../probe/script.js";
 import { localTransport } from "../../transport/local.js";
 import { sshTransport } from "../../transport/ssh.js";
@@ -12,7 +17,15 @@ import { visible } from "../../text/escape.js";
 import { stringifyPortable } from "../../text/yaml-scalar.js";
 import { ExitBit } from "../exit.js";
 import { checkOut, writeOut } from "../output.js";
-import { loadManifests, localNode, MANIFEST_OPTIONS, parse, parseCategories, parsePositiveInt, selectNodes } from "../options.js";
+import {
+  loadManifests,
+  localNode,
+  MANIFEST_OPTIONS,
+  parse,
+  parseCategories,
+  parsePositiveInt,
+  selectNodes,
+} from "../options.js";
 import { fleetAuditSettings, fleetSshOptions } from "./audit.js";
 
 /** How a snapshot declares installed packages: any version, the live version, or not at all. */
@@ -26,7 +39,12 @@ export interface SnapshotOptions {
 }
 
 /** The declaration with every finding's live state accepted; what cannot be written stays declared, with the reason. */
-function acceptAll(domain: AnyDomain, declared: unknown, live: unknown, unknown: string[]): unknown {
+function acceptAll(
+  domain: AnyDomain,
+  declared: unknown,
+  live: unknown,
+  unknown: string[],
+): unknown {
   let state = declared;
   for (const finding of domain.compare(declared, live)) {
     try {
@@ -52,8 +70,14 @@ export async function snapshotSpec(
   const packages = options.packages ?? "names";
   const taken = domains.filter((d) => !(d.name === "packages" && packages === "none"));
   const declaredOf = (domain: AnyDomain) =>
-    domain.snapshotsDeclared && options.declared ? declaredFor(domain, options.declared) : undefined;
-  const probe = await runProbe(transport, taken.map((domain) => ({ domain, declared: declaredOf(domain) })), settings);
+    domain.snapshotsDeclared && options.declared
+      ? declaredFor(domain, options.declared)
+      : undefined;
+  const probe = await runProbe(
+    transport,
+    taken.map((domain) => ({ domain, declared: declaredOf(domain) })),
+    settings,
+  );
   const parse = parseContext(probe.nonce);
   const spec: Record<string, unknown> = {};
   const unknown: string[] = [];
@@ -67,14 +91,16 @@ export async function snapshotSpec(
     const live = domain.parse(section.output, parse);
     for (const reason of partlyUnknown(live)) unknown.push(`${domain.name}: ${reason}`);
     const declared = declaredOf(domain);
-    let value = declared === undefined ? domain.snapshot(live) : acceptAll(domain, declared, live, unknown);
+    let value =
+      declared === undefined ? domain.snapshot(live) : acceptAll(domain, declared, live, unknown);
     if (value === undefined) continue;
     // Built by entries, so a host's `__proto__` package stays a key.
     if (domain.name === "packages" && packages === "names") {
       value = Object.fromEntries(Object.keys(value as object).map((name) => [name, ANY_VERSION]));
     }
     let level = spec;
-    for (const part of domain.specPath.slice(0, -1)) level = (level[part] ??= {}) as Record<string, unknown>;
+    for (const part of domain.specPath.slice(0, -1))
+      level = (level[part] ??= {}) as Record<string, unknown>;
     level[domain.specPath.at(-1)!] = value;
   }
   return { spec, unknown };
@@ -111,11 +137,17 @@ export async function snapshotCommand(argv: string[]): Promise<number> {
   });
   if (!values.local && !values.node) throw new UsageError("snapshot needs --local or --node NAME");
   const packages = PACKAGES_MODES.find((mode) => mode === values.packages);
-  if (!packages) throw new UsageError(`--packages takes names, versions or none, not "${visible(values.packages)}"`);
+  if (!packages)
+    throw new UsageError(
+      `--packages takes names, versions or none, not "${visible(values.packages)}"`,
+    );
   const categories = parseCategories(values.category);
   await checkOut(values.out);
   const domains = DOMAINS.filter((d) => !categories || categories.includes(d.name));
-  const timeoutMs = values.timeout === undefined ? undefined : parsePositiveInt("timeout", values.timeout, 60) * 1000;
+  const timeoutMs =
+    values.timeout === undefined
+      ? undefined
+      : parsePositiveInt("timeout", values.timeout, 60) * 1000;
   let transport: Transport;
   let title: string;
   let settings = defaultAuditSettings(timeoutMs ? { timeoutMs } : {});
@@ -126,13 +158,18 @@ export async function snapshotCommand(argv: string[]): Promise<number> {
     title = "this machine";
   } else {
     const fleet = await loadManifests(values);
-    const node = values.local ? localNode(fleet, values.node) : selectNodes(fleet, values.node).find((n) => n.name === values.node);
+    const node = values.local
+      ? localNode(fleet, values.node)
+      : selectNodes(fleet, values.node).find((n) => n.name === values.node);
     if (!node) throw new UsageError(`--node "${values.node}" names no node`);
     settings = fleetAuditSettings(fleet, timeoutMs ? { timeoutMs } : {});
     const ssh = await fleetSshOptions(fleet, values["ssh-config"]);
     transport = values.local
       ? localTransport(node.name)
-      : sshTransport(node, { ...ssh, ...(!timeoutMs && node.ssh.timeout && { timeoutMs: node.ssh.timeout * 1000 }) });
+      : sshTransport(node, {
+          ...ssh,
+          ...(!timeoutMs && node.ssh.timeout && { timeoutMs: node.ssh.timeout * 1000 }),
+        });
     title = node.name;
     declared = node.spec;
   }
@@ -141,7 +178,8 @@ export async function snapshotCommand(argv: string[]): Promise<number> {
     snapshot = await snapshotSpec(transport, domains, settings, { packages, declared });
   } catch (error) {
     if (!(error instanceof NodeAuditError || error instanceof ProbeParseError)) throw error;
-    const message = error instanceof ProbeParseError ? `probe output ${error.message}` : error.message;
+    const message =
+      error instanceof ProbeParseError ? `probe output ${error.message}` : error.message;
     process.stderr.write(`quartermaster snapshot: ${title}: ${visible(message)}\n`);
     return ExitBit.unaudited;
   }

@@ -1,12 +1,24 @@
 import { ManifestError, ManifestErrors, formatLocation } from "../../errors.js";
 import { capAnnotations, type Annotation } from "../../report/formats/github.js";
 import { plural } from "../../report/formats/common.js";
-import { DEFAULT_MANIFESTS, findManifests, loadManifests, MANIFEST_OPTIONS, parse } from "../options.js";
+import {
+  DEFAULT_MANIFESTS,
+  findManifests,
+  loadManifests,
+  MANIFEST_OPTIONS,
+  parse,
+} from "../options.js";
 
 /** The annotation GitHub shows at the manifest line of a validation error. */
 function githubAnnotation(error: ManifestError): Annotation {
   const { file, line, col } = error.location;
-  return { level: "error", file, line, col, message: error.hint ? `${error.message} (${error.hint})` : error.message };
+  return {
+    level: "error",
+    file,
+    line,
+    col,
+    message: error.hint ? `${error.message} (${error.hint})` : error.message,
+  };
 }
 
 export async function validateCommand(argv: string[]): Promise<number> {
@@ -14,8 +26,12 @@ export async function validateCommand(argv: string[]): Promise<number> {
   try {
     const fleet = await loadManifests(values);
     const groups = new Set(fleet.nodes.flatMap((n) => n.groups));
-    const where = values.repo ? (values.manifests ?? DEFAULT_MANIFESTS) : findManifests(values.manifests);
-    process.stdout.write(`${formatLocation({ file: where })}: valid (${plural(fleet.nodes.length, "node")}, ${plural(groups.size, "group")} in use)\n`);
+    const where = values.repo
+      ? (values.manifests ?? DEFAULT_MANIFESTS)
+      : findManifests(values.manifests);
+    process.stdout.write(
+      `${formatLocation({ file: where })}: valid (${plural(fleet.nodes.length, "node")}, ${plural(groups.size, "group")} in use)\n`,
+    );
     return 0;
   } catch (error) {
     if (error instanceof ManifestErrors && process.env.GITHUB_ACTIONS === "true") {

@@ -49,14 +49,23 @@ async function loadWatched(values: WatchValues): Promise<WatchedManifest> {
 function allowListener(node: LoadedNode, item: string): LoadedNode {
   const networking = node.spec.networking as { listening_ports?: string[] } | undefined;
   if (!networking?.listening_ports) return node;
-  return { ...node, spec: { ...node.spec, networking: { ...networking, listening_ports: [...networking.listening_ports, item] } } };
+  return {
+    ...node,
+    spec: {
+      ...node.spec,
+      networking: { ...networking, listening_ports: [...networking.listening_ports, item] },
+    },
+  };
 }
 
 /** `watch --local`: runs until SIGTERM or SIGINT (exit 0); SIGHUP reloads the manifest. */
 export async function watchCommand(argv: string[]): Promise<number> {
   const { values } = parse("watch", argv, WATCH_OPTIONS);
   if (!values.local) throw new UsageError("watch runs on the node it watches: pass --local");
-  if (values.manifest && values.manifests) throw new UsageError("--manifest (one node-spec file) and --manifests (a manifest tree) exclude each other");
+  if (values.manifest && values.manifests)
+    throw new UsageError(
+      "--manifest (one node-spec file) and --manifests (a manifest tree) exclude each other",
+    );
   if (values["maintenance-marker"] !== undefined && !values["maintenance-marker"].startsWith("/")) {
     throw new UsageError("--maintenance-marker takes an absolute path");
   }
@@ -69,9 +78,11 @@ export async function watchCommand(argv: string[]): Promise<number> {
   let own: string | undefined;
   if (values["metrics-listen"]) {
     // No await between listening and creating the monitor below, so no request finds it missing.
-    const served = await serveMetrics(values["metrics-listen"], () => monitor!.status()).catch((error: Error) => {
-      throw new UsageError(`--metrics-listen ${values["metrics-listen"]}: ${error.message}`);
-    });
+    const served = await serveMetrics(values["metrics-listen"], () => monitor!.status()).catch(
+      (error: Error) => {
+        throw new UsageError(`--metrics-listen ${values["metrics-listen"]}: ${error.message}`);
+      },
+    );
     server = served.server;
     own = `tcp/${served.address.port}@${served.address.address}`;
     log(`serving /metrics and /healthz on ${served.address.address}:${served.address.port}`);
@@ -106,7 +117,12 @@ export async function watchCommand(argv: string[]): Promise<number> {
       stopping = true;
       void running
         .stop(`received ${signal}`)
-        .then(() => new Promise<void>((closed) => (server ? (server.close(() => closed()), server.closeAllConnections()) : closed())))
+        .then(
+          () =>
+            new Promise<void>((closed) =>
+              server ? (server.close(() => closed()), server.closeAllConnections()) : closed(),
+            ),
+        )
         .then(() => resolve(0));
     };
     process.on("SIGTERM", stop).on("SIGINT", stop).on("SIGHUP", reload);

@@ -2,7 +2,14 @@ import { createHash } from "node:crypto";
 import { FILE_HEADERS_ONLY, formatPatch, structuredPatch } from "diff";
 import { z } from "zod";
 import type { Domain, Finding } from "../domain.js";
-import { STAT_FORMAT, isRegular, normalizeMode, parseFiles, type FileStat, type FilesLive } from "./parse.js";
+import {
+  STAT_FORMAT,
+  isRegular,
+  normalizeMode,
+  parseFiles,
+  type FileStat,
+  type FilesLive,
+} from "./parse.js";
 
 const FilePath = z
   .string()
@@ -19,13 +26,18 @@ const FileMode = z
   })
   .regex(/^[0-7]{3,4}$/, `an octal mode like "0644" or "644"`)
   .transform(normalizeMode);
-const Account = z.string().regex(/^[A-Za-z0-9_][A-Za-z0-9_.-]*\$?$/, "a user or group name, or a numeric id");
+const Account = z
+  .string()
+  .regex(/^[A-Za-z0-9_][A-Za-z0-9_.-]*\$?$/, "a user or group name, or a numeric id");
 
 export const FileDeclared = z
   .strictObject({
     path: FilePath,
     contents: z.string().optional(),
-    sha256: z.string().regex(/^[0-9a-f]{64}$/, "64 lower-case hex digits (the output of sha256sum)").optional(),
+    sha256: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/, "64 lower-case hex digits (the output of sha256sum)")
+      .optional(),
     mode: FileMode.optional(),
     owner: Account.optional(),
     group: Account.optional(),
@@ -34,20 +46,35 @@ export const FileDeclared = z
     /** The file must not exist. */
     absent: z.boolean().optional(),
     /** The path is a symlink to this target (compared as text, never followed). */
-    link: z.string().min(1, "a symlink target").refine((t) => !t.includes("\0"), "must not hold a NUL byte").optional(),
+    link: z
+      .string()
+      .min(1, "a symlink target")
+      .refine((t) => !t.includes("\0"), "must not hold a NUL byte")
+      .optional(),
   })
   .superRefine((file, ctx) => {
     const problem = (message: string) => ctx.addIssue({ code: "custom", message });
     if (file.absent) {
-      const attributes = ["contents", "sha256", "mode", "owner", "group", "secret", "link"] as const;
+      const attributes = [
+        "contents",
+        "sha256",
+        "mode",
+        "owner",
+        "group",
+        "secret",
+        "link",
+      ] as const;
       const others = attributes.filter((k) => file[k] !== undefined);
       if (others.length) problem(`a file declared absent has no ${others.join(", ")}`);
     }
     if (file.link !== undefined) {
-      const others = (["contents", "sha256", "mode", "secret"] as const).filter((k) => file[k] !== undefined);
+      const others = (["contents", "sha256", "mode", "secret"] as const).filter(
+        (k) => file[k] !== undefined,
+      );
       if (others.length) problem(`a symlink (link) has no ${others.join(", ")} of its own`);
     }
-    if (file.contents !== undefined && file.sha256 !== undefined) problem("declare contents or sha256, not both");
+    if (file.contents !== undefined && file.sha256 !== undefined)
+      problem("declare contents or sha256, not both");
     if (file.secret && file.contents !== undefined) {
       problem("a secret file is declared by its sha256, so its contents stay out of the manifest");
     }
@@ -57,7 +84,12 @@ export type FileDeclared = z.infer<typeof FileDeclared>;
 export const FilesDeclared = z.array(FileDeclared).superRefine((files, ctx) => {
   const seen = new Set<string>();
   files.forEach((file, i) => {
-    if (seen.has(file.path)) ctx.addIssue({ code: "custom", message: `${file.path} is declared twice`, path: [i, "path"] });
+    if (seen.has(file.path))
+      ctx.addIssue({
+        code: "custom",
+        message: `${file.path} is declared twice`,
+        path: [i, "path"],
+      });
     seen.add(file.path);
   });
 });
@@ -68,7 +100,10 @@ const SECRET = "secret: compared by SHA-256; its contents never leave the host a
 
 /** Whether the probe sends the file's hash rather than its bytes. */
 function comparedByHash(file: FileDeclared, cap: number): boolean {
-  return file.sha256 !== undefined || (file.contents !== undefined && Buffer.byteLength(file.contents) > cap);
+  return (
+    file.sha256 !== undefined ||
+    (file.contents !== undefined && Buffer.byteLength(file.contents) > cap)
+  );
 }
 
 function unifiedDiff(want: string, got: string): string {
@@ -99,11 +134,21 @@ function declaredContents(contents: string, cap: number): string {
 }
 
 function compareContents(file: FileDeclared, stat: FileStat, live: FilesLive): Finding | undefined {
-  const at = (attribute: string): Finding => ({ key: file.path, declared: null, live: null, path: ["files", file.path, attribute] });
+  const at = (attribute: string): Finding => ({
+    key: file.path,
+    declared: null,
+    live: null,
+    path: ["files", file.path, attribute],
+  });
   if (file.sha256 !== undefined) {
     const got = live.sha256.get(file.path);
     if (got === undefined || got === file.sha256) return undefined;
-    return { ...at("sha256"), declared: file.sha256, live: got, detail: file.secret ? SECRET : "compared by SHA-256" };
+    return {
+      ...at("sha256"),
+      declared: file.sha256,
+      live: got,
+      detail: file.secret ? SECRET : "compared by SHA-256",
+    };
   }
   const want = Buffer.from(file.contents!, "utf8");
   if (want.length > live.cap) {
@@ -130,9 +175,19 @@ function compareContents(file: FileDeclared, stat: FileStat, live: FilesLive): F
   const text = asText(got);
   if (text === undefined) {
     const live = shownByHash(sha256(got), got.length);
-    return { ...at("contents"), declared: file.contents!, live, detail: "the live file is not UTF-8 text: no diff" };
+    return {
+      ...at("contents"),
+      declared: file.contents!,
+      live,
+      detail: "the live file is not UTF-8 text: no diff",
+    };
   }
-  return { ...at("contents"), declared: file.contents!, live: text, diff: unifiedDiff(file.contents!, text) };
+  return {
+    ...at("contents"),
+    declared: file.contents!,
+    live: text,
+    diff: unifiedDiff(file.contents!, text),
+  };
 }
 
 const isSymlink = (stat: FileStat) => stat.type === "symbolic link";
@@ -158,11 +213,16 @@ function account(want: string, name: string, id: string): string {
 }
 
 /** A file's declaration once the live file is accepted: what can be known of it without its bytes. */
-function acceptFile(file: FileDeclared, attribute: string | undefined, finding: Finding): FileDeclared {
+function acceptFile(
+  file: FileDeclared,
+  attribute: string | undefined,
+  finding: Finding,
+): FileDeclared {
   // The file is gone: it is declared absent. A file that must be absent but exists: declared present, nothing more.
   if (attribute === undefined) return { path: file.path, absent: true };
   if (attribute === "absent") return { path: file.path };
-  if (attribute === "mode" || attribute === "owner" || attribute === "group") return { ...file, [attribute]: String(finding.live) };
+  if (attribute === "mode" || attribute === "owner" || attribute === "group")
+    return { ...file, [attribute]: String(finding.live) };
   // The path's type changed: what is known of it is the link's target, or that it is a file.
   const target = attribute === "type" ? LINK.exec(String(finding.live))?.[1] : undefined;
   if (target !== undefined) return { path: file.path, link: target };
@@ -211,11 +271,16 @@ export const files: Domain<FilesDeclared, FilesLive> = {
   remediation: "Restore the file from the manifest, or accept the live file into the manifest.",
   probe(declared, ctx) {
     // Nothing declared (a snapshot): an empty but well-formed section.
-    if (!declared?.length) return [ctx.mark(`cap ${ctx.maxFileBytes}`), ctx.mark("paths"), ctx.mark("stat")].join("\n");
+    if (!declared?.length)
+      return [ctx.mark(`cap ${ctx.maxFileBytes}`), ctx.mark("paths"), ctx.mark("stat")].join("\n");
     const all = declared.map((f) => ctx.quote(f.path)).join(" ");
-    const hashed = declared.filter((f) => comparedByHash(f, ctx.maxFileBytes)).map((f) => ctx.quote(f.path));
+    const hashed = declared
+      .filter((f) => comparedByHash(f, ctx.maxFileBytes))
+      .map((f) => ctx.quote(f.path));
     // Only non-secret files declared by contents are read, each through qm_read, so a huge file costs cap+1 bytes.
-    const read = declared.filter((f) => f.contents !== undefined && !f.secret && !comparedByHash(f, ctx.maxFileBytes));
+    const read = declared.filter(
+      (f) => f.contents !== undefined && !f.secret && !comparedByHash(f, ctx.maxFileBytes),
+    );
     const readPaths = read.map((f) => ctx.quote(f.path)).join(" ");
     const overCap = `-maxdepth 0 -type f -size +${ctx.maxFileBytes}c`;
     return [
@@ -276,7 +341,10 @@ export const files: Domain<FilesDeclared, FilesLive> = {
         continue;
       }
       if (stat === null) {
-        const showable = file.contents !== undefined && !file.secret && Buffer.byteLength(file.contents) <= live.cap;
+        const showable =
+          file.contents !== undefined &&
+          !file.secret &&
+          Buffer.byteLength(file.contents) <= live.cap;
         findings.push({
           key: file.path,
           declared: "present",
@@ -294,7 +362,12 @@ export const files: Domain<FilesDeclared, FilesLive> = {
       }
       const target = live.links.get(file.path);
       if (file.link !== undefined && target !== undefined && target !== file.link) {
-        findings.push({ key: file.path, declared: file.link, live: target, path: ["files", file.path, "link"] });
+        findings.push({
+          key: file.path,
+          declared: file.link,
+          live: target,
+          path: ["files", file.path, "link"],
+        });
       }
       if (file.contents !== undefined || file.sha256 !== undefined) {
         const finding = isRegular(stat)
@@ -308,19 +381,32 @@ export const files: Domain<FilesDeclared, FilesLive> = {
             };
         if (finding) findings.push(finding);
       }
-      const attribute = (name: "mode" | "owner" | "group", want: string | undefined, got: string) => {
+      const attribute = (
+        name: "mode" | "owner" | "group",
+        want: string | undefined,
+        got: string,
+      ) => {
         if (want === undefined || want === got) return;
-        findings.push({ key: `${file.path}:${name}`, declared: want, live: got, path: ["files", file.path, name] });
+        findings.push({
+          key: `${file.path}:${name}`,
+          declared: want,
+          live: got,
+          path: ["files", file.path, name],
+        });
       };
       attribute("mode", file.mode, stat.mode);
-      if (file.owner !== undefined) attribute("owner", file.owner, account(file.owner, stat.owner, stat.uid));
-      if (file.group !== undefined) attribute("group", file.group, account(file.group, stat.group, stat.gid));
+      if (file.owner !== undefined)
+        attribute("owner", file.owner, account(file.owner, stat.owner, stat.uid));
+      if (file.group !== undefined)
+        attribute("group", file.group, account(file.group, stat.group, stat.gid));
     }
     return findings;
   },
   accept(declared, finding) {
     const [, path, attribute] = finding.path as [string, string, string | undefined];
-    return declared.map((file) => (file.path === path ? acceptFile(file, attribute, finding) : file));
+    return declared.map((file) =>
+      file.path === path ? acceptFile(file, attribute, finding) : file,
+    );
   },
   snapshot() {
     // Files are audited only where declared: a host has nothing to offer unasked.

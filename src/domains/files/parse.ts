@@ -58,7 +58,15 @@ export function parseStat(
     const m = STAT_LINE.exec(line);
     if (!m) return false;
     const [, size, mode, owner, uid, group, gid, type, path] = m;
-    found.set(path!, { size: Number(size), mode: normalizeMode(mode!), owner: owner!, uid: uid!, group: group!, gid: gid!, type: type! });
+    found.set(path!, {
+      size: Number(size),
+      mode: normalizeMode(mode!),
+      owner: owner!,
+      uid: uid!,
+      group: group!,
+      gid: gid!,
+      type: type!,
+    });
     return true;
   };
   for (const line of text.split("\n")) {
@@ -106,7 +114,10 @@ export function isRegular(stat: FileStat | null | undefined): boolean {
  */
 export function parseFiles(raw: readonly [string, string][]): FilesLive {
   // Labels, paths and tool output name files in UTF-8, as the manifest does; only contents stay bytes.
-  const parts = raw.map(([label, text]): [string, string] => [utf8(label), label.startsWith("contents ") ? text : utf8(text)]);
+  const parts = raw.map(([label, text]): [string, string] => [
+    utf8(label),
+    label.startsWith("contents ") ? text : utf8(text),
+  ]);
   const byLabel = partsByLabel("files", parts);
   const capLabel = parts.find(([label]) => label.startsWith("cap "))?.[0];
   const paths = byLabel.get("paths");
@@ -123,12 +134,14 @@ export function parseFiles(raw: readonly [string, string][]): FilesLive {
   let missingText = "";
   for (const [label, text] of parts) {
     const space = label.indexOf(" ");
-    const [kind, path] = space === -1 ? [label, ""] : [label.slice(0, space), label.slice(space + 1)];
+    const [kind, path] =
+      space === -1 ? [label, ""] : [label.slice(0, space), label.slice(space + 1)];
     if (kind === "missing") {
       // A file that appeared since the test prints a stat line here, which counts as one.
       missingText += `${text}\n`;
       statErrors.set(path, text.trim());
-    } else if (kind === "link" && text !== "") links.set(path, text.endsWith("\n") ? text.slice(0, -1) : text);
+    } else if (kind === "link" && text !== "")
+      links.set(path, text.endsWith("\n") ? text.slice(0, -1) : text);
     else if (kind === "contents") contents.set(path, Buffer.from(text, "latin1"));
     else if (kind === "unreadable") unreadable.push(path);
   }

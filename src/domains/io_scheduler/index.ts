@@ -3,11 +3,15 @@ import type { Domain, Finding } from "../domain.js";
 import { globMatch, globProblem, isGlob } from "../../glob.js";
 import { parseSchedulers, type IoSchedulerLive } from "./parse.js";
 
-const Scheduler = z.string().regex(/^[A-Za-z0-9_-]+$/, "a scheduler name, like mq-deadline, bfq or none");
+const Scheduler = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]+$/, "a scheduler name, like mq-deadline, bfq or none");
 // Keys are checked here rather than by a key schema, whose failures zod reports as "Invalid key in record".
 export const IoSchedulerDeclared = z.record(z.string(), Scheduler).superRefine((declared, ctx) => {
   for (const pattern of Object.keys(declared)) {
-    const problem = /^[^\s/]+$/.test(pattern) ? globProblem(pattern) : "a block device name or glob, like vda or nvme*";
+    const problem = /^[^\s/]+$/.test(pattern)
+      ? globProblem(pattern)
+      : "a block device name or glob, like vda or nvme*";
     if (problem) ctx.addIssue({ code: "custom", path: [pattern], message: problem });
   }
 });
@@ -41,14 +45,22 @@ export const ioScheduler: Domain<IoSchedulerDeclared, IoSchedulerLive> = {
       for (const glob of globs) if (globMatch(glob, device)) matched.add(glob);
       // A device's own name wins over a glob; among globs, the first declared one.
       // Device names come from the host: only the declaration's own keys count, never Object.prototype's.
-      const pattern = Object.hasOwn(declared, device) ? device : globs.find((glob) => globMatch(glob, device));
+      const pattern = Object.hasOwn(declared, device)
+        ? device
+        : globs.find((glob) => globMatch(glob, device));
       if (pattern === undefined) continue;
       matched.add(pattern);
       const want = declared[pattern]!;
       const { active, available } = live.get(device)!;
       if (want === active) continue;
-      const finding: Finding = { key: device, declared: want, live: active, path: [...this.specPath, pattern] };
-      if (!available.includes(want)) finding.detail = `${want} is not available on ${device} (available: ${available.join(", ")})`;
+      const finding: Finding = {
+        key: device,
+        declared: want,
+        live: active,
+        path: [...this.specPath, pattern],
+      };
+      if (!available.includes(want))
+        finding.detail = `${want} is not available on ${device} (available: ${available.join(", ")})`;
       findings.push(finding);
     }
     for (const pattern of patterns.filter((p) => !matched.has(p))) {
@@ -57,7 +69,9 @@ export const ioScheduler: Domain<IoSchedulerDeclared, IoSchedulerLive> = {
         declared: declared[pattern]!,
         live: null,
         path: [...this.specPath, pattern],
-        detail: isGlob(pattern) ? `no block device with an I/O scheduler matches ${pattern}` : `no block device ${pattern} with an I/O scheduler`,
+        detail: isGlob(pattern)
+          ? `no block device with an I/O scheduler matches ${pattern}`
+          : `no block device ${pattern} with an I/O scheduler`,
       });
     }
     return findings;
@@ -66,15 +80,21 @@ export const ioScheduler: Domain<IoSchedulerDeclared, IoSchedulerLive> = {
     const pattern = String(finding.path.at(-1));
     // A pattern matching no device goes; a device that a glob covers gets its own entry, which wins over the glob.
     // Built by entries, never by assignment: a device named __proto__ must become a key, not a prototype.
-    const entries = Object.entries(declared).filter(([p]) => finding.live !== null || p !== pattern);
+    const entries = Object.entries(declared).filter(
+      ([p]) => finding.live !== null || p !== pattern,
+    );
     if (finding.live !== null) entries.push([finding.key, String(finding.live)]);
     return Object.fromEntries(new Map(entries));
   },
   snapshot(live) {
     // Loop, RAM and network block devices come and go with mounts; a single option is no choice.
     const chosen = [...live.entries()]
-      .filter(([device, { available }]) => !/^(loop|ram|nbd)\d+$/.test(device) && available.length >= 2)
+      .filter(
+        ([device, { available }]) => !/^(loop|ram|nbd)\d+$/.test(device) && available.length >= 2,
+      )
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return chosen.length ? Object.fromEntries(chosen.map(([device, { active }]) => [device, active])) : undefined;
+    return chosen.length
+      ? Object.fromEntries(chosen.map(([device, { active }]) => [device, active]))
+      : undefined;
   },
 };

@@ -2,7 +2,9 @@ import { z } from "zod";
 import { partsByLabel, type Domain, type Finding } from "../domain.js";
 import { compareVersions, parseInstalled, parseRunning, type KernelLive } from "./parse.js";
 
-export const KernelDeclared = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._+~-]*$/, "not a kernel release (like 6.1.0-28-amd64)");
+export const KernelDeclared = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._+~-]*$/, "not a kernel release (like 6.1.0-28-amd64)");
 export type KernelDeclared = z.infer<typeof KernelDeclared>;
 
 export const kernel: Domain<KernelDeclared, KernelLive> = {
@@ -27,15 +29,25 @@ export const kernel: Domain<KernelDeclared, KernelLive> = {
   },
   parse(output, ctx) {
     const parts = partsByLabel("kernel", ctx.parts(output));
-    return { running: parseRunning(parts.get("running") ?? ""), installed: parseInstalled(parts.get("installed") ?? "") };
+    return {
+      running: parseRunning(parts.get("running") ?? ""),
+      installed: parseInstalled(parts.get("installed") ?? ""),
+    };
   },
   compare(declared, live) {
     if (declared === live.running) return [];
-    const finding: Finding = { key: "kernel_version", declared, live: live.running, path: this.specPath };
+    const finding: Finding = {
+      key: "kernel_version",
+      declared,
+      live: live.running,
+      path: this.specPath,
+    };
     const notes: string[] = [];
     const newest = live.installed.at(-1);
-    if (newest !== undefined && compareVersions(newest, live.running) > 0) notes.push(`reboot pending: ${newest} installed`);
-    if (live.installed.length > 0 && !live.installed.includes(declared)) notes.push(`${declared} is not installed`);
+    if (newest !== undefined && compareVersions(newest, live.running) > 0)
+      notes.push(`reboot pending: ${newest} installed`);
+    if (live.installed.length > 0 && !live.installed.includes(declared))
+      notes.push(`${declared} is not installed`);
     if (notes.length) finding.detail = notes.join("; ");
     return [finding];
   },

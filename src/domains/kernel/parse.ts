@@ -11,8 +11,10 @@ const RELEASE = /^[A-Za-z0-9][A-Za-z0-9._+~-]*$/;
 
 export function parseRunning(text: string): string {
   const release = text.trim();
-  if (!release) throw new ProbeParseError("kernel", "no running kernel release in /proc/sys/kernel/osrelease");
-  if (!RELEASE.test(release)) throw new ProbeParseError("kernel", `"${release.slice(0, 80)}" is not a kernel release`);
+  if (!release)
+    throw new ProbeParseError("kernel", "no running kernel release in /proc/sys/kernel/osrelease");
+  if (!RELEASE.test(release))
+    throw new ProbeParseError("kernel", `"${release.slice(0, 80)}" is not a kernel release`);
   return release;
 }
 
@@ -23,7 +25,8 @@ export function parseInstalled(text: string): string[] {
     // Older Ubuntu ships a signed twin `vmlinuz-<release>.efi.signed` of the same kernel.
     const name = line.trim().replace(/\.efi\.signed$/, "");
     if (!name) continue;
-    if (!RELEASE.test(name)) throw new ProbeParseError("kernel", `"${name.slice(0, 80)}" is not a kernel release`);
+    if (!RELEASE.test(name))
+      throw new ProbeParseError("kernel", `"${name.slice(0, 80)}" is not a kernel release`);
     // Versionless images (Arch's vmlinuz-linux) name a flavour, not a release.
     if (/^\d/.test(name)) releases.add(name);
   }

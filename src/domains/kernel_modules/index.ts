@@ -8,7 +8,12 @@ export const KernelModulesDeclared = z
   .superRefine((declared, ctx) => {
     const loaded = new Set((declared.loaded ?? []).map(moduleName));
     (declared.absent ?? []).forEach((name, i) => {
-      if (loaded.has(moduleName(name))) ctx.addIssue({ code: "custom", path: ["absent", i], message: `${name} is declared both loaded and absent` });
+      if (loaded.has(moduleName(name)))
+        ctx.addIssue({
+          code: "custom",
+          path: ["absent", i],
+          message: `${name} is declared both loaded and absent`,
+        });
     });
   });
 export type KernelModulesDeclared = z.infer<typeof KernelModulesDeclared>;
@@ -21,7 +26,8 @@ export const kernelModules: Domain<KernelModulesDeclared, KernelModulesLive> = {
   severity: "high",
   onDrift: "accept",
   itemsAreASet: true,
-  remediation: "Load or blacklist the module and persist it in /etc/modules-load.d or /etc/modprobe.d, or accept the live state.",
+  remediation:
+    "Load or blacklist the module and persist it in /etc/modules-load.d or /etc/modprobe.d, or accept the live state.",
   probe(_declared, ctx) {
     // osrelease is a string file, which answers dash's byte-by-byte `read` correctly (integer
     // /proc/sys files do not); one grep then reads the module list and the built-in list.
@@ -40,13 +46,24 @@ export const kernelModules: Domain<KernelModulesDeclared, KernelModulesLive> = {
     (declared.loaded ?? []).forEach((name, i) => {
       const key = moduleName(name);
       if (live.loaded.has(key) || live.builtin.has(key)) return;
-      findings.push({ key, declared: "loaded", live: "absent", path: [...this.specPath, "loaded", i] });
+      findings.push({
+        key,
+        declared: "loaded",
+        live: "absent",
+        path: [...this.specPath, "loaded", i],
+      });
     });
     (declared.absent ?? []).forEach((name, i) => {
       const key = moduleName(name);
       if (!live.loaded.has(key) && !live.builtin.has(key)) return;
-      const finding: Finding = { key, declared: "absent", live: "loaded", path: [...this.specPath, "absent", i] };
-      if (!live.loaded.has(key)) finding.detail = "built into the running kernel: it cannot be unloaded";
+      const finding: Finding = {
+        key,
+        declared: "absent",
+        live: "loaded",
+        path: [...this.specPath, "absent", i],
+      };
+      if (!live.loaded.has(key))
+        finding.detail = "built into the running kernel: it cannot be unloaded";
       findings.push(finding);
     });
     return findings;
@@ -55,9 +72,13 @@ export const kernelModules: Domain<KernelModulesDeclared, KernelModulesLive> = {
     // The module moves to the list that says what the host runs: loaded, or absent.
     const from = finding.live === "loaded" ? "absent" : "loaded";
     const to = finding.live === "loaded" ? "loaded" : "absent";
-    const next: KernelModulesDeclared = { ...declared, [from]: (declared[from] ?? []).filter((name) => moduleName(name) !== finding.key) };
+    const next: KernelModulesDeclared = {
+      ...declared,
+      [from]: (declared[from] ?? []).filter((name) => moduleName(name) !== finding.key),
+    };
     if (!next[from]!.length) delete next[from];
-    if (!(next[to] ?? []).some((name) => moduleName(name) === finding.key)) next[to] = [...(next[to] ?? []), finding.key];
+    if (!(next[to] ?? []).some((name) => moduleName(name) === finding.key))
+      next[to] = [...(next[to] ?? []), finding.key];
     return next;
   },
   snapshot(live) {

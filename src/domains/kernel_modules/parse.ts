@@ -23,11 +23,18 @@ export function parseModules(text: string): KernelModulesLive {
     if (!line.trim()) continue;
     if (line.startsWith("/proc/modules:")) {
       const m = /^([A-Za-z0-9_-]+) \d+ (?:\d+|-) /.exec(line.slice("/proc/modules:".length));
-      if (!m) throw new ProbeParseError("kernel_modules", `unexpected /proc/modules line "${line.slice(0, 80)}"`);
+      if (!m)
+        throw new ProbeParseError(
+          "kernel_modules",
+          `unexpected /proc/modules line "${line.slice(0, 80)}"`,
+        );
       live.loaded.add(moduleName(m[1]!));
       continue;
     }
-    const m = /^\/lib\/modules\/[^/]+\/modules\.builtin:(?:.*\/)?([A-Za-z0-9_-]+)\.ko(?:\.[a-z]+)?$/.exec(line);
+    const m =
+      /^\/lib\/modules\/[^/]+\/modules\.builtin:(?:.*\/)?([A-Za-z0-9_-]+)\.ko(?:\.[a-z]+)?$/.exec(
+        line,
+      );
     if (!m) throw new ProbeParseError("kernel_modules", `unexpected line "${line.slice(0, 80)}"`);
     live.builtin.add(moduleName(m[1]!));
   }

@@ -34,18 +34,24 @@ export function parseConstraint(text: string): Constraint | { error: string } {
     const clauses: { operator: Operator; version: string }[] = [];
     for (const clause of text.split(",")) {
       const m = /^\s*(>=|<=|!=|>|<|=)\s*(\S+)\s*$/.exec(clause);
-      if (!m) return { error: `"${clause.trim()}" is not a comparison like ">= 1.2" (operators: ${OPERATORS.join(" ")})` };
+      if (!m)
+        return {
+          error: `"${clause.trim()}" is not a comparison like ">= 1.2" (operators: ${OPERATORS.join(" ")})`,
+        };
       if (!VERSION.test(m[2]!)) return { error: `"${m[2]}" is not a version` };
       clauses.push({ operator: m[1] as Operator, version: m[2]! });
     }
     return { kind: "range", clauses };
   }
   if (text.includes("*")) {
-    if (!/^[A-Za-z0-9.+~^:_*-]+$/.test(text)) return { error: `"${text}" is not a version pattern like "9.*"` };
+    if (!/^[A-Za-z0-9.+~^:_*-]+$/.test(text))
+      return { error: `"${text}" is not a version pattern like "9.*"` };
     return { kind: "glob", parts: text.split("*") };
   }
   if (!instances(text).every((i) => INSTANCE.test(i))) {
-    return { error: `"${text}" is not a version, "*", "absent", a pattern like "9.*" or comparisons like ">= 1.2, < 2"` };
+    return {
+      error: `"${text}" is not a version, "*", "absent", a pattern like "9.*" or comparisons like ">= 1.2, < 2"`,
+    };
   }
   return { kind: "exact", version: text };
 }
@@ -55,7 +61,8 @@ function globMatch(parts: readonly string[], text: string): boolean {
   if (parts.length === 1) return text === parts[0];
   const first = parts[0]!;
   const last = parts.at(-1)!;
-  if (text.length < first.length + last.length || !text.startsWith(first) || !text.endsWith(last)) return false;
+  if (text.length < first.length + last.length || !text.startsWith(first) || !text.endsWith(last))
+    return false;
   let at = first.length;
   const end = text.length - last.length;
   for (const middle of parts.slice(1, -1)) {
@@ -82,7 +89,12 @@ const HOLDS: Record<Operator, (order: number) => boolean> = {
  * Whether the live versions (one per installed instance; none when not installed) meet the
  * declared constraint. Every instance must meet a pattern or a range.
  */
-export function satisfies(constraint: Constraint, live: readonly string[], joined: string, format: PackageFormat): boolean {
+export function satisfies(
+  constraint: Constraint,
+  live: readonly string[],
+  joined: string,
+  format: PackageFormat,
+): boolean {
   switch (constraint.kind) {
     case "absent":
       return live.length === 0;
@@ -91,10 +103,18 @@ export function satisfies(constraint: Constraint, live: readonly string[], joine
     case "exact":
       return live.length > 0 && withoutZeroEpoch(constraint.version) === withoutZeroEpoch(joined);
     case "glob":
-      return live.length > 0 && live.every((v) => globMatch(constraint.parts, v) || globMatch(constraint.parts, withoutZeroEpoch(v)));
+      return (
+        live.length > 0 &&
+        live.every(
+          (v) => globMatch(constraint.parts, v) || globMatch(constraint.parts, withoutZeroEpoch(v)),
+        )
+      );
     case "range": {
       const compare = COMPARE_VERSIONS[format];
-      return live.length > 0 && live.every((v) => constraint.clauses.every((c) => HOLDS[c.operator](compare(v, c.version))));
+      return (
+        live.length > 0 &&
+        live.every((v) => constraint.clauses.every((c) => HOLDS[c.operator](compare(v, c.version))))
+      );
     }
   }
 }

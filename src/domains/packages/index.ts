@@ -26,7 +26,9 @@ const PackageVersion = z
     const constraint = parseConstraint(text);
     if ("error" in constraint) ctx.addIssue({ code: "custom", message: constraint.error });
   })
-  .describe(`an exact version, "${ANY_VERSION}", "${ABSENT}", a pattern like "9.*", or comparisons in the host's version order like ">= 1.2, < 2"`);
+  .describe(
+    `an exact version, "${ANY_VERSION}", "${ABSENT}", a pattern like "9.*", or comparisons in the host's version order like ">= 1.2, < 2"`,
+  );
 export const PackagesDeclared = z.record(PackageName, PackageVersion);
 export type PackagesDeclared = z.infer<typeof PackagesDeclared>;
 
@@ -52,7 +54,9 @@ export const packages: Domain<PackagesDeclared, PackagesLive> = {
     // database); a snapshot (nothing declared) reads everything. awk's and grep's exit status past 1
     // means the database could not be read, which is not "absent".
     const names = declared ? Object.keys(declared) : undefined;
-    const wanted = names && `-v qm_names=${ctx.quote(names.join(" "))} 'BEGIN { n = split(qm_names, l, " "); for (i = 1; i <= n; i++) w[l[i]] = 1 }`;
+    const wanted =
+      names &&
+      `-v qm_names=${ctx.quote(names.join(" "))} 'BEGIN { n = split(qm_names, l, " "); for (i = 1; i <= n; i++) w[l[i]] = 1 }`;
     const dpkg = wanted
       ? `awk ${wanted} /^Package: / { k = ($2 in w) } k && /^(Package|Status|Version|Architecture):/' /var/lib/dpkg/status`
       : "grep -E '^(Package|Status|Version|Architecture):' /var/lib/dpkg/status || [ $? -eq 1 ]";
@@ -82,7 +86,10 @@ export const packages: Domain<PackagesDeclared, PackagesLive> = {
     const parts = ctx.parts(output);
     const [label, text] = parts[0] ?? [];
     if (parts.length !== 1 || !PACKAGE_FORMATS.includes(label as PackageFormat)) {
-      throw new ProbeParseError("packages", "output does not name a package database (dpkg, rpm or apk)");
+      throw new ProbeParseError(
+        "packages",
+        "output does not name a package database (dpkg, rpm or apk)",
+      );
     }
     return parsePackageDatabase(label as PackageFormat, text!);
   },
@@ -93,9 +100,16 @@ export const packages: Domain<PackagesDeclared, PackagesLive> = {
       const got = instances ? liveVersion(instances) : ABSENT;
       const constraint = parseConstraint(want);
       // The schema refused anything else; a constraint that cannot be read is never met.
-      const met = !("error" in constraint) && satisfies(constraint, instances?.map((i) => i.version) ?? [], got, live.format);
+      const met =
+        !("error" in constraint) &&
+        satisfies(constraint, instances?.map((i) => i.version) ?? [], got, live.format);
       if (met) continue;
-      const finding: Finding = { key: name, declared: want, live: got, path: [...this.specPath, name] };
+      const finding: Finding = {
+        key: name,
+        declared: want,
+        live: got,
+        path: [...this.specPath, name],
+      };
       const state = live.notInstalled.get(name);
       if (state) {
         finding.detail = `dpkg state ${state} (${DPKG_STATE_MEANING[state] ?? state}): not counted as installed`;

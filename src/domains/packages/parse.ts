@@ -41,7 +41,11 @@ export const DPKG_STATE_MEANING: Record<string, string> = {
   "not-installed": "known to dpkg but not installed",
 };
 
-function addInstance(installed: Map<string, PackageInstance[]>, name: string, instance: PackageInstance): void {
+function addInstance(
+  installed: Map<string, PackageInstance[]>,
+  name: string,
+  instance: PackageInstance,
+): void {
   const list = installed.get(name);
   if (list) list.push(instance);
   else installed.set(name, [instance]);
@@ -56,14 +60,25 @@ export function parseDpkg(text: string): PackagesLive {
   let current: { name: string; status?: string; version?: string; arch?: string } | undefined;
   const finish = () => {
     if (!current) return;
-    if (current.status === undefined) throw new ProbeParseError("packages", `dpkg entry ${current.name} has no Status`);
+    if (current.status === undefined)
+      throw new ProbeParseError("packages", `dpkg entry ${current.name} has no Status`);
     const [want, error, state] = current.status.split(" ");
     if (!DPKG_WANT.has(want!) || !DPKG_ERROR.has(error!) || !DPKG_STATES.has(state!)) {
-      throw new ProbeParseError("packages", `dpkg entry ${current.name} has an unreadable Status "${current.status}"`);
+      throw new ProbeParseError(
+        "packages",
+        `dpkg entry ${current.name} has an unreadable Status "${current.status}"`,
+      );
     }
     if (DPKG_INSTALLED_STATES.has(state!)) {
-      if (current.version === undefined) throw new ProbeParseError("packages", `installed dpkg entry ${current.name} has no Version`);
-      addInstance(live.installed, current.name, { version: current.version, arch: current.arch ?? "" });
+      if (current.version === undefined)
+        throw new ProbeParseError(
+          "packages",
+          `installed dpkg entry ${current.name} has no Version`,
+        );
+      addInstance(live.installed, current.name, {
+        version: current.version,
+        arch: current.arch ?? "",
+      });
     } else if (state !== "not-installed" && !live.installed.has(current.name)) {
       live.notInstalled.set(current.name, state!);
     }
@@ -71,7 +86,8 @@ export function parseDpkg(text: string): PackagesLive {
   for (const line of text.split("\n")) {
     if (line === "") continue;
     const m = /^(Package|Status|Version|Architecture): (.*)$/.exec(line);
-    if (!m) throw new ProbeParseError("packages", `unexpected dpkg status line "${line.slice(0, 80)}"`);
+    if (!m)
+      throw new ProbeParseError("packages", `unexpected dpkg status line "${line.slice(0, 80)}"`);
     const [, field, value] = m;
     if (field === "Package") {
       finish();
@@ -115,18 +131,24 @@ export function parseApk(text: string): PackagesLive {
   let current: { name: string; version?: string; arch?: string } | undefined;
   const finish = () => {
     if (!current) return;
-    if (current.version === undefined) throw new ProbeParseError("packages", `apk entry ${current.name} has no V: line`);
-    addInstance(live.installed, current.name, { version: current.version, arch: current.arch ?? "" });
+    if (current.version === undefined)
+      throw new ProbeParseError("packages", `apk entry ${current.name} has no V: line`);
+    addInstance(live.installed, current.name, {
+      version: current.version,
+      arch: current.arch ?? "",
+    });
   };
   for (const line of text.split("\n")) {
     if (line === "") continue;
     const m = /^([PVA]):(.+)$/.exec(line);
-    if (!m) throw new ProbeParseError("packages", `unexpected apk database line "${line.slice(0, 80)}"`);
+    if (!m)
+      throw new ProbeParseError("packages", `unexpected apk database line "${line.slice(0, 80)}"`);
     const [, field, value] = m;
     if (field === "P") {
       finish();
       current = { name: value! };
-    } else if (!current) throw new ProbeParseError("packages", `apk ${field}: line before any P: line`);
+    } else if (!current)
+      throw new ProbeParseError("packages", `apk ${field}: line before any P: line`);
     else if (field === "V") current.version = value!;
     else current.arch = value!;
   }
@@ -155,6 +177,8 @@ export function liveVersion(instances: readonly PackageInstance[]): string {
   if (byVersion.size === 1) return [...byVersion.keys()][0]!;
   return [...byVersion]
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([version, arches]) => (arches.size ? `${version} (${[...arches].sort().join(", ")})` : version))
+    .map(([version, arches]) =>
+      arches.size ? `${version} (${[...arches].sort().join(", ")})` : version,
+    )
     .join(", ");
 }

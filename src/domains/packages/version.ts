@@ -3,7 +3,8 @@
 import type { PackageFormat } from "./parse.js";
 
 const isDigit = (c: string | undefined) => c !== undefined && c >= "0" && c <= "9";
-const isAlpha = (c: string | undefined) => c !== undefined && ((c >= "a" && c <= "z") || (c >= "A" && c <= "Z"));
+const isAlpha = (c: string | undefined) =>
+  c !== undefined && ((c >= "a" && c <= "z") || (c >= "A" && c <= "Z"));
 const sign = (n: number) => (n < 0 ? -1 : n > 0 ? 1 : 0);
 
 /** dpkg's `order()`: `~` before the end, the end and digits level, letters before other characters. */
@@ -53,14 +54,20 @@ function splitEvr(text: string): Evr {
   const epoch = colon > 0 && /^\d+$/.test(text.slice(0, colon)) ? Number(text.slice(0, colon)) : 0;
   const rest = colon > 0 ? text.slice(colon + 1) : text;
   const hyphen = rest.lastIndexOf("-");
-  return hyphen === -1 ? { epoch, version: rest, release: undefined } : { epoch, version: rest.slice(0, hyphen), release: rest.slice(hyphen + 1) };
+  return hyphen === -1
+    ? { epoch, version: rest, release: undefined }
+    : { epoch, version: rest.slice(0, hyphen), release: rest.slice(hyphen + 1) };
 }
 
 /** `dpkg --compare-versions` order. A missing revision is the empty revision, as dpkg reads it. */
 export function compareDpkg(a: string, b: string): number {
   const x = splitEvr(a);
   const y = splitEvr(b);
-  return sign(x.epoch - y.epoch) || verrevcmp(x.version, y.version) || verrevcmp(x.release ?? "", y.release ?? "");
+  return (
+    sign(x.epoch - y.epoch) ||
+    verrevcmp(x.version, y.version) ||
+    verrevcmp(x.release ?? "", y.release ?? "")
+  );
 }
 
 const isAlnum = (c: string | undefined) => isDigit(c) || isAlpha(c);

@@ -22,11 +22,22 @@ const ITEM = /^(tcp|udp)\/(\*|[1-9]\d{0,4}(?:-[1-9]\d{0,4})?)(?:@(.+))?$/;
 /** The allow-list item `text` states, or why it states none. */
 export function allowedPort(text: string): AllowedPort | { error: string } {
   const m = ITEM.exec(text);
-  if (!m) return { error: 'a port like "tcp/22", "udp/53@127.0.0.1", "tcp/32768-60999" or "tcp/*@loopback"' };
-  const [low, high] = m[2] === "*" ? [1, 65535] : m[2]!.split("-").map(Number).concat(m[2]!.includes("-") ? [] : [Number(m[2])]);
-  if (low! < 1 || high! > 65535 || low! > high!) return { error: `${m[2]}: ports run from 1 to 65535, the low one first` };
+  if (!m)
+    return {
+      error: 'a port like "tcp/22", "udp/53@127.0.0.1", "tcp/32768-60999" or "tcp/*@loopback"',
+    };
+  const [low, high] =
+    m[2] === "*"
+      ? [1, 65535]
+      : m[2]!
+          .split("-")
+          .map(Number)
+          .concat(m[2]!.includes("-") ? [] : [Number(m[2])]);
+  if (low! < 1 || high! > 65535 || low! > high!)
+    return { error: `${m[2]}: ports run from 1 to 65535, the low one first` };
   const address = m[3] === undefined || m[3] === "loopback" ? m[3] : liveAddress(m[3]);
-  if (address === undefined && m[3] !== undefined) return { error: `${m[3]}: an IPv4 or IPv6 address, or loopback` };
+  if (address === undefined && m[3] !== undefined)
+    return { error: `${m[3]}: an IPv4 or IPv6 address, or loopback` };
   return { proto: m[1]!, low: low!, high: high!, ...(address !== undefined && { address }) };
 }
 
@@ -41,7 +52,10 @@ const isLoopback = (address: string) => address.startsWith("127.") || address ==
 
 function allows(item: AllowedPort, proto: string, port: number, address: string): boolean {
   if (item.proto !== proto || port < item.low || port > item.high) return false;
-  return item.address === undefined || (item.address === "loopback" ? isLoopback(address) : item.address === address);
+  return (
+    item.address === undefined ||
+    (item.address === "loopback" ? isLoopback(address) : item.address === address)
+  );
 }
 
 const Port = z.string().superRefine((text, ctx) => {
@@ -93,12 +107,24 @@ export const ports: Domain<PortsDeclared, PortsLive> = {
     });
     for (const [port, addresses] of live) {
       const [proto, number] = port.split("/") as [string, string];
-      const unauthorized = addresses.filter((address) => !items.some((item) => allows(item, proto, Number(number), address)));
+      const unauthorized = addresses.filter(
+        (address) => !items.some((item) => allows(item, proto, Number(number), address)),
+      );
       if (!unauthorized.length) continue;
       // Scoped items for this port say which addresses are allowed: the finding names the other ones.
-      const scoped = items.some((item) => item.proto === proto && item.low === Number(number) && item.address !== undefined);
-      for (const key of scoped ? unauthorized.map((a) => `${port}@${a.replace(/^\[(.*)\]$/, "$1")}`) : [port]) {
-        findings.push({ key, declared: "closed", live: "listening", path: this.specPath, detail: `listening on ${(scoped ? [key.split("@")[1]] : unauthorized).join(", ")}` });
+      const scoped = items.some(
+        (item) => item.proto === proto && item.low === Number(number) && item.address !== undefined,
+      );
+      for (const key of scoped
+        ? unauthorized.map((a) => `${port}@${a.replace(/^\[(.*)\]$/, "$1")}`)
+        : [port]) {
+        findings.push({
+          key,
+          declared: "closed",
+          live: "listening",
+          path: this.specPath,
+          detail: `listening on ${(scoped ? [key.split("@")[1]] : unauthorized).join(", ")}`,
+        });
       }
     }
     return findings;

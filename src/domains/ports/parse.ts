@@ -8,7 +8,8 @@ const SECTION = "ports";
 const TCP_LISTEN = "0A";
 const UDP_UNCONNECTED = "07";
 const FILES = /^\/proc\/net\/(tcp|udp)(6?)$/;
-const ENTRY = /^\s*\d+: ([0-9A-F]{8}|[0-9A-F]{32}):([0-9A-F]{4}) ([0-9A-F]{8}|[0-9A-F]{32}):([0-9A-F]{4}) ([0-9A-F]{2}) /;
+const ENTRY =
+  /^\s*\d+: ([0-9A-F]{8}|[0-9A-F]{32}):([0-9A-F]{4}) ([0-9A-F]{8}|[0-9A-F]{32}):([0-9A-F]{4}) ([0-9A-F]{2}) /;
 
 /** Orders `tcp/22` before `tcp/443` before `udp/53`. */
 export function comparePorts(a: string, b: string): number {
@@ -37,16 +38,31 @@ export function parsePorts(text: string): PortsLive {
     }
     const m = ENTRY.exec(rest);
     const ipv6 = file[2] === "6";
-    if (!m || m[1]!.length !== (ipv6 ? 32 : 8)) throw new ProbeParseError(SECTION, `unexpected line "${line.slice(0, 100)}"`);
-    const [, localHex, portHex, remoteHex, remotePortHex, state] = m as unknown as [string, string, string, string, string, string];
+    if (!m || m[1]!.length !== (ipv6 ? 32 : 8))
+      throw new ProbeParseError(SECTION, `unexpected line "${line.slice(0, 100)}"`);
+    const [, localHex, portHex, remoteHex, remotePortHex, state] = m as unknown as [
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+    ];
     const proto = file[1]!;
-    const listens = proto === "tcp" ? state === TCP_LISTEN : state === UDP_UNCONNECTED && /^0+$/.test(remoteHex + remotePortHex);
+    const listens =
+      proto === "tcp"
+        ? state === TCP_LISTEN
+        : state === UDP_UNCONNECTED && /^0+$/.test(remoteHex + remotePortHex);
     if (!listens) continue;
-    const address = ipv6 ? `[${ipv6FromProcHex(localHex, SECTION, true)}]` : ipv4FromProcHex(localHex, SECTION);
+    const address = ipv6
+      ? `[${ipv6FromProcHex(localHex, SECTION, true)}]`
+      : ipv4FromProcHex(localHex, SECTION);
     const key = `${proto}/${parseInt(portHex, 16)}`;
     listening.set(key, (listening.get(key) ?? new Set()).add(address));
   }
   // Without the header, /proc/net/tcp was not read: no listeners would be a false report.
   if (!sawTcpHeader) throw new ProbeParseError(SECTION, "no /proc/net/tcp in the output");
-  return new Map([...listening.keys()].sort(comparePorts).map((key) => [key, [...listening.get(key)!].sort()]));
+  return new Map(
+    [...listening.keys()].sort(comparePorts).map((key) => [key, [...listening.get(key)!].sort()]),
+  );
 }

@@ -3,20 +3,36 @@ import { isDeepStrictEqual } from "node:util";
 import { z } from "zod";
 import type { Domain, Finding } from "../domain.js";
 import { canonicalIPv6 } from "../procnet.js";
-import { canonicalDst, defaultMetric, parseRoutes, type LiveRoute, type RoutesLive } from "./parse.js";
+import {
+  canonicalDst,
+  defaultMetric,
+  parseRoutes,
+  type LiveRoute,
+  type RoutesLive,
+} from "./parse.js";
 
 const DeclaredRoute = z
   .strictObject({
     dst: z.string(),
-    via: z.string().refine((v) => isIP(v) !== 0, "via must be an IP address, like 10.0.0.1").optional(),
-    dev: z.string().regex(/^[^\s/:]{1,15}$/, "dev must be an interface name, like eth0").optional(),
+    via: z
+      .string()
+      .refine((v) => isIP(v) !== 0, "via must be an IP address, like 10.0.0.1")
+      .optional(),
+    dev: z
+      .string()
+      .regex(/^[^\s/:]{1,15}$/, "dev must be an interface name, like eth0")
+      .optional(),
     metric: z.number().int().min(0).max(0xffffffff).optional(),
   })
   .superRefine((route, ctx) => {
     try {
       const { family } = canonicalDst(route.dst);
       if (family && route.via && isIP(route.via) !== family)
-        ctx.addIssue({ code: "custom", path: ["via"], message: `via ${route.via} is not in the address family of ${route.dst}` });
+        ctx.addIssue({
+          code: "custom",
+          path: ["via"],
+          message: `via ${route.via} is not in the address family of ${route.dst}`,
+        });
     } catch (error) {
       ctx.addIssue({ code: "custom", path: ["dst"], message: (error as Error).message });
     }
@@ -37,7 +53,13 @@ interface WantedRoute {
 function wanted(route: DeclaredRoute): WantedRoute {
   const { family, dst } = canonicalDst(route.dst);
   const via = route.via && (isIP(route.via) === 6 ? canonicalIPv6(route.via) : route.via);
-  return { family: family ?? (via ? (isIP(via) as 4 | 6) : undefined), dst, via, dev: route.dev, metric: route.metric };
+  return {
+    family: family ?? (via ? (isIP(via) as 4 | 6) : undefined),
+    dst,
+    via,
+    dev: route.dev,
+    metric: route.metric,
+  };
 }
 
 /** `default via 10.0.0.1 dev eth0`, `10.1.0.0/16 dev eth1 metric 100`: the words of `ip route`. */
@@ -79,7 +101,8 @@ export const routes: Domain<RoutesDeclared, RoutesLive> = {
   severity: "critical",
   onDrift: "ticket",
   itemsAreASet: true,
-  remediation: "Audit the routing table; commit the permanent route to the network configuration, or remove the stray route.",
+  remediation:
+    "Audit the routing table; commit the permanent route to the network configuration, or remove the stray route.",
   probe() {
     // One awk reads every file (IPv6 ones may be absent) and keeps only the local-address
     // lines of fib_trie, which is large on a router.
@@ -104,10 +127,15 @@ export const routes: Domain<RoutesDeclared, RoutesLive> = {
     const missing: number[] = [];
     const wants = declared.map(wanted);
     // The most specific declarations pick their live route first, so a loose one cannot take it.
-    const specificity = (w: WantedRoute) => Number(w.dev !== undefined) + Number(w.metric !== undefined);
-    const order = wants.map((_, i) => i).sort((a, b) => specificity(wants[b]!) - specificity(wants[a]!));
+    const specificity = (w: WantedRoute) =>
+      Number(w.dev !== undefined) + Number(w.metric !== undefined);
+    const order = wants
+      .map((_, i) => i)
+      .sort((a, b) => specificity(wants[b]!) - specificity(wants[a]!));
     for (const i of order) {
-      const got = byDst.get(wants[i]!.dst)?.find((route) => !taken.has(route) && matches(wants[i]!, route));
+      const got = byDst
+        .get(wants[i]!.dst)
+        ?.find((route) => !taken.has(route) && matches(wants[i]!, route));
       if (got) taken.add(got);
       else missing.push(i);
     }
@@ -115,10 +143,17 @@ export const routes: Domain<RoutesDeclared, RoutesLive> = {
       .sort((a, b) => a - b)
       .map((i) => {
         const want = wants[i]!;
-        const finding: Finding = { key: routeKey(want), declared: declared[i]!, live: null, path: [...this.specPath, i] };
-        const sameFamily = (got: LiveRoute) => want.family === undefined || want.family === got.family;
+        const finding: Finding = {
+          key: routeKey(want),
+          declared: declared[i]!,
+          live: null,
+          path: [...this.specPath, i],
+        };
+        const sameFamily = (got: LiveRoute) =>
+          want.family === undefined || want.family === got.family;
         const sameDst = (byDst.get(want.dst) ?? []).filter(sameFamily);
-        if (sameDst.length) finding.detail = `live route to ${want.dst}: ${sameDst.map((got) => routeKey(declaredForm(got))).join("; ")}`;
+        if (sameDst.length)
+          finding.detail = `live route to ${want.dst}: ${sameDst.map((got) => routeKey(declaredForm(got))).join("; ")}`;
         return finding;
       });
     for (const got of live.routes.filter((route) => !taken.has(route))) {

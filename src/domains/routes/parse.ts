@@ -41,11 +41,17 @@ export function canonicalDst(dst: string): { family?: 4 | 6; dst: string } {
   const family = isIPv4(address) ? 4 : isIPv6(address) ? 6 : undefined;
   const bits = family === 4 ? 32 : 128;
   const prefix = len === undefined ? bits : /^\d{1,3}$/.test(len) ? Number(len) : NaN;
-  if (!family || rest.length || !(prefix >= 0 && prefix <= bits)) throw new Error(`"${dst}" is not "default" or a CIDR like 10.1.0.0/16`);
+  if (!family || rest.length || !(prefix >= 0 && prefix <= bits))
+    throw new Error(`"${dst}" is not "default" or a CIDR like 10.1.0.0/16`);
   const value = addressValue(family === 4 ? address : canonicalIPv6(address), family);
   if ((value & ~maskValue(prefix, family) & allOnes(family)) !== 0n)
-    throw new Error(`"${dst}" has host bits set; the network is ${formatDst(addressText(value & maskValue(prefix, family), family), prefix, family)}`);
-  return { family, dst: formatDst(family === 4 ? address : canonicalIPv6(address), prefix, family) };
+    throw new Error(
+      `"${dst}" has host bits set; the network is ${formatDst(addressText(value & maskValue(prefix, family), family), prefix, family)}`,
+    );
+  return {
+    family,
+    dst: formatDst(family === 4 ? address : canonicalIPv6(address), prefix, family),
+  };
 }
 
 /**
@@ -61,7 +67,14 @@ export function canonicalDst(dst: string): { family?: 4 | 6; dst: string } {
  */
 export function parseRoutes(text: string): RoutesLive {
   const v4: { dst: bigint; prefix: number; via?: string; dev: string; metric: number }[] = [];
-  const v6: { dst: bigint; prefix: number; via?: string; dev: string; metric: number; flags: number }[] = [];
+  const v6: {
+    dst: bigint;
+    prefix: number;
+    via?: string;
+    dev: string;
+    metric: number;
+    flags: number;
+  }[] = [];
   const local4 = new Set<bigint>();
   // `dev prefix network` of each address's own prefix route: looked up, never scanned, so parsing stays linear.
   const prefixes6 = new Set<string>();
@@ -70,23 +83,57 @@ export function parseRoutes(text: string): RoutesLive {
     if (!line.trim()) continue;
     const colon = line.indexOf(":");
     const file = line.slice(0, colon);
-    const fields = line.slice(colon + 1).trim().split(/\s+/);
+    const fields = line
+      .slice(colon + 1)
+      .trim()
+      .split(/\s+/);
     if (file === "/proc/net/route") {
       if (fields[0] === "Iface") {
         sawRouteHeader = true;
         continue;
       }
-      if (fields.length !== 11 || !fields.slice(1, 4).every(isHex) || !isHex(fields[7]!) || !/^\d+$/.test(fields[6]!)) bad(line);
-      const [dev, dstHex, gwHex, flagsHex, , , metric, maskHex] = fields as [string, string, string, string, string, string, string, string];
+      if (
+        fields.length !== 11 ||
+        !fields.slice(1, 4).every(isHex) ||
+        !isHex(fields[7]!) ||
+        !/^\d+$/.test(fields[6]!)
+      )
+        bad(line);
+      const [dev, dstHex, gwHex, flagsHex, , , metric, maskHex] = fields as [
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+      ];
       const flags = parseInt(flagsHex, 16);
       if (flags & RTF_REJECT || dev === "*") continue;
       const mask = addressValue(ipv4FromProcHex(maskHex, SECTION), 4);
       const prefix = prefixOfMask(mask, line);
-      const route = { dst: addressValue(ipv4FromProcHex(dstHex, SECTION), 4), prefix, dev, metric: Number(metric) };
+      const route = {
+        dst: addressValue(ipv4FromProcHex(dstHex, SECTION), 4),
+        prefix,
+        dev,
+        metric: Number(metric),
+      };
       v4.push(flags & RTF_GATEWAY ? { ...route, via: ipv4FromProcHex(gwHex, SECTION) } : route);
     } else if (file === "/proc/net/ipv6_route") {
       if (fields.length !== 10 || !fields.slice(0, 9).every(isHex)) bad(line);
-      const [dstHex, lenHex, , , hopHex, metricHex, , , flagsHex, dev] = fields as [string, string, string, string, string, string, string, string, string, string];
+      const [dstHex, lenHex, , , hopHex, metricHex, , , flagsHex, dev] = fields as [
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+      ];
       const route = {
         dst: BigInt(`0x${dstHex}`),
         prefix: parseInt(lenHex, 16),
@@ -95,7 +142,9 @@ export function parseRoutes(text: string): RoutesLive {
         flags: parseInt(flagsHex, 16),
       };
       if (route.prefix > 128) bad(line);
-      v6.push(route.flags & RTF_GATEWAY ? { ...route, via: ipv6FromProcHex(hopHex, SECTION) } : route);
+      v6.push(
+        route.flags & RTF_GATEWAY ? { ...route, via: ipv6FromProcHex(hopHex, SECTION) } : route,
+      );
     } else if (file === "/proc/net/if_inet6") {
       if (fields.length !== 6 || !fields.slice(0, 5).every(isHex)) bad(line);
       const prefix = parseInt(fields[2]!, 16);
@@ -132,8 +181,16 @@ export function parseRoutes(text: string): RoutesLive {
   return { routes };
 }
 
-function liveRoute(family: 4 | 6, r: { dst: bigint; prefix: number; via?: string; dev: string; metric: number }): LiveRoute {
-  const route: LiveRoute = { family, dst: formatDst(addressText(r.dst, family), r.prefix, family), dev: r.dev, metric: r.metric };
+function liveRoute(
+  family: 4 | 6,
+  r: { dst: bigint; prefix: number; via?: string; dev: string; metric: number },
+): LiveRoute {
+  const route: LiveRoute = {
+    family,
+    dst: formatDst(addressText(r.dst, family), r.prefix, family),
+    dev: r.dev,
+    metric: r.metric,
+  };
   if (r.via) route.via = r.via;
   return route;
 }
@@ -156,7 +213,9 @@ function maskValue(prefix: number, family: 4 | 6): bigint {
 }
 
 // The 33 IPv4 netmasks, looked up rather than rebuilt for every route.
-const PREFIX_OF_MASK = new Map(Array.from({ length: 33 }, (_, prefix) => [maskValue(prefix, 4), prefix]));
+const PREFIX_OF_MASK = new Map(
+  Array.from({ length: 33 }, (_, prefix) => [maskValue(prefix, 4), prefix]),
+);
 
 function prefixOfMask(mask: bigint, line: string): number {
   return PREFIX_OF_MASK.get(mask) ?? bad(line);
@@ -177,6 +236,10 @@ function expandIPv6(address: string): string {
   const [head = "", tail] = address.split("::");
   const groups = (s: string) => (s ? s.split(":") : []);
   const missing = 8 - groups(head).length - groups(tail ?? "").length;
-  const all = [...groups(head), ...(tail === undefined ? [] : Array(missing).fill("0")), ...groups(tail ?? "")];
+  const all = [
+    ...groups(head),
+    ...(tail === undefined ? [] : Array(missing).fill("0")),
+    ...groups(tail ?? ""),
+  ];
   return all.map((g) => g.padStart(4, "0")).join("");
 }

@@ -1,11 +1,20 @@
 import { z } from "zod";
 import { partsByLabel, type Domain, type Finding } from "../domain.js";
 import { parseNameValue } from "../list-form.js";
-import { normalizeValue, parsePersistedSysctl, parseRuntimeSysctl, type SysctlLive } from "./parse.js";
+import {
+  normalizeValue,
+  parsePersistedSysctl,
+  parseRuntimeSysctl,
+  type SysctlLive,
+} from "./parse.js";
 
 // `net.ipv4.tcp_syncookies: 1` in a map, or the sysctl.conf-style list `- net.ipv4.tcp_syncookies = 1`.
-const SysctlValue = z.union([z.string(), z.number(), z.boolean()]).transform((v) => normalizeValue(String(v)));
-const SysctlName = z.string().regex(/^[A-Za-z0-9_][A-Za-z0-9_.\-/]*$/, "not a sysctl name (like net.ipv4.ip_forward)");
+const SysctlValue = z
+  .union([z.string(), z.number(), z.boolean()])
+  .transform((v) => normalizeValue(String(v)));
+const SysctlName = z
+  .string()
+  .regex(/^[A-Za-z0-9_][A-Za-z0-9_.\-/]*$/, "not a sysctl name (like net.ipv4.ip_forward)");
 export const SysctlDeclared = z.record(SysctlName, SysctlValue);
 export type SysctlDeclared = z.infer<typeof SysctlDeclared>;
 
@@ -13,7 +22,13 @@ export function procPath(name: string): string {
   return `/proc/sys/${name.replaceAll(".", "/")}`;
 }
 
-const PERSISTED_DIRS = ["/etc/sysctl.d", "/run/sysctl.d", "/usr/local/lib/sysctl.d", "/usr/lib/sysctl.d", "/lib/sysctl.d"];
+const PERSISTED_DIRS = [
+  "/etc/sysctl.d",
+  "/run/sysctl.d",
+  "/usr/local/lib/sysctl.d",
+  "/usr/lib/sysctl.d",
+  "/lib/sysctl.d",
+];
 
 export const sysctl: Domain<SysctlDeclared, SysctlLive> = {
   name: "sysctl",
@@ -23,12 +38,15 @@ export const sysctl: Domain<SysctlDeclared, SysctlLive> = {
   listForm: parseNameValue,
   severity: "medium",
   onDrift: "accept",
-  remediation: "Apply the manifest baseline with `sysctl -p` (or `sysctl --system`), or accept the live value into the manifest.",
+  remediation:
+    "Apply the manifest baseline with `sysctl -p` (or `sysctl --system`), or accept the live value into the manifest.",
   probe(declared, ctx) {
     // One grep prints `path:value` for every file: one process, and a single read() of each
     // /proc/sys file (dash's `read` reads byte by byte, which /proc/sys answers wrongly).
     const runtime = declared
-      ? Object.keys(declared).map((name) => ctx.quote(procPath(name))).join(" ")
+      ? Object.keys(declared)
+          .map((name) => ctx.quote(procPath(name)))
+          .join(" ")
       : "-r /proc/sys/net /proc/sys/fs /proc/sys/kernel /proc/sys/vm";
     const persisted = PERSISTED_DIRS.map((d) => `${d}/*.conf`).join(" ");
     return [
@@ -52,7 +70,12 @@ export const sysctl: Domain<SysctlDeclared, SysctlLive> = {
       const got = live.runtime.get(name) ?? null;
       if (got === want) continue;
       const boot = live.persisted.get(name);
-      const finding: Finding = { key: name, declared: want, live: got, path: [...this.specPath, name] };
+      const finding: Finding = {
+        key: name,
+        declared: want,
+        live: got,
+        path: [...this.specPath, name],
+      };
       if (got === null) finding.detail = `${procPath(name)} does not exist on this host`;
       else if (boot !== undefined && boot.value !== got)
         finding.detail = `runtime-only change: ${boot.file} sets ${boot.value}, so the live value will revert at reboot`;

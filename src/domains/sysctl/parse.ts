@@ -29,7 +29,13 @@ export function parseRuntimeSysctl(text: string): Map<string, string> {
   return new Map([...values].map(([name, lines]) => [name, normalizeValue(lines.join(" "))]));
 }
 
-const DIR_PRIORITY = ["/etc/sysctl.d/", "/run/sysctl.d/", "/usr/local/lib/sysctl.d/", "/usr/lib/sysctl.d/", "/lib/sysctl.d/"];
+const DIR_PRIORITY = [
+  "/etc/sysctl.d/",
+  "/run/sysctl.d/",
+  "/usr/local/lib/sysctl.d/",
+  "/usr/lib/sysctl.d/",
+  "/lib/sysctl.d/",
+];
 
 /**
  * `grep -H ''` output over sysctl.conf and sysctl.d files. Applies them as `sysctl --system`
@@ -53,7 +59,8 @@ export function parsePersistedSysctl(text: string): Map<string, PersistedValue> 
     if (dir === -1) continue;
     const base = file.slice(DIR_PRIORITY[dir]!.length);
     const current = chosen.get(base);
-    const currentDir = current === undefined ? Infinity : DIR_PRIORITY.findIndex((d) => current.startsWith(d));
+    const currentDir =
+      current === undefined ? Infinity : DIR_PRIORITY.findIndex((d) => current.startsWith(d));
     if (dir < currentDir) chosen.set(base, file);
   }
   const order = [...chosen.keys()].sort().map((base) => chosen.get(base)!);

@@ -3,7 +3,19 @@ import { z } from "zod";
 import type { Domain, Finding, JsonValue } from "../domain.js";
 import { parseSystemd, type SystemdLive, type UnitLive } from "./parse.js";
 
-const UNIT_TYPES = ["service", "socket", "device", "mount", "automount", "swap", "target", "path", "timer", "slice", "scope"];
+const UNIT_TYPES = [
+  "service",
+  "socket",
+  "device",
+  "mount",
+  "automount",
+  "swap",
+  "target",
+  "path",
+  "timer",
+  "slice",
+  "scope",
+];
 const UnitName = z
   .string()
   .regex(
@@ -14,7 +26,11 @@ const UnitName = z
 const Dropins = z.record(z.string(), z.string()).superRefine((dropins, ctx) => {
   for (const name of Object.keys(dropins)) {
     if (!/^[A-Za-z0-9:_.@-]+\.conf$/.test(name)) {
-      ctx.addIssue({ code: "custom", message: `${name}: a drop-in file name ending in .conf`, path: [name] });
+      ctx.addIssue({
+        code: "custom",
+        message: `${name}: a drop-in file name ending in .conf`,
+        path: [name],
+      });
     }
   }
 });
@@ -33,7 +49,12 @@ export type UnitDeclared = z.infer<typeof UnitDeclared>;
 export const SystemdDeclared = z.array(UnitDeclared).superRefine((units, ctx) => {
   const seen = new Set<string>();
   units.forEach((unit, i) => {
-    if (seen.has(unit.name)) ctx.addIssue({ code: "custom", message: `${unit.name} is declared twice`, path: [i, "name"] });
+    if (seen.has(unit.name))
+      ctx.addIssue({
+        code: "custom",
+        message: `${unit.name} is declared twice`,
+        path: [i, "name"],
+      });
     seen.add(unit.name);
   });
 });
@@ -51,10 +72,24 @@ export const UNIT_DIRS = [
   "/run/systemd/generator.late",
 ];
 // Where enablement symlinks live, the admin's before the vendor's; /lib is often a link to /usr/lib.
-const WANTS_DIRS = ["/etc/systemd/system", "/run/systemd/system", "/usr/local/lib/systemd/system", "/usr/lib/systemd/system"];
+const WANTS_DIRS = [
+  "/etc/systemd/system",
+  "/run/systemd/system",
+  "/usr/local/lib/systemd/system",
+  "/usr/lib/systemd/system",
+];
 // `systemctl is-enabled` exits 0 for these states, and its exit status is what "enabled" means to systemd.
-const ENABLED_STATES = new Set(["enabled", "enabled-runtime", "alias", "static", "indirect", "generated", "transient"]);
-const NO_SYSTEMD = "systemd is not running on this host (no /run/systemd/system): active state unknown";
+const ENABLED_STATES = new Set([
+  "enabled",
+  "enabled-runtime",
+  "alias",
+  "static",
+  "indirect",
+  "generated",
+  "transient",
+]);
+const NO_SYSTEMD =
+  "systemd is not running on this host (no /run/systemd/system): active state unknown";
 const ACTIVE_STATES = new Set(["active", "reloading"]);
 
 /** `foo@bar.service` falls back to its template `foo@.service`. */
@@ -78,7 +113,14 @@ function shown(bytes: Buffer, cap: number): { text?: string; value: string } {
   }
 }
 
-function textFinding(key: string, path: (string | number)[], want: string, got: Buffer, cap: number, detail: string): Finding | undefined {
+function textFinding(
+  key: string,
+  path: (string | number)[],
+  want: string,
+  got: Buffer,
+  cap: number,
+  detail: string,
+): Finding | undefined {
   if (got.equals(Buffer.from(want, "utf8"))) return undefined;
   const live = shown(got, cap);
   return {
@@ -93,7 +135,10 @@ function textFinding(key: string, path: (string | number)[], want: string, got: 
 
 /** A declaration asking only that a unit be disabled or stopped holds for a unit that does not exist. */
 function needsUnit(unit: UnitDeclared): boolean {
-  const onlyOff = unit.enabled !== true && unit.active !== true && (unit.enabled === false || unit.active === false);
+  const onlyOff =
+    unit.enabled !== true &&
+    unit.active !== true &&
+    (unit.enabled === false || unit.active === false);
   return !onlyOff || unit.contents !== undefined || Object.keys(unit.dropins ?? {}).length > 0;
 }
 
@@ -112,7 +157,8 @@ export const systemd: Domain<SystemdDeclared, SystemdLive> = {
   snapshotsDeclared: true,
   severity: "high",
   onDrift: "accept",
-  remediation: "Restore the unit from the manifest and `systemctl daemon-reload`, or accept the live unit.",
+  remediation:
+    "Restore the unit from the manifest and `systemctl daemon-reload`, or accept the live unit.",
   probe(declared, ctx) {
     if (!declared?.length) return ctx.mark(`cap ${ctx.maxFileBytes}`); // a snapshot: an empty but well-formed section
     const q = ctx.quote;
@@ -145,12 +191,16 @@ export const systemd: Domain<SystemdDeclared, SystemdLive> = {
         "done",
         ...(unit.enabled === undefined
           ? []
-          : [`[ -d /run/systemd/system ] && printf 'is-enabled %s\\n' "$(systemctl is-enabled -- ${name} 2>/dev/null)"`]),
+          : [
+              `[ -d /run/systemd/system ] && printf 'is-enabled %s\\n' "$(systemctl is-enabled -- ${name} 2>/dev/null)"`,
+            ]),
         `qm_f=; for qm_p in ${candidates.join(" ")}; do if [ -f "$qm_p" ]; then qm_f=$qm_p; break; fi; done`,
         `[ -n "$qm_f" ] && printf 'file %s\\n' "$qm_f"`,
       );
       if (unit.contents !== undefined) {
-        lines.push(`if [ -n "$qm_f" ]; then ${ctx.mark(`unit-file ${unit.name}`)}; ${read("$qm_f", unit.name)}; fi`);
+        lines.push(
+          `if [ -n "$qm_f" ]; then ${ctx.mark(`unit-file ${unit.name}`)}; ${read("$qm_f", unit.name)}; fi`,
+        );
       }
       if (unit.dropins !== undefined) {
         lines.push(
@@ -175,8 +225,17 @@ export const systemd: Domain<SystemdDeclared, SystemdLive> = {
       if (!got) continue;
       const base = [...this.specPath, unit.name];
       const finding = (attribute: string, want: JsonValue, have: JsonValue, detail: string) =>
-        findings.push({ key: `${unit.name}:${attribute}`, declared: want, live: have, path: [...base, attribute], detail });
-      const exists = got.file !== undefined || got.masked || (got.state !== undefined && got.state.load !== "not-found");
+        findings.push({
+          key: `${unit.name}:${attribute}`,
+          declared: want,
+          live: have,
+          path: [...base, attribute],
+          detail,
+        });
+      const exists =
+        got.file !== undefined ||
+        got.masked ||
+        (got.state !== undefined && got.state.load !== "not-found");
       if (!exists) {
         if (needsUnit(unit)) {
           findings.push({
@@ -184,7 +243,8 @@ export const systemd: Domain<SystemdDeclared, SystemdLive> = {
             declared: "present",
             live: null,
             path: base,
-            detail: "no unit file in /etc/systemd/system, /usr/lib/systemd/system or another unit directory",
+            detail:
+              "no unit file in /etc/systemd/system, /usr/lib/systemd/system or another unit directory",
           });
         }
         continue;
@@ -198,10 +258,23 @@ export const systemd: Domain<SystemdDeclared, SystemdLive> = {
       }
       if (unit.active !== undefined && got.state) {
         const active = ACTIVE_STATES.has(got.state.active);
-        if (active !== unit.active) finding("active", unit.active, active, `ActiveState=${got.state.active} SubState=${got.state.sub}`);
+        if (active !== unit.active)
+          finding(
+            "active",
+            unit.active,
+            active,
+            `ActiveState=${got.state.active} SubState=${got.state.sub}`,
+          );
       }
       if (unit.contents !== undefined && got.contents) {
-        const drift = textFinding(`${unit.name}:contents`, [...base, "contents"], unit.contents, got.contents, live.cap, `in effect: ${got.file}`);
+        const drift = textFinding(
+          `${unit.name}:contents`,
+          [...base, "contents"],
+          unit.contents,
+          got.contents,
+          live.cap,
+          `in effect: ${got.file}`,
+        );
         if (drift) findings.push(drift);
       }
       if (unit.dropins !== undefined) {
@@ -212,7 +285,14 @@ export const systemd: Domain<SystemdDeclared, SystemdLive> = {
           const have = got.dropins.get(file);
           if (have === undefined) {
             if (live.unknown.some((u) => u.includes(`${dir}/${file}`))) continue;
-            findings.push({ key, declared: want, live: null, path, detail: `${dir}/${file} does not exist`, diff: unifiedDiff(want, "") });
+            findings.push({
+              key,
+              declared: want,
+              live: null,
+              path,
+              detail: `${dir}/${file} does not exist`,
+              diff: unifiedDiff(want, ""),
+            });
             continue;
           }
           const drift = textFinding(key, path, want, have, live.cap, `${dir}/${file}`);
@@ -235,18 +315,32 @@ export const systemd: Domain<SystemdDeclared, SystemdLive> = {
     return findings;
   },
   accept(declared, finding) {
-    const [, , name, attribute, dropin] = finding.path as [string, string, string, string | undefined, string | undefined];
+    const [, , name, attribute, dropin] = finding.path as [
+      string,
+      string,
+      string,
+      string | undefined,
+      string | undefined,
+    ];
     // A unit that does not exist leaves the manifest.
     if (attribute === undefined) return declared.filter((unit) => unit.name !== name);
     // Text is accepted only when the audit read it: a summary such as "<binary, 12 bytes>" is no unit file.
-    if ((attribute === "contents" || dropin !== undefined) && finding.live !== null && finding.diff === undefined) {
-      throw new Error(`the live ${finding.key} (${String(finding.live)}) cannot be written into the manifest`);
+    if (
+      (attribute === "contents" || dropin !== undefined) &&
+      finding.live !== null &&
+      finding.diff === undefined
+    ) {
+      throw new Error(
+        `the live ${finding.key} (${String(finding.live)}) cannot be written into the manifest`,
+      );
     }
     return declared.map((unit) => {
       if (unit.name !== name) return unit;
       if (dropin === undefined) return { ...unit, [attribute]: finding.live };
       // Built by entries: a drop-in name comes from the host and must stay a key.
-      const entries = Object.entries(unit.dropins ?? {}).filter(([file]) => finding.live !== null || file !== dropin);
+      const entries = Object.entries(unit.dropins ?? {}).filter(
+        ([file]) => finding.live !== null || file !== dropin,
+      );
       if (finding.live !== null) entries.push([dropin, String(finding.live)]);
       return { ...unit, dropins: Object.fromEntries(new Map(entries)) };
     });

@@ -34,7 +34,10 @@ export interface SystemdLive {
 }
 
 /** `systemctl show -p LoadState,ActiveState,SubState a b`: one block per unit, in argument order. */
-export function parseSystemctlShow(text: string, names: readonly string[]): Map<string, ActiveState> | undefined {
+export function parseSystemctlShow(
+  text: string,
+  names: readonly string[],
+): Map<string, ActiveState> | undefined {
   const blocks = text
     .trim()
     .split(/\n\s*\n/)
@@ -68,7 +71,11 @@ const firstLine = (text: string): [string, string] => {
 export function parseSystemd(parts: readonly [string, string][]): SystemdLive {
   const capLabel = parts.find(([label]) => label.startsWith("cap "))?.[0];
   if (!capLabel) throw new ProbeParseError("systemd", "output lacks the cap part");
-  const live: SystemdLive = { cap: Number(capLabel.slice("cap ".length)), units: new Map(), unknown: [] };
+  const live: SystemdLive = {
+    cap: Number(capLabel.slice("cap ".length)),
+    units: new Map(),
+    unknown: [],
+  };
   const unit = (name: string) => {
     const found = live.units.get(name);
     if (!found) throw new ProbeParseError("systemd", `part for ${name} before its unit part`);
@@ -79,18 +86,24 @@ export function parseSystemd(parts: readonly [string, string][]): SystemdLive {
   const once = new Set<string>();
   for (const [label, text] of parts) {
     const space = label.indexOf(" ");
-    const [kind, name] = space === -1 ? [label, ""] : [label.slice(0, space), label.slice(space + 1)];
+    const [kind, name] =
+      space === -1 ? [label, ""] : [label.slice(0, space), label.slice(space + 1)];
     if (kind !== "dropin" && kind !== "unreadable") {
-      if (once.has(label)) throw new ProbeParseError("systemd", `part "${label.slice(0, 80)}" appears twice`);
+      if (once.has(label))
+        throw new ProbeParseError("systemd", `part "${label.slice(0, 80)}" appears twice`);
       once.add(label);
     }
     if (kind === "unit") {
       const lines = text.split("\n");
       const file = lines.find((l) => l.startsWith("file "))?.slice("file ".length);
-      const enabledState = lines.find((l) => l.startsWith("is-enabled "))?.slice("is-enabled ".length);
+      const enabledState = lines
+        .find((l) => l.startsWith("is-enabled "))
+        ?.slice("is-enabled ".length);
       live.units.set(name, {
         masked: lines.includes("masked"),
-        wantedBy: lines.filter((l) => l.startsWith("wanted-by ")).map((l) => l.slice("wanted-by ".length)),
+        wantedBy: lines
+          .filter((l) => l.startsWith("wanted-by "))
+          .map((l) => l.slice("wanted-by ".length)),
         ...(file ? { file } : {}),
         ...(enabledState ? { enabledState } : {}),
         dropins: new Map(),
@@ -109,7 +122,10 @@ export function parseSystemd(parts: readonly [string, string][]): SystemdLive {
     } else if (kind === "active") {
       const names = name.split(" ");
       states = parseSystemctlShow(text, names);
-      if (!states) live.unknown.push(`${names.join(", ")}: systemctl show failed (${text.trim().slice(0, 200)}): active state unknown`);
+      if (!states)
+        live.unknown.push(
+          `${names.join(", ")}: systemctl show failed (${text.trim().slice(0, 200)}): active state unknown`,
+        );
     } else if (kind === "active-unknown") {
       live.unknown.push(text.trim());
     }

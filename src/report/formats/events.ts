@@ -12,7 +12,10 @@ const RAW_IN_JSON = /[\u007f-\u009f\p{Cf}\u2028\u2029]/gu;
 export function eventLine(event: Event): string {
   const json = JSON.stringify(event).replace(RAW_IN_JSON, (char) =>
     // An astral format character (a tag) is two UTF-16 code units: two escapes.
-    Array.from({ length: char.length }, (_, i) => `\\u${char.charCodeAt(i).toString(16).padStart(4, "0")}`).join(""),
+    Array.from(
+      { length: char.length },
+      (_, i) => `\\u${char.charCodeAt(i).toString(16).padStart(4, "0")}`,
+    ).join(""),
   );
   return `${json}\n`;
 }
@@ -20,7 +23,8 @@ export function eventLine(event: Event): string {
 export const renderEvents: Renderer = (report) => {
   const events: Event[] = [];
   for (const node of report.nodes) {
-    for (const item of [...node.drift].sort(compareDrift)) events.push(driftEvent(node, item, report.finishedAt));
+    for (const item of [...node.drift].sort(compareDrift))
+      events.push(driftEvent(node, item, report.finishedAt));
     if (node.status === "unreachable" || node.status === "error") {
       events.push(nodeErrorEvent(node, node.status, report.finishedAt));
     }

@@ -21,8 +21,10 @@ export interface Annotation {
 }
 
 // GitHub's escaping for workflow commands: data escapes %, CR and LF; properties also : and ,.
-const escapeData = (text: string) => text.replaceAll("%", "%25").replaceAll("\r", "%0D").replaceAll("\n", "%0A");
-const escapeProperty = (text: string) => escapeData(text).replaceAll(":", "%3A").replaceAll(",", "%2C");
+const escapeData = (text: string) =>
+  text.replaceAll("%", "%25").replaceAll("\r", "%0D").replaceAll("\n", "%0A");
+const escapeProperty = (text: string) =>
+  escapeData(text).replaceAll(":", "%3A").replaceAll(",", "%2C");
 
 export function workflowCommand(annotation: Annotation): string {
   const props = [
@@ -35,16 +37,30 @@ export function workflowCommand(annotation: Annotation): string {
 }
 
 /** At most `max` workflow commands; past it, the last slot says how many were left out. */
-export function capAnnotations(annotations: readonly Annotation[], leftOutWhere: string, max = MAX_ANNOTATIONS_PER_STEP): string {
+export function capAnnotations(
+  annotations: readonly Annotation[],
+  leftOutWhere: string,
+  max = MAX_ANNOTATIONS_PER_STEP,
+): string {
   const shown = annotations.length > max ? annotations.slice(0, max - 1) : annotations;
   const lines = shown.map(workflowCommand);
   if (shown.length < annotations.length) {
-    lines.push(workflowCommand({ level: "notice", message: `${plural(annotations.length - shown.length, "more finding")} ${leftOutWhere}` }));
+    lines.push(
+      workflowCommand({
+        level: "notice",
+        message: `${plural(annotations.length - shown.length, "more finding")} ${leftOutWhere}`,
+      }),
+    );
   }
   return lines.length ? `${lines.join("\n")}\n` : "";
 }
 
-const LEVEL: Record<Severity, AnnotationLevel> = { critical: "error", high: "error", medium: "warning", low: "notice" };
+const LEVEL: Record<Severity, AnnotationLevel> = {
+  critical: "error",
+  high: "error",
+  medium: "warning",
+  low: "notice",
+};
 
 interface Finding {
   rank: number;
@@ -57,7 +73,14 @@ function driftFindings(nodes: readonly NodeResult[]): Finding[] {
   for (const node of nodes) {
     for (const item of node.drift) {
       if (item.acknowledged) continue;
-      const key = JSON.stringify([item.source.file, item.source.line, item.domain, item.key, item.declared, item.live]);
+      const key = JSON.stringify([
+        item.source.file,
+        item.source.line,
+        item.domain,
+        item.key,
+        item.declared,
+        item.live,
+      ]);
       const group = groups.get(key) ?? { item, names: [] };
       group.names.push(node.name);
       groups.set(key, group);
@@ -65,7 +88,10 @@ function driftFindings(nodes: readonly NodeResult[]): Finding[] {
   }
   return [...groups.values()].map(({ item, names }) => {
     const sorted = names.sort(compareText);
-    const where = sorted.length <= 3 ? sorted.join(", ") : `${sorted.slice(0, 3).join(", ")} and ${sorted.length - 3} more`;
+    const where =
+      sorted.length <= 3
+        ? sorted.join(", ")
+        : `${sorted.slice(0, 3).join(", ")} and ${sorted.length - 3} more`;
     return {
       // Several nodes drifting alike outrank one node at the same severity.
       rank: severityRank(item.severity) * 2 + (sorted.length > 1 ? 0 : 1),
@@ -86,7 +112,11 @@ function unauditedFindings(nodes: readonly NodeResult[]): Finding[] {
     .map((node) => ({
       // Right after critical drift: a node nobody could audit may hide anything.
       rank: 1.5,
-      annotation: { level: "error", title: `${node.name} not audited`, message: `${node.name}: ${node.status}: ${node.error ?? "no detail"}` },
+      annotation: {
+        level: "error",
+        title: `${node.name} not audited`,
+        message: `${node.name}: ${node.status}: ${node.error ?? "no detail"}`,
+      },
     }));
 }
 
@@ -96,4 +126,5 @@ export function annotationsFor(nodes: readonly NodeResult[]): Annotation[] {
     .map((f) => f.annotation);
 }
 
-export const renderGithub: Renderer = (report) => capAnnotations(annotationsFor(report.nodes), "in the job summary and the report artifact");
+export const renderGithub: Renderer = (report) =>
+  capAnnotations(annotationsFor(report.nodes), "in the job summary and the report artifact");

@@ -9,7 +9,12 @@ interface TestCase {
   name: string;
   classname: string;
   seconds: number;
-  outcome?: { element: "failure" | "error" | "skipped"; message: string; type?: string; body?: string };
+  outcome?: {
+    element: "failure" | "error" | "skipped";
+    message: string;
+    type?: string;
+    body?: string;
+  };
 }
 
 export const renderJunit: Renderer = (report) => {
@@ -22,7 +27,13 @@ export const renderJunit: Renderer = (report) => {
     `<testsuites${attrs({ name: "quartermaster", ...counts(all), time: seconds(totalSeconds), timestamp: report.startedAt })}>`,
   ];
   for (const { node, cases } of suites) {
-    const suite = { name: node.name, hostname: node.host, ...counts(cases), time: seconds(node.durationMs / 1000), timestamp: report.startedAt };
+    const suite = {
+      name: node.name,
+      hostname: node.host,
+      ...counts(cases),
+      time: seconds(node.durationMs / 1000),
+      timestamp: report.startedAt,
+    };
     lines.push(`  <testsuite${attrs(suite)}>`);
     for (const c of cases) lines.push(...testCaseXml(c));
     lines.push(`  </testsuite>`);
@@ -36,27 +47,38 @@ function testCases(node: NodeResult): TestCase[] {
   const audit: TestCase = { name: "audit", classname: node.name, seconds: node.durationMs / 1000 };
   if (node.status === "unreachable" || node.status === "error") {
     const message = node.error ?? `node ${node.status}`;
-    audit.outcome = { element: "error", message: firstLine(message), type: node.status, body: message };
+    audit.outcome = {
+      element: "error",
+      message: firstLine(message),
+      type: node.status,
+      body: message,
+    };
   } else if (node.status === "maintenance") {
-    audit.outcome = { element: "skipped", message: node.error ?? "node in maintenance: not audited" };
+    audit.outcome = {
+      element: "skipped",
+      message: node.error ?? "node in maintenance: not audited",
+    };
   }
   const drift = [...node.drift].sort(compareDrift).map((item) => driftCase(node, item));
   // One test case per unknown domain, whatever the number of reasons: test views key cases by name.
   const reasons = new Map<string, string[]>();
-  for (const { domain, reason } of node.unknown ?? []) reasons.set(domain, [...(reasons.get(domain) ?? []), reason]);
-  const unknown = [...reasons].map(
-    ([domain, why]): TestCase => ({
-      name: domain,
-      classname: `${node.name}.${domain}`,
-      seconds: 0,
-      outcome: { element: "skipped", message: `unknown: ${why.join("; ")}` },
-    }),
-  );
+  for (const { domain, reason } of node.unknown ?? [])
+    reasons.set(domain, [...(reasons.get(domain) ?? []), reason]);
+  const unknown = [...reasons].map(([domain, why]): TestCase => ({
+    name: domain,
+    classname: `${node.name}.${domain}`,
+    seconds: 0,
+    outcome: { element: "skipped", message: `unknown: ${why.join("; ")}` },
+  }));
   return [audit, ...drift, ...unknown];
 }
 
 function driftCase(node: NodeResult, item: DriftItem): TestCase {
-  const base = { name: `${item.domain} ${item.key}`, classname: `${node.name}.${item.domain}`, seconds: 0 };
+  const base = {
+    name: `${item.domain} ${item.key}`,
+    classname: `${node.name}.${item.domain}`,
+    seconds: 0,
+  };
   const summary = `declared ${compactValue(item.declared, 200)}, live ${compactValue(item.live, 200)}`;
   // Tracked drift (an open ticket or a waiver) is skipped, not failed: CI stays red only for news.
   if (item.acknowledged) {
@@ -71,7 +93,10 @@ function driftCase(node: NodeResult, item: DriftItem): TestCase {
     `remediation: ${item.remediation}`,
     ...(item.diff ? ["", item.diff.replace(/\n$/, "")] : []),
   ].join("\n");
-  return { ...base, outcome: { element: "failure", message: summary, type: `drift.${item.severity}`, body } };
+  return {
+    ...base,
+    outcome: { element: "failure", message: summary, type: `drift.${item.severity}`, body },
+  };
 }
 
 function testCaseXml(c: TestCase): string[] {
@@ -84,8 +109,14 @@ function testCaseXml(c: TestCase): string[] {
 }
 
 function counts(cases: readonly TestCase[]) {
-  const count = (element: string) => String(cases.filter((c) => c.outcome?.element === element).length);
-  return { tests: String(cases.length), failures: count("failure"), errors: count("error"), skipped: count("skipped") };
+  const count = (element: string) =>
+    String(cases.filter((c) => c.outcome?.element === element).length);
+  return {
+    tests: String(cases.length),
+    failures: count("failure"),
+    errors: count("error"),
+    skipped: count("skipped"),
+  };
 }
 
 function seconds(value: number): string {

@@ -4,7 +4,14 @@
 import { SEVERITIES, type Severity } from "../../domains/domain.js";
 import type { DriftItem, NodeResult, Report } from "../schema.js";
 import { visible } from "../../text/escape.js";
-import { codeCell, escapeHtml, fencedBlock, htmlCode, textCell, truncate } from "../../text/markdown.js";
+import {
+  codeCell,
+  escapeHtml,
+  fencedBlock,
+  htmlCode,
+  textCell,
+  truncate,
+} from "../../text/markdown.js";
 import { compactValue, compareDrift, compareText, plural, severityRank } from "./common.js";
 import type { RenderOptions, Renderer } from "./index.js";
 
@@ -27,11 +34,23 @@ interface Row {
 
 export function renderMarkdown(report: Report, options: RenderOptions): string {
   const maxBytes = options.maxBytes ?? DEFAULT_MARKDOWN_MAX_BYTES;
-  const problems = [...report.nodes].filter((n) => n.status !== "clean" && n.status !== "drift").sort(byName);
+  const problems = [...report.nodes]
+    .filter((n) => n.status !== "clean" && n.status !== "drift")
+    .sort(byName);
   const rows: Row[] = report.nodes
     .flatMap((node) => node.drift.map((item) => ({ node, item })))
-    .sort((a, b) => byUrgency(a.item, b.item) || compareText(a.node.name, b.node.name) || compareDrift(a.item, b.item))
-    .map(({ node, item }) => ({ node, item, line: driftRow(node, item), ...(item.diff ? { diff: diffBlock(node, item) } : {}) }));
+    .sort(
+      (a, b) =>
+        byUrgency(a.item, b.item) ||
+        compareText(a.node.name, b.node.name) ||
+        compareDrift(a.item, b.item),
+    )
+    .map(({ node, item }) => ({
+      node,
+      item,
+      line: driftRow(node, item),
+      ...(item.diff ? { diff: diffBlock(node, item) } : {}),
+    }));
   const diffCount = rows.filter((r) => r.diff).length;
   const entries = problems.length + rows.length;
 
@@ -52,16 +71,29 @@ export function renderMarkdown(report: Report, options: RenderOptions): string {
     return low;
   };
   if (attempt(entries, 0) !== undefined) {
-    return attempt(entries, largest(diffCount, (d) => attempt(entries, d) !== undefined))!;
+    return attempt(
+      entries,
+      largest(diffCount, (d) => attempt(entries, d) !== undefined),
+    )!;
   }
-  if (attempt(0, 0) === undefined) throw new RangeError(`maxBytes ${maxBytes} is too small even for the audit summary`);
-  return attempt(largest(entries, (k) => attempt(k, 0) !== undefined), 0)!;
+  if (attempt(0, 0) === undefined)
+    throw new RangeError(`maxBytes ${maxBytes} is too small even for the audit summary`);
+  return attempt(
+    largest(entries, (k) => attempt(k, 0) !== undefined),
+    0,
+  )!;
 }
 
 export const renderMarkdownFormat: Renderer = (report, options) => renderMarkdown(report, options);
 
 /** The report with the first `kept` entries (failed nodes, then drift rows by urgency) and `diffs` diffs. */
-function compose(report: Report, problems: readonly NodeResult[], rows: readonly Row[], kept: number, diffs: number): string {
+function compose(
+  report: Report,
+  problems: readonly NodeResult[],
+  rows: readonly Row[],
+  kept: number,
+  diffs: number,
+): string {
   const keptProblems = problems.slice(0, kept);
   const keptRows = rows.slice(0, Math.max(0, kept - problems.length));
   const withDiff = new Set(keptRows.filter((r) => r.diff).slice(0, diffs));
@@ -71,19 +103,32 @@ function compose(report: Report, problems: readonly NodeResult[], rows: readonly
   const leftOutRows = problems.length - keptProblems.length + rows.length - keptRows.length;
   const leftOutDiffs = allDiffs - withDiff.size;
   if (leftOutRows > 0 || leftOutDiffs > 0) {
-    const what = [leftOutDiffs > 0 ? plural(leftOutDiffs, "diff") : "", leftOutRows > 0 ? `${plural(leftOutRows, "row")} (the least urgent)` : ""];
+    const what = [
+      leftOutDiffs > 0 ? plural(leftOutDiffs, "diff") : "",
+      leftOutRows > 0 ? `${plural(leftOutRows, "row")} (the least urgent)` : "",
+    ];
     out.push(
       "",
       `> **Shortened to fit GitHub's size limit:** left out ${what.filter(Boolean).join(" and ")}. The full report is in the workflow run's artifact.`,
     );
   }
   if (problems.length > 0) {
-    out.push("", `### Nodes not audited (${headingCount(problems.length, keptProblems.length)})`, "");
+    out.push(
+      "",
+      `### Nodes not audited (${headingCount(problems.length, keptProblems.length)})`,
+      "",
+    );
     out.push("| node | status | error |", "|---|---|---|");
-    for (const n of keptProblems) out.push(`| ${textCell(n.name)} | ${n.status} | ${n.error ? codeCell(truncate(n.error, ERROR_CHARS)) : ""} |`);
+    for (const n of keptProblems)
+      out.push(
+        `| ${textCell(n.name)} | ${n.status} | ${n.error ? codeCell(truncate(n.error, ERROR_CHARS)) : ""} |`,
+      );
   }
   const sections: [string, (r: Row) => boolean][] = [
-    ...SEVERITIES.map((s): [string, (r: Row) => boolean] => [`${title(s)} drift`, (r) => !r.item.acknowledged && r.item.severity === s]),
+    ...SEVERITIES.map((s): [string, (r: Row) => boolean] => [
+      `${title(s)} drift`,
+      (r) => !r.item.acknowledged && r.item.severity === s,
+    ]),
     ["Acknowledged drift", (r) => r.item.acknowledged === true],
   ];
   for (const [heading, belongs] of sections) {
@@ -96,7 +141,8 @@ function compose(report: Report, problems: readonly NodeResult[], rows: readonly
     const header = "| node | domain | key | declared | live | source | remediation |";
     out.push("", `${header}${acknowledged ? " acknowledged by |" : ""}`);
     out.push(`|---|---|---|---|---|---|---|${acknowledged ? "---|" : ""}`);
-    for (const r of shown) out.push(acknowledged ? `${r.line} ${textCell(r.item.acknowledgedBy ?? "")} |` : r.line);
+    for (const r of shown)
+      out.push(acknowledged ? `${r.line} ${textCell(r.item.acknowledgedBy ?? "")} |` : r.line);
     for (const r of shown) if (withDiff.has(r)) out.push("", r.diff!);
   }
   return `${out.join("\n")}\n`;
@@ -104,7 +150,9 @@ function compose(report: Report, problems: readonly NodeResult[], rows: readonly
 
 function auditLine(report: Report): string {
   const dirty = report.manifestDirty ? " with uncommitted changes" : "";
-  const revision = report.manifestRevision ? ` at manifest revision \`${report.manifestRevision.slice(0, 12)}\`${dirty}` : "";
+  const revision = report.manifestRevision
+    ? ` at manifest revision \`${report.manifestRevision.slice(0, 12)}\`${dirty}`
+    : "";
   const shard = report.shard ? ` (shard ${report.shard.index}/${report.shard.count})` : "";
   return `Audit finished ${report.finishedAt}${revision}${shard}.`;
 }
@@ -140,7 +188,10 @@ function diffBlock(node: NodeResult, item: DriftItem): string {
 
 // The order rows are kept in when space runs out: acknowledged last, then lowest severity.
 function byUrgency(a: DriftItem, b: DriftItem): number {
-  return Number(a.acknowledged ?? false) - Number(b.acknowledged ?? false) || severityRank(a.severity) - severityRank(b.severity);
+  return (
+    Number(a.acknowledged ?? false) - Number(b.acknowledged ?? false) ||
+    severityRank(a.severity) - severityRank(b.severity)
+  );
 }
 
 function headingCount(total: number, shown: number): string {

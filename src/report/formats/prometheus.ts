@@ -29,22 +29,37 @@ export const renderPrometheus: Renderer = (report) => {
     "acknowledged_drift_items",
     "Drift items covered by a merged remediation ticket or a waiver, by node, domain and severity.",
   );
-  const unknown = family("domain_unknown", "1 when the node could not show this domain (reported, never drift).");
-  const status = family("node_status", "1 for the node's status in the last audit, 0 for the others.");
+  const unknown = family(
+    "domain_unknown",
+    "1 when the node could not show this domain (reported, never drift).",
+  );
+  const status = family(
+    "node_status",
+    "1 for the node's status in the last audit, 0 for the others.",
+  );
   const duration = family("node_audit_duration_seconds", "How long auditing the node took.");
   const nodes = family("nodes", "Nodes by status in the last audit.");
-  const last = family("last_audit_timestamp_seconds", "When the last audit finished, in seconds since the Unix epoch.");
+  const last = family(
+    "last_audit_timestamp_seconds",
+    "When the last audit finished, in seconds since the Unix epoch.",
+  );
 
   for (const s of NODE_STATUSES) add(nodes, { status: s }, 0);
   for (const node of report.nodes) {
     add(nodes, { status: node.status }, 1);
-    for (const s of NODE_STATUSES) add(status, { node: node.name, status: s }, s === node.status ? 1 : 0);
+    for (const s of NODE_STATUSES)
+      add(status, { node: node.name, status: s }, s === node.status ? 1 : 0);
     add(duration, { node: node.name }, node.durationMs / 1000);
     for (const item of node.drift) {
-      add(item.acknowledged ? acknowledged : drift, { node: node.name, domain: item.domain, severity: item.severity }, 1);
+      add(
+        item.acknowledged ? acknowledged : drift,
+        { node: node.name, domain: item.domain, severity: item.severity },
+        1,
+      );
     }
     // A domain can be unknown for several reasons; the gauge says whether it is, as its help says.
-    for (const domain of new Set((node.unknown ?? []).map((u) => u.domain))) add(unknown, { node: node.name, domain }, 1);
+    for (const domain of new Set((node.unknown ?? []).map((u) => u.domain)))
+      add(unknown, { node: node.name, domain }, 1);
   }
   add(last, {}, Date.parse(report.finishedAt) / 1000);
 

@@ -40,7 +40,12 @@ export const renderText: Renderer = (report, options) => {
     const partial = clean.filter((n) => n.unknown?.length).length;
     if (partial > 0) {
       const those = partial === 1 ? "it" : "them";
-      tail.push(paint(["dim"], `${plural(partial, "clean node")} could not show some domains (--verbose lists ${those})`));
+      tail.push(
+        paint(
+          ["dim"],
+          `${plural(partial, "clean node")} could not show some domains (--verbose lists ${those})`,
+        ),
+      );
     }
   }
   tail.push(summaryLine(report));
@@ -64,7 +69,8 @@ function renderNode(node: NodeResult, options: RenderOptions, paint: Paint): str
       lines.push(paint(style, `  ${i === 0 ? label : " ".repeat(label.length)}${visible(line)}`));
     });
   }
-  for (const item of [...node.drift].sort(compareDrift)) lines.push(...renderItem(item, options, paint));
+  for (const item of [...node.drift].sort(compareDrift))
+    lines.push(...renderItem(item, options, paint));
   for (const { domain, reason } of node.unknown ?? []) {
     lines.push(paint(["dim"], `  ${domain}: unknown (${visible(reason)})`));
   }
@@ -77,9 +83,12 @@ function renderItem(item: DriftItem, options: RenderOptions, paint: Paint): stri
   const live = visible(compactValue(item.live, width));
   const tag = paint(SEVERITY_STYLE[item.severity], `[${item.severity}]`);
   const mark = item.acknowledged ? ` ${paint(["dim"], "(acknowledged)")}` : "";
-  const lines = [`  ${tag} ${item.domain} ${visible(item.key)}: declared ${declared}, live ${live}${mark}`];
+  const lines = [
+    `  ${tag} ${item.domain} ${visible(item.key)}: declared ${declared}, live ${live}${mark}`,
+  ];
   if (item.detail) lines.push(`    ${visible(item.detail)}`);
-  if (item.acknowledged && item.acknowledgedBy) lines.push(paint(["dim"], `    acknowledged by ${visible(item.acknowledgedBy)}`));
+  if (item.acknowledged && item.acknowledgedBy)
+    lines.push(paint(["dim"], `    acknowledged by ${visible(item.acknowledgedBy)}`));
   lines.push(paint(["dim"], `    (declared at ${visible(item.source.file)}:${item.source.line})`));
   if (options.verbose) lines.push(`    remediation: ${visible(item.remediation)}`);
   if (item.diff) lines.push(...renderDiff(item, paint));
@@ -95,7 +104,13 @@ export function headedDiff(item: Pick<DriftItem, "key" | "diff">): string[] {
     .replace(/\n$/, "")
     .split("\n")
     .filter((line) => !line.startsWith("Index:") && !line.startsWith("===="))
-    .map((line) => (line === "--- want" ? `--- ${item.key} (declared)` : line === "+++ got" ? `+++ ${item.key} (live)` : line));
+    .map((line) =>
+      line === "--- want"
+        ? `--- ${item.key} (declared)`
+        : line === "+++ got"
+          ? `+++ ${item.key} (live)`
+          : line,
+    );
 }
 
 function renderDiff(item: DriftItem, paint: Paint): string[] {
@@ -119,7 +134,8 @@ function cleanLine(clean: readonly NodeResult[]): string {
     used += name.length + 2;
   }
   const rest = clean.length - names.length;
-  const only = clean.length === 1 && clean[0]!.checked ? ` (${checkedText(clean[0]!.checked)})` : "";
+  const only =
+    clean.length === 1 && clean[0]!.checked ? ` (${checkedText(clean[0]!.checked)})` : "";
   return `${plural(clean.length, "clean node")}: ${names.join(", ")}${rest > 0 ? `, … and ${rest} more` : ""}${only}`;
 }
 

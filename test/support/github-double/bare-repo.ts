@@ -58,19 +58,27 @@ const SHA = /^[0-9a-f]{40}$/;
 export class BareRepo {
   constructor(readonly path: string) {}
 
-  async git(args: string[], options: { input?: string | Buffer; env?: Record<string, string> } = {}): Promise<string> {
+  async git(
+    args: string[],
+    options: { input?: string | Buffer; env?: Record<string, string> } = {},
+  ): Promise<string> {
     const result = await execa("git", args, {
       env: { GIT_DIR: this.path, ...options.env },
       input: options.input,
       reject: false,
       stripFinalNewline: false,
     });
-    if (result.exitCode !== 0) throw new GitRefusal(`git ${args[0]}: ${result.stderr.trim() || `exit ${result.exitCode}`}`);
+    if (result.exitCode !== 0)
+      throw new GitRefusal(`git ${args[0]}: ${result.stderr.trim() || `exit ${result.exitCode}`}`);
     return result.stdout;
   }
 
   private async gitBuffer(args: string[]): Promise<Buffer | undefined> {
-    const result = await execa("git", args, { env: { GIT_DIR: this.path }, encoding: "buffer", reject: false });
+    const result = await execa("git", args, {
+      env: { GIT_DIR: this.path },
+      encoding: "buffer",
+      reject: false,
+    });
     return result.exitCode === 0 ? Buffer.from(result.stdout) : undefined;
   }
 
@@ -86,7 +94,10 @@ export class BareRepo {
 
   async objectType(sha: string): Promise<string | undefined> {
     if (!/^[0-9a-f]{4,40}$/.test(sha)) return undefined;
-    const result = await execa("git", ["cat-file", "-t", sha], { env: { GIT_DIR: this.path }, reject: false });
+    const result = await execa("git", ["cat-file", "-t", sha], {
+      env: { GIT_DIR: this.path },
+      reject: false,
+    });
     return result.exitCode === 0 ? result.stdout.trim() : undefined;
   }
 
@@ -100,7 +111,14 @@ export class BareRepo {
     const split = raw.indexOf("\n\n");
     const header = raw.slice(0, split).split("\n");
     const message = raw.slice(split + 2);
-    const info: CommitInfo = { sha, tree: "", parents: [], author: blankIdentity(), committer: blankIdentity(), message };
+    const info: CommitInfo = {
+      sha,
+      tree: "",
+      parents: [],
+      author: blankIdentity(),
+      committer: blankIdentity(),
+      message,
+    };
     for (const line of header) {
       const space = line.indexOf(" ");
       const [key, value] = [line.slice(0, space), line.slice(space + 1)];
@@ -113,7 +131,10 @@ export class BareRepo {
   }
 
   /** Entries of a tree (or a commit's tree); recursive lists blobs and the trees above them. */
-  async tree(treeish: string, recursive: boolean): Promise<{ sha: string; entries: TreeEntry[] } | undefined> {
+  async tree(
+    treeish: string,
+    recursive: boolean,
+  ): Promise<{ sha: string; entries: TreeEntry[] } | undefined> {
     // `rev:path` takes everything after the colon as the path, so it cannot carry a ^{tree} suffix.
     const sha = await this.resolve(treeish.includes(":") ? treeish : `${treeish}^{tree}`);
     if (!sha || (await this.objectType(sha)) !== "tree") return undefined;
@@ -123,7 +144,12 @@ export class BareRepo {
       .filter(Boolean)
       .map((record): TreeEntry => {
         const tab = record.indexOf("\t");
-        const [mode, type, objectSha, size] = record.slice(0, tab).split(/\s+/) as [string, TreeEntry["type"], string, string];
+        const [mode, type, objectSha, size] = record.slice(0, tab).split(/\s+/) as [
+          string,
+          TreeEntry["type"],
+          string,
+          string,
+        ];
         const entry: TreeEntry = { mode, type, sha: objectSha, path: record.slice(tab + 1) };
         if (type === "blob") entry.size = Number(size);
         return entry;
@@ -132,7 +158,9 @@ export class BareRepo {
   }
 
   async blob(sha: string): Promise<Buffer | undefined> {
-    return (await this.objectType(sha)) === "blob" ? this.gitBuffer(["cat-file", "blob", sha]) : undefined;
+    return (await this.objectType(sha)) === "blob"
+      ? this.gitBuffer(["cat-file", "blob", sha])
+      : undefined;
   }
 
   async writeBlob(content: Buffer): Promise<string> {
@@ -148,17 +176,37 @@ export class BareRepo {
       else await this.git(["read-tree", "--empty"], { env });
       for (const change of changes) {
         if (change.sha === null) {
-          await this.git(["rm", "--cached", "-r", "-f", "--quiet", "--ignore-unmatch", "--", change.path], { env });
+          await this.git(
+            ["rm", "--cached", "-r", "-f", "--quiet", "--ignore-unmatch", "--", change.path],
+            { env },
+          );
           continue;
         }
-        const sha = change.content !== undefined ? await this.writeBlob(Buffer.from(change.content, "utf8")) : change.sha;
+        const sha =
+          change.content !== undefined
+            ? await this.writeBlob(Buffer.from(change.content, "utf8"))
+            : change.sha;
         if (!sha) throw new GitRefusal(`tree entry ${change.path} has neither sha nor content`);
         const type = change.type ?? "blob";
         const actual = await this.objectType(sha);
-        if (type !== "commit" && actual !== type) throw new GitRefusal(`tree.sha ${sha} is not a valid ${type}`);
-        await this.git(["rm", "--cached", "-r", "-f", "--quiet", "--ignore-unmatch", "--", change.path], { env });
-        if (type === "tree") await this.git(["read-tree", `--prefix=${change.path}/`, sha], { env });
-        else await this.git(["update-index", "--add", "--cacheinfo", `${change.mode ?? "100644"},${sha},${change.path}`], { env });
+        if (type !== "commit" && actual !== type)
+          throw new GitRefusal(`tree.sha ${sha} is not a valid ${type}`);
+        await this.git(
+          ["rm", "--cached", "-r", "-f", "--quiet", "--ignore-unmatch", "--", change.path],
+          { env },
+        );
+        if (type === "tree")
+          await this.git(["read-tree", `--prefix=${change.path}/`, sha], { env });
+        else
+          await this.git(
+            [
+              "update-index",
+              "--add",
+              "--cacheinfo",
+              `${change.mode ?? "100644"},${sha},${change.path}`,
+            ],
+            { env },
+          );
       }
       return (await this.git(["write-tree"], { env })).trim();
     } finally {
@@ -166,7 +214,13 @@ export class BareRepo {
     }
   }
 
-  async writeCommit(tree: string, parents: string[], message: string, author: GitIdentity, committer: GitIdentity): Promise<string> {
+  async writeCommit(
+    tree: string,
+    parents: string[],
+    message: string,
+    author: GitIdentity,
+    committer: GitIdentity,
+  ): Promise<string> {
     const env: Record<string, string> = {
       GIT_AUTHOR_NAME: author.name,
       GIT_AUTHOR_EMAIL: author.email,
@@ -203,7 +257,10 @@ export class BareRepo {
   }
 
   async mergeBase(a: string, b: string): Promise<string | undefined> {
-    const result = await execa("git", ["merge-base", a, b], { env: { GIT_DIR: this.path }, reject: false });
+    const result = await execa("git", ["merge-base", a, b], {
+      env: { GIT_DIR: this.path },
+      reject: false,
+    });
     return result.exitCode === 0 ? result.stdout.trim() : undefined;
   }
 
@@ -215,10 +272,14 @@ export class BareRepo {
 
   /** The tree a merge of the two commits would have, or undefined when they conflict. */
   async mergedTree(ours: string, theirs: string): Promise<string | undefined> {
-    const result = await execa("git", ["merge-tree", "--write-tree", "--no-messages", ours, theirs], {
-      env: { GIT_DIR: this.path },
-      reject: false,
-    });
+    const result = await execa(
+      "git",
+      ["merge-tree", "--write-tree", "--no-messages", ours, theirs],
+      {
+        env: { GIT_DIR: this.path },
+        reject: false,
+      },
+    );
     return result.exitCode === 0 ? result.stdout.split("\n")[0]!.trim() : undefined;
   }
 
@@ -228,21 +289,44 @@ export class BareRepo {
     const counts = parseNumstat(numstat);
     const fields = raw.split("\0");
     const changes: FileChange[] = [];
-    for (let i = 0; i + 1 < fields.length; ) {
+    for (let i = 0; i + 1 < fields.length;) {
       const meta = fields[i++]!;
       if (!meta.startsWith(":")) continue;
-      const [, , , newSha, letters] = meta.slice(1).split(" ") as [string, string, string, string, string];
+      const [, , , newSha, letters] = meta.slice(1).split(" ") as [
+        string,
+        string,
+        string,
+        string,
+        string,
+      ];
       const letter = letters[0]!;
       const first = fields[i++]!;
       const second = letter === "R" || letter === "C" ? fields[i++] : undefined;
       const filename = second ?? first;
       const count = counts.get(filename) ?? { additions: 0, deletions: 0 };
-      const status = ({ A: "added", D: "removed", M: "modified", R: "renamed", C: "copied", T: "changed" } as const)[
-        letter as "A" | "D" | "M" | "R" | "C" | "T"
-      ] ?? "changed";
+      const status =
+        (
+          {
+            A: "added",
+            D: "removed",
+            M: "modified",
+            R: "renamed",
+            C: "copied",
+            T: "changed",
+          } as const
+        )[letter as "A" | "D" | "M" | "R" | "C" | "T"] ?? "changed";
       const change: FileChange = { status, filename, sha: newSha, ...count };
       if (second) change.previousFilename = first;
-      change.patch = await this.git(["diff", "--no-color", "-M", from, to, "--", ...(second ? [first] : []), filename]).then(
+      change.patch = await this.git([
+        "diff",
+        "--no-color",
+        "-M",
+        from,
+        to,
+        "--",
+        ...(second ? [first] : []),
+        filename,
+      ]).then(
         (diff) => diff.slice(diff.indexOf("@@")),
         () => undefined,
       );
@@ -255,13 +339,16 @@ export class BareRepo {
 function parseNumstat(out: string): Map<string, { additions: number; deletions: number }> {
   const map = new Map<string, { additions: number; deletions: number }>();
   const fields = out.split("\0");
-  for (let i = 0; i < fields.length; ) {
+  for (let i = 0; i < fields.length;) {
     const field = fields[i++]!;
     const m = /^(-|\d+)\t(-|\d+)\t(.*)$/.exec(field);
     if (!m) continue;
     // A rename prints an empty path, then the old and the new path as their own fields.
     const path = m[3] === "" ? (i++, fields[i++]!) : m[3]!;
-    map.set(path, { additions: m[1] === "-" ? 0 : Number(m[1]), deletions: m[2] === "-" ? 0 : Number(m[2]) });
+    map.set(path, {
+      additions: m[1] === "-" ? 0 : Number(m[1]),
+      deletions: m[2] === "-" ? 0 : Number(m[2]),
+    });
   }
   return map;
 }
@@ -274,5 +361,9 @@ function blankIdentity(): Required<GitIdentity> {
 function parseIdentity(value: string): Required<GitIdentity> {
   const m = /^(.*) <([^>]*)> (\d+) ([+-]\d{4})$/.exec(value);
   if (!m) return blankIdentity();
-  return { name: m[1]!, email: m[2]!, date: new Date(Number(m[3]) * 1000).toISOString().replace(/\.000Z$/, "Z") };
+  return {
+    name: m[1]!,
+    email: m[2]!,
+    date: new Date(Number(m[3]) * 1000).toISOString().replace(/\.000Z$/, "Z"),
+  };
 }

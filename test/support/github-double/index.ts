@@ -53,7 +53,11 @@ export interface GitHubDouble {
   /** Merges a PR exactly as PUT .../merge does; returns the new base tip. */
   mergePull(number: number, by?: string): Promise<string>;
   /** A person's commit onto a branch (created from the default branch if missing); null deletes a file. */
-  pushCommit(branch: string, files: Record<string, string | null>, author?: string | GitIdentity): Promise<string>;
+  pushCommit(
+    branch: string,
+    files: Record<string, string | null>,
+    author?: string | GitIdentity,
+  ): Promise<string>;
   addCollaborator(login: string, permission: Permission): void;
   stop(): Promise<void>;
 }
@@ -65,8 +69,10 @@ export function secondaryRateLimit(match: Omit<Fault, "status" | "headers" | "bo
     status: 403,
     headers: { "retry-after": "1" },
     body: {
-      message: "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
-      documentation_url: "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
+      message:
+        "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+      documentation_url:
+        "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
       status: "403",
     },
   };
@@ -100,7 +106,11 @@ export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<G
   const apiUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
   const owner: Account = { login: options.owner, id: 1, type: "Organization" };
-  const bot: Account = { login: options.botLogin, id: 2, type: options.botLogin.endsWith("[bot]") ? "Bot" : "User" };
+  const bot: Account = {
+    login: options.botLogin,
+    id: 2,
+    type: options.botLogin.endsWith("[bot]") ? "Bot" : "User",
+  };
   const state = new RepositoryState(
     {
       api: apiUrl,
@@ -124,7 +134,10 @@ export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<G
     return run;
   };
 
-  const answer = async (req: IncomingMessage, raw: Buffer): Promise<Reply & { operation?: string; parsed: unknown }> => {
+  const answer = async (
+    req: IncomingMessage,
+    raw: Buffer,
+  ): Promise<Reply & { operation?: string; parsed: unknown }> => {
     const url = new URL(req.url ?? "/", apiUrl);
     const method = req.method ?? "GET";
     const text = raw.toString("utf8");
@@ -136,34 +149,78 @@ export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<G
       isJson = false;
     }
     const match = validator.match(method, url.pathname);
-    const readOnly = options.readToken !== undefined && authorized(req.headers.authorization, options.readToken);
+    const readOnly =
+      options.readToken !== undefined && authorized(req.headers.authorization, options.readToken);
     if (!authorized(req.headers.authorization, options.token) && !readOnly) {
       const message = req.headers.authorization ? "Bad credentials" : "Requires authentication";
       const reply = new ApiError(401, message).reply();
-      const problems = match ? validator.checkResponse(match.operationId, reply.status, reply.body, true) : [];
-      if (problems.length) violations.push({ kind: "response", method, path: url.pathname, operation: match?.operationId, problems });
+      const problems = match
+        ? validator.checkResponse(match.operationId, reply.status, reply.body, true)
+        : [];
+      if (problems.length)
+        violations.push({
+          kind: "response",
+          method,
+          path: url.pathname,
+          operation: match?.operationId,
+          problems,
+        });
       return { ...reply, operation: match?.operationId, parsed };
     }
     if (readOnly && method !== "GET" && method !== "HEAD") {
-      return { ...new ApiError(403, "Resource not accessible by integration").reply(), operation: match?.operationId, parsed };
+      return {
+        ...new ApiError(403, "Resource not accessible by integration").reply(),
+        operation: match?.operationId,
+        parsed,
+      };
     }
     // Injected answers are the test's own words and are sent as given, unchecked.
-    const fault = faults.find((f) => f.left > 0 && (!f.method || f.method === method) && (!f.path || f.path.test(url.pathname)));
+    const fault = faults.find(
+      (f) =>
+        f.left > 0 && (!f.method || f.method === method) && (!f.path || f.path.test(url.pathname)),
+    );
     if (fault) {
       fault.left--;
-      return { status: fault.status, body: fault.body, headers: fault.headers, operation: match?.operationId, parsed };
+      return {
+        status: fault.status,
+        body: fault.body,
+        headers: fault.headers,
+        operation: match?.operationId,
+        parsed,
+      };
     }
     if (!match) {
-      violations.push({ kind: "unknown-operation", method, path: url.pathname, problems: ["no such operation in the OpenAPI subset"] });
+      violations.push({
+        kind: "unknown-operation",
+        method,
+        path: url.pathname,
+        problems: ["no such operation in the OpenAPI subset"],
+      });
       return { ...notFound().reply(), parsed };
     }
     if (!isJson) {
-      violations.push({ kind: "request", method, path: url.pathname, operation: match.operationId, problems: ["body is not JSON"] });
-      return { ...new ApiError(400, "Problems parsing JSON").reply(), operation: match.operationId, parsed };
+      violations.push({
+        kind: "request",
+        method,
+        path: url.pathname,
+        operation: match.operationId,
+        problems: ["body is not JSON"],
+      });
+      return {
+        ...new ApiError(400, "Problems parsing JSON").reply(),
+        operation: match.operationId,
+        parsed,
+      };
     }
     const problems = validator.checkRequest(match, url.searchParams, parsed, parsed !== undefined);
     if (problems.length) {
-      violations.push({ kind: "request", method, path: url.pathname, operation: match.operationId, problems });
+      violations.push({
+        kind: "request",
+        method,
+        path: url.pathname,
+        operation: match.operationId,
+        problems,
+      });
       return { ...failLoudly("request", problems), operation: match.operationId, parsed };
     }
     let reply: Reply;
@@ -173,15 +230,31 @@ export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<G
       try {
         await state.sync();
         const handler = state.handlers[match.operationId]!;
-        reply = await handler({ params: match.params, query: url.searchParams, body: (parsed ?? {}) as Record<string, unknown>, url });
+        reply = await handler({
+          params: match.params,
+          query: url.searchParams,
+          body: (parsed ?? {}) as Record<string, unknown>,
+          url,
+        });
       } catch (err) {
         if (!(err instanceof ApiError)) throw err;
         reply = err.reply();
       }
     }
-    const responseProblems = validator.checkResponse(match.operationId, reply.status, reply.body, reply.body !== undefined);
+    const responseProblems = validator.checkResponse(
+      match.operationId,
+      reply.status,
+      reply.body,
+      reply.body !== undefined,
+    );
     if (responseProblems.length) {
-      violations.push({ kind: "response", method, path: url.pathname, operation: match.operationId, problems: responseProblems });
+      violations.push({
+        kind: "response",
+        method,
+        path: url.pathname,
+        operation: match.operationId,
+        problems: responseProblems,
+      });
       return { ...failLoudly("response", responseProblems), operation: match.operationId, parsed };
     }
     return { ...reply, operation: match.operationId, parsed };
@@ -199,7 +272,13 @@ export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<G
         }))
         .then((reply) => {
           const path = new URL(req.url ?? "/", apiUrl).pathname;
-          requests.push({ method: req.method ?? "GET", path, status: reply.status, body: reply.parsed, operation: reply.operation });
+          requests.push({
+            method: req.method ?? "GET",
+            path,
+            status: reply.status,
+            body: reply.parsed,
+            operation: reply.operation,
+          });
           const headers: Record<string, string> = {
             "x-github-api-version-selected": "2022-11-28",
             "x-ratelimit-limit": "5000",
@@ -210,7 +289,12 @@ export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<G
           if (reply.body === undefined) {
             res.writeHead(reply.status, headers).end();
           } else {
-            res.writeHead(reply.status, { "content-type": "application/json; charset=utf-8", ...headers }).end(JSON.stringify(reply.body));
+            res
+              .writeHead(reply.status, {
+                "content-type": "application/json; charset=utf-8",
+                ...headers,
+              })
+              .end(JSON.stringify(reply.body));
           }
         });
     });
@@ -241,7 +325,8 @@ export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<G
         await state.sync();
         const pr = state.pulls.get(number);
         if (!pr) throw new Error(`no pull request #${number}`);
-        if (pr.state === "open") Object.assign(pr, { state: "closed", closedAt: now(), updatedAt: now() });
+        if (pr.state === "open")
+          Object.assign(pr, { state: "closed", closedAt: now(), updatedAt: now() });
       }),
     mergePull: (number, by = "fleet-reviewer") =>
       serial(async () => {
@@ -251,19 +336,30 @@ export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<G
         try {
           await state.merge(pr, {}, state.account(by));
         } catch (err) {
-          throw err instanceof ApiError ? new Error(`cannot merge #${number}: ${err.message}`) : err;
+          throw err instanceof ApiError
+            ? new Error(`cannot merge #${number}: ${err.message}`)
+            : err;
         }
         return pr.mergeCommitSha!;
       }),
     pushCommit: (branch, files, author = "fleet-operator") =>
       serial(async () => {
         const repo = state.repo;
-        const parent = (await repo.branchSha(branch)) ?? (await repo.branchSha(state.site.defaultBranch));
+        const parent =
+          (await repo.branchSha(branch)) ?? (await repo.branchSha(state.site.defaultBranch));
         if (!parent) throw new Error(`no branch ${branch} and no default branch to start it from`);
-        const changes = Object.entries(files).map(([path, text]) => (text === null ? { path, sha: null } : { path, content: text }));
+        const changes = Object.entries(files).map(([path, text]) =>
+          text === null ? { path, sha: null } : { path, content: text },
+        );
         const tree = await repo.writeTree(changes, `${parent}^{tree}`);
         const who = identityOf(author);
-        const sha = await repo.writeCommit(tree, [parent], `Edit ${Object.keys(files).join(", ")}\n`, who, who);
+        const sha = await repo.writeCommit(
+          tree,
+          [parent],
+          `Edit ${Object.keys(files).join(", ")}\n`,
+          who,
+          who,
+        );
         const current = await repo.branchSha(branch);
         await repo.updateRef(`refs/heads/${branch}`, sha, current ?? "0".repeat(40));
         state.touch();
@@ -290,6 +386,8 @@ function authorized(header: string | undefined, token: string): boolean {
 function failLoudly(kind: "request" | "response", problems: string[]): Reply {
   return {
     status: 500,
-    body: { message: `GitHub double: ${kind} does not match GitHub's OpenAPI description: ${problems.join("; ")}` },
+    body: {
+      message: `GitHub double: ${kind} does not match GitHub's OpenAPI description: ${problems.join("; ")}`,
+    },
   };
 }

@@ -39,8 +39,19 @@ const FORMATS: Record<string, RegExp | true> = {
 };
 
 export class OpenApiValidator {
-  private readonly ajv = new Ajv({ allErrors: true, strict: true, strictTypes: false, allowUnionTypes: true });
-  private readonly routes: { method: string; template: string; regex: RegExp; names: string[]; operation: Operation }[] = [];
+  private readonly ajv = new Ajv({
+    allErrors: true,
+    strict: true,
+    strictTypes: false,
+    allowUnionTypes: true,
+  });
+  private readonly routes: {
+    method: string;
+    template: string;
+    regex: RegExp;
+    names: string[];
+    operation: Operation;
+  }[] = [];
   private readonly compiled = new Map<Schema, ValidateFunction>();
 
   constructor(file: URL) {
@@ -54,8 +65,15 @@ export class OpenApiValidator {
         return GREEDY.has(name) ? "(.+)" : "([^/]+)";
       });
       for (const [method, operation] of Object.entries(methods)) {
-        if (operation.requestBody) closeObjects(operation.requestBody.content["application/json"].schema);
-        this.routes.push({ method: method.toUpperCase(), template, regex: new RegExp(`^${pattern}$`), names, operation });
+        if (operation.requestBody)
+          closeObjects(operation.requestBody.content["application/json"].schema);
+        this.routes.push({
+          method: method.toUpperCase(),
+          template,
+          regex: new RegExp(`^${pattern}$`),
+          names,
+          operation,
+        });
       }
     }
   }
@@ -65,7 +83,9 @@ export class OpenApiValidator {
       if (route.method !== method) continue;
       const m = route.regex.exec(pathname);
       if (!m) continue;
-      const params = Object.fromEntries(route.names.map((name, i) => [name, decodeURIComponent(m[i + 1]!)]));
+      const params = Object.fromEntries(
+        route.names.map((name, i) => [name, decodeURIComponent(m[i + 1]!)]),
+      );
       return { operationId: route.operation.operationId, template: route.template, params };
     }
     return undefined;
@@ -87,23 +107,31 @@ export class OpenApiValidator {
   }
 
   /** Problems with a request's path, query and body; empty when GitHub would accept its shape. */
-  checkRequest(match: MatchedOperation, query: URLSearchParams, body: unknown, hasBody: boolean): string[] {
+  checkRequest(
+    match: MatchedOperation,
+    query: URLSearchParams,
+    body: unknown,
+    hasBody: boolean,
+  ): string[] {
     const op = this.operation(match.operationId);
     const problems: string[] = [];
     const known = new Set<string>();
     for (const param of op.parameters) {
       if (param.in === "header") continue;
       known.add(`${param.in}:${param.name}`);
-      const raw = param.in === "path" ? match.params[param.name] : query.get(param.name) ?? undefined;
+      const raw =
+        param.in === "path" ? match.params[param.name] : (query.get(param.name) ?? undefined);
       if (raw === undefined) {
         if (param.required) problems.push(`${param.in} parameter ${param.name} is required`);
         continue;
       }
       const fn = this.validator(param.schema);
-      if (!fn(coerce(raw, param.schema))) problems.push(...describe(fn.errors, `${param.in} parameter ${param.name}`));
+      if (!fn(coerce(raw, param.schema)))
+        problems.push(...describe(fn.errors, `${param.in} parameter ${param.name}`));
     }
     for (const name of new Set(query.keys())) {
-      if (!known.has(`query:${name}`)) problems.push(`query parameter ${name} is not defined for ${match.operationId}`);
+      if (!known.has(`query:${name}`))
+        problems.push(`query parameter ${name} is not defined for ${match.operationId}`);
     }
     if (op.requestBody) {
       if (!hasBody) {
@@ -130,7 +158,8 @@ export class OpenApiValidator {
     }
     // Some error answers are described without a body, yet GitHub always sends its error object.
     if (!schema && status >= 400) schema = { $ref: "#/components/schemas/basic-error" };
-    if (!schema) return hasBody ? [`status ${status} of ${operationId} has no body, but one was sent`] : [];
+    if (!schema)
+      return hasBody ? [`status ${status} of ${operationId} has no body, but one was sent`] : [];
     const fn = this.validator(schema);
     return fn(body) ? [] : describe(fn.errors, `response ${status}`);
   }
@@ -152,11 +181,14 @@ function relink<T>(node: T): T {
 /** GitHub ignores unknown body fields; the double refuses them, so a misspelt field is caught. */
 function closeObjects(schema: Schema): void {
   const properties = schema.properties as Record<string, Schema> | undefined;
-  if (schema.type === "object" && properties && schema.additionalProperties === undefined) schema.additionalProperties = false;
+  if (schema.type === "object" && properties && schema.additionalProperties === undefined)
+    schema.additionalProperties = false;
   const children = [
     ...Object.values(properties ?? {}),
     ...[schema.items].filter(isPlainObject),
-    ...(["anyOf", "oneOf", "allOf"] as const).flatMap((k) => (schema[k] as Schema[] | undefined) ?? []),
+    ...(["anyOf", "oneOf", "allOf"] as const).flatMap(
+      (k) => (schema[k] as Schema[] | undefined) ?? [],
+    ),
   ];
   children.forEach(closeObjects);
 }
@@ -168,7 +200,10 @@ function coerce(raw: string, schema: Schema): unknown {
 }
 
 function describe(errors: ErrorObject[] | null | undefined, what: string): string[] {
-  return (errors ?? []).map((e) => `${what}${e.instancePath} ${e.message ?? e.keyword}${e.params ? ` ${JSON.stringify(e.params)}` : ""}`);
+  return (errors ?? []).map(
+    (e) =>
+      `${what}${e.instancePath} ${e.message ?? e.keyword}${e.params ? ` ${JSON.stringify(e.params)}` : ""}`,
+  );
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {

@@ -38,7 +38,8 @@ export class ApiError extends Error {
 }
 
 export const notFound = (): ApiError => new ApiError(404, "Not Found");
-const validationFailed = (...errors: FieldError[]): ApiError => new ApiError(422, "Validation Failed", errors);
+const validationFailed = (...errors: FieldError[]): ApiError =>
+  new ApiError(422, "Validation Failed", errors);
 
 export const MAX_BODY = 65536;
 export type Permission = "admin" | "maintain" | "write" | "triage" | "read" | "none";
@@ -91,7 +92,8 @@ export class RepositoryState {
   /** Commit emails map back to accounts the way GitHub's noreply addresses do. */
   accountByEmail = (email: string): Account | undefined => {
     for (const account of this.accounts.values()) {
-      if (email === noreplyEmail(account) || email === `${account.login}@users.noreply.github.com`) return account;
+      if (email === noreplyEmail(account) || email === `${account.login}@users.noreply.github.com`)
+        return account;
     }
     return undefined;
   };
@@ -117,7 +119,13 @@ export class RepositoryState {
   readonly handlers: Record<string, Handler> = {
     "repos/get": async () => ({
       status: 200,
-      body: shape.fullRepository(this.site, this.owner, this.openCount(), this.lastPush, this.permissions.get(this.bot.login) ?? "none"),
+      body: shape.fullRepository(
+        this.site,
+        this.owner,
+        this.openCount(),
+        this.lastPush,
+        this.permissions.get(this.bot.login) ?? "none",
+      ),
     }),
 
     "pulls/list": async (req) => {
@@ -134,8 +142,16 @@ export class RepositoryState {
       const sort = req.query.get("sort") ?? "created";
       const direction = req.query.get("direction") ?? (sort === "created" ? "desc" : "asc");
       const key = (pr: PullRecord): string | number =>
-        sort === "updated" ? pr.updatedAt : sort === "popularity" ? this.comments.filter((c) => c.issue === pr.number).length : pr.number;
-      list.sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : a.number - b.number) * (direction === "desc" ? -1 : 1));
+        sort === "updated"
+          ? pr.updatedAt
+          : sort === "popularity"
+            ? this.comments.filter((c) => c.issue === pr.number).length
+            : pr.number;
+      list.sort(
+        (a, b) =>
+          (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : a.number - b.number) *
+          (direction === "desc" ? -1 : 1),
+      );
       const page = paginate(list, req);
       const body = [];
       for (const pr of page.items) body.push(shape.pullSimple(await this.pullContext(pr), pr));
@@ -151,19 +167,31 @@ export class RepositoryState {
         draft?: boolean;
         maintainer_can_modify?: boolean;
       };
-      if (req.body.issue !== undefined) throw new ApiError(422, "The double does not convert issues into pull requests");
+      if (req.body.issue !== undefined)
+        throw new ApiError(422, "The double does not convert issues into pull requests");
       const head = this.headBranch(String(req.body.head));
-      if (!title) throw validationFailed({ resource: "Issue", code: "missing_field", field: "title" });
+      if (!title)
+        throw validationFailed({ resource: "Issue", code: "missing_field", field: "title" });
       checkBodyLength(body);
       const baseSha = await this.repo.branchSha(base);
-      if (!baseSha) throw validationFailed({ resource: "PullRequest", field: "base", code: "invalid" });
+      if (!baseSha)
+        throw validationFailed({ resource: "PullRequest", field: "base", code: "invalid" });
       const headSha = head === undefined ? undefined : await this.repo.branchSha(head);
-      if (!head || !headSha) throw validationFailed({ resource: "PullRequest", field: "head", code: "invalid" });
+      if (!head || !headSha)
+        throw validationFailed({ resource: "PullRequest", field: "head", code: "invalid" });
       if (this.openPullFor(head)) {
-        throw validationFailed({ resource: "PullRequest", code: "custom", message: `A pull request already exists for ${this.site.owner}:${head}.` });
+        throw validationFailed({
+          resource: "PullRequest",
+          code: "custom",
+          message: `A pull request already exists for ${this.site.owner}:${head}.`,
+        });
       }
       if ((await this.repo.commitsBetween(baseSha, headSha)).length === 0) {
-        throw validationFailed({ resource: "PullRequest", code: "custom", message: `No commits between ${base} and ${head}` });
+        throw validationFailed({
+          resource: "PullRequest",
+          code: "custom",
+          message: `No commits between ${base} and ${head}`,
+        });
       }
       const at = shape.now();
       const pr: PullRecord = {
@@ -187,31 +215,59 @@ export class RepositoryState {
         maintainerCanModify: maintainer_can_modify ?? false,
       };
       this.pulls.set(pr.number, pr);
-      return { status: 201, body: await this.pullBody(pr), headers: { location: `${shape.repoApi(this.site)}/pulls/${pr.number}` } };
+      return {
+        status: 201,
+        body: await this.pullBody(pr),
+        headers: { location: `${shape.repoApi(this.site)}/pulls/${pr.number}` },
+      };
     },
 
     "pulls/get": async (req) => ({ status: 200, body: await this.pullBody(this.pull(req)) }),
 
     "pulls/update": async (req) => {
       const pr = this.pull(req);
-      const { title, body, state, base } = req.body as { title?: string; body?: string; state?: "open" | "closed"; base?: string };
+      const { title, body, state, base } = req.body as {
+        title?: string;
+        body?: string;
+        state?: "open" | "closed";
+        base?: string;
+      };
       checkBodyLength(body);
       if (base !== undefined && !(await this.repo.branchSha(base))) {
         throw validationFailed({ resource: "PullRequest", field: "base", code: "invalid" });
       }
       if (state === "open" && pr.state === "closed") {
-        if (pr.mergedAt) throw new ApiError(422, "Validation Failed", [{ resource: "PullRequest", code: "custom", field: "state", message: "state cannot be changed. The pull request cannot be reopened because it has been merged." }]);
+        if (pr.mergedAt)
+          throw new ApiError(422, "Validation Failed", [
+            {
+              resource: "PullRequest",
+              code: "custom",
+              field: "state",
+              message:
+                "state cannot be changed. The pull request cannot be reopened because it has been merged.",
+            },
+          ]);
         if (!(await this.repo.branchSha(pr.head))) {
-          throw validationFailed({ resource: "PullRequest", code: "custom", field: "state", message: "state cannot be changed. The head branch has been deleted." });
+          throw validationFailed({
+            resource: "PullRequest",
+            code: "custom",
+            field: "state",
+            message: "state cannot be changed. The head branch has been deleted.",
+          });
         }
         if (this.openPullFor(pr.head)) {
-          throw validationFailed({ resource: "PullRequest", code: "custom", message: `A pull request already exists for ${this.site.owner}:${pr.head}.` });
+          throw validationFailed({
+            resource: "PullRequest",
+            code: "custom",
+            message: `A pull request already exists for ${this.site.owner}:${pr.head}.`,
+          });
         }
       }
       if (title !== undefined) pr.title = title;
       if (body !== undefined) pr.body = body;
       if (base !== undefined) pr.base = base;
-      if (req.body.maintainer_can_modify !== undefined) pr.maintainerCanModify = Boolean(req.body.maintainer_can_modify);
+      if (req.body.maintainer_can_modify !== undefined)
+        pr.maintainerCanModify = Boolean(req.body.maintainer_can_modify);
       if (state !== undefined && state !== pr.state) {
         pr.state = state;
         pr.closedAt = state === "closed" ? shape.now() : null;
@@ -225,18 +281,25 @@ export class RepositoryState {
       const shas = await this.pullCommits(pr);
       const page = paginate(shas, req);
       const body = [];
-      for (const sha of page.items) body.push(shape.commit(this.site, (await this.repo.commit(sha))!, this.accountByEmail));
+      for (const sha of page.items)
+        body.push(shape.commit(this.site, (await this.repo.commit(sha))!, this.accountByEmail));
       return { status: 200, body, headers: page.headers };
     },
 
-    "pulls/merge": async (req) => this.merge(this.pull(req), req.body as MergeOptions, this.bot),
+    "pulls/merge": async (req) => this.merge(this.pull(req), req.body, this.bot),
 
     "issues/list-comments": async (req) => {
       const issue = this.issue(req);
       const since = req.query.get("since");
-      const list = this.comments.filter((c) => c.issue === issue && (!since || c.updatedAt >= since));
+      const list = this.comments.filter(
+        (c) => c.issue === issue && (!since || c.updatedAt >= since),
+      );
       const page = paginate(list, req);
-      return { status: 200, body: page.items.map((c) => shape.comment(this.site, c)), headers: page.headers };
+      return {
+        status: 200,
+        body: page.items.map((c) => shape.comment(this.site, c)),
+        headers: page.headers,
+      };
     },
 
     "issues/create-comment": async (req) => {
@@ -244,10 +307,21 @@ export class RepositoryState {
       const body = String(req.body.body);
       checkBodyLength(body);
       const at = shape.now();
-      const record: CommentRecord = { id: this.id(), issue, body, user: this.bot, createdAt: at, updatedAt: at };
+      const record: CommentRecord = {
+        id: this.id(),
+        issue,
+        body,
+        user: this.bot,
+        createdAt: at,
+        updatedAt: at,
+      };
       this.comments.push(record);
       this.pulls.get(issue)!.updatedAt = at;
-      return { status: 201, body: shape.comment(this.site, record), headers: { location: `${shape.repoApi(this.site)}/issues/comments/${record.id}` } };
+      return {
+        status: 201,
+        body: shape.comment(this.site, record),
+        headers: { location: `${shape.repoApi(this.site)}/issues/comments/${record.id}` },
+      };
     },
 
     "issues/add-labels": async (req) => {
@@ -256,7 +330,8 @@ export class RepositoryState {
       for (const item of raw) {
         const name = typeof item === "string" ? item : String((item as { name: string }).name);
         // Adding an unknown label to an issue creates it, with GitHub's default grey.
-        const record = this.labels.get(name.toLowerCase()) ?? this.createLabel(name, "ededed", null);
+        const record =
+          this.labels.get(name.toLowerCase()) ?? this.createLabel(name, "ededed", null);
         if (!pr.labels.includes(record.name)) pr.labels.push(record.name);
       }
       pr.updatedAt = shape.now();
@@ -270,17 +345,32 @@ export class RepositoryState {
     },
 
     "issues/create-label": async (req) => {
-      const { name, color, description } = req.body as { name: string; color?: string; description?: string };
-      if (this.labels.has(name.toLowerCase())) throw validationFailed({ resource: "Label", code: "already_exists", field: "name" });
-      if (color !== undefined && !/^[0-9a-fA-F]{6}$/.test(color)) throw validationFailed({ resource: "Label", code: "invalid", field: "color" });
-      return { status: 201, body: shape.label(this.site, this.createLabel(name, (color ?? "ededed").toLowerCase(), description ?? null)) };
+      const { name, color, description } = req.body as {
+        name: string;
+        color?: string;
+        description?: string;
+      };
+      if (this.labels.has(name.toLowerCase()))
+        throw validationFailed({ resource: "Label", code: "already_exists", field: "name" });
+      if (color !== undefined && !/^[0-9a-fA-F]{6}$/.test(color))
+        throw validationFailed({ resource: "Label", code: "invalid", field: "color" });
+      return {
+        status: 201,
+        body: shape.label(
+          this.site,
+          this.createLabel(name, (color ?? "ededed").toLowerCase(), description ?? null),
+        ),
+      };
     },
 
     "git/get-ref": async (req) => {
       const ref = `refs/${req.params.ref}`;
       const sha = await this.repo.resolve(ref);
       if (!sha || !/^refs\/(heads|tags)\/./.test(ref)) throw notFound();
-      return { status: 200, body: shape.gitRef(this.site, ref, sha, (await this.repo.objectType(sha)) ?? "commit") };
+      return {
+        status: 200,
+        body: shape.gitRef(this.site, ref, sha, (await this.repo.objectType(sha)) ?? "commit"),
+      };
     },
 
     "repos/get-branch": async (req) => {
@@ -309,10 +399,18 @@ export class RepositoryState {
       if (!mergeBase) throw notFound();
       const ahead = await this.repo.commitsBetween(baseSha, headSha);
       const behind = await this.repo.commitsBetween(headSha, baseSha);
-      const status = ahead.length && behind.length ? "diverged" : ahead.length ? "ahead" : behind.length ? "behind" : "identical";
+      const status =
+        ahead.length && behind.length
+          ? "diverged"
+          : ahead.length
+            ? "ahead"
+            : behind.length
+              ? "behind"
+              : "identical";
       const page = paginate(ahead, req);
       const commits = [];
-      for (const sha of page.items) commits.push(shape.commit(this.site, (await this.repo.commit(sha))!, this.accountByEmail));
+      for (const sha of page.items)
+        commits.push(shape.commit(this.site, (await this.repo.commit(sha))!, this.accountByEmail));
       const web = `${this.site.web}/${this.site.owner}/${this.site.repo}/compare/${req.params.basehead}`;
       return {
         status: 200,
@@ -323,14 +421,24 @@ export class RepositoryState {
           permalink_url: `${this.site.web}/${this.site.owner}/${this.site.repo}/compare/${baseSha}...${headSha}`,
           diff_url: `${web}.diff`,
           patch_url: `${web}.patch`,
-          base_commit: shape.commit(this.site, (await this.repo.commit(baseSha))!, this.accountByEmail),
-          merge_base_commit: shape.commit(this.site, (await this.repo.commit(mergeBase))!, this.accountByEmail),
+          base_commit: shape.commit(
+            this.site,
+            (await this.repo.commit(baseSha))!,
+            this.accountByEmail,
+          ),
+          merge_base_commit: shape.commit(
+            this.site,
+            (await this.repo.commit(mergeBase))!,
+            this.accountByEmail,
+          ),
           status,
           ahead_by: ahead.length,
           behind_by: behind.length,
           total_commits: ahead.length,
           commits,
-          files: (await this.repo.changedFiles(mergeBase, headSha)).map((f) => shape.diffEntry(this.site, headSha, f)),
+          files: (await this.repo.changedFiles(mergeBase, headSha)).map((f) =>
+            shape.diffEntry(this.site, headSha, f),
+          ),
         },
       };
     },
@@ -339,13 +447,18 @@ export class RepositoryState {
       const login = req.params.username!;
       const permission = this.permissions.get(login) ?? "none";
       const account = this.account(login);
-      const legacy = permission === "maintain" ? "write" : permission === "triage" ? "read" : permission;
+      const legacy =
+        permission === "maintain" ? "write" : permission === "triage" ? "read" : permission;
       return {
         status: 200,
         body: {
           permission: legacy,
           role_name: permission,
-          user: { ...shape.user(this.site, account), role_name: permission, permissions: rolePermissions(permission) },
+          user: {
+            ...shape.user(this.site, account),
+            role_name: permission,
+            permissions: rolePermissions(permission),
+          },
         },
       };
     },
@@ -355,8 +468,14 @@ export class RepositoryState {
       if (encoding !== undefined && encoding !== "utf-8" && encoding !== "base64") {
         throw validationFailed({ resource: "Blob", code: "invalid", field: "encoding" });
       }
-      const sha = await this.repo.writeBlob(Buffer.from(content, encoding === "base64" ? "base64" : "utf8"));
-      return { status: 201, body: { sha, url: `${shape.repoApi(this.site)}/git/blobs/${sha}` }, headers: { location: `${shape.repoApi(this.site)}/git/blobs/${sha}` } };
+      const sha = await this.repo.writeBlob(
+        Buffer.from(content, encoding === "base64" ? "base64" : "utf8"),
+      );
+      return {
+        status: 201,
+        body: { sha, url: `${shape.repoApi(this.site)}/git/blobs/${sha}` },
+        headers: { location: `${shape.repoApi(this.site)}/git/blobs/${sha}` },
+      };
     },
 
     "git/get-commit": async (req) => {
@@ -366,7 +485,8 @@ export class RepositoryState {
     },
 
     "git/get-tree": async (req) => {
-      const recursive = req.query.has("recursive") && !["0", "false"].includes(req.query.get("recursive")!);
+      const recursive =
+        req.query.has("recursive") && !["0", "false"].includes(req.query.get("recursive")!);
       const tree = await this.repo.tree(req.params.tree_sha!, recursive);
       if (!tree) throw notFound();
       return { status: 200, body: shape.gitTree(this.site, tree.sha, tree.entries) };
@@ -384,7 +504,11 @@ export class RepositoryState {
       }
       const sha = await this.refusalAs422(() => this.repo.writeTree(tree, base_tree));
       const written = (await this.repo.tree(sha, false))!;
-      return { status: 201, body: shape.gitTree(this.site, sha, written.entries), headers: { location: `${shape.repoApi(this.site)}/git/trees/${sha}` } };
+      return {
+        status: 201,
+        body: shape.gitTree(this.site, sha, written.entries),
+        headers: { location: `${shape.repoApi(this.site)}/git/trees/${sha}` },
+      };
     },
 
     "git/create-commit": async (req) => {
@@ -395,23 +519,37 @@ export class RepositoryState {
         author?: GitIdentity;
         committer?: GitIdentity;
       };
-      if ((await this.repo.objectType(tree)) !== "tree") throw new ApiError(422, "Tree SHA does not exist");
+      if ((await this.repo.objectType(tree)) !== "tree")
+        throw new ApiError(422, "Tree SHA does not exist");
       for (const parent of parents ?? []) {
-        if ((await this.repo.objectType(parent)) !== "commit") throw new ApiError(422, "Parent SHA does not exist or is not a commit object");
+        if ((await this.repo.objectType(parent)) !== "commit")
+          throw new ApiError(422, "Parent SHA does not exist or is not a commit object");
       }
       const who = author ?? committer ?? this.identity(this.bot);
       const sha = await this.repo.writeCommit(tree, parents ?? [], message, who, committer ?? who);
-      return { status: 201, body: shape.gitCommit(this.site, (await this.repo.commit(sha))!), headers: { location: `${shape.repoApi(this.site)}/git/commits/${sha}` } };
+      return {
+        status: 201,
+        body: shape.gitCommit(this.site, (await this.repo.commit(sha))!),
+        headers: { location: `${shape.repoApi(this.site)}/git/commits/${sha}` },
+      };
     },
 
     "git/create-ref": async (req) => {
       const { ref, sha } = req.body as { ref: string; sha: string };
-      if (!/^refs\/[^/]+\/./.test(ref)) throw new ApiError(422, "Reference name must start with 'refs/' and have at least two slashes.");
+      if (!/^refs\/[^/]+\/./.test(ref))
+        throw new ApiError(
+          422,
+          "Reference name must start with 'refs/' and have at least two slashes.",
+        );
       if (!(await this.repo.objectType(sha))) throw new ApiError(422, "Object does not exist");
       if (await this.repo.resolve(ref)) throw new ApiError(422, "Reference already exists");
       await this.refusalAs422(() => this.repo.createRef(ref, sha), "Reference update failed");
       this.touch();
-      return { status: 201, body: shape.gitRef(this.site, ref, sha), headers: { location: `${shape.repoApi(this.site)}/git/${ref}` } };
+      return {
+        status: 201,
+        body: shape.gitRef(this.site, ref, sha),
+        headers: { location: `${shape.repoApi(this.site)}/git/${ref}` },
+      };
     },
 
     "git/update-ref": async (req) => {
@@ -419,9 +557,14 @@ export class RepositoryState {
       const { sha, force } = req.body as { sha: string; force?: boolean };
       const current = await this.repo.resolve(ref);
       if (!current) throw new ApiError(422, "Reference does not exist");
-      if ((await this.repo.objectType(sha)) !== "commit") throw new ApiError(422, "Object does not exist");
-      if (!force && !(await this.repo.isAncestor(current, sha))) throw new ApiError(422, "Update is not a fast forward");
-      await this.refusalAs422(() => this.repo.updateRef(ref, sha, current), "Reference cannot be updated");
+      if ((await this.repo.objectType(sha)) !== "commit")
+        throw new ApiError(422, "Object does not exist");
+      if (!force && !(await this.repo.isAncestor(current, sha)))
+        throw new ApiError(422, "Update is not a fast forward");
+      await this.refusalAs422(
+        () => this.repo.updateRef(ref, sha, current),
+        "Reference cannot be updated",
+      );
       this.touch();
       await this.sync();
       return { status: 200, body: shape.gitRef(this.site, ref, sha) };
@@ -462,22 +605,46 @@ export class RepositoryState {
     let sha: string;
     if (method === "rebase") {
       // Replaying commits is out of scope: a rebase merge here only fast-forwards.
-      if (!(await this.repo.isAncestor(base, head))) throw new ApiError(405, "This branch can't be rebased");
+      if (!(await this.repo.isAncestor(base, head)))
+        throw new ApiError(405, "This branch can't be rebased");
       sha = head;
     } else {
       const tree = await this.repo.mergedTree(base, head);
       if (!tree) throw new ApiError(405, "Merge conflict");
       const title =
-        options.commit_title ?? (method === "squash" ? `${pr.title} (#${pr.number})` : `Merge pull request #${pr.number} from ${this.site.owner}/${pr.head}`);
+        options.commit_title ??
+        (method === "squash"
+          ? `${pr.title} (#${pr.number})`
+          : `Merge pull request #${pr.number} from ${this.site.owner}/${pr.head}`);
       const message = options.commit_message ?? (method === "squash" ? "" : pr.title);
       const parents = method === "squash" ? [base] : [base, head];
-      sha = await this.repo.writeCommit(tree, parents, message ? `${title}\n\n${message}` : title, this.identity(by), committer);
+      sha = await this.repo.writeCommit(
+        tree,
+        parents,
+        message ? `${title}\n\n${message}` : title,
+        this.identity(by),
+        committer,
+      );
     }
-    await this.refusalAs422(() => this.repo.updateRef(`refs/heads/${pr.base}`, sha, base), "Base branch was modified");
+    await this.refusalAs422(
+      () => this.repo.updateRef(`refs/heads/${pr.base}`, sha, base),
+      "Base branch was modified",
+    );
     const at = shape.now();
-    Object.assign(pr, { state: "closed", closedAt: at, mergedAt: at, updatedAt: at, mergeCommitSha: sha, mergedBy: by, headSha: head });
+    Object.assign(pr, {
+      state: "closed",
+      closedAt: at,
+      mergedAt: at,
+      updatedAt: at,
+      mergeCommitSha: sha,
+      mergedBy: by,
+      headSha: head,
+    });
     this.touch();
-    return { status: 200, body: { sha, merged: true, message: "Pull Request successfully merged" } };
+    return {
+      status: 200,
+      body: { sha, merged: true, message: "Pull Request successfully merged" },
+    };
   }
 
   createLabel(name: string, color: string, description: string | null): LabelRecord {
@@ -515,7 +682,9 @@ export class RepositoryState {
   }
 
   private labelsOf(pr: PullRecord): LabelRecord[] {
-    return pr.labels.map((name) => this.labels.get(name.toLowerCase())).filter((l): l is LabelRecord => l !== undefined);
+    return pr.labels
+      .map((name) => this.labels.get(name.toLowerCase()))
+      .filter((l): l is LabelRecord => l !== undefined);
   }
 
   /** A branch, tag, `owner:branch` or sha, resolved to a commit; 404 when it names nothing. */
@@ -524,14 +693,18 @@ export class RepositoryState {
     if (local && local[0] !== this.site.owner) throw notFound();
     const ref = local ? local[1] : name;
     for (const candidate of [`refs/heads/${ref}`, `refs/tags/${ref}`, ref]) {
-      const sha = /^-/.test(candidate) ? undefined : await this.repo.resolve(`${candidate}^{commit}`);
+      const sha = /^-/.test(candidate)
+        ? undefined
+        : await this.repo.resolve(`${candidate}^{commit}`);
       if (sha) return sha;
     }
     throw notFound();
   }
 
   private async pullCommits(pr: PullRecord): Promise<string[]> {
-    const base = pr.mergedAt ? (await this.repo.commit(pr.mergeCommitSha!))?.parents[0] : await this.repo.branchSha(pr.base);
+    const base = pr.mergedAt
+      ? (await this.repo.commit(pr.mergeCommitSha!))?.parents[0]
+      : await this.repo.branchSha(pr.base);
     return base ? this.repo.commitsBetween(base, pr.headSha) : [];
   }
 
@@ -548,10 +721,14 @@ export class RepositoryState {
   async pullBody(pr: PullRecord): Promise<Record<string, unknown>> {
     const ctx = await this.pullContext(pr);
     const commits = await this.pullCommits(pr);
-    const mergeBase = pr.state === "open" ? await this.repo.mergeBase(ctx.baseSha, pr.headSha) : undefined;
+    const mergeBase =
+      pr.state === "open" ? await this.repo.mergeBase(ctx.baseSha, pr.headSha) : undefined;
     const files = mergeBase ? await this.repo.changedFiles(mergeBase, pr.headSha) : [];
     return shape.pull(ctx, pr, {
-      mergeable: pr.state === "open" ? (await this.repo.mergedTree(ctx.baseSha, pr.headSha)) !== undefined : null,
+      mergeable:
+        pr.state === "open"
+          ? (await this.repo.mergedTree(ctx.baseSha, pr.headSha)) !== undefined
+          : null,
       commits: commits.length,
       additions: files.reduce((n, f) => n + f.additions, 0),
       deletions: files.reduce((n, f) => n + f.deletions, 0),
@@ -564,7 +741,8 @@ export class RepositoryState {
     try {
       return await work();
     } catch (err) {
-      if (err instanceof GitRefusal) throw new ApiError(422, message ?? err.message.replace(/^git \S+: (fatal|error): /, ""));
+      if (err instanceof GitRefusal)
+        throw new ApiError(422, message ?? err.message.replace(/^git \S+: (fatal|error): /, ""));
       throw err;
     }
   }
@@ -583,13 +761,24 @@ function noreplyEmail(account: Account): string {
 
 function checkBodyLength(body: string | undefined): void {
   if (body !== undefined && body.length > MAX_BODY) {
-    throw validationFailed({ resource: "Issue", code: "custom", field: "body", message: `body is too long (maximum is ${MAX_BODY} characters)` });
+    throw validationFailed({
+      resource: "Issue",
+      code: "custom",
+      field: "body",
+      message: `body is too long (maximum is ${MAX_BODY} characters)`,
+    });
   }
 }
 
 function rolePermissions(permission: Permission): Record<string, boolean> {
   const rank = ["none", "read", "triage", "write", "maintain", "admin"].indexOf(permission);
-  return { pull: rank >= 1, triage: rank >= 2, push: rank >= 3, maintain: rank >= 4, admin: rank >= 5 };
+  return {
+    pull: rank >= 1,
+    triage: rank >= 2,
+    push: rank >= 3,
+    maintain: rank >= 4,
+    admin: rank >= 5,
+  };
 }
 
 function splitOnce(text: string, sep: string): [string, string] {
@@ -612,5 +801,8 @@ function paginate<T>(items: T[], req: Request): { items: T[]; headers: Record<st
   if (page > 1) links.push(link(page - 1, "prev"));
   if (page < last) links.push(link(page + 1, "next"), link(last, "last"));
   if (page > 1) links.push(link(1, "first"));
-  return { items: items.slice((page - 1) * perPage, page * perPage), headers: links.length ? { link: links.join(", ") } : {} };
+  return {
+    items: items.slice((page - 1) * perPage, page * perPage),
+    headers: links.length ? { link: links.join(", ") } : {},
+  };
 }

@@ -188,7 +188,13 @@ export function repository(site: Site, owner: Account, openIssues: number, pushe
   };
 }
 
-export function fullRepository(site: Site, owner: Account, openIssues: number, pushedAt: string, permission: string): Json {
+export function fullRepository(
+  site: Site,
+  owner: Account,
+  openIssues: number,
+  pushedAt: string,
+  permission: string,
+): Json {
   return {
     ...repository(site, owner, openIssues, pushedAt),
     permissions: {
@@ -340,7 +346,13 @@ function gitUser(identity: { name: string; email: string; date: string }): Json 
   return { name: identity.name, email: identity.email, date: identity.date };
 }
 
-const UNSIGNED = { verified: false, reason: "unsigned", signature: null, payload: null, verified_at: null };
+const UNSIGNED = {
+  verified: false,
+  reason: "unsigned",
+  signature: null,
+  payload: null,
+  verified_at: null,
+};
 
 /** The Git Data API's `git-commit` shape. */
 export function gitCommit(site: Site, c: CommitInfo): Json {
@@ -354,13 +366,22 @@ export function gitCommit(site: Site, c: CommitInfo): Json {
     committer: gitUser(c.committer),
     message: c.message,
     tree: { sha: c.tree, url: `${api}/git/trees/${c.tree}` },
-    parents: c.parents.map((p) => ({ sha: p, url: `${api}/git/commits/${p}`, html_url: `${repoWeb(site)}/commit/${p}` })),
+    parents: c.parents.map((p) => ({
+      sha: p,
+      url: `${api}/git/commits/${p}`,
+      html_url: `${repoWeb(site)}/commit/${p}`,
+    })),
     verification: UNSIGNED,
   };
 }
 
 /** The REST `commit` shape (pull commits, compare, branches); accounts are matched by email. */
-export function commit(site: Site, c: CommitInfo, accountOf: (email: string) => Account | undefined, files?: FileChange[]): Json {
+export function commit(
+  site: Site,
+  c: CommitInfo,
+  accountOf: (email: string) => Account | undefined,
+  files?: FileChange[],
+): Json {
   const api = repoApi(site);
   const author = accountOf(c.author.email);
   const committer = accountOf(c.committer.email);
@@ -381,7 +402,11 @@ export function commit(site: Site, c: CommitInfo, accountOf: (email: string) => 
     },
     author: author ? user(site, author) : null,
     committer: committer ? user(site, committer) : null,
-    parents: c.parents.map((p) => ({ sha: p, url: `${api}/commits/${p}`, html_url: `${repoWeb(site)}/commit/${p}` })),
+    parents: c.parents.map((p) => ({
+      sha: p,
+      url: `${api}/commits/${p}`,
+      html_url: `${repoWeb(site)}/commit/${p}`,
+    })),
   };
   if (files) {
     const additions = files.reduce((n, f) => n + f.additions, 0);
@@ -439,9 +464,15 @@ export function branch(site: Site, name: string, head: Json): Json {
   return {
     name,
     commit: head,
-    _links: { self: `${api}/branches/${encodeURIComponent(name)}`, html: `${repoWeb(site)}/tree/${name}` },
+    _links: {
+      self: `${api}/branches/${encodeURIComponent(name)}`,
+      html: `${repoWeb(site)}/tree/${name}`,
+    },
     protected: false,
-    protection: { enabled: false, required_status_checks: { enforcement_level: "off", contexts: [], checks: [] } },
+    protection: {
+      enabled: false,
+      required_status_checks: { enforcement_level: "off", contexts: [], checks: [] },
+    },
     protection_url: `${api}/branches/${encodeURIComponent(name)}/protection`,
   };
 }
@@ -451,7 +482,14 @@ export function content(site: Site, ref: string, entry: TreeEntry, data?: Buffer
   const api = repoApi(site);
   const path = entry.path.split("/").map(encodeURIComponent).join("/");
   const self = `${api}/contents/${path}?ref=${encodeURIComponent(ref)}`;
-  const type = entry.type === "tree" ? "dir" : entry.type === "commit" ? "submodule" : entry.mode === "120000" ? "symlink" : "file";
+  const type =
+    entry.type === "tree"
+      ? "dir"
+      : entry.type === "commit"
+        ? "submodule"
+        : entry.mode === "120000"
+          ? "symlink"
+          : "file";
   const git = `${api}/git/${entry.type === "tree" ? "trees" : "blobs"}/${entry.sha}`;
   const html = `${repoWeb(site)}/${type === "dir" ? "tree" : "blob"}/${ref}/${path}`;
   const out: Json = {
@@ -468,7 +506,9 @@ export function content(site: Site, ref: string, entry: TreeEntry, data?: Buffer
   };
   if (data) {
     // GitHub wraps the base64 text at 60 columns.
-    out.content = (data.toString("base64").match(/.{1,60}/g) ?? []).map((line) => `${line}\n`).join("");
+    out.content = (data.toString("base64").match(/.{1,60}/g) ?? [])
+      .map((line) => `${line}\n`)
+      .join("");
     out.encoding = "base64";
   }
   return out;

@@ -5,7 +5,10 @@ import { exitCode } from "../../../src/cli/exit.js";
 
 it("counts a declaration's items: list entries, map keys, lists inside a map by entry, a value as one", () => {
   assert.equal(declaredItems([{ path: "/a" }, { path: "/b" }]), 2);
-  assert.equal(declaredItems({ "vm.swappiness": "10", "net.core.somaxconn": "4096", __proto__: null }), 2);
+  assert.equal(
+    declaredItems({ "vm.swappiness": "10", "net.core.somaxconn": "4096", __proto__: null }),
+    2,
+  );
   assert.equal(declaredItems({ loaded: ["br_netfilter", "overlay"], absent: ["floppy"] }), 3);
   assert.equal(declaredItems("6.1.0-28-amd64"), 1);
 });

@@ -5,7 +5,12 @@ import { stringify } from "yaml";
 import { auditFleet } from "../../../src/audit/fleet.js";
 import { defaultAuditSettings } from "../../../src/audit/node.js";
 import { loadFleet } from "../../../src/manifest/load.js";
-import { framed, marked, NOT_IN_MAINTENANCE, scriptedTransport } from "../../support/probe-output.js";
+import {
+  framed,
+  marked,
+  NOT_IN_MAINTENANCE,
+  scriptedTransport,
+} from "../../support/probe-output.js";
 import { removeTree, writeTree } from "../../support/tree.js";
 
 const dirs: string[] = [];
@@ -14,7 +19,13 @@ after(() => Promise.all(dirs.map(removeTree)));
 const output = (nonce: string) =>
   framed(nonce, [
     ["maintenance", NOT_IN_MAINTENANCE(nonce)],
-    ["kernel", marked(nonce, [["running", "6.1.0-28-amd64\n"], ["installed", ""]])],
+    [
+      "kernel",
+      marked(nonce, [
+        ["running", "6.1.0-28-amd64\n"],
+        ["installed", ""],
+      ]),
+    ],
   ]);
 
 it("a node whose budget is spent when its parsing starts fails alone, with the reason; the other node is audited", async () => {
@@ -34,27 +45,45 @@ it("a node whose budget is spent when its parsing starts fails alone, with the r
   const [honest, spent] = report.nodes;
   assert.deepEqual([honest!.name, honest!.status, honest!.error], ["honest", "clean", undefined]);
   assert.deepEqual([spent!.name, spent!.status], ["spent", "error"]);
-  assert.equal(spent!.error, "parsing the probe output of spent went past the node's 0s time budget: node not audited");
+  assert.equal(
+    spent!.error,
+    "parsing the probe output of spent went past the node's 0s time budget: node not audited",
+  );
 });
 
 it("a host with more routes than a call takes arguments is audited: each route is its drift item", async () => {
   const routes = 200_000;
   // 10.x.y.0/24 in /proc/net/route's little-endian hex, none declared.
-  const hex = (i: number) => [0, i & 255, (i >> 8) & 255, 10 + (i >> 16)].map((b) => b.toString(16).padStart(2, "0").toUpperCase()).join("");
-  const table = ["/proc/net/route:Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT"];
-  for (let i = 0; i < routes; i++) table.push(`/proc/net/route:eth0\t${hex(i)}\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0`);
+  const hex = (i: number) =>
+    [0, i & 255, (i >> 8) & 255, 10 + (i >> 16)]
+      .map((b) => b.toString(16).padStart(2, "0").toUpperCase())
+      .join("");
+  const table = [
+    "/proc/net/route:Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT",
+  ];
+  for (let i = 0; i < routes; i++)
+    table.push(`/proc/net/route:eth0\t${hex(i)}\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0`);
   const body = `${table.join("\n")}\n`;
   const dir = await writeTree({ "nodes/router.yaml": stringify({ networking: { routes: [] } }) });
   dirs.push(dir);
   const fleet = await loadFleet(dir);
   const report = await auditFleet({
     nodes: fleet.nodes,
-    transportFor: () => scriptedTransport((nonce) => framed(nonce, [["maintenance", NOT_IN_MAINTENANCE(nonce)], ["routes", body]])),
+    transportFor: () =>
+      scriptedTransport((nonce) =>
+        framed(nonce, [
+          ["maintenance", NOT_IN_MAINTENANCE(nonce)],
+          ["routes", body],
+        ]),
+      ),
     settings: defaultAuditSettings(),
     drift: { policy: {}, waivers: [], tickets: [], now: new Date() },
     concurrency: 1,
     manifestRevision: null,
   });
   const [router] = report.nodes;
-  assert.deepEqual([router!.status, router!.error, router!.drift.length], ["drift", undefined, routes]);
+  assert.deepEqual(
+    [router!.status, router!.error, router!.drift.length],
+    ["drift", undefined, routes],
+  );
 });

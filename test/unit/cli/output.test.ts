@@ -8,17 +8,30 @@ import { scratchTrees } from "../../support/tree.js";
 
 const tree = scratchTrees();
 
-const usageError = (pattern: RegExp) => (error: unknown) => error instanceof UsageError && pattern.test(error.message);
+const usageError = (pattern: RegExp) => (error: unknown) =>
+  error instanceof UsageError && pattern.test(error.message);
 
 test("a missing directory, a directory, a symbolic link or an unwritable place is a usage error naming it", async () => {
   const dir = await tree({ "victim.txt": "keep me\n" });
   await symlink(path.join(dir, "victim.txt"), path.join(dir, "link.json"));
   await mkdir(path.join(dir, "sub"));
-  await assert.rejects(checkOut(path.join(dir, "missing", "r.json")), usageError(/directory .*missing does not exist/));
-  await assert.rejects(checkOut(path.join(dir, "victim.txt", "r.json")), usageError(/victim\.txt is not a directory/));
+  await assert.rejects(
+    checkOut(path.join(dir, "missing", "r.json")),
+    usageError(/directory .*missing does not exist/),
+  );
+  await assert.rejects(
+    checkOut(path.join(dir, "victim.txt", "r.json")),
+    usageError(/victim\.txt is not a directory/),
+  );
   await assert.rejects(checkOut(path.join(dir, "sub")), usageError(/sub is a directory/));
-  await assert.rejects(writeOut(path.join(dir, "link.json"), "{}"), usageError(/link\.json is a symbolic link/));
-  await assert.rejects(checkOut("/sys/qm-report.json"), usageError(/cannot create a file in \/sys/));
+  await assert.rejects(
+    writeOut(path.join(dir, "link.json"), "{}"),
+    usageError(/link\.json is a symbolic link/),
+  );
+  await assert.rejects(
+    checkOut("/sys/qm-report.json"),
+    usageError(/cannot create a file in \/sys/),
+  );
   assert.equal(await readFile(path.join(dir, "victim.txt"), "utf8"), "keep me\n");
 });
 

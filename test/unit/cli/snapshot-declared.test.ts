@@ -10,7 +10,12 @@ const APP = "[Service]\nExecStart=/usr/bin/app\n";
 
 test("a node's declared units come out at their live state; what cannot be written stays declared, with the reason", async () => {
   const units = systemd.schema.parse([
-    { name: "app.service", enabled: true, contents: APP, dropins: { "limits.conf": "[Service]\nLimitNOFILE=1024\n" } },
+    {
+      name: "app.service",
+      enabled: true,
+      contents: APP,
+      dropins: { "limits.conf": "[Service]\nLimitNOFILE=1024\n" },
+    },
     { name: "metrics.service", enabled: true },
     { name: "nginx.service", active: true },
     { name: "backup.service", active: true },
@@ -20,15 +25,21 @@ test("a node's declared units come out at their live state; what cannot be writt
   ]);
   const output = fixture("systemd", "units-drifted.txt");
   const transport = scriptedTransport((nonce) => output.replaceAll(FIXTURE_NONCE, nonce));
-  const snapshot = await snapshotSpec(transport, [systemd], undefined, { declared: { systemd: { units } } });
+  const snapshot = await snapshotSpec(transport, [systemd], undefined, {
+    declared: { systemd: { units } },
+  });
 
   const taken = (snapshot.spec.systemd as { units: unknown[] }).units;
   assert.deepEqual(taken, [
     {
       name: "app.service",
       enabled: true,
-      contents: "[Unit]\nDescription=App, hotfixed\n\n[Service]\nExecStart=/usr/bin/app --workers 8\n\n[Install]\nWantedBy=multi-user.target\n",
-      dropins: { "limits.conf": "[Service]\nLimitNOFILE=65536\n", "debug.conf": "[Service]\nEnvironment=DEBUG=1\n" },
+      contents:
+        "[Unit]\nDescription=App, hotfixed\n\n[Service]\nExecStart=/usr/bin/app --workers 8\n\n[Install]\nWantedBy=multi-user.target\n",
+      dropins: {
+        "limits.conf": "[Service]\nLimitNOFILE=65536\n",
+        "debug.conf": "[Service]\nEnvironment=DEBUG=1\n",
+      },
     },
     { name: "metrics.service", enabled: false },
     { name: "nginx.service", active: true },
@@ -37,18 +48,32 @@ test("a node's declared units come out at their live state; what cannot be writt
     { name: "blob.service", contents: "[Service]\n" },
   ]);
   assert.equal(snapshot.unknown.length, 1);
-  assert.match(snapshot.unknown[0]!, /^systemd: the live blob\.service:contents \(.*\) cannot be written into the manifest; kept as declared$/);
+  assert.match(
+    snapshot.unknown[0]!,
+    /^systemd: the live blob\.service:contents \(.*\) cannot be written into the manifest; kept as declared$/,
+  );
   // Audited against the same host, only the unit that could not be written drifts.
-  const findings = systemd.compare(systemd.schema.parse(taken), liveFrom(systemd, "units-drifted.txt"));
-  assert.deepEqual(findings.map((f) => f.key), ["blob.service:contents"]);
+  const findings = systemd.compare(
+    systemd.schema.parse(taken),
+    liveFrom(systemd, "units-drifted.txt"),
+  );
+  assert.deepEqual(
+    findings.map((f) => f.key),
+    ["blob.service:contents"],
+  );
   const text = snapshotText("web-01", snapshot, new Date("2026-11-30T00:00:00Z"));
-  assert.match(text, /^# not shown by this host: systemd: the live blob\.service:contents .* kept as declared$/m);
+  assert.match(
+    text,
+    /^# not shown by this host: systemd: the live blob\.service:contents .* kept as declared$/m,
+  );
   assert.deepEqual(parse(text), snapshot.spec);
 });
 
 test("without a declaration, files and units are left out of a snapshot", async () => {
   const output = fixture("systemd", "units-drifted.txt");
   const transport = scriptedTransport((nonce) => output.replaceAll(FIXTURE_NONCE, nonce));
-  const snapshot = await snapshotSpec(transport, [systemd], undefined, { declared: { host: "web-01" } });
+  const snapshot = await snapshotSpec(transport, [systemd], undefined, {
+    declared: { host: "web-01" },
+  });
   assert.deepEqual(snapshot.spec, {});
 });

@@ -13,7 +13,10 @@ test("an unknown reason holding CR, NEL or a line separator stays one comment li
   ];
   const text = snapshotText("web-01", { spec, unknown }, new Date("2026-11-30T00:00:00Z"));
   assert.doesNotMatch(text, /[\r\u0085\u2028\u202e]/u);
-  assert.equal(text.split("\n").filter((l) => l.startsWith("# not shown by this host: ")).length, 3);
+  assert.equal(
+    text.split("\n").filter((l) => l.startsWith("# not shown by this host: ")).length,
+    3,
+  );
   assert.deepEqual(parse(text), spec);
   const [py] = await pyyamlLoad([text]);
   assert.deepEqual(py, { value: spec });

@@ -20,7 +20,10 @@ const DECLARED: Record<string, unknown> = {
   kernel: "6.1.0-28-amd64",
   sysctl: { "net.ipv4.ip_forward": "1", constructor: "1" },
   io_scheduler: { vda: "mq-deadline", "sd*": "bfq", toString: "none" },
-  routes: [{ dst: "default", via: "10.0.0.1", dev: "eth0" }, { dst: "10.1.0.0/16", dev: "eth1" }],
+  routes: [
+    { dst: "default", via: "10.0.0.1", dev: "eth0" },
+    { dst: "10.1.0.0/16", dev: "eth1" },
+  ],
   packages: { bash: "*", toString: "1.0", openssl: "absent" },
   ports: ["tcp/22", "udp/53"],
   files: [
@@ -29,16 +32,31 @@ const DECLARED: Record<string, unknown> = {
     { path: "/etc/l", link: "/etc/a" },
     { path: "/etc/gone", absent: true },
   ],
-  systemd: [{ name: "a.service", enabled: true, active: true, contents: "x", dropins: { "toString.conf": "y" } }],
+  systemd: [
+    {
+      name: "a.service",
+      enabled: true,
+      active: true,
+      contents: "x",
+      dropins: { "toString.conf": "y" },
+    },
+  ],
   kernel_modules: { loaded: ["br_netfilter"], absent: ["constructor"] },
 };
 
 // Each domain's captured fixtures, line by line, plus lines of sections no fixture covers (sysctl, files, systemd).
 const fixtureDir = new URL("../../fixtures/", import.meta.url);
 const fixtureLines = (domain: string) =>
-  (existsSync(new URL(`${domain}/`, fixtureDir)) ? readdirSync(new URL(`${domain}/`, fixtureDir), { encoding: "utf8" }) : [])
+  (existsSync(new URL(`${domain}/`, fixtureDir))
+    ? readdirSync(new URL(`${domain}/`, fixtureDir), { encoding: "utf8" })
+    : []
+  )
     .filter((f) => f.endsWith(".txt"))
-    .flatMap((f) => readFileSync(new URL(`${domain}/${f}`, fixtureDir), "latin1").split("\n").slice(0, 200))
+    .flatMap((f) =>
+      readFileSync(new URL(`${domain}/${f}`, fixtureDir), "latin1")
+        .split("\n")
+        .slice(0, 200),
+    )
     .map((line) => line.replaceAll("QMfixture", NONCE));
 const mark = (label: string) => `${NONCE} mark ${label}`;
 const CRAFTED: Record<string, string[]> = {
@@ -53,7 +71,9 @@ const CRAFTED: Record<string, string[]> = {
   ],
   files: [
     ...["cap 1024", "paths", "stat", "sha256"].map(mark),
-    ...["contents", "unreadable", "missing", "link"].flatMap((kind) => ["/etc/a", "/etc/constructor", "/etc/l"].map((p) => mark(`${kind} ${p}`))),
+    ...["contents", "unreadable", "missing", "link"].flatMap((kind) =>
+      ["/etc/a", "/etc/constructor", "/etc/l"].map((p) => mark(`${kind} ${p}`)),
+    ),
     "/etc/a",
     "/etc/l",
     "/etc/constructor",
@@ -66,7 +86,9 @@ const CRAFTED: Record<string, string[]> = {
   ],
   systemd: [
     mark("cap 1024"),
-    ...["unit", "unit-file", "dropin", "unreadable", "active"].map((kind) => mark(`${kind} a.service`)),
+    ...["unit", "unit-file", "dropin", "unreadable", "active"].map((kind) =>
+      mark(`${kind} a.service`),
+    ),
     mark("active-unknown"),
     "file /etc/systemd/system/a.service",
     "wanted-by /etc/systemd/system/multi-user.target.wants/a.service",
@@ -79,18 +101,33 @@ const CRAFTED: Record<string, string[]> = {
     "",
   ],
 };
-const FRAMING = [`${NONCE} unknown no such thing`, `${NONCE} end x`, `${NONCE} done`, `${NONCE} mark running`, `${NONCE} mark dpkg`];
+const FRAMING = [
+  `${NONCE} unknown no such thing`,
+  `${NONCE} end x`,
+  `${NONCE} done`,
+  `${NONCE} mark running`,
+  `${NONCE} mark dpkg`,
+];
 
-const latin1 = fc.string({ unit: fc.integer({ min: 0, max: 255 }).map((c) => String.fromCharCode(c)), maxLength: 80 });
+const latin1 = fc.string({
+  unit: fc.integer({ min: 0, max: 255 }).map((c) => String.fromCharCode(c)),
+  maxLength: 80,
+});
 /** A section's text for `domain`: its own kind of lines, some mutated, some junk, sometimes cut or repeated. */
 function sectionText(domain: string) {
   const own = [...new Set([...fixtureLines(domain), ...(CRAFTED[domain] ?? [])])];
   // A realistic line with one word swapped for a prototype name, a random string or nothing.
-  const mutated = fc.tuple(fc.constantFrom(...own), fc.nat(), fc.oneof(fc.constantFrom(...PROTO), latin1, fc.constant(""))).map(([line, at, word]) => {
-    const words = line.split(/(\s+|[:/=])/);
-    words[(at % Math.max(1, words.length)) & ~1] = word;
-    return words.join("");
-  });
+  const mutated = fc
+    .tuple(
+      fc.constantFrom(...own),
+      fc.nat(),
+      fc.oneof(fc.constantFrom(...PROTO), latin1, fc.constant("")),
+    )
+    .map(([line, at, word]) => {
+      const words = line.split(/(\s+|[:/=])/);
+      words[(at % Math.max(1, words.length)) & ~1] = word;
+      return words.join("");
+    });
   const line = fc.oneof(
     { weight: 12, arbitrary: fc.constantFrom(...own) },
     { weight: 6, arbitrary: mutated },
@@ -98,10 +135,12 @@ function sectionText(domain: string) {
     { weight: 1, arbitrary: fc.constantFrom(...PROTO, ...FRAMING) },
     { weight: 1, arbitrary: fc.nat({ max: 1 << 16 }).map((n) => "9".repeat(n)) },
   );
-  return fc.tuple(fc.array(line, { maxLength: 24 }), fc.option(fc.nat()), fc.nat({ max: 2 })).map(([lines, cut, repeat]) => {
-    const text = `${lines.join("\n")}\n`.repeat(repeat + 1);
-    return cut === null ? text : text.slice(0, cut % (text.length + 1));
-  });
+  return fc
+    .tuple(fc.array(line, { maxLength: 24 }), fc.option(fc.nat()), fc.nat({ max: 2 }))
+    .map(([lines, cut, repeat]) => {
+      const text = `${lines.join("\n")}\n`.repeat(repeat + 1);
+      return cut === null ? text : text.slice(0, cut % (text.length + 1));
+    });
 }
 
 /** Runs `fn`; the only error it may throw is ProbeParseError. */
@@ -118,7 +157,10 @@ function checkFindings(domain: AnyDomain, live: unknown): void {
   const findings = domain.compare(domain.schema.parse(DECLARED[domain.name]), live);
   for (const f of findings) {
     assert.equal(typeof f.key, "string");
-    assert.ok(Json.safeParse(f.declared).success && Json.safeParse(f.live).success, `${domain.name}: not JSON: ${JSON.stringify(f)}`);
+    assert.ok(
+      Json.safeParse(f.declared).success && Json.safeParse(f.live).success,
+      `${domain.name}: not JSON: ${JSON.stringify(f)}`,
+    );
     assert.deepEqual(JSON.parse(JSON.stringify([f.declared, f.live])), [f.declared, f.live]);
     assert.ok(f.path.every((p) => typeof p === "string" || typeof p === "number"));
   }
@@ -138,14 +180,18 @@ describe("fuzzed probe output", () => {
   }
 
   it("whole outputs: framing throws only ProbeParseError", () => {
-    const section = fc.tuple(fc.constantFrom(...DOMAINS.map((d) => d.name), "maintenance", ...PROTO), sectionText("ports"));
+    const section = fc.tuple(
+      fc.constantFrom(...DOMAINS.map((d) => d.name), "maintenance", ...PROTO),
+      sectionText("ports"),
+    );
     fc.assert(
       fc.property(fc.array(section, { maxLength: 6 }), fc.boolean(), (sections, done) => {
-        const body = sections.map(([name, text]) => `\n${NONCE} begin ${name}\n${text}\n${NONCE} end ${name}\n`).join("");
+        const body = sections
+          .map(([name, text]) => `\n${NONCE} begin ${name}\n${text}\n${NONCE} end ${name}\n`)
+          .join("");
         onlyProbeErrors(() => parseProbeOutput(done ? `${body}\n${NONCE} done\n` : body, NONCE));
       }),
       { numRuns: 500 },
     );
   });
 });
-

@@ -9,17 +9,23 @@ const path = (p: string) => ["storage", "io_scheduler", p];
 
 test("a virtio guest with loop devices: the bracketed scheduler is the active one", () => {
   const live = liveFrom(ioScheduler, "loop-and-virtio.txt");
-  assert.deepEqual(live.get("vda"), { active: "mq-deadline", available: ["none", "mq-deadline", "kyber", "bfq"] });
+  assert.deepEqual(live.get("vda"), {
+    active: "mq-deadline",
+    available: ["none", "mq-deadline", "kyber", "bfq"],
+  });
   assert.equal(live.get("loop0").active, "none");
   assert.deepEqual(ioScheduler.compare({ "vd*": "mq-deadline" }, live), []);
-  assert.deepEqual(ioScheduler.compare({ "vd*": "bfq" }, live), [{ key: "vda", declared: "bfq", live: "mq-deadline", path: path("vd*") }]);
+  assert.deepEqual(ioScheduler.compare({ "vd*": "bfq" }, live), [
+    { key: "vda", declared: "bfq", live: "mq-deadline", path: path("vd*") },
+  ]);
 });
 
 test("a device's own name wins over a glob, and an unavailable scheduler is explained", () => {
   const live = liveFrom(ioScheduler, "storage-server.txt");
-  assert.deepEqual(ioScheduler.compare({ "sd*": "mq-deadline", sda: "bfq", "nvme*": "none" }, live), [
-    { key: "nvme1n1", declared: "none", live: "mq-deadline", path: path("nvme*") },
-  ]);
+  assert.deepEqual(
+    ioScheduler.compare({ "sd*": "mq-deadline", sda: "bfq", "nvme*": "none" }, live),
+    [{ key: "nvme1n1", declared: "none", live: "mq-deadline", path: path("nvme*") }],
+  );
   assert.deepEqual(ioScheduler.compare({ "nvme[0-9]n1": "kyber" }, live), [
     {
       key: "nvme0n1",
@@ -41,16 +47,34 @@ test("a device's own name wins over a glob, and an unavailable scheduler is expl
 test("a declaration that matches no device is a finding with no live value", () => {
   const live = liveFrom(ioScheduler, "storage-server.txt");
   assert.deepEqual(ioScheduler.compare({ "vd*": "mq-deadline", sdc: "bfq" }, live), [
-    { key: "vd*", declared: "mq-deadline", live: null, path: path("vd*"), detail: "no block device with an I/O scheduler matches vd*" },
-    { key: "sdc", declared: "bfq", live: null, path: path("sdc"), detail: "no block device sdc with an I/O scheduler" },
+    {
+      key: "vd*",
+      declared: "mq-deadline",
+      live: null,
+      path: path("vd*"),
+      detail: "no block device with an I/O scheduler matches vd*",
+    },
+    {
+      key: "sdc",
+      declared: "bfq",
+      live: null,
+      path: path("sdc"),
+      detail: "no block device sdc with an I/O scheduler",
+    },
   ]);
   // A glob shadowed by a device's own name still matched a device.
-  assert.deepEqual(ioScheduler.compare({ "sda?": "none", "sd[a]": "bfq", sda: "bfq" }, live).map((f) => f.key), ["sda?"]);
+  assert.deepEqual(
+    ioScheduler.compare({ "sda?": "none", "sd[a]": "bfq", sda: "bfq" }, live).map((f) => f.key),
+    ["sda?"],
+  );
 });
 
 test("single-queue kernels and bare one-scheduler devices parse", () => {
   assert.equal(liveFrom(ioScheduler, "single-queue.txt").get("sda").active, "cfq");
-  assert.deepEqual(liveFrom(ioScheduler, "storage-server.txt").get("dm-0"), { active: "none", available: ["none"] });
+  assert.deepEqual(liveFrom(ioScheduler, "storage-server.txt").get("dm-0"), {
+    active: "none",
+    available: ["none"],
+  });
 });
 
 test("no device with a scheduler file: the host says the domain is unknown", () => {
@@ -70,14 +94,22 @@ test("snapshot declares real disks that offer a choice, and compares clean", () 
     sda: "bfq",
     sdb: "mq-deadline",
   });
-  assert.deepEqual(ioScheduler.snapshot(liveFrom(ioScheduler, "loop-and-virtio.txt")), { vda: "mq-deadline" });
+  assert.deepEqual(ioScheduler.snapshot(liveFrom(ioScheduler, "loop-and-virtio.txt")), {
+    vda: "mq-deadline",
+  });
 });
 
 test("output it cannot trust is refused; empty output is no devices", () => {
   assert.deepEqual(parseSchedulers(""), new Map());
-  assert.throws(() => parseSchedulers("/sys/block/sda/queue/scheduler:none mq-deadline\n"), ProbeParseError);
+  assert.throws(
+    () => parseSchedulers("/sys/block/sda/queue/scheduler:none mq-deadline\n"),
+    ProbeParseError,
+  );
   assert.throws(() => parseSchedulers("/sys/block/sda/queue/schedu"), ProbeParseError);
-  assert.throws(() => parseSchedulers("/sys/block/sda/queue/scheduler:[none] $(id)\n"), ProbeParseError);
+  assert.throws(
+    () => parseSchedulers("/sys/block/sda/queue/scheduler:[none] $(id)\n"),
+    ProbeParseError,
+  );
   assert.throws(() => parseSchedulers("/sys/block/sda/queue/scheduler:\n"), ProbeParseError);
 });
 
@@ -86,7 +118,7 @@ test("the schema names what it wants", () => {
   const bad = ioScheduler.schema.safeParse({ "sd[a": "bfq", "/dev/sda": "bfq" });
   assert.equal(bad.success, false);
   assert.deepEqual(
-    bad.error!.issues.map((i) => [i.path, i.message]),
+    bad.error.issues.map((i) => [i.path, i.message]),
     [
       [["sd[a"], "the [ at character 3 is never closed"],
       [["/dev/sda"], "a block device name or glob, like vda or nvme*"],

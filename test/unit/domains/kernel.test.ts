@@ -1,7 +1,11 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { kernel } from "../../../src/domains/kernel/index.js";
-import { compareVersions, parseInstalled, parseRunning } from "../../../src/domains/kernel/parse.js";
+import {
+  compareVersions,
+  parseInstalled,
+  parseRunning,
+} from "../../../src/domains/kernel/parse.js";
 import { ProbeParseError } from "../../../src/errors.js";
 import { parseContext } from "../../../src/probe/script.js";
 import { FIXTURE_NONCE, fixture, liveFrom, section } from "./fixtures.js";
@@ -12,12 +16,20 @@ test("a host booted without kernel images on disk: running release, nothing inst
   assert.deepEqual(live.installed, []);
   assert.deepEqual(kernel.compare(live.running, live), []);
   const [finding] = kernel.compare("6.1.0-28-amd64", live);
-  assert.deepEqual(finding, { key: "kernel_version", declared: "6.1.0-28-amd64", live: live.running, path: ["system", "kernel_version"] });
+  assert.deepEqual(finding, {
+    key: "kernel_version",
+    declared: "6.1.0-28-amd64",
+    live: live.running,
+    path: ["system", "kernel_version"],
+  });
 });
 
 test("a newer installed kernel than the running one says the reboot is pending", () => {
   const live = liveFrom(kernel, "reboot-pending.txt");
-  assert.deepEqual(live, { running: "6.1.0-28-amd64", installed: ["6.1.0-10-amd64", "6.1.0-28-amd64", "6.1.0-30-amd64"] });
+  assert.deepEqual(live, {
+    running: "6.1.0-28-amd64",
+    installed: ["6.1.0-10-amd64", "6.1.0-28-amd64", "6.1.0-30-amd64"],
+  });
   assert.deepEqual(kernel.compare("6.1.0-30-amd64", live), [
     {
       key: "kernel_version",
@@ -33,7 +45,10 @@ test("a newer installed kernel than the running one says the reboot is pending",
 
 test("a declared kernel that is not on disk is named in the detail", () => {
   const live = liveFrom(kernel, "reboot-pending.txt");
-  assert.equal(kernel.compare("6.1.0-31-amd64", live)[0]!.detail, "reboot pending: 6.1.0-30-amd64 installed; 6.1.0-31-amd64 is not installed");
+  assert.equal(
+    kernel.compare("6.1.0-31-amd64", live)[0]!.detail,
+    "reboot pending: 6.1.0-30-amd64 installed; 6.1.0-31-amd64 is not installed",
+  );
 });
 
 test("RHEL releases order numerically and the rescue image never looks newer", () => {
@@ -64,10 +79,18 @@ test("output without a running release, or with garbage, is not trusted", () => 
   assert.throws(() => parseRunning("6.1.0 junk"), ProbeParseError);
   assert.throws(() => parseInstalled("6.1.0-28-amd64\n$(reboot)\n"), ProbeParseError);
   assert.deepEqual(parseInstalled(""), []);
-  assert.deepEqual(parseInstalled("linux\n6.1.0-28-amd64.efi.signed\n6.1.0-28-amd64\n"), ["6.1.0-28-amd64"]);
+  assert.deepEqual(parseInstalled("linux\n6.1.0-28-amd64.efi.signed\n6.1.0-28-amd64\n"), [
+    "6.1.0-28-amd64",
+  ]);
   // Output cut before the running part: the section says nothing about the kernel.
-  const cut = fixture("kernel", "reboot-pending.txt").replace(/\nQMfixture mark running\n6\.1\.0-28-amd64\n/, "");
-  assert.throws(() => kernel.parse(section(kernel, cut).output, parseContext(FIXTURE_NONCE)), ProbeParseError);
+  const cut = fixture("kernel", "reboot-pending.txt").replace(
+    /\nQMfixture mark running\n6\.1\.0-28-amd64\n/,
+    "",
+  );
+  assert.throws(
+    () => kernel.parse(section(kernel, cut).output, parseContext(FIXTURE_NONCE)),
+    ProbeParseError,
+  );
 });
 
 test("the schema accepts release strings only", () => {

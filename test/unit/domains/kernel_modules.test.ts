@@ -14,41 +14,73 @@ test("a kernel without loadable modules is unknown, never drift", () => {
 
 test("loaded and built-in modules satisfy `loaded`; - and _ are the same name", () => {
   const live = liveFrom(kernelModules, "debian-bridge-host.txt");
-  assert.deepEqual(kernelModules.compare({ loaded: ["br_netfilter", "snd-hda-intel", "loop", "tcp_cubic"], absent: ["usb-storage"] }, live), []);
+  assert.deepEqual(
+    kernelModules.compare(
+      { loaded: ["br_netfilter", "snd-hda-intel", "loop", "tcp_cubic"], absent: ["usb-storage"] },
+      live,
+    ),
+    [],
+  );
 });
 
 test("a declared module that is not loaded, or a banned one that is, is drift", () => {
   const live = liveFrom(kernelModules, "debian-bridge-host.txt");
-  assert.deepEqual(kernelModules.compare({ loaded: ["br_netfilter", "nf-conntrack"], absent: ["floppy", "ext4"] }, live), [
-    { key: "nf_conntrack", declared: "loaded", live: "absent", path: path("loaded", 1) },
-    { key: "floppy", declared: "absent", live: "loaded", path: path("absent", 0) },
-    { key: "ext4", declared: "absent", live: "loaded", path: path("absent", 1), detail: "built into the running kernel: it cannot be unloaded" },
-  ]);
+  assert.deepEqual(
+    kernelModules.compare(
+      { loaded: ["br_netfilter", "nf-conntrack"], absent: ["floppy", "ext4"] },
+      live,
+    ),
+    [
+      { key: "nf_conntrack", declared: "loaded", live: "absent", path: path("loaded", 1) },
+      { key: "floppy", declared: "absent", live: "loaded", path: path("absent", 0) },
+      {
+        key: "ext4",
+        declared: "absent",
+        live: "loaded",
+        path: path("absent", 1),
+        detail: "built into the running kernel: it cannot be unloaded",
+      },
+    ],
+  );
 });
 
 test("snapshot lists loaded modules sorted, and compares clean", () => {
   const live = liveFrom(kernelModules, "debian-bridge-host.txt");
   const spec = kernelModules.snapshot(live)!;
-  assert.deepEqual(spec, { loaded: ["br_netfilter", "bridge", "floppy", "llc", "snd_hda_intel", "stp"] });
+  assert.deepEqual(spec, {
+    loaded: ["br_netfilter", "bridge", "floppy", "llc", "snd_hda_intel", "stp"],
+  });
   assert.deepEqual(kernelModules.compare(spec, live), []);
   assert.equal(kernelModules.snapshot(liveFrom(kernelModules, "none-loaded.txt")), undefined);
 });
 
 test("a modular kernel with nothing loaded makes every declared module absent", () => {
   const live = liveFrom(kernelModules, "none-loaded.txt");
-  assert.deepEqual(kernelModules.compare({ loaded: ["br_netfilter"] }, live).map((f) => [f.key, f.live]), [["br_netfilter", "absent"]]);
+  assert.deepEqual(
+    kernelModules.compare({ loaded: ["br_netfilter"] }, live).map((f) => [f.key, f.live]),
+    [["br_netfilter", "absent"]],
+  );
 });
 
 test("lines it cannot trust are refused", () => {
   assert.throws(() => parseModules("/proc/modules:br_netfilter\n"), ProbeParseError);
-  assert.throws(() => parseModules("/proc/modules:br_netfilter 32768 0 - Live 0x0\n/proc/modules:bridge 3112"), ProbeParseError);
+  assert.throws(
+    () => parseModules("/proc/modules:br_netfilter 32768 0 - Live 0x0\n/proc/modules:bridge 3112"),
+    ProbeParseError,
+  );
   assert.throws(() => parseModules("/etc/passwd:root:x:0:0\n"), ProbeParseError);
 });
 
 test("the schema refuses a module declared both loaded and absent", () => {
-  const bad = kernelModules.schema.safeParse({ loaded: ["br_netfilter"], absent: ["floppy", "br-netfilter"] });
+  const bad = kernelModules.schema.safeParse({
+    loaded: ["br_netfilter"],
+    absent: ["floppy", "br-netfilter"],
+  });
   assert.equal(bad.success, false);
-  assert.deepEqual(bad.error!.issues.map((i) => [i.path, i.message]), [[["absent", 1], "br-netfilter is declared both loaded and absent"]]);
+  assert.deepEqual(
+    bad.error.issues.map((i) => [i.path, i.message]),
+    [[["absent", 1], "br-netfilter is declared both loaded and absent"]],
+  );
   assert.equal(kernelModules.schema.safeParse({ loaded: ["floppy;reboot"] }).success, false);
   assert.equal(kernelModules.schema.safeParse({ unloaded: ["floppy"] }).success, false);
 });

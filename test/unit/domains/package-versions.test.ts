@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
-import { parseConstraint, satisfies, type Constraint } from "../../../src/domains/packages/constraint.js";
+import { parseConstraint, satisfies } from "../../../src/domains/packages/constraint.js";
 import { compareApk, compareDpkg, compareRpm } from "../../../src/domains/packages/version.js";
 
 const TRICKY: [string, string][] = [
@@ -26,22 +26,35 @@ const TRICKY: [string, string][] = [
 
 /** The machine's installed versions, and pairs of them: sorted neighbours plus a fixed pseudo-random sample. */
 function realPairs(): [string, string][] {
-  const versions = [...new Set(readFileSync("/var/lib/dpkg/status", "utf8").match(/^Version: .+$/gm)!.map((l) => l.slice(9)))].sort();
+  const versions = [
+    ...new Set(
+      readFileSync("/var/lib/dpkg/status", "utf8")
+        .match(/^Version: .+$/gm)!
+        .map((l) => l.slice(9)),
+    ),
+  ].sort();
   const pairs: [string, string][] = versions.slice(1).map((v, i) => [versions[i]!, v]);
   let seed = 7;
   const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31);
-  for (let k = 0; k < 200; k++) pairs.push([versions[next() % versions.length]!, versions[next() % versions.length]!]);
+  for (let k = 0; k < 200; k++)
+    pairs.push([versions[next() % versions.length]!, versions[next() % versions.length]!]);
   return [...pairs, ...TRICKY];
 }
 
 function dpkgOrder(pairs: readonly [string, string][]): number[] {
-  const script = 'while IFS="	" read -r a b; do if dpkg --compare-versions "$a" lt "$b"; then echo -1; elif dpkg --compare-versions "$a" eq "$b"; then echo 0; else echo 1; fi; done';
-  const out = execFileSync("sh", ["-c", script], { input: pairs.map((p) => p.join("\t")).join("\n") + "\n", encoding: "utf8" });
+  const script =
+    'while IFS="	" read -r a b; do if dpkg --compare-versions "$a" lt "$b"; then echo -1; elif dpkg --compare-versions "$a" eq "$b"; then echo 0; else echo 1; fi; done';
+  const out = execFileSync("sh", ["-c", script], {
+    input: pairs.map((p) => p.join("\t")).join("\n") + "\n",
+    encoding: "utf8",
+  });
   return out.trim().split("\n").map(Number);
 }
 
 function rpmOrder(pairs: readonly [string, string][]): number[] {
-  const lua = pairs.map(([a, b]) => `io.write(rpm.vercmp(${JSON.stringify(a)}, ${JSON.stringify(b)}), "\\n")`).join(" ");
+  const lua = pairs
+    .map(([a, b]) => `io.write(rpm.vercmp(${JSON.stringify(a)}, ${JSON.stringify(b)}), "\\n")`)
+    .join(" ");
   const out = execFileSync("rpm", ["--eval", `%{lua: ${lua}}`], { encoding: "utf8" });
   return out.trim().split("\n").map(Number);
 }
@@ -73,8 +86,25 @@ describe("package version order", () => {
   });
 
   it("apk: suffixes, letters, revisions and fractional components in apk's order", () => {
-    const ascending = ["1.0_alpha1", "1.0_beta", "1.0_rc2", "1.0", "1.0-r1", "1.0_p1", "1.0a", "1.0.1", "1.01", "1.1", "1.10"];
-    for (let i = 1; i < ascending.length; i++) assert.equal(compareApk(ascending[i - 1]!, ascending[i]!), -1, `${ascending[i - 1]} < ${ascending[i]}`);
+    const ascending = [
+      "1.0_alpha1",
+      "1.0_beta",
+      "1.0_rc2",
+      "1.0",
+      "1.0-r1",
+      "1.0_p1",
+      "1.0a",
+      "1.0.1",
+      "1.01",
+      "1.1",
+      "1.10",
+    ];
+    for (let i = 1; i < ascending.length; i++)
+      assert.equal(
+        compareApk(ascending[i - 1]!, ascending[i]!),
+        -1,
+        `${ascending[i - 1]} < ${ascending[i]}`,
+      );
     assert.equal(compareApk("3.6.5-r0", "3.6.5"), 0);
   });
 });
@@ -83,7 +113,7 @@ describe("package constraints", () => {
   const parsed = (text: string) => {
     const c = parseConstraint(text);
     assert.ok(!("error" in c), `${text}: ${"error" in c ? c.error : ""}`);
-    return c as Constraint;
+    return c;
   };
   const meets = (text: string, live: string[], format: "dpkg" | "rpm" | "apk" = "dpkg") =>
     satisfies(parsed(text), live, live.join(", "), format);
@@ -91,7 +121,11 @@ describe("package constraints", () => {
   it("comparisons in the host package manager's order, joined by commas", () => {
     assert.equal(meets(">= 3.0.15-1~deb12u1", ["3.0.15-1~deb12u1"]), true);
     assert.equal(meets(">= 3.0.15-1~deb12u1", ["3.0.14-1~deb12u2"]), false);
-    assert.equal(meets(">= 3.0.15-1", ["3.0.15-1~deb12u1"]), false, "~ sorts before the end in dpkg");
+    assert.equal(
+      meets(">= 3.0.15-1", ["3.0.15-1~deb12u1"]),
+      false,
+      "~ sorts before the end in dpkg",
+    );
     assert.equal(meets(">= 1.2, < 2", ["1.9"]), true);
     assert.equal(meets(">= 1.2, < 2", ["2.0"]), false);
     assert.equal(meets("!= 1.4-2", ["1.4-3"]), true);
@@ -121,6 +155,9 @@ describe("package constraints", () => {
     for (const bad of [">=", "=> 1.2", ">= 1.2,", "~> 1.2", ">= 1 2", "9.* or 10", "^1.2 || 2"]) {
       assert.ok("error" in parseConstraint(bad), bad);
     }
-    assert.match((parseConstraint("=> 1.2") as { error: string }).error, /not a comparison like ">= 1.2"/);
+    assert.match(
+      (parseConstraint("=> 1.2") as { error: string }).error,
+      /not a comparison like ">= 1.2"/,
+    );
   });
 });

@@ -2,13 +2,20 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { packages } from "../../../src/domains/packages/index.js";
-import { liveVersion, parseApk, parseDpkg, parseRpm, type PackagesLive } from "../../../src/domains/packages/parse.js";
+import {
+  liveVersion,
+  parseApk,
+  parseDpkg,
+  parseRpm,
+  type PackagesLive,
+} from "../../../src/domains/packages/parse.js";
 import { ProbeParseError } from "../../../src/errors.js";
 import { parseContext } from "../../../src/probe/script.js";
 import { execa } from "execa";
 import { NOBODY, runProbe } from "./live-probe.js";
 
-const fixture = (name: string) => readFileSync(new URL(`../../fixtures/packages/${name}`, import.meta.url), "latin1");
+const fixture = (name: string) =>
+  readFileSync(new URL(`../../fixtures/packages/${name}`, import.meta.url), "latin1");
 const version = (live: PackagesLive, name: string) => {
   const instances = live.installed.get(name);
   return instances ? liveVersion(instances) : undefined;
@@ -32,7 +39,11 @@ describe("packages: dpkg parser", () => {
     assert.equal(live.installed.has("telnet"), false);
     assert.equal(live.notInstalled.has("telnet"), false);
     assert.equal(version(live, "openssl"), "3.0.15-1~deb12u1", "a held package is installed");
-    assert.equal(version(live, "man-db"), "2.11.2-2", "pending triggers leave the package installed");
+    assert.equal(
+      version(live, "man-db"),
+      "2.11.2-2",
+      "pending triggers leave the package installed",
+    );
   });
 
   it("keys multi-arch packages by name, joining versions only when they differ", () => {
@@ -47,7 +58,10 @@ describe("packages: dpkg parser", () => {
 
   it("rejects output cut inside a stanza", () => {
     const text = fixture("dpkg-debian12.txt");
-    const cut = text.slice(0, text.indexOf("Status: install ok installed", 200) + "Status: install ok inst".length);
+    const cut = text.slice(
+      0,
+      text.indexOf("Status: install ok installed", 200) + "Status: install ok inst".length,
+    );
     assert.throws(() => parseDpkg(cut), ProbeParseError);
     assert.throws(() => parseDpkg("Package: vim\n"), /has no Status/);
     assert.throws(() => parseDpkg("Version: 1.0\n"), /before any Package/);
@@ -73,7 +87,10 @@ describe("packages: rpm parser", () => {
   it("joins multi-arch and side-by-side versions", () => {
     assert.equal(version(live, "glibc"), "2.34-100.el9_4.2");
     assert.equal(version(live, "libgcc"), "11.4.1-2.el9 (i686), 11.4.1-3.el9 (x86_64)");
-    assert.equal(version(live, "kernel-core"), "5.14.0-427.13.1.el9_4 (x86_64), 5.14.0-427.20.1.el9_4 (x86_64)");
+    assert.equal(
+      version(live, "kernel-core"),
+      "5.14.0-427.13.1.el9_4 (x86_64), 5.14.0-427.20.1.el9_4 (x86_64)",
+    );
   });
 
   it("leaves out imported signing keys", () => {
@@ -103,14 +120,18 @@ describe("packages: apk parser", () => {
 
 describe("packages: manifest", () => {
   it("accepts versions, * and absent", () => {
-    const parsed = packages.schema.parse({ openssl: "3.0.15-1~deb12u1", nginx: "*", telnet: "absent" });
+    const parsed = packages.schema.parse({
+      openssl: "3.0.15-1~deb12u1",
+      nginx: "*",
+      telnet: "absent",
+    });
     assert.deepEqual(parsed, { openssl: "3.0.15-1~deb12u1", nginx: "*", telnet: "absent" });
   });
 
   it("tells the user to quote a version YAML read as a number", () => {
     const result = packages.schema.safeParse({ jq: 1.6 });
     assert.equal(result.success, false);
-    assert.match(result.error!.issues[0]!.message, /quote the version \(write "1.6"\)/);
+    assert.match(result.error.issues[0]!.message, /quote the version \(write "1.6"\)/);
   });
 
   it("rejects blank versions and names that are not package names", () => {
@@ -124,7 +145,13 @@ describe("packages: compare", () => {
   const live = parseDpkg(fixture("dpkg-states.txt"));
 
   it("finds nothing when every declaration holds", () => {
-    const declared = { libc6: "2.36-9+deb12u7", openssl: "*", nginx: "absent", telnet: "absent", bsdutils: "1:2.38.1-5+deb12u3" };
+    const declared = {
+      libc6: "2.36-9+deb12u7",
+      openssl: "*",
+      nginx: "absent",
+      telnet: "absent",
+      bsdutils: "1:2.38.1-5+deb12u3",
+    };
     assert.deepEqual(packages.compare(declared, live), []);
   });
 
@@ -149,8 +176,16 @@ describe("packages: compare", () => {
     assert.deepEqual(
       findings.map((f) => [f.key, f.live, f.detail]),
       [
-        ["nginx", "absent", "dpkg state config-files (removed, only its configuration files remain): not counted as installed"],
-        ["apache2", "absent", "dpkg state half-installed (an installation or removal was interrupted): not counted as installed"],
+        [
+          "nginx",
+          "absent",
+          "dpkg state config-files (removed, only its configuration files remain): not counted as installed",
+        ],
+        [
+          "apache2",
+          "absent",
+          "dpkg state half-installed (an installation or removal was interrupted): not counted as installed",
+        ],
         ["vim", "absent", "not in /var/lib/dpkg/status"],
       ],
     );
@@ -163,7 +198,10 @@ describe("packages: compare", () => {
   });
 
   it("matches a missing epoch to epoch 0", () => {
-    assert.deepEqual(packages.compare({ zlib: "0:1.2.11-40.el9" }, parseRpm(fixture("rpm-rhel9.txt"))), []);
+    assert.deepEqual(
+      packages.compare({ zlib: "0:1.2.11-40.el9" }, parseRpm(fixture("rpm-rhel9.txt"))),
+      [],
+    );
   });
 });
 
@@ -200,7 +238,9 @@ describe("packages: probe on this host", () => {
     assert.deepEqual([...run.live!.installed.keys()].sort(), ["bash", "dpkg"]);
     assert.deepEqual(packages.compare(declared, run.live!), []);
     assert.deepEqual(
-      packages.compare({ dpkg: "absent", "no-such-package-qm": "*" }, run.live!).map((f) => [f.key, f.live]),
+      packages
+        .compare({ dpkg: "absent", "no-such-package-qm": "*" }, run.live!)
+        .map((f) => [f.key, f.live]),
       [
         ["dpkg", run.live!.installed.get("dpkg")![0]!.version],
         ["no-such-package-qm", "absent"],
@@ -212,17 +252,36 @@ describe("packages: probe on this host", () => {
   it("a snapshot (nothing declared) reads the whole database with one grep", async () => {
     const run = await runProbe<PackagesLive>(packages, undefined);
     assert.ok(run.live!.installed.size > 100);
-    assert.equal(run.script.match(/grep /g)!.length, 2, "one grep per database, only one of which runs");
+    assert.equal(
+      run.script.match(/grep /g)!.length,
+      2,
+      "one grep per database, only one of which runs",
+    );
   });
 
   it("filters an apk database on the host the same way (captured Alpine database)", async () => {
-    const probe = packages.probe({ musl: "*", busybox: "absent", "no-such": "absent" }, { quote: (v) => `'${v}'`, mark: () => "", unknown: () => "exit 9", maxFileBytes: 1 });
-    const apk = probe.split("\n").find((line) => line.trim().startsWith("awk") && line.includes("/lib/apk"))!;
-    const command = apk.trim().replace("/lib/apk/db/installed", new URL("../../fixtures/packages/apk-alpine320.txt", import.meta.url).pathname);
+    const probe = packages.probe(
+      { musl: "*", busybox: "absent", "no-such": "absent" },
+      { quote: (v) => `'${v}'`, mark: () => "", unknown: () => "exit 9", maxFileBytes: 1 },
+    );
+    const apk = probe
+      .split("\n")
+      .find((line) => line.trim().startsWith("awk") && line.includes("/lib/apk"))!;
+    const command = apk
+      .trim()
+      .replace(
+        "/lib/apk/db/installed",
+        new URL("../../fixtures/packages/apk-alpine320.txt", import.meta.url).pathname,
+      );
     const { stdout } = await execa("sh", ["-c", command]);
     const live = parseApk(`${stdout}\n`);
     assert.deepEqual([...live.installed.keys()].sort(), ["busybox", "musl"]);
-    assert.deepEqual(packages.compare({ musl: "*", busybox: "absent", "no-such": "absent" }, live).map((f) => f.key), ["busybox"]);
+    assert.deepEqual(
+      packages
+        .compare({ musl: "*", busybox: "absent", "no-such": "absent" }, live)
+        .map((f) => f.key),
+      ["busybox"],
+    );
   });
 
   it("works as an unprivileged user with a minimal PATH", async () => {

@@ -20,10 +20,28 @@ test("listeners in LISTEN (tcp) or unconnected (udp), merged across IPv4 and IPv
 
 test("an undeclared listener is unauthorized; a declared port not listening is drift too", () => {
   const live = liveFrom(ports, "many-listeners.txt");
-  assert.deepEqual(ports.compare(["tcp/22", "tcp/443", "tcp/5432", "udp/53", "udp/123", "udp/323", "tcp/25"], live), [
-    { key: "tcp/25", declared: "listening", live: "closed", path: ["networking", "listening_ports", 6], detail: "nothing listens on it" },
-    { key: "tcp/8080", declared: "closed", live: "listening", path: ["networking", "listening_ports"], detail: "listening on 0.0.0.0" },
-  ]);
+  assert.deepEqual(
+    ports.compare(
+      ["tcp/22", "tcp/443", "tcp/5432", "udp/53", "udp/123", "udp/323", "tcp/25"],
+      live,
+    ),
+    [
+      {
+        key: "tcp/25",
+        declared: "listening",
+        live: "closed",
+        path: ["networking", "listening_ports", 6],
+        detail: "nothing listens on it",
+      },
+      {
+        key: "tcp/8080",
+        declared: "closed",
+        live: "listening",
+        path: ["networking", "listening_ports"],
+        detail: "listening on 0.0.0.0",
+      },
+    ],
+  );
   assert.deepEqual(
     ports.compare([], live).map((f) => `${f.key} ${f.detail}`),
     [
@@ -62,27 +80,66 @@ test("a host without IPv6 has only the IPv4 tables", () => {
 
 test("output it cannot trust is refused; connected and established sockets are not listeners", () => {
   assert.throws(() => parsePorts(""), /no \/proc\/net\/tcp/);
-  const header = fixture("ports", "one-listener.txt").split("\n").find((l) => l.startsWith("/proc/net/tcp:  sl"))!;
+  const header = fixture("ports", "one-listener.txt")
+    .split("\n")
+    .find((l) => l.startsWith("/proc/net/tcp:  sl"))!;
   assert.throws(() => parsePorts(`${header}\n/proc/net/tcp:   0: 00000000:07`), ProbeParseError);
-  assert.throws(() => parsePorts(`${header}\n/proc/net/tcp6:   0: 00000000:0016 00000000:0000 0A 0`), ProbeParseError);
+  assert.throws(
+    () => parsePorts(`${header}\n/proc/net/tcp6:   0: 00000000:0016 00000000:0000 0A 0`),
+    ProbeParseError,
+  );
   assert.throws(() => parsePorts(`${header}\n/etc/shadow:root:*:19000`), ProbeParseError);
   const established = `${header}\n/proc/net/udp:6168: 0100007F:9C40 0100007F:0035 07 00000000:00000000 00:00000000 00000000 0 0 1 2 0 0`;
   assert.equal(parsePorts(established).size, 0);
 });
 
 test("the schema wants tcp/<port> or udp/<port>, optionally a range or *, and @address or @loopback", () => {
-  const good = ["tcp/22", "udp/53", "tcp/65535", "tcp/9100@127.0.0.1", "tcp/443@::", "udp/53@[::1]", "tcp/32768-60999", "tcp/*@loopback"];
+  const good = [
+    "tcp/22",
+    "udp/53",
+    "tcp/65535",
+    "tcp/9100@127.0.0.1",
+    "tcp/443@::",
+    "udp/53@[::1]",
+    "tcp/32768-60999",
+    "tcp/*@loopback",
+  ];
   assert.equal(ports.schema.safeParse(good).success, true);
-  for (const bad of ["22", "tcp:22", "TCP/22", "tcp/0", "tcp/65536", "tcp/022", "sctp/9", "tcp/22@localhost", "tcp/9-1", "tcp/22@999.1.1.1"]) {
+  for (const bad of [
+    "22",
+    "tcp:22",
+    "TCP/22",
+    "tcp/0",
+    "tcp/65536",
+    "tcp/022",
+    "sctp/9",
+    "tcp/22@localhost",
+    "tcp/9-1",
+    "tcp/22@999.1.1.1",
+  ]) {
     const r = ports.schema.safeParse([bad]);
     assert.equal(r.success, false, bad);
-    assert.match(r.error!.issues[0]!.message, /a port like "tcp\/22"|ports run from 1 to 65535|an IPv4 or IPv6 address, or loopback/, bad);
+    assert.match(
+      r.error.issues[0]!.message,
+      /a port like "tcp\/22"|ports run from 1 to 65535|an IPv4 or IPv6 address, or loopback/,
+      bad,
+    );
   }
 });
 
 test("scoped items allow a port on one address only, loopback wildcards and ranges allow without requiring", () => {
   const live = liveFrom(ports, "many-listeners.txt");
-  const findings = ports.compare(["tcp/22@0.0.0.0", "tcp/443", "tcp/5432@127.0.0.1", "tcp/*@loopback", "udp/1-1024", "tcp/8080@10.0.0.5"], live);
+  const findings = ports.compare(
+    [
+      "tcp/22@0.0.0.0",
+      "tcp/443",
+      "tcp/5432@127.0.0.1",
+      "tcp/*@loopback",
+      "udp/1-1024",
+      "tcp/8080@10.0.0.5",
+    ],
+    live,
+  );
   assert.deepEqual(
     findings.map((f) => [f.key, f.live, f.detail]),
     [

@@ -5,8 +5,16 @@ import { parsePersistedSysctl, parseRuntimeSysctl } from "../../../src/domains/s
 
 describe("sysctl", () => {
   it("reads runtime values from grep -H output, joining vector values with spaces", () => {
-    const live = parseRuntimeSysctl("/proc/sys/net/core/somaxconn:4096\n/proc/sys/net/ipv4/ip_local_port_range:32768\t60999\n");
-    assert.deepEqual([...live], [["net.core.somaxconn", "4096"], ["net.ipv4.ip_local_port_range", "32768 60999"]]);
+    const live = parseRuntimeSysctl(
+      "/proc/sys/net/core/somaxconn:4096\n/proc/sys/net/ipv4/ip_local_port_range:32768\t60999\n",
+    );
+    assert.deepEqual(
+      [...live],
+      [
+        ["net.core.somaxconn", "4096"],
+        ["net.ipv4.ip_local_port_range", "32768 60999"],
+      ],
+    );
   });
 
   it("applies persisted files like sysctl --system: /etc masks same-named files, name order, sysctl.conf last", () => {
@@ -22,17 +30,25 @@ describe("sysctl", () => {
         "/etc/sysctl.conf:net.ipv4.conf.*.rp_filter = 2",
       ].join("\n"),
     );
-    assert.deepEqual(Object.fromEntries([...persisted].map(([k, v]) => [k, `${v.value} (${v.file})`])), {
-      "net.core.somaxconn": "1024 (/etc/sysctl.d/50-default.conf)",
-      "vm.swappiness": "30 (/usr/lib/sysctl.d/99-late.conf)",
-      "fs.file-max": "1000 (/etc/sysctl.conf)",
-      "net.ipv4.ip_forward": "1 (/etc/sysctl.conf)",
-    });
+    assert.deepEqual(
+      Object.fromEntries([...persisted].map(([k, v]) => [k, `${v.value} (${v.file})`])),
+      {
+        "net.core.somaxconn": "1024 (/etc/sysctl.d/50-default.conf)",
+        "vm.swappiness": "30 (/usr/lib/sysctl.d/99-late.conf)",
+        "fs.file-max": "1000 (/etc/sysctl.conf)",
+        "net.ipv4.ip_forward": "1 (/etc/sysctl.conf)",
+      },
+    );
   });
 
   const live = (runtime: Record<string, string>, persisted: Record<string, string> = {}) => ({
     runtime: new Map(Object.entries(runtime)),
-    persisted: new Map(Object.entries(persisted).map(([k, v]) => [k, { value: v, file: "/etc/sysctl.d/99-tuning.conf" }])),
+    persisted: new Map(
+      Object.entries(persisted).map(([k, v]) => [
+        k,
+        { value: v, file: "/etc/sysctl.d/99-tuning.conf" },
+      ]),
+    ),
   });
 
   const NOT_PERSISTED =
@@ -40,11 +56,22 @@ describe("sysctl", () => {
     "persist the declared value in sysctl.d to keep it across reboots";
 
   it("reports a runtime value that differs, and says when it is a hotfix that reverts at reboot", () => {
-    const findings = sysctl.compare({ "net.core.somaxconn": "4096", "vm.swappiness": "10", "net.ipv4.tcp_syncookies": "1" }, live({ "net.core.somaxconn": "1024", "vm.swappiness": "60", "net.ipv4.tcp_syncookies": "1" }, { "net.core.somaxconn": "4096" }));
+    const findings = sysctl.compare(
+      { "net.core.somaxconn": "4096", "vm.swappiness": "10", "net.ipv4.tcp_syncookies": "1" },
+      live(
+        { "net.core.somaxconn": "1024", "vm.swappiness": "60", "net.ipv4.tcp_syncookies": "1" },
+        { "net.core.somaxconn": "4096" },
+      ),
+    );
     assert.deepEqual(
       findings.map((f) => [f.key, f.declared, f.live, f.detail]),
       [
-        ["net.core.somaxconn", "4096", "1024", "runtime-only change: /etc/sysctl.d/99-tuning.conf sets 4096, so the live value will revert at reboot"],
+        [
+          "net.core.somaxconn",
+          "4096",
+          "1024",
+          "runtime-only change: /etc/sysctl.d/99-tuning.conf sets 4096, so the live value will revert at reboot",
+        ],
         ["vm.swappiness", "10", "60", NOT_PERSISTED],
       ],
     );
@@ -54,35 +81,59 @@ describe("sysctl", () => {
   it("says a value reverts at reboot only when a file persists another one: never for a value not changed at runtime", () => {
     const findings = sysctl.compare(
       { "vm.swappiness": "10", "net.core.somaxconn": "4096" },
-      live({ "vm.swappiness": "60", "net.core.somaxconn": "1024" }, { "net.core.somaxconn": "1024" }),
+      live(
+        { "vm.swappiness": "60", "net.core.somaxconn": "1024" },
+        { "net.core.somaxconn": "1024" },
+      ),
     );
-    assert.deepEqual(findings.map((f) => [f.key, f.detail]), [
-      ["vm.swappiness", NOT_PERSISTED],
-      // Live is what /etc/sysctl.d sets: the drift survives a reboot, so there is no hint.
-      ["net.core.somaxconn", undefined],
-    ]);
+    assert.deepEqual(
+      findings.map((f) => [f.key, f.detail]),
+      [
+        ["vm.swappiness", NOT_PERSISTED],
+        // Live is what /etc/sysctl.d sets: the drift survives a reboot, so there is no hint.
+        ["net.core.somaxconn", undefined],
+      ],
+    );
     assert.ok(findings.every((f) => !f.detail?.includes("revert")));
   });
 
   it("a key the kernel does not have is drift with live null", () => {
     const [finding] = sysctl.compare({ "net.ipv4.tcp_bogus": "1" }, live({}));
-    assert.deepEqual([finding!.live, finding!.detail], [null, "/proc/sys/net/ipv4/tcp_bogus does not exist on this host"]);
+    assert.deepEqual(
+      [finding!.live, finding!.detail],
+      [null, "/proc/sys/net/ipv4/tcp_bogus does not exist on this host"],
+    );
   });
 
   it("declared numbers and strings compare as the kernel prints them", () => {
-    const declared = sysctl.schema.parse({ "net.core.somaxconn": 4096, "net.ipv4.ip_local_port_range": "1024   65000" });
-    assert.deepEqual(sysctl.compare(declared, live({ "net.core.somaxconn": "4096", "net.ipv4.ip_local_port_range": "1024 65000" })), []);
+    const declared = sysctl.schema.parse({
+      "net.core.somaxconn": 4096,
+      "net.ipv4.ip_local_port_range": "1024   65000",
+    });
+    assert.deepEqual(
+      sysctl.compare(
+        declared,
+        live({ "net.core.somaxconn": "4096", "net.ipv4.ip_local_port_range": "1024 65000" }),
+      ),
+      [],
+    );
   });
 
   it("a snapshot declares the persisted keys at their runtime values, and audits clean", () => {
-    const state = live({ "vm.swappiness": "60", "net.core.somaxconn": "4096" }, { "vm.swappiness": "10" });
+    const state = live(
+      { "vm.swappiness": "60", "net.core.somaxconn": "4096" },
+      { "vm.swappiness": "10" },
+    );
     const declared = sysctl.snapshot(state)!;
     assert.deepEqual(declared, { "vm.swappiness": "60" });
     assert.deepEqual(sysctl.compare(declared, state), []);
   });
 
   it("the list form parses `name = value` items", () => {
-    assert.deepEqual(sysctl.listForm!("net.ipv4.tcp_syncookies = 1"), ["net.ipv4.tcp_syncookies", "1"]);
+    assert.deepEqual(sysctl.listForm!("net.ipv4.tcp_syncookies = 1"), [
+      "net.ipv4.tcp_syncookies",
+      "1",
+    ]);
     assert.equal(sysctl.listForm!("net.ipv4.tcp_syncookies 1"), undefined);
   });
 });

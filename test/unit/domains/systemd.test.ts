@@ -1,20 +1,51 @@
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, chmodSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+  chmodSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { systemd, type SystemdDeclared } from "../../../src/domains/systemd/index.js";
-import { parseSystemctlShow, parseSystemd, type SystemdLive, type UnitLive } from "../../../src/domains/systemd/parse.js";
+import {
+  parseSystemctlShow,
+  parseSystemd,
+  type SystemdLive,
+  type UnitLive,
+} from "../../../src/domains/systemd/parse.js";
 import { NOBODY, runProbe } from "./live-probe.js";
 
-const fixture = (name: string) => readFileSync(new URL(`../../fixtures/systemd/${name}`, import.meta.url), "latin1");
+const fixture = (name: string) =>
+  readFileSync(new URL(`../../fixtures/systemd/${name}`, import.meta.url), "latin1");
 const declare = (items: unknown[]) => systemd.schema.parse(items);
-const unitLive = (over: Partial<UnitLive>): UnitLive => ({ masked: false, wantedBy: [], dropins: new Map(), ...over });
-const liveOf = (units: Record<string, UnitLive>, unknown: string[] = []): SystemdLive => ({ cap: 1024, units: new Map(Object.entries(units)), unknown });
+const unitLive = (over: Partial<UnitLive>): UnitLive => ({
+  masked: false,
+  wantedBy: [],
+  dropins: new Map(),
+  ...over,
+});
+const liveOf = (units: Record<string, UnitLive>, unknown: string[] = []): SystemdLive => ({
+  cap: 1024,
+  units: new Map(Object.entries(units)),
+  unknown,
+});
 
 describe("systemd: manifest", () => {
   it("accepts unit names with a unit type, templates and instances", () => {
-    const names = ["nginx.service", "getty@tty1.service", "worker@.service", "-.mount", "backup.timer", "docker.socket"];
+    const names = [
+      "nginx.service",
+      "getty@tty1.service",
+      "worker@.service",
+      "-.mount",
+      "backup.timer",
+      "docker.socket",
+    ];
     assert.equal(systemd.schema.safeParse(names.map((name) => ({ name }))).success, true);
   });
 
@@ -22,27 +53,49 @@ describe("systemd: manifest", () => {
     for (const name of ["nginx", "nginx.conf", "../x.service", "a b.service"]) {
       const result = systemd.schema.safeParse([{ name }]);
       assert.equal(result.success, false, name);
-      assert.match(result.error!.issues[0]!.message, /a unit name ending in \.service/);
+      assert.match(result.error.issues[0]!.message, /a unit name ending in \.service/);
     }
   });
 
   it("rejects drop-ins not named *.conf and units declared twice", () => {
-    assert.match(systemd.schema.safeParse([{ name: "a.service", dropins: { "x.txt": "" } }]).error!.issues[0]!.message, /ending in \.conf/);
-    assert.match(systemd.schema.safeParse([{ name: "a.service" }, { name: "a.service" }]).error!.issues[0]!.message, /declared twice/);
+    assert.match(
+      systemd.schema.safeParse([{ name: "a.service", dropins: { "x.txt": "" } }]).error!.issues[0]!
+        .message,
+      /ending in \.conf/,
+    );
+    assert.match(
+      systemd.schema.safeParse([{ name: "a.service" }, { name: "a.service" }]).error!.issues[0]!
+        .message,
+      /declared twice/,
+    );
   });
 });
 
 describe("systemd: systemctl show parser", () => {
   it("maps blocks to units in argument order", () => {
-    const states = parseSystemctlShow(fixture("systemctl-show.txt"), ["nginx.service", "backup.service", "ghost.service"])!;
-    assert.deepEqual(states.get("backup.service"), { load: "loaded", active: "failed", sub: "failed" });
+    const states = parseSystemctlShow(fixture("systemctl-show.txt"), [
+      "nginx.service",
+      "backup.service",
+      "ghost.service",
+    ])!;
+    assert.deepEqual(states.get("backup.service"), {
+      load: "loaded",
+      active: "failed",
+      sub: "failed",
+    });
     assert.equal(states.get("ghost.service")!.load, "not-found");
   });
 
   it("gives up on the output of a systemctl that cannot reach systemd, or on a cut output", () => {
-    assert.equal(parseSystemctlShow(fixture("systemctl-show-no-systemd.txt"), ["ssh.service", "cron.service"]), undefined);
+    assert.equal(
+      parseSystemctlShow(fixture("systemctl-show-no-systemd.txt"), ["ssh.service", "cron.service"]),
+      undefined,
+    );
     const cut = fixture("systemctl-show.txt").split("\n").slice(0, 6).join("\n");
-    assert.equal(parseSystemctlShow(cut, ["nginx.service", "backup.service", "ghost.service"]), undefined);
+    assert.equal(
+      parseSystemctlShow(cut, ["nginx.service", "backup.service", "ghost.service"]),
+      undefined,
+    );
     assert.equal(parseSystemctlShow("", ["nginx.service"]), undefined);
   });
 
@@ -53,7 +106,10 @@ describe("systemd: systemctl show parser", () => {
       ["unit ssh.service", "file /usr/lib/systemd/system/ssh.service\n"],
     ]);
     assert.equal(live.units.get("ssh.service")!.state, undefined);
-    assert.match(live.unknown[0]!, /^ssh.service: systemctl show failed \(System has not been booted with systemd/);
+    assert.match(
+      live.unknown[0]!,
+      /^ssh.service: systemctl show failed \(System has not been booted with systemd/,
+    );
     assert.deepEqual(systemd.compare(declare([{ name: "ssh.service", active: true }]), live), []);
   });
 
@@ -64,7 +120,12 @@ describe("systemd: systemctl show parser", () => {
 
 describe("systemd: compare", () => {
   it("reports a stopped unit with its systemd states", () => {
-    const live = liveOf({ "nginx.service": unitLive({ file: "/usr/lib/systemd/system/nginx.service", state: { load: "loaded", active: "failed", sub: "failed" } }) });
+    const live = liveOf({
+      "nginx.service": unitLive({
+        file: "/usr/lib/systemd/system/nginx.service",
+        state: { load: "loaded", active: "failed", sub: "failed" },
+      }),
+    });
     assert.deepEqual(systemd.compare(declare([{ name: "nginx.service", active: true }]), live), [
       {
         key: "nginx.service:active",
@@ -77,10 +138,17 @@ describe("systemd: compare", () => {
   });
 
   it("trusts systemd's load state for a unit with no file in the unit directories", () => {
-    const loaded = liveOf({ "home.mount": unitLive({ state: { load: "loaded", active: "active", sub: "mounted" } }) });
+    const loaded = liveOf({
+      "home.mount": unitLive({ state: { load: "loaded", active: "active", sub: "mounted" } }),
+    });
     assert.deepEqual(systemd.compare(declare([{ name: "home.mount", active: true }]), loaded), []);
-    const notFound = liveOf({ "ghost.service": unitLive({ state: { load: "not-found", active: "inactive", sub: "dead" } }) });
-    assert.equal(systemd.compare(declare([{ name: "ghost.service", active: true }]), notFound)[0]!.key, "ghost.service");
+    const notFound = liveOf({
+      "ghost.service": unitLive({ state: { load: "not-found", active: "inactive", sub: "dead" } }),
+    });
+    assert.equal(
+      systemd.compare(declare([{ name: "ghost.service", active: true }]), notFound)[0]!.key,
+      "ghost.service",
+    );
   });
 });
 
@@ -88,7 +156,8 @@ describe("systemd: probe and compare on a unit tree", () => {
   let root: string;
   const etc = () => join(root, "etc");
   const vendor = () => join(root, "vendor");
-  const APP = "[Unit]\nDescription=App\n\n[Service]\nExecStart=/usr/bin/app\n\n[Install]\nWantedBy=multi-user.target\n";
+  const APP =
+    "[Unit]\nDescription=App\n\n[Service]\nExecStart=/usr/bin/app\n\n[Install]\nWantedBy=multi-user.target\n";
   const VENDOR = "[Service]\nExecStart=/usr/bin/vendor\n";
   const WORKER = "[Service]\nExecStart=/usr/bin/worker %i\n";
   // The unit directories of this machine are replaced, in a private mount namespace, by a known tree.
@@ -105,7 +174,10 @@ describe("systemd: probe and compare on a unit tree", () => {
   ];
   const audit = async (items: unknown[], asNobody = false) => {
     const declared = declare(items);
-    const run = await runProbe<SystemdLive>(systemd, declared, { maxFileBytes: 1024, command: inTree(asNobody ? NOBODY : ["sh", "-s"]) });
+    const run = await runProbe<SystemdLive>(systemd, declared, {
+      maxFileBytes: 1024,
+      command: inTree(asNobody ? NOBODY : ["sh", "-s"]),
+    });
     const live = run.live!;
     return { ...run, live, findings: systemd.compare(declared, live) };
   };
@@ -118,25 +190,49 @@ describe("systemd: probe and compare on a unit tree", () => {
     mkdirSync(join(etc(), "locked.service.d"));
     mkdirSync(vendor());
     writeFileSync(join(etc(), "app.service"), APP);
-    symlinkSync("/etc/systemd/system/app.service", join(etc(), "multi-user.target.wants", "app.service"));
-    writeFileSync(join(etc(), "app.service.d", "override.conf"), "[Service]\nEnvironment=MODE=prod\n");
+    symlinkSync(
+      "/etc/systemd/system/app.service",
+      join(etc(), "multi-user.target.wants", "app.service"),
+    );
+    writeFileSync(
+      join(etc(), "app.service.d", "override.conf"),
+      "[Service]\nEnvironment=MODE=prod\n",
+    );
     writeFileSync(join(vendor(), "vendor.service"), VENDOR);
     writeFileSync(join(vendor(), "masked.service"), VENDOR);
     symlinkSync("/dev/null", join(etc(), "masked.service"));
-    symlinkSync("/usr/lib/systemd/system/masked.service", join(etc(), "multi-user.target.wants", "masked.service"));
+    symlinkSync(
+      "/usr/lib/systemd/system/masked.service",
+      join(etc(), "multi-user.target.wants", "masked.service"),
+    );
     writeFileSync(join(vendor(), "worker@.service"), WORKER);
-    symlinkSync("/usr/lib/systemd/system/worker@.service", join(etc(), "multi-user.target.wants", "worker@1.service"));
+    symlinkSync(
+      "/usr/lib/systemd/system/worker@.service",
+      join(etc(), "multi-user.target.wants", "worker@1.service"),
+    );
     writeFileSync(join(vendor(), "locked.service"), VENDOR);
     writeFileSync(join(vendor(), "vendor-wanted.service"), VENDOR);
     mkdirSync(join(vendor(), "sockets.target.wants"));
-    symlinkSync("../vendor-wanted.service", join(vendor(), "sockets.target.wants", "vendor-wanted.service"));
-    writeFileSync(join(etc(), "locked.service.d", "secret.conf"), "[Service]\nEnvironment=TOKEN=x\n", { mode: 0o600 });
+    symlinkSync(
+      "../vendor-wanted.service",
+      join(vendor(), "sockets.target.wants", "vendor-wanted.service"),
+    );
+    writeFileSync(
+      join(etc(), "locked.service.d", "secret.conf"),
+      "[Service]\nEnvironment=TOKEN=x\n",
+      { mode: 0o600 },
+    );
   });
   after(() => rmSync(root, { recursive: true, force: true }));
 
   it("finds no drift when units match", async () => {
     const { findings } = await audit([
-      { name: "app.service", enabled: true, contents: APP, dropins: { "override.conf": "[Service]\nEnvironment=MODE=prod\n" } },
+      {
+        name: "app.service",
+        enabled: true,
+        contents: APP,
+        dropins: { "override.conf": "[Service]\nEnvironment=MODE=prod\n" },
+      },
       { name: "vendor.service", enabled: false, contents: VENDOR },
       { name: "worker@1.service", enabled: true, contents: WORKER },
       { name: "ghost.service", enabled: false },
@@ -153,15 +249,27 @@ describe("systemd: probe and compare on a unit tree", () => {
     assert.deepEqual(
       findings.map((f) => [f.key, f.declared, f.live, f.detail]),
       [
-        ["vendor.service:enabled", true, false, "no symlink to it in a *.wants or *.requires directory of /etc/systemd/system or the vendor's"],
+        [
+          "vendor.service:enabled",
+          true,
+          false,
+          "no symlink to it in a *.wants or *.requires directory of /etc/systemd/system or the vendor's",
+        ],
         ["masked.service:enabled", true, false, "masked: masked.service links to /dev/null"],
-        ["app.service:enabled", false, true, "enabled by /etc/systemd/system/multi-user.target.wants/app.service"],
+        [
+          "app.service:enabled",
+          false,
+          true,
+          "enabled by /etc/systemd/system/multi-user.target.wants/app.service",
+        ],
       ],
     );
   });
 
   it("shows a unit file drift as a -want +got diff of the file in effect", async () => {
-    const { findings } = await audit([{ name: "vendor.service", contents: "[Service]\nExecStart=/usr/bin/vendor --safe\n" }]);
+    const { findings } = await audit([
+      { name: "vendor.service", contents: "[Service]\nExecStart=/usr/bin/vendor --safe\n" },
+    ]);
     assert.deepEqual(findings, [
       {
         key: "vendor.service:contents",
@@ -175,12 +283,19 @@ describe("systemd: probe and compare on a unit tree", () => {
   });
 
   it("reports a missing unit once", async () => {
-    const { findings } = await audit([{ name: "ghost.service", enabled: true, contents: "[Service]\n" }]);
-    assert.deepEqual(findings.map((f) => [f.key, f.declared, f.live, f.path]), [["ghost.service", "present", null, ["systemd", "units", "ghost.service"]]]);
+    const { findings } = await audit([
+      { name: "ghost.service", enabled: true, contents: "[Service]\n" },
+    ]);
+    assert.deepEqual(
+      findings.map((f) => [f.key, f.declared, f.live, f.path]),
+      [["ghost.service", "present", null, ["systemd", "units", "ghost.service"]]],
+    );
   });
 
   it("reports missing, changed and undeclared drop-ins", async () => {
-    const { findings } = await audit([{ name: "app.service", dropins: { "limits.conf": "[Service]\nLimitNOFILE=65536\n" } }]);
+    const { findings } = await audit([
+      { name: "app.service", dropins: { "limits.conf": "[Service]\nLimitNOFILE=65536\n" } },
+    ]);
     assert.deepEqual(
       findings.map((f) => [f.key, f.declared, f.live]),
       [
@@ -191,23 +306,43 @@ describe("systemd: probe and compare on a unit tree", () => {
     assert.match(findings[1]!.detail!, /is not in the manifest/);
   });
 
-  it("says the active state is unknown when systemd is not running, and compares the rest", { skip: existsSync("/run/systemd/system") && "systemd runs here" }, async () => {
-    const { findings, live, script } = await audit([{ name: "app.service", active: true, enabled: false }]);
-    assert.deepEqual(findings.map((f) => f.key), ["app.service:enabled"]);
-    assert.deepEqual(live.unknown, ["systemd is not running on this host (no /run/systemd/system): active state unknown"]);
-    assert.equal(script.match(/systemctl show/g)!.length, 1);
-  });
+  it(
+    "says the active state is unknown when systemd is not running, and compares the rest",
+    { skip: existsSync("/run/systemd/system") && "systemd runs here" },
+    async () => {
+      const { findings, live, script } = await audit([
+        { name: "app.service", active: true, enabled: false },
+      ]);
+      assert.deepEqual(
+        findings.map((f) => f.key),
+        ["app.service:enabled"],
+      );
+      assert.deepEqual(live.unknown, [
+        "systemd is not running on this host (no /run/systemd/system): active state unknown",
+      ]);
+      assert.equal(script.match(/systemctl show/g)!.length, 1);
+    },
+  );
 
   it("as an unprivileged user, reports an unreadable drop-in as unknown, never as drift", async () => {
-    const { findings, live } = await audit([{ name: "locked.service", dropins: { "secret.conf": "[Service]\nEnvironment=TOKEN=y\n" } }], true);
+    const { findings, live } = await audit(
+      [{ name: "locked.service", dropins: { "secret.conf": "[Service]\nEnvironment=TOKEN=y\n" } }],
+      true,
+    );
     assert.deepEqual(findings, []);
-    assert.deepEqual(live.unknown, ["locked.service: cannot read /etc/systemd/system/locked.service.d/secret.conf"]);
+    assert.deepEqual(live.unknown, [
+      "locked.service: cannot read /etc/systemd/system/locked.service.d/secret.conf",
+    ]);
   });
 
   it("asks systemd whether a unit is enabled only where systemd runs, else reads symlinks without a process", async () => {
     const { script } = await audit([{ name: "app.service", enabled: true }]);
-    const asking = script.split("\n").filter((line) => /\b(head|cat|readlink|ls|find|systemctl) /.test(line));
-    assert.deepEqual(asking, [`[ -d /run/systemd/system ] && printf 'is-enabled %s\\n' "$(systemctl is-enabled -- 'app.service' 2>/dev/null)"`]);
+    const asking = script
+      .split("\n")
+      .filter((line) => /\b(head|cat|readlink|ls|find|systemctl) /.test(line));
+    assert.deepEqual(asking, [
+      `[ -d /run/systemd/system ] && printf 'is-enabled %s\\n' "$(systemctl is-enabled -- 'app.service' 2>/dev/null)"`,
+    ]);
   });
 
   it("counts a vendor's enablement link (a *.wants directory beside the vendor's units)", async () => {
@@ -219,6 +354,14 @@ describe("systemd: probe and compare on a unit tree", () => {
 describe("systemd: snapshot", () => {
   it("has nothing to declare unasked, and probes nothing when nothing is declared", () => {
     assert.equal(systemd.snapshot(liveOf({})), undefined);
-    assert.equal(systemd.probe([] as SystemdDeclared, { quote: String, mark: (label) => `mark ${label}`, unknown: String, maxFileBytes: 1 }), "mark cap 1");
+    assert.equal(
+      systemd.probe([] as SystemdDeclared, {
+        quote: String,
+        mark: (label) => `mark ${label}`,
+        unknown: String,
+        maxFileBytes: 1,
+      }),
+      "mark cap 1",
+    );
   });
 });

@@ -14,8 +14,12 @@ describe("fingerprints and signatures", () => {
       fingerprint("web-02", "sysctl", "vm.swappiness", "10", "60"),
       fingerprint("web-01", "sysctl", "vm.swappiness", "10", "61"),
       fingerprint("web-01", "sysctl", "vm.swappiness", "11", "60"),
-    ]) assert.notEqual(other, base);
-    assert.equal(driftSignature("sysctl", "vm.swappiness", "10", "60"), driftSignature("sysctl", "vm.swappiness", "10", "60"));
+    ])
+      assert.notEqual(other, base);
+    assert.equal(
+      driftSignature("sysctl", "vm.swappiness", "10", "60"),
+      driftSignature("sysctl", "vm.swappiness", "10", "60"),
+    );
   });
 });
 
@@ -44,8 +48,14 @@ describe("shards", () => {
     for (const bad of ["0/3", "4/3", "a/b", "3"]) assert.equal(parseShard(bad), undefined, bad);
     const names = Array.from({ length: 300 }, (_, i) => `node-${i}`);
     const counts = [1, 2, 3].map((k) => names.filter((n) => shardOf(n, 3) === k).length);
-    assert.equal(counts.reduce((a, b) => a + b), 300);
-    assert.ok(counts.every((c) => c > 60), `uneven shards: ${counts}`);
+    assert.equal(
+      counts.reduce((a, b) => a + b),
+      300,
+    );
+    assert.ok(
+      counts.every((c) => c > 60),
+      `uneven shards: ${counts}`,
+    );
     assert.equal(shardOf("node-7", 3), shardOf("node-7", 3));
   });
 });

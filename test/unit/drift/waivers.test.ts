@@ -32,6 +32,11 @@ test("an expires that is no real time is a manifest error, not a waiver that nev
 });
 
 test("report node order is code-unit order, not the locale's", () => {
-  const names = ["b", "B", "a", "A", "é", "e"].map((name) => ({ name }) as Parameters<typeof byNodeName>[0]);
-  assert.deepEqual(names.sort(byNodeName).map((n) => n.name), ["A", "B", "a", "b", "e", "é"]);
+  const names = ["b", "B", "a", "A", "é", "e"].map(
+    (name) => ({ name }) as Parameters<typeof byNodeName>[0],
+  );
+  assert.deepEqual(
+    names.sort(byNodeName).map((n) => n.name),
+    ["A", "B", "a", "b", "e", "é"],
+  );
 });

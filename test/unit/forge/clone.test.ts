@@ -19,5 +19,6 @@ test("the token goes to the GITHUB_SERVER_URL host over https, or over http to l
     ["http://127.0.0.1:9999/acme/fleet.git", "http://127.0.0.1:8080", false],
     ["not a url", undefined, false],
   ];
-  for (const [url, server, allowed] of cases) assert.equal(tokenAllowed(url, server), allowed, `${url} with server ${server}`);
+  for (const [url, server, allowed] of cases)
+    assert.equal(tokenAllowed(url, server), allowed, `${url} with server ${server}`);
 });

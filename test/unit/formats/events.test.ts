@@ -46,7 +46,9 @@ test("one drift event per drift item, stamped with the audit's finish time", () 
 });
 
 test("acknowledged drift is flagged, other drift carries no acknowledged field", () => {
-  const drift = parseLines(renderEvents(loadFleetReport(), options)).filter((e) => e.event === "drift");
+  const drift = parseLines(renderEvents(loadFleetReport(), options)).filter(
+    (e) => e.event === "drift",
+  );
   assert.deepEqual(
     drift.filter((e) => "acknowledged" in e).map((e) => e.key),
     ["kernel_version"],
@@ -54,11 +56,17 @@ test("acknowledged drift is flagged, other drift carries no acknowledged field",
 });
 
 test("unreachable and failed nodes each give one node_error event; maintenance and clean give none", () => {
-  const errors = parseLines(renderEvents(loadFleetReport(), options)).filter((e) => e.event === "node_error");
+  const errors = parseLines(renderEvents(loadFleetReport(), options)).filter(
+    (e) => e.event === "node_error",
+  );
   assert.deepEqual(
     errors.map((e) => [e.node, e.status, e.error.split("\n")[0]]),
     [
-      ["db-02", "unreachable", "ssh: connect to host db-02.example.net port 22: Connection timed out"],
+      [
+        "db-02",
+        "unreachable",
+        "ssh: connect to host db-02.example.net port 22: Connection timed out",
+      ],
       ["worker-01", "error", "host key verification failed for worker-01.example.net"],
     ],
   );
@@ -67,16 +75,30 @@ test("unreachable and failed nodes each give one node_error event; maintenance a
 test("a node's control characters and newlines stay inside one JSON line", () => {
   const lines = renderEvents(loadFleetReport(), options).split("\n");
   const motd = lines.find((l) => l.includes('"/etc/motd"'));
-  assert.ok(motd?.includes(String.raw`"live":"\u001b[31mOWNED\u001b[0m | see ` + "`id`" + String.raw`\n"`));
+  assert.ok(
+    motd?.includes(String.raw`"live":"\u001b[31mOWNED\u001b[0m | see ` + "`id`" + String.raw`\n"`),
+  );
 });
 
 test("the watch mode's event kinds share the schema, and bad events are rejected", () => {
   const base = { time: "2026-03-02T06:05:00Z", node: "web-01", host: "web-01.example.net" };
   Event.parse({ event: "started", ...base, manifestRevision: null });
   Event.parse({ event: "stopped", ...base, reason: "maintenance marker present" });
-  Event.parse({ event: "resolved", ...base, domain: "files", key: "/etc/etc-file", severity: "high", fingerprint: "0123456789abcdef" });
+  Event.parse({
+    event: "resolved",
+    ...base,
+    domain: "files",
+    key: "/etc/etc-file",
+    severity: "high",
+    fingerprint: "0123456789abcdef",
+  });
   assert.throws(() => Event.parse({ event: "drifted", ...base }));
   assert.throws(() => Event.parse({ event: "stopped", ...base, time: "yesterday", reason: "x" }));
   const item = loadFleetReport().nodes[0]!.drift[0]!;
-  assert.throws(() => Event.parse({ ...driftEvent({ name: "db-01", host: "db-01" }, item, base.time), domain: "cron" }));
+  assert.throws(() =>
+    Event.parse({
+      ...driftEvent({ name: "db-01", host: "db-01" }, item, base.time),
+      domain: "cron",
+    }),
+  );
 });

@@ -12,8 +12,20 @@ test("the fleet fixture covers every status and domain and its summary adds up",
   const domains = new Set(report.nodes.flatMap((n) => n.drift.map((d) => d.domain)));
   assert.deepEqual(new Set(DOMAIN_NAMES), domains);
   const items = report.nodes.flatMap((n) => n.drift);
-  assert.ok(items.some((d) => d.acknowledged), "an acknowledged item");
-  assert.ok(items.some((d) => d.domain === "files" && d.diff), "a file item with a diff");
-  assert.ok(items.some((d) => d.domain === "files" && !d.diff && d.detail?.includes("secret")), "a secret file");
-  assert.ok(report.nodes.some((n) => n.unknown?.length), "unknown domains");
+  assert.ok(
+    items.some((d) => d.acknowledged),
+    "an acknowledged item",
+  );
+  assert.ok(
+    items.some((d) => d.domain === "files" && d.diff),
+    "a file item with a diff",
+  );
+  assert.ok(
+    items.some((d) => d.domain === "files" && !d.diff && d.detail?.includes("secret")),
+    "a secret file",
+  );
+  assert.ok(
+    report.nodes.some((n) => n.unknown?.length),
+    "unknown domains",
+  );
 });

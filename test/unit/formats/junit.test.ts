@@ -37,14 +37,20 @@ test("counts on every suite and on the whole run match the testcases", () => {
   const root = parse();
   for (const s of [root, ...root.children]) {
     const cases = findAll(s, "testcase");
-    const withChild = (name: string) => String(cases.filter((c) => c.children.some((o) => o.name === name)).length);
+    const withChild = (name: string) =>
+      String(cases.filter((c) => c.children.some((o) => o.name === name)).length);
     assert.equal(s.attributes.tests, String(cases.length), s.attributes.name);
     assert.equal(s.attributes.failures, withChild("failure"), s.attributes.name);
     assert.equal(s.attributes.errors, withChild("error"), s.attributes.name);
     assert.equal(s.attributes.skipped, withChild("skipped"), s.attributes.name);
   }
   assert.deepEqual(
-    [root.attributes.tests, root.attributes.failures, root.attributes.errors, root.attributes.skipped],
+    [
+      root.attributes.tests,
+      root.attributes.failures,
+      root.attributes.errors,
+      root.attributes.skipped,
+    ],
     ["23", "11", "2", "4"],
   );
 });
@@ -57,16 +63,27 @@ test("each unacknowledged drift item is a failure with declared, live, detail, s
   assert.equal(failure.name, "failure");
   assert.equal(failure.attributes.message, "declared 4096, live 1024");
   assert.equal(failure.attributes.type, "drift.high");
-  assert.ok(failure.text.startsWith("declared: 4096\nlive: 1024\npersisted value in /etc/sysctl.d/99-tuning.conf is also 1024\ndeclared at fleet-manifests/groups/web.yaml:12\n"));
+  assert.ok(
+    failure.text.startsWith(
+      "declared: 4096\nlive: 1024\npersisted value in /etc/sysctl.d/99-tuning.conf is also 1024\ndeclared at fleet-manifests/groups/web.yaml:12\n",
+    ),
+  );
   const nginx = testcase(web, "files /etc/nginx/nginx.conf").children[0]!;
-  assert.ok(nginx.text.endsWith("\n-worker_processes auto;\n+worker_processes 2;\n events {\n     worker_connections 768;"));
+  assert.ok(
+    nginx.text.endsWith(
+      "\n-worker_processes auto;\n+worker_processes 2;\n events {\n     worker_connections 768;",
+    ),
+  );
   assert.equal(testcase(web, "routes default").children[0]!.attributes.type, "drift.critical");
 });
 
 test("acknowledged drift is skipped with who acknowledged it", () => {
   const kernel = testcase(suite(parse(), "db-01"), "kernel kernel_version").children[0]!;
   assert.equal(kernel.name, "skipped");
-  assert.equal(kernel.attributes.message, "acknowledged by remediations/db-01-kernel-2b3c4d5e.yaml: declared 6.1.0-28-amd64, live 6.1.0-26-amd64");
+  assert.equal(
+    kernel.attributes.message,
+    "acknowledged by remediations/db-01-kernel-2b3c4d5e.yaml: declared 6.1.0-28-amd64, live 6.1.0-26-amd64",
+  );
 });
 
 test("unreachable and failed nodes are errors with their message; multi-line messages keep their lines", () => {
@@ -74,10 +91,16 @@ test("unreachable and failed nodes are errors with their message; multi-line mes
   const unreachable = testcase(suite(root, "db-02"), "audit").children[0]!;
   assert.equal(unreachable.name, "error");
   assert.equal(unreachable.attributes.type, "unreachable");
-  assert.equal(unreachable.attributes.message, "ssh: connect to host db-02.example.net port 22: Connection timed out");
+  assert.equal(
+    unreachable.attributes.message,
+    "ssh: connect to host db-02.example.net port 22: Connection timed out",
+  );
   const failed = testcase(suite(root, "worker-01"), "audit").children[0]!;
   assert.equal(failed.attributes.type, "error");
-  assert.equal(failed.text, "host key verification failed for worker-01.example.net\nthe host key changed since it was recorded in known_hosts");
+  assert.equal(
+    failed.text,
+    "host key verification failed for worker-01.example.net\nthe host key changed since it was recorded in known_hosts",
+  );
 });
 
 test("maintenance nodes and unknown domains are skipped; clean nodes pass", () => {
@@ -87,7 +110,10 @@ test("maintenance nodes and unknown domains are skipped; clean nodes pass", () =
   assert.match(maintenance.attributes.message!, /maintenance marker/);
   const unknown = testcase(suite(root, "web-02"), "kernel_modules").children[0]!;
   assert.equal(unknown.name, "skipped");
-  assert.equal(unknown.attributes.message, "unknown: no /proc/modules: kernel built without loadable module support");
+  assert.equal(
+    unknown.attributes.message,
+    "unknown: no /proc/modules: kernel built without loadable module support",
+  );
   assert.deepEqual(testcase(suite(root, "web-03"), "audit").children, []);
 });
 
@@ -95,10 +121,12 @@ test("host text with markup, quotes, newlines and control characters survives as
   const report = loadFleetReport();
   const item = report.nodes[0]!.drift[0]!;
   item.detail = 'a <b> & "c" ]]> \u0000\u0008\u000b\u001f tab\there \ud800 end';
-  item.key = "pkg\nwith\"newline";
+  item.key = 'pkg\nwith"newline';
   const root = parseXml(renderJunit(report, options));
-  const c = testcase(suite(root, "db-01"), "packages pkg\nwith\"newline");
-  assert.ok(c.children[0]!.text.includes('a <b> & "c" ]]> \\x00\\x08\\x0b\\x1f tab\there \ufffd end'));
+  const c = testcase(suite(root, "db-01"), 'packages pkg\nwith"newline');
+  assert.ok(
+    c.children[0]!.text.includes('a <b> & "c" ]]> \\x00\\x08\\x0b\\x1f tab\there \ufffd end'),
+  );
 });
 
 test("escaping: markup and characters XML 1.0 forbids", () => {
@@ -126,7 +154,10 @@ test("the XML checker rejects what is not well-formed", () => {
     '<a/><?xml version="1.0"?>',
   ];
   for (const xml of bad) assert.throws(() => parseXml(xml), XmlError, JSON.stringify(xml));
-  assert.equal(parseXml('<?xml version="1.0" encoding="UTF-8"?>\n<a k=\'v&#10;\'>t<![CDATA[<x>]]></a>\n').text, "t<x>");
+  assert.equal(
+    parseXml('<?xml version="1.0" encoding="UTF-8"?>\n<a k=\'v&#10;\'>t<![CDATA[<x>]]></a>\n').text,
+    "t<x>",
+  );
 });
 
 test("a domain unknown for two reasons is one test case naming both: names stay unique within a suite", () => {
@@ -139,5 +170,8 @@ test("a domain unknown for two reasons is one test case naming both: names stay 
   const web = suite(parseXml(renderJunit(report, options)), "web-02");
   const names = findAll(web, "testcase").map((c) => c.attributes.name);
   assert.equal(names.length, new Set(names).size, names.join(", "));
-  assert.equal(testcase(web, "systemd").children[0]!.attributes.message, "unknown: cannot read /etc/systemd/system/a.service.d/x.conf; systemd is not running");
+  assert.equal(
+    testcase(web, "systemd").children[0]!.attributes.message,
+    "unknown: cannot read /etc/systemd/system/a.service.d/x.conf; systemd is not running",
+  );
 });

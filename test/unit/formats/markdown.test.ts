@@ -1,7 +1,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { FORMATS } from "../../../src/report/formats/index.js";
-import { DEFAULT_MARKDOWN_MAX_BYTES, renderMarkdown } from "../../../src/report/formats/markdown.js";
+import {
+  DEFAULT_MARKDOWN_MAX_BYTES,
+  renderMarkdown,
+} from "../../../src/report/formats/markdown.js";
 import { largeReport, loadFleetReport } from "../../support/reports.js";
 
 const options = { color: false, verbose: false };
@@ -20,8 +23,12 @@ function codeText(cell: string): string {
   const fence = /^`+/.exec(cell)![0];
   assert.ok(cell.endsWith(fence) && cell.length > 2 * fence.length, cell);
   let inner = cell.slice(fence.length, -fence.length);
-  if (inner.startsWith(" ") && inner.endsWith(" ") && inner.trim() !== "") inner = inner.slice(1, -1);
-  assert.ok(!new RegExp(`(?<!\`)${fence}(?!\`)`).test(inner), `fence ${fence} closes early in ${cell}`);
+  if (inner.startsWith(" ") && inner.endsWith(" ") && inner.trim() !== "")
+    inner = inner.slice(1, -1);
+  assert.ok(
+    !new RegExp(`(?<!\`)${fence}(?!\`)`).test(inner),
+    `fence ${fence} closes early in ${cell}`,
+  );
   return inner.replace(/\\\|/g, "|");
 }
 
@@ -44,13 +51,18 @@ function section(markdown: string, heading: string): string[][] {
 
 test("markdown is registered as a format and uses the default size limit", () => {
   const report = largeReport(100, 5000);
-  assert.equal(FORMATS.markdown(report, options), renderMarkdown(report, { ...options, maxBytes: DEFAULT_MARKDOWN_MAX_BYTES }));
+  assert.equal(
+    FORMATS.markdown(report, options),
+    renderMarkdown(report, { ...options, maxBytes: DEFAULT_MARKDOWN_MAX_BYTES }),
+  );
 });
 
 test("a summary table counts nodes by status and the drift items", () => {
   const md = renderMarkdown(loadFleetReport(), options);
   const lines = md.split("\n");
-  const header = lines.indexOf("| nodes | clean | drifted | unreachable | errors | maintenance | drift items |");
+  const header = lines.indexOf(
+    "| nodes | clean | drifted | unreachable | errors | maintenance | drift items |",
+  );
   assert.ok(header >= 0);
   assert.equal(lines[header + 2], "| 9 | 3 | 3 | 1 | 1 | 1 | 12 |");
   assert.ok(md.includes("at manifest revision `9f1c2e4b7a3d`"));
@@ -68,21 +80,31 @@ test("drift is tabled per severity, most urgent first, acknowledged last", () =>
     "### Acknowledged drift (1)",
   ]);
   const critical = section(md, "Critical drift");
-  assert.deepEqual(critical[0]!.map((c, i) => (i >= 2 ? codeText(c) : c)), [
-    "web-01",
-    "routes",
-    "default",
-    '{"dst":"default","via":"10.0.0.1","dev":"eth0"}',
-    '{"dst":"default","via":"10.0.0.254","dev":"eth0"}',
-    "fleet-manifests/groups/web.yaml:20",
-    "Restore the declared route with the network configuration tool; open a ticket if the change was intended.",
+  assert.deepEqual(
+    critical[0]!.map((c, i) => (i >= 2 ? codeText(c) : c)),
+    [
+      "web-01",
+      "routes",
+      "default",
+      '{"dst":"default","via":"10.0.0.1","dev":"eth0"}',
+      '{"dst":"default","via":"10.0.0.254","dev":"eth0"}',
+      "fleet-manifests/groups/web.yaml:20",
+      "Restore the declared route with the network configuration tool; open a ticket if the change was intended.",
+    ],
+  );
+  assert.deepEqual(section(md, "Acknowledged drift")[0]!.slice(-1), [
+    "remediations/db-01-kernel-2b3c4d5e.yaml",
   ]);
-  assert.deepEqual(section(md, "Acknowledged drift")[0]!.slice(-1), ["remediations/db-01-kernel-2b3c4d5e.yaml"]);
-  assert.deepEqual(section(md, "High drift").map((r) => [r[0], codeText(r[2]!)]).slice(0, 3), [
-    ["db-01", "openssl"],
-    ["web-01", "/etc/app/secret.env"],
-    ["web-01", "/etc/nginx/nginx.conf"],
-  ]);
+  assert.deepEqual(
+    section(md, "High drift")
+      .map((r) => [r[0], codeText(r[2]!)])
+      .slice(0, 3),
+    [
+      ["db-01", "openssl"],
+      ["web-01", "/etc/app/secret.env"],
+      ["web-01", "/etc/nginx/nginx.conf"],
+    ],
+  );
 });
 
 test("pipes, backticks and newlines in values cannot break the table", () => {
@@ -110,7 +132,10 @@ test("diffs sit in collapsed details as diff blocks; a secret file has none", ()
   );
   assert.equal(md.split("<details>").length - 1, 3);
   assert.ok(!md.includes("secret.env</code></summary>"));
-  assert.ok(md.includes("+\\x1b[31mOWNED\\x1b[0m | see `id`\\x07\n"), "host escapes neutralized in diffs");
+  assert.ok(
+    md.includes("+\\x1b[31mOWNED\\x1b[0m | see `id`\\x07\n"),
+    "host escapes neutralized in diffs",
+  );
   assert.ok(!md.includes("\u001b"));
 });
 
@@ -126,8 +151,16 @@ test("unreachable, failed and maintenance nodes are listed with their error", ()
   assert.deepEqual(
     rows.map((r) => [r[0], r[1], codeText(r[2]!)]),
     [
-      ["db-02", "unreachable", "ssh: connect to host db-02.example.net port 22: Connection timed out"],
-      ["worker-01", "error", "host key verification failed for worker-01.example.net\\nthe host key changed since it was recorded in known_hosts"],
+      [
+        "db-02",
+        "unreachable",
+        "ssh: connect to host db-02.example.net port 22: Connection timed out",
+      ],
+      [
+        "worker-01",
+        "error",
+        "host key verification failed for worker-01.example.net\\nthe host key changed since it was recorded in known_hosts",
+      ],
       ["worker-02", "maintenance", "maintenance marker /run/quartermaster/maintenance is present"],
     ],
   );
@@ -144,10 +177,14 @@ test("5,000 drift items stay under the limit: diffs dropped, then the least urge
   assert.ok(Buffer.byteLength(md) > DEFAULT_MARKDOWN_MAX_BYTES * 0.9, "uses the room it has");
   assert.ok(!md.includes("<details>"), "diffs go before any row");
   const note = md.split("\n").find((l) => l.startsWith("> **Shortened"))!;
-  assert.match(note, /left out 5000 diffs and \d+ rows \(the least urgent\)\. The full report is in the workflow run's artifact\./);
+  assert.match(
+    note,
+    /left out 5000 diffs and \d+ rows \(the least urgent\)\. The full report is in the workflow run's artifact\./,
+  );
   // Critical rows alone outgrow the limit here: the others are all left out, critical cut short.
   assert.match(md, /\n### Critical drift \(1250, \d+ shown\)\n/);
-  for (const s of ["High", "Medium", "Low"]) assert.ok(md.includes(`\n### ${s} drift (1250, none shown)\n`), s);
+  for (const s of ["High", "Medium", "Low"])
+    assert.ok(md.includes(`\n### ${s} drift (1250, none shown)\n`), s);
   const dropped = Number(/and (\d+) rows/.exec(note)![1]);
   const shown = md.split("\n").filter((l) => /^\| node-\d+ \|/.test(l)).length;
   assert.equal(shown + dropped, 5000);
@@ -157,7 +194,11 @@ test("rows are cut from the lowest severity up", () => {
   // Each row carries its remediation: 50 kB holds three severities' rows and part of the fourth.
   const md = renderMarkdown(largeReport(50, 400), { ...options, maxBytes: 50_000 });
   const headings = md.split("\n").filter((l) => l.startsWith("### "));
-  assert.deepEqual(headings.slice(0, 3), ["### Critical drift (100)", "### High drift (100)", "### Medium drift (100)"]);
+  assert.deepEqual(headings.slice(0, 3), [
+    "### Critical drift (100)",
+    "### High drift (100)",
+    "### Medium drift (100)",
+  ]);
   assert.match(headings[3]!, /^### Low drift \(100, \d+ shown\)$/);
 });
 
@@ -166,7 +207,10 @@ test("when the rows fit but not every diff, only diffs are left out, the most ur
   const maxBytes = 40_000;
   const md = renderMarkdown(report, { ...options, maxBytes });
   assert.ok(Buffer.byteLength(md) <= maxBytes);
-  assert.match(md, /> \*\*Shortened to fit GitHub's size limit:\*\* left out \d+ diffs\. The full report/);
+  assert.match(
+    md,
+    /> \*\*Shortened to fit GitHub's size limit:\*\* left out \d+ diffs\. The full report/,
+  );
   assert.equal(md.split("\n").filter((l) => /^\| node-\d+ \|/.test(l)).length, 200);
   const details = md.split("\n").filter((l) => l.startsWith("<details>"));
   assert.ok(details.length > 0);
@@ -176,18 +220,30 @@ test("when the rows fit but not every diff, only diffs are left out, the most ur
 test("any limit is honoured, and one too small for the summary is refused", () => {
   const report = largeReport(50, 1000);
   for (const maxBytes of [2_000, 10_000, 65_536]) {
-    assert.ok(Buffer.byteLength(renderMarkdown(report, { ...options, maxBytes })) <= maxBytes, String(maxBytes));
+    assert.ok(
+      Buffer.byteLength(renderMarkdown(report, { ...options, maxBytes })) <= maxBytes,
+      String(maxBytes),
+    );
   }
   assert.throws(() => renderMarkdown(report, { ...options, maxBytes: 200 }), RangeError);
 });
 
 test("each drift row carries its remediation in a code span: markup, mentions and comments stay literal, length capped", () => {
   const report = loadFleetReport();
-  const item = report.nodes.find((n) => n.name === "web-01")!.drift.find((d) => d.domain === "routes")!;
+  const item = report.nodes
+    .find((n) => n.name === "web-01")!
+    .drift.find((d) => d.domain === "routes")!;
   item.remediation = "Run `ip route replace` | ping @ops <!-- x --> <b>now</b>\nsecond line";
   const row = section(renderMarkdown(report, options), "Critical drift")[0]!;
-  assert.equal(codeText(row[6]!), "Run `ip route replace` | ping @ops <\\x21-- x --> <b>now</b>\\nsecond line");
-  assert.match(row[6]!, /^``[^`]/, "a code span, where GitHub renders no markup and links no mention");
+  assert.equal(
+    codeText(row[6]!),
+    "Run `ip route replace` | ping @ops <\\x21-- x --> <b>now</b>\\nsecond line",
+  );
+  assert.match(
+    row[6]!,
+    /^``[^`]/,
+    "a code span, where GitHub renders no markup and links no mention",
+  );
   item.remediation = "x".repeat(5000);
   const long = section(renderMarkdown(report, options), "Critical drift")[0]![6]!;
   assert.ok(codeText(long).length === 300 && codeText(long).endsWith("…"), long);

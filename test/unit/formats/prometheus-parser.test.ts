@@ -29,7 +29,12 @@ test("parses families, labels, escapes, special values and timestamps", () => {
   const requests = byName.get("http_requests_total")!;
   assert.equal(requests.type, "counter");
   assert.equal(requests.help, "Requests served.\nSecond line with a \\ backslash.");
-  assert.deepEqual(requests.samples[0], { name: "http_requests_total", labels: { method: "post", code: "200" }, value: 1027, timestamp: 1395066363000 });
+  assert.deepEqual(requests.samples[0], {
+    name: "http_requests_total",
+    labels: { method: "post", code: "200" },
+    value: 1027,
+    timestamp: 1395066363000,
+  });
   assert.deepEqual(requests.samples[1]!.labels, { method: "get", path: 'C:\\dir "x"\n' });
   assert.equal(byName.get("rpc_duration_seconds")!.samples.length, 3);
   assert.equal(byName.get("latency")!.samples.length, 3);

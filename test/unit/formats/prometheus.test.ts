@@ -30,14 +30,20 @@ test("the output parses as the exposition format, every family a gauge with help
   for (const f of families) {
     assert.equal(f.type, "gauge", f.name);
     assert.ok(f.help, f.name);
-    assert.ok(f.samples.every((s) => s.timestamp === undefined), f.name);
+    assert.ok(
+      f.samples.every((s) => s.timestamp === undefined),
+      f.name,
+    );
   }
 });
 
 test("exactly one HELP and one TYPE line per family", () => {
   const out = render();
   for (const keyword of ["HELP", "TYPE"]) {
-    const names = out.split("\n").filter((l) => l.startsWith(`# ${keyword} `)).map((l) => l.split(" ")[2]);
+    const names = out
+      .split("\n")
+      .filter((l) => l.startsWith(`# ${keyword} `))
+      .map((l) => l.split(" ")[2]);
     assert.equal(new Set(names).size, names.length, keyword);
     assert.equal(names.length, 7, keyword);
   }
@@ -45,10 +51,38 @@ test("exactly one HELP and one TYPE line per family", () => {
 
 test("drift items are counted per node, domain and severity; acknowledged ones separately", () => {
   const families = parseExposition(render());
-  assert.equal(sampleValue(families, "quartermaster_drift_items", { node: "web-01", domain: "files", severity: "high" }), 2);
-  assert.equal(sampleValue(families, "quartermaster_drift_items", { node: "web-01", domain: "routes", severity: "critical" }), 1);
-  assert.equal(sampleValue(families, "quartermaster_drift_items", { node: "db-01", domain: "kernel", severity: "high" }), undefined);
-  assert.equal(sampleValue(families, "quartermaster_acknowledged_drift_items", { node: "db-01", domain: "kernel", severity: "high" }), 1);
+  assert.equal(
+    sampleValue(families, "quartermaster_drift_items", {
+      node: "web-01",
+      domain: "files",
+      severity: "high",
+    }),
+    2,
+  );
+  assert.equal(
+    sampleValue(families, "quartermaster_drift_items", {
+      node: "web-01",
+      domain: "routes",
+      severity: "critical",
+    }),
+    1,
+  );
+  assert.equal(
+    sampleValue(families, "quartermaster_drift_items", {
+      node: "db-01",
+      domain: "kernel",
+      severity: "high",
+    }),
+    undefined,
+  );
+  assert.equal(
+    sampleValue(families, "quartermaster_acknowledged_drift_items", {
+      node: "db-01",
+      domain: "kernel",
+      severity: "high",
+    }),
+    1,
+  );
   const total = families
     .filter((f) => f.name.endsWith("drift_items"))
     .flatMap((f) => f.samples)
@@ -61,20 +95,32 @@ test("node status is a 0/1 state set over every status", () => {
   const report = loadFleetReport();
   for (const node of report.nodes) {
     for (const status of NODE_STATUSES) {
-      assert.equal(sampleValue(families, "quartermaster_node_status", { node: node.name, status }), status === node.status ? 1 : 0);
+      assert.equal(
+        sampleValue(families, "quartermaster_node_status", { node: node.name, status }),
+        status === node.status ? 1 : 0,
+      );
     }
   }
 });
 
 test("durations in seconds, the finish time, nodes per status and unknown domains", () => {
   const families = parseExposition(render());
-  assert.equal(sampleValue(families, "quartermaster_node_audit_duration_seconds", { node: "worker-01" }), 0.412);
-  assert.equal(sampleValue(families, "quartermaster_last_audit_timestamp_seconds"), Date.UTC(2026, 2, 2, 6, 1, 12, 345) / 1000);
+  assert.equal(
+    sampleValue(families, "quartermaster_node_audit_duration_seconds", { node: "worker-01" }),
+    0.412,
+  );
+  assert.equal(
+    sampleValue(families, "quartermaster_last_audit_timestamp_seconds"),
+    Date.UTC(2026, 2, 2, 6, 1, 12, 345) / 1000,
+  );
   assert.deepEqual(
     NODE_STATUSES.map((status) => sampleValue(families, "quartermaster_nodes", { status })),
     [3, 3, 1, 1, 1],
   );
-  assert.equal(sampleValue(families, "quartermaster_domain_unknown", { node: "worker-03", domain: "systemd" }), 1);
+  assert.equal(
+    sampleValue(families, "quartermaster_domain_unknown", { node: "worker-03", domain: "systemd" }),
+    1,
+  );
 });
 
 test("label values with backslashes, quotes and newlines are escaped and round-trip", () => {
@@ -83,7 +129,10 @@ test("label values with backslashes, quotes and newlines are escaped and round-t
   report.nodes[0]!.name = odd;
   const out = renderPrometheus(report, options);
   assert.ok(out.includes(String.raw`node="web \"canary\"\\blue\nsecond"`));
-  assert.equal(sampleValue(parseExposition(out), "quartermaster_node_audit_duration_seconds", { node: odd }), 2.31);
+  assert.equal(
+    sampleValue(parseExposition(out), "quartermaster_node_audit_duration_seconds", { node: odd }),
+    2.31,
+  );
 });
 
 test("output is sorted and does not depend on the order of nodes or items in the report", () => {
@@ -91,7 +140,9 @@ test("output is sorted and does not depend on the order of nodes or items in the
   report.nodes.reverse();
   for (const node of report.nodes) node.drift.reverse();
   assert.equal(renderPrometheus(report, options), render());
-  const samples = render().split("\n").filter((l) => l.startsWith("quartermaster_node_status{"));
+  const samples = render()
+    .split("\n")
+    .filter((l) => l.startsWith("quartermaster_node_status{"));
   assert.deepEqual(samples, [...samples].sort());
 });
 
@@ -102,5 +153,11 @@ test("a domain unknown for two reasons is still 1, as the help says", () => {
     { domain: "systemd", reason: "b" },
   ];
   const families = parseExposition(renderPrometheus(report, options));
-  assert.equal(sampleValue(families, "quartermaster_domain_unknown", { node: report.nodes[0]!.name, domain: "systemd" }), 1);
+  assert.equal(
+    sampleValue(families, "quartermaster_domain_unknown", {
+      node: report.nodes[0]!.name,
+      domain: "systemd",
+    }),
+    1,
+  );
 });

@@ -9,7 +9,9 @@ const plain = { color: false, verbose: false };
 const ESC = "\x1b";
 
 function block(output: string, node: string): string {
-  const found = output.split("\n\n").find((b) => b.startsWith(`${node} `) || b.startsWith(`${node}:`));
+  const found = output
+    .split("\n\n")
+    .find((b) => b.startsWith(`${node} `) || b.startsWith(`${node}:`));
   assert.ok(found, `no block for ${node} in:\n${output}`);
   return found;
 }
@@ -50,15 +52,30 @@ test("drift is ordered critical first, then by domain and key, acknowledged item
     "[low] io_scheduler vda",
   ]);
   // The acknowledged kernel item is high severity but still comes after the medium one.
-  assert.deepEqual(heads("db-01"), ["[high] packages openssl", "[medium] sysctl vm.swappiness", "[high] kernel kernel_version"]);
-  assert.match(block(renderText(loadFleetReport(), plain), "db-01"), /kernel_version: .* \(acknowledged\)\n.*\n    acknowledged by remediations\/db-01-kernel-2b3c4d5e\.yaml/);
+  assert.deepEqual(heads("db-01"), [
+    "[high] packages openssl",
+    "[medium] sysctl vm.swappiness",
+    "[high] kernel kernel_version",
+  ]);
+  assert.match(
+    block(renderText(loadFleetReport(), plain), "db-01"),
+    /kernel_version: .* \(acknowledged\)\n.*\n    acknowledged by remediations\/db-01-kernel-2b3c4d5e\.yaml/,
+  );
 });
 
 test("values are compact: simple strings bare, others quoted, objects as JSON, null as absent", () => {
   const out = renderText(loadFleetReport(), plain);
   assert.ok(out.includes("packages openssl: declared 3.0.15-1~deb12u1, live 3.0.14-1~deb12u2\n"));
-  assert.ok(out.includes('routes default: declared {"dst":"default","via":"10.0.0.1","dev":"eth0"}, live {"dst":"default","via":"10.0.0.254","dev":"eth0"}'));
-  assert.ok(out.includes('ports tcp/8080: declared (absent), live {"process":"python3","pid":41877,"address":"0.0.0.0"}'));
+  assert.ok(
+    out.includes(
+      'routes default: declared {"dst":"default","via":"10.0.0.1","dev":"eth0"}, live {"dst":"default","via":"10.0.0.254","dev":"eth0"}',
+    ),
+  );
+  assert.ok(
+    out.includes(
+      'ports tcp/8080: declared (absent), live {"process":"python3","pid":41877,"address":"0.0.0.0"}',
+    ),
+  );
   assert.ok(out.includes('files /etc/motd: declared "Authorized use only | ops `on-call`\\n"'));
 });
 
@@ -66,13 +83,22 @@ test("long values are cut in the default view and whole in verbose", () => {
   const report = loadFleetReport();
   report.nodes[0]!.drift[0]!.live = "x".repeat(300);
   assert.ok(renderText(report, plain).includes(`live ${"x".repeat(99)}…`));
-  assert.ok(renderText(report, { color: false, verbose: true }).includes(`live ${"x".repeat(300)}\n`));
+  assert.ok(
+    renderText(report, { color: false, verbose: true }).includes(`live ${"x".repeat(300)}\n`),
+  );
 });
 
 test("diffs are indented under their item; a secret file shows no contents", () => {
   const web = block(renderText(loadFleetReport(), plain), "web-01");
-  assert.ok(web.includes("    --- want /etc/nginx/nginx.conf\n    +++ got /etc/nginx/nginx.conf\n    @@ -1,4 +1,4 @@\n     user www-data;\n    -worker_processes auto;\n    +worker_processes 2;\n"));
-  const secret = web.slice(web.indexOf("files /etc/app/secret.env"), web.indexOf("files /etc/nginx/nginx.conf"));
+  assert.ok(
+    web.includes(
+      "    --- want /etc/nginx/nginx.conf\n    +++ got /etc/nginx/nginx.conf\n    @@ -1,4 +1,4 @@\n     user www-data;\n    -worker_processes auto;\n    +worker_processes 2;\n",
+    ),
+  );
+  const secret = web.slice(
+    web.indexOf("files /etc/app/secret.env"),
+    web.indexOf("files /etc/nginx/nginx.conf"),
+  );
   assert.ok(secret.includes("secret: compared by hash, contents not shown"));
   assert.ok(!secret.includes("---"), "no diff for a secret");
 });
@@ -83,7 +109,9 @@ test("without color there is no ANSI escape at all, even from hostile host outpu
     assert.ok(!out.includes(ESC), `escape found (verbose ${verbose})`);
   }
   // The /etc/motd diff carries ESC and BEL from the host: shown, not interpreted.
-  assert.ok(renderText(loadFleetReport(), plain).includes("    +\\x1b[31mOWNED\\x1b[0m | see `id`\\x07"));
+  assert.ok(
+    renderText(loadFleetReport(), plain).includes("    +\\x1b[31mOWNED\\x1b[0m | see `id`\\x07"),
+  );
 });
 
 test("with color, diff lines are red and green and host escapes are still neutralized", () => {
@@ -95,20 +123,36 @@ test("with color, diff lines are red and green and host escapes are still neutra
 
 test("unreachable and failed nodes show their error, multi-line messages aligned", () => {
   const out = renderText(loadFleetReport(), plain);
-  assert.ok(block(out, "db-02").includes("  error: ssh: connect to host db-02.example.net port 22: Connection timed out"));
+  assert.ok(
+    block(out, "db-02").includes(
+      "  error: ssh: connect to host db-02.example.net port 22: Connection timed out",
+    ),
+  );
   assert.ok(
     block(out, "worker-01").endsWith(
       "  error: host key verification failed for worker-01.example.net\n         the host key changed since it was recorded in known_hosts",
     ),
   );
-  assert.ok(block(out, "worker-02").includes("  maintenance marker /run/quartermaster/maintenance is present"));
+  assert.ok(
+    block(out, "worker-02").includes(
+      "  maintenance marker /run/quartermaster/maintenance is present",
+    ),
+  );
 });
 
 test("unknown domains are listed dimly, never as drift", () => {
   const colored = renderText(loadFleetReport(), { color: true, verbose: false });
-  assert.ok(colored.includes(`${ESC}[2m  systemd: unknown (systemd is installed but not running (PID 1 is not systemd))${ESC}[0m`));
+  assert.ok(
+    colored.includes(
+      `${ESC}[2m  systemd: unknown (systemd is installed but not running (PID 1 is not systemd))${ESC}[0m`,
+    ),
+  );
   const verbose = renderText(loadFleetReport(), { color: false, verbose: true });
-  assert.ok(block(verbose, "web-02").includes("  kernel_modules: unknown (no /proc/modules: kernel built without loadable module support)"));
+  assert.ok(
+    block(verbose, "web-02").includes(
+      "  kernel_modules: unknown (no /proc/modules: kernel built without loadable module support)",
+    ),
+  );
 });
 
 test("clean nodes collapse into one line by default and are listed in verbose", () => {
@@ -139,7 +183,9 @@ test("a big fleet's clean list is truncated with a count of the rest", () => {
 test("the summary line counts nodes by status, new drift apart from acknowledged drift, and unknown items", () => {
   const out = renderText(loadFleetReport(), plain);
   assert.ok(
-    out.endsWith("\n9 nodes: 3 clean, 3 drifted (11 items), 1 acknowledged, 1 unreachable, 1 error, 1 in maintenance, 2 items unknown (kernel_modules, systemd)\n"),
+    out.endsWith(
+      "\n9 nodes: 3 clean, 3 drifted (11 items), 1 acknowledged, 1 unreachable, 1 error, 1 in maintenance, 2 items unknown (kernel_modules, systemd)\n",
+    ),
     out,
   );
 });
@@ -148,29 +194,60 @@ const item = (fields: Partial<NodeResult["drift"][number]>): NodeResult["drift"]
   ...loadFleetReport().nodes.find((n) => n.name === "web-01")!.drift[0]!,
   ...fields,
 });
-const reportOf = (nodes: NodeResult[]): Report => ({ ...loadFleetReport(), nodes, summary: summarize(nodes) });
+const reportOf = (nodes: NodeResult[]): Report => ({
+  ...loadFleetReport(),
+  nodes,
+  summary: summarize(nodes),
+});
 
 test("waived and ticketed drift on a clean node is counted in the summary line", () => {
   const node: NodeResult = {
-    name: "web-09", host: "web-09", status: "clean", durationMs: 10,
-    drift: [item({ acknowledged: true, acknowledgedBy: "waiver: vendor kernel" }), item({ key: "vm.x", acknowledged: true, acknowledgedBy: "remediations/t.yaml" })],
+    name: "web-09",
+    host: "web-09",
+    status: "clean",
+    durationMs: 10,
+    drift: [
+      item({ acknowledged: true, acknowledgedBy: "waiver: vendor kernel" }),
+      item({ key: "vm.x", acknowledged: true, acknowledgedBy: "remediations/t.yaml" }),
+    ],
   };
   assert.ok(renderText(reportOf([node]), plain).endsWith("\n1 node: 1 clean, 2 acknowledged\n"));
 });
 
 test("a clean node says how many items in how many domains were checked", () => {
-  const node: NodeResult = { name: "web-09", host: "web-09", status: "clean", durationMs: 10, drift: [], checked: { items: 14, domains: 5 } };
+  const node: NodeResult = {
+    name: "web-09",
+    host: "web-09",
+    status: "clean",
+    durationMs: 10,
+    drift: [],
+    checked: { items: 14, domains: 5 },
+  };
   const verbose = renderText(reportOf([node]), { color: false, verbose: true });
   assert.match(verbose, /^web-09: clean \(14 items in 5 domains\), 10ms$/m);
-  assert.match(renderText(reportOf([node]), plain), /^1 clean node: web-09 \(14 items in 5 domains\)$/m);
+  assert.match(
+    renderText(reportOf([node]), plain),
+    /^1 clean node: web-09 \(14 items in 5 domains\)$/m,
+  );
   const one: NodeResult = { ...node, checked: { items: 1, domains: 1 } };
-  assert.match(renderText(reportOf([one]), { color: false, verbose: true }), /^web-09: clean \(1 item in 1 domain\), 10ms$/m);
+  assert.match(
+    renderText(reportOf([one]), { color: false, verbose: true }),
+    /^web-09: clean \(1 item in 1 domain\), 10ms$/m,
+  );
 });
 
 test("a node with unreadable declared items says how many are unknown, and the summary line counts them", () => {
   const node: NodeResult = {
-    name: "web-09", host: "web-09", status: "clean", durationMs: 10, drift: [], checked: { items: 3, domains: 1 },
-    unknown: [{ domain: "files", reason: "/etc/shadow: cannot read it" }, { domain: "files", reason: "/root/x: cannot read it" }],
+    name: "web-09",
+    host: "web-09",
+    status: "clean",
+    durationMs: 10,
+    drift: [],
+    checked: { items: 3, domains: 1 },
+    unknown: [
+      { domain: "files", reason: "/etc/shadow: cannot read it" },
+      { domain: "files", reason: "/root/x: cannot read it" },
+    ],
   };
   const verbose = renderText(reportOf([node]), { color: false, verbose: true });
   assert.match(verbose, /^web-09: clean \(3 items in 1 domain\), 2 unknown, 10ms$/m);
@@ -180,7 +257,10 @@ test("a node with unreadable declared items says how many are unknown, and the s
 
 test("--verbose shows each drift item's remediation, escaped; the default view does not", () => {
   const node: NodeResult = {
-    name: "web-09", host: "web-09", status: "drift", durationMs: 10,
+    name: "web-09",
+    host: "web-09",
+    status: "drift",
+    durationMs: 10,
     drift: [item({ remediation: "Run `sysctl -p`\x1b[2J now" })],
   };
   const verbose = renderText(reportOf([node]), { color: false, verbose: true });

@@ -26,17 +26,24 @@ async function loadErrors(files: Record<string, string | Buffer>): Promise<strin
 describe("layering: fleet.yaml, then groups in order, then the node", () => {
   it("merges maps deeply, lets a later value win, deletes with null, and records each value's file and line", async () => {
     const fleet = await load({
-      "fleet.yaml": "system:\n  sysctl_parameters:\n    net.ipv4.tcp_syncookies: 1\n    vm.swappiness: 60\n",
+      "fleet.yaml":
+        "system:\n  sysctl_parameters:\n    net.ipv4.tcp_syncookies: 1\n    vm.swappiness: 60\n",
       "groups/base.yaml": "system:\n  sysctl_parameters:\n    net.core.somaxconn: 1024\n",
-      "groups/web.yaml": "groups: [base]\nsystem:\n  kernel_version: 6.1.0-28-amd64\n  sysctl_parameters:\n    net.core.somaxconn: 4096\n",
-      "nodes/web-01.yaml": "groups: [web]\nhost: web-01.example.net\nsystem:\n  sysctl_parameters:\n    vm.swappiness: null\n    fs.file-max: 100000\n",
+      "groups/web.yaml":
+        "groups: [base]\nsystem:\n  kernel_version: 6.1.0-28-amd64\n  sysctl_parameters:\n    net.core.somaxconn: 4096\n",
+      "nodes/web-01.yaml":
+        "groups: [web]\nhost: web-01.example.net\nsystem:\n  sysctl_parameters:\n    vm.swappiness: null\n    fs.file-max: 100000\n",
     });
     const node = fleet.nodes[0]!;
     assert.equal(node.name, "web-01");
     assert.equal(node.host, "web-01.example.net");
     assert.deepEqual(node.groups, ["base", "web"]);
     assert.deepEqual(node.spec.system, {
-      sysctl_parameters: { "net.ipv4.tcp_syncookies": "1", "net.core.somaxconn": "4096", "fs.file-max": "100000" },
+      sysctl_parameters: {
+        "net.ipv4.tcp_syncookies": "1",
+        "net.core.somaxconn": "4096",
+        "fs.file-max": "100000",
+      },
       kernel_version: "6.1.0-28-amd64",
     });
     const at = (key: string) => {
@@ -50,17 +57,24 @@ describe("layering: fleet.yaml, then groups in order, then the node", () => {
 
   it("accepts the seed's list form of sysctl_parameters and points at the list item", async () => {
     const fleet = await load({
-      "nodes/db-01.yaml": "system:\n  sysctl_parameters:\n    - net.ipv4.tcp_syncookies = 1\n    - fs.protected_hardlinks=1\n",
+      "nodes/db-01.yaml":
+        "system:\n  sysctl_parameters:\n    - net.ipv4.tcp_syncookies = 1\n    - fs.protected_hardlinks=1\n",
     });
     const node = fleet.nodes[0]!;
-    assert.deepEqual(node.spec.system, { sysctl_parameters: { "net.ipv4.tcp_syncookies": "1", "fs.protected_hardlinks": "1" } });
+    assert.deepEqual(node.spec.system, {
+      sysctl_parameters: { "net.ipv4.tcp_syncookies": "1", "fs.protected_hardlinks": "1" },
+    });
     const origin = sourceOf(node, ["system", "sysctl_parameters", "fs.protected_hardlinks"]);
-    assert.deepEqual([origin.line, origin.form, origin.yamlPath], [4, "list", ["system", "sysctl_parameters", 1]]);
+    assert.deepEqual(
+      [origin.line, origin.form, origin.yamlPath],
+      [4, "list", ["system", "sysctl_parameters", 1]],
+    );
   });
 
   it("defaults the host to the node name and reads fleet-wide settings", async () => {
     const fleet = await load({
-      "fleet.yaml": "policy:\n  sysctl: { severity: high, on_drift: ticket }\nignore:\n  - { node: 'web-*', domain: sysctl, key: vm.*, reason: tuning trial, expires: 2030-01-01 }\n",
+      "fleet.yaml":
+        "policy:\n  sysctl: { severity: high, on_drift: ticket }\nignore:\n  - { node: 'web-*', domain: sysctl, key: vm.*, reason: tuning trial, expires: 2030-01-01 }\n",
       "nodes/web-01.yaml": "{}\n",
     });
     assert.equal(fleet.nodes[0]!.host, "web-01");
@@ -76,8 +90,12 @@ describe("bad manifests are rejected with file:line:col", () => {
   });
 
   it("an unknown key, with the nearest valid key suggested", async () => {
-    const errors = await loadErrors({ "nodes/a.yaml": "system:\n  sysctl_paramters:\n    vm.swappiness: 1\n" });
-    assert.deepEqual(errors, ['fleet-manifests/nodes/a.yaml:2:3: unknown key "sysctl_paramters" in system (did you mean "sysctl_parameters"?)']);
+    const errors = await loadErrors({
+      "nodes/a.yaml": "system:\n  sysctl_paramters:\n    vm.swappiness: 1\n",
+    });
+    assert.deepEqual(errors, [
+      'fleet-manifests/nodes/a.yaml:2:3: unknown key "sysctl_paramters" in system (did you mean "sysctl_parameters"?)',
+    ]);
   });
 
   it("a wrong type", async () => {
@@ -86,8 +104,13 @@ describe("bad manifests are rejected with file:line:col", () => {
   });
 
   it("an unknown group, with a suggestion", async () => {
-    const errors = await loadErrors({ "groups/web.yaml": "{}\n", "nodes/a.yaml": "groups:\n  - wbe\n" });
-    assert.deepEqual(errors, ['fleet-manifests/nodes/a.yaml:2:5: unknown group "wbe" (no groups/wbe.yaml) (did you mean "web"?)']);
+    const errors = await loadErrors({
+      "groups/web.yaml": "{}\n",
+      "nodes/a.yaml": "groups:\n  - wbe\n",
+    });
+    assert.deepEqual(errors, [
+      'fleet-manifests/nodes/a.yaml:2:5: unknown group "wbe" (no groups/wbe.yaml) (did you mean "web"?)',
+    ]);
   });
 
   it("a group include cycle", async () => {
@@ -96,35 +119,65 @@ describe("bad manifests are rejected with file:line:col", () => {
       "groups/b.yaml": "groups: [a]\n",
       "nodes/n.yaml": "groups: [a]\n",
     });
-    assert.ok(errors.some((e) => /^fleet-manifests\/groups\/b\.yaml:1:10: group include cycle: a -> b -> a$/.test(e)), errors.join("\n"));
+    assert.ok(
+      errors.some((e) =>
+        /^fleet-manifests\/groups\/b\.yaml:1:10: group include cycle: a -> b -> a$/.test(e),
+      ),
+      errors.join("\n"),
+    );
   });
 
   it("a node name that ssh could read as an option, or that holds whitespace", async () => {
-    const errors = await loadErrors({ "nodes/-oProxyCommand=x.yaml": "{}\n", "nodes/web 01.yaml": "{}\n" });
+    const errors = await loadErrors({
+      "nodes/-oProxyCommand=x.yaml": "{}\n",
+      "nodes/web 01.yaml": "{}\n",
+    });
     assert.equal(errors.length, 2);
-    assert.ok(errors.every((e) => /node name ".*" \(from the file name\) must start with a letter/.test(e)), errors.join("\n"));
+    assert.ok(
+      errors.every((e) => /node name ".*" \(from the file name\) must start with a letter/.test(e)),
+      errors.join("\n"),
+    );
   });
 
   it("a host that ssh could read as an option, or with control characters", async () => {
-    const errors = await loadErrors({ "nodes/a.yaml": "host: -oProxyCommand=touch /tmp/x\n", "nodes/b.yaml": 'host: "web\\u0007"\n' });
+    const errors = await loadErrors({
+      "nodes/a.yaml": "host: -oProxyCommand=touch /tmp/x\n",
+      "nodes/b.yaml": 'host: "web\\u0007"\n',
+    });
     assert.equal(errors.length, 2);
-    assert.match(errors[0]!, /^fleet-manifests\/nodes\/a\.yaml:1:7: host: must start with a letter/);
+    assert.match(
+      errors[0]!,
+      /^fleet-manifests\/nodes\/a\.yaml:1:7: host: must start with a letter/,
+    );
     assert.match(errors[1]!, /^fleet-manifests\/nodes\/b\.yaml:1:7: host: /);
   });
 
   it("a duplicate node", async () => {
-    const errors = await loadErrors({ "nodes/web-01.yaml": "{}\n", "nodes/dc2/web-01.yml": "{}\n" });
-    assert.deepEqual(errors, ['fleet-manifests/nodes/web-01.yaml: duplicate node "web-01": also declared by fleet-manifests/nodes/dc2/web-01.yml']);
+    const errors = await loadErrors({
+      "nodes/web-01.yaml": "{}\n",
+      "nodes/dc2/web-01.yml": "{}\n",
+    });
+    assert.deepEqual(errors, [
+      'fleet-manifests/nodes/web-01.yaml: duplicate node "web-01": also declared by fleet-manifests/nodes/dc2/web-01.yml',
+    ]);
   });
 
   it("a file over the size cap is reported, not read", async () => {
-    const errors = await loadErrors({ "nodes/big.yaml": Buffer.alloc(MAX_MANIFEST_BYTES + 10, "#") });
-    assert.deepEqual(errors, [`fleet-manifests/nodes/big.yaml: file is ${MAX_MANIFEST_BYTES + 10} bytes, over the ${MAX_MANIFEST_BYTES}-byte cap for a manifest file; not read`]);
+    const errors = await loadErrors({
+      "nodes/big.yaml": Buffer.alloc(MAX_MANIFEST_BYTES + 10, "#"),
+    });
+    assert.deepEqual(errors, [
+      `fleet-manifests/nodes/big.yaml: file is ${MAX_MANIFEST_BYTES + 10} bytes, over the ${MAX_MANIFEST_BYTES}-byte cap for a manifest file; not read`,
+    ]);
   });
 
   it("a list-form sysctl that is not name = value", async () => {
-    const errors = await loadErrors({ "nodes/a.yaml": "system:\n  sysctl_parameters:\n    - net.ipv4.tcp_syncookies 1\n" });
-    assert.deepEqual(errors, ['fleet-manifests/nodes/a.yaml:3:7: "net.ipv4.tcp_syncookies 1" is not of the form "name = value"']);
+    const errors = await loadErrors({
+      "nodes/a.yaml": "system:\n  sysctl_parameters:\n    - net.ipv4.tcp_syncookies 1\n",
+    });
+    assert.deepEqual(errors, [
+      'fleet-manifests/nodes/a.yaml:3:7: "net.ipv4.tcp_syncookies 1" is not of the form "name = value"',
+    ]);
   });
 
   it("an unknown policy domain, and every error in one pass", async () => {
@@ -133,7 +186,10 @@ describe("bad manifests are rejected with file:line:col", () => {
       "nodes/a.yaml": "bogus: 1\n",
     });
     assert.equal(errors.length, 2);
-    assert.match(errors[0]!, /fleet\.yaml:2:3: unknown key "sysctls" in policy \(did you mean "sysctl"\?\)/);
+    assert.match(
+      errors[0]!,
+      /fleet\.yaml:2:3: unknown key "sysctls" in policy \(did you mean "sysctl"\?\)/,
+    );
     assert.match(errors[1]!, /nodes\/a\.yaml:1:1: unknown key "bogus"/);
   });
 });

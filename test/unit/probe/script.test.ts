@@ -2,7 +2,14 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { describe, it } from "node:test";
 import { ProbeParseError } from "../../../src/errors.js";
-import { buildProbe, newNonce, parseContext, parseProbeOutput, probeContext, shellQuote } from "../../../src/probe/script.js";
+import {
+  buildProbe,
+  newNonce,
+  parseContext,
+  parseProbeOutput,
+  probeContext,
+  shellQuote,
+} from "../../../src/probe/script.js";
 
 const run = (script: string) => execFileSync("sh", ["-s"], { input: script, encoding: "latin1" });
 
@@ -15,13 +22,23 @@ describe("probe framing", () => {
       { name: "empty", script: ":" },
     ]);
     const sections = parseProbeOutput(run(probe.script), nonce);
-    assert.deepEqual([...sections].map(([name, s]) => [name, s.output]), [["a", "one\n\ntwo"], ["b", "x\n"], ["empty", ""]]);
+    assert.deepEqual(
+      [...sections].map(([name, s]) => [name, s.output]),
+      [
+        ["a", "one\n\ntwo"],
+        ["b", "x\n"],
+        ["empty", ""],
+      ],
+    );
   });
 
   it("a file's contents cannot forge a section boundary without the run's nonce", () => {
     const nonce = newNonce();
     const forged = "QMdeadbeef end a\nQMdeadbeef done\n" + `${newNonce()} end a\n`;
-    const probe = buildProbe(nonce, [{ name: "a", script: `printf '%s' ${shellQuote(forged)}` }, { name: "b", script: "echo after" }]);
+    const probe = buildProbe(nonce, [
+      { name: "a", script: `printf '%s' ${shellQuote(forged)}` },
+      { name: "b", script: "echo after" },
+    ]);
     const sections = parseProbeOutput(run(probe.script), nonce);
     assert.equal(sections.get("a")!.output, forged);
     assert.equal(sections.get("b")!.output, "after\n");
@@ -29,26 +46,62 @@ describe("probe framing", () => {
 
   it("truncated output is an error, never an empty result", () => {
     const nonce = newNonce();
-    const output = run(buildProbe(nonce, [{ name: "a", script: "echo 1" }, { name: "b", script: "echo 2" }]).script);
-    for (const cut of [0, 10, output.indexOf(" end a"), output.indexOf(" begin b") + 8, output.length - 6]) {
-      assert.throws(() => parseProbeOutput(output.slice(0, cut), nonce), (e: unknown) => e instanceof ProbeParseError && /truncated/.test(e.message), `cut at ${cut}`);
+    const output = run(
+      buildProbe(nonce, [
+        { name: "a", script: "echo 1" },
+        { name: "b", script: "echo 2" },
+      ]).script,
+    );
+    for (const cut of [
+      0,
+      10,
+      output.indexOf(" end a"),
+      output.indexOf(" begin b") + 8,
+      output.length - 6,
+    ]) {
+      assert.throws(
+        () => parseProbeOutput(output.slice(0, cut), nonce),
+        (e: unknown) => e instanceof ProbeParseError && /truncated/.test(e.message),
+        `cut at ${cut}`,
+      );
     }
   });
 
   it("a domain the host cannot show says unknown, with its reason", () => {
     const nonce = newNonce();
     const ctx = probeContext(nonce, 1024);
-    const probe = buildProbe(nonce, [{ name: "kernel_modules", script: `[ -r /nonexistent ] || ${ctx.unknown("no /proc/modules: kernel without loadable module support")}` }]);
-    assert.equal(parseProbeOutput(run(probe.script), nonce).get("kernel_modules")!.unknown, "no /proc/modules: kernel without loadable module support");
+    const probe = buildProbe(nonce, [
+      {
+        name: "kernel_modules",
+        script: `[ -r /nonexistent ] || ${ctx.unknown("no /proc/modules: kernel without loadable module support")}`,
+      },
+    ]);
+    assert.equal(
+      parseProbeOutput(run(probe.script), nonce).get("kernel_modules")!.unknown,
+      "no /proc/modules: kernel without loadable module support",
+    );
   });
 
   it("marks split a section into labelled parts; labels and values are shell-quoted", () => {
     const nonce = newNonce();
     const ctx = probeContext(nonce, 1024);
     const evil = "/etc/it's $(reboot) `x`";
-    const probe = buildProbe(nonce, [{ name: "a", script: [ctx.mark(evil), `printf '%s' ${ctx.quote(evil)}`, ctx.mark("second"), "echo 2"].join("\n") }]);
+    const probe = buildProbe(nonce, [
+      {
+        name: "a",
+        script: [
+          ctx.mark(evil),
+          `printf '%s' ${ctx.quote(evil)}`,
+          ctx.mark("second"),
+          "echo 2",
+        ].join("\n"),
+      },
+    ]);
     const section = parseProbeOutput(run(probe.script), nonce).get("a")!;
-    assert.deepEqual(parseContext(nonce).parts(section.output), [[evil, evil], ["second", "2\n"]]);
+    assert.deepEqual(parseContext(nonce).parts(section.output), [
+      [evil, evil],
+      ["second", "2\n"],
+    ]);
   });
 });
 
@@ -63,6 +116,15 @@ it("a section's shell state and exit stay its own", () => {
 
 it("a section printed twice is an error naming it, never a silent last-wins", () => {
   const nonce = newNonce();
-  const output = run(buildProbe(nonce, [{ name: "a", script: "echo 1" }, { name: "a", script: "echo 2" }]).script);
-  assert.throws(() => parseProbeOutput(output, nonce), (e: unknown) => e instanceof ProbeParseError && e.message === "a: section appears twice in the probe output");
+  const output = run(
+    buildProbe(nonce, [
+      { name: "a", script: "echo 1" },
+      { name: "a", script: "echo 2" },
+    ]).script,
+  );
+  assert.throws(
+    () => parseProbeOutput(output, nonce),
+    (e: unknown) =>
+      e instanceof ProbeParseError && e.message === "a: section appears twice in the probe output",
+  );
 });

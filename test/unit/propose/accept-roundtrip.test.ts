@@ -26,7 +26,12 @@ function replay(outputs: ReadonlyMap<string, string | null>) {
       const output = outputs.get(node.name);
       if (output == null) throw new NodeAuditError(node.name, "unreachable", "connection refused");
       const nonce = /^QM_N=(\S+)$/m.exec(script)![1]!;
-      return { stdout: output.replaceAll(FIXTURE_NONCE, nonce), stderr: "", durationMs: 1, timeoutMs: 60_000 };
+      return {
+        stdout: output.replaceAll(FIXTURE_NONCE, nonce),
+        stderr: "",
+        durationMs: 1,
+        timeoutMs: 60_000,
+      };
     },
   });
 }
@@ -36,7 +41,12 @@ async function audit(fleet: Fleet, outputs: ReadonlyMap<string, string | null>):
     nodes: fleet.nodes,
     transportFor: replay(outputs),
     settings: defaultAuditSettings({ maxFileBytes: 1024 }),
-    drift: { policy: {}, waivers: [], tickets: fleet.tickets.map((t) => t.ticket), now: new Date() },
+    drift: {
+      policy: {},
+      waivers: [],
+      tickets: fleet.tickets.map((t) => t.ticket),
+      now: new Date(),
+    },
     concurrency: 4,
     manifestRevision: null,
   });
@@ -48,7 +58,8 @@ async function manifestTexts(dir: string): Promise<Map<string, string>> {
   const files = new Map<string, string>();
   for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
     const file = path.join(entry.parentPath, entry.name);
-    if (entry.isFile()) files.set(path.posix.join(PREFIX, path.relative(dir, file)), await readFile(file, "utf8"));
+    if (entry.isFile())
+      files.set(path.posix.join(PREFIX, path.relative(dir, file)), await readFile(file, "utf8"));
   }
   return files;
 }
@@ -64,7 +75,14 @@ async function mergeUntilQuiet(dir: string, outputs: ReadonlyMap<string, string 
     const fleet = await loadFleet(dir, { displayPrefix: PREFIX });
     const report = await audit(fleet, outputs);
     const files = await manifestTexts(dir);
-    const actions = plan({ report, nodes: fleet.nodes, tickets: fleet.tickets, files, manifestsPath: PREFIX, pulls: [] });
+    const actions = plan({
+      report,
+      nodes: fleet.nodes,
+      tickets: fleet.tickets,
+      files,
+      manifestsPath: PREFIX,
+      pulls: [],
+    });
     const open = actions.find((a): a is Extract<Action, { type: "open" }> => a.type === "open");
     if (!open) return { merged, report, before, after: fleet };
     for (const [file, text] of Object.entries(open.files)) {
@@ -77,7 +95,8 @@ async function mergeUntilQuiet(dir: string, outputs: ReadonlyMap<string, string 
   assert.fail("the planner kept proposing after 20 merges");
 }
 
-const specOf = (fleet: Fleet, name: string) => fleet.nodes.find((n) => n.name === name)!.spec as Record<string, any>;
+const specOf = (fleet: Fleet, name: string) =>
+  fleet.nodes.find((n) => n.name === name)!.spec as Record<string, any>;
 
 describe("accept round trip from captured probe output", () => {
   const dirs: string[] = [];
@@ -121,7 +140,10 @@ describe("accept round trip from captured probe output", () => {
       "nodes/web-02.yaml": "groups: [apps]\n",
     });
     dirs.push(dir);
-    const outputs = new Map([["web-01", fixture("systemd", "units-drifted.txt")], ["web-02", null]]);
+    const outputs = new Map([
+      ["web-01", fixture("systemd", "units-drifted.txt")],
+      ["web-02", null],
+    ]);
     const { merged, report, before, after } = await mergeUntilQuiet(dir, outputs);
 
     // app.service contents, limits.conf, debug.conf (not in the manifest), metrics enabled, backup active, retired gone.
@@ -130,28 +152,45 @@ describe("accept round trip from captured probe output", () => {
     for (const m of accepted) assert.deepEqual(m.files, [`${PREFIX}/nodes/web-01.yaml`], m.title);
     const [ticket, ...others] = merged.filter((m) => m.kind === "ticket");
     assert.equal(others.length, 0);
-    assert.match(ticket!.files.join(), /^fleet-manifests\/remediations\/systemd-blob-service-contents-[0-9a-f]{16}\.yaml$/);
+    assert.match(
+      ticket!.files.join(),
+      /^fleet-manifests\/remediations\/systemd-blob-service-contents-[0-9a-f]{16}\.yaml$/,
+    );
     const web01 = report.nodes.find((n) => n.name === "web-01")!;
     assert.equal(web01.status, "clean");
-    assert.deepEqual(web01.drift.map((d) => [d.key, d.acknowledged]), [["blob.service:contents", true]]);
+    assert.deepEqual(
+      web01.drift.map((d) => [d.key, d.acknowledged]),
+      [["blob.service:contents", true]],
+    );
     assert.deepEqual(specOf(after, "web-02"), specOf(before, "web-02"));
-    const units = new Map((specOf(after, "web-01").systemd.units as { name: string }[]).map((u) => [u.name, u]));
+    const units = new Map(
+      (specOf(after, "web-01").systemd.units as { name: string }[]).map((u) => [u.name, u]),
+    );
     assert.equal(units.has("retired.service"), false);
     assert.deepEqual(units.get("app.service"), {
       name: "app.service",
       enabled: true,
-      contents: "[Unit]\nDescription=App, hotfixed\n\n[Service]\nExecStart=/usr/bin/app --workers 8\n\n[Install]\nWantedBy=multi-user.target\n",
-      dropins: { "limits.conf": "[Service]\nLimitNOFILE=65536\n", "debug.conf": "[Service]\nEnvironment=DEBUG=1\n" },
+      contents:
+        "[Unit]\nDescription=App, hotfixed\n\n[Service]\nExecStart=/usr/bin/app --workers 8\n\n[Install]\nWantedBy=multi-user.target\n",
+      dropins: {
+        "limits.conf": "[Service]\nLimitNOFILE=65536\n",
+        "debug.conf": "[Service]\nEnvironment=DEBUG=1\n",
+      },
     });
     assert.deepEqual(units.get("metrics.service"), { name: "metrics.service", enabled: false });
     assert.deepEqual(units.get("backup.service"), { name: "backup.service", active: false });
-    assert.equal(await readFile(path.join(dir, "groups/apps.yaml"), "utf8"), group, "the group is untouched");
+    assert.equal(
+      await readFile(path.join(dir, "groups/apps.yaml"), "utf8"),
+      group,
+      "the group is untouched",
+    );
   });
 
   it("kernel_modules: between loaded and absent, as overrides of a base group shared with a control, and in a node file", async () => {
     const dir = await writeTree({
       "fleet.yaml": "# Fleet-wide defaults.\n",
-      "groups/modules-base.yaml": "system:\n  kernel_modules:\n    loaded: [br_netfilter, cramfs]   # initrd tools\n    absent: [floppy]\n",
+      "groups/modules-base.yaml":
+        "system:\n  kernel_modules:\n    loaded: [br_netfilter, cramfs]   # initrd tools\n    absent: [floppy]\n",
       "groups/modules.yaml": "groups: [modules-base]\n",
       "nodes/km-01.yaml": "groups: [modules]\n",
       "nodes/km-02.yaml": "groups: [modules]\n",
@@ -161,18 +200,33 @@ describe("accept round trip from captured probe output", () => {
     const drifted = fixture("kernel_modules", "debian-bridge-host.txt");
     // km-02 cannot show its modules: it did not drift, so the base group it shares stays as it is.
     const unknown = fixture("kernel_modules", "no-module-support.txt");
-    const outputs = new Map([["km-01", drifted], ["km-02", unknown], ["km-03", drifted]]);
+    const outputs = new Map([
+      ["km-01", drifted],
+      ["km-02", unknown],
+      ["km-03", drifted],
+    ]);
     const { merged, report, before, after } = await mergeUntilQuiet(dir, outputs);
 
-    assert.ok(merged.every((m) => m.kind === "accept"), JSON.stringify(merged));
+    assert.ok(
+      merged.every((m) => m.kind === "accept"),
+      JSON.stringify(merged),
+    );
     const edited = new Set(merged.flatMap((m) => m.files));
     assert.deepEqual(edited, new Set([`${PREFIX}/nodes/km-01.yaml`, `${PREFIX}/nodes/km-03.yaml`]));
-    assert.equal(merged.length, 2, "one PR per node for its set of modules: cramfs and floppy on km-01, bridge on km-03");
-    for (const name of ["km-01", "km-03"]) assert.deepEqual(report.nodes.find((n) => n.name === name)!.drift, [], name);
+    assert.equal(
+      merged.length,
+      2,
+      "one PR per node for its set of modules: cramfs and floppy on km-01, bridge on km-03",
+    );
+    for (const name of ["km-01", "km-03"])
+      assert.deepEqual(report.nodes.find((n) => n.name === name)!.drift, [], name);
     assert.deepEqual(specOf(after, "km-02"), specOf(before, "km-02"));
     const km01 = { loaded: ["br_netfilter", "floppy"], absent: ["cramfs"] };
     assert.deepEqual(specOf(after, "km-01").system.kernel_modules, km01);
-    assert.deepEqual(specOf(after, "km-03").system.kernel_modules, { absent: ["cramfs"], loaded: ["bridge"] });
+    assert.deepEqual(specOf(after, "km-03").system.kernel_modules, {
+      absent: ["cramfs"],
+      loaded: ["bridge"],
+    });
   });
 
   it("kernel_modules: a list a group declares is edited there, a list each node declares stays in the node files", async () => {
@@ -184,7 +238,13 @@ describe("accept round trip from captured probe output", () => {
     });
     dirs.push(dir);
     const drifted = fixture("kernel_modules", "debian-bridge-host.txt");
-    const { merged, report, after } = await mergeUntilQuiet(dir, new Map([["km-01", drifted], ["km-02", drifted]]));
+    const { merged, report, after } = await mergeUntilQuiet(
+      dir,
+      new Map([
+        ["km-01", drifted],
+        ["km-02", drifted],
+      ]),
+    );
     // One merge for the set of modules both nodes drifted in alike: it alone makes the drift go away.
     const titles = merged.map((m) => `${m.kind} ${m.title.replace(/^.*km-02: /, "")}`).sort();
     assert.deepEqual(titles, ["accept cramfs and 1 more"]);
@@ -195,7 +255,10 @@ describe("accept round trip from captured probe output", () => {
     assert.equal(km01, "groups: [bridges]\nsystem:\n  kernel_modules:\n    absent: [cramfs]\n");
     for (const name of ["km-01", "km-02"]) {
       assert.deepEqual(report.nodes.find((n) => n.name === name)!.drift, [], name);
-      assert.deepEqual(specOf(after, name).system.kernel_modules, { loaded: ["br_netfilter", "floppy"], absent: ["cramfs"] });
+      assert.deepEqual(specOf(after, name).system.kernel_modules, {
+        loaded: ["br_netfilter", "floppy"],
+        absent: ["cramfs"],
+      });
     }
   });
 });

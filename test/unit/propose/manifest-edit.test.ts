@@ -3,12 +3,18 @@ import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { diffArrays } from "diff";
 import { parse } from "yaml";
-import { applyChanges, declaredIn, ManifestEditError, type DeclaredChange } from "../../../src/propose/manifest-edit.js";
+import {
+  applyChanges,
+  declaredIn,
+  ManifestEditError,
+  type DeclaredChange,
+} from "../../../src/propose/manifest-edit.js";
 import { manifestLists } from "../../../src/propose/plan.js";
 
 const LISTS = manifestLists();
 
-const sample = (file: string) => readFileSync(new URL(`../../../fleet-manifests/${file}`, import.meta.url), "utf8");
+const sample = (file: string) =>
+  readFileSync(new URL(`../../../fleet-manifests/${file}`, import.meta.url), "utf8");
 
 /** `text` with `from` (which must occur exactly once) replaced: how a reviewer's diff reads. */
 function swap(text: string, from: string, to: string): string {
@@ -57,7 +63,10 @@ describe("applyChanges on the sample fleet", () => {
       expected: swap(before, old, now),
       removed: [old],
       added: [now],
-      reads: expectReads(parse(before), (d) => (d.system.sysctl_parameters["net.core.somaxconn"] = 65535)),
+      reads: expectReads(
+        parse(before),
+        (d) => (d.system.sysctl_parameters["net.core.somaxconn"] = 65535),
+      ),
     });
   });
 
@@ -68,10 +77,22 @@ describe("applyChanges on the sample fleet", () => {
         { path: ["system", "sysctl_parameters", "net.ipv4.tcp_syncookies"], value: 0 },
         { path: ["system", "sysctl_parameters", "vm.swappiness"], value: 10 },
       ],
-      expected: swap(before, "    - net.ipv4.tcp_syncookies = 1\n    - fs.protected_hardlinks = 1\n", "    - net.ipv4.tcp_syncookies = 0\n    - fs.protected_hardlinks = 1\n    - vm.swappiness = 10\n"),
+      expected: swap(
+        before,
+        "    - net.ipv4.tcp_syncookies = 1\n    - fs.protected_hardlinks = 1\n",
+        "    - net.ipv4.tcp_syncookies = 0\n    - fs.protected_hardlinks = 1\n    - vm.swappiness = 10\n",
+      ),
       removed: ["    - net.ipv4.tcp_syncookies = 1"],
       added: ["    - net.ipv4.tcp_syncookies = 0", "    - vm.swappiness = 10"],
-      reads: expectReads(parse(before), (d) => (d.system.sysctl_parameters = ["net.ipv4.tcp_syncookies = 0", "fs.protected_hardlinks = 1", "vm.swappiness = 10"])),
+      reads: expectReads(
+        parse(before),
+        (d) =>
+          (d.system.sysctl_parameters = [
+            "net.ipv4.tcp_syncookies = 0",
+            "fs.protected_hardlinks = 1",
+            "vm.swappiness = 10",
+          ]),
+      ),
     });
   });
 
@@ -82,7 +103,10 @@ describe("applyChanges on the sample fleet", () => {
       expected: swap(before, "    - net.ipv4.tcp_syncookies = 1\n", ""),
       removed: ["    - net.ipv4.tcp_syncookies = 1"],
       added: [],
-      reads: expectReads(parse(before), (d) => (d.system.sysctl_parameters = ["fs.protected_hardlinks = 1"])),
+      reads: expectReads(
+        parse(before),
+        (d) => (d.system.sysctl_parameters = ["fs.protected_hardlinks = 1"]),
+      ),
     });
   });
 
@@ -93,13 +117,17 @@ describe("applyChanges on the sample fleet", () => {
       expected: before + "system:\n  sysctl_parameters:\n    net.core.somaxconn: 1024\n",
       removed: [],
       added: ["system:", "  sysctl_parameters:", "    net.core.somaxconn: 1024"],
-      reads: { ...(parse(before) as object), system: { sysctl_parameters: { "net.core.somaxconn": 1024 } } },
+      reads: {
+        ...(parse(before) as object),
+        system: { sysctl_parameters: { "net.core.somaxconn": 1024 } },
+      },
     });
   });
 
   it("changes fields of keyed items: a quoted mode, a block `contents: |`, a flow-map unit", () => {
     const before = sample("groups/web.yaml");
-    const contents = "server {\n  listen 127.0.0.1:8081;\n  location /nginx_status { stub_status; }\n}\n";
+    const contents =
+      "server {\n  listen 127.0.0.1:8081;\n  location /nginx_status { stub_status; }\n}\n";
     check(before, {
       changes: [
         { path: ["files", "/etc/nginx/conf.d/status.conf", "mode"], value: "0600" },
@@ -107,12 +135,24 @@ describe("applyChanges on the sample fleet", () => {
         { path: ["systemd", "units", "nginx.service", "enabled"], value: false },
       ],
       expected: swap(
-        swap(swap(before, '    mode: "0644"', '    mode: "0600"'), "        listen 127.0.0.1:8080;", "        listen 127.0.0.1:8081;"),
+        swap(
+          swap(before, '    mode: "0644"', '    mode: "0600"'),
+          "        listen 127.0.0.1:8080;",
+          "        listen 127.0.0.1:8081;",
+        ),
         "    - { name: nginx.service, enabled: true, active: true }",
         "    - { name: nginx.service, enabled: false, active: true }",
       ),
-      removed: ["        listen 127.0.0.1:8080;", '    mode: "0644"', "    - { name: nginx.service, enabled: true, active: true }"],
-      added: ["        listen 127.0.0.1:8081;", '    mode: "0600"', "    - { name: nginx.service, enabled: false, active: true }"],
+      removed: [
+        "        listen 127.0.0.1:8080;",
+        '    mode: "0644"',
+        "    - { name: nginx.service, enabled: true, active: true }",
+      ],
+      added: [
+        "        listen 127.0.0.1:8081;",
+        '    mode: "0600"',
+        "    - { name: nginx.service, enabled: false, active: true }",
+      ],
       reads: expectReads(parse(before), (d) => {
         d.files[0].mode = "0600";
         d.files[0].contents = contents;
@@ -135,7 +175,10 @@ describe("applyChanges on the sample fleet", () => {
         '  - { path: /etc/passwd, mode: "0644", group: root, sha256: ab12 }\n  - { path: /etc/app.conf, mode: "0644" }\n',
       ),
       removed: ['  - { path: /etc/passwd, mode: "0644", owner: root, group: root }'],
-      added: ['  - { path: /etc/passwd, mode: "0644", group: root, sha256: ab12 }', '  - { path: /etc/app.conf, mode: "0644" }'],
+      added: [
+        '  - { path: /etc/passwd, mode: "0644", group: root, sha256: ab12 }',
+        '  - { path: /etc/app.conf, mode: "0644" }',
+      ],
       reads: expectReads(parse(before), (d) => {
         d.files = [
           { path: "/etc/passwd", mode: "0644", group: "root", sha256: "ab12" },
@@ -147,7 +190,12 @@ describe("applyChanges on the sample fleet", () => {
 
   it("appends a whole new item in the list's block style, with its contents as a `|` block", () => {
     const before = sample("groups/db.yaml");
-    const item = { path: "/etc/postgresql/15/main/pg_hba.conf", contents: "local all postgres peer\nhost all all 10.0.0.0/8 scram-sha-256\n", mode: "0640", owner: "postgres" };
+    const item = {
+      path: "/etc/postgresql/15/main/pg_hba.conf",
+      contents: "local all postgres peer\nhost all all 10.0.0.0/8 scram-sha-256\n",
+      mode: "0640",
+      owner: "postgres",
+    };
     const added = [
       "  - path: /etc/postgresql/15/main/pg_hba.conf",
       "    contents: |",
@@ -168,11 +216,15 @@ describe("applyChanges on the sample fleet", () => {
   it("writes a new short item as a block map too when the list's items are block maps", () => {
     const before = sample("groups/db.yaml");
     check(before, {
-      changes: [{ path: ["files", "/etc/postgresql/15/main/pg_ident.conf", "mode"], value: "0640" }],
+      changes: [
+        { path: ["files", "/etc/postgresql/15/main/pg_ident.conf", "mode"], value: "0640" },
+      ],
       expected: before + '  - path: /etc/postgresql/15/main/pg_ident.conf\n    mode: "0640"\n',
       removed: [],
       added: ["  - path: /etc/postgresql/15/main/pg_ident.conf", '    mode: "0640"'],
-      reads: expectReads(parse(before), (d) => d.files.push({ path: "/etc/postgresql/15/main/pg_ident.conf", mode: "0640" })),
+      reads: expectReads(parse(before), (d) =>
+        d.files.push({ path: "/etc/postgresql/15/main/pg_ident.conf", mode: "0640" }),
+      ),
     });
   });
 
@@ -188,7 +240,11 @@ describe("applyChanges on the sample fleet", () => {
         { path: ["files", "/etc/postgresql/15/main/replication.env"], delete: true },
         { path: ["networking", "listening_ports"], value: ["tcp/22", "tcp/5432", "tcp/9187"] },
       ],
-      expected: swap(swap(before, gone.join("\n") + "\n", ""), "  listening_ports: [tcp/22, tcp/5432]", "  listening_ports: [tcp/22, tcp/5432, tcp/9187]"),
+      expected: swap(
+        swap(before, gone.join("\n") + "\n", ""),
+        "  listening_ports: [tcp/22, tcp/5432]",
+        "  listening_ports: [tcp/22, tcp/5432, tcp/9187]",
+      ),
       removed: ["  listening_ports: [tcp/22, tcp/5432]", ...gone],
       added: ["  listening_ports: [tcp/22, tcp/5432, tcp/9187]"],
       reads: expectReads(parse(before), (d) => {
@@ -207,7 +263,11 @@ describe("applyChanges on the sample fleet", () => {
     ];
     check(before, {
       changes: [{ path: ["networking", "routes"], value: routes }],
-      expected: swap(before, "    - { dst: 10.20.0.0/16,", "    - { dst: 10.30.0.0/16, via: 10.0.0.254, dev: eth0 }\n    - { dst: 10.20.0.0/16,"),
+      expected: swap(
+        before,
+        "    - { dst: 10.20.0.0/16,",
+        "    - { dst: 10.30.0.0/16, via: 10.0.0.254, dev: eth0 }\n    - { dst: 10.20.0.0/16,",
+      ),
       removed: [],
       added: ["    - { dst: 10.30.0.0/16, via: 10.0.0.254, dev: eth0 }"],
       reads: expectReads(parse(before), (d) => (d.networking.routes = routes)),
@@ -216,14 +276,19 @@ describe("applyChanges on the sample fleet", () => {
 
   it("sets a value that a node deleted with `null`, keeping the comment's column", () => {
     const before = sample("nodes/worker-01.yaml");
-    const old = "    fs.protected_hardlinks: null # `null` deletes a fleet-wide value for this node only";
-    const now = "    fs.protected_hardlinks: 0    # `null` deletes a fleet-wide value for this node only";
+    const old =
+      "    fs.protected_hardlinks: null # `null` deletes a fleet-wide value for this node only";
+    const now =
+      "    fs.protected_hardlinks: 0    # `null` deletes a fleet-wide value for this node only";
     check(before, {
       changes: [{ path: ["system", "sysctl_parameters", "fs.protected_hardlinks"], value: 0 }],
       expected: swap(before, old, now),
       removed: [old],
       added: [now],
-      reads: expectReads(parse(before), (d) => (d.system.sysctl_parameters["fs.protected_hardlinks"] = 0)),
+      reads: expectReads(
+        parse(before),
+        (d) => (d.system.sysctl_parameters["fs.protected_hardlinks"] = 0),
+      ),
     });
   });
 
@@ -288,12 +353,18 @@ describe("applyChanges: scalars YAML would read as another type", () => {
   });
 
   it("writes a number plain even where a quoted string stood, because the value's type changed", () => {
-    check('n: "8192"\n', { changes: [{ path: ["n"], value: 4096 }], expected: "n: 4096\n", removed: ['n: "8192"'], added: ["n: 4096"], reads: { n: 4096 } });
+    check('n: "8192"\n', {
+      changes: [{ path: ["n"], value: 4096 }],
+      expected: "n: 4096\n",
+      removed: ['n: "8192"'],
+      added: ["n: 4096"],
+      reads: { n: 4096 },
+    });
   });
 });
 
 describe("applyChanges: block scalars round-trip byte-exactly", () => {
-  const base = "files:\n  - path: /etc/motd\n    contents: |\n      hello\n    mode: \"0644\"\n";
+  const base = 'files:\n  - path: /etc/motd\n    contents: |\n      hello\n    mode: "0644"\n';
   const cases: [value: string, lines: string[]][] = [
     ["hello\nworld\n", ["    contents: |", "      hello", "      world"]],
     ["hello\nworld", ["    contents: |-", "      hello", "      world"]],
@@ -305,9 +376,15 @@ describe("applyChanges: block scalars round-trip byte-exactly", () => {
   for (const [value, lines] of cases) {
     it(`writes ${JSON.stringify(value)} with the right indicators`, () => {
       const expected = swap(base, "    contents: |\n      hello\n", lines.join("\n") + "\n");
-      const after = applyChanges(base, [{ path: ["files", "/etc/motd", "contents"], value }], LISTS);
+      const after = applyChanges(
+        base,
+        [{ path: ["files", "/etc/motd", "contents"], value }],
+        LISTS,
+      );
       assert.equal(after, expected);
-      assert.deepEqual(parse(after), { files: [{ path: "/etc/motd", contents: value, mode: "0644" }] });
+      assert.deepEqual(parse(after), {
+        files: [{ path: "/etc/motd", contents: value, mode: "0644" }],
+      });
     });
   }
 
@@ -346,18 +423,29 @@ describe("applyChanges: adding keys", () => {
         { path: ["policy", "routes", "on_drift"], value: "accept" },
         { path: ["policy", "kernel", "on_drift"], value: "ticket" },
       ],
-      expected: "policy:\n  routes: { severity: critical, on_drift: accept }\n  kernel: {severity: high, on_drift: ticket}\n",
+      expected:
+        "policy:\n  routes: { severity: critical, on_drift: accept }\n  kernel: {severity: high, on_drift: ticket}\n",
       removed: ["  routes: { severity: critical }", "  kernel: {severity: high}"],
-      added: ["  routes: { severity: critical, on_drift: accept }", "  kernel: {severity: high, on_drift: ticket}"],
-      reads: { policy: { routes: { severity: "critical", on_drift: "accept" }, kernel: { severity: "high", on_drift: "ticket" } } },
+      added: [
+        "  routes: { severity: critical, on_drift: accept }",
+        "  kernel: {severity: high, on_drift: ticket}",
+      ],
+      reads: {
+        policy: {
+          routes: { severity: "critical", on_drift: "accept" },
+          kernel: { severity: "high", on_drift: "ticket" },
+        },
+      },
     });
   });
 
   it("adds a key at the end of its block map, before the next section's comment", () => {
-    const before = "ssh:\n  user: qmaudit   # audit account\n\n# Declared state\nsystem:\n  kernel_version: 6.1.0\n";
+    const before =
+      "ssh:\n  user: qmaudit   # audit account\n\n# Declared state\nsystem:\n  kernel_version: 6.1.0\n";
     check(before, {
       changes: [{ path: ["ssh", "timeout"], value: 30 }],
-      expected: "ssh:\n  user: qmaudit   # audit account\n  timeout: 30\n\n# Declared state\nsystem:\n  kernel_version: 6.1.0\n",
+      expected:
+        "ssh:\n  user: qmaudit   # audit account\n  timeout: 30\n\n# Declared state\nsystem:\n  kernel_version: 6.1.0\n",
       removed: [],
       added: ["  timeout: 30"],
       reads: { ssh: { user: "qmaudit", timeout: 30 }, system: { kernel_version: "6.1.0" } },
@@ -367,7 +455,8 @@ describe("applyChanges: adding keys", () => {
   it("follows the file's indentation when it creates maps", () => {
     check("system:\n    kernel_version: 6.1.0\n", {
       changes: [{ path: ["system", "sysctl_parameters", "vm.swappiness"], value: 10 }],
-      expected: "system:\n    kernel_version: 6.1.0\n    sysctl_parameters:\n        vm.swappiness: 10\n",
+      expected:
+        "system:\n    kernel_version: 6.1.0\n    sysctl_parameters:\n        vm.swappiness: 10\n",
       removed: [],
       added: ["    sysctl_parameters:", "        vm.swappiness: 10"],
       reads: { system: { kernel_version: "6.1.0", sysctl_parameters: { "vm.swappiness": 10 } } },
@@ -380,10 +469,21 @@ describe("applyChanges: adding keys", () => {
         { path: ["files", "/etc/app.conf", "mode"], value: "0644" },
         { path: ["systemd", "units", "app.service", "enabled"], value: true },
       ],
-      expected: 'host: db-02\nfiles:\n  - { path: /etc/app.conf, mode: "0644" }\nsystemd:\n  units:\n    - { name: app.service, enabled: true }\n',
+      expected:
+        'host: db-02\nfiles:\n  - { path: /etc/app.conf, mode: "0644" }\nsystemd:\n  units:\n    - { name: app.service, enabled: true }\n',
       removed: [],
-      added: ["files:", '  - { path: /etc/app.conf, mode: "0644" }', "systemd:", "  units:", "    - { name: app.service, enabled: true }"],
-      reads: { host: "db-02", files: [{ path: "/etc/app.conf", mode: "0644" }], systemd: { units: [{ name: "app.service", enabled: true }] } },
+      added: [
+        "files:",
+        '  - { path: /etc/app.conf, mode: "0644" }',
+        "systemd:",
+        "  units:",
+        "    - { name: app.service, enabled: true }",
+      ],
+      reads: {
+        host: "db-02",
+        files: [{ path: "/etc/app.conf", mode: "0644" }],
+        systemd: { units: [{ name: "app.service", enabled: true }] },
+      },
     });
   });
 
@@ -408,12 +508,12 @@ describe("applyChanges: adding keys", () => {
   });
 
   it("quotes keys YAML would misread", () => {
-    check("storage:\n  io_scheduler:\n    \"sd*\": mq-deadline\n", {
+    check('storage:\n  io_scheduler:\n    "sd*": mq-deadline\n', {
       changes: [
         { path: ["storage", "io_scheduler", "*"], value: "none" },
         { path: ["storage", "io_scheduler", "vd*"], value: "none" },
       ],
-      expected: "storage:\n  io_scheduler:\n    \"sd*\": mq-deadline\n    \"*\": none\n    vd*: none\n",
+      expected: 'storage:\n  io_scheduler:\n    "sd*": mq-deadline\n    "*": none\n    vd*: none\n',
       removed: [],
       added: ['    "*": none', "    vd*: none"],
       reads: { storage: { io_scheduler: { "sd*": "mq-deadline", "*": "none", "vd*": "none" } } },
@@ -422,25 +522,47 @@ describe("applyChanges: adding keys", () => {
 });
 
 describe("applyChanges: whole files", () => {
-  const sysctl: DeclaredChange[] = [{ path: ["system", "sysctl_parameters", "net.core.somaxconn"], value: 1024 }];
+  const sysctl: DeclaredChange[] = [
+    { path: ["system", "sysctl_parameters", "net.core.somaxconn"], value: 1024 },
+  ];
   const block = "system:\n  sysctl_parameters:\n    net.core.somaxconn: 1024\n";
   const reads = { system: { sysctl_parameters: { "net.core.somaxconn": 1024 } } };
 
   it("writes into an empty file", () => {
-    check("", { changes: sysctl, expected: block, removed: [], added: ["system:", "  sysctl_parameters:", "    net.core.somaxconn: 1024"], reads });
+    check("", {
+      changes: sysctl,
+      expected: block,
+      removed: [],
+      added: ["system:", "  sysctl_parameters:", "    net.core.somaxconn: 1024"],
+      reads,
+    });
   });
 
   it("replaces a file holding only `{}` with block style", () => {
-    check("{}\n", { changes: sysctl, expected: block, removed: ["{}"], added: ["system:", "  sysctl_parameters:", "    net.core.somaxconn: 1024"], reads });
+    check("{}\n", {
+      changes: sysctl,
+      expected: block,
+      removed: ["{}"],
+      added: ["system:", "  sysctl_parameters:", "    net.core.somaxconn: 1024"],
+      reads,
+    });
   });
 
   it("keeps a `# yaml-language-server` header and a `---` document start", () => {
-    const before = "# yaml-language-server: $schema=../../schemas/node-spec.schema.json\n---\n# no overrides yet\n";
-    check(before, { changes: sysctl, expected: before + block, removed: [], added: ["system:", "  sysctl_parameters:", "    net.core.somaxconn: 1024"], reads });
+    const before =
+      "# yaml-language-server: $schema=../../schemas/node-spec.schema.json\n---\n# no overrides yet\n";
+    check(before, {
+      changes: sysctl,
+      expected: before + block,
+      removed: [],
+      added: ["system:", "  sysctl_parameters:", "    net.core.somaxconn: 1024"],
+      reads,
+    });
   });
 
   it("keeps CRLF line endings on every line, old and new", () => {
-    const before = "host: a\r\nsystem:\r\n  sysctl_parameters:\r\n    vm.swappiness: 60  # default\r\n    fs.file-max: 1\r\n";
+    const before =
+      "host: a\r\nsystem:\r\n  sysctl_parameters:\r\n    vm.swappiness: 60  # default\r\n    fs.file-max: 1\r\n";
     const after = applyChanges(
       before,
       [
@@ -455,7 +577,11 @@ describe("applyChanges: whole files", () => {
       after,
       "host: a\r\nsystem:\r\n  sysctl_parameters:\r\n    vm.swappiness: 10  # default\r\n    net.core.somaxconn: 1024\r\nfiles:\r\n  - path: /etc/motd\r\n    contents: |\r\n      hi\r\n      there\r\n",
     );
-    assert.deepEqual(parse(after), { host: "a", system: { sysctl_parameters: { "vm.swappiness": 10, "net.core.somaxconn": 1024 } }, files: [{ path: "/etc/motd", contents: "hi\nthere\n" }] });
+    assert.deepEqual(parse(after), {
+      host: "a",
+      system: { sysctl_parameters: { "vm.swappiness": 10, "net.core.somaxconn": 1024 } },
+      files: [{ path: "/etc/motd", contents: "hi\nthere\n" }],
+    });
   });
 
   it("keeps a missing final line break missing", () => {
@@ -536,26 +662,48 @@ describe("applyChanges: deleting", () => {
 
 describe("applyChanges refuses edits it cannot make safely", () => {
   it("rejects text that is not valid YAML", () => {
-    assert.throws(() => applyChanges("a: [1\n", [{ path: ["a"], value: 1 }], LISTS), ManifestEditError);
+    assert.throws(
+      () => applyChanges("a: [1\n", [{ path: ["a"], value: 1 }], LISTS),
+      ManifestEditError,
+    );
   });
 
   it("rejects a file that is not a map", () => {
-    assert.throws(() => applyChanges("- a\n", [{ path: ["a"], value: 1 }], LISTS), ManifestEditError);
+    assert.throws(
+      () => applyChanges("- a\n", [{ path: ["a"], value: 1 }], LISTS),
+      ManifestEditError,
+    );
   });
 
   it("rejects a map value for a `name = value` item", () => {
-    assert.throws(() => applyChanges("system:\n  sysctl_parameters:\n    - a = 1\n", [{ path: ["system", "sysctl_parameters", "a"], value: { x: 1 } }], LISTS), /single value/);
+    assert.throws(
+      () =>
+        applyChanges(
+          "system:\n  sysctl_parameters:\n    - a = 1\n",
+          [{ path: ["system", "sysctl_parameters", "a"], value: { x: 1 } }],
+          LISTS,
+        ),
+      /single value/,
+    );
   });
 
   it("rejects a change inside a list that is replaced whole", () => {
-    assert.throws(() => applyChanges("ports: [tcp/22]\n", [{ path: ["ports", "tcp/80"], value: 1 }], LISTS), /replaced whole/);
+    assert.throws(
+      () => applyChanges("ports: [tcp/22]\n", [{ path: ["ports", "tcp/80"], value: 1 }], LISTS),
+      /replaced whole/,
+    );
   });
 });
 
 describe("declaredIn", () => {
   it("reads keyed lists and list-form sysctls as the maps the loader makes of them", () => {
-    assert.deepEqual(declaredIn(sample("fleet.yaml"), LISTS).system, { sysctl_parameters: { "net.ipv4.tcp_syncookies": "1", "fs.protected_hardlinks": "1" } });
-    assert.deepEqual(Object.keys(declaredIn(sample("groups/db.yaml"), LISTS).files as object), ["/etc/postgresql/15/main/conf.d/tuning.conf", "/etc/postgresql/15/main/replication.env"]);
+    assert.deepEqual(declaredIn(sample("fleet.yaml"), LISTS).system, {
+      sysctl_parameters: { "net.ipv4.tcp_syncookies": "1", "fs.protected_hardlinks": "1" },
+    });
+    assert.deepEqual(Object.keys(declaredIn(sample("groups/db.yaml"), LISTS).files as object), [
+      "/etc/postgresql/15/main/conf.d/tuning.conf",
+      "/etc/postgresql/15/main/replication.env",
+    ]);
     assert.deepEqual(declaredIn("", LISTS), {});
   });
 });

@@ -6,7 +6,12 @@ import { after, describe, it } from "node:test";
 import { NodeAuditError } from "../../../src/errors.js";
 import type { LoadedNode } from "../../../src/manifest/load.js";
 import type { SshSettings } from "../../../src/manifest/schema.js";
-import { classifySshFailure, sshArgs, sshConfigValue, sshTransport } from "../../../src/transport/ssh.js";
+import {
+  classifySshFailure,
+  sshArgs,
+  sshConfigValue,
+  sshTransport,
+} from "../../../src/transport/ssh.js";
 
 const node = (ssh: SshSettings = {}, host = "web-01.example.net"): LoadedNode => ({
   name: "web-01",
@@ -18,7 +23,8 @@ const node = (ssh: SshSettings = {}, host = "web-01.example.net"): LoadedNode =>
   ssh,
 });
 const OPTIONS = { connectTimeoutSeconds: 10 };
-const option = (args: string[], key: string) => args.filter((a, i) => args[i - 1] === "-o" && a.startsWith(`${key}=`));
+const option = (args: string[], key: string) =>
+  args.filter((a, i) => args[i - 1] === "-o" && a.startsWith(`${key}=`));
 
 describe("ssh arguments", () => {
   it("checks host keys strictly, never prompts, never writes known_hosts", () => {
@@ -32,15 +38,28 @@ describe("ssh arguments", () => {
 
   it("puts the destination after -- and runs sh -s, or sudo -n /bin/sh -s with become: sudo", () => {
     assert.deepEqual(sshArgs(node(), OPTIONS).slice(-3), ["--", "web-01.example.net", "sh -s"]);
-    assert.deepEqual(sshArgs(node({ become: "sudo" }), OPTIONS).slice(-3), ["--", "web-01.example.net", "sudo -n /bin/sh -s"]);
+    assert.deepEqual(sshArgs(node({ become: "sudo" }), OPTIONS).slice(-3), [
+      "--",
+      "web-01.example.net",
+      "sudo -n /bin/sh -s",
+    ]);
   });
 
   it("passes manifest values as quoted -o values only: nothing before -- comes unquoted from a manifest", () => {
-    const args = sshArgs(node({ user: "audit", port: 2222, identity_file: "~/keys/audit key", proxy_jump: "bastion", connect_timeout: 3 }), {
-      ...OPTIONS,
-      configFile: "/etc/qm/ssh_config",
-      knownHostsFile: "/srv/fleet 100%/known_hosts",
-    });
+    const args = sshArgs(
+      node({
+        user: "audit",
+        port: 2222,
+        identity_file: "~/keys/audit key",
+        proxy_jump: "bastion",
+        connect_timeout: 3,
+      }),
+      {
+        ...OPTIONS,
+        configFile: "/etc/qm/ssh_config",
+        knownHostsFile: "/srv/fleet 100%/known_hosts",
+      },
+    );
     const beforeDestination = args.slice(0, args.indexOf("--"));
     assert.deepEqual(beforeDestination.slice(0, 2), ["-F", "/etc/qm/ssh_config"]);
     assert.deepEqual(option(args, "User"), ['User="audit"']);
@@ -48,8 +67,12 @@ describe("ssh arguments", () => {
     assert.deepEqual(option(args, "IdentityFile"), ['IdentityFile="~/keys/audit key"']);
     assert.deepEqual(option(args, "ProxyJump"), ['ProxyJump="bastion"']);
     assert.deepEqual(option(args, "ConnectTimeout"), ["ConnectTimeout=3"]);
-    assert.deepEqual(option(args, "UserKnownHostsFile"), ['UserKnownHostsFile="/srv/fleet 100%%/known_hosts"']);
-    for (const [i, a] of beforeDestination.entries()) if (a.startsWith("-")) assert.ok(["-F", "-T", "-o"].includes(a), `unexpected option ${a} at ${i}`);
+    assert.deepEqual(option(args, "UserKnownHostsFile"), [
+      'UserKnownHostsFile="/srv/fleet 100%%/known_hosts"',
+    ]);
+    for (const [i, a] of beforeDestination.entries())
+      if (a.startsWith("-"))
+        assert.ok(["-F", "-T", "-o"].includes(a), `unexpected option ${a} at ${i}`);
   });
 
   it("escapes quotes and refuses control characters in a value", () => {
@@ -59,13 +82,25 @@ describe("ssh arguments", () => {
 
   it("an identity file that would end the option line fails the node, not the run", async () => {
     const transport = sshTransport(node({ identity_file: "/k\nProxyCommand sh" }), OPTIONS);
-    await assert.rejects(transport.run("true", { timeoutMs: 1000, maxOutputBytes: 1000 }), (e: NodeAuditError) => e.status === "error" && /unusable/.test(e.message));
+    await assert.rejects(
+      transport.run("true", { timeoutMs: 1000, maxOutputBytes: 1000 }),
+      (e: NodeAuditError) => e.status === "error" && /unusable/.test(e.message),
+    );
   });
 });
 
 describe("ssh failures", () => {
-  const classify = (stderr: string, exitCode = 255, extra: Partial<{ timedOut: boolean }> = {}, ssh: SshSettings = {}) =>
-    classifySshFailure(node(ssh), { stderr, exitCode, timedOut: false, isMaxBuffer: false, ...extra }, 5000);
+  const classify = (
+    stderr: string,
+    exitCode = 255,
+    extra: Partial<{ timedOut: boolean }> = {},
+    ssh: SshSettings = {},
+  ) =>
+    classifySshFailure(
+      node(ssh),
+      { stderr, exitCode, timedOut: false, isMaxBuffer: false, ...extra },
+      5000,
+    );
 
   it("connection refused, no route and a TCP timeout: unreachable", () => {
     for (const stderr of [
@@ -87,13 +122,17 @@ describe("ssh failures", () => {
   });
 
   it("a changed host key: error saying the key changed and the node was not audited", () => {
-    const e = classify("@@@ WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED! @@@\nHost key verification failed.");
+    const e = classify(
+      "@@@ WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED! @@@\nHost key verification failed.",
+    );
     assert.equal(e.status, "error");
     assert.match(e.message, /has CHANGED .*: node not audited/);
   });
 
   it("an unknown host key is refused, never trusted on first use", () => {
-    const e = classify("No ED25519 host key is known for 10.0.0.9 and you have requested strict checking.\r\nHost key verification failed.");
+    const e = classify(
+      "No ED25519 host key is known for 10.0.0.9 and you have requested strict checking.\r\nHost key verification failed.",
+    );
     assert.equal(e.kind, "host-key");
     assert.match(e.message, /not in known_hosts: node not audited/);
   });
@@ -124,18 +163,34 @@ describe("ssh process limits", () => {
   };
 
   it("kills ssh at the overall limit, the node's own limit first", async () => {
-    const transport = sshTransport(node(), { ...OPTIONS, sshBinary: fakeSsh("exec sleep 30"), timeoutMs: 300 });
-    await assert.rejects(transport.run("true", { timeoutMs: 60_000, maxOutputBytes: 1000 }), (e: NodeAuditError) => e.kind === "timeout" && /after 0\.3s/.test(e.message));
+    const transport = sshTransport(node(), {
+      ...OPTIONS,
+      sshBinary: fakeSsh("exec sleep 30"),
+      timeoutMs: 300,
+    });
+    await assert.rejects(
+      transport.run("true", { timeoutMs: 60_000, maxOutputBytes: 1000 }),
+      (e: NodeAuditError) => e.kind === "timeout" && /after 0\.3s/.test(e.message),
+    );
   });
 
   it("stops a probe whose output exceeds the cap", async () => {
-    const transport = sshTransport(node(), { ...OPTIONS, sshBinary: fakeSsh("exec head -c 100000 /dev/zero") });
-    await assert.rejects(transport.run("true", { timeoutMs: 10_000, maxOutputBytes: 5000 }), (e: NodeAuditError) => e.kind === "too-large" && /exceeded the 5000-byte cap/.test(e.message));
+    const transport = sshTransport(node(), {
+      ...OPTIONS,
+      sshBinary: fakeSsh("exec head -c 100000 /dev/zero"),
+    });
+    await assert.rejects(
+      transport.run("true", { timeoutMs: 10_000, maxOutputBytes: 5000 }),
+      (e: NodeAuditError) => e.kind === "too-large" && /exceeded the 5000-byte cap/.test(e.message),
+    );
   });
 
   it("sends the probe on stdin and returns stdout byte for byte", async () => {
     const transport = sshTransport(node(), { ...OPTIONS, sshBinary: fakeSsh("exec sh -s") });
-    const run = await transport.run("printf 'a\\377b\\n'", { timeoutMs: 10_000, maxOutputBytes: 5000 });
+    const run = await transport.run("printf 'a\\377b\\n'", {
+      timeoutMs: 10_000,
+      maxOutputBytes: 5000,
+    });
     assert.equal(run.stdout, "a\xffb\n");
   });
 });

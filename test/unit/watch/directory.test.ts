@@ -30,7 +30,10 @@ function watching(dir: string) {
   const expect = (match: (c: DirectoryChange) => boolean) => {
     changes.length = 0;
     return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no matching change; saw ${JSON.stringify(changes)}`)), EVENT_WAIT_MS);
+      const timer = setTimeout(
+        () => reject(new Error(`no matching change; saw ${JSON.stringify(changes)}`)),
+        EVENT_WAIT_MS,
+      );
       wake = () => {
         if (!changes.some(match)) return;
         clearTimeout(timer);

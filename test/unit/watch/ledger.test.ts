@@ -4,7 +4,12 @@ import { fingerprint } from "../../../src/drift/drift.js";
 import type { DriftItem } from "../../../src/report/schema.js";
 import { DriftLedger } from "../../../src/watch/ledger.js";
 
-const item = (domain: DriftItem["domain"], key: string, live: string, acknowledged?: boolean): DriftItem => ({
+const item = (
+  domain: DriftItem["domain"],
+  key: string,
+  live: string,
+  acknowledged?: boolean,
+): DriftItem => ({
   domain,
   key,
   declared: "want",
@@ -33,7 +38,10 @@ describe("the drift ledger", () => {
     const ledger = new DriftLedger();
     const sysctl = item("sysctl", "vm.swappiness", "60");
     ledger.update(new Set(["sysctl"] as const), [sysctl]);
-    assert.deepEqual(ledger.update(new Set(["files"] as const), []), { appeared: [], resolved: [] });
+    assert.deepEqual(ledger.update(new Set(["files"] as const), []), {
+      appeared: [],
+      resolved: [],
+    });
     assert.deepEqual(ledger.items(), [sysctl]);
   });
 

@@ -2,10 +2,19 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { UsageError } from "../../../src/errors.js";
 import type { DriftItem } from "../../../src/report/schema.js";
-import { health, parseListenAddress, renderWatchMetrics, type WatchStatus } from "../../../src/watch/metrics.js";
+import {
+  health,
+  parseListenAddress,
+  renderWatchMetrics,
+  type WatchStatus,
+} from "../../../src/watch/metrics.js";
 import { parseExposition, sampleValue } from "../../support/prometheus.js";
 
-const drift = (domain: DriftItem["domain"], severity: DriftItem["severity"], acknowledged?: boolean): DriftItem => ({
+const drift = (
+  domain: DriftItem["domain"],
+  severity: DriftItem["severity"],
+  acknowledged?: boolean,
+): DriftItem => ({
   domain,
   key: "k",
   declared: 1,
@@ -19,13 +28,23 @@ const drift = (domain: DriftItem["domain"], severity: DriftItem["severity"], ack
   ...(acknowledged ? { acknowledged } : {}),
 });
 
-const status = (overrides: Partial<WatchStatus> = {}): WatchStatus => ({ node: 'we"b\\01', drift: [], watcherErrors: 0, ...overrides });
+const status = (overrides: Partial<WatchStatus> = {}): WatchStatus => ({
+  node: 'we"b\\01',
+  drift: [],
+  watcherErrors: 0,
+  ...overrides,
+});
 
 describe("the watcher's /metrics", () => {
   it("is valid exposition text: drift by node, domain and severity, timestamps, errors counter, paused gauge", () => {
     const text = renderWatchMetrics(
       status({
-        drift: [drift("files", "high"), drift("files", "high"), drift("sysctl", "medium"), drift("files", "high", true)],
+        drift: [
+          drift("files", "high"),
+          drift("files", "high"),
+          drift("sysctl", "medium"),
+          drift("files", "high", true),
+        ],
         lastCheckAt: 1_700_000_000_000,
         lastCheckDurationMs: 42,
         watcherErrors: 3,
@@ -34,20 +53,51 @@ describe("the watcher's /metrics", () => {
     );
     const families = parseExposition(text);
     const node = 'we"b\\01';
-    assert.equal(sampleValue(families, "quartermaster_watch_drift_items", { node, domain: "files", severity: "high" }), 2);
-    assert.equal(sampleValue(families, "quartermaster_watch_drift_items", { node, domain: "sysctl", severity: "medium" }), 1);
-    assert.equal(sampleValue(families, "quartermaster_watch_last_check_timestamp_seconds", { node }), 1_700_000_000);
-    assert.equal(sampleValue(families, "quartermaster_watch_check_duration_seconds", { node }), 0.042);
+    assert.equal(
+      sampleValue(families, "quartermaster_watch_drift_items", {
+        node,
+        domain: "files",
+        severity: "high",
+      }),
+      2,
+    );
+    assert.equal(
+      sampleValue(families, "quartermaster_watch_drift_items", {
+        node,
+        domain: "sysctl",
+        severity: "medium",
+      }),
+      1,
+    );
+    assert.equal(
+      sampleValue(families, "quartermaster_watch_last_check_timestamp_seconds", { node }),
+      1_700_000_000,
+    );
+    assert.equal(
+      sampleValue(families, "quartermaster_watch_check_duration_seconds", { node }),
+      0.042,
+    );
     assert.equal(sampleValue(families, "quartermaster_watch_watcher_errors_total", { node }), 3);
     assert.equal(sampleValue(families, "quartermaster_watch_paused", { node }), 1);
     assert.equal(sampleValue(families, "quartermaster_watch_manifest_valid", { node }), 1);
-    assert.equal(families.find((f) => f.name === "quartermaster_watch_watcher_errors_total")?.type, "counter");
+    assert.equal(
+      families.find((f) => f.name === "quartermaster_watch_watcher_errors_total")?.type,
+      "counter",
+    );
   });
 
   it("before the first check: zeros, still valid", () => {
     const families = parseExposition(renderWatchMetrics(status()));
-    assert.equal(sampleValue(families, "quartermaster_watch_last_check_timestamp_seconds", { node: 'we"b\\01' }), 0);
-    assert.deepEqual(families.find((f) => f.name === "quartermaster_watch_drift_items")?.samples, []);
+    assert.equal(
+      sampleValue(families, "quartermaster_watch_last_check_timestamp_seconds", {
+        node: 'we"b\\01',
+      }),
+      0,
+    );
+    assert.deepEqual(
+      families.find((f) => f.name === "quartermaster_watch_drift_items")?.samples,
+      [],
+    );
   });
 });
 
@@ -59,7 +109,10 @@ describe("/healthz", () => {
   });
 
   it("is 503 with drift, an invalid manifest, or a failed check, and says why", () => {
-    assert.deepEqual(health(status({ drift: [drift("files", "high")] })), { code: 503, body: "1 drift item\n" });
+    assert.deepEqual(health(status({ drift: [drift("files", "high")] })), {
+      code: 503,
+      body: "1 drift item\n",
+    });
     assert.equal(health(status({ manifestError: "nodes/x.yaml:1:1: bad" })).code, 503);
     assert.match(health(status({ checkError: "probe timed out" })).body, /probe timed out/);
   });
@@ -70,6 +123,7 @@ describe("--metrics-listen", () => {
     assert.deepEqual(parseListenAddress("127.0.0.1:9877"), { host: "127.0.0.1", port: 9877 });
     assert.deepEqual(parseListenAddress("[::1]:9877"), { host: "::1", port: 9877 });
     assert.deepEqual(parseListenAddress(":9877"), { port: 9877 });
-    for (const bad of ["9877", "host:", "host:99999", "::1:9877"]) assert.throws(() => parseListenAddress(bad), UsageError, bad);
+    for (const bad of ["9877", "host:", "host:99999", "::1:9877"])
+      assert.throws(() => parseListenAddress(bad), UsageError, bad);
   });
 });

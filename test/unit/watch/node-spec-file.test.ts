@@ -16,7 +16,9 @@ async function specFile(text: string): Promise<string> {
 
 describe("one node-spec file on its own (--manifest)", () => {
   it("loads as a one-node fleet named by the caller, with the seed's list form and origins", async () => {
-    const file = await specFile("system:\n  sysctl_parameters:\n    - net.ipv4.tcp_syncookies = 1\nfiles:\n  - { path: /etc/etc-file, contents: \"hello world\\n\" }\n");
+    const file = await specFile(
+      'system:\n  sysctl_parameters:\n    - net.ipv4.tcp_syncookies = 1\nfiles:\n  - { path: /etc/etc-file, contents: "hello world\\n" }\n',
+    );
     const fleet = await loadNodeFile(file, "web-01", { displayPrefix: "/etc/quartermaster" });
     assert.equal(fleet.nodes.length, 1);
     const node = fleet.nodes[0]!;
@@ -32,11 +34,20 @@ describe("one node-spec file on its own (--manifest)", () => {
     const file = await specFile("groups: [web]\nfiles:\n  - { path: relative }\n");
     await assert.rejects(loadNodeFile(file, "web-01"), (error: unknown) => {
       assert.ok(error instanceof ManifestErrors);
-      assert.match(error.message, /node-spec\.yaml:3:\d+: files\.0\.path: must be an absolute path/);
+      assert.match(
+        error.message,
+        /node-spec\.yaml:3:\d+: files\.0\.path: must be an absolute path/,
+      );
       return true;
     });
     const groupsOnly = await specFile("groups: [web]\n");
-    await assert.rejects(loadNodeFile(groupsOnly, "web-01"), /node-spec\.yaml:1:\d+: a single node-spec file has no groups/);
-    await assert.rejects(loadNodeFile(path.join(path.dirname(file), "missing.yaml"), "web-01"), /node-spec file not found/);
+    await assert.rejects(
+      loadNodeFile(groupsOnly, "web-01"),
+      /node-spec\.yaml:1:\d+: a single node-spec file has no groups/,
+    );
+    await assert.rejects(
+      loadNodeFile(path.join(path.dirname(file), "missing.yaml"), "web-01"),
+      /node-spec file not found/,
+    );
   });
 });
