@@ -1,0 +1,56 @@
+// The test run's reporter: node's TAP output, then a short coverage summary of src/ (per
+// directory and in total) in place of node's table, which lists every test file too.
+// Used by `npm test` with --experimental-test-coverage.
+import path from "node:path";
+import { tap } from "node:test/reporters";
+
+const SRC = path.resolve("src") + path.sep;
+
+/** Lines and branches covered, summed per directory of src/ and over all of it. */
+function summarize(files) {
+  const rows = new Map();
+  const add = (key, file) => {
+    const row = rows.get(key) ?? { lines: 0, covered: 0, branches: 0, coveredBranches: 0 };
+    row.lines += file.totalLineCount;
+    row.covered += file.coveredLineCount;
+    row.branches += file.totalBranchCount;
+    row.coveredBranches += file.coveredBranchCount;
+    rows.set(key, row);
+  };
+  for (const file of files) {
+    if (!file.path.startsWith(SRC)) continue;
+    add(path.dirname(path.relative(".", file.path)), file);
+    add("all of src/", file);
+  }
+  return rows;
+}
+
+const percent = (part, whole) => (whole === 0 ? "-" : ((100 * part) / whole).toFixed(1) + "%");
+
+function render(rows) {
+  const keys = [...rows.keys()].filter((k) => k !== "all of src/").sort();
+  keys.push("all of src/");
+  const width = Math.max(...keys.map((k) => k.length));
+  const lines = ["# coverage of src/ by the test processes (lines, branches)"];
+  for (const key of keys) {
+    const row = rows.get(key);
+    if (!row) continue;
+    lines.push(
+      `# ${key.padEnd(width)}  ${percent(row.covered, row.lines).padStart(6)}  ` +
+        percent(row.coveredBranches, row.branches).padStart(6),
+    );
+  }
+  return lines.join("\n") + "\n";
+}
+
+export default async function* reporter(source) {
+  let coverage;
+  async function* withoutCoverage() {
+    for await (const event of source) {
+      if (event.type === "test:coverage") coverage = event.data.summary;
+      else yield event;
+    }
+  }
+  yield* tap(withoutCoverage());
+  if (coverage) yield render(summarize(coverage.files));
+}
