@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
-import { FILE_HEADERS_ONLY, formatPatch, structuredPatch } from "diff";
 import { z } from "zod";
 import type { Domain, Finding } from "../domain.js";
+import { unifiedDiff, utf8Text } from "../text.js";
 import {
   STAT_FORMAT,
   isRegular,
@@ -106,19 +106,6 @@ function comparedByHash(file: FileDeclared, cap: number): boolean {
   );
 }
 
-function unifiedDiff(want: string, got: string): string {
-  return formatPatch(structuredPatch("want", "got", want, got), FILE_HEADERS_ONLY);
-}
-
-/** UTF-8 text, or undefined for bytes that are not. */
-function asText(bytes: Buffer): string | undefined {
-  try {
-    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-  } catch {
-    return undefined;
-  }
-}
-
 function describe(stat: FileStat): string {
   return `${stat.type}, ${stat.size} bytes`;
 }
@@ -172,7 +159,7 @@ function compareContents(file: FileDeclared, stat: FileStat, live: FilesLive): F
       detail: `the live file is over the ${live.cap}-byte cap for file contents: not read, not shown`,
     };
   }
-  const text = asText(got);
+  const text = utf8Text(got);
   if (text === undefined) {
     const live = shownByHash(sha256(got), got.length);
     return {

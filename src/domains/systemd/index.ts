@@ -1,6 +1,6 @@
-import { FILE_HEADERS_ONLY, formatPatch, structuredPatch } from "diff";
 import { z } from "zod";
 import type { Domain, Finding, JsonValue } from "../domain.js";
+import { unifiedDiff, utf8Text } from "../text.js";
 import { parseSystemd, type SystemdLive, type UnitLive } from "./parse.js";
 
 const UNIT_TYPES = [
@@ -98,19 +98,11 @@ function template(name: string): string | undefined {
   return m ? `${m[1]}${m[2]}` : undefined;
 }
 
-function unifiedDiff(want: string, got: string): string {
-  return formatPatch(structuredPatch("want", "got", want, got), FILE_HEADERS_ONLY);
-}
-
 /** A unit or drop-in as a report shows it: its text, or a summary when it is not text within the cap. */
 function shown(bytes: Buffer, cap: number): { text?: string; value: string } {
   if (bytes.length > cap) return { value: `<over the ${cap}-byte cap, not read>` };
-  try {
-    const text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-    return { text, value: text };
-  } catch {
-    return { value: `<binary, ${bytes.length} bytes>` };
-  }
+  const text = utf8Text(bytes);
+  return text === undefined ? { value: `<binary, ${bytes.length} bytes>` } : { text, value: text };
 }
 
 function textFinding(
