@@ -1,4 +1,4 @@
-import type { z } from "zod";
+import { z } from "zod";
 import { ProbeParseError } from "../errors.js";
 
 export const DOMAIN_NAMES = [
@@ -20,6 +20,17 @@ export type OnDrift = "accept" | "ticket";
 
 export type JsonValue =
   string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+/** Any JSON value: a finding's declared and live values as reports and tickets store them. */
+export const Json: z.ZodType<JsonValue> = z.lazy(() =>
+  z.union([
+    z.string(),
+    z.number(),
+    z.boolean(),
+    z.null(),
+    z.array(Json),
+    z.record(z.string(), Json),
+  ]),
+);
 
 /** A path into a node spec: object keys, or for keyed lists (files, units) the item's key. */
 export type SpecPath = readonly (string | number)[];
@@ -90,6 +101,22 @@ export interface Domain<Declared = unknown, Live = unknown> {
    * value at `finding.path` becomes `finding.live` (deleted when live is null).
    */
   accept?(declared: Declared, finding: Finding): Declared | undefined;
+}
+
+/** A list declared per item (files by path, units by name): an item whose `key` is declared twice is refused. */
+export function keyedList<Key extends string, Item extends Record<Key, string>, Input>(
+  item: z.ZodType<Item, Input>,
+  key: Key,
+) {
+  return z.array(item).superRefine((items, ctx) => {
+    const seen = new Set<string>();
+    items.forEach((declared, i) => {
+      const name = declared[key];
+      if (seen.has(name))
+        ctx.addIssue({ code: "custom", message: `${name} is declared twice`, path: [i, key] });
+      seen.add(name);
+    });
+  });
 }
 
 /** A section's parts by label, for sections whose labels are each printed once: a repeated one is an error. */

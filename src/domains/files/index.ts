@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import type { Domain, Finding } from "../domain.js";
+import { keyedList, type Domain, type Finding } from "../domain.js";
 import { unifiedDiff, utf8Text } from "../text.js";
 import {
   STAT_FORMAT,
@@ -81,18 +81,7 @@ export const FileDeclared = z
   });
 export type FileDeclared = z.infer<typeof FileDeclared>;
 
-export const FilesDeclared = z.array(FileDeclared).superRefine((files, ctx) => {
-  const seen = new Set<string>();
-  files.forEach((file, i) => {
-    if (seen.has(file.path))
-      ctx.addIssue({
-        code: "custom",
-        message: `${file.path} is declared twice`,
-        path: [i, "path"],
-      });
-    seen.add(file.path);
-  });
-});
+export const FilesDeclared = keyedList(FileDeclared, "path");
 export type FilesDeclared = z.infer<typeof FilesDeclared>;
 
 const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Domain, Finding, JsonValue } from "../domain.js";
+import { keyedList, type Domain, type Finding, type JsonValue } from "../domain.js";
 import { unifiedDiff, utf8Text } from "../text.js";
 import { parseSystemd, type SystemdLive, type UnitLive } from "./parse.js";
 
@@ -46,18 +46,7 @@ export const UnitDeclared = z.strictObject({
 });
 export type UnitDeclared = z.infer<typeof UnitDeclared>;
 
-export const SystemdDeclared = z.array(UnitDeclared).superRefine((units, ctx) => {
-  const seen = new Set<string>();
-  units.forEach((unit, i) => {
-    if (seen.has(unit.name))
-      ctx.addIssue({
-        code: "custom",
-        message: `${unit.name} is declared twice`,
-        path: [i, "name"],
-      });
-    seen.add(unit.name);
-  });
-});
+export const SystemdDeclared = keyedList(UnitDeclared, "name");
 export type SystemdDeclared = z.infer<typeof SystemdDeclared>;
 
 /** systemd's unit search order, highest priority first. */
