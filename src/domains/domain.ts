@@ -21,7 +21,7 @@ export type OnDrift = "accept" | "ticket";
 export type JsonValue =
   string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 /** Any JSON value: a finding's declared and live values as reports and tickets store them. */
-export const Json: z.ZodType<JsonValue> = z.lazy(() =>
+export const Json: z.ZodType<unknown> = z.lazy(() =>
   z.union([
     z.string(),
     z.number(),

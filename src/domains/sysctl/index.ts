@@ -4,6 +4,7 @@ import { parseNameValue } from "../list-form.js";
 import {
   normalizeValue,
   parsePersistedSysctl,
+  PERSISTED_DIRS,
   parseRuntimeSysctl,
   type SysctlLive,
 } from "./parse.js";
@@ -21,14 +22,6 @@ export type SysctlDeclared = z.infer<typeof SysctlDeclared>;
 export function procPath(name: string): string {
   return `/proc/sys/${name.replaceAll(".", "/")}`;
 }
-
-const PERSISTED_DIRS = [
-  "/etc/sysctl.d",
-  "/run/sysctl.d",
-  "/usr/local/lib/sysctl.d",
-  "/usr/lib/sysctl.d",
-  "/lib/sysctl.d",
-];
 
 export const sysctl: Domain<SysctlDeclared, SysctlLive> = {
   name: "sysctl",
