@@ -1,4 +1,4 @@
-import { partlyUnknown, type AnyDomain, type DomainName } from "../domains/domain.js";
+import { declaredFor, partlyUnknown, type AnyDomain, type DomainName } from "../domains/domain.js";
 import { DOMAINS } from "../domains/registry.js";
 import { toDriftItems, type DriftContext } from "../drift/drift.js";
 import { NodeAuditError, ProbeParseError } from "../errors.js";
@@ -32,13 +32,6 @@ export const defaultAuditSettings = (overrides: Partial<AuditSettings> = {}): Au
   maintenanceMarker: DEFAULT_MAINTENANCE_MARKER,
   ...overrides,
 });
-
-export function declaredFor(domain: AnyDomain, spec: Record<string, unknown>): unknown {
-  let value: unknown = spec;
-  for (const part of domain.specPath)
-    value = (value as Record<string, unknown> | undefined)?.[part];
-  return value;
-}
 
 /** Domains this node declares, in registry order: only what is declared is audited. */
 export function auditedDomains(node: LoadedNode, categories?: readonly DomainName[]): AnyDomain[] {

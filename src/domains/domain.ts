@@ -73,7 +73,6 @@ export interface Finding {
  */
 export interface Domain<Declared = unknown, Live = unknown> {
   name: DomainName;
-  title: string;
   /** Where the declaration lives in a node spec, e.g. ["system", "sysctl_parameters"]. */
   specPath: readonly string[];
   schema: z.ZodType<Declared>;
@@ -101,6 +100,32 @@ export interface Domain<Declared = unknown, Live = unknown> {
    * value at `finding.path` becomes `finding.live` (deleted when live is null).
    */
   accept?(declared: Declared, finding: Finding): Declared | undefined;
+  /**
+   * What on the host's disk announces a change to this declaration's live state, for `watch`
+   * (src/watch/targets.ts). Without it, the domain is re-checked only by the periodic poll.
+   */
+  watchTargets?(declared: Declared): WatchTargets;
+}
+
+/** Where a declaration's live state lives on disk, as the watcher listens to it. */
+export interface WatchTargets {
+  /**
+   * Files whose creation, change or removal changes the live state. Each is watched as an entry of
+   * its directory: editors replace a file by renaming over it, which a watch on the file never sees.
+   */
+  paths: string[];
+  /** Directories any entry of which counts (a drop-in directory); each can also appear or vanish. */
+  directories: string[];
+  /** Part of the declared state is not in a file (a unit's enabled or active state): poll it too. */
+  polled: boolean;
+}
+
+/** The domain's declaration in a node spec, at its `specPath`; undefined when the node declares none. */
+export function declaredFor(domain: AnyDomain, spec: Record<string, unknown>): unknown {
+  let value: unknown = spec;
+  for (const part of domain.specPath)
+    value = (value as Record<string, unknown> | undefined)?.[part];
+  return value;
 }
 
 /** A list declared per item (files by path, units by name): an item whose `key` is declared twice is refused. */

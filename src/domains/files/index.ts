@@ -237,7 +237,6 @@ function readRegularFile(bytes: number): string {
 
 export const files: Domain<FilesDeclared, FilesLive> = {
   name: "files",
-  title: "Files",
   specPath: ["files"],
   schema: FilesDeclared,
   listKey: "path",
@@ -387,5 +386,8 @@ export const files: Domain<FilesDeclared, FilesLive> = {
   snapshot() {
     // Files are audited only where declared: a host has nothing to offer unasked.
     return undefined;
+  },
+  watchTargets(declared) {
+    return { paths: declared.map((file) => file.path), directories: [], polled: false };
   },
 };

@@ -25,7 +25,6 @@ export function procPath(name: string): string {
 
 export const sysctl: Domain<SysctlDeclared, SysctlLive> = {
   name: "sysctl",
-  title: "Sysctl values",
   specPath: ["system", "sysctl_parameters"],
   schema: SysctlDeclared,
   listForm: parseNameValue,
