@@ -1,7 +1,7 @@
 import { declaredFor, partlyUnknown, type AnyDomain, type DomainName } from "../domains/domain.js";
 import { DOMAINS } from "../domains/registry.js";
 import { toDriftItems, type DriftContext } from "../drift/drift.js";
-import { NodeAuditError, ProbeParseError } from "../errors.js";
+import { NodeAuditError, ProbeParseError, ProbeTruncatedError } from "../errors.js";
 import type { LoadedNode } from "../manifest/load.js";
 import type { NodeResult } from "../report/schema.js";
 import {
@@ -160,7 +160,7 @@ export async function auditNode(
         : error instanceof ProbeParseError
           ? new NodeAuditError(
               node.name,
-              error.message.includes("truncated") ? "truncated" : "malformed",
+              error instanceof ProbeTruncatedError ? "truncated" : "malformed",
               `probe output ${error.message}; node not audited`,
             )
           : new NodeAuditError(
