@@ -4,13 +4,8 @@
 // Run: npx tsx bench/local-audit.ts [runs]
 import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync, statSync } from "node:fs";
-import {
-  auditNode,
-  defaultAuditSettings,
-  runProbe,
-  declaredFor,
-  auditedDomains,
-} from "../src/audit/node.js";
+import { auditNode, defaultAuditSettings, runProbe, auditedDomains } from "../src/audit/node.js";
+import { declaredFor } from "../src/domains/domain.js";
 import { snapshotSpec } from "../src/cli/commands/snapshot.js";
 import { DOMAINS } from "../src/domains/registry.js";
 import { loadFleet } from "../src/manifest/load.js";

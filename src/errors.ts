@@ -86,6 +86,12 @@ export class ProbeParseError extends Error {
   }
 }
 
+/**
+ * Probe output that stops before its end: the end-of-probe marker, or a section's end, never came
+ * (the connection dropped, or the host's output was cut). `section` is "probe" for the whole output.
+ */
+export class ProbeTruncatedError extends ProbeParseError {}
+
 /** A failure talking to the forge (GitHub API or git remote), translated at the edge. */
 export class ForgeError extends Error {
   override readonly name = "ForgeError";

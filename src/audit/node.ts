@@ -1,7 +1,7 @@
-import { partlyUnknown, type AnyDomain, type DomainName } from "../domains/domain.js";
+import { declaredFor, partlyUnknown, type AnyDomain, type DomainName } from "../domains/domain.js";
 import { DOMAINS } from "../domains/registry.js";
 import { toDriftItems, type DriftContext } from "../drift/drift.js";
-import { NodeAuditError, ProbeParseError } from "../errors.js";
+import { NodeAuditError, ProbeParseError, ProbeTruncatedError } from "../errors.js";
 import type { LoadedNode } from "../manifest/load.js";
 import type { NodeResult } from "../report/schema.js";
 import {
@@ -32,13 +32,6 @@ export const defaultAuditSettings = (overrides: Partial<AuditSettings> = {}): Au
   maintenanceMarker: DEFAULT_MAINTENANCE_MARKER,
   ...overrides,
 });
-
-export function declaredFor(domain: AnyDomain, spec: Record<string, unknown>): unknown {
-  let value: unknown = spec;
-  for (const part of domain.specPath)
-    value = (value as Record<string, unknown> | undefined)?.[part];
-  return value;
-}
 
 /** Domains this node declares, in registry order: only what is declared is audited. */
 export function auditedDomains(node: LoadedNode, categories?: readonly DomainName[]): AnyDomain[] {
@@ -167,7 +160,7 @@ export async function auditNode(
         : error instanceof ProbeParseError
           ? new NodeAuditError(
               node.name,
-              error.message.includes("truncated") ? "truncated" : "malformed",
+              error instanceof ProbeTruncatedError ? "truncated" : "malformed",
               `probe output ${error.message}; node not audited`,
             )
           : new NodeAuditError(

@@ -1,4 +1,4 @@
-import type { z } from "zod";
+import { z } from "zod";
 import { ProbeParseError } from "../errors.js";
 
 export const DOMAIN_NAMES = [
@@ -20,6 +20,17 @@ export type OnDrift = "accept" | "ticket";
 
 export type JsonValue =
   string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+/** Any JSON value: a finding's declared and live values as reports and tickets store them. */
+export const Json: z.ZodType<unknown> = z.lazy(() =>
+  z.union([
+    z.string(),
+    z.number(),
+    z.boolean(),
+    z.null(),
+    z.array(Json),
+    z.record(z.string(), Json),
+  ]),
+);
 
 /** A path into a node spec: object keys, or for keyed lists (files, units) the item's key. */
 export type SpecPath = readonly (string | number)[];
@@ -62,7 +73,6 @@ export interface Finding {
  */
 export interface Domain<Declared = unknown, Live = unknown> {
   name: DomainName;
-  title: string;
   /** Where the declaration lives in a node spec, e.g. ["system", "sysctl_parameters"]. */
   specPath: readonly string[];
   schema: z.ZodType<Declared>;
@@ -90,6 +100,48 @@ export interface Domain<Declared = unknown, Live = unknown> {
    * value at `finding.path` becomes `finding.live` (deleted when live is null).
    */
   accept?(declared: Declared, finding: Finding): Declared | undefined;
+  /**
+   * What on the host's disk announces a change to this declaration's live state, for `watch`
+   * (src/watch/targets.ts). Without it, the domain is re-checked only by the periodic poll.
+   */
+  watchTargets?(declared: Declared): WatchTargets;
+}
+
+/** Where a declaration's live state lives on disk, as the watcher listens to it. */
+export interface WatchTargets {
+  /**
+   * Files whose creation, change or removal changes the live state. Each is watched as an entry of
+   * its directory: editors replace a file by renaming over it, which a watch on the file never sees.
+   */
+  paths: string[];
+  /** Directories any entry of which counts (a drop-in directory); each can also appear or vanish. */
+  directories: string[];
+  /** Part of the declared state is not in a file (a unit's enabled or active state): poll it too. */
+  polled: boolean;
+}
+
+/** The domain's declaration in a node spec, at its `specPath`; undefined when the node declares none. */
+export function declaredFor(domain: AnyDomain, spec: Record<string, unknown>): unknown {
+  let value: unknown = spec;
+  for (const part of domain.specPath)
+    value = (value as Record<string, unknown> | undefined)?.[part];
+  return value;
+}
+
+/** A list declared per item (files by path, units by name): an item whose `key` is declared twice is refused. */
+export function keyedList<Key extends string, Item extends Record<Key, string>, Input>(
+  item: z.ZodType<Item, Input>,
+  key: Key,
+) {
+  return z.array(item).superRefine((items, ctx) => {
+    const seen = new Set<string>();
+    items.forEach((declared, i) => {
+      const name = declared[key];
+      if (seen.has(name))
+        ctx.addIssue({ code: "custom", message: `${name} is declared twice`, path: [i, key] });
+      seen.add(name);
+    });
+  });
 }
 
 /** A section's parts by label, for sections whose labels are each printed once: a repeated one is an error. */

@@ -1,5 +1,6 @@
-// The one place audit domains are registered. Adding a domain: its folder under src/domains/
-// and one line here (test/unit/domains/registry.test.ts fails when a folder is missing).
+// The one place audit domains are registered. Adding a domain (docs/adding-a-domain.md): its folder
+// under src/domains/, its name in DOMAIN_NAMES (domain.ts) and one line here, in the same order;
+// test/unit/domains/registry.test.ts fails when a folder, a name and a registered domain disagree.
 import type { AnyDomain } from "./domain.js";
 import { files } from "./files/index.js";
 import { ioScheduler } from "./io_scheduler/index.js";

@@ -1,16 +1,5 @@
 import { z } from "zod";
-import { DOMAIN_NAMES, SEVERITIES } from "../domains/domain.js";
-
-const Json: z.ZodType<unknown> = z.lazy(() =>
-  z.union([
-    z.string(),
-    z.number(),
-    z.boolean(),
-    z.null(),
-    z.array(Json),
-    z.record(z.string(), Json),
-  ]),
-);
+import { DOMAIN_NAMES, Json, SEVERITIES } from "../domains/domain.js";
 
 /** fleet-manifests/remediations/<id>.yaml: an operator's commitment, merged through a ticket PR, to fix drift on the host. */
 export const Ticket = z.strictObject({

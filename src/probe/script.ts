@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { ParseContext, ProbeContext } from "../domains/domain.js";
-import { ProbeParseError } from "../errors.js";
+import { ProbeParseError, ProbeTruncatedError } from "../errors.js";
 
 // The probe is one POSIX sh script sent on stdin. Every line it frames starts with a per-run
 // random nonce, so the contents of a declared file cannot forge a section boundary.
@@ -67,7 +67,7 @@ export function parseProbeOutput(stdout: string, nonce: string): Map<string, Sec
   const marker = `\n${nonce} `;
   const text = stdout.startsWith(`${nonce} `) ? `\n${stdout}` : stdout;
   if (!text.includes(`${marker}done`)) {
-    throw new ProbeParseError("probe", "output is truncated (no end-of-probe marker)");
+    throw new ProbeTruncatedError("probe", "output is truncated (no end-of-probe marker)");
   }
   // Linear: each search starts where the previous frame ended, and a section is scanned once for `unknown`.
   let pos = text.indexOf(marker);
@@ -83,7 +83,7 @@ export function parseProbeOutput(stdout: string, nonce: string): Map<string, Sec
       throw new ProbeParseError(name, "section appears twice in the probe output");
     const endMarker = `${marker}end ${name}\n`;
     const end = text.indexOf(endMarker, lineEnd);
-    if (end === -1 || lineEnd === -1) throw new ProbeParseError(name, "section is truncated");
+    if (end === -1 || lineEnd === -1) throw new ProbeTruncatedError(name, "section is truncated");
     const output = text.slice(lineEnd + 1, end);
     const unknownAt = output.indexOf(`${marker}unknown `);
     const unknownLine = output.startsWith(`${nonce} unknown `)
@@ -105,7 +105,7 @@ export function parseProbeOutput(stdout: string, nonce: string): Map<string, Sec
     if (text.startsWith(marker, pos)) continue;
     pos = text.indexOf(marker, pos);
   }
-  throw new ProbeParseError("probe", "output is truncated (no end-of-probe marker)");
+  throw new ProbeTruncatedError("probe", "output is truncated (no end-of-probe marker)");
 }
 
 export function parseContext(nonce: string): ParseContext {

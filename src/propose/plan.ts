@@ -10,7 +10,7 @@ import {
 } from "../domains/domain.js";
 import { DOMAINS, domainByName } from "../domains/registry.js";
 import { driftSignature, ticketCovers } from "../drift/drift.js";
-import { declaredFor } from "../audit/node.js";
+import { declaredFor } from "../domains/domain.js";
 import { pathKey, sourceOf, type LoadedNode } from "../manifest/load.js";
 import type { Ticket } from "../manifest/tickets.js";
 import type { DriftItem, Report } from "../report/schema.js";

@@ -1,18 +1,7 @@
 import { z } from "zod";
-import { DOMAIN_NAMES, SEVERITIES } from "../domains/domain.js";
+import { DOMAIN_NAMES, Json, SEVERITIES } from "../domains/domain.js";
 
 export const SCHEMA_VERSION = 1;
-
-export const Json: z.ZodType<unknown> = z.lazy(() =>
-  z.union([
-    z.string(),
-    z.number(),
-    z.boolean(),
-    z.null(),
-    z.array(Json),
-    z.record(z.string(), Json),
-  ]),
-);
 
 export const DriftItem = z.object({
   domain: z.enum(DOMAIN_NAMES),

@@ -22,6 +22,19 @@ export const NOT_IN_MAINTENANCE = (nonce: string) =>
     ["held", ""],
   ]);
 
+/** The whole output of a clean host not in maintenance that runs kernel 6.1.0-28-amd64, for a node declaring only that. */
+export const KERNEL_ONLY = (nonce: string) =>
+  framed(nonce, [
+    ["maintenance", NOT_IN_MAINTENANCE(nonce)],
+    [
+      "kernel",
+      marked(nonce, [
+        ["running", "6.1.0-28-amd64\n"],
+        ["installed", ""],
+      ]),
+    ],
+  ]);
+
 /** A transport that answers every probe with `output(nonce)`, the nonce read from the probe script. */
 export function scriptedTransport(
   output: (nonce: string) => string,

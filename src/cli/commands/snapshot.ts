@@ -1,14 +1,9 @@
-import { partlyUnknown, type AnyDomain } from "../../domains/domain.js";
+import { declaredFor, partlyUnknown, type AnyDomain } from "../../domains/domain.js";
 import { ANY_VERSION } from "../../domains/packages/constraint.js";
 import { DOMAINS } from "../../domains/registry.js";
 import { acceptFinding } from "../../propose/accept.js";
 import { NodeAuditError, ProbeParseError, UsageError } from "../../errors.js";
-import {
-  declaredFor,
-  defaultAuditSettings,
-  runProbe,
-  type AuditSettings,
-} from "../../audit/node.js";
+import { defaultAuditSettings, runProbe, type AuditSettings } from "../../audit/node.js";
 import { parseContext } from "../../probe/script.js";
 import { localTransport } from "../../transport/local.js";
 import { sshTransport } from "../../transport/ssh.js";

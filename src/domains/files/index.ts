@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
-import { FILE_HEADERS_ONLY, formatPatch, structuredPatch } from "diff";
 import { z } from "zod";
-import type { Domain, Finding } from "../domain.js";
+import { keyedList, type Domain, type Finding } from "../domain.js";
+import { unifiedDiff, utf8Text } from "../text.js";
 import {
   STAT_FORMAT,
   isRegular,
@@ -81,18 +81,7 @@ export const FileDeclared = z
   });
 export type FileDeclared = z.infer<typeof FileDeclared>;
 
-export const FilesDeclared = z.array(FileDeclared).superRefine((files, ctx) => {
-  const seen = new Set<string>();
-  files.forEach((file, i) => {
-    if (seen.has(file.path))
-      ctx.addIssue({
-        code: "custom",
-        message: `${file.path} is declared twice`,
-        path: [i, "path"],
-      });
-    seen.add(file.path);
-  });
-});
+export const FilesDeclared = keyedList(FileDeclared, "path");
 export type FilesDeclared = z.infer<typeof FilesDeclared>;
 
 const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
@@ -104,19 +93,6 @@ function comparedByHash(file: FileDeclared, cap: number): boolean {
     file.sha256 !== undefined ||
     (file.contents !== undefined && Buffer.byteLength(file.contents) > cap)
   );
-}
-
-function unifiedDiff(want: string, got: string): string {
-  return formatPatch(structuredPatch("want", "got", want, got), FILE_HEADERS_ONLY);
-}
-
-/** UTF-8 text, or undefined for bytes that are not. */
-function asText(bytes: Buffer): string | undefined {
-  try {
-    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-  } catch {
-    return undefined;
-  }
 }
 
 function describe(stat: FileStat): string {
@@ -172,7 +148,7 @@ function compareContents(file: FileDeclared, stat: FileStat, live: FilesLive): F
       detail: `the live file is over the ${live.cap}-byte cap for file contents: not read, not shown`,
     };
   }
-  const text = asText(got);
+  const text = utf8Text(got);
   if (text === undefined) {
     const live = shownByHash(sha256(got), got.length);
     return {
@@ -261,7 +237,6 @@ function readRegularFile(bytes: number): string {
 
 export const files: Domain<FilesDeclared, FilesLive> = {
   name: "files",
-  title: "Files",
   specPath: ["files"],
   schema: FilesDeclared,
   listKey: "path",
@@ -411,5 +386,8 @@ export const files: Domain<FilesDeclared, FilesLive> = {
   snapshot() {
     // Files are audited only where declared: a host has nothing to offer unasked.
     return undefined;
+  },
+  watchTargets(declared) {
+    return { paths: declared.map((file) => file.path), directories: [], polled: false };
   },
 };

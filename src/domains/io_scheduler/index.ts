@@ -19,7 +19,6 @@ export type IoSchedulerDeclared = z.infer<typeof IoSchedulerDeclared>;
 
 export const ioScheduler: Domain<IoSchedulerDeclared, IoSchedulerLive> = {
   name: "io_scheduler",
-  title: "Block device I/O schedulers",
   specPath: ["storage", "io_scheduler"],
   schema: IoSchedulerDeclared,
   severity: "low",

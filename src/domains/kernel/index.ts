@@ -9,7 +9,6 @@ export type KernelDeclared = z.infer<typeof KernelDeclared>;
 
 export const kernel: Domain<KernelDeclared, KernelLive> = {
   name: "kernel",
-  title: "Kernel release",
   specPath: ["system", "kernel_version"],
   schema: KernelDeclared,
   severity: "high",

@@ -20,7 +20,6 @@ export type KernelModulesDeclared = z.infer<typeof KernelModulesDeclared>;
 
 export const kernelModules: Domain<KernelModulesDeclared, KernelModulesLive> = {
   name: "kernel_modules",
-  title: "Kernel modules",
   specPath: ["system", "kernel_modules"],
   schema: KernelModulesDeclared,
   severity: "high",

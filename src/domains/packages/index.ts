@@ -43,7 +43,6 @@ const DATABASES: Record<PackageFormat, string> = {
 
 export const packages: Domain<PackagesDeclared, PackagesLive> = {
   name: "packages",
-  title: "Installed packages",
   specPath: ["packages", "installed_manifest"],
   schema: PackagesDeclared,
   severity: "high",

@@ -67,7 +67,6 @@ export type PortsDeclared = z.infer<typeof PortsDeclared>;
 
 export const ports: Domain<PortsDeclared, PortsLive> = {
   name: "ports",
-  title: "Listening ports",
   specPath: ["networking", "listening_ports"],
   schema: PortsDeclared,
   severity: "high",

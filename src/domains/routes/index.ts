@@ -95,7 +95,6 @@ function matches(want: WantedRoute, got: LiveRoute): boolean {
 
 export const routes: Domain<RoutesDeclared, RoutesLive> = {
   name: "routes",
-  title: "Network routes",
   specPath: ["networking", "routes"],
   schema: RoutesDeclared,
   severity: "critical",

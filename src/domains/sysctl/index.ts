@@ -4,6 +4,7 @@ import { parseNameValue } from "../list-form.js";
 import {
   normalizeValue,
   parsePersistedSysctl,
+  PERSISTED_DIRS,
   parseRuntimeSysctl,
   type SysctlLive,
 } from "./parse.js";
@@ -22,17 +23,8 @@ export function procPath(name: string): string {
   return `/proc/sys/${name.replaceAll(".", "/")}`;
 }
 
-const PERSISTED_DIRS = [
-  "/etc/sysctl.d",
-  "/run/sysctl.d",
-  "/usr/local/lib/sysctl.d",
-  "/usr/lib/sysctl.d",
-  "/lib/sysctl.d",
-];
-
 export const sysctl: Domain<SysctlDeclared, SysctlLive> = {
   name: "sysctl",
-  title: "Sysctl values",
   specPath: ["system", "sysctl_parameters"],
   schema: SysctlDeclared,
   listForm: parseNameValue,

@@ -29,13 +29,15 @@ export function parseRuntimeSysctl(text: string): Map<string, string> {
   return new Map([...values].map(([name, lines]) => [name, normalizeValue(lines.join(" "))]));
 }
 
-const DIR_PRIORITY = [
-  "/etc/sysctl.d/",
-  "/run/sysctl.d/",
-  "/usr/local/lib/sysctl.d/",
-  "/usr/lib/sysctl.d/",
-  "/lib/sysctl.d/",
+/** The sysctl.d directories `sysctl --system` reads, highest priority first: the probe greps them. */
+export const PERSISTED_DIRS = [
+  "/etc/sysctl.d",
+  "/run/sysctl.d",
+  "/usr/local/lib/sysctl.d",
+  "/usr/lib/sysctl.d",
+  "/lib/sysctl.d",
 ];
+const DIR_PRIORITY = PERSISTED_DIRS.map((dir) => `${dir}/`);
 
 /**
  * `grep -H ''` output over sysctl.conf and sysctl.d files. Applies them as `sysctl --system`

@@ -1,6 +1,6 @@
-import { FILE_HEADERS_ONLY, formatPatch, structuredPatch } from "diff";
 import { z } from "zod";
-import type { Domain, Finding, JsonValue } from "../domain.js";
+import { keyedList, type Domain, type Finding, type JsonValue } from "../domain.js";
+import { unifiedDiff, utf8Text } from "../text.js";
 import { parseSystemd, type SystemdLive, type UnitLive } from "./parse.js";
 
 const UNIT_TYPES = [
@@ -46,22 +46,11 @@ export const UnitDeclared = z.strictObject({
 });
 export type UnitDeclared = z.infer<typeof UnitDeclared>;
 
-export const SystemdDeclared = z.array(UnitDeclared).superRefine((units, ctx) => {
-  const seen = new Set<string>();
-  units.forEach((unit, i) => {
-    if (seen.has(unit.name))
-      ctx.addIssue({
-        code: "custom",
-        message: `${unit.name} is declared twice`,
-        path: [i, "name"],
-      });
-    seen.add(unit.name);
-  });
-});
+export const SystemdDeclared = keyedList(UnitDeclared, "name");
 export type SystemdDeclared = z.infer<typeof SystemdDeclared>;
 
 /** systemd's unit search order, highest priority first. */
-export const UNIT_DIRS = [
+const UNIT_DIRS = [
   "/run/systemd/generator.early",
   "/etc/systemd/system",
   "/run/systemd/system",
@@ -92,25 +81,20 @@ const NO_SYSTEMD =
   "systemd is not running on this host (no /run/systemd/system): active state unknown";
 const ACTIVE_STATES = new Set(["active", "reloading"]);
 
-/** `foo@bar.service` falls back to its template `foo@.service`. */
-function template(name: string): string | undefined {
+/** The unit files a unit is read from: its own, and for `foo@bar.service` its template `foo@.service`. */
+function unitFileNames(name: string): string[] {
   const m = /^([^@]+@)[^@]+(\.[a-z]+)$/.exec(name);
-  return m ? `${m[1]}${m[2]}` : undefined;
+  return m ? [name, `${m[1]}${m[2]}`] : [name];
 }
 
-function unifiedDiff(want: string, got: string): string {
-  return formatPatch(structuredPatch("want", "got", want, got), FILE_HEADERS_ONLY);
-}
+/** Where the drop-ins of a unit live: every *.conf in it changes the unit. */
+const dropinDir = (name: string) => `/etc/systemd/system/${name}.d`;
 
 /** A unit or drop-in as a report shows it: its text, or a summary when it is not text within the cap. */
 function shown(bytes: Buffer, cap: number): { text?: string; value: string } {
   if (bytes.length > cap) return { value: `<over the ${cap}-byte cap, not read>` };
-  try {
-    const text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-    return { text, value: text };
-  } catch {
-    return { value: `<binary, ${bytes.length} bytes>` };
-  }
+  const text = utf8Text(bytes);
+  return text === undefined ? { value: `<binary, ${bytes.length} bytes>` } : { text, value: text };
 }
 
 function textFinding(
@@ -150,7 +134,6 @@ function enabledDetail(unit: UnitLive, name: string): string {
 
 export const systemd: Domain<SystemdDeclared, SystemdLive> = {
   name: "systemd",
-  title: "systemd units",
   specPath: ["systemd", "units"],
   schema: SystemdDeclared,
   listKey: "name",
@@ -180,8 +163,9 @@ export const systemd: Domain<SystemdDeclared, SystemdLive> = {
       );
     }
     for (const unit of declared) {
-      const names = [unit.name, template(unit.name)].filter((n): n is string => n !== undefined);
-      const candidates = names.flatMap((n) => UNIT_DIRS.map((d) => q(`${d}/${n}`)));
+      const candidates = unitFileNames(unit.name).flatMap((n) =>
+        UNIT_DIRS.map((d) => q(`${d}/${n}`)),
+      );
       const name = q(unit.name);
       lines.push(
         ctx.mark(`unit ${unit.name}`),
@@ -278,7 +262,7 @@ export const systemd: Domain<SystemdDeclared, SystemdLive> = {
         if (drift) findings.push(drift);
       }
       if (unit.dropins !== undefined) {
-        const dir = `/etc/systemd/system/${unit.name}.d`;
+        const dir = dropinDir(unit.name);
         for (const [file, want] of Object.entries(unit.dropins)) {
           const key = `${unit.name}.d/${file}`;
           const path = [...base, "dropins", file];
@@ -348,5 +332,15 @@ export const systemd: Domain<SystemdDeclared, SystemdLive> = {
   snapshot() {
     // Units are audited only where declared: a host has nothing to offer unasked.
     return undefined;
+  },
+  watchTargets(declared) {
+    return {
+      paths: declared.flatMap((unit) =>
+        unitFileNames(unit.name).flatMap((name) => UNIT_DIRS.map((dir) => `${dir}/${name}`)),
+      ),
+      directories: declared.map((unit) => dropinDir(unit.name)),
+      // Unit files and drop-ins are watched; enablement links and the running state are not.
+      polled: declared.some((unit) => unit.enabled !== undefined || unit.active !== undefined),
+    };
   },
 };

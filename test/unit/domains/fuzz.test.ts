@@ -5,11 +5,10 @@ import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import fc from "fast-check";
-import type { AnyDomain } from "../../../src/domains/domain.js";
+import { Json, type AnyDomain } from "../../../src/domains/domain.js";
 import { DOMAINS } from "../../../src/domains/registry.js";
 import { ProbeParseError } from "../../../src/errors.js";
 import { parseContext, parseProbeOutput } from "../../../src/probe/script.js";
-import { Json } from "../../../src/report/schema.js";
 
 const NONCE = "QMfuzz";
 const PROTO = ["__proto__", "constructor", "toString", "hasOwnProperty", "valueOf", "prototype"];
