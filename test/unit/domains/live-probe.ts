@@ -39,7 +39,7 @@ export interface Rooted {
   paths: readonly string[];
 }
 
-function rooted(script: string, root: Rooted): string {
+export function rooted(script: string, root: Rooted): string {
   // Longest first, and only where a path starts (after a blank, quote or `=`): /lib/sysctl.d
   // must not match inside /usr/lib/sysctl.d.
   const paths = [...root.paths].sort((a, b) => b.length - a.length);
