@@ -4,7 +4,7 @@ import { kernelModules } from "../../../src/domains/kernel_modules/index.js";
 import { parseModules, type KernelModulesLive } from "../../../src/domains/kernel_modules/parse.js";
 import { ProbeParseError } from "../../../src/errors.js";
 import { scratchTrees } from "../../support/tree.js";
-import { fixture, liveFrom, section } from "./fixtures.js";
+import { capturedFiles, fixture, liveFrom, section } from "./fixtures.js";
 import { runProbe } from "./live-probe.js";
 
 const trees = scratchTrees();
@@ -91,11 +91,10 @@ test("the schema refuses a module declared both loaded and absent", () => {
 
 test("with modules declared, the host sends only their lines, and they compare as the whole lists do", async () => {
   // The captured host's /proc/modules and modules.builtin, probed as if they were this machine's.
-  const files: Record<string, string> = { "proc/sys/kernel/osrelease": "6.1.0-28-amd64\n" };
-  for (const line of fixture("kernel_modules", "debian-bridge-host.txt").split("\n")) {
-    const m = /^\/(proc\/modules|lib\/modules\/[^:]+):(.*)$/.exec(line);
-    if (m) files[m[1]!] = `${files[m[1]!] ?? ""}${m[2]!}\n`;
-  }
+  const files = {
+    ...capturedFiles(fixture("kernel_modules", "debian-bridge-host.txt")),
+    "proc/sys/kernel/osrelease": "6.1.0-28-amd64\n",
+  };
   const root = {
     dir: await trees(files),
     paths: ["/proc/modules", "/proc/sys/kernel/osrelease", "/lib/modules"],
