@@ -30,7 +30,9 @@ export function maintenanceProbe(marker: string, ctx: ProbeContext): string {
     // Only a regular file, never through a symlink (it could point at a secret) nor a fifo (it would block).
     `[ -f ${file} ] && [ ! -h ${file} ] && head -c ${MARKER_READ_BYTES} -- ${file} 2>/dev/null`,
     ctx.mark("locks"),
-    `locks=$(stat -c '%n %d %i' -- ${PACKAGE_LOCKS.join(" ")} 2>/dev/null)`,
+    // No lock at all (a builtin read of /proc/locks finds no line): nothing to look up, no process.
+    "locks=; read -r qm_l 2>/dev/null < /proc/locks &&",
+    `  locks=$(stat -c '%n %d %i' -- ${PACKAGE_LOCKS.join(" ")} 2>/dev/null)`,
     `[ -z "$locks" ] || printf '%s\\n' "$locks"`,
     ctx.mark("held"),
     // /proc/locks names a lock by major:minor:inode; a lock on one of the files above means a package
