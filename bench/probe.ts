@@ -3,6 +3,8 @@
 // each section, the total against the 8 KB target for a typical node with a few packages declared,
 // and the CPU (user + sys) the probe's shell and its commands used per run.
 // Run: npx tsx bench/probe.ts [runs] [node...]   (default: 20 runs, every node of fleet-manifests)
+// The bytes are this machine's: routes and ports grow with its interfaces and listeners (test
+// hosts' bridges and veths included), kernel_modules is unknown where /proc/modules is absent.
 import { readFileSync } from "node:fs";
 import { auditedDomains, declaredFor, defaultAuditSettings, runProbe } from "../src/audit/node.js";
 import { loadFleet } from "../src/manifest/load.js";
