@@ -14,6 +14,13 @@ const PACKAGE_LOCKS = [
   "/lib/apk/db/lock",
 ];
 
+// Reads `name dev inode` lines first, then prints each /proc/locks line with a `maj:min:inode`
+// field whose inode is one of theirs (a superset of what parseMaintenance matches, dev and all).
+const HELD_LINES = [
+  'NR == FNR { w[":" $NF] = 1; next }',
+  "{ for (i = 1; i <= NF; i++) if (match($i, /:[0-9]+$/) && (substr($i, RSTART) in w)) { print; next } }",
+].join(" ");
+
 /** Reads the maintenance marker and which package-manager lock files are held, without root. */
 export function maintenanceProbe(marker: string, ctx: ProbeContext): string {
   const file = ctx.quote(marker);
@@ -23,10 +30,14 @@ export function maintenanceProbe(marker: string, ctx: ProbeContext): string {
     // Only a regular file, never through a symlink (it could point at a secret) nor a fifo (it would block).
     `[ -f ${file} ] && [ ! -h ${file} ] && head -c ${MARKER_READ_BYTES} -- ${file} 2>/dev/null`,
     ctx.mark("locks"),
-    `stat -c '%n %d %i' -- ${PACKAGE_LOCKS.join(" ")} 2>/dev/null`,
+    // No lock at all (a builtin read of /proc/locks finds no line): nothing to look up, no process.
+    "locks=; read -r qm_l 2>/dev/null < /proc/locks &&",
+    `  locks=$(stat -c '%n %d %i' -- ${PACKAGE_LOCKS.join(" ")} 2>/dev/null)`,
+    `[ -z "$locks" ] || printf '%s\\n' "$locks"`,
     ctx.mark("held"),
-    // /proc/locks names a lock by major:minor:inode; a lock on one of the files above means a package manager runs.
-    "grep -s '' /proc/locks",
+    // /proc/locks names a lock by major:minor:inode; a lock on one of the files above means a package
+    // manager runs. Only lines naming one of their inodes are sent: a busy host holds many locks.
+    `[ -z "$locks" ] || printf '%s\\n' "$locks" | awk '${HELD_LINES}' - /proc/locks 2>/dev/null`,
     "true",
   ].join("\n");
 }

@@ -26,7 +26,9 @@ export const ioScheduler: Domain<IoSchedulerDeclared, IoSchedulerLive> = {
   remediation:
     "Echo the declared scheduler into /sys/block/<dev>/queue/scheduler and persist it with a udev rule, or accept the live scheduler.",
   probe(_declared, ctx) {
-    // The glob expands in the shell; one grep reads every device's scheduler file.
+    // The glob expands in the shell; one grep reads every device's scheduler file. Every device is
+    // sent (a line each): declared keys are globs matched by picomatch on the auditor, which no
+    // sh, busybox or not, matches alike in every case, and a glob's own finding needs the devices.
     return [
       "set -- /sys/block/*/queue/scheduler",
       `if [ -e "$1" ]; then grep -H -s '' "$@"; else ${ctx.unknown("no block device with an I/O scheduler in /sys/block")}; fi`,

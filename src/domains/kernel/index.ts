@@ -15,11 +15,13 @@ export const kernel: Domain<KernelDeclared, KernelLive> = {
   onDrift: "ticket",
   remediation: "Schedule a reboot into the declared kernel, or update the manifest.",
   probe(_declared, ctx) {
-    // One process: the globs and tests are shell builtins. A modules directory without an
-    // image is what a removed kernel leaves behind (DKMS builds), so only images count.
+    // No process at all: reads, globs and tests are shell builtins. osrelease is a string file,
+    // which answers dash's byte-by-byte `read` correctly (integer /proc/sys files do not). A
+    // modules directory without an image is what a removed kernel leaves behind (DKMS builds),
+    // so only images count.
     return [
       ctx.mark("running"),
-      "cat /proc/sys/kernel/osrelease",
+      "read -r r < /proc/sys/kernel/osrelease && printf '%s\\n' \"$r\"",
       ctx.mark("installed"),
       `for f in /boot/vmlinuz-*; do [ -e "$f" ] && printf '%s\\n' "\${f#/boot/vmlinuz-}"; done`,
       `for d in /lib/modules/*; do [ -e "$d/vmlinuz" ] && printf '%s\\n' "\${d##*/}"; done`,

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Domain, Finding } from "../domain.js";
+import type { Domain, Finding, ProbeContext } from "../domain.js";
 import { moduleName, parseModules, type KernelModulesLive } from "./parse.js";
 
 const ModuleName = z.string().regex(/^[A-Za-z0-9_-]+$/, "a kernel module name, like br_netfilter");
@@ -18,6 +18,17 @@ export const KernelModulesDeclared = z
   });
 export type KernelModulesDeclared = z.infer<typeof KernelModulesDeclared>;
 
+/**
+ * grep's patterns for the lines the parser may read a declared module from (a superset: the
+ * parser decides): `NAME SIZE ...` in /proc/modules, `.../NAME.ko[.xz]` in modules.builtin,
+ * `-` and `_` alike. Nothing declared (a snapshot), every line.
+ */
+function moduleLines(names: readonly string[] | undefined, ctx: ProbeContext): string {
+  if (!names) return "''";
+  const any = `(${names.map((name) => name.replaceAll(/[-_]/g, "[-_]")).join("|")})`;
+  return `-E -e ${ctx.quote(`^${any} `)} -e ${ctx.quote(`(^|/)${any}\\.ko(\\.[a-z]+)?$`)}`;
+}
+
 export const kernelModules: Domain<KernelModulesDeclared, KernelModulesLive> = {
   name: "kernel_modules",
   specPath: ["system", "kernel_modules"],
@@ -27,13 +38,16 @@ export const kernelModules: Domain<KernelModulesDeclared, KernelModulesLive> = {
   itemsAreASet: true,
   remediation:
     "Load or blacklist the module and persist it in /etc/modules-load.d or /etc/modprobe.d, or accept the live state.",
-  probe(_declared, ctx) {
+  probe(declared, ctx) {
     // osrelease is a string file, which answers dash's byte-by-byte `read` correctly (integer
-    // /proc/sys files do not); one grep then reads the module list and the built-in list.
+    // /proc/sys files do not); one grep then reads the module list and the built-in list,
+    // keeping only the declared modules' lines (a snapshot takes every loaded one).
+    const names = declared && [...(declared.loaded ?? []), ...(declared.absent ?? [])];
+    if (names?.length === 0) return "true";
     return [
       `if [ ! -e /proc/modules ]; then ${ctx.unknown("no /proc/modules: kernel without loadable module support")}`,
       `elif [ ! -r /proc/modules ]; then ${ctx.unknown("/proc/modules is not readable")}`,
-      `else read -r r < /proc/sys/kernel/osrelease; grep -H -s '' /proc/modules "/lib/modules/$r/modules.builtin"; fi`,
+      `else read -r r < /proc/sys/kernel/osrelease; grep -H -s ${moduleLines(names, ctx)} /proc/modules "/lib/modules/$r/modules.builtin"; fi`,
       "true",
     ].join("\n");
   },

@@ -65,6 +65,11 @@ const Port = z.string().superRefine((text, ctx) => {
 export const PortsDeclared = z.array(Port);
 export type PortsDeclared = z.infer<typeof PortsDeclared>;
 
+const LISTENER_LINES = [
+  '$1 == "sl" { print FILENAME ": sl "; next }',
+  '$4 == "0A" && FILENAME ~ /tcp/ || $4 == "07" && FILENAME ~ /udp/ { print FILENAME ": " $1 " " $2 " " $3 " " $4 " " }',
+].join(" ");
+
 export const ports: Domain<PortsDeclared, PortsLive> = {
   name: "ports",
   specPath: ["networking", "listening_ports"],
@@ -75,12 +80,15 @@ export const ports: Domain<PortsDeclared, PortsLive> = {
   remediation:
     "Stop an unauthorized listener, or start the service of a declared port that is closed; or accept the live state into networking.listening_ports.",
   probe() {
-    // One grep over the four socket tables (the IPv6 ones are absent without IPv6); it keeps the
-    // headers, to prove each table was read, and only sockets in the LISTEN or CLOSE state,
-    // since a busy host has many thousands of connections.
+    // Every listener is sent, declared or not: the declared list is an allow-list, and anything
+    // else listening is drift. One awk over the four socket tables (the IPv6 ones are absent
+    // without IPv6) keeps each table's header, to prove it was read, and only listening sockets
+    // (TCP in LISTEN, UDP unconnected), since a busy host has many thousands of connections; of
+    // each it sends the fields the parser reads, not the queues, timers, uid and inode.
     return [
-      "grep -H -s -E -e '^ +sl ' -e '^ *[0-9]+: [0-9A-F]+:[0-9A-F]+ [0-9A-F]+:[0-9A-F]+ (0A|07) ' \\",
-      "  /proc/net/tcp /proc/net/tcp6 /proc/net/udp /proc/net/udp6",
+      "set --",
+      'for f in /proc/net/tcp /proc/net/tcp6 /proc/net/udp /proc/net/udp6; do [ -r "$f" ] && set -- "$@" "$f"; done',
+      `[ $# -eq 0 ] || awk '${LISTENER_LINES}' "$@"`,
       "true",
     ].join("\n");
   },

@@ -19,9 +19,11 @@ export function comparePorts(a: string, b: string): number {
 }
 
 /**
- * `grep -H` output of /proc/net/{tcp,tcp6,udp,udp6}: each file's header and its socket lines
- * (`/proc/net/tcp:   0: 00000000:0016 00000000:0000 0A ...`). A TCP socket listens in state 0A;
- * a UDP socket receives from anyone when bound and unconnected: state 07, remote address zero.
+ * `FILE:line` output of /proc/net/{tcp,tcp6,udp,udp6}: each file's header and its socket lines
+ * (`/proc/net/tcp:   0: 00000000:0016 00000000:0000 0A ...`), whole or, as the probe sends
+ * them, cut after the state (`/proc/net/tcp: 0: 00000000:0016 00000000:0000 0A `). A TCP socket
+ * listens in state 0A; a UDP socket receives from anyone when bound and unconnected: state 07,
+ * remote address zero.
  */
 export function parsePorts(text: string): PortsLive {
   const listening = new Map<string, Set<string>>();

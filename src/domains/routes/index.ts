@@ -93,6 +93,18 @@ function matches(want: WantedRoute, got: LiveRoute): boolean {
   );
 }
 
+const ROUTE_LINES = [
+  'FILENAME == "/proc/net/fib_trie" {',
+  'if ($1 == "|--") a = $2; else if ($0 ~ /\\/32 host LOCAL/ && !(a in l)) { l[a] = 1; print "local:" a }',
+  "next }",
+  'FILENAME == "/proc/net/ipv6_route" && NF == 10 && ($10 == "lo" || $9 ~ /^[89a-f]......./ ||',
+  `$1 $2 == "${"fe80".padEnd(32, "0")}40" || $1 $2 == "${"ff".padEnd(32, "0")}08") { next }`,
+  // An address's own prefix route only tells kernel-made routes apart: not needed for one on lo or
+  // in fe80::/64, whose routes are left out anyway.
+  'FILENAME == "/proc/net/if_inet6" && NF == 6 && ($6 == "lo" || $3 $1 ~ /^40fe80000000000000/) { next }',
+  '{ sub(/[ \\t]+$/, ""); print FILENAME ":" $0 }',
+].join(" ");
+
 export const routes: Domain<RoutesDeclared, RoutesLive> = {
   name: "routes",
   specPath: ["networking", "routes"],
@@ -103,12 +115,15 @@ export const routes: Domain<RoutesDeclared, RoutesLive> = {
   remediation:
     "Audit the routing table; commit the permanent route to the network configuration, or remove the stray route.",
   probe() {
-    // One awk reads every file (IPv6 ones may be absent) and keeps only the local-address
-    // lines of fib_trie, which is large on a router.
+    // The declared list is the whole main table, so every route the parser may keep is sent. One
+    // awk reads every file (IPv6 ones may be absent) and leaves out, on the host, what the parser
+    // leaves out anyway: of fib_trie, which is large on a router, all but each local address once;
+    // of ipv6_route and if_inet6, routes and addresses on lo, local routes (flag 0x80000000),
+    // fe80::/64 and ff00::/8 (one of each per interface); and the blanks padding /proc/net/route.
     return [
       "set -- /proc/net/route",
       'for f in /proc/net/ipv6_route /proc/net/if_inet6 /proc/net/fib_trie; do [ -e "$f" ] && set -- "$@" "$f"; done',
-      `awk 'FILENAME == "/proc/net/fib_trie" { if ($1 == "|--") a = $2; else if ($0 ~ /\\/32 host LOCAL/) print "local:" a; next } { print FILENAME ":" $0 }' "$@"`,
+      `awk '${ROUTE_LINES}' "$@"`,
     ].join("\n");
   },
   parse(output) {

@@ -23,6 +23,18 @@ export function procPath(name: string): string {
   return `/proc/sys/${name.replaceAll(".", "/")}`;
 }
 
+/**
+ * An extended regular expression for the persisted lines the parser may read a wanted key from
+ * (a superset: the parser decides): for a snapshot every line but comments and blank ones, else
+ * lines whose key, after leading `-` and blanks, is a declared name written with `.` or `/`.
+ * The parser reads a key after blanks and one `-`: `[^A-Za-z0-9_#;]*` takes at least those.
+ */
+function persistedLines(names: readonly string[] | undefined): string {
+  if (!names) return "^[[:space:]]*[^[:space:]#;]";
+  const keys = names.map((name) => name.replaceAll(/[./]/g, "[./]"));
+  return `^[^A-Za-z0-9_#;]*(${keys.join("|")})([^A-Za-z0-9_./-]|$)`;
+}
+
 export const sysctl: Domain<SysctlDeclared, SysctlLive> = {
   name: "sysctl",
   specPath: ["system", "sysctl_parameters"],
@@ -33,19 +45,25 @@ export const sysctl: Domain<SysctlDeclared, SysctlLive> = {
   remediation:
     "Apply the manifest baseline with `sysctl -p` (or `sysctl --system`), or accept the live value into the manifest.",
   probe(declared, ctx) {
+    // Declared, the host sends only the declared keys; a snapshot takes every persisted one.
+    const names = declared && Object.keys(declared);
+    if (names?.length === 0) return "true";
     // One grep prints `path:value` for every file: one process, and a single read() of each
     // /proc/sys file (dash's `read` reads byte by byte, which /proc/sys answers wrongly).
-    const runtime = declared
-      ? Object.keys(declared)
-          .map((name) => ctx.quote(procPath(name)))
-          .join(" ")
+    const runtime = names
+      ? names.map((name) => ctx.quote(procPath(name))).join(" ")
       : "-r /proc/sys/net /proc/sys/fs /proc/sys/kernel /proc/sys/vm";
     const persisted = PERSISTED_DIRS.map((d) => `${d}/*.conf`).join(" ");
     return [
       ctx.mark("runtime"),
       `grep -H -s '' ${runtime} 2>/dev/null`,
       ctx.mark("persisted"),
-      `grep -H -s '' /etc/sysctl.conf ${persisted} 2>/dev/null`,
+      // Every file is named (`file:`), setting anything or not, since a file masks a same-named
+      // one in a later directory; then only lines that can set a wanted key. With no file, grep
+      // is not run: it would read stdin, the rest of this script.
+      "set --",
+      `for f in /etc/sysctl.conf ${persisted}; do [ -e "$f" ] && printf '%s:\\n' "$f" && set -- "$@" "$f"; done`,
+      `[ $# -eq 0 ] || grep -H -s -E ${ctx.quote(persistedLines(names))} "$@"`,
       "true",
     ].join("\n");
   },

@@ -1,6 +1,16 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { parseMaintenance } from "../../../src/audit/maintenance.js";
+import { execa } from "execa";
+import { maintenanceProbe, parseMaintenance } from "../../../src/audit/maintenance.js";
+import {
+  buildProbe,
+  newNonce,
+  parseContext,
+  parseProbeOutput,
+  probeContext,
+} from "../../../src/probe/script.js";
+import { scratchTrees } from "../../support/tree.js";
+import { rooted } from "../domains/live-probe.js";
 
 describe("maintenance", () => {
   it("the marker puts a node in maintenance", () => {
@@ -46,5 +56,41 @@ describe("maintenance", () => {
       long,
       `maintenance marker /run/quartermaster/maintenance is present: ${"x".repeat(199)}…`,
     );
+  });
+});
+
+describe("maintenance probe on this host", () => {
+  const trees = scratchTrees();
+
+  it("a held package-manager lock is found, and no other lock of the host is sent", async () => {
+    const dir = await trees({
+      "var/lib/dpkg/lock": "",
+      "var/lib/dpkg/lock-frontend": "",
+      other: "",
+    });
+    // Two real locks: one on dpkg's lock file, one on a file that is none of the package managers'.
+    const holders = [`${dir}/var/lib/dpkg/lock`, `${dir}/other`].map((file) =>
+      execa("flock", [file, "sh", "-c", "echo locked; exec sleep 60"], { reject: false }),
+    );
+    try {
+      await Promise.all(
+        holders.map((holder) => new Promise((resolve) => holder.stdout.once("data", resolve))),
+      );
+      const nonce = newNonce();
+      const ctx = probeContext(nonce, 1024);
+      const { script } = buildProbe(nonce, [
+        { name: "maintenance", script: maintenanceProbe("/nonexistent/qm-marker", ctx) },
+      ]);
+      const root = { dir, paths: ["/var/lib/dpkg", "/var/lib/rpm", "/lib/apk"] };
+      const { stdout } = await execa("sh", ["-s"], { input: rooted(script, root) });
+      const output = parseProbeOutput(stdout.replaceAll(dir, ""), nonce).get("maintenance")!.output;
+      const parts = parseContext(nonce).parts(output);
+      assert.equal(parseMaintenance(output, parts), "a package manager holds /var/lib/dpkg/lock");
+      const held = new Map(parts).get("held")!;
+      assert.equal(held.trim().split("\n").length, 1, held);
+    } finally {
+      for (const holder of holders) holder.kill("SIGKILL");
+      await Promise.all(holders);
+    }
   });
 });

@@ -22,3 +22,16 @@ export function liveFrom(domain: AnyDomain, file: string): any {
   if (out.unknown !== undefined) throw new Error(`fixture ${file} is unknown: ${out.unknown}`);
   return domain.parse(out.output, parseContext(FIXTURE_NONCE));
 }
+
+/**
+ * The host files a captured `FILE:line` probe output was read from, by path without its leading
+ * `/` (as writeTree takes them), to probe them again with the probe of today.
+ */
+export function capturedFiles(stdout: string): Record<string, string> {
+  const files: Record<string, string> = {};
+  for (const line of stdout.split("\n")) {
+    const m = /^\/([^:]+):(.*)$/.exec(line);
+    if (m) files[m[1]!] = `${files[m[1]!] ?? ""}${m[2]!}\n`;
+  }
+  return files;
+}

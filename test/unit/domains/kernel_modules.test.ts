@@ -1,9 +1,13 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { kernelModules } from "../../../src/domains/kernel_modules/index.js";
-import { parseModules } from "../../../src/domains/kernel_modules/parse.js";
+import { parseModules, type KernelModulesLive } from "../../../src/domains/kernel_modules/parse.js";
 import { ProbeParseError } from "../../../src/errors.js";
-import { fixture, liveFrom, section } from "./fixtures.js";
+import { scratchTrees } from "../../support/tree.js";
+import { capturedFiles, fixture, liveFrom, section } from "./fixtures.js";
+import { runProbe } from "./live-probe.js";
+
+const trees = scratchTrees();
 
 const path = (...rest: (string | number)[]) => ["system", "kernel_modules", ...rest];
 
@@ -83,4 +87,46 @@ test("the schema refuses a module declared both loaded and absent", () => {
   );
   assert.equal(kernelModules.schema.safeParse({ loaded: ["floppy;reboot"] }).success, false);
   assert.equal(kernelModules.schema.safeParse({ unloaded: ["floppy"] }).success, false);
+});
+
+test("with modules declared, the host sends only their lines, and they compare as the whole lists do", async () => {
+  // The captured host's /proc/modules and modules.builtin, probed as if they were this machine's.
+  const files = {
+    ...capturedFiles(fixture("kernel_modules", "debian-bridge-host.txt")),
+    "proc/sys/kernel/osrelease": "6.1.0-28-amd64\n",
+  };
+  const root = {
+    dir: await trees(files),
+    paths: ["/proc/modules", "/proc/sys/kernel/osrelease", "/lib/modules"],
+  };
+  const declared = {
+    loaded: ["br-netfilter", "nf_conntrack", "loop", "tcp_cubic"],
+    absent: ["floppy", "ext4", "usb-storage"],
+  };
+  const filtered = await runProbe<KernelModulesLive>(kernelModules, declared, { root });
+  const everything = await runProbe<KernelModulesLive>(kernelModules, undefined, { root });
+  assert.deepEqual(everything.live, liveFrom(kernelModules, "debian-bridge-host.txt"));
+  assert.deepEqual(
+    kernelModules.compare(declared, filtered.live!),
+    kernelModules.compare(declared, everything.live!),
+  );
+  assert.deepEqual(
+    kernelModules.compare(declared, filtered.live!).map((f) => [f.key, f.live]),
+    [
+      ["nf_conntrack", "absent"],
+      ["floppy", "loaded"],
+      ["ext4", "loaded"],
+    ],
+  );
+  assert.deepEqual([...filtered.live!.loaded, ...filtered.live!.builtin].sort(), [
+    "br_netfilter",
+    "ext4",
+    "floppy",
+    "loop",
+    "tcp_cubic",
+  ]);
+  for (const unsent of ["bridge 311296", "stp ", "llc ", "snd_hda_intel"])
+    assert.ok(!filtered.stdout.includes(unsent), `${unsent} sent`);
+  const none = await runProbe<KernelModulesLive>(kernelModules, { loaded: [] }, { root });
+  assert.deepEqual([none.live!.loaded.size, none.live!.builtin.size], [0, 0]);
 });

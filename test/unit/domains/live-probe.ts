@@ -29,25 +29,41 @@ export interface ProbeRun<Live> {
   stdout: string;
 }
 
+/**
+ * Host paths a probe reads from a scratch directory instead: each of `paths` (a file or a
+ * directory the probe names) is prefixed with `dir` in the script, and `dir` is taken out of what
+ * the host sends, so captured host files are probed as if they were the host's own.
+ */
+export interface Rooted {
+  dir: string;
+  paths: readonly string[];
+}
+
+export function rooted(script: string, root: Rooted): string {
+  // Longest first, and only where a path starts (after a blank, quote or `=`): /lib/sysctl.d
+  // must not match inside /usr/lib/sysctl.d.
+  const paths = [...root.paths].sort((a, b) => b.length - a.length);
+  const escaped = paths.map((p) => p.replaceAll(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  return script.replaceAll(new RegExp(`(?<=[\\s'"=])(${escaped.join("|")})`, "g"), `${root.dir}$1`);
+}
+
 export async function runProbe<Live>(
   domain: AnyDomain,
   declared: unknown,
-  options: { maxFileBytes?: number; command?: string[] } = {},
+  options: { maxFileBytes?: number; command?: string[]; root?: Rooted } = {},
 ): Promise<ProbeRun<Live>> {
   const nonce = newNonce();
   const section = domain.probe(declared, probeContext(nonce, options.maxFileBytes ?? 1 << 20));
-  const { script } = buildProbe(nonce, [{ name: domain.name, script: section }]);
+  const built = buildProbe(nonce, [{ name: domain.name, script: section }]).script;
+  const script = options.root ? rooted(built, options.root) : built;
   const [file, ...args] = options.command ?? ["sh", "-s"];
   const result = await execa(file!, args, {
     input: script,
     encoding: "latin1",
     stripFinalNewline: false,
   });
-  const out = parseProbeOutput(result.stdout, nonce).get(domain.name)!;
-  if (out.unknown !== undefined) return { unknown: out.unknown, script, stdout: result.stdout };
-  return {
-    live: domain.parse(out.output, parseContext(nonce)) as Live,
-    script,
-    stdout: result.stdout,
-  };
+  const stdout = options.root ? result.stdout.replaceAll(options.root.dir, "") : result.stdout;
+  const out = parseProbeOutput(stdout, nonce).get(domain.name)!;
+  if (out.unknown !== undefined) return { unknown: out.unknown, script, stdout };
+  return { live: domain.parse(out.output, parseContext(nonce)) as Live, script, stdout };
 }

@@ -284,6 +284,39 @@ describe("packages: probe on this host", () => {
     );
   });
 
+  it("asks rpm for the declared names only; absent and * read right from its answer (captured from an rpm database)", () => {
+    const declared = {
+      openssl: "*",
+      nginx: "absent",
+      bash: ">= 5",
+      zlib: "1.2.11-40.el9",
+      "telnet-server": "absent",
+      "no-such-package": "*",
+    };
+    const probe = packages.probe(declared, {
+      quote: (v) => `'${v}'`,
+      mark: () => "",
+      unknown: () => "exit 9",
+      maxFileBytes: 1,
+    });
+    // rpm-q-declared.txt is what this command printed over a database holding openssl, nginx,
+    // bash and zlib; rpm's exit status 2 (two names not found) is not a failure.
+    const rpm = probe.split("\n").find((line) => line.trim().startsWith("rpm -q"))!;
+    assert.match(
+      rpm,
+      / -- 'openssl' 'nginx' 'bash' 'zlib' 'telnet-server' 'no-such-package'; \[ \$\? -le 6 \]/,
+    );
+    const live = parseRpm(fixture("rpm-q-declared.txt"));
+    assert.deepEqual([...live.installed.keys()].sort(), ["bash", "nginx", "openssl", "zlib"]);
+    assert.deepEqual(
+      packages.compare(declared, live).map((f) => [f.key, f.declared, f.live, f.detail]),
+      [
+        ["nginx", "absent", "2:1.20.1-14.el9_2.1", undefined],
+        ["no-such-package", "*", "absent", "not in the rpm database"],
+      ],
+    );
+  });
+
   it("works as an unprivileged user with a minimal PATH", async () => {
     const root = await runProbe<PackagesLive>(packages, undefined);
     const nobody = await runProbe<PackagesLive>(packages, undefined, { command: NOBODY });

@@ -1,9 +1,13 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ports } from "../../../src/domains/ports/index.js";
-import { parsePorts } from "../../../src/domains/ports/parse.js";
+import { parsePorts, type PortsLive } from "../../../src/domains/ports/parse.js";
 import { ProbeParseError } from "../../../src/errors.js";
-import { fixture, liveFrom } from "./fixtures.js";
+import { scratchTrees } from "../../support/tree.js";
+import { capturedFiles, fixture, liveFrom } from "./fixtures.js";
+import { runProbe } from "./live-probe.js";
+
+const trees = scratchTrees();
 
 test("listeners in LISTEN (tcp) or unconnected (udp), merged across IPv4 and IPv6", () => {
   const live = liveFrom(ports, "many-listeners.txt");
@@ -152,4 +156,25 @@ test("scoped items allow a port on one address only, loopback wildcards and rang
   const accepted = ports.accept!(["tcp/22@0.0.0.0"], findings[1]!) as string[];
   assert.deepEqual(accepted, ["tcp/22@0.0.0.0", "tcp/22@::"]);
   assert.deepEqual(ports.compare(accepted, new Map([["tcp/22", ["0.0.0.0", "[::]"]]])), []);
+});
+
+test("the host sends each listener's address, port and state only, and every captured host reads the same", async () => {
+  for (const name of ["many-listeners.txt", "no-ipv6.txt", "one-listener.txt"]) {
+    const captured = fixture("ports", name);
+    // A connection and a closed TCP socket beside the listeners: never sent.
+    const files = capturedFiles(captured);
+    files["proc/net/tcp"] +=
+      "   9: 0100007F:0016 0100007F:D431 01 00000000:00000000 00:00000000 00000000     0        0 1 1 0 20 4 30 10 -1\n" +
+      "  10: 00000000:1F91 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 2 1 0 20 4 30 10 -1\n";
+    const run = await runProbe<PortsLive>(ports, ["tcp/22"], {
+      root: { dir: await trees(files), paths: ["/proc/net"] },
+    });
+    assert.deepEqual(run.live, liveFrom(ports, name), name);
+    const sent = run.stdout.split("\n").filter((line) => line.startsWith("/proc/net/"));
+    assert.deepEqual(
+      sent.filter((line) => !/^\/proc\/net\/(tcp|udp)6?: (sl|\d+: \S+ \S+ (0A|07)) $/.test(line)),
+      [],
+    );
+    assert.ok(!sent.some((line) => /:0016 0100007F:D431|:1F91 /.test(line)), sent.join("\n"));
+  }
 });

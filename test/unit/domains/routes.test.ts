@@ -1,9 +1,13 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { routes } from "../../../src/domains/routes/index.js";
-import { parseRoutes } from "../../../src/domains/routes/parse.js";
+import { parseRoutes, type RoutesLive } from "../../../src/domains/routes/parse.js";
 import { ProbeParseError } from "../../../src/errors.js";
-import { fixture, liveFrom } from "./fixtures.js";
+import { scratchTrees } from "../../support/tree.js";
+import { capturedFiles, fixture, liveFrom } from "./fixtures.js";
+import { runProbe } from "./live-probe.js";
+
+const trees = scratchTrees();
 
 test("a dual-stack VM: both defaults are compared, kernel-made routes are not", () => {
   const live = liveFrom(routes, "dual-stack-vm.txt");
@@ -196,4 +200,25 @@ test("0.0.0.0/0 and ::/0 pin the address family of a gateway-less default", () =
       ["default dev wg0", "extra"],
     ],
   );
+});
+
+test("the host leaves out only what the parser leaves out: each captured host reads the same", async () => {
+  for (const name of ["connected-only-ipv4.txt", "dual-stack-vm.txt", "two-links-dual-stack.txt"]) {
+    const captured = fixture("routes", name);
+    // fib_trie as the kernel prints a local address: its key line, then its /32 host LOCAL leaf.
+    const locals = [...captured.matchAll(/^local:(.+)$/gm)].map(
+      ([, address]) => `     |-- ${address}\n        /32 host LOCAL\n`,
+    );
+    const files = { ...capturedFiles(captured), "proc/net/fib_trie": locals.join("") };
+    const run = await runProbe<RoutesLive>(routes, undefined, {
+      root: { dir: await trees(files), paths: ["/proc/net"] },
+    });
+    assert.deepEqual(run.live, liveFrom(routes, name), name);
+    const sent = run.stdout.split("\n");
+    assert.deepEqual(
+      sent.filter((line) => / lo$|^\/proc\/net\/ipv6_route:f[ef]|[ \t]$/.test(line)),
+      [],
+      `${name}: routes on lo, fe80::/64, ff00::/8 or padding sent`,
+    );
+  }
 });

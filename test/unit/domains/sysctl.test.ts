@@ -1,7 +1,13 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { sysctl } from "../../../src/domains/sysctl/index.js";
-import { parsePersistedSysctl, parseRuntimeSysctl } from "../../../src/domains/sysctl/parse.js";
+import {
+  parsePersistedSysctl,
+  parseRuntimeSysctl,
+  type SysctlLive,
+} from "../../../src/domains/sysctl/parse.js";
+import { scratchTrees } from "../../support/tree.js";
+import { runProbe } from "./live-probe.js";
 
 describe("sysctl", () => {
   it("reads runtime values from grep -H output, joining vector values with spaces", () => {
@@ -135,5 +141,91 @@ describe("sysctl", () => {
       "1",
     ]);
     assert.equal(sysctl.listForm!("net.ipv4.tcp_syncookies 1"), undefined);
+  });
+});
+
+describe("sysctl: probe of captured sysctl files", () => {
+  const trees = scratchTrees();
+  const PATHS = [
+    "/etc/sysctl.conf",
+    "/etc/sysctl.d",
+    "/run/sysctl.d",
+    "/usr/local/lib/sysctl.d",
+    "/usr/lib/sysctl.d",
+    "/lib/sysctl.d",
+  ];
+  const FILES = {
+    "etc/sysctl.conf": [
+      "# /etc/sysctl.conf - Configuration file for setting system variables",
+      "#vm.swappiness = 1",
+      "; vm.swappiness = 2",
+      "vm.swappiness=10",
+      " - net/ipv4/ip_forward = 1",
+      "vm.swappiness_extra = 3",
+      "kernel.unrelated = 5",
+      "net.ipv4.conf.*.rp_filter = 2",
+      "",
+    ].join("\n"),
+    // Sets nothing, yet masks the vendor file of the same name.
+    "etc/sysctl.d/99-mask.conf": "# emptied by the operator\n",
+    "usr/lib/sysctl.d/60-vendor.conf": "vm.dirty_ratio = 7\nnet.core.somaxconn=1024\n",
+    "usr/lib/sysctl.d/99-mask.conf": "vm.dirty_ratio = 5\n",
+    "lib/sysctl.d/10-early.conf": "\tnet.core.somaxconn\t=\t512\nfs.other = 1\n",
+  };
+  const DECLARED = {
+    "vm.swappiness": "60",
+    "net.ipv4.ip_forward": "1",
+    "vm.dirty_ratio": "7",
+    "net.core.somaxconn": "1024",
+    "net.ipv4.conf.all.rp_filter": "2",
+  };
+
+  it("with keys declared, the host sends only lines that can set them, and they read as from every line", async () => {
+    const root = { dir: await trees(FILES), paths: PATHS };
+    const filtered = await runProbe<SysctlLive>(sysctl, DECLARED, { root });
+    const everything = await runProbe<SysctlLive>(sysctl, undefined, { root });
+    const declaredOnly = (live: SysctlLive) =>
+      Object.fromEntries(
+        Object.keys(DECLARED).map((name) => [name, live.persisted.get(name) ?? null]),
+      );
+    assert.deepEqual(declaredOnly(filtered.live!), declaredOnly(everything.live!));
+    assert.deepEqual(declaredOnly(filtered.live!), {
+      "vm.swappiness": { value: "10", file: "/etc/sysctl.conf" },
+      "net.ipv4.ip_forward": { value: "1", file: "/etc/sysctl.conf" },
+      "vm.dirty_ratio": { value: "7", file: "/usr/lib/sysctl.d/60-vendor.conf" },
+      "net.core.somaxconn": { value: "1024", file: "/usr/lib/sysctl.d/60-vendor.conf" },
+      "net.ipv4.conf.all.rp_filter": null,
+    });
+    for (const unsent of ["kernel.unrelated", "swappiness_extra", "fs.other", "# ", "; "])
+      assert.ok(!filtered.stdout.includes(unsent), `${unsent} sent`);
+    assert.ok(!everything.stdout.includes("# "), "comments are never sent");
+    assert.deepEqual(
+      sysctl.compare(DECLARED, filtered.live!),
+      sysctl.compare(DECLARED, everything.live!),
+    );
+  });
+
+  it("a snapshot still takes every persisted key", async () => {
+    const root = { dir: await trees(FILES), paths: PATHS };
+    const { live } = await runProbe<SysctlLive>(sysctl, undefined, { root });
+    assert.deepEqual([...live!.persisted.keys()].sort(), [
+      "fs.other",
+      "kernel.unrelated",
+      "net.core.somaxconn",
+      "net.ipv4.ip_forward",
+      "vm.dirty_ratio",
+      "vm.swappiness",
+      "vm.swappiness_extra",
+    ]);
+    assert.ok(live!.runtime.size > 100, "every runtime value under /proc/sys");
+  });
+
+  it("nothing declared and no sysctl file: nothing is read, nothing hangs on stdin", async () => {
+    const root = { dir: await trees(), paths: PATHS };
+    const none = await runProbe<SysctlLive>(sysctl, {}, { root });
+    assert.deepEqual([none.live!.runtime.size, none.live!.persisted.size], [0, 0]);
+    const noFiles = await runProbe<SysctlLive>(sysctl, { "vm.swappiness": "1" }, { root });
+    assert.deepEqual([...noFiles.live!.persisted], []);
+    assert.equal(noFiles.live!.runtime.size, 1);
   });
 });
