@@ -45,7 +45,7 @@ export interface Fleet {
 export interface LoadOptions {
   /** How file names are shown (and how a PR names them): defaults to the directory relative to cwd. */
   displayPrefix?: string;
-  /** Load only these nodes (names); the rest of the tree is still validated when `validateAll`. */
+  /** Load only these nodes (names): other node files are not read; fleet.yaml, groups and tickets still are. */
   only?: (name: string) => boolean;
 }
 
