@@ -1,7 +1,7 @@
 // Manifest loading at fleet scale: the built CLI's `validate` on a generated tree of N node files
 // (fleet.yaml, a few groups that build on each other, node files with a handful of keys each),
-// process start included. Prints wall time, CPU time and peak RSS (/usr/bin/time -v) and the ratio to the
-// target: 10,000 node files validate in under 2 s.
+// process start included. Prints wall time, CPU time and peak RSS (/usr/bin/time -v) and the
+// ratio to the target: 10,000 node files validate in under 2 s.
 // Usage: npx tsx bench/manifests.ts [nodes=10000 ...]   (builds the CLI first)
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";

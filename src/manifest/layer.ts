@@ -6,7 +6,9 @@ import type { SpecPath } from "../domains/domain.js";
 import { ManifestError } from "../errors.js";
 import {
   isPlainMap,
-  isListFormAt,
+  childKey,
+  KEY_FIELDS,
+  LIST_FORM_KEYS,
   itemKey,
   keyFieldAt,
   listsAsMaps,
@@ -41,15 +43,16 @@ export interface Layer {
 /** The origin of every node of the YAML tree, by canonical spec path (keyed items by key, list-form items by name). */
 function originsOf(reader: ManifestReader, parsed: ParsedFile): Map<string, Origin> {
   const origins = new Map<string, Origin>();
+  // `key` is the canonical path's pathKey, built as the walk descends.
   const walk = (
     node: unknown,
     yamlPath: (string | number)[],
-    canon: (string | number)[],
+    key: string,
     keyNode?: unknown,
   ): void => {
     if (!isNode(node)) return;
     const loc = locate(parsed, node, keyNode);
-    origins.set(pathKey(canon), {
+    origins.set(key, {
       file: parsed.file,
       line: loc.line ?? 1,
       col: loc.col ?? 1,
@@ -57,12 +60,12 @@ function originsOf(reader: ManifestReader, parsed: ParsedFile): Map<string, Orig
     });
     if (isMap(node)) {
       for (const pair of node.items) {
-        const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
-        walk(pair.value ?? pair.key, [...yamlPath, key], [...canon, key], pair.key);
+        const name = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
+        walk(pair.value ?? pair.key, [...yamlPath, name], childKey(key, name), pair.key);
       }
     } else if (isSeq(node)) {
-      const listForm = isListFormAt(MANIFEST_LISTS, canon);
-      const keyField = keyFieldAt(MANIFEST_LISTS, canon);
+      const listForm = LIST_FORM_KEYS.has(key);
+      const keyField = KEY_FIELDS.get(key);
       node.items.forEach((item, i) => {
         if (listForm && isScalar(item) && typeof item.value === "string") {
           const entry = readListItem(item.value);
@@ -73,7 +76,7 @@ function originsOf(reader: ManifestReader, parsed: ParsedFile): Map<string, Orig
             );
             return;
           }
-          origins.set(pathKey([...canon, entry[0]]), {
+          origins.set(childKey(key, entry[0]), {
             ...itemLoc,
             line: itemLoc.line ?? 1,
             col: itemLoc.col ?? 1,
@@ -82,12 +85,12 @@ function originsOf(reader: ManifestReader, parsed: ParsedFile): Map<string, Orig
           });
           return;
         }
-        const key = keyField && isMap(item) ? item.get(keyField) : undefined;
-        walk(item, [...yamlPath, i], [...canon, typeof key === "string" ? key : i]);
+        const name = keyField && isMap(item) ? item.get(keyField) : undefined;
+        walk(item, [...yamlPath, i], childKey(key, typeof name === "string" ? name : i));
       });
     }
   };
-  walk(parsed.doc.contents, [], []);
+  walk(parsed.doc.contents, [], pathKey([]));
   return origins;
 }
 

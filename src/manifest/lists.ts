@@ -26,6 +26,18 @@ export function manifestLists(): ManifestLists {
 /** The domains' list shapes, for the loader, manifest-diff and the schema generator. */
 export const MANIFEST_LISTS: ManifestLists = manifestLists();
 
+/** The key of `parent`'s child `part`: `pathKey([...path, part])` from `pathKey(path)`, without the arrays. */
+export const childKey = (parent: string, part: string | number): string =>
+  parent === "[]" ? `[${JSON.stringify(part)}]` : `${parent.slice(0, -1)},${JSON.stringify(part)}]`;
+
+/** The domains' list shapes by path key, for looking them up while walking a whole file. */
+export const LIST_FORM_KEYS: ReadonlySet<string> = new Set(
+  MANIFEST_LISTS.listFormPaths.map(pathKey),
+);
+export const KEY_FIELDS: ReadonlyMap<string, string> = new Map(
+  MANIFEST_LISTS.keyedLists.map(({ path, key }) => [pathKey(path), key]),
+);
+
 /** One `- name = value` item as [name, value]; undefined when it is not of that form. */
 export const readListItem = parseNameValue;
 
