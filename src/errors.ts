@@ -103,3 +103,15 @@ export class ForgeError extends Error {
     super(message, options);
   }
 }
+
+/** A manifest edit (an accept or resolve PR's change) that cannot be made safely: the file is left to a human. */
+export class ManifestEditError extends Error {
+  override readonly name = "ManifestEditError";
+  constructor(
+    message: string,
+    /** The spec path of the change that could not be written, when the edit is about one. */
+    readonly path?: readonly (string | number)[],
+  ) {
+    super(message);
+  }
+}

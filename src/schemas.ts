@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DOMAINS } from "./domains/registry.js";
+import { LIST_ITEM_PATTERN, MANIFEST_LISTS } from "./manifest/lists.js";
 import { FleetSpec, GroupSpec, NodeSpec } from "./manifest/schema.js";
 import { Report } from "./report/schema.js";
 
@@ -7,19 +7,18 @@ type JsonSchema = Record<string, unknown>;
 
 /** Where a domain accepts the sysctl.conf-style `- key = value` list form, editors must accept it too. */
 function allowListForms(schema: JsonSchema): JsonSchema {
-  for (const domain of DOMAINS) {
-    if (!domain.listForm) continue;
+  for (const listPath of MANIFEST_LISTS.listFormPaths) {
     let level = schema;
-    for (const part of domain.specPath.slice(0, -1))
+    for (const part of listPath.slice(0, -1))
       level = (level.properties as Record<string, JsonSchema>)[part]!;
     const properties = level.properties as Record<string, JsonSchema>;
-    const key = domain.specPath.at(-1)!;
+    const key = String(listPath.at(-1));
     properties[key] = {
       anyOf: [
         properties[key],
         {
           type: "array",
-          items: { type: "string", pattern: "^\\s*[^=\\s]+\\s*=.*$" },
+          items: { type: "string", pattern: LIST_ITEM_PATTERN },
           description: "the list form: `- name = value`",
         },
       ],

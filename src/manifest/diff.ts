@@ -2,10 +2,11 @@
 // reviewer needs, since one line in a group file can change what dozens of nodes must run.
 import { createHash } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
-import { DOMAINS } from "../domains/registry.js";
 import { codeCell, textCell } from "../text/markdown.js";
 import { compactValue, compareText, plural } from "../report/formats/common.js";
-import { pathKey, sourceOf, type Fleet, type LoadedNode } from "./load.js";
+import { itemKey, keyFieldAt, MANIFEST_LISTS, pathKey } from "./lists.js";
+import type { Fleet, LoadedNode } from "./load.js";
+import { sourceOf } from "./merge.js";
 
 export interface KeyChange {
   /** Where the value sits in the effective spec; keyed list items by their key (files by path). */
@@ -30,24 +31,19 @@ export interface ManifestDiff {
   tickets: KeyChange[];
 }
 
-const keyedLists = new Map(
-  DOMAINS.filter((d) => d.listKey).map((d) => [pathKey(d.specPath), d.listKey!]),
-);
-
 /** Leaf values by path: maps per key, keyed lists per item, other lists whole (their order matters). */
 function leaves(
   value: unknown,
   path: (string | number)[] = [],
   out = new Map<string, { path: (string | number)[]; value: unknown }>(),
 ) {
-  const listKey = keyedLists.get(pathKey(path));
+  const listKey = keyFieldAt(MANIFEST_LISTS, path);
   if (
     Array.isArray(value) &&
-    listKey &&
-    value.every((item) => item && typeof item === "object" && listKey in item)
+    listKey !== undefined &&
+    value.every((item) => itemKey(item, listKey) !== undefined)
   ) {
-    for (const item of value as Record<string, unknown>[])
-      leaves(item, [...path, String(item[listKey])], out);
+    for (const item of value) leaves(item, [...path, String(itemKey(item, listKey))], out);
   } else if (
     value &&
     typeof value === "object" &&

@@ -8,19 +8,18 @@ import {
   type JsonValue,
   type SpecPath,
 } from "../domains/domain.js";
-import { DOMAINS, domainByName } from "../domains/registry.js";
+import { domainByName } from "../domains/registry.js";
 import { driftSignature, ticketCovers } from "../drift/drift.js";
 import { declaredFor } from "../domains/domain.js";
-import { pathKey, sourceOf, type LoadedNode } from "../manifest/load.js";
+import type { LoadedNode } from "../manifest/load.js";
+import { pathKey } from "../manifest/lists.js";
+import { sourceOf } from "../manifest/merge.js";
 import type { Ticket } from "../manifest/tickets.js";
 import type { DriftItem, Report } from "../report/schema.js";
 import { acceptFinding } from "./accept.js";
-import {
-  applyChanges,
-  declaredChanges,
-  type DeclaredChange,
-  type ManifestLists,
-} from "./manifest-edit.js";
+import { applyChanges } from "../manifest/edit/apply.js";
+import { declaredChanges, type DeclaredChange } from "../manifest/edit/changes.js";
+import { manifestLists } from "../manifest/lists.js";
 import { pullBody, pullTitle, type PullMarker, MARKER_VERSION } from "./body.js";
 import { truncate } from "../text/markdown.js";
 import { branchIdentity, branchName, slug, type PullKind } from "./branch.js";
@@ -222,17 +221,6 @@ function overrides(
     }
     return { path: change.path, value: null };
   });
-}
-
-/** Which manifest lists are maps in disguise, as the domains declare them: what the writer needs to edit them. */
-export function manifestLists(): ManifestLists {
-  return {
-    listFormPaths: DOMAINS.filter((d) => d.listForm).map((d) => d.specPath),
-    keyedLists: DOMAINS.filter((d) => d.listKey).map((d) => ({
-      path: d.specPath,
-      key: d.listKey!,
-    })),
-  };
 }
 
 /** What a group's PR is about, in a title or a branch name: the key, or the first key and how many more. */

@@ -7,14 +7,11 @@ import { readFileSync } from "node:fs";
 import { after, describe, it } from "node:test";
 import fc from "fast-check";
 import { parse, stringify } from "yaml";
-import { ManifestErrors } from "../../../src/errors.js";
+import { ManifestEditError, ManifestErrors } from "../../../src/errors.js";
 import { loadFleet } from "../../../src/manifest/load.js";
-import {
-  applyChanges,
-  ManifestEditError,
-  type DeclaredChange,
-} from "../../../src/propose/manifest-edit.js";
-import { manifestLists } from "../../../src/propose/plan.js";
+import { applyChanges } from "../../../src/manifest/edit/apply.js";
+import type { DeclaredChange } from "../../../src/manifest/edit/changes.js";
+import { manifestLists } from "../../../src/manifest/lists.js";
 import { stringifyPortable } from "../../../src/text/yaml-scalar.js";
 import { pyyamlLoad } from "../../support/pyyaml.js";
 import { removeTree, writeTree } from "../../support/tree.js";

@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { ManifestErrors } from "../../../src/errors.js";
-import { loadFleet, sourceOf, MAX_MANIFEST_BYTES } from "../../../src/manifest/load.js";
+import { loadFleet } from "../../../src/manifest/load.js";
+import { sourceOf } from "../../../src/manifest/merge.js";
+import { MAX_MANIFEST_BYTES } from "../../../src/manifest/read.js";
 import { removeTree, writeTree } from "../../support/tree.js";
 
 const dirs: string[] = [];

@@ -2,12 +2,9 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { parse } from "yaml";
-import {
-  applyChanges,
-  declaredChanges,
-  declaredIn,
-  type ManifestLists,
-} from "../../../src/propose/manifest-edit.js";
+import { applyChanges } from "../../../../src/manifest/edit/apply.js";
+import { declaredChanges, declaredIn } from "../../../../src/manifest/edit/changes.js";
+import type { ManifestLists } from "../../../../src/manifest/lists.js";
 
 const SYSCTL = ["system", "sysctl_parameters"];
 const FILES = ["files"];
@@ -143,7 +140,7 @@ describe("declaredChanges then applyChanges: an accept edit end to end", () => {
 
   it("turns the db group's file declarations into the live ones, touching only the changed lines", () => {
     const before = readFileSync(
-      new URL("../../../fleet-manifests/groups/db.yaml", import.meta.url),
+      new URL("../../../../fleet-manifests/groups/db.yaml", import.meta.url),
       "utf8",
     );
     const declared = declaredIn(before, lists).files;

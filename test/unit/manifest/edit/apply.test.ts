@@ -3,18 +3,15 @@ import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { diffArrays } from "diff";
 import { parse } from "yaml";
-import {
-  applyChanges,
-  declaredIn,
-  ManifestEditError,
-  type DeclaredChange,
-} from "../../../src/propose/manifest-edit.js";
-import { manifestLists } from "../../../src/propose/plan.js";
+import { ManifestEditError } from "../../../../src/errors.js";
+import { applyChanges } from "../../../../src/manifest/edit/apply.js";
+import { declaredIn, type DeclaredChange } from "../../../../src/manifest/edit/changes.js";
+import { manifestLists } from "../../../../src/manifest/lists.js";
 
 const LISTS = manifestLists();
 
 const sample = (file: string) =>
-  readFileSync(new URL(`../../../fleet-manifests/${file}`, import.meta.url), "utf8");
+  readFileSync(new URL(`../../../../fleet-manifests/${file}`, import.meta.url), "utf8");
 
 /** `text` with `from` (which must occur exactly once) replaced: how a reviewer's diff reads. */
 function swap(text: string, from: string, to: string): string {

@@ -1,0 +1,126 @@
+// What an edit of a manifest file must achieve: the declared changes (which leaves to set or
+// remove), and the file's declaration in canonical form, the yardstick every edit is checked against.
+import { isDeepStrictEqual } from "node:util";
+import { parseDocument } from "yaml";
+import type { JsonValue, SpecPath } from "../../domains/domain.js";
+import { ManifestEditError } from "../../errors.js";
+import {
+  isListFormAt,
+  isPlainMap,
+  keyedItems,
+  listsAsMaps,
+  mapAt,
+  type ManifestLists,
+} from "../lists.js";
+
+/** One leaf of a declaration to set or remove, at a canonical spec path (keyed items by key, list-form sysctls by name). */
+export type DeclaredChange =
+  { path: SpecPath; value: JsonValue } | { path: SpecPath; delete: true };
+
+export type JsonMap = { [key: string]: JsonValue };
+
+/** A map read from YAML or JSON. */
+export const isJsonMap = (v: unknown): v is JsonMap => isPlainMap(v);
+
+/** A value read from YAML or JSON. */
+export const isJsonValue = (v: unknown): v is JsonValue =>
+  v === null ||
+  typeof v === "string" ||
+  typeof v === "number" ||
+  typeof v === "boolean" ||
+  Array.isArray(v) ||
+  isJsonMap(v);
+
+/**
+ * The fewest changes turning one file's declaration of a domain (`before`, at `basePath`) into `after`.
+ * Maps differ per key, keyed lists per item then per field; other lists are replaced whole, as layering does.
+ */
+export function declaredChanges(
+  before: unknown,
+  after: unknown,
+  basePath: SpecPath,
+  listKey?: string,
+): DeclaredChange[] {
+  if (after === undefined) return before === undefined ? [] : [{ path: basePath, delete: true }];
+  if (listKey !== undefined) {
+    const was = keyedItems(before ?? [], listKey);
+    const now = keyedItems(after, listKey);
+    if (was && now) return mapChanges(was, now, basePath);
+  }
+  if (isJsonMap(before) && isJsonMap(after)) return mapChanges(before, after, basePath);
+  if (isDeepStrictEqual(before, after)) return [];
+  if (!isJsonValue(after)) throw new ManifestEditError("not a value YAML can hold", basePath);
+  return [{ path: basePath, value: after }];
+}
+
+function mapChanges(
+  before: Record<string, unknown>,
+  after: Record<string, unknown>,
+  basePath: SpecPath,
+): DeclaredChange[] {
+  const changes: DeclaredChange[] = [];
+  for (const [key, value] of Object.entries(after))
+    changes.push(...declaredChanges(before[key], value, [...basePath, key]));
+  for (const key of Object.keys(before))
+    if (!(key in after)) changes.push({ path: [...basePath, key], delete: true });
+  return changes;
+}
+
+/** The file's declared values with keyed lists and list-form maps turned into maps, as the loader sees them. */
+export function declaredIn(text: string, lists: ManifestLists): JsonMap {
+  const doc = parseDocument(text, { uniqueKeys: true });
+  if (doc.errors.length)
+    throw new ManifestEditError(`not valid YAML: ${doc.errors[0]!.message.split("\n")[0]}`);
+  const raw: unknown = doc.toJS({ maxAliasCount: 100 });
+  if (raw === null || raw === undefined) return {};
+  if (!isJsonMap(raw)) throw new ManifestEditError("a manifest file must be a YAML map of keys");
+  listsAsMaps(raw, lists);
+  return raw;
+}
+
+/** The map at `path`, created (with the maps on the way) when missing. */
+function mapMadeAt(model: JsonMap, path: SpecPath): JsonMap {
+  let current = model;
+  for (const part of path) {
+    const next = current[String(part)];
+    if (isJsonMap(next)) current = next;
+    else {
+      const made: JsonMap = {};
+      current[String(part)] = made;
+      current = made;
+    }
+  }
+  return current;
+}
+
+/** What `declaredIn` must say after the changes: the yardstick every edit is checked against. */
+export function intended(
+  text: string,
+  changes: readonly DeclaredChange[],
+  lists: ManifestLists,
+): JsonMap {
+  const model = declaredIn(text, lists);
+  const written: unknown = parseDocument(text).toJS();
+  const raw = isJsonMap(written) ? written : {};
+  for (const change of changes) {
+    const last = String(change.path.at(-1));
+    if ("delete" in change) {
+      const parent = mapAt(model, change.path.slice(0, -1));
+      if (parent) delete parent[last];
+      continue;
+    }
+    const parent = mapMadeAt(model, change.path.slice(0, -1));
+    const listForm =
+      isListFormAt(lists, change.path.slice(0, -1)) &&
+      Array.isArray(mapAt(raw, change.path.slice(0, -2))?.[String(change.path.at(-2))]);
+    parent[last] = listForm ? String(change.value) : structuredClone(change.value);
+  }
+  listsAsMaps(model, lists);
+  // A keyed item written into the file always names itself, even when the change left its key out.
+  for (const { path, key } of lists.keyedLists) {
+    const items = mapAt(model, path);
+    for (const [name, item] of Object.entries(items ?? {}))
+      if (items && isJsonMap(item) && !(key in item)) items[name] = { [key]: name, ...item };
+  }
+  return model;
+}

@@ -1,0 +1,208 @@
+// One parsed manifest file turned into a layer: its validated values, with the lists that are maps
+// in disguise as maps, `null` values as deletions, and the origin (file:line:col) of every value.
+import { isMap, isNode, isScalar, isSeq, type Node as YamlNode } from "yaml";
+import type { z } from "zod";
+import type { SpecPath } from "../domains/domain.js";
+import { ManifestError } from "../errors.js";
+import {
+  isPlainMap,
+  childKey,
+  KEY_FIELDS,
+  LIST_FORM_KEYS,
+  itemKey,
+  keyFieldAt,
+  listsAsMaps,
+  MANIFEST_LISTS,
+  pathKey,
+  readListItem,
+  type PlainMap,
+} from "./lists.js";
+import { locate, type ManifestReader, type ParsedFile } from "./read.js";
+import { FLEET_SETTINGS } from "./schema.js";
+import { nearest } from "./suggest.js";
+import { keysAt } from "./zod-shape.js";
+
+/** Where a value was declared: the file (as the repository names it), line, column and YAML path. */
+export interface Origin {
+  file: string;
+  line: number;
+  col: number;
+  yamlPath: (string | number)[];
+  /** The value was written in the sysctl.conf-style `- key = value` list form. */
+  form?: "list";
+}
+
+/** One manifest file's contribution to a node: validated values, `null` deletions and origins. */
+export interface Layer {
+  file: string;
+  value: PlainMap;
+  deletions: SpecPath[];
+  origins: Map<string, Origin>;
+}
+
+/** The origin of every node of the YAML tree, by canonical spec path (keyed items by key, list-form items by name). */
+function originsOf(reader: ManifestReader, parsed: ParsedFile): Map<string, Origin> {
+  const origins = new Map<string, Origin>();
+  // `key` is the canonical path's pathKey, built as the walk descends.
+  const walk = (
+    node: unknown,
+    yamlPath: (string | number)[],
+    key: string,
+    keyNode?: unknown,
+  ): void => {
+    if (!isNode(node)) return;
+    const loc = locate(parsed, node, keyNode);
+    origins.set(key, {
+      file: parsed.file,
+      line: loc.line ?? 1,
+      col: loc.col ?? 1,
+      yamlPath,
+    });
+    if (isMap(node)) {
+      for (const pair of node.items) {
+        const name = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
+        walk(pair.value ?? pair.key, [...yamlPath, name], childKey(key, name), pair.key);
+      }
+    } else if (isSeq(node)) {
+      const listForm = LIST_FORM_KEYS.has(key);
+      const keyField = KEY_FIELDS.get(key);
+      node.items.forEach((item, i) => {
+        if (listForm && isScalar(item) && typeof item.value === "string") {
+          const entry = readListItem(item.value);
+          const itemLoc = locate(parsed, item);
+          if (!entry) {
+            reader.errors.push(
+              new ManifestError(`"${item.value}" is not of the form "name = value"`, itemLoc),
+            );
+            return;
+          }
+          origins.set(childKey(key, entry[0]), {
+            ...itemLoc,
+            line: itemLoc.line ?? 1,
+            col: itemLoc.col ?? 1,
+            yamlPath: [...yamlPath, i],
+            form: "list",
+          });
+          return;
+        }
+        const name = keyField && isMap(item) ? item.get(keyField) : undefined;
+        walk(item, [...yamlPath, i], childKey(key, typeof name === "string" ? name : i));
+      });
+    }
+  };
+  walk(parsed.doc.contents, [], pathKey([]));
+  return origins;
+}
+
+/** `null` values taken out of `value` (in place), as the paths they delete. */
+function takeDeletions(value: unknown, canon: (string | number)[], out: SpecPath[] = []) {
+  if (Array.isArray(value)) {
+    const keyField = keyFieldAt(MANIFEST_LISTS, canon);
+    value.forEach((item, i) => {
+      const key = keyField === undefined ? undefined : itemKey(item, keyField);
+      takeDeletions(item, [...canon, typeof key === "string" ? key : i], out);
+    });
+  } else if (isPlainMap(value)) {
+    for (const [key, child] of Object.entries(value)) {
+      if (child === null) {
+        out.push([...canon, key]);
+        delete value[key];
+      } else takeDeletions(child, [...canon, key], out);
+    }
+  }
+  return out;
+}
+
+/**
+ * Turns one parsed file into a layer: origins from the YAML tree, `- key = value` list forms into maps,
+ * `null` values into deletions, then zod validation with every issue located at file:line:col.
+ */
+export function toLayer(
+  reader: ManifestReader,
+  parsed: ParsedFile,
+  schema: z.ZodType,
+): { layer?: Layer; settings?: PlainMap } {
+  const errorsBefore = reader.errors.length;
+  const raw = reader.toJS(parsed);
+  if (raw === undefined) return {};
+  const origins = originsOf(reader, parsed);
+  // The `- net.ipv4.tcp_syncookies = 1` list becomes the map it means.
+  if (isPlainMap(raw))
+    listsAsMaps(raw, { listFormPaths: MANIFEST_LISTS.listFormPaths, keyedLists: [] });
+  const deletions = takeDeletions(raw, []);
+
+  const result = schema.safeParse(raw);
+  if (!result.success) {
+    for (const issue of result.error.issues)
+      reader.errors.push(locateIssue(parsed, origins, schema, issue));
+    return {};
+  }
+  if (reader.errors.length > errorsBefore || !isPlainMap(result.data)) return {};
+  const value = result.data;
+  const settings: PlainMap = {};
+  for (const key of FLEET_SETTINGS) {
+    if (key in value) {
+      settings[key] = value[key];
+      delete value[key];
+    }
+  }
+  // Lists declared per item (files by path, units by name) become maps, so layers merge per item.
+  let duplicates = false;
+  listsAsMaps(value, { listFormPaths: [], keyedLists: MANIFEST_LISTS.keyedLists }, (path, key) => {
+    const origin = origins.get(pathKey([...path, key]));
+    reader.errors.push(
+      new ManifestError(
+        `${keyFieldAt(MANIFEST_LISTS, path)} "${key}" is declared twice in ${path.join(".")}`,
+        { file: parsed.file, line: origin?.line, col: origin?.col },
+      ),
+    );
+    duplicates = true;
+  });
+  if (duplicates) return {};
+  return { layer: { file: parsed.file, value, deletions, origins }, settings };
+}
+
+/** A zod issue as a ManifestError at the file:line:col it is about, with the nearest valid key for an unknown one. */
+export function locateIssue(
+  parsed: ParsedFile,
+  origins: Map<string, Origin>,
+  schema: z.ZodType,
+  issue: z.core.$ZodIssue,
+): ManifestError {
+  const issuePath = issue.path.map((p) => (typeof p === "symbol" ? String(p) : p));
+  const dotted = issuePath.join(".");
+  const node = nodeAt(parsed, issuePath);
+  if (issue.code === "unrecognized_keys") {
+    const key = issue.keys[0]!;
+    const pair = isMap(node)
+      ? node.items.find((p) => isScalar(p.key) && String(p.key.value) === key)
+      : undefined;
+    const valid = keysAt(schema, issuePath);
+    const suggestion = nearest(key, valid);
+    const where = dotted ? ` in ${dotted}` : "";
+    return new ManifestError(
+      `unknown key "${key}"${where}`,
+      locate(parsed, node ?? null, pair?.key),
+      suggestion
+        ? `did you mean "${suggestion}"?`
+        : valid.length
+          ? `valid keys: ${valid.join(", ")}`
+          : undefined,
+    );
+  }
+  let loc = node?.range ? locate(parsed, node) : undefined;
+  for (let len = issuePath.length; !loc && len >= 0; len--) {
+    const origin = origins.get(pathKey(issuePath.slice(0, len)));
+    if (origin) loc = { file: origin.file, line: origin.line, col: origin.col };
+  }
+  return new ManifestError(
+    dotted ? `${dotted}: ${issue.message}` : issue.message,
+    loc ?? { file: parsed.file },
+  );
+}
+
+/** The YAML node at `path`, when there is one. */
+function nodeAt(parsed: ParsedFile, path: (string | number)[]): YamlNode | undefined {
+  const node: unknown = parsed.doc.getIn(path, true);
+  return isNode(node) ? node : undefined;
+}
