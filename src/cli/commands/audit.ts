@@ -1,5 +1,6 @@
 import { stat } from "node:fs/promises";
 import path from "node:path";
+import v8 from "node:v8";
 import { auditFleet, parseShard, shardOf, spoolFleet, type FleetRun } from "../../audit/fleet.js";
 import { defaultAuditSettings, type AuditSettings } from "../../audit/node.js";
 import type { DomainName } from "../../domains/domain.js";
@@ -156,7 +157,18 @@ export function auditExitCode(report: Report, strict = false): number {
   return auditOutcome(ReportTally.of(report.nodes), strict);
 }
 
+/**
+ * A fleet audit keeps little alive (the manifests; entries wait in the spool) but makes much
+ * short-lived garbage per node, and V8 lets the heap grow to about four times what survived its
+ * last full collection before collecting again: at 10,000 nodes that slack was most of the peak.
+ * Growing by half instead keeps the peak near the live data, for a few more full collections.
+ */
+export function boundHeapGrowth(): void {
+  v8.setFlagsFromString("--heap-growing-percent=50");
+}
+
 export async function auditCommand(argv: string[], reach: Reach = {}): Promise<number> {
+  boundHeapGrowth();
   // --strict is audit's own: diff and snapshot share the other options but not this exit policy.
   const { values } = parse("audit", argv, {
     ...AUDIT_OPTIONS,
