@@ -2,8 +2,8 @@ import { createHash } from "node:crypto";
 import pLimit from "p-limit";
 import type { DriftContext } from "../drift/drift.js";
 import type { LoadedNode } from "../manifest/load.js";
-import { byNodeName } from "../report/merge.js";
-import { SCHEMA_VERSION, summarize, type NodeResult, type Report } from "../report/schema.js";
+import { SCHEMA_VERSION, type NodeResult, type Report } from "../report/schema.js";
+import { collectReport, EntrySpool, type SpooledReport } from "../report/spool.js";
 import type { Transport } from "../transport/transport.js";
 import { auditNode, type AuditSettings } from "./node.js";
 
@@ -38,29 +38,47 @@ export interface FleetRun {
   onResult?: (result: NodeResult) => void;
 }
 
-/** Audits every node with bounded concurrency; one node's failure never stops the others. */
-export async function auditFleet(run: FleetRun): Promise<Report> {
+/**
+ * Audits every node with bounded concurrency; one node's failure never stops the others. Each
+ * node's entry goes to the spool as it arrives, so memory does not grow with the fleet.
+ */
+export async function spoolFleet(run: FleetRun): Promise<SpooledReport> {
   const startedAt = new Date().toISOString();
-  const limit = pLimit(Math.max(1, run.concurrency));
-  const results = await Promise.all(
-    run.nodes.map((node) =>
-      limit(async () => {
-        const result = await auditNode(node, run.transportFor(node), run.settings, run.drift);
-        run.onResult?.(result);
-        return result;
-      }),
-    ),
-  );
-  results.sort(byNodeName);
-  const report: Report = {
-    schemaVersion: SCHEMA_VERSION,
-    startedAt,
-    finishedAt: new Date().toISOString(),
-    manifestRevision: run.manifestRevision,
-    ...(run.manifestDirty && { manifestDirty: true as const }),
-    nodes: results,
-    summary: summarize(results),
-  };
-  if (run.shard) report.shard = run.shard;
-  return report;
+  const spool = await EntrySpool.create();
+  try {
+    const limit = pLimit(Math.max(1, run.concurrency));
+    await Promise.all(
+      run.nodes.map((node) =>
+        limit(async () => {
+          const result = await auditNode(node, run.transportFor(node), run.settings, run.drift);
+          run.onResult?.(result);
+          spool.add(result);
+        }),
+      ),
+    );
+    const head: Report = {
+      schemaVersion: SCHEMA_VERSION,
+      startedAt,
+      finishedAt: new Date().toISOString(),
+      manifestRevision: run.manifestRevision,
+      ...(run.manifestDirty && { manifestDirty: true as const }),
+      nodes: [],
+      summary: spool.counts.summary,
+      ...(run.shard && { shard: run.shard }),
+    };
+    return { head, spool };
+  } catch (error) {
+    await spool.close();
+    throw error;
+  }
+}
+
+/** The same audit, its report whole in memory: for a fleet small enough to show at once. */
+export async function auditFleet(run: FleetRun): Promise<Report> {
+  const spooled = await spoolFleet(run);
+  try {
+    return await collectReport(spooled);
+  } finally {
+    await spooled.spool.close();
+  }
 }

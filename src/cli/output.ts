@@ -1,9 +1,11 @@
 import { randomBytes } from "node:crypto";
+import { once } from "node:events";
 import { lstat, open, rename, stat, unlink } from "node:fs/promises";
 import path from "node:path";
 import { UsageError } from "../errors.js";
 import { FORMATS, isFormatName } from "../report/formats/index.js";
-import type { Report } from "../report/schema.js";
+import { jsonChunks } from "../report/formats/json.js";
+import type { NodeResult, Report } from "../report/schema.js";
 import { useColor } from "./options.js";
 
 export function formatName(value: string | undefined): keyof typeof FORMATS {
@@ -55,13 +57,14 @@ const temporaryName = (out: string) =>
  * through a link), then a rename over the target. Readers (node_exporter's textfile collector) see
  * the old file or the new one, never half of it; a link planted meanwhile is replaced, not followed.
  */
-export async function writeOut(out: string, text: string): Promise<void> {
+export async function writeOut(out: string, text: string | AsyncIterable<string>): Promise<void> {
   await checkOut(out);
   const temporary = temporaryName(out);
   try {
     const handle = await open(temporary, "wx", 0o644);
     try {
-      await handle.writeFile(text);
+      if (typeof text === "string") await handle.writeFile(text);
+      else for await (const chunk of text) await handle.write(chunk);
       await handle.sync();
     } finally {
       await handle.close();
@@ -73,18 +76,17 @@ export async function writeOut(out: string, text: string): Promise<void> {
   }
 }
 
+interface ReportOutput {
+  format?: string;
+  out?: string;
+  verbose?: boolean;
+  color?: boolean;
+  "no-color"?: boolean;
+  maxBytes?: number;
+}
+
 /** Renders the report to --out (atomically) or stdout. */
-export async function writeReport(
-  report: Report,
-  values: {
-    format?: string;
-    out?: string;
-    verbose?: boolean;
-    color?: boolean;
-    "no-color"?: boolean;
-    maxBytes?: number;
-  },
-): Promise<void> {
+export async function writeReport(report: Report, values: ReportOutput): Promise<void> {
   const render = FORMATS[formatName(values.format)];
   const color = !values.out && useColor(values, process.stdout);
   const text = render(report, {
@@ -94,4 +96,24 @@ export async function writeReport(
   });
   if (values.out) await writeOut(values.out, text);
   else process.stdout.write(text);
+}
+
+/**
+ * Writes a report whose nodes come one at a time (name order): as JSON, piece by piece, so the
+ * nodes are never all held; any other format needs them at once and renders them whole.
+ */
+export async function writeReportStream(
+  head: Report,
+  nodes: () => AsyncIterable<NodeResult> | Iterable<NodeResult>,
+  values: ReportOutput,
+): Promise<void> {
+  if (formatName(values.format) !== "json") {
+    const all: NodeResult[] = [];
+    for await (const node of nodes()) all.push(node);
+    return writeReport({ ...head, nodes: all }, values);
+  }
+  const chunks = jsonChunks(head, nodes());
+  if (values.out) return writeOut(values.out, chunks);
+  for await (const chunk of chunks)
+    if (!process.stdout.write(chunk)) await once(process.stdout, "drain");
 }

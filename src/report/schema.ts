@@ -75,15 +75,49 @@ export const Report = z.object({
 });
 export type Report = z.infer<typeof Report>;
 
-export function summarize(nodes: readonly NodeResult[]): Summary {
-  const count = (status: NodeStatus) => nodes.filter((n) => n.status === status).length;
-  return {
-    nodes: nodes.length,
-    clean: count("clean"),
-    drifted: count("drift"),
-    unreachable: count("unreachable"),
-    errors: count("error"),
-    maintenance: count("maintenance"),
-    driftItems: nodes.reduce((sum, n) => sum + n.drift.length, 0),
+const STATUS_COUNT: Record<NodeStatus, Exclude<keyof Summary, "nodes" | "driftItems">> = {
+  clean: "clean",
+  drift: "drifted",
+  unreachable: "unreachable",
+  error: "errors",
+  maintenance: "maintenance",
+};
+
+/** What a report's summary and its exit code need, counted entry by entry. */
+export class ReportTally {
+  readonly summary: Summary = {
+    nodes: 0,
+    clean: 0,
+    drifted: 0,
+    unreachable: 0,
+    errors: 0,
+    maintenance: 0,
+    driftItems: 0,
   };
+  /** Drift not covered by a ticket or a waiver. */
+  driftFound = false;
+  /** Nodes unreachable or failed. */
+  unauditedNodes = false;
+  /** Nodes with domains they could not show. */
+  unknownItems = false;
+
+  add(node: NodeResult): void {
+    const s = this.summary;
+    s.nodes++;
+    s[STATUS_COUNT[node.status]]++;
+    s.driftItems += node.drift.length;
+    this.driftFound ||= node.drift.some((d) => !d.acknowledged);
+    this.unauditedNodes ||= node.status === "unreachable" || node.status === "error";
+    this.unknownItems ||= (node.unknown?.length ?? 0) > 0;
+  }
+
+  static of(nodes: Iterable<NodeResult>): ReportTally {
+    const tally = new ReportTally();
+    for (const node of nodes) tally.add(node);
+    return tally;
+  }
+}
+
+export function summarize(nodes: readonly NodeResult[]): Summary {
+  return ReportTally.of(nodes).summary;
 }

@@ -3,9 +3,9 @@ import { mergeReports, ReportMergeError, type ShardReport } from "../../report/m
 import { readReport } from "../../report/read.js";
 import { ExitBit } from "../exit.js";
 import { OUTPUT_OPTIONS, parse } from "../options.js";
-import { checkOut, writeReport } from "../output.js";
+import { checkOut, writeReportStream } from "../output.js";
 import { visible } from "../../text/escape.js";
-import { auditExitCode } from "./audit.js";
+import { auditExitCode, boundHeapGrowth } from "./audit.js";
 
 async function readShard(file: string): Promise<ShardReport> {
   try {
@@ -30,10 +30,15 @@ export async function mergeReportsCommand(argv: string[]): Promise<number> {
       "merge-reports needs the shard report files: merge-reports --out report.json shard-*.json",
     );
   await checkOut(values.out);
+  boundHeapGrowth();
   try {
     const merged = mergeReports(await Promise.all(positionals.map(readShard)));
-    // Reports are for machines; `--format text` still shows one to a person.
-    await writeReport(merged, { ...values, format: values.format ?? "json" });
+    // Reports are for machines; `--format text` still shows one to a person. JSON is written
+    // node by node rather than as one string the size of the report.
+    await writeReportStream({ ...merged, nodes: [] }, () => merged.nodes, {
+      ...values,
+      format: values.format ?? "json",
+    });
     return auditExitCode(merged);
   } catch (error) {
     if (!(error instanceof ReportMergeError)) throw error;

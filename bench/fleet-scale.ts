@@ -1,0 +1,234 @@
+// The auditor alone at fleet scale: N node entries (default 10,000), every one drifted on 3 items,
+// audited through a stand-in transport that replays one real probe output of this machine, so
+// no ssh cost is measured. Reports wall time, the auditor's CPU per node, peak RSS and report
+// size (target: peak RSS <= 300 MB), the same audit with `--format text`, then the peak RSS of
+// `merge-reports` and of `propose --dry-run` (reading the report, loading the manifests and
+// planning) on that report. Each measured command is its own process under tsx, whose own
+// share of the peak is shown on the last line.
+// Usage: npx tsx bench/fleet-scale.ts [nodes=10000]
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { isDeepStrictEqual } from "node:util";
+import { execa } from "execa";
+import { stringify } from "yaml";
+import { shardOf } from "../src/audit/fleet.js";
+import { auditNode, defaultAuditSettings } from "../src/audit/node.js";
+import { auditCommand } from "../src/cli/commands/audit.js";
+import { snapshotSpec } from "../src/cli/commands/snapshot.js";
+import { DOMAINS } from "../src/domains/registry.js";
+import { loadFleet, type LoadedNode } from "../src/manifest/load.js";
+import type { Report } from "../src/report/schema.js";
+import { localTransport } from "../src/transport/local.js";
+import type { Transport } from "../src/transport/transport.js";
+import { REPO_ROOT } from "../test/support/cli.js";
+
+const TARGET_MB = 300;
+const DRIFT_PER_NODE = 3;
+const SELF = path.join(REPO_ROOT, "bench/fleet-scale.ts");
+const CLI = path.join(REPO_ROOT, "src/cli/main.ts");
+
+/** A captured probe output and the nonce it was framed with. */
+interface Capture {
+  nonce: string;
+  stdout: string;
+}
+
+function scriptNonce(script: string): string {
+  const nonce = /^QM_N=(\S+)$/m.exec(script)?.[1];
+  if (nonce === undefined) throw new Error("probe script without QM_N");
+  return nonce;
+}
+
+/** Replays the capture for any script, re-framed with the nonce the script carries. */
+function replayTransport(capture: Capture): Transport {
+  const pieces = capture.stdout.split(capture.nonce);
+  return {
+    describe: () => "replay of one captured probe output",
+    run(script, limits) {
+      return Promise.resolve({
+        stdout: pieces.join(scriptNonce(script)),
+        stderr: "",
+        durationMs: 0,
+        timeoutMs: limits.timeoutMs,
+      });
+    },
+  };
+}
+
+// Child mode: `--replay CAPTURE audit ARGS...` runs the CLI's own audit command on the stand-in
+// transport and prints this process's CPU time in ms.
+if (process.argv[2] === "--replay") {
+  const capture = JSON.parse(await readFile(process.argv[3]!, "utf8")) as Capture;
+  const transport = replayTransport(capture);
+  const code = await auditCommand(process.argv.slice(5), { transportFor: () => transport });
+  const cpu = process.cpuUsage();
+  process.stdout.write(`${JSON.stringify({ code, cpuMs: (cpu.user + cpu.system) / 1000 })}\n`);
+  process.exit(0);
+}
+
+const nodeCount = Number(process.argv[2] ?? 10_000);
+const mb = (kb: number) => kb / 1024;
+
+/** Runs `node --import tsx ARGS` under /usr/bin/time -v: wall time, peak RSS, stdout. */
+async function measured(
+  args: string[],
+): Promise<{ ms: number; peakMb: number; cpuMs: number; stdout: string }> {
+  const started = performance.now();
+  const result = await execa(
+    "/usr/bin/time",
+    ["-v", process.execPath, "--import", "tsx", ...args],
+    {
+      cwd: REPO_ROOT,
+      reject: false,
+      env: { GITHUB_TOKEN: "", GITHUB_REPOSITORY: "" },
+    },
+  );
+  const ms = performance.now() - started;
+  const peakKb = Number(/Maximum resident set size \(kbytes\): (\d+)/.exec(result.stderr)?.[1]);
+  if (result.exitCode !== 0 && result.exitCode !== 1)
+    throw new Error(`${args.join(" ")} exited ${result.exitCode}:\n${result.stderr.slice(-3000)}`);
+  const time = (label: string) =>
+    Number(new RegExp(`${label} time \\(seconds\\): ([\\d.]+)`).exec(result.stderr)?.[1]);
+  const cpuMs = (time("User") + time("System")) * 1000;
+  return { ms, peakMb: mb(peakKb), cpuMs, stdout: result.stdout };
+}
+
+const work = await mkdtemp(path.join(os.tmpdir(), "qm-fleet-scale-"));
+try {
+  // Declared state: this machine's live state with a few packages, then three values changed.
+  const local = localTransport("localhost");
+  const { spec } = await snapshotSpec(local, DOMAINS);
+  const installed = Object.keys(
+    (spec.packages as { installed_manifest: Record<string, string> }).installed_manifest,
+  );
+  const system = spec.system as { sysctl_parameters: Record<string, string> };
+  const [sysctl] = Object.keys(system.sysctl_parameters);
+  if (!sysctl || installed.length < 10) throw new Error("this machine shows too little to drift");
+  system.sysctl_parameters[sysctl] = "qm-bench-drift";
+  spec.packages = {
+    installed_manifest: {
+      ...Object.fromEntries(installed.slice(0, 8).map((name) => [name, "*"])),
+      [installed[8]!]: "0.0-qm-bench",
+      [installed[9]!]: "absent",
+    },
+  };
+
+  const manifests = path.join(work, "fleet-manifests");
+  await mkdir(path.join(manifests, "nodes"), { recursive: true });
+  await writeFile(path.join(manifests, "fleet.yaml"), stringify(spec));
+  const names = Array.from({ length: nodeCount }, (_, i) => `n${String(i).padStart(5, "0")}`);
+  for (const name of names) await writeFile(path.join(manifests, "nodes", `${name}.yaml`), "{}\n");
+  // propose plans commits on top of the manifests' commit.
+  const git = (...args: string[]) => execa("git", args, { cwd: manifests });
+  await git("init", "-q");
+  await git("add", ".");
+  await git(
+    "-c",
+    "user.name=bench",
+    "-c",
+    "user.email=bench@example.com",
+    "commit",
+    "-qm",
+    "fleet",
+  );
+
+  // One real probe of this machine for the nodes' spec: what every replay returns.
+  const first: LoadedNode = (await loadFleet(manifests)).nodes[0]!;
+  let capture: Capture | undefined;
+  const recording: Transport = {
+    describe: local.describe,
+    async run(script, limits) {
+      const run = await local.run(script, limits);
+      capture = { nonce: scriptNonce(script), stdout: run.stdout };
+      return run;
+    },
+  };
+  const sample = await auditNode(first, recording, defaultAuditSettings(), {
+    policy: {},
+    waivers: [],
+    tickets: [],
+    now: new Date(),
+  });
+  const captureFile = path.join(work, "capture.json");
+  await writeFile(captureFile, JSON.stringify(capture));
+
+  // The audit: the CLI's audit command, its transport the replay.
+  const replayAudit = (format: string, out: string) =>
+    measured([
+      SELF,
+      "--replay",
+      captureFile,
+      "audit",
+      "--manifests",
+      manifests,
+      "--format",
+      format,
+      "--out",
+      out,
+    ]);
+  const reportFile = path.join(work, "report.json");
+  const audit = await replayAudit("json", reportFile);
+  const { cpuMs } = JSON.parse(audit.stdout.trim().split("\n").at(-1)!) as { cpuMs: number };
+  const reportBytes = (await stat(reportFile)).size;
+  const report = JSON.parse(await readFile(reportFile, "utf8")) as Report;
+  const s = report.summary;
+  if (
+    s.nodes !== nodeCount ||
+    s.drifted !== nodeCount ||
+    s.driftItems !== nodeCount * DRIFT_PER_NODE
+  )
+    throw new Error(
+      `expected ${nodeCount} nodes drifted on ${DRIFT_PER_NODE} items each: ${JSON.stringify(s)}`,
+    );
+  // The human view needs every node at once: read back from the spool and rendered whole.
+  const text = await replayAudit("text", path.join(work, "report.txt"));
+  // Loading the manifests alone (validate), to tell the auditor's CPU from the loader's.
+  const validate = await measured([CLI, "validate", "--manifests", manifests]);
+
+  // Two shard reports cut from the report, merged back; then a dry-run propose plan on it.
+  const shardFiles = [1, 2].map((index) => path.join(work, `shard-${index}.json`));
+  for (const [i, file] of shardFiles.entries()) {
+    const nodes = report.nodes.filter((n) => shardOf(n.name, 2) === i + 1);
+    await writeFile(
+      file,
+      JSON.stringify({ ...report, shard: { index: i + 1, count: 2 }, nodes }, null, 2),
+    );
+  }
+  const mergedFile = path.join(work, "merged.json");
+  const merge = await measured([CLI, "merge-reports", "--out", mergedFile, ...shardFiles]);
+  // The same content; the keys of each entry come in the schema's order once read back.
+  const mergedSame = isDeepStrictEqual(
+    JSON.parse(await readFile(mergedFile, "utf8")),
+    JSON.parse(await readFile(reportFile, "utf8")),
+  );
+  const propose = await measured([
+    CLI,
+    "propose",
+    "--dry-run",
+    "--report",
+    reportFile,
+    "--manifests",
+    manifests,
+  ]);
+  const idle = await measured([CLI, "--version"]);
+
+  const perNode = (ms: number) => `${(ms / nodeCount).toFixed(2)} ms`;
+  const peak = (m: { peakMb: number }) =>
+    `peak RSS ${m.peakMb.toFixed(0)} MB (${(m.peakMb / TARGET_MB).toFixed(2)} of the ${TARGET_MB} MB target)`;
+  console.log(
+    [
+      `fleet scale: ${nodeCount} node entries, ${DRIFT_PER_NODE} drift items each, replaying one probe output of this machine (${sample.probeBytes} bytes), ${os.cpus().length} cores`,
+      `  audit          wall ${(audit.ms / 1000).toFixed(2)} s, ${peak(audit)}`,
+      `                 auditor CPU per node ${perNode(cpuMs - validate.cpuMs)} beyond loading the manifests (target <= 5 ms); whole process ${perNode(cpuMs)}`,
+      `                 report ${(reportBytes / 1024 / 1024).toFixed(1)} MB (${(reportBytes / nodeCount).toFixed(0)} bytes per node)`,
+      `  --format text  the same audit rendered whole: wall ${(text.ms / 1000).toFixed(2)} s, ${peak(text)}`,
+      `  validate       (loading the manifests alone) wall ${(validate.ms / 1000).toFixed(2)} s, CPU ${(validate.cpuMs / 1000).toFixed(2)} s, peak RSS ${validate.peakMb.toFixed(0)} MB`,
+      `  merge-reports  2 shards back into one: wall ${(merge.ms / 1000).toFixed(2)} s, ${peak(merge)}, ${mergedSame ? "the same nodes and summary as the unsharded report" : "DIFFERS from the unsharded report"}`,
+      `  propose        --dry-run on the report: wall ${(propose.ms / 1000).toFixed(2)} s, ${peak(propose)}`,
+      `  (tsx and the CLI's modules alone, quartermaster --version: peak RSS ${idle.peakMb.toFixed(0)} MB)`,
+    ].join("\n"),
+  );
+} finally {
+  await rm(work, { recursive: true, force: true });
+}

@@ -1,0 +1,92 @@
+// The fleet audit hands each node's entry on as it finishes and keeps none of them itself.
+import assert from "node:assert/strict";
+import { readdir } from "node:fs/promises";
+import os from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
+import { after, it } from "node:test";
+import { stringify } from "yaml";
+import { auditFleet } from "../../../src/audit/fleet.js";
+import { defaultAuditSettings } from "../../../src/audit/node.js";
+import { NodeAuditError } from "../../../src/errors.js";
+import { loadFleet } from "../../../src/manifest/load.js";
+import type { Transport } from "../../../src/transport/transport.js";
+import {
+  framed,
+  marked,
+  NOT_IN_MAINTENANCE,
+  scriptedTransport,
+} from "../../support/probe-output.js";
+import { removeTree, writeTree } from "../../support/tree.js";
+
+const dirs: string[] = [];
+after(() => Promise.all(dirs.map(removeTree)));
+
+const kernel = (release: string) => (nonce: string) =>
+  framed(nonce, [
+    ["maintenance", NOT_IN_MAINTENANCE(nonce)],
+    [
+      "kernel",
+      marked(nonce, [
+        ["running", `${release}\n`],
+        ["installed", ""],
+      ]),
+    ],
+  ]);
+
+const spoolDirs = async () =>
+  (await readdir(os.tmpdir())).filter((name) => name.startsWith("quartermaster-report-"));
+
+it("nodes finishing in any order are reported in name order, each seen as it finishes, and the spool is removed", async () => {
+  const spec = stringify({ system: { kernel_version: "6.1.0-28-amd64" } });
+  const names = ["web-b", "Web-c", "web-a", "down"];
+  const dir = await writeTree(Object.fromEntries(names.map((n) => [`nodes/${n}.yaml`, spec])));
+  dirs.push(dir);
+  const fleet = await loadFleet(dir);
+  // Later names finish first; web-a's kernel drifted; one node cannot be reached.
+  const delays = new Map(names.map((name, i) => [name, (names.length - i) * 20]));
+  const transportFor = (node: { name: string }): Transport => {
+    const inner = scriptedTransport(
+      kernel(node.name === "web-a" ? "6.1.0-99-amd64" : "6.1.0-28-amd64"),
+    );
+    return {
+      describe: inner.describe,
+      async run(script, limits) {
+        await sleep(delays.get(node.name));
+        if (node.name === "down")
+          throw new NodeAuditError("down", "unreachable", "no route to host");
+        return inner.run(script, limits);
+      },
+    };
+  };
+  const finished: string[] = [];
+  const before = await spoolDirs();
+  const report = await auditFleet({
+    nodes: fleet.nodes,
+    transportFor,
+    settings: defaultAuditSettings(),
+    drift: { policy: {}, waivers: [], tickets: [], now: new Date() },
+    concurrency: 4,
+    manifestRevision: null,
+    onResult: (result) => finished.push(result.name),
+  });
+  assert.deepEqual(finished, ["down", "web-a", "Web-c", "web-b"]);
+  assert.deepEqual(
+    report.nodes.map((n) => [n.name, n.status, n.drift.map((d) => d.live)]),
+    [
+      ["Web-c", "clean", []],
+      ["down", "unreachable", []],
+      ["web-a", "drift", ["6.1.0-99-amd64"]],
+      ["web-b", "clean", []],
+    ],
+  );
+  assert.deepEqual(report.summary, {
+    nodes: 4,
+    clean: 2,
+    drifted: 1,
+    unreachable: 1,
+    errors: 0,
+    maintenance: 0,
+    driftItems: 1,
+  });
+  assert.deepEqual(await spoolDirs(), before);
+});

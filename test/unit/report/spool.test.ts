@@ -1,0 +1,114 @@
+import assert from "node:assert/strict";
+import { readdir } from "node:fs/promises";
+import os from "node:os";
+import { describe, it } from "node:test";
+import { jsonChunks, renderJson } from "../../../src/report/formats/json.js";
+import { summarize, type NodeResult, type Report } from "../../../src/report/schema.js";
+import { collectReport, EntrySpool } from "../../../src/report/spool.js";
+import { largeReport, loadFleetReport } from "../../support/reports.js";
+
+const options = { color: false, verbose: false };
+
+async function text(chunks: AsyncIterable<string>): Promise<string> {
+  let all = "";
+  for await (const chunk of chunks) all += chunk;
+  return all;
+}
+
+/** The report as jsonChunks writes it, its nodes arriving one at a time. */
+const streamed = (report: Report) => text(jsonChunks({ ...report, nodes: [] }, report.nodes));
+
+// Hostile names and values: newlines, quotes, control and format characters, a lone surrogate,
+// and text outside the Basic Multilingual Plane.
+const hostile: NodeResult = {
+  name: 'we"ird\nnode\u202e\ud800',
+  host: "h\u0000st",
+  status: "error",
+  error: "line one\nline two \u{1f525}\t\\",
+  durationMs: 0,
+  drift: [],
+};
+
+const spoolDirs = async () =>
+  (await readdir(os.tmpdir())).filter((name) => name.startsWith("quartermaster-report-"));
+
+describe("the JSON report written piece by piece", () => {
+  it("is byte for byte the text renderJson writes, whatever fields the report has", async () => {
+    const fleet = loadFleetReport();
+    const reports: Report[] = [
+      fleet,
+      largeReport(40, 300),
+      { ...fleet, nodes: [], summary: summarize([]) },
+      // Fields after the nodes, as a sharded or --category audit adds them.
+      { ...fleet, manifestDirty: true, shard: { index: 2, count: 3 }, categories: ["files"] },
+      { ...fleet, nodes: [hostile], summary: summarize([hostile]) },
+    ];
+    for (const report of reports) assert.equal(await streamed(report), renderJson(report, options));
+  });
+});
+
+describe("the entry spool", () => {
+  it("gives back every entry in node-name order (code units), with the summary and exit facts", async () => {
+    const { nodes } = loadFleetReport();
+    const entries = [
+      ...nodes,
+      hostile,
+      { ...nodes[0]!, name: "Zeta" },
+      { ...nodes[0]!, name: "a" },
+    ];
+    const spool = await EntrySpool.create();
+    try {
+      for (const entry of [...entries].reverse()) spool.add(entry);
+      const back: NodeResult[] = [];
+      for await (const entry of spool.entries()) back.push(entry);
+      const names = entries.map((n) => n.name).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+      assert.deepEqual(
+        back.map((n) => n.name),
+        names,
+      );
+      assert.deepEqual(
+        back,
+        names.map((name) => entries.find((n) => n.name === name)),
+      );
+      assert.deepEqual(spool.counts.summary, summarize(entries));
+      assert.equal(spool.counts.unauditedNodes, true);
+      assert.equal(
+        spool.counts.driftFound,
+        entries.some((n) => n.drift.some((d) => !d.acknowledged)),
+      );
+    } finally {
+      await spool.close();
+    }
+  });
+
+  it("holds entries larger than its write chunk, and reads them again as often as asked", async () => {
+    const [big] = largeReport(1, 3000).nodes;
+    const spool = await EntrySpool.create();
+    try {
+      spool.add({ ...big!, name: "b" });
+      spool.add({ ...big!, name: "a", host: "\u00e9\u{1f525}".repeat(50_000) });
+      const head: Report = { ...largeReport(0, 0), nodes: [] };
+      for (let i = 0; i < 2; i++) {
+        const report = await collectReport({ head, spool });
+        assert.deepEqual(
+          report.nodes.map((n) => [n.name, n.host.length, n.drift.length]),
+          [
+            ["a", 150_000, 3000],
+            ["b", big!.host.length, 3000],
+          ],
+        );
+      }
+    } finally {
+      await spool.close();
+    }
+  });
+
+  it("leaves no file behind once closed", async () => {
+    const before = await spoolDirs();
+    const spool = await EntrySpool.create();
+    spool.add(hostile);
+    assert.equal((await spoolDirs()).length, before.length + 1);
+    await spool.close();
+    assert.deepEqual(await spoolDirs(), before);
+  });
+});
