@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { FILE_HEADERS_ONLY, formatPatch, structuredPatch } from "diff";
 import { z } from "zod";
 import type { Domain, Finding } from "../domain.js";
+import { ManifestEditError } from "../../propose/manifest-edit.js";
 import {
   STAT_FORMAT,
   isRegular,
@@ -237,7 +238,9 @@ function acceptFile(
     const { contents: _, ...rest } = file;
     return { ...rest, sha256: byHash[1]! };
   }
-  throw new Error(`the live ${file.path} (${live}) cannot be written into the manifest`);
+  throw new ManifestEditError(
+    `the live ${file.path} (${live}) cannot be written into the manifest`,
+  );
 }
 
 /**

@@ -1,6 +1,7 @@
 import { FILE_HEADERS_ONLY, formatPatch, structuredPatch } from "diff";
 import { z } from "zod";
 import type { Domain, Finding, JsonValue } from "../domain.js";
+import { ManifestEditError } from "../../propose/manifest-edit.js";
 import { parseSystemd, type SystemdLive, type UnitLive } from "./parse.js";
 
 const UNIT_TYPES = [
@@ -330,7 +331,7 @@ export const systemd: Domain<SystemdDeclared, SystemdLive> = {
       finding.live !== null &&
       finding.diff === undefined
     ) {
-      throw new Error(
+      throw new ManifestEditError(
         `the live ${finding.key} (${String(finding.live)}) cannot be written into the manifest`,
       );
     }

@@ -9,13 +9,10 @@ import { toDriftItems } from "../../../src/drift/drift.js";
 import { loadFleet, type Fleet } from "../../../src/manifest/load.js";
 import { Ticket } from "../../../src/manifest/tickets.js";
 import { MAX_BODY_CHARS, parseMarker, pullBody } from "../../../src/propose/body.js";
-import {
-  plan,
-  waitingAfter,
-  type Action,
-  type ExistingPull,
-  type PlanInput,
-} from "../../../src/propose/plan.js";
+import { waitingAfter } from "../../../src/propose/budget.js";
+import { plan, type PlanInput } from "../../../src/propose/plan.js";
+import type { Action } from "../../../src/propose/proposal.js";
+import type { ExistingPull } from "../../../src/propose/pulls.js";
 import { driftSignature, ticketCovers } from "../../../src/drift/drift.js";
 import { Report, summarize, type DriftItem, type NodeResult } from "../../../src/report/schema.js";
 import { outsideCode } from "../../support/markdown.js";
