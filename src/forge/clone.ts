@@ -26,14 +26,9 @@ const LOOPBACK = /^(?:localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
  * token to whoever runs that host, or to anyone on the path.
  */
 export function tokenAllowed(url: string, serverUrl = "https://github.com"): boolean {
-  let target: URL;
-  let server: URL;
-  try {
-    target = new URL(url);
-    server = new URL(serverUrl);
-  } catch {
-    return false;
-  }
+  if (!URL.canParse(url) || !URL.canParse(serverUrl)) return false;
+  const target = new URL(url);
+  const server = new URL(serverUrl);
   if (target.host.toLowerCase() !== server.host.toLowerCase()) return false;
   return (
     target.protocol === "https:" || (target.protocol === "http:" && LOOPBACK.test(target.hostname))
