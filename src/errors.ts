@@ -95,12 +95,11 @@ export class ProbeTruncatedError extends ProbeParseError {}
 /** A failure talking to the forge (GitHub API or git remote), translated at the edge. */
 export class ForgeError extends Error {
   override readonly name = "ForgeError";
-  constructor(
-    message: string,
-    readonly status?: number,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
+  /** The HTTP status the forge answered, when it answered one. */
+  readonly status?: number;
+  constructor(message: string, options: { status?: number; cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    if (options.status !== undefined) this.status = options.status;
   }
 }
 
@@ -114,4 +113,9 @@ export class ManifestEditError extends Error {
   ) {
     super(message);
   }
+}
+
+/** Shard reports that do not make up one whole fleet audit. */
+export class ReportMergeError extends Error {
+  override readonly name = "ReportMergeError";
 }

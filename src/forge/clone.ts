@@ -26,14 +26,9 @@ const LOOPBACK = /^(?:localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
  * token to whoever runs that host, or to anyone on the path.
  */
 export function tokenAllowed(url: string, serverUrl = "https://github.com"): boolean {
-  let target: URL;
-  let server: URL;
-  try {
-    target = new URL(url);
-    server = new URL(serverUrl);
-  } catch {
-    return false;
-  }
+  if (!URL.canParse(url) || !URL.canParse(serverUrl)) return false;
+  const target = new URL(url);
+  const server = new URL(serverUrl);
   if (target.host.toLowerCase() !== server.host.toLowerCase()) return false;
   return (
     target.protocol === "https:" || (target.protocol === "http:" && LOOPBACK.test(target.hostname))
@@ -63,14 +58,17 @@ export async function pullRepository(options: PullOptions): Promise<PulledRepo> 
     options.token && tokenAllowed(options.url, options.serverUrl) ? options.token : undefined;
   const onAuth = token ? () => ({ username: "x-access-token", password: token }) : undefined;
   const common = { fs, http, dir, url: options.url, onAuth, singleBranch: true, depth: 1 } as const;
+  const where = `${options.url}${options.ref ? ` at ${options.ref}` : ""}`;
+  const fail = (message: string, status?: number, cause?: unknown) =>
+    new ForgeError(`cannot pull ${where}: ${message}`, { status, cause });
   try {
     if (fs.existsSync(path.join(dir, ".git"))) {
       // The branch the cache holds: the one asked for, else the remote default branch it was cloned at.
       const branch = options.ref ?? (await git.currentBranch({ fs, dir }));
-      if (!branch) throw new Error("the cached clone is on no branch");
+      if (!branch) throw fail("the cached clone is on no branch");
       const fetched = await git.fetch({ ...common, ref: branch, tags: false, prune: true });
       const target = fetched.fetchHead;
-      if (!target) throw new Error("fetch returned no head");
+      if (!target) throw fail("fetch returned no head");
       await git.writeRef({ fs, dir, ref: `refs/heads/${branch}`, value: target, force: true });
       await git.checkout({ fs, dir, ref: branch, force: true });
       return { dir, revision: target };
@@ -79,11 +77,10 @@ export async function pullRepository(options: PullOptions): Promise<PulledRepo> 
     await git.clone({ ...common, ref: options.ref, noTags: true });
     return { dir, revision: await git.resolveRef({ fs, dir, ref: "HEAD" }) };
   } catch (error) {
-    const status = (error as { data?: { statusCode?: number } }).data?.statusCode;
-    throw new ForgeError(
-      `cannot pull ${options.url}${options.ref ? ` at ${options.ref}` : ""}: ${(error as Error).message}`,
-      status,
-      { cause: error },
-    );
+    if (error instanceof ForgeError) throw error;
+    // The remote, the network or the disk failed (git's errors and Node's system errors alike).
+    if (!(error instanceof Error)) throw error;
+    const status = error instanceof git.Errors.HttpError ? error.data.statusCode : undefined;
+    throw fail(error.message, status, error);
   }
 }

@@ -1,15 +1,10 @@
-import { z } from "zod";
 import { retry } from "@octokit/plugin-retry";
 import { throttling } from "@octokit/plugin-throttling";
 import { Octokit } from "@octokit/rest";
 import { ForgeError } from "../errors.js";
-import { parseMarker } from "../propose/body.js";
-import type { ExistingPull } from "../propose/plan.js";
 
-/** The bot's state branch (no pull request): when each deferred pull request first waited. */
-export const STATE_BRANCH = "quartermaster-state";
-const WAITING_FILE = "deferred.json";
-const Waiting = z.record(z.string(), z.string());
+// The forge as records: what GitHub says, not what it means. Reading a pull request as one of
+// Quartermaster's proposals is propose's job.
 
 const BotOctokit = Octokit.plugin(retry, throttling);
 
@@ -33,7 +28,23 @@ export const BOT_AUTHOR = {
   name: "Quartermaster",
   email: "quartermaster[bot]@users.noreply.github.com",
 };
-export const LEFT_ALONE_MARK = "<!-- quartermaster-left-alone -->";
+
+/** A pull request as GitHub lists it. */
+export interface PullRecord {
+  number: number;
+  state: "open" | "closed";
+  merged: boolean;
+  branch: string;
+  title: string;
+  body: string;
+  labels: string[];
+}
+
+/** Who wrote and who committed a commit, by email. */
+export interface CommitRecord {
+  author?: string;
+  committer?: string;
+}
 
 /** Settings from the environment GitHub Actions provides (GITHUB_API_URL works for GitHub Enterprise Server). */
 export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): GitHubSettings {
@@ -82,20 +93,44 @@ function spacedWrites(spacing: number) {
   return { key: () => limiter };
 }
 
+/** The HTTP status of a failed request, when the server answered (Octokit's RequestError). */
+function httpStatus(error: Error): number | undefined {
+  return "status" in error && typeof error.status === "number" ? error.status : undefined;
+}
+
+/** GitHub's own words for a failure (`{"message": ...}` in the response), else the error's. */
+function apiMessage(error: Error): string {
+  const data =
+    "response" in error && error.response instanceof Object && "data" in error.response
+      ? error.response.data
+      : undefined;
+  return data instanceof Object && "message" in data && typeof data.message === "string"
+    ? data.message
+    : error.message;
+}
+
 /** Octokit's errors become ForgeError naming the request, so a failure says what it was doing. */
 async function call<T>(what: string, request: () => Promise<T>): Promise<T> {
   try {
     return await request();
   } catch (error) {
-    const status = (error as { status?: number }).status;
-    const message =
-      (error as { response?: { data?: { message?: string } } }).response?.data?.message ??
-      (error as Error).message;
+    // Octokit's RequestError, or the network's error before any answer: both are the forge's.
+    if (!(error instanceof Error)) throw error;
+    const status = httpStatus(error);
     throw new ForgeError(
-      `GitHub API: ${what} failed${status ? ` (HTTP ${status})` : ""}: ${message}`,
-      status,
-      { cause: error },
+      `GitHub API: ${what} failed${status ? ` (HTTP ${status})` : ""}: ${apiMessage(error)}`,
+      { status, cause: error },
     );
+  }
+}
+
+/** `request`'s answer, or undefined when the forge says there is no such thing (404). */
+async function unlessMissing<T>(what: string, request: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await call(what, request);
+  } catch (error) {
+    if (error instanceof ForgeError && error.status === 404) return undefined;
+    throw error;
   }
 }
 
@@ -145,17 +180,14 @@ export class GitHub {
   }
 
   async branchHead(branch: string): Promise<string | undefined> {
-    try {
-      const { data } = await this.octokit.rest.git.getRef({ ...this.repo, ref: `heads/${branch}` });
-      return data.object.sha;
-    } catch (error) {
-      if ((error as { status?: number }).status === 404) return undefined;
-      return call(`reading branch ${branch}`, () => Promise.reject(error));
-    }
+    const ref = await unlessMissing(`reading branch ${branch}`, () =>
+      this.octokit.rest.git.getRef({ ...this.repo, ref: `heads/${branch}` }),
+    );
+    return ref?.data.object.sha;
   }
 
-  /** Every pull request Quartermaster opened (open and closed), recognised by its hidden marker. */
-  async botPulls(branchPrefix: string): Promise<ExistingPull[]> {
+  /** Every pull request (open and closed) from a branch of this repository starting with `branchPrefix`. */
+  async pulls(branchPrefix: string): Promise<PullRecord[]> {
     const pulls = await call("listing pull requests", () =>
       this.octokit.paginate(this.octokit.rest.pulls.list, {
         ...this.repo,
@@ -171,17 +203,16 @@ export class GitHub {
       )
       .map((p) => ({
         number: p.number,
-        state: p.state as "open" | "closed",
+        state: p.state === "open" ? "open" : "closed",
         merged: p.merged_at !== null,
         branch: p.head.ref,
         title: p.title,
         body: p.body ?? "",
         labels: p.labels.map((l) => l.name),
-        marker: parseMarker(p.body, p.head.ref),
       }));
   }
 
-  async humanCommits(number: number): Promise<boolean> {
+  async pullCommits(number: number): Promise<CommitRecord[]> {
     const commits = await call(`listing commits of #${number}`, () =>
       this.octokit.paginate(this.octokit.rest.pulls.listCommits, {
         ...this.repo,
@@ -189,14 +220,14 @@ export class GitHub {
         per_page: 100,
       }),
     );
-    return commits.some(
-      (c) =>
-        c.commit.author?.email !== this.settings.author.email ||
-        c.commit.committer?.email !== this.settings.author.email,
-    );
+    return commits.map((c) => ({
+      ...(c.commit.author?.email !== undefined && { author: c.commit.author.email }),
+      ...(c.commit.committer?.email !== undefined && { committer: c.commit.committer.email }),
+    }));
   }
 
-  async hasLeftAloneNotice(number: number): Promise<boolean> {
+  /** The bodies of the comments on pull request or issue `number`. */
+  async comments(number: number): Promise<string[]> {
     const comments = await call(`listing comments of #${number}`, () =>
       this.octokit.paginate(this.octokit.rest.issues.listComments, {
         ...this.repo,
@@ -204,57 +235,18 @@ export class GitHub {
         per_page: 100,
       }),
     );
-    return comments.some((c) => c.body?.includes(LEFT_ALONE_MARK));
+    return comments.flatMap((c) => (c.body === undefined ? [] : [c.body]));
   }
 
-  /** Branch -> when its PR was first deferred, as the last run left it on the state branch; empty when there is none. */
-  async readWaiting(): Promise<Map<string, string>> {
-    let text: string;
-    try {
-      const { data } = await this.octokit.rest.repos.getContent({
-        ...this.repo,
-        path: WAITING_FILE,
-        ref: STATE_BRANCH,
-      });
-      if (Array.isArray(data) || data.type !== "file" || data.content === undefined)
-        return new Map();
-      text = Buffer.from(data.content, "base64").toString("utf8");
-    } catch (error) {
-      if ((error as { status?: number }).status === 404) return new Map();
-      return call("reading the deferred pull requests", () => Promise.reject(error));
-    }
-    // The branch is the bot's, but anyone with write access can push to it: read it as data.
-    const parsed = Waiting.safeParse(
-      (() => {
-        try {
-          return JSON.parse(text) as unknown;
-        } catch {
-          return undefined;
-        }
-      })(),
+  /** The text of file `path` on `branch`; undefined when the branch or the file does not exist. */
+  async readFile(branch: string, path: string, what: string): Promise<string | undefined> {
+    const found = await unlessMissing(what, () =>
+      this.octokit.rest.repos.getContent({ ...this.repo, path, ref: branch }),
     );
-    return parsed.success ? new Map(Object.entries(parsed.data)) : new Map();
-  }
-
-  /** Keeps `waiting` for the next run on the state branch (one commit on `base`), unless it is unchanged. */
-  async writeWaiting(
-    waiting: ReadonlyMap<string, string>,
-    previous: ReadonlyMap<string, string>,
-    base: string,
-  ): Promise<void> {
-    const same =
-      waiting.size === previous.size &&
-      [...waiting].every(([branch, since]) => previous.get(branch) === since);
-    if (same) return;
-    const text = `${JSON.stringify(Object.fromEntries([...waiting].sort(([a], [b]) => (a < b ? -1 : 1))), null, 2)}\n`;
-    await this.setBranch(
-      STATE_BRANCH,
-      await this.commitFiles(
-        base,
-        { [WAITING_FILE]: text },
-        "Quartermaster: pull requests deferred by the per-run budget",
-      ),
-    );
+    if (!found) return undefined;
+    const { data } = found;
+    if (Array.isArray(data) || data.type !== "file" || data.content === undefined) return undefined;
+    return Buffer.from(data.content, "base64").toString("utf8");
   }
 
   /** One commit on top of `parent` writing `files`, through the Git Data API: no clone, no push. */
@@ -358,15 +350,13 @@ export class GitHub {
 
   async deleteBranch(branch: string): Promise<void> {
     try {
-      await this.octokit.rest.git.deleteRef({ ...this.repo, ref: `heads/${branch}` });
+      await call(`deleting branch ${branch}`, () =>
+        this.octokit.rest.git.deleteRef({ ...this.repo, ref: `heads/${branch}` }),
+      );
     } catch (error) {
       // Already gone (GitHub's "delete branch on merge", or a human): nothing to do.
-      if (
-        (error as { status?: number }).status !== 422 &&
-        (error as { status?: number }).status !== 404
-      ) {
-        await call(`deleting branch ${branch}`, () => Promise.reject(error));
-      }
+      if (!(error instanceof ForgeError && (error.status === 422 || error.status === 404)))
+        throw error;
     }
   }
 

@@ -47,14 +47,16 @@ export function parseMarker(
   const match = MARKER_TAIL.exec(body.slice(body.lastIndexOf(MARKER_OPEN)));
   const from = branchIdentity(branch);
   if (!match || !from) return undefined;
-  let marker: PullMarker;
+  let json: unknown;
   try {
-    const parsed = PullMarker.safeParse(JSON.parse(match[1]!));
-    if (!parsed.success) return undefined;
-    marker = parsed.data;
-  } catch {
+    json = JSON.parse(match[1]!);
+  } catch (error) {
+    if (!(error instanceof SyntaxError)) throw error;
     return undefined;
   }
+  const parsed = PullMarker.safeParse(json);
+  if (!parsed.success) return undefined;
+  const marker = parsed.data;
   if (marker.kind !== from.kind || (marker.domain !== undefined && marker.domain !== from.domain))
     return undefined;
   const agrees =

@@ -1,10 +1,16 @@
+import { ForgeError } from "../errors.js";
 import type { GitHub } from "../forge/github.js";
-import { LEFT_ALONE_MARK } from "../forge/github.js";
 import { visible } from "../text/escape.js";
-import { BRANCH_PREFIX } from "./branch.js";
-import { plan, type Action, type ExistingPull, type PlanInput } from "./plan.js";
-
-export { BRANCH_PREFIX };
+import { plan, type PlanInput } from "./plan.js";
+import type { Action } from "./proposal.js";
+import {
+  botPulls,
+  hasLeftAloneNotice,
+  humanCommits,
+  LEFT_ALONE_MARK,
+  type ExistingPull,
+} from "./pulls.js";
+import { readWaiting } from "./waiting.js";
 
 export interface Outcome {
   action: Action;
@@ -22,8 +28,8 @@ export async function planWithForge(
   github: GitHub,
   input: Omit<PlanInput, "pulls" | "waiting">,
 ): Promise<{ actions: Action[]; waiting: Map<string, string> }> {
-  const pulls = await github.botPulls(BRANCH_PREFIX);
-  const waiting = await github.readWaiting();
+  const pulls = await botPulls(github);
+  const waiting = await readWaiting(github);
   const first = plan({ ...input, pulls, waiting });
   const writes = new Set(
     first.flatMap((a) =>
@@ -36,11 +42,11 @@ export async function planWithForge(
       checked.push(pull);
       continue;
     }
-    const humanCommits = await github.humanCommits(pull.number);
+    const human = await humanCommits(github, pull.number);
     checked.push({
       ...pull,
-      humanCommits,
-      leftAloneNotice: humanCommits && (await github.hasLeftAloneNotice(pull.number)),
+      humanCommits: human,
+      leftAloneNotice: human && (await hasLeftAloneNotice(github, pull.number)),
     });
   }
   return { actions: plan({ ...input, pulls: checked, waiting }), waiting };
@@ -93,7 +99,9 @@ export async function executePlan(
       }
       outcomes.push(outcome);
     } catch (error) {
-      outcomes.push({ action, ok: false, error: (error as Error).message });
+      // The forge refused or failed: the next run retries. Anything else is a bug, not an outcome.
+      if (!(error instanceof ForgeError)) throw error;
+      outcomes.push({ action, ok: false, error: error.message });
     }
   }
   return outcomes;

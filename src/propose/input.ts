@@ -27,7 +27,9 @@ export async function proposalInput(
   try {
     repoRoot = await git.findRoot({ fs, filepath: manifestDir });
     revision = await git.resolveRef({ fs, dir: repoRoot, ref: "HEAD" });
-  } catch {
+  } catch (error) {
+    // No .git above the directory, or no commit in it.
+    if (!(error instanceof git.Errors.NotFoundError)) throw error;
     throw new UsageError(
       `${manifestDir} is not inside a git checkout: pull requests are commits on top of the manifests' commit`,
     );

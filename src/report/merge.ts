@@ -1,3 +1,4 @@
+import { ReportMergeError } from "../errors.js";
 import { compareText } from "./formats/common.js";
 import { summarize, type NodeResult, type Report } from "./schema.js";
 
@@ -8,11 +9,6 @@ export const byNodeName = (a: NodeResult, b: NodeResult): number => compareText(
 export interface ShardReport {
   file: string;
   report: Report;
-}
-
-/** Shard reports that do not make up one whole fleet audit. */
-export class ReportMergeError extends Error {
-  override readonly name = "ReportMergeError";
 }
 
 /**

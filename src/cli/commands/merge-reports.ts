@@ -1,5 +1,5 @@
-import { ManifestErrors, UsageError } from "../../errors.js";
-import { mergeReports, ReportMergeError, type ShardReport } from "../../report/merge.js";
+import { ManifestErrors, ReportMergeError, UsageError } from "../../errors.js";
+import { mergeReports, type ShardReport } from "../../report/merge.js";
 import { readReport } from "../../report/read.js";
 import { ExitBit } from "../exit.js";
 import { OUTPUT_OPTIONS, parse } from "../options.js";

@@ -1,9 +1,12 @@
 import { appendFile } from "node:fs/promises";
-import { UsageError } from "../../errors.js";
+import { ForgeError, UsageError } from "../../errors.js";
 import { GitHub, settingsFromEnv } from "../../forge/github.js";
 import { describeAction, executePlan, planWithForge, type Outcome } from "../../propose/execute.js";
 import { proposalInput } from "../../propose/input.js";
-import { plan, waitingAfter, type Action } from "../../propose/plan.js";
+import { waitingAfter } from "../../propose/budget.js";
+import { plan } from "../../propose/plan.js";
+import type { Action } from "../../propose/proposal.js";
+import { writeWaiting } from "../../propose/waiting.js";
 import { readReport } from "../../report/read.js";
 import { visible } from "../../text/escape.js";
 import { codeCell } from "../../text/markdown.js";
@@ -44,9 +47,10 @@ export async function proposeCommand(argv: string[]): Promise<number> {
   try {
     github = new GitHub(settingsFromEnv());
   } catch (error) {
-    if (!values["dry-run"]) throw new UsageError((error as Error).message);
+    if (!(error instanceof ForgeError)) throw error;
+    if (!values["dry-run"]) throw new UsageError(error.message);
     process.stderr.write(
-      `quartermaster: ${(error as Error).message}; planning as if no pull request exists yet\n`,
+      `quartermaster: ${error.message}; planning as if no pull request exists yet\n`,
     );
   }
   const { actions, waiting } = github
@@ -80,10 +84,11 @@ export async function proposeCommand(argv: string[]): Promise<number> {
   const outcomes = await executePlan(github!, actions, base);
   // Deferred PRs keep their place in the queue: the next run opens the longest-waiting first.
   try {
-    await github!.writeWaiting(waitingAfter(actions), waiting, revision);
+    await writeWaiting(github!, waitingAfter(actions), waiting, revision);
   } catch (error) {
+    if (!(error instanceof ForgeError)) throw error;
     process.stderr.write(
-      `quartermaster: ${visible((error as Error).message)}; deferred pull requests may lose their place in the queue\n`,
+      `quartermaster: ${visible(error.message)}; deferred pull requests may lose their place in the queue\n`,
     );
   }
   const failed = outcomes.filter((o) => !o.ok);

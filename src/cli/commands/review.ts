@@ -4,13 +4,9 @@ import { UsageError } from "../../errors.js";
 import { GitHub, settingsFromEnv } from "../../forge/github.js";
 import { loadFleet } from "../../manifest/load.js";
 import { branchIdentity } from "../../propose/branch.js";
-import {
-  BRANCH_PREFIX,
-  describeAction,
-  executePlan,
-  planWithForge,
-} from "../../propose/execute.js";
+import { describeAction, executePlan, planWithForge } from "../../propose/execute.js";
 import { proposalInput } from "../../propose/input.js";
+import { botPulls } from "../../propose/pulls.js";
 import { visible } from "../../text/escape.js";
 import { ExitBit } from "../exit.js";
 import { MANIFEST_OPTIONS, parse, resolveManifestDir } from "../options.js";
@@ -36,7 +32,9 @@ async function readEvent(file: string) {
   try {
     json = JSON.parse(await readFile(file, "utf8"));
   } catch (error) {
-    throw new UsageError(`cannot read the event ${file}: ${(error as Error).message}`);
+    // The file cannot be read (a system error) or is not JSON (a SyntaxError): the caller's mistake.
+    if (!(error instanceof Error)) throw error;
+    throw new UsageError(`cannot read the event ${file}: ${error.message}`);
   }
   const parsed = CommentEvent.safeParse(json);
   if (!parsed.success)
@@ -90,7 +88,7 @@ export async function reviewCommand(argv: string[]): Promise<number> {
     return 0;
   }
   // The decision applies to exactly this PR: what it is comes from its branch name (no host chooses it).
-  const pull = (await github.botPulls(BRANCH_PREFIX)).find((p) => p.number === number);
+  const pull = (await botPulls(github)).find((p) => p.number === number);
   const kind = pull ? branchIdentity(pull.branch)?.kind : undefined;
   if (!pull?.marker || !kind) {
     await reply(
@@ -163,7 +161,7 @@ export async function reviewCommand(argv: string[]): Promise<number> {
   else if (actions.length)
     await reply(`The remediation ticket pull request for this drift was brought up to date.`);
   else {
-    const open = (await github.botPulls(BRANCH_PREFIX)).find(
+    const open = (await botPulls(github)).find(
       (p) => p.state === "open" && p.marker?.kind === "ticket" && p.marker.signature === signature,
     );
     await reply(

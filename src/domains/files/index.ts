@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import { keyedList, type Domain, type Finding } from "../domain.js";
 import { unifiedDiff, utf8Text } from "../text.js";
+import { ManifestEditError } from "../../errors.js";
 import {
   STAT_FORMAT,
   isRegular,
@@ -213,7 +214,9 @@ function acceptFile(
     const { contents: _, ...rest } = file;
     return { ...rest, sha256: byHash[1]! };
   }
-  throw new Error(`the live ${file.path} (${live}) cannot be written into the manifest`);
+  throw new ManifestEditError(
+    `the live ${file.path} (${live}) cannot be written into the manifest`,
+  );
 }
 
 /**

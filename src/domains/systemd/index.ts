@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { keyedList, type Domain, type Finding, type JsonValue } from "../domain.js";
 import { unifiedDiff, utf8Text } from "../text.js";
+import { ManifestEditError } from "../../errors.js";
 import { parseSystemd, type SystemdLive, type UnitLive } from "./parse.js";
 
 const UNIT_TYPES = [
@@ -314,7 +315,7 @@ export const systemd: Domain<SystemdDeclared, SystemdLive> = {
       finding.live !== null &&
       finding.diff === undefined
     ) {
-      throw new Error(
+      throw new ManifestEditError(
         `the live ${finding.key} (${String(finding.live)}) cannot be written into the manifest`,
       );
     }

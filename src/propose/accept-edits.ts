@@ -1,0 +1,126 @@
+import type { AnyDomain, Finding, JsonValue, SpecPath } from "../domains/domain.js";
+import { declaredFor } from "../domains/domain.js";
+import { ManifestEditError } from "../errors.js";
+import { applyChanges } from "../manifest/edit/apply.js";
+import { declaredChanges, type DeclaredChange } from "../manifest/edit/changes.js";
+import { pathKey, type ManifestLists } from "../manifest/lists.js";
+import type { LoadedNode } from "../manifest/load.js";
+import { sourceOf } from "../manifest/merge.js";
+import type { DriftItem } from "../report/schema.js";
+import { acceptFinding } from "./accept.js";
+import type { DriftGroup } from "./group.js";
+
+/** Nodes whose effective value at a spec path comes from a file: who an edit of that file would change. */
+export type Dependants = (file: string, specPath: SpecPath) => readonly string[];
+
+/** Who takes each value from each file, worked out once per file and path. */
+export function dependantsOf(nodes: readonly LoadedNode[]): Dependants {
+  const byFile = new Map<string, LoadedNode[]>();
+  for (const node of nodes)
+    for (const layer of node.layers)
+      byFile.set(layer.file, [...(byFile.get(layer.file) ?? []), node]);
+  const cache = new Map<string, string[]>();
+  return (file, specPath) => {
+    const key = `${file}\0${pathKey(specPath)}`;
+    let names = cache.get(key);
+    if (!names)
+      cache.set(
+        key,
+        (names = (byFile.get(file) ?? [])
+          .filter((n) => sourceOf(n, specPath).file === file)
+          .map((n) => n.name)),
+      );
+    return names;
+  };
+}
+
+/** The domain's finding back from a report item, with all its accept reads (a diff: the live text was read). */
+function findingOf(item: DriftItem): Finding {
+  const { key, path } = item;
+  const finding: Finding = {
+    key,
+    declared: item.declared as JsonValue,
+    live: item.live as JsonValue,
+    path,
+  };
+  if (item.detail !== undefined) finding.detail = item.detail;
+  if (item.diff !== undefined) finding.diff = item.diff;
+  return finding;
+}
+
+/**
+ * The manifest edits accepting a drift group. Each changed value is edited in the file that declares
+ * it when every node taking it from there drifted alike, else as an override in the node's own file;
+ * a value no file declares yet goes where the drifted item is declared. Throws ManifestEditError when
+ * an edit cannot be made.
+ */
+export function acceptEdits(
+  group: DriftGroup,
+  files: ReadonlyMap<string, string>,
+  dependants: Dependants,
+  lists: ManifestLists,
+): Record<string, string> {
+  const { domain } = group;
+  const edits = new Map<string, DeclaredChange[]>();
+  const shared = new Set<string>();
+  const drifted = new Set(group.nodes.map((n) => n.node.name));
+  const add = (file: string, changes: DeclaredChange[]) =>
+    edits.set(file, [...(edits.get(file) ?? []), ...changes]);
+  for (const { node, items } of group.nodes) {
+    const before = declaredFor(domain, node.spec);
+    // A set's items (listeners, routes) are accepted together, in one edit of their list.
+    const after = items.reduce(
+      (declared, each) => acceptFinding(domain, declared, findingOf(each)),
+      before,
+    );
+    const own: DeclaredChange[] = [];
+    for (const change of declaredChanges(before, after, domain.specPath, domain.listKey)) {
+      const at = node.layers.some((layer) => layer.origins.has(pathKey(change.path)))
+        ? change.path
+        : items[0]!.path;
+      const file = sourceOf(node, at).file;
+      if (file === node.file || !dependants(file, at).every((name) => drifted.has(name))) {
+        own.push(change);
+        continue;
+      }
+      // Nodes taking a value from the same file share it: the edit is made once.
+      const key = `${file}\0${pathKey(change.path)}`;
+      if (!shared.has(key)) add(file, [change]);
+      shared.add(key);
+    }
+    if (own.length) add(node.file, overrides(node, own, domain));
+  }
+  const edited: Record<string, string> = {};
+  for (const [file, changes] of edits) {
+    const text = files.get(file);
+    if (text === undefined)
+      throw new ManifestEditError(`${file} is not in the manifest repository`);
+    edited[file] = applyChanges(text, changes, lists);
+  }
+  return edited;
+}
+
+/**
+ * Changes in a node's own file: removing a value an earlier file declares is written as `null`,
+ * which deletes it for that node only (removing it from the node file alone would bring it back).
+ */
+function overrides(
+  node: LoadedNode,
+  changes: DeclaredChange[],
+  domain: AnyDomain,
+): DeclaredChange[] {
+  const inherited = node.layers.slice(0, -1);
+  return changes.map((change) => {
+    if (
+      !("delete" in change) ||
+      !inherited.some((layer) => layer.origins.has(pathKey(change.path)))
+    )
+      return change;
+    if (domain.listKey && change.path.length === domain.specPath.length + 1) {
+      throw new ManifestEditError(
+        `${change.path.at(-1)} is declared for other nodes too, and a node file cannot remove one item of an inherited list`,
+      );
+    }
+    return { path: change.path, value: null };
+  });
+}

@@ -1,0 +1,215 @@
+import path from "node:path";
+import type { JsonValue } from "../domains/domain.js";
+import { ticketCovers } from "../drift/drift.js";
+import { truncate } from "../text/markdown.js";
+import { acceptEdits, dependantsOf, type Dependants } from "./accept-edits.js";
+import { branchIdentity, branchName } from "./branch.js";
+import { groupDrift, groupKey, itemSignature, type DriftGroup } from "./group.js";
+import { ManifestEditError } from "../errors.js";
+import { applyChanges } from "../manifest/edit/apply.js";
+import type { ManifestLists } from "../manifest/lists.js";
+import type { Covered, PlanInput } from "./plan.js";
+import { buildProposal, nodeList, type Proposal, type PullContent } from "./proposal.js";
+import { proposalKey, type ExistingPull } from "./pulls.js";
+import { ticketFor, ticketIdentity, ticketYaml } from "./ticket.js";
+
+// The pull requests this run's drift and tickets call for: an accept PR for each drift group the
+// manifest can take, else a ticket PR, and a resolve PR for each open ticket whose drift is gone.
+
+interface Context {
+  input: PlanInput;
+  dependants: Dependants;
+  lists: ManifestLists;
+  /** The open PR on a branch: its `detected` is kept so the body stays stable. */
+  openOn: (branch: string) => ExistingPull | undefined;
+  /** A reviewer's rejection is the accept PR they closed: keyed by that PR's own branch, never by its body. */
+  rejected: ReadonlyMap<string, ExistingPull>;
+  /** A ticket or resolve PR closed unmerged was declined: the same proposal is not made again. */
+  declined: ReadonlySet<string>;
+  recordedTickets: ReadonlySet<string>;
+}
+
+type Reason = { text: string; detail?: string };
+
+export function desiredPulls(
+  input: PlanInput,
+  covered: Covered,
+  lists: ManifestLists,
+): PullContent[] {
+  const context: Context = {
+    input,
+    dependants: dependantsOf(input.nodes),
+    lists,
+    openOn: (branch) => input.pulls.find((p) => p.branch === branch && p.state === "open"),
+    rejected: new Map(
+      input.pulls
+        .filter(
+          (p) => branchIdentity(p.branch)?.kind === "accept" && p.state === "closed" && !p.merged,
+        )
+        .map((p) => [p.branch, p]),
+    ),
+    declined: new Set(
+      input.pulls
+        .filter((p) => p.marker && p.marker.kind !== "accept" && p.state === "closed" && !p.merged)
+        .map((p) => proposalKey(p.branch, p.marker!.nodes)),
+    ),
+    recordedTickets: new Set(input.tickets.map((t) => t.ticket.id)),
+  };
+  const nodes = new Map(input.nodes.map((n) => [n.name, n]));
+  const proposals = [
+    ...groupDrift(input.report, nodes).flatMap((group) => groupProposal(group, context) ?? []),
+    ...resolveProposals(context, covered),
+  ];
+  return proposals.map((proposal) => buildProposal(proposal, input.labels ?? []));
+}
+
+/** A drift group's proposal: accept it into the manifest, or record a ticket when it must not or cannot be. */
+function groupProposal(group: DriftGroup, context: Context): Proposal | undefined {
+  const { domain } = group;
+  const item = group.items[0]!;
+  const acceptBranch = branchName("accept", domain.name, groupKey(group), group.signature);
+  const rejection = context.rejected.get(acceptBranch);
+  if (rejection)
+    return ticketProposal(
+      group,
+      { text: `the accept PR #${rejection.number} was closed without merging` },
+      context,
+      rejection.branch,
+    );
+  if (item.onDrift === "ticket")
+    return ticketProposal(
+      group,
+      { text: `policy: ${domain.name} drift is remediated on the host` },
+      context,
+    );
+  let files: Record<string, string>;
+  try {
+    files = acceptEdits(group, context.input.files, context.dependants, context.lists);
+  } catch (error) {
+    // Only an edit that cannot be made becomes a ticket; anything else is a bug and is reported as one.
+    if (!(error instanceof ManifestEditError)) throw error;
+    return ticketProposal(
+      group,
+      { text: "the manifest cannot be edited to accept it", detail: error.message },
+      context,
+    );
+  }
+  // The manifest already declares the live value: the report predates a merged accept PR.
+  if (Object.entries(files).every(([file, text]) => context.input.files.get(file) === text))
+    return undefined;
+  const names = nodeNames(group);
+  return {
+    kind: "accept",
+    branch: acceptBranch,
+    title: groupTitle("Accept", group, names),
+    about: {
+      signature: group.signature,
+      domain: domain.name,
+      nodes: names,
+      detected: context.openOn(acceptBranch)?.marker?.detected ?? context.input.report.startedAt,
+    },
+    files,
+    labels: [`drift:${domain.name}`, `severity:${item.severity}`],
+    body: { group: rows(group) },
+  };
+}
+
+function ticketProposal(
+  group: DriftGroup,
+  reason: Reason,
+  context: Context,
+  replaces?: string,
+): Proposal | undefined {
+  const { domain } = group;
+  const names = nodeNames(group);
+  const { id, identity } = ticketIdentity(group, context.recordedTickets);
+  const branch = branchName("ticket", domain.name, groupKey(group), identity);
+  if (context.declined.has(proposalKey(branch, names))) return undefined;
+  const detected = context.openOn(branch)?.marker?.detected ?? context.input.report.startedAt;
+  // An error may quote a whole live file: the ticket keeps its start, the report has the rest.
+  const ticket = ticketFor(
+    group,
+    id,
+    detected,
+    reason.detail ? `${reason.text}: ${truncate(reason.detail, 300)}` : reason.text,
+  );
+  return {
+    kind: "ticket",
+    branch,
+    title: groupTitle("Remediate", group, names),
+    about: { signature: group.signature, domain: domain.name, nodes: names, detected, ticket: id },
+    files: {
+      [path.posix.join(context.input.manifestsPath, "remediations", `${id}.yaml`)]:
+        ticketYaml(ticket),
+    },
+    labels: [`drift:${domain.name}`, `severity:${group.items[0]!.severity}`, "remediation"],
+    body: { group: rows(group), reason },
+    ...(replaces !== undefined && { replaces }),
+  };
+}
+
+/** Open tickets whose drift is gone from every node they name (each audited, the domain shown): resolving them. */
+function resolveProposals(context: Context, covered: Covered): Proposal[] {
+  const { input } = context;
+  const present = new Map<string, string[]>();
+  for (const n of input.report.nodes) present.set(n.name, n.drift.map(itemSignature));
+  const proposals: Proposal[] = [];
+  for (const { ticket, file } of input.tickets) {
+    if (ticket.status !== "open") continue;
+    if (!ticket.nodes.every((name) => covered(name, ticket.domain))) continue;
+    if (
+      ticket.nodes.some((name) =>
+        present.get(name)?.some((signature) => ticketCovers(ticket, signature)),
+      )
+    )
+      continue;
+    const text = input.files.get(file);
+    if (text === undefined) continue;
+    const branch = branchName("resolve", ticket.domain, ticket.key, ticket.id);
+    if (context.declined.has(proposalKey(branch, ticket.nodes))) continue;
+    const resolvedAt = context.openOn(branch)?.marker?.detected ?? input.report.startedAt;
+    proposals.push({
+      kind: "resolve",
+      branch,
+      title: `Resolve remediation ticket ${ticket.id}: drift gone from ${nodeList(ticket.nodes)}`,
+      about: {
+        signature: ticket.signature,
+        domain: ticket.domain,
+        nodes: ticket.nodes,
+        detected: resolvedAt,
+        ticket: ticket.id,
+      },
+      files: {
+        [file]: applyChanges(
+          text,
+          [
+            { path: ["status"], value: "resolved" },
+            { path: ["resolved"], value: resolvedAt },
+          ],
+          { listFormPaths: [], keyedLists: [] },
+        ),
+      },
+      labels: ["remediation"],
+      body: { group: [], ticket },
+    });
+  }
+  return proposals;
+}
+
+const nodeNames = (group: DriftGroup) => group.nodes.map((n) => n.node.name).sort();
+
+/** One row per node and drift item, for the body's table. */
+const rows = (group: DriftGroup) =>
+  group.nodes.flatMap((n) => n.items.map((item) => ({ node: n.node.name, item })));
+
+const show = (value: JsonValue) => (typeof value === "string" ? value : JSON.stringify(value));
+
+/** A group's title: what drifted where, values only when short. */
+function groupTitle(verb: string, group: DriftGroup, names: readonly string[]): string {
+  const [item] = group.items;
+  const values =
+    group.items.length === 1
+      ? `${show(item!.declared as JsonValue)} → ${show(item!.live as JsonValue)}`
+      : "";
+  return `${verb} ${group.domain.name} drift on ${nodeList(names)}: ${groupKey(group)}${values && values.length <= 80 ? `: ${values}` : ""}`;
+}

@@ -1,0 +1,60 @@
+import { createHash } from "node:crypto";
+import type { AnyDomain, JsonValue } from "../domains/domain.js";
+import { domainByName } from "../domains/registry.js";
+import { driftSignature } from "../drift/drift.js";
+import type { LoadedNode } from "../manifest/load.js";
+import type { DriftItem, Report } from "../report/schema.js";
+
+/** One drift signature: the same drift items of one domain on one or more nodes. */
+export interface DriftGroup {
+  signature: string;
+  domain: AnyDomain;
+  /** One per key, in key order; several only for a domain whose items are a set. */
+  items: DriftItem[];
+  nodes: { node: LoadedNode; items: DriftItem[] }[];
+}
+
+export const hash = (text: string, length = 8) =>
+  createHash("sha256").update(text).digest("hex").slice(0, length);
+
+export const itemSignature = (item: DriftItem) =>
+  driftSignature(item.domain, item.key, item.declared as JsonValue, item.live as JsonValue);
+const byKey = (a: DriftItem, b: DriftItem) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
+
+/** What a group's PR is about, in a title or a branch name: the key, or the first key and how many more. */
+export const groupKey = (group: DriftGroup) =>
+  group.items.length === 1
+    ? group.items[0]!.key
+    : `${group.items[0]!.key} and ${group.items.length - 1} more`;
+
+/**
+ * Unacknowledged drift grouped into proposals: identical drift on several nodes is one group, and
+ * all drifting items of a set domain (listeners, routes) on one node are one group, not one each.
+ */
+export function groupDrift(report: Report, nodes: ReadonlyMap<string, LoadedNode>): DriftGroup[] {
+  const groups = new Map<string, DriftGroup>();
+  const add = (node: LoadedNode, domain: AnyDomain, items: DriftItem[]) => {
+    items.sort(byKey);
+    const signature =
+      items.length === 1
+        ? itemSignature(items[0]!)
+        : hash(JSON.stringify(items.map(itemSignature).sort()), 16);
+    let group = groups.get(signature);
+    if (!group) groups.set(signature, (group = { signature, domain, items, nodes: [] }));
+    group.nodes.push({ node, items });
+  };
+  for (const result of report.nodes) {
+    const node = nodes.get(result.name);
+    if (!node) continue;
+    const sets = new Map<AnyDomain, DriftItem[]>();
+    for (const item of result.drift) {
+      if (item.acknowledged) continue;
+      const domain = domainByName(item.domain);
+      if (!domain) continue;
+      if (domain.itemsAreASet) sets.set(domain, [...(sets.get(domain) ?? []), item]);
+      else add(node, domain, [item]);
+    }
+    for (const [domain, items] of sets) add(node, domain, items);
+  }
+  return [...groups.values()].sort((a, b) => a.signature.localeCompare(b.signature));
+}

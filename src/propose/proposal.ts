@@ -1,0 +1,81 @@
+import { MARKER_VERSION, pullBody, pullTitle, type BodyInput, type PullMarker } from "./body.js";
+import type { PullKind } from "./branch.js";
+import { hash } from "./group.js";
+
+// What a pull request proposes, and what can be done about one: the planner's vocabulary.
+
+export const BOT_LABEL = "quartermaster";
+
+export interface PullContent {
+  kind: PullKind;
+  branch: string;
+  title: string;
+  body: string;
+  labels: string[];
+  /** Repository path -> new file text. */
+  files: Record<string, string>;
+  marker: PullMarker;
+  /** A ticket recording a rejection: the branch of the accept PR a reviewer closed. */
+  replaces?: string;
+}
+
+export type Action =
+  | ({ type: "open" } & PullContent)
+  | ({ type: "update"; number: number; updateFiles: boolean; addLabels: string[] } & PullContent)
+  | { type: "close"; number: number; branch: string; comment: string }
+  | { type: "leave"; number: number; reason: string; comment?: string }
+  /** `since`: when this PR was first deferred, to be kept for the next run. */
+  | { type: "defer"; kind: PullKind; branch: string; title: string; budget: number; since: string };
+
+/** One proposal of any kind, before its marker, title, body and labels are written. */
+export interface Proposal {
+  kind: PullKind;
+  branch: string;
+  /** What the PR is about in words; host text is escaped and capped here. */
+  title: string;
+  /** What the marker says besides its version, kind and content hash. */
+  about: {
+    signature: string;
+    domain: NonNullable<PullMarker["domain"]>;
+    nodes: string[];
+    detected: string;
+    ticket?: string;
+  };
+  files: Record<string, string>;
+  /** Labels of this kind of proposal, after the bot's and the configured ones. */
+  labels: string[];
+  body: Pick<BodyInput, "group" | "reason" | "ticket">;
+  replaces?: string;
+}
+
+/** The one place a proposal becomes a pull request's content: marker, content hash, title, body, labels. */
+export function buildProposal(proposal: Proposal, configured: readonly string[]): PullContent {
+  const { kind, about, files } = proposal;
+  const marker: PullMarker = {
+    v: MARKER_VERSION,
+    kind,
+    signature: about.signature,
+    domain: about.domain,
+    nodes: about.nodes,
+    detected: about.detected,
+    content: hash(JSON.stringify(files), 16),
+    ...(about.ticket !== undefined && { ticket: about.ticket }),
+  };
+  return {
+    kind,
+    branch: proposal.branch,
+    title: pullTitle(proposal.title),
+    body: pullBody({ kind, ...proposal.body, marker, files: Object.keys(files) }),
+    labels: [BOT_LABEL, ...configured, ...proposal.labels],
+    files,
+    marker,
+    ...(proposal.replaces !== undefined && { replaces: proposal.replaces }),
+  };
+}
+
+/** Node names for a title or a comment: the first `max`, and how many more. */
+export function nodeList(names: readonly string[], max = 3): string {
+  return names.length <= max
+    ? names.join(", ")
+    : `${names.slice(0, max).join(", ")} and ${names.length - max} more`;
+}

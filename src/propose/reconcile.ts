@@ -1,0 +1,78 @@
+import type { Covered } from "./plan.js";
+import { nodeList, type Action, type PullContent } from "./proposal.js";
+import type { ExistingPull } from "./pulls.js";
+
+/** Desired PRs against existing ones: open, update, close, or leave alone. */
+export function reconcile(
+  desired: readonly PullContent[],
+  pulls: readonly ExistingPull[],
+  covered: Covered,
+): Action[] {
+  const actions: Action[] = [];
+  const open = new Map(
+    pulls.filter((p) => p.state === "open" && p.marker).map((p) => [p.branch, p]),
+  );
+  const wanted = new Set(desired.map((d) => d.branch));
+  const leave = (pull: ExistingPull, reason: string) => {
+    actions.push({
+      type: "leave",
+      number: pull.number,
+      reason,
+      ...(!pull.leftAloneNotice && {
+        comment: `Quartermaster leaves this pull request alone: ${reason}. It will not push to this branch or close it; close it yourself when it is no longer needed.`,
+      }),
+    });
+  };
+  for (const content of desired) {
+    const pull = open.get(content.branch);
+    if (!pull) {
+      // A closed accept PR is never reopened: its drift has become a ticket, on a different branch.
+      actions.push({ type: "open", ...content });
+      continue;
+    }
+    const sameFiles = pull.marker?.content === content.marker.content;
+    // Labels a failed run did not get to add; labels people added are theirs.
+    const addLabels = content.labels.filter((l) => !pull.labels.includes(l));
+    if (
+      sameFiles &&
+      pull.body === content.body &&
+      pull.title === content.title &&
+      !addLabels.length
+    )
+      continue;
+    if (!sameFiles && pull.humanCommits) {
+      leave(pull, "someone other than Quartermaster pushed commits to its branch");
+      continue;
+    }
+    actions.push({
+      type: "update",
+      number: pull.number,
+      updateFiles: !sameFiles,
+      addLabels,
+      ...content,
+    });
+  }
+  for (const pull of open.values()) {
+    if (wanted.has(pull.branch)) continue;
+    // Drift this run did not look at (node unaudited, domain not in --category, or unknown) is not gone.
+    const domain = pull.marker!.domain ?? pull.branch.split("--")[2] ?? "";
+    if (!pull.marker!.nodes.every((name) => covered(name, domain))) continue;
+    if (pull.humanCommits) {
+      leave(
+        pull,
+        "its drift is gone, but someone other than Quartermaster pushed commits to its branch",
+      );
+      continue;
+    }
+    actions.push({
+      type: "close",
+      number: pull.number,
+      branch: pull.branch,
+      comment:
+        pull.marker!.kind === "resolve"
+          ? "The drift this ticket names is back or the ticket changed; closing this resolve proposal."
+          : `This drift is no longer present on ${nodeList(pull.marker!.nodes, 10)} (or is now waived or ticketed); closing.`,
+    });
+  }
+  return actions;
+}

@@ -1,0 +1,49 @@
+import { stringify } from "yaml";
+import type { Ticket } from "../manifest/tickets.js";
+import type { DriftItem } from "../report/schema.js";
+import { slug } from "./branch.js";
+import { groupKey, itemSignature, type DriftGroup } from "./group.js";
+
+/** The remediation ticket a ticket PR records for a drift group. */
+export function ticketFor(group: DriftGroup, id: string, detected: string, reason: string): Ticket {
+  const [first, ...more] = group.items as [DriftItem, ...DriftItem[]];
+  const many = more.length > 0;
+  return {
+    id,
+    status: "open",
+    domain: group.domain.name,
+    key: groupKey(group),
+    declared: many ? group.items.map((i) => i.declared) : first.declared,
+    live: many ? group.items.map((i) => i.live) : first.live,
+    severity: first.severity,
+    nodes: group.nodes.map((n) => n.node.name).sort(),
+    remediation: first.remediation,
+    detected,
+    signature: group.signature,
+    ...(many && {
+      items: group.items.map((i) => ({
+        key: i.key,
+        declared: i.declared,
+        live: i.live,
+        signature: itemSignature(i),
+      })),
+    }),
+    reason,
+  };
+}
+
+/** A ticket's id and branch identity: by signature, numbered past tickets already recorded for it. */
+export function ticketIdentity(
+  group: DriftGroup,
+  recorded: ReadonlySet<string>,
+): { id: string; identity: string } {
+  const base = `${group.domain.name}-${slug(groupKey(group))}`.replaceAll("_", "-");
+  for (let n = 1; ; n++) {
+    const identity = n === 1 ? group.signature : `${group.signature}-${n}`;
+    if (!recorded.has(`${base}-${identity}`)) return { id: `${base}-${identity}`, identity };
+  }
+}
+
+// YAML escapes control characters (`"\0"`, `"\e"`) in the values it writes, so a ticket never carries a raw NUL.
+export const ticketYaml = (ticket: Ticket) =>
+  `# Remediation ticket recorded by Quartermaster. Merging commits the operator to fix the host;\n# set status: resolved once it is fixed (Quartermaster proposes that when the drift is gone).\n${stringify(ticket, { lineWidth: 0 })}`;

@@ -1,0 +1,55 @@
+// The forge's failures as ForgeError with the HTTP status as a field; a 404 where "none" is an answer.
+import assert from "node:assert/strict";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { after, before, describe, it } from "node:test";
+import { ForgeError } from "../../../src/errors.js";
+import { BOT_AUTHOR, GitHub, settingsFromEnv } from "../../../src/forge/github.js";
+
+describe("github: errors by type", () => {
+  let server: Server;
+  let github: GitHub;
+  before(async () => {
+    server = createServer((request, response) => {
+      const [status, message] = request.url!.startsWith("/repos/o/r/git/ref")
+        ? [404, "Not Found"]
+        : [403, "Resource not accessible by integration"];
+      response.writeHead(status, { "content-type": "application/json" });
+      response.end(JSON.stringify({ message }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    github = new GitHub({
+      apiUrl: `http://127.0.0.1:${port}`,
+      owner: "o",
+      repo: "r",
+      token: "t",
+      author: BOT_AUTHOR,
+      retryAfterBaseValue: 1,
+    });
+  });
+  after(() => new Promise((resolve) => server.close(resolve)));
+
+  it("a branch the forge does not have is none, not a failure", async () => {
+    assert.equal(await github.branchHead("quartermaster--x"), undefined);
+  });
+
+  it("a refusal is a ForgeError naming the request, with GitHub's words and the status", async () => {
+    await assert.rejects(github.defaultBranch(), (error: unknown) => {
+      assert.ok(error instanceof ForgeError);
+      assert.equal(error.status, 403);
+      assert.equal(
+        error.message,
+        "GitHub API: reading the repository failed (HTTP 403): Resource not accessible by integration",
+      );
+      return true;
+    });
+  });
+
+  it("missing settings are a ForgeError saying what to set", () => {
+    assert.throws(() => settingsFromEnv({ GITHUB_TOKEN: "t" }), {
+      name: "ForgeError",
+      message: "GITHUB_REPOSITORY must be set to owner/repo",
+    });
+  });
+});

@@ -1,0 +1,103 @@
+// The PR body a reviewer reads and the marker the bot finds its PRs by.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { MAX_BODY_CHARS, parseMarker, pullBody } from "../../../src/propose/body.js";
+import { plan } from "../../../src/propose/plan.js";
+import type { DriftItem } from "../../../src/report/schema.js";
+import { input, opens, report, somaxconn } from "./fixtures.js";
+
+describe("body: what reviewers read", () => {
+  const forgedMarker = (marker: unknown) => `<!-- quartermaster-pr ${JSON.stringify(marker)} -->`;
+
+  it("5,000 drifted nodes: the body stays under GitHub's limit and points to the report", () => {
+    const nodes = Array.from({ length: 5000 }, (_, i) => `web-${String(i).padStart(4, "0")}`);
+    const item = report({ "web-01": [somaxconn(8192)] }).nodes.find((n) => n.name === "web-01")!
+      .drift[0]!;
+    const group = nodes.map((node) => ({
+      node,
+      item: { ...item, diff: `--- want\n+++ got\n@@ -1 +1 @@\n-4096\n+8192 ${node}\n` },
+    }));
+    const marker = {
+      v: 1 as const,
+      kind: "accept" as const,
+      signature: "0".repeat(16),
+      nodes,
+      detected: "2026-03-02T06:00:00.000Z",
+      content: "c",
+    };
+    const body = pullBody({
+      kind: "accept",
+      group,
+      marker,
+      files: ["fleet-manifests/groups/web.yaml"],
+    });
+    assert.ok(body.length <= MAX_BODY_CHARS, `${body.length} characters`);
+    assert.match(
+      body,
+      /more rows and \d+ diffs are left out .* the audit report artifact has them all/,
+    );
+    assert.deepEqual(
+      parseMarker(body, `quartermaster--accept--sysctl--net-core-somaxconn--${"0".repeat(16)}`)
+        ?.nodes.length,
+      5000,
+      "the marker keeps every node",
+    );
+  });
+
+  it("secrets never reach a body: no diff for a file compared by hash, even if one were present", () => {
+    const secret: DriftItem = {
+      ...report({ "web-01": [somaxconn(8192)] }).nodes.find((n) => n.name === "web-01")!.drift[0]!,
+      domain: "files",
+      key: "/etc/app/secret.env",
+      declared: "a".repeat(64),
+      live: "b".repeat(64),
+      path: ["files", "/etc/app/secret.env", "sha256"],
+      diff: "-PASSWORD=hunter2\n+PASSWORD=swordfish\n",
+    };
+    const marker = {
+      v: 1 as const,
+      kind: "accept" as const,
+      signature: "0".repeat(16),
+      nodes: ["web-01"],
+      detected: "x",
+      content: "c",
+    };
+    const body = pullBody({
+      kind: "accept",
+      group: [{ node: "web-01", item: secret }],
+      marker,
+      files: [],
+    });
+    assert.doesNotMatch(body, /hunter2|swordfish|```diff/);
+  });
+
+  it("only the marker at the very end of the body counts, and only when its branch agrees", () => {
+    const [pr] = opens(plan(input(report({ "web-01": [somaxconn(8192)] }))));
+    const marker = parseMarker(pr!.body, pr!.branch)!;
+    assert.equal(marker.signature, pr!.marker.signature);
+    const forged = { ...marker, signature: "f".repeat(16), nodes: ["db-01"] };
+    assert.deepEqual(
+      parseMarker(`${forgedMarker(forged)}\n\n${pr!.body}`, pr!.branch),
+      marker,
+      "an earlier marker is text",
+    );
+    assert.equal(
+      parseMarker(`${pr!.body}\n\nsomething after`, pr!.branch),
+      undefined,
+      "a marker not at the end is none",
+    );
+    assert.equal(
+      parseMarker(
+        `${pr!.body.replace(/<!-- quartermaster-pr .*$/s, "")}${forgedMarker(forged)}`,
+        pr!.branch,
+      ),
+      undefined,
+      "a marker naming another signature than its branch",
+    );
+    assert.equal(
+      parseMarker(pr!.body, pr!.branch.replace("--accept--", "--ticket--")),
+      undefined,
+      "an accept marker on a ticket branch",
+    );
+  });
+});

@@ -1,0 +1,268 @@
+// The PRs drift calls for: accept PRs editing the manifest, ticket PRs, resolve PRs.
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { parse } from "yaml";
+import { domainByName } from "../../../src/domains/registry.js";
+import { loadFleet, type Fleet } from "../../../src/manifest/load.js";
+import { Ticket } from "../../../src/manifest/tickets.js";
+import { parseMarker } from "../../../src/propose/body.js";
+import { ManifestEditError } from "../../../src/errors.js";
+import { plan } from "../../../src/propose/plan.js";
+import type { Action } from "../../../src/propose/proposal.js";
+import type { ExistingPull } from "../../../src/propose/pulls.js";
+import { outsideCode } from "../../support/markdown.js";
+import { removeTree, writeTree } from "../../support/tree.js";
+import {
+  asPulls,
+  changedLines,
+  input,
+  kernel,
+  listener,
+  motd,
+  opens,
+  PREFIX,
+  report,
+  somaxconn,
+  TREE,
+} from "./fixtures.js";
+
+describe("desired: from drift to pull requests", () => {
+  const forgedMarker = (marker: unknown) => `<!-- quartermaster-pr ${JSON.stringify(marker)} -->`;
+
+  it("identical drift on several nodes is one PR; every member of the group drifted alike, so the group file is edited", () => {
+    const actions = plan(
+      input(
+        report({
+          "web-01": [somaxconn(8192)],
+          "web-02": [somaxconn(8192)],
+          "web-03": [somaxconn(8192)],
+        }),
+      ),
+    );
+    assert.equal(actions.length, 1);
+    const [pr] = opens(actions);
+    assert.equal(pr!.kind, "accept");
+    assert.deepEqual(pr!.marker.nodes, ["web-01", "web-02", "web-03"]);
+    assert.deepEqual(Object.keys(pr!.files), [`${PREFIX}/groups/web.yaml`]);
+    // Only the value changed: the comment keeps its column, every other line is byte-identical.
+    assert.deepEqual(
+      changedLines(TREE["groups/web.yaml"]!, pr!.files[`${PREFIX}/groups/web.yaml`]!),
+      [
+        [
+          "    net.core.somaxconn: 4096   # tuned for nginx",
+          "    net.core.somaxconn: 8192   # tuned for nginx",
+        ],
+      ],
+    );
+    assert.match(pr!.branch, /^quartermaster--accept--sysctl--net-core-somaxconn--[0-9a-f]{16}$/);
+    assert.ok(
+      pr!.labels.includes("quartermaster") &&
+        pr!.labels.includes("drift:sysctl") &&
+        pr!.labels.includes("severity:medium"),
+    );
+  });
+
+  it("when only some members drifted, each drifted node gets an override in its own file", () => {
+    const [pr, ...rest] = plan(
+      input(report({ "web-01": [somaxconn(8192)], "web-03": [somaxconn(8192)] })),
+    );
+    assert.equal(rest.length, 0);
+    assert.equal(pr!.type, "open");
+    const edited = (pr as Extract<Action, { type: "open" }>).files;
+    assert.deepEqual(Object.keys(edited).sort(), [
+      `${PREFIX}/nodes/web-01.yaml`,
+      `${PREFIX}/nodes/web-03.yaml`,
+    ]);
+    assert.equal(
+      parse(edited[`${PREFIX}/nodes/web-03.yaml`]!).system.sysctl_parameters["net.core.somaxconn"],
+      8192,
+    );
+    assert.ok(
+      edited[`${PREFIX}/nodes/web-03.yaml`]!.startsWith("# the third web node\ngroups: [web]\n"),
+      "the node file keeps what it had",
+    );
+  });
+
+  it("different drift is a different PR; ports drift is a ticket by policy, with the seed's remediation", () => {
+    const actions = opens(
+      plan(
+        input(
+          report({
+            "web-01": [somaxconn(8192), listener("tcp/8080")],
+            "web-02": [somaxconn(1024)],
+          }),
+        ),
+      ),
+    );
+    assert.equal(actions.length, 3);
+    const ticketPr = actions.find((a) => a.kind === "ticket")!;
+    const [file, text] = Object.entries(ticketPr.files)[0]!;
+    assert.match(file, /^fleet-manifests\/remediations\/ports-tcp-8080-[0-9a-f]{16}\.yaml$/);
+    const ticket = Ticket.parse(parse(text));
+    assert.deepEqual(
+      { ...ticket, signature: "-" },
+      {
+        id: file.replace(/^.*\/|\.yaml$/g, ""),
+        status: "open",
+        domain: "ports",
+        key: "tcp/8080",
+        declared: "closed",
+        live: "listening",
+        severity: "high",
+        nodes: ["web-01"],
+        remediation: domainByName("ports")!.remediation,
+        detected: "2026-03-02T06:00:00.000Z",
+        signature: "-",
+        reason: "policy: ports drift is remediated on the host",
+      },
+    );
+    assert.match(ticketPr.body, /Merging records a remediation ticket/);
+  });
+
+  it("a rejected accept PR becomes a ticket, and the accept PR is never reopened", () => {
+    const r = report({ "web-01": [somaxconn(8192)] });
+    const [first] = opens(plan(input(r)));
+    const rejected: ExistingPull = { ...asPulls([first!])[0]!, state: "closed" };
+    for (let run = 0; run < 3; run++) {
+      const actions = plan(input(r, [rejected]));
+      assert.deepEqual(
+        actions.map((a) => a.type),
+        ["open"],
+      );
+      const [ticket] = opens(actions);
+      assert.equal(ticket!.kind, "ticket");
+      assert.notEqual(ticket!.branch, first!.branch);
+      assert.match(ticket!.body, /the accept PR #1 was closed without merging/);
+    }
+  });
+
+  it("a closed PR is a rejection only when its branch is an accept branch", () => {
+    const r = report({ "db-01": [kernel] });
+    const [ticket] = asPulls(plan(input(r)));
+    // A ticket PR whose body a host filled with an accept marker of its own signature, then closed.
+    const forged = {
+      ...ticket!,
+      state: "closed" as const,
+      body: `${ticket!.body}\n${forgedMarker({ ...ticket!.marker, kind: "accept" })}`,
+    };
+    forged.marker = parseMarker(forged.body, forged.branch);
+    assert.equal(forged.marker, undefined);
+    const actions = plan(input(r, [forged]));
+    assert.ok(
+      !actions.some((a) => a.type === "open" && a.replaces),
+      "no ticket claims to replace a rejected accept PR",
+    );
+  });
+
+  /** Plans one sysctl drift with the sysctl domain's accept replaced by `accept`. */
+  const planWithAccept = (accept: () => never) => {
+    const sysctl = domainByName("sysctl")!;
+    const original = sysctl.accept;
+    sysctl.accept = accept;
+    try {
+      return plan(input(report({ "web-01": [somaxconn(8192)] })));
+    } finally {
+      sysctl.accept = original;
+    }
+  };
+
+  it("an error that is not a refused edit is a bug: planning throws it instead of proposing a ticket", () => {
+    assert.throws(
+      () =>
+        planWithAccept(() => {
+          throw new TypeError("a bug in accept");
+        }),
+      { name: "TypeError", message: "a bug in accept" },
+    );
+  });
+
+  it("an edit the manifest cannot take becomes a ticket saying why", () => {
+    const [pr, ...rest] = opens(
+      planWithAccept(() => {
+        throw new ManifestEditError("this value cannot be written");
+      }),
+    );
+    assert.equal(rest.length, 0);
+    assert.equal(pr!.kind, "ticket");
+    assert.match(
+      pr!.body,
+      /This is a ticket because the manifest cannot be edited to accept it: `this value cannot be written`\./,
+    );
+  });
+
+  describe("tickets recorded in the repository", () => {
+    let withTicket: { fleet: Fleet; files: Map<string, string> };
+    let ticketDir: string;
+    let ticketFile: string;
+    before(async () => {
+      const [ticketPr] = opens(plan(input(report({ "db-01": [kernel] }))));
+      ticketFile = Object.keys(ticketPr!.files)[0]!;
+      const tree = { ...TREE, [ticketFile.slice(PREFIX.length + 1)]: ticketPr!.files[ticketFile]! };
+      ticketDir = await writeTree(tree);
+      withTicket = {
+        fleet: await loadFleet(ticketDir, { displayPrefix: PREFIX }),
+        files: new Map(Object.entries(tree).map(([name, text]) => [`${PREFIX}/${name}`, text])),
+      };
+    });
+    after(() => removeTree(ticketDir));
+
+    it("while a merged ticket is open, its drift is acknowledged and gets no PR", () => {
+      const r = report({ "db-01": [kernel] }, { fleetOverride: withTicket.fleet });
+      assert.equal(r.nodes.find((n) => n.name === "db-01")!.drift[0]!.acknowledged, true);
+      assert.deepEqual(plan(input(r, [], withTicket)), []);
+    });
+
+    it("when the drift is gone, resolving the ticket is proposed; not while a node of it is unaudited", () => {
+      const [resolve] = opens(
+        plan(input(report({}, { fleetOverride: withTicket.fleet }), [], withTicket)),
+      );
+      assert.equal(resolve!.kind, "resolve");
+      assert.deepEqual(Object.keys(resolve!.files), [ticketFile]);
+      const ticket = Ticket.parse(parse(resolve!.files[ticketFile]!));
+      assert.equal(ticket.status, "resolved");
+      assert.equal(ticket.resolved, "2026-03-02T06:00:00.000Z");
+      assert.deepEqual(
+        plan(
+          input(
+            report({}, { fleetOverride: withTicket.fleet, unreachable: ["db-01"] }),
+            [],
+            withTicket,
+          ),
+        ),
+        [],
+      );
+    });
+
+    it("drift seen again after its ticket was recorded is a new ticket with its own id", () => {
+      const r = report({ "web-01": [kernel] }, { fleetOverride: withTicket.fleet });
+      const [pr] = opens(plan(input(r, [], withTicket)));
+      assert.ok(pr && !(ticketFile in pr.files));
+      assert.match(Object.keys(pr.files)[0]!, /-2\.yaml$/);
+    });
+  });
+
+  it("titles are one escaped line and short; bodies show host text only as code", () => {
+    const hostile = [
+      "@octocat look",
+      "<img src=x onerror=alert(1)>",
+      "[Approve in one click](https://evil.example)",
+      "<!-- x -->",
+      "nul\u0000 esc\u001b[31m",
+      "::error::pwned",
+      "``` ```` `",
+      ...Array.from({ length: 300 }, (_, i) => `line ${i}`),
+    ].join("\n");
+    const [pr] = opens(plan(input(report({ "db-01": [motd(hostile)] }))));
+    assert.doesNotMatch(pr!.title, /[\n\r\u0000\u001b]/);
+    assert.ok(pr!.title.length <= 200);
+    const live = outsideCode(pr!.body.replace(/<!-- quartermaster-pr .*$/s, ""));
+    for (const bad of ["@octocat", "<img", "](https", "<!--", "::error", "\u0000", "\u001b"])
+      assert.ok(!live.includes(bad), `${JSON.stringify(bad)} outside code`);
+    assert.ok(pr!.body.includes("@octocat look"), "the text itself is shown, as code");
+    assert.doesNotMatch(
+      Object.values(pr!.files).join(""),
+      /[\u0000\u001b]/,
+      "the manifest edit escapes control characters",
+    );
+  });
+});
