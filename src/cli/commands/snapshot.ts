@@ -2,7 +2,7 @@ import { declaredFor, partlyUnknown, type AnyDomain } from "../../domains/domain
 import { ANY_VERSION } from "../../domains/packages/constraint.js";
 import { DOMAINS } from "../../domains/registry.js";
 import { acceptFinding } from "../../propose/accept.js";
-import { NodeAuditError, ProbeParseError, UsageError } from "../../errors.js";
+import { ManifestEditError, NodeAuditError, ProbeParseError, UsageError } from "../../errors.js";
 import { defaultAuditSettings, runProbe, type AuditSettings } from "../../audit/node.js";
 import { parseContext } from "../../probe/script.js";
 import { localTransport } from "../../transport/local.js";
@@ -45,7 +45,7 @@ function acceptAll(
     try {
       state = acceptFinding(domain, state, finding);
     } catch (error) {
-      if (!(error instanceof Error)) throw error;
+      if (!(error instanceof ManifestEditError)) throw error;
       unknown.push(`${domain.name}: ${error.message}; kept as declared`);
     }
   }
