@@ -1,4 +1,4 @@
-import { execa } from "execa";
+import { spawn } from "node:child_process";
 import { NodeAuditError } from "../errors.js";
 
 export interface ProbeRun {
@@ -25,7 +25,66 @@ export interface ProcessFailure {
   exitCode?: number;
   stderr: string;
   timedOut: boolean;
-  isMaxBuffer: boolean;
+}
+
+interface Finished {
+  /** Unset when the process was killed by a signal or could not start. */
+  exitCode?: number;
+  stdout: Buffer;
+  stderr: Buffer;
+  /** Why the process was killed, if it was. */
+  stopped?: "timeout" | "too-large";
+}
+
+/**
+ * One child process: `input` on its stdin, stdout and stderr collected up to `maxOutputBytes`
+ * each. Past the cap or the time limit it is killed (SIGKILL) and its pipes closed.
+ */
+function runProcess(
+  file: string,
+  args: readonly string[],
+  input: string,
+  limits: RunLimits,
+): Promise<Finished> {
+  return new Promise((resolve) => {
+    const child = spawn(file, args, { env: { ...process.env, LC_ALL: "C" } });
+    let stopped: Finished["stopped"];
+    const stop = (reason: NonNullable<Finished["stopped"]>) => {
+      if (stopped) return;
+      stopped = reason;
+      child.kill("SIGKILL");
+      // A grandchild holding the pipes open must not keep the node waiting.
+      child.stdout.destroy();
+      child.stderr.destroy();
+    };
+    const capped = (chunks: Buffer[]) => {
+      let bytes = 0;
+      return (chunk: Buffer) => {
+        bytes += chunk.length;
+        if (bytes > limits.maxOutputBytes) stop("too-large");
+        else chunks.push(chunk);
+      };
+    };
+    const stdout: Buffer[] = [];
+    const stderr: Buffer[] = [];
+    child.stdout.on("data", capped(stdout));
+    child.stderr.on("data", capped(stderr));
+    const timer = setTimeout(() => stop("timeout"), limits.timeoutMs);
+    // A process that exits without reading all of its stdin (EPIPE), or that cannot start
+    // (ENOENT): the exit status tells what happened.
+    child.stdin.on("error", () => {});
+    child.on("error", () => {});
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({
+        ...(code !== null && code >= 0 && { exitCode: code }),
+        stdout: Buffer.concat(stdout),
+        stderr: Buffer.concat(stderr),
+        stopped,
+      });
+    });
+    child.stdin.end(input);
+  });
 }
 
 /**
@@ -41,34 +100,29 @@ export async function runProbeProcess(
   classify: (failure: ProcessFailure) => NodeAuditError,
 ): Promise<ProbeRun> {
   const started = performance.now();
-  const result = await execa(file, args, {
-    input: script,
-    encoding: "latin1",
-    reject: false,
-    timeout: limits.timeoutMs,
-    killSignal: "SIGKILL",
-    maxBuffer: limits.maxOutputBytes,
-    stripFinalNewline: false,
-    env: { LC_ALL: "C" },
-  });
+  const result = await runProcess(file, args, script, limits);
   const durationMs = performance.now() - started;
-  const stderr = typeof result.stderr === "string" ? result.stderr : "";
-  if (result.isMaxBuffer) {
+  const stderr = result.stderr.toString("latin1");
+  if (result.stopped === "too-large") {
     throw new NodeAuditError(
       node,
       "too-large",
       `probe output exceeded the ${limits.maxOutputBytes}-byte cap (audit.max_output_bytes): probe stopped, node not audited`,
     );
   }
-  if (result.timedOut || result.failed || result.exitCode !== 0) {
+  if (result.stopped === "timeout" || result.exitCode !== 0) {
     throw classify({
-      exitCode: result.exitCode,
+      ...(result.exitCode !== undefined && { exitCode: result.exitCode }),
       stderr,
-      timedOut: result.timedOut,
-      isMaxBuffer: false,
+      timedOut: result.stopped === "timeout",
     });
   }
-  return { stdout: String(result.stdout), stderr, durationMs, timeoutMs: limits.timeoutMs };
+  return {
+    stdout: result.stdout.toString("latin1"),
+    stderr,
+    durationMs,
+    timeoutMs: limits.timeoutMs,
+  };
 }
 
 export function lastLines(text: string, count = 3): string {
