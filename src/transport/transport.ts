@@ -30,8 +30,9 @@ export interface ProcessFailure {
 interface Finished {
   /** Unset when the process was killed by a signal or could not start. */
   exitCode?: number;
-  stdout: Buffer;
-  stderr: Buffer;
+  /** Decoded one byte per character (latin1): a string's length is its byte count. */
+  stdout: string;
+  stderr: string;
   /** Why the process was killed, if it was. */
   stopped?: "timeout" | "too-large";
 }
@@ -57,18 +58,14 @@ function runProcess(
       child.stdout.destroy();
       child.stderr.destroy();
     };
-    const capped = (chunks: Buffer[]) => {
-      let bytes = 0;
-      return (chunk: Buffer) => {
-        bytes += chunk.length;
-        if (bytes > limits.maxOutputBytes) stop("too-large");
-        else chunks.push(chunk);
-      };
-    };
-    const stdout: Buffer[] = [];
-    const stderr: Buffer[] = [];
-    child.stdout.on("data", capped(stdout));
-    child.stderr.on("data", capped(stderr));
+    const output = { stdout: "", stderr: "" };
+    for (const stream of ["stdout", "stderr"] as const) {
+      child[stream].setEncoding("latin1");
+      child[stream].on("data", (chunk: string) => {
+        if (output[stream].length + chunk.length > limits.maxOutputBytes) stop("too-large");
+        else output[stream] += chunk;
+      });
+    }
     const timer = setTimeout(() => stop("timeout"), limits.timeoutMs);
     // A process that exits without reading all of its stdin (EPIPE), or that cannot start
     // (ENOENT): the exit status tells what happened.
@@ -78,8 +75,7 @@ function runProcess(
       clearTimeout(timer);
       resolve({
         ...(code !== null && code >= 0 && { exitCode: code }),
-        stdout: Buffer.concat(stdout),
-        stderr: Buffer.concat(stderr),
+        ...output,
         stopped,
       });
     });
@@ -102,7 +98,7 @@ export async function runProbeProcess(
   const started = performance.now();
   const result = await runProcess(file, args, script, limits);
   const durationMs = performance.now() - started;
-  const stderr = result.stderr.toString("latin1");
+  const { stdout, stderr } = result;
   if (result.stopped === "too-large") {
     throw new NodeAuditError(
       node,
@@ -118,7 +114,7 @@ export async function runProbeProcess(
     });
   }
   return {
-    stdout: result.stdout.toString("latin1"),
+    stdout,
     stderr,
     durationMs,
     timeoutMs: limits.timeoutMs,
