@@ -1,58 +1,151 @@
-// Fleet audit speed and memory against real ssh test hosts, measured in one run. Needs root.
-// Usage: npx tsx bench/fleet.ts [hosts=32] [entries=1000]
+// Fleet audit speed against real ssh test hosts, every figure from one run. Needs root.
+// Usage: npx tsx bench/fleet.ts [hosts=30] [concurrency=16] [rounds=2] [entries=300]
 //
-// Figures, each at the same concurrency (= hosts) on the same hosts:
-//   floor    `ssh -F cfg host true` to every host (p-limit), the cost of ssh alone;
-//   qm       the built CLI's full audit (`audit --format json --out`), process start included;
-//   ansible  `ansible all -m package_facts -f <forks>` over the same ssh config, host key checking on;
-//   memory   peak RSS of the CLI auditing `entries` node entries that point at the same hosts;
-//   probe    probe output bytes per node (report.nodes[].probeBytes).
-import { mkdtemp, readFile, rm, writeFile, mkdir } from "node:fs/promises";
+// Each round measures, on the same hosts at the same concurrency:
+//   floor  `ssh -F cfg host true` to every host;
+//   raw    the probe the real code builds for the bench's spec, piped through plain
+//          `ssh -F cfg host sh -s` (no Quartermaster): what the audit cannot go below;
+//   audit  the built CLI's full audit (`audit --format json --out`), process start to exit.
+// Then, once:
+//   cpu     the CLI's own CPU (process.cpuUsage() at exit, read through an --import hook: user +
+//           system of the node process and its threads, never its ssh children), per node, for
+//           the hosts and for `entries` node entries spread over them;
+//   ansible `ansible all -m package_facts -f <concurrency>` over the same ssh config;
+//   probe   the probe's own CPU on a host (dash's `times` after 10 runs of `sh -s`), its output bytes;
+// and last, bench/fleet-scale.ts (the 10,000-node stand-in transport run) when present.
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { execa } from "execa";
 import pLimit from "p-limit";
 import { stringify } from "yaml";
+import { auditedDomains, declaredFor, runProbe } from "../src/audit/node.js";
+import { fleetAuditSettings } from "../src/cli/commands/audit.js";
+import { loadFleet } from "../src/manifest/load.js";
 import type { Report } from "../src/report/schema.js";
 import { REPO_ROOT } from "../test/support/cli.js";
 import { startFleet } from "../test/support/hosts.js";
 
-const hostCount = Number(process.argv[2] ?? 32);
-const entryCount = Number(process.argv[3] ?? 1000);
-const concurrency = hostCount;
+const arg = (index: number, fallback: number) => Number(process.argv[2 + index] ?? fallback);
+const [hostCount, concurrency, rounds, entryCount] = [
+  arg(0, 30),
+  arg(1, 16),
+  arg(2, 2),
+  arg(3, 300),
+];
 const CLI = path.join(REPO_ROOT, "dist/cli/main.js");
+const SCALE_BENCH = path.join(REPO_ROOT, "bench/fleet-scale.ts");
 
-const seconds = (ms: number) => (ms / 1000).toFixed(2);
-const timed = async <T>(run: () => Promise<T>): Promise<[T, number]> => {
-  const started = performance.now();
-  const value = await run();
-  return [value, performance.now() - started];
-};
+interface Ran {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
 
-async function ensureAnsible(): Promise<void> {
-  if ((await execa("sh", ["-c", "command -v ansible"], { reject: false })).exitCode === 0) return;
-  console.log("installing ansible (apt-get) ...");
-  await execa("apt-get", ["install", "-y", "-qq", "--no-install-recommends", "ansible"], {
-    env: { DEBIAN_FRONTEND: "noninteractive" },
+/** One process, plain node:child_process: the bench's own overhead stays out of the floor. */
+function run(
+  file: string,
+  args: readonly string[],
+  options: { input?: string; env?: NodeJS.ProcessEnv; inherit?: boolean } = {},
+): Promise<Ran> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, args, {
+      env: options.env ?? process.env,
+      stdio: options.inherit ? "inherit" : "pipe",
+    });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout?.on("data", (c: Buffer) => out.push(c));
+    child.stderr?.on("data", (c: Buffer) => err.push(c));
+    child.stdin?.on("error", () => {});
+    child.on("error", reject);
+    child.on("close", (code) =>
+      resolve({
+        code,
+        stdout: Buffer.concat(out).toString(),
+        stderr: Buffer.concat(err).toString(),
+      }),
+    );
+    child.stdin?.end(options.input ?? "");
   });
 }
 
-/** Runs the CLI under /usr/bin/time -v: wall time, and the peak RSS the kernel recorded. */
-async function auditWithPeak(
-  args: string[],
-): Promise<{ ms: number; peakMb: number; exitCode: number; stderr: string }> {
+async function mustRun(file: string, args: readonly string[], input?: string): Promise<string> {
+  const result = await run(file, args, input === undefined ? {} : { input });
+  if (result.code !== 0)
+    throw new Error(`${file} ${args.join(" ")} exited ${result.code}: ${result.stderr}`);
+  return result.stdout;
+}
+
+const timed = async <T>(work: () => Promise<T>): Promise<[T, number]> => {
+  const started = performance.now();
+  const value = await work();
+  return [value, performance.now() - started];
+};
+
+const secs = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
+
+async function ensureAnsible(): Promise<void> {
+  if ((await run("sh", ["-c", "command -v ansible"])).code === 0) return;
+  console.log("installing ansible (apt-get) ...");
+  await mustRun("sh", [
+    "-c",
+    "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ansible",
+  ]);
+}
+
+// The CLI's own CPU: an --import hook writes process.cpuUsage() (this process only) at exit.
+const CPU_HOOK = `data:text/javascript,${encodeURIComponent(
+  `import { writeFileSync } from "node:fs";
+process.on("exit", () => {
+  const { user, system } = process.cpuUsage();
+  writeFileSync(process.env.QM_BENCH_CPU_FILE, String((user + system) / 1000));
+});`,
+)}`;
+
+/** The built CLI's audit of `manifests`: wall time, own CPU (ms), and the report. */
+async function audit(
+  manifests: string,
+  sshConfig: string,
+  work: string,
+): Promise<{ ms: number; cpuMs: number; report: Report }> {
+  const out = path.join(work, "report.json");
+  const cpuFile = path.join(work, "cpu");
   const [result, ms] = await timed(() =>
-    execa("/usr/bin/time", ["-v", process.execPath, CLI, ...args], { reject: false }),
+    run(
+      process.execPath,
+      [
+        "--import",
+        CPU_HOOK,
+        CLI,
+        "audit",
+        ...["--manifests", manifests, "--ssh-config", sshConfig],
+        ...["--concurrency", String(concurrency), "--format", "json", "--out", out],
+      ],
+      { env: { ...process.env, QM_BENCH_CPU_FILE: cpuFile } },
+    ),
   );
-  const peakKb = Number(
-    /Maximum resident set size \(kbytes\): (\d+)/.exec(result.stderr)?.[1] ?? NaN,
-  );
-  return { ms, peakMb: peakKb / 1024, exitCode: result.exitCode ?? -1, stderr: result.stderr };
+  const report = JSON.parse(await readFile(out, "utf8")) as Report;
+  if (report.summary.clean !== report.summary.nodes)
+    throw new Error(`audit not all clean: ${JSON.stringify(report.summary)} ${result.stderr}`);
+  return { ms, cpuMs: Number(await readFile(cpuFile, "utf8")), report };
+}
+
+/** `command` to every host, `concurrency` at a time: the wall time of the whole batch. */
+async function everyHost(
+  names: readonly string[],
+  command: (name: string) => Promise<unknown>,
+): Promise<number> {
+  const limit = pLimit(concurrency);
+  const [, ms] = await timed(() => Promise.all(names.map((name) => limit(() => command(name)))));
+  return ms;
 }
 
 await ensureAnsible();
 console.log("building the CLI (npm run build) ...");
-await execa("npm", ["run", "build", "--silent"], { cwd: REPO_ROOT });
+await mustRun("npm", ["run", "build", "--silent"]);
 
 const names = Array.from(
   { length: hostCount },
@@ -68,61 +161,73 @@ try {
   const manifests = path.join(work, "fleet-manifests");
   await mkdir(path.join(manifests, "nodes"), { recursive: true });
   await writeFile(path.join(manifests, "nodes", `${names[0]}.yaml`), "{}\n");
-  const snapshot = await execa(process.execPath, [
+  const fleetYaml = await mustRun(process.execPath, [
     CLI,
     "snapshot",
-    "--node",
-    names[0]!,
-    "--manifests",
-    manifests,
-    "--ssh-config",
-    fleet.sshConfig,
+    ...["--node", names[0]!, "--manifests", manifests, "--ssh-config", fleet.sshConfig],
   ]);
-  await writeFile(path.join(manifests, "fleet.yaml"), snapshot.stdout);
+  await writeFile(path.join(manifests, "fleet.yaml"), fleetYaml);
   for (const name of names) await writeFile(path.join(manifests, "nodes", `${name}.yaml`), "{}\n");
 
-  // 1. The floor: ssh alone.
-  const limit = pLimit(concurrency);
-  const [, floorMs] = await timed(() =>
-    Promise.all(
-      names.map((name) => limit(() => execa("ssh", ["-F", fleet.sshConfig, name, "true"]))),
-    ),
-  );
+  // The probe the real code sends for this spec, captured at the transport.
+  const loaded = await loadFleet(manifests);
+  const node = loaded.nodes[0]!;
+  let probe = "";
+  const capture = {
+    describe: () => "capture",
+    run: (script: string): Promise<never> => {
+      probe = script;
+      return Promise.reject(new Error("captured"));
+    },
+  };
+  await runProbe(
+    capture,
+    auditedDomains(node).map((domain) => ({ domain, declared: declaredFor(domain, node.spec) })),
+    fleetAuditSettings(loaded),
+  ).catch(() => undefined);
+  if (!probe) throw new Error("no probe script captured");
 
-  // 2. Quartermaster's full audit.
-  const reportFile = path.join(work, "report.json");
-  const qm = await auditWithPeak([
-    "audit",
-    "--manifests",
-    manifests,
-    "--ssh-config",
-    fleet.sshConfig,
-    "--concurrency",
-    String(concurrency),
-    "--format",
-    "json",
-    "--out",
-    reportFile,
-  ]);
-  const report = JSON.parse(await readFile(reportFile, "utf8")) as Report;
-  if (report.summary.clean !== hostCount)
-    throw new Error(
-      `expected ${hostCount} clean nodes: ${JSON.stringify(report.summary)} ${qm.stderr}`,
+  const ssh = (name: string, remote: string, input?: string) =>
+    mustRun("ssh", ["-F", fleet.sshConfig, name, remote], input);
+
+  const figures: { floor: number; raw: number; audit: number; cpu: number }[] = [];
+  let report: Report | undefined;
+  for (let round = 1; round <= rounds; round++) {
+    const floor = await everyHost(names, (name) => ssh(name, "true"));
+    const raw = await everyHost(names, (name) => ssh(name, "sh -s", probe));
+    const qm = await audit(manifests, fleet.sshConfig, work);
+    report = qm.report;
+    figures.push({ floor, raw, audit: qm.ms, cpu: qm.cpuMs });
+    console.log(
+      `round ${round}: floor ${secs(floor)}, raw probe ${secs(raw)} (${ratio(raw, floor)}), audit ${secs(qm.ms)} (${ratio(qm.ms, floor)}), auditor CPU ${qm.cpuMs.toFixed(0)} ms`,
     );
+  }
 
-  // 3. Ansible gathering package facts: the same hosts, user, ssh config and forks; host keys checked.
+  // Many node entries over the same hosts: the auditor's CPU per node with start-up spread thin.
+  const many = path.join(work, "many-manifests");
+  await mkdir(path.join(many, "nodes"), { recursive: true });
+  await writeFile(path.join(many, "fleet.yaml"), fleetYaml);
+  for (let i = 0; i < entryCount; i++) {
+    await writeFile(
+      path.join(many, "nodes", `entry-${String(i).padStart(4, "0")}.yaml`),
+      stringify({ host: names[i % hostCount] }),
+    );
+  }
+  const big = await audit(many, fleet.sshConfig, work);
+
+  // Ansible gathering package facts: the same hosts, user, ssh config and forks; host keys checked.
   const inventory = path.join(work, "inventory.ini");
   await writeFile(
     inventory,
     `[fleet]\n${names.join("\n")}\n\n[fleet:vars]\nansible_user=${fleet.user}\nansible_python_interpreter=/usr/bin/python3\n`,
   );
   const [ansible, ansibleMs] = await timed(() =>
-    execa(
+    run(
       "ansible",
       ["-i", inventory, "all", "-m", "package_facts", "-f", String(concurrency), "-o"],
       {
-        reject: false,
         env: {
+          ...process.env,
           ANSIBLE_HOST_KEY_CHECKING: "True",
           // Ansible's own defaults (connection sharing) plus the fleet's ssh config; pipelining is its fastest ordinary setting.
           ANSIBLE_SSH_ARGS: `-F ${fleet.sshConfig} -o ControlMaster=auto -o ControlPersist=60s`,
@@ -140,60 +245,51 @@ try {
       `ansible succeeded on ${ansibleOk}/${hostCount} hosts:\n${ansible.stdout.slice(0, 2000)}\n${ansible.stderr.slice(0, 2000)}`,
     );
 
-  // 4. Memory: many node entries, each pointing at one of the same hosts.
-  const many = path.join(work, "many-manifests");
-  await mkdir(path.join(many, "nodes"), { recursive: true });
-  await writeFile(path.join(many, "fleet.yaml"), snapshot.stdout);
-  for (let i = 0; i < entryCount; i++) {
-    await writeFile(
-      path.join(many, "nodes", `entry-${String(i).padStart(4, "0")}.yaml`),
-      stringify({ host: names[i % hostCount] }),
-    );
-  }
-  const manyReport = path.join(work, "many.json");
-  const big = await auditWithPeak([
-    "audit",
-    "--manifests",
-    many,
-    "--ssh-config",
-    fleet.sshConfig,
-    "--concurrency",
-    String(concurrency),
-    "--format",
-    "json",
-    "--out",
-    manyReport,
-  ]);
-  const manySummary = (JSON.parse(await readFile(manyReport, "utf8")) as Report).summary;
+  // The probe's own CPU on each host: dash's `times` prints its children's user and system time,
+  // in clock ticks; the probe runs PROBE_REPEAT times in one session to see below a tick.
+  const PROBE_REPEAT = 10;
+  const repeated = `sh -c 'p=$(cat); i=0; while [ $i -lt ${PROBE_REPEAT} ]; do printf "%s\\n" "$p" | sh -s >/dev/null; i=$((i+1)); done; times'`;
+  const probeCpu: number[] = [];
+  await everyHost(names, async (name) => {
+    const times = await ssh(name, repeated, probe);
+    const [user, system] = [
+      ...(times.trim().split("\n")[1] ?? "").matchAll(/(\d+)m([\d.]+)s/g),
+    ].map((m) => Number(m[1]) * 60_000 + Number(m[2]) * 1000);
+    probeCpu.push(((user ?? NaN) + (system ?? NaN)) / PROBE_REPEAT);
+  });
 
-  const probeBytes = report.nodes.map((n) => n.probeBytes ?? 0).sort((a, b) => a - b);
-  const packages =
-    (await readFile("/var/lib/dpkg/status", "utf8")).match(/^Package: /gm)?.length ?? 0;
-  const qmAuditMs = Date.parse(report.finishedAt) - Date.parse(report.startedAt);
+  const best = (key: keyof (typeof figures)[number]) => Math.min(...figures.map((f) => f[key]));
+  const [floor, raw, qm, cpu] = [best("floor"), best("raw"), best("audit"), best("cpu")];
+  const probeBytes = report!.nodes.map((n) => n.probeBytes ?? 0).sort((a, b) => a - b);
+  const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
 
   console.log(
-    `\nhosts: ${hostCount} namespace hosts with real sshd, concurrency ${concurrency} for all, ${os.cpus().length} cores`,
+    `\n${hostCount} namespace hosts with real sshd, ${concurrency} at a time, ${os.cpus().length} cores; best of ${rounds} rounds`,
+  );
+  console.log(`floor   ssh host true                         ${secs(floor)}`);
+  console.log(
+    `raw     probe through plain ssh (no qm)       ${secs(raw)}  ${ratio(raw, floor)} floor`,
   );
   console.log(
-    `floor   (ssh -F cfg host true, p-limit ${concurrency}):                ${seconds(floorMs)} s`,
+    `audit   quartermaster audit, CLI start to exit ${secs(qm)}  ${ratio(qm, floor)} floor (target <= 1.25x)`,
   );
   console.log(
-    `qm      (quartermaster audit, CLI process start to exit):        ${seconds(qm.ms)} s  (${(qm.ms / floorMs).toFixed(2)}x floor; target <= 1.5x)`,
+    `ansible package_facts -f ${concurrency}, pipelining       ${secs(ansibleMs)}  ${(ansibleMs / qm).toFixed(1)}x the audit (target >= 20x)`,
   );
   console.log(
-    `        (of which the audit itself, report startedAt..finishedAt): ${seconds(qmAuditMs)} s  (${(qmAuditMs / floorMs).toFixed(2)}x floor)`,
+    `cpu     auditor's own CPU (process.cpuUsage, no ssh children): ${hostCount} nodes ${cpu.toFixed(0)} ms = ${(cpu / hostCount).toFixed(1)} ms/node; ${entryCount} entries ${big.cpuMs.toFixed(0)} ms = ${(big.cpuMs / entryCount).toFixed(1)} ms/node (target <= 5 ms), beyond start-up ${((big.cpuMs - cpu) / (entryCount - hostCount)).toFixed(1)} ms/node`,
   );
   console.log(
-    `ansible (ansible all -m package_facts -f ${concurrency}, pipelining):      ${seconds(ansibleMs)} s  (${(ansibleMs / qm.ms).toFixed(1)}x qm; target >= 5x)`,
-  );
-  console.log(
-    `memory  (${entryCount} node entries over ${hostCount} hosts): peak RSS ${big.peakMb.toFixed(0)} MB (target <= 300 MB), ${seconds(big.ms)} s, ${manySummary.clean}/${manySummary.nodes} clean`,
-  );
-  console.log(`        (the ${hostCount}-host audit: peak RSS ${qm.peakMb.toFixed(0)} MB)`);
-  console.log(
-    `probe   output per node (${packages} dpkg packages): median ${probeBytes[probeBytes.length >> 1]} bytes, max ${probeBytes.at(-1)} bytes`,
+    `probe   on a host: median ${median(probeCpu).toFixed(1)} ms CPU; output median ${probeBytes[probeBytes.length >> 1]} bytes, max ${probeBytes.at(-1)} bytes`,
   );
 } finally {
   await fleet.stop();
   await rm(work, { recursive: true, force: true });
+}
+
+if (existsSync(SCALE_BENCH)) {
+  console.log("\nbench/fleet-scale.ts:");
+  await run(process.execPath, ["--import", "tsx", SCALE_BENCH], { inherit: true });
+} else {
+  console.log("\n(bench/fleet-scale.ts is not in this tree: the 10,000-node run is skipped)");
 }

@@ -59,14 +59,54 @@ export interface ProbeResult {
   timeoutMs: number;
 }
 
-/** Builds one probe for the given domains, runs it through the transport, splits its sections. */
-export async function runProbe(
-  transport: Transport,
+/**
+ * A value from a spec as text, one text per value: spec values are YAML data (strings, numbers,
+ * booleans, null, lists, plain maps). Anything else has no key (its probe is not cached). An
+ * object's text is kept while the object lives: a fleet-wide declaration shared by reference
+ * between nodes is written once.
+ */
+const declaredKeys = new WeakMap<object, string | undefined>();
+function declaredKey(value: unknown): string | undefined {
+  if (value === undefined) return "u";
+  if (value === null || typeof value === "boolean" || typeof value === "string")
+    return JSON.stringify(value);
+  if (typeof value === "number") return Number.isFinite(value) ? String(value) : undefined;
+  if (typeof value !== "object") return undefined;
+  if (declaredKeys.has(value)) return declaredKeys.get(value);
+  let key: string | undefined;
+  if (Array.isArray(value)) {
+    const items = value.map(declaredKey);
+    key = items.includes(undefined) ? undefined : `[${items.join(",")}]`;
+  } else {
+    const proto: unknown = Object.getPrototypeOf(value);
+    if (proto === Object.prototype || proto === null) {
+      const entries = Object.entries(value).map(([k, v]) => {
+        const inner = declaredKey(v);
+        return inner === undefined ? undefined : `${JSON.stringify(k)}:${inner}`;
+      });
+      key = entries.includes(undefined) ? undefined : `{${entries.join(",")}}`;
+    }
+  }
+  declaredKeys.set(value, key);
+  return key;
+}
+
+/** The probe script around its nonce: `parts.join(nonce)` is the script for one run. */
+type ProbeTemplate = readonly string[];
+
+// Nodes sharing a spec get the same probe but for the nonce: it is assembled once per distinct
+// spec. Bounded, so a fleet of all-different specs keeps only the latest few.
+const PROBE_CACHE_SIZE = 64;
+const probeCache = new Map<string, ProbeTemplate>();
+
+function probeTemplate(
   domains: readonly { domain: AnyDomain; declared: unknown }[],
   settings: AuditSettings,
-): Promise<ProbeResult> {
-  const nonce = newNonce();
-  const ctx = probeContext(nonce, settings.maxFileBytes);
+): ProbeTemplate {
+  // Domain probes see the nonce only through `$QM_N` (ProbeContext has no nonce): a random
+  // placeholder marks where buildProbe writes it.
+  const placeholder = newNonce();
+  const ctx = probeContext(placeholder, settings.maxFileBytes);
   const sections: ProbeSection[] = [
     { name: "maintenance", script: maintenanceProbe(settings.maintenanceMarker, ctx) },
     ...domains.map(({ domain, declared }) => ({
@@ -74,8 +114,43 @@ export async function runProbe(
       script: domain.probe(declared, ctx),
     })),
   ];
-  const probe = buildProbe(nonce, sections);
-  const run = await transport.run(probe.script, settings);
+  return buildProbe(placeholder, sections).script.split(placeholder);
+}
+
+/** The probe for the given domains with a fresh nonce, assembled once per distinct declaration. */
+export function assembleProbe(
+  domains: readonly { domain: AnyDomain; declared: unknown }[],
+  settings: AuditSettings,
+): { nonce: string; script: string } {
+  const parts = [
+    JSON.stringify(settings.maintenanceMarker),
+    String(settings.maxFileBytes),
+    ...domains.map(({ domain, declared }) => {
+      const key = declaredKey(declared);
+      return key === undefined ? undefined : `${domain.name}=${key}`;
+    }),
+  ];
+  const key = parts.includes(undefined) ? undefined : parts.join("\n");
+  let template = key === undefined ? undefined : probeCache.get(key);
+  if (!template) {
+    template = probeTemplate(domains, settings);
+    if (key !== undefined) {
+      if (probeCache.size >= PROBE_CACHE_SIZE) probeCache.delete(probeCache.keys().next().value!);
+      probeCache.set(key, template);
+    }
+  }
+  const nonce = newNonce();
+  return { nonce, script: template.join(nonce) };
+}
+
+/** Builds one probe for the given domains, runs it through the transport, splits its sections. */
+export async function runProbe(
+  transport: Transport,
+  domains: readonly { domain: AnyDomain; declared: unknown }[],
+  settings: AuditSettings,
+): Promise<ProbeResult> {
+  const { nonce, script } = assembleProbe(domains, settings);
+  const run = await transport.run(script, settings);
   return {
     nonce,
     sections: parseProbeOutput(run.stdout, nonce),

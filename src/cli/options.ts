@@ -8,7 +8,6 @@ import { UsageError } from "../errors.js";
 import { globMatch, globProblem } from "../glob.js";
 import { loadFleet, type Fleet, type LoadedNode } from "../manifest/load.js";
 import { nearest } from "../manifest/suggest.js";
-import { pullRepository } from "../forge/clone.js";
 import { HelpRequested, commandHelp } from "./help.js";
 
 type Options = NonNullable<ParseArgsConfig["options"]>;
@@ -150,6 +149,8 @@ async function locateManifests(values: ManifestValues): Promise<{ dir: string; p
     checkTreeShape(found);
     return { dir: found, pulled: false };
   }
+  // Loaded only for --repo: isomorphic-git is a large module every other run would pay for.
+  const { pullRepository } = await import("../forge/clone.js");
   const pulled = await pullRepository({
     url: repo,
     ref: values.ref,

@@ -1,4 +1,4 @@
-import { execa } from "execa";
+import { spawn } from "node:child_process";
 import { NodeAuditError } from "../errors.js";
 
 export interface ProbeRun {
@@ -25,7 +25,62 @@ export interface ProcessFailure {
   exitCode?: number;
   stderr: string;
   timedOut: boolean;
-  isMaxBuffer: boolean;
+}
+
+interface Finished {
+  /** Unset when the process was killed by a signal or could not start. */
+  exitCode?: number;
+  /** Decoded one byte per character (latin1): a string's length is its byte count. */
+  stdout: string;
+  stderr: string;
+  /** Why the process was killed, if it was. */
+  stopped?: "timeout" | "too-large";
+}
+
+/**
+ * One child process: `input` on its stdin, stdout and stderr collected up to `maxOutputBytes`
+ * each. Past the cap or the time limit it is killed (SIGKILL) and its pipes closed.
+ */
+function runProcess(
+  file: string,
+  args: readonly string[],
+  input: string,
+  limits: RunLimits,
+): Promise<Finished> {
+  return new Promise((resolve) => {
+    const child = spawn(file, args, { env: { ...process.env, LC_ALL: "C" } });
+    let stopped: Finished["stopped"];
+    const stop = (reason: NonNullable<Finished["stopped"]>) => {
+      if (stopped) return;
+      stopped = reason;
+      child.kill("SIGKILL");
+      // A grandchild holding the pipes open must not keep the node waiting.
+      child.stdout.destroy();
+      child.stderr.destroy();
+    };
+    const output = { stdout: "", stderr: "" };
+    for (const stream of ["stdout", "stderr"] as const) {
+      child[stream].setEncoding("latin1");
+      child[stream].on("data", (chunk: string) => {
+        if (output[stream].length + chunk.length > limits.maxOutputBytes) stop("too-large");
+        else output[stream] += chunk;
+      });
+    }
+    const timer = setTimeout(() => stop("timeout"), limits.timeoutMs);
+    // A process that exits without reading all of its stdin (EPIPE), or that cannot start
+    // (ENOENT): the exit status tells what happened.
+    child.stdin.on("error", () => {});
+    child.on("error", () => {});
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({
+        ...(code !== null && code >= 0 && { exitCode: code }),
+        ...output,
+        stopped,
+      });
+    });
+    child.stdin.end(input);
+  });
 }
 
 /**
@@ -41,34 +96,29 @@ export async function runProbeProcess(
   classify: (failure: ProcessFailure) => NodeAuditError,
 ): Promise<ProbeRun> {
   const started = performance.now();
-  const result = await execa(file, args, {
-    input: script,
-    encoding: "latin1",
-    reject: false,
-    timeout: limits.timeoutMs,
-    killSignal: "SIGKILL",
-    maxBuffer: limits.maxOutputBytes,
-    stripFinalNewline: false,
-    env: { LC_ALL: "C" },
-  });
+  const result = await runProcess(file, args, script, limits);
   const durationMs = performance.now() - started;
-  const stderr = typeof result.stderr === "string" ? result.stderr : "";
-  if (result.isMaxBuffer) {
+  const { stdout, stderr } = result;
+  if (result.stopped === "too-large") {
     throw new NodeAuditError(
       node,
       "too-large",
       `probe output exceeded the ${limits.maxOutputBytes}-byte cap (audit.max_output_bytes): probe stopped, node not audited`,
     );
   }
-  if (result.timedOut || result.failed || result.exitCode !== 0) {
+  if (result.stopped === "timeout" || result.exitCode !== 0) {
     throw classify({
-      exitCode: result.exitCode,
+      ...(result.exitCode !== undefined && { exitCode: result.exitCode }),
       stderr,
-      timedOut: result.timedOut,
-      isMaxBuffer: false,
+      timedOut: result.stopped === "timeout",
     });
   }
-  return { stdout: String(result.stdout), stderr, durationMs, timeoutMs: limits.timeoutMs };
+  return {
+    stdout,
+    stderr,
+    durationMs,
+    timeoutMs: limits.timeoutMs,
+  };
 }
 
 export function lastLines(text: string, count = 3): string {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
@@ -95,12 +95,7 @@ describe("ssh failures", () => {
     exitCode = 255,
     extra: Partial<{ timedOut: boolean }> = {},
     ssh: SshSettings = {},
-  ) =>
-    classifySshFailure(
-      node(ssh),
-      { stderr, exitCode, timedOut: false, isMaxBuffer: false, ...extra },
-      5000,
-    );
+  ) => classifySshFailure(node(ssh), { stderr, exitCode, timedOut: false, ...extra }, 5000);
 
   it("connection refused, no route and a TCP timeout: unreachable", () => {
     for (const stderr of [
@@ -182,6 +177,56 @@ describe("ssh process limits", () => {
     await assert.rejects(
       transport.run("true", { timeoutMs: 10_000, maxOutputBytes: 5000 }),
       (e: NodeAuditError) => e.kind === "too-large" && /exceeded the 5000-byte cap/.test(e.message),
+    );
+  });
+
+  it("stops a probe whose error output exceeds the cap", async () => {
+    const transport = sshTransport(node(), {
+      ...OPTIONS,
+      sshBinary: fakeSsh("exec head -c 100000 /dev/zero >&2"),
+    });
+    await assert.rejects(
+      transport.run("true", { timeoutMs: 10_000, maxOutputBytes: 5000 }),
+      (e: NodeAuditError) => e.kind === "too-large" && /exceeded the 5000-byte cap/.test(e.message),
+    );
+  });
+
+  it("does not wait for a process left behind holding the output open", async () => {
+    // Were the transport to wait for the pipes to close, this test would hang for an hour.
+    const pidFile = join(dir, "left-behind.pid");
+    const transport = sshTransport(node(), {
+      ...OPTIONS,
+      sshBinary: fakeSsh(`sleep 3600 & echo $! > ${pidFile}; exec sleep 3600`),
+      timeoutMs: 300,
+    });
+    try {
+      await assert.rejects(
+        transport.run("true", { timeoutMs: 60_000, maxOutputBytes: 1000 }),
+        (e: NodeAuditError) => e.kind === "timeout",
+      );
+    } finally {
+      process.kill(Number(readFileSync(pidFile, "utf8")));
+    }
+  });
+
+  it("judges by the exit status a process that exits without reading the probe", async () => {
+    const transport = sshTransport(node(), {
+      ...OPTIONS,
+      sshBinary: fakeSsh(
+        "echo 'ssh: connect to host web-01 port 22: Connection refused' >&2; exit 255",
+      ),
+    });
+    await assert.rejects(
+      transport.run("x".repeat(4 << 20), { timeoutMs: 10_000, maxOutputBytes: 5000 }),
+      (e: NodeAuditError) => e.kind === "unreachable" && /Connection refused/.test(e.message),
+    );
+  });
+
+  it("reports an ssh binary that cannot be started as a failed probe", async () => {
+    const transport = sshTransport(node(), { ...OPTIONS, sshBinary: join(dir, "no-such-ssh") });
+    await assert.rejects(
+      transport.run("true", { timeoutMs: 10_000, maxOutputBytes: 5000 }),
+      (e: NodeAuditError) => e.kind === "probe" && /not audited/.test(e.message),
     );
   });
 
