@@ -11,7 +11,8 @@
 //           system of the node process and its threads, never its ssh children), per node, for
 //           the hosts and for `entries` node entries spread over them;
 //   ansible `ansible all -m package_facts -f <concurrency>` over the same ssh config;
-//   probe   the probe's own CPU on a host (dash's `times` after 10 runs of `sh -s`), its output bytes;
+//   probe   the probe's own CPU on a host (dash's `times` after 10 runs of `sh -s`), its output
+// bytes;
 // and last, bench/fleet-scale.ts (the 10,000-node stand-in transport run) when present.
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -230,7 +231,8 @@ try {
         env: {
           ...process.env,
           ANSIBLE_HOST_KEY_CHECKING: "True",
-          // Ansible's own defaults (connection sharing) plus the fleet's ssh config; pipelining is its fastest ordinary setting.
+          // Ansible's own defaults (connection sharing) plus the fleet's ssh config; pipelining is
+          // its fastest ordinary setting.
           ANSIBLE_SSH_ARGS: `-F ${fleet.sshConfig} -o ControlMaster=auto -o ControlPersist=60s`,
           ANSIBLE_PIPELINING: "True",
           ANSIBLE_LOCAL_TEMP: path.join(work, "ansible-tmp"),

@@ -19,7 +19,8 @@ const transport = localTransport("localhost");
 const settings = defaultAuditSettings();
 const drift = { policy: {}, waivers: [], tickets: [], now: new Date() };
 
-// Declared state = live state, plus every regular file directly under /etc, so files are read and hashed too.
+// Declared state = live state, plus every regular file directly under /etc, so files are read and
+// hashed too.
 const { spec } = await snapshotSpec(transport, DOMAINS);
 const etcFiles = readdirSync("/etc")
   .map((name) => `/etc/${name}`)
@@ -39,7 +40,8 @@ const cpuMs = (usage: NodeJS.CpuUsage) => (usage.user + usage.system) / 1000;
 const median = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
-// Baseline measured in the same run: the same probe script run by sh alone, its CPU from the kernel.
+// Baseline measured in the same run: the same probe script run by sh alone, its CPU from the
+// kernel.
 const domains = auditedDomains(node).map((domain) => ({
   domain,
   declared: declaredFor(domain, node.spec),

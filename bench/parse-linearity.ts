@@ -1,6 +1,9 @@
-// Benchmark: every domain's parse + compare, and the probe framing, on the output shapes that cost most
-// per line (what a hostile host would send), at n and 8n entries. A linear parser takes about 8x as long
-// for 8x the input, a quadratic one about 64x; a ratio over 24 is flagged. Time ratios on a shared machine
+// Benchmark: every domain's parse + compare, and the probe framing, on the output shapes that cost
+// most
+// per line (what a hostile host would send), at n and 8n entries. A linear parser takes about 8x as
+// long
+// for 8x the input, a quadratic one about 64x; a ratio over 24 is flagged. Time ratios on a shared
+// machine
 // are noisy (GC, caches), which is why this is a benchmark and not a test.
 // Run: npx tsx bench/parse-linearity.ts [n]
 import type { AnyDomain } from "../src/domains/domain.js";
@@ -40,7 +43,8 @@ const ADVERSARIAL: Record<string, (n: number) => string> = {
     `${mark("runtime")}\n${lines(n, (i) => `/proc/sys/net/x${i}:${i}`)}` +
     `${mark("persisted")}\n${lines(n, (i) => `/etc/sysctl.d/${i}.conf:net.x${i} = 1`)}`,
   io_scheduler: (n) => lines(n, (i) => `/sys/block/sd${i}/queue/scheduler:none [mq-deadline] bfq`),
-  // Every route and every local address in a network of its own: quadratic if each route scans the addresses.
+  // Every route and every local address in a network of its own: quadratic if each route scans the
+  // addresses.
   routes: (n) =>
     "/proc/net/route:Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n" +
     lines(

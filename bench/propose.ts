@@ -52,7 +52,10 @@ const sysctl = (key: string, declared: string, live: string): Finding => ({
   path: ["system", "sysctl_parameters", key],
 });
 
-/** A report whose first `drifted` nodes carry drift: one change shared by all, one of their own, an unauthorized listener. */
+/**
+ * A report whose first `drifted` nodes carry drift: one change shared by all, one of their own, an
+ * unauthorized listener.
+ */
 function report(fleet: Fleet, drifted: number, shared = true): Report {
   const ctx = { policy: {}, waivers: [], tickets: [], now: new Date() };
   const nodes: NodeResult[] = fleet.nodes.map((node, i) => {
@@ -114,7 +117,10 @@ async function timed(command: string, args: string[], env: Record<string, string
   return { seconds: Number(m[1]), rssMb: Number(m[2]) / 1024, stdout };
 }
 
-/** The baseline, run as its own process so its peak RSS is its own: clone once, then commit and push per PR. */
+/**
+ * The baseline, run as its own process so its peak RSS is its own: clone once, then commit and push
+ * per PR.
+ */
 async function baseline(url: string, apiUrl: string, count: number): Promise<void> {
   const dir = await mkdtemp(path.join(tmpdir(), "qm-bench-clone-"));
   const onAuth = () => ({ username: "x-access-token", password: TOKEN });

@@ -20,7 +20,8 @@ const t0 = performance.now();
 const fleet = await startFleet(defs);
 const started = performance.now();
 try {
-  // One ssh per host at once: proves every sshd answers, and gives the per-ssh floor of this machine.
+  // One ssh per host at once: proves every sshd answers, and gives the per-ssh floor of this
+  // machine.
   const t1 = performance.now();
   const outputs = await Promise.all(
     fleet.hosts.map((h) =>

@@ -88,7 +88,8 @@ export class ProbeParseError extends Error {
 
 /**
  * Probe output that stops before its end: the end-of-probe marker, or a section's end, never came
- * (the connection dropped, or the host's output was cut). `section` is "probe" for the whole output.
+ * (the connection dropped, or the host's output was cut). `section` is "probe" for the whole
+ * output.
  */
 export class ProbeTruncatedError extends ProbeParseError {}
 
@@ -103,7 +104,10 @@ export class ForgeError extends Error {
   }
 }
 
-/** A manifest edit (an accept or resolve PR's change) that cannot be made safely: the file is left to a human. */
+/**
+ * A manifest edit (an accept or resolve PR's change) that cannot be made safely: the file is left
+ * to a human.
+ */
 export class ManifestEditError extends Error {
   override readonly name = "ManifestEditError";
   constructor(

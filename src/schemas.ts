@@ -5,7 +5,10 @@ import { Report } from "./report/schema.js";
 
 type JsonSchema = Record<string, unknown>;
 
-/** Where a domain accepts the sysctl.conf-style `- key = value` list form, editors must accept it too. */
+/**
+ * Where a domain accepts the sysctl.conf-style `- key = value` list form, editors must accept it
+ * too.
+ */
 function allowListForms(schema: JsonSchema): JsonSchema {
   for (const listPath of MANIFEST_LISTS.listFormPaths) {
     let level = schema;

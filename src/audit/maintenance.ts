@@ -2,7 +2,8 @@ import { partsByLabel, type ProbeContext } from "../domains/domain.js";
 
 export const DEFAULT_MAINTENANCE_MARKER = "/run/quartermaster/maintenance";
 
-// A marker's reason is its first line: read at most this many bytes of it, show at most MARKER_REASON_CHARS.
+// A marker's reason is its first line: read at most this many bytes of it, show at most
+// MARKER_REASON_CHARS.
 const MARKER_READ_BYTES = 512;
 const MARKER_REASON_CHARS = 200;
 
@@ -27,7 +28,8 @@ export function maintenanceProbe(marker: string, ctx: ProbeContext): string {
   return [
     `[ -e ${file} ] && printf 'marker %s\\n' ${file}`,
     ctx.mark("reason"),
-    // Only a regular file, never through a symlink (it could point at a secret) nor a fifo (it would block).
+    // Only a regular file, never through a symlink (it could point at a secret) nor a fifo (it
+    // would block).
     `[ -f ${file} ] && [ ! -h ${file} ] && head -c ${MARKER_READ_BYTES} -- ${file} 2>/dev/null`,
     ctx.mark("locks"),
     // No lock at all (a builtin read of /proc/locks finds no line): nothing to look up, no process.
@@ -35,7 +37,8 @@ export function maintenanceProbe(marker: string, ctx: ProbeContext): string {
     `  locks=$(stat -c '%n %d %i' -- ${PACKAGE_LOCKS.join(" ")} 2>/dev/null)`,
     `[ -z "$locks" ] || printf '%s\\n' "$locks"`,
     ctx.mark("held"),
-    // /proc/locks names a lock by major:minor:inode; a lock on one of the files above means a package
+    // /proc/locks names a lock by major:minor:inode; a lock on one of the files above means a
+    // package
     // manager runs. Only lines naming one of their inodes are sent: a busy host holds many locks.
     `[ -z "$locks" ] || printf '%s\\n' "$locks" | awk '${HELD_LINES}' - /proc/locks 2>/dev/null`,
     "true",

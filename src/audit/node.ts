@@ -40,7 +40,10 @@ export function auditedDomains(node: LoadedNode, categories?: readonly DomainNam
   );
 }
 
-/** How many items a declaration holds: a list's entries, a map's keys (lists inside a map by entry), a value one. */
+/**
+ * How many items a declaration holds: a list's entries, a map's keys (lists inside a map by entry),
+ * a value one.
+ */
 export function declaredItems(declared: unknown): number {
   if (Array.isArray(declared)) return declared.length;
   if (declared === null || typeof declared !== "object") return 1;

@@ -6,7 +6,10 @@ import type { ParseArgsConfig } from "node:util";
 
 type Options = NonNullable<ParseArgsConfig["options"]>;
 
-/** What a flag means, and the placeholder its value is shown with. The same flag means the same everywhere. */
+/**
+ * What a flag means, and the placeholder its value is shown with. The same flag means the same
+ * everywhere.
+ */
 const FLAGS: Record<string, { value?: string; text: string }> = {
   manifests: {
     value: "DIR",
@@ -166,7 +169,9 @@ function flagLabel(name: string, option: Options[string]): string {
   return `${option.short ? `-${option.short}, ` : ""}--${name}${value}`;
 }
 
-/** `usage: quartermaster audit …`, the command's flags with their defaults, examples and exit codes. */
+/**
+ * `usage: quartermaster audit …`, the command's flags with their defaults, examples and exit codes.
+ */
 export function commandHelp(command: string, options: Options): string {
   const info = COMMAND_HELP[command];
   const summary = info?.summary ?? command;

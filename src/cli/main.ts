@@ -6,7 +6,8 @@ import { visible } from "../text/escape.js";
 import { ExitBit } from "./exit.js";
 import { COMMAND_HELP, EXIT_CODES, HelpRequested, commandUsage } from "./help.js";
 
-// Messages quote manifest and host text (keys, values, URLs): escaped where they reach the terminal.
+// Messages quote manifest and host text (keys, values, URLs): escaped where they reach the
+// terminal.
 const say = (text: string) => process.stderr.write(`${visible(text, { multiline: true })}\n`);
 
 // Commands load on demand: an on-node audit never pays for the GitHub client's start-up.

@@ -111,7 +111,10 @@ export function findManifests(flag: string | undefined, cwd = process.cwd()): st
   }
 }
 
-/** A manifest directory with no nodes/ declares no node: almost always the wrong folder, so say which is right. */
+/**
+ * A manifest directory with no nodes/ declares no node: almost always the wrong folder, so say
+ * which is right.
+ */
 function checkTreeShape(dir: string): void {
   if (!existsSync(dir) || existsSync(path.join(dir, "nodes"))) return;
   const folders = readdirSync(dir, { withFileTypes: true })
@@ -129,7 +132,8 @@ function checkTreeShape(dir: string): void {
 
 /**
  * The manifests directory: found as findManifests says, or inside a pull of --repo (isomorphic-git,
- * cached). In GitHub Actions, with no --repo and no manifest tree here, the repository the workflow runs for.
+ * cached). In GitHub Actions, with no --repo and no manifest tree here, the repository the workflow
+ * runs for.
  */
 export async function resolveManifestDir(values: ManifestValues): Promise<string> {
   return (await locateManifests(values)).dir;
@@ -192,7 +196,10 @@ export function selectNodes(fleet: Fleet, patterns: string | undefined): LoadedN
   return fleet.nodes.filter((n) => globs.some((g) => globMatch(g, n.name)));
 }
 
-/** For --local: the node named by --nodes, else the one whose name or host is this hostname, else `localhost`. */
+/**
+ * For --local: the node named by --nodes, else the one whose name or host is this hostname, else
+ * `localhost`.
+ */
 export function localNode(fleet: Fleet, nodes: string | undefined): LoadedNode {
   if (nodes) {
     const selected = selectNodes(fleet, nodes);

@@ -55,7 +55,8 @@ const temporaryName = (out: string) =>
 /**
  * Writes `text` to `out` atomically: a new temporary file in the same directory (O_EXCL, so never
  * through a link), then a rename over the target. Readers (node_exporter's textfile collector) see
- * the old file or the new one, never half of it; a link planted meanwhile is replaced, not followed.
+ * the old file or the new one, never half of it; a link planted meanwhile is replaced, not
+ * followed.
  */
 export async function writeOut(out: string, text: string | AsyncIterable<string>): Promise<void> {
   await checkOut(out);

@@ -1,6 +1,9 @@
 import type { NodeResult } from "../report/schema.js";
 
-/** Nodes done/total, drifted, failed and elapsed time: a redrawn line on a TTY, a summary line otherwise. */
+/**
+ * Nodes done/total, drifted, failed and elapsed time: a redrawn line on a TTY, a summary line
+ * otherwise.
+ */
 export class Progress {
   private done = 0;
   private drifted = 0;

@@ -39,7 +39,9 @@ export type SpecPath = readonly (string | number)[];
 export interface ProbeContext {
   /** Quote one argument for POSIX sh. */
   quote(value: string): string;
-  /** A shell command printing a nonce-framed marker line `label`, to split one section into parts. */
+  /**
+   * A shell command printing a nonce-framed marker line `label`, to split one section into parts.
+   */
   mark(label: string): string;
   /** A shell command declaring the whole domain unknown on this host, with the reason. */
   unknown(reason: string): string;
@@ -62,7 +64,10 @@ export interface Finding {
   path: SpecPath;
   /** One line of context an operator needs: "reboot pending", "will revert at reboot". */
   detail?: string;
-  /** Unified `-want +got` diff; never set for secrets. Set only when `live` is the live text itself (accept writes it). */
+  /**
+   * Unified `-want +got` diff; never set for secrets. Set only when `live` is the live text itself
+   * (accept writes it).
+   */
   diff?: string;
 }
 
@@ -78,22 +83,34 @@ export interface Domain<Declared = unknown, Live = unknown> {
   schema: z.ZodType<Declared>;
   /** For a list declared per item (files by path, units by name): the field naming an item. */
   listKey?: string;
-  /** For a list of strings that is really a map (the sysctl.conf-style `- key = value`): item -> [key, value]. */
+  /**
+   * For a list of strings that is really a map (the sysctl.conf-style `- key = value`): item ->
+   * [key, value].
+   */
   listForm?: (item: string) => [string, string] | undefined;
   severity: Severity;
   onDrift: OnDrift;
-  /** Items are members of one set (listeners, routes, modules): many drifting on one node make one PR. */
+  /**
+   * Items are members of one set (listeners, routes, modules): many drifting on one node make one
+   * PR.
+   */
   itemsAreASet?: boolean;
   /** What an operator does about drift in this domain. */
   remediation: string;
   /** Shell snippet whose stdout is this domain's section. `declared` is undefined for snapshots. */
   probe(declared: Declared | undefined, ctx: ProbeContext): string;
-  /** Parsed live state. Parts the host could not show go in `unknown` (reasons): skipped, never drift. */
+  /**
+   * Parsed live state. Parts the host could not show go in `unknown` (reasons): skipped, never
+   * drift.
+   */
   parse(output: string, ctx: ParseContext): Live;
   compare(declared: Declared, live: Live): Finding[];
   /** The declaration that would make this live state clean (`snapshot`, goss-style bootstrap). */
   snapshot(live: Live): Declared | undefined;
-  /** Probed only where declared (files, units): a node's snapshot takes the live state of its declaration. */
+  /**
+   * Probed only where declared (files, units): a node's snapshot takes the live state of its
+   * declaration.
+   */
   snapshotsDeclared?: true;
   /**
    * The declaration after accepting one finding's live state (an accept PR). Without it, the
@@ -111,16 +128,24 @@ export interface Domain<Declared = unknown, Live = unknown> {
 export interface WatchTargets {
   /**
    * Files whose creation, change or removal changes the live state. Each is watched as an entry of
-   * its directory: editors replace a file by renaming over it, which a watch on the file never sees.
+   * its directory: editors replace a file by renaming over it, which a watch on the file never
+   * sees.
    */
   paths: string[];
-  /** Directories any entry of which counts (a drop-in directory); each can also appear or vanish. */
+  /**
+   * Directories any entry of which counts (a drop-in directory); each can also appear or vanish.
+   */
   directories: string[];
-  /** Part of the declared state is not in a file (a unit's enabled or active state): poll it too. */
+  /**
+   * Part of the declared state is not in a file (a unit's enabled or active state): poll it too.
+   */
   polled: boolean;
 }
 
-/** The domain's declaration in a node spec, at its `specPath`; undefined when the node declares none. */
+/**
+ * The domain's declaration in a node spec, at its `specPath`; undefined when the node declares
+ * none.
+ */
 export function declaredFor(domain: AnyDomain, spec: Record<string, unknown>): unknown {
   let value: unknown = spec;
   for (const part of domain.specPath)
@@ -128,7 +153,10 @@ export function declaredFor(domain: AnyDomain, spec: Record<string, unknown>): u
   return value;
 }
 
-/** A list declared per item (files by path, units by name): an item whose `key` is declared twice is refused. */
+/**
+ * A list declared per item (files by path, units by name): an item whose `key` is declared twice is
+ * refused.
+ */
 export function keyedList<Key extends string, Item extends Record<Key, string>, Input>(
   item: z.ZodType<Item, Input>,
   key: Key,
@@ -144,7 +172,10 @@ export function keyedList<Key extends string, Item extends Record<Key, string>, 
   });
 }
 
-/** A section's parts by label, for sections whose labels are each printed once: a repeated one is an error. */
+/**
+ * A section's parts by label, for sections whose labels are each printed once: a repeated one is an
+ * error.
+ */
 export function partsByLabel(
   section: string,
   parts: readonly [string, string][],

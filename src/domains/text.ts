@@ -1,4 +1,5 @@
-// Text helpers shared by the domains that compare file contents (files, systemd units and drop-ins).
+// Text helpers shared by the domains that compare file contents (files, systemd units and
+// drop-ins).
 import { FILE_HEADERS_ONLY, formatPatch, structuredPatch } from "diff";
 
 /** The unified `-want +got` diff a finding carries. */

@@ -7,7 +7,10 @@ import type { Ticket } from "../manifest/tickets.js";
 import type { DriftItem } from "../report/schema.js";
 import { findWaiver } from "./waivers.js";
 
-/** The same drift on any node: (domain, key, declared, live). Identical drift on many nodes is one PR. */
+/**
+ * The same drift on any node: (domain, key, declared, live). Identical drift on many nodes is one
+ * PR.
+ */
 export function driftSignature(
   domain: string,
   key: string,
@@ -20,7 +23,9 @@ export function driftSignature(
     .slice(0, 16);
 }
 
-/** Stable for the same (node, domain, key, declared, live): how re-runs recognise the same drift. */
+/**
+ * Stable for the same (node, domain, key, declared, live): how re-runs recognise the same drift.
+ */
 export function fingerprint(
   node: string,
   domain: string,
@@ -34,7 +39,10 @@ export function fingerprint(
     .slice(0, 16);
 }
 
-/** Whether a ticket names drift with this signature: its own, or one of its items' (a set's several items). */
+/**
+ * Whether a ticket names drift with this signature: its own, or one of its items' (a set's several
+ * items).
+ */
 export function ticketCovers(ticket: Ticket, signature: string): boolean {
   return (
     ticket.signature === signature ||
@@ -50,7 +58,10 @@ export interface DriftContext {
   now: Date;
 }
 
-/** A domain's findings on one node, as report drift items: severity and on_drift by policy, source, waivers. */
+/**
+ * A domain's findings on one node, as report drift items: severity and on_drift by policy, source,
+ * waivers.
+ */
 export function toDriftItems(
   node: LoadedNode,
   domain: AnyDomain,

@@ -21,7 +21,8 @@ export interface PullOptions {
 const LOOPBACK = /^(?:localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
 
 /**
- * Whether the token may go to `url`: only to the host of GITHUB_SERVER_URL (default github.com), over
+ * Whether the token may go to `url`: only to the host of GITHUB_SERVER_URL (default github.com),
+ * over
  * https, or plain http to loopback (a server on this machine). Anywhere else it would hand the
  * token to whoever runs that host, or to anyone on the path.
  */
@@ -63,7 +64,8 @@ export async function pullRepository(options: PullOptions): Promise<PulledRepo> 
     new ForgeError(`cannot pull ${where}: ${message}`, { status, cause });
   try {
     if (fs.existsSync(path.join(dir, ".git"))) {
-      // The branch the cache holds: the one asked for, else the remote default branch it was cloned at.
+      // The branch the cache holds: the one asked for, else the remote default branch it was cloned
+      // at.
       const branch = options.ref ?? (await git.currentBranch({ fs, dir }));
       if (!branch) throw fail("the cached clone is on no branch");
       const fetched = await git.fetch({ ...common, ref: branch, tags: false, prune: true });

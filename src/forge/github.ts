@@ -46,7 +46,10 @@ export interface CommitRecord {
   committer?: string;
 }
 
-/** Settings from the environment GitHub Actions provides (GITHUB_API_URL works for GitHub Enterprise Server). */
+/**
+ * Settings from the environment GitHub Actions provides (GITHUB_API_URL works for GitHub Enterprise
+ * Server).
+ */
 export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): GitHubSettings {
   const repository = env.GITHUB_REPOSITORY;
   const token = env.GITHUB_TOKEN;
@@ -186,7 +189,10 @@ export class GitHub {
     return ref?.data.object.sha;
   }
 
-  /** Every pull request (open and closed) from a branch of this repository starting with `branchPrefix`. */
+  /**
+   * Every pull request (open and closed) from a branch of this repository starting with
+   * `branchPrefix`.
+   */
   async pulls(branchPrefix: string): Promise<PullRecord[]> {
     const pulls = await call("listing pull requests", () =>
       this.octokit.paginate(this.octokit.rest.pulls.list, {

@@ -31,7 +31,9 @@ export interface ManifestDiff {
   tickets: KeyChange[];
 }
 
-/** Leaf values by path: maps per key, keyed lists per item, other lists whole (their order matters). */
+/**
+ * Leaf values by path: maps per key, keyed lists per item, other lists whole (their order matters).
+ */
 function leaves(
   value: unknown,
   path: (string | number)[] = [],

@@ -22,7 +22,9 @@ import { FLEET_SETTINGS } from "./schema.js";
 import { nearest } from "./suggest.js";
 import { keysAt } from "./zod-shape.js";
 
-/** Where a value was declared: the file (as the repository names it), line, column and YAML path. */
+/**
+ * Where a value was declared: the file (as the repository names it), line, column and YAML path.
+ */
 export interface Origin {
   file: string;
   line: number;
@@ -40,7 +42,10 @@ export interface Layer {
   origins: Map<string, Origin>;
 }
 
-/** The origin of every node of the YAML tree, by canonical spec path (keyed items by key, list-form items by name). */
+/**
+ * The origin of every node of the YAML tree, by canonical spec path (keyed items by key, list-form
+ * items by name).
+ */
 function originsOf(reader: ManifestReader, parsed: ParsedFile): Map<string, Origin> {
   const origins = new Map<string, Origin>();
   // `key` is the canonical path's pathKey, built as the walk descends.
@@ -114,7 +119,8 @@ function takeDeletions(value: unknown, canon: (string | number)[], out: SpecPath
 }
 
 /**
- * Turns one parsed file into a layer: origins from the YAML tree, `- key = value` list forms into maps,
+ * Turns one parsed file into a layer: origins from the YAML tree, `- key = value` list forms into
+ * maps,
  * `null` values into deletions, then zod validation with every issue located at file:line:col.
  */
 export function toLayer(
@@ -162,7 +168,10 @@ export function toLayer(
   return { layer: { file: parsed.file, value, deletions, origins }, settings };
 }
 
-/** A zod issue as a ManifestError at the file:line:col it is about, with the nearest valid key for an unknown one. */
+/**
+ * A zod issue as a ManifestError at the file:line:col it is about, with the nearest valid key for
+ * an unknown one.
+ */
 export function locateIssue(
   parsed: ParsedFile,
   origins: Map<string, Origin>,

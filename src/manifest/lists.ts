@@ -9,7 +9,10 @@ import { DOMAINS } from "../domains/registry.js";
 /** A spec path as a Map key: origins, list shapes and changes are all looked up by it. */
 export const pathKey = (p: SpecPath): string => JSON.stringify(p);
 
-/** Which lists in a manifest are maps in disguise: the `- name = value` lists and lists keyed by a field. */
+/**
+ * Which lists in a manifest are maps in disguise: the `- name = value` lists and lists keyed by a
+ * field.
+ */
 export interface ManifestLists {
   listFormPaths: SpecPath[];
   keyedLists: { path: SpecPath; key: string }[];
@@ -26,7 +29,10 @@ export function manifestLists(): ManifestLists {
 /** The domains' list shapes, for the loader, manifest-diff and the schema generator. */
 export const MANIFEST_LISTS: ManifestLists = manifestLists();
 
-/** The key of `parent`'s child `part`: `pathKey([...path, part])` from `pathKey(path)`, without the arrays. */
+/**
+ * The key of `parent`'s child `part`: `pathKey([...path, part])` from `pathKey(path)`, without the
+ * arrays.
+ */
 export const childKey = (parent: string, part: string | number): string =>
   parent === "[]" ? `[${JSON.stringify(part)}]` : `${parent.slice(0, -1)},${JSON.stringify(part)}]`;
 
@@ -41,7 +47,10 @@ export const KEY_FIELDS: ReadonlyMap<string, string> = new Map(
 /** One `- name = value` item as [name, value]; undefined when it is not of that form. */
 export const readListItem = parseNameValue;
 
-/** What a `- name = value` item must look like, as a JSON Schema pattern (what readListItem accepts). */
+/**
+ * What a `- name = value` item must look like, as a JSON Schema pattern (what readListItem
+ * accepts).
+ */
 export const LIST_ITEM_PATTERN = "^\\s*[^=\\s]+\\s*=.*$";
 
 const samePath = (a: SpecPath, b: SpecPath) =>
@@ -70,7 +79,10 @@ export function mapAt(value: PlainMap, path: SpecPath): PlainMap | undefined {
   return isPlainMap(current) ? current : undefined;
 }
 
-/** A `- name = value` list as the map it means (items not of that form left out); undefined for any other value. */
+/**
+ * A `- name = value` list as the map it means (items not of that form left out); undefined for any
+ * other value.
+ */
 export function listFormAsMap(list: unknown): Record<string, string> | undefined {
   if (!Array.isArray(list) || !list.every((item) => typeof item === "string")) return undefined;
   return Object.fromEntries(list.map((item) => readListItem(item)).filter((e) => e !== undefined));
@@ -102,8 +114,10 @@ export function keyedItems(
 }
 
 /**
- * In place, every list at `lists`' paths becomes the map it means: `- name = value` lists, and keyed
- * lists whose items all name themselves (`onDuplicate` hears of a key declared twice; the later item wins).
+ * In place, every list at `lists`' paths becomes the map it means: `- name = value` lists, and
+ * keyed
+ * lists whose items all name themselves (`onDuplicate` hears of a key declared twice; the later
+ * item wins).
  */
 export function listsAsMaps(
   model: PlainMap,
@@ -127,7 +141,10 @@ export function listsAsMaps(
   }
 }
 
-/** Keyed lists held as maps (`listsAsMaps`) back to lists, in declaration order; copies only the maps on the way. */
+/**
+ * Keyed lists held as maps (`listsAsMaps`) back to lists, in declaration order; copies only the
+ * maps on the way.
+ */
 export function keyedMapsAsLists(model: PlainMap, lists: ManifestLists): PlainMap {
   let result = model;
   for (const { path } of lists.keyedLists) {

@@ -43,9 +43,14 @@ export interface Fleet {
 }
 
 export interface LoadOptions {
-  /** How file names are shown (and how a PR names them): defaults to the directory relative to cwd. */
+  /**
+   * How file names are shown (and how a PR names them): defaults to the directory relative to cwd.
+   */
   displayPrefix?: string;
-  /** Load only these nodes (names): other node files are not read; fleet.yaml, groups and tickets still are. */
+  /**
+   * Load only these nodes (names): other node files are not read; fleet.yaml, groups and tickets
+   * still are.
+   */
   only?: (name: string) => boolean;
 }
 
@@ -64,7 +69,9 @@ function nodeSpec(effective: Record<string, unknown>): NodeSpec {
   return spec;
 }
 
-/** Reads and validates the whole manifest tree. Throws ManifestErrors listing every problem found. */
+/**
+ * Reads and validates the whole manifest tree. Throws ManifestErrors listing every problem found.
+ */
 export async function loadFleet(dir: string, options: LoadOptions = {}): Promise<Fleet> {
   const abs = path.resolve(dir);
   const dirStat = await stat(abs).catch(() => undefined);

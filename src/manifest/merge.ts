@@ -23,7 +23,10 @@ import {
 } from "./lists.js";
 import { NodeSpec } from "./schema.js";
 
-/** The origin of the declared value at `path`: the last layer that set it, else its nearest container. */
+/**
+ * The origin of the declared value at `path`: the last layer that set it, else its nearest
+ * container.
+ */
 export function sourceOf(
   node: { file: string; layers: readonly Layer[] },
   specPath: SpecPath,
@@ -56,13 +59,18 @@ function fold(start: PlainMap, layers: readonly Layer[]): PlainMap {
   return merged;
 }
 
-/** fleet.yaml, then groups, then the node: maps merge deeply, a later value wins, `null` deletes. */
+/**
+ * fleet.yaml, then groups, then the node: maps merge deeply, a later value wins, `null` deletes.
+ */
 export function mergeLayers(layers: readonly Layer[]): PlainMap {
   // Keyed lists go back to lists, in declaration order.
   return keyedMapsAsLists(fold({}, layers), MANIFEST_LISTS);
 }
 
-/** The parts of a spec that validate on their own: each domain's declaration, and every other top-level key. */
+/**
+ * The parts of a spec that validate on their own: each domain's declaration, and every other
+ * top-level key.
+ */
 const UNITS: SpecPath[] = [
   ...DOMAINS.map((d) => d.specPath),
   ...Object.keys(NodeSpec.shape)
@@ -153,7 +161,10 @@ function effectiveErrors(
   });
 }
 
-/** The part of the spec an issue is about: its domain, and the item of a keyed list (a file by its path). */
+/**
+ * The part of the spec an issue is about: its domain, and the item of a keyed list (a file by its
+ * path).
+ */
 function contributorPrefix(
   effective: PlainMap,
   issuePath: (string | number)[],

@@ -34,7 +34,9 @@ export interface FoundFile {
   link: boolean;
 }
 
-/** The YAML files under `dir`, and every symbolic link (a linked folder would hide files), sorted. */
+/**
+ * The YAML files under `dir`, and every symbolic link (a linked folder would hide files), sorted.
+ */
 export async function listYaml(dir: string): Promise<FoundFile[]> {
   let entries;
   try {
@@ -49,7 +51,8 @@ export async function listYaml(dir: string): Promise<FoundFile[]> {
     .sort((a, b) => (a.abs < b.abs ? -1 : a.abs > b.abs ? 1 : 0));
 }
 
-// The callback API, not fs/promises' FileHandle: a third of the cost per file, for 10,000 small files.
+// The callback API, not fs/promises' FileHandle: a third of the cost per file, for 10,000 small
+// files.
 const openFile = promisify(open);
 const fstatFile = promisify(fstat);
 const readFile = (fd: number, buffer: Buffer, offset: number, length: number, position: number) =>
@@ -106,7 +109,8 @@ export class ManifestReader {
   }
 
   /**
-   * A symbolic link in the tree is refused, never followed: one leaving the tree would read any file
+   * A symbolic link in the tree is refused, never followed: one leaving the tree would read any
+   * file
    * on the machine, and one inside it could not be edited by a pull request like a file can.
    * Returns whether `abs` is a link (and records the error).
    */
@@ -137,11 +141,13 @@ export class ManifestReader {
 
   /**
    * A file's text, at most MAX_MANIFEST_BYTES, never through a link. No text and no error when
-   * there is no such regular file. Records nothing: `take` records the problems when the text is used.
+   * there is no such regular file. Records nothing: `take` records the problems when the text is
+   * used.
    */
   async read(found: FoundFile): Promise<FileText> {
     const file = this.display(found.abs);
-    // A file listed as a regular file needs no look for a link: O_NOFOLLOW refuses one swapped in since.
+    // A file listed as a regular file needs no look for a link: O_NOFOLLOW refuses one swapped in
+    // since.
     const linkError = found.link ? await this.linkError(found.abs) : undefined;
     if (linkError) return { file, errors: [linkError] };
     let fd;
@@ -186,7 +192,10 @@ export class ManifestReader {
     return read.text;
   }
 
-  /** The file parsed as YAML, which must be a map of keys; undefined (errors recorded) when it is not. */
+  /**
+   * The file parsed as YAML, which must be a map of keys; undefined (errors recorded) when it is
+   * not.
+   */
   parse(read: FileText): ParsedFile | undefined {
     const text = this.take(read);
     if (text === undefined) return undefined;
@@ -225,7 +234,9 @@ export class ManifestReader {
     return { file, doc, lines };
   }
 
-  /** The file's data; aliases expanding past a limit (an alias bomb) are an error naming the file. */
+  /**
+   * The file's data; aliases expanding past a limit (an alias bomb) are an error naming the file.
+   */
   toJS(parsed: ParsedFile): unknown {
     if (!parsed.doc.contents) return {};
     try {
@@ -257,7 +268,9 @@ export function locate(
   return { file: parsed.file, line: pos.line, col: pos.col };
 }
 
-/** A YAML node that knows where it sits in the text (a key may be a plain value with no position). */
+/**
+ * A YAML node that knows where it sits in the text (a key may be a plain value with no position).
+ */
 export const isPositioned = (
   value: unknown,
 ): value is YamlNode & { range: [number, number, number] } =>

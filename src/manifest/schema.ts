@@ -27,7 +27,9 @@ export const SshSettings = z.strictObject({
 });
 export type SshSettings = z.infer<typeof SshSettings>;
 
-/** Builds the nested node-spec shape from the domains' spec paths (system.sysctl_parameters, ...). */
+/**
+ * Builds the nested node-spec shape from the domains' spec paths (system.sysctl_parameters, ...).
+ */
 function domainShape(): Record<string, z.ZodType> {
   const tree: Record<string, unknown> = {};
   for (const domain of DOMAINS) {
@@ -96,7 +98,9 @@ export const Waiver = z.strictObject({
 export type Waiver = z.infer<typeof Waiver>;
 
 export const AuditSettings = z.strictObject({
-  /** Largest declared file whose contents are sent back for diffing; larger ones compare by hash. */
+  /**
+   * Largest declared file whose contents are sent back for diffing; larger ones compare by hash.
+   */
   max_file_bytes: z.number().int().positive().optional(),
   /** Largest probe output accepted from one node. */
   max_output_bytes: z.number().int().positive().optional(),
@@ -106,7 +110,10 @@ export const AuditSettings = z.strictObject({
 export type AuditSettings = z.infer<typeof AuditSettings>;
 
 export const ProposeSettings = z.strictObject({
-  /** At most this many new pull requests per `propose` run; the rest wait for later runs (default 10). */
+  /**
+   * At most this many new pull requests per `propose` run; the rest wait for later runs (default
+   * 10).
+   */
   max_new_prs: z.number().int().nonnegative().optional(),
 });
 export type ProposeSettings = z.infer<typeof ProposeSettings>;

@@ -1,7 +1,10 @@
 import { z } from "zod";
 import { DOMAIN_NAMES, Json, SEVERITIES } from "../domains/domain.js";
 
-/** fleet-manifests/remediations/<id>.yaml: an operator's commitment, merged through a ticket PR, to fix drift on the host. */
+/**
+ * fleet-manifests/remediations/<id>.yaml: an operator's commitment, merged through a ticket PR, to
+ * fix drift on the host.
+ */
 export const Ticket = z.strictObject({
   id: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/),
   status: z.enum(["open", "resolved"]),
@@ -16,7 +19,10 @@ export const Ticket = z.strictObject({
   resolved: z.string().optional(),
   /** Same (domain, key, declared, live) on any node: how drift is matched to its ticket. */
   signature: z.string().regex(/^[0-9a-f]{16}$/),
-  /** For drift of several items of one set (listeners, routes) on a node: each item, matched by its own signature. */
+  /**
+   * For drift of several items of one set (listeners, routes) on a node: each item, matched by its
+   * own signature.
+   */
   items: z
     .array(
       z.strictObject({

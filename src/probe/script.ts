@@ -33,7 +33,8 @@ export function probeContext(nonce: string, maxFileBytes: number): ProbeContext 
 }
 
 export function buildProbe(nonce: string, sections: ProbeSection[]): Probe {
-  // Each section runs in a subshell (a fork, no exec): its variables, `set` and even `exit` stay its own.
+  // Each section runs in a subshell (a fork, no exec): its variables, `set` and even `exit` stay
+  // its own.
   const body = sections
     .map(
       (s) =>
@@ -69,7 +70,8 @@ export function parseProbeOutput(stdout: string, nonce: string): Map<string, Sec
   if (!text.includes(`${marker}done`)) {
     throw new ProbeTruncatedError("probe", "output is truncated (no end-of-probe marker)");
   }
-  // Linear: each search starts where the previous frame ended, and a section is scanned once for `unknown`.
+  // Linear: each search starts where the previous frame ended, and a section is scanned once for
+  // `unknown`.
   let pos = text.indexOf(marker);
   while (pos !== -1) {
     const lineEnd = text.indexOf("\n", pos + 1);
@@ -78,7 +80,8 @@ export function parseProbeOutput(stdout: string, nonce: string): Map<string, Sec
     const begin = /^begin (\S+)$/.exec(line);
     if (!begin) throw new ProbeParseError("probe", `unexpected frame line "${line.slice(0, 80)}"`);
     const name = begin[1]!;
-    // A host that prints a section twice has broken the framing: which copy is true cannot be known.
+    // A host that prints a section twice has broken the framing: which copy is true cannot be
+    // known.
     if (sections.has(name))
       throw new ProbeParseError(name, "section appears twice in the probe output");
     const endMarker = `${marker}end ${name}\n`;

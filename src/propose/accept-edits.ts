@@ -10,7 +10,10 @@ import type { DriftItem } from "../report/schema.js";
 import { acceptFinding } from "./accept.js";
 import type { DriftGroup } from "./group.js";
 
-/** Nodes whose effective value at a spec path comes from a file: who an edit of that file would change. */
+/**
+ * Nodes whose effective value at a spec path comes from a file: who an edit of that file would
+ * change.
+ */
 export type Dependants = (file: string, specPath: SpecPath) => readonly string[];
 
 /** Who takes each value from each file, worked out once per file and path. */
@@ -34,7 +37,10 @@ export function dependantsOf(nodes: readonly LoadedNode[]): Dependants {
   };
 }
 
-/** The domain's finding back from a report item, with all its accept reads (a diff: the live text was read). */
+/**
+ * The domain's finding back from a report item, with all its accept reads (a diff: the live text
+ * was read).
+ */
 function findingOf(item: DriftItem): Finding {
   const { key, path } = item;
   const finding: Finding = {
@@ -49,9 +55,12 @@ function findingOf(item: DriftItem): Finding {
 }
 
 /**
- * The manifest edits accepting a drift group. Each changed value is edited in the file that declares
- * it when every node taking it from there drifted alike, else as an override in the node's own file;
- * a value no file declares yet goes where the drifted item is declared. Throws ManifestEditError when
+ * The manifest edits accepting a drift group. Each changed value is edited in the file that
+ * declares
+ * it when every node taking it from there drifted alike, else as an override in the node's own
+ * file;
+ * a value no file declares yet goes where the drifted item is declared. Throws ManifestEditError
+ * when
  * an edit cannot be made.
  */
 export function acceptEdits(

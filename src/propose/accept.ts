@@ -1,6 +1,9 @@
 import type { AnyDomain, Finding, JsonValue, SpecPath } from "../domains/domain.js";
 
-/** Sets (or with undefined, deletes) the value at `relative` inside a copy of `declared`. Keyed lists are addressed by item key. */
+/**
+ * Sets (or with undefined, deletes) the value at `relative` inside a copy of `declared`. Keyed
+ * lists are addressed by item key.
+ */
 function setAt(
   declared: unknown,
   relative: SpecPath,

@@ -16,7 +16,10 @@ export const PullMarker = z.object({
   v: z.literal(MARKER_VERSION),
   kind: z.enum(["accept", "ticket", "resolve"]),
   signature: z.string(),
-  /** The drift's domain: a partial (`--category`) audit only decides about PRs of the domains it audited. */
+  /**
+   * The drift's domain: a partial (`--category`) audit only decides about PRs of the domains it
+   * audited.
+   */
   domain: z.enum(DOMAIN_NAMES).optional(),
   nodes: z.array(z.string()),
   /** When the drift was first proposed: kept across updates so the body stays stable. */
@@ -36,7 +39,8 @@ export const formatMarker = (marker: PullMarker) =>
 
 /**
  * The bot's hidden marker: the last one, only at the very end of the body (host text sits above it,
- * in code, with `<!--` escaped), and only when it agrees with the branch name, which no host chooses.
+ * in code, with `<!--` escaped), and only when it agrees with the branch name, which no host
+ * chooses.
  * Markers written before this rule sat at the end too, so they still read.
  */
 export function parseMarker(
@@ -86,7 +90,10 @@ export interface BodyInput {
   group: { node: string; item: DriftItem }[];
   marker: PullMarker;
   files: string[];
-  /** Why a ticket: Quartermaster's own sentence; `detail` is quoted as code (it may name host values). */
+  /**
+   * Why a ticket: Quartermaster's own sentence; `detail` is quoted as code (it may name host
+   * values).
+   */
   reason?: { text: string; detail?: string };
   ticket?: Ticket;
 }
@@ -110,7 +117,8 @@ const names = (list: readonly string[], max = 10) =>
 
 /**
  * The PR body a reviewer decides from. Every host or manifest value is in a code span or a fenced
- * block; the marker is last; the whole stays under GitHub's limit (the report artifact has the rest).
+ * block; the marker is last; the whole stays under GitHub's limit (the report artifact has the
+ * rest).
  */
 export function pullBody(input: BodyInput): string {
   const head: string[] = [];

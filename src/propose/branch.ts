@@ -18,7 +18,10 @@ export function branchName(kind: PullKind, domain: string, key: string, identity
   return `${BRANCH_PREFIX}${kind}--${domain}--${slug(key)}--${identity}`;
 }
 
-/** What a branch name says about its PR: only the bot (or a human with push access) names branches, never a host. */
+/**
+ * What a branch name says about its PR: only the bot (or a human with push access) names branches,
+ * never a host.
+ */
 export interface BranchIdentity {
   kind: PullKind;
   domain: DomainName;

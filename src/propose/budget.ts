@@ -15,7 +15,8 @@ export function budget(
   if (max === undefined) return actions;
   type Open = Extract<Action, { type: "open" }>;
   const since = (a: Open) => waiting.get(a.branch) ?? now;
-  // Resolve PRs carry no severity label and go first among equals: they only close out recorded work.
+  // Resolve PRs carry no severity label and go first among equals: they only close out recorded
+  // work.
   const rank = (a: Open) => SEVERITIES.findIndex((s) => a.labels.includes(`severity:${s}`));
   const order = (a: Open, b: Open) =>
     (since(a) < since(b) ? -1 : since(a) > since(b) ? 1 : 0) ||

@@ -22,7 +22,10 @@ interface Context {
   lists: ManifestLists;
   /** The open PR on a branch: its `detected` is kept so the body stays stable. */
   openOn: (branch: string) => ExistingPull | undefined;
-  /** A reviewer's rejection is the accept PR they closed: keyed by that PR's own branch, never by its body. */
+  /**
+   * A reviewer's rejection is the accept PR they closed: keyed by that PR's own branch, never by
+   * its body.
+   */
   rejected: ReadonlyMap<string, ExistingPull>;
   /** A ticket or resolve PR closed unmerged was declined: the same proposal is not made again. */
   declined: ReadonlySet<string>;
@@ -63,7 +66,10 @@ export function desiredPulls(
   return proposals.map((proposal) => buildProposal(proposal, input.labels ?? []));
 }
 
-/** A drift group's proposal: accept it into the manifest, or record a ticket when it must not or cannot be. */
+/**
+ * A drift group's proposal: accept it into the manifest, or record a ticket when it must not or
+ * cannot be.
+ */
 function groupProposal(group: DriftGroup, context: Context): Proposal | undefined {
   const { domain } = group;
   const item = group.items[0]!;
@@ -86,7 +92,8 @@ function groupProposal(group: DriftGroup, context: Context): Proposal | undefine
   try {
     files = acceptEdits(group, context.input.files, context.dependants, context.lists);
   } catch (error) {
-    // Only an edit that cannot be made becomes a ticket; anything else is a bug and is reported as one.
+    // Only an edit that cannot be made becomes a ticket; anything else is a bug and is reported as
+    // one.
     if (!(error instanceof ManifestEditError)) throw error;
     return ticketProposal(
       group,
@@ -148,7 +155,10 @@ function ticketProposal(
   };
 }
 
-/** Open tickets whose drift is gone from every node they name (each audited, the domain shown): resolving them. */
+/**
+ * Open tickets whose drift is gone from every node they name (each audited, the domain shown):
+ * resolving them.
+ */
 function resolveProposals(context: Context, covered: Covered): Proposal[] {
   const { input } = context;
   const present = new Map<string, string[]>();

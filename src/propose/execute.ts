@@ -107,7 +107,10 @@ export async function executePlan(
   return outcomes;
 }
 
-/** One line per action for stdout and logs; titles and paths carry host text, so the line goes through `visible`. */
+/**
+ * One line per action for stdout and logs; titles and paths carry host text, so the line goes
+ * through `visible`.
+ */
 export function describeAction(action: Action): string {
   return visible(describe(action));
 }

@@ -21,7 +21,10 @@ export const itemSignature = (item: DriftItem) =>
   driftSignature(item.domain, item.key, item.declared as JsonValue, item.live as JsonValue);
 const byKey = (a: DriftItem, b: DriftItem) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
 
-/** What a group's PR is about, in a title or a branch name: the key, or the first key and how many more. */
+/**
+ * What a group's PR is about, in a title or a branch name: the key, or the first key and how many
+ * more.
+ */
 export const groupKey = (group: DriftGroup) =>
   group.items.length === 1
     ? group.items[0]!.key

@@ -17,7 +17,10 @@ async function readTree(dir: string, root: string): Promise<Map<string, string>>
   return files;
 }
 
-/** What the planner needs besides the forge's pull requests, and the commit the manifests were read at. */
+/**
+ * What the planner needs besides the forge's pull requests, and the commit the manifests were read
+ * at.
+ */
 export async function proposalInput(
   manifestDir: string,
   report: Report,

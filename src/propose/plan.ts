@@ -24,14 +24,23 @@ export interface PlanInput {
   labels?: readonly string[];
   /** At most this many new PRs; the rest are deferred to later runs. Unset: no limit. */
   maxNewPrs?: number;
-  /** Branch -> when its PR was first deferred (ISO time), kept by the forge between runs: oldest open first. */
+  /**
+   * Branch -> when its PR was first deferred (ISO time), kept by the forge between runs: oldest
+   * open first.
+   */
   waiting?: ReadonlyMap<string, string>;
 }
 
-/** Whether this run saw `domain` on node `name`: audited, in the run's categories, not unknown there. Only then is absent drift gone. */
+/**
+ * Whether this run saw `domain` on node `name`: audited, in the run's categories, not unknown
+ * there. Only then is absent drift gone.
+ */
 export type Covered = (name: string, domain: string) => boolean;
 
-/** Drift grouped into the PRs it calls for, those reconciled with the PRs that exist, new ones within the budget. */
+/**
+ * Drift grouped into the PRs it calls for, those reconciled with the PRs that exist, new ones
+ * within the budget.
+ */
 export function plan(input: PlanInput): Action[] {
   const covered = coveredBy(input.report);
   const desired = desiredPulls(input, covered, manifestLists());

@@ -48,7 +48,10 @@ export interface Proposal {
   replaces?: string;
 }
 
-/** The one place a proposal becomes a pull request's content: marker, content hash, title, body, labels. */
+/**
+ * The one place a proposal becomes a pull request's content: marker, content hash, title, body,
+ * labels.
+ */
 export function buildProposal(proposal: Proposal, configured: readonly string[]): PullContent {
   const { kind, about, files } = proposal;
   const marker: PullMarker = {

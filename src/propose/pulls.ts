@@ -10,13 +10,19 @@ export const LEFT_ALONE_MARK = "<!-- quartermaster-left-alone -->";
 
 export interface ExistingPull extends PullRecord {
   marker?: PullMarker;
-  /** Commits on the branch by anyone but the bot; set by the executor for PRs the plan would write to. */
+  /**
+   * Commits on the branch by anyone but the bot; set by the executor for PRs the plan would write
+   * to.
+   */
   humanCommits?: boolean;
   /** The bot already said it leaves this PR alone. */
   leftAloneNotice?: boolean;
 }
 
-/** A pull request as the planner sees it: with its marker when the body ends in one that agrees with the branch. */
+/**
+ * A pull request as the planner sees it: with its marker when the body ends in one that agrees with
+ * the branch.
+ */
 export function existingPull(record: PullRecord): ExistingPull {
   const marker = parseMarker(record.body, record.branch);
   return marker ? { ...record, marker } : record;

@@ -54,7 +54,8 @@ export function reconcile(
   }
   for (const pull of open.values()) {
     if (wanted.has(pull.branch)) continue;
-    // Drift this run did not look at (node unaudited, domain not in --category, or unknown) is not gone.
+    // Drift this run did not look at (node unaudited, domain not in --category, or unknown) is not
+    // gone.
     const domain = pull.marker!.domain ?? pull.branch.split("--")[2] ?? "";
     if (!pull.marker!.nodes.every((name) => covered(name, domain))) continue;
     if (pull.humanCommits) {

@@ -32,7 +32,9 @@ export function ticketFor(group: DriftGroup, id: string, detected: string, reaso
   };
 }
 
-/** A ticket's id and branch identity: by signature, numbered past tickets already recorded for it. */
+/**
+ * A ticket's id and branch identity: by signature, numbered past tickets already recorded for it.
+ */
 export function ticketIdentity(
   group: DriftGroup,
   recorded: ReadonlySet<string>,
@@ -44,6 +46,7 @@ export function ticketIdentity(
   }
 }
 
-// YAML escapes control characters (`"\0"`, `"\e"`) in the values it writes, so a ticket never carries a raw NUL.
+// YAML escapes control characters (`"\0"`, `"\e"`) in the values it writes, so a ticket never
+// carries a raw NUL.
 export const ticketYaml = (ticket: Ticket) =>
   `# Remediation ticket recorded by Quartermaster. Merging commits the operator to fix the host;\n# set status: resolved once it is fixed (Quartermaster proposes that when the drift is gone).\n${stringify(ticket, { lineWidth: 0 })}`;

@@ -28,7 +28,10 @@ export async function readWaiting(github: GitHub): Promise<Map<string, string>> 
   return parsed.success ? new Map(Object.entries(parsed.data)) : new Map();
 }
 
-/** Keeps `waiting` for the next run on the state branch (one commit on `base`), unless it is unchanged. */
+/**
+ * Keeps `waiting` for the next run on the state branch (one commit on `base`), unless it is
+ * unchanged.
+ */
 export async function writeWaiting(
   github: GitHub,
   waiting: ReadonlyMap<string, string>,

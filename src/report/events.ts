@@ -53,7 +53,10 @@ export const StartedEvent = z.object({
 });
 export type StartedEvent = z.infer<typeof StartedEvent>;
 
-/** Watch mode stopped: a signal, or paused for maintenance (no drift is reported while a node is being updated). */
+/**
+ * Watch mode stopped: a signal, or paused for maintenance (no drift is reported while a node is
+ * being updated).
+ */
 export const StoppedEvent = z.object({
   event: z.literal("stopped"),
   ...NodeFields,

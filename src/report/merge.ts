@@ -2,7 +2,9 @@ import { ReportMergeError } from "../errors.js";
 import { compareText } from "./formats/common.js";
 import { summarize, type NodeResult, type Report } from "./schema.js";
 
-/** The order nodes appear in every report, sharded or not: code units, never the runner's locale. */
+/**
+ * The order nodes appear in every report, sharded or not: code units, never the runner's locale.
+ */
 export const byNodeName = (a: NodeResult, b: NodeResult): number => compareText(a.name, b.name);
 
 /** A shard report and the file it was read from, so refusals can name it. */

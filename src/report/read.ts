@@ -2,7 +2,10 @@ import { readFile } from "node:fs/promises";
 import { ManifestError, ManifestErrors } from "../errors.js";
 import { Report } from "./schema.js";
 
-/** A report written by `audit --format json`, validated: a wrong file is an error naming it, never an empty fleet. */
+/**
+ * A report written by `audit --format json`, validated: a wrong file is an error naming it, never
+ * an empty fleet.
+ */
 export async function readReport(file: string): Promise<Report> {
   let text: string;
   try {

@@ -20,7 +20,10 @@ export const DriftItem = z.object({
   /** Where the declared value sits in the effective node spec. */
   path: z.array(z.union([z.string(), z.number()])),
   detail: z.string().optional(),
-  /** Unified `-want +got` diff, present only when `live` is the live text itself: an accept PR writes that text. */
+  /**
+   * Unified `-want +got` diff, present only when `live` is the live text itself: an accept PR
+   * writes that text.
+   */
   diff: z.string().optional(),
 });
 export type DriftItem = z.infer<typeof DriftItem>;
@@ -37,7 +40,10 @@ export const NodeResult = z.object({
   drift: z.array(DriftItem),
   /** Domains the host could not show, with the host's reason: never drift. */
   unknown: z.array(z.object({ domain: z.enum(DOMAIN_NAMES), reason: z.string() })).optional(),
-  /** What the audit compared: declared items, and the domains they are in (wholly unknown domains left out). */
+  /**
+   * What the audit compared: declared items, and the domains they are in (wholly unknown domains
+   * left out).
+   */
   checked: z
     .object({ items: z.number().int().nonnegative(), domains: z.number().int().nonnegative() })
     .optional(),
@@ -62,7 +68,10 @@ export const Report = z.object({
   startedAt: z.string(),
   finishedAt: z.string(),
   manifestRevision: z.string().nullable(),
-  /** Set when the manifests audited had uncommitted changes: manifestRevision is not all of what was checked. */
+  /**
+   * Set when the manifests audited had uncommitted changes: manifestRevision is not all of what was
+   * checked.
+   */
   manifestDirty: z.literal(true).optional(),
   /** The domains this run audited (`--category`); absent when every declared domain was audited. */
   categories: z.array(z.enum(DOMAIN_NAMES)).optional(),

@@ -1,9 +1,11 @@
 // Host and contributor text is data. Before it reaches a terminal, a log or a CI runner it goes
 // through `visible`: an ESC could repaint the screen, a bidi override could reorder what a reviewer
-// reads, a CR could hide a line, and a line starting with `::` is a GitHub Actions workflow command.
+// reads, a CR could hide a line, and a line starting with `::` is a GitHub Actions workflow
+// command.
 
 // C0 and C1 controls, DEL, format characters (bidi overrides and isolates, zero-width characters,
-// soft hyphen, BOM) and the Unicode line and paragraph separators. Tab and newline are handled below.
+// soft hyphen, BOM) and the Unicode line and paragraph separators. Tab and newline are handled
+// below.
 const INVISIBLE = /[\p{Cc}\p{Cf}\u2028\u2029]/gu;
 const NAMED: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
 

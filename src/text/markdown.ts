@@ -20,7 +20,8 @@ export function escapeHtml(text: string): string {
   );
 }
 
-// A comment opener is shown as `<\x21--`: raw, it could pass for a hidden marker in the body's source.
+// A comment opener is shown as `<\x21--`: raw, it could pass for a hidden marker in the body's
+// source.
 const noComment = (text: string) => text.replaceAll("<!--", "<\\x21--");
 
 /** Shortened to `chars` characters, with an ellipsis saying so. */
@@ -28,7 +29,10 @@ export function truncate(text: string, chars: number): string {
   return text.length > chars ? `${text.slice(0, Math.max(0, chars - 1))}…` : text;
 }
 
-/** Plain text (no markup, no HTML, no row breaks): for names a contributor chose, never for host output. */
+/**
+ * Plain text (no markup, no HTML, no row breaks): for names a contributor chose, never for host
+ * output.
+ */
 export function textCell(text: string): string {
   return escapeHtml(noComment(visible(text, { multiline: true })))
     .replace(/[\\`*_[\]|~]/g, (c) => `\\${c}`)
@@ -41,12 +45,17 @@ function span(flat: string): string {
   return `${fence}${pad}${flat}${pad}${fence}`;
 }
 
-/** Literal text as a one-line code span: the fence outgrows any backtick run inside, newlines shown as \n. */
+/**
+ * Literal text as a one-line code span: the fence outgrows any backtick run inside, newlines shown
+ * as \n.
+ */
 export function codeSpan(text: string, maxChars = Infinity): string {
   return span(truncate(noComment(visible(text)), maxChars));
 }
 
-/** A code span in a table cell: pipes escaped too (GitHub splits cells before it parses code spans). */
+/**
+ * A code span in a table cell: pipes escaped too (GitHub splits cells before it parses code spans).
+ */
 export function codeCell(text: string, maxChars = Infinity): string {
   return span(truncate(noComment(visible(text)), maxChars).replace(/\|/g, "\\|"));
 }

@@ -47,7 +47,10 @@ const PYYAML_IMPLICIT = [
 // readers' differences around indicators never matter.
 const PLAIN_SAFE = /^(?![-?:](?:\s|$))[^\s,\[\]{}#&*!|>'"%@`](?:\S| (?! |$|#))*$/u;
 
-/** `text` written plain reads back as the string `text` in the `yaml` library (1.2, 1.1) and in PyYAML. */
+/**
+ * `text` written plain reads back as the string `text` in the `yaml` library (1.2, 1.1) and in
+ * PyYAML.
+ */
 export function readsAsPlainString(text: string, context: "block" | "flow" = "block"): boolean {
   if (!PLAIN_SAFE.test(text) || hasUnprintable(text) || PYYAML_IMPLICIT.some((re) => re.test(text)))
     return false;

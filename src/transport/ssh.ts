@@ -2,7 +2,9 @@ import { NodeAuditError } from "../errors.js";
 import type { LoadedNode } from "../manifest/load.js";
 import { lastLines, runProbeProcess, type ProcessFailure, type Transport } from "./transport.js";
 
-/** Seconds ssh may take to connect and exchange banners, unless a node sets `ssh.connect_timeout`. */
+/**
+ * Seconds ssh may take to connect and exchange banners, unless a node sets `ssh.connect_timeout`.
+ */
 export const DEFAULT_CONNECT_TIMEOUT_SECONDS = 10;
 
 export interface SshOptions {
@@ -11,7 +13,9 @@ export interface SshOptions {
   /** known_hosts kept in the manifest repository; the user's own is used when absent. */
   knownHostsFile?: string;
   connectTimeoutSeconds: number;
-  /** This node's overall limit, when it differs from the fleet's (`ssh.timeout` in the manifest). */
+  /**
+   * This node's overall limit, when it differs from the fleet's (`ssh.timeout` in the manifest).
+   */
   timeoutMs?: number;
   /** The ssh client binary (tests and wrappers may point elsewhere). */
   sshBinary?: string;
@@ -76,7 +80,10 @@ export function sshArgs(node: LoadedNode, options: SshOptions): string[] {
 const SUDO_REFUSED =
   /sudo: (a password is required|a terminal is required|.*is not in the sudoers|.*may not run sudo|sorry, user .* is not allowed)/i;
 
-/** What a failed ssh run means for the node: ssh's exit status 255 and its messages, sudo's refusals. */
+/**
+ * What a failed ssh run means for the node: ssh's exit status 255 and its messages, sudo's
+ * refusals.
+ */
 export function classifySshFailure(
   node: LoadedNode,
   failure: ProcessFailure,
@@ -129,7 +136,10 @@ export function classifySshFailure(
   );
 }
 
-/** A node over the system OpenSSH client: the user's ssh_config, agent, ProxyJump and known_hosts apply. */
+/**
+ * A node over the system OpenSSH client: the user's ssh_config, agent, ProxyJump and known_hosts
+ * apply.
+ */
 export function sshTransport(node: LoadedNode, options: SshOptions): Transport {
   return {
     describe: () => `ssh ${node.host}`,

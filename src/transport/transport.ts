@@ -2,11 +2,15 @@ import { spawn } from "node:child_process";
 import { NodeAuditError } from "../errors.js";
 
 export interface ProbeRun {
-  /** Probe stdout, decoded one byte per character (latin1) so file contents survive byte for byte. */
+  /**
+   * Probe stdout, decoded one byte per character (latin1) so file contents survive byte for byte.
+   */
   stdout: string;
   stderr: string;
   durationMs: number;
-  /** The node's overall time budget this run had: parsing its output counts against what is left. */
+  /**
+   * The node's overall time budget this run had: parsing its output counts against what is left.
+   */
   timeoutMs: number;
 }
 

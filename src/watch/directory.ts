@@ -53,7 +53,9 @@ export class DirectoryWatch {
     return this.watcher !== undefined && this.armedAt === this.dir;
   }
 
-  /** Re-arms when the watched directory was replaced or the target has appeared; reports the change. */
+  /**
+   * Re-arms when the watched directory was replaced or the target has appeared; reports the change.
+   */
   verify(): void {
     const now = nearestDirectory(this.dir);
     if (this.watcher && now.path === this.armedAt && now.inode === this.armedInode) return;

@@ -1,4 +1,5 @@
-// The on-node drift monitor (after OpenShift's machine-config drift monitor): file-system events on declared
+// The on-node drift monitor (after OpenShift's machine-config drift monitor): file-system events on
+// declared
 // paths and a periodic poll both lead to the same checks `audit` runs, and only changes in the
 // set of drift are reported. It reads; it never writes to the host.
 import { auditNode, runProbe, type AuditSettings } from "../audit/node.js";
@@ -340,7 +341,9 @@ export class Monitor {
 
 const now = () => new Date().toISOString();
 
-/** The stderr line for new drift: a `-want +got` diff where the domain made one (never for secrets). */
+/**
+ * The stderr line for new drift: a `-want +got` diff where the domain made one (never for secrets).
+ */
 function describeDrift(node: string, item: DriftItem): string {
   const head = `${node}: drift: ${item.domain} ${item.key}${item.detail ? ` (${item.detail})` : ""}`;
   if (item.diff) return `${head} (-want +got):\n${item.diff.trimEnd()}`;

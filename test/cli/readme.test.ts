@@ -1,5 +1,6 @@
 // Every shell block the README shows runs as written, in a scratch copy of the repository, except
-// the blocks it marks `<!-- readme-test: skip (reason) -->` (they need SSH hosts, GitHub or a node).
+// the blocks it marks `<!-- readme-test: skip (reason) -->` (they need SSH hosts, GitHub or a
+// node).
 import assert from "node:assert/strict";
 import {
   chmod,
@@ -53,12 +54,14 @@ describe("the README's commands", async () => {
   let env: Record<string, string>;
 
   before(async () => {
-    // `npm ci` builds dist/ (CI runs it before the tests); build here only when dist/ is missing or stale.
+    // `npm ci` builds dist/ (CI runs it before the tests); build here only when dist/ is missing or
+    // stale.
     const built = await stat(path.join(REPO_ROOT, "dist/cli/main.js")).catch(() => undefined);
     if (!built || built.mtimeMs < newest(path.join(REPO_ROOT, "src"))) {
       await execa("npx", ["tsc", "-p", "tsconfig.build.json"], { cwd: REPO_ROOT });
     }
-    // A scratch clone: the built CLI and dependencies shared, the manifests a copy the commands may change.
+    // A scratch clone: the built CLI and dependencies shared, the manifests a copy the commands may
+    // change.
     scratch = await mkdtemp(path.join(tmpdir(), "qm-readme-"));
     for (const name of ["dist", "node_modules", "package.json", "schemas"])
       await symlink(path.join(REPO_ROOT, name), path.join(scratch, name));

@@ -62,7 +62,10 @@ const sysctls = (...rows: string[]) => [
 /** Nodes with nothing to accept: their effective spec must come out unchanged. */
 const CONTROLS = ["sysctl-list-ok", "routes-shared-ok", "pkg-ok", "files-ok", "files-secret-ok"];
 
-/** What each node's drift should edit: where the value was declared, or an override in the node file. */
+/**
+ * What each node's drift should edit: where the value was declared, or an override in the node
+ * file.
+ */
 const EDITS: Record<string, string[]> = {
   "sysctl-map": [`${M}/nodes/sysctl-map.yaml`], // node file, map form
   "sysctl-list": [`${M}/nodes/sysctl-list.yaml`], // a group's list form, shared with a control: override
@@ -98,7 +101,10 @@ const EDITS: Record<string, string[]> = {
 /** Drift the manifest cannot take: a ticket PR, which acknowledges the drift once merged. */
 const TICKETS = ["files-dir"];
 
-/** One propose per round, each under the PR budget. The kernel drift is on every node but the controls. */
+/**
+ * One propose per round, each under the PR budget. The kernel drift is on every node but the
+ * controls.
+ */
 const ROUNDS: { category: string; nodes?: string[] }[] = [
   { category: "sysctl,io_scheduler,kernel" },
   { category: "routes,ports,packages" },
@@ -178,7 +184,9 @@ async function effectiveSpecs(): Promise<Map<string, LoadedNode["spec"]>> {
   return new Map(loaded.nodes.map((n) => [n.name, n.spec]));
 }
 
-/** The scheduler of a block device that offers at least three: /sys is shared by every test host. */
+/**
+ * The scheduler of a block device that offers at least three: /sys is shared by every test host.
+ */
 async function blockDevice(): Promise<typeof device> {
   const { stdout } = await execa("sh", [
     "-c",
@@ -383,7 +391,10 @@ function manifests(
   return tree;
 }
 
-/** What accepting `item` may change in a node's spec: the declared item (for a glob, also the device's own entry). */
+/**
+ * What accepting `item` may change in a node's spec: the declared item (for a glob, also the
+ * device's own entry).
+ */
 function touched(item: DriftItem): (string | number)[][] {
   const domain = domainByName(item.domain)!;
   if (item.domain === "routes" || item.domain === "ports" || item.domain === "kernel")

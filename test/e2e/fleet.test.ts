@@ -49,7 +49,10 @@ const byName = (report: Report, name: string): NodeResult => {
   return node;
 };
 
-/** The report without what differs between two audits of the same hosts: times, and probe sizes (the machine's lock table shows in every probe). */
+/**
+ * The report without what differs between two audits of the same hosts: times, and probe sizes (the
+ * machine's lock table shows in every probe).
+ */
 const comparable = (report: Report) => ({
   ...report,
   startedAt: undefined,
@@ -102,7 +105,8 @@ describe("fleet audit over ssh", () => {
     ]);
     await fleet.rotateHostKey("rekeyed-01");
 
-    // Declared state = a clean host's live state, taken over ssh with snapshot; versions pinned, so a changed one drifts.
+    // Declared state = a clean host's live state, taken over ssh with snapshot; versions pinned, so
+    // a changed one drifts.
     manifests = await writeTree({ "nodes/clean-02.yaml": "host: clean-02\n" });
     dirs.push(manifests);
     const snapshot = await cli(["snapshot", "--node", "clean-02", "--packages", "versions"]);

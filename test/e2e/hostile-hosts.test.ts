@@ -1,5 +1,7 @@
-// Compromised hosts over real ssh: each rewrites its own probe output on the host side (probeFilter in
-// test/support/hosts.ts) or swaps a declared file for a symlink. A hostile host costs only itself: the
+// Compromised hosts over real ssh: each rewrites its own probe output on the host side (probeFilter
+// in
+// test/support/hosts.ts) or swaps a declared file for a symlink. A hostile host costs only itself:
+// the
 // fleet's report stays valid, the honest host beside it is audited normally. Needs root.
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
@@ -15,8 +17,10 @@ import { removeTree, writeTree } from "../support/tree.js";
 const PROTO_DEVICES = ["__proto__", "constructor", "toString"];
 // Three block devices named like Object.prototype's members, each with mq-deadline active.
 const protoDevices = `sed '/ begin io_scheduler$/a ${PROTO_DEVICES.map((d) => `/sys/block/${d}/queue/scheduler:none [mq-deadline]`).join("\\n")}'`;
-// 16384 routes and as many local addresses, one network each: quadratic for a parser comparing every
-// route with every address. Then a line no socket table has, so this host fails after its routes parsed.
+// 16384 routes and as many local addresses, one network each: quadratic for a parser comparing
+// every
+// route with every address. Then a line no socket table has, so this host fails after its routes
+// parsed.
 const ROUTES = 16384;
 const hugeRoutes = [
   "awk '{ print }",
@@ -24,7 +28,8 @@ const hugeRoutes = [
   `  for (i = 0; i < ${ROUTES}; i++) printf "local:10.%d.%d.200\\n", int(i / 256), i % 256 }`,
   '/ begin ports$/ { print "/proc/net/tcp: rewritten by a compromised host" }\'',
 ].join("\n");
-// An honest host on a slow link: its answer, unchanged, arrives after a few seconds, so it is still in
+// An honest host on a slow link: its answer, unchanged, arrives after a few seconds, so it is still
+// in
 // flight while the crafted host's output is parsed.
 const slowLink = "{ sleep 3; cat; }";
 // The kernel section, printed twice.
@@ -67,7 +72,8 @@ describe("hostile hosts", () => {
         },
       },
     ]);
-    // A user who can write in the declared file's directory swaps the file for a symlink to a file only root reads.
+    // A user who can write in the declared file's directory swaps the file for a symlink to a file
+    // only root reads.
     await fleet.exec("swap-01", `rm ${APP} && ln -s ${SECRET} ${APP}`);
     const scheduled = {
       storage: { io_scheduler: { "vd*": "mq-deadline", "*": "none" } },
@@ -150,7 +156,8 @@ describe("hostile hosts", () => {
   });
 
   test("huge crafted routes next to an honest host: the crafted host fails alone, the honest one is audited", async () => {
-    // Parsing blocks the event loop every node shares: were it quadratic, slow-01's timeout would fire meanwhile.
+    // Parsing blocks the event loop every node shares: were it quadratic, slow-01's timeout would
+    // fire meanwhile.
     const audit = await cli([
       "audit",
       "--nodes",

@@ -1,7 +1,8 @@
 // Pull requests reviewers can trust, end to end: real sshd test hosts audited through the real CLI,
 // manifests on a real git server, `propose` and `review` through the real CLI against the GitHub
 // double. A hostile host forges another node's marker, floods listeners and writes every kind of
-// markup into a declared file. Scenarios run in order and share the repository's history. Needs root.
+// markup into a declared file. Scenarios run in order and share the repository's history. Needs
+// root.
 import assert from "node:assert/strict";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -62,7 +63,8 @@ before(async () => {
   cache = path.join(work, "cache");
   const seed = await writeTree({
     "README.md": "Fleet manifests.\n",
-    // Files drift is a ticket here: the hostile text lands in a ticket PR, which `/quartermaster reject` must not take for an accept.
+    // Files drift is a ticket here: the hostile text lands in a ticket PR, which `/quartermaster
+    // reject` must not take for an accept.
     "fleet-manifests/fleet.yaml":
       "# At most two new pull requests per run.\npropose: { max_new_prs: 2 }\npolicy:\n  files: { on_drift: ticket }\n",
     "fleet-manifests/nodes/web-01.yaml":
@@ -102,7 +104,10 @@ function assertNoWorkflowCommands(result: CliResult) {
     assert.doesNotMatch(line, /^\s*::/, `a workflow command line: ${line}`);
 }
 
-/** Every PR as a reviewer sees it: one-line titles, bodies under GitHub's limit, host text only as code. */
+/**
+ * Every PR as a reviewer sees it: one-line titles, bodies under GitHub's limit, host text only as
+ * code.
+ */
 function assertReviewable() {
   for (const pr of double.pulls()) {
     assert.doesNotMatch(pr.title, /[\n\r\u0000\u001b]/, `#${pr.number}'s title`);

@@ -40,7 +40,8 @@ before(async () => {
   swappiness = Number((await readFile("/proc/sys/vm/swappiness", "utf8")).trim());
   work = await mkdtemp(path.join(tmpdir(), "qm-propose-e2e-"));
   cache = path.join(work, "cache");
-  // This machine, declared with two deliberate drifts: a sysctl (accepted by policy) and the kernel (a ticket).
+  // This machine, declared with two deliberate drifts: a sysctl (accepted by policy) and the kernel
+  // (a ticket).
   const seed = await writeTree({
     "README.md": "Fleet manifests.\n",
     "fleet-manifests/fleet.yaml":
@@ -119,7 +120,10 @@ const dbSwappiness = (live: number): Finding => ({
   path: ["system", "sysctl_parameters", "vm.swappiness"],
 });
 
-/** A hand-made report for the web and db nodes (many nodes, one machine), drift items made by the audit's code. */
+/**
+ * A hand-made report for the web and db nodes (many nodes, one machine), drift items made by the
+ * audit's code.
+ */
 async function fleetReport(name: string, drift: Drift): Promise<string> {
   const dir = await checkout();
   const fleet = await loadFleet(path.join(dir, "fleet-manifests"), {

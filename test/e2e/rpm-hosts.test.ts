@@ -32,7 +32,8 @@ describe("an rpm host over ssh", () => {
     const node = (declared: Record<string, string>) =>
       stringify({ host: "rhel-01", packages: { installed_manifest: declared } });
     manifests = await writeTree({
-      // Every declaration here holds on the host: exact, epoch, zero epoch, any, absent, constraints.
+      // Every declaration here holds on the host: exact, epoch, zero epoch, any, absent,
+      // constraints.
       "nodes/rpm-clean.yaml": node({
         "qm-tool": "1.2-3.el9",
         "qm-epoch": "2:1.0-1",

@@ -143,7 +143,8 @@ describe("a real systemd host over ssh", () => {
       fromSystemd[name] = [enabled!, active!];
     }
     assert.deepEqual(answers, fromSystemd);
-    // The cases are real: each state systemd reports is there, not a host where everything is enabled.
+    // The cases are real: each state systemd reports is there, not a host where everything is
+    // enabled.
     const states = await fleet.exec(
       HOST,
       `for u in ${UNITS.join(" ")}; do systemctl is-enabled $u; done 2>&1`,
@@ -199,7 +200,8 @@ describe("a real systemd host over ssh", () => {
   });
 
   test("watch on the host: a unit file edit and a unit stop are each one drift that resolves", async () => {
-    // The host sees the fleet's directory at the same path (its /tmp is private): the spec goes there.
+    // The host sees the fleet's directory at the same path (its /tmp is private): the spec goes
+    // there.
     const spec = path.join(fleet.dir, "watch-node-spec.yaml");
     await writeFile(
       spec,
@@ -235,7 +237,8 @@ describe("a real systemd host over ssh", () => {
         "a resolved event for the started unit",
         of("resolved", "qm-app.service:active"),
       );
-      // nsenter forks into the pid namespace and passes on its child's exit status, not signals: stop the watcher itself.
+      // nsenter forks into the pid namespace and passes on its child's exit status, not signals:
+      // stop the watcher itself.
       const watch = Number(
         (await readFile(`/proc/${watcher.pid}/task/${watcher.pid}/children`, "utf8")).trim(),
       );
@@ -256,7 +259,8 @@ describe("a real systemd host over ssh", () => {
     const server = await startGitServer({ token });
     const work = await writeTree({}, "qm-systemd-accept-");
     try {
-      // One node per drift, all on the one host, so the PRs edit different files and merge in any order.
+      // One node per drift, all on the one host, so the PRs edit different files and merge in any
+      // order.
       const node = (unit: object) => stringify({ host: HOST, systemd: { units: [unit] } });
       const seed = await writeTree({
         "fleet-manifests/fleet.yaml": "{}\n",

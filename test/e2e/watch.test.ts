@@ -21,7 +21,10 @@ after(async () => {
   await Promise.all(dirs.map(removeTree));
 });
 
-/** A temp dir holding `etc/app/app.conf` as declared, a node-spec file declaring it, and a marker path. */
+/**
+ * A temp dir holding `etc/app/app.conf` as declared, a node-spec file declaring it, and a marker
+ * path.
+ */
 async function scene(extraSpec: Record<string, unknown> = {}) {
   const root = await writeTree({ "etc/app/app.conf": CONTENTS }, "qm-watch-");
   dirs.push(root);
@@ -419,7 +422,8 @@ describe("watch --local, sysctl in a network namespace", () => {
           inNamespace,
         );
         const own = (await watcher.metricsAddress()).split(":")[1]!;
-        // The check that reports the other listener has looked at every listener, the watcher's own included.
+        // The check that reports the other listener has looked at every listener, the watcher's own
+        // included.
         await watcher.waitFor("the other listener reported", driftOf("tcp/8081"));
         assert.equal(watcher.count(driftOf(`tcp/${own}`)), 0, watcher.stderr);
         assert.equal(

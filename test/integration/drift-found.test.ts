@@ -9,7 +9,8 @@ import { runCli } from "../support/cli.js";
 import { removeTree, writeTree } from "../support/tree.js";
 
 // Declares, for every domain this machine can show, a value that differs from its live state,
-// and checks what the operator sees for each drift item: domain, key, declared, live, severity, source.
+// and checks what the operator sees for each drift item: domain, key, declared, live, severity,
+// source.
 
 const live = async (file: string) => (await readFile(file, "utf8")).trim();
 

@@ -1,4 +1,5 @@
-// What `audit --local` shows and exits with when the audit user cannot read a declared file, or the node is in maintenance.
+// What `audit --local` shows and exits with when the audit user cannot read a declared file, or the
+// node is in maintenance.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { chmod, symlink, writeFile } from "node:fs/promises";

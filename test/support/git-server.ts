@@ -21,7 +21,9 @@ export interface GitServer {
   stop(): Promise<void>;
 }
 
-/** Author and committer of commits the test support makes itself, fixed so runs are reproducible. */
+/**
+ * Author and committer of commits the test support makes itself, fixed so runs are reproducible.
+ */
 const SEED_IDENTITY = {
   GIT_AUTHOR_NAME: "Fleet Seed",
   GIT_AUTHOR_EMAIL: "seed@example.com",
@@ -117,7 +119,10 @@ export async function startGitServer(options: { token: string }): Promise<GitSer
   };
 }
 
-/** Commits the whole of `dir` onto `branch` of a bare repo with plumbing, without copying it into a clone. */
+/**
+ * Commits the whole of `dir` onto `branch` of a bare repo with plumbing, without copying it into a
+ * clone.
+ */
 async function commitDirectory(
   bare: string,
   dir: string,

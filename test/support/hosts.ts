@@ -22,7 +22,10 @@ export interface HostDefinition {
   routes?: string[];
   /** "tcp/8080", "udp/5353": a process listening inside the host on that port. */
   listeners?: string[];
-  /** Files visible only to this host (private mount namespace); parent directories created as needed. */
+  /**
+   * Files visible only to this host (private mount namespace); parent directories created as
+   * needed.
+   */
   files?: Record<string, { contents: string | Buffer; mode?: string }>;
   /** This host's /var/lib/dpkg/status: a transform of the machine's real one. */
   dpkgStatus?: (real: string) => string;
@@ -80,16 +83,23 @@ export interface TestFleet {
   gateway: string;
   /** Replace a host's key and restart its sshd; known_hosts keeps the old key. */
   rotateHostKey(name: string): Promise<void>;
-  /** Run a shell command as root inside the host's network and mount namespaces; resolves to stdout. */
+  /**
+   * Run a shell command as root inside the host's network and mount namespaces; resolves to stdout.
+   */
   exec(name: string, command: string): Promise<string>;
-  /** The command prefix that runs a program as root inside the host (its pid namespace too, for systemd hosts). */
+  /**
+   * The command prefix that runs a program as root inside the host (its pid namespace too, for
+   * systemd hosts).
+   */
   enter(name: string): string[];
   /** Kill every process, delete namespaces, links and the temp dir. Safe to call twice. */
   stop(): Promise<void>;
 }
 
 export interface FleetOptions {
-  /** Name prefix of namespaces, links and temp dirs (default "qmt"); names are <prefix>-<pid>-<n>. */
+  /**
+   * Name prefix of namespaces, links and temp dirs (default "qmt"); names are <prefix>-<pid>-<n>.
+   */
   prefix?: string;
   /** How long to wait for every sshd to greet, in milliseconds (default 20000). */
   readyTimeoutMs?: number;
@@ -285,7 +295,9 @@ async function sshKeygen(file: string, comment: string): Promise<string> {
   return (await fsp.readFile(`${file}.pub`, "utf8")).trim();
 }
 
-/** Create the audit user if missing; sshd with UsePAM no refuses a locked ("!") account, so use "*". */
+/**
+ * Create the audit user if missing; sshd with UsePAM no refuses a locked ("!") account, so use "*".
+ */
 async function ensureAuditUser(user: string): Promise<void> {
   const passwd = await fsp.readFile("/etc/passwd", "utf8");
   const entry = passwd.split("\n").find((l) => l.startsWith(`${user}:`));
@@ -374,7 +386,9 @@ async function prepareFiles(
 
 const RPMBUILD = "/usr/bin/rpmbuild";
 
-/** Builds an empty noarch rpm for each package and installs them all into a new database in `dbDir`. */
+/**
+ * Builds an empty noarch rpm for each package and installs them all into a new database in `dbDir`.
+ */
 async function buildRpmDatabase(
   packages: readonly RpmPackage[],
   workDir: string,
@@ -385,7 +399,8 @@ async function buildRpmDatabase(
   const built: string[] = [];
   for (const pkg of packages) {
     for (const [field, value] of Object.entries(pkg)) {
-      // A hyphen separates name, version and release in rpm's file names: only the name may hold one.
+      // A hyphen separates name, version and release in rpm's file names: only the name may hold
+      // one.
       const text = String(value);
       if (!/^[A-Za-z0-9._~^+-]+$/.test(text) || (field !== "name" && text.includes("-"))) {
         throw new Error(`rpm package ${pkg.name}: bad ${field} ${text}`);
@@ -424,7 +439,8 @@ async function buildRpmDatabase(
   }
   await fsp.mkdir(dbDir, { recursive: true });
   await execa("rpm", ["--dbpath", dbDir, "--initdb"]);
-  // --justdb records the packages without unpacking anything; Debian's rpm warns about that on stderr.
+  // --justdb records the packages without unpacking anything; Debian's rpm warns about that on
+  // stderr.
   await execa("rpm", [
     "--dbpath",
     dbDir,
@@ -493,7 +509,9 @@ function waitReady(child: ChildProcess, what: string, timeoutMs: number): Promis
   });
 }
 
-/** Poll until the address greets with an SSH banner, so a kernel-level accept alone does not count. */
+/**
+ * Poll until the address greets with an SSH banner, so a kernel-level accept alone does not count.
+ */
 async function waitForSshBanner(address: string, port: number, deadline: number): Promise<void> {
   for (;;) {
     const ok = await new Promise<boolean>((resolve) => {
@@ -527,7 +545,10 @@ const SYSTEMD_TARGET = "qm-test-host.target";
 // Unit directories a systemd host may change: private overlays over the machine's.
 const PRIVATE_UNIT_DIRS = ["/etc/systemd/system", "/usr/lib/systemd/system"];
 
-/** A unit file written by a systemd host's setup script: no default dependencies, so nothing else boots. */
+/**
+ * A unit file written by a systemd host's setup script: no default dependencies, so nothing else
+ * boots.
+ */
 const unitFile = (name: string, lines: string[]) =>
   `cat > /run/systemd/system/${name} <<'QM_UNIT'\n[Unit]\nDefaultDependencies=no\n${lines.join("\n")}\nQM_UNIT`;
 
@@ -710,12 +731,14 @@ export async function startFleet(
     if (stopped) return;
     stopped = true;
     process.removeListener("exit", onExit);
-    // SIGKILL to a PID 1 ends its whole pid namespace; its unshare, which ignores SIGTERM, then exits.
+    // SIGKILL to a PID 1 ends its whole pid namespace; its unshare, which ignores SIGTERM, then
+    // exits.
     killAll(runtimes.flatMap((rt) => (rt.pid1 === undefined ? [] : [rt.pid1])));
     await Promise.all(
       runtimes.flatMap((rt) => [stopChild(rt.listener), stopChild(rt.sshd), stopChild(rt.anchor)]),
     );
-    // ssh sessions outlive their listening sshd, and exec() children may linger: kill whatever is left.
+    // ssh sessions outlive their listening sshd, and exec() children may linger: kill whatever is
+    // left.
     const inodes = new Set(
       runtimes.map((rt) => netnsInode(rt.host.netns)).filter((i): i is number => i !== undefined),
     );
@@ -808,7 +831,8 @@ export async function startFleet(
               ].join("\n"),
             );
             if (def.probeFilter !== undefined) {
-              // The session's own command runs as usual; only what it prints is rewritten on the way out.
+              // The session's own command runs as usual; only what it prints is rewritten on the
+              // way out.
               const wrapper = path.join(rt.dir, "probe-filter.sh");
               await fsp.writeFile(
                 wrapper,
@@ -854,7 +878,8 @@ export async function startFleet(
             ].join("\n");
             const setup = path.join(rt.dir, "setup.sh");
             await fsp.writeFile(setup, script + "\n");
-            // A systemd host is its own pid namespace; --kill-child takes systemd down with the anchor.
+            // A systemd host is its own pid namespace; --kill-child takes systemd down with the
+            // anchor.
             const unshare = def.systemd
               ? [
                   "unshare",

@@ -2,7 +2,9 @@ import { stringify } from "yaml";
 import { NodeAuditError } from "../../src/errors.js";
 import { lastLines, runProbeProcess, type Transport } from "../../src/transport/transport.js";
 
-/** This machine as an unprivileged user with PATH /usr/bin:/bin, as a non-root SSH session sees it. */
+/**
+ * This machine as an unprivileged user with PATH /usr/bin:/bin, as a non-root SSH session sees it.
+ */
 export function unprivilegedTransport(node = "localhost"): Transport {
   return {
     describe: () => "local shell as nobody",

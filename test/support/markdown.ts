@@ -1,7 +1,10 @@
 // What GitHub would render as live Markdown in a body: everything outside fenced code blocks,
 // code spans and <code> elements. Host text must never show up here.
 
-/** The body with fenced blocks, code spans and `<code>` elements removed (CommonMark's rules, simplified). */
+/**
+ * The body with fenced blocks, code spans and `<code>` elements removed (CommonMark's rules,
+ * simplified).
+ */
 export function outsideCode(body: string): string {
   const kept: string[] = [];
   const lines = body.split("\n");

@@ -11,7 +11,9 @@ type ThrottleGroup = NonNullable<
   NonNullable<ConstructorParameters<typeof ProductionOctokit>[0]>["throttle"]
 >["write"];
 
-/** Throttling's write and notification groups space requests 1-3 s apart; tests run them at once. */
+/**
+ * Throttling's write and notification groups space requests 1-3 s apart; tests run them at once.
+ */
 const NO_SPACING = {
   key: () => ({
     schedule: <T>(_options: unknown, job: (...args: unknown[]) => T, ...args: unknown[]) =>

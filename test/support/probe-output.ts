@@ -1,8 +1,12 @@
-// Probe output as a host would send it, written by hand: what a compromised host can send instead of
-// what the probe prints. Framing follows src/probe/script.ts (a frame line starts with the run's nonce).
+// Probe output as a host would send it, written by hand: what a compromised host can send instead
+// of
+// what the probe prints. Framing follows src/probe/script.ts (a frame line starts with the run's
+// nonce).
 import type { Transport } from "../../src/transport/transport.js";
 
-/** One section's body from its parts: `[label, text]` become mark lines, each followed by its text. */
+/**
+ * One section's body from its parts: `[label, text]` become mark lines, each followed by its text.
+ */
 export function marked(nonce: string, parts: readonly (readonly [string, string])[]): string {
   return parts.map(([label, text]) => `\n${nonce} mark ${label}\n${text}`).join("");
 }
@@ -22,7 +26,10 @@ export const NOT_IN_MAINTENANCE = (nonce: string) =>
     ["held", ""],
   ]);
 
-/** The whole output of a clean host not in maintenance that runs kernel 6.1.0-28-amd64, for a node declaring only that. */
+/**
+ * The whole output of a clean host not in maintenance that runs kernel 6.1.0-28-amd64, for a node
+ * declaring only that.
+ */
 export const KERNEL_ONLY = (nonce: string) =>
   framed(nonce, [
     ["maintenance", NOT_IN_MAINTENANCE(nonce)],
@@ -35,7 +42,9 @@ export const KERNEL_ONLY = (nonce: string) =>
     ],
   ]);
 
-/** A transport that answers every probe with `output(nonce)`, the nonce read from the probe script. */
+/**
+ * A transport that answers every probe with `output(nonce)`, the nonce read from the probe script.
+ */
 export function scriptedTransport(
   output: (nonce: string) => string,
   timeoutMs = 60_000,

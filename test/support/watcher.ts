@@ -57,7 +57,9 @@ export class Watcher {
     return this.child.pid!;
   }
 
-  /** Resolves with the first event (from index `from` on) that matches; fails after EVENT_WAIT_MS. */
+  /**
+   * Resolves with the first event (from index `from` on) that matches; fails after EVENT_WAIT_MS.
+   */
   waitFor(what: string, match: (e: Event) => boolean, from = 0): Promise<Event> {
     return this.until(what, () => this.events.slice(from).find(match));
   }

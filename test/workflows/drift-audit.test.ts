@@ -19,7 +19,8 @@ const TOKEN = "ghs_workflow_write";
 const READ_TOKEN = "ghs_workflow_read";
 const DRIFT_AUDIT = path.join(REPO_ROOT, ".github/workflows/drift-audit.yml");
 const REVIEW_COMMAND = path.join(REPO_ROOT, ".github/workflows/review-command.yml");
-// Declared on db-01, each different from the host's value: more findings than fit in 10 annotations.
+// Declared on db-01, each different from the host's value: more findings than fit in 10
+// annotations.
 const DB_SYSCTLS = [
   "tcp_fin_timeout",
   "tcp_keepalive_time",
@@ -151,7 +152,10 @@ describe("drift-audit and review-command workflows", () => {
       )
       .join("\n");
 
-  /** Each pull request by branch: title, state and files (ticket dates left out: they are when the run happened). */
+  /**
+   * Each pull request by branch: title, state and files (ticket dates left out: they are when the
+   * run happened).
+   */
   async function pullRequests(where: Site) {
     const bare = server.barePath(OWNER, where.repo);
     const git = async (...args: string[]) =>
@@ -221,8 +225,10 @@ describe("drift-audit and review-command workflows", () => {
     const opened = await pullRequests(sharded);
     assert.deepEqual(opened, await pullRequests(whole));
     const branches = Object.keys(opened);
-    // The web group's sysctl on three nodes is one accept PR; web-03's listener a ticket; db-01's sysctls one PR each,
-    // but at most 10 new PRs per run: the last by severity and branch waits for the next run, as the job summary says.
+    // The web group's sysctl on three nodes is one accept PR; web-03's listener a ticket; db-01's
+    // sysctls one PR each,
+    // but at most 10 new PRs per run: the last by severity and branch waits for the next run, as
+    // the job summary says.
     assert.equal(branches.length, 10, branches.join("\n"));
     for (const result of [shardedRun, wholeRun]) {
       const step = result

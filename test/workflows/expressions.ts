@@ -219,14 +219,19 @@ export function evaluate(
 
 const EMBEDDED = /\$\{\{(.*?)\}\}/gs;
 
-/** A workflow value: a lone `${{ x }}` keeps x's type (a matrix list), text around it makes a string. */
+/**
+ * A workflow value: a lone `${{ x }}` keeps x's type (a matrix list), text around it makes a
+ * string.
+ */
 export function interpolate(text: string, contexts: Contexts, status?: Status): Value {
   const lone = /^\$\{\{(.*?)\}\}$/s.exec(text.trim());
   if (lone && !lone[1]!.includes("}}")) return evaluate(lone[1]!, contexts, status);
   return text.replace(EMBEDDED, (_, expr: string) => toText(evaluate(expr, contexts, status)));
 }
 
-/** An `if:` condition: `${{ }}` optional, and success() implied unless a status function is named. */
+/**
+ * An `if:` condition: `${{ }}` optional, and success() implied unless a status function is named.
+ */
 export function condition(
   text: string | boolean | undefined,
   contexts: Contexts,

@@ -13,7 +13,10 @@ const IDENTITY = {
   GIT_COMMITTER_EMAIL: "operator@example.com",
 };
 
-/** The project's tracked and new files (the working tree under test), without fleet-manifests/ when `manifests` replaces it. */
+/**
+ * The project's tracked and new files (the working tree under test), without fleet-manifests/ when
+ * `manifests` replaces it.
+ */
 export async function copyProject(dest: string, manifests?: Record<string, string>): Promise<void> {
   const { stdout } = await execa(
     "git",

@@ -24,7 +24,10 @@ describe("manifest-review on a pull request", () => {
     await Promise.all(scratch.map((d) => rm(d, { recursive: true, force: true })));
   });
 
-  /** Commits `change` on a branch, then the merge commit GitHub builds for a pull request (first parent: the base). */
+  /**
+   * Commits `change` on a branch, then the merge commit GitHub builds for a pull request (first
+   * parent: the base).
+   */
   async function pullRequest(branch: string, change: () => Promise<void>): Promise<string> {
     await repo.git("checkout", "--quiet", "-b", branch, base);
     await change();
@@ -104,7 +107,8 @@ describe("manifest-review on a pull request", () => {
       job!.steps.map((s) => `${s.name}: ${s.outcome}\n${s.stderr}`).join("\n"),
     );
     const summary = job!.steps.find((s) => s.name.startsWith("Declared state"))!.summary;
-    // web-01 takes the group's new value; web-02 overrides somaxconn, so only its own new key changes.
+    // web-01 takes the group's new value; web-02 overrides somaxconn, so only its own new key
+    // changes.
     assert.match(
       summary,
       /### web-01\n\n\| key \| before \| after \| declared at \|\n\|---\|---\|---\|---\|\n\| `system\.sysctl_parameters\[net\.core\.somaxconn\]` \| `4096` \| `16384` \| `fleet-manifests\/groups\/web\.yaml:8` \|/,

@@ -300,7 +300,9 @@ function expandMatrix(matrix: Value): Record<string, Value>[] {
   return combos;
 }
 
-/** The environment a hosted runner starts from: this machine's, without anything Actions would set. */
+/**
+ * The environment a hosted runner starts from: this machine's, without anything Actions would set.
+ */
 function baseEnv(): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) {

@@ -90,7 +90,9 @@ export async function fleetSshOptions(
 
 type AuditValues = ReturnType<typeof parse<typeof AUDIT_OPTIONS>>["values"];
 
-/** How the audit reaches each node; the CLI's own (ssh, or `--local`) unless a caller supplies one. */
+/**
+ * How the audit reaches each node; the CLI's own (ssh, or `--local`) unless a caller supplies one.
+ */
 export interface Reach {
   transportFor?: (node: LoadedNode) => Transport;
 }

@@ -14,7 +14,10 @@ async function git(cwd: string, args: string[]) {
   return execa("git", args, { cwd, reject: false });
 }
 
-/** The manifest tree as it is at `ref`, read from git into a temp dir (empty when it did not exist yet). */
+/**
+ * The manifest tree as it is at `ref`, read from git into a temp dir (empty when it did not exist
+ * yet).
+ */
 async function fleetAt(
   repoRoot: string,
   manifestsPath: string,

@@ -20,7 +20,10 @@ const CommentEvent = z.object({
 
 const COMMAND = /^\/quartermaster(?=\s|$)(?:\s+(\S+))?/;
 
-/** The sub-command of a `/quartermaster …` first line, "" for a bare `/quartermaster`, undefined for any other comment. */
+/**
+ * The sub-command of a `/quartermaster …` first line, "" for a bare `/quartermaster`, undefined for
+ * any other comment.
+ */
 export function reviewCommandOf(body: string | null): string | undefined {
   const first = (body ?? "").trimStart().split(/\r?\n/, 1)[0]!.trim();
   const match = COMMAND.exec(first);
@@ -32,7 +35,8 @@ async function readEvent(file: string) {
   try {
     json = JSON.parse(await readFile(file, "utf8"));
   } catch (error) {
-    // The file cannot be read (a system error) or is not JSON (a SyntaxError): the caller's mistake.
+    // The file cannot be read (a system error) or is not JSON (a SyntaxError): the caller's
+    // mistake.
     if (!(error instanceof Error)) throw error;
     throw new UsageError(`cannot read the event ${file}: ${error.message}`);
   }
@@ -62,7 +66,8 @@ export async function reviewCommand(argv: string[]): Promise<number> {
     throw new UsageError("review needs --event FILE (GitHub Actions sets GITHUB_EVENT_PATH)");
   const event = await readEvent(eventFile);
   const command = reviewCommandOf(event.comment.body);
-  // Replies quote logins, branches and error messages: printed escaped, never as a workflow command.
+  // Replies quote logins, branches and error messages: printed escaped, never as a workflow
+  // command.
   const say = (line: string) => process.stdout.write(`${visible(line, { multiline: true })}\n`);
   if (command === undefined || event.issue.pull_request === undefined) {
     say("no /quartermaster command on a pull request: nothing to do");
@@ -87,7 +92,8 @@ export async function reviewCommand(argv: string[]): Promise<number> {
     );
     return 0;
   }
-  // The decision applies to exactly this PR: what it is comes from its branch name (no host chooses it).
+  // The decision applies to exactly this PR: what it is comes from its branch name (no host chooses
+  // it).
   const pull = (await botPulls(github)).find((p) => p.number === number);
   const kind = pull ? branchIdentity(pull.branch)?.kind : undefined;
   if (!pull?.marker || !kind) {
@@ -107,7 +113,8 @@ export async function reviewCommand(argv: string[]): Promise<number> {
     return 0;
   }
 
-  // Closed first: the rejection stands even if recording the ticket fails, and the next scheduled run records it then.
+  // Closed first: the rejection stands even if recording the ticket fails, and the next scheduled
+  // run records it then.
   await reply(
     `Rejected by @${login}: closing without merging. Quartermaster records a remediation ticket for this drift instead, and never reopens this pull request.`,
   );

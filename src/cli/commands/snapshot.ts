@@ -33,7 +33,10 @@ export interface SnapshotOptions {
   declared?: Record<string, unknown>;
 }
 
-/** The declaration with every finding's live state accepted; what cannot be written stays declared, with the reason. */
+/**
+ * The declaration with every finding's live state accepted; what cannot be written stays declared,
+ * with the reason.
+ */
 function acceptAll(
   domain: AnyDomain,
   declared: unknown,
@@ -53,7 +56,8 @@ function acceptAll(
 }
 
 /**
- * Live state as a node spec: each domain's snapshot at its spec path, and for a node's declared files
+ * Live state as a node spec: each domain's snapshot at its spec path, and for a node's declared
+ * files
  * and units, the declaration with its live state accepted. Unknown domains are left out.
  */
 export async function snapshotSpec(
@@ -101,10 +105,14 @@ export async function snapshotSpec(
   return { spec, unknown };
 }
 
-// The README has the snapshot written to fleet-manifests/nodes/<host>.yaml: the schema is two folders up.
+// The README has the snapshot written to fleet-manifests/nodes/<host>.yaml: the schema is two
+// folders up.
 const SCHEMA_HEADER = "# yaml-language-server: $schema=../../schemas/node-spec.schema.json";
 
-/** The snapshot as a node-spec file: a comment header (host text escaped, one line each), then the spec. */
+/**
+ * The snapshot as a node-spec file: a comment header (host text escaped, one line each), then the
+ * spec.
+ */
 export function snapshotText(
   title: string,
   snapshot: { spec: Record<string, unknown>; unknown: string[] },
@@ -147,7 +155,8 @@ export async function snapshotCommand(argv: string[]): Promise<number> {
   let title: string;
   let settings = defaultAuditSettings(timeoutMs ? { timeoutMs } : {});
   let declared: Record<string, unknown> | undefined;
-  // --local alone is this machine, declared or not (a first snapshot bootstraps its node); a tree named is used.
+  // --local alone is this machine, declared or not (a first snapshot bootstraps its node); a tree
+  // named is used.
   if (values.local && !values.node && values.manifests === undefined && values.repo === undefined) {
     transport = localTransport("localhost");
     title = "this machine";

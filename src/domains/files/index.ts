@@ -170,7 +170,10 @@ function compareContents(file: FileDeclared, stat: FileStat, live: FilesLive): F
 const isSymlink = (stat: FileStat) => stat.type === "symbolic link";
 const LINK = /^symlink -> ([^]*)$/;
 
-/** A symlink where a file is declared (its target neither read nor hashed), or something else where a symlink is. */
+/**
+ * A symlink where a file is declared (its target neither read nor hashed), or something else where
+ * a symlink is.
+ */
 function typeFinding(file: FileDeclared, stat: FileStat, target: string | undefined): Finding {
   const link = target === undefined ? "symlink" : `symlink -> ${target}`;
   return {
@@ -189,13 +192,16 @@ function account(want: string, name: string, id: string): string {
   return /^\d+$/.test(want) || name === "UNKNOWN" ? id : name;
 }
 
-/** A file's declaration once the live file is accepted: what can be known of it without its bytes. */
+/**
+ * A file's declaration once the live file is accepted: what can be known of it without its bytes.
+ */
 function acceptFile(
   file: FileDeclared,
   attribute: string | undefined,
   finding: Finding,
 ): FileDeclared {
-  // The file is gone: it is declared absent. A file that must be absent but exists: declared present, nothing more.
+  // The file is gone: it is declared absent. A file that must be absent but exists: declared
+  // present, nothing more.
   if (attribute === undefined) return { path: file.path, absent: true };
   if (attribute === "absent") return { path: file.path };
   if (attribute === "mode" || attribute === "owner" || attribute === "group")
@@ -220,10 +226,14 @@ function acceptFile(
 }
 
 /**
- * `qm_read PATH`: prints the first `bytes` bytes of PATH only if PATH itself is a regular file. The file
- * is opened first, then the opened file must be the file at the path (lstat): a symlink swapped in after
- * the test is never read through. GNU stat reads the open file as `-` in the same process; busybox stat
- * cannot, and takes a second stat of /proc/self/fd/3. The test before opening keeps fifos and devices
+ * `qm_read PATH`: prints the first `bytes` bytes of PATH only if PATH itself is a regular file. The
+ * file
+ * is opened first, then the opened file must be the file at the path (lstat): a symlink swapped in
+ * after
+ * the test is never read through. GNU stat reads the open file as `-` in the same process; busybox
+ * stat
+ * cannot, and takes a second stat of /proc/self/fd/3. The test before opening keeps fifos and
+ * devices
  * from being opened; a swap to one between the test and the open can only stall this node's probe.
  */
 function readRegularFile(bytes: number): string {
@@ -255,7 +265,8 @@ export const files: Domain<FilesDeclared, FilesLive> = {
     const hashed = declared
       .filter((f) => comparedByHash(f, ctx.maxFileBytes))
       .map((f) => ctx.quote(f.path));
-    // Only non-secret files declared by contents are read, each through qm_read, so a huge file costs cap+1 bytes.
+    // Only non-secret files declared by contents are read, each through qm_read, so a huge file
+    // costs cap+1 bytes.
     const read = declared.filter(
       (f) => f.contents !== undefined && !f.secret && !comparedByHash(f, ctx.maxFileBytes),
     );
@@ -266,9 +277,11 @@ export const files: Domain<FilesDeclared, FilesLive> = {
       ctx.mark("paths"),
       `printf '%s\\n' ${all}`,
       ctx.mark("stat"),
-      // No -L anywhere: a symlink at a declared path is described itself, its target never looked at.
+      // No -L anywhere: a symlink at a declared path is described itself, its target never looked
+      // at.
       `stat -c '${STAT_FORMAT}' -- ${all} 2>/dev/null`,
-      // A symlink's own target text; a path stat cannot see gets a stat of its own, so its error (missing,
+      // A symlink's own target text; a path stat cannot see gets a stat of its own, so its error
+      // (missing,
       // or permission denied) needs no matching to a file name.
       ...declared.map((f) => {
         const q = ctx.quote(f.path);
@@ -276,8 +289,10 @@ export const files: Domain<FilesDeclared, FilesLive> = {
         const missing = `${ctx.mark(`missing ${f.path}`)}; stat -c '${STAT_FORMAT}' -- ${q} 2>&1`;
         return `if [ -h ${q} ]; then ${link}; elif [ ! -e ${q} ]; then ${missing}; fi`;
       }),
-      // Only regular files that are not symlinks are hashed. A swap to a symlink between this test and
-      // sha256sum opening the file remains possible: it could send a target's hash, never its contents.
+      // Only regular files that are not symlinks are hashed. A swap to a symlink between this test
+      // and
+      // sha256sum opening the file remains possible: it could send a target's hash, never its
+      // contents.
       ...(hashed.length || read.length ? [ctx.mark("sha256")] : []),
       ...(hashed.length
         ? [
@@ -287,7 +302,8 @@ export const files: Domain<FilesDeclared, FilesLive> = {
             `[ $# -eq 0 ] || sha256sum -- "$@" 2>&1`,
           ]
         : []),
-      // A file read for its contents but over the cap is hashed on the host, so accepting it can declare
+      // A file read for its contents but over the cap is hashed on the host, so accepting it can
+      // declare
       // its sha256; find's -type f, without -L, skips a symlink.
       ...(read.length ? [`find ${readPaths} ${overCap} -exec sha256sum -- {} + 2>/dev/null`] : []),
       ...(read.length ? [readRegularFile(ctx.maxFileBytes + 1)] : []),
@@ -333,7 +349,8 @@ export const files: Domain<FilesDeclared, FilesLive> = {
         });
         continue;
       }
-      // A symlink where anything else is declared, or the reverse: nothing more compares (no target is read).
+      // A symlink where anything else is declared, or the reverse: nothing more compares (no target
+      // is read).
       if (isSymlink(stat) !== (file.link !== undefined)) {
         findings.push(typeFinding(file, stat, live.links.get(file.path)));
         continue;

@@ -5,7 +5,10 @@ import { partsByLabel } from "../domain.js";
 // Buffer.from(text, "latin1") gives back the exact bytes a file holds, binary or not.
 const utf8 = (latin1: string) => Buffer.from(latin1, "latin1").toString("utf8");
 
-/** What `stat -c '%s\t%a\t%U\t%u\t%G\t%g\t%F\t%n'` says about one path: the path itself, a symlink is never followed. */
+/**
+ * What `stat -c '%s\t%a\t%U\t%u\t%G\t%g\t%F\t%n'` says about one path: the path itself, a symlink
+ * is never followed.
+ */
 export interface FileStat {
   size: number;
   /** Permission bits, four octal digits: 0644. */
@@ -19,9 +22,13 @@ export interface FileStat {
 }
 
 export interface FilesLive {
-  /** Largest file whose contents the probe sent back; it read one byte more to see a larger file. */
+  /**
+   * Largest file whose contents the probe sent back; it read one byte more to see a larger file.
+   */
   cap: number;
-  /** path -> its stat, or null when it does not exist. A path missing here could not be looked at. */
+  /**
+   * path -> its stat, or null when it does not exist. A path missing here could not be looked at.
+   */
   files: Map<string, FileStat | null>;
   /** path -> the target of the symlink at that path (its own text, never followed). */
   links: Map<string, string>;
@@ -36,7 +43,8 @@ export const STAT_FORMAT = "%s\t%a\t%U\t%u\t%G\t%g\t%F\t%n";
 const STAT_LINE = /^(\d+)\t([0-7]{1,4})\t([^\t]*)\t(\d+)\t([^\t]*)\t(\d+)\t([^\t]+)\t(\/.*)$/;
 const HASH_LINE = /^(\\?)([0-9a-f]{64}) [ *](.+)$/;
 const NOT_THERE = /(No such file or directory|Not a directory)$/;
-// `stat: cannot statx 'P': reason` (GNU; a name holding ' is double-quoted), `stat: can't stat 'P': reason` (busybox).
+// `stat: cannot statx 'P': reason` (GNU; a name holding ' is double-quoted), `stat: can't stat 'P':
+// reason` (busybox).
 const STAT_ERROR = /^stat: (?:cannot statx?|can't stat) (['"])(.*)\1: [^:]*$/;
 
 export function normalizeMode(mode: string): string {
@@ -44,8 +52,10 @@ export function normalizeMode(mode: string): string {
 }
 
 /**
- * `stat` output with its errors (2>&1), for the declared paths; `errors` holds the error a path's own
- * `stat` printed (the probe stats each path it cannot see alone, so no message has to be matched to a name).
+ * `stat` output with its errors (2>&1), for the declared paths; `errors` holds the error a path's
+ * own
+ * `stat` printed (the probe stats each path it cannot see alone, so no message has to be matched to
+ * a name).
  * Lines are looked up by path, never searched per path: linear in the output.
  */
 export function parseStat(
@@ -89,7 +99,10 @@ export function parseStat(
   return { files, unknown };
 }
 
-/** `sha256sum` output with its errors (2>&1). GNU escapes a name holding a backslash and marks the line with one. */
+/**
+ * `sha256sum` output with its errors (2>&1). GNU escapes a name holding a backslash and marks the
+ * line with one.
+ */
 export function parseSha256(text: string): { sha256: Map<string, string>; errors: string[] } {
   const sha256 = new Map<string, string>();
   const errors: string[] = [];
@@ -108,12 +121,14 @@ export function isRegular(stat: FileStat | null | undefined): boolean {
 }
 
 /**
- * The files section: `cap N`, `paths` (the declared paths, one a line), `stat`, `missing <path>` (the
+ * The files section: `cap N`, `paths` (the declared paths, one a line), `stat`, `missing <path>`
+ * (the
  * error of a path stat could not see), `link <path>` (a symlink's target), `sha256`, then
  * `contents <path>` for each file read and `unreadable <path>` where reading it failed.
  */
 export function parseFiles(raw: readonly [string, string][]): FilesLive {
-  // Labels, paths and tool output name files in UTF-8, as the manifest does; only contents stay bytes.
+  // Labels, paths and tool output name files in UTF-8, as the manifest does; only contents stay
+  // bytes.
   const parts = raw.map(([label, text]): [string, string] => [
     utf8(label),
     label.startsWith("contents ") ? text : utf8(text),

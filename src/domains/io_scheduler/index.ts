@@ -6,7 +6,8 @@ import { parseSchedulers, type IoSchedulerLive } from "./parse.js";
 const Scheduler = z
   .string()
   .regex(/^[A-Za-z0-9_-]+$/, "a scheduler name, like mq-deadline, bfq or none");
-// Keys are checked here rather than by a key schema, whose failures zod reports as "Invalid key in record".
+// Keys are checked here rather than by a key schema, whose failures zod reports as "Invalid key in
+// record".
 export const IoSchedulerDeclared = z.record(z.string(), Scheduler).superRefine((declared, ctx) => {
   for (const pattern of Object.keys(declared)) {
     const problem = /^[^\s/]+$/.test(pattern)
@@ -45,7 +46,8 @@ export const ioScheduler: Domain<IoSchedulerDeclared, IoSchedulerLive> = {
     for (const device of [...live.keys()].sort()) {
       for (const glob of globs) if (globMatch(glob, device)) matched.add(glob);
       // A device's own name wins over a glob; among globs, the first declared one.
-      // Device names come from the host: only the declaration's own keys count, never Object.prototype's.
+      // Device names come from the host: only the declaration's own keys count, never
+      // Object.prototype's.
       const pattern = Object.hasOwn(declared, device)
         ? device
         : globs.find((glob) => globMatch(glob, device));
@@ -79,8 +81,10 @@ export const ioScheduler: Domain<IoSchedulerDeclared, IoSchedulerLive> = {
   },
   accept(declared, finding) {
     const pattern = String(finding.path.at(-1));
-    // A pattern matching no device goes; a device that a glob covers gets its own entry, which wins over the glob.
-    // Built by entries, never by assignment: a device named __proto__ must become a key, not a prototype.
+    // A pattern matching no device goes; a device that a glob covers gets its own entry, which wins
+    // over the glob.
+    // Built by entries, never by assignment: a device named __proto__ must become a key, not a
+    // prototype.
     const entries = Object.entries(declared).filter(
       ([p]) => finding.live !== null || p !== pattern,
     );

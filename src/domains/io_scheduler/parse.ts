@@ -9,7 +9,10 @@ export interface DeviceScheduler {
 /** Block device name -> its schedulers. */
 export type IoSchedulerLive = Map<string, DeviceScheduler>;
 
-/** `grep -H ''` over /sys/block/<dev>/queue/scheduler: `/sys/block/vda/queue/scheduler:none [mq-deadline] kyber`. */
+/**
+ * `grep -H ''` over /sys/block/<dev>/queue/scheduler: `/sys/block/vda/queue/scheduler:none
+ * [mq-deadline] kyber`.
+ */
 export function parseSchedulers(text: string): IoSchedulerLive {
   const devices: IoSchedulerLive = new Map();
   for (const line of text.split("\n")) {

@@ -3,7 +3,9 @@ import { ProbeParseError } from "../../errors.js";
 export interface KernelModulesLive {
   /** Modules in /proc/modules, named as the kernel names them. */
   loaded: Set<string>;
-  /** Modules compiled into the running kernel (modules.builtin): always present, never unloadable. */
+  /**
+   * Modules compiled into the running kernel (modules.builtin): always present, never unloadable.
+   */
   builtin: Set<string>;
 }
 

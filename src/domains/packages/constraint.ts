@@ -56,7 +56,9 @@ export function parseConstraint(text: string): Constraint | { error: string } {
   return { kind: "exact", version: text };
 }
 
-/** Whether `text` matches the glob's parts (split at `*`): greedy left to right, linear in the text. */
+/**
+ * Whether `text` matches the glob's parts (split at `*`): greedy left to right, linear in the text.
+ */
 function globMatch(parts: readonly string[], text: string): boolean {
   if (parts.length === 1) return text === parts[0];
   const first = parts[0]!;

@@ -50,7 +50,8 @@ export const packages: Domain<PackagesDeclared, PackagesLive> = {
   remediation: "Reconcile package version pins in the deployment repo, or accept the live version.",
   probe(declared, ctx) {
     // With packages declared, the host sends only their entries (a few hundred bytes, not the whole
-    // database); a snapshot (nothing declared) reads everything. awk's and grep's exit status past 1
+    // database); a snapshot (nothing declared) reads everything. awk's and grep's exit status past
+    // 1
     // means the database could not be read, which is not "absent".
     const names = declared ? Object.keys(declared) : undefined;
     const wanted =
@@ -62,7 +63,8 @@ export const packages: Domain<PackagesDeclared, PackagesLive> = {
     const apk = wanted
       ? `awk ${wanted} /^P:/ { k = (substr($0, 3) in w) } k && /^[PVA]:/' /lib/apk/db/installed`
       : "grep -E '^[PVA]:' /lib/apk/db/installed || [ $? -eq 1 ]";
-    // rpm -q names the packages it does not find on stdout and exits non-zero for them: not a failure.
+    // rpm -q names the packages it does not find on stdout and exits non-zero for them: not a
+    // failure.
     const rpm = names
       ? `rpm -q --qf '${RPM_FORMAT}' -- ${names.map(ctx.quote).join(" ")}; [ $? -le ${names.length} ]`
       : `rpm -qa --qf '${RPM_FORMAT}'`;

@@ -3,7 +3,10 @@ import { ProbeParseError } from "../../errors.js";
 export const PACKAGE_FORMATS = ["dpkg", "rpm", "apk"] as const;
 export type PackageFormat = (typeof PACKAGE_FORMATS)[number];
 
-/** One installed instance: a package can be installed once per architecture (or per version, for kernels). */
+/**
+ * One installed instance: a package can be installed once per architecture (or per version, for
+ * kernels).
+ */
 export interface PackageInstance {
   version: string;
   arch: string;
@@ -13,7 +16,10 @@ export interface PackagesLive {
   format: PackageFormat;
   /** name -> installed instances */
   installed: Map<string, PackageInstance[]>;
-  /** name -> dpkg state of a package the database knows but that is not installed (config-files, half-installed) */
+  /**
+   * name -> dpkg state of a package the database knows but that is not installed (config-files,
+   * half-installed)
+   */
   notInstalled: Map<string, string>;
 }
 

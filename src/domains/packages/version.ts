@@ -7,7 +7,9 @@ const isAlpha = (c: string | undefined) =>
   c !== undefined && ((c >= "a" && c <= "z") || (c >= "A" && c <= "Z"));
 const sign = (n: number) => (n < 0 ? -1 : n > 0 ? 1 : 0);
 
-/** dpkg's `order()`: `~` before the end, the end and digits level, letters before other characters. */
+/**
+ * dpkg's `order()`: `~` before the end, the end and digits level, letters before other characters.
+ */
 function dpkgOrder(c: string | undefined): number {
   if (c === undefined || isDigit(c)) return 0;
   if (isAlpha(c)) return c.charCodeAt(0);
@@ -48,7 +50,10 @@ interface Evr {
   release: string | undefined;
 }
 
-/** `[epoch:]version[-release]`: the epoch ends at the first colon, the release starts after the last hyphen. */
+/**
+ * `[epoch:]version[-release]`: the epoch ends at the first colon, the release starts after the last
+ * hyphen.
+ */
 function splitEvr(text: string): Evr {
   const colon = text.indexOf(":");
   const epoch = colon > 0 && /^\d+$/.test(text.slice(0, colon)) ? Number(text.slice(0, colon)) : 0;
@@ -142,7 +147,10 @@ interface ApkVersion {
   revision: number;
 }
 
-/** `1.2.3b_rc2-r4`: numbers, an optional letter, `_suffix[N]` parts, `-rN`; undefined when not apk's form. */
+/**
+ * `1.2.3b_rc2-r4`: numbers, an optional letter, `_suffix[N]` parts, `-rN`; undefined when not apk's
+ * form.
+ */
 function parseApkVersion(text: string): ApkVersion | undefined {
   const m = /^(\d+(?:\.\d+)*)([a-z]?)((?:_[a-z]+\d*)*)(?:-r(\d+))?$/.exec(text);
   if (!m) return undefined;
@@ -156,7 +164,9 @@ function parseApkVersion(text: string): ApkVersion | undefined {
   return { numbers: m[1]!.split("."), letter: m[2]!, suffixes, revision: Number(m[4] ?? 0) };
 }
 
-/** apk-tools' version order; text that is not a valid apk version falls back to rpm's segment order. */
+/**
+ * apk-tools' version order; text that is not a valid apk version falls back to rpm's segment order.
+ */
 export function compareApk(a: string, b: string): number {
   const x = parseApkVersion(a);
   const y = parseApkVersion(b);

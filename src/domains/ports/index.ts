@@ -41,7 +41,10 @@ export function allowedPort(text: string): AllowedPort | { error: string } {
   return { proto: m[1]!, low: low!, high: high!, ...(address !== undefined && { address }) };
 }
 
-/** An address as the probe shows it: IPv4 dotted, IPv6 canonical in brackets; undefined if it is neither. */
+/**
+ * An address as the probe shows it: IPv4 dotted, IPv6 canonical in brackets; undefined if it is
+ * neither.
+ */
 function liveAddress(text: string): string | undefined {
   if (isIPv4(text)) return text;
   const bare = text.replace(/^\[(.*)\]$/, "$1");
@@ -118,7 +121,8 @@ export const ports: Domain<PortsDeclared, PortsLive> = {
         (address) => !items.some((item) => allows(item, proto, Number(number), address)),
       );
       if (!unauthorized.length) continue;
-      // Scoped items for this port say which addresses are allowed: the finding names the other ones.
+      // Scoped items for this port say which addresses are allowed: the finding names the other
+      // ones.
       const scoped = items.some(
         (item) => item.proto === proto && item.low === Number(number) && item.address !== undefined,
       );

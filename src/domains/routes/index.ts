@@ -74,7 +74,9 @@ export function routeKey(route: Omit<WantedRoute, "family">): string {
     .join(" ");
 }
 
-/** A live route as a manifest entry: the metric only when it is not the one `ip route add` picks. */
+/**
+ * A live route as a manifest entry: the metric only when it is not the one `ip route add` picks.
+ */
 function declaredForm(route: LiveRoute): DeclaredRoute {
   const entry: DeclaredRoute = { dst: route.dst };
   if (route.via) entry.via = route.via;
@@ -130,7 +132,8 @@ export const routes: Domain<RoutesDeclared, RoutesLive> = {
     return parseRoutes(output);
   },
   compare(declared, live) {
-    // Live routes by destination: a declaration looks only at its own destination's routes, never the whole table.
+    // Live routes by destination: a declaration looks only at its own destination's routes, never
+    // the whole table.
     const byDst = new Map<string, LiveRoute[]>();
     for (const got of live.routes) {
       const same = byDst.get(got.dst);

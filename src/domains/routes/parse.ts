@@ -34,7 +34,9 @@ export function formatDst(address: string, prefix: number, family: 4 | 6): strin
   return prefix === (family === 4 ? 32 : 128) ? address : `${address}/${prefix}`;
 }
 
-/** A declared destination in the form live routes use; throws with a message an operator can act on. */
+/**
+ * A declared destination in the form live routes use; throws with a message an operator can act on.
+ */
 export function canonicalDst(dst: string): { family?: 4 | 6; dst: string } {
   if (dst === "default") return { dst };
   const [address = "", len, ...rest] = dst.split("/");
@@ -60,10 +62,12 @@ export function canonicalDst(dst: string): { family?: 4 | 6; dst: string } {
  *
  * Kernel-made routes (`proto kernel` in `ip route`) are left out, since /proc does not print the
  * protocol: an IPv4 route without gateway whose network holds a local address; IPv6 routes on lo,
- * fe80::/64, ff00::/8, local, anycast and cached routes, and the route to the prefix of each address
+ * fe80::/64, ff00::/8, local, anycast and cached routes, and the route to the prefix of each
+ * address
  * in if_inet6 (whose flags column cannot show noprefixroute). /proc/net/route shows only the main
  * table, but ipv6_route shows every table, so IPv6 policy-routing tables read as main. Routes
- * without a device (unreachable, blackhole, prohibit) are left out: a declaration cannot express them.
+ * without a device (unreachable, blackhole, prohibit) are left out: a declaration cannot express
+ * them.
  */
 export function parseRoutes(text: string): RoutesLive {
   const v4: { dst: bigint; prefix: number; via?: string; dev: string; metric: number }[] = [];
@@ -76,7 +80,8 @@ export function parseRoutes(text: string): RoutesLive {
     flags: number;
   }[] = [];
   const local4 = new Set<bigint>();
-  // `dev prefix network` of each address's own prefix route: looked up, never scanned, so parsing stays linear.
+  // `dev prefix network` of each address's own prefix route: looked up, never scanned, so parsing
+  // stays linear.
   const prefixes6 = new Set<string>();
   let sawRouteHeader = false;
   for (const line of text.split("\n")) {
@@ -158,7 +163,8 @@ export function parseRoutes(text: string): RoutesLive {
   // Without the header, /proc/net/route was not read: an empty table would be a false report.
   if (!sawRouteHeader) throw new ProbeParseError(SECTION, "no /proc/net/route in the output");
 
-  // Each local address masked to every prefix length a route uses (at most 33): a set lookup per route
+  // Each local address masked to every prefix length a route uses (at most 33): a set lookup per
+  // route
   // instead of comparing every route with every address.
   const localNetworks = new Set<string>();
   for (const prefix of new Set(v4.map((r) => r.prefix))) {

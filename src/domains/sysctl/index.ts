@@ -9,7 +9,8 @@ import {
   type SysctlLive,
 } from "./parse.js";
 
-// `net.ipv4.tcp_syncookies: 1` in a map, or the sysctl.conf-style list `- net.ipv4.tcp_syncookies = 1`.
+// `net.ipv4.tcp_syncookies: 1` in a map, or the sysctl.conf-style list `- net.ipv4.tcp_syncookies =
+// 1`.
 const SysctlValue = z
   .union([z.string(), z.number(), z.boolean()])
   .transform((v) => normalizeValue(String(v)));
@@ -89,7 +90,8 @@ export const sysctl: Domain<SysctlDeclared, SysctlLive> = {
       if (got === null) finding.detail = `${procPath(name)} does not exist on this host`;
       else if (boot !== undefined && boot.value !== got)
         finding.detail = `runtime-only change: ${boot.file} sets ${boot.value}, so the live value will revert at reboot`;
-      // Nothing persists it: the live value may be the kernel's default, so nothing says it will change at reboot.
+      // Nothing persists it: the live value may be the kernel's default, so nothing says it will
+      // change at reboot.
       else if (boot === undefined)
         finding.detail =
           "no sysctl.conf or sysctl.d file sets it (the live value is the kernel default or a runtime change): " +
@@ -99,7 +101,8 @@ export const sysctl: Domain<SysctlDeclared, SysctlLive> = {
     return findings;
   },
   accept(declared, finding) {
-    // Written as YAML writes numbers, so `somaxconn: 4096` becomes `somaxconn: 8192`, not a quoted string.
+    // Written as YAML writes numbers, so `somaxconn: 4096` becomes `somaxconn: 8192`, not a quoted
+    // string.
     const live = String(finding.live);
     const next: Record<string, string | number> = { ...declared };
     if (finding.live === null) delete next[finding.key];
@@ -107,7 +110,8 @@ export const sysctl: Domain<SysctlDeclared, SysctlLive> = {
     return next as SysctlDeclared;
   },
   snapshot(live) {
-    // A snapshot declares what the host persists, at its live values: the tunables an operator chose.
+    // A snapshot declares what the host persists, at its live values: the tunables an operator
+    // chose.
     // Names come from the host's files: built by entries, so `__proto__` stays a key.
     const entries = [...live.persisted.keys()].sort().flatMap((name) => {
       const value = live.runtime.get(name);

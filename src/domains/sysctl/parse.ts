@@ -29,7 +29,9 @@ export function parseRuntimeSysctl(text: string): Map<string, string> {
   return new Map([...values].map(([name, lines]) => [name, normalizeValue(lines.join(" "))]));
 }
 
-/** The sysctl.d directories `sysctl --system` reads, highest priority first: the probe greps them. */
+/**
+ * The sysctl.d directories `sysctl --system` reads, highest priority first: the probe greps them.
+ */
 export const PERSISTED_DIRS = [
   "/etc/sysctl.d",
   "/run/sysctl.d",

@@ -40,7 +40,9 @@ export const UnitDeclared = z.strictObject({
   name: UnitName,
   enabled: z.boolean().optional(),
   active: z.boolean().optional(),
-  /** The unit file, compared with the one in effect (/etc/systemd/system first, then the vendor's). */
+  /**
+   * The unit file, compared with the one in effect (/etc/systemd/system first, then the vendor's).
+   */
   contents: z.string().optional(),
   /** The complete set of drop-ins in /etc/systemd/system/<name>.d/: file name -> contents. */
   dropins: Dropins.optional(),
@@ -61,14 +63,16 @@ const UNIT_DIRS = [
   "/lib/systemd/system",
   "/run/systemd/generator.late",
 ];
-// Where enablement symlinks live, the admin's before the vendor's; /lib is often a link to /usr/lib.
+// Where enablement symlinks live, the admin's before the vendor's; /lib is often a link to
+// /usr/lib.
 const WANTS_DIRS = [
   "/etc/systemd/system",
   "/run/systemd/system",
   "/usr/local/lib/systemd/system",
   "/usr/lib/systemd/system",
 ];
-// `systemctl is-enabled` exits 0 for these states, and its exit status is what "enabled" means to systemd.
+// `systemctl is-enabled` exits 0 for these states, and its exit status is what "enabled" means to
+// systemd.
 const ENABLED_STATES = new Set([
   "enabled",
   "enabled-runtime",
@@ -82,7 +86,10 @@ const NO_SYSTEMD =
   "systemd is not running on this host (no /run/systemd/system): active state unknown";
 const ACTIVE_STATES = new Set(["active", "reloading"]);
 
-/** The unit files a unit is read from: its own, and for `foo@bar.service` its template `foo@.service`. */
+/**
+ * The unit files a unit is read from: its own, and for `foo@bar.service` its template
+ * `foo@.service`.
+ */
 function unitFileNames(name: string): string[] {
   const m = /^([^@]+@)[^@]+(\.[a-z]+)$/.exec(name);
   return m ? [name, `${m[1]}${m[2]}`] : [name];
@@ -91,7 +98,10 @@ function unitFileNames(name: string): string[] {
 /** Where the drop-ins of a unit live: every *.conf in it changes the unit. */
 const dropinDir = (name: string) => `/etc/systemd/system/${name}.d`;
 
-/** A unit or drop-in as a report shows it: its text, or a summary when it is not text within the cap. */
+/**
+ * A unit or drop-in as a report shows it: its text, or a summary when it is not text within the
+ * cap.
+ */
 function shown(bytes: Buffer, cap: number): { text?: string; value: string } {
   if (bytes.length > cap) return { value: `<over the ${cap}-byte cap, not read>` };
   const text = utf8Text(bytes);
@@ -118,7 +128,10 @@ function textFinding(
   };
 }
 
-/** A declaration asking only that a unit be disabled or stopped holds for a unit that does not exist. */
+/**
+ * A declaration asking only that a unit be disabled or stopped holds for a unit that does not
+ * exist.
+ */
 function needsUnit(unit: UnitDeclared): boolean {
   const onlyOff =
     unit.enabled !== true &&
@@ -309,7 +322,8 @@ export const systemd: Domain<SystemdDeclared, SystemdLive> = {
     ];
     // A unit that does not exist leaves the manifest.
     if (attribute === undefined) return declared.filter((unit) => unit.name !== name);
-    // Text is accepted only when the audit read it: a summary such as "<binary, 12 bytes>" is no unit file.
+    // Text is accepted only when the audit read it: a summary such as "<binary, 12 bytes>" is no
+    // unit file.
     if (
       (attribute === "contents" || dropin !== undefined) &&
       finding.live !== null &&

@@ -12,15 +12,24 @@ export interface ActiveState {
 export interface UnitLive {
   /** Linked to /dev/null in /etc/systemd/system or /run/systemd/system. */
   masked: boolean;
-  /** Symlinks to the unit in *.wants and *.requires of the admin's and the vendor's unit directories. */
+  /**
+   * Symlinks to the unit in *.wants and *.requires of the admin's and the vendor's unit
+   * directories.
+   */
   wantedBy: string[];
-  /** `systemctl is-enabled`, when systemd runs and `enabled` is declared; empty for a unit systemd cannot find. */
+  /**
+   * `systemctl is-enabled`, when systemd runs and `enabled` is declared; empty for a unit systemd
+   * cannot find.
+   */
   enabledState?: string;
   /** The unit file in effect, first in systemd's search order; undefined when there is none. */
   file?: string;
   /** Its first cap+1 bytes, when contents are declared. */
   contents?: Buffer;
-  /** Drop-in name -> first cap+1 bytes, from /etc/systemd/system/<unit>.d/*.conf, when drop-ins are declared. */
+  /**
+   * Drop-in name -> first cap+1 bytes, from /etc/systemd/system/<unit>.d/*.conf, when drop-ins are
+   * declared.
+   */
   dropins: Map<string, Buffer>;
   /** From systemctl, only when systemd runs and `active` is declared. */
   state?: ActiveState;
@@ -29,11 +38,15 @@ export interface UnitLive {
 export interface SystemdLive {
   cap: number;
   units: Map<string, UnitLive>;
-  /** Why something declared could not be compared (systemd not running, unreadable file): not drift. */
+  /**
+   * Why something declared could not be compared (systemd not running, unreadable file): not drift.
+   */
   unknown: string[];
 }
 
-/** `systemctl show -p LoadState,ActiveState,SubState a b`: one block per unit, in argument order. */
+/**
+ * `systemctl show -p LoadState,ActiveState,SubState a b`: one block per unit, in argument order.
+ */
 export function parseSystemctlShow(
   text: string,
   names: readonly string[],
@@ -64,7 +77,8 @@ const firstLine = (text: string): [string, string] => {
 
 /**
  * The systemd section: `cap N`; `active <names>` (systemctl show output) or `active-unknown`
- * (reason); per unit `unit <name>` (lines `masked`, `wanted-by <path>`, `file <path>`, `is-enabled <state>`),
+ * (reason); per unit `unit <name>` (lines `masked`, `wanted-by <path>`, `file <path>`, `is-enabled
+ * <state>`),
  * `unit-file <name>`, `dropin <name>` (drop-in file name, then its bytes), and
  * `unreadable <name>` (a path that could not be read).
  */
@@ -82,7 +96,8 @@ export function parseSystemd(parts: readonly [string, string][]): SystemdLive {
     return found;
   };
   let states: Map<string, ActiveState> | undefined;
-  // Drop-ins and unreadable paths repeat per unit; any other label printed twice means broken framing.
+  // Drop-ins and unreadable paths repeat per unit; any other label printed twice means broken
+  // framing.
   const once = new Set<string>();
   for (const [label, text] of parts) {
     const space = label.indexOf(" ");

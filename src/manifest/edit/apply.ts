@@ -139,7 +139,10 @@ class FileEdit extends TextGeometry {
     return this.spliceBeforeComment(...span(hit.node), inline);
   }
 
-  /** Replaces what follows a block pair's key (a scalar, `{}`, or a block collection) with block lines below the key. */
+  /**
+   * Replaces what follows a block pair's key (a scalar, `{}`, or a block collection) with block
+   * lines below the key.
+   */
   private belowKey(pair: AnyPair, node: YamlNode | null, lines: string[]): string {
     const keyLineEnd = this.lineEnd(startOf(pair.key));
     const body = this.eol + lines.join(this.eol);
@@ -181,7 +184,10 @@ class FileEdit extends TextGeometry {
     return this.splice(start, end, joined);
   }
 
-  /** Rewrites one scalar in place, keeping its quoting, its block style and the column of its comment. */
+  /**
+   * Rewrites one scalar in place, keeping its quoting, its block style and the column of its
+   * comment.
+   */
   private replaceScalar(
     node: Scalar | null,
     value: Scalarish,
@@ -256,7 +262,10 @@ class FileEdit extends TextGeometry {
     return this.splice(first, startOf(next.key), "");
   }
 
-  /** The collection lost its last entry: write `{}` / `[]` so the file still declares an empty map or list. */
+  /**
+   * The collection lost its last entry: write `{}` / `[]` so the file still declares an empty map
+   * or list.
+   */
   private empty(hit: Hit, collection: Collection): string {
     const inline = isMap(collection) ? "{}" : "[]";
     if (collection.flow || hit.inFlow) return this.spliceNode(collection, inline);
@@ -324,7 +333,10 @@ class FileEdit extends TextGeometry {
     return this.belowKey(hit.pair, container, lines);
   }
 
-  /** The value to write for the missing path `rest` below `at`: maps, or keyed-list items, created on the way. */
+  /**
+   * The value to write for the missing path `rest` below `at`: maps, or keyed-list items, created
+   * on the way.
+   */
   private build(at: SpecPath, rest: SpecPath, value: JsonValue): JsonValue {
     if (rest.length === 1) return value;
     const here = [...at, rest[0]!];

@@ -1,5 +1,6 @@
 // What an edit of a manifest file must achieve: the declared changes (which leaves to set or
-// remove), and the file's declaration in canonical form, the yardstick every edit is checked against.
+// remove), and the file's declaration in canonical form, the yardstick every edit is checked
+// against.
 import { isDeepStrictEqual } from "node:util";
 import { parseDocument } from "yaml";
 import type { JsonValue, SpecPath } from "../../domains/domain.js";
@@ -13,7 +14,10 @@ import {
   type ManifestLists,
 } from "../lists.js";
 
-/** One leaf of a declaration to set or remove, at a canonical spec path (keyed items by key, list-form sysctls by name). */
+/**
+ * One leaf of a declaration to set or remove, at a canonical spec path (keyed items by key,
+ * list-form sysctls by name).
+ */
 export type DeclaredChange =
   { path: SpecPath; value: JsonValue } | { path: SpecPath; delete: true };
 
@@ -32,8 +36,10 @@ export const isJsonValue = (v: unknown): v is JsonValue =>
   isJsonMap(v);
 
 /**
- * The fewest changes turning one file's declaration of a domain (`before`, at `basePath`) into `after`.
- * Maps differ per key, keyed lists per item then per field; other lists are replaced whole, as layering does.
+ * The fewest changes turning one file's declaration of a domain (`before`, at `basePath`) into
+ * `after`.
+ * Maps differ per key, keyed lists per item then per field; other lists are replaced whole, as
+ * layering does.
  */
 export function declaredChanges(
   before: unknown,
@@ -66,7 +72,10 @@ function mapChanges(
   return changes;
 }
 
-/** The file's declared values with keyed lists and list-form maps turned into maps, as the loader sees them. */
+/**
+ * The file's declared values with keyed lists and list-form maps turned into maps, as the loader
+ * sees them.
+ */
 export function declaredIn(text: string, lists: ManifestLists): JsonMap {
   const doc = parseDocument(text, { uniqueKeys: true });
   if (doc.errors.length)

@@ -23,13 +23,19 @@ export class TextGeometry {
   protected column(pos: number): number {
     return pos - this.lineStart(pos);
   }
-  /** Just past the last line `pos` ends on (a block scalar's range already ends past its line break). */
+  /**
+   * Just past the last line `pos` ends on (a block scalar's range already ends past its line
+   * break).
+   */
   protected afterLine(pos: number): number {
     if (pos > 0 && this.text[pos - 1] === "\n") return pos;
     const nl = this.text.indexOf("\n", pos);
     return nl < 0 ? this.text.length : nl + 1;
   }
-  /** Where a node's own text ends: a block collection ends with its last entry, not with what follows it. */
+  /**
+   * Where a node's own text ends: a block collection ends with its last entry, not with what
+   * follows it.
+   */
   protected contentEnd(node: unknown): number {
     if (isMap(node) && !node.flow) {
       const last = node.items.at(-1);
@@ -38,7 +44,10 @@ export class TextGeometry {
     if (isSeq(node) && !node.flow && node.items.length) return this.contentEnd(node.items.at(-1));
     return endOf(node);
   }
-  /** From the line break before `node`'s first line to the end of its last line: a block value's own lines. */
+  /**
+   * From the line break before `node`'s first line to the end of its last line: a block value's own
+   * lines.
+   */
   protected blockLines(node: YamlNode): [number, number] {
     const start = this.lineStart(startOf(node));
     const end = this.contentEnd(node);
@@ -88,7 +97,10 @@ export class TextGeometry {
       this.text.slice(removeTo)
     );
   }
-  /** Replaces one-line text, keeping a trailing comment in its column so aligned comments stay aligned. */
+  /**
+   * Replaces one-line text, keeping a trailing comment in its column so aligned comments stay
+   * aligned.
+   */
   protected spliceBeforeComment(start: number, end: number, rendered: string): string {
     const gapToComment = /^( +)#/.exec(this.text.slice(end, this.lineEnd(end)))?.[1]?.length;
     if (gapToComment === undefined) return this.splice(start, end, rendered);

@@ -22,7 +22,9 @@ export const isCollection = (node: unknown): node is Collection => isMap(node) |
 export const isBlockCollection = (node: unknown): node is Collection =>
   isCollection(node) && !node.flow;
 
-/** A value that is not a scalar and not in flow style: written on lines of its own below its key. */
+/**
+ * A value that is not a scalar and not in flow style: written on lines of its own below its key.
+ */
 export const isBlockValue = (node: unknown): boolean =>
   isNode(node) && !isScalar(node) && !isFlowCollection(node);
 

@@ -10,7 +10,8 @@ import { isJsonMap, type JsonMap } from "./changes.js";
 export type Scalarish = string | number | boolean | null;
 
 /**
- * Reads back as exactly `value` in a block map value (or a flow sequence): the check for every scalar
+ * Reads back as exactly `value` in a block map value (or a flow sequence): the check for every
+ * scalar
  * written. YAML 1.1 readers (yamllint, PyYAML) must agree too, so `yes` or `2027-03-31` get quotes.
  */
 function readsAs(text: string, value: Scalarish, inFlow: boolean): boolean {
@@ -25,7 +26,10 @@ export function doubleQuoted(value: string): string {
   return printableJson(value);
 }
 
-/** A number as text YAML 1.2 and PyYAML both read as that number (PyYAML's floats need a dot: `1.0e+21`). */
+/**
+ * A number as text YAML 1.2 and PyYAML both read as that number (PyYAML's floats need a dot:
+ * `1.0e+21`).
+ */
 const numberText = (value: number): string => String(value).replace(/^(-?\d+)e/, "$1.0e");
 
 export function renderInline(value: Scalarish, inFlow: boolean, style?: Scalar.Type): string {
@@ -50,7 +54,10 @@ export function renderInline(value: Scalarish, inFlow: boolean, style?: Scalar.T
   return doubleQuoted(value);
 }
 
-/** A `|` block for a string, with the chomping and indentation indicators that make it read back exactly. */
+/**
+ * A `|` block for a string, with the chomping and indentation indicators that make it read back
+ * exactly.
+ */
 export function renderBlockLiteral(
   value: string,
   indent: number,
@@ -103,7 +110,10 @@ export const fitsOnALine = (v: JsonValue): boolean =>
       ? Object.values(v).every(fitsOnALine)
       : typeof v !== "string" || !v.includes("\n");
 
-/** `key: value` lines at `column`, nested maps indented by `step`; lists of plain values in flow style. */
+/**
+ * `key: value` lines at `column`, nested maps indented by `step`; lists of plain values in flow
+ * style.
+ */
 export function pairLines(map: JsonMap, column: number, step: number): string[] {
   const pad = " ".repeat(column);
   const lines: string[] = [];
@@ -134,7 +144,10 @@ export function pairLines(map: JsonMap, column: number, step: number): string[] 
   return lines;
 }
 
-/** `- item` lines at `column`; map items as one-line flow maps (`hint` "flow") when they fit, else as block maps. */
+/**
+ * `- item` lines at `column`; map items as one-line flow maps (`hint` "flow") when they fit, else
+ * as block maps.
+ */
 export function itemLines(
   items: JsonValue[],
   column: number,

@@ -67,7 +67,10 @@ interface Finding {
   annotation: Annotation;
 }
 
-/** Identical drift declared at one line (a group's value drifted on several nodes) is one annotation. */
+/**
+ * Identical drift declared at one line (a group's value drifted on several nodes) is one
+ * annotation.
+ */
 function driftFindings(nodes: readonly NodeResult[]): Finding[] {
   const groups = new Map<string, { item: DriftItem; names: string[] }>();
   for (const node of nodes) {

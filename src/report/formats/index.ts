@@ -13,7 +13,9 @@ export interface RenderOptions {
   color: boolean;
   /** Show unchanged context and every item, not just a summary. */
   verbose: boolean;
-  /** Markdown only: the size cap in UTF-8 bytes (a PR body's by default; a job summary allows more). */
+  /**
+   * Markdown only: the size cap in UTF-8 bytes (a PR body's by default; a job summary allows more).
+   */
   maxBytes?: number;
 }
 

@@ -26,6 +26,9 @@ export async function* jsonChunks(
   yield fields === 0 ? "{}\n" : "\n}\n";
 }
 
-/** A value as JSON.stringify(..., 2) writes it `depth` levels down: a raw newline only ever starts a line. */
+/**
+ * A value as JSON.stringify(..., 2) writes it `depth` levels down: a raw newline only ever starts a
+ * line.
+ */
 const indented = (value: unknown, depth: number) =>
   JSON.stringify(value, null, 2).replaceAll("\n", `\n${"  ".repeat(depth)}`);

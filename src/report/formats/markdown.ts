@@ -86,7 +86,10 @@ export function renderMarkdown(report: Report, options: RenderOptions): string {
 
 export const renderMarkdownFormat: Renderer = (report, options) => renderMarkdown(report, options);
 
-/** The report with the first `kept` entries (failed nodes, then drift rows by urgency) and `diffs` diffs. */
+/**
+ * The report with the first `kept` entries (failed nodes, then drift rows by urgency) and `diffs`
+ * diffs.
+ */
 function compose(
   report: Report,
   problems: readonly NodeResult[],

@@ -48,7 +48,9 @@ export interface FileChange {
   patch?: string;
 }
 
-/** A git command that failed for a reason the API reports as a client error (bad sha, ref clash). */
+/**
+ * A git command that failed for a reason the API reports as a client error (bad sha, ref clash).
+ */
 export class GitRefusal extends Error {
   override readonly name = "GitRefusal";
 }

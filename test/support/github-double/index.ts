@@ -39,7 +39,10 @@ export interface Violation {
 
 export interface GitHubDouble {
   apiUrl: string;
-  /** The environment the real CLI needs to use this double and its git server, with test-sized waits. */
+  /**
+   * The environment the real CLI needs to use this double and its git server, with test-sized
+   * waits.
+   */
   cliEnv(): Record<string, string>;
   readonly requests: LoggedRequest[];
   readonly violations: Violation[];
@@ -52,7 +55,10 @@ export interface GitHubDouble {
   closePull(number: number): Promise<void>;
   /** Merges a PR exactly as PUT .../merge does; returns the new base tip. */
   mergePull(number: number, by?: string): Promise<string>;
-  /** A person's commit onto a branch (created from the default branch if missing); null deletes a file. */
+  /**
+   * A person's commit onto a branch (created from the default branch if missing); null deletes a
+   * file.
+   */
   pushCommit(
     branch: string,
     files: Record<string, string | null>,
@@ -62,7 +68,10 @@ export interface GitHubDouble {
   stop(): Promise<void>;
 }
 
-/** GitHub's answer to too many requests in a short time; Octokit's throttling plugin waits and retries it. */
+/**
+ * GitHub's answer to too many requests in a short time; Octokit's throttling plugin waits and
+ * retries it.
+ */
 export function secondaryRateLimit(match: Omit<Fault, "status" | "headers" | "body"> = {}): Fault {
   return {
     ...match,

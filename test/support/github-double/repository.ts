@@ -786,7 +786,9 @@ function splitOnce(text: string, sep: string): [string, string] {
   return [text.slice(0, i), text.slice(i + sep.length)];
 }
 
-/** GitHub's page/per_page with a Link header (first, prev, next, last) built from the request URL. */
+/**
+ * GitHub's page/per_page with a Link header (first, prev, next, last) built from the request URL.
+ */
 function paginate<T>(items: T[], req: Request): { items: T[]; headers: Record<string, string> } {
   const perPage = Math.min(Number(req.query.get("per_page") ?? 30) || 30, 100);
   const page = Math.max(Number(req.query.get("page") ?? 1) || 1, 1);

@@ -101,7 +101,9 @@ export function user(site: Site, account: Account): Json {
   };
 }
 
-/** The `repository` shape (inside pulls); `fullRepository` adds what GET /repos/{owner}/{repo} has. */
+/**
+ * The `repository` shape (inside pulls); `fullRepository` adds what GET /repos/{owner}/{repo} has.
+ */
 export function repository(site: Site, owner: Account, openIssues: number, pushedAt: string): Json {
   const api = repoApi(site);
   const web = repoWeb(site);

@@ -1,4 +1,5 @@
-// Names a host controls (devices, interfaces, packages, modules, units, drop-ins, files, sysctls) that
+// Names a host controls (devices, interfaces, packages, modules, units, drop-ins, files, sysctls)
+// that
 // are also the names of Object.prototype's members: every domain must treat them as plain names.
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
@@ -164,7 +165,8 @@ describe("prototype names from a host", () => {
     assert.deepEqual(keys("kernel_modules"), [["constructor", "absent", "loaded"]]);
     assert.deepEqual(keys("files"), [["/etc/__proto__", "present", null]]);
     const systemd = keys("systemd");
-    // Each unit lacks its declared toString.conf (except toString's own unit, whose live drop-in has that name) and has one undeclared.
+    // Each unit lacks its declared toString.conf (except toString's own unit, whose live drop-in
+    // has that name) and has one undeclared.
     assert.equal(systemd.length, 2 * NAMES.length - 2);
     assert.ok(
       systemd.some(

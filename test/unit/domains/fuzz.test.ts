@@ -1,4 +1,5 @@
-// Random and adversarial probe output for every domain's parse and compare: whatever a host sends, the
+// Random and adversarial probe output for every domain's parse and compare: whatever a host sends,
+// the
 // only error is ProbeParseError (the node's error), and findings are JSON a report can hold.
 // Linearity is measured in bench/parse-linearity.ts: time ratios are too noisy for a test here.
 import assert from "node:assert/strict";
@@ -43,7 +44,8 @@ const DECLARED: Record<string, unknown> = {
   kernel_modules: { loaded: ["br_netfilter"], absent: ["constructor"] },
 };
 
-// Each domain's captured fixtures, line by line, plus lines of sections no fixture covers (sysctl, files, systemd).
+// Each domain's captured fixtures, line by line, plus lines of sections no fixture covers (sysctl,
+// files, systemd).
 const fixtureDir = new URL("../../fixtures/", import.meta.url);
 const fixtureLines = (domain: string) =>
   (existsSync(new URL(`${domain}/`, fixtureDir))
@@ -112,7 +114,10 @@ const latin1 = fc.string({
   unit: fc.integer({ min: 0, max: 255 }).map((c) => String.fromCharCode(c)),
   maxLength: 80,
 });
-/** A section's text for `domain`: its own kind of lines, some mutated, some junk, sometimes cut or repeated. */
+/**
+ * A section's text for `domain`: its own kind of lines, some mutated, some junk, sometimes cut or
+ * repeated.
+ */
 function sectionText(domain: string) {
   const own = [...new Set([...fixtureLines(domain), ...(CRAFTED[domain] ?? [])])];
   // A realistic line with one word swapped for a prototype name, a random string or nothing.

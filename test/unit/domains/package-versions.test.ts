@@ -24,7 +24,10 @@ const TRICKY: [string, string][] = [
   ["a", "b"],
 ];
 
-/** The machine's installed versions, and pairs of them: sorted neighbours plus a fixed pseudo-random sample. */
+/**
+ * The machine's installed versions, and pairs of them: sorted neighbours plus a fixed pseudo-random
+ * sample.
+ */
 function realPairs(): [string, string][] {
   const versions = [
     ...new Set(

@@ -160,7 +160,8 @@ describe("systemd: probe and compare on a unit tree", () => {
     "[Unit]\nDescription=App\n\n[Service]\nExecStart=/usr/bin/app\n\n[Install]\nWantedBy=multi-user.target\n";
   const VENDOR = "[Service]\nExecStart=/usr/bin/vendor\n";
   const WORKER = "[Service]\nExecStart=/usr/bin/worker %i\n";
-  // The unit directories of this machine are replaced, in a private mount namespace, by a known tree.
+  // The unit directories of this machine are replaced, in a private mount namespace, by a known
+  // tree.
   const inTree = (command: string[]) => [
     "unshare",
     "-m",

@@ -1,4 +1,5 @@
-// The forge's failures as ForgeError with the HTTP status as a field; a 404 where "none" is an answer.
+// The forge's failures as ForgeError with the HTTP status as a field; a 404 where "none" is an
+// answer.
 import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";

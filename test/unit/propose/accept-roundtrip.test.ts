@@ -19,7 +19,10 @@ import { removeTree, writeTree } from "../../support/tree.js";
 const PREFIX = "fleet-manifests";
 type Merged = { kind: string; title: string; files: string[] };
 
-/** Replays a captured probe output under the nonce of the probe it is asked to run; null: the host is unreachable. */
+/**
+ * Replays a captured probe output under the nonce of the probe it is asked to run; null: the host
+ * is unreachable.
+ */
 function replay(outputs: ReadonlyMap<string, string | null>) {
   return (node: { name: string }): Transport => ({
     describe: () => node.name,
@@ -147,7 +150,8 @@ describe("accept round trip from captured probe output", () => {
     ]);
     const { merged, report, before, after } = await mergeUntilQuiet(dir, outputs);
 
-    // app.service contents, limits.conf, debug.conf (not in the manifest), metrics enabled, backup active, retired gone.
+    // app.service contents, limits.conf, debug.conf (not in the manifest), metrics enabled, backup
+    // active, retired gone.
     const accepted = merged.filter((m) => m.kind === "accept");
     assert.equal(accepted.length, 6, JSON.stringify(merged));
     for (const m of accepted) assert.deepEqual(m.files, [`${PREFIX}/nodes/web-01.yaml`], m.title);
@@ -246,7 +250,8 @@ describe("accept round trip from captured probe output", () => {
         ["km-02", drifted],
       ]),
     );
-    // One merge for the set of modules both nodes drifted in alike: it alone makes the drift go away.
+    // One merge for the set of modules both nodes drifted in alike: it alone makes the drift go
+    // away.
     const titles = merged.map((m) => `${m.kind} ${m.title.replace(/^.*km-02: /, "")}`).sort();
     assert.deepEqual(titles, ["accept cramfs and 1 more"]);
     // Each list is edited where it is declared: loaded in the group, absent in each node file.

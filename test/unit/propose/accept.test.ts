@@ -13,7 +13,10 @@ import { sysctl } from "../../../src/domains/sysctl/index.js";
 import { acceptFinding } from "../../../src/propose/accept.js";
 import { liveFrom } from "../domains/fixtures.js";
 
-/** Accepts every finding in turn, as one accept PR per drift would, and returns the final declaration. */
+/**
+ * Accepts every finding in turn, as one accept PR per drift would, and returns the final
+ * declaration.
+ */
 function acceptAll(domain: AnyDomain, declared: unknown, live: unknown): unknown {
   let current = domain.schema.parse(declared);
   const findings = domain.compare(current, live);

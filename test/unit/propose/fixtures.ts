@@ -167,7 +167,10 @@ export function asPulls(actions: Action[], first = 1): ExistingPull[] {
 
 export const opens = (actions: Action[]) =>
   actions.filter((a): a is Extract<Action, { type: "open" }> => a.type === "open");
-/** Lines of `after` that differ from `before`, position by position (edits here never add or remove lines). */
+/**
+ * Lines of `after` that differ from `before`, position by position (edits here never add or remove
+ * lines).
+ */
 export const changedLines = (before: string, after: string) => {
   const a = before.split("\n");
   const b = after.split("\n");

@@ -23,7 +23,8 @@ describe("group: one proposal per drift signature", () => {
       items.every((item) => ticketCovers(ticket, driftSignatureOf(item))),
       "every listener is acknowledged by the ticket",
     );
-    // One more listener later is a new, separate proposal; a different set on another node is its own PR.
+    // One more listener later is a new, separate proposal; a different set on another node is its
+    // own PR.
     assert.equal(
       opens(plan(input(report({ "web-01": ports, "web-02": ports.slice(0, 3) })))).length,
       2,

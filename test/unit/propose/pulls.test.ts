@@ -1,4 +1,5 @@
-// The forge's pull request records read as proposals: only a marker agreeing with the branch counts.
+// The forge's pull request records read as proposals: only a marker agreeing with the branch
+// counts.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { plan } from "../../../src/propose/plan.js";

@@ -117,7 +117,8 @@ describe("reconcile: desired pull requests against existing ones", () => {
       "db-01's PR is recognised by its own marker",
     );
     assert.deepEqual(plan(input(r, pulls)), []);
-    // The host's PR closed by a reviewer: a ticket for db-01's drift only; web-01's PR is untouched.
+    // The host's PR closed by a reviewer: a ticket for db-01's drift only; web-01's PR is
+    // untouched.
     const next = plan(input(r, [victim!, { ...pulls[1]!, state: "closed" }]));
     assert.deepEqual(
       next.map((a) => a.type === "open" && [a.kind, a.marker.nodes.join()]),

@@ -68,7 +68,8 @@ describe("watching a directory", () => {
     const target = path.join(root, "a/b/c");
     const { watch, expect } = watching(target);
     assert.equal(watch.arm(), false);
-    // mkdir -p makes a, then b, then c: the watch walks down one component per event until it is on c.
+    // mkdir -p makes a, then b, then c: the watch walks down one component per event until it is on
+    // c.
     const appeared = expect((c) => c === "everything" && watch.onTarget);
     await mkdir(target, { recursive: true });
     await appeared;
