@@ -31,6 +31,7 @@ function render(rows) {
   const keys = [...rows.keys()].filter((k) => k !== "all of src/").sort();
   keys.push("all of src/");
   const width = Math.max(...keys.map((k) => k.length));
+  if (keys.length === 1) return "# coverage: the test processes loaded no file of src/\n";
   const lines = ["# coverage of src/ by the test processes (lines, branches)"];
   for (const key of keys) {
     const row = rows.get(key);
