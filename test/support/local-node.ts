@@ -2,6 +2,20 @@ import { stringify } from "yaml";
 import { NodeAuditError } from "../../src/errors.js";
 import { lastLines, runProbeProcess, type Transport } from "../../src/transport/transport.js";
 
+/** setpriv's arguments to run `sh -s` as nobody, with PATH /usr/bin:/bin and no other environment. */
+const NOBODY_ARGS = [
+  "--reuid=65534",
+  "--regid=65534",
+  "--clear-groups",
+  "env",
+  "-i",
+  "PATH=/usr/bin:/bin",
+  "sh",
+  "-s",
+];
+/** The whole command, for tests that run a probe as nobody themselves. */
+export const NOBODY = ["setpriv", ...NOBODY_ARGS];
+
 /**
  * This machine as an unprivileged user with PATH /usr/bin:/bin, as a non-root SSH session sees it.
  */
@@ -12,16 +26,7 @@ export function unprivilegedTransport(node = "localhost"): Transport {
       runProbeProcess(
         node,
         "setpriv",
-        [
-          "--reuid=65534",
-          "--regid=65534",
-          "--clear-groups",
-          "env",
-          "-i",
-          "PATH=/usr/bin:/bin",
-          "sh",
-          "-s",
-        ],
+        NOBODY_ARGS,
         script,
         limits,
         (failure) =>

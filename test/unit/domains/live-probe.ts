@@ -8,18 +8,9 @@ import {
   parseProbeOutput,
   probeContext,
 } from "../../../src/probe/script.js";
+import { NOBODY } from "../../support/local-node.js";
 
-export const NOBODY = [
-  "setpriv",
-  "--reuid=65534",
-  "--regid=65534",
-  "--clear-groups",
-  "env",
-  "-i",
-  "PATH=/usr/bin:/bin",
-  "sh",
-  "-s",
-];
+export { NOBODY };
 
 export interface ProbeRun<Live> {
   live?: Live;
