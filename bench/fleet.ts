@@ -12,7 +12,7 @@
 //           the hosts and for `entries` node entries spread over them;
 //   ansible `ansible all -m package_facts -f <concurrency>` over the same ssh config;
 //   probe   the probe's own CPU on a host (dash's `times` after 10 runs of `sh -s`), its output
-// bytes;
+//           bytes;
 // and last, bench/fleet-scale.ts (the 10,000-node stand-in transport run) when present.
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
