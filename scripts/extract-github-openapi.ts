@@ -3,8 +3,8 @@
 //
 // Regenerate (the package is large: install it outside the project, never as a dependency):
 //   dir="$(mktemp -d)" && npm install --prefix "$dir" @octokit/openapi
-//   npx tsx scripts/extract-github-openapi.ts
-// "$dir/node_modules/@octokit/openapi/generated/api.github.com.json"
+//   npx tsx scripts/extract-github-openapi.ts \
+//     "$dir/node_modules/@octokit/openapi/generated/api.github.com.json"
 // It writes test/support/github-double/openapi-subset.json (or the path given as second argument).
 //
 // What it keeps: for each listed operation its parameters, JSON request body and JSON response
