@@ -1,13 +1,16 @@
-// Benchmark: every domain's parse + compare, and the probe framing, on the output shapes that cost
-// most
-// per line (what a hostile host would send), at n and 8n entries. A linear parser takes about 8x as
-// long
-// for 8x the input, a quadratic one about 64x; a ratio over 24 is flagged. Time ratios on a shared
-// machine
-// are noisy (GC, caches), which is why this is a benchmark and not a test.
+// Benchmark: every domain's parse + compare, the probe framing, and a manifest file's read and
+// accept-edit parse, on the shapes that cost most per line (what a hostile host or contributor
+// would send), at n and 8n entries. A linear parser takes about 8x as long for 8x the input, a
+// quadratic one about 64x; a ratio over 24 is flagged. Time ratios on a shared machine are noisy
+// (GC, caches), which is why this is a benchmark and not a test.
 // Run: npx tsx bench/parse-linearity.ts [n]
 import type { AnyDomain } from "../src/domains/domain.js";
 import { DOMAINS } from "../src/domains/registry.js";
+import { declaredIn } from "../src/manifest/edit/changes.js";
+import { toLayer } from "../src/manifest/layer.js";
+import { MANIFEST_LISTS } from "../src/manifest/lists.js";
+import { ManifestReader } from "../src/manifest/read.js";
+import { NodeSpec } from "../src/manifest/schema.js";
 import { parseContext, parseProbeOutput } from "../src/probe/script.js";
 
 const N = Number(process.argv[2] ?? 4000);
@@ -101,4 +104,20 @@ for (const domain of DOMAINS as AnyDomain[]) {
 row("probe framing", (n) => {
   const output = `${lines(n, (i) => `\n${NONCE} begin s${i}\nx\n${NONCE} unknown r\n${NONCE} end s${i}`)}\n${NONCE} done\n`;
   return () => parseProbeOutput(output, NONCE);
+});
+
+// One map holding n keys: the `yaml` library's own duplicate-key check was quadratic in them.
+const manifest = (n: number) =>
+  `packages:\n  installed_manifest:\n${lines(n, (i) => `    p${i}: "*"`)}`;
+row("manifest read", (n) => {
+  const text = manifest(n);
+  return () => {
+    const reader = new ManifestReader(".", ".");
+    const parsed = reader.parse({ file: "nodes/n.yaml", text, errors: [] });
+    if (!parsed || !toLayer(reader, parsed, NodeSpec).layer) throw new Error("not read");
+  };
+});
+row("manifest edit", (n) => {
+  const text = manifest(n);
+  return () => declaredIn(text, MANIFEST_LISTS);
 });

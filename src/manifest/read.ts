@@ -5,8 +5,9 @@ import { close, constants, fstat, open, read } from "node:fs";
 import { lstat, readdir, readlink, realpath } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
-import { isMap, LineCounter, parseDocument, type Document, type Node as YamlNode } from "yaml";
+import { isMap, LineCounter, type Document, type Node as YamlNode } from "yaml";
 import { ManifestError, type SourceLocation } from "../errors.js";
+import { parseYaml } from "./yaml.js";
 
 export const MAX_MANIFEST_BYTES = 1024 * 1024;
 /** Alias expansions allowed per file: enough for sharing a block, far from a billion laughs. */
@@ -203,7 +204,7 @@ export class ManifestReader {
     const lines = new LineCounter();
     let doc: Document;
     try {
-      doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: true });
+      doc = parseYaml(text, { lineCounter: lines, prettyErrors: true });
     } catch (error) {
       // Nesting deep enough to exhaust the parser's stack: a resource limit, not a crash.
       this.errors.push(

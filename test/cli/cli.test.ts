@@ -54,6 +54,21 @@ describe("the CLI on bad input: exit 2 and a message naming the place", () => {
     assert.match(result.stderr, /^nodes\/localhost\.yaml:\d+:\d+: invalid YAML/);
   });
 
+  it("a key repeated in a map is an error at the repeat, in a file of 40,000 keys too", async () => {
+    const many = Array.from({ length: 40_000 }, (_, i) => `    p${i}: "*"\n`).join("");
+    const dir = await tree({
+      "nodes/web-01.yaml": `packages:\n  installed_manifest:\n    a: "*"\n    b: "*"\n    a: "1"\n`,
+      "nodes/web-02.yaml": `packages:\n  installed_manifest:\n${many}    p7: "1"\n`,
+    });
+    const result = await runCli(["validate", "--manifests", dir], { cwd: dir });
+    assert.equal(result.exitCode, 2);
+    assert.deepEqual(result.stderr.trim().split("\n"), [
+      "nodes/web-01.yaml:5:5: invalid YAML: Map keys must be unique",
+      "nodes/web-02.yaml:40003:5: invalid YAML: Map keys must be unique",
+      "2 manifest errors; nothing audited",
+    ]);
+  });
+
   it("usage errors: unknown command, flag, category, format, and no node for --local", async () => {
     const dir = await tree({ "nodes/web-01.yaml": "{}\n" });
     const cases: [string[], RegExp][] = [

@@ -2,13 +2,14 @@
 // nothing else moves: comments, quoting, blank lines and flow maps stay byte-identical.
 // Text in, text out: the YAML tree is only used to find where to splice.
 import { isDeepStrictEqual } from "node:util";
-import { isMap, isNode, isScalar, isSeq, parseDocument, Scalar, type YAMLSeq } from "yaml";
+import { isMap, isNode, isScalar, isSeq, Scalar, type YAMLSeq } from "yaml";
 import type { JsonValue, SpecPath } from "../../domains/domain.js";
 import { ManifestEditError } from "../../errors.js";
 import { isListFormAt, keyFieldAt, type ManifestLists } from "../lists.js";
 import { declaredIn, intended, isJsonMap, type DeclaredChange } from "./changes.js";
 import { resolve, type Hit } from "./find.js";
 import { TextGeometry } from "./geometry.js";
+import { parseYaml } from "../yaml.js";
 import {
   asScalar,
   dataOf,
@@ -67,7 +68,7 @@ class FileEdit extends TextGeometry {
     private readonly lists: ManifestLists,
   ) {
     super(text);
-    this.doc = parseDocument(text, { uniqueKeys: true });
+    this.doc = parseYaml(text);
     if (this.doc.errors.length)
       throw new ManifestEditError(`not valid YAML: ${this.doc.errors[0]!.message.split("\n")[0]}`);
     this.step = this.indentStep(this.doc);

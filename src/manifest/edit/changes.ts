@@ -2,7 +2,6 @@
 // remove), and the file's declaration in canonical form, the yardstick every edit is checked
 // against.
 import { isDeepStrictEqual } from "node:util";
-import { parseDocument } from "yaml";
 import type { JsonValue, SpecPath } from "../../domains/domain.js";
 import { ManifestEditError } from "../../errors.js";
 import {
@@ -13,6 +12,7 @@ import {
   mapAt,
   type ManifestLists,
 } from "../lists.js";
+import { parseYaml } from "../yaml.js";
 
 /**
  * One leaf of a declaration to set or remove, at a canonical spec path (keyed items by key,
@@ -77,7 +77,7 @@ function mapChanges(
  * sees them.
  */
 export function declaredIn(text: string, lists: ManifestLists): JsonMap {
-  const doc = parseDocument(text, { uniqueKeys: true });
+  const doc = parseYaml(text);
   if (doc.errors.length)
     throw new ManifestEditError(`not valid YAML: ${doc.errors[0]!.message.split("\n")[0]}`);
   const raw: unknown = doc.toJS({ maxAliasCount: 100 });
@@ -109,7 +109,7 @@ export function intended(
   lists: ManifestLists,
 ): JsonMap {
   const model = declaredIn(text, lists);
-  const written: unknown = parseDocument(text).toJS();
+  const written: unknown = parseYaml(text).toJS();
   const raw = isJsonMap(written) ? written : {};
   for (const change of changes) {
     const last = String(change.path.at(-1));
