@@ -1,10 +1,10 @@
 // The auditor alone at fleet scale: N node entries (default 10,000), every one drifted on 3 items,
-// audited through a stand-in transport that replays one real probe output of this machine, so
-// no ssh cost is measured. Reports wall time, the auditor's CPU per node, peak RSS and report
-// size (target: peak RSS <= 300 MB), the same audit with `--format text`, then the peak RSS of
+// audited through a stand-in transport that replays one real probe output of this machine, so no
+// ssh cost is measured. Reports wall time, the auditor's CPU per node, peak RSS and report size
+// (target: peak RSS <= 300 MB), the same audit with `--format text`, then the peak RSS of
 // `merge-reports` and of `propose --dry-run` (reading the report, loading the manifests and
-// planning) on that report. Each measured command is its own process under tsx, whose own
-// share of the peak is shown on the last line.
+// planning) on that report. Each measured command is its own process under tsx, whose own share of
+// the peak is shown on the last line.
 // Usage: npx tsx bench/fleet-scale.ts [nodes=10000]
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import os from "node:os";

@@ -38,8 +38,8 @@ export function maintenanceProbe(marker: string, ctx: ProbeContext): string {
     `[ -z "$locks" ] || printf '%s\\n' "$locks"`,
     ctx.mark("held"),
     // /proc/locks names a lock by major:minor:inode; a lock on one of the files above means a
-    // package
-    // manager runs. Only lines naming one of their inodes are sent: a busy host holds many locks.
+    // package manager runs. Only lines naming one of their inodes are sent: a busy host holds many
+    // locks.
     `[ -z "$locks" ] || printf '%s\\n' "$locks" | awk '${HELD_LINES}' - /proc/locks 2>/dev/null`,
     "true",
   ].join("\n");

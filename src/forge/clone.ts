@@ -22,8 +22,7 @@ const LOOPBACK = /^(?:localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
 
 /**
  * Whether the token may go to `url`: only to the host of GITHUB_SERVER_URL (default github.com),
- * over
- * https, or plain http to loopback (a server on this machine). Anywhere else it would hand the
+ * over https, or plain http to loopback (a server on this machine). Anywhere else it would hand the
  * token to whoever runs that host, or to anyone on the path.
  */
 export function tokenAllowed(url: string, serverUrl = "https://github.com"): boolean {

@@ -120,8 +120,8 @@ function takeDeletions(value: unknown, canon: (string | number)[], out: SpecPath
 
 /**
  * Turns one parsed file into a layer: origins from the YAML tree, `- key = value` list forms into
- * maps,
- * `null` values into deletions, then zod validation with every issue located at file:line:col.
+ * maps, `null` values into deletions, then zod validation with every issue located at
+ * file:line:col.
  */
 export function toLayer(
   reader: ManifestReader,

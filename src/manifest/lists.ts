@@ -115,9 +115,8 @@ export function keyedItems(
 
 /**
  * In place, every list at `lists`' paths becomes the map it means: `- name = value` lists, and
- * keyed
- * lists whose items all name themselves (`onDuplicate` hears of a key declared twice; the later
- * item wins).
+ * keyed lists whose items all name themselves (`onDuplicate` hears of a key declared twice; the
+ * later item wins).
  */
 export function listsAsMaps(
   model: PlainMap,

@@ -111,8 +111,7 @@ export class ManifestReader {
 
   /**
    * A symbolic link in the tree is refused, never followed: one leaving the tree would read any
-   * file
-   * on the machine, and one inside it could not be edited by a pull request like a file can.
+   * file on the machine, and one inside it could not be edited by a pull request like a file can.
    * Returns whether `abs` is a link (and records the error).
    */
   async refuseLink(abs: string): Promise<boolean> {

@@ -56,12 +56,9 @@ function findingOf(item: DriftItem): Finding {
 
 /**
  * The manifest edits accepting a drift group. Each changed value is edited in the file that
- * declares
- * it when every node taking it from there drifted alike, else as an override in the node's own
- * file;
- * a value no file declares yet goes where the drifted item is declared. Throws ManifestEditError
- * when
- * an edit cannot be made.
+ * declares it when every node taking it from there drifted alike, else as an override in the node's
+ * own file; a value no file declares yet goes where the drifted item is declared. Throws
+ * ManifestEditError when an edit cannot be made.
  */
 export function acceptEdits(
   group: DriftGroup,

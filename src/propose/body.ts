@@ -40,8 +40,7 @@ export const formatMarker = (marker: PullMarker) =>
 /**
  * The bot's hidden marker: the last one, only at the very end of the body (host text sits above it,
  * in code, with `<!--` escaped), and only when it agrees with the branch name, which no host
- * chooses.
- * Markers written before this rule sat at the end too, so they still read.
+ * chooses. Markers written before this rule sat at the end too, so they still read.
  */
 export function parseMarker(
   body: string | null | undefined,

@@ -1,7 +1,6 @@
 // The on-node drift monitor (after OpenShift's machine-config drift monitor): file-system events on
-// declared
-// paths and a periodic poll both lead to the same checks `audit` runs, and only changes in the
-// set of drift are reported. It reads; it never writes to the host.
+// declared paths and a periodic poll both lead to the same checks `audit` runs, and only changes in
+// the set of drift are reported. It reads; it never writes to the host.
 import { auditNode, runProbe, type AuditSettings } from "../audit/node.js";
 import { parseMaintenance } from "../audit/maintenance.js";
 import { DOMAIN_NAMES, type DomainName } from "../domains/domain.js";

@@ -1,7 +1,6 @@
 // What the watcher listens to: the directories holding what each audited domain names as its watch
 // targets (editors replace a file by renaming over it, which a watch on the file itself never
-// sees),
-// and which domains must be polled because nothing on disk announces their changes.
+// sees), and which domains must be polled because nothing on disk announces their changes.
 import path from "node:path";
 import { auditedDomains } from "../audit/node.js";
 import { declaredFor, type DomainName } from "../domains/domain.js";

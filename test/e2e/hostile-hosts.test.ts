@@ -1,8 +1,7 @@
 // Compromised hosts over real ssh: each rewrites its own probe output on the host side (probeFilter
-// in
-// test/support/hosts.ts) or swaps a declared file for a symlink. A hostile host costs only itself:
-// the
-// fleet's report stays valid, the honest host beside it is audited normally. Needs root.
+// in test/support/hosts.ts) or swaps a declared file for a symlink. A hostile host costs only
+// itself: the fleet's report stays valid, the honest host beside it is audited normally. Needs
+// root.
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
@@ -18,9 +17,8 @@ const PROTO_DEVICES = ["__proto__", "constructor", "toString"];
 // Three block devices named like Object.prototype's members, each with mq-deadline active.
 const protoDevices = `sed '/ begin io_scheduler$/a ${PROTO_DEVICES.map((d) => `/sys/block/${d}/queue/scheduler:none [mq-deadline]`).join("\\n")}'`;
 // 16384 routes and as many local addresses, one network each: quadratic for a parser comparing
-// every
-// route with every address. Then a line no socket table has, so this host fails after its routes
-// parsed.
+// every route with every address. Then a line no socket table has, so this host fails after its
+// routes parsed.
 const ROUTES = 16384;
 const hugeRoutes = [
   "awk '{ print }",
@@ -29,8 +27,7 @@ const hugeRoutes = [
   '/ begin ports$/ { print "/proc/net/tcp: rewritten by a compromised host" }\'',
 ].join("\n");
 // An honest host on a slow link: its answer, unchanged, arrives after a few seconds, so it is still
-// in
-// flight while the crafted host's output is parsed.
+// in flight while the crafted host's output is parsed.
 const slowLink = "{ sleep 3; cat; }";
 // The kernel section, printed twice.
 const duplicateKernel = `awk '/ begin kernel$/ { s = 1 } s { buf = buf $0 "\\n" } { print } / end kernel$/ { s = 0; printf "%s", buf }'`;

@@ -1,6 +1,5 @@
 // Probe output as a host would send it, written by hand: what a compromised host can send instead
-// of
-// what the probe prints. Framing follows src/probe/script.ts (a frame line starts with the run's
+// of what the probe prints. Framing follows src/probe/script.ts (a frame line starts with the run's
 // nonce).
 import type { Transport } from "../../src/transport/transport.js";
 

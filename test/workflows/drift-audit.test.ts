@@ -226,9 +226,8 @@ describe("drift-audit and review-command workflows", () => {
     assert.deepEqual(opened, await pullRequests(whole));
     const branches = Object.keys(opened);
     // The web group's sysctl on three nodes is one accept PR; web-03's listener a ticket; db-01's
-    // sysctls one PR each,
-    // but at most 10 new PRs per run: the last by severity and branch waits for the next run, as
-    // the job summary says.
+    // sysctls one PR each, but at most 10 new PRs per run: the last by severity and branch waits
+    // for the next run, as the job summary says.
     assert.equal(branches.length, 10, branches.join("\n"));
     for (const result of [shardedRun, wholeRun]) {
       const step = result

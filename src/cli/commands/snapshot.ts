@@ -57,8 +57,7 @@ function acceptAll(
 
 /**
  * Live state as a node spec: each domain's snapshot at its spec path, and for a node's declared
- * files
- * and units, the declaration with its live state accepted. Unknown domains are left out.
+ * files and units, the declaration with its live state accepted. Unknown domains are left out.
  */
 export async function snapshotSpec(
   transport: Transport,

@@ -227,14 +227,11 @@ function acceptFile(
 
 /**
  * `qm_read PATH`: prints the first `bytes` bytes of PATH only if PATH itself is a regular file. The
- * file
- * is opened first, then the opened file must be the file at the path (lstat): a symlink swapped in
- * after
- * the test is never read through. GNU stat reads the open file as `-` in the same process; busybox
- * stat
- * cannot, and takes a second stat of /proc/self/fd/3. The test before opening keeps fifos and
- * devices
- * from being opened; a swap to one between the test and the open can only stall this node's probe.
+ * file is opened first, then the opened file must be the file at the path (lstat): a symlink
+ * swapped in after the test is never read through. GNU stat reads the open file as `-` in the same
+ * process; busybox stat cannot, and takes a second stat of /proc/self/fd/3. The test before opening
+ * keeps fifos and devices from being opened; a swap to one between the test and the open can only
+ * stall this node's probe.
  */
 function readRegularFile(bytes: number): string {
   return [
@@ -281,8 +278,7 @@ export const files: Domain<FilesDeclared, FilesLive> = {
       // at.
       `stat -c '${STAT_FORMAT}' -- ${all} 2>/dev/null`,
       // A symlink's own target text; a path stat cannot see gets a stat of its own, so its error
-      // (missing,
-      // or permission denied) needs no matching to a file name.
+      // (missing, or permission denied) needs no matching to a file name.
       ...declared.map((f) => {
         const q = ctx.quote(f.path);
         const link = `${ctx.mark(`link ${f.path}`)}; readlink -- ${q}`;
@@ -290,8 +286,7 @@ export const files: Domain<FilesDeclared, FilesLive> = {
         return `if [ -h ${q} ]; then ${link}; elif [ ! -e ${q} ]; then ${missing}; fi`;
       }),
       // Only regular files that are not symlinks are hashed. A swap to a symlink between this test
-      // and
-      // sha256sum opening the file remains possible: it could send a target's hash, never its
+      // and sha256sum opening the file remains possible: it could send a target's hash, never its
       // contents.
       ...(hashed.length || read.length ? [ctx.mark("sha256")] : []),
       ...(hashed.length
@@ -303,8 +298,7 @@ export const files: Domain<FilesDeclared, FilesLive> = {
           ]
         : []),
       // A file read for its contents but over the cap is hashed on the host, so accepting it can
-      // declare
-      // its sha256; find's -type f, without -L, skips a symlink.
+      // declare its sha256; find's -type f, without -L, skips a symlink.
       ...(read.length ? [`find ${readPaths} ${overCap} -exec sha256sum -- {} + 2>/dev/null`] : []),
       ...(read.length ? [readRegularFile(ctx.maxFileBytes + 1)] : []),
       ...read.map((f) => {

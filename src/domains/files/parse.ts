@@ -53,10 +53,8 @@ export function normalizeMode(mode: string): string {
 
 /**
  * `stat` output with its errors (2>&1), for the declared paths; `errors` holds the error a path's
- * own
- * `stat` printed (the probe stats each path it cannot see alone, so no message has to be matched to
- * a name).
- * Lines are looked up by path, never searched per path: linear in the output.
+ * own `stat` printed (the probe stats each path it cannot see alone, so no message has to be
+ * matched to a name). Lines are looked up by path, never searched per path: linear in the output.
  */
 export function parseStat(
   text: string,
@@ -122,8 +120,7 @@ export function isRegular(stat: FileStat | null | undefined): boolean {
 
 /**
  * The files section: `cap N`, `paths` (the declared paths, one a line), `stat`, `missing <path>`
- * (the
- * error of a path stat could not see), `link <path>` (a symlink's target), `sha256`, then
+ * (the error of a path stat could not see), `link <path>` (a symlink's target), `sha256`, then
  * `contents <path>` for each file read and `unreadable <path>` where reading it failed.
  */
 export function parseFiles(raw: readonly [string, string][]): FilesLive {

@@ -82,9 +82,8 @@ export const ioScheduler: Domain<IoSchedulerDeclared, IoSchedulerLive> = {
   accept(declared, finding) {
     const pattern = String(finding.path.at(-1));
     // A pattern matching no device goes; a device that a glob covers gets its own entry, which wins
-    // over the glob.
-    // Built by entries, never by assignment: a device named __proto__ must become a key, not a
-    // prototype.
+    // over the glob. Built by entries, never by assignment: a device named __proto__ must become a
+    // key, not a prototype.
     const entries = Object.entries(declared).filter(
       ([p]) => finding.live !== null || p !== pattern,
     );

@@ -51,8 +51,7 @@ export const packages: Domain<PackagesDeclared, PackagesLive> = {
   probe(declared, ctx) {
     // With packages declared, the host sends only their entries (a few hundred bytes, not the whole
     // database); a snapshot (nothing declared) reads everything. awk's and grep's exit status past
-    // 1
-    // means the database could not be read, which is not "absent".
+    // 1 means the database could not be read, which is not "absent".
     const names = declared ? Object.keys(declared) : undefined;
     const wanted =
       names &&

@@ -63,11 +63,10 @@ export function canonicalDst(dst: string): { family?: 4 | 6; dst: string } {
  * Kernel-made routes (`proto kernel` in `ip route`) are left out, since /proc does not print the
  * protocol: an IPv4 route without gateway whose network holds a local address; IPv6 routes on lo,
  * fe80::/64, ff00::/8, local, anycast and cached routes, and the route to the prefix of each
- * address
- * in if_inet6 (whose flags column cannot show noprefixroute). /proc/net/route shows only the main
- * table, but ipv6_route shows every table, so IPv6 policy-routing tables read as main. Routes
- * without a device (unreachable, blackhole, prohibit) are left out: a declaration cannot express
- * them.
+ * address in if_inet6 (whose flags column cannot show noprefixroute). /proc/net/route shows only
+ * the main table, but ipv6_route shows every table, so IPv6 policy-routing tables read as main.
+ * Routes without a device (unreachable, blackhole, prohibit) are left out: a declaration cannot
+ * express them.
  */
 export function parseRoutes(text: string): RoutesLive {
   const v4: { dst: bigint; prefix: number; via?: string; dev: string; metric: number }[] = [];
@@ -164,8 +163,7 @@ export function parseRoutes(text: string): RoutesLive {
   if (!sawRouteHeader) throw new ProbeParseError(SECTION, "no /proc/net/route in the output");
 
   // Each local address masked to every prefix length a route uses (at most 33): a set lookup per
-  // route
-  // instead of comparing every route with every address.
+  // route instead of comparing every route with every address.
   const localNetworks = new Set<string>();
   for (const prefix of new Set(v4.map((r) => r.prefix))) {
     for (const a of local4) localNetworks.add(`${prefix} ${a & maskValue(prefix, 4)}`);

@@ -111,8 +111,7 @@ export const sysctl: Domain<SysctlDeclared, SysctlLive> = {
   },
   snapshot(live) {
     // A snapshot declares what the host persists, at its live values: the tunables an operator
-    // chose.
-    // Names come from the host's files: built by entries, so `__proto__` stays a key.
+    // chose. Names come from the host's files: built by entries, so `__proto__` stays a key.
     const entries = [...live.persisted.keys()].sort().flatMap((name) => {
       const value = live.runtime.get(name);
       return value === undefined ? [] : [[name, value] as const];

@@ -78,8 +78,7 @@ const firstLine = (text: string): [string, string] => {
 /**
  * The systemd section: `cap N`; `active <names>` (systemctl show output) or `active-unknown`
  * (reason); per unit `unit <name>` (lines `masked`, `wanted-by <path>`, `file <path>`, `is-enabled
- * <state>`),
- * `unit-file <name>`, `dropin <name>` (drop-in file name, then its bytes), and
+ * <state>`), `unit-file <name>`, `dropin <name>` (drop-in file name, then its bytes), and
  * `unreadable <name>` (a path that could not be read).
  */
 export function parseSystemd(parts: readonly [string, string][]): SystemdLive {

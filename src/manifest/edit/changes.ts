@@ -37,9 +37,8 @@ export const isJsonValue = (v: unknown): v is JsonValue =>
 
 /**
  * The fewest changes turning one file's declaration of a domain (`before`, at `basePath`) into
- * `after`.
- * Maps differ per key, keyed lists per item then per field; other lists are replaced whole, as
- * layering does.
+ * `after`. Maps differ per key, keyed lists per item then per field; other lists are replaced
+ * whole, as layering does.
  */
 export function declaredChanges(
   before: unknown,

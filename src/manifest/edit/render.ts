@@ -11,8 +11,8 @@ export type Scalarish = string | number | boolean | null;
 
 /**
  * Reads back as exactly `value` in a block map value (or a flow sequence): the check for every
- * scalar
- * written. YAML 1.1 readers (yamllint, PyYAML) must agree too, so `yes` or `2027-03-31` get quotes.
+ * scalar written. YAML 1.1 readers (yamllint, PyYAML) must agree too, so `yes` or `2027-03-31` get
+ * quotes.
  */
 function readsAs(text: string, value: Scalarish, inFlow: boolean): boolean {
   return (["1.2", "1.1"] as const).every((version) => {

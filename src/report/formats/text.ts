@@ -146,9 +146,8 @@ function checkedText(checked: NonNullable<NodeResult["checked"]>): string {
 
 /**
  * "12 nodes: 9 clean, 2 drifted (5 items), 3 acknowledged, 1 unreachable, 2 items unknown (files)":
- * new drift
- * and acknowledged (waived or ticketed) drift apart, and what could not be read; zero counts are
- * left out.
+ * new drift and acknowledged (waived or ticketed) drift apart, and what could not be read; zero
+ * counts are left out.
  */
 function summaryLine(report: Report): string {
   const s = report.summary;

@@ -1,6 +1,6 @@
 // Names a host controls (devices, interfaces, packages, modules, units, drop-ins, files, sysctls)
-// that
-// are also the names of Object.prototype's members: every domain must treat them as plain names.
+// that are also the names of Object.prototype's members: every domain must treat them as plain
+// names.
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { stringify } from "yaml";

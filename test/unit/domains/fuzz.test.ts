@@ -1,6 +1,5 @@
 // Random and adversarial probe output for every domain's parse and compare: whatever a host sends,
-// the
-// only error is ProbeParseError (the node's error), and findings are JSON a report can hold.
+// the only error is ProbeParseError (the node's error), and findings are JSON a report can hold.
 // Linearity is measured in bench/parse-linearity.ts: time ratios are too noisy for a test here.
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
