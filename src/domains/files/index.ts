@@ -1,7 +1,7 @@
-import { createHash } from "node:crypto";
 import { z } from "zod";
 import { keyedList, type Domain, type Finding } from "../domain.js";
-import { unifiedDiff, utf8Text } from "../text.js";
+import { unifiedDiff } from "../text.js";
+import { compareContents, comparedByHash, declaredContents, HASHED } from "./contents.js";
 import { ManifestEditError } from "../../errors.js";
 import {
   STAT_FORMAT,
@@ -85,86 +85,8 @@ export type FileDeclared = z.infer<typeof FileDeclared>;
 export const FilesDeclared = keyedList(FileDeclared, "path");
 export type FilesDeclared = z.infer<typeof FilesDeclared>;
 
-const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
-const SECRET = "secret: compared by SHA-256; its contents never leave the host and are not shown";
-
-/** Whether the probe sends the file's hash rather than its bytes. */
-function comparedByHash(file: FileDeclared, cap: number): boolean {
-  return (
-    file.sha256 !== undefined ||
-    (file.contents !== undefined && Buffer.byteLength(file.contents) > cap)
-  );
-}
-
 function describe(stat: FileStat): string {
   return `${stat.type}, ${stat.size} bytes`;
-}
-
-/** Contents a report cannot show, by hash and size: the form `acceptFile` declares as a sha256. */
-const shownByHash = (hex: string, bytes: number) => `sha256:${hex} (${bytes} bytes)`;
-const HASHED = /^sha256:([0-9a-f]{64}) \(\d+ bytes\)$/;
-
-/** Declared contents as a report shows them: the text, or its hash when over the cap. */
-function declaredContents(contents: string, cap: number): string {
-  const bytes = Buffer.from(contents, "utf8");
-  return bytes.length > cap ? shownByHash(sha256(bytes), bytes.length) : contents;
-}
-
-function compareContents(file: FileDeclared, stat: FileStat, live: FilesLive): Finding | undefined {
-  const at = (attribute: string): Finding => ({
-    key: file.path,
-    declared: null,
-    live: null,
-    path: ["files", file.path, attribute],
-  });
-  if (file.sha256 !== undefined) {
-    const got = live.sha256.get(file.path);
-    if (got === undefined || got === file.sha256) return undefined;
-    return {
-      ...at("sha256"),
-      declared: file.sha256,
-      live: got,
-      detail: file.secret ? SECRET : "compared by SHA-256",
-    };
-  }
-  const want = Buffer.from(file.contents!, "utf8");
-  if (want.length > live.cap) {
-    const got = live.sha256.get(file.path);
-    if (got === undefined || got === sha256(want)) return undefined;
-    return {
-      ...at("contents"),
-      declared: declaredContents(file.contents!, live.cap),
-      live: `sha256:${got} (${stat.size} bytes)`,
-      detail: `the declared contents are over the ${live.cap}-byte cap for file contents: compared by SHA-256, not shown`,
-    };
-  }
-  const got = live.contents.get(file.path);
-  if (got === undefined || got.equals(want)) return undefined;
-  if (got.length > live.cap) {
-    const hash = live.sha256.get(file.path);
-    return {
-      ...at("contents"),
-      declared: file.contents!,
-      live: hash === undefined ? `<${stat.size} bytes, not read>` : shownByHash(hash, stat.size),
-      detail: `the live file is over the ${live.cap}-byte cap for file contents: not read, not shown`,
-    };
-  }
-  const text = utf8Text(got);
-  if (text === undefined) {
-    const live = shownByHash(sha256(got), got.length);
-    return {
-      ...at("contents"),
-      declared: file.contents!,
-      live,
-      detail: "the live file is not UTF-8 text: no diff",
-    };
-  }
-  return {
-    ...at("contents"),
-    declared: file.contents!,
-    live: text,
-    diff: unifiedDiff(file.contents!, text),
-  };
 }
 
 const isSymlink = (stat: FileStat) => stat.type === "symbolic link";
