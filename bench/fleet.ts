@@ -1,6 +1,8 @@
 // Fleet audit speed against real ssh test hosts, every figure from one run. Needs root.
 // Usage: npx tsx bench/fleet.ts [hosts=30] [concurrency=16] [rounds=2] [entries=300]
 //
+// The fleet declares the first host's live state, with a few packages declared as a typical node
+// does; the CPU figure is also given with every installed package declared (a snapshot's default).
 // Each round measures, on the same hosts at the same concurrency:
 //   floor  `ssh -F cfg host true` to every host;
 //   raw    the probe the real code builds for the bench's spec, piped through plain
@@ -20,7 +22,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import pLimit from "p-limit";
-import { stringify } from "yaml";
+import { parse, stringify } from "yaml";
 import { auditedDomains, runProbe } from "../src/audit/node.js";
 import { declaredFor } from "../src/domains/domain.js";
 import { fleetAuditSettings } from "../src/cli/commands/audit.js";
@@ -37,6 +39,8 @@ const [hostCount, concurrency, rounds, entryCount] = [
   arg(3, 300),
 ];
 const CLI = path.join(REPO_ROOT, "dist/cli/main.js");
+/** Packages a typical node declares, those of them the test hosts have (and telnetd absent). */
+const TYPICAL_PACKAGES = ["openssh-server", "bash", "coreutils", "sudo", "tzdata"];
 const SCALE_BENCH = path.join(REPO_ROOT, "bench/fleet-scale.ts");
 
 interface Ran {
@@ -159,15 +163,33 @@ const fleet = await startFleet(
 );
 const work = await mkdtemp(path.join(os.tmpdir(), "qm-bench-"));
 try {
-  // Declared state: the first host's live state, taken with snapshot over ssh.
+  // Declared state: the first host's live state, taken with snapshot over ssh, declaring a few
+  // packages as a typical node does (the probe filters the package database to them on the host).
+  // A snapshot's default, every installed package declared, is measured too: the heaviest spec.
   const manifests = path.join(work, "fleet-manifests");
   await mkdir(path.join(manifests, "nodes"), { recursive: true });
   await writeFile(path.join(manifests, "nodes", `${names[0]}.yaml`), "{}\n");
-  const fleetYaml = await mustRun(process.execPath, [
-    CLI,
-    "snapshot",
-    ...["--node", names[0]!, "--manifests", manifests, "--ssh-config", fleet.sshConfig],
-  ]);
+  const snapshot = (packages: "names" | "none") =>
+    mustRun(process.execPath, [
+      CLI,
+      "snapshot",
+      ...["--node", names[0]!, "--manifests", manifests, "--ssh-config", fleet.sshConfig],
+      ...["--packages", packages],
+    ]);
+  const everyPackageYaml = await snapshot("names");
+  const installed = Object.keys(
+    (parse(everyPackageYaml) as { packages: { installed_manifest: Record<string, string> } })
+      .packages.installed_manifest,
+  );
+  const few = TYPICAL_PACKAGES.filter((name) => installed.includes(name));
+  const fleetYaml = `${await snapshot("none")}${stringify({
+    packages: {
+      installed_manifest: {
+        ...Object.fromEntries(few.map((name) => [name, "*"])),
+        telnetd: "absent",
+      },
+    },
+  })}`;
   await writeFile(path.join(manifests, "fleet.yaml"), fleetYaml);
   for (const name of names) await writeFile(path.join(manifests, "nodes", `${name}.yaml`), "{}\n");
 
@@ -205,17 +227,26 @@ try {
     );
   }
 
-  // Many node entries over the same hosts: the auditor's CPU per node with start-up spread thin.
-  const many = path.join(work, "many-manifests");
-  await mkdir(path.join(many, "nodes"), { recursive: true });
-  await writeFile(path.join(many, "fleet.yaml"), fleetYaml);
-  for (let i = 0; i < entryCount; i++) {
-    await writeFile(
-      path.join(many, "nodes", `entry-${String(i).padStart(4, "0")}.yaml`),
-      stringify({ host: names[i % hostCount] }),
-    );
-  }
+  // Many node entries over the same hosts: the auditor's CPU per node with start-up spread thin,
+  // for the typical spec and for every installed package declared.
+  const entries = async (dir: string, fleetSpec: string) => {
+    await mkdir(path.join(dir, "nodes"), { recursive: true });
+    await writeFile(path.join(dir, "fleet.yaml"), fleetSpec);
+    for (let i = 0; i < entryCount; i++) {
+      await writeFile(
+        path.join(dir, "nodes", `entry-${String(i).padStart(4, "0")}.yaml`),
+        stringify({ host: names[i % hostCount] }),
+      );
+    }
+    return dir;
+  };
+  const many = await entries(path.join(work, "many-manifests"), fleetYaml);
   const big = await audit(many, fleet.sshConfig, work);
+  const heavy = await audit(
+    await entries(path.join(work, "every-package-manifests"), everyPackageYaml),
+    fleet.sshConfig,
+    work,
+  );
 
   // Ansible gathering package facts: the same hosts, user, ssh config and forks; host keys checked.
   const inventory = path.join(work, "inventory.ini");
@@ -274,13 +305,17 @@ try {
     `raw     probe through plain ssh (no qm)       ${secs(raw)}  ${ratio(raw, floor)} floor`,
   );
   console.log(
-    `audit   quartermaster audit, CLI start to exit ${secs(qm)}  ${ratio(qm, floor)} floor (target <= 1.25x)`,
+    `audit   quartermaster audit, CLI start to exit ${secs(qm)}  ${ratio(qm, floor)} floor (target <= 1.25x); each round's own: ${figures.map((f) => ratio(f.audit, f.floor)).join(", ")}`,
   );
   console.log(
     `ansible package_facts -f ${concurrency}, pipelining       ${secs(ansibleMs)}  ${(ansibleMs / qm).toFixed(1)}x the audit (target >= 20x)`,
   );
   console.log(
     `cpu     auditor's own CPU (process.cpuUsage, no ssh children): ${hostCount} nodes ${cpu.toFixed(0)} ms = ${(cpu / hostCount).toFixed(1)} ms/node; ${entryCount} entries ${big.cpuMs.toFixed(0)} ms = ${(big.cpuMs / entryCount).toFixed(1)} ms/node (target <= 5 ms), beyond start-up ${((big.cpuMs - cpu) / (entryCount - hostCount)).toFixed(1)} ms/node`,
+  );
+  const heavyBytes = heavy.report.nodes[0]?.probeBytes ?? 0;
+  console.log(
+    `        every installed package declared (a snapshot's default; probe output ${heavyBytes} bytes): ${entryCount} entries ${heavy.cpuMs.toFixed(0)} ms = ${(heavy.cpuMs / entryCount).toFixed(1)} ms/node`,
   );
   console.log(
     `probe   on a host: median ${median(probeCpu).toFixed(1)} ms CPU; output median ${probeBytes[probeBytes.length >> 1]} bytes, max ${probeBytes.at(-1)} bytes`,
