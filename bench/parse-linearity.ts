@@ -6,6 +6,7 @@
 // Run: npx tsx bench/parse-linearity.ts [n]
 import type { AnyDomain } from "../src/domains/domain.js";
 import { DOMAINS } from "../src/domains/registry.js";
+import { unifiedDiff } from "../src/domains/text.js";
 import { declaredIn } from "../src/manifest/edit/changes.js";
 import { toLayer } from "../src/manifest/layer.js";
 import { MANIFEST_LISTS } from "../src/manifest/lists.js";
@@ -104,6 +105,12 @@ for (const domain of DOMAINS as AnyDomain[]) {
 row("probe framing", (n) => {
   const output = `${lines(n, (i) => `\n${NONCE} begin s${i}\nx\n${NONCE} unknown r\n${NONCE} end s${i}`)}\n${NONCE} done\n`;
   return () => parseProbeOutput(output, NONCE);
+});
+
+// A file changed on every line: Myers' diff costs (lines x edits) without its bound.
+row("file diff", (n) => {
+  const [want, got] = [lines(n, (i) => `declared ${i}`), lines(n, (i) => `live ${i}`)];
+  return () => unifiedDiff(want, got);
 });
 
 // One map holding n keys: the `yaml` library's own duplicate-key check was quadratic in them.

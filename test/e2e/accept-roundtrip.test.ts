@@ -35,6 +35,7 @@ const GONE = `${DIR}/gone.conf`;
 const BIN = `${DIR}/blob.bin`;
 const BIG = `${DIR}/big.txt`;
 const BIGDECL = `${DIR}/bigdecl.txt`;
+const REWRITTEN = `${DIR}/rewritten.txt`;
 const SHA = `${DIR}/hashed.conf`;
 const MODE = `${DIR}/mode.conf`;
 const OWN = `${DIR}/owned.conf`;
@@ -45,6 +46,12 @@ const SECRET = `${DIR}/secret.env`;
 const sha256 = (data: string | Buffer) => createHash("sha256").update(data).digest("hex");
 const lines = (letter: string, bytes: number) =>
   `${letter.repeat(63)}\n`.repeat(Math.ceil(bytes / 64)).slice(0, bytes);
+/**
+ * 600 lines in under 3 KB (the cap is 4 KB): rewritten on every line, 1,200 edited lines, more than
+ * the line diff searches (MAX_DIFF_EDITS).
+ */
+const rewritten = (letter: string) =>
+  Array.from({ length: 600 }, (_, i) => `${letter}${i}\n`).join("");
 const bumpBash = (status: string) =>
   status.replace(/^(Package: bash\n(?:.+\n)*?Version: )(.+)$/m, "$1$2+hotfix1");
 const blockText = (text: string, indent: string) =>
@@ -90,6 +97,7 @@ const EDITS: Record<string, string[]> = {
   "files-bin": [`${M}/nodes/files-bin.yaml`],
   "files-big": [`${M}/groups/files-base.yaml`], // base group
   "files-bigdecl": [`${M}/nodes/files-bigdecl.yaml`],
+  "files-rewritten": [`${M}/nodes/files-rewritten.yaml`], // every line changed: past the line diff's bound
   "files-sha": [`${M}/nodes/files-sha.yaml`],
   "files-mode": [`${M}/groups/files-mode.yaml`],
   "files-owner": [`${M}/nodes/files-owner.yaml`],
@@ -131,6 +139,7 @@ const ROUNDS: { category: string; nodes?: string[] }[] = [
       "files-secret",
       "files-secret-ok",
       "files-dir",
+      "files-rewritten",
     ],
   },
 ];
@@ -234,6 +243,7 @@ function hosts(): HostDefinition[] {
     { name: "files-bin", files: { [BIN]: file(Buffer.from([0xff, 0x00, 0xfe, 0x0a])) } },
     { name: "files-big", files: { [BIG]: file(lines("b", CAP * 2)) } },
     { name: "files-bigdecl", files: { [BIGDECL]: file(lines("l", CAP + 1000)) } },
+    { name: "files-rewritten", files: { [REWRITTEN]: file(rewritten("l")) } },
     { name: "files-sha", files: { [SHA]: file("new\n") } },
     { name: "files-mode", files: { [MODE]: file("m\n", "0640") } },
     { name: "files-owner", files: { [OWN]: file("o\n") } },
@@ -361,6 +371,12 @@ function manifests(
       `  - path: ${BIGDECL}`,
       "    contents: |",
       blockText(lines("d", CAP + 1000), "      "),
+    ),
+    [`${M}/nodes/files-rewritten.yaml`]: yaml(
+      "files:",
+      `  - path: ${REWRITTEN}`,
+      "    contents: |",
+      blockText(rewritten("d"), "      "),
     ),
     [`${M}/nodes/files-sha.yaml`]: `files:\n  - { path: ${SHA}, sha256: ${sha256("old\n")} }\n`,
     [`${M}/nodes/files-mode.yaml`]: "groups: [files-mode]\n",
