@@ -6,7 +6,7 @@ import { ManifestError, ManifestErrors } from "../errors.js";
 import { locateIssue, toLayer, type Layer } from "./layer.js";
 import { pathKey } from "./lists.js";
 import { LayerMerger, mergeLayers } from "./merge.js";
-import { listYaml, ManifestReader, readAhead, type ParsedFile } from "./read.js";
+import { listYaml, ManifestReader, type ParsedFile } from "./read.js";
 import {
   FLEET_SETTINGS,
   FleetSpec,
@@ -160,7 +160,6 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
     }
   };
 
-  // Which node files are read is known from their names: they are read ahead, in order.
   const seen = new Map<string, string>();
   const nodeFiles = (await list("nodes")).map((found) => {
     const name = baseName(found.abs);
@@ -178,19 +177,13 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
     if (!problem) seen.set(name, display);
     return { found, name, problem, read: !problem && (options.only?.(name) ?? true) };
   });
-  const texts = readAhead(
-    nodeFiles.filter((n) => n.read),
-    (n) => reader.read(n.found),
-  );
 
   const merger = new LayerMerger();
   const nodes: LoadedNode[] = [];
-  for (const { name, problem, read } of nodeFiles) {
+  for (const { found, name, problem, read } of nodeFiles) {
     if (problem) reader.errors.push(problem);
     if (!read) continue;
-    const next = await texts.next();
-    if (next.done) break;
-    const parsed = reader.parse(next.value);
+    const parsed = reader.parse(await reader.read(found));
     if (!parsed) continue;
     const { layer } = toLayer(reader, parsed, NodeSpec);
     if (!layer) continue;

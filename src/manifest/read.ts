@@ -1,10 +1,10 @@
 // Finding and reading manifest files: the size cap, the symbolic-link rules, and the YAML parse
-// with a line counter so every problem names its file:line:col. Reads run ahead of their use,
-// a bounded number at a time; problems are kept in the order the files are used.
-import { close, constants, fstat, open, read } from "node:fs";
+// with a line counter so every problem names its file:line:col. A file is read with synchronous
+// calls: loading is the only work at that point, and for 10,000 small files four promise round
+// trips each through the thread pool cost more than the reads (0.5 s against 0.07 s).
+import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
 import { lstat, readdir, readlink, realpath } from "node:fs/promises";
 import path from "node:path";
-import { promisify } from "node:util";
 import { isMap, LineCounter, type Document, type Node as YamlNode } from "yaml";
 import { ManifestError, type SourceLocation } from "../errors.js";
 import { parseYaml } from "./yaml.js";
@@ -12,8 +12,6 @@ import { parseYaml } from "./yaml.js";
 export const MAX_MANIFEST_BYTES = 1024 * 1024;
 /** Alias expansions allowed per file: enough for sharing a block, far from a billion laughs. */
 const MAX_ALIAS_COUNT = 100;
-/** Files read at once: enough to keep the disk busy while the last one is parsed. */
-const READ_AHEAD = 32;
 
 export interface ParsedFile {
   file: string;
@@ -52,50 +50,8 @@ export async function listYaml(dir: string): Promise<FoundFile[]> {
     .sort((a, b) => (a.abs < b.abs ? -1 : a.abs > b.abs ? 1 : 0));
 }
 
-// The callback API, not fs/promises' FileHandle: a third of the cost per file, for 10,000 small
-// files.
-const openFile = promisify(open);
-const fstatFile = promisify(fstat);
-const readFile = (fd: number, buffer: Buffer, offset: number, length: number, position: number) =>
-  new Promise<number>((resolve, reject) =>
-    read(fd, buffer, offset, length, position, (error, bytesRead) =>
-      error ? reject(error) : resolve(bytesRead),
-    ),
-  );
-const closeFile = promisify(close);
-
 const isErrno = (error: unknown, ...codes: string[]): boolean =>
   error instanceof Error && "code" in error && codes.includes(String(error.code));
-
-/**
- * `run` on each item, at most `ahead` at a time, results yielded in the items' order as soon as
- * each is ready: the caller works on one while the next ones are read.
- */
-export async function* readAhead<T, R>(
-  items: readonly T[],
-  run: (item: T) => Promise<R>,
-  ahead = READ_AHEAD,
-): AsyncGenerator<R> {
-  // Settled results, so a failure waiting in the queue is never an unhandled rejection.
-  const pending: Promise<{ ok: true; value: R } | { ok: false; error: unknown }>[] = [];
-  let next = 0;
-  const fill = () => {
-    while (next < items.length && pending.length < ahead)
-      pending.push(
-        run(items[next++]!).then(
-          (value) => ({ ok: true as const, value }),
-          (error: unknown) => ({ ok: false as const, error }),
-        ),
-      );
-  };
-  fill();
-  while (pending.length) {
-    const result = await pending.shift()!;
-    fill();
-    if (!result.ok) throw result.error;
-    yield result.value;
-  }
-}
 
 /** Reads and parses the files of one manifest tree, collecting every problem in `errors`. */
 export class ManifestReader {
@@ -153,16 +109,13 @@ export class ManifestReader {
     let fd;
     try {
       // O_NONBLOCK: a FIFO in the tree is found not to be a file instead of waiting for a writer.
-      fd = await openFile(
-        found.abs,
-        constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK,
-      );
+      fd = openSync(found.abs, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     } catch (error) {
       if (isErrno(error, "ENOENT", "ENOTDIR")) return { file, errors: [] };
       throw error;
     }
     try {
-      const info = await fstatFile(fd);
+      const info = fstatSync(fd);
       if (!info.isFile()) return { file, errors: [] };
       if (info.size > MAX_MANIFEST_BYTES) {
         const message = `file is ${info.size} bytes, over the ${MAX_MANIFEST_BYTES}-byte cap for a manifest file; not read`;
@@ -170,14 +123,14 @@ export class ManifestReader {
       }
       // Read at most the cap even if the file grew after fstat().
       const buffer = Buffer.alloc(info.size + 1);
-      const bytesRead = await readFile(fd, buffer, 0, buffer.length, 0);
+      const bytesRead = readSync(fd, buffer, 0, buffer.length, 0);
       if (bytesRead > MAX_MANIFEST_BYTES) {
         const message = `file grew over the ${MAX_MANIFEST_BYTES}-byte cap while being read`;
         return { file, errors: [new ManifestError(message, { file })] };
       }
       return { file, text: buffer.subarray(0, bytesRead).toString("utf8"), errors: [] };
     } finally {
-      await closeFile(fd);
+      closeSync(fd);
     }
   }
 
