@@ -45,10 +45,13 @@ export async function listYaml(dir: string): Promise<FoundFile[]> {
     throw error;
   }
   return entries
-    .filter((e) => e.isSymbolicLink() || (e.isFile() && /\.ya?ml$/.test(e.name)))
+    .filter((e) => e.isSymbolicLink() || (!e.isDirectory() && /\.ya?ml$/.test(e.name)))
     .map((e) => ({ abs: path.join(e.parentPath, e.name), link: e.isSymbolicLink() }))
     .sort((a, b) => (a.abs < b.abs ? -1 : a.abs > b.abs ? 1 : 0));
 }
+
+const notRegular = (file: string) =>
+  new ManifestError("is not a regular file (a FIFO, socket or device); not read", { file });
 
 const isErrno = (error: unknown, ...codes: string[]): boolean =>
   error instanceof Error && "code" in error && codes.includes(String(error.code));
@@ -97,8 +100,8 @@ export class ManifestReader {
 
   /**
    * A file's text, at most MAX_MANIFEST_BYTES, never through a link. No text and no error when
-   * there is no such regular file. Records nothing: `take` records the problems when the text is
-   * used.
+   * there is no such file (or a folder by its name). Records nothing: `take` records the problems
+   * when the text is used.
    */
   async read(found: FoundFile): Promise<FileText> {
     const file = this.display(found.abs);
@@ -112,11 +115,14 @@ export class ManifestReader {
       fd = openSync(found.abs, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     } catch (error) {
       if (isErrno(error, "ENOENT", "ENOTDIR")) return { file, errors: [] };
+      // A socket cannot be opened.
+      if (isErrno(error, "ENXIO")) return { file, errors: [notRegular(file)] };
       throw error;
     }
     try {
       const info = fstatSync(fd);
-      if (!info.isFile()) return { file, errors: [] };
+      if (info.isDirectory()) return { file, errors: [] };
+      if (!info.isFile()) return { file, errors: [notRegular(file)] };
       if (info.size > MAX_MANIFEST_BYTES) {
         const message = `file is ${info.size} bytes, over the ${MAX_MANIFEST_BYTES}-byte cap for a manifest file; not read`;
         return { file, errors: [new ManifestError(message, { file })] };

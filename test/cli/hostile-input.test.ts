@@ -1,4 +1,4 @@
-// Hostile input at the CLI's edges, through the real CLI: links and alias bombs in the manifest
+// Hostile input at the CLI's edges, through the real CLI: links, FIFOs and alias bombs in the manifest
 // tree, layers that only conflict once merged, a changed known_hosts, --out pointed somewhere bad,
 // and a --repo that must not receive the token. Every case: a message naming the place, the
 // documented exit code, and no stack trace.
@@ -23,7 +23,7 @@ function assertNoStack(result: CliResult): void {
 
 const validate = (dir: string) => runCli(["validate", "--manifests", "."], { cwd: dir });
 
-describe("links in the manifest tree", () => {
+describe("links and special files in the manifest tree", () => {
   it("a link leaving the tree is refused, naming the file, and nothing of its target is read", async () => {
     const outside = await tree({ "secret.yaml": "root_password_hash: $6$abc\nsystem: {}\n" });
     const dir = await tree({ "nodes/a.yaml": "{}\n" });
@@ -60,6 +60,26 @@ describe("links in the manifest tree", () => {
     const result = await validate(dir);
     assert.equal(result.exitCode, 2);
     assert.match(result.stderr, /^known_hosts: is a symbolic link leaving the manifest tree/m);
+  });
+
+  it("a FIFO or a socket in the tree is refused by name, and reading never waits on one", async () => {
+    const dir = await tree({ "nodes/a.yaml": "{}\n" });
+    await execa("mkfifo", [path.join(dir, "fleet.yaml"), path.join(dir, "nodes", "b.yaml")]);
+    // A listening Unix socket left at a manifest path.
+    await execa("python3", [
+      "-c",
+      "import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])",
+      path.join(dir, "nodes", "c.yaml"),
+    ]);
+    const result = await validate(dir);
+    assert.equal(result.exitCode, 2);
+    assertNoStack(result);
+    assert.deepEqual(result.stderr.trim().split("\n"), [
+      "fleet.yaml: is not a regular file (a FIFO, socket or device); not read",
+      "nodes/b.yaml: is not a regular file (a FIFO, socket or device); not read",
+      "nodes/c.yaml: is not a regular file (a FIFO, socket or device); not read",
+      "3 manifest errors; nothing audited",
+    ]);
   });
 });
 
