@@ -8,6 +8,7 @@ import { after, describe, it } from "node:test";
 import { execa } from "execa";
 import { stringify } from "yaml";
 import { REPO_ROOT, runCli, TSX } from "../support/cli.js";
+import { asNobody } from "../support/local-node.js";
 import { removeTree, writeTree } from "../support/tree.js";
 
 const dirs: string[] = [];
@@ -15,20 +16,10 @@ after(() => Promise.all(dirs.map(removeTree)));
 
 /** The real CLI as user nobody, with the environment a cron job would give it. */
 async function cliAsNobody(args: string[]) {
-  const nobody = [
-    "--reuid=65534",
-    "--regid=65534",
-    "--clear-groups",
-    "env",
-    "-i",
-    "PATH=/usr/bin:/bin",
-    "HOME=/tmp",
-    "NO_COLOR=1",
-  ];
   const entry = path.join(REPO_ROOT, "src/cli/main.ts");
   const result = await execa(
     "setpriv",
-    [...nobody, process.execPath, "--import", TSX, entry, ...args],
+    asNobody("HOME=/tmp", "NO_COLOR=1", process.execPath, "--import", TSX, entry, ...args),
     { cwd: "/", reject: false },
   );
   return { exitCode: result.exitCode ?? -1, stdout: result.stdout, stderr: result.stderr };

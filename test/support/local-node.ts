@@ -2,17 +2,20 @@ import { stringify } from "yaml";
 import { NodeAuditError } from "../../src/errors.js";
 import { lastLines, runProbeProcess, type Transport } from "../../src/transport/transport.js";
 
-/** setpriv's arguments to run `sh -s` as nobody, with PATH /usr/bin:/bin and no other environment. */
-const NOBODY_ARGS = [
+/**
+ * setpriv's arguments to run `command` as nobody, with PATH /usr/bin:/bin and no other environment
+ * but the `NAME=value` words that may start `command`.
+ */
+export const asNobody = (...command: string[]) => [
   "--reuid=65534",
   "--regid=65534",
   "--clear-groups",
   "env",
   "-i",
   "PATH=/usr/bin:/bin",
-  "sh",
-  "-s",
+  ...command,
 ];
+const NOBODY_ARGS = asNobody("sh", "-s");
 /** The whole command, for tests that run a probe as nobody themselves. */
 export const NOBODY = ["setpriv", ...NOBODY_ARGS];
 
