@@ -22,14 +22,10 @@ type Options = Omit<ParseOptions & DocumentOptions & SchemaOptions, "uniqueKeys"
  */
 export function parseYaml(text: string, options: Options = {}) {
   const doc = parseDocument(text, { ...options, uniqueKeys: false });
-  for (const key of repeatedKeys(doc.contents)) {
-    const error = new YAMLParseError(
-      [key.range[0], key.range[1]],
-      "DUPLICATE_KEY",
-      "Map keys must be unique",
-    );
-    const lines: LineCounter | undefined = options.lineCounter;
-    if (lines) error.linePos = [lines.linePos(key.range[0]), lines.linePos(key.range[1])];
+  const lines: LineCounter | undefined = options.lineCounter;
+  for (const [start, end] of repeatedKeys(doc.contents)) {
+    const error = new YAMLParseError([start, end], "DUPLICATE_KEY", "Map keys must be unique");
+    if (lines) error.linePos = [lines.linePos(start), lines.linePos(end)];
     doc.errors.push(error);
   }
   return doc;
@@ -41,11 +37,11 @@ type Range = [number, number, number];
 /**
  * The keys that repeat an earlier key of their map, by value, in document order; an empty key
  * (`? ` alone) repeats an earlier empty key, as in the library. Walked with a stack, not recursion
- * (and no spread of a list as arguments): the parser accepts nesting deeper than the call stack allows. Aliases are not followed (they
- * would only repeat what is walked already).
+ * (and no spread of a list as arguments): the parser accepts nesting deeper than the call stack
+ * allows. Aliases are not followed (they would only repeat what is walked already).
  */
-function repeatedKeys(root: unknown): { range: Range }[] {
-  const repeated: { range: Range }[] = [];
+function repeatedKeys(root: unknown): Range[] {
+  const repeated: Range[] = [];
   const stack: unknown[] = [root];
   while (stack.length) {
     const node = stack.pop();
@@ -57,14 +53,14 @@ function repeatedKeys(root: unknown): { range: Range }[] {
         if (isScalar(key) || key === null) {
           const id = isScalar(key) ? key.value : EMPTY_KEY;
           const range = (isScalar(key) ? key.range : undefined) ?? node.range;
-          if (seen.has(id) && range) repeated.push({ range });
+          if (seen.has(id) && range) repeated.push(range);
           seen.add(id);
         } else stack.push(key);
         stack.push(value);
       }
     }
   }
-  return repeated.sort((a, b) => a.range[0] - b.range[0]);
+  return repeated.sort((a, b) => a[0] - b[0]);
 }
 
 const EMPTY_KEY = Symbol("empty key");
