@@ -6,7 +6,7 @@ import { ManifestError, ManifestErrors } from "../errors.js";
 import { locateIssue, toLayer, type Layer } from "./layer.js";
 import { pathKey } from "./lists.js";
 import { LayerMerger, mergeLayers } from "./merge.js";
-import { listYaml, ManifestReader, type ParsedFile } from "./read.js";
+import { listYaml, ManifestReader } from "./read.js";
 import {
   FLEET_SETTINGS,
   FleetSpec,
@@ -107,12 +107,12 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
   }
 
   const groupFiles = new Map((await list("groups")).map((f) => [baseName(f.abs), f]));
-  const groupCache = new Map<string, { layer?: Layer; parsed?: ParsedFile }>();
+  const groupCache = new Map<string, { layer?: Layer }>();
   const loadGroup = async (name: string) => {
     let group = groupCache.get(name);
     if (!group) {
       const parsed = reader.parse(await reader.read(groupFiles.get(name)!));
-      group = { parsed, layer: parsed ? toLayer(reader, parsed, GroupSpec).layer : undefined };
+      group = parsed ? toLayer(reader, parsed, GroupSpec) : {};
       groupCache.set(name, group);
     }
     return group;
@@ -121,15 +121,15 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
   /** Groups in application order: a group's own groups first; each once. */
   const expandGroups = async (
     names: unknown,
-    from: { parsed: ParsedFile; layer: Layer },
+    from: Layer,
     stack: string[],
     out: string[],
   ): Promise<void> => {
     if (!Array.isArray(names)) return;
     for (const [i, name] of names.entries()) {
       if (typeof name !== "string") continue;
-      const origin = from.layer.origins.get(pathKey(["groups", i]));
-      const loc = { file: from.parsed.file, line: origin?.line, col: origin?.col };
+      const origin = from.origins.get(pathKey(["groups", i]));
+      const loc = { file: from.file, line: origin?.line, col: origin?.col };
       if (!groupFiles.has(name)) {
         const suggestion = nearest(name, [...groupFiles.keys()]);
         reader.errors.push(
@@ -149,13 +149,8 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
       }
       if (out.includes(name)) continue;
       const group = await loadGroup(name);
-      if (!group.layer || !group.parsed) continue;
-      await expandGroups(
-        group.layer.value.groups,
-        { parsed: group.parsed, layer: group.layer },
-        [...stack, name],
-        out,
-      );
+      if (!group.layer) continue;
+      await expandGroups(group.layer.value.groups, group.layer, [...stack, name], out);
       out.push(name);
     }
   };
@@ -188,7 +183,7 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
     const { layer } = toLayer(reader, parsed, NodeSpec);
     if (!layer) continue;
     const groups: string[] = [];
-    await expandGroups(layer.value.groups, { parsed, layer }, [], groups);
+    await expandGroups(layer.value.groups, layer, [], groups);
     const base = [
       ...(fleetLayer ? [fleetLayer] : []),
       ...groups.flatMap((g) => groupCache.get(g)?.layer ?? []),
@@ -202,7 +197,7 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
     nodes.push({
       name,
       host: hostOf(layer, name),
-      file: parsed.file,
+      file: layer.file,
       layers: [...base, layer],
       groups,
       spec,
