@@ -2,23 +2,12 @@
 // the blocks it marks `<!-- readme-test: skip (reason) -->` (they need SSH hosts, GitHub or a
 // node).
 import assert from "node:assert/strict";
-import {
-  chmod,
-  cp,
-  mkdir,
-  mkdtemp,
-  readFile,
-  rm,
-  stat,
-  symlink,
-  writeFile,
-} from "node:fs/promises";
-import { readdirSync, statSync } from "node:fs";
+import { chmod, cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { execa } from "execa";
-import { REPO_ROOT } from "../support/cli.js";
+import { BUILT_ENTRY, ensureBuilt, REPO_ROOT } from "../support/cli.js";
 
 interface Block {
   line: number;
@@ -39,27 +28,13 @@ function readmeBlocks(text: string): Block[] {
   return blocks;
 }
 
-/** Newest modification time under `dir`, in milliseconds. */
-function newest(dir: string): number {
-  return Math.max(
-    ...readdirSync(dir, { withFileTypes: true, recursive: true })
-      .filter((e) => e.isFile())
-      .map((e) => statSync(path.join(e.parentPath, e.name)).mtimeMs),
-  );
-}
-
 describe("the README's commands", async () => {
   const blocks = readmeBlocks(await readFile(path.join(REPO_ROOT, "README.md"), "utf8"));
   let scratch: string;
   let env: Record<string, string>;
 
   before(async () => {
-    // `npm ci` builds dist/ (CI runs it before the tests); build here only when dist/ is missing or
-    // stale.
-    const built = await stat(path.join(REPO_ROOT, "dist/cli/main.js")).catch(() => undefined);
-    if (!built || built.mtimeMs < newest(path.join(REPO_ROOT, "src"))) {
-      await execa("npx", ["tsc", "-p", "tsconfig.build.json"], { cwd: REPO_ROOT });
-    }
+    await ensureBuilt();
     // A scratch clone: the built CLI and dependencies shared, the manifests a copy the commands may
     // change.
     scratch = await mkdtemp(path.join(tmpdir(), "qm-readme-"));
@@ -74,7 +49,7 @@ describe("the README's commands", async () => {
     for (const name of ["quartermaster", "qm"]) {
       await writeFile(
         path.join(bin, name),
-        `#!/bin/sh\nexec node ${JSON.stringify(path.join(REPO_ROOT, "dist/cli/main.js"))} "$@"\n`,
+        `#!/bin/sh\nexec node ${JSON.stringify(BUILT_ENTRY)} "$@"\n`,
       );
       await chmod(path.join(bin, name), 0o755);
     }

@@ -1,9 +1,13 @@
 import { execa } from "execa";
+import { readdirSync, statSync } from "node:fs";
+import { stat } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const ENTRY = path.join(REPO_ROOT, "src/cli/main.ts");
+/** The CLI as `npm ci` builds it and users run it: src/ bundled into dist/ (scripts/build.ts). */
+export const BUILT_ENTRY = path.join(REPO_ROOT, "dist/cli/main.js");
 // Resolved here, so the CLI can run from any working directory (tests run it inside temp trees).
 export const TSX = import.meta.resolve("tsx");
 
@@ -13,16 +17,45 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs the real CLI as a user would (a separate process), from `cwd`. */
-export async function runCli(
-  args: string[],
-  options: { cwd?: string; env?: Record<string, string>; input?: string } = {},
-): Promise<CliResult> {
-  const result = await execa(process.execPath, ["--import", TSX, ENTRY, ...args], {
+interface CliOptions {
+  cwd?: string;
+  env?: Record<string, string>;
+  input?: string;
+}
+
+async function run(node: string[], args: string[], options: CliOptions): Promise<CliResult> {
+  const result = await execa(process.execPath, [...node, ...args], {
     cwd: options.cwd ?? REPO_ROOT,
     env: { NO_COLOR: "1", ...options.env },
     input: options.input,
     reject: false,
   });
   return { exitCode: result.exitCode ?? -1, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** Runs the real CLI from its sources as a user would (a separate process), from `cwd`. */
+export const runCli = (args: string[], options: CliOptions = {}) =>
+  run(["--import", TSX, ENTRY], args, options);
+
+/** Runs the built CLI (dist/); call `ensureBuilt` first. */
+export const runBuiltCli = (args: string[], options: CliOptions = {}) =>
+  run([BUILT_ENTRY], args, options);
+
+/** Newest modification time of a file under `dir`, in milliseconds. */
+function newest(dir: string): number {
+  return Math.max(
+    ...readdirSync(dir, { withFileTypes: true, recursive: true })
+      .filter((e) => e.isFile())
+      .map((e) => statSync(path.join(e.parentPath, e.name)).mtimeMs),
+  );
+}
+
+/**
+ * Builds dist/ when it is missing or older than src/. `npm ci` builds it (CI runs that before the
+ * tests), so this builds only for a developer who changed src/ since.
+ */
+export async function ensureBuilt(): Promise<void> {
+  const built = await stat(BUILT_ENTRY).catch(() => undefined);
+  if (!built || built.mtimeMs < newest(path.join(REPO_ROOT, "src")))
+    await execa("npm", ["run", "build", "--silent"], { cwd: REPO_ROOT });
 }

@@ -1,0 +1,29 @@
+// Builds dist/: the CLI bundled with its dependencies into one entry (dist/cli/main.js) and a chunk
+// per lazily loaded command. Node resolves, reads and compiles a few files instead of about 200
+// (zod alone is 95 modules): `audit --help` takes about 0.15 s of CPU instead of 0.35 s, a cost an
+// hourly fleet audit and a node's own timer pay on every run. Types are checked by `npm run lint`,
+// not here.
+import { rm } from "node:fs/promises";
+import path from "node:path";
+import { build } from "esbuild";
+
+const root = path.resolve(import.meta.dirname, "..");
+const outdir = path.join(root, "dist", "cli");
+await rm(path.join(root, "dist"), { recursive: true, force: true });
+await build({
+  entryPoints: [path.join(root, "src", "cli", "main.ts")],
+  outdir,
+  chunkNames: "chunks/[name]-[hash]",
+  bundle: true,
+  splitting: true,
+  format: "esm",
+  platform: "node",
+  target: "node20.12",
+  // Dependencies written as CommonJS call require(): an ES module has none of its own.
+  banner: {
+    js: 'import { createRequire as qmCreateRequire } from "node:module"; const require = qmCreateRequire(import.meta.url);',
+  },
+  // Stack traces map back to src/ under `node --enable-source-maps`.
+  sourcemap: "linked",
+  logLevel: "warning",
+});

@@ -1,0 +1,83 @@
+// The CLI as users run it: src/ bundled into dist/ by scripts/build.ts. The rest of the suite runs
+// the sources; this shows the bundle holds together. Every command loads, and a real audit of this
+// machine, its manifests pulled from the real git server, becomes a pull request on the GitHub
+// double: isomorphic-git and Octokit at work inside the bundle.
+import assert from "node:assert/strict";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { COMMAND_HELP } from "../../src/cli/help.js";
+import { ensureBuilt, REPO_ROOT, runBuiltCli } from "../support/cli.js";
+import { startGitServer, type GitServer } from "../support/git-server.js";
+import { startGitHubDouble, type GitHubDouble } from "../support/github-double/index.js";
+import { writeTree } from "../support/tree.js";
+
+const TOKEN = "ghs_built_cli";
+const OWNER = "acme";
+const REPO = "fleet";
+
+let server: GitServer;
+let double: GitHubDouble;
+let work: string;
+let swappiness: number;
+
+before(async () => {
+  await ensureBuilt();
+  swappiness = Number((await readFile("/proc/sys/vm/swappiness", "utf8")).trim());
+  work = await mkdtemp(path.join(tmpdir(), "qm-built-"));
+  const seed = await writeTree({
+    "fleet-manifests/fleet.yaml": "policy:\n  sysctl: { on_drift: accept }\n",
+    "fleet-manifests/nodes/localhost.yaml": `system:\n  sysctl_parameters:\n    vm.swappiness: ${swappiness + 1}\n`,
+  });
+  server = await startGitServer({ token: TOKEN });
+  await server.createRepo(OWNER, REPO, seed);
+  await rm(seed, { recursive: true, force: true });
+  double = await startGitHubDouble({
+    git: server,
+    owner: OWNER,
+    repo: REPO,
+    token: TOKEN,
+    botLogin: "quartermaster[bot]",
+  });
+});
+
+after(async () => {
+  await double?.stop();
+  await server?.stop();
+  if (work) await rm(work, { recursive: true, force: true });
+});
+
+describe("the built CLI", () => {
+  it("prints the version of package.json", async () => {
+    const { version } = JSON.parse(await readFile(path.join(REPO_ROOT, "package.json"), "utf8"));
+    const result = await runBuiltCli(["--version"]);
+    assert.equal(result.stdout, `quartermaster ${version}`);
+  });
+
+  for (const command of Object.keys(COMMAND_HELP)) {
+    it(`loads ${command} and prints its usage`, async () => {
+      const result = await runBuiltCli([command, "--help"]);
+      assert.equal(result.exitCode, 0, result.stderr);
+      assert.match(result.stdout, new RegExp(`^usage: quartermaster ${command}\\b`));
+      assert.equal(result.stderr, "");
+    });
+  }
+
+  it("turns an audit of this machine, pulled from the git server, into a pull request", async () => {
+    const repo = ["--repo", server.repoUrl(OWNER, REPO), "--cache-dir", path.join(work, "cache")];
+    const report = path.join(work, "report.json");
+    const env = double.cliEnv();
+    const audit = await runBuiltCli(
+      ["audit", "--local", "--nodes", "localhost", ...repo, "--format", "json", "--out", report],
+      { env },
+    );
+    assert.equal(audit.exitCode, 1, audit.stderr);
+    const propose = await runBuiltCli(["propose", "--report", report, ...repo], { env });
+    assert.equal(propose.exitCode, 0, propose.stderr + propose.stdout);
+    const heads = double.pulls().map((p) => p.head);
+    assert.equal(heads.length, 1, heads.join(", "));
+    assert.match(heads[0]!, /^quartermaster--accept--sysctl--vm-swappiness--/);
+    assert.deepEqual(double.violations, []);
+  });
+});
