@@ -1,5 +1,9 @@
-/** Damerau-free Levenshtein distance: enough to catch `sysctl_paramters`. */
+/**
+ * Edit distance counting a swap of two neighbouring letters as one edit (optimal string
+ * alignment): `sysctl_paramters` and `wbe` for `web` are both one edit away.
+ */
 function distance(a: string, b: string): number {
+  let before: number[] = [];
   let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
   for (let i = 1; i <= a.length; i++) {
     const current = [i];
@@ -9,8 +13,10 @@ function distance(a: string, b: string): number {
         current[j - 1]! + 1,
         previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1),
       );
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        current[j] = Math.min(current[j]!, before[j - 2]! + 1);
     }
-    previous = current;
+    [before, previous] = [previous, current];
   }
   return previous[b.length]!;
 }

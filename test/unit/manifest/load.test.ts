@@ -105,8 +105,9 @@ describe("bad manifests are rejected with file:line:col", () => {
     assert.match(errors[0]!, /^fleet-manifests\/nodes\/a\.yaml:1:9: groups: .*expected array/);
   });
 
-  it("an unknown group, with a suggestion", async () => {
+  it("an unknown group, with a suggestion that counts two swapped letters as one edit", async () => {
     const errors = await loadErrors({
+      "groups/db.yaml": "{}\n",
       "groups/web.yaml": "{}\n",
       "nodes/a.yaml": "groups:\n  - wbe\n",
     });
