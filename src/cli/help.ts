@@ -59,7 +59,10 @@ const FLAGS: Record<string, { value?: string; text: string }> = {
     value: "N",
     text: "open at most N new pull requests this run (default: fleet.yaml propose.max_new_prs, else 10)",
   },
-  "max-bytes": { value: "N", text: "cap the output at N bytes (GitHub's job summary takes 1 MiB)" },
+  "max-bytes": {
+    value: "N",
+    text: "Markdown only: cap the output at N bytes (GitHub's job summary takes 1 MiB)",
+  },
   summary: {
     value: "FILE",
     text: "append a Markdown account of the run (opened, updated, closed, deferred) to FILE, e.g. $GITHUB_STEP_SUMMARY",
@@ -85,76 +88,94 @@ const FLAGS: Record<string, { value?: string; text: string }> = {
 };
 
 /** What each command does, the line it is used by, and examples that work as written. */
-export const COMMAND_HELP: Record<string, { summary: string; usage: string; examples: string[] }> =
-  {
-    audit: {
-      summary: "read-only audit of the selected nodes",
-      usage: "audit [--local | --nodes LIST] [options]",
-      examples: [
-        "quartermaster audit --local",
-        "quartermaster audit --nodes 'web-*' --format json --out report.json",
-      ],
-    },
-    diff: {
-      summary: "-want +got view of one domain's drift",
-      usage: "diff --category DOMAIN [--node NAME] [options]",
-      examples: ["quartermaster diff --category files --local"],
-    },
-    snapshot: {
-      summary:
-        "print a node-spec YAML of a node's live state (and of the files and units it declares)",
-      usage: "snapshot (--local | --node NAME) [options]",
-      examples: [
-        "quartermaster snapshot --local > fleet-manifests/nodes/$(hostname).yaml",
-        "quartermaster snapshot --node web-01 --packages versions --out web-01.yaml",
-      ],
-    },
-    validate: {
-      summary: "check the manifest tree",
-      usage: "validate [--manifests DIR]",
-      examples: ["quartermaster validate --manifests fleet-manifests"],
-    },
-    propose: {
-      summary: "open, update or close pull requests from an audit report",
-      usage: "propose --report FILE [options]",
-      examples: ["quartermaster propose --report report.json --dry-run"],
-    },
-    "merge-reports": {
-      summary: "merge the reports of audit --shard k/n into one",
-      usage: "merge-reports [options] FILE...",
-      examples: ["quartermaster merge-reports --out report.json shard-1.json shard-2.json"],
-    },
-    watch: {
-      summary: "watch this machine continuously (--local): file events plus a periodic poll",
-      usage: "watch --local [--manifest FILE | --manifests DIR --nodes NAME] [options]",
-      examples: [
-        "quartermaster watch --local --manifest /etc/quartermaster/node-spec.yaml --metrics-listen 127.0.0.1:9839",
-      ],
-    },
-    report: {
-      summary: "render a saved JSON report in another format",
-      usage: "report --report FILE --format FORMAT [options]",
-      examples: ["quartermaster report --report report.json --format markdown"],
-    },
-    "plan-shards": {
-      summary: "how many audit shards for the selected nodes (JSON)",
-      usage: "plan-shards [--shards N] [options]",
-      examples: ["quartermaster plan-shards --shards 4"],
-    },
-    "manifest-diff": {
-      summary: "each node's declared state before and after a manifest change (Markdown)",
-      usage: "manifest-diff --base REF [options]",
-      examples: ["quartermaster manifest-diff --base origin/main"],
-    },
-    review: {
-      summary: "act on a /quartermaster command in a pull request comment",
-      usage: "review [--event FILE] [options]",
-      examples: ['quartermaster review --event "$GITHUB_EVENT_PATH"'],
-    },
-  };
-
+/** The audit's exit codes: the CLI's own help shows them; each command's help shows its own. */
 export const EXIT_CODES =
   "Exit codes: 0 clean, 1 drift, 2 usage or manifest error, 4 nodes not audited, or with --strict items unknown (5 = 1 + 4).";
+
+export const COMMAND_HELP: Record<
+  string,
+  { summary: string; usage: string; examples: string[]; exits: string }
+> = {
+  audit: {
+    summary: "read-only audit of the selected nodes",
+    usage: "audit [--local | --nodes LIST] [options]",
+    examples: [
+      "quartermaster audit --local",
+      "quartermaster audit --nodes 'web-*' --format json --out report.json",
+    ],
+    exits: EXIT_CODES,
+  },
+  diff: {
+    summary: "-want +got view of one domain's drift",
+    usage: "diff --category DOMAIN [--node NAME] [options]",
+    examples: ["quartermaster diff --category files --local"],
+    exits:
+      "Exit codes: 0 no drift, 1 drift, 2 usage or manifest error, 4 nodes not audited (5 = 1 + 4).",
+  },
+  snapshot: {
+    summary:
+      "print a node-spec YAML of a node's live state (and of the files and units it declares)",
+    usage: "snapshot (--local | --node NAME) [options]",
+    examples: [
+      "quartermaster snapshot --local > fleet-manifests/nodes/$(hostname).yaml",
+      "quartermaster snapshot --node web-01 --packages versions --out web-01.yaml",
+    ],
+    exits: "Exit codes: 0 written, 2 usage or manifest error, 4 the node could not be read.",
+  },
+  validate: {
+    summary: "check the manifest tree",
+    usage: "validate [--manifests DIR]",
+    examples: ["quartermaster validate --manifests fleet-manifests"],
+    exits: "Exit codes: 0 valid, 2 usage or manifest error.",
+  },
+  propose: {
+    summary: "open, update or close pull requests from an audit report",
+    usage: "propose --report FILE [options]",
+    examples: ["quartermaster propose --report report.json --dry-run"],
+    exits:
+      "Exit codes: 0 every action carried out (or, with --dry-run, planned), 2 usage, manifest or report error, 4 some actions failed (the next run retries them).",
+  },
+  "merge-reports": {
+    summary: "merge the reports of audit --shard k/n into one",
+    usage: "merge-reports [options] FILE...",
+    examples: ["quartermaster merge-reports --out report.json shard-1.json shard-2.json"],
+    exits:
+      "Exit codes: 0 clean, 1 drift, 4 nodes not audited (5 = 1 + 4), as in the merged audit; 2 usage error, or shards that do not make up one audit.",
+  },
+  watch: {
+    summary: "watch this machine continuously (--local): file events plus a periodic poll",
+    usage: "watch --local [--manifest FILE | --manifests DIR --nodes NAME] [options]",
+    examples: [
+      "quartermaster watch --local --manifest /etc/quartermaster/node-spec.yaml --metrics-listen 127.0.0.1:9839",
+    ],
+    exits: "Exit codes: 0 stopped (SIGINT or SIGTERM), 2 usage or manifest error.",
+  },
+  report: {
+    summary: "render a saved JSON report in another format",
+    usage: "report --report FILE --format FORMAT [options]",
+    examples: ["quartermaster report --report report.json --format markdown"],
+    exits: "Exit codes: 0 written, 2 usage error or a report that cannot be read.",
+  },
+  "plan-shards": {
+    summary: "how many audit shards for the selected nodes (JSON)",
+    usage: "plan-shards [--shards N] [options]",
+    examples: ["quartermaster plan-shards --shards 4"],
+    exits: "Exit codes: 0 planned, 2 usage or manifest error.",
+  },
+  "manifest-diff": {
+    summary: "each node's declared state before and after a manifest change (Markdown)",
+    usage: "manifest-diff --base REF [options]",
+    examples: ["quartermaster manifest-diff --base origin/main"],
+    exits: "Exit codes: 0 written, 2 usage or manifest error.",
+  },
+  review: {
+    summary: "act on a /quartermaster command in a pull request comment",
+    usage: "review [--event FILE] [options]",
+    examples: ['quartermaster review --event "$GITHUB_EVENT_PATH"'],
+    exits:
+      "Exit codes: 0 acted on (or nothing to do), 2 usage or manifest error, 4 an action failed or nodes were not audited.",
+  },
+};
 
 /** Thrown by option parsing when -h/--help is given: the CLI prints `text` and exits 0. */
 export class HelpRequested extends Error {
@@ -194,7 +215,7 @@ export function commandHelp(command: string, options: Options): string {
     ...rows.map(([label, text]) => `  ${label.padEnd(width)}${text}`),
     ...(info?.examples.length ? ["", "Examples:", ...info.examples.map((e) => `  ${e}`)] : []),
     "",
-    EXIT_CODES,
+    info?.exits ?? EXIT_CODES,
     "",
   ].join("\n");
 }

@@ -30,8 +30,20 @@ describe("help and version", () => {
       for (const [label, text] of rows)
         assert.notEqual(text, "", `${command}: ${label} has no description`);
       assert.match(result.stdout, /\nExamples:\n {2}quartermaster /);
+      assert.match(result.stdout, /\n\nExit codes: 0 [^\n]+$/);
     });
   }
+
+  it("each command's help gives its own exit codes, not the audit's", async () => {
+    const last = async (command: string) =>
+      (await runCli([command, "--help"])).stdout.trim().split("\n").at(-1);
+    assert.equal(await last("validate"), "Exit codes: 0 valid, 2 usage or manifest error.");
+    assert.match(
+      (await last("propose"))!,
+      /^Exit codes: 0 every action carried out .* 4 some actions failed/,
+    );
+    assert.match((await last("audit"))!, /^Exit codes: 0 clean, 1 drift, .* with --strict/);
+  });
 
   it("-h and help <command> print the same help as --help", async () => {
     const [long, short, viaHelp] = await Promise.all([
