@@ -119,6 +119,17 @@ export class ManifestEditError extends Error {
   }
 }
 
+/** A file named on the command line (a report to render, merge or propose from) that cannot be used. */
+export class InputFileError extends Error {
+  override readonly name = "InputFileError";
+  constructor(
+    readonly file: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /** Shard reports that do not make up one whole fleet audit. */
 export class ReportMergeError extends Error {
   override readonly name = "ReportMergeError";

@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 import { readFileSync } from "node:fs";
-import { ForgeError, ManifestErrors, UsageError } from "../errors.js";
+import { ForgeError, InputFileError, ManifestErrors, UsageError } from "../errors.js";
 import { nearest } from "../manifest/suggest.js";
 import { visible } from "../text/escape.js";
 import { ExitBit } from "./exit.js";
 import { COMMAND_HELP, EXIT_CODES, HelpRequested, commandUsage } from "./help.js";
+import { dropOutputWhenReaderGoes } from "./stdout.js";
 
 // Messages quote manifest and host text (keys, values, URLs): escaped where they reach the
 // terminal.
@@ -74,6 +75,10 @@ export async function main(argv: string[]): Promise<number> {
       say(`${error.message}\n${count} manifest error${count === 1 ? "" : "s"}; nothing audited`);
       return ExitBit.usage;
     }
+    if (error instanceof InputFileError) {
+      say(`quartermaster: ${error.file}: ${error.message}`);
+      return ExitBit.usage;
+    }
     if (error instanceof ForgeError) {
       say(`quartermaster: ${error.message}`);
       return ExitBit.unaudited;
@@ -85,7 +90,8 @@ export async function main(argv: string[]): Promise<number> {
     if (error instanceof UsageError) {
       // A mistake in a command's flags shows that command's usage, not every command's.
       say(`quartermaster: ${error.message}`);
-      process.stderr.write(`\n${error.command ? commandUsage(error.command) : USAGE}`);
+      const usage = error.command ?? (command ? name : undefined);
+      process.stderr.write(`\n${usage ? commandUsage(usage) : USAGE}`);
       return ExitBit.usage;
     }
     // An unexpected failure audited nothing trustworthy: the same code as a manifest error.
@@ -96,4 +102,5 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+dropOutputWhenReaderGoes();
 process.exitCode = await main(process.argv.slice(2));

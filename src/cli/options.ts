@@ -1,4 +1,4 @@
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
@@ -117,6 +117,10 @@ export function findManifests(flag: string | undefined, cwd = process.cwd()): st
  */
 function checkTreeShape(dir: string): void {
   if (!existsSync(dir) || existsSync(path.join(dir, "nodes"))) return;
+  if (!statSync(dir).isDirectory())
+    throw new UsageError(
+      `${dir} is a file: --manifests takes the manifest tree, the folder holding fleet.yaml and nodes/`,
+    );
   const folders = readdirSync(dir, { withFileTypes: true })
     .filter((e) => e.isDirectory())
     .map((e) => e.name);
@@ -174,7 +178,11 @@ export async function loadManifests(values: ManifestValues): Promise<Fleet> {
 }
 
 /** `--nodes a,web-*`: comma-separated names or globs; every pattern must match some node. */
-export function selectNodes(fleet: Fleet, patterns: string | undefined): LoadedNode[] {
+export function selectNodes(
+  fleet: Fleet,
+  patterns: string | undefined,
+  flag = "--nodes",
+): LoadedNode[] {
   if (!patterns) return fleet.nodes;
   const globs = patterns
     .split(",")
@@ -182,15 +190,16 @@ export function selectNodes(fleet: Fleet, patterns: string | undefined): LoadedN
     .filter(Boolean);
   for (const glob of globs) {
     const problem = globProblem(glob);
-    if (problem) throw new UsageError(`--nodes: bad pattern "${glob}": ${problem}`);
+    if (problem) throw new UsageError(`${flag}: bad pattern "${glob}": ${problem}`);
     if (!fleet.nodes.some((n) => globMatch(glob, n.name))) {
-      const suggestion = nearest(
-        glob,
-        fleet.nodes.map((n) => n.name),
-      );
-      throw new UsageError(
-        `--nodes: no node matches "${glob}"${suggestion ? ` (did you mean "${suggestion}"?)` : ""}`,
-      );
+      const names = fleet.nodes.map((n) => n.name);
+      const suggestion = nearest(glob, names);
+      const hint = suggestion
+        ? ` (did you mean "${suggestion}"?)`
+        : names.length && names.length <= 10
+          ? ` (the nodes: ${names.join(", ")})`
+          : "";
+      throw new UsageError(`${flag}: no node matches "${glob}"${hint}`);
     }
   }
   return fleet.nodes.filter((n) => globs.some((g) => globMatch(g, n.name)));

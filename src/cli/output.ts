@@ -7,6 +7,7 @@ import { FORMATS, isFormatName } from "../report/formats/index.js";
 import { jsonChunks } from "../report/formats/json.js";
 import type { NodeResult, Report } from "../report/schema.js";
 import { useColor } from "./options.js";
+import { readerGone } from "./stdout.js";
 
 export function formatName(value: string | undefined): keyof typeof FORMATS {
   const name = value ?? "text";
@@ -115,6 +116,9 @@ export async function writeReportStream(
   }
   const chunks = jsonChunks(head, nodes());
   if (values.out) return writeOut(values.out, chunks);
-  for await (const chunk of chunks)
-    if (!process.stdout.write(chunk)) await once(process.stdout, "drain");
+  for await (const chunk of chunks) {
+    if (readerGone()) return;
+    // A closed pipe ends the wait with an error the listener above has taken note of.
+    if (!process.stdout.write(chunk)) await once(process.stdout, "drain").catch(() => undefined);
+  }
 }

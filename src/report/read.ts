@@ -1,5 +1,5 @@
 import { readFile } from "node:fs/promises";
-import { ManifestError, ManifestErrors } from "../errors.js";
+import { InputFileError } from "../errors.js";
 import { Report } from "./schema.js";
 
 /**
@@ -11,30 +11,24 @@ export async function readReport(file: string): Promise<Report> {
   try {
     text = await readFile(file, "utf8");
   } catch (error) {
-    throw new ManifestErrors([
-      new ManifestError(`cannot read the report: ${(error as Error).message}`, { file }),
-    ]);
+    throw new InputFileError(file, `cannot read the report: ${(error as Error).message}`);
   }
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (error) {
-    throw new ManifestErrors([
-      new ManifestError(
-        `not a JSON report (write it with --format json): ${(error as Error).message}`,
-        { file },
-      ),
-    ]);
+    throw new InputFileError(
+      file,
+      `not a JSON report (write it with --format json): ${(error as Error).message}`,
+    );
   }
   const parsed = Report.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    throw new ManifestErrors([
-      new ManifestError(
-        `not a Quartermaster report (schemaVersion 1): ${issue.path.join(".")}: ${issue.message}`,
-        { file },
-      ),
-    ]);
+    throw new InputFileError(
+      file,
+      `not a Quartermaster report (schemaVersion 1): ${issue.path.join(".")}: ${issue.message}`,
+    );
   }
   return parsed.data;
 }

@@ -71,6 +71,7 @@ describe("the CLI on bad input: exit 2 and a message naming the place", () => {
 
   it("usage errors: unknown command, flag, category, format, and no node for --local", async () => {
     const dir = await tree({ "nodes/web-01.yaml": "{}\n" });
+    const report = path.join(REPO_ROOT, "test/fixtures/reports/fleet.json");
     const cases: [string[], RegExp][] = [
       [["frobnicate"], /unknown command "frobnicate"/],
       [["audit", "--frobnicate"], /audit: unknown option --frobnicate\n/],
@@ -100,12 +101,80 @@ describe("the CLI on bad input: exit 2 and a message naming the place", () => {
         /--shard takes k\/n with 1 <= k <= n, not "4\/3"/,
       ],
       [["audit", "--manifests", "/nonexistent-manifests"], /manifest directory not found/],
+      [
+        ["validate", "--manifests", path.join(dir, "nodes/web-01.yaml")],
+        /web-01\.yaml is a file: --manifests takes the manifest tree, the folder holding fleet\.yaml and nodes\//,
+      ],
+      [
+        ["snapshot", "--manifests", dir, "--node", "web-1"],
+        /--node: no node matches "web-1" \(did you mean "web-01"\?\)/,
+      ],
+      [
+        ["snapshot", "--manifests", dir, "--node", "db-09"],
+        /--node: no node matches "db-09" \(the nodes: web-01\)/,
+      ],
+      [
+        ["report", "--report", report, "--format", "markdown", "--max-bytes", "100"],
+        /--max-bytes: maxBytes 100 is too small even for the audit summary/,
+      ],
+      [
+        ["manifest-diff", "--base", "HEAD", "--max-bytes", "50"],
+        /--max-bytes takes at least 1024, not 50/,
+      ],
     ];
     for (const [args, message] of cases) {
       const result = await runCli(args);
       assert.equal(result.exitCode, 2, `${args.join(" ")}: ${result.stderr}`);
       assert.match(result.stderr, message, args.join(" "));
+      assert.doesNotMatch(result.stderr, /internal error|\n {4}at /, args.join(" "));
+      // A mistake in a command's flags shows that command's usage, not the list of every command.
+      if (args[0] !== "frobnicate" && !/manifest error/.test(result.stderr)) {
+        assert.match(
+          result.stderr,
+          new RegExp(`\nusage: quartermaster ${args[0]} `),
+          args.join(" "),
+        );
+        assert.doesNotMatch(result.stderr, /merge-reports {3}/, args.join(" "));
+      }
     }
+  });
+
+  it("a report file that cannot be used is named, with exit 2, and is not called a manifest error", async () => {
+    const dir = await tree({ "not-json.json": "{ not json\n" });
+    const cases: [string, RegExp][] = [
+      [path.join(dir, "missing.json"), /missing\.json: cannot read the report: ENOENT/],
+      [
+        path.join(dir, "not-json.json"),
+        /not-json\.json: not a JSON report \(write it with --format json\)/,
+      ],
+    ];
+    for (const [file, message] of cases) {
+      const result = await runCli(["report", "--report", file]);
+      assert.equal(result.exitCode, 2, result.stderr);
+      assert.match(result.stderr, message);
+      assert.doesNotMatch(result.stderr, /manifest error|nothing audited/);
+    }
+  });
+
+  it("output to a reader that went away ends quietly, with the audit's own exit code", async () => {
+    const dir = await tree({
+      "nodes/localhost.yaml": "system:\n  kernel_version: 0.0.0-declared\n",
+    });
+    // `true` exits without reading: every write meets a closed pipe.
+    const result = await execa(
+      "bash",
+      [
+        "-c",
+        'node --import "$1" "$2" audit --local --manifests "$3" --format json | true; exit "${PIPESTATUS[0]}"',
+        "sh",
+        TSX,
+        path.join(REPO_ROOT, "src/cli/main.ts"),
+        dir,
+      ],
+      { reject: false },
+    );
+    assert.equal(result.exitCode, 1, result.stderr);
+    assert.equal(result.stderr, "");
   });
 });
 

@@ -46,6 +46,8 @@ async function fleetAt(
   return loadFleet(path.join(scratch, manifestsPath), { displayPrefix: manifestsPath });
 }
 
+const MIN_BYTES = 1024;
+
 export async function manifestDiffCommand(argv: string[]): Promise<number> {
   const { values } = parse("manifest-diff", argv, {
     manifests: { type: "string" },
@@ -56,6 +58,10 @@ export async function manifestDiffCommand(argv: string[]): Promise<number> {
     throw new UsageError(
       "manifest-diff needs --base REF (the commit the pull request merges into, e.g. HEAD^1 of its merge commit)",
     );
+  const maxBytes = parsePositiveInt("max-bytes", values["max-bytes"], DEFAULT_MAX_BYTES);
+  // The heading and the closing note are always written; the cap leaves out whole sections.
+  if (maxBytes < MIN_BYTES)
+    throw new UsageError(`--max-bytes takes at least ${MIN_BYTES}, not ${maxBytes}`);
   const manifests = findManifests(values.manifests);
   const top = await git(manifests, ["rev-parse", "--show-toplevel"]);
   if (top.exitCode !== 0) throw new UsageError(`${manifests} is not inside a git checkout`);
@@ -65,12 +71,7 @@ export async function manifestDiffCommand(argv: string[]): Promise<number> {
   const scratch = await mkdtemp(path.join(os.tmpdir(), "quartermaster-base-"));
   try {
     const base = await fleetAt(repoRoot, manifestsPath, values.base, scratch);
-    process.stdout.write(
-      renderManifestDiff(
-        diffFleets(base, head),
-        parsePositiveInt("max-bytes", values["max-bytes"], DEFAULT_MAX_BYTES),
-      ),
-    );
+    process.stdout.write(renderManifestDiff(diffFleets(base, head), maxBytes));
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }

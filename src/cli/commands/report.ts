@@ -17,9 +17,13 @@ export async function reportCommand(argv: string[]): Promise<number> {
     throw new UsageError("--max-bytes applies to --format markdown only");
   await checkOut(values.out);
   const report = await readReport(values.report);
-  await writeReport(report, {
-    ...values,
-    maxBytes: parsePositiveInt("max-bytes", values["max-bytes"], DEFAULT_MARKDOWN_MAX_BYTES),
-  });
+  const maxBytes = parsePositiveInt("max-bytes", values["max-bytes"], DEFAULT_MARKDOWN_MAX_BYTES);
+  try {
+    await writeReport(report, { ...values, maxBytes });
+  } catch (error) {
+    // The cap leaves no room even for the summary.
+    if (error instanceof RangeError) throw new UsageError(`--max-bytes: ${error.message}`);
+    throw error;
+  }
   return 0;
 }

@@ -163,7 +163,7 @@ export async function snapshotCommand(argv: string[]): Promise<number> {
     const fleet = await loadManifests(values);
     const node = values.local
       ? localNode(fleet, values.node)
-      : selectNodes(fleet, values.node).find((n) => n.name === values.node);
+      : selectNodes(fleet, values.node, "--node").find((n) => n.name === values.node);
     if (!node) throw new UsageError(`--node "${values.node}" names no node`);
     settings = fleetAuditSettings(fleet, timeoutMs ? { timeoutMs } : {});
     const ssh = await fleetSshOptions(fleet, values["ssh-config"]);
