@@ -270,3 +270,25 @@ describe("finding the manifest tree", () => {
     );
   });
 });
+
+describe("propose from a report older than the manifests", () => {
+  it("leaves out drift in a domain the manifests no longer declare, and plans the rest", async () => {
+    // The report says web-01's io_scheduler drifted; the sample manifests declare none for it.
+    const report = path.join(REPO_ROOT, "test/fixtures/reports/fleet.json");
+    const result = await runCli([
+      "propose",
+      "--dry-run",
+      "--report",
+      report,
+      "--manifests",
+      path.join(REPO_ROOT, "fleet-manifests"),
+    ]);
+    assert.equal(result.exitCode, 0, result.stderr);
+    assert.doesNotMatch(result.stderr, /internal error/);
+    assert.doesNotMatch(result.stdout, /io_scheduler|io-scheduler/);
+    assert.match(
+      result.stdout,
+      /would open {3}accept  quartermaster--accept--sysctl--vm-swappiness--/,
+    );
+  });
+});
