@@ -27,8 +27,17 @@ function setAt(
     return copy;
   }
   const copy = { ...((declared ?? {}) as Record<string, unknown>) };
-  if (!rest.length && value === undefined) delete copy[String(head)];
-  else copy[String(head)] = setAt(copy[String(head)], rest, value);
+  const key = String(head);
+  if (!rest.length && value === undefined) delete copy[key];
+  // Defined, never assigned, and read only when the copy's own: a key named __proto__ (a sysctl
+  // a contributor declared, say) becomes a key, not the copy's prototype.
+  else
+    Object.defineProperty(copy, key, {
+      value: setAt(Object.hasOwn(copy, key) ? copy[key] : undefined, rest, value, listKey),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   return copy;
 }
 

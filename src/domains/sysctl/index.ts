@@ -103,11 +103,15 @@ export const sysctl: Domain<SysctlDeclared, SysctlLive> = {
   accept(declared, finding) {
     // Written as YAML writes numbers, so `somaxconn: 4096` becomes `somaxconn: 8192`, not a quoted
     // string.
+    // Built by entries, never by assignment: a parameter named __proto__ stays a key.
     const live = String(finding.live);
-    const next: Record<string, string | number> = { ...declared };
-    if (finding.live === null) delete next[finding.key];
-    else next[finding.key] = /^-?\d{1,15}$/.test(live) ? Number(live) : live;
-    return next as SysctlDeclared;
+    const value = /^-?\d{1,15}$/.test(live) ? Number(live) : live;
+    const entries = Object.entries(declared).flatMap(([key, declaredValue]) =>
+      key !== finding.key ? [[key, declaredValue]] : finding.live === null ? [] : [[key, value]],
+    );
+    if (finding.live !== null && !Object.hasOwn(declared, finding.key))
+      entries.push([finding.key, value]);
+    return Object.fromEntries(entries) as SysctlDeclared;
   },
   snapshot(live) {
     // A snapshot declares what the host persists, at its live values: the tunables an operator

@@ -6,6 +6,7 @@ import type { AnyDomain, Finding } from "../../../src/domains/domain.js";
 import { files } from "../../../src/domains/files/index.js";
 import { ioScheduler } from "../../../src/domains/io_scheduler/index.js";
 import { kernelModules } from "../../../src/domains/kernel_modules/index.js";
+import { packages } from "../../../src/domains/packages/index.js";
 import { ports } from "../../../src/domains/ports/index.js";
 import { routes } from "../../../src/domains/routes/index.js";
 import { systemd } from "../../../src/domains/systemd/index.js";
@@ -102,6 +103,21 @@ describe("accept: the declaration after accepting live state", () => {
       rest,
       "a parameter this kernel lacks leaves the manifest",
     );
+    const proto = acceptFinding(sysctl, declared, at("__proto__", "2"));
+    assert.deepEqual(proto, { ...declared, ["__proto__"]: 2 }, "__proto__ is a parameter's name");
+    assert.equal(Object.getPrototypeOf(proto), Object.prototype);
+  });
+
+  it("packages (the generic edit): a package named __proto__ becomes a key, not a prototype", () => {
+    const declared = { bash: "*" };
+    const accepted = acceptFinding(packages, declared, {
+      key: "__proto__",
+      declared: "1.0",
+      live: "2.0",
+      path: ["packages", "installed_manifest", "__proto__"],
+    });
+    assert.deepEqual(accepted, { bash: "*", ["__proto__"]: "2.0" });
+    assert.equal(Object.getPrototypeOf(accepted), Object.prototype);
   });
 
   describe("files", () => {
