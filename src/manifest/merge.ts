@@ -142,13 +142,13 @@ function effectiveErrors(
     const issuePath = issue.path.map((p) => (typeof p === "symbol" ? String(p) : p));
     const prefix = contributorPrefix(effective, issuePath);
     const from = layers.flatMap((layer) => {
-      const lines = new Set<number>();
+      let line = Infinity;
       for (const [key, origin] of layer.origins) {
         const at: unknown = JSON.parse(key);
         if (Array.isArray(at) && at.length > prefix.length && isPrefix(prefix, at))
-          lines.add(origin.line);
+          line = Math.min(line, origin.line);
       }
-      return lines.size ? [{ file: layer.file, line: Math.min(...lines) }] : [];
+      return line < Infinity ? [{ file: layer.file, line }] : [];
     });
     const where = showSpecPath(prefix);
     const located = from.at(-1) ?? { file: layers.at(-1)!.file, line: 1 };

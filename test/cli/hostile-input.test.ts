@@ -326,3 +326,30 @@ describe("the token and --repo", () => {
     assertNoStack(result);
   });
 });
+
+describe("a host file rewritten on every line", () => {
+  it("shows as one whole-file hunk in text and diff output, 300,000 lines, with no stack overflow", async () => {
+    const lines = 150_000;
+    const dir = await tree({
+      "fleet.yaml": "audit:\n  max_file_bytes: 1000000\n",
+      "nodes/localhost.yaml": "{}\n",
+    });
+    const live = path.join(dir, "rewritten.conf");
+    await writeFile(live, "b\n".repeat(lines));
+    // Declared as a JSON string: three bytes a line keeps the manifest under its 1 MiB cap.
+    await writeFile(
+      path.join(dir, "nodes/localhost.yaml"),
+      `files:\n  - path: ${live}\n    contents: ${JSON.stringify("a\n".repeat(lines))}\n`,
+    );
+    for (const args of [
+      ["audit", "--local", "--manifests", dir, "--format", "text"],
+      ["diff", "--category", "files", "--local", "--manifests", dir],
+    ]) {
+      const result = await runCli(args);
+      assert.equal(result.exitCode, 1, `${args[0]}: ${result.stderr.slice(0, 2000)}`);
+      const out = result.stdout.split("\n");
+      assert.equal(out.filter((l) => /^ *-a$/.test(l)).length, lines, args[0]);
+      assert.equal(out.filter((l) => /^ *\+b$/.test(l)).length, lines, args[0]);
+    }
+  });
+});

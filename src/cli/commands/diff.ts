@@ -57,7 +57,9 @@ export function renderDiff(
       continue;
     }
     out.push(`--- ${node.name} declared`, `+++ ${node.name} live`);
-    for (const item of node.drift) out.push(...itemDiff(item, options.verbose).map(paint));
+    // Line by line: a file rewritten whole has more lines than a call's arguments may.
+    for (const item of node.drift)
+      for (const line of itemDiff(item, options.verbose)) out.push(paint(line));
   }
   if (!out.length)
     out.push(`no ${category} drift on ${nodes.length} node${nodes.length === 1 ? "" : "s"}`);

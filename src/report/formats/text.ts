@@ -69,8 +69,10 @@ function renderNode(node: NodeResult, options: RenderOptions, paint: Paint): str
       lines.push(paint(style, `  ${i === 0 ? label : " ".repeat(label.length)}${visible(line)}`));
     });
   }
+  // Appended line by line: a diff of a file rewritten whole has more lines than a call's arguments
+  // may.
   for (const item of [...node.drift].sort(compareDrift))
-    lines.push(...renderItem(item, options, paint));
+    for (const line of renderItem(item, options, paint)) lines.push(line);
   for (const { domain, reason } of node.unknown ?? []) {
     lines.push(paint(["dim"], `  ${domain}: unknown (${visible(reason)})`));
   }
@@ -91,7 +93,7 @@ function renderItem(item: DriftItem, options: RenderOptions, paint: Paint): stri
     lines.push(paint(["dim"], `    acknowledged by ${visible(item.acknowledgedBy)}`));
   lines.push(paint(["dim"], `    (declared at ${visible(item.source.file)}:${item.source.line})`));
   if (options.verbose) lines.push(`    remediation: ${visible(item.remediation)}`);
-  if (item.diff) lines.push(...renderDiff(item, paint));
+  if (item.diff) for (const line of renderDiff(item, paint)) lines.push(line);
   return lines;
 }
 
