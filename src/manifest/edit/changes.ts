@@ -64,10 +64,13 @@ function mapChanges(
   basePath: SpecPath,
 ): DeclaredChange[] {
   const changes: DeclaredChange[] = [];
-  for (const [key, value] of Object.entries(after))
-    changes.push(...declaredChanges(before[key], value, [...basePath, key]));
+  // Own keys only: a key named `constructor` or `__proto__` is a key like any other.
+  for (const [key, value] of Object.entries(after)) {
+    const was = Object.hasOwn(before, key) ? before[key] : undefined;
+    for (const change of declaredChanges(was, value, [...basePath, key])) changes.push(change);
+  }
   for (const key of Object.keys(before))
-    if (!(key in after)) changes.push({ path: [...basePath, key], delete: true });
+    if (!Object.hasOwn(after, key)) changes.push({ path: [...basePath, key], delete: true });
   return changes;
 }
 

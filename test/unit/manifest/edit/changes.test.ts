@@ -25,6 +25,16 @@ describe("declaredChanges", () => {
     );
   });
 
+  it("treats keys named like Object's own properties as keys: removed, added and changed", () => {
+    const before = JSON.parse('{"constructor": "1", "__proto__": "2", "a": "3"}');
+    const after = JSON.parse('{"__proto__": "4", "toString": "5", "a": "3"}');
+    assert.deepEqual(declaredChanges(before, after, ["m"]), [
+      { path: ["m", "__proto__"], value: "4" },
+      { path: ["m", "toString"], value: "5" },
+      { path: ["m", "constructor"], delete: true },
+    ]);
+  });
+
   it("returns nothing when the declaration already says what is live", () => {
     assert.deepEqual(declaredChanges({ a: { b: [1, 2] } }, { a: { b: [1, 2] } }, ["x"]), []);
     assert.deepEqual(
