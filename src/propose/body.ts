@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { DOMAIN_NAMES } from "../domains/domain.js";
+import { domainByName } from "../domains/registry.js";
 import type { Ticket } from "../manifest/tickets.js";
 import type { DriftItem } from "../report/schema.js";
 import { visible } from "../text/escape.js";
@@ -33,9 +34,12 @@ export type PullMarker = z.infer<typeof PullMarker>;
 const MARKER_OPEN = "<!-- quartermaster-pr ";
 const MARKER_TAIL = /^<!-- quartermaster-pr (\{.*\}) -->\s*$/s;
 
-/** The marker as the body's last line; `<` escaped, so nothing in it reads as markup. */
+/**
+ * The marker as the body's last line; `<` and `>` escaped, so nothing in it reads as markup or
+ * ends the comment early (a value holding `-->` would show what follows it).
+ */
 export const formatMarker = (marker: PullMarker) =>
-  `${MARKER_OPEN}${JSON.stringify(marker).replaceAll("<", "\\u003c")} -->`;
+  `${MARKER_OPEN}${JSON.stringify(marker).replaceAll("<", "\\u003c").replaceAll(">", "\\u003e")} -->`;
 
 /**
  * The bot's hidden marker: the last one, only at the very end of the body (host text sits above it,
@@ -146,7 +150,8 @@ export function pullBody(input: BodyInput): string {
     MEANING[input.kind],
     `Files changed: ${input.files.map((f) => codeSpan(f)).join(", ")}`,
   );
-  if (first) head.push(`Remediation: ${first.remediation}`);
+  // The domain's own words, not the report's copy of them: a report file is not trusted markup.
+  if (first) head.push(`Remediation: ${domainByName(first.domain)!.remediation}`);
 
   const rows = input.group.map(
     ({ node, item }) =>

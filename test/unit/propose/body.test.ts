@@ -44,6 +44,36 @@ describe("body: what reviewers read", () => {
     );
   });
 
+  it("the marker cannot be closed early, and the remediation is the domain's, not the report's", () => {
+    const item = report({ "web-01": [somaxconn(8192)] }).nodes.find((n) => n.name === "web-01")!
+      .drift[0]!;
+    const marker = {
+      v: 1 as const,
+      kind: "accept" as const,
+      signature: "0".repeat(16),
+      nodes: ["web-01"],
+      detected: "2026 --> @octocat [approve](https://evil.example) <!--",
+      content: "c",
+    };
+    const body = pullBody({
+      kind: "accept",
+      group: [{ node: "web-01", item: { ...item, remediation: "<!-- hidden @octocat" } }],
+      marker,
+      files: ["fleet-manifests/groups/web.yaml"],
+    });
+    const [markerLine] = body.split("\n").slice(-1);
+    assert.equal(
+      markerLine!.indexOf("-->"),
+      markerLine!.length - 3,
+      "the marker ends only at its end",
+    );
+    // Inside the hidden comment, a mention notifies no one and shows nowhere.
+    assert.doesNotMatch(body.slice(0, -markerLine!.length), /@octocat|<!-- hidden/);
+    assert.match(body, /Remediation: Apply the manifest baseline with `sysctl -p`/);
+    const branch = `quartermaster--accept--sysctl--net-core-somaxconn--${"0".repeat(16)}`;
+    assert.equal(parseMarker(body, branch)?.detected, marker.detected);
+  });
+
   it("secrets never reach a body: no diff for a file compared by hash, even if one were present", () => {
     const secret: DriftItem = {
       ...report({ "web-01": [somaxconn(8192)] }).nodes.find((n) => n.name === "web-01")!.drift[0]!,
