@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import pLimit from "p-limit";
 import type { DriftContext } from "../drift/drift.js";
 import type { LoadedNode } from "../manifest/load.js";
-import { SCHEMA_VERSION, type NodeResult, type Report } from "../report/schema.js";
+import { MAX_SHARDS, SCHEMA_VERSION, type NodeResult, type Report } from "../report/schema.js";
 import { collectReport, EntrySpool, type SpooledReport } from "../report/spool.js";
 import type { Transport } from "../transport/transport.js";
 import { auditNode, type AuditSettings } from "./node.js";
@@ -17,7 +17,7 @@ export function parseShard(text: string): Shard | undefined {
   const m = /^(\d+)\/(\d+)$/.exec(text);
   if (!m) return undefined;
   const [index, count] = [Number(m[1]), Number(m[2])];
-  return index >= 1 && count >= 1 && index <= count ? { index, count } : undefined;
+  return index >= 1 && index <= count && count <= MAX_SHARDS ? { index, count } : undefined;
 }
 
 /** A node's shard depends on its name only, so adding a node never moves the others. */

@@ -2,6 +2,8 @@ import { z } from "zod";
 import { DOMAIN_NAMES, Json, SEVERITIES } from "../domains/domain.js";
 
 export const SCHEMA_VERSION = 1;
+/** The most shards a fleet audit is cut into (`audit --shard k/n`, `plan-shards`). */
+export const MAX_SHARDS = 256;
 
 export const DriftItem = z.object({
   domain: z.enum(DOMAIN_NAMES),
@@ -36,7 +38,8 @@ export const NodeResult = z.object({
   host: z.string(),
   status: z.enum(NODE_STATUSES),
   error: z.string().optional(),
-  durationMs: z.number().nonnegative(),
+  /** At most a day: an audit's own timeout ends it long before. */
+  durationMs: z.number().nonnegative().max(86_400_000),
   drift: z.array(DriftItem),
   /** Domains the host could not show, with the host's reason: never drift. */
   unknown: z.array(z.object({ domain: z.enum(DOMAIN_NAMES), reason: z.string() })).optional(),
@@ -65,9 +68,13 @@ export type Summary = z.infer<typeof Summary>;
 
 export const Report = z.object({
   schemaVersion: z.literal(SCHEMA_VERSION),
-  startedAt: z.string(),
-  finishedAt: z.string(),
-  manifestRevision: z.string().nullable(),
+  startedAt: z.iso.datetime({ offset: true }),
+  finishedAt: z.iso.datetime({ offset: true }),
+  /** The manifests' git commit (SHA-1 or SHA-256), when they are in a repository. */
+  manifestRevision: z
+    .string()
+    .regex(/^([0-9a-f]{40}|[0-9a-f]{64})$/, "a git commit id")
+    .nullable(),
   /**
    * Set when the manifests audited had uncommitted changes: manifestRevision is not all of what was
    * checked.
@@ -77,7 +84,11 @@ export const Report = z.object({
   categories: z.array(z.enum(DOMAIN_NAMES)).optional(),
   /** Set on a shard's report: which slice of the fleet it covers. */
   shard: z
-    .object({ index: z.number().int().positive(), count: z.number().int().positive() })
+    .object({
+      index: z.number().int().positive(),
+      count: z.number().int().positive().max(MAX_SHARDS),
+    })
+    .refine((s) => s.index <= s.count, "shard index past the shard count")
     .optional(),
   nodes: z.array(NodeResult),
   summary: Summary,

@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { execa } from "execa";
+import type { Report } from "../../src/report/schema.js";
 import { REPO_ROOT, TSX, runCli } from "../support/cli.js";
 import { scratchTrees } from "../support/tree.js";
 
@@ -139,22 +141,56 @@ describe("the CLI on bad input: exit 2 and a message naming the place", () => {
     }
   });
 
-  it("a report file that cannot be used is named, with exit 2, and is not called a manifest error", async () => {
-    const dir = await tree({ "not-json.json": "{ not json\n" });
-    const cases: [string, RegExp][] = [
-      [path.join(dir, "missing.json"), /missing\.json: cannot read the report: ENOENT/],
-      [
-        path.join(dir, "not-json.json"),
-        /not-json\.json: not a JSON report \(write it with --format json\)/,
-      ],
-    ];
-    for (const [file, message] of cases) {
-      const result = await runCli(["report", "--report", file]);
-      assert.equal(result.exitCode, 2, result.stderr);
-      assert.match(result.stderr, message);
-      assert.doesNotMatch(result.stderr, /manifest error|nothing audited/);
-    }
-  });
+  // A FIFO read would wait for a writer forever: the timeout makes that a failure, not a hang.
+  it(
+    "a report file that cannot be used is named, with exit 2, and is not called a manifest error",
+    {
+      timeout: 120_000,
+    },
+    async () => {
+      const fixture = path.join(REPO_ROOT, "test/fixtures/reports/fleet.json");
+      const good = JSON.parse(await readFile(fixture, "utf8")) as Report;
+      const changed = (change: (r: Report) => unknown) => {
+        const copy = structuredClone(good);
+        change(copy);
+        return `${JSON.stringify(copy)}\n`;
+      };
+      // Written as text: building it as a value would overflow this test's own stack.
+      const nested = `${"[".repeat(5000)}"x"${"]".repeat(5000)}`;
+      const dir = await tree({
+        "not-json.json": "{ not json\n",
+        "folder.json/a": "",
+        "twice.json": changed((r) => r.nodes.push(r.nodes[0]!)),
+        "summary.json": changed((r) => (r.summary.nodes = -7)),
+        "nested.json": changed(
+          (r) => (r.nodes.find((n) => n.drift.length)!.drift[0]!.live = "NESTED"),
+        ).replace('"NESTED"', nested),
+        "started.json": changed((r) => (r.startedAt = "2026 --> @octocat")),
+        "shard.json": changed((r) => (r.shard = { index: 3, count: 2 })),
+      });
+      await execa("mkfifo", [path.join(dir, "fifo.json")]);
+      const cases: [string, RegExp][] = [
+        ["missing.json", /missing\.json: cannot read the report: ENOENT/],
+        ["not-json.json", /not-json\.json: not a JSON report \(write it with --format json\)/],
+        ["fifo.json", /fifo\.json: is not a regular file \(a FIFO, socket or device\); not read/],
+        ["folder.json", /folder\.json: is a folder, not a report/],
+        ["twice.json", /twice\.json: nodes\.9: node "[^"]+" is in the report twice/],
+        ["summary.json", /summary\.json: summary: does not count the report's nodes/],
+        ["nested.json", /nested\.json: not a Quartermaster report: nested too deeply to read/],
+        [
+          "started.json",
+          /started\.json: not a Quartermaster report \(schemaVersion 1\): startedAt: /,
+        ],
+        ["shard.json", /shard\.json: .*shard: shard index past the shard count/],
+      ];
+      for (const [name, message] of cases) {
+        const result = await runCli(["report", "--report", path.join(dir, name)]);
+        assert.equal(result.exitCode, 2, `${name}: ${result.stderr}`);
+        assert.match(result.stderr, message, name);
+        assert.doesNotMatch(result.stderr, /manifest error|nothing audited|internal error/, name);
+      }
+    },
+  );
 
   it("output to a reader that went away ends quietly, with the audit's own exit code", async () => {
     const dir = await tree({

@@ -8,7 +8,7 @@ import type { DriftContext } from "../../drift/drift.js";
 import { UsageError } from "../../errors.js";
 import type { Fleet, LoadedNode } from "../../manifest/load.js";
 import { manifestDirty, manifestRevision } from "../../manifest/revision.js";
-import { ReportTally, type NodeResult, type Report } from "../../report/schema.js";
+import { MAX_SHARDS, ReportTally, type NodeResult, type Report } from "../../report/schema.js";
 import { localTransport } from "../../transport/local.js";
 import {
   DEFAULT_CONNECT_TIMEOUT_SECONDS,
@@ -107,7 +107,9 @@ async function fleetRun(
   const categories = parseCategories(values.category);
   const shard = values.shard === undefined ? undefined : parseShard(values.shard);
   if (values.shard !== undefined && !shard)
-    throw new UsageError(`--shard takes k/n with 1 <= k <= n, not "${values.shard}"`);
+    throw new UsageError(
+      `--shard takes k/n with 1 <= k <= n <= ${MAX_SHARDS}, not "${values.shard}"`,
+    );
   if (shard && values.local)
     throw new UsageError("--shard splits a fleet; it does not go with --local");
   let nodes: LoadedNode[] = values.local

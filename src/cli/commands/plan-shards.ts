@@ -1,4 +1,5 @@
 import { UsageError } from "../../errors.js";
+import { MAX_SHARDS } from "../../report/schema.js";
 import {
   loadManifests,
   MANIFEST_OPTIONS,
@@ -7,8 +8,7 @@ import {
   selectNodes,
 } from "../options.js";
 
-// A GitHub Actions matrix holds at most 256 jobs.
-export const MAX_SHARDS = 256;
+// A GitHub Actions matrix holds at most 256 jobs: MAX_SHARDS.
 export const DEFAULT_NODES_PER_SHARD = 200;
 
 export interface ShardPlan {

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { MAX_SHARDS, planShards } from "../../../src/cli/commands/plan-shards.js";
+import { planShards } from "../../../src/cli/commands/plan-shards.js";
+import { MAX_SHARDS } from "../../../src/report/schema.js";
 
 const names = (n: number) => Array.from({ length: n }, (_, i) => `node-${i}`);
 
