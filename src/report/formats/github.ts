@@ -28,7 +28,7 @@ const escapeProperty = (text: string) =>
 
 export function workflowCommand(annotation: Annotation): string {
   const props = [
-    annotation.file !== undefined ? `file=${escapeProperty(annotation.file)}` : "",
+    annotation.file !== undefined ? `file=${escapeProperty(visible(annotation.file))}` : "",
     annotation.line !== undefined ? `line=${annotation.line}` : "",
     annotation.col !== undefined ? `col=${annotation.col}` : "",
     annotation.title !== undefined ? `title=${escapeProperty(visible(annotation.title))}` : "",

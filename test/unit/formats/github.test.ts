@@ -23,8 +23,12 @@ test("workflow commands escape data and properties as GitHub's runner reads them
     // A newline cannot end the command early; a carriage return from a host is shown, not sent.
     "::error file=fleet-manifests/a%2Cb%3Ac.yaml,line=3,title=50%25 done::line 1%0Aline 2\\r::set-env 100%25",
   );
-  // Control characters from a host never reach the log raw.
+  // Control characters from a host never reach the log raw, in a message or a file name.
   assert.equal(workflowCommand({ level: "notice", message: "bell\x07" }), "::notice::bell\\x07");
+  assert.equal(
+    workflowCommand({ level: "notice", file: "a\x1b[31m\u202e.yaml", message: "m" }),
+    "::notice file=a\\x1b[31m\\u{202e}.yaml::m",
+  );
 });
 
 test("at most 10 per step, worst first, the last slot counting what was left out", () => {
