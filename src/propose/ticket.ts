@@ -1,6 +1,6 @@
-import { stringify } from "yaml";
 import type { Ticket } from "../manifest/tickets.js";
 import type { DriftItem } from "../report/schema.js";
+import { stringifyPortable } from "../text/yaml-scalar.js";
 import { slug } from "./branch.js";
 import { groupKey, itemSignature, type DriftGroup } from "./group.js";
 
@@ -46,7 +46,7 @@ export function ticketIdentity(
   }
 }
 
-// YAML escapes control characters (`"\0"`, `"\e"`) in the values it writes, so a ticket never
-// carries a raw NUL.
+// Host text (a key, a live value) is written so every YAML reader reads it alike, PyYAML too: no
+// control, format or line-separator character raw.
 export const ticketYaml = (ticket: Ticket) =>
-  `# Remediation ticket recorded by Quartermaster. Merging commits the operator to fix the host;\n# set status: resolved once it is fixed (Quartermaster proposes that when the drift is gone).\n${stringify(ticket, { lineWidth: 0 })}`;
+  `# Remediation ticket recorded by Quartermaster. Merging commits the operator to fix the host;\n# set status: resolved once it is fixed (Quartermaster proposes that when the drift is gone).\n${stringifyPortable(ticket)}`;

@@ -12,6 +12,8 @@ import { loadFleet } from "../../../src/manifest/load.js";
 import { applyChanges } from "../../../src/manifest/edit/apply.js";
 import type { DeclaredChange } from "../../../src/manifest/edit/changes.js";
 import { manifestLists } from "../../../src/manifest/lists.js";
+import type { Ticket } from "../../../src/manifest/tickets.js";
+import { ticketYaml } from "../../../src/propose/ticket.js";
 import { stringifyPortable } from "../../../src/text/yaml-scalar.js";
 import { pyyamlLoad } from "../../support/pyyaml.js";
 import { removeTree, writeTree } from "../../support/tree.js";
@@ -222,6 +224,35 @@ describe("snapshot's YAML writer with random live state", () => {
           `yaml 1.1 reads differently:\n${text}`,
         );
         written.push({ text, value });
+      }),
+      RUNS,
+    );
+    await assertPyYamlReadsSame(written);
+  });
+});
+
+describe("the ticket writer with random host text", () => {
+  it("writes a ticket every reader reads back as it was, PyYAML too", async () => {
+    const written: { text: string; value: unknown }[] = [];
+    fc.assert(
+      fc.property(hostileString, scalar, scalar, (key, declared, live) => {
+        const ticket: Ticket = {
+          id: "sysctl-x-0123456789abcdef",
+          status: "open",
+          domain: "sysctl",
+          key,
+          declared,
+          live,
+          severity: "medium",
+          nodes: ["web-01"],
+          remediation: "Apply the manifest baseline",
+          detected: "2026-03-02T06:00:00.000Z",
+          signature: "0123456789abcdef",
+        };
+        const text = ticketYaml(ticket);
+        assert.doesNotMatch(text, /(?![\t\n])[\p{Cc}\p{Cf}\p{Cs}\u2028\u2029]/u, text);
+        assert.ok(same(parse(text), ticket), `yaml reads differently:\n${text}`);
+        written.push({ text, value: ticket });
       }),
       RUNS,
     );
