@@ -173,10 +173,10 @@ function driftRow(node: NodeResult, item: DriftItem): string {
   const cells = [
     textCell(node.name),
     item.domain,
-    codeCell(item.key),
+    codeCell(item.key, VALUE_CHARS),
     codeCell(compactValue(item.declared, VALUE_CHARS)),
     codeCell(compactValue(item.live, VALUE_CHARS)),
-    codeCell(`${item.source.file}:${item.source.line}`),
+    codeCell(`${item.source.file}:${item.source.line}`, VALUE_CHARS),
     // A code span: a contributor's remediation text renders no markup and pings no @mention.
     codeCell(item.remediation, REMEDIATION_CHARS),
   ];
@@ -184,7 +184,7 @@ function driftRow(node: NodeResult, item: DriftItem): string {
 }
 
 function diffBlock(node: NodeResult, item: DriftItem): string {
-  const summary = `${escapeHtml(visible(node.name))}: ${item.domain} ${htmlCode(item.key)}`;
+  const summary = `${escapeHtml(visible(node.name))}: ${item.domain} ${htmlCode(item.key, VALUE_CHARS)}`;
   const block = fencedBlock(item.diff!, "diff", { maxLines: DIFF_LINES, maxChars: DIFF_CHARS });
   return [`<details><summary>${summary}</summary>`, "", block, "", "</details>"].join("\n");
 }

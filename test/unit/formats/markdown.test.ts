@@ -248,3 +248,16 @@ test("each drift row carries its remediation in a code span: markup, mentions an
   const long = section(renderMarkdown(report, options), "Critical drift")[0]![6]!;
   assert.ok(codeText(long).length === 300 && codeText(long).endsWith("…"), long);
 });
+
+test("a key of a megabyte is cut short in its row and its diff, and hides no other row", () => {
+  const full = renderMarkdown(loadFleetReport(), options);
+  const report = loadFleetReport();
+  const item = report.nodes.flatMap((n) => n.drift).find((i) => i.diff && i.severity === "high")!;
+  item.key = "k".repeat(1024 * 1024);
+  const md = renderMarkdown(report, options);
+  assert.ok(md.length < full.length + 1000, `${md.length} bytes against ${full.length}`);
+  const row = section(md, "High drift").find((r) => r[2]!.includes("kkk"))!;
+  assert.equal(codeText(row[2]!), `${"k".repeat(119)}…`);
+  for (const heading of ["Medium drift", "Low drift"])
+    assert.equal(section(md, heading).length, section(full, heading).length, heading);
+});
