@@ -85,10 +85,11 @@ export function parseCategories(text: string | undefined): DomainName[] | undefi
   });
 }
 
+/** A flag's whole number, written in decimal digits (not `1e3`, `0x10` or past 2^53). */
 export function parsePositiveInt(name: string, text: string | undefined, fallback: number): number {
   if (text === undefined) return fallback;
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < 1)
+  const value = /^\d+$/.test(text) ? Number(text) : NaN;
+  if (!Number.isSafeInteger(value) || value < 1)
     throw new UsageError(`--${name} takes a whole number of at least 1, not "${text}"`);
   return value;
 }

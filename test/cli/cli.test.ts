@@ -100,9 +100,17 @@ describe("the CLI on bad input: exit 2 and a message naming the place", () => {
       ],
       [
         ["audit", "--manifests", dir, "--shard", "4/3"],
-        /--shard takes k\/n with 1 <= k <= n, not "4\/3"/,
+        /--shard takes k\/n with 1 <= k <= n <= 256, not "4\/3"/,
       ],
       [["audit", "--manifests", "/nonexistent-manifests"], /manifest directory not found/],
+      [
+        ["audit", "--manifests", dir, "--concurrency", "1e3"],
+        /--concurrency takes a whole number of at least 1, not "1e3"/,
+      ],
+      [
+        ["audit", "--manifests", dir, "--timeout", "0x10"],
+        /--timeout takes a whole number of at least 1, not "0x10"/,
+      ],
       [
         ["validate", "--manifests", path.join(dir, "nodes/web-01.yaml")],
         /web-01\.yaml is a file: --manifests takes the manifest tree, the folder holding fleet\.yaml and nodes\//,
