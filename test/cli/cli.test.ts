@@ -46,6 +46,22 @@ describe("the CLI on bad input: exit 2 and a message naming the place", () => {
     );
   });
 
+  it("a package declared by its state, as Ansible writes it, is refused at its line", async () => {
+    const dir = await tree({
+      "nodes/a.yaml": "packages:\n  installed_manifest:\n    bash: latest\n    telnetd: removed\n",
+    });
+    const result = await runCli(["validate", "--manifests", dir]);
+    assert.equal(result.exitCode, 2, result.stderr);
+    assert.match(
+      result.stderr,
+      /nodes\/a\.yaml:3:11: packages\.installed_manifest\.bash: "latest" is a package state, not a version: declare "\*" for any installed version/,
+    );
+    assert.match(
+      result.stderr,
+      /nodes\/a\.yaml:4:14: .*"removed" is a package state, not a version: declare "absent"/,
+    );
+  });
+
   it("audit does not run on a broken manifest", async () => {
     const dir = await tree({ "nodes/localhost.yaml": "system: [\n" });
     const result = await runCli(["audit", "--local", "--manifests", dir, "--format", "json"], {

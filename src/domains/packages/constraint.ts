@@ -26,10 +26,30 @@ function instances(text: string): string[] {
   return text.split(/, (?=[^()]*(?:\(|$))/);
 }
 
+/**
+ * The states configuration tools declare a package in (Ansible's `state:`, Puppet's `ensure:`,
+ * Salt's), which read as a version here and would be drift on every audit: what to declare
+ * instead. No package manager's versions are words like these (dpkg's and apk's start with a
+ * digit).
+ */
+const STATE_WORDS = new Map([
+  ["present", ANY_VERSION],
+  ["installed", ANY_VERSION],
+  ["latest", ANY_VERSION],
+  ["removed", ABSENT],
+  ["purged", ABSENT],
+  ["uninstalled", ABSENT],
+]);
+
 /** The constraint a declared value states, or the reason it states none. */
 export function parseConstraint(text: string): Constraint | { error: string } {
   if (text === ANY_VERSION) return { kind: "any" };
   if (text === ABSENT) return { kind: "absent" };
+  const instead = STATE_WORDS.get(text.toLowerCase());
+  if (instead)
+    return {
+      error: `"${text}" is a package state, not a version: declare "${instead}"${instead === ANY_VERSION ? " for any installed version (an audit never upgrades)" : ""}`,
+    };
   if (/^[<>=!]/.test(text)) {
     const clauses: { operator: Operator; version: string }[] = [];
     for (const clause of text.split(",")) {

@@ -163,4 +163,16 @@ describe("package constraints", () => {
       /not a comparison like ">= 1.2"/,
     );
   });
+
+  it("refuses the state words of other tools, naming what to declare instead", () => {
+    const error = (text: string) => (parseConstraint(text) as { error?: string }).error;
+    assert.equal(
+      error("latest"),
+      '"latest" is a package state, not a version: declare "*" for any installed version (an audit never upgrades)',
+    );
+    assert.match(error("Present")!, /declare "\*"/);
+    assert.match(error("installed")!, /declare "\*"/);
+    assert.equal(error("purged"), '"purged" is a package state, not a version: declare "absent"');
+    assert.match(error("removed")!, /declare "absent"/);
+  });
 });
