@@ -10,7 +10,13 @@ type Options = NonNullable<ParseArgsConfig["options"]>;
  * What a flag means, and the placeholder its value is shown with. The same flag means the same
  * everywhere.
  */
-const FLAGS: Record<string, { value?: string; text: string }> = {
+/** A flag's value placeholder and what it does, as help shows them. */
+interface FlagHelp {
+  value?: string;
+  text: string;
+}
+
+const FLAGS: Record<string, FlagHelp> = {
   manifests: {
     value: "DIR",
     text: "the manifest tree (default: the one this directory is in, or fleet-manifests/ here or above)",
@@ -94,7 +100,13 @@ export const EXIT_CODES =
 
 export const COMMAND_HELP: Record<
   string,
-  { summary: string; usage: string; examples: string[]; exits: string }
+  {
+    summary: string;
+    usage: string;
+    examples: string[];
+    exits: string;
+    flags?: Record<string, FlagHelp>;
+  }
 > = {
   audit: {
     summary: "read-only audit of the selected nodes",
@@ -111,6 +123,10 @@ export const COMMAND_HELP: Record<
     examples: ["quartermaster diff --category files --local"],
     exits:
       "Exit codes: 0 no drift, 1 drift, 2 usage or manifest error, 4 nodes not audited (5 = 1 + 4).",
+    flags: {
+      category: { value: "DOMAIN", text: "the one domain to show: sysctl, files, ..." },
+      node: { value: "NAME", text: "the node to look at (or --nodes for several)" },
+    },
   },
   snapshot: {
     summary:
@@ -185,8 +201,8 @@ export class HelpRequested extends Error {
   }
 }
 
-function flagLabel(name: string, option: Options[string]): string {
-  const value = option.type === "string" ? ` ${FLAGS[name]?.value ?? "VALUE"}` : "";
+function flagLabel(name: string, option: Options[string], flag?: FlagHelp): string {
+  const value = option.type === "string" ? ` ${flag?.value ?? "VALUE"}` : "";
   return `${option.short ? `-${option.short}, ` : ""}--${name}${value}`;
 }
 
@@ -197,13 +213,15 @@ export function commandHelp(command: string, options: Options): string {
   const info = COMMAND_HELP[command];
   const summary = info?.summary ?? command;
   const rows = Object.entries(options).map(([name, option]) => {
+    // A command may say what a shared flag means for it.
+    const flag = info?.flags?.[name] ?? FLAGS[name];
     const shown =
       option.type === "string" &&
       typeof option.default === "string" &&
-      !FLAGS[name]?.text.includes("default")
+      !flag?.text.includes("default")
         ? ` (default: ${option.default})`
         : "";
-    return [flagLabel(name, option), `${FLAGS[name]?.text ?? ""}${shown}`] as const;
+    return [flagLabel(name, option, flag), `${flag?.text ?? ""}${shown}`] as const;
   });
   const width = Math.max(...rows.map(([label]) => label.length)) + 2;
   return [

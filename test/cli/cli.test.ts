@@ -147,6 +147,11 @@ describe("the CLI on bad input: exit 2 and a message naming the place", () => {
         ["manifest-diff", "--base", "HEAD", "--max-bytes", "50"],
         /--max-bytes takes at least 1024, not 50/,
       ],
+      [["diff", "--category", "files", "--format", "json"], /diff: unknown option --format/],
+      [
+        ["diff", "--category", "files", "--manifests", dir, "--node", "web-01", "--nodes", "web-*"],
+        /diff takes --node NAME or --nodes LIST, not both/,
+      ],
     ];
     for (const [args, message] of cases) {
       const result = await runCli(args);

@@ -66,11 +66,16 @@ export function renderDiff(
   return `${out.join("\n")}\n`;
 }
 
+// The audit's options but its output's format (a diff is its own) and shards (a diff is read by a
+// person, not merged).
+const { format: _format, shard: _shard, ...DIFF_OPTIONS } = AUDIT_OPTIONS;
+
 export async function diffCommand(argv: string[]): Promise<number> {
-  const { node, ...auditOptions } = { node: { type: "string" as const }, ...AUDIT_OPTIONS };
-  const { values } = parse("diff", argv, { node, ...auditOptions });
+  const { values } = parse("diff", argv, { node: { type: "string" }, ...DIFF_OPTIONS });
   if (!values.category || values.category.includes(","))
     throw new UsageError("diff needs exactly one --category (sysctl, files, ...)");
+  if (values.node !== undefined && values.nodes !== undefined)
+    throw new UsageError("diff takes --node NAME or --nodes LIST, not both");
   await checkOut(values.out);
   const { report } = await runAudit({ ...values, nodes: values.node ?? values.nodes });
   const color = !values.out && useColor(values, process.stdout);
