@@ -173,11 +173,15 @@ export class ManifestReader {
     for (const error of doc.errors) {
       const pos = error.linePos?.[0];
       this.errors.push(
-        new ManifestError(`invalid YAML: ${error.message.split("\n")[0]}`, {
-          file,
-          line: pos?.line,
-          col: pos?.col,
-        }),
+        // The first line of the library's message, without the place it repeats.
+        new ManifestError(
+          `invalid YAML: ${error.message.split("\n")[0]!.replace(/ at line \d+, column \d+:$/, "")}`,
+          {
+            file,
+            line: pos?.line,
+            col: pos?.col,
+          },
+        ),
       );
     }
     if (doc.errors.length) return undefined;

@@ -70,12 +70,27 @@ export const DomainPolicy = z.strictObject({
 });
 export type DomainPolicy = z.infer<typeof DomainPolicy>;
 
+const ISO_DATE = /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/;
+
+/** A date that is on the calendar: Date.parse takes 2026-02-30 for March 2nd. */
+function isRealDate(text: string): boolean {
+  const [year, month, day] = text.slice(0, 10).split("-").map(Number) as [number, number, number];
+  const date = new Date(Date.UTC(year, month - 1, day));
+  return (
+    date.getUTCFullYear() === year &&
+    date.getUTCMonth() === month - 1 &&
+    date.getUTCDate() === day &&
+    !Number.isNaN(expiryTime(text))
+  );
+}
+
 const IsoDate = z.union([
   z
     .string()
-    .regex(/^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/, "must be a date like 2026-12-31")
+    .regex(ISO_DATE, "must be a date like 2026-12-31")
+    // Asked only of a text shaped like a date: one that is not is told so once.
     .refine(
-      (text) => !Number.isNaN(expiryTime(text)),
+      (text) => !ISO_DATE.test(text) || isRealDate(text),
       "is not a real date or time (2026-12-31 or 2026-12-31T18:00:00Z)",
     ),
   z.date().transform((d) => d.toISOString().slice(0, 10)),

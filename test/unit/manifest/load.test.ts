@@ -89,6 +89,20 @@ describe("bad manifests are rejected with file:line:col", () => {
   it("malformed YAML", async () => {
     const errors = await loadErrors({ "nodes/a.yaml": "system:\n  kernel_version: [unclosed\n" });
     assert.match(errors[0]!, /^fleet-manifests\/nodes\/a\.yaml:\d+:\d+: invalid YAML/);
+    // The place is said once, at the front.
+    assert.doesNotMatch(errors[0]!, /at line \d+, column \d+/);
+  });
+
+  it("a waiver's expiry that is no date, or no day on the calendar, is one error each", async () => {
+    const waiver = (expires: string) =>
+      `ignore:\n  - { node: x, domain: sysctl, key: k, reason: r, expires: "${expires}" }\n`;
+    for (const [expires, message] of [
+      ["31-03-2027", "must be a date like 2026-12-31"],
+      ["2026-02-30", "is not a real date or time (2026-12-31 or 2026-12-31T18:00:00Z)"],
+    ]) {
+      const errors = await loadErrors({ "fleet.yaml": waiver(expires!), "nodes/x.yaml": "{}\n" });
+      assert.deepEqual(errors, [`fleet-manifests/fleet.yaml:2:60: ignore.0.expires: ${message}`]);
+    }
   });
 
   it("an unknown key, with the nearest valid key suggested", async () => {
