@@ -137,6 +137,12 @@ export const COMMAND_HELP: Record<
       "quartermaster snapshot --node web-01 --packages versions --out web-01.yaml",
     ],
     exits: "Exit codes: 0 written, 2 usage or manifest error, 4 the node could not be read.",
+    flags: {
+      manifests: {
+        value: "DIR",
+        text: "the manifest tree the node is declared in: its declared files and units are snapshot too (--local alone snapshots this machine as a new node; --node finds the tree as audit does)",
+      },
+    },
   },
   validate: {
     summary: "check the manifest tree",
@@ -162,7 +168,7 @@ export const COMMAND_HELP: Record<
     summary: "watch this machine continuously (--local): file events plus a periodic poll",
     usage: "watch --local [--manifest FILE | --manifests DIR --nodes NAME] [options]",
     examples: [
-      "quartermaster watch --local --manifest /etc/quartermaster/node-spec.yaml --metrics-listen 127.0.0.1:9839",
+      "quartermaster watch --local --manifest /etc/quartermaster/node-spec.yaml --metrics-listen 127.0.0.1:9877",
     ],
     exits: "Exit codes: 0 stopped (SIGINT or SIGTERM), 2 usage or manifest error.",
   },

@@ -241,7 +241,15 @@ export async function loadNodeFile(
   // Named on the command line, the file may be a link (config management often makes one).
   const abs = await realpath(path.resolve(file)).catch(() => path.resolve(file));
   const dir = path.dirname(abs);
-  if (!(await stat(abs).catch(() => undefined))?.isFile())
+  const info = await stat(abs).catch(() => undefined);
+  if (info?.isDirectory())
+    throw new ManifestErrors([
+      new ManifestError(
+        "is a folder, not a node-spec file (for a manifest tree, use --manifests DIR --nodes NAME)",
+        { file },
+      ),
+    ]);
+  if (!info?.isFile())
     throw new ManifestErrors([new ManifestError("node-spec file not found", { file })]);
   const reader = new ManifestReader(
     dir,

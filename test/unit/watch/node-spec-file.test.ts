@@ -49,5 +49,9 @@ describe("one node-spec file on its own (--manifest)", () => {
       loadNodeFile(path.join(path.dirname(file), "missing.yaml"), "web-01"),
       /node-spec file not found/,
     );
+    await assert.rejects(
+      loadNodeFile(path.dirname(file), "web-01"),
+      /: is a folder, not a node-spec file \(for a manifest tree, use --manifests DIR --nodes NAME\)/,
+    );
   });
 });
