@@ -62,6 +62,17 @@ describe("the CLI on bad input: exit 2 and a message naming the place", () => {
     );
   });
 
+  it("a tree declaring no node is valid, with a warning that an audit would check nothing", async () => {
+    const dir = await tree({ "fleet.yaml": "{}\n", "nodes/README.md": "one file per node\n" });
+    const result = await runCli(["validate", "--manifests", dir]);
+    assert.equal(result.exitCode, 0, result.stderr);
+    assert.match(result.stdout, /: valid \(0 nodes, 0 groups in use\)/);
+    assert.match(
+      result.stderr,
+      /^quartermaster: warning: .*\/nodes\/ declares no node, so an audit checks nothing$/,
+    );
+  });
+
   it("audit does not run on a broken manifest", async () => {
     const dir = await tree({ "nodes/localhost.yaml": "system: [\n" });
     const result = await runCli(["audit", "--local", "--manifests", dir, "--format", "json"], {

@@ -32,6 +32,11 @@ export async function validateCommand(argv: string[]): Promise<number> {
     process.stdout.write(
       `${formatLocation({ file: where })}: valid (${plural(fleet.nodes.length, "node")}, ${plural(groups.size, "group")} in use)\n`,
     );
+    // Valid, but an audit of it would check nothing: worth a word, not a failure (a new tree).
+    if (!fleet.nodes.length)
+      process.stderr.write(
+        `quartermaster: warning: ${formatLocation({ file: where })}/nodes/ declares no node, so an audit checks nothing\n`,
+      );
     return 0;
   } catch (error) {
     if (error instanceof ManifestErrors && process.env.GITHUB_ACTIONS === "true") {
