@@ -9,9 +9,9 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { COMMAND_HELP } from "../../src/cli/help.js";
 import { ensureBuilt, REPO_ROOT, runBuiltCli } from "../support/cli.js";
-import { startGitServer, type GitServer } from "../support/git-server.js";
-import { startGitHubDouble, type GitHubDouble } from "../support/github-double/index.js";
-import { writeTree } from "../support/tree.js";
+import type { GitServer } from "../support/git-server.js";
+import type { GitHubDouble } from "../support/github-double/index.js";
+import { startForge } from "../support/forge.js";
 
 const TOKEN = "ghs_built_cli";
 const OWNER = "acme";
@@ -26,20 +26,15 @@ before(async () => {
   await ensureBuilt();
   swappiness = Number((await readFile("/proc/sys/vm/swappiness", "utf8")).trim());
   work = await mkdtemp(path.join(tmpdir(), "qm-built-"));
-  const seed = await writeTree({
-    "fleet-manifests/fleet.yaml": "policy:\n  sysctl: { on_drift: accept }\n",
-    "fleet-manifests/nodes/localhost.yaml": `system:\n  sysctl_parameters:\n    vm.swappiness: ${swappiness + 1}\n`,
-  });
-  server = await startGitServer({ token: TOKEN });
-  await server.createRepo(OWNER, REPO, seed);
-  await rm(seed, { recursive: true, force: true });
-  double = await startGitHubDouble({
-    git: server,
+  ({ server, double } = await startForge({
+    token: TOKEN,
     owner: OWNER,
     repo: REPO,
-    token: TOKEN,
-    botLogin: "quartermaster[bot]",
-  });
+    files: {
+      "fleet-manifests/fleet.yaml": "policy:\n  sysctl: { on_drift: accept }\n",
+      "fleet-manifests/nodes/localhost.yaml": `system:\n  sysctl_parameters:\n    vm.swappiness: ${swappiness + 1}\n`,
+    },
+  }));
 });
 
 after(async () => {

@@ -16,8 +16,9 @@ import { loadFleet, type LoadedNode } from "../../src/manifest/load.js";
 import { parseMarker } from "../../src/propose/body.js";
 import { Report, type DriftItem } from "../../src/report/schema.js";
 import { runCli } from "../support/cli.js";
-import { startGitServer, type GitServer } from "../support/git-server.js";
-import { startGitHubDouble, type GitHubDouble } from "../support/github-double/index.js";
+import type { GitServer } from "../support/git-server.js";
+import type { GitHubDouble } from "../support/github-double/index.js";
+import { startForge } from "../support/forge.js";
 import { startFleet, type HostDefinition, type TestFleet } from "../support/hosts.js";
 import { removeTree, writeTree } from "../support/tree.js";
 
@@ -462,17 +463,13 @@ describe("every accept PR round-trips", () => {
       routes: live.networking?.routes ?? [],
       ports: live.networking?.listening_ports ?? [],
     };
-    const seed = await writeTree(manifests(baseline, bash));
-    server = await startGitServer({ token: TOKEN });
-    await server.createRepo(OWNER, REPO, seed);
-    await removeTree(seed);
-    double = await startGitHubDouble({
-      git: server,
+    ({ server, double } = await startForge({
+      token: TOKEN,
       owner: OWNER,
       repo: REPO,
-      token: TOKEN,
       botLogin: "qm[bot]",
-    });
+      files: manifests(baseline, bash),
+    }));
     before_ = await effectiveSpecs();
   });
 

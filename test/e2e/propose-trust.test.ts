@@ -10,12 +10,12 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { execa } from "execa";
 import { runCli, type CliResult } from "../support/cli.js";
-import { startGitServer, type GitServer } from "../support/git-server.js";
-import { startGitHubDouble, type GitHubDouble } from "../support/github-double/index.js";
+import type { GitServer } from "../support/git-server.js";
+import type { GitHubDouble } from "../support/github-double/index.js";
+import { startForge } from "../support/forge.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
 import { outsideCode } from "../support/markdown.js";
 import { testOctokit, type TestOctokit } from "../support/octokit.js";
-import { writeTree } from "../support/tree.js";
 
 const TOKEN = "ghs_propose_trust";
 const OWNER = "acme";
@@ -61,29 +61,24 @@ before(async () => {
   );
   work = await mkdtemp(path.join(tmpdir(), "qm-propose-trust-"));
   cache = path.join(work, "cache");
-  const seed = await writeTree({
-    "README.md": "Fleet manifests.\n",
-    // Files drift is a ticket here: the hostile text lands in a ticket PR, which `/quartermaster
-    // reject` must not take for an accept.
-    "fleet-manifests/fleet.yaml":
-      "# At most two new pull requests per run.\npropose: { max_new_prs: 2 }\npolicy:\n  files: { on_drift: ticket }\n",
-    "fleet-manifests/nodes/web-01.yaml":
-      "system:\n  sysctl_parameters:\n    net.ipv4.ip_forward: 0\n",
-    "fleet-manifests/nodes/web-02.yaml":
-      "system:\n  sysctl_parameters:\n    net.ipv4.tcp_syncookies: 1\n",
-    "fleet-manifests/nodes/files-01.yaml": `files:\n  - { path: ${APP_CONF}, contents: "role = app\\n" }\n`,
-    "fleet-manifests/nodes/ports-01.yaml": "networking:\n  listening_ports: [tcp/22]\n",
-  });
-  server = await startGitServer({ token: TOKEN });
-  await server.createRepo(OWNER, REPO, seed);
-  await rm(seed, { recursive: true, force: true });
-  double = await startGitHubDouble({
-    git: server,
+  ({ server, double } = await startForge({
+    token: TOKEN,
     owner: OWNER,
     repo: REPO,
-    token: TOKEN,
-    botLogin: "quartermaster[bot]",
-  });
+    files: {
+      "README.md": "Fleet manifests.\n",
+      // Files drift is a ticket here: the hostile text lands in a ticket PR, which `/quartermaster
+      // reject` must not take for an accept.
+      "fleet-manifests/fleet.yaml":
+        "# At most two new pull requests per run.\npropose: { max_new_prs: 2 }\npolicy:\n  files: { on_drift: ticket }\n",
+      "fleet-manifests/nodes/web-01.yaml":
+        "system:\n  sysctl_parameters:\n    net.ipv4.ip_forward: 0\n",
+      "fleet-manifests/nodes/web-02.yaml":
+        "system:\n  sysctl_parameters:\n    net.ipv4.tcp_syncookies: 1\n",
+      "fleet-manifests/nodes/files-01.yaml": `files:\n  - { path: ${APP_CONF}, contents: "role = app\\n" }\n`,
+      "fleet-manifests/nodes/ports-01.yaml": "networking:\n  listening_ports: [tcp/22]\n",
+    },
+  }));
   double.addCollaborator("fleet-reviewer", "write");
   ({ octokit } = testOctokit({ baseUrl: double.apiUrl, auth: TOKEN }));
 });

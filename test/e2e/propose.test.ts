@@ -14,15 +14,14 @@ import { toDriftItems } from "../../src/drift/drift.js";
 import { loadFleet } from "../../src/manifest/load.js";
 import { Report, summarize, type NodeResult } from "../../src/report/schema.js";
 import { runCli } from "../support/cli.js";
-import { startGitServer, type GitServer } from "../support/git-server.js";
+import type { GitServer } from "../support/git-server.js";
+import { startForge } from "../support/forge.js";
 import {
   badGateway,
   secondaryRateLimit,
-  startGitHubDouble,
   type GitHubDouble,
 } from "../support/github-double/index.js";
 import { testOctokit, type TestOctokit } from "../support/octokit.js";
-import { writeTree } from "../support/tree.js";
 
 const TOKEN = "ghs_propose_e2e";
 const OWNER = "acme";
@@ -42,35 +41,30 @@ before(async () => {
   cache = path.join(work, "cache");
   // This machine, declared with two deliberate drifts: a sysctl (accepted by policy) and the kernel
   // (a ticket).
-  const seed = await writeTree({
-    "README.md": "Fleet manifests.\n",
-    "fleet-manifests/fleet.yaml":
-      "# Fleet-wide defaults.\npolicy:\n  sysctl: { severity: medium, on_drift: accept }\n",
-    "fleet-manifests/nodes/localhost.yaml": [
-      "# This machine.",
-      "system:",
-      `  kernel_version: ${KERNEL}   # the release we run`,
-      "  sysctl_parameters:",
-      `    vm.swappiness: ${swappiness + 1}   # tuned by hand`,
-      "",
-    ].join("\n"),
-    "fleet-manifests/groups/web.yaml":
-      "# Front-end web servers.\nsystem:\n  sysctl_parameters:\n    net.core.somaxconn: 4096   # tuned for nginx\n",
-    "fleet-manifests/nodes/web-01.yaml": "groups: [web]\n",
-    "fleet-manifests/nodes/web-02.yaml": "groups: [web]\n",
-    "fleet-manifests/nodes/web-03.yaml": "groups: [web]\n",
-    "fleet-manifests/nodes/db-01.yaml": "system:\n  sysctl_parameters:\n    vm.swappiness: 1\n",
-  });
-  server = await startGitServer({ token: TOKEN });
-  await server.createRepo(OWNER, REPO, seed);
-  await rm(seed, { recursive: true, force: true });
-  double = await startGitHubDouble({
-    git: server,
+  ({ server, double } = await startForge({
+    token: TOKEN,
     owner: OWNER,
     repo: REPO,
-    token: TOKEN,
-    botLogin: "quartermaster[bot]",
-  });
+    files: {
+      "README.md": "Fleet manifests.\n",
+      "fleet-manifests/fleet.yaml":
+        "# Fleet-wide defaults.\npolicy:\n  sysctl: { severity: medium, on_drift: accept }\n",
+      "fleet-manifests/nodes/localhost.yaml": [
+        "# This machine.",
+        "system:",
+        `  kernel_version: ${KERNEL}   # the release we run`,
+        "  sysctl_parameters:",
+        `    vm.swappiness: ${swappiness + 1}   # tuned by hand`,
+        "",
+      ].join("\n"),
+      "fleet-manifests/groups/web.yaml":
+        "# Front-end web servers.\nsystem:\n  sysctl_parameters:\n    net.core.somaxconn: 4096   # tuned for nginx\n",
+      "fleet-manifests/nodes/web-01.yaml": "groups: [web]\n",
+      "fleet-manifests/nodes/web-02.yaml": "groups: [web]\n",
+      "fleet-manifests/nodes/web-03.yaml": "groups: [web]\n",
+      "fleet-manifests/nodes/db-01.yaml": "system:\n  sysctl_parameters:\n    vm.swappiness: 1\n",
+    },
+  }));
   ({ octokit } = testOctokit({ baseUrl: double.apiUrl, auth: TOKEN }));
 });
 

@@ -10,8 +10,7 @@ import { after, before, describe, test } from "node:test";
 import { stringify } from "yaml";
 import type { NodeResult, Report } from "../../src/report/schema.js";
 import { runCli } from "../support/cli.js";
-import { startGitServer } from "../support/git-server.js";
-import { startGitHubDouble } from "../support/github-double/index.js";
+import { startForge } from "../support/forge.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
 import { removeTree, writeTree } from "../support/tree.js";
 import { Watcher } from "../support/watcher.js";
@@ -256,13 +255,15 @@ describe("a real systemd host over ssh", () => {
 
   test("accept round trip for units: merging each accept PR makes the next audit clean", async () => {
     const token = "ghs_systemd_e2e";
-    const server = await startGitServer({ token });
     const work = await writeTree({}, "qm-systemd-accept-");
-    try {
-      // One node per drift, all on the one host, so the PRs edit different files and merge in any
-      // order.
-      const node = (unit: object) => stringify({ host: HOST, systemd: { units: [unit] } });
-      const seed = await writeTree({
+    // One node per drift, all on the one host, so the PRs edit different files and merge in any
+    // order.
+    const node = (unit: object) => stringify({ host: HOST, systemd: { units: [unit] } });
+    const { server, double } = await startForge({
+      token,
+      owner: "acme",
+      repo: "fleet",
+      files: {
         "fleet-manifests/fleet.yaml": "{}\n",
         "fleet-manifests/nodes/sd-contents.yaml": node({
           name: "qm-app.service",
@@ -277,67 +278,57 @@ describe("a real systemd host over ssh", () => {
           name: "qm-disabled.service",
           enabled: true,
         }),
-      });
-      await server.createRepo("acme", "fleet", seed);
-      await removeTree(seed);
-      const double = await startGitHubDouble({
-        git: server,
-        owner: "acme",
-        repo: "fleet",
-        token,
-        botLogin: "quartermaster[bot]",
-      });
-      try {
-        const env = double.cliEnv();
-        const repo = [
-          "--repo",
-          server.repoUrl("acme", "fleet"),
-          "--cache-dir",
-          path.join(work, "cache"),
-        ];
-        const auditRepo = async (name: string) => {
-          const out = path.join(work, `${name}.json`);
-          const result = await runCli(
-            ["audit", ...repo, "--ssh-config", fleet.sshConfig, "--format", "json", "--out", out],
-            { env },
-          );
-          return { result, report: JSON.parse(await readFile(out, "utf8")) as Report, out };
-        };
-        const before = await auditRepo("before");
-        assert.equal(before.result.exitCode, 1, before.result.stderr);
-        assert.deepEqual(
-          before.report.nodes.map((n) => [n.name, n.drift.map((d) => d.key)]),
-          [
-            ["sd-active", ["qm-static.service:active"]],
-            ["sd-contents", ["qm-app.service:contents"]],
-            ["sd-dropin", ["qm-app.service.d/override.conf"]],
-            ["sd-enabled", ["qm-disabled.service:enabled"]],
-          ],
+      },
+    });
+    try {
+      const env = double.cliEnv();
+      const repo = [
+        "--repo",
+        server.repoUrl("acme", "fleet"),
+        "--cache-dir",
+        path.join(work, "cache"),
+      ];
+      const auditRepo = async (name: string) => {
+        const out = path.join(work, `${name}.json`);
+        const result = await runCli(
+          ["audit", ...repo, "--ssh-config", fleet.sshConfig, "--format", "json", "--out", out],
+          { env },
         );
-        const proposed = await runCli(["propose", "--report", before.out, ...repo], { env });
-        assert.equal(proposed.exitCode, 0, proposed.stderr);
-        const pulls = double.pulls().filter((p) => p.state === "open");
-        assert.deepEqual(pulls.map((p) => p.title.split(" ")[0]).sort(), [
-          "Accept",
-          "Accept",
-          "Accept",
-          "Accept",
-        ]);
-        for (const pull of pulls) await double.mergePull(pull.number);
-        const after = await auditRepo("after");
-        assert.equal(
-          after.result.exitCode,
-          0,
-          `${after.result.stderr}\n${JSON.stringify(after.report.nodes, null, 2)}`,
-        );
-        assert.deepEqual(
-          after.report.nodes.map((n) => n.status),
-          ["clean", "clean", "clean", "clean"],
-        );
-      } finally {
-        await double.stop();
-      }
+        return { result, report: JSON.parse(await readFile(out, "utf8")) as Report, out };
+      };
+      const before = await auditRepo("before");
+      assert.equal(before.result.exitCode, 1, before.result.stderr);
+      assert.deepEqual(
+        before.report.nodes.map((n) => [n.name, n.drift.map((d) => d.key)]),
+        [
+          ["sd-active", ["qm-static.service:active"]],
+          ["sd-contents", ["qm-app.service:contents"]],
+          ["sd-dropin", ["qm-app.service.d/override.conf"]],
+          ["sd-enabled", ["qm-disabled.service:enabled"]],
+        ],
+      );
+      const proposed = await runCli(["propose", "--report", before.out, ...repo], { env });
+      assert.equal(proposed.exitCode, 0, proposed.stderr);
+      const pulls = double.pulls().filter((p) => p.state === "open");
+      assert.deepEqual(pulls.map((p) => p.title.split(" ")[0]).sort(), [
+        "Accept",
+        "Accept",
+        "Accept",
+        "Accept",
+      ]);
+      for (const pull of pulls) await double.mergePull(pull.number);
+      const after = await auditRepo("after");
+      assert.equal(
+        after.result.exitCode,
+        0,
+        `${after.result.stderr}\n${JSON.stringify(after.report.nodes, null, 2)}`,
+      );
+      assert.deepEqual(
+        after.report.nodes.map((n) => n.status),
+        ["clean", "clean", "clean", "clean"],
+      );
     } finally {
+      await double.stop();
       await server.stop();
       await removeTree(work);
     }
