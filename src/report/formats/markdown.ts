@@ -144,8 +144,13 @@ function compose(
     const header = "| node | domain | key | declared | live | source | remediation |";
     out.push("", `${header}${acknowledged ? " acknowledged by |" : ""}`);
     out.push(`|---|---|---|---|---|---|---|${acknowledged ? "---|" : ""}`);
+    // A waiver's reason is a contributor's free text: a code span, where no @mention pings.
     for (const r of shown)
-      out.push(acknowledged ? `${r.line} ${textCell(r.item.acknowledgedBy ?? "")} |` : r.line);
+      out.push(
+        acknowledged
+          ? `${r.line} ${codeCell(r.item.acknowledgedBy ?? "", REMEDIATION_CHARS)} |`
+          : r.line,
+      );
     for (const r of shown) if (withDiff.has(r)) out.push("", r.diff!);
   }
   return `${out.join("\n")}\n`;
