@@ -18,7 +18,7 @@ import { auditCommand } from "../src/cli/commands/audit.js";
 import { snapshotSpec } from "../src/cli/commands/snapshot.js";
 import { DOMAINS } from "../src/domains/registry.js";
 import { loadFleet, type LoadedNode } from "../src/manifest/load.js";
-import type { Report } from "../src/report/schema.js";
+import { summarize, type Report } from "../src/report/schema.js";
 import { localTransport } from "../src/transport/local.js";
 import type { Transport } from "../src/transport/transport.js";
 import { REPO_ROOT } from "../test/support/cli.js";
@@ -192,7 +192,11 @@ try {
     const nodes = report.nodes.filter((n) => shardOf(n.name, 2) === i + 1);
     await writeFile(
       file,
-      JSON.stringify({ ...report, shard: { index: i + 1, count: 2 }, nodes }, null, 2),
+      JSON.stringify(
+        { ...report, shard: { index: i + 1, count: 2 }, nodes, summary: summarize(nodes) },
+        null,
+        2,
+      ),
     );
   }
   const mergedFile = path.join(work, "merged.json");
