@@ -229,6 +229,33 @@ describe("manifest-diff and the pinned host keys", () => {
     assert.match(out, /### web-01/);
     assertNoStack(result);
   });
+
+  it("a repository that is the manifest tree itself: one change shared by every node, shown once", async () => {
+    const repo = await tree({
+      "fleet.yaml": "system:\n  sysctl_parameters:\n    vm.swappiness: 10\n",
+      "nodes/web-01.yaml": "{}\n",
+      "nodes/web-02.yaml": "{}\n",
+    });
+    const git = (...args: string[]) =>
+      execa("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", ...args], { cwd: repo });
+    await git("init", "-q");
+    await git("add", ".");
+    await git("commit", "-qm", "base");
+    await writeFile(
+      path.join(repo, "fleet.yaml"),
+      "system:\n  sysctl_parameters:\n    vm.swappiness: 60\n",
+    );
+    const result = await runCli(["manifest-diff", "--base", "HEAD"], { cwd: repo });
+    assert.equal(result.exitCode, 0, result.stderr);
+    assert.match(result.stdout, /### web-01, web-02 \(2 nodes, the same change\)/);
+    assert.ok(
+      result.stdout.includes(
+        "| `system.sysctl_parameters[vm.swappiness]` | `10` | `60` | `fleet.yaml:3` |",
+      ),
+      result.stdout,
+    );
+    assertNoStack(result);
+  });
 });
 
 describe("--out", () => {

@@ -24,7 +24,9 @@ async function fleetAt(
   ref: string,
   scratch: string,
 ): Promise<Fleet> {
-  const exists = await git(repoRoot, ["cat-file", "-e", `${ref}:${manifestsPath}`]);
+  // `REF:` names the commit's whole tree: the manifests may be the repository itself.
+  const treePath = manifestsPath === "." ? "" : manifestsPath;
+  const exists = await git(repoRoot, ["cat-file", "-e", `${ref}:${treePath}`]);
   if (exists.exitCode !== 0) {
     const known = await git(repoRoot, ["rev-parse", "--verify", "--quiet", `${ref}^{commit}`]);
     if (known.exitCode !== 0)
