@@ -7,6 +7,7 @@ import { compactValue, compareText, plural } from "../report/formats/common.js";
 import { itemKey, keyFieldAt, MANIFEST_LISTS, pathKey } from "./lists.js";
 import type { Fleet, LoadedNode } from "./load.js";
 import { sourceOf } from "./merge.js";
+import { append } from "../collections.js";
 
 export interface KeyChange {
   /** Where the value sits in the effective spec; keyed list items by their key (files by path). */
@@ -94,7 +95,7 @@ function declared(node: LoadedNode): Record<string, unknown> {
  * SHA256:...`), with a marker (`@cert-authority`, `@revoked`) when the line has one.
  */
 export function pinnedKeys(text: string | undefined): Map<string, string[]> {
-  const keys = new Map<string, string[]>();
+  const keys = new Map<string, Set<string>>();
   for (const raw of (text ?? "").split(/\r?\n/)) {
     const fields = raw.trim().split(/\s+/);
     if (!fields[0] || fields[0].startsWith("#")) continue;
@@ -105,10 +106,13 @@ export function pinnedKeys(text: string | undefined): Map<string, string[]> {
       blob && /^[A-Za-z0-9+/]+=*$/.test(blob) ? sshFingerprint(blob) : (blob ?? "(no key)");
     const shown = [marker, type, fingerprint].filter(Boolean).join(" ");
     for (const host of hosts.split(",")) {
-      keys.set(host, [...new Set([...(keys.get(host) ?? []), shown])].sort(compareText));
+      const shownFor = keys.get(host);
+      if (shownFor) shownFor.add(shown);
+      else keys.set(host, new Set([shown]));
     }
   }
-  return keys;
+  // Sorted once, not at every line: a host on many lines stays linear.
+  return new Map([...keys].map(([host, shown]) => [host, [...shown].sort(compareText)]));
 }
 
 /** `SHA256:…` as ssh-keygen -l prints it: the unpadded base64 SHA-256 of the key blob. */
@@ -223,7 +227,7 @@ export function renderManifestDiff(diff: ManifestDiff, maxBytes: number): string
   const alike = new Map<string, NodeChange[]>();
   for (const change of diff.nodes) {
     const key = JSON.stringify([change.kind, change.changes]);
-    alike.set(key, [...(alike.get(key) ?? []), change]);
+    append(alike, key, change);
   }
   for (const group of alike.values()) {
     const names = group.map((g) => g.node);

@@ -9,6 +9,7 @@ import { sourceOf } from "../manifest/merge.js";
 import type { DriftItem } from "../report/schema.js";
 import { acceptFinding } from "./accept.js";
 import type { DriftGroup } from "./group.js";
+import { append } from "../collections.js";
 
 /**
  * Nodes whose effective value at a spec path comes from a file: who an edit of that file would
@@ -19,12 +20,7 @@ export type Dependants = (file: string, specPath: SpecPath) => readonly string[]
 /** Who takes each value from each file, worked out once per file and path. */
 export function dependantsOf(nodes: readonly LoadedNode[]): Dependants {
   const byFile = new Map<string, LoadedNode[]>();
-  for (const node of nodes)
-    for (const layer of node.layers) {
-      const users = byFile.get(layer.file);
-      if (users) users.push(node);
-      else byFile.set(layer.file, [node]);
-    }
+  for (const node of nodes) for (const layer of node.layers) append(byFile, layer.file, node);
   const cache = new Map<string, string[]>();
   return (file, specPath) => {
     const key = `${file}\0${pathKey(specPath)}`;

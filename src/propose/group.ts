@@ -4,6 +4,7 @@ import { domainByName } from "../domains/registry.js";
 import { driftSignature } from "../drift/drift.js";
 import type { LoadedNode } from "../manifest/load.js";
 import type { DriftItem, Report } from "../report/schema.js";
+import { append } from "../collections.js";
 
 /** One drift signature: the same drift items of one domain on one or more nodes. */
 export interface DriftGroup {
@@ -54,7 +55,7 @@ export function groupDrift(report: Report, nodes: ReadonlyMap<string, LoadedNode
       if (item.acknowledged) continue;
       const domain = domainByName(item.domain);
       if (!domain) continue;
-      if (domain.itemsAreASet) sets.set(domain, [...(sets.get(domain) ?? []), item]);
+      if (domain.itemsAreASet) append(sets, domain, item);
       else add(node, domain, [item]);
     }
     for (const [domain, items] of sets) add(node, domain, items);

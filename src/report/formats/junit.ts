@@ -4,6 +4,7 @@
 import type { DriftItem, NodeResult } from "../schema.js";
 import { compactValue, compareDrift, compareText } from "./common.js";
 import type { Renderer } from "./index.js";
+import { append } from "../../collections.js";
 
 interface TestCase {
   name: string;
@@ -62,8 +63,7 @@ function testCases(node: NodeResult): TestCase[] {
   const drift = [...node.drift].sort(compareDrift).map((item) => driftCase(node, item));
   // One test case per unknown domain, whatever the number of reasons: test views key cases by name.
   const reasons = new Map<string, string[]>();
-  for (const { domain, reason } of node.unknown ?? [])
-    reasons.set(domain, [...(reasons.get(domain) ?? []), reason]);
+  for (const { domain, reason } of node.unknown ?? []) append(reasons, domain, reason);
   const unknown = [...reasons].map(([domain, why]): TestCase => ({
     name: domain,
     classname: `${node.name}.${domain}`,
