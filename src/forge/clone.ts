@@ -35,6 +35,27 @@ export function tokenAllowed(url: string, serverUrl = "https://github.com"): boo
   );
 }
 
+/**
+ * A repository URL as messages show it: credentials written into it (`https://user:token@...`,
+ * `?token=...`) replaced, never printed.
+ */
+export function shownUrl(url: string): string {
+  if (!URL.canParse(url)) return url.replace(/\/\/[^/@]*@/, "//***@");
+  const parsed = new URL(url);
+  if (parsed.username || parsed.password) [parsed.username, parsed.password] = ["***", ""];
+  if (parsed.search) parsed.search = "?***";
+  return parsed.toString();
+}
+
+/** Why `ref` is no branch, tag or commit name git would take, if it is not. */
+export function refProblem(ref: string): string | undefined {
+  if (!ref || ref.length > 255) return "a branch, tag or commit of 1 to 255 characters";
+  if (ref.startsWith("-")) return "a name, not an option (it starts with -)";
+  if (/[\x00-\x20\x7f~^:?*[\\]|\.\.|@\{|\/\/|^\/|\/$|\.lock$|\.$/.test(ref))
+    return "a name git allows (no spaces, control characters, ~ ^ : ? * [ \\, .., @{ or //)";
+  return undefined;
+}
+
 export interface PulledRepo {
   dir: string;
   revision: string;
@@ -44,7 +65,7 @@ export interface PulledRepo {
 export async function pullRepository(options: PullOptions): Promise<PulledRepo> {
   if (!/^https?:\/\//.test(options.url))
     throw new ForgeError(
-      `--repo must be an http(s) URL (isomorphic-git speaks HTTP only), not "${options.url}"`,
+      `--repo must be an http(s) URL (isomorphic-git speaks HTTP only), not "${shownUrl(options.url)}"`,
     );
   // One cache per repository and ref, so switching --ref never mixes two checkouts.
   const dir = path.join(
@@ -58,7 +79,7 @@ export async function pullRepository(options: PullOptions): Promise<PulledRepo> 
     options.token && tokenAllowed(options.url, options.serverUrl) ? options.token : undefined;
   const onAuth = token ? () => ({ username: "x-access-token", password: token }) : undefined;
   const common = { fs, http, dir, url: options.url, onAuth, singleBranch: true, depth: 1 } as const;
-  const where = `${options.url}${options.ref ? ` at ${options.ref}` : ""}`;
+  const where = `${shownUrl(options.url)}${options.ref ? ` at ${options.ref}` : ""}`;
   const fail = (message: string, status?: number, cause?: unknown) =>
     new ForgeError(`cannot pull ${where}: ${message}`, { status, cause });
   try {

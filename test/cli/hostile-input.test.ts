@@ -352,6 +352,43 @@ describe("the token and --repo", () => {
     assert.match(result.stderr, /cannot pull http:\/\/127\.0\.0\.1:\d+\/acme\/fleet\.git: .*401/);
     assertNoStack(result);
   });
+
+  it("credentials written into a --repo URL are never printed", async () => {
+    const cache = await tree({});
+    const url = server.repoUrl("acme", "fleet");
+    for (const [repo, shown] of [
+      [url.replace("http://", "http://someone:hunter2@"), "http://***@"],
+      [`${url}?token=hunter2`, "fleet.git?***"],
+    ] as const) {
+      const result = await runCli(["validate", "--repo", repo, "--cache-dir", cache], {
+        cwd: cache,
+      });
+      assert.equal(result.exitCode, 4, result.stderr);
+      assert.ok(result.stderr.includes(shown), result.stderr);
+      assert.doesNotMatch(result.stderr, /hunter2/);
+    }
+  });
+
+  it("a --repo that is no http(s) URL, or a --ref git would not take, is a usage error", async () => {
+    for (const [args, message] of [
+      [["--repo", "git@github.com:acme/fleet.git"], /--repo takes an http\(s\) URL/],
+      [["--repo", "ftp://example.com/fleet.git"], /--repo takes an http\(s\) URL/],
+      [["--repo", ""], /--repo needs a URL/],
+      [
+        ["--repo", server.repoUrl("acme", "fleet"), "--ref", "../../etc"],
+        /--ref takes a name git allows/,
+      ],
+      [
+        ["--repo", server.repoUrl("acme", "fleet"), "--ref=-x"],
+        /--ref takes a name, not an option/,
+      ],
+    ] as const) {
+      const result = await runCli(["validate", ...args]);
+      assert.equal(result.exitCode, 2, result.stderr);
+      assert.match(result.stderr, message);
+      assertNoStack(result);
+    }
+  });
 });
 
 describe("a host file rewritten on every line", () => {
