@@ -203,7 +203,17 @@ export class ManifestReader {
   toJS(parsed: ParsedFile): unknown {
     if (!parsed.doc.contents) return {};
     try {
-      return parsed.doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+      const value: unknown = parsed.doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+      if (holdsItself(value)) {
+        this.errors.push(
+          new ManifestError(
+            "YAML alias inside the anchor it names (the data would hold itself); not read",
+            { file: parsed.file },
+          ),
+        );
+        return undefined;
+      }
+      return value;
     } catch (error) {
       const message = messageOf(error);
       const reason = /alias/i.test(message)
@@ -218,6 +228,36 @@ export class ManifestReader {
 }
 
 const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+/**
+ * Whether `value` contains itself: `a: &a [*a]` reads as a list holding itself, which every walk
+ * of the data would follow forever. Depth first with a stack, each object explored once.
+ */
+function holdsItself(value: unknown): boolean {
+  const onPath = new Set<object>();
+  const done = new Set<object>();
+  const stack: { node: object; children?: unknown[] }[] = [];
+  const enter = (child: unknown): boolean => {
+    if (!child || typeof child !== "object" || done.has(child)) return false;
+    if (onPath.has(child)) return true;
+    onPath.add(child);
+    stack.push({ node: child });
+    return false;
+  };
+  if (enter(value)) return true;
+  while (stack.length) {
+    const top = stack.at(-1)!;
+    top.children ??= Object.values(top.node);
+    if (top.children.length) {
+      if (enter(top.children.pop())) return true;
+    } else {
+      stack.pop();
+      onPath.delete(top.node);
+      done.add(top.node);
+    }
+  }
+  return false;
+}
 
 /** Where `node` (or, when it has a position, `keyNode`: the key of its pair) starts in the file. */
 export function locate(

@@ -100,6 +100,25 @@ describe("YAML resource limits", () => {
     assertNoStack(result);
   });
 
+  it("an alias inside the anchor it names is a manifest error naming the file, not a stack overflow", async () => {
+    const dir = await tree({
+      "nodes/loop.yaml": "a: &a [*a]\n",
+      "nodes/deep.yaml": "system: &s\n  sysctl_parameters:\n    x: *s\n",
+      // An alias used twice, holding no loop, is fine.
+      "groups/shared.yaml": "system:\n  sysctl_parameters: &p { vm.swappiness: 1 }\n",
+      "nodes/ok.yaml": "groups: [shared]\n",
+    });
+    const result = await validate(dir);
+    assert.equal(result.exitCode, 2);
+    const lines = result.stderr.trim().split("\n");
+    assert.deepEqual(lines, [
+      "nodes/deep.yaml: YAML alias inside the anchor it names (the data would hold itself); not read",
+      "nodes/loop.yaml: YAML alias inside the anchor it names (the data would hold itself); not read",
+      "2 manifest errors; nothing audited",
+    ]);
+    assertNoStack(result);
+  });
+
   it("nesting deep enough to exhaust a parser is a manifest error naming the file", async () => {
     const dir = await tree({
       "nodes/deep.yaml": `system: ${"[".repeat(100_000)}${"]".repeat(100_000)}\n`,
