@@ -232,6 +232,27 @@ describe("the CLI on bad input: exit 2 and a message naming the place", () => {
     },
   );
 
+  it("review refuses an event that is no issue comment GitHub could send, naming the field", async () => {
+    const event = (issue: unknown, login: unknown) =>
+      `${JSON.stringify({ issue, comment: { body: "/quartermaster reject", user: { login } } })}\n`;
+    const dir = await tree({
+      "negative.json": event({ number: -7, pull_request: {} }, "octocat"),
+      "login.json": event({ number: 7, pull_request: {} }, ""),
+      "null-pr.json": event({ number: 7, pull_request: null }, "octocat"),
+      "list.json": "[]\n",
+    });
+    for (const [name, field] of [
+      ["negative.json", "issue.number"],
+      ["login.json", "comment.user.login"],
+      ["null-pr.json", "issue.pull_request"],
+      ["list.json", "the event"],
+    ]) {
+      const result = await runCli(["review", "--event", path.join(dir, name!)]);
+      assert.equal(result.exitCode, 2, `${name}: ${result.stderr}`);
+      assert.match(result.stderr, new RegExp(`is not an issue_comment event: ${field}: `), name);
+    }
+  });
+
   it("output to a reader that went away ends quietly, with the audit's own exit code", async () => {
     const dir = await tree({
       "nodes/localhost.yaml": "system:\n  kernel_version: 0.0.0-declared\n",

@@ -305,6 +305,38 @@ describe("drift-audit and review-command workflows", () => {
     assert.equal(sharded.double.pulls().find((p) => p.number === accept.number)!.state, "open");
   });
 
+  test("an unknown command is quoted in a code span, cut short: it mentions no one and hides nothing", async () => {
+    sharded.double.addCollaborator("fleet-reviewer", "write");
+    const accept = sharded.double
+      .pulls()
+      .find((p) => p.head.startsWith("quartermaster--accept--sysctl--net-ipv4-ip-forward--"))!;
+    const event = path.join(work, "unknown-event.json");
+    await writeFile(
+      event,
+      JSON.stringify({
+        issue: { number: accept.number, pull_request: {} },
+        comment: {
+          body: `/quartermaster x\`@octo/team\`<!--${"y".repeat(100_000)}`,
+          user: { login: "fleet-reviewer" },
+        },
+      }),
+    );
+    const result = await runCli(["review", "--event", event], {
+      env: {
+        GITHUB_TOKEN: TOKEN,
+        GITHUB_API_URL: sharded.double.apiUrl,
+        GITHUB_REPOSITORY: `${OWNER}/fleet-sharded`,
+      },
+    });
+    assert.equal(result.exitCode, 0, result.stderr);
+    const [reply] = result.stdout.trim().split("\n").slice(-1);
+    assert.ok(reply!.length < 400, `${reply!.length} characters`);
+    assert.match(reply!, /^@fleet-reviewer: unknown command ``/);
+    // Outside the code span, nothing the commenter wrote remains.
+    const outside = reply!.replace(/``.*``/, "");
+    assert.doesNotMatch(outside, /@octo|<!--/);
+  });
+
   test("/quartermaster reject on an accept PR closes it and opens its ticket at once", async () => {
     sharded.double.addCollaborator("fleet-reviewer", "write");
     const accept = sharded.double

@@ -8,14 +8,23 @@ import { describeAction, executePlan, planWithForge } from "../../propose/execut
 import { proposalInput } from "../../propose/input.js";
 import { botPulls } from "../../propose/pulls.js";
 import { visible } from "../../text/escape.js";
+import { codeSpan } from "../../text/markdown.js";
 import { ExitBit } from "../exit.js";
 import { MANIFEST_OPTIONS, parse, resolveManifestDir } from "../options.js";
 import { auditExitCode, runAudit } from "./audit.js";
 
 // The parts of GitHub's issue_comment event a review command needs.
 const CommentEvent = z.object({
-  issue: z.object({ number: z.number().int(), pull_request: z.unknown().optional() }),
-  comment: z.object({ body: z.string().nullable(), user: z.object({ login: z.string() }) }),
+  issue: z.object({
+    number: z.number().int().positive(),
+    /** Present (an object) when the issue is a pull request. */
+    pull_request: z.looseObject({}).optional(),
+  }),
+  comment: z.object({
+    body: z.string().nullable(),
+    // GitHub's login rules (and an App's `name[bot]`): a reply mentions it.
+    user: z.object({ login: z.string().regex(/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$/) }),
+  }),
 });
 
 const COMMAND = /^\/quartermaster(?=\s|$)(?:\s+(\S+))?/;
@@ -25,8 +34,10 @@ const COMMAND = /^\/quartermaster(?=\s|$)(?:\s+(\S+))?/;
  * any other comment.
  */
 export function reviewCommandOf(body: string | null): string | undefined {
-  const first = (body ?? "").trimStart().split(/\r?\n/, 1)[0]!.trim();
-  const match = COMMAND.exec(first);
+  const first = (body ?? "").replace(/^(?:[ \t]*\r?\n)+/, "").split(/\r?\n/, 1)[0]!;
+  // Indented four spaces or a tab, the line is a code block, shown, not said.
+  if (!/^ {0,3}\S/.test(first)) return undefined;
+  const match = COMMAND.exec(first.trim());
   return match ? (match[1] ?? "") : undefined;
 }
 
@@ -43,7 +54,7 @@ async function readEvent(file: string) {
   const parsed = CommentEvent.safeParse(json);
   if (!parsed.success)
     throw new UsageError(
-      `${file} is not an issue_comment event: ${parsed.error.issues[0]!.path.join(".")}: ${parsed.error.issues[0]!.message}`,
+      `${file} is not an issue_comment event: ${parsed.error.issues[0]!.path.join(".") || "the event"}: ${parsed.error.issues[0]!.message}`,
     );
   return parsed.data;
 }
@@ -87,8 +98,12 @@ export async function reviewCommand(argv: string[]): Promise<number> {
     return 0;
   }
   if (command !== "reject") {
+    // The comment's own words are quoted in a code span, cut short: no mention, markup or comment.
+    const said = command
+      ? `unknown command ${codeSpan(`/quartermaster ${command}`, 60)}`
+      : "no command";
     await reply(
-      `@${login}: unknown command \`/quartermaster ${command}\`. On an accept pull request, \`/quartermaster reject\` closes it and records a remediation ticket.`,
+      `@${login}: ${said}. On an accept pull request, \`/quartermaster reject\` closes it and records a remediation ticket.`,
     );
     return 0;
   }
