@@ -249,8 +249,11 @@ export async function loadNodeFile(
         { file },
       ),
     ]);
-  if (!info?.isFile())
-    throw new ManifestErrors([new ManifestError("node-spec file not found", { file })]);
+  if (!info) throw new ManifestErrors([new ManifestError("node-spec file not found", { file })]);
+  if (!info.isFile())
+    throw new ManifestErrors([
+      new ManifestError("is not a regular file (a FIFO, socket or device); not read", { file }),
+    ]);
   const reader = new ManifestReader(
     dir,
     options.displayPrefix ?? (path.relative(process.cwd(), dir) || "."),

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { readFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { execa } from "execa";
 import type { Report } from "../../src/report/schema.js";
@@ -251,6 +251,12 @@ describe("the CLI on bad input: exit 2 and a message naming the place", () => {
       assert.equal(result.exitCode, 2, `${name}: ${result.stderr}`);
       assert.match(result.stderr, new RegExp(`is not an issue_comment event: ${field}: `), name);
     }
+    // A setting the workflow did not give is its mistake too: exit 2, not a failed action.
+    const valid = path.join(dir, "valid.json");
+    await writeFile(valid, event({ number: 7, pull_request: {} }, "octocat"));
+    const unset = await runCli(["review", "--event", valid], { env: { GITHUB_REPOSITORY: "" } });
+    assert.equal(unset.exitCode, 2, unset.stderr);
+    assert.match(unset.stderr, /GITHUB_REPOSITORY must be set to owner\/repo/);
   });
 
   it("output to a reader that went away ends quietly, with the audit's own exit code", async () => {

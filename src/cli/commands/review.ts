@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { z } from "zod";
-import { UsageError } from "../../errors.js";
+import { ForgeError, UsageError } from "../../errors.js";
 import { GitHub, settingsFromEnv } from "../../forge/github.js";
 import { loadFleet } from "../../manifest/load.js";
 import { branchIdentity } from "../../propose/branch.js";
@@ -84,7 +84,14 @@ export async function reviewCommand(argv: string[]): Promise<number> {
     say("no /quartermaster command on a pull request: nothing to do");
     return 0;
   }
-  const github = new GitHub(settingsFromEnv());
+  let github: GitHub;
+  try {
+    github = new GitHub(settingsFromEnv());
+  } catch (error) {
+    // A setting missing is the workflow's mistake, as for propose: exit 2, not a failed action.
+    if (error instanceof ForgeError) throw new UsageError(error.message);
+    throw error;
+  }
   const number = event.issue.number;
   const login = event.comment.user.login;
   const reply = async (text: string) => {

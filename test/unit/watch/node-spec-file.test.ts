@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import path from "node:path";
 import { after, describe, it } from "node:test";
+import { execa } from "execa";
 import { ManifestErrors } from "../../../src/errors.js";
 import { loadNodeFile } from "../../../src/manifest/load.js";
 import { removeTree, writeTree } from "../../support/tree.js";
@@ -48,6 +49,12 @@ describe("one node-spec file on its own (--manifest)", () => {
     await assert.rejects(
       loadNodeFile(path.join(path.dirname(file), "missing.yaml"), "web-01"),
       /node-spec file not found/,
+    );
+    const fifo = path.join(path.dirname(file), "fifo.yaml");
+    await execa("mkfifo", [fifo]);
+    await assert.rejects(
+      loadNodeFile(fifo, "web-01"),
+      /fifo\.yaml: is not a regular file \(a FIFO, socket or device\); not read/,
     );
     await assert.rejects(
       loadNodeFile(path.dirname(file), "web-01"),
