@@ -161,12 +161,11 @@ async function locateManifests(values: ManifestValues): Promise<{ dir: string; p
     return { dir: found, pulled: false };
   }
   // Loaded only for --repo: isomorphic-git is a large module every other run would pay for.
-  const { pullRepository, refProblem, shownUrl } = await import("../forge/clone.js");
+  const { pullRepository, refProblem, repoUrlProblem, shownUrl } =
+    await import("../forge/clone.js");
   // A mistake in the URL or ref is the user's, not an unreachable forge.
-  if (!/^https?:\/\/[^/]/i.test(repo) || !URL.canParse(repo))
-    throw new UsageError(
-      `--repo takes an http(s) URL (isomorphic-git speaks HTTP only), not "${shownUrl(repo)}"`,
-    );
+  const urlProblem = repoUrlProblem(repo);
+  if (urlProblem) throw new UsageError(`--repo takes ${urlProblem}, not "${shownUrl(repo)}"`);
   const problem = values.ref === undefined ? undefined : refProblem(values.ref);
   if (problem) throw new UsageError(`--ref takes ${problem}, not "${values.ref!.slice(0, 100)}"`);
   const pulled = await pullRepository({

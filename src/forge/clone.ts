@@ -47,6 +47,13 @@ export function shownUrl(url: string): string {
   return parsed.toString();
 }
 
+/** Why `url` is no repository URL isomorphic-git can pull, if it is not. */
+export function repoUrlProblem(url: string): string | undefined {
+  return /^https?:\/\/[^/]/i.test(url) && URL.canParse(url)
+    ? undefined
+    : "an http(s) URL (isomorphic-git speaks HTTP only)";
+}
+
 /** Why `ref` is no branch, tag or commit name git would take, if it is not. */
 export function refProblem(ref: string): string | undefined {
   if (!ref || ref.length > 255) return "a branch, tag or commit of 1 to 255 characters";
@@ -61,12 +68,11 @@ export interface PulledRepo {
   revision: string;
 }
 
-/** Shallow clone (or refresh) of the manifest repository with isomorphic-git, over HTTP(S). */
+/**
+ * Shallow clone (or refresh) of the manifest repository with isomorphic-git, over HTTP(S). The
+ * caller has checked the URL and ref (repoUrlProblem, refProblem).
+ */
 export async function pullRepository(options: PullOptions): Promise<PulledRepo> {
-  if (!/^https?:\/\//.test(options.url))
-    throw new ForgeError(
-      `--repo must be an http(s) URL (isomorphic-git speaks HTTP only), not "${shownUrl(options.url)}"`,
-    );
   // One cache per repository and ref, so switching --ref never mixes two checkouts.
   const dir = path.join(
     options.cacheDir,

@@ -2,12 +2,12 @@
 // reviewer needs, since one line in a group file can change what dozens of nodes must run.
 import { createHash } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
+import { append } from "../collections.js";
 import { codeCell, textCell } from "../text/markdown.js";
 import { compactValue, compareText, plural } from "../report/formats/common.js";
 import { itemKey, keyFieldAt, MANIFEST_LISTS, pathKey } from "./lists.js";
 import type { Fleet, LoadedNode } from "./load.js";
 import { sourceOf } from "./merge.js";
-import { append } from "../collections.js";
 
 export interface KeyChange {
   /** Where the value sits in the effective spec; keyed list items by their key (files by path). */

@@ -6,7 +6,7 @@ import { ManifestError, ManifestErrors } from "../errors.js";
 import { locateIssue, toLayer, type Layer } from "./layer.js";
 import { pathKey } from "./lists.js";
 import { LayerMerger, mergeLayers } from "./merge.js";
-import { listYaml, ManifestReader } from "./read.js";
+import { listYaml, ManifestReader, notRegular } from "./read.js";
 import {
   FLEET_SETTINGS,
   FleetSpec,
@@ -250,10 +250,7 @@ export async function loadNodeFile(
       ),
     ]);
   if (!info) throw new ManifestErrors([new ManifestError("node-spec file not found", { file })]);
-  if (!info.isFile())
-    throw new ManifestErrors([
-      new ManifestError("is not a regular file (a FIFO, socket or device); not read", { file }),
-    ]);
+  if (!info.isFile()) throw new ManifestErrors([notRegular(file)]);
   const reader = new ManifestReader(
     dir,
     options.displayPrefix ?? (path.relative(process.cwd(), dir) || "."),

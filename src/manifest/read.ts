@@ -50,7 +50,8 @@ export async function listYaml(dir: string): Promise<FoundFile[]> {
     .sort((a, b) => (a.abs < b.abs ? -1 : a.abs > b.abs ? 1 : 0));
 }
 
-const notRegular = (file: string) =>
+/** The error for a FIFO, socket or device where a manifest file should be. */
+export const notRegular = (file: string) =>
   new ManifestError("is not a regular file (a FIFO, socket or device); not read", { file });
 
 const isErrno = (error: unknown, ...codes: string[]): boolean =>

@@ -1,3 +1,4 @@
+import { append } from "../collections.js";
 import type { AnyDomain, Finding, JsonValue, SpecPath } from "../domains/domain.js";
 import { declaredFor } from "../domains/domain.js";
 import { ManifestEditError } from "../errors.js";
@@ -9,7 +10,6 @@ import { sourceOf } from "../manifest/merge.js";
 import type { DriftItem } from "../report/schema.js";
 import { acceptFinding } from "./accept.js";
 import type { DriftGroup } from "./group.js";
-import { append } from "../collections.js";
 
 /**
  * Nodes whose effective value at a spec path comes from a file: who an edit of that file would
@@ -80,9 +80,7 @@ export function acceptEdits(
     return answer;
   };
   const add = (file: string, changes: DeclaredChange[]) => {
-    const list = edits.get(file);
-    if (list) list.push(...changes);
-    else edits.set(file, [...changes]);
+    for (const change of changes) append(edits, file, change);
   };
   for (const { node, items } of group.nodes) {
     const before = declaredFor(domain, node.spec);

@@ -1,10 +1,10 @@
 import { createHash } from "node:crypto";
+import { append } from "../collections.js";
 import type { AnyDomain, JsonValue } from "../domains/domain.js";
 import { domainByName } from "../domains/registry.js";
 import { driftSignature } from "../drift/drift.js";
 import type { LoadedNode } from "../manifest/load.js";
 import type { DriftItem, Report } from "../report/schema.js";
-import { append } from "../collections.js";
 
 /** One drift signature: the same drift items of one domain on one or more nodes. */
 export interface DriftGroup {

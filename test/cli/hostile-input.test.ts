@@ -211,18 +211,24 @@ describe("manifest-diff and the pinned host keys", () => {
     return { blob, fingerprint: stdout.split(" ")[1]! };
   };
 
-  it("a changed, an added and a removed key are shown first, per host, with their fingerprints", async () => {
-    const keys = await tree({});
-    const [a, b] = [await newKey(keys, "a"), await newKey(keys, "b")];
-    const repo = await tree({
-      "fleet-manifests/nodes/web-01.yaml": "{}\n",
-      "fleet-manifests/known_hosts": `web-01 ssh-ed25519 ${a.blob}\ndb-01 ssh-ed25519 ${a.blob}\n`,
-    });
+  /** A git repository holding `files`, committed: manifest-diff's base is its HEAD. */
+  const committed = async (files: Record<string, string>) => {
+    const repo = await tree(files);
     const git = (...args: string[]) =>
       execa("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", ...args], { cwd: repo });
     await git("init", "-q");
     await git("add", ".");
     await git("commit", "-qm", "base");
+    return repo;
+  };
+
+  it("a changed, an added and a removed key are shown first, per host, with their fingerprints", async () => {
+    const keys = await tree({});
+    const [a, b] = [await newKey(keys, "a"), await newKey(keys, "b")];
+    const repo = await committed({
+      "fleet-manifests/nodes/web-01.yaml": "{}\n",
+      "fleet-manifests/known_hosts": `web-01 ssh-ed25519 ${a.blob}\ndb-01 ssh-ed25519 ${a.blob}\n`,
+    });
     await writeFile(
       path.join(repo, "fleet-manifests/known_hosts"),
       `web-01 ssh-ed25519 ${b.blob}\ncache-01 ssh-ed25519 ${a.blob}\n`,
@@ -250,16 +256,11 @@ describe("manifest-diff and the pinned host keys", () => {
   });
 
   it("a repository that is the manifest tree itself: one change shared by every node, shown once", async () => {
-    const repo = await tree({
+    const repo = await committed({
       "fleet.yaml": "system:\n  sysctl_parameters:\n    vm.swappiness: 10\n",
       "nodes/web-01.yaml": "{}\n",
       "nodes/web-02.yaml": "{}\n",
     });
-    const git = (...args: string[]) =>
-      execa("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", ...args], { cwd: repo });
-    await git("init", "-q");
-    await git("add", ".");
-    await git("commit", "-qm", "base");
     await writeFile(
       path.join(repo, "fleet.yaml"),
       "system:\n  sysctl_parameters:\n    vm.swappiness: 60\n",

@@ -281,53 +281,48 @@ describe("drift-audit and review-command workflows", () => {
     assert.ok(annotations.some((a) => a.title === "cache-01 not audited"));
   });
 
-  test("/quartermaster reject from someone who may not write changes nothing", async () => {
-    const accept = sharded.double
+  /** The sharded fleet's accept PR for ip_forward. */
+  const forwardAccept = () =>
+    sharded.double
       .pulls()
       .find((p) => p.head.startsWith("quartermaster--accept--sysctl--net-ipv4-ip-forward--"))!;
-    const event = path.join(work, "visitor-event.json");
+
+  /** `review` through the real CLI, for a comment `body` by `login` on that PR. */
+  async function reviewComment(name: string, login: string, body: string) {
+    const event = path.join(work, `${name}-event.json`);
     await writeFile(
       event,
       JSON.stringify({
-        issue: { number: accept.number, pull_request: {} },
-        comment: { body: "/quartermaster reject", user: { login: "visitor" } },
+        issue: { number: forwardAccept().number, pull_request: {} },
+        comment: { body, user: { login } },
       }),
     );
-    const result = await runCli(["review", "--event", event], {
+    return runCli(["review", "--event", event], {
       env: {
         GITHUB_TOKEN: TOKEN,
         GITHUB_API_URL: sharded.double.apiUrl,
         GITHUB_REPOSITORY: `${OWNER}/fleet-sharded`,
       },
     });
+  }
+
+  test("/quartermaster reject from someone who may not write changes nothing", async () => {
+    const result = await reviewComment("visitor", "visitor", "/quartermaster reject");
     assert.equal(result.exitCode, 0, result.stderr);
     assert.match(result.stdout, /only people with write access/);
-    assert.equal(sharded.double.pulls().find((p) => p.number === accept.number)!.state, "open");
+    assert.equal(
+      sharded.double.pulls().find((p) => p.number === forwardAccept().number)!.state,
+      "open",
+    );
   });
 
   test("an unknown command is quoted in a code span, cut short: it mentions no one and hides nothing", async () => {
     sharded.double.addCollaborator("fleet-reviewer", "write");
-    const accept = sharded.double
-      .pulls()
-      .find((p) => p.head.startsWith("quartermaster--accept--sysctl--net-ipv4-ip-forward--"))!;
-    const event = path.join(work, "unknown-event.json");
-    await writeFile(
-      event,
-      JSON.stringify({
-        issue: { number: accept.number, pull_request: {} },
-        comment: {
-          body: `/quartermaster x\`@octo/team\`<!--${"y".repeat(100_000)}`,
-          user: { login: "fleet-reviewer" },
-        },
-      }),
+    const result = await reviewComment(
+      "unknown",
+      "fleet-reviewer",
+      `/quartermaster x\`@octo/team\`<!--${"y".repeat(100_000)}`,
     );
-    const result = await runCli(["review", "--event", event], {
-      env: {
-        GITHUB_TOKEN: TOKEN,
-        GITHUB_API_URL: sharded.double.apiUrl,
-        GITHUB_REPOSITORY: `${OWNER}/fleet-sharded`,
-      },
-    });
     assert.equal(result.exitCode, 0, result.stderr);
     const [reply] = result.stdout.trim().split("\n").slice(-1);
     assert.ok(reply!.length < 400, `${reply!.length} characters`);

@@ -1,10 +1,10 @@
 // JUnit XML for CI test views. One testsuite per node, one testcase per drift item: GitLab,
 // Jenkins and the GitHub test-report actions group by suite, so each host is one group and each
 // drift key a test whose name stays stable across runs (history, "new failures").
+import { append } from "../../collections.js";
 import type { DriftItem, NodeResult } from "../schema.js";
 import { compactValue, compareDrift, compareText } from "./common.js";
 import type { Renderer } from "./index.js";
-import { append } from "../../collections.js";
 
 interface TestCase {
   name: string;
