@@ -62,6 +62,8 @@ export type NodeFailureKind =
 
 export class NodeAuditError extends Error {
   override readonly name = "NodeAuditError";
+  /** Connection attempts made before giving up, when the transport retries (ssh). */
+  tries?: number;
   constructor(
     readonly node: string,
     readonly kind: NodeFailureKind,

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import pLimit from "p-limit";
+import pLimit, { type LimitFunction } from "p-limit";
 import type { DriftContext } from "../drift/drift.js";
 import type { LoadedNode } from "../manifest/load.js";
 import { MAX_SHARDS, SCHEMA_VERSION, type NodeResult, type Report } from "../report/schema.js";
@@ -25,12 +25,25 @@ export function shardOf(name: string, count: number): number {
   return (createHash("sha256").update(name).digest().readUInt32BE(0) % count) + 1;
 }
 
+/** Where a node's session starts (an sshd), and how many may start there at once. */
+export interface SessionGates {
+  /** The sshd a node's session begins at: its first jump host, else its own. */
+  keyOf(node: LoadedNode): Promise<string>;
+  /** The limit of a gate, taken from the first of its nodes to arrive. */
+  limitOf(node: LoadedNode): number;
+}
+
+// `keyOf` may start a process (ssh -G): a few at a time, ahead of the audits they gate.
+const GATE_LOOKUPS = 4;
+
 export interface FleetRun {
   nodes: readonly LoadedNode[];
   transportFor: (node: LoadedNode) => Transport;
   settings: AuditSettings;
   drift: DriftContext;
   concurrency: number;
+  /** Per-jump-host limits within `concurrency` (ssh); none: only `concurrency` applies. */
+  sessions?: SessionGates;
   manifestRevision: string | null;
   manifestDirty?: boolean;
   shard?: Shard;
@@ -47,14 +60,19 @@ export async function spoolFleet(run: FleetRun): Promise<SpooledReport> {
   const spool = await EntrySpool.create();
   try {
     const limit = pLimit(Math.max(1, run.concurrency));
+    const gateFor = sessionGates(run.sessions);
     await Promise.all(
-      run.nodes.map((node) =>
-        limit(async () => {
-          const result = await auditNode(node, run.transportFor(node), run.settings, run.drift);
-          run.onResult?.(result);
-          spool.add(result);
-        }),
-      ),
+      run.nodes.map(async (node) => {
+        const audit = () =>
+          limit(async () => {
+            const result = await auditNode(node, run.transportFor(node), run.settings, run.drift);
+            run.onResult?.(result);
+            spool.add(result);
+          });
+        // A node waiting for its jump host holds none of the fleet's slots.
+        const gate = await gateFor(node);
+        await (gate ? gate(audit) : audit());
+      }),
     );
     const head: Report = {
       schemaVersion: SCHEMA_VERSION,
@@ -71,6 +89,21 @@ export async function spoolFleet(run: FleetRun): Promise<SpooledReport> {
     await spool.close();
     throw error;
   }
+}
+
+/** Each node's gate: one limit per distinct key, made when its first node arrives. */
+function sessionGates(
+  sessions: SessionGates | undefined,
+): (node: LoadedNode) => Promise<LimitFunction | undefined> {
+  if (!sessions) return () => Promise.resolve(undefined);
+  const gates = new Map<string, LimitFunction>();
+  const lookup = pLimit(GATE_LOOKUPS);
+  return async (node) => {
+    const key = await lookup(() => sessions.keyOf(node));
+    let gate = gates.get(key);
+    if (!gate) gates.set(key, (gate = pLimit(Math.max(1, sessions.limitOf(node)))));
+    return gate;
+  };
 }
 
 /** The same audit, its report whole in memory: for a fleet small enough to show at once. */

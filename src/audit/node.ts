@@ -60,6 +60,8 @@ export interface ProbeResult {
   durationMs: number;
   /** The node's overall time budget, as the transport applied it. */
   timeoutMs: number;
+  /** Connection attempts, when the transport retries. */
+  tries?: number;
 }
 
 /**
@@ -160,6 +162,7 @@ export async function runProbe(
     probeBytes: run.stdout.length,
     durationMs: run.durationMs,
     timeoutMs: run.timeoutMs,
+    ...(run.tries !== undefined && { tries: run.tries }),
   };
 }
 
@@ -186,6 +189,7 @@ export async function auditNode(
       settings,
     );
     result.probeBytes = probe.probeBytes;
+    if (probe.tries !== undefined) result.tries = probe.tries;
     const parse = parseContext(probe.nonce);
     const maintenance = probe.sections.get("maintenance");
     const reason =
@@ -249,6 +253,7 @@ export async function auditNode(
             );
     result.status = failure.status;
     result.error = failure.message;
+    if (failure.tries !== undefined) result.tries = failure.tries;
     result.drift = [];
   } finally {
     result.durationMs = Math.round(performance.now() - started);

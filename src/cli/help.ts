@@ -43,7 +43,10 @@ const FLAGS: Record<string, FlagHelp> = {
   verbose: { text: "show diffs and remediation for every drift item" },
   "no-color": { text: "no colours, even on a terminal (NO_COLOR works too)" },
   color: { text: "colours even when the output is not a terminal (FORCE_COLOR works too)" },
-  concurrency: { value: "N", text: "nodes audited at once (default: 32)" },
+  concurrency: {
+    value: "N",
+    text: "nodes audited at once (default: 32); through one jump host, at most its ssh.max_sessions (default: 8)",
+  },
   timeout: {
     value: "SECONDS",
     text: "per-node time limit, connection and probe (default: the node's ssh.timeout, else 60)",

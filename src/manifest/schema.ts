@@ -13,6 +13,12 @@ export const NodeName = z
     "must start with a letter, digit or _ and hold no whitespace, control characters or shell/option syntax",
   );
 
+// One jump host or more, comma-separated: `[user@]host[:port]` or an ssh_config alias each, as
+// ssh's ProxyJump takes them (unquoted: nothing in it may read as an option or split it).
+const WORD = "[A-Za-z0-9_][A-Za-z0-9_.%-]*";
+const JUMP = `(?:${WORD}@)?(?:${WORD}|\\[[0-9A-Fa-f:.]+\\])(?::\\d{1,5})?`;
+export const PROXY_JUMP = new RegExp(`^${JUMP}(,${JUMP})*$`);
+
 export const SshSettings = z.strictObject({
   user: NodeName.optional(),
   port: z.number().int().min(1).max(65535).optional(),
@@ -22,8 +28,19 @@ export const SshSettings = z.strictObject({
   connect_timeout: z.number().int().positive().optional(),
   /** Seconds before the whole node audit is abandoned and its ssh process killed. */
   timeout: z.number().int().positive().optional(),
-  /** Passed as `-J`; an ssh_config ProxyJump works as well. */
-  proxy_jump: NodeName.optional(),
+  /** ssh's ProxyJump: the bastions on the way, in order; an ssh_config ProxyJump works as well. */
+  proxy_jump: z
+    .string()
+    .regex(
+      PROXY_JUMP,
+      "must be one or more jump hosts ([user@]host[:port] or an ssh_config alias) separated by commas, each starting with a letter, digit or _, with no whitespace, quotes or control characters",
+    )
+    .optional(),
+  /**
+   * Sessions started at once through this node's first jump host (or its own sshd without one):
+   * kept under the sshd's MaxStartups.
+   */
+  max_sessions: z.number().int().min(1).max(1000).optional(),
 });
 export type SshSettings = z.infer<typeof SshSettings>;
 

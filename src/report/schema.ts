@@ -52,6 +52,8 @@ export const NodeResult = z.object({
     .optional(),
   /** Bytes of probe output received from the node. */
   probeBytes: z.number().int().nonnegative().optional(),
+  /** SSH connection attempts it took (transient failures are retried), absent for `--local`. */
+  tries: z.number().int().positive().optional(),
 });
 export type NodeResult = z.infer<typeof NodeResult>;
 

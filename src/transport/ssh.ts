@@ -1,11 +1,35 @@
+import { execFile } from "node:child_process";
+import { setTimeout as sleep } from "node:timers/promises";
+import { promisify } from "node:util";
 import { NodeAuditError } from "../errors.js";
 import type { LoadedNode } from "../manifest/load.js";
+import { PROXY_JUMP } from "../manifest/schema.js";
 import { lastLines, runProbeProcess, type ProcessFailure, type Transport } from "./transport.js";
 
 /**
  * Seconds ssh may take to connect and exchange banners, unless a node sets `ssh.connect_timeout`.
  */
 export const DEFAULT_CONNECT_TIMEOUT_SECONDS = 10;
+
+/**
+ * Sessions started at once through one sshd (a node's first jump host, else its own), unless
+ * `ssh.max_sessions` says otherwise: sshd's default `MaxStartups 10:30:100` drops none below 10.
+ */
+export const DEFAULT_MAX_SESSIONS = 8;
+
+/** How often, and how patiently, a transient connection failure is tried again. */
+export interface RetryPolicy {
+  /** Connection attempts in all, the first included. */
+  tries: number;
+  /** Wait before the second attempt; it doubles for each further one, up to `maxDelayMs`. */
+  firstDelayMs: number;
+  maxDelayMs: number;
+}
+
+export const DEFAULT_RETRY: RetryPolicy = { tries: 6, firstDelayMs: 250, maxDelayMs: 4000 };
+
+// A retry is not worth starting with less than this left of the node's time budget.
+const MIN_TRY_MS = 1000;
 
 export interface SshOptions {
   /** `--ssh-config FILE`. */
@@ -19,6 +43,7 @@ export interface SshOptions {
   timeoutMs?: number;
   /** The ssh client binary (tests and wrappers may point elsewhere). */
   sshBinary?: string;
+  retry?: RetryPolicy;
 }
 
 /**
@@ -72,13 +97,58 @@ export function sshArgs(node: LoadedNode, options: SshOptions): string[] {
       "IdentitiesOnly=yes",
     );
   }
-  if (ssh.proxy_jump) args.push("-o", `ProxyJump=${sshConfigValue(ssh.proxy_jump)}`);
+  if (ssh.proxy_jump) {
+    // ssh takes ProxyJump unquoted (OpenSSH 9.2 refuses a quoted one): only a value the schema
+    // accepts (no spaces, quotes, control characters or leading `-`) is passed.
+    if (!PROXY_JUMP.test(ssh.proxy_jump))
+      throw new Error(`proxy_jump ${JSON.stringify(ssh.proxy_jump)} is not a jump host list`);
+    args.push("-o", `ProxyJump=${ssh.proxy_jump}`);
+  }
   args.push("--", node.host, remoteCommand(node));
   return args;
 }
 
+const HOST_KEY_CHANGED = /REMOTE HOST IDENTIFICATION HAS CHANGED/i;
+const HOST_KEY_UNKNOWN = /Host key verification failed|No \S+ host key is known/i;
+const AUTH_FAILED = /Permission denied \(|Too many authentication failures/i;
 const SUDO_REFUSED =
   /sudo: (a password is required|a terminal is required|.*is not in the sudoers|.*may not run sudo|sorry, user .* is not allowed)/i;
+
+// What ssh prints when a connection fails before authentication: refused, reset or closed
+// (sshd's MaxStartups drops read as a closed kex_exchange_identification), directly or at a jump
+// host. A session that ended later reads "Connection to HOST closed" or "Read from remote host".
+const TRANSIENT = [
+  /(kex|ssh)_exchange_identification:/,
+  /connect to host \S+ port \d+: Connection refused/,
+  /^Connection (closed|reset) by \S+ port \d+/m,
+  /open failed: connect failed: Connection refused/,
+];
+
+/**
+ * Whether ssh failed in a way worth trying again: exit status 255 with a connection refused,
+ * reset or closed before authentication. Authentication, host key and sudo failures, and any
+ * time-out, never are.
+ */
+export function isTransientSshFailure(failure: ProcessFailure): boolean {
+  const { stderr } = failure;
+  if (failure.timedOut || failure.exitCode !== 255) return false;
+  if ([HOST_KEY_CHANGED, HOST_KEY_UNKNOWN, AUTH_FAILED, SUDO_REFUSED].some((re) => re.test(stderr)))
+    return false;
+  return TRANSIENT.some((re) => re.test(stderr));
+}
+
+/**
+ * Wait before the next attempt, after `failedTries` failed: exponential, with jitter (between half
+ * and all of it) so nodes dropped together do not all come back together.
+ */
+export function retryDelayMs(
+  failedTries: number,
+  policy: RetryPolicy,
+  random: () => number = Math.random,
+): number {
+  const full = Math.min(policy.maxDelayMs, policy.firstDelayMs * 2 ** (failedTries - 1));
+  return Math.round(full / 2 + (random() * full) / 2);
+}
 
 /**
  * What a failed ssh run means for the node: ssh's exit status 255 and its messages, sudo's
@@ -99,19 +169,19 @@ export function classifySshFailure(
       `timed out after ${timeoutMs / 1000}s without a complete answer from ${host}: ssh was killed, node not audited`,
     );
   }
-  if (/REMOTE HOST IDENTIFICATION HAS CHANGED/i.test(stderr)) {
+  if (HOST_KEY_CHANGED.test(stderr)) {
     return error(
       "host-key",
       `host key of ${host} has CHANGED since it was recorded in known_hosts: node not audited (if the host was rebuilt, verify the new key, then update known_hosts)`,
     );
   }
-  if (/Host key verification failed|No \S+ host key is known/i.test(stderr)) {
+  if (HOST_KEY_UNKNOWN.test(stderr)) {
     return error(
       "host-key",
       `host key of ${host} is not in known_hosts: node not audited (add its verified key to known_hosts; Quartermaster never trusts on first use)`,
     );
   }
-  if (/Permission denied \(|Too many authentication failures/i.test(stderr)) {
+  if (AUTH_FAILED.test(stderr)) {
     return error(
       "auth",
       `authentication to ${host} failed, node not audited: ${lastLines(stderr, 1)}`,
@@ -136,6 +206,53 @@ export function classifySshFailure(
   );
 }
 
+/** The ssh arguments of a node, or the node's failure when its settings cannot make them. */
+function usableSshArgs(node: LoadedNode, options: SshOptions): string[] {
+  try {
+    return sshArgs(node, options);
+  } catch (error) {
+    throw new NodeAuditError(
+      node.name,
+      "probe",
+      `ssh settings of ${node.name} are unusable, node not audited: ${(error as Error).message}`,
+    );
+  }
+}
+
+/**
+ * The sshd a node's sessions start at, from `ssh -G`'s resolved settings: its first jump host as
+ * written (`user@` left out), else its own `hostname:port`.
+ */
+export function firstHop(resolved: string): string | undefined {
+  const settings = new Map<string, string>();
+  for (const line of resolved.split("\n")) {
+    const space = line.indexOf(" ");
+    if (space > 0) settings.set(line.slice(0, space).toLowerCase(), line.slice(space + 1).trim());
+  }
+  const jump = settings.get("proxyjump")?.split(",")[0];
+  if (jump) return jump.replace(/^ssh:\/\//, "").replace(/^[^@]*@/, "");
+  const host = settings.get("hostname");
+  return host && `${host}:${settings.get("port") ?? "22"}`;
+}
+
+/**
+ * The sshd a node's sessions start at, as the ssh client would resolve it (`ssh -G`, which reads
+ * the ssh_config and connects nowhere): the key of its per-jump-host session limit.
+ */
+export async function sessionGate(node: LoadedNode, options: SshOptions): Promise<string> {
+  try {
+    const { stdout } = await promisify(execFile)(
+      options.sshBinary ?? "ssh",
+      ["-G", ...sshArgs(node, options)],
+      { timeout: 10_000 },
+    );
+    return firstHop(stdout) ?? node.host;
+  } catch {
+    // Its session fails and says why; until then it counts as its own sshd.
+    return node.host;
+  }
+}
+
 /**
  * A node over the system OpenSSH client: the user's ssh_config, agent, ProxyJump and known_hosts
  * apply.
@@ -144,25 +261,38 @@ export function sshTransport(node: LoadedNode, options: SshOptions): Transport {
   return {
     describe: () => `ssh ${node.host}`,
     run: async (script, limits) => {
-      let args: string[];
-      try {
-        args = sshArgs(node, options);
-      } catch (error) {
-        throw new NodeAuditError(
-          node.name,
-          "probe",
-          `ssh settings of ${node.name} are unusable, node not audited: ${(error as Error).message}`,
-        );
+      const args = usableSshArgs(node, options);
+      const binary = options.sshBinary ?? "ssh";
+      const retry = options.retry ?? DEFAULT_RETRY;
+      const timeoutMs = options.timeoutMs ?? limits.timeoutMs;
+      const started = performance.now();
+      // Every attempt, and every wait between them, comes out of the node's one time budget.
+      for (let tries = 1; ; tries++) {
+        const left = Math.max(1, Math.round(timeoutMs - (performance.now() - started)));
+        let transient = false;
+        try {
+          const run = await runProbeProcess(
+            node.name,
+            binary,
+            args,
+            script,
+            { ...limits, timeoutMs: left },
+            (failure) => {
+              transient = isTransientSshFailure(failure);
+              return classifySshFailure(node, failure, timeoutMs);
+            },
+          );
+          return { ...run, durationMs: performance.now() - started, timeoutMs, tries };
+        } catch (error) {
+          const delay = retryDelayMs(tries, retry);
+          const spent = performance.now() - started;
+          if (!transient || tries >= retry.tries || timeoutMs - spent - delay < MIN_TRY_MS) {
+            if (error instanceof NodeAuditError) error.tries = tries;
+            throw error;
+          }
+          await sleep(delay);
+        }
       }
-      const nodeLimits = { ...limits, timeoutMs: options.timeoutMs ?? limits.timeoutMs };
-      return runProbeProcess(
-        node.name,
-        options.sshBinary ?? "ssh",
-        args,
-        script,
-        nodeLimits,
-        (failure) => classifySshFailure(node, failure, nodeLimits.timeoutMs),
-      );
     },
   };
 }

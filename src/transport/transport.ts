@@ -12,6 +12,8 @@ export interface ProbeRun {
    * The node's overall time budget this run had: parsing its output counts against what is left.
    */
   timeoutMs: number;
+  /** Connection attempts it took, when the transport retries transient failures (ssh). */
+  tries?: number;
 }
 
 export interface RunLimits {

@@ -12,6 +12,8 @@ import { MAX_SHARDS, ReportTally, type NodeResult, type Report } from "../../rep
 import { localTransport } from "../../transport/local.js";
 import {
   DEFAULT_CONNECT_TIMEOUT_SECONDS,
+  DEFAULT_MAX_SESSIONS,
+  sessionGate,
   sshTransport,
   type SshOptions,
 } from "../../transport/ssh.js";
@@ -136,6 +138,14 @@ async function fleetRun(
     settings,
     drift: { ...fleetDriftRules(fleet), now: new Date() },
     concurrency: parsePositiveInt("concurrency", values.concurrency, DEFAULT_CONCURRENCY),
+    // Sessions through one jump host (or one sshd) stay under its MaxStartups.
+    ...(!values.local &&
+      !reach.transportFor && {
+        sessions: {
+          keyOf: (node: LoadedNode) => sessionGate(node, ssh),
+          limitOf: (node: LoadedNode) => node.ssh.max_sessions ?? DEFAULT_MAX_SESSIONS,
+        },
+      }),
     manifestRevision: await manifestRevision(fleet.dir),
     manifestDirty: await manifestDirty(fleet.dir),
     shard,

@@ -103,6 +103,14 @@ function compose(
   const allDiffs = rows.filter((r) => r.diff).length;
 
   const out = ["## Quartermaster drift audit", "", auditLine(report), "", ...summaryTable(report)];
+  const retried = report.nodes.filter((n) => (n.tries ?? 1) > 1);
+  if (retried.length > 0) {
+    const most = Math.max(...retried.map((n) => n.tries!));
+    out.push(
+      "",
+      `${plural(retried.length, "node")} needed more than one SSH connection try (at most ${most}); each node's \`tries\` is in the JSON report.`,
+    );
+  }
   const leftOutRows = problems.length - keptProblems.length + rows.length - keptRows.length;
   const leftOutDiffs = allDiffs - withDiff.size;
   if (leftOutRows > 0 || leftOutDiffs > 0) {
@@ -124,7 +132,7 @@ function compose(
     out.push("| node | status | error |", "|---|---|---|");
     for (const n of keptProblems)
       out.push(
-        `| ${textCell(n.name)} | ${n.status} | ${n.error ? codeCell(truncate(n.error, ERROR_CHARS)) : ""} |`,
+        `| ${textCell(n.name)} | ${n.status}${(n.tries ?? 1) > 1 ? ` after ${n.tries} tries` : ""} | ${n.error ? codeCell(truncate(n.error, ERROR_CHARS)) : ""} |`,
       );
   }
   const sections: [string, (r: Row) => boolean][] = [

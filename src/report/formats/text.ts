@@ -37,6 +37,16 @@ export const renderText: Renderer = (report, options) => {
   if (!options.verbose) {
     const clean = nodes.filter((n) => n.status === "clean");
     if (clean.length > 0) tail.push(paint(["green"], cleanLine(clean)));
+    const retried = clean.filter((n) => (n.tries ?? 1) > 1).length;
+    if (retried > 0) {
+      const those = retried === 1 ? "it" : "them";
+      tail.push(
+        paint(
+          ["dim"],
+          `${plural(retried, "clean node")} answered only after SSH connection retries (--verbose lists ${those})`,
+        ),
+      );
+    }
     const partial = clean.filter((n) => n.unknown?.length).length;
     if (partial > 0) {
       const those = partial === 1 ? "it" : "them";
@@ -60,6 +70,7 @@ function renderNode(node: NodeResult, options: RenderOptions, paint: Paint): str
   const facts = [paint(STATUS_STYLE[node.status], node.status) + checked];
   if (node.drift.length > 0) facts.push(plural(node.drift.length, "item"));
   if (node.unknown?.length) facts.push(`${node.unknown.length} unknown`);
+  if (node.tries !== undefined && node.tries > 1) facts.push(`${node.tries} SSH tries`);
   facts.push(formatDuration(node.durationMs));
   const lines = [`${paint(["bold"], name)}: ${facts.join(", ")}`];
   if (node.error !== undefined) {

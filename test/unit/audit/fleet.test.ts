@@ -90,3 +90,52 @@ it("nodes finishing in any order are reported in name order, each seen as it fin
   });
   assert.deepEqual(await spoolDirs(), before);
 });
+
+it("sessions through one jump host stay within its limit while other nodes use the free slots", async () => {
+  const spec = stringify({ system: { kernel_version: "6.1.0-28-amd64" } });
+  const names = [
+    ...["a1", "a2", "a3", "a4", "a5", "a6"].map((n) => `behind-${n}`),
+    ...["d1", "d2", "d3", "d4"].map((n) => `direct-${n}`),
+  ];
+  const dir = await writeTree(Object.fromEntries(names.map((n) => [`nodes/${n}.yaml`, spec])));
+  dirs.push(dir);
+  const fleet = await loadFleet(dir);
+  const gateOf = (name: string) => (name.startsWith("behind-") ? "bastion:22" : `${name}:22`);
+  const running = new Map<string, number>();
+  const most = new Map<string, number>();
+  let mostOverall = 0;
+  const transportFor = (node: { name: string }): Transport => {
+    const inner = scriptedTransport(kernel("6.1.0-28-amd64"));
+    const gate = gateOf(node.name);
+    return {
+      describe: inner.describe,
+      async run(script, limits) {
+        running.set(gate, (running.get(gate) ?? 0) + 1);
+        most.set(gate, Math.max(most.get(gate) ?? 0, running.get(gate)!));
+        mostOverall = Math.max(
+          mostOverall,
+          [...running.values()].reduce((a, b) => a + b, 0),
+        );
+        await sleep(20);
+        running.set(gate, running.get(gate)! - 1);
+        return inner.run(script, limits);
+      },
+    };
+  };
+  const report = await auditFleet({
+    nodes: fleet.nodes,
+    transportFor,
+    settings: defaultAuditSettings(),
+    drift: { policy: {}, waivers: [], tickets: [], now: new Date() },
+    concurrency: 6,
+    sessions: {
+      keyOf: (node) => Promise.resolve(gateOf(node.name)),
+      limitOf: () => 2,
+    },
+    manifestRevision: null,
+  });
+  assert.equal(report.summary.clean, names.length);
+  assert.equal(most.get("bastion:22"), 2);
+  // The bastion's waiting nodes held no slot: the direct nodes ran beside its two sessions.
+  assert.equal(mostOverall, 6);
+});

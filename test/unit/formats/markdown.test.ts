@@ -262,3 +262,17 @@ test("a key of a megabyte is cut short in its row and its diff, and hides no oth
   for (const heading of ["Medium drift", "Low drift"])
     assert.equal(section(md, heading).length, section(full, heading).length, heading);
 });
+
+test("nodes that needed more than one SSH try are counted, and a failed one says after how many", () => {
+  const report = loadFleetReport();
+  const byName = (name: string) => report.nodes.find((n) => n.name === name)!;
+  byName("db-02").tries = 6;
+  byName("web-02").tries = 3;
+  byName("web-03").tries = 1;
+  const out = renderMarkdown(report, options);
+  assert.match(out, /^2 nodes needed more than one SSH connection try \(at most 6\);/m);
+  const row = out.split("\n").find((l) => l.startsWith("| db-02 |"))!;
+  assert.equal(cells(row)[1], "unreachable after 6 tries");
+  report.nodes.forEach((n) => delete n.tries);
+  assert.doesNotMatch(renderMarkdown(report, options), /SSH connection try/);
+});

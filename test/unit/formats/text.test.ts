@@ -268,3 +268,20 @@ test("--verbose shows each drift item's remediation, escaped; the default view d
   assert.ok(!verbose.includes("\x1b"));
   assert.ok(!renderText(reportOf([node]), plain).includes("remediation:"));
 });
+
+test("a node that took more than one SSH try says how many; clean ones are counted until --verbose", () => {
+  const report = loadFleetReport();
+  const byName = (name: string) => report.nodes.find((n) => n.name === name)!;
+  byName("db-02").tries = 6;
+  byName("web-02").tries = 3;
+  byName("web-03").tries = 1;
+  const out = renderText(report, plain);
+  assert.match(out, /^db-02 \(db-02\.example\.net\): unreachable, 6 SSH tries, 10\.0s$/m);
+  assert.match(
+    out,
+    /^1 clean node answered only after SSH connection retries \(--verbose lists it\)$/m,
+  );
+  const verbose = renderText(report, { ...plain, verbose: true });
+  assert.match(block(verbose, "web-02"), /: clean, .*3 SSH tries, /);
+  assert.doesNotMatch(block(verbose, "web-03"), /tries/);
+});

@@ -169,6 +169,29 @@ describe("bad manifests are rejected with file:line:col", () => {
     assert.match(errors[1]!, /^fleet-manifests\/nodes\/b\.yaml:1:7: host: /);
   });
 
+  it("a proxy_jump ssh could read as an option, or with spaces, quotes or an empty jump", async () => {
+    const files: Record<string, string> = {
+      "fleet.yaml": "ssh:\n  proxy_jump: audit@bastion-1:22,inner\n  max_sessions: 4\n",
+      "nodes/ok.yaml": "{}\n",
+    };
+    const bad = ["-oProxyCommand=sh", "audit@-x", "bastion inner", "'\"bastion\"'", "a,,b", "a,"];
+    bad.forEach((jump, i) => (files[`nodes/n${i}.yaml`] = `ssh:\n  proxy_jump: ${jump}\n`));
+    const errors = await loadErrors(files);
+    assert.equal(errors.length, bad.length, errors.join("\n"));
+    for (const [i, error] of errors.entries())
+      assert.match(
+        error,
+        new RegExp(
+          `^fleet-manifests/nodes/n${i}\\.yaml:2:15: ssh\\.proxy_jump: must be one or more jump hosts \\(\\[user@\\]host\\[:port\\] or an ssh_config alias\\)`,
+        ),
+      );
+  });
+
+  it("a max_sessions that is not a positive whole number", async () => {
+    const errors = await loadErrors({ "nodes/a.yaml": "ssh: { max_sessions: 0 }\n" });
+    assert.match(errors[0]!, /^fleet-manifests\/nodes\/a\.yaml:1:\d+: ssh\.max_sessions: /);
+  });
+
   it("a duplicate node", async () => {
     const errors = await loadErrors({
       "nodes/web-01.yaml": "{}\n",

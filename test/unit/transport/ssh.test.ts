@@ -8,6 +8,10 @@ import type { LoadedNode } from "../../../src/manifest/load.js";
 import type { SshSettings } from "../../../src/manifest/schema.js";
 import {
   classifySshFailure,
+  DEFAULT_RETRY,
+  firstHop,
+  isTransientSshFailure,
+  retryDelayMs,
   sshArgs,
   sshConfigValue,
   sshTransport,
@@ -22,7 +26,11 @@ const node = (ssh: SshSettings = {}, host = "web-01.example.net"): LoadedNode =>
   spec: {},
   ssh,
 });
-const OPTIONS = { connectTimeoutSeconds: 10 };
+// Retries in these tests wait a few milliseconds, not seconds.
+const OPTIONS = {
+  connectTimeoutSeconds: 10,
+  retry: { tries: 4, firstDelayMs: 1, maxDelayMs: 4 },
+};
 const option = (args: string[], key: string) =>
   args.filter((a, i) => args[i - 1] === "-o" && a.startsWith(`${key}=`));
 
@@ -65,7 +73,8 @@ describe("ssh arguments", () => {
     assert.deepEqual(option(args, "User"), ['User="audit"']);
     assert.deepEqual(option(args, "Port"), ["Port=2222"]);
     assert.deepEqual(option(args, "IdentityFile"), ['IdentityFile="~/keys/audit key"']);
-    assert.deepEqual(option(args, "ProxyJump"), ['ProxyJump="bastion"']);
+    // Unquoted: ssh reads a quoted ProxyJump as a host named with the quotes.
+    assert.deepEqual(option(args, "ProxyJump"), ["ProxyJump=bastion"]);
     assert.deepEqual(option(args, "ConnectTimeout"), ["ConnectTimeout=3"]);
     assert.deepEqual(option(args, "UserKnownHostsFile"), [
       'UserKnownHostsFile="/srv/fleet 100%%/known_hosts"',
@@ -73,6 +82,25 @@ describe("ssh arguments", () => {
     for (const [i, a] of beforeDestination.entries())
       if (a.startsWith("-"))
         assert.ok(["-F", "-T", "-o"].includes(a), `unexpected option ${a} at ${i}`);
+  });
+
+  it("passes one jump host or several, as ssh's ProxyJump takes them", () => {
+    for (const jump of ["bastion", "audit@10.0.0.1:2222", "a@bastion-1:22,b@[fd00::1]:2200,inner"])
+      assert.deepEqual(option(sshArgs(node({ proxy_jump: jump }), OPTIONS), "ProxyJump"), [
+        `ProxyJump=${jump}`,
+      ]);
+  });
+
+  it("a proxy_jump that is no jump host list fails the node, never reaches ssh", async () => {
+    for (const jump of ["-oProxyCommand=sh", "a@-x", "a b", "a,,b", '"a"']) {
+      const transport = sshTransport(node({ proxy_jump: jump }), OPTIONS);
+      await assert.rejects(
+        transport.run("true", { timeoutMs: 1000, maxOutputBytes: 1000 }),
+        (e: NodeAuditError) =>
+          e.kind === "probe" && /unusable.*not a jump host list/.test(e.message),
+        jump,
+      );
+    }
   });
 
   it("escapes quotes and refuses control characters in a value", () => {
@@ -143,6 +171,83 @@ describe("ssh failures", () => {
     const e = classify("sh: 1: cannot open /x\nsh: 2: oops", 2);
     assert.equal(e.kind, "probe");
     assert.match(e.message, /exit 2.*oops/);
+  });
+});
+
+describe("transient ssh failures", () => {
+  const failure = (stderr: string, exitCode = 255, timedOut = false) => ({
+    stderr,
+    exitCode,
+    timedOut,
+  });
+
+  it("a connection refused, reset or closed before authentication is transient", () => {
+    for (const stderr of [
+      "ssh: connect to host 10.0.0.9 port 22: Connection refused",
+      "kex_exchange_identification: Connection closed by remote host\r\nConnection closed by 10.0.0.9 port 22",
+      "kex_exchange_identification: read: Connection reset by peer\r\nConnection reset by 10.0.0.9 port 22",
+      // sshd's MaxStartups at a jump host: the jump's ssh -W says so, then the outer ssh.
+      "kex_exchange_identification: Connection closed by remote host\r\nConnection closed by UNKNOWN port 65535",
+      "channel 0: open failed: connect failed: Connection refused\r\nstdio forwarding failed",
+      "ssh_exchange_identification: Connection closed by remote host",
+    ])
+      assert.equal(isTransientSshFailure(failure(stderr)), true, stderr);
+  });
+
+  it("authentication, host keys, sudo, time-outs, a dropped session and other exits never are", () => {
+    for (const [stderr, exitCode, timedOut] of [
+      ["audit@web-01: Permission denied (publickey).", 255, false],
+      // Refused at the jump host: its Permission denied wins over the closed connection after it.
+      [
+        "audit@bastion: Permission denied (publickey).\r\nConnection closed by UNKNOWN port 65535",
+        255,
+        false,
+      ],
+      ["Received disconnect from 10.0.0.9 port 22:2: Too many authentication failures", 255, false],
+      [
+        "@@@ WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED! @@@\nHost key verification failed.",
+        255,
+        false,
+      ],
+      [
+        "No ED25519 host key is known for 10.0.0.9 and you have requested strict checking.",
+        255,
+        false,
+      ],
+      ["sudo: a password is required", 1, false],
+      ["", 255, true],
+      ["kex_exchange_identification: Connection closed by remote host", 255, true],
+      ["Connection to 10.0.0.9 closed by remote host.", 255, false],
+      ["client_loop: send disconnect: Broken pipe", 255, false],
+      ["ssh: connect to host 10.0.0.9 port 22: No route to host", 255, false],
+      ["ssh: connect to host 10.0.0.9 port 22: Connection timed out", 255, false],
+      ["Connection refused", 1, false],
+    ] as const)
+      assert.equal(isTransientSshFailure(failure(stderr, exitCode, timedOut)), false, stderr);
+  });
+
+  it("waits twice as long after each failure, with jitter, up to the cap", () => {
+    const policy = { tries: 8, firstDelayMs: 200, maxDelayMs: 1000 };
+    assert.deepEqual(
+      [1, 2, 3, 4].map((n) => [retryDelayMs(n, policy, () => 0), retryDelayMs(n, policy, () => 1)]),
+      [
+        [100, 200],
+        [200, 400],
+        [400, 800],
+        [500, 1000],
+      ],
+    );
+    assert.ok(DEFAULT_RETRY.tries > 1);
+  });
+
+  it("the first hop of a resolved ssh configuration: the first jump host, else the node's sshd", () => {
+    assert.equal(firstHop("user audit\nhostname 10.0.0.9\nport 2222\n"), "10.0.0.9:2222");
+    assert.equal(
+      firstHop("hostname 10.0.0.9\nport 22\nproxyjump audit@bastion:22,inner\n"),
+      "bastion:22",
+    );
+    assert.equal(firstHop("proxyjump ssh://audit@bastion\n"), "bastion");
+    assert.equal(firstHop(""), undefined);
   });
 });
 
@@ -227,6 +332,58 @@ describe("ssh process limits", () => {
     await assert.rejects(
       transport.run("true", { timeoutMs: 10_000, maxOutputBytes: 5000 }),
       (e: NodeAuditError) => e.kind === "probe" && /not audited/.test(e.message),
+    );
+  });
+
+  // A stand-in ssh that fails its first `failures` runs with `stderr` and exit 255, then works.
+  const flakySsh = (failures: number, stderr: string) => {
+    const count = join(dir, `count-${Math.random().toString(36).slice(2)}`);
+    writeFileSync(count, "");
+    const file = fakeSsh(
+      `echo x >> ${count}\nif [ "$(wc -l < ${count})" -le ${failures} ]; then printf '%s\\n' '${stderr}' >&2; exit 255; fi\nexec sh -s`,
+    );
+    return { file, runs: () => readFileSync(count, "utf8").split("\n").length - 1 };
+  };
+
+  it("tries a transient failure again, and says how many tries it took", async () => {
+    const ssh = flakySsh(2, "kex_exchange_identification: Connection closed by remote host");
+    const transport = sshTransport(node(), { ...OPTIONS, sshBinary: ssh.file });
+    const run = await transport.run("echo ok", { timeoutMs: 10_000, maxOutputBytes: 5000 });
+    assert.equal(run.stdout, "ok\n");
+    assert.equal(run.tries, 3);
+    assert.equal(ssh.runs(), 3);
+  });
+
+  it("gives up after the policy's tries, saying how many were made", async () => {
+    const ssh = flakySsh(100, "ssh: connect to host web-01 port 22: Connection refused");
+    const transport = sshTransport(node(), { ...OPTIONS, sshBinary: ssh.file });
+    await assert.rejects(
+      transport.run("true", { timeoutMs: 10_000, maxOutputBytes: 5000 }),
+      (e: NodeAuditError) => e.kind === "unreachable" && e.tries === 4,
+    );
+    assert.equal(ssh.runs(), 4);
+  });
+
+  it("never tries an authentication failure again", async () => {
+    const ssh = flakySsh(100, "audit@web-01: Permission denied (publickey).");
+    const transport = sshTransport(node(), { ...OPTIONS, sshBinary: ssh.file });
+    await assert.rejects(
+      transport.run("true", { timeoutMs: 10_000, maxOutputBytes: 5000 }),
+      (e: NodeAuditError) => e.kind === "auth" && e.tries === 1,
+    );
+    assert.equal(ssh.runs(), 1);
+  });
+
+  it("does not start a retry the node's time budget has no room for", async () => {
+    const ssh = flakySsh(100, "ssh: connect to host web-01 port 22: Connection refused");
+    const transport = sshTransport(node(), {
+      ...OPTIONS,
+      sshBinary: ssh.file,
+      retry: { tries: 10, firstDelayMs: 60_000, maxDelayMs: 60_000 },
+    });
+    await assert.rejects(
+      transport.run("true", { timeoutMs: 10_000, maxOutputBytes: 5000 }),
+      (e: NodeAuditError) => e.kind === "unreachable" && e.tries === 1,
     );
   });
 
