@@ -43,8 +43,23 @@ export interface HostDefinition {
   systemd?: boolean;
   /** /run/quartermaster/maintenance exists on this host only. */
   maintenance?: boolean;
-  /** stopped: no sshd (connection refused); hang: accepts TCP on port 22 and never sends a byte. */
-  state?: "up" | "stopped" | "hang";
+  /**
+   * stopped: no sshd (connection refused); hang: accepts TCP on port 22 and never sends a byte;
+   * drop-first: closes the first connection before any banner (as an sshd's MaxStartups drop
+   * reads), then starts sshd.
+   */
+  state?: "up" | "stopped" | "hang" | "drop-first";
+  /**
+   * A host only the named host of this fleet (its jump host) can reach: its network namespace's
+   * only link is a veth pair into the jump host's namespace, on a private subnet the machine has
+   * no route to. The fleet's ssh_config reaches it with `ProxyJump <jump host>`.
+   */
+  behind?: string;
+  /**
+   * sshd_config lines of this host, ahead of the defaults (sshd keeps a keyword's first value),
+   * e.g. `MaxStartups 4:50:8`.
+   */
+  sshdOptions?: string[];
   /**
    * A compromised host: a shell filter (`sed ...`, `awk ...`) that rewrites the stdout of every ssh
    * session's command on this host, installed as sshd's ForceCommand. It runs as the audit user.
@@ -65,6 +80,8 @@ export interface TestHost {
   address: string;
   port: number;
   netns: string;
+  /** The jump host, for a host only it can reach. */
+  behind?: string;
 }
 
 export interface TestFleet {
@@ -111,6 +128,11 @@ const DPKG_STATUS = "/var/lib/dpkg/status";
 const SSHD = "/usr/sbin/sshd";
 // All fleets share one private /16; each fleet claims one /24 of it.
 const SUBNET_BASE = "10.213";
+// Hosts behind a jump host: the same /24 number in this /16, on a bridge inside each jump host's
+// namespace only (the jump host is .1), so the machine itself has no route to them.
+const PRIVATE_BASE = "10.214";
+// The bridge inside a jump host's namespace.
+const JUMP_BRIDGE = "qm-private";
 // Claims live beside the network namespaces so they vanish with them on reboot.
 const SUBNET_CLAIMS = "/run/quartermaster-test-hosts/subnets";
 // Linux interface names are at most 15 bytes.
@@ -531,6 +553,28 @@ async function waitForSshBanner(address: string, port: number, deadline: number)
   }
 }
 
+/**
+ * Poll until a process in the host's network namespace listens on the port: for a host behind a
+ * jump host, whose address the machine cannot reach to read a banner.
+ */
+async function waitListening(pid: number, port: number, deadline: number): Promise<void> {
+  const local = `:${port.toString(16).toUpperCase().padStart(4, "0")} `;
+  for (;;) {
+    const table = await fsp.readFile(`/proc/${pid}/net/tcp`, "utf8").catch(() => "");
+    // Columns: sl local_address rem_address st; 0A is LISTEN.
+    if (table.split("\n").some((l) => l.split(/\s+/)[4] === "0A" && l.includes(local))) return;
+    if (Date.now() > deadline) throw new Error(`sshd on port ${port} did not listen in time`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Until the host's sshd answers: its banner, or for a host behind a jump host, its listening socket. */
+function waitForSshd(rt: HostRuntime, deadline: number): Promise<void> {
+  return rt.def.behind === undefined
+    ? waitForSshBanner(rt.host.address, rt.host.port, deadline)
+    : waitListening(rt.anchor!.pid!, rt.host.port, deadline);
+}
+
 async function stopChild(child: ChildProcess | undefined): Promise<void> {
   if (!child || child.exitCode !== null || child.signalCode !== null) return;
   const exited = once(child, "exit");
@@ -621,21 +665,44 @@ const sshdArgs = (rt: HostRuntime) => ["-D", "-e", "-f", rt.sshdConfig, "-h", rt
 const sshdCommand = (rt: HostRuntime) =>
   [SSHD, ...sshdArgs(rt), "-E", rt.sshdLog].map(shq).join(" ");
 
-function startSshd(rt: HostRuntime): void {
+/** Closes the first connection to ADDRESS:PORT unanswered, then exits (sshd takes its place). */
+const DROP_FIRST_SCRIPT = `
+const [address, port] = process.argv.slice(1);
+const server = require("net").createServer((socket) => {
+  socket.destroy();
+  server.close();
+});
+server.listen(Number(port), address, () => process.stdout.write("ready\\n"));
+`;
+
+/**
+ * sshd in the host's namespaces; with `dropFirst`, only once a stand-in has closed the first
+ * connection.
+ */
+function startSshd(rt: HostRuntime, dropFirst = false): ChildProcess {
   const anchorPid = rt.anchor?.pid;
   if (anchorPid === undefined) throw new Error(`${rt.def.name}: host namespaces are gone`);
+  const sshd = [SSHD, ...sshdArgs(rt)];
+  const command = dropFirst
+    ? [
+        "sh",
+        "-c",
+        `${shq(process.execPath)} -e ${shq(DROP_FIRST_SCRIPT)} ${shq(rt.host.address)} ${rt.host.port} && exec ${sshd.map(shq).join(" ")} >/dev/null`,
+      ]
+    : sshd;
   const log = fs.openSync(rt.sshdLog, "a");
   // pdeathsig: if the test runner dies without stop(), its sshds die with it.
   rt.sshd = spawn(
     "setpriv",
-    ["--pdeathsig", "KILL", "nsenter", "-t", String(anchorPid), "-m", "-n", SSHD, ...sshdArgs(rt)],
-    { stdio: ["ignore", "ignore", log] },
+    ["--pdeathsig", "KILL", "nsenter", "-t", String(anchorPid), "-m", "-n", ...command],
+    { stdio: ["ignore", dropFirst ? "pipe" : "ignore", log] },
   );
   fs.closeSync(log);
   // A failed spawn shows up as a missing banner, with sshd.log in the error.
   rt.sshd.on("error", () => undefined);
   // A forgotten stop() must not hang the runner; the exit hook and pdeathsig clean up instead.
   rt.sshd.unref();
+  return rt.sshd;
 }
 
 export async function startFleet(
@@ -657,7 +724,21 @@ export async function startFleet(
       throw new Error(`host ${d.name}: not a usable ssh alias`);
     if (seen.has(d.name)) throw new Error(`host ${d.name}: defined twice`);
     seen.add(d.name);
+    for (const line of d.sshdOptions ?? [])
+      if (/[\n\r]/.test(line)) throw new Error(`host ${d.name}: sshd option must be one line`);
   }
+  for (const d of defs) {
+    if (d.behind === undefined) continue;
+    const jump = defs.find((j) => j.name === d.behind);
+    if (!jump || jump.behind !== undefined)
+      throw new Error(
+        `host ${d.name}: behind "${d.behind}", which is no host on the fleet's bridge`,
+      );
+    if (d.systemd)
+      throw new Error(`host ${d.name}: a host behind a jump host cannot be a systemd host`);
+  }
+  if (defs.some((d) => d.systemd && d.state === "drop-first"))
+    throw new Error("a systemd host runs its own sshd: drop-first does not apply");
 
   await cleanupStale(prefix);
 
@@ -682,9 +763,10 @@ export async function startFleet(
       def,
       host: {
         name: def.name,
-        address: `${SUBNET_BASE}.${octet}.${i + 2}`,
+        address: `${def.behind === undefined ? SUBNET_BASE : PRIVATE_BASE}.${octet}.${i + 2}`,
         port: 22,
         netns: names[i]!,
+        ...(def.behind !== undefined && { behind: def.behind }),
       },
       dir: hostDir,
       hostKey: path.join(hostDir, "ssh_host_ed25519_key"),
@@ -772,16 +854,25 @@ export async function startFleet(
 
     current = "bridge and links";
     bridgeMade = true;
+    const netnsOf = (name: string) => runtimes.find((rt) => rt.def.name === name)!.host.netns;
+    // A host behind a jump host is linked into the jump host's namespace, not to the bridge.
     await ipBatch([
       `link add ${bridge} type bridge`,
       `addr add ${gateway}/24 dev ${bridge}`,
       `link set ${bridge} up`,
-      ...runtimes.flatMap((rt) => [
-        `netns add ${rt.host.netns}`,
-        `link add ${rt.host.netns} type veth peer name eth0 netns ${rt.host.netns}`,
-        `link set ${rt.host.netns} master ${bridge} up`,
-      ]),
+      ...runtimes.map((rt) => `netns add ${rt.host.netns}`),
+      ...runtimes.flatMap(({ host, def }) =>
+        def.behind === undefined
+          ? [
+              `link add ${host.netns} type veth peer name eth0 netns ${host.netns}`,
+              `link set ${host.netns} master ${bridge} up`,
+            ]
+          : [
+              `link add ${host.netns} netns ${netnsOf(def.behind)} type veth peer name eth0 netns ${host.netns}`,
+            ],
+      ),
     ]);
+    const privateGateway = `${PRIVATE_BASE}.${octet}.1`;
 
     const needsDpkg = defs.some((d) => d.dpkgStatus);
     const realDpkg = needsDpkg ? await fsp.readFile(DPKG_STATUS, "utf8") : "";
@@ -810,6 +901,7 @@ export async function startFleet(
             await fsp.writeFile(
               rt.sshdConfig,
               [
+                ...(def.sshdOptions ?? []),
                 `ListenAddress ${host.address}:${host.port}`,
                 `PidFile ${path.join(rt.dir, "sshd.pid")}`,
                 `AuthorizedKeysFile ${authorizedKeys}`,
@@ -842,17 +934,28 @@ export async function startFleet(
               await fsp.appendFile(rt.sshdConfig, `ForceCommand ${wrapper}\n`);
             }
 
+            const behindIt = runtimes.filter((other) => other.def.behind === def.name);
             const ipLines = [
               "link set lo up",
               `addr add ${host.address}/24 dev eth0`,
               "link set eth0 up",
+              // A jump host: a bridge to the hosts behind it (nothing forwards beyond it).
+              ...(behindIt.length
+                ? [
+                    `link add ${JUMP_BRIDGE} type bridge`,
+                    `addr add ${privateGateway}/24 dev ${JUMP_BRIDGE}`,
+                    `link set ${JUMP_BRIDGE} up`,
+                    ...behindIt.map((p) => `link set ${p.host.netns} master ${JUMP_BRIDGE} up`),
+                  ]
+                : []),
             ];
             for (const r of def.routes ?? []) {
               // Each route is one line of `ip -batch`: a newline would smuggle in another command.
               if (/[\n\r]/.test(r)) throw new Error(`route must be one line: ${JSON.stringify(r)}`);
             }
             const routeLines = (def.routes ?? []).map(
-              (r) => `route add ${r.replaceAll("{gateway}", gateway)}`,
+              (r) =>
+                `route add ${r.replaceAll("{gateway}", def.behind === undefined ? gateway : privateGateway)}`,
             );
             const script = [
               "set -eu",
@@ -945,6 +1048,8 @@ export async function startFleet(
 
             // A systemd host's sshd is its qm-sshd.service.
             if (state === "up" && !def.systemd) startSshd(rt);
+            if (state === "drop-first")
+              await waitReady(startSshd(rt, true), "drop-first stand-in", readyTimeoutMs);
           } catch (err) {
             throw new Error(`test host ${def.name}: ${(err as Error).message}`, { cause: err });
           }
@@ -958,7 +1063,7 @@ export async function startFleet(
         .filter((rt) => (rt.def.state ?? "up") === "up")
         .map(async (rt) => {
           try {
-            await waitForSshBanner(rt.host.address, rt.host.port, deadline);
+            await waitForSshd(rt, deadline);
           } catch (err) {
             const log = await fsp.readFile(rt.sshdLog, "utf8").catch(() => "");
             throw new Error(`test host ${rt.def.name}: ${(err as Error).message} ${log.trim()}`, {
@@ -976,13 +1081,17 @@ export async function startFleet(
         .join(""),
     );
     const sshConfig = path.join(dir, "ssh_config");
+    // A jump host answers to its address too: a `user@address:port` jump finds its key here (the
+    // jump's own ssh reads this file, never the first ssh's -o options).
+    const isJump = (rt: HostRuntime) => runtimes.some((other) => other.def.behind === rt.def.name);
     await fsp.writeFile(
       sshConfig,
       runtimes
         .map((rt) =>
           [
-            `Host ${rt.def.name}`,
+            `Host ${rt.def.name}${isJump(rt) ? ` ${rt.host.address}` : ""}`,
             `  HostName ${rt.host.address}`,
+            ...(rt.def.behind === undefined ? [] : [`  ProxyJump ${rt.def.behind}`]),
             `  Port ${rt.host.port}`,
             `  User ${user}`,
             `  IdentityFile "${identityFile}"`,
@@ -1044,7 +1153,7 @@ export async function startFleet(
           await waitForSshBanner(rt.host.address, rt.host.port, Date.now() + readyTimeoutMs);
         } else if (hadSshd) {
           startSshd(rt);
-          await waitForSshBanner(rt.host.address, rt.host.port, Date.now() + readyTimeoutMs);
+          await waitForSshd(rt, Date.now() + readyTimeoutMs);
         }
       },
       enter,

@@ -1,0 +1,198 @@
+// Nodes only a jump host can reach, audited through the real CLI over real sshd: a ProxyJump in
+// the manifest or in an ssh_config, a fleet behind one sshd that drops connections past
+// `MaxStartups 4:50:8`, and an authentication failure among them. Needs root.
+import assert from "node:assert/strict";
+import { copyFile, readFile } from "node:fs/promises";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { execa } from "execa";
+import { parse, stringify } from "yaml";
+import type { NodeResult, Report } from "../../src/report/schema.js";
+import { runCli } from "../support/cli.js";
+import { startFleet, type TestFleet } from "../support/hosts.js";
+import { scratchTrees } from "../support/tree.js";
+
+const APP_CONF = "/etc/qm-e2e/app.conf";
+const DECLARED = "role = app\n";
+// Behind the jump host with the private node: 39 nodes and one whose first connection is dropped.
+const CROWD = Array.from({ length: 39 }, (_, i) => `n-${String(i + 1).padStart(2, "0")}`);
+const tree = scratchTrees();
+
+const byName = (report: Report, name: string): NodeResult => {
+  const node = report.nodes.find((n) => n.name === name);
+  assert.ok(node, `${name} missing from the report`);
+  return node;
+};
+
+describe("nodes behind a jump host", () => {
+  let fleet: TestFleet;
+  /** The private node as an ssh_config alias whose Host block holds `ProxyJump jump-01`. */
+  let configJump: string;
+  /** The private node by its address (no Host block), the jump host in the manifest. */
+  let manifestJump: string;
+
+  const audit = async (manifests: string, extra: string[] = []) => {
+    const out = path.join(manifests, "report.json");
+    const run = await runCli([
+      "audit",
+      "--manifests",
+      manifests,
+      "--ssh-config",
+      fleet.sshConfig,
+      "--format",
+      "json",
+      "--out",
+      out,
+      ...extra,
+    ]);
+    const report = JSON.parse(await readFile(out, "utf8")) as Report;
+    return { ...run, report };
+  };
+
+  before(async () => {
+    fleet = await startFleet([
+      { name: "jump-01", sshdOptions: ["MaxStartups 4:50:8"] },
+      {
+        name: "private-01",
+        behind: "jump-01",
+        files: { [APP_CONF]: { contents: DECLARED, mode: "0644" } },
+      },
+      ...CROWD.map((name) => ({ name, behind: "jump-01" })),
+      { name: "late-01", behind: "jump-01", state: "drop-first" as const },
+    ]);
+    const address = fleet.hosts.find((h) => h.name === "private-01")!.address;
+    const jumpAddress = fleet.hosts.find((h) => h.name === "jump-01")!.address;
+    const files = [{ path: APP_CONF, contents: DECLARED, mode: "0644" }];
+    configJump = await tree({ "nodes/private-01.yaml": stringify({ host: "private-01", files }) });
+    const viaManifest = (proxy_jump: string) =>
+      stringify({
+        host: address,
+        ssh: { user: fleet.user, identity_file: fleet.identityFile, proxy_jump },
+        files,
+      });
+    manifestJump = await tree({
+      "nodes/via-alias.yaml": viaManifest("jump-01"),
+      "nodes/via-address.yaml": viaManifest(`${fleet.user}@${jumpAddress}:22`),
+      // Two jumps: through jump-01, then from there to jump-01 again by its address.
+      "nodes/via-two.yaml": viaManifest(`jump-01,${fleet.user}@${jumpAddress}:22`),
+    });
+    // The private node's host key, as a manifest repository keeps it.
+    await copyFile(fleet.knownHosts, path.join(manifestJump, "known_hosts"));
+  });
+
+  after(() => fleet?.stop());
+
+  test("a direct ssh to the private node cannot connect: only the jump host reaches it", async () => {
+    const run = await execa(
+      "ssh",
+      [
+        "-F",
+        fleet.sshConfig,
+        "-o",
+        "ProxyJump=none",
+        "-o",
+        "ConnectTimeout=3",
+        "private-01",
+        "echo reached",
+      ],
+      { reject: false, timeout: 20_000 },
+    );
+    assert.equal(run.exitCode, 255, run.stdout);
+    assert.doesNotMatch(run.stdout, /reached/);
+  });
+
+  test("audited clean, then with drift: the jump host in the ssh_config, and in the manifest", async () => {
+    const clean = await Promise.all([audit(configJump), audit(manifestJump)]);
+    for (const { report, exitCode, stderr } of clean) {
+      assert.equal(exitCode, 0, stderr);
+      for (const node of report.nodes) {
+        assert.equal(node.status, "clean", `${node.name}: ${node.error}`);
+        assert.equal(node.checked?.items, 1);
+        assert.ok(node.tries !== undefined && node.tries >= 1, JSON.stringify(node));
+      }
+    }
+    assert.deepEqual(
+      clean[1].report.nodes.map((n) => n.name),
+      ["via-address", "via-alias", "via-two"],
+    );
+    await fleet.exec("private-01", `printf 'role = hotfixed\\n' > ${APP_CONF}`);
+    try {
+      const drifted = await Promise.all([audit(configJump), audit(manifestJump)]);
+      for (const { report, exitCode, stderr } of drifted) {
+        assert.equal(exitCode, 1, stderr);
+        for (const node of report.nodes) {
+          assert.equal(node.status, "drift", `${node.name}: ${node.error}`);
+          assert.deepEqual(
+            node.drift.map((d) => [d.domain, d.key, d.live]),
+            [["files", APP_CONF, "role = hotfixed\n"]],
+          );
+        }
+      }
+    } finally {
+      await fleet.exec("private-01", `printf '%s' ${JSON.stringify(DECLARED)} > ${APP_CONF}`);
+    }
+  });
+
+  test("snapshot --node of a node behind the jump host, either way", async () => {
+    for (const [manifests, node] of [
+      [configJump, "private-01"],
+      [manifestJump, "via-two"],
+    ] as const) {
+      const run = await runCli([
+        "snapshot",
+        "--manifests",
+        manifests,
+        "--ssh-config",
+        fleet.sshConfig,
+        "--node",
+        node,
+      ]);
+      assert.equal(run.exitCode, 0, run.stderr);
+      const live = parse(run.stdout) as { system?: { sysctl_parameters?: object } };
+      assert.ok(live.system?.sysctl_parameters, run.stdout.slice(0, 500));
+    }
+  });
+
+  const crowd = (extra: Record<string, object> = {}) =>
+    tree(
+      Object.fromEntries(
+        Object.entries({
+          ...Object.fromEntries(
+            [...CROWD, "late-01"].map((name) => [
+              name,
+              { system: { sysctl_parameters: { "net.ipv4.ip_forward": 0 } } },
+            ]),
+          ),
+          ...extra,
+        }).map(([name, spec]) => [`nodes/${name}.yaml`, stringify(spec)]),
+      ),
+    );
+
+  test("40 nodes behind one sshd with MaxStartups 4:50:8, default concurrency: all audited, retries reported", async () => {
+    const { report, exitCode, stderr } = await audit(await crowd());
+    assert.equal(exitCode, 0, stderr);
+    assert.equal(report.nodes.length, 40);
+    assert.deepEqual(
+      report.nodes.filter((n) => n.status !== "clean").map((n) => `${n.name}: ${n.error}`),
+      [],
+    );
+    for (const node of report.nodes) assert.ok(node.tries! >= 1, JSON.stringify(node));
+    // Its first connection was closed before any banner, as a MaxStartups drop reads.
+    assert.ok(byName(report, "late-01").tries! > 1, JSON.stringify(byName(report, "late-01")));
+  });
+
+  test("an authentication failure among them fails that node at once (one try), the rest are audited", async () => {
+    const manifests = await crowd({ "auth-01": { host: "n-01", ssh: { user: "qm-nobody" } } });
+    const { report, exitCode, stderr } = await audit(manifests);
+    assert.equal(exitCode, 4, stderr);
+    assert.equal(report.nodes.length, 41);
+    const failed = byName(report, "auth-01");
+    assert.equal(failed.status, "error");
+    assert.match(failed.error ?? "", /^authentication to n-01 failed, node not audited: /);
+    assert.equal(failed.tries, 1);
+    assert.deepEqual(
+      report.nodes.filter((n) => n.name !== "auth-01" && n.status !== "clean").map((n) => n.name),
+      [],
+    );
+  });
+});
