@@ -26,7 +26,7 @@ export interface RetryPolicy {
   maxDelayMs: number;
 }
 
-export const DEFAULT_RETRY: RetryPolicy = { tries: 6, firstDelayMs: 250, maxDelayMs: 4000 };
+export const DEFAULT_RETRY: RetryPolicy = { tries: 8, firstDelayMs: 250, maxDelayMs: 4000 };
 
 // A retry is not worth starting with less than this left of the node's time budget.
 const MIN_TRY_MS = 1000;

@@ -56,8 +56,8 @@ export interface HostDefinition {
    */
   behind?: string;
   /**
-   * sshd_config lines of this host, ahead of the defaults (sshd keeps a keyword's first value),
-   * e.g. `MaxStartups 4:50:8`.
+   * sshd_config lines of this host, e.g. `MaxStartups 4:50:8`: each replaces the default line of
+   * its keyword (sshd keeps the first value of most keywords but the last of some, MaxStartups).
    */
   sshdOptions?: string[];
   /**
@@ -898,27 +898,32 @@ export async function startFleet(
               ];
             }
             const mounts = [...(await prepareFiles(rt, files)), ...rpmMounts];
+            const keyword = (line: string) => line.trim().split(/\s+/)[0]!.toLowerCase();
+            const own = new Set((def.sshdOptions ?? []).map(keyword));
+            const defaults = [
+              `ListenAddress ${host.address}:${host.port}`,
+              `PidFile ${path.join(rt.dir, "sshd.pid")}`,
+              `AuthorizedKeysFile ${authorizedKeys}`,
+              `AllowUsers ${user}`,
+              "UsePAM no",
+              "StrictModes no",
+              "PermitRootLogin no",
+              "PasswordAuthentication no",
+              "KbdInteractiveAuthentication no",
+              "PubkeyAuthentication yes",
+              "UseDNS no",
+              "X11Forwarding no",
+              "PrintMotd no",
+              "PrintLastLog no",
+              // Audits open many sessions at once; the default 10:30:100 drops some.
+              "MaxStartups 200",
+              "LogLevel ERROR",
+            ];
             await fsp.writeFile(
               rt.sshdConfig,
               [
+                ...defaults.filter((line) => !own.has(keyword(line))),
                 ...(def.sshdOptions ?? []),
-                `ListenAddress ${host.address}:${host.port}`,
-                `PidFile ${path.join(rt.dir, "sshd.pid")}`,
-                `AuthorizedKeysFile ${authorizedKeys}`,
-                `AllowUsers ${user}`,
-                "UsePAM no",
-                "StrictModes no",
-                "PermitRootLogin no",
-                "PasswordAuthentication no",
-                "KbdInteractiveAuthentication no",
-                "PubkeyAuthentication yes",
-                "UseDNS no",
-                "X11Forwarding no",
-                "PrintMotd no",
-                "PrintLastLog no",
-                // Audits open many sessions at once; the default 10:30:100 drops some.
-                "MaxStartups 200",
-                "LogLevel ERROR",
                 "",
               ].join("\n"),
             );
