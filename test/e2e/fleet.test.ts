@@ -5,8 +5,9 @@ import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { parse, stringify } from "yaml";
-import type { NodeResult, Report } from "../../src/report/schema.js";
+import type { Report } from "../../src/report/schema.js";
 import { runCli } from "../support/cli.js";
+import { byName } from "../support/reports.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
 import { removeTree, writeTree } from "../support/tree.js";
 
@@ -42,12 +43,6 @@ const bigText = (changed: boolean) =>
 
 const bumpBash = (status: string) =>
   status.replace(/^(Package: bash\n(?:.+\n)*?Version: )(.+)$/m, "$1$2+hotfix1");
-
-const byName = (report: Report, name: string): NodeResult => {
-  const node = report.nodes.find((n) => n.name === name);
-  assert.ok(node, `${name} missing from the report`);
-  return node;
-};
 
 /**
  * The report without what differs between two audits of the same hosts: times, and probe sizes (the

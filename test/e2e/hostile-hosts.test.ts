@@ -8,8 +8,9 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { execa } from "execa";
 import { stringify } from "yaml";
-import { Report, type NodeResult } from "../../src/report/schema.js";
+import { Report } from "../../src/report/schema.js";
 import { runCli } from "../support/cli.js";
+import { byName } from "../support/reports.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
 import { removeTree, writeTree } from "../support/tree.js";
 
@@ -36,12 +37,6 @@ const APP = "/etc/qm-hostile/app.conf";
 const SECRET = "/etc/qm-hostile/secret.key";
 const QUOTED = "/etc/qm-hostile/it's-gone.conf";
 const SECRET_TEXT = "token = QM-TOPSECRET-7f3a9\n";
-
-const byName = (report: Report, name: string): NodeResult => {
-  const node = report.nodes.find((n) => n.name === name);
-  assert.ok(node, `${name} missing from the report`);
-  return node;
-};
 
 describe("hostile hosts", () => {
   let fleet: TestFleet;

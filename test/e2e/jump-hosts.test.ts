@@ -7,8 +7,9 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { execa } from "execa";
 import { parse, stringify } from "yaml";
-import type { NodeResult, Report } from "../../src/report/schema.js";
+import type { Report } from "../../src/report/schema.js";
 import { runCli } from "../support/cli.js";
+import { byName } from "../support/reports.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
 import { scratchTrees } from "../support/tree.js";
 
@@ -17,12 +18,6 @@ const DECLARED = "role = app\n";
 // Behind the jump host with the private node: 39 nodes and one whose first connection is dropped.
 const CROWD = Array.from({ length: 39 }, (_, i) => `n-${String(i + 1).padStart(2, "0")}`);
 const tree = scratchTrees();
-
-const byName = (report: Report, name: string): NodeResult => {
-  const node = report.nodes.find((n) => n.name === name);
-  assert.ok(node, `${name} missing from the report`);
-  return node;
-};
 
 describe("nodes behind a jump host", () => {
   let fleet: TestFleet;

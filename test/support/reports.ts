@@ -1,8 +1,16 @@
 // Test reports: the realistic fleet fixture (validated, so it cannot drift from the schema)
 // and a generated large fleet for size limits.
+import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { Report, summarize, type DriftItem, type NodeResult } from "../../src/report/schema.js";
 import { DOMAIN_NAMES, SEVERITIES } from "../../src/domains/domain.js";
+
+/** The report's entry for a node, failing the test when it is missing. */
+export function byName(report: Report, name: string): NodeResult {
+  const node = report.nodes.find((n) => n.name === name);
+  assert.ok(node, `${name} missing from the report`);
+  return node;
+}
 
 export function loadFleetReport(): Report {
   const raw: unknown = JSON.parse(
