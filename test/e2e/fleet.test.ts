@@ -6,6 +6,7 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { parse, stringify } from "yaml";
 import type { Report } from "../../src/report/schema.js";
+import { DEFAULT_RETRY } from "../../src/transport/ssh.js";
 import { runCli } from "../support/cli.js";
 import { byName } from "../support/reports.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
@@ -248,16 +249,19 @@ describe("fleet audit over ssh", () => {
     assert.deepEqual(node.drift, []);
   });
 
-  test("a stopped host is unreachable: connection refused", () => {
+  test("a stopped host is unreachable: connection refused, after every try the policy allows", () => {
     const node = byName(report, "stopped-01");
     assert.equal(node.status, "unreachable");
     assert.match(node.error ?? "", /Connection refused/);
+    assert.equal(node.tries, DEFAULT_RETRY.tries);
   });
 
   test("a host that accepts and never answers is unreachable: timed out, ssh killed", () => {
     const node = byName(report, "hang-01");
     assert.equal(node.status, "unreachable");
     assert.match(node.error ?? "", /timed out after 5s .*ssh was killed, node not audited/);
+    // A time-out is never tried again.
+    assert.equal(node.tries, 1);
   });
 
   test("a changed host key is an error saying so; the node is not audited", () => {
