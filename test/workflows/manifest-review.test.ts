@@ -1,25 +1,34 @@
-// manifest-review.yml run step by step, as GitHub would run it for a pull request.
+// manifest-review.yml run step by step, as GitHub would run it for a pull request: called from a
+// fleet repository of its own (the README's), with the packed release installed by action.yml.
 import assert from "node:assert/strict";
 import { appendFile, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { REPO_ROOT } from "../support/cli.js";
-import { projectRepo, type WorkRepo } from "./fleet-repo.js";
+import { startGitServer, type GitServer } from "../support/git-server.js";
+import { fleetRepo, fleetRunnerOptions, publishRelease, type WorkRepo } from "./fleet-repo.js";
 import { runWorkflow, type RunResult } from "./runner.js";
 
-const WORKFLOW = path.join(REPO_ROOT, ".github/workflows/manifest-review.yml");
+const WORKFLOW = ".github/workflows/manifest-review.yml";
 
 describe("manifest-review on a pull request", () => {
   let repo: WorkRepo;
   let base: string;
+  let server: GitServer;
+  let release: string;
   const scratch: string[] = [];
 
   before(async () => {
-    repo = await projectRepo();
+    repo = await fleetRepo();
     base = await repo.git("rev-parse", "HEAD");
+    // Serves the release the action downloads; the fleet repository is read from its directory.
+    server = await startGitServer({ token: "unused" });
+    release = await mkdtemp(path.join(os.tmpdir(), "qm-review-release-"));
+    scratch.push(release);
+    await publishRelease(server, release);
   });
   after(async () => {
+    await server?.stop();
     await repo?.remove();
     await Promise.all(scratch.map((d) => rm(d, { recursive: true, force: true })));
   });
@@ -43,7 +52,8 @@ describe("manifest-review on a pull request", () => {
     const workDir = await mkdtemp(path.join(os.tmpdir(), "qm-review-run-"));
     scratch.push(workDir);
     return runWorkflow({
-      workflow: WORKFLOW,
+      ...fleetRunnerOptions(path.join(release, "actions-cache")),
+      workflow: path.join(repo.dir, WORKFLOW),
       event: {
         name: "pull_request",
         payload: { number, pull_request: { number, base: { sha: base, ref: "main" } } },
@@ -57,7 +67,7 @@ describe("manifest-review on a pull request", () => {
       // No secrets and a token that can only read: what a pull request from a fork gets.
       tokens: { write: "never-given", read: "read-only" },
       apiUrl: "http://127.0.0.1:9",
-      serverUrl: "http://127.0.0.1:9",
+      serverUrl: server.url,
       workDir,
     });
   }
