@@ -100,6 +100,14 @@ test("the fleet workflows are callable, run where the caller says, and install a
   }
 });
 
+test("the fleet workflows install the release package.json names, as release.yml checks", () => {
+  const { version } = JSON.parse(readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as {
+    version: string;
+  };
+  for (const { file, text } of ours)
+    assert.deepEqual([...new Set(text.match(/v\d+\.\d+\.\d+[\w.-]*/g))], [`v${version}`], file);
+});
+
 test("pull requests are reviewed with pull_request, never pull_request_target", () => {
   for (const { file, workflow } of workflows)
     assert.ok(!("pull_request_target" in workflow.on), file);
