@@ -28,6 +28,8 @@ await writeFile(
 );
 await execa(process.execPath, ["--experimental-sea-config", config], { stdio: "inherit" });
 await copyFile(process.execPath, executable);
+// The sentinel is the fuse Node's binary checks to find an injected application (Node's single
+// executable applications guide).
 await execa(
   "postject",
   [

@@ -1,5 +1,6 @@
 // What the npm package's bundle (scripts/build.ts) and the single executable
 // (scripts/build-exe.ts) share: the CLI entry with every dependency bundled in, for Node 20.12.
+import { readFile } from "node:fs/promises";
 import path from "node:path";
 import type { BuildOptions, Plugin } from "esbuild";
 
@@ -11,7 +12,6 @@ const versionOnly: Plugin = {
   name: "package-version-only",
   setup(build) {
     build.onLoad({ filter: /[\\/]package\.json$/ }, async (args) => {
-      const { readFile } = await import("node:fs/promises");
       const { version } = JSON.parse(await readFile(args.path, "utf8")) as { version: string };
       return { contents: JSON.stringify({ version }), loader: "json" };
     });
