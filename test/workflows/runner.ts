@@ -458,7 +458,7 @@ async function runJobs(
       continue;
     }
     if (job.uses) {
-      const called = await callWorkflow(run, job, jobContexts, given.github);
+      const called = await callWorkflow(run, job, jobContexts, given);
       results.set(id, { result: called, outputs: {} });
       continue;
     }
@@ -541,7 +541,7 @@ async function callWorkflow(
   run: WorkflowRun,
   job: Job,
   contexts: Contexts,
-  github: Record<string, Value>,
+  caller: { github: Record<string, Value>; secrets: Record<string, string> },
 ): Promise<JobOutcome["result"]> {
   const target = otherRepository(job.uses!, run.options);
   if (!target || !target.file.startsWith(".github/workflows/"))
@@ -569,14 +569,14 @@ async function callWorkflow(
     if (!call.inputs?.[name]) throw new Error(`${job.uses}: no input ${name}`);
   const secrets =
     job.secrets === "inherit"
-      ? { ...run.options.secrets }
+      ? { ...caller.secrets }
       : Object.fromEntries(
           Object.entries(job.secrets ?? {}).map(([k, v]) => [k, toText(interpolate(v, contexts))]),
         );
   for (const [name, spec] of Object.entries(call.secrets ?? {}))
     if (spec.required && !secrets[name])
       throw new Error(`${job.uses}: required secret ${name} not given`);
-  const results = await runJobs(run, called, { github, inputs, secrets });
+  const results = await runJobs(run, called, { github: caller.github, inputs, secrets });
   return [...results.values()].some((r) => r.result === "failure") ? "failure" : "success";
 }
 
