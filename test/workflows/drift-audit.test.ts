@@ -41,6 +41,9 @@ const DB_SYSCTLS = [
   "tcp_sack",
 ];
 
+// Kept secret by the fleet: a bastion's address.
+const SECRET_SSH_CONFIG = "Host bastion-private\n  HostName bastion.private.example\n";
+
 interface Site {
   repo: string;
   double: GitHubDouble;
@@ -142,7 +145,10 @@ describe("drift-audit and review-command workflows", () => {
         ref: "refs/heads/main",
       },
       tokens: { write: TOKEN, read: READ_TOKEN },
-      secrets: { QUARTERMASTER_SSH_KEY: await readFile(fleet.identityFile, "utf8") },
+      secrets: {
+        QUARTERMASTER_SSH_KEY: await readFile(fleet.identityFile, "utf8"),
+        QUARTERMASTER_SSH_CONFIG: SECRET_SSH_CONFIG,
+      },
       apiUrl: where.double.apiUrl,
       serverUrl: server.url,
       workDir: path.join(work, `run-${++runs}`),
@@ -235,10 +241,11 @@ describe("drift-audit and review-command workflows", () => {
     const jobs = path.join(work, "run-1", "jobs");
     const auditJob = (await readdir(jobs)).find((d) => d.startsWith("audit-"))!;
     const config = await readFile(path.join(jobs, auditJob, "temp", "ssh", "config"), "utf8");
-    // The README's bastion first, then the workflow's defaults.
+    // The secret's ssh_config, then the README's bastion, then the workflow's defaults.
+    assert.ok(config.startsWith(SECRET_SSH_CONFIG), config);
     assert.match(
       config,
-      /^Host bastion\n  HostName bastion\.example\.net\n[\s\S]*\nHost \*\n  IdentityFile /,
+      /\nHost bastion\n  HostName bastion\.example\.net\n[\s\S]*\nHost \*\n  IdentityFile /,
     );
   });
 

@@ -522,14 +522,17 @@ function runnerLabels(job: Job, contexts: Contexts, options: RunOptions, name: s
   return labels;
 }
 
-/** `owner/name@ref` or `owner/name/path@ref` of a repository in `repositories`, if it is one. */
+/**
+ * `owner/name@ref` or `owner/name/path@ref` of a repository in `repositories`, if it is one: a
+ * workflow file or an action's folder (`""` for the root) in that repository.
+ */
 function otherRepository(
   uses: string,
   options: RunOptions,
 ): { dir: string; file: string; ref: string; repository: string } | undefined {
   const m = /^([\w.-]+\/[\w.-]+)(?:\/(.+))?@(.+)$/.exec(uses);
   const dir = m && options.repositories?.[m[1]!];
-  return dir ? { dir, file: m[2] ?? "action.yml", ref: m[3]!, repository: m[1]! } : undefined;
+  return dir ? { dir, file: m[2] ?? "", ref: m[3]!, repository: m[1]! } : undefined;
 }
 
 /**
@@ -841,20 +844,26 @@ type ActionYaml = {
 async function runComposite(
   step: Step,
   name: string,
-  target: { dir: string; ref: string; repository: string },
+  target: { dir: string; file: string; ref: string; repository: string },
   contexts: Contexts,
   env: Record<string, string>,
   state: JobState,
 ): Promise<{ result: StepResult; outputs: Record<string, string> }> {
   const { run } = state;
-  const action = parseYaml(
-    await readFile(path.join(target.dir, "action.yml"), "utf8"),
-  ) as ActionYaml;
+  const metadata = path.join(target.dir, target.file, "action.yml");
+  const action = parseYaml(await readFile(metadata, "utf8")) as ActionYaml;
   if (action.runs.using !== "composite")
     throw new Error(`${step.uses}: only composite actions are emulated`);
-  const actionPath = path.join(run.temp, "..", "_actions", target.repository, target.ref);
+  const actionPath = path.join(
+    run.temp,
+    "..",
+    "_actions",
+    target.repository,
+    target.ref,
+    target.file,
+  );
   await mkdir(actionPath, { recursive: true });
-  await cp(path.join(target.dir, "action.yml"), path.join(actionPath, "action.yml"));
+  await cp(metadata, path.join(actionPath, "action.yml"));
   const given = Object.fromEntries(
     Object.entries(step.with ?? {}).map(([k, v]) => [k, toText(interpolate(String(v), contexts))]),
   );

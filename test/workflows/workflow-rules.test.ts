@@ -31,15 +31,19 @@ const WRITERS = new Set([
   "review-command.yml/command",
   "release.yml/release",
 ]);
-// The composite action's steps, checked by the same rules as a job's.
-const action = parse(readFileSync(path.join(REPO_ROOT, "action.yml"), "utf8")) as {
-  runs: { using: string; steps: Step[] };
-};
+// The composite actions' steps, checked by the same rules as a job's.
+const actions = ["action.yml", "ssh/action.yml"].map((file) => ({
+  file,
+  text: readFileSync(path.join(REPO_ROOT, file), "utf8"),
+  action: parse(readFileSync(path.join(REPO_ROOT, file), "utf8")) as {
+    runs: { using: string; steps: Step[] };
+  },
+}));
 const jobsAndAction = [
   ...workflows.flatMap(({ file, workflow }) =>
     Object.entries(workflow.jobs).map(([id, job]) => ({ where: `${file}/${id}`, job })),
   ),
-  { where: "action.yml", job: { steps: action.runs.steps } },
+  ...actions.map(({ file, action }) => ({ where: file, job: { steps: action.runs.steps } })),
 ];
 
 test("the Quartermaster workflows are all here", () => {
@@ -74,14 +78,18 @@ test("no expression is expanded inside a script: values reach run steps through 
 test("checkouts never keep credentials, and actions are pinned at least by major version", () => {
   for (const { where, job } of jobsAndAction)
     for (const step of job.steps.filter((s) => s.uses)) {
-      assert.match(step.uses!, /^[\w.-]+\/[\w.-]+@(v\d+|[0-9a-f]{40})$/, `${where}: ${step.uses}`);
+      assert.match(
+        step.uses!,
+        /^[\w.-]+\/[\w.-]+(\/[\w.-]+)?@(v\d+|[0-9a-f]{40})$/,
+        `${where}: ${step.uses}`,
+      );
       if (step.uses!.startsWith("actions/checkout@"))
         assert.equal(step.with?.["persist-credentials"], false, where);
     }
 });
 
 test("the fleet workflows are callable, run where the caller says, and install a release through the action", () => {
-  assert.equal(action.runs.using, "composite");
+  for (const { file, action } of actions) assert.equal(action.runs.using, "composite", file);
   for (const { file, workflow } of ours) {
     const call = workflow.on.workflow_call as { inputs: Record<string, unknown> } | undefined;
     assert.ok(call, `${file} has no workflow_call`);
@@ -122,7 +130,9 @@ test("drift-audit runs off the hour, never cancels a running audit, and never le
   assert.notEqual(schedule!.cron.split(" ")[0], "0");
   assert.equal(workflow.concurrency!["cancel-in-progress"], false);
   assert.ok(["workflow_dispatch", "workflow_call"].every((e) => e in workflow.on));
-  for (const { file, text: t } of ours)
+  for (const { file, text: t } of [...ours, ...actions])
     assert.doesNotMatch(t, /ssh-keyscan|StrictHostKeyChecking[= ]+(no|accept-new)/, file);
-  assert.match(text, /StrictHostKeyChecking yes/);
+  // Its SSH comes from the ssh action, which checks host keys strictly.
+  assert.match(text, /uses: [\w.-]+\/quartermaster\/ssh@v\d+\n/);
+  assert.match(actions.find((a) => a.file === "ssh/action.yml")!.text, /StrictHostKeyChecking yes/);
 });
