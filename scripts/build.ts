@@ -6,24 +6,20 @@
 import { rm } from "node:fs/promises";
 import path from "node:path";
 import { build } from "esbuild";
+import { CLI_BUNDLE, ROOT } from "./bundle.js";
 
-const root = path.resolve(import.meta.dirname, "..");
-const outdir = path.join(root, "dist", "cli");
-await rm(path.join(root, "dist"), { recursive: true, force: true });
+const outdir = path.join(ROOT, "dist", "cli");
+await rm(outdir, { recursive: true, force: true });
 await build({
-  entryPoints: [path.join(root, "src", "cli", "main.ts")],
+  ...CLI_BUNDLE,
   outdir,
   chunkNames: "chunks/[name]-[hash]",
-  bundle: true,
   splitting: true,
   format: "esm",
-  platform: "node",
-  target: "node20.12",
   // Dependencies written as CommonJS call require(): an ES module has none of its own.
   banner: {
     js: 'import { createRequire as qmCreateRequire } from "node:module"; const require = qmCreateRequire(import.meta.url);',
   },
   // Stack traces map back to src/ under `node --enable-source-maps`.
   sourcemap: "linked",
-  logLevel: "warning",
 });

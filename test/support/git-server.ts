@@ -1,11 +1,12 @@
 // A real git server for tests: node:http in front of git's own git-http-backend (CGI), so clone,
 // push, force push and non-fast-forward rejection behave as they do against GitHub.
 import { spawn } from "node:child_process";
+import { createReadStream } from "node:fs";
 import { mkdtemp, mkdir, rm } from "node:fs/promises";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { execa } from "execa";
 
 export interface GitServer {
@@ -18,6 +19,11 @@ export interface GitServer {
   barePath(owner: string, repo: string): string;
   /** Creates a bare repository; with seedDir, its files become the first commit on `branch`. */
   createRepo(owner: string, repo: string, seedDir?: string, branch?: string): Promise<string>;
+  /**
+   * Serves `file` as a release asset of a public repository, without authentication, at
+   * `/<owner>/<repo>/releases/download/<tag>/<file's name>`, as GitHub does.
+   */
+  addReleaseAsset(owner: string, repo: string, tag: string, file: string): void;
   stop(): Promise<void>;
 }
 
@@ -50,8 +56,15 @@ function basicAuthMatches(header: string | undefined, token: string): boolean {
 export async function startGitServer(options: { token: string }): Promise<GitServer> {
   const backend = await httpBackendPath();
   const root = await mkdtemp(join(tmpdir(), "qm-git-server-"));
+  const releaseAssets = new Map<string, string>();
 
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
+    const asset = req.method === "GET" && releaseAssets.get(req.url ?? "");
+    if (asset) {
+      res.writeHead(200, { "Content-Type": "application/octet-stream" });
+      createReadStream(asset).pipe(res);
+      return;
+    }
     if (!basicAuthMatches(req.headers.authorization, options.token)) {
       res.writeHead(401, { "WWW-Authenticate": 'Basic realm="git"', "Content-Type": "text/plain" });
       res.end("authentication required\n");
@@ -110,6 +123,9 @@ export async function startGitServer(options: { token: string }): Promise<GitSer
       await execa("git", ["init", "--quiet", "--bare", `--initial-branch=${branch}`, bare]);
       if (seedDir) await commitDirectory(bare, seedDir, branch, "Initial commit");
       return bare;
+    },
+    addReleaseAsset(owner, repo, tag, file) {
+      releaseAssets.set(`/${owner}/${repo}/releases/download/${tag}/${basename(file)}`, file);
     },
     async stop() {
       server.closeAllConnections();

@@ -32,18 +32,16 @@ export class Watcher {
     );
   }
 
-  /** Starts the real CLI; `prefix` runs it under another command (`ip netns exec NS`). */
-  static start(args: string[], prefix: string[] = []): Watcher {
-    const command = [
-      ...prefix,
-      process.execPath,
-      "--import",
-      TSX,
-      ENTRY,
-      "watch",
-      "--local",
-      ...args,
-    ];
+  /**
+   * Starts the real CLI (its sources, unless `cli` names another build of it); `prefix` runs it
+   * under another command (`ip netns exec NS`).
+   */
+  static start(
+    args: string[],
+    prefix: string[] = [],
+    cli = [process.execPath, "--import", TSX, ENTRY],
+  ): Watcher {
+    const command = [...prefix, ...cli, "watch", "--local", ...args];
     return new Watcher(
       spawn(command[0]!, command.slice(1), {
         cwd: REPO_ROOT,

@@ -1,24 +1,32 @@
 // drift-audit.yml and review-command.yml run step by step as GitHub would, against real sshd test
-// hosts, a real git server and the GitHub double. Needs root (test hosts).
+// hosts, a real git server and the GitHub double: called from a fleet repository of their own (the
+// README's), on a self-hosted runner's labels, with the packed release installed by action.yml.
+// Needs root (test hosts).
 import assert from "node:assert/strict";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { execa } from "execa";
-import { REPO_ROOT, runCli } from "../support/cli.js";
+import { runCli } from "../support/cli.js";
 import { startGitServer, type GitServer } from "../support/git-server.js";
 import { startGitHubDouble, type GitHubDouble } from "../support/github-double/index.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
-import { copyProject } from "./fleet-repo.js";
+import {
+  FLEET_RUNNER_LABELS,
+  fleetRunnerOptions,
+  publishRelease,
+  writeFleetRepository,
+} from "./fleet-repo.js";
 import { runWorkflow, type RunResult } from "./runner.js";
 import type { Value } from "./expressions.js";
 
 const OWNER = "acme";
 const TOKEN = "ghs_workflow_write";
 const READ_TOKEN = "ghs_workflow_read";
-const DRIFT_AUDIT = path.join(REPO_ROOT, ".github/workflows/drift-audit.yml");
-const REVIEW_COMMAND = path.join(REPO_ROOT, ".github/workflows/review-command.yml");
+// The fleet repository's own workflows, which call this repository's.
+const DRIFT_AUDIT = ".github/workflows/drift-audit.yml";
+const REVIEW_COMMAND = ".github/workflows/review-command.yml";
 // Declared on db-01, each different from the host's value: more findings than fit in 10
 // annotations.
 const DB_SYSCTLS = [
@@ -33,6 +41,9 @@ const DB_SYSCTLS = [
   "tcp_sack",
 ];
 
+// Kept secret by the fleet: a bastion's address.
+const SECRET_SSH_CONFIG = "Host bastion-private\n  HostName bastion.private.example\n";
+
 interface Site {
   repo: string;
   double: GitHubDouble;
@@ -43,6 +54,7 @@ describe("drift-audit and review-command workflows", () => {
   let fleet: TestFleet;
   let server: GitServer;
   let work: string;
+  let seed: string;
   let sharded: Site;
   let whole: Site;
   let dryRun: RunResult;
@@ -83,9 +95,10 @@ describe("drift-audit and review-command workflows", () => {
       // Pinned host keys, kept in the repository: no trust on first use.
       known_hosts: await readFile(fleet.knownHosts, "utf8"),
     };
-    const seed = path.join(work, "seed");
-    await copyProject(seed, manifests);
+    seed = path.join(work, "seed");
+    await writeFleetRepository(seed, manifests);
     server = await startGitServer({ token: TOKEN });
+    await publishRelease(server, work);
     const site = async (repo: string): Promise<Site> => {
       await server.createRepo(OWNER, repo, seed);
       const double = await startGitHubDouble({
@@ -121,7 +134,8 @@ describe("drift-audit and review-command workflows", () => {
     inputs?: Record<string, Value>,
   ): Promise<RunResult> {
     return runWorkflow({
-      workflow,
+      ...fleetRunnerOptions(path.join(work, "actions-cache")),
+      workflow: path.join(seed, workflow),
       event,
       inputs,
       repository: {
@@ -131,7 +145,10 @@ describe("drift-audit and review-command workflows", () => {
         ref: "refs/heads/main",
       },
       tokens: { write: TOKEN, read: READ_TOKEN },
-      secrets: { QUARTERMASTER_SSH_KEY: await readFile(fleet.identityFile, "utf8") },
+      secrets: {
+        QUARTERMASTER_SSH_KEY: await readFile(fleet.identityFile, "utf8"),
+        QUARTERMASTER_SSH_CONFIG: SECRET_SSH_CONFIG,
+      },
       apiUrl: where.double.apiUrl,
       serverUrl: server.url,
       workDir: path.join(work, `run-${++runs}`),
@@ -186,12 +203,10 @@ describe("drift-audit and review-command workflows", () => {
   }
 
   test("a dry run audits, reports and plans, and writes nothing", async () => {
-    dryRun = await run(
-      DRIFT_AUDIT,
-      sharded,
-      dispatch({ "dry-run": true, shards: 1, nodes: "", categories: "" }),
-      { "dry-run": true, shards: 1, nodes: "", categories: "" },
-    );
+    dryRun = await run(DRIFT_AUDIT, sharded, dispatch({ "dry-run": true, shards: 1 }), {
+      "dry-run": true,
+      shards: 1,
+    });
     assert.deepEqual(
       dryRun.job("propose").map((j) => j.result),
       ["skipped"],
@@ -206,12 +221,38 @@ describe("drift-audit and review-command workflows", () => {
     assert.deepEqual(dryRun.limitViolations, []);
   });
 
+  test("each job runs on the fleet's runner, installs the release once and then from the cache, and uses the extra ssh_config", async () => {
+    const ran = dryRun.jobs.filter((j) => j.result !== "skipped");
+    assert.deepEqual(
+      ran.map((j) => [j.id, j.runsOn]),
+      ["plan", "audit", "report"].map((id) => [id, FLEET_RUNNER_LABELS]),
+    );
+    const install = ran.map((j) => j.steps.find((s) => s.name === "Install Quartermaster")!);
+    assert.deepEqual(
+      install.map((s) => s.steps!.map((inner) => [inner.name.split(" / ")[1], inner.outcome])),
+      [true, false, false].map((first) => [
+        ["actions/setup-node@v4", "success"],
+        ["Which release", "success"],
+        ["actions/cache@v4", "success"],
+        ["Download the release", first ? "success" : "skipped"],
+        ["Check the SHA-256 and install", "success"],
+      ]),
+    );
+    const jobs = path.join(work, "run-1", "jobs");
+    const auditJob = (await readdir(jobs)).find((d) => d.startsWith("audit-"))!;
+    const config = await readFile(path.join(jobs, auditJob, "temp", "ssh", "config"), "utf8");
+    // The secret's ssh_config, then the README's bastion, then the workflow's defaults.
+    assert.ok(config.startsWith(SECRET_SSH_CONFIG), config);
+    assert.match(
+      config,
+      /\nHost bastion\n  HostName bastion\.example\.net\n[\s\S]*\nHost \*\n  IdentityFile /,
+    );
+  });
+
   test("a run in three shards opens the same pull requests as a scheduled run in one", async () => {
     shardedRun = await run(DRIFT_AUDIT, sharded, dispatch({ shards: 3 }), {
       "dry-run": false,
       shards: 3,
-      nodes: "",
-      categories: "",
     });
     assert.equal(failures(shardedRun), "");
     assert.equal(shardedRun.job("audit").length, 3);

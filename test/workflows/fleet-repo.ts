@@ -1,10 +1,22 @@
-// A fleet repository for workflow runs: this project's files (so `npm ci` and `npx quartermaster`
-// work as in a repository that holds Quartermaster and its manifests), committed with git.
-import { cp, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+// A fleet repository for workflow runs, as a user keeps one: its manifests and the three workflows
+// the README's adoption section shows, which call this repository's workflows. Nothing of
+// Quartermaster is in it; the runner takes the called workflows and action.yml from the working
+// tree under test (TOOL_REPOSITORY), and the action installs the packed release from the git
+// server's release download.
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { createHash } from "node:crypto";
 import os from "node:os";
 import path from "node:path";
 import { execa } from "execa";
 import { REPO_ROOT } from "../support/cli.js";
+import type { GitServer } from "../support/git-server.js";
+import { packRelease } from "../support/pack.js";
+import type { RunOptions } from "./runner.js";
+
+/** The name this repository goes by in the workflows' and README's `uses:` lines. */
+export const TOOL_REPOSITORY = "OWNER/quartermaster";
+/** The labels of the self-hosted runner the README's fleet workflows ask for. */
+export const FLEET_RUNNER_LABELS = ["self-hosted", "fleet"];
 
 const IDENTITY = {
   GIT_AUTHOR_NAME: "Fleet Operator",
@@ -14,31 +26,43 @@ const IDENTITY = {
 };
 
 /**
- * The project's tracked and new files (the working tree under test), without fleet-manifests/ when
- * `manifests` replaces it.
+ * The README's fleet workflows by file name, from its YAML blocks that start
+ * `# .github/workflows/NAME in the fleet repository`.
  */
-export async function copyProject(dest: string, manifests?: Record<string, string>): Promise<void> {
-  const { stdout } = await execa(
-    "git",
-    ["ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-    { cwd: REPO_ROOT },
-  );
-  const files = stdout
-    .split("\0")
-    .filter((f) => f && f !== "node_modules" && !f.startsWith("node_modules/"))
-    .filter((f) => !manifests || !f.startsWith("fleet-manifests/"));
-  for (const file of files) {
-    await mkdir(path.dirname(path.join(dest, file)), { recursive: true });
-    await cp(path.join(REPO_ROOT, file), path.join(dest, file)).catch(
-      (error: NodeJS.ErrnoException) => {
-        // Deleted in the working tree but not yet committed.
-        if (error.code !== "ENOENT") throw error;
-      },
-    );
+export async function readmeFleetWorkflows(): Promise<Record<string, string>> {
+  const readme = await readFile(path.join(REPO_ROOT, "README.md"), "utf8");
+  const workflows: Record<string, string> = {};
+  for (const [, indent, body] of readme.matchAll(/^( *)```yaml\n([\s\S]*?)^\1```$/gm)) {
+    const text = body!.replace(new RegExp(`^${indent}`, "gm"), "");
+    const name = /^# (\.github\/workflows\/[\w-]+\.yml) in the fleet repository\n/.exec(text)?.[1];
+    if (name) workflows[name] = text;
   }
-  for (const [file, text] of Object.entries(manifests ?? {})) {
-    await mkdir(path.dirname(path.join(dest, "fleet-manifests", file)), { recursive: true });
-    await writeFile(path.join(dest, "fleet-manifests", file), text);
+  return workflows;
+}
+
+/**
+ * Writes a fleet repository's files into `dest`: `manifests` as fleet-manifests/ (default: this
+ * repository's sample fleet), an ssh_config beside them, and the README's fleet workflows.
+ */
+export async function writeFleetRepository(
+  dest: string,
+  manifests?: Record<string, string>,
+): Promise<void> {
+  const target = path.join(dest, "fleet-manifests");
+  if (manifests)
+    for (const [file, text] of Object.entries(manifests)) {
+      await mkdir(path.dirname(path.join(target, file)), { recursive: true });
+      await writeFile(path.join(target, file), text);
+    }
+  else await cp(path.join(REPO_ROOT, "fleet-manifests"), target, { recursive: true });
+  // The README's review-command passes it as ssh-config-file.
+  await writeFile(
+    path.join(target, "ssh_config"),
+    "# Extra ssh_config for the fleet's runners\nHost *.fleet.internal\n  ProxyJump bastion\n",
+  );
+  for (const [file, text] of Object.entries(await readmeFleetWorkflows())) {
+    await mkdir(path.dirname(path.join(dest, file)), { recursive: true });
+    await writeFile(path.join(dest, file), text);
   }
 }
 
@@ -50,13 +74,13 @@ export interface WorkRepo {
   remove(): Promise<void>;
 }
 
-/** A git repository holding a copy of the project on `main`. */
-export async function projectRepo(manifests?: Record<string, string>): Promise<WorkRepo> {
+/** A git repository holding a fleet repository on `main`. */
+export async function fleetRepo(manifests?: Record<string, string>): Promise<WorkRepo> {
   const dir = await mkdtemp(path.join(os.tmpdir(), "qm-fleet-repo-"));
   const git = async (...args: string[]) =>
     (await execa("git", args, { cwd: dir, env: IDENTITY })).stdout.trim();
   await git("init", "--quiet", "--initial-branch=main");
-  await copyProject(dir, manifests);
+  await writeFleetRepository(dir, manifests);
   const repo: WorkRepo = {
     dir,
     git,
@@ -70,3 +94,26 @@ export async function projectRepo(manifests?: Record<string, string>): Promise<W
   await repo.commit("Fleet repository");
   return repo;
 }
+
+/**
+ * Publishes this working tree, packed, as the release the README's workflows install: the tarball
+ * and its .sha256 as release assets of TOOL_REPOSITORY on `server`. Returns the release tag.
+ */
+export async function publishRelease(server: GitServer, dir: string): Promise<string> {
+  const tarball = await packRelease(dir);
+  const digest = createHash("sha256")
+    .update(await readFile(tarball))
+    .digest("hex");
+  await writeFile(`${tarball}.sha256`, `${digest}  ${path.basename(tarball)}\n`);
+  const tag = `v${/quartermaster-(.+)\.tgz$/.exec(tarball)![1]}`;
+  const [owner, name] = TOOL_REPOSITORY.split("/") as [string, string];
+  for (const file of [tarball, `${tarball}.sha256`]) server.addReleaseAsset(owner, name, tag, file);
+  return tag;
+}
+
+/** What a run of a fleet repository's workflows adds to its options: the tool and the runner. */
+export const fleetRunnerOptions = (cacheDir: string): Partial<RunOptions> => ({
+  repositories: { [TOOL_REPOSITORY]: REPO_ROOT },
+  labels: FLEET_RUNNER_LABELS,
+  cacheDir,
+});

@@ -1,25 +1,35 @@
-// manifest-review.yml run step by step, as GitHub would run it for a pull request.
+// manifest-review.yml run step by step, as GitHub would run it for a pull request: called from a
+// fleet repository of its own (the README's), with the packed release installed by action.yml.
 import assert from "node:assert/strict";
-import { appendFile, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { appendFile, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { REPO_ROOT } from "../support/cli.js";
-import { projectRepo, type WorkRepo } from "./fleet-repo.js";
-import { runWorkflow, type RunResult } from "./runner.js";
+import { startGitServer, type GitServer } from "../support/git-server.js";
+import { fleetRepo, fleetRunnerOptions, publishRelease, type WorkRepo } from "./fleet-repo.js";
+import { runWorkflow, type RunOptions, type RunResult } from "./runner.js";
 
-const WORKFLOW = path.join(REPO_ROOT, ".github/workflows/manifest-review.yml");
+const WORKFLOW = ".github/workflows/manifest-review.yml";
 
 describe("manifest-review on a pull request", () => {
   let repo: WorkRepo;
   let base: string;
+  let server: GitServer;
+  let release: string;
+  let tag: string;
   const scratch: string[] = [];
 
   before(async () => {
-    repo = await projectRepo();
+    repo = await fleetRepo();
     base = await repo.git("rev-parse", "HEAD");
+    // Serves the release the action downloads; the fleet repository is read from its directory.
+    server = await startGitServer({ token: "unused" });
+    release = await mkdtemp(path.join(os.tmpdir(), "qm-review-release-"));
+    scratch.push(release);
+    tag = await publishRelease(server, release);
   });
   after(async () => {
+    await server?.stop();
     await repo?.remove();
     await Promise.all(scratch.map((d) => rm(d, { recursive: true, force: true })));
   });
@@ -39,11 +49,17 @@ describe("manifest-review on a pull request", () => {
     return merge;
   }
 
-  async function review(number: number, sha: string): Promise<RunResult> {
+  async function review(
+    number: number,
+    sha: string,
+    runner: Partial<RunOptions> = {},
+  ): Promise<RunResult> {
     const workDir = await mkdtemp(path.join(os.tmpdir(), "qm-review-run-"));
     scratch.push(workDir);
     return runWorkflow({
-      workflow: WORKFLOW,
+      ...fleetRunnerOptions(path.join(release, "actions-cache")),
+      ...runner,
+      workflow: path.join(repo.dir, WORKFLOW),
       event: {
         name: "pull_request",
         payload: { number, pull_request: { number, base: { sha: base, ref: "main" } } },
@@ -57,7 +73,7 @@ describe("manifest-review on a pull request", () => {
       // No secrets and a token that can only read: what a pull request from a fork gets.
       tokens: { write: "never-given", read: "read-only" },
       apiUrl: "http://127.0.0.1:9",
-      serverUrl: "http://127.0.0.1:9",
+      serverUrl: server.url,
       workDir,
     });
   }
@@ -120,5 +136,35 @@ describe("manifest-review on a pull request", () => {
     assert.doesNotMatch(summary, /### web-02[^#]*somaxconn/);
     assert.doesNotMatch(summary, /### db-01/);
     assert.deepEqual(run.limitViolations, []);
+  });
+
+  test("the fleet's workflows wait for a runner with the labels they name", async () => {
+    await assert.rejects(review(9, base, { labels: ["ubuntu-24.04"] }), {
+      message: /runs-on \["self-hosted","fleet"\]: no runner has \["self-hosted","fleet"\]/,
+    });
+  });
+
+  test("a release whose tarball does not match its SHA-256 is not installed", async () => {
+    const sums = (await readdir(release)).find((f) => f.endsWith(".tgz.sha256"))!;
+    const text = await readFile(path.join(release, sums), "utf8");
+    const forged = `${"0".repeat(64)}${text.slice(64)}`;
+    await writeFile(path.join(release, sums), forged);
+    try {
+      // A cache of its own: the release is downloaded, not restored.
+      const run = await review(10, base, { cacheDir: path.join(release, "other-cache") });
+      const [job] = run.job("review");
+      assert.equal(job!.result, "failure");
+      const install = job!.steps.find((s) => s.name === "Install Quartermaster")!;
+      assert.equal(install.outcome, "failure");
+      assert.deepEqual(
+        install.annotations.map((a) => a.message),
+        [
+          `quartermaster-${tag.slice(1)}.tgz has SHA-256 ${text.slice(0, 64)}, expected ${"0".repeat(64)}`,
+        ],
+      );
+      assert.equal(job!.steps.find((s) => s.name === "Validate the manifests")!.outcome, "skipped");
+    } finally {
+      await writeFile(path.join(release, sums), text);
+    }
   });
 });

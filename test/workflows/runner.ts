@@ -1,7 +1,9 @@
 // Runs a workflow file's jobs the way GitHub Actions would, on this machine: jobs in `needs`
 // order, matrices expanded, each `run:` step in `bash -e -o pipefail` with its own
 // GITHUB_OUTPUT, GITHUB_ENV, GITHUB_PATH and GITHUB_STEP_SUMMARY files, artifacts as
-// directories. The `uses:` actions it emulates are listed in ACTIONS; any other one fails.
+// directories. The `uses:` actions it emulates are listed in ACTIONS; any other one fails, unless
+// it is a composite action or a reusable workflow of a repository in `repositories`: those run from
+// that repository's files, as GitHub runs another repository's action.yml and workflows.
 import { cp, mkdir, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { execa } from "execa";
@@ -29,12 +31,16 @@ export interface StepResult {
   stderr: string;
   summary: string;
   annotations: Annotation[];
+  /** A composite action's own steps. */
+  steps?: StepResult[];
 }
 
 export interface JobResult {
   /** `audit (shard: 2)` for a matrix instance. */
   name: string;
   id: string;
+  /** The runner labels the job asked for (`runs-on`, evaluated). */
+  runsOn: string[];
   result: "success" | "failure" | "skipped";
   permissions: Record<string, string>;
   outputs: Record<string, string>;
@@ -67,9 +73,27 @@ export interface RunOptions {
   appToken?: string;
   /** Set on the runner machine itself, beside what Actions sets. */
   machineEnv?: Record<string, string>;
+  /** The labels of this machine's runner; a job whose `runs-on` asks for another fails the run. */
+  labels?: string[];
+  /**
+   * Other repositories by `owner/name`, each a local directory: their action.yml and
+   * .github/workflows/ are what `uses: owner/name@ref` and `uses: owner/name/.github/workflows/x.yml@ref`
+   * run.
+   */
+  repositories?: Record<string, string>;
+  /** Where actions/cache keeps its entries; shared by the runs given the same directory. */
+  cacheDir?: string;
 }
 
+const HOSTED_LABELS = ["ubuntu-24.04"];
+
 type Workflow = {
+  on?: {
+    workflow_call?: {
+      inputs?: Record<string, { type: string; default?: Value; required?: boolean }>;
+      secrets?: Record<string, { required?: boolean }>;
+    };
+  };
   env?: Record<string, string>;
   jobs: Record<string, Job>;
 };
@@ -77,6 +101,11 @@ type Job = {
   name?: string;
   needs?: string | string[];
   if?: string | boolean;
+  "runs-on"?: string | string[];
+  /** A reusable workflow: `owner/name/.github/workflows/file.yml@ref`. */
+  uses?: string;
+  with?: Record<string, Value>;
+  secrets?: "inherit" | Record<string, string>;
   permissions?: Record<string, string>;
   outputs?: Record<string, string>;
   strategy?: { matrix: string | Record<string, unknown>; "fail-fast"?: boolean };
@@ -107,6 +136,9 @@ const JOB_KEYS = new Set([
   "env",
   "steps",
   "concurrency",
+  "uses",
+  "with",
+  "secrets",
 ]);
 const STEP_KEYS = new Set([
   "id",
@@ -126,6 +158,8 @@ interface StepContext {
   temp: string;
   options: RunOptions;
   outputs: Record<string, string>;
+  /** Registers what the action does after the job's steps (a post step), if the job succeeded. */
+  post: (run: () => Promise<void>) => void;
 }
 
 /** The actions this runner emulates, by name without version; the major version is checked. */
@@ -203,6 +237,28 @@ const ACTIONS: Record<
         : [];
       for (const name of names)
         await cp(path.join(root, name), path.join(dest, name), { recursive: true });
+    },
+  },
+  "actions/cache": {
+    version: "v4",
+    inputs: ["path", "key"],
+    run: async ({ with: w, workspace, options, outputs, post }) => {
+      const entry = path.join(
+        options.cacheDir ?? path.join(options.workDir, "cache"),
+        encodeURIComponent(w.key!),
+      );
+      const target = path.resolve(workspace, w.path!);
+      if (await exists(entry)) {
+        await cp(entry, target, { recursive: true });
+        outputs["cache-hit"] = "true";
+        return;
+      }
+      outputs["cache-hit"] = "false";
+      // Saved at the end of the job, as actions/cache's post step does; an entry is never replaced.
+      post(async () => {
+        if ((await exists(target)) && !(await exists(entry)))
+          await cp(target, entry, { recursive: true });
+      });
     },
   },
   "actions/create-github-app-token": {
@@ -314,15 +370,10 @@ function baseEnv(): Record<string, string> {
 
 export async function runWorkflow(options: RunOptions): Promise<RunResult> {
   const workflow = parseYaml(await readFile(options.workflow, "utf8")) as Workflow;
-  const jobResults: JobResult[] = [];
-  const limitViolations: string[] = [];
-  const results = new Map<
-    string,
-    { result: JobResult["result"]; outputs: Record<string, string> }
-  >();
+  const run: WorkflowRun = { options, jobs: [], limitViolations: [], instances: 0, eventPath: "" };
   await mkdir(path.join(options.workDir, "artifacts"), { recursive: true });
-  const eventPath = path.join(options.workDir, "event.json");
-  await writeFile(eventPath, JSON.stringify(options.event.payload));
+  run.eventPath = path.join(options.workDir, "event.json");
+  await writeFile(run.eventPath, JSON.stringify(options.event.payload));
   const [owner] = options.repository.fullName.split("/");
   const github = {
     event_name: options.event.name,
@@ -335,8 +386,43 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
     server_url: options.serverUrl,
     run_id: "1",
   };
+  await runJobs(run, workflow, {
+    github,
+    inputs: options.inputs ?? {},
+    secrets: options.secrets ?? {},
+  });
+  return {
+    jobs: run.jobs,
+    artifacts: path.join(options.workDir, "artifacts"),
+    limitViolations: run.limitViolations,
+    job: (id) => run.jobs.filter((j) => j.id === id),
+  };
+}
 
-  let instance = 0;
+/** What the jobs of a run, and of the workflows it calls, share. */
+interface WorkflowRun {
+  options: RunOptions;
+  jobs: JobResult[];
+  limitViolations: string[];
+  /** Jobs started so far: each gets its own directory. */
+  instances: number;
+  eventPath: string;
+}
+
+type JobOutcome = { result: JobResult["result"]; outputs: Record<string, string> };
+
+/** A workflow's jobs in `needs` order; returns each job's result by id. */
+async function runJobs(
+  run: WorkflowRun,
+  workflow: Workflow,
+  given: {
+    github: Record<string, Value>;
+    inputs: Record<string, Value>;
+    secrets: Record<string, string>;
+  },
+): Promise<Map<string, JobOutcome>> {
+  const { options } = run;
+  const results = new Map<string, JobOutcome>();
   for (const id of order(workflow.jobs)) {
     const job = workflow.jobs[id]!;
     for (const key of Object.keys(job))
@@ -350,24 +436,30 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
       ? options.tokens.write
       : options.tokens.read;
     const jobContexts: Contexts = {
-      github: { ...github, token, workspace: "", job: id },
-      inputs: options.inputs ?? {},
-      secrets: { GITHUB_TOKEN: token, ...options.secrets },
+      github: { ...given.github, token, workspace: "", job: id },
+      inputs: given.inputs,
+      secrets: { GITHUB_TOKEN: token, ...given.secrets },
       vars: options.vars ?? {},
       needs: needsContext,
     };
     const needsOk = needs.every((n) => results.get(n)!.result === "success");
     if (!condition(job.if, jobContexts, { success: needsOk })) {
-      const skipped: JobResult = {
-        name: id,
-        id,
-        result: "skipped",
-        permissions,
-        outputs: {},
-        steps: [],
-      };
-      jobResults.push(skipped);
+      if (!job.uses)
+        run.jobs.push({
+          name: id,
+          id,
+          runsOn: [],
+          result: "skipped",
+          permissions,
+          outputs: {},
+          steps: [],
+        });
       results.set(id, { result: "skipped", outputs: {} });
+      continue;
+    }
+    if (job.uses) {
+      const called = await callWorkflow(run, job, jobContexts, given);
+      results.set(id, { result: called, outputs: {} });
       continue;
     }
     const combos = job.strategy
@@ -375,7 +467,7 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
       : [undefined];
     const instances: JobResult[] = [];
     for (const matrix of combos) {
-      const dir = path.join(options.workDir, "jobs", `${id}-${instance++}`);
+      const dir = path.join(options.workDir, "jobs", `${id}-${run.instances++}`);
       const workspace = path.join(dir, "workspace");
       const temp = path.join(dir, "temp");
       await mkdir(workspace, { recursive: true });
@@ -397,26 +489,98 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
         id,
         name,
         permissions,
+        runsOn: runnerLabels(job, contexts, options, name),
         workspace,
         temp,
         contexts,
-        eventPath,
+        eventPath: run.eventPath,
         options,
-        limitViolations,
+        limitViolations: run.limitViolations,
         workflowEnv: workflow.env ?? {},
       });
       instances.push(result);
-      jobResults.push(result);
+      run.jobs.push(result);
     }
     const failed = instances.some((r) => r.result === "failure");
     results.set(id, { result: failed ? "failure" : "success", outputs: instances.at(-1)!.outputs });
   }
-  return {
-    jobs: jobResults,
-    artifacts: path.join(options.workDir, "artifacts"),
-    limitViolations,
-    job: (id) => jobResults.filter((j) => j.id === id),
-  };
+  return results;
+}
+
+/** The labels `runs-on` asks for; a runner without all of them would never pick the job up. */
+function runnerLabels(job: Job, contexts: Contexts, options: RunOptions, name: string): string[] {
+  const asked = job["runs-on"];
+  if (asked === undefined) throw new Error(`${name}: no runs-on`);
+  const value = typeof asked === "string" ? interpolate(asked, contexts) : asked;
+  const labels = [value].flat().map((v) => toText(v));
+  const offered = options.labels ?? HOSTED_LABELS;
+  const missing = labels.filter((l) => !offered.includes(l));
+  if (labels.length === 0 || missing.length > 0)
+    throw new Error(
+      `${name}: runs-on ${JSON.stringify(value)}: no runner has ${JSON.stringify(missing)} (this one has ${JSON.stringify(offered)})`,
+    );
+  return labels;
+}
+
+/**
+ * `owner/name@ref` or `owner/name/path@ref` of a repository in `repositories`, if it is one: a
+ * workflow file or an action's folder (`""` for the root) in that repository.
+ */
+function otherRepository(
+  uses: string,
+  options: RunOptions,
+): { dir: string; file: string; ref: string; repository: string } | undefined {
+  const m = /^([\w.-]+\/[\w.-]+)(?:\/(.+))?@(.+)$/.exec(uses);
+  const dir = m && options.repositories?.[m[1]!];
+  return dir ? { dir, file: m[2] ?? "", ref: m[3]!, repository: m[1]! } : undefined;
+}
+
+/**
+ * A job that calls a reusable workflow: its `with` checked against the workflow_call inputs (names,
+ * types, required), its secrets passed or inherited, then the called workflow's jobs, which land in
+ * the run's jobs under their own ids.
+ */
+async function callWorkflow(
+  run: WorkflowRun,
+  job: Job,
+  contexts: Contexts,
+  caller: { github: Record<string, Value>; secrets: Record<string, string> },
+): Promise<JobOutcome["result"]> {
+  const target = otherRepository(job.uses!, run.options);
+  if (!target || !target.file.startsWith(".github/workflows/"))
+    throw new Error(`uses ${job.uses}: not a workflow of a repository this runner knows`);
+  const called = parseYaml(await readFile(path.join(target.dir, target.file), "utf8")) as Workflow;
+  const call = called.on?.workflow_call;
+  if (!call) throw new Error(`${job.uses} has no workflow_call trigger`);
+  const inputs: Record<string, Value> = {};
+  for (const [name, spec] of Object.entries(call.inputs ?? {})) {
+    const given = job.with?.[name];
+    if (given === undefined) {
+      if (spec.required) throw new Error(`${job.uses}: required input ${name} not given`);
+      inputs[name] =
+        spec.default ?? (spec.type === "boolean" ? false : spec.type === "number" ? 0 : "");
+      continue;
+    }
+    const value = typeof given === "string" ? interpolate(given, contexts) : given;
+    if (typeof value !== spec.type)
+      throw new Error(
+        `${job.uses}: input ${name} must be a ${spec.type}, got ${JSON.stringify(value)}`,
+      );
+    inputs[name] = value;
+  }
+  for (const name of Object.keys(job.with ?? {}))
+    if (!call.inputs?.[name]) throw new Error(`${job.uses}: no input ${name}`);
+  const secrets =
+    job.secrets === "inherit"
+      ? { ...caller.secrets }
+      : Object.fromEntries(
+          Object.entries(job.secrets ?? {}).map(([k, v]) => [k, toText(interpolate(v, contexts))]),
+        );
+  for (const [name, spec] of Object.entries(call.secrets ?? {}))
+    if (spec.required && !secrets[name])
+      throw new Error(`${job.uses}: required secret ${name} not given`);
+  const results = await runJobs(run, called, { github: caller.github, inputs, secrets });
+  return [...results.values()].some((r) => r.result === "failure") ? "failure" : "success";
 }
 
 /** `matrix: ${{ fromJSON(…) }}` whole, or a map whose lists may each be an expression. */
@@ -434,6 +598,7 @@ interface JobRun {
   id: string;
   name: string;
   permissions: Record<string, string>;
+  runsOn: string[];
   workspace: string;
   temp: string;
   contexts: Contexts;
@@ -443,29 +608,89 @@ interface JobRun {
   workflowEnv: Record<string, string>;
 }
 
-async function runJob(job: Job, run: JobRun): Promise<JobResult> {
-  const { contexts, options, workspace, temp } = run;
-  const github = contexts.github as Record<string, string>;
-  const steps: StepResult[] = [];
-  const stepsContext = contexts.steps as Record<string, Value>;
-  const envFromFiles: Record<string, string> = {};
-  const pathFromFiles: string[] = [];
-  let success = true;
-  let jobAnnotations = 0;
-  const evalEnv = (env: Record<string, string> | undefined) =>
-    Object.fromEntries(
-      Object.entries(env ?? {}).map(([k, v]) => [k, toText(interpolate(String(v), contexts))]),
-    );
-  const env = { ...evalEnv(run.workflowEnv), ...evalEnv(job.env) };
+/** What a job's steps, and the steps of the composite actions they use, share. */
+interface JobState {
+  run: JobRun;
+  steps: StepResult[];
+  envFromFiles: Record<string, string>;
+  pathFromFiles: string[];
+  annotations: number;
+  /** Post steps of the actions used, run after the last step. */
+  posts: (() => Promise<void>)[];
+  /** Files written with the step index in their name. */
+  index: number;
+}
 
-  for (const [index, step] of job.steps.entries()) {
+async function runJob(job: Job, run: JobRun): Promise<JobResult> {
+  const { contexts, workspace } = run;
+  const state: JobState = {
+    run,
+    steps: [],
+    envFromFiles: {},
+    pathFromFiles: [],
+    annotations: 0,
+    posts: [],
+    index: 0,
+  };
+  const env = {
+    ...evalEnv(run.workflowEnv, contexts),
+    ...evalEnv(job.env, contexts),
+  };
+  const success = await runSteps(job.steps, contexts, env, state, "");
+  if (success) for (const post of state.posts.reverse()) await post();
+  if (state.annotations > ANNOTATIONS_PER_JOB)
+    run.limitViolations.push(
+      `${run.name}: ${state.annotations} annotations, GitHub shows ${ANNOTATIONS_PER_JOB} per job`,
+    );
+  contexts.env = { ...env, ...state.envFromFiles };
+  const outputs = success
+    ? Object.fromEntries(
+        Object.entries(job.outputs ?? {}).map(([k, v]) => [k, toText(interpolate(v, contexts))]),
+      )
+    : {};
+  await rm(path.join(workspace, "node_modules"), { recursive: true, force: true });
+  return {
+    name: run.name,
+    id: run.id,
+    runsOn: run.runsOn,
+    result: success ? "success" : "failure",
+    permissions: run.permissions,
+    outputs,
+    steps: state.steps,
+  };
+}
+
+const evalEnv = (env: Record<string, string> | undefined, contexts: Contexts) =>
+  Object.fromEntries(
+    Object.entries(env ?? {}).map(([k, v]) => [k, toText(interpolate(String(v), contexts))]),
+  );
+
+/**
+ * Runs steps in order with `contexts` (a job's, or a composite action's own, whose steps context
+ * and inputs are its own); `prefix` names a composite action's steps after the step that used it.
+ * Returns whether every step that ran succeeded.
+ */
+async function runSteps(
+  steps: Step[],
+  contexts: Contexts,
+  env: Record<string, string>,
+  state: JobState,
+  prefix: string,
+  actionPath?: string,
+): Promise<boolean> {
+  const { run } = state;
+  const { options, workspace, temp } = run;
+  const github = contexts.github as Record<string, string>;
+  const stepsContext = contexts.steps as Record<string, Value>;
+  let success = true;
+  for (const [position, step] of steps.entries()) {
     for (const key of Object.keys(step))
       if (!STEP_KEYS.has(key))
-        throw new Error(`${run.name} step ${index + 1}: "${key}" is not emulated`);
-    const name = step.name ?? step.uses ?? step.run!.split("\n", 1)[0]!;
-    contexts.env = { ...env, ...envFromFiles };
+        throw new Error(`${run.name} step ${position + 1}: "${key}" is not emulated`);
+    const name = prefix + (step.name ?? step.uses ?? step.run!.split("\n", 1)[0]!);
+    contexts.env = { ...env, ...state.envFromFiles };
     if (!condition(step.if, contexts, { success })) {
-      steps.push({
+      state.steps.push({
         name,
         outcome: "skipped",
         stdout: "",
@@ -477,6 +702,7 @@ async function runJob(job: Job, run: JobRun): Promise<JobResult> {
         stepsContext[step.id] = { outcome: "skipped", conclusion: "skipped", outputs: {} };
       continue;
     }
+    const index = state.index++;
     const files = {
       GITHUB_OUTPUT: path.join(temp, `_output_${index}`),
       GITHUB_ENV: path.join(temp, `_env_${index}`),
@@ -484,10 +710,13 @@ async function runJob(job: Job, run: JobRun): Promise<JobResult> {
       GITHUB_STEP_SUMMARY: path.join(temp, `_summary_${index}`),
     };
     for (const file of Object.values(files)) await writeFile(file, "");
-    const stepEnv = { ...contexts.env, ...evalEnv(step.env) } as Record<string, string>;
+    const stepEnv = { ...contexts.env, ...evalEnv(step.env, contexts) } as Record<string, string>;
     let outputs: Record<string, string> = {};
     let result: StepResult;
-    if (step.uses) {
+    const composite = step.uses ? otherRepository(step.uses, options) : undefined;
+    if (composite) {
+      ({ result, outputs } = await runComposite(step, name, composite, contexts, stepEnv, state));
+    } else if (step.uses) {
       const [action, version] = step.uses.split("@") as [string, string];
       const emulated = ACTIONS[action];
       if (!emulated)
@@ -506,7 +735,14 @@ async function runJob(job: Job, run: JobRun): Promise<JobResult> {
         if (!emulated.inputs.includes(key))
           throw new Error(`${run.name}: ${action} input "${key}" is not emulated`);
       try {
-        await emulated.run({ with: w, workspace, temp, options, outputs });
+        await emulated.run({
+          with: w,
+          workspace,
+          temp,
+          options,
+          outputs,
+          post: (p) => state.posts.push(p),
+        });
         result = { name, outcome: "success", stdout: "", stderr: "", summary: "", annotations: [] };
       } catch (error) {
         result = {
@@ -521,8 +757,9 @@ async function runJob(job: Job, run: JobRun): Promise<JobResult> {
     } else {
       const script = path.join(temp, `_step_${index}.sh`);
       await writeFile(script, toText(interpolate(step.run!, contexts)));
-      if ((step.shell ?? "bash") !== "bash")
-        throw new Error(`${run.name}: shell ${step.shell} is not emulated`);
+      // A composite action's run steps must name their shell.
+      if ((step.shell ?? (actionPath ? undefined : "bash")) !== "bash")
+        throw new Error(`${run.name}: ${name}: shell ${step.shell} is not emulated`);
       const cwd = step["working-directory"]
         ? path.resolve(workspace, toText(interpolate(step["working-directory"], contexts)))
         : workspace;
@@ -548,9 +785,10 @@ async function runJob(job: Job, run: JobRun): Promise<JobResult> {
           GITHUB_JOB: run.id,
           RUNNER_TEMP: temp,
           RUNNER_OS: "Linux",
+          ...(actionPath && { GITHUB_ACTION_PATH: actionPath }),
           ...files,
           ...stepEnv,
-          PATH: [...pathFromFiles, process.env.PATH].join(":"),
+          PATH: [...state.pathFromFiles, process.env.PATH].join(":"),
         },
       });
       const summary = await readFile(files.GITHUB_STEP_SUMMARY, "utf8");
@@ -564,8 +802,11 @@ async function runJob(job: Job, run: JobRun): Promise<JobResult> {
         annotations: parseAnnotations(child.stdout),
       };
       outputs = parseKeyValueFile(await readFile(files.GITHUB_OUTPUT, "utf8"));
-      Object.assign(envFromFiles, parseKeyValueFile(await readFile(files.GITHUB_ENV, "utf8")));
-      pathFromFiles.unshift(
+      Object.assign(
+        state.envFromFiles,
+        parseKeyValueFile(await readFile(files.GITHUB_ENV, "utf8")),
+      );
+      state.pathFromFiles.unshift(
         ...(await readFile(files.GITHUB_PATH, "utf8")).split("\n").filter(Boolean).reverse(),
       );
       const bytes = Buffer.byteLength(summary, "utf8");
@@ -580,30 +821,81 @@ async function runJob(job: Job, run: JobRun): Promise<JobResult> {
             `${run.name} / ${name}: ${count} ${level} annotations, GitHub shows ${ANNOTATIONS_PER_STEP} per step`,
           );
       }
-      jobAnnotations += result.annotations.length;
+      state.annotations += result.annotations.length;
     }
-    steps.push(result);
+    state.steps.push(result);
     if (step.id)
       stepsContext[step.id] = { outcome: result.outcome, conclusion: result.outcome, outputs };
     if (result.outcome === "failure") success = false;
   }
-  if (jobAnnotations > ANNOTATIONS_PER_JOB)
-    run.limitViolations.push(
-      `${run.name}: ${jobAnnotations} annotations, GitHub shows ${ANNOTATIONS_PER_JOB} per job`,
-    );
-  contexts.env = { ...env, ...envFromFiles };
-  const outputs = success
-    ? Object.fromEntries(
-        Object.entries(job.outputs ?? {}).map(([k, v]) => [k, toText(interpolate(v, contexts))]),
-      )
-    : {};
-  await rm(path.join(workspace, "node_modules"), { recursive: true, force: true });
-  return {
-    name: run.name,
-    id: run.id,
-    result: success ? "success" : "failure",
-    permissions: run.permissions,
-    outputs,
-    steps,
+  return success;
+}
+
+type ActionYaml = {
+  inputs?: Record<string, { required?: boolean; default?: string }>;
+  outputs?: Record<string, { value: string }>;
+  runs: { using: string; steps: Step[] };
+};
+
+/**
+ * A composite action of another repository: checked out under the runner's _actions/OWNER/NAME/REF
+ * (its action.yml), its inputs checked, its steps run with their own steps and inputs contexts.
+ */
+async function runComposite(
+  step: Step,
+  name: string,
+  target: { dir: string; file: string; ref: string; repository: string },
+  contexts: Contexts,
+  env: Record<string, string>,
+  state: JobState,
+): Promise<{ result: StepResult; outputs: Record<string, string> }> {
+  const { run } = state;
+  const metadata = path.join(target.dir, target.file, "action.yml");
+  const action = parseYaml(await readFile(metadata, "utf8")) as ActionYaml;
+  if (action.runs.using !== "composite")
+    throw new Error(`${step.uses}: only composite actions are emulated`);
+  const actionPath = path.join(
+    run.temp,
+    "..",
+    "_actions",
+    target.repository,
+    target.ref,
+    target.file,
+  );
+  await mkdir(actionPath, { recursive: true });
+  await cp(metadata, path.join(actionPath, "action.yml"));
+  const given = Object.fromEntries(
+    Object.entries(step.with ?? {}).map(([k, v]) => [k, toText(interpolate(String(v), contexts))]),
+  );
+  for (const key of Object.keys(given))
+    if (!action.inputs?.[key]) throw new Error(`${run.name}: ${step.uses} has no input "${key}"`);
+  const inputs: Record<string, Value> = {};
+  for (const [key, spec] of Object.entries(action.inputs ?? {})) {
+    if (spec.required && !given[key])
+      throw new Error(`${run.name}: ${step.uses}: required input "${key}" not given`);
+    inputs[key] = given[key] ?? spec.default ?? "";
+  }
+  const own: Contexts = {
+    ...contexts,
+    github: { ...(contexts.github as Record<string, Value>), action_path: actionPath },
+    inputs,
+    steps: {},
   };
+  delete own.secrets;
+  const first = state.steps.length;
+  const success = await runSteps(action.runs.steps, own, env, state, `${name} / `, actionPath);
+  const outputs = Object.fromEntries(
+    Object.entries(action.outputs ?? {}).map(([k, o]) => [k, toText(interpolate(o.value, own))]),
+  );
+  const inner = state.steps.splice(first);
+  const result: StepResult = {
+    name,
+    outcome: success ? "success" : "failure",
+    stdout: inner.map((s) => s.stdout).join(""),
+    stderr: inner.map((s) => `${s.name}: ${s.outcome}\n${s.stderr}`).join("\n"),
+    summary: inner.map((s) => s.summary).join(""),
+    annotations: inner.flatMap((s) => s.annotations),
+    steps: inner,
+  };
+  return { result, outputs };
 }

@@ -8,7 +8,7 @@ import { parse } from "yaml";
 import { REPO_ROOT } from "../support/cli.js";
 
 const DIR = path.join(REPO_ROOT, ".github/workflows");
-type Step = { uses?: string; run?: string; with?: Record<string, unknown> };
+type Step = { name?: string; uses?: string; run?: string; with?: Record<string, unknown> };
 type Job = { permissions?: Record<string, string>; steps: Step[] };
 type Workflow = {
   on: Record<string, unknown>;
@@ -23,9 +23,28 @@ const workflows = readdirSync(DIR)
     text: readFileSync(path.join(DIR, file), "utf8"),
     workflow: parse(readFileSync(path.join(DIR, file), "utf8")) as Workflow,
   }));
-const ours = workflows.filter((w) => w.file !== "ci.yml");
+// This project's own CI and release; the others are what a fleet repository runs.
+const ours = workflows.filter((w) => !["ci.yml", "release.yml"].includes(w.file));
 // Jobs that may write, and nothing else may.
-const WRITERS = new Set(["drift-audit.yml/propose", "review-command.yml/command"]);
+const WRITERS = new Set([
+  "drift-audit.yml/propose",
+  "review-command.yml/command",
+  "release.yml/release",
+]);
+// The composite actions' steps, checked by the same rules as a job's.
+const actions = ["action.yml", "ssh/action.yml"].map((file) => ({
+  file,
+  text: readFileSync(path.join(REPO_ROOT, file), "utf8"),
+  action: parse(readFileSync(path.join(REPO_ROOT, file), "utf8")) as {
+    runs: { using: string; steps: Step[] };
+  },
+}));
+const jobsAndAction = [
+  ...workflows.flatMap(({ file, workflow }) =>
+    Object.entries(workflow.jobs).map(([id, job]) => ({ where: `${file}/${id}`, job })),
+  ),
+  ...actions.map(({ file, action }) => ({ where: file, job: { steps: action.runs.steps } })),
+];
 
 test("the Quartermaster workflows are all here", () => {
   assert.deepEqual(ours.map((w) => w.file).sort(), [
@@ -36,7 +55,7 @@ test("the Quartermaster workflows are all here", () => {
 });
 
 test("no permissions at the top; each job is granted its own, and only the propose and review jobs write", () => {
-  for (const { file, workflow } of ours) {
+  for (const { file, workflow } of workflows.filter((w) => w.file !== "ci.yml")) {
     assert.deepEqual(workflow.permissions, {}, file);
     for (const [id, job] of Object.entries(workflow.jobs)) {
       assert.ok(job.permissions, `${file}/${id} has no permissions of its own`);
@@ -51,36 +70,58 @@ test("no permissions at the top; each job is granted its own, and only the propo
 });
 
 test("no expression is expanded inside a script: values reach run steps through env, quoted", () => {
-  for (const { file, workflow } of workflows) {
+  for (const { where, job } of jobsAndAction)
+    for (const step of job.steps)
+      if (step.run) assert.doesNotMatch(step.run, /\$\{\{/, `${where}: ${step.run}`);
+});
+
+test("checkouts never keep credentials, and actions are pinned at least by major version", () => {
+  for (const { where, job } of jobsAndAction)
+    for (const step of job.steps.filter((s) => s.uses)) {
+      assert.match(
+        step.uses!,
+        /^[\w.-]+\/[\w.-]+(\/[\w.-]+)?@(v\d+|[0-9a-f]{40})$/,
+        `${where}: ${step.uses}`,
+      );
+      if (step.uses!.startsWith("actions/checkout@"))
+        assert.equal(step.with?.["persist-credentials"], false, where);
+    }
+});
+
+test("the fleet workflows are callable, run where the caller says, and install a release through the action", () => {
+  for (const { file, action } of actions) assert.equal(action.runs.using, "composite", file);
+  for (const { file, workflow } of ours) {
+    const call = workflow.on.workflow_call as { inputs: Record<string, unknown> } | undefined;
+    assert.ok(call, `${file} has no workflow_call`);
+    for (const input of ["runs-on", "node-version", "quartermaster-version"])
+      assert.ok(input in call.inputs, `${file}: no ${input} input`);
     for (const [id, job] of Object.entries(workflow.jobs)) {
-      for (const step of job.steps)
-        if (step.run) assert.doesNotMatch(step.run, /\$\{\{/, `${file}/${id}: ${step.run}`);
+      assert.match(
+        String((job as { "runs-on"?: string })["runs-on"]),
+        /inputs\.runs-on/,
+        `${file}/${id}`,
+      );
+      const install = job.steps.find((s) => s.name === "Install Quartermaster");
+      assert.match(install?.uses ?? "", /^[\w.-]+\/quartermaster@v\d+$/, `${file}/${id}`);
+      assert.ok(!job.steps.some((s) => /\bnpm ci\b|\bnpx\b/.test(s.run ?? "")), `${file}/${id}`);
     }
   }
 });
 
-test("checkouts never keep credentials, and actions are pinned at least by major version", () => {
-  for (const { file, workflow } of workflows) {
-    for (const [id, job] of Object.entries(workflow.jobs)) {
-      for (const step of job.steps.filter((s) => s.uses)) {
-        assert.match(
-          step.uses!,
-          /^[\w.-]+\/[\w.-]+@(v\d+|[0-9a-f]{40})$/,
-          `${file}/${id}: ${step.uses}`,
-        );
-        if (step.uses!.startsWith("actions/checkout@"))
-          assert.equal(step.with?.["persist-credentials"], false, `${file}/${id}`);
-      }
-    }
-  }
+test("the fleet workflows install the release package.json names, as release.yml checks", () => {
+  const { version } = JSON.parse(readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as {
+    version: string;
+  };
+  for (const { file, text } of ours)
+    assert.deepEqual([...new Set(text.match(/v\d+\.\d+\.\d+[\w.-]*/g))], [`v${version}`], file);
 });
 
 test("pull requests are reviewed with pull_request, never pull_request_target", () => {
   for (const { file, workflow } of workflows)
     assert.ok(!("pull_request_target" in workflow.on), file);
-  assert.deepEqual(workflows.find((w) => w.file === "manifest-review.yml")!.workflow.on, {
-    pull_request: { paths: ["fleet-manifests/**"] },
-  });
+  const { on } = workflows.find((w) => w.file === "manifest-review.yml")!.workflow;
+  assert.deepEqual(Object.keys(on), ["pull_request", "workflow_call"]);
+  assert.deepEqual(on.pull_request, { paths: ["fleet-manifests/**"] });
 });
 
 test("drift-audit runs off the hour, never cancels a running audit, and never learns host keys", () => {
@@ -89,7 +130,9 @@ test("drift-audit runs off the hour, never cancels a running audit, and never le
   assert.notEqual(schedule!.cron.split(" ")[0], "0");
   assert.equal(workflow.concurrency!["cancel-in-progress"], false);
   assert.ok(["workflow_dispatch", "workflow_call"].every((e) => e in workflow.on));
-  for (const { file, text: t } of ours)
+  for (const { file, text: t } of [...ours, ...actions])
     assert.doesNotMatch(t, /ssh-keyscan|StrictHostKeyChecking[= ]+(no|accept-new)/, file);
-  assert.match(text, /StrictHostKeyChecking yes/);
+  // Its SSH comes from the ssh action, which checks host keys strictly.
+  assert.match(text, /uses: [\w.-]+\/quartermaster\/ssh@v\d+\n/);
+  assert.match(actions.find((a) => a.file === "ssh/action.yml")!.text, /StrictHostKeyChecking yes/);
 });
