@@ -5,7 +5,7 @@ import { nearest } from "../manifest/suggest.js";
 import { visible } from "../text/escape.js";
 import { ExitBit } from "./exit.js";
 import { COMMAND_HELP, EXIT_CODES, HelpRequested, commandUsage } from "./help.js";
-import { dropOutputWhenReaderGoes } from "./stdout.js";
+import { guardOutput } from "./stdout.js";
 
 // Messages quote manifest and host text (keys, values, URLs): escaped where they reach the
 // terminal.
@@ -102,5 +102,5 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-dropOutputWhenReaderGoes();
+guardOutput();
 process.exitCode = await main(process.argv.slice(2));
