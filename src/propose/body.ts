@@ -110,13 +110,19 @@ const MEANING = {
     "**Merging marks the ticket resolved**: the drift it named is no longer present on any of its nodes.",
 } as const;
 
-const names = (list: readonly string[], max = 10) =>
-  list.length <= max
-    ? list.map((n) => codeSpan(n)).join(", ")
-    : `${list
-        .slice(0, max)
-        .map((n) => codeSpan(n))
-        .join(", ")} and ${list.length - max} more`;
+/** Node names for a title: the first `max`, each as `show` writes it, and how many more. */
+export function nodeList(
+  names: readonly string[],
+  max = 3,
+  show: (name: string) => string = (name) => name,
+): string {
+  const shown = names.slice(0, max).map(show).join(", ");
+  return names.length <= max ? shown : `${shown} and ${names.length - max} more`;
+}
+
+/** Node names in Markdown (a body, a comment): code spans, so a name like `@team` mentions no one. */
+export const nodeSpans = (names: readonly string[], max = 10) =>
+  nodeList(names, max, (name) => codeSpan(name));
 
 /**
  * The PR body a reviewer decides from. Every host or manifest value is in a code span or a fenced
@@ -131,7 +137,7 @@ export function pullBody(input: BodyInput): string {
   if (input.kind === "resolve" && input.ticket) {
     const t = input.ticket;
     head.push(
-      `Remediation ticket ${codeSpan(t.id)} (${t.domain} ${codeSpan(t.key, VALUE_CHARS)}) is no longer needed: every node it names (${names(t.nodes)}) was audited and the drift is gone.`,
+      `Remediation ticket ${codeSpan(t.id)} (${t.domain} ${codeSpan(t.key, VALUE_CHARS)}) is no longer needed: every node it names (${nodeSpans(t.nodes)}) was audited and the drift is gone.`,
     );
   } else if (first) {
     const on = `on ${nodeCount} node${nodeCount === 1 ? "" : "s"}`;

@@ -24,6 +24,17 @@ function assertNoStack(result: CliResult): void {
   assert.doesNotMatch(result.stderr, /internal error/, result.stderr);
 }
 
+/** A git repository holding `files`, committed: manifest-diff's base is its HEAD. */
+const committed = async (files: Record<string, string>) => {
+  const repo = await tree(files);
+  const git = (...args: string[]) =>
+    execa("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", ...args], { cwd: repo });
+  await git("init", "-q");
+  await git("add", ".");
+  await git("commit", "-qm", "base");
+  return repo;
+};
+
 const validate = (dir: string) => runCli(["validate", "--manifests", "."], { cwd: dir });
 
 describe("links and special files in the manifest tree", () => {
@@ -214,17 +225,6 @@ describe("manifest-diff and the pinned host keys", () => {
     return { blob, fingerprint: stdout.split(" ")[1]! };
   };
 
-  /** A git repository holding `files`, committed: manifest-diff's base is its HEAD. */
-  const committed = async (files: Record<string, string>) => {
-    const repo = await tree(files);
-    const git = (...args: string[]) =>
-      execa("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", ...args], { cwd: repo });
-    await git("init", "-q");
-    await git("add", ".");
-    await git("commit", "-qm", "base");
-    return repo;
-  };
-
   it("a changed, an added and a removed key are shown first, per host, with their fingerprints", async () => {
     const keys = await tree({});
     const [a, b] = [await newKey(keys, "a"), await newKey(keys, "b")];
@@ -282,16 +282,6 @@ describe("manifest-diff and the pinned host keys", () => {
 });
 
 describe("manifest-diff and what is audited or acknowledged", () => {
-  /** A git repository holding `files`, committed: manifest-diff's base is its HEAD. */
-  const committed = async (files: Record<string, string>) => {
-    const repo = await tree(files);
-    const git = (...args: string[]) =>
-      execa("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", ...args], { cwd: repo });
-    await git("init", "-q");
-    await git("add", ".");
-    await git("commit", "-qm", "base");
-    return repo;
-  };
   const SYSCTL = { domain: "sysctl", key: "vm.swappiness", declared: 10, live: 60 } as const;
   const ticket = (fields: Partial<Ticket> = {}): Ticket => ({
     id: "sysctl-vm-swappiness-1",

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { ForgeError, UsageError } from "../../errors.js";
 import { GitHub, settingsFromEnv } from "../../forge/github.js";
 import { loadFleet } from "../../manifest/load.js";
+import { nodeSpans } from "../../propose/body.js";
 import { branchIdentity } from "../../propose/branch.js";
 import { describeAction, executePlan, planWithForge } from "../../propose/execute.js";
 import { proposalInput } from "../../propose/input.js";
@@ -148,7 +149,7 @@ export async function reviewCommand(argv: string[]): Promise<number> {
   const nodes = pull.marker.nodes.filter((name) => known.has(name));
   if (!nodes.length) {
     await reply(
-      `None of this pull request's nodes (${pull.marker.nodes.join(", ")}) is in the manifests any more: no ticket to record.`,
+      `None of this pull request's nodes (${nodeSpans(pull.marker.nodes, Infinity)}) is in the manifests any more: no ticket to record.`,
     );
     return 0;
   }
@@ -181,7 +182,7 @@ export async function reviewCommand(argv: string[]): Promise<number> {
   const failed = outcomes.filter((o) => !o.ok);
   const unaudited = report.nodes
     .filter((n) => n.status !== "clean" && n.status !== "drift")
-    .map((n) => `${n.name} (${n.status})`);
+    .map((n) => `${codeSpan(n.name)} (${n.status})`);
   if (opened) await reply(`Recorded the remediation ticket in #${opened.number}.`);
   else if (failed.length)
     await reply(
@@ -196,7 +197,7 @@ export async function reviewCommand(argv: string[]): Promise<number> {
     await reply(
       open
         ? `A remediation ticket for this drift is already open in #${open.number}.`
-        : `The drift this pull request accepted is no longer on ${nodes.join(", ")} as it was${unaudited.length ? ` (not audited: ${unaudited.join(", ")})` : ""}, so no ticket was recorded; the next scheduled audit proposes what is there then.`,
+        : `The drift this pull request accepted is no longer on ${nodeSpans(nodes, Infinity)} as it was${unaudited.length ? ` (not audited: ${unaudited.join(", ")})` : ""}, so no ticket was recorded; the next scheduled audit proposes what is there then.`,
     );
   }
   return failed.length ? ExitBit.unaudited : auditExitCode(report) & ExitBit.unaudited;

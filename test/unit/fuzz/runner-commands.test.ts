@@ -10,10 +10,11 @@ import { describe, it } from "node:test";
 import fc from "fast-check";
 import { parse } from "yaml";
 import { FORMATS } from "../../../src/report/formats/index.js";
-import { Report, summarize, type NodeResult } from "../../../src/report/schema.js";
+import type { NodeResult, Report } from "../../../src/report/schema.js";
 import { defuseRunnerCommands, lineStart, visible } from "../../../src/text/escape.js";
 import { stringifyPortable } from "../../../src/text/yaml-scalar.js";
 import { runCli } from "../../support/cli.js";
+import { reportOf } from "../../support/reports.js";
 import { runnerCommandLines } from "../../support/runner.js";
 import { scratchTrees } from "../../support/tree.js";
 
@@ -99,14 +100,7 @@ function hostileReport(texts: readonly string[]): Report {
             },
           ],
   }));
-  return Report.parse({
-    schemaVersion: 1,
-    startedAt: "2026-03-02T06:00:00.000Z",
-    finishedAt: "2026-03-02T06:01:00.000Z",
-    manifestRevision: null,
-    nodes,
-    summary: summarize(nodes),
-  });
+  return reportOf(nodes);
 }
 
 /** Annotations `--format github` means to print: one level, properties, then the message. */
