@@ -1,6 +1,6 @@
 // A host whose declared file holds runner commands in the forms the Actions runner also acts on:
 // `##[error]` anywhere in a line, `::error::` after a no-break space. Over real ssh, through the
-// real CLI: no command prints a line the runner would act on (test/support/runner.ts reads output
+// real CLI: no command prints a line the runner would act on (test/support/runner-commands.ts reads output
 // as the runner does), and snapshot still declares the file's contents exactly. Needs root.
 import assert from "node:assert/strict";
 import path from "node:path";
@@ -10,7 +10,7 @@ import { parse } from "yaml";
 import { runCli, type CliResult } from "../support/cli.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
 import { pyyamlLoad } from "../support/pyyaml.js";
-import { runnerCommandLines } from "../support/runner.js";
+import { runnerCommandLines } from "../support/runner-commands.js";
 import { scratchTrees } from "../support/tree.js";
 
 const MOTD = "/etc/qm-runner/motd";

@@ -1,5 +1,5 @@
 // Property tests: whatever text a host or a manifest holds, nothing Quartermaster prints holds a
-// line the GitHub Actions runner acts on (test/support/runner.ts reads output as the runner does),
+// line the GitHub Actions runner acts on (test/support/runner-commands.ts reads output as the runner does),
 // and data formats still read back exactly. The CLI's stdout and stderr pass through one guard; the
 // last test runs the real CLI over a batch of generated text, through every report format and
 // validate.
@@ -15,7 +15,7 @@ import { defuseRunnerCommands, lineStart, visible } from "../../../src/text/esca
 import { stringifyPortable } from "../../../src/text/yaml-scalar.js";
 import { runCli } from "../../support/cli.js";
 import { reportOf } from "../../support/reports.js";
-import { runnerCommandLines } from "../../support/runner.js";
+import { runnerCommandLines } from "../../support/runner-commands.js";
 import { scratchTrees } from "../../support/tree.js";
 
 const RUNS = { seed: 20261201, numRuns: 300 } as const;
