@@ -1,7 +1,8 @@
 // A host whose declared file holds runner commands in the forms the Actions runner also acts on:
 // `##[error]` anywhere in a line, `::error::` after a no-break space. Over real ssh, through the
-// real CLI: no command prints a line the runner would act on (test/support/runner-commands.ts reads output
-// as the runner does), and snapshot still declares the file's contents exactly. Needs root.
+// real CLI: no command prints a line the runner would act on (test/support/runner-commands.ts
+// reads output as the runner does), and snapshot still declares the file's contents exactly.
+// Needs root.
 import assert from "node:assert/strict";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";

@@ -1,8 +1,8 @@
 // Property tests: whatever text a host or a manifest holds, nothing Quartermaster prints holds a
-// line the GitHub Actions runner acts on (test/support/runner-commands.ts reads output as the runner does),
-// and data formats still read back exactly. The CLI's stdout and stderr pass through one guard; the
-// last test runs the real CLI over a batch of generated text, through every report format and
-// validate.
+// line the GitHub Actions runner acts on (test/support/runner-commands.ts reads output as the
+// runner does), and data formats still read back exactly. The CLI's stdout and stderr pass through
+// one guard; the last test runs the real CLI over a batch of generated text, through every report
+// format and validate.
 import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
