@@ -2,7 +2,7 @@
 // short could hide the one item that matters), sections left out whole past the size cap.
 import { append } from "../collections.js";
 import { compactValue, plural } from "../report/formats/common.js";
-import { codeCell, textCell } from "../text/markdown.js";
+import { codeCell, nodeList, textCell } from "../text/markdown.js";
 import { showPath, type KeyChange, type ManifestDiff, type NodeChange } from "./diff.js";
 
 const value = (v: unknown) => codeCell(v === undefined ? "(not declared)" : compactValue(v));
@@ -78,10 +78,7 @@ export function renderManifestDiff(diff: ManifestDiff, maxBytes: number): string
   }
   for (const group of alike.values()) {
     const names = group.map((g) => g.node);
-    const title =
-      names.length <= 5
-        ? names.join(", ")
-        : `${names.slice(0, 5).join(", ")} and ${names.length - 5} more`;
+    const title = nodeList(names, 5);
     const note = KIND_NOTE[group[0]!.kind];
     sections.push(
       [

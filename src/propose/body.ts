@@ -4,7 +4,14 @@ import { domainByName } from "../domains/registry.js";
 import type { Ticket } from "../manifest/tickets.js";
 import type { DriftItem } from "../report/schema.js";
 import { visible } from "../text/escape.js";
-import { codeCell, codeSpan, fencedBlock, htmlCode, truncate } from "../text/markdown.js";
+import {
+  codeCell,
+  codeSpan,
+  fencedBlock,
+  htmlCode,
+  nodeSpans,
+  truncate,
+} from "../text/markdown.js";
 import { branchIdentity, ticketId } from "./branch.js";
 
 export const MARKER_VERSION = 1;
@@ -109,20 +116,6 @@ const MEANING = {
   resolve:
     "**Merging marks the ticket resolved**: the drift it named is no longer present on any of its nodes.",
 } as const;
-
-/** Node names for a title: the first `max`, each as `show` writes it, and how many more. */
-export function nodeList(
-  names: readonly string[],
-  max = 3,
-  show: (name: string) => string = (name) => name,
-): string {
-  const shown = names.slice(0, max).map(show).join(", ");
-  return names.length <= max ? shown : `${shown} and ${names.length - max} more`;
-}
-
-/** Node names in Markdown (a body, a comment): code spans, so a name like `@team` mentions no one. */
-export const nodeSpans = (names: readonly string[], max = 10) =>
-  nodeList(names, max, (name) => codeSpan(name));
 
 /**
  * The PR body a reviewer decides from. Every host or manifest value is in a code span or a fenced

@@ -1,5 +1,5 @@
 import type { Covered } from "./plan.js";
-import { nodeSpans } from "./body.js";
+import { nodeSpans } from "../text/markdown.js";
 import type { Action, PullContent } from "./proposal.js";
 import type { ExistingPull } from "./pulls.js";
 
