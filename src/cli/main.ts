@@ -5,7 +5,7 @@ import { visible } from "../text/escape.js";
 import packageJson from "../../package.json" with { type: "json" };
 import { ExitBit } from "./exit.js";
 import { COMMAND_HELP, EXIT_CODES, HelpRequested, commandUsage } from "./help.js";
-import { dropOutputWhenReaderGoes } from "./stdout.js";
+import { guardOutput } from "./stdout.js";
 
 // Messages quote manifest and host text (keys, values, URLs): escaped where they reach the
 // terminal.
@@ -94,7 +94,7 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-dropOutputWhenReaderGoes();
+guardOutput();
 // No top-level await: the single executable runs this bundled as CommonJS (scripts/build-exe.ts).
 void main(process.argv.slice(2)).then((code) => {
   process.exitCode = code;

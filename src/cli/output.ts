@@ -7,7 +7,7 @@ import { FORMATS, isFormatName } from "../report/formats/index.js";
 import { jsonChunks } from "../report/formats/json.js";
 import type { NodeResult, Report } from "../report/schema.js";
 import { useColor } from "./options.js";
-import { readerGone } from "./stdout.js";
+import { readerGone, writeWorkflowCommands } from "./stdout.js";
 
 export function formatName(value: string | undefined): keyof typeof FORMATS {
   const name = value ?? "text";
@@ -97,6 +97,8 @@ export async function writeReport(report: Report, values: ReportOutput): Promise
     ...(values.maxBytes !== undefined && { maxBytes: values.maxBytes }),
   });
   if (values.out) await writeOut(values.out, text);
+  // GitHub annotations are the workflow commands meant to run.
+  else if (render === FORMATS.github) writeWorkflowCommands(text);
   else process.stdout.write(text);
 }
 

@@ -23,6 +23,13 @@ export function driftSignature(
     .slice(0, 16);
 }
 
+/** Several items of one set drifting together (listeners, routes): one signature for them all. */
+export const setSignature = (signatures: readonly string[]): string =>
+  createHash("sha256")
+    .update(JSON.stringify([...signatures].sort()))
+    .digest("hex")
+    .slice(0, 16);
+
 /**
  * Stable for the same (node, domain, key, declared, live): how re-runs recognise the same drift.
  */

@@ -38,6 +38,14 @@ export interface PullRecord {
   title: string;
   body: string;
   labels: string[];
+  /** The login that opened it: for the bot's own pull requests, the bot. */
+  author?: string;
+}
+
+/** A comment on a pull request or issue, and who wrote it. */
+export interface CommentRecord {
+  author?: string;
+  body: string;
 }
 
 /** Who wrote and who committed a commit, by email. */
@@ -215,6 +223,7 @@ export class GitHub {
         title: p.title,
         body: p.body ?? "",
         labels: p.labels.map((l) => l.name),
+        ...(p.user?.login !== undefined && { author: p.user.login }),
       }));
   }
 
@@ -232,8 +241,8 @@ export class GitHub {
     }));
   }
 
-  /** The bodies of the comments on pull request or issue `number`. */
-  async comments(number: number): Promise<string[]> {
+  /** The comments on pull request or issue `number`. */
+  async comments(number: number): Promise<CommentRecord[]> {
     const comments = await call(`listing comments of #${number}`, () =>
       this.octokit.paginate(this.octokit.rest.issues.listComments, {
         ...this.repo,
@@ -241,7 +250,11 @@ export class GitHub {
         per_page: 100,
       }),
     );
-    return comments.flatMap((c) => (c.body === undefined ? [] : [c.body]));
+    return comments.flatMap((c) =>
+      c.body === undefined
+        ? []
+        : [{ body: c.body, ...(c.user?.login !== undefined && { author: c.user.login }) }],
+    );
   }
 
   /** The text of file `path` on `branch`; undefined when the branch or the file does not exist. */

@@ -1,10 +1,9 @@
-// What a change to the manifests does to each node's effective declared state: the view a
-// reviewer needs, since one line in a group file can change what dozens of nodes must run.
-import { createHash } from "node:crypto";
+// What a change to the manifests does to each node's effective declared state, to the fleet's
+// settings, its remediation tickets and its pinned host keys: the data a reviewer needs, since one
+// line in a group file can change what dozens of nodes must run. Rendered by diff-markdown.ts.
 import { isDeepStrictEqual } from "node:util";
-import { append } from "../collections.js";
-import { codeCell, textCell } from "../text/markdown.js";
-import { compactValue, compareText, plural } from "../report/formats/common.js";
+import { compareText } from "../report/formats/common.js";
+import { pinnedKeys } from "./known-hosts.js";
 import { itemKey, keyFieldAt, MANIFEST_LISTS, pathKey } from "./lists.js";
 import type { Fleet, LoadedNode } from "./load.js";
 import { sourceOf } from "./merge.js";
@@ -14,6 +13,11 @@ export interface KeyChange {
   path: (string | number)[];
   before: unknown;
   after: unknown;
+  /**
+   * For a list on both sides (ports, routes, waivers, a ticket's items): one item added to it or
+   * removed from it, as `after` or `before`.
+   */
+  item?: "added" | "removed";
   /** file:line declaring the value after the change (before it, for a removal). */
   declaredAt?: string;
 }
@@ -29,17 +33,18 @@ export interface ManifestDiff {
   knownHosts: KeyChange[];
   nodes: NodeChange[];
   fleetSettings: KeyChange[];
+  /** Every field of every ticket but its id: status, nodes, the drift and signature it states. */
   tickets: KeyChange[];
 }
 
+type Leaf = { path: (string | number)[]; value: unknown };
+
 /**
- * Leaf values by path: maps per key, keyed lists per item, other lists whole (their order matters).
+ * Leaf values by path: maps per key, keyed lists per item, other lists whole (compared item by
+ * item in `changesBetween`). The root itself is never a leaf: nothing, or an empty map, there has
+ * no key to show.
  */
-function leaves(
-  value: unknown,
-  path: (string | number)[] = [],
-  out = new Map<string, { path: (string | number)[]; value: unknown }>(),
-) {
+function leaves(value: unknown, path: (string | number)[] = [], out = new Map<string, Leaf>()) {
   const listKey = keyFieldAt(MANIFEST_LISTS, path);
   if (
     Array.isArray(value) &&
@@ -54,10 +59,42 @@ function leaves(
     Object.keys(value).length > 0
   ) {
     for (const [key, child] of Object.entries(value)) leaves(child, [...path, key], out);
-  } else {
+  } else if (path.length) {
     out.set(pathKey(path), { path, value });
   }
   return out;
+}
+
+/** Items of `from` that `to` does not hold, as many times as `from` holds them more. */
+function missing(from: readonly unknown[], to: readonly unknown[]): unknown[] {
+  const left = new Map<string, number>();
+  for (const item of to) left.set(JSON.stringify(item), (left.get(JSON.stringify(item)) ?? 0) + 1);
+  return from.filter((item) => {
+    const key = JSON.stringify(item);
+    const count = left.get(key) ?? 0;
+    left.set(key, count - 1);
+    return count <= 0;
+  });
+}
+
+/**
+ * A list on both sides, item by item: what was removed, what was added; the whole list only when
+ * just its order changed.
+ */
+function listChanges(path: (string | number)[], before: unknown[], after: unknown[]): KeyChange[] {
+  const removed = missing(before, after).map((item) => ({
+    path,
+    before: item,
+    after: undefined,
+    item: "removed" as const,
+  }));
+  const added = missing(after, before).map((item) => ({
+    path,
+    before: undefined,
+    after: item,
+    item: "added" as const,
+  }));
+  return removed.length || added.length ? [...removed, ...added] : [{ path, before, after }];
 }
 
 function changesBetween(
@@ -74,8 +111,13 @@ function changesBetween(
     if (b && a && isDeepStrictEqual(b.value, a.value)) continue;
     const path = (a ?? b)!.path;
     const declaredAt = located?.(path, !a);
-    changes.push({ path, before: b?.value, after: a?.value, ...(declaredAt && { declaredAt }) });
+    const found =
+      Array.isArray(b?.value) && Array.isArray(a?.value)
+        ? listChanges(path, b.value, a.value)
+        : [{ path, before: b?.value, after: a?.value }];
+    for (const change of found) changes.push({ ...change, ...(declaredAt && { declaredAt }) });
   }
+  // Stable: a list's removals stay before its additions.
   return changes.sort((x, y) => compareText(showPath(x.path), showPath(y.path)));
 }
 
@@ -90,35 +132,6 @@ function declared(node: LoadedNode): Record<string, unknown> {
   return { host: node.host, ...node.spec };
 }
 
-/**
- * known_hosts as host pattern -> its keys, each shown as ssh-keygen -l shows it (`ssh-ed25519
- * SHA256:...`), with a marker (`@cert-authority`, `@revoked`) when the line has one.
- */
-export function pinnedKeys(text: string | undefined): Map<string, string[]> {
-  const keys = new Map<string, Set<string>>();
-  for (const raw of (text ?? "").split(/\r?\n/)) {
-    const fields = raw.trim().split(/\s+/);
-    if (!fields[0] || fields[0].startsWith("#")) continue;
-    const marker = fields[0].startsWith("@") ? fields.shift() : undefined;
-    const [hosts, type, blob] = fields;
-    if (!hosts || !type) continue;
-    const fingerprint =
-      blob && /^[A-Za-z0-9+/]+=*$/.test(blob) ? sshFingerprint(blob) : (blob ?? "(no key)");
-    const shown = [marker, type, fingerprint].filter(Boolean).join(" ");
-    for (const host of hosts.split(",")) {
-      const shownFor = keys.get(host);
-      if (shownFor) shownFor.add(shown);
-      else keys.set(host, new Set([shown]));
-    }
-  }
-  // Sorted once, not at every line: a host on many lines stays linear.
-  return new Map([...keys].map(([host, shown]) => [host, [...shown].sort(compareText)]));
-}
-
-/** `SHA256:…` as ssh-keygen -l prints it: the unpadded base64 SHA-256 of the key blob. */
-const sshFingerprint = (blob: string) =>
-  `SHA256:${createHash("sha256").update(Buffer.from(blob, "base64")).digest("base64").replace(/=+$/, "")}`;
-
 function knownHostsChanges(before: string | undefined, after: string | undefined): KeyChange[] {
   const was = pinnedKeys(before);
   const now = pinnedKeys(after);
@@ -127,6 +140,10 @@ function knownHostsChanges(before: string | undefined, after: string | undefined
     .filter((host) => !isDeepStrictEqual(was.get(host), now.get(host)))
     .map((host) => ({ path: [host], before: was.get(host), after: now.get(host) }));
 }
+
+/** Tickets by id, each whole but its id: any field may change what it acknowledges. */
+const ticketsOf = (fleet: Fleet) =>
+  Object.fromEntries(fleet.tickets.map(({ ticket: { id, ...rest } }) => [id, rest]));
 
 export function diffFleets(base: Fleet, head: Fleet): ManifestDiff {
   const before = new Map(base.nodes.map((n) => [n.name, n]));
@@ -141,13 +158,6 @@ export function diffFleets(base: Fleet, head: Fleet): ManifestDiff {
     if (changes.length)
       nodes.push({ node: name, kind: !b ? "added" : !a ? "removed" : "changed", changes });
   }
-  const ticketsOf = (fleet: Fleet) =>
-    Object.fromEntries(
-      fleet.tickets.map(({ ticket }) => [
-        ticket.id,
-        { status: ticket.status, nodes: ticket.nodes, key: `${ticket.domain} ${ticket.key}` },
-      ]),
-    );
   return {
     knownHosts: knownHostsChanges(base.knownHosts, head.knownHosts),
     nodes,
@@ -163,110 +173,4 @@ export function showPath(path: readonly (string | number)[]): string {
       /^[A-Za-z_][\w-]*$/.test(String(part)) ? `${i ? "." : ""}${part}` : `[${part}]`,
     )
     .join("");
-}
-
-const value = (v: unknown) => (v === undefined ? "(not declared)" : compactValue(v, 120));
-
-function table(changes: readonly KeyChange[], withSource: boolean): string[] {
-  const head = withSource
-    ? ["| key | before | after | declared at |", "|---|---|---|---|"]
-    : ["| key | before | after |", "|---|---|---|"];
-  return [
-    ...head,
-    ...changes.map(
-      (c) =>
-        `| ${codeCell(showPath(c.path))} | ${codeCell(value(c.before))} | ${codeCell(value(c.after))} |${withSource ? ` ${c.declaredAt ? codeCell(c.declaredAt) : ""} |` : ""}`,
-    ),
-  ];
-}
-
-const keysCell = (keys: unknown) =>
-  Array.isArray(keys) ? keys.map((k) => codeCell(String(k))).join("<br>") : "(none)";
-
-const KIND_NOTE = {
-  added: "new node: merging starts auditing it against this state",
-  removed: "node removed: merging stops auditing it",
-  changed: "",
-} as const;
-
-/**
- * Markdown for a pull request's job summary. Nodes whose changes are identical (a group edit)
- * share one section; past `maxBytes` the remaining sections are counted, not shown.
- */
-export function renderManifestDiff(diff: ManifestDiff, maxBytes: number): string {
-  const out = ["## What merging this pull request changes", ""];
-  const sections: string[] = [];
-  // First: a new or changed pinned key decides which machine Quartermaster trusts as a node.
-  if (diff.knownHosts.length) {
-    sections.push(
-      [
-        "### Pinned host keys (known_hosts)",
-        "",
-        "_Check each new key against the host itself (its provisioning, or `ssh-keygen -lf` on its console): " +
-          "Quartermaster trusts these keys and no others._",
-        "",
-        "| host | before | after |",
-        "|---|---|---|",
-        ...diff.knownHosts.map(
-          (c) =>
-            `| ${codeCell(String(c.path[0]))} | ${keysCell(c.before)} | ${keysCell(c.after)} |`,
-        ),
-      ].join("\n"),
-    );
-  }
-  if (diff.fleetSettings.length)
-    sections.push(
-      [
-        "### Fleet-wide settings (policy, waivers, audit limits)",
-        "",
-        ...table(diff.fleetSettings, false),
-      ].join("\n"),
-    );
-  if (diff.tickets.length)
-    sections.push(["### Remediation tickets", "", ...table(diff.tickets, false)].join("\n"));
-  const alike = new Map<string, NodeChange[]>();
-  for (const change of diff.nodes) {
-    const key = JSON.stringify([change.kind, change.changes]);
-    append(alike, key, change);
-  }
-  for (const group of alike.values()) {
-    const names = group.map((g) => g.node);
-    const title =
-      names.length <= 5
-        ? names.join(", ")
-        : `${names.slice(0, 5).join(", ")} and ${names.length - 5} more`;
-    const note = KIND_NOTE[group[0]!.kind];
-    sections.push(
-      [
-        `### ${textCell(title)}${names.length > 1 ? ` (${names.length} nodes, the same change)` : ""}`,
-        "",
-        ...(note ? [`_${note}_`, ""] : []),
-        ...table(group[0]!.changes, true),
-      ].join("\n"),
-    );
-  }
-  const nodeCount = diff.nodes.length;
-  if (diff.knownHosts.length)
-    out.push(`The pinned host keys of ${plural(diff.knownHosts.length, "host")} change.`, "");
-  out.push(
-    nodeCount
-      ? `The effective declared state of ${plural(nodeCount, "node")} changes. Merging accepts it: the next audit reports drift against these values.`
-      : "No node's effective declared state changes.",
-  );
-  let size = Buffer.byteLength(out.join("\n"), "utf8");
-  let shown = 0;
-  for (const section of sections) {
-    const bytes = Buffer.byteLength(section, "utf8") + 2;
-    // Room for the closing note.
-    if (size + bytes > maxBytes - 200) break;
-    out.push("", section);
-    size += bytes;
-    shown++;
-  }
-  if (shown < sections.length)
-    out.push(
-      "",
-      `_${plural(sections.length - shown, "more section")} left out to stay under GitHub's size limit._`,
-    );
-  return `${out.join("\n")}\n`;
 }

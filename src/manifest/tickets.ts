@@ -1,39 +1,62 @@
 import { z } from "zod";
-import { DOMAIN_NAMES, Json, SEVERITIES } from "../domains/domain.js";
+import { DOMAIN_NAMES, Json, SEVERITIES, type JsonValue } from "../domains/domain.js";
+import { driftSignature, setSignature } from "../drift/drift.js";
 
 /**
  * fleet-manifests/remediations/<id>.yaml: an operator's commitment, merged through a ticket PR, to
  * fix drift on the host.
  */
-export const Ticket = z.strictObject({
-  id: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/),
-  status: z.enum(["open", "resolved"]),
-  domain: z.enum(DOMAIN_NAMES),
-  key: z.string(),
-  declared: Json,
-  live: Json,
-  severity: z.enum(SEVERITIES),
-  nodes: z.array(z.string()).min(1),
-  remediation: z.string(),
-  detected: z.string(),
-  resolved: z.string().optional(),
-  /** Same (domain, key, declared, live) on any node: how drift is matched to its ticket. */
-  signature: z.string().regex(/^[0-9a-f]{16}$/),
-  /**
-   * For drift of several items of one set (listeners, routes) on a node: each item, matched by its
-   * own signature.
-   */
-  items: z
-    .array(
-      z.strictObject({
-        key: z.string(),
-        declared: Json,
-        live: Json,
-        signature: z.string().regex(/^[0-9a-f]{16}$/),
-      }),
-    )
-    .optional(),
-  /** Why a ticket rather than an accept: policy, or the accept PR a reviewer closed. */
-  reason: z.string().optional(),
-});
+export const Ticket = z
+  .strictObject({
+    id: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/),
+    status: z.enum(["open", "resolved"]),
+    domain: z.enum(DOMAIN_NAMES),
+    key: z.string(),
+    declared: Json,
+    live: Json,
+    severity: z.enum(SEVERITIES),
+    nodes: z.array(z.string()).min(1),
+    remediation: z.string(),
+    detected: z.string(),
+    resolved: z.string().optional(),
+    /** Same (domain, key, declared, live) on any node: how drift is matched to its ticket. */
+    signature: z.string().regex(/^[0-9a-f]{16}$/),
+    /**
+     * For drift of several items of one set (listeners, routes) on a node: each item, matched by its
+     * own signature.
+     */
+    items: z
+      .array(
+        z.strictObject({
+          key: z.string(),
+          declared: Json,
+          live: Json,
+          signature: z.string().regex(/^[0-9a-f]{16}$/),
+        }),
+      )
+      .optional(),
+    /** Why a ticket rather than an accept: policy, or the accept PR a reviewer closed. */
+    reason: z.string().optional(),
+  })
+  // A signature decides what the ticket acknowledges: it must be the one of the drift the ticket
+  // states, or an edit to it alone would acknowledge other drift unseen.
+  .superRefine((ticket, ctx) => {
+    const of = (item: { key: string; declared: unknown; live: unknown }) =>
+      driftSignature(ticket.domain, item.key, item.declared as JsonValue, item.live as JsonValue);
+    const stated = ticket.items ? setSignature(ticket.items.map(of)) : of(ticket);
+    ticket.items?.forEach((item, i) => {
+      if (item.signature !== of(item))
+        ctx.addIssue({
+          code: "custom",
+          path: ["items", i, "signature"],
+          message: `${item.signature} is not the signature of ${ticket.domain} "${item.key}" with the declared and live values beside it (${of(item)})`,
+        });
+    });
+    if (ticket.signature !== stated)
+      ctx.addIssue({
+        code: "custom",
+        path: ["signature"],
+        message: `${ticket.signature} is not the signature of the ${ticket.items ? "items" : `${ticket.domain} drift of "${ticket.key}"`} this ticket states (${stated})`,
+      });
+  });
 export type Ticket = z.infer<typeof Ticket>;

@@ -4,7 +4,14 @@ import { domainByName } from "../domains/registry.js";
 import type { Ticket } from "../manifest/tickets.js";
 import type { DriftItem } from "../report/schema.js";
 import { visible } from "../text/escape.js";
-import { codeCell, codeSpan, fencedBlock, htmlCode, truncate } from "../text/markdown.js";
+import {
+  codeCell,
+  codeSpan,
+  fencedBlock,
+  htmlCode,
+  nodeSpans,
+  truncate,
+} from "../text/markdown.js";
 import { branchIdentity, ticketId } from "./branch.js";
 
 export const MARKER_VERSION = 1;
@@ -110,14 +117,6 @@ const MEANING = {
     "**Merging marks the ticket resolved**: the drift it named is no longer present on any of its nodes.",
 } as const;
 
-const names = (list: readonly string[], max = 10) =>
-  list.length <= max
-    ? list.map((n) => codeSpan(n)).join(", ")
-    : `${list
-        .slice(0, max)
-        .map((n) => codeSpan(n))
-        .join(", ")} and ${list.length - max} more`;
-
 /**
  * The PR body a reviewer decides from. Every host or manifest value is in a code span or a fenced
  * block; the marker is last; the whole stays under GitHub's limit (the report artifact has the
@@ -131,7 +130,7 @@ export function pullBody(input: BodyInput): string {
   if (input.kind === "resolve" && input.ticket) {
     const t = input.ticket;
     head.push(
-      `Remediation ticket ${codeSpan(t.id)} (${t.domain} ${codeSpan(t.key, VALUE_CHARS)}) is no longer needed: every node it names (${names(t.nodes)}) was audited and the drift is gone.`,
+      `Remediation ticket ${codeSpan(t.id)} (${t.domain} ${codeSpan(t.key, VALUE_CHARS)}) is no longer needed: every node it names (${nodeSpans(t.nodes)}) was audited and the drift is gone.`,
     );
   } else if (first) {
     const on = `on ${nodeCount} node${nodeCount === 1 ? "" : "s"}`;

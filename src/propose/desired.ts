@@ -9,7 +9,8 @@ import { ManifestEditError } from "../errors.js";
 import { applyChanges } from "../manifest/edit/apply.js";
 import type { ManifestLists } from "../manifest/lists.js";
 import type { Covered, PlanInput } from "./plan.js";
-import { buildProposal, nodeList, type Proposal, type PullContent } from "./proposal.js";
+import { nodeList } from "../text/markdown.js";
+import { buildProposal, type Proposal, type PullContent } from "./proposal.js";
 import { proposalKey, type ExistingPull } from "./pulls.js";
 import { ticketFor, ticketIdentity, ticketYaml } from "./ticket.js";
 

@@ -46,7 +46,7 @@ export async function planWithForge(
     checked.push({
       ...pull,
       humanCommits: human,
-      leftAloneNotice: human && (await hasLeftAloneNotice(github, pull.number)),
+      leftAloneNotice: human && (await hasLeftAloneNotice(github, pull)),
     });
   }
   return { actions: plan({ ...input, pulls: checked, waiting }), waiting };

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { append } from "../collections.js";
 import type { AnyDomain, JsonValue } from "../domains/domain.js";
 import { domainByName } from "../domains/registry.js";
-import { driftSignature } from "../drift/drift.js";
+import { driftSignature, setSignature } from "../drift/drift.js";
 import type { LoadedNode } from "../manifest/load.js";
 import type { DriftItem, Report } from "../report/schema.js";
 
@@ -40,9 +40,7 @@ export function groupDrift(report: Report, nodes: ReadonlyMap<string, LoadedNode
   const add = (node: LoadedNode, domain: AnyDomain, items: DriftItem[]) => {
     items.sort(byKey);
     const signature =
-      items.length === 1
-        ? itemSignature(items[0]!)
-        : hash(JSON.stringify(items.map(itemSignature).sort()), 16);
+      items.length === 1 ? itemSignature(items[0]!) : setSignature(items.map(itemSignature));
     let group = groups.get(signature);
     if (!group) groups.set(signature, (group = { signature, domain, items, nodes: [] }));
     group.nodes.push({ node, items });

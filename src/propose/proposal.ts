@@ -75,10 +75,3 @@ export function buildProposal(proposal: Proposal, configured: readonly string[])
     ...(proposal.replaces !== undefined && { replaces: proposal.replaces }),
   };
 }
-
-/** Node names for a title or a comment: the first `max`, and how many more. */
-export function nodeList(names: readonly string[], max = 3): string {
-  return names.length <= max
-    ? names.join(", ")
-    : `${names.slice(0, max).join(", ")} and ${names.length - max} more`;
-}

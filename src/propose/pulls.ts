@@ -39,9 +39,15 @@ export async function humanCommits(github: GitHub, number: number): Promise<bool
   return (await github.pullCommits(number)).some((c) => c.author !== bot || c.committer !== bot);
 }
 
-/** Whether the bot already commented that it leaves PR `number` alone. */
-export async function hasLeftAloneNotice(github: GitHub, number: number): Promise<boolean> {
-  return (await github.comments(number)).some((body) => body.includes(LEFT_ALONE_MARK));
+/**
+ * Whether the bot already commented that it leaves `pull` alone. Only its own comments count: the
+ * bot is whoever opened its pull request, and anyone else's copy of the mark would silence it.
+ */
+export async function hasLeftAloneNotice(github: GitHub, pull: PullRecord): Promise<boolean> {
+  if (pull.author === undefined) return false;
+  return (await github.comments(pull.number)).some(
+    (c) => c.author === pull.author && c.body.includes(LEFT_ALONE_MARK),
+  );
 }
 
 /** What identifies a proposal across runs: its branch and the nodes it names. */

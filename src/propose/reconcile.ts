@@ -1,5 +1,6 @@
 import type { Covered } from "./plan.js";
-import { nodeList, type Action, type PullContent } from "./proposal.js";
+import { nodeSpans } from "../text/markdown.js";
+import type { Action, PullContent } from "./proposal.js";
 import type { ExistingPull } from "./pulls.js";
 
 /** Desired PRs against existing ones: open, update, close, or leave alone. */
@@ -72,7 +73,7 @@ export function reconcile(
       comment:
         pull.marker!.kind === "resolve"
           ? "The drift this ticket names is back or the ticket changed; closing this resolve proposal."
-          : `This drift is no longer present on ${nodeList(pull.marker!.nodes, 10)} (or is now waived or ticketed); closing.`,
+          : `This drift is no longer present on ${nodeSpans(pull.marker!.nodes)} (or is now waived or ticketed); closing.`,
     });
   }
   return actions;

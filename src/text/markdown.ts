@@ -91,3 +91,17 @@ export function fencedBlock(
   const fence = "`".repeat(Math.max(3, longestRun(kept.join("\n"), "`") + 1));
   return [`${fence}${info}`, ...kept, fence].join("\n");
 }
+
+/** Node names for a title: the first `max`, each as `show` writes it, and how many more. */
+export function nodeList(
+  names: readonly string[],
+  max = 3,
+  show: (name: string) => string = (name) => name,
+): string {
+  const shown = names.slice(0, max).map(show).join(", ");
+  return names.length <= max ? shown : `${shown} and ${names.length - max} more`;
+}
+
+/** Node names in Markdown (a body, a comment): code spans, so a name like `@team` mentions no one. */
+export const nodeSpans = (names: readonly string[], max = 10) =>
+  nodeList(names, max, (name) => codeSpan(name));

@@ -2,6 +2,7 @@
 // (YAML 1.1: Ansible, yamllint, most CI tools). A string is written plain only when all of them
 // read that plain text back as the same string; otherwise double-quoted with escapes.
 import { Document, parseDocument, Scalar, visit } from "yaml";
+import { defuseRunnerCommands } from "./escape.js";
 
 /**
  * Characters never written raw: controls (NEL is a line break to YAML 1.1), format characters
@@ -62,10 +63,14 @@ export function readsAsPlainString(text: string, context: "block" | "flow" = "bl
   });
 }
 
+/** Whether a line of `text` holds what the Actions runner reads as a command. */
+const holdsRunnerCommand = (text: string) => defuseRunnerCommands(text) !== text;
+
 /**
  * A node-spec-like value as YAML text every reader reads the same: strings that are not safely
  * plain (and keys alike) double-quoted, multi-line printable text as block scalars, and no
- * unprintable character raw anywhere.
+ * unprintable character raw anywhere. Nor any runner command: text holding one is double-quoted,
+ * where the escape that defuses it means the character it replaces.
  */
 export function stringifyPortable(value: unknown): string {
   const doc = new Document(value);
@@ -77,9 +82,12 @@ export function stringifyPortable(value: unknown): string {
         text.includes("\n") &&
         !hasUnprintable(text.replace(/[\t\n]/g, "")) &&
         !/[ \t]\n|[ \t]$/.test(text);
-      if (!multiLinePrintable && !readsAsPlainString(text)) node.type = Scalar.QUOTE_DOUBLE;
+      if (holdsRunnerCommand(text) || (!multiLinePrintable && !readsAsPlainString(text)))
+        node.type = Scalar.QUOTE_DOUBLE;
     },
   });
   // The unprintable characters left are inside double-quoted scalars, where an escape means them.
-  return doc.toString({ lineWidth: 0 }).replace(UNPRINTABLE_BUT_TAB_NEWLINE, unicodeEscapes);
+  return defuseRunnerCommands(
+    doc.toString({ lineWidth: 0 }).replace(UNPRINTABLE_BUT_TAB_NEWLINE, unicodeEscapes),
+  );
 }

@@ -3,10 +3,13 @@
 // and a --repo that must not receive the token. Every case: a message naming the place, the
 // documented exit code, and no stack trace.
 import assert from "node:assert/strict";
-import { link, mkdir, readdir, readFile, symlink, writeFile } from "node:fs/promises";
+import { link, mkdir, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { execa } from "execa";
+import { driftSignature } from "../../src/drift/drift.js";
+import type { Ticket } from "../../src/manifest/tickets.js";
+import { ticketYaml } from "../../src/propose/ticket.js";
 import { runCli, type CliResult } from "../support/cli.js";
 import { startGitServer, type GitServer } from "../support/git-server.js";
 import { scratchTrees } from "../support/tree.js";
@@ -20,6 +23,17 @@ function assertNoStack(result: CliResult): void {
   assert.doesNotMatch(result.stderr, /^\s+at /m, result.stderr);
   assert.doesNotMatch(result.stderr, /internal error/, result.stderr);
 }
+
+/** A git repository holding `files`, committed: manifest-diff's base is its HEAD. */
+const committed = async (files: Record<string, string>) => {
+  const repo = await tree(files);
+  const git = (...args: string[]) =>
+    execa("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", ...args], { cwd: repo });
+  await git("init", "-q");
+  await git("add", ".");
+  await git("commit", "-qm", "base");
+  return repo;
+};
 
 const validate = (dir: string) => runCli(["validate", "--manifests", "."], { cwd: dir });
 
@@ -211,17 +225,6 @@ describe("manifest-diff and the pinned host keys", () => {
     return { blob, fingerprint: stdout.split(" ")[1]! };
   };
 
-  /** A git repository holding `files`, committed: manifest-diff's base is its HEAD. */
-  const committed = async (files: Record<string, string>) => {
-    const repo = await tree(files);
-    const git = (...args: string[]) =>
-      execa("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", ...args], { cwd: repo });
-    await git("init", "-q");
-    await git("add", ".");
-    await git("commit", "-qm", "base");
-    return repo;
-  };
-
   it("a changed, an added and a removed key are shown first, per host, with their fingerprints", async () => {
     const keys = await tree({});
     const [a, b] = [await newKey(keys, "a"), await newKey(keys, "b")];
@@ -272,6 +275,130 @@ describe("manifest-diff and the pinned host keys", () => {
       result.stdout.includes(
         "| `system.sysctl_parameters[vm.swappiness]` | `10` | `60` | `fleet.yaml:3` |",
       ),
+      result.stdout,
+    );
+    assertNoStack(result);
+  });
+});
+
+describe("manifest-diff and what is audited or acknowledged", () => {
+  const SYSCTL = { domain: "sysctl", key: "vm.swappiness", declared: 10, live: 60 } as const;
+  const ticket = (fields: Partial<Ticket> = {}): Ticket => ({
+    id: "sysctl-vm-swappiness-1",
+    status: "open",
+    ...SYSCTL,
+    severity: "medium",
+    nodes: ["web-01"],
+    remediation: "Apply the manifest baseline",
+    detected: "2026-03-02T06:00:00.000Z",
+    signature: driftSignature(SYSCTL.domain, SYSCTL.key, SYSCTL.declared, SYSCTL.live),
+    ...fields,
+  });
+  const TREE = {
+    "fleet.yaml": "{}\n",
+    "nodes/web-01.yaml": "system: { sysctl_parameters: { vm.swappiness: 10 } }\n",
+    "nodes/web-02.yaml": "{}\n",
+    "remediations/sysctl-vm-swappiness-1.yaml": ticketYaml(ticket()),
+  };
+  const diffAfter = async (changes: Record<string, string>, removed: string[] = []) => {
+    const repo = await committed(TREE);
+    for (const [file, text] of Object.entries(changes))
+      await writeFile(path.join(repo, file), text);
+    for (const file of removed) await rm(path.join(repo, file), { recursive: true });
+    return runCli(["manifest-diff", "--base", "HEAD"], { cwd: repo });
+  };
+
+  it("a ticket whose signature alone is rewritten to another drift's is refused, by validate and manifest-diff alike", async () => {
+    const listener = driftSignature("ports", "tcp/4444", null, "tcp/4444");
+    const forged = ticketYaml(ticket({ signature: listener }));
+    const repo = await committed({
+      ...TREE,
+      "remediations/sysctl-vm-swappiness-1.yaml": forged,
+    });
+    const line = forged.split("\n").findIndex((l) => l.startsWith("signature:")) + 1;
+    for (const args of [
+      ["validate", "--manifests", "."],
+      ["manifest-diff", "--base", "HEAD"],
+    ]) {
+      const result = await runCli(args, { cwd: repo });
+      assert.equal(result.exitCode, 2, result.stdout + result.stderr);
+      assert.match(
+        result.stderr,
+        new RegExp(
+          `remediations/sysctl-vm-swappiness-1\\.yaml:${line}:\\d+: signature: ${listener} is not the signature of the sysctl drift of "vm\\.swappiness" this ticket states`,
+        ),
+        result.stderr,
+      );
+      assertNoStack(result);
+    }
+  });
+
+  it("a ticket's signature, stated drift and nodes are shown when they change, as a tickets headline", async () => {
+    const moved = { ...SYSCTL, key: "vm.overcommit_memory", declared: 0, live: 1 };
+    const result = await diffAfter({
+      "remediations/sysctl-vm-swappiness-1.yaml": ticketYaml(
+        ticket({
+          ...moved,
+          nodes: ["web-01", "web-02"],
+          signature: driftSignature(moved.domain, moved.key, moved.declared, moved.live),
+        }),
+      ),
+    });
+    assert.equal(result.exitCode, 0, result.stderr);
+    const out = result.stdout;
+    assert.match(out, /1 remediation ticket changes: what it acknowledges may change\./);
+    for (const row of [
+      "| `sysctl-vm-swappiness-1.key` | `vm.swappiness` | `vm.overcommit_memory` |",
+      "| `sysctl-vm-swappiness-1.live` | `60` | `1` |",
+      "| `sysctl-vm-swappiness-1.nodes` | (not in the list) | added `web-02` |",
+      `| \`sysctl-vm-swappiness-1.signature\` | \`${ticket().signature}\` | \`${driftSignature(moved.domain, moved.key, moved.declared, moved.live)}\` |`,
+    ])
+      assert.ok(out.includes(row), `${row}\n${out}`);
+    assertNoStack(result);
+  });
+
+  it("an item appended to a long list is shown alone and whole: ports, and a waiver of everything", async () => {
+    const ports = Array.from({ length: 60 }, (_, i) => `tcp/${8000 + i}`);
+    const reason = `routine ${"maintenance ".repeat(20)}window`;
+    const repo = await committed({
+      ...TREE,
+      "fleet.yaml": `ignore:\n${ports.map((p) => `  - { key: "${p}", reason: routine }\n`).join("")}`,
+      "nodes/web-02.yaml": `networking:\n  listening_ports: [${ports.join(", ")}]\n`,
+    });
+    await writeFile(
+      path.join(repo, "nodes/web-02.yaml"),
+      `networking:\n  listening_ports: [${[...ports, "tcp/4444"].join(", ")}]\n`,
+    );
+    await writeFile(
+      path.join(repo, "fleet.yaml"),
+      `${await readFile(path.join(repo, "fleet.yaml"), "utf8")}  - { node: "*", domain: "*", key: "*", reason: ${reason} }\n`,
+    );
+    const result = await runCli(["manifest-diff", "--base", "HEAD"], { cwd: repo });
+    assert.equal(result.exitCode, 0, result.stderr);
+    const out = result.stdout;
+    assert.ok(
+      out.includes(
+        "| `networking.listening_ports` | (not in the list) | added `tcp/4444` | `nodes/web-02.yaml:2` |",
+      ),
+      out,
+    );
+    assert.ok(
+      out.includes(
+        `| \`ignore\` | (not in the list) | added \`{"node":"*","domain":"*","key":"*","reason":"${reason}"}\` |`,
+      ),
+      out,
+    );
+    assert.match(out, /Fleet-wide settings \(policy, waivers, audit limits\) change\./);
+    assert.doesNotMatch(out, /…/, "nothing is cut short");
+    assertNoStack(result);
+  });
+
+  it("removing remediations/ shows each ticket removed and no row without a key", async () => {
+    const result = await diffAfter({}, ["remediations"]);
+    assert.equal(result.exitCode, 0, result.stderr);
+    assert.doesNotMatch(result.stdout, /^\| `\s*` \|/m, result.stdout);
+    assert.ok(
+      result.stdout.includes("| `sysctl-vm-swappiness-1.status` | `open` | `(not declared)` |"),
       result.stdout,
     );
     assertNoStack(result);

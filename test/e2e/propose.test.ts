@@ -283,7 +283,7 @@ describe("quartermaster propose", () => {
       assert.equal(double.pulls().find((p) => p.number === pr!.number)!.state, "closed");
       assert.match(
         (await commentsOn(pr!.number)).join("\n"),
-        /no longer present on web-01, web-02, web-03/,
+        /no longer present on `web-01`, `web-02`, `web-03`/,
       );
       await noWritesFrom(() => propose(clean));
     });

@@ -19,6 +19,18 @@ export function loadFleetReport(): Report {
   return Report.parse(raw);
 }
 
+/** A report of these node results, as `audit --format json` writes it (validated). */
+export function reportOf(nodes: NodeResult[]): Report {
+  return Report.parse({
+    schemaVersion: 1,
+    startedAt: "2026-03-02T06:00:00.000Z",
+    finishedAt: "2026-03-02T06:01:00.000Z",
+    manifestRevision: null,
+    nodes,
+    summary: summarize(nodes),
+  });
+}
+
 /** A fleet of `nodes` drifted nodes carrying `items` drift items in all, every one with a diff. */
 export function largeReport(nodes: number, items: number): Report {
   const results: NodeResult[] = Array.from({ length: nodes }, (_, n) => ({

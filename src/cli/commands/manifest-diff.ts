@@ -3,7 +3,8 @@ import os from "node:os";
 import path from "node:path";
 import { execa } from "execa";
 import { UsageError } from "../../errors.js";
-import { diffFleets, renderManifestDiff } from "../../manifest/diff.js";
+import { diffFleets } from "../../manifest/diff.js";
+import { renderManifestDiff } from "../../manifest/diff-markdown.js";
 import { loadFleet, type Fleet } from "../../manifest/load.js";
 import { findManifests, parse, parsePositiveInt } from "../options.js";
 

@@ -8,7 +8,7 @@ import { describeAction, executePlan, planWithForge } from "../../propose/execut
 import { proposalInput } from "../../propose/input.js";
 import { botPulls } from "../../propose/pulls.js";
 import { visible } from "../../text/escape.js";
-import { codeSpan } from "../../text/markdown.js";
+import { codeSpan, nodeSpans } from "../../text/markdown.js";
 import { ExitBit } from "../exit.js";
 import { MANIFEST_OPTIONS, parse, resolveManifestDir } from "../options.js";
 import { auditExitCode, runAudit } from "./audit.js";
@@ -148,7 +148,7 @@ export async function reviewCommand(argv: string[]): Promise<number> {
   const nodes = pull.marker.nodes.filter((name) => known.has(name));
   if (!nodes.length) {
     await reply(
-      `None of this pull request's nodes (${pull.marker.nodes.join(", ")}) is in the manifests any more: no ticket to record.`,
+      `None of this pull request's nodes (${nodeSpans(pull.marker.nodes, Infinity)}) is in the manifests any more: no ticket to record.`,
     );
     return 0;
   }
@@ -181,7 +181,7 @@ export async function reviewCommand(argv: string[]): Promise<number> {
   const failed = outcomes.filter((o) => !o.ok);
   const unaudited = report.nodes
     .filter((n) => n.status !== "clean" && n.status !== "drift")
-    .map((n) => `${n.name} (${n.status})`);
+    .map((n) => `${codeSpan(n.name)} (${n.status})`);
   if (opened) await reply(`Recorded the remediation ticket in #${opened.number}.`);
   else if (failed.length)
     await reply(
@@ -196,7 +196,7 @@ export async function reviewCommand(argv: string[]): Promise<number> {
     await reply(
       open
         ? `A remediation ticket for this drift is already open in #${open.number}.`
-        : `The drift this pull request accepted is no longer on ${nodes.join(", ")} as it was${unaudited.length ? ` (not audited: ${unaudited.join(", ")})` : ""}, so no ticket was recorded; the next scheduled audit proposes what is there then.`,
+        : `The drift this pull request accepted is no longer on ${nodeSpans(nodes, Infinity)} as it was${unaudited.length ? ` (not audited: ${unaudited.join(", ")})` : ""}, so no ticket was recorded; the next scheduled audit proposes what is there then.`,
     );
   }
   return failed.length ? ExitBit.unaudited : auditExitCode(report) & ExitBit.unaudited;

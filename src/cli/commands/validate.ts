@@ -8,6 +8,7 @@ import {
   MANIFEST_OPTIONS,
   parse,
 } from "../options.js";
+import { writeWorkflowCommands } from "../stdout.js";
 
 /** The annotation GitHub shows at the manifest line of a validation error. */
 function githubAnnotation(error: ManifestError): Annotation {
@@ -40,7 +41,7 @@ export async function validateCommand(argv: string[]): Promise<number> {
     return 0;
   } catch (error) {
     if (error instanceof ManifestErrors && process.env.GITHUB_ACTIONS === "true") {
-      process.stdout.write(capAnnotations(error.errors.map(githubAnnotation), "in the log below"));
+      writeWorkflowCommands(capAnnotations(error.errors.map(githubAnnotation), "in the log below"));
     }
     throw error;
   }

@@ -3,15 +3,7 @@
 // text says what was left out. The size is counted in UTF-8 bytes, which covers both caps.
 import { SEVERITIES, type Severity } from "../../domains/domain.js";
 import type { DriftItem, NodeResult, Report } from "../schema.js";
-import { visible } from "../../text/escape.js";
-import {
-  codeCell,
-  escapeHtml,
-  fencedBlock,
-  htmlCode,
-  textCell,
-  truncate,
-} from "../../text/markdown.js";
+import { codeCell, fencedBlock, htmlCode, truncate } from "../../text/markdown.js";
 import { compactValue, compareDrift, compareText, plural, severityRank } from "./common.js";
 import type { RenderOptions, Renderer } from "./index.js";
 
@@ -132,7 +124,7 @@ function compose(
     out.push("| node | status | error |", "|---|---|---|");
     for (const n of keptProblems)
       out.push(
-        `| ${textCell(n.name)} | ${n.status}${(n.tries ?? 1) > 1 ? ` after ${n.tries} tries` : ""} | ${n.error ? codeCell(truncate(n.error, ERROR_CHARS)) : ""} |`,
+        `| ${codeCell(n.name)} | ${n.status}${(n.tries ?? 1) > 1 ? ` after ${n.tries} tries` : ""} | ${n.error ? codeCell(truncate(n.error, ERROR_CHARS)) : ""} |`,
       );
   }
   const sections: [string, (r: Row) => boolean][] = [
@@ -184,7 +176,8 @@ function summaryTable(report: Report): string[] {
 
 function driftRow(node: NodeResult, item: DriftItem): string {
   const cells = [
-    textCell(node.name),
+    // Node names as code too: a name may hold `@`, and a mention would ping.
+    codeCell(node.name),
     item.domain,
     codeCell(item.key, VALUE_CHARS),
     codeCell(compactValue(item.declared, VALUE_CHARS)),
@@ -197,7 +190,7 @@ function driftRow(node: NodeResult, item: DriftItem): string {
 }
 
 function diffBlock(node: NodeResult, item: DriftItem): string {
-  const summary = `${escapeHtml(visible(node.name))}: ${item.domain} ${htmlCode(item.key, VALUE_CHARS)}`;
+  const summary = `${htmlCode(node.name)}: ${item.domain} ${htmlCode(item.key, VALUE_CHARS)}`;
   const block = fencedBlock(item.diff!, "diff", { maxLines: DIFF_LINES, maxChars: DIFF_CHARS });
   return [`<details><summary>${summary}</summary>`, "", block, "", "</details>"].join("\n");
 }

@@ -65,6 +65,10 @@ export interface GitHubDouble {
     author?: string | GitIdentity,
   ): Promise<string>;
   addCollaborator(login: string, permission: Permission): void;
+  /** A comment on PR or issue `number` by `by`, as someone commenting in the web UI would. */
+  addComment(number: number, body: string, by: string): Promise<void>;
+  /** The comments on PR or issue `number`, oldest first. */
+  comments(number: number): { body: string; by: string }[];
   stop(): Promise<void>;
 }
 
@@ -379,6 +383,24 @@ export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<G
       state.account(login);
       state.permissions.set(login, permission);
     },
+    addComment: (number, body, by) =>
+      serial(async () => {
+        await state.sync();
+        if (!state.pulls.has(number)) throw new Error(`no pull request #${number}`);
+        const at = now();
+        state.comments.push({
+          id: state.id(),
+          issue: number,
+          body,
+          user: state.account(by),
+          createdAt: at,
+          updatedAt: at,
+        });
+      }),
+    comments: (number) =>
+      state.comments
+        .filter((c) => c.issue === number)
+        .map((c) => ({ body: c.body, by: c.user.login })),
     async stop() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

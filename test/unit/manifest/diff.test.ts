@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { diffFleets, renderManifestDiff, showPath } from "../../../src/manifest/diff.js";
+import { diffFleets, showPath } from "../../../src/manifest/diff.js";
+import { renderManifestDiff } from "../../../src/manifest/diff-markdown.js";
 import { loadFleet, type Fleet } from "../../../src/manifest/load.js";
 import { removeTree, writeTree } from "../../support/tree.js";
 
@@ -59,8 +60,8 @@ test("each affected node's keys before and after, located where the new value is
   );
   const db = diff.nodes.find((n) => n.node === "db-01")!;
   assert.deepEqual(
-    db.changes.map((c) => [showPath(c.path), c.before, c.after]),
-    [["networking.listening_ports", ["tcp/22"], ["tcp/22", "tcp/5432"]]],
+    db.changes.map((c) => [showPath(c.path), c.before, c.after, c.item]),
+    [["networking.listening_ports", undefined, "tcp/5432", "added"]],
   );
   assert.deepEqual(
     diff.fleetSettings.map((c) => [showPath(c.path), c.before, c.after]),

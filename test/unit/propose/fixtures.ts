@@ -8,7 +8,8 @@ import { loadFleet, type Fleet } from "../../../src/manifest/load.js";
 import type { PlanInput } from "../../../src/propose/plan.js";
 import type { Action } from "../../../src/propose/proposal.js";
 import { existingPull, type ExistingPull } from "../../../src/propose/pulls.js";
-import { Report, summarize, type DriftItem, type NodeResult } from "../../../src/report/schema.js";
+import type { DriftItem, NodeResult, Report } from "../../../src/report/schema.js";
+import { reportOf } from "../../support/reports.js";
 import { removeTree, writeTree } from "../../support/tree.js";
 
 export const TREE: Record<string, string> = {
@@ -119,14 +120,7 @@ export function report(
       drift: items,
     };
   });
-  return Report.parse({
-    schemaVersion: 1,
-    startedAt: "2026-03-02T06:00:00.000Z",
-    finishedAt: "2026-03-02T06:01:00.000Z",
-    manifestRevision: null,
-    nodes,
-    summary: summarize(nodes),
-  });
+  return reportOf(nodes);
 }
 
 export function input(

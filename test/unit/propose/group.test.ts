@@ -18,6 +18,14 @@ describe("group: one proposal per drift signature", () => {
     assert.match(pr!.title, /^Remediate ports drift on web-01, web-02: tcp\/9000 and 49 more$/);
     const ticket = Ticket.parse(parse(Object.values(pr!.files)[0]!));
     assert.equal(ticket.items!.length, 50);
+    // An item's signature swapped for another's, or the set's for one item's, is refused.
+    const [first, second] = ticket.items!;
+    const swapped = { ...ticket, items: [{ ...first!, signature: second!.signature }, second!] };
+    assert.deepEqual(
+      Ticket.safeParse(swapped).error?.issues.map((i) => i.path.join(".")),
+      ["items.0.signature", "signature"],
+    );
+    assert.equal(Ticket.safeParse({ ...ticket, signature: first!.signature }).success, false);
     const items = report({ "web-01": ports }).nodes.find((n) => n.name === "web-01")!.drift;
     assert.ok(
       items.every((item) => ticketCovers(ticket, driftSignatureOf(item))),

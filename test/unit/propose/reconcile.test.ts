@@ -43,7 +43,7 @@ describe("reconcile: desired pull requests against existing ones", () => {
     assert.equal(close!.type, "close");
     assert.match(
       (close as Extract<Action, { type: "close" }>).comment,
-      /no longer present on web-01/,
+      /no longer present on `web-01`/,
     );
     assert.deepEqual(plan(input(report({}, { unreachable: ["web-01"] }), pulls)), []);
   });
