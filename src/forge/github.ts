@@ -38,6 +38,15 @@ export interface PullRecord {
   title: string;
   body: string;
   labels: string[];
+  /** When it was opened (GitHub's ISO time). */
+  createdAt?: string;
+}
+
+/** An issue (never a pull request) as GitHub lists it. */
+export interface IssueRecord {
+  number: number;
+  body: string;
+  author?: string;
 }
 
 /** Who wrote and who committed a commit, by email. */
@@ -215,7 +224,42 @@ export class GitHub {
         title: p.title,
         body: p.body ?? "",
         labels: p.labels.map((l) => l.name),
+        createdAt: p.created_at,
       }));
+  }
+
+  /** The open issues labelled `label`, oldest first (pull requests, which GitHub lists too, left out). */
+  async issues(label: string): Promise<IssueRecord[]> {
+    const issues = await call("listing issues", () =>
+      this.octokit.paginate(this.octokit.rest.issues.listForRepo, {
+        ...this.repo,
+        state: "open",
+        labels: label,
+        sort: "created",
+        direction: "asc",
+        per_page: 100,
+      }),
+    );
+    return issues
+      .filter((i) => !i.pull_request)
+      .map((i) => ({
+        number: i.number,
+        body: i.body ?? "",
+        ...(i.user && { author: i.user.login }),
+      }));
+  }
+
+  async openIssue(input: { title: string; body: string; labels: string[] }): Promise<number> {
+    const { data } = await call("opening an issue", () =>
+      this.octokit.rest.issues.create({ ...this.repo, ...input }),
+    );
+    return data.number;
+  }
+
+  async updateIssue(number: number, body: string): Promise<void> {
+    await call(`updating #${number}`, () =>
+      this.octokit.rest.issues.update({ ...this.repo, issue_number: number, body }),
+    );
   }
 
   async pullCommits(number: number): Promise<CommitRecord[]> {

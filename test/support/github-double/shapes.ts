@@ -50,6 +50,19 @@ export interface CommentRecord {
   updatedAt: string;
 }
 
+export interface IssueRecord {
+  number: number;
+  id: number;
+  title: string;
+  body: string | null;
+  state: "open" | "closed";
+  user: Account;
+  labels: string[];
+  createdAt: string;
+  updatedAt: string;
+  closedAt: string | null;
+}
+
 export interface LabelRecord {
   id: number;
   name: string;
@@ -238,6 +251,43 @@ export function comment(site: Site, record: CommentRecord): Json {
     issue_url: `${repoApi(site)}/issues/${record.issue}`,
     body: record.body,
     user: user(site, record.user),
+    created_at: record.createdAt,
+    updated_at: record.updatedAt,
+    author_association: "MEMBER",
+  };
+}
+
+/** The `issue` shape of the issues endpoints (an issue that is not a pull request). */
+export function issue(
+  site: Site,
+  record: IssueRecord,
+  labels: LabelRecord[],
+  comments: number,
+): Json {
+  const self = `${repoApi(site)}/issues/${record.number}`;
+  return {
+    id: record.id,
+    node_id: nodeId("Issue", record.id),
+    url: self,
+    repository_url: repoApi(site),
+    labels_url: `${self}/labels{/name}`,
+    comments_url: `${self}/comments`,
+    events_url: `${self}/events`,
+    html_url: `${repoWeb(site)}/issues/${record.number}`,
+    number: record.number,
+    state: record.state,
+    state_reason: null,
+    title: record.title,
+    body: record.body,
+    user: user(site, record.user),
+    labels: labels.map((l) => label(site, l)),
+    assignee: null,
+    assignees: [],
+    milestone: null,
+    locked: false,
+    active_lock_reason: null,
+    comments,
+    closed_at: record.closedAt,
     created_at: record.createdAt,
     updated_at: record.updatedAt,
     author_association: "MEMBER",
