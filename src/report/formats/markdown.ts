@@ -153,7 +153,7 @@ function compose(
     const acknowledged = heading.startsWith("Acknowledged");
     out.push("", `### ${heading} (${headingCount(total, shown.length)})`);
     if (shown.length === 0) continue;
-    const header = `| node | domain | key | declared | live | source | remediation |${since ? " first seen |" : ""}`;
+    const header = `| node | domain | key | declared | live | source | remediation |${since ? " drifting since |" : ""}`;
     out.push("", `${header}${acknowledged ? " acknowledged by |" : ""}`);
     out.push(`|---|---|---|---|---|---|---|${since ? "---|" : ""}${acknowledged ? "---|" : ""}`);
     // A waiver's reason is a contributor's free text: a code span, where no @mention pings.
