@@ -40,6 +40,7 @@ export const OPERATIONS = [
   "GET /repos/{owner}/{repo}/compare/{basehead}",
   "GET /repos/{owner}/{repo}/collaborators/{username}/permission",
   "POST /repos/{owner}/{repo}/git/blobs",
+  "GET /repos/{owner}/{repo}/git/blobs/{file_sha}",
   "GET /repos/{owner}/{repo}/git/commits/{commit_sha}",
   "GET /repos/{owner}/{repo}/git/trees/{tree_sha}",
   "POST /repos/{owner}/{repo}/git/trees",

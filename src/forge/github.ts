@@ -296,7 +296,12 @@ export class GitHub {
     if (!found) return undefined;
     const { data } = found;
     if (Array.isArray(data) || data.type !== "file" || data.content === undefined) return undefined;
-    return Buffer.from(data.content, "base64").toString("utf8");
+    if (data.encoding !== "none") return Buffer.from(data.content, "base64").toString("utf8");
+    // Over 1 MB the contents API sends no content: the blob has it.
+    const { data: blob } = await call(what, () =>
+      this.octokit.rest.git.getBlob({ ...this.repo, file_sha: data.sha }),
+    );
+    return Buffer.from(blob.content, "base64").toString("utf8");
   }
 
   /** One commit on top of `parent` writing `files`, through the Git Data API: no clone, no push. */

@@ -68,11 +68,20 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** The history as the state branch keeps it: keys sorted, so an unchanged history is the same text. */
+/**
+ * The history as the state branch keeps it: one entry per line (small, and a readable diff between
+ * runs), keys sorted, so an unchanged history is the same text.
+ */
 export function serializeHistory(history: AuditHistory): string {
-  const sorted = <T>(map: Map<string, T>) =>
-    Object.fromEntries([...map].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-  return `${JSON.stringify({ version: HISTORY_VERSION, run: history.run, nodes: sorted(history.nodes), drift: sorted(history.drift) }, null, 2)}\n`;
+  const entries = <T>(map: Map<string, T>) =>
+    map.size === 0
+      ? "{}"
+      : `{\n${[...map]
+          .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+          .map(([key, value]) => `${JSON.stringify(key)}:${JSON.stringify(value)}`)
+          .join(",\n")}\n}`;
+  const run = history.run === undefined ? "" : `"run":${JSON.stringify(history.run)},`;
+  return `{"version":${HISTORY_VERSION},${run}\n"nodes":${entries(history.nodes)},\n"drift":${entries(history.drift)}}\n`;
 }
 
 /**

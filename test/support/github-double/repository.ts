@@ -553,6 +553,13 @@ export class RepositoryState {
       };
     },
 
+    "git/get-blob": async (req) => {
+      const sha = req.params.file_sha!;
+      const data = /^[0-9a-f]{40}$/.test(sha) ? await this.repo.blob(sha) : undefined;
+      if (!data) throw notFound();
+      return { status: 200, body: shape.blob(this.site, sha, data) };
+    },
+
     "git/get-commit": async (req) => {
       const info = await this.repo.commit(req.params.commit_sha!);
       if (!info) throw notFound();

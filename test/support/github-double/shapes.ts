@@ -556,7 +556,11 @@ export function content(site: Site, ref: string, entry: TreeEntry, data?: Buffer
     download_url: type === "file" ? `${repoWeb(site)}/raw/${ref}/${path}` : null,
     _links: { self, git, html },
   };
-  if (data) {
+  if (data && data.length > MAX_CONTENT_BYTES) {
+    // Over 1 MB GitHub sends no content: the blob API (or the raw media type) has it.
+    out.content = "";
+    out.encoding = "none";
+  } else if (data) {
     // GitHub wraps the base64 text at 60 columns.
     out.content = (data.toString("base64").match(/.{1,60}/g) ?? [])
       .map((line) => `${line}\n`)
@@ -564,4 +568,19 @@ export function content(site: Site, ref: string, entry: TreeEntry, data?: Buffer
     out.encoding = "base64";
   }
   return out;
+}
+
+/** The largest file the contents API returns with its content. */
+export const MAX_CONTENT_BYTES = 1024 * 1024;
+
+/** The Git Data API's `blob` shape. */
+export function blob(site: Site, sha: string, data: Buffer): Json {
+  return {
+    sha,
+    node_id: nodeId("Blob", Number.parseInt(sha.slice(0, 8), 16)),
+    url: `${repoApi(site)}/git/blobs/${sha}`,
+    size: data.length,
+    content: (data.toString("base64").match(/.{1,60}/g) ?? []).map((l) => `${l}\n`).join(""),
+    encoding: "base64",
+  };
 }
