@@ -120,7 +120,7 @@ export async function proposeCommand(argv: string[]): Promise<number> {
   } catch (error) {
     if (!(error instanceof ForgeError)) throw error;
     process.stderr.write(
-      `quartermaster: ${visible(error.message)}; deferred pull requests may lose their place in the queue, and the audit history this run\n`,
+      `quartermaster: ${visible(error.message)}; deferred pull requests may lose their place in the queue, and this run is missing from the audit history\n`,
     );
   }
   const dashboardFailed = !(await updateDashboard(github!, dashboard, {
