@@ -5,8 +5,8 @@ import type { GitHub } from "../forge/github.js";
 import type { Waiver } from "../manifest/schema.js";
 import type { Ticket } from "../manifest/tickets.js";
 import { NODE_STATUSES, type Report } from "../report/schema.js";
-import { plural } from "../report/formats/common.js";
-import { codeCell, codeSpan } from "../text/markdown.js";
+import { plural, unauditedText } from "../report/formats/common.js";
+import { codeCell, codeSpan, textCell } from "../text/markdown.js";
 import { visible } from "../text/escape.js";
 import { MAX_BODY_CHARS } from "./body.js";
 import type { Action } from "./proposal.js";
@@ -59,14 +59,23 @@ export function ticketsPastDue(
   });
 }
 
-/** `rows` under `heading`, worst first as given: at most `max`, then how many more. */
-function section(heading: string, rows: readonly string[], max: number, empty: string): string[] {
+/**
+ * `rows` under `heading` (and a table's `header`), worst first as given: at most `max`, then how
+ * many more.
+ */
+function section(
+  heading: string,
+  rows: readonly string[],
+  max: number,
+  empty: string,
+  header: readonly string[] = [],
+): string[] {
   const shown = rows.slice(0, max);
   const more = rows.length - shown.length;
   return [
     `### ${heading} (${rows.length})`,
     "",
-    ...(rows.length ? shown : [empty]),
+    ...(rows.length ? [...header, ...shown] : [empty]),
     ...(more > 0 ? ["", `_…and ${more} more: the audit report artifact lists them all._`] : []),
     "",
   ];
@@ -97,11 +106,7 @@ export function renderDashboard(input: DashboardInput, max = MAX_ROWS): string {
     )
     .map(
       (n) =>
-        `- ${codeSpan(n.name)}: ${n.status}${
-          n.unaudited
-            ? `, ${n.unaudited.never ? "never audited, first tried" : "unaudited since"} ${n.unaudited.since}, ${n.unaudited.runs} run${n.unaudited.runs === 1 ? "" : "s"}`
-            : ""
-        }`,
+        `- ${codeSpan(n.name)}: ${n.status}${n.unaudited ? `, ${unauditedText(n.unaudited)}` : ""}`,
     );
   const pulls = [...input.pulls]
     .sort((a, b) => (a.createdAt ?? "").localeCompare(b.createdAt ?? "") || a.number - b.number)
@@ -135,15 +140,15 @@ export function renderDashboard(input: DashboardInput, max = MAX_ROWS): string {
       "This issue is kept up to date by Quartermaster on every run; edits other than ticking a box are overwritten.",
       "",
       `**Fleet**: ${plural(summary.nodes, "node")}: ${counts.map((c) => `${c.count} ${c.status}`).join(", ")}; ${summary.driftItems} drift items.`,
-      ...(budget ? ["", `**More nodes not audited than allowed**: ${budget.join("; ")}.`] : []),
+      ...(budget
+        ? ["", `**More nodes not audited than allowed**: ${textCell(budget.join("; "))}.`]
+        : []),
       "",
       ...section("Nodes not audited", unaudited, rows, "Every node was audited."),
-      ...section(
-        "Open pull requests, oldest first",
-        pulls.length ? ["| PR | title | opened |", "|---|---|---|", ...pulls] : [],
-        rows + 2,
-        "None.",
-      ),
+      ...section("Open pull requests, oldest first", pulls, rows, "None.", [
+        "| PR | title | opened |",
+        "|---|---|---|",
+      ]),
       ...section(
         "Deferred pull requests: tick one to open it on the next run",
         deferred,

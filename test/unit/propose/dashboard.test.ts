@@ -105,4 +105,19 @@ describe("dashboard", () => {
     assert.match(body, /- expires `2026-12-10`.*`soon`/);
     assert.ok(!body.includes("later"));
   });
+
+  it("lists open pull requests oldest first, with the day each was opened", () => {
+    const body = renderDashboard(
+      input([], {
+        pulls: [
+          { number: 7, title: "Accept `x` | y", createdAt: "2026-11-20T09:00:00Z" },
+          { number: 3, title: "Ticket kernel", createdAt: "2026-10-01T09:00:00Z" },
+        ],
+      }),
+    );
+    assert.match(
+      body,
+      /### Open pull requests, oldest first \(2\)\n\n\| PR \| title \| opened \|\n\|---\|---\|---\|\n\| #3 \| `Ticket kernel` \| 2026-10-01 \|\n\| #7 \| ``Accept `x` \\\| y`` \| 2026-11-20 \|/,
+    );
+  });
 });
