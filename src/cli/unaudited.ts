@@ -3,7 +3,7 @@ import {
   durationMs,
   overUnauditedBudget,
   unauditedLimit,
-} from "../audit/unaudited.js";
+} from "../report/unaudited.js";
 import { ForgeError, InputFileError, UsageError } from "../errors.js";
 import { GitHub, settingsFromEnv } from "../forge/github.js";
 import type { AuditSettings } from "../manifest/schema.js";

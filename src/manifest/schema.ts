@@ -3,7 +3,7 @@ import { DOMAIN_NAMES, SEVERITIES } from "../domains/domain.js";
 import { DOMAINS } from "../domains/registry.js";
 import { expiryTime } from "../drift/waivers.js";
 import { globProblem } from "../glob.js";
-import { DURATION, UNAUDITED_SHARE } from "../audit/unaudited.js";
+import { DURATION, UNAUDITED_SHARE } from "../report/unaudited.js";
 
 // A name or host that ssh could read as an option, or that could split a command line.
 const SAFE_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.@:%\[\]-]*$/;

@@ -1,4 +1,4 @@
-import { audited } from "../audit/unaudited.js";
+import { audited } from "../report/unaudited.js";
 import { expiryTime } from "../drift/waivers.js";
 import { ForgeError } from "../errors.js";
 import type { GitHub } from "../forge/github.js";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { audited } from "../audit/unaudited.js";
+import { audited } from "./unaudited.js";
 import type { DriftItem, NodeResult, Report } from "./schema.js";
 
 // What one run leaves for the next: each node's last successful audit (and how many runs it has

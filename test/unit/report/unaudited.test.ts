@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { durationMs, overUnauditedBudget, unauditedLimit } from "../../../src/audit/unaudited.js";
+import { durationMs, overUnauditedBudget, unauditedLimit } from "../../../src/report/unaudited.js";
 import type { NodeResult } from "../../../src/report/schema.js";
 
 const T1 = "2026-12-01T10:00:00.000Z";

@@ -1,4 +1,4 @@
-import type { NodeResult } from "../report/schema.js";
+import type { NodeResult } from "./schema.js";
 
 // The unaudited budget: how many nodes a run may leave unaudited, and for how long one node may
 // go without a successful audit, before the exit status adds bit 8. One blip is no alarm; a node
