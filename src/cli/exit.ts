@@ -4,6 +4,8 @@ export const ExitBit = {
   drift: 1,
   usage: 2,
   unaudited: 4,
+  /** More nodes not audited than allowed (`--max-unaudited`, `audit.max_unaudited[_for]`). */
+  overUnauditedBudget: 8,
 } as const;
 
 export interface ExitFacts {
@@ -13,10 +15,15 @@ export interface ExitFacts {
   /** Some declared items could not be read (unknown): counts as unaudited only with `--strict`. */
   unknownItems?: boolean;
   strict?: boolean;
+  overUnauditedBudget?: boolean;
 }
 
 export function exitCode(facts: ExitFacts): number {
   if (facts.usageOrManifestError) return ExitBit.usage;
   const unaudited = facts.unauditedNodes || (facts.strict && facts.unknownItems);
-  return (facts.driftFound ? ExitBit.drift : 0) | (unaudited ? ExitBit.unaudited : 0);
+  return (
+    (facts.driftFound ? ExitBit.drift : 0) |
+    (unaudited ? ExitBit.unaudited : 0) |
+    (facts.overUnauditedBudget ? ExitBit.overUnauditedBudget : 0)
+  );
 }

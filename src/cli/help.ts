@@ -59,6 +59,17 @@ const FLAGS: Record<string, FlagHelp> = {
   strict: {
     text: "exit with bit 4 when a declared item could not be read (unknown), as for a node not audited",
   },
+  "max-unaudited": {
+    value: "N|N%",
+    text: "exit with bit 8 when more than N nodes (or N% of them) were not audited (default: fleet.yaml audit.max_unaudited, else no limit)",
+  },
+  state: {
+    value: "FILE",
+    text: "the audit history kept on the state branch (audit-history.json): since when nodes are unaudited and drift exists, and bit 8 for audit.max_unaudited_for",
+  },
+  "state-from-repo": {
+    text: "read the audit history from the state branch of $GITHUB_REPOSITORY (needs GITHUB_TOKEN)",
+  },
   shards: { value: "N", text: "number of shards (0: about --nodes-per-shard nodes each)" },
   "nodes-per-shard": { value: "N", text: "nodes per shard when --shards is 0 (default: 200)" },
   report: { value: "FILE", text: "an audit report written with --format json" },
@@ -99,7 +110,7 @@ const FLAGS: Record<string, FlagHelp> = {
 /** What each command does, the line it is used by, and examples that work as written. */
 /** The audit's exit codes: the CLI's own help shows them; each command's help shows its own. */
 export const EXIT_CODES =
-  "Exit codes: 0 clean, 1 drift, 2 usage or manifest error, 4 nodes not audited, or with --strict items unknown (5 = 1 + 4).";
+  "Exit codes: 0 clean, 1 drift, 2 usage or manifest error, 4 nodes not audited, or with --strict items unknown, 8 more nodes not audited than allowed (--max-unaudited, audit.max_unaudited_for); bits add: 13 = 1 + 4 + 8.";
 
 export const COMMAND_HELP: Record<
   string,
@@ -158,14 +169,14 @@ export const COMMAND_HELP: Record<
     usage: "propose --report FILE [options]",
     examples: ["quartermaster propose --report report.json --dry-run"],
     exits:
-      "Exit codes: 0 every action carried out (or, with --dry-run, planned), 2 usage, manifest or report error, 4 some actions failed (the next run retries them).",
+      "Exit codes: 0 every action carried out (or, with --dry-run, planned), 2 usage, manifest or report error, 4 some actions failed (the next run retries them), 8 the report says more nodes were not audited than allowed (after every action: the run still proposes for the nodes audited).",
   },
   "merge-reports": {
     summary: "merge the reports of audit --shard k/n into one",
     usage: "merge-reports [options] FILE...",
     examples: ["quartermaster merge-reports --out report.json shard-1.json shard-2.json"],
     exits:
-      "Exit codes: 0 clean, 1 drift, 4 nodes not audited (5 = 1 + 4), as in the merged audit; 2 usage error, or shards that do not make up one audit.",
+      "Exit codes: 0 clean, 1 drift, 4 nodes not audited, 8 more nodes not audited than allowed (bits add: 13 = 1 + 4 + 8), as in the merged audit; 2 usage error, or shards that do not make up one audit.",
   },
   watch: {
     summary: "watch this machine continuously (--local): file events plus a periodic poll",

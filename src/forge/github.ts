@@ -40,12 +40,21 @@ export interface PullRecord {
   labels: string[];
   /** The login that opened it: for the bot's own pull requests, the bot. */
   author?: string;
+  /** When it was opened (GitHub's ISO time). */
+  createdAt?: string;
 }
 
 /** A comment on a pull request or issue, and who wrote it. */
 export interface CommentRecord {
   author?: string;
   body: string;
+}
+
+/** An issue (never a pull request) as GitHub lists it. */
+export interface IssueRecord {
+  number: number;
+  body: string;
+  author?: string;
 }
 
 /** Who wrote and who committed a commit, by email. */
@@ -224,7 +233,42 @@ export class GitHub {
         body: p.body ?? "",
         labels: p.labels.map((l) => l.name),
         ...(p.user?.login !== undefined && { author: p.user.login }),
+        createdAt: p.created_at,
       }));
+  }
+
+  /** The open issues labelled `label`, oldest first (pull requests, which GitHub lists too, left out). */
+  async issues(label: string): Promise<IssueRecord[]> {
+    const issues = await call("listing issues", () =>
+      this.octokit.paginate(this.octokit.rest.issues.listForRepo, {
+        ...this.repo,
+        state: "open",
+        labels: label,
+        sort: "created",
+        direction: "asc",
+        per_page: 100,
+      }),
+    );
+    return issues
+      .filter((i) => !i.pull_request)
+      .map((i) => ({
+        number: i.number,
+        body: i.body ?? "",
+        ...(i.user && { author: i.user.login }),
+      }));
+  }
+
+  async openIssue(input: { title: string; body: string; labels: string[] }): Promise<number> {
+    const { data } = await call("opening an issue", () =>
+      this.octokit.rest.issues.create({ ...this.repo, ...input }),
+    );
+    return data.number;
+  }
+
+  async updateIssue(number: number, body: string): Promise<void> {
+    await call(`updating #${number}`, () =>
+      this.octokit.rest.issues.update({ ...this.repo, issue_number: number, body }),
+    );
   }
 
   async pullCommits(number: number): Promise<CommitRecord[]> {
@@ -265,7 +309,12 @@ export class GitHub {
     if (!found) return undefined;
     const { data } = found;
     if (Array.isArray(data) || data.type !== "file" || data.content === undefined) return undefined;
-    return Buffer.from(data.content, "base64").toString("utf8");
+    if (data.encoding !== "none") return Buffer.from(data.content, "base64").toString("utf8");
+    // Over 1 MB the contents API sends no content: the blob has it.
+    const { data: blob } = await call(what, () =>
+      this.octokit.rest.git.getBlob({ ...this.repo, file_sha: data.sha }),
+    );
+    return Buffer.from(blob.content, "base64").toString("utf8");
   }
 
   /** One commit on top of `parent` writing `files`, through the Git Data API: no clone, no push. */

@@ -3,6 +3,7 @@ import { DOMAIN_NAMES, SEVERITIES } from "../domains/domain.js";
 import { DOMAINS } from "../domains/registry.js";
 import { expiryTime } from "../drift/waivers.js";
 import { globProblem } from "../glob.js";
+import { DURATION, UNAUDITED_SHARE } from "../report/unaudited.js";
 
 // A name or host that ssh could read as an option, or that could split a command line.
 const SAFE_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.@:%\[\]-]*$/;
@@ -138,6 +139,18 @@ export const AuditSettings = z.strictObject({
   max_output_bytes: z.number().int().positive().optional(),
   /** Marker file that puts a node in maintenance. */
   maintenance_marker: z.string().startsWith("/").optional(),
+  /** More nodes than this not audited in a run sets exit bit 8: a number, or a share ("10%"). */
+  max_unaudited: z
+    .union([
+      z.number().int().nonnegative(),
+      z.string().regex(UNAUDITED_SHARE, 'a number of nodes or a share such as "10%"'),
+    ])
+    .optional(),
+  /** A node not audited for longer than this sets exit bit 8 (default 24h): "90m", "2d", "1d12h". */
+  max_unaudited_for: z
+    .string()
+    .regex(DURATION, 'a duration such as "24h", "90m" or "2d"')
+    .optional(),
 });
 export type AuditSettings = z.infer<typeof AuditSettings>;
 

@@ -117,6 +117,14 @@ const MEANING = {
     "**Merging marks the ticket resolved**: the drift it named is no longer present on any of its nodes.",
 } as const;
 
+/** The earliest first sighting among `items`, when the report knows any (a time, no host text). */
+export function firstSeen(items: readonly Pick<DriftItem, "firstSeen">[]): string | undefined {
+  return items.reduce<string | undefined>(
+    (min, { firstSeen: at }) => (at !== undefined && (min === undefined || at < min) ? at : min),
+    undefined,
+  );
+}
+
 /**
  * The PR body a reviewer decides from. Every host or manifest value is in a code span or a fenced
  * block; the marker is last; the whole stays under GitHub's limit (the report artifact has the
@@ -140,6 +148,8 @@ export function pullBody(input: BodyInput): string {
         : `Quartermaster found **${first.severity}** ${first.domain} drift ${on}: ${items.size} items differ, listed below.`,
     );
     if (items.size === 1 && first.detail) head.push(`Detail: ${codeSpan(first.detail, 300)}`);
+    const since = firstSeen(input.group.map(({ item }) => item));
+    if (since) head.push(`Drifting since ${since} (first seen by an audit).`);
     if (input.reason)
       head.push(
         `This is a ticket because ${input.reason.text}${input.reason.detail ? `: ${codeSpan(input.reason.detail, 300)}` : ""}.`,

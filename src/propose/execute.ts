@@ -23,14 +23,23 @@ export interface Outcome {
 /**
  * Plans with what GitHub says, then asks only what the plan needs to decide (human commits on
  * branches it would write, earlier notices), and plans again: decisions stay in the pure planner.
+ * `ticked`: deferred branches a person asked to open now (on the dashboard), over the budget.
  */
 export async function planWithForge(
   github: GitHub,
-  input: Omit<PlanInput, "pulls" | "waiting">,
+  loaded: Omit<PlanInput, "pulls" | "waiting">,
+  ticked: ReadonlySet<string> = new Set(),
 ): Promise<{ actions: Action[]; waiting: Map<string, string> }> {
   const pulls = await botPulls(github);
   const waiting = await readWaiting(github);
-  const first = plan({ ...input, pulls, waiting });
+  const asked = [...ticked].filter((branch) => waiting.has(branch));
+  const input = {
+    ...loaded,
+    ...(loaded.maxNewPrs !== undefined && { maxNewPrs: loaded.maxNewPrs + asked.length }),
+  };
+  // Waiting longest goes first: a ticked box makes its PR the longest-waiting of all.
+  const queue = new Map([...waiting, ...asked.map((branch) => [branch, ""] as const)]);
+  const first = plan({ ...input, pulls, waiting: queue });
   const writes = new Set(
     first.flatMap((a) =>
       (a.type === "update" && a.updateFiles) || a.type === "close" ? [a.number] : [],
@@ -49,7 +58,7 @@ export async function planWithForge(
       leftAloneNotice: human && (await hasLeftAloneNotice(github, pull)),
     });
   }
-  return { actions: plan({ ...input, pulls: checked, waiting }), waiting };
+  return { actions: plan({ ...input, pulls: checked, waiting: queue }), waiting };
 }
 
 /** Carries the actions out one by one; a failed action is reported and the rest still run. */

@@ -4,6 +4,7 @@ import path from "node:path";
 import git from "isomorphic-git";
 import { UsageError } from "../errors.js";
 import { loadFleet } from "../manifest/load.js";
+import type { Waiver } from "../manifest/schema.js";
 import type { Report } from "../report/schema.js";
 import type { PlanInput } from "./plan.js";
 
@@ -24,7 +25,7 @@ async function readTree(dir: string, root: string): Promise<Map<string, string>>
 export async function proposalInput(
   manifestDir: string,
   report: Report,
-): Promise<{ input: Omit<PlanInput, "pulls">; revision: string }> {
+): Promise<{ input: Omit<PlanInput, "pulls">; revision: string; waivers: Waiver[] }> {
   let repoRoot: string;
   let revision: string;
   try {
@@ -50,5 +51,6 @@ export async function proposalInput(
       maxNewPrs: fleet.settings.propose?.max_new_prs,
     },
     revision,
+    waivers: fleet.settings.ignore ?? [],
   };
 }

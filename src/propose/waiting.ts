@@ -1,11 +1,11 @@
 import { z } from "zod";
 import type { GitHub } from "../forge/github.js";
+import { STATE_BRANCH } from "./state.js";
 
 // When each deferred pull request first waited, kept between runs on the bot's state branch (no
 // pull request), so the per-run budget opens the longest-waiting first.
 
-export const STATE_BRANCH = "quartermaster-state";
-const WAITING_FILE = "deferred.json";
+export const WAITING_FILE = "deferred.json";
 const Waiting = z.record(z.string(), z.string());
 
 /** Branch -> when its PR was first deferred, as the last run left it; empty when there is none. */
@@ -28,27 +28,7 @@ export async function readWaiting(github: GitHub): Promise<Map<string, string>> 
   return parsed.success ? new Map(Object.entries(parsed.data)) : new Map();
 }
 
-/**
- * Keeps `waiting` for the next run on the state branch (one commit on `base`), unless it is
- * unchanged.
- */
-export async function writeWaiting(
-  github: GitHub,
-  waiting: ReadonlyMap<string, string>,
-  previous: ReadonlyMap<string, string>,
-  base: string,
-): Promise<void> {
-  const same =
-    waiting.size === previous.size &&
-    [...waiting].every(([branch, since]) => previous.get(branch) === since);
-  if (same) return;
-  const text = `${JSON.stringify(Object.fromEntries([...waiting].sort(([a], [b]) => (a < b ? -1 : 1))), null, 2)}\n`;
-  await github.setBranch(
-    STATE_BRANCH,
-    await github.commitFiles(
-      base,
-      { [WAITING_FILE]: text },
-      "Quartermaster: pull requests deferred by the per-run budget",
-    ),
-  );
+/** The deferral queue as the state branch keeps it: branches sorted, so unchanged is the same text. */
+export function waitingText(waiting: ReadonlyMap<string, string>): string {
+  return `${JSON.stringify(Object.fromEntries([...waiting].sort(([a], [b]) => (a < b ? -1 : 1))), null, 2)}\n`;
 }

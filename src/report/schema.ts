@@ -27,6 +27,11 @@ export const DriftItem = z.object({
    * writes that text.
    */
   diff: z.string().optional(),
+  /**
+   * When this drift (by fingerprint) was first seen, as kept across runs on the bot's state branch;
+   * absent when the audit had no state to read.
+   */
+  firstSeen: z.iso.datetime({ offset: true }).optional(),
 });
 export type DriftItem = z.infer<typeof DriftItem>;
 
@@ -54,6 +59,17 @@ export const NodeResult = z.object({
   probeBytes: z.number().int().nonnegative().optional(),
   /** SSH connection attempts it took (transient failures are retried), absent for `--local`. */
   tries: z.number().int().positive().optional(),
+  /**
+   * Set on a node not audited in this run, from the state kept across runs: not audited since
+   * `since` (its last successful audit, or when it was first tried if `never`), for `runs` runs.
+   */
+  unaudited: z
+    .object({
+      since: z.iso.datetime({ offset: true }),
+      runs: z.number().int().positive(),
+      never: z.literal(true).optional(),
+    })
+    .optional(),
 });
 export type NodeResult = z.infer<typeof NodeResult>;
 
@@ -91,6 +107,17 @@ export const Report = z.object({
       count: z.number().int().positive().max(MAX_SHARDS),
     })
     .refine((s) => s.index <= s.count, "shard index past the shard count")
+    .optional(),
+  /**
+   * The unaudited budget this run was judged against (`--max-unaudited`, `audit.max_unaudited`,
+   * `audit.max_unaudited_for`), and, when it was exceeded, why: `over` sets exit bit 8.
+   */
+  unauditedBudget: z
+    .object({
+      maxUnaudited: z.union([z.number().int().nonnegative(), z.string()]).optional(),
+      maxUnauditedFor: z.string(),
+      over: z.array(z.string()).min(1).optional(),
+    })
     .optional(),
   nodes: z.array(NodeResult),
   summary: Summary,

@@ -12,7 +12,7 @@ import { execa } from "execa";
 import { runCli, type CliResult } from "../support/cli.js";
 import type { GitServer } from "../support/git-server.js";
 import type { GitHubDouble } from "../support/github-double/index.js";
-import { startForge } from "../support/forge.js";
+import { proposalWrites, startForge } from "../support/forge.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
 import { outsideCode } from "../support/markdown.js";
 import { testOctokit, type TestOctokit } from "../support/octokit.js";
@@ -152,10 +152,7 @@ async function noWritesFrom(run: () => Promise<unknown>): Promise<void> {
   const before = double.writes().length;
   await run();
   assert.deepEqual(
-    double
-      .writes()
-      .slice(before)
-      .map((w) => `${w.method} ${w.path}`),
+    proposalWrites(double.writes().slice(before)).map((w) => `${w.method} ${w.path}`),
     [],
     "no write request",
   );

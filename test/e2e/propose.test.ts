@@ -15,7 +15,7 @@ import { loadFleet } from "../../src/manifest/load.js";
 import { Report, summarize, type NodeResult } from "../../src/report/schema.js";
 import { runCli } from "../support/cli.js";
 import type { GitServer } from "../support/git-server.js";
-import { startForge } from "../support/forge.js";
+import { proposalWrites, startForge } from "../support/forge.js";
 import {
   badGateway,
   secondaryRateLimit,
@@ -168,7 +168,7 @@ const commentsOn = async (number: number) =>
 async function noWritesFrom(run: () => Promise<unknown>): Promise<void> {
   const before = double.writes().length;
   await run();
-  assert.deepEqual(double.writes().slice(before), [], "no write request");
+  assert.deepEqual(proposalWrites(double.writes().slice(before)), [], "no write request");
 }
 
 describe("quartermaster propose", () => {
@@ -337,7 +337,7 @@ describe("quartermaster propose", () => {
       const report = await fleetReport("web-retry", { "web-02": [somaxconn(2048)] });
       const result = await propose(report);
       assert.equal(result.exitCode, 0, result.stderr);
-      const statuses = double.requests
+      const statuses = proposalWrites(double.requests)
         .filter((r) => r.method === "POST" && /\/(git\/trees|pulls)$/.test(r.path))
         .slice(-5)
         .map((r) => r.status);

@@ -628,7 +628,7 @@ describe("GitHub double", () => {
     assert.equal(misspelt.status, 500);
     assert.ok(double.violations.at(-1)?.problems.some((p) => p.includes("titel")));
 
-    const unknown = await failure(octokit.request("GET /repos/{owner}/{repo}/issues", repo));
+    const unknown = await failure(octokit.request("GET /repos/{owner}/{repo}/releases", repo));
     assert.equal(unknown.status, 404);
     assert.equal(double.violations.at(-1)?.kind, "unknown-operation");
   });

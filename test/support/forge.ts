@@ -1,7 +1,7 @@
 // A manifest repository on the real git server, with the GitHub double on top of it: what the
 // end-to-end tests of propose and review run the real CLI against.
 import { startGitServer, type GitServer } from "./git-server.js";
-import { startGitHubDouble, type GitHubDouble } from "./github-double/index.js";
+import { startGitHubDouble, type GitHubDouble, type LoggedRequest } from "./github-double/index.js";
 import { removeTree, writeTree } from "./tree.js";
 
 export interface TestForge {
@@ -33,4 +33,24 @@ export async function startForge(options: {
     botLogin: options.botLogin ?? "quartermaster[bot]",
   });
   return { server, double };
+}
+
+const STATE_FILES = new Set(["deferred.json", "audit-history.json"]);
+
+/**
+ * What a run wrote to pull requests and their branches: the records every run keeps (the state
+ * branch's commit, the dashboard issue) left out.
+ */
+export function proposalWrites(writes: readonly LoggedRequest[]): LoggedRequest[] {
+  return writes.filter((w) => {
+    const body = w.body as { tree?: { path: string }[]; message?: string; ref?: string } | null;
+    if (w.operation === "issues/create" || w.operation === "issues/update") return false;
+    if (w.operation === "git/create-tree")
+      return !body?.tree?.every((entry) => STATE_FILES.has(entry.path));
+    if (w.operation === "git/create-commit")
+      return body?.message !== "Quartermaster: state kept between runs";
+    if (w.operation === "git/create-ref") return body?.ref !== "refs/heads/quartermaster-state";
+    if (w.operation === "git/update-ref") return !w.path.includes("quartermaster-state");
+    return true;
+  });
 }

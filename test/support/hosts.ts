@@ -100,6 +100,8 @@ export interface TestFleet {
   gateway: string;
   /** Replace a host's key and restart its sshd; known_hosts keeps the old key. */
   rotateHostKey(name: string): Promise<void>;
+  /** Stop a host's sshd: from now on connections to it are refused, as to a host gone down. */
+  takeDown(name: string): Promise<void>;
   /**
    * Run a shell command as root inside the host's network and mount namespaces; resolves to stdout.
    */
@@ -1160,6 +1162,12 @@ export async function startFleet(
           startSshd(rt);
           await waitForSshd(rt, Date.now() + readyTimeoutMs);
         }
+      },
+      async takeDown(name) {
+        const rt = byName(name);
+        if (rt.pid1 !== undefined) throw new Error(`takeDown: ${name} is a systemd host`);
+        await stopChild(rt.sshd);
+        rt.sshd = undefined;
       },
       enter,
       async exec(name, command) {

@@ -404,4 +404,43 @@ describe("drift-audit and review-command workflows", () => {
     assert.match(said, new RegExp(`Recorded the remediation ticket in #${ticket.number}\\.`));
     assert.deepEqual(sharded.double.violations, []);
   });
+
+  test("more nodes unaudited than allowed: the report and the pull requests are still written, then the run fails", async () => {
+    // The fleet allows no node to go unaudited; cache-01 is down.
+    const fleetYaml = (
+      await execa("git", [
+        "--git-dir",
+        server.barePath(OWNER, whole.repo),
+        "show",
+        "main:fleet-manifests/fleet.yaml",
+      ])
+    ).stdout;
+    const sha = await whole.double.pushCommit("main", {
+      "fleet-manifests/fleet.yaml": `${fleetYaml}\naudit: { max_unaudited: 0 }\n`,
+    });
+    const result = await run(
+      DRIFT_AUDIT,
+      { ...whole, sha },
+      { name: "schedule", payload: { schedule: "23 */6 * * *" } },
+    );
+    for (const job of ["plan", "audit", "report"])
+      for (const instance of result.job(job))
+        assert.equal(instance.result, "success", failures(result));
+    const step = result
+      .job("propose")[0]!
+      .steps.find((s) => s.name === "Open, update or close pull requests")!;
+    assert.equal(step.exitCode, 8, step.stderr);
+    assert.match(step.stderr, /more nodes not audited than allowed: 1 of 5 nodes not audited/);
+    // The run still proposed: the PR deferred by the first run is opened now.
+    assert.match(step.stdout, /^opened #\d+ /m);
+    const summary = result.job("report")[0]!.steps.find((s) => s.name === "Job summary")!.summary;
+    assert.match(summary, /\*\*More nodes not audited than allowed\*\*/);
+    // The first run's history says since when cache-01 is dark; the dashboard lists it.
+    const [dashboard] = whole.double.issues();
+    assert.match(
+      dashboard?.body ?? "",
+      /- `cache-01`: unreachable, never audited, first tried [^,]+, 2 runs/,
+    );
+    assert.deepEqual(whole.double.violations, []);
+  });
 });

@@ -19,6 +19,7 @@ import {
 } from "../../transport/ssh.js";
 import type { Transport } from "../../transport/transport.js";
 import { exitCode } from "../exit.js";
+import { annotated, judgeBudget, UNAUDITED_OPTIONS, unauditedJudge } from "../unaudited.js";
 import {
   loadManifests,
   localNode,
@@ -162,13 +163,18 @@ export async function runAudit(values: AuditValues): Promise<{ fleet: Fleet; rep
   return { fleet, report };
 }
 
-function auditOutcome(tally: ReportTally, strict: boolean): number {
+function auditOutcome(
+  tally: ReportTally,
+  strict: boolean,
+  budget?: Report["unauditedBudget"],
+): number {
   const { driftFound, unauditedNodes, unknownItems } = tally;
-  return exitCode({ driftFound, unauditedNodes, unknownItems, strict });
+  const overUnauditedBudget = budget?.over !== undefined;
+  return exitCode({ driftFound, unauditedNodes, unknownItems, strict, overUnauditedBudget });
 }
 
 export function auditExitCode(report: Report, strict = false): number {
-  return auditOutcome(ReportTally.of(report.nodes), strict);
+  return auditOutcome(ReportTally.of(report.nodes), strict, report.unauditedBudget);
 }
 
 /**
@@ -186,13 +192,14 @@ export async function auditCommand(argv: string[], reach: Reach = {}): Promise<n
   // --strict is audit's own: diff and snapshot share the other options but not this exit policy.
   const { values } = parse("audit", argv, {
     ...AUDIT_OPTIONS,
+    ...UNAUDITED_OPTIONS,
     strict: { type: "boolean" },
   } as const);
   // A wrong --format or an unusable --out fails before anything is audited.
   formatName(values.format);
   await checkOut(values.out);
   let progress: Progress | undefined;
-  const { run, categories } = await fleetRun(
+  const { run, categories, fleet } = await fleetRun(
     values,
     (total) => {
       if (total < 2) return () => {};
@@ -202,13 +209,24 @@ export async function auditCommand(argv: string[], reach: Reach = {}): Promise<n
     reach,
   );
   // Entries go to a spool as nodes finish, and from it to the report: never all in memory.
+  const judge = await unauditedJudge(values, fleet.settings.audit);
   const { head, spool } = await spoolFleet(run);
   try {
     progress?.finish();
     if (categories) head.categories = categories;
-    await writeReportStream(head, () => spool.entries(), values);
-    return auditOutcome(spool.counts, values.strict === true);
+    const budget = await judgeBudget(judge, head.startedAt, spool.entries());
+    if (budget) head.unauditedBudget = budget;
+    const annotate = annotated(judge, head.startedAt);
+    await writeReportStream(head, () => mapEntries(spool.entries(), annotate), values);
+    return auditOutcome(spool.counts, values.strict === true, budget);
   } finally {
     await spool.close();
   }
+}
+
+async function* mapEntries(
+  entries: AsyncIterable<NodeResult>,
+  map: (node: NodeResult) => NodeResult,
+): AsyncGenerator<NodeResult> {
+  for await (const entry of entries) yield map(entry);
 }

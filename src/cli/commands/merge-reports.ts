@@ -3,6 +3,7 @@ import { mergeReports, type ShardReport } from "../../report/merge.js";
 import { readReport } from "../../report/read.js";
 import { ExitBit } from "../exit.js";
 import { OUTPUT_OPTIONS, parse } from "../options.js";
+import { annotated, judgeBudget, UNAUDITED_OPTIONS, unauditedJudge } from "../unaudited.js";
 import { checkOut, writeReportStream } from "../output.js";
 import { visible } from "../../text/escape.js";
 import { auditExitCode, boundHeapGrowth } from "./audit.js";
@@ -23,7 +24,12 @@ async function readShard(file: string): Promise<ShardReport> {
  * `audit --shard k/n`, exiting like the audit of the whole fleet would.
  */
 export async function mergeReportsCommand(argv: string[]): Promise<number> {
-  const parsed = parse("merge-reports", argv, OUTPUT_OPTIONS, { positionals: true });
+  const parsed = parse(
+    "merge-reports",
+    argv,
+    { ...OUTPUT_OPTIONS, ...UNAUDITED_OPTIONS },
+    { positionals: true },
+  );
   const { values, positionals } = parsed;
   if (positionals.length === 0)
     throw new UsageError(
@@ -32,7 +38,16 @@ export async function mergeReportsCommand(argv: string[]): Promise<number> {
   await checkOut(values.out);
   boundHeapGrowth();
   try {
-    const merged = mergeReports(await Promise.all(positionals.map(readShard)));
+    const shards = await Promise.all(positionals.map(readShard));
+    const joined = mergeReports(shards);
+    // The shards were judged by fleet.yaml's limits at one revision: the whole fleet is too.
+    const judge = await unauditedJudge(values, undefined, shards[0]!.report.unauditedBudget);
+    const budget = await judgeBudget(judge, joined.startedAt, joined.nodes);
+    const merged = {
+      ...joined,
+      ...(budget && { unauditedBudget: budget }),
+      nodes: joined.nodes.map(annotated(judge, joined.startedAt)),
+    };
     // Reports are for machines; `--format text` still shows one to a person. JSON is written
     // node by node rather than as one string the size of the report.
     await writeReportStream({ ...merged, nodes: [] }, () => merged.nodes, {

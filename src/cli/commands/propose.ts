@@ -6,7 +6,14 @@ import { proposalInput } from "../../propose/input.js";
 import { waitingAfter } from "../../propose/budget.js";
 import { plan } from "../../propose/plan.js";
 import type { Action } from "../../propose/proposal.js";
-import { writeWaiting } from "../../propose/waiting.js";
+import {
+  readDashboard,
+  tickedBranches,
+  updateDashboard,
+  type Dashboard,
+} from "../../propose/dashboard.js";
+import { readHistory, writeState } from "../../propose/state.js";
+import { annotateNode, emptyHistory, nextHistory } from "../../report/history.js";
 import { readReport } from "../../report/read.js";
 import { visible } from "../../text/escape.js";
 import { codeCell } from "../../text/markdown.js";
@@ -37,11 +44,8 @@ export async function proposeCommand(argv: string[]): Promise<number> {
       "propose needs --report FILE (an audit report written with --format json)",
     );
   const budget = maxNewPrs(values["max-new-prs"]);
-  const report = await readReport(values.report);
+  const audited = await readReport(values.report);
   const manifestDir = await resolveManifestDir(values);
-  const { input: loaded, revision } = await proposalInput(manifestDir, report);
-  // The flag wins over fleet.yaml's `propose.max_new_prs`.
-  const input = { ...loaded, maxNewPrs: budget ?? loaded.maxNewPrs ?? DEFAULT_MAX_NEW_PRS };
 
   let github: GitHub | undefined;
   try {
@@ -53,9 +57,28 @@ export async function proposeCommand(argv: string[]): Promise<number> {
       `quartermaster: ${error.message}; planning as if no pull request exists yet\n`,
     );
   }
+  // What earlier runs saw: since when nodes are dark and drift exists, and the boxes ticked on the
+  // dashboard.
+  const history = github ? await readHistory(github) : emptyHistory();
+  // A dry run may lack the issues permission: it plans without the ticked boxes.
+  const dashboard: Dashboard =
+    github && !values["dry-run"] ? await readDashboard(github) : { body: "" };
+  const report = {
+    ...audited,
+    nodes: audited.nodes.map((node) => annotateNode(node, history, audited.startedAt)),
+  };
+  const { input: loaded, revision, waivers } = await proposalInput(manifestDir, report);
+  // The flag wins over fleet.yaml's `propose.max_new_prs`.
+  const input = { ...loaded, maxNewPrs: budget ?? loaded.maxNewPrs ?? DEFAULT_MAX_NEW_PRS };
   const { actions, waiting } = github
-    ? await planWithForge(github, input)
+    ? await planWithForge(github, input, tickedBranches(dashboard.body))
     : { actions: plan({ ...input, pulls: [] }), waiting: new Map<string, string>() };
+  const overBudget = report.unauditedBudget?.over;
+  if (overBudget)
+    process.stderr.write(
+      `quartermaster: more nodes not audited than allowed: ${visible(overBudget.join("; "))}\n`,
+    );
+  const overBit = overBudget ? ExitBit.overUnauditedBudget : 0;
   const dry = values["dry-run"] || !github;
   for (const action of actions)
     process.stdout.write(
@@ -77,20 +100,35 @@ export async function proposeCommand(argv: string[]): Promise<number> {
           dry,
         ),
       );
-    return 0;
+    return overBit;
   }
 
   const base = { branch: values.base ?? (await github!.defaultBranch()), sha: revision };
   const outcomes = await executePlan(github!, actions, base);
-  // Deferred PRs keep their place in the queue: the next run opens the longest-waiting first.
+  // Deferred PRs keep their place in the queue (the next run opens the longest-waiting first);
+  // the history keeps since when each node is dark and each drift exists.
   try {
-    await writeWaiting(github!, waitingAfter(actions), waiting, revision);
+    await writeState(
+      github!,
+      {
+        waiting: waitingAfter(actions),
+        history: nextHistory(history, report, new Set(input.nodes.map((n) => n.name))),
+      },
+      { waiting, history },
+      revision,
+    );
   } catch (error) {
     if (!(error instanceof ForgeError)) throw error;
     process.stderr.write(
-      `quartermaster: ${visible(error.message)}; deferred pull requests may lose their place in the queue\n`,
+      `quartermaster: ${visible(error.message)}; deferred pull requests may lose their place in the queue, and this run is missing from the audit history\n`,
     );
   }
+  const dashboardFailed = !(await updateDashboard(github!, dashboard, {
+    report,
+    actions,
+    tickets: input.tickets,
+    waivers,
+  }));
   const failed = outcomes.filter((o) => !o.ok);
   for (const outcome of outcomes) {
     if (outcome.number)
@@ -109,9 +147,9 @@ export async function proposeCommand(argv: string[]): Promise<number> {
     process.stderr.write(
       `${failed.length} of ${outcomes.length} actions failed; the next run retries them (the report is unchanged on disk)\n`,
     );
-    return ExitBit.unaudited;
+    return ExitBit.unaudited | overBit;
   }
-  return 0;
+  return (dashboardFailed ? ExitBit.unaudited : 0) | overBit;
 }
 
 const VERB: Record<Action["type"], string> = {

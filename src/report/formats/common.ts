@@ -1,6 +1,6 @@
 // Ordering and value rendering shared by the human-facing formats, so they agree.
 import { SEVERITIES, type Severity } from "../../domains/domain.js";
-import type { DriftItem } from "../schema.js";
+import type { DriftItem, NodeResult } from "../schema.js";
 
 export function severityRank(severity: Severity): number {
   return SEVERITIES.indexOf(severity);
@@ -39,4 +39,12 @@ export function compactValue(value: unknown, maxChars = Infinity): string {
 
 export function plural(count: number, one: string, many = `${one}s`): string {
   return `${count} ${count === 1 ? one : many}`;
+}
+
+/** "unaudited since 2026-12-01T10:00:00.000Z, 2 runs": a node not audited, as history knows it. */
+export function unauditedText(unaudited: NonNullable<NodeResult["unaudited"]>): string {
+  const runs = plural(unaudited.runs, "run");
+  return unaudited.never
+    ? `never audited, first tried ${unaudited.since}, ${runs}`
+    : `unaudited since ${unaudited.since}, ${runs}`;
 }

@@ -3,8 +3,8 @@
 // text says what was left out. The size is counted in UTF-8 bytes, which covers both caps.
 import { SEVERITIES, type Severity } from "../../domains/domain.js";
 import type { DriftItem, NodeResult, Report } from "../schema.js";
-import { codeCell, fencedBlock, htmlCode, truncate } from "../../text/markdown.js";
-import { compactValue, compareDrift, compareText, plural, severityRank } from "./common.js";
+import { codeCell, fencedBlock, htmlCode, textCell, truncate } from "../../text/markdown.js";
+import { compactValue, compareDrift, compareText, plural, severityRank, unauditedText } from "./common.js";
 import type { RenderOptions, Renderer } from "./index.js";
 
 export const DEFAULT_MARKDOWN_MAX_BYTES = 60_000;
@@ -29,6 +29,8 @@ export function renderMarkdown(report: Report, options: RenderOptions): string {
   const problems = [...report.nodes]
     .filter((n) => n.status !== "clean" && n.status !== "drift")
     .sort(byName);
+  // A "first seen" column when the audit knew the history.
+  const since = report.nodes.some((n) => n.drift.some((d) => d.firstSeen !== undefined));
   const rows: Row[] = report.nodes
     .flatMap((node) => node.drift.map((item) => ({ node, item })))
     .sort(
@@ -40,14 +42,14 @@ export function renderMarkdown(report: Report, options: RenderOptions): string {
     .map(({ node, item }) => ({
       node,
       item,
-      line: driftRow(node, item),
+      line: driftRow(node, item, since),
       ...(item.diff ? { diff: diffBlock(node, item) } : {}),
     }));
   const diffCount = rows.filter((r) => r.diff).length;
   const entries = problems.length + rows.length;
 
   const attempt = (kept: number, diffs: number): string | undefined => {
-    const text = compose(report, problems, rows, kept, diffs);
+    const text = compose(report, problems, rows, kept, diffs, since);
     return Buffer.byteLength(text, "utf8") <= maxBytes ? text : undefined;
   };
   const full = attempt(entries, diffCount);
@@ -88,6 +90,7 @@ function compose(
   rows: readonly Row[],
   kept: number,
   diffs: number,
+  since: boolean,
 ): string {
   const keptProblems = problems.slice(0, kept);
   const keptRows = rows.slice(0, Math.max(0, kept - problems.length));
@@ -103,6 +106,8 @@ function compose(
       `${plural(retried.length, "node")} needed more than one SSH connection try (at most ${most}); each node's \`tries\` is in the JSON report.`,
     );
   }
+  const over = report.unauditedBudget?.over;
+  if (over) out.push("", `**More nodes not audited than allowed**: ${textCell(over.join("; "))}.`);
   const leftOutRows = problems.length - keptProblems.length + rows.length - keptRows.length;
   const leftOutDiffs = allDiffs - withDiff.size;
   if (leftOutRows > 0 || leftOutDiffs > 0) {
@@ -124,7 +129,7 @@ function compose(
     out.push("| node | status | error |", "|---|---|---|");
     for (const n of keptProblems)
       out.push(
-        `| ${codeCell(n.name)} | ${n.status}${(n.tries ?? 1) > 1 ? ` after ${n.tries} tries` : ""} | ${n.error ? codeCell(truncate(n.error, ERROR_CHARS)) : ""} |`,
+        `| ${codeCell(n.name)} | ${n.status}${(n.tries ?? 1) > 1 ? ` after ${n.tries} tries` : ""}${n.unaudited ? `, ${unauditedText(n.unaudited)}` : ""} | ${n.error ? codeCell(truncate(n.error, ERROR_CHARS)) : ""} |`,
       );
   }
   const sections: [string, (r: Row) => boolean][] = [
@@ -141,9 +146,9 @@ function compose(
     const acknowledged = heading.startsWith("Acknowledged");
     out.push("", `### ${heading} (${headingCount(total, shown.length)})`);
     if (shown.length === 0) continue;
-    const header = "| node | domain | key | declared | live | source | remediation |";
+    const header = `| node | domain | key | declared | live | source | remediation |${since ? " drifting since |" : ""}`;
     out.push("", `${header}${acknowledged ? " acknowledged by |" : ""}`);
-    out.push(`|---|---|---|---|---|---|---|${acknowledged ? "---|" : ""}`);
+    out.push(`|---|---|---|---|---|---|---|${since ? "---|" : ""}${acknowledged ? "---|" : ""}`);
     // A waiver's reason is a contributor's free text: a code span, where no @mention pings.
     for (const r of shown)
       out.push(
@@ -174,7 +179,7 @@ function summaryTable(report: Report): string[] {
   ];
 }
 
-function driftRow(node: NodeResult, item: DriftItem): string {
+function driftRow(node: NodeResult, item: DriftItem, since: boolean): string {
   const cells = [
     // Node names as code too: a name may hold `@`, and a mention would ping.
     codeCell(node.name),
@@ -185,6 +190,7 @@ function driftRow(node: NodeResult, item: DriftItem): string {
     codeCell(`${item.source.file}:${item.source.line}`, VALUE_CHARS),
     // A code span: a contributor's remediation text renders no markup and pings no @mention.
     codeCell(item.remediation, REMEDIATION_CHARS),
+    ...(since ? [item.firstSeen ?? ""] : []),
   ];
   return `| ${cells.join(" | ")} |`;
 }

@@ -39,18 +39,35 @@ export const renderPrometheus: Renderer = (report) => {
   );
   const duration = family("node_audit_duration_seconds", "How long auditing the node took.");
   const nodes = family("nodes", "Nodes by status in the last audit.");
+  const age = family(
+    "drift_age_seconds",
+    "Seconds since each drift item was first seen, by node, domain and key (when the audit knew the history).",
+  );
+  const unaudited = family(
+    "node_unaudited_seconds",
+    "Seconds since the node's last successful audit (or first attempt), for nodes not audited in the last run.",
+  );
   const last = family(
     "last_audit_timestamp_seconds",
     "When the last audit finished, in seconds since the Unix epoch.",
   );
 
+  const finished = Date.parse(report.finishedAt);
   for (const s of NODE_STATUSES) add(nodes, { status: s }, 0);
   for (const node of report.nodes) {
     add(nodes, { status: node.status }, 1);
     for (const s of NODE_STATUSES)
       add(status, { node: node.name, status: s }, s === node.status ? 1 : 0);
     add(duration, { node: node.name }, node.durationMs / 1000);
+    if (node.unaudited)
+      add(unaudited, { node: node.name }, (finished - Date.parse(node.unaudited.since)) / 1000);
     for (const item of node.drift) {
+      if (item.firstSeen)
+        add(
+          age,
+          { node: node.name, domain: item.domain, key: item.key },
+          (finished - Date.parse(item.firstSeen)) / 1000,
+        );
       add(
         item.acknowledged ? acknowledged : drift,
         { node: node.name, domain: item.domain, severity: item.severity },
@@ -61,9 +78,11 @@ export const renderPrometheus: Renderer = (report) => {
     for (const domain of new Set((node.unknown ?? []).map((u) => u.domain)))
       add(unknown, { node: node.name, domain }, 1);
   }
-  add(last, {}, Date.parse(report.finishedAt) / 1000);
+  add(last, {}, finished / 1000);
 
-  return [drift, acknowledged, unknown, status, duration, nodes, last]
+  // The history's families only when the audit knew the history: a run without one writes as before.
+  const history = [age, unaudited].filter((f) => f.samples.size > 0);
+  return [drift, acknowledged, unknown, status, duration, nodes, last, ...history]
     .sort((a, b) => compareText(a.name, b.name))
     .map(formatFamily)
     .join("");

@@ -2,7 +2,7 @@
 import type { NodeResult, NodeStatus, Report, DriftItem } from "../schema.js";
 import type { Severity } from "../../domains/domain.js";
 import { visible } from "../../text/escape.js";
-import { compactValue, compareDrift, compareText, plural } from "./common.js";
+import { compactValue, compareDrift, compareText, plural, unauditedText } from "./common.js";
 import type { Renderer, RenderOptions } from "./index.js";
 
 const SGR = { red: 31, green: 32, yellow: 33, blue: 34, cyan: 36, bold: 1, dim: 2 } as const;
@@ -71,6 +71,7 @@ function renderNode(node: NodeResult, options: RenderOptions, paint: Paint): str
   if (node.drift.length > 0) facts.push(plural(node.drift.length, "item"));
   if (node.unknown?.length) facts.push(`${node.unknown.length} unknown`);
   if (node.tries !== undefined && node.tries > 1) facts.push(`${node.tries} SSH tries`);
+  if (node.unaudited) facts.push(unauditedText(node.unaudited));
   facts.push(formatDuration(node.durationMs));
   const lines = [`${paint(["bold"], name)}: ${facts.join(", ")}`];
   if (node.error !== undefined) {
@@ -100,6 +101,7 @@ function renderItem(item: DriftItem, options: RenderOptions, paint: Paint): stri
     `  ${tag} ${item.domain} ${visible(item.key)}: declared ${declared}, live ${live}${mark}`,
   ];
   if (item.detail) lines.push(`    ${visible(item.detail)}`);
+  if (item.firstSeen) lines.push(paint(["dim"], `    drifting since ${item.firstSeen}`));
   if (item.acknowledged && item.acknowledgedBy)
     lines.push(paint(["dim"], `    acknowledged by ${visible(item.acknowledgedBy)}`));
   lines.push(paint(["dim"], `    (declared at ${visible(item.source.file)}:${item.source.line})`));
@@ -178,7 +180,9 @@ function summaryLine(report: Report): string {
     unknown.length > 0 ? `${plural(unknown.length, "item")} unknown (${unknownDomains})` : "",
   ].filter(Boolean);
   const dirty = report.manifestDirty ? "; the manifests audited have uncommitted changes" : "";
-  return `${plural(s.nodes, "node")}${parts.length > 0 ? `: ${parts.join(", ")}` : ""}${dirty}`;
+  const over = report.unauditedBudget?.over;
+  const budget = over ? `\nmore nodes not audited than allowed: ${visible(over.join("; "))}` : "";
+  return `${plural(s.nodes, "node")}${parts.length > 0 ? `: ${parts.join(", ")}` : ""}${dirty}${budget}`;
 }
 
 function formatDuration(ms: number): string {

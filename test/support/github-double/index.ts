@@ -7,7 +7,7 @@ import type { GitServer } from "../git-server.js";
 import { BareRepo, type GitIdentity } from "./bare-repo.js";
 import { OpenApiValidator } from "./openapi.js";
 import { ApiError, notFound, RepositoryState, type Permission, type Reply } from "./repository.js";
-import { now, type Account, type PullRecord } from "./shapes.js";
+import { now, type Account, type IssueRecord, type PullRecord } from "./shapes.js";
 
 export interface Fault {
   method?: string;
@@ -50,6 +50,10 @@ export interface GitHubDouble {
   writes(): LoggedRequest[];
   /** Pull request records as the double holds them. */
   pulls(): PullRecord[];
+  /** Issue records (not pull requests) as the double holds them. */
+  issues(): IssueRecord[];
+  /** A person edits an issue's body (ticks a checkbox, say), as the web page does. */
+  editIssue(number: number, body: string): void;
   inject(fault: Fault): void;
   /** Closes a PR as a reviewer rejecting it would. */
   closePull(number: number): Promise<void>;
@@ -330,6 +334,12 @@ export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<G
     violations,
     writes: () => requests.filter((r) => r.method !== "GET" && r.method !== "HEAD"),
     pulls: () => [...state.pulls.values()],
+    issues: () => [...state.issues.values()],
+    editIssue: (number, body) => {
+      const record = state.issues.get(number);
+      if (!record) throw new Error(`no issue #${number}`);
+      Object.assign(record, { body, updatedAt: now() });
+    },
     inject(fault) {
       faults.push({ ...fault, left: fault.times ?? 1 });
     },

@@ -56,6 +56,8 @@ type Handler = (req: Request) => Promise<Reply>;
 
 export class RepositoryState {
   readonly pulls = new Map<number, PullRecord>();
+  /** Issues that are not pull requests; numbers are shared with pull requests, as on GitHub. */
+  readonly issues = new Map<number, shape.IssueRecord>();
   readonly comments: CommentRecord[] = [];
   readonly labels = new Map<string, LabelRecord>();
   readonly accounts = new Map<string, Account>();
@@ -288,6 +290,79 @@ export class RepositoryState {
 
     "pulls/merge": async (req) => this.merge(this.pull(req), req.body, this.bot),
 
+    // Pull requests are issues too on GitHub; this double lists only the issues it holds.
+    "issues/list-for-repo": async (req) => {
+      const state = req.query.get("state") ?? "open";
+      const wanted = (req.query.get("labels") ?? "")
+        .split(",")
+        .filter(Boolean)
+        .map((l) => l.toLowerCase());
+      const list = [...this.issues.values()]
+        .filter((i) => state === "all" || i.state === state)
+        .filter((i) => wanted.every((w) => i.labels.some((l) => l.toLowerCase() === w)))
+        .sort((a, b) =>
+          req.query.get("direction") === "asc" ? a.number - b.number : b.number - a.number,
+        );
+      const page = paginate(list, req);
+      return {
+        status: 200,
+        body: page.items.map((i) => this.issueBody(i)),
+        headers: page.headers,
+      };
+    },
+
+    "issues/create": async (req) => {
+      const { title, body, labels } = req.body as {
+        title: string;
+        body?: string;
+        labels?: unknown[];
+      };
+      checkBodyLength(body);
+      const at = shape.now();
+      const record: shape.IssueRecord = {
+        number: this.nextNumber++,
+        id: this.id(),
+        title: String(title),
+        body: body ?? null,
+        state: "open",
+        user: this.bot,
+        labels: [],
+        createdAt: at,
+        updatedAt: at,
+        closedAt: null,
+      };
+      for (const item of labels ?? []) {
+        const name = typeof item === "string" ? item : String((item as { name: string }).name);
+        const label = this.labels.get(name.toLowerCase()) ?? this.createLabel(name, "ededed", null);
+        if (!record.labels.includes(label.name)) record.labels.push(label.name);
+      }
+      this.issues.set(record.number, record);
+      return {
+        status: 201,
+        body: this.issueBody(record),
+        headers: { location: `${shape.repoApi(this.site)}/issues/${record.number}` },
+      };
+    },
+
+    "issues/update": async (req) => {
+      const record = this.issues.get(Number(req.params.issue_number));
+      if (!record) throw notFound();
+      const { title, body, state } = req.body as {
+        title?: string;
+        body?: string | null;
+        state?: string;
+      };
+      checkBodyLength(body ?? undefined);
+      if (title !== undefined) record.title = String(title);
+      if (body !== undefined) record.body = body;
+      if (state === "open" || state === "closed") {
+        record.closedAt = state === "closed" ? shape.now() : null;
+        record.state = state;
+      }
+      record.updatedAt = shape.now();
+      return { status: 200, body: this.issueBody(record) };
+    },
+
     "issues/list-comments": async (req) => {
       const issue = this.issue(req);
       const since = req.query.get("since");
@@ -476,6 +551,13 @@ export class RepositoryState {
         body: { sha, url: `${shape.repoApi(this.site)}/git/blobs/${sha}` },
         headers: { location: `${shape.repoApi(this.site)}/git/blobs/${sha}` },
       };
+    },
+
+    "git/get-blob": async (req) => {
+      const sha = req.params.file_sha!;
+      const data = /^[0-9a-f]{40}$/.test(sha) ? await this.repo.blob(sha) : undefined;
+      if (!data) throw notFound();
+      return { status: 200, body: shape.blob(this.site, sha, data) };
     },
 
     "git/get-commit": async (req) => {
@@ -679,6 +761,14 @@ export class RepositoryState {
     const number = Number(req.params.issue_number);
     if (!this.pulls.has(number)) throw notFound();
     return number;
+  }
+
+  private issueBody(record: shape.IssueRecord): Record<string, unknown> {
+    const labels = record.labels
+      .map((name) => this.labels.get(name.toLowerCase()))
+      .filter((l): l is LabelRecord => l !== undefined);
+    const comments = this.comments.filter((c) => c.issue === record.number).length;
+    return shape.issue(this.site, record, labels, comments);
   }
 
   private labelsOf(pr: PullRecord): LabelRecord[] {

@@ -50,6 +50,19 @@ export interface CommentRecord {
   updatedAt: string;
 }
 
+export interface IssueRecord {
+  number: number;
+  id: number;
+  title: string;
+  body: string | null;
+  state: "open" | "closed";
+  user: Account;
+  labels: string[];
+  createdAt: string;
+  updatedAt: string;
+  closedAt: string | null;
+}
+
 export interface LabelRecord {
   id: number;
   name: string;
@@ -238,6 +251,43 @@ export function comment(site: Site, record: CommentRecord): Json {
     issue_url: `${repoApi(site)}/issues/${record.issue}`,
     body: record.body,
     user: user(site, record.user),
+    created_at: record.createdAt,
+    updated_at: record.updatedAt,
+    author_association: "MEMBER",
+  };
+}
+
+/** The `issue` shape of the issues endpoints (an issue that is not a pull request). */
+export function issue(
+  site: Site,
+  record: IssueRecord,
+  labels: LabelRecord[],
+  comments: number,
+): Json {
+  const self = `${repoApi(site)}/issues/${record.number}`;
+  return {
+    id: record.id,
+    node_id: nodeId("Issue", record.id),
+    url: self,
+    repository_url: repoApi(site),
+    labels_url: `${self}/labels{/name}`,
+    comments_url: `${self}/comments`,
+    events_url: `${self}/events`,
+    html_url: `${repoWeb(site)}/issues/${record.number}`,
+    number: record.number,
+    state: record.state,
+    state_reason: null,
+    title: record.title,
+    body: record.body,
+    user: user(site, record.user),
+    labels: labels.map((l) => label(site, l)),
+    assignee: null,
+    assignees: [],
+    milestone: null,
+    locked: false,
+    active_lock_reason: null,
+    comments,
+    closed_at: record.closedAt,
     created_at: record.createdAt,
     updated_at: record.updatedAt,
     author_association: "MEMBER",
@@ -506,7 +556,11 @@ export function content(site: Site, ref: string, entry: TreeEntry, data?: Buffer
     download_url: type === "file" ? `${repoWeb(site)}/raw/${ref}/${path}` : null,
     _links: { self, git, html },
   };
-  if (data) {
+  if (data && data.length > MAX_CONTENT_BYTES) {
+    // Over 1 MB GitHub sends no content: the blob API (or the raw media type) has it.
+    out.content = "";
+    out.encoding = "none";
+  } else if (data) {
     // GitHub wraps the base64 text at 60 columns.
     out.content = (data.toString("base64").match(/.{1,60}/g) ?? [])
       .map((line) => `${line}\n`)
@@ -514,4 +568,19 @@ export function content(site: Site, ref: string, entry: TreeEntry, data?: Buffer
     out.encoding = "base64";
   }
   return out;
+}
+
+/** The largest file the contents API returns with its content. */
+export const MAX_CONTENT_BYTES = 1024 * 1024;
+
+/** The Git Data API's `blob` shape. */
+export function blob(site: Site, sha: string, data: Buffer): Json {
+  return {
+    sha,
+    node_id: nodeId("Blob", Number.parseInt(sha.slice(0, 8), 16)),
+    url: `${repoApi(site)}/git/blobs/${sha}`,
+    size: data.length,
+    content: (data.toString("base64").match(/.{1,60}/g) ?? []).map((l) => `${l}\n`).join(""),
+    encoding: "base64",
+  };
 }

@@ -1,0 +1,118 @@
+import {
+  DEFAULT_MAX_UNAUDITED_FOR,
+  durationMs,
+  overUnauditedBudget,
+  unauditedLimit,
+} from "../report/unaudited.js";
+import { ForgeError, InputFileError, UsageError } from "../errors.js";
+import { GitHub, settingsFromEnv } from "../forge/github.js";
+import type { AuditSettings } from "../manifest/schema.js";
+import { readHistory } from "../propose/state.js";
+import { annotateNode, parseHistory, type AuditHistory } from "../report/history.js";
+import { readText } from "../report/read.js";
+import type { NodeResult, Report } from "../report/schema.js";
+import { visible } from "../text/escape.js";
+
+// What `audit` and `merge-reports` need to judge the unaudited budget: the limits (flag, fleet.yaml
+// or what the shard reports recorded) and the history of earlier runs (a file, or the state branch).
+
+export const UNAUDITED_OPTIONS = {
+  "max-unaudited": { type: "string" },
+  state: { type: "string" },
+  "state-from-repo": { type: "boolean" },
+} as const;
+
+interface UnauditedValues {
+  "max-unaudited"?: string;
+  state?: string;
+  "state-from-repo"?: boolean;
+}
+
+type Budget = NonNullable<Report["unauditedBudget"]>;
+
+export interface Judge {
+  history?: AuditHistory;
+  /** Unset: the run has nothing to judge against (no limit set, no history). */
+  budget?: Omit<Budget, "over">;
+}
+
+async function historyFrom(values: UnauditedValues): Promise<AuditHistory | undefined> {
+  if (values.state !== undefined && values["state-from-repo"])
+    throw new UsageError(
+      "--state FILE and --state-from-repo are two sources of one history: give one",
+    );
+  if (values.state !== undefined) {
+    const history = parseHistory(await readText(values.state, "the audit history"));
+    if (typeof history === "string") throw new InputFileError(values.state, history);
+    return history;
+  }
+  if (!values["state-from-repo"]) return undefined;
+  let github: GitHub;
+  try {
+    github = new GitHub(settingsFromEnv());
+  } catch (error) {
+    if (!(error instanceof ForgeError)) throw error;
+    throw new UsageError(`--state-from-repo: ${error.message}`);
+  }
+  return readHistory(github);
+}
+
+/**
+ * The limits and history this run is judged by: `--max-unaudited` over fleet.yaml's, over what
+ * the shard reports were judged by.
+ */
+export async function unauditedJudge(
+  values: UnauditedValues,
+  fleet: AuditSettings | undefined,
+  recorded?: Report["unauditedBudget"],
+): Promise<Judge> {
+  const flag = values["max-unaudited"];
+  if (flag !== undefined && !unauditedLimit(flag))
+    throw new UsageError(
+      `--max-unaudited takes a number of nodes or a share such as 10%, not "${visible(flag)}"`,
+    );
+  const history = await historyFrom(values);
+  const maxUnaudited = flag ?? fleet?.max_unaudited ?? recorded?.maxUnaudited;
+  const maxFor = fleet?.max_unaudited_for ?? recorded?.maxUnauditedFor;
+  if (maxUnaudited === undefined && maxFor === undefined && !history) return {};
+  return {
+    ...(history && { history }),
+    budget: {
+      ...(maxUnaudited !== undefined && { maxUnaudited }),
+      maxUnauditedFor: maxFor ?? DEFAULT_MAX_UNAUDITED_FOR,
+    },
+  };
+}
+
+/** A node entry as the history annotates it (unchanged without history). */
+export function annotated(judge: Judge, startedAt: string): (node: NodeResult) => NodeResult {
+  const { history } = judge;
+  return history ? (node) => annotateNode(node, history, startedAt) : (node) => node;
+}
+
+/** The report head's `unauditedBudget`, judged over every (annotated) node entry. */
+export async function judgeBudget(
+  judge: Judge,
+  startedAt: string,
+  nodes: AsyncIterable<NodeResult> | Iterable<NodeResult>,
+): Promise<Report["unauditedBudget"]> {
+  const { budget } = judge;
+  if (!budget) return undefined;
+  const annotate = annotated(judge, startedAt);
+  const light: Pick<NodeResult, "name" | "status" | "unaudited">[] = [];
+  for await (const node of nodes) {
+    const { name, status, unaudited } = annotate(node);
+    light.push({ name, status, ...(unaudited && { unaudited }) });
+  }
+  const limit = budget.maxUnaudited === undefined ? undefined : unauditedLimit(budget.maxUnaudited);
+  const over = overUnauditedBudget(
+    light,
+    {
+      ...(limit && { limit, limitName: `max_unaudited ${budget.maxUnaudited}` }),
+      forMs: durationMs(budget.maxUnauditedFor) ?? durationMs(DEFAULT_MAX_UNAUDITED_FOR)!,
+      forName: `max_unaudited_for ${budget.maxUnauditedFor}`,
+    },
+    startedAt,
+  );
+  return { ...budget, ...(over.length && { over }) };
+}

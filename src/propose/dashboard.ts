@@ -1,0 +1,268 @@
+import { audited } from "../report/unaudited.js";
+import { expiryTime } from "../drift/waivers.js";
+import { ForgeError } from "../errors.js";
+import type { GitHub } from "../forge/github.js";
+import type { Waiver } from "../manifest/schema.js";
+import type { Ticket } from "../manifest/tickets.js";
+import { NODE_STATUSES, type Report } from "../report/schema.js";
+import { plural, unauditedText } from "../report/formats/common.js";
+import { codeCell, codeSpan, textCell } from "../text/markdown.js";
+import { visible } from "../text/escape.js";
+import { MAX_BODY_CHARS } from "./body.js";
+import type { Action } from "./proposal.js";
+import { botPulls } from "./pulls.js";
+
+// The dashboard: one issue per repository that `propose` keeps up to date, the fleet's state
+// between runs. Rendering is pure; the issue is edited only when the rendered body changed.
+
+export const DASHBOARD_LABEL = "quartermaster-dashboard";
+export const DASHBOARD_TITLE = "Quartermaster dashboard";
+const MARK = "<!-- quartermaster-dashboard -->";
+/** Waivers expiring within this many days are listed. */
+export const WAIVER_NOTICE_DAYS = 14;
+const DAY_MS = 86_400_000;
+/** Rows per section before the rest is counted rather than listed. */
+const MAX_ROWS = 50;
+
+export interface DashboardPull {
+  number: number;
+  title: string;
+  createdAt?: string;
+}
+
+export interface DashboardDeferred {
+  branch: string;
+  title: string;
+  since: string;
+}
+
+export interface DashboardInput {
+  /** The run's report, annotated with history (`unaudited` on nodes not audited). */
+  report: Pick<Report, "startedAt" | "manifestRevision" | "summary" | "nodes" | "unauditedBudget">;
+  /** The bot's open pull requests. */
+  pulls: readonly DashboardPull[];
+  deferred: readonly DashboardDeferred[];
+  tickets: readonly { ticket: Ticket; file: string }[];
+  waivers: readonly Waiver[];
+}
+
+/** A ticket past its `due` date, if tickets carry one (an ISO date or date-time). */
+export function ticketsPastDue(
+  tickets: DashboardInput["tickets"],
+  now: number,
+): { ticket: Ticket; file: string; due: string }[] {
+  return tickets.flatMap(({ ticket, file }) => {
+    const due: unknown = (ticket as { due?: unknown }).due;
+    if (ticket.status !== "open" || typeof due !== "string") return [];
+    const at = expiryTime(due);
+    return Number.isNaN(at) || at >= now ? [] : [{ ticket, file, due }];
+  });
+}
+
+/**
+ * `rows` under `heading` (and a table's `header`), worst first as given: at most `max`, then how
+ * many more.
+ */
+function section(
+  heading: string,
+  rows: readonly string[],
+  max: number,
+  empty: string,
+  header: readonly string[] = [],
+): string[] {
+  const shown = rows.slice(0, max);
+  const more = rows.length - shown.length;
+  return [
+    `### ${heading} (${rows.length})`,
+    "",
+    ...(rows.length ? [...header, ...shown] : [empty]),
+    ...(more > 0 ? ["", `_…and ${more} more: the audit report artifact lists them all._`] : []),
+    "",
+  ];
+}
+
+/**
+ * The dashboard's content: counts first, then each list worst first, capped so the whole stays under
+ * GitHub's body limit on any fleet. Node names, titles and branches are host or manifest text:
+ * only ever in code.
+ */
+export function renderDashboard(input: DashboardInput, max = MAX_ROWS): string {
+  const now = Date.parse(input.report.startedAt);
+  const { summary } = input.report;
+  const counts = NODE_STATUSES.map((status) => ({
+    status,
+    count: input.report.nodes.filter((n) => n.status === status).length,
+  }));
+  const unaudited = input.report.nodes
+    .filter((n) => !audited(n))
+    .sort((a, b) =>
+      (a.unaudited?.since ?? "") < (b.unaudited?.since ?? "")
+        ? -1
+        : (a.unaudited?.since ?? "") > (b.unaudited?.since ?? "")
+          ? 1
+          : a.name < b.name
+            ? -1
+            : 1,
+    )
+    .map(
+      (n) =>
+        `- ${codeSpan(n.name)}: ${n.status}${n.unaudited ? `, ${unauditedText(n.unaudited)}` : ""}`,
+    );
+  const pulls = [...input.pulls]
+    .sort((a, b) => (a.createdAt ?? "").localeCompare(b.createdAt ?? "") || a.number - b.number)
+    .map(
+      (p) => `| #${p.number} | ${codeCell(p.title, 120)} | ${p.createdAt?.slice(0, 10) ?? "?"} |`,
+    );
+  const deferred = [...input.deferred]
+    .sort((a, b) => a.since.localeCompare(b.since) || (a.branch < b.branch ? -1 : 1))
+    .map(
+      (d) =>
+        `- [ ] ${codeSpan(d.title, 120)}, waiting since ${d.since} <!-- open: ${openMark(d.branch)} -->`,
+    );
+  const pastDue = ticketsPastDue(input.tickets, now).map(
+    ({ ticket, file, due }) =>
+      `- ${codeSpan(ticket.id)} (${ticket.domain} ${codeSpan(ticket.key, 80)} on ${ticket.nodes.length} node${ticket.nodes.length === 1 ? "" : "s"}), due ${codeSpan(due)}: ${codeSpan(file)}`,
+  );
+  const waivers = input.waivers
+    .filter(
+      (w) => w.expires !== undefined && expiryTime(w.expires) < now + WAIVER_NOTICE_DAYS * DAY_MS,
+    )
+    .sort((a, b) => expiryTime(a.expires!) - expiryTime(b.expires!))
+    .map(
+      (w) =>
+        `- ${expiryTime(w.expires!) < now ? "expired" : "expires"} ${codeSpan(w.expires!)}: node ${codeSpan(w.node)}, domain ${codeSpan(w.domain)}, key ${codeSpan(w.key, 80)}, ${codeSpan(w.reason, 120)}`,
+    );
+  const budget = input.report.unauditedBudget?.over;
+
+  const assemble = (rows: number) =>
+    [
+      MARK,
+      "This issue is kept up to date by Quartermaster on every run; edits other than ticking a box are overwritten.",
+      "",
+      `**Fleet**: ${plural(summary.nodes, "node")}: ${counts.map((c) => `${c.count} ${c.status}`).join(", ")}; ${summary.driftItems} drift items.`,
+      ...(budget
+        ? ["", `**More nodes not audited than allowed**: ${textCell(budget.join("; "))}.`]
+        : []),
+      "",
+      ...section("Nodes not audited", unaudited, rows, "Every node was audited."),
+      ...section("Open pull requests, oldest first", pulls, rows, "None.", [
+        "| PR | title | opened |",
+        "|---|---|---|",
+      ]),
+      ...section(
+        "Deferred pull requests: tick one to open it on the next run",
+        deferred,
+        rows,
+        "None.",
+      ),
+      ...section("Remediation tickets past due", pastDue, rows, "None."),
+      ...section(
+        `Waivers expired or expiring within ${WAIVER_NOTICE_DAYS} days`,
+        waivers,
+        rows,
+        "None.",
+      ),
+      `Manifest revision ${input.report.manifestRevision ? codeSpan(input.report.manifestRevision) : "unknown"}.`,
+      "",
+    ].join("\n");
+  let rows = max;
+  let body = assemble(rows);
+  while (body.length > MAX_BODY_CHARS && rows > 0) body = assemble((rows = Math.floor(rows / 2)));
+  return body;
+}
+
+// Branch names are the bot's own (`quartermaster--…`), but a comment must never end early.
+const openMark = (branch: string) => branch.replaceAll("--", "-\\-").replaceAll(">", "\\u003e");
+const fromMark = (mark: string) => mark.replaceAll("-\\-", "--").replaceAll("\\u003e", ">");
+
+/** The deferred branches whose box a person ticked: opened on this run. */
+export function tickedBranches(body: string): Set<string> {
+  const ticked = new Set<string>();
+  for (const match of body.matchAll(/^- \[[xX]\] .*<!-- open: (\S+) -->\s*$/gm))
+    ticked.add(fromMark(match[1]!));
+  return ticked;
+}
+
+export interface Dashboard {
+  number?: number;
+  body: string;
+}
+
+// Below this line: which run wrote the dashboard. Not compared: a run that changes nothing else
+// leaves the issue alone.
+const FOOTER = "\n---\n<!-- quartermaster-dashboard-run -->\n";
+
+/** The issue's body: the content, then the run that wrote it. */
+export function dashboardBody(content: string, run: { at: string; url?: string }): string {
+  return `${content}${FOOTER}Updated by the run of ${run.at}${run.url ? ` ([workflow run](${run.url}))` : ""}.\n`;
+}
+
+const contentOf = (body: string) => {
+  const end = body.lastIndexOf(FOOTER);
+  return end < 0 ? body : body.slice(0, end);
+};
+
+/** The repository's dashboard issue as it is now: the oldest open one the bot marked. */
+export async function readDashboard(github: GitHub): Promise<Dashboard> {
+  const found = (await github.issues(DASHBOARD_LABEL)).find((i) => i.body.startsWith(MARK));
+  return found ? { number: found.number, body: found.body } : { body: "" };
+}
+
+/**
+ * Writes the dashboard: opens it the first time, edits it only when its content changed (the
+ * run's line below it aside). Returns what was done.
+ */
+export async function writeDashboard(
+  github: GitHub,
+  current: Dashboard,
+  content: string,
+  run: { at: string; url?: string },
+): Promise<"opened" | "updated" | "unchanged"> {
+  const body = dashboardBody(content, run);
+  if (current.number === undefined) {
+    await github.openIssue({ title: DASHBOARD_TITLE, body, labels: [DASHBOARD_LABEL] });
+    return "opened";
+  }
+  if (contentOf(current.body) === content) return "unchanged";
+  await github.updateIssue(current.number, body);
+  return "updated";
+}
+
+/** The workflow run's page, when run in GitHub Actions. */
+function runUrl(env: NodeJS.ProcessEnv): string | undefined {
+  const { GITHUB_SERVER_URL: server, GITHUB_REPOSITORY: repository, GITHUB_RUN_ID: id } = env;
+  return server && repository && id && /^\d+$/.test(id)
+    ? `${server.replace(/\/+$/, "")}/${repository}/actions/runs/${id}`
+    : undefined;
+}
+
+/**
+ * After a run's actions: the dashboard with the pull requests as they are now. False when GitHub
+ * refused (said on stderr; the next run tries again).
+ */
+export async function updateDashboard(
+  github: GitHub,
+  current: Dashboard,
+  run: Pick<DashboardInput, "report" | "tickets" | "waivers"> & { actions: readonly Action[] },
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<boolean> {
+  try {
+    const pulls = (await botPulls(github)).filter((p) => p.state === "open");
+    const deferred = run.actions.flatMap((a) =>
+      a.type === "defer" ? [{ branch: a.branch, title: a.title, since: a.since }] : [],
+    );
+    const content = renderDashboard({ ...run, pulls, deferred });
+    const url = runUrl(env);
+    await writeDashboard(github, current, content, {
+      at: run.report.startedAt,
+      ...(url && { url }),
+    });
+    return true;
+  } catch (error) {
+    if (!(error instanceof ForgeError)) throw error;
+    process.stderr.write(
+      `quartermaster: ${visible(error.message)}; the dashboard is not updated\n`,
+    );
+    return false;
+  }
+}

@@ -1,0 +1,60 @@
+import type { GitHub } from "../forge/github.js";
+import {
+  emptyHistory,
+  parseHistory,
+  serializeHistory,
+  type AuditHistory,
+} from "../report/history.js";
+import { visible } from "../text/escape.js";
+import { WAITING_FILE, waitingText } from "./waiting.js";
+
+// The bot's state branch: a branch no pull request comes from, one commit on top of the manifests'
+// revision holding what one run leaves for the next (the deferral queue, the audit history).
+
+export const STATE_BRANCH = "quartermaster-state";
+export const HISTORY_FILE = "audit-history.json";
+
+/**
+ * The audit history as the last run left it: empty when there is none yet, or when what is there
+ * is not one (said on stderr: the history starts again).
+ */
+export async function readHistory(github: GitHub): Promise<AuditHistory> {
+  const text = await github.readFile(STATE_BRANCH, HISTORY_FILE, "reading the audit history");
+  if (text === undefined) return emptyHistory();
+  const history = parseHistory(text);
+  if (typeof history !== "string") return history;
+  process.stderr.write(
+    `quartermaster: ${STATE_BRANCH}:${HISTORY_FILE} is ${visible(history)}; starting the audit history again\n`,
+  );
+  return emptyHistory();
+}
+
+export interface StateFiles {
+  waiting: ReadonlyMap<string, string>;
+  history: AuditHistory;
+}
+
+/**
+ * Keeps the state for the next run: one commit on `base` with every state file, unless none
+ * changed since `previous`.
+ */
+export async function writeState(
+  github: GitHub,
+  next: StateFiles,
+  previous: StateFiles,
+  base: string,
+): Promise<void> {
+  const files = {
+    [WAITING_FILE]: waitingText(next.waiting),
+    [HISTORY_FILE]: serializeHistory(next.history),
+  };
+  if (
+    files[WAITING_FILE] === waitingText(previous.waiting) &&
+    files[HISTORY_FILE] === serializeHistory(previous.history)
+  )
+    return;
+  await github.setBranch(
+    STATE_BRANCH,
+    await github.commitFiles(base, files, "Quartermaster: state kept between runs"),
+  );
+}

@@ -1,0 +1,87 @@
+import type { NodeResult } from "./schema.js";
+
+// The unaudited budget: how many nodes a run may leave unaudited, and for how long one node may
+// go without a successful audit, before the exit status adds bit 8. One blip is no alarm; a node
+// dark for a day, or a fleet dark at once, is.
+
+/** `--max-unaudited` / `audit.max_unaudited` as a share of the run's nodes: "10%", "2.5%". */
+export const UNAUDITED_SHARE = /^(\d+(\.\d+)?)%$/;
+/** `audit.max_unaudited_for`: whole days, hours, minutes and seconds, largest first ("1d12h"). */
+export const DURATION = /^(?=\d)(\d+d)?(\d+h)?(\d+m)?(\d+s)?$/;
+export const DEFAULT_MAX_UNAUDITED_FOR = "24h";
+
+export type UnauditedLimit = { nodes: number } | { percent: number };
+
+/** The limit a flag or fleet.yaml value names; undefined when it names none. */
+export function unauditedLimit(value: string | number): UnauditedLimit | undefined {
+  if (typeof value === "number")
+    return Number.isSafeInteger(value) && value >= 0 ? { nodes: value } : undefined;
+  if (/^\d+$/.test(value)) return unauditedLimit(Number(value));
+  const share = UNAUDITED_SHARE.exec(value);
+  if (!share) return undefined;
+  const percent = Number(share[1]);
+  return percent <= 100 ? { percent } : undefined;
+}
+
+const UNIT_MS: Record<string, number> = { d: 86_400_000, h: 3_600_000, m: 60_000, s: 1000 };
+
+/** Milliseconds in a duration such as "24h" or "1d12h"; undefined when it is not one. */
+export function durationMs(text: string): number | undefined {
+  if (!DURATION.test(text)) return undefined;
+  let total = 0;
+  for (const [, amount, unit] of text.matchAll(/(\d+)([dhms])/g))
+    total += Number(amount) * UNIT_MS[unit!]!;
+  return total;
+}
+
+/** Audited in this run: its declared state was compared (clean or drifted). */
+export const audited = (node: Pick<NodeResult, "status">): boolean =>
+  node.status === "clean" || node.status === "drift";
+
+export interface UnauditedBudget {
+  limit?: UnauditedLimit;
+  /** How long a node may go without a successful audit. */
+  forMs: number;
+  /** The words that set each part, for the verdict: `--max-unaudited 2`, `audit.max_unaudited_for 24h`. */
+  limitName?: string;
+  forName: string;
+}
+
+/**
+ * Why the run is over its unaudited budget (one sentence per reason), or nothing. `now` is the
+ * run's start; a node's `unaudited.since` comes from the state kept across runs.
+ */
+export function overUnauditedBudget(
+  nodes: Iterable<Pick<NodeResult, "name" | "status" | "unaudited">>,
+  budget: UnauditedBudget,
+  now: string,
+): string[] {
+  let total = 0;
+  const missing: string[] = [];
+  const overdue: string[] = [];
+  for (const node of nodes) {
+    total++;
+    if (audited(node)) continue;
+    missing.push(node.name);
+    if (node.unaudited && Date.parse(now) - Date.parse(node.unaudited.since) > budget.forMs)
+      overdue.push(
+        `${node.name} (${node.unaudited.never ? "never audited, first tried" : "not audited since"} ${node.unaudited.since})`,
+      );
+  }
+  const reasons: string[] = [];
+  if (budget.limit) {
+    const allowed =
+      "nodes" in budget.limit
+        ? budget.limit.nodes
+        : Math.floor((total * budget.limit.percent) / 100);
+    if (missing.length > allowed)
+      reasons.push(
+        `${missing.length} of ${total} nodes not audited, more than ${budget.limitName ?? "allowed"} allows (${allowed})`,
+      );
+  }
+  if (overdue.length)
+    reasons.push(
+      `${overdue.length} node${overdue.length === 1 ? "" : "s"} not audited for longer than ${budget.forName}: ${overdue.slice(0, 10).join(", ")}${overdue.length > 10 ? ` and ${overdue.length - 10} more` : ""}`,
+    );
+  return reasons;
+}

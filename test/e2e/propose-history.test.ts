@@ -1,0 +1,177 @@
+// Memory across runs, end to end: three scheduled runs (audit over real sshd hosts, then propose)
+// against the real git server and the GitHub double, with one node going down after run 1. The
+// audit reads the history from the bot's state branch (--state-from-repo), propose writes it.
+import assert from "node:assert/strict";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { Report } from "../../src/report/schema.js";
+import { runCli } from "../support/cli.js";
+import { startForge, type TestForge } from "../support/forge.js";
+import { startFleet, type TestFleet } from "../support/hosts.js";
+
+const TOKEN = "ghs_history_e2e";
+const OWNER = "acme";
+const REPO = "fleet";
+
+let fleet: TestFleet;
+let forge: TestForge;
+let work: string;
+
+before(async () => {
+  fleet = await startFleet([
+    { name: "web-01", sysctls: { "net.ipv4.ip_forward": "1" } },
+    { name: "web-02" },
+    { name: "db-01" },
+  ]);
+  work = await mkdtemp(path.join(tmpdir(), "qm-history-e2e-"));
+  forge = await startForge({
+    token: TOKEN,
+    owner: OWNER,
+    repo: REPO,
+    files: {
+      "fleet-manifests/fleet.yaml": "policy:\n  sysctl: { severity: medium, on_drift: accept }\n",
+      "fleet-manifests/groups/web.yaml":
+        "system:\n  sysctl_parameters:\n    net.ipv4.ip_forward: 0   # routers only\n",
+      "fleet-manifests/groups/db.yaml":
+        "system:\n  sysctl_parameters:\n    net.ipv4.ip_forward: 0\n",
+      "fleet-manifests/nodes/web-01.yaml": "groups: [web]\n",
+      "fleet-manifests/nodes/web-02.yaml": "groups: [web]\n",
+      "fleet-manifests/nodes/db-01.yaml": "groups: [db]\n",
+    },
+  });
+});
+
+after(async () => {
+  await fleet?.stop();
+  await forge?.double.stop();
+  await forge?.server.stop();
+  if (work) await rm(work, { recursive: true, force: true });
+});
+
+const env = () => ({ ...forge.double.cliEnv(), GITHUB_RUN_ID: "4242" });
+const repoArgs = () => [
+  "--repo",
+  forge.server.repoUrl(OWNER, REPO),
+  "--cache-dir",
+  path.join(work, "cache"),
+];
+
+/** A scheduled run's audit, reading the history from the state branch. */
+async function audit(name: string, extra: string[] = []) {
+  const file = path.join(work, `${name}.json`);
+  const result = await runCli(
+    [
+      "audit",
+      ...repoArgs(),
+      "--ssh-config",
+      fleet.sshConfig,
+      "--state-from-repo",
+      "--format",
+      "json",
+      "--out",
+      file,
+      ...extra,
+    ],
+    { env: env() },
+  );
+  const report = Report.parse(JSON.parse(await readFile(file, "utf8")));
+  return { file, report, result };
+}
+
+async function propose(file: string, extra: string[] = []) {
+  const result = await runCli(["propose", "--report", file, ...repoArgs(), ...extra], {
+    env: env(),
+  });
+  return result;
+}
+
+const dashboard = () => {
+  const issues = forge.double.issues();
+  assert.equal(issues.length, 1, "one dashboard issue");
+  return { number: issues[0]!.number, body: issues[0]!.body ?? "" };
+};
+const dashboardEdits = () =>
+  forge.double.requests.filter((r) => r.operation === "issues/update").length;
+
+describe("memory across runs", () => {
+  let t1: string;
+
+  it("run 1: every node audited; the drift is deferred and offered as a box on the dashboard", async () => {
+    const run = await audit("run-1", ["--max-unaudited", "0"]);
+    assert.equal(run.result.exitCode, 1, run.result.stderr);
+    t1 = run.report.startedAt;
+    const drift = run.report.nodes.find((n) => n.name === "web-01")!.drift;
+    assert.equal(drift[0]?.firstSeen, t1);
+
+    const proposed = await propose(run.file, ["--max-new-prs", "0"]);
+    assert.equal(proposed.exitCode, 0, proposed.stderr);
+    assert.doesNotMatch(proposed.stderr, /quartermaster:/);
+    assert.equal(forge.double.pulls().length, 0);
+    const { body } = dashboard();
+    assert.match(body, /\*\*Fleet\*\*: 3 nodes: 2 clean, 1 drift, 0 unreachable/);
+    assert.match(body, /### Nodes not audited \(0\)/);
+    assert.match(body, /- \[ \] `[^`]*net\.ipv4\.ip_forward[^`]*`, waiting since /);
+    assert.match(body, /\[workflow run\]\(http:\/\/[^)]+\/acme\/fleet\/actions\/runs\/4242\)/);
+    // A person ticks the box: the next run opens that pull request over the budget.
+    forge.double.editIssue(dashboard().number, body.replace("- [ ] ", "- [x] "));
+  });
+
+  it("run 2: web-02 is down: bit 8 under --max-unaudited 0, not under 1; named unaudited since run 1", async () => {
+    await fleet.takeDown("web-02");
+    const strict = await audit("run-2-strict", ["--max-unaudited", "0"]);
+    assert.equal(strict.result.exitCode, 1 + 4 + 8, strict.result.stderr);
+    assert.deepEqual(strict.report.unauditedBudget?.over, [
+      "1 of 3 nodes not audited, more than max_unaudited 0 allows (0)",
+    ]);
+    const run = await audit("run-2", ["--max-unaudited", "1"]);
+    assert.equal(run.result.exitCode, 1 + 4, run.result.stderr);
+    const web02 = run.report.nodes.find((n) => n.name === "web-02")!;
+    assert.equal(web02.status, "unreachable");
+    assert.deepEqual(web02.unaudited, { since: t1, runs: 1 });
+
+    const text = await runCli(["report", "--report", run.file, "--format", "text"]);
+    assert.match(text.stdout, new RegExp(`web-02: unreachable, unaudited since ${t1}, 1 run`));
+
+    // Propose works for the audited nodes, and still fails the run on bit 8.
+    const proposed = await propose(strict.file, ["--max-new-prs", "0"]);
+    assert.equal(proposed.exitCode, 8, proposed.stderr);
+    assert.match(proposed.stderr, /more nodes not audited than allowed: 1 of 3 nodes/);
+    const pulls = forge.double.pulls();
+    assert.equal(pulls.length, 1, "the ticked deferred pull request is opened");
+    assert.match(pulls[0]!.body ?? "", new RegExp(`Drifting since ${t1}`));
+    const { body } = dashboard();
+    assert.match(body, new RegExp(`- \`web-02\`: unreachable, unaudited since ${t1}, 1 run`));
+    assert.match(body, /\*\*More nodes not audited than allowed\*\*/);
+    assert.match(body, new RegExp(`\\| #${pulls[0]!.number} \\|`));
+    assert.doesNotMatch(body, /- \[[ x]\] /, "nothing deferred any more");
+  });
+
+  it("run 3: the drift's first sighting is run 1's, in the report and the PR; an unchanged dashboard is not edited", async () => {
+    const run = await audit("run-3");
+    assert.equal(run.result.exitCode, 1 + 4, run.result.stderr);
+    const item = run.report.nodes.find((n) => n.name === "web-01")!.drift[0]!;
+    assert.equal(item.firstSeen, t1);
+    const web02 = run.report.nodes.find((n) => n.name === "web-02")!;
+    assert.deepEqual(web02.unaudited, { since: t1, runs: 2 });
+    const metrics = await runCli(["report", "--report", run.file, "--format", "prometheus"]);
+    assert.match(
+      metrics.stdout,
+      /quartermaster_drift_age_seconds\{node="web-01",domain="sysctl",key="net.ipv4.ip_forward"\} \d/,
+    );
+
+    const before = dashboardEdits();
+    const proposed = await propose(run.file);
+    assert.equal(proposed.exitCode, 0, proposed.stderr);
+    assert.equal(dashboardEdits(), before + 1, "one edit: web-02 has missed 2 runs now");
+    assert.match(dashboard().body, /unaudited since [^,]+, 2 runs/);
+    assert.match(forge.double.pulls()[0]!.body ?? "", new RegExp(`Drifting since ${t1}`));
+
+    // The same run proposed again: nothing changed, so no edit.
+    const again = await propose(run.file);
+    assert.equal(again.exitCode, 0, again.stderr);
+    assert.equal(dashboardEdits(), before + 1);
+    assert.deepEqual(forge.double.violations, []);
+  });
+});

@@ -1,0 +1,103 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import {
+  annotateNode,
+  emptyHistory,
+  nextHistory,
+  parseHistory,
+  serializeHistory,
+  type AuditHistory,
+} from "../../../src/report/history.js";
+import type { DriftItem, NodeResult } from "../../../src/report/schema.js";
+
+const T1 = "2026-12-01T10:00:00.000Z";
+const T2 = "2026-12-01T11:00:00.000Z";
+const T3 = "2026-12-01T12:00:00.000Z";
+
+const item = (fingerprint: string): DriftItem => ({
+  domain: "sysctl",
+  key: "vm.swappiness",
+  declared: "10",
+  live: "60",
+  severity: "medium",
+  fingerprint,
+  source: { file: "fleet.yaml", line: 3 },
+  remediation: "",
+  onDrift: "accept",
+  path: ["system", "sysctl_parameters", "vm.swappiness"],
+});
+const node = (name: string, status: NodeResult["status"], drift: DriftItem[] = []): NodeResult => ({
+  name,
+  host: name,
+  status,
+  durationMs: 1,
+  drift,
+});
+
+/** One run: annotate with the history, then keep what the next run reads (through its text). */
+function run(history: AuditHistory, startedAt: string, nodes: NodeResult[]) {
+  const annotated = nodes.map((n) => annotateNode(n, history, startedAt));
+  const next = parseHistory(
+    serializeHistory(nextHistory(history, { startedAt, nodes: annotated })),
+  );
+  assert.ok(typeof next !== "string", String(next));
+  return { annotated, next };
+}
+
+describe("audit history", () => {
+  it("says since when a node is dark and for how many runs, and forgets it once audited", () => {
+    const drift = [item("00000000000000aa")];
+    const one = run(emptyHistory(), T1, [node("web-01", "drift", drift), node("web-03", "clean")]);
+    assert.equal(one.annotated[0]!.drift[0]!.firstSeen, T1);
+    assert.equal(one.annotated[1]!.unaudited, undefined);
+
+    const two = run(one.next, T2, [node("web-01", "drift", drift), node("web-03", "unreachable")]);
+    assert.deepEqual(two.annotated[1]!.unaudited, { since: T1, runs: 1 });
+
+    const three = run(two.next, T3, [
+      node("web-01", "drift", drift),
+      node("web-03", "unreachable"),
+    ]);
+    assert.deepEqual(three.annotated[1]!.unaudited, { since: T1, runs: 2 });
+    assert.equal(three.annotated[0]!.drift[0]!.firstSeen, T1);
+
+    const four = run(three.next, "2026-12-01T13:00:00.000Z", [node("web-03", "clean")]);
+    assert.deepEqual(four.next.nodes.get("web-03"), {
+      lastAudited: "2026-12-01T13:00:00.000Z",
+      unauditedRuns: 0,
+    });
+  });
+
+  it("counts a run once when it is read again (propose run twice on one report)", () => {
+    const one = run(emptyHistory(), T1, [node("db-01", "clean")]);
+    const two = run(one.next, T2, [node("db-01", "error")]);
+    const again = run(two.next, T2, [node("db-01", "error")]);
+    assert.deepEqual(again.annotated[0]!.unaudited, { since: T1, runs: 1 });
+    assert.equal(serializeHistory(again.next), serializeHistory(two.next));
+  });
+
+  it("marks a node never audited, and keeps drift of nodes and domains the run did not look at", () => {
+    const first = run(emptyHistory(), T1, [
+      node("new-01", "unreachable"),
+      node("web-01", "drift", [item("00000000000000bb")]),
+    ]);
+    assert.deepEqual(first.annotated[0]!.unaudited, { since: T1, runs: 1, never: true });
+    // web-01 down in the next run: its drift's first sighting stays for when it is back.
+    const second = run(first.next, T2, [node("web-01", "unreachable")]);
+    assert.equal(second.next.drift.get("00000000000000bb")?.firstSeen, T1);
+    // Audited and the drift gone: forgotten.
+    const third = run(second.next, T3, [node("web-01", "clean")]);
+    assert.equal(third.next.drift.size, 0);
+  });
+
+  it("refuses text that is not a history, naming what is wrong", () => {
+    assert.match(String(parseHistory("{")), /not JSON/);
+    assert.match(String(parseHistory('{"version":2}')), /not a Quartermaster audit history/);
+    assert.match(
+      String(parseHistory('{"version":1,"nodes":{"__proto__":{"unauditedRuns":-1}}}')),
+      /"nodes" entry "__proto__" is malformed/,
+    );
+    const ok = parseHistory('{"version":1,"nodes":{"__proto__":{"unauditedRuns":0}}}');
+    assert.ok(typeof ok !== "string" && ok.nodes.has("__proto__"));
+  });
+});
