@@ -134,3 +134,14 @@ export class InputFileError extends Error {
 export class ReportMergeError extends Error {
   override readonly name = "ReportMergeError";
 }
+
+/** An inventory `adopt` cannot read: every problem found, each at its line. */
+export class InventoryErrors extends Error {
+  override readonly name = "InventoryErrors";
+  constructor(
+    readonly file: string,
+    readonly errors: readonly { line: number; message: string }[],
+  ) {
+    super(errors.map((e) => `${file}:${e.line}: ${e.message}`).join("\n"));
+  }
+}

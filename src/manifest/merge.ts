@@ -44,7 +44,14 @@ export function sourceOf(
 function mergeValue(base: unknown, over: unknown): unknown {
   if (!isPlainMap(base) || !isPlainMap(over)) return over;
   const merged = { ...base };
-  for (const [key, value] of Object.entries(over)) merged[key] = mergeValue(base[key], value);
+  // Defined, not assigned: a host's `__proto__` package is a key like any other, not a prototype.
+  for (const [key, value] of Object.entries(over))
+    Object.defineProperty(merged, key, {
+      value: mergeValue(Object.hasOwn(base, key) ? base[key] : undefined, value),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   return merged;
 }
 
