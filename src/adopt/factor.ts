@@ -30,6 +30,8 @@ export interface FactorInput {
   groups: ReadonlyMap<string, readonly string[]>;
   /** With no group named anywhere: group nodes by the values they share (see `valueGroups`). */
   byValue?: boolean;
+  /** fleet.yaml may take the values every node shares (not when the tree already has one). */
+  fleet?: boolean;
 }
 
 export interface FactoredLayer {
@@ -97,7 +99,8 @@ function leavesOf(spec: PlainMap): Map<string, Leaf> {
   const walk = (value: unknown, path: string[]) => {
     const key = pathKey(path);
     const keyedParent = path.length > 0 && KEYED.has(pathKey(path.slice(0, -1)));
-    if (isPlainMap(value) && !keyedParent && Object.keys(value).length) {
+    // The spec itself is never a leaf: an empty spec declares nothing.
+    if (isPlainMap(value) && !keyedParent && (Object.keys(value).length || !path.length)) {
       for (const [k, v] of Object.entries(value)) walk(v, [...path, k]);
       return;
     }
@@ -185,7 +188,7 @@ export function factorFleet(input: FactorInput): Factored {
   const fleet: PlainMap = {};
   const fleetKeys = new Set<string>();
   // One node alone shares nothing with a fleet: its values are its own.
-  if (nodes.length >= 2)
+  if (nodes.length >= 2 && input.fleet !== false)
     for (const [key, leaf] of nodes[0]!.leaves)
       if (sharedBy(nodes, key, leaf)) {
         setLeaf(fleet, leaf);
@@ -282,3 +285,17 @@ function pruned(value: PlainMap): PlainMap {
 
 /** A layer's spec as a file writes it: keyed lists back to lists. */
 export const asFileSpec = (spec: PlainMap): PlainMap => keyedMapsAsLists(spec, MANIFEST_LISTS);
+
+/**
+ * What a node's own file must say so that `base` (its existing layers merged) becomes `spec`:
+ * each value that differs, and `null` for each value `base` declares and `spec` does not.
+ */
+export function overridesOver(base: PlainMap, spec: PlainMap): PlainMap {
+  const want = leavesOf(spec);
+  const have = leavesOf(base);
+  const out: PlainMap = {};
+  for (const [key, leaf] of want) if (have.get(key)?.text !== leaf.text) setLeaf(out, leaf);
+  for (const [key, leaf] of have)
+    if (!want.has(key)) setLeaf(out, { path: leaf.path, value: null, text: "null" });
+  return out;
+}

@@ -62,10 +62,15 @@ function allows(item: AllowedPort, proto: string, port: number, address: string)
   );
 }
 
-const Port = z.string().superRefine((text, ctx) => {
-  const item = allowedPort(text);
-  if ("error" in item) ctx.addIssue({ code: "custom", message: item.error });
-});
+const Port = z
+  .string()
+  .superRefine((text, ctx) => {
+    const item = allowedPort(text);
+    if ("error" in item) ctx.addIssue({ code: "custom", message: item.error });
+  })
+  .describe(
+    'proto/port: "tcp/22" (any address; must listen), "tcp/9100@127.0.0.1" or "udp/53@::1" (that address only; must listen there), "tcp/*@loopback" (any port on 127.0.0.0/8 or ::1), "tcp/32768-60999" (a range, any address), "tcp/32768-60999@loopback" (a range on loopback); ranges and * only allow',
+  );
 export const PortsDeclared = z.array(Port);
 export type PortsDeclared = z.infer<typeof PortsDeclared>;
 
