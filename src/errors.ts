@@ -142,6 +142,9 @@ export class InventoryErrors extends Error {
     readonly file: string,
     readonly errors: readonly { line: number; message: string }[],
   ) {
-    super(errors.map((e) => `${file}:${e.line}: ${e.message}`).join("\n"));
+    // A hostile inventory can hold a problem a line: the first ones tell what to fix.
+    const shown = errors.slice(0, 20).map((e) => `${file}:${e.line}: ${e.message}`);
+    if (errors.length > shown.length) shown.push(`… and ${errors.length - shown.length} more`);
+    super(shown.join("\n"));
   }
 }

@@ -135,7 +135,8 @@ export async function adoptCommand(argv: string[]): Promise<number> {
     ? fleetAuditSettings(existing, { timeoutMs })
     : fleetAuditSettings({ dir: tree, settings: {}, nodes: [], tickets: [] }, { timeoutMs });
   const limit = pLimit(concurrency);
-  const progress = hosts.length > 1 ? new Progress(hosts.length) : undefined;
+  const progress =
+    hosts.length > 1 && process.stderr.isTTY ? new Progress(hosts.length) : undefined;
   const keys = new Map<string, string[]>();
   const snapshots = new Map<string, PlainMap>();
   await Promise.all(
@@ -161,12 +162,14 @@ export async function adoptCommand(argv: string[]): Promise<number> {
             const valid = NodeSpec.safeParse(taken.spec);
             if (!valid.success) {
               const issue = valid.error.issues[0]!;
-              return `its live state cannot be declared (${issue.path.map(String).join(".")}: ${issue.message})`;
+              // zod says only "Invalid key in record" for a bad key: the key's own issue says why.
+              const inner = "issues" in issue ? issue.issues[0]?.message : undefined;
+              return `its live state cannot be declared (${issue.path.map(String).join(".")}: ${inner ?? issue.message})`;
             }
             snapshots.set(host.name, taken.spec);
             return undefined;
           } catch (error) {
-            return nodeFailure(host.name, error).message;
+            return nodeFailure(host.name, error).message.replace(/[;,] node not audited/, "");
           }
         })();
         if (reason) leftOut.push(`${host.name}: ${reason}; not adopted`);
