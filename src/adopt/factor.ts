@@ -6,11 +6,14 @@
 // ever has to delete or override what an earlier one declared: the merge of a node's layers is
 // its snapshot by construction, and `mergedSpecOf` lets callers check it.
 import {
+  childKey,
   isPlainMap,
+  keyedItems,
   keyedMapsAsLists,
-  listsAsMaps,
+  mapAt,
   MANIFEST_LISTS,
   pathKey,
+  replaceAt,
   type PlainMap,
 } from "../manifest/lists.js";
 import { mergeLayers } from "../manifest/merge.js";
@@ -54,9 +57,13 @@ interface Leaf {
 }
 
 const KEYED = new Set(MANIFEST_LISTS.keyedLists.map((k) => pathKey(k.path)));
+// Paths by key, shared by every node holding a value there: ten thousand nodes' package names
+// are one set of arrays, not one per node.
+const PATHS = new Map<string, string[]>();
 
 /** JSON with map keys sorted: the same text for equal values, whatever their key order. */
 export function canonical(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value);
   if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
   if (isPlainMap(value))
     return `{${Object.keys(value)
@@ -66,47 +73,59 @@ export function canonical(value: unknown): string {
   return JSON.stringify(value) ?? "null";
 }
 
-/** A spec with its keyed lists as maps (a copy of the maps on the way; the rest shared). */
+/** A spec with its keyed lists as maps: only the maps on the way to one are copied. */
 function asMaps(spec: PlainMap): PlainMap {
-  const copy = structuredCopyMaps(spec);
-  listsAsMaps(copy, { listFormPaths: [], keyedLists: MANIFEST_LISTS.keyedLists });
-  return copy;
-}
-
-function structuredCopyMaps(value: PlainMap): PlainMap {
-  const copy: PlainMap = {};
-  for (const [k, v] of Object.entries(value))
-    setOwn(copy, k, isPlainMap(v) ? structuredCopyMaps(v) : v);
-  return copy;
+  let out = spec;
+  for (const { path, key } of MANIFEST_LISTS.keyedLists) {
+    const list = mapAt(out, path.slice(0, -1))?.[String(path.at(-1))];
+    const byKey = Array.isArray(list) ? keyedItems(list, key) : undefined;
+    if (byKey) out = replaceAt(out, path, byKey);
+  }
+  return out;
 }
 
 /** Sets an own property, so a host's `__proto__` package is a key like any other. */
 function setOwn(target: PlainMap, key: string, value: unknown): void {
-  Object.defineProperty(target, key, {
-    value,
-    enumerable: true,
-    writable: true,
-    configurable: true,
-  });
+  if (key === "__proto__")
+    Object.defineProperty(target, key, {
+      value,
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  else target[key] = value;
 }
 
 /**
  * The values of a spec that layers replace whole: scalars, lists, a keyed list's items, and empty
  * maps; maps merge key by key, so their keys are walked.
  */
-function leavesOf(spec: PlainMap): Map<string, Leaf> {
+function leavesOf(spec: PlainMap, interned?: Map<string, Map<string, Leaf>>): Map<string, Leaf> {
   const leaves = new Map<string, Leaf>();
-  const walk = (value: unknown, path: string[]) => {
-    const key = pathKey(path);
-    const keyedParent = path.length > 0 && KEYED.has(pathKey(path.slice(0, -1)));
+  const walk = (value: unknown, path: readonly string[], key: string, keyedParent: boolean) => {
     // The spec itself is never a leaf: an empty spec declares nothing.
     if (isPlainMap(value) && !keyedParent && (Object.keys(value).length || !path.length)) {
-      for (const [k, v] of Object.entries(value)) walk(v, [...path, k]);
+      const keyed = KEYED.has(key);
+      for (const [k, v] of Object.entries(value)) {
+        const child = childKey(key, k);
+        let childPath = PATHS.get(child);
+        if (!childPath) PATHS.set(child, (childPath = [...path, k]));
+        walk(v, childPath, child, keyed);
+      }
       return;
     }
-    leaves.set(key, { path, value, text: canonical(value) });
+    const text = canonical(value);
+    // Nodes holding the same value hold one Leaf: a fleet's shared packages are kept once.
+    let byText = interned?.get(key);
+    if (interned && !byText) interned.set(key, (byText = new Map()));
+    let leaf = byText?.get(text);
+    if (!leaf) {
+      leaf = { path: path as string[], value, text };
+      byText?.set(text, leaf);
+    }
+    leaves.set(key, leaf);
   };
-  walk(asMaps(spec), []);
+  walk(asMaps(spec), [], "[]", false);
   return leaves;
 }
 
@@ -144,7 +163,7 @@ const sharedBy = (
   nodes: readonly { leaves: Map<string, Leaf> }[],
   key: string,
   leaf: Leaf,
-): boolean => nodes.every((n) => n.leaves.get(key)?.text === leaf.text);
+): boolean => nodes.every((n) => n.leaves.get(key) === leaf);
 
 /**
  * Where there are no groups: every set of two or more nodes that hold exactly the same values
@@ -184,7 +203,8 @@ function valueGroups(
 
 /** Factors the nodes' snapshots into fleet, group and node layers. */
 export function factorFleet(input: FactorInput): Factored {
-  const nodes = input.nodes.map((n) => ({ ...n, leaves: leavesOf(n.spec) }));
+  const interned = new Map<string, Map<string, Leaf>>();
+  const nodes = input.nodes.map((n) => ({ ...n, leaves: leavesOf(n.spec, interned) }));
   const fleet: PlainMap = {};
   const fleetKeys = new Set<string>();
   // One node alone shares nothing with a fleet: its values are its own.

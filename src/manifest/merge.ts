@@ -44,14 +44,18 @@ export function sourceOf(
 function mergeValue(base: unknown, over: unknown): unknown {
   if (!isPlainMap(base) || !isPlainMap(over)) return over;
   const merged = { ...base };
-  // Defined, not assigned: a host's `__proto__` package is a key like any other, not a prototype.
-  for (const [key, value] of Object.entries(over))
-    Object.defineProperty(merged, key, {
-      value: mergeValue(Object.hasOwn(base, key) ? base[key] : undefined, value),
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
+  for (const [key, value] of Object.entries(over)) {
+    const next = mergeValue(Object.hasOwn(base, key) ? base[key] : undefined, value);
+    // Defined, not assigned: a host's `__proto__` package is a key like any other, not a prototype.
+    if (key === "__proto__")
+      Object.defineProperty(merged, key, {
+        value: next,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    else merged[key] = next;
+  }
   return merged;
 }
 
