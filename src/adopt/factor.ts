@@ -140,7 +140,9 @@ function setLeaf(target: PlainMap, leaf: Leaf): void {
       level = created;
     }
   }
-  setOwn(level, leaf.path.at(-1)!, leaf.value);
+  // A map is a leaf only when empty (or a keyed item): copied, so nothing set later lands in the
+  // snapshot it came from.
+  setOwn(level, leaf.path.at(-1)!, isPlainMap(leaf.value) ? { ...leaf.value } : leaf.value);
 }
 
 /** A group's ancestors, outermost first, then the group: the order the loader applies them. */
@@ -315,7 +317,12 @@ export function overridesOver(base: PlainMap, spec: PlainMap): PlainMap {
   const have = leavesOf(base);
   const out: PlainMap = {};
   for (const [key, leaf] of want) if (have.get(key)?.text !== leaf.text) setLeaf(out, leaf);
+  // An empty map `base` declares where `spec` declares keys inside it is no value to delete.
+  const within = new Set(
+    [...want.values()].flatMap((l) => l.path.map((_, i) => pathKey(l.path.slice(0, i)))),
+  );
   for (const [key, leaf] of have)
-    if (!want.has(key)) setLeaf(out, { path: leaf.path, value: null, text: "null" });
+    if (!want.has(key) && !within.has(key))
+      setLeaf(out, { path: leaf.path, value: null, text: "null" });
   return out;
 }

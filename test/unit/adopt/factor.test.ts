@@ -4,9 +4,12 @@ import fc from "fast-check";
 import {
   factorFleet,
   mergedSpecOf,
+  overridesOver,
   sameSpec,
   type NodeSnapshot,
 } from "../../../src/adopt/factor.js";
+import type { Layer } from "../../../src/manifest/layer.js";
+import { mergeLayers } from "../../../src/manifest/merge.js";
 import { NodeSpec } from "../../../src/manifest/schema.js";
 
 // Stand-in snapshots drawn from a few values per key, so nodes share some and differ in others.
@@ -131,4 +134,37 @@ test("shared values are declared once, where every node they reach holds them", 
   assert.deepEqual([...byValue.groups.keys()], ["shared-1", "shared-2"]);
   assert.deepEqual(byValue.nodes.get("db-01")!.groups, ["shared-1"]);
   assert.deepEqual(byValue.nodes.get("web-02")!.groups, ["shared-2"]);
+});
+
+/** A node file as the loader reads it: `null` values are deletions, the rest its value. */
+function nodeLayer(value: Record<string, unknown>): Layer {
+  const deletions: string[][] = [];
+  const strip = (v: Record<string, unknown>, at: string[]): Record<string, unknown> =>
+    Object.fromEntries(
+      Object.entries(v).flatMap(([k, inner]) => {
+        if (inner === null) {
+          deletions.push([...at, k]);
+          return [];
+        }
+        const isMap = typeof inner === "object" && !Array.isArray(inner);
+        return [[k, isMap ? strip(inner as Record<string, unknown>, [...at, k]) : inner]];
+      }),
+    );
+  const kept = strip(value, []);
+  return { file: "node", value: kept, deletions, origins: new Map() };
+}
+
+test("a new node's own file over an existing tree's layers merges to its snapshot", () => {
+  fc.assert(
+    fc.property(spec, spec, (base, wanted) => {
+      const { files: _f1, ...b } = base;
+      const { files: _f2, ...w } = wanted;
+      const merged = mergeLayers([
+        { file: "base", value: b, deletions: [], origins: new Map() },
+        nodeLayer(overridesOver(b, w)),
+      ]);
+      assert.ok(sameSpec(merged, w), JSON.stringify({ b, w, merged }));
+    }),
+    { numRuns: 300 },
+  );
 });
