@@ -131,6 +131,18 @@ export async function adoptCommand(argv: string[]): Promise<number> {
     else hosts.push(host);
   }
 
+  const fixedBase =
+    existing !== undefined &&
+    (existing.nodes.length > 0 || !!existingFleet || existingGroups.size > 0);
+  // In an existing tree, a new node's snapshot takes the files and units its groups declare.
+  const stage = await mkdtemp(path.join(os.tmpdir(), "quartermaster-adopt-"));
+  const declaredBase = await stageLayers(
+    stage,
+    { tree, fixedBase, parents: plan.groups, existingGroups },
+    hosts,
+  )
+    .then((staged) => staged.base)
+    .finally(() => rm(stage, { recursive: true, force: true }));
   const settings = existing
     ? fleetAuditSettings(existing, { timeoutMs })
     : fleetAuditSettings({ dir: tree, settings: {}, nodes: [], tickets: [] }, { timeoutMs });
@@ -157,7 +169,11 @@ export async function adoptCommand(argv: string[]): Promise<number> {
               }),
               DOMAINS,
               settings,
-              { packages, ephemeralAsRange: !values["no-ephemeral-range"] },
+              {
+                packages,
+                ephemeralAsRange: !values["no-ephemeral-range"],
+                declared: declaredBase.get(host.name),
+              },
             );
             const valid = NodeSpec.safeParse(taken.spec);
             if (!valid.success) {
@@ -186,9 +202,6 @@ export async function adoptCommand(argv: string[]): Promise<number> {
   progress?.finish();
 
   const candidates = hosts.filter((h) => snapshots.has(h.name));
-  const fixedBase =
-    existing !== undefined &&
-    (existing.nodes.length > 0 || !!existingFleet || existingGroups.size > 0);
   const result = candidates.length
     ? await writeTree({
         tree,
@@ -234,33 +247,9 @@ async function writeTree(job: TreeJob): Promise<{ written: string[]; adopted: st
   try {
     let hosts = job.hosts;
     for (let round = 0; hosts.length; round++) {
-      await rm(stage, { recursive: true, force: true });
-      if (job.fixedBase) await cp(job.tree, stage, { recursive: true });
-      else await mkdir(stage, { recursive: true });
-      const newGroups = expandGroups(
-        hosts.flatMap((h) => h.groups),
-        job.parents,
-      ).filter((g) => !job.existingGroups.has(g));
+      const { newGroups, base } = await stageLayers(stage, job, hosts);
       const parentsOf = (g: string) => [...(job.parents.get(g) ?? [])];
-      // Each new node's existing layers, merged by the loader: what its own file must override.
-      const placeholders = new Map<string, string>([
-        ...newGroups.map(
-          (g) => [`groups/${g}.yaml`, stringifyPortable({ groups: parentsOf(g) })] as const,
-        ),
-        ...hosts.map(
-          (h) => [`nodes/${h.name}.yaml`, stringifyPortable({ groups: h.groups })] as const,
-        ),
-      ]);
-      await writeAll(stage, placeholders, false);
       const names = new Set(hosts.map((h) => h.name));
-      const base = job.fixedBase
-        ? new Map(
-            (await loadFleet(stage, { only: (n) => names.has(n) })).nodes.map((n) => [
-              n.name,
-              declaredPart(n.spec),
-            ]),
-          )
-        : new Map<string, PlainMap>();
       const nodes: NodeSnapshot[] = hosts.map((h) => {
         const snapshot = job.snapshots.get(h.name)!;
         return {
@@ -316,6 +305,40 @@ async function writeTree(job: TreeJob): Promise<{ written: string[]; adopted: st
   } finally {
     await rm(stage, { recursive: true, force: true });
   }
+}
+
+/**
+ * A copy of the tree at `stage` with an empty file for each new group and node, loaded as audit
+ * loads it: each new node's existing layers merged (empty for a new tree), which its own file
+ * overrides and which its snapshot takes declared files and units from.
+ */
+async function stageLayers(
+  stage: string,
+  job: Pick<TreeJob, "tree" | "fixedBase" | "parents" | "existingGroups">,
+  hosts: readonly HostToAdopt[],
+): Promise<{ newGroups: string[]; base: Map<string, PlainMap> }> {
+  await rm(stage, { recursive: true, force: true });
+  if (job.fixedBase) await cp(job.tree, stage, { recursive: true });
+  else await mkdir(stage, { recursive: true });
+  const newGroups = expandGroups(
+    hosts.flatMap((h) => h.groups),
+    job.parents,
+  ).filter((g) => !job.existingGroups.has(g));
+  if (!job.fixedBase) return { newGroups, base: new Map() };
+  const placeholders = new Map<string, string>([
+    ...newGroups.map(
+      (g) =>
+        [
+          `groups/${g}.yaml`,
+          stringifyPortable({ groups: [...(job.parents.get(g) ?? [])] }),
+        ] as const,
+    ),
+    ...hosts.map((h) => [`nodes/${h.name}.yaml`, stringifyPortable({ groups: h.groups })] as const),
+  ]);
+  await writeAll(stage, placeholders, false);
+  const names = new Set(hosts.map((h) => h.name));
+  const loaded = await loadFleet(stage, { only: (n) => names.has(n) });
+  return { newGroups, base: new Map(loaded.nodes.map((n) => [n.name, declaredPart(n.spec)])) };
 }
 
 /** The files adoption adds: fleet.yaml (new trees only), new groups, new nodes. */
