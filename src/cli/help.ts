@@ -177,6 +177,10 @@ export const COMMAND_HELP: Record<
         text: "the manifest tree to write into (default: fleet-manifests); existing files are never changed",
       },
       concurrency: { value: "N", text: "hosts snapshot at once (default: 32)" },
+      timeout: {
+        value: "SECONDS",
+        text: "per-host time limit, connection and snapshot (default: 60)",
+      },
     },
   },
   validate: {

@@ -1,6 +1,6 @@
 // `adopt` end to end: real OpenSSH test hosts, the real CLI, Ansible inventories in YAML and INI.
 import assert from "node:assert/strict";
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -207,6 +207,11 @@ describe("adopt from an Ansible YAML inventory", () => {
   });
 
   test("a second adopt with one more host changes no existing file and adds that host", async () => {
+    // A file the web role declares by hand: a new member's snapshot takes it at its live state.
+    await appendFile(
+      path.join(tree, "groups/web.yaml"),
+      'files:\n  - { path: /etc/sysctl.d/90-role.conf, contents: "net.ipv4.ip_forward = 1\\n" }\n',
+    );
     const before = await filesOf(tree);
     const inventory = path.join(dir, "inventory-more.yml");
     await writeFile(inventory, yamlInventory([...ADOPTED, "web-03"]));
