@@ -136,3 +136,17 @@ export class InputFileError extends Error {
 export class ReportMergeError extends Error {
   override readonly name = "ReportMergeError";
 }
+
+/** An inventory `adopt` cannot read: every problem found, each at its line. */
+export class InventoryErrors extends Error {
+  override readonly name = "InventoryErrors";
+  constructor(
+    readonly file: string,
+    readonly errors: readonly { line: number; message: string }[],
+  ) {
+    // A hostile inventory can hold a problem a line: the first ones tell what to fix.
+    const shown = errors.slice(0, 20).map((e) => `${file}:${e.line}: ${e.message}`);
+    if (errors.length > shown.length) shown.push(`… and ${errors.length - shown.length} more`);
+    super(shown.join("\n"));
+  }
+}

@@ -1,4 +1,10 @@
-import { declaredFor, partlyUnknown, type AnyDomain, type DomainName } from "../domains/domain.js";
+import {
+  declaredFor,
+  partlyUnknown,
+  type AnyDomain,
+  type DomainName,
+  type ParseContext,
+} from "../domains/domain.js";
 import { DOMAINS } from "../domains/registry.js";
 import { toDriftItems, type DriftContext } from "../drift/drift.js";
 import { NodeAuditError, ProbeParseError, ProbeTruncatedError } from "../errors.js";
@@ -166,6 +172,37 @@ export async function runProbe(
   };
 }
 
+/**
+ * One domain's live state from its section of the probe output: the reason the host gave for not
+ * showing it, or the parsed state with the reasons for the parts it could not show. A section the
+ * host left out is a ProbeParseError, as is output the domain cannot parse.
+ */
+export function readSection(
+  probe: ProbeResult,
+  domain: AnyDomain,
+  parse: ParseContext,
+): { unknown: string } | { live: unknown; partly: string[] } {
+  const section = probe.sections.get(domain.name);
+  if (!section) throw new ProbeParseError(domain.name, "section missing from probe output");
+  if (section.unknown !== undefined) return { unknown: section.unknown };
+  const live = domain.parse(section.output, parse);
+  return { live, partly: partlyUnknown(live) };
+}
+
+/** Any failure probing or parsing a node, as that node's error (status and message). */
+export function nodeFailure(node: string, error: unknown): NodeAuditError {
+  if (error instanceof NodeAuditError) return error;
+  if (error instanceof ProbeParseError)
+    return new NodeAuditError(
+      node,
+      error instanceof ProbeTruncatedError ? "truncated" : "malformed",
+      `probe output ${error.message}; node not audited`,
+    );
+  return new NodeAuditError(node, "probe", error instanceof Error ? error.message : String(error), {
+    cause: error,
+  });
+}
+
 /** Audits one node. Never throws: every failure becomes the node's status and error. */
 export async function auditNode(
   node: LoadedNode,
@@ -213,14 +250,12 @@ export async function auditNode(
     };
     for (const domain of domains) {
       await withinBudget();
-      const section = probe.sections.get(domain.name);
-      if (!section) throw new ProbeParseError(domain.name, "section missing from probe output");
-      if (section.unknown !== undefined) {
-        unknown.push({ domain: domain.name, reason: section.unknown });
+      const read = readSection(probe, domain, parse);
+      if ("unknown" in read) {
+        unknown.push({ domain: domain.name, reason: read.unknown });
         continue;
       }
-      const live = domain.parse(section.output, parse);
-      const partly = partlyUnknown(live);
+      const { live, partly } = read;
       for (const reason of partly) unknown.push({ domain: domain.name, reason });
       // An item the host could not show was not checked.
       checked.items += Math.max(0, declaredItems(declaredFor(domain, node.spec)) - partly.length);
@@ -236,21 +271,7 @@ export async function auditNode(
     result.checked = checked;
     result.status = result.drift.some((d) => !d.acknowledged) ? "drift" : "clean";
   } catch (error) {
-    const failure =
-      error instanceof NodeAuditError
-        ? error
-        : error instanceof ProbeParseError
-          ? new NodeAuditError(
-              node.name,
-              error instanceof ProbeTruncatedError ? "truncated" : "malformed",
-              `probe output ${error.message}; node not audited`,
-            )
-          : new NodeAuditError(
-              node.name,
-              "probe",
-              error instanceof Error ? error.message : String(error),
-              { cause: error },
-            );
+    const failure = nodeFailure(node.name, error);
     result.status = failure.status;
     result.error = failure.message;
     if (failure.tries !== undefined) result.tries = failure.tries;

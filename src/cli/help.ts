@@ -98,7 +98,18 @@ const FLAGS: Record<string, FlagHelp> = {
   },
   packages: {
     value: "MODE",
-    text: "how snapshot declares installed packages: names (any version), versions (pinned) or none (default: names)",
+    text: "how installed packages are declared: names (any version), versions (pinned) or none (default: names)",
+  },
+  "no-ephemeral-range": {
+    text: "declare every loopback listener by its port, not the ephemeral port range as one tcp/LOW-HIGH@loopback rule per protocol",
+  },
+  inventory: {
+    value: "FILE",
+    text: "the hosts to adopt: an Ansible inventory (INI, YAML or ansible-inventory --list JSON), an ssh_config or one host a line",
+  },
+  "known-hosts": {
+    value: "FILE",
+    text: "take host keys from FILE only (default: the known_hosts files ssh uses for each host)",
   },
   "maintenance-marker": {
     value: "FILE",
@@ -145,16 +156,44 @@ export const COMMAND_HELP: Record<
   snapshot: {
     summary:
       "print a node-spec YAML of a node's live state (and of the files and units it declares)",
-    usage: "snapshot (--local | --node NAME) [options]",
+    usage: "snapshot (--local | --node LIST) [options]",
     examples: [
       "quartermaster snapshot --local > fleet-manifests/nodes/$(hostname).yaml",
       "quartermaster snapshot --node web-01 --packages versions --out web-01.yaml",
+      "quartermaster snapshot --node 'web-*,db-01' > snapshots.yaml",
     ],
-    exits: "Exit codes: 0 written, 2 usage or manifest error, 4 the node could not be read.",
+    exits:
+      "Exit codes: 0 written, 2 usage or manifest error, 4 a node could not be read (the others are written).",
     flags: {
+      node: {
+        value: "LIST",
+        text: "node names or globs, comma-separated: one YAML document per node, keeping its host, groups and ssh",
+      },
+      concurrency: { value: "N", text: "nodes read at once (default: 32)" },
       manifests: {
         value: "DIR",
         text: "the manifest tree the node is declared in: its declared files and units are snapshot too (--local alone snapshots this machine as a new node; --node finds the tree as audit does)",
+      },
+    },
+  },
+  adopt: {
+    summary: "write a layered manifest tree for an existing fleet from its inventory",
+    usage: "adopt --inventory FILE [--manifests DIR] [options]",
+    examples: [
+      "quartermaster adopt --inventory inventory.yml --manifests fleet-manifests",
+      "ansible-inventory -i hosts.ini --list > inv.json && quartermaster adopt --inventory inv.json",
+    ],
+    exits:
+      "Exit codes: 0 every host adopted (or already declared), 2 usage, inventory or manifest error (nothing written), 4 some hosts left out (unreachable, no trusted host key, unusable snapshot; the rest are written).",
+    flags: {
+      manifests: {
+        value: "DIR",
+        text: "the manifest tree to write into (default: fleet-manifests); existing files are never changed",
+      },
+      concurrency: { value: "N", text: "hosts snapshot at once (default: 32)" },
+      timeout: {
+        value: "SECONDS",
+        text: "per-host time limit, connection and snapshot (default: 60)",
       },
     },
   },

@@ -1,5 +1,11 @@
 #!/usr/bin/env node
-import { ForgeError, InputFileError, ManifestErrors, UsageError } from "../errors.js";
+import {
+  ForgeError,
+  InputFileError,
+  InventoryErrors,
+  ManifestErrors,
+  UsageError,
+} from "../errors.js";
 import { nearest } from "../manifest/suggest.js";
 import { visible } from "../text/escape.js";
 import packageJson from "../../package.json" with { type: "json" };
@@ -16,6 +22,7 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   audit: async (argv) => (await import("./commands/audit.js")).auditCommand(argv),
   diff: async (argv) => (await import("./commands/diff.js")).diffCommand(argv),
   snapshot: async (argv) => (await import("./commands/snapshot.js")).snapshotCommand(argv),
+  adopt: async (argv) => (await import("./commands/adopt.js")).adoptCommand(argv),
   validate: async (argv) => (await import("./commands/validate.js")).validateCommand(argv),
   propose: async (argv) => (await import("./commands/propose.js")).proposeCommand(argv),
   "merge-reports": async (argv) =>
@@ -65,6 +72,11 @@ export async function main(argv: string[]): Promise<number> {
     if (error instanceof ManifestErrors) {
       const count = error.errors.length;
       say(`${error.message}\n${count} manifest error${count === 1 ? "" : "s"}; nothing audited`);
+      return ExitBit.usage;
+    }
+    if (error instanceof InventoryErrors) {
+      const count = error.errors.length;
+      say(`${error.message}\n${count} inventory error${count === 1 ? "" : "s"}; nothing adopted`);
       return ExitBit.usage;
     }
     if (error instanceof InputFileError) {

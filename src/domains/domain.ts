@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ProbeParseError } from "../errors.js";
+import type { SnapshotOptions } from "./snapshot-options.js";
 
 export const DOMAIN_NAMES = [
   "kernel",
@@ -105,8 +106,13 @@ export interface Domain<Declared = unknown, Live = unknown> {
    */
   parse(output: string, ctx: ParseContext): Live;
   compare(declared: Declared, live: Live): Finding[];
-  /** The declaration that would make this live state clean (`snapshot`, goss-style bootstrap). */
-  snapshot(live: Live): Declared | undefined;
+  /**
+   * The declaration that would make this live state clean (`snapshot`, `adopt`, goss-style
+   * bootstrap), shaped by the snapshot's options where the domain takes one.
+   */
+  snapshot(live: Live, options?: SnapshotOptions): Declared | undefined;
+  /** The snapshot's options leave this domain out: it is not even probed. */
+  skipsSnapshot?(options: SnapshotOptions): boolean;
   /**
    * Probed only where declared (files, units): a node's snapshot takes the live state of its
    * declaration.

@@ -44,7 +44,18 @@ export function sourceOf(
 function mergeValue(base: unknown, over: unknown): unknown {
   if (!isPlainMap(base) || !isPlainMap(over)) return over;
   const merged = { ...base };
-  for (const [key, value] of Object.entries(over)) merged[key] = mergeValue(base[key], value);
+  for (const [key, value] of Object.entries(over)) {
+    const next = mergeValue(Object.hasOwn(base, key) ? base[key] : undefined, value);
+    // Defined, not assigned: a host's `__proto__` package is a key like any other, not a prototype.
+    if (key === "__proto__")
+      Object.defineProperty(merged, key, {
+        value: next,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    else merged[key] = next;
+  }
   return merged;
 }
 

@@ -150,6 +150,16 @@ describe("the CLI on bad input: exit 2 and a message naming the place", () => {
         ["snapshot", "--manifests", dir, "--node", "db-09"],
         /--node: no node matches "db-09" \(the nodes: web-01\)/,
       ],
+      [["adopt", "--manifests", dir], /adopt needs --inventory FILE/],
+      [["adopt", "--inventory", "/nonexistent-inventory"], /--inventory: no such file/],
+      [
+        ["adopt", "--inventory", path.join(dir, "nodes/web-01.yaml"), "--packages", "all"],
+        /--packages takes names, versions or none, not "all"/,
+      ],
+      [
+        ["adopt", "--inventory", path.join(dir, "nodes/web-01.yaml"), "--concurrency", "0"],
+        /--concurrency takes a whole number of at least 1, not "0"/,
+      ],
       [
         ["report", "--report", report, "--format", "markdown", "--max-bytes", "100"],
         /--max-bytes: maxBytes 100 is too small even for the audit summary/,

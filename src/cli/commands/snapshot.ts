@@ -1,15 +1,27 @@
-import { declaredFor, partlyUnknown, type AnyDomain } from "../../domains/domain.js";
-import { ANY_VERSION } from "../../domains/packages/constraint.js";
+import pLimit from "p-limit";
+import {
+  defaultAuditSettings,
+  nodeFailure,
+  readSection,
+  runProbe,
+  type AuditSettings,
+} from "../../audit/node.js";
+import { declaredFor, type AnyDomain } from "../../domains/domain.js";
 import { DOMAINS } from "../../domains/registry.js";
-import { acceptFinding } from "../../propose/accept.js";
-import { ManifestEditError, NodeAuditError, ProbeParseError, UsageError } from "../../errors.js";
-import { defaultAuditSettings, runProbe, type AuditSettings } from "../../audit/node.js";
+import {
+  DEFAULT_SNAPSHOT_OPTIONS,
+  PACKAGES_MODES,
+  type SnapshotOptions,
+} from "../../domains/snapshot-options.js";
+import { ManifestEditError, UsageError } from "../../errors.js";
+import type { LoadedNode } from "../../manifest/load.js";
 import { parseContext } from "../../probe/script.js";
-import { localTransport } from "../../transport/local.js";
-import { sshTransport } from "../../transport/ssh.js";
-import type { Transport } from "../../transport/transport.js";
+import { acceptFinding } from "../../propose/accept.js";
 import { visible } from "../../text/escape.js";
 import { stringifyPortable } from "../../text/yaml-scalar.js";
+import { localTransport } from "../../transport/local.js";
+import { sshTransport, type SshOptions } from "../../transport/ssh.js";
+import type { Transport } from "../../transport/transport.js";
 import { ExitBit } from "../exit.js";
 import { checkOut, writeOut } from "../output.js";
 import {
@@ -21,14 +33,9 @@ import {
   parsePositiveInt,
   selectNodes,
 } from "../options.js";
-import { fleetAuditSettings, fleetSshOptions } from "./audit.js";
+import { DEFAULT_CONCURRENCY, fleetAuditSettings, fleetSshOptions } from "./audit.js";
 
-/** How a snapshot declares installed packages: any version, the live version, or not at all. */
-export const PACKAGES_MODES = ["names", "versions", "none"] as const;
-export type PackagesMode = (typeof PACKAGES_MODES)[number];
-
-export interface SnapshotOptions {
-  packages?: PackagesMode;
+export interface SnapshotRequest extends Partial<SnapshotOptions> {
   /** The node's effective spec: its files and units are taken at their live state. */
   declared?: Record<string, unknown>;
 }
@@ -63,14 +70,13 @@ export async function snapshotSpec(
   transport: Transport,
   domains: readonly AnyDomain[],
   settings: AuditSettings = defaultAuditSettings(),
-  options: SnapshotOptions = {},
+  request: SnapshotRequest = {},
 ): Promise<{ spec: Record<string, unknown>; unknown: string[] }> {
-  const packages = options.packages ?? "names";
-  const taken = domains.filter((d) => !(d.name === "packages" && packages === "none"));
+  const { declared: nodeSpec, ...chosen } = request;
+  const options = { ...DEFAULT_SNAPSHOT_OPTIONS, ...chosen };
+  const taken = domains.filter((d) => !d.skipsSnapshot?.(options));
   const declaredOf = (domain: AnyDomain) =>
-    domain.snapshotsDeclared && options.declared
-      ? declaredFor(domain, options.declared)
-      : undefined;
+    domain.snapshotsDeclared && nodeSpec ? declaredFor(domain, nodeSpec) : undefined;
   const probe = await runProbe(
     transport,
     taken.map((domain) => ({ domain, declared: declaredOf(domain) })),
@@ -80,22 +86,18 @@ export async function snapshotSpec(
   const spec: Record<string, unknown> = {};
   const unknown: string[] = [];
   for (const domain of taken) {
-    const section = probe.sections.get(domain.name);
-    if (!section) throw new Error(`probe output lacks the ${domain.name} section`);
-    if (section.unknown !== undefined) {
-      unknown.push(`${domain.name}: ${section.unknown}`);
+    const read = readSection(probe, domain, parse);
+    if ("unknown" in read) {
+      unknown.push(`${domain.name}: ${read.unknown}`);
       continue;
     }
-    const live = domain.parse(section.output, parse);
-    for (const reason of partlyUnknown(live)) unknown.push(`${domain.name}: ${reason}`);
+    for (const reason of read.partly) unknown.push(`${domain.name}: ${reason}`);
     const declared = declaredOf(domain);
-    let value =
-      declared === undefined ? domain.snapshot(live) : acceptAll(domain, declared, live, unknown);
+    const value =
+      declared === undefined
+        ? domain.snapshot(read.live, options)
+        : acceptAll(domain, declared, read.live, unknown);
     if (value === undefined) continue;
-    // Built by entries, so a host's `__proto__` package stays a key.
-    if (domain.name === "packages" && packages === "names") {
-      value = Object.fromEntries(Object.keys(value as object).map((name) => [name, ANY_VERSION]));
-    }
     let level = spec;
     for (const part of domain.specPath.slice(0, -1))
       level = (level[part] ??= {}) as Record<string, unknown>;
@@ -126,6 +128,70 @@ export function snapshotText(
   return `${header}\n${stringifyPortable(snapshot.spec)}`;
 }
 
+/** What a node's own file says about reaching it: kept in its snapshot, so the snapshot can replace it. */
+export function connectionKeys(node: LoadedNode): Record<string, unknown> {
+  const own = node.layers.at(-1)?.value ?? {};
+  return Object.fromEntries(
+    (["host", "groups", "ssh"] as const).flatMap((key) =>
+      own[key] === undefined ? [] : [[key, own[key]]],
+    ),
+  );
+}
+
+interface SnapshotTarget {
+  title: string;
+  transport: Transport;
+  settings: AuditSettings;
+  declared?: Record<string, unknown>;
+  kept?: Record<string, unknown>;
+}
+
+/** The nodes --node (names and globs) or --local name, and how each is reached. */
+async function snapshotTargets(
+  values: {
+    node?: string;
+    local: boolean;
+    manifests?: string;
+    repo?: string;
+    ref?: string;
+    "cache-dir"?: string;
+    "ssh-config"?: string;
+  },
+  timeoutMs: number | undefined,
+): Promise<SnapshotTarget[]> {
+  const overrides = timeoutMs ? { timeoutMs } : {};
+  // --local alone is this machine, declared or not (a first snapshot bootstraps its node); a tree
+  // named is used.
+  if (values.local && !values.node && values.manifests === undefined && values.repo === undefined)
+    return [
+      {
+        title: "this machine",
+        transport: localTransport("localhost"),
+        settings: defaultAuditSettings(overrides),
+      },
+    ];
+  const fleet = await loadManifests(values);
+  const nodes = values.local
+    ? [localNode(fleet, values.node)]
+    : selectNodes(fleet, values.node, "--node");
+  const settings = fleetAuditSettings(fleet, overrides);
+  const ssh: SshOptions | undefined = values.local
+    ? undefined
+    : await fleetSshOptions(fleet, values["ssh-config"]);
+  return nodes.map((node) => ({
+    title: node.name,
+    transport: ssh
+      ? sshTransport(node, {
+          ...ssh,
+          ...(!timeoutMs && node.ssh.timeout && { timeoutMs: node.ssh.timeout * 1000 }),
+        })
+      : localTransport(node.name),
+    settings,
+    declared: node.spec,
+    kept: connectionKeys(node),
+  }));
+}
+
 export async function snapshotCommand(argv: string[]): Promise<number> {
   const { values } = parse("snapshot", argv, {
     ...MANIFEST_OPTIONS,
@@ -135,7 +201,9 @@ export async function snapshotCommand(argv: string[]): Promise<number> {
     out: { type: "string" },
     "ssh-config": { type: "string" },
     timeout: { type: "string" },
+    concurrency: { type: "string" },
     packages: { type: "string", default: "names" },
+    "no-ephemeral-range": { type: "boolean", default: false },
   });
   if (!values.local && !values.node) throw new UsageError("snapshot needs --local or --node NAME");
   const packages = PACKAGES_MODES.find((mode) => mode === values.packages);
@@ -144,50 +212,38 @@ export async function snapshotCommand(argv: string[]): Promise<number> {
       `--packages takes names, versions or none, not "${visible(values.packages)}"`,
     );
   const categories = parseCategories(values.category);
+  const concurrency = parsePositiveInt("concurrency", values.concurrency, DEFAULT_CONCURRENCY);
   await checkOut(values.out);
   const domains = DOMAINS.filter((d) => !categories || categories.includes(d.name));
   const timeoutMs =
     values.timeout === undefined
       ? undefined
       : parsePositiveInt("timeout", values.timeout, 60) * 1000;
-  let transport: Transport;
-  let title: string;
-  let settings = defaultAuditSettings(timeoutMs ? { timeoutMs } : {});
-  let declared: Record<string, unknown> | undefined;
-  // --local alone is this machine, declared or not (a first snapshot bootstraps its node); a tree
-  // named is used.
-  if (values.local && !values.node && values.manifests === undefined && values.repo === undefined) {
-    transport = localTransport("localhost");
-    title = "this machine";
-  } else {
-    const fleet = await loadManifests(values);
-    const node = values.local
-      ? localNode(fleet, values.node)
-      : selectNodes(fleet, values.node, "--node").find((n) => n.name === values.node);
-    if (!node) throw new UsageError(`--node "${values.node}" names no node`);
-    settings = fleetAuditSettings(fleet, timeoutMs ? { timeoutMs } : {});
-    const ssh = await fleetSshOptions(fleet, values["ssh-config"]);
-    transport = values.local
-      ? localTransport(node.name)
-      : sshTransport(node, {
-          ...ssh,
-          ...(!timeoutMs && node.ssh.timeout && { timeoutMs: node.ssh.timeout * 1000 }),
-        });
-    title = node.name;
-    declared = node.spec;
-  }
-  let snapshot;
-  try {
-    snapshot = await snapshotSpec(transport, domains, settings, { packages, declared });
-  } catch (error) {
-    if (!(error instanceof NodeAuditError || error instanceof ProbeParseError)) throw error;
-    const message =
-      error instanceof ProbeParseError ? `probe output ${error.message}` : error.message;
-    process.stderr.write(`quartermaster snapshot: ${title}: ${visible(message)}\n`);
-    return ExitBit.unaudited;
-  }
-  const text = snapshotText(title, snapshot, new Date());
+  const targets = await snapshotTargets(values, timeoutMs);
+  const limit = pLimit(concurrency);
+  const takenAt = new Date();
+  const outcomes = await Promise.all(
+    targets.map((target) =>
+      limit(async () => {
+        try {
+          const snapshot = await snapshotSpec(target.transport, domains, target.settings, {
+            packages,
+            ephemeralAsRange: !values["no-ephemeral-range"],
+            declared: target.declared,
+          });
+          const spec = { ...target.kept, ...snapshot.spec };
+          return { text: snapshotText(target.title, { ...snapshot, spec }, takenAt) };
+        } catch (error) {
+          return { failure: `${target.title}: ${nodeFailure(target.title, error).message}` };
+        }
+      }),
+    ),
+  );
+  for (const { failure } of outcomes)
+    if (failure) process.stderr.write(`quartermaster snapshot: ${visible(failure)}\n`);
+  // Several nodes: one YAML document each, in the order --node selected them.
+  const text = outcomes.flatMap(({ text }) => (text === undefined ? [] : [text])).join("---\n");
   if (values.out) await writeOut(values.out, text);
   else process.stdout.write(text);
-  return 0;
+  return outcomes.some((o) => o.failure) ? ExitBit.unaudited : 0;
 }

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ProbeParseError } from "../../errors.js";
 import type { Domain, Finding } from "../domain.js";
+import { DEFAULT_SNAPSHOT_OPTIONS } from "../snapshot-options.js";
 import { ABSENT, ANY_VERSION, parseConstraint, satisfies } from "./constraint.js";
 import {
   DPKG_STATE_MEANING,
@@ -122,10 +123,16 @@ export const packages: Domain<PackagesDeclared, PackagesLive> = {
     }
     return findings;
   },
-  snapshot(live) {
+  snapshot(live, options = DEFAULT_SNAPSHOT_OPTIONS) {
     // Names come from the host's database: built by entries, so `__proto__` stays a key.
     const names = [...live.installed.keys()].sort();
-    if (!names.length) return undefined;
-    return Object.fromEntries(names.map((name) => [name, liveVersion(live.installed.get(name)!)]));
+    if (!names.length || options.packages === "none") return undefined;
+    return Object.fromEntries(
+      names.map((name) => [
+        name,
+        options.packages === "names" ? ANY_VERSION : liveVersion(live.installed.get(name)!),
+      ]),
+    );
   },
+  skipsSnapshot: (options) => options.packages === "none",
 };

@@ -2,7 +2,8 @@ import { z } from "zod";
 import type { Domain, Finding } from "../domain.js";
 import { isIPv4, isIPv6 } from "node:net";
 import { canonicalIPv6 } from "../procnet.js";
-import { comparePorts, parsePorts, type PortsLive } from "./parse.js";
+import { DEFAULT_SNAPSHOT_OPTIONS } from "../snapshot-options.js";
+import { comparePorts, EPHEMERAL_RANGE_FILE, parsePorts, type PortsLive } from "./parse.js";
 
 /**
  * One allow-list item: `tcp/22` (any address), `tcp/9100@127.0.0.1` or `udp/53@::1` (that
@@ -61,14 +62,20 @@ function allows(item: AllowedPort, proto: string, port: number, address: string)
   );
 }
 
-const Port = z.string().superRefine((text, ctx) => {
-  const item = allowedPort(text);
-  if ("error" in item) ctx.addIssue({ code: "custom", message: item.error });
-});
+const Port = z
+  .string()
+  .superRefine((text, ctx) => {
+    const item = allowedPort(text);
+    if ("error" in item) ctx.addIssue({ code: "custom", message: item.error });
+  })
+  .describe(
+    'proto/port: "tcp/22" (any address; must listen), "tcp/9100@127.0.0.1" or "udp/53@::1" (that address only; must listen there), "tcp/*@loopback" (any port on 127.0.0.0/8 or ::1), "tcp/32768-60999" (a range, any address), "tcp/32768-60999@loopback" (a range on loopback); ranges and * only allow',
+  );
 export const PortsDeclared = z.array(Port);
 export type PortsDeclared = z.infer<typeof PortsDeclared>;
 
 const LISTENER_LINES = [
+  `FILENAME == "${EPHEMERAL_RANGE_FILE}" { print FILENAME ": " $1 " " $2; next }`,
   '$1 == "sl" { print FILENAME ": sl "; next }',
   '$4 == "0A" && FILENAME ~ /tcp/ || $4 == "07" && FILENAME ~ /udp/ { print FILENAME ": " $1 " " $2 " " $3 " " $4 " " }',
 ].join(" ");
@@ -91,7 +98,8 @@ export const ports: Domain<PortsDeclared, PortsLive> = {
     return [
       "set --",
       'for f in /proc/net/tcp /proc/net/tcp6 /proc/net/udp /proc/net/udp6; do [ -r "$f" ] && set -- "$@" "$f"; done',
-      `[ $# -eq 0 ] || awk '${LISTENER_LINES}' "$@"`,
+      // The ephemeral range, read by the same awk, lets a snapshot allow short-lived loopback ones.
+      `[ $# -eq 0 ] || { [ -r ${EPHEMERAL_RANGE_FILE} ] && set -- "$@" ${EPHEMERAL_RANGE_FILE}; awk '${LISTENER_LINES}' "$@"; }`,
       "true",
     ].join("\n");
   },
@@ -105,7 +113,7 @@ export const ports: Domain<PortsDeclared, PortsLive> = {
     parsed.forEach((item, i) => {
       // One port must listen (on its address, if it names one); ranges and wildcards only allow.
       if ("error" in item || item.low !== item.high || item.address === "loopback") return;
-      const addresses = live.get(`${item.proto}/${item.low}`);
+      const addresses = live.listeners.get(`${item.proto}/${item.low}`);
       if (addresses?.some((a) => item.address === undefined || a === item.address)) return;
       findings.push({
         key: declared[i]!,
@@ -115,7 +123,7 @@ export const ports: Domain<PortsDeclared, PortsLive> = {
         detail: addresses ? `listening only on ${addresses.join(", ")}` : "nothing listens on it",
       });
     });
-    for (const [port, addresses] of live) {
+    for (const [port, addresses] of live.listeners) {
       const [proto, number] = port.split("/") as [string, string];
       const unauthorized = addresses.filter(
         (address) => !items.some((item) => allows(item, proto, Number(number), address)),
@@ -145,7 +153,22 @@ export const ports: Domain<PortsDeclared, PortsLive> = {
     if (finding.live === "closed") return declared.filter((port) => port !== finding.key);
     return declared.includes(finding.key) ? declared : [...declared, finding.key];
   },
-  snapshot(live) {
-    return [...live.keys()].sort(comparePorts);
+  snapshot(live, options = DEFAULT_SNAPSHOT_OPTIONS) {
+    const range = options.ephemeralAsRange ? live.ephemeral : undefined;
+    // Inside the range, a listener only loopback can reach comes and goes (a test server, a
+    // client's callback port): one rule per protocol allows them; anything reachable from the
+    // network stays declared by its port.
+    const transient = (port: string, addresses: string[]) => {
+      const number = Number(port.split("/")[1]);
+      return !!range && number >= range.low && number <= range.high && addresses.every(isLoopback);
+    };
+    const exact = [...live.listeners]
+      .filter(([port, addresses]) => !transient(port, addresses))
+      .map(([port]) => port)
+      .sort(comparePorts);
+    const rules = range
+      ? ["tcp", "udp"].map((p) => `${p}/${range.low}-${range.high}@loopback`)
+      : [];
+    return [...exact, ...rules];
   },
 };

@@ -1,13 +1,19 @@
 import { ProbeParseError } from "../../errors.js";
 import { ipv4FromProcHex, ipv6FromProcHex } from "../procnet.js";
 
-/** `tcp/22` -> the local addresses it listens on (`0.0.0.0`, `[::1]`), sorted. */
-export type PortsLive = Map<string, string[]>;
+export interface PortsLive {
+  /** `tcp/22` -> the local addresses it listens on (`0.0.0.0`, `[::1]`), sorted. */
+  listeners: Map<string, string[]>;
+  /** The kernel's ephemeral port range (`ip_local_port_range`), when the host showed it. */
+  ephemeral?: { low: number; high: number };
+}
 
 const SECTION = "ports";
 const TCP_LISTEN = "0A";
 const UDP_UNCONNECTED = "07";
 const FILES = /^\/proc\/net\/(tcp|udp)(6?)$/;
+export const EPHEMERAL_RANGE_FILE = "/proc/sys/net/ipv4/ip_local_port_range";
+const RANGE = /^ ([1-9]\d{0,4}) ([1-9]\d{0,4})$/;
 const ENTRY =
   /^\s*\d+: ([0-9A-F]{8}|[0-9A-F]{32}):([0-9A-F]{4}) ([0-9A-F]{8}|[0-9A-F]{32}):([0-9A-F]{4}) ([0-9A-F]{2}) /;
 
@@ -19,7 +25,8 @@ export function comparePorts(a: string, b: string): number {
 }
 
 /**
- * `FILE:line` output of /proc/net/{tcp,tcp6,udp,udp6}: each file's header and its socket lines
+ * `FILE:line` output of /proc/net/{tcp,tcp6,udp,udp6} and of the ephemeral port range
+ * (`/proc/sys/net/ipv4/ip_local_port_range: 32768 60999`, optional): each file's header and its socket lines
  * (`/proc/net/tcp:   0: 00000000:0016 00000000:0000 0A ...`), whole or, as the probe sends
  * them, cut after the state (`/proc/net/tcp: 0: 00000000:0016 00000000:0000 0A `). A TCP socket
  * listens in state 0A; a UDP socket receives from anyone when bound and unconnected: state 07,
@@ -28,9 +35,18 @@ export function comparePorts(a: string, b: string): number {
 export function parsePorts(text: string): PortsLive {
   const listening = new Map<string, Set<string>>();
   let sawTcpHeader = false;
+  let ephemeral: PortsLive["ephemeral"];
   for (const line of text.split("\n")) {
     if (!line.trim()) continue;
     const colon = line.indexOf(":");
+    if (line.slice(0, colon) === EPHEMERAL_RANGE_FILE) {
+      const range = RANGE.exec(line.slice(colon + 1));
+      const [low, high] = range ? [Number(range[1]), Number(range[2])] : [0, 0];
+      if (ephemeral || !range || low > high || high > 65535)
+        throw new ProbeParseError(SECTION, `unexpected line "${line.slice(0, 100)}"`);
+      ephemeral = { low, high };
+      continue;
+    }
     const file = FILES.exec(line.slice(0, colon));
     if (!file) throw new ProbeParseError(SECTION, `unexpected line "${line.slice(0, 100)}"`);
     const rest = line.slice(colon + 1);
@@ -64,7 +80,8 @@ export function parsePorts(text: string): PortsLive {
   }
   // Without the header, /proc/net/tcp was not read: no listeners would be a false report.
   if (!sawTcpHeader) throw new ProbeParseError(SECTION, "no /proc/net/tcp in the output");
-  return new Map(
+  const listeners = new Map(
     [...listening.keys()].sort(comparePorts).map((key) => [key, [...listening.get(key)!].sort()]),
   );
+  return { listeners, ...(ephemeral && { ephemeral }) };
 }

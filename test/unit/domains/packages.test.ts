@@ -9,6 +9,7 @@ import {
   parseRpm,
   type PackagesLive,
 } from "../../../src/domains/packages/parse.js";
+import { DEFAULT_SNAPSHOT_OPTIONS } from "../../../src/domains/snapshot-options.js";
 import { ProbeParseError } from "../../../src/errors.js";
 import { parseContext } from "../../../src/probe/script.js";
 import { execa } from "execa";
@@ -208,12 +209,26 @@ describe("packages: compare", () => {
 describe("packages: snapshot", () => {
   it("declares every installed package at its exact version, sorted, and round-trips clean", () => {
     const live = parseRpm(fixture("rpm-rhel9.txt"));
-    const declared = packages.snapshot(live)!;
+    const declared = packages.snapshot(live, {
+      ...DEFAULT_SNAPSHOT_OPTIONS,
+      packages: "versions",
+    })!;
     assert.equal(Object.keys(declared)[0], "bash");
     assert.deepEqual(Object.keys(declared), Object.keys(declared).sort());
     assert.equal(declared.openssl, "1:3.0.7-27.el9");
     assert.deepEqual(packages.schema.parse(declared), declared);
     assert.deepEqual(packages.compare(declared, live), []);
+  });
+
+  it("declares names at any version by default, and nothing with packages: none", () => {
+    const live = parseRpm(fixture("rpm-rhel9.txt"));
+    const declared = packages.snapshot(live)!;
+    assert.equal(declared.openssl, "*");
+    assert.deepEqual(packages.compare(declared, live), []);
+    const none = { ...DEFAULT_SNAPSHOT_OPTIONS, packages: "none" } as const;
+    assert.equal(packages.snapshot(live, none), undefined);
+    assert.equal(packages.skipsSnapshot!(none), true);
+    assert.equal(packages.skipsSnapshot!(DEFAULT_SNAPSHOT_OPTIONS), false);
   });
 
   it("has nothing to declare for an empty database", () => {

@@ -11,7 +11,7 @@ const trees = scratchTrees();
 
 test("listeners in LISTEN (tcp) or unconnected (udp), merged across IPv4 and IPv6", () => {
   const live = liveFrom(ports, "many-listeners.txt");
-  assert.deepEqual(Object.fromEntries(live), {
+  assert.deepEqual(Object.fromEntries(live.listeners), {
     "tcp/22": ["0.0.0.0", "[::]"],
     "tcp/443": ["0.0.0.0"],
     "tcp/5432": ["127.0.0.1", "[::1]"],
@@ -78,8 +78,11 @@ test("snapshot is the sorted allow-list and compares clean", () => {
 
 test("a host without IPv6 has only the IPv4 tables", () => {
   const live = liveFrom(ports, "no-ipv6.txt");
-  assert.deepEqual([...live.keys()], [...liveFrom(ports, "one-listener.txt").keys()]);
-  assert.equal(live.size, 1);
+  assert.deepEqual(
+    [...live.listeners.keys()],
+    [...liveFrom(ports, "one-listener.txt").listeners.keys()],
+  );
+  assert.equal(live.listeners.size, 1);
 });
 
 test("output it cannot trust is refused; connected and established sockets are not listeners", () => {
@@ -94,7 +97,7 @@ test("output it cannot trust is refused; connected and established sockets are n
   );
   assert.throws(() => parsePorts(`${header}\n/etc/shadow:root:*:19000`), ProbeParseError);
   const established = `${header}\n/proc/net/udp:6168: 0100007F:9C40 0100007F:0035 07 00000000:00000000 00:00000000 00000000 0 0 1 2 0 0`;
-  assert.equal(parsePorts(established).size, 0);
+  assert.equal(parsePorts(established).listeners.size, 0);
 });
 
 test("the schema wants tcp/<port> or udp/<port>, optionally a range or *, and @address or @loopback", () => {
@@ -155,7 +158,10 @@ test("scoped items allow a port on one address only, loopback wildcards and rang
   // Accepting a scoped listener adds exactly that address, so the next audit is clean for it.
   const accepted = ports.accept!(["tcp/22@0.0.0.0"], findings[1]!) as string[];
   assert.deepEqual(accepted, ["tcp/22@0.0.0.0", "tcp/22@::"]);
-  assert.deepEqual(ports.compare(accepted, new Map([["tcp/22", ["0.0.0.0", "[::]"]]])), []);
+  assert.deepEqual(
+    ports.compare(accepted, { listeners: new Map([["tcp/22", ["0.0.0.0", "[::]"]]]) }),
+    [],
+  );
 });
 
 test("the host sends each listener's address, port and state only, and every captured host reads the same", async () => {
@@ -169,7 +175,10 @@ test("the host sends each listener's address, port and state only, and every cap
     const run = await runProbe<PortsLive>(ports, ["tcp/22"], {
       root: { dir: await trees(files), paths: ["/proc/net"] },
     });
-    assert.deepEqual(run.live, liveFrom(ports, name), name);
+    assert.deepEqual(run.live?.listeners, liveFrom(ports, name).listeners, name);
+    // The range comes from this machine's own /proc/sys, which the tree does not replace.
+    const range = run.live?.ephemeral;
+    assert.ok(range && range.low <= range.high, name);
     const sent = run.stdout.split("\n").filter((line) => line.startsWith("/proc/net/"));
     assert.deepEqual(
       sent.filter((line) => !/^\/proc\/net\/(tcp|udp)6?: (sl|\d+: \S+ \S+ (0A|07)) $/.test(line)),
@@ -177,4 +186,50 @@ test("the host sends each listener's address, port and state only, and every cap
     );
     assert.ok(!sent.some((line) => /:0016 0100007F:D431|:1F91 /.test(line)), sent.join("\n"));
   }
+});
+
+test("a snapshot allows loopback-only listeners in the ephemeral range by one rule per protocol", () => {
+  const header = fixture("ports", "one-listener.txt")
+    .split("\n")
+    .find((l) => l.startsWith("/proc/net/tcp:  sl"))!;
+  const live = parsePorts(
+    [
+      header,
+      "/proc/sys/net/ipv4/ip_local_port_range: 32768 60999",
+      // 127.0.0.1:40000 (in the range, loopback), 0.0.0.0:40001 (in the range, reachable),
+      // 127.0.0.1:5432 (loopback, below the range).
+      "/proc/net/tcp:   0: 0100007F:9C40 00000000:0000 0A ",
+      "/proc/net/tcp:   1: 00000000:9C41 00000000:0000 0A ",
+      "/proc/net/tcp:   2: 0100007F:1538 00000000:0000 0A ",
+    ].join("\n"),
+  );
+  assert.deepEqual(live.ephemeral, { low: 32768, high: 60999 });
+  const declared = ports.snapshot(live)!;
+  assert.deepEqual(declared, [
+    "tcp/5432",
+    "tcp/40001",
+    "tcp/32768-60999@loopback",
+    "udp/32768-60999@loopback",
+  ]);
+  assert.deepEqual(ports.compare(declared, live), []);
+  // Later: another short-lived loopback listener is allowed, one reachable from the network is not.
+  const later = new Map(live.listeners)
+    .set("tcp/45000", ["127.0.0.1"])
+    .set("tcp/45001", ["10.0.0.5"]);
+  assert.deepEqual(
+    ports.compare(declared, { listeners: later }).map((f) => f.key),
+    ["tcp/45001"],
+  );
+  // Turned off, every listener is declared by its port.
+  assert.deepEqual(ports.snapshot(live, { packages: "names", ephemeralAsRange: false }), [
+    "tcp/5432",
+    "tcp/40000",
+    "tcp/40001",
+  ]);
+  for (const bad of ["1 0", "x y", "32768 60999 1", "32768 70000"])
+    assert.throws(
+      () => parsePorts(`${header}\n/proc/sys/net/ipv4/ip_local_port_range: ${bad}`),
+      ProbeParseError,
+      bad,
+    );
 });

@@ -1,0 +1,183 @@
+// Reading an inventory for `adopt`: the format told from the content, then the hosts as nodes to
+// adopt, each with the manifest keys its inventory variables become and the variables ignored.
+import { InventoryErrors } from "../../errors.js";
+import type { SshSettings } from "../../manifest/schema.js";
+import { readIniInventory } from "./ini.js";
+import { readHostList, readSshConfigInventory } from "./lines.js";
+import {
+  nameProblem,
+  type Inventory,
+  type InventoryFormat,
+  type InventoryProblem,
+  type InventoryVar,
+} from "./model.js";
+import { readYamlInventory } from "./yaml.js";
+
+export type { Inventory, InventoryFormat } from "./model.js";
+
+const significant = (line: string) => {
+  const t = line.trim();
+  return t !== "" && !t.startsWith("#") && !t.startsWith(";");
+};
+
+/** Which reader an inventory's text is for, from its first significant lines. */
+export function detectFormat(text: string): InventoryFormat {
+  const lines = text.split("\n", 2000).filter(significant);
+  const first = lines[0]?.trim() ?? "";
+  if (first.startsWith("{")) return "ansible-json";
+  if (lines.some((l) => /^\s*\[[^\]]*\]\s*$/.test(l) || /^\S+\s+[A-Za-z_]\w*=/.test(l)))
+    return "ansible-ini";
+  if (lines.some((l) => /^\s*(host|match)(\s*=\s*|\s+)\S/i.test(l))) return "ssh-config";
+  if (first === "---" || /^[^\s:]+:(\s|$)/.test(first)) return "ansible-yaml";
+  return "host-list";
+}
+
+/** An inventory's text read as the format it is in. Throws InventoryErrors naming each line. */
+export function readInventory(file: string, text: string): Inventory {
+  const format = detectFormat(text);
+  const read =
+    format === "ansible-ini"
+      ? readIniInventory(text)
+      : format === "ansible-yaml" || format === "ansible-json"
+        ? readYamlInventory(text, format)
+        : format === "ssh-config"
+          ? readSshConfigInventory(text)
+          : readHostList(text);
+  if ("problems" in read) throw new InventoryErrors(file, read.problems);
+  return read;
+}
+
+/** A host to adopt: its node name, the manifest keys from its variables, its groups. */
+export interface HostToAdopt {
+  name: string;
+  line: number;
+  /** `ansible_host`, when it differs from the name. */
+  host?: string;
+  ssh: SshSettings;
+  /** Its inventory groups, most specific only (a group's parents come through the group file). */
+  groups: string[];
+}
+
+/** What inventory variables become; every other variable is ignored and named. */
+const VARIABLES: Record<string, "host" | "user" | "port" | "identity_file" | "ssh_args"> = {
+  ansible_host: "host",
+  ansible_ssh_host: "host",
+  ansible_user: "user",
+  ansible_ssh_user: "user",
+  ansible_port: "port",
+  ansible_ssh_port: "port",
+  ansible_ssh_private_key_file: "identity_file",
+  ansible_private_key_file: "identity_file",
+  ansible_ssh_common_args: "ssh_args",
+  ansible_ssh_extra_args: "ssh_args",
+};
+export const MAPPED_VARIABLES: ReadonlyMap<string, string> = new Map(Object.entries(VARIABLES));
+
+const PROXY_JUMP = /(?:^|\s)(?:-o\s*ProxyJump[= ]\s*|-J\s*)(\S+)/i;
+
+/** The jump host in ssh arguments, and whether they hold anything besides it. */
+function proxyJump(args: string): { jump?: string; rest: boolean } {
+  const m = PROXY_JUMP.exec(args);
+  const rest = (m ? args.replace(m[0], " ") : args).trim() !== "";
+  return { ...(m && { jump: m[1]!.replace(/^["']|["']$/g, "") }), rest };
+}
+
+export interface AdoptionPlan {
+  hosts: HostToAdopt[];
+  /** Inventory groups: name -> the groups it builds on (its parents), for `groups:` in its file. */
+  groups: Map<string, string[]>;
+  /** Variables that became no manifest key: name -> how many hosts had it. */
+  ignored: Map<string, number>;
+}
+
+/**
+ * Each host's variables resolved as Ansible layers them (`all`, then its groups from the
+ * outermost parent in, then the host's own) and turned into manifest keys. Throws InventoryErrors
+ * for a value no manifest can hold (a user that is an ssh option, a port out of range).
+ */
+export function planAdoption(file: string, inventory: Inventory): AdoptionPlan {
+  const parents = new Map<string, string[]>();
+  for (const group of inventory.groups.values())
+    for (const child of group.children)
+      parents.set(child, [...(parents.get(child) ?? []), group.name]);
+  // A group's ancestors, outermost first, then itself; computed once per group.
+  const lineage = new Map<string, string[]>();
+  const lineageOf = (name: string): string[] => {
+    const known = lineage.get(name);
+    if (known) return known;
+    const order: string[] = [];
+    const stack: { name: string; expanded: boolean }[] = [{ name, expanded: false }];
+    const seen = new Set<string>();
+    while (stack.length) {
+      const top = stack.pop()!;
+      if (top.expanded) {
+        order.push(top.name);
+        continue;
+      }
+      if (seen.has(top.name)) continue;
+      seen.add(top.name);
+      stack.push({ name: top.name, expanded: true });
+      for (const parent of [...(parents.get(top.name) ?? [])].reverse())
+        stack.push({ name: parent, expanded: false });
+    }
+    lineage.set(name, order);
+    return order;
+  };
+
+  const problems: InventoryProblem[] = [];
+  const ignored = new Map<string, number>();
+  const hosts: HostToAdopt[] = [];
+  for (const host of inventory.hosts.values()) {
+    const layers = [
+      inventory.fleetVars,
+      ...[...new Set(host.groups.flatMap(lineageOf))].map((g) => inventory.groups.get(g)!.vars),
+      host.vars,
+    ];
+    const vars = new Map<string, InventoryVar>();
+    for (const layer of layers) for (const [key, v] of layer) vars.set(key, v);
+    const adopted: HostToAdopt = { name: host.name, line: host.line, ssh: {}, groups: [] };
+    const refuse = (v: InventoryVar, message: string) =>
+      problems.push({ line: v.line, message: `host ${host.name}: ${message}` });
+    for (const [key, v] of vars) {
+      const target = MAPPED_VARIABLES.get(key);
+      const text = typeof v.value === "object" ? undefined : String(v.value ?? "");
+      if (!target || text === undefined) {
+        ignored.set(key, (ignored.get(key) ?? 0) + 1);
+        continue;
+      }
+      if (target === "port") {
+        const port = /^\d{1,5}$/.test(text) ? Number(text) : NaN;
+        if (!(port >= 1 && port <= 65535)) refuse(v, `${key} ${JSON.stringify(text)} is no port`);
+        else adopted.ssh.port = port;
+      } else if (target === "identity_file") {
+        if (!text || /\p{Cc}/u.test(text))
+          refuse(v, `${key} is empty or holds a control character`);
+        else adopted.ssh.identity_file = text;
+      } else if (target === "ssh_args") {
+        const { jump, rest } = proxyJump(text);
+        const problem = jump === undefined ? undefined : nameProblem("host", jump);
+        if (problem) refuse(v, `${key}: ProxyJump ${problem}`);
+        else if (jump !== undefined) adopted.ssh.proxy_jump = jump;
+        if (rest)
+          ignored.set(
+            `${key} (beyond ProxyJump)`,
+            (ignored.get(`${key} (beyond ProxyJump)`) ?? 0) + 1,
+          );
+      } else {
+        const problem = nameProblem("host", text);
+        if (problem) refuse(v, `${key}: ${problem.replace(/^host name/, "value")}`);
+        else if (target === "user") adopted.ssh.user = text;
+        else if (text !== host.name) adopted.host = text;
+      }
+    }
+    // A group that is a parent of another of the host's groups comes in through that group.
+    const inherited = new Set(host.groups.flatMap((g) => lineageOf(g).slice(0, -1)));
+    adopted.groups = host.groups.filter((g) => !inherited.has(g));
+    hosts.push(adopted);
+  }
+  if (problems.length) throw new InventoryErrors(file, problems);
+  const groups = new Map(
+    [...inventory.groups.keys()].map((name) => [name, parents.get(name) ?? []] as const),
+  );
+  return { hosts, groups, ignored };
+}

@@ -1,0 +1,321 @@
+// `adopt` end to end: real OpenSSH test hosts, the real CLI, Ansible inventories in YAML and INI.
+import assert from "node:assert/strict";
+import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { parse } from "yaml";
+import { runCli } from "../support/cli.js";
+import { startFleet, type TestFleet } from "../support/hosts.js";
+
+const sysctlFile = (lines: string) => ({ "/etc/sysctl.d/90-role.conf": { contents: lines } });
+// Two roles differing in a persisted sysctl (a file in /etc/sysctl.d) and a listener; web-02 has
+// a value of its own.
+const WEB = { sysctls: { "net.ipv4.ip_forward": "1" }, listeners: ["tcp/8080"] };
+const DB = { sysctls: { "net.ipv4.ip_forward": "0" }, listeners: ["tcp/5432"] };
+const ADOPTED = ["web-01", "web-02", "db-01", "db-02"];
+
+let fleet: TestFleet;
+let dir: string;
+const cli = (args: string[]) => runCli([...args, "--ssh-config", fleet.sshConfig]);
+
+async function filesOf(tree: string): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (const entry of await readdir(tree, { recursive: true, withFileTypes: true }))
+    if (entry.isFile()) {
+      const file = path.join(entry.parentPath, entry.name);
+      out.set(path.relative(tree, file), await readFile(file, "utf8"));
+    }
+  return out;
+}
+
+const yamlInventory = (hosts: string[]) =>
+  [
+    "all:",
+    "  vars:",
+    "    http_port: 80",
+    "  children:",
+    "    web:",
+    "      hosts:",
+    ...hosts.filter((h) => h.startsWith("web")).map((h) => `        ${h}:`),
+    "    db:",
+    "      hosts:",
+    ...hosts.filter((h) => h.startsWith("db")).map((h) => `        ${h}:`),
+    "    other:",
+    "      hosts:",
+    ...hosts.filter((h) => !/^(web|db)/.test(h)).map((h) => `        ${h}:`),
+    "",
+  ].join("\n");
+
+before(async () => {
+  fleet = await startFleet([
+    { name: "web-01", ...WEB, files: sysctlFile("net.ipv4.ip_forward = 1\n") },
+    {
+      name: "web-02",
+      ...WEB,
+      sysctls: { ...WEB.sysctls, "net.ipv4.tcp_syncookies": "0" },
+      files: sysctlFile("net.ipv4.ip_forward = 1\nnet.ipv4.tcp_syncookies = 0\n"),
+    },
+    { name: "db-01", ...DB, files: sysctlFile("net.ipv4.ip_forward = 0\n") },
+    { name: "db-02", ...DB, files: sysctlFile("net.ipv4.ip_forward = 0\n") },
+    { name: "web-03", ...WEB, files: sysctlFile("net.ipv4.ip_forward = 1\n") },
+    { name: "down-01", state: "stopped" },
+  ]);
+  dir = await mkdtemp(path.join(os.tmpdir(), "qm-adopt-"));
+});
+after(async () => {
+  await fleet?.stop();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe("adopt from an Ansible YAML inventory", () => {
+  let tree: string;
+  let first: Awaited<ReturnType<typeof runCli>>;
+  let partialKeys: string;
+
+  before(async () => {
+    tree = path.join(dir, "yaml-tree");
+    // web-03's key is not trusted in this run.
+    const lines = (await readFile(fleet.knownHosts, "utf8")).split("\n");
+    const web03 = fleet.hosts.find((h) => h.name === "web-03")!;
+    partialKeys = path.join(dir, "known_hosts.partial");
+    await writeFile(
+      partialKeys,
+      lines.filter((l) => !l.startsWith(`${web03.address} `)).join("\n"),
+    );
+    const inventory = path.join(dir, "inventory.yml");
+    await writeFile(inventory, yamlInventory([...ADOPTED, "web-03", "down-01"]));
+    first = await cli([
+      "adopt",
+      "--inventory",
+      inventory,
+      "--manifests",
+      tree,
+      "--known-hosts",
+      partialKeys,
+    ]);
+  });
+
+  test("an unreachable host and one without a trusted key are named and left out: exit 4", () => {
+    assert.equal(first.exitCode, 4, first.stderr);
+    assert.match(first.stderr, /down-01: cannot connect to down-01.*not adopted/);
+    assert.match(
+      first.stderr,
+      /web-03: no trusted host key for \S+ in .*known_hosts\.partial.*not adopted/,
+    );
+    assert.match(first.stderr, /ignored inventory variable http_port \(6 hosts\)/);
+    assert.match(first.stderr, /4 of 6 hosts adopted, 2 left out/);
+  });
+
+  test("the tree validates and audits clean right after (a group none of whose hosts was adopted gets no file)", async () => {
+    const files = await filesOf(tree);
+    assert.deepEqual(
+      [...files.keys()].sort(),
+      [
+        "fleet.yaml",
+        "groups/db.yaml",
+        "groups/web.yaml",
+        "known_hosts",
+        ...ADOPTED.map((n) => `nodes/${n}.yaml`),
+      ].sort(),
+    );
+    const validate = await runCli(["validate", "--manifests", tree]);
+    assert.equal(validate.exitCode, 0, validate.stderr);
+    const audit = await cli(["audit", "--manifests", tree, "--format", "json"]);
+    assert.equal(audit.exitCode, 0, audit.stdout.slice(0, 3000) + audit.stderr);
+  });
+
+  test("shared values are declared once: fleet, then each role's group, then the node's own", async () => {
+    const read = async (rel: string) =>
+      parse(await readFile(path.join(tree, rel), "utf8")) as Record<string, any>;
+    const fleetSpec = await read("fleet.yaml");
+    assert.ok(Object.keys(fleetSpec.packages.installed_manifest).length > 50);
+    assert.ok(fleetSpec.networking === undefined || !fleetSpec.networking.listening_ports);
+    const web = await read("groups/web.yaml");
+    const db = await read("groups/db.yaml");
+    assert.deepEqual(web.system.sysctl_parameters, { "net.ipv4.ip_forward": "1" });
+    assert.deepEqual(db.system.sysctl_parameters, { "net.ipv4.ip_forward": "0" });
+    assert.ok(web.networking.listening_ports.includes("tcp/8080"));
+    assert.ok(!web.networking.listening_ports.includes("tcp/5432"));
+    assert.ok(db.networking.listening_ports.includes("tcp/5432"));
+    assert.ok(
+      web.networking.listening_ports.some((p: string) => /^tcp\/\d+-\d+@loopback$/.test(p)),
+    );
+    for (const name of ADOPTED) {
+      const node = await read(`nodes/${name}.yaml`);
+      assert.deepEqual(node.groups, [name.slice(0, -3)], name);
+      assert.equal(node.packages, undefined, name);
+      assert.equal(node.networking, undefined, name);
+      const own = node.system?.sysctl_parameters;
+      assert.deepEqual(
+        own,
+        name === "web-02" ? { "net.ipv4.tcp_syncookies": "0" } : undefined,
+        name,
+      );
+    }
+  });
+
+  test("the tree is at most a third of the lines of the nodes' separate snapshots", async () => {
+    const snapshots = await cli(["snapshot", "--manifests", tree, "--node", "web-*,db-*"]);
+    assert.equal(snapshots.exitCode, 0, snapshots.stderr);
+    assert.equal(snapshots.stdout.split("\n---\n").length, 4);
+    const treeLines = [...(await filesOf(tree))]
+      .filter(([rel]) => rel.endsWith(".yaml"))
+      .reduce((sum, [, text]) => sum + text.split("\n").length, 0);
+    assert.ok(treeLines * 3 <= snapshots.stdout.split("\n").length, `${treeLines} lines`);
+    // A node's snapshot keeps what reaches it, so it can replace its file.
+    const one = parse(snapshots.stdout.split("\n---\n")[0]!) as Record<string, unknown>;
+    assert.deepEqual(one.groups, ["db"]);
+  });
+
+  test("a short-lived loopback listener after adoption is no drift; a new reachable one is", async () => {
+    const listen = (address: string, port: number) =>
+      fleet.exec(
+        "web-01",
+        `${process.execPath} -e "require('net').createServer().listen(${port}, '${address}'); setTimeout(() => process.exit(), 30000)" >/dev/null 2>&1 &`,
+      );
+    await listen("127.0.0.1", 45123);
+    const quiet = await cli([
+      "audit",
+      "--manifests",
+      tree,
+      "--nodes",
+      "web-01",
+      "--category",
+      "ports",
+    ]);
+    assert.equal(quiet.exitCode, 0, quiet.stdout);
+    await listen("0.0.0.0", 45124);
+    const loud = await cli([
+      "audit",
+      "--manifests",
+      tree,
+      "--nodes",
+      "web-01",
+      "--category",
+      "ports",
+      "--format",
+      "json",
+    ]);
+    assert.equal(loud.exitCode, 1, loud.stdout);
+    const drift = (JSON.parse(loud.stdout) as { nodes: { drift: { key: string }[] }[] }).nodes[0]!
+      .drift;
+    assert.deepEqual(
+      drift.map((d) => d.key),
+      ["tcp/45124"],
+    );
+  });
+
+  test("a second adopt with one more host changes no existing file and adds that host", async () => {
+    // A file the web role declares by hand: a new member's snapshot takes it at its live state.
+    await appendFile(
+      path.join(tree, "groups/web.yaml"),
+      'files:\n  - { path: /etc/sysctl.d/90-role.conf, contents: "net.ipv4.ip_forward = 1\\n" }\n',
+    );
+    const before = await filesOf(tree);
+    const inventory = path.join(dir, "inventory-more.yml");
+    await writeFile(inventory, yamlInventory([...ADOPTED, "web-03"]));
+    const second = await cli([
+      "adopt",
+      "--inventory",
+      inventory,
+      "--manifests",
+      tree,
+      "--known-hosts",
+      fleet.knownHosts,
+    ]);
+    assert.equal(second.exitCode, 0, second.stderr);
+    assert.match(second.stderr, /web-01: already declared/);
+    const now = await filesOf(tree);
+    for (const [rel, text] of before)
+      if (rel === "known_hosts")
+        assert.ok(now.get(rel)!.startsWith(text), "known_hosts only grows");
+      else assert.equal(now.get(rel), text, rel);
+    assert.deepEqual(
+      [...now.keys()].filter((rel) => !before.has(rel)),
+      ["nodes/web-03.yaml"],
+    );
+    const node = parse(now.get("nodes/web-03.yaml")!) as Record<string, unknown>;
+    assert.deepEqual(node, { groups: ["web"] });
+    const audit = await cli(["audit", "--manifests", tree, "--nodes", "web-03"]);
+    assert.equal(audit.exitCode, 0, audit.stdout);
+  });
+});
+
+describe("adopt from an Ansible INI inventory", () => {
+  test("the same layers, with $schema comments pointing into the repository's node_modules", async () => {
+    const repo = path.join(dir, "repo-b");
+    await mkdir(path.join(repo, ".git"), { recursive: true });
+    await mkdir(path.join(repo, "node_modules", "quartermaster", "schemas"), { recursive: true });
+    const tree = path.join(repo, "fleet-manifests");
+    const inventory = path.join(dir, "hosts.ini");
+    await writeFile(
+      inventory,
+      [
+        "[web]",
+        "web-01",
+        "web-02",
+        "",
+        "[db]",
+        "db-0[1:2]",
+        "",
+        "[prod:children]",
+        "web",
+        "db",
+        "",
+      ].join("\n"),
+    );
+    const result = await cli(["adopt", "--inventory", inventory, "--manifests", tree]);
+    assert.equal(result.exitCode, 0, result.stderr);
+    const files = await filesOf(tree);
+    assert.equal(
+      files.get("nodes/db-01.yaml")!.split("\n")[0],
+      "# yaml-language-server: $schema=../../node_modules/quartermaster/schemas/node-spec.schema.json",
+    );
+    assert.match(
+      files.get("fleet.yaml")!,
+      /^# yaml-language-server: \$schema=\.\.\/node_modules\/quartermaster\/schemas\/fleet\.schema\.json\n/,
+    );
+    assert.deepEqual((parse(files.get("groups/web.yaml")!) as { groups: string[] }).groups, [
+      "prod",
+    ]);
+    const audit = await cli(["audit", "--manifests", tree]);
+    assert.equal(audit.exitCode, 0, audit.stdout);
+  });
+});
+
+describe("hostile inventories", () => {
+  test("__proto__ and constructor are names like any other", async () => {
+    const tree = path.join(dir, "proto-tree");
+    const inventory = path.join(dir, "proto.ini");
+    await writeFile(inventory, "[__proto__]\nconstructor ansible_host=web-01\n");
+    const result = await cli(["adopt", "--inventory", inventory, "--manifests", tree]);
+    assert.equal(result.exitCode, 0, result.stderr);
+    assert.deepEqual(
+      parse(await readFile(path.join(tree, "nodes/constructor.yaml"), "utf8")).groups,
+      ["__proto__"],
+    );
+    const audit = await cli(["audit", "--manifests", tree]);
+    assert.equal(audit.exitCode, 0, audit.stdout);
+  });
+
+  test("a host name that is an ssh option, and a 100,000-host inventory with one, are refused by line", async () => {
+    const tree = path.join(dir, "refused-tree");
+    const small = path.join(dir, "option.ini");
+    await writeFile(small, "[web]\nweb-01\n-oProxyCommand=touch${IFS}/tmp/pwned\n");
+    const refused = await cli(["adopt", "--inventory", small, "--manifests", tree]);
+    assert.equal(refused.exitCode, 2);
+    assert.match(
+      refused.stderr,
+      /option\.ini:3: host name "-oProxyCommand=touch\$\{IFS\}\/tmp\/pwned" starts with "-": ssh would read it as an option/,
+    );
+    assert.doesNotMatch(refused.stderr, /\n\s+at /);
+    const big = path.join(dir, "big.txt");
+    const names = Array.from({ length: 100_000 }, (_, i) => `host-${i}`);
+    await writeFile(big, `${names.join("\n")}\n-oProxyCommand=x\n`);
+    const large = await cli(["adopt", "--inventory", big, "--manifests", tree]);
+    assert.equal(large.exitCode, 2);
+    assert.match(large.stderr, /big\.txt:100001: host name "-oProxyCommand=x"/);
+    await assert.rejects(readdir(tree), "nothing written");
+  });
+});
