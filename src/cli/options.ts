@@ -99,15 +99,41 @@ const isManifestTree = (dir: string) =>
   existsSync(path.join(dir, "fleet.yaml")) || existsSync(path.join(dir, "nodes"));
 
 /**
+ * Why a folder found while searching upward cannot be trusted to hold this user's manifests: owned
+ * by someone else than this user or root, or writable by others (a sticky /tmp included), so
+ * another user could have planted a tree there (as git's safe.directory, CVE-2022-24765).
+ */
+function untrusted(dir: string): string | undefined {
+  const info = statSync(dir);
+  const uid = process.getuid?.();
+  if (uid !== undefined && info.uid !== uid && info.uid !== 0)
+    return `it is owned by another user (uid ${info.uid})`;
+  if (info.mode & 0o002)
+    return `it is writable by others (mode ${(info.mode & 0o7777).toString(8).padStart(4, "0")})`;
+  return undefined;
+}
+
+/**
  * --manifests; else, as git finds .git, the manifest tree this directory is in, or a
  * fleet-manifests/ here or in a parent directory; else fleet-manifests (which then is not found).
+ * The search stops at a folder another user could have planted a tree in, and says so.
  */
 export function findManifests(flag: string | undefined, cwd = process.cwd()): string {
   if (flag !== undefined) return flag;
+  const stop = (dir: string, reason: string) =>
+    new UsageError(
+      `no manifest tree found: not looking in ${dir}, ${reason}, so anyone could have put one there; name the tree with --manifests`,
+    );
   for (let dir = cwd; ; dir = path.dirname(dir)) {
+    const reason = untrusted(dir);
+    if (reason) throw stop(dir, reason);
     if (isManifestTree(dir)) return path.relative(cwd, dir) || ".";
     const child = path.join(dir, DEFAULT_MANIFESTS);
-    if (isManifestTree(child)) return path.relative(cwd, child);
+    if (isManifestTree(child)) {
+      const childReason = untrusted(child);
+      if (childReason) throw stop(child, childReason);
+      return path.relative(cwd, child);
+    }
     if (path.dirname(dir) === dir) return DEFAULT_MANIFESTS;
   }
 }
@@ -148,7 +174,8 @@ type ManifestValues = { manifests?: string; repo?: string; ref?: string; "cache-
 
 async function locateManifests(values: ManifestValues): Promise<{ dir: string; pulled: boolean }> {
   const { GITHUB_SERVER_URL: server, GITHUB_REPOSITORY: repository } = process.env;
-  const found = findManifests(values.manifests);
+  // With --repo, nothing here is searched for: the tree is in the pull.
+  const found = values.repo === undefined ? findManifests(values.manifests) : DEFAULT_MANIFESTS;
   const repo =
     values.repo ??
     (server && repository && !existsSync(found)
