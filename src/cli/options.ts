@@ -8,6 +8,8 @@ import { UsageError } from "../errors.js";
 import { globMatch, globProblem } from "../glob.js";
 import { loadFleet, type Fleet, type LoadedNode } from "../manifest/load.js";
 import { nearest } from "../manifest/suggest.js";
+import { visible } from "../text/escape.js";
+import { wholeNumber } from "../whole-number.js";
 import { HelpRequested, commandHelp } from "./help.js";
 
 type Options = NonNullable<ParseArgsConfig["options"]>;
@@ -36,6 +38,24 @@ export const OUTPUT_OPTIONS = {
 } satisfies Options;
 
 /**
+ * `--concurrency -1` as `--concurrency=-1`: parseArgs would call the value an ambiguous option,
+ * while it is the flag's own check that can say what the flag takes. No option starts with a digit.
+ */
+function joinDashedValues(argv: readonly string[], options: Options): string[] {
+  const end = argv.indexOf("--");
+  const flags = end === -1 ? argv : argv.slice(0, end);
+  const joined: string[] = [];
+  for (let i = 0; i < flags.length; i++) {
+    const name = flags[i]!.startsWith("--") ? flags[i]!.slice(2) : "";
+    const next = flags[i + 1];
+    if (options[name]?.type === "string" && next !== undefined && /^-\d/.test(next))
+      joined.push(`${flags[i]}=${flags[++i]}`);
+    else joined.push(flags[i]!);
+  }
+  return end === -1 ? joined : [...joined, ...argv.slice(end)];
+}
+
+/**
  * parseArgs for one command, with -h/--help (HelpRequested) and its errors turned into usage
  * errors that name the command and suggest the nearest flag.
  */
@@ -53,7 +73,7 @@ export function parse<T extends Options>(
     throw new HelpRequested(commandHelp(command, all));
   try {
     return parseArgs({
-      args: argv,
+      args: joinDashedValues(argv, options),
       options: all,
       strict: true,
       allowPositionals: config.positionals ?? false,
@@ -85,12 +105,20 @@ export function parseCategories(text: string | undefined): DomainName[] | undefi
   });
 }
 
-/** A flag's whole number, written in decimal digits (not `1e3`, `0x10` or past 2^53). */
-export function parsePositiveInt(name: string, text: string | undefined, fallback: number): number {
+/**
+ * A flag's whole number (wholeNumber), `fallback` when the flag is absent; anything else is a usage
+ * error naming the flag and what it takes (`hint`, by default "of at least <min>").
+ */
+export function parseWholeNumber<F extends number | undefined>(
+  name: string,
+  text: string | undefined,
+  fallback: F,
+  { min = 1, hint = `of at least ${min}` }: { min?: number; hint?: string } = {},
+): number | F {
   if (text === undefined) return fallback;
-  const value = /^\d+$/.test(text) ? Number(text) : NaN;
-  if (!Number.isSafeInteger(value) || value < 1)
-    throw new UsageError(`--${name} takes a whole number of at least 1, not "${text}"`);
+  const value = wholeNumber(text, min);
+  if (value === undefined)
+    throw new UsageError(`--${name} takes a whole number ${hint}, not "${visible(text)}"`);
   return value;
 }
 

@@ -2,6 +2,7 @@ import { retry } from "@octokit/plugin-retry";
 import { throttling } from "@octokit/plugin-throttling";
 import { Octokit } from "@octokit/rest";
 import { ForgeError } from "../errors.js";
+import { wholeNumber } from "../whole-number.js";
 
 // The forge as records: what GitHub says, not what it means. Reading a pull request as one of
 // Quartermaster's proposals is propose's job.
@@ -74,8 +75,8 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): GitHubSet
 function millis(env: NodeJS.ProcessEnv, name: string): number | undefined {
   const text = env[name];
   if (text === undefined || text === "") return undefined;
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < 0)
+  const value = wholeNumber(text);
+  if (value === undefined)
     throw new ForgeError(`${name} must be a whole number of milliseconds, not "${text}"`);
   return value;
 }

@@ -24,7 +24,7 @@ import {
   OUTPUT_OPTIONS,
   parse,
   parseCategories,
-  parsePositiveInt,
+  parseWholeNumber,
   SELECT_OPTIONS,
   selectNodes,
 } from "../options.js";
@@ -116,7 +116,7 @@ async function fleetRun(
     ? [localNode(fleet, values.nodes)]
     : selectNodes(fleet, values.nodes);
   if (shard) nodes = nodes.filter((n) => shardOf(n.name, shard.count) === shard.index);
-  const timeoutSeconds = parsePositiveInt("timeout", values.timeout, 60);
+  const timeoutSeconds = parseWholeNumber("timeout", values.timeout, 60);
   const settings = fleetAuditSettings(fleet, {
     timeoutMs: timeoutSeconds * 1000,
     ...(categories && { categories }),
@@ -135,7 +135,7 @@ async function fleetRun(
     transportFor,
     settings,
     drift: { ...fleetDriftRules(fleet), now: new Date() },
-    concurrency: parsePositiveInt("concurrency", values.concurrency, DEFAULT_CONCURRENCY),
+    concurrency: parseWholeNumber("concurrency", values.concurrency, DEFAULT_CONCURRENCY),
     manifestRevision: await manifestRevision(fleet.dir),
     manifestDirty: await manifestDirty(fleet.dir),
     shard,

@@ -11,17 +11,9 @@ import { readReport } from "../../report/read.js";
 import { visible } from "../../text/escape.js";
 import { codeCell } from "../../text/markdown.js";
 import { ExitBit } from "../exit.js";
-import { MANIFEST_OPTIONS, parse, resolveManifestDir } from "../options.js";
+import { MANIFEST_OPTIONS, parse, parseWholeNumber, resolveManifestDir } from "../options.js";
 
 export const DEFAULT_MAX_NEW_PRS = 10;
-
-function maxNewPrs(text: string | undefined): number | undefined {
-  if (text === undefined) return undefined;
-  const value = Number(text);
-  if (!/^\d+$/.test(text) || !Number.isSafeInteger(value))
-    throw new UsageError(`--max-new-prs takes a whole number (0 or more), not "${visible(text)}"`);
-  return value;
-}
 
 export async function proposeCommand(argv: string[]): Promise<number> {
   const { values } = parse("propose", argv, {
@@ -36,7 +28,10 @@ export async function proposeCommand(argv: string[]): Promise<number> {
     throw new UsageError(
       "propose needs --report FILE (an audit report written with --format json)",
     );
-  const budget = maxNewPrs(values["max-new-prs"]);
+  const budget = parseWholeNumber("max-new-prs", values["max-new-prs"], undefined, {
+    min: 0,
+    hint: "(0 or more)",
+  });
   const report = await readReport(values.report);
   const manifestDir = await resolveManifestDir(values);
   const { input: loaded, revision } = await proposalInput(manifestDir, report);

@@ -18,7 +18,7 @@ import {
   MANIFEST_OPTIONS,
   parse,
   parseCategories,
-  parsePositiveInt,
+  parseWholeNumber,
   selectNodes,
 } from "../options.js";
 import { fleetAuditSettings, fleetSshOptions } from "./audit.js";
@@ -149,7 +149,7 @@ export async function snapshotCommand(argv: string[]): Promise<number> {
   const timeoutMs =
     values.timeout === undefined
       ? undefined
-      : parsePositiveInt("timeout", values.timeout, 60) * 1000;
+      : parseWholeNumber("timeout", values.timeout, 60) * 1000;
   let transport: Transport;
   let title: string;
   let settings = defaultAuditSettings(timeoutMs ? { timeoutMs } : {});
