@@ -3,6 +3,7 @@ import { ForgeError, UsageError } from "../../errors.js";
 import { GitHub, settingsFromEnv } from "../../forge/github.js";
 import { describeAction, executePlan, planWithForge, type Outcome } from "../../propose/execute.js";
 import { proposalInput } from "../../propose/input.js";
+import { LOCK_BRANCH, lockProposals } from "../../propose/lock.js";
 import { waitingAfter } from "../../propose/budget.js";
 import { plan } from "../../propose/plan.js";
 import type { Action } from "../../propose/proposal.js";
@@ -48,66 +49,84 @@ export async function proposeCommand(argv: string[]): Promise<number> {
       `quartermaster: ${error.message}; planning as if no pull request exists yet\n`,
     );
   }
-  const { actions, waiting } = github
+  const planned = github
     ? await planWithForge(github, input)
     : { actions: plan({ ...input, pulls: [] }), waiting: new Map<string, string>() };
   const dry = values["dry-run"] || !github;
-  for (const action of actions)
-    process.stdout.write(
-      `${dry && action.type !== "defer" ? "would " : ""}${describeAction(action)}\n`,
-    );
-  const deferred = actions.filter((a) => a.type === "defer").length;
-  if (deferred)
-    process.stdout.write(
-      `${deferred} new pull request${deferred === 1 ? " is" : "s are"} deferred: at most ${input.maxNewPrs} are opened per run\n`,
-    );
-  if (!actions.length)
-    process.stdout.write("nothing to propose: every pull request is up to date\n");
-  if (dry) {
-    if (values.summary)
-      await appendFile(
-        values.summary,
-        summary(
-          actions.map((action) => ({ action, ok: true })),
-          dry,
-        ),
-      );
-    return 0;
-  }
-
-  const base = { branch: values.base ?? (await github!.defaultBranch()), sha: revision };
-  const outcomes = await executePlan(github!, actions, base);
-  // Deferred PRs keep their place in the queue: the next run opens the longest-waiting first.
+  // Runs that write take turns, and plan again once their turn comes, from what the one before did.
+  const release =
+    !dry && planned.actions.some(writes)
+      ? await lockProposals(github!, revision, () =>
+          process.stderr.write(
+            `quartermaster: another propose run is writing pull requests (branch ${LOCK_BRANCH}); waiting for it\n`,
+          ),
+        )
+      : undefined;
   try {
-    await writeWaiting(github!, waitingAfter(actions), waiting, revision);
-  } catch (error) {
-    if (!(error instanceof ForgeError)) throw error;
-    process.stderr.write(
-      `quartermaster: ${visible(error.message)}; deferred pull requests may lose their place in the queue\n`,
-    );
-  }
-  const failed = outcomes.filter((o) => !o.ok);
-  for (const outcome of outcomes) {
-    if (outcome.number)
+    const { actions, waiting } = release ? await planWithForge(github!, input) : planned;
+    for (const action of actions)
       process.stdout.write(
-        visible(
-          `opened #${outcome.number} ${outcome.action.type === "open" ? outcome.action.branch : ""}`,
-        ) + "\n",
+        `${dry && action.type !== "defer" ? "would " : ""}${describeAction(action)}\n`,
       );
+    const deferred = actions.filter((a) => a.type === "defer").length;
+    if (deferred)
+      process.stdout.write(
+        `${deferred} new pull request${deferred === 1 ? " is" : "s are"} deferred: at most ${input.maxNewPrs} are opened per run\n`,
+      );
+    if (!actions.length)
+      process.stdout.write("nothing to propose: every pull request is up to date\n");
+    if (dry) {
+      if (values.summary)
+        await appendFile(
+          values.summary,
+          summary(
+            actions.map((action) => ({ action, ok: true })),
+            dry,
+          ),
+        );
+      return 0;
+    }
+
+    const base = { branch: values.base ?? (await github!.defaultBranch()), sha: revision };
+    const outcomes = await executePlan(github!, actions, base);
+    // Deferred PRs keep their place in the queue: the next run opens the longest-waiting first.
+    try {
+      await writeWaiting(github!, waitingAfter(actions), waiting, revision);
+    } catch (error) {
+      if (!(error instanceof ForgeError)) throw error;
+      process.stderr.write(
+        `quartermaster: ${visible(error.message)}; deferred pull requests may lose their place in the queue\n`,
+      );
+    }
+    const failed = outcomes.filter((o) => !o.ok);
+    for (const outcome of outcomes) {
+      if (outcome.number)
+        process.stdout.write(
+          visible(
+            `opened #${outcome.number} ${outcome.action.type === "open" ? outcome.action.branch : ""}`,
+          ) + "\n",
+        );
+    }
+    for (const failure of failed)
+      process.stderr.write(
+        `quartermaster: ${describeAction(failure.action)}: ${visible(failure.error ?? "")}\n`,
+      );
+    if (values.summary) await appendFile(values.summary, summary(outcomes, false));
+    if (failed.length) {
+      process.stderr.write(
+        `${failed.length} of ${outcomes.length} actions failed; the next run retries them (the report is unchanged on disk)\n`,
+      );
+      return ExitBit.unaudited;
+    }
+    return 0;
+  } finally {
+    await release?.();
   }
-  for (const failure of failed)
-    process.stderr.write(
-      `quartermaster: ${describeAction(failure.action)}: ${visible(failure.error ?? "")}\n`,
-    );
-  if (values.summary) await appendFile(values.summary, summary(outcomes, false));
-  if (failed.length) {
-    process.stderr.write(
-      `${failed.length} of ${outcomes.length} actions failed; the next run retries them (the report is unchanged on disk)\n`,
-    );
-    return ExitBit.unaudited;
-  }
-  return 0;
 }
+
+/** Whether carrying out `action` writes to GitHub. */
+const writes = (action: Action) =>
+  action.type !== "defer" && (action.type !== "leave" || Boolean(action.comment));
 
 const VERB: Record<Action["type"], string> = {
   open: "open",
