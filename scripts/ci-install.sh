@@ -2,11 +2,11 @@
 # Installs the Debian packages the end-to-end test hosts need (test/support/hosts.ts; sudo for
 # audits with become: sudo; git-http-backend for the real git server; rpm and rpmbuild for rpm test
 # hosts; systemd and dbus-daemon for systemd test hosts; PyYAML, the YAML 1.1 reader most CI tools
-# use, to check that written YAML reads the same there).
+# use, to check that written YAML reads the same there; busybox-static for an Alpine-like userland).
 # Idempotent and quiet: does nothing when everything is already installed.
 set -eu
 
-packages="openssh-server iproute2 procps sudo git rpm systemd dbus-daemon util-linux python3-yaml"
+packages="openssh-server iproute2 procps sudo git rpm systemd dbus-daemon util-linux python3-yaml busybox-static"
 
 missing=""
 for p in $packages; do

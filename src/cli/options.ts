@@ -8,6 +8,8 @@ import { UsageError } from "../errors.js";
 import { globMatch, globProblem } from "../glob.js";
 import { loadFleet, type Fleet, type LoadedNode } from "../manifest/load.js";
 import { nearest } from "../manifest/suggest.js";
+import { visible } from "../text/escape.js";
+import { wholeNumber } from "../whole-number.js";
 import { HelpRequested, commandHelp } from "./help.js";
 
 type Options = NonNullable<ParseArgsConfig["options"]>;
@@ -36,6 +38,24 @@ export const OUTPUT_OPTIONS = {
 } satisfies Options;
 
 /**
+ * `--concurrency -1` as `--concurrency=-1`: parseArgs would call the value an ambiguous option,
+ * while it is the flag's own check that can say what the flag takes. No option starts with a digit.
+ */
+function joinDashedValues(argv: readonly string[], options: Options): string[] {
+  const end = argv.indexOf("--");
+  const flags = end === -1 ? argv : argv.slice(0, end);
+  const joined: string[] = [];
+  for (let i = 0; i < flags.length; i++) {
+    const name = flags[i]!.startsWith("--") ? flags[i]!.slice(2) : "";
+    const next = flags[i + 1];
+    if (options[name]?.type === "string" && next !== undefined && /^-\d/.test(next))
+      joined.push(`${flags[i]}=${flags[++i]}`);
+    else joined.push(flags[i]!);
+  }
+  return end === -1 ? joined : [...joined, ...argv.slice(end)];
+}
+
+/**
  * parseArgs for one command, with -h/--help (HelpRequested) and its errors turned into usage
  * errors that name the command and suggest the nearest flag.
  */
@@ -53,7 +73,7 @@ export function parse<T extends Options>(
     throw new HelpRequested(commandHelp(command, all));
   try {
     return parseArgs({
-      args: argv,
+      args: joinDashedValues(argv, options),
       options: all,
       strict: true,
       allowPositionals: config.positionals ?? false,
@@ -85,12 +105,20 @@ export function parseCategories(text: string | undefined): DomainName[] | undefi
   });
 }
 
-/** A flag's whole number, written in decimal digits (not `1e3`, `0x10` or past 2^53). */
-export function parsePositiveInt(name: string, text: string | undefined, fallback: number): number {
+/**
+ * A flag's whole number (wholeNumber), `fallback` when the flag is absent; anything else is a usage
+ * error naming the flag and what it takes (`hint`, by default "of at least <min>").
+ */
+export function parseWholeNumber<F extends number | undefined>(
+  name: string,
+  text: string | undefined,
+  fallback: F,
+  { min = 1, hint = `of at least ${min}` }: { min?: number; hint?: string } = {},
+): number | F {
   if (text === undefined) return fallback;
-  const value = /^\d+$/.test(text) ? Number(text) : NaN;
-  if (!Number.isSafeInteger(value) || value < 1)
-    throw new UsageError(`--${name} takes a whole number of at least 1, not "${text}"`);
+  const value = wholeNumber(text, min);
+  if (value === undefined)
+    throw new UsageError(`--${name} takes a whole number ${hint}, not "${visible(text)}"`);
   return value;
 }
 
@@ -99,15 +127,41 @@ const isManifestTree = (dir: string) =>
   existsSync(path.join(dir, "fleet.yaml")) || existsSync(path.join(dir, "nodes"));
 
 /**
+ * Why a folder found while searching upward cannot be trusted to hold this user's manifests: owned
+ * by someone else than this user or root, or writable by others (a sticky /tmp included), so
+ * another user could have planted a tree there (as git's safe.directory, CVE-2022-24765).
+ */
+function untrusted(dir: string): string | undefined {
+  const info = statSync(dir);
+  const uid = process.getuid?.();
+  if (uid !== undefined && info.uid !== uid && info.uid !== 0)
+    return `it is owned by another user (uid ${info.uid})`;
+  if (info.mode & 0o002)
+    return `it is writable by others (mode ${(info.mode & 0o7777).toString(8).padStart(4, "0")})`;
+  return undefined;
+}
+
+/**
  * --manifests; else, as git finds .git, the manifest tree this directory is in, or a
  * fleet-manifests/ here or in a parent directory; else fleet-manifests (which then is not found).
+ * The search stops at a folder another user could have planted a tree in, and says so.
  */
 export function findManifests(flag: string | undefined, cwd = process.cwd()): string {
   if (flag !== undefined) return flag;
+  const stop = (dir: string, reason: string) =>
+    new UsageError(
+      `no manifest tree found: not looking in ${dir}, ${reason}, so anyone could have put one there; name the tree with --manifests`,
+    );
   for (let dir = cwd; ; dir = path.dirname(dir)) {
+    const reason = untrusted(dir);
+    if (reason) throw stop(dir, reason);
     if (isManifestTree(dir)) return path.relative(cwd, dir) || ".";
     const child = path.join(dir, DEFAULT_MANIFESTS);
-    if (isManifestTree(child)) return path.relative(cwd, child);
+    if (isManifestTree(child)) {
+      const childReason = untrusted(child);
+      if (childReason) throw stop(child, childReason);
+      return path.relative(cwd, child);
+    }
     if (path.dirname(dir) === dir) return DEFAULT_MANIFESTS;
   }
 }
@@ -148,7 +202,8 @@ type ManifestValues = { manifests?: string; repo?: string; ref?: string; "cache-
 
 async function locateManifests(values: ManifestValues): Promise<{ dir: string; pulled: boolean }> {
   const { GITHUB_SERVER_URL: server, GITHUB_REPOSITORY: repository } = process.env;
-  const found = findManifests(values.manifests);
+  // With --repo, nothing here is searched for: the tree is in the pull.
+  const found = values.repo === undefined ? findManifests(values.manifests) : DEFAULT_MANIFESTS;
   const repo =
     values.repo ??
     (server && repository && !existsSync(found)

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import fs from "node:fs";
-import { rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import git from "isomorphic-git";
 import http from "isomorphic-git/http/node";
@@ -69,41 +70,133 @@ export interface PulledRepo {
 }
 
 /**
+ * `url` without the credentials written into it, and those credentials: they go to the server
+ * through onAuth, never into the cache's .git/config.
+ */
+export function splitCredentials(url: string): {
+  url: string;
+  credentials?: { username: string; password: string };
+} {
+  if (!URL.canParse(url)) return { url };
+  const parsed = new URL(url);
+  if (!parsed.username && !parsed.password) return { url };
+  const credentials = {
+    username: decodeURIComponent(parsed.username),
+    password: decodeURIComponent(parsed.password),
+  };
+  [parsed.username, parsed.password] = ["", ""];
+  return { url: parsed.toString(), credentials };
+}
+
+// A lock older than this is a crashed run's, on whatever machine shares the cache.
+const STALE_LOCK_MS = 10 * 60_000;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Whether the run that wrote `lock` is gone: a dead pid on this machine, or too old anywhere. */
+async function staleLock(lock: string): Promise<boolean> {
+  const [owner, info] = await Promise.all([
+    readFile(lock, "utf8").catch(() => undefined),
+    stat(lock).catch(() => undefined),
+  ]);
+  if (owner === undefined || !info) return false; // released meanwhile: just try again
+  const [host, pid] = owner.split(" ");
+  if (host === os.hostname() && Number.isSafeInteger(Number(pid))) {
+    try {
+      process.kill(Number(pid), 0);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ESRCH") return true;
+    }
+  }
+  return Date.now() - info.mtimeMs > STALE_LOCK_MS;
+}
+
+/**
+ * Runs `pull` holding `lock`, a file created exclusively beside the cached clone, so runs sharing
+ * one cache folder (shards on one runner, cron and a manual run) never fetch into one .git at
+ * once. A lock left by a crashed run is taken over.
+ */
+async function withLock<T>(lock: string, where: string, pull: () => Promise<T>): Promise<T> {
+  const started = Date.now();
+  for (;;) {
+    try {
+      await writeFile(lock, `${os.hostname()} ${process.pid}`, { flag: "wx" });
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    }
+    if (await staleLock(lock)) await rm(lock, { force: true });
+    else if (Date.now() - started > STALE_LOCK_MS)
+      throw new ForgeError(
+        `cannot pull ${where}: another run has held ${lock} for 10 minutes (delete it if no run is going)`,
+      );
+    else await sleep(50 + Math.random() * 100);
+  }
+  try {
+    return await pull();
+  } finally {
+    await rm(lock, { force: true });
+  }
+}
+
+/**
  * Shallow clone (or refresh) of the manifest repository with isomorphic-git, over HTTP(S). The
  * caller has checked the URL and ref (repoUrlProblem, refProblem).
  */
 export async function pullRepository(options: PullOptions): Promise<PulledRepo> {
+  const { url, credentials } = splitCredentials(options.url);
   // One cache per repository and ref, so switching --ref never mixes two checkouts.
   const dir = path.join(
     options.cacheDir,
     createHash("sha256")
-      .update(`${options.url}\0${options.ref ?? ""}`)
+      .update(`${url}\0${options.ref ?? ""}`)
       .digest("hex")
       .slice(0, 16),
   );
   const token =
     options.token && tokenAllowed(options.url, options.serverUrl) ? options.token : undefined;
-  const onAuth = token ? () => ({ username: "x-access-token", password: token }) : undefined;
-  const common = { fs, http, dir, url: options.url, onAuth, singleBranch: true, depth: 1 } as const;
+  const auth = credentials ?? (token && { username: "x-access-token", password: token });
+  const onAuth = auth ? () => auth : undefined;
   const where = `${shownUrl(options.url)}${options.ref ? ` at ${options.ref}` : ""}`;
   const fail = (message: string, status?: number, cause?: unknown) =>
     new ForgeError(`cannot pull ${where}: ${message}`, { status, cause });
   try {
-    if (fs.existsSync(path.join(dir, ".git"))) {
-      // The branch the cache holds: the one asked for, else the remote default branch it was cloned
-      // at.
-      const branch = options.ref ?? (await git.currentBranch({ fs, dir }));
-      if (!branch) throw fail("the cached clone is on no branch");
-      const fetched = await git.fetch({ ...common, ref: branch, tags: false, prune: true });
-      const target = fetched.fetchHead;
-      if (!target) throw fail("fetch returned no head");
-      await git.writeRef({ fs, dir, ref: `refs/heads/${branch}`, value: target, force: true });
-      await git.checkout({ fs, dir, ref: branch, force: true });
-      return { dir, revision: target };
-    }
-    await rm(dir, { recursive: true, force: true });
-    await git.clone({ ...common, ref: options.ref, noTags: true });
-    return { dir, revision: await git.resolveRef({ fs, dir, ref: "HEAD" }) };
+    await mkdir(options.cacheDir, { recursive: true });
+    return await withLock(`${dir}.lock`, where, async () => {
+      if (fs.existsSync(path.join(dir, ".git"))) {
+        // A cache written by an older version may hold credentials in its remote URL.
+        await git.setConfig({ fs, dir, path: "remote.origin.url", value: url });
+        return { dir, revision: await update(dir, url, onAuth, options.ref) };
+      }
+      // Cloned aside and renamed into place: a failed clone leaves nothing behind.
+      await rm(dir, { recursive: true, force: true });
+      const fresh = await mkdtemp(`${dir}.clone-`);
+      try {
+        let revision: string;
+        if (options.ref) {
+          // A branch or a tag: fetched by name, its commit checked out.
+          await git.init({ fs, dir: fresh });
+          await git.addRemote({ fs, dir: fresh, remote: "origin", url });
+          revision = await update(fresh, url, onAuth, options.ref);
+        } else {
+          // The remote's default branch, which only a clone learns.
+          await git.clone({
+            fs,
+            http,
+            dir: fresh,
+            url,
+            onAuth,
+            singleBranch: true,
+            depth: 1,
+            noTags: true,
+          });
+          revision = await git.resolveRef({ fs, dir: fresh, ref: "HEAD" });
+        }
+        await rename(fresh, dir);
+        return { dir, revision };
+      } finally {
+        await rm(fresh, { recursive: true, force: true });
+      }
+    });
   } catch (error) {
     if (error instanceof ForgeError) throw error;
     // The remote, the network or the disk failed (git's errors and Node's system errors alike).
@@ -111,4 +204,45 @@ export async function pullRepository(options: PullOptions): Promise<PulledRepo> 
     const status = error instanceof git.Errors.HttpError ? error.data.statusCode : undefined;
     throw fail(error.message, status, error);
   }
+}
+
+/**
+ * Fetches `ref` (a branch or tag; without one, the branch the cache was cloned at) into the clone
+ * at `dir` and checks out the commit it names; returns that commit.
+ */
+async function update(
+  dir: string,
+  url: string,
+  onAuth: (() => { username: string; password: string }) | undefined,
+  ref: string | undefined,
+): Promise<string> {
+  const branch = ref ?? (await git.currentBranch({ fs, dir }));
+  if (!branch) throw new Error("the cached clone is on no branch");
+  const fetched = await git.fetch({
+    fs,
+    http,
+    dir,
+    url,
+    onAuth,
+    ref: branch,
+    singleBranch: true,
+    depth: 1,
+    tags: false,
+    prune: true,
+  });
+  if (!fetched.fetchHead) throw new Error("fetch returned no head");
+  // An annotated tag names a tag object: the commit is what it points at.
+  const commit = await peel(dir, fetched.fetchHead);
+  if (ref === undefined) {
+    await git.writeRef({ fs, dir, ref: `refs/heads/${branch}`, value: commit, force: true });
+    await git.checkout({ fs, dir, ref: branch, force: true });
+  } else {
+    await git.checkout({ fs, dir, ref: commit, force: true });
+  }
+  return commit;
+}
+
+async function peel(dir: string, oid: string): Promise<string> {
+  const object = await git.readObject({ fs, dir, oid });
+  return object.type === "tag" ? peel(dir, (await git.readTag({ fs, dir, oid })).tag.object) : oid;
 }

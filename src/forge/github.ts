@@ -2,6 +2,7 @@ import { retry } from "@octokit/plugin-retry";
 import { throttling } from "@octokit/plugin-throttling";
 import { Octokit } from "@octokit/rest";
 import { ForgeError } from "../errors.js";
+import { wholeNumber } from "../whole-number.js";
 
 // The forge as records: what GitHub says, not what it means. Reading a pull request as one of
 // Quartermaster's proposals is propose's job.
@@ -91,8 +92,8 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): GitHubSet
 function millis(env: NodeJS.ProcessEnv, name: string): number | undefined {
   const text = env[name];
   if (text === undefined || text === "") return undefined;
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < 0)
+  const value = wholeNumber(text);
+  if (value === undefined)
     throw new ForgeError(`${name} must be a whole number of milliseconds, not "${text}"`);
   return value;
 }
@@ -317,7 +318,10 @@ export class GitHub {
     return Buffer.from(blob.content, "base64").toString("utf8");
   }
 
-  /** One commit on top of `parent` writing `files`, through the Git Data API: no clone, no push. */
+  /**
+   * One commit on top of `parent` writing `files` (none: an empty commit), through the Git Data
+   * API: no clone, no push.
+   */
   async commitFiles(
     parent: string,
     files: Record<string, string>,
@@ -326,18 +330,21 @@ export class GitHub {
     const { data: parentCommit } = await call("reading the base commit", () =>
       this.octokit.rest.git.getCommit({ ...this.repo, commit_sha: parent }),
     );
-    const { data: tree } = await call("writing the tree", () =>
-      this.octokit.rest.git.createTree({
-        ...this.repo,
-        base_tree: parentCommit.tree.sha,
-        tree: Object.entries(files).map(([path, content]) => ({
-          path,
-          mode: "100644" as const,
-          type: "blob" as const,
-          content,
-        })),
-      }),
-    );
+    // No file: a commit of the parent's own tree.
+    const { data: tree } = !Object.keys(files).length
+      ? { data: parentCommit.tree }
+      : await call("writing the tree", () =>
+          this.octokit.rest.git.createTree({
+            ...this.repo,
+            base_tree: parentCommit.tree.sha,
+            tree: Object.entries(files).map(([path, content]) => ({
+              path,
+              mode: "100644" as const,
+              type: "blob" as const,
+              content,
+            })),
+          }),
+        );
     const now = new Date().toISOString();
     const { data: commit } = await call("writing the commit", () =>
       this.octokit.rest.git.createCommit({
@@ -350,6 +357,29 @@ export class GitHub {
       }),
     );
     return commit.sha;
+  }
+
+  /** Creates `branch` at `sha`; false when it already exists (another writer was first). */
+  async createBranch(branch: string, sha: string): Promise<boolean> {
+    try {
+      await call(`creating branch ${branch}`, () =>
+        this.octokit.rest.git.createRef({ ...this.repo, ref: `refs/heads/${branch}`, sha }),
+      );
+      return true;
+    } catch (error) {
+      // GitHub's 422 "Reference already exists"; any other refusal leaves no such branch.
+      if (error instanceof ForgeError && error.status === 422 && (await this.branchHead(branch)))
+        return false;
+      throw error;
+    }
+  }
+
+  /** When commit `sha` was committed, as its committer wrote it (ISO 8601). */
+  async commitDate(sha: string): Promise<string> {
+    const { data } = await call(`reading commit ${sha}`, () =>
+      this.octokit.rest.git.getCommit({ ...this.repo, commit_sha: sha }),
+    );
+    return data.committer.date;
   }
 
   /** Points the bot's branch at `sha`, creating it or moving it (the bot owns its branches). */

@@ -29,7 +29,7 @@ import { visible } from "../../text/escape.js";
 import { stringifyPortable } from "../../text/yaml-scalar.js";
 import { DEFAULT_CONNECT_TIMEOUT_SECONDS, sshTransport } from "../../transport/ssh.js";
 import { ExitBit } from "../exit.js";
-import { DEFAULT_MANIFESTS, parse, parsePositiveInt } from "../options.js";
+import { DEFAULT_MANIFESTS, parse, parseWholeNumber } from "../options.js";
 import { Progress } from "../progress.js";
 import { DEFAULT_CONCURRENCY, fleetAuditSettings } from "./audit.js";
 import { snapshotSpec } from "./snapshot.js";
@@ -95,8 +95,8 @@ export async function adoptCommand(argv: string[]): Promise<number> {
     throw new UsageError(
       `--packages takes names, versions or none, not "${visible(values.packages)}"`,
     );
-  const concurrency = parsePositiveInt("concurrency", values.concurrency, DEFAULT_CONCURRENCY);
-  const timeoutMs = parsePositiveInt("timeout", values.timeout, 60) * 1000;
+  const concurrency = parseWholeNumber("concurrency", values.concurrency, DEFAULT_CONCURRENCY);
+  const timeoutMs = parseWholeNumber("timeout", values.timeout, 60) * 1000;
   await readInput("ssh-config", values["ssh-config"]);
   await readInput("known-hosts", values["known-hosts"]);
   const configFile = values["ssh-config"] && path.resolve(values["ssh-config"]);

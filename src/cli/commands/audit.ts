@@ -27,7 +27,7 @@ import {
   OUTPUT_OPTIONS,
   parse,
   parseCategories,
-  parsePositiveInt,
+  parseWholeNumber,
   SELECT_OPTIONS,
   selectNodes,
 } from "../options.js";
@@ -119,7 +119,7 @@ async function fleetRun(
     ? [localNode(fleet, values.nodes)]
     : selectNodes(fleet, values.nodes);
   if (shard) nodes = nodes.filter((n) => shardOf(n.name, shard.count) === shard.index);
-  const timeoutSeconds = parsePositiveInt("timeout", values.timeout, 60);
+  const timeoutSeconds = parseWholeNumber("timeout", values.timeout, 60);
   const settings = fleetAuditSettings(fleet, {
     timeoutMs: timeoutSeconds * 1000,
     ...(categories && { categories }),
@@ -138,7 +138,7 @@ async function fleetRun(
     transportFor,
     settings,
     drift: { ...fleetDriftRules(fleet), now: new Date() },
-    concurrency: parsePositiveInt("concurrency", values.concurrency, DEFAULT_CONCURRENCY),
+    concurrency: parseWholeNumber("concurrency", values.concurrency, DEFAULT_CONCURRENCY),
     // Sessions through one jump host (or one sshd) stay under its MaxStartups.
     ...(!values.local &&
       !reach.transportFor && {

@@ -6,7 +6,7 @@ import { UsageError } from "../../errors.js";
 import { diffFleets } from "../../manifest/diff.js";
 import { renderManifestDiff } from "../../manifest/diff-markdown.js";
 import { loadFleet, type Fleet } from "../../manifest/load.js";
-import { findManifests, parse, parsePositiveInt } from "../options.js";
+import { findManifests, parse, parseWholeNumber } from "../options.js";
 
 // A job summary holds 1 MiB; leave room for anything else a workflow writes there.
 const DEFAULT_MAX_BYTES = 1_000_000;
@@ -61,7 +61,7 @@ export async function manifestDiffCommand(argv: string[]): Promise<number> {
     throw new UsageError(
       "manifest-diff needs --base REF (the commit the pull request merges into, e.g. HEAD^1 of its merge commit)",
     );
-  const maxBytes = parsePositiveInt("max-bytes", values["max-bytes"], DEFAULT_MAX_BYTES);
+  const maxBytes = parseWholeNumber("max-bytes", values["max-bytes"], DEFAULT_MAX_BYTES);
   // The heading and the closing note are always written; the cap leaves out whole sections.
   if (maxBytes < MIN_BYTES)
     throw new UsageError(`--max-bytes takes at least ${MIN_BYTES}, not ${maxBytes}`);

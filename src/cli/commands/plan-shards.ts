@@ -1,10 +1,9 @@
-import { UsageError } from "../../errors.js";
 import { MAX_SHARDS } from "../../report/schema.js";
 import {
   loadManifests,
   MANIFEST_OPTIONS,
   parse,
-  parsePositiveInt,
+  parseWholeNumber,
   selectNodes,
 } from "../options.js";
 
@@ -37,17 +36,16 @@ export async function planShardsCommand(argv: string[]): Promise<number> {
     shards: { type: "string", default: "0" },
     "nodes-per-shard": { type: "string" },
   });
-  const requested = Number(values.shards);
-  if (!Number.isInteger(requested) || requested < 0)
-    throw new UsageError(
-      `--shards takes a whole number (0 chooses from the fleet's size), not "${values.shards}"`,
-    );
+  const requested = parseWholeNumber("shards", values.shards, 0, {
+    min: 0,
+    hint: "(0 chooses from the fleet's size)",
+  });
   const fleet = await loadManifests(values);
   const names = selectNodes(fleet, values.nodes).map((n) => n.name);
   const plan = planShards(
     names,
     requested,
-    parsePositiveInt("nodes-per-shard", values["nodes-per-shard"], DEFAULT_NODES_PER_SHARD),
+    parseWholeNumber("nodes-per-shard", values["nodes-per-shard"], DEFAULT_NODES_PER_SHARD),
   );
   process.stdout.write(`${JSON.stringify(plan)}\n`);
   return 0;

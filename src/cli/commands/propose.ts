@@ -3,6 +3,7 @@ import { ForgeError, UsageError } from "../../errors.js";
 import { GitHub, settingsFromEnv } from "../../forge/github.js";
 import { describeAction, executePlan, planWithForge, type Outcome } from "../../propose/execute.js";
 import { proposalInput } from "../../propose/input.js";
+import { LOCK_BRANCH, lockProposals } from "../../propose/lock.js";
 import { waitingAfter } from "../../propose/budget.js";
 import { plan } from "../../propose/plan.js";
 import type { Action } from "../../propose/proposal.js";
@@ -18,17 +19,9 @@ import { readReport } from "../../report/read.js";
 import { visible } from "../../text/escape.js";
 import { codeCell } from "../../text/markdown.js";
 import { ExitBit } from "../exit.js";
-import { MANIFEST_OPTIONS, parse, resolveManifestDir } from "../options.js";
+import { MANIFEST_OPTIONS, parse, parseWholeNumber, resolveManifestDir } from "../options.js";
 
 export const DEFAULT_MAX_NEW_PRS = 10;
-
-function maxNewPrs(text: string | undefined): number | undefined {
-  if (text === undefined) return undefined;
-  const value = Number(text);
-  if (!/^\d+$/.test(text) || !Number.isSafeInteger(value))
-    throw new UsageError(`--max-new-prs takes a whole number (0 or more), not "${visible(text)}"`);
-  return value;
-}
 
 export async function proposeCommand(argv: string[]): Promise<number> {
   const { values } = parse("propose", argv, {
@@ -43,7 +36,10 @@ export async function proposeCommand(argv: string[]): Promise<number> {
     throw new UsageError(
       "propose needs --report FILE (an audit report written with --format json)",
     );
-  const budget = maxNewPrs(values["max-new-prs"]);
+  const budget = parseWholeNumber("max-new-prs", values["max-new-prs"], undefined, {
+    min: 0,
+    hint: "(0 or more)",
+  });
   const audited = await readReport(values.report);
   const manifestDir = await resolveManifestDir(values);
 
@@ -70,8 +66,9 @@ export async function proposeCommand(argv: string[]): Promise<number> {
   const { input: loaded, revision, waivers } = await proposalInput(manifestDir, report);
   // The flag wins over fleet.yaml's `propose.max_new_prs`.
   const input = { ...loaded, maxNewPrs: budget ?? loaded.maxNewPrs ?? DEFAULT_MAX_NEW_PRS };
-  const { actions, waiting } = github
-    ? await planWithForge(github, input, tickedBranches(dashboard.body))
+  const ticked = tickedBranches(dashboard.body);
+  const planned = github
+    ? await planWithForge(github, input, ticked)
     : { actions: plan({ ...input, pulls: [] }), waiting: new Map<string, string>() };
   const overBudget = report.unauditedBudget?.over;
   if (overBudget)
@@ -80,77 +77,95 @@ export async function proposeCommand(argv: string[]): Promise<number> {
     );
   const overBit = overBudget ? ExitBit.overUnauditedBudget : 0;
   const dry = values["dry-run"] || !github;
-  for (const action of actions)
-    process.stdout.write(
-      `${dry && action.type !== "defer" ? "would " : ""}${describeAction(action)}\n`,
-    );
-  const deferred = actions.filter((a) => a.type === "defer").length;
-  if (deferred)
-    process.stdout.write(
-      `${deferred} new pull request${deferred === 1 ? " is" : "s are"} deferred: at most ${input.maxNewPrs} are opened per run\n`,
-    );
-  if (!actions.length)
-    process.stdout.write("nothing to propose: every pull request is up to date\n");
-  if (dry) {
-    if (values.summary)
-      await appendFile(
-        values.summary,
-        summary(
-          actions.map((action) => ({ action, ok: true })),
-          dry,
-        ),
-      );
-    return overBit;
-  }
-
-  const base = { branch: values.base ?? (await github!.defaultBranch()), sha: revision };
-  const outcomes = await executePlan(github!, actions, base);
-  // Deferred PRs keep their place in the queue (the next run opens the longest-waiting first);
-  // the history keeps since when each node is dark and each drift exists.
+  // Runs that write take turns, and plan again once their turn comes, from what the one before did.
+  const release =
+    !dry && planned.actions.some(writes)
+      ? await lockProposals(github!, revision, () =>
+          process.stderr.write(
+            `quartermaster: another propose run is writing pull requests (branch ${LOCK_BRANCH}); waiting for it\n`,
+          ),
+        )
+      : undefined;
   try {
-    await writeState(
-      github!,
-      {
-        waiting: waitingAfter(actions),
-        history: nextHistory(history, report, new Set(input.nodes.map((n) => n.name))),
-      },
-      { waiting, history },
-      revision,
-    );
-  } catch (error) {
-    if (!(error instanceof ForgeError)) throw error;
-    process.stderr.write(
-      `quartermaster: ${visible(error.message)}; deferred pull requests may lose their place in the queue, and this run is missing from the audit history\n`,
-    );
-  }
-  const dashboardFailed = !(await updateDashboard(github!, dashboard, {
-    report,
-    actions,
-    tickets: input.tickets,
-    waivers,
-  }));
-  const failed = outcomes.filter((o) => !o.ok);
-  for (const outcome of outcomes) {
-    if (outcome.number)
+    const { actions, waiting } = release ? await planWithForge(github!, input, ticked) : planned;
+    for (const action of actions)
       process.stdout.write(
-        visible(
-          `opened #${outcome.number} ${outcome.action.type === "open" ? outcome.action.branch : ""}`,
-        ) + "\n",
+        `${dry && action.type !== "defer" ? "would " : ""}${describeAction(action)}\n`,
       );
+    const deferred = actions.filter((a) => a.type === "defer").length;
+    if (deferred)
+      process.stdout.write(
+        `${deferred} new pull request${deferred === 1 ? " is" : "s are"} deferred: at most ${input.maxNewPrs} are opened per run\n`,
+      );
+    if (!actions.length)
+      process.stdout.write("nothing to propose: every pull request is up to date\n");
+    if (dry) {
+      if (values.summary)
+        await appendFile(
+          values.summary,
+          summary(
+            actions.map((action) => ({ action, ok: true })),
+            dry,
+          ),
+        );
+      return overBit;
+    }
+
+    const base = { branch: values.base ?? (await github!.defaultBranch()), sha: revision };
+    const outcomes = await executePlan(github!, actions, base);
+    // Deferred PRs keep their place in the queue (the next run opens the longest-waiting first);
+    // the history keeps since when each node is dark and each drift exists.
+    try {
+      await writeState(
+        github!,
+        {
+          waiting: waitingAfter(actions),
+          history: nextHistory(history, report, new Set(input.nodes.map((n) => n.name))),
+        },
+        { waiting, history },
+        revision,
+      );
+    } catch (error) {
+      if (!(error instanceof ForgeError)) throw error;
+      process.stderr.write(
+        `quartermaster: ${visible(error.message)}; deferred pull requests may lose their place in the queue, and this run is missing from the audit history\n`,
+      );
+    }
+    const dashboardFailed = !(await updateDashboard(github!, dashboard, {
+      report,
+      actions,
+      tickets: input.tickets,
+      waivers,
+    }));
+    const failed = outcomes.filter((o) => !o.ok);
+    for (const outcome of outcomes) {
+      if (outcome.number)
+        process.stdout.write(
+          visible(
+            `opened #${outcome.number} ${outcome.action.type === "open" ? outcome.action.branch : ""}`,
+          ) + "\n",
+        );
+    }
+    for (const failure of failed)
+      process.stderr.write(
+        `quartermaster: ${describeAction(failure.action)}: ${visible(failure.error ?? "")}\n`,
+      );
+    if (values.summary) await appendFile(values.summary, summary(outcomes, false));
+    if (failed.length) {
+      process.stderr.write(
+        `${failed.length} of ${outcomes.length} actions failed; the next run retries them (the report is unchanged on disk)\n`,
+      );
+      return ExitBit.unaudited | overBit;
+    }
+    return (dashboardFailed ? ExitBit.unaudited : 0) | overBit;
+  } finally {
+    await release?.();
   }
-  for (const failure of failed)
-    process.stderr.write(
-      `quartermaster: ${describeAction(failure.action)}: ${visible(failure.error ?? "")}\n`,
-    );
-  if (values.summary) await appendFile(values.summary, summary(outcomes, false));
-  if (failed.length) {
-    process.stderr.write(
-      `${failed.length} of ${outcomes.length} actions failed; the next run retries them (the report is unchanged on disk)\n`,
-    );
-    return ExitBit.unaudited | overBit;
-  }
-  return (dashboardFailed ? ExitBit.unaudited : 0) | overBit;
 }
+
+/** Whether carrying out `action` writes to GitHub. */
+const writes = (action: Action) =>
+  action.type !== "defer" && (action.type !== "leave" || Boolean(action.comment));
 
 const VERB: Record<Action["type"], string> = {
   open: "open",

@@ -1,7 +1,7 @@
 import { UsageError } from "../../errors.js";
 import { DEFAULT_MARKDOWN_MAX_BYTES } from "../../report/formats/markdown.js";
 import { readReport } from "../../report/read.js";
-import { OUTPUT_OPTIONS, parse, parsePositiveInt } from "../options.js";
+import { OUTPUT_OPTIONS, parse, parseWholeNumber } from "../options.js";
 import { checkOut, formatName, writeReport } from "../output.js";
 
 // Renders a saved JSON report again in any format: a job summary, annotations, metrics.
@@ -15,9 +15,9 @@ export async function reportCommand(argv: string[]): Promise<number> {
     throw new UsageError("report needs --report FILE (an audit report written with --format json)");
   if (values["max-bytes"] !== undefined && formatName(values.format) !== "markdown")
     throw new UsageError("--max-bytes applies to --format markdown only");
+  const maxBytes = parseWholeNumber("max-bytes", values["max-bytes"], DEFAULT_MARKDOWN_MAX_BYTES);
   await checkOut(values.out);
   const report = await readReport(values.report);
-  const maxBytes = parsePositiveInt("max-bytes", values["max-bytes"], DEFAULT_MARKDOWN_MAX_BYTES);
   try {
     await writeReport(report, { ...values, maxBytes });
   } catch (error) {

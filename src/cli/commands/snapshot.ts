@@ -30,7 +30,7 @@ import {
   MANIFEST_OPTIONS,
   parse,
   parseCategories,
-  parsePositiveInt,
+  parseWholeNumber,
   selectNodes,
 } from "../options.js";
 import { DEFAULT_CONCURRENCY, fleetAuditSettings, fleetSshOptions } from "./audit.js";
@@ -212,13 +212,13 @@ export async function snapshotCommand(argv: string[]): Promise<number> {
       `--packages takes names, versions or none, not "${visible(values.packages)}"`,
     );
   const categories = parseCategories(values.category);
-  const concurrency = parsePositiveInt("concurrency", values.concurrency, DEFAULT_CONCURRENCY);
+  const concurrency = parseWholeNumber("concurrency", values.concurrency, DEFAULT_CONCURRENCY);
   await checkOut(values.out);
   const domains = DOMAINS.filter((d) => !categories || categories.includes(d.name));
   const timeoutMs =
     values.timeout === undefined
       ? undefined
-      : parsePositiveInt("timeout", values.timeout, 60) * 1000;
+      : parseWholeNumber("timeout", values.timeout, 60) * 1000;
   const targets = await snapshotTargets(values, timeoutMs);
   const limit = pLimit(concurrency);
   const takenAt = new Date();

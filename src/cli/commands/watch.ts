@@ -9,7 +9,7 @@ import { visible } from "../../text/escape.js";
 import { localTransport } from "../../transport/local.js";
 import { serveMetrics } from "../../watch/metrics.js";
 import { Monitor, type WatchedManifest } from "../../watch/monitor.js";
-import { findManifests, localNode, parse, parsePositiveInt } from "../options.js";
+import { findManifests, localNode, parse, parseWholeNumber } from "../options.js";
 
 export const WATCH_OPTIONS = {
   local: { type: "boolean", default: false },
@@ -38,7 +38,7 @@ async function loadWatched(values: WatchValues): Promise<WatchedManifest> {
     node,
     revision: await manifestRevision(fleet.dir),
     settings: fleetAuditSettings(fleet, {
-      timeoutMs: parsePositiveInt("timeout", values.timeout, 60) * 1000,
+      timeoutMs: parseWholeNumber("timeout", values.timeout, 60) * 1000,
       ...(marker && { maintenanceMarker: marker }),
     }),
     drift: fleetDriftRules(fleet),
@@ -69,7 +69,7 @@ export async function watchCommand(argv: string[]): Promise<number> {
   if (values["maintenance-marker"] !== undefined && !values["maintenance-marker"].startsWith("/")) {
     throw new UsageError("--maintenance-marker takes an absolute path");
   }
-  const intervalMs = parsePositiveInt("interval", values.interval, DEFAULT_INTERVAL_SECONDS) * 1000;
+  const intervalMs = parseWholeNumber("interval", values.interval, DEFAULT_INTERVAL_SECONDS) * 1000;
   const loaded = await loadWatched(values);
   // Log lines quote host text (diffs, file contents): escaped here, where they reach the terminal.
   const log = (line: string) => process.stderr.write(`${visible(line, { multiline: true })}\n`);

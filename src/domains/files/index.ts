@@ -4,6 +4,13 @@ import { unifiedDiff } from "../text.js";
 import { compareContents, comparedByHash, declaredContents, HASHED } from "./contents.js";
 import { ManifestEditError } from "../../errors.js";
 import {
+  LINKED_COMPONENT,
+  PRINT_LINK,
+  canonicalPath,
+  linkedValue,
+  type LinkedComponent,
+} from "../no-follow.js";
+import {
   STAT_FORMAT,
   isRegular,
   normalizeMode,
@@ -109,6 +116,17 @@ function typeFinding(file: FileDeclared, stat: FileStat, target: string | undefi
   };
 }
 
+/** A symlinked folder on the way to a declared path: nothing behind it is looked at. */
+function parentFinding(file: FileDeclared, parent: LinkedComponent): Finding {
+  return {
+    key: file.path,
+    declared: file.absent ? "absent" : file.link === undefined ? "file" : `symlink -> ${file.link}`,
+    live: linkedValue(parent),
+    path: ["files", file.path, "type"],
+    detail: `${parent.component} is a symlink: not followed, nothing behind it looked at (declare the path without links)`,
+  };
+}
+
 /** Owner or group as declared: by name, or by numeric id. */
 function account(want: string, name: string, id: string): string {
   return /^\d+$/.test(want) || name === "UNKNOWN" ? id : name;
@@ -148,21 +166,17 @@ function acceptFile(
 }
 
 /**
- * `qm_read PATH`: prints the first `bytes` bytes of PATH only if PATH itself is a regular file. The
- * file is opened first, then the opened file must be the file at the path (lstat): a symlink
- * swapped in after the test is never read through. GNU stat reads the open file as `-` in the same
- * process; busybox stat cannot, and takes a second stat of /proc/self/fd/3. The test before opening
- * keeps fifos and devices from being opened; a swap to one between the test and the open can only
- * stall this node's probe.
+ * `qm_read PATH CANONICAL`: prints the first `bytes` bytes of PATH only if PATH itself is a regular
+ * file. The file is opened first, then the kernel's name for the opened file must be PATH as
+ * written canonically: a symlink swapped in after the tests, at PATH or at a folder above it, is
+ * never read through. The test before opening keeps fifos and devices from being opened; a swap to
+ * one between the test and the open can only stall this node's probe.
  */
 function readRegularFile(bytes: number): string {
   return [
     "qm_read() {",
     '  [ -f "$1" ] && [ ! -h "$1" ] || return 1',
-    "  {",
-    '    qm_id=$(stat -c %d:%i -- "$1" - <&3) || qm_id=$(stat -c %d:%i -- "$1" && stat -L -c %d:%i /proc/self/fd/3)',
-    `    set -- $qm_id; [ $# -eq 2 ] && [ "$1" = "$2" ] && head -c ${bytes} <&3`,
-    '  } 2>/dev/null 3<"$1"',
+    `  { [ "$(readlink /proc/self/fd/3)" = "$2" ] && head -c ${bytes} <&3; } 2>/dev/null 3<"$1"`,
     "}",
   ].join("\n");
 }
@@ -181,31 +195,41 @@ export const files: Domain<FilesDeclared, FilesLive> = {
     if (!declared?.length)
       return [ctx.mark(`cap ${ctx.maxFileBytes}`), ctx.mark("paths"), ctx.mark("stat")].join("\n");
     const all = declared.map((f) => ctx.quote(f.path)).join(" ");
-    const hashed = declared
-      .filter((f) => comparedByHash(f, ctx.maxFileBytes))
-      .map((f) => ctx.quote(f.path));
+    // $qm_s<i> is set for a path with no symlink among its folders: only such a path is looked at.
+    const index = new Map(declared.map((f, i) => [f.path, i]));
+    const looked = (f: FileDeclared) => `[ -n "$qm_s${index.get(f.path)}" ]`;
     // Only non-secret files declared by contents are read, each through qm_read, so a huge file
     // costs cap+1 bytes.
     const read = declared.filter(
       (f) => f.contents !== undefined && !f.secret && !comparedByHash(f, ctx.maxFileBytes),
     );
-    const readPaths = read.map((f) => ctx.quote(f.path)).join(" ");
+    const hashed = declared.filter((f) => comparedByHash(f, ctx.maxFileBytes));
     const overCap = `-maxdepth 0 -type f -size +${ctx.maxFileBytes}c`;
     return [
       ctx.mark(`cap ${ctx.maxFileBytes}`),
       ctx.mark("paths"),
       `printf '%s\\n' ${all}`,
+      LINKED_COMPONENT,
+      // A symlinked folder on the way is reported (the link's own target text) and nothing behind
+      // it is looked at: no stat, no hash, no read.
+      "set --",
+      ...declared.map((f, i) => {
+        const canonical = canonicalPath(f.path);
+        const parent = ctx.quote(canonical.slice(0, canonical.lastIndexOf("/")));
+        const linked = `${ctx.mark(`parent ${f.path}`)}; ${PRINT_LINK}`;
+        return `if qm_linked ${parent}; then ${linked}; else qm_s${i}=1; set -- "$@" ${ctx.quote(f.path)}; fi`;
+      }),
       ctx.mark("stat"),
       // No -L anywhere: a symlink at a declared path is described itself, its target never looked
       // at.
-      `stat -c '${STAT_FORMAT}' -- ${all} 2>/dev/null`,
+      `[ $# -eq 0 ] || stat -c '${STAT_FORMAT}' -- "$@" 2>/dev/null`,
       // A symlink's own target text; a path stat cannot see gets a stat of its own, so its error
       // (missing, or permission denied) needs no matching to a file name.
       ...declared.map((f) => {
         const q = ctx.quote(f.path);
         const link = `${ctx.mark(`link ${f.path}`)}; readlink -- ${q}`;
         const missing = `${ctx.mark(`missing ${f.path}`)}; stat -c '${STAT_FORMAT}' -- ${q} 2>&1`;
-        return `if [ -h ${q} ]; then ${link}; elif [ ! -e ${q} ]; then ${missing}; fi`;
+        return `if ! ${looked(f)}; then :; elif [ -h ${q} ]; then ${link}; elif [ ! -e ${q} ]; then ${missing}; fi`;
       }),
       // Only regular files that are not symlinks are hashed. A swap to a symlink between this test
       // and sha256sum opening the file remains possible: it could send a target's hash, never its
@@ -213,19 +237,29 @@ export const files: Domain<FilesDeclared, FilesLive> = {
       ...(hashed.length || read.length ? [ctx.mark("sha256")] : []),
       ...(hashed.length
         ? [
-            `set --; for qm_p in ${hashed.join(" ")}; do`,
-            '  [ -f "$qm_p" ] && [ ! -h "$qm_p" ] && set -- "$@" "$qm_p"',
-            "done",
+            "set --",
+            ...hashed.map((f) => {
+              const q = ctx.quote(f.path);
+              return `${looked(f)} && [ -f ${q} ] && [ ! -h ${q} ] && set -- "$@" ${q}`;
+            }),
             `[ $# -eq 0 ] || sha256sum -- "$@" 2>&1`,
           ]
         : []),
       // A file read for its contents but over the cap is hashed on the host, so accepting it can
       // declare its sha256; find's -type f, without -L, skips a symlink.
-      ...(read.length ? [`find ${readPaths} ${overCap} -exec sha256sum -- {} + 2>/dev/null`] : []),
-      ...(read.length ? [readRegularFile(ctx.maxFileBytes + 1)] : []),
+      ...(read.length
+        ? [
+            "set --",
+            ...read.map((f) => `${looked(f)} && set -- "$@" ${ctx.quote(f.path)}`),
+            `[ $# -eq 0 ] || find "$@" ${overCap} -exec sha256sum -- {} + 2>/dev/null`,
+            readRegularFile(ctx.maxFileBytes + 1),
+          ]
+        : []),
       ...read.map((f) => {
+        const q = ctx.quote(f.path);
         const unreadable = ctx.mark(`unreadable ${f.path}`);
-        return `${ctx.mark(`contents ${f.path}`)}\nqm_read ${ctx.quote(f.path)} || ${unreadable}`;
+        const contents = ctx.mark(`contents ${f.path}`);
+        return `if ${looked(f)}; then\n${contents}\nqm_read ${q} ${ctx.quote(canonicalPath(f.path))} || ${unreadable}\nfi`;
       }),
       "true",
     ].join("\n");
@@ -236,6 +270,11 @@ export const files: Domain<FilesDeclared, FilesLive> = {
   compare(declared, live) {
     const findings: Finding[] = [];
     for (const file of declared) {
+      const parent = live.parents.get(file.path);
+      if (parent) {
+        findings.push(parentFinding(file, parent));
+        continue;
+      }
       const stat = live.files.get(file.path);
       if (stat === undefined) continue; // could not be looked at: the reason is in live.unknown
       if (file.absent) {

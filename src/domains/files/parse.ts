@@ -1,5 +1,6 @@
 import { ProbeParseError } from "../../errors.js";
 import { partsByLabel } from "../domain.js";
+import { parseLink, type LinkedComponent } from "../no-follow.js";
 
 // Contract with the transport: probe output arrives decoded byte-per-char (latin1), so
 // Buffer.from(text, "latin1") gives back the exact bytes a file holds, binary or not.
@@ -32,6 +33,8 @@ export interface FilesLive {
   files: Map<string, FileStat | null>;
   /** path -> the target of the symlink at that path (its own text, never followed). */
   links: Map<string, string>;
+  /** path -> the symlinked folder on its way: nothing behind it was looked at. */
+  parents: Map<string, LinkedComponent>;
   sha256: Map<string, string>;
   /** path -> its first cap+1 bytes */
   contents: Map<string, Buffer>;
@@ -120,7 +123,8 @@ export function isRegular(stat: FileStat | null | undefined): boolean {
 
 /**
  * The files section: `cap N`, `paths` (the declared paths, one a line), `stat`, `missing <path>`
- * (the error of a path stat could not see), `link <path>` (a symlink's target), `sha256`, then
+ * (the error of a path stat could not see), `link <path>` (a symlink's target), `parent <path>` (a
+ * symlinked folder on its way, then that link's target), `sha256`, then
  * `contents <path>` for each file read and `unreadable <path>` where reading it failed.
  */
 export function parseFiles(raw: readonly [string, string][]): FilesLive {
@@ -141,6 +145,7 @@ export function parseFiles(raw: readonly [string, string][]): FilesLive {
   const declared = paths.split("\n").filter(Boolean);
   const statErrors = new Map<string, string>();
   const links = new Map<string, string>();
+  const parents = new Map<string, LinkedComponent>();
   const contents = new Map<string, Buffer>();
   const unreadable: string[] = [];
   let missingText = "";
@@ -154,10 +159,12 @@ export function parseFiles(raw: readonly [string, string][]): FilesLive {
       statErrors.set(path, text.trim());
     } else if (kind === "link" && text !== "")
       links.set(path, text.endsWith("\n") ? text.slice(0, -1) : text);
+    else if (kind === "parent") parents.set(path, parseLink(text));
     else if (kind === "contents") contents.set(path, Buffer.from(text, "latin1"));
     else if (kind === "unreadable") unreadable.push(path);
   }
-  const { files, unknown } = parseStat(`${statText}\n${missingText}`, declared, statErrors);
+  const looked = declared.filter((path) => !parents.has(path));
+  const { files, unknown } = parseStat(`${statText}\n${missingText}`, looked, statErrors);
   const { sha256, errors } = parseSha256(byLabel.get("sha256") ?? "");
   for (const path of unreadable) {
     contents.delete(path);
@@ -165,5 +172,5 @@ export function parseFiles(raw: readonly [string, string][]): FilesLive {
   }
   // Only regular files that are not symlinks are hashed, so every error is about one of them.
   for (const error of errors) unknown.push(`cannot hash: ${error}`);
-  return { cap, files, links, sha256, contents, unknown };
+  return { cap, files, links, parents, sha256, contents, unknown };
 }

@@ -28,7 +28,7 @@ export const ioScheduler: Domain<IoSchedulerDeclared, IoSchedulerLive> = {
     "Echo the declared scheduler into /sys/block/<dev>/queue/scheduler and persist it with a udev rule, or accept the live scheduler.",
   probe(_declared, ctx) {
     // The glob expands in the shell; one grep reads every device's scheduler file. Every device is
-    // sent (a line each): declared keys are globs matched by picomatch on the auditor, which no
+    // sent (a line each): declared keys are globs matched on the auditor (src/glob.ts), which no
     // sh, busybox or not, matches alike in every case, and a glob's own finding needs the devices.
     return [
       "set -- /sys/block/*/queue/scheduler",

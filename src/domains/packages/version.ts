@@ -126,13 +126,29 @@ export function rpmvercmp(a: string, b: string): number {
 }
 
 /**
+ * rpm's own reading (parseEVR in rpmio): an epoch is the leading digits when a colon ends them, any
+ * number of them, compared as rpmvercmp compares digits (`:1` has epoch 0, `1a:2` has none and is
+ * all version).
+ */
+function splitRpmEvr(text: string): { epoch: string; version: string; release?: string } {
+  const epoch = /^(\d*):/.exec(text);
+  const rest = epoch ? text.slice(epoch[0].length) : text;
+  const hyphen = rest.lastIndexOf("-");
+  return {
+    epoch: epoch?.[1] || "0",
+    version: hyphen === -1 ? rest : rest.slice(0, hyphen),
+    ...(hyphen === -1 ? {} : { release: rest.slice(hyphen + 1) }),
+  };
+}
+
+/**
  * rpm's EVR order. A side without a release compares on epoch and version only, as rpm matches
  * a dependency like `>= 1.2` against any release of 1.2.
  */
 export function compareRpm(a: string, b: string): number {
-  const x = splitEvr(a);
-  const y = splitEvr(b);
-  const byVersion = sign(x.epoch - y.epoch) || rpmvercmp(x.version, y.version);
+  const x = splitRpmEvr(a);
+  const y = splitRpmEvr(b);
+  const byVersion = rpmvercmp(x.epoch, y.epoch) || rpmvercmp(x.version, y.version);
   if (byVersion || x.release === undefined || y.release === undefined) return byVersion;
   return rpmvercmp(x.release, y.release);
 }

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { keyedList, type Domain, type Finding, type JsonValue } from "../domain.js";
 import { unifiedDiff, utf8Text } from "../text.js";
 import { ManifestEditError } from "../../errors.js";
+import { LINKED_COMPONENT, PRINT_LINK, linkedValue, type LinkedComponent } from "../no-follow.js";
 import { parseSystemd, type SystemdLive, type UnitLive } from "./parse.js";
 
 const UNIT_TYPES = [
@@ -108,6 +109,22 @@ function shown(bytes: Buffer, cap: number): { text?: string; value: string } {
   return text === undefined ? { value: `<binary, ${bytes.length} bytes>` } : { text, value: text };
 }
 
+/** A unit file or drop-in reached through a symlink: not followed, so nothing to compare. */
+function linkFinding(
+  key: string,
+  path: (string | number)[],
+  want: string | null,
+  link: LinkedComponent,
+): Finding {
+  return {
+    key,
+    declared: want,
+    live: linkedValue(link),
+    path,
+    detail: `${link.component} is a symlink: not followed, nothing behind it read`,
+  };
+}
+
 function textFinding(
   key: string,
   path: (string | number)[],
@@ -176,6 +193,7 @@ export const systemd: Domain<SystemdDeclared, SystemdLive> = {
         "fi",
       );
     }
+    lines.push(LINKED_COMPONENT);
     for (const unit of declared) {
       const candidates = unitFileNames(unit.name).flatMap((n) =>
         UNIT_DIRS.map((d) => q(`${d}/${n}`)),
@@ -192,21 +210,30 @@ export const systemd: Domain<SystemdDeclared, SystemdLive> = {
           : [
               `[ -d /run/systemd/system ] && printf 'is-enabled %s\\n' "$(systemctl is-enabled -- ${name} 2>/dev/null)"`,
             ]),
-        `qm_f=; for qm_p in ${candidates.join(" ")}; do if [ -f "$qm_p" ]; then qm_f=$qm_p; break; fi; done`,
+        // The first file or symlink in search order, a mask (a link to /dev/null) aside.
+        `qm_f=; for qm_p in ${candidates.join(" ")}; do if { [ -f "$qm_p" ] || [ -h "$qm_p" ]; } && [ ! -c "$qm_p" ]; then qm_f=$qm_p; break; fi; done`,
         `[ -n "$qm_f" ] && printf 'file %s\\n' "$qm_f"`,
+        // A symlink on its way, the file itself included, is reported and never followed.
+        `qm_l=; [ -n "$qm_f" ] && qm_linked "$qm_f" && { qm_l=1; ${ctx.mark(`unit-link ${unit.name}`)}; ${PRINT_LINK}; }`,
       );
       if (unit.contents !== undefined) {
         lines.push(
-          `if [ -n "$qm_f" ]; then ${ctx.mark(`unit-file ${unit.name}`)}; ${read("$qm_f", unit.name)}; fi`,
+          `if [ -n "$qm_f" ] && [ -z "$qm_l" ]; then ${ctx.mark(`unit-file ${unit.name}`)}; ${read("$qm_f", unit.name)}; fi`,
         );
       }
       if (unit.dropins !== undefined) {
+        const dir = dropinDir(unit.name);
         lines.push(
-          `for qm_p in /etc/systemd/system/${name}.d/*.conf; do`,
+          `if qm_linked ${q(dir)}; then ${ctx.mark(`dropins-link ${unit.name}`)}; ${PRINT_LINK}; else`,
+          `for qm_p in ${q(dir)}/*.conf; do`,
+          `  if [ -h "$qm_p" ]; then`,
+          `    ${ctx.mark(`dropin-link ${unit.name}`)}; printf '%s\\n%s\\n' "\${qm_p##*/}" "$qm_p"; readlink -- "$qm_p"`,
+          `    continue`,
+          `  fi`,
           `  [ -f "$qm_p" ] || continue`,
           `  ${ctx.mark(`dropin ${unit.name}`)}; printf '%s\\n' "\${qm_p##*/}"`,
           `  ${read("$qm_p", unit.name)}`,
-          "done",
+          "done; fi",
         );
       }
     }
@@ -264,7 +291,11 @@ export const systemd: Domain<SystemdDeclared, SystemdLive> = {
             `ActiveState=${got.state.active} SubState=${got.state.sub}`,
           );
       }
-      if (unit.contents !== undefined && got.contents) {
+      if (unit.contents !== undefined && got.link) {
+        findings.push(
+          linkFinding(`${unit.name}:contents`, [...base, "contents"], unit.contents, got.link),
+        );
+      } else if (unit.contents !== undefined && got.contents) {
         const drift = textFinding(
           `${unit.name}:contents`,
           [...base, "contents"],
@@ -275,12 +306,26 @@ export const systemd: Domain<SystemdDeclared, SystemdLive> = {
         );
         if (drift) findings.push(drift);
       }
-      if (unit.dropins !== undefined) {
+      if (unit.dropins !== undefined && got.dropinsLink) {
+        // Nothing in a linked drop-in folder was listed: each declared drop-in is in question.
+        const files = Object.keys(unit.dropins);
+        for (const file of files.length ? files : ["*"]) {
+          const path = [...base, "dropins", file];
+          const want = unit.dropins[file] ?? null;
+          findings.push(linkFinding(`${unit.name}.d/${file}`, path, want, got.dropinsLink));
+        }
+      } else if (unit.dropins !== undefined) {
         const dir = dropinDir(unit.name);
+        for (const [file, link] of got.dropinLinks) {
+          const path = [...base, "dropins", file];
+          const want = Object.hasOwn(unit.dropins, file) ? unit.dropins[file]! : null;
+          findings.push(linkFinding(`${unit.name}.d/${file}`, path, want, link));
+        }
         for (const [file, want] of Object.entries(unit.dropins)) {
           const key = `${unit.name}.d/${file}`;
           const path = [...base, "dropins", file];
           const have = got.dropins.get(file);
+          if (got.dropinLinks.has(file)) continue;
           if (have === undefined) {
             if (live.unknown.some((u) => u.includes(`${dir}/${file}`))) continue;
             findings.push({

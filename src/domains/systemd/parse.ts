@@ -1,4 +1,5 @@
 import { ProbeParseError } from "../../errors.js";
+import { parseLink, type LinkedComponent } from "../no-follow.js";
 
 // Contract with the transport: probe output arrives decoded byte-per-char (latin1), so
 // Buffer.from(text, "latin1") gives back the exact bytes of a unit file.
@@ -24,6 +25,8 @@ export interface UnitLive {
   enabledState?: string;
   /** The unit file in effect, first in systemd's search order; undefined when there is none. */
   file?: string;
+  /** The symlink on the way to that file (the file itself included): it was not read. */
+  link?: LinkedComponent;
   /** Its first cap+1 bytes, when contents are declared. */
   contents?: Buffer;
   /**
@@ -31,6 +34,10 @@ export interface UnitLive {
    * declared.
    */
   dropins: Map<string, Buffer>;
+  /** The drop-in folder is reached through this symlink: nothing in it was listed or read. */
+  dropinsLink?: LinkedComponent;
+  /** Drop-in name -> the symlink it is (not followed). */
+  dropinLinks: Map<string, LinkedComponent>;
   /** From systemctl, only when systemd runs and `active` is declared. */
   state?: ActiveState;
 }
@@ -79,7 +86,9 @@ const firstLine = (text: string): [string, string] => {
  * The systemd section: `cap N`; `active <names>` (systemctl show output) or `active-unknown`
  * (reason); per unit `unit <name>` (lines `masked`, `wanted-by <path>`, `file <path>`, `is-enabled
  * <state>`), `unit-file <name>`, `dropin <name>` (drop-in file name, then its bytes), and
- * `unreadable <name>` (a path that could not be read).
+ * `unreadable <name>` (a path that could not be read); a symlink not followed: `unit-link <name>`
+ * and `dropins-link <name>` (the linked path, then its target), `dropin-link <name>` (drop-in file
+ * name, then its target).
  */
 export function parseSystemd(parts: readonly [string, string][]): SystemdLive {
   const capLabel = parts.find(([label]) => label.startsWith("cap "))?.[0];
@@ -102,7 +111,7 @@ export function parseSystemd(parts: readonly [string, string][]): SystemdLive {
     const space = label.indexOf(" ");
     const [kind, name] =
       space === -1 ? [label, ""] : [label.slice(0, space), label.slice(space + 1)];
-    if (kind !== "dropin" && kind !== "unreadable") {
+    if (kind !== "dropin" && kind !== "dropin-link" && kind !== "unreadable") {
       if (once.has(label))
         throw new ProbeParseError("systemd", `part "${label.slice(0, 80)}" appears twice`);
       once.add(label);
@@ -121,9 +130,17 @@ export function parseSystemd(parts: readonly [string, string][]): SystemdLive {
         ...(file ? { file } : {}),
         ...(enabledState ? { enabledState } : {}),
         dropins: new Map(),
+        dropinLinks: new Map(),
       });
     } else if (kind === "unit-file") {
       unit(name).contents = Buffer.from(text, "latin1");
+    } else if (kind === "unit-link") {
+      unit(name).link = parseLink(text);
+    } else if (kind === "dropins-link") {
+      unit(name).dropinsLink = parseLink(text);
+    } else if (kind === "dropin-link") {
+      const [file, link] = firstLine(text);
+      unit(name).dropinLinks.set(file, parseLink(link));
     } else if (kind === "dropin") {
       const [file, bytes] = firstLine(text);
       unit(name).dropins.set(file, Buffer.from(bytes, "latin1"));

@@ -4,7 +4,14 @@
 import { SEVERITIES, type Severity } from "../../domains/domain.js";
 import type { DriftItem, NodeResult, Report } from "../schema.js";
 import { codeCell, fencedBlock, htmlCode, textCell, truncate } from "../../text/markdown.js";
-import { compactValue, compareDrift, compareText, plural, severityRank, unauditedText } from "./common.js";
+import {
+  compactValue,
+  compareDrift,
+  compareText,
+  plural,
+  severityRank,
+  unauditedText,
+} from "./common.js";
 import type { RenderOptions, Renderer } from "./index.js";
 
 export const DEFAULT_MARKDOWN_MAX_BYTES = 60_000;

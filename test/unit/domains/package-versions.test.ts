@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
+import fc from "fast-check";
 import { parseConstraint, satisfies } from "../../../src/domains/packages/constraint.js";
 import { compareApk, compareDpkg, compareRpm } from "../../../src/domains/packages/version.js";
 
@@ -80,6 +81,23 @@ describe("package version order", () => {
     const expected = rpmOrder(comparable);
     const mismatches = comparable.filter(([a, b], i) => compareRpm(a, b) !== expected[i]);
     assert.deepEqual(mismatches, []);
+  });
+
+  it("matches rpm's own comparison on generated versions with malformed or huge epochs", () => {
+    const part = fc.string({ unit: fc.constantFrom(..."0123456789ab.~^_:"), maxLength: 6 });
+    const epoch = fc.oneof(
+      fc.constantFrom("", "0:", "1:", "01:", ":", "a:", "1a:", " 1:", "1:2:"),
+      fc.constantFrom("99999999999999999999:", "99999999999999999998:"),
+      part.map((text) => `${text}:`),
+    );
+    // Every side has a release: a side without one matches any release (above), unlike rpm.vercmp.
+    const evr = fc.tuple(epoch, part, part).map(([e, v, r]) => `${e}${v}-${r}`);
+    const pairs = fc.sample(fc.tuple(evr, evr), { numRuns: 1000, seed: 24 });
+    const expected = rpmOrder(pairs);
+    const mismatches = pairs.filter(([a, b], i) => compareRpm(a, b) !== expected[i]);
+    assert.deepEqual(mismatches, []);
+    assert.equal(compareRpm("1a:2-1", "1-1"), 1, "1a:2 is all version, newer than 1");
+    assert.equal(compareRpm("99999999999999999999:1-1", "99999999999999999998:2-1"), 1);
   });
 
   it("rpm: a version without a release matches any release of it, as rpm's dependency ranges do", () => {

@@ -1,5 +1,16 @@
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, it } from "node:test";
 import { packages } from "../../../src/domains/packages/index.js";
 import {
@@ -297,6 +308,35 @@ describe("packages: probe on this host", () => {
         .map((f) => f.key),
       ["busybox"],
     );
+  });
+
+  it("on a busybox userland, whose shell has an rpm applet, reads apk's database (a busybox chroot)", async () => {
+    const root = mkdtempSync(join(tmpdir(), "qm-busybox-"));
+    try {
+      mkdirSync(join(root, "bin"));
+      mkdirSync(join(root, "lib/apk/db"), { recursive: true });
+      copyFileSync("/usr/bin/busybox", join(root, "bin/busybox"));
+      chmodSync(join(root, "bin/busybox"), 0o755);
+      // A link per applet, as Alpine has: /bin/sh, awk, grep ... and rpm.
+      const { stdout: applets } = await execa("/usr/bin/busybox", ["--list"]);
+      for (const applet of applets.split("\n").filter((a) => a && a !== "busybox"))
+        symlinkSync("busybox", join(root, "bin", applet));
+      mkdirSync(join(root, "dev"));
+      await execa("mknod", ["-m", "666", join(root, "dev/null"), "c", "1", "3"]);
+      writeFileSync(join(root, "lib/apk/db/installed"), fixture("apk-alpine320.txt"), "latin1");
+      const run = await runProbe<PackagesLive>(
+        packages,
+        { musl: "*" },
+        {
+          command: ["chroot", root, "/bin/sh", "-s"],
+        },
+      );
+      assert.equal(run.unknown, undefined);
+      assert.equal(run.live?.format, "apk", run.stdout);
+      assert.deepEqual(packages.compare({ musl: "*" }, run.live), []);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 
   it("asks rpm for the declared names only; absent and * read right from its answer (captured from an rpm database)", () => {

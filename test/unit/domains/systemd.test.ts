@@ -28,6 +28,7 @@ const unitLive = (over: Partial<UnitLive>): UnitLive => ({
   masked: false,
   wantedBy: [],
   dropins: new Map(),
+  dropinLinks: new Map(),
   ...over,
 });
 const liveOf = (units: Record<string, UnitLive>, unknown: string[] = []): SystemdLive => ({
@@ -160,6 +161,7 @@ describe("systemd: probe and compare on a unit tree", () => {
     "[Unit]\nDescription=App\n\n[Service]\nExecStart=/usr/bin/app\n\n[Install]\nWantedBy=multi-user.target\n";
   const VENDOR = "[Service]\nExecStart=/usr/bin/vendor\n";
   const WORKER = "[Service]\nExecStart=/usr/bin/worker %i\n";
+  const OVERRIDE = "[Service]\nEnvironment=MODE=prod\n";
   // The unit directories of this machine are replaced, in a private mount namespace, by a known
   // tree.
   const inTree = (command: string[]) => [
@@ -336,6 +338,44 @@ describe("systemd: probe and compare on a unit tree", () => {
     ]);
   });
 
+  it("never reads a unit file or drop-in through a symlink, the file's own or a folder's: drift naming the link", async () => {
+    const SECRET = "[Service]\nEnvironment=DB_PASSWORD=hunter2\n";
+    const vault = join(root, "vault");
+    mkdirSync(vault, { mode: 0o700 });
+    writeFileSync(join(vault, "secret.conf"), SECRET, { mode: 0o600 });
+    symlinkSync(join(vault, "secret.conf"), join(etc(), "linked.service"));
+    mkdirSync(join(etc(), "linked.service.d"));
+    symlinkSync(join(vault, "secret.conf"), join(etc(), "linked.service.d", "extra.conf"));
+    writeFileSync(join(vendor(), "swapped.service"), VENDOR);
+    symlinkSync(vault, join(etc(), "swapped.service.d"));
+    const { findings, stdout } = await audit([
+      { name: "linked.service", contents: APP, dropins: { "extra.conf": OVERRIDE } },
+      { name: "swapped.service", dropins: {} },
+    ]);
+    assert.equal(stdout.includes("hunter2"), false, "a symlink was followed");
+    assert.deepEqual(
+      findings.map((f) => [f.key, f.declared, f.live]),
+      [
+        [
+          "linked.service:contents",
+          APP,
+          `symlink /etc/systemd/system/linked.service -> ${vault}/secret.conf`,
+        ],
+        [
+          "linked.service.d/extra.conf",
+          OVERRIDE,
+          `symlink /etc/systemd/system/linked.service.d/extra.conf -> ${vault}/secret.conf`,
+        ],
+        ["swapped.service.d/*", null, `symlink /etc/systemd/system/swapped.service.d -> ${vault}`],
+      ],
+    );
+    for (const finding of findings)
+      assert.throws(
+        () => systemd.accept!(declare([{ name: "linked.service" }]), finding),
+        /cannot be written/,
+      );
+  });
+
   it("asks systemd whether a unit is enabled only where systemd runs, else reads symlinks without a process", async () => {
     const { script } = await audit([{ name: "app.service", enabled: true }]);
     const asking = script
@@ -343,6 +383,8 @@ describe("systemd: probe and compare on a unit tree", () => {
       .filter((line) => /\b(head|cat|readlink|ls|find|systemctl) /.test(line));
     assert.deepEqual(asking, [
       `[ -d /run/systemd/system ] && printf 'is-enabled %s\\n' "$(systemctl is-enabled -- 'app.service' 2>/dev/null)"`,
+      // readlink runs only for a symlink on the way to the unit file.
+      `qm_l=; [ -n "$qm_f" ] && qm_linked "$qm_f" && { qm_l=1; printf '\\n%s mark %s\\n' "$QM_N" 'unit-link app.service'; printf '%s\\n' "$qm_link"; readlink -- "$qm_link"; }`,
     ]);
   });
 

@@ -1,0 +1,46 @@
+import { ForgeError } from "../errors.js";
+import type { GitHub } from "../forge/github.js";
+import { STATE_BRANCH } from "./state.js";
+
+// One propose run at a time per repository. Two runs planning from the same pull requests open the
+// same branches (GitHub answers the second with 422s) and each spends a whole budget; one after the
+// other, the second plans from what the first did. The lock is a branch because creating one is
+// atomic on GitHub; a run that died leaves it behind, and a lock older than STALE_MS is taken over.
+export const LOCK_BRANCH = `${STATE_BRANCH}--lock`;
+const STALE_MS = 15 * 60_000;
+const WAIT_MS = 20 * 60_000;
+const POLL_MS = 2_000;
+
+/**
+ * Waits until this run holds the lock (calling `onWait` once if another run holds it), and returns
+ * the function that releases it. `base` is a commit the lock's own commit is made on.
+ */
+export async function lockProposals(
+  github: GitHub,
+  base: string,
+  onWait: () => void,
+): Promise<() => Promise<void>> {
+  // An empty commit: its date says when the lock was taken.
+  const sha = await github.commitFiles(
+    base,
+    {},
+    "Quartermaster: a propose run is writing pull requests",
+  );
+  const started = Date.now();
+  let waited = false;
+  while (!(await github.createBranch(LOCK_BRANCH, sha))) {
+    const held = await github.branchHead(LOCK_BRANCH);
+    if (held !== undefined && Date.now() - Date.parse(await github.commitDate(held)) > STALE_MS) {
+      await github.deleteBranch(LOCK_BRANCH);
+      continue;
+    }
+    if (Date.now() - started > WAIT_MS)
+      throw new ForgeError(
+        `another propose run has held branch ${LOCK_BRANCH} for ${WAIT_MS / 60_000} minutes (delete the branch if no run is going)`,
+      );
+    if (!waited) onWait();
+    waited = true;
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+  }
+  return () => github.deleteBranch(LOCK_BRANCH);
+}
