@@ -53,10 +53,27 @@ function findingOf(item: DriftItem): Finding {
   return finding;
 }
 
+/** Past this many node files written with one shared value, the plan and the PR say so. */
+export const FEW_OVERRIDES = 3;
+
+/**
+ * What accepting a drift group takes: the edited files (with the shared files whose value it writes
+ * as overrides in more than a few node files), or why it must wait for a later run.
+ */
+export type AcceptPlan =
+  | { files: Record<string, string>; overrides: { file: string; nodes: number }[] }
+  | { waiting: string[] };
+
+/** A shared file as a reviewer names it: the group, or the file's name. */
+const sharedName = (file: string) =>
+  /(?:^|\/)groups\/([^/]+)\.ya?ml$/.exec(file)?.[1] ?? file.split("/").at(-1)!;
+
 /**
  * The manifest edits accepting a drift group. Each changed value is edited in the file that
  * declares it when every node taking it from there drifted alike, else as an override in the node's
- * own file; a value no file declares yet goes where the drifted item is declared. Throws
+ * own file; a value no file declares yet goes where the drifted item is declared. A value a shared
+ * file declares for a node this run did not audit (`audited`) is neither: the whole accept waits,
+ * so no override is ever written for what the shared file may still hold on its own. Throws
  * ManifestEditError when an edit cannot be made.
  */
 export function acceptEdits(
@@ -64,21 +81,34 @@ export function acceptEdits(
   files: ReadonlyMap<string, string>,
   dependants: Dependants,
   lists: ManifestLists,
-): Record<string, string> {
+  audited: (name: string) => boolean = () => true,
+): AcceptPlan {
   const { domain } = group;
   const edits = new Map<string, DeclaredChange[]>();
   const shared = new Set<string>();
   const drifted = new Set(group.nodes.map((n) => n.node.name));
-  // Whether every node taking a value from a file drifted alike: asked once per file and path, not
-  // once per node (10,000 nodes sharing fleet.yaml made that 100 million lookups).
-  const allDrifted = new Map<string, boolean>();
-  const everyoneDrifted = (file: string, at: SpecPath) => {
+  // Whether every node taking a value from a file drifted alike, and who of them this run did not
+  // audit: asked once per file and path, not once per node (10,000 nodes sharing fleet.yaml made
+  // that 100 million lookups).
+  const takers = new Map<string, { allDrifted: boolean; unaudited: number; of: number }>();
+  const takersOf = (file: string, at: SpecPath) => {
     const key = `${file}\0${pathKey(at)}`;
-    let answer = allDrifted.get(key);
-    if (answer === undefined)
-      allDrifted.set(key, (answer = dependants(file, at).every((name) => drifted.has(name))));
+    let answer = takers.get(key);
+    if (answer === undefined) {
+      const names = dependants(file, at);
+      takers.set(
+        key,
+        (answer = {
+          allDrifted: names.every((name) => drifted.has(name)),
+          unaudited: names.filter((name) => !audited(name)).length,
+          of: names.length,
+        }),
+      );
+    }
     return answer;
   };
+  const waiting = new Set<string>();
+  const overridden = new Map<string, Set<string>>();
   const add = (file: string, changes: DeclaredChange[]) => {
     for (const change of changes) append(edits, file, change);
   };
@@ -98,8 +128,22 @@ export function acceptEdits(
         ? change.path
         : items[0]!.path;
       const file = sourceOf(node, at).file;
-      if (file === node.file || !everyoneDrifted(file, at)) {
+      if (file === node.file) {
         own.push(change);
+        continue;
+      }
+      const { allDrifted, unaudited, of } = takersOf(file, at);
+      if (unaudited) {
+        waiting.add(
+          `${sharedName(file)}: ${unaudited} of ${of} node${of === 1 ? "" : "s"} not audited this run`,
+        );
+        continue;
+      }
+      if (!allDrifted) {
+        own.push(change);
+        const key = `${file}\0${pathKey(change.path)}`;
+        if (!overridden.has(key)) overridden.set(key, new Set());
+        overridden.get(key)!.add(node.name);
         continue;
       }
       // Nodes taking a value from the same file share it: the edit is made once.
@@ -109,6 +153,7 @@ export function acceptEdits(
     }
     if (own.length) add(node.file, overrides(node, own, domain));
   }
+  if (waiting.size) return { waiting: [...waiting].sort() };
   const edited: Record<string, string> = {};
   for (const [file, changes] of edits) {
     const text = files.get(file);
@@ -116,7 +161,15 @@ export function acceptEdits(
       throw new ManifestEditError(`${file} is not in the manifest repository`);
     edited[file] = applyChanges(text, changes, lists);
   }
-  return edited;
+  const many = new Map<string, number>();
+  for (const [key, nodes] of overridden) {
+    const file = key.slice(0, key.indexOf("\0"));
+    if (nodes.size > FEW_OVERRIDES) many.set(file, Math.max(many.get(file) ?? 0, nodes.size));
+  }
+  return {
+    files: edited,
+    overrides: [...many].sort().map(([file, nodes]) => ({ file, nodes })),
+  };
 }
 
 /**

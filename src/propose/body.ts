@@ -99,6 +99,8 @@ export interface BodyInput {
    */
   reason?: { text: string; detail?: string };
   ticket?: Ticket;
+  /** Quartermaster's own sentences for the reviewer (host text only inside code spans). */
+  notes?: string[];
 }
 
 const MEANING = {
@@ -145,6 +147,7 @@ export function pullBody(input: BodyInput): string {
       head.push(
         `This is a ticket because ${input.reason.text}${input.reason.detail ? `: ${codeSpan(input.reason.detail, 300)}` : ""}.`,
       );
+    head.push(...(input.notes ?? []));
   }
   head.push(
     MEANING[input.kind],

@@ -1,13 +1,14 @@
 import path from "node:path";
 import type { JsonValue } from "../domains/domain.js";
 import { ticketCovers } from "../drift/drift.js";
-import { truncate } from "../text/markdown.js";
-import { acceptEdits, dependantsOf, type Dependants } from "./accept-edits.js";
+import { codeSpan, truncate } from "../text/markdown.js";
+import { acceptEdits, dependantsOf, type AcceptPlan, type Dependants } from "./accept-edits.js";
 import { branchIdentity, branchName } from "./branch.js";
 import { groupDrift, groupKey, itemSignature, type DriftGroup } from "./group.js";
 import { ManifestEditError } from "../errors.js";
 import { applyChanges } from "../manifest/edit/apply.js";
 import type { ManifestLists } from "../manifest/lists.js";
+import type { Report } from "../report/schema.js";
 import type { Covered, PlanInput } from "./plan.js";
 import { buildProposal, nodeList, type Proposal, type PullContent } from "./proposal.js";
 import { proposalKey, type ExistingPull } from "./pulls.js";
@@ -30,17 +31,31 @@ interface Context {
   /** A ticket or resolve PR closed unmerged was declined: the same proposal is not made again. */
   declined: ReadonlySet<string>;
   recordedTickets: ReadonlySet<string>;
+  /** Whether this run audited a node (a domain it could not show is still audited: not drift). */
+  audited: (name: string) => boolean;
+  wait: (waiting: Waiting) => void;
 }
 
 type Reason = { text: string; detail?: string };
+
+/** An accept that waits for a run auditing every node its shared value reaches. */
+export interface Waiting {
+  branch: string;
+  title: string;
+  /** Per shared file: "web: 1 of 3 nodes not audited this run". */
+  reasons: string[];
+}
 
 export function desiredPulls(
   input: PlanInput,
   covered: Covered,
   lists: ManifestLists,
-): PullContent[] {
+): { pulls: PullContent[]; waits: Waiting[] } {
+  const waits: Waiting[] = [];
   const context: Context = {
     input,
+    audited: auditedIn(input.report),
+    wait: (waiting) => waits.push(waiting),
     dependants: dependantsOf(input.nodes),
     lists,
     openOn: (branch) => input.pulls.find((p) => p.branch === branch && p.state === "open"),
@@ -63,7 +78,7 @@ export function desiredPulls(
     ...groupDrift(input.report, nodes).flatMap((group) => groupProposal(group, context) ?? []),
     ...resolveProposals(context, covered),
   ];
-  return proposals.map((proposal) => buildProposal(proposal, input.labels ?? []));
+  return { pulls: proposals.map((proposal) => buildProposal(proposal, input.labels ?? [])), waits };
 }
 
 /**
@@ -88,9 +103,15 @@ function groupProposal(group: DriftGroup, context: Context): Proposal | undefine
       { text: `policy: ${domain.name} drift is remediated on the host` },
       context,
     );
-  let files: Record<string, string>;
+  let accepted: AcceptPlan;
   try {
-    files = acceptEdits(group, context.input.files, context.dependants, context.lists);
+    accepted = acceptEdits(
+      group,
+      context.input.files,
+      context.dependants,
+      context.lists,
+      context.audited,
+    );
   } catch (error) {
     // Only an edit that cannot be made becomes a ticket; anything else is a bug and is reported as
     // one.
@@ -101,10 +122,19 @@ function groupProposal(group: DriftGroup, context: Context): Proposal | undefine
       context,
     );
   }
+  const names = nodeNames(group);
+  if ("waiting" in accepted) {
+    context.wait({
+      branch: acceptBranch,
+      title: groupTitle("Accept", group, names),
+      reasons: accepted.waiting,
+    });
+    return undefined;
+  }
+  const { files } = accepted;
   // The manifest already declares the live value: the report predates a merged accept PR.
   if (Object.entries(files).every(([file, text]) => context.input.files.get(file) === text))
     return undefined;
-  const names = nodeNames(group);
   return {
     kind: "accept",
     branch: acceptBranch,
@@ -117,7 +147,13 @@ function groupProposal(group: DriftGroup, context: Context): Proposal | undefine
     },
     files,
     labels: [`drift:${domain.name}`, `severity:${item.severity}`],
-    body: { group: rows(group) },
+    body: {
+      group: rows(group),
+      notes: accepted.overrides.map(
+        ({ file, nodes }) =>
+          `This writes the same value into ${nodes} node files as overrides of ${codeSpan(file)}, because not every node taking it from there drifted alike. Consider declaring the new value in a shared file (a group of the drifted nodes) instead.`,
+      ),
+    },
   };
 }
 
@@ -204,6 +240,13 @@ function resolveProposals(context: Context, covered: Covered): Proposal[] {
     });
   }
   return proposals;
+}
+
+function auditedIn(report: Report): (name: string) => boolean {
+  const audited = new Set(
+    report.nodes.filter((n) => n.status === "clean" || n.status === "drift").map((n) => n.name),
+  );
+  return (name) => audited.has(name);
 }
 
 const nodeNames = (group: DriftGroup) => group.nodes.map((n) => n.node.name).sort();

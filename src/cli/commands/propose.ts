@@ -59,7 +59,7 @@ export async function proposeCommand(argv: string[]): Promise<number> {
   const dry = values["dry-run"] || !github;
   for (const action of actions)
     process.stdout.write(
-      `${dry && action.type !== "defer" ? "would " : ""}${describeAction(action)}\n`,
+      `${dry && action.type !== "defer" && action.type !== "wait" ? "would " : ""}${describeAction(action)}\n`,
     );
   const deferred = actions.filter((a) => a.type === "defer").length;
   if (deferred)
@@ -120,6 +120,7 @@ const VERB: Record<Action["type"], string> = {
   close: "close",
   leave: "leave alone",
   defer: "deferred",
+  wait: "wait",
 };
 
 /** The run's pull requests as Markdown for a job summary: every title and branch as code. */

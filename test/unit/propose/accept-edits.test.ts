@@ -22,7 +22,9 @@ describe("acceptEdits", () => {
       asked.push(`${file} ${at.join(".")}`);
       return dependants(file, at);
     };
-    const edited = acceptEdits(group, files, counted, MANIFEST_LISTS);
+    const accepted = acceptEdits(group, files, counted, MANIFEST_LISTS);
+    assert.ok("files" in accepted);
+    const edited = accepted.files;
     // Every node taking the value drifted alike: the group file is edited, once.
     const web = `${PREFIX}/groups/web.yaml`;
     assert.deepEqual(Object.keys(edited), [web]);
