@@ -4,7 +4,7 @@ import { declaredFor } from "../domains/domain.js";
 import { ManifestEditError } from "../errors.js";
 import { applyChanges } from "../manifest/edit/apply.js";
 import { declaredChanges, type DeclaredChange } from "../manifest/edit/changes.js";
-import { pathKey, type ManifestLists } from "../manifest/lists.js";
+import { mapAt, pathKey, type ManifestLists } from "../manifest/lists.js";
 import type { LoadedNode } from "../manifest/load.js";
 import { sourceOf } from "../manifest/merge.js";
 import type { DriftItem } from "../report/schema.js";
@@ -15,22 +15,20 @@ import type { DriftGroup } from "./group.js";
  * Nodes whose effective value at a spec path comes from a file: who an edit of that file would
  * change.
  */
-export type Dependants = (file: string, specPath: SpecPath) => readonly string[];
+export type Dependants = (file: string, specPath: SpecPath) => readonly LoadedNode[];
 
 /** Who takes each value from each file, worked out once per file and path. */
 export function dependantsOf(nodes: readonly LoadedNode[]): Dependants {
   const byFile = new Map<string, LoadedNode[]>();
   for (const node of nodes) for (const layer of node.layers) append(byFile, layer.file, node);
-  const cache = new Map<string, string[]>();
+  const cache = new Map<string, LoadedNode[]>();
   return (file, specPath) => {
     const key = `${file}\0${pathKey(specPath)}`;
     let names = cache.get(key);
     if (!names)
       cache.set(
         key,
-        (names = (byFile.get(file) ?? [])
-          .filter((n) => sourceOf(n, specPath).file === file)
-          .map((n) => n.name)),
+        (names = (byFile.get(file) ?? []).filter((n) => sourceOf(n, specPath).file === file)),
       );
     return names;
   };
@@ -53,16 +51,29 @@ function findingOf(item: DriftItem): Finding {
   return finding;
 }
 
-/** Past this many node files written with one shared value, the plan and the PR say so. */
+/**
+ * Past this many node files written with one shared value, the shared file is edited instead when
+ * most of the nodes taking it drifted alike (the others keep the old value in their own file); else
+ * the plan and the PR say how many node files it writes.
+ */
 export const FEW_OVERRIDES = 3;
 
+/** How an accept treated a value a shared file declares for more than a few drifted nodes. */
+export interface SharedValue {
+  file: string;
+  /** Nodes taking the value from the file, and how many of them drifted alike. */
+  takers: number;
+  drifted: number;
+  /** The file was edited and the others keep the old value; else the drifted got overrides. */
+  edited: boolean;
+}
+
 /**
- * What accepting a drift group takes: the edited files (with the shared files whose value it writes
- * as overrides in more than a few node files), or why it must wait for a later run.
+ * What accepting a drift group takes: the edited files (and what became of values shared by more
+ * than a few drifted nodes), or why it must wait for a later run.
  */
 export type AcceptPlan =
-  | { files: Record<string, string>; overrides: { file: string; nodes: number }[] }
-  | { waiting: string[] };
+  { files: Record<string, string>; shared: SharedValue[] } | { waiting: string[] };
 
 /** A shared file as a reviewer names it: the group, or the file's name. */
 const sharedName = (file: string) =>
@@ -71,10 +82,11 @@ const sharedName = (file: string) =>
 /**
  * The manifest edits accepting a drift group. Each changed value is edited in the file that
  * declares it when every node taking it from there drifted alike, else as an override in the node's
- * own file; a value no file declares yet goes where the drifted item is declared. A value a shared
- * file declares for a node this run did not audit (`audited`) is neither: the whole accept waits,
- * so no override is ever written for what the shared file may still hold on its own. Throws
- * ManifestEditError when an edit cannot be made.
+ * own file (or, past FEW_OVERRIDES drifted nodes that are most of them, in the shared file with the
+ * old value kept for the others); a value no file declares yet goes where the drifted item is
+ * declared. A value a shared file declares for a node this run did not audit (`audited`) is none of
+ * these: the whole accept waits, so no override is written while the shared file may still hold.
+ * Throws ManifestEditError when an edit cannot be made.
  */
 export function acceptEdits(
   group: DriftGroup,
@@ -85,30 +97,33 @@ export function acceptEdits(
 ): AcceptPlan {
   const { domain } = group;
   const edits = new Map<string, DeclaredChange[]>();
-  const shared = new Set<string>();
   const drifted = new Set(group.nodes.map((n) => n.node.name));
-  // Whether every node taking a value from a file drifted alike, and who of them this run did not
-  // audit: asked once per file and path, not once per node (10,000 nodes sharing fleet.yaml made
-  // that 100 million lookups).
-  const takers = new Map<string, { allDrifted: boolean; unaudited: number; of: number }>();
+  // Who takes a value from a file, who of them drifted alike and who this run did not audit: asked
+  // once per file and path, not once per node (10,000 nodes sharing fleet.yaml made that 100
+  // million lookups).
+  const takers = new Map<
+    string,
+    { all: readonly LoadedNode[]; drifted: number; unaudited: number }
+  >();
   const takersOf = (file: string, at: SpecPath) => {
     const key = `${file}\0${pathKey(at)}`;
     let answer = takers.get(key);
     if (answer === undefined) {
-      const names = dependants(file, at);
+      const all = dependants(file, at);
       takers.set(
         key,
         (answer = {
-          allDrifted: names.every((name) => drifted.has(name)),
-          unaudited: names.filter((name) => !audited(name)).length,
-          of: names.length,
+          all,
+          drifted: all.filter((n) => drifted.has(n.name)).length,
+          unaudited: all.filter((n) => !audited(n.name)).length,
         }),
       );
     }
     return answer;
   };
   const waiting = new Set<string>();
-  const overridden = new Map<string, Set<string>>();
+  // Per file and changed path, made once however many nodes share it.
+  const done = new Map<string, SharedValue | undefined>();
   const add = (file: string, changes: DeclaredChange[]) => {
     for (const change of changes) append(edits, file, change);
   };
@@ -132,24 +147,49 @@ export function acceptEdits(
         own.push(change);
         continue;
       }
-      const { allDrifted, unaudited, of } = takersOf(file, at);
-      if (unaudited) {
+      const who = takersOf(file, at);
+      if (who.unaudited) {
+        const of = who.all.length;
         waiting.add(
-          `${sharedName(file)}: ${unaudited} of ${of} node${of === 1 ? "" : "s"} not audited this run`,
+          `${sharedName(file)}: ${who.unaudited} of ${of} node${of === 1 ? "" : "s"} not audited this run`,
         );
         continue;
       }
-      if (!allDrifted) {
-        own.push(change);
-        const key = `${file}\0${pathKey(change.path)}`;
-        if (!overridden.has(key)) overridden.set(key, new Set());
-        overridden.get(key)!.add(node.name);
-        continue;
-      }
-      // Nodes taking a value from the same file share it: the edit is made once.
       const key = `${file}\0${pathKey(change.path)}`;
-      if (!shared.has(key)) add(file, [change]);
-      shared.add(key);
+      if (!done.has(key)) {
+        const many = who.drifted > FEW_OVERRIDES;
+        const edited = who.drifted === who.all.length || (many && who.drifted * 2 > who.all.length);
+        done.set(
+          key,
+          many ? { file, takers: who.all.length, drifted: who.drifted, edited } : undefined,
+        );
+        if (edited) {
+          add(file, [change]);
+          // Those that did not drift keep what they run: the file's old value, now in their own.
+          const parent = mapAt(
+            node.layers.find((l) => l.file === file)!.value,
+            change.path.slice(0, -1),
+          );
+          const last = String(change.path.at(-1));
+          const old = parent && Object.hasOwn(parent, last) ? parent[last] : undefined;
+          for (const other of who.all) {
+            if (drifted.has(other.name)) continue;
+            add(
+              other.file,
+              overrides(
+                other,
+                [
+                  old === undefined
+                    ? { path: change.path, delete: true }
+                    : { path: change.path, value: old as JsonValue },
+                ],
+                domain,
+              ),
+            );
+          }
+        }
+      }
+      if (!(done.get(key)?.edited ?? who.drifted === who.all.length)) own.push(change);
     }
     if (own.length) add(node.file, overrides(node, own, domain));
   }
@@ -161,14 +201,11 @@ export function acceptEdits(
       throw new ManifestEditError(`${file} is not in the manifest repository`);
     edited[file] = applyChanges(text, changes, lists);
   }
-  const many = new Map<string, number>();
-  for (const [key, nodes] of overridden) {
-    const file = key.slice(0, key.indexOf("\0"));
-    if (nodes.size > FEW_OVERRIDES) many.set(file, Math.max(many.get(file) ?? 0, nodes.size));
-  }
   return {
     files: edited,
-    overrides: [...many].sort().map(([file, nodes]) => ({ file, nodes })),
+    shared: [...done.values()]
+      .filter((s) => s !== undefined)
+      .sort((a, b) => (a.file < b.file ? -1 : 1)),
   };
 }
 

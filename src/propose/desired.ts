@@ -149,9 +149,10 @@ function groupProposal(group: DriftGroup, context: Context): Proposal | undefine
     labels: [`drift:${domain.name}`, `severity:${item.severity}`],
     body: {
       group: rows(group),
-      notes: accepted.overrides.map(
-        ({ file, nodes }) =>
-          `This writes the same value into ${nodes} node files as overrides of ${codeSpan(file)}, because not every node taking it from there drifted alike. Consider declaring the new value in a shared file (a group of the drifted nodes) instead.`,
+      notes: accepted.shared.map((shared) =>
+        shared.edited
+          ? `${codeSpan(shared.file)} declares this value for ${shared.takers} nodes and ${shared.drifted} drifted alike: the shared file is edited, and the ${shared.takers - shared.drifted} that did not drift keep the old value in their own files, rather than ${shared.drifted} node files each overriding it.`
+          : `This writes the same value into ${shared.drifted} node files as overrides of ${codeSpan(shared.file)}, which declares it for ${shared.takers} nodes: consider a group for the drifted nodes.`,
       ),
     },
   };

@@ -2,7 +2,7 @@ import { ForgeError } from "../errors.js";
 import type { GitHub } from "../forge/github.js";
 import { visible } from "../text/escape.js";
 import { plan, type PlanInput } from "./plan.js";
-import type { Action } from "./proposal.js";
+import type { Action, PullContent } from "./proposal.js";
 import {
   botPulls,
   hasLeftAloneNotice,
@@ -116,12 +116,15 @@ export function describeAction(action: Action): string {
   return visible(describe(action));
 }
 
+const notes = (content: PullContent) =>
+  content.notes?.map((note) => ` [note: ${note.replaceAll("`", "")}]`).join("") ?? "";
+
 function describe(action: Action): string {
   switch (action.type) {
     case "open":
-      return `open   ${action.kind.padEnd(7)} ${action.branch}: ${action.title} (${Object.keys(action.files).join(", ")})`;
+      return `open   ${action.kind.padEnd(7)} ${action.branch}: ${action.title} (${Object.keys(action.files).join(", ")})${notes(action)}`;
     case "update":
-      return `update #${action.number} ${action.kind} ${action.branch}${action.updateFiles ? " (new commit)" : " (body only)"}: ${action.title}`;
+      return `update #${action.number} ${action.kind} ${action.branch}${action.updateFiles ? " (new commit)" : " (body only)"}: ${action.title}${notes(action)}`;
     case "close":
       return `close  #${action.number} ${action.branch}`;
     case "leave":

@@ -17,6 +17,8 @@ export interface PullContent {
   marker: PullMarker;
   /** A ticket recording a rejection: the branch of the accept PR a reviewer closed. */
   replaces?: string;
+  /** What the reviewer should know about how it was made, also said in the plan. */
+  notes?: string[];
 }
 
 export type Action =
@@ -75,6 +77,7 @@ export function buildProposal(proposal: Proposal, configured: readonly string[])
     files,
     marker,
     ...(proposal.replaces !== undefined && { replaces: proposal.replaces }),
+    ...(proposal.body.notes?.length && { notes: proposal.body.notes }),
   };
 }
 

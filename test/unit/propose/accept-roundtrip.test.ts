@@ -175,9 +175,7 @@ describe("accept round trip from captured probe output", () => {
     assert.ok(actions.length > 0);
     for (const action of actions) {
       assert.equal(action.type, "wait");
-      assert.deepEqual((action).reasons, [
-        "apps: 1 of 2 nodes not audited this run",
-      ]);
+      assert.deepEqual(action.reasons, ["apps: 1 of 2 nodes not audited this run"]);
     }
     assert.deepEqual(specOf(after, "web-02"), specOf(before, "web-02"));
     const units = new Map(
