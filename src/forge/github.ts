@@ -2,6 +2,7 @@ import { retry } from "@octokit/plugin-retry";
 import { throttling } from "@octokit/plugin-throttling";
 import { Octokit } from "@octokit/rest";
 import { ForgeError } from "../errors.js";
+import { visible } from "../text/escape.js";
 
 // The forge as records: what GitHub says, not what it means. Reading a pull request as one of
 // Quartermaster's proposals is propose's job.
@@ -137,6 +138,20 @@ async function unlessMissing<T>(what: string, request: () => Promise<T>): Promis
   }
 }
 
+// Octokit logs every failed request ("GET /repos/…/contents/deferred.json - 404 with id …") on
+// stderr. Failures become ForgeError, which says what was being done, and a 404 is often expected
+// (no state branch yet): the request log lines are dropped; Octokit's other warnings still show.
+const REQUEST_LOG_LINE = /^[A-Z]+ \S+ - \d+ with id /;
+const OCTOKIT_LOG = {
+  debug: () => {},
+  info: () => {},
+  warn: (message: string) => process.stderr.write(`quartermaster: ${visible(String(message))}\n`),
+  error: (message: string) => {
+    if (!REQUEST_LOG_LINE.test(String(message)))
+      process.stderr.write(`quartermaster: ${visible(String(message))}\n`);
+  },
+};
+
 /** The forge behind one interface: everything propose needs from GitHub. */
 export class GitHub {
   readonly octokit: InstanceType<typeof BotOctokit>;
@@ -146,6 +161,7 @@ export class GitHub {
       baseUrl: settings.apiUrl,
       auth: settings.token,
       userAgent: "quartermaster",
+      log: OCTOKIT_LOG,
       retry: {
         retryAfterBaseValue: settings.retryAfterBaseValue ?? 1000,
         doNotRetry: [400, 401, 403, 404, 410, 422, 451],

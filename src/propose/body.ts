@@ -25,7 +25,7 @@ export const PullMarker = z.object({
   nodes: z.array(z.string()),
   /** When the drift was first proposed: kept across updates so the body stays stable. */
   detected: z.string(),
-  /** Hash of the files the PR writes: equal means the branch needs no new commit. */
+  /** Hash of what the PR changes (its own lines, not where they sit): equal means no new commit. */
   content: z.string(),
   ticket: z.string().optional(),
 });

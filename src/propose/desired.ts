@@ -78,7 +78,10 @@ export function desiredPulls(
     ...groupDrift(input.report, nodes).flatMap((group) => groupProposal(group, context) ?? []),
     ...resolveProposals(context, covered),
   ];
-  return { pulls: proposals.map((proposal) => buildProposal(proposal, input.labels ?? [])), waits };
+  return {
+    pulls: proposals.map((proposal) => buildProposal(proposal, input.labels ?? [], input.files)),
+    waits,
+  };
 }
 
 /**
@@ -256,7 +259,9 @@ const nodeNames = (group: DriftGroup) => group.nodes.map((n) => n.node.name).sor
 const rows = (group: DriftGroup) =>
   group.nodes.flatMap((n) => n.items.map((item) => ({ node: n.node.name, item })));
 
-const show = (value: JsonValue) => (typeof value === "string" ? value : JSON.stringify(value));
+// A missing unit, file or package is live `null`: a title says it in words.
+const show = (value: JsonValue) =>
+  typeof value === "string" ? value : value === null ? "absent" : JSON.stringify(value);
 
 /** A group's title: what drifted where, values only when short. */
 function groupTitle(verb: string, group: DriftGroup, names: readonly string[]): string {

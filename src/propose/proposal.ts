@@ -1,3 +1,5 @@
+import { structuredPatch } from "diff";
+import { MAX_DIFF_EDITS } from "../domains/text.js";
 import { MARKER_VERSION, pullBody, pullTitle, type BodyInput, type PullMarker } from "./body.js";
 import type { PullKind } from "./branch.js";
 import { hash } from "./group.js";
@@ -53,10 +55,32 @@ export interface Proposal {
 }
 
 /**
- * The one place a proposal becomes a pull request's content: marker, content hash, title, body,
- * labels.
+ * What a PR changes, apart from where: each file's changed lines with one line of context, without
+ * line numbers. A merge elsewhere in the same file leaves it equal, so the branch is not rewritten;
+ * a change on or next to those lines (where git would see a conflict) does not.
  */
-export function buildProposal(proposal: Proposal, configured: readonly string[]): PullContent {
+function ownChanges(files: Record<string, string>, base: ReadonlyMap<string, string>): string {
+  return JSON.stringify(
+    Object.entries(files).map(([file, text]) => {
+      const before = base.get(file) ?? "";
+      const patch = structuredPatch(file, file, before, text, undefined, undefined, {
+        context: 1,
+        maxEditLength: MAX_DIFF_EDITS,
+      });
+      return [file, patch ? patch.hunks.map((h) => h.lines) : text];
+    }),
+  );
+}
+
+/**
+ * The one place a proposal becomes a pull request's content: marker, content hash, title, body,
+ * labels. `base`: the manifest files' texts the PR's changes are made on.
+ */
+export function buildProposal(
+  proposal: Proposal,
+  configured: readonly string[],
+  base: ReadonlyMap<string, string>,
+): PullContent {
   const { kind, about, files } = proposal;
   const marker: PullMarker = {
     v: MARKER_VERSION,
@@ -65,7 +89,7 @@ export function buildProposal(proposal: Proposal, configured: readonly string[])
     domain: about.domain,
     nodes: about.nodes,
     detected: about.detected,
-    content: hash(JSON.stringify(files), 16),
+    content: hash(ownChanges(files, base), 16),
     ...(about.ticket !== undefined && { ticket: about.ticket }),
   };
   return {

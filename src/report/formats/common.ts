@@ -40,3 +40,7 @@ export function compactValue(value: unknown, maxChars = Infinity): string {
 export function plural(count: number, one: string, many = `${one}s`): string {
   return `${count} ${count === 1 ? one : many}`;
 }
+
+/** " (3 acknowledged)" after a count of drift items: the same words in every format. */
+export const acknowledgedPart = (acknowledged: number) =>
+  acknowledged > 0 ? ` (${acknowledged} acknowledged)` : "";

@@ -12,7 +12,14 @@ import {
   textCell,
   truncate,
 } from "../../text/markdown.js";
-import { compactValue, compareDrift, compareText, plural, severityRank } from "./common.js";
+import {
+  acknowledgedPart,
+  compactValue,
+  compareDrift,
+  compareText,
+  plural,
+  severityRank,
+} from "./common.js";
 import type { RenderOptions, Renderer } from "./index.js";
 
 export const DEFAULT_MARKDOWN_MAX_BYTES = 60_000;
@@ -170,7 +177,7 @@ function summaryTable(report: Report): string[] {
   return [
     "| nodes | clean | drifted | unreachable | errors | maintenance | drift items |",
     "|---:|---:|---:|---:|---:|---:|---:|",
-    `| ${s.nodes} | ${s.clean} | ${s.drifted} | ${s.unreachable} | ${s.errors} | ${s.maintenance} | ${s.driftItems} |`,
+    `| ${s.nodes} | ${s.clean} | ${s.drifted} | ${s.unreachable} | ${s.errors} | ${s.maintenance} | ${s.driftItems}${acknowledgedPart(report.nodes.reduce((n, node) => n + node.drift.filter((d) => d.acknowledged).length, 0))} |`,
   ];
 }
 

@@ -269,6 +269,29 @@ describe("desired: from drift to pull requests", () => {
     });
   });
 
+  it("a missing file reads absent in the title, not null", () => {
+    const [pr] = opens(
+      plan(
+        input(
+          report({
+            "db-01": [
+              {
+                ...motd(""),
+                finding: {
+                  ...motd("").finding,
+                  path: ["files", "/etc/motd"],
+                  live: null,
+                  declared: "present",
+                },
+              },
+            ],
+          }),
+        ),
+      ),
+    );
+    assert.match(pr!.title, /: \/etc\/motd: present → absent$/);
+  });
+
   it("titles are one escaped line and short; bodies show host text only as code", () => {
     const hostile = [
       "@octocat look",

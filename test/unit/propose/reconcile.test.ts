@@ -3,7 +3,21 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { plan } from "../../../src/propose/plan.js";
 import type { Action } from "../../../src/propose/proposal.js";
-import { asPulls, input, kernel, listener, report, somaxconn, syncookies } from "./fixtures.js";
+import { loadFleet } from "../../../src/manifest/load.js";
+import type { ExistingPull } from "../../../src/propose/pulls.js";
+import { removeTree, writeTree } from "../../support/tree.js";
+import {
+  asPulls,
+  input,
+  kernel,
+  listener,
+  opens,
+  PREFIX,
+  report,
+  somaxconn,
+  syncookies,
+  type Drift,
+} from "./fixtures.js";
 
 describe("reconcile: desired pull requests against existing ones", () => {
   const forgedMarker = (marker: unknown) => `<!-- quartermaster-pr ${JSON.stringify(marker)} -->`;
@@ -124,5 +138,65 @@ describe("reconcile: desired pull requests against existing ones", () => {
       next.map((a) => a.type === "open" && [a.kind, a.marker.nodes.join()]),
       [["ticket", "db-01"]],
     );
+  });
+});
+
+describe("reconcile: quiet branches", () => {
+  const swappiness = (live: number): Drift => ({
+    domain: "sysctl",
+    finding: {
+      key: "vm.swappiness",
+      declared: "10",
+      live: String(live),
+      path: ["system", "sysctl_parameters", "vm.swappiness"],
+    },
+  });
+  const group = (swap: number, conn: number, between = ["    # spaced", "    # apart"]) =>
+    [
+      "system:",
+      "  sysctl_parameters:",
+      `    vm.swappiness: ${swap}`,
+      ...between,
+      `    net.core.somaxconn: ${conn}`,
+      "",
+    ].join("\n");
+  const treeOf = (groupText: string) => ({
+    "groups/app.yaml": groupText,
+    "nodes/app-01.yaml": "groups: [app]\n",
+    "nodes/app-02.yaml": "groups: [app]\n",
+  });
+  async function planOn(groupText: string, drift: Record<string, Drift[]>, pulls: ExistingPull[]) {
+    const tree = treeOf(groupText);
+    const dir = await writeTree(tree);
+    try {
+      const loaded = await loadFleet(dir, { displayPrefix: PREFIX });
+      const texts = new Map(Object.entries(tree).map(([n, t]) => [`${PREFIX}/${n}`, t]));
+      return plan(
+        input(report(drift, { fleetOverride: loaded }), pulls, { fleet: loaded, files: texts }),
+      );
+    } finally {
+      await removeTree(dir);
+    }
+  }
+  const conn = (live: number): Drift => ({
+    ...somaxconn(live),
+    finding: { ...somaxconn(live).finding, declared: "4096" },
+  });
+
+  it("merging one PR leaves another PR on the same file alone; a change next to its lines rewrites it", async () => {
+    const both = { "app-01": [swappiness(60), conn(8192)], "app-02": [swappiness(60), conn(8192)] };
+    const first = await planOn(group(10, 4096), both, []);
+    assert.equal(opens(first).length, 2);
+    const pulls = asPulls(first);
+    const swapPr = pulls.find((p) => p.branch.includes("vm-swappiness"))!;
+    const left = pulls.filter((p) => p !== swapPr);
+    const onlyConn = { "app-01": [conn(8192)], "app-02": [conn(8192)] };
+    // The swappiness PR merged: the file changed two lines above the other PR's line.
+    const merged = { ...swapPr, state: "closed" as const, merged: true };
+    assert.deepEqual(await planOn(group(60, 4096), onlyConn, [...left, merged]), []);
+    // A merge that changed the line next to it (where git sees a conflict): a new commit on main.
+    const [update] = await planOn(group(60, 4096, []), onlyConn, [...left, merged]);
+    assert.equal(update?.type, "update");
+    assert.equal(update.updateFiles, true);
   });
 });
