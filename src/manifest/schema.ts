@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DOMAIN_NAMES, SEVERITIES } from "../domains/domain.js";
+import { DOMAIN_NAMES, SEVERITIES, type DomainName } from "../domains/domain.js";
 import { DOMAINS } from "../domains/registry.js";
 import { expiryTime } from "../drift/waivers.js";
 import { globProblem } from "../glob.js";
@@ -133,8 +133,23 @@ export const ProposeSettings = z.strictObject({
 });
 export type ProposeSettings = z.infer<typeof ProposeSettings>;
 
+export const WaiverPolicy = z.strictObject({
+  /** `validate` warns on a waiver expiring later than this many days from now. */
+  max_days: z.number().int().positive().optional(),
+});
+
+/** `policy`: per domain (severity, on_drift), and for waivers. */
+export const Policy = z.strictObject({
+  ...(Object.fromEntries(DOMAIN_NAMES.map((name) => [name, DomainPolicy.optional()])) as Record<
+    DomainName,
+    z.ZodOptional<typeof DomainPolicy>
+  >),
+  waivers: WaiverPolicy.optional(),
+});
+export type Policy = z.infer<typeof Policy>;
+
 export const FleetSpec = NodeSpec.omit({ host: true, groups: true }).extend({
-  policy: z.partialRecord(z.enum(DOMAIN_NAMES), DomainPolicy).optional(),
+  policy: Policy.optional(),
   ignore: z.array(Waiver).optional(),
   audit: AuditSettings.optional(),
   propose: ProposeSettings.optional(),

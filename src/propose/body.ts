@@ -148,6 +148,15 @@ export function pullBody(input: BodyInput): string {
         `This is a ticket because ${input.reason.text}${input.reason.detail ? `: ${codeSpan(input.reason.detail, 300)}` : ""}.`,
       );
     head.push(...(input.notes ?? []));
+    // Drift that was waived or ticketed until lately: the reviewer sees why it is back.
+    const lapsed = [...new Set(input.group.flatMap(({ item }) => item.lapsed ?? []))];
+    if (lapsed.length)
+      head.push(
+        `No longer acknowledged: ${lapsed
+          .slice(0, 5)
+          .map((l) => codeSpan(l, 300))
+          .join(", ")}${lapsed.length > 5 ? ` and ${lapsed.length - 5} more` : ""}.`,
+      );
   }
   head.push(
     MEANING[input.kind],

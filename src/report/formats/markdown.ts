@@ -185,7 +185,8 @@ function driftRow(node: NodeResult, item: DriftItem): string {
   const cells = [
     textCell(node.name),
     item.domain,
-    codeCell(item.key, VALUE_CHARS),
+    // Why drift is back, beside its key: the waiver's reason or the ticket is manifest text, as code.
+    `${codeCell(item.key, VALUE_CHARS)}${item.lapsed ? ` (no longer acknowledged: ${codeCell(item.lapsed, REMEDIATION_CHARS)})` : ""}`,
     codeCell(compactValue(item.declared, VALUE_CHARS)),
     codeCell(compactValue(item.live, VALUE_CHARS)),
     codeCell(`${item.source.file}:${item.source.line}`, VALUE_CHARS),

@@ -91,6 +91,7 @@ function renderItem(item: DriftItem, options: RenderOptions, paint: Paint): stri
   if (item.detail) lines.push(`    ${visible(item.detail)}`);
   if (item.acknowledged && item.acknowledgedBy)
     lines.push(paint(["dim"], `    acknowledged by ${visible(item.acknowledgedBy)}`));
+  if (item.lapsed) lines.push(`    no longer acknowledged: ${visible(item.lapsed)}`);
   lines.push(paint(["dim"], `    (declared at ${visible(item.source.file)}:${item.source.line})`));
   if (options.verbose) lines.push(`    remediation: ${visible(item.remediation)}`);
   if (item.diff) for (const line of renderDiff(item, paint)) lines.push(line);
