@@ -5,7 +5,7 @@ import { sourceOf } from "../manifest/merge.js";
 import type { Policy, Waiver } from "../manifest/schema.js";
 import type { Ticket } from "../manifest/tickets.js";
 import type { DriftItem } from "../report/schema.js";
-import { findExpiredWaiver, findWaiver } from "./waivers.js";
+import { expiryTime, findExpiredWaiver, findWaiver } from "./waivers.js";
 
 /**
  * The same drift on any node: (domain, key, declared, live). Identical drift on many nodes is one
@@ -91,12 +91,16 @@ export function toDriftItems(
     );
     const subject = { node: node.name, domain: domain.name, key: finding.key, live: finding.live };
     const waiver = findWaiver(ctx.waivers, subject, ctx.now);
-    if (ticket) {
+    // A ticket past its due date no longer holds the drift back: it is drift again, saying so.
+    const overdue = ticket?.due !== undefined && ctx.now.getTime() > expiryTime(ticket.due);
+    if (ticket && !overdue) {
       item.acknowledged = true;
       item.acknowledgedBy = `ticket ${ticket.id}`;
     } else if (waiver) {
       item.acknowledged = true;
       item.acknowledgedBy = `waiver: ${waiver.reason}`;
+    } else if (ticket) {
+      item.lapsed = `ticket ${ticket.id} past due since ${ticket.due}`;
     } else {
       const expired = findExpiredWaiver(ctx.waivers, subject, ctx.now);
       if (expired) item.lapsed = `waiver expired ${expired.expires}: ${expired.reason}`;

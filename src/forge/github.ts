@@ -271,10 +271,13 @@ export class GitHub {
     return Buffer.from(data.content, "base64").toString("utf8");
   }
 
-  /** One commit on top of `parent` writing `files`, through the Git Data API: no clone, no push. */
+  /**
+   * One commit on top of `parent` writing `files` (null removes one), through the Git Data API: no
+   * clone, no push.
+   */
   async commitFiles(
     parent: string,
-    files: Record<string, string>,
+    files: Record<string, string | null>,
     message: string,
   ): Promise<string> {
     const { data: parentCommit } = await call("reading the base commit", () =>
@@ -284,12 +287,11 @@ export class GitHub {
       this.octokit.rest.git.createTree({
         ...this.repo,
         base_tree: parentCommit.tree.sha,
-        tree: Object.entries(files).map(([path, content]) => ({
-          path,
-          mode: "100644" as const,
-          type: "blob" as const,
-          content,
-        })),
+        tree: Object.entries(files).map(([path, content]) =>
+          content === null
+            ? { path, mode: "100644" as const, type: "blob" as const, sha: null }
+            : { path, mode: "100644" as const, type: "blob" as const, content },
+        ),
       }),
     );
     const now = new Date().toISOString();

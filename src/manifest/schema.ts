@@ -53,10 +53,20 @@ function domainShape(): Record<string, z.ZodType> {
 
 const declaredShape = domainShape();
 
+/** A GitHub user (`alice`) or team (`acme/web-team`), without the `@`. */
+export const Owner = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\/[A-Za-z0-9._-]+)?$/,
+    "must be a GitHub user (alice) or team (org/team-slug), without @",
+  );
+
 export const NodeSpec = z.strictObject({
   $schema: z.string().optional(),
   host: NodeName.optional(),
   groups: z.array(NodeName).optional(),
+  /** Who reviews this node's pull requests; a node file's list replaces its groups'. */
+  owners: z.array(Owner).optional(),
   ssh: SshSettings.optional(),
   ...declaredShape,
 });
@@ -84,7 +94,7 @@ function isRealDate(text: string): boolean {
   );
 }
 
-const IsoDate = z.union([
+export const IsoDate = z.union([
   z
     .string()
     .regex(ISO_DATE, "must be a date like 2026-12-31")

@@ -75,9 +75,11 @@ export interface SharedValue {
 export type AcceptPlan =
   { files: Record<string, string>; shared: SharedValue[] } | { waiting: string[] };
 
+/** The group a manifest file declares, when it is a group file. */
+export const groupOfFile = (file: string) => /(?:^|\/)groups\/([^/]+)\.ya?ml$/.exec(file)?.[1];
+
 /** A shared file as a reviewer names it: the group, or the file's name. */
-const sharedName = (file: string) =>
-  /(?:^|\/)groups\/([^/]+)\.ya?ml$/.exec(file)?.[1] ?? file.split("/").at(-1)!;
+const sharedName = (file: string) => groupOfFile(file) ?? file.split("/").at(-1)!;
 
 /**
  * The manifest edits accepting a drift group. Each changed value is edited in the file that

@@ -2,7 +2,13 @@ import path from "node:path";
 import type { JsonValue } from "../domains/domain.js";
 import { ticketCovers } from "../drift/drift.js";
 import { codeSpan, truncate } from "../text/markdown.js";
-import { acceptEdits, dependantsOf, type AcceptPlan, type Dependants } from "./accept-edits.js";
+import {
+  acceptEdits,
+  dependantsOf,
+  groupOfFile,
+  type AcceptPlan,
+  type Dependants,
+} from "./accept-edits.js";
 import { branchIdentity, branchName } from "./branch.js";
 import { groupDrift, groupKey, itemSignature, type DriftGroup } from "./group.js";
 import { ManifestEditError } from "../errors.js";
@@ -186,8 +192,12 @@ function ticketProposal(
     title: groupTitle("Remediate", group, names),
     about: { signature: group.signature, domain: domain.name, nodes: names, detected, ticket: id },
     files: {
-      [path.posix.join(context.input.manifestsPath, "remediations", `${id}.yaml`)]:
-        ticketYaml(ticket),
+      [path.posix.join(
+        context.input.manifestsPath,
+        "remediations",
+        ticketFolder(group),
+        `${id}.yaml`,
+      )]: ticketYaml(ticket),
     },
     labels: [`drift:${domain.name}`, `severity:${group.items[0]!.severity}`, "remediation"],
     body: { group: rows(group), reason },
@@ -215,6 +225,13 @@ function resolveProposals(context: Context, covered: Covered): Proposal[] {
       continue;
     const text = input.files.get(file);
     if (text === undefined) continue;
+    // A resolved ticket leaves the open ones: moved to remediations/resolved/, its history in git.
+    const resolvedFile = path.posix.join(
+      input.manifestsPath,
+      "remediations",
+      RESOLVED_FOLDER,
+      path.posix.basename(file),
+    );
     const branch = branchName("resolve", ticket.domain, ticket.key, ticket.id);
     if (context.declined.has(proposalKey(branch, ticket.nodes))) continue;
     const resolvedAt = context.openOn(branch)?.marker?.detected ?? input.report.startedAt;
@@ -230,7 +247,8 @@ function resolveProposals(context: Context, covered: Covered): Proposal[] {
         ticket: ticket.id,
       },
       files: {
-        [file]: applyChanges(
+        ...(file !== resolvedFile && { [file]: null }),
+        [resolvedFile]: applyChanges(
           text,
           [
             { path: ["status"], value: "resolved" },
@@ -251,6 +269,22 @@ function auditedIn(report: Report): (name: string) => boolean {
     report.nodes.filter((n) => n.status === "clean" || n.status === "drift").map((n) => n.name),
   );
   return (name) => audited.has(name);
+}
+
+/** Where resolved tickets go, out of the open ones' folders. */
+export const RESOLVED_FOLDER = "resolved";
+
+/**
+ * The folder a new ticket is filed in, so CODEOWNERS can route it: the group declaring the drifted
+ * value, else the one node's, else a group every node is in, else `fleet`.
+ */
+function ticketFolder(group: DriftGroup): string {
+  const declaredIn = groupOfFile(group.items[0]!.source.file);
+  if (declaredIn) return declaredIn;
+  const [first, ...others] = group.nodes.map((n) => n.node);
+  if (!others.length) return first!.name;
+  const common = first!.groups.filter((g) => others.every((n) => n.groups.includes(g)));
+  return common.at(-1) ?? "fleet";
 }
 
 const nodeNames = (group: DriftGroup) => group.nodes.map((n) => n.node.name).sort();

@@ -14,8 +14,8 @@ export interface PullContent {
   title: string;
   body: string;
   labels: string[];
-  /** Repository path -> new file text. */
-  files: Record<string, string>;
+  /** Repository path -> new file text; null removes the file. */
+  files: Record<string, string | null>;
   marker: PullMarker;
   /** A ticket recording a rejection: the branch of the accept PR a reviewer closed. */
   replaces?: string;
@@ -47,7 +47,7 @@ export interface Proposal {
     detected: string;
     ticket?: string;
   };
-  files: Record<string, string>;
+  files: Record<string, string | null>;
   /** Labels of this kind of proposal, after the bot's and the configured ones. */
   labels: string[];
   body: Pick<BodyInput, "group" | "reason" | "ticket" | "notes">;
@@ -59,11 +59,14 @@ export interface Proposal {
  * line numbers. A merge elsewhere in the same file leaves it equal, so the branch is not rewritten;
  * a change on or next to those lines (where git would see a conflict) does not.
  */
-function ownChanges(files: Record<string, string>, base: ReadonlyMap<string, string>): string {
+function ownChanges(
+  files: Record<string, string | null>,
+  base: ReadonlyMap<string, string>,
+): string {
   return JSON.stringify(
     Object.entries(files).map(([file, text]) => {
       const before = base.get(file) ?? "";
-      const patch = structuredPatch(file, file, before, text, undefined, undefined, {
+      const patch = structuredPatch(file, file, before, text ?? "", undefined, undefined, {
         context: 1,
         maxEditLength: MAX_DIFF_EDITS,
       });

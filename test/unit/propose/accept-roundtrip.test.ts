@@ -2,7 +2,7 @@
 // captured probe output replayed by a fake transport through the real audit, the JSON report,
 // the planner, each PR's files merged in turn, and the audit again until nothing is proposed.
 import assert from "node:assert/strict";
-import { readFile, readdir, writeFile, mkdir } from "node:fs/promises";
+import { readFile, readdir, rm, writeFile, mkdir } from "node:fs/promises";
 import path from "node:path";
 import { after, describe, it } from "node:test";
 import { auditFleet } from "../../../src/audit/fleet.js";
@@ -91,6 +91,10 @@ async function mergeUntilQuiet(dir: string, outputs: ReadonlyMap<string, string 
     if (!open) return { merged, report, before, after: fleet, actions };
     for (const [file, text] of Object.entries(open.files)) {
       const target = path.join(dir, path.relative(PREFIX, file));
+      if (text === null) {
+        await rm(target);
+        continue;
+      }
       await mkdir(path.dirname(target), { recursive: true });
       await writeFile(target, text);
     }
@@ -159,7 +163,7 @@ describe("accept round trip from captured probe output", () => {
     assert.equal(others.length, 0);
     assert.match(
       ticket!.files.join(),
-      /^fleet-manifests\/remediations\/systemd-blob-service-contents-[0-9a-f]{16}\.yaml$/,
+      /^fleet-manifests\/remediations\/web-01\/systemd-blob-service-contents-[0-9a-f]{16}\.yaml$/,
     );
     const web01 = report.nodes.find((n) => n.name === "web-01")!;
     assert.deepEqual(

@@ -125,8 +125,8 @@ describe("desired: from drift to pull requests", () => {
     assert.equal(actions.length, 3);
     const ticketPr = actions.find((a) => a.kind === "ticket")!;
     const [file, text] = Object.entries(ticketPr.files)[0]!;
-    assert.match(file, /^fleet-manifests\/remediations\/ports-tcp-8080-[0-9a-f]{16}\.yaml$/);
-    const ticket = Ticket.parse(parse(text));
+    assert.match(file, /^fleet-manifests\/remediations\/web\/ports-tcp-8080-[0-9a-f]{16}\.yaml$/);
+    const ticket = Ticket.parse(parse(text!));
     assert.deepEqual(
       { ...ticket, signature: "-" },
       {
@@ -234,6 +234,41 @@ describe("desired: from drift to pull requests", () => {
     });
     after(() => removeTree(ticketDir));
 
+    it("a ticket takes an owner, a due date, a link and references; past due, its drift is drift again, saying so", async () => {
+      const text = withTicket.files.get(ticketFile)!;
+      const ticket = {
+        ...Ticket.parse(parse(text)),
+        owner: "acme/db-team",
+        due: "2026-03-01",
+        link: "https://tracker.example/OPS-1234",
+        refs: { jira: "OPS-1234" },
+      };
+      assert.deepEqual(Ticket.parse(ticket), ticket);
+      for (const [field, value] of [
+        ["link", "javascript:alert(1)"],
+        ["due", "2026-02-30"],
+        ["owner", "@alice"],
+        ["refs", { "Jira Key": "OPS-1" }],
+      ] as const)
+        assert.equal(Ticket.safeParse({ ...ticket, [field]: value }).success, false, field);
+      const dir = await writeTree({
+        ...TREE,
+        [ticketFile.slice(PREFIX.length + 1)]:
+          `${text}owner: acme/db-team\ndue: 2026-03-01\nlink: https://tracker.example/OPS-1234\nrefs: { jira: OPS-1234 }\n`,
+      });
+      try {
+        const overdue = await loadFleet(dir, { displayPrefix: PREFIX });
+        const item = report({ "db-01": [kernel] }, { fleetOverride: overdue }).nodes.find(
+          (n) => n.name === "db-01",
+        )!.drift[0]!;
+        // Due long before this run.
+        assert.equal(item.acknowledged, undefined);
+        assert.equal(item.lapsed, `ticket ${ticket.id} past due since 2026-03-01`);
+      } finally {
+        await removeTree(dir);
+      }
+    });
+
     it("while a merged ticket is open, its drift is acknowledged and gets no PR", () => {
       const r = report({ "db-01": [kernel] }, { fleetOverride: withTicket.fleet });
       assert.equal(r.nodes.find((n) => n.name === "db-01")!.drift[0]!.acknowledged, true);
@@ -245,8 +280,14 @@ describe("desired: from drift to pull requests", () => {
         plan(input(report({}, { fleetOverride: withTicket.fleet }), [], withTicket)),
       );
       assert.equal(resolve!.kind, "resolve");
-      assert.deepEqual(Object.keys(resolve!.files), [ticketFile]);
-      const ticket = Ticket.parse(parse(resolve!.files[ticketFile]!));
+      // Filed in the node's folder; resolved, it moves out of the open ones.
+      assert.match(ticketFile, /^fleet-manifests\/remediations\/db-01\/kernel-/);
+      const resolvedFile = ticketFile.replace("/db-01/", "/resolved/");
+      assert.deepEqual(resolve!.files, {
+        [ticketFile]: null,
+        [resolvedFile]: resolve!.files[resolvedFile],
+      });
+      const ticket = Ticket.parse(parse(resolve!.files[resolvedFile]!));
       assert.equal(ticket.status, "resolved");
       assert.equal(ticket.resolved, "2026-03-02T06:00:00.000Z");
       assert.deepEqual(
