@@ -342,6 +342,21 @@ export class GitHub {
     return data.number;
   }
 
+  /** Asks `owners` to review: GitHub users, and teams written `org/team-slug`. */
+  async requestReviewers(number: number, owners: readonly string[]): Promise<void> {
+    if (!owners.length) return;
+    const reviewers = owners.filter((o) => !o.includes("/"));
+    const teams = owners.filter((o) => o.includes("/")).map((o) => o.slice(o.indexOf("/") + 1));
+    await call(`requesting reviews on #${number}`, () =>
+      this.octokit.rest.pulls.requestReviewers({
+        ...this.repo,
+        pull_number: number,
+        reviewers,
+        team_reviewers: teams,
+      }),
+    );
+  }
+
   async addLabels(number: number, labels: string[]): Promise<void> {
     if (!labels.length) return;
     await call(`labelling #${number}`, () =>

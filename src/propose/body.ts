@@ -68,7 +68,7 @@ export function parseMarker(
     return undefined;
   const agrees =
     marker.kind === "accept"
-      ? marker.signature === from.identity
+      ? marker.signature === from.identity || from.identity.startsWith(`${marker.signature}-`)
       : marker.kind === "ticket"
         ? marker.ticket === ticketId(from.domain, from.slug, from.identity) &&
           from.identity.startsWith(marker.signature)

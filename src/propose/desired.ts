@@ -97,7 +97,7 @@ export function desiredPulls(
 function groupProposal(group: DriftGroup, context: Context): Proposal | undefined {
   const { domain } = group;
   const item = group.items[0]!;
-  const acceptBranch = branchName("accept", domain.name, groupKey(group), group.signature);
+  const acceptBranch = branchName("accept", domain.name, groupKey(group), group.identity);
   const rejection = context.rejected.get(acceptBranch);
   if (rejection)
     return ticketProposal(
@@ -156,6 +156,7 @@ function groupProposal(group: DriftGroup, context: Context): Proposal | undefine
     },
     files,
     labels: [`drift:${domain.name}`, `severity:${item.severity}`],
+    owners: group.owners,
     body: {
       group: rows(group),
       notes: accepted.shared.map((shared) =>
@@ -200,6 +201,7 @@ function ticketProposal(
       )]: ticketYaml(ticket),
     },
     labels: [`drift:${domain.name}`, `severity:${group.items[0]!.severity}`, "remediation"],
+    owners: group.owners,
     body: { group: rows(group), reason },
     ...(replaces !== undefined && { replaces }),
   };
@@ -258,6 +260,7 @@ function resolveProposals(context: Context, covered: Covered): Proposal[] {
         ),
       },
       labels: ["remediation"],
+      owners: ticket.owner === undefined ? [] : [ticket.owner],
       body: { group: [], ticket },
     });
   }

@@ -73,6 +73,7 @@ export async function executePlan(
             body: action.body,
             labels: action.labels,
           });
+          await github.requestReviewers(outcome.number, action.owners);
           break;
         }
         case "update":

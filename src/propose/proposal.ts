@@ -21,6 +21,8 @@ export interface PullContent {
   replaces?: string;
   /** What the reviewer should know about how it was made, also said in the plan. */
   notes?: string[];
+  /** The nodes' owners (GitHub users and org/team), asked to review. */
+  owners: string[];
 }
 
 export type Action =
@@ -52,6 +54,8 @@ export interface Proposal {
   labels: string[];
   body: Pick<BodyInput, "group" | "reason" | "ticket" | "notes">;
   replaces?: string;
+  /** The nodes' owners: each is asked to review and named by an `owner:` label. */
+  owners?: string[];
 }
 
 /**
@@ -100,7 +104,13 @@ export function buildProposal(
     branch: proposal.branch,
     title: pullTitle(proposal.title),
     body: pullBody({ kind, ...proposal.body, marker, files: Object.keys(files) }),
-    labels: [BOT_LABEL, ...configured, ...proposal.labels],
+    labels: [
+      BOT_LABEL,
+      ...configured,
+      ...proposal.labels,
+      ...(proposal.owners ?? []).map((o) => `owner:${o}`),
+    ],
+    owners: proposal.owners ?? [],
     files,
     marker,
     ...(proposal.replaces !== undefined && { replaces: proposal.replaces }),

@@ -65,6 +65,8 @@ export interface GitHubDouble {
     author?: string | GitIdentity,
   ): Promise<string>;
   addCollaborator(login: string, permission: Permission): void;
+  /** A team of the repository's organization with access to it: reviews may be asked of it. */
+  addTeam(slug: string): void;
   stop(): Promise<void>;
 }
 
@@ -378,6 +380,9 @@ export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<G
     addCollaborator(login, permission) {
       state.account(login);
       state.permissions.set(login, permission);
+    },
+    addTeam(slug) {
+      state.teams.set(slug, { slug, id: state.id() });
     },
     async stop() {
       server.closeAllConnections();

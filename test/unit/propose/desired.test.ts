@@ -24,6 +24,7 @@ import {
   PREFIX,
   report,
   somaxconn,
+  syncookies,
   TREE,
 } from "./fixtures.js";
 
@@ -109,6 +110,43 @@ describe("desired: from drift to pull requests", () => {
       plan(input(partial)).map((a) => a.type),
       ["wait"],
     );
+  });
+
+  it("identical drift on nodes of different owners is one PR per owners, each asking them to review", async () => {
+    const tree = {
+      "fleet.yaml": "system:\n  sysctl_parameters:\n    net.ipv4.tcp_syncookies: 1\n",
+      "groups/web.yaml": "owners: [acme/web-team, alice]\n",
+      "groups/db.yaml": "owners: [bob]\n",
+      "nodes/web-01.yaml": "groups: [web]\n",
+      "nodes/db-01.yaml": "groups: [db]\n",
+    };
+    const dir = await writeTree(tree);
+    try {
+      const owned = await loadFleet(dir, { displayPrefix: PREFIX });
+      const texts = new Map(Object.entries(tree).map(([n, t]) => [`${PREFIX}/${n}`, t]));
+      const drift = { "web-01": [syncookies("0")], "db-01": [syncookies("0")] };
+      const prs = opens(
+        plan(input(report(drift, { fleetOverride: owned }), [], { fleet: owned, files: texts })),
+      ).sort((a, b) => (a.marker.nodes[0]! < b.marker.nodes[0]! ? -1 : 1));
+      assert.deepEqual(
+        prs.map((p) => [p.marker.nodes, p.owners, p.labels.filter((l) => l.startsWith("owner:"))]),
+        [
+          [["db-01"], ["bob"], ["owner:bob"]],
+          [["web-01"], ["acme/web-team", "alice"], ["owner:acme/web-team", "owner:alice"]],
+        ],
+      );
+      assert.notEqual(prs[0]!.branch, prs[1]!.branch);
+      // Each writes its own node's override: fleet.yaml's value is shared with the other owner's node.
+      assert.deepEqual(
+        prs
+          .map((p) => Object.keys(p.files))
+          .flat()
+          .sort(),
+        [`${PREFIX}/nodes/db-01.yaml`, `${PREFIX}/nodes/web-01.yaml`],
+      );
+    } finally {
+      await removeTree(dir);
+    }
   });
 
   it("different drift is a different PR; ports drift is a ticket by policy, with the seed's remediation", () => {
