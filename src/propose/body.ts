@@ -109,7 +109,7 @@ const MEANING = {
   ticket:
     "**Merging records a remediation ticket**: the operator commits to bring the hosts back to the declared state. While the ticket is open, this drift is reported as acknowledged and opens no new PR. When the drift is gone, Quartermaster proposes resolving the ticket.\n\n**Closing** without merging leaves the drift unacknowledged: it stays in every audit report, and this ticket is not proposed again.",
   resolve:
-    "**Merging marks the ticket resolved**: the drift it named is no longer present on any of its nodes.",
+    "**Merging marks the ticket resolved** and moves it to `remediations/resolved/`: the drift it named is no longer present on any of its nodes.",
 } as const;
 
 const names = (list: readonly string[], max = 10) =>
