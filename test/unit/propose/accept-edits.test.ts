@@ -6,20 +6,17 @@ import { acceptEdits, dependantsOf } from "../../../src/propose/accept-edits.js"
 import { groupDrift } from "../../../src/propose/group.js";
 import { MANIFEST_LISTS } from "../../../src/manifest/lists.js";
 import { parse } from "yaml";
-import { loadFleet } from "../../../src/manifest/load.js";
 import { describeAction } from "../../../src/propose/execute.js";
-import { plan } from "../../../src/propose/plan.js";
-import { removeTree, writeTree } from "../../support/tree.js";
 import {
   changedLines,
   files,
   fleet,
-  input,
   opens,
+  planOnTree,
   PREFIX,
   report,
   somaxconn,
-  type Drift,
+  swappiness,
 } from "./fixtures.js";
 
 describe("acceptEdits", () => {
@@ -60,32 +57,15 @@ describe("acceptEdits: a value shared by many nodes", () => {
       Array.from({ length: count }, (_, i) => [`nodes/app-0${i + 1}.yaml`, "groups: [app]\n"]),
     ),
   });
-  const swappiness = (live: number): Drift => ({
-    domain: "sysctl",
-    finding: {
-      key: "vm.swappiness",
-      declared: "10",
-      live: String(live),
-      path: ["system", "sysctl_parameters", "vm.swappiness"],
-    },
-  });
-  const planFor = async (count: number, drifted: number) => {
-    const dir = await writeTree(tree(count));
-    try {
-      const loaded = await loadFleet(dir, { displayPrefix: PREFIX });
-      const texts = new Map(
-        Object.entries(tree(count)).map(([name, text]) => [`${PREFIX}/${name}`, text]),
-      );
-      const drift = Object.fromEntries(
-        Array.from({ length: drifted }, (_, i) => [`app-0${i + 1}`, [swappiness(60)]]),
-      );
-      return opens(
-        plan(input(report(drift, { fleetOverride: loaded }), [], { fleet: loaded, files: texts })),
-      );
-    } finally {
-      await removeTree(dir);
-    }
-  };
+  const planFor = async (count: number, drifted: number) =>
+    opens(
+      await planOnTree(
+        tree(count),
+        Object.fromEntries(
+          Array.from({ length: drifted }, (_, k) => [`app-0${k + 1}`, [swappiness(60)]]),
+        ),
+      ),
+    );
 
   it("most of many drifted alike: the shared file is edited, the others keep the old value in their own file, and the PR says so", async () => {
     const [pr, ...rest] = await planFor(7, 5);

@@ -21,6 +21,7 @@ import {
   listener,
   motd,
   opens,
+  planOnTree,
   PREFIX,
   report,
   somaxconn,
@@ -120,33 +121,26 @@ describe("desired: from drift to pull requests", () => {
       "nodes/web-01.yaml": "groups: [web]\n",
       "nodes/db-01.yaml": "groups: [db]\n",
     };
-    const dir = await writeTree(tree);
-    try {
-      const owned = await loadFleet(dir, { displayPrefix: PREFIX });
-      const texts = new Map(Object.entries(tree).map(([n, t]) => [`${PREFIX}/${n}`, t]));
-      const drift = { "web-01": [syncookies("0")], "db-01": [syncookies("0")] };
-      const prs = opens(
-        plan(input(report(drift, { fleetOverride: owned }), [], { fleet: owned, files: texts })),
-      ).sort((a, b) => (a.marker.nodes[0]! < b.marker.nodes[0]! ? -1 : 1));
-      assert.deepEqual(
-        prs.map((p) => [p.marker.nodes, p.owners, p.labels.filter((l) => l.startsWith("owner:"))]),
-        [
-          [["db-01"], ["bob"], ["owner:bob"]],
-          [["web-01"], ["acme/web-team", "alice"], ["owner:acme/web-team", "owner:alice"]],
-        ],
-      );
-      assert.notEqual(prs[0]!.branch, prs[1]!.branch);
-      // Each writes its own node's override: fleet.yaml's value is shared with the other owner's node.
-      assert.deepEqual(
-        prs
-          .map((p) => Object.keys(p.files))
-          .flat()
-          .sort(),
-        [`${PREFIX}/nodes/db-01.yaml`, `${PREFIX}/nodes/web-01.yaml`],
-      );
-    } finally {
-      await removeTree(dir);
-    }
+    const drift = { "web-01": [syncookies("0")], "db-01": [syncookies("0")] };
+    const prs = opens(await planOnTree(tree, drift)).sort((a, b) =>
+      a.marker.nodes[0]! < b.marker.nodes[0]! ? -1 : 1,
+    );
+    assert.deepEqual(
+      prs.map((p) => [p.marker.nodes, p.owners, p.labels.filter((l) => l.startsWith("owner:"))]),
+      [
+        [["db-01"], ["bob"], ["owner:bob"]],
+        [["web-01"], ["acme/web-team", "alice"], ["owner:acme/web-team", "owner:alice"]],
+      ],
+    );
+    assert.notEqual(prs[0]!.branch, prs[1]!.branch);
+    // Each writes its own node's override: fleet.yaml's value is shared with the other owner's node.
+    assert.deepEqual(
+      prs
+        .map((p) => Object.keys(p.files))
+        .flat()
+        .sort(),
+      [`${PREFIX}/nodes/db-01.yaml`, `${PREFIX}/nodes/web-01.yaml`],
+    );
   });
 
   it("different drift is a different PR; ports drift is a ticket by policy, with the seed's remediation", () => {

@@ -3,18 +3,17 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { plan } from "../../../src/propose/plan.js";
 import type { Action } from "../../../src/propose/proposal.js";
-import { loadFleet } from "../../../src/manifest/load.js";
 import type { ExistingPull } from "../../../src/propose/pulls.js";
-import { removeTree, writeTree } from "../../support/tree.js";
 import {
   asPulls,
   input,
   kernel,
   listener,
   opens,
-  PREFIX,
+  planOnTree,
   report,
   somaxconn,
+  swappiness,
   syncookies,
   type Drift,
 } from "./fixtures.js";
@@ -142,15 +141,6 @@ describe("reconcile: desired pull requests against existing ones", () => {
 });
 
 describe("reconcile: quiet branches", () => {
-  const swappiness = (live: number): Drift => ({
-    domain: "sysctl",
-    finding: {
-      key: "vm.swappiness",
-      declared: "10",
-      live: String(live),
-      path: ["system", "sysctl_parameters", "vm.swappiness"],
-    },
-  });
   const group = (swap: number, conn: number, between = ["    # spaced", "    # apart"]) =>
     [
       "system:",
@@ -165,19 +155,8 @@ describe("reconcile: quiet branches", () => {
     "nodes/app-01.yaml": "groups: [app]\n",
     "nodes/app-02.yaml": "groups: [app]\n",
   });
-  async function planOn(groupText: string, drift: Record<string, Drift[]>, pulls: ExistingPull[]) {
-    const tree = treeOf(groupText);
-    const dir = await writeTree(tree);
-    try {
-      const loaded = await loadFleet(dir, { displayPrefix: PREFIX });
-      const texts = new Map(Object.entries(tree).map(([n, t]) => [`${PREFIX}/${n}`, t]));
-      return plan(
-        input(report(drift, { fleetOverride: loaded }), pulls, { fleet: loaded, files: texts }),
-      );
-    } finally {
-      await removeTree(dir);
-    }
-  }
+  const planOn = (groupText: string, drift: Record<string, Drift[]>, pulls: ExistingPull[]) =>
+    planOnTree(treeOf(groupText), drift, pulls);
   const conn = (live: number): Drift => ({
     ...somaxconn(live),
     finding: { ...somaxconn(live).finding, declared: "4096" },
