@@ -24,6 +24,7 @@ export const OPERATIONS = [
   "POST /repos/{owner}/{repo}/pulls",
   "GET /repos/{owner}/{repo}/pulls/{pull_number}",
   "PATCH /repos/{owner}/{repo}/pulls/{pull_number}",
+  "POST /repos/{owner}/{repo}/pulls/{pull_number}/requested_reviewers",
   "GET /repos/{owner}/{repo}/pulls/{pull_number}/commits",
   "PUT /repos/{owner}/{repo}/pulls/{pull_number}/merge",
   "GET /repos/{owner}/{repo}/issues",

@@ -98,6 +98,8 @@ export interface Domain<Declared = unknown, Live = unknown> {
   itemsAreASet?: boolean;
   /** What an operator does about drift in this domain. */
   remediation: string;
+  /** Every drift key of this domain starts with one of these: a waiver key that cannot is refused. */
+  keyPrefixes?: readonly string[];
   /** Shell snippet whose stdout is this domain's section. `declared` is undefined for snapshots. */
   probe(declared: Declared | undefined, ctx: ProbeContext): string;
   /**

@@ -2,10 +2,10 @@ import { createHash } from "node:crypto";
 import type { AnyDomain, Finding, JsonValue } from "../domains/domain.js";
 import type { LoadedNode } from "../manifest/load.js";
 import { sourceOf } from "../manifest/merge.js";
-import type { DomainPolicy, Waiver } from "../manifest/schema.js";
+import type { Policy, Waiver } from "../manifest/schema.js";
 import type { Ticket } from "../manifest/tickets.js";
 import type { DriftItem } from "../report/schema.js";
-import { findWaiver } from "./waivers.js";
+import { expiryTime, findExpiredWaiver, findWaiver } from "./waivers.js";
 
 /**
  * The same drift on any node: (domain, key, declared, live). Identical drift on many nodes is one
@@ -58,7 +58,7 @@ export function ticketCovers(ticket: Ticket, signature: string): boolean {
 }
 
 export interface DriftContext {
-  policy: Partial<Record<string, DomainPolicy>>;
+  policy: Policy;
   waivers: readonly Waiver[];
   /** Open remediation tickets: drift they name is acknowledged, not new. */
   tickets: readonly Ticket[];
@@ -96,17 +96,21 @@ export function toDriftItems(
     const ticket = ctx.tickets.find(
       (t) => t.status === "open" && ticketCovers(t, signature) && t.nodes.includes(node.name),
     );
-    const waiver = findWaiver(
-      ctx.waivers,
-      { node: node.name, domain: domain.name, key: finding.key, live: finding.live },
-      ctx.now,
-    );
-    if (ticket) {
+    const subject = { node: node.name, domain: domain.name, key: finding.key, live: finding.live };
+    const waiver = findWaiver(ctx.waivers, subject, ctx.now);
+    // A ticket past its due date no longer holds the drift back: it is drift again, saying so.
+    const overdue = ticket?.due !== undefined && ctx.now.getTime() > expiryTime(ticket.due);
+    if (ticket && !overdue) {
       item.acknowledged = true;
       item.acknowledgedBy = `ticket ${ticket.id}`;
     } else if (waiver) {
       item.acknowledged = true;
       item.acknowledgedBy = `waiver: ${waiver.reason}`;
+    } else if (ticket) {
+      item.lapsed = `ticket ${ticket.id} past due since ${ticket.due}`;
+    } else {
+      const expired = findExpiredWaiver(ctx.waivers, subject, ctx.now);
+      if (expired) item.lapsed = `waiver expired ${expired.expires}: ${expired.reason}`;
     }
     return item;
   });

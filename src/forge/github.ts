@@ -3,6 +3,7 @@ import { throttling } from "@octokit/plugin-throttling";
 import { Octokit } from "@octokit/rest";
 import { ForgeError } from "../errors.js";
 import { wholeNumber } from "../whole-number.js";
+import { visible } from "../text/escape.js";
 
 // The forge as records: what GitHub says, not what it means. Reading a pull request as one of
 // Quartermaster's proposals is propose's job.
@@ -155,6 +156,20 @@ async function unlessMissing<T>(what: string, request: () => Promise<T>): Promis
   }
 }
 
+// Octokit logs every failed request ("GET /repos/…/contents/deferred.json - 404 with id …") on
+// stderr. Failures become ForgeError, which says what was being done, and a 404 is often expected
+// (no state branch yet): the request log lines are dropped; Octokit's other warnings still show.
+const REQUEST_LOG_LINE = /^[A-Z]+ \S+ - \d+ with id /;
+const OCTOKIT_LOG = {
+  debug: () => {},
+  info: () => {},
+  warn: (message: string) => process.stderr.write(`quartermaster: ${visible(String(message))}\n`),
+  error: (message: string) => {
+    if (!REQUEST_LOG_LINE.test(String(message)))
+      process.stderr.write(`quartermaster: ${visible(String(message))}\n`);
+  },
+};
+
 /** The forge behind one interface: everything propose needs from GitHub. */
 export class GitHub {
   readonly octokit: InstanceType<typeof BotOctokit>;
@@ -164,6 +179,7 @@ export class GitHub {
       baseUrl: settings.apiUrl,
       auth: settings.token,
       userAgent: "quartermaster",
+      log: OCTOKIT_LOG,
       retry: {
         retryAfterBaseValue: settings.retryAfterBaseValue ?? 1000,
         doNotRetry: [400, 401, 403, 404, 410, 422, 451],
@@ -319,12 +335,12 @@ export class GitHub {
   }
 
   /**
-   * One commit on top of `parent` writing `files` (none: an empty commit), through the Git Data
-   * API: no clone, no push.
+   * One commit on top of `parent` writing `files` (null removes one; none: an empty commit),
+   * through the Git Data API: no clone, no push.
    */
   async commitFiles(
     parent: string,
-    files: Record<string, string>,
+    files: Record<string, string | null>,
     message: string,
   ): Promise<string> {
     const { data: parentCommit } = await call("reading the base commit", () =>
@@ -337,12 +353,11 @@ export class GitHub {
           this.octokit.rest.git.createTree({
             ...this.repo,
             base_tree: parentCommit.tree.sha,
-            tree: Object.entries(files).map(([path, content]) => ({
-              path,
-              mode: "100644" as const,
-              type: "blob" as const,
-              content,
-            })),
+            tree: Object.entries(files).map(([path, content]) =>
+              content === null
+                ? { path, mode: "100644" as const, type: "blob" as const, sha: null }
+                : { path, mode: "100644" as const, type: "blob" as const, content },
+            ),
           }),
         );
     const now = new Date().toISOString();
@@ -414,6 +429,21 @@ export class GitHub {
     );
     await this.addLabels(data.number, input.labels);
     return data.number;
+  }
+
+  /** Asks `owners` to review: GitHub users, and teams written `org/team-slug`. */
+  async requestReviewers(number: number, owners: readonly string[]): Promise<void> {
+    if (!owners.length) return;
+    const reviewers = owners.filter((o) => !o.includes("/"));
+    const teams = owners.filter((o) => o.includes("/")).map((o) => o.slice(o.indexOf("/") + 1));
+    await call(`requesting reviews on #${number}`, () =>
+      this.octokit.rest.pulls.requestReviewers({
+        ...this.repo,
+        pull_number: number,
+        reviewers,
+        team_reviewers: teams,
+      }),
+    );
   }
 
   async addLabels(number: number, labels: string[]): Promise<void> {

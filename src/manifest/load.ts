@@ -16,6 +16,7 @@ import {
   type SshSettings,
 } from "./schema.js";
 import { nearest } from "./suggest.js";
+import { waiverProblems } from "../drift/waivers.js";
 import { Ticket } from "./tickets.js";
 
 export interface LoadedNode {
@@ -103,6 +104,17 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
       const { layer, settings: s } = toLayer(reader, parsed, FleetSpec);
       fleetLayer = layer;
       settings = s ?? {};
+      // A waiver that can waive nothing is a typo that would let drift through unwaived.
+      for (const problem of waiverProblems(settings.ignore ?? [])) {
+        const origin = layer?.origins.get(pathKey(["ignore", problem.index, problem.field]));
+        reader.errors.push(
+          new ManifestError(
+            problem.message,
+            { file: parsed.file, line: origin?.line, col: origin?.col },
+            problem.hint,
+          ),
+        );
+      }
     }
   }
 

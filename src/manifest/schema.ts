@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DOMAIN_NAMES, SEVERITIES } from "../domains/domain.js";
+import { DOMAIN_NAMES, SEVERITIES, type DomainName } from "../domains/domain.js";
 import { DOMAINS } from "../domains/registry.js";
 import { expiryTime } from "../drift/waivers.js";
 import { globProblem } from "../glob.js";
@@ -71,10 +71,20 @@ function domainShape(): Record<string, z.ZodType> {
 
 const declaredShape = domainShape();
 
+/** A GitHub user (`alice`) or team (`acme/web-team`), without the `@`. */
+export const Owner = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\/[A-Za-z0-9._-]+)?$/,
+    "must be a GitHub user (alice) or team (org/team-slug), without @",
+  );
+
 export const NodeSpec = z.strictObject({
   $schema: z.string().optional(),
   host: NodeName.optional(),
   groups: z.array(NodeName).optional(),
+  /** Who reviews this node's pull requests; a node file's list replaces its groups'. */
+  owners: z.array(Owner).optional(),
   ssh: SshSettings.optional(),
   ...declaredShape,
 });
@@ -102,7 +112,7 @@ function isRealDate(text: string): boolean {
   );
 }
 
-const IsoDate = z.union([
+export const IsoDate = z.union([
   z
     .string()
     .regex(ISO_DATE, "must be a date like 2026-12-31")
@@ -163,8 +173,23 @@ export const ProposeSettings = z.strictObject({
 });
 export type ProposeSettings = z.infer<typeof ProposeSettings>;
 
+export const WaiverPolicy = z.strictObject({
+  /** `validate` warns on a waiver expiring later than this many days from now. */
+  max_days: z.number().int().positive().optional(),
+});
+
+/** `policy`: per domain (severity, on_drift), and for waivers. */
+export const Policy = z.strictObject({
+  ...(Object.fromEntries(DOMAIN_NAMES.map((name) => [name, DomainPolicy.optional()])) as Record<
+    DomainName,
+    z.ZodOptional<typeof DomainPolicy>
+  >),
+  waivers: WaiverPolicy.optional(),
+});
+export type Policy = z.infer<typeof Policy>;
+
 export const FleetSpec = NodeSpec.omit({ host: true, groups: true }).extend({
-  policy: z.partialRecord(z.enum(DOMAIN_NAMES), DomainPolicy).optional(),
+  policy: Policy.optional(),
   ignore: z.array(Waiver).optional(),
   audit: AuditSettings.optional(),
   propose: ProposeSettings.optional(),

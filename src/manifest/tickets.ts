@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { DOMAIN_NAMES, Json, SEVERITIES, type JsonValue } from "../domains/domain.js";
 import { driftSignature, setSignature } from "../drift/drift.js";
+import { IsoDate, Owner } from "./schema.js";
 
 /**
  * fleet-manifests/remediations/<id>.yaml: an operator's commitment, merged through a ticket PR, to
@@ -37,6 +38,19 @@ export const Ticket = z
       .optional(),
     /** Why a ticket rather than an accept: policy, or the accept PR a reviewer closed. */
     reason: z.string().optional(),
+    /** Who fixes it: a GitHub user or `org/team`. */
+    owner: Owner.optional(),
+    /** The day it is due: past it, the drift is no longer acknowledged. */
+    due: IsoDate.optional(),
+    /** Where the work is tracked (an issue, a change request). */
+    link: z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }).optional(),
+    /** References in other trackers, by tracker: `refs: { jira: OPS-1234 }`. */
+    refs: z
+      .record(
+        z.string().regex(/^[a-z][a-z0-9_-]*$/, "a tracker name like jira or servicenow"),
+        z.string().min(1),
+      )
+      .optional(),
   })
   // A signature decides what the ticket acknowledges: it must be the one of the drift the ticket
   // states, or an edit to it alone would acknowledge other drift unseen.

@@ -32,7 +32,7 @@ export const PullMarker = z.object({
   nodes: z.array(z.string()),
   /** When the drift was first proposed: kept across updates so the body stays stable. */
   detected: z.string(),
-  /** Hash of the files the PR writes: equal means the branch needs no new commit. */
+  /** Hash of what the PR changes (its own lines, not where they sit): equal means no new commit. */
   content: z.string(),
   ticket: z.string().optional(),
 });
@@ -75,7 +75,7 @@ export function parseMarker(
     return undefined;
   const agrees =
     marker.kind === "accept"
-      ? marker.signature === from.identity
+      ? marker.signature === from.identity || from.identity.startsWith(`${marker.signature}-`)
       : marker.kind === "ticket"
         ? marker.ticket === ticketId(from.domain, from.slug, from.identity) &&
           from.identity.startsWith(marker.signature)
@@ -106,6 +106,8 @@ export interface BodyInput {
    */
   reason?: { text: string; detail?: string };
   ticket?: Ticket;
+  /** Quartermaster's own sentences for the reviewer (host text only inside code spans). */
+  notes?: string[];
 }
 
 const MEANING = {
@@ -114,7 +116,7 @@ const MEANING = {
   ticket:
     "**Merging records a remediation ticket**: the operator commits to bring the hosts back to the declared state. While the ticket is open, this drift is reported as acknowledged and opens no new PR. When the drift is gone, Quartermaster proposes resolving the ticket.\n\n**Closing** without merging leaves the drift unacknowledged: it stays in every audit report, and this ticket is not proposed again.",
   resolve:
-    "**Merging marks the ticket resolved**: the drift it named is no longer present on any of its nodes.",
+    "**Merging marks the ticket resolved** and moves it to `remediations/resolved/`: the drift it named is no longer present on any of its nodes.",
 } as const;
 
 /** The earliest first sighting among `items`, when the report knows any (a time, no host text). */
@@ -153,6 +155,16 @@ export function pullBody(input: BodyInput): string {
     if (input.reason)
       head.push(
         `This is a ticket because ${input.reason.text}${input.reason.detail ? `: ${codeSpan(input.reason.detail, 300)}` : ""}.`,
+      );
+    head.push(...(input.notes ?? []));
+    // Drift that was waived or ticketed until lately: the reviewer sees why it is back.
+    const lapsed = [...new Set(input.group.flatMap(({ item }) => item.lapsed ?? []))];
+    if (lapsed.length)
+      head.push(
+        `No longer acknowledged: ${lapsed
+          .slice(0, 5)
+          .map((l) => codeSpan(l, 300))
+          .join(", ")}${lapsed.length > 5 ? ` and ${lapsed.length - 5} more` : ""}.`,
       );
   }
   head.push(

@@ -1,13 +1,20 @@
 import path from "node:path";
 import type { JsonValue } from "../domains/domain.js";
 import { ticketCovers } from "../drift/drift.js";
-import { truncate } from "../text/markdown.js";
-import { acceptEdits, dependantsOf, type Dependants } from "./accept-edits.js";
+import { codeSpan, truncate } from "../text/markdown.js";
+import {
+  acceptEdits,
+  dependantsOf,
+  groupOfFile,
+  type AcceptPlan,
+  type Dependants,
+} from "./accept-edits.js";
 import { branchIdentity, branchName } from "./branch.js";
 import { groupDrift, groupKey, itemSignature, type DriftGroup } from "./group.js";
 import { ManifestEditError } from "../errors.js";
 import { applyChanges } from "../manifest/edit/apply.js";
 import type { ManifestLists } from "../manifest/lists.js";
+import type { Report } from "../report/schema.js";
 import type { Covered, PlanInput } from "./plan.js";
 import { nodeList } from "../text/markdown.js";
 import { buildProposal, type Proposal, type PullContent } from "./proposal.js";
@@ -31,17 +38,31 @@ interface Context {
   /** A ticket or resolve PR closed unmerged was declined: the same proposal is not made again. */
   declined: ReadonlySet<string>;
   recordedTickets: ReadonlySet<string>;
+  /** Whether this run audited a node (a domain it could not show is still audited: not drift). */
+  audited: (name: string) => boolean;
+  wait: (waiting: Waiting) => void;
 }
 
 type Reason = { text: string; detail?: string };
+
+/** An accept that waits for a run auditing every node its shared value reaches. */
+export interface Waiting {
+  branch: string;
+  title: string;
+  /** Per shared file: "web: 1 of 3 nodes not audited this run". */
+  reasons: string[];
+}
 
 export function desiredPulls(
   input: PlanInput,
   covered: Covered,
   lists: ManifestLists,
-): PullContent[] {
+): { pulls: PullContent[]; waits: Waiting[] } {
+  const waits: Waiting[] = [];
   const context: Context = {
     input,
+    audited: auditedIn(input.report),
+    wait: (waiting) => waits.push(waiting),
     dependants: dependantsOf(input.nodes),
     lists,
     openOn: (branch) => input.pulls.find((p) => p.branch === branch && p.state === "open"),
@@ -64,7 +85,10 @@ export function desiredPulls(
     ...groupDrift(input.report, nodes).flatMap((group) => groupProposal(group, context) ?? []),
     ...resolveProposals(context, covered),
   ];
-  return proposals.map((proposal) => buildProposal(proposal, input.labels ?? []));
+  return {
+    pulls: proposals.map((proposal) => buildProposal(proposal, input.labels ?? [], input.files)),
+    waits,
+  };
 }
 
 /**
@@ -74,7 +98,7 @@ export function desiredPulls(
 function groupProposal(group: DriftGroup, context: Context): Proposal | undefined {
   const { domain } = group;
   const item = group.items[0]!;
-  const acceptBranch = branchName("accept", domain.name, groupKey(group), group.signature);
+  const acceptBranch = branchName("accept", domain.name, groupKey(group), group.identity);
   const rejection = context.rejected.get(acceptBranch);
   if (rejection)
     return ticketProposal(
@@ -89,9 +113,15 @@ function groupProposal(group: DriftGroup, context: Context): Proposal | undefine
       { text: `policy: ${domain.name} drift is remediated on the host` },
       context,
     );
-  let files: Record<string, string>;
+  let accepted: AcceptPlan;
   try {
-    files = acceptEdits(group, context.input.files, context.dependants, context.lists);
+    accepted = acceptEdits(
+      group,
+      context.input.files,
+      context.dependants,
+      context.lists,
+      context.audited,
+    );
   } catch (error) {
     // Only an edit that cannot be made becomes a ticket; anything else is a bug and is reported as
     // one.
@@ -102,10 +132,19 @@ function groupProposal(group: DriftGroup, context: Context): Proposal | undefine
       context,
     );
   }
+  const names = nodeNames(group);
+  if ("waiting" in accepted) {
+    context.wait({
+      branch: acceptBranch,
+      title: groupTitle("Accept", group, names),
+      reasons: accepted.waiting,
+    });
+    return undefined;
+  }
+  const { files } = accepted;
   // The manifest already declares the live value: the report predates a merged accept PR.
   if (Object.entries(files).every(([file, text]) => context.input.files.get(file) === text))
     return undefined;
-  const names = nodeNames(group);
   return {
     kind: "accept",
     branch: acceptBranch,
@@ -118,7 +157,15 @@ function groupProposal(group: DriftGroup, context: Context): Proposal | undefine
     },
     files,
     labels: [`drift:${domain.name}`, `severity:${item.severity}`],
-    body: { group: rows(group) },
+    owners: group.owners,
+    body: {
+      group: rows(group),
+      notes: accepted.shared.map((shared) =>
+        shared.edited
+          ? `${codeSpan(shared.file)} declares this value for ${shared.takers} nodes and ${shared.drifted} drifted alike: the shared file is edited, and the ${shared.takers - shared.drifted} that did not drift keep the old value in their own files, rather than ${shared.drifted} node files each overriding it.`
+          : `This writes the same value into ${shared.drifted} node files as overrides of ${codeSpan(shared.file)}, which declares it for ${shared.takers} nodes: consider a group for the drifted nodes.`,
+      ),
+    },
   };
 }
 
@@ -147,10 +194,15 @@ function ticketProposal(
     title: groupTitle("Remediate", group, names),
     about: { signature: group.signature, domain: domain.name, nodes: names, detected, ticket: id },
     files: {
-      [path.posix.join(context.input.manifestsPath, "remediations", `${id}.yaml`)]:
-        ticketYaml(ticket),
+      [path.posix.join(
+        context.input.manifestsPath,
+        "remediations",
+        ticketFolder(group),
+        `${id}.yaml`,
+      )]: ticketYaml(ticket),
     },
     labels: [`drift:${domain.name}`, `severity:${group.items[0]!.severity}`, "remediation"],
+    owners: group.owners,
     body: { group: rows(group), reason },
     ...(replaces !== undefined && { replaces }),
   };
@@ -176,6 +228,13 @@ function resolveProposals(context: Context, covered: Covered): Proposal[] {
       continue;
     const text = input.files.get(file);
     if (text === undefined) continue;
+    // A resolved ticket leaves the open ones: moved to remediations/resolved/, its history in git.
+    const resolvedFile = path.posix.join(
+      input.manifestsPath,
+      "remediations",
+      RESOLVED_FOLDER,
+      path.posix.basename(file),
+    );
     const branch = branchName("resolve", ticket.domain, ticket.key, ticket.id);
     if (context.declined.has(proposalKey(branch, ticket.nodes))) continue;
     const resolvedAt = context.openOn(branch)?.marker?.detected ?? input.report.startedAt;
@@ -191,7 +250,8 @@ function resolveProposals(context: Context, covered: Covered): Proposal[] {
         ticket: ticket.id,
       },
       files: {
-        [file]: applyChanges(
+        ...(file !== resolvedFile && { [file]: null }),
+        [resolvedFile]: applyChanges(
           text,
           [
             { path: ["status"], value: "resolved" },
@@ -201,10 +261,34 @@ function resolveProposals(context: Context, covered: Covered): Proposal[] {
         ),
       },
       labels: ["remediation"],
+      owners: ticket.owner === undefined ? [] : [ticket.owner],
       body: { group: [], ticket },
     });
   }
   return proposals;
+}
+
+function auditedIn(report: Report): (name: string) => boolean {
+  const audited = new Set(
+    report.nodes.filter((n) => n.status === "clean" || n.status === "drift").map((n) => n.name),
+  );
+  return (name) => audited.has(name);
+}
+
+/** Where resolved tickets go, out of the open ones' folders. */
+export const RESOLVED_FOLDER = "resolved";
+
+/**
+ * The folder a new ticket is filed in, so CODEOWNERS can route it: the group declaring the drifted
+ * value, else the one node's, else a group every node is in, else `fleet`.
+ */
+function ticketFolder(group: DriftGroup): string {
+  const declaredIn = groupOfFile(group.items[0]!.source.file);
+  if (declaredIn) return declaredIn;
+  const [first, ...others] = group.nodes.map((n) => n.node);
+  if (!others.length) return first!.name;
+  const common = first!.groups.filter((g) => others.every((n) => n.groups.includes(g)));
+  return common.at(-1) ?? "fleet";
 }
 
 const nodeNames = (group: DriftGroup) => group.nodes.map((n) => n.node.name).sort();
@@ -213,7 +297,9 @@ const nodeNames = (group: DriftGroup) => group.nodes.map((n) => n.node.name).sor
 const rows = (group: DriftGroup) =>
   group.nodes.flatMap((n) => n.items.map((item) => ({ node: n.node.name, item })));
 
-const show = (value: JsonValue) => (typeof value === "string" ? value : JSON.stringify(value));
+// A missing unit, file or package is live `null`: a title says it in words.
+const show = (value: JsonValue) =>
+  typeof value === "string" ? value : value === null ? "absent" : JSON.stringify(value);
 
 /** A group's title: what drifted where, values only when short. */
 function groupTitle(verb: string, group: DriftGroup, names: readonly string[]): string {

@@ -2,7 +2,7 @@ import { ForgeError } from "../errors.js";
 import type { GitHub } from "../forge/github.js";
 import { visible } from "../text/escape.js";
 import { plan, type PlanInput } from "./plan.js";
-import type { Action } from "./proposal.js";
+import type { Action, PullContent } from "./proposal.js";
 import {
   botPulls,
   hasLeftAloneNotice,
@@ -82,6 +82,7 @@ export async function executePlan(
             body: action.body,
             labels: action.labels,
           });
+          await github.requestReviewers(outcome.number, action.owners);
           break;
         }
         case "update":
@@ -104,6 +105,7 @@ export async function executePlan(
             await github.comment(action.number, `${action.comment}\n\n${LEFT_ALONE_MARK}`);
           break;
         case "defer":
+        case "wait":
           break;
       }
       outcomes.push(outcome);
@@ -124,17 +126,22 @@ export function describeAction(action: Action): string {
   return visible(describe(action));
 }
 
+const notes = (content: PullContent) =>
+  content.notes?.map((note) => ` [note: ${note.replaceAll("`", "")}]`).join("") ?? "";
+
 function describe(action: Action): string {
   switch (action.type) {
     case "open":
-      return `open   ${action.kind.padEnd(7)} ${action.branch}: ${action.title} (${Object.keys(action.files).join(", ")})`;
+      return `open   ${action.kind.padEnd(7)} ${action.branch}: ${action.title} (${Object.keys(action.files).join(", ")})${notes(action)}`;
     case "update":
-      return `update #${action.number} ${action.kind} ${action.branch}${action.updateFiles ? " (new commit)" : " (body only)"}: ${action.title}`;
+      return `update #${action.number} ${action.kind} ${action.branch}${action.updateFiles ? " (new commit)" : " (body only)"}: ${action.title}${notes(action)}`;
     case "close":
       return `close  #${action.number} ${action.branch}`;
     case "leave":
       return `leave  #${action.number}: ${action.reason}${action.comment ? " (comment once)" : ""}`;
     case "defer":
       return `defer  ${action.kind.padEnd(7)} ${action.branch}: ${action.title} (over this run's budget of ${action.budget} new pull requests; opened on a later run)`;
+    case "wait":
+      return `wait   ${action.kind.padEnd(7)} ${action.branch}: ${action.title} (${action.reasons.join("; ")}: the shared value is accepted once every node taking it is audited, never as node overrides)`;
   }
 }

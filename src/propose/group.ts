@@ -9,6 +9,10 @@ import type { DriftItem, Report } from "../report/schema.js";
 /** One drift signature: the same drift items of one domain on one or more nodes. */
 export interface DriftGroup {
   signature: string;
+  /** Who owns the nodes (`owners:`), sorted: nodes of different owners are never one group. */
+  owners: string[];
+  /** The signature, with the owners' hash when owned: what names the group's branches. */
+  identity: string;
   domain: AnyDomain;
   /** One per key, in key order; several only for a domain whose items are a set. */
   items: DriftItem[];
@@ -31,6 +35,10 @@ export const groupKey = (group: DriftGroup) =>
     ? group.items[0]!.key
     : `${group.items[0]!.key} and ${group.items.length - 1} more`;
 
+/** A node's owners as its manifests declare them (`owners:`), sorted and each once. */
+export const ownersOf = (node: LoadedNode): string[] =>
+  [...new Set(Array.isArray(node.spec.owners) ? node.spec.owners : [])].sort();
+
 /**
  * Unacknowledged drift grouped into proposals: identical drift on several nodes is one group, and
  * all drifting items of a set domain (listeners, routes) on one node are one group, not one each.
@@ -41,8 +49,11 @@ export function groupDrift(report: Report, nodes: ReadonlyMap<string, LoadedNode
     items.sort(byKey);
     const signature =
       items.length === 1 ? itemSignature(items[0]!) : setSignature(items.map(itemSignature));
-    let group = groups.get(signature);
-    if (!group) groups.set(signature, (group = { signature, domain, items, nodes: [] }));
+    const owners = ownersOf(node);
+    const identity = owners.length ? `${signature}-${hash(JSON.stringify(owners))}` : signature;
+    let group = groups.get(identity);
+    if (!group)
+      groups.set(identity, (group = { signature, owners, identity, domain, items, nodes: [] }));
     group.nodes.push({ node, items });
   };
   for (const result of report.nodes) {
@@ -58,5 +69,5 @@ export function groupDrift(report: Report, nodes: ReadonlyMap<string, LoadedNode
     }
     for (const [domain, items] of sets) add(node, domain, items);
   }
-  return [...groups.values()].sort((a, b) => a.signature.localeCompare(b.signature));
+  return [...groups.values()].sort((a, b) => a.identity.localeCompare(b.identity));
 }

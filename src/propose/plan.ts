@@ -43,13 +43,16 @@ export type Covered = (name: string, domain: string) => boolean;
  */
 export function plan(input: PlanInput): Action[] {
   const covered = coveredBy(input.report);
-  const desired = desiredPulls(input, covered, manifestLists());
-  return budget(
-    reconcile(desired, input.pulls, covered),
-    input.maxNewPrs,
-    input.waiting ?? new Map(),
-    input.report.startedAt,
-  );
+  const { pulls, waits } = desiredPulls(input, covered, manifestLists());
+  return [
+    ...budget(
+      reconcile(pulls, input.pulls, covered, new Set(waits.map((w) => w.branch))),
+      input.maxNewPrs,
+      input.waiting ?? new Map(),
+      input.report.startedAt,
+    ),
+    ...waits.map((w): Action => ({ type: "wait", kind: "accept", ...w })),
+  ];
 }
 
 function coveredBy(report: Report): Covered {

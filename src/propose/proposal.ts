@@ -1,3 +1,5 @@
+import { structuredPatch } from "diff";
+import { MAX_DIFF_EDITS } from "../domains/text.js";
 import { MARKER_VERSION, pullBody, pullTitle, type BodyInput, type PullMarker } from "./body.js";
 import type { PullKind } from "./branch.js";
 import { hash } from "./group.js";
@@ -12,11 +14,15 @@ export interface PullContent {
   title: string;
   body: string;
   labels: string[];
-  /** Repository path -> new file text. */
-  files: Record<string, string>;
+  /** Repository path -> new file text; null removes the file. */
+  files: Record<string, string | null>;
   marker: PullMarker;
   /** A ticket recording a rejection: the branch of the accept PR a reviewer closed. */
   replaces?: string;
+  /** What the reviewer should know about how it was made, also said in the plan. */
+  notes?: string[];
+  /** The nodes' owners (GitHub users and org/team), asked to review. */
+  owners: string[];
 }
 
 export type Action =
@@ -25,7 +31,9 @@ export type Action =
   | { type: "close"; number: number; branch: string; comment: string }
   | { type: "leave"; number: number; reason: string; comment?: string }
   /** `since`: when this PR was first deferred, to be kept for the next run. */
-  | { type: "defer"; kind: PullKind; branch: string; title: string; budget: number; since: string };
+  | { type: "defer"; kind: PullKind; branch: string; title: string; budget: number; since: string }
+  /** An accept whose shared value reaches nodes this run did not audit: no PR until they are. */
+  | { type: "wait"; kind: "accept"; branch: string; title: string; reasons: string[] };
 
 /** One proposal of any kind, before its marker, title, body and labels are written. */
 export interface Proposal {
@@ -41,18 +49,45 @@ export interface Proposal {
     detected: string;
     ticket?: string;
   };
-  files: Record<string, string>;
+  files: Record<string, string | null>;
   /** Labels of this kind of proposal, after the bot's and the configured ones. */
   labels: string[];
-  body: Pick<BodyInput, "group" | "reason" | "ticket">;
+  body: Pick<BodyInput, "group" | "reason" | "ticket" | "notes">;
   replaces?: string;
+  /** The nodes' owners: each is asked to review and named by an `owner:` label. */
+  owners?: string[];
+}
+
+/**
+ * What a PR changes, apart from where: each file's changed lines with one line of context, without
+ * line numbers. A merge elsewhere in the same file leaves it equal, so the branch is not rewritten;
+ * a change on or next to those lines (where git would see a conflict) does not.
+ */
+function ownChanges(
+  files: Record<string, string | null>,
+  base: ReadonlyMap<string, string>,
+): string {
+  return JSON.stringify(
+    Object.entries(files).map(([file, text]) => {
+      const before = base.get(file) ?? "";
+      const patch = structuredPatch(file, file, before, text ?? "", undefined, undefined, {
+        context: 1,
+        maxEditLength: MAX_DIFF_EDITS,
+      });
+      return [file, patch ? patch.hunks.map((h) => h.lines) : text];
+    }),
+  );
 }
 
 /**
  * The one place a proposal becomes a pull request's content: marker, content hash, title, body,
- * labels.
+ * labels. `base`: the manifest files' texts the PR's changes are made on.
  */
-export function buildProposal(proposal: Proposal, configured: readonly string[]): PullContent {
+export function buildProposal(
+  proposal: Proposal,
+  configured: readonly string[],
+  base: ReadonlyMap<string, string>,
+): PullContent {
   const { kind, about, files } = proposal;
   const marker: PullMarker = {
     v: MARKER_VERSION,
@@ -61,7 +96,7 @@ export function buildProposal(proposal: Proposal, configured: readonly string[])
     domain: about.domain,
     nodes: about.nodes,
     detected: about.detected,
-    content: hash(JSON.stringify(files), 16),
+    content: hash(ownChanges(files, base), 16),
     ...(about.ticket !== undefined && { ticket: about.ticket }),
   };
   return {
@@ -69,9 +104,16 @@ export function buildProposal(proposal: Proposal, configured: readonly string[])
     branch: proposal.branch,
     title: pullTitle(proposal.title),
     body: pullBody({ kind, ...proposal.body, marker, files: Object.keys(files) }),
-    labels: [BOT_LABEL, ...configured, ...proposal.labels],
+    labels: [
+      BOT_LABEL,
+      ...configured,
+      ...proposal.labels,
+      ...(proposal.owners ?? []).map((o) => `owner:${o}`),
+    ],
+    owners: proposal.owners ?? [],
     files,
     marker,
     ...(proposal.replaces !== undefined && { replaces: proposal.replaces }),
+    ...(proposal.body.notes?.length && { notes: proposal.body.notes }),
   };
 }

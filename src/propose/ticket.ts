@@ -29,6 +29,7 @@ export function ticketFor(group: DriftGroup, id: string, detected: string, reaso
       })),
     }),
     reason,
+    ...(group.owners.length > 0 && { owner: group.owners[0] }),
   };
 }
 
@@ -41,7 +42,7 @@ export function ticketIdentity(
 ): { id: string; identity: string } {
   const base = `${group.domain.name}-${slug(groupKey(group))}`.replaceAll("_", "-");
   for (let n = 1; ; n++) {
-    const identity = n === 1 ? group.signature : `${group.signature}-${n}`;
+    const identity = n === 1 ? group.identity : `${group.identity}-${n}`;
     if (!recorded.has(`${base}-${identity}`)) return { id: `${base}-${identity}`, identity };
   }
 }

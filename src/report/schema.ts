@@ -18,6 +18,11 @@ export const DriftItem = z.object({
   acknowledged: z.boolean().optional(),
   /** Why it is acknowledged: the ticket id or the waiver's reason. */
   acknowledgedBy: z.string().optional(),
+  /**
+   * Why this drift is back although something covered it: "waiver expired 2026-11-30: reason", or
+   * "ticket X past due since 2026-11-30". Never set on acknowledged drift.
+   */
+  lapsed: z.string().optional(),
   onDrift: z.enum(["accept", "ticket"]),
   /** Where the declared value sits in the effective node spec. */
   path: z.array(z.union([z.string(), z.number()])),

@@ -198,7 +198,7 @@ describe("quartermaster propose", () => {
     assert.ok(ticket, "a ticket PR");
     assert.match(
       await diffOf(ticket.head),
-      /\+\+\+ b\/fleet-manifests\/remediations\/kernel-kernel-version-[0-9a-f]{16}\.yaml/,
+      /\+\+\+ b\/fleet-manifests\/remediations\/localhost\/kernel-kernel-version-[0-9a-f]{16}\.yaml/,
     );
     assert.deepEqual(double.violations, []);
   });

@@ -211,6 +211,45 @@ describe("GitHub double", () => {
     );
   });
 
+  test("asks collaborators and teams to review; refuses strangers and the author", async () => {
+    double.addCollaborator("alice", "write");
+    double.addTeam("web-team");
+    const { data: pr } = await octokit.rest.pulls.requestReviewers({
+      ...repo,
+      pull_number: 1,
+      reviewers: ["alice"],
+      team_reviewers: ["web-team"],
+    });
+    assert.deepEqual(
+      pr.requested_reviewers?.map((u) => u.login),
+      ["alice"],
+    );
+    assert.deepEqual(
+      pr.requested_teams?.map((t) => t.slug),
+      ["web-team"],
+    );
+    const { data: again } = await octokit.rest.pulls.get({ ...repo, pull_number: 1 });
+    assert.deepEqual(
+      again.requested_reviewers?.map((u) => u.login),
+      ["alice"],
+    );
+    for (const ask of [{ reviewers: ["mallory"] }, { team_reviewers: ["ghosts"] }]) {
+      const refused = await failure(
+        octokit.rest.pulls.requestReviewers({ ...repo, pull_number: 1, ...ask }),
+      );
+      assert.equal(refused.status, 422);
+      assert.match(refused.message, /Reviews may only be requested from collaborators/);
+    }
+    const author = await failure(
+      octokit.rest.pulls.requestReviewers({
+        ...repo,
+        pull_number: 1,
+        reviewers: ["quartermaster[bot]"],
+      }),
+    );
+    assert.match(author.message, /Review cannot be requested from pull request author/);
+  });
+
   test("refuses a pull request with no commits over its base", async () => {
     await octokit.rest.git.createRef({
       ...repo,

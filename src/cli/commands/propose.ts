@@ -90,7 +90,7 @@ export async function proposeCommand(argv: string[]): Promise<number> {
     const { actions, waiting } = release ? await planWithForge(github!, input, ticked) : planned;
     for (const action of actions)
       process.stdout.write(
-        `${dry && action.type !== "defer" ? "would " : ""}${describeAction(action)}\n`,
+        `${dry && action.type !== "defer" && action.type !== "wait" ? "would " : ""}${describeAction(action)}\n`,
       );
     const deferred = actions.filter((a) => a.type === "defer").length;
     if (deferred)
@@ -165,7 +165,9 @@ export async function proposeCommand(argv: string[]): Promise<number> {
 
 /** Whether carrying out `action` writes to GitHub. */
 const writes = (action: Action) =>
-  action.type !== "defer" && (action.type !== "leave" || Boolean(action.comment));
+  action.type !== "defer" &&
+  action.type !== "wait" &&
+  (action.type !== "leave" || Boolean(action.comment));
 
 const VERB: Record<Action["type"], string> = {
   open: "open",
@@ -173,6 +175,7 @@ const VERB: Record<Action["type"], string> = {
   close: "close",
   leave: "leave alone",
   defer: "deferred",
+  wait: "wait",
 };
 
 /** The run's pull requests as Markdown for a job summary: every title and branch as code. */

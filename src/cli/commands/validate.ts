@@ -1,6 +1,8 @@
 import { ManifestError, ManifestErrors, formatLocation } from "../../errors.js";
 import { capAnnotations, type Annotation } from "../../report/formats/github.js";
 import { plural } from "../../report/formats/common.js";
+import { waiverWarnings } from "../../drift/waivers.js";
+import { visible } from "../../text/escape.js";
 import {
   DEFAULT_MANIFESTS,
   findManifests,
@@ -33,6 +35,15 @@ export async function validateCommand(argv: string[]): Promise<number> {
     process.stdout.write(
       `${formatLocation({ file: where })}: valid (${plural(fleet.nodes.length, "node")}, ${plural(groups.size, "group")} in use)\n`,
     );
+    // Valid, but a waiver that never ends (or ends later than policy allows) is worth a word.
+    for (const warning of waiverWarnings(
+      fleet.settings.ignore ?? [],
+      fleet.settings.policy?.waivers?.max_days,
+      new Date(),
+    ))
+      process.stderr.write(
+        `quartermaster: warning: ${formatLocation({ file: `${where}/fleet.yaml` })}: ignore[${warning.index}]: ${visible(warning.message)}\n`,
+      );
     // Valid, but an audit of it would check nothing: worth a word, not a failure (a new tree).
     if (!fleet.nodes.length)
       process.stderr.write(

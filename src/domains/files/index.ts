@@ -189,6 +189,7 @@ export const files: Domain<FilesDeclared, FilesLive> = {
   snapshotsDeclared: true,
   severity: "high",
   onDrift: "accept",
+  keyPrefixes: ["/"],
   remediation: "Restore the file from the manifest, or accept the live file into the manifest.",
   probe(declared, ctx) {
     // Nothing declared (a snapshot): an empty but well-formed section.

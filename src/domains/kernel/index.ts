@@ -13,6 +13,7 @@ export const kernel: Domain<KernelDeclared, KernelLive> = {
   schema: KernelDeclared,
   severity: "high",
   onDrift: "ticket",
+  keyPrefixes: ["kernel_version"],
   remediation: "Schedule a reboot into the declared kernel, or update the manifest.",
   probe(_declared, ctx) {
     // No process at all: reads, globs and tests are shell builtins. osrelease is a string file,

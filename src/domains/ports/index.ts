@@ -87,6 +87,7 @@ export const ports: Domain<PortsDeclared, PortsLive> = {
   severity: "high",
   onDrift: "ticket",
   itemsAreASet: true,
+  keyPrefixes: ["tcp/", "udp/"],
   remediation:
     "Stop an unauthorized listener, or start the service of a declared port that is closed; or accept the live state into networking.listening_ports.",
   probe() {

@@ -5,6 +5,7 @@ import { SEVERITIES, type Severity } from "../../domains/domain.js";
 import type { DriftItem, NodeResult, Report } from "../schema.js";
 import { codeCell, fencedBlock, htmlCode, textCell, truncate } from "../../text/markdown.js";
 import {
+  acknowledgedPart,
   compactValue,
   compareDrift,
   compareText,
@@ -182,7 +183,7 @@ function summaryTable(report: Report): string[] {
   return [
     "| nodes | clean | drifted | unreachable | errors | maintenance | drift items |",
     "|---:|---:|---:|---:|---:|---:|---:|",
-    `| ${s.nodes} | ${s.clean} | ${s.drifted} | ${s.unreachable} | ${s.errors} | ${s.maintenance} | ${s.driftItems} |`,
+    `| ${s.nodes} | ${s.clean} | ${s.drifted} | ${s.unreachable} | ${s.errors} | ${s.maintenance} | ${s.driftItems}${acknowledgedPart(report.nodes.reduce((n, node) => n + node.drift.filter((d) => d.acknowledged).length, 0))} |`,
   ];
 }
 
@@ -191,7 +192,8 @@ function driftRow(node: NodeResult, item: DriftItem, since: boolean): string {
     // Node names as code too: a name may hold `@`, and a mention would ping.
     codeCell(node.name),
     item.domain,
-    codeCell(item.key, VALUE_CHARS),
+    // Why drift is back, beside its key: the waiver's reason or the ticket is manifest text, as code.
+    `${codeCell(item.key, VALUE_CHARS)}${item.lapsed ? ` (no longer acknowledged: ${codeCell(item.lapsed, REMEDIATION_CHARS)})` : ""}`,
     codeCell(compactValue(item.declared, VALUE_CHARS)),
     codeCell(compactValue(item.live, VALUE_CHARS)),
     codeCell(`${item.source.file}:${item.source.line}`, VALUE_CHARS),

@@ -2,7 +2,14 @@
 import type { NodeResult, NodeStatus, Report, DriftItem } from "../schema.js";
 import type { Severity } from "../../domains/domain.js";
 import { visible } from "../../text/escape.js";
-import { compactValue, compareDrift, compareText, plural, unauditedText } from "./common.js";
+import {
+  acknowledgedPart,
+  compactValue,
+  compareDrift,
+  compareText,
+  plural,
+  unauditedText,
+} from "./common.js";
 import type { Renderer, RenderOptions } from "./index.js";
 
 const SGR = { red: 31, green: 32, yellow: 33, blue: 34, cyan: 36, bold: 1, dim: 2 } as const;
@@ -104,6 +111,7 @@ function renderItem(item: DriftItem, options: RenderOptions, paint: Paint): stri
   if (item.firstSeen) lines.push(paint(["dim"], `    drifting since ${item.firstSeen}`));
   if (item.acknowledged && item.acknowledgedBy)
     lines.push(paint(["dim"], `    acknowledged by ${visible(item.acknowledgedBy)}`));
+  if (item.lapsed) lines.push(`    no longer acknowledged: ${visible(item.lapsed)}`);
   lines.push(paint(["dim"], `    (declared at ${visible(item.source.file)}:${item.source.line})`));
   if (options.verbose) lines.push(`    remediation: ${visible(item.remediation)}`);
   if (item.diff) for (const line of renderDiff(item, paint)) lines.push(line);
@@ -160,9 +168,9 @@ function checkedText(checked: NonNullable<NodeResult["checked"]>): string {
 }
 
 /**
- * "12 nodes: 9 clean, 2 drifted (5 items), 3 acknowledged, 1 unreachable, 2 items unknown (files)":
- * new drift and acknowledged (waived or ticketed) drift apart, and what could not be read; zero
- * counts are left out.
+ * "12 nodes: 9 clean, 2 drifted, 8 drift items (3 acknowledged), 1 unreachable, 2 items unknown
+ * (files)": every drift item, as the Markdown table counts them, of which the acknowledged (waived or
+ * ticketed), and what could not be read; zero counts are left out.
  */
 function summaryLine(report: Report): string {
   const s = report.summary;
@@ -172,8 +180,10 @@ function summaryLine(report: Report): string {
   const unknownDomains = [...new Set(unknown)].sort(compareText).join(", ");
   const parts = [
     s.clean > 0 ? `${s.clean} clean` : "",
-    s.drifted > 0 ? `${s.drifted} drifted (${plural(items.length - acknowledged, "item")})` : "",
-    acknowledged > 0 ? `${acknowledged} acknowledged` : "",
+    s.drifted > 0 ? `${s.drifted} drifted` : "",
+    items.length > 0
+      ? `${plural(items.length, "drift item")}${acknowledgedPart(acknowledged)}`
+      : "",
     s.unreachable > 0 ? `${s.unreachable} unreachable` : "",
     s.errors > 0 ? plural(s.errors, "error") : "",
     s.maintenance > 0 ? `${s.maintenance} in maintenance` : "",

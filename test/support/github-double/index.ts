@@ -73,6 +73,8 @@ export interface GitHubDouble {
   addComment(number: number, body: string, by: string): Promise<void>;
   /** The comments on PR or issue `number`, oldest first. */
   comments(number: number): { body: string; by: string }[];
+  /** A team of the repository's organization with access to it: reviews may be asked of it. */
+  addTeam(slug: string): void;
   stop(): Promise<void>;
 }
 
@@ -411,6 +413,9 @@ export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<G
       state.comments
         .filter((c) => c.issue === number)
         .map((c) => ({ body: c.body, by: c.user.login })),
+    addTeam(slug) {
+      state.teams.set(slug, { slug, id: state.id() });
+    },
     async stop() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -62,6 +62,8 @@ export class RepositoryState {
   readonly labels = new Map<string, LabelRecord>();
   readonly accounts = new Map<string, Account>();
   readonly permissions = new Map<string, Permission>();
+  /** The organization's teams with access to the repository, by slug. */
+  readonly teams = new Map<string, shape.TeamRecord>();
   private nextNumber = 1;
   private nextId = 1000;
   private lastPush: string;
@@ -276,6 +278,33 @@ export class RepositoryState {
       }
       pr.updatedAt = shape.now();
       return { status: 200, body: await this.pullBody(pr) };
+    },
+
+    "pulls/request-reviewers": async (req) => {
+      const pr = this.pull(req);
+      const { reviewers = [], team_reviewers: teams = [] } = req.body as {
+        reviewers?: string[];
+        team_reviewers?: string[];
+      };
+      if (reviewers.includes(pr.user.login))
+        throw validationFailed({
+          resource: "PullRequest",
+          code: "custom",
+          message: "Review cannot be requested from pull request author.",
+        });
+      const strangers =
+        reviewers.some((login) => (this.permissions.get(login) ?? "none") === "none") ||
+        teams.some((slug) => !this.teams.has(slug));
+      if (strangers)
+        throw validationFailed({
+          resource: "PullRequest",
+          code: "custom",
+          message: `Reviews may only be requested from collaborators. One or more of the users or teams you specified is not a collaborator of the ${this.site.owner}/${this.site.repo} repository.`,
+        });
+      pr.requestedReviewers = [...new Set([...(pr.requestedReviewers ?? []), ...reviewers])];
+      pr.requestedTeams = [...new Set([...(pr.requestedTeams ?? []), ...teams])];
+      pr.updatedAt = shape.now();
+      return { status: 201, body: shape.pullSimple(await this.pullContext(pr), pr) };
     },
 
     "pulls/list-commits": async (req) => {
@@ -805,6 +834,8 @@ export class RepositoryState {
       labels: this.labelsOf(pr),
       repository: shape.repository(this.site, this.owner, this.openCount(), this.lastPush),
       baseSha: (await this.repo.branchSha(pr.base)) ?? pr.headSha,
+      reviewers: (pr.requestedReviewers ?? []).map((login) => this.account(login)),
+      teams: (pr.requestedTeams ?? []).map((slug) => this.teams.get(slug)!),
     };
   }
 

@@ -39,6 +39,9 @@ export interface PullRecord {
   labels: string[];
   draft: boolean;
   maintainerCanModify: boolean;
+  /** Logins and team slugs asked to review. */
+  requestedReviewers?: string[];
+  requestedTeams?: string[];
 }
 
 export interface CommentRecord {
@@ -300,6 +303,36 @@ export interface PullContext {
   labels: LabelRecord[];
   repository: Json;
   baseSha: string;
+  /** Users and teams asked to review. */
+  reviewers?: Account[];
+  teams?: TeamRecord[];
+}
+
+/** A team of the repository's organization, by slug. */
+export interface TeamRecord {
+  slug: string;
+  id: number;
+}
+
+/** The `team` shape: a team GitHub names in a pull request's requested teams. */
+export function team(site: Site, record: TeamRecord): Json {
+  const url = `${site.api}/organizations/1/team/${record.id}`;
+  return {
+    id: record.id,
+    node_id: nodeId("Team", record.id),
+    url,
+    html_url: `${site.web}/orgs/${site.owner}/teams/${record.slug}`,
+    name: record.slug,
+    slug: record.slug,
+    description: null,
+    privacy: "closed",
+    notification_setting: "notifications_enabled",
+    permission: "push",
+    members_url: `${url}/members{/member}`,
+    repositories_url: `${url}/repos`,
+    type: "organization",
+    parent: null,
+  };
 }
 
 /** The `pull-request-simple` shape of list results. */
@@ -345,8 +378,8 @@ export function pullSimple(ctx: PullContext, pr: PullRecord): Json {
     merge_commit_sha: pr.mergeCommitSha,
     assignee: null,
     assignees: [],
-    requested_reviewers: [],
-    requested_teams: [],
+    requested_reviewers: (ctx.reviewers ?? []).map((account) => user(ctx.site, account)),
+    requested_teams: (ctx.teams ?? []).map((record) => team(ctx.site, record)),
     head: side(pr.head, pr.headSha),
     base: side(pr.base, ctx.baseSha),
     _links: {

@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { after, test } from "node:test";
-import { waiverExpired } from "../../../src/drift/waivers.js";
+import {
+  findExpiredWaiver,
+  waiverExpired,
+  waiverProblems,
+  waiverWarnings,
+} from "../../../src/drift/waivers.js";
 import { Waiver } from "../../../src/manifest/schema.js";
 import { byNodeName } from "../../../src/report/merge.js";
 
@@ -39,4 +44,71 @@ test("report node order is code-unit order, not the locale's", () => {
     names.sort(byNodeName).map((n) => n.name),
     ["A", "B", "a", "b", "e", "é"],
   );
+});
+
+test("a waiver that can waive nothing is named, with what it may have meant", () => {
+  const waivers = [
+    { domain: "sysctlz", reason: "typo" },
+    { domain: "files", key: "etc/app.conf", reason: "relative" },
+    { domain: "f*", key: "etc/*", reason: "files or nothing" },
+    { domain: "kernel", key: "kernel*", reason: "fine" },
+    { domain: "*", key: "etc/x", reason: "some domains have keys like that" },
+    { domain: "ports", key: "tpc/22", reason: "typo" },
+  ].map((w) => Waiver.parse(w));
+  assert.deepEqual(waiverProblems(waivers), [
+    {
+      index: 0,
+      field: "domain",
+      message:
+        'waiver domain "sysctlz" matches no domain (kernel, sysctl, io_scheduler, routes, packages, ports, files, systemd, kernel_modules)',
+      hint: 'did you mean "sysctl"?',
+    },
+    {
+      index: 1,
+      field: "key",
+      message: 'waiver key "etc/app.conf" can match no files key: those start with "/"',
+    },
+    {
+      index: 2,
+      field: "key",
+      message: 'waiver key "etc/*" can match no files key: those start with "/"',
+    },
+    {
+      index: 5,
+      field: "key",
+      message: 'waiver key "tpc/22" can match no ports key: those start with "tcp/" or "udp/"',
+    },
+  ]);
+});
+
+test("a waiver without expiry, or expiring past policy.waivers.max_days, is warned about", () => {
+  const now = new Date("2026-12-01T00:00:00Z");
+  const waivers = [
+    Waiver.parse({ reason: "forever" }),
+    Waiver.parse({ reason: "far", expires: "2099-01-01" }),
+    Waiver.parse({ reason: "near", expires: "2026-12-31" }),
+  ];
+  assert.deepEqual(
+    waiverWarnings(waivers, 90, now).map((w) => [w.index, w.message]),
+    [
+      [0, 'waiver "forever" has no expires date: it waives this drift forever'],
+      [1, 'waiver "far" expires 2099-01-01, more than policy.waivers.max_days (90) from now'],
+    ],
+  );
+  assert.deepEqual(
+    waiverWarnings(waivers, undefined, now).map((w) => w.index),
+    [0],
+  );
+});
+
+test("drift an expired waiver covered is drift again, saying which waiver expired", () => {
+  const subject = { node: "web-01", domain: "sysctl", key: "vm.swappiness", live: "60" };
+  const waivers = [
+    Waiver.parse({ domain: "sysctl", key: "vm.*", reason: "old tuning", expires: "2026-10-31" }),
+    Waiver.parse({ domain: "sysctl", key: "vm.*", reason: "tuning", expires: "2026-11-30" }),
+  ];
+  const now = new Date("2026-12-01T00:00:00Z");
+  assert.equal(findExpiredWaiver(waivers, subject, now)?.reason, "tuning");
+  assert.equal(findExpiredWaiver(waivers, subject, new Date("2026-10-01T00:00:00Z")), undefined);
+  assert.equal(findExpiredWaiver(waivers, { ...subject, domain: "files" }, now), undefined);
 });

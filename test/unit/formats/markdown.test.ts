@@ -64,7 +64,7 @@ test("a summary table counts nodes by status and the drift items", () => {
     "| nodes | clean | drifted | unreachable | errors | maintenance | drift items |",
   );
   assert.ok(header >= 0);
-  assert.equal(lines[header + 2], "| 9 | 3 | 3 | 1 | 1 | 1 | 12 |");
+  assert.equal(lines[header + 2], "| 9 | 3 | 3 | 1 | 1 | 1 | 12 (1 acknowledged) |");
   assert.ok(md.includes("at manifest revision `9f1c2e4b7a3d`"));
 });
 

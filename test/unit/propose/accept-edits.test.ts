@@ -5,7 +5,19 @@ import type { SpecPath } from "../../../src/domains/domain.js";
 import { acceptEdits, dependantsOf } from "../../../src/propose/accept-edits.js";
 import { groupDrift } from "../../../src/propose/group.js";
 import { MANIFEST_LISTS } from "../../../src/manifest/lists.js";
-import { changedLines, files, fleet, PREFIX, report, somaxconn } from "./fixtures.js";
+import { parse } from "yaml";
+import { describeAction } from "../../../src/propose/execute.js";
+import {
+  changedLines,
+  files,
+  fleet,
+  opens,
+  planOnTree,
+  PREFIX,
+  report,
+  somaxconn,
+  swappiness,
+} from "./fixtures.js";
 
 describe("acceptEdits", () => {
   it("asks who takes a shared value from its file once, not once per drifted node", () => {
@@ -22,7 +34,9 @@ describe("acceptEdits", () => {
       asked.push(`${file} ${at.join(".")}`);
       return dependants(file, at);
     };
-    const edited = acceptEdits(group, files, counted, MANIFEST_LISTS);
+    const accepted = acceptEdits(group, files, counted, MANIFEST_LISTS);
+    assert.ok("files" in accepted);
+    const edited = accepted.files;
     // Every node taking the value drifted alike: the group file is edited, once.
     const web = `${PREFIX}/groups/web.yaml`;
     assert.deepEqual(Object.keys(edited), [web]);
@@ -33,5 +47,65 @@ describe("acceptEdits", () => {
       ],
     ]);
     assert.deepEqual(asked, [`${web} system.sysctl_parameters.net.core.somaxconn`]);
+  });
+});
+
+describe("acceptEdits: a value shared by many nodes", () => {
+  const tree = (count: number) => ({
+    "groups/app.yaml": "system:\n  sysctl_parameters:\n    vm.swappiness: 10   # shared\n",
+    ...Object.fromEntries(
+      Array.from({ length: count }, (_, i) => [`nodes/app-0${i + 1}.yaml`, "groups: [app]\n"]),
+    ),
+  });
+  const planFor = async (count: number, drifted: number) =>
+    opens(
+      await planOnTree(
+        tree(count),
+        Object.fromEntries(
+          Array.from({ length: drifted }, (_, k) => [`app-0${k + 1}`, [swappiness(60)]]),
+        ),
+      ),
+    );
+
+  it("most of many drifted alike: the shared file is edited, the others keep the old value in their own file, and the PR says so", async () => {
+    const [pr, ...rest] = await planFor(7, 5);
+    assert.equal(rest.length, 0);
+    assert.deepEqual(Object.keys(pr!.files).sort(), [
+      `${PREFIX}/groups/app.yaml`,
+      `${PREFIX}/nodes/app-06.yaml`,
+      `${PREFIX}/nodes/app-07.yaml`,
+    ]);
+    assert.equal(
+      pr!.files[`${PREFIX}/groups/app.yaml`],
+      "system:\n  sysctl_parameters:\n    vm.swappiness: 60   # shared\n",
+    );
+    assert.equal(
+      String(
+        parse(pr!.files[`${PREFIX}/nodes/app-07.yaml`]!).system.sysctl_parameters["vm.swappiness"],
+      ),
+      "10",
+    );
+    assert.match(
+      pr!.body,
+      /`fleet-manifests\/groups\/app\.yaml` declares this value for 7 nodes and 5 drifted alike: the shared file is edited, and the 2 that did not drift keep the old value/,
+    );
+    assert.match(describeAction(pr!), /\[note: fleet-manifests\/groups\/app\.yaml declares/);
+  });
+
+  it("many but not most: node overrides, and the PR and the plan say how many", async () => {
+    const [pr] = await planFor(9, 4);
+    assert.equal(Object.keys(pr!.files).length, 4);
+    assert.ok(Object.keys(pr!.files).every((f) => f.includes("/nodes/app-0")));
+    assert.match(
+      pr!.body,
+      /This writes the same value into 4 node files as overrides of `fleet-manifests\/groups\/app\.yaml`, which declares it for 9 nodes/,
+    );
+    assert.match(describeAction(pr!), /note: This writes the same value into 4 node files/);
+  });
+
+  it("a few: node overrides, nothing to say", async () => {
+    const [pr] = await planFor(7, 3);
+    assert.equal(Object.keys(pr!.files).length, 3);
+    assert.doesNotMatch(pr!.body, /node files/);
   });
 });

@@ -2,7 +2,7 @@
 // captured probe output replayed by a fake transport through the real audit, the JSON report,
 // the planner, each PR's files merged in turn, and the audit again until nothing is proposed.
 import assert from "node:assert/strict";
-import { readFile, readdir, writeFile, mkdir } from "node:fs/promises";
+import { readFile, readdir, rm, writeFile, mkdir } from "node:fs/promises";
 import path from "node:path";
 import { after, describe, it } from "node:test";
 import { auditFleet } from "../../../src/audit/fleet.js";
@@ -88,9 +88,13 @@ async function mergeUntilQuiet(dir: string, outputs: ReadonlyMap<string, string 
       pulls: [],
     });
     const open = actions.find((a): a is Extract<Action, { type: "open" }> => a.type === "open");
-    if (!open) return { merged, report, before, after: fleet };
+    if (!open) return { merged, report, before, after: fleet, actions };
     for (const [file, text] of Object.entries(open.files)) {
       const target = path.join(dir, path.relative(PREFIX, file));
+      if (text === null) {
+        await rm(target);
+        continue;
+      }
       await mkdir(path.dirname(target), { recursive: true });
       await writeFile(target, text);
     }
@@ -106,7 +110,7 @@ describe("accept round trip from captured probe output", () => {
   const dirs: string[] = [];
   after(() => Promise.all(dirs.map(removeTree)));
 
-  it("systemd: what a shared group declares becomes overrides; the node file is edited; a binary unit is a ticket", async () => {
+  it("systemd: what a shared group declares waits while a member is unaudited; the node file is edited; a binary unit is a ticket", async () => {
     const group = [
       "systemd:",
       "  units:",
@@ -140,7 +144,7 @@ describe("accept round trip from captured probe output", () => {
         '    - { name: blob.service, contents: "[Service]\\n" }',
         "",
       ].join("\n"),
-      // Shares the group and did not drift (it could not be audited): accepting must not change it.
+      // Shares the group and could not be audited: what the group declares waits for it.
       "nodes/web-02.yaml": "groups: [apps]\n",
     });
     dirs.push(dir);
@@ -148,41 +152,45 @@ describe("accept round trip from captured probe output", () => {
       ["web-01", fixture("systemd", "units-drifted.txt")],
       ["web-02", null],
     ]);
-    const { merged, report, before, after } = await mergeUntilQuiet(dir, outputs);
+    const { merged, report, before, after, actions } = await mergeUntilQuiet(dir, outputs);
 
-    // app.service contents, limits.conf, debug.conf (not in the manifest), metrics enabled, backup
-    // active, retired gone.
+    // Backup active and retired gone, from the node file. The group's app.service contents,
+    // limits.conf, debug.conf (not in the manifest) and metrics enabled wait for web-02.
     const accepted = merged.filter((m) => m.kind === "accept");
-    assert.equal(accepted.length, 6, JSON.stringify(merged));
+    assert.equal(accepted.length, 2, JSON.stringify(merged));
     for (const m of accepted) assert.deepEqual(m.files, [`${PREFIX}/nodes/web-01.yaml`], m.title);
     const [ticket, ...others] = merged.filter((m) => m.kind === "ticket");
     assert.equal(others.length, 0);
     assert.match(
       ticket!.files.join(),
-      /^fleet-manifests\/remediations\/systemd-blob-service-contents-[0-9a-f]{16}\.yaml$/,
+      /^fleet-manifests\/remediations\/web-01\/systemd-blob-service-contents-[0-9a-f]{16}\.yaml$/,
     );
     const web01 = report.nodes.find((n) => n.name === "web-01")!;
-    assert.equal(web01.status, "clean");
     assert.deepEqual(
-      web01.drift.map((d) => [d.key, d.acknowledged]),
-      [["blob.service:contents", true]],
+      web01.drift.map((d) => [d.key, d.acknowledged ?? false]),
+      [
+        ["app.service:contents", false],
+        ["app.service.d/limits.conf", false],
+        ["app.service.d/debug.conf", false],
+        ["metrics.service:enabled", false],
+        ["blob.service:contents", true],
+      ],
     );
+    assert.ok(actions.length > 0);
+    for (const action of actions) {
+      assert.equal(action.type, "wait");
+      assert.deepEqual(action.reasons, ["apps: 1 of 2 nodes not audited this run"]);
+    }
     assert.deepEqual(specOf(after, "web-02"), specOf(before, "web-02"));
     const units = new Map(
       (specOf(after, "web-01").systemd.units as { name: string }[]).map((u) => [u.name, u]),
     );
     assert.equal(units.has("retired.service"), false);
-    assert.deepEqual(units.get("app.service"), {
-      name: "app.service",
-      enabled: true,
-      contents:
-        "[Unit]\nDescription=App, hotfixed\n\n[Service]\nExecStart=/usr/bin/app --workers 8\n\n[Install]\nWantedBy=multi-user.target\n",
-      dropins: {
-        "limits.conf": "[Service]\nLimitNOFILE=65536\n",
-        "debug.conf": "[Service]\nEnvironment=DEBUG=1\n",
-      },
-    });
-    assert.deepEqual(units.get("metrics.service"), { name: "metrics.service", enabled: false });
+    const was = new Map(
+      (specOf(before, "web-01").systemd.units as { name: string }[]).map((u) => [u.name, u]),
+    );
+    for (const name of ["app.service", "metrics.service"])
+      assert.deepEqual(units.get(name), was.get(name), `${name} waits in the group`);
     assert.deepEqual(units.get("backup.service"), { name: "backup.service", active: false });
     assert.equal(
       await readFile(path.join(dir, "groups/apps.yaml"), "utf8"),

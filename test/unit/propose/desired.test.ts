@@ -7,6 +7,7 @@ import { loadFleet, type Fleet } from "../../../src/manifest/load.js";
 import { Ticket } from "../../../src/manifest/tickets.js";
 import { parseMarker } from "../../../src/propose/body.js";
 import { ManifestEditError } from "../../../src/errors.js";
+import { describeAction } from "../../../src/propose/execute.js";
 import { plan } from "../../../src/propose/plan.js";
 import type { Action } from "../../../src/propose/proposal.js";
 import type { ExistingPull } from "../../../src/propose/pulls.js";
@@ -20,9 +21,11 @@ import {
   listener,
   motd,
   opens,
+  planOnTree,
   PREFIX,
   report,
   somaxconn,
+  syncookies,
   TREE,
 } from "./fixtures.js";
 
@@ -83,6 +86,63 @@ describe("desired: from drift to pull requests", () => {
     );
   });
 
+  it("a group value drifted on every audited member waits while a member is unaudited: no PR, no node override, and the plan says why", () => {
+    const drifted = { "web-01": [somaxconn(8192)], "web-02": [somaxconn(8192)] };
+    const actions = plan(input(report(drifted, { unreachable: ["web-03"] })));
+    assert.equal(opens(actions).length, 0);
+    const [wait, ...rest] = actions;
+    assert.equal(rest.length, 0);
+    assert.equal(wait!.type, "wait");
+    assert.deepEqual((wait as Extract<Action, { type: "wait" }>).reasons, [
+      "web: 1 of 3 nodes not audited this run",
+    ]);
+    assert.match(describeAction(wait!), /^wait {3}accept .*web: 1 of 3 nodes not audited this run/);
+    // An accept PR already open for that drift is neither closed nor rewritten while it waits.
+    const all = plan(input(report({ ...drifted, "web-03": [somaxconn(8192)] })));
+    const open = asPulls(all);
+    assert.deepEqual(
+      plan(input(report(drifted, { unreachable: ["web-03"] }), open)).map((a) => a.type),
+      ["wait"],
+    );
+    // A node missing from the report (another shard, --nodes) is not audited either.
+    const partial = report(drifted);
+    partial.nodes = partial.nodes.filter((n) => n.name !== "web-03");
+    assert.deepEqual(
+      plan(input(partial)).map((a) => a.type),
+      ["wait"],
+    );
+  });
+
+  it("identical drift on nodes of different owners is one PR per owners, each asking them to review", async () => {
+    const tree = {
+      "fleet.yaml": "system:\n  sysctl_parameters:\n    net.ipv4.tcp_syncookies: 1\n",
+      "groups/web.yaml": "owners: [acme/web-team, alice]\n",
+      "groups/db.yaml": "owners: [bob]\n",
+      "nodes/web-01.yaml": "groups: [web]\n",
+      "nodes/db-01.yaml": "groups: [db]\n",
+    };
+    const drift = { "web-01": [syncookies("0")], "db-01": [syncookies("0")] };
+    const prs = opens(await planOnTree(tree, drift)).sort((a, b) =>
+      a.marker.nodes[0]! < b.marker.nodes[0]! ? -1 : 1,
+    );
+    assert.deepEqual(
+      prs.map((p) => [p.marker.nodes, p.owners, p.labels.filter((l) => l.startsWith("owner:"))]),
+      [
+        [["db-01"], ["bob"], ["owner:bob"]],
+        [["web-01"], ["acme/web-team", "alice"], ["owner:acme/web-team", "owner:alice"]],
+      ],
+    );
+    assert.notEqual(prs[0]!.branch, prs[1]!.branch);
+    // Each writes its own node's override: fleet.yaml's value is shared with the other owner's node.
+    assert.deepEqual(
+      prs
+        .map((p) => Object.keys(p.files))
+        .flat()
+        .sort(),
+      [`${PREFIX}/nodes/db-01.yaml`, `${PREFIX}/nodes/web-01.yaml`],
+    );
+  });
+
   it("different drift is a different PR; ports drift is a ticket by policy, with the seed's remediation", () => {
     const actions = opens(
       plan(
@@ -97,8 +157,8 @@ describe("desired: from drift to pull requests", () => {
     assert.equal(actions.length, 3);
     const ticketPr = actions.find((a) => a.kind === "ticket")!;
     const [file, text] = Object.entries(ticketPr.files)[0]!;
-    assert.match(file, /^fleet-manifests\/remediations\/ports-tcp-8080-[0-9a-f]{16}\.yaml$/);
-    const ticket = Ticket.parse(parse(text));
+    assert.match(file, /^fleet-manifests\/remediations\/web\/ports-tcp-8080-[0-9a-f]{16}\.yaml$/);
+    const ticket = Ticket.parse(parse(text!));
     assert.deepEqual(
       { ...ticket, signature: "-" },
       {
@@ -206,6 +266,41 @@ describe("desired: from drift to pull requests", () => {
     });
     after(() => removeTree(ticketDir));
 
+    it("a ticket takes an owner, a due date, a link and references; past due, its drift is drift again, saying so", async () => {
+      const text = withTicket.files.get(ticketFile)!;
+      const ticket = {
+        ...Ticket.parse(parse(text)),
+        owner: "acme/db-team",
+        due: "2026-03-01",
+        link: "https://tracker.example/OPS-1234",
+        refs: { jira: "OPS-1234" },
+      };
+      assert.deepEqual(Ticket.parse(ticket), ticket);
+      for (const [field, value] of [
+        ["link", "javascript:alert(1)"],
+        ["due", "2026-02-30"],
+        ["owner", "@alice"],
+        ["refs", { "Jira Key": "OPS-1" }],
+      ] as const)
+        assert.equal(Ticket.safeParse({ ...ticket, [field]: value }).success, false, field);
+      const dir = await writeTree({
+        ...TREE,
+        [ticketFile.slice(PREFIX.length + 1)]:
+          `${text}owner: acme/db-team\ndue: 2026-03-01\nlink: https://tracker.example/OPS-1234\nrefs: { jira: OPS-1234 }\n`,
+      });
+      try {
+        const overdue = await loadFleet(dir, { displayPrefix: PREFIX });
+        const item = report({ "db-01": [kernel] }, { fleetOverride: overdue }).nodes.find(
+          (n) => n.name === "db-01",
+        )!.drift[0]!;
+        // Due long before this run.
+        assert.equal(item.acknowledged, undefined);
+        assert.equal(item.lapsed, `ticket ${ticket.id} past due since 2026-03-01`);
+      } finally {
+        await removeTree(dir);
+      }
+    });
+
     it("while a merged ticket is open, its drift is acknowledged and gets no PR", () => {
       const r = report({ "db-01": [kernel] }, { fleetOverride: withTicket.fleet });
       assert.equal(r.nodes.find((n) => n.name === "db-01")!.drift[0]!.acknowledged, true);
@@ -217,8 +312,14 @@ describe("desired: from drift to pull requests", () => {
         plan(input(report({}, { fleetOverride: withTicket.fleet }), [], withTicket)),
       );
       assert.equal(resolve!.kind, "resolve");
-      assert.deepEqual(Object.keys(resolve!.files), [ticketFile]);
-      const ticket = Ticket.parse(parse(resolve!.files[ticketFile]!));
+      // Filed in the node's folder; resolved, it moves out of the open ones.
+      assert.match(ticketFile, /^fleet-manifests\/remediations\/db-01\/kernel-/);
+      const resolvedFile = ticketFile.replace("/db-01/", "/resolved/");
+      assert.deepEqual(resolve!.files, {
+        [ticketFile]: null,
+        [resolvedFile]: resolve!.files[resolvedFile],
+      });
+      const ticket = Ticket.parse(parse(resolve!.files[resolvedFile]!));
       assert.equal(ticket.status, "resolved");
       assert.equal(ticket.resolved, "2026-03-02T06:00:00.000Z");
       assert.deepEqual(
@@ -239,6 +340,29 @@ describe("desired: from drift to pull requests", () => {
       assert.ok(pr && !(ticketFile in pr.files));
       assert.match(Object.keys(pr.files)[0]!, /-2\.yaml$/);
     });
+  });
+
+  it("a missing file reads absent in the title, not null", () => {
+    const [pr] = opens(
+      plan(
+        input(
+          report({
+            "db-01": [
+              {
+                ...motd(""),
+                finding: {
+                  ...motd("").finding,
+                  path: ["files", "/etc/motd"],
+                  live: null,
+                  declared: "present",
+                },
+              },
+            ],
+          }),
+        ),
+      ),
+    );
+    assert.match(pr!.title, /: \/etc\/motd: present → absent$/);
   });
 
   it("titles are one escaped line and short; bodies show host text only as code", () => {

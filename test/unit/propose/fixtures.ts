@@ -5,7 +5,7 @@ import type { Finding } from "../../../src/domains/domain.js";
 import { domainByName } from "../../../src/domains/registry.js";
 import { driftSignature, toDriftItems } from "../../../src/drift/drift.js";
 import { loadFleet, type Fleet } from "../../../src/manifest/load.js";
-import type { PlanInput } from "../../../src/propose/plan.js";
+import { plan, type PlanInput } from "../../../src/propose/plan.js";
 import type { Action } from "../../../src/propose/proposal.js";
 import { existingPull, type ExistingPull } from "../../../src/propose/pulls.js";
 import type { DriftItem, NodeResult, Report } from "../../../src/report/schema.js";
@@ -173,4 +173,32 @@ export const changedLines = (before: string, after: string) => {
 
 export function driftSignatureOf(item: DriftItem): string {
   return driftSignature(item.domain, item.key, item.declared as never, item.live as never);
+}
+
+export const swappiness = (live: number): Drift => ({
+  domain: "sysctl",
+  finding: {
+    key: "vm.swappiness",
+    declared: "10",
+    live: String(live),
+    path: ["system", "sysctl_parameters", "vm.swappiness"],
+  },
+});
+
+/** Plans on a manifest tree of the test's own: written, loaded, planned, removed. */
+export async function planOnTree(
+  tree: Record<string, string>,
+  drift: Record<string, Drift[]>,
+  pulls: ExistingPull[] = [],
+): Promise<Action[]> {
+  const dir = await writeTree(tree);
+  try {
+    const loaded = await loadFleet(dir, { displayPrefix: PREFIX });
+    const texts = new Map(Object.entries(tree).map(([name, text]) => [`${PREFIX}/${name}`, text]));
+    return plan(
+      input(report(drift, { fleetOverride: loaded }), pulls, { fleet: loaded, files: texts }),
+    );
+  } finally {
+    await removeTree(dir);
+  }
 }

@@ -3,7 +3,20 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { plan } from "../../../src/propose/plan.js";
 import type { Action } from "../../../src/propose/proposal.js";
-import { asPulls, input, kernel, listener, report, somaxconn, syncookies } from "./fixtures.js";
+import type { ExistingPull } from "../../../src/propose/pulls.js";
+import {
+  asPulls,
+  input,
+  kernel,
+  listener,
+  opens,
+  planOnTree,
+  report,
+  somaxconn,
+  swappiness,
+  syncookies,
+  type Drift,
+} from "./fixtures.js";
 
 describe("reconcile: desired pull requests against existing ones", () => {
   const forgedMarker = (marker: unknown) => `<!-- quartermaster-pr ${JSON.stringify(marker)} -->`;
@@ -124,5 +137,45 @@ describe("reconcile: desired pull requests against existing ones", () => {
       next.map((a) => a.type === "open" && [a.kind, a.marker.nodes.join()]),
       [["ticket", "db-01"]],
     );
+  });
+});
+
+describe("reconcile: quiet branches", () => {
+  const group = (swap: number, conn: number, between = ["    # spaced", "    # apart"]) =>
+    [
+      "system:",
+      "  sysctl_parameters:",
+      `    vm.swappiness: ${swap}`,
+      ...between,
+      `    net.core.somaxconn: ${conn}`,
+      "",
+    ].join("\n");
+  const treeOf = (groupText: string) => ({
+    "groups/app.yaml": groupText,
+    "nodes/app-01.yaml": "groups: [app]\n",
+    "nodes/app-02.yaml": "groups: [app]\n",
+  });
+  const planOn = (groupText: string, drift: Record<string, Drift[]>, pulls: ExistingPull[]) =>
+    planOnTree(treeOf(groupText), drift, pulls);
+  const conn = (live: number): Drift => ({
+    ...somaxconn(live),
+    finding: { ...somaxconn(live).finding, declared: "4096" },
+  });
+
+  it("merging one PR leaves another PR on the same file alone; a change next to its lines rewrites it", async () => {
+    const both = { "app-01": [swappiness(60), conn(8192)], "app-02": [swappiness(60), conn(8192)] };
+    const first = await planOn(group(10, 4096), both, []);
+    assert.equal(opens(first).length, 2);
+    const pulls = asPulls(first);
+    const swapPr = pulls.find((p) => p.branch.includes("vm-swappiness"))!;
+    const left = pulls.filter((p) => p !== swapPr);
+    const onlyConn = { "app-01": [conn(8192)], "app-02": [conn(8192)] };
+    // The swappiness PR merged: the file changed two lines above the other PR's line.
+    const merged = { ...swapPr, state: "closed" as const, merged: true };
+    assert.deepEqual(await planOn(group(60, 4096), onlyConn, [...left, merged]), []);
+    // A merge that changed the line next to it (where git sees a conflict): a new commit on main.
+    const [update] = await planOn(group(60, 4096, []), onlyConn, [...left, merged]);
+    assert.equal(update?.type, "update");
+    assert.equal(update.updateFiles, true);
   });
 });
