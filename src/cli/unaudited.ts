@@ -42,7 +42,7 @@ async function historyFrom(values: UnauditedValues): Promise<AuditHistory | unde
       "--state FILE and --state-from-repo are two sources of one history: give one",
     );
   if (values.state !== undefined) {
-    const history = parseHistory(await readText(values.state, "the audit history"));
+    const history = parseHistory(await readText(values.state, "audit history"));
     if (typeof history === "string") throw new InputFileError(values.state, history);
     return history;
   }

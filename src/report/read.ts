@@ -10,27 +10,28 @@ export const MAX_REPORT_BYTES = 256 * 1024 * 1024;
 const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /** The file's text: a regular file under the cap, never waited on (a FIFO is refused). */
-export async function readText(file: string, what = "the report"): Promise<string> {
+export async function readText(file: string, what = "report"): Promise<string> {
+  const a = /^[aeiou]/.test(what) ? "an" : "a";
   let handle;
   try {
     handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (error) {
-    throw new InputFileError(file, `cannot read ${what}: ${messageOf(error)}`);
+    throw new InputFileError(file, `cannot read the ${what}: ${messageOf(error)}`);
   }
   try {
     const info = await handle.stat();
-    if (info.isDirectory()) throw new InputFileError(file, `is a folder, not ${what}`);
+    if (info.isDirectory()) throw new InputFileError(file, `is a folder, not ${a} ${what}`);
     if (!info.isFile())
       throw new InputFileError(file, "is not a regular file (a FIFO, socket or device); not read");
     if (info.size > MAX_REPORT_BYTES)
       throw new InputFileError(
         file,
-        `is ${info.size} bytes, over the ${MAX_REPORT_BYTES} ${what} may be; not read`,
+        `is ${info.size} bytes, over the ${MAX_REPORT_BYTES} ${a} ${what} may be; not read`,
       );
     return await handle.readFile("utf8");
   } catch (error) {
     if (error instanceof InputFileError) throw error;
-    throw new InputFileError(file, `cannot read ${what}: ${messageOf(error)}`);
+    throw new InputFileError(file, `cannot read the ${what}: ${messageOf(error)}`);
   } finally {
     await handle.close();
   }
