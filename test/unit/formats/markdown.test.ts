@@ -272,7 +272,7 @@ test("nodes that needed more than one SSH try are counted, and a failed one says
   byName("web-03").tries = 1;
   const out = renderMarkdown(report, options);
   assert.match(out, /^2 nodes needed more than one SSH connection try \(at most 6\);/m);
-  const row = out.split("\n").find((l) => l.startsWith("| db-02 |"))!;
+  const row = out.split("\n").find((l) => l.startsWith("| `db-02` |"))!;
   assert.equal(cells(row)[1], "unreachable after 6 tries");
   report.nodes.forEach((n) => delete n.tries);
   assert.doesNotMatch(renderMarkdown(report, options), /SSH connection try/);

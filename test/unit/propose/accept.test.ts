@@ -35,7 +35,7 @@ function acceptAll(domain: AnyDomain, declared: unknown, live: unknown): unknown
 describe("accept: the declaration after accepting live state", () => {
   it("ports: an unauthorized listener joins the allow-list; a closed declared port leaves it", () => {
     const live = liveFrom(ports, "one-listener.txt");
-    const [listening] = [...live.keys()] as string[];
+    const [listening] = [...live.listeners.keys()] as string[];
     assert.deepEqual(
       acceptAll(ports, ["tcp/443", listening === "tcp/22" ? "tcp/80" : "tcp/22"], live),
       [listening],
