@@ -5,7 +5,6 @@
 import { cp, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import pLimit from "p-limit";
 import {
   asFileSpec,
   expandGroups,
@@ -18,6 +17,7 @@ import {
 import { trustedKeys } from "../../adopt/host-keys.js";
 import { planAdoption, readInventory, type HostToAdopt } from "../../adopt/inventory/index.js";
 import { schemaComment, schemasFor } from "../../adopt/schema-ref.js";
+import { nodeLimit } from "../../audit/fleet.js";
 import { nodeFailure } from "../../audit/node.js";
 import { DOMAINS } from "../../domains/registry.js";
 import { PACKAGES_MODES } from "../../domains/snapshot-options.js";
@@ -31,7 +31,7 @@ import { DEFAULT_CONNECT_TIMEOUT_SECONDS, sshTransport } from "../../transport/s
 import { ExitBit } from "../exit.js";
 import { DEFAULT_MANIFESTS, parse, parseWholeNumber } from "../options.js";
 import { Progress } from "../progress.js";
-import { DEFAULT_CONCURRENCY, fleetAuditSettings } from "./audit.js";
+import { DEFAULT_CONCURRENCY, fleetAuditSettings, sshSessionGates } from "./audit.js";
 import { snapshotSpec } from "./snapshot.js";
 
 const say = (line: string) => process.stderr.write(`${visible(line)}\n`);
@@ -146,35 +146,32 @@ export async function adoptCommand(argv: string[]): Promise<number> {
   const settings = existing
     ? fleetAuditSettings(existing, { timeoutMs })
     : fleetAuditSettings({ dir: tree, settings: {}, nodes: [], tickets: [] }, { timeoutMs });
-  const limit = pLimit(concurrency);
+  const sshOptions = {
+    ...(configFile && { configFile }),
+    ...(knownHostsFile && { knownHostsFile }),
+    connectTimeoutSeconds: DEFAULT_CONNECT_TIMEOUT_SECONDS,
+  };
+  // Sessions through one jump host are limited as audit limits them.
+  const limit = nodeLimit(concurrency, sshSessionGates(sshOptions));
   const progress =
     hosts.length > 1 && process.stderr.isTTY ? new Progress(hosts.length) : undefined;
   const keys = new Map<string, string[]>();
   const snapshots = new Map<string, PlainMap>();
   await Promise.all(
-    hosts.map((host) =>
-      limit(async () => {
-        const node = asNode(host);
+    hosts.map((host) => {
+      const node = asNode(host);
+      return limit(node, async () => {
         const reason = await (async () => {
           const found = await trustedKeys(node.host, host.ssh, { configFile, knownHostsFile });
           if (!found.lines.length)
             return `no trusted host key for ${found.lookup.name} in ${found.lookup.files.join(", ") || "any known_hosts file"}: verify its key (from your provisioning, not from the network) and add it to one of them or to --known-hosts FILE`;
           keys.set(host.name, found.lines);
           try {
-            const taken = await snapshotSpec(
-              sshTransport(node, {
-                ...(configFile && { configFile }),
-                ...(knownHostsFile && { knownHostsFile }),
-                connectTimeoutSeconds: DEFAULT_CONNECT_TIMEOUT_SECONDS,
-              }),
-              DOMAINS,
-              settings,
-              {
-                packages,
-                ephemeralAsRange: !values["no-ephemeral-range"],
-                declared: declaredBase.get(host.name),
-              },
-            );
+            const taken = await snapshotSpec(sshTransport(node, sshOptions), DOMAINS, settings, {
+              packages,
+              ephemeralAsRange: !values["no-ephemeral-range"],
+              declared: declaredBase.get(host.name),
+            });
             const valid = NodeSpec.safeParse(taken.spec);
             if (!valid.success) {
               const issue = valid.error.issues[0]!;
@@ -196,8 +193,8 @@ export async function adoptCommand(argv: string[]): Promise<number> {
           durationMs: 0,
           drift: [],
         });
-      }),
-    ),
+      });
+    }),
   );
   progress?.finish();
 
