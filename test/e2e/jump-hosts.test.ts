@@ -225,16 +225,16 @@ describe("nodes behind a jump host", () => {
     );
   });
 
-  test("adopt of 12 hosts behind the jump host at default settings: all adopted, never 8 connections pending there", async () => {
+  test("adopt of 24 hosts behind the jump host at default settings: all adopted, never 8 connections pending there", async () => {
     const dir = await tree();
-    const hosts = CROWD.slice(0, 12);
+    const hosts = CROWD.slice(0, 24);
     const inventory = path.join(dir, "inventory.ini");
     await writeFile(inventory, `[crowd]\n${hosts.join("\n")}\n`);
     const manifests = path.join(dir, "fleet-manifests");
     const drops = await jumpDrops();
     const adopted = await adopt(inventory, manifests);
     assert.equal(adopted.exitCode, 0, adopted.stderr);
-    assert.match(adopted.stderr, /12 of 12 hosts adopted, 0 left out/);
+    assert.match(adopted.stderr, /24 of 24 hosts adopted, 0 left out/);
     // sshd drops every connection past 8 pending: the per-jump-host limit (8) never gets there.
     assert.deepEqual(
       (await drops()).filter((pending) => pending >= 8),
@@ -242,7 +242,7 @@ describe("nodes behind a jump host", () => {
     );
     const { report, exitCode, stderr } = await audit(manifests);
     assert.equal(exitCode, 0, stderr);
-    assert.equal(report.nodes.filter((n) => n.status === "clean").length, 12);
+    assert.equal(report.nodes.filter((n) => n.status === "clean").length, 24);
   });
 
   const crowd = (extra: Record<string, object> = {}) =>
