@@ -245,6 +245,43 @@ describe("nodes behind a jump host", () => {
     assert.equal(report.nodes.filter((n) => n.status === "clean").length, 24);
   });
 
+  test("adopt into a tree whose fleet.yaml has the jump host and ssh.max_sessions 4: used to reach the new hosts and to limit them", async () => {
+    const far = CROWD.slice(12, 24).map((name) => ({
+      name: name.replace(/^n-/, "far-"),
+      address: fleet.hosts.find((h) => h.name === name)!.address,
+    }));
+    const manifests = await tree({
+      "fleet.yaml": stringify({
+        ssh: {
+          user: fleet.user,
+          identity_file: fleet.identityFile,
+          proxy_jump: "jump-01",
+          max_sessions: 4,
+        },
+      }),
+    });
+    const inventory = path.join(await tree(), "inventory.ini");
+    // No Host block matches these names or addresses: the jump is the tree's alone.
+    await writeFile(
+      inventory,
+      `[far]\n${far.map((h) => `${h.name} ansible_host=${h.address}`).join("\n")}\n`,
+    );
+    const drops = await jumpDrops();
+    const adopted = await adopt(inventory, manifests, ["--known-hosts", fleet.knownHosts]);
+    assert.equal(adopted.exitCode, 0, adopted.stderr);
+    assert.match(adopted.stderr, /12 of 12 hosts adopted, 0 left out/);
+    const node = parse(await readFile(path.join(manifests, "nodes/far-13.yaml"), "utf8")) as {
+      host: string;
+      ssh?: object;
+    };
+    assert.deepEqual([node.host, node.ssh], [far[0]!.address, undefined]);
+    // Never more than 3 pending, below MaxStartups' 4: the jump host dropped nothing.
+    assert.deepEqual(await drops(), []);
+    const { report, exitCode, stderr } = await audit(manifests);
+    assert.equal(exitCode, 0, stderr);
+    assert.equal(report.nodes.filter((n) => n.status === "clean").length, 12);
+  });
+
   const crowd = (extra: Record<string, object> = {}) =>
     tree(
       Object.fromEntries(
