@@ -195,7 +195,7 @@ export const COMMAND_HELP: Record<
       },
       concurrency: {
         value: "N",
-        text: "hosts snapshot at once (default: 32); at most 8 through one jump host",
+        text: "hosts snapshot at once (default: 32); through one jump host, at most its ssh.max_sessions (default: 8)",
       },
       timeout: {
         value: "SECONDS",
