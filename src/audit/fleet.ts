@@ -59,20 +59,15 @@ export async function spoolFleet(run: FleetRun): Promise<SpooledReport> {
   const startedAt = new Date().toISOString();
   const spool = await EntrySpool.create();
   try {
-    const limit = pLimit(Math.max(1, run.concurrency));
-    const gateFor = sessionGates(run.sessions);
+    const limit = nodeLimit(run.concurrency, run.sessions);
     await Promise.all(
-      run.nodes.map(async (node) => {
-        const audit = () =>
-          limit(async () => {
-            const result = await auditNode(node, run.transportFor(node), run.settings, run.drift);
-            run.onResult?.(result);
-            spool.add(result);
-          });
-        // A node waiting for its jump host holds none of the fleet's slots.
-        const gate = await gateFor(node);
-        await (gate ? gate(audit) : audit());
-      }),
+      run.nodes.map((node) =>
+        limit(node, async () => {
+          const result = await auditNode(node, run.transportFor(node), run.settings, run.drift);
+          run.onResult?.(result);
+          spool.add(result);
+        }),
+      ),
     );
     const head: Report = {
       schemaVersion: SCHEMA_VERSION,
@@ -89,6 +84,24 @@ export async function spoolFleet(run: FleetRun): Promise<SpooledReport> {
     await spool.close();
     throw error;
   }
+}
+
+/**
+ * Runs one task per node: at most `concurrency` at once, and at most its gate's limit through one
+ * sshd (`audit`, `snapshot` and `adopt` alike). A node waiting for its jump host holds none of the
+ * fleet's slots.
+ */
+export function nodeLimit(
+  concurrency: number,
+  sessions: SessionGates | undefined,
+): <T>(node: LoadedNode, task: () => Promise<T>) => Promise<T> {
+  const limit = pLimit(Math.max(1, concurrency));
+  const gateFor = sessionGates(sessions);
+  return async (node, task) => {
+    const run = () => limit(task);
+    const gate = await gateFor(node);
+    return gate ? gate(run) : run();
+  };
 }
 
 /** Each node's gate: one limit per distinct key, made when its first node arrives. */

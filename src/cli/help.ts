@@ -169,7 +169,10 @@ export const COMMAND_HELP: Record<
         value: "LIST",
         text: "node names or globs, comma-separated: one YAML document per node, keeping its host, groups and ssh",
       },
-      concurrency: { value: "N", text: "nodes read at once (default: 32)" },
+      concurrency: {
+        value: "N",
+        text: "nodes read at once (default: 32); through one jump host, at most its ssh.max_sessions (default: 8)",
+      },
       manifests: {
         value: "DIR",
         text: "the manifest tree the node is declared in: its declared files and units are snapshot too (--local alone snapshots this machine as a new node; --node finds the tree as audit does)",
@@ -190,7 +193,10 @@ export const COMMAND_HELP: Record<
         value: "DIR",
         text: "the manifest tree to write into (default: fleet-manifests); existing files are never changed",
       },
-      concurrency: { value: "N", text: "hosts snapshot at once (default: 32)" },
+      concurrency: {
+        value: "N",
+        text: "hosts snapshot at once (default: 32); through one jump host, at most its ssh.max_sessions (default: 8)",
+      },
       timeout: {
         value: "SECONDS",
         text: "per-host time limit, connection and snapshot (default: 60)",

@@ -1,8 +1,9 @@
 // Nodes only a jump host can reach, audited through the real CLI over real sshd: a ProxyJump in
 // the manifest or in an ssh_config, a fleet behind one sshd that drops connections past
-// `MaxStartups 4:50:8`, and an authentication failure among them. Needs root.
+// `MaxStartups 4:50:8`, and an authentication failure among them; `snapshot` and `adopt` of nodes
+// behind it. Needs root.
 import assert from "node:assert/strict";
-import { copyFile, readFile } from "node:fs/promises";
+import { copyFile, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { execa } from "execa";
@@ -46,7 +47,8 @@ describe("nodes behind a jump host", () => {
 
   before(async () => {
     fleet = await startFleet([
-      { name: "jump-01", sshdOptions: ["MaxStartups 4:50:8"] },
+      // VERBOSE: each connection dropped past MaxStartups is logged with the number pending.
+      { name: "jump-01", sshdOptions: ["MaxStartups 4:50:8", "LogLevel VERBOSE"] },
       {
         name: "private-01",
         behind: "jump-01",
@@ -148,6 +150,138 @@ describe("nodes behind a jump host", () => {
     }
   });
 
+  /** Connections the jump host dropped from here on, as `#<connections pending>`. */
+  const jumpDrops = async () => {
+    const before = (await fleet.sshdLog("jump-01")).length;
+    return async () =>
+      [...(await fleet.sshdLog("jump-01")).slice(before).matchAll(/drop connection #(\d+)/g)].map(
+        (m) => Number(m[1]),
+      );
+  };
+  const adopt = (inventory: string, manifests: string, extra: string[] = []) =>
+    runCli([
+      "adopt",
+      "--inventory",
+      inventory,
+      "--manifests",
+      manifests,
+      "--ssh-config",
+      fleet.sshConfig,
+      ...extra,
+    ]);
+
+  test("adopt of the private node: the jump host in the inventory, and in the ssh_config; an audit right after is clean", async () => {
+    const dir = await tree();
+    const address = fleet.hosts.find((h) => h.name === "private-01")!.address;
+    const inventory = path.join(dir, "inventory.yml");
+    await writeFile(
+      inventory,
+      stringify({
+        all: {
+          children: {
+            private: {
+              hosts: {
+                // An ssh_config alias whose Host block holds the ProxyJump.
+                "private-01": null,
+                // No Host block matches its address: the jump comes from the inventory alone.
+                "via-inventory": {
+                  ansible_host: address,
+                  ansible_user: fleet.user,
+                  ansible_ssh_private_key_file: fleet.identityFile,
+                  ansible_ssh_common_args: "-o ProxyJump=jump-01 -o ServerAliveInterval=30",
+                },
+              },
+            },
+          },
+        },
+      }),
+    );
+    const manifests = path.join(dir, "fleet-manifests");
+    const adopted = await adopt(inventory, manifests, ["--known-hosts", fleet.knownHosts]);
+    assert.equal(adopted.exitCode, 0, adopted.stderr);
+    assert.match(adopted.stderr, /2 of 2 hosts adopted, 0 left out/);
+    const node = async (name: string) =>
+      parse(await readFile(path.join(manifests, "nodes", `${name}.yaml`), "utf8")) as Record<
+        string,
+        unknown
+      >;
+    assert.deepEqual((await node("via-inventory")).ssh, {
+      user: fleet.user,
+      identity_file: fleet.identityFile,
+      proxy_jump: "jump-01",
+    });
+    assert.equal((await node("via-inventory")).host, address);
+    assert.equal((await node("private-01")).ssh, undefined);
+    const validate = await runCli(["validate", "--manifests", manifests]);
+    assert.equal(validate.exitCode, 0, validate.stderr);
+    const { report, exitCode, stderr } = await audit(manifests);
+    assert.equal(exitCode, 0, stderr);
+    assert.deepEqual(
+      report.nodes.map((n) => [n.name, n.status, n.error]),
+      [
+        ["private-01", "clean", undefined],
+        ["via-inventory", "clean", undefined],
+      ],
+    );
+  });
+
+  test("adopt of 24 hosts behind the jump host at default settings: all adopted, never 8 connections pending there", async () => {
+    const dir = await tree();
+    const hosts = CROWD.slice(0, 24);
+    const inventory = path.join(dir, "inventory.ini");
+    await writeFile(inventory, `[crowd]\n${hosts.join("\n")}\n`);
+    const manifests = path.join(dir, "fleet-manifests");
+    const drops = await jumpDrops();
+    const adopted = await adopt(inventory, manifests);
+    assert.equal(adopted.exitCode, 0, adopted.stderr);
+    assert.match(adopted.stderr, /24 of 24 hosts adopted, 0 left out/);
+    // sshd drops every connection past 8 pending: the per-jump-host limit (8) never gets there.
+    assert.deepEqual(
+      (await drops()).filter((pending) => pending >= 8),
+      [],
+    );
+    const { report, exitCode, stderr } = await audit(manifests);
+    assert.equal(exitCode, 0, stderr);
+    assert.equal(report.nodes.filter((n) => n.status === "clean").length, 24);
+  });
+
+  test("adopt into a tree whose fleet.yaml has the jump host and ssh.max_sessions 4: used to reach the new hosts and to limit them", async () => {
+    const far = CROWD.slice(12, 24).map((name) => ({
+      name: name.replace(/^n-/, "far-"),
+      address: fleet.hosts.find((h) => h.name === name)!.address,
+    }));
+    const manifests = await tree({
+      "fleet.yaml": stringify({
+        ssh: {
+          user: fleet.user,
+          identity_file: fleet.identityFile,
+          proxy_jump: "jump-01",
+          max_sessions: 4,
+        },
+      }),
+    });
+    const inventory = path.join(await tree(), "inventory.ini");
+    // No Host block matches these names or addresses: the jump is the tree's alone.
+    await writeFile(
+      inventory,
+      `[far]\n${far.map((h) => `${h.name} ansible_host=${h.address}`).join("\n")}\n`,
+    );
+    const drops = await jumpDrops();
+    const adopted = await adopt(inventory, manifests, ["--known-hosts", fleet.knownHosts]);
+    assert.equal(adopted.exitCode, 0, adopted.stderr);
+    assert.match(adopted.stderr, /12 of 12 hosts adopted, 0 left out/);
+    const node = parse(await readFile(path.join(manifests, "nodes/far-13.yaml"), "utf8")) as {
+      host: string;
+      ssh?: object;
+    };
+    assert.deepEqual([node.host, node.ssh], [far[0]!.address, undefined]);
+    // Never more than 3 pending, below MaxStartups' 4: the jump host dropped nothing.
+    assert.deepEqual(await drops(), []);
+    const { report, exitCode, stderr } = await audit(manifests);
+    assert.equal(exitCode, 0, stderr);
+    assert.equal(report.nodes.filter((n) => n.status === "clean").length, 12);
+  });
+
   const crowd = (extra: Record<string, object> = {}) =>
     tree(
       Object.fromEntries(
@@ -174,6 +308,25 @@ describe("nodes behind a jump host", () => {
     for (const node of report.nodes) assert.ok(node.tries! >= 1, JSON.stringify(node));
     // Its first connection was closed before any banner, as a MaxStartups drop reads.
     assert.ok(byName(report, "late-01").tries! > 1, JSON.stringify(byName(report, "late-01")));
+  });
+
+  test("snapshot of 19 nodes behind the jump host at default settings: all taken, never 8 connections pending there", async () => {
+    const drops = await jumpDrops();
+    const run = await runCli([
+      "snapshot",
+      "--manifests",
+      await crowd(),
+      "--ssh-config",
+      fleet.sshConfig,
+      "--node",
+      "n-0*,n-1*",
+    ]);
+    assert.equal(run.exitCode, 0, run.stderr);
+    assert.equal(run.stdout.split("\n---\n").length, 19);
+    assert.deepEqual(
+      (await drops()).filter((pending) => pending >= 8),
+      [],
+    );
   });
 
   test("an authentication failure among them fails that node at once (one try), the rest are audited", async () => {

@@ -102,6 +102,8 @@ export interface TestFleet {
   rotateHostKey(name: string): Promise<void>;
   /** Stop a host's sshd: from now on connections to it are refused, as to a host gone down. */
   takeDown(name: string): Promise<void>;
+  /** What the host's sshd has logged so far (`LogLevel ERROR` unless its `sshdOptions` say). */
+  sshdLog(name: string): Promise<string>;
   /**
    * Run a shell command as root inside the host's network and mount namespaces; resolves to stdout.
    */
@@ -1170,6 +1172,7 @@ export async function startFleet(
         rt.sshd = undefined;
       },
       enter,
+      sshdLog: (name) => fsp.readFile(byName(name).sshdLog, "utf8").catch(() => ""),
       async exec(name, command) {
         const [nsenter, ...target] = enter(name);
         const { stdout } = await execa(nsenter!, [...target, "sh", "-c", command], {

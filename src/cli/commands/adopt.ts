@@ -5,7 +5,6 @@
 import { cp, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import pLimit from "p-limit";
 import {
   asFileSpec,
   expandGroups,
@@ -18,6 +17,7 @@ import {
 import { trustedKeys } from "../../adopt/host-keys.js";
 import { planAdoption, readInventory, type HostToAdopt } from "../../adopt/inventory/index.js";
 import { schemaComment, schemasFor } from "../../adopt/schema-ref.js";
+import { nodeLimit } from "../../audit/fleet.js";
 import { nodeFailure } from "../../audit/node.js";
 import { DOMAINS } from "../../domains/registry.js";
 import { PACKAGES_MODES } from "../../domains/snapshot-options.js";
@@ -31,7 +31,7 @@ import { DEFAULT_CONNECT_TIMEOUT_SECONDS, sshTransport } from "../../transport/s
 import { ExitBit } from "../exit.js";
 import { DEFAULT_MANIFESTS, parse, parseWholeNumber } from "../options.js";
 import { Progress } from "../progress.js";
-import { DEFAULT_CONCURRENCY, fleetAuditSettings } from "./audit.js";
+import { DEFAULT_CONCURRENCY, fleetAuditSettings, sshSessionGates } from "./audit.js";
 import { snapshotSpec } from "./snapshot.js";
 
 const say = (line: string) => process.stderr.write(`${visible(line)}\n`);
@@ -47,15 +47,15 @@ async function readInput(flag: string, file: string | undefined): Promise<string
   return readFile(file, "utf8");
 }
 
-/** The node a host becomes, as the ssh transport takes it. */
-const asNode = (host: HostToAdopt): LoadedNode => ({
+/** The node a host becomes, as the ssh transport takes it: `ssh` as its layers merge it. */
+const asNode = (host: HostToAdopt, ssh: LoadedNode["ssh"] = host.ssh): LoadedNode => ({
   name: host.name,
   host: host.host ?? host.name,
   file: `nodes/${host.name}.yaml`,
   layers: [],
   groups: host.groups,
   spec: {},
-  ssh: host.ssh,
+  ssh,
 });
 
 /** The spec without what only shapes the file or reaches the host. */
@@ -136,45 +136,41 @@ export async function adoptCommand(argv: string[]): Promise<number> {
     (existing.nodes.length > 0 || !!existingFleet || existingGroups.size > 0);
   // In an existing tree, a new node's snapshot takes the files and units its groups declare.
   const stage = await mkdtemp(path.join(os.tmpdir(), "quartermaster-adopt-"));
-  const declaredBase = await stageLayers(
+  const staged = await stageLayers(
     stage,
     { tree, fixedBase, parents: plan.groups, existingGroups },
     hosts,
-  )
-    .then((staged) => staged.base)
-    .finally(() => rm(stage, { recursive: true, force: true }));
+  ).finally(() => rm(stage, { recursive: true, force: true }));
   const settings = existing
     ? fleetAuditSettings(existing, { timeoutMs })
     : fleetAuditSettings({ dir: tree, settings: {}, nodes: [], tickets: [] }, { timeoutMs });
-  const limit = pLimit(concurrency);
+  const sshOptions = {
+    ...(configFile && { configFile }),
+    ...(knownHostsFile && { knownHostsFile }),
+    connectTimeoutSeconds: DEFAULT_CONNECT_TIMEOUT_SECONDS,
+  };
+  // Sessions through one jump host are limited as audit limits them.
+  const limit = nodeLimit(concurrency, sshSessionGates(sshOptions));
   const progress =
     hosts.length > 1 && process.stderr.isTTY ? new Progress(hosts.length) : undefined;
   const keys = new Map<string, string[]>();
   const snapshots = new Map<string, PlainMap>();
   await Promise.all(
-    hosts.map((host) =>
-      limit(async () => {
-        const node = asNode(host);
+    hosts.map((host) => {
+      // An existing tree's fleet.yaml and groups may say how to reach it (a proxy_jump).
+      const node = asNode(host, staged.ssh.get(host.name));
+      return limit(node, async () => {
         const reason = await (async () => {
-          const found = await trustedKeys(node.host, host.ssh, { configFile, knownHostsFile });
+          const found = await trustedKeys(node.host, node.ssh, { configFile, knownHostsFile });
           if (!found.lines.length)
             return `no trusted host key for ${found.lookup.name} in ${found.lookup.files.join(", ") || "any known_hosts file"}: verify its key (from your provisioning, not from the network) and add it to one of them or to --known-hosts FILE`;
           keys.set(host.name, found.lines);
           try {
-            const taken = await snapshotSpec(
-              sshTransport(node, {
-                ...(configFile && { configFile }),
-                ...(knownHostsFile && { knownHostsFile }),
-                connectTimeoutSeconds: DEFAULT_CONNECT_TIMEOUT_SECONDS,
-              }),
-              DOMAINS,
-              settings,
-              {
-                packages,
-                ephemeralAsRange: !values["no-ephemeral-range"],
-                declared: declaredBase.get(host.name),
-              },
-            );
+            const taken = await snapshotSpec(sshTransport(node, sshOptions), DOMAINS, settings, {
+              packages,
+              ephemeralAsRange: !values["no-ephemeral-range"],
+              declared: staged.base.get(host.name),
+            });
             const valid = NodeSpec.safeParse(taken.spec);
             if (!valid.success) {
               const issue = valid.error.issues[0]!;
@@ -196,8 +192,8 @@ export async function adoptCommand(argv: string[]): Promise<number> {
           durationMs: 0,
           drift: [],
         });
-      }),
-    ),
+      });
+    }),
   );
   progress?.finish();
 
@@ -308,15 +304,20 @@ async function writeTree(job: TreeJob): Promise<{ written: string[]; adopted: st
 }
 
 /**
- * A copy of the tree at `stage` with an empty file for each new group and node, loaded as audit
- * loads it: each new node's existing layers merged (empty for a new tree), which its own file
- * overrides and which its snapshot takes declared files and units from.
+ * A copy of the tree at `stage` with an empty file for each new group and node (its groups and
+ * ssh only), loaded as audit loads it: each new node's existing layers merged (empty for a new
+ * tree), which its own file overrides and which its snapshot takes declared files and units from,
+ * and its ssh settings as audit will merge them.
  */
 async function stageLayers(
   stage: string,
   job: Pick<TreeJob, "tree" | "fixedBase" | "parents" | "existingGroups">,
   hosts: readonly HostToAdopt[],
-): Promise<{ newGroups: string[]; base: Map<string, PlainMap> }> {
+): Promise<{
+  newGroups: string[];
+  base: Map<string, PlainMap>;
+  ssh: Map<string, LoadedNode["ssh"]>;
+}> {
   await rm(stage, { recursive: true, force: true });
   if (job.fixedBase) await cp(job.tree, stage, { recursive: true });
   else await mkdir(stage, { recursive: true });
@@ -324,7 +325,7 @@ async function stageLayers(
     hosts.flatMap((h) => h.groups),
     job.parents,
   ).filter((g) => !job.existingGroups.has(g));
-  if (!job.fixedBase) return { newGroups, base: new Map() };
+  if (!job.fixedBase) return { newGroups, base: new Map(), ssh: new Map() };
   const placeholders = new Map<string, string>([
     ...newGroups.map(
       (g) =>
@@ -333,12 +334,25 @@ async function stageLayers(
           stringifyPortable({ groups: [...(job.parents.get(g) ?? [])] }),
         ] as const,
     ),
-    ...hosts.map((h) => [`nodes/${h.name}.yaml`, stringifyPortable({ groups: h.groups })] as const),
+    ...hosts.map(
+      (h) =>
+        [
+          `nodes/${h.name}.yaml`,
+          stringifyPortable({
+            groups: h.groups,
+            ...(Object.keys(h.ssh).length && { ssh: h.ssh }),
+          }),
+        ] as const,
+    ),
   ]);
   await writeAll(stage, placeholders, false);
   const names = new Set(hosts.map((h) => h.name));
   const loaded = await loadFleet(stage, { only: (n) => names.has(n) });
-  return { newGroups, base: new Map(loaded.nodes.map((n) => [n.name, declaredPart(n.spec)])) };
+  return {
+    newGroups,
+    base: new Map(loaded.nodes.map((n) => [n.name, declaredPart(n.spec)])),
+    ssh: new Map(loaded.nodes.map((n) => [n.name, n.ssh])),
+  };
 }
 
 /** The files adoption adds: fleet.yaml (new trees only), new groups, new nodes. */

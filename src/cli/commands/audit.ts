@@ -1,7 +1,14 @@
 import { stat } from "node:fs/promises";
 import path from "node:path";
 import v8 from "node:v8";
-import { auditFleet, parseShard, shardOf, spoolFleet, type FleetRun } from "../../audit/fleet.js";
+import {
+  auditFleet,
+  parseShard,
+  shardOf,
+  spoolFleet,
+  type FleetRun,
+  type SessionGates,
+} from "../../audit/fleet.js";
 import { defaultAuditSettings, type AuditSettings } from "../../audit/node.js";
 import type { DomainName } from "../../domains/domain.js";
 import type { DriftContext } from "../../drift/drift.js";
@@ -91,6 +98,17 @@ export async function fleetSshOptions(
   };
 }
 
+/**
+ * Sessions through one jump host (or one sshd) stay under its MaxStartups: at most the
+ * `ssh.max_sessions` of its first node to arrive.
+ */
+export function sshSessionGates(ssh: SshOptions): SessionGates {
+  return {
+    keyOf: (node) => sessionGate(node, ssh),
+    limitOf: (node) => node.ssh.max_sessions ?? DEFAULT_MAX_SESSIONS,
+  };
+}
+
 type AuditValues = ReturnType<typeof parse<typeof AUDIT_OPTIONS>>["values"];
 
 /**
@@ -142,10 +160,7 @@ async function fleetRun(
     // Sessions through one jump host (or one sshd) stay under its MaxStartups.
     ...(!values.local &&
       !reach.transportFor && {
-        sessions: {
-          keyOf: (node: LoadedNode) => sessionGate(node, ssh),
-          limitOf: (node: LoadedNode) => node.ssh.max_sessions ?? DEFAULT_MAX_SESSIONS,
-        },
+        sessions: sshSessionGates(ssh),
       }),
     manifestRevision: await manifestRevision(fleet.dir),
     manifestDirty: await manifestDirty(fleet.dir),

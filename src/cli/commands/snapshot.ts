@@ -1,4 +1,4 @@
-import pLimit from "p-limit";
+import { nodeLimit, type SessionGates } from "../../audit/fleet.js";
 import {
   defaultAuditSettings,
   nodeFailure,
@@ -33,7 +33,12 @@ import {
   parseWholeNumber,
   selectNodes,
 } from "../options.js";
-import { DEFAULT_CONCURRENCY, fleetAuditSettings, fleetSshOptions } from "./audit.js";
+import {
+  DEFAULT_CONCURRENCY,
+  fleetAuditSettings,
+  fleetSshOptions,
+  sshSessionGates,
+} from "./audit.js";
 
 export interface SnapshotRequest extends Partial<SnapshotOptions> {
   /** The node's effective spec: its files and units are taken at their live state. */
@@ -140,6 +145,8 @@ export function connectionKeys(node: LoadedNode): Record<string, unknown> {
 
 interface SnapshotTarget {
   title: string;
+  /** The node declared in the manifests (none for a bare `--local`). */
+  node?: LoadedNode;
   transport: Transport;
   settings: AuditSettings;
   declared?: Record<string, unknown>;
@@ -158,18 +165,20 @@ async function snapshotTargets(
     "ssh-config"?: string;
   },
   timeoutMs: number | undefined,
-): Promise<SnapshotTarget[]> {
+): Promise<{ targets: SnapshotTarget[]; sessions?: SessionGates }> {
   const overrides = timeoutMs ? { timeoutMs } : {};
   // --local alone is this machine, declared or not (a first snapshot bootstraps its node); a tree
   // named is used.
   if (values.local && !values.node && values.manifests === undefined && values.repo === undefined)
-    return [
-      {
-        title: "this machine",
-        transport: localTransport("localhost"),
-        settings: defaultAuditSettings(overrides),
-      },
-    ];
+    return {
+      targets: [
+        {
+          title: "this machine",
+          transport: localTransport("localhost"),
+          settings: defaultAuditSettings(overrides),
+        },
+      ],
+    };
   const fleet = await loadManifests(values);
   const nodes = values.local
     ? [localNode(fleet, values.node)]
@@ -178,7 +187,8 @@ async function snapshotTargets(
   const ssh: SshOptions | undefined = values.local
     ? undefined
     : await fleetSshOptions(fleet, values["ssh-config"]);
-  return nodes.map((node) => ({
+  const targets = nodes.map((node) => ({
+    node,
     title: node.name,
     transport: ssh
       ? sshTransport(node, {
@@ -190,6 +200,8 @@ async function snapshotTargets(
     declared: node.spec,
     kept: connectionKeys(node),
   }));
+  // Over ssh, sessions through one jump host are limited as audit limits them.
+  return { targets, ...(ssh && { sessions: sshSessionGates(ssh) }) };
 }
 
 export async function snapshotCommand(argv: string[]): Promise<number> {
@@ -219,25 +231,25 @@ export async function snapshotCommand(argv: string[]): Promise<number> {
     values.timeout === undefined
       ? undefined
       : parseWholeNumber("timeout", values.timeout, 60) * 1000;
-  const targets = await snapshotTargets(values, timeoutMs);
-  const limit = pLimit(concurrency);
+  const { targets, sessions } = await snapshotTargets(values, timeoutMs);
+  const limit = nodeLimit(concurrency, sessions);
   const takenAt = new Date();
+  const take = async (target: SnapshotTarget): Promise<{ text?: string; failure?: string }> => {
+    try {
+      const snapshot = await snapshotSpec(target.transport, domains, target.settings, {
+        packages,
+        ephemeralAsRange: !values["no-ephemeral-range"],
+        declared: target.declared,
+      });
+      const spec = { ...target.kept, ...snapshot.spec };
+      return { text: snapshotText(target.title, { ...snapshot, spec }, takenAt) };
+    } catch (error) {
+      return { failure: `${target.title}: ${nodeFailure(target.title, error).message}` };
+    }
+  };
+  // A bare --local has one target and no node: this machine, nothing to limit.
   const outcomes = await Promise.all(
-    targets.map((target) =>
-      limit(async () => {
-        try {
-          const snapshot = await snapshotSpec(target.transport, domains, target.settings, {
-            packages,
-            ephemeralAsRange: !values["no-ephemeral-range"],
-            declared: target.declared,
-          });
-          const spec = { ...target.kept, ...snapshot.spec };
-          return { text: snapshotText(target.title, { ...snapshot, spec }, takenAt) };
-        } catch (error) {
-          return { failure: `${target.title}: ${nodeFailure(target.title, error).message}` };
-        }
-      }),
-    ),
+    targets.map((target) => (target.node ? limit(target.node, () => take(target)) : take(target))),
   );
   for (const { failure } of outcomes)
     if (failure) process.stderr.write(`quartermaster snapshot: ${visible(failure)}\n`);
