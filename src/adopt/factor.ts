@@ -50,16 +50,42 @@ export interface Factored {
 }
 
 interface Leaf {
+  /** The path key, as `pathKey` writes it. */
+  key: string;
   path: string[];
   value: unknown;
   /** Canonical text of the value: equal values, equal texts. */
   text: string;
 }
 
+/**
+ * A place in a spec, shared by every spec walked with the same root: its path is built once, and
+ * the values found there are interned by canonical text, so equal values are one Leaf and compare
+ * by identity. Ten thousand nodes' shared packages are one set of Leafs, not one per node.
+ */
+interface Slot {
+  key: string;
+  path: string[];
+  /** Whether this is a keyed list held as a map: its items are leaves, not walked. */
+  keyed: boolean;
+  children: Map<string, Slot>;
+  byText: Map<string, Leaf>;
+  /** String values seen here, to their Leaf: no canonical text to build for a value seen before. */
+  strings: Map<string, Leaf>;
+}
+
 const KEYED = new Set(MANIFEST_LISTS.keyedLists.map((k) => pathKey(k.path)));
-// Paths by key, shared by every node holding a value there: ten thousand nodes' package names
-// are one set of arrays, not one per node.
-const PATHS = new Map<string, string[]>();
+
+const newSlot = (key: string, path: string[]): Slot => ({
+  key,
+  path,
+  keyed: KEYED.has(key),
+  children: new Map(),
+  byText: new Map(),
+  strings: new Map(),
+});
+
+const rootSlot = () => newSlot("[]", []);
 
 /** JSON with map keys sorted: the same text for equal values, whatever their key order. */
 export function canonical(value: unknown): string {
@@ -96,38 +122,44 @@ function setOwn(target: PlainMap, key: string, value: unknown): void {
   else target[key] = value;
 }
 
+/** The Leaf at `slot` holding `value`: the one every spec holding an equal value there shares. */
+function leafAt(slot: Slot, value: unknown): Leaf {
+  const known = typeof value === "string" ? slot.strings.get(value) : undefined;
+  if (known) return known;
+  const text = canonical(value);
+  let leaf = slot.byText.get(text);
+  if (!leaf) slot.byText.set(text, (leaf = { key: slot.key, path: slot.path, value, text }));
+  if (typeof value === "string") slot.strings.set(value, leaf);
+  return leaf;
+}
+
 /**
- * The values of a spec that layers replace whole: scalars, lists, a keyed list's items, and empty
- * maps; maps merge key by key, so their keys are walked.
+ * The values of a spec that layers replace whole, in the spec's order: scalars, lists, a keyed
+ * list's items, and empty maps; maps merge key by key, so their keys are walked. One Leaf per path.
  */
-function leavesOf(spec: PlainMap, interned?: Map<string, Map<string, Leaf>>): Map<string, Leaf> {
-  const leaves = new Map<string, Leaf>();
-  const walk = (value: unknown, path: readonly string[], key: string, keyedParent: boolean) => {
-    // The spec itself is never a leaf: an empty spec declares nothing.
-    if (isPlainMap(value) && !keyedParent && (Object.keys(value).length || !path.length)) {
-      const keyed = KEYED.has(key);
-      for (const [k, v] of Object.entries(value)) {
-        const child = childKey(key, k);
-        let childPath = PATHS.get(child);
-        if (!childPath) PATHS.set(child, (childPath = [...path, k]));
-        walk(v, childPath, child, keyed);
+function leavesOf(spec: PlainMap, root: Slot = rootSlot()): Leaf[] {
+  const leaves: Leaf[] = [];
+  const walk = (value: unknown, slot: Slot, keyedParent: boolean) => {
+    if (isPlainMap(value) && !keyedParent) {
+      const entries = Object.entries(value);
+      // The spec itself is never a leaf: an empty spec declares nothing.
+      if (entries.length || slot === root) {
+        for (const [k, v] of entries) {
+          let child = slot.children.get(k);
+          if (!child)
+            slot.children.set(k, (child = newSlot(childKey(slot.key, k), [...slot.path, k])));
+          walk(v, child, slot.keyed);
+        }
+        return;
       }
-      return;
     }
-    const text = canonical(value);
-    // Nodes holding the same value hold one Leaf: a fleet's shared packages are kept once.
-    let byText = interned?.get(key);
-    if (interned && !byText) interned.set(key, (byText = new Map()));
-    let leaf = byText?.get(text);
-    if (!leaf) {
-      leaf = { path: path as string[], value, text };
-      byText?.set(text, leaf);
-    }
-    leaves.set(key, leaf);
+    leaves.push(leafAt(slot, value));
   };
-  walk(asMaps(spec), [], "[]", false);
+  walk(asMaps(spec), root, false);
   return leaves;
 }
+
+const byKey = (leaves: readonly Leaf[]) => new Map(leaves.map((l) => [l.key, l]));
 
 function setLeaf(target: PlainMap, leaf: Leaf): void {
   let level = target;
@@ -150,22 +182,33 @@ export function expandGroups(
   names: readonly string[],
   parents: ReadonlyMap<string, readonly string[]>,
 ): string[] {
-  const out: string[] = [];
+  const out = new Set<string>();
   const visit = (name: string, stack: readonly string[]) => {
-    if (out.includes(name) || stack.includes(name)) return;
+    if (out.has(name) || stack.includes(name)) return;
     for (const parent of parents.get(name) ?? []) visit(parent, [...stack, name]);
-    out.push(name);
+    out.add(name);
   };
   for (const name of names) visit(name, []);
-  return out;
+  return [...out];
 }
 
-/** Whether every node holds the leaf at `key` with the same value as `leaf`. */
-const sharedBy = (
-  nodes: readonly { leaves: Map<string, Leaf> }[],
-  key: string,
-  leaf: Leaf,
-): boolean => nodes.every((n) => n.leaves.get(key) === leaf);
+/**
+ * The leaves of `holders[0]` that every one of `holders` holds, in its order. Leaves are
+ * interned, so each holder's are counted once: linear in the leaves, whatever the holders' count.
+ */
+function sharedLeaves(holders: readonly { leaves: readonly Leaf[] }[]): Leaf[] {
+  const counts = new Map<Leaf, number>();
+  for (const holder of holders)
+    for (const leaf of holder.leaves) counts.set(leaf, (counts.get(leaf) ?? 0) + 1);
+  return holders[0]!.leaves.filter((leaf) => counts.get(leaf) === holders.length);
+}
+
+interface Holders {
+  members: string[];
+  leaves: Leaf[];
+  /** The members, one a line: the set's identity and sort key. */
+  set: string;
+}
 
 /**
  * Where there are no groups: every set of two or more nodes that hold exactly the same values
@@ -173,83 +216,81 @@ const sharedBy = (
  * declaring those values once saves lines (values × (members − 1) ≥ members).
  */
 function valueGroups(
-  nodes: readonly { name: string; leaves: Map<string, Leaf> }[],
+  nodes: readonly { name: string; leaves: readonly Leaf[] }[],
   fleetKeys: ReadonlySet<string>,
-): Map<string, { members: string[]; keys: string[] }> {
-  const holders = new Map<string, { members: string[]; keys: string[] }>();
-  const byLeaf = new Map<string, string[]>();
+): Map<string, Holders> {
+  const holders = new Map<string, Holders>();
+  const byLeaf = new Map<Leaf, string[]>();
   for (const node of nodes)
-    for (const [key, leaf] of node.leaves) {
-      if (fleetKeys.has(key)) continue;
-      const id = `${key}\n${leaf.text}`;
-      const list = byLeaf.get(id);
+    for (const leaf of node.leaves) {
+      if (fleetKeys.has(leaf.key)) continue;
+      const list = byLeaf.get(leaf);
       if (list) list.push(node.name);
-      else byLeaf.set(id, [node.name]);
+      else byLeaf.set(leaf, [node.name]);
     }
-  for (const [id, members] of byLeaf) {
+  for (const [leaf, members] of byLeaf) {
     if (members.length < 2 || members.length === nodes.length) continue;
     const set = members.join("\n");
-    const entry = holders.get(set) ?? { members, keys: [] };
-    entry.keys.push(id.slice(0, id.indexOf("\n")));
-    holders.set(set, entry);
+    let entry = holders.get(set);
+    if (!entry) holders.set(set, (entry = { members, leaves: [], set }));
+    entry.leaves.push(leaf);
   }
   const kept = [...holders.values()]
-    .filter((h) => h.keys.length * (h.members.length - 1) >= h.members.length)
-    .sort(
-      (a, b) =>
-        b.members.length - a.members.length ||
-        (a.members.join("\n") < b.members.join("\n") ? -1 : 1),
-    );
+    .filter((h) => h.leaves.length * (h.members.length - 1) >= h.members.length)
+    .sort((a, b) => b.members.length - a.members.length || (a.set < b.set ? -1 : 1));
   return new Map(kept.map((h, i) => [`shared-${i + 1}`, h]));
 }
 
 /** Factors the nodes' snapshots into fleet, group and node layers. */
 export function factorFleet(input: FactorInput): Factored {
-  const interned = new Map<string, Map<string, Leaf>>();
-  const nodes = input.nodes.map((n) => ({ ...n, leaves: leavesOf(n.spec, interned) }));
+  const root = rootSlot();
+  const nodes = input.nodes.map((n) => ({ ...n, leaves: leavesOf(n.spec, root) }));
   const fleet: PlainMap = {};
   const fleetKeys = new Set<string>();
   // One node alone shares nothing with a fleet: its values are its own.
   if (nodes.length >= 2 && input.fleet !== false)
-    for (const [key, leaf] of nodes[0]!.leaves)
-      if (sharedBy(nodes, key, leaf)) {
-        setLeaf(fleet, leaf);
-        fleetKeys.add(key);
-      }
+    for (const leaf of sharedLeaves(nodes)) {
+      setLeaf(fleet, leaf);
+      fleetKeys.add(leaf.key);
+    }
+  // What is left of each node once the fleet's values are taken out.
+  const rest = nodes.map((n) => n.leaves.filter((leaf) => !fleetKeys.has(leaf.key)));
 
   const groups = new Map<string, FactoredLayer>();
   const declaredBy = new Map<string, Set<string>>();
   const nodeGroups = new Map(nodes.map((n) => [n.name, [...n.groups]]));
   const parents = new Map(input.groups);
   if (input.byValue && nodes.every((n) => n.groups.length === 0)) {
-    for (const [name, { members, keys }] of valueGroups(nodes, fleetKeys)) {
+    for (const [name, { members, leaves }] of valueGroups(nodes, fleetKeys)) {
       const spec: PlainMap = {};
-      const first = nodes.find((n) => n.name === members[0])!;
-      for (const key of keys) setLeaf(spec, first.leaves.get(key)!);
+      for (const leaf of leaves) setLeaf(spec, leaf);
       groups.set(name, { groups: [], spec });
-      declaredBy.set(name, new Set(keys));
+      declaredBy.set(name, new Set(leaves.map((l) => l.key)));
       parents.set(name, []);
       for (const member of members) nodeGroups.get(member)!.push(name);
     }
   } else {
     // Parents first, so a value a parent declares is not declared again by its children.
     const order = expandGroups([...input.groups.keys()], input.groups);
-    const lineage = new Map(
-      nodes.map((n) => [n.name, new Set(expandGroups(n.groups, input.groups))]),
-    );
+    const membersOf = new Map<string, { leaves: Leaf[] }[]>();
+    for (const [i, node] of nodes.entries())
+      for (const group of expandGroups(node.groups, input.groups)) {
+        const members = membersOf.get(group);
+        const member = { leaves: rest[i]! };
+        if (members) members.push(member);
+        else membersOf.set(group, [member]);
+      }
     for (const name of order) {
-      const members = nodes.filter((n) => lineage.get(n.name)!.has(name));
+      const members = membersOf.get(name) ?? [];
       const spec: PlainMap = {};
       const keys = new Set<string>();
       const inherited = expandGroups(input.groups.get(name) ?? [], input.groups);
       // A group of one is that node's role, but nothing says which of its values are the role's.
       if (members.length >= 2)
-        for (const [key, leaf] of members[0]!.leaves) {
-          if (fleetKeys.has(key) || inherited.some((p) => declaredBy.get(p)?.has(key))) continue;
-          if (sharedBy(members, key, leaf)) {
-            setLeaf(spec, leaf);
-            keys.add(key);
-          }
+        for (const leaf of sharedLeaves(members)) {
+          if (inherited.some((p) => declaredBy.get(p)?.has(leaf.key))) continue;
+          setLeaf(spec, leaf);
+          keys.add(leaf.key);
         }
       groups.set(name, { groups: [...(input.groups.get(name) ?? [])], spec });
       declaredBy.set(name, keys);
@@ -257,14 +298,12 @@ export function factorFleet(input: FactorInput): Factored {
   }
 
   const out = new Map<string, FactoredLayer>();
-  for (const node of nodes) {
+  for (const [i, node] of nodes.entries()) {
     const own = nodeGroups.get(node.name)!;
     const reached = expandGroups(own, parents);
     const spec: PlainMap = {};
-    for (const [key, leaf] of node.leaves) {
-      if (fleetKeys.has(key) || reached.some((g) => declaredBy.get(g)?.has(key))) continue;
-      setLeaf(spec, leaf);
-    }
+    for (const leaf of rest[i]!)
+      if (!reached.some((g) => declaredBy.get(g)?.has(leaf.key))) setLeaf(spec, leaf);
     out.set(node.name, { groups: own, spec });
   }
   return { fleet, groups, nodes: out };
@@ -277,22 +316,71 @@ const layer = (file: string, value: PlainMap): Layer => ({
   origins: new Map(),
 });
 
+// Per factored tree (never changed once made): its group parents, and the merge of fleet.yaml
+// and each list of groups nodes build on (keyed lists as maps), done once for all those nodes.
+const BASES = new WeakMap<
+  Factored,
+  { parents: Map<string, string[]>; merged: Map<string, PlainMap> }
+>();
+
 /** A node's effective spec from the factored layers, merged as the loader merges them. */
 export function mergedSpecOf(factored: Factored, node: string): PlainMap {
   const own = factored.nodes.get(node)!;
-  const parents = new Map([...factored.groups].map(([name, g]) => [name, g.groups]));
-  return mergeLayers([
-    layer("fleet.yaml", factored.fleet),
-    ...expandGroups(own.groups, parents).map((g) =>
-      layer(`groups/${g}.yaml`, factored.groups.get(g)?.spec ?? {}),
-    ),
-    layer(`nodes/${node}.yaml`, own.spec),
-  ]);
+  let bases = BASES.get(factored);
+  if (!bases)
+    BASES.set(
+      factored,
+      (bases = {
+        parents: new Map([...factored.groups].map(([name, g]) => [name, g.groups])),
+        merged: new Map(),
+      }),
+    );
+  const groups = expandGroups(own.groups, bases.parents);
+  const id = JSON.stringify(groups);
+  let base = bases.merged.get(id);
+  if (!base) {
+    base = asMaps(
+      mergeLayers([
+        layer("fleet.yaml", factored.fleet),
+        ...groups.map((g) => layer(`groups/${g}.yaml`, factored.groups.get(g)?.spec ?? {})),
+      ]),
+    );
+    bases.merged.set(id, base);
+  }
+  return mergeLayers([layer("base", base), layer(`nodes/${node}.yaml`, own.spec)]);
 }
 
 /** Whether two specs declare the same: keyed lists compared by key, empty maps as nothing. */
-export function sameSpec(a: PlainMap, b: PlainMap): boolean {
-  return canonical(pruned(asMaps(a))) === canonical(pruned(asMaps(b)));
+export const sameSpec = (a: PlainMap, b: PlainMap): boolean => sameValue(asMaps(a), asMaps(b));
+
+/** Whether a value declares nothing: an empty map, or maps holding only such. */
+const empty = (value: unknown): boolean => isPlainMap(value) && Object.values(value).every(empty);
+
+/** A map's entries that declare something. */
+const declared = (map: PlainMap) => Object.entries(map).filter(([, v]) => !empty(v));
+
+/**
+ * Whether two values have the same canonical text once empty maps are left out, without building
+ * it: maps by key whatever their order, a value both share by identity at once.
+ */
+function sameValue(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (isPlainMap(a) && isPlainMap(b)) {
+    const [inA, inB] = [declared(a), declared(b)];
+    if (inA.length !== inB.length) return false;
+    // Keys mostly come in the same order: paired by position, looked up only where they are not.
+    let byKey: Map<string, unknown> | undefined;
+    return inA.every(([k, v], i) => {
+      const [kb, w] = inB[i]!;
+      if (k === kb) return sameValue(v, w);
+      byKey ??= new Map(inB);
+      return byKey.has(k) && sameValue(v, byKey.get(k));
+    });
+  }
+  if (Array.isArray(a) && Array.isArray(b))
+    return a.length === b.length && a.every((v, i) => canonical(v) === canonical(b[i]));
+  if (typeof a === "string" && typeof b === "string") return false;
+  return canonical(isPlainMap(a) ? pruned(a) : a) === canonical(isPlainMap(b) ? pruned(b) : b);
 }
 
 function pruned(value: PlainMap): PlainMap {
@@ -313,8 +401,8 @@ export const asFileSpec = (spec: PlainMap): PlainMap => keyedMapsAsLists(spec, M
  * each value that differs, and `null` for each value `base` declares and `spec` does not.
  */
 export function overridesOver(base: PlainMap, spec: PlainMap): PlainMap {
-  const want = leavesOf(spec);
-  const have = leavesOf(base);
+  const want = byKey(leavesOf(spec));
+  const have = byKey(leavesOf(base));
   const out: PlainMap = {};
   for (const [key, leaf] of want) if (have.get(key)?.text !== leaf.text) setLeaf(out, leaf);
   // An empty map `base` declares where `spec` declares keys inside it is no value to delete.
@@ -322,7 +410,6 @@ export function overridesOver(base: PlainMap, spec: PlainMap): PlainMap {
     [...want.values()].flatMap((l) => l.path.map((_, i) => pathKey(l.path.slice(0, i)))),
   );
   for (const [key, leaf] of have)
-    if (!want.has(key) && !within.has(key))
-      setLeaf(out, { path: leaf.path, value: null, text: "null" });
+    if (!want.has(key) && !within.has(key)) setLeaf(out, { ...leaf, value: null, text: "null" });
   return out;
 }

@@ -246,11 +246,12 @@ async function writeTree(job: TreeJob): Promise<{ written: string[]; adopted: st
       const { newGroups, base } = await stageLayers(stage, job, hosts);
       const parentsOf = (g: string) => [...(job.parents.get(g) ?? [])];
       const names = new Set(hosts.map((h) => h.name));
+      const created = new Set(newGroups);
       const nodes: NodeSnapshot[] = hosts.map((h) => {
         const snapshot = job.snapshots.get(h.name)!;
         return {
           name: h.name,
-          groups: h.groups.filter((g) => newGroups.includes(g)),
+          groups: h.groups.filter((g) => created.has(g)),
           spec: job.fixedBase ? overridesOver(base.get(h.name) ?? {}, snapshot) : snapshot,
         };
       });
@@ -263,22 +264,26 @@ async function writeTree(job: TreeJob): Promise<{ written: string[]; adopted: st
       const files = treeFiles(job, factored, hosts, newGroups, schemas);
       await writeAll(stage, files, false);
       const loaded = await loadFleet(stage, { only: (n) => names.has(n) });
-      const mismatched = hosts.filter((h) => {
-        const node = loaded.nodes.find((n) => n.name === h.name);
-        return !node || !sameSpec(declaredPart(node.spec), job.snapshots.get(h.name)!);
-      });
-      if (mismatched.length && round < 2) {
+      const specs = new Map(loaded.nodes.map((n) => [n.name, n.spec]));
+      const mismatched = new Set(
+        hosts.filter((h) => {
+          const spec = specs.get(h.name);
+          return !spec || !sameSpec(declaredPart(spec), job.snapshots.get(h.name)!);
+        }),
+      );
+      if (mismatched.size && round < 2) {
         for (const h of mismatched)
           job.leftOut.push(`${h.name}: its layers do not merge back to its snapshot; not adopted`);
-        hosts = hosts.filter((h) => !mismatched.includes(h));
+        hosts = hosts.filter((h) => !mismatched.has(h));
         continue;
       }
-      if (mismatched.length) throw new Error("factored layers do not merge back to the snapshots");
+      if (mismatched.size) throw new Error("factored layers do not merge back to the snapshots");
       await writeAll(job.tree, files, true);
       const lines = [...new Set(hosts.flatMap((h) => job.keys.get(h.name) ?? []))];
       const knownHosts = path.join(job.tree, "known_hosts");
       const kept = await readFile(knownHosts, "utf8").catch(() => "");
-      const added = lines.filter((line) => !kept.split("\n").includes(line));
+      const keptLines = new Set(kept.split("\n"));
+      const added = lines.filter((line) => !keptLines.has(line));
       // Appended: every byte already there stays.
       if (added.length)
         await writeFile(
