@@ -15,7 +15,7 @@ import { ManifestEditError } from "../errors.js";
 import { applyChanges } from "../manifest/edit/apply.js";
 import type { ManifestLists } from "../manifest/lists.js";
 import type { Report } from "../report/schema.js";
-import type { Covered, PlanInput } from "./plan.js";
+import type { Covered, PlanInput } from "./plan-input.js";
 import { nodeList } from "../text/markdown.js";
 import { buildProposal, type Proposal, type PullContent } from "./proposal.js";
 import { proposalKey, type ExistingPull } from "./pulls.js";

@@ -1,7 +1,8 @@
 import { ForgeError } from "../errors.js";
 import type { GitHub } from "../forge/github.js";
 import { visible } from "../text/escape.js";
-import { plan, type PlanInput } from "./plan.js";
+import { plan } from "./plan.js";
+import type { PlanInput } from "./plan-input.js";
 import type { Action, PullContent } from "./proposal.js";
 import {
   botPulls,
@@ -10,7 +11,7 @@ import {
   LEFT_ALONE_MARK,
   type ExistingPull,
 } from "./pulls.js";
-import { readWaiting } from "./waiting.js";
+import { readWaiting } from "./state.js";
 
 export interface Outcome {
   action: Action;

@@ -6,7 +6,7 @@ import { UsageError } from "../errors.js";
 import { loadFleet } from "../manifest/load.js";
 import type { Waiver } from "../manifest/schema.js";
 import type { Report } from "../report/schema.js";
-import type { PlanInput } from "./plan.js";
+import type { PlanInput } from "./plan-input.js";
 
 async function readTree(dir: string, root: string): Promise<Map<string, string>> {
   const files = new Map<string, string>();

@@ -1,4 +1,4 @@
-import type { Covered } from "./plan.js";
+import type { Covered } from "./plan-input.js";
 import { nodeSpans } from "../text/markdown.js";
 import type { Action, PullContent } from "./proposal.js";
 import type { ExistingPull } from "./pulls.js";

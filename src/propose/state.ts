@@ -1,3 +1,4 @@
+import { z } from "zod";
 import type { GitHub } from "../forge/github.js";
 import {
   emptyHistory,
@@ -6,7 +7,6 @@ import {
   type AuditHistory,
 } from "../report/history.js";
 import { visible } from "../text/escape.js";
-import { WAITING_FILE, waitingText } from "./waiting.js";
 
 // The bot's state branch: a branch no pull request comes from, one commit on top of the manifests'
 // revision holding what one run leaves for the next (the deferral queue, the audit history).
@@ -27,6 +27,37 @@ export async function readHistory(github: GitHub): Promise<AuditHistory> {
     `quartermaster: ${STATE_BRANCH}:${HISTORY_FILE} is ${visible(history)}; starting the audit history again\n`,
   );
   return emptyHistory();
+}
+
+// The deferral queue: when each deferred pull request first waited, so the per-run budget opens
+// the longest-waiting first.
+
+const WAITING_FILE = "deferred.json";
+const Waiting = z.record(z.string(), z.string());
+
+/** Branch -> when its PR was first deferred, as the last run left it; empty when there is none. */
+export async function readWaiting(github: GitHub): Promise<Map<string, string>> {
+  const text = await github.readFile(
+    STATE_BRANCH,
+    WAITING_FILE,
+    "reading the deferred pull requests",
+  );
+  if (text === undefined) return new Map();
+  // The branch is the bot's, but anyone with write access can push to it: read it as data.
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    if (!(error instanceof SyntaxError)) throw error;
+    return new Map();
+  }
+  const parsed = Waiting.safeParse(json);
+  return parsed.success ? new Map(Object.entries(parsed.data)) : new Map();
+}
+
+/** The deferral queue as the state branch keeps it: branches sorted, so unchanged is the same text. */
+function waitingText(waiting: ReadonlyMap<string, string>): string {
+  return `${JSON.stringify(Object.fromEntries([...waiting].sort(([a], [b]) => (a < b ? -1 : 1))), null, 2)}\n`;
 }
 
 export interface StateFiles {

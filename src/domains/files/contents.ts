@@ -4,7 +4,7 @@ import { createHash } from "node:crypto";
 import type { Finding } from "../domain.js";
 import { unifiedDiff, utf8Text } from "../text.js";
 import type { FileStat, FilesLive } from "./parse.js";
-import type { FileDeclared } from "./index.js";
+import type { FileDeclared } from "./declared.js";
 
 const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
 const SECRET = "secret: compared by SHA-256; its contents never leave the host and are not shown";

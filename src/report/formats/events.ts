@@ -1,7 +1,7 @@
 // JSON lines for log and telemetry pipelines: one drift event per item, one per failed node.
 import { driftEvent, nodeErrorEvent, type Event } from "../events.js";
 import { compareDrift } from "./common.js";
-import type { Renderer } from "./index.js";
+import type { Renderer } from "./format.js";
 
 // JSON.stringify leaves DEL, C1 controls (0x9b starts a terminal sequence), bidi and other format
 // characters and the Unicode line separators raw: written as \u escapes, a log viewer shows them

@@ -5,7 +5,7 @@ import type { Severity } from "../../domains/domain.js";
 import type { DriftItem, NodeResult } from "../schema.js";
 import { visible } from "../../text/escape.js";
 import { compactValue, compareText, plural, severityRank } from "./common.js";
-import type { Renderer } from "./index.js";
+import type { Renderer } from "./format.js";
 
 export const MAX_ANNOTATIONS_PER_STEP = 10;
 

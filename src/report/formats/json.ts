@@ -1,5 +1,5 @@
 import type { NodeResult, Report } from "../schema.js";
-import type { Renderer } from "./index.js";
+import type { Renderer } from "./format.js";
 
 export const renderJson: Renderer = (report) => `${JSON.stringify(report, null, 2)}\n`;
 

@@ -4,7 +4,7 @@
 import { append } from "../../collections.js";
 import type { DriftItem, NodeResult } from "../schema.js";
 import { compactValue, compareDrift, compareText } from "./common.js";
-import type { Renderer } from "./index.js";
+import type { Renderer } from "./format.js";
 
 interface TestCase {
   name: string;

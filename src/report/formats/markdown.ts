@@ -13,7 +13,7 @@ import {
   severityRank,
   unauditedText,
 } from "./common.js";
-import type { RenderOptions, Renderer } from "./index.js";
+import type { RenderOptions, Renderer } from "./format.js";
 
 export const DEFAULT_MARKDOWN_MAX_BYTES = 60_000;
 

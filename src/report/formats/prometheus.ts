@@ -2,7 +2,7 @@
 // them), families and series sorted so an unchanged fleet writes an identical file.
 import { NODE_STATUSES } from "../schema.js";
 import { compareText } from "./common.js";
-import type { Renderer } from "./index.js";
+import type { Renderer } from "./format.js";
 
 type Labels = Record<string, string>;
 

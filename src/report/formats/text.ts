@@ -10,7 +10,7 @@ import {
   plural,
   unauditedText,
 } from "./common.js";
-import type { Renderer, RenderOptions } from "./index.js";
+import type { Renderer, RenderOptions } from "./format.js";
 
 const SGR = { red: 31, green: 32, yellow: 33, blue: 34, cyan: 36, bold: 1, dim: 2 } as const;
 type Style = keyof typeof SGR;
