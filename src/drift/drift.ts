@@ -1,36 +1,11 @@
-import { createHash } from "node:crypto";
-import type { AnyDomain, Finding, JsonValue } from "../domains/domain.js";
+import type { AnyDomain, Finding } from "../domains/domain.js";
 import type { LoadedNode } from "../manifest/load.js";
 import { sourceOf } from "../manifest/merge.js";
-import type { Policy, Waiver } from "../manifest/schema.js";
+import { expiryTime, type Policy, type Waiver } from "../manifest/schema.js";
+import { driftSignature } from "../manifest/signature.js";
 import type { Ticket } from "../manifest/tickets.js";
 import type { DriftItem } from "../report/schema.js";
-import { expiryTime, findExpiredWaiver, findWaiver } from "./waivers.js";
-
-/** 16 hex digits of the SHA-256 of the parts' JSON: how drift is named in reports, tickets and PRs. */
-function digest(parts: readonly unknown[]): string {
-  return createHash("sha256").update(JSON.stringify(parts)).digest("hex").slice(0, 16);
-}
-
-/**
- * The same drift on any node: (domain, key, declared, live); identical drift on many nodes is one
- * PR. With `node`, that node's drift (the report's fingerprint): how re-runs recognise the same
- * drift.
- */
-export function driftSignature(
-  domain: string,
-  key: string,
-  declared: JsonValue,
-  live: JsonValue,
-  node?: string,
-): string {
-  const drift = [domain, key, declared, live];
-  return digest(node === undefined ? drift : [node, ...drift]);
-}
-
-/** Several items of one set drifting together (listeners, routes): one signature for them all. */
-export const setSignature = (signatures: readonly string[]): string =>
-  digest([...signatures].sort());
+import { findExpiredWaiver, findWaiver } from "./waivers.js";
 
 /**
  * Whether a ticket names drift with this signature: its own, or one of its items' (a set's several

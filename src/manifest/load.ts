@@ -16,7 +16,7 @@ import {
   type SshSettings,
 } from "./schema.js";
 import { nearest } from "./suggest.js";
-import { waiverProblems } from "../drift/waivers.js";
+import { waiverProblems } from "./waiver-problems.js";
 import { Ticket } from "./tickets.js";
 
 export interface LoadedNode {

@@ -1,7 +1,6 @@
 import { z } from "zod";
 import { DOMAIN_NAMES, SEVERITIES, type DomainName } from "../domains/domain.js";
 import { DOMAINS } from "../domains/registry.js";
-import { expiryTime } from "../drift/waivers.js";
 import { globProblem } from "../glob.js";
 import { DURATION, UNAUDITED_SHARE } from "../report/unaudited.js";
 
@@ -99,6 +98,15 @@ export const DomainPolicy = z.strictObject({
 export type DomainPolicy = z.infer<typeof DomainPolicy>;
 
 const ISO_DATE = /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/;
+
+/**
+ * When an `expires` value ends: a date at the end of that day, UTC; a date-time at that instant,
+ * read as UTC when it has no offset (never the runner's time zone). NaN when it is no real time.
+ */
+export function expiryTime(expires: string): number {
+  if (expires.length === 10) return Date.parse(`${expires}T23:59:59.999Z`);
+  return Date.parse(/(?:Z|[+-]\d{2}:?\d{2})$/.test(expires) ? expires : `${expires}Z`);
+}
 
 /** A date that is on the calendar: Date.parse takes 2026-02-30 for March 2nd. */
 function isRealDate(text: string): boolean {

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { DOMAIN_NAMES, Json, SEVERITIES, type JsonValue } from "../domains/domain.js";
-import { driftSignature, setSignature } from "../drift/drift.js";
+import { driftSignature, setSignature } from "./signature.js";
 import { IsoDate, Owner } from "./schema.js";
 
 /**

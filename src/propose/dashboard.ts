@@ -1,8 +1,7 @@
 import { audited } from "../report/unaudited.js";
-import { expiryTime } from "../drift/waivers.js";
 import { ForgeError } from "../errors.js";
 import type { GitHub } from "../forge/github.js";
-import type { Waiver } from "../manifest/schema.js";
+import { expiryTime, type Waiver } from "../manifest/schema.js";
 import type { Ticket } from "../manifest/tickets.js";
 import { NODE_STATUSES, type Report } from "../report/schema.js";
 import { plural, unauditedText } from "../report/formats/common.js";

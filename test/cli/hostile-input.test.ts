@@ -7,7 +7,7 @@ import { link, mkdir, readdir, readFile, rm, symlink, writeFile } from "node:fs/
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { execa } from "execa";
-import { driftSignature } from "../../src/drift/drift.js";
+import { driftSignature } from "../../src/manifest/signature.js";
 import type { Ticket } from "../../src/manifest/tickets.js";
 import { ticketYaml } from "../../src/propose/ticket.js";
 import { runCli, type CliResult } from "../support/cli.js";

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { execa } from "execa";
-import { driftSignature } from "../../src/drift/drift.js";
+import { driftSignature } from "../../src/manifest/signature.js";
 import { Report, type DriftItem } from "../../src/report/schema.js";
 import { runCli } from "../support/cli.js";
 import type { GitServer } from "../support/git-server.js";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { parseShard, shardOf } from "../../../src/audit/fleet.js";
-import { driftSignature, setSignature } from "../../../src/drift/drift.js";
+import { driftSignature, setSignature } from "../../../src/manifest/signature.js";
 import { findWaiver, waiverExpired } from "../../../src/drift/waivers.js";
 import { Waiver } from "../../../src/manifest/schema.js";
 

@@ -1,11 +1,7 @@
 import assert from "node:assert/strict";
 import { after, test } from "node:test";
-import {
-  findExpiredWaiver,
-  waiverExpired,
-  waiverProblems,
-  waiverWarnings,
-} from "../../../src/drift/waivers.js";
+import { findExpiredWaiver, waiverExpired, waiverWarnings } from "../../../src/drift/waivers.js";
+import { waiverProblems } from "../../../src/manifest/waiver-problems.js";
 import { Waiver } from "../../../src/manifest/schema.js";
 import { byNodeName } from "../../../src/report/merge.js";
 

@@ -3,7 +3,8 @@
 import { after } from "node:test";
 import type { Finding } from "../../../src/domains/domain.js";
 import { domainByName } from "../../../src/domains/registry.js";
-import { driftSignature, toDriftItems } from "../../../src/drift/drift.js";
+import { toDriftItems } from "../../../src/drift/drift.js";
+import { driftSignature } from "../../../src/manifest/signature.js";
 import { loadFleet, type Fleet } from "../../../src/manifest/load.js";
 import { plan } from "../../../src/propose/plan.js";
 import type { PlanInput } from "../../../src/propose/plan-input.js";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { driftSignature } from "../../../src/drift/drift.js";
+import { driftSignature } from "../../../src/manifest/signature.js";
 import type { DriftItem } from "../../../src/report/schema.js";
 import { DriftLedger } from "../../../src/watch/ledger.js";
 
