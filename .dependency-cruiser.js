@@ -1,0 +1,61 @@
+// The import rules `npm run lint` checks (dependency-cruiser): no import cycle anywhere, type-only
+// imports included, and the layers README.md's "Architecture" section draws, from the top down.
+// A module under src/ imports only from its own unit (a folder, or a file directly under src/)
+// and from units in lower layers: never up, never sideways into another unit of its own layer.
+
+/** @type {string[][]} Units of src/, top layer first. */
+const LAYERS = [
+  ["cli/"],
+  ["watch/"],
+  ["audit/", "propose/", "adopt/", "schemas.ts"],
+  ["drift/", "transport/"],
+  ["manifest/"],
+  ["report/", "probe/", "forge/"],
+  ["domains/"],
+  ["text/", "errors.ts", "collections.ts", "glob.ts", "whole-number.ts"],
+];
+
+const pattern = (unit) => unit.replaceAll(".", "\\.") + (unit.endsWith("/") ? "" : "$");
+const anyOf = (units) => `^src/(${units.map(pattern).join("|")})`;
+const UNITS = LAYERS.flat();
+
+/** @type {import("dependency-cruiser").IConfiguration} */
+export default {
+  forbidden: [
+    {
+      name: "no-cycle",
+      comment: "An import cycle, type-only imports included: move what both sides need to a leaf.",
+      severity: "error",
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: "in-a-layer",
+      comment: "A module under src/ in no layer imports: add its folder or file to LAYERS.",
+      severity: "error",
+      from: { path: "^src/", pathNot: anyOf(UNITS) },
+      to: {},
+    },
+    {
+      name: "in-a-layer",
+      comment: "A module under src/ in no layer is imported: add its folder or file to LAYERS.",
+      severity: "error",
+      from: {},
+      to: { path: "^src/", pathNot: anyOf(UNITS) },
+    },
+    ...LAYERS.flatMap((layer, depth) =>
+      layer.map((unit) => ({
+        name: `layer:${unit}`,
+        comment: `${unit} imports only from itself and the layers below it.`,
+        severity: "error",
+        from: { path: anyOf([unit]) },
+        to: { path: "^src/", pathNot: anyOf([unit, ...LAYERS.slice(depth + 1).flat()]) },
+      })),
+    ),
+  ],
+  options: {
+    // Type-only imports count: a cycle or an upward edge through types alone is still one.
+    tsPreCompilationDeps: true,
+    doNotFollow: { path: "node_modules" },
+  },
+};

@@ -1,0 +1,80 @@
+import assert from "node:assert/strict";
+import path from "node:path";
+import { describe, it } from "node:test";
+import { execa } from "execa";
+import { REPO_ROOT } from "../support/cli.js";
+import { scratchTrees } from "../support/tree.js";
+
+// `npm run lint` runs dependency-cruiser with .dependency-cruiser.js over this repository; here the
+// same rules run over small trees of their own, to show they fail where they must.
+
+const tree = scratchTrees();
+
+async function cruise(files: Record<string, string>) {
+  const dir = await tree(files);
+  const result = await execa(
+    process.execPath,
+    [
+      path.join(REPO_ROOT, "node_modules/dependency-cruiser/bin/dependency-cruise.mjs"),
+      "--config",
+      path.join(REPO_ROOT, ".dependency-cruiser.js"),
+      "--output-type",
+      "err",
+      "src",
+    ],
+    { cwd: dir, reject: false, env: { NO_COLOR: "1" } },
+  );
+  return { exitCode: result.exitCode, out: result.stdout };
+}
+
+describe("the import rules", () => {
+  it("refuse a cycle closed by a type-only import", async () => {
+    const { exitCode, out } = await cruise({
+      "src/report/formats/index.ts":
+        'import { renderText } from "./text.js";\n' +
+        "export type Renderer = (verbose: boolean) => string;\n" +
+        "export const FORMATS = { text: renderText };\n",
+      "src/report/formats/text.ts":
+        'import type { Renderer } from "./index.js";\n' +
+        'export const renderText: Renderer = () => "";\n',
+    });
+    assert.notEqual(exitCode, 0, out);
+    assert.match(
+      out,
+      /error no-cycle: src\/report\/formats\/index\.ts →\s+src\/report\/formats\/text\.ts →\s+src\/report\/formats\/index\.ts/,
+    );
+  });
+
+  it("refuse an import up the layers or sideways, and one of a module in no layer", async () => {
+    const { exitCode, out } = await cruise({
+      "src/manifest/load.ts":
+        'import type { AuditOptions } from "../audit/fleet.js";\n' +
+        "export const load = (options: AuditOptions) => options;\n",
+      "src/audit/fleet.ts":
+        'import { plan } from "../propose/plan.js";\n' +
+        "export type AuditOptions = { plan: typeof plan };\n",
+      "src/propose/plan.ts":
+        'import { helper } from "../helper.js";\nexport const plan = helper;\n',
+      "src/helper.ts": "export const helper = 1;\n",
+    });
+    assert.notEqual(exitCode, 0, out);
+    assert.match(out, /error layer:manifest\/: src\/manifest\/load\.ts → src\/audit\/fleet\.ts/);
+    assert.match(out, /error layer:audit\/: src\/audit\/fleet\.ts → src\/propose\/plan\.ts/);
+    assert.match(out, /error in-a-layer: src\/propose\/plan\.ts → src\/helper\.ts/);
+  });
+
+  it("let imports run down the layers", async () => {
+    const { exitCode, out } = await cruise({
+      "src/cli/main.ts": 'import { plan } from "../propose/plan.js";\nexport const main = plan;\n',
+      "src/propose/plan.ts":
+        'import { toItems } from "../drift/drift.js";\nexport const plan = toItems;\n',
+      "src/drift/drift.ts":
+        'import type { Waiver } from "../manifest/schema.js";\n' +
+        "export const toItems = (waivers: Waiver[]) => waivers;\n",
+      "src/manifest/schema.ts":
+        'import { QmError } from "../errors.js";\nexport type Waiver = QmError;\n',
+      "src/errors.ts": "export class QmError extends Error {}\n",
+    });
+    assert.equal(exitCode, 0, out);
+  });
+});
