@@ -53,14 +53,13 @@ describe("the import rules", () => {
       "src/audit/fleet.ts":
         'import { plan } from "../propose/plan.js";\n' +
         "export type AuditOptions = { plan: typeof plan };\n",
-      "src/propose/plan.ts":
-        'import { helper } from "../helper.js";\nexport const plan = helper;\n',
-      "src/helper.ts": "export const helper = 1;\n",
+      "src/propose/plan.ts": 'import { stray } from "../stray.js";\nexport const plan = stray;\n',
+      "src/stray.ts": "export const stray = 1;\n",
     });
     assert.notEqual(exitCode, 0, out);
     assert.match(out, /error layer:manifest\/: src\/manifest\/load\.ts → src\/audit\/fleet\.ts/);
     assert.match(out, /error layer:audit\/: src\/audit\/fleet\.ts → src\/propose\/plan\.ts/);
-    assert.match(out, /error in-a-layer: src\/propose\/plan\.ts → src\/helper\.ts/);
+    assert.match(out, /error in-a-layer: src\/propose\/plan\.ts → src\/stray\.ts/);
   });
 
   it("let imports run down the layers", async () => {
