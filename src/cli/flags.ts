@@ -22,11 +22,6 @@ export type Flags = Record<string, Flag<unknown>>;
 /** The typed config a flag table reads argv into: one key per flag. */
 export type Config<F extends Flags> = { [K in keyof F]: ReturnType<F[K]["read"]> };
 
-/** A flag taking text, undefined when absent. */
-export function textFlag(value: string, help: string): Flag<string | undefined> {
-  return { type: "string", value, help, read: (given) => given as string | undefined };
-}
-
 /** A flag taking text that `check` reads into T; undefined when absent. */
 export function checkedFlag<T>(
   value: string,
@@ -40,6 +35,9 @@ export function checkedFlag<T>(
     read: (given, name) => (given === undefined ? undefined : check(given as string, name)),
   };
 }
+
+/** A flag taking text, undefined when absent. */
+export const textFlag = (value: string, help: string) => checkedFlag(value, help, (given) => given);
 
 /** A switch: true when given. */
 export function switchFlag(help: string): Flag<boolean> {

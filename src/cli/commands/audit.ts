@@ -82,7 +82,7 @@ const AUDIT_COMMAND_FLAGS = {
   ),
 };
 
-export type AuditConfig = Config<typeof AUDIT_COMMAND_FLAGS>;
+type AuditConfig = Config<typeof AUDIT_COMMAND_FLAGS>;
 
 /** What an audit run needs to know: which nodes, how to reach them, which domains. */
 export interface AuditRunConfig extends ManifestConfig {
@@ -103,7 +103,7 @@ export function checkAuditRun(config: AuditRunConfig): void {
 }
 
 /** `audit`'s argv as its config: every flag read and checked, nothing read or opened yet. */
-export function auditConfig(argv: string[]): AuditConfig {
+function auditConfig(argv: string[]): AuditConfig {
   const { config } = parseFlags("audit", argv, AUDIT_COMMAND_FLAGS);
   checkAuditRun(config);
   checkUnauditedFlags(config);
