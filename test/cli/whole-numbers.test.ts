@@ -27,7 +27,7 @@ describe("whole-number flags", () => {
     [["report", "--report", "r.json", "--format", "markdown"], "max-bytes", "1.5"],
     [["propose", "--report", "r.json", ...manifests], "max-new-prs", "-1"],
     [["propose", "--report", "r.json", ...manifests], "max-new-prs", "1e2"],
-    [["diff", "--category", "files", ...manifests], "concurrency", "+3"],
+    [["diff", "--category", "files", ...manifests], "concurrency", "3.0"],
     [["adopt", "--inventory", "hosts"], "timeout", "1.5"],
     [["watch", "--local", ...manifests], "interval", "1e2"],
     [["review", "--event", "event.json", ...manifests], "timeout", "0x10"],
