@@ -5,6 +5,7 @@ import type { LoadedNode } from "../manifest/load.js";
 import { MAX_SHARDS, SCHEMA_VERSION, type NodeResult, type Report } from "../report/schema.js";
 import { collectReport, EntrySpool, type SpooledReport } from "../report/spool.js";
 import type { Transport } from "../transport/transport.js";
+import { wholeNumber } from "../whole-number.js";
 import { auditNode, type AuditSettings } from "./node.js";
 
 export interface Shard {
@@ -12,12 +13,13 @@ export interface Shard {
   count: number;
 }
 
-/** Parses `k/n` (1-based). */
+/** Parses `k/n` (1-based), each a whole number (wholeNumber). */
 export function parseShard(text: string): Shard | undefined {
-  const m = /^(\d+)\/(\d+)$/.exec(text);
-  if (!m) return undefined;
-  const [index, count] = [Number(m[1]), Number(m[2])];
-  return index >= 1 && index <= count && count <= MAX_SHARDS ? { index, count } : undefined;
+  const parts = text.split("/");
+  if (parts.length !== 2) return undefined;
+  const [index, count] = parts.map((part) => wholeNumber(part, 1));
+  if (index === undefined || count === undefined) return undefined;
+  return index <= count && count <= MAX_SHARDS ? { index, count } : undefined;
 }
 
 /** A node's shard depends on its name only, so adding a node never moves the others. */

@@ -1,97 +1,121 @@
 import { existsSync, readdirSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { parseArgs, type ParseArgsConfig } from "node:util";
 import { createSupportsColor } from "supports-color";
 import { DOMAIN_NAMES, type DomainName } from "../domains/domain.js";
 import { UsageError } from "../errors.js";
 import { globMatch, globProblem } from "../glob.js";
 import { loadFleet, type Fleet, type LoadedNode } from "../manifest/load.js";
 import { nearest } from "../manifest/suggest.js";
-import { visible } from "../text/escape.js";
-import { wholeNumber } from "../whole-number.js";
-import { HelpRequested, commandHelp } from "./help.js";
-
-type Options = NonNullable<ParseArgsConfig["options"]>;
+import { PACKAGES_MODES } from "../domains/snapshot-options.js";
+import { switchFlag, checkedFlag, choiceFlag, textFlag, wholeFlag, type Config } from "./flags.js";
 
 export const DEFAULT_MANIFESTS = "fleet-manifests";
 
-export const MANIFEST_OPTIONS = {
-  manifests: { type: "string" },
-  repo: { type: "string" },
-  ref: { type: "string" },
-  "cache-dir": { type: "string" },
-} satisfies Options;
+/** A flag naming something that cannot be empty: `--repo ""` is a mistake, said as `missing`. */
+const named = (value: string, help: string, missing: string) =>
+  checkedFlag(value, help, (given) => {
+    if (given === "") throw new UsageError(missing);
+    return given;
+  });
 
-export const SELECT_OPTIONS = {
-  nodes: { type: "string" },
-  category: { type: "string" },
-  local: { type: "boolean", default: false },
-} satisfies Options;
+/** Where the manifests are: a tree here, or one pulled from a repository. */
+export const MANIFEST_FLAGS = {
+  manifests: textFlag(
+    "DIR",
+    "the manifest tree (default: the one this directory is in, or fleet-manifests/ here or above)",
+  ),
+  repo: named(
+    "URL",
+    "pull the manifests from this git repository (https; cached)",
+    "--repo needs a URL",
+  ),
+  ref: textFlag("REF", "branch, tag or commit of --repo (default: its default branch)"),
+  "cache-dir": named(
+    "DIR",
+    "where pulled repositories are cached (default: ~/.cache/quartermaster)",
+    "--cache-dir needs a folder",
+  ),
+};
 
-export const OUTPUT_OPTIONS = {
-  format: { type: "string" },
-  out: { type: "string" },
-  verbose: { type: "boolean", default: false },
-  color: { type: "boolean", default: false },
-  "no-color": { type: "boolean", default: false },
-} satisfies Options;
-
-/**
- * `--concurrency -1` as `--concurrency=-1`: parseArgs would call the value an ambiguous option,
- * while it is the flag's own check that can say what the flag takes. No option starts with a digit.
- */
-function joinDashedValues(argv: readonly string[], options: Options): string[] {
-  const end = argv.indexOf("--");
-  const flags = end === -1 ? argv : argv.slice(0, end);
-  const joined: string[] = [];
-  for (let i = 0; i < flags.length; i++) {
-    const name = flags[i]!.startsWith("--") ? flags[i]!.slice(2) : "";
-    const next = flags[i + 1];
-    if (options[name]?.type === "string" && next !== undefined && /^-\d/.test(next))
-      joined.push(`${flags[i]}=${flags[++i]}`);
-    else joined.push(flags[i]!);
-  }
-  return end === -1 ? joined : [...joined, ...argv.slice(end)];
-}
+export type ManifestConfig = Config<typeof MANIFEST_FLAGS>;
 
 /**
- * parseArgs for one command, with -h/--help (HelpRequested) and its errors turned into usage
- * errors that name the command and suggest the nearest flag.
+ * Node names or globs, comma-separated; each glob's syntax is checked here, whether it matches a
+ * node once the fleet is loaded (selectNodes).
  */
-export function parse<T extends Options>(
-  command: string,
-  argv: string[],
-  options: T,
-  config: { positionals?: boolean } = {},
-) {
-  const all = {
-    ...options,
-    help: { type: "boolean", short: "h", default: false },
-  } satisfies Options;
-  if (argv.includes("--help") || argv.includes("-h"))
-    throw new HelpRequested(commandHelp(command, all));
-  try {
-    return parseArgs({
-      args: joinDashedValues(argv, options),
-      options: all,
-      strict: true,
-      allowPositionals: config.positionals ?? false,
-    });
-  } catch (error) {
-    const unknown = /^Unknown option '(-{1,2}[^']*)'/.exec((error as Error).message)?.[1];
-    const suggestion = unknown && nearest(unknown.replace(/^-+/, ""), Object.keys(options));
-    const message = unknown
-      ? `unknown option ${unknown}${suggestion ? ` (did you mean --${suggestion}?)` : ""}`
-      : (error as Error).message.replace(
-          /\. To specify a positional argument starting with a '-'.*$/,
-          "",
-        );
-    throw new UsageError(`${command}: ${message}`, command);
-  }
+export function nodeGlobs(value: string, help: string) {
+  return checkedFlag(value, help, (given, name) => {
+    const globs = given
+      .split(",")
+      .map((glob) => glob.trim())
+      .filter(Boolean);
+    for (const glob of globs) {
+      const problem = globProblem(glob);
+      if (problem) throw new UsageError(`--${name}: bad pattern "${glob}": ${problem}`);
+    }
+    return globs.length ? globs : undefined;
+  });
 }
 
-export function parseCategories(text: string | undefined): DomainName[] | undefined {
+export const CATEGORY_FLAG = checkedFlag(
+  "LIST",
+  "audit only these domains, comma-separated: sysctl,files",
+  parseCategories,
+);
+
+/** Which nodes, and which of their domains. */
+export const SELECT_FLAGS = {
+  nodes: nodeGlobs("LIST", "node names or globs, comma-separated: web-01,db-*"),
+  category: CATEGORY_FLAG,
+  local: switchFlag("audit this machine through a local shell instead of SSH"),
+};
+
+export const DEFAULT_CONCURRENCY = 32;
+export const DEFAULT_TIMEOUT_SECONDS = 60;
+
+export const CONCURRENCY_FLAG = wholeFlag(
+  "N",
+  "nodes audited at once (default: 32); through one jump host, at most its ssh.max_sessions (default: 8)",
+  DEFAULT_CONCURRENCY,
+);
+
+/** Absent, each command (and node) has its own default. */
+export const TIMEOUT_FLAG = wholeFlag(
+  "SECONDS",
+  "per-node time limit, connection and probe (default: the node's ssh.timeout, else 60)",
+  undefined,
+);
+
+export const SSH_CONFIG_FLAG = textFlag("FILE", "ssh_config file for the ssh client (ssh -F)");
+
+export const PACKAGES_FLAG = choiceFlag(
+  PACKAGES_MODES,
+  "MODE",
+  "how installed packages are declared: names (any version), versions (pinned) or none (default: names)",
+  "names",
+);
+
+export const NO_EPHEMERAL_RANGE_FLAG = switchFlag(
+  "declare every loopback listener by its port, not the ephemeral port range as one tcp/LOW-HIGH@loopback rule per protocol",
+);
+
+export const REPORT_FLAG = textFlag("FILE", "an audit report written with --format json");
+
+export const BASE_FLAG = textFlag(
+  "REF",
+  "the git ref to compare with or to open pull requests against",
+);
+
+/** `--max-bytes`, `fallback` when absent. */
+export const maxBytesFlag = <F extends number | undefined>(fallback: F) =>
+  wholeFlag(
+    "N",
+    "Markdown only: cap the output at N bytes (GitHub's job summary takes 1 MiB)",
+    fallback,
+  );
+
+function parseCategories(text: string): DomainName[] | undefined {
   if (!text) return undefined;
   return text.split(",").map((name) => {
     const trimmed = name.trim();
@@ -103,23 +127,6 @@ export function parseCategories(text: string | undefined): DomainName[] | undefi
     }
     return trimmed as DomainName;
   });
-}
-
-/**
- * A flag's whole number (wholeNumber), `fallback` when the flag is absent; anything else is a usage
- * error naming the flag and what it takes (`hint`, by default "of at least <min>").
- */
-export function parseWholeNumber<F extends number | undefined>(
-  name: string,
-  text: string | undefined,
-  fallback: F,
-  { min = 1, hint = `of at least ${min}` }: { min?: number; hint?: string } = {},
-): number | F {
-  if (text === undefined) return fallback;
-  const value = wholeNumber(text, min);
-  if (value === undefined)
-    throw new UsageError(`--${name} takes a whole number ${hint}, not "${visible(text)}"`);
-  return value;
 }
 
 /** Whether `dir` holds a manifest tree: a fleet.yaml or a nodes/ folder. */
@@ -194,13 +201,11 @@ function checkTreeShape(dir: string): void {
  * cached). In GitHub Actions, with no --repo and no manifest tree here, the repository the workflow
  * runs for.
  */
-export async function resolveManifestDir(values: ManifestValues): Promise<string> {
+export async function resolveManifestDir(values: ManifestConfig): Promise<string> {
   return (await locateManifests(values)).dir;
 }
 
-type ManifestValues = { manifests?: string; repo?: string; ref?: string; "cache-dir"?: string };
-
-async function locateManifests(values: ManifestValues): Promise<{ dir: string; pulled: boolean }> {
+async function locateManifests(values: ManifestConfig): Promise<{ dir: string; pulled: boolean }> {
   const { GITHUB_SERVER_URL: server, GITHUB_REPOSITORY: repository } = process.env;
   // With --repo, nothing here is searched for: the tree is in the pull.
   const found = values.repo === undefined ? findManifests(values.manifests) : DEFAULT_MANIFESTS;
@@ -209,8 +214,6 @@ async function locateManifests(values: ManifestValues): Promise<{ dir: string; p
     (server && repository && !existsSync(found)
       ? `${server.replace(/\/+$/, "")}/${repository}.git`
       : undefined);
-  if (values.repo === "") throw new UsageError("--repo needs a URL");
-  if (values["cache-dir"] === "") throw new UsageError("--cache-dir needs a folder");
   if (!repo) {
     checkTreeShape(found);
     return { dir: found, pulled: false };
@@ -235,26 +238,20 @@ async function locateManifests(values: ManifestValues): Promise<{ dir: string; p
   return { dir, pulled: true };
 }
 
-export async function loadManifests(values: ManifestValues): Promise<Fleet> {
+export async function loadManifests(values: ManifestConfig): Promise<Fleet> {
   const { dir, pulled } = await locateManifests(values);
   // Pulled manifests are named as the repository names them, not by the cache's path.
   return loadFleet(dir, pulled ? { displayPrefix: values.manifests ?? DEFAULT_MANIFESTS } : {});
 }
 
-/** `--nodes a,web-*`: comma-separated names or globs; every pattern must match some node. */
+/** The nodes `--nodes` (nodeGlobs) selects: every glob must match some node. */
 export function selectNodes(
   fleet: Fleet,
-  patterns: string | undefined,
+  globs: readonly string[] | undefined,
   flag = "--nodes",
 ): LoadedNode[] {
-  if (!patterns) return fleet.nodes;
-  const globs = patterns
-    .split(",")
-    .map((p) => p.trim())
-    .filter(Boolean);
+  if (!globs) return fleet.nodes;
   for (const glob of globs) {
-    const problem = globProblem(glob);
-    if (problem) throw new UsageError(`${flag}: bad pattern "${glob}": ${problem}`);
     if (!fleet.nodes.some((n) => globMatch(glob, n.name))) {
       const names = fleet.nodes.map((n) => n.name);
       const suggestion = nearest(glob, names);
@@ -273,12 +270,12 @@ export function selectNodes(
  * For --local: the node named by --nodes, else the one whose name or host is this hostname, else
  * `localhost`.
  */
-export function localNode(fleet: Fleet, nodes: string | undefined): LoadedNode {
+export function localNode(fleet: Fleet, nodes: readonly string[] | undefined): LoadedNode {
   if (nodes) {
     const selected = selectNodes(fleet, nodes);
     if (selected.length !== 1)
       throw new UsageError(
-        `--local audits one node, but --nodes "${nodes}" selects ${selected.length}`,
+        `--local audits one node, but --nodes "${nodes.join(",")}" selects ${selected.length}`,
       );
     return selected[0]!;
   }

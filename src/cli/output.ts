@@ -6,15 +6,44 @@ import { UsageError } from "../errors.js";
 import { FORMATS, isFormatName } from "../report/formats/index.js";
 import { jsonChunks } from "../report/formats/json.js";
 import type { NodeResult, Report } from "../report/schema.js";
+import { switchFlag, textFlag, type Config, type Flag } from "./flags.js";
 import { useColor } from "./options.js";
 import { readerGone, writeWorkflowCommands } from "./stdout.js";
 
-export function formatName(value: string | undefined): keyof typeof FORMATS {
-  const name = value ?? "text";
-  if (!isFormatName(name))
-    throw new UsageError(`unknown --format "${name}"; formats: ${Object.keys(FORMATS).join(", ")}`);
-  return name;
+type FormatName = keyof typeof FORMATS;
+
+/** `--format`, `fallback` when absent. */
+export function formatFlag(
+  fallback: FormatName,
+  help = `text, json, markdown, junit, prometheus, events or github (default: ${fallback})`,
+): Flag<FormatName> {
+  return {
+    type: "string",
+    value: "FORMAT",
+    help,
+    read: (given) => {
+      const name = (given as string | undefined) ?? fallback;
+      if (!isFormatName(name))
+        throw new UsageError(
+          `unknown --format "${name}"; formats: ${Object.keys(FORMATS).join(", ")}`,
+        );
+      return name;
+    },
+  };
 }
+
+export const OUT_FLAG = textFlag("FILE", "write the output to FILE instead of stdout");
+
+/** Where a report goes and how it looks. */
+export const OUTPUT_FLAGS = {
+  format: formatFlag("text"),
+  out: OUT_FLAG,
+  verbose: switchFlag("show diffs and remediation for every drift item"),
+  color: switchFlag("colours even when the output is not a terminal (FORCE_COLOR works too)"),
+  "no-color": switchFlag("no colours, even on a terminal (NO_COLOR works too)"),
+};
+
+type ReportOutput = Config<typeof OUTPUT_FLAGS> & { maxBytes?: number };
 
 const errnoCode = (error: unknown) => (error as NodeJS.ErrnoException).code ?? String(error);
 
@@ -78,22 +107,13 @@ export async function writeOut(out: string, text: string | AsyncIterable<string>
   }
 }
 
-interface ReportOutput {
-  format?: string;
-  out?: string;
-  verbose?: boolean;
-  color?: boolean;
-  "no-color"?: boolean;
-  maxBytes?: number;
-}
-
 /** Renders the report to --out (atomically) or stdout. */
 export async function writeReport(report: Report, values: ReportOutput): Promise<void> {
-  const render = FORMATS[formatName(values.format)];
+  const render = FORMATS[values.format];
   const color = !values.out && useColor(values, process.stdout);
   const text = render(report, {
     color,
-    verbose: values.verbose ?? false,
+    verbose: values.verbose,
     ...(values.maxBytes !== undefined && { maxBytes: values.maxBytes }),
   });
   if (values.out) await writeOut(values.out, text);
@@ -111,7 +131,7 @@ export async function writeReportStream(
   nodes: () => AsyncIterable<NodeResult> | Iterable<NodeResult>,
   values: ReportOutput,
 ): Promise<void> {
-  if (formatName(values.format) !== "json") {
+  if (values.format !== "json") {
     const all: NodeResult[] = [];
     for await (const node of nodes()) all.push(node);
     return writeReport({ ...head, nodes: all }, values);

@@ -12,20 +12,40 @@ import { annotateNode, parseHistory, type AuditHistory } from "../report/history
 import { readText } from "../report/read.js";
 import type { NodeResult, Report } from "../report/schema.js";
 import { visible } from "../text/escape.js";
+import { switchFlag, checkedFlag, textFlag, type Config } from "./flags.js";
 
 // What `audit` and `merge-reports` need to judge the unaudited budget: the limits (flag, fleet.yaml
 // or what the shard reports recorded) and the history of earlier runs (a file, or the state branch).
 
-export const UNAUDITED_OPTIONS = {
-  "max-unaudited": { type: "string" },
-  state: { type: "string" },
-  "state-from-repo": { type: "boolean" },
-} as const;
+export const UNAUDITED_FLAGS = {
+  "max-unaudited": checkedFlag(
+    "N|N%",
+    "exit with bit 8 when more than N nodes (or N% of them) were not audited (default: fleet.yaml audit.max_unaudited, else no limit)",
+    (given) => {
+      if (!unauditedLimit(given))
+        throw new UsageError(
+          `--max-unaudited takes a number of nodes or a share such as 10%, not "${visible(given)}"`,
+        );
+      return given;
+    },
+  ),
+  state: textFlag(
+    "FILE",
+    "the audit history kept on the state branch (audit-history.json): since when nodes are unaudited and drift exists, and bit 8 for audit.max_unaudited_for",
+  ),
+  "state-from-repo": switchFlag(
+    "read the audit history from the state branch of $GITHUB_REPOSITORY (needs GITHUB_TOKEN)",
+  ),
+};
 
-interface UnauditedValues {
-  "max-unaudited"?: string;
-  state?: string;
-  "state-from-repo"?: boolean;
+type UnauditedConfig = Config<typeof UNAUDITED_FLAGS>;
+
+/** The flags' own conflict, said before anything is read. */
+export function checkUnauditedFlags(config: UnauditedConfig): void {
+  if (config.state !== undefined && config["state-from-repo"])
+    throw new UsageError(
+      "--state FILE and --state-from-repo are two sources of one history: give one",
+    );
 }
 
 type Budget = NonNullable<Report["unauditedBudget"]>;
@@ -36,11 +56,7 @@ export interface Judge {
   budget?: Omit<Budget, "over">;
 }
 
-async function historyFrom(values: UnauditedValues): Promise<AuditHistory | undefined> {
-  if (values.state !== undefined && values["state-from-repo"])
-    throw new UsageError(
-      "--state FILE and --state-from-repo are two sources of one history: give one",
-    );
+async function historyFrom(values: UnauditedConfig): Promise<AuditHistory | undefined> {
   if (values.state !== undefined) {
     const history = parseHistory(await readText(values.state, "audit history"));
     if (typeof history === "string") throw new InputFileError(values.state, history);
@@ -62,15 +78,11 @@ async function historyFrom(values: UnauditedValues): Promise<AuditHistory | unde
  * the shard reports were judged by.
  */
 export async function unauditedJudge(
-  values: UnauditedValues,
+  values: UnauditedConfig,
   fleet: AuditSettings | undefined,
   recorded?: Report["unauditedBudget"],
 ): Promise<Judge> {
   const flag = values["max-unaudited"];
-  if (flag !== undefined && !unauditedLimit(flag))
-    throw new UsageError(
-      `--max-unaudited takes a number of nodes or a share such as 10%, not "${visible(flag)}"`,
-    );
   const history = await historyFrom(values);
   const maxUnaudited = flag ?? fleet?.max_unaudited ?? recorded?.maxUnaudited;
   const maxFor = fleet?.max_unaudited_for ?? recorded?.maxUnauditedFor;

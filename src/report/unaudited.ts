@@ -1,3 +1,4 @@
+import { wholeNumber } from "../whole-number.js";
 import type { NodeResult } from "./schema.js";
 
 // The unaudited budget: how many nodes a run may leave unaudited, and for how long one node may
@@ -16,7 +17,8 @@ export type UnauditedLimit = { nodes: number } | { percent: number };
 export function unauditedLimit(value: string | number): UnauditedLimit | undefined {
   if (typeof value === "number")
     return Number.isSafeInteger(value) && value >= 0 ? { nodes: value } : undefined;
-  if (/^\d+$/.test(value)) return unauditedLimit(Number(value));
+  const nodes = wholeNumber(value);
+  if (nodes !== undefined) return { nodes };
   const share = UNAUDITED_SHARE.exec(value);
   if (!share) return undefined;
   const percent = Number(share[1]);

@@ -27,6 +27,11 @@ describe("whole-number flags", () => {
     [["report", "--report", "r.json", "--format", "markdown"], "max-bytes", "1.5"],
     [["propose", "--report", "r.json", ...manifests], "max-new-prs", "-1"],
     [["propose", "--report", "r.json", ...manifests], "max-new-prs", "1e2"],
+    [["diff", "--category", "files", ...manifests], "concurrency", "3.0"],
+    [["adopt", "--inventory", "hosts"], "timeout", "1.5"],
+    [["watch", "--local", ...manifests], "interval", "1e2"],
+    [["review", "--event", "event.json", ...manifests], "timeout", "0x10"],
+    [["manifest-diff", "--base", "HEAD", ...manifests], "max-bytes", "1e4"],
   ];
   for (const [command, flag, value] of cases) {
     it(`${command[0]} --${flag} ${JSON.stringify(value)} is a usage error naming the flag`, async () => {
@@ -44,6 +49,22 @@ describe("whole-number flags", () => {
       assert.doesNotMatch(result.stderr, /ambiguous|^\s+at /m);
     });
   }
+
+  it("a flag is checked before the manifests are read or a repository is pulled", async () => {
+    for (const where of [
+      ["--manifests", "/nonexistent-manifests"],
+      ["--repo", "https://git.invalid/fleet.git"],
+    ]) {
+      const result = await runCli(["audit", ...where, "--shard", "1/2", "--timeout", "1e2"], {
+        cwd: dir,
+      });
+      assert.equal(result.exitCode, 2, result.stderr);
+      assert.match(
+        result.stderr,
+        /^quartermaster: --timeout takes a whole number of at least 1, not "1e2"$/m,
+      );
+    }
+  });
 
   it("a whole number is taken, 0 where the flag allows it", async () => {
     const result = await runCli(["plan-shards", "--shards", "0", "--nodes-per-shard", "007"], {

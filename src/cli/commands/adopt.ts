@@ -20,7 +20,6 @@ import { schemaComment, schemasFor } from "../../adopt/schema-ref.js";
 import { nodeLimit } from "../../audit/fleet.js";
 import { nodeFailure } from "../../audit/node.js";
 import { DOMAINS } from "../../domains/registry.js";
-import { PACKAGES_MODES } from "../../domains/snapshot-options.js";
 import { InputFileError, ManifestErrors, UsageError } from "../../errors.js";
 import type { PlainMap } from "../../manifest/lists.js";
 import { loadFleet, type LoadedNode } from "../../manifest/load.js";
@@ -29,9 +28,18 @@ import { visible } from "../../text/escape.js";
 import { stringifyPortable } from "../../text/yaml-scalar.js";
 import { DEFAULT_CONNECT_TIMEOUT_SECONDS, sshTransport } from "../../transport/ssh.js";
 import { ExitBit } from "../exit.js";
-import { DEFAULT_MANIFESTS, parse, parseWholeNumber } from "../options.js";
+import { parseFlags, saying, textFlag } from "../flags.js";
+import {
+  CONCURRENCY_FLAG,
+  DEFAULT_MANIFESTS,
+  DEFAULT_TIMEOUT_SECONDS,
+  NO_EPHEMERAL_RANGE_FLAG,
+  PACKAGES_FLAG,
+  SSH_CONFIG_FLAG,
+  TIMEOUT_FLAG,
+} from "../options.js";
 import { Progress } from "../progress.js";
-import { DEFAULT_CONCURRENCY, fleetAuditSettings, sshSessionGates } from "./audit.js";
+import { fleetAuditSettings, sshSessionGates } from "./audit.js";
 import { snapshotSpec } from "./snapshot.js";
 
 const say = (line: string) => process.stderr.write(`${visible(line)}\n`);
@@ -78,32 +86,48 @@ async function writeAll(dir: string, files: ReadonlyMap<string, string>, exclusi
   }
 }
 
+const ADOPT_FLAGS = {
+  inventory: textFlag(
+    "FILE",
+    "the hosts to adopt: an Ansible inventory (INI, YAML or ansible-inventory --list JSON), an ssh_config or one host a line",
+  ),
+  manifests: textFlag(
+    "DIR",
+    "the manifest tree to write into (default: fleet-manifests); existing files are never changed",
+  ),
+  "ssh-config": SSH_CONFIG_FLAG,
+  "known-hosts": textFlag(
+    "FILE",
+    "take host keys from FILE only (default: the known_hosts files ssh uses for each host)",
+  ),
+  concurrency: saying(
+    CONCURRENCY_FLAG,
+    "hosts snapshot at once (default: 32); through one jump host, at most its ssh.max_sessions (default: 8)",
+  ),
+  timeout: saying(TIMEOUT_FLAG, "per-host time limit, connection and snapshot (default: 60)"),
+  packages: PACKAGES_FLAG,
+  "no-ephemeral-range": NO_EPHEMERAL_RANGE_FLAG,
+};
+
+/** `adopt`'s argv as its config: every flag read and checked, nothing read or opened yet. */
+function adoptConfig(argv: string[]) {
+  const { config } = parseFlags("adopt", argv, ADOPT_FLAGS);
+  const { inventory } = config;
+  if (inventory === undefined) throw new UsageError("adopt needs --inventory FILE");
+  return { ...config, inventory };
+}
+
 export async function adoptCommand(argv: string[]): Promise<number> {
-  const { values } = parse("adopt", argv, {
-    inventory: { type: "string" },
-    manifests: { type: "string" },
-    "ssh-config": { type: "string" },
-    "known-hosts": { type: "string" },
-    concurrency: { type: "string" },
-    timeout: { type: "string" },
-    packages: { type: "string", default: "names" },
-    "no-ephemeral-range": { type: "boolean", default: false },
-  });
-  if (values.inventory === undefined) throw new UsageError("adopt needs --inventory FILE");
-  const packages = PACKAGES_MODES.find((mode) => mode === values.packages);
-  if (!packages)
-    throw new UsageError(
-      `--packages takes names, versions or none, not "${visible(values.packages)}"`,
-    );
-  const concurrency = parseWholeNumber("concurrency", values.concurrency, DEFAULT_CONCURRENCY);
-  const timeoutMs = parseWholeNumber("timeout", values.timeout, 60) * 1000;
-  await readInput("ssh-config", values["ssh-config"]);
-  await readInput("known-hosts", values["known-hosts"]);
-  const configFile = values["ssh-config"] && path.resolve(values["ssh-config"]);
-  const knownHostsFile = values["known-hosts"] && path.resolve(values["known-hosts"]);
-  const text = (await readInput("inventory", values.inventory))!;
-  const plan = planAdoption(values.inventory, readInventory(values.inventory, text));
-  const tree = path.resolve(values.manifests ?? DEFAULT_MANIFESTS);
+  const config = adoptConfig(argv);
+  const { concurrency, packages } = config;
+  const timeoutMs = (config.timeout ?? DEFAULT_TIMEOUT_SECONDS) * 1000;
+  await readInput("ssh-config", config["ssh-config"]);
+  await readInput("known-hosts", config["known-hosts"]);
+  const configFile = config["ssh-config"] && path.resolve(config["ssh-config"]);
+  const knownHostsFile = config["known-hosts"] && path.resolve(config["known-hosts"]);
+  const text = (await readInput("inventory", config.inventory))!;
+  const plan = planAdoption(config.inventory, readInventory(config.inventory, text));
+  const tree = path.resolve(config.manifests ?? DEFAULT_MANIFESTS);
 
   for (const [name, count] of plan.ignored)
     say(
@@ -168,7 +192,7 @@ export async function adoptCommand(argv: string[]): Promise<number> {
           try {
             const taken = await snapshotSpec(sshTransport(node, sshOptions), DOMAINS, settings, {
               packages,
-              ephemeralAsRange: !values["no-ephemeral-range"],
+              ephemeralAsRange: !config["no-ephemeral-range"],
               declared: staged.base.get(host.name),
             });
             const valid = NodeSpec.safeParse(taken.spec);
@@ -212,7 +236,7 @@ export async function adoptCommand(argv: string[]): Promise<number> {
     : { written: [], adopted: [] };
   for (const line of leftOut.sort()) say(line);
   for (const rel of result.written)
-    process.stdout.write(`wrote ${path.join(values.manifests ?? DEFAULT_MANIFESTS, rel)}\n`);
+    process.stdout.write(`wrote ${path.join(config.manifests ?? DEFAULT_MANIFESTS, rel)}\n`);
   const already = plan.hosts.length - hosts.length;
   say(
     `${result.adopted.length} of ${plan.hosts.length} hosts adopted${already ? `, ${already} already declared` : ""}, ${leftOut.length} left out`,

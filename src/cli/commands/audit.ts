@@ -8,6 +8,7 @@ import {
   spoolFleet,
   type FleetRun,
   type SessionGates,
+  type Shard,
 } from "../../audit/fleet.js";
 import { defaultAuditSettings, type AuditSettings } from "../../audit/node.js";
 import type { DomainName } from "../../domains/domain.js";
@@ -26,32 +27,88 @@ import {
 } from "../../transport/ssh.js";
 import type { Transport } from "../../transport/transport.js";
 import { exitCode } from "../exit.js";
-import { annotated, judgeBudget, UNAUDITED_OPTIONS, unauditedJudge } from "../unaudited.js";
+import { switchFlag, checkedFlag, parseFlags, type Config } from "../flags.js";
 import {
+  annotated,
+  checkUnauditedFlags,
+  judgeBudget,
+  UNAUDITED_FLAGS,
+  unauditedJudge,
+} from "../unaudited.js";
+import {
+  CONCURRENCY_FLAG,
+  DEFAULT_TIMEOUT_SECONDS,
   loadManifests,
   localNode,
-  MANIFEST_OPTIONS,
-  OUTPUT_OPTIONS,
-  parse,
-  parseCategories,
-  parseWholeNumber,
-  SELECT_OPTIONS,
+  MANIFEST_FLAGS,
+  SELECT_FLAGS,
   selectNodes,
+  SSH_CONFIG_FLAG,
+  TIMEOUT_FLAG,
+  type ManifestConfig,
 } from "../options.js";
-import { checkOut, formatName, writeReportStream } from "../output.js";
+import { checkOut, OUTPUT_FLAGS, writeReportStream } from "../output.js";
 import { Progress } from "../progress.js";
 
-export const AUDIT_OPTIONS = {
-  ...MANIFEST_OPTIONS,
-  ...SELECT_OPTIONS,
-  ...OUTPUT_OPTIONS,
-  concurrency: { type: "string" },
-  timeout: { type: "string" },
-  "ssh-config": { type: "string" },
-  shard: { type: "string" },
-} as const;
+/** `k/n`: one shard of the fleet (parseShard). */
+const SHARD_FLAG = checkedFlag(
+  "K/N",
+  "audit only shard K of N (for a matrix of jobs; join with merge-reports)",
+  (given) => {
+    const shard = parseShard(given);
+    if (!shard)
+      throw new UsageError(`--shard takes k/n with 1 <= k <= n <= ${MAX_SHARDS}, not "${given}"`);
+    return shard;
+  },
+);
 
-export const DEFAULT_CONCURRENCY = 32;
+/** The flags of an audit run and its report, shared by `diff`. */
+export const AUDIT_FLAGS = {
+  ...MANIFEST_FLAGS,
+  ...SELECT_FLAGS,
+  ...OUTPUT_FLAGS,
+  concurrency: CONCURRENCY_FLAG,
+  timeout: TIMEOUT_FLAG,
+  "ssh-config": SSH_CONFIG_FLAG,
+  shard: SHARD_FLAG,
+};
+
+const AUDIT_COMMAND_FLAGS = {
+  ...AUDIT_FLAGS,
+  ...UNAUDITED_FLAGS,
+  // audit's own: diff and snapshot share the other flags but not this exit policy.
+  strict: switchFlag(
+    "exit with bit 4 when a declared item could not be read (unknown), as for a node not audited",
+  ),
+};
+
+type AuditConfig = Config<typeof AUDIT_COMMAND_FLAGS>;
+
+/** What an audit run needs to know: which nodes, how to reach them, which domains. */
+export interface AuditRunConfig extends ManifestConfig {
+  nodes: readonly string[] | undefined;
+  category: DomainName[] | undefined;
+  local: boolean;
+  concurrency: number;
+  /** Seconds; absent, each node's ssh.timeout, else DEFAULT_TIMEOUT_SECONDS. */
+  timeout: number | undefined;
+  "ssh-config": string | undefined;
+  shard: Shard | undefined;
+}
+
+/** The checks between flags of an audit run, before anything is read. */
+export function checkAuditRun(config: AuditRunConfig): void {
+  if (config.shard && config.local)
+    throw new UsageError("--shard splits a fleet; it does not go with --local");
+}
+
+/** `audit`'s argv as its config: every flag read and checked, nothing read or opened yet. */
+function auditConfig(argv: string[]): AuditConfig {
+  const { config } = parseFlags("audit", argv, AUDIT_COMMAND_FLAGS);
+  checkAuditRun(config);
+  checkUnauditedFlags(config);
+  return config;
+}
 
 /** The fleet's `audit` settings (caps, maintenance marker) over the defaults. */
 export function fleetAuditSettings(
@@ -109,8 +166,6 @@ export function sshSessionGates(ssh: SshOptions): SessionGates {
   };
 }
 
-type AuditValues = ReturnType<typeof parse<typeof AUDIT_OPTIONS>>["values"];
-
 /**
  * How the audit reaches each node; the CLI's own (ssh, or `--local`) unless a caller supplies one.
  */
@@ -120,35 +175,27 @@ export interface Reach {
 
 /** Loads and selects the nodes, and what auditing them takes. */
 async function fleetRun(
-  values: AuditValues,
+  config: AuditRunConfig,
   onResult: ((total: number) => (r: NodeResult) => void) | undefined,
   reach: Reach,
-): Promise<{ fleet: Fleet; run: FleetRun; categories: DomainName[] | undefined }> {
-  const fleet = await loadManifests(values);
-  const categories = parseCategories(values.category);
-  const shard = values.shard === undefined ? undefined : parseShard(values.shard);
-  if (values.shard !== undefined && !shard)
-    throw new UsageError(
-      `--shard takes k/n with 1 <= k <= n <= ${MAX_SHARDS}, not "${values.shard}"`,
-    );
-  if (shard && values.local)
-    throw new UsageError("--shard splits a fleet; it does not go with --local");
-  let nodes: LoadedNode[] = values.local
-    ? [localNode(fleet, values.nodes)]
-    : selectNodes(fleet, values.nodes);
+): Promise<{ fleet: Fleet; run: FleetRun }> {
+  const fleet = await loadManifests(config);
+  const { shard, category: categories } = config;
+  let nodes: LoadedNode[] = config.local
+    ? [localNode(fleet, config.nodes)]
+    : selectNodes(fleet, config.nodes);
   if (shard) nodes = nodes.filter((n) => shardOf(n.name, shard.count) === shard.index);
-  const timeoutSeconds = parseWholeNumber("timeout", values.timeout, 60);
   const settings = fleetAuditSettings(fleet, {
-    timeoutMs: timeoutSeconds * 1000,
+    timeoutMs: (config.timeout ?? DEFAULT_TIMEOUT_SECONDS) * 1000,
     ...(categories && { categories }),
   });
-  const ssh = await fleetSshOptions(fleet, values["ssh-config"]);
+  const ssh = await fleetSshOptions(fleet, config["ssh-config"]);
   // --timeout wins; otherwise a node's own ssh.timeout, then the default.
   const nodeTimeoutMs = (node: LoadedNode) =>
-    values.timeout === undefined && node.ssh.timeout ? node.ssh.timeout * 1000 : undefined;
+    config.timeout === undefined && node.ssh.timeout ? node.ssh.timeout * 1000 : undefined;
   const transportFor = (node: LoadedNode): Transport =>
     reach.transportFor?.(node) ??
-    (values.local
+    (config.local
       ? localTransport(node.name)
       : sshTransport(node, { ...ssh, timeoutMs: nodeTimeoutMs(node) }));
   const run: FleetRun = {
@@ -156,9 +203,9 @@ async function fleetRun(
     transportFor,
     settings,
     drift: { ...fleetDriftRules(fleet), now: new Date() },
-    concurrency: parseWholeNumber("concurrency", values.concurrency, DEFAULT_CONCURRENCY),
+    concurrency: config.concurrency,
     // Sessions through one jump host (or one sshd) stay under its MaxStartups.
-    ...(!values.local &&
+    ...(!config.local &&
       !reach.transportFor && {
         sessions: sshSessionGates(ssh),
       }),
@@ -167,14 +214,14 @@ async function fleetRun(
     shard,
     onResult: onResult?.(nodes.length),
   };
-  return { fleet, run, categories };
+  return { fleet, run };
 }
 
 /** Loads, selects, audits, the report whole in memory: shared by `diff` and `review`. */
-export async function runAudit(values: AuditValues): Promise<{ fleet: Fleet; report: Report }> {
-  const { fleet, run, categories } = await fleetRun(values, undefined, {});
+export async function runAudit(config: AuditRunConfig): Promise<{ fleet: Fleet; report: Report }> {
+  const { fleet, run } = await fleetRun(config, undefined, {});
   const report = await auditFleet(run);
-  if (categories) report.categories = categories;
+  if (config.category) report.categories = config.category;
   return { fleet, report };
 }
 
@@ -204,18 +251,12 @@ export function boundHeapGrowth(): void {
 
 export async function auditCommand(argv: string[], reach: Reach = {}): Promise<number> {
   boundHeapGrowth();
-  // --strict is audit's own: diff and snapshot share the other options but not this exit policy.
-  const { values } = parse("audit", argv, {
-    ...AUDIT_OPTIONS,
-    ...UNAUDITED_OPTIONS,
-    strict: { type: "boolean" },
-  } as const);
-  // A wrong --format or an unusable --out fails before anything is audited.
-  formatName(values.format);
-  await checkOut(values.out);
+  const config = auditConfig(argv);
+  // An unusable --out fails before anything is audited.
+  await checkOut(config.out);
   let progress: Progress | undefined;
-  const { run, categories, fleet } = await fleetRun(
-    values,
+  const { run, fleet } = await fleetRun(
+    config,
     (total) => {
       if (total < 2) return () => {};
       progress = new Progress(total);
@@ -224,16 +265,16 @@ export async function auditCommand(argv: string[], reach: Reach = {}): Promise<n
     reach,
   );
   // Entries go to a spool as nodes finish, and from it to the report: never all in memory.
-  const judge = await unauditedJudge(values, fleet.settings.audit);
+  const judge = await unauditedJudge(config, fleet.settings.audit);
   const { head, spool } = await spoolFleet(run);
   try {
     progress?.finish();
-    if (categories) head.categories = categories;
+    if (config.category) head.categories = config.category;
     const budget = await judgeBudget(judge, head.startedAt, spool.entries());
     if (budget) head.unauditedBudget = budget;
     const annotate = annotated(judge, head.startedAt);
-    await writeReportStream(head, () => mapEntries(spool.entries(), annotate), values);
-    return auditOutcome(spool.counts, values.strict === true, budget);
+    await writeReportStream(head, () => mapEntries(spool.entries(), annotate), config);
+    return auditOutcome(spool.counts, config.strict, budget);
   } finally {
     await spool.close();
   }

@@ -2,9 +2,16 @@ import { UsageError } from "../../errors.js";
 import type { DriftItem, NodeResult } from "../../report/schema.js";
 import { headedDiff } from "../../report/formats/text.js";
 import { visible } from "../../text/escape.js";
-import { parse, useColor } from "../options.js";
+import { parseFlags, saying } from "../flags.js";
+import { CATEGORY_FLAG, nodeGlobs, useColor } from "../options.js";
 import { checkOut, writeOut } from "../output.js";
-import { AUDIT_OPTIONS, auditExitCode, runAudit } from "./audit.js";
+import {
+  AUDIT_FLAGS,
+  auditExitCode,
+  checkAuditRun,
+  runAudit,
+  type AuditRunConfig,
+} from "./audit.js";
 
 const show = (value: unknown): string =>
   typeof value === "string" ? value : JSON.stringify(value);
@@ -66,24 +73,41 @@ export function renderDiff(
   return `${out.join("\n")}\n`;
 }
 
-// The audit's options but its output's format (a diff is its own) and shards (a diff is read by a
+// The audit's flags but its output's format (a diff is its own) and shards (a diff is read by a
 // person, not merged).
-const { format: _format, shard: _shard, ...DIFF_OPTIONS } = AUDIT_OPTIONS;
+const { format: _format, shard: _shard, ...DIFF_AUDIT_FLAGS } = AUDIT_FLAGS;
+
+const DIFF_FLAGS = {
+  node: nodeGlobs("NAME", "the node to look at (or --nodes for several)"),
+  ...DIFF_AUDIT_FLAGS,
+  category: saying(CATEGORY_FLAG, "the one domain to show: sysctl, files, ...", "DOMAIN"),
+};
+
+/** `diff`'s argv as its config: one domain, and the audit run that shows it. */
+function diffConfig(argv: string[]) {
+  const { config } = parseFlags("diff", argv, DIFF_FLAGS);
+  const { node, category, ...rest } = config;
+  if (category?.length !== 1)
+    throw new UsageError("diff needs exactly one --category (sysctl, files, ...)");
+  if (node !== undefined && config.nodes !== undefined)
+    throw new UsageError("diff takes --node NAME or --nodes LIST, not both");
+  const run: AuditRunConfig = {
+    ...rest,
+    category,
+    nodes: node ?? config.nodes,
+    shard: undefined,
+  };
+  checkAuditRun(run);
+  return { ...config, domain: category[0]!, run };
+}
 
 export async function diffCommand(argv: string[]): Promise<number> {
-  const { values } = parse("diff", argv, { node: { type: "string" }, ...DIFF_OPTIONS });
-  if (!values.category || values.category.includes(","))
-    throw new UsageError("diff needs exactly one --category (sysctl, files, ...)");
-  if (values.node !== undefined && values.nodes !== undefined)
-    throw new UsageError("diff takes --node NAME or --nodes LIST, not both");
-  await checkOut(values.out);
-  const { report } = await runAudit({ ...values, nodes: values.node ?? values.nodes });
-  const color = !values.out && useColor(values, process.stdout);
-  const text = renderDiff(report.nodes, values.category, {
-    verbose: values.verbose ?? false,
-    color,
-  });
-  if (values.out) await writeOut(values.out, text);
+  const config = diffConfig(argv);
+  await checkOut(config.out);
+  const { report } = await runAudit(config.run);
+  const color = !config.out && useColor(config, process.stdout);
+  const text = renderDiff(report.nodes, config.domain, { verbose: config.verbose, color });
+  if (config.out) await writeOut(config.out, text);
   else process.stdout.write(text);
   return auditExitCode(report);
 }

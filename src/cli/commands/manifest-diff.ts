@@ -6,7 +6,8 @@ import { UsageError } from "../../errors.js";
 import { diffFleets } from "../../manifest/diff.js";
 import { renderManifestDiff } from "../../manifest/diff-markdown.js";
 import { loadFleet, type Fleet } from "../../manifest/load.js";
-import { findManifests, parse, parseWholeNumber } from "../options.js";
+import { parseFlags } from "../flags.js";
+import { BASE_FLAG, findManifests, MANIFEST_FLAGS, maxBytesFlag } from "../options.js";
 
 // A job summary holds 1 MiB; leave room for anything else a workflow writes there.
 const DEFAULT_MAX_BYTES = 1_000_000;
@@ -51,21 +52,30 @@ async function fleetAt(
 
 const MIN_BYTES = 1024;
 
-export async function manifestDiffCommand(argv: string[]): Promise<number> {
-  const { values } = parse("manifest-diff", argv, {
-    manifests: { type: "string" },
-    base: { type: "string" },
-    "max-bytes": { type: "string" },
-  });
-  if (!values.base)
+const MANIFEST_DIFF_FLAGS = {
+  manifests: MANIFEST_FLAGS.manifests,
+  base: BASE_FLAG,
+  "max-bytes": maxBytesFlag(DEFAULT_MAX_BYTES),
+};
+
+/** `manifest-diff`'s argv as its config: every flag read and checked, nothing read yet. */
+function manifestDiffConfig(argv: string[]) {
+  const { config } = parseFlags("manifest-diff", argv, MANIFEST_DIFF_FLAGS);
+  const { base, "max-bytes": maxBytes } = config;
+  if (!base)
     throw new UsageError(
       "manifest-diff needs --base REF (the commit the pull request merges into, e.g. HEAD^1 of its merge commit)",
     );
-  const maxBytes = parseWholeNumber("max-bytes", values["max-bytes"], DEFAULT_MAX_BYTES);
   // The heading and the closing note are always written; the cap leaves out whole sections.
   if (maxBytes < MIN_BYTES)
     throw new UsageError(`--max-bytes takes at least ${MIN_BYTES}, not ${maxBytes}`);
-  const manifests = findManifests(values.manifests);
+  return { manifests: config.manifests, base, maxBytes };
+}
+
+export async function manifestDiffCommand(argv: string[]): Promise<number> {
+  const config = manifestDiffConfig(argv);
+  const { base, maxBytes } = config;
+  const manifests = findManifests(config.manifests);
   const top = await git(manifests, ["rev-parse", "--show-toplevel"]);
   if (top.exitCode !== 0) throw new UsageError(`${manifests} is not inside a git checkout`);
   const repoRoot = top.stdout.trim();
@@ -73,8 +83,8 @@ export async function manifestDiffCommand(argv: string[]): Promise<number> {
   const head = await loadFleet(manifests, { displayPrefix: manifestsPath });
   const scratch = await mkdtemp(path.join(os.tmpdir(), "quartermaster-base-"));
   try {
-    const base = await fleetAt(repoRoot, manifestsPath, values.base, scratch);
-    process.stdout.write(renderManifestDiff(diffFleets(base, head), maxBytes));
+    const before = await fleetAt(repoRoot, manifestsPath, base, scratch);
+    process.stdout.write(renderManifestDiff(diffFleets(before, head), maxBytes));
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }

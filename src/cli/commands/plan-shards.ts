@@ -1,11 +1,6 @@
 import { MAX_SHARDS } from "../../report/schema.js";
-import {
-  loadManifests,
-  MANIFEST_OPTIONS,
-  parse,
-  parseWholeNumber,
-  selectNodes,
-} from "../options.js";
+import { parseFlags, wholeFlag } from "../flags.js";
+import { loadManifests, MANIFEST_FLAGS, SELECT_FLAGS, selectNodes } from "../options.js";
 
 // A GitHub Actions matrix holds at most 256 jobs: MAX_SHARDS.
 export const DEFAULT_NODES_PER_SHARD = 200;
@@ -29,24 +24,27 @@ export function planShards(
   return { count, shards: Array.from({ length: count }, (_, i) => i + 1), nodes: names.length };
 }
 
+const PLAN_SHARDS_FLAGS = {
+  ...MANIFEST_FLAGS,
+  nodes: SELECT_FLAGS.nodes,
+  shards: wholeFlag(
+    "N",
+    "number of shards (0: about --nodes-per-shard nodes each) (default: 0)",
+    0,
+    { min: 0, hint: "(0 chooses from the fleet's size)" },
+  ),
+  "nodes-per-shard": wholeFlag(
+    "N",
+    "nodes per shard when --shards is 0 (default: 200)",
+    DEFAULT_NODES_PER_SHARD,
+  ),
+};
+
 export async function planShardsCommand(argv: string[]): Promise<number> {
-  const { values } = parse("plan-shards", argv, {
-    ...MANIFEST_OPTIONS,
-    nodes: { type: "string" },
-    shards: { type: "string", default: "0" },
-    "nodes-per-shard": { type: "string" },
-  });
-  const requested = parseWholeNumber("shards", values.shards, 0, {
-    min: 0,
-    hint: "(0 chooses from the fleet's size)",
-  });
-  const fleet = await loadManifests(values);
-  const names = selectNodes(fleet, values.nodes).map((n) => n.name);
-  const plan = planShards(
-    names,
-    requested,
-    parseWholeNumber("nodes-per-shard", values["nodes-per-shard"], DEFAULT_NODES_PER_SHARD),
-  );
+  const { config } = parseFlags("plan-shards", argv, PLAN_SHARDS_FLAGS);
+  const fleet = await loadManifests(config);
+  const names = selectNodes(fleet, config.nodes).map((n) => n.name);
+  const plan = planShards(names, config.shards, config["nodes-per-shard"]);
   process.stdout.write(`${JSON.stringify(plan)}\n`);
   return 0;
 }

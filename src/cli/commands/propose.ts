@@ -19,36 +19,51 @@ import { readReport } from "../../report/read.js";
 import { visible } from "../../text/escape.js";
 import { codeCell } from "../../text/markdown.js";
 import { ExitBit } from "../exit.js";
-import { MANIFEST_OPTIONS, parse, parseWholeNumber, resolveManifestDir } from "../options.js";
+import { parseFlags, switchFlag, textFlag, wholeFlag } from "../flags.js";
+import { BASE_FLAG, MANIFEST_FLAGS, REPORT_FLAG, resolveManifestDir } from "../options.js";
 
 export const DEFAULT_MAX_NEW_PRS = 10;
 
-export async function proposeCommand(argv: string[]): Promise<number> {
-  const { values } = parse("propose", argv, {
-    ...MANIFEST_OPTIONS,
-    report: { type: "string" },
-    base: { type: "string" },
-    "dry-run": { type: "boolean", default: false },
-    "max-new-prs": { type: "string" },
-    summary: { type: "string" },
-  });
-  if (!values.report)
+const PROPOSE_FLAGS = {
+  ...MANIFEST_FLAGS,
+  report: REPORT_FLAG,
+  base: BASE_FLAG,
+  "dry-run": switchFlag("print the plan; change nothing"),
+  "max-new-prs": wholeFlag(
+    "N",
+    "open at most N new pull requests this run (default: fleet.yaml propose.max_new_prs, else 10)",
+    undefined,
+    { min: 0, hint: "(0 or more)" },
+  ),
+  summary: textFlag(
+    "FILE",
+    "append a Markdown account of the run (opened, updated, closed, deferred) to FILE, e.g. $GITHUB_STEP_SUMMARY",
+  ),
+};
+
+/** `propose`'s argv as its config: every flag read and checked, nothing read or opened yet. */
+function proposeConfig(argv: string[]) {
+  const { config } = parseFlags("propose", argv, PROPOSE_FLAGS);
+  const { report } = config;
+  if (!report)
     throw new UsageError(
       "propose needs --report FILE (an audit report written with --format json)",
     );
-  const budget = parseWholeNumber("max-new-prs", values["max-new-prs"], undefined, {
-    min: 0,
-    hint: "(0 or more)",
-  });
-  const audited = await readReport(values.report);
-  const manifestDir = await resolveManifestDir(values);
+  return { ...config, report };
+}
+
+export async function proposeCommand(argv: string[]): Promise<number> {
+  const config = proposeConfig(argv);
+  const budget = config["max-new-prs"];
+  const audited = await readReport(config.report);
+  const manifestDir = await resolveManifestDir(config);
 
   let github: GitHub | undefined;
   try {
     github = new GitHub(settingsFromEnv());
   } catch (error) {
     if (!(error instanceof ForgeError)) throw error;
-    if (!values["dry-run"]) throw new UsageError(error.message);
+    if (!config["dry-run"]) throw new UsageError(error.message);
     process.stderr.write(
       `quartermaster: ${error.message}; planning as if no pull request exists yet\n`,
     );
@@ -58,7 +73,7 @@ export async function proposeCommand(argv: string[]): Promise<number> {
   const history = github ? await readHistory(github) : emptyHistory();
   // A dry run may lack the issues permission: it plans without the ticked boxes.
   const dashboard: Dashboard =
-    github && !values["dry-run"] ? await readDashboard(github) : { body: "" };
+    github && !config["dry-run"] ? await readDashboard(github) : { body: "" };
   const report = {
     ...audited,
     nodes: audited.nodes.map((node) => annotateNode(node, history, audited.startedAt)),
@@ -76,7 +91,7 @@ export async function proposeCommand(argv: string[]): Promise<number> {
       `quartermaster: more nodes not audited than allowed: ${visible(overBudget.join("; "))}\n`,
     );
   const overBit = overBudget ? ExitBit.overUnauditedBudget : 0;
-  const dry = values["dry-run"] || !github;
+  const dry = config["dry-run"] || !github;
   // Runs that write take turns, and plan again once their turn comes, from what the one before did.
   const release =
     !dry && planned.actions.some(writes)
@@ -100,9 +115,9 @@ export async function proposeCommand(argv: string[]): Promise<number> {
     if (!actions.length)
       process.stdout.write("nothing to propose: every pull request is up to date\n");
     if (dry) {
-      if (values.summary)
+      if (config.summary)
         await appendFile(
-          values.summary,
+          config.summary,
           summary(
             actions.map((action) => ({ action, ok: true })),
             dry,
@@ -111,7 +126,7 @@ export async function proposeCommand(argv: string[]): Promise<number> {
       return overBit;
     }
 
-    const base = { branch: values.base ?? (await github!.defaultBranch()), sha: revision };
+    const base = { branch: config.base ?? (await github!.defaultBranch()), sha: revision };
     const outcomes = await executePlan(github!, actions, base);
     // Deferred PRs keep their place in the queue (the next run opens the longest-waiting first);
     // the history keeps since when each node is dark and each drift exists.
@@ -150,7 +165,7 @@ export async function proposeCommand(argv: string[]): Promise<number> {
       process.stderr.write(
         `quartermaster: ${describeAction(failure.action)}: ${visible(failure.error ?? "")}\n`,
       );
-    if (values.summary) await appendFile(values.summary, summary(outcomes, false));
+    if (config.summary) await appendFile(config.summary, summary(outcomes, false));
     if (failed.length) {
       process.stderr.write(
         `${failed.length} of ${outcomes.length} actions failed; the next run retries them (the report is unchanged on disk)\n`,

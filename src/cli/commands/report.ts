@@ -1,25 +1,34 @@
 import { UsageError } from "../../errors.js";
 import { DEFAULT_MARKDOWN_MAX_BYTES } from "../../report/formats/markdown.js";
 import { readReport } from "../../report/read.js";
-import { OUTPUT_OPTIONS, parse, parseWholeNumber } from "../options.js";
-import { checkOut, formatName, writeReport } from "../output.js";
+import { parseFlags } from "../flags.js";
+import { maxBytesFlag, REPORT_FLAG } from "../options.js";
+import { checkOut, OUTPUT_FLAGS, writeReport } from "../output.js";
+
+const REPORT_FLAGS = {
+  ...OUTPUT_FLAGS,
+  report: REPORT_FLAG,
+  "max-bytes": maxBytesFlag(undefined),
+};
+
+/** `report`'s argv as its config: every flag read and checked, nothing read or opened yet. */
+function reportConfig(argv: string[]) {
+  const { config } = parseFlags("report", argv, REPORT_FLAGS);
+  const { report, "max-bytes": maxBytes } = config;
+  if (!report)
+    throw new UsageError("report needs --report FILE (an audit report written with --format json)");
+  if (maxBytes !== undefined && config.format !== "markdown")
+    throw new UsageError("--max-bytes applies to --format markdown only");
+  return { ...config, report, maxBytes: maxBytes ?? DEFAULT_MARKDOWN_MAX_BYTES };
+}
 
 // Renders a saved JSON report again in any format: a job summary, annotations, metrics.
 export async function reportCommand(argv: string[]): Promise<number> {
-  const { values } = parse("report", argv, {
-    ...OUTPUT_OPTIONS,
-    report: { type: "string" },
-    "max-bytes": { type: "string" },
-  });
-  if (!values.report)
-    throw new UsageError("report needs --report FILE (an audit report written with --format json)");
-  if (values["max-bytes"] !== undefined && formatName(values.format) !== "markdown")
-    throw new UsageError("--max-bytes applies to --format markdown only");
-  const maxBytes = parseWholeNumber("max-bytes", values["max-bytes"], DEFAULT_MARKDOWN_MAX_BYTES);
-  await checkOut(values.out);
-  const report = await readReport(values.report);
+  const config = reportConfig(argv);
+  await checkOut(config.out);
+  const report = await readReport(config.report);
   try {
-    await writeReport(report, { ...values, maxBytes });
+    await writeReport(report, config);
   } catch (error) {
     // The cap leaves no room even for the summary.
     if (error instanceof RangeError) throw new UsageError(`--max-bytes: ${error.message}`);

@@ -6,15 +6,23 @@ import { loadFleet } from "../../manifest/load.js";
 import { branchIdentity } from "../../propose/branch.js";
 import { describeAction, executePlan, planWithForge } from "../../propose/execute.js";
 import { proposalInput } from "../../propose/input.js";
-import { botPulls } from "../../propose/pulls.js";
+import { botPulls, type ExistingPull } from "../../propose/pulls.js";
+import type { Report } from "../../report/schema.js";
 import { visible } from "../../text/escape.js";
 import { codeSpan, nodeSpans } from "../../text/markdown.js";
 import { ExitBit } from "../exit.js";
-import { MANIFEST_OPTIONS, parse, resolveManifestDir } from "../options.js";
+import { parseFlags, textFlag, type Config } from "../flags.js";
+import {
+  DEFAULT_CONCURRENCY,
+  MANIFEST_FLAGS,
+  resolveManifestDir,
+  SSH_CONFIG_FLAG,
+  TIMEOUT_FLAG,
+} from "../options.js";
 import { auditExitCode, runAudit } from "./audit.js";
 
 // The parts of GitHub's issue_comment event a review command needs.
-const CommentEvent = z.object({
+const CommentEventSchema = z.object({
   issue: z.object({
     number: z.number().int().positive(),
     /** Present (an object) when the issue is a pull request. */
@@ -26,6 +34,8 @@ const CommentEvent = z.object({
     user: z.object({ login: z.string().regex(/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$/) }),
   }),
 });
+
+type CommentEvent = z.infer<typeof CommentEventSchema>;
 
 const COMMAND = /^\/quartermaster(?=\s|$)(?:\s+(\S+))?/;
 
@@ -41,7 +51,7 @@ export function reviewCommandOf(body: string | null): string | undefined {
   return match ? (match[1] ?? "") : undefined;
 }
 
-async function readEvent(file: string) {
+async function readEvent(file: string): Promise<CommentEvent> {
   let json: unknown;
   try {
     json = JSON.parse(await readFile(file, "utf8"));
@@ -51,7 +61,7 @@ async function readEvent(file: string) {
     if (!(error instanceof Error)) throw error;
     throw new UsageError(`cannot read the event ${file}: ${error.message}`);
   }
-  const parsed = CommentEvent.safeParse(json);
+  const parsed = CommentEventSchema.safeParse(json);
   if (!parsed.success)
     throw new UsageError(
       `${file} is not an issue_comment event: ${parsed.error.issues[0]!.path.join(".") || "the event"}: ${parsed.error.issues[0]!.message}`,
@@ -59,50 +69,59 @@ async function readEvent(file: string) {
   return parsed.data;
 }
 
-/**
- * `/quartermaster reject` on an accept PR, from someone with write access: close it at once and
- * record the remediation ticket now. The ticket states live values, so the PR's nodes are audited
- * again and the planner runs as it would on the next scheduled run, which sees the closed PR as a
- * rejection; only the ticket for this PR's drift is carried out.
- */
-export async function reviewCommand(argv: string[]): Promise<number> {
-  const { values } = parse("review", argv, {
-    ...MANIFEST_OPTIONS,
-    event: { type: "string" },
-    "ssh-config": { type: "string" },
-    timeout: { type: "string" },
-  });
-  const eventFile = values.event ?? process.env.GITHUB_EVENT_PATH;
-  if (!eventFile)
+const REVIEW_FLAGS = {
+  ...MANIFEST_FLAGS,
+  event: textFlag("FILE", "the GitHub event payload (default: $GITHUB_EVENT_PATH)"),
+  "ssh-config": SSH_CONFIG_FLAG,
+  timeout: TIMEOUT_FLAG,
+};
+
+type ReviewConfig = Config<typeof REVIEW_FLAGS> & { event: string };
+
+/** `review`'s argv as its config: every flag read and checked, nothing read or opened yet. */
+function reviewConfig(argv: string[]): ReviewConfig {
+  const { config } = parseFlags("review", argv, REVIEW_FLAGS);
+  const event = config.event ?? process.env.GITHUB_EVENT_PATH;
+  if (!event)
     throw new UsageError("review needs --event FILE (GitHub Actions sets GITHUB_EVENT_PATH)");
-  const event = await readEvent(eventFile);
-  const command = reviewCommandOf(event.comment.body);
-  // Replies quote logins, branches and error messages: printed escaped, never as a workflow
-  // command.
-  const say = (line: string) => process.stdout.write(`${visible(line, { multiline: true })}\n`);
-  if (command === undefined || event.issue.pull_request === undefined) {
-    say("no /quartermaster command on a pull request: nothing to do");
-    return 0;
-  }
-  let github: GitHub;
+  return { ...config, event };
+}
+
+// Replies quote logins, branches and error messages: printed escaped, never as a workflow command.
+const say = (line: string) => process.stdout.write(`${visible(line, { multiline: true })}\n`);
+
+/** The forge, from the workflow's settings: one missing is the workflow's mistake (exit 2). */
+function forge(): GitHub {
   try {
-    github = new GitHub(settingsFromEnv());
+    return new GitHub(settingsFromEnv());
   } catch (error) {
-    // A setting missing is the workflow's mistake, as for propose: exit 2, not a failed action.
+    // As for propose: a usage error, not a failed action.
     if (error instanceof ForgeError) throw new UsageError(error.message);
     throw error;
   }
-  const number = event.issue.number;
+}
+
+type Reply = (text: string) => Promise<void>;
+
+/** A pull request Quartermaster opened: its marker says which nodes and drift. */
+type MarkedPull = ExistingPull & Required<Pick<ExistingPull, "marker">>;
+
+/**
+ * The accept PR a `/quartermaster` command asks to reject, once it is known the commenter may,
+ * the command is `reject` and the PR is Quartermaster's open accept PR; else the reason replied.
+ */
+async function pullToReject(
+  github: GitHub,
+  event: CommentEvent,
+  command: string,
+  reply: Reply,
+): Promise<MarkedPull | undefined> {
   const login = event.comment.user.login;
-  const reply = async (text: string) => {
-    await github.comment(number, text);
-    say(text);
-  };
   if (!(await github.canWrite(login))) {
     await reply(
       `@${login}: only people with write access to this repository can use /quartermaster commands.`,
     );
-    return 0;
+    return undefined;
   }
   if (command !== "reject") {
     // The comment's own words are quoted in a code span, cut short: no mention, markup or comment.
@@ -112,38 +131,42 @@ export async function reviewCommand(argv: string[]): Promise<number> {
     await reply(
       `@${login}: ${said}. On an accept pull request, \`/quartermaster reject\` closes it and records a remediation ticket.`,
     );
-    return 0;
+    return undefined;
   }
   // The decision applies to exactly this PR: what it is comes from its branch name (no host chooses
   // it).
-  const pull = (await botPulls(github)).find((p) => p.number === number);
+  const pull = (await botPulls(github)).find((p) => p.number === event.issue.number);
   const kind = pull ? branchIdentity(pull.branch)?.kind : undefined;
   if (!pull?.marker || !kind) {
     await reply(
       `@${login}: this is not a pull request Quartermaster opened; there is nothing to reject.`,
     );
-    return 0;
+    return undefined;
   }
   if (kind !== "accept") {
     await reply(
       `@${login}: only accept pull requests can be rejected. Close this ${kind} pull request without merging if it should not land.`,
     );
-    return 0;
+    return undefined;
   }
   if (pull.state !== "open") {
     await reply(`@${login}: this pull request is already ${pull.merged ? "merged" : "closed"}.`);
-    return 0;
+    return undefined;
   }
+  return { ...pull, marker: pull.marker };
+}
 
-  // Closed first: the rejection stands even if recording the ticket fails, and the next scheduled
-  // run records it then.
-  await reply(
-    `Rejected by @${login}: closing without merging. Quartermaster records a remediation ticket for this drift instead, and never reopens this pull request.`,
-  );
-  await github.closePull(number);
-  await github.deleteBranch(pull.branch);
-
-  const manifestDir = await resolveManifestDir(values);
+/**
+ * Audits the PR's nodes still in the manifests and carries out only the ticket recording this
+ * PR's rejection, replying what came of it; the exit code.
+ */
+async function recordTicket(
+  github: GitHub,
+  config: ReviewConfig,
+  pull: MarkedPull,
+  reply: Reply,
+): Promise<number> {
+  const manifestDir = await resolveManifestDir(config);
   const known = new Set((await loadFleet(manifestDir)).nodes.map((n) => n.name));
   const nodes = pull.marker.nodes.filter((name) => known.has(name));
   if (!nodes.length) {
@@ -153,18 +176,19 @@ export async function reviewCommand(argv: string[]): Promise<number> {
     return 0;
   }
   const { report } = await runAudit({
-    ...values,
+    manifests: manifestDir,
     repo: undefined,
     ref: undefined,
-    manifests: manifestDir,
-    nodes: nodes.join(","),
+    "cache-dir": undefined,
+    nodes,
+    category: undefined,
     local: false,
-    verbose: false,
-    color: false,
-    "no-color": false,
+    concurrency: DEFAULT_CONCURRENCY,
+    timeout: config.timeout,
+    "ssh-config": config["ssh-config"],
+    shard: undefined,
   });
   const { input, revision } = await proposalInput(manifestDir, report);
-  const signature = pull.marker.signature;
   // Only the ticket recording this PR's rejection; no budget: it is one PR a person asked for.
   const actions = (await planWithForge(github, { ...input, maxNewPrs: undefined })).actions.filter(
     (a) =>
@@ -179,9 +203,6 @@ export async function reviewCommand(argv: string[]): Promise<number> {
   });
   const opened = outcomes.find((o) => o.ok && o.number !== undefined);
   const failed = outcomes.filter((o) => !o.ok);
-  const unaudited = report.nodes
-    .filter((n) => n.status !== "clean" && n.status !== "drift")
-    .map((n) => `${codeSpan(n.name)} (${n.status})`);
   if (opened) await reply(`Recorded the remediation ticket in #${opened.number}.`);
   else if (failed.length)
     await reply(
@@ -189,15 +210,54 @@ export async function reviewCommand(argv: string[]): Promise<number> {
     );
   else if (actions.length)
     await reply(`The remediation ticket pull request for this drift was brought up to date.`);
-  else {
-    const open = (await botPulls(github)).find(
-      (p) => p.state === "open" && p.marker?.kind === "ticket" && p.marker.signature === signature,
-    );
-    await reply(
-      open
-        ? `A remediation ticket for this drift is already open in #${open.number}.`
-        : `The drift this pull request accepted is no longer on ${nodeSpans(nodes, Infinity)} as it was${unaudited.length ? ` (not audited: ${unaudited.join(", ")})` : ""}, so no ticket was recorded; the next scheduled audit proposes what is there then.`,
-    );
-  }
+  else await reply(await noTicketReason(github, pull.marker.signature, nodes, report));
   return failed.length ? ExitBit.unaudited : auditExitCode(report) & ExitBit.unaudited;
+}
+
+/** Why no ticket was recorded: one is open already, or the drift is gone (or unseen). */
+async function noTicketReason(
+  github: GitHub,
+  signature: string,
+  nodes: readonly string[],
+  report: Report,
+): Promise<string> {
+  const open = (await botPulls(github)).find(
+    (p) => p.state === "open" && p.marker?.kind === "ticket" && p.marker.signature === signature,
+  );
+  if (open) return `A remediation ticket for this drift is already open in #${open.number}.`;
+  const unaudited = report.nodes
+    .filter((n) => n.status !== "clean" && n.status !== "drift")
+    .map((n) => `${codeSpan(n.name)} (${n.status})`);
+  return `The drift this pull request accepted is no longer on ${nodeSpans(nodes, Infinity)} as it was${unaudited.length ? ` (not audited: ${unaudited.join(", ")})` : ""}, so no ticket was recorded; the next scheduled audit proposes what is there then.`;
+}
+
+/**
+ * `/quartermaster reject` on an accept PR, from someone with write access: close it at once and
+ * record the remediation ticket now. The ticket states live values, so the PR's nodes are audited
+ * again and the planner runs as it would on the next scheduled run, which sees the closed PR as a
+ * rejection; only the ticket for this PR's drift is carried out.
+ */
+export async function reviewCommand(argv: string[]): Promise<number> {
+  const config = reviewConfig(argv);
+  const event = await readEvent(config.event);
+  const command = reviewCommandOf(event.comment.body);
+  if (command === undefined || event.issue.pull_request === undefined) {
+    say("no /quartermaster command on a pull request: nothing to do");
+    return 0;
+  }
+  const github = forge();
+  const reply: Reply = async (text) => {
+    await github.comment(event.issue.number, text);
+    say(text);
+  };
+  const pull = await pullToReject(github, event, command, reply);
+  if (!pull) return 0;
+  // Closed first: the rejection stands even if recording the ticket fails, and the next scheduled
+  // run records it then.
+  await reply(
+    `Rejected by @${event.comment.user.login}: closing without merging. Quartermaster records a remediation ticket for this drift instead, and never reopens this pull request.`,
+  );
+  await github.closePull(pull.number);
+  await github.deleteBranch(pull.branch);
+  return recordTicket(github, config, pull, reply);
 }

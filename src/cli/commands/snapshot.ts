@@ -8,11 +8,7 @@ import {
 } from "../../audit/node.js";
 import { declaredFor, type AnyDomain } from "../../domains/domain.js";
 import { DOMAINS } from "../../domains/registry.js";
-import {
-  DEFAULT_SNAPSHOT_OPTIONS,
-  PACKAGES_MODES,
-  type SnapshotOptions,
-} from "../../domains/snapshot-options.js";
+import { DEFAULT_SNAPSHOT_OPTIONS, type SnapshotOptions } from "../../domains/snapshot-options.js";
 import { ManifestEditError, UsageError } from "../../errors.js";
 import type { LoadedNode } from "../../manifest/load.js";
 import { parseContext } from "../../probe/script.js";
@@ -23,22 +19,22 @@ import { localTransport } from "../../transport/local.js";
 import { sshTransport, type SshOptions } from "../../transport/ssh.js";
 import type { Transport } from "../../transport/transport.js";
 import { ExitBit } from "../exit.js";
-import { checkOut, writeOut } from "../output.js";
+import { checkOut, OUT_FLAG, writeOut } from "../output.js";
+import { parseFlags, saying, type Config } from "../flags.js";
 import {
+  CONCURRENCY_FLAG,
   loadManifests,
   localNode,
-  MANIFEST_OPTIONS,
-  parse,
-  parseCategories,
-  parseWholeNumber,
+  MANIFEST_FLAGS,
+  NO_EPHEMERAL_RANGE_FLAG,
+  nodeGlobs,
+  PACKAGES_FLAG,
+  SELECT_FLAGS,
   selectNodes,
+  SSH_CONFIG_FLAG,
+  TIMEOUT_FLAG,
 } from "../options.js";
-import {
-  DEFAULT_CONCURRENCY,
-  fleetAuditSettings,
-  fleetSshOptions,
-  sshSessionGates,
-} from "./audit.js";
+import { fleetAuditSettings, fleetSshOptions, sshSessionGates } from "./audit.js";
 
 export interface SnapshotRequest extends Partial<SnapshotOptions> {
   /** The node's effective spec: its files and units are taken at their live state. */
@@ -153,17 +149,34 @@ interface SnapshotTarget {
   kept?: Record<string, unknown>;
 }
 
+const SNAPSHOT_FLAGS = {
+  ...MANIFEST_FLAGS,
+  manifests: saying(
+    MANIFEST_FLAGS.manifests,
+    "the manifest tree the node is declared in: its declared files and units are snapshot too (--local alone snapshots this machine as a new node; --node finds the tree as audit does)",
+  ),
+  node: nodeGlobs(
+    "LIST",
+    "node names or globs, comma-separated: one YAML document per node, keeping its host, groups and ssh",
+  ),
+  local: SELECT_FLAGS.local,
+  category: SELECT_FLAGS.category,
+  out: OUT_FLAG,
+  "ssh-config": SSH_CONFIG_FLAG,
+  timeout: TIMEOUT_FLAG,
+  concurrency: saying(
+    CONCURRENCY_FLAG,
+    "nodes read at once (default: 32); through one jump host, at most its ssh.max_sessions (default: 8)",
+  ),
+  packages: PACKAGES_FLAG,
+  "no-ephemeral-range": NO_EPHEMERAL_RANGE_FLAG,
+};
+
+type SnapshotConfig = Config<typeof SNAPSHOT_FLAGS>;
+
 /** The nodes --node (names and globs) or --local name, and how each is reached. */
 async function snapshotTargets(
-  values: {
-    node?: string;
-    local: boolean;
-    manifests?: string;
-    repo?: string;
-    ref?: string;
-    "cache-dir"?: string;
-    "ssh-config"?: string;
-  },
+  values: SnapshotConfig,
   timeoutMs: number | undefined,
 ): Promise<{ targets: SnapshotTarget[]; sessions?: SessionGates }> {
   const overrides = timeoutMs ? { timeoutMs } : {};
@@ -204,41 +217,27 @@ async function snapshotTargets(
   return { targets, ...(ssh && { sessions: sshSessionGates(ssh) }) };
 }
 
+/** `snapshot`'s argv as its config: every flag read and checked, nothing read or opened yet. */
+function snapshotConfig(argv: string[]): SnapshotConfig {
+  const { config } = parseFlags("snapshot", argv, SNAPSHOT_FLAGS);
+  if (!config.local && !config.node) throw new UsageError("snapshot needs --local or --node NAME");
+  return config;
+}
+
 export async function snapshotCommand(argv: string[]): Promise<number> {
-  const { values } = parse("snapshot", argv, {
-    ...MANIFEST_OPTIONS,
-    node: { type: "string" },
-    local: { type: "boolean", default: false },
-    category: { type: "string" },
-    out: { type: "string" },
-    "ssh-config": { type: "string" },
-    timeout: { type: "string" },
-    concurrency: { type: "string" },
-    packages: { type: "string", default: "names" },
-    "no-ephemeral-range": { type: "boolean", default: false },
-  });
-  if (!values.local && !values.node) throw new UsageError("snapshot needs --local or --node NAME");
-  const packages = PACKAGES_MODES.find((mode) => mode === values.packages);
-  if (!packages)
-    throw new UsageError(
-      `--packages takes names, versions or none, not "${visible(values.packages)}"`,
-    );
-  const categories = parseCategories(values.category);
-  const concurrency = parseWholeNumber("concurrency", values.concurrency, DEFAULT_CONCURRENCY);
-  await checkOut(values.out);
-  const domains = DOMAINS.filter((d) => !categories || categories.includes(d.name));
-  const timeoutMs =
-    values.timeout === undefined
-      ? undefined
-      : parseWholeNumber("timeout", values.timeout, 60) * 1000;
-  const { targets, sessions } = await snapshotTargets(values, timeoutMs);
-  const limit = nodeLimit(concurrency, sessions);
+  const config = snapshotConfig(argv);
+  const { category, packages } = config;
+  await checkOut(config.out);
+  const domains = DOMAINS.filter((d) => !category || category.includes(d.name));
+  const timeoutMs = config.timeout === undefined ? undefined : config.timeout * 1000;
+  const { targets, sessions } = await snapshotTargets(config, timeoutMs);
+  const limit = nodeLimit(config.concurrency, sessions);
   const takenAt = new Date();
   const take = async (target: SnapshotTarget): Promise<{ text?: string; failure?: string }> => {
     try {
       const snapshot = await snapshotSpec(target.transport, domains, target.settings, {
         packages,
-        ephemeralAsRange: !values["no-ephemeral-range"],
+        ephemeralAsRange: !config["no-ephemeral-range"],
         declared: target.declared,
       });
       const spec = { ...target.kept, ...snapshot.spec };
@@ -255,7 +254,7 @@ export async function snapshotCommand(argv: string[]): Promise<number> {
     if (failure) process.stderr.write(`quartermaster snapshot: ${visible(failure)}\n`);
   // Several nodes: one YAML document each, in the order --node selected them.
   const text = outcomes.flatMap(({ text }) => (text === undefined ? [] : [text])).join("---\n");
-  if (values.out) await writeOut(values.out, text);
+  if (config.out) await writeOut(config.out, text);
   else process.stdout.write(text);
   return outcomes.some((o) => o.failure) ? ExitBit.unaudited : 0;
 }

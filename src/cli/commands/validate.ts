@@ -3,13 +3,8 @@ import { capAnnotations, type Annotation } from "../../report/formats/github.js"
 import { plural } from "../../report/formats/common.js";
 import { waiverWarnings } from "../../drift/waivers.js";
 import { visible } from "../../text/escape.js";
-import {
-  DEFAULT_MANIFESTS,
-  findManifests,
-  loadManifests,
-  MANIFEST_OPTIONS,
-  parse,
-} from "../options.js";
+import { parseFlags } from "../flags.js";
+import { DEFAULT_MANIFESTS, findManifests, loadManifests, MANIFEST_FLAGS } from "../options.js";
 import { writeWorkflowCommands } from "../stdout.js";
 
 /** The annotation GitHub shows at the manifest line of a validation error. */
@@ -25,13 +20,13 @@ function githubAnnotation(error: ManifestError): Annotation {
 }
 
 export async function validateCommand(argv: string[]): Promise<number> {
-  const { values } = parse("validate", argv, MANIFEST_OPTIONS);
+  const { config } = parseFlags("validate", argv, MANIFEST_FLAGS);
   try {
-    const fleet = await loadManifests(values);
+    const fleet = await loadManifests(config);
     const groups = new Set(fleet.nodes.flatMap((n) => n.groups));
-    const where = values.repo
-      ? (values.manifests ?? DEFAULT_MANIFESTS)
-      : findManifests(values.manifests);
+    const where = config.repo
+      ? (config.manifests ?? DEFAULT_MANIFESTS)
+      : findManifests(config.manifests);
     process.stdout.write(
       `${formatLocation({ file: where })}: valid (${plural(fleet.nodes.length, "node")}, ${plural(groups.size, "group")} in use)\n`,
     );

@@ -9,36 +9,70 @@ import { visible } from "../../text/escape.js";
 import { localTransport } from "../../transport/local.js";
 import { serveMetrics } from "../../watch/metrics.js";
 import { Monitor, type WatchedManifest } from "../../watch/monitor.js";
-import { findManifests, localNode, parse, parseWholeNumber } from "../options.js";
-
-export const WATCH_OPTIONS = {
-  local: { type: "boolean", default: false },
-  manifests: { type: "string" },
-  nodes: { type: "string" },
-  /** One node-spec file on its own, as kept on the node (/etc/quartermaster/node-spec.yaml). */
-  manifest: { type: "string" },
-  interval: { type: "string" },
-  timeout: { type: "string" },
-  "metrics-listen": { type: "string" },
-  "maintenance-marker": { type: "string" },
-} as const;
-
-type WatchValues = ReturnType<typeof parse<typeof WATCH_OPTIONS>>["values"];
+import { checkedFlag, parseFlags, textFlag, wholeFlag, type Config } from "../flags.js";
+import {
+  DEFAULT_TIMEOUT_SECONDS,
+  findManifests,
+  localNode,
+  MANIFEST_FLAGS,
+  SELECT_FLAGS,
+  TIMEOUT_FLAG,
+} from "../options.js";
 
 export const DEFAULT_INTERVAL_SECONDS = 60;
 
+const WATCH_FLAGS = {
+  local: SELECT_FLAGS.local,
+  manifests: MANIFEST_FLAGS.manifests,
+  nodes: SELECT_FLAGS.nodes,
+  /** One node-spec file on its own, as kept on the node (/etc/quartermaster/node-spec.yaml). */
+  manifest: textFlag(
+    "FILE",
+    "one node-spec file, as kept on the node itself (instead of --manifests)",
+  ),
+  interval: wholeFlag(
+    "SECONDS",
+    "seconds between polls of the domains no file event announces (default: 60)",
+    DEFAULT_INTERVAL_SECONDS,
+  ),
+  timeout: TIMEOUT_FLAG,
+  "metrics-listen": textFlag("HOST:PORT", "serve Prometheus /metrics and /healthz on this address"),
+  "maintenance-marker": checkedFlag(
+    "FILE",
+    "pause while this file exists (default: fleet.yaml audit.maintenance_marker)",
+    (given) => {
+      if (!given.startsWith("/"))
+        throw new UsageError("--maintenance-marker takes an absolute path");
+      return given;
+    },
+  ),
+};
+
+type WatchConfig = Config<typeof WATCH_FLAGS>;
+
+/** `watch`'s argv as its config: every flag read and checked, nothing read or opened yet. */
+function watchConfig(argv: string[]): WatchConfig {
+  const { config } = parseFlags("watch", argv, WATCH_FLAGS);
+  if (!config.local) throw new UsageError("watch runs on the node it watches: pass --local");
+  if (config.manifest && config.manifests)
+    throw new UsageError(
+      "--manifest (one node-spec file) and --manifests (a manifest tree) exclude each other",
+    );
+  return config;
+}
+
 /** Reads the manifest the way the flags say; throws ManifestErrors or UsageError. */
-async function loadWatched(values: WatchValues): Promise<WatchedManifest> {
-  const fleet = values.manifest
-    ? await loadNodeFile(values.manifest, values.nodes ?? os.hostname())
-    : await loadFleet(findManifests(values.manifests));
-  const node = values.manifest ? fleet.nodes[0]! : localNode(fleet, values.nodes);
-  const marker = values["maintenance-marker"];
+async function loadWatched(config: WatchConfig): Promise<WatchedManifest> {
+  const fleet = config.manifest
+    ? await loadNodeFile(config.manifest, config.nodes?.join(",") ?? os.hostname())
+    : await loadFleet(findManifests(config.manifests));
+  const node = config.manifest ? fleet.nodes[0]! : localNode(fleet, config.nodes);
+  const marker = config["maintenance-marker"];
   return {
     node,
     revision: await manifestRevision(fleet.dir),
     settings: fleetAuditSettings(fleet, {
-      timeoutMs: parseWholeNumber("timeout", values.timeout, 60) * 1000,
+      timeoutMs: (config.timeout ?? DEFAULT_TIMEOUT_SECONDS) * 1000,
       ...(marker && { maintenanceMarker: marker }),
     }),
     drift: fleetDriftRules(fleet),
@@ -60,29 +94,19 @@ function allowListener(node: LoadedNode, item: string): LoadedNode {
 
 /** `watch --local`: runs until SIGTERM or SIGINT (exit 0); SIGHUP reloads the manifest. */
 export async function watchCommand(argv: string[]): Promise<number> {
-  const { values } = parse("watch", argv, WATCH_OPTIONS);
-  if (!values.local) throw new UsageError("watch runs on the node it watches: pass --local");
-  if (values.manifest && values.manifests)
-    throw new UsageError(
-      "--manifest (one node-spec file) and --manifests (a manifest tree) exclude each other",
-    );
-  if (values["maintenance-marker"] !== undefined && !values["maintenance-marker"].startsWith("/")) {
-    throw new UsageError("--maintenance-marker takes an absolute path");
-  }
-  const intervalMs = parseWholeNumber("interval", values.interval, DEFAULT_INTERVAL_SECONDS) * 1000;
-  const loaded = await loadWatched(values);
+  const config = watchConfig(argv);
+  const loaded = await loadWatched(config);
   // Log lines quote host text (diffs, file contents): escaped here, where they reach the terminal.
   const log = (line: string) => process.stderr.write(`${visible(line, { multiline: true })}\n`);
   let monitor: Monitor | undefined;
   let server: Server | undefined;
   let own: string | undefined;
-  if (values["metrics-listen"]) {
+  const listen = config["metrics-listen"];
+  if (listen) {
     // No await between listening and creating the monitor below, so no request finds it missing.
-    const served = await serveMetrics(values["metrics-listen"], () => monitor!.status()).catch(
-      (error: Error) => {
-        throw new UsageError(`--metrics-listen ${values["metrics-listen"]}: ${error.message}`);
-      },
-    );
+    const served = await serveMetrics(listen, () => monitor!.status()).catch((error: Error) => {
+      throw new UsageError(`--metrics-listen ${listen}: ${error.message}`);
+    });
     server = served.server;
     own = `tcp/${served.address.port}@${served.address.address}`;
     log(`serving /metrics and /healthz on ${served.address.address}:${served.address.port}`);
@@ -92,7 +116,7 @@ export async function watchCommand(argv: string[]): Promise<number> {
     own ? { ...manifest, node: allowListener(manifest.node, own) } : manifest;
   const running = (monitor = new Monitor(withOwnListener(loaded), {
     transport: localTransport(loaded.node.name),
-    intervalMs,
+    intervalMs: config.interval * 1000,
     emit: (event) => process.stdout.write(eventLine(event)),
     log,
   }));
@@ -101,7 +125,7 @@ export async function watchCommand(argv: string[]): Promise<number> {
   const reload = () => {
     reloading = reloading.then(async () => {
       try {
-        running.reload(withOwnListener(await loadWatched(values)));
+        running.reload(withOwnListener(await loadWatched(config)));
       } catch (error) {
         if (!(error instanceof ManifestErrors || error instanceof UsageError)) throw error;
         running.reloadFailed(error.message);
