@@ -11,8 +11,9 @@ import { MANIFEST_LISTS } from "../src/manifest/lists.js";
 import { ManifestReader } from "../src/manifest/read.js";
 import { NodeSpec } from "../src/manifest/schema.js";
 import { parseContext, parseProbeOutput } from "../src/probe/script.js";
-import { SAMPLES } from "../test/support/samples.js";
+import { allSamples } from "../test/support/samples.js";
 
+const SAMPLES = await allSamples();
 const N = Number(process.argv[2] ?? 4000);
 const NONCE = "QMbench";
 const mark = (label: string) => `${NONCE} mark ${label}`;

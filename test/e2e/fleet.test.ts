@@ -9,10 +9,11 @@ import type { Report } from "../../src/report/schema.js";
 import { DEFAULT_RETRY } from "../../src/transport/ssh.js";
 import { runCli } from "../support/cli.js";
 import { byName } from "../support/reports.js";
-import { SAMPLES, specOf } from "../support/samples.js";
+import { allSamples, specOf } from "../support/samples.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
 import { removeTree, writeTree } from "../support/tree.js";
 
+const SAMPLES = await allSamples();
 const APP_CONF = "/etc/qm-e2e/app.conf";
 const FRAMING = "/etc/qm-e2e/framing.txt";
 const BIG = "/etc/qm-e2e/big.txt";
@@ -182,7 +183,10 @@ describe("fleet audit over ssh", () => {
   test("without a TTY, stderr carries a one-line summary", () => {
     assert.match(
       audit.stderr,
-      new RegExp(`^${NODES}/${NODES} nodes finished, ${DRIFTED} drifted, 5 not audited, [\\d.]+s$`, "m"),
+      new RegExp(
+        `^${NODES}/${NODES} nodes finished, ${DRIFTED} drifted, 5 not audited, [\\d.]+s$`,
+        "m",
+      ),
     );
   });
 

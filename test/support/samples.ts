@@ -23,9 +23,8 @@ export async function sampleOf(domain: AnyDomain): Promise<DomainSample<AnyDomai
 }
 
 /** Every registered domain with its sample, in registry order. */
-export const SAMPLES: readonly Sampled[] = await Promise.all(
-  DOMAINS.map(async (domain) => ({ domain, sample: await sampleOf(domain) })),
-);
+export const allSamples = (): Promise<Sampled[]> =>
+  Promise.all(DOMAINS.map(async (domain) => ({ domain, sample: await sampleOf(domain) })));
 
 /**
  * A node spec holding each given domain's declaration at the domain's `specPath`; a domain whose

@@ -46,7 +46,11 @@ export const sample: DomainSample<typeof files> = {
         ["paths", lines(PROTOTYPE_NAMES.map((n) => `/etc/${n}`))],
         [
           "stat",
-          lines(PROTOTYPE_NAMES.slice(1).map((n) => `2\t644\troot\t0\troot\t0\tregular file\t/etc/${n}`)),
+          lines(
+            PROTOTYPE_NAMES.slice(1).map(
+              (n) => `2\t644\troot\t0\troot\t0\tregular file\t/etc/${n}`,
+            ),
+          ),
         ],
         [
           `missing /etc/${PROTOTYPE_NAMES[0]}`,

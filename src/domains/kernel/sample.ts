@@ -15,7 +15,10 @@ export const sample: DomainSample<typeof kernel> = {
     section: (nonce) =>
       marked(nonce, [
         ["running", "6.1.0-28-amd64\n"],
-        ["installed", `${["6.1.0-28-amd64", ...PROTOTYPE_NAMES.filter((n) => /^[a-z]/.test(n))].join("\n")}\n`],
+        [
+          "installed",
+          `${["6.1.0-28-amd64", ...PROTOTYPE_NAMES.filter((n) => /^[a-z]/.test(n))].join("\n")}\n`,
+        ],
       ]),
     declared: "6.1.0-28-amd64",
     drift: (items) => assert.equal(items.length, 0),

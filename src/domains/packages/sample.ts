@@ -16,13 +16,12 @@ export const sample: DomainSample<typeof packages> = {
       marked(nonce, [
         [
           "dpkg",
-          PROTOTYPE_NAMES
-            .flatMap((n) => [
-              `Package: ${n}`,
-              "Status: install ok installed",
-              "Version: 2.0",
-              "Architecture: amd64",
-            ])
+          PROTOTYPE_NAMES.flatMap((n) => [
+            `Package: ${n}`,
+            "Status: install ok installed",
+            "Version: 2.0",
+            "Architecture: amd64",
+          ])
             .map((line) => `${line}\n`)
             .join(""),
         ],

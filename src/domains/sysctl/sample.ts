@@ -25,7 +25,13 @@ export const sample: DomainSample<typeof sysctl> = {
   hostile: {
     section: (nonce) =>
       marked(nonce, [
-        ["runtime", lines(["/proc/sys/net/ipv4/ip_forward:0", ...PROTOTYPE_NAMES.map((n) => `/proc/sys/${n}:1`)])],
+        [
+          "runtime",
+          lines([
+            "/proc/sys/net/ipv4/ip_forward:0",
+            ...PROTOTYPE_NAMES.map((n) => `/proc/sys/${n}:1`),
+          ]),
+        ],
         ["persisted", lines(PROTOTYPE_NAMES.map((n) => `/etc/sysctl.d/${n}.conf:${n} = 1`))],
       ]),
     declared: { "net.ipv4.ip_forward": "0" },

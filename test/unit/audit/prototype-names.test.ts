@@ -16,9 +16,10 @@ import {
   PROTOTYPE_NAMES,
   scriptedTransport,
 } from "../../support/probe-output.js";
-import { SAMPLES, specOf } from "../../support/samples.js";
+import { allSamples, specOf } from "../../support/samples.js";
 import { removeTree, writeTree } from "../../support/tree.js";
 
+const SAMPLES = await allSamples();
 /** Every domain's section from its sample, with prototype names wherever the host names something. */
 const hostileOutput = (nonce: string): string =>
   framed(nonce, [

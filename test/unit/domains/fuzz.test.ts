@@ -9,8 +9,9 @@ import { Json } from "../../../src/domains/domain.js";
 import { DOMAINS } from "../../../src/domains/registry.js";
 import { ProbeParseError } from "../../../src/errors.js";
 import { parseContext, parseProbeOutput } from "../../../src/probe/script.js";
-import { SAMPLES, type Sampled } from "../../support/samples.js";
+import { allSamples, type Sampled } from "../../support/samples.js";
 
+const SAMPLES = await allSamples();
 const NONCE = "QMfuzz";
 const PROTO = ["__proto__", "constructor", "toString", "hasOwnProperty", "valueOf", "prototype"];
 
@@ -47,9 +48,7 @@ const latin1 = fc.string({
  * repeated.
  */
 function sectionText({ domain, sample }: Sampled) {
-  const own = [
-    ...new Set([...fixtureLines(domain.name), ...(sample.fuzzLines?.(mark) ?? [])]),
-  ];
+  const own = [...new Set([...fixtureLines(domain.name), ...(sample.fuzzLines?.(mark) ?? [])])];
   // A realistic line with one word swapped for a prototype name, a random string or nothing.
   const mutated = fc
     .tuple(

@@ -16,8 +16,10 @@ import type { Ticket } from "../../../src/manifest/tickets.js";
 import { ticketYaml } from "../../../src/propose/ticket.js";
 import { stringifyPortable } from "../../../src/text/yaml-scalar.js";
 import { pyyamlLoad } from "../../support/pyyaml.js";
-import { SAMPLES } from "../../support/samples.js";
+import { allSamples } from "../../support/samples.js";
 import { removeTree, writeTree } from "../../support/tree.js";
+
+const SAMPLES = await allSamples();
 
 // Fixed seeds: a failure reproduces; fast-check prints the seed and path of a counterexample.
 const RUNS = { seed: 20261130, numRuns: 200 } as const;
