@@ -4,8 +4,6 @@
 // quadratic one about 64x; a ratio over 24 is flagged. Time ratios on a shared machine are noisy
 // (GC, caches), which is why this is a benchmark and not a test.
 // Run: npx tsx bench/parse-linearity.ts [n]
-import type { AnyDomain } from "../src/domains/domain.js";
-import { DOMAINS } from "../src/domains/registry.js";
 import { unifiedDiff } from "../src/domains/text.js";
 import { declaredIn } from "../src/manifest/edit/changes.js";
 import { toLayer } from "../src/manifest/layer.js";
@@ -13,65 +11,14 @@ import { MANIFEST_LISTS } from "../src/manifest/lists.js";
 import { ManifestReader } from "../src/manifest/read.js";
 import { NodeSpec } from "../src/manifest/schema.js";
 import { parseContext, parseProbeOutput } from "../src/probe/script.js";
+import { allSamples } from "../test/support/samples.js";
 
+const SAMPLES = await allSamples();
 const N = Number(process.argv[2] ?? 4000);
 const NONCE = "QMbench";
 const mark = (label: string) => `${NONCE} mark ${label}`;
 const lines = (n: number, line: (i: number) => string) =>
   Array.from({ length: n }, (_, i) => `${line(i)}\n`).join("");
-// A /24 per i, in /proc/net/route's little-endian hex.
-const net24 = (i: number) =>
-  [0, i & 255, (i >> 8) & 255, 10]
-    .map((b) => b.toString(16).padStart(2, "0").toUpperCase())
-    .join("");
-
-const DECLARED: Record<string, unknown> = {
-  kernel: "6.1.0-28-amd64",
-  sysctl: { "net.ipv4.ip_forward": "1" },
-  io_scheduler: { vda: "mq-deadline", "sd*": "bfq" },
-  routes: [{ dst: "default", via: "10.0.0.1", dev: "eth0" }],
-  packages: { bash: "*" },
-  ports: ["tcp/22"],
-  files: [
-    { path: "/etc/a", contents: "x\n" },
-    { path: "/etc/b", sha256: "a".repeat(64) },
-  ],
-  systemd: [{ name: "a.service", dropins: { "a.conf": "x" } }],
-  kernel_modules: { loaded: ["br_netfilter"] },
-};
-
-const ADVERSARIAL: Record<string, (n: number) => string> = {
-  kernel: (n) =>
-    `${mark("running")}\n6.1.0-28-amd64\n${mark("installed")}\n${lines(n, (i) => `6.1.${i}-${n - i}-amd64`)}`,
-  sysctl: (n) =>
-    `${mark("runtime")}\n${lines(n, (i) => `/proc/sys/net/x${i}:${i}`)}` +
-    `${mark("persisted")}\n${lines(n, (i) => `/etc/sysctl.d/${i}.conf:net.x${i} = 1`)}`,
-  io_scheduler: (n) => lines(n, (i) => `/sys/block/sd${i}/queue/scheduler:none [mq-deadline] bfq`),
-  // Every route and every local address in a network of its own: quadratic if each route scans the
-  // addresses.
-  routes: (n) =>
-    "/proc/net/route:Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n" +
-    lines(
-      n,
-      (i) => `/proc/net/route:eth0\t${net24(i)}\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0`,
-    ) +
-    lines(n, (i) => `local:${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}.200`),
-  // One package once per architecture: quadratic if each architecture is checked against a list.
-  packages: (n) =>
-    `${mark("dpkg")}\n${lines(n, (i) => `Package: bash\nStatus: install ok installed\nVersion: 5.2\nArchitecture: arch${i}`)}`,
-  ports: (n) => {
-    const port = (i: number) => ((i % 65535) + 1).toString(16).toUpperCase().padStart(4, "0");
-    return `/proc/net/tcp:  sl  local_address\n${lines(n, (i) => `/proc/net/tcp:   ${i}: 00000000:${port(i)} 00000000:0000 0A `)}`;
-  },
-  files: (n) =>
-    `${mark("cap 1024")}\n${mark("paths")}\n/etc/a\n/etc/b\n${mark("stat")}\n` +
-    lines(n, (i) => `stat: cannot statx '/etc/x${i}': No such file or directory`) +
-    `${mark("sha256")}\n${lines(n, (i) => `sha256sum: /etc/x${i}: Permission denied`)}`,
-  systemd: (n) =>
-    `${mark("cap 1024")}\n${mark("unit a.service")}\nfile /etc/systemd/system/a.service\n` +
-    lines(n, (i) => `${mark("dropin a.service")}\nd${i}.conf\nx`),
-  kernel_modules: (n) => lines(n, (i) => `/proc/modules:m${i} 16384 0 - Live 0x0000000000000000`),
-};
 
 function best(fn: () => void, runs = 5): number {
   let fastest = Infinity;
@@ -95,10 +42,11 @@ function row(name: string, run: (n: number) => () => void): void {
 }
 
 console.log(`${"".padEnd(16)} ${`n=${N}`.padStart(12)} ${`n=${8 * N}`.padStart(12)}  ratio`);
-for (const domain of DOMAINS as AnyDomain[]) {
-  const declared = domain.schema.parse(DECLARED[domain.name]);
+// Each domain's costliest shape and a declaration to compare it with, from its sample.
+for (const { domain, sample } of SAMPLES) {
+  const declared = domain.schema.parse(sample.bench.declared);
   row(domain.name, (n) => {
-    const text = ADVERSARIAL[domain.name]!(n);
+    const text = sample.bench.output(n, { mark, lines });
     return () => domain.compare(declared, domain.parse(text, parseContext(NONCE)));
   });
 }

@@ -9,9 +9,11 @@ import type { Report } from "../../src/report/schema.js";
 import { DEFAULT_RETRY } from "../../src/transport/ssh.js";
 import { runCli } from "../support/cli.js";
 import { byName } from "../support/reports.js";
+import { allSamples, specOf } from "../support/samples.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
 import { removeTree, writeTree } from "../support/tree.js";
 
+const SAMPLES = await allSamples();
 const APP_CONF = "/etc/qm-e2e/app.conf";
 const FRAMING = "/etc/qm-e2e/framing.txt";
 const BIG = "/etc/qm-e2e/big.txt";
@@ -42,8 +44,15 @@ const bigText = (changed: boolean) =>
       : `line ${String(i).padStart(6, "0")} of a file far over the cap for contents\n`,
   ).join("");
 
-const bumpBash = (status: string) =>
-  status.replace(/^(Package: bash\n(?:.+\n)*?Version: )(.+)$/m, "$1$2+hotfix1");
+// A host `<domain>-01` per domain whose sample injects drift on a fleet host
+// (src/domains/<name>/sample.ts).
+const DRIFT_HOSTS = SAMPLES.flatMap(({ domain, sample }) =>
+  sample.fleet ? [{ name: `${domain.name}-01`, domain, injected: sample.fleet }] : [],
+);
+// Nodes beside them: 9 hosts (3 clean, 2 drifted, 1 in maintenance, 1 rekeyed, 2 unreachable) and
+// 2 nodes that reach clean-02 as someone else (errors).
+const NODES = 11 + DRIFT_HOSTS.length;
+const DRIFTED = 2 + DRIFT_HOSTS.length;
 
 /**
  * The report without what differs between two audits of the same hosts: times, and probe sizes (the
@@ -70,12 +79,7 @@ describe("fleet audit over ssh", () => {
     fleet = await startFleet([
       { name: "clean-01", files: { [APP_CONF]: { contents: "role = app\n", mode: "0644" } } },
       { name: "clean-02" },
-      { name: "sysctl-01", sysctls: { "net.ipv4.ip_forward": "1" } },
-      { name: "files-01", files: { [APP_CONF]: { contents: "role = hotfixed\n", mode: "0664" } } },
-      { name: "ports-01", listeners: ["tcp/8080"] },
-      { name: "routes-01", routes: ["198.51.100.0/24 via {gateway}"] },
-      { name: "packages-01", dpkgStatus: bumpBash },
-      { name: "kernel-01" },
+      ...DRIFT_HOSTS.map(({ name, injected }) => ({ ...injected.host, name })),
       { name: "maint-01", maintenance: true },
       { name: "rekeyed-01" },
       { name: "framing-01", files: { [FRAMING]: { contents: forged("live"), mode: "0644" } } },
@@ -122,12 +126,12 @@ describe("fleet audit over ssh", () => {
     const nodes: Record<string, object> = {
       "clean-01": { files: [{ path: APP_CONF, contents: "role = app\n", mode: "0644" }] },
       "clean-02": {},
-      "sysctl-01": {},
-      "files-01": { files: [{ path: APP_CONF, contents: "role = app\n", mode: "0644" }] },
-      "ports-01": {},
-      "routes-01": {},
-      "packages-01": {},
-      "kernel-01": { system: { kernel_version: "6.1.0-99-qm-declared" } },
+      ...Object.fromEntries(
+        DRIFT_HOSTS.map(({ name, domain, injected }) => [
+          name,
+          specOf([[domain, injected.declared]]),
+        ]),
+      ),
       "maint-01": {},
       "rekeyed-01": {},
       "framing-01": { files: [{ path: FRAMING, contents: forged("declared") }] },
@@ -163,12 +167,12 @@ describe("fleet audit over ssh", () => {
   });
 
   test("every node is in the report once, with exit code 5 (drift and nodes not audited)", () => {
-    assert.equal(report.nodes.length, 17, audit.stderr);
+    assert.equal(report.nodes.length, NODES, audit.stderr);
     assert.equal(audit.exitCode, 5, audit.stderr);
     assert.deepEqual(report.summary, {
-      nodes: 17,
+      nodes: NODES,
       clean: 3,
-      drifted: 8,
+      drifted: DRIFTED,
       unreachable: 2,
       errors: 3,
       maintenance: 1,
@@ -177,7 +181,13 @@ describe("fleet audit over ssh", () => {
   });
 
   test("without a TTY, stderr carries a one-line summary", () => {
-    assert.match(audit.stderr, /^17\/17 nodes finished, 8 drifted, 5 not audited, [\d.]+s$/m);
+    assert.match(
+      audit.stderr,
+      new RegExp(
+        `^${NODES}/${NODES} nodes finished, ${DRIFTED} drifted, 5 not audited, [\\d.]+s$`,
+        "m",
+      ),
+    );
   });
 
   test("clean hosts report zero drift", () => {
@@ -200,49 +210,15 @@ describe("fleet audit over ssh", () => {
     }));
   };
 
-  test("sysctl drift on its host only, with declared and live values", () => {
-    assert.deepEqual(driftOf("sysctl-01"), [
-      { domain: "sysctl", key: "net.ipv4.ip_forward", declared: "0", live: "1" },
-    ]);
-  });
-
-  test("file drift in contents and mode", () => {
-    const drift = driftOf("files-01");
-    assert.deepEqual(drift, [
-      { domain: "files", key: APP_CONF, declared: "role = app\n", live: "role = hotfixed\n" },
-      { domain: "files", key: `${APP_CONF}:mode`, declared: "0644", live: "0664" },
-    ]);
-  });
-
-  test("an unauthorized listener", () => {
-    const drift = driftOf("ports-01");
-    assert.equal(drift.length, 1, JSON.stringify(drift));
-    assert.equal(drift[0]!.domain, "ports");
-    assert.match(drift[0]!.key, /tcp\/8080/);
-  });
-
-  test("an extra route", () => {
-    const drift = driftOf("routes-01");
-    assert.equal(drift.length, 1, JSON.stringify(drift));
-    assert.equal(drift[0]!.domain, "routes");
-    assert.match(JSON.stringify(drift[0]), /198\.51\.100\.0\/24/);
-    assert.match(JSON.stringify(drift[0]!.live), new RegExp(fleet.gateway.replaceAll(".", "\\.")));
-  });
-
-  test("a changed package version", () => {
-    const drift = driftOf("packages-01");
-    assert.equal(drift.length, 1, JSON.stringify(drift));
-    assert.equal(drift[0]!.domain, "packages");
-    assert.equal(drift[0]!.key, "bash");
-    assert.equal(drift[0]!.live, `${drift[0]!.declared}+hotfix1`);
-  });
-
-  test("the declared kernel release differs from the running one", async () => {
-    const running = (await readFile("/proc/sys/kernel/osrelease", "utf8")).trim();
-    assert.deepEqual(driftOf("kernel-01"), [
-      { domain: "kernel", key: "kernel_version", declared: "6.1.0-99-qm-declared", live: running },
-    ]);
-  });
+  for (const { name, domain, injected } of DRIFT_HOSTS)
+    test(`${domain.name} drift on ${name} only, with declared and live values`, async () => {
+      const drift = driftOf(name);
+      assert.deepEqual(new Set(drift.map((d) => d.domain)), new Set([domain.name]));
+      await injected.drift(
+        drift.map(({ key, declared, live }) => ({ key, declared, live })),
+        fleet,
+      );
+    });
 
   test("a node in maintenance is reported as such, not as drift", () => {
     const node = byName(report, "maint-01");
@@ -389,7 +365,7 @@ describe("fleet audit over ssh", () => {
     );
     assert.equal(
       sizes.reduce((a, b) => a + b),
-      17,
+      NODES,
     );
     const merged = await runCli(["merge-reports", ...files]);
     assert.equal(merged.exitCode, 5, merged.stderr);

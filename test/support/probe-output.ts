@@ -18,6 +18,15 @@ export function framed(nonce: string, sections: readonly (readonly [string, stri
   return `${body}\n${nonce} done\n`;
 }
 
+/** Names a host controls that are also names of Object.prototype's members. */
+export const PROTOTYPE_NAMES = [
+  "__proto__",
+  "constructor",
+  "toString",
+  "hasOwnProperty",
+  "valueOf",
+];
+
 /** The maintenance section of a host not in maintenance. */
 export const NOT_IN_MAINTENANCE = (nonce: string) =>
   marked(nonce, [

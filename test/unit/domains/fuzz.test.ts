@@ -5,46 +5,18 @@ import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import fc from "fast-check";
-import { Json, type AnyDomain } from "../../../src/domains/domain.js";
+import { Json } from "../../../src/domains/domain.js";
 import { DOMAINS } from "../../../src/domains/registry.js";
 import { ProbeParseError } from "../../../src/errors.js";
 import { parseContext, parseProbeOutput } from "../../../src/probe/script.js";
+import { allSamples, type Sampled } from "../../support/samples.js";
 
+const SAMPLES = await allSamples();
 const NONCE = "QMfuzz";
 const PROTO = ["__proto__", "constructor", "toString", "hasOwnProperty", "valueOf", "prototype"];
-const HASH = "a".repeat(64);
 
-/** A valid declaration per domain, with a prototype name where the manifest may hold one. */
-const DECLARED: Record<string, unknown> = {
-  kernel: "6.1.0-28-amd64",
-  sysctl: { "net.ipv4.ip_forward": "1", constructor: "1" },
-  io_scheduler: { vda: "mq-deadline", "sd*": "bfq", toString: "none" },
-  routes: [
-    { dst: "default", via: "10.0.0.1", dev: "eth0" },
-    { dst: "10.1.0.0/16", dev: "eth1" },
-  ],
-  packages: { bash: "*", toString: "1.0", openssl: "absent" },
-  ports: ["tcp/22", "udp/53"],
-  files: [
-    { path: "/etc/a", contents: "x\n", mode: "0644", owner: "root" },
-    { path: "/etc/constructor", sha256: HASH },
-    { path: "/etc/l", link: "/etc/a" },
-    { path: "/etc/gone", absent: true },
-  ],
-  systemd: [
-    {
-      name: "a.service",
-      enabled: true,
-      active: true,
-      contents: "x",
-      dropins: { "toString.conf": "y" },
-    },
-  ],
-  kernel_modules: { loaded: ["br_netfilter"], absent: ["constructor"] },
-};
-
-// Each domain's captured fixtures, line by line, plus lines of sections no fixture covers (sysctl,
-// files, systemd).
+// Each domain's captured fixtures, line by line, plus the lines its sample adds (sections no
+// fixture covers: sysctl, files, systemd).
 const fixtureDir = new URL("../../fixtures/", import.meta.url);
 const fixtureLines = (domain: string) =>
   (existsSync(new URL(`${domain}/`, fixtureDir))
@@ -59,48 +31,6 @@ const fixtureLines = (domain: string) =>
     )
     .map((line) => line.replaceAll("QMfixture", NONCE));
 const mark = (label: string) => `${NONCE} mark ${label}`;
-const CRAFTED: Record<string, string[]> = {
-  sysctl: [
-    ...["runtime", "persisted"].map(mark),
-    "/proc/sys/net/ipv4/ip_forward:1",
-    "/proc/sys/net/ipv4/ip_local_port_range:32768\t60999",
-    "/proc/sys/constructor:1",
-    "/etc/sysctl.d/99-local.conf:net.ipv4.ip_forward = 0",
-    "/usr/lib/sysctl.d/50-default.conf:constructor = 2",
-    "/etc/sysctl.conf:# a comment",
-  ],
-  files: [
-    ...["cap 1024", "paths", "stat", "sha256"].map(mark),
-    ...["contents", "unreadable", "missing", "link"].flatMap((kind) =>
-      ["/etc/a", "/etc/constructor", "/etc/l"].map((p) => mark(`${kind} ${p}`)),
-    ),
-    "/etc/a",
-    "/etc/l",
-    "/etc/constructor",
-    "12\t644\troot\t0\troot\t0\tregular file\t/etc/a",
-    "12\t777\troot\t0\troot\t0\tsymbolic link\t/etc/l",
-    "5\t644\troot\t0\troot\t0\tregular file\t/etc/constructor",
-    "5\t755\troot\t0\troot\t0\tdirectory\t/etc/gone",
-    `${HASH}  /etc/constructor`,
-    "stat: cannot statx '/etc/gone': No such file or directory",
-  ],
-  systemd: [
-    mark("cap 1024"),
-    ...["unit", "unit-file", "dropin", "unreadable", "active"].map((kind) =>
-      mark(`${kind} a.service`),
-    ),
-    mark("active-unknown"),
-    "file /etc/systemd/system/a.service",
-    "wanted-by /etc/systemd/system/multi-user.target.wants/a.service",
-    "masked",
-    "toString.conf",
-    "__proto__.conf",
-    "LoadState=loaded",
-    "ActiveState=active",
-    "SubState=running",
-    "",
-  ],
-};
 const FRAMING = [
   `${NONCE} unknown no such thing`,
   `${NONCE} end x`,
@@ -117,8 +47,8 @@ const latin1 = fc.string({
  * A section's text for `domain`: its own kind of lines, some mutated, some junk, sometimes cut or
  * repeated.
  */
-function sectionText(domain: string) {
-  const own = [...new Set([...fixtureLines(domain), ...(CRAFTED[domain] ?? [])])];
+function sectionText({ domain, sample }: Sampled) {
+  const own = [...new Set([...fixtureLines(domain.name), ...(sample.fuzzLines?.(mark) ?? [])])];
   // A realistic line with one word swapped for a prototype name, a random string or nothing.
   const mutated = fc
     .tuple(
@@ -156,8 +86,8 @@ function onlyProbeErrors<T>(fn: () => T): T | undefined {
   }
 }
 
-function checkFindings(domain: AnyDomain, live: unknown): void {
-  const findings = domain.compare(domain.schema.parse(DECLARED[domain.name]), live);
+function checkFindings({ domain, sample }: Sampled, live: unknown): void {
+  const findings = domain.compare(domain.schema.parse(sample.declared), live);
   for (const f of findings) {
     assert.equal(typeof f.key, "string");
     assert.ok(
@@ -170,12 +100,13 @@ function checkFindings(domain: AnyDomain, live: unknown): void {
 }
 
 describe("fuzzed probe output", () => {
-  for (const domain of DOMAINS) {
+  for (const sampled of SAMPLES) {
+    const { domain } = sampled;
     it(`${domain.name}: parse throws only ProbeParseError, compare never throws and finds JSON`, () => {
       fc.assert(
-        fc.property(sectionText(domain.name), (text) => {
+        fc.property(sectionText(sampled), (text) => {
           const live = onlyProbeErrors(() => domain.parse(text, parseContext(NONCE)));
-          if (live !== undefined) checkFindings(domain, live);
+          if (live !== undefined) checkFindings(sampled, live);
         }),
         { numRuns: 500 },
       );
@@ -185,7 +116,7 @@ describe("fuzzed probe output", () => {
   it("whole outputs: framing throws only ProbeParseError", () => {
     const section = fc.tuple(
       fc.constantFrom(...DOMAINS.map((d) => d.name), "maintenance", ...PROTO),
-      sectionText("ports"),
+      sectionText(SAMPLES.find((s) => s.domain.name === "ports")!),
     );
     fc.assert(
       fc.property(fc.array(section, { maxLength: 6 }), fc.boolean(), (sections, done) => {

@@ -1,8 +1,10 @@
 import assert from "node:assert/strict";
-import { readdirSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { test } from "node:test";
 import { DOMAIN_NAMES } from "../../../src/domains/domain.js";
 import { DOMAINS } from "../../../src/domains/registry.js";
+import { sampleOf } from "../../support/samples.js";
 
 const domainsDir = new URL("../../../src/domains/", import.meta.url);
 const folders = readdirSync(domainsDir, { withFileTypes: true })
@@ -32,4 +34,35 @@ test("each folder's index.ts exports the registered domain of its own name", asy
       `src/domains/${folder}/index.ts does not export the domain named ${folder}`,
     );
   }
+});
+
+test("each registered domain has a sample beside it, typed by its domain", async () => {
+  for (const domain of DOMAINS) {
+    const file = `src/domains/${domain.name}/sample.ts`;
+    const text = await readFile(new URL(`${domain.name}/sample.ts`, domainsDir), "utf8").catch(
+      () => "",
+    );
+    // The type is what makes the compiler check the sample against the domain's declaration.
+    assert.match(
+      text,
+      /^export const sample: DomainSample<typeof \w+> = /m,
+      `${file} must export \`sample: DomainSample<typeof <its domain>>\` (docs/adding-a-domain.md)`,
+    );
+    assert.ok(await sampleOf(domain));
+  }
+});
+
+test("docs/adding-a-domain.md lists the files a domain adds, each of them existing", async () => {
+  const doc = await readFile(new URL("../../../docs/adding-a-domain.md", import.meta.url), "utf8");
+  const table = doc.split("## Files to add or change")[1]!.split("\n## ")[0]!;
+  const files = [...table.matchAll(/^\| `([^`]+)`/gm)].map((m) => m[1]!);
+  assert.ok(files.includes("src/domains/<name>/sample.ts"), files.join(", "));
+  for (const name of folders)
+    for (const file of files.filter((f) => f.startsWith("src/domains/<name>/")))
+      assert.ok(
+        existsSync(new URL(`../../../${file.replace("<name>", name)}`, import.meta.url)),
+        `${file} for ${name}`,
+      );
+  for (const file of files.filter((f) => !f.includes("<name>") && !f.includes("*")))
+    assert.ok(existsSync(new URL(`../../../${file}`, import.meta.url)), file);
 });

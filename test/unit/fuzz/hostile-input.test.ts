@@ -16,7 +16,10 @@ import type { Ticket } from "../../../src/manifest/tickets.js";
 import { ticketYaml } from "../../../src/propose/ticket.js";
 import { stringifyPortable } from "../../../src/text/yaml-scalar.js";
 import { pyyamlLoad } from "../../support/pyyaml.js";
+import { allSamples } from "../../support/samples.js";
 import { removeTree, writeTree } from "../../support/tree.js";
+
+const SAMPLES = await allSamples();
 
 // Fixed seeds: a failure reproduces; fast-check prints the seed and path of a counterexample.
 const RUNS = { seed: 20261130, numRuns: 200 } as const;
@@ -264,33 +267,25 @@ describe("the manifest loader with random manifests", () => {
   const dirs: string[] = [];
   after(() => Promise.all(dirs.map(removeTree)));
 
+  // The spec's own keys, each domain's place and the keys its sample declares.
+  const keysIn = (value: unknown): string[] =>
+    Array.isArray(value)
+      ? value.flatMap(keysIn)
+      : value !== null && typeof value === "object"
+        ? Object.entries(value).flatMap(([k, v]) => [k, ...keysIn(v)])
+        : [];
   const VOCABULARY = [
-    "host",
-    "groups",
-    "ssh",
-    "system",
-    "files",
-    "packages",
-    "networking",
-    "systemd",
-    "storage",
-    "policy",
-    "ignore",
-    "audit",
-    "__proto__",
-    "constructor",
-    "kernel_version",
-    "sysctl_parameters",
-    "kernel_modules",
-    "installed_manifest",
-    "path",
-    "contents",
-    "sha256",
-    "absent",
-    "mode",
-    "loaded",
-    "units",
-    "name",
+    ...new Set([
+      "host",
+      "groups",
+      "ssh",
+      "policy",
+      "ignore",
+      "audit",
+      "__proto__",
+      "constructor",
+      ...SAMPLES.flatMap(({ domain, sample }) => [...domain.specPath, ...keysIn(sample.declared)]),
+    ]),
   ];
   const key = fc.oneof(fc.constantFrom(...VOCABULARY), hostileString);
   const { tree } = fc.letrec((tie) => ({

@@ -1,0 +1,25 @@
+import assert from "node:assert/strict";
+import { PROTOTYPE_NAMES } from "../../../test/support/probe-output.js";
+import type { DomainSample } from "../sample.js";
+import type { kernelModules } from "./index.js";
+
+export const sample: DomainSample<typeof kernelModules> = {
+  declared: { loaded: ["br_netfilter"], absent: ["constructor"] },
+  bench: {
+    declared: { loaded: ["br_netfilter"] },
+    output: (n, { lines }) =>
+      lines(n, (i) => `/proc/modules:m${i} 16384 0 - Live 0x0000000000000000`),
+  },
+  hostile: {
+    section: () =>
+      `${PROTOTYPE_NAMES.map((n) => `/proc/modules:${n} 16384 0 - Live 0x0000000000000000`).join("\n")}\n`,
+    declared: { absent: ["constructor"] },
+    drift: (items) =>
+      assert.deepEqual(
+        items.map((d) => [d.key, d.declared, d.live]),
+        [["constructor", "absent", "loaded"]],
+      ),
+  },
+  // Test hosts share the machine's kernel and its modules: nothing to inject per host.
+  fleet: null,
+};

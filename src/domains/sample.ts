@@ -1,0 +1,67 @@
+// What the tests that run every domain at once need from each domain: its `sample.ts` exports
+// `sample`, typed `DomainSample<typeof theDomain>`. Samples are test material kept beside the
+// domain so adding a domain touches no table elsewhere; only tests and benchmarks import them
+// (through test/support/samples.ts), never the CLI, so they are not bundled.
+import type { HostDefinition } from "../../test/support/hosts.js";
+import type { Domain } from "./domain.js";
+
+/** The declaration type of a domain object. */
+export type DeclaredOf<D> = D extends Domain<infer Declared, infer _Live> ? Declared : never;
+
+/** One drift item of a report, as the prototype-name and fleet tests compare them. */
+export interface SampleDrift {
+  key: string;
+  declared: unknown;
+  live: unknown;
+}
+
+/** Helpers for writing a benchmark's section. */
+export interface BenchText {
+  /** A marker line (without its newline). */
+  mark(label: string): string;
+  /** `n` lines, each `line(i)` and a newline. */
+  lines(n: number, line: (i: number) => string): string;
+}
+
+export interface DomainSample<D> {
+  /**
+   * A valid declaration, with a prototype name (`constructor`, `toString`) wherever the manifest
+   * may hold one: test/unit/domains/fuzz.test.ts compares everything `parse` returns against it.
+   */
+  declared: DeclaredOf<D>;
+  /**
+   * Probe output lines no fixture under test/fixtures/<name>/ covers, mixed and mutated by the fuzz
+   * test; `mark(label)` is a marker line.
+   */
+  fuzzLines?: (mark: (label: string) => string) => string[];
+  /** bench/parse-linearity.ts: the output shape that costs the parser most per entry. */
+  bench: {
+    declared: DeclaredOf<D>;
+    /** The section at `n` entries. */
+    output(n: number, text: BenchText): string;
+  };
+  /** test/unit/audit/prototype-names.test.ts: a host naming things after Object.prototype's members. */
+  hostile: {
+    /**
+     * The section, with PROTOTYPE_NAMES (test/support/probe-output.ts) wherever the host names
+     * something.
+     */
+    section(nonce: string): string;
+    declared: DeclaredOf<D>;
+    /** Asserts the drift found (every item of this domain, in report order). */
+    drift(items: SampleDrift[]): void;
+  };
+  /**
+   * test/e2e/fleet.test.ts: a real ssh test host `<name>-01` with one injected drift, or null where
+   * a fleet host cannot hold the state (systemd needs its own test, io_scheduler shares the
+   * machine's block devices). The fleet's declaration is a clean host's snapshot.
+   */
+  fleet: {
+    /** The test host's state (test/support/hosts.ts), name aside. */
+    host: Omit<HostDefinition, "name">;
+    /** The node's own declaration, when the snapshot's is not the one to drift from. */
+    declared?: DeclaredOf<D>;
+    /** Asserts the drift found; `gateway` is the fleet's bridge address. */
+    drift(items: SampleDrift[], fleet: { gateway: string }): void | Promise<void>;
+  } | null;
+}

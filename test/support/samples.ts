@@ -1,0 +1,45 @@
+// Each registered domain's test sample (src/domains/<name>/sample.ts, typed by src/domains/sample.ts),
+// loaded by the tests and benchmarks that run every domain at once. A domain without one fails
+// test/unit/domains/registry.test.ts and every table below.
+import type { AnyDomain } from "../../src/domains/domain.js";
+import { DOMAINS } from "../../src/domains/registry.js";
+import type { DomainSample } from "../../src/domains/sample.js";
+
+export interface Sampled {
+  domain: AnyDomain;
+  sample: DomainSample<AnyDomain>;
+}
+
+/** The sample of one domain; throws naming the file when it is missing or exports no `sample`. */
+export async function sampleOf(domain: AnyDomain): Promise<DomainSample<AnyDomain>> {
+  const file = new URL(`../../src/domains/${domain.name}/sample.ts`, import.meta.url);
+  const module = (await import(file.href).catch((error: unknown) => {
+    throw new Error(`src/domains/${domain.name}/sample.ts: ${(error as Error).message}`, {
+      cause: error,
+    });
+  })) as { sample?: DomainSample<AnyDomain> };
+  if (!module.sample) throw new Error(`src/domains/${domain.name}/sample.ts exports no sample`);
+  return module.sample;
+}
+
+/** Every registered domain with its sample, in registry order. */
+export const allSamples = (): Promise<Sampled[]> =>
+  Promise.all(DOMAINS.map(async (domain) => ({ domain, sample: await sampleOf(domain) })));
+
+/**
+ * A node spec holding each given domain's declaration at the domain's `specPath`; a domain whose
+ * declaration is undefined is left out.
+ */
+export function specOf(
+  declarations: readonly (readonly [AnyDomain, unknown])[],
+): Record<string, unknown> {
+  const spec: Record<string, unknown> = {};
+  for (const [domain, declared] of declarations) {
+    if (declared === undefined) continue;
+    let level = spec;
+    for (const part of domain.specPath.slice(0, -1))
+      level = (level[part] ??= {}) as Record<string, unknown>;
+    level[domain.specPath.at(-1)!] = declared;
+  }
+  return spec;
+}
