@@ -7,44 +7,30 @@ import type { Ticket } from "../manifest/tickets.js";
 import type { DriftItem } from "../report/schema.js";
 import { expiryTime, findExpiredWaiver, findWaiver } from "./waivers.js";
 
+/** 16 hex digits of the SHA-256 of the parts' JSON: how drift is named in reports, tickets and PRs. */
+function digest(parts: readonly unknown[]): string {
+  return createHash("sha256").update(JSON.stringify(parts)).digest("hex").slice(0, 16);
+}
+
 /**
- * The same drift on any node: (domain, key, declared, live). Identical drift on many nodes is one
- * PR.
+ * The same drift on any node: (domain, key, declared, live); identical drift on many nodes is one
+ * PR. With `node`, that node's drift (the report's fingerprint): how re-runs recognise the same
+ * drift.
  */
 export function driftSignature(
   domain: string,
   key: string,
   declared: JsonValue,
   live: JsonValue,
+  node?: string,
 ): string {
-  return createHash("sha256")
-    .update(JSON.stringify([domain, key, declared, live]))
-    .digest("hex")
-    .slice(0, 16);
+  const drift = [domain, key, declared, live];
+  return digest(node === undefined ? drift : [node, ...drift]);
 }
 
 /** Several items of one set drifting together (listeners, routes): one signature for them all. */
 export const setSignature = (signatures: readonly string[]): string =>
-  createHash("sha256")
-    .update(JSON.stringify([...signatures].sort()))
-    .digest("hex")
-    .slice(0, 16);
-
-/**
- * Stable for the same (node, domain, key, declared, live): how re-runs recognise the same drift.
- */
-export function fingerprint(
-  node: string,
-  domain: string,
-  key: string,
-  declared: JsonValue,
-  live: JsonValue,
-): string {
-  return createHash("sha256")
-    .update(JSON.stringify([node, domain, key, declared, live]))
-    .digest("hex")
-    .slice(0, 16);
-}
+  digest([...signatures].sort());
 
 /**
  * Whether a ticket names drift with this signature: its own, or one of its items' (a set's several
@@ -84,7 +70,13 @@ export function toDriftItems(
       declared: finding.declared,
       live: finding.live,
       severity: policy.severity ?? domain.severity,
-      fingerprint: fingerprint(node.name, domain.name, finding.key, finding.declared, finding.live),
+      fingerprint: driftSignature(
+        domain.name,
+        finding.key,
+        finding.declared,
+        finding.live,
+        node.name,
+      ),
       source: { file: origin.file, line: origin.line },
       remediation: domain.remediation,
       onDrift: policy.on_drift ?? domain.onDrift,

@@ -1,25 +1,37 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { parseShard, shardOf } from "../../../src/audit/fleet.js";
-import { driftSignature, fingerprint } from "../../../src/drift/drift.js";
+import { driftSignature, setSignature } from "../../../src/drift/drift.js";
 import { findWaiver, waiverExpired } from "../../../src/drift/waivers.js";
 import { Waiver } from "../../../src/manifest/schema.js";
 
 describe("fingerprints and signatures", () => {
   it("are stable for the same (node, domain, key, declared, live) and change with any of them", () => {
-    const base = fingerprint("web-01", "sysctl", "vm.swappiness", "10", "60");
+    const base = driftSignature("sysctl", "vm.swappiness", "10", "60", "web-01");
     assert.match(base, /^[0-9a-f]{16}$/);
-    assert.equal(fingerprint("web-01", "sysctl", "vm.swappiness", "10", "60"), base);
+    assert.equal(driftSignature("sysctl", "vm.swappiness", "10", "60", "web-01"), base);
     for (const other of [
-      fingerprint("web-02", "sysctl", "vm.swappiness", "10", "60"),
-      fingerprint("web-01", "sysctl", "vm.swappiness", "10", "61"),
-      fingerprint("web-01", "sysctl", "vm.swappiness", "11", "60"),
+      driftSignature("sysctl", "vm.swappiness", "10", "60", "web-02"),
+      driftSignature("sysctl", "vm.swappiness", "10", "61", "web-01"),
+      driftSignature("sysctl", "vm.swappiness", "11", "60", "web-01"),
     ])
       assert.notEqual(other, base);
     assert.equal(
       driftSignature("sysctl", "vm.swappiness", "10", "60"),
       driftSignature("sysctl", "vm.swappiness", "10", "60"),
     );
+  });
+
+  it("are the values stored in tickets, PR markers and reports", () => {
+    assert.equal(
+      driftSignature("sysctl", "vm.swappiness", "10", "60", "web-01"),
+      "10f59e3b73f85df3",
+    );
+    assert.equal(driftSignature("sysctl", "vm.swappiness", "10", "60"), "d61c6357cb9c6d57");
+    const declared = { mode: "0644", x: [1, null] };
+    assert.equal(driftSignature("files", "/etc/a", declared, null, "web-01"), "e3ff27313e391386");
+    assert.equal(driftSignature("files", "/etc/a", declared, null), "2d474f143ef487bb");
+    assert.equal(setSignature(["b", "a"]), "0473ef2dc0d324ab");
   });
 });
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { fingerprint } from "../../../src/drift/drift.js";
+import { driftSignature } from "../../../src/drift/drift.js";
 import type { DriftItem } from "../../../src/report/schema.js";
 import { DriftLedger } from "../../../src/watch/ledger.js";
 
@@ -15,7 +15,7 @@ const item = (
   declared: "want",
   live,
   severity: "high",
-  fingerprint: fingerprint("web-01", domain, key, "want", live),
+  fingerprint: driftSignature(domain, key, "want", live, "web-01"),
   source: { file: "nodes/web-01.yaml", line: 1 },
   remediation: "",
   onDrift: "accept",
