@@ -76,8 +76,11 @@ export function parseKeepingProtoKeys(
     if (!isObject(value)) return;
     if (!Array.isArray(value) && Object.hasOwn(value, "__proto__"))
       issues.push(...keepProtoKey(schema, value, [...path], output));
-    for (const [key, inner] of Object.entries(value)) {
-      path.push(Array.isArray(value) ? Number(key) : key);
+    const array = Array.isArray(value);
+    for (const key of Object.keys(value)) {
+      const inner = value[key];
+      if (!isObject(inner)) continue;
+      path.push(array ? Number(key) : key);
       walk(inner);
       path.pop();
     }
