@@ -189,6 +189,12 @@ export function readSection(
   return { live, partly: partlyUnknown(live) };
 }
 
+/** Why the probed node is in maintenance (its marker, a package manager's lock); undefined if not. */
+export function readMaintenance(probe: ProbeResult, parse: ParseContext): string | undefined {
+  const section = probe.sections.get("maintenance");
+  return section && parseMaintenance(section.output, parse.parts(section.output));
+}
+
 /** Any failure probing or parsing a node, as that node's error (status and message). */
 export function nodeFailure(node: string, error: unknown): NodeAuditError {
   if (error instanceof NodeAuditError) return error;
@@ -228,9 +234,7 @@ export async function auditNode(
     result.probeBytes = probe.probeBytes;
     if (probe.tries !== undefined) result.tries = probe.tries;
     const parse = parseContext(probe.nonce);
-    const maintenance = probe.sections.get("maintenance");
-    const reason =
-      maintenance && parseMaintenance(maintenance.output, parse.parts(maintenance.output));
+    const reason = readMaintenance(probe, parse);
     if (reason) {
       result.status = "maintenance";
       result.error = reason;

@@ -20,7 +20,7 @@ import {
 import { locate, type ManifestReader, type ParsedFile } from "./read.js";
 import { FLEET_SETTINGS } from "./schema.js";
 import { nearest } from "./suggest.js";
-import { keysAt } from "./zod-shape.js";
+import { keysAt, parseKeepingProtoKeys } from "./zod-shape.js";
 
 /**
  * Where a value was declared: the file (as the repository names it), line, column and YAML path.
@@ -137,7 +137,7 @@ export function toLayer(
     listsAsMaps(raw, { listFormPaths: MANIFEST_LISTS.listFormPaths, keyedLists: [] });
   const deletions = takeDeletions(raw, []);
 
-  const result = schema.safeParse(raw);
+  const result = parseKeepingProtoKeys(schema, raw);
   if (!result.success) {
     for (const issue of result.error.issues)
       reader.errors.push(locateIssue(parsed, origins, schema, issue));

@@ -6,7 +6,7 @@ import { ManifestError, ManifestErrors } from "../errors.js";
 import { locateIssue, toLayer, type Layer } from "./layer.js";
 import { pathKey } from "./lists.js";
 import { LayerMerger, mergeLayers } from "./merge.js";
-import { listYaml, ManifestReader, notRegular } from "./read.js";
+import { listYaml, ManifestReader, notRegular, type FoundFile } from "./read.js";
 import {
   FLEET_SETTINGS,
   FleetSpec,
@@ -74,6 +74,31 @@ function nodeSpec(effective: Record<string, unknown>): NodeSpec {
  * Reads and validates the whole manifest tree. Throws ManifestErrors listing every problem found.
  */
 export async function loadFleet(dir: string, options: LoadOptions = {}): Promise<Fleet> {
+  const { abs, reader, linked, list } = await openTree(dir, options);
+  const fleet = await readFleetFile(reader, path.join(abs, "fleet.yaml"));
+  const groups = new Groups(reader, await list("groups"));
+  const nodes = await readNodes(reader, fleet.layer, groups, await list("nodes"), options);
+  // Groups nobody uses are still validated: a broken group must not wait for its first node.
+  for (const name of groups.files.keys()) await groups.load(name);
+  const tickets = await readTickets(reader, await list("remediations"));
+  const knownHosts = linked.has("known_hosts")
+    ? undefined
+    : await reader.readText(path.join(abs, "known_hosts"));
+  if (reader.errors.length) throw new ManifestErrors(reader.errors);
+  return {
+    dir: abs,
+    settings: fleet.settings,
+    nodes,
+    tickets,
+    ...(knownHosts !== undefined && { knownHosts }),
+  };
+}
+
+/**
+ * The tree's directory, its reader, and its folders' YAML files: a linked folder or known_hosts is
+ * refused like a linked file, and not read.
+ */
+async function openTree(dir: string, options: LoadOptions) {
   const abs = path.resolve(dir);
   const dirStat = await stat(abs).catch(() => undefined);
   if (!dirStat?.isDirectory())
@@ -86,65 +111,76 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
     abs,
     options.displayPrefix ?? (path.relative(process.cwd(), abs) || "."),
   );
-
-  // A linked folder or known_hosts is refused like a linked file, and not read.
   const linked = new Set<string>();
   for (const entry of ["groups", "nodes", "remediations", "known_hosts"]) {
     if (await reader.refuseLink(path.join(abs, entry))) linked.add(entry);
   }
   const list = (entry: string) =>
     linked.has(entry) ? Promise.resolve([]) : listYaml(path.join(abs, entry));
+  return { abs, reader, linked, list };
+}
 
-  const fleetFile = path.join(abs, "fleet.yaml");
-  let fleetLayer: Layer | undefined;
-  let settings: Fleet["settings"] = {};
-  if (await lstat(fleetFile).catch(() => undefined)) {
-    const parsed = reader.parse(await reader.read({ abs: fleetFile, link: true }));
-    if (parsed) {
-      const { layer, settings: s } = toLayer(reader, parsed, FleetSpec);
-      fleetLayer = layer;
-      settings = s ?? {};
-      // A waiver that can waive nothing is a typo that would let drift through unwaived.
-      for (const problem of waiverProblems(settings.ignore ?? [])) {
-        const origin = layer?.origins.get(pathKey(["ignore", problem.index, problem.field]));
-        reader.errors.push(
-          new ManifestError(
-            problem.message,
-            { file: parsed.file, line: origin?.line, col: origin?.col },
-            problem.hint,
-          ),
-        );
-      }
-    }
+/** fleet.yaml, when there is one: its layer and the fleet-wide settings, waivers checked. */
+async function readFleetFile(
+  reader: ManifestReader,
+  fleetFile: string,
+): Promise<{ layer?: Layer; settings: Fleet["settings"] }> {
+  if (!(await lstat(fleetFile).catch(() => undefined))) return { settings: {} };
+  const parsed = reader.parse(await reader.read({ abs: fleetFile, link: true }));
+  if (!parsed) return { settings: {} };
+  const { layer, settings: s } = toLayer(reader, parsed, FleetSpec);
+  const settings: Fleet["settings"] = s ?? {};
+  // A waiver that can waive nothing is a typo that would let drift through unwaived.
+  for (const problem of waiverProblems(settings.ignore ?? [])) {
+    const origin = layer?.origins.get(pathKey(["ignore", problem.index, problem.field]));
+    reader.errors.push(
+      new ManifestError(
+        problem.message,
+        { file: parsed.file, line: origin?.line, col: origin?.col },
+        problem.hint,
+      ),
+    );
+  }
+  return { ...(layer && { layer }), settings };
+}
+
+/** groups/: each file read and validated once, when first used. */
+class Groups {
+  readonly files: Map<string, FoundFile>;
+  private readonly cache = new Map<string, { layer?: Layer }>();
+
+  constructor(
+    private readonly reader: ManifestReader,
+    found: FoundFile[],
+  ) {
+    this.files = new Map(found.map((f) => [baseName(f.abs), f]));
   }
 
-  const groupFiles = new Map((await list("groups")).map((f) => [baseName(f.abs), f]));
-  const groupCache = new Map<string, { layer?: Layer }>();
-  const loadGroup = async (name: string) => {
-    let group = groupCache.get(name);
+  async load(name: string): Promise<{ layer?: Layer }> {
+    let group = this.cache.get(name);
     if (!group) {
-      const parsed = reader.parse(await reader.read(groupFiles.get(name)!));
-      group = parsed ? toLayer(reader, parsed, GroupSpec) : {};
-      groupCache.set(name, group);
+      const parsed = this.reader.parse(await this.reader.read(this.files.get(name)!));
+      group = parsed ? toLayer(this.reader, parsed, GroupSpec) : {};
+      this.cache.set(name, group);
     }
     return group;
-  };
+  }
+
+  /** The layer of a group already loaded (none when it did not validate). */
+  layer(name: string): Layer | undefined {
+    return this.cache.get(name)?.layer;
+  }
 
   /** Groups in application order: a group's own groups first; each once. */
-  const expandGroups = async (
-    names: unknown,
-    from: Layer,
-    stack: string[],
-    out: string[],
-  ): Promise<void> => {
+  async expand(names: unknown, from: Layer, stack: string[], out: string[]): Promise<void> {
     if (!Array.isArray(names)) return;
     for (const [i, name] of names.entries()) {
       if (typeof name !== "string") continue;
       const origin = from.origins.get(pathKey(["groups", i]));
       const loc = { file: from.file, line: origin?.line, col: origin?.col };
-      if (!groupFiles.has(name)) {
-        const suggestion = nearest(name, [...groupFiles.keys()]);
-        reader.errors.push(
+      if (!this.files.has(name)) {
+        const suggestion = nearest(name, [...this.files.keys()]);
+        this.reader.errors.push(
           new ManifestError(
             `unknown group "${name}" (no groups/${name}.yaml)`,
             loc,
@@ -154,23 +190,29 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
         continue;
       }
       if (stack.includes(name)) {
-        reader.errors.push(
+        this.reader.errors.push(
           new ManifestError(`group include cycle: ${[...stack, name].join(" -> ")}`, loc),
         );
         continue;
       }
       if (out.includes(name)) continue;
-      const group = await loadGroup(name);
+      const group = await this.load(name);
       if (!group.layer) continue;
-      await expandGroups(group.layer.value.groups, group.layer, [...stack, name], out);
+      await this.expand(group.layer.value.groups, group.layer, [...stack, name], out);
       out.push(name);
     }
-  };
+  }
+}
 
+/**
+ * The node files with the name each gives its node, the problem with that name (unsafe, or a
+ * duplicate), and whether to read it (`options.only`).
+ */
+function nodeFileList(reader: ManifestReader, found: FoundFile[], options: LoadOptions) {
   const seen = new Map<string, string>();
-  const nodeFiles = (await list("nodes")).map((found) => {
-    const name = baseName(found.abs);
-    const display = reader.display(found.abs);
+  return found.map((file) => {
+    const name = baseName(file.abs);
+    const display = reader.display(file.abs);
     const problem = !NodeName.safeParse(name).success
       ? new ManifestError(
           `node name "${name}" (from the file name) must start with a letter, digit or _ and hold no whitespace, control characters or option syntax`,
@@ -182,23 +224,32 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
           })
         : undefined;
     if (!problem) seen.set(name, display);
-    return { found, name, problem, read: !problem && (options.only?.(name) ?? true) };
+    return { file, name, problem, read: !problem && (options.only?.(name) ?? true) };
   });
+}
 
+/** Each node file read, validated and merged over fleet.yaml and its groups. */
+async function readNodes(
+  reader: ManifestReader,
+  fleetLayer: Layer | undefined,
+  groups: Groups,
+  found: FoundFile[],
+  options: LoadOptions,
+): Promise<LoadedNode[]> {
   const merger = new LayerMerger();
   const nodes: LoadedNode[] = [];
-  for (const { found, name, problem, read } of nodeFiles) {
+  for (const { file, name, problem, read } of nodeFileList(reader, found, options)) {
     if (problem) reader.errors.push(problem);
     if (!read) continue;
-    const parsed = reader.parse(await reader.read(found));
+    const parsed = reader.parse(await reader.read(file));
     if (!parsed) continue;
     const { layer } = toLayer(reader, parsed, NodeSpec);
     if (!layer) continue;
-    const groups: string[] = [];
-    await expandGroups(layer.value.groups, layer, [], groups);
+    const names: string[] = [];
+    await groups.expand(layer.value.groups, layer, [], names);
     const base = [
       ...(fleetLayer ? [fleetLayer] : []),
-      ...groups.flatMap((g) => groupCache.get(g)?.layer ?? []),
+      ...names.flatMap((g) => groups.layer(g) ?? []),
     ];
     const merged = merger.merge(name, base, layer);
     if (merged.errors) {
@@ -211,16 +262,18 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
       host: hostOf(layer, name),
       file: layer.file,
       layers: [...base, layer],
-      groups,
+      groups: names,
       spec,
       ssh: spec.ssh ?? {},
     });
   }
-  // Groups nobody uses are still validated: a broken group must not wait for its first node.
-  for (const name of groupFiles.keys()) await loadGroup(name);
+  return nodes;
+}
 
+/** remediations/: the tickets, each validated. */
+async function readTickets(reader: ManifestReader, found: FoundFile[]): Promise<Fleet["tickets"]> {
   const tickets: Fleet["tickets"] = [];
-  for (const ticketFile of await list("remediations")) {
+  for (const ticketFile of found) {
     const parsed = reader.parse(await reader.read(ticketFile));
     if (!parsed) continue;
     const data = reader.toJS(parsed);
@@ -233,12 +286,7 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
     }
     tickets.push({ ticket: result.data, file: parsed.file });
   }
-
-  const knownHosts = linked.has("known_hosts")
-    ? undefined
-    : await reader.readText(path.join(abs, "known_hosts"));
-  if (reader.errors.length) throw new ManifestErrors(reader.errors);
-  return { dir: abs, settings, nodes, tickets, ...(knownHosts !== undefined && { knownHosts }) };
+  return tickets;
 }
 
 /**

@@ -31,7 +31,8 @@ export function schemaAt(schema: z.ZodType, path: readonly PropertyKey[]): z.Zod
   for (const part of path) {
     if (!current) return undefined;
     const d = def(current);
-    if (d.shape) current = d.shape[String(part)];
+    // Own fields only: `__proto__` names no field.
+    if (d.shape) current = Object.hasOwn(d.shape, part) ? d.shape[String(part)] : undefined;
     else if (d.element) current = d.element;
     else if (d.valueType) current = d.valueType;
     else if (d.options) current = d.options.map((o) => schemaAt(o, [part])).find(Boolean);
@@ -49,4 +50,80 @@ export function keysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[
   if (d.shape) return Object.keys(d.shape);
   const keyType = d.keyType && (unwrap(d.keyType) as unknown as { options?: unknown[] });
   return Array.isArray(keyType?.options) ? keyType.options.map(String) : [];
+}
+
+type Issue = z.core.$ZodIssue;
+
+const isObject = (value: unknown): value is Record<PropertyKey, unknown> =>
+  typeof value === "object" && value !== null;
+
+/**
+ * `schema.safeParse(input)`, keeping `__proto__` keys: zod's records skip them (their output is
+ * a plain object an assignment would bend), but in a manifest `__proto__` is a key like any other
+ * (a sysctl, a device, a package), as the merge of layers and accept PRs keep it. Each such key of
+ * a record is checked by the record's key and value schemas and defined as an own key of the
+ * output. (A check on the record as a whole does not see it.)
+ */
+export function parseKeepingProtoKeys(
+  schema: z.ZodType,
+  input: unknown,
+): { success: true; data: unknown } | { success: false; error: { issues: Issue[] } } {
+  const result = schema.safeParse(input);
+  const issues = result.success ? [] : [...result.error.issues];
+  const output = result.success ? result.data : undefined;
+  const path: PropertyKey[] = [];
+  const walk = (value: unknown): void => {
+    if (!isObject(value)) return;
+    if (!Array.isArray(value) && Object.hasOwn(value, "__proto__"))
+      issues.push(...keepProtoKey(schema, value, [...path], output));
+    const array = Array.isArray(value);
+    for (const key of Object.keys(value)) {
+      const inner = value[key];
+      if (!isObject(inner)) continue;
+      path.push(array ? Number(key) : key);
+      walk(inner);
+      path.pop();
+    }
+  };
+  walk(input);
+  return issues.length ? { success: false, error: { issues } } : { success: true, data: output };
+}
+
+/** Checks `record.__proto__` by the schema of the record at `path`; defines it in `output`. */
+function keepProtoKey(
+  schema: z.ZodType,
+  record: Record<PropertyKey, unknown>,
+  path: PropertyKey[],
+  output: unknown,
+): Issue[] {
+  const at = schemaAt(schema, path);
+  const d = at && def(at);
+  // Not a record (an object's fields): zod refuses the key as unknown.
+  if (!d?.valueType || !d.keyType) return [];
+  const keyPath = [...path, "__proto__"];
+  const key = d.keyType.safeParse("__proto__");
+  const value = d.valueType.safeParse(record.__proto__);
+  const issues = [key, value].flatMap((r) =>
+    r.success
+      ? []
+      : r.error.issues.map((issue) => ({ ...issue, path: [...keyPath, ...issue.path] })),
+  );
+  // Own keys only: a `__proto__` on the way that was not kept must not lead to Object.prototype.
+  let target = output;
+  for (const part of path)
+    target = isObject(target) && Object.hasOwn(target, part) ? target[part] : undefined;
+  if (issues.length || !isObject(target)) return issues;
+  // Redefined in the file's order, the kept key in its place.
+  const entries = [...new Set([...Object.keys(record), ...Object.keys(target)])]
+    .filter((k) => k === "__proto__" || Object.hasOwn(target, k))
+    .map((k) => [k, k === "__proto__" ? value.data : target[k]] as const);
+  for (const k of Object.keys(target)) delete target[k];
+  for (const [k, v] of entries)
+    Object.defineProperty(target, k, {
+      value: v,
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  return issues;
 }

@@ -4,6 +4,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { UsageError } from "../errors.js";
 import type { DriftItem } from "../report/schema.js";
+import { exposition, type Labels, type MetricFamily } from "../text/prometheus.js";
 
 export interface WatchStatus {
   node: string;
@@ -21,14 +22,6 @@ export interface WatchStatus {
   watcherErrors: number;
 }
 
-type Labels = Record<string, string>;
-interface Family {
-  name: string;
-  type: "gauge" | "counter";
-  help: string;
-  samples: { labels: Labels; value: number }[];
-}
-
 export function renderWatchMetrics(status: WatchStatus): string {
   const drift = new Map<string, { labels: Labels; value: number }>();
   for (const item of status.drift) {
@@ -38,7 +31,7 @@ export function renderWatchMetrics(status: WatchStatus): string {
     drift.set(key, { labels, value: (drift.get(key)?.value ?? 0) + 1 });
   }
   const one = (value: number) => [{ labels: { node: status.node }, value }];
-  const families: Family[] = [
+  const families: MetricFamily[] = [
     {
       name: "check_duration_seconds",
       type: "gauge",
@@ -82,21 +75,7 @@ export function renderWatchMetrics(status: WatchStatus): string {
       samples: one(status.watcherErrors),
     },
   ];
-  return families.map(formatFamily).join("");
-}
-
-function formatFamily(f: Family): string {
-  const name = `quartermaster_watch_${f.name}`;
-  const lines = [`# HELP ${name} ${f.help}`, `# TYPE ${name} ${f.type}`];
-  const series = f.samples.map((s) => `${name}${formatLabels(s.labels)} ${s.value}`).sort();
-  return `${[...lines, ...series].join("\n")}\n`;
-}
-
-function formatLabels(labels: Labels): string {
-  const pairs = Object.entries(labels).map(
-    ([k, v]) => `${k}="${v.replace(/[\\"\n]/g, (c) => (c === "\n" ? "\\n" : `\\${c}`))}"`,
-  );
-  return pairs.length ? `{${pairs.join(",")}}` : "";
+  return exposition(families.map((f) => ({ ...f, name: `quartermaster_watch_${f.name}` })));
 }
 
 /** 200 while the node matches its manifest; 503 with the reason otherwise. */

@@ -1,11 +1,12 @@
 // The on-node drift monitor (after OpenShift's machine-config drift monitor): file-system events on
 // declared paths and a periodic poll both lead to the same checks `audit` runs, and only changes in
 // the set of drift are reported. It reads; it never writes to the host.
-import { auditNode, runProbe, type AuditSettings } from "../audit/node.js";
-import { parseMaintenance } from "../audit/maintenance.js";
-import { DOMAIN_NAMES, type DomainName } from "../domains/domain.js";
+import { auditNode, readMaintenance, runProbe, type AuditSettings } from "../audit/node.js";
+import { declaredFor, DOMAIN_NAMES, type DomainName } from "../domains/domain.js";
+import { allowingOwnListener, ports, type PortsDeclared } from "../domains/ports/index.js";
 import type { DriftContext } from "../drift/drift.js";
 import type { LoadedNode } from "../manifest/load.js";
+import { replaceAt } from "../manifest/lists.js";
 import { parseContext } from "../probe/script.js";
 import { driftEvent, nodeErrorEvent, type Event } from "../report/events.js";
 import type { DriftItem } from "../report/schema.js";
@@ -39,6 +40,8 @@ export interface MonitorOptions {
   intervalMs: number;
   emit(event: Event): void;
   log(line: string): void;
+  /** The watcher's own listener (its metrics server): never an unauthorized port. */
+  ownListener?: { address: string; port: number };
 }
 
 export class Monitor {
@@ -69,10 +72,14 @@ export class Monitor {
   private manifestError: string | undefined;
   private watcherErrors = 0;
 
+  private manifest: WatchedManifest;
+
   constructor(
-    private manifest: WatchedManifest,
+    manifest: WatchedManifest,
     private readonly options: MonitorOptions,
-  ) {}
+  ) {
+    this.manifest = this.withOwnListener(manifest);
+  }
 
   start(): void {
     this.emitStarted();
@@ -85,7 +92,7 @@ export class Monitor {
   /** A new manifest (SIGHUP): watch its paths and re-validate everything against it. */
   reload(manifest: WatchedManifest): void {
     if (this.stopped) return;
-    this.manifest = manifest;
+    this.manifest = this.withOwnListener(manifest);
     this.generation++;
     this.manifestError = undefined;
     this.options.log(
@@ -135,6 +142,18 @@ export class Monitor {
       paused: this.paused,
       manifestError: this.manifestError,
       watcherErrors: this.watcherErrors,
+    };
+  }
+
+  /** The manifest with the watcher's own listener allowed, where the node declares its ports. */
+  private withOwnListener(manifest: WatchedManifest): WatchedManifest {
+    const own = this.options.ownListener;
+    const declared = declaredFor(ports, manifest.node.spec) as PortsDeclared | undefined;
+    if (!own || !declared) return manifest;
+    const allowed = allowingOwnListener(declared, own);
+    return {
+      ...manifest,
+      node: { ...manifest.node, spec: replaceAt(manifest.node.spec, ports.specPath, allowed) },
     };
   }
 
@@ -282,10 +301,7 @@ export class Monitor {
     let reason: string | undefined;
     try {
       const probe = await runProbe(this.options.transport, [], this.manifest.settings);
-      const section = probe.sections.get("maintenance");
-      reason =
-        section &&
-        parseMaintenance(section.output, parseContext(probe.nonce).parts(section.output));
+      reason = readMaintenance(probe, parseContext(probe.nonce));
     } catch (error) {
       return this.checkFailed(error instanceof Error ? error.message : String(error), "error");
     }

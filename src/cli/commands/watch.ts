@@ -2,7 +2,7 @@ import os from "node:os";
 import type { Server } from "node:http";
 import { fleetAuditSettings, fleetDriftRules } from "./audit.js";
 import { ManifestErrors, UsageError } from "../../errors.js";
-import { loadFleet, loadNodeFile, type LoadedNode } from "../../manifest/load.js";
+import { loadFleet, loadNodeFile } from "../../manifest/load.js";
 import { manifestRevision } from "../../manifest/revision.js";
 import { eventLine } from "../../report/formats/events.js";
 import { visible } from "../../text/escape.js";
@@ -79,19 +79,6 @@ async function loadWatched(config: WatchConfig): Promise<WatchedManifest> {
   };
 }
 
-/** The node, with `item` added to its allow-list of listening ports when it declares one. */
-function allowListener(node: LoadedNode, item: string): LoadedNode {
-  const networking = node.spec.networking as { listening_ports?: string[] } | undefined;
-  if (!networking?.listening_ports) return node;
-  return {
-    ...node,
-    spec: {
-      ...node.spec,
-      networking: { ...networking, listening_ports: [...networking.listening_ports, item] },
-    },
-  };
-}
-
 /** `watch --local`: runs until SIGTERM or SIGINT (exit 0); SIGHUP reloads the manifest. */
 export async function watchCommand(argv: string[]): Promise<number> {
   const config = watchConfig(argv);
@@ -100,7 +87,7 @@ export async function watchCommand(argv: string[]): Promise<number> {
   const log = (line: string) => process.stderr.write(`${visible(line, { multiline: true })}\n`);
   let monitor: Monitor | undefined;
   let server: Server | undefined;
-  let own: string | undefined;
+  let own: { address: string; port: number } | undefined;
   const listen = config["metrics-listen"];
   if (listen) {
     // No await between listening and creating the monitor below, so no request finds it missing.
@@ -108,15 +95,13 @@ export async function watchCommand(argv: string[]): Promise<number> {
       throw new UsageError(`--metrics-listen ${listen}: ${error.message}`);
     });
     server = served.server;
-    own = `tcp/${served.address.port}@${served.address.address}`;
+    own = served.address;
     log(`serving /metrics and /healthz on ${served.address.address}:${served.address.port}`);
   }
-  // The watcher's own metrics listener is never an unauthorized port.
-  const withOwnListener = (manifest: WatchedManifest): WatchedManifest =>
-    own ? { ...manifest, node: allowListener(manifest.node, own) } : manifest;
-  const running = (monitor = new Monitor(withOwnListener(loaded), {
+  const running = (monitor = new Monitor(loaded, {
     transport: localTransport(loaded.node.name),
     intervalMs: config.interval * 1000,
+    ...(own && { ownListener: own }),
     emit: (event) => process.stdout.write(eventLine(event)),
     log,
   }));
@@ -125,7 +110,7 @@ export async function watchCommand(argv: string[]): Promise<number> {
   const reload = () => {
     reloading = reloading.then(async () => {
       try {
-        running.reload(withOwnListener(await loadWatched(config)));
+        running.reload(await loadWatched(config));
       } catch (error) {
         if (!(error instanceof ManifestErrors || error instanceof UsageError)) throw error;
         running.reloadFailed(error.message);

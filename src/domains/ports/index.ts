@@ -74,6 +74,17 @@ const Port = z
 export const PortsDeclared = z.array(Port);
 export type PortsDeclared = z.infer<typeof PortsDeclared>;
 
+/**
+ * The allow-list with a TCP listener of the auditor's own added (`watch`'s metrics server, at the
+ * address it was bound to): it is never an unauthorized port.
+ */
+export function allowingOwnListener(
+  declared: PortsDeclared,
+  own: { address: string; port: number },
+): PortsDeclared {
+  return [...declared, `tcp/${own.port}@${own.address}`];
+}
+
 const LISTENER_LINES = [
   `FILENAME == "${EPHEMERAL_RANGE_FILE}" { print FILENAME ": " $1 " " $2; next }`,
   '$1 == "sl" { print FILENAME ": sl "; next }',

@@ -69,20 +69,46 @@ export function canonicalDst(dst: string): { family?: 4 | 6; dst: string } {
  * express them.
  */
 export function parseRoutes(text: string): RoutesLive {
-  const v4: { dst: bigint; prefix: number; via?: string; dev: string; metric: number }[] = [];
-  const v6: {
-    dst: bigint;
-    prefix: number;
-    via?: string;
-    dev: string;
-    metric: number;
-    flags: number;
-  }[] = [];
-  const local4 = new Set<bigint>();
-  // `dev prefix network` of each address's own prefix route: looked up, never scanned, so parsing
-  // stays linear.
-  const prefixes6 = new Set<string>();
-  let sawRouteHeader = false;
+  const tables = readTables(text);
+  // Without the header, /proc/net/route was not read: an empty table would be a false report.
+  if (!tables.sawRouteHeader)
+    throw new ProbeParseError(SECTION, "no /proc/net/route in the output");
+  return { routes: [...userRoutes4(tables), ...userRoutes6(tables)] };
+}
+
+interface Route4 {
+  dst: bigint;
+  prefix: number;
+  via?: string;
+  dev: string;
+  metric: number;
+}
+
+interface Route6 extends Route4 {
+  flags: number;
+}
+
+/** What the probe output holds, each line read by its file. */
+interface Tables {
+  v4: Route4[];
+  v6: Route6[];
+  local4: Set<bigint>;
+  /**
+   * `dev prefix network` of each address's own prefix route: looked up, never scanned, so parsing
+   * stays linear.
+   */
+  prefixes6: Set<string>;
+  sawRouteHeader: boolean;
+}
+
+function readTables(text: string): Tables {
+  const tables: Tables = {
+    v4: [],
+    v6: [],
+    local4: new Set(),
+    prefixes6: new Set(),
+    sawRouteHeader: false,
+  };
   for (const line of text.split("\n")) {
     if (!line.trim()) continue;
     const colon = line.indexOf(":");
@@ -91,77 +117,91 @@ export function parseRoutes(text: string): RoutesLive {
       .slice(colon + 1)
       .trim()
       .split(/\s+/);
-    if (file === "/proc/net/route") {
-      if (fields[0] === "Iface") {
-        sawRouteHeader = true;
-        continue;
-      }
-      if (
-        fields.length !== 11 ||
-        !fields.slice(1, 4).every(isHex) ||
-        !isHex(fields[7]!) ||
-        !/^\d+$/.test(fields[6]!)
-      )
-        bad(line);
-      const [dev, dstHex, gwHex, flagsHex, , , metric, maskHex] = fields as [
-        string,
-        string,
-        string,
-        string,
-        string,
-        string,
-        string,
-        string,
-      ];
-      const flags = parseInt(flagsHex, 16);
-      if (flags & RTF_REJECT || dev === "*") continue;
-      const mask = addressValue(ipv4FromProcHex(maskHex, SECTION), 4);
-      const prefix = prefixOfMask(mask, line);
-      const route = {
-        dst: addressValue(ipv4FromProcHex(dstHex, SECTION), 4),
-        prefix,
-        dev,
-        metric: Number(metric),
-      };
-      v4.push(flags & RTF_GATEWAY ? { ...route, via: ipv4FromProcHex(gwHex, SECTION) } : route);
-    } else if (file === "/proc/net/ipv6_route") {
-      if (fields.length !== 10 || !fields.slice(0, 9).every(isHex)) bad(line);
-      const [dstHex, lenHex, , , hopHex, metricHex, , , flagsHex, dev] = fields as [
-        string,
-        string,
-        string,
-        string,
-        string,
-        string,
-        string,
-        string,
-        string,
-        string,
-      ];
-      const route = {
-        dst: BigInt(`0x${dstHex}`),
-        prefix: parseInt(lenHex, 16),
-        dev,
-        metric: parseInt(metricHex, 16),
-        flags: parseInt(flagsHex, 16),
-      };
-      if (route.prefix > 128) bad(line);
-      v6.push(
-        route.flags & RTF_GATEWAY ? { ...route, via: ipv6FromProcHex(hopHex, SECTION) } : route,
-      );
-    } else if (file === "/proc/net/if_inet6") {
-      if (fields.length !== 6 || !fields.slice(0, 5).every(isHex)) bad(line);
-      const prefix = parseInt(fields[2]!, 16);
-      if (prefix > 128) bad(line);
-      prefixes6.add(`${fields[5]} ${prefix} ${BigInt(`0x${fields[0]}`) & maskValue(prefix, 6)}`);
-    } else if (file === "local") {
+    if (file === "/proc/net/route") readRoute4(fields, line, tables);
+    else if (file === "/proc/net/ipv6_route") readRoute6(fields, line, tables);
+    else if (file === "/proc/net/if_inet6") readAddress6(fields, line, tables);
+    else if (file === "local") {
       if (!isIPv4(fields[0]!)) bad(line);
-      local4.add(addressValue(fields[0]!, 4));
+      tables.local4.add(addressValue(fields[0]!, 4));
     } else bad(line);
   }
-  // Without the header, /proc/net/route was not read: an empty table would be a false report.
-  if (!sawRouteHeader) throw new ProbeParseError(SECTION, "no /proc/net/route in the output");
+  return tables;
+}
 
+/** A line of /proc/net/route: its header, or a route (reject routes and those without a device left out). */
+function readRoute4(fields: string[], line: string, tables: Tables): void {
+  if (fields[0] === "Iface") {
+    tables.sawRouteHeader = true;
+    return;
+  }
+  if (
+    fields.length !== 11 ||
+    !fields.slice(1, 4).every(isHex) ||
+    !isHex(fields[7]!) ||
+    !/^\d+$/.test(fields[6]!)
+  )
+    bad(line);
+  const [dev, dstHex, gwHex, flagsHex, , , metric, maskHex] = fields as [
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+  ];
+  const flags = parseInt(flagsHex, 16);
+  if (flags & RTF_REJECT || dev === "*") return;
+  const mask = addressValue(ipv4FromProcHex(maskHex, SECTION), 4);
+  const prefix = prefixOfMask(mask, line);
+  const route = {
+    dst: addressValue(ipv4FromProcHex(dstHex, SECTION), 4),
+    prefix,
+    dev,
+    metric: Number(metric),
+  };
+  tables.v4.push(flags & RTF_GATEWAY ? { ...route, via: ipv4FromProcHex(gwHex, SECTION) } : route);
+}
+
+/** A line of /proc/net/ipv6_route. */
+function readRoute6(fields: string[], line: string, tables: Tables): void {
+  if (fields.length !== 10 || !fields.slice(0, 9).every(isHex)) bad(line);
+  const [dstHex, lenHex, , , hopHex, metricHex, , , flagsHex, dev] = fields as [
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+  ];
+  const route = {
+    dst: BigInt(`0x${dstHex}`),
+    prefix: parseInt(lenHex, 16),
+    dev,
+    metric: parseInt(metricHex, 16),
+    flags: parseInt(flagsHex, 16),
+  };
+  if (route.prefix > 128) bad(line);
+  tables.v6.push(
+    route.flags & RTF_GATEWAY ? { ...route, via: ipv6FromProcHex(hopHex, SECTION) } : route,
+  );
+}
+
+/** A line of /proc/net/if_inet6: the address's own prefix route, as the kernel makes it. */
+function readAddress6(fields: string[], line: string, tables: Tables): void {
+  if (fields.length !== 6 || !fields.slice(0, 5).every(isHex)) bad(line);
+  const prefix = parseInt(fields[2]!, 16);
+  if (prefix > 128) bad(line);
+  tables.prefixes6.add(`${fields[5]} ${prefix} ${BigInt(`0x${fields[0]}`) & maskValue(prefix, 6)}`);
+}
+
+/** The IPv4 routes but those the kernel made: without gateway, to a network holding a local address. */
+function userRoutes4({ v4, local4 }: Tables): LiveRoute[] {
   // Each local address masked to every prefix length a route uses (at most 33): a set lookup per
   // route instead of comparing every route with every address.
   const localNetworks = new Set<string>();
@@ -173,6 +213,12 @@ export function parseRoutes(text: string): RoutesLive {
     const kernelMade = !r.via && localNetworks.has(`${r.prefix} ${r.dst}`);
     if (!kernelMade) routes.push(liveRoute(4, r));
   }
+  return routes;
+}
+
+/** The IPv6 routes but those the kernel made (see parseRoutes). */
+function userRoutes6({ v6, prefixes6 }: Tables): LiveRoute[] {
+  const routes: LiveRoute[] = [];
   for (const r of v6) {
     const kernelMade =
       r.dev === "lo" ||
@@ -182,13 +228,10 @@ export function parseRoutes(text: string): RoutesLive {
       (!r.via && prefixes6.has(`${r.dev} ${r.prefix} ${r.dst}`));
     if (!kernelMade) routes.push(liveRoute(6, r));
   }
-  return { routes };
+  return routes;
 }
 
-function liveRoute(
-  family: 4 | 6,
-  r: { dst: bigint; prefix: number; via?: string; dev: string; metric: number },
-): LiveRoute {
+function liveRoute(family: 4 | 6, r: Route4): LiveRoute {
   const route: LiveRoute = {
     family,
     dst: formatDst(addressText(r.dst, family), r.prefix, family),

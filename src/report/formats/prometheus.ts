@@ -1,19 +1,19 @@
 // node_exporter textfile collector format: gauges only, no timestamps (the collector rejects
 // them), families and series sorted so an unchanged fleet writes an identical file.
+import { exposition, formatLabels, type Labels } from "../../text/prometheus.js";
 import { NODE_STATUSES } from "../schema.js";
 import { compareText } from "./common.js";
 import type { Renderer } from "./format.js";
 
-type Labels = Record<string, string>;
-
 interface Family {
   name: string;
+  type: "gauge";
   help: string;
   samples: Map<string, { labels: Labels; value: number }>;
 }
 
 function family(name: string, help: string): Family {
-  return { name: `quartermaster_${name}`, help, samples: new Map() };
+  return { name: `quartermaster_${name}`, type: "gauge", help, samples: new Map() };
 }
 
 // Label order is fixed by each call site, so the serialized labels identify a series.
@@ -82,34 +82,9 @@ export const renderPrometheus: Renderer = (report) => {
 
   // The history's families only when the audit knew the history: a run without one writes as before.
   const history = [age, unaudited].filter((f) => f.samples.size > 0);
-  return [drift, acknowledged, unknown, status, duration, nodes, last, ...history]
-    .sort((a, b) => compareText(a.name, b.name))
-    .map(formatFamily)
-    .join("");
+  return exposition(
+    [drift, acknowledged, unknown, status, duration, nodes, last, ...history]
+      .sort((a, b) => compareText(a.name, b.name))
+      .map((f) => ({ ...f, samples: f.samples.values() })),
+  );
 };
-
-function formatFamily(f: Family): string {
-  const lines = [`# HELP ${f.name} ${escapeHelp(f.help)}`, `# TYPE ${f.name} gauge`];
-  const series = [...f.samples.entries()].sort(([a], [b]) => compareText(a, b));
-  for (const [labels, { value }] of series) lines.push(`${f.name}${labels} ${formatValue(value)}`);
-  return `${lines.join("\n")}\n`;
-}
-
-function formatLabels(labels: Labels): string {
-  const pairs = Object.entries(labels).map(([k, v]) => `${k}="${escapeLabelValue(v)}"`);
-  return pairs.length > 0 ? `{${pairs.join(",")}}` : "";
-}
-
-function escapeLabelValue(value: string): string {
-  return value.replace(/[\\"\n]/g, (c) => (c === "\n" ? "\\n" : `\\${c}`));
-}
-
-function escapeHelp(text: string): string {
-  return text.replace(/[\\\n]/g, (c) => (c === "\n" ? "\\n" : "\\\\"));
-}
-
-function formatValue(value: number): string {
-  if (Number.isNaN(value)) return "NaN";
-  if (!Number.isFinite(value)) return value > 0 ? "+Inf" : "-Inf";
-  return String(value);
-}
