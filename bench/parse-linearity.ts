@@ -6,10 +6,10 @@
 // Run: npx tsx bench/parse-linearity.ts [n]
 import type { AnyDomain } from "../src/domains/domain.js";
 import { DOMAINS } from "../src/domains/registry.js";
-import { unifiedDiff } from "../src/domains/text.js";
+import { unifiedDiff } from "../src/domains/file-text.js";
 import { declaredIn } from "../src/manifest/edit/changes.js";
 import { toLayer } from "../src/manifest/layer.js";
-import { MANIFEST_LISTS } from "../src/manifest/lists.js";
+import { SPEC_LIST_SHAPES } from "../src/manifest/lists.js";
 import { ManifestReader } from "../src/manifest/read.js";
 import { NodeSpec } from "../src/manifest/schema.js";
 import { parseContext, parseProbeOutput } from "../src/probe/script.js";
@@ -126,5 +126,5 @@ row("manifest read", (n) => {
 });
 row("manifest edit", (n) => {
   const text = manifest(n);
-  return () => declaredIn(text, MANIFEST_LISTS);
+  return () => declaredIn(text, SPEC_LIST_SHAPES);
 });

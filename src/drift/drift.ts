@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { AnyDomain, Finding, JsonValue } from "../domains/domain.js";
 import type { LoadedNode } from "../manifest/load.js";
-import { sourceOf } from "../manifest/merge.js";
+import { sourceOf } from "../manifest/merge-layers.js";
 import type { Policy, Waiver } from "../manifest/schema.js";
 import type { Ticket } from "../manifest/tickets.js";
 import type { DriftItem } from "../report/schema.js";

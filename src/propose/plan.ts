@@ -3,7 +3,7 @@ import type { Ticket } from "../manifest/tickets.js";
 import type { Report } from "../report/schema.js";
 import { budget } from "./budget.js";
 import { desiredPulls } from "./desired.js";
-import { manifestLists } from "../manifest/lists.js";
+import { specListShapes } from "../manifest/lists.js";
 import type { Action } from "./proposal.js";
 import type { ExistingPull } from "./pulls.js";
 import { reconcile } from "./reconcile.js";
@@ -43,7 +43,7 @@ export type Covered = (name: string, domain: string) => boolean;
  */
 export function plan(input: PlanInput): Action[] {
   const covered = coveredBy(input.report);
-  const { pulls, waits } = desiredPulls(input, covered, manifestLists());
+  const { pulls, waits } = desiredPulls(input, covered, specListShapes());
   return [
     ...budget(
       reconcile(pulls, input.pulls, covered, new Set(waits.map((w) => w.branch))),

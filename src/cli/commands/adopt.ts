@@ -22,7 +22,6 @@ import { nodeFailure } from "../../audit/node.js";
 import { DOMAINS } from "../../domains/registry.js";
 import { PACKAGES_MODES } from "../../domains/snapshot-options.js";
 import { InputFileError, ManifestErrors, UsageError } from "../../errors.js";
-import type { PlainMap } from "../../manifest/lists.js";
 import { loadFleet, type LoadedNode } from "../../manifest/load.js";
 import { NodeSpec } from "../../manifest/schema.js";
 import { visible } from "../../text/escape.js";
@@ -33,6 +32,7 @@ import { DEFAULT_MANIFESTS, parse, parseWholeNumber } from "../options.js";
 import { Progress } from "../progress.js";
 import { DEFAULT_CONCURRENCY, fleetAuditSettings, sshSessionGates } from "./audit.js";
 import { snapshotSpec } from "./snapshot.js";
+import type { PlainMap } from "../../spec-path.js";
 
 const say = (line: string) => process.stderr.write(`${visible(line)}\n`);
 // Big enough for a 100,000-host inventory; a file past it is not an inventory.

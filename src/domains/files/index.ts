@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { keyedList, type Domain, type Finding } from "../domain.js";
-import { unifiedDiff } from "../text.js";
+import { unifiedDiff } from "../file-text.js";
 import { compareContents, comparedByHash, declaredContents, HASHED } from "./contents.js";
 import { ManifestEditError } from "../../errors.js";
 import {

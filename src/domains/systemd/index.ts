@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { keyedList, type Domain, type Finding, type JsonValue } from "../domain.js";
-import { unifiedDiff, utf8Text } from "../text.js";
+import { unifiedDiff, utf8Text } from "../file-text.js";
 import { ManifestEditError } from "../../errors.js";
 import { LINKED_COMPONENT, PRINT_LINK, linkedValue, type LinkedComponent } from "../no-follow.js";
 import { parseSystemd, type SystemdLive, type UnitLive } from "./parse.js";

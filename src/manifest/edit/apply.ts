@@ -3,9 +3,9 @@
 // Text in, text out: the YAML tree is only used to find where to splice.
 import { isDeepStrictEqual } from "node:util";
 import { isMap, isNode, isScalar, isSeq, Scalar, type YAMLSeq } from "yaml";
-import type { JsonValue, SpecPath } from "../../domains/domain.js";
+import type { JsonValue } from "../../domains/domain.js";
 import { ManifestEditError } from "../../errors.js";
-import { isListFormAt, keyFieldAt, type ManifestLists } from "../lists.js";
+import { isListFormAt, keyFieldAt, type SpecListShapes } from "../lists.js";
 import { declaredIn, intended, isJsonMap, type DeclaredChange } from "./changes.js";
 import { resolve, type Hit } from "./find.js";
 import { TextGeometry } from "./geometry.js";
@@ -22,7 +22,7 @@ import {
   type AnyPair,
   type Collection,
   type YamlNode,
-} from "./nodes.js";
+} from "./yaml-nodes.js";
 import {
   fitsOnALine,
   isSimple,
@@ -35,6 +35,7 @@ import {
   renderKey,
   type Scalarish,
 } from "./render.js";
+import type { SpecPath } from "../../spec-path.js";
 
 /**
  * Applies the changes to one manifest file's text. Only the changed lines differ; the result is
@@ -43,7 +44,7 @@ import {
 export function applyChanges(
   text: string,
   changes: DeclaredChange[],
-  lists: ManifestLists,
+  lists: SpecListShapes,
 ): string {
   const want = intended(text, changes, lists);
   let edited = text;
@@ -65,7 +66,7 @@ class FileEdit extends TextGeometry {
 
   constructor(
     text: string,
-    private readonly lists: ManifestLists,
+    private readonly lists: SpecListShapes,
   ) {
     super(text);
     this.doc = parseYaml(text);

@@ -7,7 +7,7 @@ import {
   waiverWarnings,
 } from "../../../src/drift/waivers.js";
 import { Waiver } from "../../../src/manifest/schema.js";
-import { byNodeName } from "../../../src/report/merge.js";
+import { byNodeName } from "../../../src/report/merge-reports.js";
 
 const zone = process.env.TZ;
 after(() => {

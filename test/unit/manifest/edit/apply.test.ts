@@ -6,9 +6,9 @@ import { parse } from "yaml";
 import { ManifestEditError } from "../../../../src/errors.js";
 import { applyChanges } from "../../../../src/manifest/edit/apply.js";
 import { declaredIn, type DeclaredChange } from "../../../../src/manifest/edit/changes.js";
-import { manifestLists } from "../../../../src/manifest/lists.js";
+import { specListShapes } from "../../../../src/manifest/lists.js";
 
-const LISTS = manifestLists();
+const LISTS = specListShapes();
 
 const sample = (file: string) =>
   readFileSync(new URL(`../../../../fleet-manifests/${file}`, import.meta.url), "utf8");
