@@ -8,7 +8,7 @@
 import { keyedItems, keyedMapsAsLists, SPEC_LIST_SHAPES } from "../manifest/lists.js";
 import { mergeLayers } from "../manifest/merge-layers.js";
 import type { Layer } from "../manifest/layer.js";
-import { childKey, isPlainMap, mapAt, pathKey, replaceAt, type PlainMap } from "../spec-path.js";
+import { childKey, isPlainMap, pathKey, replaceAt, valueAt, type PlainMap } from "../spec-path.js";
 
 export interface NodeSnapshot {
   name: string;
@@ -94,7 +94,7 @@ export function canonical(value: unknown): string {
 function asMaps(spec: PlainMap): PlainMap {
   let out = spec;
   for (const { path, key } of SPEC_LIST_SHAPES.keyedLists) {
-    const list = mapAt(out, path.slice(0, -1))?.[String(path.at(-1))];
+    const list = valueAt(out, path);
     const byKey = Array.isArray(list) ? keyedItems(list, key) : undefined;
     if (byKey) out = replaceAt(out, path, byKey);
   }

@@ -16,7 +16,14 @@ import { locate, type ManifestReader, type ParsedFile } from "./read.js";
 import { FLEET_SETTINGS } from "./schema.js";
 import { nearest } from "./suggest.js";
 import { keysAt } from "./zod-shape.js";
-import { type SpecPath, isPlainMap, childKey, pathKey, type PlainMap } from "../spec-path.js";
+import {
+  childKey,
+  isPlainMap,
+  pathKey,
+  showPath,
+  type PlainMap,
+  type SpecPath,
+} from "../spec-path.js";
 
 /**
  * Where a value was declared: the file (as the repository names it), line, column and YAML path.
@@ -125,12 +132,13 @@ export function toLayer(
   schema: z.ZodType,
 ): { layer?: Layer; settings?: PlainMap } {
   const errorsBefore = reader.errors.length;
-  const raw = reader.toJS(parsed);
-  if (raw === undefined) return {};
+  const read = reader.toJS(parsed);
+  if (read === undefined) return {};
   const origins = originsOf(reader, parsed);
   // The `- net.ipv4.tcp_syncookies = 1` list becomes the map it means.
-  if (isPlainMap(raw))
-    listsAsMaps(raw, { listFormPaths: SPEC_LIST_SHAPES.listFormPaths, keyedLists: [] });
+  const raw = isPlainMap(read)
+    ? listsAsMaps(read, { listFormPaths: SPEC_LIST_SHAPES.listFormPaths, keyedLists: [] })
+    : read;
   const deletions = takeDeletions(raw, []);
 
   const result = schema.safeParse(raw);
@@ -140,24 +148,24 @@ export function toLayer(
     return {};
   }
   if (reader.errors.length > errorsBefore || !isPlainMap(result.data)) return {};
-  const value = result.data;
+  const validated = result.data;
   const settings: PlainMap = {};
   for (const key of FLEET_SETTINGS) {
-    if (key in value) {
-      settings[key] = value[key];
-      delete value[key];
+    if (key in validated) {
+      settings[key] = validated[key];
+      delete validated[key];
     }
   }
   // Lists declared per item (files by path, units by name) become maps, so layers merge per item.
   let duplicates = false;
-  listsAsMaps(
-    value,
+  const value = listsAsMaps(
+    validated,
     { listFormPaths: [], keyedLists: SPEC_LIST_SHAPES.keyedLists },
     (path, key) => {
       const origin = origins.get(pathKey([...path, key]));
       reader.errors.push(
         new ManifestError(
-          `${keyFieldAt(SPEC_LIST_SHAPES, path)} "${key}" is declared twice in ${path.join(".")}`,
+          `${keyFieldAt(SPEC_LIST_SHAPES, path)} "${key}" is declared twice in ${showPath(path)}`,
           { file: parsed.file, line: origin?.line, col: origin?.col },
         ),
       );

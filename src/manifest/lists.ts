@@ -10,6 +10,7 @@ import {
   pathKey,
   replaceAt,
   samePath,
+  valueAt,
   type PlainMap,
   type SpecPath,
 } from "../spec-path.js";
@@ -94,30 +95,28 @@ export function keyedItems(
 }
 
 /**
- * In place, every list at `lists`' paths becomes the map it means: `- name = value` lists, and
- * keyed lists whose items all name themselves (`onDuplicate` hears of a key declared twice; the
- * later item wins).
+ * `model` with every list at `lists`' paths as the map it means: `- name = value` lists, and keyed
+ * lists whose items all name themselves (`onDuplicate` hears of a key declared twice; the later
+ * item wins). Copies only the maps on the way.
  */
 export function listsAsMaps(
   model: PlainMap,
   lists: SpecListShapes,
   onDuplicate?: (path: SpecPath, key: string) => void,
-): void {
+): PlainMap {
+  let result = model;
   for (const path of lists.listFormPaths) {
-    const parent = mapAt(model, path.slice(0, -1));
-    const last = String(path.at(-1));
-    const map = parent && listFormAsMap(parent[last]);
-    if (parent && map) parent[last] = map;
+    const map = listFormAsMap(valueAt(result, path));
+    if (map) result = replaceAt(result, path, map);
   }
   for (const { path, key } of lists.keyedLists) {
-    const parent = mapAt(model, path.slice(0, -1));
-    const last = String(path.at(-1));
-    const list = parent?.[last];
+    const list = valueAt(result, path);
     const byKey = Array.isArray(list)
       ? keyedItems(list, key, (name) => onDuplicate?.(path, name))
       : undefined;
-    if (parent && byKey) parent[last] = byKey;
+    if (byKey) result = replaceAt(result, path, byKey);
   }
+  return result;
 }
 
 /**

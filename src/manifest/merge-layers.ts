@@ -6,6 +6,7 @@
 // them (a fleet-wide package list is held once, not once per node), and only the maps on the
 // path to a change are copied. Effective specs are therefore read-only. Nodes sharing fleet.yaml
 // and the same groups share that part of the merge and its validation: it is done once.
+import { within } from "../domains/domain.js";
 import { DOMAINS } from "../domains/registry.js";
 import { ManifestError } from "../errors.js";
 import type { Layer, Origin } from "./layer.js";
@@ -176,7 +177,7 @@ function contributorPrefix(
 ): (string | number)[] {
   const domain = DOMAINS.find((d) => isPrefix(d.specPath, issuePath));
   if (!domain) return issuePath.filter((p) => typeof p === "string").slice(0, 1);
-  const index = issuePath[domain.specPath.length];
+  const index = within(domain, issuePath)[0];
   const keyField = keyFieldAt(SPEC_LIST_SHAPES, domain.specPath);
   if (keyField === undefined || typeof index !== "number") return [...domain.specPath];
   const list = valueAt(effective, domain.specPath);

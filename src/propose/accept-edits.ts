@@ -1,6 +1,6 @@
 import { append } from "../collections.js";
 import type { AnyDomain, Finding, JsonValue } from "../domains/domain.js";
-import { declaredFor } from "../domains/domain.js";
+import { declaredFor, within } from "../domains/domain.js";
 import { ManifestEditError } from "../errors.js";
 import { applyChanges } from "../manifest/edit/apply.js";
 import { declaredChanges, type DeclaredChange } from "../manifest/edit/changes.js";
@@ -223,7 +223,7 @@ function overrides(
       !inherited.some((layer) => layer.origins.has(pathKey(change.path)))
     )
       return change;
-    if (domain.listKey && change.path.length === domain.specPath.length + 1) {
+    if (domain.listKey && within(domain, change.path).length === 1) {
       throw new ManifestEditError(
         `${change.path.at(-1)} is declared for other nodes too, and a node file cannot remove one item of an inherited list`,
       );

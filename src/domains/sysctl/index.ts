@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { partsByLabel, type Domain, type Finding } from "../domain.js";
+import { partsByLabel, pathIn, type Domain, type Finding } from "../domain.js";
 import {
   normalizeValue,
   parsePersistedSysctl,
@@ -84,7 +84,7 @@ export const sysctl: Domain<SysctlDeclared, SysctlLive> = {
         key: name,
         declared: want,
         live: got,
-        path: [...this.specPath, name],
+        path: pathIn(this, name),
       };
       if (got === null) finding.detail = `${procPath(name)} does not exist on this host`;
       else if (boot !== undefined && boot.value !== got)

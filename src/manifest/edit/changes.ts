@@ -79,8 +79,7 @@ export function declaredIn(text: string, lists: SpecListShapes): JsonMap {
   const raw: unknown = doc.toJS({ maxAliasCount: 100 });
   if (raw === null || raw === undefined) return {};
   if (!isJsonMap(raw)) throw new ManifestEditError("a manifest file must be a YAML map of keys");
-  listsAsMaps(raw, lists);
-  return raw;
+  return listsAsMaps(raw, lists) as JsonMap;
 }
 
 /** What `declaredIn` must say after the changes: the yardstick every edit is checked against. */
@@ -103,12 +102,12 @@ export function intended(
           : structuredClone(change.value);
     model = replaceAt(model, change.path, value) as JsonMap;
   }
-  listsAsMaps(model, lists);
+  model = listsAsMaps(model, lists) as JsonMap;
   // A keyed item written into the file always names itself, even when the change left its key out.
   for (const { path, key } of lists.keyedLists) {
-    const items = mapAt(model, path);
-    for (const [name, item] of Object.entries(items ?? {}))
-      if (items && isJsonMap(item) && !(key in item)) items[name] = { [key]: name, ...item };
+    for (const [name, item] of Object.entries(mapAt(model, path) ?? {}))
+      if (isJsonMap(item) && !(key in item))
+        model = replaceAt(model, [...path, name], { [key]: name, ...item }) as JsonMap;
   }
   return model;
 }

@@ -10,7 +10,7 @@ import {
   type Collection,
   type YamlNode,
 } from "./yaml-nodes.js";
-import type { SpecPath } from "../../spec-path.js";
+import { showPath, type SpecPath } from "../../spec-path.js";
 
 /** Where a spec path landed in the file. */
 export interface Hit {
@@ -74,7 +74,7 @@ export function resolve(doc: Document, lists: SpecListShapes, path: SpecPath): H
     if (!next) break;
     hits.push(next);
     if (next.listFormItem && i < path.length - 1)
-      throw new ManifestEditError(`${path.join(".")}: a "name = value" item holds no fields`, path);
+      throw new ManifestEditError(`${showPath(path)}: a "name = value" item holds no fields`, path);
   }
   return hits;
 }
