@@ -1,8 +1,8 @@
 // The address of a value inside a node spec: map keys from the root, and for a keyed list (files
-// by path, units by name) the item's key, e.g. ["system", "sysctl_parameters", "net.ipv4.ip_forward"]
-// or ["files", "/etc/app.conf", "mode"]. How a path is keyed, shown, compared, read and written is
+// by path, units by name) the item's key, e.g. ["system", "sysctl_parameters", "vm.swappiness"] or
+// ["files", "/etc/app.conf", "mode"]. How a path is keyed, shown, compared, read and written is
 // defined here once, for the manifest loader and writer, the merge of layers, the domains and
-// accept PRs.
+// accept PRs. A leaf: it imports nothing.
 
 /** A path into a node spec: map keys, or for keyed lists (files, units) the item's key. */
 export type SpecPath = readonly (string | number)[];
@@ -15,6 +15,9 @@ export const isPlainMap = (v: unknown): v is PlainMap =>
 /** A spec path as a Map key: origins, list shapes and changes are all looked up by it. */
 export const pathKey = (p: SpecPath): string => JSON.stringify(p);
 
+/** The path a `pathKey` was made from. */
+export const pathOfKey = (key: string): SpecPath => JSON.parse(key) as SpecPath;
+
 /**
  * The key of `parent`'s child `part`: `pathKey([...path, part])` from `pathKey(path)`, without the
  * arrays.
@@ -22,7 +25,10 @@ export const pathKey = (p: SpecPath): string => JSON.stringify(p);
 export const childKey = (parent: string, part: string | number): string =>
   parent === "[]" ? `[${JSON.stringify(part)}]` : `${parent.slice(0, -1)},${JSON.stringify(part)}]`;
 
-/** A path as users read it: `system.sysctl_parameters[net.ipv4.ip_forward]`, `files[/etc/app.conf].mode`. */
+/**
+ * A path as users read it (manifest-diff, validation and edit errors):
+ * `system.sysctl_parameters[net.ipv4.ip_forward]`, `files[/etc/app.conf].mode`.
+ */
 export function showPath(path: SpecPath): string {
   return path
     .map((part, i) =>
@@ -40,8 +46,8 @@ export const samePath = (a: SpecPath, b: SpecPath): boolean =>
   a.length === b.length && a.every((p, i) => String(p) === String(b[i]));
 
 /**
- * The value at `path` inside `value`, when every step before it is a map holding the next key as its
- * own (never an inherited `constructor`).
+ * The value at `path` inside `value`, when every step before it is a map holding the next key as
+ * its own (never an inherited `constructor`).
  */
 export function valueAt(value: unknown, path: SpecPath): unknown {
   let current = value;

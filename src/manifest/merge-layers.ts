@@ -16,6 +16,7 @@ import {
   isPlainMap,
   isPrefix,
   pathKey,
+  pathOfKey,
   replaceAt,
   showPath,
   valueAt,
@@ -150,9 +151,8 @@ function effectiveErrors(
     const from = layers.flatMap((layer) => {
       let line = Infinity;
       for (const [key, origin] of layer.origins) {
-        const at: unknown = JSON.parse(key);
-        if (Array.isArray(at) && at.length > prefix.length && isPrefix(prefix, at))
-          line = Math.min(line, origin.line);
+        const at = pathOfKey(key);
+        if (at.length > prefix.length && isPrefix(prefix, at)) line = Math.min(line, origin.line);
       }
       return line < Infinity ? [{ file: layer.file, line }] : [];
     });

@@ -684,6 +684,21 @@ describe("applyChanges refuses edits it cannot make safely", () => {
     );
   });
 
+  it("names the path in its refusal as manifest-diff shows it: a dotted sysctl name in brackets", () => {
+    assert.throws(
+      () =>
+        applyChanges(
+          "system:\n  sysctl_parameters:\n    - net.ipv4.ip_forward = 1\n",
+          [{ path: ["system", "sysctl_parameters", "net.ipv4.ip_forward"], value: { x: 1 } }],
+          LISTS,
+        ),
+      {
+        message:
+          'system.sysctl_parameters[net.ipv4.ip_forward]: a "name = value" item holds a single value',
+      },
+    );
+  });
+
   it("rejects a change inside a list that is replaced whole", () => {
     assert.throws(
       () => applyChanges("ports: [tcp/22]\n", [{ path: ["ports", "tcp/80"], value: 1 }], LISTS),
