@@ -12,7 +12,7 @@ const LAYERS = [
   ["manifest/"],
   ["report/", "probe/", "forge/"],
   ["domains/"],
-  ["text/", "errors.ts", "collections.ts", "glob.ts", "whole-number.ts"],
+  ["text/", "errors.ts", "collections.ts", "glob.ts", "whole-number.ts", "spec-path.ts"],
 ];
 
 const pattern = (unit) => unit.replaceAll(".", "\\.") + (unit.endsWith("/") ? "" : "$");
@@ -42,6 +42,14 @@ export default {
       severity: "error",
       from: {},
       to: { path: "^src/", pathNot: anyOf(UNITS) },
+    },
+    {
+      name: "no-test-code",
+      comment:
+        "Only a domain's test sample (domains/<name>/sample.ts and its types) may use test support: the rest of src/ is what ships.",
+      severity: "error",
+      from: { path: "^src/", pathNot: "^src/domains/([^/]+/)?sample\\.ts$" },
+      to: { path: "^(test|bench|scripts)/" },
     },
     ...LAYERS.flatMap((layer, depth) =>
       layer.map((unit) => ({

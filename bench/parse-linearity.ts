@@ -4,10 +4,12 @@
 // quadratic one about 64x; a ratio over 24 is flagged. Time ratios on a shared machine are noisy
 // (GC, caches), which is why this is a benchmark and not a test.
 // Run: npx tsx bench/parse-linearity.ts [n]
-import { unifiedDiff } from "../src/domains/text.js";
+import type { AnyDomain } from "../src/domains/domain.js";
+import { DOMAINS } from "../src/domains/registry.js";
+import { unifiedDiff } from "../src/domains/file-text.js";
 import { declaredIn } from "../src/manifest/edit/changes.js";
 import { toLayer } from "../src/manifest/layer.js";
-import { MANIFEST_LISTS } from "../src/manifest/lists.js";
+import { SPEC_LIST_SHAPES } from "../src/manifest/lists.js";
 import { ManifestReader } from "../src/manifest/read.js";
 import { NodeSpec } from "../src/manifest/schema.js";
 import { parseContext, parseProbeOutput } from "../src/probe/script.js";
@@ -74,5 +76,5 @@ row("manifest read", (n) => {
 });
 row("manifest edit", (n) => {
   const text = manifest(n);
-  return () => declaredIn(text, MANIFEST_LISTS);
+  return () => declaredIn(text, SPEC_LIST_SHAPES);
 });

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { LIST_ITEM_PATTERN, MANIFEST_LISTS } from "./manifest/lists.js";
+import { LIST_ITEM_PATTERN, SPEC_LIST_SHAPES } from "./manifest/lists.js";
 import { FleetSpec, GroupSpec, NodeSpec } from "./manifest/schema.js";
 import { Report } from "./report/schema.js";
 
@@ -10,7 +10,7 @@ type JsonSchema = Record<string, unknown>;
  * too.
  */
 function allowListForms(schema: JsonSchema): JsonSchema {
-  for (const listPath of MANIFEST_LISTS.listFormPaths) {
+  for (const listPath of SPEC_LIST_SHAPES.listFormPaths) {
     let level = schema;
     for (const part of listPath.slice(0, -1))
       level = (level.properties as Record<string, JsonSchema>)[part]!;

@@ -5,19 +5,10 @@
 // A value is lifted into a layer only when every node that layer reaches holds it, so no layer
 // ever has to delete or override what an earlier one declared: the merge of a node's layers is
 // its snapshot by construction, and `mergedSpecOf` lets callers check it.
-import {
-  childKey,
-  isPlainMap,
-  keyedItems,
-  keyedMapsAsLists,
-  mapAt,
-  MANIFEST_LISTS,
-  pathKey,
-  replaceAt,
-  type PlainMap,
-} from "../manifest/lists.js";
-import { mergeLayers } from "../manifest/merge.js";
+import { keyedItems, keyedMapsAsLists, SPEC_LIST_SHAPES } from "../manifest/lists.js";
+import { mergeLayers } from "../manifest/merge-layers.js";
 import type { Layer } from "../manifest/layer.js";
+import { childKey, isPlainMap, pathKey, replaceAt, valueAt, type PlainMap } from "../spec-path.js";
 
 export interface NodeSnapshot {
   name: string;
@@ -74,7 +65,7 @@ interface Slot {
   strings: Map<string, Leaf>;
 }
 
-const KEYED = new Set(MANIFEST_LISTS.keyedLists.map((k) => pathKey(k.path)));
+const KEYED = new Set(SPEC_LIST_SHAPES.keyedLists.map((k) => pathKey(k.path)));
 
 const newSlot = (key: string, path: string[]): Slot => ({
   key,
@@ -102,8 +93,8 @@ export function canonical(value: unknown): string {
 /** A spec with its keyed lists as maps: only the maps on the way to one are copied. */
 function asMaps(spec: PlainMap): PlainMap {
   let out = spec;
-  for (const { path, key } of MANIFEST_LISTS.keyedLists) {
-    const list = mapAt(out, path.slice(0, -1))?.[String(path.at(-1))];
+  for (const { path, key } of SPEC_LIST_SHAPES.keyedLists) {
+    const list = valueAt(out, path);
     const byKey = Array.isArray(list) ? keyedItems(list, key) : undefined;
     if (byKey) out = replaceAt(out, path, byKey);
   }
@@ -394,7 +385,7 @@ function pruned(value: PlainMap): PlainMap {
 }
 
 /** A layer's spec as a file writes it: keyed lists back to lists. */
-export const asFileSpec = (spec: PlainMap): PlainMap => keyedMapsAsLists(spec, MANIFEST_LISTS);
+export const asFileSpec = (spec: PlainMap): PlainMap => keyedMapsAsLists(spec, SPEC_LIST_SHAPES);
 
 /**
  * What a node's own file must say so that `base` (its existing layers merged) becomes `spec`:

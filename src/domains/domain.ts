@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ProbeParseError } from "../errors.js";
+import { valueAt, type SpecPath } from "../spec-path.js";
 import type { SnapshotOptions } from "./snapshot-options.js";
 
 export const DOMAIN_NAMES = [
@@ -32,9 +33,6 @@ export const Json: z.ZodType<unknown> = z.lazy(() =>
     z.record(z.string(), Json),
   ]),
 );
-
-/** A path into a node spec: object keys, or for keyed lists (files, units) the item's key. */
-export type SpecPath = readonly (string | number)[];
 
 /** What a domain's probe snippet may use. Everything it returns is shell text, run on the host. */
 export interface ProbeContext {
@@ -85,10 +83,10 @@ export interface Domain<Declared = unknown, Live = unknown> {
   /** For a list declared per item (files by path, units by name): the field naming an item. */
   listKey?: string;
   /**
-   * For a list of strings that is really a map (the sysctl.conf-style `- key = value`): item ->
-   * [key, value].
+   * The declaration is a map that may also be written as a list of strings, the sysctl.conf-style
+   * `- key = value` (read by `parseNameValue` in list-form.ts).
    */
-  listForm?: (item: string) => [string, string] | undefined;
+  listForm?: true;
   severity: Severity;
   onDrift: OnDrift;
   /**
@@ -122,7 +120,8 @@ export interface Domain<Declared = unknown, Live = unknown> {
   snapshotsDeclared?: true;
   /**
    * The declaration after accepting one finding's live state (an accept PR). Without it, the
-   * value at `finding.path` becomes `finding.live` (deleted when live is null).
+   * value at `finding.path` becomes `finding.live` (deleted when live is null), through maps only:
+   * a domain declaring a list (`listKey`, sets) says how an item is accepted.
    */
   accept?(declared: Declared, finding: Finding): Declared | undefined;
   /**
@@ -155,11 +154,18 @@ export interface WatchTargets {
  * none.
  */
 export function declaredFor(domain: AnyDomain, spec: Record<string, unknown>): unknown {
-  let value: unknown = spec;
-  for (const part of domain.specPath)
-    value = (value as Record<string, unknown> | undefined)?.[part];
-  return value;
+  return valueAt(spec, domain.specPath);
 }
+
+/** The spec path of `relative` inside the domain's declaration: its specPath, then `relative`. */
+export const pathIn = (
+  domain: { specPath: SpecPath },
+  ...relative: (string | number)[]
+): SpecPath => [...domain.specPath, ...relative];
+
+/** The part of `path` inside the domain's declaration: what follows its specPath. */
+export const within = (domain: { specPath: SpecPath }, path: SpecPath): SpecPath =>
+  path.slice(domain.specPath.length);
 
 /**
  * A list declared per item (files by path, units by name): an item whose `key` is declared twice is

@@ -1,6 +1,6 @@
 import type { AnyDomain, Finding } from "../domains/domain.js";
 import type { LoadedNode } from "../manifest/load.js";
-import { sourceOf } from "../manifest/merge.js";
+import { sourceOf } from "../manifest/merge-layers.js";
 import { expiryTime, type Policy, type Waiver } from "../manifest/schema.js";
 import { driftSignature } from "../manifest/signature.js";
 import type { Ticket } from "../manifest/tickets.js";

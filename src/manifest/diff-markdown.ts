@@ -3,7 +3,8 @@
 import { append } from "../collections.js";
 import { compactValue, plural } from "../report/formats/common.js";
 import { codeCell, nodeList, textCell } from "../text/markdown.js";
-import { showPath, type KeyChange, type ManifestDiff, type NodeChange } from "./diff.js";
+import { showPath } from "../spec-path.js";
+import type { KeyChange, ManifestDiff, NodeChange } from "./diff.js";
 
 const value = (v: unknown) => codeCell(v === undefined ? "(not declared)" : compactValue(v));
 

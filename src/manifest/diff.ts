@@ -4,9 +4,10 @@
 import { isDeepStrictEqual } from "node:util";
 import { compareText } from "../report/formats/common.js";
 import { pinnedKeys } from "./known-hosts.js";
-import { itemKey, keyFieldAt, MANIFEST_LISTS, pathKey } from "./lists.js";
+import { itemKey, keyFieldAt, SPEC_LIST_SHAPES } from "./lists.js";
 import type { Fleet, LoadedNode } from "./load.js";
-import { sourceOf } from "./merge.js";
+import { sourceOf } from "./merge-layers.js";
+import { pathKey, showPath } from "../spec-path.js";
 
 export interface KeyChange {
   /** Where the value sits in the effective spec; keyed list items by their key (files by path). */
@@ -45,7 +46,7 @@ type Leaf = { path: (string | number)[]; value: unknown };
  * no key to show.
  */
 function leaves(value: unknown, path: (string | number)[] = [], out = new Map<string, Leaf>()) {
-  const listKey = keyFieldAt(MANIFEST_LISTS, path);
+  const listKey = keyFieldAt(SPEC_LIST_SHAPES, path);
   if (
     Array.isArray(value) &&
     listKey !== undefined &&
@@ -164,13 +165,4 @@ export function diffFleets(base: Fleet, head: Fleet): ManifestDiff {
     fleetSettings: changesBetween(base.settings, head.settings),
     tickets: changesBetween(ticketsOf(base), ticketsOf(head)),
   };
-}
-
-/** `system.sysctl_parameters[net.ipv4.ip_forward]`, `files[/etc/app.conf].mode`. */
-export function showPath(path: readonly (string | number)[]): string {
-  return path
-    .map((part, i) =>
-      /^[A-Za-z_][\w-]*$/.test(String(part)) ? `${i ? "." : ""}${part}` : `[${part}]`,
-    )
-    .join("");
 }

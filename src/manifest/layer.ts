@@ -2,25 +2,28 @@
 // in disguise as maps, `null` values as deletions, and the origin (file:line:col) of every value.
 import { isMap, isNode, isScalar, isSeq, type Node as YamlNode } from "yaml";
 import type { z } from "zod";
-import type { SpecPath } from "../domains/domain.js";
 import { ManifestError } from "../errors.js";
 import {
-  isPlainMap,
-  childKey,
   KEY_FIELDS,
   LIST_FORM_KEYS,
   itemKey,
   keyFieldAt,
   listsAsMaps,
-  MANIFEST_LISTS,
-  pathKey,
+  SPEC_LIST_SHAPES,
   readListItem,
-  type PlainMap,
 } from "./lists.js";
 import { locate, type ManifestReader, type ParsedFile } from "./read.js";
 import { FLEET_SETTINGS } from "./schema.js";
 import { nearest } from "./suggest.js";
 import { keysAt, parseKeepingProtoKeys } from "./zod-shape.js";
+import {
+  childKey,
+  isPlainMap,
+  pathKey,
+  showPath,
+  type PlainMap,
+  type SpecPath,
+} from "../spec-path.js";
 
 /**
  * Where a value was declared: the file (as the repository names it), line, column and YAML path.
@@ -102,7 +105,7 @@ function originsOf(reader: ManifestReader, parsed: ParsedFile): Map<string, Orig
 /** `null` values taken out of `value` (in place), as the paths they delete. */
 function takeDeletions(value: unknown, canon: (string | number)[], out: SpecPath[] = []) {
   if (Array.isArray(value)) {
-    const keyField = keyFieldAt(MANIFEST_LISTS, canon);
+    const keyField = keyFieldAt(SPEC_LIST_SHAPES, canon);
     value.forEach((item, i) => {
       const key = keyField === undefined ? undefined : itemKey(item, keyField);
       takeDeletions(item, [...canon, typeof key === "string" ? key : i], out);
@@ -129,12 +132,13 @@ export function toLayer(
   schema: z.ZodType,
 ): { layer?: Layer; settings?: PlainMap } {
   const errorsBefore = reader.errors.length;
-  const raw = reader.toJS(parsed);
-  if (raw === undefined) return {};
+  const read = reader.toJS(parsed);
+  if (read === undefined) return {};
   const origins = originsOf(reader, parsed);
   // The `- net.ipv4.tcp_syncookies = 1` list becomes the map it means.
-  if (isPlainMap(raw))
-    listsAsMaps(raw, { listFormPaths: MANIFEST_LISTS.listFormPaths, keyedLists: [] });
+  const raw = isPlainMap(read)
+    ? listsAsMaps(read, { listFormPaths: SPEC_LIST_SHAPES.listFormPaths, keyedLists: [] })
+    : read;
   const deletions = takeDeletions(raw, []);
 
   const result = parseKeepingProtoKeys(schema, raw);
@@ -144,26 +148,30 @@ export function toLayer(
     return {};
   }
   if (reader.errors.length > errorsBefore || !isPlainMap(result.data)) return {};
-  const value = result.data;
+  const validated = result.data;
   const settings: PlainMap = {};
   for (const key of FLEET_SETTINGS) {
-    if (key in value) {
-      settings[key] = value[key];
-      delete value[key];
+    if (key in validated) {
+      settings[key] = validated[key];
+      delete validated[key];
     }
   }
   // Lists declared per item (files by path, units by name) become maps, so layers merge per item.
   let duplicates = false;
-  listsAsMaps(value, { listFormPaths: [], keyedLists: MANIFEST_LISTS.keyedLists }, (path, key) => {
-    const origin = origins.get(pathKey([...path, key]));
-    reader.errors.push(
-      new ManifestError(
-        `${keyFieldAt(MANIFEST_LISTS, path)} "${key}" is declared twice in ${path.join(".")}`,
-        { file: parsed.file, line: origin?.line, col: origin?.col },
-      ),
-    );
-    duplicates = true;
-  });
+  const value = listsAsMaps(
+    validated,
+    { listFormPaths: [], keyedLists: SPEC_LIST_SHAPES.keyedLists },
+    (path, key) => {
+      const origin = origins.get(pathKey([...path, key]));
+      reader.errors.push(
+        new ManifestError(
+          `${keyFieldAt(SPEC_LIST_SHAPES, path)} "${key}" is declared twice in ${showPath(path)}`,
+          { file: parsed.file, line: origin?.line, col: origin?.col },
+        ),
+      );
+      duplicates = true;
+    },
+  );
   if (duplicates) return {};
   return { layer: { file: parsed.file, value, deletions, origins }, settings };
 }

@@ -2,24 +2,30 @@
 // means: the sysctl.conf-style `- name = value` lists, and lists declared per item and keyed by a
 // field (files by `path`, units by `name`). The loader, the manifest writer, manifest-diff, the
 // planner and the JSON Schema generator all take the list shapes from here.
-import type { SpecPath } from "../domains/domain.js";
 import { parseNameValue } from "../domains/list-form.js";
 import { DOMAINS } from "../domains/registry.js";
-
-/** A spec path as a Map key: origins, list shapes and changes are all looked up by it. */
-export const pathKey = (p: SpecPath): string => JSON.stringify(p);
+import {
+  isPlainMap,
+  mapAt,
+  pathKey,
+  replaceAt,
+  samePath,
+  valueAt,
+  type PlainMap,
+  type SpecPath,
+} from "../spec-path.js";
 
 /**
- * Which lists in a manifest are maps in disguise: the `- name = value` lists and lists keyed by a
- * field.
+ * The list shapes of a node spec: which of its lists are maps in disguise (the `- name = value`
+ * lists, and lists keyed by a field).
  */
-export interface ManifestLists {
+export interface SpecListShapes {
   listFormPaths: SpecPath[];
   keyedLists: { path: SpecPath; key: string }[];
 }
 
 /** The list shapes as the domains declare them. */
-export function manifestLists(): ManifestLists {
+export function specListShapes(): SpecListShapes {
   return {
     listFormPaths: DOMAINS.filter((d) => d.listForm).map((d) => d.specPath),
     keyedLists: DOMAINS.flatMap((d) => (d.listKey ? [{ path: d.specPath, key: d.listKey }] : [])),
@@ -27,21 +33,14 @@ export function manifestLists(): ManifestLists {
 }
 
 /** The domains' list shapes, for the loader, manifest-diff and the schema generator. */
-export const MANIFEST_LISTS: ManifestLists = manifestLists();
-
-/**
- * The key of `parent`'s child `part`: `pathKey([...path, part])` from `pathKey(path)`, without the
- * arrays.
- */
-export const childKey = (parent: string, part: string | number): string =>
-  parent === "[]" ? `[${JSON.stringify(part)}]` : `${parent.slice(0, -1)},${JSON.stringify(part)}]`;
+export const SPEC_LIST_SHAPES: SpecListShapes = specListShapes();
 
 /** The domains' list shapes by path key, for looking them up while walking a whole file. */
 export const LIST_FORM_KEYS: ReadonlySet<string> = new Set(
-  MANIFEST_LISTS.listFormPaths.map(pathKey),
+  SPEC_LIST_SHAPES.listFormPaths.map(pathKey),
 );
 export const KEY_FIELDS: ReadonlyMap<string, string> = new Map(
-  MANIFEST_LISTS.keyedLists.map(({ path, key }) => [pathKey(path), key]),
+  SPEC_LIST_SHAPES.keyedLists.map(({ path, key }) => [pathKey(path), key]),
 );
 
 /** One `- name = value` item as [name, value]; undefined when it is not of that form. */
@@ -53,31 +52,13 @@ export const readListItem = parseNameValue;
  */
 export const LIST_ITEM_PATTERN = "^\\s*[^=\\s]+\\s*=.*$";
 
-const samePath = (a: SpecPath, b: SpecPath) =>
-  a.length === b.length && a.every((p, i) => String(p) === String(b[i]));
-
 /** Whether the list at `path` may be written in the `- name = value` form. */
-export const isListFormAt = (lists: ManifestLists, path: SpecPath): boolean =>
+export const isListFormAt = (lists: SpecListShapes, path: SpecPath): boolean =>
   lists.listFormPaths.some((p) => samePath(p, path));
 
 /** The field naming each item of the keyed list at `path`, when the list there is keyed. */
-export const keyFieldAt = (lists: ManifestLists, path: SpecPath): string | undefined =>
+export const keyFieldAt = (lists: SpecListShapes, path: SpecPath): string | undefined =>
   lists.keyedLists.find((k) => samePath(k.path, path))?.key;
-
-export type PlainMap = Record<string, unknown>;
-
-export const isPlainMap = (v: unknown): v is PlainMap =>
-  !!v && typeof v === "object" && !Array.isArray(v);
-
-/** The map at `path` inside `value`, when every step there is a map. */
-export function mapAt(value: PlainMap, path: SpecPath): PlainMap | undefined {
-  let current: unknown = value;
-  for (const part of path) {
-    if (!isPlainMap(current)) return undefined;
-    current = current[String(part)];
-  }
-  return isPlainMap(current) ? current : undefined;
-}
 
 /**
  * A `- name = value` list as the map it means (items not of that form left out); undefined for any
@@ -114,61 +95,39 @@ export function keyedItems(
 }
 
 /**
- * In place, every list at `lists`' paths becomes the map it means: `- name = value` lists, and
- * keyed lists whose items all name themselves (`onDuplicate` hears of a key declared twice; the
- * later item wins).
+ * `model` with every list at `lists`' paths as the map it means: `- name = value` lists, and keyed
+ * lists whose items all name themselves (`onDuplicate` hears of a key declared twice; the later
+ * item wins). Copies only the maps on the way.
  */
 export function listsAsMaps(
   model: PlainMap,
-  lists: ManifestLists,
+  lists: SpecListShapes,
   onDuplicate?: (path: SpecPath, key: string) => void,
-): void {
+): PlainMap {
+  let result = model;
   for (const path of lists.listFormPaths) {
-    const parent = mapAt(model, path.slice(0, -1));
-    const last = String(path.at(-1));
-    const map = parent && listFormAsMap(parent[last]);
-    if (parent && map) parent[last] = map;
+    const map = listFormAsMap(valueAt(result, path));
+    if (map) result = replaceAt(result, path, map);
   }
   for (const { path, key } of lists.keyedLists) {
-    const parent = mapAt(model, path.slice(0, -1));
-    const last = String(path.at(-1));
-    const list = parent?.[last];
+    const list = valueAt(result, path);
     const byKey = Array.isArray(list)
       ? keyedItems(list, key, (name) => onDuplicate?.(path, name))
       : undefined;
-    if (parent && byKey) parent[last] = byKey;
+    if (byKey) result = replaceAt(result, path, byKey);
   }
+  return result;
 }
 
 /**
  * Keyed lists held as maps (`listsAsMaps`) back to lists, in declaration order; copies only the
  * maps on the way.
  */
-export function keyedMapsAsLists(model: PlainMap, lists: ManifestLists): PlainMap {
+export function keyedMapsAsLists(model: PlainMap, lists: SpecListShapes): PlainMap {
   let result = model;
   for (const { path } of lists.keyedLists) {
     const byKey = mapAt(result, path);
     if (byKey) result = replaceAt(result, path, Object.values(byKey));
   }
   return result;
-}
-
-/**
- * `value` with `path` set to `replacement` (removed when undefined), copying only the maps on the
- * path: everything else stays shared with `value`, which is never changed.
- */
-export function replaceAt(value: PlainMap, path: SpecPath, replacement: unknown): PlainMap {
-  const [head, ...rest] = path;
-  const key = String(head);
-  const old = value[key];
-  const child = rest.length
-    ? isPlainMap(old)
-      ? replaceAt(old, rest, replacement)
-      : old
-    : replacement;
-  if (rest.length && child === old) return value;
-  const copy = { ...value };
-  if (child === undefined) delete copy[key];
-  else copy[key] = child;
-  return copy;
 }

@@ -1,11 +1,10 @@
 // Loading the manifest tree: fleet.yaml, groups/, nodes/ and remediations/ beside known_hosts.
-// Reading files is read.ts, turning one into a layer is layer.ts, merging layers is merge.ts.
+// Reading files is read.ts, turning one into a layer is layer.ts, merging layers is merge-layers.ts.
 import { lstat, realpath, stat } from "node:fs/promises";
 import path from "node:path";
 import { ManifestError, ManifestErrors } from "../errors.js";
 import { locateIssue, toLayer, type Layer } from "./layer.js";
-import { pathKey } from "./lists.js";
-import { LayerMerger, mergeLayers } from "./merge.js";
+import { LayerMerger, mergeLayers } from "./merge-layers.js";
 import { listYaml, ManifestReader, notRegular, type FoundFile } from "./read.js";
 import {
   FLEET_SETTINGS,
@@ -18,6 +17,7 @@ import {
 import { nearest } from "./suggest.js";
 import { waiverProblems } from "./waiver-problems.js";
 import { Ticket } from "./tickets.js";
+import { pathKey } from "../spec-path.js";
 
 export interface LoadedNode {
   name: string;
@@ -63,7 +63,7 @@ const hostOf = (layer: Layer, name: string) =>
 
 /**
  * The effective spec as a node holds it: without the `groups` and `$schema` that only shape the
- * files. Every layer was validated, and so was their combination (merge.ts).
+ * files. Every layer was validated, and so was their combination (merge-layers.ts).
  */
 function nodeSpec(effective: Record<string, unknown>): NodeSpec {
   const { groups: _groups, $schema: _schema, ...spec } = effective;

@@ -1,15 +1,16 @@
 import { append } from "../collections.js";
-import type { AnyDomain, Finding, JsonValue, SpecPath } from "../domains/domain.js";
-import { declaredFor } from "../domains/domain.js";
+import type { AnyDomain, Finding, JsonValue } from "../domains/domain.js";
+import { declaredFor, within } from "../domains/domain.js";
 import { ManifestEditError } from "../errors.js";
 import { applyChanges } from "../manifest/edit/apply.js";
 import { declaredChanges, type DeclaredChange } from "../manifest/edit/changes.js";
-import { mapAt, pathKey, type ManifestLists } from "../manifest/lists.js";
+import type { SpecListShapes } from "../manifest/lists.js";
 import type { LoadedNode } from "../manifest/load.js";
-import { sourceOf } from "../manifest/merge.js";
+import { sourceOf } from "../manifest/merge-layers.js";
 import type { DriftItem } from "../report/schema.js";
 import { acceptFinding } from "./accept.js";
 import type { DriftGroup } from "./group.js";
+import { pathKey, valueAt, type SpecPath } from "../spec-path.js";
 
 /**
  * Nodes whose effective value at a spec path comes from a file: who an edit of that file would
@@ -94,7 +95,7 @@ export function acceptEdits(
   group: DriftGroup,
   files: ReadonlyMap<string, string>,
   dependants: Dependants,
-  lists: ManifestLists,
+  lists: SpecListShapes,
   audited: (name: string) => boolean = () => true,
 ): AcceptPlan {
   const { domain } = group;
@@ -168,12 +169,7 @@ export function acceptEdits(
         if (edited) {
           add(file, [change]);
           // Those that did not drift keep what they run: the file's old value, now in their own.
-          const parent = mapAt(
-            node.layers.find((l) => l.file === file)!.value,
-            change.path.slice(0, -1),
-          );
-          const last = String(change.path.at(-1));
-          const old = parent && Object.hasOwn(parent, last) ? parent[last] : undefined;
+          const old = valueAt(node.layers.find((l) => l.file === file)!.value, change.path);
           for (const other of who.all) {
             if (drifted.has(other.name)) continue;
             add(
@@ -227,7 +223,7 @@ function overrides(
       !inherited.some((layer) => layer.origins.has(pathKey(change.path)))
     )
       return change;
-    if (domain.listKey && change.path.length === domain.specPath.length + 1) {
+    if (domain.listKey && within(domain, change.path).length === 1) {
       throw new ManifestEditError(
         `${change.path.at(-1)} is declared for other nodes too, and a node file cannot remove one item of an inherited list`,
       );

@@ -13,7 +13,7 @@ import { branchIdentity, branchName } from "./branch.js";
 import { groupDrift, groupKey, itemSignature, type DriftGroup } from "./group.js";
 import { ManifestEditError } from "../errors.js";
 import { applyChanges } from "../manifest/edit/apply.js";
-import type { ManifestLists } from "../manifest/lists.js";
+import type { SpecListShapes } from "../manifest/lists.js";
 import type { Report } from "../report/schema.js";
 import type { Covered, PlanInput } from "./plan-input.js";
 import { nodeList } from "../text/markdown.js";
@@ -27,7 +27,7 @@ import { ticketFor, ticketIdentity, ticketYaml } from "./ticket.js";
 interface Context {
   input: PlanInput;
   dependants: Dependants;
-  lists: ManifestLists;
+  lists: SpecListShapes;
   /** The open PR on a branch: its `detected` is kept so the body stays stable. */
   openOn: (branch: string) => ExistingPull | undefined;
   /**
@@ -56,7 +56,7 @@ export interface Waiting {
 export function desiredPulls(
   input: PlanInput,
   covered: Covered,
-  lists: ManifestLists,
+  lists: SpecListShapes,
 ): { pulls: PullContent[]; waits: Waiting[] } {
   const waits: Waiting[] = [];
   const context: Context = {

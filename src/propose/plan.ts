@@ -1,7 +1,7 @@
 import type { Report } from "../report/schema.js";
 import { budget } from "./budget.js";
 import { desiredPulls } from "./desired.js";
-import { manifestLists } from "../manifest/lists.js";
+import { specListShapes } from "../manifest/lists.js";
 import type { Action } from "./proposal.js";
 import type { Covered, PlanInput } from "./plan-input.js";
 import { reconcile } from "./reconcile.js";
@@ -16,7 +16,7 @@ import { reconcile } from "./reconcile.js";
  */
 export function plan(input: PlanInput): Action[] {
   const covered = coveredBy(input.report);
-  const { pulls, waits } = desiredPulls(input, covered, manifestLists());
+  const { pulls, waits } = desiredPulls(input, covered, specListShapes());
   return [
     ...budget(
       reconcile(pulls, input.pulls, covered, new Set(waits.map((w) => w.branch))),

@@ -1,5 +1,5 @@
 import { structuredPatch } from "diff";
-import { MAX_DIFF_EDITS } from "../domains/text.js";
+import { MAX_DIFF_EDITS } from "../domains/file-text.js";
 import { MARKER_VERSION, pullBody, pullTitle, type BodyInput, type PullMarker } from "./body.js";
 import type { PullKind } from "./branch.js";
 import { hash } from "./group.js";

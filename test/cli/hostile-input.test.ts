@@ -205,6 +205,21 @@ describe("layers valid alone that conflict once merged", () => {
     assertNoStack(result);
   });
 
+  it("a conflict inside a nested domain is found when the node's file sets only that domain", async () => {
+    const dir = await tree({
+      "groups/web.yaml": "system:\n  kernel_modules: { loaded: [floppy] }\n",
+      "nodes/web-01.yaml": "groups: [web]\nsystem:\n  kernel_modules:\n    absent: [floppy]\n",
+    });
+    const result = await validate(dir);
+    assert.equal(result.exitCode, 2, result.stderr);
+    assert.ok(
+      result.stderr.startsWith(
+        "nodes/web-01.yaml:4:1: node web-01: system.kernel_modules: floppy is declared both loaded and absent, once groups/web.yaml:2 and nodes/web-01.yaml:4 are combined",
+      ),
+      result.stderr,
+    );
+  });
+
   it("a node that drops the group's value with null is valid", async () => {
     const dir = await tree({
       "groups/web.yaml": `files:\n  - { path: /etc/app.conf, sha256: "${SHA}" }\n`,

@@ -21,7 +21,6 @@ import { nodeLimit } from "../../audit/fleet.js";
 import { nodeFailure } from "../../audit/node.js";
 import { DOMAINS } from "../../domains/registry.js";
 import { InputFileError, ManifestErrors, UsageError } from "../../errors.js";
-import type { PlainMap } from "../../manifest/lists.js";
 import { loadFleet, type LoadedNode } from "../../manifest/load.js";
 import { NodeSpec } from "../../manifest/schema.js";
 import { visible } from "../../text/escape.js";
@@ -41,6 +40,7 @@ import {
 import { Progress } from "../progress.js";
 import { fleetAuditSettings, sshSessionGates } from "./audit.js";
 import { snapshotSpec } from "./snapshot.js";
+import type { PlainMap } from "../../spec-path.js";
 
 const say = (line: string) => process.stderr.write(`${visible(line)}\n`);
 // Big enough for a 100,000-host inventory; a file past it is not an inventory.

@@ -1,5 +1,5 @@
 import { ManifestErrors, ReportMergeError, UsageError } from "../../errors.js";
-import { mergeReports, type ShardReport } from "../../report/merge.js";
+import { mergeReports, type ShardReport } from "../../report/merge-reports.js";
 import { readReport } from "../../report/read.js";
 import { ExitBit } from "../exit.js";
 import { parseFlags } from "../flags.js";

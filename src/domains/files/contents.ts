@@ -2,7 +2,7 @@
 // declared hash, or contents over the cap on either side), or by hash and size when not UTF-8.
 import { createHash } from "node:crypto";
 import type { Finding } from "../domain.js";
-import { unifiedDiff, utf8Text } from "../text.js";
+import { unifiedDiff, utf8Text } from "../file-text.js";
 import type { FileStat, FilesLive } from "./parse.js";
 import type { FileDeclared } from "./declared.js";
 

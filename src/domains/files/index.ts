@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { keyedList, type Domain, type Finding } from "../domain.js";
-import { unifiedDiff } from "../text.js";
+import { keyedList, pathIn, within, type Domain, type Finding } from "../domain.js";
+import { unifiedDiff } from "../file-text.js";
 import { compareContents, comparedByHash, declaredContents, HASHED } from "./contents.js";
 import { FileDeclared } from "./declared.js";
 import { ManifestEditError } from "../../errors.js";
@@ -33,7 +33,7 @@ function typeFinding(file: FileDeclared, stat: FileStat, target: string | undefi
     key: file.path,
     declared: file.link === undefined ? "file" : `symlink -> ${file.link}`,
     live: isSymlink(stat) ? link : isRegular(stat) ? "file" : stat.type,
-    path: ["files", file.path, "type"],
+    path: pathIn(files, file.path, "type"),
     detail: isSymlink(stat)
       ? "a symlink where a file is declared: not followed, its target is neither read nor hashed"
       : `a ${stat.type} where a symlink is declared`,
@@ -46,7 +46,7 @@ function parentFinding(file: FileDeclared, parent: LinkedComponent): Finding {
     key: file.path,
     declared: file.absent ? "absent" : file.link === undefined ? "file" : `symlink -> ${file.link}`,
     live: linkedValue(parent),
-    path: ["files", file.path, "type"],
+    path: pathIn(files, file.path, "type"),
     detail: `${parent.component} is a symlink: not followed, nothing behind it looked at (declare the path without links)`,
   };
 }
@@ -208,7 +208,7 @@ export const files: Domain<FilesDeclared, FilesLive> = {
             key: file.path,
             declared: "absent",
             live: "present",
-            path: ["files", file.path, "absent"],
+            path: pathIn(this, file.path, "absent"),
             detail: `must not exist, but is a ${describe(stat)}`,
           });
         }
@@ -223,7 +223,7 @@ export const files: Domain<FilesDeclared, FilesLive> = {
           key: file.path,
           declared: "present",
           live: null,
-          path: ["files", file.path],
+          path: pathIn(this, file.path),
           detail: "the file does not exist",
           ...(showable ? { diff: unifiedDiff(file.contents!, "") } : {}),
         });
@@ -241,7 +241,7 @@ export const files: Domain<FilesDeclared, FilesLive> = {
           key: file.path,
           declared: file.link,
           live: target,
-          path: ["files", file.path, "link"],
+          path: pathIn(this, file.path, "link"),
         });
       }
       if (file.contents !== undefined || file.sha256 !== undefined) {
@@ -251,7 +251,7 @@ export const files: Domain<FilesDeclared, FilesLive> = {
               key: file.path,
               declared: file.sha256 ?? declaredContents(file.contents!, live.cap),
               live: `<${stat.type}>`,
-              path: ["files", file.path, file.sha256 !== undefined ? "sha256" : "contents"],
+              path: pathIn(this, file.path, file.sha256 !== undefined ? "sha256" : "contents"),
               detail: `not a regular file: a ${stat.type}`,
             };
         if (finding) findings.push(finding);
@@ -266,7 +266,7 @@ export const files: Domain<FilesDeclared, FilesLive> = {
           key: `${file.path}:${name}`,
           declared: want,
           live: got,
-          path: ["files", file.path, name],
+          path: pathIn(this, file.path, name),
         });
       };
       attribute("mode", file.mode, stat.mode);
@@ -278,7 +278,7 @@ export const files: Domain<FilesDeclared, FilesLive> = {
     return findings;
   },
   accept(declared, finding) {
-    const [, path, attribute] = finding.path as [string, string, string | undefined];
+    const [path, attribute] = within(this, finding.path) as [string, string | undefined];
     return declared.map((file) =>
       file.path === path ? acceptFile(file, attribute, finding) : file,
     );

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Domain, Finding } from "../domain.js";
+import { pathIn, within, type Domain, type Finding } from "../domain.js";
 import { globMatch, globProblem, isGlob } from "../../glob.js";
 import { parseSchedulers, type IoSchedulerLive } from "./parse.js";
 
@@ -60,7 +60,7 @@ export const ioScheduler: Domain<IoSchedulerDeclared, IoSchedulerLive> = {
         key: device,
         declared: want,
         live: active,
-        path: [...this.specPath, pattern],
+        path: pathIn(this, pattern),
       };
       if (!available.includes(want))
         finding.detail = `${want} is not available on ${device} (available: ${available.join(", ")})`;
@@ -71,7 +71,7 @@ export const ioScheduler: Domain<IoSchedulerDeclared, IoSchedulerLive> = {
         key: pattern,
         declared: declared[pattern]!,
         live: null,
-        path: [...this.specPath, pattern],
+        path: pathIn(this, pattern),
         detail: isGlob(pattern)
           ? `no block device with an I/O scheduler matches ${pattern}`
           : `no block device ${pattern} with an I/O scheduler`,
@@ -80,7 +80,7 @@ export const ioScheduler: Domain<IoSchedulerDeclared, IoSchedulerLive> = {
     return findings;
   },
   accept(declared, finding) {
-    const pattern = String(finding.path.at(-1));
+    const pattern = String(within(this, finding.path)[0]);
     // A pattern matching no device goes; a device that a glob covers gets its own entry, which wins
     // over the glob. Built by entries, never by assignment: a device named __proto__ must become a
     // key, not a prototype.

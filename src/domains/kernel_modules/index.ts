@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Domain, Finding, ProbeContext } from "../domain.js";
+import { pathIn, type Domain, type Finding, type ProbeContext } from "../domain.js";
 import { moduleName, parseModules, type KernelModulesLive } from "./parse.js";
 
 const ModuleName = z.string().regex(/^[A-Za-z0-9_-]+$/, "a kernel module name, like br_netfilter");
@@ -63,7 +63,7 @@ export const kernelModules: Domain<KernelModulesDeclared, KernelModulesLive> = {
         key,
         declared: "loaded",
         live: "absent",
-        path: [...this.specPath, "loaded", i],
+        path: pathIn(this, "loaded", i),
       });
     });
     (declared.absent ?? []).forEach((name, i) => {
@@ -73,7 +73,7 @@ export const kernelModules: Domain<KernelModulesDeclared, KernelModulesLive> = {
         key,
         declared: "absent",
         live: "loaded",
-        path: [...this.specPath, "absent", i],
+        path: pathIn(this, "absent", i),
       };
       if (!live.loaded.has(key))
         finding.detail = "built into the running kernel: it cannot be unloaded";

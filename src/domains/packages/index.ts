@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ProbeParseError } from "../../errors.js";
-import type { Domain, Finding } from "../domain.js";
+import { pathIn, type Domain, type Finding } from "../domain.js";
 import { DEFAULT_SNAPSHOT_OPTIONS } from "../snapshot-options.js";
 import { ABSENT, ANY_VERSION, parseConstraint, satisfies } from "./constraint.js";
 import {
@@ -110,7 +110,7 @@ export const packages: Domain<PackagesDeclared, PackagesLive> = {
         key: name,
         declared: want,
         live: got,
-        path: [...this.specPath, name],
+        path: pathIn(this, name),
       };
       const state = live.notInstalled.get(name);
       if (state) {

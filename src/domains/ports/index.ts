@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Domain, Finding } from "../domain.js";
+import { pathIn, type Domain, type Finding } from "../domain.js";
 import { isIPv4, isIPv6 } from "node:net";
 import { canonicalIPv6 } from "../procnet.js";
 import { DEFAULT_SNAPSHOT_OPTIONS } from "../snapshot-options.js";
@@ -131,7 +131,7 @@ export const ports: Domain<PortsDeclared, PortsLive> = {
         key: declared[i]!,
         declared: "listening",
         live: "closed",
-        path: [...this.specPath, i],
+        path: pathIn(this, i),
         detail: addresses ? `listening only on ${addresses.join(", ")}` : "nothing listens on it",
       });
     });

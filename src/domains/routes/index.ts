@@ -1,7 +1,7 @@
 import { isIP } from "node:net";
 import { isDeepStrictEqual } from "node:util";
 import { z } from "zod";
-import type { Domain, Finding } from "../domain.js";
+import { pathIn, type Domain, type Finding } from "../domain.js";
 import { canonicalIPv6 } from "../procnet.js";
 import {
   canonicalDst,
@@ -164,7 +164,7 @@ export const routes: Domain<RoutesDeclared, RoutesLive> = {
           key: routeKey(want),
           declared: declared[i]!,
           live: null,
-          path: [...this.specPath, i],
+          path: pathIn(this, i),
         };
         const sameFamily = (got: LiveRoute) =>
           want.family === undefined || want.family === got.family;

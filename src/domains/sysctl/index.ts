@@ -1,6 +1,5 @@
 import { z } from "zod";
-import { partsByLabel, type Domain, type Finding } from "../domain.js";
-import { parseNameValue } from "../list-form.js";
+import { partsByLabel, pathIn, type Domain, type Finding } from "../domain.js";
 import {
   normalizeValue,
   parsePersistedSysctl,
@@ -40,7 +39,7 @@ export const sysctl: Domain<SysctlDeclared, SysctlLive> = {
   name: "sysctl",
   specPath: ["system", "sysctl_parameters"],
   schema: SysctlDeclared,
-  listForm: parseNameValue,
+  listForm: true,
   severity: "medium",
   onDrift: "accept",
   remediation:
@@ -85,7 +84,7 @@ export const sysctl: Domain<SysctlDeclared, SysctlLive> = {
         key: name,
         declared: want,
         live: got,
-        path: [...this.specPath, name],
+        path: pathIn(this, name),
       };
       if (got === null) finding.detail = `${procPath(name)} does not exist on this host`;
       else if (boot !== undefined && boot.value !== got)

@@ -1,6 +1,7 @@
 import { z } from "zod";
-import { keyedList, type Domain, type Finding, type JsonValue } from "../domain.js";
-import { unifiedDiff, utf8Text } from "../text.js";
+import { keyedList, pathIn, within, type Domain, type Finding, type JsonValue } from "../domain.js";
+import type { SpecPath } from "../../spec-path.js";
+import { unifiedDiff, utf8Text } from "../file-text.js";
 import { ManifestEditError } from "../../errors.js";
 import { LINKED_COMPONENT, PRINT_LINK, linkedValue, type LinkedComponent } from "../no-follow.js";
 import { parseSystemd, type SystemdLive, type UnitLive } from "./parse.js";
@@ -112,7 +113,7 @@ function shown(bytes: Buffer, cap: number): { text?: string; value: string } {
 /** A unit file or drop-in reached through a symlink: not followed, so nothing to compare. */
 function linkFinding(
   key: string,
-  path: (string | number)[],
+  path: SpecPath,
   want: string | null,
   link: LinkedComponent,
 ): Finding {
@@ -127,7 +128,7 @@ function linkFinding(
 
 function textFinding(
   key: string,
-  path: (string | number)[],
+  path: SpecPath,
   want: string,
   got: Buffer,
   cap: number,
@@ -248,7 +249,7 @@ export const systemd: Domain<SystemdDeclared, SystemdLive> = {
     for (const unit of declared) {
       const got = live.units.get(unit.name);
       if (!got) continue;
-      const base = [...this.specPath, unit.name];
+      const base = pathIn(this, unit.name);
       const finding = (attribute: string, want: JsonValue, have: JsonValue, detail: string) =>
         findings.push({
           key: `${unit.name}:${attribute}`,
@@ -358,9 +359,7 @@ export const systemd: Domain<SystemdDeclared, SystemdLive> = {
     return findings;
   },
   accept(declared, finding) {
-    const [, , name, attribute, dropin] = finding.path as [
-      string,
-      string,
+    const [name, attribute, dropin] = within(this, finding.path) as [
       string,
       string | undefined,
       string | undefined,

@@ -3,9 +3,9 @@
 // Text in, text out: the YAML tree is only used to find where to splice.
 import { isDeepStrictEqual } from "node:util";
 import { isMap, isNode, isScalar, isSeq, Scalar, type YAMLSeq } from "yaml";
-import type { JsonValue, SpecPath } from "../../domains/domain.js";
+import type { JsonValue } from "../../domains/domain.js";
 import { ManifestEditError } from "../../errors.js";
-import { isListFormAt, keyFieldAt, type ManifestLists } from "../lists.js";
+import { isListFormAt, keyFieldAt, type SpecListShapes } from "../lists.js";
 import { declaredIn, intended, isJsonMap, type DeclaredChange } from "./changes.js";
 import { resolve, type Hit } from "./find.js";
 import { TextGeometry } from "./geometry.js";
@@ -22,7 +22,7 @@ import {
   type AnyPair,
   type Collection,
   type YamlNode,
-} from "./nodes.js";
+} from "./yaml-nodes.js";
 import {
   fitsOnALine,
   isSimple,
@@ -35,6 +35,7 @@ import {
   renderKey,
   type Scalarish,
 } from "./render.js";
+import { showPath, type SpecPath } from "../../spec-path.js";
 
 /**
  * Applies the changes to one manifest file's text. Only the changed lines differ; the result is
@@ -43,7 +44,7 @@ import {
 export function applyChanges(
   text: string,
   changes: DeclaredChange[],
-  lists: ManifestLists,
+  lists: SpecListShapes,
 ): string {
   const want = intended(text, changes, lists);
   let edited = text;
@@ -51,13 +52,13 @@ export function applyChanges(
   const got = declaredIn(edited, lists);
   if (!isDeepStrictEqual(got, want))
     throw new ManifestEditError(
-      `the edited file would not declare the intended values at ${changes.map((c) => c.path.join(".")).join(", ")}`,
+      `the edited file would not declare the intended values at ${changes.map((c) => showPath(c.path)).join(", ")}`,
     );
   return edited;
 }
 
 const singleValue = (path: SpecPath) =>
-  new ManifestEditError(`${path.join(".")}: a "name = value" item holds a single value`, path);
+  new ManifestEditError(`${showPath(path)}: a "name = value" item holds a single value`, path);
 
 class FileEdit extends TextGeometry {
   private readonly doc;
@@ -65,7 +66,7 @@ class FileEdit extends TextGeometry {
 
   constructor(
     text: string,
-    private readonly lists: ManifestLists,
+    private readonly lists: SpecListShapes,
   ) {
     super(text);
     this.doc = parseYaml(text);
@@ -123,7 +124,7 @@ class FileEdit extends TextGeometry {
       Array.isArray(value) && keyField ? value.map((item) => keyFirst(item, keyField)) : value;
     if (isSeq(node) && Array.isArray(items)) return this.replaceBlockSeq(node, items);
     if (!hit.pair)
-      throw new ManifestEditError(`${path.join(".")}: cannot write a block value here`, path);
+      throw new ManifestEditError(`${showPath(path)}: cannot write a block value here`, path);
     const column = this.keyColumn(hit.pair) + this.step;
     // Lists of plain one-line values are written `[a, b]`, as the sample manifests write them.
     if (Array.isArray(items) && items.every(isSimple) && fitsOnALine(items))
@@ -293,7 +294,7 @@ class FileEdit extends TextGeometry {
     if (isSeq(container)) {
       if (keyField === undefined)
         throw new ManifestEditError(
-          `${[...hit.path, ...rest].join(".")}: no item to change in a list replaced whole`,
+          `${showPath([...hit.path, ...rest])}: no item to change in a list replaced whole`,
           [...hit.path, ...rest],
         );
       return this.addItem(hit, container, keyFirst(entry, keyField, String(rest[0])));
@@ -315,7 +316,7 @@ class FileEdit extends TextGeometry {
       (isCollection(container) && container.items.length === 0);
     if (!isEmptyContainer)
       throw new ManifestEditError(
-        `${hit.path.join(".")} is not a map, so ${String(rest[0])} cannot be added to it`,
+        `${showPath(hit.path)} is not a map, so ${String(rest[0])} cannot be added to it`,
         hit.path,
       );
     const fresh = keyField !== undefined ? [keyFirst(entry, keyField, String(rest[0]))] : asMap;

@@ -2,17 +2,11 @@
 // remove), and the file's declaration in canonical form, the yardstick every edit is checked
 // against.
 import { isDeepStrictEqual } from "node:util";
-import type { JsonValue, SpecPath } from "../../domains/domain.js";
+import type { JsonValue } from "../../domains/domain.js";
 import { ManifestEditError } from "../../errors.js";
-import {
-  isListFormAt,
-  isPlainMap,
-  keyedItems,
-  listsAsMaps,
-  mapAt,
-  type ManifestLists,
-} from "../lists.js";
+import { isListFormAt, keyedItems, listsAsMaps, type SpecListShapes } from "../lists.js";
 import { parseYaml } from "../yaml.js";
+import { isPlainMap, mapAt, replaceAt, valueAt, type SpecPath } from "../../spec-path.js";
 
 /**
  * One leaf of a declaration to set or remove, at a canonical spec path (keyed items by key,
@@ -78,60 +72,42 @@ function mapChanges(
  * The file's declared values with keyed lists and list-form maps turned into maps, as the loader
  * sees them.
  */
-export function declaredIn(text: string, lists: ManifestLists): JsonMap {
+export function declaredIn(text: string, lists: SpecListShapes): JsonMap {
   const doc = parseYaml(text);
   if (doc.errors.length)
     throw new ManifestEditError(`not valid YAML: ${doc.errors[0]!.message.split("\n")[0]}`);
   const raw: unknown = doc.toJS({ maxAliasCount: 100 });
   if (raw === null || raw === undefined) return {};
   if (!isJsonMap(raw)) throw new ManifestEditError("a manifest file must be a YAML map of keys");
-  listsAsMaps(raw, lists);
-  return raw;
-}
-
-/** The map at `path`, created (with the maps on the way) when missing. */
-function mapMadeAt(model: JsonMap, path: SpecPath): JsonMap {
-  let current = model;
-  for (const part of path) {
-    const next = current[String(part)];
-    if (isJsonMap(next)) current = next;
-    else {
-      const made: JsonMap = {};
-      current[String(part)] = made;
-      current = made;
-    }
-  }
-  return current;
+  return listsAsMaps(raw, lists) as JsonMap;
 }
 
 /** What `declaredIn` must say after the changes: the yardstick every edit is checked against. */
 export function intended(
   text: string,
   changes: readonly DeclaredChange[],
-  lists: ManifestLists,
+  lists: SpecListShapes,
 ): JsonMap {
-  const model = declaredIn(text, lists);
+  let model = declaredIn(text, lists);
   const written: unknown = parseYaml(text).toJS();
-  const raw = isJsonMap(written) ? written : {};
   for (const change of changes) {
-    const last = String(change.path.at(-1));
-    if ("delete" in change) {
-      const parent = mapAt(model, change.path.slice(0, -1));
-      if (parent) delete parent[last];
-      continue;
-    }
-    const parent = mapMadeAt(model, change.path.slice(0, -1));
     const listForm =
       isListFormAt(lists, change.path.slice(0, -1)) &&
-      Array.isArray(mapAt(raw, change.path.slice(0, -2))?.[String(change.path.at(-2))]);
-    parent[last] = listForm ? String(change.value) : structuredClone(change.value);
+      Array.isArray(valueAt(written, change.path.slice(0, -1)));
+    const value =
+      "delete" in change
+        ? undefined
+        : listForm
+          ? String(change.value)
+          : structuredClone(change.value);
+    model = replaceAt(model, change.path, value) as JsonMap;
   }
-  listsAsMaps(model, lists);
+  model = listsAsMaps(model, lists) as JsonMap;
   // A keyed item written into the file always names itself, even when the change left its key out.
   for (const { path, key } of lists.keyedLists) {
-    const items = mapAt(model, path);
-    for (const [name, item] of Object.entries(items ?? {}))
-      if (items && isJsonMap(item) && !(key in item)) items[name] = { [key]: name, ...item };
+    for (const [name, item] of Object.entries(mapAt(model, path) ?? {}))
+      if (isJsonMap(item) && !(key in item))
+        model = replaceAt(model, [...path, name], { [key]: name, ...item }) as JsonMap;
   }
   return model;
 }

@@ -1,10 +1,16 @@
 // Finding where a canonical spec path lands in a manifest file's YAML tree: map keys, keyed-list
 // items by their key, `- name = value` items by their name, other list items by index.
 import { isMap, isNode, isScalar, isSeq, type Document } from "yaml";
-import type { SpecPath } from "../../domains/domain.js";
 import { ManifestEditError } from "../../errors.js";
-import { isListFormAt, keyFieldAt, readListItem, type ManifestLists } from "../lists.js";
-import { asNode, isFlowCollection, type AnyPair, type Collection, type YamlNode } from "./nodes.js";
+import { isListFormAt, keyFieldAt, readListItem, type SpecListShapes } from "../lists.js";
+import {
+  asNode,
+  isFlowCollection,
+  type AnyPair,
+  type Collection,
+  type YamlNode,
+} from "./yaml-nodes.js";
+import { showPath, type SpecPath } from "../../spec-path.js";
 
 /** Where a spec path landed in the file. */
 export interface Hit {
@@ -21,7 +27,7 @@ export interface Hit {
 }
 
 /** The nodes `path` passes through, from the document's root: as far as the file declares it. */
-export function resolve(doc: Document, lists: ManifestLists, path: SpecPath): Hit[] {
+export function resolve(doc: Document, lists: SpecListShapes, path: SpecPath): Hit[] {
   const root = doc.contents;
   const hits: Hit[] = [
     { node: isScalar(root) && root.value === null ? null : root, inFlow: false, path: [] },
@@ -68,7 +74,7 @@ export function resolve(doc: Document, lists: ManifestLists, path: SpecPath): Hi
     if (!next) break;
     hits.push(next);
     if (next.listFormItem && i < path.length - 1)
-      throw new ManifestEditError(`${path.join(".")}: a "name = value" item holds no fields`, path);
+      throw new ManifestEditError(`${showPath(path)}: a "name = value" item holds no fields`, path);
   }
   return hits;
 }

@@ -1,7 +1,14 @@
 // The geometry of a manifest file's text around its YAML nodes: lines, columns, where a block
 // value's lines end, the file's indentation step, and splicing text in without moving the rest.
 import { isMap, isSeq, type Document } from "yaml";
-import { endOf, isBlockCollection, span, startOf, type AnyPair, type YamlNode } from "./nodes.js";
+import {
+  endOf,
+  isBlockCollection,
+  span,
+  startOf,
+  type AnyPair,
+  type YamlNode,
+} from "./yaml-nodes.js";
 
 export class TextGeometry {
   /** The file's line break, kept in every line written. */

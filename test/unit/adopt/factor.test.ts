@@ -9,7 +9,7 @@ import {
   type NodeSnapshot,
 } from "../../../src/adopt/factor.js";
 import type { Layer } from "../../../src/manifest/layer.js";
-import { mergeLayers } from "../../../src/manifest/merge.js";
+import { mergeLayers } from "../../../src/manifest/merge-layers.js";
 import { NodeSpec } from "../../../src/manifest/schema.js";
 
 // Stand-in snapshots drawn from a few values per key, so nodes share some and differ in others.

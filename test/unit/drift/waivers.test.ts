@@ -3,7 +3,7 @@ import { after, test } from "node:test";
 import { findExpiredWaiver, waiverExpired, waiverWarnings } from "../../../src/drift/waivers.js";
 import { waiverProblems } from "../../../src/manifest/waiver-problems.js";
 import { Waiver } from "../../../src/manifest/schema.js";
-import { byNodeName } from "../../../src/report/merge.js";
+import { byNodeName } from "../../../src/report/merge-reports.js";
 
 const zone = process.env.TZ;
 after(() => {

@@ -11,7 +11,7 @@ import { ManifestEditError, ManifestErrors } from "../../../src/errors.js";
 import { loadFleet } from "../../../src/manifest/load.js";
 import { applyChanges } from "../../../src/manifest/edit/apply.js";
 import type { DeclaredChange } from "../../../src/manifest/edit/changes.js";
-import { manifestLists } from "../../../src/manifest/lists.js";
+import { specListShapes } from "../../../src/manifest/lists.js";
 import type { Ticket } from "../../../src/manifest/tickets.js";
 import { ticketYaml } from "../../../src/propose/ticket.js";
 import { stringifyPortable } from "../../../src/text/yaml-scalar.js";
@@ -130,7 +130,7 @@ async function assertPyYamlReadsSame(cases: { text: string; value: unknown }[]):
 }
 
 describe("the accept editor with random values", () => {
-  const LISTS = manifestLists();
+  const LISTS = specListShapes();
   const sample = (file: string) =>
     readFileSync(new URL(`../../../fleet-manifests/${file}`, import.meta.url), "utf8");
   const BASES = [

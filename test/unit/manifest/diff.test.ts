@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { diffFleets, showPath } from "../../../src/manifest/diff.js";
+import { diffFleets } from "../../../src/manifest/diff.js";
+import { showPath } from "../../../src/spec-path.js";
 import { renderManifestDiff } from "../../../src/manifest/diff-markdown.js";
 import { loadFleet, type Fleet } from "../../../src/manifest/load.js";
 import { removeTree, writeTree } from "../../support/tree.js";

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { ManifestErrors } from "../../../src/errors.js";
 import { loadFleet } from "../../../src/manifest/load.js";
-import { sourceOf } from "../../../src/manifest/merge.js";
+import { sourceOf } from "../../../src/manifest/merge-layers.js";
 import { MAX_MANIFEST_BYTES } from "../../../src/manifest/read.js";
 import { removeTree, writeTree } from "../../support/tree.js";
 

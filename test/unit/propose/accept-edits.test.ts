@@ -1,10 +1,9 @@
 // Where accepting a drift group edits the manifests, and what that costs as the fleet grows.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { SpecPath } from "../../../src/domains/domain.js";
 import { acceptEdits, dependantsOf } from "../../../src/propose/accept-edits.js";
 import { groupDrift } from "../../../src/propose/group.js";
-import { MANIFEST_LISTS } from "../../../src/manifest/lists.js";
+import { SPEC_LIST_SHAPES } from "../../../src/manifest/lists.js";
 import { parse } from "yaml";
 import { describeAction } from "../../../src/propose/execute.js";
 import {
@@ -18,6 +17,7 @@ import {
   somaxconn,
   swappiness,
 } from "./fixtures.js";
+import type { SpecPath } from "../../../src/spec-path.js";
 
 describe("acceptEdits", () => {
   it("asks who takes a shared value from its file once, not once per drifted node", () => {
@@ -34,7 +34,7 @@ describe("acceptEdits", () => {
       asked.push(`${file} ${at.join(".")}`);
       return dependants(file, at);
     };
-    const accepted = acceptEdits(group, files, counted, MANIFEST_LISTS);
+    const accepted = acceptEdits(group, files, counted, SPEC_LIST_SHAPES);
     assert.ok("files" in accepted);
     const edited = accepted.files;
     // Every node taking the value drifted alike: the group file is edited, once.

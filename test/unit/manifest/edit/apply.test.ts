@@ -6,9 +6,9 @@ import { parse } from "yaml";
 import { ManifestEditError } from "../../../../src/errors.js";
 import { applyChanges } from "../../../../src/manifest/edit/apply.js";
 import { declaredIn, type DeclaredChange } from "../../../../src/manifest/edit/changes.js";
-import { manifestLists } from "../../../../src/manifest/lists.js";
+import { specListShapes } from "../../../../src/manifest/lists.js";
 
-const LISTS = manifestLists();
+const LISTS = specListShapes();
 
 const sample = (file: string) =>
   readFileSync(new URL(`../../../../fleet-manifests/${file}`, import.meta.url), "utf8");
@@ -681,6 +681,21 @@ describe("applyChanges refuses edits it cannot make safely", () => {
           LISTS,
         ),
       /single value/,
+    );
+  });
+
+  it("names the path in its refusal as manifest-diff shows it: a dotted sysctl name in brackets", () => {
+    assert.throws(
+      () =>
+        applyChanges(
+          "system:\n  sysctl_parameters:\n    - net.ipv4.ip_forward = 1\n",
+          [{ path: ["system", "sysctl_parameters", "net.ipv4.ip_forward"], value: { x: 1 } }],
+          LISTS,
+        ),
+      {
+        message:
+          'system.sysctl_parameters[net.ipv4.ip_forward]: a "name = value" item holds a single value',
+      },
     );
   });
 

@@ -4,7 +4,7 @@ import { describe, it } from "node:test";
 import { parse } from "yaml";
 import { applyChanges } from "../../../../src/manifest/edit/apply.js";
 import { declaredChanges, declaredIn } from "../../../../src/manifest/edit/changes.js";
-import type { ManifestLists } from "../../../../src/manifest/lists.js";
+import type { SpecListShapes } from "../../../../src/manifest/lists.js";
 
 const SYSCTL = ["system", "sysctl_parameters"];
 const FILES = ["files"];
@@ -143,7 +143,7 @@ describe("declaredChanges", () => {
 });
 
 describe("declaredChanges then applyChanges: an accept edit end to end", () => {
-  const lists: ManifestLists = {
+  const lists: SpecListShapes = {
     listFormPaths: [SYSCTL],
     keyedLists: [{ path: FILES, key: "path" }],
   };

@@ -6,22 +6,23 @@
 // them (a fleet-wide package list is held once, not once per node), and only the maps on the
 // path to a change are copied. Effective specs are therefore read-only. Nodes sharing fleet.yaml
 // and the same groups share that part of the merge and its validation: it is done once.
-import type { SpecPath } from "../domains/domain.js";
+import { within } from "../domains/domain.js";
 import { DOMAINS } from "../domains/registry.js";
 import { ManifestError } from "../errors.js";
 import type { Layer, Origin } from "./layer.js";
+import { itemKey, keyedMapsAsLists, keyFieldAt, SPEC_LIST_SHAPES } from "./lists.js";
+import { NodeSpec } from "./schema.js";
 import {
   isPlainMap,
-  itemKey,
-  keyedMapsAsLists,
-  keyFieldAt,
-  MANIFEST_LISTS,
-  mapAt,
+  isPrefix,
   pathKey,
+  pathOfKey,
   replaceAt,
+  showPath,
+  valueAt,
   type PlainMap,
-} from "./lists.js";
-import { NodeSpec } from "./schema.js";
+  type SpecPath,
+} from "../spec-path.js";
 
 /**
  * The origin of the declared value at `path`: the last layer that set it, else its nearest
@@ -75,7 +76,7 @@ function fold(start: PlainMap, layers: readonly Layer[]): PlainMap {
  */
 export function mergeLayers(layers: readonly Layer[]): PlainMap {
   // Keyed lists go back to lists, in declaration order.
-  return keyedMapsAsLists(fold({}, layers), MANIFEST_LISTS);
+  return keyedMapsAsLists(fold({}, layers), SPEC_LIST_SHAPES);
 }
 
 /**
@@ -88,11 +89,6 @@ const UNITS: SpecPath[] = [
     .filter((key) => !DOMAINS.some((d) => d.specPath[0] === key))
     .map((key) => [key]),
 ];
-
-const isPrefix = (a: SpecPath, b: SpecPath) => a.every((part, i) => b[i] === part);
-
-const valueAt = (value: PlainMap, path: SpecPath): unknown =>
-  mapAt(value, path.slice(0, -1))?.[String(path.at(-1))];
 
 /** Merges nodes' layers; nodes built on the same fleet.yaml and groups share that merge. */
 export class LayerMerger {
@@ -113,11 +109,11 @@ export class LayerMerger {
       const merged = fold({}, base);
       shared = {
         merged,
-        valid: NodeSpec.safeParse(keyedMapsAsLists(merged, MANIFEST_LISTS)).success,
+        valid: NodeSpec.safeParse(keyedMapsAsLists(merged, SPEC_LIST_SHAPES)).success,
       };
       this.bases.set(key, shared);
     }
-    const effective = keyedMapsAsLists(fold(shared.merged, [own]), MANIFEST_LISTS);
+    const effective = keyedMapsAsLists(fold(shared.merged, [own]), SPEC_LIST_SHAPES);
     // What the node's own file leaves alone is as valid as it was in the shared part.
     if (shared.valid && NodeSpec.safeParse(touchedBy(own, effective)).success) return { effective };
     const errors = effectiveErrors(node, [...base, own], effective);
@@ -155,13 +151,12 @@ function effectiveErrors(
     const from = layers.flatMap((layer) => {
       let line = Infinity;
       for (const [key, origin] of layer.origins) {
-        const at: unknown = JSON.parse(key);
-        if (Array.isArray(at) && at.length > prefix.length && isPrefix(prefix, at))
-          line = Math.min(line, origin.line);
+        const at = pathOfKey(key);
+        if (at.length > prefix.length && isPrefix(prefix, at)) line = Math.min(line, origin.line);
       }
       return line < Infinity ? [{ file: layer.file, line }] : [];
     });
-    const where = showSpecPath(prefix);
+    const where = showPath(prefix);
     const located = from.at(-1) ?? { file: layers.at(-1)!.file, line: 1 };
     const combined = from.map((f) => `${f.file}:${f.line}`).join(" and ");
     return new ManifestError(
@@ -182,20 +177,10 @@ function contributorPrefix(
 ): (string | number)[] {
   const domain = DOMAINS.find((d) => isPrefix(d.specPath, issuePath));
   if (!domain) return issuePath.filter((p) => typeof p === "string").slice(0, 1);
-  const index = issuePath[domain.specPath.length];
-  const keyField = keyFieldAt(MANIFEST_LISTS, domain.specPath);
+  const index = within(domain, issuePath)[0];
+  const keyField = keyFieldAt(SPEC_LIST_SHAPES, domain.specPath);
   if (keyField === undefined || typeof index !== "number") return [...domain.specPath];
   const list = valueAt(effective, domain.specPath);
   const key = Array.isArray(list) ? itemKey(list[index], keyField) : undefined;
   return [...domain.specPath, String(key ?? index)];
 }
-
-/** `files[/etc/app.conf]`, `system.kernel_modules`. */
-const showSpecPath = (p: readonly (string | number)[]) =>
-  p
-    .map((part, i) =>
-      typeof part === "string" && /^[A-Za-z_]\w*$/.test(part)
-        ? `${i ? "." : ""}${part}`
-        : `[${part}]`,
-    )
-    .join("");

@@ -1,5 +1,5 @@
-// Text helpers shared by the domains that compare file contents (files, systemd units and
-// drop-ins).
+// The text of the files a domain compares (files, systemd units and drop-ins): UTF-8 decoding of
+// host bytes and unified diffs, shared by those domains.
 import { FILE_HEADERS_ONLY, formatPatch, structuredPatch, type StructuredPatch } from "diff";
 
 /**

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { applyPatch } from "diff";
 import fc from "fast-check";
-import { MAX_DIFF_EDITS, unifiedDiff } from "../../../src/domains/text.js";
+import { MAX_DIFF_EDITS, unifiedDiff } from "../../../src/domains/file-text.js";
 
 const RUNS = { seed: 20261201, numRuns: 200 } as const;
 const numbered = (count: number, prefix: string) =>
