@@ -48,7 +48,7 @@ export default {
       comment:
         "Only a domain's test sample (domains/<name>/sample.ts and its types) may use test support: the rest of src/ is what ships.",
       severity: "error",
-      from: { path: "^src/", pathNot: "^src/domains/([^/]+/)?sample\\.ts$" },
+      from: { path: "^src/", pathNot: "^src/domains/.*sample\\.ts$" },
       to: { path: "^(test|bench|scripts)/" },
     },
     ...LAYERS.flatMap((layer, depth) =>

@@ -62,6 +62,22 @@ describe("the import rules", () => {
     assert.match(out, /error in-a-layer: src\/propose\/plan\.ts → src\/stray\.ts/);
   });
 
+  it("refuse test code in what ships, but let a domain's test sample use it", async () => {
+    const { exitCode, out } = await cruise({
+      "src/domains/kernel/index.ts":
+        'import { hostile } from "../../../test/support/probe-output.js";\nexport const kernel = hostile;\n',
+      "src/domains/kernel/sample.ts":
+        'import { hostile } from "../../../test/support/probe-output.js";\nexport const sample = hostile;\n',
+      "test/support/probe-output.ts": "export const hostile = 1;\n",
+    });
+    assert.notEqual(exitCode, 0, out);
+    assert.match(
+      out,
+      /error no-test-code: src\/domains\/kernel\/index\.ts → test\/support\/probe-output\.ts/,
+    );
+    assert.doesNotMatch(out, /sample\.ts →/);
+  });
+
   it("let imports run down the layers", async () => {
     const { exitCode, out } = await cruise({
       "src/cli/main.ts": 'import { plan } from "../propose/plan.js";\nexport const main = plan;\n',
