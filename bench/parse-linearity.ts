@@ -4,8 +4,6 @@
 // quadratic one about 64x; a ratio over 24 is flagged. Time ratios on a shared machine are noisy
 // (GC, caches), which is why this is a benchmark and not a test.
 // Run: npx tsx bench/parse-linearity.ts [n]
-import type { AnyDomain } from "../src/domains/domain.js";
-import { DOMAINS } from "../src/domains/registry.js";
 import { unifiedDiff } from "../src/domains/file-text.js";
 import { declaredIn } from "../src/manifest/edit/changes.js";
 import { toLayer } from "../src/manifest/layer.js";

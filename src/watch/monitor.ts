@@ -6,7 +6,7 @@ import { declaredFor, DOMAIN_NAMES, type DomainName } from "../domains/domain.js
 import { allowingOwnListener, ports, type PortsDeclared } from "../domains/ports/index.js";
 import type { DriftContext } from "../drift/drift.js";
 import type { LoadedNode } from "../manifest/load.js";
-import { replaceAt } from "../manifest/lists.js";
+import { replaceAt } from "../spec-path.js";
 import { parseContext } from "../probe/script.js";
 import { driftEvent, nodeErrorEvent, type Event } from "../report/events.js";
 import type { DriftItem } from "../report/schema.js";
