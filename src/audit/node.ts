@@ -1,11 +1,5 @@
-import {
-  declaredFor,
-  partlyUnknown,
-  type AnyDomain,
-  type DomainName,
-  type ParseContext,
-} from "../domains/domain.js";
-import { DOMAINS } from "../domains/registry.js";
+import { declaredFor, partlyUnknown, type ParseContext } from "../domains/domain.js";
+import { DOMAINS, type AnyDomain, type DomainName } from "../domains/registry.js";
 import { toDriftItems, type DriftContext } from "../drift/drift.js";
 import { NodeAuditError, ProbeParseError, ProbeTruncatedError } from "../errors.js";
 import type { LoadedNode } from "../manifest/load.js";

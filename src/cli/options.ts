@@ -2,7 +2,7 @@ import { existsSync, readdirSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { createSupportsColor } from "supports-color";
-import { DOMAIN_NAMES, type DomainName } from "../domains/domain.js";
+import { DOMAIN_NAMES, type DomainName } from "../domains/registry.js";
 import { UsageError } from "../errors.js";
 import { globMatch, globProblem } from "../glob.js";
 import { loadFleet, type Fleet, type LoadedNode } from "../manifest/load.js";

@@ -3,19 +3,6 @@ import { ProbeParseError } from "../errors.js";
 import { valueAt, type SpecPath } from "../spec-path.js";
 import type { SnapshotOptions } from "./snapshot-options.js";
 
-export const DOMAIN_NAMES = [
-  "kernel",
-  "sysctl",
-  "io_scheduler",
-  "routes",
-  "packages",
-  "ports",
-  "files",
-  "systemd",
-  "kernel_modules",
-] as const;
-export type DomainName = (typeof DOMAIN_NAMES)[number];
-
 export const SEVERITIES = ["critical", "high", "medium", "low"] as const;
 export type Severity = (typeof SEVERITIES)[number];
 export type OnDrift = "accept" | "ticket";
@@ -75,8 +62,9 @@ export interface Finding {
  * output is parsed, how declared and live are compared, and how a spec is built from live.
  * Probe text is built here but run by a transport; parse takes captured text.
  */
-export interface Domain<Declared = unknown, Live = unknown> {
-  name: DomainName;
+export interface Domain<Declared, Live, Name extends string> {
+  /** The domain's name, its folder's under src/domains/; the registry's list of names comes from it. */
+  name: Name;
   /** Where the declaration lives in a node spec, e.g. ["system", "sysctl_parameters"]. */
   specPath: readonly string[];
   schema: z.ZodType<Declared>;
@@ -153,7 +141,10 @@ export interface WatchTargets {
  * The domain's declaration in a node spec, at its `specPath`; undefined when the node declares
  * none.
  */
-export function declaredFor(domain: AnyDomain, spec: Record<string, unknown>): unknown {
+export function declaredFor(
+  domain: { specPath: SpecPath },
+  spec: Record<string, unknown>,
+): unknown {
   return valueAt(spec, domain.specPath);
 }
 
@@ -208,6 +199,3 @@ export function partlyUnknown(live: unknown): string[] {
   const unknown = (live as { unknown?: unknown } | null)?.unknown;
   return Array.isArray(unknown) ? unknown.filter((u): u is string => typeof u === "string") : [];
 }
-
-// Type-erased form held by the registry.
-export type AnyDomain = Domain<any, any>;

@@ -1,7 +1,8 @@
 // The one place audit domains are registered. Adding a domain (docs/adding-a-domain.md): its folder
-// under src/domains/, its name in DOMAIN_NAMES (domain.ts) and one line here, in the same order;
-// test/unit/domains/registry.test.ts fails when a folder, a name and a registered domain disagree.
-import type { AnyDomain } from "./domain.js";
+// under src/domains/ and one line in REGISTERED (with its import); the domain names, their order
+// and `DomainName` all come from that list, so nothing else names them.
+// test/unit/domains/registry.test.ts fails when a folder and a registered domain disagree.
+import type { Domain } from "./domain.js";
 import { files } from "./files/index.js";
 import { ioScheduler } from "./io_scheduler/index.js";
 import { kernel } from "./kernel/index.js";
@@ -12,7 +13,7 @@ import { routes } from "./routes/index.js";
 import { sysctl } from "./sysctl/index.js";
 import { systemd } from "./systemd/index.js";
 
-export const DOMAINS: readonly AnyDomain[] = [
+const REGISTERED = [
   kernel,
   sysctl,
   ioScheduler,
@@ -22,7 +23,18 @@ export const DOMAINS: readonly AnyDomain[] = [
   files,
   systemd,
   kernelModules,
-];
+] as const;
+
+/** The names of `domains`, in their order, each typed as its domain's name literal. */
+const namesOf = <const D extends readonly { name: string }[]>(domains: D) =>
+  domains.map((d) => d.name) as { readonly [K in keyof D]: D[K]["name"] };
+
+export const DOMAINS: readonly AnyDomain[] = REGISTERED;
+/** Every domain's name, in registry order (report and manifest schemas list them in this order). */
+export const DOMAIN_NAMES = namesOf(REGISTERED);
+export type DomainName = (typeof DOMAIN_NAMES)[number];
+/** A registered domain, type-erased. */
+export type AnyDomain = Domain<any, any, DomainName>;
 
 export function domainByName(name: string): AnyDomain | undefined {
   return DOMAINS.find((d) => d.name === name);

@@ -6,7 +6,8 @@ import type { HostDefinition } from "../../test/support/hosts.js";
 import type { Domain } from "./domain.js";
 
 /** The declaration type of a domain object. */
-export type DeclaredOf<D> = D extends Domain<infer Declared, infer _Live> ? Declared : never;
+export type DeclaredOf<D> =
+  D extends Domain<infer Declared, infer _Live, string> ? Declared : never;
 
 /** One drift item of a report, as the prototype-name and fleet tests compare them. */
 export interface SampleDrift {

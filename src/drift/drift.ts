@@ -1,4 +1,5 @@
-import type { AnyDomain, Finding } from "../domains/domain.js";
+import type { Finding } from "../domains/domain.js";
+import type { AnyDomain } from "../domains/registry.js";
 import type { LoadedNode } from "../manifest/load.js";
 import { sourceOf } from "../manifest/merge-layers.js";
 import { expiryTime, type Policy, type Waiver } from "../manifest/schema.js";

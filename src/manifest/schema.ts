@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { DOMAIN_NAMES, SEVERITIES, type DomainName } from "../domains/domain.js";
-import { DOMAINS } from "../domains/registry.js";
+import { SEVERITIES } from "../domains/domain.js";
+import { DOMAIN_NAMES, DOMAINS, type DomainName } from "../domains/registry.js";
 import { globProblem } from "../glob.js";
 import { DURATION, UNAUDITED_SHARE } from "../report/unaudited.js";
 

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { DOMAIN_NAMES, Json, SEVERITIES, type JsonValue } from "../domains/domain.js";
+import { Json, SEVERITIES, type JsonValue } from "../domains/domain.js";
+import { DOMAIN_NAMES } from "../domains/registry.js";
 import { driftSignature, setSignature } from "./signature.js";
 import { IsoDate, Owner } from "./schema.js";
 

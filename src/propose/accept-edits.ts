@@ -1,5 +1,6 @@
 import { append } from "../collections.js";
-import type { AnyDomain, Finding, JsonValue } from "../domains/domain.js";
+import type { Finding, JsonValue } from "../domains/domain.js";
+import type { AnyDomain } from "../domains/registry.js";
 import { declaredFor, within } from "../domains/domain.js";
 import { ManifestEditError } from "../errors.js";
 import { applyChanges } from "../manifest/edit/apply.js";

@@ -1,4 +1,5 @@
-import { within, type AnyDomain, type Finding } from "../domains/domain.js";
+import { within, type Finding } from "../domains/domain.js";
+import type { AnyDomain } from "../domains/registry.js";
 import { isPlainMap, replaceAt } from "../spec-path.js";
 
 /**

@@ -1,6 +1,5 @@
 import { z } from "zod";
-import { DOMAIN_NAMES } from "../domains/domain.js";
-import { domainByName } from "../domains/registry.js";
+import { DOMAIN_NAMES, domainByName } from "../domains/registry.js";
 import type { Ticket } from "../manifest/tickets.js";
 import type { DriftItem } from "../report/schema.js";
 import { visible } from "../text/escape.js";

@@ -1,4 +1,4 @@
-import { DOMAIN_NAMES, type DomainName } from "../domains/domain.js";
+import { DOMAIN_NAMES, type DomainName } from "../domains/registry.js";
 
 export type PullKind = "accept" | "ticket" | "resolve";
 const KINDS: readonly string[] = ["accept", "ticket", "resolve"];

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { append } from "../collections.js";
-import type { AnyDomain, JsonValue } from "../domains/domain.js";
-import { domainByName } from "../domains/registry.js";
+import type { JsonValue } from "../domains/domain.js";
+import { domainByName, type AnyDomain } from "../domains/registry.js";
 import { driftSignature, setSignature } from "../manifest/signature.js";
 import type { LoadedNode } from "../manifest/load.js";
 import type { DriftItem, Report } from "../report/schema.js";

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { DOMAIN_NAMES, Json, SEVERITIES } from "../domains/domain.js";
+import { Json, SEVERITIES } from "../domains/domain.js";
+import { DOMAIN_NAMES } from "../domains/registry.js";
 
 export const SCHEMA_VERSION = 1;
 /** The most shards a fleet audit is cut into (`audit --shard k/n`, `plan-shards`). */

@@ -1,4 +1,4 @@
-import type { DomainName } from "../domains/domain.js";
+import type { DomainName } from "../domains/registry.js";
 import type { DriftItem } from "../report/schema.js";
 
 export interface LedgerChange {

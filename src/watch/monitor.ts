@@ -2,7 +2,8 @@
 // declared paths and a periodic poll both lead to the same checks `audit` runs, and only changes in
 // the set of drift are reported. It reads; it never writes to the host.
 import { auditNode, readMaintenance, runProbe, type AuditSettings } from "../audit/node.js";
-import { declaredFor, DOMAIN_NAMES, type DomainName } from "../domains/domain.js";
+import { declaredFor } from "../domains/domain.js";
+import { DOMAIN_NAMES, type DomainName } from "../domains/registry.js";
 import { allowingOwnListener, ports, type PortsDeclared } from "../domains/ports/index.js";
 import type { DriftContext } from "../drift/drift.js";
 import type { LoadedNode } from "../manifest/load.js";

@@ -3,7 +3,8 @@
 // sees), and which domains must be polled because nothing on disk announces their changes.
 import path from "node:path";
 import { auditedDomains } from "../audit/node.js";
-import { declaredFor, type DomainName } from "../domains/domain.js";
+import { declaredFor } from "../domains/domain.js";
+import type { DomainName } from "../domains/registry.js";
 import type { LoadedNode } from "../manifest/load.js";
 
 /** A domain to re-check, or the maintenance marker to re-read. */

@@ -1,9 +1,9 @@
 // Each registered domain's test sample (src/domains/<name>/sample.ts, typed by src/domains/sample.ts),
 // loaded by the tests and benchmarks that run every domain at once. A domain without one fails
 // test/unit/domains/registry.test.ts and every table below.
-import type { AnyDomain } from "../../src/domains/domain.js";
-import { DOMAINS } from "../../src/domains/registry.js";
+import { DOMAINS, type AnyDomain } from "../../src/domains/registry.js";
 import type { DomainSample } from "../../src/domains/sample.js";
+import { replaceAt, type PlainMap } from "../../src/spec-path.js";
 
 export interface Sampled {
   domain: AnyDomain;
@@ -33,13 +33,8 @@ export const allSamples = (): Promise<Sampled[]> =>
 export function specOf(
   declarations: readonly (readonly [AnyDomain, unknown])[],
 ): Record<string, unknown> {
-  const spec: Record<string, unknown> = {};
-  for (const [domain, declared] of declarations) {
-    if (declared === undefined) continue;
-    let level = spec;
-    for (const part of domain.specPath.slice(0, -1))
-      level = (level[part] ??= {}) as Record<string, unknown>;
-    level[domain.specPath.at(-1)!] = declared;
-  }
-  return spec;
+  return declarations.reduce<PlainMap>(
+    (spec, [domain, declared]) => replaceAt(spec, domain.specPath, declared),
+    {},
+  );
 }

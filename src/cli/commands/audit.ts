@@ -11,7 +11,7 @@ import {
   type Shard,
 } from "../../audit/fleet.js";
 import { defaultAuditSettings, type AuditSettings } from "../../audit/node.js";
-import type { DomainName } from "../../domains/domain.js";
+import type { DomainName } from "../../domains/registry.js";
 import type { DriftContext } from "../../drift/drift.js";
 import { UsageError } from "../../errors.js";
 import type { Fleet, LoadedNode } from "../../manifest/load.js";

@@ -6,8 +6,8 @@ import {
   runProbe,
   type AuditSettings,
 } from "../../audit/node.js";
-import { declaredFor, type AnyDomain } from "../../domains/domain.js";
-import { DOMAINS } from "../../domains/registry.js";
+import { declaredFor } from "../../domains/domain.js";
+import { DOMAINS, type AnyDomain } from "../../domains/registry.js";
 import { DEFAULT_SNAPSHOT_OPTIONS, type SnapshotOptions } from "../../domains/snapshot-options.js";
 import { ManifestEditError, UsageError } from "../../errors.js";
 import type { LoadedNode } from "../../manifest/load.js";

@@ -105,7 +105,7 @@ function readRegularFile(bytes: number): string {
   ].join("\n");
 }
 
-export const files: Domain<FilesDeclared, FilesLive> = {
+export const files: Domain<FilesDeclared, FilesLive, "files"> = {
   name: "files",
   specPath: ["files"],
   schema: FilesDeclared,

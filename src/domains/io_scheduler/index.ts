@@ -18,7 +18,7 @@ export const IoSchedulerDeclared = z.record(z.string(), Scheduler).superRefine((
 });
 export type IoSchedulerDeclared = z.infer<typeof IoSchedulerDeclared>;
 
-export const ioScheduler: Domain<IoSchedulerDeclared, IoSchedulerLive> = {
+export const ioScheduler: Domain<IoSchedulerDeclared, IoSchedulerLive, "io_scheduler"> = {
   name: "io_scheduler",
   specPath: ["storage", "io_scheduler"],
   schema: IoSchedulerDeclared,

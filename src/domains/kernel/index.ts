@@ -7,7 +7,7 @@ export const KernelDeclared = z
   .regex(/^[A-Za-z0-9][A-Za-z0-9._+~-]*$/, "not a kernel release (like 6.1.0-28-amd64)");
 export type KernelDeclared = z.infer<typeof KernelDeclared>;
 
-export const kernel: Domain<KernelDeclared, KernelLive> = {
+export const kernel: Domain<KernelDeclared, KernelLive, "kernel"> = {
   name: "kernel",
   specPath: ["system", "kernel_version"],
   schema: KernelDeclared,

@@ -29,7 +29,7 @@ function moduleLines(names: readonly string[] | undefined, ctx: ProbeContext): s
   return `-E -e ${ctx.quote(`^${any} `)} -e ${ctx.quote(`(^|/)${any}\\.ko(\\.[a-z]+)?$`)}`;
 }
 
-export const kernelModules: Domain<KernelModulesDeclared, KernelModulesLive> = {
+export const kernelModules: Domain<KernelModulesDeclared, KernelModulesLive, "kernel_modules"> = {
   name: "kernel_modules",
   specPath: ["system", "kernel_modules"],
   schema: KernelModulesDeclared,

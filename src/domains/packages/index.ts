@@ -42,7 +42,7 @@ const DATABASES: Record<PackageFormat, string> = {
   apk: "/lib/apk/db/installed",
 };
 
-export const packages: Domain<PackagesDeclared, PackagesLive> = {
+export const packages: Domain<PackagesDeclared, PackagesLive, "packages"> = {
   name: "packages",
   specPath: ["packages", "installed_manifest"],
   schema: PackagesDeclared,

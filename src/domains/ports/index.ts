@@ -91,7 +91,7 @@ const LISTENER_LINES = [
   '$4 == "0A" && FILENAME ~ /tcp/ || $4 == "07" && FILENAME ~ /udp/ { print FILENAME ": " $1 " " $2 " " $3 " " $4 " " }',
 ].join(" ");
 
-export const ports: Domain<PortsDeclared, PortsLive> = {
+export const ports: Domain<PortsDeclared, PortsLive, "ports"> = {
   name: "ports",
   specPath: ["networking", "listening_ports"],
   schema: PortsDeclared,

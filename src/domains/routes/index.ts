@@ -107,7 +107,7 @@ const ROUTE_LINES = [
   '{ sub(/[ \\t]+$/, ""); print FILENAME ":" $0 }',
 ].join(" ");
 
-export const routes: Domain<RoutesDeclared, RoutesLive> = {
+export const routes: Domain<RoutesDeclared, RoutesLive, "routes"> = {
   name: "routes",
   specPath: ["networking", "routes"],
   schema: RoutesDeclared,

@@ -35,7 +35,7 @@ function persistedLines(names: readonly string[] | undefined): string {
   return `^[^A-Za-z0-9_#;]*(${keys.join("|")})([^A-Za-z0-9_./-]|$)`;
 }
 
-export const sysctl: Domain<SysctlDeclared, SysctlLive> = {
+export const sysctl: Domain<SysctlDeclared, SysctlLive, "sysctl"> = {
   name: "sysctl",
   specPath: ["system", "sysctl_parameters"],
   schema: SysctlDeclared,

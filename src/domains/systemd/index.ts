@@ -164,7 +164,7 @@ function enabledDetail(unit: UnitLive, name: string): string {
   return "no symlink to it in a *.wants or *.requires directory of /etc/systemd/system or the vendor's";
 }
 
-export const systemd: Domain<SystemdDeclared, SystemdLive> = {
+export const systemd: Domain<SystemdDeclared, SystemdLive, "systemd"> = {
   name: "systemd",
   specPath: ["systemd", "units"],
   schema: SystemdDeclared,

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { maintenanceProbe } from "../../../src/audit/maintenance.js";
 import { assembleProbe, defaultAuditSettings } from "../../../src/audit/node.js";
-import type { AnyDomain } from "../../../src/domains/domain.js";
+import type { AnyDomain } from "../../../src/domains/registry.js";
 import { files } from "../../../src/domains/files/index.js";
 import { sysctl } from "../../../src/domains/sysctl/index.js";
 import { buildProbe, probeContext } from "../../../src/probe/script.js";

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import type { AnyDomain } from "../../../src/domains/domain.js";
+import type { AnyDomain } from "../../../src/domains/registry.js";
 import { parseContext, parseProbeOutput, type SectionOutput } from "../../../src/probe/script.js";
 
 /** Fixtures are whole probe outputs framed with this nonce (see scripts/probe-fixture.ts). */

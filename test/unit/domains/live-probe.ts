@@ -1,6 +1,6 @@
 // Runs one domain's probe for real through `sh -s`, framed exactly as an audit frames it.
 import { execa } from "execa";
-import type { AnyDomain } from "../../../src/domains/domain.js";
+import type { AnyDomain } from "../../../src/domains/registry.js";
 import {
   buildProbe,
   newNonce,

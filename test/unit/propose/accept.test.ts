@@ -2,7 +2,8 @@
 // comparing again against the same live state, and by the declaration it writes.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { AnyDomain, Finding } from "../../../src/domains/domain.js";
+import type { Finding } from "../../../src/domains/domain.js";
+import type { AnyDomain } from "../../../src/domains/registry.js";
 import { files } from "../../../src/domains/files/index.js";
 import { ioScheduler } from "../../../src/domains/io_scheduler/index.js";
 import { kernelModules } from "../../../src/domains/kernel_modules/index.js";
