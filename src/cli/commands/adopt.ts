@@ -27,11 +27,12 @@ import { loadFleet, type LoadedNode } from "../../manifest/load.js";
 import { NodeSpec } from "../../manifest/schema.js";
 import { visible } from "../../text/escape.js";
 import { stringifyPortable } from "../../text/yaml-scalar.js";
+import { sshSessionGates } from "../../transport/session-gate.js";
 import { DEFAULT_CONNECT_TIMEOUT_SECONDS, sshTransport } from "../../transport/ssh.js";
 import { ExitBit } from "../exit.js";
 import { DEFAULT_MANIFESTS, parse, parseWholeNumber } from "../options.js";
 import { Progress } from "../progress.js";
-import { DEFAULT_CONCURRENCY, fleetAuditSettings, sshSessionGates } from "./audit.js";
+import { DEFAULT_CONCURRENCY, fleetAuditSettings } from "./audit.js";
 import { snapshotSpec } from "./snapshot.js";
 
 const say = (line: string) => process.stderr.write(`${visible(line)}\n`);
