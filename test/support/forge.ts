@@ -1,5 +1,9 @@
 // A manifest repository on the real git server, with the GitHub double on top of it: what the
 // end-to-end tests of propose and review run the real CLI against.
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, before } from "node:test";
 import { startGitServer, type GitServer } from "./git-server.js";
 import { startGitHubDouble, type GitHubDouble, type LoggedRequest } from "./github-double/index.js";
 import { removeTree, writeTree } from "./tree.js";
@@ -33,6 +37,42 @@ export async function startForge(options: {
     botLogin: options.botLogin ?? "quartermaster[bot]",
   });
   return { server, double };
+}
+
+/** The repository a test file's forge holds. */
+export const OWNER = "acme";
+export const REPO = "fleet";
+
+export interface SuiteForge extends TestForge {
+  /** A scratch folder, removed with the forge. */
+  work: string;
+}
+
+/**
+ * A forge shared by a test file's scenarios: `OWNER/REPO` holding `files`, started with a scratch
+ * folder before them and stopped after them. Its fields are set once its `before` hook has run.
+ */
+export function suiteForge(options: {
+  token: string;
+  files: Record<string, string>;
+  botLogin?: string;
+  workPrefix: string;
+}): SuiteForge {
+  const forge = {} as SuiteForge;
+  before(async () => {
+    forge.work = await mkdtemp(path.join(tmpdir(), options.workPrefix));
+    const { token, files, botLogin } = options;
+    Object.assign(
+      forge,
+      await startForge({ token, files, owner: OWNER, repo: REPO, ...(botLogin && { botLogin }) }),
+    );
+  });
+  after(async () => {
+    await forge.double?.stop();
+    await forge.server?.stop();
+    if (forge.work) await rm(forge.work, { recursive: true, force: true });
+  });
+  return forge;
 }
 
 const STATE_FILES = new Set(["deferred.json", "audit-history.json"]);
