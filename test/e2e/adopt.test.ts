@@ -169,34 +169,26 @@ describe("adopt from an Ansible YAML inventory", () => {
   });
 
   test("a short-lived loopback listener after adoption is no drift; a new reachable one is", async () => {
-    const listen = (address: string, port: number) =>
-      fleet.exec(
+    /** Listens on web-01 for 30 s, then audits its ports. */
+    const listenThenAudit = async (address: string, port: number, ...flags: string[]) => {
+      await fleet.exec(
         "web-01",
         `${process.execPath} -e "require('net').createServer().listen(${port}, '${address}'); setTimeout(() => process.exit(), 30000)" >/dev/null 2>&1 &`,
       );
-    await listen("127.0.0.1", 45123);
-    const quiet = await cli([
-      "audit",
-      "--manifests",
-      tree,
-      "--nodes",
-      "web-01",
-      "--category",
-      "ports",
-    ]);
+      return cli([
+        "audit",
+        "--manifests",
+        tree,
+        "--nodes",
+        "web-01",
+        "--category",
+        "ports",
+        ...flags,
+      ]);
+    };
+    const quiet = await listenThenAudit("127.0.0.1", 45123);
     assert.equal(quiet.exitCode, 0, quiet.stdout);
-    await listen("0.0.0.0", 45124);
-    const loud = await cli([
-      "audit",
-      "--manifests",
-      tree,
-      "--nodes",
-      "web-01",
-      "--category",
-      "ports",
-      "--format",
-      "json",
-    ]);
+    const loud = await listenThenAudit("0.0.0.0", 45124, "--format", "json");
     assert.equal(loud.exitCode, 1, loud.stdout);
     const drift = (JSON.parse(loud.stdout) as { nodes: { drift: { key: string }[] }[] }).nodes[0]!
       .drift;

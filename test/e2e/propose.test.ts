@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { mkdtemp, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { execa } from "execa";
 import type { Finding } from "../../src/domains/domain.js";
 import { domainByName } from "../../src/domains/registry.js";
@@ -48,11 +48,10 @@ const forge = suiteForge({
     "fleet-manifests/nodes/web-03.yaml": "groups: [web]\n",
     "fleet-manifests/nodes/db-01.yaml": "system:\n  sysctl_parameters:\n    vm.swappiness: 1\n",
   },
-});
-
-before(() => {
-  cache = path.join(forge.work, "cache");
-  ({ octokit } = testOctokit({ baseUrl: forge.double.apiUrl, auth: TOKEN }));
+  setup: ({ work, double }) => {
+    cache = path.join(work, "cache");
+    ({ octokit } = testOctokit({ baseUrl: double.apiUrl, auth: TOKEN }));
+  },
 });
 
 const env = () => forge.double.cliEnv();

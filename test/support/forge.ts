@@ -50,13 +50,15 @@ export interface SuiteForge extends TestForge {
 
 /**
  * A forge shared by a test file's scenarios: `OWNER/REPO` holding `files`, started with a scratch
- * folder before them and stopped after them. Its fields are set once its `before` hook has run.
+ * folder before them and stopped after them. Its fields are set once its `before` hook has run;
+ * `setup` runs in that hook, the forge started.
  */
 export function suiteForge(options: {
   token: string;
   files: Record<string, string>;
   botLogin?: string;
   workPrefix: string;
+  setup?: (forge: SuiteForge) => Promise<void> | void;
 }): SuiteForge {
   const forge = {} as SuiteForge;
   before(async () => {
@@ -66,6 +68,7 @@ export function suiteForge(options: {
       forge,
       await startForge({ token, files, owner: OWNER, repo: REPO, ...(botLogin && { botLogin }) }),
     );
+    await options.setup?.(forge);
   });
   after(async () => {
     await forge.double?.stop();
