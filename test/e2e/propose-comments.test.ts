@@ -3,10 +3,9 @@
 // mentions no one in a comment; a commenter's copy of the bot's left-alone mark does not silence
 // the bot's notice. Scenarios run in order and share the repository's history.
 import assert from "node:assert/strict";
-import { mkdtemp, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "node:test";
-import { execa } from "execa";
 import type { Finding } from "../../src/domains/domain.js";
 import { domainByName } from "../../src/domains/registry.js";
 import { toDriftItems } from "../../src/drift/drift.js";
@@ -44,11 +43,7 @@ const swappiness = (live: number): Finding => ({
 let reports = 0;
 /** A report of every node, drift items made by the audit's own code. */
 async function fleetReport(drift: Record<string, Finding[]>): Promise<string> {
-  const dir = await mkdtemp(path.join(forge.work, "checkout-"));
-  const url = forge.server
-    .repoUrl(OWNER, REPO)
-    .replace("http://", `http://x-access-token:${TOKEN}@`);
-  await execa("git", ["clone", "--quiet", url, dir]);
+  const dir = await forge.checkout();
   const fleet = await loadFleet(path.join(dir, "fleet-manifests"), {
     displayPrefix: "fleet-manifests",
   });

@@ -5,7 +5,7 @@
 // PRs asking those owners to review; merging one PR rewrites no other PR's branch; a normal
 // propose run writes nothing to stderr. Needs root.
 import assert from "node:assert/strict";
-import { mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, describe, it } from "node:test";
 import { execa } from "execa";
@@ -143,15 +143,6 @@ async function propose(report: string, extra: string[] = []) {
   return result;
 }
 
-async function checkout(): Promise<string> {
-  const dir = await mkdtemp(path.join(forge.work, "checkout-"));
-  const url = forge.server
-    .repoUrl(OWNER, REPO)
-    .replace("http://", `http://x-access-token:${TOKEN}@`);
-  await execa("git", ["clone", "--quiet", url, dir]);
-  return dir;
-}
-
 const itemOf = (report: Report, node: string, key: string): DriftItem =>
   report.nodes.find((n) => n.name === node)!.drift.find((d) => d.key === key)!;
 const openPulls = () => forge.double.pulls().filter((p) => p.state === "open");
@@ -166,7 +157,7 @@ describe("propose on day two", () => {
   let run1: { file: string; report: Report };
 
   it("validate takes the ticket with owner, due, link and refs; refuses a waiver for sysctlz", async () => {
-    const dir = await checkout();
+    const dir = await forge.checkout();
     const ok = await runCli(["validate", "--manifests", path.join(dir, M)]);
     assert.equal(ok.exitCode, 0, ok.stderr);
     const fleetFile = path.join(dir, M, "fleet.yaml");
@@ -211,7 +202,7 @@ describe("propose on day two", () => {
           (
             await execa("git", [
               "-C",
-              await checkout(),
+              await forge.checkout(),
               "diff",
               "--name-only",
               `origin/main...origin/${p.head}`,
@@ -253,7 +244,7 @@ describe("propose on day two", () => {
         .map((p) => p.title)
         .join("\n"),
     );
-    const dir = await checkout();
+    const dir = await forge.checkout();
     const { stdout } = await execa("git", [
       "-C",
       dir,

@@ -3,7 +3,7 @@
 // `propose` through the real CLI. Scenarios run in order and share the repository's history.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { execa } from "execa";
@@ -72,16 +72,6 @@ async function propose(report: string, extra: string[] = repoArgs()) {
   return runCli(["propose", "--report", report, ...extra], { env: env() });
 }
 
-/** A clone of main as it is now, with the git CLI. */
-async function checkout(): Promise<string> {
-  const dir = await mkdtemp(path.join(forge.work, "checkout-"));
-  const url = forge.server
-    .repoUrl(OWNER, REPO)
-    .replace("http://", `http://x-access-token:${TOKEN}@`);
-  await execa("git", ["clone", "--quiet", url, dir]);
-  return dir;
-}
-
 type Drift = Record<string, Finding[]>;
 const somaxconn = (live: number): Finding => ({
   key: "net.core.somaxconn",
@@ -101,7 +91,7 @@ const dbSwappiness = (live: number): Finding => ({
  * audit's code.
  */
 async function fleetReport(name: string, drift: Drift): Promise<string> {
-  const dir = await checkout();
+  const dir = await forge.checkout();
   const fleet = await loadFleet(path.join(dir, "fleet-manifests"), {
     displayPrefix: "fleet-manifests",
   });
@@ -334,7 +324,7 @@ describe("quartermaster propose", () => {
     });
 
     it("a base branch that moved between checkout and push: the PR holds only the bot's change, and merging keeps the other commit", async () => {
-      const old = await checkout();
+      const old = await forge.checkout();
       await forge.double.pushCommit("main", { "README.md": "Fleet manifests, reviewed weekly.\n" });
       const report = await fleetReport("db-moved", { "db-01": [dbSwappiness(45)] });
       const result = await propose(report, ["--manifests", path.join(old, "fleet-manifests")]);

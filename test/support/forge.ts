@@ -4,6 +4,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before } from "node:test";
+import { execa } from "execa";
 import { startGitServer, type GitServer } from "./git-server.js";
 import { startGitHubDouble, type GitHubDouble, type LoggedRequest } from "./github-double/index.js";
 import { removeTree, writeTree } from "./tree.js";
@@ -46,6 +47,8 @@ export const REPO = "fleet";
 export interface SuiteForge extends TestForge {
   /** A scratch folder, removed with the forge. */
   work: string;
+  /** A clone of main as it is now, with the git CLI, in the scratch folder. */
+  checkout(): Promise<string>;
 }
 
 /**
@@ -60,7 +63,16 @@ export function suiteForge(options: {
   workPrefix: string;
   setup?: (forge: SuiteForge) => Promise<void> | void;
 }): SuiteForge {
-  const forge = {} as SuiteForge;
+  const forge = {
+    checkout: async () => {
+      const dir = await mkdtemp(path.join(forge.work, "checkout-"));
+      const url = forge.server
+        .repoUrl(OWNER, REPO)
+        .replace("http://", `http://x-access-token:${options.token}@`);
+      await execa("git", ["clone", "--quiet", url, dir]);
+      return dir;
+    },
+  } as SuiteForge;
   before(async () => {
     forge.work = await mkdtemp(path.join(tmpdir(), options.workPrefix));
     const { token, files, botLogin } = options;
