@@ -7,14 +7,11 @@ import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "node:test";
 import type { Finding } from "../../src/domains/domain.js";
-import { domainByName } from "../../src/domains/registry.js";
-import { toDriftItems } from "../../src/drift/drift.js";
 import { loadFleet } from "../../src/manifest/load.js";
-import type { NodeResult } from "../../src/report/schema.js";
 import { runCli } from "../support/cli.js";
 import { OWNER, REPO, suiteForge } from "../support/forge.js";
 import { outsideCode } from "../support/markdown.js";
-import { reportOf } from "../support/reports.js";
+import { reportOf, sysctlResults } from "../support/reports.js";
 
 const TOKEN = "ghs_propose_comments";
 const BOT = "quartermaster[bot]";
@@ -48,18 +45,7 @@ async function fleetReport(drift: Record<string, Finding[]>): Promise<string> {
     displayPrefix: "fleet-manifests",
   });
   const ctx = { policy: fleet.settings.policy ?? {}, waivers: [], tickets: [], now: new Date() };
-  const nodes: NodeResult[] = fleet.nodes.map((node) => {
-    const items = (drift[node.name] ?? []).flatMap((f) =>
-      toDriftItems(node, domainByName("sysctl")!, [f], ctx),
-    );
-    return {
-      name: node.name,
-      host: node.host,
-      status: items.length ? "drift" : "clean",
-      durationMs: 3,
-      drift: items,
-    };
-  });
+  const nodes = sysctlResults(fleet.nodes, drift, ctx);
   const file = path.join(forge.work, `report-${++reports}.json`);
   await writeFile(file, JSON.stringify(reportOf(nodes)));
   return file;

@@ -8,14 +8,13 @@ import path from "node:path";
 import { describe, it } from "node:test";
 import { execa } from "execa";
 import type { Finding } from "../../src/domains/domain.js";
-import { domainByName } from "../../src/domains/registry.js";
-import { toDriftItems } from "../../src/drift/drift.js";
 import { loadFleet } from "../../src/manifest/load.js";
-import { Report, summarize, type NodeResult } from "../../src/report/schema.js";
+import { Report, summarize } from "../../src/report/schema.js";
 import { runCli } from "../support/cli.js";
 import { OWNER, proposalWrites, REPO, suiteForge } from "../support/forge.js";
 import { badGateway, secondaryRateLimit } from "../support/github-double/index.js";
 import { testOctokit, type TestOctokit } from "../support/octokit.js";
+import { sysctlResults } from "../support/reports.js";
 
 const TOKEN = "ghs_propose_e2e";
 const KERNEL = "0.0.0-declared";
@@ -101,20 +100,11 @@ async function fleetReport(name: string, drift: Drift): Promise<string> {
     tickets: fleet.tickets.map((t) => t.ticket),
     now: new Date(),
   };
-  const nodes: NodeResult[] = fleet.nodes
-    .filter((n) => n.name !== "localhost")
-    .map((node) => {
-      const items = (drift[node.name] ?? []).flatMap((f) =>
-        toDriftItems(node, domainByName("sysctl")!, [f], ctx),
-      );
-      return {
-        name: node.name,
-        host: node.host,
-        status: items.length ? "drift" : "clean",
-        durationMs: 3,
-        drift: items,
-      };
-    });
+  const nodes = sysctlResults(
+    fleet.nodes.filter((n) => n.name !== "localhost"),
+    drift,
+    ctx,
+  );
   const report = Report.parse({
     schemaVersion: 1,
     startedAt: new Date().toISOString(),
