@@ -72,6 +72,20 @@ describe("adopt from an Ansible YAML inventory", () => {
   let tree: string;
   let first: Awaited<ReturnType<typeof runCli>>;
   let partialKeys: string;
+  /** Adopts `hosts`, written as a YAML inventory `file`, into the tree. */
+  const adopt = async (file: string, hosts: string[], knownHosts: string) => {
+    const inventory = path.join(dir, file);
+    await writeFile(inventory, yamlInventory(hosts));
+    return cli([
+      "adopt",
+      "--inventory",
+      inventory,
+      "--manifests",
+      tree,
+      "--known-hosts",
+      knownHosts,
+    ]);
+  };
 
   before(async () => {
     tree = path.join(dir, "yaml-tree");
@@ -83,17 +97,7 @@ describe("adopt from an Ansible YAML inventory", () => {
       partialKeys,
       lines.filter((l) => !l.startsWith(`${web03.address} `)).join("\n"),
     );
-    const inventory = path.join(dir, "inventory.yml");
-    await writeFile(inventory, yamlInventory([...ADOPTED, "web-03", "down-01"]));
-    first = await cli([
-      "adopt",
-      "--inventory",
-      inventory,
-      "--manifests",
-      tree,
-      "--known-hosts",
-      partialKeys,
-    ]);
+    first = await adopt("inventory.yml", [...ADOPTED, "web-03", "down-01"], partialKeys);
   });
 
   test("an unreachable host and one without a trusted key are named and left out: exit 4", () => {
@@ -205,17 +209,7 @@ describe("adopt from an Ansible YAML inventory", () => {
       'files:\n  - { path: /etc/sysctl.d/90-role.conf, contents: "net.ipv4.ip_forward = 1\\n" }\n',
     );
     const before = await filesOf(tree);
-    const inventory = path.join(dir, "inventory-more.yml");
-    await writeFile(inventory, yamlInventory([...ADOPTED, "web-03"]));
-    const second = await cli([
-      "adopt",
-      "--inventory",
-      inventory,
-      "--manifests",
-      tree,
-      "--known-hosts",
-      fleet.knownHosts,
-    ]);
+    const second = await adopt("inventory-more.yml", [...ADOPTED, "web-03"], fleet.knownHosts);
     assert.equal(second.exitCode, 0, second.stderr);
     assert.match(second.stderr, /web-01: already declared/);
     const now = await filesOf(tree);
