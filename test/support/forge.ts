@@ -91,10 +91,14 @@ export function suiteForge(options: {
 }
 
 const STATE_FILES = new Set(["deferred.json", "audit-history.json"]);
+const STATE_COMMITS = new Set([
+  "Quartermaster: state kept between runs",
+  "Quartermaster: a propose run is writing pull requests",
+]);
 
 /**
  * What a run wrote to pull requests and their branches: the records every run keeps (the state
- * branch's commit, the dashboard issue) left out.
+ * branch's commit, the lock taken to write it, the dashboard issue) left out.
  */
 export function proposalWrites(writes: readonly LoggedRequest[]): LoggedRequest[] {
   return writes.filter((w) => {
@@ -102,10 +106,11 @@ export function proposalWrites(writes: readonly LoggedRequest[]): LoggedRequest[
     if (w.operation === "issues/create" || w.operation === "issues/update") return false;
     if (w.operation === "git/create-tree")
       return !body?.tree?.every((entry) => STATE_FILES.has(entry.path));
-    if (w.operation === "git/create-commit")
-      return body?.message !== "Quartermaster: state kept between runs";
-    if (w.operation === "git/create-ref") return body?.ref !== "refs/heads/quartermaster-state";
-    if (w.operation === "git/update-ref") return !w.path.includes("quartermaster-state");
+    if (w.operation === "git/create-commit") return !STATE_COMMITS.has(body?.message ?? "");
+    if (w.operation === "git/create-ref")
+      return !/^refs\/heads\/quartermaster-state(--lock)?$/.test(body?.ref ?? "");
+    if (w.operation === "git/update-ref" || w.operation === "git/delete-ref")
+      return !w.path.includes("quartermaster-state");
     return true;
   });
 }
