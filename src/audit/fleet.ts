@@ -4,6 +4,7 @@ import type { DriftContext } from "../drift/drift.js";
 import type { LoadedNode } from "../manifest/load.js";
 import { MAX_SHARDS, SCHEMA_VERSION, type NodeResult, type Report } from "../report/schema.js";
 import { collectReport, EntrySpool, type SpooledReport } from "../report/spool.js";
+import type { SessionGates } from "../transport/session-gate.js";
 import type { Transport } from "../transport/transport.js";
 import { wholeNumber } from "../whole-number.js";
 import { auditNode, type AuditSettings } from "./node.js";
@@ -25,14 +26,6 @@ export function parseShard(text: string): Shard | undefined {
 /** A node's shard depends on its name only, so adding a node never moves the others. */
 export function shardOf(name: string, count: number): number {
   return (createHash("sha256").update(name).digest().readUInt32BE(0) % count) + 1;
-}
-
-/** Where a node's session starts (an sshd), and how many may start there at once. */
-export interface SessionGates {
-  /** The sshd a node's session begins at: its first jump host, else its own. */
-  keyOf(node: LoadedNode): Promise<string>;
-  /** The limit of a gate, taken from the first of its nodes to arrive. */
-  limitOf(node: LoadedNode): number;
 }
 
 // `keyOf` may start a process (ssh -G): a few at a time, ahead of the audits they gate.

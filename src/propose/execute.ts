@@ -1,6 +1,9 @@
 import { ForgeError } from "../errors.js";
 import type { GitHub } from "../forge/github.js";
+import { annotateNode, emptyHistory, nextHistory, type AuditHistory } from "../report/history.js";
+import type { Report } from "../report/schema.js";
 import { visible } from "../text/escape.js";
+import { waitingAfter } from "./budget.js";
 import { plan } from "./plan.js";
 import type { PlanInput } from "./plan-input.js";
 import type { Action, PullContent } from "./proposal.js";
@@ -11,7 +14,7 @@ import {
   LEFT_ALONE_MARK,
   type ExistingPull,
 } from "./pulls.js";
-import { readWaiting } from "./state.js";
+import { readHistory, readWaiting, type StateFiles } from "./state.js";
 
 export interface Outcome {
   action: Action;
@@ -61,6 +64,46 @@ export async function planWithForge(
   }
   return { actions: plan({ ...input, pulls: checked, waiting: queue }), waiting };
 }
+
+/** One run's plan and what it was planned from. */
+export interface RunPlan extends StateFiles {
+  /** The report, each node's drift and dark time dated from `history`. */
+  report: Report;
+  actions: Action[];
+  waiting: Map<string, string>;
+}
+
+/**
+ * Plans a run from what the runs before it left on GitHub (the audit history, the pull requests,
+ * the queue), or, without GitHub, from nothing. `input.report` is the report as read.
+ */
+export async function planRun(
+  github: GitHub | undefined,
+  input: Omit<PlanInput, "pulls" | "waiting">,
+  ticked: ReadonlySet<string>,
+): Promise<RunPlan> {
+  const history: AuditHistory = github ? await readHistory(github) : emptyHistory();
+  const read = input.report;
+  const report = {
+    ...read,
+    nodes: read.nodes.map((node) => annotateNode(node, history, read.startedAt)),
+  };
+  const dated = { ...input, report };
+  const planned = github
+    ? await planWithForge(github, dated, ticked)
+    : { actions: plan({ ...dated, pulls: [] }), waiting: new Map<string, string>() };
+  return { history, report, ...planned };
+}
+
+/**
+ * The state a run leaves for the next: deferred PRs keep their place in the queue (the next run
+ * opens the longest-waiting first); the history keeps since when each node of `fleet` is dark and
+ * each drift exists.
+ */
+export const stateAfter = (run: RunPlan, fleet: ReadonlySet<string>): StateFiles => ({
+  waiting: waitingAfter(run.actions),
+  history: nextHistory(run.history, run.report, fleet),
+});
 
 /** Carries the actions out one by one; a failed action is reported and the rest still run. */
 export async function executePlan(

@@ -3,8 +3,9 @@ import type { GitHub } from "../forge/github.js";
 import { STATE_BRANCH } from "./state.js";
 
 // One propose run at a time per repository. Two runs planning from the same pull requests open the
-// same branches (GitHub answers the second with 422s) and each spends a whole budget; one after the
-// other, the second plans from what the first did. The lock is a branch because creating one is
+// same branches (GitHub answers the second with 422s) and each spends a whole budget, and the
+// second to keep its state would drop the first's audit history; one after the other, the second
+// plans from what the first did and kept. The lock is a branch because creating one is
 // atomic on GitHub; a run that died leaves it behind, and a lock older than STALE_MS is taken over.
 export const LOCK_BRANCH = `${STATE_BRANCH}--lock`;
 const STALE_MS = 15 * 60_000;

@@ -65,9 +65,21 @@ export interface StateFiles {
   history: AuditHistory;
 }
 
+const stateTexts = (state: StateFiles) => ({
+  [WAITING_FILE]: waitingText(state.waiting),
+  [HISTORY_FILE]: serializeHistory(state.history),
+});
+
+/** Whether `next` differs from `previous` in any state file. */
+export function changesState(next: StateFiles, previous: StateFiles): boolean {
+  const [a, b] = [stateTexts(next), stateTexts(previous)];
+  return a[WAITING_FILE] !== b[WAITING_FILE] || a[HISTORY_FILE] !== b[HISTORY_FILE];
+}
+
 /**
  * Keeps the state for the next run: one commit on `base` with every state file, unless none
- * changed since `previous`.
+ * changed since `previous`. Written under the propose lock, `previous` read under it too: a run
+ * that kept its state meanwhile is never overwritten.
  */
 export async function writeState(
   github: GitHub,
@@ -75,17 +87,9 @@ export async function writeState(
   previous: StateFiles,
   base: string,
 ): Promise<void> {
-  const files = {
-    [WAITING_FILE]: waitingText(next.waiting),
-    [HISTORY_FILE]: serializeHistory(next.history),
-  };
-  if (
-    files[WAITING_FILE] === waitingText(previous.waiting) &&
-    files[HISTORY_FILE] === serializeHistory(previous.history)
-  )
-    return;
+  if (!changesState(next, previous)) return;
   await github.setBranch(
     STATE_BRANCH,
-    await github.commitFiles(base, files, "Quartermaster: state kept between runs"),
+    await github.commitFiles(base, stateTexts(next), "Quartermaster: state kept between runs"),
   );
 }

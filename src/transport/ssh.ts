@@ -1,6 +1,4 @@
-import { execFile } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
-import { promisify } from "node:util";
 import { NodeAuditError } from "../errors.js";
 import type { LoadedNode } from "../manifest/load.js";
 import { PROXY_JUMP } from "../manifest/schema.js";
@@ -216,40 +214,6 @@ function usableSshArgs(node: LoadedNode, options: SshOptions): string[] {
       "probe",
       `ssh settings of ${node.name} are unusable, node not audited: ${(error as Error).message}`,
     );
-  }
-}
-
-/**
- * The sshd a node's sessions start at, from `ssh -G`'s resolved settings: its first jump host as
- * written (`user@` left out), else its own `hostname:port`.
- */
-export function firstHop(resolved: string): string | undefined {
-  const settings = new Map<string, string>();
-  for (const line of resolved.split("\n")) {
-    const space = line.indexOf(" ");
-    if (space > 0) settings.set(line.slice(0, space).toLowerCase(), line.slice(space + 1).trim());
-  }
-  const jump = settings.get("proxyjump")?.split(",")[0];
-  if (jump) return jump.replace(/^ssh:\/\//, "").replace(/^[^@]*@/, "");
-  const host = settings.get("hostname");
-  return host && `${host}:${settings.get("port") ?? "22"}`;
-}
-
-/**
- * The sshd a node's sessions start at, as the ssh client would resolve it (`ssh -G`, which reads
- * the ssh_config and connects nowhere): the key of its per-jump-host session limit.
- */
-export async function sessionGate(node: LoadedNode, options: SshOptions): Promise<string> {
-  try {
-    const { stdout } = await promisify(execFile)(
-      options.sshBinary ?? "ssh",
-      ["-G", ...sshArgs(node, options)],
-      { timeout: 10_000 },
-    );
-    return firstHop(stdout) ?? node.host;
-  } catch {
-    // Its session fails and says why; until then it counts as its own sshd.
-    return node.host;
   }
 }
 

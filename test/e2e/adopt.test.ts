@@ -72,6 +72,20 @@ describe("adopt from an Ansible YAML inventory", () => {
   let tree: string;
   let first: Awaited<ReturnType<typeof runCli>>;
   let partialKeys: string;
+  /** Adopts `hosts`, written as a YAML inventory `file`, into the tree. */
+  const adopt = async (file: string, hosts: string[], knownHosts: string) => {
+    const inventory = path.join(dir, file);
+    await writeFile(inventory, yamlInventory(hosts));
+    return cli([
+      "adopt",
+      "--inventory",
+      inventory,
+      "--manifests",
+      tree,
+      "--known-hosts",
+      knownHosts,
+    ]);
+  };
 
   before(async () => {
     tree = path.join(dir, "yaml-tree");
@@ -83,17 +97,7 @@ describe("adopt from an Ansible YAML inventory", () => {
       partialKeys,
       lines.filter((l) => !l.startsWith(`${web03.address} `)).join("\n"),
     );
-    const inventory = path.join(dir, "inventory.yml");
-    await writeFile(inventory, yamlInventory([...ADOPTED, "web-03", "down-01"]));
-    first = await cli([
-      "adopt",
-      "--inventory",
-      inventory,
-      "--manifests",
-      tree,
-      "--known-hosts",
-      partialKeys,
-    ]);
+    first = await adopt("inventory.yml", [...ADOPTED, "web-03", "down-01"], partialKeys);
   });
 
   test("an unreachable host and one without a trusted key are named and left out: exit 4", () => {
@@ -169,34 +173,26 @@ describe("adopt from an Ansible YAML inventory", () => {
   });
 
   test("a short-lived loopback listener after adoption is no drift; a new reachable one is", async () => {
-    const listen = (address: string, port: number) =>
-      fleet.exec(
+    /** Listens on web-01 for 30 s, then audits its ports. */
+    const listenThenAudit = async (address: string, port: number, ...flags: string[]) => {
+      await fleet.exec(
         "web-01",
         `${process.execPath} -e "require('net').createServer().listen(${port}, '${address}'); setTimeout(() => process.exit(), 30000)" >/dev/null 2>&1 &`,
       );
-    await listen("127.0.0.1", 45123);
-    const quiet = await cli([
-      "audit",
-      "--manifests",
-      tree,
-      "--nodes",
-      "web-01",
-      "--category",
-      "ports",
-    ]);
+      return cli([
+        "audit",
+        "--manifests",
+        tree,
+        "--nodes",
+        "web-01",
+        "--category",
+        "ports",
+        ...flags,
+      ]);
+    };
+    const quiet = await listenThenAudit("127.0.0.1", 45123);
     assert.equal(quiet.exitCode, 0, quiet.stdout);
-    await listen("0.0.0.0", 45124);
-    const loud = await cli([
-      "audit",
-      "--manifests",
-      tree,
-      "--nodes",
-      "web-01",
-      "--category",
-      "ports",
-      "--format",
-      "json",
-    ]);
+    const loud = await listenThenAudit("0.0.0.0", 45124, "--format", "json");
     assert.equal(loud.exitCode, 1, loud.stdout);
     const drift = (JSON.parse(loud.stdout) as { nodes: { drift: { key: string }[] }[] }).nodes[0]!
       .drift;
@@ -213,17 +209,7 @@ describe("adopt from an Ansible YAML inventory", () => {
       'files:\n  - { path: /etc/sysctl.d/90-role.conf, contents: "net.ipv4.ip_forward = 1\\n" }\n',
     );
     const before = await filesOf(tree);
-    const inventory = path.join(dir, "inventory-more.yml");
-    await writeFile(inventory, yamlInventory([...ADOPTED, "web-03"]));
-    const second = await cli([
-      "adopt",
-      "--inventory",
-      inventory,
-      "--manifests",
-      tree,
-      "--known-hosts",
-      fleet.knownHosts,
-    ]);
+    const second = await adopt("inventory-more.yml", [...ADOPTED, "web-03"], fleet.knownHosts);
     assert.equal(second.exitCode, 0, second.stderr);
     assert.match(second.stderr, /web-01: already declared/);
     const now = await filesOf(tree);

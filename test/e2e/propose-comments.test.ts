@@ -3,54 +3,31 @@
 // mentions no one in a comment; a commenter's copy of the bot's left-alone mark does not silence
 // the bot's notice. Scenarios run in order and share the repository's history.
 import assert from "node:assert/strict";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import path from "node:path";
-import { after, before, describe, it } from "node:test";
-import { execa } from "execa";
+import { describe, it } from "node:test";
 import type { Finding } from "../../src/domains/domain.js";
-import { domainByName } from "../../src/domains/registry.js";
-import { toDriftItems } from "../../src/drift/drift.js";
 import { loadFleet } from "../../src/manifest/load.js";
-import type { NodeResult } from "../../src/report/schema.js";
 import { runCli } from "../support/cli.js";
-import { startForge } from "../support/forge.js";
-import type { GitServer } from "../support/git-server.js";
-import type { GitHubDouble } from "../support/github-double/index.js";
+import { OWNER, REPO, suiteForge } from "../support/forge.js";
 import { outsideCode } from "../support/markdown.js";
-import { reportOf } from "../support/reports.js";
+import { reportOf, sysctlResults } from "../support/reports.js";
 
 const TOKEN = "ghs_propose_comments";
-const OWNER = "acme";
-const REPO = "fleet";
 const BOT = "quartermaster[bot]";
 // A valid node name whose `@` GitHub would link and notify, written raw.
 const VICTIM = "ops[@qm-victim]";
 
-let server: GitServer;
-let double: GitHubDouble;
-let work: string;
-
-before(async () => {
-  work = await mkdtemp(path.join(tmpdir(), "qm-propose-comments-"));
-  ({ server, double } = await startForge({
-    token: TOKEN,
-    owner: OWNER,
-    repo: REPO,
-    botLogin: BOT,
-    files: {
-      "fleet-manifests/fleet.yaml": "policy:\n  sysctl: { on_drift: accept }\n",
-      [`fleet-manifests/nodes/${VICTIM}.yaml`]:
-        "system:\n  sysctl_parameters:\n    vm.swappiness: 10\n",
-      "fleet-manifests/nodes/web-01.yaml": "system:\n  sysctl_parameters:\n    vm.swappiness: 10\n",
-    },
-  }));
-});
-
-after(async () => {
-  await double?.stop();
-  await server?.stop();
-  if (work) await rm(work, { recursive: true, force: true });
+const forge = suiteForge({
+  token: TOKEN,
+  botLogin: BOT,
+  workPrefix: "qm-propose-comments-",
+  files: {
+    "fleet-manifests/fleet.yaml": "policy:\n  sysctl: { on_drift: accept }\n",
+    [`fleet-manifests/nodes/${VICTIM}.yaml`]:
+      "system:\n  sysctl_parameters:\n    vm.swappiness: 10\n",
+    "fleet-manifests/nodes/web-01.yaml": "system:\n  sysctl_parameters:\n    vm.swappiness: 10\n",
+  },
 });
 
 const swappiness = (live: number): Finding => ({
@@ -63,26 +40,13 @@ const swappiness = (live: number): Finding => ({
 let reports = 0;
 /** A report of every node, drift items made by the audit's own code. */
 async function fleetReport(drift: Record<string, Finding[]>): Promise<string> {
-  const dir = await mkdtemp(path.join(work, "checkout-"));
-  const url = server.repoUrl(OWNER, REPO).replace("http://", `http://x-access-token:${TOKEN}@`);
-  await execa("git", ["clone", "--quiet", url, dir]);
+  const dir = await forge.checkout();
   const fleet = await loadFleet(path.join(dir, "fleet-manifests"), {
     displayPrefix: "fleet-manifests",
   });
   const ctx = { policy: fleet.settings.policy ?? {}, waivers: [], tickets: [], now: new Date() };
-  const nodes: NodeResult[] = fleet.nodes.map((node) => {
-    const items = (drift[node.name] ?? []).flatMap((f) =>
-      toDriftItems(node, domainByName("sysctl")!, [f], ctx),
-    );
-    return {
-      name: node.name,
-      host: node.host,
-      status: items.length ? "drift" : "clean",
-      durationMs: 3,
-      drift: items,
-    };
-  });
-  const file = path.join(work, `report-${++reports}.json`);
+  const nodes = sysctlResults(fleet.nodes, drift, ctx);
+  const file = path.join(forge.work, `report-${++reports}.json`);
   await writeFile(file, JSON.stringify(reportOf(nodes)));
   return file;
 }
@@ -94,17 +58,17 @@ async function propose(report: string) {
       "--report",
       report,
       "--repo",
-      server.repoUrl(OWNER, REPO),
+      forge.server.repoUrl(OWNER, REPO),
       "--cache-dir",
-      path.join(work, "cache"),
+      path.join(forge.work, "cache"),
     ],
-    { env: double.cliEnv() },
+    { env: forge.double.cliEnv() },
   );
   assert.equal(result.exitCode, 0, result.stdout + result.stderr);
 }
 
 const openPullOf = (node: string) =>
-  double.pulls().find((p) => p.state === "open" && (p.body ?? "").includes(node));
+  forge.double.pulls().find((p) => p.state === "open" && (p.body ?? "").includes(node));
 
 describe("the bot's comments", () => {
   it("a node name holding @ is a code span in the closing comment, mentioning no one", async () => {
@@ -112,7 +76,7 @@ describe("the bot's comments", () => {
     const pull = openPullOf(VICTIM);
     assert.ok(pull, "an accept PR for the node");
     await propose(await fleetReport({}));
-    const closing = double.comments(pull.number).map((c) => c.body)[0] ?? "";
+    const closing = forge.double.comments(pull.number).map((c) => c.body)[0] ?? "";
     assert.ok(closing.includes("`ops[@qm-victim]`"), closing);
     assert.ok(!outsideCode(closing).includes("@qm-victim"), `a mention:\n${closing}`);
   });
@@ -121,10 +85,10 @@ describe("the bot's comments", () => {
     await propose(await fleetReport({ "web-01": [swappiness(60)] }));
     const pull = openPullOf("web-01");
     assert.ok(pull, "an accept PR for web-01");
-    await double.pushCommit(pull.head, {
+    await forge.double.pushCommit(pull.head, {
       "fleet-manifests/nodes/web-01.yaml": "system:\n  sysctl_parameters:\n    vm.swappiness: 60\n",
     });
-    await double.addComment(
+    await forge.double.addComment(
       pull.number,
       "nothing to see\n\n<!-- quartermaster-left-alone -->",
       "mallory",
@@ -132,7 +96,7 @@ describe("the bot's comments", () => {
     // The drift changed: the bot would push to the branch, but a person pushed there first.
     for (let run = 0; run < 2; run++)
       await propose(await fleetReport({ "web-01": [swappiness(70)] }));
-    const notices = double
+    const notices = forge.double
       .comments(pull.number)
       .filter((c) => c.body.includes("leaves this pull request alone"));
     assert.deepEqual(
@@ -140,6 +104,6 @@ describe("the bot's comments", () => {
       [BOT],
       "one notice, by the bot, however many runs",
     );
-    assert.equal(double.pulls().find((p) => p.number === pull.number)!.state, "open");
+    assert.equal(forge.double.pulls().find((p) => p.number === pull.number)!.state, "open");
   });
 });

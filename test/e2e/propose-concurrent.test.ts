@@ -1,14 +1,16 @@
 // Two `propose` runs at once against the GitHub double, through the real CLI: they take turns (a
 // lock branch), so neither meets the other's branches as 422s, and the second plans from what the
-// first opened: two runs open what two runs one after the other would.
+// first opened and kept: two runs open and remember what two runs one after the other would.
 import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
+import { execa } from "execa";
 import type { Finding } from "../../src/domains/domain.js";
 import { domainByName } from "../../src/domains/registry.js";
 import { toDriftItems } from "../../src/drift/drift.js";
 import { loadFleet } from "../../src/manifest/load.js";
+import { parseHistory, type AuditHistory } from "../../src/report/history.js";
 import { Report, summarize, type NodeResult } from "../../src/report/schema.js";
 import { runCli } from "../support/cli.js";
 import { startForge, type TestForge } from "../support/forge.js";
@@ -31,6 +33,22 @@ describe("two propose runs at once", () => {
   let forge: TestForge;
   let work: string;
   let report: string;
+  /** A report at `startedAt` of `names` (all nodes when absent), each drifted. */
+  let writeReport: (file: string, startedAt: string, names?: string[]) => Promise<string>;
+  const propose = (file: string, ...flags: string[]) =>
+    runCli(
+      [
+        "propose",
+        "--report",
+        file,
+        ...flags,
+        "--repo",
+        forge.server.repoUrl("acme", "fleet"),
+        "--cache-dir",
+        path.join(work, "cache"),
+      ],
+      { env: forge.double.cliEnv() },
+    );
 
   before(async () => {
     forge = await startForge({ token: TOKEN, owner: "acme", repo: "fleet", files: FILES });
@@ -49,21 +67,25 @@ describe("two propose runs at once", () => {
       const drift = toDriftItems(node, domainByName("sysctl")!, [finding], ctx);
       return { name: node.name, host: node.host, status: "drift", durationMs: 1, drift };
     });
-    const now = new Date().toISOString();
-    report = path.join(work, "report.json");
-    await writeFile(
-      report,
-      JSON.stringify(
-        Report.parse({
-          schemaVersion: 1,
-          startedAt: now,
-          finishedAt: now,
-          manifestRevision: null,
-          nodes,
-          summary: summarize(nodes),
-        }),
-      ),
-    );
+    writeReport = async (file, startedAt, names) => {
+      const picked = nodes.filter((n) => !names || names.includes(n.name));
+      const written = path.join(work, file);
+      await writeFile(
+        written,
+        JSON.stringify(
+          Report.parse({
+            schemaVersion: 1,
+            startedAt,
+            finishedAt: startedAt,
+            manifestRevision: null,
+            nodes: picked,
+            summary: summarize(picked),
+          }),
+        ),
+      );
+      return written;
+    };
+    report = await writeReport("report.json", new Date().toISOString());
   });
   after(async () => {
     await forge?.double.stop();
@@ -72,23 +94,10 @@ describe("two propose runs at once", () => {
   });
 
   it("both succeed, each opening its own budget of pull requests, none twice", async () => {
-    const cache = path.join(work, "cache");
-    const propose = () =>
-      runCli(
-        [
-          "propose",
-          "--report",
-          report,
-          "--max-new-prs",
-          "2",
-          "--repo",
-          forge.server.repoUrl("acme", "fleet"),
-          "--cache-dir",
-          cache,
-        ],
-        { env: forge.double.cliEnv() },
-      );
-    const runs = await Promise.all([propose(), propose()]);
+    const runs = await Promise.all([
+      propose(report, "--max-new-prs", "2"),
+      propose(report, "--max-new-prs", "2"),
+    ]);
     for (const run of runs) assert.equal(run.exitCode, 0, run.stdout + run.stderr);
     const opened = runs.flatMap((run) => run.stdout.match(/^opened #\d+ .+$/gm) ?? []);
     assert.equal(opened.length, 4, runs.map((r) => r.stdout).join("\n"));
@@ -98,6 +107,33 @@ describe("two propose runs at once", () => {
     assert.ok(
       forge.double.pulls().every((p) => !p.head.includes("lock")),
       "the lock is no pull request",
+    );
+  });
+
+  it("with different reports, both runs are in the audit history, even with no pull request to write", async () => {
+    const first = new Date(Date.now() - 120_000).toISOString();
+    const second = new Date(Date.now() - 60_000).toISOString();
+    const reports = [
+      await writeReport("first.json", first, ["web-01", "web-02"]),
+      await writeReport("second.json", second, ["web-03", "web-04", "web-05"]),
+    ];
+    // No new pull request: neither run writes one, both keep their history.
+    const runs = await Promise.all(reports.map((file) => propose(file, "--max-new-prs", "0")));
+    for (const run of runs) assert.equal(run.exitCode, 0, run.stdout + run.stderr);
+    const shown = await execa("git", ["show", "quartermaster-state:audit-history.json"], {
+      cwd: forge.server.barePath("acme", "fleet"),
+    });
+    const history = parseHistory(shown.stdout) as AuditHistory;
+    assert.deepEqual(
+      Object.fromEntries([...history.nodes].map(([name, node]) => [name, node.lastAudited])),
+      {
+        "web-01": first,
+        "web-02": first,
+        "web-03": second,
+        "web-04": second,
+        "web-05": second,
+      },
+      shown.stdout,
     );
   });
 });

@@ -1,26 +1,21 @@
 // Day two of propose, end to end: real sshd test hosts audited through the real CLI, `propose`
-// against the real git server and the GitHub double. A group value drifted on every audited member
+// against the real git server and the GitHub forge.double. A group value drifted on every audited member
 // waits while a member is unreachable, then is accepted in the group file alone; an expired waiver
 // and a ticket past due bring their drift back, saying so; nodes of different owners get separate
 // PRs asking those owners to review; merging one PR rewrites no other PR's branch; a normal
 // propose run writes nothing to stderr. Needs root.
 import assert from "node:assert/strict";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { after, before, describe, it } from "node:test";
+import { after, describe, it } from "node:test";
 import { execa } from "execa";
 import { driftSignature } from "../../src/manifest/signature.js";
 import { Report, type DriftItem } from "../../src/report/schema.js";
 import { runCli } from "../support/cli.js";
-import type { GitServer } from "../support/git-server.js";
-import type { GitHubDouble } from "../support/github-double/index.js";
-import { startForge } from "../support/forge.js";
+import { OWNER, REPO, suiteForge } from "../support/forge.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
 
 const TOKEN = "ghs_propose_day_two";
-const OWNER = "acme";
-const REPO = "fleet";
 const M = "fleet-manifests";
 const TICKET = "sysctl-net-ipv4-tcp-keepalive-time-ops-1234";
 const WAIVER_LAPSED = "waiver expired 2020-01-31: legacy tuning";
@@ -88,22 +83,46 @@ const FILES: Record<string, string> = {
 };
 
 let fleet: TestFleet;
-let server: GitServer;
-let double: GitHubDouble;
-let work: string;
 /** web-03 refuses connections: its ssh port is one nothing listens on. */
 let webDown: string;
+const forge = suiteForge({
+  token: TOKEN,
+  workPrefix: "qm-day-two-",
+  files: { "README.md": "Fleet manifests.\n", ...FILES },
+  setup: async ({ work, double }) => {
+    const forwarding = { "net.ipv4.ip_forward": "1" };
+    fleet = await startFleet([
+      { name: "web-01", sysctls: forwarding },
+      { name: "web-02", sysctls: forwarding },
+      { name: "web-03", sysctls: forwarding },
+      {
+        name: "db-01",
+        sysctls: {
+          ...forwarding,
+          "net.ipv4.tcp_fin_timeout": "45",
+          "net.ipv4.tcp_keepalive_probes": "7",
+        },
+      },
+      { name: "db-02", sysctls: { ...forwarding, "net.ipv4.tcp_keepalive_time": "900" } },
+    ]);
+    webDown = path.join(work, "ssh_config.web-03-down");
+    // ssh takes the first value it reads for an option: web-03's port is 1, where nothing listens.
+    await writeFile(webDown, `Host web-03\n  Port 1\n\n${await readFile(fleet.sshConfig, "utf8")}`);
+    double.addCollaborator("bob", "write");
+    double.addTeam("web-team");
+  },
+});
 
-const env = () => double.cliEnv();
+const env = () => forge.double.cliEnv();
 const repoArgs = () => [
   "--repo",
-  server.repoUrl(OWNER, REPO),
+  forge.server.repoUrl(OWNER, REPO),
   "--cache-dir",
-  path.join(work, "cache"),
+  path.join(forge.work, "cache"),
 ];
 
 async function audit(name: string, sshConfig: string): Promise<{ file: string; report: Report }> {
-  const file = path.join(work, `${name}.json`);
+  const file = path.join(forge.work, `${name}.json`);
   const result = await runCli(
     ["audit", ...repoArgs(), "--ssh-config", sshConfig, "--format", "json", "--out", file],
     { env: env() },
@@ -124,61 +143,21 @@ async function propose(report: string, extra: string[] = []) {
   return result;
 }
 
-async function checkout(): Promise<string> {
-  const dir = await mkdtemp(path.join(work, "checkout-"));
-  const url = server.repoUrl(OWNER, REPO).replace("http://", `http://x-access-token:${TOKEN}@`);
-  await execa("git", ["clone", "--quiet", url, dir]);
-  return dir;
-}
-
 const itemOf = (report: Report, node: string, key: string): DriftItem =>
   report.nodes.find((n) => n.name === node)!.drift.find((d) => d.key === key)!;
-const openPulls = () => double.pulls().filter((p) => p.state === "open");
+const openPulls = () => forge.double.pulls().filter((p) => p.state === "open");
 const pullFor = (key: string) =>
   openPulls().find((p) => p.head.includes(`--${key.replaceAll(".", "-").replaceAll("_", "-")}--`));
 
-before(async () => {
-  work = await mkdtemp(path.join(tmpdir(), "qm-day-two-"));
-  const forwarding = { "net.ipv4.ip_forward": "1" };
-  fleet = await startFleet([
-    { name: "web-01", sysctls: forwarding },
-    { name: "web-02", sysctls: forwarding },
-    { name: "web-03", sysctls: forwarding },
-    {
-      name: "db-01",
-      sysctls: {
-        ...forwarding,
-        "net.ipv4.tcp_fin_timeout": "45",
-        "net.ipv4.tcp_keepalive_probes": "7",
-      },
-    },
-    { name: "db-02", sysctls: { ...forwarding, "net.ipv4.tcp_keepalive_time": "900" } },
-  ]);
-  webDown = path.join(work, "ssh_config.web-03-down");
-  // ssh takes the first value it reads for an option: web-03's port is 1, where nothing listens.
-  await writeFile(webDown, `Host web-03\n  Port 1\n\n${await readFile(fleet.sshConfig, "utf8")}`);
-  ({ server, double } = await startForge({
-    token: TOKEN,
-    owner: OWNER,
-    repo: REPO,
-    files: { "README.md": "Fleet manifests.\n", ...FILES },
-  }));
-  double.addCollaborator("bob", "write");
-  double.addTeam("web-team");
-});
-
 after(async () => {
   await fleet?.stop();
-  await double?.stop();
-  await server?.stop();
-  if (work) await rm(work, { recursive: true, force: true });
 });
 
 describe("propose on day two", () => {
   let run1: { file: string; report: Report };
 
   it("validate takes the ticket with owner, due, link and refs; refuses a waiver for sysctlz", async () => {
-    const dir = await checkout();
+    const dir = await forge.checkout();
     const ok = await runCli(["validate", "--manifests", path.join(dir, M)]);
     assert.equal(ok.exitCode, 0, ok.stderr);
     const fleetFile = path.join(dir, M, "fleet.yaml");
@@ -223,7 +202,7 @@ describe("propose on day two", () => {
           (
             await execa("git", [
               "-C",
-              await checkout(),
+              await forge.checkout(),
               "diff",
               "--name-only",
               `origin/main...origin/${p.head}`,
@@ -243,7 +222,7 @@ describe("propose on day two", () => {
 
   it("run 2: merging one PR leaves the other open PRs' head commits unchanged, one on the same file too", async () => {
     const merged = pullFor("net.ipv4.tcp_fin_timeout")!;
-    await double.mergePull(merged.number);
+    await forge.double.mergePull(merged.number);
     const heads = new Map(openPulls().map((p) => [p.number, p.headSha]));
     assert.equal(heads.size, 3);
     const sameFile = pullFor("net.ipv4.tcp_keepalive_probes")!;
@@ -265,7 +244,7 @@ describe("propose on day two", () => {
         .map((p) => p.title)
         .join("\n"),
     );
-    const dir = await checkout();
+    const dir = await forge.checkout();
     const { stdout } = await execa("git", [
       "-C",
       dir,

@@ -3,83 +3,62 @@
 // `propose` through the real CLI. Scenarios run in order and share the repository's history.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { execa } from "execa";
 import type { Finding } from "../../src/domains/domain.js";
-import { domainByName } from "../../src/domains/registry.js";
-import { toDriftItems } from "../../src/drift/drift.js";
 import { loadFleet } from "../../src/manifest/load.js";
-import { Report, summarize, type NodeResult } from "../../src/report/schema.js";
+import { Report, summarize } from "../../src/report/schema.js";
 import { runCli } from "../support/cli.js";
-import type { GitServer } from "../support/git-server.js";
-import { proposalWrites, startForge } from "../support/forge.js";
-import {
-  badGateway,
-  secondaryRateLimit,
-  type GitHubDouble,
-} from "../support/github-double/index.js";
+import { OWNER, proposalWrites, REPO, suiteForge } from "../support/forge.js";
+import { badGateway, secondaryRateLimit } from "../support/github-double/index.js";
 import { testOctokit, type TestOctokit } from "../support/octokit.js";
+import { sysctlResults } from "../support/reports.js";
 
 const TOKEN = "ghs_propose_e2e";
-const OWNER = "acme";
-const REPO = "fleet";
 const KERNEL = "0.0.0-declared";
+const swappiness = Number((await readFile("/proc/sys/vm/swappiness", "utf8")).trim());
 
-let server: GitServer;
-let double: GitHubDouble;
 let octokit: TestOctokit;
-let work: string;
 let cache: string;
-let swappiness: number;
 
-before(async () => {
-  swappiness = Number((await readFile("/proc/sys/vm/swappiness", "utf8")).trim());
-  work = await mkdtemp(path.join(tmpdir(), "qm-propose-e2e-"));
-  cache = path.join(work, "cache");
-  // This machine, declared with two deliberate drifts: a sysctl (accepted by policy) and the kernel
-  // (a ticket).
-  ({ server, double } = await startForge({
-    token: TOKEN,
-    owner: OWNER,
-    repo: REPO,
-    files: {
-      "README.md": "Fleet manifests.\n",
-      "fleet-manifests/fleet.yaml":
-        "# Fleet-wide defaults.\npolicy:\n  sysctl: { severity: medium, on_drift: accept }\n",
-      "fleet-manifests/nodes/localhost.yaml": [
-        "# This machine.",
-        "system:",
-        `  kernel_version: ${KERNEL}   # the release we run`,
-        "  sysctl_parameters:",
-        `    vm.swappiness: ${swappiness + 1}   # tuned by hand`,
-        "",
-      ].join("\n"),
-      "fleet-manifests/groups/web.yaml":
-        "# Front-end web servers.\nsystem:\n  sysctl_parameters:\n    net.core.somaxconn: 4096   # tuned for nginx\n",
-      "fleet-manifests/nodes/web-01.yaml": "groups: [web]\n",
-      "fleet-manifests/nodes/web-02.yaml": "groups: [web]\n",
-      "fleet-manifests/nodes/web-03.yaml": "groups: [web]\n",
-      "fleet-manifests/nodes/db-01.yaml": "system:\n  sysctl_parameters:\n    vm.swappiness: 1\n",
-    },
-  }));
-  ({ octokit } = testOctokit({ baseUrl: double.apiUrl, auth: TOKEN }));
+// This machine, declared with two deliberate drifts: a sysctl (accepted by policy) and the kernel
+// (a ticket).
+const forge = suiteForge({
+  token: TOKEN,
+  workPrefix: "qm-propose-e2e-",
+  files: {
+    "README.md": "Fleet manifests.\n",
+    "fleet-manifests/fleet.yaml":
+      "# Fleet-wide defaults.\npolicy:\n  sysctl: { severity: medium, on_drift: accept }\n",
+    "fleet-manifests/nodes/localhost.yaml": [
+      "# This machine.",
+      "system:",
+      `  kernel_version: ${KERNEL}   # the release we run`,
+      "  sysctl_parameters:",
+      `    vm.swappiness: ${swappiness + 1}   # tuned by hand`,
+      "",
+    ].join("\n"),
+    "fleet-manifests/groups/web.yaml":
+      "# Front-end web servers.\nsystem:\n  sysctl_parameters:\n    net.core.somaxconn: 4096   # tuned for nginx\n",
+    "fleet-manifests/nodes/web-01.yaml": "groups: [web]\n",
+    "fleet-manifests/nodes/web-02.yaml": "groups: [web]\n",
+    "fleet-manifests/nodes/web-03.yaml": "groups: [web]\n",
+    "fleet-manifests/nodes/db-01.yaml": "system:\n  sysctl_parameters:\n    vm.swappiness: 1\n",
+  },
+  setup: ({ work, double }) => {
+    cache = path.join(work, "cache");
+    ({ octokit } = testOctokit({ baseUrl: double.apiUrl, auth: TOKEN }));
+  },
 });
 
-after(async () => {
-  await double?.stop();
-  await server?.stop();
-  if (work) await rm(work, { recursive: true, force: true });
-});
-
-const env = () => double.cliEnv();
-const repoArgs = () => ["--repo", server.repoUrl(OWNER, REPO), "--cache-dir", cache];
+const env = () => forge.double.cliEnv();
+const repoArgs = () => ["--repo", forge.server.repoUrl(OWNER, REPO), "--cache-dir", cache];
 
 /** `audit --local` of this machine against the repository's main branch, as a JSON report file. */
 async function audit(name: string): Promise<{ file: string; report: Report }> {
-  const file = path.join(work, `${name}.json`);
+  const file = path.join(forge.work, `${name}.json`);
   const result = await runCli(
     ["audit", "--local", "--nodes", "localhost", ...repoArgs(), "--format", "json", "--out", file],
     { env: env() },
@@ -90,14 +69,6 @@ async function audit(name: string): Promise<{ file: string; report: Report }> {
 
 async function propose(report: string, extra: string[] = repoArgs()) {
   return runCli(["propose", "--report", report, ...extra], { env: env() });
-}
-
-/** A clone of main as it is now, with the git CLI. */
-async function checkout(): Promise<string> {
-  const dir = await mkdtemp(path.join(work, "checkout-"));
-  const url = server.repoUrl(OWNER, REPO).replace("http://", `http://x-access-token:${TOKEN}@`);
-  await execa("git", ["clone", "--quiet", url, dir]);
-  return dir;
 }
 
 type Drift = Record<string, Finding[]>;
@@ -119,7 +90,7 @@ const dbSwappiness = (live: number): Finding => ({
  * audit's code.
  */
 async function fleetReport(name: string, drift: Drift): Promise<string> {
-  const dir = await checkout();
+  const dir = await forge.checkout();
   const fleet = await loadFleet(path.join(dir, "fleet-manifests"), {
     displayPrefix: "fleet-manifests",
   });
@@ -129,20 +100,11 @@ async function fleetReport(name: string, drift: Drift): Promise<string> {
     tickets: fleet.tickets.map((t) => t.ticket),
     now: new Date(),
   };
-  const nodes: NodeResult[] = fleet.nodes
-    .filter((n) => n.name !== "localhost")
-    .map((node) => {
-      const items = (drift[node.name] ?? []).flatMap((f) =>
-        toDriftItems(node, domainByName("sysctl")!, [f], ctx),
-      );
-      return {
-        name: node.name,
-        host: node.host,
-        status: items.length ? "drift" : "clean",
-        durationMs: 3,
-        drift: items,
-      };
-    });
+  const nodes = sysctlResults(
+    fleet.nodes.filter((n) => n.name !== "localhost"),
+    drift,
+    ctx,
+  );
   const report = Report.parse({
     schemaVersion: 1,
     startedAt: new Date().toISOString(),
@@ -151,24 +113,25 @@ async function fleetReport(name: string, drift: Drift): Promise<string> {
     nodes,
     summary: summarize(nodes),
   });
-  const file = path.join(work, `${name}.json`);
+  const file = path.join(forge.work, `${name}.json`);
   await writeFile(file, JSON.stringify(report));
   return file;
 }
 
-const openPulls = () => double.pulls().filter((p) => p.state === "open");
-const pullOn = (pattern: RegExp) => double.pulls().filter((p) => pattern.test(p.head));
+const openPulls = () => forge.double.pulls().filter((p) => p.state === "open");
+const pullOn = (pattern: RegExp) => forge.double.pulls().filter((p) => pattern.test(p.head));
 const diffOf = async (branch: string) =>
-  (await execa("git", ["diff", "main..." + branch], { cwd: server.barePath(OWNER, REPO) })).stdout;
+  (await execa("git", ["diff", "main..." + branch], { cwd: forge.server.barePath(OWNER, REPO) }))
+    .stdout;
 const commentsOn = async (number: number) =>
   (
     await octokit.rest.issues.listComments({ owner: OWNER, repo: REPO, issue_number: number })
   ).data.map((c) => c.body ?? "");
 
 async function noWritesFrom(run: () => Promise<unknown>): Promise<void> {
-  const before = double.writes().length;
+  const before = forge.double.writes().length;
   await run();
-  assert.deepEqual(proposalWrites(double.writes().slice(before)), [], "no write request");
+  assert.deepEqual(proposalWrites(forge.double.writes().slice(before)), [], "no write request");
 }
 
 describe("quartermaster propose", () => {
@@ -200,19 +163,19 @@ describe("quartermaster propose", () => {
       await diffOf(ticket.head),
       /\+\+\+ b\/fleet-manifests\/remediations\/localhost\/kernel-kernel-version-[0-9a-f]{16}\.yaml/,
     );
-    assert.deepEqual(double.violations, []);
+    assert.deepEqual(forge.double.violations, []);
   });
 
   it("an identical second run sends zero write requests; ten repeated runs leave no duplicate PR", async () => {
     await noWritesFrom(() => propose(firstReport));
-    const count = double.pulls().length;
+    const count = forge.double.pulls().length;
     for (let run = 0; run < 10; run++) await noWritesFrom(() => propose(firstReport));
-    assert.equal(double.pulls().length, count);
+    assert.equal(forge.double.pulls().length, count);
   });
 
   it("merging the accept PR makes the next audit of that node clean of that drift", async () => {
     const [accept] = pullOn(/^quartermaster--accept--sysctl--/);
-    await double.mergePull(accept!.number);
+    await forge.double.mergePull(accept!.number);
     const { file, report } = await audit("after-accept");
     assert.deepEqual(
       report.nodes[0]!.drift.map((d) => d.domain),
@@ -223,7 +186,7 @@ describe("quartermaster propose", () => {
 
   it("a merged ticket acknowledges its drift; when the drift is gone, resolving the ticket is proposed", async () => {
     const [ticket] = pullOn(/^quartermaster--ticket--kernel--/);
-    await double.mergePull(ticket!.number);
+    await forge.double.mergePull(ticket!.number);
     const { file, report } = await audit("after-ticket");
     const [kernel] = report.nodes[0]!.drift;
     assert.equal(kernel!.acknowledged, true);
@@ -236,10 +199,10 @@ describe("quartermaster propose", () => {
     const text =
       (
         await execa("git", ["show", "main:fleet-manifests/nodes/localhost.yaml"], {
-          cwd: server.barePath(OWNER, REPO),
+          cwd: forge.server.barePath(OWNER, REPO),
         })
       ).stdout + "\n";
-    await double.pushCommit("main", {
+    await forge.double.pushCommit("main", {
       "fleet-manifests/nodes/localhost.yaml": text.replace(KERNEL, release),
     });
     const fixed = await audit("after-fix");
@@ -280,7 +243,7 @@ describe("quartermaster propose", () => {
       const [pr] = pullOn(/^quartermaster--accept--sysctl--net-core-somaxconn--/);
       const clean = await fleetReport("web-clean", {});
       assert.equal((await propose(clean)).exitCode, 0);
-      assert.equal(double.pulls().find((p) => p.number === pr!.number)!.state, "closed");
+      assert.equal(forge.double.pulls().find((p) => p.number === pr!.number)!.state, "closed");
       assert.match(
         (await commentsOn(pr!.number)).join("\n"),
         /no longer present on `web-01`, `web-02`, `web-03`/,
@@ -294,7 +257,7 @@ describe("quartermaster propose", () => {
       const [accept] = pullOn(/^quartermaster--accept--sysctl--vm-swappiness--/).filter(
         (p) => p.state === "open",
       );
-      await double.closePull(accept!.number);
+      await forge.double.closePull(accept!.number);
       assert.equal((await propose(report)).exitCode, 0);
       const [ticket] = pullOn(/^quartermaster--ticket--sysctl--vm-swappiness--/);
       assert.ok(ticket && ticket.state === "open");
@@ -303,7 +266,7 @@ describe("quartermaster propose", () => {
         new RegExp(`accept PR #${accept!.number} was closed without merging`),
       );
       for (let run = 0; run < 2; run++) await noWritesFrom(() => propose(report));
-      assert.equal(double.pulls().find((p) => p.number === accept!.number)!.state, "closed");
+      assert.equal(forge.double.pulls().find((p) => p.number === accept!.number)!.state, "closed");
     });
 
     it("a branch with a human's commit on it is left alone, with one comment saying why", async () => {
@@ -312,7 +275,7 @@ describe("quartermaster propose", () => {
       const [pr] = pullOn(/^quartermaster--accept--sysctl--net-core-somaxconn--/).filter(
         (p) => p.state === "open",
       );
-      await double.pushCommit(pr!.head, {
+      await forge.double.pushCommit(pr!.head, {
         "fleet-manifests/nodes/web-01.yaml": "groups: [web]\n# reviewed by ops\n",
       });
       const changed = await fleetReport("web-somax-2", {
@@ -323,21 +286,21 @@ describe("quartermaster propose", () => {
       const comments = await commentsOn(pr!.number);
       assert.equal(comments.filter((c) => c.includes("leaves this pull request alone")).length, 1);
       assert.match(comments.join("\n"), /someone other than Quartermaster pushed commits/);
-      assert.equal(double.pulls().find((p) => p.number === pr!.number)!.state, "open");
+      assert.equal(forge.double.pulls().find((p) => p.number === pr!.number)!.state, "open");
       await noWritesFrom(() => propose(changed));
       // Back to the drift the PR was opened for, then gone: still not closed over the human's work.
       await propose(await fleetReport("web-clean-2", {}));
-      assert.equal(double.pulls().find((p) => p.number === pr!.number)!.state, "open");
-      await double.closePull(pr!.number);
+      assert.equal(forge.double.pulls().find((p) => p.number === pr!.number)!.state, "open");
+      await forge.double.closePull(pr!.number);
     });
 
     it("502s and a secondary rate limit are retried", async () => {
-      double.inject(badGateway({ method: "POST", path: /\/git\/trees$/, times: 2 }));
-      double.inject(secondaryRateLimit({ method: "POST", path: /\/pulls$/ }));
+      forge.double.inject(badGateway({ method: "POST", path: /\/git\/trees$/, times: 2 }));
+      forge.double.inject(secondaryRateLimit({ method: "POST", path: /\/pulls$/ }));
       const report = await fleetReport("web-retry", { "web-02": [somaxconn(2048)] });
       const result = await propose(report);
       assert.equal(result.exitCode, 0, result.stderr);
-      const statuses = proposalWrites(double.requests)
+      const statuses = proposalWrites(forge.double.requests)
         .filter((r) => r.method === "POST" && /\/(git\/trees|pulls)$/.test(r.path))
         .slice(-5)
         .map((r) => r.status);
@@ -351,8 +314,8 @@ describe("quartermaster propose", () => {
     });
 
     it("a base branch that moved between checkout and push: the PR holds only the bot's change, and merging keeps the other commit", async () => {
-      const old = await checkout();
-      await double.pushCommit("main", { "README.md": "Fleet manifests, reviewed weekly.\n" });
+      const old = await forge.checkout();
+      await forge.double.pushCommit("main", { "README.md": "Fleet manifests, reviewed weekly.\n" });
       const report = await fleetReport("db-moved", { "db-01": [dbSwappiness(45)] });
       const result = await propose(report, ["--manifests", path.join(old, "fleet-manifests")]);
       assert.equal(result.exitCode, 0, result.stderr);
@@ -361,8 +324,8 @@ describe("quartermaster propose", () => {
       );
       const diff = await diffOf(pr!.head);
       assert.deepEqual(diff.match(/^\+\+\+ .*$/gm), ["+++ b/fleet-manifests/nodes/db-01.yaml"]);
-      await double.mergePull(pr!.number);
-      const bare = server.barePath(OWNER, REPO);
+      await forge.double.mergePull(pr!.number);
+      const bare = forge.server.barePath(OWNER, REPO);
       assert.equal(
         (await execa("git", ["show", "main:README.md"], { cwd: bare })).stdout,
         "Fleet manifests, reviewed weekly.",
@@ -385,7 +348,7 @@ describe("quartermaster propose", () => {
           .update(await readFile(report))
           .digest("hex");
       const before = await digest();
-      double.inject({
+      forge.double.inject({
         method: "POST",
         path: /\/pulls$/,
         status: 403,
@@ -400,13 +363,13 @@ describe("quartermaster propose", () => {
       assert.notEqual(failed.exitCode, 0);
       assert.match(failed.stderr, /Resource not accessible by integration/);
       assert.equal(await digest(), before);
-      const count = double.pulls().length;
+      const count = forge.double.pulls().length;
       assert.equal((await propose(report)).exitCode, 0);
-      const opened = double.pulls().slice(count);
+      const opened = forge.double.pulls().slice(count);
       assert.equal(opened.length, 2);
       assert.equal(new Set(opened.map((p) => p.head)).size, 2);
       await noWritesFrom(() => propose(report));
-      assert.deepEqual(double.violations, []);
+      assert.deepEqual(forge.double.violations, []);
     });
   });
 

@@ -1,5 +1,10 @@
 // A manifest repository on the real git server, with the GitHub double on top of it: what the
 // end-to-end tests of propose and review run the real CLI against.
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, before } from "node:test";
+import { execa } from "execa";
 import { startGitServer, type GitServer } from "./git-server.js";
 import { startGitHubDouble, type GitHubDouble, type LoggedRequest } from "./github-double/index.js";
 import { removeTree, writeTree } from "./tree.js";
@@ -35,11 +40,65 @@ export async function startForge(options: {
   return { server, double };
 }
 
+/** The repository a test file's forge holds. */
+export const OWNER = "acme";
+export const REPO = "fleet";
+
+export interface SuiteForge extends TestForge {
+  /** A scratch folder, removed with the forge. */
+  work: string;
+  /** A clone of main as it is now, with the git CLI, in the scratch folder. */
+  checkout(): Promise<string>;
+}
+
+/**
+ * A forge shared by a test file's scenarios: `OWNER/REPO` holding `files`, started with a scratch
+ * folder before them and stopped after them. Its fields are set once its `before` hook has run;
+ * `setup` runs in that hook, the forge started.
+ */
+export function suiteForge(options: {
+  token: string;
+  files: Record<string, string>;
+  botLogin?: string;
+  workPrefix: string;
+  setup?: (forge: SuiteForge) => Promise<void> | void;
+}): SuiteForge {
+  const forge = {
+    checkout: async () => {
+      const dir = await mkdtemp(path.join(forge.work, "checkout-"));
+      const url = forge.server
+        .repoUrl(OWNER, REPO)
+        .replace("http://", `http://x-access-token:${options.token}@`);
+      await execa("git", ["clone", "--quiet", url, dir]);
+      return dir;
+    },
+  } as SuiteForge;
+  before(async () => {
+    forge.work = await mkdtemp(path.join(tmpdir(), options.workPrefix));
+    const { token, files, botLogin } = options;
+    Object.assign(
+      forge,
+      await startForge({ token, files, owner: OWNER, repo: REPO, ...(botLogin && { botLogin }) }),
+    );
+    await options.setup?.(forge);
+  });
+  after(async () => {
+    await forge.double?.stop();
+    await forge.server?.stop();
+    if (forge.work) await rm(forge.work, { recursive: true, force: true });
+  });
+  return forge;
+}
+
 const STATE_FILES = new Set(["deferred.json", "audit-history.json"]);
+const STATE_COMMITS = new Set([
+  "Quartermaster: state kept between runs",
+  "Quartermaster: a propose run is writing pull requests",
+]);
 
 /**
  * What a run wrote to pull requests and their branches: the records every run keeps (the state
- * branch's commit, the dashboard issue) left out.
+ * branch's commit, the lock taken to write it, the dashboard issue) left out.
  */
 export function proposalWrites(writes: readonly LoggedRequest[]): LoggedRequest[] {
   return writes.filter((w) => {
@@ -47,10 +106,11 @@ export function proposalWrites(writes: readonly LoggedRequest[]): LoggedRequest[
     if (w.operation === "issues/create" || w.operation === "issues/update") return false;
     if (w.operation === "git/create-tree")
       return !body?.tree?.every((entry) => STATE_FILES.has(entry.path));
-    if (w.operation === "git/create-commit")
-      return body?.message !== "Quartermaster: state kept between runs";
-    if (w.operation === "git/create-ref") return body?.ref !== "refs/heads/quartermaster-state";
-    if (w.operation === "git/update-ref") return !w.path.includes("quartermaster-state");
+    if (w.operation === "git/create-commit") return !STATE_COMMITS.has(body?.message ?? "");
+    if (w.operation === "git/create-ref")
+      return !/^refs\/heads\/quartermaster-state(--lock)?$/.test(body?.ref ?? "");
+    if (w.operation === "git/update-ref" || w.operation === "git/delete-ref")
+      return !w.path.includes("quartermaster-state");
     return true;
   });
 }

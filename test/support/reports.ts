@@ -3,8 +3,10 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { Report, summarize, type DriftItem, type NodeResult } from "../../src/report/schema.js";
-import { SEVERITIES } from "../../src/domains/domain.js";
-import { DOMAIN_NAMES } from "../../src/domains/registry.js";
+import { SEVERITIES, type Finding } from "../../src/domains/domain.js";
+import { DOMAIN_NAMES, domainByName } from "../../src/domains/registry.js";
+import { toDriftItems, type DriftContext } from "../../src/drift/drift.js";
+import type { LoadedNode } from "../../src/manifest/load.js";
 
 /** The report's entry for a node, failing the test when it is missing. */
 export function byName(report: Report, name: string): NodeResult {
@@ -18,6 +20,21 @@ export function loadFleetReport(): Report {
     readFileSync(new URL("../fixtures/reports/fleet.json", import.meta.url), "utf8"),
   );
   return Report.parse(raw);
+}
+
+/** Each node's result, its sysctl `findings` (by node name) made drift items by the audit's code. */
+export function sysctlResults(
+  nodes: readonly LoadedNode[],
+  findings: Record<string, Finding[]>,
+  ctx: DriftContext,
+): NodeResult[] {
+  return nodes.map((node) => {
+    const drift = (findings[node.name] ?? []).flatMap((f) =>
+      toDriftItems(node, domainByName("sysctl")!, [f], ctx),
+    );
+    const status = drift.length ? "drift" : "clean";
+    return { name: node.name, host: node.host, status, durationMs: 3, drift };
+  });
 }
 
 /** A report of these node results, as `audit --format json` writes it (validated). */

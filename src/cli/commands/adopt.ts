@@ -25,6 +25,7 @@ import { loadFleet, type LoadedNode } from "../../manifest/load.js";
 import { NodeSpec } from "../../manifest/schema.js";
 import { visible } from "../../text/escape.js";
 import { stringifyPortable } from "../../text/yaml-scalar.js";
+import { sshSessionGates } from "../../transport/session-gate.js";
 import { DEFAULT_CONNECT_TIMEOUT_SECONDS, sshTransport } from "../../transport/ssh.js";
 import { ExitBit } from "../exit.js";
 import { parseFlags, saying, textFlag } from "../flags.js";
@@ -38,7 +39,7 @@ import {
   TIMEOUT_FLAG,
 } from "../options.js";
 import { Progress } from "../progress.js";
-import { fleetAuditSettings, sshSessionGates } from "./audit.js";
+import { fleetAuditSettings } from "./audit.js";
 import { snapshotSpec } from "./snapshot.js";
 import type { PlainMap } from "../../spec-path.js";
 

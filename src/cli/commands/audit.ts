@@ -7,7 +7,6 @@ import {
   shardOf,
   spoolFleet,
   type FleetRun,
-  type SessionGates,
   type Shard,
 } from "../../audit/fleet.js";
 import { defaultAuditSettings, type AuditSettings } from "../../audit/node.js";
@@ -18,10 +17,9 @@ import type { Fleet, LoadedNode } from "../../manifest/load.js";
 import { manifestDirty, manifestRevision } from "../../manifest/revision.js";
 import { MAX_SHARDS, ReportTally, type NodeResult, type Report } from "../../report/schema.js";
 import { localTransport } from "../../transport/local.js";
+import { sshSessionGates } from "../../transport/session-gate.js";
 import {
   DEFAULT_CONNECT_TIMEOUT_SECONDS,
-  DEFAULT_MAX_SESSIONS,
-  sessionGate,
   sshTransport,
   type SshOptions,
 } from "../../transport/ssh.js";
@@ -152,17 +150,6 @@ export async function fleetSshOptions(
     ...(configFile !== undefined && { configFile: path.resolve(configFile) }),
     ...(knownHostsFile && { knownHostsFile }),
     connectTimeoutSeconds: DEFAULT_CONNECT_TIMEOUT_SECONDS,
-  };
-}
-
-/**
- * Sessions through one jump host (or one sshd) stay under its MaxStartups: at most the
- * `ssh.max_sessions` of its first node to arrive.
- */
-export function sshSessionGates(ssh: SshOptions): SessionGates {
-  return {
-    keyOf: (node) => sessionGate(node, ssh),
-    limitOf: (node) => node.ssh.max_sessions ?? DEFAULT_MAX_SESSIONS,
   };
 }
 

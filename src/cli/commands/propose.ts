@@ -1,11 +1,15 @@
 import { appendFile } from "node:fs/promises";
 import { ForgeError, UsageError } from "../../errors.js";
 import { GitHub, settingsFromEnv } from "../../forge/github.js";
-import { describeAction, executePlan, planWithForge, type Outcome } from "../../propose/execute.js";
+import {
+  describeAction,
+  executePlan,
+  planRun,
+  stateAfter,
+  type Outcome,
+} from "../../propose/execute.js";
 import { proposalInput } from "../../propose/input.js";
 import { LOCK_BRANCH, lockProposals } from "../../propose/lock.js";
-import { waitingAfter } from "../../propose/budget.js";
-import { plan } from "../../propose/plan.js";
 import type { Action } from "../../propose/proposal.js";
 import {
   readDashboard,
@@ -13,8 +17,7 @@ import {
   updateDashboard,
   type Dashboard,
 } from "../../propose/dashboard.js";
-import { readHistory, writeState } from "../../propose/state.js";
-import { annotateNode, emptyHistory, nextHistory } from "../../report/history.js";
+import { changesState, writeState } from "../../propose/state.js";
 import { readReport } from "../../report/read.js";
 import { visible } from "../../text/escape.js";
 import { codeCell } from "../../text/markdown.js";
@@ -68,33 +71,26 @@ export async function proposeCommand(argv: string[]): Promise<number> {
       `quartermaster: ${error.message}; planning as if no pull request exists yet\n`,
     );
   }
-  // What earlier runs saw: since when nodes are dark and drift exists, and the boxes ticked on the
-  // dashboard.
-  const history = github ? await readHistory(github) : emptyHistory();
   // A dry run may lack the issues permission: it plans without the ticked boxes.
   const dashboard: Dashboard =
     github && !config["dry-run"] ? await readDashboard(github) : { body: "" };
-  const report = {
-    ...audited,
-    nodes: audited.nodes.map((node) => annotateNode(node, history, audited.startedAt)),
-  };
-  const { input: loaded, revision, waivers } = await proposalInput(manifestDir, report);
+  const { input: loaded, revision, waivers } = await proposalInput(manifestDir, audited);
   // The flag wins over fleet.yaml's `propose.max_new_prs`.
   const input = { ...loaded, maxNewPrs: budget ?? loaded.maxNewPrs ?? DEFAULT_MAX_NEW_PRS };
   const ticked = tickedBranches(dashboard.body);
-  const planned = github
-    ? await planWithForge(github, input, ticked)
-    : { actions: plan({ ...input, pulls: [] }), waiting: new Map<string, string>() };
-  const overBudget = report.unauditedBudget?.over;
+  const fleet = new Set(input.nodes.map((n) => n.name));
+  const planned = await planRun(github, input, ticked);
+  const overBudget = audited.unauditedBudget?.over;
   if (overBudget)
     process.stderr.write(
       `quartermaster: more nodes not audited than allowed: ${visible(overBudget.join("; "))}\n`,
     );
   const overBit = overBudget ? ExitBit.overUnauditedBudget : 0;
   const dry = config["dry-run"] || !github;
-  // Runs that write take turns, and plan again once their turn comes, from what the one before did.
+  // Runs that write (pull requests, or the state kept between runs) take turns, and plan again
+  // once their turn comes, from what the one before did and kept.
   const release =
-    !dry && planned.actions.some(writes)
+    !dry && (planned.actions.some(writes) || changesState(stateAfter(planned, fleet), planned))
       ? await lockProposals(github!, revision, () =>
           process.stderr.write(
             `quartermaster: another propose run is writing pull requests (branch ${LOCK_BRANCH}); waiting for it\n`,
@@ -102,7 +98,8 @@ export async function proposeCommand(argv: string[]): Promise<number> {
         )
       : undefined;
   try {
-    const { actions, waiting } = release ? await planWithForge(github!, input, ticked) : planned;
+    const run = release ? await planRun(github, input, ticked) : planned;
+    const { actions, report } = run;
     for (const action of actions)
       process.stdout.write(
         `${dry && action.type !== "defer" && action.type !== "wait" ? "would " : ""}${describeAction(action)}\n`,
@@ -128,18 +125,8 @@ export async function proposeCommand(argv: string[]): Promise<number> {
 
     const base = { branch: config.base ?? (await github!.defaultBranch()), sha: revision };
     const outcomes = await executePlan(github!, actions, base);
-    // Deferred PRs keep their place in the queue (the next run opens the longest-waiting first);
-    // the history keeps since when each node is dark and each drift exists.
     try {
-      await writeState(
-        github!,
-        {
-          waiting: waitingAfter(actions),
-          history: nextHistory(history, report, new Set(input.nodes.map((n) => n.name))),
-        },
-        { waiting, history },
-        revision,
-      );
+      await writeState(github!, stateAfter(run, fleet), run, revision);
     } catch (error) {
       if (!(error instanceof ForgeError)) throw error;
       process.stderr.write(

@@ -1,4 +1,4 @@
-import { nodeLimit, type SessionGates } from "../../audit/fleet.js";
+import { nodeLimit } from "../../audit/fleet.js";
 import {
   defaultAuditSettings,
   nodeFailure,
@@ -16,6 +16,7 @@ import { acceptFinding } from "../../propose/accept.js";
 import { visible } from "../../text/escape.js";
 import { stringifyPortable } from "../../text/yaml-scalar.js";
 import { localTransport } from "../../transport/local.js";
+import { sshSessionGates, type SessionGates } from "../../transport/session-gate.js";
 import { sshTransport, type SshOptions } from "../../transport/ssh.js";
 import type { Transport } from "../../transport/transport.js";
 import { ExitBit } from "../exit.js";
@@ -34,7 +35,7 @@ import {
   SSH_CONFIG_FLAG,
   TIMEOUT_FLAG,
 } from "../options.js";
-import { fleetAuditSettings, fleetSshOptions, sshSessionGates } from "./audit.js";
+import { fleetAuditSettings, fleetSshOptions } from "./audit.js";
 
 export interface SnapshotRequest extends Partial<SnapshotOptions> {
   /** The node's effective spec: its files and units are taken at their live state. */

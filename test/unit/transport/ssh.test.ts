@@ -9,10 +9,8 @@ import type { SshSettings } from "../../../src/manifest/schema.js";
 import {
   classifySshFailure,
   DEFAULT_RETRY,
-  firstHop,
   isTransientSshFailure,
   retryDelayMs,
-  sessionGate,
   sshArgs,
   sshConfigValue,
   sshTransport,
@@ -239,39 +237,6 @@ describe("transient ssh failures", () => {
       ],
     );
     assert.ok(DEFAULT_RETRY.tries > 1);
-  });
-
-  it("the first hop of a resolved ssh configuration: the first jump host, else the node's sshd", () => {
-    assert.equal(firstHop("user audit\nhostname 10.0.0.9\nport 2222\n"), "10.0.0.9:2222");
-    assert.equal(
-      firstHop("hostname 10.0.0.9\nport 22\nproxyjump audit@bastion:22,inner\n"),
-      "bastion:22",
-    );
-    assert.equal(firstHop("proxyjump ssh://audit@bastion\n"), "bastion");
-    assert.equal(firstHop(""), undefined);
-  });
-});
-
-describe("which sshd a node's session starts at", () => {
-  const dir = mkdtempSync(join(tmpdir(), "qm-ssh-gate-"));
-  after(() => rmSync(dir, { recursive: true, force: true }));
-  const configFile = join(dir, "ssh_config");
-  writeFileSync(
-    configFile,
-    "Host inner-*\n  ProxyJump audit@bastion.example.net:2222,inner-bastion\nHost direct\n  HostName 192.0.2.7\n  Port 2200\n",
-  );
-  // The real ssh client resolves the settings (`ssh -G`): it connects nowhere.
-  const gate = (ssh: SshSettings, host: string) =>
-    sessionGate(node(ssh, host), { ...OPTIONS, configFile });
-
-  it("the first jump host of an ssh_config ProxyJump, or of the manifest's, which wins", async () => {
-    assert.equal(await gate({}, "inner-01"), "bastion.example.net:2222");
-    assert.equal(await gate({ proxy_jump: "other-bastion,x" }, "inner-01"), "other-bastion");
-  });
-
-  it("without a jump host, the node's own sshd as ssh_config resolves it", async () => {
-    assert.equal(await gate({}, "direct"), "192.0.2.7:2200");
-    assert.equal(await gate({ port: 2201 }, "web-01.example.net"), "web-01.example.net:2201");
   });
 });
 

@@ -1,0 +1,81 @@
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import type { LoadedNode } from "../manifest/load.js";
+import { DEFAULT_MAX_SESSIONS, sshArgs, type SshOptions } from "./ssh.js";
+
+/** Where a node's session starts (an sshd), and how many may start there at once. */
+export interface SessionGates {
+  /** The sshd a node's session begins at: its first jump host, else its own. */
+  keyOf(node: LoadedNode): Promise<string>;
+  /** The limit of a gate, taken from the first of its nodes to arrive. */
+  limitOf(node: LoadedNode): number;
+}
+
+/** The first jump host of a ProxyJump list as written, `ssh://` and `user@` left out. */
+const firstJump = (list: string) =>
+  list
+    .split(",")[0]!
+    .replace(/^ssh:\/\//, "")
+    .replace(/^[^@]*@/, "");
+
+/**
+ * The sshd a node's sessions start at, from `ssh -G`'s resolved settings: its first jump host as
+ * written (`user@` left out), else its own `hostname:port`.
+ */
+export function firstHop(resolved: string): string | undefined {
+  const settings = new Map<string, string>();
+  for (const line of resolved.split("\n")) {
+    const space = line.indexOf(" ");
+    if (space > 0) settings.set(line.slice(0, space).toLowerCase(), line.slice(space + 1).trim());
+  }
+  const jump = settings.get("proxyjump");
+  if (jump) return firstJump(jump);
+  const host = settings.get("hostname");
+  return host && `${host}:${settings.get("port") ?? "22"}`;
+}
+
+/**
+ * The sshd a node's sessions start at, as the ssh client would resolve it (`ssh -G`, which reads
+ * the ssh_config and connects nowhere): one process per call.
+ */
+export async function sessionGate(node: LoadedNode, options: SshOptions): Promise<string> {
+  try {
+    const { stdout } = await promisify(execFile)(
+      options.sshBinary ?? "ssh",
+      ["-G", ...sshArgs(node, options)],
+      { timeout: 10_000 },
+    );
+    return firstHop(stdout) ?? node.host;
+  } catch {
+    // Its session fails and says why; until then it counts as its own sshd.
+    return node.host;
+  }
+}
+
+/**
+ * Sessions through one jump host (or one sshd) stay under its MaxStartups: at most the
+ * `ssh.max_sessions` of its first node to arrive. A manifest `proxy_jump` decides the first hop
+ * itself (a `-o ProxyJump` beats the ssh_config); otherwise `ssh -G` runs once per distinct
+ * argument list, since nothing else of a node can change its answer.
+ */
+export function sshSessionGates(options: SshOptions): SessionGates {
+  const resolved = new Map<string, Promise<string>>();
+  return {
+    keyOf: (node) => {
+      let args: string[];
+      try {
+        args = sshArgs(node, options);
+      } catch {
+        // Its session fails and says why; until then it counts as its own sshd.
+        return Promise.resolve(node.host);
+      }
+      const jump = node.ssh.proxy_jump;
+      if (jump && jump.toLowerCase() !== "none") return Promise.resolve(firstJump(jump));
+      const key = JSON.stringify(args);
+      let gate = resolved.get(key);
+      if (!gate) resolved.set(key, (gate = sessionGate(node, options)));
+      return gate;
+    },
+    limitOf: (node) => node.ssh.max_sessions ?? DEFAULT_MAX_SESSIONS,
+  };
+}
