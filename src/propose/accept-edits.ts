@@ -99,17 +99,56 @@ export function acceptEdits(
   lists: SpecListShapes,
   audited: (name: string) => boolean = () => true,
 ): AcceptPlan {
-  const { domain } = group;
-  const edits = new Map<string, DeclaredChange[]>();
   const drifted = new Set(group.nodes.map((n) => n.node.name));
-  // Who takes a value from a file, who of them drifted alike and who this run did not audit: asked
-  // once per file and path, not once per node (10,000 nodes sharing fleet.yaml made that 100
-  // million lookups).
-  const takers = new Map<
-    string,
-    { all: readonly LoadedNode[]; drifted: number; unaudited: number }
-  >();
-  const takersOf = (file: string, at: SpecPath) => {
+  const draft: AcceptDraft = {
+    domain: group.domain,
+    drifted,
+    takersOf: takersLookup(dependants, drifted, audited),
+    edits: new Map(),
+    waiting: new Set(),
+    shared: new Map(),
+  };
+  for (const { node, items } of group.nodes) acceptNode(draft, node, items);
+  if (draft.waiting.size) return { waiting: [...draft.waiting].sort() };
+  return {
+    files: editedFiles(draft.edits, files, lists),
+    shared: [...draft.shared.values()]
+      .filter((s) => s !== undefined)
+      .sort((a, b) => (a.file < b.file ? -1 : 1)),
+  };
+}
+
+/** Nodes taking a value from a file, how many of them drifted alike and how many were not audited. */
+interface Takers {
+  all: readonly LoadedNode[];
+  drifted: number;
+  unaudited: number;
+}
+
+/** What accepting a drift group has gathered so far, node by node. */
+interface AcceptDraft {
+  domain: AnyDomain;
+  drifted: ReadonlySet<string>;
+  takersOf: (file: string, at: SpecPath) => Takers;
+  /** File -> the changes to make in it. */
+  edits: Map<string, DeclaredChange[]>;
+  /** Why the accept must wait, one line per shared file. */
+  waiting: Set<string>;
+  /** Per file and changed path, decided once however many nodes share it. */
+  shared: Map<string, SharedValue | undefined>;
+}
+
+/**
+ * Takers asked once per file and path, not once per node (10,000 nodes sharing fleet.yaml made that
+ * 100 million lookups).
+ */
+function takersLookup(
+  dependants: Dependants,
+  drifted: ReadonlySet<string>,
+  audited: (name: string) => boolean,
+): (file: string, at: SpecPath) => Takers {
+  const takers = new Map<string, Takers>();
+  return (file, at) => {
     const key = `${file}\0${pathKey(at)}`;
     let answer = takers.get(key);
     if (answer === undefined) {
@@ -125,74 +164,105 @@ export function acceptEdits(
     }
     return answer;
   };
-  const waiting = new Set<string>();
-  // Per file and changed path, made once however many nodes share it.
-  const done = new Map<string, SharedValue | undefined>();
-  const add = (file: string, changes: DeclaredChange[]) => {
-    for (const change of changes) append(edits, file, change);
-  };
-  for (const { node, items } of group.nodes) {
-    const before = declaredFor(domain, node.spec);
-    // The manifests no longer declare the domain for this node: the report predates that change,
-    // and the next audit will not find this drift.
-    if (before === undefined) continue;
-    // A set's items (listeners, routes) are accepted together, in one edit of their list.
-    const after = items.reduce<unknown>(
-      (declared, each) => acceptFinding(domain, declared, findingOf(each)),
-      before,
-    );
-    const own: DeclaredChange[] = [];
-    for (const change of declaredChanges(before, after, domain.specPath, domain.listKey)) {
-      const at = node.layers.some((layer) => layer.origins.has(pathKey(change.path)))
-        ? change.path
-        : items[0]!.path;
-      const file = sourceOf(node, at).file;
-      if (file === node.file) {
-        own.push(change);
-        continue;
-      }
-      const who = takersOf(file, at);
-      if (who.unaudited) {
-        const of = who.all.length;
-        waiting.add(
-          `${sharedName(file)}: ${who.unaudited} of ${of} node${of === 1 ? "" : "s"} not audited this run`,
-        );
-        continue;
-      }
-      const key = `${file}\0${pathKey(change.path)}`;
-      if (!done.has(key)) {
-        const many = who.drifted > FEW_OVERRIDES;
-        const edited = who.drifted === who.all.length || (many && who.drifted * 2 > who.all.length);
-        done.set(
-          key,
-          many ? { file, takers: who.all.length, drifted: who.drifted, edited } : undefined,
-        );
-        if (edited) {
-          add(file, [change]);
-          // Those that did not drift keep what they run: the file's old value, now in their own.
-          const old = valueAt(node.layers.find((l) => l.file === file)!.value, change.path);
-          for (const other of who.all) {
-            if (drifted.has(other.name)) continue;
-            add(
-              other.file,
-              overrides(
-                other,
-                [
-                  old === undefined
-                    ? { path: change.path, delete: true }
-                    : { path: change.path, value: old as JsonValue },
-                ],
-                domain,
-              ),
-            );
-          }
-        }
-      }
-      if (!(done.get(key)?.edited ?? who.drifted === who.all.length)) own.push(change);
-    }
-    if (own.length) add(node.file, overrides(node, own, domain));
+}
+
+function addChanges(
+  edits: Map<string, DeclaredChange[]>,
+  file: string,
+  changes: DeclaredChange[],
+): void {
+  for (const change of changes) append(edits, file, change);
+}
+
+/** One drifted node's accepted values, each sent to the file it is to be edited in. */
+function acceptNode(draft: AcceptDraft, node: LoadedNode, items: readonly DriftItem[]): void {
+  const { domain } = draft;
+  const before = declaredFor(domain, node.spec);
+  // The manifests no longer declare the domain for this node: the report predates that change,
+  // and the next audit will not find this drift.
+  if (before === undefined) return;
+  // A set's items (listeners, routes) are accepted together, in one edit of their list.
+  const after = items.reduce<unknown>(
+    (declared, each) => acceptFinding(domain, declared, findingOf(each)),
+    before,
+  );
+  const own: DeclaredChange[] = [];
+  for (const change of declaredChanges(before, after, domain.specPath, domain.listKey)) {
+    const at = node.layers.some((layer) => layer.origins.has(pathKey(change.path)))
+      ? change.path
+      : items[0]!.path;
+    const file = sourceOf(node, at).file;
+    if (file === node.file || acceptSharedChange(draft, node, change, file, at)) own.push(change);
   }
-  if (waiting.size) return { waiting: [...waiting].sort() };
+  if (own.length) addChanges(draft.edits, node.file, overrides(node, own, domain));
+}
+
+/**
+ * A change to a value the node takes from a shared file: edits that file or waits; true when the
+ * change is to be an override in the node's own file instead.
+ */
+function acceptSharedChange(
+  draft: AcceptDraft,
+  node: LoadedNode,
+  change: DeclaredChange,
+  file: string,
+  at: SpecPath,
+): boolean {
+  const who = draft.takersOf(file, at);
+  if (who.unaudited) {
+    const of = who.all.length;
+    draft.waiting.add(
+      `${sharedName(file)}: ${who.unaudited} of ${of} node${of === 1 ? "" : "s"} not audited this run`,
+    );
+    return false;
+  }
+  const key = `${file}\0${pathKey(change.path)}`;
+  if (!draft.shared.has(key)) {
+    const many = who.drifted > FEW_OVERRIDES;
+    const edited = who.drifted === who.all.length || (many && who.drifted * 2 > who.all.length);
+    draft.shared.set(
+      key,
+      many ? { file, takers: who.all.length, drifted: who.drifted, edited } : undefined,
+    );
+    if (edited) editSharedFile(draft, node, change, file, who.all);
+  }
+  return !(draft.shared.get(key)?.edited ?? who.drifted === who.all.length);
+}
+
+/** The change made in the shared file; those that did not drift keep its old value in their own. */
+function editSharedFile(
+  draft: AcceptDraft,
+  node: LoadedNode,
+  change: DeclaredChange,
+  file: string,
+  takers: readonly LoadedNode[],
+): void {
+  addChanges(draft.edits, file, [change]);
+  const old = valueAt(node.layers.find((l) => l.file === file)!.value, change.path);
+  for (const other of takers) {
+    if (draft.drifted.has(other.name)) continue;
+    addChanges(
+      draft.edits,
+      other.file,
+      overrides(
+        other,
+        [
+          old === undefined
+            ? { path: change.path, delete: true }
+            : { path: change.path, value: old as JsonValue },
+        ],
+        draft.domain,
+      ),
+    );
+  }
+}
+
+/** Each edited file's new text. */
+function editedFiles(
+  edits: ReadonlyMap<string, DeclaredChange[]>,
+  files: ReadonlyMap<string, string>,
+  lists: SpecListShapes,
+): Record<string, string> {
   const edited: Record<string, string> = {};
   for (const [file, changes] of edits) {
     const text = files.get(file);
@@ -200,12 +270,7 @@ export function acceptEdits(
       throw new ManifestEditError(`${file} is not in the manifest repository`);
     edited[file] = applyChanges(text, changes, lists);
   }
-  return {
-    files: edited,
-    shared: [...done.values()]
-      .filter((s) => s !== undefined)
-      .sort((a, b) => (a.file < b.file ? -1 : 1)),
-  };
+  return edited;
 }
 
 /**

@@ -164,6 +164,166 @@ function enabledDetail(unit: UnitLive, name: string): string {
   return "no symlink to it in a *.wants or *.requires directory of /etc/systemd/system or the vendor's";
 }
 
+/** A unit systemd knows of: a unit file, a mask, or a load state other than not-found. */
+function unitExists(got: UnitLive): boolean {
+  return (
+    got.file !== undefined ||
+    got.masked ||
+    (got.state !== undefined && got.state.load !== "not-found")
+  );
+}
+
+/** A declared unit the host has no trace of. */
+function missingUnit(name: string, base: SpecPath): Finding {
+  return {
+    key: name,
+    declared: "present",
+    live: null,
+    path: base,
+    detail:
+      "no unit file in /etc/systemd/system, /usr/lib/systemd/system or another unit directory",
+  };
+}
+
+/** Whether the unit is enabled and active as declared. */
+function stateFindings(unit: UnitDeclared, got: UnitLive, base: SpecPath): Finding[] {
+  const findings: Finding[] = [];
+  const finding = (attribute: string, want: JsonValue, have: JsonValue, detail: string) =>
+    findings.push({
+      key: `${unit.name}:${attribute}`,
+      declared: want,
+      live: have,
+      path: [...base, attribute],
+      detail,
+    });
+  if (unit.enabled !== undefined) {
+    // A running systemd answers for itself; without one, the enablement symlinks on disk do.
+    const state = got.enabledState;
+    const enabled = state ? ENABLED_STATES.has(state) : !got.masked && got.wantedBy.length > 0;
+    const detail = state ? `systemctl is-enabled: ${state}` : enabledDetail(got, unit.name);
+    if (enabled !== unit.enabled) finding("enabled", unit.enabled, enabled, detail);
+  }
+  if (unit.active !== undefined && got.state) {
+    const active = ACTIVE_STATES.has(got.state.active);
+    if (active !== unit.active)
+      finding(
+        "active",
+        unit.active,
+        active,
+        `ActiveState=${got.state.active} SubState=${got.state.sub}`,
+      );
+  }
+  return findings;
+}
+
+/** The unit file in effect against the declared contents. */
+function contentsFindings(
+  unit: UnitDeclared,
+  got: UnitLive,
+  base: SpecPath,
+  cap: number,
+): Finding[] {
+  if (unit.contents === undefined) return [];
+  const key = `${unit.name}:contents`;
+  const path = [...base, "contents"];
+  if (got.link) return [linkFinding(key, path, unit.contents, got.link)];
+  if (!got.contents) return [];
+  const drift = textFinding(key, path, unit.contents, got.contents, cap, `in effect: ${got.file}`);
+  return drift ? [drift] : [];
+}
+
+/**
+ * The drop-ins in effect against the declared set: linked ones, declared ones missing or
+ * different, and those the manifest does not declare.
+ */
+function dropinFindings(
+  name: string,
+  dropins: Record<string, string>,
+  got: UnitLive,
+  base: SpecPath,
+  live: SystemdLive,
+): Finding[] {
+  const folderLink = got.dropinsLink;
+  if (folderLink) {
+    // Nothing in a linked drop-in folder was listed: each declared drop-in is in question.
+    const files = Object.keys(dropins);
+    return (files.length ? files : ["*"]).map((file) =>
+      linkFinding(
+        `${name}.d/${file}`,
+        [...base, "dropins", file],
+        dropins[file] ?? null,
+        folderLink,
+      ),
+    );
+  }
+  const linked = [...got.dropinLinks].map(([file, link]) => {
+    const want = Object.hasOwn(dropins, file) ? dropins[file]! : null;
+    return linkFinding(`${name}.d/${file}`, [...base, "dropins", file], want, link);
+  });
+  return [
+    ...linked,
+    ...declaredDropinFindings(name, dropins, got, base, live),
+    ...undeclaredDropinFindings(name, dropins, got, base, live.cap),
+  ];
+}
+
+/** Each declared drop-in that is not a symlink, missing or different on the host. */
+function declaredDropinFindings(
+  name: string,
+  dropins: Record<string, string>,
+  got: UnitLive,
+  base: SpecPath,
+  live: SystemdLive,
+): Finding[] {
+  const dir = dropinDir(name);
+  const findings: Finding[] = [];
+  for (const [file, want] of Object.entries(dropins)) {
+    const key = `${name}.d/${file}`;
+    const path = [...base, "dropins", file];
+    const have = got.dropins.get(file);
+    if (got.dropinLinks.has(file)) continue;
+    if (have === undefined) {
+      if (live.unknown.some((u) => u.includes(`${dir}/${file}`))) continue;
+      findings.push({
+        key,
+        declared: want,
+        live: null,
+        path,
+        detail: `${dir}/${file} does not exist`,
+        diff: unifiedDiff(want, ""),
+      });
+      continue;
+    }
+    const drift = textFinding(key, path, want, have, live.cap, `${dir}/${file}`);
+    if (drift) findings.push(drift);
+  }
+  return findings;
+}
+
+/** Each drop-in on the host that the manifest does not declare: it changes the unit all the same. */
+function undeclaredDropinFindings(
+  name: string,
+  dropins: Record<string, string>,
+  got: UnitLive,
+  base: SpecPath,
+  cap: number,
+): Finding[] {
+  const dir = dropinDir(name);
+  return [...got.dropins]
+    .filter(([file]) => !Object.hasOwn(dropins, file)) // a host's file name, never Object.prototype's
+    .map(([file, have]) => {
+      const value = shown(have, cap);
+      return {
+        key: `${name}.d/${file}`,
+        declared: null,
+        live: value.value,
+        path: [...base, "dropins", file],
+        detail: `${dir}/${file} is not in the manifest and changes the unit`,
+        ...(value.text !== undefined ? { diff: unifiedDiff("", value.text) } : {}),
+      };
+    });
+}
+
 export const systemd: Domain<SystemdDeclared, SystemdLive, "systemd"> = {
   name: "systemd",
   specPath: ["systemd", "units"],
@@ -245,118 +405,19 @@ export const systemd: Domain<SystemdDeclared, SystemdLive, "systemd"> = {
     return parseSystemd(ctx.parts(output));
   },
   compare(declared, live) {
-    const findings: Finding[] = [];
-    for (const unit of declared) {
+    return declared.flatMap((unit) => {
       const got = live.units.get(unit.name);
-      if (!got) continue;
+      if (!got) return [];
       const base = pathIn(this, unit.name);
-      const finding = (attribute: string, want: JsonValue, have: JsonValue, detail: string) =>
-        findings.push({
-          key: `${unit.name}:${attribute}`,
-          declared: want,
-          live: have,
-          path: [...base, attribute],
-          detail,
-        });
-      const exists =
-        got.file !== undefined ||
-        got.masked ||
-        (got.state !== undefined && got.state.load !== "not-found");
-      if (!exists) {
-        if (needsUnit(unit)) {
-          findings.push({
-            key: unit.name,
-            declared: "present",
-            live: null,
-            path: base,
-            detail:
-              "no unit file in /etc/systemd/system, /usr/lib/systemd/system or another unit directory",
-          });
-        }
-        continue;
-      }
-      if (unit.enabled !== undefined) {
-        // A running systemd answers for itself; without one, the enablement symlinks on disk do.
-        const state = got.enabledState;
-        const enabled = state ? ENABLED_STATES.has(state) : !got.masked && got.wantedBy.length > 0;
-        const detail = state ? `systemctl is-enabled: ${state}` : enabledDetail(got, unit.name);
-        if (enabled !== unit.enabled) finding("enabled", unit.enabled, enabled, detail);
-      }
-      if (unit.active !== undefined && got.state) {
-        const active = ACTIVE_STATES.has(got.state.active);
-        if (active !== unit.active)
-          finding(
-            "active",
-            unit.active,
-            active,
-            `ActiveState=${got.state.active} SubState=${got.state.sub}`,
-          );
-      }
-      if (unit.contents !== undefined && got.link) {
-        findings.push(
-          linkFinding(`${unit.name}:contents`, [...base, "contents"], unit.contents, got.link),
-        );
-      } else if (unit.contents !== undefined && got.contents) {
-        const drift = textFinding(
-          `${unit.name}:contents`,
-          [...base, "contents"],
-          unit.contents,
-          got.contents,
-          live.cap,
-          `in effect: ${got.file}`,
-        );
-        if (drift) findings.push(drift);
-      }
-      if (unit.dropins !== undefined && got.dropinsLink) {
-        // Nothing in a linked drop-in folder was listed: each declared drop-in is in question.
-        const files = Object.keys(unit.dropins);
-        for (const file of files.length ? files : ["*"]) {
-          const path = [...base, "dropins", file];
-          const want = unit.dropins[file] ?? null;
-          findings.push(linkFinding(`${unit.name}.d/${file}`, path, want, got.dropinsLink));
-        }
-      } else if (unit.dropins !== undefined) {
-        const dir = dropinDir(unit.name);
-        for (const [file, link] of got.dropinLinks) {
-          const path = [...base, "dropins", file];
-          const want = Object.hasOwn(unit.dropins, file) ? unit.dropins[file]! : null;
-          findings.push(linkFinding(`${unit.name}.d/${file}`, path, want, link));
-        }
-        for (const [file, want] of Object.entries(unit.dropins)) {
-          const key = `${unit.name}.d/${file}`;
-          const path = [...base, "dropins", file];
-          const have = got.dropins.get(file);
-          if (got.dropinLinks.has(file)) continue;
-          if (have === undefined) {
-            if (live.unknown.some((u) => u.includes(`${dir}/${file}`))) continue;
-            findings.push({
-              key,
-              declared: want,
-              live: null,
-              path,
-              detail: `${dir}/${file} does not exist`,
-              diff: unifiedDiff(want, ""),
-            });
-            continue;
-          }
-          const drift = textFinding(key, path, want, have, live.cap, `${dir}/${file}`);
-          if (drift) findings.push(drift);
-        }
-        for (const [file, have] of got.dropins) {
-          if (Object.hasOwn(unit.dropins, file)) continue; // a host's file name, never Object.prototype's
-          const value = shown(have, live.cap);
-          findings.push({
-            key: `${unit.name}.d/${file}`,
-            declared: null,
-            live: value.value,
-            path: [...base, "dropins", file],
-            detail: `${dir}/${file} is not in the manifest and changes the unit`,
-            ...(value.text !== undefined ? { diff: unifiedDiff("", value.text) } : {}),
-          });
-        }
-      }
-    }
-    return findings;
+      if (!unitExists(got)) return needsUnit(unit) ? [missingUnit(unit.name, base)] : [];
+      return [
+        ...stateFindings(unit, got, base),
+        ...contentsFindings(unit, got, base, live.cap),
+        ...(unit.dropins === undefined
+          ? []
+          : dropinFindings(unit.name, unit.dropins, got, base, live)),
+      ];
+    });
   },
   accept(declared, finding) {
     const [name, attribute, dropin] = within(this, finding.path) as [
