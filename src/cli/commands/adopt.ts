@@ -26,7 +26,11 @@ import { NodeSpec } from "../../manifest/schema.js";
 import { visible } from "../../text/escape.js";
 import { stringifyPortable } from "../../text/yaml-scalar.js";
 import { sshSessionGates } from "../../transport/session-gate.js";
-import { DEFAULT_CONNECT_TIMEOUT_SECONDS, sshTransport } from "../../transport/ssh.js";
+import {
+  DEFAULT_CONNECT_TIMEOUT_SECONDS,
+  sshTransport,
+  type SshOptions,
+} from "../../transport/ssh.js";
 import { ExitBit } from "../exit.js";
 import { parseFlags, saying, textFlag } from "../flags.js";
 import {
@@ -118,14 +122,12 @@ function adoptConfig(argv: string[]) {
   return { ...config, inventory };
 }
 
+type AdoptConfig = ReturnType<typeof adoptConfig>;
+
 export async function adoptCommand(argv: string[]): Promise<number> {
   const config = adoptConfig(argv);
-  const { concurrency, packages } = config;
   const timeoutMs = (config.timeout ?? DEFAULT_TIMEOUT_SECONDS) * 1000;
-  await readInput("ssh-config", config["ssh-config"]);
-  await readInput("known-hosts", config["known-hosts"]);
-  const configFile = config["ssh-config"] && path.resolve(config["ssh-config"]);
-  const knownHostsFile = config["known-hosts"] && path.resolve(config["known-hosts"]);
+  const sshFiles = await readSshFiles(config);
   const text = (await readInput("inventory", config.inventory))!;
   const plan = planAdoption(config.inventory, readInventory(config.inventory, text));
   const tree = path.resolve(config.manifests ?? DEFAULT_MANIFESTS);
@@ -135,30 +137,8 @@ export async function adoptCommand(argv: string[]): Promise<number> {
       `ignored inventory variable ${name} (${count} host${count === 1 ? "" : "s"}): no manifest key`,
     );
 
-  // An existing tree is read as audit reads it, and nothing in it changes.
-  const treeInfo = await stat(tree).catch(() => undefined);
-  if (treeInfo && !treeInfo.isDirectory())
-    throw new UsageError(`--manifests ${tree} is not a folder`);
-  const existing = treeInfo ? await loadFleet(tree) : undefined;
-  const existingFleet =
-    treeInfo && (await stat(path.join(tree, "fleet.yaml")).catch(() => undefined));
-  const existingGroups = new Set<string>();
-  if (treeInfo)
-    for (const g of plan.groups.keys())
-      if (await stat(path.join(tree, "groups", `${g}.yaml`)).catch(() => undefined))
-        existingGroups.add(g);
-  const declared = new Set(existing?.nodes.map((n) => n.name));
-  const leftOut: string[] = [];
-  const hosts: HostToAdopt[] = [];
-  for (const host of plan.hosts) {
-    if (declared.has(host.name))
-      say(`${host.name}: already declared (nodes/${host.name}.yaml), left as it is`);
-    else hosts.push(host);
-  }
-
-  const fixedBase =
-    existing !== undefined &&
-    (existing.nodes.length > 0 || !!existingFleet || existingGroups.size > 0);
+  const { existing, fixedBase, existingGroups } = await readExistingTree(tree, plan.groups);
+  const hosts = undeclaredHosts(plan.hosts, existing);
   // In an existing tree, a new node's snapshot takes the files and units its groups declare.
   const stage = await mkdtemp(path.join(os.tmpdir(), "quartermaster-adopt-"));
   const staged = await stageLayers(
@@ -169,58 +149,12 @@ export async function adoptCommand(argv: string[]): Promise<number> {
   const settings = existing
     ? fleetAuditSettings(existing, { timeoutMs })
     : fleetAuditSettings({ dir: tree, settings: {}, nodes: [], tickets: [] }, { timeoutMs });
-  const sshOptions = {
-    ...(configFile && { configFile }),
-    ...(knownHostsFile && { knownHostsFile }),
-    connectTimeoutSeconds: DEFAULT_CONNECT_TIMEOUT_SECONDS,
-  };
-  // Sessions through one jump host are limited as audit limits them.
-  const limit = nodeLimit(concurrency, sshSessionGates(sshOptions));
-  const progress =
-    hosts.length > 1 && process.stderr.isTTY ? new Progress(hosts.length) : undefined;
-  const keys = new Map<string, string[]>();
-  const snapshots = new Map<string, PlainMap>();
-  await Promise.all(
-    hosts.map((host) => {
-      // An existing tree's fleet.yaml and groups may say how to reach it (a proxy_jump).
-      const node = asNode(host, staged.ssh.get(host.name));
-      return limit(node, async () => {
-        const reason = await (async () => {
-          const found = await trustedKeys(node.host, node.ssh, { configFile, knownHostsFile });
-          if (!found.lines.length)
-            return `no trusted host key for ${found.lookup.name} in ${found.lookup.files.join(", ") || "any known_hosts file"}: verify its key (from your provisioning, not from the network) and add it to one of them or to --known-hosts FILE`;
-          keys.set(host.name, found.lines);
-          try {
-            const taken = await snapshotSpec(sshTransport(node, sshOptions), DOMAINS, settings, {
-              packages,
-              ephemeralAsRange: !config["no-ephemeral-range"],
-              declared: staged.base.get(host.name),
-            });
-            const valid = NodeSpec.safeParse(taken.spec);
-            if (!valid.success) {
-              const issue = valid.error.issues[0]!;
-              // zod says only "Invalid key in record" for a bad key: the key's own issue says why.
-              const inner = "issues" in issue ? issue.issues[0]?.message : undefined;
-              return `its live state cannot be declared (${issue.path.map(String).join(".")}: ${inner ?? issue.message})`;
-            }
-            snapshots.set(host.name, taken.spec);
-            return undefined;
-          } catch (error) {
-            return nodeFailure(host.name, error).message.replace(/[;,] node not audited/, "");
-          }
-        })();
-        if (reason) leftOut.push(`${host.name}: ${reason}; not adopted`);
-        progress?.update({
-          name: host.name,
-          host: node.host,
-          status: reason ? "error" : "clean",
-          durationMs: 0,
-          drift: [],
-        });
-      });
-    }),
-  );
-  progress?.finish();
+  const { keys, snapshots, leftOut } = await snapshotHosts(hosts, {
+    config,
+    sshFiles,
+    staged,
+    settings,
+  });
 
   const candidates = hosts.filter((h) => snapshots.has(h.name));
   const result = candidates.length
@@ -243,6 +177,134 @@ export async function adoptCommand(argv: string[]): Promise<number> {
     `${result.adopted.length} of ${plan.hosts.length} hosts adopted${already ? `, ${already} already declared` : ""}, ${leftOut.length} left out`,
   );
   return leftOut.length ? ExitBit.unaudited : 0;
+}
+
+/** The --ssh-config and --known-hosts files, checked as files and resolved. */
+async function readSshFiles(config: AdoptConfig) {
+  await readInput("ssh-config", config["ssh-config"]);
+  await readInput("known-hosts", config["known-hosts"]);
+  return {
+    configFile: config["ssh-config"] && path.resolve(config["ssh-config"]),
+    knownHostsFile: config["known-hosts"] && path.resolve(config["known-hosts"]),
+  };
+}
+
+/**
+ * An existing tree, read as audit reads it (nothing in it changes): its nodes, whether it already
+ * has layers new nodes are fitted over, and which of the inventory's groups it already declares.
+ */
+async function readExistingTree(tree: string, groups: ReadonlyMap<string, readonly string[]>) {
+  const treeInfo = await stat(tree).catch(() => undefined);
+  if (treeInfo && !treeInfo.isDirectory())
+    throw new UsageError(`--manifests ${tree} is not a folder`);
+  const existing = treeInfo ? await loadFleet(tree) : undefined;
+  const existingFleet =
+    treeInfo && (await stat(path.join(tree, "fleet.yaml")).catch(() => undefined));
+  const existingGroups = new Set<string>();
+  if (treeInfo)
+    for (const g of groups.keys())
+      if (await stat(path.join(tree, "groups", `${g}.yaml`)).catch(() => undefined))
+        existingGroups.add(g);
+  const fixedBase =
+    existing !== undefined &&
+    (existing.nodes.length > 0 || !!existingFleet || existingGroups.size > 0);
+  return { existing, fixedBase, existingGroups };
+}
+
+/** The hosts the tree does not declare yet; each one it does is said and left as it is. */
+function undeclaredHosts(
+  planned: readonly HostToAdopt[],
+  existing: { nodes: readonly LoadedNode[] } | undefined,
+): HostToAdopt[] {
+  const declared = new Set(existing?.nodes.map((n) => n.name));
+  const hosts: HostToAdopt[] = [];
+  for (const host of planned) {
+    if (declared.has(host.name))
+      say(`${host.name}: already declared (nodes/${host.name}.yaml), left as it is`);
+    else hosts.push(host);
+  }
+  return hosts;
+}
+
+interface SnapshotJob {
+  config: Pick<AdoptConfig, "concurrency" | "packages" | "no-ephemeral-range">;
+  sshFiles: Awaited<ReturnType<typeof readSshFiles>>;
+  staged: Pick<Awaited<ReturnType<typeof stageLayers>>, "base" | "ssh">;
+  settings: ReturnType<typeof fleetAuditSettings>;
+}
+
+/** What the hosts' snapshots gave: trusted keys and specs by host, and why each other host failed. */
+interface Snapshots {
+  keys: Map<string, string[]>;
+  snapshots: Map<string, PlainMap>;
+  leftOut: string[];
+}
+
+/** Takes each host's trusted keys and snapshot, hosts in parallel, with a progress line on a TTY. */
+async function snapshotHosts(hosts: readonly HostToAdopt[], job: SnapshotJob): Promise<Snapshots> {
+  const { configFile, knownHostsFile } = job.sshFiles;
+  const sshOptions = {
+    ...(configFile && { configFile }),
+    ...(knownHostsFile && { knownHostsFile }),
+    connectTimeoutSeconds: DEFAULT_CONNECT_TIMEOUT_SECONDS,
+  };
+  // Sessions through one jump host are limited as audit limits them.
+  const limit = nodeLimit(job.config.concurrency, sshSessionGates(sshOptions));
+  const progress =
+    hosts.length > 1 && process.stderr.isTTY ? new Progress(hosts.length) : undefined;
+  const taken: Snapshots = { keys: new Map(), snapshots: new Map(), leftOut: [] };
+  await Promise.all(
+    hosts.map((host) => {
+      // An existing tree's fleet.yaml and groups may say how to reach it (a proxy_jump).
+      const node = asNode(host, job.staged.ssh.get(host.name));
+      return limit(node, async () => {
+        const reason = await snapshotHost(host, node, sshOptions, job, taken);
+        if (reason) taken.leftOut.push(`${host.name}: ${reason}; not adopted`);
+        progress?.update({
+          name: host.name,
+          host: node.host,
+          status: reason ? "error" : "clean",
+          durationMs: 0,
+          drift: [],
+        });
+      });
+    }),
+  );
+  progress?.finish();
+  return taken;
+}
+
+/** Keeps one host's trusted keys and snapshot in `taken`, or returns why the host is not adopted. */
+async function snapshotHost(
+  host: HostToAdopt,
+  node: LoadedNode,
+  sshOptions: SshOptions,
+  job: SnapshotJob,
+  taken: Snapshots,
+): Promise<string | undefined> {
+  const { configFile, knownHostsFile } = job.sshFiles;
+  const found = await trustedKeys(node.host, node.ssh, { configFile, knownHostsFile });
+  if (!found.lines.length)
+    return `no trusted host key for ${found.lookup.name} in ${found.lookup.files.join(", ") || "any known_hosts file"}: verify its key (from your provisioning, not from the network) and add it to one of them or to --known-hosts FILE`;
+  taken.keys.set(host.name, found.lines);
+  try {
+    const snapshot = await snapshotSpec(sshTransport(node, sshOptions), DOMAINS, job.settings, {
+      packages: job.config.packages,
+      ephemeralAsRange: !job.config["no-ephemeral-range"],
+      declared: job.staged.base.get(host.name),
+    });
+    const valid = NodeSpec.safeParse(snapshot.spec);
+    if (!valid.success) {
+      const issue = valid.error.issues[0]!;
+      // zod says only "Invalid key in record" for a bad key: the key's own issue says why.
+      const inner = "issues" in issue ? issue.issues[0]?.message : undefined;
+      return `its live state cannot be declared (${issue.path.map(String).join(".")}: ${inner ?? issue.message})`;
+    }
+    taken.snapshots.set(host.name, snapshot.spec);
+    return undefined;
+  } catch (error) {
+    return nodeFailure(host.name, error).message.replace(/[;,] node not audited/, "");
+  }
 }
 
 interface TreeJob {

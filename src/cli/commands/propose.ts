@@ -1,15 +1,18 @@
 import { appendFile } from "node:fs/promises";
 import { ForgeError, UsageError } from "../../errors.js";
 import { GitHub, settingsFromEnv } from "../../forge/github.js";
+import type { Waiver } from "../../manifest/schema.js";
 import {
   describeAction,
   executePlan,
   planRun,
   stateAfter,
   type Outcome,
+  type RunPlan,
 } from "../../propose/execute.js";
 import { proposalInput } from "../../propose/input.js";
 import { LOCK_BRANCH, lockProposals } from "../../propose/lock.js";
+import type { PlanInput } from "../../propose/plan-input.js";
 import type { Action } from "../../propose/proposal.js";
 import {
   readDashboard,
@@ -60,17 +63,7 @@ export async function proposeCommand(argv: string[]): Promise<number> {
   const budget = config["max-new-prs"];
   const audited = await readReport(config.report);
   const manifestDir = await resolveManifestDir(config);
-
-  let github: GitHub | undefined;
-  try {
-    github = new GitHub(settingsFromEnv());
-  } catch (error) {
-    if (!(error instanceof ForgeError)) throw error;
-    if (!config["dry-run"]) throw new UsageError(error.message);
-    process.stderr.write(
-      `quartermaster: ${error.message}; planning as if no pull request exists yet\n`,
-    );
-  }
+  const github = connectGitHub(config["dry-run"]);
   // A dry run may lack the issues permission: it plans without the ticked boxes.
   const dashboard: Dashboard =
     github && !config["dry-run"] ? await readDashboard(github) : { body: "" };
@@ -80,89 +73,161 @@ export async function proposeCommand(argv: string[]): Promise<number> {
   const ticked = tickedBranches(dashboard.body);
   const fleet = new Set(input.nodes.map((n) => n.name));
   const planned = await planRun(github, input, ticked);
-  const overBudget = audited.unauditedBudget?.over;
-  if (overBudget)
-    process.stderr.write(
-      `quartermaster: more nodes not audited than allowed: ${visible(overBudget.join("; "))}\n`,
-    );
-  const overBit = overBudget ? ExitBit.overUnauditedBudget : 0;
+  const overBit = warnOverBudget(audited.unauditedBudget?.over);
   const dry = config["dry-run"] || !github;
-  // Runs that write (pull requests, or the state kept between runs) take turns, and plan again
-  // once their turn comes, from what the one before did and kept.
-  const release =
-    !dry && (planned.actions.some(writes) || changesState(stateAfter(planned, fleet), planned))
-      ? await lockProposals(github!, revision, () =>
-          process.stderr.write(
-            `quartermaster: another propose run is writing pull requests (branch ${LOCK_BRANCH}); waiting for it\n`,
-          ),
-        )
-      : undefined;
+  const release = dry ? undefined : await waitForTurn(github, planned, fleet, revision);
   try {
     const run = release ? await planRun(github, input, ticked) : planned;
-    const { actions, report } = run;
-    for (const action of actions)
-      process.stdout.write(
-        `${dry && action.type !== "defer" && action.type !== "wait" ? "would " : ""}${describeAction(action)}\n`,
-      );
-    const deferred = actions.filter((a) => a.type === "defer").length;
-    if (deferred)
-      process.stdout.write(
-        `${deferred} new pull request${deferred === 1 ? " is" : "s are"} deferred: at most ${input.maxNewPrs} are opened per run\n`,
-      );
-    if (!actions.length)
-      process.stdout.write("nothing to propose: every pull request is up to date\n");
+    printPlan(run.actions, dry, input.maxNewPrs);
     if (dry) {
       if (config.summary)
         await appendFile(
           config.summary,
           summary(
-            actions.map((action) => ({ action, ok: true })),
+            run.actions.map((action) => ({ action, ok: true })),
             dry,
           ),
         );
       return overBit;
     }
-
-    const base = { branch: config.base ?? (await github!.defaultBranch()), sha: revision };
-    const outcomes = await executePlan(github!, actions, base);
-    try {
-      await writeState(github!, stateAfter(run, fleet), run, revision);
-    } catch (error) {
-      if (!(error instanceof ForgeError)) throw error;
-      process.stderr.write(
-        `quartermaster: ${visible(error.message)}; deferred pull requests may lose their place in the queue, and this run is missing from the audit history\n`,
-      );
-    }
-    const dashboardFailed = !(await updateDashboard(github!, dashboard, {
-      report,
-      actions,
-      tickets: input.tickets,
-      waivers,
-    }));
-    const failed = outcomes.filter((o) => !o.ok);
-    for (const outcome of outcomes) {
-      if (outcome.number)
-        process.stdout.write(
-          visible(
-            `opened #${outcome.number} ${outcome.action.type === "open" ? outcome.action.branch : ""}`,
-          ) + "\n",
-        );
-    }
-    for (const failure of failed)
-      process.stderr.write(
-        `quartermaster: ${describeAction(failure.action)}: ${visible(failure.error ?? "")}\n`,
-      );
-    if (config.summary) await appendFile(config.summary, summary(outcomes, false));
-    if (failed.length) {
-      process.stderr.write(
-        `${failed.length} of ${outcomes.length} actions failed; the next run retries them (the report is unchanged on disk)\n`,
-      );
-      return ExitBit.unaudited | overBit;
-    }
-    return (dashboardFailed ? ExitBit.unaudited : 0) | overBit;
+    const { tickets } = input;
+    const turn = { github, run, fleet, revision, dashboard, tickets, waivers };
+    return (await carryOut(turn, config)) | overBit;
   } finally {
     await release?.();
   }
+}
+
+/** The forge from the environment; without its settings, only a dry run goes on (with none). */
+function connectGitHub(dryRun: boolean): GitHub | undefined {
+  try {
+    return new GitHub(settingsFromEnv());
+  } catch (error) {
+    if (!(error instanceof ForgeError)) throw error;
+    if (!dryRun) throw new UsageError(error.message);
+    process.stderr.write(
+      `quartermaster: ${error.message}; planning as if no pull request exists yet\n`,
+    );
+    return undefined;
+  }
+}
+
+/** Says which nodes went unaudited past the report's budget; the exit bit for it. */
+function warnOverBudget(overBudget: readonly string[] | undefined): number {
+  if (overBudget)
+    process.stderr.write(
+      `quartermaster: more nodes not audited than allowed: ${visible(overBudget.join("; "))}\n`,
+    );
+  return overBudget ? ExitBit.overUnauditedBudget : 0;
+}
+
+/**
+ * Runs that write (pull requests, or the state kept between runs) take turns, and plan again once
+ * their turn comes, from what the one before did and kept. The lock's release, when one was taken.
+ */
+async function waitForTurn(
+  github: GitHub,
+  planned: RunPlan,
+  fleet: ReadonlySet<string>,
+  revision: string,
+): Promise<(() => Promise<void>) | undefined> {
+  return planned.actions.some(writes) || changesState(stateAfter(planned, fleet), planned)
+    ? await lockProposals(github, revision, () =>
+        process.stderr.write(
+          `quartermaster: another propose run is writing pull requests (branch ${LOCK_BRANCH}); waiting for it\n`,
+        ),
+      )
+    : undefined;
+}
+
+/** The plan on stdout, one action a line, prefixed "would " where a dry run only plans it. */
+function printPlan(actions: readonly Action[], dry: boolean, maxNewPrs: number): void {
+  for (const action of actions)
+    process.stdout.write(
+      `${dry && action.type !== "defer" && action.type !== "wait" ? "would " : ""}${describeAction(action)}\n`,
+    );
+  const deferred = actions.filter((a) => a.type === "defer").length;
+  if (deferred)
+    process.stdout.write(
+      `${deferred} new pull request${deferred === 1 ? " is" : "s are"} deferred: at most ${maxNewPrs} are opened per run\n`,
+    );
+  if (!actions.length)
+    process.stdout.write("nothing to propose: every pull request is up to date\n");
+}
+
+/** A run that holds its turn: what it planned, and what it read the plan from. */
+interface Turn {
+  github: GitHub;
+  run: RunPlan;
+  fleet: ReadonlySet<string>;
+  revision: string;
+  dashboard: Dashboard;
+  tickets: PlanInput["tickets"];
+  waivers: Waiver[];
+}
+
+/**
+ * Carries the plan out, keeps the state for the next run and updates the dashboard, then says
+ * what was opened and what failed; the exit bit when anything failed.
+ */
+async function carryOut(
+  { github, run, fleet, revision, dashboard, tickets, waivers }: Turn,
+  config: { base?: string | undefined; summary?: string | undefined },
+): Promise<number> {
+  const { actions, report } = run;
+  const base = { branch: config.base ?? (await github.defaultBranch()), sha: revision };
+  const outcomes = await executePlan(github, actions, base);
+  await keepState(github, run, fleet, revision);
+  const dashboardFailed = !(await updateDashboard(github, dashboard, {
+    report,
+    actions,
+    tickets,
+    waivers,
+  }));
+  const failed = printOutcomes(outcomes);
+  if (config.summary) await appendFile(config.summary, summary(outcomes, false));
+  if (failed) {
+    process.stderr.write(
+      `${failed} of ${outcomes.length} actions failed; the next run retries them (the report is unchanged on disk)\n`,
+    );
+    return ExitBit.unaudited;
+  }
+  return dashboardFailed ? ExitBit.unaudited : 0;
+}
+
+/** Writes the state the next run starts from; GitHub refusing it costs only what it would keep. */
+async function keepState(
+  github: GitHub,
+  run: RunPlan,
+  fleet: ReadonlySet<string>,
+  revision: string,
+): Promise<void> {
+  try {
+    await writeState(github, stateAfter(run, fleet), run, revision);
+  } catch (error) {
+    if (!(error instanceof ForgeError)) throw error;
+    process.stderr.write(
+      `quartermaster: ${visible(error.message)}; deferred pull requests may lose their place in the queue, and this run is missing from the audit history\n`,
+    );
+  }
+}
+
+/** The pull requests opened on stdout, the failed actions on stderr; how many failed. */
+function printOutcomes(outcomes: readonly Outcome[]): number {
+  const failed = outcomes.filter((o) => !o.ok);
+  for (const outcome of outcomes) {
+    if (outcome.number)
+      process.stdout.write(
+        visible(
+          `opened #${outcome.number} ${outcome.action.type === "open" ? outcome.action.branch : ""}`,
+        ) + "\n",
+      );
+  }
+  for (const failure of failed)
+    process.stderr.write(
+      `quartermaster: ${describeAction(failure.action)}: ${visible(failure.error ?? "")}\n`,
+    );
+  return failed.length;
 }
 
 /** Whether carrying out `action` writes to GitHub. */
