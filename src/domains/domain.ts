@@ -1,25 +1,15 @@
 import { z } from "zod";
 import { ProbeParseError } from "../errors.js";
 import { valueAt, type SpecPath } from "../spec-path.js";
+import type { Cause, Latent } from "./cause.js";
 import type { SnapshotOptions } from "./snapshot-options.js";
 
 export const SEVERITIES = ["critical", "high", "medium", "low"] as const;
 export type Severity = (typeof SEVERITIES)[number];
 export type OnDrift = "accept" | "ticket";
 
-export type JsonValue =
-  string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
-/** Any JSON value: a finding's declared and live values as reports and tickets store them. */
-export const Json: z.ZodType<unknown> = z.lazy(() =>
-  z.union([
-    z.string(),
-    z.number(),
-    z.boolean(),
-    z.null(),
-    z.array(Json),
-    z.record(z.string(), Json),
-  ]),
-);
+import type { JsonValue } from "./json.js";
+export { Json, type JsonValue } from "./json.js";
 
 /** What a domain's probe snippet may use. Everything it returns is shell text, run on the host. */
 export interface ProbeContext {
@@ -55,6 +45,10 @@ export interface Finding {
    * (accept writes it).
    */
   diff?: string;
+  /** Why it drifted, where the domain itself knows (a sysctl set by a persisted file). */
+  cause?: Cause;
+  /** Holds now and will not after an event: the value it will take. */
+  latent?: Latent;
 }
 
 /**

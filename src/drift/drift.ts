@@ -60,6 +60,8 @@ export function toDriftItems(
     };
     if (finding.detail) item.detail = finding.detail;
     if (finding.diff) item.diff = finding.diff;
+    if (finding.cause) item.cause = finding.cause;
+    if (finding.latent) item.latent = finding.latent;
     const signature = driftSignature(domain.name, finding.key, finding.declared, finding.live);
     const ticket = ctx.tickets.find(
       (t) => t.status === "open" && ticketCovers(t, signature) && t.nodes.includes(node.name),

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { Json, SEVERITIES } from "../domains/domain.js";
+import { Cause, Latent } from "../domains/cause.js";
 import { DOMAIN_NAMES } from "../domains/registry.js";
 
 export const SCHEMA_VERSION = 1;
@@ -38,6 +39,10 @@ export const DriftItem = z.object({
    * absent when the audit had no state to read.
    */
   firstSeen: z.iso.datetime({ offset: true }).optional(),
+  /** Why it drifted (issue: cause): set on every item an audit finds. */
+  cause: Cause.optional(),
+  /** Holds now, will not after an event (issue: latent drift). */
+  latent: Latent.optional(),
 });
 export type DriftItem = z.infer<typeof DriftItem>;
 

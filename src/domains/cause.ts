@@ -1,0 +1,54 @@
+import { z } from "zod";
+import { Json } from "./json.js";
+
+// The cause and latent-drift shapes a finding may carry, shared by the domains (which know some
+// causes themselves: a sysctl set by a persisted file) and the report (schema.ts re-uses them).
+
+/**
+ * Why a drift happened, as the host recorded it since the node's last audit (or the manifest's own
+ * history, for a rollout). `unknown` is honest: a wrong cause is worse than none.
+ */
+export const CAUSE_KINDS = [
+  "package",
+  "package-file",
+  "file-edit",
+  "runtime",
+  "persisted",
+  "reboot",
+  "rollout",
+  "unknown",
+] as const;
+export type CauseKind = (typeof CAUSE_KINDS)[number];
+
+export const Cause = z.object({
+  kind: z.enum(CAUSE_KINDS),
+  /** When it happened, as the host (or the manifest's commit) recorded it; absent for `unknown`. */
+  at: z.iso.datetime({ offset: true }).optional(),
+  /** Who or what made the change: "unattended-upgrades", "apt-get (alice)", a commit's author. */
+  by: z.string().optional(),
+  /**
+   * One line a reviewer reads: "postgresql-16 16.4-1 → 16.6-1", "/etc/sysctl.d/99-net.conf:3 sets
+   * 8192".
+   */
+  evidence: z.string(),
+  /**
+   * The cause's identity, the same on every node and domain it touched (one package transaction,
+   * one persisted file): the key that makes its items one pull request. Absent for `unknown`.
+   */
+  group: z.string().optional(),
+  /** `rollout`: the manifest commit that changed the declared value. */
+  commit: z.string().optional(),
+});
+export type Cause = z.infer<typeof Cause>;
+
+export const LATENT_EVENTS = ["reboot", "restart", "daemon-reload"] as const;
+export type LatentEvent = (typeof LATENT_EVENTS)[number];
+
+/** Declared state that holds now and will not after `after`: the value it will then take. */
+export const Latent = z.object({
+  after: z.enum(LATENT_EVENTS),
+  becomes: Json,
+  /** What will change it: "/etc/sysctl.d/99-old.conf:3", "linux-image-6.1.0-29-amd64 installed". */
+  because: z.string(),
+});
+export type Latent = z.infer<typeof Latent>;
