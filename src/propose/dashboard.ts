@@ -10,6 +10,7 @@ import { visible } from "../text/escape.js";
 import { MAX_BODY_CHARS } from "./body.js";
 import type { Action } from "./proposal.js";
 import { botPulls } from "./pulls.js";
+import { pendingRow, type PendingReview } from "./reviews.js";
 
 // The dashboard: one issue per repository that `propose` keeps up to date, the fleet's state
 // between runs. Rendering is pure; the issue is edited only when the rendered body changed.
@@ -43,6 +44,8 @@ export interface DashboardInput {
   deferred: readonly DashboardDeferred[];
   tickets: readonly { ticket: Ticket; file: string }[];
   waivers: readonly Waiver[];
+  /** Owners this run could not ask to review. */
+  unasked?: readonly PendingReview[];
 }
 
 /** A ticket past its `due` date, if tickets carry one (an ISO date or date-time). */
@@ -132,6 +135,9 @@ export function renderDashboard(input: DashboardInput, max = MAX_ROWS): string {
         `- ${expiryTime(w.expires!) < now ? "expired" : "expires"} ${codeSpan(w.expires!)}: node ${codeSpan(w.node)}, domain ${codeSpan(w.domain)}, key ${codeSpan(w.key, 80)}, ${codeSpan(w.reason, 120)}`,
     );
   const budget = input.report.unauditedBudget?.over;
+  const unasked = [...(input.unasked ?? [])]
+    .sort((a, b) => a.number - b.number || (a.owner < b.owner ? -1 : 1))
+    .map(pendingRow);
 
   const assemble = (rows: number) =>
     [
@@ -154,6 +160,9 @@ export function renderDashboard(input: DashboardInput, max = MAX_ROWS): string {
         rows,
         "None.",
       ),
+      ...(unasked.length
+        ? section("Owners not asked to review: asked again on the next run", unasked, rows, "")
+        : []),
       ...section("Remediation tickets past due", pastDue, rows, "None."),
       ...section(
         `Waivers expired or expiring within ${WAIVER_NOTICE_DAYS} days`,
@@ -242,7 +251,9 @@ function runUrl(env: NodeJS.ProcessEnv): string | undefined {
 export async function updateDashboard(
   github: GitHub,
   current: Dashboard,
-  run: Pick<DashboardInput, "report" | "tickets" | "waivers"> & { actions: readonly Action[] },
+  run: Pick<DashboardInput, "report" | "tickets" | "waivers" | "unasked"> & {
+    actions: readonly Action[];
+  },
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<boolean> {
   try {

@@ -20,6 +20,7 @@ import {
   updateDashboard,
   type Dashboard,
 } from "../../propose/dashboard.js";
+import { askAgain, describePending, pendingReviews, refusedOnOpen } from "../../propose/reviews.js";
 import { changesState, writeState } from "../../propose/state.js";
 import { readReport } from "../../report/read.js";
 import { visible } from "../../text/escape.js";
@@ -177,12 +178,18 @@ async function carryOut(
   const { actions, report } = run;
   const base = { branch: config.base ?? (await github.defaultBranch()), sha: revision };
   const outcomes = await executePlan(github, actions, base);
+  const unasked = [
+    ...refusedOnOpen(outcomes),
+    ...(await askAgain(github, pendingReviews(dashboard.body))),
+  ];
+  for (const pending of unasked) process.stderr.write(describePending(pending));
   await keepState(github, run, fleet, revision);
   const dashboardFailed = !(await updateDashboard(github, dashboard, {
     report,
     actions,
     tickets,
     waivers,
+    unasked,
   }));
   const failed = printOutcomes(outcomes);
   if (config.summary) await appendFile(config.summary, summary(outcomes, false));
