@@ -80,3 +80,38 @@ describe("a host whose snapshot cannot be trusted", () => {
     );
   });
 });
+
+describe("an inventory Ansible reads its own way, through the CLI", () => {
+  test("an undefined [x:vars] group is refused with file:line and exit 2, no stack trace", async () => {
+    const inventory = path.join(dir, "undefined.ini");
+    await writeFile(inventory, "[web]\nplain\n\n[db:vars]\nansible_user=pg\n");
+    const result = await runCli(
+      ["adopt", "--inventory", inventory, "--manifests", path.join(dir, "t1")],
+      {
+        env,
+      },
+    );
+    assert.equal(result.exitCode, 2, result.stderr);
+    assert.match(
+      result.stderr,
+      /undefined\.ini:4: section \[db:vars\] is for a group never defined/,
+    );
+    assert.doesNotMatch(result.stderr, /\n\s+at /);
+  });
+
+  test("a templated variable is left out and named; the host is adopted", async () => {
+    const inventory = path.join(dir, "templated.ini");
+    await writeFile(inventory, `[web]\nplain ansible_port="{{ web_port }}"\n`);
+    const result = await runCli(
+      ["adopt", "--inventory", inventory, "--manifests", path.join(dir, "t2")],
+      {
+        env,
+      },
+    );
+    assert.match(
+      result.stderr,
+      /left out inventory variable ansible_port \(1 host\): its value is a template/,
+    );
+    assert.match(result.stderr, /1 of 1 hosts adopted/);
+  });
+});

@@ -136,6 +136,10 @@ export async function adoptCommand(argv: string[]): Promise<number> {
     say(
       `ignored inventory variable ${name} (${count} host${count === 1 ? "" : "s"}): no manifest key`,
     );
+  for (const [name, count] of plan.templated)
+    say(
+      `left out inventory variable ${name} (${count} host${count === 1 ? "" : "s"}): its value is a template ({{ … }}) Quartermaster does not evaluate`,
+    );
 
   const { existing, fixedBase, existingGroups } = await readExistingTree(tree, plan.groups);
   const hosts = undeclaredHosts(plan.hosts, existing);
