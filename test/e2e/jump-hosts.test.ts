@@ -56,6 +56,7 @@ describe("nodes behind a jump host", () => {
       },
       ...CROWD.map((name) => ({ name, behind: "jump-01" })),
       { name: "late-01", behind: "jump-01", state: "drop-first" as const },
+      { name: "down-02", behind: "jump-01", state: "stopped" as const },
     ]);
     const address = fleet.hosts.find((h) => h.name === "private-01")!.address;
     const jumpAddress = fleet.hosts.find((h) => h.name === "jump-01")!.address;
@@ -336,11 +337,55 @@ describe("nodes behind a jump host", () => {
     assert.equal(report.nodes.length, 41);
     const failed = byName(report, "auth-01");
     assert.equal(failed.status, "error");
-    assert.match(failed.error ?? "", /^authentication to n-01 failed, node not audited: /);
-    assert.equal(failed.tries, 1);
+    assert.match(failed.error ?? "", /^qm-nobody@\S+: Permission denied \(publickey\)\.$/);
+    assert.deepEqual([failed.errorClass, failed.tries], ["auth", 1]);
     assert.deepEqual(
       report.nodes.filter((n) => n.name !== "auth-01" && n.status !== "clean").map((n) => n.name),
       [],
     );
+  });
+
+  test("a host down behind the jump host, a name that does not resolve, a wrong user: ssh's own first line and its class, one try each", async () => {
+    const manifests = await tree({
+      "nodes/down-02.yaml": stringify({}),
+      "nodes/ghost-01.yaml": stringify({
+        host: "ghost-01.invalid",
+        ssh: { proxy_jump: "jump-01" },
+      }),
+      "nodes/wrong-user.yaml": stringify({ host: "n-02", ssh: { user: "qm-nobody" } }),
+    });
+    const drops = await jumpDrops();
+    const { report, exitCode, stderr } = await audit(manifests);
+    assert.equal(exitCode, 4, stderr);
+    assert.deepEqual(
+      report.nodes.map((n) => [n.name, n.status, n.errorClass, n.tries]),
+      [
+        ["down-02", "unreachable", "refused-by-target", 1],
+        ["ghost-01", "unreachable", "name-resolution", 1],
+        ["wrong-user", "error", "auth", 1],
+      ],
+    );
+    const errors = report.nodes.map((n) => n.error ?? "");
+    assert.equal(errors[0], "channel 0: open failed: connect failed: Connection refused");
+    assert.match(
+      errors[1]!,
+      /^channel 0: open failed: connect failed: (Temporary failure in name resolution|Name or service not known)$/,
+    );
+    assert.match(errors[2]!, /^qm-nobody@\S+: Permission denied \(publickey\)\.$/);
+    // None of them was a MaxStartups drop at the jump host.
+    assert.deepEqual(await drops(), []);
+    const text = await runCli(["audit", "--manifests", manifests, "--ssh-config", fleet.sshConfig]);
+    assert.match(text.stdout, /down-02.*: unreachable \(refused-by-target\)/);
+    assert.match(text.stdout, /error: channel 0: open failed: connect failed: Connection refused/);
+  });
+
+  test('without the ssh_config that names the jump host: ssh\'s "Could not resolve hostname", class name-resolution, one try', async () => {
+    const manifests = await tree({ "nodes/private-01.yaml": stringify({}) });
+    const out = path.join(manifests, "report.json");
+    const run = await runCli(["audit", "--manifests", manifests, "--format", "json", "--out", out]);
+    assert.equal(run.exitCode, 4, run.stderr);
+    const [node] = (JSON.parse(await readFile(out, "utf8")) as Report).nodes;
+    assert.match(node!.error ?? "", /^ssh: Could not resolve hostname private-01: /);
+    assert.deepEqual([node!.errorClass, node!.tries], ["name-resolution", 1]);
   });
 });
