@@ -388,4 +388,66 @@ describe("nodes behind a jump host", () => {
     assert.match(node!.error ?? "", /^ssh: Could not resolve hostname private-01: /);
     assert.deepEqual([node!.errorClass, node!.tries], ["name-resolution", 1]);
   });
+
+  test("39 nodes behind the jump host (MaxStartups 4:50:8, ssh.max_sessions 4) as two and as three parallel shards, the way the workflow runs them: all audited, nothing dropped, one try each", async () => {
+    const manifests = await tree({
+      "fleet.yaml": stringify({ ssh: { max_sessions: 4 } }),
+      ...Object.fromEntries(CROWD.map((name) => [`nodes/${name}.yaml`, stringify({})])),
+    });
+    for (const shards of [2, 3]) {
+      const planned = await runCli([
+        "plan-shards",
+        "--manifests",
+        manifests,
+        "--shards",
+        String(shards),
+      ]);
+      assert.equal(planned.exitCode, 0, planned.stderr);
+      const plan = JSON.parse(planned.stdout) as { count: number; shards: number[] };
+      assert.deepEqual(plan.shards, shards === 2 ? [1, 2] : [1, 2, 3]);
+      const drops = await jumpDrops();
+      // The matrix: every shard at once, each on its own runner.
+      const runs = await Promise.all(
+        plan.shards.map((k) =>
+          runCli([
+            "audit",
+            "--manifests",
+            manifests,
+            "--shard",
+            `${k}/${plan.count}`,
+            "--ssh-config",
+            fleet.sshConfig,
+            "--format",
+            "json",
+            "--out",
+            path.join(manifests, `shard-${k}.json`),
+          ]),
+        ),
+      );
+      for (const run of runs) assert.equal(run.exitCode, 0, run.stderr);
+      const merged = await runCli([
+        "merge-reports",
+        ...plan.shards.map((k) => path.join(manifests, `shard-${k}.json`)),
+      ]);
+      assert.equal(merged.exitCode, 0, merged.stderr);
+      const report = JSON.parse(merged.stdout) as Report;
+      assert.deepEqual(
+        report.nodes.map((n) => [n.name, n.status, n.tries]),
+        CROWD.map((name) => [name, "clean", 1]),
+      );
+      // At most 4 sessions at once across the shards: sshd never had a 5th pending to drop.
+      assert.deepEqual(await drops(), [], `${shards} shards`);
+    }
+  });
+
+  test("plan-shards plans no more shards than the jump host's ssh.max_sessions, and says so", async () => {
+    const manifests = await tree({
+      "fleet.yaml": stringify({ ssh: { max_sessions: 4 } }),
+      ...Object.fromEntries(CROWD.map((name) => [`nodes/${name}.yaml`, stringify({})])),
+    });
+    const run = await runCli(["plan-shards", "--manifests", manifests, "--shards", "6"]);
+    assert.equal(run.exitCode, 0, run.stderr);
+    assert.deepEqual(JSON.parse(run.stdout), { count: 4, shards: [1, 2, 3, 4], nodes: 39 });
+    assert.match(run.stderr, /4 shards, not 6: .*ssh\.max_sessions \(4\)/);
+  });
 });
