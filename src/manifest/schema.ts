@@ -70,12 +70,12 @@ function domainShape(): Record<string, z.ZodType> {
 
 const declaredShape = domainShape();
 
-/** A GitHub user (`alice`) or team (`acme/web-team`), without the `@`. */
+/** A GitHub user (`alice`) or team (`acme/web-team`), with or without CODEOWNERS' `@`. */
 export const Owner = z
   .string()
   .regex(
-    /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\/[A-Za-z0-9._-]+)?$/,
-    "must be a GitHub user (alice) or team (org/team-slug), without @",
+    /^@?[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\/[A-Za-z0-9._-]+)?$/,
+    "must be a GitHub user (alice, @alice) or team (org/team-slug, @org/team-slug)",
   );
 
 export const NodeSpec = z.strictObject({

@@ -23,7 +23,8 @@ before(async () => {
   fleet = await startFleet([
     { name: "web-01", sysctls: { "net.ipv4.ip_forward": "1" } },
     { name: "web-02" },
-    { name: "db-01" },
+    // Its drift is waived: acknowledged, and counted so on the dashboard.
+    { name: "db-01", sysctls: { "net.ipv4.ip_forward": "1" } },
   ]);
   work = await mkdtemp(path.join(tmpdir(), "qm-history-e2e-"));
   forge = await startForge({
@@ -31,7 +32,9 @@ before(async () => {
     owner: OWNER,
     repo: REPO,
     files: {
-      "fleet-manifests/fleet.yaml": "policy:\n  sysctl: { severity: medium, on_drift: accept }\n",
+      "fleet-manifests/fleet.yaml":
+        "policy:\n  sysctl: { severity: medium, on_drift: accept }\n" +
+        "ignore:\n  - { node: db-01, domain: sysctl, key: net.ipv4.ip_forward, reason: db replication router, expires: 2099-12-31 }\n",
       "fleet-manifests/groups/web.yaml":
         "system:\n  sysctl_parameters:\n    net.ipv4.ip_forward: 0   # routers only\n",
       "fleet-manifests/groups/db.yaml":
@@ -113,7 +116,10 @@ describe("memory across runs", () => {
     assert.doesNotMatch(proposed.stderr, /quartermaster:/);
     assert.equal(forge.double.pulls().length, 0);
     const { body } = dashboard();
-    assert.match(body, /\*\*Fleet\*\*: 3 nodes: 2 clean, 1 drift, 0 unreachable/);
+    assert.match(
+      body,
+      /\*\*Fleet\*\*: 3 nodes: 2 clean, 1 drift, 0 unreachable, [^;]*; 2 drift items \(1 acknowledged\)\./,
+    );
     assert.match(body, /### Nodes not audited \(0\)/);
     assert.match(body, /- \[ \] `[^`]*net\.ipv4\.ip_forward[^`]*`, waiting since /);
     assert.match(body, /\[workflow run\]\(http:\/\/[^)]+\/acme\/fleet\/actions\/runs\/4242\)/);
@@ -137,7 +143,7 @@ describe("memory across runs", () => {
     const text = await runCli(["report", "--report", run.file, "--format", "text"]);
     assert.match(
       text.stdout,
-      new RegExp(`web-02: unreachable, \\d+ SSH tries, unaudited since ${t1}, 1 run`),
+      new RegExp(`web-02: unreachable \\(refused-by-target\\), unaudited since ${t1}, 1 run`),
     );
 
     // Propose works for the audited nodes, and still fails the run on bit 8.
