@@ -129,7 +129,8 @@ export const Report = z.object({
   unauditedBudget: z
     .object({
       maxUnaudited: z.union([z.number().int().nonnegative(), z.string()]).optional(),
-      maxUnauditedFor: z.string(),
+      /** Unset: the default, one missed run of grace. */
+      maxUnauditedFor: z.string().optional(),
       over: z.array(z.string()).min(1).optional(),
     })
     .optional(),

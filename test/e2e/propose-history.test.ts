@@ -160,9 +160,13 @@ describe("memory across runs", () => {
     assert.doesNotMatch(body, /- \[[ x]\] /, "nothing deferred any more");
   });
 
-  it("run 3: the drift's first sighting is run 1's, in the report and the PR; an unchanged dashboard is not edited", async () => {
+  it("run 3: web-02's second missed run sets bit 8 (one run of grace by default); the drift's first sighting is run 1's, in the report and the PR; an unchanged dashboard is not edited", async () => {
     const run = await audit("run-3");
-    assert.equal(run.result.exitCode, 1 + 4, run.result.stderr);
+    assert.equal(run.result.exitCode, 1 + 4 + 8, run.result.stderr);
+    assert.match(
+      run.report.unauditedBudget?.over?.[0] ?? "",
+      /^1 node not audited in more than one run in a row .*: web-02 /,
+    );
     const item = run.report.nodes.find((n) => n.name === "web-01")!.drift[0]!;
     assert.equal(item.firstSeen, t1);
     const web02 = run.report.nodes.find((n) => n.name === "web-02")!;
@@ -175,14 +179,14 @@ describe("memory across runs", () => {
 
     const before = dashboardEdits();
     const proposed = await propose(run.file);
-    assert.equal(proposed.exitCode, 0, proposed.stderr);
+    assert.equal(proposed.exitCode, 8, proposed.stderr);
     assert.equal(dashboardEdits(), before + 1, "one edit: web-02 has missed 2 runs now");
     assert.match(dashboard().body, /unaudited since [^,]+, 2 runs/);
     assert.match(forge.double.pulls()[0]!.body ?? "", new RegExp(`Drifting since ${t1}`));
 
     // The same run proposed again: nothing changed, so no edit.
     const again = await propose(run.file);
-    assert.equal(again.exitCode, 0, again.stderr);
+    assert.equal(again.exitCode, 8, again.stderr);
     assert.equal(dashboardEdits(), before + 1);
     assert.deepEqual(forge.double.violations, []);
   });

@@ -54,6 +54,8 @@ describe("body: what reviewers read", () => {
       fingerprint: "f".repeat(16),
       source: { file: "fleet-manifests/nodes/web-01.yaml", line: 2 },
       remediation: "r",
+      onDrift: "ticket",
+      path: ["networking", "listening_ports"],
     });
     const marker = {
       v: 1 as const,
