@@ -1,9 +1,4 @@
-import {
-  DEFAULT_MAX_UNAUDITED_FOR,
-  durationMs,
-  overUnauditedBudget,
-  unauditedLimit,
-} from "../report/unaudited.js";
+import { durationMs, overUnauditedBudget, unauditedLimit } from "../report/unaudited.js";
 import { ForgeError, InputFileError, UsageError } from "../errors.js";
 import { GitHub, settingsFromEnv } from "../forge/github.js";
 import type { AuditSettings } from "../manifest/schema.js";
@@ -91,7 +86,7 @@ export async function unauditedJudge(
     ...(history && { history }),
     budget: {
       ...(maxUnaudited !== undefined && { maxUnaudited }),
-      maxUnauditedFor: maxFor ?? DEFAULT_MAX_UNAUDITED_FOR,
+      ...(maxFor !== undefined && { maxUnauditedFor: maxFor }),
     },
   };
 }
@@ -121,8 +116,13 @@ export async function judgeBudget(
     light,
     {
       ...(limit && { limit, limitName: `max_unaudited ${budget.maxUnaudited}` }),
-      forMs: durationMs(budget.maxUnauditedFor) ?? durationMs(DEFAULT_MAX_UNAUDITED_FOR)!,
-      forName: `max_unaudited_for ${budget.maxUnauditedFor}`,
+      ...(budget.maxUnauditedFor !== undefined && {
+        forMs: durationMs(budget.maxUnauditedFor),
+      }),
+      forName:
+        budget.maxUnauditedFor === undefined
+          ? "one missed run, max_unaudited_for being unset"
+          : `max_unaudited_for ${budget.maxUnauditedFor}`,
     },
     startedAt,
   );

@@ -138,13 +138,19 @@ export function renderDashboard(input: DashboardInput, max = MAX_ROWS): string {
   const unasked = [...(input.unasked ?? [])]
     .sort((a, b) => a.number - b.number || (a.owner < b.owner ? -1 : 1))
     .map(pendingRow);
+  // Said as the text report says it, so items a ticket or waiver covers never read as new work.
+  const acknowledged = input.report.nodes.reduce(
+    (sum, n) => sum + n.drift.filter((d) => d.acknowledged).length,
+    0,
+  );
+  const driftWords = `${plural(summary.driftItems, "drift item")}${acknowledged ? ` (${acknowledged} acknowledged)` : ""}`;
 
   const assemble = (rows: number) =>
     [
       MARK,
       "This issue is kept up to date by Quartermaster on every run; edits other than ticking a box are overwritten.",
       "",
-      `**Fleet**: ${plural(summary.nodes, "node")}: ${counts.map((c) => `${c.count} ${c.status}`).join(", ")}; ${summary.driftItems} drift items.`,
+      `**Fleet**: ${plural(summary.nodes, "node")}: ${counts.map((c) => `${c.count} ${c.status}`).join(", ")}; ${driftWords}.`,
       ...(budget
         ? ["", `**More nodes not audited than allowed**: ${textCell(budget.join("; "))}.`]
         : []),

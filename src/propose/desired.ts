@@ -257,7 +257,8 @@ function resolveProposals(context: Context, covered: Covered): Proposal[] {
         ),
       },
       labels: ["remediation"],
-      owners: ticket.owner === undefined ? [] : [ticket.owner],
+      // CODEOWNERS' @ left off, as ownersOf does for group and node files.
+      owners: ticket.owner === undefined ? [] : [ticket.owner.replace(/^@/, "")],
       body: { group: [], ticket },
     });
   }
