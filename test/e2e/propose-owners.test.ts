@@ -48,6 +48,14 @@ const repoArgs = () => [
   "--cache-dir",
   path.join(forge.work, "cache"),
 ];
+/** Audits the fleet into `out` as JSON; every run here finds drift (exit 1). */
+async function auditTo(out: string): Promise<void> {
+  const audit = await runCli(
+    ["audit", ...repoArgs(), "--ssh-config", fleet.sshConfig, "--format", "json", "--out", out],
+    { env: env() },
+  );
+  assert.equal(audit.exitCode, 1, audit.stderr);
+}
 const dashboard = () => forge.double.issues().find((i) => i.title === "Quartermaster dashboard")!;
 const thePull = () => {
   const open = forge.double.pulls().filter((p) => p.state === "open");
@@ -60,20 +68,7 @@ describe("owners GitHub refuses", () => {
 
   it("labels the PR with every owner (a long one shortened), asks the owners it can, and says which it could not and why", async () => {
     report = path.join(forge.work, "report.json");
-    const audit = await runCli(
-      [
-        "audit",
-        ...repoArgs(),
-        "--ssh-config",
-        fleet.sshConfig,
-        "--format",
-        "json",
-        "--out",
-        report,
-      ],
-      { env: env() },
-    );
-    assert.equal(audit.exitCode, 1, audit.stderr);
+    await auditTo(report);
     const result = await runCli(["propose", "--report", report, ...repoArgs()], { env: env() });
     assert.equal(result.exitCode, 0, result.stderr);
     const pull = thePull();
@@ -125,20 +120,7 @@ describe("a rejection when owners change", () => {
       [`${M}/groups/web.yaml`]: "owners: [alice]\n",
     });
     const report2 = path.join(forge.work, "report-new-owners.json");
-    const audit = await runCli(
-      [
-        "audit",
-        ...repoArgs(),
-        "--ssh-config",
-        fleet.sshConfig,
-        "--format",
-        "json",
-        "--out",
-        report2,
-      ],
-      { env: env() },
-    );
-    assert.equal(audit.exitCode, 1, audit.stderr);
+    await auditTo(report2);
     const second = await runCli(["propose", "--report", report2, ...repoArgs()], { env: env() });
     assert.equal(second.exitCode, 0, second.stderr);
     assert.doesNotMatch(second.stdout, /^(open|close) /m, second.stdout);
