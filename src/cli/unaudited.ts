@@ -1,3 +1,4 @@
+import { io } from "./io.js";
 import {
   DEFAULT_MAX_UNAUDITED_FOR,
   durationMs,
@@ -65,7 +66,7 @@ async function historyFrom(values: UnauditedConfig): Promise<AuditHistory | unde
   if (!values["state-from-repo"]) return undefined;
   let github: GitHub;
   try {
-    github = new GitHub(settingsFromEnv());
+    github = new GitHub(settingsFromEnv(io().env));
   } catch (error) {
     if (!(error instanceof ForgeError)) throw error;
     throw new UsageError(`--state-from-repo: ${error.message}`);

@@ -1,3 +1,4 @@
+import { io } from "../io.js";
 import { MAX_SHARDS } from "../../report/schema.js";
 import { parseFlags, wholeFlag } from "../flags.js";
 import { loadManifests, MANIFEST_FLAGS, SELECT_FLAGS, selectNodes } from "../options.js";
@@ -45,6 +46,6 @@ export async function planShardsCommand(argv: string[]): Promise<number> {
   const fleet = await loadManifests(config);
   const names = selectNodes(fleet, config.nodes).map((n) => n.name);
   const plan = planShards(names, config.shards, config["nodes-per-shard"]);
-  process.stdout.write(`${JSON.stringify(plan)}\n`);
+  io().stdout.write(`${JSON.stringify(plan)}\n`);
   return 0;
 }
