@@ -1,3 +1,4 @@
+import { io } from "./io.js";
 import { durationMs, overUnauditedBudget, unauditedLimit } from "../report/unaudited.js";
 import { ForgeError, InputFileError, UsageError } from "../errors.js";
 import { GitHub, settingsFromEnv } from "../forge/github.js";
@@ -60,7 +61,7 @@ async function historyFrom(values: UnauditedConfig): Promise<AuditHistory | unde
   if (!values["state-from-repo"]) return undefined;
   let github: GitHub;
   try {
-    github = new GitHub(settingsFromEnv());
+    github = new GitHub(settingsFromEnv(io().env));
   } catch (error) {
     if (!(error instanceof ForgeError)) throw error;
     throw new UsageError(`--state-from-repo: ${error.message}`);

@@ -1,3 +1,4 @@
+import { io } from "../io.js";
 import { MAX_SHARDS } from "../../report/schema.js";
 import { fleetSessionLimit } from "../../transport/session-gate.js";
 import { parseFlags, wholeFlag } from "../flags.js";
@@ -57,9 +58,9 @@ export async function planShardsCommand(argv: string[]): Promise<number> {
     sessionLimit,
   );
   if (plan.count < Math.min(config.shards, nodes.length))
-    process.stderr.write(
+    io().stderr.write(
       `quartermaster: ${plan.count} shards, not ${config.shards}: parallel shards share each jump host's ssh.max_sessions (${sessionLimit})\n`,
     );
-  process.stdout.write(`${JSON.stringify(plan)}\n`);
+  io().stdout.write(`${JSON.stringify(plan)}\n`);
   return 0;
 }
