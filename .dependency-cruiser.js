@@ -6,6 +6,7 @@
 /** @type {string[][]} Units of src/, top layer first. */
 const LAYERS = [
   ["cli/"],
+  ["runs/"],
   ["watch/"],
   ["audit/", "propose/", "adopt/", "schemas.ts"],
   ["drift/", "transport/"],
@@ -50,6 +51,22 @@ export default {
       severity: "error",
       from: { path: "^src/", pathNot: "^src/domains/.*sample\\.ts$" },
       to: { path: "^(test|bench|scripts)/" },
+    },
+    {
+      name: "no-command-imports-a-command",
+      comment:
+        "A command parses, calls one run and prints: what two commands share is a run (src/runs/) or a cli/ module, not another command.",
+      severity: "error",
+      from: { path: "^src/cli/commands/([^/]+)\\.ts$" },
+      to: { path: "^src/cli/commands/", pathNot: "^src/cli/commands/$1\\.ts$" },
+    },
+    {
+      name: "bench-uses-runs",
+      comment:
+        "A benchmark measures a run (src/runs/) or the built CLI, not a command's internals; fleet-scale measures the audit command's own peak memory, on a stand-in transport.",
+      severity: "error",
+      from: { path: "^bench/", pathNot: "^bench/fleet-scale\\.ts$" },
+      to: { path: "^src/cli/commands/" },
     },
     ...LAYERS.flatMap((layer, depth) =>
       layer.map((unit) => ({

@@ -15,7 +15,7 @@ import { stringify } from "yaml";
 import { shardOf } from "../src/audit/fleet.js";
 import { auditNode, defaultAuditSettings } from "../src/audit/node.js";
 import { auditCommand } from "../src/cli/commands/audit.js";
-import { snapshotSpec } from "../src/cli/commands/snapshot.js";
+import { snapshotSpec } from "../src/runs/snapshot.js";
 import { DOMAINS } from "../src/domains/registry.js";
 import { loadFleet, type LoadedNode } from "../src/manifest/load.js";
 import { summarize, type Report } from "../src/report/schema.js";

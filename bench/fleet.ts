@@ -25,7 +25,7 @@ import pLimit from "p-limit";
 import { parse, stringify } from "yaml";
 import { auditedDomains, runProbe } from "../src/audit/node.js";
 import { declaredFor } from "../src/domains/domain.js";
-import { fleetAuditSettings } from "../src/cli/commands/audit.js";
+import { fleetAuditSettings } from "../src/runs/audit.js";
 import { loadFleet } from "../src/manifest/load.js";
 import type { Report } from "../src/report/schema.js";
 import { REPO_ROOT } from "../test/support/cli.js";

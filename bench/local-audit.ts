@@ -6,7 +6,7 @@ import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { auditNode, defaultAuditSettings, runProbe, auditedDomains } from "../src/audit/node.js";
 import { declaredFor } from "../src/domains/domain.js";
-import { snapshotSpec } from "../src/cli/commands/snapshot.js";
+import { snapshotSpec } from "../src/runs/snapshot.js";
 import { DOMAINS } from "../src/domains/registry.js";
 import { loadFleet } from "../src/manifest/load.js";
 import { parseContext } from "../src/probe/script.js";

@@ -1,3 +1,5 @@
+import { ReportTally, type Report } from "../report/schema.js";
+
 // The exit code is a bit mask, computed here and nowhere else.
 export const ExitBit = {
   clean: 0,
@@ -26,4 +28,19 @@ export function exitCode(facts: ExitFacts): number {
     (unaudited ? ExitBit.unaudited : 0) |
     (facts.overUnauditedBudget ? ExitBit.overUnauditedBudget : 0)
   );
+}
+
+/** An audit's exit code: its drift and unaudited nodes, its unknown items with `--strict`. */
+export function auditExitCode(report: Report, strict = false): number {
+  return auditOutcome(ReportTally.of(report.nodes), strict, report.unauditedBudget);
+}
+
+export function auditOutcome(
+  tally: ReportTally,
+  strict: boolean,
+  budget?: Report["unauditedBudget"],
+): number {
+  const { driftFound, unauditedNodes, unknownItems } = tally;
+  const overUnauditedBudget = budget?.over !== undefined;
+  return exitCode({ driftFound, unauditedNodes, unknownItems, strict, overUnauditedBudget });
 }

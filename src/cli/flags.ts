@@ -1,12 +1,15 @@
 // A command's flags, each declared once: how parseArgs takes it, what its text becomes (checked, typed)
 // and how help shows it. Help and parsing both come from the one table, and every command turns its
-// argv into a typed config this way before it reads or opens anything.
+// argv into a typed config this way before it reads or opens anything. What a command needs of its
+// flags (one required, two exclusive, one from the environment) is said in the table too, as oclif's
+// flags say it, and checked here.
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { UsageError } from "../errors.js";
 import { nearest } from "../manifest/suggest.js";
 import { visible } from "../text/escape.js";
 import { wholeNumber } from "../whole-number.js";
 import { HelpRequested, commandHelp, type FlagHelp } from "./help.js";
+import { io } from "./io.js";
 
 /** One flag: its help (kind, placeholder, text) and how its text is read. */
 export interface Flag<T> extends FlagHelp {
@@ -15,12 +18,22 @@ export interface Flag<T> extends FlagHelp {
    * given); a mistake is a UsageError naming `--name`.
    */
   read(given: string | boolean | undefined, name: string): T;
+  /** Absent (and none of `unless` given), the command cannot run: `message` says what it needs. */
+  required?: { message: string; unless?: readonly string[] };
+  /** The flags this one does not go with, each with the message saying so. */
+  excludes?: Readonly<Record<string, string>>;
+  /** Absent from argv, the value of this environment variable, read as if given. */
+  env?: string;
 }
 
 export type Flags = Record<string, Flag<unknown>>;
 
-/** The typed config a flag table reads argv into: one key per flag. */
-export type Config<F extends Flags> = { [K in keyof F]: ReturnType<F[K]["read"]> };
+/** The typed config a flag table reads argv into: one key per flag, a required one always set. */
+export type Config<F extends Flags> = {
+  [K in keyof F]: F[K] extends { required: { message: string; unless?: undefined } }
+    ? NonNullable<ReturnType<F[K]["read"]>>
+    : ReturnType<F[K]["read"]>;
+};
 
 /** A flag taking text that `check` reads into T; undefined when absent. */
 export function checkedFlag<T>(
@@ -171,9 +184,37 @@ export function parseFlags<F extends Flags>(
   if (argv.includes("--help") || argv.includes("-h"))
     throw new HelpRequested(commandHelp(command, all));
   const parsed = tokenize(command, argv, all, positionals);
-  const values = parsed.values as Record<string, string | boolean | undefined>;
+  const values = givenValues(parsed.values, flags);
   const config = Object.fromEntries(
     Object.entries(flags).map(([name, flag]) => [name, flag.read(values[name], name)]),
   ) as Config<F>;
+  checkRelations(flags, values);
   return { config, positionals: parsed.positionals };
+}
+
+/** What each flag was given: on the command line, else in its environment variable (`env`). */
+function givenValues(parsed: Record<string, unknown>, flags: Flags) {
+  const env = io().env;
+  const given = parsed as Record<string, string | boolean | undefined>;
+  return Object.fromEntries(
+    Object.entries(flags).map(([name, flag]) => [
+      name,
+      given[name] ?? (flag.env === undefined || env[flag.env] === "" ? undefined : env[flag.env]),
+    ]),
+  );
+}
+
+/** The table's `required` and `excludes`, over what was given, before any flag is acted on. */
+function checkRelations(flags: Flags, given: Record<string, string | boolean | undefined>): void {
+  const isGiven = (name: string) => given[name] !== undefined;
+  // An empty value is no value for what a command needs.
+  const isSet = (name: string) => isGiven(name) && given[name] !== "";
+  for (const [name, flag] of Object.entries(flags)) {
+    const { required, excludes = {} } = flag;
+    if (required && !isSet(name) && !required.unless?.some(isSet))
+      throw new UsageError(required.message);
+    if (!isGiven(name)) continue;
+    for (const [other, message] of Object.entries(excludes))
+      if (Object.hasOwn(flags, other) && isGiven(other)) throw new UsageError(message);
+  }
 }

@@ -1,7 +1,7 @@
 import { io } from "./io.js";
 import { durationMs, overUnauditedBudget, unauditedLimit } from "../report/unaudited.js";
 import { ForgeError, InputFileError, UsageError } from "../errors.js";
-import { GitHub, settingsFromEnv } from "../forge/github.js";
+import { GitHub, settingsFromEnv, type GitHubSettings } from "../forge/github.js";
 import type { AuditSettings } from "../manifest/schema.js";
 import { readHistory } from "../propose/state.js";
 import { annotateNode, parseHistory, type AuditHistory } from "../report/history.js";
@@ -25,24 +25,22 @@ export const UNAUDITED_FLAGS = {
       return given;
     },
   ),
-  state: textFlag(
-    "FILE",
-    "the audit history kept on the state branch (audit-history.json): since when nodes are unaudited and drift exists, and bit 8 for audit.max_unaudited_for",
-  ),
+  state: {
+    ...textFlag(
+      "FILE",
+      "the audit history kept on the state branch (audit-history.json): since when nodes are unaudited and drift exists, and bit 8 for audit.max_unaudited_for",
+    ),
+    excludes: {
+      "state-from-repo":
+        "--state FILE and --state-from-repo are two sources of one history: give one",
+    },
+  },
   "state-from-repo": switchFlag(
     "read the audit history from the state branch of $GITHUB_REPOSITORY (needs GITHUB_TOKEN)",
   ),
 };
 
 type UnauditedConfig = Config<typeof UNAUDITED_FLAGS>;
-
-/** The flags' own conflict, said before anything is read. */
-export function checkUnauditedFlags(config: UnauditedConfig): void {
-  if (config.state !== undefined && config["state-from-repo"])
-    throw new UsageError(
-      "--state FILE and --state-from-repo are two sources of one history: give one",
-    );
-}
 
 type Budget = NonNullable<Report["unauditedBudget"]>;
 
@@ -52,21 +50,31 @@ export interface Judge {
   budget?: Omit<Budget, "over">;
 }
 
-async function historyFrom(values: UnauditedConfig): Promise<AuditHistory | undefined> {
-  if (values.state !== undefined) {
-    const history = parseHistory(await readText(values.state, "audit history"));
-    if (typeof history === "string") throw new InputFileError(values.state, history);
-    return history;
-  }
-  if (!values["state-from-repo"]) return undefined;
-  let github: GitHub;
+/** The flags' limit and where the history is: a file, or the state branch through these settings. */
+export interface UnauditedSource {
+  maxUnaudited: string | undefined;
+  history?: { file: string } | { github: GitHubSettings };
+}
+
+/** The flags as their source, settled before anything is read: a missing token is said first. */
+export function unauditedSource(values: UnauditedConfig): UnauditedSource {
+  const maxUnaudited = values["max-unaudited"];
+  if (values.state !== undefined) return { maxUnaudited, history: { file: values.state } };
+  if (!values["state-from-repo"]) return { maxUnaudited };
   try {
-    github = new GitHub(settingsFromEnv(io().env));
+    return { maxUnaudited, history: { github: settingsFromEnv(io().env) } };
   } catch (error) {
     if (!(error instanceof ForgeError)) throw error;
     throw new UsageError(`--state-from-repo: ${error.message}`);
   }
-  return readHistory(github);
+}
+
+async function historyFrom(source: UnauditedSource["history"]): Promise<AuditHistory | undefined> {
+  if (source === undefined) return undefined;
+  if ("github" in source) return readHistory(new GitHub(source.github));
+  const history = parseHistory(await readText(source.file, "audit history"));
+  if (typeof history === "string") throw new InputFileError(source.file, history);
+  return history;
 }
 
 /**
@@ -74,12 +82,12 @@ async function historyFrom(values: UnauditedConfig): Promise<AuditHistory | unde
  * the shard reports were judged by.
  */
 export async function unauditedJudge(
-  values: UnauditedConfig,
+  source: UnauditedSource,
   fleet: AuditSettings | undefined,
   recorded?: Report["unauditedBudget"],
 ): Promise<Judge> {
-  const flag = values["max-unaudited"];
-  const history = await historyFrom(values);
+  const flag = source.maxUnaudited;
+  const history = await historyFrom(source.history);
   const maxUnaudited = flag ?? fleet?.max_unaudited ?? recorded?.maxUnaudited;
   const maxFor = fleet?.max_unaudited_for ?? recorded?.maxUnauditedFor;
   if (maxUnaudited === undefined && maxFor === undefined && !history) return {};

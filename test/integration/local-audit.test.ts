@@ -6,7 +6,7 @@ import { after, describe, it } from "node:test";
 import { parse } from "yaml";
 import { auditFleet } from "../../src/audit/fleet.js";
 import { defaultAuditSettings } from "../../src/audit/node.js";
-import { snapshotSpec } from "../../src/cli/commands/snapshot.js";
+import { snapshotSpec } from "../../src/runs/snapshot.js";
 import { DOMAINS } from "../../src/domains/registry.js";
 import { loadFleet } from "../../src/manifest/load.js";
 import { localTransport } from "../../src/transport/local.js";

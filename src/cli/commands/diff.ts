@@ -6,13 +6,9 @@ import { visible } from "../../text/escape.js";
 import { parseFlags, saying } from "../flags.js";
 import { CATEGORY_FLAG, nodeGlobs, useColor } from "../options.js";
 import { checkOut, writeOut } from "../output.js";
-import {
-  AUDIT_FLAGS,
-  auditExitCode,
-  checkAuditRun,
-  runAudit,
-  type AuditRunConfig,
-} from "./audit.js";
+import { runAudit } from "../../runs/audit.js";
+import { AUDIT_FLAGS, auditOptions, type AuditRunConfig } from "../audit-options.js";
+import { auditExitCode } from "../exit.js";
 
 const show = (value: unknown): string =>
   typeof value === "string" ? value : JSON.stringify(value);
@@ -79,7 +75,10 @@ export function renderDiff(
 const { format: _format, shard: _shard, ...DIFF_AUDIT_FLAGS } = AUDIT_FLAGS;
 
 const DIFF_FLAGS = {
-  node: nodeGlobs("NAME", "the node to look at (or --nodes for several)"),
+  node: {
+    ...nodeGlobs("NAME", "the node to look at (or --nodes for several)"),
+    excludes: { nodes: "diff takes --node NAME or --nodes LIST, not both" },
+  },
   ...DIFF_AUDIT_FLAGS,
   category: saying(CATEGORY_FLAG, "the one domain to show: sysctl, files, ...", "DOMAIN"),
 };
@@ -90,22 +89,19 @@ function diffConfig(argv: string[]) {
   const { node, category, ...rest } = config;
   if (category?.length !== 1)
     throw new UsageError("diff needs exactly one --category (sysctl, files, ...)");
-  if (node !== undefined && config.nodes !== undefined)
-    throw new UsageError("diff takes --node NAME or --nodes LIST, not both");
   const run: AuditRunConfig = {
     ...rest,
     category,
     nodes: node ?? config.nodes,
     shard: undefined,
   };
-  checkAuditRun(run);
   return { ...config, domain: category[0]!, run };
 }
 
 export async function diffCommand(argv: string[]): Promise<number> {
   const config = diffConfig(argv);
   await checkOut(config.out);
-  const { report } = await runAudit(config.run);
+  const { report } = await runAudit(auditOptions(config.run));
   const color = !config.out && useColor(config, io().stdout);
   const text = renderDiff(report.nodes, config.domain, { verbose: config.verbose, color });
   if (config.out) await writeOut(config.out, text);

@@ -8,7 +8,8 @@ import { diffFleets } from "../../manifest/diff.js";
 import { renderManifestDiff } from "../../manifest/diff-markdown.js";
 import { loadFleet, type Fleet } from "../../manifest/load.js";
 import { parseFlags } from "../flags.js";
-import { BASE_FLAG, findManifests, MANIFEST_FLAGS, maxBytesFlag } from "../options.js";
+import { findManifests } from "../../runs/fleet.js";
+import { BASE_FLAG, MANIFEST_FLAGS, maxBytesFlag } from "../options.js";
 
 // A job summary holds 1 MiB; leave room for anything else a workflow writes there.
 const DEFAULT_MAX_BYTES = 1_000_000;

@@ -2,18 +2,18 @@ import { io } from "../io.js";
 import { ManifestErrors, ReportMergeError, UsageError } from "../../errors.js";
 import { mergeReports, type ShardReport } from "../../report/merge-reports.js";
 import { readReport } from "../../report/read.js";
-import { ExitBit } from "../exit.js";
+import { auditExitCode, ExitBit } from "../exit.js";
 import { parseFlags } from "../flags.js";
 import {
   annotated,
-  checkUnauditedFlags,
   judgeBudget,
   UNAUDITED_FLAGS,
   unauditedJudge,
+  unauditedSource,
 } from "../unaudited.js";
 import { checkOut, formatFlag, OUTPUT_FLAGS, writeReportStream } from "../output.js";
 import { visible } from "../../text/escape.js";
-import { auditExitCode, boundHeapGrowth } from "./audit.js";
+import { boundHeapGrowth } from "../../runs/audit.js";
 
 async function readShard(file: string): Promise<ShardReport> {
   try {
@@ -42,8 +42,7 @@ function mergeReportsConfig(argv: string[]) {
     throw new UsageError(
       "merge-reports needs the shard report files: merge-reports --out report.json shard-*.json",
     );
-  checkUnauditedFlags(config);
-  return { config, files };
+  return { config, files, unaudited: unauditedSource(config) };
 }
 
 /**
@@ -51,14 +50,14 @@ function mergeReportsConfig(argv: string[]) {
  * `audit --shard k/n`, exiting like the audit of the whole fleet would.
  */
 export async function mergeReportsCommand(argv: string[]): Promise<number> {
-  const { config, files } = mergeReportsConfig(argv);
+  const { config, files, unaudited } = mergeReportsConfig(argv);
   await checkOut(config.out);
   boundHeapGrowth();
   try {
     const shards = await Promise.all(files.map(readShard));
     const joined = mergeReports(shards);
     // The shards were judged by fleet.yaml's limits at one revision: the whole fleet is too.
-    const judge = await unauditedJudge(config, undefined, shards[0]!.report.unauditedBudget);
+    const judge = await unauditedJudge(unaudited, undefined, shards[0]!.report.unauditedBudget);
     const budget = await judgeBudget(judge, joined.startedAt, joined.nodes);
     const merged = {
       ...joined,

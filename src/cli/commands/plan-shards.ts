@@ -2,7 +2,8 @@ import { io } from "../io.js";
 import { MAX_SHARDS } from "../../report/schema.js";
 import { fleetSessionLimit } from "../../transport/session-gate.js";
 import { parseFlags, wholeFlag } from "../flags.js";
-import { loadManifests, MANIFEST_FLAGS, SELECT_FLAGS, selectNodes } from "../options.js";
+import { loadManifests, selectNodes } from "../../runs/fleet.js";
+import { MANIFEST_FLAGS, manifestSource, SELECT_FLAGS } from "../options.js";
 
 // A GitHub Actions matrix holds at most 256 jobs: MAX_SHARDS.
 export const DEFAULT_NODES_PER_SHARD = 200;
@@ -48,7 +49,7 @@ const PLAN_SHARDS_FLAGS = {
 
 export async function planShardsCommand(argv: string[]): Promise<number> {
   const { config } = parseFlags("plan-shards", argv, PLAN_SHARDS_FLAGS);
-  const fleet = await loadManifests(config);
+  const fleet = await loadManifests(manifestSource(config));
   const nodes = selectNodes(fleet, config.nodes);
   const sessionLimit = fleetSessionLimit(nodes);
   const plan = planShards(

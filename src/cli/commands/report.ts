@@ -7,7 +7,12 @@ import { checkOut, OUTPUT_FLAGS, writeReport } from "../output.js";
 
 const REPORT_FLAGS = {
   ...OUTPUT_FLAGS,
-  report: REPORT_FLAG,
+  report: {
+    ...REPORT_FLAG,
+    required: {
+      message: "report needs --report FILE (an audit report written with --format json)",
+    },
+  },
   "max-bytes": maxBytesFlag(undefined),
 };
 
@@ -15,8 +20,6 @@ const REPORT_FLAGS = {
 function reportConfig(argv: string[]) {
   const { config } = parseFlags("report", argv, REPORT_FLAGS);
   const { report, "max-bytes": maxBytes } = config;
-  if (!report)
-    throw new UsageError("report needs --report FILE (an audit report written with --format json)");
   if (maxBytes !== undefined && config.format !== "markdown")
     throw new UsageError("--max-bytes applies to --format markdown only");
   return { ...config, report, maxBytes: maxBytes ?? DEFAULT_MARKDOWN_MAX_BYTES };

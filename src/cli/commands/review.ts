@@ -11,16 +11,10 @@ import { botPulls, type ExistingPull } from "../../propose/pulls.js";
 import type { Report } from "../../report/schema.js";
 import { visible } from "../../text/escape.js";
 import { codeSpan, nodeSpans } from "../../text/markdown.js";
-import { ExitBit } from "../exit.js";
+import { auditExitCode, ExitBit } from "../exit.js";
 import { parseFlags, textFlag, type Config } from "../flags.js";
-import {
-  DEFAULT_CONCURRENCY,
-  MANIFEST_FLAGS,
-  resolveManifestDir,
-  SSH_CONFIG_FLAG,
-  TIMEOUT_FLAG,
-} from "../options.js";
-import { auditExitCode, runAudit } from "./audit.js";
+import { MANIFEST_FLAGS, resolveManifestDir, SSH_CONFIG_FLAG, TIMEOUT_FLAG } from "../options.js";
+import { DEFAULT_CONCURRENCY, runAudit } from "../../runs/audit.js";
 
 // The parts of GitHub's issue_comment event a review command needs.
 const CommentEventSchema = z.object({
@@ -72,20 +66,20 @@ async function readEvent(file: string): Promise<CommentEvent> {
 
 const REVIEW_FLAGS = {
   ...MANIFEST_FLAGS,
-  event: textFlag("FILE", "the GitHub event payload (default: $GITHUB_EVENT_PATH)"),
+  event: {
+    ...textFlag("FILE", "the GitHub event payload (default: $GITHUB_EVENT_PATH)"),
+    env: "GITHUB_EVENT_PATH",
+    required: { message: "review needs --event FILE (GitHub Actions sets GITHUB_EVENT_PATH)" },
+  },
   "ssh-config": SSH_CONFIG_FLAG,
   timeout: TIMEOUT_FLAG,
 };
 
-type ReviewConfig = Config<typeof REVIEW_FLAGS> & { event: string };
+type ReviewConfig = Config<typeof REVIEW_FLAGS>;
 
 /** `review`'s argv as its config: every flag read and checked, nothing read or opened yet. */
 function reviewConfig(argv: string[]): ReviewConfig {
-  const { config } = parseFlags("review", argv, REVIEW_FLAGS);
-  const event = config.event ?? io().env.GITHUB_EVENT_PATH;
-  if (!event)
-    throw new UsageError("review needs --event FILE (GitHub Actions sets GITHUB_EVENT_PATH)");
-  return { ...config, event };
+  return parseFlags("review", argv, REVIEW_FLAGS).config;
 }
 
 // Replies quote logins, branches and error messages: printed escaped, never as a workflow command.
@@ -177,16 +171,13 @@ async function recordTicket(
     return 0;
   }
   const { report } = await runAudit({
-    manifests: manifestDir,
-    repo: undefined,
-    ref: undefined,
-    "cache-dir": undefined,
+    source: { manifests: manifestDir, repo: undefined, ref: undefined, cacheDir: undefined },
     nodes,
-    category: undefined,
+    categories: undefined,
     local: false,
     concurrency: DEFAULT_CONCURRENCY,
     timeout: config.timeout,
-    "ssh-config": config["ssh-config"],
+    sshConfig: config["ssh-config"],
     shard: undefined,
   });
   const { input, revision } = await proposalInput(manifestDir, report);

@@ -1,155 +1,20 @@
 import { io } from "../io.js";
-import { nodeLimit } from "../../audit/fleet.js";
-import {
-  defaultAuditSettings,
-  nodeFailure,
-  readSection,
-  runProbe,
-  type AuditSettings,
-} from "../../audit/node.js";
-import { declaredFor } from "../../domains/domain.js";
-import { DOMAINS, type AnyDomain } from "../../domains/registry.js";
-import { DEFAULT_SNAPSHOT_OPTIONS, type SnapshotOptions } from "../../domains/snapshot-options.js";
-import { ManifestEditError, UsageError } from "../../errors.js";
-import type { LoadedNode } from "../../manifest/load.js";
-import { parseContext } from "../../probe/script.js";
-import { acceptFinding } from "../../propose/accept.js";
+import { runSnapshot } from "../../runs/snapshot.js";
 import { visible } from "../../text/escape.js";
-import { stringifyPortable } from "../../text/yaml-scalar.js";
-import { localTransport } from "../../transport/local.js";
-import { sshSessionGates, type SessionGates } from "../../transport/session-gate.js";
-import { sshTransport, type SshOptions } from "../../transport/ssh.js";
-import type { Transport } from "../../transport/transport.js";
 import { ExitBit } from "../exit.js";
 import { checkOut, OUT_FLAG, writeOut } from "../output.js";
 import { parseFlags, saying, type Config } from "../flags.js";
 import {
   CONCURRENCY_FLAG,
-  loadManifests,
-  localNode,
   MANIFEST_FLAGS,
+  manifestSource,
   NO_EPHEMERAL_RANGE_FLAG,
   nodeGlobs,
   PACKAGES_FLAG,
   SELECT_FLAGS,
-  selectNodes,
   SSH_CONFIG_FLAG,
   TIMEOUT_FLAG,
 } from "../options.js";
-import { fleetAuditSettings, fleetSshOptions } from "./audit.js";
-
-export interface SnapshotRequest extends Partial<SnapshotOptions> {
-  /** The node's effective spec: its files and units are taken at their live state. */
-  declared?: Record<string, unknown>;
-}
-
-/**
- * The declaration with every finding's live state accepted; what cannot be written stays declared,
- * with the reason.
- */
-function acceptAll(
-  domain: AnyDomain,
-  declared: unknown,
-  live: unknown,
-  unknown: string[],
-): unknown {
-  let state = declared;
-  for (const finding of domain.compare(declared, live)) {
-    try {
-      state = acceptFinding(domain, state, finding);
-    } catch (error) {
-      if (!(error instanceof ManifestEditError)) throw error;
-      unknown.push(`${domain.name}: ${error.message}; kept as declared`);
-    }
-  }
-  return state;
-}
-
-/**
- * Live state as a node spec: each domain's snapshot at its spec path, and for a node's declared
- * files and units, the declaration with its live state accepted. Unknown domains are left out.
- */
-export async function snapshotSpec(
-  transport: Transport,
-  domains: readonly AnyDomain[],
-  settings: AuditSettings = defaultAuditSettings(),
-  request: SnapshotRequest = {},
-): Promise<{ spec: Record<string, unknown>; unknown: string[] }> {
-  const { declared: nodeSpec, ...chosen } = request;
-  const options = { ...DEFAULT_SNAPSHOT_OPTIONS, ...chosen };
-  const taken = domains.filter((d) => !d.skipsSnapshot?.(options));
-  const declaredOf = (domain: AnyDomain) =>
-    domain.snapshotsDeclared && nodeSpec ? declaredFor(domain, nodeSpec) : undefined;
-  const probe = await runProbe(
-    transport,
-    taken.map((domain) => ({ domain, declared: declaredOf(domain) })),
-    settings,
-  );
-  const parse = parseContext(probe.nonce);
-  const spec: Record<string, unknown> = {};
-  const unknown: string[] = [];
-  for (const domain of taken) {
-    const read = readSection(probe, domain, parse);
-    if ("unknown" in read) {
-      unknown.push(`${domain.name}: ${read.unknown}`);
-      continue;
-    }
-    for (const reason of read.partly) unknown.push(`${domain.name}: ${reason}`);
-    const declared = declaredOf(domain);
-    const value =
-      declared === undefined
-        ? domain.snapshot(read.live, options)
-        : acceptAll(domain, declared, read.live, unknown);
-    if (value === undefined) continue;
-    let level = spec;
-    for (const part of domain.specPath.slice(0, -1))
-      level = (level[part] ??= {}) as Record<string, unknown>;
-    level[domain.specPath.at(-1)!] = value;
-  }
-  return { spec, unknown };
-}
-
-// The README has the snapshot written to fleet-manifests/nodes/<host>.yaml: the schema is two
-// folders up.
-const SCHEMA_HEADER = "# yaml-language-server: $schema=../../schemas/node-spec.schema.json";
-
-/**
- * The snapshot as a node-spec file: a comment header (host text escaped, one line each), then the
- * spec.
- */
-export function snapshotText(
-  title: string,
-  snapshot: { spec: Record<string, unknown>; unknown: string[] },
-  takenAt: Date,
-): string {
-  const header = [
-    SCHEMA_HEADER,
-    `# Live state of ${visible(title)}, taken ${takenAt.toISOString()} by quartermaster snapshot.`,
-    // A reason is host text: one escaped line, so no CR or line separator starts a YAML key.
-    ...snapshot.unknown.map((u) => `# not shown by this host: ${visible(u)}`),
-  ].join("\n");
-  return `${header}\n${stringifyPortable(snapshot.spec)}`;
-}
-
-/** What a node's own file says about reaching it: kept in its snapshot, so the snapshot can replace it. */
-export function connectionKeys(node: LoadedNode): Record<string, unknown> {
-  const own = node.layers.at(-1)?.value ?? {};
-  return Object.fromEntries(
-    (["host", "groups", "ssh"] as const).flatMap((key) =>
-      own[key] === undefined ? [] : [[key, own[key]]],
-    ),
-  );
-}
-
-interface SnapshotTarget {
-  title: string;
-  /** The node declared in the manifests (none for a bare `--local`). */
-  node?: LoadedNode;
-  transport: Transport;
-  settings: AuditSettings;
-  declared?: Record<string, unknown>;
-  kept?: Record<string, unknown>;
-}
 
 const SNAPSHOT_FLAGS = {
   ...MANIFEST_FLAGS,
@@ -157,10 +22,13 @@ const SNAPSHOT_FLAGS = {
     MANIFEST_FLAGS.manifests,
     "the manifest tree the node is declared in: its declared files and units are snapshot too (--local alone snapshots this machine as a new node; --node finds the tree as audit does)",
   ),
-  node: nodeGlobs(
-    "LIST",
-    "node names or globs, comma-separated: one YAML document per node, keeping its host, groups and ssh",
-  ),
+  node: {
+    ...nodeGlobs(
+      "LIST",
+      "node names or globs, comma-separated: one YAML document per node, keeping its host, groups and ssh",
+    ),
+    required: { message: "snapshot needs --local or --node NAME", unless: ["local"] },
+  },
   local: SELECT_FLAGS.local,
   category: SELECT_FLAGS.category,
   out: OUT_FLAG,
@@ -176,82 +44,25 @@ const SNAPSHOT_FLAGS = {
 
 type SnapshotConfig = Config<typeof SNAPSHOT_FLAGS>;
 
-/** The nodes --node (names and globs) or --local name, and how each is reached. */
-async function snapshotTargets(
-  values: SnapshotConfig,
-  timeoutMs: number | undefined,
-): Promise<{ targets: SnapshotTarget[]; sessions?: SessionGates }> {
-  const overrides = timeoutMs ? { timeoutMs } : {};
-  // --local alone is this machine, declared or not (a first snapshot bootstraps its node); a tree
-  // named is used.
-  if (values.local && !values.node && values.manifests === undefined && values.repo === undefined)
-    return {
-      targets: [
-        {
-          title: "this machine",
-          transport: localTransport("localhost"),
-          settings: defaultAuditSettings(overrides),
-        },
-      ],
-    };
-  const fleet = await loadManifests(values);
-  const nodes = values.local
-    ? [localNode(fleet, values.node)]
-    : selectNodes(fleet, values.node, "--node");
-  const settings = fleetAuditSettings(fleet, overrides);
-  const ssh: SshOptions | undefined = values.local
-    ? undefined
-    : await fleetSshOptions(fleet, values["ssh-config"]);
-  const targets = nodes.map((node) => ({
-    node,
-    title: node.name,
-    transport: ssh
-      ? sshTransport(node, {
-          ...ssh,
-          ...(!timeoutMs && node.ssh.timeout && { timeoutMs: node.ssh.timeout * 1000 }),
-        })
-      : localTransport(node.name),
-    settings,
-    declared: node.spec,
-    kept: connectionKeys(node),
-  }));
-  // Over ssh, sessions through one jump host are limited as audit limits them.
-  return { targets, ...(ssh && { sessions: sshSessionGates(ssh) }) };
-}
-
 /** `snapshot`'s argv as its config: every flag read and checked, nothing read or opened yet. */
 function snapshotConfig(argv: string[]): SnapshotConfig {
-  const { config } = parseFlags("snapshot", argv, SNAPSHOT_FLAGS);
-  if (!config.local && !config.node) throw new UsageError("snapshot needs --local or --node NAME");
-  return config;
+  return parseFlags("snapshot", argv, SNAPSHOT_FLAGS).config;
 }
 
 export async function snapshotCommand(argv: string[]): Promise<number> {
   const config = snapshotConfig(argv);
-  const { category, packages } = config;
   await checkOut(config.out);
-  const domains = DOMAINS.filter((d) => !category || category.includes(d.name));
-  const timeoutMs = config.timeout === undefined ? undefined : config.timeout * 1000;
-  const { targets, sessions } = await snapshotTargets(config, timeoutMs);
-  const limit = nodeLimit(config.concurrency, sessions);
-  const takenAt = new Date();
-  const take = async (target: SnapshotTarget): Promise<{ text?: string; failure?: string }> => {
-    try {
-      const snapshot = await snapshotSpec(target.transport, domains, target.settings, {
-        packages,
-        ephemeralAsRange: !config["no-ephemeral-range"],
-        declared: target.declared,
-      });
-      const spec = { ...target.kept, ...snapshot.spec };
-      return { text: snapshotText(target.title, { ...snapshot, spec }, takenAt) };
-    } catch (error) {
-      return { failure: `${target.title}: ${nodeFailure(target.title, error).message}` };
-    }
-  };
-  // A bare --local has one target and no node: this machine, nothing to limit.
-  const outcomes = await Promise.all(
-    targets.map((target) => (target.node ? limit(target.node, () => take(target)) : take(target))),
-  );
+  const outcomes = await runSnapshot({
+    source: manifestSource(config),
+    nodes: config.node,
+    local: config.local,
+    categories: config.category,
+    sshConfig: config["ssh-config"],
+    timeout: config.timeout,
+    concurrency: config.concurrency,
+    packages: config.packages,
+    ephemeralAsRange: !config["no-ephemeral-range"],
+  });
   for (const { failure } of outcomes)
     if (failure) io().stderr.write(`quartermaster snapshot: ${visible(failure)}\n`);
   // Several nodes: one YAML document each, in the order --node selected them.

@@ -5,7 +5,8 @@ import { plural } from "../../report/formats/common.js";
 import { waiverWarnings } from "../../drift/waivers.js";
 import { visible } from "../../text/escape.js";
 import { parseFlags } from "../flags.js";
-import { DEFAULT_MANIFESTS, findManifests, loadManifests, MANIFEST_FLAGS } from "../options.js";
+import { DEFAULT_MANIFESTS, findManifests, loadManifests } from "../../runs/fleet.js";
+import { MANIFEST_FLAGS, manifestSource } from "../options.js";
 import { writeWorkflowCommands } from "../stdout.js";
 
 /** The annotation GitHub shows at the manifest line of a validation error. */
@@ -23,7 +24,7 @@ function githubAnnotation(error: ManifestError): Annotation {
 export async function validateCommand(argv: string[]): Promise<number> {
   const { config } = parseFlags("validate", argv, MANIFEST_FLAGS);
   try {
-    const fleet = await loadManifests(config);
+    const fleet = await loadManifests(manifestSource(config));
     const groups = new Set(fleet.nodes.flatMap((n) => n.groups));
     const where = config.repo
       ? (config.manifests ?? DEFAULT_MANIFESTS)

@@ -1,36 +1,32 @@
 import { io } from "../io.js";
-import os from "node:os";
 import type { Server } from "node:http";
-import { fleetAuditSettings, fleetDriftRules } from "./audit.js";
 import { ManifestErrors, UsageError } from "../../errors.js";
-import { loadFleet, loadNodeFile } from "../../manifest/load.js";
-import { manifestRevision } from "../../manifest/revision.js";
 import { eventLine } from "../../report/formats/events.js";
 import { visible } from "../../text/escape.js";
 import { localTransport } from "../../transport/local.js";
 import { serveMetrics } from "../../watch/metrics.js";
-import { Monitor, type WatchedManifest } from "../../watch/monitor.js";
+import { Monitor } from "../../watch/monitor.js";
+import { loadWatched, type WatchOptions } from "../../runs/watch.js";
 import { checkedFlag, parseFlags, textFlag, wholeFlag, type Config } from "../flags.js";
-import {
-  DEFAULT_TIMEOUT_SECONDS,
-  findManifests,
-  localNode,
-  MANIFEST_FLAGS,
-  SELECT_FLAGS,
-  TIMEOUT_FLAG,
-} from "../options.js";
+import { MANIFEST_FLAGS, SELECT_FLAGS, TIMEOUT_FLAG } from "../options.js";
 
 export const DEFAULT_INTERVAL_SECONDS = 60;
 
 const WATCH_FLAGS = {
-  local: SELECT_FLAGS.local,
+  local: {
+    ...SELECT_FLAGS.local,
+    required: { message: "watch runs on the node it watches: pass --local" },
+  },
   manifests: MANIFEST_FLAGS.manifests,
   nodes: SELECT_FLAGS.nodes,
   /** One node-spec file on its own, as kept on the node (/etc/quartermaster/node-spec.yaml). */
-  manifest: textFlag(
-    "FILE",
-    "one node-spec file, as kept on the node itself (instead of --manifests)",
-  ),
+  manifest: {
+    ...textFlag("FILE", "one node-spec file, as kept on the node itself (instead of --manifests)"),
+    excludes: {
+      manifests:
+        "--manifest (one node-spec file) and --manifests (a manifest tree) exclude each other",
+    },
+  },
   interval: wholeFlag(
     "SECONDS",
     "seconds between polls of the domains no file event announces (default: 60)",
@@ -53,37 +49,23 @@ type WatchConfig = Config<typeof WATCH_FLAGS>;
 
 /** `watch`'s argv as its config: every flag read and checked, nothing read or opened yet. */
 function watchConfig(argv: string[]): WatchConfig {
-  const { config } = parseFlags("watch", argv, WATCH_FLAGS);
-  if (!config.local) throw new UsageError("watch runs on the node it watches: pass --local");
-  if (config.manifest && config.manifests)
-    throw new UsageError(
-      "--manifest (one node-spec file) and --manifests (a manifest tree) exclude each other",
-    );
-  return config;
+  return parseFlags("watch", argv, WATCH_FLAGS).config;
 }
 
-/** Reads the manifest the way the flags say; throws ManifestErrors or UsageError. */
-async function loadWatched(config: WatchConfig): Promise<WatchedManifest> {
-  const fleet = config.manifest
-    ? await loadNodeFile(config.manifest, config.nodes?.join(",") ?? os.hostname())
-    : await loadFleet(findManifests(config.manifests));
-  const node = config.manifest ? fleet.nodes[0]! : localNode(fleet, config.nodes);
-  const marker = config["maintenance-marker"];
-  return {
-    node,
-    revision: await manifestRevision(fleet.dir),
-    settings: fleetAuditSettings(fleet, {
-      timeoutMs: (config.timeout ?? DEFAULT_TIMEOUT_SECONDS) * 1000,
-      ...(marker && { maintenanceMarker: marker }),
-    }),
-    drift: fleetDriftRules(fleet),
-  };
-}
+/** The manifest the flags name, and how long a poll may take. */
+const watchOptions = (config: WatchConfig): WatchOptions => ({
+  manifest: config.manifest,
+  manifests: config.manifests,
+  nodes: config.nodes,
+  timeout: config.timeout,
+  maintenanceMarker: config["maintenance-marker"],
+});
 
 /** `watch --local`: runs until SIGTERM or SIGINT (exit 0); SIGHUP reloads the manifest. */
 export async function watchCommand(argv: string[]): Promise<number> {
   const config = watchConfig(argv);
-  const loaded = await loadWatched(config);
+  const options = watchOptions(config);
+  const loaded = await loadWatched(options);
   // Log lines quote host text (diffs, file contents): escaped here, where they reach the terminal.
   const log = (line: string) => io().stderr.write(`${visible(line, { multiline: true })}\n`);
   let monitor: Monitor | undefined;
@@ -111,7 +93,7 @@ export async function watchCommand(argv: string[]): Promise<number> {
   const reload = () => {
     reloading = reloading.then(async () => {
       try {
-        running.reload(await loadWatched(config));
+        running.reload(await loadWatched(options));
       } catch (error) {
         if (!(error instanceof ManifestErrors || error instanceof UsageError)) throw error;
         running.reloadFailed(error.message);

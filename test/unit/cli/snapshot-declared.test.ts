@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { parse } from "yaml";
-import { snapshotSpec, snapshotText } from "../../../src/cli/commands/snapshot.js";
+import { snapshotSpec, snapshotText } from "../../../src/runs/snapshot.js";
 import { systemd } from "../../../src/domains/systemd/index.js";
 import { fixture, FIXTURE_NONCE, liveFrom } from "../domains/fixtures.js";
 import { scriptedTransport } from "../../support/probe-output.js";

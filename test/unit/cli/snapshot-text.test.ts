@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { parse } from "yaml";
-import { snapshotText } from "../../../src/cli/commands/snapshot.js";
+import { snapshotText } from "../../../src/runs/snapshot.js";
 import { pyyamlLoad } from "../../support/pyyaml.js";
 
 test("an unknown reason holding CR, NEL or a line separator stays one comment line for every YAML reader", async () => {

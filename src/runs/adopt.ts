@@ -1,0 +1,264 @@
+// Adoption: an inventory in, a layered manifest tree out. Reads the inventory (pure readers),
+// takes each host's trusted key and snapshot in parallel, factors the snapshots into fleet, group
+// and node layers (pure), checks through the real loader that every node's layers merge back to
+// its snapshot, and only then writes the files that do not exist yet.
+import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { trustedKeys } from "../adopt/host-keys.js";
+import { planAdoption, readInventory, type HostToAdopt } from "../adopt/inventory/index.js";
+import { nodeLimit } from "../audit/fleet.js";
+import { nodeFailure } from "../audit/node.js";
+import { DOMAINS } from "../domains/registry.js";
+import type { SnapshotOptions } from "../domains/snapshot-options.js";
+import { InputFileError, UsageError } from "../errors.js";
+import { loadFleet, type LoadedNode } from "../manifest/load.js";
+import { NodeSpec } from "../manifest/schema.js";
+import type { NodeResult } from "../report/schema.js";
+import { sshSessionGates } from "../transport/session-gate.js";
+import {
+  DEFAULT_CONNECT_TIMEOUT_SECONDS,
+  sshTransport,
+  type SshOptions,
+} from "../transport/ssh.js";
+import type { PlainMap } from "../spec-path.js";
+import { DEFAULT_TIMEOUT_SECONDS, fleetAuditSettings } from "./audit.js";
+import { snapshotSpec } from "./snapshot.js";
+import { stageLayers, writeTree } from "./adopt-tree.js";
+
+/** What to adopt, into which tree, how hosts are reached and how their state is declared. */
+export interface AdoptOptions {
+  inventory: string;
+  /** The manifest tree written into. */
+  manifests: string;
+  sshConfig: string | undefined;
+  knownHosts: string | undefined;
+  concurrency: number;
+  /** Seconds per host. */
+  timeout: number | undefined;
+  packages: SnapshotOptions["packages"];
+  ephemeralAsRange: boolean;
+  /** A line for the operator, as adoption goes. */
+  say: (line: string) => void;
+  /** A progress display for this many hosts, if one is shown. */
+  progress?: (total: number) => { update(result: NodeResult): void; finish(): void } | undefined;
+}
+
+/** What adoption did: the files written (relative to the tree) and the hosts it left out, why. */
+export interface Adoption {
+  written: string[];
+  adopted: string[];
+  inventoryHosts: number;
+  alreadyDeclared: number;
+  leftOut: string[];
+}
+
+// Big enough for a 100,000-host inventory; a file past it is not an inventory.
+const MAX_INVENTORY_BYTES = 64 * 1024 * 1024;
+
+async function readInput(flag: string, file: string | undefined): Promise<string | undefined> {
+  if (file === undefined) return undefined;
+  const info = await stat(file).catch(() => undefined);
+  if (!info?.isFile()) throw new UsageError(`--${flag}: no such file: ${file}`);
+  if (info.size > MAX_INVENTORY_BYTES)
+    throw new InputFileError(file, `larger than ${MAX_INVENTORY_BYTES} bytes`);
+  return readFile(file, "utf8");
+}
+
+/** The node a host becomes, as the ssh transport takes it: `ssh` as its layers merge it. */
+const asNode = (host: HostToAdopt, ssh: LoadedNode["ssh"] = host.ssh): LoadedNode => ({
+  name: host.name,
+  host: host.host ?? host.name,
+  file: `nodes/${host.name}.yaml`,
+  layers: [],
+  groups: host.groups,
+  spec: {},
+  ssh,
+});
+
+/** Adopts the inventory's hosts into the tree; what was written, and which hosts were left out. */
+export async function runAdopt(config: AdoptOptions): Promise<Adoption> {
+  const { say } = config;
+  const timeoutMs = (config.timeout ?? DEFAULT_TIMEOUT_SECONDS) * 1000;
+  const sshFiles = await readSshFiles(config);
+  const text = (await readInput("inventory", config.inventory))!;
+  const plan = planAdoption(config.inventory, readInventory(config.inventory, text));
+  const tree = path.resolve(config.manifests);
+
+  for (const [name, count] of plan.ignored)
+    say(
+      `ignored inventory variable ${name} (${count} host${count === 1 ? "" : "s"}): no manifest key`,
+    );
+  for (const [name, count] of plan.templated)
+    say(
+      `left out inventory variable ${name} (${count} host${count === 1 ? "" : "s"}): its value is a template ({{ … }}) Quartermaster does not evaluate`,
+    );
+
+  const { existing, fixedBase, existingGroups } = await readExistingTree(tree, plan.groups);
+  const hosts = undeclaredHosts(plan.hosts, existing, say);
+  // In an existing tree, a new node's snapshot takes the files and units its groups declare.
+  const stage = await mkdtemp(path.join(os.tmpdir(), "quartermaster-adopt-"));
+  const staged = await stageLayers(
+    stage,
+    { tree, fixedBase, parents: plan.groups, existingGroups },
+    hosts,
+  ).finally(() => rm(stage, { recursive: true, force: true }));
+  const settings = existing
+    ? fleetAuditSettings(existing, { timeoutMs })
+    : fleetAuditSettings({ dir: tree, settings: {}, nodes: [], tickets: [] }, { timeoutMs });
+  const { keys, snapshots, leftOut } = await snapshotHosts(hosts, {
+    config,
+    sshFiles,
+    staged,
+    settings,
+  });
+
+  const candidates = hosts.filter((h) => snapshots.has(h.name));
+  const result = candidates.length
+    ? await writeTree({
+        tree,
+        fixedBase,
+        existingGroups,
+        hosts: candidates,
+        snapshots,
+        parents: plan.groups,
+        keys,
+        leftOut,
+      })
+    : { written: [], adopted: [] };
+  return {
+    written: result.written,
+    adopted: result.adopted,
+    inventoryHosts: plan.hosts.length,
+    alreadyDeclared: plan.hosts.length - hosts.length,
+    leftOut: leftOut.sort(),
+  };
+}
+
+/** The --ssh-config and --known-hosts files, checked as files and resolved. */
+async function readSshFiles(config: AdoptOptions) {
+  await readInput("ssh-config", config.sshConfig);
+  await readInput("known-hosts", config.knownHosts);
+  return {
+    configFile: config.sshConfig && path.resolve(config.sshConfig),
+    knownHostsFile: config.knownHosts && path.resolve(config.knownHosts),
+  };
+}
+
+/**
+ * An existing tree, read as audit reads it (nothing in it changes): its nodes, whether it already
+ * has layers new nodes are fitted over, and which of the inventory's groups it already declares.
+ */
+async function readExistingTree(tree: string, groups: ReadonlyMap<string, readonly string[]>) {
+  const treeInfo = await stat(tree).catch(() => undefined);
+  if (treeInfo && !treeInfo.isDirectory())
+    throw new UsageError(`--manifests ${tree} is not a folder`);
+  const existing = treeInfo ? await loadFleet(tree) : undefined;
+  const existingFleet =
+    treeInfo && (await stat(path.join(tree, "fleet.yaml")).catch(() => undefined));
+  const existingGroups = new Set<string>();
+  if (treeInfo)
+    for (const g of groups.keys())
+      if (await stat(path.join(tree, "groups", `${g}.yaml`)).catch(() => undefined))
+        existingGroups.add(g);
+  const fixedBase =
+    existing !== undefined &&
+    (existing.nodes.length > 0 || !!existingFleet || existingGroups.size > 0);
+  return { existing, fixedBase, existingGroups };
+}
+
+/** The hosts the tree does not declare yet; each one it does is said and left as it is. */
+function undeclaredHosts(
+  planned: readonly HostToAdopt[],
+  existing: { nodes: readonly LoadedNode[] } | undefined,
+  say: (line: string) => void,
+): HostToAdopt[] {
+  const declared = new Set(existing?.nodes.map((n) => n.name));
+  const hosts: HostToAdopt[] = [];
+  for (const host of planned) {
+    if (declared.has(host.name))
+      say(`${host.name}: already declared (nodes/${host.name}.yaml), left as it is`);
+    else hosts.push(host);
+  }
+  return hosts;
+}
+
+interface SnapshotJob {
+  config: Pick<AdoptOptions, "concurrency" | "packages" | "ephemeralAsRange" | "progress">;
+  sshFiles: Awaited<ReturnType<typeof readSshFiles>>;
+  staged: Pick<Awaited<ReturnType<typeof stageLayers>>, "base" | "ssh">;
+  settings: ReturnType<typeof fleetAuditSettings>;
+}
+
+/** What the hosts' snapshots gave: trusted keys and specs by host, and why each other host failed. */
+interface Snapshots {
+  keys: Map<string, string[]>;
+  snapshots: Map<string, PlainMap>;
+  leftOut: string[];
+}
+
+/** Takes each host's trusted keys and snapshot, hosts in parallel, with a progress line on a TTY. */
+async function snapshotHosts(hosts: readonly HostToAdopt[], job: SnapshotJob): Promise<Snapshots> {
+  const { configFile, knownHostsFile } = job.sshFiles;
+  const sshOptions = {
+    ...(configFile && { configFile }),
+    ...(knownHostsFile && { knownHostsFile }),
+    connectTimeoutSeconds: DEFAULT_CONNECT_TIMEOUT_SECONDS,
+  };
+  // Sessions through one jump host are limited as audit limits them.
+  const limit = nodeLimit(job.config.concurrency, sshSessionGates(sshOptions));
+  const progress = job.config.progress?.(hosts.length);
+  const taken: Snapshots = { keys: new Map(), snapshots: new Map(), leftOut: [] };
+  await Promise.all(
+    hosts.map((host) => {
+      // An existing tree's fleet.yaml and groups may say how to reach it (a proxy_jump).
+      const node = asNode(host, job.staged.ssh.get(host.name));
+      return limit(node, async () => {
+        const reason = await snapshotHost(host, node, sshOptions, job, taken);
+        if (reason) taken.leftOut.push(`${host.name}: ${reason}; not adopted`);
+        progress?.update({
+          name: host.name,
+          host: node.host,
+          status: reason ? "error" : "clean",
+          durationMs: 0,
+          drift: [],
+        });
+      });
+    }),
+  );
+  progress?.finish();
+  return taken;
+}
+
+/** Keeps one host's trusted keys and snapshot in `taken`, or returns why the host is not adopted. */
+async function snapshotHost(
+  host: HostToAdopt,
+  node: LoadedNode,
+  sshOptions: SshOptions,
+  job: SnapshotJob,
+  taken: Snapshots,
+): Promise<string | undefined> {
+  const { configFile, knownHostsFile } = job.sshFiles;
+  const found = await trustedKeys(node.host, node.ssh, { configFile, knownHostsFile });
+  if (!found.lines.length)
+    return `no trusted host key for ${found.lookup.name} in ${found.lookup.files.join(", ") || "any known_hosts file"}: verify its key (from your provisioning, not from the network) and add it to one of them or to --known-hosts FILE`;
+  taken.keys.set(host.name, found.lines);
+  try {
+    const snapshot = await snapshotSpec(sshTransport(node, sshOptions), DOMAINS, job.settings, {
+      packages: job.config.packages,
+      ephemeralAsRange: job.config.ephemeralAsRange,
+      declared: job.staged.base.get(host.name),
+    });
+    const valid = NodeSpec.safeParse(snapshot.spec);
+    if (!valid.success) {
+      const issue = valid.error.issues[0]!;
+      // zod says only "Invalid key in record" for a bad key: the key's own issue says why.
+      const inner = "issues" in issue ? issue.issues[0]?.message : undefined;
+      return `its live state cannot be declared (${issue.path.map(String).join(".")}: ${inner ?? issue.message})`;
+    }
+    taken.snapshots.set(host.name, snapshot.spec);
+    return undefined;
+  } catch (error) {
+    return nodeFailure(host.name, error).message.replace(/[;,] node not audited/, "");
+  }
+}

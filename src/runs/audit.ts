@@ -1,0 +1,149 @@
+// An audit run: the fleet loaded and selected, how each node is reached, the settings and drift
+// rules the fleet's files give; the audit whole in memory, or the run for a spooled audit.
+import { stat } from "node:fs/promises";
+import path from "node:path";
+import v8 from "node:v8";
+import { auditFleet, shardOf, type FleetRun, type Shard } from "../audit/fleet.js";
+import { defaultAuditSettings, type AuditSettings } from "../audit/node.js";
+import type { DomainName } from "../domains/registry.js";
+import type { DriftContext } from "../drift/drift.js";
+import type { Fleet, LoadedNode } from "../manifest/load.js";
+import { manifestDirty, manifestRevision } from "../manifest/revision.js";
+import type { NodeResult, Report } from "../report/schema.js";
+import { localTransport } from "../transport/local.js";
+import { sshSessionGates } from "../transport/session-gate.js";
+import {
+  DEFAULT_CONNECT_TIMEOUT_SECONDS,
+  sshTransport,
+  type SshOptions,
+} from "../transport/ssh.js";
+import type { Transport } from "../transport/transport.js";
+import { loadManifests, localNode, selectNodes, type ManifestSource } from "./fleet.js";
+
+export const DEFAULT_CONCURRENCY = 32;
+export const DEFAULT_TIMEOUT_SECONDS = 60;
+
+/** What an audit run needs to know: which nodes, how to reach them, which domains. */
+export interface AuditOptions {
+  source: ManifestSource;
+  nodes: readonly string[] | undefined;
+  categories: DomainName[] | undefined;
+  local: boolean;
+  concurrency: number;
+  /** Seconds; absent, each node's ssh.timeout, else DEFAULT_TIMEOUT_SECONDS. */
+  timeout: number | undefined;
+  sshConfig: string | undefined;
+  shard: Shard | undefined;
+}
+
+/** The fleet's `audit` settings (caps, maintenance marker) over the defaults. */
+export function fleetAuditSettings(
+  fleet: Fleet,
+  overrides: Partial<AuditSettings> = {},
+): AuditSettings {
+  const audit = fleet.settings.audit ?? {};
+  return defaultAuditSettings({
+    ...(audit.max_file_bytes && { maxFileBytes: audit.max_file_bytes }),
+    ...(audit.max_output_bytes && { maxOutputBytes: audit.max_output_bytes }),
+    ...(audit.maintenance_marker && { maintenanceMarker: audit.maintenance_marker }),
+    ...overrides,
+  });
+}
+
+/** The fleet's policy, waivers and open tickets: what turns findings into drift items. */
+export function fleetDriftRules(fleet: Fleet): Omit<DriftContext, "now"> {
+  return {
+    policy: fleet.settings.policy ?? {},
+    waivers: fleet.settings.ignore ?? [],
+    tickets: fleet.tickets.map((t) => t.ticket),
+  };
+}
+
+/**
+ * How this run reaches nodes over ssh: `--ssh-config` (a file, checked with the flags), and
+ * `known_hosts` beside the manifests when the repository keeps one (else the user's own, through
+ * ssh's usual lookup).
+ */
+export async function fleetSshOptions(
+  fleet: Fleet,
+  configFile: string | undefined,
+): Promise<SshOptions> {
+  const knownHosts = path.join(fleet.dir, "known_hosts");
+  const knownHostsFile = (await stat(knownHosts).catch(() => undefined))?.isFile()
+    ? knownHosts
+    : undefined;
+  return {
+    ...(configFile !== undefined && { configFile: path.resolve(configFile) }),
+    ...(knownHostsFile && { knownHostsFile }),
+    connectTimeoutSeconds: DEFAULT_CONNECT_TIMEOUT_SECONDS,
+  };
+}
+
+/**
+ * How the audit reaches each node; the CLI's own (ssh, or `--local`) unless a caller supplies one.
+ */
+export interface Reach {
+  transportFor?: (node: LoadedNode) => Transport;
+}
+
+/** Loads and selects the nodes, and what auditing them takes. */
+export async function fleetRun(
+  config: AuditOptions,
+  onResult: ((total: number) => (r: NodeResult) => void) | undefined,
+  reach: Reach,
+): Promise<{ fleet: Fleet; run: FleetRun }> {
+  const fleet = await loadManifests(config.source);
+  const { shard, categories } = config;
+  let nodes: LoadedNode[] = config.local
+    ? [localNode(fleet, config.nodes)]
+    : selectNodes(fleet, config.nodes);
+  if (shard) nodes = nodes.filter((n) => shardOf(n.name, shard.count) === shard.index);
+  const settings = fleetAuditSettings(fleet, {
+    timeoutMs: (config.timeout ?? DEFAULT_TIMEOUT_SECONDS) * 1000,
+    ...(categories && { categories }),
+  });
+  const ssh = await fleetSshOptions(fleet, config.sshConfig);
+  // --timeout wins; otherwise a node's own ssh.timeout, then the default.
+  const nodeTimeoutMs = (node: LoadedNode) =>
+    config.timeout === undefined && node.ssh.timeout ? node.ssh.timeout * 1000 : undefined;
+  const transportFor = (node: LoadedNode): Transport =>
+    reach.transportFor?.(node) ??
+    (config.local
+      ? localTransport(node.name)
+      : sshTransport(node, { ...ssh, timeoutMs: nodeTimeoutMs(node) }));
+  const run: FleetRun = {
+    nodes,
+    transportFor,
+    settings,
+    drift: { ...fleetDriftRules(fleet), now: new Date() },
+    concurrency: config.concurrency,
+    // Sessions through one jump host (or one sshd) stay under its MaxStartups, all shards together.
+    ...(!config.local &&
+      !reach.transportFor && {
+        sessions: sshSessionGates(ssh, shard?.count),
+      }),
+    manifestRevision: await manifestRevision(fleet.dir),
+    manifestDirty: await manifestDirty(fleet.dir),
+    shard,
+    onResult: onResult?.(nodes.length),
+  };
+  return { fleet, run };
+}
+
+/** Loads, selects, audits, the report whole in memory: shared by `diff` and `review`. */
+export async function runAudit(config: AuditOptions): Promise<{ fleet: Fleet; report: Report }> {
+  const { fleet, run } = await fleetRun(config, undefined, {});
+  const report = await auditFleet(run);
+  if (config.categories) report.categories = config.categories;
+  return { fleet, report };
+}
+
+/**
+ * A fleet audit keeps little alive (the manifests; entries wait in the spool) but makes much
+ * short-lived garbage per node, and V8 lets the heap grow to about four times what survived its
+ * last full collection before collecting again: at 10,000 nodes that slack was most of the peak.
+ * Growing by half instead keeps the peak near the live data, for a few more full collections.
+ */
+export function boundHeapGrowth(): void {
+  v8.setFlagsFromString("--heap-growing-percent=50");
+}
