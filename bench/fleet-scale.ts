@@ -32,6 +32,7 @@ const CLI = path.join(REPO_ROOT, "src/cli/main.ts");
 interface Capture {
   nonce: string;
   stdout: string;
+  script: string;
 }
 
 function scriptNonce(script: string): string {
@@ -68,22 +69,21 @@ if (process.argv[2] === "--replay") {
 }
 
 const nodeCount = Number(process.argv[2] ?? 10_000);
+const sections = process.argv[3] ?? "all";
 const mb = (kb: number) => kb / 1024;
 
 /** Runs `node --import tsx ARGS` under /usr/bin/time -v: wall time, peak RSS, stdout. */
 async function measured(
   args: string[],
+  env: Record<string, string> = {},
+  command = [process.execPath, "--import", "tsx"],
 ): Promise<{ ms: number; peakMb: number; cpuMs: number; stdout: string }> {
   const started = performance.now();
-  const result = await execa(
-    "/usr/bin/time",
-    ["-v", process.execPath, "--import", "tsx", ...args],
-    {
-      cwd: REPO_ROOT,
-      reject: false,
-      env: { GITHUB_TOKEN: "", GITHUB_REPOSITORY: "" },
-    },
-  );
+  const result = await execa("/usr/bin/time", ["-v", ...command, ...args], {
+    cwd: REPO_ROOT,
+    reject: false,
+    env: { GITHUB_TOKEN: "", GITHUB_REPOSITORY: "", ...env },
+  });
   const ms = performance.now() - started;
   const peakKb = Number(/Maximum resident set size \(kbytes\): (\d+)/.exec(result.stderr)?.[1]);
   if (result.exitCode !== 0 && result.exitCode !== 1)
@@ -140,7 +140,7 @@ try {
     describe: local.describe,
     async run(script, limits) {
       const run = await local.run(script, limits);
-      capture = { nonce: scriptNonce(script), stdout: run.stdout };
+      capture = { nonce: scriptNonce(script), stdout: run.stdout, script };
       return run;
     },
   };
@@ -168,71 +168,155 @@ try {
       out,
     ]);
   const reportFile = path.join(work, "report.json");
-  const audit = await replayAudit("json", reportFile);
-  const { cpuMs } = JSON.parse(audit.stdout.trim().split("\n").at(-1)!) as { cpuMs: number };
-  const reportBytes = (await stat(reportFile)).size;
-  const report = JSON.parse(await readFile(reportFile, "utf8")) as Report;
-  const s = report.summary;
-  if (
-    s.nodes !== nodeCount ||
-    s.drifted !== nodeCount ||
-    s.driftItems !== nodeCount * DRIFT_PER_NODE
-  )
-    throw new Error(
-      `expected ${nodeCount} nodes drifted on ${DRIFT_PER_NODE} items each: ${JSON.stringify(s)}`,
-    );
-  // The human view needs every node at once: read back from the spool and rendered whole.
-  const text = await replayAudit("text", path.join(work, "report.txt"));
-  // Loading the manifests alone (validate), to tell the auditor's CPU from the loader's.
-  const validate = await measured([CLI, "validate", "--manifests", manifests]);
-
-  // Two shard reports cut from the report, merged back; then a dry-run propose plan on it.
-  const shardFiles = [1, 2].map((index) => path.join(work, `shard-${index}.json`));
-  for (const [i, file] of shardFiles.entries()) {
-    const nodes = report.nodes.filter((n) => shardOf(n.name, 2) === i + 1);
-    await writeFile(
-      file,
-      JSON.stringify(
-        { ...report, shard: { index: i + 1, count: 2 }, nodes, summary: summarize(nodes) },
-        null,
-        2,
-      ),
-    );
-  }
-  const mergedFile = path.join(work, "merged.json");
-  const merge = await measured([CLI, "merge-reports", "--out", mergedFile, ...shardFiles]);
-  // The same content; the keys of each entry come in the schema's order once read back.
-  const mergedSame = isDeepStrictEqual(
-    JSON.parse(await readFile(mergedFile, "utf8")),
-    JSON.parse(await readFile(reportFile, "utf8")),
-  );
-  const propose = await measured([
-    CLI,
-    "propose",
-    "--dry-run",
-    "--report",
-    reportFile,
-    "--manifests",
-    manifests,
-  ]);
-  const idle = await measured([CLI, "--version"]);
-
+  /** The report read back, every node drifted on the same items. */
+  const drifted = async (file: string) => {
+    const report = JSON.parse(await readFile(file, "utf8")) as Report;
+    const s = report.summary;
+    if (
+      s.nodes !== nodeCount ||
+      s.drifted !== nodeCount ||
+      s.driftItems !== nodeCount * DRIFT_PER_NODE
+    )
+      throw new Error(
+        `expected ${nodeCount} nodes drifted on ${DRIFT_PER_NODE} items each: ${JSON.stringify(s)}`,
+      );
+    return report;
+  };
   const perNode = (ms: number) => `${(ms / nodeCount).toFixed(2)} ms`;
   const peak = (m: { peakMb: number }) =>
     `peak RSS ${m.peakMb.toFixed(0)} MB (${(m.peakMb / TARGET_MB).toFixed(2)} of the ${TARGET_MB} MB target)`;
-  console.log(
-    [
-      `fleet scale: ${nodeCount} node entries, ${DRIFT_PER_NODE} drift items each, replaying one probe output of this machine (${sample.probeBytes} bytes), ${os.cpus().length} cores`,
-      `  audit          wall ${(audit.ms / 1000).toFixed(2)} s, ${peak(audit)}`,
-      `                 auditor CPU per node ${perNode(cpuMs - validate.cpuMs)} beyond loading the manifests (target <= 5 ms); whole process ${perNode(cpuMs)}`,
-      `                 report ${(reportBytes / 1024 / 1024).toFixed(1)} MB (${(reportBytes / nodeCount).toFixed(0)} bytes per node)`,
-      `  --format text  the same audit rendered whole: wall ${(text.ms / 1000).toFixed(2)} s, ${peak(text)}`,
-      `  validate       (loading the manifests alone) wall ${(validate.ms / 1000).toFixed(2)} s, CPU ${(validate.cpuMs / 1000).toFixed(2)} s, peak RSS ${validate.peakMb.toFixed(0)} MB`,
-      `  merge-reports  2 shards back into one: wall ${(merge.ms / 1000).toFixed(2)} s, ${peak(merge)}, ${mergedSame ? "the same nodes and summary as the unsharded report" : "DIFFERS from the unsharded report"}`,
-      `  propose        --dry-run on the report: wall ${(propose.ms / 1000).toFixed(2)} s, ${peak(propose)}`,
-      `  (tsx and the CLI's modules alone, quartermaster --version: peak RSS ${idle.peakMb.toFixed(0)} MB)`,
-    ].join("\n"),
-  );
+  if (sections === "ssh") await standInRuns(capture!, manifests, drifted, perNode, peak);
+  else await wholeRun();
+
+  /** The in-process audit, its text rendering, validate, merge-reports and propose. */
+  async function wholeRun() {
+    const audit = await replayAudit("json", reportFile);
+    const { cpuMs } = JSON.parse(audit.stdout.trim().split("\n").at(-1)!) as { cpuMs: number };
+    const reportBytes = (await stat(reportFile)).size;
+    const report = await drifted(reportFile);
+    // The human view needs every node at once: read back from the spool and rendered whole.
+    const text = await replayAudit("text", path.join(work, "report.txt"));
+    // Loading the manifests alone (validate), to tell the auditor's CPU from the loader's.
+    const validate = await measured([CLI, "validate", "--manifests", manifests]);
+
+    // Two shard reports cut from the report, merged back; then a dry-run propose plan on it.
+    const shardFiles = [1, 2].map((index) => path.join(work, `shard-${index}.json`));
+    for (const [i, file] of shardFiles.entries()) {
+      const nodes = report.nodes.filter((n) => shardOf(n.name, 2) === i + 1);
+      await writeFile(
+        file,
+        JSON.stringify(
+          { ...report, shard: { index: i + 1, count: 2 }, nodes, summary: summarize(nodes) },
+          null,
+          2,
+        ),
+      );
+    }
+    const mergedFile = path.join(work, "merged.json");
+    const merge = await measured([CLI, "merge-reports", "--out", mergedFile, ...shardFiles]);
+    // The same content; the keys of each entry come in the schema's order once read back.
+    const mergedSame = isDeepStrictEqual(
+      JSON.parse(await readFile(mergedFile, "utf8")),
+      JSON.parse(await readFile(reportFile, "utf8")),
+    );
+    const propose = await measured([
+      CLI,
+      "propose",
+      "--dry-run",
+      "--report",
+      reportFile,
+      "--manifests",
+      manifests,
+    ]);
+    const idle = await measured([CLI, "--version"]);
+
+    console.log(
+      [
+        `fleet scale: ${nodeCount} node entries, ${DRIFT_PER_NODE} drift items each, replaying one probe output of this machine (${sample.probeBytes} bytes), ${os.cpus().length} cores`,
+        `  audit          wall ${(audit.ms / 1000).toFixed(2)} s, ${peak(audit)}`,
+        `                 auditor CPU per node ${perNode(cpuMs - validate.cpuMs)} beyond loading the manifests (target <= 5 ms); whole process ${perNode(cpuMs)}`,
+        `                 report ${(reportBytes / 1024 / 1024).toFixed(1)} MB (${(reportBytes / nodeCount).toFixed(0)} bytes per node)`,
+        `  --format text  the same audit rendered whole: wall ${(text.ms / 1000).toFixed(2)} s, ${peak(text)}`,
+        `  validate       (loading the manifests alone) wall ${(validate.ms / 1000).toFixed(2)} s, CPU ${(validate.cpuMs / 1000).toFixed(2)} s, peak RSS ${validate.peakMb.toFixed(0)} MB`,
+        `  merge-reports  2 shards back into one: wall ${(merge.ms / 1000).toFixed(2)} s, ${peak(merge)}, ${mergedSame ? "the same nodes and summary as the unsharded report" : "DIFFERS from the unsharded report"}`,
+        `  propose        --dry-run on the report: wall ${(propose.ms / 1000).toFixed(2)} s, ${peak(propose)}`,
+        `  (tsx and the CLI's modules alone, quartermaster --version: peak RSS ${idle.peakMb.toFixed(0)} MB)`,
+      ].join("\n"),
+    );
+  }
 } finally {
   await rm(work, { recursive: true, force: true });
+}
+
+/**
+ * The audit through the CLI's own ssh transport and session gates, `ssh` on PATH a stand-in that
+ * replays the capture (and hands `ssh -G` to the real ssh): three ssh_configs, figures per node.
+ */
+async function standInRuns(
+  capture: Capture,
+  manifests: string,
+  drifted: (file: string) => Promise<Report>,
+  perNode: (ms: number) => string,
+  peak: (m: { peakMb: number }) => string,
+) {
+  const bin = path.join(work, "bin");
+  await mkdir(bin);
+  const realSsh = (await execa("sh", ["-c", "command -v ssh"])).stdout;
+  const replayed = path.join(work, "replayed");
+  await writeFile(replayed, capture.stdout.split(capture.nonce).join("@QMNONCE@"));
+  const standIn = path.join(bin, "ssh");
+  await writeFile(
+    standIn,
+    [
+      "#!/bin/sh",
+      `[ "$1" = -G ] && exec ${realSsh} "$@"`,
+      "n=$(sed -n 's/^QM_N=//p')",
+      `exec sed "s/@QMNONCE@/$n/g" ${replayed}`,
+      "",
+    ].join("\n"),
+    { mode: 0o755 },
+  );
+  const scriptFile = path.join(work, "script");
+  await writeFile(scriptFile, capture.script);
+  // The stand-in alone, as many sessions as the audit makes, one after another.
+  const loadBefore = os.loadavg()[0]!.toFixed(1);
+  const alone = await measured(
+    [
+      "-c",
+      `i=0; while [ $i -lt ${nodeCount} ]; do ${standIn} -T -- h sh -s < ${scriptFile} > /dev/null; i=$((i+1)); done`,
+    ],
+    {},
+    ["sh"],
+  );
+  const configs = {
+    direct: "Host *\n  ServerAliveInterval 30\n",
+    "ssh -G each": "Match all\n  ServerAliveInterval 30\n",
+    "one jump host": "Host *\n  ProxyJump bastion\n",
+  };
+  const runs: Record<string, Awaited<ReturnType<typeof measured>>> = {};
+  for (const [name, text] of Object.entries(configs)) {
+    const config = path.join(work, "ssh_config");
+    await writeFile(config, text);
+    const out = path.join(work, "report-ssh.json");
+    const args = ["audit", "--manifests", manifests, "--ssh-config", config, "--out", out];
+    runs[name] = await measured([CLI, ...args, "--format", "json"], {
+      PATH: `${bin}:${process.env.PATH}`,
+    });
+    await drifted(out);
+  }
+  const own = (name: string) => runs[name]!.cpuMs - alone.cpuMs;
+  const direct = own("direct");
+  const line = (name: string, extra = "") =>
+    `  ${name.padEnd(14)} wall ${(runs[name]!.ms / 1000).toFixed(2)} s, ${peak(runs[name]!)}, auditor CPU per node ${perNode(own(name))} (target <= 3 ms)${extra}`;
+  console.log(
+    [
+      `fleet scale behind a stand-in ssh: ${nodeCount} nodes, ${DRIFT_PER_NODE} drift items each, ${os.cpus().length} cores; the stand-in alone ${perNode(alone.cpuMs)} CPU per session, subtracted; 1-minute load ${loadBefore} before, ${os.loadavg()[0]!.toFixed(1)} after`,
+      line("direct", ` (${(direct / own("ssh -G each")).toFixed(2)}x the baseline below)`),
+      line("ssh -G each", " (the baseline: the session gate as before, ssh -G per node)"),
+      line(
+        "one jump host",
+        `; of it the gate (ssh -G per node) ${perNode(own("one jump host") - direct)}`,
+      ),
+    ].join("\n"),
+  );
 }

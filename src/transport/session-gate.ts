@@ -1,6 +1,7 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import type { LoadedNode } from "../manifest/load.js";
+import { sshConfigMayRoute, type SshConfigFiles } from "./ssh-config-scan.js";
 import { DEFAULT_MAX_SESSIONS, sshArgs, type SshOptions } from "./ssh.js";
 
 /** Where a node's session starts (an sshd), and how many may start there at once. */
@@ -70,29 +71,42 @@ export function fleetSessionLimit(nodes: readonly LoadedNode[]): number {
 export const shardSessions = (limit: number, shards: number) =>
   Math.max(1, Math.floor(limit / shards));
 
+/** A node's own sshd as ssh would resolve it when no ssh_config line can change it. */
+const ownSshd = (node: LoadedNode) => `${node.host.toLowerCase()}:${node.ssh.port ?? 22}`;
+
 /**
  * Sessions through one jump host (or one sshd) stay under its MaxStartups: at most the
- * `ssh.max_sessions` of its first node to arrive, shared out among `shards` parallel shards. A manifest `proxy_jump` decides the first hop
- * itself (a `-o ProxyJump` beats the ssh_config); otherwise `ssh -G` runs once per distinct
- * argument list, since nothing else of a node can change its answer.
+ * `ssh.max_sessions` of its first node to arrive, shared out among `shards` parallel shards. A
+ * manifest `proxy_jump` decides the first hop itself (a `-o ProxyJump` beats the ssh_config). Else,
+ * when no ssh_config in effect has a line that can route a node elsewhere (ssh-config-scan.ts),
+ * the node's own `host:port` is its sshd with no process started; otherwise `ssh -G` runs once per
+ * distinct argument list, since nothing else of a node can change its answer.
  */
-export function sshSessionGates(options: SshOptions, shards = 1): SessionGates {
+export function sshSessionGates(
+  options: SshOptions,
+  shards = 1,
+  files: SshConfigFiles = { configFile: options.configFile },
+): SessionGates {
   const resolved = new Map<string, Promise<string>>();
+  let mayRoute: Promise<boolean> | undefined;
+  const viaSsh = (node: LoadedNode, args: string[]) => {
+    const key = JSON.stringify(args);
+    let gate = resolved.get(key);
+    if (!gate) resolved.set(key, (gate = sessionGate(node, options)));
+    return gate;
+  };
   return {
-    keyOf: (node) => {
+    keyOf: async (node) => {
       let args: string[];
       try {
         args = sshArgs(node, options);
       } catch {
         // Its session fails and says why; until then it counts as its own sshd.
-        return Promise.resolve(node.host);
+        return node.host;
       }
       const jump = node.ssh.proxy_jump;
-      if (jump && jump.toLowerCase() !== "none") return Promise.resolve(firstJump(jump));
-      const key = JSON.stringify(args);
-      let gate = resolved.get(key);
-      if (!gate) resolved.set(key, (gate = sessionGate(node, options)));
-      return gate;
+      if (jump && jump.toLowerCase() !== "none") return firstJump(jump);
+      return (await (mayRoute ??= sshConfigMayRoute(files))) ? viaSsh(node, args) : ownSshd(node);
     },
     limitOf: (node) => shardSessions(node.ssh.max_sessions ?? DEFAULT_MAX_SESSIONS, shards),
   };

@@ -3,13 +3,13 @@
 // `MaxStartups 4:50:8`, and an authentication failure among them; `snapshot` and `adopt` of nodes
 // behind it. Needs root.
 import assert from "node:assert/strict";
-import { copyFile, readFile, writeFile } from "node:fs/promises";
+import { chmod, copyFile, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { execa } from "execa";
 import { parse, stringify } from "yaml";
 import type { Report } from "../../src/report/schema.js";
-import { runCli } from "../support/cli.js";
+import { runCli, spawnCli } from "../support/cli.js";
 import { byName } from "../support/reports.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
 import { scratchTrees } from "../support/tree.js";
@@ -309,6 +309,81 @@ describe("nodes behind a jump host", () => {
     for (const node of report.nodes) assert.ok(node.tries! >= 1, JSON.stringify(node));
     // Its first connection was closed before any banner, as a MaxStartups drop reads.
     assert.ok(byName(report, "late-01").tries! > 1, JSON.stringify(byName(report, "late-01")));
+  });
+
+  test("the jump host only in a file the --ssh-config includes: its 39 nodes still share its 4 sessions, nothing dropped", async () => {
+    const manifests = await tree({
+      "fleet.yaml": stringify({ ssh: { max_sessions: 4 } }),
+      ...Object.fromEntries(CROWD.map((name) => [`nodes/${name}.yaml`, stringify({})])),
+    });
+    const config = path.join(manifests, "ssh_config");
+    await writeFile(config, `Host *\n  ServerAliveInterval 30\nInclude ${fleet.sshConfig}\n`);
+    const drops = await jumpDrops();
+    const out = path.join(manifests, "report.json");
+    const run = await runCli([
+      "audit",
+      "--manifests",
+      manifests,
+      "--ssh-config",
+      config,
+      "--format",
+      "json",
+      "--out",
+      out,
+    ]);
+    assert.equal(run.exitCode, 0, run.stderr);
+    const report = JSON.parse(await readFile(out, "utf8")) as Report;
+    assert.deepEqual(
+      report.nodes.map((n) => [n.name, n.status, n.tries]),
+      CROWD.map((name) => [name, "clean", 1]),
+    );
+    // Counted as 39 direct sshds, 32 would start at once through the jump host, past its 4.
+    assert.deepEqual(await drops(), []);
+  });
+
+  test("nodes reached directly, no ssh_config line that can route them: audited without one ssh -G; with a Match, one for the three alike", async () => {
+    const jump = fleet.hosts.find((h) => h.name === "jump-01")!;
+    const node = stringify({
+      host: jump.address,
+      ssh: { user: fleet.user, identity_file: fleet.identityFile, port: jump.port },
+    });
+    const manifests = await tree({
+      "nodes/direct-1.yaml": node,
+      "nodes/direct-2.yaml": node,
+      "nodes/direct-3.yaml": node,
+    });
+    await copyFile(fleet.knownHosts, path.join(manifests, "known_hosts"));
+    // ssh itself, each `ssh -G` logged.
+    const bin = await tree();
+    const log = path.join(bin, "resolved");
+    await writeFile(
+      path.join(bin, "ssh"),
+      `#!/bin/sh\n[ "$1" = -G ] && echo "$@" >> ${log}\nexec /usr/bin/ssh "$@"\n`,
+    );
+    await chmod(path.join(bin, "ssh"), 0o755);
+    await writeFile(log, "");
+    const env = { PATH: `${bin}:${process.env.PATH}` };
+    const resolved = async (extra: string[]) => {
+      await writeFile(log, "");
+      const out = path.join(manifests, "report.json");
+      const run = await spawnCli(
+        ["audit", "--manifests", manifests, "--format", "json", "--out", out, ...extra],
+        { env },
+      );
+      assert.equal(run.exitCode, 0, run.stderr);
+      const report = JSON.parse(await readFile(out, "utf8")) as Report;
+      assert.deepEqual(
+        report.nodes.map((n) => n.status),
+        ["clean", "clean", "clean"],
+      );
+      return (await readFile(log, "utf8")).split("\n").filter(Boolean).length;
+    };
+    // The ssh files in effect: this runner's /etc/ssh/ssh_config (its Include, followed, adds nothing that routes).
+    assert.equal(await resolved([]), 0);
+    const match = path.join(manifests, "match_config");
+    await writeFile(match, "Match all\n  ServerAliveInterval 30\n");
+    // One per distinct argument list: the three nodes' are the same.
+    assert.equal(await resolved(["--ssh-config", match]), 1);
   });
 
   test("snapshot of 19 nodes behind the jump host at default settings: all taken, never 8 connections pending there", async () => {

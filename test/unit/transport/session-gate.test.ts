@@ -83,6 +83,49 @@ describe("which sshd a node's session starts at", () => {
   });
 });
 
+describe("the gates of a fleet whose ssh_config can route no node", () => {
+  const dir = mkdtempSync(join(tmpdir(), "qm-ssh-gate-direct-"));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const calls = join(dir, "calls");
+  const sshBinary = join(dir, "ssh");
+  writeFileSync(sshBinary, `#!/bin/sh\necho "$@" >> ${calls}\nexec ssh "$@"\n`);
+  chmodSync(sshBinary, 0o755);
+  const configFile = join(dir, "ssh_config");
+  const runs = () => readFileSync(calls, "utf8").trim().split("\n").filter(Boolean).length;
+  const nodes = [
+    node({}, "Web-01.example.net", "a"),
+    node({ port: 2201 }, "web-01.example.net", "b"),
+    node({ user: "audit" }, "192.0.2.7", "c"),
+    node({ proxy_jump: "none" }, "[2001:db8::7]", "d"),
+  ];
+
+  it("start no ssh, and answer what ssh -G answers: the node's own host:port", async () => {
+    writeFileSync(configFile, "Host *\n  User audit\n  ServerAliveInterval 30\n");
+    writeFileSync(calls, "");
+    const options = { connectTimeoutSeconds: 10, configFile, sshBinary };
+    const keys = await Promise.all(nodes.map((n) => sshSessionGates(options).keyOf(n)));
+    assert.equal(runs(), 0);
+    const each = [];
+    for (const n of nodes) each.push(await sessionGate(n, options));
+    assert.deepEqual(keys, each);
+    assert.deepEqual(keys, [
+      "web-01.example.net:22",
+      "web-01.example.net:2201",
+      "192.0.2.7:22",
+      "[2001:db8::7]:22",
+    ]);
+  });
+
+  it("ask ssh once a line can route (a Match), as for every node", async () => {
+    writeFileSync(configFile, "Match host web-*\n  User audit\n");
+    writeFileSync(calls, "");
+    const options = { connectTimeoutSeconds: 10, configFile, sshBinary };
+    const gates = sshSessionGates(options);
+    await Promise.all(nodes.map((n) => gates.keyOf(n)));
+    assert.equal(runs(), nodes.length);
+  });
+});
+
 describe("a first hop's sessions across parallel shards", () => {
   const options = { connectTimeoutSeconds: 10 };
   it("each of n shards gets its share of ssh.max_sessions, at least one", () => {

@@ -1,0 +1,78 @@
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import { scanSshConfig, sshConfigMayRoute } from "../../../src/transport/ssh-config-scan.js";
+
+describe("an ssh_config text's lines that can route a node", () => {
+  it("ProxyJump, ProxyCommand, Match, HostName, CanonicalizeHostname, in any case, with = or spaces", () => {
+    for (const line of [
+      "ProxyJump bastion",
+      "  proxycommand nc %h %p",
+      "\tMatch host web-*",
+      "HostName=10.0.0.1",
+      "CANONICALIZEHOSTNAME yes",
+      "proxyjump",
+    ])
+      assert.equal(scanSshConfig(`Host *\n  Port 22\n${line}\n`).routes, true, line);
+  });
+
+  it("other keywords, comments and Host patterns that look like one do not", () => {
+    const text = "# ProxyJump bastion\nHost proxyjump match\n  User audit\n  Port 2222\n";
+    assert.deepEqual(scanSshConfig(text), { routes: false, includes: [] });
+  });
+
+  it("an Include gives its paths; one with quotes, % tokens or ${} variables routes", () => {
+    assert.deepEqual(scanSshConfig("Include /etc/ssh/ssh_config.d/*.conf ~/.ssh/extra\n"), {
+      routes: false,
+      includes: ["/etc/ssh/ssh_config.d/*.conf", "~/.ssh/extra"],
+    });
+    for (const line of ['Include "a b"', "Include %d/x", "Include ${HOME}/x"])
+      assert.equal(scanSshConfig(line).routes, true, line);
+  });
+});
+
+describe("whether the ssh configuration in effect may route a node", () => {
+  const dir = mkdtempSync(join(tmpdir(), "qm-ssh-scan-"));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const home = join(dir, "home");
+  const etc = join(dir, "etc");
+  mkdirSync(join(home, ".ssh"), { recursive: true });
+  mkdirSync(join(etc, "ssh_config.d"), { recursive: true });
+  const systemFile = join(etc, "ssh_config");
+  const write = (file: string, text: string) => writeFileSync(file, text);
+  const mayRoute = (configFile?: string) =>
+    sshConfigMayRoute({ systemFile, homes: [home], ...(configFile && { configFile }) });
+
+  it("follows the system file's Include glob, relative paths from its directory", async () => {
+    write(systemFile, "Include ssh_config.d/*.conf\nHost *\n  SendEnv LANG\n");
+    assert.equal(await mayRoute(), false);
+    write(join(etc, "ssh_config.d", "notes.txt"), "ProxyJump bastion\n");
+    assert.equal(await mayRoute(), false, "the glob does not match notes.txt");
+    write(join(etc, "ssh_config.d", "50-jump.conf"), "Host inner-*\n  ProxyJump bastion\n");
+    assert.equal(await mayRoute(), true);
+    rmSync(join(etc, "ssh_config.d", "50-jump.conf"));
+  });
+
+  it("reads ~/.ssh/config and what it includes from ~/.ssh, nested", async () => {
+    write(join(home, ".ssh", "config"), "Include more\n");
+    write(join(home, ".ssh", "more"), "Include ~/.ssh/deeper\n");
+    assert.equal(await mayRoute(), false, "deeper is missing: ssh skips it");
+    write(join(home, ".ssh", "deeper"), "Host *\n  ProxyCommand none\n");
+    assert.equal(await mayRoute(), true);
+  });
+
+  it("with -F only that file counts, neither the user's nor the system's", async () => {
+    const config = join(dir, "only");
+    write(config, "Host *\n  User audit\n");
+    assert.equal(await mayRoute(config), false);
+    write(config, "Include /nonexistent/*.conf\nInclude ~other/x\n");
+    assert.equal(await mayRoute(config), true, "~other cannot be expanded here");
+    // A relative Include in a -F file is under ~/.ssh, as for the user's own file.
+    write(config, "Include only\n");
+    assert.equal(await mayRoute(config), false);
+    write(config, `Include ${config}\n`);
+    assert.equal(await mayRoute(config), true, "an Include loop past ssh's depth");
+  });
+});
