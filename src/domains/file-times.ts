@@ -16,3 +16,6 @@ export function parseBootTime(text: string): number | undefined {
   const m = /^btime (\d{1,15})$/m.exec(text);
   return m ? Number(m[1]) : undefined;
 }
+
+/** Seconds since the epoch as an ISO 8601 time, as a report shows them. */
+export const isoTime = (seconds: number) => new Date(seconds * 1000).toISOString();

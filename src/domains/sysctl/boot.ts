@@ -1,11 +1,11 @@
 import type { Cause, Latent } from "../cause.js";
+import { isoTime } from "../file-times.js";
 import type { PersistedValue, SysctlLive } from "./parse.js";
 
 // What the boot-time sysctl pass says about a key: the value it will set (latent drift) and,
 // for a drifted key, whether a persisted file or a runtime write explains the live value.
 
 const where = (boot: PersistedValue) => `${boot.file}:${boot.line}`;
-const isoTime = (seconds: number) => new Date(seconds * 1000).toISOString();
 
 /** The value the next boot sets when it is not the live one; undefined when it keeps it. */
 export function bootLatent(live: SysctlLive, name: string): Latent | undefined {
