@@ -3,7 +3,7 @@ import { DOMAINS, type AnyDomain, type DomainName } from "../domains/registry.js
 import { toDriftItems, type DriftContext } from "../drift/drift.js";
 import { NodeAuditError, ProbeParseError, ProbeTruncatedError } from "../errors.js";
 import type { LoadedNode } from "../manifest/load.js";
-import type { NodeResult } from "../report/schema.js";
+import { countsAsDrift, type NodeResult } from "../report/schema.js";
 import {
   buildProbe,
   newNonce,
@@ -267,7 +267,7 @@ export async function auditNode(
     await withinBudget();
     if (unknown.length) result.unknown = unknown;
     result.checked = checked;
-    result.status = result.drift.some((d) => !d.acknowledged) ? "drift" : "clean";
+    result.status = result.drift.some(countsAsDrift) ? "drift" : "clean";
   } catch (error) {
     const failure = nodeFailure(node.name, error);
     result.status = failure.status;

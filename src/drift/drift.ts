@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from "node:util";
 import type { Finding } from "../domains/domain.js";
 import type { AnyDomain } from "../domains/registry.js";
 import type { LoadedNode } from "../manifest/load.js";
@@ -19,6 +20,11 @@ export function ticketCovers(ticket: Ticket, signature: string): boolean {
   );
 }
 
+/** A finding that holds now and will not after an event: declared equals live. */
+export function latentOnly(finding: Finding): boolean {
+  return finding.latent !== undefined && isDeepStrictEqual(finding.declared, finding.live);
+}
+
 export interface DriftContext {
   policy: Policy;
   waivers: readonly Waiver[];
@@ -38,7 +44,11 @@ export function toDriftItems(
   ctx: DriftContext,
 ): DriftItem[] {
   const policy = ctx.policy[domain.name] ?? {};
-  return findings.map((finding) => {
+  const latentPolicy = policy.latent ?? "ticket";
+  // Latent-only findings (clean now) are dropped when the policy ignores them.
+  const kept =
+    latentPolicy === "ignore" ? findings.filter((finding) => !latentOnly(finding)) : findings;
+  return kept.map((finding) => {
     const origin = sourceOf(node, finding.path);
     const item: DriftItem = {
       domain: domain.name,
@@ -62,6 +72,11 @@ export function toDriftItems(
     if (finding.diff) item.diff = finding.diff;
     if (finding.cause) item.cause = finding.cause;
     if (finding.latent) item.latent = finding.latent;
+    if (latentOnly(finding) && latentPolicy !== "ignore") {
+      item.latentPolicy = latentPolicy;
+      // Declared already equals live: there is nothing to accept, only a host to fix.
+      item.onDrift = "ticket";
+    }
     const signature = driftSignature(domain.name, finding.key, finding.declared, finding.live);
     const ticket = ctx.tickets.find(
       (t) => t.status === "open" && ticketCovers(t, signature) && t.nodes.includes(node.name),

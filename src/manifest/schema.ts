@@ -91,9 +91,16 @@ export type NodeSpec = z.infer<typeof NodeSpec> & Record<string, unknown>;
 
 export const GroupSpec = NodeSpec.omit({ host: true });
 
+export const LATENT_POLICIES = ["drift", "ticket", "ignore"] as const;
+
 export const DomainPolicy = z.strictObject({
   severity: z.enum(SEVERITIES).optional(),
   on_drift: z.enum(["accept", "ticket"]).optional(),
+  /**
+   * What latent drift (clean now, not after a reboot or restart) yields: `drift` counts as drift
+   * (node status, exit bit 1), `ticket` (the default) is reported and ticketed only, `ignore` drops it.
+   */
+  latent: z.enum(LATENT_POLICIES).optional(),
 });
 export type DomainPolicy = z.infer<typeof DomainPolicy>;
 

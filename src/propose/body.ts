@@ -11,6 +11,7 @@ import {
   nodeSpans,
   truncate,
 } from "../text/markdown.js";
+import { willBecome } from "../report/formats/common.js";
 import { branchIdentity, ticketId } from "./branch.js";
 
 export const MARKER_VERSION = 1;
@@ -157,6 +158,8 @@ export function pullBody(input: BodyInput): string {
         : `Quartermaster found **${first.severity}** ${first.domain} drift ${on}: ${items.size} items differ, listed below.`,
     );
     if (items.size === 1 && first.detail) head.push(`Detail: ${codeSpan(first.detail, 300)}`);
+    if (items.size === 1 && first.latent)
+      head.push(`Latent: ${codeSpan(willBecome(first.latent), 300)}`);
     const since = firstSeen(input.group.map(({ item }) => item));
     if (since) head.push(`Drifting since ${since} (first seen by an audit).`);
     if (input.reason)

@@ -3,6 +3,7 @@ import { ForgeError } from "../errors.js";
 import type { GitHub } from "../forge/github.js";
 import { expiryTime, type Waiver } from "../manifest/schema.js";
 import type { Ticket } from "../manifest/tickets.js";
+import type { LatentEvent } from "../domains/cause.js";
 import { NODE_STATUSES, type Report } from "../report/schema.js";
 import { plural, unauditedText } from "../report/formats/common.js";
 import { codeCell, codeSpan, textCell } from "../text/markdown.js";
@@ -58,6 +59,21 @@ export function ticketsPastDue(
     if (ticket.status !== "open" || typeof due !== "string") return [];
     const at = expiryTime(due);
     return Number.isNaN(at) || at >= now ? [] : [{ ticket, file, due }];
+  });
+}
+
+/** Nodes with latent drift that one of `events` sets off: each with its items' first reason. */
+function pendingNodes(
+  nodes: DashboardInput["report"]["nodes"],
+  events: readonly LatentEvent[],
+): string[] {
+  return nodes.flatMap((n) => {
+    const items = n.drift.filter((d) => d.latent && events.includes(d.latent.after));
+    if (!items.length) return [];
+    const first = items[0]!;
+    return [
+      `- ${codeSpan(n.name)}: ${plural(items.length, "item")}, first ${codeSpan(`${first.key}: ${first.latent!.because}`, 120)}`,
+    ];
   });
 }
 
@@ -134,6 +150,8 @@ export function renderDashboard(input: DashboardInput, max = MAX_ROWS): string {
       (w) =>
         `- ${expiryTime(w.expires!) < now ? "expired" : "expires"} ${codeSpan(w.expires!)}: node ${codeSpan(w.node)}, domain ${codeSpan(w.domain)}, key ${codeSpan(w.key, 80)}, ${codeSpan(w.reason, 120)}`,
     );
+  const pendingReboot = pendingNodes(input.report.nodes, ["reboot"]);
+  const pendingRestart = pendingNodes(input.report.nodes, ["restart", "daemon-reload"]);
   const budget = input.report.unauditedBudget?.over;
   const unasked = [...(input.unasked ?? [])]
     .sort((a, b) => a.number - b.number || (a.owner < b.owner ? -1 : 1))
@@ -168,6 +186,17 @@ export function renderDashboard(input: DashboardInput, max = MAX_ROWS): string {
       ),
       ...(unasked.length
         ? section("Owners not asked to review: asked again on the next run", unasked, rows, "")
+        : []),
+      ...(pendingReboot.length
+        ? section("Pending reboot: latent drift a reboot sets off", pendingReboot, rows, "")
+        : []),
+      ...(pendingRestart.length
+        ? section(
+            "Pending restart: latent drift a restart or daemon-reload sets off",
+            pendingRestart,
+            rows,
+            "",
+          )
         : []),
       ...section("Remediation tickets past due", pastDue, rows, "None."),
       ...section(

@@ -44,8 +44,18 @@ export const DriftItem = z.object({
   cause: Cause.optional(),
   /** Holds now, will not after an event (issue: latent drift). */
   latent: Latent.optional(),
+  /**
+   * On latent-only items (declared equals live now): `policy.latent`. `ticket` items are reported
+   * and ticketed but leave the node clean and the exit code alone; `drift` items count as drift.
+   */
+  latentPolicy: z.enum(["drift", "ticket"]).optional(),
 });
 export type DriftItem = z.infer<typeof DriftItem>;
+
+/** Drift that makes its node drifted and sets exit bit 1: not acknowledged, not a latent ticket. */
+export function countsAsDrift(item: Pick<DriftItem, "acknowledged" | "latentPolicy">): boolean {
+  return !item.acknowledged && item.latentPolicy !== "ticket";
+}
 
 export const NODE_STATUSES = ["clean", "drift", "unreachable", "error", "maintenance"] as const;
 export type NodeStatus = (typeof NODE_STATUSES)[number];
@@ -170,7 +180,7 @@ export class ReportTally {
     s.nodes++;
     s[STATUS_COUNT[node.status]]++;
     s.driftItems += node.drift.length;
-    this.driftFound ||= node.drift.some((d) => !d.acknowledged);
+    this.driftFound ||= node.drift.some(countsAsDrift);
     this.unauditedNodes ||= node.status === "unreachable" || node.status === "error";
     this.unknownItems ||= (node.unknown?.length ?? 0) > 0;
   }

@@ -198,6 +198,71 @@ describe("a real systemd host over ssh", () => {
     await fleet.exec(HOST, "systemctl enable --quiet --now qm-app.service");
   });
 
+  test("latent drift: files changed since a unit was loaded or started, gone after daemon-reload and restart", async () => {
+    const units = [
+      { name: "qm-app.service", active: true }, // the control: untouched since it started
+      { name: "qm-vendor.service", active: true }, // its unit file edited, a drop-in added, running
+    ];
+    const dropin = "/etc/systemd/system/qm-vendor.service.d/latent.conf";
+    const unitFile = `${VENDOR}/qm-vendor.service`;
+    // The wait outlasts the audit's allowance for whole-second clocks.
+    await fleet.exec(
+      HOST,
+      [
+        "sleep 3",
+        `mkdir -p ${path.dirname(dropin)}`,
+        `printf '[Service]\\nEnvironment=QM_LATENT=1\\n' > ${dropin}`,
+        `printf '# edited\\n' >> ${unitFile}`,
+      ].join(" && "),
+    );
+    const latent = (node: NodeResult) =>
+      node.drift.map((d) => [d.key, d.declared === d.live, d.latentPolicy, d.latent?.after]);
+    const needReload = async () =>
+      (
+        await fleet.exec(
+          HOST,
+          `systemctl show -p NeedDaemonReload --value ${units.map((u) => u.name).join(" ")}`,
+        )
+      )
+        .trim()
+        .split("\n")
+        .filter((line) => line !== "");
+    try {
+      const first = await audit(units);
+      assert.equal(first.status, "clean", JSON.stringify(first));
+      assert.deepEqual(latent(first), [
+        ["qm-vendor.service:loaded", true, "ticket", "daemon-reload"],
+        ["qm-vendor.service:running", true, "ticket", "restart"],
+      ]);
+      assert.deepEqual(await needReload(), ["no", "yes"]);
+      for (const file of [unitFile, dropin])
+        assert.match(
+          first.drift[1]!.latent!.because,
+          new RegExp(`(^|, )${file.replaceAll(".", "\\.")} changed at \\d{4}-`),
+        );
+
+      // The events happen: what each item said it would become is what the next audit sees.
+      await fleet.exec(HOST, "systemctl daemon-reload");
+      assert.deepEqual(await needReload(), ["no", "no"]);
+      const reloaded = await audit(units);
+      assert.deepEqual(latent(reloaded), [
+        ["qm-vendor.service:running", true, "ticket", "restart"],
+      ]);
+      await fleet.exec(HOST, "systemctl restart qm-vendor.service");
+      const restarted = await audit(units);
+      assert.deepEqual(latent(restarted), []);
+      assert.match(
+        await fleet.exec(HOST, "systemctl show -p Environment --value qm-vendor.service"),
+        /QM_LATENT=1/,
+      );
+    } finally {
+      await fleet.exec(
+        HOST,
+        `rm -f ${dropin} && sed -i '/^# edited$/d' ${unitFile} && systemctl daemon-reload && systemctl restart qm-vendor.service`,
+      );
+    }
+  });
+
   test("watch on the host: a unit file edit and a unit stop are each one drift that resolves", async () => {
     // The host sees the fleet's directory at the same path (its /tmp is private): the spec goes
     // there.
@@ -250,6 +315,8 @@ describe("a real systemd host over ssh", () => {
       }
     } finally {
       await watcher.stop();
+      // The unit file was rewritten on disk: without a reload it would stay latent drift.
+      await fleet.exec(HOST, "systemctl daemon-reload");
     }
   });
 

@@ -1,6 +1,15 @@
 import { z } from "zod";
 import { partsByLabel, type Domain, type Finding } from "../domain.js";
-import { compareVersions, parseInstalled, parseRunning, type KernelLive } from "./parse.js";
+import type { Latent } from "../cause.js";
+import {
+  compareVersions,
+  parseInstalled,
+  parseMarkers,
+  parseRebootPackages,
+  parseRunning,
+  releaseBase,
+  type KernelLive,
+} from "./parse.js";
 
 export const KernelDeclared = z
   .string()
@@ -16,7 +25,7 @@ export const kernel: Domain<KernelDeclared, KernelLive, "kernel"> = {
   keyPrefixes: ["kernel_version"],
   remediation: "Schedule a reboot into the declared kernel, or update the manifest.",
   probe(_declared, ctx) {
-    // No process at all: reads, globs and tests are shell builtins. osrelease is a string file,
+    // No process but where a marker exists: reads, globs and tests are shell builtins. osrelease is a string file,
     // which answers dash's byte-by-byte `read` correctly (integer /proc/sys files do not). A
     // modules directory without an image is what a removed kernel leaves behind (DKMS builds),
     // so only images count.
@@ -26,6 +35,14 @@ export const kernel: Domain<KernelDeclared, KernelLive, "kernel"> = {
       ctx.mark("installed"),
       `for f in /boot/vmlinuz-*; do [ -e "$f" ] && printf '%s\\n' "\${f#/boot/vmlinuz-}"; done`,
       `for d in /lib/modules/*; do [ -e "$d/vmlinuz" ] && printf '%s\\n' "\${d##*/}"; done`,
+      // Processes only when a reboot-required marker exists: its mtime against the boot time,
+      // and the packages that asked for it.
+      ctx.mark("markers"),
+      "set --",
+      'for f in /run/reboot-required /run/reboot-needed; do [ -e "$f" ] && set -- "$@" "$f"; done',
+      "[ $# -eq 0 ] || { stat -c '%Y %n' \"$@\"; grep -s '^btime ' /proc/stat; } 2>/dev/null",
+      ctx.mark("packages"),
+      "[ $# -eq 0 ] || [ ! -r /run/reboot-required.pkgs ] || head -c 4096 /run/reboot-required.pkgs",
       "true",
     ].join("\n");
   },
@@ -34,21 +51,26 @@ export const kernel: Domain<KernelDeclared, KernelLive, "kernel"> = {
     return {
       running: parseRunning(parts.get("running") ?? ""),
       installed: parseInstalled(parts.get("installed") ?? ""),
+      rebootRequired: parseMarkers(parts.get("markers") ?? ""),
+      rebootPackages: parseRebootPackages(parts.get("packages") ?? ""),
     };
   },
   compare(declared, live) {
-    if (declared === live.running) return [];
+    const latent = nextBoot(live);
+    if (declared === live.running && !latent) return [];
     const finding: Finding = {
       key: "kernel_version",
       declared,
       live: live.running,
       path: this.specPath,
     };
+    if (latent) finding.latent = latent;
     const notes: string[] = [];
-    const newest = live.installed.at(-1);
-    if (newest !== undefined && compareVersions(newest, live.running) > 0)
-      notes.push(`reboot pending: ${newest} installed`);
-    if (live.installed.length > 0 && !live.installed.includes(declared))
+    if (
+      declared !== live.running &&
+      live.installed.length > 0 &&
+      !live.installed.includes(declared)
+    )
       notes.push(`${declared} is not installed`);
     if (notes.length) finding.detail = notes.join("; ");
     return [finding];
@@ -57,3 +79,22 @@ export const kernel: Domain<KernelDeclared, KernelLive, "kernel"> = {
     return live.running;
   },
 };
+
+/**
+ * What the next boot changes: a newer installed kernel (by release base: a build suffix alone is no
+ * newer kernel), or a reboot-required marker of this boot, with the packages that asked for it.
+ */
+function nextBoot(live: KernelLive): Latent | undefined {
+  const newest = live.installed.at(-1);
+  const newer =
+    newest !== undefined &&
+    compareVersions(releaseBase(newest), releaseBase(live.running)) > 0 &&
+    newest;
+  if (!newer && live.rebootRequired.length === 0) return undefined;
+  const reasons = newer ? [`${newer} installed`] : [];
+  for (const marker of live.rebootRequired) {
+    const packages = marker === "/run/reboot-required" ? live.rebootPackages : [];
+    reasons.push(packages.length ? `${marker} (${packages.join(", ")})` : marker);
+  }
+  return { after: "reboot", becomes: newer || live.running, because: reasons.join("; ") };
+}

@@ -1,3 +1,4 @@
+import { parseBootTime, parseChanged } from "../file-times.js";
 import { ProbeParseError } from "../../errors.js";
 
 export interface KernelLive {
@@ -5,6 +6,39 @@ export interface KernelLive {
   running: string;
   /** Releases with a kernel image on disk, oldest first. */
   installed: string[];
+  /** Reboot-required markers written since this boot (older ones a reboot already answered). */
+  rebootRequired: string[];
+  /** The packages that asked for the reboot (Debian's /run/reboot-required.pkgs). */
+  rebootPackages: string[];
+}
+
+const MARKERS = ["/run/reboot-required", "/run/reboot-needed"];
+const PACKAGE = /^[A-Za-z0-9][A-Za-z0-9.+:~_-]{0,127}$/;
+
+/**
+ * The markers part: `stat` lines of the markers present and the `btime` line. A marker older than
+ * the boot is stale (a reboot that kept /run, as a time namespace's does, answered it).
+ */
+export function parseMarkers(text: string): string[] {
+  const bootedAt = parseBootTime(text) ?? 0;
+  return [...parseChanged(text)]
+    .filter(([file, changed]) => MARKERS.includes(file) && changed >= bootedAt)
+    .map(([file]) => file)
+    .sort();
+}
+
+/** /run/reboot-required.pkgs: a package name per line; anything else is left out. */
+export function parseRebootPackages(text: string): string[] {
+  const names = text.split("\n").map((line) => line.trim());
+  return [...new Set(names.filter((name) => PACKAGE.test(name)))].sort();
+}
+
+/**
+ * The release up to its ABI number (`6.1.0-28` of `6.1.0-28-amd64`, `5.14.0-427.13.1` of an el9
+ * release): a newer kernel has a newer one; flavour and build suffixes alone do not make it newer.
+ */
+export function releaseBase(release: string): string {
+  return /^\d+(?:\.\d+)*(?:-\d+(?:\.\d+)*)?/.exec(release)?.[0] ?? release;
 }
 
 const RELEASE = /^[A-Za-z0-9][A-Za-z0-9._+~-]*$/;

@@ -1,5 +1,7 @@
 import { z } from "zod";
 import { partsByLabel, pathIn, type Domain, type Finding } from "../domain.js";
+import { parseBootTime, parseChanged } from "../file-times.js";
+import { bootLatent, driftCause } from "./boot.js";
 import {
   normalizeValue,
   parsePersistedSysctl,
@@ -59,39 +61,49 @@ export const sysctl: Domain<SysctlDeclared, SysctlLive, "sysctl"> = {
       `grep -H -s '' ${runtime} 2>/dev/null`,
       ctx.mark("persisted"),
       // Every file is named (`file:`), setting anything or not, since a file masks a same-named
-      // one in a later directory; then only lines that can set a wanted key. With no file, grep
-      // is not run: it would read stdin, the rest of this script.
+      // one in a later directory; then only lines that can set a wanted key, numbered (the
+      // `because` of latent drift). With no file, grep and stat are not run: they would read stdin.
       "set --",
       `for f in /etc/sysctl.conf ${persisted}; do [ -e "$f" ] && printf '%s:\\n' "$f" && set -- "$@" "$f"; done`,
-      `[ $# -eq 0 ] || grep -H -s -E ${ctx.quote(persistedLines(names))} "$@"`,
+      `[ $# -eq 0 ] || grep -H -n -s -E ${ctx.quote(persistedLines(names))} "$@"`,
+      // When each file changed, against the boot time: a persisted cause, or a runtime write.
+      ctx.mark("changed"),
+      `[ $# -eq 0 ] || stat -L -c '%Y %n' "$@" 2>/dev/null`,
+      ctx.mark("boot"),
+      "grep -s '^btime ' /proc/stat",
       "true",
     ].join("\n");
   },
   parse(output, ctx) {
     const parts = partsByLabel("sysctl", ctx.parts(output));
+    const bootedAt = parseBootTime(parts.get("boot") ?? "");
     return {
       runtime: parseRuntimeSysctl(parts.get("runtime") ?? ""),
       persisted: parsePersistedSysctl(parts.get("persisted") ?? ""),
+      changed: parseChanged(parts.get("changed") ?? ""),
+      ...(bootedAt !== undefined && { bootedAt }),
     };
   },
   compare(declared, live) {
     const findings: Finding[] = [];
     for (const [name, want] of Object.entries(declared)) {
       const got = live.runtime.get(name) ?? null;
-      if (got === want) continue;
-      const boot = live.persisted.get(name);
+      const latent = bootLatent(live, name);
+      // Clean now: a finding only when the next boot's sysctl pass sets another value.
+      if (got === want && !latent) continue;
       const finding: Finding = {
         key: name,
         declared: want,
         live: got,
         path: pathIn(this, name),
       };
+      if (latent) finding.latent = latent;
+      const cause = got === want ? undefined : driftCause(live, name);
+      if (cause) finding.cause = cause;
       if (got === null) finding.detail = `${procPath(name)} does not exist on this host`;
-      else if (boot !== undefined && boot.value !== got)
-        finding.detail = `runtime-only change: ${boot.file} sets ${boot.value}, so the live value will revert at reboot`;
       // Nothing persists it: the live value may be the kernel's default, so nothing says it will
       // change at reboot.
-      else if (boot === undefined)
+      else if (!live.persisted.has(name))
         finding.detail =
           "no sysctl.conf or sysctl.d file sets it (the live value is the kernel default or a runtime change): " +
           "persist the declared value in sysctl.d to keep it across reboots";

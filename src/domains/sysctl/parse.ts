@@ -6,6 +6,8 @@ export function normalizeValue(value: string): string {
 export interface PersistedValue {
   value: string;
   file: string;
+  /** The line of `file` that sets it, 1-based. */
+  line: number;
 }
 
 export interface SysctlLive {
@@ -13,6 +15,10 @@ export interface SysctlLive {
   runtime: Map<string, string>;
   /** name -> value the boot-time configuration applies, and the file that wins */
   persisted: Map<string, PersistedValue>;
+  /** file -> its mtime, seconds since the epoch: when a persisted file last changed */
+  changed: Map<string, number>;
+  /** The boot time (`btime` in /proc/stat), seconds since the epoch; absent if unreadable */
+  bootedAt?: number;
 }
 
 /** `grep -H ''` output over /proc/sys files: `/proc/sys/net/core/somaxconn:4096`. */
@@ -42,19 +48,21 @@ export const PERSISTED_DIRS = [
 const DIR_PRIORITY = PERSISTED_DIRS.map((dir) => `${dir}/`);
 
 /**
- * `grep -H ''` output over sysctl.conf and sysctl.d files. Applies them as `sysctl --system`
+ * `grep -H -n` output over sysctl.conf and sysctl.d files (`file:line:text`, or `file:` alone for a
+ * file that sets nothing wanted). Applies them as `sysctl --system`
  * does: a file name in an earlier directory masks the same name in later ones, files run in
  * name order, and /etc/sysctl.conf comes last.
  */
 export function parsePersistedSysctl(text: string): Map<string, PersistedValue> {
-  const byFile = new Map<string, string[]>();
+  const byFile = new Map<string, [line: number, text: string][]>();
   for (const line of text.split("\n")) {
     const colon = line.indexOf(":");
     if (colon <= 0) continue;
     const file = line.slice(0, colon);
     if (!file.startsWith("/")) continue;
     const lines = byFile.get(file) ?? [];
-    lines.push(line.slice(colon + 1));
+    const numbered = /^(\d+):(.*)$/.exec(line.slice(colon + 1));
+    if (numbered) lines.push([Number(numbered[1]), numbered[2]!]);
     byFile.set(file, lines);
   }
   const chosen = new Map<string, string>(); // basename -> path
@@ -71,14 +79,14 @@ export function parsePersistedSysctl(text: string): Map<string, PersistedValue> 
   if (byFile.has("/etc/sysctl.conf")) order.push("/etc/sysctl.conf");
   const persisted = new Map<string, PersistedValue>();
   for (const file of order) {
-    for (const raw of byFile.get(file)!) {
+    for (const [number, raw] of byFile.get(file)!) {
       const line = raw.trim();
       if (!line || line.startsWith("#") || line.startsWith(";")) continue;
       const m = /^-?\s*([^=\s]+)\s*=\s*(.*)$/.exec(line);
       if (!m) continue;
       const name = m[1]!.replaceAll("/", ".");
       if (name.includes("*")) continue; // globs apply to many keys; not a declaration of one value
-      persisted.set(name, { value: normalizeValue(m[2]!), file });
+      persisted.set(name, { value: normalizeValue(m[2]!), file, line: number });
     }
   }
   return persisted;

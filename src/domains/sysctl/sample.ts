@@ -12,15 +12,15 @@ export const sample: DomainSample<typeof sysctl> = {
     "/proc/sys/net/ipv4/ip_forward:1",
     "/proc/sys/net/ipv4/ip_local_port_range:32768\t60999",
     "/proc/sys/constructor:1",
-    "/etc/sysctl.d/99-local.conf:net.ipv4.ip_forward = 0",
-    "/usr/lib/sysctl.d/50-default.conf:constructor = 2",
-    "/etc/sysctl.conf:# a comment",
+    "/etc/sysctl.d/99-local.conf:1:net.ipv4.ip_forward = 0",
+    "/usr/lib/sysctl.d/50-default.conf:3:constructor = 2",
+    "/etc/sysctl.conf:1:# a comment",
   ],
   bench: {
     declared: { "net.ipv4.ip_forward": "1" },
     output: (n, { mark, lines }) =>
       `${mark("runtime")}\n${lines(n, (i) => `/proc/sys/net/x${i}:${i}`)}` +
-      `${mark("persisted")}\n${lines(n, (i) => `/etc/sysctl.d/${i}.conf:net.x${i} = 1`)}`,
+      `${mark("persisted")}\n${lines(n, (i) => `/etc/sysctl.d/${i}.conf:1:net.x${i} = 1`)}`,
   },
   hostile: {
     section: (nonce) =>
@@ -32,7 +32,7 @@ export const sample: DomainSample<typeof sysctl> = {
             ...PROTOTYPE_NAMES.map((n) => `/proc/sys/${n}:1`),
           ]),
         ],
-        ["persisted", lines(PROTOTYPE_NAMES.map((n) => `/etc/sysctl.d/${n}.conf:${n} = 1`))],
+        ["persisted", lines(PROTOTYPE_NAMES.map((n) => `/etc/sysctl.d/${n}.conf:1:${n} = 1`))],
       ]),
     declared: { "net.ipv4.ip_forward": "0" },
     drift: (items) => assert.equal(items.length, 0),

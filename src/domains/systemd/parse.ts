@@ -1,4 +1,5 @@
 import { ProbeParseError } from "../../errors.js";
+import { parseBootTime, parseChanged } from "../file-times.js";
 import { parseLink, type LinkedComponent } from "../no-follow.js";
 
 // Contract with the transport: probe output arrives decoded byte-per-char (latin1), so
@@ -8,7 +9,14 @@ export interface ActiveState {
   load: string;
   active: string;
   sub: string;
+  /** `NeedDaemonReload=yes`: a unit file or drop-in changed on disk since systemd loaded it. */
+  needDaemonReload?: boolean;
+  /** `ActiveEnterTimestampMonotonic`: when the unit last became active, microseconds since boot. */
+  activeSinceUs?: number;
 }
+
+/** The ActiveState values systemd counts as running. */
+export const ACTIVE_STATES = new Set(["active", "reloading"]);
 
 export interface UnitLive {
   /** Linked to /dev/null in /etc/systemd/system or /run/systemd/system. */
@@ -38,8 +46,10 @@ export interface UnitLive {
   dropinsLink?: LinkedComponent;
   /** Drop-in name -> the symlink it is (not followed). */
   dropinLinks: Map<string, LinkedComponent>;
-  /** From systemctl, only when systemd runs and `active` is declared. */
+  /** From systemctl, only when systemd runs. */
   state?: ActiveState;
+  /** The unit file and its /etc drop-ins -> mtime (seconds), when systemd runs. */
+  changed: Map<string, number>;
 }
 
 export interface SystemdLive {
@@ -49,6 +59,8 @@ export interface SystemdLive {
    * Why something declared could not be compared (systemd not running, unreadable file): not drift.
    */
   unknown: string[];
+  /** The host's boot time (seconds since the epoch), when systemd runs. */
+  bootedAt?: number;
 }
 
 /**
@@ -72,7 +84,16 @@ export function parseSystemctlShow(
     }
     const [load, active, sub] = ["LoadState", "ActiveState", "SubState"].map((p) => props.get(p));
     if (load === undefined || active === undefined || sub === undefined) return undefined;
-    states.set(names[i]!, { load, active, sub });
+    const since = Number(props.get("ActiveEnterTimestampMonotonic"));
+    states.set(names[i]!, {
+      load,
+      active,
+      sub,
+      ...(props.has("NeedDaemonReload") && {
+        needDaemonReload: props.get("NeedDaemonReload") === "yes",
+      }),
+      ...(Number.isSafeInteger(since) && since > 0 && { activeSinceUs: since }),
+    });
   }
   return states;
 }
@@ -88,7 +109,8 @@ const firstLine = (text: string): [string, string] => {
  * <state>`), `unit-file <name>`, `dropin <name>` (drop-in file name, then its bytes), and
  * `unreadable <name>` (a path that could not be read); a symlink not followed: `unit-link <name>`
  * and `dropins-link <name>` (the linked path, then its target), `dropin-link <name>` (drop-in file
- * name, then its target).
+ * name, then its target); when systemd runs, `changed <name>` (`stat -c '%Y %n'` of the unit
+ * file and drop-ins) and `boot` (the btime line of /proc/stat).
  */
 export function parseSystemd(parts: readonly [string, string][]): SystemdLive {
   const capLabel = parts.find(([label]) => label.startsWith("cap "))?.[0];
@@ -131,6 +153,7 @@ export function parseSystemd(parts: readonly [string, string][]): SystemdLive {
         ...(enabledState ? { enabledState } : {}),
         dropins: new Map(),
         dropinLinks: new Map(),
+        changed: new Map(),
       });
     } else if (kind === "unit-file") {
       unit(name).contents = Buffer.from(text, "latin1");
@@ -157,6 +180,11 @@ export function parseSystemd(parts: readonly [string, string][]): SystemdLive {
         live.unknown.push(
           `${names.join(", ")}: systemctl show failed (${text.trim().slice(0, 200)}): active state unknown`,
         );
+    } else if (kind === "changed") {
+      unit(name).changed = parseChanged(text);
+    } else if (kind === "boot") {
+      const bootedAt = parseBootTime(text);
+      if (bootedAt !== undefined) live.bootedAt = bootedAt;
     } else if (kind === "active-unknown") {
       live.unknown.push(text.trim());
     }

@@ -15,10 +15,15 @@ export const sample: DomainSample<typeof systemd> = {
   ],
   fuzzLines: (mark) => [
     mark("cap 1024"),
-    ...["unit", "unit-file", "dropin", "unreadable", "active"].map((kind) =>
+    ...["unit", "unit-file", "dropin", "unreadable", "active", "changed"].map((kind) =>
       mark(`${kind} a.service`),
     ),
     mark("active-unknown"),
+    mark("boot"),
+    "btime 1700000000",
+    "1700000099 /etc/systemd/system/a.service",
+    "NeedDaemonReload=yes",
+    "ActiveEnterTimestampMonotonic=5000000",
     "file /etc/systemd/system/a.service",
     "wanted-by /etc/systemd/system/multi-user.target.wants/a.service",
     "masked",

@@ -1,4 +1,5 @@
 // Ordering and value rendering shared by the human-facing formats, so they agree.
+import type { Latent } from "../../domains/cause.js";
 import { SEVERITIES, type Severity } from "../../domains/domain.js";
 import type { DriftItem, NodeResult } from "../schema.js";
 
@@ -35,6 +36,15 @@ export function compactValue(value: unknown, maxChars = Infinity): string {
         ? value
         : JSON.stringify(value);
   return text.length > maxChars ? `${text.slice(0, Math.max(0, maxChars - 1))}…` : text;
+}
+
+/**
+ * Latent drift in one line: "will become 1024 at reboot: /etc/sysctl.d/99-old.conf:3". Host text:
+ * escape it or put it in code where it is shown.
+ */
+export function willBecome(latent: Latent, maxChars = Infinity): string {
+  const line = `will become ${compactValue(latent.becomes)} at ${latent.after}: ${latent.because}`;
+  return line.length > maxChars ? `${line.slice(0, Math.max(0, maxChars - 1))}…` : line;
 }
 
 export function plural(count: number, one: string, many = `${one}s`): string {

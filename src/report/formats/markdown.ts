@@ -12,6 +12,7 @@ import {
   plural,
   severityRank,
   unauditedText,
+  willBecome,
 } from "./common.js";
 import type { RenderOptions, Renderer } from "./format.js";
 
@@ -195,7 +196,7 @@ function driftRow(node: NodeResult, item: DriftItem, since: boolean): string {
     // Why drift is back, beside its key: the waiver's reason or the ticket is manifest text, as code.
     `${codeCell(item.key, VALUE_CHARS)}${item.lapsed ? ` (no longer acknowledged: ${codeCell(item.lapsed, REMEDIATION_CHARS)})` : ""}`,
     codeCell(compactValue(item.declared, VALUE_CHARS)),
-    codeCell(compactValue(item.live, VALUE_CHARS)),
+    `${codeCell(compactValue(item.live, VALUE_CHARS))}${item.latent ? ` (${codeCell(willBecome(item.latent), REMEDIATION_CHARS)})` : ""}`,
     codeCell(`${item.source.file}:${item.source.line}`, VALUE_CHARS),
     // A code span: a contributor's remediation text renders no markup and pings no @mention.
     codeCell(item.remediation, REMEDIATION_CHARS),

@@ -5,6 +5,7 @@ import { visible } from "../../text/escape.js";
 import {
   acknowledgedPart,
   compactValue,
+  willBecome,
   compareDrift,
   compareText,
   plural,
@@ -109,6 +110,7 @@ function renderItem(item: DriftItem, options: RenderOptions, paint: Paint): stri
     `  ${tag} ${item.domain} ${visible(item.key)}: declared ${declared}, live ${live}${mark}`,
   ];
   if (item.detail) lines.push(`    ${visible(item.detail)}`);
+  if (item.latent) lines.push(`    ${visible(willBecome(item.latent))}${latentTicket(item)}`);
   if (item.firstSeen) lines.push(paint(["dim"], `    drifting since ${item.firstSeen}`));
   if (item.acknowledged && item.acknowledgedBy)
     lines.push(paint(["dim"], `    acknowledged by ${visible(item.acknowledgedBy)}`));
@@ -117,6 +119,11 @@ function renderItem(item: DriftItem, options: RenderOptions, paint: Paint): stri
   if (options.verbose) lines.push(`    remediation: ${visible(item.remediation)}`);
   if (item.diff) for (const line of renderDiff(item, paint)) lines.push(line);
   return lines;
+}
+
+/** Latent drift the policy tickets: shown, and said not to count as drift. */
+function latentTicket(item: DriftItem): string {
+  return item.latentPolicy === "ticket" ? " (latent: ticket, not counted as drift)" : "";
 }
 
 /**

@@ -27,42 +27,47 @@ describe("sysctl", () => {
   it("applies persisted files like sysctl --system: /etc masks same-named files, name order, sysctl.conf last", () => {
     const persisted = parsePersistedSysctl(
       [
-        "/usr/lib/sysctl.d/50-default.conf:net.core.somaxconn = 128",
-        "/etc/sysctl.d/50-default.conf:net.core.somaxconn = 1024",
-        "/usr/lib/sysctl.d/99-late.conf:vm.swappiness=30",
-        "/etc/sysctl.d/10-early.conf:# a comment",
-        "/etc/sysctl.d/10-early.conf:vm.swappiness = 10",
-        "/etc/sysctl.conf:-fs.file-max = 1000",
-        "/etc/sysctl.conf:net/ipv4/ip_forward = 1",
-        "/etc/sysctl.conf:net.ipv4.conf.*.rp_filter = 2",
+        "/usr/lib/sysctl.d/50-default.conf:1:net.core.somaxconn = 128",
+        "/etc/sysctl.d/50-default.conf:2:net.core.somaxconn = 1024",
+        "/usr/lib/sysctl.d/99-late.conf:1:vm.swappiness=30",
+        "/etc/sysctl.d/10-early.conf:1:# a comment",
+        "/etc/sysctl.d/10-early.conf:2:vm.swappiness = 10",
+        "/etc/sysctl.conf:4:-fs.file-max = 1000",
+        "/etc/sysctl.conf:5:net/ipv4/ip_forward = 1",
+        "/etc/sysctl.conf:6:net.ipv4.conf.*.rp_filter = 2",
       ].join("\n"),
     );
     assert.deepEqual(
-      Object.fromEntries([...persisted].map(([k, v]) => [k, `${v.value} (${v.file})`])),
+      Object.fromEntries([...persisted].map(([k, v]) => [k, `${v.value} (${v.file}:${v.line})`])),
       {
-        "net.core.somaxconn": "1024 (/etc/sysctl.d/50-default.conf)",
-        "vm.swappiness": "30 (/usr/lib/sysctl.d/99-late.conf)",
-        "fs.file-max": "1000 (/etc/sysctl.conf)",
-        "net.ipv4.ip_forward": "1 (/etc/sysctl.conf)",
+        "net.core.somaxconn": "1024 (/etc/sysctl.d/50-default.conf:2)",
+        "vm.swappiness": "30 (/usr/lib/sysctl.d/99-late.conf:1)",
+        "fs.file-max": "1000 (/etc/sysctl.conf:4)",
+        "net.ipv4.ip_forward": "1 (/etc/sysctl.conf:5)",
       },
     );
   });
 
-  const live = (runtime: Record<string, string>, persisted: Record<string, string> = {}) => ({
+  const BOOT = 1_764_633_600; // 2025-12-02T00:00:00Z
+  const TUNING = "/etc/sysctl.d/99-tuning.conf";
+  const live = (
+    runtime: Record<string, string>,
+    persisted: Record<string, string> = {},
+    changed = BOOT - 60,
+  ): SysctlLive => ({
     runtime: new Map(Object.entries(runtime)),
     persisted: new Map(
-      Object.entries(persisted).map(([k, v]) => [
-        k,
-        { value: v, file: "/etc/sysctl.d/99-tuning.conf" },
-      ]),
+      Object.entries(persisted).map(([k, v]) => [k, { value: v, file: TUNING, line: 3 }]),
     ),
+    changed: new Map([[TUNING, changed]]),
+    bootedAt: BOOT,
   });
 
   const NOT_PERSISTED =
     "no sysctl.conf or sysctl.d file sets it (the live value is the kernel default or a runtime change): " +
     "persist the declared value in sysctl.d to keep it across reboots";
 
-  it("reports a runtime value that differs, and says when it is a hotfix that reverts at reboot", () => {
+  it("reports a runtime value that differs: a runtime cause, and the value it reverts to at reboot", () => {
     const findings = sysctl.compare(
       { "net.core.somaxconn": "4096", "vm.swappiness": "10", "net.ipv4.tcp_syncookies": "1" },
       live(
@@ -71,17 +76,20 @@ describe("sysctl", () => {
       ),
     );
     assert.deepEqual(
-      findings.map((f) => [f.key, f.declared, f.live, f.detail]),
+      findings.map((f) => [f.key, f.declared, f.live, f.detail, f.latent, f.cause?.kind]),
       [
         [
           "net.core.somaxconn",
           "4096",
           "1024",
-          "runtime-only change: /etc/sysctl.d/99-tuning.conf sets 4096, so the live value will revert at reboot",
+          undefined,
+          { after: "reboot", becomes: "4096", because: `${TUNING}:3` },
+          "runtime",
         ],
-        ["vm.swappiness", "10", "60", NOT_PERSISTED],
+        ["vm.swappiness", "10", "60", NOT_PERSISTED, undefined, undefined],
       ],
     );
+    assert.equal(findings[0]!.cause!.group, undefined, "one node's sysctl -w groups as today");
     assert.deepEqual(findings[0]!.path, ["system", "sysctl_parameters", "net.core.somaxconn"]);
   });
 
@@ -101,7 +109,42 @@ describe("sysctl", () => {
         ["net.core.somaxconn", undefined],
       ],
     );
-    assert.ok(findings.every((f) => !f.detail?.includes("revert")));
+    assert.ok(findings.every((f) => !f.latent));
+    // The persisted file explains the live value: its line, when it changed, and the file as group.
+    assert.deepEqual(findings[1]!.cause, {
+      kind: "persisted",
+      at: "2025-12-01T23:59:00.000Z",
+      evidence: `${TUNING}:3 sets 1024`,
+      group: TUNING,
+    });
+  });
+
+  it("a live value equal to the declared one is latent drift when the boot sets another", () => {
+    const findings = sysctl.compare(
+      { "net.core.somaxconn": "4096", "vm.swappiness": "10" },
+      live(
+        { "net.core.somaxconn": "4096", "vm.swappiness": "10" },
+        { "net.core.somaxconn": "1024", "vm.swappiness": "10" },
+      ),
+    );
+    assert.deepEqual(findings, [
+      {
+        key: "net.core.somaxconn",
+        declared: "4096",
+        live: "4096",
+        path: ["system", "sysctl_parameters", "net.core.somaxconn"],
+        latent: { after: "reboot", becomes: "1024", because: `${TUNING}:3` },
+      },
+    ]);
+  });
+
+  it("never names a runtime write when a persisted file changed since boot: that is no proof", () => {
+    const [finding] = sysctl.compare(
+      { "net.core.somaxconn": "4096" },
+      live({ "net.core.somaxconn": "1024" }, { "net.core.somaxconn": "2048" }, BOOT + 60),
+    );
+    assert.equal(finding!.cause, undefined);
+    assert.equal(finding!.latent?.becomes, "2048");
   });
 
   it("a key the kernel does not have is drift with live null", () => {
@@ -133,7 +176,11 @@ describe("sysctl", () => {
     );
     const declared = sysctl.snapshot(state)!;
     assert.deepEqual(declared, { "vm.swappiness": "60" });
-    assert.deepEqual(sysctl.compare(declared, state), []);
+    // Clean now; the boot's 10 is latent, which snapshot writes beside the value it declares.
+    assert.deepEqual(
+      sysctl.compare(declared, state).map((f) => [f.declared === f.live, f.latent?.becomes]),
+      [[true, "10"]],
+    );
   });
 
   it("the list form parses `name = value` items", () => {
@@ -192,10 +239,10 @@ describe("sysctl: probe of captured sysctl files", () => {
       );
     assert.deepEqual(declaredOnly(filtered.live!), declaredOnly(everything.live!));
     assert.deepEqual(declaredOnly(filtered.live!), {
-      "vm.swappiness": { value: "10", file: "/etc/sysctl.conf" },
-      "net.ipv4.ip_forward": { value: "1", file: "/etc/sysctl.conf" },
-      "vm.dirty_ratio": { value: "7", file: "/usr/lib/sysctl.d/60-vendor.conf" },
-      "net.core.somaxconn": { value: "1024", file: "/usr/lib/sysctl.d/60-vendor.conf" },
+      "vm.swappiness": { value: "10", file: "/etc/sysctl.conf", line: 4 },
+      "net.ipv4.ip_forward": { value: "1", file: "/etc/sysctl.conf", line: 5 },
+      "vm.dirty_ratio": { value: "7", file: "/usr/lib/sysctl.d/60-vendor.conf", line: 1 },
+      "net.core.somaxconn": { value: "1024", file: "/usr/lib/sysctl.d/60-vendor.conf", line: 2 },
       "net.ipv4.conf.all.rp_filter": null,
     });
     for (const unsent of ["kernel.unrelated", "swappiness_extra", "fs.other", "# ", "; "])
@@ -205,6 +252,10 @@ describe("sysctl: probe of captured sysctl files", () => {
       sysctl.compare(DECLARED, filtered.live!),
       sysctl.compare(DECLARED, everything.live!),
     );
+    // The host says when each file changed and when it booted: what a cause is read from.
+    const now = Date.now() / 1000;
+    assert.ok(Math.abs(filtered.live!.changed.get("/etc/sysctl.conf")! - now) < 3600);
+    assert.ok(filtered.live!.bootedAt! < now);
   });
 
   it("a snapshot still takes every persisted key", async () => {

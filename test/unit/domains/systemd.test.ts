@@ -29,6 +29,7 @@ const unitLive = (over: Partial<UnitLive>): UnitLive => ({
   wantedBy: [],
   dropins: new Map(),
   dropinLinks: new Map(),
+  changed: new Map(),
   ...over,
 });
 const liveOf = (units: Record<string, UnitLive>, unknown: string[] = []): SystemdLive => ({
@@ -114,6 +115,26 @@ describe("systemd: systemctl show parser", () => {
     assert.deepEqual(systemd.compare(declare([{ name: "ssh.service", active: true }]), live), []);
   });
 
+  it("reads NeedDaemonReload and the start time since boot; a unit never started has none", () => {
+    const states = parseSystemctlShow(fixture("systemctl-show-latent.txt"), [
+      "app.service",
+      "idle.service",
+    ])!;
+    assert.deepEqual(states.get("app.service"), {
+      load: "loaded",
+      active: "active",
+      sub: "running",
+      needDaemonReload: true,
+      activeSinceUs: 5_000_000,
+    });
+    assert.deepEqual(states.get("idle.service"), {
+      load: "loaded",
+      active: "inactive",
+      sub: "dead",
+      needDaemonReload: false,
+    });
+  });
+
   it("rejects output without its cap part", () => {
     assert.throws(() => parseSystemd([]), /lacks the cap part/);
   });
@@ -150,6 +171,64 @@ describe("systemd: compare", () => {
       systemd.compare(declare([{ name: "ghost.service", active: true }]), notFound)[0]!.key,
       "ghost.service",
     );
+  });
+});
+
+describe("systemd: latent drift (files changed since the unit was loaded or started)", () => {
+  const BOOT = 1_700_000_000;
+  const FILE = "/etc/systemd/system/app.service";
+  const DROPIN = "/etc/systemd/system/app.service.d/override.conf";
+  const latentOf = (state: UnitLive["state"], changed: [string, number][]) =>
+    systemd
+      .compare(declare([{ name: "app.service" }]), {
+        ...liveOf({ "app.service": unitLive({ file: FILE, state, changed: new Map(changed) }) }),
+        bootedAt: BOOT,
+      })
+      .map((f) => [f.key, f.declared === f.live, f.latent]);
+  const running = { load: "loaded", active: "active", sub: "running", activeSinceUs: 10e6 };
+
+  it("a unit needing a daemon reload takes its files on disk at the next daemon-reload", () => {
+    assert.deepEqual(latentOf({ ...running, needDaemonReload: true }, []), [
+      [
+        "app.service:loaded",
+        true,
+        {
+          after: "daemon-reload",
+          becomes: "reloaded from disk",
+          because: `NeedDaemonReload=yes: ${FILE} or a drop-in changed since systemd loaded it`,
+        },
+      ],
+    ]);
+  });
+
+  it("an active unit started before a drop-in changed runs the new one only after a restart", () => {
+    const at = BOOT + 10 + 60;
+    assert.deepEqual(
+      latentOf(running, [
+        [FILE, BOOT - 3600],
+        [DROPIN, at],
+      ]),
+      [
+        [
+          "app.service:running",
+          true,
+          {
+            after: "restart",
+            becomes: "restarted with the files on disk",
+            because: `${DROPIN} changed at ${new Date(at * 1000).toISOString()}`,
+          },
+        ],
+      ],
+    );
+  });
+
+  it("nothing for a file changed within the clocks' slack of the start, or a stopped unit", () => {
+    assert.deepEqual(latentOf(running, [[DROPIN, BOOT + 12]]), []);
+    assert.deepEqual(
+      latentOf({ ...running, active: "inactive", sub: "dead" }, [[DROPIN, BOOT + 99]]),
+      [],
+    );
+    assert.deepEqual(latentOf({ ...running, needDaemonReload: false }, []), []);
   });
 });
 
@@ -382,6 +461,8 @@ describe("systemd: probe and compare on a unit tree", () => {
       .split("\n")
       .filter((line) => /\b(head|cat|readlink|ls|find|systemctl) /.test(line));
     assert.deepEqual(asking, [
+      // Inside `if [ -d /run/systemd/system ]`: what systemd loaded and when the unit started.
+      "  systemctl show -p LoadState,ActiveState,SubState,NeedDaemonReload,ActiveEnterTimestampMonotonic -- 'app.service' 2>&1",
       `[ -d /run/systemd/system ] && printf 'is-enabled %s\\n' "$(systemctl is-enabled -- 'app.service' 2>/dev/null)"`,
       // readlink runs only for a symlink on the way to the unit file.
       `qm_l=; [ -n "$qm_f" ] && qm_linked "$qm_f" && { qm_l=1; printf '\\n%s mark %s\\n' "$QM_N" 'unit-link app.service'; printf '%s\\n' "$qm_link"; readlink -- "$qm_link"; }`,

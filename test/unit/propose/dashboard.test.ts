@@ -8,7 +8,7 @@ import {
   type DashboardInput,
 } from "../../../src/propose/dashboard.js";
 import type { Ticket } from "../../../src/manifest/tickets.js";
-import { summarize, type NodeResult } from "../../../src/report/schema.js";
+import { summarize, type DriftItem, type NodeResult } from "../../../src/report/schema.js";
 
 const NOW = "2026-12-01T10:00:00.000Z";
 
@@ -31,7 +31,56 @@ const dark = (name: string, since: string, runs: number): NodeResult => ({
   unaudited: { since, runs },
 });
 
+const latentItem = (
+  key: string,
+  after: "reboot" | "restart" | "daemon-reload",
+  because: string,
+): DriftItem => ({
+  domain: after === "reboot" ? "sysctl" : "systemd",
+  key,
+  declared: "0",
+  live: "0",
+  severity: "medium",
+  fingerprint: key,
+  source: { file: "fleet.yaml", line: 1 },
+  remediation: "",
+  onDrift: "ticket",
+  path: [key],
+  latent: { after, becomes: "1", because },
+  latentPolicy: "ticket",
+});
+
 describe("dashboard", () => {
+  it("lists nodes pending a reboot and nodes pending a restart or daemon-reload, reasons as code", () => {
+    const node = (name: string, drift: DriftItem[]): NodeResult => ({
+      name,
+      host: name,
+      status: "clean",
+      durationMs: 1,
+      drift,
+    });
+    const body = renderDashboard(
+      input([
+        node("web-01", [latentItem("fs.protected_fifos", "reboot", "/usr/lib/sysctl.d/x.conf:7")]),
+        node("app-01", [
+          latentItem("app.service:loaded", "daemon-reload", "NeedDaemonReload=yes"),
+          latentItem("app.service:running", "restart", "`evil` <!--"),
+        ]),
+        node("db-01", []),
+      ]),
+    );
+    assert.match(
+      body,
+      /### Pending reboot: latent drift a reboot sets off \(1\)\n\n- `web-01`: 1 item, first `fs\.protected_fifos: \/usr\/lib\/sysctl\.d\/x\.conf:7`\n/,
+    );
+    assert.match(
+      body,
+      /### Pending restart: latent drift a restart or daemon-reload sets off \(1\)\n\n- `app-01`: 2 items, first `app\.service:loaded: NeedDaemonReload=yes`\n/,
+    );
+    assert.ok(!body.includes("db-01"), body);
+    assert.ok(!renderDashboard(input([node("db-01", [])])).includes("Pending"));
+  });
+
   it("lists unaudited nodes longest dark first, with since and runs, names only as code", () => {
     const body = renderDashboard(
       input([
