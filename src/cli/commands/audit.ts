@@ -15,6 +15,7 @@ import type { DriftContext } from "../../drift/drift.js";
 import { UsageError } from "../../errors.js";
 import type { Fleet, LoadedNode } from "../../manifest/load.js";
 import { manifestDirty, manifestRevision } from "../../manifest/revision.js";
+import { lastAuditedAt } from "../../report/history.js";
 import { MAX_SHARDS, ReportTally, type NodeResult, type Report } from "../../report/schema.js";
 import { localTransport } from "../../transport/local.js";
 import { sshSessionGates } from "../../transport/session-gate.js";
@@ -253,6 +254,8 @@ export async function auditCommand(argv: string[], reach: Reach = {}): Promise<n
   );
   // Entries go to a spool as nodes finish, and from it to the report: never all in memory.
   const judge = await unauditedJudge(config, fleet.settings.audit);
+  const { history } = judge;
+  if (history) run.lastAudited = (node) => lastAuditedAt(history, node.name);
   const { head, spool } = await spoolFleet(run);
   try {
     progress?.finish();

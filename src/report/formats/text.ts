@@ -1,4 +1,5 @@
 // The human view: grouped by node, worst drift first, a `-want +got` diffs.
+import { causeLine } from "../cause-line.js";
 import type { NodeResult, NodeStatus, Report, DriftItem } from "../schema.js";
 import type { Severity } from "../../domains/domain.js";
 import { visible } from "../../text/escape.js";
@@ -108,6 +109,7 @@ function renderItem(item: DriftItem, options: RenderOptions, paint: Paint): stri
     `  ${tag} ${item.domain} ${visible(item.key)}: declared ${declared}, live ${live}${mark}`,
   ];
   if (item.detail) lines.push(`    ${visible(item.detail)}`);
+  if (item.cause) lines.push(`    ${causeLine(item.cause, visible)}`);
   if (item.firstSeen) lines.push(paint(["dim"], `    drifting since ${item.firstSeen}`));
   if (item.acknowledged && item.acknowledgedBy)
     lines.push(paint(["dim"], `    acknowledged by ${visible(item.acknowledgedBy)}`));
