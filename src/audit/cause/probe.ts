@@ -38,10 +38,16 @@ const DPKG_LOG = [
   '$3 == "conffile" && ($4 in f) { print }',
 ].join(" ");
 
-// apt history.log transactions since `s`: when, which command, at whose request.
+// apt history.log transactions since `s` in which one of the dpkg events `qm_t` (dpkg.log lines,
+// whose first 19 characters are the time) ran: when, which command, at whose request. Others are not sent: a log's tail may
+// hold hundreds. One still open at the end (apt interrupted) counts from its start.
 const APT_HISTORY = [
-  '/^Start-Date: / { k = (($2 " " $3) >= s) }',
-  `k && /^(Start-Date|End-Date|Commandline|Requested-By): / { print substr($0, 1, ${LINE_CHARS}) }`,
+  'BEGIN { n = split(qm_t, t, "\\n"); for (i = 1; i <= n; i++) t[i] = substr(t[i], 1, 19) }',
+  "function ran(from, to,  i) { for (i = 1; i <= n; i++) if (t[i] >= from && t[i] <= to) return 1; return 0 }",
+  '/^Start-Date: / { st = $2 " " $3; k = (st >= s); b = "" }',
+  `k && /^(Start-Date|Commandline|Requested-By): / { b = b substr($0, 1, ${LINE_CHARS}) "\\n" }`,
+  `k && /^End-Date: / { if (ran(st, $2 " " $3)) printf "%s%s\\n", b, substr($0, 1, ${LINE_CHARS}); k = 0 }`,
+  'END { if (k && ran(st, "9")) printf "%s", b }',
 ].join(" ");
 
 /** `text` as an extended regular expression matching only itself. */
@@ -101,9 +107,11 @@ export function causeProbe(targets: CauseTargets, ctx: ProbeContext): string {
       ctx.mark("dpkg-log"),
       `pk=${q(targets.packages.join(" "))}`,
       ...(owners ? [owners] : []),
-      `[ -r /var/log/dpkg.log ] && tail -c ${LOG_TAIL_BYTES} /var/log/dpkg.log | awk -v s="$s" -v qm_p="$pk" -v qm_f=${q(targets.files.join("\n"))} '${DPKG_LOG}'`,
+      "ev=",
+      `[ -r /var/log/dpkg.log ] && ev=$(tail -c ${LOG_TAIL_BYTES} /var/log/dpkg.log | awk -v s="$s" -v qm_p="$pk" -v qm_f=${q(targets.files.join("\n"))} '${DPKG_LOG}')`,
+      `[ -z "$ev" ] || printf '%s\\n' "$ev"`,
       ctx.mark("apt-history"),
-      `[ -r /var/log/apt/history.log ] && tail -c ${LOG_TAIL_BYTES} /var/log/apt/history.log | awk -v s="$s" '${APT_HISTORY}'`,
+      `[ -n "$ev" ] && [ -r /var/log/apt/history.log ] && tail -c ${LOG_TAIL_BYTES} /var/log/apt/history.log | awk -v s="$s" -v qm_t="$ev" '${APT_HISTORY}'`,
     );
   lines.push("true");
   return lines.join("\n");

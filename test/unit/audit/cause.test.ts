@@ -2,6 +2,9 @@
 // and turned into causes. Only a record that explains the live value names a cause.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { describe, it } from "node:test";
 import { attachCauses } from "../../../src/audit/cause/attach.js";
 import { causeProbe } from "../../../src/audit/cause/probe.js";
@@ -135,5 +138,47 @@ describe("causes from the host's records", () => {
     const host = parseHostRecord(parseContext(N).parts(section.output));
     assert.ok(host.bootTime! > 0);
     assert.ok(host.stat.has("/etc/hostname"));
+  });
+
+  it("only the apt transactions a sent dpkg event ran in are sent, an unfinished one included", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "qm-cause-logs-"));
+    try {
+      const dpkgLog = [
+        "2026-12-01 10:00:01 upgrade qm-demo:all 1.0 1.1",
+        "2026-12-01 11:00:01 upgrade other:all 1.0 1.1",
+        "2026-12-01 12:00:01 remove qm-extra:all 1.0 <none>",
+        "",
+      ];
+      const tx = (start: string, command: string, end?: string) =>
+        `\nStart-Date: 2026-12-01  ${start}\nCommandline: ${command}\n${end ? `End-Date: 2026-12-01  ${end}\n` : ""}`;
+      writeFileSync(path.join(dir, "dpkg.log"), dpkgLog.join("\n"));
+      writeFileSync(
+        path.join(dir, "history.log"),
+        tx("10:00:00", "apt-get install qm-demo", "10:00:02") +
+          tx("11:00:00", "apt-get install other", "11:00:02") +
+          tx("12:00:00", "apt-get remove qm-extra"),
+      );
+      // The logs' own paths are fixed: a `tail` on PATH hands out these instead.
+      writeFileSync(
+        path.join(dir, "tail"),
+        `#!/bin/sh\ncase "$3" in *dpkg.log) cat ${dir}/dpkg.log;; *history.log) cat ${dir}/history.log;; esac\n`,
+        { mode: 0o755 },
+      );
+      const ctx = probeContext(N, 1024);
+      const targets = { packages: ["qm-demo", "qm-extra"], files: [], units: [] };
+      // The section alone: the whole probe sets its own PATH.
+      const section = execFileSync("/bin/sh", ["-s"], {
+        input: `QM_SINCE=\nQM_N=${N}\n${causeProbe(targets, ctx)}`,
+        env: { PATH: `${dir}:/usr/bin:/bin` },
+      }).toString();
+      assert.doesNotMatch(section, /other/);
+      const host = parseHostRecord(parseContext(N).parts(section));
+      assert.deepEqual(
+        host.apt.map((t) => t.commandline),
+        ["apt-get install qm-demo", "apt-get remove qm-extra"],
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
