@@ -116,7 +116,8 @@ function causeTargets(domains: readonly { domain: AnyDomain; declared: unknown }
   return {
     packages: packages && typeof packages === "object" ? Object.keys(packages) : [],
     files: names(declared("files"), "path"),
-    units: names((declared("systemd") as { units?: unknown } | undefined)?.units, "name"),
+    // The systemd domain declares at systemd.units: its declaration is the list itself.
+    units: names(declared("systemd"), "name"),
   };
 }
 
