@@ -42,6 +42,8 @@ export interface FleetRun {
   manifestRevision: string | null;
   manifestDirty?: boolean;
   shard?: Shard;
+  /** Each node's last successful audit (epoch milliseconds), from the audit history. */
+  lastAudited?: (node: LoadedNode) => number | undefined;
   /** Called as each node finishes, in completion order. */
   onResult?: (result: NodeResult) => void;
 }
@@ -58,7 +60,10 @@ export async function spoolFleet(run: FleetRun): Promise<SpooledReport> {
     await Promise.all(
       run.nodes.map((node) =>
         limit(node, async () => {
-          const result = await auditNode(node, run.transportFor(node), run.settings, run.drift);
+          const since = run.lastAudited?.(node);
+          const result = await auditNode(node, run.transportFor(node), run.settings, run.drift, {
+            ...(since !== undefined && { since }),
+          });
           run.onResult?.(result);
           spool.add(result);
         }),

@@ -13,6 +13,9 @@ import {
   type ProbeSection,
 } from "../probe/script.js";
 import type { RunLimits, Transport } from "../transport/transport.js";
+import { attachCauses } from "./cause/attach.js";
+import { causeProbe, SINCE_VARIABLE, type CauseTargets } from "./cause/probe.js";
+import { parseHostRecord } from "./cause/record.js";
 import { DEFAULT_MAINTENANCE_MARKER, maintenanceProbe, parseMaintenance } from "./maintenance.js";
 
 export const DEFAULT_MAX_FILE_BYTES = 256 * 1024;
@@ -104,9 +107,29 @@ type ProbeTemplate = readonly string[];
 const PROBE_CACHE_SIZE = 64;
 const probeCache = new Map<string, ProbeTemplate>();
 
+/** What the cause section looks up: the declared packages, file paths and unit names. */
+function causeTargets(domains: readonly { domain: AnyDomain; declared: unknown }[]): CauseTargets {
+  const declared = (name: DomainName) => domains.find((d) => d.domain.name === name)?.declared;
+  const names = (list: unknown, field: string) =>
+    Array.isArray(list) ? list.map((item) => String((item as Record<string, unknown>)[field])) : [];
+  const packages = declared("packages");
+  return {
+    packages: packages && typeof packages === "object" ? Object.keys(packages) : [],
+    files: names(declared("files"), "path"),
+    // The systemd domain declares at systemd.units: its declaration is the list itself.
+    units: names(declared("systemd"), "name"),
+  };
+}
+
+/** The cause section is asked for, with the node's last audit (epoch milliseconds) if known. */
+export interface CauseRequest {
+  since?: number;
+}
+
 function probeTemplate(
   domains: readonly { domain: AnyDomain; declared: unknown }[],
   settings: AuditSettings,
+  cause: boolean,
 ): ProbeTemplate {
   // Domain probes see the nonce only through `$QM_N` (ProbeContext has no nonce): a random
   // placeholder marks where buildProbe writes it.
@@ -118,6 +141,7 @@ function probeTemplate(
       name: domain.name,
       script: domain.probe(declared, ctx),
     })),
+    ...(cause ? [{ name: "cause", script: causeProbe(causeTargets(domains), ctx) }] : []),
   ];
   return buildProbe(placeholder, sections).script.split(placeholder);
 }
@@ -126,8 +150,10 @@ function probeTemplate(
 export function assembleProbe(
   domains: readonly { domain: AnyDomain; declared: unknown }[],
   settings: AuditSettings,
+  cause?: CauseRequest,
 ): { nonce: string; script: string } {
   const parts = [
+    cause ? "cause" : "",
     JSON.stringify(settings.maintenanceMarker),
     String(settings.maxFileBytes),
     ...domains.map(({ domain, declared }) => {
@@ -138,14 +164,16 @@ export function assembleProbe(
   const key = parts.includes(undefined) ? undefined : parts.join("\n");
   let template = key === undefined ? undefined : probeCache.get(key);
   if (!template) {
-    template = probeTemplate(domains, settings);
+    template = probeTemplate(domains, settings, cause !== undefined);
     if (key !== undefined) {
       if (probeCache.size >= PROBE_CACHE_SIZE) probeCache.delete(probeCache.keys().next().value!);
       probeCache.set(key, template);
     }
   }
   const nonce = newNonce();
-  return { nonce, script: template.join(nonce) };
+  // The only per-node value in a shared template: set before the probe, a number or empty.
+  const since = cause?.since === undefined ? "" : String(Math.floor(cause.since / 1000));
+  return { nonce, script: `${cause ? `${SINCE_VARIABLE}=${since}\n` : ""}${template.join(nonce)}` };
 }
 
 /** Builds one probe for the given domains, runs it through the transport, splits its sections. */
@@ -153,8 +181,9 @@ export async function runProbe(
   transport: Transport,
   domains: readonly { domain: AnyDomain; declared: unknown }[],
   settings: AuditSettings,
+  cause?: CauseRequest,
 ): Promise<ProbeResult> {
-  const { nonce, script } = assembleProbe(domains, settings);
+  const { nonce, script } = assembleProbe(domains, settings, cause);
   const run = await transport.run(script, settings);
   return {
     nonce,
@@ -209,6 +238,7 @@ export async function auditNode(
   transport: Transport,
   settings: AuditSettings,
   drift: DriftContext,
+  cause: CauseRequest = {},
 ): Promise<NodeResult> {
   const started = performance.now();
   const result: NodeResult = {
@@ -224,6 +254,7 @@ export async function auditNode(
       transport,
       domains.map((domain) => ({ domain, declared: declaredFor(domain, node.spec) })),
       settings,
+      cause,
     );
     result.probeBytes = probe.probeBytes;
     if (probe.tries !== undefined) result.tries = probe.tries;
@@ -265,6 +296,11 @@ export async function auditNode(
       for (const item of toDriftItems(node, domain, findings, drift)) result.drift.push(item);
     }
     await withinBudget();
+    // A host that leaves its records out (an old or filtered probe) hides nothing but causes:
+    // every item's is then unknown.
+    const record = probe.sections.get("cause");
+    const host = parseHostRecord(record ? parse.parts(record.output) : []);
+    result.drift = attachCauses(result.drift, host, { node: node.name, ...cause });
     if (unknown.length) result.unknown = unknown;
     result.checked = checked;
     result.status = result.drift.some(countsAsDrift) ? "drift" : "clean";

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { causeLine } from "../report/cause-line.js";
 import { DOMAIN_NAMES, domainByName } from "../domains/registry.js";
 import type { Ticket } from "../manifest/tickets.js";
 import type { DriftItem } from "../report/schema.js";
@@ -128,6 +129,19 @@ const MEANING = {
 } as const;
 
 /** The earliest first sighting among `items`, when the report knows any (a time, no host text). */
+/** Each distinct cause of the items, one line each (at most five): why they drifted. */
+function causeLines(items: readonly DriftItem[]): string[] {
+  const lines = [
+    ...new Set(
+      items.flatMap(({ cause }) => (cause ? [causeLine(cause, (t) => codeSpan(t, 300))] : [])),
+    ),
+  ];
+  const more = lines.length > 5 ? [`and ${lines.length - 5} more causes`] : [];
+  return [...lines.slice(0, 5), ...more].map(
+    (line) => `${line[0]!.toUpperCase()}${line.slice(1)}.`,
+  );
+}
+
 export function firstSeen(items: readonly Pick<DriftItem, "firstSeen">[]): string | undefined {
   return items.reduce<string | undefined>(
     (min, { firstSeen: at }) => (at !== undefined && (min === undefined || at < min) ? at : min),
@@ -160,6 +174,7 @@ export function pullBody(input: BodyInput): string {
     if (items.size === 1 && first.detail) head.push(`Detail: ${codeSpan(first.detail, 300)}`);
     if (items.size === 1 && first.latent)
       head.push(`Latent: ${codeSpan(willBecome(first.latent), 300)}`);
+    head.push(...causeLines(input.group.map(({ item }) => item)));
     const since = firstSeen(input.group.map(({ item }) => item));
     if (since) head.push(`Drifting since ${since} (first seen by an audit).`);
     if (input.reason)

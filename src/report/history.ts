@@ -84,6 +84,12 @@ export function serializeHistory(history: AuditHistory): string {
   return `{"version":${HISTORY_VERSION},${run}\n"nodes":${entries(history.nodes)},\n"drift":${entries(history.drift)}}\n`;
 }
 
+/** When the node was last audited successfully (epoch milliseconds), if the history knows. */
+export function lastAuditedAt(history: AuditHistory, node: string): number | undefined {
+  const at = history.nodes.get(node)?.lastAudited;
+  return at === undefined ? undefined : Date.parse(at);
+}
+
 /**
  * A node's entry with what history says: since when it is unaudited, and when each drift was
  * first seen. What the entry already says wins (a report annotated once keeps its words).

@@ -30,6 +30,11 @@ export interface HostDefinition {
   /** This host's /var/lib/dpkg/status: a transform of the machine's real one. */
   dpkgStatus?: (real: string) => string;
   /**
+   * Directories of the machine this host may change through `exec` (`dpkg -i`, `sed -i`): each
+   * a private writable overlay over the machine's, so the machine's own stay untouched.
+   */
+  writable?: string[];
+  /**
    * An rpm host: these packages (built here as empty noarch rpms) are in an rpm database at
    * /var/lib/rpm, and the dpkg database is hidden, as on RHEL, Fedora or SUSE. Needs `rpm`.
    */
@@ -102,6 +107,11 @@ export interface TestFleet {
   rotateHostKey(name: string): Promise<void>;
   /** Stop a host's sshd: from now on connections to it are refused, as to a host gone down. */
   takeDown(name: string): Promise<void>;
+  /**
+   * Restart a host's sshd in a new time namespace whose boot time is now: its sessions see a
+   * host that has just booted (`btime` in /proc/stat, /proc/uptime).
+   */
+  reboot(name: string): Promise<void>;
   /** What the host's sshd has logged so far (`LogLevel ERROR` unless its `sshdOptions` say). */
   sshdLog(name: string): Promise<string>;
   /**
@@ -154,6 +164,8 @@ interface HostRuntime {
   sshdConfig: string;
   sshdLog: string;
   anchor?: ChildProcess;
+  /** Seconds added to the boot clock of its sshd's sessions: negative moves their boot time later. */
+  bootOffset?: number;
   /** A systemd host's PID 1, as this machine numbers it. */
   pid1?: number;
   sshd?: ChildProcess;
@@ -600,6 +612,24 @@ const PRIVATE_UNIT_DIRS = ["/etc/systemd/system", "/usr/lib/systemd/system"];
 const unitFile = (name: string, lines: string[]) =>
   `cat > /run/systemd/system/${name} <<'QM_UNIT'\n[Unit]\nDefaultDependencies=no\n${lines.join("\n")}\nQM_UNIT`;
 
+/** Shell lines mounting a private writable overlay over each of `dirs`, kept in the host's `tag` folder. */
+async function privateOverlays(
+  rt: HostRuntime,
+  dirs: readonly string[],
+  tag: string,
+): Promise<string[]> {
+  const lines: string[] = [];
+  for (const [i, dir] of dirs.entries()) {
+    const base = path.join(rt.dir, tag, String(i));
+    await fsp.mkdir(path.join(base, "upper"), { recursive: true });
+    await fsp.mkdir(path.join(base, "work"), { recursive: true });
+    lines.push(
+      `mount -t overlay overlay -o ${shq(`lowerdir=${dir},upperdir=${base}/upper,workdir=${base}/work`)} ${shq(dir)}`,
+    );
+  }
+  return lines;
+}
+
 /**
  * Shell lines that turn a host's setup into a systemd boot. /run, /tmp and /var/tmp become private
  * tmpfs first (a booting systemd would otherwise clean the machine's /tmp), with `keep` (absolute
@@ -610,15 +640,7 @@ async function systemdBoot(
   keep: readonly string[],
   sshdCommand: string,
 ): Promise<string[]> {
-  const lines: string[] = [];
-  for (const [i, dir] of PRIVATE_UNIT_DIRS.entries()) {
-    const base = path.join(rt.dir, "units", String(i));
-    await fsp.mkdir(path.join(base, "upper"), { recursive: true });
-    await fsp.mkdir(path.join(base, "work"), { recursive: true });
-    lines.push(
-      `mount -t overlay overlay -o ${shq(`lowerdir=${dir},upperdir=${base}/upper,workdir=${base}/work`)} ${dir}`,
-    );
-  }
+  const lines = await privateOverlays(rt, PRIVATE_UNIT_DIRS, "units");
   lines.push("mount -t tmpfs -o mode=0755 tmpfs /run", "mkdir -p /run/qm-keep");
   keep.forEach((dir, i) =>
     lines.push(`mkdir /run/qm-keep/${i}`, `mount --bind ${shq(dir)} /run/qm-keep/${i}`),
@@ -686,7 +708,13 @@ server.listen(Number(port), address, () => process.stdout.write("ready\\n"));
 function startSshd(rt: HostRuntime, dropFirst = false): ChildProcess {
   const anchorPid = rt.anchor?.pid;
   if (anchorPid === undefined) throw new Error(`${rt.def.name}: host namespaces are gone`);
-  const sshd = [SSHD, ...sshdArgs(rt)];
+  const sshd = [
+    ...(rt.bootOffset === undefined
+      ? []
+      : ["unshare", "--time", "--boottime", String(rt.bootOffset)]),
+    SSHD,
+    ...sshdArgs(rt),
+  ];
   const command = dropFirst
     ? [
         "sh",
@@ -901,7 +929,12 @@ export async function startFleet(
                 `mount --bind ${shq(db)} /var/lib/rpm`,
               ];
             }
-            const mounts = [...(await prepareFiles(rt, files)), ...rpmMounts];
+            // Writable directories first: a declared file is then bind-mounted over their view.
+            const mounts = [
+              ...(await privateOverlays(rt, def.writable ?? [], "writable")),
+              ...(await prepareFiles(rt, files)),
+              ...rpmMounts,
+            ];
             const keyword = (line: string) => line.trim().split(/\s+/)[0]!.toLowerCase();
             const own = new Set((def.sshdOptions ?? []).map(keyword));
             const defaults = [
@@ -1170,6 +1203,16 @@ export async function startFleet(
         if (rt.pid1 !== undefined) throw new Error(`takeDown: ${name} is a systemd host`);
         await stopChild(rt.sshd);
         rt.sshd = undefined;
+      },
+      async reboot(name) {
+        const rt = byName(name);
+        if (rt.pid1 !== undefined) throw new Error(`reboot: ${name} is a systemd host`);
+        await stopChild(rt.sshd);
+        // Minus the machine's uptime: the boot time its sessions see is now.
+        const uptime = Number((await fsp.readFile("/proc/uptime", "utf8")).split(" ")[0]);
+        rt.bootOffset = -Math.floor(uptime);
+        startSshd(rt);
+        await waitForSshd(rt, Date.now() + readyTimeoutMs);
       },
       enter,
       sshdLog: (name) => fsp.readFile(byName(name).sshdLog, "utf8").catch(() => ""),

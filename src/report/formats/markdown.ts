@@ -1,6 +1,7 @@
 // Markdown for PR bodies and GitHub job summaries. A body is capped at 65,536 characters, so
 // the output is shortened to fit: diffs go first, then the least urgent drift rows, and the
 // text says what was left out. The size is counted in UTF-8 bytes, which covers both caps.
+import { causeLine } from "../cause-line.js";
 import { SEVERITIES, type Severity } from "../../domains/domain.js";
 import type { DriftItem, NodeResult, Report } from "../schema.js";
 import { codeCell, fencedBlock, htmlCode, textCell, truncate } from "../../text/markdown.js";
@@ -194,7 +195,7 @@ function driftRow(node: NodeResult, item: DriftItem, since: boolean): string {
     codeCell(node.name),
     item.domain,
     // Why drift is back, beside its key: the waiver's reason or the ticket is manifest text, as code.
-    `${codeCell(item.key, VALUE_CHARS)}${item.lapsed ? ` (no longer acknowledged: ${codeCell(item.lapsed, REMEDIATION_CHARS)})` : ""}`,
+    `${codeCell(item.key, VALUE_CHARS)}${item.lapsed ? ` (no longer acknowledged: ${codeCell(item.lapsed, REMEDIATION_CHARS)})` : ""}${item.cause ? ` (${causeLine(item.cause, (text) => codeCell(text, REMEDIATION_CHARS))})` : ""}`,
     codeCell(compactValue(item.declared, VALUE_CHARS)),
     `${codeCell(compactValue(item.live, VALUE_CHARS))}${item.latent ? ` (${codeCell(willBecome(item.latent), REMEDIATION_CHARS)})` : ""}`,
     codeCell(`${item.source.file}:${item.source.line}`, VALUE_CHARS),

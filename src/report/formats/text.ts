@@ -1,4 +1,5 @@
 // The human view: grouped by node, worst drift first, a `-want +got` diffs.
+import { causeLine } from "../cause-line.js";
 import type { NodeResult, NodeStatus, Report, DriftItem } from "../schema.js";
 import type { Severity } from "../../domains/domain.js";
 import { visible } from "../../text/escape.js";
@@ -111,6 +112,7 @@ function renderItem(item: DriftItem, options: RenderOptions, paint: Paint): stri
   ];
   if (item.detail) lines.push(`    ${visible(item.detail)}`);
   if (item.latent) lines.push(`    ${visible(willBecome(item.latent))}${latentTicket(item)}`);
+  if (item.cause) lines.push(`    ${causeLine(item.cause, visible)}`);
   if (item.firstSeen) lines.push(paint(["dim"], `    drifting since ${item.firstSeen}`));
   if (item.acknowledged && item.acknowledgedBy)
     lines.push(paint(["dim"], `    acknowledged by ${visible(item.acknowledgedBy)}`));

@@ -1,0 +1,118 @@
+import type { ProbeContext } from "../../domains/domain.js";
+
+// What the host recorded about changes, read in the audit's own round trip without root: the boot
+// time, package transactions since the node's last audit, which package ships each declared file
+// (with its md5), and the mtime and owner of each declared file and enablement link.
+
+/** The declared names the cause probe looks up: nothing else of the host's records is sent. */
+export interface CauseTargets {
+  packages: readonly string[];
+  files: readonly string[];
+  units: readonly string[];
+}
+
+/** Shell variable holding the node's last audit (epoch seconds, or empty), set per node. */
+export const SINCE_VARIABLE = "QM_SINCE";
+
+/** At most this much of each log's tail is read: a log rotated past it records nothing. */
+export const LOG_TAIL_BYTES = 1024 * 1024;
+// A log line is cut here: an apt Commandline naming hundreds of packages is not worth sending.
+const LINE_CHARS = 300;
+
+// Reads the declared paths (one per line, until a line `--`), then prints `package md5 path` for
+// each declared path that dpkg's status lists among a package's Conffiles.
+const CONFFILES = [
+  'NR == FNR { if ($0 == "--") { d = 1; next } if (!d) f[$0] = 1; next }',
+  "/^Package: / { p = $2 }",
+  "/^Conffiles:/ { c = 1; next }",
+  "c && /^ / { if ($1 in f) print p, $2, $1; next }",
+  "{ c = 0 }",
+].join(" ");
+
+// dpkg.log lines since `s` that change a wanted package, or a declared conffile.
+const DPKG_LOG = [
+  'BEGIN { n = split(qm_p, l, " "); for (i = 1; i <= n; i++) w[l[i]] = 1;',
+  'n = split(qm_f, l, "\\n"); for (i = 1; i <= n; i++) f[l[i]] = 1 }',
+  '($1 " " $2) < s { next }',
+  '$3 ~ /^(install|upgrade|remove|purge)$/ { p = $4; sub(/:.*/, "", p); if (p in w) print; next }',
+  '$3 == "conffile" && ($4 in f) { print }',
+].join(" ");
+
+// apt history.log transactions since `s` in which one of the dpkg events `qm_t` (dpkg.log lines,
+// whose first 19 characters are the time) ran: when, which command, at whose request. Others are not sent: a log's tail may
+// hold hundreds. One still open at the end (apt interrupted) counts from its start.
+const APT_HISTORY = [
+  'BEGIN { n = split(qm_t, t, "\\n"); for (i = 1; i <= n; i++) t[i] = substr(t[i], 1, 19) }',
+  "function ran(from, to,  i) { for (i = 1; i <= n; i++) if (t[i] >= from && t[i] <= to) return 1; return 0 }",
+  '/^Start-Date: / { st = $2 " " $3; k = (st >= s); b = "" }',
+  `k && /^(Start-Date|Commandline|Requested-By): / { b = b substr($0, 1, ${LINE_CHARS}) "\\n" }`,
+  `k && /^End-Date: / { if (ran(st, $2 " " $3)) printf "%s%s\\n", b, substr($0, 1, ${LINE_CHARS}); k = 0 }`,
+  'END { if (k && ran(st, "9")) printf "%s", b }',
+].join(" ");
+
+/** `text` as an extended regular expression matching only itself. */
+const ere = (text: string) => text.replace(/[.[\]*^$+?(){}|\\]/g, "\\$&");
+
+/** The cause section's script: one `date`, a few awk and stat calls, no root. */
+export function causeProbe(targets: CauseTargets, ctx: ProbeContext): string {
+  const q = ctx.quote;
+  const files = targets.files.map(q).join(" ");
+  // Debian policy keeps package files under /etc as conffiles; only paths elsewhere need the
+  // (much larger) md5sums lists.
+  const outsideEtc = targets.files.filter((f) => !f.startsWith("/etc/"));
+  const links = targets.units.map((u) => `/etc/systemd/system/*.wants/${q(u)}`).join(" ");
+  const lines = [
+    ctx.mark("boot"),
+    "awk '/^btime / { print $2 }' /proc/stat 2>/dev/null",
+    ctx.mark("clock"),
+    // The host's own local time of the last audit: its logs are written in local time.
+    `if [ -n "$${SINCE_VARIABLE}" ]; then s=$(date -d "@$${SINCE_VARIABLE}" '+%Y-%m-%d %H:%M:%S %z' 2>/dev/null); else s=$(date '+- - %z'); fi`,
+    `printf '%s\\n' "$s"`,
+    's="${s% *}"; [ "$s" = "- -" ] && s=',
+  ];
+  if (targets.files.length)
+    lines.push(
+      ctx.mark("owned"),
+      "owned=",
+      "[ -f /var/lib/dpkg/status ] &&",
+      `  owned=$({ printf '%s\\n' ${files} --; } | awk '${CONFFILES}' - /var/lib/dpkg/status 2>/dev/null)`,
+      ...(outsideEtc.length
+        ? [
+            "[ -d /var/lib/dpkg/info ] &&",
+            `  owned="$owned$(printf '\\n'; grep -H -E ${outsideEtc.map((f) => `-e ${q(`^[0-9a-f]{32}  ${ere(f.slice(1))}$`)}`).join(" ")} /var/lib/dpkg/info/*.md5sums 2>/dev/null)"`,
+          ]
+        : []),
+      `[ -z "$owned" ] || printf '%s\\n' "$owned"`,
+      ctx.mark("md5"),
+      // Only files a package ships are hashed again: their md5 is what dpkg recorded.
+      "set --",
+      // A superset (a path that is a prefix of another matches too): one hash more, never one less.
+      ...targets.files.map(
+        (f) =>
+          `case "$owned" in *${q(` ${f}`)}*|*${q(`  ${f.slice(1)}`)}*) set -- "$@" ${q(f)};; esac`,
+      ),
+      '[ $# -eq 0 ] || md5sum -- "$@" 2>/dev/null',
+    );
+  if (targets.files.length || targets.units.length)
+    lines.push(
+      ctx.mark("stat"),
+      `stat -c '%Y %U %n' -- ${files} ${targets.units.length ? `/etc/systemd/system/*.wants ${links}` : ""} 2>/dev/null`,
+    );
+  // A package named by its md5sums list (`/var/lib/dpkg/info/NAME[:ARCH].md5sums:…`) or its status.
+  const owners = targets.files.length
+    ? `pk="$pk $(printf '%s\\n' "$owned" | awk '{ p = $1; sub(/^.*\\//, "", p); sub(/\\.md5sums:.*$/, "", p); sub(/:.*$/, "", p); print p }')"`
+    : "";
+  if (targets.packages.length || targets.files.length)
+    lines.push(
+      ctx.mark("dpkg-log"),
+      `pk=${q(targets.packages.join(" "))}`,
+      ...(owners ? [owners] : []),
+      "ev=",
+      `[ -r /var/log/dpkg.log ] && ev=$(tail -c ${LOG_TAIL_BYTES} /var/log/dpkg.log | awk -v s="$s" -v qm_p="$pk" -v qm_f=${q(targets.files.join("\n"))} '${DPKG_LOG}')`,
+      `[ -z "$ev" ] || printf '%s\\n' "$ev"`,
+      ctx.mark("apt-history"),
+      `[ -n "$ev" ] && [ -r /var/log/apt/history.log ] && tail -c ${LOG_TAIL_BYTES} /var/log/apt/history.log | awk -v s="$s" -v qm_t="$ev" '${APT_HISTORY}'`,
+    );
+  lines.push("true");
+  return lines.join("\n");
+}

@@ -1,0 +1,284 @@
+// Drift causes end to end: five real sshd hosts, each with its own dpkg database, logs and /etc
+// (private overlays), audited and proposed through the CLI against the git server and the GitHub
+// double. Between the two runs the hosts change as an operator or the OS changes them: `apt-get
+// install` and `dpkg -i` of a local .deb (its conffile replaced by the upgrade), `dpkg -r`, `sed -i`
+// on a managed file, a reboot. Run 2 must name each change's cause, and never a wrong one.
+import assert from "node:assert/strict";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { execa } from "execa";
+import { Report } from "../../src/report/schema.js";
+import { runCli } from "../support/cli.js";
+import { startForge, type TestForge } from "../support/forge.js";
+import { AUDIT_USER, startFleet, type TestFleet } from "../support/hosts.js";
+
+const TOKEN = "ghs_causes_e2e";
+const OWNER = "acme";
+const REPO = "fleet";
+const DB = ["db-01", "db-02", "db-03"];
+const WEB = ["web-01", "web-02"];
+// A real systemd host: its units are enabled and disabled with systemctl.
+const APP_HOST = "app-01";
+const unit = (name: string) =>
+  `[Unit]\nDescription=${name}\nDefaultDependencies=no\n\n[Service]\nExecStart=/bin/sleep infinity\n\n[Install]\nWantedBy=multi-user.target\n`;
+const CONF = "/etc/qm-demo/demo.conf";
+const APP = "/etc/qm-app.conf";
+// What dpkg, apt and `sed -i` write: nothing of the machine's own is changed.
+const WRITABLE = ["/etc", "/var/lib/dpkg", "/var/lib/apt", "/var/cache/apt", "/var/log"];
+
+let fleet: TestFleet;
+let forge: TestForge;
+let work: string;
+const debs: Record<string, string> = {};
+
+/** A package built here with dpkg-deb: `conf` is its conffile's contents, when it ships one. */
+async function buildDeb(name: string, version: string, conf?: string): Promise<string> {
+  const root = path.join(work, `${name}-${version}`);
+  await mkdir(path.join(root, "DEBIAN"), { recursive: true });
+  const control = [
+    `Package: ${name}`,
+    `Version: ${version}`,
+    "Architecture: all",
+    "Maintainer: Quartermaster tests <qm@example.invalid>",
+    "Description: a package of the cause scenario",
+    "",
+  ];
+  await writeFile(path.join(root, "DEBIAN", "control"), control.join("\n"));
+  if (conf !== undefined) {
+    await mkdir(path.join(root, path.dirname(CONF)), { recursive: true });
+    await writeFile(path.join(root, CONF), conf);
+    await writeFile(path.join(root, "DEBIAN", "conffiles"), `${CONF}\n`);
+  }
+  const deb = path.join(work, `${name}_${version}_all.deb`);
+  await execa("dpkg-deb", ["--root-owner-group", "--build", root, deb]);
+  return deb;
+}
+
+const spec = [
+  "packages:",
+  '  installed_manifest: { qm-demo: "1.0", qm-extra: "*" }',
+  "files:",
+  `  - { path: ${CONF}, contents: "level = 1\\n" }`,
+  `  - { path: ${APP}, contents: "port = 80\\n" }`,
+  "system:",
+  "  kernel_version: 0.0.0-declared",
+  "",
+].join("\n");
+
+before(async () => {
+  work = await mkdtemp(path.join(tmpdir(), "qm-causes-e2e-"));
+  debs["demo-1.0"] = await buildDeb("qm-demo", "1.0", "level = 1\n");
+  debs["demo-1.1"] = await buildDeb("qm-demo", "1.1", "level = 2\n");
+  debs["extra-1.0"] = await buildDeb("qm-extra", "1.0");
+  fleet = await startFleet([
+    ...[...DB, ...WEB].map((name) => ({ name, writable: WRITABLE })),
+    {
+      name: APP_HOST,
+      systemd: true,
+      files: Object.fromEntries(
+        ["qm-old.service", "qm-new.service"].map((u) => [
+          `/usr/lib/systemd/system/${u}`,
+          { contents: unit(u) },
+        ]),
+      ),
+    },
+  ]);
+  await fleet.exec(APP_HOST, "systemctl daemon-reload && systemctl enable --quiet qm-old.service");
+  // The state every host starts from, clean against the manifests.
+  await Promise.all(
+    [...DB, ...WEB].map((name) =>
+      fleet.exec(
+        name,
+        `dpkg -i ${debs["demo-1.0"]} ${debs["extra-1.0"]} >/dev/null && printf 'port = 80\\n' > ${APP}`,
+      ),
+    ),
+  );
+  forge = await startForge({
+    token: TOKEN,
+    owner: OWNER,
+    repo: REPO,
+    files: {
+      "fleet-manifests/fleet.yaml": "policy:\n  kernel: { on_drift: ticket }\n",
+      "fleet-manifests/groups/db.yaml": spec,
+      "fleet-manifests/groups/web.yaml": spec,
+      ...Object.fromEntries(
+        [...DB, ...WEB].map((n) => [
+          `fleet-manifests/nodes/${n}.yaml`,
+          `groups: [${n.slice(0, n.indexOf("-"))}]\n`,
+        ]),
+      ),
+      [`fleet-manifests/nodes/${APP_HOST}.yaml`]:
+        "systemd:\n  units:\n    - { name: qm-old.service, enabled: true }\n    - { name: qm-new.service, enabled: false }\n",
+    },
+  });
+});
+
+after(async () => {
+  await fleet?.stop();
+  await forge?.double.stop();
+  await forge?.server.stop();
+  if (work) await rm(work, { recursive: true, force: true });
+});
+
+const env = () => ({ ...forge.double.cliEnv(), GITHUB_RUN_ID: "2828" });
+const repoArgs = () => [
+  "--repo",
+  forge.server.repoUrl(OWNER, REPO),
+  "--cache-dir",
+  path.join(work, "cache"),
+];
+
+async function auditAndPropose(name: string, proposeArgs: string[]) {
+  const file = path.join(work, `${name}.json`);
+  const audited = await runCli(
+    [
+      "audit",
+      ...repoArgs(),
+      "--ssh-config",
+      fleet.sshConfig,
+      "--state-from-repo",
+      "--format",
+      "json",
+      "--out",
+      file,
+    ],
+    { env: env() },
+  );
+  assert.equal(audited.exitCode, 1, audited.stderr);
+  const report = Report.parse(JSON.parse(await readFile(file, "utf8")));
+  const proposed = await runCli(["propose", "--report", file, ...repoArgs(), ...proposeArgs], {
+    env: env(),
+  });
+  assert.equal(proposed.exitCode, 0, proposed.stderr);
+  return { file, report };
+}
+
+/** One change made on a host between the runs, and the cause run 2 must give its drift item. */
+interface Change {
+  node: string;
+  domain: string;
+  key: string;
+  kind: string;
+  at: number;
+}
+
+describe("a cause on every drift item", () => {
+  const changes: Change[] = [];
+  /** Runs `command` on `node` as root; each of `items` changed now, by a `kind` cause. */
+  async function change(node: string, command: string, items: [string, string, string][]) {
+    const at = Date.now();
+    await fleet.exec(node, command);
+    for (const [domain, key, kind] of items) {
+      // A later change of the same item is the one its drift comes from.
+      const earlier = changes.findIndex((c) => c.node === node && c.key === key);
+      if (earlier >= 0) changes.splice(earlier, 1);
+      changes.push({ node, domain, key, kind, at });
+    }
+  }
+
+  it("run 1 records the fleet's audit; the hosts then change, 20 times", async () => {
+    const run = await auditAndPropose("run-1", ["--max-new-prs", "0"]);
+    for (const node of run.report.nodes) {
+      assert.deepEqual(
+        node.drift.map((d) => d.key),
+        node.name === APP_HOST ? [] : ["kernel_version"],
+        `${node.name}: only the kernel drifts before the changes`,
+      );
+    }
+    const uid = (await fleet.exec("db-01", `id -u ${AUDIT_USER}`)).trim();
+    const upgraded: [string, string, string][] = [
+      ["packages", "qm-demo", "package"],
+      ["files", CONF, "package-file"],
+    ];
+    for (const node of DB)
+      await change(
+        node,
+        `SUDO_UID=${uid} DEBIAN_FRONTEND=noninteractive apt-get install -y -q ${debs["demo-1.1"]} >/dev/null 2>&1`,
+        upgraded,
+      );
+    for (const node of WEB) {
+      await change(node, `dpkg -i ${debs["demo-1.1"]} >/dev/null`, upgraded);
+      await change(node, "dpkg -r qm-extra >/dev/null", [["packages", "qm-extra", "package"]]);
+    }
+    for (const node of [...DB, ...WEB])
+      await change(node, `sed -i 's/80/8080/' ${APP}`, [["files", APP, "file-edit"]]);
+    // A local edit of the conffile the upgrade just replaced.
+    await change("db-03", `sed -i 's/2/3/' ${CONF}`, [["files", CONF, "file-edit"]]);
+    await change(APP_HOST, "systemctl disable --quiet qm-old.service", [
+      ["systemd", "qm-old.service:enabled", "persisted"],
+    ]);
+    await change(APP_HOST, "systemctl enable --quiet qm-new.service", [
+      ["systemd", "qm-new.service:enabled", "persisted"],
+    ]);
+    for (const node of ["db-01", "db-02", "web-01"]) {
+      changes.push({
+        node,
+        domain: "kernel",
+        key: "kernel_version",
+        kind: "reboot",
+        at: Date.now(),
+      });
+      await fleet.reboot(node);
+    }
+    assert.equal(changes.length, 22);
+  });
+
+  it("run 2 names the cause of every change, within a minute, and no wrong one; PR bodies show it", async (t) => {
+    const run = await auditAndPropose("run-2", []);
+    let right = 0;
+    for (const node of run.report.nodes) {
+      for (const item of node.drift) {
+        const made = changes.find(
+          (c) => c.node === node.name && c.domain === item.domain && c.key === item.key,
+        );
+        const cause = item.cause;
+        assert.ok(cause, `${node.name} ${item.key}: a cause`);
+        if (!made) {
+          // Drift no change between the runs explains (the kernel of a host not rebooted).
+          assert.equal(cause.kind, "unknown", `${node.name} ${item.key}: ${JSON.stringify(cause)}`);
+          continue;
+        }
+        assert.ok(
+          cause.kind === made.kind || cause.kind === "unknown",
+          `${node.name} ${item.key}: ${JSON.stringify(cause)}, not ${made.kind}`,
+        );
+        const off = Math.abs(Date.parse(cause.at ?? "") - made.at);
+        if (cause.kind === made.kind && off <= 60_000) right++;
+        else t.diagnostic(`not named: ${node.name} ${item.key} (${cause.kind}, ${off} ms off)`);
+      }
+    }
+    t.diagnostic(`${right} of ${changes.length} changes carry the right cause`);
+    assert.ok(
+      right >= 0.9 * changes.length,
+      `${right} of ${changes.length} changes carry the right cause`,
+    );
+
+    const db01 = run.report.nodes.find((n) => n.name === "db-01")!.drift;
+    const pkg = db01.find((d) => d.key === "qm-demo")!.cause!;
+    assert.equal(pkg.by, `apt-get (${AUDIT_USER})`);
+    assert.equal(pkg.evidence, "qm-demo 1.0 → 1.1");
+    const web01 = run.report.nodes.find((n) => n.name === "web-01")!.drift;
+    assert.equal(web01.find((d) => d.key === "qm-extra")!.cause!.by, "dpkg");
+
+    const bodies = forge.double.pulls().map((p) => p.body ?? "");
+    assert.ok(
+      bodies.some((b) =>
+        /Changed by `apt-get \(qm-audit\)` at \d{4}-\d\d-\d\d \d\d:\d\d UTC: `qm-demo 1\.0 → 1\.1`/.test(
+          b,
+        ),
+      ),
+      bodies.join("\n---\n"),
+    );
+    assert.ok(
+      bodies.some((b) => /Edited at [^:]+:\d\d UTC: `\/etc\/qm-app\.conf modified at /.test(b)),
+    );
+    assert.ok(bodies.some((b) => /Rebooted at .*: `booted /.test(b)));
+    assert.ok(bodies.some((b) => /Persisted at .*: `qm-old\.service's link removed from /.test(b)));
+    assert.deepEqual(forge.double.violations, []);
+    // The packages went into the hosts' own databases only.
+    const machine = await execa("dpkg-query", ["-W", "qm-demo"], { reject: false });
+    assert.notEqual(machine.exitCode, 0, "qm-demo is not in the machine's dpkg database");
+  });
+});
