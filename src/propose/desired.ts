@@ -8,6 +8,7 @@ import {
   groupOfFile,
   type AcceptPlan,
   type Dependants,
+  type SharedValue,
 } from "./accept-edits.js";
 import { branchIdentity, branchName } from "./branch.js";
 import { groupDrift, groupKey, itemSignature, type DriftGroup } from "./group.js";
@@ -40,29 +41,18 @@ interface Context {
   recordedTickets: ReadonlySet<string>;
   /** Whether this run audited a node (a domain it could not show is still audited: not drift). */
   audited: (name: string) => boolean;
-  wait: (waiting: Waiting) => void;
 }
 
 type Reason = { text: string; detail?: string };
-
-/** An accept that waits for a run auditing every node its shared value reaches. */
-export interface Waiting {
-  branch: string;
-  title: string;
-  /** Per shared file: "web: 1 of 3 nodes not audited this run". */
-  reasons: string[];
-}
 
 export function desiredPulls(
   input: PlanInput,
   covered: Covered,
   lists: SpecListShapes,
-): { pulls: PullContent[]; waits: Waiting[] } {
-  const waits: Waiting[] = [];
+): PullContent[] {
   const context: Context = {
     input,
     audited: auditedIn(input.report),
-    wait: (waiting) => waits.push(waiting),
     dependants: dependantsOf(input.nodes),
     lists,
     openOn: (branch) => input.pulls.find((p) => p.branch === branch && p.state === "open"),
@@ -85,10 +75,7 @@ export function desiredPulls(
     ...groupDrift(input.report, nodes).flatMap((group) => groupProposal(group, context) ?? []),
     ...resolveProposals(context, covered),
   ];
-  return {
-    pulls: proposals.map((proposal) => buildProposal(proposal, input.labels ?? [], input.files)),
-    waits,
-  };
+  return proposals.map((proposal) => buildProposal(proposal, input.labels ?? [], input.files));
 }
 
 /**
@@ -116,7 +103,7 @@ function groupProposal(group: DriftGroup, context: Context): Proposal | undefine
   let accepted: AcceptPlan;
   try {
     accepted = acceptEdits(
-      group,
+      [group],
       context.input.files,
       context.dependants,
       context.lists,
@@ -133,14 +120,6 @@ function groupProposal(group: DriftGroup, context: Context): Proposal | undefine
     );
   }
   const names = nodeNames(group);
-  if ("waiting" in accepted) {
-    context.wait({
-      branch: acceptBranch,
-      title: groupTitle("Accept", group, names),
-      reasons: accepted.waiting,
-    });
-    return undefined;
-  }
   const { files } = accepted;
   // The manifest already declares the live value: the report predates a merged accept PR.
   if (Object.entries(files).every(([file, text]) => context.input.files.get(file) === text))
@@ -160,13 +139,18 @@ function groupProposal(group: DriftGroup, context: Context): Proposal | undefine
     owners: group.owners,
     body: {
       group: rows(group),
-      notes: accepted.shared.map((shared) =>
-        shared.edited
-          ? `${codeSpan(shared.file)} declares this value for ${shared.takers} nodes and ${shared.drifted} drifted alike: the shared file is edited, and the ${shared.takers - shared.drifted} that did not drift keep the old value in their own files, rather than ${shared.drifted} node files each overriding it.`
-          : `This writes the same value into ${shared.drifted} node files as overrides of ${codeSpan(shared.file)}, which declares it for ${shared.takers} nodes: consider a group for the drifted nodes.`,
-      ),
+      notes: accepted.shared.map(sharedNote),
     },
   };
+}
+
+/** What the reviewer is told about a value a shared file declares for more than a few nodes. */
+function sharedNote(shared: SharedValue): string {
+  const { file, takers, unaudited, drifted } = shared;
+  const dark = unaudited ? ` (${unaudited} not audited this run)` : "";
+  return shared.edited
+    ? `${codeSpan(file)} declares this value for ${takers} nodes and ${drifted} of the ${takers - unaudited} audited drifted alike: the shared file is edited, and the other ${takers - drifted}${dark} keep the old value in their own files, rather than ${drifted} node files each overriding it.`
+    : `This writes the same value into ${drifted} node files as overrides of ${codeSpan(file)}, which declares it for ${takers} nodes${dark}: consider a group for the drifted nodes.`;
 }
 
 function ticketProposal(

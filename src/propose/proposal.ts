@@ -31,9 +31,7 @@ export type Action =
   | { type: "close"; number: number; branch: string; comment: string }
   | { type: "leave"; number: number; reason: string; comment?: string }
   /** `since`: when this PR was first deferred, to be kept for the next run. */
-  | { type: "defer"; kind: PullKind; branch: string; title: string; budget: number; since: string }
-  /** An accept whose shared value reaches nodes this run did not audit: no PR until they are. */
-  | { type: "wait"; kind: "accept"; branch: string; title: string; reasons: string[] };
+  | { type: "defer"; kind: PullKind; branch: string; title: string; budget: number; since: string };
 
 /** One proposal of any kind, before its marker, title, body and labels are written. */
 export interface Proposal {
