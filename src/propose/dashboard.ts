@@ -5,7 +5,9 @@ import { expiryTime, type Waiver } from "../manifest/schema.js";
 import type { Ticket } from "../manifest/tickets.js";
 import { NODE_STATUSES, type Report } from "../report/schema.js";
 import { plural, unauditedText } from "../report/formats/common.js";
-import { codeCell, codeSpan, textCell } from "../text/markdown.js";
+import { ticketCovers } from "../drift/drift.js";
+import { codeCell, codeSpan, nodeSpans, textCell } from "../text/markdown.js";
+import { itemSignature } from "./group.js";
 import { visible } from "../text/escape.js";
 import { MAX_BODY_CHARS } from "./body.js";
 import type { Action } from "./proposal.js";
@@ -118,10 +120,17 @@ export function renderDashboard(input: DashboardInput, max = MAX_ROWS): string {
       (d) =>
         `- [ ] ${codeSpan(d.title, 120)}, waiting since ${d.since} <!-- open: ${openMark(d.branch)} -->`,
     );
-  const pastDue = ticketsPastDue(input.tickets, now).map(
-    ({ ticket, file, due }) =>
-      `- ${codeSpan(ticket.id)} (${ticket.domain} ${codeSpan(ticket.key, 80)} on ${ticket.nodes.length} node${ticket.nodes.length === 1 ? "" : "s"}), due ${codeSpan(due)}: ${codeSpan(file)}`,
-  );
+  const pastDue = ticketsPastDue(input.tickets, now).map(({ ticket, file, due }) => {
+    // Its drift still there is raised here, on the ticket, never as a fresh PR (desired.ts).
+    const still = input.report.nodes
+      .filter(
+        (n) =>
+          ticket.nodes.includes(n.name) &&
+          n.drift.some((item) => ticketCovers(ticket, itemSignature(item))),
+      )
+      .map((n) => n.name);
+    return `- ${codeSpan(ticket.id)} (${ticket.domain} ${codeSpan(ticket.key, 80)} on ${ticket.nodes.length} node${ticket.nodes.length === 1 ? "" : "s"}), due ${codeSpan(due)}: ${codeSpan(file)}${still.length ? `; its drift is still present on ${nodeSpans(still)}` : ""}`;
+  });
   const waivers = input.waivers
     .filter(
       (w) => w.expires !== undefined && expiryTime(w.expires) < now + WAIVER_NOTICE_DAYS * DAY_MS,

@@ -1,5 +1,4 @@
 import path from "node:path";
-import type { JsonValue } from "../domains/domain.js";
 import { ticketCovers } from "../drift/drift.js";
 import { codeSpan, truncate } from "../text/markdown.js";
 import {
@@ -10,8 +9,22 @@ import {
   type Dependants,
   type SharedValue,
 } from "./accept-edits.js";
+import { firstSeen } from "./body.js";
 import { branchIdentity, branchName } from "./branch.js";
-import { groupDrift, groupKey, itemSignature, type DriftGroup } from "./group.js";
+import {
+  bundleBranch,
+  bundleDomains,
+  bundleIdentity,
+  bundleLabels,
+  bundleNodes,
+  bundleRows,
+  bundleSignature,
+  bundleTicketId,
+  bundleTitle,
+  type Bundle,
+} from "./bundle.js";
+import { ticketsPastDue } from "./dashboard.js";
+import { bundleGroups, groupDrift, itemSignature, type DriftGroup } from "./group.js";
 import { ManifestEditError } from "../errors.js";
 import { applyChanges } from "../manifest/edit/apply.js";
 import type { SpecListShapes } from "../manifest/lists.js";
@@ -71,39 +84,67 @@ export function desiredPulls(
     recordedTickets: new Set(input.tickets.map((t) => t.ticket.id)),
   };
   const nodes = new Map(input.nodes.map((n) => [n.name, n]));
+  const raised = raisedOnTickets(input);
+  const groups = groupDrift(input.report, nodes).filter((group) => !raised(group));
   const proposals = [
-    ...groupDrift(input.report, nodes).flatMap((group) => groupProposal(group, context) ?? []),
+    ...bundleGroups(groups).flatMap((bundle) => bundleProposals(bundle, context)),
     ...resolveProposals(context, covered),
   ];
   return proposals.map((proposal) => buildProposal(proposal, input.labels ?? [], input.files));
 }
 
 /**
- * A drift group's proposal: accept it into the manifest, or record a ticket when it must not or
- * cannot be.
+ * A bundle's proposals: accept what the manifest can take and policy allows, as one PR; record a
+ * ticket for the rest (policy, a rejected accept PR, an edit the manifest cannot take), as one PR.
  */
-function groupProposal(group: DriftGroup, context: Context): Proposal | undefined {
-  const { domain } = group;
-  const item = group.items[0]!;
-  const acceptBranch = branchName("accept", domain.name, groupKey(group), group.identity);
-  const rejection = context.rejected.get(acceptBranch);
+function bundleProposals(bundle: Bundle, context: Context): Proposal[] {
+  const ticketed = bundle.filter((g) => g.items[0]!.onDrift === "ticket");
+  const reasons: Reason[] = ticketed.length
+    ? [{ text: `policy: ${bundleDomains(ticketed).join(", ")} drift is remediated on the host` }]
+    : [];
+  const accepting = bundle.filter((g) => g.items[0]!.onDrift !== "ticket");
+  let accept: Proposal | undefined;
+  let replaces: string | undefined;
+  if (accepting.length) {
+    const outcome = acceptProposal(accepting, context);
+    if (outcome && "reason" in outcome) {
+      ticketed.push(...accepting);
+      reasons.push(outcome.reason);
+      replaces = outcome.replaces;
+    } else accept = outcome;
+  }
+  const ticket = ticketed.length
+    ? ticketProposal(ticketed, joined(reasons), context, replaces)
+    : undefined;
+  return [...(accept ? [accept] : []), ...(ticket ? [ticket] : [])];
+}
+
+const joined = (reasons: readonly Reason[]): Reason => ({
+  text: reasons.map((r) => r.text).join("; "),
+  ...(reasons.some((r) => r.detail) && {
+    detail: reasons.flatMap((r) => r.detail ?? []).join("; "),
+  }),
+});
+
+/**
+ * The accept PR of a bundle, nothing when the manifest already says it, or why it is a ticket
+ * instead.
+ */
+function acceptProposal(
+  bundle: Bundle,
+  context: Context,
+): Proposal | { reason: Reason; replaces?: string } | undefined {
+  const branch = bundleBranch("accept", bundle);
+  const rejection = context.rejected.get(branch);
   if (rejection)
-    return ticketProposal(
-      group,
-      { text: `the accept PR #${rejection.number} was closed without merging` },
-      context,
-      rejection.branch,
-    );
-  if (item.onDrift === "ticket")
-    return ticketProposal(
-      group,
-      { text: `policy: ${domain.name} drift is remediated on the host` },
-      context,
-    );
+    return {
+      reason: { text: `the accept PR #${rejection.number} was closed without merging` },
+      replaces: rejection.branch,
+    };
   let accepted: AcceptPlan;
   try {
     accepted = acceptEdits(
-      [group],
+      bundle,
       context.input.files,
       context.dependants,
       context.lists,
@@ -113,36 +154,46 @@ function groupProposal(group: DriftGroup, context: Context): Proposal | undefine
     // Only an edit that cannot be made becomes a ticket; anything else is a bug and is reported as
     // one.
     if (!(error instanceof ManifestEditError)) throw error;
-    return ticketProposal(
-      group,
-      { text: "the manifest cannot be edited to accept it", detail: error.message },
-      context,
-    );
+    return {
+      reason: { text: "the manifest cannot be edited to accept it", detail: error.message },
+    };
   }
-  const names = nodeNames(group);
   const { files } = accepted;
   // The manifest already declares the live value: the report predates a merged accept PR.
   if (Object.entries(files).every(([file, text]) => context.input.files.get(file) === text))
     return undefined;
   return {
     kind: "accept",
-    branch: acceptBranch,
-    title: groupTitle("Accept", group, names),
-    about: {
-      signature: group.signature,
-      domain: domain.name,
-      nodes: names,
-      detected: context.openOn(acceptBranch)?.marker?.detected ?? context.input.report.startedAt,
-    },
+    branch,
+    title: bundleTitle("Accept", bundle),
+    about: about(bundle, detectedOf(bundle, branch, context)),
     files,
-    labels: [`drift:${domain.name}`, `severity:${item.severity}`],
-    owners: group.owners,
-    body: {
-      group: rows(group),
-      notes: accepted.shared.map(sharedNote),
-    },
+    labels: bundleLabels(bundle),
+    owners: bundle[0]!.owners,
+    body: { group: bundleRows(bundle), notes: accepted.shared.map(sharedNote) },
   };
 }
+
+/** What a bundle's marker says besides its kind: the domains when there are several. */
+function about(bundle: Bundle, detected: string): Proposal["about"] {
+  const domains = bundleDomains(bundle);
+  return {
+    signature: bundleSignature(bundle),
+    domain: domains[0]!,
+    ...(domains.length > 1 && { domains }),
+    nodes: bundleNodes(bundle),
+    detected,
+  };
+}
+
+/**
+ * When the drift was first seen (kept across runs), else when its open PR first proposed it, else
+ * now.
+ */
+const detectedOf = (bundle: Bundle, branch: string, context: Context) =>
+  firstSeen(bundle.flatMap((g) => g.items)) ??
+  context.openOn(branch)?.marker?.detected ??
+  context.input.report.startedAt;
 
 /** What the reviewer is told about a value a shared file declares for more than a few nodes. */
 function sharedNote(shared: SharedValue): string {
@@ -154,40 +205,42 @@ function sharedNote(shared: SharedValue): string {
 }
 
 function ticketProposal(
-  group: DriftGroup,
+  bundle: Bundle,
   reason: Reason,
   context: Context,
   replaces?: string,
 ): Proposal | undefined {
-  const { domain } = group;
-  const names = nodeNames(group);
-  const { id, identity } = ticketIdentity(group, context.recordedTickets);
-  const branch = branchName("ticket", domain.name, groupKey(group), identity);
-  if (context.declined.has(proposalKey(branch, names))) return undefined;
-  const detected = context.openOn(branch)?.marker?.detected ?? context.input.report.startedAt;
-  // An error may quote a whole live file: the ticket keeps its start, the report has the rest.
-  const ticket = ticketFor(
+  const tickets = bundle.map((group) => ({
     group,
-    id,
-    detected,
-    reason.detail ? `${reason.text}: ${truncate(reason.detail, 300)}` : reason.text,
-  );
+    ...ticketIdentity(group, context.recordedTickets),
+  }));
+  const [first] = tickets;
+  // A number past recorded tickets, which the first group's id carries, numbers the bundle's too.
+  const identity = `${bundleIdentity(bundle)}${first!.identity.slice(first!.group.identity.length)}`;
+  const branch = bundleBranch("ticket", bundle, identity);
+  if (context.declined.has(proposalKey(branch, bundleNodes(bundle)))) return undefined;
+  const detected = detectedOf(bundle, branch, context);
+  // An error may quote a whole live file: the ticket keeps its start, the report has the rest.
+  const why = reason.detail ? `${reason.text}: ${truncate(reason.detail, 300)}` : reason.text;
   return {
     kind: "ticket",
     branch,
-    title: groupTitle("Remediate", group, names),
-    about: { signature: group.signature, domain: domain.name, nodes: names, detected, ticket: id },
-    files: {
-      [path.posix.join(
-        context.input.manifestsPath,
-        "remediations",
-        ticketFolder(group),
-        `${id}.yaml`,
-      )]: ticketYaml(ticket),
-    },
-    labels: [`drift:${domain.name}`, `severity:${group.items[0]!.severity}`, "remediation"],
-    owners: group.owners,
-    body: { group: rows(group), reason },
+    title: bundleTitle("Remediate", bundle),
+    about: { ...about(bundle, detected), ticket: bundleTicketId(bundle, identity, first!.id) },
+    files: Object.fromEntries(
+      tickets.map(({ group, id }) => [
+        path.posix.join(
+          context.input.manifestsPath,
+          "remediations",
+          ticketFolder(group),
+          `${id}.yaml`,
+        ),
+        ticketYaml(ticketFor(group, id, firstSeen(group.items) ?? detected, why)),
+      ]),
+    ),
+    labels: [...bundleLabels(bundle), "remediation"],
+    owners: bundle[0]!.owners,
+    body: { group: bundleRows(bundle), reason },
     ...(replaces !== undefined && { replaces }),
   };
 }
@@ -252,6 +305,23 @@ function resolveProposals(context: Context, covered: Covered): Proposal[] {
   return proposals;
 }
 
+/**
+ * Drift a ticket past its due date still covers is raised on that ticket (the dashboard lists it),
+ * never as a fresh PR for the same drift.
+ */
+function raisedOnTickets(input: PlanInput): (group: DriftGroup) => boolean {
+  const overdue = ticketsPastDue(input.tickets, Date.parse(input.report.startedAt));
+  return (group) =>
+    group.nodes.every(({ node, items }) =>
+      items.every((item) =>
+        overdue.some(
+          ({ ticket }) =>
+            ticket.nodes.includes(node.name) && ticketCovers(ticket, itemSignature(item)),
+        ),
+      ),
+    );
+}
+
 function auditedIn(report: Report): (name: string) => boolean {
   const audited = new Set(
     report.nodes.filter((n) => n.status === "clean" || n.status === "drift").map((n) => n.name),
@@ -273,24 +343,4 @@ function ticketFolder(group: DriftGroup): string {
   if (!others.length) return first!.name;
   const common = first!.groups.filter((g) => others.every((n) => n.groups.includes(g)));
   return common.at(-1) ?? "fleet";
-}
-
-const nodeNames = (group: DriftGroup) => group.nodes.map((n) => n.node.name).sort();
-
-/** One row per node and drift item, for the body's table. */
-const rows = (group: DriftGroup) =>
-  group.nodes.flatMap((n) => n.items.map((item) => ({ node: n.node.name, item })));
-
-// A missing unit, file or package is live `null`: a title says it in words.
-const show = (value: JsonValue) =>
-  typeof value === "string" ? value : value === null ? "absent" : JSON.stringify(value);
-
-/** A group's title: what drifted where, values only when short. */
-function groupTitle(verb: string, group: DriftGroup, names: readonly string[]): string {
-  const [item] = group.items;
-  const values =
-    group.items.length === 1
-      ? `${show(item!.declared as JsonValue)} → ${show(item!.live as JsonValue)}`
-      : "";
-  return `${verb} ${group.domain.name} drift on ${nodeList(names)}: ${groupKey(group)}${values && values.length <= 80 ? `: ${values}` : ""}`;
 }

@@ -43,6 +43,7 @@ export interface Proposal {
   about: {
     signature: string;
     domain: NonNullable<PullMarker["domain"]>;
+    domains?: PullMarker["domains"];
     nodes: string[];
     detected: string;
     ticket?: string;
@@ -92,6 +93,7 @@ export function buildProposal(
     kind,
     signature: about.signature,
     domain: about.domain,
+    ...(about.domains !== undefined && { domains: about.domains }),
     nodes: about.nodes,
     detected: about.detected,
     content: hash(ownChanges(files, base), 16),

@@ -57,8 +57,10 @@ export function reconcile(
     if (wanted.has(pull.branch)) continue;
     // Drift this run did not look at (node unaudited, domain not in --category, or unknown) is not
     // gone.
-    const domain = pull.marker!.domain ?? pull.branch.split("--")[2] ?? "";
-    if (!pull.marker!.nodes.every((name) => covered(name, domain))) continue;
+    const domains = pull.marker!.domains ?? [
+      pull.marker!.domain ?? pull.branch.split("--")[2] ?? "",
+    ];
+    if (!pull.marker!.nodes.every((name) => domains.every((d) => covered(name, d)))) continue;
     if (pull.humanCommits) {
       leave(
         pull,

@@ -254,7 +254,7 @@ describe("desired: from drift to pull requests", () => {
     });
     after(() => removeTree(ticketDir));
 
-    it("a ticket takes an owner, a due date, a link and references; past due, its drift is drift again, saying so", async () => {
+    it("a ticket takes an owner, a due date, a link and references; past due, its drift is drift again, saying so, and no fresh PR", async () => {
       const text = withTicket.files.get(ticketFile)!;
       const ticket = {
         ...Ticket.parse(parse(text)),
@@ -284,6 +284,9 @@ describe("desired: from drift to pull requests", () => {
         // Due long before this run.
         assert.equal(item.acknowledged, undefined);
         assert.equal(item.lapsed, `ticket ${ticket.id} past due since 2026-03-01`);
+        // Raised on that ticket (the dashboard lists it), not as a fresh PR for the same drift.
+        const overdueReport = report({ "db-01": [kernel] }, { fleetOverride: overdue });
+        assert.deepEqual(plan(input(overdueReport, [], { ...withTicket, fleet: overdue })), []);
       } finally {
         await removeTree(dir);
       }
