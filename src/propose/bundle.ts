@@ -29,14 +29,18 @@ export const bundleCause = (bundle: Bundle): KnownCause | undefined => bundle[0]
  */
 export function bundleIdentity(bundle: Bundle): string {
   const cause = bundleCause(bundle);
-  return cause
-    ? `c${hash(JSON.stringify([cause.group, bundle[0]!.owners]), 16)}`
-    : bundle[0]!.identity;
+  if (!cause) return bundle[0]!.identity;
+  const { owners } = bundle[0]!;
+  return [bundleSignature(bundle), ...(owners.length ? [hash(JSON.stringify(owners))] : [])].join(
+    "-",
+  );
 }
 
-/** The marker's signature: a lone group's drift signature, else the bundle's identity. */
-export const bundleSignature = (bundle: Bundle) =>
-  bundleCause(bundle) ? bundleIdentity(bundle) : bundle[0]!.signature;
+/** The marker's signature: the cause's group hashed, else a lone group's drift signature. */
+export const bundleSignature = (bundle: Bundle) => {
+  const cause = bundleCause(bundle);
+  return cause ? `c${hash(cause.group, 16)}` : bundle[0]!.signature;
+};
 
 /** Every domain the bundle's items are in, sorted: the first names the branch. */
 export const bundleDomains = (bundle: Bundle): DomainName[] =>

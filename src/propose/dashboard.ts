@@ -12,6 +12,7 @@ import { visible } from "../text/escape.js";
 import { MAX_BODY_CHARS } from "./body.js";
 import type { Action } from "./proposal.js";
 import { botPulls } from "./pulls.js";
+import { pendingRow, type PendingReview } from "./reviews.js";
 
 // The dashboard: one issue per repository that `propose` keeps up to date, the fleet's state
 // between runs. Rendering is pure; the issue is edited only when the rendered body changed.
@@ -45,6 +46,8 @@ export interface DashboardInput {
   deferred: readonly DashboardDeferred[];
   tickets: readonly { ticket: Ticket; file: string }[];
   waivers: readonly Waiver[];
+  /** Owners this run could not ask to review. */
+  unasked?: readonly PendingReview[];
 }
 
 /** A ticket past its `due` date, if tickets carry one (an ISO date or date-time). */
@@ -141,13 +144,22 @@ export function renderDashboard(input: DashboardInput, max = MAX_ROWS): string {
         `- ${expiryTime(w.expires!) < now ? "expired" : "expires"} ${codeSpan(w.expires!)}: node ${codeSpan(w.node)}, domain ${codeSpan(w.domain)}, key ${codeSpan(w.key, 80)}, ${codeSpan(w.reason, 120)}`,
     );
   const budget = input.report.unauditedBudget?.over;
+  const unasked = [...(input.unasked ?? [])]
+    .sort((a, b) => a.number - b.number || (a.owner < b.owner ? -1 : 1))
+    .map(pendingRow);
+  // Said as the text report says it, so items a ticket or waiver covers never read as new work.
+  const acknowledged = input.report.nodes.reduce(
+    (sum, n) => sum + n.drift.filter((d) => d.acknowledged).length,
+    0,
+  );
+  const driftWords = `${plural(summary.driftItems, "drift item")}${acknowledged ? ` (${acknowledged} acknowledged)` : ""}`;
 
   const assemble = (rows: number) =>
     [
       MARK,
       "This issue is kept up to date by Quartermaster on every run; edits other than ticking a box are overwritten.",
       "",
-      `**Fleet**: ${plural(summary.nodes, "node")}: ${counts.map((c) => `${c.count} ${c.status}`).join(", ")}; ${summary.driftItems} drift items.`,
+      `**Fleet**: ${plural(summary.nodes, "node")}: ${counts.map((c) => `${c.count} ${c.status}`).join(", ")}; ${driftWords}.`,
       ...(budget
         ? ["", `**More nodes not audited than allowed**: ${textCell(budget.join("; "))}.`]
         : []),
@@ -163,6 +175,9 @@ export function renderDashboard(input: DashboardInput, max = MAX_ROWS): string {
         rows,
         "None.",
       ),
+      ...(unasked.length
+        ? section("Owners not asked to review: asked again on the next run", unasked, rows, "")
+        : []),
       ...section("Remediation tickets past due", pastDue, rows, "None."),
       ...section(
         `Waivers expired or expiring within ${WAIVER_NOTICE_DAYS} days`,
@@ -251,7 +266,9 @@ function runUrl(env: NodeJS.ProcessEnv): string | undefined {
 export async function updateDashboard(
   github: GitHub,
   current: Dashboard,
-  run: Pick<DashboardInput, "report" | "tickets" | "waivers"> & { actions: readonly Action[] },
+  run: Pick<DashboardInput, "report" | "tickets" | "waivers" | "unasked"> & {
+    actions: readonly Action[];
+  },
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<boolean> {
   try {

@@ -1,4 +1,5 @@
 import path from "node:path";
+import { append } from "../collections.js";
 import { ticketCovers } from "../drift/drift.js";
 import { codeSpan, truncate } from "../text/markdown.js";
 import {
@@ -45,10 +46,10 @@ interface Context {
   /** The open PR on a branch: its `detected` is kept so the body stays stable. */
   openOn: (branch: string) => ExistingPull | undefined;
   /**
-   * A reviewer's rejection is the accept PR they closed: keyed by that PR's own branch, never by
-   * its body.
+   * A reviewer's rejection is the accept PR they closed, found by its drift (domain, signature and
+   * a node in common), never by who reviews it: editing `owners:` keeps the decision.
    */
-  rejected: ReadonlyMap<string, ExistingPull>;
+  rejected: (bundle: Bundle) => ExistingPull | undefined;
   /** A ticket or resolve PR closed unmerged was declined: the same proposal is not made again. */
   declined: ReadonlySet<string>;
   recordedTickets: ReadonlySet<string>;
@@ -69,13 +70,7 @@ export function desiredPulls(
     dependants: dependantsOf(input.nodes),
     lists,
     openOn: (branch) => input.pulls.find((p) => p.branch === branch && p.state === "open"),
-    rejected: new Map(
-      input.pulls
-        .filter(
-          (p) => branchIdentity(p.branch)?.kind === "accept" && p.state === "closed" && !p.merged,
-        )
-        .map((p) => [p.branch, p]),
-    ),
+    rejected: rejectionOf(input.pulls),
     declined: new Set(
       input.pulls
         .filter((p) => p.marker && p.marker.kind !== "accept" && p.state === "closed" && !p.merged)
@@ -135,7 +130,7 @@ function acceptProposal(
   context: Context,
 ): Proposal | { reason: Reason; replaces?: string } | undefined {
   const branch = bundleBranch("accept", bundle);
-  const rejection = context.rejected.get(branch);
+  const rejection = context.rejected(bundle);
   if (rejection)
     return {
       reason: { text: `the accept PR #${rejection.number} was closed without merging` },
@@ -215,8 +210,10 @@ function ticketProposal(
     ...ticketIdentity(group, context.recordedTickets),
   }));
   const [first] = tickets;
+  // The ticket keeps a rejected PR's identity: new owners update it rather than replace it.
+  const base = replaces === undefined ? bundleIdentity(bundle) : branchIdentity(replaces)!.identity;
   // A number past recorded tickets, which the first group's id carries, numbers the bundle's too.
-  const identity = `${bundleIdentity(bundle)}${first!.identity.slice(first!.group.identity.length)}`;
+  const identity = `${base}${first!.identity.slice(first!.group.identity.length)}`;
   const branch = bundleBranch("ticket", bundle, identity);
   if (context.declined.has(proposalKey(branch, bundleNodes(bundle)))) return undefined;
   const detected = detectedOf(bundle, branch, context);
@@ -298,7 +295,8 @@ function resolveProposals(context: Context, covered: Covered): Proposal[] {
         ),
       },
       labels: ["remediation"],
-      owners: ticket.owner === undefined ? [] : [ticket.owner],
+      // CODEOWNERS' @ left off, as ownersOf does for group and node files.
+      owners: ticket.owner === undefined ? [] : [ticket.owner.replace(/^@/, "")],
       body: { group: [], ticket },
     });
   }
@@ -320,6 +318,22 @@ function raisedOnTickets(input: PlanInput): (group: DriftGroup) => boolean {
         ),
       ),
     );
+}
+
+/** The accept PRs closed unmerged, looked up by the drift they rejected. */
+function rejectionOf(pulls: readonly ExistingPull[]): Context["rejected"] {
+  const byDrift = new Map<string, ExistingPull[]>();
+  for (const p of pulls) {
+    const domain = branchIdentity(p.branch);
+    if (p.marker && domain?.kind === "accept" && p.state === "closed" && !p.merged)
+      append(byDrift, `${domain.domain}\0${p.marker.signature}`, p);
+  }
+  return (bundle) => {
+    const names = new Set(bundleNodes(bundle));
+    return byDrift
+      .get(`${bundleDomains(bundle)[0]!}\0${bundleSignature(bundle)}`)
+      ?.find((p) => p.marker!.nodes.some((name) => names.has(name)));
+  };
 }
 
 function auditedIn(report: Report): (name: string) => boolean {
