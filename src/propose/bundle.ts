@@ -20,12 +20,15 @@ const CAUSE_WORDS: Record<KnownCause["kind"], string> = {
   rollout: "one manifest rollout",
 };
 
-/** The cause a bundle's PR is one of, when it is one. */
-export const bundleCause = (bundle: Bundle): KnownCause | undefined => bundle[0]!.cause;
+/** The cause a bundle's PR is one of, when every group in it has that one cause. */
+export function bundleCause(bundle: Bundle): KnownCause | undefined {
+  const cause = bundle[0]!.cause;
+  return cause && bundle.every((g) => g.cause?.group === cause.group) ? cause : undefined;
+}
 
 /**
- * What names a bundle's branches and marker: a lone group's identity, else the cause's group and
- * owners hashed (host text never reaches a branch name), the same whichever nodes joined.
+ * What names a bundle's branches and marker: the cause's group and owners hashed (host text never
+ * reaches a branch name), the same whichever nodes joined; else its first group's identity.
  */
 export function bundleIdentity(bundle: Bundle): string {
   const cause = bundleCause(bundle);
@@ -36,7 +39,7 @@ export function bundleIdentity(bundle: Bundle): string {
   );
 }
 
-/** The marker's signature: the cause's group hashed, else a lone group's drift signature. */
+/** The marker's signature: the cause's group hashed, else the first group's drift signature. */
 export const bundleSignature = (bundle: Bundle) => {
   const cause = bundleCause(bundle);
   return cause ? `c${hash(cause.group, 16)}` : bundle[0]!.signature;
@@ -93,5 +96,6 @@ export function bundleTitle(verb: string, bundle: Bundle): string {
     return `${verb} ${group!.domain.name} drift${from} on ${names}: ${groupKey(group!)}${values && values.length <= 80 ? `: ${values}` : ""}`;
   }
   const keys = bundle.flatMap((g) => g.items.map((i) => i.key));
-  return `${verb} drift from ${CAUSE_WORDS[cause!.kind]} on ${names}: ${bundleDomains(bundle).join(", ")} ${keys[0]} and ${keys.length - 1} more`;
+  const from = cause ? ` from ${CAUSE_WORDS[cause.kind]}` : "";
+  return `${verb} drift${from} on ${names}: ${bundleDomains(bundle).join(", ")} ${keys[0]} and ${keys.length - 1} more`;
 }

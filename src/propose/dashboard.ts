@@ -8,6 +8,7 @@ import { plural, unauditedText } from "../report/formats/common.js";
 import { ticketCovers } from "../drift/drift.js";
 import { codeCell, codeSpan, nodeSpans, textCell } from "../text/markdown.js";
 import { itemSignature } from "./group.js";
+import { ticketsPastDue } from "./ticket.js";
 import { visible } from "../text/escape.js";
 import { MAX_BODY_CHARS } from "./body.js";
 import type { Action } from "./proposal.js";
@@ -48,19 +49,6 @@ export interface DashboardInput {
   waivers: readonly Waiver[];
   /** Owners this run could not ask to review. */
   unasked?: readonly PendingReview[];
-}
-
-/** A ticket past its `due` date, if tickets carry one (an ISO date or date-time). */
-export function ticketsPastDue(
-  tickets: DashboardInput["tickets"],
-  now: number,
-): { ticket: Ticket; file: string; due: string }[] {
-  return tickets.flatMap(({ ticket, file }) => {
-    const due: unknown = (ticket as { due?: unknown }).due;
-    if (ticket.status !== "open" || typeof due !== "string") return [];
-    const at = expiryTime(due);
-    return Number.isNaN(at) || at >= now ? [] : [{ ticket, file, due }];
-  });
 }
 
 /**

@@ -24,7 +24,7 @@ import {
   bundleTitle,
   type Bundle,
 } from "./bundle.js";
-import { ticketsPastDue } from "./dashboard.js";
+import { combineNear } from "./combine.js";
 import { bundleGroups, groupDrift, itemSignature, type DriftGroup } from "./group.js";
 import { ManifestEditError } from "../errors.js";
 import { applyChanges } from "../manifest/edit/apply.js";
@@ -34,7 +34,7 @@ import type { Covered, PlanInput } from "./plan-input.js";
 import { nodeList } from "../text/markdown.js";
 import { buildProposal, type Proposal, type PullContent } from "./proposal.js";
 import { proposalKey, type ExistingPull } from "./pulls.js";
-import { ticketFor, ticketIdentity, ticketYaml } from "./ticket.js";
+import { ticketFor, ticketIdentity, ticketsPastDue, ticketYaml } from "./ticket.js";
 
 // The pull requests this run's drift and tickets call for: an accept PR for each drift group the
 // manifest can take, else a ticket PR, and a resolve PR for each open ticket whose drift is gone.
@@ -81,8 +81,19 @@ export function desiredPulls(
   const nodes = new Map(input.nodes.map((n) => [n.name, n]));
   const raised = raisedOnTickets(input);
   const groups = groupDrift(input.report, nodes).filter((group) => !raised(group));
+  const bundles: readonly Bundle[] = bundleGroups(groups);
+  const accepting = (bundle: Bundle) => bundle.filter((g) => g.items[0]!.onDrift !== "ticket");
+  const proposed = combineNear(
+    bundles,
+    (bundle) =>
+      accepting(bundle).length
+        ? acceptEdits(accepting(bundle), input.files, context.dependants, lists, context.audited)
+            .files
+        : {},
+    input.files,
+  );
   const proposals = [
-    ...bundleGroups(groups).flatMap((bundle) => bundleProposals(bundle, context)),
+    ...proposed.flatMap((bundle) => bundleProposals(bundle, context, !bundles.includes(bundle))),
     ...resolveProposals(context, covered),
   ];
   return proposals.map((proposal) => buildProposal(proposal, input.labels ?? [], input.files));
@@ -92,7 +103,7 @@ export function desiredPulls(
  * A bundle's proposals: accept what the manifest can take and policy allows, as one PR; record a
  * ticket for the rest (policy, a rejected accept PR, an edit the manifest cannot take), as one PR.
  */
-function bundleProposals(bundle: Bundle, context: Context): Proposal[] {
+function bundleProposals(bundle: Bundle, context: Context, combined: boolean): Proposal[] {
   const ticketed = bundle.filter((g) => g.items[0]!.onDrift === "ticket");
   const reasons: Reason[] = ticketed.length
     ? [{ text: `policy: ${bundleDomains(ticketed).join(", ")} drift is remediated on the host` }]
@@ -101,7 +112,7 @@ function bundleProposals(bundle: Bundle, context: Context): Proposal[] {
   let accept: Proposal | undefined;
   let replaces: string | undefined;
   if (accepting.length) {
-    const outcome = acceptProposal(accepting, context);
+    const outcome = acceptProposal(accepting, context, combined);
     if (outcome && "reason" in outcome) {
       ticketed.push(...accepting);
       reasons.push(outcome.reason);
@@ -128,6 +139,7 @@ const joined = (reasons: readonly Reason[]): Reason => ({
 function acceptProposal(
   bundle: Bundle,
   context: Context,
+  combined: boolean,
 ): Proposal | { reason: Reason; replaces?: string } | undefined {
   const branch = bundleBranch("accept", bundle);
   const rejection = context.rejected(bundle);
@@ -165,7 +177,10 @@ function acceptProposal(
     files,
     labels: bundleLabels(bundle),
     owners: bundle[0]!.owners,
-    body: { group: bundleRows(bundle), notes: accepted.shared.map(sharedNote) },
+    body: {
+      group: bundleRows(bundle),
+      notes: [...accepted.shared.map(sharedNote), ...(combined ? [COMBINED] : [])],
+    },
   };
 }
 
@@ -189,6 +204,9 @@ const detectedOf = (bundle: Bundle, branch: string, context: Context) =>
   firstSeen(bundle.flatMap((g) => g.items)) ??
   context.openOn(branch)?.marker?.detected ??
   context.input.report.startedAt;
+
+const COMBINED =
+  "This pull request accepts drift that edits adjacent lines of one file together: as separate pull requests, merging one would leave the other unmergeable.";
 
 /** What the reviewer is told about a value a shared file declares for more than a few nodes. */
 function sharedNote(shared: SharedValue): string {

@@ -34,7 +34,7 @@ describe("acceptEdits", () => {
       asked.push(`${file} ${at.join(".")}`);
       return dependants(file, at);
     };
-    const accepted = acceptEdits([group!], files, counted, SPEC_LIST_SHAPES);
+    const accepted = acceptEdits([group], files, counted, SPEC_LIST_SHAPES);
     assert.ok("files" in accepted);
     const edited = accepted.files;
     // Every node taking the value drifted alike: the group file is edited, once.
