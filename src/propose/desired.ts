@@ -82,7 +82,7 @@ export function desiredPulls(
   const raised = raisedOnTickets(input);
   const groups = groupDrift(input.report, nodes).filter((group) => !raised(group));
   const bundles: readonly Bundle[] = bundleGroups(groups);
-  const accepting = (bundle: Bundle) => bundle.filter((g) => g.items[0]!.onDrift !== "ticket");
+  const accepting = (bundle: Bundle) => bundle.filter(accepts);
   const proposed = combineNear(
     bundles,
     (bundle) =>
@@ -104,11 +104,16 @@ export function desiredPulls(
  * ticket for the rest (policy, a rejected accept PR, an edit the manifest cannot take), as one PR.
  */
 function bundleProposals(bundle: Bundle, context: Context, combined: boolean): Proposal[] {
-  const ticketed = bundle.filter((g) => g.items[0]!.onDrift === "ticket");
-  const reasons: Reason[] = ticketed.length
-    ? [{ text: `policy: ${bundleDomains(ticketed).join(", ")} drift is remediated on the host` }]
-    : [];
-  const accepting = bundle.filter((g) => g.items[0]!.onDrift !== "ticket");
+  const pending = bundle.filter(rollingOut);
+  const byPolicy = bundle.filter((g) => !rollingOut(g) && g.items[0]!.onDrift === "ticket");
+  const ticketed = [...pending, ...byPolicy];
+  const reasons: Reason[] = [
+    ...(pending.length ? [rolloutReason(pending)] : []),
+    ...(byPolicy.length
+      ? [{ text: `policy: ${bundleDomains(byPolicy).join(", ")} drift is remediated on the host` }]
+      : []),
+  ];
+  const accepting = bundle.filter(accepts);
   let accept: Proposal | undefined;
   let replaces: string | undefined;
   if (accepting.length) {
@@ -123,6 +128,28 @@ function bundleProposals(bundle: Bundle, context: Context, combined: boolean): P
     ? ticketProposal(ticketed, joined(reasons), context, replaces)
     : undefined;
   return [...(accept ? [accept] : []), ...(ticket ? [ticket] : [])];
+}
+
+/** A node still running what the manifest declared before a merged change: accepting would revert it. */
+const rollingOut = (group: DriftGroup) =>
+  group.nodes.some((n) => n.items.some((item) => item.cause?.kind === "rollout"));
+
+/** Whether a group may be accepted into the manifest: policy allows it and it is no pending rollout. */
+const accepts = (group: DriftGroup) => group.items[0]!.onDrift !== "ticket" && !rollingOut(group);
+
+/** Why pending rollouts are tickets: the commits (manifest text, so shown only in a code span). */
+function rolloutReason(groups: Bundle): Reason {
+  const commits = [
+    ...new Set(
+      groups.flatMap((g) =>
+        g.nodes.flatMap((n) => n.items.map((item) => item.cause?.commit ?? [])),
+      ),
+    ),
+  ];
+  return {
+    text: "rollout pending: the manifest moved and the host did not, so accepting the live value would revert a merged change",
+    ...(commits.length && { detail: commits.join(", ") }),
+  };
 }
 
 const joined = (reasons: readonly Reason[]): Reason => ({
