@@ -16,6 +16,7 @@ const TOKEN = "ghs_propose_causes";
 const M = "fleet-manifests";
 const DB = ["db-01", "db-02", "db-03"];
 const WEB = ["web-01", "web-02"];
+const APP = ["app-01", "app-02"];
 const RESET = [
   "net.ipv4.tcp_fin_timeout",
   "net.ipv4.tcp_keepalive_time",
@@ -46,8 +47,20 @@ const FILES: Record<string, string> = {
     "",
   ].join("\n"),
   [`${M}/groups/web.yaml`]: webGroup(4096),
+  // Drift of no known cause on adjacent lines (two PRs would conflict) and on a line apart.
+  [`${M}/groups/app.yaml`]: [
+    "system:",
+    "  sysctl_parameters:",
+    "    net.ipv4.tcp_retries2: 15",
+    "    net.ipv4.tcp_orphan_retries: 0",
+    "    # handshakes",
+    "    net.ipv4.tcp_fastopen: 1",
+    "    net.ipv4.tcp_synack_retries: 5",
+    "",
+  ].join("\n"),
   ...Object.fromEntries(DB.map((n) => [`${M}/nodes/${n}.yaml`, "groups: [db]\n"])),
   ...Object.fromEntries(WEB.map((n) => [`${M}/nodes/${n}.yaml`, "groups: [web]\n"])),
+  ...Object.fromEntries(APP.map((n) => [`${M}/nodes/${n}.yaml`, "groups: [app]\n"])),
 };
 
 const upgraded = (real: string) =>
@@ -72,6 +85,15 @@ const forge = suiteForge({
           "net.ipv4.tcp_keepalive_time": "600",
           "net.ipv4.tcp_syn_retries": "3",
           "net.core.somaxconn": "4096",
+        },
+      })),
+      ...APP.map((name) => ({
+        name,
+        sysctls: {
+          "net.ipv4.tcp_retries2": "8",
+          "net.ipv4.tcp_orphan_retries": "2",
+          "net.ipv4.tcp_fastopen": "1",
+          "net.ipv4.tcp_synack_retries": "2",
         },
       })),
     ]);
@@ -127,9 +149,9 @@ async function audit(name: string, exitCode: number): Promise<{ file: string; re
   );
   assert.equal(result.exitCode, exitCode, result.stderr);
   const json = JSON.parse(await readFile(file, "utf8")) as {
-    nodes: { drift: { key: string; cause?: Cause }[] }[];
+    nodes: { name: string; drift: { key: string; cause?: Cause }[] }[];
   };
-  for (const item of json.nodes.flatMap((n) => n.drift)) {
+  for (const item of json.nodes.filter((n) => !APP.includes(n.name)).flatMap((n) => n.drift)) {
     const cause = causeOf(item.key);
     if (cause) item.cause = cause;
   }
@@ -158,7 +180,7 @@ const changed = async (head: string) =>
     .sort();
 
 describe("one pull request per cause", () => {
-  it("one upgrade on three db hosts is one accept PR, one persisted file's three keys one more, and a merged change not rolled out a ticket, never an accept; each merges after the others", async () => {
+  it("one upgrade on three db hosts is one accept PR, one persisted file's three keys one more, a merged change not rolled out a ticket, never an accept, unrelated drift on adjacent lines one PR; each merges after the others", async () => {
     rolloutCommit = await forge.double.pushCommit("main", {
       [`${M}/groups/web.yaml`]: webGroup(8192),
     });
@@ -166,6 +188,10 @@ describe("one pull request per cause", () => {
     assert.deepEqual(
       report.nodes.map((n) => [n.name, n.drift.map((d) => d.key).sort()]),
       [
+        ...APP.map((n) => [
+          n,
+          ["net.ipv4.tcp_orphan_retries", "net.ipv4.tcp_retries2", "net.ipv4.tcp_synack_retries"],
+        ]),
         ...DB.map((n) => [n, ["qm-postgresql-16", "qm-postgresql-client-16"]]),
         ...WEB.map((n) => [n, ["net.core.somaxconn", ...RESET]]),
       ],
@@ -173,7 +199,7 @@ describe("one pull request per cause", () => {
 
     await propose(file);
     const pulls = openPulls();
-    assert.equal(pulls.length, 3, pulls.map((p) => p.title).join("\n"));
+    assert.equal(pulls.length, 5, pulls.map((p) => p.title).join("\n"));
     const upgrade = pulls.find((p) => p.title.includes("from one package transaction"))!;
     assert.match(
       upgrade.title,
@@ -201,6 +227,18 @@ describe("one pull request per cause", () => {
     assert.ok(ticket!.body!.includes(`\`${rolloutCommit}\``), ticket!.body!);
     for (const pull of accepts) assert.doesNotMatch(pull.body!, /somaxconn/);
 
+    // Unrelated drift on adjacent lines is one PR saying why; the line apart is a PR of its own.
+    const combined = pulls.find((p) => p.body!.includes("edits adjacent lines of one file"))!;
+    assert.match(
+      combined.title,
+      /^Accept drift on app-01, app-02: sysctl net\.ipv4\.\S+ and 1 more$/,
+    );
+    const apart = pulls.find((p) => p.title.includes("net.ipv4.tcp_synack_retries"))!;
+    assert.doesNotMatch(apart.body!, /adjacent lines/);
+    for (const pull of [combined, apart])
+      assert.deepEqual(await changed(pull.head), [`${M}/groups/app.yaml`]);
+
+    // Merging each in turn: none is left unmergeable by the ones merged before it.
     for (const pull of pulls) await forge.double.mergePull(pull.number);
     const dir = await forge.checkout();
     const read = (name: string) => readFile(path.join(dir, M, name), "utf8");
@@ -215,13 +253,23 @@ describe("one pull request per cause", () => {
         .replace("keepalive_time: 7200", "keepalive_time: 600")
         .replace("syn_retries: 6", "syn_retries: 3"),
     );
+    assert.equal(
+      await read("groups/app.yaml"),
+      FILES[`${M}/groups/app.yaml`]!.replace("retries2: 15", "retries2: 8")
+        .replace("orphan_retries: 0", "orphan_retries: 2")
+        .replace("synack_retries: 5", "synack_retries: 2"),
+    );
   });
 
   it("the next run proposes nothing again: the accepted drift is gone and the rollout is ticketed", async () => {
     const { file, report } = await audit("run-2", 0); // acknowledged by its ticket
     assert.deepEqual(
       report.nodes.map((n) => [n.name, n.drift.map((d) => [d.key, d.acknowledged ?? false])]),
-      [...DB.map((n) => [n, []]), ...WEB.map((n) => [n, [["net.core.somaxconn", true]]])],
+      [
+        ...APP.map((n) => [n, []]),
+        ...DB.map((n) => [n, []]),
+        ...WEB.map((n) => [n, [["net.core.somaxconn", true]]]),
+      ],
     );
     const result = await propose(file);
     assert.equal(
