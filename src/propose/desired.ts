@@ -83,10 +83,11 @@ export function desiredPulls(
   const groups = groupDrift(input.report, nodes).filter((group) => !raised(group));
   const bundles: readonly Bundle[] = bundleGroups(groups);
   const accepting = (bundle: Bundle) => bundle.filter(accepts);
+  // A rejected accept is a ticket, never joined into another's PR.
   const proposed = combineNear(
     bundles,
     (bundle) =>
-      accepting(bundle).length
+      accepting(bundle).length && !context.rejected(accepting(bundle))
         ? acceptEdits(accepting(bundle), input.files, context.dependants, lists, context.audited)
             .files
         : {},

@@ -7,6 +7,7 @@ import path from "node:path";
 import { describe, it } from "node:test";
 import { execa } from "execa";
 import { plan } from "../../../src/propose/plan.js";
+import type { ExistingPull } from "../../../src/propose/pulls.js";
 import {
   asPulls,
   files,
@@ -74,6 +75,22 @@ describe("combine: pull requests that never conflict", () => {
     // The two PRs share no file, so each merges whatever was merged before.
     for (const file of Object.keys(both.files)) assert.equal(file in other.files, false);
     assert.deepEqual(plan(input(r, asPulls(actions))), [], "re-planning changes nothing");
+  });
+
+  it("an accept rejected on its own is a ticket, never joined into its neighbour's PR", () => {
+    const r = report({ "web-01": [somaxconn(8192)], "web-02": [swappiness(60)] });
+    // Before they met: somaxconn's PR alone, then closed by a reviewer.
+    const alone = opens(plan(input(report({ "web-01": [somaxconn(8192)] }))));
+    const rejected: ExistingPull = { ...asPulls(alone)[0]!, state: "closed" };
+    const prs = opens(plan(input(r, [rejected])));
+    assert.equal(prs.length, 2, prs.map((p) => p.title).join("\n"));
+    const [ticket, accept] = [
+      prs.find((p) => /--ticket--/.test(p.branch)),
+      prs.find((p) => /--accept--/.test(p.branch)),
+    ];
+    assert.match(ticket!.title, /somaxconn/);
+    assert.match(accept!.title, /on web-02: vm\.swappiness/);
+    assert.doesNotMatch(accept!.body, /somaxconn|adjacent lines/);
   });
 
   it("without adjacent lines nothing is combined", () => {
