@@ -63,58 +63,60 @@ export const FEW_OVERRIDES = 3;
 /** How an accept treated a value a shared file declares for more than a few drifted nodes. */
 export interface SharedValue {
   file: string;
-  /** Nodes taking the value from the file, and how many of them drifted alike. */
+  /** Nodes taking the value from the file, how many this run did not audit, how many drifted alike. */
   takers: number;
+  unaudited: number;
   drifted: number;
   /** The file was edited and the others keep the old value; else the drifted got overrides. */
   edited: boolean;
 }
 
 /**
- * What accepting a drift group takes: the edited files (and what became of values shared by more
- * than a few drifted nodes), or why it must wait for a later run.
+ * What accepting a drift group takes: the edited files, and what became of values shared by more
+ * than a few drifted nodes.
  */
-export type AcceptPlan =
-  { files: Record<string, string>; shared: SharedValue[] } | { waiting: string[] };
+export interface AcceptPlan {
+  files: Record<string, string>;
+  shared: SharedValue[];
+}
 
 /** The group a manifest file declares, when it is a group file. */
 export const groupOfFile = (file: string) => /(?:^|\/)groups\/([^/]+)\.ya?ml$/.exec(file)?.[1];
 
-/** A shared file as a reviewer names it: the group, or the file's name. */
-const sharedName = (file: string) => groupOfFile(file) ?? file.split("/").at(-1)!;
-
 /**
- * The manifest edits accepting a drift group. Each changed value is edited in the file that
+ * The manifest edits accepting drift groups (one PR's: one group, or one cause's). Each changed value is edited in the file that
  * declares it when every node taking it from there drifted alike, else as an override in the node's
- * own file (or, past FEW_OVERRIDES drifted nodes that are most of them, in the shared file with the
- * old value kept for the others); a value no file declares yet goes where the drifted item is
- * declared. A value a shared file declares for a node this run did not audit (`audited`) is none of
- * these: the whole accept waits, so no override is written while the shared file may still hold.
- * Throws ManifestEditError when an edit cannot be made.
+ * own file (or, past FEW_OVERRIDES drifted nodes that are most of the audited takers, in the shared
+ * file with the old value kept for the others, unaudited ones included); a value no file declares
+ * yet goes where the drifted item is declared. A dark node never holds an accept back: placement is
+ * decided from the takers this run audited (`audited`). Throws ManifestEditError when an edit cannot
+ * be made.
  */
 export function acceptEdits(
-  group: DriftGroup,
+  groups: readonly DriftGroup[],
   files: ReadonlyMap<string, string>,
   dependants: Dependants,
   lists: SpecListShapes,
   audited: (name: string) => boolean = () => true,
 ): AcceptPlan {
-  const drifted = new Set(group.nodes.map((n) => n.node.name));
-  const draft: AcceptDraft = {
-    domain: group.domain,
-    drifted,
-    takersOf: takersLookup(dependants, drifted, audited),
-    edits: new Map(),
-    waiting: new Set(),
-    shared: new Map(),
-  };
-  for (const { node, items } of group.nodes) acceptNode(draft, node, items);
-  if (draft.waiting.size) return { waiting: [...draft.waiting].sort() };
+  // The groups of one cause are one PR: their changes meet in the same files, one edit per file.
+  const edits = new Map<string, DeclaredChange[]>();
+  const shared: SharedValue[] = [];
+  for (const group of groups) {
+    const drifted = new Set(group.nodes.map((n) => n.node.name));
+    const draft: AcceptDraft = {
+      domain: group.domain,
+      drifted,
+      takersOf: takersLookup(dependants, drifted, audited),
+      edits,
+      shared: new Map(),
+    };
+    for (const { node, items } of group.nodes) acceptNode(draft, node, items);
+    for (const value of draft.shared.values()) if (value) shared.push(value);
+  }
   return {
-    files: editedFiles(draft.edits, files, lists),
-    shared: [...draft.shared.values()]
-      .filter((s) => s !== undefined)
-      .sort((a, b) => (a.file < b.file ? -1 : 1)),
+    files: editedFiles(edits, files, lists),
+    shared: shared.sort((a, b) => (a.file < b.file ? -1 : 1)),
   };
 }
 
@@ -132,8 +134,6 @@ interface AcceptDraft {
   takersOf: (file: string, at: SpecPath) => Takers;
   /** File -> the changes to make in it. */
   edits: Map<string, DeclaredChange[]>;
-  /** Why the accept must wait, one line per shared file. */
-  waiting: Set<string>;
   /** Per file and changed path, decided once however many nodes share it. */
   shared: Map<string, SharedValue | undefined>;
 }
@@ -198,8 +198,8 @@ function acceptNode(draft: AcceptDraft, node: LoadedNode, items: readonly DriftI
 }
 
 /**
- * A change to a value the node takes from a shared file: edits that file or waits; true when the
- * change is to be an override in the node's own file instead.
+ * A change to a value the node takes from a shared file: true when it is to be an override in the
+ * node's own file, false when the shared file is edited.
  */
 function acceptSharedChange(
   draft: AcceptDraft,
@@ -209,20 +209,15 @@ function acceptSharedChange(
   at: SpecPath,
 ): boolean {
   const who = draft.takersOf(file, at);
-  if (who.unaudited) {
-    const of = who.all.length;
-    draft.waiting.add(
-      `${sharedName(file)}: ${who.unaudited} of ${of} node${of === 1 ? "" : "s"} not audited this run`,
-    );
-    return false;
-  }
   const key = `${file}\0${pathKey(change.path)}`;
   if (!draft.shared.has(key)) {
     const many = who.drifted > FEW_OVERRIDES;
-    const edited = who.drifted === who.all.length || (many && who.drifted * 2 > who.all.length);
+    const audited = who.all.length - who.unaudited;
+    const edited = who.drifted === who.all.length || (many && who.drifted * 2 > audited);
+    const { unaudited, drifted } = who;
     draft.shared.set(
       key,
-      many ? { file, takers: who.all.length, drifted: who.drifted, edited } : undefined,
+      many ? { file, takers: who.all.length, unaudited, drifted, edited } : undefined,
     );
     if (edited) editSharedFile(draft, node, change, file, who.all);
   }

@@ -30,6 +30,8 @@ export const PullMarker = z.object({
    * audited.
    */
   domain: z.enum(DOMAIN_NAMES).optional(),
+  /** Every domain of a PR of one cause (the first is `domain`): a partial audit must cover them all. */
+  domains: z.array(z.enum(DOMAIN_NAMES)).optional(),
   nodes: z.array(z.string()),
   /** When the drift was first proposed: kept across updates so the body stays stable. */
   detected: z.string(),

@@ -6,7 +6,10 @@ import type { Ticket } from "../manifest/tickets.js";
 import type { LatentEvent } from "../domains/cause.js";
 import { NODE_STATUSES, type Report } from "../report/schema.js";
 import { plural, unauditedText } from "../report/formats/common.js";
-import { codeCell, codeSpan, textCell } from "../text/markdown.js";
+import { ticketCovers } from "../drift/drift.js";
+import { codeCell, codeSpan, nodeSpans, textCell } from "../text/markdown.js";
+import { itemSignature } from "./group.js";
+import { ticketsPastDue } from "./ticket.js";
 import { visible } from "../text/escape.js";
 import { MAX_BODY_CHARS } from "./body.js";
 import type { Action } from "./proposal.js";
@@ -47,19 +50,6 @@ export interface DashboardInput {
   waivers: readonly Waiver[];
   /** Owners this run could not ask to review. */
   unasked?: readonly PendingReview[];
-}
-
-/** A ticket past its `due` date, if tickets carry one (an ISO date or date-time). */
-export function ticketsPastDue(
-  tickets: DashboardInput["tickets"],
-  now: number,
-): { ticket: Ticket; file: string; due: string }[] {
-  return tickets.flatMap(({ ticket, file }) => {
-    const due: unknown = (ticket as { due?: unknown }).due;
-    if (ticket.status !== "open" || typeof due !== "string") return [];
-    const at = expiryTime(due);
-    return Number.isNaN(at) || at >= now ? [] : [{ ticket, file, due }];
-  });
 }
 
 /** Nodes with latent drift that one of `events` sets off: each with its items' first reason. */
@@ -137,10 +127,17 @@ export function renderDashboard(input: DashboardInput, max = MAX_ROWS): string {
       (d) =>
         `- [ ] ${codeSpan(d.title, 120)}, waiting since ${d.since} <!-- open: ${openMark(d.branch)} -->`,
     );
-  const pastDue = ticketsPastDue(input.tickets, now).map(
-    ({ ticket, file, due }) =>
-      `- ${codeSpan(ticket.id)} (${ticket.domain} ${codeSpan(ticket.key, 80)} on ${ticket.nodes.length} node${ticket.nodes.length === 1 ? "" : "s"}), due ${codeSpan(due)}: ${codeSpan(file)}`,
-  );
+  const pastDue = ticketsPastDue(input.tickets, now).map(({ ticket, file, due }) => {
+    // Its drift still there is raised here, on the ticket, never as a fresh PR (desired.ts).
+    const still = input.report.nodes
+      .filter(
+        (n) =>
+          ticket.nodes.includes(n.name) &&
+          n.drift.some((item) => ticketCovers(ticket, itemSignature(item))),
+      )
+      .map((n) => n.name);
+    return `- ${codeSpan(ticket.id)} (${ticket.domain} ${codeSpan(ticket.key, 80)} on ${ticket.nodes.length} node${ticket.nodes.length === 1 ? "" : "s"}), due ${codeSpan(due)}: ${codeSpan(file)}${still.length ? `; its drift is still present on ${nodeSpans(still)}` : ""}`;
+  });
   const waivers = input.waivers
     .filter(
       (w) => w.expires !== undefined && expiryTime(w.expires) < now + WAIVER_NOTICE_DAYS * DAY_MS,

@@ -1,5 +1,4 @@
 import path from "node:path";
-import type { JsonValue } from "../domains/domain.js";
 import { append } from "../collections.js";
 import { ticketCovers } from "../drift/drift.js";
 import { codeSpan, truncate } from "../text/markdown.js";
@@ -9,9 +8,24 @@ import {
   groupOfFile,
   type AcceptPlan,
   type Dependants,
+  type SharedValue,
 } from "./accept-edits.js";
+import { firstSeen } from "./body.js";
 import { branchIdentity, branchName } from "./branch.js";
-import { groupDrift, groupKey, itemSignature, type DriftGroup } from "./group.js";
+import {
+  bundleBranch,
+  bundleDomains,
+  bundleIdentity,
+  bundleLabels,
+  bundleNodes,
+  bundleRows,
+  bundleSignature,
+  bundleTicketId,
+  bundleTitle,
+  type Bundle,
+} from "./bundle.js";
+import { combineNear } from "./combine.js";
+import { bundleGroups, groupDrift, itemSignature, type DriftGroup } from "./group.js";
 import { ManifestEditError } from "../errors.js";
 import { applyChanges } from "../manifest/edit/apply.js";
 import type { SpecListShapes } from "../manifest/lists.js";
@@ -20,7 +34,7 @@ import type { Covered, PlanInput } from "./plan-input.js";
 import { nodeList } from "../text/markdown.js";
 import { buildProposal, type Proposal, type PullContent } from "./proposal.js";
 import { proposalKey, type ExistingPull } from "./pulls.js";
-import { ticketFor, ticketIdentity, ticketYaml } from "./ticket.js";
+import { ticketFor, ticketIdentity, ticketsPastDue, ticketYaml } from "./ticket.js";
 
 // The pull requests this run's drift and tickets call for: an accept PR for each drift group the
 // manifest can take, else a ticket PR, and a resolve PR for each open ticket whose drift is gone.
@@ -35,35 +49,24 @@ interface Context {
    * A reviewer's rejection is the accept PR they closed, found by its drift (domain, signature and
    * a node in common), never by who reviews it: editing `owners:` keeps the decision.
    */
-  rejected: (group: DriftGroup) => ExistingPull | undefined;
+  rejected: (bundle: Bundle) => ExistingPull | undefined;
   /** A ticket or resolve PR closed unmerged was declined: the same proposal is not made again. */
   declined: ReadonlySet<string>;
   recordedTickets: ReadonlySet<string>;
   /** Whether this run audited a node (a domain it could not show is still audited: not drift). */
   audited: (name: string) => boolean;
-  wait: (waiting: Waiting) => void;
 }
 
 type Reason = { text: string; detail?: string };
-
-/** An accept that waits for a run auditing every node its shared value reaches. */
-export interface Waiting {
-  branch: string;
-  title: string;
-  /** Per shared file: "web: 1 of 3 nodes not audited this run". */
-  reasons: string[];
-}
 
 export function desiredPulls(
   input: PlanInput,
   covered: Covered,
   lists: SpecListShapes,
-): { pulls: PullContent[]; waits: Waiting[] } {
-  const waits: Waiting[] = [];
+): PullContent[] {
   const context: Context = {
     input,
     audited: auditedIn(input.report),
-    wait: (waiting) => waits.push(waiting),
     dependants: dependantsOf(input.nodes),
     lists,
     openOn: (branch) => input.pulls.find((p) => p.branch === branch && p.state === "open"),
@@ -76,43 +79,107 @@ export function desiredPulls(
     recordedTickets: new Set(input.tickets.map((t) => t.ticket.id)),
   };
   const nodes = new Map(input.nodes.map((n) => [n.name, n]));
+  const raised = raisedOnTickets(input);
+  const groups = groupDrift(input.report, nodes).filter((group) => !raised(group));
+  const bundles: readonly Bundle[] = bundleGroups(groups);
+  const accepting = (bundle: Bundle) => bundle.filter(accepts);
+  // A rejected accept is a ticket, never joined into another's PR.
+  const proposed = combineNear(
+    bundles,
+    (bundle) =>
+      accepting(bundle).length && !context.rejected(accepting(bundle))
+        ? acceptEdits(accepting(bundle), input.files, context.dependants, lists, context.audited)
+            .files
+        : {},
+    input.files,
+  );
   const proposals = [
-    ...groupDrift(input.report, nodes).flatMap((group) => groupProposal(group, context) ?? []),
+    ...proposed.flatMap((bundle) => bundleProposals(bundle, context, !bundles.includes(bundle))),
     ...resolveProposals(context, covered),
   ];
-  return {
-    pulls: proposals.map((proposal) => buildProposal(proposal, input.labels ?? [], input.files)),
-    waits,
-  };
+  return proposals.map((proposal) => buildProposal(proposal, input.labels ?? [], input.files));
 }
 
 /**
- * A drift group's proposal: accept it into the manifest, or record a ticket when it must not or
- * cannot be.
+ * A bundle's proposals: accept what the manifest can take and policy allows, as one PR; record a
+ * ticket for the rest (policy, a rejected accept PR, an edit the manifest cannot take), as one PR.
  */
-function groupProposal(group: DriftGroup, context: Context): Proposal | undefined {
-  const { domain } = group;
-  const item = group.items[0]!;
-  const acceptBranch = branchName("accept", domain.name, groupKey(group), group.identity);
-  const rejection = context.rejected(group);
+function bundleProposals(bundle: Bundle, context: Context, combined: boolean): Proposal[] {
+  const pending = bundle.filter(rollingOut);
+  const byPolicy = bundle.filter((g) => !rollingOut(g) && g.items[0]!.onDrift === "ticket");
+  const ticketed = [...pending, ...byPolicy];
+  const reasons: Reason[] = [
+    ...(pending.length ? [rolloutReason(pending)] : []),
+    ...(byPolicy.length
+      ? [{ text: `policy: ${bundleDomains(byPolicy).join(", ")} drift is remediated on the host` }]
+      : []),
+  ];
+  const accepting = bundle.filter(accepts);
+  let accept: Proposal | undefined;
+  let replaces: string | undefined;
+  if (accepting.length) {
+    const outcome = acceptProposal(accepting, context, combined);
+    if (outcome && "reason" in outcome) {
+      ticketed.push(...accepting);
+      reasons.push(outcome.reason);
+      replaces = outcome.replaces;
+    } else accept = outcome;
+  }
+  const ticket = ticketed.length
+    ? ticketProposal(ticketed, joined(reasons), context, replaces)
+    : undefined;
+  return [...(accept ? [accept] : []), ...(ticket ? [ticket] : [])];
+}
+
+/** A node still running what the manifest declared before a merged change: accepting would revert it. */
+const rollingOut = (group: DriftGroup) =>
+  group.nodes.some((n) => n.items.some((item) => item.cause?.kind === "rollout"));
+
+/** Whether a group may be accepted into the manifest: policy allows it and it is no pending rollout. */
+const accepts = (group: DriftGroup) => group.items[0]!.onDrift !== "ticket" && !rollingOut(group);
+
+/** Why pending rollouts are tickets: the commits (manifest text, so shown only in a code span). */
+function rolloutReason(groups: Bundle): Reason {
+  const commits = [
+    ...new Set(
+      groups.flatMap((g) =>
+        g.nodes.flatMap((n) => n.items.map((item) => item.cause?.commit ?? [])),
+      ),
+    ),
+  ];
+  return {
+    text: "rollout pending: the manifest moved and the host did not, so accepting the live value would revert a merged change",
+    ...(commits.length && { detail: commits.join(", ") }),
+  };
+}
+
+const joined = (reasons: readonly Reason[]): Reason => ({
+  text: reasons.map((r) => r.text).join("; "),
+  ...(reasons.some((r) => r.detail) && {
+    detail: reasons.flatMap((r) => r.detail ?? []).join("; "),
+  }),
+});
+
+/**
+ * The accept PR of a bundle, nothing when the manifest already says it, or why it is a ticket
+ * instead.
+ */
+function acceptProposal(
+  bundle: Bundle,
+  context: Context,
+  combined: boolean,
+): Proposal | { reason: Reason; replaces?: string } | undefined {
+  const branch = bundleBranch("accept", bundle);
+  const rejection = context.rejected(bundle);
   if (rejection)
-    return ticketProposal(
-      // The ticket keeps the rejected PR's identity: new owners update it rather than replace it.
-      { ...group, identity: branchIdentity(rejection.branch)!.identity },
-      { text: `the accept PR #${rejection.number} was closed without merging` },
-      context,
-      rejection.branch,
-    );
-  if (item.onDrift === "ticket")
-    return ticketProposal(
-      group,
-      { text: `policy: ${domain.name} drift is remediated on the host` },
-      context,
-    );
+    return {
+      reason: { text: `the accept PR #${rejection.number} was closed without merging` },
+      replaces: rejection.branch,
+    };
   let accepted: AcceptPlan;
   try {
     accepted = acceptEdits(
-      group,
+      bundle,
       context.input.files,
       context.dependants,
       context.lists,
@@ -122,20 +189,9 @@ function groupProposal(group: DriftGroup, context: Context): Proposal | undefine
     // Only an edit that cannot be made becomes a ticket; anything else is a bug and is reported as
     // one.
     if (!(error instanceof ManifestEditError)) throw error;
-    return ticketProposal(
-      group,
-      { text: "the manifest cannot be edited to accept it", detail: error.message },
-      context,
-    );
-  }
-  const names = nodeNames(group);
-  if ("waiting" in accepted) {
-    context.wait({
-      branch: acceptBranch,
-      title: groupTitle("Accept", group, names),
-      reasons: accepted.waiting,
-    });
-    return undefined;
+    return {
+      reason: { text: "the manifest cannot be edited to accept it", detail: error.message },
+    };
   }
   const { files } = accepted;
   // The manifest already declares the live value: the report predates a merged accept PR.
@@ -143,63 +199,91 @@ function groupProposal(group: DriftGroup, context: Context): Proposal | undefine
     return undefined;
   return {
     kind: "accept",
-    branch: acceptBranch,
-    title: groupTitle("Accept", group, names),
-    about: {
-      signature: group.signature,
-      domain: domain.name,
-      nodes: names,
-      detected: context.openOn(acceptBranch)?.marker?.detected ?? context.input.report.startedAt,
-    },
+    branch,
+    title: bundleTitle("Accept", bundle),
+    about: about(bundle, detectedOf(bundle, branch, context)),
     files,
-    labels: [`drift:${domain.name}`, `severity:${item.severity}`],
-    owners: group.owners,
+    labels: bundleLabels(bundle),
+    owners: bundle[0]!.owners,
     body: {
-      group: rows(group),
-      notes: accepted.shared.map((shared) =>
-        shared.edited
-          ? `${codeSpan(shared.file)} declares this value for ${shared.takers} nodes and ${shared.drifted} drifted alike: the shared file is edited, and the ${shared.takers - shared.drifted} that did not drift keep the old value in their own files, rather than ${shared.drifted} node files each overriding it.`
-          : `This writes the same value into ${shared.drifted} node files as overrides of ${codeSpan(shared.file)}, which declares it for ${shared.takers} nodes: consider a group for the drifted nodes.`,
-      ),
+      group: bundleRows(bundle),
+      notes: [...accepted.shared.map(sharedNote), ...(combined ? [COMBINED] : [])],
     },
   };
 }
 
+/** What a bundle's marker says besides its kind: the domains when there are several. */
+function about(bundle: Bundle, detected: string): Proposal["about"] {
+  const domains = bundleDomains(bundle);
+  return {
+    signature: bundleSignature(bundle),
+    domain: domains[0]!,
+    ...(domains.length > 1 && { domains }),
+    nodes: bundleNodes(bundle),
+    detected,
+  };
+}
+
+/**
+ * When the drift was first seen (kept across runs), else when its open PR first proposed it, else
+ * now.
+ */
+const detectedOf = (bundle: Bundle, branch: string, context: Context) =>
+  firstSeen(bundle.flatMap((g) => g.items)) ??
+  context.openOn(branch)?.marker?.detected ??
+  context.input.report.startedAt;
+
+const COMBINED =
+  "This pull request accepts drift that edits adjacent lines of one file together: as separate pull requests, merging one would leave the other unmergeable.";
+
+/** What the reviewer is told about a value a shared file declares for more than a few nodes. */
+function sharedNote(shared: SharedValue): string {
+  const { file, takers, unaudited, drifted } = shared;
+  const dark = unaudited ? ` (${unaudited} not audited this run)` : "";
+  return shared.edited
+    ? `${codeSpan(file)} declares this value for ${takers} nodes and ${drifted} of the ${takers - unaudited} audited drifted alike: the shared file is edited, and the other ${takers - drifted}${dark} keep the old value in their own files, rather than ${drifted} node files each overriding it.`
+    : `This writes the same value into ${drifted} node files as overrides of ${codeSpan(file)}, which declares it for ${takers} nodes${dark}: consider a group for the drifted nodes.`;
+}
+
 function ticketProposal(
-  group: DriftGroup,
+  bundle: Bundle,
   reason: Reason,
   context: Context,
   replaces?: string,
 ): Proposal | undefined {
-  const { domain } = group;
-  const names = nodeNames(group);
-  const { id, identity } = ticketIdentity(group, context.recordedTickets);
-  const branch = branchName("ticket", domain.name, groupKey(group), identity);
-  if (context.declined.has(proposalKey(branch, names))) return undefined;
-  const detected = context.openOn(branch)?.marker?.detected ?? context.input.report.startedAt;
-  // An error may quote a whole live file: the ticket keeps its start, the report has the rest.
-  const ticket = ticketFor(
+  const tickets = bundle.map((group) => ({
     group,
-    id,
-    detected,
-    reason.detail ? `${reason.text}: ${truncate(reason.detail, 300)}` : reason.text,
-  );
+    ...ticketIdentity(group, context.recordedTickets),
+  }));
+  const [first] = tickets;
+  // The ticket keeps a rejected PR's identity: new owners update it rather than replace it.
+  const base = replaces === undefined ? bundleIdentity(bundle) : branchIdentity(replaces)!.identity;
+  // A number past recorded tickets, which the first group's id carries, numbers the bundle's too.
+  const identity = `${base}${first!.identity.slice(first!.group.identity.length)}`;
+  const branch = bundleBranch("ticket", bundle, identity);
+  if (context.declined.has(proposalKey(branch, bundleNodes(bundle)))) return undefined;
+  const detected = detectedOf(bundle, branch, context);
+  // An error may quote a whole live file: the ticket keeps its start, the report has the rest.
+  const why = reason.detail ? `${reason.text}: ${truncate(reason.detail, 300)}` : reason.text;
   return {
     kind: "ticket",
     branch,
-    title: groupTitle("Remediate", group, names),
-    about: { signature: group.signature, domain: domain.name, nodes: names, detected, ticket: id },
-    files: {
-      [path.posix.join(
-        context.input.manifestsPath,
-        "remediations",
-        ticketFolder(group),
-        `${id}.yaml`,
-      )]: ticketYaml(ticket),
-    },
-    labels: [`drift:${domain.name}`, `severity:${group.items[0]!.severity}`, "remediation"],
-    owners: group.owners,
-    body: { group: rows(group), reason },
+    title: bundleTitle("Remediate", bundle),
+    about: { ...about(bundle, detected), ticket: bundleTicketId(bundle, identity, first!.id) },
+    files: Object.fromEntries(
+      tickets.map(({ group, id }) => [
+        path.posix.join(
+          context.input.manifestsPath,
+          "remediations",
+          ticketFolder(group),
+          `${id}.yaml`,
+        ),
+        ticketYaml(ticketFor(group, id, firstSeen(group.items) ?? detected, why)),
+      ]),
+    ),
+    labels: [...bundleLabels(bundle), "remediation"],
+    owners: bundle[0]!.owners,
+    body: { group: bundleRows(bundle), reason },
     ...(replaces !== undefined && { replaces }),
   };
 }
@@ -265,7 +349,24 @@ function resolveProposals(context: Context, covered: Covered): Proposal[] {
   return proposals;
 }
 
-/** The accept PRs closed unmerged, looked up by the drift group they rejected. */
+/**
+ * Drift a ticket past its due date still covers is raised on that ticket (the dashboard lists it),
+ * never as a fresh PR for the same drift.
+ */
+function raisedOnTickets(input: PlanInput): (group: DriftGroup) => boolean {
+  const overdue = ticketsPastDue(input.tickets, Date.parse(input.report.startedAt));
+  return (group) =>
+    group.nodes.every(({ node, items }) =>
+      items.every((item) =>
+        overdue.some(
+          ({ ticket }) =>
+            ticket.nodes.includes(node.name) && ticketCovers(ticket, itemSignature(item)),
+        ),
+      ),
+    );
+}
+
+/** The accept PRs closed unmerged, looked up by the drift they rejected. */
 function rejectionOf(pulls: readonly ExistingPull[]): Context["rejected"] {
   const byDrift = new Map<string, ExistingPull[]>();
   for (const p of pulls) {
@@ -273,10 +374,10 @@ function rejectionOf(pulls: readonly ExistingPull[]): Context["rejected"] {
     if (p.marker && domain?.kind === "accept" && p.state === "closed" && !p.merged)
       append(byDrift, `${domain.domain}\0${p.marker.signature}`, p);
   }
-  return (group) => {
-    const names = new Set(nodeNames(group));
+  return (bundle) => {
+    const names = new Set(bundleNodes(bundle));
     return byDrift
-      .get(`${group.domain.name}\0${group.signature}`)
+      .get(`${bundleDomains(bundle)[0]!}\0${bundleSignature(bundle)}`)
       ?.find((p) => p.marker!.nodes.some((name) => names.has(name)));
   };
 }
@@ -302,24 +403,4 @@ function ticketFolder(group: DriftGroup): string {
   if (!others.length) return first!.name;
   const common = first!.groups.filter((g) => others.every((n) => n.groups.includes(g)));
   return common.at(-1) ?? "fleet";
-}
-
-const nodeNames = (group: DriftGroup) => group.nodes.map((n) => n.node.name).sort();
-
-/** One row per node and drift item, for the body's table. */
-const rows = (group: DriftGroup) =>
-  group.nodes.flatMap((n) => n.items.map((item) => ({ node: n.node.name, item })));
-
-// A missing unit, file or package is live `null`: a title says it in words.
-const show = (value: JsonValue) =>
-  typeof value === "string" ? value : value === null ? "absent" : JSON.stringify(value);
-
-/** A group's title: what drifted where, values only when short. */
-function groupTitle(verb: string, group: DriftGroup, names: readonly string[]): string {
-  const [item] = group.items;
-  const values =
-    group.items.length === 1
-      ? `${show(item!.declared as JsonValue)} → ${show(item!.live as JsonValue)}`
-      : "";
-  return `${verb} ${group.domain.name} drift on ${nodeList(names)}: ${groupKey(group)}${values && values.length <= 80 ? `: ${values}` : ""}`;
 }

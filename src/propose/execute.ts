@@ -159,7 +159,6 @@ export async function executePlan(
             await github.comment(action.number, `${action.comment}\n\n${LEFT_ALONE_MARK}`);
           break;
         case "defer":
-        case "wait":
           break;
       }
       outcomes.push(outcome);
@@ -195,7 +194,5 @@ function describe(action: Action): string {
       return `leave  #${action.number}: ${action.reason}${action.comment ? " (comment once)" : ""}`;
     case "defer":
       return `defer  ${action.kind.padEnd(7)} ${action.branch}: ${action.title} (over this run's budget of ${action.budget} new pull requests; opened on a later run)`;
-    case "wait":
-      return `wait   ${action.kind.padEnd(7)} ${action.branch}: ${action.title} (${action.reasons.join("; ")}: the shared value is accepted once every node taking it is audited, never as node overrides)`;
   }
 }

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { append } from "../collections.js";
+import type { CauseKind } from "../domains/cause.js";
 import type { JsonValue } from "../domains/domain.js";
 import { domainByName, type AnyDomain } from "../domains/registry.js";
 import { driftSignature, setSignature } from "../manifest/signature.js";
@@ -17,6 +18,21 @@ export interface DriftGroup {
   /** One per key, in key order; several only for a domain whose items are a set. */
   items: DriftItem[];
   nodes: { node: LoadedNode; items: DriftItem[] }[];
+  /** The known cause these items share: its group is what makes them one PR with its other items. */
+  cause?: KnownCause;
+}
+
+/** A cause that names what it is (not `unknown`) and its node-independent identity. */
+export interface KnownCause {
+  kind: Exclude<CauseKind, "unknown">;
+  group: string;
+}
+
+/** The item's cause when it can join items into one PR; host text, so only ever a Map key or hashed. */
+export function knownCause(item: DriftItem): KnownCause | undefined {
+  const cause = item.cause;
+  if (!cause || cause.kind === "unknown" || cause.group === undefined) return undefined;
+  return { kind: cause.kind, group: cause.group };
 }
 
 export const hash = (text: string, length = 8) =>
@@ -49,6 +65,7 @@ export const ownersOf = (node: LoadedNode): string[] =>
 /**
  * Unacknowledged drift grouped into proposals: identical drift on several nodes is one group, and
  * all drifting items of a set domain (listeners, routes) on one node are one group, not one each.
+ * Items of different known causes are never one group.
  */
 export function groupDrift(report: Report, nodes: ReadonlyMap<string, LoadedNode>): DriftGroup[] {
   const groups = new Map<string, DriftGroup>();
@@ -57,24 +74,59 @@ export function groupDrift(report: Report, nodes: ReadonlyMap<string, LoadedNode
     const signature =
       items.length === 1 ? itemSignature(items[0]!) : setSignature(items.map(itemSignature));
     const owners = ownersOf(node);
-    const identity = owners.length ? `${signature}-${hash(JSON.stringify(owners))}` : signature;
+    const cause = knownCause(items[0]!);
+    const identity = [
+      signature,
+      ...(owners.length ? [hash(JSON.stringify(owners))] : []),
+      ...(cause ? [`c${hash(cause.group)}`] : []),
+    ].join("-");
     let group = groups.get(identity);
     if (!group)
-      groups.set(identity, (group = { signature, owners, identity, domain, items, nodes: [] }));
+      groups.set(
+        identity,
+        (group = {
+          signature,
+          owners,
+          identity,
+          domain,
+          items,
+          nodes: [],
+          ...(cause && { cause }),
+        }),
+      );
     group.nodes.push({ node, items });
   };
   for (const result of report.nodes) {
     const node = nodes.get(result.name);
     if (!node) continue;
-    const sets = new Map<AnyDomain, DriftItem[]>();
+    // Keyed by domain and cause group: a set's items of one cause are one group, apart from others.
+    const sets = new Map<string, DriftItem[]>();
     for (const item of result.drift) {
       if (item.acknowledged) continue;
       const domain = domainByName(item.domain);
       if (!domain) continue;
-      if (domain.itemsAreASet) append(sets, domain, item);
-      else add(node, domain, [item]);
+      if (!domain.itemsAreASet) {
+        add(node, domain, [item]);
+        continue;
+      }
+      append(sets, JSON.stringify([domain.name, knownCause(item)?.group ?? null]), item);
     }
-    for (const [domain, items] of sets) add(node, domain, items);
+    for (const items of sets.values()) add(node, domainByName(items[0]!.domain)!, items);
   }
   return [...groups.values()].sort((a, b) => a.identity.localeCompare(b.identity));
+}
+
+/**
+ * Drift groups as pull requests take them: the groups of one known cause and the same owners are
+ * one bundle (across nodes and domains), every other group a bundle of its own.
+ */
+export function bundleGroups(groups: readonly DriftGroup[]): DriftGroup[][] {
+  const bundles = new Map<string, DriftGroup[]>();
+  for (const group of groups) {
+    const key = group.cause
+      ? JSON.stringify(["cause", group.cause.group, group.owners])
+      : JSON.stringify(["group", group.identity]);
+    append(bundles, key, group);
+  }
+  return [...bundles.values()];
 }

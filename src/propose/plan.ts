@@ -16,16 +16,13 @@ import { reconcile } from "./reconcile.js";
  */
 export function plan(input: PlanInput): Action[] {
   const covered = coveredBy(input.report);
-  const { pulls, waits } = desiredPulls(input, covered, specListShapes());
-  return [
-    ...budget(
-      reconcile(pulls, input.pulls, covered, new Set(waits.map((w) => w.branch))),
-      input.maxNewPrs,
-      input.waiting ?? new Map(),
-      input.report.startedAt,
-    ),
-    ...waits.map((w): Action => ({ type: "wait", kind: "accept", ...w })),
-  ];
+  const pulls = desiredPulls(input, covered, specListShapes());
+  return budget(
+    reconcile(pulls, input.pulls, covered),
+    input.maxNewPrs,
+    input.waiting ?? new Map(),
+    input.report.startedAt,
+  );
 }
 
 function coveredBy(report: Report): Covered {

@@ -39,9 +39,7 @@ export type Action =
   | { type: "close"; number: number; branch: string; comment: string }
   | { type: "leave"; number: number; reason: string; comment?: string }
   /** `since`: when this PR was first deferred, to be kept for the next run. */
-  | { type: "defer"; kind: PullKind; branch: string; title: string; budget: number; since: string }
-  /** An accept whose shared value reaches nodes this run did not audit: no PR until they are. */
-  | { type: "wait"; kind: "accept"; branch: string; title: string; reasons: string[] };
+  | { type: "defer"; kind: PullKind; branch: string; title: string; budget: number; since: string };
 
 /** One proposal of any kind, before its marker, title, body and labels are written. */
 export interface Proposal {
@@ -53,6 +51,7 @@ export interface Proposal {
   about: {
     signature: string;
     domain: NonNullable<PullMarker["domain"]>;
+    domains?: PullMarker["domains"];
     nodes: string[];
     detected: string;
     ticket?: string;
@@ -102,6 +101,7 @@ export function buildProposal(
     kind,
     signature: about.signature,
     domain: about.domain,
+    ...(about.domains !== undefined && { domains: about.domains }),
     nodes: about.nodes,
     detected: about.detected,
     content: hash(ownChanges(files, base), 16),

@@ -3,15 +3,11 @@ import { nodeSpans } from "../text/markdown.js";
 import type { Action, PullContent } from "./proposal.js";
 import type { ExistingPull } from "./pulls.js";
 
-/**
- * Desired PRs against existing ones: open, update, close, or leave alone. An open PR on a `waiting`
- * branch is left as it is until a run can decide it.
- */
+/** Desired PRs against existing ones: open, update, close, or leave alone. */
 export function reconcile(
   desired: readonly PullContent[],
   pulls: readonly ExistingPull[],
   covered: Covered,
-  waiting: ReadonlySet<string> = new Set(),
 ): Action[] {
   const actions: Action[] = [];
   const open = new Map(
@@ -58,11 +54,13 @@ export function reconcile(
     });
   }
   for (const pull of open.values()) {
-    if (wanted.has(pull.branch) || waiting.has(pull.branch)) continue;
+    if (wanted.has(pull.branch)) continue;
     // Drift this run did not look at (node unaudited, domain not in --category, or unknown) is not
     // gone.
-    const domain = pull.marker!.domain ?? pull.branch.split("--")[2] ?? "";
-    if (!pull.marker!.nodes.every((name) => covered(name, domain))) continue;
+    const domains = pull.marker!.domains ?? [
+      pull.marker!.domain ?? pull.branch.split("--")[2] ?? "",
+    ];
+    if (!pull.marker!.nodes.every((name) => domains.every((d) => covered(name, d)))) continue;
     if (pull.humanCommits) {
       leave(
         pull,

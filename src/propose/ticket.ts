@@ -1,3 +1,4 @@
+import { expiryTime } from "../manifest/schema.js";
 import type { Ticket } from "../manifest/tickets.js";
 import type { DriftItem } from "../report/schema.js";
 import { stringifyPortable } from "../text/yaml-scalar.js";
@@ -51,3 +52,16 @@ export function ticketIdentity(
 // control, format or line-separator character raw.
 export const ticketYaml = (ticket: Ticket) =>
   `# Remediation ticket recorded by Quartermaster. Merging commits the operator to fix the host;\n# set status: resolved once it is fixed (Quartermaster proposes that when the drift is gone).\n${stringifyPortable(ticket)}`;
+
+/** A ticket past its `due` date, if tickets carry one (an ISO date or date-time). */
+export function ticketsPastDue(
+  tickets: readonly { ticket: Ticket; file: string }[],
+  now: number,
+): { ticket: Ticket; file: string; due: string }[] {
+  return tickets.flatMap(({ ticket, file }) => {
+    const due: unknown = (ticket as { due?: unknown }).due;
+    if (ticket.status !== "open" || typeof due !== "string") return [];
+    const at = expiryTime(due);
+    return Number.isNaN(at) || at >= now ? [] : [{ ticket, file, due }];
+  });
+}

@@ -1,7 +1,7 @@
 // Day two of propose, end to end: real sshd test hosts audited through the real CLI, `propose`
-// against the real git server and the GitHub forge.double. A group value drifted on every audited member
-// waits while a member is unreachable, then is accepted in the group file alone; an expired waiver
-// and a ticket past due bring their drift back, saying so; nodes of different owners get separate
+// against the real git server and the GitHub forge.double. A group value drifted on the audited members
+// is accepted as their overrides while a member is unreachable, then in the group file alone; an expired waiver
+// and a ticket past due bring their drift back, saying so (the ticket's on the dashboard, no fresh PR); nodes of different owners get separate
 // PRs asking those owners to review; merging one PR rewrites no other PR's branch; a normal
 // propose run writes nothing to stderr. Needs root.
 import assert from "node:assert/strict";
@@ -174,7 +174,7 @@ describe("propose on day two", () => {
     );
   });
 
-  it("run 1, web-03 unreachable: the web group's value waits and the plan says why; what the expired waiver and the overdue ticket held back is drift, saying so", async () => {
+  it("run 1, web-03 unreachable: the two audited web nodes get overrides in the same run; what the expired waiver and the overdue ticket held back is drift, saying so", async () => {
     run1 = await audit("run1", webDown);
     assert.equal(run1.report.nodes.find((n) => n.name === "web-03")!.status, "unreachable");
     const waived = itemOf(run1.report, "db-01", "net.ipv4.tcp_fin_timeout");
@@ -190,9 +190,8 @@ describe("propose on day two", () => {
     const dry = await propose(run1.file, ["--dry-run"]);
     assert.match(
       dry.stdout,
-      /^wait {3}accept .*net\.ipv4\.ip_forward.*\(web: 1 of 3 nodes not audited this run: /m,
+      /^would open {3}accept .* on web-01, web-02: net\.ipv4\.ip_forward: 0 → 1 \(fleet-manifests\/nodes\/web-01\.yaml, fleet-manifests\/nodes\/web-02\.yaml\)$/m,
     );
-    assert.doesNotMatch(dry.stdout, /nodes\/web-0/);
 
     await propose(run1.file);
     const pulls = openPulls();
@@ -211,14 +210,26 @@ describe("propose on day two", () => {
           ).stdout,
       ),
     );
-    assert.doesNotMatch(touched.join("\n"), /nodes\/web-/, "no PR edits a web node file");
+    assert.doesNotMatch(
+      touched.join("\n"),
+      /nodes\/web-03|groups\/web/,
+      "web-03 keeps the group's value",
+    );
     const db = pullFor("net.ipv4.ip_forward")!;
     assert.match(db.title, /on db-01, db-02/);
     assert.deepEqual(db.requestedReviewers, ["bob"]);
     assert.ok(db.labels.includes("owner:bob"));
     const lapsed = pullFor("net.ipv4.tcp_fin_timeout")!;
     assert.ok(lapsed.body!.includes(`No longer acknowledged: \`${WAIVER_LAPSED}\``), lapsed.body!);
-    assert.ok(pullFor("net.ipv4.tcp_keepalive_time")!.body!.includes(TICKET_LAPSED));
+    // The overdue ticket's drift is raised on that ticket, on the dashboard, not as a fresh PR.
+    assert.equal(pullFor("net.ipv4.tcp_keepalive_time"), undefined);
+    const [dashboard] = forge.double.issues();
+    assert.ok(
+      dashboard!.body!.includes(
+        `- \`${TICKET}\` (sysctl \`net.ipv4.tcp_keepalive_time\` on 1 node), due \`2026-01-15\`: \`${M}/remediations/db-02/${TICKET}.yaml\`; its drift is still present on \`db-02\``,
+      ),
+      dashboard!.body!,
+    );
   });
 
   it("run 2: merging one PR leaves the other open PRs' head commits unchanged, one on the same file too", async () => {
@@ -233,7 +244,7 @@ describe("propose on day two", () => {
     assert.deepEqual(new Map(openPulls().map((p) => [p.number, p.headSha])), heads);
   });
 
-  it("run 3, every web node audited: the accept edits the group file only, asking the web team", async () => {
+  it("run 3, every web node audited: the same accept PR now edits the group file only, asking the web team", async () => {
     const run3 = await audit("run3", fleet.sshConfig);
     await propose(run3.file);
     const web = openPulls().find(

@@ -146,7 +146,7 @@ async function waitForTurn(
 function printPlan(actions: readonly Action[], dry: boolean, maxNewPrs: number): void {
   for (const action of actions)
     io().stdout.write(
-      `${dry && action.type !== "defer" && action.type !== "wait" ? "would " : ""}${describeAction(action)}\n`,
+      `${dry && action.type !== "defer" ? "would " : ""}${describeAction(action)}\n`,
     );
   const deferred = actions.filter((a) => a.type === "defer").length;
   if (deferred)
@@ -238,9 +238,7 @@ function printOutcomes(outcomes: readonly Outcome[]): number {
 
 /** Whether carrying out `action` writes to GitHub. */
 const writes = (action: Action) =>
-  action.type !== "defer" &&
-  action.type !== "wait" &&
-  (action.type !== "leave" || Boolean(action.comment));
+  action.type !== "defer" && (action.type !== "leave" || Boolean(action.comment));
 
 const VERB: Record<Action["type"], string> = {
   open: "open",
@@ -248,7 +246,6 @@ const VERB: Record<Action["type"], string> = {
   close: "close",
   leave: "leave alone",
   defer: "deferred",
-  wait: "wait",
 };
 
 /** The run's pull requests as Markdown for a job summary: every title and branch as code. */

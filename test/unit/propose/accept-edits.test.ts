@@ -34,7 +34,7 @@ describe("acceptEdits", () => {
       asked.push(`${file} ${at.join(".")}`);
       return dependants(file, at);
     };
-    const accepted = acceptEdits(group, files, counted, SPEC_LIST_SHAPES);
+    const accepted = acceptEdits([group], files, counted, SPEC_LIST_SHAPES);
     assert.ok("files" in accepted);
     const edited = accepted.files;
     // Every node taking the value drifted alike: the group file is edited, once.
@@ -57,13 +57,15 @@ describe("acceptEdits: a value shared by many nodes", () => {
       Array.from({ length: count }, (_, i) => [`nodes/app-0${i + 1}.yaml`, "groups: [app]\n"]),
     ),
   });
-  const planFor = async (count: number, drifted: number) =>
+  const planFor = async (count: number, drifted: number, unreachable: string[] = []) =>
     opens(
       await planOnTree(
         tree(count),
         Object.fromEntries(
           Array.from({ length: drifted }, (_, k) => [`app-0${k + 1}`, [swappiness(60)]]),
         ),
+        [],
+        unreachable,
       ),
     );
 
@@ -87,9 +89,35 @@ describe("acceptEdits: a value shared by many nodes", () => {
     );
     assert.match(
       pr!.body,
-      /`fleet-manifests\/groups\/app\.yaml` declares this value for 7 nodes and 5 drifted alike: the shared file is edited, and the 2 that did not drift keep the old value/,
+      /`fleet-manifests\/groups\/app\.yaml` declares this value for 7 nodes and 5 of the 7 audited drifted alike: the shared file is edited, and the other 2 keep the old value in their own files/,
     );
     assert.match(describeAction(pr!), /\[note: fleet-manifests\/groups\/app\.yaml declares/);
+  });
+
+  it("placement counts the audited takers: 7 of 9 drifted alike with 2 dark edit the shared file, the dark ones keep the old value in their own files", async () => {
+    const [pr, ...rest] = await planFor(9, 7, ["app-08", "app-09"]);
+    assert.equal(rest.length, 0);
+    assert.deepEqual(Object.keys(pr!.files).sort(), [
+      `${PREFIX}/groups/app.yaml`,
+      `${PREFIX}/nodes/app-08.yaml`,
+      `${PREFIX}/nodes/app-09.yaml`,
+    ]);
+    for (const dark of ["app-08", "app-09"])
+      assert.equal(
+        String(
+          parse(pr!.files[`${PREFIX}/nodes/${dark}.yaml`]!).system.sysctl_parameters[
+            "vm.swappiness"
+          ],
+        ),
+        "10",
+      );
+    assert.match(
+      pr!.body,
+      /declares this value for 9 nodes and 7 of the 7 audited drifted alike: the shared file is edited, and the other 2 \(2 not audited this run\) keep the old value/,
+    );
+    // One of the seven audited drifting is an override of its own, in the same run.
+    const [one] = await planFor(9, 1, ["app-08", "app-09"]);
+    assert.deepEqual(Object.keys(one!.files), [`${PREFIX}/nodes/app-01.yaml`]);
   });
 
   it("many but not most: node overrides, and the PR and the plan say how many", async () => {

@@ -7,7 +7,6 @@ import { loadFleet, type Fleet } from "../../../src/manifest/load.js";
 import { Ticket } from "../../../src/manifest/tickets.js";
 import { parseMarker } from "../../../src/propose/body.js";
 import { ManifestEditError } from "../../../src/errors.js";
-import { describeAction } from "../../../src/propose/execute.js";
 import { plan } from "../../../src/propose/plan.js";
 import type { Action } from "../../../src/propose/proposal.js";
 import type { ExistingPull } from "../../../src/propose/pulls.js";
@@ -86,31 +85,20 @@ describe("desired: from drift to pull requests", () => {
     );
   });
 
-  it("a group value drifted on every audited member waits while a member is unaudited: no PR, no node override, and the plan says why", () => {
+  it("a dark member never holds an accept back: the audited members that drifted get overrides in the same run, the group file stays", () => {
     const drifted = { "web-01": [somaxconn(8192)], "web-02": [somaxconn(8192)] };
-    const actions = plan(input(report(drifted, { unreachable: ["web-03"] })));
-    assert.equal(opens(actions).length, 0);
-    const [wait, ...rest] = actions;
-    assert.equal(rest.length, 0);
-    assert.equal(wait!.type, "wait");
-    assert.deepEqual((wait as Extract<Action, { type: "wait" }>).reasons, [
-      "web: 1 of 3 nodes not audited this run",
-    ]);
-    assert.match(describeAction(wait!), /^wait {3}accept .*web: 1 of 3 nodes not audited this run/);
-    // An accept PR already open for that drift is neither closed nor rewritten while it waits.
-    const all = plan(input(report({ ...drifted, "web-03": [somaxconn(8192)] })));
-    const open = asPulls(all);
-    assert.deepEqual(
-      plan(input(report(drifted, { unreachable: ["web-03"] }), open)).map((a) => a.type),
-      ["wait"],
-    );
+    const dark = [report(drifted, { unreachable: ["web-03"] }), report(drifted)];
     // A node missing from the report (another shard, --nodes) is not audited either.
-    const partial = report(drifted);
-    partial.nodes = partial.nodes.filter((n) => n.name !== "web-03");
-    assert.deepEqual(
-      plan(input(partial)).map((a) => a.type),
-      ["wait"],
-    );
+    dark[1]!.nodes = dark[1]!.nodes.filter((n) => n.name !== "web-03");
+    for (const run of dark) {
+      const [pr, ...rest] = plan(input(run));
+      assert.equal(rest.length, 0);
+      assert.equal(pr!.type, "open");
+      assert.deepEqual(Object.keys((pr as Extract<Action, { type: "open" }>).files).sort(), [
+        `${PREFIX}/nodes/web-01.yaml`,
+        `${PREFIX}/nodes/web-02.yaml`,
+      ]);
+    }
   });
 
   it("identical drift on nodes of different owners is one PR per owners, each asking them to review", async () => {
@@ -266,7 +254,7 @@ describe("desired: from drift to pull requests", () => {
     });
     after(() => removeTree(ticketDir));
 
-    it("a ticket takes an owner, a due date, a link and references; past due, its drift is drift again, saying so", async () => {
+    it("a ticket takes an owner, a due date, a link and references; past due, its drift is drift again, saying so, and no fresh PR", async () => {
       const text = withTicket.files.get(ticketFile)!;
       const ticket = {
         ...Ticket.parse(parse(text)),
@@ -295,6 +283,9 @@ describe("desired: from drift to pull requests", () => {
         // Due long before this run.
         assert.equal(item.acknowledged, undefined);
         assert.equal(item.lapsed, `ticket ${ticket.id} past due since 2026-03-01`);
+        // Raised on that ticket (the dashboard lists it), not as a fresh PR for the same drift.
+        const overdueReport = report({ "db-01": [kernel] }, { fleetOverride: overdue });
+        assert.deepEqual(plan(input(overdueReport, [], { ...withTicket, fleet: overdue })), []);
       } finally {
         await removeTree(dir);
       }

@@ -192,13 +192,17 @@ export async function planOnTree(
   tree: Record<string, string>,
   drift: Record<string, Drift[]>,
   pulls: ExistingPull[] = [],
+  unreachable: string[] = [],
 ): Promise<Action[]> {
   const dir = await writeTree(tree);
   try {
     const loaded = await loadFleet(dir, { displayPrefix: PREFIX });
     const texts = new Map(Object.entries(tree).map(([name, text]) => [`${PREFIX}/${name}`, text]));
     return plan(
-      input(report(drift, { fleetOverride: loaded }), pulls, { fleet: loaded, files: texts }),
+      input(report(drift, { fleetOverride: loaded, unreachable }), pulls, {
+        fleet: loaded,
+        files: texts,
+      }),
     );
   } finally {
     await removeTree(dir);

@@ -1,0 +1,69 @@
+import { structuredPatch } from "diff";
+import { MAX_DIFF_EDITS } from "../domains/file-text.js";
+import { ManifestEditError } from "../errors.js";
+import type { Bundle } from "./bundle.js";
+
+// Open pull requests never edit overlapping or adjacent lines of one file: git sees a conflict
+// there, and merging one would leave the other unmergeable. Bundles whose edits meet so are one PR.
+
+type Lines = [first: number, last: number];
+
+/** Lines of `before` an edit to `after` touches (an insertion touches the line it follows). */
+function touched(before: string, after: string): Lines[] {
+  const patch = structuredPatch("a", "b", before, after, undefined, undefined, {
+    context: 0,
+    maxEditLength: MAX_DIFF_EDITS,
+  });
+  // Too big to diff: the whole file counts as touched.
+  if (!patch) return [[0, Number.MAX_SAFE_INTEGER]];
+  return patch.hunks.map((h) => [h.oldStart, h.oldStart + Math.max(h.oldLines - 1, 0)]);
+}
+
+const near = (a: Lines, b: Lines) => a[0] <= b[1] + 1 && b[0] <= a[1] + 1;
+
+/**
+ * The bundles, those whose accept edits (`editsOf`, made on `base`) touch the same or adjacent
+ * lines of a file joined into one (never across owners), in their first member's place. A bundle whose edit cannot be
+ * made stays alone: it becomes a ticket.
+ */
+export function combineNear(
+  bundles: readonly Bundle[],
+  editsOf: (bundle: Bundle) => Record<string, string>,
+  base: ReadonlyMap<string, string>,
+): Bundle[] {
+  const combined: { groups: Bundle; lines: Map<string, Lines[]> }[] = [];
+  for (const bundle of bundles) {
+    let files: Record<string, string>;
+    try {
+      files = editsOf(bundle);
+    } catch (error) {
+      if (!(error instanceof ManifestEditError)) throw error;
+      combined.push({ groups: bundle, lines: new Map() });
+      continue;
+    }
+    const lines = new Map(
+      Object.entries(files).map(([file, text]) => [file, touched(base.get(file) ?? "", text)]),
+    );
+    const owners = JSON.stringify(bundle[0]!.owners);
+    // Never mixing owners: each owner reviews its own PR.
+    const meets = combined.filter(
+      (c) =>
+        JSON.stringify(c.groups[0]!.owners) === owners &&
+        [...lines].some(([file, mine]) =>
+          (c.lines.get(file) ?? []).some((theirs) => mine.some((m) => near(m, theirs))),
+        ),
+    );
+    if (!meets.length) {
+      combined.push({ groups: bundle, lines });
+      continue;
+    }
+    const [into, ...others] = meets;
+    for (const other of [...others, { groups: bundle, lines }]) {
+      into!.groups = [...into!.groups, ...other.groups];
+      for (const [file, more] of other.lines)
+        into!.lines.set(file, [...(into!.lines.get(file) ?? []), ...more]);
+    }
+    for (const other of others) combined.splice(combined.indexOf(other), 1);
+  }
+  return combined.map((c) => c.groups);
+}
