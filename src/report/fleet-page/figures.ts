@@ -1,0 +1,145 @@
+import type { NodeStatus } from "../schema.js";
+import type { RunDrift, RunHistory } from "../runs.js";
+import { compareText } from "../formats/common.js";
+
+// What the fleet page shows, computed from the run history alone: data in, figures out.
+
+const DAY_MS = 86_400_000;
+/** The "% resolved within N days" columns. */
+export const WITHIN_DAYS = [1, 7, 30] as const;
+export const AGE_BUCKETS = [
+  { label: "under 1 day", days: 1 },
+  { label: "1 to 7 days", days: 7 },
+  { label: "7 to 30 days", days: 30 },
+  { label: "30 days or more", days: Infinity },
+] as const;
+/** Drift without `owners:` is counted under this name. */
+export const NO_OWNER = "(no owner)";
+
+export interface OwnerFigures {
+  owner: string;
+  open: number;
+  /** Per WITHIN_DAYS: resolved within that many days, of the drift whose outcome is known by now. */
+  within: { days: number; resolved: number; of: number }[];
+}
+
+export type NodeEvent =
+  | { at: string; type: "status"; status: NodeStatus }
+  | { at: string; type: "drift-seen"; fingerprint: string; drift: RunDrift }
+  | { at: string; type: "drift-resolved"; fingerprint: string; drift: RunDrift }
+  | { at: string; type: "acknowledged"; fingerprint: string; drift: RunDrift }
+  | { at: string; type: "cause"; fingerprint: string; drift: RunDrift };
+
+export interface NodeStory {
+  name: string;
+  /** The node's status in the newest run it was in. */
+  status: NodeStatus;
+  /** Runs in which it turned to drift from anything else. */
+  driftEpisodes: number;
+  events: NodeEvent[];
+}
+
+export interface FleetFigures {
+  runs: { at: string; counts: Record<NodeStatus, number> }[];
+  openByAge: { label: string; count: number }[];
+  owners: OwnerFigures[];
+  nodes: NodeStory[];
+}
+
+const byTime = (a: { at: string }, b: { at: string }) => Date.parse(a.at) - Date.parse(b.at);
+
+export function fleetFigures(history: RunHistory): FleetFigures {
+  const newest = history.runs.at(-1);
+  const now = newest ? Date.parse(newest.at) : 0;
+  const stories = new Map<string, NodeStory>();
+  // Each run lists the nodes that changed: a status differing from the last one is an event.
+  for (const run of history.runs) {
+    for (const [name, entry] of Object.entries(run.nodes)) {
+      if (entry === null) continue;
+      const story = stories.get(name) ?? {
+        name,
+        status: entry[0],
+        driftEpisodes: 0,
+        events: [],
+      };
+      if (story.events.length === 0 || story.status !== entry[0]) {
+        if (entry[0] === "drift") story.driftEpisodes++;
+        story.events.push({ at: run.at, type: "status", status: entry[0] });
+      }
+      story.status = entry[0];
+      stories.set(name, story);
+    }
+  }
+  const open: RunDrift[] = [];
+  const owners = new Map<string, { open: number; outcomes: number[] }>();
+  const ownerOf = (d: RunDrift) => (d.owners?.length ? d.owners : [NO_OWNER]);
+  for (const [fingerprint, drift] of history.drift) {
+    const story = stories.get(drift.node);
+    if (story) {
+      story.events.push({ at: drift.firstSeen, type: "drift-seen", fingerprint, drift });
+      if (drift.cause?.at)
+        story.events.push({ at: drift.cause.at, type: "cause", fingerprint, drift });
+      if (drift.acknowledged)
+        story.events.push({ at: drift.acknowledged, type: "acknowledged", fingerprint, drift });
+      if (drift.resolved)
+        story.events.push({ at: drift.resolved, type: "drift-resolved", fingerprint, drift });
+    }
+    const isOpen = drift.resolved === undefined && story !== undefined;
+    if (isOpen) open.push(drift);
+    for (const owner of ownerOf(drift)) {
+      const figures = owners.get(owner) ?? { open: 0, outcomes: [] };
+      if (isOpen) figures.open++;
+      // Days to resolution; while open, minus the days so far (it missed every window that short).
+      figures.outcomes.push(
+        drift.resolved === undefined
+          ? -(now - Date.parse(drift.firstSeen)) / DAY_MS
+          : (Date.parse(drift.resolved) - Date.parse(drift.firstSeen)) / DAY_MS,
+      );
+      owners.set(owner, figures);
+    }
+  }
+  for (const story of stories.values()) story.events.sort(byTime);
+  return {
+    runs: history.runs.map((r) => ({ at: r.at, counts: r.counts })),
+    openByAge: AGE_BUCKETS.map((bucket, i) => {
+      const from = i === 0 ? 0 : AGE_BUCKETS[i - 1]!.days;
+      return {
+        label: bucket.label,
+        count: open.filter((d) => {
+          const age = (now - Date.parse(d.firstSeen)) / DAY_MS;
+          return age >= from && age < bucket.days;
+        }).length,
+      };
+    }),
+    owners: [...owners]
+      .sort(([a], [b]) => compareText(a, b))
+      .map(([owner, { open: count, outcomes }]) => ({
+        owner,
+        open: count,
+        within: WITHIN_DAYS.map((days) => withinFigure(outcomes, days)),
+      })),
+    nodes: [...stories.values()].sort((a, b) => compareText(a.name, b.name)),
+  };
+}
+
+/**
+ * Of the drift whose outcome within `days` is known (resolved, or open for longer than that), how
+ * much was resolved within it. `outcomes`: days to resolution, or minus the days open so far.
+ */
+function withinFigure(outcomes: readonly number[], days: number) {
+  let resolved = 0;
+  let of = 0;
+  for (const outcome of outcomes) {
+    if (outcome >= 0) {
+      of++;
+      if (outcome <= days) resolved++;
+    } else if (-outcome > days) of++;
+  }
+  return { days, resolved, of };
+}
+
+/** Nodes that turned to drift at least twice, most often first. */
+export const repeatDrifters = (figures: FleetFigures): NodeStory[] =>
+  figures.nodes
+    .filter((n) => n.driftEpisodes >= 2)
+    .sort((a, b) => b.driftEpisodes - a.driftEpisodes || compareText(a.name, b.name));
