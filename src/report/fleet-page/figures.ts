@@ -71,7 +71,7 @@ export function fleetFigures(history: RunHistory): FleetFigures {
     }
   }
   const open: RunDrift[] = [];
-  const owners = new Map<string, { open: number; outcomes: number[] }>();
+  const owners = new Map<string, { open: number; outcomes: Outcome[] }>();
   const ownerOf = (d: RunDrift) => (d.owners?.length ? d.owners : [NO_OWNER]);
   for (const [fingerprint, drift] of history.drift) {
     const story = stories.get(drift.node);
@@ -89,12 +89,11 @@ export function fleetFigures(history: RunHistory): FleetFigures {
     for (const owner of ownerOf(drift)) {
       const figures = owners.get(owner) ?? { open: 0, outcomes: [] };
       if (isOpen) figures.open++;
-      // Days to resolution; while open, minus the days so far (it missed every window that short).
-      figures.outcomes.push(
-        drift.resolved === undefined
-          ? -(now - Date.parse(drift.firstSeen)) / DAY_MS
-          : (Date.parse(drift.resolved) - Date.parse(drift.firstSeen)) / DAY_MS,
-      );
+      const until = drift.resolved === undefined ? now : Date.parse(drift.resolved);
+      figures.outcomes.push({
+        days: (until - Date.parse(drift.firstSeen)) / DAY_MS,
+        resolved: drift.resolved !== undefined,
+      });
       owners.set(owner, figures);
     }
   }
@@ -122,18 +121,22 @@ export function fleetFigures(history: RunHistory): FleetFigures {
   };
 }
 
+/** Days to resolution, or open so far. */
+interface Outcome {
+  days: number;
+  resolved: boolean;
+}
+
 /**
  * Of the drift whose outcome within `days` is known (resolved, or open for longer than that), how
- * much was resolved within it. `outcomes`: days to resolution, or minus the days open so far.
+ * much was resolved within it.
  */
-function withinFigure(outcomes: readonly number[], days: number) {
+function withinFigure(outcomes: readonly Outcome[], days: number) {
   let resolved = 0;
   let of = 0;
   for (const outcome of outcomes) {
-    if (outcome >= 0) {
-      of++;
-      if (outcome <= days) resolved++;
-    } else if (-outcome > days) of++;
+    if (outcome.resolved || outcome.days > days) of++;
+    if (outcome.resolved && outcome.days <= days) resolved++;
   }
   return { days, resolved, of };
 }
