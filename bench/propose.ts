@@ -150,13 +150,13 @@ async function baseline(url: string, apiUrl: string, count: number): Promise<voi
     await git.add({ fs, dir, filepath: file });
     await git.commit({ fs, dir, message: `baseline ${i}`, author: BOT_AUTHOR });
     await git.push({ fs, http, dir, url, onAuth, ref: branch });
-    await github.openPull({
+    const number = await github.openPull({
       branch,
       base: "main",
       title: `baseline ${i}`,
       body: "baseline",
-      labels: ["quartermaster"],
     });
+    await github.addLabels(number, ["quartermaster"]);
   }
   const done = performance.now();
   process.stdout.write(

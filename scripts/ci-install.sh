@@ -2,11 +2,12 @@
 # Installs the Debian packages the end-to-end test hosts need (test/support/hosts.ts; sudo for
 # audits with become: sudo; git-http-backend for the real git server; rpm and rpmbuild for rpm test
 # hosts; systemd and dbus-daemon for systemd test hosts; PyYAML, the YAML 1.1 reader most CI tools
-# use, to check that written YAML reads the same there; busybox-static for an Alpine-like userland).
+# use, to check that written YAML reads the same there; busybox-static for an Alpine-like userland;
+# ansible, whose ansible-inventory is the oracle the inventory readers are compared with).
 # Idempotent and quiet: does nothing when everything is already installed.
 set -eu
 
-packages="openssh-server iproute2 procps sudo git rpm systemd dbus-daemon util-linux python3-yaml busybox-static chromium"
+packages="openssh-server iproute2 procps sudo git rpm systemd dbus-daemon util-linux python3-yaml busybox-static ansible chromium"
 
 missing=""
 for p in $packages; do

@@ -60,6 +60,23 @@ export type NodeFailureKind =
   | "too-large"
   | "probe";
 
+/**
+ * What ssh's own words say stopped a connection (the report's `errorClass`): only
+ * `bastion-throttled` and `connection-lost` are worth another try.
+ */
+export const SSH_FAILURE_CLASSES = [
+  "refused-by-target",
+  "name-resolution",
+  "network-unreachable",
+  "auth",
+  "host-key",
+  "bastion-throttled",
+  "connection-lost",
+  "timeout",
+  "ssh",
+] as const;
+export type SshFailureClass = (typeof SSH_FAILURE_CLASSES)[number];
+
 export class NodeAuditError extends Error {
   override readonly name = "NodeAuditError";
   /** Connection attempts made before giving up, when the transport retries (ssh). */
@@ -68,10 +85,13 @@ export class NodeAuditError extends Error {
     readonly node: string,
     readonly kind: NodeFailureKind,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; sshClass?: SshFailureClass },
   ) {
     super(message, options);
+    this.sshClass = options?.sshClass;
   }
+  /** Set when ssh could not connect or was killed: the class of its failure. */
+  readonly sshClass: SshFailureClass | undefined;
   get status(): "unreachable" | "error" {
     return this.kind === "unreachable" || this.kind === "timeout" ? "unreachable" : "error";
   }

@@ -272,6 +272,7 @@ export async function auditNode(
     const failure = nodeFailure(node.name, error);
     result.status = failure.status;
     result.error = failure.message;
+    if (failure.sshClass) result.errorClass = failure.sshClass;
     if (failure.tries !== undefined) result.tries = failure.tries;
     result.drift = [];
   } finally {

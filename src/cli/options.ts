@@ -1,3 +1,4 @@
+import { io, type Output } from "./io.js";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -206,7 +207,7 @@ export async function resolveManifestDir(values: ManifestConfig): Promise<string
 }
 
 async function locateManifests(values: ManifestConfig): Promise<{ dir: string; pulled: boolean }> {
-  const { GITHUB_SERVER_URL: server, GITHUB_REPOSITORY: repository } = process.env;
+  const { GITHUB_SERVER_URL: server, GITHUB_REPOSITORY: repository } = io().env;
   // With --repo, nothing here is searched for: the tree is in the pull.
   const found = values.repo === undefined ? findManifests(values.manifests) : DEFAULT_MANIFESTS;
   const repo =
@@ -229,7 +230,7 @@ async function locateManifests(values: ManifestConfig): Promise<{ dir: string; p
   const pulled = await pullRepository({
     url: repo,
     ref: values.ref,
-    token: process.env.GITHUB_TOKEN,
+    token: io().env.GITHUB_TOKEN,
     ...(server && { serverUrl: server }),
     cacheDir: values["cache-dir"] ?? path.join(os.homedir(), ".cache", "quartermaster"),
   });
@@ -298,11 +299,12 @@ export function localNode(fleet: Fleet, nodes: readonly string[] | undefined): L
  */
 export function useColor(
   values: { "no-color"?: boolean; color?: boolean },
-  stream: NodeJS.WriteStream,
-  env = process.env,
+  stream: Output,
+  env = io().env,
 ): boolean {
   if (values["no-color"]) return false;
   if (values.color) return true;
   if (env.NO_COLOR !== undefined && env.NO_COLOR !== "") return false;
-  return createSupportsColor(stream, { sniffFlags: false }) !== false;
+  // supports-color reads only the stream's isTTY.
+  return createSupportsColor(stream as NodeJS.WriteStream, { sniffFlags: false }) !== false;
 }

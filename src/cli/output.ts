@@ -1,3 +1,4 @@
+import { io } from "./io.js";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import { lstat, open, rename, stat, unlink } from "node:fs/promises";
@@ -110,7 +111,7 @@ export async function writeOut(out: string, text: string | AsyncIterable<string>
 /** Renders the report to --out (atomically) or stdout. */
 export async function writeReport(report: Report, values: ReportOutput): Promise<void> {
   const render = FORMATS[values.format];
-  const color = !values.out && useColor(values, process.stdout);
+  const color = !values.out && useColor(values, io().stdout);
   const text = render(report, {
     color,
     verbose: values.verbose,
@@ -119,7 +120,7 @@ export async function writeReport(report: Report, values: ReportOutput): Promise
   if (values.out) await writeOut(values.out, text);
   // GitHub annotations are the workflow commands meant to run.
   else if (render === FORMATS.github) writeWorkflowCommands(text);
-  else process.stdout.write(text);
+  else io().stdout.write(text);
 }
 
 /**
@@ -141,6 +142,6 @@ export async function writeReportStream(
   for await (const chunk of chunks) {
     if (readerGone()) return;
     // A closed pipe ends the wait with an error the listener above has taken note of.
-    if (!process.stdout.write(chunk)) await once(process.stdout, "drain").catch(() => undefined);
+    if (!io().stdout.write(chunk)) await once(io().stdout, "drain").catch(() => undefined);
   }
 }

@@ -1,3 +1,4 @@
+import { io, type Output } from "./io.js";
 import type { NodeResult } from "../report/schema.js";
 
 /**
@@ -13,7 +14,7 @@ export class Progress {
 
   constructor(
     private readonly total: number,
-    private readonly stream: NodeJS.WriteStream = process.stderr,
+    private readonly stream: Output = io().stderr,
   ) {}
 
   private line(): string {

@@ -3,6 +3,7 @@ import { GitHub, settingsFromEnv } from "../forge/github.js";
 import { readRuns } from "../propose/state.js";
 import { readText } from "../report/read.js";
 import { emptyRuns, parseRuns, type RunHistory } from "../report/runs.js";
+import { io } from "./io.js";
 import { switchFlag, textFlag, type Config } from "./flags.js";
 
 // Where `report --format html` reads the history of runs from: a file, or the state branch.
@@ -39,7 +40,7 @@ export async function runHistoryFrom(config: RunHistoryConfig): Promise<RunHisto
   if (!config["history-from-repo"]) return emptyRuns();
   let github: GitHub;
   try {
-    github = new GitHub(settingsFromEnv());
+    github = new GitHub(settingsFromEnv(io().env));
   } catch (error) {
     if (!(error instanceof ForgeError)) throw error;
     throw new UsageError(`--history-from-repo: ${error.message}`);
@@ -48,7 +49,7 @@ export async function runHistoryFrom(config: RunHistoryConfig): Promise<RunHisto
 }
 
 /** The repository's web address in GitHub Actions (pull requests link there), else none. */
-export function repositoryUrl(env: NodeJS.ProcessEnv = process.env): string | undefined {
+export function repositoryUrl(env: NodeJS.ProcessEnv = io().env): string | undefined {
   const { GITHUB_SERVER_URL: server, GITHUB_REPOSITORY: repository } = env;
   return server && repository && /^[\w.-]+\/[\w.-]+$/.test(repository)
     ? `${server.replace(/\/+$/, "")}/${repository}`

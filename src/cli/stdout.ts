@@ -1,5 +1,6 @@
 import { StringDecoder } from "node:string_decoder";
 import { defuseRunnerCommands, lineStart, type LineState } from "../text/escape.js";
+import { io, type Output } from "./io.js";
 
 // Standard output whose reader went away (`quartermaster audit --format json | head -1`): what is
 // left is dropped quietly, and the command still ends with its own exit code. A closed pipe is not
@@ -9,15 +10,28 @@ let gone = false;
 /** Whether standard output's reader has gone away. */
 export const readerGone = () => gone;
 
-type Write = NodeJS.WriteStream["write"];
-let stdout: { raw: Write; state: LineState } | undefined;
+/** Set up once, by the CLI's entry: a closed standard output ends nothing. */
+export function watchReader(): void {
+  process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+    if (error.code !== "EPIPE") throw error;
+    gone = true;
+  });
+}
+
+type Write = Output["write"];
+interface Guard {
+  raw: Write;
+  state: LineState;
+}
+// Keyed by stream, so a stream is guarded once however many runs write to it.
+const guards = new WeakMap<Output, Guard>();
 
 /**
  * Every write to the stream goes through `defuseRunnerCommands`, line state kept across writes: no
  * command, whatever it prints and however it splits it, prints a line the Actions runner acts on.
- * Returns the unguarded write and the line state.
  */
-function guard(stream: NodeJS.WriteStream): { raw: Write; state: LineState } {
+function guard(stream: Output): void {
+  if (guards.has(stream)) return;
   const raw: Write = stream.write.bind(stream);
   const state = lineStart();
   const decoder = new StringDecoder("utf8");
@@ -26,17 +40,13 @@ function guard(stream: NodeJS.WriteStream): { raw: Write; state: LineState } {
     return raw(defuseRunnerCommands(text, state), ...rest);
   };
   stream.write = guarded;
-  return { raw, state };
+  guards.set(stream, { raw, state });
 }
 
-/** Set up once, by the CLI's entry, before anything is written. */
-export function guardOutput(): void {
-  process.stdout.on("error", (error: NodeJS.ErrnoException) => {
-    if (error.code !== "EPIPE") throw error;
-    gone = true;
-  });
-  stdout = guard(process.stdout);
-  guard(process.stderr);
+/** Guards both streams of the run, before anything is written to them. */
+export function guardOutput(streams: { stdout: Output; stderr: Output }): void {
+  guard(streams.stdout);
+  guard(streams.stderr);
 }
 
 /**
@@ -44,10 +54,12 @@ export function guardOutput(): void {
  * each escaped by `workflowCommand`: the one output that bypasses the guard.
  */
 export function writeWorkflowCommands(lines: string): void {
-  if (!stdout) {
-    process.stdout.write(lines);
+  const { stdout } = io();
+  const guarded = guards.get(stdout);
+  if (!guarded) {
+    stdout.write(lines);
     return;
   }
-  stdout.raw(lines);
-  Object.assign(stdout.state, lineStart());
+  guarded.raw(lines);
+  Object.assign(guarded.state, lineStart());
 }

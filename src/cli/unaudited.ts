@@ -1,9 +1,5 @@
-import {
-  DEFAULT_MAX_UNAUDITED_FOR,
-  durationMs,
-  overUnauditedBudget,
-  unauditedLimit,
-} from "../report/unaudited.js";
+import { io } from "./io.js";
+import { durationMs, overUnauditedBudget, unauditedLimit } from "../report/unaudited.js";
 import { ForgeError, InputFileError, UsageError } from "../errors.js";
 import { GitHub, settingsFromEnv } from "../forge/github.js";
 import type { AuditSettings } from "../manifest/schema.js";
@@ -65,7 +61,7 @@ async function historyFrom(values: UnauditedConfig): Promise<AuditHistory | unde
   if (!values["state-from-repo"]) return undefined;
   let github: GitHub;
   try {
-    github = new GitHub(settingsFromEnv());
+    github = new GitHub(settingsFromEnv(io().env));
   } catch (error) {
     if (!(error instanceof ForgeError)) throw error;
     throw new UsageError(`--state-from-repo: ${error.message}`);
@@ -91,7 +87,7 @@ export async function unauditedJudge(
     ...(history && { history }),
     budget: {
       ...(maxUnaudited !== undefined && { maxUnaudited }),
-      maxUnauditedFor: maxFor ?? DEFAULT_MAX_UNAUDITED_FOR,
+      ...(maxFor !== undefined && { maxUnauditedFor: maxFor }),
     },
   };
 }
@@ -121,8 +117,13 @@ export async function judgeBudget(
     light,
     {
       ...(limit && { limit, limitName: `max_unaudited ${budget.maxUnaudited}` }),
-      forMs: durationMs(budget.maxUnauditedFor) ?? durationMs(DEFAULT_MAX_UNAUDITED_FOR)!,
-      forName: `max_unaudited_for ${budget.maxUnauditedFor}`,
+      ...(budget.maxUnauditedFor !== undefined && {
+        forMs: durationMs(budget.maxUnauditedFor),
+      }),
+      forName:
+        budget.maxUnauditedFor === undefined
+          ? "one missed run, max_unaudited_for being unset"
+          : `max_unaudited_for ${budget.maxUnauditedFor}`,
     },
     startedAt,
   );

@@ -78,6 +78,12 @@ export interface Domain<Declared, Live, Name extends string> {
   itemsAreASet?: boolean;
   /** What an operator does about drift in this domain. */
   remediation: string;
+  /**
+   * How a pull request states one item's drift in the domain's own words, where "declared X but
+   * the host runs Y" would mislead (an allow-list declares no value for what it leaves out).
+   * `key` comes as a Markdown code span; `hosts` is "the host" or "the hosts".
+   */
+  driftSentence?(item: { declared: unknown; live: unknown }, key: string, hosts: string): string;
   /** Every drift key of this domain starts with one of these: a waiver key that cannot is refused. */
   keyPrefixes?: readonly string[];
   /** Shell snippet whose stdout is this domain's section. `declared` is undefined for snapshots. */

@@ -59,6 +59,12 @@ export interface IssueRecord {
   author?: string;
 }
 
+/** An owner GitHub was not asked, or refused, to request a review from, and why. */
+export interface Unasked {
+  owner: string;
+  reason: string;
+}
+
 /** Who wrote and who committed a commit, by email. */
 export interface CommitRecord {
   author?: string;
@@ -120,15 +126,24 @@ function httpStatus(error: Error): number | undefined {
   return "status" in error && typeof error.status === "number" ? error.status : undefined;
 }
 
-/** GitHub's own words for a failure (`{"message": ...}` in the response), else the error's. */
+/**
+ * GitHub's own words for a failure (`{"message": ...}` in the response, with the messages of its
+ * `errors`, where a 422 says what was invalid), else the error's.
+ */
 function apiMessage(error: Error): string {
   const data =
     "response" in error && error.response instanceof Object && "data" in error.response
       ? error.response.data
       : undefined;
-  return data instanceof Object && "message" in data && typeof data.message === "string"
-    ? data.message
-    : error.message;
+  if (!(data instanceof Object && "message" in data && typeof data.message === "string"))
+    return error.message;
+  const details =
+    "errors" in data && Array.isArray(data.errors)
+      ? data.errors.flatMap((e: unknown) =>
+          e instanceof Object && "message" in e && typeof e.message === "string" ? [e.message] : [],
+        )
+      : [];
+  return [data.message, ...details].join(": ");
 }
 
 /** Octokit's errors become ForgeError naming the request, so a failure says what it was doing. */
@@ -416,7 +431,6 @@ export class GitHub {
     base: string;
     title: string;
     body: string;
-    labels: string[];
   }): Promise<number> {
     const { data } = await call(`opening a pull request for ${input.branch}`, () =>
       this.octokit.rest.pulls.create({
@@ -427,29 +441,69 @@ export class GitHub {
         body: input.body,
       }),
     );
-    await this.addLabels(data.number, input.labels);
     return data.number;
   }
 
-  /** Asks `owners` to review: GitHub users, and teams written `org/team-slug`. */
-  async requestReviewers(number: number, owners: readonly string[]): Promise<void> {
-    if (!owners.length) return;
-    const reviewers = owners.filter((o) => !o.includes("/"));
-    const teams = owners.filter((o) => o.includes("/")).map((o) => o.slice(o.indexOf("/") + 1));
-    await call(`requesting reviews on #${number}`, () =>
-      this.octokit.rest.pulls.requestReviewers({
-        ...this.repo,
-        pull_number: number,
-        reviewers,
-        team_reviewers: teams,
-      }),
-    );
+  /**
+   * Asks each of `owners` to review (GitHub users, and teams written `org/team-slug`), one request
+   * each: GitHub refuses a request naming one non-collaborator whole. The owners not asked, and why.
+   */
+  async requestReviewers(number: number, owners: readonly string[]): Promise<Unasked[]> {
+    const unasked: Unasked[] = [];
+    for (const owner of owners) {
+      const slash = owner.indexOf("/");
+      // GitHub takes a bare team slug and reads it in this repository's organization.
+      if (slash >= 0 && owner.slice(0, slash).toLowerCase() !== this.settings.owner.toLowerCase()) {
+        unasked.push({
+          owner,
+          reason: `a team of another organization than ${this.settings.owner}`,
+        });
+        continue;
+      }
+      try {
+        await call(`asking ${owner} to review #${number}`, () =>
+          this.octokit.rest.pulls.requestReviewers({
+            ...this.repo,
+            pull_number: number,
+            ...(slash >= 0 ? { team_reviewers: [owner.slice(slash + 1)] } : { reviewers: [owner] }),
+          }),
+        );
+      } catch (error) {
+        if (!(error instanceof ForgeError)) throw error;
+        unasked.push({ owner, reason: error.message });
+      }
+    }
+    return unasked;
   }
 
-  async addLabels(number: number, labels: string[]): Promise<void> {
+  /** Adds `labels`; when GitHub refuses them together, each on its own, so one costs only itself. */
+  async addLabels(number: number, labels: readonly string[]): Promise<void> {
     if (!labels.length) return;
+    try {
+      await this.addLabelsOnce(number, labels);
+    } catch (error) {
+      if (!(error instanceof ForgeError) || labels.length === 1) throw error;
+      const refused: string[] = [];
+      for (const label of labels)
+        await this.addLabelsOnce(number, [label]).catch((one: unknown) => {
+          if (!(one instanceof ForgeError)) throw one;
+          refused.push(`${label} (${one.message})`);
+        });
+      if (refused.length)
+        throw new ForgeError(`GitHub API: labelling #${number} refused ${refused.join("; ")}`, {
+          status: error.status,
+          cause: error,
+        });
+    }
+  }
+
+  private async addLabelsOnce(number: number, labels: readonly string[]): Promise<void> {
     await call(`labelling #${number}`, () =>
-      this.octokit.rest.issues.addLabels({ ...this.repo, issue_number: number, labels }),
+      this.octokit.rest.issues.addLabels({
+        ...this.repo,
+        issue_number: number,
+        labels: [...labels],
+      }),
     );
   }
 

@@ -19,10 +19,10 @@ export function isHeartbeatUrl(url: string): boolean {
 }
 
 /**
- * Pings the monitor. A monitor that does not answer costs a line on stderr, never the run: the
- * missing ping is what it will notice.
+ * Pings the monitor; returns the warning to print when it did not answer. That costs a line on
+ * stderr, never the run: the missing ping is what the monitor will notice.
  */
-export async function pingHeartbeat(url: string, failed: boolean): Promise<void> {
+export async function pingHeartbeat(url: string, failed: boolean): Promise<string | undefined> {
   const target = heartbeatTarget(url, failed);
   try {
     const response = await fetch(target, {
@@ -31,10 +31,9 @@ export async function pingHeartbeat(url: string, failed: boolean): Promise<void>
       signal: AbortSignal.timeout(TIMEOUT_MS),
     });
     await response.body?.cancel();
-    if (!response.ok)
-      process.stderr.write(`quartermaster: --heartbeat-url answered ${response.status}\n`);
+    return response.ok ? undefined : `--heartbeat-url answered ${response.status}`;
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
-    process.stderr.write(`quartermaster: --heartbeat-url unreachable (${visible(reason)})\n`);
+    return `--heartbeat-url unreachable (${visible(reason)})`;
   }
 }

@@ -70,12 +70,12 @@ function domainShape(): Record<string, z.ZodType> {
 
 const declaredShape = domainShape();
 
-/** A GitHub user (`alice`) or team (`acme/web-team`), without the `@`. */
+/** A GitHub user (`alice`) or team (`acme/web-team`), with or without CODEOWNERS' `@`. */
 export const Owner = z
   .string()
   .regex(
-    /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\/[A-Za-z0-9._-]+)?$/,
-    "must be a GitHub user (alice) or team (org/team-slug), without @",
+    /^@?[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\/[A-Za-z0-9._-]+)?$/,
+    "must be a GitHub user (alice, @alice) or team (org/team-slug, @org/team-slug)",
   );
 
 export const NodeSpec = z.strictObject({
@@ -164,7 +164,10 @@ export const AuditSettings = z.strictObject({
       z.string().regex(UNAUDITED_SHARE, 'a number of nodes or a share such as "10%"'),
     ])
     .optional(),
-  /** A node not audited for longer than this sets exit bit 8 (default 24h): "90m", "2d", "1d12h". */
+  /**
+   * A node not audited for longer than this sets exit bit 8: "90m", "2d", "1d12h". Unset: a node
+   * may miss one run, and sets bit 8 when it misses a second in a row.
+   */
   max_unaudited_for: z
     .string()
     .regex(DURATION, 'a duration such as "24h", "90m" or "2d"')

@@ -88,6 +88,14 @@ const VALUE_CHARS = 120;
 const DIFF_LINES = 200;
 const DIFF_CHARS = 20_000;
 
+/** One item's drift as a sentence: the domain's own words where it has them. */
+function itemSentence(item: DriftItem, nodeCount: number): string {
+  const key = codeSpan(item.key, VALUE_CHARS);
+  const own = domainByName(item.domain)?.driftSentence;
+  if (own) return own(item, key, nodeCount === 1 ? "the host" : "the hosts");
+  return `${key} is declared ${codeSpan(show(item.declared), VALUE_CHARS)} but the host${nodeCount === 1 ? " runs" : "s run"} ${codeSpan(show(item.live), VALUE_CHARS)}.`;
+}
+
 /** A one-line title: host text escaped (no newline or control character survives), capped. */
 export function pullTitle(text: string): string {
   return truncate(visible(text), MAX_TITLE_CHARS);
@@ -145,7 +153,7 @@ export function pullBody(input: BodyInput): string {
     const on = `on ${nodeCount} node${nodeCount === 1 ? "" : "s"}`;
     head.push(
       items.size === 1
-        ? `Quartermaster found **${first.severity}** ${first.domain} drift ${on}: ${codeSpan(first.key, VALUE_CHARS)} is declared ${codeSpan(show(first.declared), VALUE_CHARS)} but the host${nodeCount === 1 ? " runs" : "s run"} ${codeSpan(show(first.live), VALUE_CHARS)}.`
+        ? `Quartermaster found **${first.severity}** ${first.domain} drift ${on}: ${itemSentence(first, nodeCount)}`
         : `Quartermaster found **${first.severity}** ${first.domain} drift ${on}: ${items.size} items differ, listed below.`,
     );
     if (items.size === 1 && first.detail) head.push(`Detail: ${codeSpan(first.detail, 300)}`);

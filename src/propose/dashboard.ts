@@ -11,6 +11,7 @@ import { MAX_BODY_CHARS } from "./body.js";
 import { statusMermaid } from "./dashboard-chart.js";
 import type { Action } from "./proposal.js";
 import { botPulls } from "./pulls.js";
+import { pendingRow, type PendingReview } from "./reviews.js";
 
 // The dashboard: one issue per repository that `propose` keeps up to date, the fleet's state
 // between runs. Rendering is pure; the issue is edited only when the rendered body changed.
@@ -46,6 +47,8 @@ export interface DashboardInput {
   waivers: readonly Waiver[];
   /** The run history's runs, oldest first: the chart of counts by status. */
   runs?: readonly { at: string; counts: Record<NodeStatus, number> }[];
+  /** Owners this run could not ask to review. */
+  unasked?: readonly PendingReview[];
 }
 
 /** A ticket past its `due` date, if tickets carry one (an ISO date or date-time). */
@@ -135,13 +138,22 @@ export function renderDashboard(input: DashboardInput, max = MAX_ROWS): string {
         `- ${expiryTime(w.expires!) < now ? "expired" : "expires"} ${codeSpan(w.expires!)}: node ${codeSpan(w.node)}, domain ${codeSpan(w.domain)}, key ${codeSpan(w.key, 80)}, ${codeSpan(w.reason, 120)}`,
     );
   const budget = input.report.unauditedBudget?.over;
+  const unasked = [...(input.unasked ?? [])]
+    .sort((a, b) => a.number - b.number || (a.owner < b.owner ? -1 : 1))
+    .map(pendingRow);
+  // Said as the text report says it, so items a ticket or waiver covers never read as new work.
+  const acknowledged = input.report.nodes.reduce(
+    (sum, n) => sum + n.drift.filter((d) => d.acknowledged).length,
+    0,
+  );
+  const driftWords = `${plural(summary.driftItems, "drift item")}${acknowledged ? ` (${acknowledged} acknowledged)` : ""}`;
 
   const assemble = (rows: number) =>
     [
       MARK,
       "This issue is kept up to date by Quartermaster on every run; edits other than ticking a box are overwritten.",
       "",
-      `**Fleet**: ${plural(summary.nodes, "node")}: ${counts.map((c) => `${c.count} ${c.status}`).join(", ")}; ${summary.driftItems} drift items.`,
+      `**Fleet**: ${plural(summary.nodes, "node")}: ${counts.map((c) => `${c.count} ${c.status}`).join(", ")}; ${driftWords}.`,
       ...(budget
         ? ["", `**More nodes not audited than allowed**: ${textCell(budget.join("; "))}.`]
         : []),
@@ -158,6 +170,9 @@ export function renderDashboard(input: DashboardInput, max = MAX_ROWS): string {
         rows,
         "None.",
       ),
+      ...(unasked.length
+        ? section("Owners not asked to review: asked again on the next run", unasked, rows, "")
+        : []),
       ...section("Remediation tickets past due", pastDue, rows, "None."),
       ...section(
         `Waivers expired or expiring within ${WAIVER_NOTICE_DAYS} days`,
@@ -246,7 +261,7 @@ function runUrl(env: NodeJS.ProcessEnv): string | undefined {
 export async function updateDashboard(
   github: GitHub,
   current: Dashboard,
-  run: Pick<DashboardInput, "report" | "tickets" | "waivers" | "runs"> & {
+  run: Pick<DashboardInput, "report" | "tickets" | "waivers" | "unasked" | "runs"> & {
     actions: readonly Action[];
   },
   env: NodeJS.ProcessEnv = process.env,

@@ -1,5 +1,6 @@
 import path from "node:path";
 import type { JsonValue } from "../domains/domain.js";
+import { append } from "../collections.js";
 import { ticketCovers } from "../drift/drift.js";
 import { codeSpan, truncate } from "../text/markdown.js";
 import {
@@ -31,10 +32,10 @@ interface Context {
   /** The open PR on a branch: its `detected` is kept so the body stays stable. */
   openOn: (branch: string) => ExistingPull | undefined;
   /**
-   * A reviewer's rejection is the accept PR they closed: keyed by that PR's own branch, never by
-   * its body.
+   * A reviewer's rejection is the accept PR they closed, found by its drift (domain, signature and
+   * a node in common), never by who reviews it: editing `owners:` keeps the decision.
    */
-  rejected: ReadonlyMap<string, ExistingPull>;
+  rejected: (group: DriftGroup) => ExistingPull | undefined;
   /** A ticket or resolve PR closed unmerged was declined: the same proposal is not made again. */
   declined: ReadonlySet<string>;
   recordedTickets: ReadonlySet<string>;
@@ -66,13 +67,7 @@ export function desiredPulls(
     dependants: dependantsOf(input.nodes),
     lists,
     openOn: (branch) => input.pulls.find((p) => p.branch === branch && p.state === "open"),
-    rejected: new Map(
-      input.pulls
-        .filter(
-          (p) => branchIdentity(p.branch)?.kind === "accept" && p.state === "closed" && !p.merged,
-        )
-        .map((p) => [p.branch, p]),
-    ),
+    rejected: rejectionOf(input.pulls),
     declined: new Set(
       input.pulls
         .filter((p) => p.marker && p.marker.kind !== "accept" && p.state === "closed" && !p.merged)
@@ -99,10 +94,11 @@ function groupProposal(group: DriftGroup, context: Context): Proposal | undefine
   const { domain } = group;
   const item = group.items[0]!;
   const acceptBranch = branchName("accept", domain.name, groupKey(group), group.identity);
-  const rejection = context.rejected.get(acceptBranch);
+  const rejection = context.rejected(group);
   if (rejection)
     return ticketProposal(
-      group,
+      // The ticket keeps the rejected PR's identity: new owners update it rather than replace it.
+      { ...group, identity: branchIdentity(rejection.branch)!.identity },
       { text: `the accept PR #${rejection.number} was closed without merging` },
       context,
       rejection.branch,
@@ -261,11 +257,28 @@ function resolveProposals(context: Context, covered: Covered): Proposal[] {
         ),
       },
       labels: ["remediation"],
-      owners: ticket.owner === undefined ? [] : [ticket.owner],
+      // CODEOWNERS' @ left off, as ownersOf does for group and node files.
+      owners: ticket.owner === undefined ? [] : [ticket.owner.replace(/^@/, "")],
       body: { group: [], ticket },
     });
   }
   return proposals;
+}
+
+/** The accept PRs closed unmerged, looked up by the drift group they rejected. */
+function rejectionOf(pulls: readonly ExistingPull[]): Context["rejected"] {
+  const byDrift = new Map<string, ExistingPull[]>();
+  for (const p of pulls) {
+    const domain = branchIdentity(p.branch);
+    if (p.marker && domain?.kind === "accept" && p.state === "closed" && !p.merged)
+      append(byDrift, `${domain.domain}\0${p.marker.signature}`, p);
+  }
+  return (group) => {
+    const names = new Set(nodeNames(group));
+    return byDrift
+      .get(`${group.domain.name}\0${group.signature}`)
+      ?.find((p) => p.marker!.nodes.some((name) => names.has(name)));
+  };
 }
 
 function auditedIn(report: Report): (name: string) => boolean {

@@ -1,5 +1,5 @@
 import { ForgeError } from "../errors.js";
-import type { GitHub } from "../forge/github.js";
+import type { GitHub, Unasked } from "../forge/github.js";
 import { annotateNode, emptyHistory, nextHistory, type AuditHistory } from "../report/history.js";
 import { appendRun, emptyRuns, type RunContext } from "../report/runs.js";
 import type { Report } from "../report/schema.js";
@@ -24,6 +24,8 @@ export interface Outcome {
   error?: string;
   /** The PR number an `open` created. */
   number?: number;
+  /** The owners of the PR an `open` created that GitHub could not be asked to request. */
+  unasked?: Unasked[];
 }
 
 /**
@@ -154,9 +156,17 @@ export async function executePlan(
             base: base.branch,
             title: action.title,
             body: action.body,
-            labels: action.labels,
           });
-          await github.requestReviewers(outcome.number, action.owners);
+          // Labels a run fails to add are added by the next (reconcile); reviews are asked anyway.
+          const labelled = await github.addLabels(outcome.number, action.labels).then(
+            () => undefined,
+            (error: unknown) => {
+              if (!(error instanceof ForgeError)) throw error;
+              return error.message;
+            },
+          );
+          outcome.unasked = await github.requestReviewers(outcome.number, action.owners);
+          if (labelled !== undefined) Object.assign(outcome, { ok: false, error: labelled });
           break;
         }
         case "update":

@@ -35,9 +35,16 @@ export const groupKey = (group: DriftGroup) =>
     ? group.items[0]!.key
     : `${group.items[0]!.key} and ${group.items.length - 1} more`;
 
-/** A node's owners as its manifests declare them (`owners:`), sorted and each once. */
+/**
+ * A node's owners as its manifests declare them (`owners:`), CODEOWNERS' `@` left off, sorted and
+ * each once: `@alice` and `alice` are one owner.
+ */
 export const ownersOf = (node: LoadedNode): string[] =>
-  [...new Set(Array.isArray(node.spec.owners) ? node.spec.owners : [])].sort();
+  [
+    ...new Set(
+      (Array.isArray(node.spec.owners) ? node.spec.owners : []).map((o) => o.replace(/^@/, "")),
+    ),
+  ].sort();
 
 /**
  * Unacknowledged drift grouped into proposals: identical drift on several nodes is one group, and

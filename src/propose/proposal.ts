@@ -7,6 +7,14 @@ import { hash } from "./group.js";
 // What a pull request proposes, and what can be done about one: the planner's vocabulary.
 
 export const BOT_LABEL = "quartermaster";
+/** GitHub refuses a label name longer than this (HTTP 422). */
+export const MAX_LABEL_CHARS = 50;
+
+/** `label` as GitHub takes it: a longer one is cut, with a hash of the whole so it stays unique. */
+export const fitLabel = (label: string): string =>
+  label.length <= MAX_LABEL_CHARS
+    ? label
+    : `${label.slice(0, MAX_LABEL_CHARS - 9)}~${hash(label, 8)}`;
 
 export interface PullContent {
   kind: PullKind;
@@ -109,7 +117,7 @@ export function buildProposal(
       ...configured,
       ...proposal.labels,
       ...(proposal.owners ?? []).map((o) => `owner:${o}`),
-    ],
+    ].map(fitLabel),
     owners: proposal.owners ?? [],
     files,
     marker,

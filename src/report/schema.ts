@@ -2,6 +2,7 @@ import { z } from "zod";
 import { Json, SEVERITIES } from "../domains/domain.js";
 import { Cause, Latent } from "../domains/cause.js";
 import { DOMAIN_NAMES } from "../domains/registry.js";
+import { SSH_FAILURE_CLASSES } from "../errors.js";
 
 export const SCHEMA_VERSION = 1;
 /** The most shards a fleet audit is cut into (`audit --shard k/n`, `plan-shards`). */
@@ -54,6 +55,8 @@ export const NodeResult = z.object({
   host: z.string(),
   status: z.enum(NODE_STATUSES),
   error: z.string().optional(),
+  /** Why ssh could not connect, from ssh's own words (the `error` is its line). */
+  errorClass: z.enum(SSH_FAILURE_CLASSES).optional(),
   /** At most a day: an audit's own timeout ends it long before. */
   durationMs: z.number().nonnegative().max(86_400_000),
   drift: z.array(DriftItem),
@@ -126,7 +129,8 @@ export const Report = z.object({
   unauditedBudget: z
     .object({
       maxUnaudited: z.union([z.number().int().nonnegative(), z.string()]).optional(),
-      maxUnauditedFor: z.string(),
+      /** Unset: the default, one missed run of grace. */
+      maxUnauditedFor: z.string().optional(),
       over: z.array(z.string()).min(1).optional(),
     })
     .optional(),

@@ -9,7 +9,6 @@ import type { NodeResult } from "./schema.js";
 export const UNAUDITED_SHARE = /^(\d+(\.\d+)?)%$/;
 /** `audit.max_unaudited_for`: whole days, hours, minutes and seconds, largest first ("1d12h"). */
 export const DURATION = /^(?=\d)(\d+d)?(\d+h)?(\d+m)?(\d+s)?$/;
-export const DEFAULT_MAX_UNAUDITED_FOR = "24h";
 
 export type UnauditedLimit = { nodes: number } | { percent: number };
 
@@ -42,8 +41,11 @@ export const audited = (node: Pick<NodeResult, "status">): boolean =>
 
 export interface UnauditedBudget {
   limit?: UnauditedLimit;
-  /** How long a node may go without a successful audit. */
-  forMs: number;
+  /**
+   * How long a node may go without a successful audit. Unset: it may miss one run, whatever the
+   * schedule (hourly or daily), and is overdue when it misses a second in a row.
+   */
+  forMs?: number;
   /** The words that set each part, for the verdict: `--max-unaudited 2`, `audit.max_unaudited_for 24h`. */
   limitName?: string;
   forName: string;
@@ -65,9 +67,15 @@ export function overUnauditedBudget(
     total++;
     if (audited(node)) continue;
     missing.push(node.name);
-    if (node.unaudited && Date.parse(now) - Date.parse(node.unaudited.since) > budget.forMs)
+    const { unaudited } = node;
+    if (
+      unaudited &&
+      (budget.forMs === undefined
+        ? unaudited.runs > 1
+        : Date.parse(now) - Date.parse(unaudited.since) > budget.forMs)
+    )
       overdue.push(
-        `${node.name} (${node.unaudited.never ? "never audited, first tried" : "not audited since"} ${node.unaudited.since})`,
+        `${node.name} (${unaudited.never ? "never audited, first tried" : "not audited since"} ${unaudited.since}, ${unaudited.runs} run${unaudited.runs === 1 ? "" : "s"})`,
       );
   }
   const reasons: string[] = [];
@@ -83,7 +91,7 @@ export function overUnauditedBudget(
   }
   if (overdue.length)
     reasons.push(
-      `${overdue.length} node${overdue.length === 1 ? "" : "s"} not audited for longer than ${budget.forName}: ${overdue.slice(0, 10).join(", ")}${overdue.length > 10 ? ` and ${overdue.length - 10} more` : ""}`,
+      `${overdue.length} node${overdue.length === 1 ? "" : "s"} not audited ${budget.forMs === undefined ? "in more than one run in a row (the grace of" : "for longer than"} ${budget.forName}${budget.forMs === undefined ? ")" : ""}: ${overdue.slice(0, 10).join(", ")}${overdue.length > 10 ? ` and ${overdue.length - 10} more` : ""}`,
     );
   return reasons;
 }

@@ -53,12 +53,30 @@ export async function sessionGate(node: LoadedNode, options: SshOptions): Promis
 }
 
 /**
+ * The most sessions any first hop of these nodes may take in the whole run, all shards together:
+ * the smallest `ssh.max_sessions` among them.
+ */
+export function fleetSessionLimit(nodes: readonly LoadedNode[]): number {
+  return nodes.reduce(
+    (least, n) => Math.min(least, n.ssh.max_sessions ?? DEFAULT_MAX_SESSIONS),
+    Infinity,
+  );
+}
+
+/**
+ * One shard's share of a first hop's sessions when `shards` shards run at once (a matrix runs
+ * them in parallel): together they stay within the limit while `shards` is at most the limit.
+ */
+export const shardSessions = (limit: number, shards: number) =>
+  Math.max(1, Math.floor(limit / shards));
+
+/**
  * Sessions through one jump host (or one sshd) stay under its MaxStartups: at most the
- * `ssh.max_sessions` of its first node to arrive. A manifest `proxy_jump` decides the first hop
+ * `ssh.max_sessions` of its first node to arrive, shared out among `shards` parallel shards. A manifest `proxy_jump` decides the first hop
  * itself (a `-o ProxyJump` beats the ssh_config); otherwise `ssh -G` runs once per distinct
  * argument list, since nothing else of a node can change its answer.
  */
-export function sshSessionGates(options: SshOptions): SessionGates {
+export function sshSessionGates(options: SshOptions, shards = 1): SessionGates {
   const resolved = new Map<string, Promise<string>>();
   return {
     keyOf: (node) => {
@@ -76,6 +94,6 @@ export function sshSessionGates(options: SshOptions): SessionGates {
       if (!gate) resolved.set(key, (gate = sessionGate(node, options)));
       return gate;
     },
-    limitOf: (node) => node.ssh.max_sessions ?? DEFAULT_MAX_SESSIONS,
+    limitOf: (node) => shardSessions(node.ssh.max_sessions ?? DEFAULT_MAX_SESSIONS, shards),
   };
 }

@@ -2,7 +2,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { NodeAuditError } from "../errors.js";
 import type { LoadedNode } from "../manifest/load.js";
 import { PROXY_JUMP } from "../manifest/schema.js";
-import { lastLines, runProbeProcess, type ProcessFailure, type Transport } from "./transport.js";
+import { classifySshFailure, isRetriedClass } from "./ssh-failure.js";
+import { runProbeProcess, type Transport } from "./transport.js";
 
 /**
  * Seconds ssh may take to connect and exchange banners, unless a node sets `ssh.connect_timeout`.
@@ -106,35 +107,6 @@ export function sshArgs(node: LoadedNode, options: SshOptions): string[] {
   return args;
 }
 
-const HOST_KEY_CHANGED = /REMOTE HOST IDENTIFICATION HAS CHANGED/i;
-const HOST_KEY_UNKNOWN = /Host key verification failed|No \S+ host key is known/i;
-const AUTH_FAILED = /Permission denied \(|Too many authentication failures/i;
-const SUDO_REFUSED =
-  /sudo: (a password is required|a terminal is required|.*is not in the sudoers|.*may not run sudo|sorry, user .* is not allowed)/i;
-
-// What ssh prints when a connection fails before authentication: refused, reset or closed
-// (sshd's MaxStartups drops read as a closed kex_exchange_identification), directly or at a jump
-// host. A session that ended later reads "Connection to HOST closed" or "Read from remote host".
-const TRANSIENT = [
-  /(kex|ssh)_exchange_identification:/,
-  /connect to host \S+ port \d+: Connection refused/,
-  /^Connection (closed|reset) by \S+ port \d+/m,
-  /open failed: connect failed: Connection refused/,
-];
-
-/**
- * Whether ssh failed in a way worth trying again: exit status 255 with a connection refused,
- * reset or closed before authentication. Authentication, host key and sudo failures, and any
- * time-out, never are.
- */
-export function isTransientSshFailure(failure: ProcessFailure): boolean {
-  const { stderr } = failure;
-  if (failure.timedOut || failure.exitCode !== 255) return false;
-  if ([HOST_KEY_CHANGED, HOST_KEY_UNKNOWN, AUTH_FAILED, SUDO_REFUSED].some((re) => re.test(stderr)))
-    return false;
-  return TRANSIENT.some((re) => re.test(stderr));
-}
-
 /**
  * Wait before the next attempt, after `failedTries` failed: exponential, with jitter (between half
  * and all of it) so nodes dropped together do not all come back together.
@@ -146,62 +118,6 @@ export function retryDelayMs(
 ): number {
   const full = Math.min(policy.maxDelayMs, policy.firstDelayMs * 2 ** (failedTries - 1));
   return Math.round(full / 2 + (random() * full) / 2);
-}
-
-/**
- * What a failed ssh run means for the node: ssh's exit status 255 and its messages, sudo's
- * refusals.
- */
-export function classifySshFailure(
-  node: LoadedNode,
-  failure: ProcessFailure,
-  timeoutMs: number,
-): NodeAuditError {
-  const { stderr } = failure;
-  const host = node.host;
-  const error = (kind: ConstructorParameters<typeof NodeAuditError>[1], message: string) =>
-    new NodeAuditError(node.name, kind, message);
-  if (failure.timedOut) {
-    return error(
-      "timeout",
-      `timed out after ${timeoutMs / 1000}s without a complete answer from ${host}: ssh was killed, node not audited`,
-    );
-  }
-  if (HOST_KEY_CHANGED.test(stderr)) {
-    return error(
-      "host-key",
-      `host key of ${host} has CHANGED since it was recorded in known_hosts: node not audited (if the host was rebuilt, verify the new key, then update known_hosts)`,
-    );
-  }
-  if (HOST_KEY_UNKNOWN.test(stderr)) {
-    return error(
-      "host-key",
-      `host key of ${host} is not in known_hosts: node not audited (add its verified key to known_hosts; Quartermaster never trusts on first use)`,
-    );
-  }
-  if (AUTH_FAILED.test(stderr)) {
-    return error(
-      "auth",
-      `authentication to ${host} failed, node not audited: ${lastLines(stderr, 1)}`,
-    );
-  }
-  if (SUDO_REFUSED.test(stderr)) {
-    return error(
-      "sudo",
-      `sudo -n refused on ${host}, node not audited (become: sudo needs passwordless sudo for /bin/sh): ${lastLines(stderr, 1)}`,
-    );
-  }
-  if (node.ssh.become === "sudo" && /sudo: (command )?not found/i.test(stderr)) {
-    return error("sudo", `sudo is not installed on ${host} (become: sudo), node not audited`);
-  }
-  if (failure.exitCode === 255) {
-    const reason = lastLines(stderr, 1) || "ssh exited with status 255";
-    return error("unreachable", `cannot connect to ${host}, node not audited: ${reason}`);
-  }
-  return error(
-    "probe",
-    `probe failed on ${host} (exit ${failure.exitCode}), node not audited: ${lastLines(stderr) || "no error output"}`,
-  );
 }
 
 /** The ssh arguments of a node, or the node's failure when its settings cannot make them. */
@@ -233,7 +149,6 @@ export function sshTransport(node: LoadedNode, options: SshOptions): Transport {
       // Every attempt, and every wait between them, comes out of the node's one time budget.
       for (let tries = 1; ; tries++) {
         const left = Math.max(1, Math.round(timeoutMs - (performance.now() - started)));
-        let transient = false;
         try {
           const run = await runProbeProcess(
             node.name,
@@ -241,15 +156,13 @@ export function sshTransport(node: LoadedNode, options: SshOptions): Transport {
             args,
             script,
             { ...limits, timeoutMs: left },
-            (failure) => {
-              transient = isTransientSshFailure(failure);
-              return classifySshFailure(node, failure, timeoutMs);
-            },
+            (failure) => classifySshFailure(node, failure, timeoutMs),
           );
           return { ...run, durationMs: performance.now() - started, timeoutMs, tries };
         } catch (error) {
           const delay = retryDelayMs(tries, retry);
           const spent = performance.now() - started;
+          const transient = error instanceof NodeAuditError && isRetriedClass(error.sshClass);
           if (!transient || tries >= retry.tries || timeoutMs - spent - delay < MIN_TRY_MS) {
             if (error instanceof NodeAuditError) error.tries = tries;
             throw error;

@@ -7,7 +7,8 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { execa } from "execa";
-import { runCli } from "../support/cli.js";
+// A process of its own: the stand-in is found on the PATH the CLI starts ssh with.
+import { spawnCli } from "../support/cli.js";
 
 let dir: string;
 let env: Record<string, string>;
@@ -45,7 +46,7 @@ describe("a host whose snapshot cannot be trusted", () => {
     await mkdir(path.join(tree, "nodes"), { recursive: true });
     await writeFile(path.join(tree, "nodes", "missing.yaml"), "{}\n");
     await writeFile(path.join(tree, "nodes", "plain.yaml"), "ssh: { user: nobody }\n");
-    const result = await runCli(
+    const result = await spawnCli(
       ["snapshot", "--manifests", tree, "--node", "missing,plain", "--category", "kernel"],
       { env },
     );
@@ -62,7 +63,9 @@ describe("a host whose snapshot cannot be trusted", () => {
     const tree = path.join(dir, "adopted");
     const inventory = path.join(dir, "hosts.txt");
     await writeFile(inventory, "plain\nmissing\nhostile\n");
-    const result = await runCli(["adopt", "--inventory", inventory, "--manifests", tree], { env });
+    const result = await spawnCli(["adopt", "--inventory", inventory, "--manifests", tree], {
+      env,
+    });
     assert.equal(result.exitCode, 4, result.stderr);
     assert.match(
       result.stderr,
@@ -78,5 +81,40 @@ describe("a host whose snapshot cannot be trusted", () => {
       await readFile(path.join(tree, "known_hosts"), "utf8"),
       /^plain ssh-ed25519 \S+\n$/,
     );
+  });
+});
+
+describe("an inventory Ansible reads its own way, through the CLI", () => {
+  test("an undefined [x:vars] group is refused with file:line and exit 2, no stack trace", async () => {
+    const inventory = path.join(dir, "undefined.ini");
+    await writeFile(inventory, "[web]\nplain\n\n[db:vars]\nansible_user=pg\n");
+    const result = await spawnCli(
+      ["adopt", "--inventory", inventory, "--manifests", path.join(dir, "t1")],
+      {
+        env,
+      },
+    );
+    assert.equal(result.exitCode, 2, result.stderr);
+    assert.match(
+      result.stderr,
+      /undefined\.ini:4: section \[db:vars\] is for a group never defined/,
+    );
+    assert.doesNotMatch(result.stderr, /\n\s+at /);
+  });
+
+  test("a templated variable is left out and named; the host is adopted", async () => {
+    const inventory = path.join(dir, "templated.ini");
+    await writeFile(inventory, `[web]\nplain ansible_port="{{ web_port }}"\n`);
+    const result = await spawnCli(
+      ["adopt", "--inventory", inventory, "--manifests", path.join(dir, "t2")],
+      {
+        env,
+      },
+    );
+    assert.match(
+      result.stderr,
+      /left out inventory variable ansible_port \(1 host\): its value is a template/,
+    );
+    assert.match(result.stderr, /1 of 1 hosts adopted/);
   });
 });

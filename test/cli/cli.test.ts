@@ -4,7 +4,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { execa } from "execa";
 import type { Report } from "../../src/report/schema.js";
-import { REPO_ROOT, TSX, runCli } from "../support/cli.js";
+import { REPO_ROOT, TSX, runCli, spawnCli } from "../support/cli.js";
 import { scratchTrees } from "../support/tree.js";
 
 const tree = scratchTrees();
@@ -388,7 +388,8 @@ describe("propose from a report older than the manifests", () => {
   it("leaves out drift in a domain the manifests no longer declare, and plans the rest", async () => {
     // The report says web-01's io_scheduler drifted; the sample manifests declare none for it.
     const report = path.join(REPO_ROOT, "test/fixtures/reports/fleet.json");
-    const result = await runCli([
+    // A process of its own: in this one, git finds no checkout around the sample manifests.
+    const result = await spawnCli([
       "propose",
       "--dry-run",
       "--report",

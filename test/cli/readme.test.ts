@@ -1,13 +1,24 @@
-// Every shell block the README shows runs as written, in a scratch copy of the repository, except
-// the blocks it marks `<!-- readme-test: skip (reason) -->` (they need SSH hosts, GitHub or a
-// node).
+// Every shell block README.md and docs/*.md show runs as written, in a scratch copy of the
+// repository, except the blocks marked `<!-- readme-test: skip (reason) -->` (they need SSH hosts,
+// GitHub or a node); every relative link and #anchor they hold resolves.
 import assert from "node:assert/strict";
-import { chmod, cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import {
+  chmod,
+  cp,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  rm,
+  symlink,
+  writeFile,
+} from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { execa } from "execa";
 import { BUILT_ENTRY, ensureBuilt, REPO_ROOT } from "../support/cli.js";
+import { fleetWorkflowsIn } from "../workflows/fleet-repo.js";
 
 interface Block {
   line: number;
@@ -28,8 +39,23 @@ function readmeBlocks(text: string): Block[] {
   return blocks;
 }
 
-describe("the README's commands", async () => {
-  const blocks = readmeBlocks(await readFile(path.join(REPO_ROOT, "README.md"), "utf8"));
+/** README.md and every page under docs/, by their path in the repository. */
+async function documentation(): Promise<Map<string, string>> {
+  const pages = (await readdir(path.join(REPO_ROOT, "docs")))
+    .filter((f) => f.endsWith(".md"))
+    .sort()
+    .map((f) => `docs/${f}`);
+  const texts = new Map<string, string>();
+  for (const page of ["README.md", ...pages])
+    texts.set(page, await readFile(path.join(REPO_ROOT, page), "utf8"));
+  return texts;
+}
+
+describe("the documentation's commands", async () => {
+  const docs = await documentation();
+  const blocks = [...docs].flatMap(([page, text]) =>
+    readmeBlocks(text).map((block) => ({ ...block, page })),
+  );
   let scratch: string;
   let env: Record<string, string>;
 
@@ -63,11 +89,14 @@ describe("the README's commands", async () => {
   after(() => rm(scratch, { recursive: true, force: true }));
 
   it("has shell blocks to run, and says why it skips the others", () => {
-    assert.ok(blocks.filter((b) => !b.skip).length >= 2, JSON.stringify(blocks));
+    assert.ok(
+      blocks.filter((b) => !b.skip && b.page === "README.md").length >= 2,
+      JSON.stringify(blocks),
+    );
   });
 
   for (const block of blocks) {
-    it(`README.md:${block.line}: ${block.commands[0]}`, { skip: block.skip }, async () => {
+    it(`${block.page}:${block.line}: ${block.commands[0]}`, { skip: block.skip }, async () => {
       for (const command of block.commands) {
         const result = await execa("sh", ["-c", command], { cwd: scratch, env, reject: false });
         // 0 clean, 1 drift: a command that works; 2 and up, or a stack trace, is the README lying.
@@ -80,4 +109,60 @@ describe("the README's commands", async () => {
       }
     });
   }
+});
+
+/** GitHub's anchor for a heading: lower case, punctuation but `-` and `_` dropped, spaces to `-`. */
+function anchorOf(heading: string): string {
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\- _]/gu, "")
+    .replace(/ /g, "-");
+}
+
+/** A page's text with fenced blocks and code spans blanked, so their brackets are not links. */
+function prose(markdown: string): string {
+  return markdown.replace(/^( *)```[\s\S]*?^\1```$/gm, "").replace(/`[^`\n]*`/g, "``");
+}
+
+describe("the documentation's links", async () => {
+  const docs = await documentation();
+  const anchors = new Map(
+    [...docs].map(([page, text]) => [
+      page,
+      new Set([...prose(text).matchAll(/^#+ (.+)$/gm)].map((m) => anchorOf(m[1]!))),
+    ]),
+  );
+  for (const [page, text] of docs) {
+    it(`${page}: every relative link and #anchor resolves`, async () => {
+      const broken: string[] = [];
+      for (const [, target] of prose(text).matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^[a-z]+:/.test(target!)) continue;
+        const [file, anchor] = target!.split("#") as [string, string | undefined];
+        const resolved = file
+          ? path.posix.normalize(path.posix.join(path.posix.dirname(page), file))
+          : page;
+        const exists = await readFile(path.join(REPO_ROOT, resolved)).then(
+          () => true,
+          (err: NodeJS.ErrnoException) => err.code === "EISDIR",
+        );
+        if (!exists) broken.push(`${target}: no ${resolved}`);
+        else if (anchor !== undefined && !anchors.get(resolved)?.has(anchor))
+          broken.push(`${target}: no heading #${anchor} in ${resolved}`);
+      }
+      assert.deepEqual(broken, []);
+    });
+  }
+
+  it("README's fleet workflows are the ones docs/actions.md shows", async () => {
+    const shown = fleetWorkflowsIn(docs.get("README.md")!);
+    const documented = fleetWorkflowsIn(docs.get("docs/actions.md")!);
+    assert.ok(Object.keys(shown).length > 0);
+    assert.deepEqual(Object.keys(documented).sort(), [
+      ".github/workflows/drift-audit.yml",
+      ".github/workflows/manifest-review.yml",
+      ".github/workflows/review-command.yml",
+    ]);
+    for (const [file, text] of Object.entries(shown)) assert.equal(text, documented[file], file);
+  });
 });

@@ -35,17 +35,19 @@ function shard(index: number, nodes: NodeResult[], budget?: Report["unauditedBud
   return JSON.stringify(report);
 }
 
-const history = JSON.stringify({
-  version: 1,
-  nodes: { "web-03": { lastAudited: LAST_SEEN, unauditedRuns: 0 } },
-  drift: {},
-});
+/** The state branch's history: web-03 last audited three days ago, dark for `missed` runs since. */
+const history = (missed: number) =>
+  JSON.stringify({
+    version: 1,
+    nodes: { "web-03": { lastAudited: LAST_SEEN, unauditedRuns: missed } },
+    drift: {},
+  });
 
-async function shards(budget?: Report["unauditedBudget"]) {
+async function shards(budget?: Report["unauditedBudget"], missed = 0) {
   const dir = await tree({
     "shard-1.json": shard(1, [node("web-01", "clean"), node("web-02", "clean")], budget),
     "shard-2.json": shard(2, [node("web-03", "unreachable")], budget),
-    "history.json": history,
+    "history.json": history(missed),
   });
   return {
     dir,
@@ -55,33 +57,45 @@ async function shards(budget?: Report["unauditedBudget"]) {
 }
 
 describe("unaudited budget through the CLI", () => {
-  it("a node dark for longer than max_unaudited_for (24h by default) sets bit 8, named with its last audit", async () => {
-    const { dir, files, history: state } = await shards();
+  it("by default a node may miss one run: bit 4 only; missing a second in a row sets bit 8, named with its last audit", async () => {
+    const first = await shards();
+    const once = await runCli(["merge-reports", "--state", first.history, ...first.files]);
+    // Dark since three days, but this is the first run it missed: the grace of one run.
+    assert.equal(once.exitCode, 4, once.stderr);
+    const { dir, files, history: state } = await shards(undefined, 1);
     const out = path.join(dir, "merged.json");
     const result = await runCli(["merge-reports", "--state", state, "--out", out, ...files]);
     assert.equal(result.exitCode, 4 + 8, result.stderr);
     const merged = Report.parse(JSON.parse(await readFile(out, "utf8")));
     assert.deepEqual(merged.nodes.find((n) => n.name === "web-03")?.unaudited, {
       since: LAST_SEEN,
-      runs: 1,
+      runs: 2,
     });
     assert.deepEqual(merged.unauditedBudget, {
-      maxUnauditedFor: "24h",
       over: [
-        `1 node not audited for longer than max_unaudited_for 24h: web-03 (not audited since ${LAST_SEEN})`,
+        `1 node not audited in more than one run in a row (the grace of one missed run, max_unaudited_for being unset): web-03 (not audited since ${LAST_SEEN}, 2 runs)`,
       ],
     });
     const text = await runCli(["report", "--report", out, "--format", "text"]);
     assert.match(
       text.stdout,
-      /web-03: unreachable, unaudited since 2026-11-28T10:00:00.000Z, 1 run/,
+      /web-03: unreachable, unaudited since 2026-11-28T10:00:00.000Z, 2 runs/,
     );
-    assert.match(text.stdout, /more nodes not audited than allowed: 1 node not audited for longer/);
+    assert.match(text.stdout, /more nodes not audited than allowed: 1 node not audited in more/);
     const markdown = await runCli(["report", "--report", out, "--format", "markdown"]);
     assert.match(
       markdown.stdout,
-      /\| unreachable, unaudited since 2026-11-28T10:00:00.000Z, 1 run \|/,
+      /\| unreachable, unaudited since 2026-11-28T10:00:00.000Z, 2 runs \|/,
     );
+  });
+
+  it("max_unaudited_for set: a node dark for longer sets bit 8 on its first missed run", async () => {
+    const { files, history: state } = await shards({ maxUnauditedFor: "24h" });
+    const result = await runCli(["merge-reports", "--state", state, "--format", "json", ...files]);
+    assert.equal(result.exitCode, 4 + 8, result.stderr);
+    assert.deepEqual(Report.parse(JSON.parse(result.stdout)).unauditedBudget?.over, [
+      `1 node not audited for longer than max_unaudited_for 24h: web-03 (not audited since ${LAST_SEEN}, 1 run)`,
+    ]);
   });
 
   it("without history or limits, a dark node is bit 4 only; a count limit the shards recorded still holds", async () => {

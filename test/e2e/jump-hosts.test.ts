@@ -56,6 +56,7 @@ describe("nodes behind a jump host", () => {
       },
       ...CROWD.map((name) => ({ name, behind: "jump-01" })),
       { name: "late-01", behind: "jump-01", state: "drop-first" as const },
+      { name: "down-02", behind: "jump-01", state: "stopped" as const },
     ]);
     const address = fleet.hosts.find((h) => h.name === "private-01")!.address;
     const jumpAddress = fleet.hosts.find((h) => h.name === "jump-01")!.address;
@@ -336,11 +337,117 @@ describe("nodes behind a jump host", () => {
     assert.equal(report.nodes.length, 41);
     const failed = byName(report, "auth-01");
     assert.equal(failed.status, "error");
-    assert.match(failed.error ?? "", /^authentication to n-01 failed, node not audited: /);
-    assert.equal(failed.tries, 1);
+    assert.match(failed.error ?? "", /^qm-nobody@\S+: Permission denied \(publickey\)\.$/);
+    assert.deepEqual([failed.errorClass, failed.tries], ["auth", 1]);
     assert.deepEqual(
       report.nodes.filter((n) => n.name !== "auth-01" && n.status !== "clean").map((n) => n.name),
       [],
     );
+  });
+
+  test("a host down behind the jump host, a name that does not resolve, a wrong user: ssh's own first line and its class, one try each", async () => {
+    const manifests = await tree({
+      "nodes/down-02.yaml": stringify({}),
+      "nodes/ghost-01.yaml": stringify({
+        host: "ghost-01.invalid",
+        ssh: { proxy_jump: "jump-01" },
+      }),
+      "nodes/wrong-user.yaml": stringify({ host: "n-02", ssh: { user: "qm-nobody" } }),
+    });
+    const drops = await jumpDrops();
+    const { report, exitCode, stderr } = await audit(manifests);
+    assert.equal(exitCode, 4, stderr);
+    assert.deepEqual(
+      report.nodes.map((n) => [n.name, n.status, n.errorClass, n.tries]),
+      [
+        ["down-02", "unreachable", "refused-by-target", 1],
+        ["ghost-01", "unreachable", "name-resolution", 1],
+        ["wrong-user", "error", "auth", 1],
+      ],
+    );
+    const errors = report.nodes.map((n) => n.error ?? "");
+    assert.equal(errors[0], "channel 0: open failed: connect failed: Connection refused");
+    assert.match(
+      errors[1]!,
+      /^channel 0: open failed: connect failed: (Temporary failure in name resolution|Name or service not known)$/,
+    );
+    assert.match(errors[2]!, /^qm-nobody@\S+: Permission denied \(publickey\)\.$/);
+    // None of them was a MaxStartups drop at the jump host.
+    assert.deepEqual(await drops(), []);
+    const text = await runCli(["audit", "--manifests", manifests, "--ssh-config", fleet.sshConfig]);
+    assert.match(text.stdout, /down-02.*: unreachable \(refused-by-target\)/);
+    assert.match(text.stdout, /error: channel 0: open failed: connect failed: Connection refused/);
+  });
+
+  test('without the ssh_config that names the jump host: ssh\'s "Could not resolve hostname", class name-resolution, one try', async () => {
+    const manifests = await tree({ "nodes/private-01.yaml": stringify({}) });
+    const out = path.join(manifests, "report.json");
+    const run = await runCli(["audit", "--manifests", manifests, "--format", "json", "--out", out]);
+    assert.equal(run.exitCode, 4, run.stderr);
+    const [node] = (JSON.parse(await readFile(out, "utf8")) as Report).nodes;
+    assert.match(node!.error ?? "", /^ssh: Could not resolve hostname private-01: /);
+    assert.deepEqual([node!.errorClass, node!.tries], ["name-resolution", 1]);
+  });
+
+  test("39 nodes behind the jump host (MaxStartups 4:50:8, ssh.max_sessions 4) as two and as three parallel shards, the way the workflow runs them: all audited, nothing dropped, one try each", async () => {
+    const manifests = await tree({
+      "fleet.yaml": stringify({ ssh: { max_sessions: 4 } }),
+      ...Object.fromEntries(CROWD.map((name) => [`nodes/${name}.yaml`, stringify({})])),
+    });
+    for (const shards of [2, 3]) {
+      const planned = await runCli([
+        "plan-shards",
+        "--manifests",
+        manifests,
+        "--shards",
+        String(shards),
+      ]);
+      assert.equal(planned.exitCode, 0, planned.stderr);
+      const plan = JSON.parse(planned.stdout) as { count: number; shards: number[] };
+      assert.deepEqual(plan.shards, shards === 2 ? [1, 2] : [1, 2, 3]);
+      const drops = await jumpDrops();
+      // The matrix: every shard at once, each on its own runner.
+      const runs = await Promise.all(
+        plan.shards.map((k) =>
+          runCli([
+            "audit",
+            "--manifests",
+            manifests,
+            "--shard",
+            `${k}/${plan.count}`,
+            "--ssh-config",
+            fleet.sshConfig,
+            "--format",
+            "json",
+            "--out",
+            path.join(manifests, `shard-${k}.json`),
+          ]),
+        ),
+      );
+      for (const run of runs) assert.equal(run.exitCode, 0, run.stderr);
+      const merged = await runCli([
+        "merge-reports",
+        ...plan.shards.map((k) => path.join(manifests, `shard-${k}.json`)),
+      ]);
+      assert.equal(merged.exitCode, 0, merged.stderr);
+      const report = JSON.parse(merged.stdout) as Report;
+      assert.deepEqual(
+        report.nodes.map((n) => [n.name, n.status, n.tries]),
+        CROWD.map((name) => [name, "clean", 1]),
+      );
+      // At most 4 sessions at once across the shards: sshd never had a 5th pending to drop.
+      assert.deepEqual(await drops(), [], `${shards} shards`);
+    }
+  });
+
+  test("plan-shards plans no more shards than the jump host's ssh.max_sessions, and says so", async () => {
+    const manifests = await tree({
+      "fleet.yaml": stringify({ ssh: { max_sessions: 4 } }),
+      ...Object.fromEntries(CROWD.map((name) => [`nodes/${name}.yaml`, stringify({})])),
+    });
+    const run = await runCli(["plan-shards", "--manifests", manifests, "--shards", "6"]);
+    assert.equal(run.exitCode, 0, run.stderr);
+    assert.deepEqual(JSON.parse(run.stdout), { count: 4, shards: [1, 2, 3, 4], nodes: 39 });
+    assert.match(run.stderr, /4 shards, not 6: .*ssh\.max_sessions \(4\)/);
   });
 });

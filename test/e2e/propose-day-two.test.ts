@@ -34,7 +34,8 @@ const FILES: Record<string, string> = {
     "    expires: 2020-01-31",
   ),
   [`${M}/groups/web.yaml`]: yaml(
-    "owners: [acme/web-team]",
+    // The CODEOWNERS form, @ included.
+    'owners: ["@acme/web-team"]',
     "system:",
     "  sysctl_parameters:",
     "    net.ipv4.ip_forward: 0   # no routing on web nodes",

@@ -23,7 +23,8 @@ before(async () => {
   fleet = await startFleet([
     { name: "web-01", sysctls: { "net.ipv4.ip_forward": "1" } },
     { name: "web-02" },
-    { name: "db-01" },
+    // Its drift is waived: acknowledged, and counted so on the dashboard.
+    { name: "db-01", sysctls: { "net.ipv4.ip_forward": "1" } },
   ]);
   work = await mkdtemp(path.join(tmpdir(), "qm-history-e2e-"));
   forge = await startForge({
@@ -31,7 +32,9 @@ before(async () => {
     owner: OWNER,
     repo: REPO,
     files: {
-      "fleet-manifests/fleet.yaml": "policy:\n  sysctl: { severity: medium, on_drift: accept }\n",
+      "fleet-manifests/fleet.yaml":
+        "policy:\n  sysctl: { severity: medium, on_drift: accept }\n" +
+        "ignore:\n  - { node: db-01, domain: sysctl, key: net.ipv4.ip_forward, reason: db replication router, expires: 2099-12-31 }\n",
       "fleet-manifests/groups/web.yaml":
         "system:\n  sysctl_parameters:\n    net.ipv4.ip_forward: 0   # routers only\n",
       "fleet-manifests/groups/db.yaml":
@@ -113,7 +116,10 @@ describe("memory across runs", () => {
     assert.doesNotMatch(proposed.stderr, /quartermaster:/);
     assert.equal(forge.double.pulls().length, 0);
     const { body } = dashboard();
-    assert.match(body, /\*\*Fleet\*\*: 3 nodes: 2 clean, 1 drift, 0 unreachable/);
+    assert.match(
+      body,
+      /\*\*Fleet\*\*: 3 nodes: 2 clean, 1 drift, 0 unreachable, [^;]*; 2 drift items \(1 acknowledged\)\./,
+    );
     assert.match(body, /### Nodes not audited \(0\)/);
     assert.match(body, /- \[ \] `[^`]*net\.ipv4\.ip_forward[^`]*`, waiting since /);
     assert.match(body, /\[workflow run\]\(http:\/\/[^)]+\/acme\/fleet\/actions\/runs\/4242\)/);
@@ -137,7 +143,7 @@ describe("memory across runs", () => {
     const text = await runCli(["report", "--report", run.file, "--format", "text"]);
     assert.match(
       text.stdout,
-      new RegExp(`web-02: unreachable, \\d+ SSH tries, unaudited since ${t1}, 1 run`),
+      new RegExp(`web-02: unreachable \\(refused-by-target\\), unaudited since ${t1}, 1 run`),
     );
 
     // Propose works for the audited nodes, and still fails the run on bit 8.
@@ -154,9 +160,13 @@ describe("memory across runs", () => {
     assert.doesNotMatch(body, /- \[[ x]\] /, "nothing deferred any more");
   });
 
-  it("run 3: the drift's first sighting is run 1's, in the report and the PR; an unchanged dashboard is not edited", async () => {
+  it("run 3: web-02's second missed run sets bit 8 (one run of grace by default); the drift's first sighting is run 1's, in the report and the PR; an unchanged dashboard is not edited", async () => {
     const run = await audit("run-3");
-    assert.equal(run.result.exitCode, 1 + 4, run.result.stderr);
+    assert.equal(run.result.exitCode, 1 + 4 + 8, run.result.stderr);
+    assert.match(
+      run.report.unauditedBudget?.over?.[0] ?? "",
+      /^1 node not audited in more than one run in a row .*: web-02 /,
+    );
     const item = run.report.nodes.find((n) => n.name === "web-01")!.drift[0]!;
     assert.equal(item.firstSeen, t1);
     const web02 = run.report.nodes.find((n) => n.name === "web-02")!;
@@ -169,14 +179,14 @@ describe("memory across runs", () => {
 
     const before = dashboardEdits();
     const proposed = await propose(run.file);
-    assert.equal(proposed.exitCode, 0, proposed.stderr);
+    assert.equal(proposed.exitCode, 8, proposed.stderr);
     assert.equal(dashboardEdits(), before + 1, "one edit: web-02 has missed 2 runs now");
     assert.match(dashboard().body, /unaudited since [^,]+, 2 runs/);
     assert.match(forge.double.pulls()[0]!.body ?? "", new RegExp(`Drifting since ${t1}`));
 
     // The same run proposed again: nothing changed, so no edit.
     const again = await propose(run.file);
-    assert.equal(again.exitCode, 0, again.stderr);
+    assert.equal(again.exitCode, 8, again.stderr);
     assert.equal(dashboardEdits(), before + 1);
     assert.deepEqual(forge.double.violations, []);
   });

@@ -368,6 +368,32 @@ describe("GitHub double", () => {
     assert.equal(pr.comments, 1);
   });
 
+  test("refuses a label name over 50 characters, adding none of the labels asked with it", async () => {
+    const long = `owner:acme-infrastructure/${"x".repeat(25)}`;
+    for (const request of [
+      octokit.rest.issues.createLabel({ ...repo, name: long }),
+      octokit.rest.issues.addLabels({ ...repo, issue_number: 1, labels: ["fits", long] }),
+    ])
+      assert.equal((await failure(request)).status, 422);
+    const { data: pr } = await octokit.rest.pulls.get({ ...repo, pull_number: 1 });
+    assert.ok(!pr.labels.some((l) => l.name === "fits"));
+    await octokit.rest.issues.addLabels({ ...repo, issue_number: 1, labels: [long.slice(0, 50)] });
+  });
+
+  test("asks nobody when one reviewer of a request is not a collaborator", async () => {
+    double.addCollaborator("carol", "write");
+    const refused = await failure(
+      octokit.rest.pulls.requestReviewers({
+        ...repo,
+        pull_number: 1,
+        reviewers: ["carol", "mallory"],
+      }),
+    );
+    assert.equal(refused.status, 422);
+    const { data: pr } = await octokit.rest.pulls.get({ ...repo, pull_number: 1 });
+    assert.ok(!pr.requested_reviewers?.some((u) => u.login === "carol"));
+  });
+
   test("opens a pull request for a branch pushed with isomorphic-git", async () => {
     const dir = join(work, "bot-clone");
     await git.clone({

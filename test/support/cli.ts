@@ -1,5 +1,6 @@
 import { execa } from "execa";
 import { readdirSync, statSync } from "node:fs";
+import { Writable } from "node:stream";
 import { stat } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -22,22 +23,64 @@ export interface CliResult {
 interface CliOptions {
   cwd?: string;
   env?: Record<string, string>;
-  input?: string;
 }
 
 async function run(node: string[], args: string[], options: CliOptions): Promise<CliResult> {
   const result = await execa(process.execPath, [...node, ...args], {
     cwd: options.cwd ?? REPO_ROOT,
     env: { NO_COLOR: "1", ...options.env },
-    input: options.input,
     reject: false,
   });
   return { exitCode: result.exitCode ?? -1, stdout: result.stdout, stderr: result.stderr };
 }
 
-/** Runs the real CLI from its sources as a user would (a separate process), from `cwd`. */
-export const runCli = (args: string[], options: CliOptions = {}) =>
+/**
+ * Runs the real CLI from its sources as a user would, in a separate process, from `cwd`: for a test
+ * of what only a process has (its own environment for the programs it starts, runs at once).
+ */
+export const spawnCli = (args: string[], options: CliOptions = {}) =>
   run(["--import", TSX, ENTRY], args, options);
+
+/** A stream that keeps what is written to it. */
+class Capture extends Writable {
+  private readonly chunks: Buffer[] = [];
+  override _write(chunk: Buffer, _encoding: string, done: () => void): void {
+    this.chunks.push(chunk);
+    done();
+  }
+  // As execa answers a process's output: decoded, one final newline stripped.
+  text = () =>
+    Buffer.concat(this.chunks)
+      .toString("utf8")
+      .replace(/\r?\n$/, "");
+}
+
+// One run at a time: a run changes the process's working directory while it lasts.
+let queue: Promise<unknown> = Promise.resolve();
+
+/**
+ * Runs the CLI from its sources in this process, as `spawnCli` would in another one: the same
+ * environment, working directory, exit code and output, without a Node start-up per run.
+ */
+export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
+  const result = queue.then(() => runHere(args, options));
+  queue = result.catch(() => undefined);
+  return result;
+}
+
+async function runHere(args: string[], options: CliOptions): Promise<CliResult> {
+  const { main } = await import("../../src/cli/program.js");
+  const [stdout, stderr] = [new Capture(), new Capture()];
+  const env = { ...process.env, NO_COLOR: "1", ...options.env };
+  const cwd = process.cwd();
+  process.chdir(options.cwd ?? REPO_ROOT);
+  try {
+    const exitCode = await main(args, { stdout, stderr, env });
+    return { exitCode, stdout: stdout.text(), stderr: stderr.text() };
+  } finally {
+    process.chdir(cwd);
+  }
+}
 
 /** Runs the built CLI (dist/); call `ensureBuilt` first. */
 export const runBuiltCli = (args: string[], options: CliOptions = {}) =>

@@ -1,6 +1,6 @@
 // drift-audit.yml and review-command.yml run step by step as GitHub would, against real sshd test
 // hosts, a real git server and the GitHub double: called from a fleet repository of their own (the
-// README's), on a self-hosted runner's labels, with the packed release installed by action.yml.
+// one docs/actions.md shows), on a self-hosted runner's labels, with the packed release installed by action.yml.
 // Needs root (test hosts).
 import assert from "node:assert/strict";
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
@@ -241,7 +241,7 @@ describe("drift-audit and review-command workflows", () => {
     const jobs = path.join(work, "run-1", "jobs");
     const auditJob = (await readdir(jobs)).find((d) => d.startsWith("audit-"))!;
     const config = await readFile(path.join(jobs, auditJob, "temp", "ssh", "config"), "utf8");
-    // The secret's ssh_config, then the README's bastion, then the workflow's defaults.
+    // The secret's ssh_config, then the documented bastion, then the workflow's defaults.
     assert.ok(config.startsWith(SECRET_SSH_CONFIG), config);
     assert.match(
       config,

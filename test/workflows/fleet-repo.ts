@@ -1,5 +1,5 @@
 // A fleet repository for workflow runs, as a user keeps one: its manifests and the three workflows
-// the README's adoption section shows, which call this repository's workflows. Nothing of
+// docs/actions.md shows, which call this repository's workflows. Nothing of
 // Quartermaster is in it; the runner takes the called workflows and action.yml from the working
 // tree under test (TOOL_REPOSITORY), and the action installs the packed release from the git
 // server's release download.
@@ -15,7 +15,7 @@ import type { RunOptions } from "./runner.js";
 
 /** The name this repository goes by in the workflows' and README's `uses:` lines. */
 export const TOOL_REPOSITORY = "OWNER/quartermaster";
-/** The labels of the self-hosted runner the README's fleet workflows ask for. */
+/** The labels of the self-hosted runner the documented fleet workflows ask for. */
 export const FLEET_RUNNER_LABELS = ["self-hosted", "fleet"];
 
 const IDENTITY = {
@@ -26,13 +26,12 @@ const IDENTITY = {
 };
 
 /**
- * The README's fleet workflows by file name, from its YAML blocks that start
+ * The fleet workflows a Markdown text shows, by file name: its YAML blocks that start
  * `# .github/workflows/NAME in the fleet repository`.
  */
-export async function readmeFleetWorkflows(): Promise<Record<string, string>> {
-  const readme = await readFile(path.join(REPO_ROOT, "README.md"), "utf8");
+export function fleetWorkflowsIn(markdown: string): Record<string, string> {
   const workflows: Record<string, string> = {};
-  for (const [, indent, body] of readme.matchAll(/^( *)```yaml\n([\s\S]*?)^\1```$/gm)) {
+  for (const [, indent, body] of markdown.matchAll(/^( *)```yaml\n([\s\S]*?)^\1```$/gm)) {
     const text = body!.replace(new RegExp(`^${indent}`, "gm"), "");
     const name = /^# (\.github\/workflows\/[\w-]+\.yml) in the fleet repository\n/.exec(text)?.[1];
     if (name) workflows[name] = text;
@@ -40,9 +39,14 @@ export async function readmeFleetWorkflows(): Promise<Record<string, string>> {
   return workflows;
 }
 
+/** The fleet workflows docs/actions.md tells a fleet repository to commit. */
+export async function documentedFleetWorkflows(): Promise<Record<string, string>> {
+  return fleetWorkflowsIn(await readFile(path.join(REPO_ROOT, "docs", "actions.md"), "utf8"));
+}
+
 /**
  * Writes a fleet repository's files into `dest`: `manifests` as fleet-manifests/ (default: this
- * repository's sample fleet), an ssh_config beside them, and the README's fleet workflows.
+ * repository's sample fleet), an ssh_config beside them, and the fleet workflows docs/actions.md shows.
  */
 export async function writeFleetRepository(
   dest: string,
@@ -55,12 +59,12 @@ export async function writeFleetRepository(
       await writeFile(path.join(target, file), text);
     }
   else await cp(path.join(REPO_ROOT, "fleet-manifests"), target, { recursive: true });
-  // The README's review-command passes it as ssh-config-file.
+  // The documented review-command passes it as ssh-config-file.
   await writeFile(
     path.join(target, "ssh_config"),
     "# Extra ssh_config for the fleet's runners\nHost *.fleet.internal\n  ProxyJump bastion\n",
   );
-  for (const [file, text] of Object.entries(await readmeFleetWorkflows())) {
+  for (const [file, text] of Object.entries(await documentedFleetWorkflows())) {
     await mkdir(path.dirname(path.join(dest, file)), { recursive: true });
     await writeFile(path.join(dest, file), text);
   }
@@ -96,7 +100,7 @@ export async function fleetRepo(manifests?: Record<string, string>): Promise<Wor
 }
 
 /**
- * Publishes this working tree, packed, as the release the README's workflows install: the tarball
+ * Publishes this working tree, packed, as the release the documented fleet workflows install: the tarball
  * and its .sha256 as release assets of TOOL_REPOSITORY on `server`. Returns the release tag.
  */
 export async function publishRelease(server: GitServer, dir: string): Promise<string> {

@@ -1,5 +1,5 @@
 // manifest-review.yml run step by step, as GitHub would run it for a pull request: called from a
-// fleet repository of its own (the README's), with the packed release installed by action.yml.
+// fleet repository of its own (the one docs/actions.md shows), with the packed release installed by action.yml.
 import assert from "node:assert/strict";
 import { appendFile, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";

@@ -88,53 +88,101 @@ export interface AdoptionPlan {
   groups: Map<string, string[]>;
   /** Variables that became no manifest key: name -> how many hosts had it. */
   ignored: Map<string, number>;
+  /** Variables left out because their value is a template (`{{ … }}`): name -> how many hosts. */
+  templated: Map<string, number>;
+}
+
+const TEMPLATE = /\{\{|\{%/;
+const count = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1);
+
+/**
+ * Each group's depth as Ansible counts it (`all` 0, a group under no other 1, else one more
+ * than its deepest parent), computed once per group with a stack of its own.
+ */
+function groupDepths(parents: ReadonlyMap<string, readonly string[]>, names: Iterable<string>) {
+  const depth = new Map<string, number>();
+  for (const name of names) {
+    const stack = [name];
+    while (stack.length) {
+      const top = stack.at(-1)!;
+      const pending = (parents.get(top) ?? []).filter((p) => !depth.has(p) && !stack.includes(p));
+      if (pending.length) {
+        stack.push(...pending);
+        continue;
+      }
+      stack.pop();
+      const known = (parents.get(top) ?? []).map((p) => depth.get(p) ?? 0);
+      depth.set(top, known.length ? Math.max(...known) + 1 : 1);
+    }
+  }
+  return depth;
 }
 
 /**
- * Each host's variables resolved as Ansible layers them (`all`, then its groups from the
- * outermost parent in, then the host's own) and turned into manifest keys. Throws InventoryErrors
- * for a value no manifest can hold (a user that is an ssh option, a port out of range).
+ * The variable a manifest key is read from: of `ansible_ssh_user` and `ansible_user` (and the
+ * like), the `ansible_ssh_` one wins wherever each was set, as Ansible's ssh plugin reads them.
+ */
+function winners(vars: ReadonlyMap<string, InventoryVar>): Map<string, InventoryVar> {
+  const out = new Map(vars);
+  for (const key of vars.keys()) {
+    const plain = key.replace(/^ansible_ssh_/, "ansible_");
+    if (plain !== key && MAPPED_VARIABLES.get(plain) === MAPPED_VARIABLES.get(key))
+      out.delete(plain);
+  }
+  return out;
+}
+
+/**
+ * Each host's variables resolved as Ansible layers them (`all`, then every group it is in,
+ * directly or through a child, by depth, `ansible_group_priority` and name, then the host's own)
+ * and turned into manifest keys. A templated value is left out and counted. Throws
+ * InventoryErrors for a value no manifest can hold (a user that is an ssh option, a bad port).
  */
 export function planAdoption(file: string, inventory: Inventory): AdoptionPlan {
   const parents = new Map<string, string[]>();
   for (const group of inventory.groups.values())
     for (const child of group.children)
       parents.set(child, [...(parents.get(child) ?? []), group.name]);
-  // A group's ancestors, outermost first, then itself; computed once per group.
+  const depth = groupDepths(parents, inventory.groups.keys());
+  const priority = (name: string) => {
+    const value = Number(inventory.groups.get(name)!.vars.get("ansible_group_priority")?.value);
+    return Number.isFinite(value) ? value : 1;
+  };
+  const order = (a: string, b: string) =>
+    depth.get(a)! - depth.get(b)! || priority(a) - priority(b) || (a < b ? -1 : a > b ? 1 : 0);
+  // A group's ancestors and itself; computed once per group.
   const lineage = new Map<string, string[]>();
   const lineageOf = (name: string): string[] => {
     const known = lineage.get(name);
     if (known) return known;
-    const order: string[] = [];
-    const stack: { name: string; expanded: boolean }[] = [{ name, expanded: false }];
     const seen = new Set<string>();
+    const stack = [name];
     while (stack.length) {
       const top = stack.pop()!;
-      if (top.expanded) {
-        order.push(top.name);
-        continue;
-      }
-      if (seen.has(top.name)) continue;
-      seen.add(top.name);
-      stack.push({ name: top.name, expanded: true });
-      for (const parent of [...(parents.get(top.name) ?? [])].reverse())
-        stack.push({ name: parent, expanded: false });
+      if (seen.has(top)) continue;
+      seen.add(top);
+      stack.push(...(parents.get(top) ?? []));
     }
-    lineage.set(name, order);
-    return order;
+    const found = [...seen];
+    lineage.set(name, found);
+    return found;
   };
 
   const problems: InventoryProblem[] = [];
   const ignored = new Map<string, number>();
+  const templated = new Map<string, number>();
   const hosts: HostToAdopt[] = [];
   for (const host of inventory.hosts.values()) {
     const layers = [
       inventory.fleetVars,
-      ...[...new Set(host.groups.flatMap(lineageOf))].map((g) => inventory.groups.get(g)!.vars),
+      ...[...new Set(host.groups.flatMap(lineageOf))]
+        .sort(order)
+        .map((g) => inventory.groups.get(g)!.vars),
       host.vars,
     ];
-    const vars = new Map<string, InventoryVar>();
-    for (const layer of layers) for (const [key, v] of layer) vars.set(key, v);
+    const merged = new Map<string, InventoryVar>();
+    for (const layer of layers) for (const [key, v] of layer) merged.set(key, v);
+    const vars = winners(merged);
     const adopted: HostToAdopt = { name: host.name, line: host.line, ssh: {}, groups: [] };
     const refuse = (v: InventoryVar, message: string) =>
       problems.push({ line: v.line, message: `host ${host.name}: ${message}` });
@@ -142,7 +190,11 @@ export function planAdoption(file: string, inventory: Inventory): AdoptionPlan {
       const target = MAPPED_VARIABLES.get(key);
       const text = typeof v.value === "object" ? undefined : String(v.value ?? "");
       if (!target || text === undefined) {
-        ignored.set(key, (ignored.get(key) ?? 0) + 1);
+        count(ignored, key);
+        continue;
+      }
+      if (TEMPLATE.test(text)) {
+        count(templated, key);
         continue;
       }
       if (target === "port") {
@@ -158,11 +210,7 @@ export function planAdoption(file: string, inventory: Inventory): AdoptionPlan {
         const problem = jump === undefined ? undefined : nameProblem("host", jump);
         if (problem) refuse(v, `${key}: ProxyJump ${problem}`);
         else if (jump !== undefined) adopted.ssh.proxy_jump = jump;
-        if (rest)
-          ignored.set(
-            `${key} (beyond ProxyJump)`,
-            (ignored.get(`${key} (beyond ProxyJump)`) ?? 0) + 1,
-          );
+        if (rest) count(ignored, `${key} (beyond ProxyJump)`);
       } else {
         const problem = nameProblem("host", text);
         if (problem) refuse(v, `${key}: ${problem.replace(/^host name/, "value")}`);
@@ -171,7 +219,7 @@ export function planAdoption(file: string, inventory: Inventory): AdoptionPlan {
       }
     }
     // A group that is a parent of another of the host's groups comes in through that group.
-    const inherited = new Set(host.groups.flatMap((g) => lineageOf(g).slice(0, -1)));
+    const inherited = new Set(host.groups.flatMap((g) => lineageOf(g).filter((p) => p !== g)));
     adopted.groups = host.groups.filter((g) => !inherited.has(g));
     hosts.push(adopted);
   }
@@ -179,5 +227,5 @@ export function planAdoption(file: string, inventory: Inventory): AdoptionPlan {
   const groups = new Map(
     [...inventory.groups.keys()].map((name) => [name, parents.get(name) ?? []] as const),
   );
-  return { hosts, groups, ignored };
+  return { hosts, groups, ignored, templated };
 }

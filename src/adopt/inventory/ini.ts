@@ -1,5 +1,6 @@
 // Ansible's INI inventory: `[group]` host lines with `key=value` variables, `[group:vars]` and
 // `[group:children]` sections; hosts before any section are ungrouped.
+import { hostEntry } from "./host-pattern.js";
 import {
   InventoryBuilder,
   type Inventory,
@@ -7,45 +8,9 @@ import {
   type InventoryProblem,
 } from "./model.js";
 
-const SECTION = /^\[([^\]:]*)(?::(vars|children))?\]$/;
-/** A host pattern's range, `web[01:20]` or `db-[a:c]`, expanded as Ansible does. */
-const RANGE = /\[([0-9]+|[a-z]):([0-9]+|[a-z])\]/;
-// Expanding a hostile `[0:99999999]` would hold it all in memory: past this, the line is refused.
-const MAX_EXPANSION = 100_000;
-
-/** The names a host pattern stands for, or why it stands for none. */
-export function expandHostPattern(pattern: string): string[] | { error: string } {
-  let names = [pattern];
-  for (let round = 0; round < 4 && names.some((n) => RANGE.test(n)); round++) {
-    const next: string[] = [];
-    for (const name of names) {
-      const m = RANGE.exec(name);
-      if (!m) {
-        next.push(name);
-        continue;
-      }
-      const [from, to] = [m[1]!, m[2]!];
-      const numeric = /^\d/.test(from);
-      if (numeric !== /^\d/.test(to))
-        return { error: `range [${from}:${to}] mixes digits and letters` };
-      const [low, high] = numeric
-        ? [Number(from), Number(to)]
-        : [from.charCodeAt(0), to.charCodeAt(0)];
-      if (low > high) return { error: `range [${from}:${to}] runs backwards` };
-      if (next.length + high - low + 1 > MAX_EXPANSION)
-        return { error: `range [${from}:${to}] stands for more than ${MAX_EXPANSION} hosts` };
-      // A leading zero pads every number to the width of the first (`[01:10]`).
-      const width = numeric && from.startsWith("0") ? from.length : 0;
-      for (let i = low; i <= high; i++) {
-        const part = numeric ? String(i).padStart(width, "0") : String.fromCharCode(i);
-        next.push(name.slice(0, m.index) + part + name.slice(m.index + m[0].length));
-      }
-    }
-    names = next;
-  }
-  if (names.some((n) => RANGE.test(n))) return { error: "more than 4 ranges in one pattern" };
-  return names;
-}
+const SECTION = /^\[([^\]:]*)(?::(vars|children))?\]\s*(?:#.*)?$/;
+/** A host line that starts with a bracket: an IPv6 address, `[2001:db8::1]:2222`. */
+const BRACKETED_HOST = /^\[[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*\](?::\d+)?(?:\s|$)/;
 
 /** A host line's words: `key=value` pairs whose value may be quoted; `#` starts a comment. */
 function words(line: string): string[] | { error: string } {
@@ -69,31 +34,58 @@ function words(line: string): string[] | { error: string } {
   return found;
 }
 
+/**
+ * A `[group:vars]` value as Ansible's INI plugin keeps it: all of the rest of the line (a `#` in
+ * it included), unquoted when it is one quoted string, as Python's literal_eval reads it.
+ */
+function varsValue(raw: string): string {
+  const quoted = /^(['"])(.*?)\1\s*(?:#.*)?$/.exec(raw);
+  return quoted ? quoted[2]! : raw;
+}
+
 /** Reads an INI inventory; pure, one pass over the lines. */
 export function readIniInventory(text: string): Inventory | { problems: InventoryProblem[] } {
   const b = new InventoryBuilder("ansible-ini");
   let group: InventoryGroup | undefined = b.group("ungrouped", 1);
   let kind: "hosts" | "vars" | "children" = "hosts";
+  // Ansible refuses a [x:vars] section or a [y:children] entry for a group no [x] or
+  // [x:children] header defines anywhere in the file: checked once every header is known.
+  const defined = new Set(["all", "ungrouped"]);
+  const mentioned: { name: string; line: number; message: string }[] = [];
   const lines = text.split("\n");
   for (let index = 0; index < lines.length; index++) {
     const line = index + 1;
     const trimmed = lines[index]!.trim();
     if (!trimmed || trimmed.startsWith("#") || trimmed.startsWith(";")) continue;
-    if (trimmed.startsWith("[")) {
+    if (trimmed.startsWith("[") && !BRACKETED_HOST.test(trimmed)) {
       const section = SECTION.exec(trimmed);
       if (!section) {
         b.problem(line, "a section header is [group], [group:vars] or [group:children]");
         group = undefined;
         continue;
       }
-      group = b.group(section[1]!.trim(), line);
+      const name = section[1]!.trim();
+      group = b.group(name, line);
       kind = (section[2] as "vars" | "children" | undefined) ?? "hosts";
+      if (kind === "vars")
+        mentioned.push({
+          name,
+          line,
+          message: `section [${name}:vars] is for a group never defined`,
+        });
+      else defined.add(name);
       continue;
     }
     // Lines of a refused group were reported with its header.
     if (!group) continue;
     if (kind === "children") {
-      b.child(group, trimmed.split(/\s+/)[0]!, line);
+      const child = trimmed.split(/\s+/)[0]!;
+      mentioned.push({
+        name: child,
+        line,
+        message: `section [${group.name}:children] names group ${JSON.stringify(child)}, never defined`,
+      });
+      b.child(group, child, line);
       continue;
     }
     if (kind === "vars") {
@@ -102,9 +94,8 @@ export function readIniInventory(text: string): Inventory | { problems: Inventor
         b.problem(line, "a [group:vars] line is key=value");
         continue;
       }
-      const value = words(trimmed.slice(eq + 1).trim());
       group.vars.set(trimmed.slice(0, eq).trim(), {
-        value: Array.isArray(value) ? value.join(" ") : trimmed.slice(eq + 1).trim(),
+        value: varsValue(trimmed.slice(eq + 1).trim()),
         line,
       });
       continue;
@@ -115,9 +106,9 @@ export function readIniInventory(text: string): Inventory | { problems: Inventor
       continue;
     }
     const [pattern, ...assignments] = parsed as [string, ...string[]];
-    const names = expandHostPattern(pattern);
-    if (!Array.isArray(names)) {
-      b.problem(line, `host ${JSON.stringify(pattern.slice(0, 80))}: ${names.error}`);
+    const entry = hostEntry(pattern);
+    if ("error" in entry) {
+      b.problem(line, `host ${JSON.stringify(pattern.slice(0, 80))}: ${entry.error}`);
       continue;
     }
     const vars = assignments.map((word) => {
@@ -128,11 +119,13 @@ export function readIniInventory(text: string): Inventory | { problems: Inventor
       b.problem(line, "after the host name, a host line holds key=value variables only");
       continue;
     }
-    for (const name of names) {
+    for (const name of entry.names) {
       const host = b.host(name, line, group.name);
+      if (entry.port !== undefined) host?.vars.set("ansible_port", { value: entry.port, line });
       for (const [key, value] of vars as (readonly [string, string])[])
         host?.vars.set(key, { value, line });
     }
   }
+  for (const { name, line, message } of mentioned) if (!defined.has(name)) b.problem(line, message);
   return b.done();
 }

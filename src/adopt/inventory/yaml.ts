@@ -2,7 +2,18 @@
 // `ansible-inventory --list` prints (`_meta.hostvars`, and per group `hosts`, `vars`, `children`
 // as lists). JSON is YAML too: both are read through the YAML parser, which gives every node its
 // line; mappings are walked as YAML nodes, never turned into objects a `__proto__` key could bend.
-import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node, type Pair } from "yaml";
+import {
+  isAlias,
+  isMap,
+  isScalar,
+  isSeq,
+  LineCounter,
+  parseDocument,
+  type Document,
+  type Node,
+  type Pair,
+} from "yaml";
+import { hostEntry } from "./host-pattern.js";
 import {
   InventoryBuilder,
   type Inventory,
@@ -12,26 +23,84 @@ import {
   type InventoryVar,
 } from "./model.js";
 
-type Reader = { b: InventoryBuilder; lineOf: (node: unknown) => number };
+type Reader = { b: InventoryBuilder; lineOf: (node: unknown) => number; doc: Document };
+
+/** The node an alias (`*web`) stands for; any other node as it is. */
+const deref = (r: Reader, node: unknown): unknown =>
+  isAlias(node) ? (node.resolve(r.doc) ?? null) : node;
+
+// A quoted "<<" is a key like any other; a plain one merges.
+const isMergeKey = (key: unknown) => isScalar(key) && key.type === "PLAIN" && key.value === "<<";
 
 const scalarText = (node: unknown): string | undefined =>
   isScalar(node) && node.value !== null && typeof node.value !== "object"
     ? String(node.value)
     : undefined;
 
-function pairs(r: Reader, node: unknown, what: string, at: number): Pair[] {
-  if (node === null || node === undefined || (isScalar(node) && node.value === null)) return [];
-  if (isMap(node)) return node.items;
-  r.b.problem(r.lineOf(node) || at, `${what} must be a mapping`);
-  return [];
+/**
+ * A mapping's pairs, aliases resolved and `<<` merge keys (`<<: *defaults`, `<<: [*a, *b]`)
+ * replaced by the pairs they merge, which the mapping's own keys then override.
+ */
+function pairs(r: Reader, node: unknown, what: string, at: number, depth = 0): Pair[] {
+  const value = deref(r, node);
+  if (value === null || value === undefined || (isScalar(value) && value.value === null)) return [];
+  if (!isMap(value)) {
+    r.b.problem(r.lineOf(value) || at, `${what} must be a mapping`);
+    return [];
+  }
+  // A merge of a merge of itself (`&a { <<: *a }`) would never end.
+  if (depth > 20) {
+    r.b.problem(r.lineOf(value) || at, `${what}: merge keys nested more than 20 deep`);
+    return [];
+  }
+  const merged: Pair[] = [];
+  const own: Pair[] = [];
+  for (const pair of value.items) {
+    if (!isMergeKey(pair.key)) {
+      own.push(pair);
+      continue;
+    }
+    const source = deref(r, pair.value);
+    const sources = isSeq(source) ? source.items : [source];
+    // Of merged mappings, the first one listed wins, as YAML's merge key says.
+    for (const item of [...sources].reverse())
+      merged.push(...pairs(r, item, `the merge key of ${what}`, at, depth + 1));
+  }
+  return [...merged, ...own];
 }
 
 function readVars(r: Reader, node: unknown, into: Map<string, InventoryVar>, at: number): void {
   for (const pair of pairs(r, node, "vars", at)) {
     const key = scalarText(pair.key);
     if (key === undefined) continue;
-    const value = isScalar(pair.value) ? (pair.value.value as InventoryVar["value"]) : {};
+    const node = deref(r, pair.value);
+    const value = isScalar(node) ? (node.value as InventoryVar["value"]) : {};
     into.set(key, { value, line: r.lineOf(pair.key) });
+  }
+}
+
+/**
+ * One host entry of a group's `hosts`: a range or `host:port` stands for hosts as in INI. A
+ * name YAML reads as a number (`1234:`) is refused, as Ansible's YAML plugin refuses it.
+ */
+function readYamlHost(r: Reader, host: Pair, group: string): void {
+  const line = r.lineOf(host.key);
+  const text = scalarText(host.key);
+  if (text === undefined) return;
+  if (isScalar(host.key) && typeof host.key.value !== "string") {
+    r.b.problem(line, `host name ${text} is a YAML number, not a name: quote it ("${text}")`);
+    return;
+  }
+  const entry = hostEntry(text);
+  if ("error" in entry) {
+    r.b.problem(line, `host ${JSON.stringify(text.slice(0, 80))}: ${entry.error}`);
+    return;
+  }
+  for (const name of entry.names) {
+    const found = r.b.host(name, line, group);
+    if (!found) continue;
+    if (entry.port !== undefined) found.vars.set("ansible_port", { value: entry.port, line });
+    readVars(r, host.value, found.vars, line);
   }
 }
 
@@ -49,12 +118,7 @@ function readYamlGroup(
     const at = r.lineOf(pair.key);
     if (key === "vars") readVars(r, pair.value, group.vars, at);
     else if (key === "hosts") {
-      for (const host of pairs(r, pair.value, "hosts", at)) {
-        const hostName = scalarText(host.key);
-        if (hostName === undefined) continue;
-        const entry = r.b.host(hostName, r.lineOf(host.key), name);
-        if (entry) readVars(r, host.value, entry.vars, r.lineOf(host.key));
-      }
+      for (const host of pairs(r, pair.value, "hosts", at)) readYamlHost(r, host, name);
     } else if (key === "children") {
       for (const child of pairs(r, pair.value, "children", at)) {
         const childName = scalarText(child.key);
@@ -92,11 +156,12 @@ function readListJson(r: Reader, root: Pair[]): void {
       const at = r.lineOf(field.key);
       if (key === "vars") readVars(r, field.value, group.vars, at);
       else if (key === "hosts" || key === "children") {
-        if (!isSeq(field.value)) {
+        const list = deref(r, field.value);
+        if (!isSeq(list)) {
           r.b.problem(at, `${key} must be a list`);
           continue;
         }
-        for (const item of field.value.items) {
+        for (const item of list.items) {
           const itemName = scalarText(item);
           if (itemName === undefined) continue;
           if (key === "hosts") r.b.host(itemName, r.lineOf(item) || at, name);
@@ -105,6 +170,23 @@ function readListJson(r: Reader, root: Pair[]): void {
       } else r.b.problem(at, `a group holds hosts, vars and children, not ${JSON.stringify(key)}`);
     }
   }
+}
+
+/**
+ * Whether JSON is what `ansible-inventory --list` prints (`_meta`, lists of hosts and children)
+ * rather than a YAML inventory written as JSON (mappings all the way down), which Ansible reads too.
+ */
+function isListShape(r: Reader, root: Pair[]): boolean {
+  return root.some((pair) => {
+    if (scalarText(pair.key) === "_meta") return true;
+    const group = deref(r, pair.value);
+    return (
+      isMap(group) &&
+      group.items.some(
+        (f) => ["hosts", "children"].includes(scalarText(f.key) ?? "") && isSeq(deref(r, f.value)),
+      )
+    );
+  });
 }
 
 /** Reads a YAML inventory, or the JSON of `ansible-inventory --list`; pure. */
@@ -124,9 +206,9 @@ export function readYamlInventory(
     };
   const lineOf = (node: unknown) =>
     (node as Node | null)?.range ? lineCounter.linePos((node as Node).range![0]).line : 0;
-  const r = { b, lineOf };
+  const r = { b, lineOf, doc };
   const root = pairs(r, doc.contents, "an inventory", 1);
-  if (format === "ansible-json") readListJson(r, root);
+  if (format === "ansible-json" && isListShape(r, root)) readListJson(r, root);
   else
     for (const pair of root) {
       const name = scalarText(pair.key);

@@ -2,6 +2,7 @@
 // readers), takes each host's trusted key and snapshot in parallel, factors the snapshots into
 // fleet, group and node layers (pure), checks through the real loader that every node's layers
 // merge back to its snapshot, and only then writes the files that do not exist yet.
+import { io } from "../io.js";
 import { cp, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -47,7 +48,7 @@ import { fleetAuditSettings } from "./audit.js";
 import { snapshotSpec } from "./snapshot.js";
 import type { PlainMap } from "../../spec-path.js";
 
-const say = (line: string) => process.stderr.write(`${visible(line)}\n`);
+const say = (line: string) => io().stderr.write(`${visible(line)}\n`);
 // Big enough for a 100,000-host inventory; a file past it is not an inventory.
 const MAX_INVENTORY_BYTES = 64 * 1024 * 1024;
 
@@ -136,6 +137,10 @@ export async function adoptCommand(argv: string[]): Promise<number> {
     say(
       `ignored inventory variable ${name} (${count} host${count === 1 ? "" : "s"}): no manifest key`,
     );
+  for (const [name, count] of plan.templated)
+    say(
+      `left out inventory variable ${name} (${count} host${count === 1 ? "" : "s"}): its value is a template ({{ … }}) Quartermaster does not evaluate`,
+    );
 
   const { existing, fixedBase, existingGroups } = await readExistingTree(tree, plan.groups);
   const hosts = undeclaredHosts(plan.hosts, existing);
@@ -171,7 +176,7 @@ export async function adoptCommand(argv: string[]): Promise<number> {
     : { written: [], adopted: [] };
   for (const line of leftOut.sort()) say(line);
   for (const rel of result.written)
-    process.stdout.write(`wrote ${path.join(config.manifests ?? DEFAULT_MANIFESTS, rel)}\n`);
+    io().stdout.write(`wrote ${path.join(config.manifests ?? DEFAULT_MANIFESTS, rel)}\n`);
   const already = plan.hosts.length - hosts.length;
   say(
     `${result.adopted.length} of ${plan.hosts.length} hosts adopted${already ? `, ${already} already declared` : ""}, ${leftOut.length} left out`,
@@ -250,8 +255,7 @@ async function snapshotHosts(hosts: readonly HostToAdopt[], job: SnapshotJob): P
   };
   // Sessions through one jump host are limited as audit limits them.
   const limit = nodeLimit(job.config.concurrency, sshSessionGates(sshOptions));
-  const progress =
-    hosts.length > 1 && process.stderr.isTTY ? new Progress(hosts.length) : undefined;
+  const progress = hosts.length > 1 && io().stderr.isTTY ? new Progress(hosts.length) : undefined;
   const taken: Snapshots = { keys: new Map(), snapshots: new Map(), leftOut: [] };
   await Promise.all(
     hosts.map((host) => {

@@ -191,10 +191,10 @@ async function fleetRun(
     settings,
     drift: { ...fleetDriftRules(fleet), now: new Date() },
     concurrency: config.concurrency,
-    // Sessions through one jump host (or one sshd) stay under its MaxStartups.
+    // Sessions through one jump host (or one sshd) stay under its MaxStartups, all shards together.
     ...(!config.local &&
       !reach.transportFor && {
-        sessions: sshSessionGates(ssh),
+        sessions: sshSessionGates(ssh, shard?.count),
       }),
     manifestRevision: await manifestRevision(fleet.dir),
     manifestDirty: await manifestDirty(fleet.dir),

@@ -1,3 +1,4 @@
+import { io } from "../io.js";
 import { UsageError } from "../../errors.js";
 import type { DriftItem, NodeResult } from "../../report/schema.js";
 import { headedDiff } from "../../report/formats/text.js";
@@ -105,9 +106,9 @@ export async function diffCommand(argv: string[]): Promise<number> {
   const config = diffConfig(argv);
   await checkOut(config.out);
   const { report } = await runAudit(config.run);
-  const color = !config.out && useColor(config, process.stdout);
+  const color = !config.out && useColor(config, io().stdout);
   const text = renderDiff(report.nodes, config.domain, { verbose: config.verbose, color });
   if (config.out) await writeOut(config.out, text);
-  else process.stdout.write(text);
+  else io().stdout.write(text);
   return auditExitCode(report);
 }

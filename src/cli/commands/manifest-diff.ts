@@ -1,3 +1,4 @@
+import { io } from "../io.js";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -84,7 +85,7 @@ export async function manifestDiffCommand(argv: string[]): Promise<number> {
   const scratch = await mkdtemp(path.join(os.tmpdir(), "quartermaster-base-"));
   try {
     const before = await fleetAt(repoRoot, manifestsPath, base, scratch);
-    process.stdout.write(renderManifestDiff(diffFleets(before, head), maxBytes));
+    io().stdout.write(renderManifestDiff(diffFleets(before, head), maxBytes));
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }

@@ -1,3 +1,4 @@
+import { io } from "../io.js";
 import { ManifestErrors, ReportMergeError, UsageError } from "../../errors.js";
 import { mergeReports, type ShardReport } from "../../report/merge-reports.js";
 import { readReport } from "../../report/read.js";
@@ -69,9 +70,7 @@ export async function mergeReportsCommand(argv: string[]): Promise<number> {
     return auditExitCode(merged);
   } catch (error) {
     if (!(error instanceof ReportMergeError)) throw error;
-    process.stderr.write(
-      `quartermaster merge-reports: ${visible(error.message)}; nothing merged\n`,
-    );
+    io().stderr.write(`quartermaster merge-reports: ${visible(error.message)}; nothing merged\n`);
     return ExitBit.usage;
   }
 }

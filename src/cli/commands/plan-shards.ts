@@ -1,4 +1,6 @@
+import { io } from "../io.js";
 import { MAX_SHARDS } from "../../report/schema.js";
+import { fleetSessionLimit } from "../../transport/session-gate.js";
 import { parseFlags, wholeFlag } from "../flags.js";
 import { loadManifests, MANIFEST_FLAGS, SELECT_FLAGS, selectNodes } from "../options.js";
 
@@ -13,14 +15,18 @@ export interface ShardPlan {
   nodes: number;
 }
 
-/** `requested` shards (0: enough for `perShard` nodes each), never more than there are nodes. */
+/**
+ * `requested` shards (0: enough for `perShard` nodes each), never more than there are nodes, nor
+ * than `sessionLimit`: each shard gets a share of a first hop's sessions, and at least one.
+ */
 export function planShards(
   names: readonly string[],
   requested: number,
   perShard: number,
+  sessionLimit = MAX_SHARDS,
 ): ShardPlan {
   const wanted = requested > 0 ? requested : Math.ceil(names.length / perShard);
-  const count = Math.max(1, Math.min(wanted, names.length, MAX_SHARDS));
+  const count = Math.max(1, Math.min(wanted, names.length, MAX_SHARDS, sessionLimit));
   return { count, shards: Array.from({ length: count }, (_, i) => i + 1), nodes: names.length };
 }
 
@@ -43,8 +49,18 @@ const PLAN_SHARDS_FLAGS = {
 export async function planShardsCommand(argv: string[]): Promise<number> {
   const { config } = parseFlags("plan-shards", argv, PLAN_SHARDS_FLAGS);
   const fleet = await loadManifests(config);
-  const names = selectNodes(fleet, config.nodes).map((n) => n.name);
-  const plan = planShards(names, config.shards, config["nodes-per-shard"]);
-  process.stdout.write(`${JSON.stringify(plan)}\n`);
+  const nodes = selectNodes(fleet, config.nodes);
+  const sessionLimit = fleetSessionLimit(nodes);
+  const plan = planShards(
+    nodes.map((n) => n.name),
+    config.shards,
+    config["nodes-per-shard"],
+    sessionLimit,
+  );
+  if (plan.count < Math.min(config.shards, nodes.length))
+    io().stderr.write(
+      `quartermaster: ${plan.count} shards, not ${config.shards}: parallel shards share each jump host's ssh.max_sessions (${sessionLimit})\n`,
+    );
+  io().stdout.write(`${JSON.stringify(plan)}\n`);
   return 0;
 }

@@ -1,3 +1,4 @@
+import { io } from "../io.js";
 import { appendFile } from "node:fs/promises";
 import { ForgeError, UsageError } from "../../errors.js";
 import { GitHub, settingsFromEnv } from "../../forge/github.js";
@@ -21,6 +22,7 @@ import {
   updateDashboard,
   type Dashboard,
 } from "../../propose/dashboard.js";
+import { askAgain, describePending, pendingReviews, refusedOnOpen } from "../../propose/reviews.js";
 import { changesState, writeState, type StateFiles } from "../../propose/state.js";
 import { readReport } from "../../report/read.js";
 import { visible } from "../../text/escape.js";
@@ -77,7 +79,8 @@ export async function proposeCommand(argv: string[]): Promise<number> {
   try {
     return (code = await proposeRun(config));
   } finally {
-    await pingHeartbeat(heartbeat, code !== 0);
+    const warning = await pingHeartbeat(heartbeat, code !== 0);
+    if (warning) io().stderr.write(`quartermaster: ${warning}\n`);
   }
 }
 
@@ -123,11 +126,11 @@ async function proposeRun(config: ReturnType<typeof proposeConfig>): Promise<num
 /** The forge from the environment; without its settings, only a dry run goes on (with none). */
 function connectGitHub(dryRun: boolean): GitHub | undefined {
   try {
-    return new GitHub(settingsFromEnv());
+    return new GitHub(settingsFromEnv(io().env));
   } catch (error) {
     if (!(error instanceof ForgeError)) throw error;
     if (!dryRun) throw new UsageError(error.message);
-    process.stderr.write(
+    io().stderr.write(
       `quartermaster: ${error.message}; planning as if no pull request exists yet\n`,
     );
     return undefined;
@@ -137,7 +140,7 @@ function connectGitHub(dryRun: boolean): GitHub | undefined {
 /** Says which nodes went unaudited past the report's budget; the exit bit for it. */
 function warnOverBudget(overBudget: readonly string[] | undefined): number {
   if (overBudget)
-    process.stderr.write(
+    io().stderr.write(
       `quartermaster: more nodes not audited than allowed: ${visible(overBudget.join("; "))}\n`,
     );
   return overBudget ? ExitBit.overUnauditedBudget : 0;
@@ -155,7 +158,7 @@ async function waitForTurn(
 ): Promise<(() => Promise<void>) | undefined> {
   return planned.actions.some(writes) || changesState(stateAfter(planned, fleet), planned)
     ? await lockProposals(github, revision, () =>
-        process.stderr.write(
+        io().stderr.write(
           `quartermaster: another propose run is writing pull requests (branch ${LOCK_BRANCH}); waiting for it\n`,
         ),
       )
@@ -165,16 +168,15 @@ async function waitForTurn(
 /** The plan on stdout, one action a line, prefixed "would " where a dry run only plans it. */
 function printPlan(actions: readonly Action[], dry: boolean, maxNewPrs: number): void {
   for (const action of actions)
-    process.stdout.write(
+    io().stdout.write(
       `${dry && action.type !== "defer" && action.type !== "wait" ? "would " : ""}${describeAction(action)}\n`,
     );
   const deferred = actions.filter((a) => a.type === "defer").length;
   if (deferred)
-    process.stdout.write(
+    io().stdout.write(
       `${deferred} new pull request${deferred === 1 ? " is" : "s are"} deferred: at most ${maxNewPrs} are opened per run\n`,
     );
-  if (!actions.length)
-    process.stdout.write("nothing to propose: every pull request is up to date\n");
+  if (!actions.length) io().stdout.write("nothing to propose: every pull request is up to date\n");
 }
 
 /** A run that holds its turn: what it planned, and what it read the plan from. */
@@ -199,19 +201,23 @@ async function carryOut(
   const { actions, report } = run;
   const base = { branch: config.base ?? (await github.defaultBranch()), sha: revision };
   const outcomes = await executePlan(github, actions, base);
+  const unasked = [
+    ...refusedOnOpen(outcomes),
+    ...(await askAgain(github, pendingReviews(dashboard.body))),
+  ];
+  for (const pending of unasked) io().stderr.write(describePending(pending));
   const state = stateAfter(run, fleet, outcomes);
   await keepState(github, state, run, revision);
-  const dashboardFailed = !(await updateDashboard(github, dashboard, {
-    report,
-    actions,
-    tickets,
-    waivers,
-    runs: state.runs.runs,
-  }));
+  const dashboardFailed = !(await updateDashboard(
+    github,
+    dashboard,
+    { report, actions, tickets, waivers, unasked, runs: state.runs.runs },
+    io().env,
+  ));
   const failed = printOutcomes(outcomes);
   if (config.summary) await appendFile(config.summary, summary(outcomes, false));
   if (failed) {
-    process.stderr.write(
+    io().stderr.write(
       `${failed} of ${outcomes.length} actions failed; the next run retries them (the report is unchanged on disk)\n`,
     );
     return ExitBit.unaudited;
@@ -230,7 +236,7 @@ async function keepState(
     await writeState(github, state, run, revision);
   } catch (error) {
     if (!(error instanceof ForgeError)) throw error;
-    process.stderr.write(
+    io().stderr.write(
       `quartermaster: ${visible(error.message)}; deferred pull requests may lose their place in the queue, and this run is missing from the audit history\n`,
     );
   }
@@ -241,14 +247,14 @@ function printOutcomes(outcomes: readonly Outcome[]): number {
   const failed = outcomes.filter((o) => !o.ok);
   for (const outcome of outcomes) {
     if (outcome.number)
-      process.stdout.write(
+      io().stdout.write(
         visible(
           `opened #${outcome.number} ${outcome.action.type === "open" ? outcome.action.branch : ""}`,
         ) + "\n",
       );
   }
   for (const failure of failed)
-    process.stderr.write(
+    io().stderr.write(
       `quartermaster: ${describeAction(failure.action)}: ${visible(failure.error ?? "")}\n`,
     );
   return failed.length;

@@ -3,6 +3,7 @@ import { renderFleetPage } from "../../report/fleet-page/page.js";
 import { DEFAULT_MARKDOWN_MAX_BYTES } from "../../report/formats/markdown.js";
 import { readReport } from "../../report/read.js";
 import { parseFlags } from "../flags.js";
+import { io } from "../io.js";
 import { maxBytesFlag, REPORT_FLAG } from "../options.js";
 import { checkOut, OUTPUT_FLAGS, writeOut, writeReport } from "../output.js";
 import {
@@ -42,7 +43,7 @@ export async function reportCommand(argv: string[]): Promise<number> {
       ...(url && { repositoryUrl: url }),
     });
     if (config.out) await writeOut(config.out, page);
-    else process.stdout.write(page);
+    else io().stdout.write(page);
     return 0;
   }
   try {

@@ -1,3 +1,4 @@
+import { io } from "../io.js";
 import { readFile } from "node:fs/promises";
 import { z } from "zod";
 import { ForgeError, UsageError } from "../../errors.js";
@@ -81,19 +82,19 @@ type ReviewConfig = Config<typeof REVIEW_FLAGS> & { event: string };
 /** `review`'s argv as its config: every flag read and checked, nothing read or opened yet. */
 function reviewConfig(argv: string[]): ReviewConfig {
   const { config } = parseFlags("review", argv, REVIEW_FLAGS);
-  const event = config.event ?? process.env.GITHUB_EVENT_PATH;
+  const event = config.event ?? io().env.GITHUB_EVENT_PATH;
   if (!event)
     throw new UsageError("review needs --event FILE (GitHub Actions sets GITHUB_EVENT_PATH)");
   return { ...config, event };
 }
 
 // Replies quote logins, branches and error messages: printed escaped, never as a workflow command.
-const say = (line: string) => process.stdout.write(`${visible(line, { multiline: true })}\n`);
+const say = (line: string) => io().stdout.write(`${visible(line, { multiline: true })}\n`);
 
 /** The forge, from the workflow's settings: one missing is the workflow's mistake (exit 2). */
 function forge(): GitHub {
   try {
-    return new GitHub(settingsFromEnv());
+    return new GitHub(settingsFromEnv(io().env));
   } catch (error) {
     // As for propose: a usage error, not a failed action.
     if (error instanceof ForgeError) throw new UsageError(error.message);

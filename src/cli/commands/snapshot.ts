@@ -1,3 +1,4 @@
+import { io } from "../io.js";
 import { nodeLimit } from "../../audit/fleet.js";
 import {
   defaultAuditSettings,
@@ -252,10 +253,10 @@ export async function snapshotCommand(argv: string[]): Promise<number> {
     targets.map((target) => (target.node ? limit(target.node, () => take(target)) : take(target))),
   );
   for (const { failure } of outcomes)
-    if (failure) process.stderr.write(`quartermaster snapshot: ${visible(failure)}\n`);
+    if (failure) io().stderr.write(`quartermaster snapshot: ${visible(failure)}\n`);
   // Several nodes: one YAML document each, in the order --node selected them.
   const text = outcomes.flatMap(({ text }) => (text === undefined ? [] : [text])).join("---\n");
   if (config.out) await writeOut(config.out, text);
-  else process.stdout.write(text);
+  else io().stdout.write(text);
   return outcomes.some((o) => o.failure) ? ExitBit.unaudited : 0;
 }

@@ -1,3 +1,4 @@
+import { io } from "../io.js";
 import { ManifestError, ManifestErrors, formatLocation } from "../../errors.js";
 import { capAnnotations, type Annotation } from "../../report/formats/github.js";
 import { plural } from "../../report/formats/common.js";
@@ -27,7 +28,7 @@ export async function validateCommand(argv: string[]): Promise<number> {
     const where = config.repo
       ? (config.manifests ?? DEFAULT_MANIFESTS)
       : findManifests(config.manifests);
-    process.stdout.write(
+    io().stdout.write(
       `${formatLocation({ file: where })}: valid (${plural(fleet.nodes.length, "node")}, ${plural(groups.size, "group")} in use)\n`,
     );
     // Valid, but a waiver that never ends (or ends later than policy allows) is worth a word.
@@ -36,17 +37,17 @@ export async function validateCommand(argv: string[]): Promise<number> {
       fleet.settings.policy?.waivers?.max_days,
       new Date(),
     ))
-      process.stderr.write(
+      io().stderr.write(
         `quartermaster: warning: ${formatLocation({ file: `${where}/fleet.yaml` })}: ignore[${warning.index}]: ${visible(warning.message)}\n`,
       );
     // Valid, but an audit of it would check nothing: worth a word, not a failure (a new tree).
     if (!fleet.nodes.length)
-      process.stderr.write(
+      io().stderr.write(
         `quartermaster: warning: ${formatLocation({ file: where })}/nodes/ declares no node, so an audit checks nothing\n`,
       );
     return 0;
   } catch (error) {
-    if (error instanceof ManifestErrors && process.env.GITHUB_ACTIONS === "true") {
+    if (error instanceof ManifestErrors && io().env.GITHUB_ACTIONS === "true") {
       writeWorkflowCommands(capAnnotations(error.errors.map(githubAnnotation), "in the log below"));
     }
     throw error;

@@ -1,3 +1,4 @@
+import { io } from "../io.js";
 import os from "node:os";
 import type { Server } from "node:http";
 import { fleetAuditSettings, fleetDriftRules } from "./audit.js";
@@ -84,7 +85,7 @@ export async function watchCommand(argv: string[]): Promise<number> {
   const config = watchConfig(argv);
   const loaded = await loadWatched(config);
   // Log lines quote host text (diffs, file contents): escaped here, where they reach the terminal.
-  const log = (line: string) => process.stderr.write(`${visible(line, { multiline: true })}\n`);
+  const log = (line: string) => io().stderr.write(`${visible(line, { multiline: true })}\n`);
   let monitor: Monitor | undefined;
   let server: Server | undefined;
   let own: { address: string; port: number } | undefined;
@@ -102,7 +103,7 @@ export async function watchCommand(argv: string[]): Promise<number> {
     transport: localTransport(loaded.node.name),
     intervalMs: config.interval * 1000,
     ...(own && { ownListener: own }),
-    emit: (event) => process.stdout.write(eventLine(event)),
+    emit: (event) => io().stdout.write(eventLine(event)),
     log,
   }));
   // Reloads run one after another, so a burst of SIGHUPs cannot apply an older manifest last.

@@ -101,6 +101,11 @@ export const ports: Domain<PortsDeclared, PortsLive, "ports"> = {
   keyPrefixes: ["tcp/", "udp/"],
   remediation:
     "Stop an unauthorized listener, or start the service of a declared port that is closed; or accept the live state into networking.listening_ports.",
+  driftSentence(item, key, hosts) {
+    return item.live === "listening"
+      ? `${key} listens on ${hosts}, and networking.listening_ports (the allow-list) does not allow it.`
+      : `${key} is in networking.listening_ports, which expects it to listen, but nothing listens on it on ${hosts}.`;
+  },
   probe() {
     // Every listener is sent, declared or not: the declared list is an allow-list, and anything
     // else listening is drift. One awk over the four socket tables (the IPv6 ones are absent

@@ -137,7 +137,7 @@ function compose(
     out.push("| node | status | error |", "|---|---|---|");
     for (const n of keptProblems)
       out.push(
-        `| ${codeCell(n.name)} | ${n.status}${(n.tries ?? 1) > 1 ? ` after ${n.tries} tries` : ""}${n.unaudited ? `, ${unauditedText(n.unaudited)}` : ""} | ${n.error ? codeCell(truncate(n.error, ERROR_CHARS)) : ""} |`,
+        `| ${codeCell(n.name)} | ${n.status}${n.errorClass ? ` (${n.errorClass})` : ""}${(n.tries ?? 1) > 1 ? ` after ${n.tries} tries` : ""}${n.unaudited ? `, ${unauditedText(n.unaudited)}` : ""} | ${n.error ? codeCell(truncate(n.error, ERROR_CHARS)) : ""} |`,
       );
   }
   const sections: [string, (r: Row) => boolean][] = [

@@ -74,7 +74,8 @@ type Paint = (styles: readonly Style[], text: string) => string;
 function renderNode(node: NodeResult, options: RenderOptions, paint: Paint): string {
   const name = visible(node.name) + (node.host !== node.name ? ` (${visible(node.host)})` : "");
   const checked = node.status === "clean" && node.checked ? ` (${checkedText(node.checked)})` : "";
-  const facts = [paint(STATUS_STYLE[node.status], node.status) + checked];
+  const errorClass = node.errorClass ? ` (${node.errorClass})` : "";
+  const facts = [paint(STATUS_STYLE[node.status], node.status) + errorClass + checked];
   if (node.drift.length > 0) facts.push(plural(node.drift.length, "item"));
   if (node.unknown?.length) facts.push(`${node.unknown.length} unknown`);
   if (node.tries !== undefined && node.tries > 1) facts.push(`${node.tries} SSH tries`);

@@ -362,6 +362,7 @@ export class RepositoryState {
       };
       for (const item of labels ?? []) {
         const name = typeof item === "string" ? item : String((item as { name: string }).name);
+        checkLabelName(name);
         const label = this.labels.get(name.toLowerCase()) ?? this.createLabel(name, "ededed", null);
         if (!record.labels.includes(label.name)) record.labels.push(label.name);
       }
@@ -431,8 +432,12 @@ export class RepositoryState {
     "issues/add-labels": async (req) => {
       const pr = this.pulls.get(this.issue(req))!;
       const raw = Array.isArray(req.body.labels) ? (req.body.labels as unknown[]) : [];
-      for (const item of raw) {
-        const name = typeof item === "string" ? item : String((item as { name: string }).name);
+      const names = raw.map((item) =>
+        typeof item === "string" ? item : String((item as { name: string }).name),
+      );
+      // GitHub checks every name before adding any: one refused label adds none.
+      names.forEach(checkLabelName);
+      for (const name of names) {
         // Adding an unknown label to an issue creates it, with GitHub's default grey.
         const record =
           this.labels.get(name.toLowerCase()) ?? this.createLabel(name, "ededed", null);
@@ -454,6 +459,7 @@ export class RepositoryState {
         color?: string;
         description?: string;
       };
+      checkLabelName(name);
       if (this.labels.has(name.toLowerCase()))
         throw validationFailed({ resource: "Label", code: "already_exists", field: "name" });
       if (color !== undefined && !/^[0-9a-fA-F]{6}$/.test(color))
@@ -878,6 +884,14 @@ export interface MergeOptions {
 
 function noreplyEmail(account: Account): string {
   return `${account.id}+${account.login}@users.noreply.github.com`;
+}
+
+/** GitHub's limit on a label's name: a longer one is refused (422), on every route that names one. */
+const MAX_LABEL_NAME = 50;
+
+function checkLabelName(name: string): void {
+  if (name.length > MAX_LABEL_NAME)
+    throw validationFailed({ resource: "Label", code: "invalid", field: "name" });
 }
 
 function checkBodyLength(body: string | undefined): void {

@@ -6,7 +6,7 @@ import {
   readInventory,
   type Inventory,
 } from "../../../src/adopt/inventory/index.js";
-import { expandHostPattern } from "../../../src/adopt/inventory/ini.js";
+import { expandHostPattern } from "../../../src/adopt/inventory/host-pattern.js";
 import { InventoryErrors } from "../../../src/errors.js";
 
 const INI = `# production
@@ -207,4 +207,26 @@ test("100,000 hosts are read, and a long chain of children does not exhaust the 
   const chain = Array.from({ length: 50_000 }, (_, i) => `[g${i}:children]\ng${i + 1}\n`).join("");
   const inventory = readInventory("inv", `${chain}[g50000]\nleaf\n`);
   assert.equal(planAdoption("inv", inventory).hosts[0]!.groups.length, 1);
+});
+
+test("Ansible's refusals name file:line and the construct; a templated variable is left out and counted", () => {
+  assert.throws(
+    () => readInventory("inv", "[web]\nw1\n\n[db:vars]\nansible_user=pg\n"),
+    /inv:4: section \[db:vars\] is for a group never defined$/,
+  );
+  assert.throws(
+    () => readInventory("inv", "[prod:children]\nweb\n"),
+    /inv:2: section \[prod:children\] names group "web", never defined$/,
+  );
+  assert.throws(
+    () => readInventory("inv", "all:\n  hosts:\n    1234:\n"),
+    /inv:3: host name 1234 is a YAML number/,
+  );
+  const plan = planAdoption(
+    "inv",
+    readInventory("inv", `[web]\nw1 ansible_host="{{ lookup('env', 'A') }}" ansible_user=deploy\n`),
+  );
+  assert.equal(plan.hosts[0]!.host, undefined);
+  assert.equal(plan.hosts[0]!.ssh.user, "deploy");
+  assert.deepEqual([...plan.templated], [["ansible_host", 1]]);
 });

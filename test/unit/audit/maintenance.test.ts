@@ -70,7 +70,11 @@ describe("maintenance probe on this host", () => {
     });
     // Two real locks: one on dpkg's lock file, one on a file that is none of the package managers'.
     const holders = [`${dir}/var/lib/dpkg/lock`, `${dir}/other`].map((file) =>
-      execa("flock", [file, "sh", "-c", "echo locked; exec sleep 60"], { reject: false }),
+      // One process holds the lock through its own descriptor: killing it leaves no child holding
+      // the pipe open (flock FILE CMD forks CMD, which outlived the kill by its whole sleep).
+      execa("sh", ["-c", 'exec 9>>"$1" && flock 9 && echo locked && exec sleep 60', "sh", file], {
+        reject: false,
+      }),
     );
     try {
       await Promise.all(

@@ -16,3 +16,9 @@ test("0 chooses from the fleet's size", () => {
   assert.equal(planShards(names(150), 0, 200).count, 1);
   assert.equal(planShards(names(1001), 0, 200).count, 6);
 });
+
+test("never more shards than a first hop's ssh.max_sessions: each shard gets at least one", () => {
+  assert.equal(planShards(names(100), 6, 200, 4).count, 4);
+  assert.equal(planShards(names(2001), 0, 200, 8).count, 8);
+  assert.equal(planShards(names(100), 3, 200, 4).count, 3);
+});

@@ -44,6 +44,41 @@ describe("body: what reviewers read", () => {
     );
   });
 
+  it('a ports item in the allow-list\'s words: an unauthorized listener is not "declared closed"', () => {
+    const item = (key: string, declared: string, live: string): DriftItem => ({
+      domain: "ports",
+      key,
+      declared,
+      live,
+      severity: "high",
+      fingerprint: "f".repeat(16),
+      source: { file: "fleet-manifests/nodes/web-01.yaml", line: 2 },
+      remediation: "r",
+      onDrift: "ticket",
+      path: ["networking", "listening_ports"],
+    });
+    const marker = {
+      v: 1 as const,
+      kind: "accept" as const,
+      signature: "0".repeat(16),
+      nodes: ["web-01"],
+      detected: "2026-03-02T06:00:00.000Z",
+      content: "c",
+    };
+    const body = (i: DriftItem) =>
+      pullBody({ kind: "accept", group: [{ node: "web-01", item: i }], marker, files: [] });
+    const listener = body(item("tcp/9999", "closed", "listening"));
+    assert.match(
+      listener,
+      /drift on 1 node: `tcp\/9999` listens on the host, and networking\.listening_ports \(the allow-list\) does not allow it\./,
+    );
+    assert.doesNotMatch(listener, /is declared `closed`/);
+    assert.match(
+      body(item("tcp/443", "listening", "closed")),
+      /`tcp\/443` is in networking\.listening_ports, which expects it to listen, but nothing listens on it on the host\./,
+    );
+  });
+
   it("the marker cannot be closed early, and the remediation is the domain's, not the report's", () => {
     const item = report({ "web-01": [somaxconn(8192)] }).nodes.find((n) => n.name === "web-01")!
       .drift[0]!;

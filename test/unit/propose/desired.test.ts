@@ -279,7 +279,6 @@ describe("desired: from drift to pull requests", () => {
       for (const [field, value] of [
         ["link", "javascript:alert(1)"],
         ["due", "2026-02-30"],
-        ["owner", "@alice"],
         ["refs", { "Jira Key": "OPS-1" }],
       ] as const)
         assert.equal(Ticket.safeParse({ ...ticket, [field]: value }).success, false, field);

@@ -46,7 +46,7 @@ describe("unaudited budget", () => {
   it("flags a node dark for longer than max_unaudited_for, not one dark for less", () => {
     const reasons = overUnauditedBudget([node("web-03", "unreachable", T1)], DAY, T2);
     assert.deepEqual(reasons, [
-      `1 node not audited for longer than max_unaudited_for 24h: web-03 (not audited since ${T1})`,
+      `1 node not audited for longer than max_unaudited_for 24h: web-03 (not audited since ${T1}, 2 runs)`,
     ]);
     assert.deepEqual(overUnauditedBudget([node("web-03", "unreachable", T1)], DAY, T1), []);
   });

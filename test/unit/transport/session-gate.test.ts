@@ -5,7 +5,12 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import type { LoadedNode } from "../../../src/manifest/load.js";
 import type { SshSettings } from "../../../src/manifest/schema.js";
-import { firstHop, sessionGate, sshSessionGates } from "../../../src/transport/session-gate.js";
+import {
+  firstHop,
+  fleetSessionLimit,
+  sessionGate,
+  sshSessionGates,
+} from "../../../src/transport/session-gate.js";
 
 const node = (ssh: SshSettings, host: string, name = host): LoadedNode => ({
   name,
@@ -75,5 +80,22 @@ describe("which sshd a node's session starts at", () => {
     const each = [];
     for (const n of nodes) each.push(await sessionGate(n, options));
     assert.deepEqual(keys, each);
+  });
+});
+
+describe("a first hop's sessions across parallel shards", () => {
+  const options = { connectTimeoutSeconds: 10 };
+  it("each of n shards gets its share of ssh.max_sessions, at least one", () => {
+    const limit = (shards: number | undefined, max_sessions?: number) =>
+      sshSessionGates(options, shards).limitOf(node(max_sessions ? { max_sessions } : {}, "x"));
+    assert.deepEqual(
+      [limit(undefined), limit(1), limit(2), limit(3), limit(2, 4), limit(3, 4), limit(9, 4)],
+      [8, 8, 4, 2, 2, 1, 1],
+    );
+  });
+
+  it("the whole run's limit is the smallest ssh.max_sessions of the fleet", () => {
+    assert.equal(fleetSessionLimit([node({}, "a"), node({ max_sessions: 4 }, "b")]), 4);
+    assert.equal(fleetSessionLimit([node({}, "a")]), 8);
   });
 });

@@ -1,0 +1,137 @@
+// Inventories read as Ansible reads them: every inventory under test/fixtures/inventories (real
+// public ones, see its README, and one per construct Ansible treats specially) is read by
+// Quartermaster and by `ansible-inventory --list`, and the two must agree host for host on
+// address, port, user and groups, and group for group on children. An inventory Ansible cannot
+// parse must be refused, naming a line.
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { readdir, readFile } from "node:fs/promises";
+import path from "node:path";
+import { promisify } from "node:util";
+import { test } from "node:test";
+import { planAdoption, readInventory } from "../../src/adopt/inventory/index.js";
+import { InventoryErrors } from "../../src/errors.js";
+
+const run = promisify(execFile);
+const CORPUS = path.resolve("test/fixtures/inventories");
+
+interface AnsibleGroup {
+  hosts?: string[];
+  children?: string[];
+}
+/** `--list` output: groups by name, and `_meta.hostvars` (read through `hostVars`). */
+type AnsibleList = Record<string, AnsibleGroup>;
+const hostVars = (list: AnsibleList) =>
+  (list._meta as unknown as { hostvars: Record<string, Record<string, unknown>> }).hostvars;
+
+/** What Ansible makes of the file, or undefined when it parses no inventory from it. */
+async function ansibleList(file: string): Promise<AnsibleList | undefined> {
+  const { stdout, stderr } = await run("ansible-inventory", ["-i", file, "--list"], {
+    env: { ...process.env, ANSIBLE_INVENTORY_UNPARSED_WARNING: "true", ANSIBLE_NOCOLOR: "1" },
+    maxBuffer: 64 * 1024 * 1024,
+  }).catch((error: { stdout: string; stderr: string }) => error);
+  if (/Unable to parse|Failed to parse/.test(stderr)) return undefined;
+  return JSON.parse(stdout) as AnsibleList;
+}
+
+interface Seen {
+  address: string;
+  port?: number;
+  user?: string;
+  groups: string[];
+}
+
+/** Each host as Ansible resolves it: `ansible_ssh_*` before `ansible_*`, the name by default. */
+function ansibleHosts(list: AnsibleList): Map<string, Seen> {
+  const hosts = new Map<string, Seen>();
+  const vars = new Map(Object.entries(hostVars(list)));
+  const direct = new Map<string, string[]>();
+  for (const [group, entry] of Object.entries(list))
+    for (const host of entry.hosts ?? [])
+      if (group !== "ungrouped" && group !== "_meta")
+        direct.set(host, [...(direct.get(host) ?? []), group]);
+  const names = new Set([...vars.keys(), ...Object.values(list).flatMap((g) => g.hosts ?? [])]);
+  for (const name of names) {
+    const v = new Map(Object.entries(vars.get(name) ?? {}));
+    const pick = (key: string) => v.get(`ansible_ssh_${key}`) ?? v.get(`ansible_${key}`);
+    const templated = (x: unknown) => typeof x === "string" && x.includes("{{");
+    const address = pick("host");
+    const port = pick("port");
+    const user = pick("user");
+    hosts.set(name, {
+      address: address === undefined || templated(address) ? name : String(address),
+      ...(port !== undefined && !templated(port) && { port: Number(port) }),
+      ...(user !== undefined && !templated(user) && { user: String(user) }),
+      groups: (direct.get(name) ?? []).sort(),
+    });
+  }
+  return hosts;
+}
+
+const ansibleChildren = (list: AnsibleList) =>
+  new Map(
+    Object.entries(list)
+      .filter(([name, g]) => name !== "_meta" && name !== "all" && (g.children ?? []).length)
+      .map(([name, g]) => [name, [...g.children!].sort()]),
+  );
+
+// Read by Ansible, refused here on purpose: a node name is a file name, a branch name and an ssh
+// destination, so it stays ASCII (docs/manifest.md says so).
+const REFUSED = new Map([
+  ["class-non-ascii.ini", /class-non-ascii\.ini:2: host name "münchen-01"/],
+]);
+
+const files = (await readdir(CORPUS)).filter((f) => f !== "README.md").sort();
+
+test("the corpus holds the real inventories its README names", async () => {
+  const readme = await readFile(path.join(CORPUS, "README.md"), "utf8");
+  for (const file of files) assert.ok(readme.includes(`\`${file}\``), `${file} not in README`);
+  assert.ok(files.length >= 25, `${files.length} inventories`);
+});
+
+for (const file of files)
+  test(`${file} reads as ansible-inventory --list reads it`, async () => {
+    const full = path.join(CORPUS, file);
+    const expected = await ansibleList(full);
+    const text = await readFile(full, "utf8");
+    const refused = REFUSED.get(file);
+    if (refused) {
+      assert.ok(expected, "Ansible reads it");
+      assert.throws(() => readInventory(file, text), refused);
+      return;
+    }
+    if (!expected) {
+      assert.throws(
+        () => planAdoption(file, readInventory(file, text)),
+        (e: unknown) =>
+          e instanceof InventoryErrors && new RegExp(`^${file}:\\d+: `).test(e.message),
+      );
+      return;
+    }
+    const inventory = readInventory(file, text);
+    const plan = planAdoption(file, inventory);
+    const ours = new Map<string, Seen>(
+      plan.hosts.map((h) => [
+        h.name,
+        {
+          address: h.host ?? h.name,
+          ...(h.ssh.port !== undefined && { port: h.ssh.port }),
+          ...(h.ssh.user !== undefined && { user: h.ssh.user }),
+          groups: [...inventory.hosts.get(h.name)!.groups].sort(),
+        },
+      ]),
+    );
+    assert.deepEqual(
+      [...ours.keys()].sort(),
+      [...ansibleHosts(expected).keys()].sort(),
+      "host names",
+    );
+    for (const [name, seen] of ansibleHosts(expected))
+      assert.deepEqual(ours.get(name), seen, `host ${name}`);
+    const children = new Map(
+      [...inventory.groups.values()]
+        .filter((g) => g.children.length)
+        .map((g) => [g.name, [...g.children].sort()]),
+    );
+    assert.deepEqual(children, ansibleChildren(expected), "children");
+  });
