@@ -67,15 +67,16 @@ const { history, last } = build(1000, 90);
 const page = renderFleetPage(last, history);
 const seconds = (performance.now() - started) / 1000;
 const pageMb = Buffer.byteLength(page) / 1e6;
+const share = (value: number, limit: number) => `${Math.round((value / limit) * 100)}% of ${limit}`;
 console.log(
-  `1,000 nodes x 90 runs: history and page in ${seconds.toFixed(2)} s, page ${pageMb.toFixed(2)} MB, run-history.json ${(Buffer.byteLength(serializeRuns(history)) / 1e6).toFixed(2)} MB`,
+  `1,000 nodes x 90 runs: history and page in ${seconds.toFixed(2)} s (${share(seconds, 5)} s), page ${pageMb.toFixed(2)} MB (${share(pageMb, 2)} MB), run-history.json ${(Buffer.byteLength(serializeRuns(history)) / 1e6).toFixed(2)} MB`,
 );
 
 started = performance.now();
 const big = build(10_000, 400).history;
 const stateMb = Buffer.byteLength(serializeRuns(big)) / 1e6;
 console.log(
-  `10,000 nodes x 400 runs: run-history.json ${stateMb.toFixed(2)} MB (built in ${((performance.now() - started) / 1000).toFixed(1)} s)`,
+  `10,000 nodes x 400 runs: run-history.json ${stateMb.toFixed(2)} MB (${share(stateMb, 50)} MB; built in ${((performance.now() - started) / 1000).toFixed(1)} s)`,
 );
 if (seconds > 5 || pageMb >= 2 || stateMb >= 50) {
   console.error(

@@ -1,7 +1,6 @@
 // The fleet page through the CLI (`report --format html --history FILE`), opened in real headless
 // Chromium with no network: charts present, numbers equal to the history's, host text shown as text.
 import assert from "node:assert/strict";
-import { execa } from "execa";
 import { mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -9,6 +8,7 @@ import { test } from "node:test";
 import { fleetFigures } from "../../src/report/fleet-page/figures.js";
 import { appendRun, emptyRuns, serializeRuns } from "../../src/report/runs.js";
 import { summarize, type NodeResult, type Report } from "../../src/report/schema.js";
+import { dumpDom, nodeSection, screenshot } from "../support/chromium.js";
 import { runCli } from "../support/cli.js";
 
 const HOSTILE = `evil"'</svg><script>document.title="owned"</script>`;
@@ -87,18 +87,7 @@ test("the page in headless Chromium: charts, the history's numbers, host text as
   );
   assert.doesNotMatch(source, /^\s*::|##\[/m);
 
-  const chromium = (extra: string[]) =>
-    execa("/usr/bin/chromium", [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--no-first-run",
-      `--user-data-dir=${path.join(work, "profile")}`,
-      ...extra,
-      `file://${page}`,
-    ]);
-  const { stdout: dom } = await chromium(["--dump-dom"]);
+  const dom = await dumpDom(page);
   const figures = fleetFigures(history);
   assert.equal([...dom.matchAll(/<g class="run" /g)].length, 4, "one bar per run");
   for (const run of figures.runs)
@@ -126,21 +115,24 @@ test("the page in headless Chromium: charts, the history's numbers, host text as
       new RegExp(`data-within="${w.days}" data-resolved="${w.resolved}" data-of="${w.of}"`),
     );
   assert.match(dom, /data-node="web-01" data-episodes="2"/, "web-01 turned to drift twice");
+  // Each node's timeline: its status changes, then a row per drift with its resolution.
+  const section = (name: string) => nodeSection(dom, name);
   assert.match(
-    dom,
-    /data-event="drift-resolved" data-at="2026-11-07T10:00:00.000Z" data-fingerprint="00000000000000a1"/,
+    section("db-01"),
+    /unreachable 2026-11-04 10:00:00 → <i class="s-clean"><\/i>clean 2026-11-07 10:00:00/,
   );
   assert.match(
-    dom,
-    /data-event="status" data-at="2026-11-04T10:00:00.000Z">[^<]*status <b>unreachable<\/b>/,
+    section("web-01"),
+    /<tr data-fp="00000000000000a1"><td>sysctl <code>[^<]*<\/code> \(medium\)<\/td><td>2026-11-01 10:00:00<\/td><td>2026-11-04 10:00:00<\/td><td>package run by <code>[^<]*<\/code> at 2026-11-01 09:00:00: <code>[^<]*<\/code><\/td><td><\/td><td><\/td><td>2026-11-07 10:00:00 \(after 6 days\)<\/td><\/tr>/,
   );
+  assert.match(section("web-01"), /<tr data-fp="00000000000000b2">.*<td>open<\/td><\/tr>/);
   // Hostile text arrives as text: no element made from it, the title untouched.
   assert.doesNotMatch(dom, /<script/);
   assert.match(dom, /&lt;\/svg&gt;&lt;script&gt;document\.title="owned"&lt;\/script&gt;/);
   assert.match(dom, /<title>Quartermaster fleet/);
 
   const shot = path.join(work, "fleet.png");
-  await chromium([`--screenshot=${shot}`, "--window-size=1000,1400"]);
+  await screenshot(page, shot);
   assert.equal((await readFile(shot)).subarray(1, 4).toString(), "PNG");
   process.stdout.write(`# fleet page screenshot: ${shot}\n`);
 });

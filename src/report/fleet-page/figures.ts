@@ -23,20 +23,16 @@ export interface OwnerFigures {
   within: { days: number; resolved: number; of: number }[];
 }
 
-export type NodeEvent =
-  | { at: string; type: "status"; status: NodeStatus }
-  | { at: string; type: "drift-seen"; fingerprint: string; drift: RunDrift }
-  | { at: string; type: "drift-resolved"; fingerprint: string; drift: RunDrift }
-  | { at: string; type: "acknowledged"; fingerprint: string; drift: RunDrift }
-  | { at: string; type: "cause"; fingerprint: string; drift: RunDrift };
-
 export interface NodeStory {
   name: string;
   /** The node's status in the newest run it was in. */
   status: NodeStatus;
   /** Runs in which it turned to drift from anything else. */
   driftEpisodes: number;
-  events: NodeEvent[];
+  /** Each change of status, oldest first (the first: its status when first seen). */
+  statuses: { at: string; status: NodeStatus }[];
+  /** Its drift by fingerprint, first seen first. */
+  drift: { fingerprint: string; drift: RunDrift }[];
 }
 
 export interface FleetFigures {
@@ -45,8 +41,6 @@ export interface FleetFigures {
   owners: OwnerFigures[];
   nodes: NodeStory[];
 }
-
-const byTime = (a: { at: string }, b: { at: string }) => Date.parse(a.at) - Date.parse(b.at);
 
 export function fleetFigures(history: RunHistory): FleetFigures {
   const newest = history.runs.at(-1);
@@ -60,11 +54,12 @@ export function fleetFigures(history: RunHistory): FleetFigures {
         name,
         status: entry[0],
         driftEpisodes: 0,
-        events: [],
+        statuses: [],
+        drift: [],
       };
-      if (story.events.length === 0 || story.status !== entry[0]) {
+      if (story.statuses.length === 0 || story.status !== entry[0]) {
         if (entry[0] === "drift") story.driftEpisodes++;
-        story.events.push({ at: run.at, type: "status", status: entry[0] });
+        story.statuses.push({ at: run.at, status: entry[0] });
       }
       story.status = entry[0];
       stories.set(name, story);
@@ -75,15 +70,7 @@ export function fleetFigures(history: RunHistory): FleetFigures {
   const ownerOf = (d: RunDrift) => (d.owners?.length ? d.owners : [NO_OWNER]);
   for (const [fingerprint, drift] of history.drift) {
     const story = stories.get(drift.node);
-    if (story) {
-      story.events.push({ at: drift.firstSeen, type: "drift-seen", fingerprint, drift });
-      if (drift.cause?.at)
-        story.events.push({ at: drift.cause.at, type: "cause", fingerprint, drift });
-      if (drift.acknowledged)
-        story.events.push({ at: drift.acknowledged, type: "acknowledged", fingerprint, drift });
-      if (drift.resolved)
-        story.events.push({ at: drift.resolved, type: "drift-resolved", fingerprint, drift });
-    }
+    story?.drift.push({ fingerprint, drift });
     const isOpen = drift.resolved === undefined && story !== undefined;
     if (isOpen) open.push(drift);
     for (const owner of ownerOf(drift)) {
@@ -97,7 +84,8 @@ export function fleetFigures(history: RunHistory): FleetFigures {
       owners.set(owner, figures);
     }
   }
-  for (const story of stories.values()) story.events.sort(byTime);
+  for (const story of stories.values())
+    story.drift.sort((a, b) => Date.parse(a.drift.firstSeen) - Date.parse(b.drift.firstSeen));
   return {
     runs: history.runs.map((r) => ({ at: r.at, counts: r.counts })),
     openByAge: AGE_BUCKETS.map((bucket, i) => {

@@ -1,13 +1,7 @@
-import type { Report } from "../schema.js";
+import { NODE_STATUSES, type Report } from "../schema.js";
 import { appendRun, type RunDrift, type RunHistory } from "../runs.js";
 import { plural } from "../formats/common.js";
-import {
-  fleetFigures,
-  repeatDrifters,
-  type FleetFigures,
-  type NodeEvent,
-  type NodeStory,
-} from "./figures.js";
+import { fleetFigures, repeatDrifters, type FleetFigures, type NodeStory } from "./figures.js";
 import { html } from "./html.js";
 import { barChart, statusChart, STATUS_COLOR } from "./svg.js";
 
@@ -22,7 +16,9 @@ export interface PageOptions {
 const STYLE = `body{font:14px/1.4 system-ui,sans-serif;margin:2em auto;max-width:960px;color:#1f2328}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #d0d7de;padding:2px 8px;text-align:left}
 code{background:#f6f8fa;padding:0 3px}details{margin:.2em 0}summary{cursor:pointer}
-.dot{display:inline-block;width:.8em;height:.8em;border-radius:50%;margin-right:.3em}`;
+i{display:inline-block;width:.8em;height:.8em;border-radius:50%;margin:0 .3em}.st{margin:.2em 0 .2em 1em}
+.dr{font-size:12px}.dr code{word-break:break-all}
+${NODE_STATUSES.map((s) => `.s-${s}{background:${STATUS_COLOR[s]}}`).join("")}`;
 
 /** The page for `report`, over `history` (the report's run added when the history lacks it). */
 export function renderFleetPage(
@@ -48,6 +44,7 @@ export function renderFleetPage(
     ...ownersTable(figures),
     ...repeats(figures),
     `<h2>Nodes (${figures.nodes.length})</h2>`,
+    "<p>Times are UTC. Each node: its status changes, then its drift, one row each.</p>",
     ...figures.nodes.map((story) => nodeSection(story, options)),
     "</body></html>",
     "",
@@ -108,40 +105,56 @@ const CAUSE_EVENT: Record<string, string> = {
   "package-file": "package run",
 };
 
+// A time the history holds (checked as ISO when read), to the second, in UTC: our own text, so
+// not escaped, and short, because a page of 1,000 nodes shows thousands of them.
+const when = (at: string) => new Date(at).toISOString().slice(0, 19).replace("T", " ");
+
+// A node's timeline in two compact parts: its status changes in a line, then one row per drift
+// with its whole story (first and last seen, cause, pull request, acknowledgement, resolution).
 function nodeSection(story: NodeStory, options: PageOptions): string {
-  const drift = story.events.filter((e) => e.type === "drift-seen").length;
-  const quiet = story.events.length === 1;
-  const head = `<summary><span class="dot" style="background:${STATUS_COLOR[story.status]}"></span><code>${html(story.name)}</code>: ${story.status}${quiet ? ` in every run` : `, ${plural(drift, "drift")}, ${plural(story.events.length, "event")}`}</summary>`;
-  const events = quiet
-    ? ""
-    : `<ol class="timeline">${story.events.map((e) => `<li data-event="${e.type}" data-at="${html(e.at)}"${"fingerprint" in e ? ` data-fingerprint="${html(e.fingerprint)}"` : ""}>${html(e.at)}: ${eventText(e, options)}</li>`).join("")}</ol>`;
-  return `<details class="node" id="${anchor(story.name)}" data-node="${html(story.name)}" data-status="${story.status}"${quiet ? "" : " open"}>${head}${events}</details>`;
+  const quiet = story.statuses.length === 1 && story.drift.length === 0;
+  const head = `<summary><i class="s-${story.status}"></i><code>${html(story.name)}</code>: ${story.status}${quiet ? " in every run" : `, ${plural(story.drift.length, "drift")}, ${plural(story.statuses.length - 1, "status change")}`}</summary>`;
+  const statuses = story.statuses
+    .map((s) => `<i class="s-${s.status}"></i>${s.status} ${when(s.at)}`)
+    .join(" → ");
+  const drift = story.drift.length
+    ? `<table class="dr"><tr><th>drift</th><th>first seen</th><th>last seen</th><th>cause</th><th>pull request</th><th>acknowledged</th><th>resolved</th></tr>${story.drift.map((d) => driftRow(d.fingerprint, d.drift, options)).join("")}</table>`
+    : "";
+  return `<details class="node" id="${anchor(story.name)}" data-node="${html(story.name)}" data-status="${story.status}"${quiet ? "" : " open"}>${head}<p class="st">${statuses}</p>${drift}</details>`;
 }
 
-function eventText(event: NodeEvent, options: PageOptions): string {
-  if (event.type === "status") return `status <b>${event.status}</b>`;
-  const { drift } = event;
-  const what = `${html(drift.domain)} <code>${html(drift.key)}</code>`;
-  switch (event.type) {
-    case "drift-seen":
-      return `drift first seen: ${what} (${html(drift.severity)}), last seen ${html(drift.lastSeen)}${drift.returns ? `, came back ${plural(drift.returns, "time")}` : ""}${pull(drift, options)}`;
-    case "cause": {
-      const cause = drift.cause!;
-      return `${CAUSE_EVENT[cause.kind] ?? "cause"} (${html(cause.kind)}${cause.by ? ` by ${html(cause.by)}` : ""}): ${html(cause.evidence)}, behind ${what}`;
-    }
-    case "acknowledged":
-      return `acknowledged (a merged ticket or a waiver): ${what}`;
-    case "drift-resolved": {
-      const days = (Date.parse(drift.resolved!) - Date.parse(drift.firstSeen)) / 86_400_000;
-      return `drift resolved: ${what}, ${days < 1 ? "within a day" : `after ${Math.floor(days)} days`}${pull(drift, options)}`;
-    }
-  }
+function driftRow(fingerprint: string, drift: RunDrift, options: PageOptions): string {
+  const returns = drift.returns ? `, came back ${plural(drift.returns, "time")}` : "";
+  const cells = [
+    `${html(drift.domain)} <code>${html(drift.key)}</code> (${html(drift.severity)})${returns}`,
+    when(drift.firstSeen),
+    when(drift.lastSeen),
+    cause(drift),
+    pull(drift, options),
+    drift.acknowledged ? when(drift.acknowledged) : "",
+    resolved(drift),
+  ];
+  return `<tr data-fp="${html(fingerprint)}">${cells.map((c) => `<td>${c}</td>`).join("")}</tr>`;
+}
+
+function cause(drift: RunDrift): string {
+  const { cause } = drift;
+  if (!cause) return "";
+  const by = cause.by ? ` by <code>${html(cause.by)}</code>` : "";
+  const at = cause.at ? ` at ${when(cause.at)}` : "";
+  return `${CAUSE_EVENT[cause.kind] ?? html(cause.kind)}${by}${at}: <code>${html(cause.evidence)}</code>`;
+}
+
+function resolved(drift: RunDrift): string {
+  if (!drift.resolved) return "open";
+  const days = (Date.parse(drift.resolved) - Date.parse(drift.firstSeen)) / 86_400_000;
+  return `${when(drift.resolved)} (${days < 1 ? "within a day" : `after ${plural(Math.floor(days), "day")}`})`;
 }
 
 function pull(drift: RunDrift, options: PageOptions): string {
   if (!drift.pull) return "";
-  const label = `${html(drift.pull.kind)} pull request #${drift.pull.number}`;
+  const label = `#${drift.pull.number} (${html(drift.pull.kind)})`;
   return options.repositoryUrl
-    ? `; <a href="${html(`${options.repositoryUrl}/pull/${drift.pull.number}`)}">${label}</a>`
-    : `; ${label}`;
+    ? `<a href="${html(`${options.repositoryUrl}/pull/${drift.pull.number}`)}">${label}</a>`
+    : label;
 }
