@@ -4,7 +4,7 @@ import type { GitHub } from "../forge/github.js";
 import { expiryTime, type Waiver } from "../manifest/schema.js";
 import type { Ticket } from "../manifest/tickets.js";
 import type { LatentEvent } from "../domains/cause.js";
-import { NODE_STATUSES, type Report } from "../report/schema.js";
+import { NODE_STATUSES, type NodeStatus, type Report } from "../report/schema.js";
 import { plural, unauditedText } from "../report/formats/common.js";
 import { ticketCovers } from "../drift/drift.js";
 import { codeCell, codeSpan, nodeSpans, textCell } from "../text/markdown.js";
@@ -12,6 +12,7 @@ import { itemSignature } from "./group.js";
 import { ticketsPastDue } from "./ticket.js";
 import { visible } from "../text/escape.js";
 import { MAX_BODY_CHARS } from "./body.js";
+import { statusMermaid } from "./dashboard-chart.js";
 import type { Action } from "./proposal.js";
 import { botPulls } from "./pulls.js";
 import { pendingRow, type PendingReview } from "./reviews.js";
@@ -48,6 +49,8 @@ export interface DashboardInput {
   deferred: readonly DashboardDeferred[];
   tickets: readonly { ticket: Ticket; file: string }[];
   waivers: readonly Waiver[];
+  /** The run history's runs, oldest first: the chart of counts by status. */
+  runs?: readonly { at: string; counts: Record<NodeStatus, number> }[];
   /** Owners this run could not ask to review. */
   unasked?: readonly PendingReview[];
 }
@@ -170,6 +173,7 @@ export function renderDashboard(input: DashboardInput, max = MAX_ROWS): string {
         ? ["", `**More nodes not audited than allowed**: ${textCell(budget.join("; "))}.`]
         : []),
       "",
+      ...statusMermaid(input.runs ?? []),
       ...section("Nodes not audited", unaudited, rows, "Every node was audited."),
       ...section("Open pull requests, oldest first", pulls, rows, "None.", [
         "| PR | title | opened |",
@@ -234,7 +238,7 @@ const FOOTER = "\n---\n<!-- quartermaster-dashboard-run -->\n";
 
 /** The issue's body: the content, then the run that wrote it. */
 export function dashboardBody(content: string, run: { at: string; url?: string }): string {
-  return `${content}${FOOTER}Updated by the run of ${run.at}${run.url ? ` ([workflow run](${run.url}))` : ""}.\n`;
+  return `${content}${FOOTER}Updated by the run of ${run.at}${run.url ? ` ([workflow run](${run.url}); the fleet page is its \`fleet-page\` artifact)` : ""}.\n`;
 }
 
 const contentOf = (body: string) => {
@@ -283,7 +287,7 @@ function runUrl(env: NodeJS.ProcessEnv): string | undefined {
 export async function updateDashboard(
   github: GitHub,
   current: Dashboard,
-  run: Pick<DashboardInput, "report" | "tickets" | "waivers" | "unasked"> & {
+  run: Pick<DashboardInput, "report" | "tickets" | "waivers" | "unasked" | "runs"> & {
     actions: readonly Action[];
   },
   env: NodeJS.ProcessEnv = process.env,

@@ -1,9 +1,11 @@
 import { ForgeError } from "../errors.js";
 import type { GitHub, Unasked } from "../forge/github.js";
 import { annotateNode, emptyHistory, nextHistory, type AuditHistory } from "../report/history.js";
+import { appendRun, emptyRuns, type RunContext } from "../report/runs.js";
 import type { Report } from "../report/schema.js";
 import { visible } from "../text/escape.js";
 import { waitingAfter } from "./budget.js";
+import { ownersOf } from "./group.js";
 import { plan } from "./plan.js";
 import type { PlanInput } from "./plan-input.js";
 import type { Action, PullContent } from "./proposal.js";
@@ -14,7 +16,7 @@ import {
   LEFT_ALONE_MARK,
   type ExistingPull,
 } from "./pulls.js";
-import { readHistory, readWaiting, type StateFiles } from "./state.js";
+import { readHistory, readRuns, readWaiting, type StateFiles } from "./state.js";
 
 export interface Outcome {
   action: Action;
@@ -73,6 +75,8 @@ export interface RunPlan extends StateFiles {
   report: Report;
   actions: Action[];
   waiting: Map<string, string>;
+  /** Each node's owners, for the run history. */
+  owners: Map<string, string[]>;
 }
 
 /**
@@ -85,6 +89,8 @@ export async function planRun(
   ticked: ReadonlySet<string>,
 ): Promise<RunPlan> {
   const history: AuditHistory = github ? await readHistory(github) : emptyHistory();
+  const runs = github ? await readRuns(github) : emptyRuns();
+  const owners = new Map(input.nodes.map((node) => [node.name, ownersOf(node)]));
   const read = input.report;
   const report = {
     ...read,
@@ -94,18 +100,42 @@ export async function planRun(
   const planned = github
     ? await planWithForge(github, dated, ticked)
     : { actions: plan({ ...dated, pulls: [] }), waiting: new Map<string, string>() };
-  return { history, report, ...planned };
+  return { history, runs, owners, report, ...planned };
 }
 
 /**
  * The state a run leaves for the next: deferred PRs keep their place in the queue (the next run
  * opens the longest-waiting first); the history keeps since when each node of `fleet` is dark and
- * each drift exists.
+ * each drift exists; the run history gains this run, with the pull requests `outcomes` opened.
  */
-export const stateAfter = (run: RunPlan, fleet: ReadonlySet<string>): StateFiles => ({
+export const stateAfter = (
+  run: RunPlan,
+  fleet: ReadonlySet<string>,
+  outcomes: readonly Outcome[] = [],
+): StateFiles => ({
   waiting: waitingAfter(run.actions),
   history: nextHistory(run.history, run.report, fleet),
+  runs: appendRun(run.runs, run.report, {
+    pulls: carried(run.actions, outcomes),
+    owners: run.owners,
+  }),
 });
+
+/** The pull requests carrying drift after this run: those updated, and those opened. */
+function carried(actions: readonly Action[], outcomes: readonly Outcome[]): RunContext["pulls"] {
+  const opened = new Map(outcomes.map((o) => [o.action, o.number]));
+  return actions.flatMap((action) => {
+    const number =
+      action.type === "update"
+        ? action.number
+        : action.type === "open"
+          ? opened.get(action)
+          : undefined;
+    if (number === undefined || (action.type !== "open" && action.type !== "update")) return [];
+    const { kind, nodes, domain } = action.marker;
+    return [{ number, kind, nodes, ...(domain && { domain }) }];
+  });
+}
 
 /** Carries the actions out one by one; a failed action is reported and the rest still run. */
 export async function executePlan(

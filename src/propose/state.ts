@@ -6,6 +6,7 @@ import {
   serializeHistory,
   type AuditHistory,
 } from "../report/history.js";
+import { emptyRuns, parseRuns, serializeRuns, type RunHistory } from "../report/runs.js";
 import { visible } from "../text/escape.js";
 
 // The bot's state branch: a branch no pull request comes from, one commit on top of the manifests'
@@ -13,6 +14,7 @@ import { visible } from "../text/escape.js";
 
 export const STATE_BRANCH = "quartermaster-state";
 export const HISTORY_FILE = "audit-history.json";
+export const RUNS_FILE = "run-history.json";
 
 /**
  * The audit history as the last run left it: empty when there is none yet, or when what is there
@@ -27,6 +29,18 @@ export async function readHistory(github: GitHub): Promise<AuditHistory> {
     `quartermaster: ${STATE_BRANCH}:${HISTORY_FILE} is ${visible(history)}; starting the audit history again\n`,
   );
   return emptyHistory();
+}
+
+/** The history of runs as the last run left it: empty when there is none yet (or it is not one). */
+export async function readRuns(github: GitHub): Promise<RunHistory> {
+  const text = await github.readFile(STATE_BRANCH, RUNS_FILE, "reading the run history");
+  if (text === undefined) return emptyRuns();
+  const runs = parseRuns(text);
+  if (typeof runs !== "string") return runs;
+  process.stderr.write(
+    `quartermaster: ${STATE_BRANCH}:${RUNS_FILE} is ${visible(runs)}; starting the run history again\n`,
+  );
+  return emptyRuns();
 }
 
 // The deferral queue: when each deferred pull request first waited, so the per-run budget opens
@@ -63,17 +77,19 @@ function waitingText(waiting: ReadonlyMap<string, string>): string {
 export interface StateFiles {
   waiting: ReadonlyMap<string, string>;
   history: AuditHistory;
+  runs: RunHistory;
 }
 
 const stateTexts = (state: StateFiles) => ({
   [WAITING_FILE]: waitingText(state.waiting),
   [HISTORY_FILE]: serializeHistory(state.history),
+  [RUNS_FILE]: serializeRuns(state.runs),
 });
 
 /** Whether `next` differs from `previous` in any state file. */
 export function changesState(next: StateFiles, previous: StateFiles): boolean {
   const [a, b] = [stateTexts(next), stateTexts(previous)];
-  return a[WAITING_FILE] !== b[WAITING_FILE] || a[HISTORY_FILE] !== b[HISTORY_FILE];
+  return Object.entries(a).some(([file, text]) => b[file as keyof typeof b] !== text);
 }
 
 /**

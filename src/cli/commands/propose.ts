@@ -2,6 +2,7 @@ import { io } from "../io.js";
 import { appendFile } from "node:fs/promises";
 import { ForgeError, UsageError } from "../../errors.js";
 import { GitHub, settingsFromEnv } from "../../forge/github.js";
+import { isHeartbeatUrl, pingHeartbeat } from "../../forge/heartbeat.js";
 import type { Waiver } from "../../manifest/schema.js";
 import {
   describeAction,
@@ -22,12 +23,12 @@ import {
   type Dashboard,
 } from "../../propose/dashboard.js";
 import { askAgain, describePending, pendingReviews, refusedOnOpen } from "../../propose/reviews.js";
-import { changesState, writeState } from "../../propose/state.js";
+import { changesState, writeState, type StateFiles } from "../../propose/state.js";
 import { readReport } from "../../report/read.js";
 import { visible } from "../../text/escape.js";
 import { codeCell } from "../../text/markdown.js";
 import { ExitBit } from "../exit.js";
-import { parseFlags, switchFlag, textFlag, wholeFlag } from "../flags.js";
+import { checkedFlag, parseFlags, switchFlag, textFlag, wholeFlag } from "../flags.js";
 import { BASE_FLAG, MANIFEST_FLAGS, REPORT_FLAG, resolveManifestDir } from "../options.js";
 
 export const DEFAULT_MAX_NEW_PRS = 10;
@@ -47,6 +48,15 @@ const PROPOSE_FLAGS = {
     "FILE",
     "append a Markdown account of the run (opened, updated, closed, deferred) to FILE, e.g. $GITHUB_STEP_SUMMARY",
   ),
+  "heartbeat-url": checkedFlag(
+    "URL",
+    "ping URL when the run ends (URL/fail when it fails), for a monitor that alarms when runs stop; not on --dry-run",
+    (given) => {
+      if (!isHeartbeatUrl(given))
+        throw new UsageError("--heartbeat-url takes an http:// or https:// address");
+      return given;
+    },
+  ),
 };
 
 /** `propose`'s argv as its config: every flag read and checked, nothing read or opened yet. */
@@ -62,6 +72,19 @@ function proposeConfig(argv: string[]) {
 
 export async function proposeCommand(argv: string[]): Promise<number> {
   const config = proposeConfig(argv);
+  const heartbeat = config["heartbeat-url"];
+  if (heartbeat === undefined || config["dry-run"]) return proposeRun(config);
+  // Unset until the run returns: a run that throws pings /fail too.
+  let code: number | undefined;
+  try {
+    return (code = await proposeRun(config));
+  } finally {
+    const warning = await pingHeartbeat(heartbeat, code !== 0);
+    if (warning) io().stderr.write(`quartermaster: ${warning}\n`);
+  }
+}
+
+async function proposeRun(config: ReturnType<typeof proposeConfig>): Promise<number> {
   const budget = config["max-new-prs"];
   const audited = await readReport(config.report);
   const manifestDir = await resolveManifestDir(config);
@@ -183,11 +206,12 @@ async function carryOut(
     ...(await askAgain(github, pendingReviews(dashboard.body))),
   ];
   for (const pending of unasked) io().stderr.write(describePending(pending));
-  await keepState(github, run, fleet, revision);
+  const state = stateAfter(run, fleet, outcomes);
+  await keepState(github, state, run, revision);
   const dashboardFailed = !(await updateDashboard(
     github,
     dashboard,
-    { report, actions, tickets, waivers, unasked },
+    { report, actions, tickets, waivers, unasked, runs: state.runs.runs },
     io().env,
   ));
   const failed = printOutcomes(outcomes);
@@ -204,12 +228,12 @@ async function carryOut(
 /** Writes the state the next run starts from; GitHub refusing it costs only what it would keep. */
 async function keepState(
   github: GitHub,
+  state: StateFiles,
   run: RunPlan,
-  fleet: ReadonlySet<string>,
   revision: string,
 ): Promise<void> {
   try {
-    await writeState(github, stateAfter(run, fleet), run, revision);
+    await writeState(github, state, run, revision);
   } catch (error) {
     if (!(error instanceof ForgeError)) throw error;
     io().stderr.write(

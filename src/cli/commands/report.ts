@@ -1,12 +1,21 @@
 import { UsageError } from "../../errors.js";
+import { renderFleetPage } from "../../report/fleet-page/page.js";
 import { DEFAULT_MARKDOWN_MAX_BYTES } from "../../report/formats/markdown.js";
 import { readReport } from "../../report/read.js";
 import { parseFlags } from "../flags.js";
+import { io } from "../io.js";
 import { maxBytesFlag, REPORT_FLAG } from "../options.js";
-import { checkOut, OUTPUT_FLAGS, writeReport } from "../output.js";
+import { checkOut, OUTPUT_FLAGS, writeOut, writeReport } from "../output.js";
+import {
+  checkRunHistoryFlags,
+  repositoryUrl,
+  RUN_HISTORY_FLAGS,
+  runHistoryFrom,
+} from "../run-history.js";
 
 const REPORT_FLAGS = {
   ...OUTPUT_FLAGS,
+  ...RUN_HISTORY_FLAGS,
   report: {
     ...REPORT_FLAG,
     required: {
@@ -22,14 +31,24 @@ function reportConfig(argv: string[]) {
   const { report, "max-bytes": maxBytes } = config;
   if (maxBytes !== undefined && config.format !== "markdown")
     throw new UsageError("--max-bytes applies to --format markdown only");
+  checkRunHistoryFlags(config);
   return { ...config, report, maxBytes: maxBytes ?? DEFAULT_MARKDOWN_MAX_BYTES };
 }
 
-// Renders a saved JSON report again in any format: a job summary, annotations, metrics.
+// Renders a saved JSON report again in any format: a job summary, annotations, metrics, the fleet page.
 export async function reportCommand(argv: string[]): Promise<number> {
   const config = reportConfig(argv);
   await checkOut(config.out);
   const report = await readReport(config.report);
+  if (config.format === "html") {
+    const url = repositoryUrl();
+    const page = renderFleetPage(report, await runHistoryFrom(config), {
+      ...(url && { repositoryUrl: url }),
+    });
+    if (config.out) await writeOut(config.out, page);
+    else io().stdout.write(page);
+    return 0;
+  }
   try {
     await writeReport(report, config);
   } catch (error) {

@@ -1,5 +1,7 @@
 // Every output format shares one signature (format.ts) and is registered here.
 import type { Renderer } from "./format.js";
+import { renderFleetPage } from "../fleet-page/page.js";
+import { emptyRuns } from "../runs.js";
 import { renderEvents } from "./events.js";
 import { renderGithub } from "./github.js";
 import { renderJson } from "./json.js";
@@ -16,6 +18,8 @@ export const FORMATS = {
   prometheus: renderPrometheus,
   events: renderEvents,
   github: renderGithub,
+  // The fleet page of this run alone; `report --format html --history…` draws it over the runs before.
+  html: (report) => renderFleetPage(report, emptyRuns()),
 } satisfies Record<string, Renderer>;
 
 export type FormatName = keyof typeof FORMATS;

@@ -52,6 +52,11 @@ export const renderPrometheus: Renderer = (report) => {
     "When the last audit finished, in seconds since the Unix epoch.",
   );
 
+  const succeeded = family(
+    "last_successful_fleet_audit_timestamp_seconds",
+    "When the last audit that reached every node finished, in seconds since the Unix epoch (absent after a run that did not: pushed with POST, the Pushgateway keeps the last one).",
+  );
+
   const finished = Date.parse(report.finishedAt);
   for (const s of NODE_STATUSES) add(nodes, { status: s }, 0);
   for (const node of report.nodes) {
@@ -79,9 +84,11 @@ export const renderPrometheus: Renderer = (report) => {
       add(unknown, { node: node.name, domain }, 1);
   }
   add(last, {}, finished / 1000);
+  if (report.nodes.every((n) => n.status !== "unreachable" && n.status !== "error"))
+    add(succeeded, {}, finished / 1000);
 
-  // The history's families only when the audit knew the history: a run without one writes as before.
-  const history = [age, unaudited].filter((f) => f.samples.size > 0);
+  // The history's families only when the audit knew the history, the success time only after one.
+  const history = [age, unaudited, succeeded].filter((f) => f.samples.size > 0);
   return exposition(
     [drift, acknowledged, unknown, status, duration, nodes, last, ...history]
       .sort((a, b) => compareText(a.name, b.name))

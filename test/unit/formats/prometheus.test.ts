@@ -161,3 +161,20 @@ test("a domain unknown for two reasons is still 1, as the help says", () => {
     1,
   );
 });
+
+test("the last successful fleet audit time is there only after a run that reached every node", () => {
+  const report = loadFleetReport();
+  const gauge = "quartermaster_last_successful_fleet_audit_timestamp_seconds";
+  const dark = parseExposition(renderPrometheus(report, options));
+  assert.ok(report.nodes.some((n) => n.status === "unreachable"));
+  assert.equal(
+    dark.find((f) => f.name === gauge),
+    undefined,
+  );
+  const reached = {
+    ...report,
+    nodes: report.nodes.filter((n) => n.status !== "unreachable" && n.status !== "error"),
+  };
+  const families = parseExposition(renderPrometheus(reached, options));
+  assert.equal(sampleValue(families, gauge, {}), Date.parse(report.finishedAt) / 1000);
+});
