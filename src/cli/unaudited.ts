@@ -3,8 +3,13 @@ import { durationMs, overUnauditedBudget, unauditedLimit } from "../report/unaud
 import { ForgeError, InputFileError, UsageError } from "../errors.js";
 import { GitHub, settingsFromEnv } from "../forge/github.js";
 import type { AuditSettings } from "../manifest/schema.js";
-import { readHistory } from "../propose/state.js";
-import { annotateNode, parseHistory, type AuditHistory } from "../report/history.js";
+import { HISTORY_FILE, readHistory, STATE_BRANCH } from "../propose/state.js";
+import {
+  annotateNode,
+  parseHistory,
+  type AuditHistory,
+  type ReadHistory,
+} from "../report/history.js";
 import { readText } from "../report/read.js";
 import type { NodeResult, Report } from "../report/schema.js";
 import { visible } from "../text/escape.js";
@@ -56,7 +61,7 @@ async function historyFrom(values: UnauditedConfig): Promise<AuditHistory | unde
   if (values.state !== undefined) {
     const history = parseHistory(await readText(values.state, "audit history"));
     if (typeof history === "string") throw new InputFileError(values.state, history);
-    return history;
+    return warnDropped(values.state, history);
   }
   if (!values["state-from-repo"]) return undefined;
   let github: GitHub;
@@ -66,7 +71,14 @@ async function historyFrom(values: UnauditedConfig): Promise<AuditHistory | unde
     if (!(error instanceof ForgeError)) throw error;
     throw new UsageError(`--state-from-repo: ${error.message}`);
   }
-  return readHistory(github);
+  return warnDropped(`${STATE_BRANCH}:${HISTORY_FILE}`, await readHistory(github));
+}
+
+/** Says which entries of the history `file` were left out: each costs only itself. */
+export function warnDropped(file: string, history: ReadHistory): ReadHistory {
+  for (const why of history.dropped)
+    io().stderr.write(`quartermaster: ${file}: ${visible(why)}; that entry is left out\n`);
+  return history;
 }
 
 /**
