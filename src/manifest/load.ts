@@ -41,6 +41,8 @@ export interface Fleet {
   tickets: { ticket: Ticket; file: string }[];
   /** The pinned host keys (`known_hosts` beside the manifests), when the tree keeps them. */
   knownHosts?: string;
+  /** The ssh_config beside the manifests (`ssh_config`), which the workflows can pass to ssh. */
+  sshConfig?: string;
 }
 
 export interface LoadOptions {
@@ -81,9 +83,11 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
   // Groups nobody uses are still validated: a broken group must not wait for its first node.
   for (const name of groups.files.keys()) await groups.load(name);
   const tickets = await readTickets(reader, await list("remediations"));
-  const knownHosts = linked.has("known_hosts")
-    ? undefined
-    : await reader.readText(path.join(abs, "known_hosts"));
+  const [knownHosts, sshConfig] = await Promise.all(
+    ["known_hosts", "ssh_config"].map((file) =>
+      linked.has(file) ? undefined : reader.readText(path.join(abs, file)),
+    ),
+  );
   if (reader.errors.length) throw new ManifestErrors(reader.errors);
   return {
     dir: abs,
@@ -91,12 +95,13 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
     nodes,
     tickets,
     ...(knownHosts !== undefined && { knownHosts }),
+    ...(sshConfig !== undefined && { sshConfig }),
   };
 }
 
 /**
- * The tree's directory, its reader, and its folders' YAML files: a linked folder or known_hosts is
- * refused like a linked file, and not read.
+ * The tree's directory, its reader, and its folders' YAML files: a linked folder, known_hosts or
+ * ssh_config is refused like a linked file, and not read.
  */
 async function openTree(dir: string, options: LoadOptions) {
   const abs = path.resolve(dir);
@@ -112,7 +117,7 @@ async function openTree(dir: string, options: LoadOptions) {
     options.displayPrefix ?? (path.relative(process.cwd(), abs) || "."),
   );
   const linked = new Set<string>();
-  for (const entry of ["groups", "nodes", "remediations", "known_hosts"]) {
+  for (const entry of ["groups", "nodes", "remediations", "known_hosts", "ssh_config"]) {
     if (await reader.refuseLink(path.join(abs, entry))) linked.add(entry);
   }
   const list = (entry: string) =>

