@@ -83,11 +83,10 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
   // Groups nobody uses are still validated: a broken group must not wait for its first node.
   for (const name of groups.files.keys()) await groups.load(name);
   const tickets = await readTickets(reader, await list("remediations"));
-  const [knownHosts, sshConfig] = await Promise.all(
-    ["known_hosts", "ssh_config"].map((file) =>
-      linked.has(file) ? undefined : reader.readText(path.join(abs, file)),
-    ),
-  );
+  const beside = (file: string) =>
+    linked.has(file) ? undefined : reader.readText(path.join(abs, file));
+  const knownHosts = await beside("known_hosts");
+  const sshConfig = await beside("ssh_config");
   if (reader.errors.length) throw new ManifestErrors(reader.errors);
   return {
     dir: abs,

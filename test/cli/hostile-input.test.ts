@@ -388,6 +388,35 @@ describe("an ssh_config in the tree that runs a program on the runner", () => {
   });
 });
 
+describe("owners GitHub cannot ask", () => {
+  it("validate refuses a team of another organization than the repository's, at its line, once per line", async () => {
+    const dir = await tree({
+      "groups/web.yaml": 'owners:\n  - alice\n  - "@other-org/platform"\n',
+      "nodes/web-01.yaml": "groups: [web]\n",
+      "nodes/web-02.yaml": "groups: [web]\n",
+      "nodes/db-01.yaml": "owners: [ACME/dba, Acme-Two/x]\n",
+    });
+    const env = { GITHUB_REPOSITORY: "acme/fleet" };
+    const result = await runCli(["validate", "--manifests", "."], { cwd: dir, env });
+    assert.equal(result.exitCode, 2, result.stderr);
+    assertNoStack(result);
+    const lines = result.stderr
+      .split("\n")
+      .filter((l) => l.includes("another organization"))
+      .sort();
+    assert.deepEqual(lines, [
+      'groups/web.yaml:3:5: owner "@other-org/platform" is a team of another organization than acme: GitHub cannot ask it to review (name a user, or a team of this repository\'s organization)',
+      'nodes/db-01.yaml:1:20: owner "Acme-Two/x" is a team of another organization than acme: GitHub cannot ask it to review (name a user, or a team of this repository\'s organization)',
+    ]);
+    // Outside Actions the repository is unknown: nothing to compare with.
+    const local = await runCli(["validate", "--manifests", "."], {
+      cwd: dir,
+      env: { GITHUB_REPOSITORY: "" },
+    });
+    assert.equal(local.exitCode, 0, local.stderr);
+  });
+});
+
 describe("manifest-diff and what is audited or acknowledged", () => {
   const SYSCTL = { domain: "sysctl", key: "vm.swappiness", declared: 10, live: 60 } as const;
   const ticket = (fields: Partial<Ticket> = {}): Ticket => ({

@@ -37,6 +37,7 @@ import { parseFlags, saying, textFlag } from "../flags.js";
 import {
   CONCURRENCY_FLAG,
   DEFAULT_MANIFESTS,
+  defaultTreeToWrite,
   DEFAULT_TIMEOUT_SECONDS,
   NO_EPHEMERAL_RANGE_FLAG,
   PACKAGES_FLAG,
@@ -131,7 +132,7 @@ export async function adoptCommand(argv: string[]): Promise<number> {
   const sshFiles = await readSshFiles(config);
   const text = (await readInput("inventory", config.inventory))!;
   const plan = planAdoption(config.inventory, readInventory(config.inventory, text));
-  const tree = path.resolve(config.manifests ?? DEFAULT_MANIFESTS);
+  const tree = path.resolve(config.manifests ?? defaultTreeToWrite());
 
   for (const [name, count] of plan.ignored)
     say(

@@ -5,6 +5,7 @@ import { capAnnotations, type Annotation } from "../../report/formats/github.js"
 import { plural } from "../../report/formats/common.js";
 import { waiverWarnings } from "../../drift/waivers.js";
 import { visible } from "../../text/escape.js";
+import { foreignTeams } from "../../manifest/owners.js";
 import { sshConfigCommands } from "../../manifest/ssh-config.js";
 import { parseFlags, switchFlag } from "../flags.js";
 import { DEFAULT_MANIFESTS, findManifests, loadManifests, MANIFEST_FLAGS } from "../options.js";
@@ -49,8 +50,13 @@ export async function validateCommand(argv: string[]): Promise<number> {
     const where = config.repo
       ? (config.manifests ?? DEFAULT_MANIFESTS)
       : findManifests(config.manifests);
-    const commands = config["allow-exec"] ? [] : sshConfigErrors(where, fleet.sshConfig);
-    if (commands.length) throw new ManifestErrors(commands);
+    // Under Actions the repository is known: its organization is the only one teams can be of.
+    const org = io().env.GITHUB_REPOSITORY?.split("/")[0];
+    const problems = [
+      ...(config["allow-exec"] ? [] : sshConfigErrors(where, fleet.sshConfig)),
+      ...(org ? foreignTeams(fleet.nodes, org) : []),
+    ];
+    if (problems.length) throw new ManifestErrors(problems);
     io().stdout.write(
       `${formatLocation({ file: where })}: valid (${plural(fleet.nodes.length, "node")}, ${plural(groups.size, "group")} in use)\n`,
     );
