@@ -217,16 +217,18 @@ function nodeFileList(reader: ManifestReader, found: FoundFile[], options: LoadO
   return found.map((file) => {
     const name = baseName(file.abs);
     const display = reader.display(file.abs);
-    const problem = !NodeName.safeParse(name).success
-      ? new ManifestError(
-          `node name "${name}" (from the file name) must start with a letter, digit or _ and hold no whitespace, control characters or option syntax`,
-          { file: display },
-        )
-      : seen.has(name)
-        ? new ManifestError(`duplicate node "${name}": also declared by ${seen.get(name)}`, {
-            file: display,
-          })
-        : undefined;
+    // No `@` either: a node name is shown as plain text in places, where GitHub would mention a user.
+    const problem =
+      !NodeName.safeParse(name).success || name.includes("@")
+        ? new ManifestError(
+            `node name "${name}" (from the file name) must start with a letter, digit or _ and hold no whitespace, control characters, option syntax or @`,
+            { file: display },
+          )
+        : seen.has(name)
+          ? new ManifestError(`duplicate node "${name}": also declared by ${seen.get(name)}`, {
+              file: display,
+            })
+          : undefined;
     if (!problem) seen.set(name, display);
     return { file, name, problem, read: !problem && (options.only?.(name) ?? true) };
   });

@@ -388,6 +388,19 @@ describe("an ssh_config in the tree that runs a program on the runner", () => {
   });
 });
 
+describe("node names that would mention someone", () => {
+  it("validate refuses a node file named db.@alice, at the file, exit 2", async () => {
+    const dir = await tree({ "nodes/db.@alice.yaml": "{}\n", "nodes/web-01.yaml": "{}\n" });
+    const result = await validate(dir);
+    assert.equal(result.exitCode, 2, result.stderr);
+    assert.match(
+      result.stderr,
+      /^nodes\/db\.@alice\.yaml: node name "db\.@alice" \(from the file name\) must .* or @$/m,
+    );
+    assertNoStack(result);
+  });
+});
+
 describe("owners GitHub cannot ask", () => {
   it("validate refuses a team of another organization than the repository's, at its line, once per line", async () => {
     const dir = await tree({
