@@ -10,6 +10,7 @@ import { execa } from "execa";
 import { driftSignature } from "../../src/manifest/signature.js";
 import type { Ticket } from "../../src/manifest/tickets.js";
 import { ticketYaml } from "../../src/propose/ticket.js";
+import type { Report } from "../../src/report/schema.js";
 import { runCli, type CliResult } from "../support/cli.js";
 import { startGitServer, type GitServer } from "../support/git-server.js";
 import { scratchTrees } from "../support/tree.js";
@@ -398,6 +399,51 @@ describe("node names that would mention someone", () => {
       /^nodes\/db\.@alice\.yaml: node name "db\.@alice" \(from the file name\) must .* or @$/m,
     );
     assertNoStack(result);
+  });
+});
+
+describe("a ticket's due as an unquoted YAML 1.1 timestamp", () => {
+  it("is due at its time, not at the end of its day: past it, the local audit's drift is not acknowledged", async () => {
+    const live = (await readFile("/proc/sys/vm/swappiness", "utf8")).trim();
+    const declared = String(Number(live) + 1);
+    const today = new Date().toISOString().slice(0, 10);
+    const ticket = (due: string) =>
+      [
+        "%YAML 1.1",
+        "---",
+        "id: swappiness-1",
+        "status: open",
+        "domain: sysctl",
+        "key: vm.swappiness",
+        `declared: "${declared}"`,
+        `live: "${live}"`,
+        "severity: medium",
+        "nodes: [localhost]",
+        "remediation: Apply the manifest baseline.",
+        'detected: "2026-01-01T00:00:00Z"',
+        `signature: ${driftSignature("sysctl", "vm.swappiness", declared, live)}`,
+        `due: ${due}`,
+        "",
+      ].join("\n");
+    const item = async (due: string) => {
+      const dir = await tree({
+        "nodes/localhost.yaml": `system:\n  sysctl_parameters:\n    vm.swappiness: ${declared}\n`,
+        "remediations/swappiness-1.yaml": ticket(due),
+      });
+      const result = await runCli(["audit", "--local", "--manifests", ".", "--format", "json"], {
+        cwd: dir,
+      });
+      assert.equal(result.exitCode & 2, 0, result.stderr);
+      return (JSON.parse(result.stdout) as Report).nodes[0]!.drift[0]!;
+    };
+    // Earlier today: past due now (cut to its date, it would hold until midnight).
+    const lapsed = await item(`${today}T00:00:01Z`);
+    assert.equal(lapsed.acknowledged, undefined);
+    assert.equal(lapsed.lapsed, `ticket swappiness-1 past due since ${today}T00:00:01.000Z`);
+    // A date alone is due at the end of that day.
+    const held = await item(today);
+    assert.equal(held.lapsed, undefined);
+    assert.ok(held.acknowledged, JSON.stringify(held));
   });
 });
 
