@@ -292,7 +292,34 @@ async function readTickets(reader: ManifestReader, found: FoundFile[]): Promise<
     }
     tickets.push({ ticket: result.data, file: parsed.file });
   }
+  for (const problem of ticketClashes(tickets)) reader.errors.push(problem);
   return tickets;
+}
+
+/**
+ * Tickets that share an id, or a file name: a resolve moves a ticket to remediations/resolved/ by
+ * its file name, so a second one of that name would overwrite the first's record.
+ */
+function ticketClashes(tickets: Fleet["tickets"]): ManifestError[] {
+  const problems: ManifestError[] = [];
+  const ids = new Map<string, string>();
+  const names = new Map<string, string>();
+  for (const { ticket, file } of tickets) {
+    const sameId = ids.get(ticket.id);
+    const sameName = names.get(path.basename(file));
+    if (sameId !== undefined)
+      problems.push(new ManifestError(`ticket id "${ticket.id}" is also ${sameId}'s`, { file }));
+    else if (sameName !== undefined)
+      problems.push(
+        new ManifestError(
+          `ticket file name is also ${sameName}'s: resolving one would overwrite the other's record in remediations/resolved/`,
+          { file },
+        ),
+      );
+    ids.set(ticket.id, file);
+    names.set(path.basename(file), file);
+  }
+  return problems;
 }
 
 /**

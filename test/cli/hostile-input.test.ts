@@ -503,6 +503,37 @@ describe("manifest-diff and what is audited or acknowledged", () => {
     return runCli(["manifest-diff", "--base", "HEAD"], { cwd: repo });
   };
 
+  it("two tickets of one id, or of one file name (a resolve would overwrite one's record), are refused", async () => {
+    const dir = await tree({
+      ...TREE,
+      "remediations/web-01/copy.yaml": ticketYaml(ticket()),
+      "remediations/resolved/sysctl-vm-swappiness-1.yaml": ticketYaml(
+        ticket({ id: "sysctl-vm-swappiness-2", status: "resolved" }),
+      ),
+    });
+    const result = await validate(dir);
+    assert.equal(result.exitCode, 2, result.stderr);
+    assertNoStack(result);
+    const lines = result.stderr.split("\n").filter((l) => l.startsWith("remediations/"));
+    assert.equal(lines.length, 2, result.stderr);
+    assert.ok(
+      lines.some((l) =>
+        /^remediations\/\S+\.yaml: ticket id "sysctl-vm-swappiness-1" is also remediations\/\S+\.yaml's$/.test(
+          l,
+        ),
+      ),
+      result.stderr,
+    );
+    assert.ok(
+      lines.some((l) =>
+        /^remediations\/\S+: ticket file name is also remediations\/\S+'s: resolving one would overwrite the other's record in remediations\/resolved\/$/.test(
+          l,
+        ),
+      ),
+      result.stderr,
+    );
+  });
+
   it("a ticket whose signature alone is rewritten to another drift's is refused, by validate and manifest-diff alike", async () => {
     const listener = driftSignature("ports", "tcp/4444", null, "tcp/4444");
     const forged = ticketYaml(ticket({ signature: listener }));
