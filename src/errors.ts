@@ -152,6 +152,18 @@ export class InputFileError extends Error {
   }
 }
 
+/** What one run left for the next (a file on the state branch) that cannot be read at all. */
+export class StateError extends Error {
+  override readonly name = "StateError";
+  constructor(
+    /** `branch:file`. */
+    readonly file: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /** Shard reports that do not make up one whole fleet audit. */
 export class ReportMergeError extends Error {
   override readonly name = "ReportMergeError";

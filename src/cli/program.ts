@@ -3,6 +3,7 @@ import {
   InputFileError,
   InventoryErrors,
   ManifestErrors,
+  StateError,
   UsageError,
 } from "../errors.js";
 import { nearest } from "../manifest/suggest.js";
@@ -94,6 +95,10 @@ async function run(argv: string[]): Promise<number> {
     }
     if (error instanceof ForgeError) {
       say(`quartermaster: ${error.message}`);
+      return ExitBit.unaudited;
+    }
+    if (error instanceof StateError) {
+      say(`quartermaster: ${error.file}: ${error.message}`);
       return ExitBit.unaudited;
     }
     if (error instanceof HelpRequested) {

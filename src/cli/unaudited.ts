@@ -3,8 +3,13 @@ import { durationMs, overUnauditedBudget, unauditedLimit } from "../report/unaud
 import { ForgeError, InputFileError, UsageError } from "../errors.js";
 import { GitHub, settingsFromEnv, type GitHubSettings } from "../forge/github.js";
 import type { AuditSettings } from "../manifest/schema.js";
-import { readHistory } from "../propose/state.js";
-import { annotateNode, parseHistory, type AuditHistory } from "../report/history.js";
+import { HISTORY_FILE, readHistory, STATE_BRANCH } from "../propose/state.js";
+import {
+  annotateNode,
+  parseHistory,
+  type AuditHistory,
+  type ReadHistory,
+} from "../report/history.js";
 import { readText } from "../report/read.js";
 import type { NodeResult, Report } from "../report/schema.js";
 import { visible } from "../text/escape.js";
@@ -71,9 +76,20 @@ export function unauditedSource(values: UnauditedConfig): UnauditedSource {
 
 async function historyFrom(source: UnauditedSource["history"]): Promise<AuditHistory | undefined> {
   if (source === undefined) return undefined;
-  if ("github" in source) return readHistory(new GitHub(source.github));
+  if ("github" in source)
+    return warnDropped(
+      `${STATE_BRANCH}:${HISTORY_FILE}`,
+      await readHistory(new GitHub(source.github)),
+    );
   const history = parseHistory(await readText(source.file, "audit history"));
   if (typeof history === "string") throw new InputFileError(source.file, history);
+  return warnDropped(source.file, history);
+}
+
+/** Says which entries of the history `file` were left out: each costs only itself. */
+export function warnDropped(file: string, history: ReadHistory): ReadHistory {
+  for (const why of history.dropped)
+    io().stderr.write(`quartermaster: ${file}: ${visible(why)}; that entry is left out\n`);
   return history;
 }
 

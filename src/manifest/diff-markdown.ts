@@ -2,7 +2,7 @@
 // short could hide the one item that matters), sections left out whole past the size cap.
 import { append } from "../collections.js";
 import { compactValue, plural } from "../report/formats/common.js";
-import { codeCell, nodeList, textCell } from "../text/markdown.js";
+import { codeCell, codeSpan, fencedBlock, nodeList, textCell } from "../text/markdown.js";
 import { showPath } from "../spec-path.js";
 import type { KeyChange, ManifestDiff, NodeChange } from "./diff.js";
 
@@ -44,6 +44,24 @@ const KIND_NOTE = {
 export function renderManifestDiff(diff: ManifestDiff, maxBytes: number): string {
   const out = ["## What merging this pull request changes", ""];
   const sections: string[] = [];
+  // Before all: ssh reads this file on the runner, where a line of it can run any program.
+  if (diff.sshConfig) {
+    const { commands } = diff.sshConfig;
+    sections.push(
+      [
+        "### ssh_config (read by ssh on the runner)",
+        "",
+        ...(commands.length
+          ? [
+              "**Lines that run a program on the runner after the change**: " +
+                commands.map((c) => `${codeSpan(c.keyword)} (line ${c.line})`).join(", "),
+              "",
+            ]
+          : []),
+        fencedBlock(diff.sshConfig.diff, "diff"),
+      ].join("\n"),
+    );
+  }
   // First: a new or changed pinned key decides which machine Quartermaster trusts as a node.
   if (diff.knownHosts.length) {
     sections.push(
@@ -91,6 +109,11 @@ export function renderManifestDiff(diff: ManifestDiff, maxBytes: number): string
     );
   }
   const nodeCount = diff.nodes.length;
+  if (diff.sshConfig)
+    out.push(
+      `The ssh_config the workflows pass to ssh changes${diff.sshConfig.commands.length ? ", and runs a program on the runner" : ""}.`,
+      "",
+    );
   if (diff.knownHosts.length)
     out.push(`The pinned host keys of ${plural(diff.knownHosts.length, "host")} change.`, "");
   const ticketCount = new Set(diff.tickets.map((c) => c.path[0])).size;

@@ -3,7 +3,9 @@
 // line in a group file can change what dozens of nodes must run. Rendered by diff-markdown.ts.
 import { isDeepStrictEqual } from "node:util";
 import { compareText } from "../report/formats/common.js";
+import { unifiedDiff } from "../domains/file-text.js";
 import { pinnedKeys } from "./known-hosts.js";
+import { sshConfigCommands, type SshConfigCommand } from "./ssh-config.js";
 import { itemKey, keyFieldAt, SPEC_LIST_SHAPES } from "./lists.js";
 import type { Fleet, LoadedNode } from "./load.js";
 import { sourceOf } from "./merge-layers.js";
@@ -36,6 +38,8 @@ export interface ManifestDiff {
   fleetSettings: KeyChange[];
   /** Every field of every ticket but its id: status, nodes, the drift and signature it states. */
   tickets: KeyChange[];
+  /** The tree's ssh_config, when it changes: ssh reads it on the runner, so every line counts. */
+  sshConfig?: { diff: string; commands: SshConfigCommand[] };
 }
 
 type Leaf = { path: (string | number)[]; value: unknown };
@@ -164,5 +168,11 @@ export function diffFleets(base: Fleet, head: Fleet): ManifestDiff {
     nodes,
     fleetSettings: changesBetween(base.settings, head.settings),
     tickets: changesBetween(ticketsOf(base), ticketsOf(head)),
+    ...(base.sshConfig !== head.sshConfig && {
+      sshConfig: {
+        diff: unifiedDiff(base.sshConfig ?? "", head.sshConfig ?? ""),
+        commands: sshConfigCommands(head.sshConfig ?? ""),
+      },
+    }),
   };
 }

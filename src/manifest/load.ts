@@ -41,6 +41,8 @@ export interface Fleet {
   tickets: { ticket: Ticket; file: string }[];
   /** The pinned host keys (`known_hosts` beside the manifests), when the tree keeps them. */
   knownHosts?: string;
+  /** The ssh_config beside the manifests (`ssh_config`), which the workflows can pass to ssh. */
+  sshConfig?: string;
 }
 
 export interface LoadOptions {
@@ -81,9 +83,10 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
   // Groups nobody uses are still validated: a broken group must not wait for its first node.
   for (const name of groups.files.keys()) await groups.load(name);
   const tickets = await readTickets(reader, await list("remediations"));
-  const knownHosts = linked.has("known_hosts")
-    ? undefined
-    : await reader.readText(path.join(abs, "known_hosts"));
+  const beside = (file: string) =>
+    linked.has(file) ? undefined : reader.readText(path.join(abs, file));
+  const knownHosts = await beside("known_hosts");
+  const sshConfig = await beside("ssh_config");
   if (reader.errors.length) throw new ManifestErrors(reader.errors);
   return {
     dir: abs,
@@ -91,12 +94,13 @@ export async function loadFleet(dir: string, options: LoadOptions = {}): Promise
     nodes,
     tickets,
     ...(knownHosts !== undefined && { knownHosts }),
+    ...(sshConfig !== undefined && { sshConfig }),
   };
 }
 
 /**
- * The tree's directory, its reader, and its folders' YAML files: a linked folder or known_hosts is
- * refused like a linked file, and not read.
+ * The tree's directory, its reader, and its folders' YAML files: a linked folder, known_hosts or
+ * ssh_config is refused like a linked file, and not read.
  */
 async function openTree(dir: string, options: LoadOptions) {
   const abs = path.resolve(dir);
@@ -112,7 +116,7 @@ async function openTree(dir: string, options: LoadOptions) {
     options.displayPrefix ?? (path.relative(process.cwd(), abs) || "."),
   );
   const linked = new Set<string>();
-  for (const entry of ["groups", "nodes", "remediations", "known_hosts"]) {
+  for (const entry of ["groups", "nodes", "remediations", "known_hosts", "ssh_config"]) {
     if (await reader.refuseLink(path.join(abs, entry))) linked.add(entry);
   }
   const list = (entry: string) =>
@@ -213,16 +217,18 @@ function nodeFileList(reader: ManifestReader, found: FoundFile[], options: LoadO
   return found.map((file) => {
     const name = baseName(file.abs);
     const display = reader.display(file.abs);
-    const problem = !NodeName.safeParse(name).success
-      ? new ManifestError(
-          `node name "${name}" (from the file name) must start with a letter, digit or _ and hold no whitespace, control characters or option syntax`,
-          { file: display },
-        )
-      : seen.has(name)
-        ? new ManifestError(`duplicate node "${name}": also declared by ${seen.get(name)}`, {
-            file: display,
-          })
-        : undefined;
+    // No `@` either: a node name is shown as plain text in places, where GitHub would mention a user.
+    const problem =
+      !NodeName.safeParse(name).success || name.includes("@")
+        ? new ManifestError(
+            `node name "${name}" (from the file name) must start with a letter, digit or _ and hold no whitespace, control characters, option syntax or @`,
+            { file: display },
+          )
+        : seen.has(name)
+          ? new ManifestError(`duplicate node "${name}": also declared by ${seen.get(name)}`, {
+              file: display,
+            })
+          : undefined;
     if (!problem) seen.set(name, display);
     return { file, name, problem, read: !problem && (options.only?.(name) ?? true) };
   });
@@ -286,7 +292,34 @@ async function readTickets(reader: ManifestReader, found: FoundFile[]): Promise<
     }
     tickets.push({ ticket: result.data, file: parsed.file });
   }
+  for (const problem of ticketClashes(tickets)) reader.errors.push(problem);
   return tickets;
+}
+
+/**
+ * Tickets that share an id, or a file name: a resolve moves a ticket to remediations/resolved/ by
+ * its file name, so a second one of that name would overwrite the first's record.
+ */
+function ticketClashes(tickets: Fleet["tickets"]): ManifestError[] {
+  const problems: ManifestError[] = [];
+  const ids = new Map<string, string>();
+  const names = new Map<string, string>();
+  for (const { ticket, file } of tickets) {
+    const sameId = ids.get(ticket.id);
+    const sameName = names.get(path.basename(file));
+    if (sameId !== undefined)
+      problems.push(new ManifestError(`ticket id "${ticket.id}" is also ${sameId}'s`, { file }));
+    else if (sameName !== undefined)
+      problems.push(
+        new ManifestError(
+          `ticket file name is also ${sameName}'s: resolving one would overwrite the other's record in remediations/resolved/`,
+          { file },
+        ),
+      );
+    ids.set(ticket.id, file);
+    names.set(path.basename(file), file);
+  }
+  return problems;
 }
 
 /**

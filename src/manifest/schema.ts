@@ -136,7 +136,12 @@ export const IsoDate = z.union([
       (text) => !ISO_DATE.test(text) || isRealDate(text),
       "is not a real date or time (2026-12-31 or 2026-12-31T18:00:00Z)",
     ),
-  z.date().transform((d) => d.toISOString().slice(0, 10)),
+  // An unquoted YAML 1.1 timestamp: a date alone comes as midnight UTC; any other time is kept,
+  // never cut to its day (which would extend it by up to a day).
+  z.date().transform((d) => {
+    const iso = d.toISOString();
+    return iso.endsWith("T00:00:00.000Z") ? iso.slice(0, 10) : iso;
+  }),
 ]);
 
 const Glob = z.string().superRefine((glob, ctx) => {

@@ -1,6 +1,6 @@
 import { ForgeError } from "../errors.js";
 import type { GitHub, Unasked } from "../forge/github.js";
-import { annotateNode, emptyHistory, nextHistory, type AuditHistory } from "../report/history.js";
+import { annotateNode, emptyHistory, nextHistory, type ReadHistory } from "../report/history.js";
 import { appendRun, emptyRuns, type RunContext } from "../report/runs.js";
 import type { Report } from "../report/schema.js";
 import { visible } from "../text/escape.js";
@@ -71,6 +71,7 @@ export async function planWithForge(
 
 /** One run's plan and what it was planned from. */
 export interface RunPlan extends StateFiles {
+  history: ReadHistory;
   /** The report, each node's drift and dark time dated from `history`. */
   report: Report;
   actions: Action[];
@@ -88,7 +89,7 @@ export async function planRun(
   input: Omit<PlanInput, "pulls" | "waiting">,
   ticked: ReadonlySet<string>,
 ): Promise<RunPlan> {
-  const history: AuditHistory = github ? await readHistory(github) : emptyHistory();
+  const history = github ? await readHistory(github) : { ...emptyHistory(), dropped: [] };
   const runs = github ? await readRuns(github) : emptyRuns();
   const owners = new Map(input.nodes.map((node) => [node.name, ownersOf(node)]));
   const read = input.report;

@@ -1,10 +1,12 @@
 import { z } from "zod";
 import type { GitHub } from "../forge/github.js";
+import { StateError } from "../errors.js";
 import {
   emptyHistory,
   parseHistory,
   serializeHistory,
   type AuditHistory,
+  type ReadHistory,
 } from "../report/history.js";
 import { emptyRuns, parseRuns, serializeRuns, type RunHistory } from "../report/runs.js";
 import { visible } from "../text/escape.js";
@@ -17,18 +19,18 @@ export const HISTORY_FILE = "audit-history.json";
 export const RUNS_FILE = "run-history.json";
 
 /**
- * The audit history as the last run left it: empty when there is none yet, or when what is there
- * is not one (said on stderr: the history starts again).
+ * The audit history as the last run left it, empty when there is none yet. One that cannot be read
+ * at all stops the run: starting again would restart every dark node's clock and drift's age.
  */
-export async function readHistory(github: GitHub): Promise<AuditHistory> {
+export async function readHistory(github: GitHub): Promise<ReadHistory> {
   const text = await github.readFile(STATE_BRANCH, HISTORY_FILE, "reading the audit history");
-  if (text === undefined) return emptyHistory();
+  if (text === undefined) return { ...emptyHistory(), dropped: [] };
   const history = parseHistory(text);
   if (typeof history !== "string") return history;
-  process.stderr.write(
-    `quartermaster: ${STATE_BRANCH}:${HISTORY_FILE} is ${visible(history)}; starting the audit history again\n`,
+  throw new StateError(
+    `${STATE_BRANCH}:${HISTORY_FILE}`,
+    `${history}; the run stops rather than start the history again (restore the file from the branch's history, or delete it to start again)`,
   );
-  return emptyHistory();
 }
 
 /** The history of runs as the last run left it: empty when there is none yet (or it is not one). */

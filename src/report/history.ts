@@ -31,11 +31,17 @@ export const HISTORY_VERSION = 1;
 
 export const emptyHistory = (): AuditHistory => ({ nodes: new Map(), drift: new Map() });
 
+/** A history as read: the entries that could be read, and each left out with why. */
+export interface ReadHistory extends AuditHistory {
+  dropped: string[];
+}
+
 /**
- * The history in `text`, or why it is not one. Keys are read into maps, never used as object
- * properties: node names come from the state branch, which anyone with write access can push to.
+ * The history in `text`, or why it is not one. A malformed entry costs only itself (said in
+ * `dropped`); keys are read into maps, never used as object properties: node names come from the
+ * state branch, which anyone with write access can push to.
  */
-export function parseHistory(text: string): AuditHistory | string {
+export function parseHistory(text: string): ReadHistory | string {
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -45,7 +51,7 @@ export function parseHistory(text: string): AuditHistory | string {
   }
   if (!isObject(json) || json.version !== HISTORY_VERSION)
     return `not a Quartermaster audit history (version ${HISTORY_VERSION})`;
-  const history = emptyHistory();
+  const history: ReadHistory = { ...emptyHistory(), dropped: [] };
   const run = Time.safeParse(json.run);
   if (run.success) history.run = run.data;
   for (const [field, schema, into] of [
@@ -57,8 +63,8 @@ export function parseHistory(text: string): AuditHistory | string {
     if (!isObject(entries)) return `"${field}" is not an object`;
     for (const [key, value] of Object.entries(entries)) {
       const parsed = schema.safeParse(value);
-      if (!parsed.success) return `"${field}" entry ${JSON.stringify(key)} is malformed`;
-      (into as Map<string, unknown>).set(key, parsed.data);
+      if (parsed.success) (into as Map<string, unknown>).set(key, parsed.data);
+      else history.dropped.push(`"${field}" entry ${JSON.stringify(key)} is malformed`);
     }
   }
   return history;

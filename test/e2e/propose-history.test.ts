@@ -6,6 +6,8 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
+import { GitHub, settingsFromEnv } from "../../src/forge/github.js";
+import { HISTORY_FILE, STATE_BRANCH } from "../../src/propose/state.js";
 import { Report } from "../../src/report/schema.js";
 import { runCli } from "../support/cli.js";
 import { startForge, type TestForge } from "../support/forge.js";
@@ -188,6 +190,59 @@ describe("memory across runs", () => {
     const again = await propose(run.file);
     assert.equal(again.exitCode, 8, again.stderr);
     assert.equal(dashboardEdits(), before + 1);
+    assert.deepEqual(forge.double.violations, []);
+  });
+
+  const stateText = async () =>
+    (await new GitHub(settingsFromEnv(env())).readFile(STATE_BRANCH, HISTORY_FILE, "test")) ?? "";
+
+  it("run 4: a malformed history entry costs only itself, named in the run; web-02 keeps its clock", async () => {
+    const kept = await stateText();
+    assert.match(kept, /"web-02":/);
+    const planted = kept.replace('"nodes":{\n', '"nodes":{\n"ghost-01":{"unauditedRuns":-1},\n');
+    await forge.double.pushCommit(STATE_BRANCH, { [HISTORY_FILE]: planted });
+
+    const run = await audit("run-4");
+    assert.equal(run.result.exitCode, 1 + 4 + 8, run.result.stderr);
+    const named = `quartermaster-state:audit-history.json: "nodes" entry "ghost-01" is malformed; that entry is left out`;
+    assert.ok(run.result.stderr.includes(named), run.result.stderr);
+    assert.deepEqual(run.report.nodes.find((n) => n.name === "web-02")!.unaudited, {
+      since: t1,
+      runs: 3,
+    });
+    assert.equal(run.report.nodes.find((n) => n.name === "web-01")!.drift[0]!.firstSeen, t1);
+
+    const proposed = await propose(run.file);
+    assert.equal(proposed.exitCode, 8, proposed.stderr);
+    assert.ok(proposed.stderr.includes(named), proposed.stderr);
+    const next = await stateText();
+    assert.doesNotMatch(next, /ghost-01/);
+    assert.match(
+      next,
+      new RegExp(`"web-02":\\{[^}]*"unauditedSince":"${t1}","unauditedRuns":3\\}`),
+    );
+  });
+
+  it("run 5: a history that cannot be read at all fails the audit and propose (exit 4), and is not overwritten", async () => {
+    const planted = '{"version":1,"nodes":{"web-02":{"unauditedRuns":3}}'; // cut short
+    await forge.double.pushCommit(STATE_BRANCH, { [HISTORY_FILE]: planted });
+    const file = path.join(work, "run-4.json");
+    const audited = await runCli(
+      ["audit", ...repoArgs(), "--ssh-config", fleet.sshConfig, "--state-from-repo"],
+      { env: env() },
+    );
+    assert.equal(audited.exitCode, 4, audited.stderr);
+    assert.match(
+      audited.stderr,
+      /^quartermaster: quartermaster-state:audit-history\.json: not JSON \(.*\); the run stops rather than start the history again/m,
+    );
+    const edits = dashboardEdits();
+    const proposed = await propose(file);
+    assert.equal(proposed.exitCode, 4, proposed.stderr);
+    assert.match(proposed.stderr, /quartermaster-state:audit-history\.json: not JSON/);
+    assert.doesNotMatch(proposed.stderr, /internal error|\n\s+at /);
+    assert.equal(await stateText(), planted);
+    assert.equal(dashboardEdits(), edits);
     assert.deepEqual(forge.double.violations, []);
   });
 });

@@ -2,7 +2,7 @@
 import { io } from "../io.js";
 import path from "node:path";
 import { runAdopt } from "../../runs/adopt.js";
-import { DEFAULT_MANIFESTS } from "../../runs/fleet.js";
+import { defaultTreeToWrite } from "../../runs/fleet.js";
 import { visible } from "../../text/escape.js";
 import { ExitBit } from "../exit.js";
 import { parseFlags, saying, textFlag } from "../flags.js";
@@ -50,7 +50,7 @@ function adoptConfig(argv: string[]) {
 
 export async function adoptCommand(argv: string[]): Promise<number> {
   const config = adoptConfig(argv);
-  const manifests = config.manifests ?? DEFAULT_MANIFESTS;
+  const manifests = config.manifests ?? defaultTreeToWrite();
   const result = await runAdopt({
     inventory: config.inventory,
     manifests,

@@ -23,11 +23,18 @@ import {
   type Dashboard,
 } from "../../propose/dashboard.js";
 import { askAgain, describePending, pendingReviews, refusedOnOpen } from "../../propose/reviews.js";
-import { changesState, writeState, type StateFiles } from "../../propose/state.js";
+import {
+  changesState,
+  writeState,
+  type StateFiles,
+  HISTORY_FILE,
+  STATE_BRANCH,
+} from "../../propose/state.js";
 import { readReport } from "../../report/read.js";
 import { visible } from "../../text/escape.js";
 import { codeCell } from "../../text/markdown.js";
 import { ExitBit } from "../exit.js";
+import { warnDropped } from "../unaudited.js";
 import { checkedFlag, parseFlags, switchFlag, textFlag, wholeFlag } from "../flags.js";
 import { BASE_FLAG, MANIFEST_FLAGS, REPORT_FLAG, resolveManifestDir } from "../options.js";
 
@@ -98,6 +105,7 @@ async function proposeRun(config: ReturnType<typeof proposeConfig>): Promise<num
   const ticked = tickedBranches(dashboard.body);
   const fleet = new Set(input.nodes.map((n) => n.name));
   const planned = await planRun(github, input, ticked);
+  warnDropped(`${STATE_BRANCH}:${HISTORY_FILE}`, planned.history);
   const overBit = warnOverBudget(audited.unauditedBudget?.over);
   const dry = config["dry-run"] || !github;
   const release = dry ? undefined : await waitForTurn(github, planned, fleet, revision);

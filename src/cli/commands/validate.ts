@@ -1,10 +1,13 @@
+import path from "node:path";
 import { io } from "../io.js";
 import { ManifestError, ManifestErrors, formatLocation } from "../../errors.js";
 import { capAnnotations, type Annotation } from "../../report/formats/github.js";
 import { plural } from "../../report/formats/common.js";
 import { waiverWarnings } from "../../drift/waivers.js";
 import { visible } from "../../text/escape.js";
-import { parseFlags } from "../flags.js";
+import { foreignTeams } from "../../manifest/owners.js";
+import { sshConfigCommands } from "../../manifest/ssh-config.js";
+import { parseFlags, switchFlag } from "../flags.js";
 import { DEFAULT_MANIFESTS, findManifests, loadManifests } from "../../runs/fleet.js";
 import { MANIFEST_FLAGS, manifestSource } from "../options.js";
 import { writeWorkflowCommands } from "../stdout.js";
@@ -21,14 +24,40 @@ function githubAnnotation(error: ManifestError): Annotation {
   };
 }
 
+const VALIDATE_FLAGS = {
+  ...MANIFEST_FLAGS,
+  "allow-exec": switchFlag(
+    "accept ssh_config lines that run a program on the auditing machine (ProxyCommand, Match exec, ...)",
+  ),
+};
+
+/** The tree's ssh_config lines that run a program where the audit runs, as manifest errors. */
+function sshConfigErrors(where: string, text: string | undefined): ManifestError[] {
+  return sshConfigCommands(text ?? "").map(
+    ({ line, col, why }) =>
+      new ManifestError(
+        why,
+        { file: path.join(where, "ssh_config"), line, col },
+        "a change here runs on the runner once merged; validate --allow-exec accepts it",
+      ),
+  );
+}
+
 export async function validateCommand(argv: string[]): Promise<number> {
-  const { config } = parseFlags("validate", argv, MANIFEST_FLAGS);
+  const { config } = parseFlags("validate", argv, VALIDATE_FLAGS);
   try {
     const fleet = await loadManifests(manifestSource(config));
     const groups = new Set(fleet.nodes.flatMap((n) => n.groups));
     const where = config.repo
       ? (config.manifests ?? DEFAULT_MANIFESTS)
       : findManifests(config.manifests);
+    // Under Actions the repository is known: its organization is the only one teams can be of.
+    const org = io().env.GITHUB_REPOSITORY?.split("/")[0];
+    const problems = [
+      ...(config["allow-exec"] ? [] : sshConfigErrors(where, fleet.sshConfig)),
+      ...(org ? foreignTeams(fleet.nodes, org) : []),
+    ];
+    if (problems.length) throw new ManifestErrors(problems);
     io().stdout.write(
       `${formatLocation({ file: where })}: valid (${plural(fleet.nodes.length, "node")}, ${plural(groups.size, "group")} in use)\n`,
     );

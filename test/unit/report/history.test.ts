@@ -93,10 +93,16 @@ describe("audit history", () => {
   it("refuses text that is not a history, naming what is wrong", () => {
     assert.match(String(parseHistory("{")), /not JSON/);
     assert.match(String(parseHistory('{"version":2}')), /not a Quartermaster audit history/);
-    assert.match(
-      String(parseHistory('{"version":1,"nodes":{"__proto__":{"unauditedRuns":-1}}}')),
-      /"nodes" entry "__proto__" is malformed/,
+    assert.match(String(parseHistory('{"version":1,"nodes":[]}')), /"nodes" is not an object/);
+  });
+
+  it("leaves out a malformed entry only, naming it", () => {
+    const read = parseHistory(
+      '{"version":1,"nodes":{"__proto__":{"unauditedRuns":-1},"web-01":{"unauditedRuns":2}}}',
     );
+    assert.ok(typeof read !== "string");
+    assert.deepEqual(read.dropped, ['"nodes" entry "__proto__" is malformed']);
+    assert.deepEqual([...read.nodes.keys()], ["web-01"]);
     const ok = parseHistory('{"version":1,"nodes":{"__proto__":{"unauditedRuns":0}}}');
     assert.ok(typeof ok !== "string" && ok.nodes.has("__proto__"));
   });
