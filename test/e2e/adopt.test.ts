@@ -313,3 +313,60 @@ describe("hostile inventories", () => {
     await assert.rejects(readdir(tree), "nothing written");
   });
 });
+
+describe("adopt from an operator's ssh_config", () => {
+  test("each alias, in the file or an Include, gets what ssh -G resolves; no identity path in the tree; it audits clean", async () => {
+    const tree = path.join(dir, "ssh-config-tree");
+    const address = (name: string) => fleet.hosts.find((h) => h.name === name)!.address;
+    const included = path.join(dir, "hosts.d");
+    await mkdir(included, { recursive: true });
+    await writeFile(
+      path.join(included, "db.conf"),
+      `Host db-01 db-02\n  HostName %h.unresolvable.invalid\nHost db-01\n  Port 22\n`,
+    );
+    // The first HostName obtained wins: db.conf's, read through the Include, is never used.
+    const inventory = path.join(dir, "operator-ssh-config");
+    await writeFile(
+      inventory,
+      [
+        "Host db-01 db-02 web-01",
+        `  User ${fleet.user}`,
+        ...["web-01", "db-01", "db-02"].map((n) => `Host ${n}\n  HostName ${address(n)}`),
+        `Include ${included}/*.conf`,
+        "Host * !web-01",
+        "  User never-used",
+        "Host *",
+        `  IdentityFile "${fleet.identityFile}"`,
+        "",
+      ].join("\n"),
+    );
+    // What a workflow's ssh config holds: the key and the trusted host keys, no host of its own.
+    const runner = path.join(dir, "runner-ssh-config");
+    await writeFile(
+      runner,
+      `Host *\n  IdentityFile "${fleet.identityFile}"\n  IdentitiesOnly yes\n  UserKnownHostsFile "${fleet.knownHosts}"\n  GlobalKnownHostsFile /dev/null\n`,
+    );
+    const result = await runCli([
+      "adopt",
+      "--inventory",
+      inventory,
+      "--manifests",
+      tree,
+      "--ssh-config",
+      runner,
+    ]);
+    assert.equal(result.exitCode, 0, result.stderr);
+    assert.match(result.stderr, /3 of 3 hosts adopted/);
+    const files = await filesOf(tree);
+    for (const name of ["web-01", "db-01", "db-02"]) {
+      const node = parse(files.get(`nodes/${name}.yaml`)!);
+      assert.equal(node.host, address(name), name);
+    }
+    const text = [...files.values()].join("\n");
+    assert.ok(text.includes(fleet.user), "the user ssh resolves is declared");
+    assert.ok(!text.includes(fleet.dir), "no path of the adopting machine in the tree");
+    assert.ok(!text.includes("never-used") && !text.includes("unresolvable"));
+    const audit = await runCli(["audit", "--manifests", tree, "--ssh-config", runner]);
+    assert.equal(audit.exitCode, 0, audit.stdout.slice(0, 3000) + audit.stderr);
+  });
+});
