@@ -59,6 +59,13 @@ before(async () => {
     { name: "db-01", ...DB, files: sysctlFile("net.ipv4.ip_forward = 0\n") },
     { name: "db-02", ...DB, files: sysctlFile("net.ipv4.ip_forward = 0\n") },
     { name: "web-03", ...WEB, files: sysctlFile("net.ipv4.ip_forward = 1\n") },
+    // The odd web node: one listener more than the role's.
+    {
+      name: "web-04",
+      ...WEB,
+      listeners: [...WEB.listeners, "tcp/9100"],
+      files: sysctlFile("net.ipv4.ip_forward = 1\n"),
+    },
     { name: "down-01", state: "stopped" },
   ]);
   dir = await mkdtemp(path.join(os.tmpdir(), "qm-adopt-"));
@@ -367,6 +374,26 @@ describe("adopt from an operator's ssh_config", () => {
     assert.ok(!text.includes(fleet.dir), "no path of the adopting machine in the tree");
     assert.ok(!text.includes("never-used") && !text.includes("unresolvable"));
     const audit = await runCli(["audit", "--manifests", tree, "--ssh-config", runner]);
+    assert.equal(audit.exitCode, 0, audit.stdout.slice(0, 3000) + audit.stderr);
+  });
+});
+
+describe("adopt a role whose odd member listens on one more port", () => {
+  test("the role's port list is the group's; the odd node's file holds its own list; it audits clean", async () => {
+    const tree = path.join(dir, "majority-tree");
+    const inventory = path.join(dir, "majority.ini");
+    await writeFile(inventory, "[web]\nweb-01\nweb-03\nweb-04\n[db]\ndb-01\ndb-02\n");
+    const result = await cli(["adopt", "--inventory", inventory, "--manifests", tree]);
+    assert.equal(result.exitCode, 0, result.stderr);
+    const read = async (rel: string) =>
+      parse(await readFile(path.join(tree, rel), "utf8")) as Record<string, any>;
+    const web = (await read("groups/web.yaml")).networking.listening_ports as string[];
+    assert.ok(web.includes("tcp/8080") && !web.includes("tcp/9100"), web.join(" "));
+    const odd = (await read("nodes/web-04.yaml")).networking.listening_ports as string[];
+    assert.deepEqual([...odd].sort(), [...web, "tcp/9100"].sort());
+    for (const name of ["web-01", "web-03"])
+      assert.equal((await read(`nodes/${name}.yaml`)).networking, undefined, name);
+    const audit = await cli(["audit", "--manifests", tree]);
     assert.equal(audit.exitCode, 0, audit.stdout.slice(0, 3000) + audit.stderr);
   });
 });
