@@ -379,14 +379,28 @@ describe("adopt from an operator's ssh_config", () => {
 });
 
 describe("adopt a role whose odd member listens on one more port", () => {
-  test("the role's port list is the group's; the odd node's file holds its own list; it audits clean", async () => {
+  test("the role's port list is the group's; the odd node's file holds its own list; --pin pins one package; it audits clean", async () => {
     const tree = path.join(dir, "majority-tree");
     const inventory = path.join(dir, "majority.ini");
     await writeFile(inventory, "[web]\nweb-01\nweb-03\nweb-04\n[db]\ndb-01\ndb-02\n");
-    const result = await cli(["adopt", "--inventory", inventory, "--manifests", tree]);
+    const result = await cli([
+      ...["adopt", "--inventory", inventory, "--manifests", tree],
+      ...["--pin", "bash,no-such-package"],
+    ]);
     assert.equal(result.exitCode, 0, result.stderr);
     const read = async (rel: string) =>
       parse(await readFile(path.join(tree, rel), "utf8")) as Record<string, any>;
+    // Only the pinned package takes its live version.
+    const installed = (await read("fleet.yaml")).packages.installed_manifest as Record<
+      string,
+      string
+    >;
+    assert.match(installed.bash!, /^\d[^*]*$/);
+    assert.equal(installed.dash, "*");
+    assert.deepEqual(
+      Object.keys(installed).filter((name) => installed[name] !== "*"),
+      ["bash"],
+    );
     const web = (await read("groups/web.yaml")).networking.listening_ports as string[];
     assert.ok(web.includes("tcp/8080") && !web.includes("tcp/9100"), web.join(" "));
     const odd = (await read("nodes/web-04.yaml")).networking.listening_ports as string[];

@@ -33,7 +33,7 @@ import {
   type SshOptions,
 } from "../../transport/ssh.js";
 import { ExitBit } from "../exit.js";
-import { parseFlags, saying, textFlag } from "../flags.js";
+import { checkedFlag, parseFlags, saying, textFlag } from "../flags.js";
 import {
   CONCURRENCY_FLAG,
   DEFAULT_MANIFESTS,
@@ -112,6 +112,11 @@ const ADOPT_FLAGS = {
   ),
   timeout: saying(TIMEOUT_FLAG, "per-host time limit, connection and snapshot (default: 60)"),
   packages: PACKAGES_FLAG,
+  pin: checkedFlag(
+    "PACKAGE,…",
+    "declare these packages at their live version, the rest as --packages says",
+    (given) => new Set(given.split(",").filter(Boolean)),
+  ),
   "no-ephemeral-range": NO_EPHEMERAL_RANGE_FLAG,
 };
 
@@ -232,7 +237,7 @@ function undeclaredHosts(
 }
 
 interface SnapshotJob {
-  config: Pick<AdoptConfig, "concurrency" | "packages" | "no-ephemeral-range">;
+  config: Pick<AdoptConfig, "concurrency" | "packages" | "pin" | "no-ephemeral-range">;
   sshFiles: Awaited<ReturnType<typeof readSshFiles>>;
   staged: Pick<Awaited<ReturnType<typeof stageLayers>>, "base" | "ssh">;
   settings: ReturnType<typeof fleetAuditSettings>;
@@ -294,6 +299,7 @@ async function snapshotHost(
   try {
     const snapshot = await snapshotSpec(sshTransport(node, sshOptions), DOMAINS, job.settings, {
       packages: job.config.packages,
+      ...(job.config.pin && { pinned: job.config.pin }),
       ephemeralAsRange: !job.config["no-ephemeral-range"],
       declared: job.staged.base.get(host.name),
     });
