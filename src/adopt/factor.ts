@@ -1,10 +1,10 @@
 // Factoring a fleet's snapshots into layers: a value every node shares goes to fleet.yaml, a value
-// every member of a group shares to the group's file, the rest to each node's file. Pure: data in,
+// most members of a group share to the group's file, the rest to each node's file. Pure: data in,
 // layers out. Layers hold keyed lists (files, units) as maps by key, as the loader's layers do.
 //
-// A value is lifted into a layer only when every node that layer reaches holds it, so no layer
-// ever has to delete or override what an earlier one declared: the merge of a node's layers is
-// its snapshot by construction, and `mergedSpecOf` lets callers check it.
+// A value is lifted into a layer only where every node that layer reaches declares that path, so
+// no node has to delete what a layer declared, only replace it with its own value: the merge of a
+// node's layers is its snapshot by construction, and `mergedSpecOf` lets callers check it.
 import { keyedItems, keyedMapsAsLists, SPEC_LIST_SHAPES } from "../manifest/lists.js";
 import { mergeLayers } from "../manifest/merge-layers.js";
 import type { Layer } from "../manifest/layer.js";
@@ -194,6 +194,47 @@ function sharedLeaves(holders: readonly { leaves: readonly Leaf[] }[]): Leaf[] {
   return holders[0]!.leaves.filter((leaf) => counts.get(leaf) === holders.length);
 }
 
+/**
+ * A group's values: at each path every member declares, the value more than half of them hold
+ * (two at least), in the order members first hold them. A member holding another value there
+ * overrides it in its own file (a list replaced whole: the web node with one more port); a path
+ * some member lacks is lifted only when all hold it, so no member has to delete a value.
+ */
+function majorityLeaves(members: readonly { leaves: readonly Leaf[] }[]): Leaf[] {
+  const byKey = new Map<string, Map<Leaf, number>>();
+  for (const member of members)
+    for (const leaf of member.leaves) {
+      let counts = byKey.get(leaf.key);
+      if (!counts) byKey.set(leaf.key, (counts = new Map()));
+      counts.set(leaf, (counts.get(leaf) ?? 0) + 1);
+    }
+  const out: Leaf[] = [];
+  for (const counts of byKey.values()) {
+    let holders = 0;
+    let best: [Leaf, number] | undefined;
+    for (const entry of counts) {
+      holders += entry[1];
+      if (!best || entry[1] > best[1]) best = entry;
+    }
+    if (holders === members.length && best![1] >= 2 && best![1] * 2 > members.length)
+      out.push(best![0]);
+  }
+  return out;
+}
+
+/** The value a node's groups give a path: the last of them (in merge order) declaring it. */
+function inheritedLeaf(
+  groups: readonly string[],
+  declaredBy: ReadonlyMap<string, ReadonlyMap<string, Leaf>>,
+  key: string,
+): Leaf | undefined {
+  for (let i = groups.length - 1; i >= 0; i--) {
+    const leaf = declaredBy.get(groups[i]!)?.get(key);
+    if (leaf) return leaf;
+  }
+  return undefined;
+}
+
 interface Holders {
   members: string[];
   leaves: Leaf[];
@@ -248,7 +289,7 @@ export function factorFleet(input: FactorInput): Factored {
   const rest = nodes.map((n) => n.leaves.filter((leaf) => !fleetKeys.has(leaf.key)));
 
   const groups = new Map<string, FactoredLayer>();
-  const declaredBy = new Map<string, Set<string>>();
+  const declaredBy = new Map<string, Map<string, Leaf>>();
   const nodeGroups = new Map(nodes.map((n) => [n.name, [...n.groups]]));
   const parents = new Map(input.groups);
   if (input.byValue && nodes.every((n) => n.groups.length === 0)) {
@@ -256,7 +297,7 @@ export function factorFleet(input: FactorInput): Factored {
       const spec: PlainMap = {};
       for (const leaf of leaves) setLeaf(spec, leaf);
       groups.set(name, { groups: [], spec });
-      declaredBy.set(name, new Set(leaves.map((l) => l.key)));
+      declaredBy.set(name, new Map(leaves.map((l) => [l.key, l])));
       parents.set(name, []);
       for (const member of members) nodeGroups.get(member)!.push(name);
     }
@@ -274,14 +315,14 @@ export function factorFleet(input: FactorInput): Factored {
     for (const name of order) {
       const members = membersOf.get(name) ?? [];
       const spec: PlainMap = {};
-      const keys = new Set<string>();
+      const keys = new Map<string, Leaf>();
       const inherited = expandGroups(input.groups.get(name) ?? [], input.groups);
       // A group of one is that node's role, but nothing says which of its values are the role's.
       if (members.length >= 2)
-        for (const leaf of sharedLeaves(members)) {
-          if (inherited.some((p) => declaredBy.get(p)?.has(leaf.key))) continue;
+        for (const leaf of majorityLeaves(members)) {
+          if (inheritedLeaf(inherited, declaredBy, leaf.key) === leaf) continue;
           setLeaf(spec, leaf);
-          keys.add(leaf.key);
+          keys.set(leaf.key, leaf);
         }
       groups.set(name, { groups: [...(input.groups.get(name) ?? [])], spec });
       declaredBy.set(name, keys);
@@ -294,7 +335,7 @@ export function factorFleet(input: FactorInput): Factored {
     const reached = expandGroups(own, parents);
     const spec: PlainMap = {};
     for (const leaf of rest[i]!)
-      if (!reached.some((g) => declaredBy.get(g)?.has(leaf.key))) setLeaf(spec, leaf);
+      if (inheritedLeaf(reached, declaredBy, leaf.key) !== leaf) setLeaf(spec, leaf);
     out.set(node.name, { groups: own, spec });
   }
   return { fleet, groups, nodes: out };

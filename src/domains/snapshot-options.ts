@@ -8,6 +8,8 @@ export type PackagesMode = (typeof PACKAGES_MODES)[number];
 
 export interface SnapshotOptions {
   packages: PackagesMode;
+  /** Packages declared at their live version whatever `packages` says (`adopt --pin`). */
+  pinned?: ReadonlySet<string>;
   /**
    * Listeners bound only to loopback inside the host's ephemeral port range are allowed by one
    * range rule per protocol (`tcp/32768-60999@loopback`), not declared one by one: a short-lived

@@ -37,6 +37,8 @@ export interface AdoptOptions {
   /** Seconds per host. */
   timeout: number | undefined;
   packages: SnapshotOptions["packages"];
+  /** Packages declared at their live version whatever `packages` says. */
+  pin?: ReadonlySet<string>;
   ephemeralAsRange: boolean;
   /** A line for the operator, as adoption goes. */
   say: (line: string) => void;
@@ -184,7 +186,7 @@ function undeclaredHosts(
 }
 
 interface SnapshotJob {
-  config: Pick<AdoptOptions, "concurrency" | "packages" | "ephemeralAsRange" | "progress">;
+  config: Pick<AdoptOptions, "concurrency" | "packages" | "pin" | "ephemeralAsRange" | "progress">;
   sshFiles: Awaited<ReturnType<typeof readSshFiles>>;
   staged: Pick<Awaited<ReturnType<typeof stageLayers>>, "base" | "ssh">;
   settings: ReturnType<typeof fleetAuditSettings>;
@@ -246,6 +248,7 @@ async function snapshotHost(
   try {
     const snapshot = await snapshotSpec(sshTransport(node, sshOptions), DOMAINS, job.settings, {
       packages: job.config.packages,
+      ...(job.config.pin && { pinned: job.config.pin }),
       ephemeralAsRange: job.config.ephemeralAsRange,
       declared: job.staged.base.get(host.name),
     });

@@ -59,6 +59,13 @@ before(async () => {
     { name: "db-01", ...DB, files: sysctlFile("net.ipv4.ip_forward = 0\n") },
     { name: "db-02", ...DB, files: sysctlFile("net.ipv4.ip_forward = 0\n") },
     { name: "web-03", ...WEB, files: sysctlFile("net.ipv4.ip_forward = 1\n") },
+    // The odd web node: one listener more than the role's.
+    {
+      name: "web-04",
+      ...WEB,
+      listeners: [...WEB.listeners, "tcp/9100"],
+      files: sysctlFile("net.ipv4.ip_forward = 1\n"),
+    },
     { name: "down-01", state: "stopped" },
   ]);
   dir = await mkdtemp(path.join(os.tmpdir(), "qm-adopt-"));
@@ -311,5 +318,96 @@ describe("hostile inventories", () => {
     assert.equal(large.exitCode, 2);
     assert.match(large.stderr, /big\.txt:100001: host name "-oProxyCommand=x"/);
     await assert.rejects(readdir(tree), "nothing written");
+  });
+});
+
+describe("adopt from an operator's ssh_config", () => {
+  test("each alias, in the file or an Include, gets what ssh -G resolves; no identity path in the tree; it audits clean", async () => {
+    const tree = path.join(dir, "ssh-config-tree");
+    const address = (name: string) => fleet.hosts.find((h) => h.name === name)!.address;
+    const included = path.join(dir, "hosts.d");
+    await mkdir(included, { recursive: true });
+    await writeFile(
+      path.join(included, "db.conf"),
+      `Host db-01 db-02\n  HostName %h.unresolvable.invalid\nHost db-01\n  Port 22\n`,
+    );
+    // The first HostName obtained wins: db.conf's, read through the Include, is never used.
+    const inventory = path.join(dir, "operator-ssh-config");
+    await writeFile(
+      inventory,
+      [
+        "Host db-01 db-02 web-01",
+        `  User ${fleet.user}`,
+        ...["web-01", "db-01", "db-02"].map((n) => `Host ${n}\n  HostName ${address(n)}`),
+        `Include ${included}/*.conf`,
+        "Host * !web-01",
+        "  User never-used",
+        "Host *",
+        `  IdentityFile "${fleet.identityFile}"`,
+        "",
+      ].join("\n"),
+    );
+    // What a workflow's ssh config holds: the key and the trusted host keys, no host of its own.
+    const runner = path.join(dir, "runner-ssh-config");
+    await writeFile(
+      runner,
+      `Host *\n  IdentityFile "${fleet.identityFile}"\n  IdentitiesOnly yes\n  UserKnownHostsFile "${fleet.knownHosts}"\n  GlobalKnownHostsFile /dev/null\n`,
+    );
+    const result = await runCli([
+      "adopt",
+      "--inventory",
+      inventory,
+      "--manifests",
+      tree,
+      "--ssh-config",
+      runner,
+    ]);
+    assert.equal(result.exitCode, 0, result.stderr);
+    assert.match(result.stderr, /3 of 3 hosts adopted/);
+    const files = await filesOf(tree);
+    for (const name of ["web-01", "db-01", "db-02"]) {
+      const node = parse(files.get(`nodes/${name}.yaml`)!);
+      assert.equal(node.host, address(name), name);
+    }
+    const text = [...files.values()].join("\n");
+    assert.ok(text.includes(fleet.user), "the user ssh resolves is declared");
+    assert.ok(!text.includes(fleet.dir), "no path of the adopting machine in the tree");
+    assert.ok(!text.includes("never-used") && !text.includes("unresolvable"));
+    const audit = await runCli(["audit", "--manifests", tree, "--ssh-config", runner]);
+    assert.equal(audit.exitCode, 0, audit.stdout.slice(0, 3000) + audit.stderr);
+  });
+});
+
+describe("adopt a role whose odd member listens on one more port", () => {
+  test("the role's port list is the group's; the odd node's file holds its own list; --pin pins one package; it audits clean", async () => {
+    const tree = path.join(dir, "majority-tree");
+    const inventory = path.join(dir, "majority.ini");
+    await writeFile(inventory, "[web]\nweb-01\nweb-03\nweb-04\n[db]\ndb-01\ndb-02\n");
+    const result = await cli([
+      ...["adopt", "--inventory", inventory, "--manifests", tree],
+      ...["--pin", "bash,no-such-package"],
+    ]);
+    assert.equal(result.exitCode, 0, result.stderr);
+    const read = async (rel: string) =>
+      parse(await readFile(path.join(tree, rel), "utf8")) as Record<string, any>;
+    // Only the pinned package takes its live version.
+    const installed = (await read("fleet.yaml")).packages.installed_manifest as Record<
+      string,
+      string
+    >;
+    assert.match(installed.bash!, /^\d[^*]*$/);
+    assert.equal(installed.dash, "*");
+    assert.deepEqual(
+      Object.keys(installed).filter((name) => installed[name] !== "*"),
+      ["bash"],
+    );
+    const web = (await read("groups/web.yaml")).networking.listening_ports as string[];
+    assert.ok(web.includes("tcp/8080") && !web.includes("tcp/9100"), web.join(" "));
+    const odd = (await read("nodes/web-04.yaml")).networking.listening_ports as string[];
+    assert.deepEqual([...odd].sort(), [...web, "tcp/9100"].sort());
+    for (const name of ["web-01", "web-03"])
+      assert.equal((await read(`nodes/${name}.yaml`)).networking, undefined, name);
+    const audit = await cli(["audit", "--manifests", tree]);
+    assert.equal(audit.exitCode, 0, audit.stdout.slice(0, 3000) + audit.stderr);
   });
 });

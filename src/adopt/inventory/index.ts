@@ -3,7 +3,7 @@
 import { InventoryErrors } from "../../errors.js";
 import type { SshSettings } from "../../manifest/schema.js";
 import { readIniInventory } from "./ini.js";
-import { readHostList, readSshConfigInventory } from "./lines.js";
+import { readHostList } from "./lines.js";
 import {
   nameProblem,
   type Inventory,
@@ -11,6 +11,8 @@ import {
   type InventoryProblem,
   type InventoryVar,
 } from "./model.js";
+import { localSshConfigSource } from "./ssh-config-files.js";
+import { readSshConfigInventory, type SshConfigSource } from "./ssh-config.js";
 import { readYamlInventory } from "./yaml.js";
 
 export type { Inventory, InventoryFormat } from "./model.js";
@@ -32,8 +34,15 @@ export function detectFormat(text: string): InventoryFormat {
   return "host-list";
 }
 
-/** An inventory's text read as the format it is in. Throws InventoryErrors naming each line. */
-export function readInventory(file: string, text: string): Inventory {
+/**
+ * An inventory's text read as the format it is in; an ssh_config's Includes come from `source`.
+ * Throws InventoryErrors naming each line.
+ */
+export function readInventory(
+  file: string,
+  text: string,
+  source: SshConfigSource = localSshConfigSource(),
+): Inventory {
   const format = detectFormat(text);
   const read =
     format === "ansible-ini"
@@ -41,7 +50,7 @@ export function readInventory(file: string, text: string): Inventory {
       : format === "ansible-yaml" || format === "ansible-json"
         ? readYamlInventory(text, format)
         : format === "ssh-config"
-          ? readSshConfigInventory(text)
+          ? readSshConfigInventory(file, text, source)
           : readHostList(text);
   if ("problems" in read) throw new InventoryErrors(file, read.problems);
   return read;

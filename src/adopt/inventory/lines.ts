@@ -1,20 +1,5 @@
-// The two line-per-host inventories: an ssh_config's `Host` entries, and a plain list of hosts.
+// A plain list of hosts, one a line.
 import { InventoryBuilder, type Inventory, type InventoryProblem } from "./model.js";
-
-/** `Host` names without wildcards or negation: the aliases an ssh_config defines one by one. */
-export function readSshConfigInventory(text: string): Inventory | { problems: InventoryProblem[] } {
-  const b = new InventoryBuilder("ssh-config");
-  const lines = text.split("\n");
-  for (let index = 0; index < lines.length; index++) {
-    const m = /^\s*host(?:\s*=\s*|\s+)(.*)$/i.exec(lines[index]!);
-    if (!m) continue;
-    for (const word of m[1]!.replace(/#.*$/, "").trim().split(/\s+/)) {
-      const name = word.replace(/^"(.*)"$/, "$1");
-      if (name && !/[*?!]/.test(name)) b.host(name, index + 1);
-    }
-  }
-  return b.done();
-}
 
 /** One host a line; blank lines and `#` comments are skipped. */
 export function readHostList(text: string): Inventory | { problems: InventoryProblem[] } {

@@ -5,7 +5,7 @@ import { runAdopt } from "../../runs/adopt.js";
 import { defaultTreeToWrite } from "../../runs/fleet.js";
 import { visible } from "../../text/escape.js";
 import { ExitBit } from "../exit.js";
-import { parseFlags, saying, textFlag } from "../flags.js";
+import { checkedFlag, parseFlags, saying, textFlag } from "../flags.js";
 import {
   CONCURRENCY_FLAG,
   NO_EPHEMERAL_RANGE_FLAG,
@@ -40,6 +40,11 @@ const ADOPT_FLAGS = {
   ),
   timeout: saying(TIMEOUT_FLAG, "per-host time limit, connection and snapshot (default: 60)"),
   packages: PACKAGES_FLAG,
+  pin: checkedFlag(
+    "PACKAGE,…",
+    "declare these packages at their live version, the rest as --packages says",
+    (given) => new Set(given.split(",").filter(Boolean)),
+  ),
   "no-ephemeral-range": NO_EPHEMERAL_RANGE_FLAG,
 };
 
@@ -59,6 +64,7 @@ export async function adoptCommand(argv: string[]): Promise<number> {
     concurrency: config.concurrency,
     timeout: config.timeout,
     packages: config.packages,
+    ...(config.pin && { pin: config.pin }),
     ephemeralAsRange: !config["no-ephemeral-range"],
     say,
     progress: (total) => (total > 1 && io().stderr.isTTY ? new Progress(total) : undefined),

@@ -131,7 +131,9 @@ export const packages: Domain<PackagesDeclared, PackagesLive, "packages"> = {
     return Object.fromEntries(
       names.map((name) => [
         name,
-        options.packages === "names" ? ANY_VERSION : liveVersion(live.installed.get(name)!),
+        options.packages === "names" && !options.pinned?.has(name)
+          ? ANY_VERSION
+          : liveVersion(live.installed.get(name)!),
       ]),
     );
   },

@@ -136,6 +136,48 @@ test("shared values are declared once, where every node they reach holds them", 
   assert.deepEqual(byValue.nodes.get("web-02")!.groups, ["shared-2"]);
 });
 
+test("a value most of a group's members hold is the group's; the odd node overrides it", () => {
+  const web = (name: string, ports: string[], swappiness = "10") => ({
+    name,
+    groups: ["web"],
+    spec: {
+      system: { sysctl_parameters: { "vm.swappiness": swappiness } },
+      networking: { listening_ports: ports },
+    },
+  });
+  const usual = ["tcp/22", "tcp/80"];
+  const nodes = [
+    web("web-01", usual),
+    web("web-02", [...usual, "tcp/9100"], "60"),
+    web("web-03", usual),
+    { name: "db-01", groups: ["db"], spec: { networking: { listening_ports: ["tcp/5432"] } } },
+    { name: "db-02", groups: ["db"], spec: {} },
+  ];
+  const factored = factorFleet({
+    nodes,
+    groups: new Map([
+      ["web", []],
+      ["db", []],
+    ]),
+  });
+  assert.deepEqual(factored.groups.get("web")!.spec, {
+    system: { sysctl_parameters: { "vm.swappiness": "10" } },
+    networking: { listening_ports: usual },
+  });
+  assert.deepEqual(factored.nodes.get("web-01")!.spec, {});
+  assert.deepEqual(factored.nodes.get("web-02")!.spec, {
+    system: { sysctl_parameters: { "vm.swappiness": "60" } },
+    networking: { listening_ports: [...usual, "tcp/9100"] },
+  });
+  // db-02 declares no ports: a group value would need deleting there, so db keeps none.
+  assert.deepEqual(factored.groups.get("db")!.spec, {});
+  for (const node of nodes)
+    assert.ok(sameSpec(mergedSpecOf(factored, node.name), node.spec), node.name);
+  // Two members apart: no majority, each keeps its own.
+  const split = factorFleet({ nodes: nodes.slice(0, 2), groups: new Map([["web", []]]) });
+  assert.deepEqual(split.groups.get("web")!.spec, {});
+});
+
 /** A node file as the loader reads it: `null` values are deletions, the rest its value. */
 function nodeLayer(value: Record<string, unknown>): Layer {
   const deletions: string[][] = [];

@@ -140,6 +140,7 @@ test("ssh_config: Host names without wildcards; host list: one a line", () => {
     "Host web-01 web-02 !bad\n  HostName x\nHost *.corp db-?\nhost=db-01\n",
   );
   assert.deepEqual([...ssh.hosts.keys()], ["web-01", "web-02", "db-01"]);
+  assert.equal(planAdoption("cfg", ssh).hosts[0]!.host, "x");
   const list = readInventory("list", "web-01\n\n# db\ndb-01 # primary\n");
   assert.deepEqual([...list.hosts.keys()], ["web-01", "db-01"]);
 });
@@ -229,4 +230,40 @@ test("Ansible's refusals name file:line and the construct; a templated variable 
   assert.equal(plan.hosts[0]!.host, undefined);
   assert.equal(plan.hosts[0]!.ssh.user, "deploy");
   assert.deepEqual([...plan.templated], [["ansible_host", 1]]);
+});
+
+test("ssh_config: hosts of included files, resolved as ssh does; a bad line names its own file", () => {
+  const files = new Map([
+    ["/home/op/.ssh/conf.d/a.conf", "Host db-01\n  HostName 10.0.0.7\n  Port 2222\n"],
+    ["/home/op/.ssh/conf.d/b.conf", "Host db-01 web-01\n  HostName ignored\n  User app\n"],
+  ]);
+  const source = {
+    home: "/home/op",
+    glob: (pattern: string) =>
+      pattern === "/home/op/.ssh/conf.d/*.conf" ? [...files.keys()].sort() : [],
+    read: (file: string) => files.get(file)!,
+  };
+  const text =
+    "Include conf.d/*.conf\nHost web-01\n  ProxyJump ops@bastion:2200\n  IdentityFile ~/.ssh/fleet\nHost *\n  User fallback\n";
+  const plan = planAdoption("cfg", readInventory("cfg", text, source));
+  assert.deepEqual(
+    plan.hosts.map((h) => [h.name, h.host, h.ssh]),
+    [
+      ["db-01", "10.0.0.7", { port: 2222, user: "app" }],
+      ["web-01", "ignored", { user: "app", proxy_jump: "ops@bastion:2200" }],
+    ],
+  );
+  files.set("/home/op/.ssh/conf.d/b.conf", "Host web-01\n  Port 99999\n");
+  assert.throws(
+    () => readInventory("cfg", text, source),
+    (error: Error) =>
+      error instanceof InventoryErrors &&
+      /^\/home\/op\/\.ssh\/conf\.d\/b\.conf:2: host web-01: Port "99999" is no port/.test(
+        error.message,
+      ),
+  );
+  assert.throws(
+    () => readInventory("cfg", "Host a\n  Match exec true\n", source),
+    (error: Error) => /^cfg:2: host a: Match exec: not evaluated/.test(error.message),
+  );
 });
