@@ -1,0 +1,59 @@
+// How Quartermaster reaches GitHub: the repository, the token and the bot's identity, from the
+// environment GitHub Actions provides.
+import { ForgeError } from "../errors.js";
+import { wholeNumber } from "../whole-number.js";
+
+export interface GitHubSettings {
+  apiUrl: string;
+  owner: string;
+  repo: string;
+  token: string;
+  /** Name and email on the commits Quartermaster makes: any other author is a human. */
+  author: { name: string; email: string };
+  /** Milliseconds per second of a retry wait (Octokit's default 1000); tests shorten it. */
+  retryAfterBaseValue?: number;
+  /**
+   * Least time between two write requests. Unset keeps Octokit's spacing (1 s between writes,
+   * 3 s between notifying ones), as GitHub asks of content-creating requests.
+   */
+  writeSpacingMs?: number;
+}
+
+export const BOT_AUTHOR = {
+  name: "Quartermaster",
+  email: "quartermaster[bot]@users.noreply.github.com",
+};
+
+/**
+ * Settings from the environment GitHub Actions provides (GITHUB_API_URL works for GitHub Enterprise
+ * Server).
+ */
+export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): GitHubSettings {
+  const repository = env.GITHUB_REPOSITORY;
+  const token = env.GITHUB_TOKEN;
+  if (!repository || !/^[^/]+\/[^/]+$/.test(repository))
+    throw new ForgeError("GITHUB_REPOSITORY must be set to owner/repo");
+  if (!token)
+    throw new ForgeError(
+      "GITHUB_TOKEN must be set to a token that may push branches and open pull requests",
+    );
+  const [owner, repo] = repository.split("/") as [string, string];
+  return {
+    apiUrl: env.GITHUB_API_URL ?? "https://api.github.com",
+    owner,
+    repo,
+    token,
+    author: BOT_AUTHOR,
+    retryAfterBaseValue: millis(env, "QUARTERMASTER_RETRY_AFTER_BASE_MS"),
+    writeSpacingMs: millis(env, "QUARTERMASTER_WRITE_SPACING_MS"),
+  };
+}
+
+function millis(env: NodeJS.ProcessEnv, name: string): number | undefined {
+  const text = env[name];
+  if (text === undefined || text === "") return undefined;
+  const value = wholeNumber(text);
+  if (value === undefined)
+    throw new ForgeError(`${name} must be a whole number of milliseconds, not "${text}"`);
+  return value;
+}
