@@ -1,6 +1,6 @@
-// Latent sysctl drift on a real test host: a value the boot-time sysctl pass sets is reported with
-// the value it will take, and after that pass really runs the next audit sees that value. Needs
-// root.
+// Latent drift on real test hosts: a sysctl value the boot-time sysctl pass sets is reported with
+// the value it will take, and after that pass really runs the next audit sees that value; a
+// reboot-required marker is reported on the running kernel. Needs root.
 import assert from "node:assert/strict";
 import { readFile, rm } from "node:fs/promises";
 import { after, before, describe, test } from "node:test";
@@ -15,19 +15,20 @@ const PERSISTED = "/etc/sysctl.d/99-qm-latent.conf";
 // Per network namespace, so the host's own: applying them leaves the machine alone.
 const SEEDED = { "net.ipv4.ip_forward": "1", "net.ipv4.conf.all.accept_redirects": "0" };
 const CONTROL = "net.ipv4.ip_default_ttl";
+const MARKED = "latent-02";
 
-describe("latent sysctl drift on a test host", () => {
+describe("latent drift on test hosts", () => {
   let fleet: TestFleet;
   let manifests: string;
 
-  async function audit(): Promise<{ exitCode: number; node: NodeResult }> {
+  async function audit(name = HOST): Promise<{ exitCode: number; node: NodeResult }> {
     const out = `${manifests}-report.json`;
     const result = await runCli([
-      ...["audit", "--format", "json", "--out", out],
+      ...["audit", "--nodes", name, "--format", "json", "--out", out],
       ...["--manifests", manifests, "--ssh-config", fleet.sshConfig],
     ]);
     const report = JSON.parse(await readFile(out, "utf8")) as Report;
-    return { exitCode: result.exitCode, node: report.nodes[0]! };
+    return { exitCode: result.exitCode, node: report.nodes.find((n) => n.name === name)! };
   }
 
   before(async () => {
@@ -43,6 +44,14 @@ describe("latent sysctl drift on a test host", () => {
           },
         },
       },
+      {
+        // A package upgrade asked for a reboot on this boot (Debian's marker and its list).
+        name: MARKED,
+        files: {
+          "/run/reboot-required": { contents: "*** System restart required ***\n" },
+          "/run/reboot-required.pkgs": { contents: "linux-image-qm\nlibssl3\n" },
+        },
+      },
     ]);
     const live = async (key: string) => (await fleet.exec(HOST, `sysctl -n ${key}`)).trim();
     const declared = {
@@ -53,6 +62,9 @@ describe("latent sysctl drift on a test host", () => {
     manifests = await writeTree({
       "fleet.yaml": "{}\n",
       [`nodes/${HOST}.yaml`]: stringify({ system: { sysctl_parameters: declared } }),
+      [`nodes/${MARKED}.yaml`]: stringify({
+        system: { kernel_version: (await fleet.exec(MARKED, "uname -r")).trim() },
+      }),
     });
   });
 
@@ -85,5 +97,19 @@ describe("latent sysctl drift on a test host", () => {
       assert.equal(seen.get(key as string), becomes, JSON.stringify(second.node.drift));
     assert.equal(second.exitCode, 1);
     assert.equal(seen.has(CONTROL), false);
+  });
+
+  test("a reboot-required marker of this boot: the running kernel item says so, with the packages", async () => {
+    const { exitCode, node } = await audit(MARKED);
+    assert.equal(exitCode, 0, JSON.stringify(node));
+    assert.equal(node.status, "clean");
+    assert.deepEqual(
+      node.drift.map((d) => [d.domain, d.declared === d.live, d.latent?.after, d.latentPolicy]),
+      [["kernel", true, "reboot", "ticket"]],
+    );
+    assert.match(
+      node.drift[0]!.latent!.because,
+      /\/run\/reboot-required \(libssl3, linux-image-qm\)/,
+    );
   });
 });
