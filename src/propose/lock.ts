@@ -29,9 +29,11 @@ export async function lockProposals(
   );
   const started = Date.now();
   let waited = false;
+  // When this run first met each lock: a commit's date is whatever its pusher wrote.
+  const met = new Map<string, number>();
   while (!(await github.createBranch(LOCK_BRANCH, sha))) {
     const held = await github.branchHead(LOCK_BRANCH);
-    if (held !== undefined && Date.now() - Date.parse(await github.commitDate(held)) > STALE_MS) {
+    if (held !== undefined && (await stale(github, held, met))) {
       await github.deleteBranch(LOCK_BRANCH);
       continue;
     }
@@ -44,4 +46,15 @@ export async function lockProposals(
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
   return () => github.deleteBranch(LOCK_BRANCH);
+}
+
+/**
+ * A lock no run holds any more: dated over STALE_MS ago, dated later than any clock skew explains
+ * (no run took it then), or held for STALE_MS since this run met it, whatever its date says.
+ */
+async function stale(github: GitHub, held: string, met: Map<string, number>): Promise<boolean> {
+  const now = Date.now();
+  if (!met.has(held)) met.set(held, now);
+  const age = now - Date.parse(await github.commitDate(held));
+  return !(Math.abs(age) <= STALE_MS) || now - met.get(held)! > STALE_MS;
 }

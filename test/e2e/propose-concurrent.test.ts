@@ -136,4 +136,29 @@ describe("two propose runs at once", () => {
       shown.stdout,
     );
   });
+
+  it(
+    "a lock planted with a date in the future is taken over at once, not waited on",
+    { timeout: 600_000 },
+    async () => {
+      const future = new Date(Date.now() + 365 * 24 * 3600_000).toISOString();
+      await forge.double.pushCommit(
+        "quartermaster-state--lock",
+        { "planted.txt": "x\n" },
+        { name: "someone", email: "someone@example.com", date: future },
+      );
+      const run = await propose(report, "--max-new-prs", "1");
+      assert.equal(run.exitCode, 0, run.stdout + run.stderr);
+      assert.doesNotMatch(run.stderr, /waiting for it/);
+      const lock = await execa(
+        "git",
+        ["rev-parse", "--verify", "--quiet", "quartermaster-state--lock"],
+        {
+          cwd: forge.server.barePath("acme", "fleet"),
+          reject: false,
+        },
+      );
+      assert.notEqual(lock.exitCode, 0, "the lock is released");
+    },
+  );
 });
