@@ -107,6 +107,11 @@ export interface Domain<Declared, Live, Name extends string> {
    */
   snapshotsDeclared?: true;
   /**
+   * What a snapshot asks the host about a declaration, when it asks for more than is declared (a
+   * file declared by path alone is asked for its contents, mode and owner).
+   */
+  snapshotAsks?(declared: Declared): Declared;
+  /**
    * The declaration after accepting one finding's live state (an accept PR). Without it, the
    * value at `finding.path` becomes `finding.live` (deleted when live is null), through maps only:
    * a domain declaring a list (`listKey`, sets) says how an item is accepted.

@@ -85,8 +85,11 @@ export async function snapshotSpec(
   const { declared: nodeSpec, ...chosen } = request;
   const options = { ...DEFAULT_SNAPSHOT_OPTIONS, ...chosen };
   const taken = domains.filter((d) => !d.skipsSnapshot?.(options));
-  const declaredOf = (domain: AnyDomain) =>
-    domain.snapshotsDeclared && nodeSpec ? declaredFor(domain, nodeSpec) : undefined;
+  const declaredOf = (domain: AnyDomain) => {
+    if (!domain.snapshotsDeclared || !nodeSpec) return undefined;
+    const declared = declaredFor(domain, nodeSpec);
+    return declared !== undefined && domain.snapshotAsks ? domain.snapshotAsks(declared) : declared;
+  };
   const probe = await runProbe(
     transport,
     taken.map((domain) => ({ domain, declared: declaredOf(domain) })),

@@ -409,5 +409,24 @@ describe("adopt a role whose odd member listens on one more port", () => {
       assert.equal((await read(`nodes/${name}.yaml`)).networking, undefined, name);
     const audit = await cli(["audit", "--manifests", tree]);
     assert.equal(audit.exitCode, 0, audit.stdout.slice(0, 3000) + audit.stderr);
+    // A file declared by path alone: its snapshot holds the live contents, mode and owner.
+    await appendFile(path.join(tree, "nodes/web-01.yaml"), "files:\n  - path: /etc/hostname\n");
+    const snapshot = await cli(["snapshot", "--manifests", tree, "--node", "web-01"]);
+    assert.equal(snapshot.exitCode, 0, snapshot.stderr);
+    const live = (await fleet.exec("web-01", "cat /etc/hostname; stat -c '%a %U %G' /etc/hostname"))
+      .trimEnd()
+      .split("\n");
+    const [mode, owner, group] = live.pop()!.split(" ");
+    const declared = (parse(snapshot.stdout) as { files: Record<string, unknown>[] }).files;
+    assert.deepEqual(
+      declared.find((f) => f.path === "/etc/hostname"),
+      {
+        path: "/etc/hostname",
+        contents: `${live.join("\n")}\n`,
+        mode: mode!.padStart(4, "0"),
+        owner,
+        group,
+      },
+    );
   });
 });

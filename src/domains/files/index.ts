@@ -283,6 +283,14 @@ export const files: Domain<FilesDeclared, FilesLive, "files"> = {
       file.path === path ? acceptFile(file, attribute, finding) : file,
     );
   },
+  snapshotAsks(declared) {
+    // A guess at each attribute: where the live file differs, accepting it fills the live value.
+    return declared.map((file) =>
+      Object.keys(file).some((k) => k !== "path")
+        ? file
+        : { path: file.path, contents: "", mode: "0644", owner: "root", group: "root" },
+    );
+  },
   snapshot() {
     // Files are audited only where declared: a host has nothing to offer unasked.
     return undefined;
