@@ -7,7 +7,7 @@ import { after, before, describe, test } from "node:test";
 import { parse, stringify } from "yaml";
 import type { Report } from "../../src/report/schema.js";
 import { runCli } from "../support/cli.js";
-import { byName } from "../support/reports.js";
+import { byName, isLatentTicket } from "../support/reports.js";
 import { allSamples, specOf } from "../support/samples.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
 import { removeTree, writeTree } from "../support/tree.js";
@@ -188,11 +188,6 @@ describe("fleet audit over ssh", () => {
       ),
     );
   });
-
-  // The test hosts share this machine's sysctl.d, whose boot values may differ from the live ones
-  // the snapshot declared: those are latent tickets, reported but leaving status and exit alone.
-  const isLatentTicket = (d: Report["nodes"][number]["drift"][number]) =>
-    d.latentPolicy === "ticket";
 
   test("clean hosts report zero drift; latent tickets name the boot-time line that sets them", async () => {
     for (const name of ["clean-01", "clean-02", "sudo-01"]) {

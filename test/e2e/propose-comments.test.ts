@@ -1,7 +1,8 @@
 // The bot's comments, end to end: manifests on the real git server, the GitHub double on top,
-// `propose` through the real CLI on reports the audit's own code builds. A node name holding `@`
-// mentions no one in a comment; a commenter's copy of the bot's left-alone mark does not silence
-// the bot's notice. Scenarios run in order and share the repository's history.
+// `propose` through the real CLI on reports the audit's own code builds. A commenter's copy of the
+// bot's left-alone mark does not silence the bot's notice; a node name holding `@` (GitHub would
+// mention someone) never reaches a comment: the tree is refused first. Scenarios run in order and
+// share the repository's history.
 import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
@@ -10,12 +11,11 @@ import type { Finding } from "../../src/domains/domain.js";
 import { loadFleet } from "../../src/manifest/load.js";
 import { runCli } from "../support/cli.js";
 import { OWNER, REPO, suiteForge } from "../support/forge.js";
-import { outsideCode } from "../support/markdown.js";
 import { reportOf, sysctlResults } from "../support/reports.js";
 
 const TOKEN = "ghs_propose_comments";
 const BOT = "quartermaster[bot]";
-// A valid node name whose `@` GitHub would link and notify, written raw.
+// A node name whose `@` GitHub would link and notify if it were shown raw.
 const VICTIM = "ops[@qm-victim]";
 
 const forge = suiteForge({
@@ -24,8 +24,6 @@ const forge = suiteForge({
   workPrefix: "qm-propose-comments-",
   files: {
     "fleet-manifests/fleet.yaml": "policy:\n  sysctl: { on_drift: accept }\n",
-    [`fleet-manifests/nodes/${VICTIM}.yaml`]:
-      "system:\n  sysctl_parameters:\n    vm.swappiness: 10\n",
     "fleet-manifests/nodes/web-01.yaml": "system:\n  sysctl_parameters:\n    vm.swappiness: 10\n",
   },
 });
@@ -51,7 +49,7 @@ async function fleetReport(drift: Record<string, Finding[]>): Promise<string> {
   return file;
 }
 
-async function propose(report: string) {
+async function propose(report: string, exitCode = 0) {
   const result = await runCli(
     [
       "propose",
@@ -64,23 +62,14 @@ async function propose(report: string) {
     ],
     { env: forge.double.cliEnv() },
   );
-  assert.equal(result.exitCode, 0, result.stdout + result.stderr);
+  assert.equal(result.exitCode, exitCode, result.stdout + result.stderr);
+  return result;
 }
 
 const openPullOf = (node: string) =>
   forge.double.pulls().find((p) => p.state === "open" && (p.body ?? "").includes(node));
 
 describe("the bot's comments", () => {
-  it("a node name holding @ is a code span in the closing comment, mentioning no one", async () => {
-    await propose(await fleetReport({ [VICTIM]: [swappiness(60)] }));
-    const pull = openPullOf(VICTIM);
-    assert.ok(pull, "an accept PR for the node");
-    await propose(await fleetReport({}));
-    const closing = forge.double.comments(pull.number).map((c) => c.body)[0] ?? "";
-    assert.ok(closing.includes("`ops[@qm-victim]`"), closing);
-    assert.ok(!outsideCode(closing).includes("@qm-victim"), `a mention:\n${closing}`);
-  });
-
   it("a commenter's copy of the left-alone mark does not silence the bot; its own does", async () => {
     await propose(await fleetReport({ "web-01": [swappiness(60)] }));
     const pull = openPullOf("web-01");
@@ -105,5 +94,23 @@ describe("the bot's comments", () => {
       "one notice, by the bot, however many runs",
     );
     assert.equal(forge.double.pulls().find((p) => p.number === pull.number)!.state, "open");
+  });
+  it("a node name holding @ is refused before anything reaches GitHub: no comment, no PR", async () => {
+    const report = await fleetReport({ "web-01": [swappiness(60)] });
+    const before = forge.double
+      .pulls()
+      .map((p) => [p.number, p.state, forge.double.comments(p.number).length]);
+    await forge.double.pushCommit("main", {
+      [`fleet-manifests/nodes/${VICTIM}.yaml`]:
+        "system:\n  sysctl_parameters:\n    vm.swappiness: 10\n",
+    });
+    const result = await propose(report, 2);
+    assert.match(result.stderr, /nodes\/ops\[@qm-victim\]\.yaml: node name "ops\[@qm-victim\]"/);
+    assert.doesNotMatch(result.stderr, /\n\s+at /);
+    assert.deepEqual(
+      forge.double.pulls().map((p) => [p.number, p.state, forge.double.comments(p.number).length]),
+      before,
+      "no pull request opened, closed or commented on",
+    );
   });
 });

@@ -161,7 +161,8 @@ describe("quartermaster propose", () => {
     assert.ok(ticket, "a ticket PR");
     assert.match(
       await diffOf(ticket.head),
-      /\+\+\+ b\/fleet-manifests\/remediations\/localhost\/kernel-kernel-version-[0-9a-f]{16}\.yaml/,
+      // The signature, then the cause's hash: the running kernel is the one the host booted.
+      /\+\+\+ b\/fleet-manifests\/remediations\/localhost\/kernel-kernel-version-[0-9a-f]{16}-c[0-9a-f]{8}\.yaml/,
     );
     assert.deepEqual(forge.double.violations, []);
   });

@@ -9,6 +9,18 @@ import { toDriftItems, type DriftContext } from "../../src/drift/drift.js";
 import type { LoadedNode } from "../../src/manifest/load.js";
 
 /** The report's entry for a node, failing the test when it is missing. */
+/**
+ * A latent ticket: the value is as declared now, a boot or restart would change it, and policy
+ * makes it a ticket that leaves the node clean. The test hosts share this machine's sysctl.d, so
+ * live values declared from a snapshot may carry one.
+ */
+export const isLatentTicket = (d: DriftItem): boolean =>
+  d.latentPolicy === "ticket" && d.live === d.declared;
+
+/** The drift a user would act on now: latent tickets left out. */
+export const driftNow = (drift: readonly DriftItem[]): DriftItem[] =>
+  drift.filter((d) => !isLatentTicket(d));
+
 export function byName(report: Report, name: string): NodeResult {
   const node = report.nodes.find((n) => n.name === name);
   assert.ok(node, `${name} missing from the report`);

@@ -24,13 +24,18 @@ export interface CauseContext {
   since?: number;
 }
 
-/** The items with a cause each: one a domain found itself is kept. */
+/**
+ * The items with a cause each: one a domain found itself is kept; a latent-only item (live as
+ * declared, a boot or restart would change it) changed nothing yet, so it has none.
+ */
 export function attachCauses(
   items: readonly DriftItem[],
   record: HostRecord,
   ctx: CauseContext,
 ): DriftItem[] {
-  return items.map((item) => (item.cause ? item : { ...item, cause: causeOf(item, record, ctx) }));
+  return items.map((item) =>
+    item.cause || item.latentPolicy ? item : { ...item, cause: causeOf(item, record, ctx) },
+  );
 }
 
 function causeOf(item: DriftItem, record: HostRecord, ctx: CauseContext): Cause {
