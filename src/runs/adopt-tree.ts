@@ -17,7 +17,7 @@ import type { HostToAdopt } from "../adopt/inventory/index.js";
 import { schemaComment, schemasFor } from "../adopt/schema-ref.js";
 import { ManifestErrors } from "../errors.js";
 import { loadFleet, type LoadedNode } from "../manifest/load.js";
-import { pathOfKey, valueAt, type PlainMap } from "../spec-path.js";
+import { pathKey, pathOfKey, valueAt, type PlainMap, type SpecPath } from "../spec-path.js";
 import { stringifyPortable } from "../text/yaml-scalar.js";
 import { latentComments, type LatentValues } from "./snapshot.js";
 
@@ -33,7 +33,7 @@ function fileText(
   schemas: string | undefined,
   rel: string,
   value: PlainMap,
-  comments: ReadonlyMap<string, string>,
+  comments: readonly { path: SpecPath; text: string }[],
 ): string {
   const kind = rel === "fleet.yaml" ? "fleet" : rel.startsWith("groups/") ? "group" : "node-spec";
   return `${schemaComment(schemas, path.join(tree, rel), kind)}${stringifyPortable(value, comments)}`;
@@ -48,23 +48,21 @@ function latentCommentsIn(
   value: PlainMap,
   hosts: readonly string[],
   shared: boolean,
-): Map<string, string> {
+): { path: SpecPath; text: string }[] {
   const byKey = new Map<string, Map<string, string[]>>();
   for (const host of hosts)
-    for (const [key, text] of latentComments(job.latent.get(host) ?? new Map())) {
-      const at = pathOfKey(key);
+    for (const { path: at, text } of latentComments(job.latent.get(host) ?? new Map())) {
       if (!isDeepStrictEqual(valueAt(value, at), valueAt(job.snapshots.get(host), at))) continue;
+      const key = pathKey(at);
       const texts = byKey.get(key) ?? new Map<string, string[]>();
       byKey.set(key, texts.set(text, [...(texts.get(text) ?? []), host]));
     }
-  return new Map(
-    [...byKey].map(([key, texts]) => [
-      key,
-      [...texts]
-        .map(([text, named]) => (shared ? `${named.join(", ")}: ${text}` : text))
-        .join("; "),
-    ]),
-  );
+  return [...byKey].map(([key, texts]) => ({
+    path: pathOfKey(key),
+    text: [...texts]
+      .map(([text, named]) => (shared ? `${named.join(", ")}: ${text}` : text))
+      .join("; "),
+  }));
 }
 
 async function writeAll(dir: string, files: ReadonlyMap<string, string>, exclusive: boolean) {

@@ -17,7 +17,7 @@ import type { LoadedNode } from "../manifest/load.js";
 import { parseContext } from "../probe/script.js";
 import { acceptFinding } from "../propose/accept.js";
 import { willBecome } from "../report/formats/common.js";
-import { pathKey } from "../spec-path.js";
+import { pathKey, pathOfKey, type SpecPath } from "../spec-path.js";
 import { visible } from "../text/escape.js";
 import { stringifyPortable } from "../text/yaml-scalar.js";
 import { localTransport } from "../transport/local.js";
@@ -140,9 +140,9 @@ export async function snapshotSpec(
 // folders up.
 const SCHEMA_HEADER = "# yaml-language-server: $schema=../../schemas/node-spec.schema.json";
 
-/** Each latent value's comment, "will become 1 at reboot: FILE:LINE", by its `pathKey`. */
-export function latentComments(latent: LatentValues): Map<string, string> {
-  return new Map([...latent].map(([key, value]) => [key, willBecome(value)]));
+/** Each latent value's comment at its path: "will become 1 at reboot: FILE:LINE". */
+export function latentComments(latent: LatentValues): { path: SpecPath; text: string }[] {
+  return [...latent].map(([key, value]) => ({ path: pathOfKey(key), text: willBecome(value) }));
 }
 
 /**

@@ -2,7 +2,6 @@
 // (YAML 1.1: Ansible, yamllint, most CI tools). A string is written plain only when all of them
 // read that plain text back as the same string; otherwise double-quoted with escapes.
 import { Document, isScalar, parseDocument, Scalar, visit } from "yaml";
-import { pathOfKey } from "../spec-path.js";
 import { defuseRunnerCommands, visible } from "./escape.js";
 
 /**
@@ -71,16 +70,16 @@ const holdsRunnerCommand = (text: string) => defuseRunnerCommands(text) !== text
  * A node-spec-like value as YAML text every reader reads the same: strings that are not safely
  * plain (and keys alike) double-quoted, multi-line printable text as block scalars, and no
  * unprintable character raw anywhere. Nor any runner command: text holding one is double-quoted,
- * where the escape that defuses it means the character it replaces. `comments` (by `pathKey`) are
- * written beside the scalar at their path, escaped to one line; a path with no scalar gets none.
+ * where the escape that defuses it means the character it replaces. `comments` are written beside
+ * the scalar at their path, escaped to one line; a path with no scalar gets none.
  */
 export function stringifyPortable(
   value: unknown,
-  comments: ReadonlyMap<string, string> = new Map(),
+  comments: readonly { path: readonly (string | number)[]; text: string }[] = [],
 ): string {
   const doc = new Document(value);
-  for (const [key, text] of comments) {
-    const node = doc.getIn(pathOfKey(key), true);
+  for (const { path, text } of comments) {
+    const node = doc.getIn(path, true);
     if (isScalar(node)) node.comment = ` ${visible(text)}`;
   }
   visit(doc, {
