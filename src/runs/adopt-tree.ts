@@ -3,6 +3,7 @@
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { isDeepStrictEqual } from "node:util";
 import {
   asFileSpec,
   expandGroups,
@@ -16,8 +17,9 @@ import type { HostToAdopt } from "../adopt/inventory/index.js";
 import { schemaComment, schemasFor } from "../adopt/schema-ref.js";
 import { ManifestErrors } from "../errors.js";
 import { loadFleet, type LoadedNode } from "../manifest/load.js";
-import type { PlainMap } from "../spec-path.js";
+import { pathKey, pathOfKey, valueAt, type PlainMap, type SpecPath } from "../spec-path.js";
 import { stringifyPortable } from "../text/yaml-scalar.js";
+import { latentComments, type LatentValues } from "./snapshot.js";
 
 /** The spec without what only shapes the file or reaches the host. */
 function declaredPart(spec: PlainMap): PlainMap {
@@ -25,10 +27,42 @@ function declaredPart(spec: PlainMap): PlainMap {
   return rest;
 }
 
-/** A file's text: the `$schema` comment, then the YAML. */
-function fileText(tree: string, schemas: string | undefined, rel: string, value: PlainMap): string {
+/** A file's text: the `$schema` comment, then the YAML with `comments` beside their values. */
+function fileText(
+  tree: string,
+  schemas: string | undefined,
+  rel: string,
+  value: PlainMap,
+  comments: readonly { path: SpecPath; text: string }[],
+): string {
   const kind = rel === "fleet.yaml" ? "fleet" : rel.startsWith("groups/") ? "group" : "node-spec";
-  return `${schemaComment(schemas, path.join(tree, rel), kind)}${stringifyPortable(value)}`;
+  return `${schemaComment(schemas, path.join(tree, rel), kind)}${stringifyPortable(value, comments)}`;
+}
+
+/**
+ * The latent comments for a file that `hosts` take their values from: each host's where the file
+ * holds that host's value; in a file several hosts share, each comment names its hosts.
+ */
+function latentCommentsIn(
+  job: Pick<TreeJob, "latent" | "snapshots">,
+  value: PlainMap,
+  hosts: readonly string[],
+  shared: boolean,
+): { path: SpecPath; text: string }[] {
+  const byKey = new Map<string, Map<string, string[]>>();
+  for (const host of hosts)
+    for (const { path: at, text } of latentComments(job.latent.get(host) ?? new Map())) {
+      if (!isDeepStrictEqual(valueAt(value, at), valueAt(job.snapshots.get(host), at))) continue;
+      const key = pathKey(at);
+      const texts = byKey.get(key) ?? new Map<string, string[]>();
+      byKey.set(key, texts.set(text, [...(texts.get(text) ?? []), host]));
+    }
+  return [...byKey].map(([key, texts]) => ({
+    path: pathOfKey(key),
+    text: [...texts]
+      .map(([text, named]) => (shared ? `${named.join(", ")}: ${text}` : text))
+      .join("; "),
+  }));
 }
 
 async function writeAll(dir: string, files: ReadonlyMap<string, string>, exclusive: boolean) {
@@ -46,6 +80,8 @@ export interface TreeJob {
   existingGroups: ReadonlySet<string>;
   hosts: HostToAdopt[];
   snapshots: ReadonlyMap<string, PlainMap>;
+  /** Each host's values the next reboot or restart changes: commented where they are written. */
+  latent: ReadonlyMap<string, LatentValues>;
   parents: ReadonlyMap<string, readonly string[]>;
   keys: ReadonlyMap<string, string[]>;
   leftOut: string[];
@@ -188,18 +224,23 @@ function treeFiles(
   schemas: string | undefined,
 ): Map<string, string> {
   const files = new Map<string, string>();
-  const text = (rel: string, value: PlainMap) => fileText(job.tree, schemas, rel, value);
+  const text = (rel: string, value: PlainMap, from: readonly string[] = [], shared = true) =>
+    fileText(job.tree, schemas, rel, value, latentCommentsIn(job, value, from, shared));
+  const names = hosts.map((h) => h.name);
+  const members = (group: string) =>
+    hosts.filter((h) => expandGroups(h.groups, job.parents).includes(group)).map((h) => h.name);
   if (!job.fixedBase && Object.keys(factored.fleet).length)
-    files.set("fleet.yaml", text("fleet.yaml", asFileSpec(factored.fleet)));
+    files.set("fleet.yaml", text("fleet.yaml", asFileSpec(factored.fleet), names));
   for (const [name, group] of factored.groups) {
     if (job.existingGroups.has(name)) continue;
     const parents = job.parents.get(name) ?? group.groups;
     files.set(
       `groups/${name}.yaml`,
-      text(`groups/${name}.yaml`, {
-        ...(parents.length && { groups: [...parents] }),
-        ...asFileSpec(group.spec),
-      }),
+      text(
+        `groups/${name}.yaml`,
+        { ...(parents.length && { groups: [...parents] }), ...asFileSpec(group.spec) },
+        members(name),
+      ),
     );
   }
   for (const name of newGroups)
@@ -215,12 +256,17 @@ function treeFiles(
     const groups = [...host.groups, ...own.groups.filter((g) => !host.groups.includes(g))];
     files.set(
       `nodes/${host.name}.yaml`,
-      text(`nodes/${host.name}.yaml`, {
-        ...(host.host !== undefined && { host: host.host }),
-        ...(groups.length && { groups }),
-        ...(Object.keys(host.ssh).length && { ssh: host.ssh }),
-        ...asFileSpec(own.spec),
-      }),
+      text(
+        `nodes/${host.name}.yaml`,
+        {
+          ...(host.host !== undefined && { host: host.host }),
+          ...(groups.length && { groups }),
+          ...(Object.keys(host.ssh).length && { ssh: host.ssh }),
+          ...asFileSpec(own.spec),
+        },
+        [host.name],
+        false,
+      ),
     );
   }
   return files;

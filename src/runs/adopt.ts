@@ -23,7 +23,7 @@ import {
 } from "../transport/ssh.js";
 import type { PlainMap } from "../spec-path.js";
 import { DEFAULT_TIMEOUT_SECONDS, fleetAuditSettings } from "./audit.js";
-import { snapshotSpec } from "./snapshot.js";
+import { snapshotSpec, type LatentValues } from "./snapshot.js";
 import { stageLayers, writeTree } from "./adopt-tree.js";
 
 /** What to adopt, into which tree, how hosts are reached and how their state is declared. */
@@ -53,6 +53,8 @@ export interface Adoption {
   inventoryHosts: number;
   alreadyDeclared: number;
   leftOut: string[];
+  /** Values declared live that the next reboot or restart changes, each commented in the tree. */
+  latent: number;
 }
 
 // Big enough for a 100,000-host inventory; a file past it is not an inventory.
@@ -108,7 +110,7 @@ export async function runAdopt(config: AdoptOptions): Promise<Adoption> {
   const settings = existing
     ? fleetAuditSettings(existing, { timeoutMs })
     : fleetAuditSettings({ dir: tree, settings: {}, nodes: [], tickets: [] }, { timeoutMs });
-  const { keys, snapshots, leftOut } = await snapshotHosts(hosts, {
+  const { keys, snapshots, latent, leftOut } = await snapshotHosts(hosts, {
     config,
     sshFiles,
     staged,
@@ -123,6 +125,7 @@ export async function runAdopt(config: AdoptOptions): Promise<Adoption> {
         existingGroups,
         hosts: candidates,
         snapshots,
+        latent,
         parents: plan.groups,
         keys,
         leftOut,
@@ -134,6 +137,7 @@ export async function runAdopt(config: AdoptOptions): Promise<Adoption> {
     inventoryHosts: plan.hosts.length,
     alreadyDeclared: plan.hosts.length - hosts.length,
     leftOut: leftOut.sort(),
+    latent: result.adopted.reduce((sum, name) => sum + (latent.get(name)?.size ?? 0), 0),
   };
 }
 
@@ -196,6 +200,7 @@ interface SnapshotJob {
 interface Snapshots {
   keys: Map<string, string[]>;
   snapshots: Map<string, PlainMap>;
+  latent: Map<string, LatentValues>;
   leftOut: string[];
 }
 
@@ -210,7 +215,12 @@ async function snapshotHosts(hosts: readonly HostToAdopt[], job: SnapshotJob): P
   // Sessions through one jump host are limited as audit limits them.
   const limit = nodeLimit(job.config.concurrency, sshSessionGates(sshOptions));
   const progress = job.config.progress?.(hosts.length);
-  const taken: Snapshots = { keys: new Map(), snapshots: new Map(), leftOut: [] };
+  const taken: Snapshots = {
+    keys: new Map(),
+    snapshots: new Map(),
+    latent: new Map(),
+    leftOut: [],
+  };
   await Promise.all(
     hosts.map((host) => {
       // An existing tree's fleet.yaml and groups may say how to reach it (a proxy_jump).
@@ -260,6 +270,7 @@ async function snapshotHost(
       return `its live state cannot be declared (${issue.path.map(String).join(".")}: ${inner ?? issue.message})`;
     }
     taken.snapshots.set(host.name, snapshot.spec);
+    taken.latent.set(host.name, snapshot.latent);
     return undefined;
   } catch (error) {
     return nodeFailure(host.name, error).message.replace(/[;,] node not audited/, "");

@@ -8,6 +8,7 @@ import {
   runProbe,
   type AuditSettings,
 } from "../audit/node.js";
+import type { Latent } from "../domains/cause.js";
 import { declaredFor } from "../domains/domain.js";
 import { DOMAINS, type AnyDomain, type DomainName } from "../domains/registry.js";
 import { DEFAULT_SNAPSHOT_OPTIONS, type SnapshotOptions } from "../domains/snapshot-options.js";
@@ -15,6 +16,8 @@ import { ManifestEditError } from "../errors.js";
 import type { LoadedNode } from "../manifest/load.js";
 import { parseContext } from "../probe/script.js";
 import { acceptFinding } from "../propose/accept.js";
+import { willBecome } from "../report/formats/common.js";
+import { pathKey, pathOfKey, type SpecPath } from "../spec-path.js";
 import { visible } from "../text/escape.js";
 import { stringifyPortable } from "../text/yaml-scalar.js";
 import { localTransport } from "../transport/local.js";
@@ -72,16 +75,28 @@ function acceptAll(
   return state;
 }
 
+/** What the next reboot or restart changes in a declared value, by the value's `pathKey`. */
+export type LatentValues = Map<string, Latent>;
+
+/** The latent findings on a snapshot's own value: what it declares that will not hold. */
+function latentIn(domain: AnyDomain, value: unknown, live: unknown, into: LatentValues): void {
+  const declared = domain.schema.safeParse(value);
+  if (!declared.success) return;
+  for (const finding of domain.compare(declared.data, live))
+    if (finding.latent) into.set(pathKey(finding.path), finding.latent);
+}
+
 /**
  * Live state as a node spec: each domain's snapshot at its spec path, and for a node's declared
- * files and units, the declaration with its live state accepted. Unknown domains are left out.
+ * files and units, the declaration with its live state accepted. Unknown domains are left out;
+ * `latent` has each declared value the next reboot or restart changes.
  */
 export async function snapshotSpec(
   transport: Transport,
   domains: readonly AnyDomain[],
   settings: AuditSettings = defaultAuditSettings(),
   request: SnapshotRequest = {},
-): Promise<{ spec: Record<string, unknown>; unknown: string[] }> {
+): Promise<{ spec: Record<string, unknown>; unknown: string[]; latent: LatentValues }> {
   const { declared: nodeSpec, ...chosen } = request;
   const options = { ...DEFAULT_SNAPSHOT_OPTIONS, ...chosen };
   const taken = domains.filter((d) => !d.skipsSnapshot?.(options));
@@ -98,6 +113,7 @@ export async function snapshotSpec(
   const parse = parseContext(probe.nonce);
   const spec: Record<string, unknown> = {};
   const unknown: string[] = [];
+  const latent: LatentValues = new Map();
   for (const domain of taken) {
     const read = readSection(probe, domain, parse);
     if ("unknown" in read) {
@@ -111,25 +127,31 @@ export async function snapshotSpec(
         ? domain.snapshot(read.live, options)
         : acceptAll(domain, declared, read.live, unknown);
     if (value === undefined) continue;
+    latentIn(domain, value, read.live, latent);
     let level = spec;
     for (const part of domain.specPath.slice(0, -1))
       level = (level[part] ??= {}) as Record<string, unknown>;
     level[domain.specPath.at(-1)!] = value;
   }
-  return { spec, unknown };
+  return { spec, unknown, latent };
 }
 
 // The README has the snapshot written to fleet-manifests/nodes/<host>.yaml: the schema is two
 // folders up.
 const SCHEMA_HEADER = "# yaml-language-server: $schema=../../schemas/node-spec.schema.json";
 
+/** Each latent value's comment at its path: "will become 1 at reboot: FILE:LINE". */
+export function latentComments(latent: LatentValues): { path: SpecPath; text: string }[] {
+  return [...latent].map(([key, value]) => ({ path: pathOfKey(key), text: willBecome(value) }));
+}
+
 /**
  * The snapshot as a node-spec file: a comment header (host text escaped, one line each), then the
- * spec.
+ * spec, each value the next reboot or restart changes with a comment saying so.
  */
 export function snapshotText(
   title: string,
-  snapshot: { spec: Record<string, unknown>; unknown: string[] },
+  snapshot: { spec: Record<string, unknown>; unknown: string[]; latent: LatentValues },
   takenAt: Date,
 ): string {
   const header = [
@@ -138,7 +160,7 @@ export function snapshotText(
     // A reason is host text: one escaped line, so no CR or line separator starts a YAML key.
     ...snapshot.unknown.map((u) => `# not shown by this host: ${visible(u)}`),
   ].join("\n");
-  return `${header}\n${stringifyPortable(snapshot.spec)}`;
+  return `${header}\n${stringifyPortable(snapshot.spec, latentComments(snapshot.latent))}`;
 }
 
 /** What a node's own file says about reaching it: kept in its snapshot, so the snapshot can replace it. */

@@ -1,8 +1,8 @@
 // YAML that every mainstream reader reads the same: the `yaml` library (1.2 and 1.1) and PyYAML
 // (YAML 1.1: Ansible, yamllint, most CI tools). A string is written plain only when all of them
 // read that plain text back as the same string; otherwise double-quoted with escapes.
-import { Document, parseDocument, Scalar, visit } from "yaml";
-import { defuseRunnerCommands } from "./escape.js";
+import { Document, isScalar, parseDocument, Scalar, visit } from "yaml";
+import { defuseRunnerCommands, visible } from "./escape.js";
 
 /**
  * Characters never written raw: controls (NEL is a line break to YAML 1.1), format characters
@@ -70,10 +70,18 @@ const holdsRunnerCommand = (text: string) => defuseRunnerCommands(text) !== text
  * A node-spec-like value as YAML text every reader reads the same: strings that are not safely
  * plain (and keys alike) double-quoted, multi-line printable text as block scalars, and no
  * unprintable character raw anywhere. Nor any runner command: text holding one is double-quoted,
- * where the escape that defuses it means the character it replaces.
+ * where the escape that defuses it means the character it replaces. `comments` are written beside
+ * the scalar at their path, escaped to one line; a path with no scalar gets none.
  */
-export function stringifyPortable(value: unknown): string {
+export function stringifyPortable(
+  value: unknown,
+  comments: readonly { path: readonly (string | number)[]; text: string }[] = [],
+): string {
   const doc = new Document(value);
+  for (const { path, text } of comments) {
+    const node = doc.getIn(path, true);
+    if (isScalar(node)) node.comment = ` ${visible(text)}`;
+  }
   visit(doc, {
     Scalar(_key, node) {
       if (typeof node.value !== "string") return;

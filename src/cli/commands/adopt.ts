@@ -73,7 +73,7 @@ export async function adoptCommand(argv: string[]): Promise<number> {
   for (const rel of result.written) io().stdout.write(`wrote ${path.join(manifests, rel)}\n`);
   const already = result.alreadyDeclared;
   say(
-    `${result.adopted.length} of ${result.inventoryHosts} hosts adopted${already ? `, ${already} already declared` : ""}, ${result.leftOut.length} left out`,
+    `${result.adopted.length} of ${result.inventoryHosts} hosts adopted${already ? `, ${already} already declared` : ""}, ${result.leftOut.length} left out${result.latent ? `, ${result.latent} value${result.latent === 1 ? "" : "s"} the next boot or restart changes, commented` : ""}`,
   );
   return result.leftOut.length ? ExitBit.unaudited : 0;
 }

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { pathIn, type Domain, type Finding, type ProbeContext } from "../domain.js";
-import { moduleName, parseModules, type KernelModulesLive } from "./parse.js";
+import type { Latent } from "../cause.js";
+import { BOOT_DIRS, moduleName, parseModules, type KernelModulesLive } from "./parse.js";
 
 const ModuleName = z.string().regex(/^[A-Za-z0-9_-]+$/, "a kernel module name, like br_netfilter");
 export const KernelModulesDeclared = z
@@ -29,6 +30,30 @@ function moduleLines(names: readonly string[] | undefined, ctx: ProbeContext): s
   return `-E -e ${ctx.quote(`^${any} `)} -e ${ctx.quote(`(^|/)${any}\\.ko(\\.[a-z]+)?$`)}`;
 }
 
+/**
+ * grep's pattern for the modules-load.d and modprobe.d lines that may name a declared module
+ * (every non-comment line for a snapshot): a bare name, or one after `blacklist`/`install`.
+ */
+function bootLines(names: readonly string[] | undefined, ctx: ProbeContext): string {
+  if (!names) return ctx.quote("^[[:space:]]*[^[:space:]#;]");
+  const any = `(${names.map((name) => name.replaceAll(/[-_]/g, "[-_]")).join("|")})`;
+  return ctx.quote(`^[[:space:]]*((blacklist|install)[[:space:]]+)?${any}([[:space:]]|$)`);
+}
+
+/**
+ * What the next boot does to a module that is as declared now: one a modules-load.d file loads and
+ * modprobe.d does not block comes back; a loaded one modprobe.d blocks does not.
+ */
+function bootLatent(live: KernelModulesLive, key: string, declared: "loaded" | "absent") {
+  const loads = live.loadsAtBoot.get(key);
+  const blocked = live.blocked.get(key);
+  if (declared === "absent" && loads !== undefined && blocked === undefined)
+    return { after: "reboot", becomes: "loaded", because: loads } satisfies Latent;
+  if (declared === "loaded" && blocked !== undefined && !live.builtin.has(key))
+    return { after: "reboot", becomes: "absent", because: blocked } satisfies Latent;
+  return undefined;
+}
+
 export const kernelModules: Domain<KernelModulesDeclared, KernelModulesLive, "kernel_modules"> = {
   name: "kernel_modules",
   specPath: ["system", "kernel_modules"],
@@ -47,7 +72,12 @@ export const kernelModules: Domain<KernelModulesDeclared, KernelModulesLive, "ke
     return [
       `if [ ! -e /proc/modules ]; then ${ctx.unknown("no /proc/modules: kernel without loadable module support")}`,
       `elif [ ! -r /proc/modules ]; then ${ctx.unknown("/proc/modules is not readable")}`,
-      `else read -r r < /proc/sys/kernel/osrelease; grep -H -s ${moduleLines(names, ctx)} /proc/modules "/lib/modules/$r/modules.builtin"; fi`,
+      `else read -r r < /proc/sys/kernel/osrelease; grep -H -s ${moduleLines(names, ctx)} /proc/modules "/lib/modules/$r/modules.builtin"`,
+      // Every boot file is named (it masks a same-named one later), then its lines naming a
+      // declared module, numbered (the latent's `because`). With no file, grep would read stdin.
+      "set --",
+      `for f in ${BOOT_DIRS.flatMap((d) => [`${d}/modules-load.d/*.conf`, `${d}/modprobe.d/*.conf`]).join(" ")}; do [ -e "$f" ] && printf '%s:\\n' "$f" && set -- "$@" "$f"; done`,
+      `[ $# -eq 0 ] || grep -H -n -s -E ${bootLines(names, ctx)} "$@"; fi`,
       "true",
     ].join("\n");
   },
@@ -58,7 +88,12 @@ export const kernelModules: Domain<KernelModulesDeclared, KernelModulesLive, "ke
     const findings: Finding[] = [];
     (declared.loaded ?? []).forEach((name, i) => {
       const key = moduleName(name);
-      if (live.loaded.has(key) || live.builtin.has(key)) return;
+      if (live.loaded.has(key) || live.builtin.has(key)) {
+        const latent = bootLatent(live, key, "loaded");
+        const path = pathIn(this, "loaded", i);
+        if (latent) findings.push({ key, declared: "loaded", live: "loaded", path, latent });
+        return;
+      }
       findings.push({
         key,
         declared: "loaded",
@@ -68,7 +103,12 @@ export const kernelModules: Domain<KernelModulesDeclared, KernelModulesLive, "ke
     });
     (declared.absent ?? []).forEach((name, i) => {
       const key = moduleName(name);
-      if (!live.loaded.has(key) && !live.builtin.has(key)) return;
+      if (!live.loaded.has(key) && !live.builtin.has(key)) {
+        const latent = bootLatent(live, key, "absent");
+        const path = pathIn(this, "absent", i);
+        if (latent) findings.push({ key, declared: "absent", live: "absent", path, latent });
+        return;
+      }
       const finding: Finding = {
         key,
         declared: "absent",

@@ -130,3 +130,69 @@ test("with modules declared, the host sends only their lines, and they compare a
   const none = await runProbe<KernelModulesLive>(kernelModules, { loaded: [] }, { root });
   assert.deepEqual([none.live!.loaded.size, none.live!.builtin.size], [0, 0]);
 });
+
+// Real files: systemd's own modprobe.d, Ubuntu's blacklist.conf head (with an operator's line),
+// a CIS-style install-false file, Debian's /etc/modules and a vendor modules-load.d file masked
+// by an empty one of the same name in /etc.
+const BOOT_FILES = {
+  "lib/modprobe.d/systemd.conf":
+    "#  SPDX-License-Identifier: LGPL-2.1-or-later\n# Therefore disable bond0 creation.\n\noptions bonding max_bonds=0\n\n# Do the same for dummy0.\n\noptions dummy numdummies=0\n",
+  "etc/modprobe.d/blacklist.conf":
+    "# This file lists those modules which we don't want to be loaded by\n# alias expansion, usually so some other driver will be loaded for the\n# device instead.\n\n# evbug is a debug tool that should be loaded explicitly\nblacklist evbug\n\nblacklist snd_hda_intel\n",
+  "etc/modprobe.d/cis.conf": "install usb-storage /bin/false\n",
+  "etc/modules-load.d/modules.conf":
+    '# /etc/modules: kernel modules to load at boot time.\n#\n# This file contains the names of kernel modules that should be loaded\n# at boot time, one per line. Lines beginning with "#" are ignored.\n\nbr_netfilter\nusb-storage\n',
+  "usr/lib/modules-load.d/nf.conf": "nf_conntrack\n",
+  "usr/lib/modules-load.d/wireguard.conf": "wireguard\n",
+  "etc/modules-load.d/wireguard.conf": "",
+};
+
+test("the next boot: a module modules-load.d loads and nothing blocks comes back; a loaded one modprobe.d blacklists does not", async () => {
+  const files = {
+    ...capturedFiles(fixture("kernel_modules", "debian-bridge-host.txt")),
+    "proc/sys/kernel/osrelease": "6.1.0-28-amd64\n",
+    ...BOOT_FILES,
+  };
+  const root = {
+    dir: await trees(files),
+    paths: [
+      ...["/proc/modules", "/proc/sys/kernel/osrelease", "/lib/modules"],
+      ...["/etc", "/usr/lib", "/lib/modprobe.d", "/lib/modules-load.d"],
+    ],
+  };
+  const declared = {
+    loaded: ["br_netfilter", "snd-hda-intel"],
+    absent: ["nf_conntrack", "usb-storage", "wireguard", "evbug"],
+  };
+  const filtered = await runProbe<KernelModulesLive>(kernelModules, declared, { root });
+  const everything = await runProbe<KernelModulesLive>(kernelModules, undefined, { root });
+  const latent = (live: KernelModulesLive) =>
+    kernelModules.compare(declared, live).map((f) => [f.key, f.declared, f.live, f.latent]);
+  assert.deepEqual(latent(filtered.live!), [
+    [
+      "snd_hda_intel",
+      "loaded",
+      "loaded",
+      { after: "reboot", becomes: "absent", because: "/etc/modprobe.d/blacklist.conf:8" },
+    ],
+    [
+      "nf_conntrack",
+      "absent",
+      "absent",
+      { after: "reboot", becomes: "loaded", because: "/usr/lib/modules-load.d/nf.conf:1" },
+    ],
+  ]);
+  assert.deepEqual(latent(everything.live!), latent(filtered.live!));
+  assert.deepEqual(
+    kernelModules.compare(declared, filtered.live!).map((f) => f.path),
+    [path("loaded", 1), path("absent", 0)],
+  );
+});
+
+test("boot lines name modules through Maps: a module named __proto__ is one more name", () => {
+  const live = parseModules(
+    "/etc/modules-load.d/x.conf:\n/etc/modules-load.d/x.conf:1:__proto__\n/etc/modprobe.d/y.conf:\n/etc/modprobe.d/y.conf:1:blacklist constructor\n",
+  );
+  assert.equal(live.loadsAtBoot.get("__proto__"), "/etc/modules-load.d/x.conf:1");
+  assert.equal(live.blocked.get("constructor"), "/etc/modprobe.d/y.conf:1");
+});
