@@ -38,7 +38,7 @@ const node = (name: string, status: NodeResult["status"], drift: DriftItem[] = [
 function run(history: AuditHistory, startedAt: string, nodes: NodeResult[]) {
   const annotated = nodes.map((n) => annotateNode(n, history, startedAt));
   const next = parseHistory(
-    serializeHistory(nextHistory(history, { startedAt, nodes: annotated })),
+    serializeHistory(nextHistory(history, { startedAt, manifestRevision: null, nodes: annotated })),
   );
   assert.ok(typeof next !== "string", String(next));
   return { annotated, next };
