@@ -304,11 +304,7 @@ export async function auditNode(
     const record = probe.sections.get("cause");
     const host = parseHostRecord(record ? parse.parts(record.output) : []);
     const { history, ...since } = cause;
-    result.drift = attachCauses(result.drift, host, {
-      node: node.name,
-      ...since,
-      ...(history && { ...history }),
-    });
+    result.drift = attachCauses(result.drift, host, { node: node.name, ...since, ...history });
     if (history)
       result.declared = declaredPrints(
         domains.map((d) => ({ path: d.specPath, declared: declaredFor(d, node.spec) })),
