@@ -7,7 +7,7 @@ import { collectReport, EntrySpool, type SpooledReport } from "../report/spool.j
 import type { SessionGates } from "../transport/session-gate.js";
 import type { Transport } from "../transport/transport.js";
 import { wholeNumber } from "../whole-number.js";
-import { auditNode, type AuditSettings } from "./node.js";
+import { auditNode, type AuditSettings, type CauseRequest } from "./node.js";
 
 export interface Shard {
   index: number;
@@ -42,8 +42,8 @@ export interface FleetRun {
   manifestRevision: string | null;
   manifestDirty?: boolean;
   shard?: Shard;
-  /** Each node's last successful audit (epoch milliseconds), from the audit history. */
-  lastAudited?: (node: LoadedNode) => number | undefined;
+  /** What the audit history knows of each node's last successful audit. */
+  causeRequest?: (node: LoadedNode) => CauseRequest;
   /** Called as each node finishes, in completion order. */
   onResult?: (result: NodeResult) => void;
 }
@@ -60,10 +60,14 @@ export async function spoolFleet(run: FleetRun): Promise<SpooledReport> {
     await Promise.all(
       run.nodes.map((node) =>
         limit(node, async () => {
-          const since = run.lastAudited?.(node);
-          const result = await auditNode(node, run.transportFor(node), run.settings, run.drift, {
-            ...(since !== undefined && { since }),
-          });
+          const cause = run.causeRequest?.(node) ?? {};
+          const result = await auditNode(
+            node,
+            run.transportFor(node),
+            run.settings,
+            run.drift,
+            cause,
+          );
           run.onResult?.(result);
           spool.add(result);
         }),

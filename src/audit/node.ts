@@ -16,6 +16,7 @@ import type { RunLimits, Transport } from "../transport/transport.js";
 import { attachCauses } from "./cause/attach.js";
 import { causeProbe, SINCE_VARIABLE, type CauseTargets } from "./cause/probe.js";
 import { parseHostRecord } from "./cause/record.js";
+import { declaredPrints, type DeclaredBefore } from "./cause/rollout.js";
 import { DEFAULT_MAINTENANCE_MARKER, maintenanceProbe, parseMaintenance } from "./maintenance.js";
 
 export const DEFAULT_MAX_FILE_BYTES = 256 * 1024;
@@ -124,6 +125,8 @@ function causeTargets(domains: readonly { domain: AnyDomain; declared: unknown }
 /** The cause section is asked for, with the node's last audit (epoch milliseconds) if known. */
 export interface CauseRequest {
   since?: number;
+  /** The audit keeps a history: record the node's declared prints, compare with its last ones. */
+  history?: { before?: DeclaredBefore; revision: string | null };
 }
 
 function probeTemplate(
@@ -300,7 +303,12 @@ export async function auditNode(
     // every item's is then unknown.
     const record = probe.sections.get("cause");
     const host = parseHostRecord(record ? parse.parts(record.output) : []);
-    result.drift = attachCauses(result.drift, host, { node: node.name, ...cause });
+    const { history, ...since } = cause;
+    result.drift = attachCauses(result.drift, host, { node: node.name, ...since, ...history });
+    if (history)
+      result.declared = declaredPrints(
+        domains.map((d) => ({ path: d.specPath, declared: declaredFor(d, node.spec) })),
+      );
     if (unknown.length) result.unknown = unknown;
     result.checked = checked;
     result.status = result.drift.some(countsAsDrift) ? "drift" : "clean";

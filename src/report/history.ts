@@ -13,6 +13,16 @@ const NodeHistory = z.object({
   /** First run of the current stretch without a successful audit (its last audit, if any). */
   unauditedSince: Time.optional(),
   unauditedRuns: z.number().int().nonnegative(),
+  /** The manifests' revision at its last audit, when that was a clean commit. */
+  revision: z
+    .string()
+    .regex(/^([0-9a-f]{40}|[0-9a-f]{64})$/)
+    .optional(),
+  /** Its declared values' prints at its last audit (the report's `declared`): a rollout's base. */
+  declared: z
+    .string()
+    .regex(/^(?:[A-Za-z0-9_-]{8})*$/)
+    .optional(),
 });
 export type NodeHistory = z.infer<typeof NodeHistory>;
 
@@ -90,10 +100,18 @@ export function serializeHistory(history: AuditHistory): string {
   return `{"version":${HISTORY_VERSION},${run}\n"nodes":${entries(history.nodes)},\n"drift":${entries(history.drift)}}\n`;
 }
 
-/** When the node was last audited successfully (epoch milliseconds), if the history knows. */
-export function lastAuditedAt(history: AuditHistory, node: string): number | undefined {
-  const at = history.nodes.get(node)?.lastAudited;
-  return at === undefined ? undefined : Date.parse(at);
+/** What the history knows of the node's last successful audit: when, and what it declared. */
+export function lastAuditOf(
+  history: AuditHistory,
+  node: string,
+): { at?: number; revision?: string; declared?: string } {
+  const entry = history.nodes.get(node);
+  if (entry?.lastAudited === undefined) return {};
+  return {
+    at: Date.parse(entry.lastAudited),
+    ...(entry.revision !== undefined && { revision: entry.revision }),
+    ...(entry.declared !== undefined && { declared: entry.declared }),
+  };
 }
 
 /**
@@ -126,9 +144,11 @@ export function annotateNode(node: NodeResult, history: AuditHistory, now: strin
  */
 export function nextHistory(
   before: AuditHistory,
-  report: Pick<Report, "startedAt" | "categories" | "nodes">,
+  report: Pick<Report, "startedAt" | "categories" | "nodes" | "manifestRevision" | "manifestDirty">,
   fleet?: ReadonlySet<string>,
 ): AuditHistory {
+  // A dirty tree's revision is not what was declared: the prints stand without one.
+  const revision = report.manifestDirty ? null : report.manifestRevision;
   const next: AuditHistory = {
     run: report.startedAt,
     nodes: new Map([...before.nodes].filter(([name]) => !fleet || fleet.has(name))),
@@ -144,11 +164,18 @@ export function nextHistory(
   }
   for (const node of report.nodes) {
     if (audited(node)) {
-      next.nodes.set(node.name, { lastAudited: report.startedAt, unauditedRuns: 0 });
+      next.nodes.set(node.name, {
+        lastAudited: report.startedAt,
+        unauditedRuns: 0,
+        ...(revision && { revision }),
+        ...(node.declared !== undefined && { declared: node.declared }),
+      });
     } else if (node.unaudited) {
-      const lastAudited = before.nodes.get(node.name)?.lastAudited;
+      const { lastAudited, revision: then, declared } = before.nodes.get(node.name) ?? {};
       next.nodes.set(node.name, {
         ...(lastAudited !== undefined && { lastAudited }),
+        ...(then !== undefined && { revision: then }),
+        ...(declared !== undefined && { declared }),
         unauditedSince: node.unaudited.since,
         unauditedRuns: node.unaudited.runs,
       });

@@ -79,6 +79,14 @@ export const NodeResult = z.object({
   checked: z
     .object({ items: z.number().int().nonnegative(), domains: z.number().int().nonnegative() })
     .optional(),
+  /**
+   * Set when the audit keeps a history: a short hash of each declared value at its spec path,
+   * joined, so that the next audit can tell a pending rollout (src/audit/cause/rollout.ts).
+   */
+  declared: z
+    .string()
+    .regex(/^(?:[A-Za-z0-9_-]{8})*$/, "8-character prints")
+    .optional(),
   /** Bytes of probe output received from the node. */
   probeBytes: z.number().int().nonnegative().optional(),
   /** SSH connection attempts it took (transient failures are retried), absent for `--local`. */

@@ -4,7 +4,9 @@ import { stat } from "node:fs/promises";
 import path from "node:path";
 import v8 from "node:v8";
 import { auditFleet, shardOf, type FleetRun, type Shard } from "../audit/fleet.js";
-import { defaultAuditSettings, type AuditSettings } from "../audit/node.js";
+import { defaultAuditSettings, type AuditSettings, type CauseRequest } from "../audit/node.js";
+import { splitPrints } from "../audit/cause/rollout.js";
+import { lastAuditOf, type AuditHistory } from "../report/history.js";
 import type { DomainName } from "../domains/registry.js";
 import type { DriftContext } from "../drift/drift.js";
 import type { Fleet, LoadedNode } from "../manifest/load.js";
@@ -146,4 +148,27 @@ export async function runAudit(config: AuditOptions): Promise<{ fleet: Fleet; re
  */
 export function boundHeapGrowth(): void {
   v8.setFlagsFromString("--heap-growing-percent=50");
+}
+
+/**
+ * Each node's cause request from the audit history: since its last audit, and against what that
+ * audit declared (a drift back to it is a pending rollout).
+ */
+export function historyRequests(
+  history: AuditHistory,
+  revision: string | null,
+): (node: LoadedNode) => CauseRequest {
+  return (node) => {
+    const last = lastAuditOf(history, node.name);
+    const before = last.declared !== undefined && {
+      before: {
+        prints: splitPrints(last.declared),
+        ...(last.revision !== undefined && { revision: last.revision }),
+      },
+    };
+    return {
+      ...(last.at !== undefined && { since: last.at }),
+      history: { revision, ...before },
+    };
+  };
 }

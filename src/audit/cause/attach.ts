@@ -2,6 +2,7 @@ import type { Cause } from "../../domains/cause.js";
 import { ABSENT } from "../../domains/packages/constraint.js";
 import type { DriftItem } from "../../report/schema.js";
 import type { AptTransaction, HostRecord, PackageEvent } from "./record.js";
+import { rolloutCause, type DeclaredBefore } from "./rollout.js";
 
 // Each drift item's cause from what the host recorded: only a record that explains the live value
 // itself (the version a transaction installed, the md5 a package shipped, the kernel booted) names
@@ -22,20 +23,27 @@ export interface CauseContext {
   node: string;
   /** Epoch milliseconds of the node's last successful audit, when the history knows it. */
   since?: number;
+  /** What the node's last audit declared, and the revision audited now: a rollout's evidence. */
+  before?: DeclaredBefore;
+  revision?: string | null;
 }
 
 /**
- * The items with a cause each: one a domain found itself is kept; a latent-only item (live as
- * declared, a boot or restart would change it) changed nothing yet, so it has none.
+ * The items with a cause each: a pending rollout first (the manifest moved, whatever the host
+ * recorded), then one a domain found itself; a latent-only item (live as declared, a boot or
+ * restart would change it) changed nothing yet, so it has none.
  */
 export function attachCauses(
   items: readonly DriftItem[],
   record: HostRecord,
   ctx: CauseContext,
 ): DriftItem[] {
-  return items.map((item) =>
-    item.cause || item.latentPolicy ? item : { ...item, cause: causeOf(item, record, ctx) },
-  );
+  return items.map((item) => {
+    if (item.latentPolicy) return item;
+    const rollout = ctx.before && rolloutCause(item, ctx.before, ctx.revision ?? null);
+    if (rollout) return { ...item, cause: rollout };
+    return item.cause ? item : { ...item, cause: causeOf(item, record, ctx) };
+  });
 }
 
 function causeOf(item: DriftItem, record: HostRecord, ctx: CauseContext): Cause {

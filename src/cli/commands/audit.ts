@@ -1,10 +1,9 @@
 import { spoolFleet } from "../../audit/fleet.js";
 import type { NodeResult } from "../../report/schema.js";
-import { boundHeapGrowth, fleetRun, type Reach } from "../../runs/audit.js";
+import { boundHeapGrowth, fleetRun, historyRequests, type Reach } from "../../runs/audit.js";
 import { AUDIT_FLAGS, auditOptions } from "../audit-options.js";
 import { auditOutcome } from "../exit.js";
 import { switchFlag, parseFlags } from "../flags.js";
-import { lastAuditedAt } from "../../report/history.js";
 import {
   annotated,
   judgeBudget,
@@ -48,7 +47,7 @@ export async function auditCommand(argv: string[], reach: Reach = {}): Promise<n
   // Entries go to a spool as nodes finish, and from it to the report: never all in memory.
   const judge = await unauditedJudge(config.unaudited, fleet.settings.audit);
   const { history } = judge;
-  if (history) run.lastAudited = (node) => lastAuditedAt(history, node.name);
+  if (history) run.causeRequest = historyRequests(history, run.manifestRevision);
   const { head, spool } = await spoolFleet(run);
   try {
     progress?.finish();

@@ -38,7 +38,7 @@ const node = (name: string, status: NodeResult["status"], drift: DriftItem[] = [
 function run(history: AuditHistory, startedAt: string, nodes: NodeResult[]) {
   const annotated = nodes.map((n) => annotateNode(n, history, startedAt));
   const next = parseHistory(
-    serializeHistory(nextHistory(history, { startedAt, nodes: annotated })),
+    serializeHistory(nextHistory(history, { startedAt, manifestRevision: null, nodes: annotated })),
   );
   assert.ok(typeof next !== "string", String(next));
   return { annotated, next };
@@ -88,6 +88,35 @@ describe("audit history", () => {
     // Audited and the drift gone: forgotten.
     const third = run(second.next, T3, [node("web-01", "clean")]);
     assert.equal(third.next.drift.size, 0);
+  });
+
+  it("keeps a node's declared prints and revision from its last audit while it is dark; a dirty tree's revision is not kept", () => {
+    const REV = "c".repeat(40);
+    const prints = "AAAAAAAAbbbbbbbb";
+    const keep = (history: AuditHistory, startedAt: string, nodes: NodeResult[], dirty = false) =>
+      nextHistory(history, {
+        startedAt,
+        manifestRevision: REV,
+        ...(dirty && { manifestDirty: true as const }),
+        nodes: nodes.map((n) => annotateNode(n, history, startedAt)),
+      });
+    const h1 = keep(emptyHistory(), T1, [{ ...node("web-01", "clean"), declared: prints }]);
+    const h2 = keep(h1, T2, [node("web-01", "unreachable")]);
+    const entry = parseHistory(serializeHistory(h2));
+    assert.ok(typeof entry !== "string");
+    assert.deepEqual(entry.nodes.get("web-01"), {
+      lastAudited: T1,
+      revision: REV,
+      declared: prints,
+      unauditedSince: T1,
+      unauditedRuns: 1,
+    });
+    const h3 = keep(h2, T3, [{ ...node("web-01", "clean"), declared: prints }], true);
+    assert.deepEqual(h3.nodes.get("web-01"), {
+      lastAudited: T3,
+      unauditedRuns: 0,
+      declared: prints,
+    });
   });
 
   it("refuses text that is not a history, naming what is wrong", () => {

@@ -1,0 +1,125 @@
+// A pending rollout end to end: a scheduled run (audit over real sshd hosts, then propose) leaves
+// each node's declared prints in the history on the state branch; an operator then merges a new
+// sysctl value; the next audit, reading that history (--state-from-repo), names the live value the
+// previous declaration, cause `rollout`, and propose opens a ticket, never an accept.
+import assert from "node:assert/strict";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { Report } from "../../src/report/schema.js";
+import { runCli } from "../support/cli.js";
+import { startForge, type TestForge } from "../support/forge.js";
+import { startFleet, type TestFleet } from "../support/hosts.js";
+
+const TOKEN = "ghs_rollout_e2e";
+const OWNER = "acme";
+const REPO = "fleet";
+const M = "fleet-manifests";
+const KEY = "net.core.somaxconn";
+const WEB = ["web-01", "web-02"];
+
+let fleet: TestFleet;
+let forge: TestForge;
+let work: string;
+
+const webGroup = (value: number) => `system:\n  sysctl_parameters:\n    ${KEY}: ${value}\n`;
+
+before(async () => {
+  fleet = await startFleet(WEB.map((name) => ({ name, sysctls: { [KEY]: "4096" } })));
+  work = await mkdtemp(path.join(tmpdir(), "qm-rollout-e2e-"));
+  forge = await startForge({
+    token: TOKEN,
+    owner: OWNER,
+    repo: REPO,
+    files: {
+      [`${M}/fleet.yaml`]: "policy:\n  sysctl: { severity: medium, on_drift: accept }\n",
+      [`${M}/groups/web.yaml`]: webGroup(4096),
+      ...Object.fromEntries(WEB.map((n) => [`${M}/nodes/${n}.yaml`, "groups: [web]\n"])),
+    },
+  });
+});
+
+after(async () => {
+  await fleet?.stop();
+  await forge?.double.stop();
+  await forge?.server.stop();
+  if (work) await rm(work, { recursive: true, force: true });
+});
+
+const env = () => ({ ...forge.double.cliEnv(), GITHUB_RUN_ID: "77" });
+const repoArgs = () => [
+  "--repo",
+  forge.server.repoUrl(OWNER, REPO),
+  "--cache-dir",
+  path.join(work, "cache"),
+];
+
+/** A scheduled run: the audit reads the history from the state branch, propose writes it. */
+async function scheduledRun(name: string) {
+  const file = path.join(work, `${name}.json`);
+  const audited = await runCli(
+    [
+      "audit",
+      ...repoArgs(),
+      "--ssh-config",
+      fleet.sshConfig,
+      "--state-from-repo",
+      "--format",
+      "json",
+      "--out",
+      file,
+    ],
+    { env: env() },
+  );
+  const report = Report.parse(JSON.parse(await readFile(file, "utf8")));
+  const proposed = await runCli(["propose", "--report", file, ...repoArgs()], { env: env() });
+  assert.equal(proposed.exitCode, 0, proposed.stderr);
+  return { file, report, audited };
+}
+
+describe("pending rollout", () => {
+  let first: Report;
+
+  it("run 1: the hosts match the manifests; each node's declared prints are recorded", async () => {
+    const run = await scheduledRun("run-1");
+    first = run.report;
+    assert.equal(run.audited.exitCode, 0, run.audited.stderr);
+    for (const node of run.report.nodes) {
+      assert.equal(node.status, "clean", node.error);
+      assert.match(node.declared ?? "", /^(?:[A-Za-z0-9_-]{8})+$/);
+    }
+    assert.equal(forge.double.pulls().length, 0);
+  });
+
+  it("run 2: after a merged 8192 the drift is a rollout of the new revision, and propose opens one ticket, no accept", async () => {
+    const commit = await forge.double.pushCommit("main", {
+      [`${M}/groups/web.yaml`]: webGroup(8192),
+    });
+    const run = await scheduledRun("run-2");
+    assert.equal(run.report.manifestRevision, commit);
+    for (const node of run.report.nodes) {
+      const [item, ...rest] = node.drift;
+      assert.equal(rest.length, 0);
+      assert.equal(item!.key, KEY);
+      assert.deepEqual(item!.cause, {
+        kind: "rollout",
+        evidence: `the live value is the one declared at revision ${first.manifestRevision!.slice(0, 12)} (this node's last audit); the manifests changed it by revision ${commit.slice(0, 12)}`,
+        commit,
+        group: `rollout ${commit}`,
+      });
+    }
+    const text = await runCli(["report", "--report", run.file, "--format", "text"]);
+    assert.match(text.stdout, /rollout pending/);
+
+    const pulls = forge.double.pulls();
+    assert.equal(pulls.length, 1, pulls.map((p) => p.title).join("\n"));
+    const [ticket] = pulls;
+    assert.match(ticket!.head, /--ticket--/);
+    assert.match(
+      ticket!.title,
+      /^Remediate sysctl drift from one manifest rollout on web-01, web-02: net\.core\.somaxconn: 8192 → 4096$/,
+    );
+    assert.ok(ticket!.body!.includes(`\`${commit}\``), ticket!.body!);
+  });
+});
