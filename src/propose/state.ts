@@ -17,6 +17,8 @@ import { visible } from "../text/escape.js";
 export const STATE_BRANCH = "quartermaster-state";
 export const HISTORY_FILE = "audit-history.json";
 export const RUNS_FILE = "run-history.json";
+/** The report the last full propose run planned from: what a refresh plans from again. */
+export const REPORT_FILE = "last-report.json";
 
 /**
  * The audit history as the last run left it, empty when there is none yet. One that cannot be read
@@ -80,12 +82,15 @@ export interface StateFiles {
   waiting: ReadonlyMap<string, string>;
   history: AuditHistory;
   runs: RunHistory;
+  /** The report's text, kept by a run that planned from a new report; a refresh keeps it as is. */
+  lastReport?: string;
 }
 
 const stateTexts = (state: StateFiles) => ({
   [WAITING_FILE]: waitingText(state.waiting),
   [HISTORY_FILE]: serializeHistory(state.history),
   [RUNS_FILE]: serializeRuns(state.runs),
+  ...(state.lastReport !== undefined && { [REPORT_FILE]: state.lastReport }),
 });
 
 /** Whether `next` differs from `previous` in any state file. */
