@@ -82,7 +82,7 @@ export interface StateFiles {
   waiting: ReadonlyMap<string, string>;
   history: AuditHistory;
   runs: RunHistory;
-  /** The report's text, kept by a run that planned from a new report; a refresh keeps it as is. */
+  /** The text of the report the run planned from, for a refresh after a merge to plan from again. */
   lastReport?: string;
 }
 

@@ -140,13 +140,13 @@ async function proposeRun(config: ReturnType<typeof proposeConfig>): Promise<num
 }
 
 /**
- * The report to plan from: the file, or the one the last run kept on the state branch. Its text
- * when it is new, for the state branch to keep; none when it came from there.
+ * The report to plan from: the file, or the one the last run kept on the state branch; its text,
+ * kept there again (each state commit is on the manifests' revision and holds every state file).
  */
 async function reportOf(
   file: string | undefined,
   github: GitHub | undefined,
-): Promise<{ audited: Report; text?: string }> {
+): Promise<{ audited: Report; text: string }> {
   if (file !== undefined) {
     const text = await readText(file);
     return { audited: parseReport(text, file), text };
@@ -159,7 +159,7 @@ async function reportOf(
     throw new UsageError(
       `--report-from-repo: no report kept yet (${where}); a propose run with --report keeps one`,
     );
-  return { audited: parseReport(kept, where) };
+  return { audited: parseReport(kept, where), text: kept };
 }
 
 /** The forge from the environment; without its settings, only a dry run goes on (with none). */
@@ -227,7 +227,7 @@ interface Turn {
   dashboard: Dashboard;
   tickets: PlanInput["tickets"];
   waivers: Waiver[];
-  lastReport: string | undefined;
+  lastReport: string;
 }
 
 /**
@@ -246,10 +246,7 @@ async function carryOut(
     ...(await askAgain(github, pendingReviews(dashboard.body))),
   ];
   for (const pending of unasked) io().stderr.write(describePending(pending));
-  const state = {
-    ...stateAfter(run, fleet, outcomes),
-    ...(lastReport !== undefined && { lastReport }),
-  };
+  const state = { ...stateAfter(run, fleet, outcomes), lastReport };
   await keepState(github, state, run, revision);
   const dashboardFailed = !(await updateDashboard(
     github,
