@@ -47,6 +47,10 @@ export async function readRuns(github: GitHub): Promise<RunHistory> {
   return emptyRuns();
 }
 
+/** The report text the last run kept; undefined when none has yet. */
+export const readLastReport = (github: GitHub): Promise<string | undefined> =>
+  github.readFile(STATE_BRANCH, REPORT_FILE, "reading the last report");
+
 // The deferral queue: when each deferred pull request first waited, so the per-run budget opens
 // the longest-waiting first.
 

@@ -28,6 +28,7 @@ import {
   writeState,
   type StateFiles,
   HISTORY_FILE,
+  readLastReport,
   REPORT_FILE,
   STATE_BRANCH,
 } from "../../propose/state.js";
@@ -154,7 +155,7 @@ async function reportOf(
   const where = `${STATE_BRANCH}:${REPORT_FILE}`;
   if (!github)
     throw new UsageError("--report-from-repo reads the report from GitHub: set GITHUB_TOKEN");
-  const kept = await github.readFile(STATE_BRANCH, REPORT_FILE, "reading the last report");
+  const kept = await readLastReport(github);
   if (kept === undefined)
     throw new UsageError(
       `--report-from-repo: no report kept yet (${where}); a propose run with --report keeps one`,
