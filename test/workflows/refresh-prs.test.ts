@@ -124,6 +124,14 @@ describe("refresh-prs workflow", () => {
   const open = () => double.pulls().filter((p) => p.state === "open");
 
   test("a merged Quartermaster pull request refreshes the others from the kept report, auditing nothing and opening nothing", async () => {
+    // Before any scheduled run there is no report to plan from: said, with no stack trace.
+    const early = await run("refresh-prs.yml", closed("quartermaster--accept--x", true));
+    assert.match(
+      failures(early),
+      /--report-from-repo: no report kept yet \(quartermaster-state:last-report\.json\)/,
+    );
+    assert.doesNotMatch(failures(early), /at .*\.js:\d+/);
+
     const audit = await run("drift-audit.yml", { name: "schedule", payload: {} });
     assert.equal(failures(audit), "");
     const kept = await keptReport();
