@@ -16,7 +16,7 @@ import {
   LEFT_ALONE_MARK,
   type ExistingPull,
 } from "./pulls.js";
-import { readHistory, readRuns, readWaiting, type StateFiles } from "./state.js";
+import { readHistory, readLastReport, readRuns, readWaiting, type StateFiles } from "./state.js";
 
 export interface Outcome {
   action: Action;
@@ -91,6 +91,7 @@ export async function planRun(
 ): Promise<RunPlan> {
   const history = github ? await readHistory(github) : { ...emptyHistory(), dropped: [] };
   const runs = github ? await readRuns(github) : emptyRuns();
+  const lastReport = github ? await readLastReport(github) : undefined;
   const owners = new Map(input.nodes.map((node) => [node.name, ownersOf(node)]));
   const read = input.report;
   const report = {
@@ -101,7 +102,14 @@ export async function planRun(
   const planned = github
     ? await planWithForge(github, dated, ticked)
     : { actions: plan({ ...dated, pulls: [] }), waiting: new Map<string, string>() };
-  return { history, runs, owners, report, ...planned };
+  return {
+    history,
+    runs,
+    owners,
+    report,
+    ...(lastReport !== undefined && { lastReport }),
+    ...planned,
+  };
 }
 
 /**

@@ -17,6 +17,8 @@ import { visible } from "../text/escape.js";
 export const STATE_BRANCH = "quartermaster-state";
 export const HISTORY_FILE = "audit-history.json";
 export const RUNS_FILE = "run-history.json";
+/** The report the last full propose run planned from: what a refresh plans from again. */
+export const REPORT_FILE = "last-report.json";
 
 /**
  * The audit history as the last run left it, empty when there is none yet. One that cannot be read
@@ -44,6 +46,10 @@ export async function readRuns(github: GitHub): Promise<RunHistory> {
   );
   return emptyRuns();
 }
+
+/** The report text the last run kept; undefined when none has yet. */
+export const readLastReport = (github: GitHub): Promise<string | undefined> =>
+  github.readFile(STATE_BRANCH, REPORT_FILE, "reading the last report");
 
 // The deferral queue: when each deferred pull request first waited, so the per-run budget opens
 // the longest-waiting first.
@@ -80,12 +86,15 @@ export interface StateFiles {
   waiting: ReadonlyMap<string, string>;
   history: AuditHistory;
   runs: RunHistory;
+  /** The text of the report the run planned from, for a refresh after a merge to plan from again. */
+  lastReport?: string;
 }
 
 const stateTexts = (state: StateFiles) => ({
   [WAITING_FILE]: waitingText(state.waiting),
   [HISTORY_FILE]: serializeHistory(state.history),
   [RUNS_FILE]: serializeRuns(state.runs),
+  ...(state.lastReport !== undefined && { [REPORT_FILE]: state.lastReport }),
 });
 
 /** Whether `next` differs from `previous` in any state file. */

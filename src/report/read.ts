@@ -43,7 +43,11 @@ export async function readText(file: string, what = "report"): Promise<string> {
  * summary that counts the nodes.
  */
 export async function readReport(file: string): Promise<Report> {
-  const text = await readText(file);
+  return parseReport(await readText(file), file);
+}
+
+/** A report's text validated as `readReport` does; `file` names where it came from in errors. */
+export function parseReport(text: string, file: string): Report {
   let json: unknown;
   try {
     json = JSON.parse(text);

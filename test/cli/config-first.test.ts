@@ -44,6 +44,11 @@ describe("a command's config is settled before anything is pulled or probed", ()
         ["audit", ...UNREACHABLE, "--state", "history.json", "--state-from-repo"],
         /two sources of one history/,
       ],
+      [
+        ["propose", ...UNREACHABLE, "--report", "report.json", "--report-from-repo"],
+        /two sources of one report/,
+      ],
+      [["propose", ...UNREACHABLE], /propose needs --report FILE .* or --report-from-repo/],
     ] as const) {
       const result = await runCli([...args]);
       assert.equal(result.exitCode, 2, result.stderr);

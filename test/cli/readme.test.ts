@@ -161,6 +161,7 @@ describe("the documentation's links", async () => {
     assert.deepEqual(Object.keys(documented).sort(), [
       ".github/workflows/drift-audit.yml",
       ".github/workflows/manifest-review.yml",
+      ".github/workflows/refresh-prs.yml",
       ".github/workflows/review-command.yml",
     ]);
     for (const [file, text] of Object.entries(shown)) assert.equal(text, documented[file], file);

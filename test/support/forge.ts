@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before } from "node:test";
 import { execa } from "execa";
-import { HISTORY_FILE, RUNS_FILE } from "../../src/propose/state.js";
+import { HISTORY_FILE, REPORT_FILE, RUNS_FILE } from "../../src/propose/state.js";
 import { startGitServer, type GitServer } from "./git-server.js";
 import { startGitHubDouble, type GitHubDouble, type LoggedRequest } from "./github-double/index.js";
 import { removeTree, writeTree } from "./tree.js";
@@ -91,7 +91,7 @@ export function suiteForge(options: {
   return forge;
 }
 
-const STATE_FILES = new Set(["deferred.json", HISTORY_FILE, RUNS_FILE]);
+const STATE_FILES = new Set(["deferred.json", HISTORY_FILE, REPORT_FILE, RUNS_FILE]);
 const STATE_COMMITS = new Set([
   "Quartermaster: state kept between runs",
   "Quartermaster: a propose run is writing pull requests",

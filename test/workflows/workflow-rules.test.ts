@@ -28,6 +28,7 @@ const ours = workflows.filter((w) => !["ci.yml", "release.yml"].includes(w.file)
 // Jobs that may write, and nothing else may.
 const WRITERS = new Set([
   "drift-audit.yml/propose",
+  "refresh-prs.yml/refresh",
   "review-command.yml/command",
   "release.yml/release",
 ]);
@@ -50,11 +51,12 @@ test("the Quartermaster workflows are all here", () => {
   assert.deepEqual(ours.map((w) => w.file).sort(), [
     "drift-audit.yml",
     "manifest-review.yml",
+    "refresh-prs.yml",
     "review-command.yml",
   ]);
 });
 
-test("no permissions at the top; each job is granted its own, and only the propose and review jobs write", () => {
+test("no permissions at the top; each job is granted its own, and only the propose, refresh and review jobs write", () => {
   for (const { file, workflow } of workflows.filter((w) => w.file !== "ci.yml")) {
     assert.deepEqual(workflow.permissions, {}, file);
     for (const [id, job] of Object.entries(workflow.jobs)) {

@@ -28,9 +28,12 @@ import {
   writeState,
   type StateFiles,
   HISTORY_FILE,
+  readLastReport,
+  REPORT_FILE,
   STATE_BRANCH,
 } from "../../propose/state.js";
-import { readReport } from "../../report/read.js";
+import { parseReport, readText } from "../../report/read.js";
+import type { Report } from "../../report/schema.js";
 import { visible } from "../../text/escape.js";
 import { codeCell } from "../../text/markdown.js";
 import { ExitBit } from "../exit.js";
@@ -43,6 +46,9 @@ export const DEFAULT_MAX_NEW_PRS = 10;
 const PROPOSE_FLAGS = {
   ...MANIFEST_FLAGS,
   report: REPORT_FLAG,
+  "report-from-repo": switchFlag(
+    `plan from the report the last run kept on branch ${STATE_BRANCH} (a refresh after a merge: no audit)`,
+  ),
   base: BASE_FLAG,
   "dry-run": switchFlag("print the plan; change nothing"),
   "max-new-prs": wholeFlag(
@@ -69,12 +75,15 @@ const PROPOSE_FLAGS = {
 /** `propose`'s argv as its config: every flag read and checked, nothing read or opened yet. */
 function proposeConfig(argv: string[]) {
   const { config } = parseFlags("propose", argv, PROPOSE_FLAGS);
-  const { report } = config;
-  if (!report)
+  if (config.report !== undefined && config["report-from-repo"])
     throw new UsageError(
-      "propose needs --report FILE (an audit report written with --format json)",
+      "--report FILE and --report-from-repo are two sources of one report: give one",
     );
-  return { ...config, report };
+  if (config.report === undefined && !config["report-from-repo"])
+    throw new UsageError(
+      "propose needs --report FILE (an audit report written with --format json) or --report-from-repo",
+    );
+  return config;
 }
 
 export async function proposeCommand(argv: string[]): Promise<number> {
@@ -93,9 +102,9 @@ export async function proposeCommand(argv: string[]): Promise<number> {
 
 async function proposeRun(config: ReturnType<typeof proposeConfig>): Promise<number> {
   const budget = config["max-new-prs"];
-  const audited = await readReport(config.report);
   const manifestDir = await resolveManifestDir(config);
   const github = connectGitHub(config["dry-run"]);
+  const { audited, text } = await reportOf(config.report, github);
   // A dry run may lack the issues permission: it plans without the ticked boxes.
   const dashboard: Dashboard =
     github && !config["dry-run"] ? await readDashboard(github) : { body: "" };
@@ -124,11 +133,34 @@ async function proposeRun(config: ReturnType<typeof proposeConfig>): Promise<num
       return overBit;
     }
     const { tickets } = input;
-    const turn = { github, run, fleet, revision, dashboard, tickets, waivers };
+    const turn = { github, run, fleet, revision, dashboard, tickets, waivers, lastReport: text };
     return (await carryOut(turn, config)) | overBit;
   } finally {
     await release?.();
   }
+}
+
+/**
+ * The report to plan from: the file, or the one the last run kept on the state branch; its text,
+ * kept there again (each state commit is on the manifests' revision and holds every state file).
+ */
+async function reportOf(
+  file: string | undefined,
+  github: GitHub | undefined,
+): Promise<{ audited: Report; text: string }> {
+  if (file !== undefined) {
+    const text = await readText(file);
+    return { audited: parseReport(text, file), text };
+  }
+  const where = `${STATE_BRANCH}:${REPORT_FILE}`;
+  if (!github)
+    throw new UsageError("--report-from-repo reads the report from GitHub: set GITHUB_TOKEN");
+  const kept = await readLastReport(github);
+  if (kept === undefined)
+    throw new UsageError(
+      `--report-from-repo: no report kept yet (${where}); a propose run with --report keeps one`,
+    );
+  return { audited: parseReport(kept, where), text: kept };
 }
 
 /** The forge from the environment; without its settings, only a dry run goes on (with none). */
@@ -196,6 +228,7 @@ interface Turn {
   dashboard: Dashboard;
   tickets: PlanInput["tickets"];
   waivers: Waiver[];
+  lastReport: string;
 }
 
 /**
@@ -203,7 +236,7 @@ interface Turn {
  * what was opened and what failed; the exit bit when anything failed.
  */
 async function carryOut(
-  { github, run, fleet, revision, dashboard, tickets, waivers }: Turn,
+  { github, run, fleet, revision, dashboard, tickets, waivers, lastReport }: Turn,
   config: { base?: string | undefined; summary?: string | undefined },
 ): Promise<number> {
   const { actions, report } = run;
@@ -214,7 +247,7 @@ async function carryOut(
     ...(await askAgain(github, pendingReviews(dashboard.body))),
   ];
   for (const pending of unasked) io().stderr.write(describePending(pending));
-  const state = stateAfter(run, fleet, outcomes);
+  const state = { ...stateAfter(run, fleet, outcomes), lastReport };
   await keepState(github, state, run, revision);
   const dashboardFailed = !(await updateDashboard(
     github,
