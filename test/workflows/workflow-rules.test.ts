@@ -6,7 +6,6 @@ import path from "node:path";
 import { test } from "node:test";
 import { parse } from "yaml";
 import { REPO_ROOT } from "../support/cli.js";
-import { documentedFleetWorkflows } from "./fleet-repo.js";
 
 const DIR = path.join(REPO_ROOT, ".github/workflows");
 type Step = { name?: string; uses?: string; run?: string; with?: Record<string, unknown> };
@@ -136,21 +135,6 @@ test("drift-audit runs off the hour, never cancels a running audit, and never le
   // Its SSH comes from the ssh action, which checks host keys strictly.
   assert.match(text, /uses: [\w.-]+\/quartermaster\/ssh@v\d+\n/);
   assert.match(actions.find((a) => a.file === "ssh/action.yml")!.text, /StrictHostKeyChecking yes/);
-});
-
-test("the documented callers pin each workflow by commit, the tag in a comment", async () => {
-  const callers = Object.entries(await documentedFleetWorkflows());
-  assert.equal(callers.length, 3);
-  for (const [file, text] of callers) {
-    const uses = text.match(/^\s*uses: .*$/gm) ?? [];
-    assert.ok(uses.length > 0, file);
-    for (const line of uses)
-      assert.match(
-        line,
-        /^\s*uses: [\w.-]+\/quartermaster\/\S+@[0-9a-f]{40} # v\d+\.\d+\.\d+$/,
-        file,
-      );
-  }
 });
 
 test("the release cache is keyed by repository, version and pinned digest", () => {
