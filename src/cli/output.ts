@@ -4,12 +4,12 @@ import { once } from "node:events";
 import { lstat, open, rename, stat, unlink } from "node:fs/promises";
 import path from "node:path";
 import { UsageError } from "../errors.js";
-import { FORMATS, isFormatName } from "../report/formats/index.js";
+import { FORMATS, isFormatName, RUNNER_ESCAPES } from "../report/formats/index.js";
 import { jsonChunks } from "../report/formats/json.js";
 import type { NodeResult, Report } from "../report/schema.js";
 import { switchFlag, textFlag, type Config, type Flag } from "./flags.js";
 import { useColor } from "./options.js";
-import { readerGone, writeWorkflowCommands } from "./stdout.js";
+import { readerGone, writeDefused, writeWorkflowCommands } from "./stdout.js";
 
 type FormatName = keyof typeof FORMATS;
 
@@ -120,7 +120,11 @@ export async function writeReport(report: Report, values: ReportOutput): Promise
   if (values.out) await writeOut(values.out, text);
   // GitHub annotations are the workflow commands meant to run.
   else if (render === FORMATS.github) writeWorkflowCommands(text);
-  else io().stdout.write(text);
+  else {
+    const escapes = RUNNER_ESCAPES[values.format];
+    if (escapes) writeDefused(text, escapes);
+    else io().stdout.write(text);
+  }
 }
 
 /**

@@ -1,5 +1,10 @@
 import { StringDecoder } from "node:string_decoder";
-import { defuseRunnerCommands, lineStart, type LineState } from "../text/escape.js";
+import {
+  defuseRunnerCommands,
+  lineStart,
+  type LineState,
+  type RunnerEscapes,
+} from "../text/escape.js";
 import { io, type Output } from "./io.js";
 
 // Standard output whose reader went away (`quartermaster audit --format json | head -1`): what is
@@ -62,4 +67,15 @@ export function writeWorkflowCommands(lines: string): void {
   }
   guarded.raw(lines);
   Object.assign(guarded.state, lineStart());
+}
+
+/**
+ * Text in a format with escapes of its own (XML, the Prometheus exposition): runner commands
+ * defused in those terms, so a parser of the format still reads the exact text.
+ */
+export function writeDefused(text: string, escapes: RunnerEscapes): void {
+  const { stdout } = io();
+  const guarded = guards.get(stdout);
+  if (!guarded) stdout.write(defuseRunnerCommands(text, lineStart(), escapes));
+  else guarded.raw(defuseRunnerCommands(text, guarded.state, escapes));
 }

@@ -28,6 +28,14 @@ export interface LineState {
 
 export const lineStart = (): LineState => ({ lead: "blank", hashes: 0 });
 
+/** What stands for the character completing a runner command: the second colon, the bracket. */
+export interface RunnerEscapes {
+  colon: string;
+  bracket: string;
+}
+
+const JSON_ESCAPES: RunnerEscapes = { colon: "\\u003a", bracket: "\\u005b" };
+
 // What the runner strips before it looks for `::`: whitespace, Unicode spaces and BOM included;
 // format characters too, as a comparison that ignores them would.
 const LEADING_BLANK = /^[\s\p{Cf}]$/u;
@@ -35,12 +43,17 @@ const LEADING_BLANK = /^[\s\p{Cf}]$/u;
 /**
  * The one rule for text a GitHub Actions runner may read: no line holds a command it acts on, that
  * is `::` after any leading blanks (Unicode spaces too) or the legacy `##[` anywhere. The character
- * completing such a pattern, the second colon or the bracket, becomes `\u003a` or `\u005b`: an
- * escape that means the same character in a JSON string and a YAML double-quoted scalar, so data
- * written that way still reads back exactly. CR and LF both start a line, as they do for the
- * runner. `state` carries the line across calls, for text written in pieces. Linear.
+ * completing such a pattern, the second colon or the bracket, becomes `\u003a` or `\u005b` by
+ * default: an escape that means the same character in a JSON string and a YAML double-quoted
+ * scalar, so data written that way still reads back exactly; a format with escapes of its own
+ * passes them as `escapes`. CR and LF both start a line, as they do for the runner. `state` carries
+ * the line across calls, for text written in pieces. Linear.
  */
-export function defuseRunnerCommands(text: string, state: LineState = lineStart()): string {
+export function defuseRunnerCommands(
+  text: string,
+  state: LineState = lineStart(),
+  escapes: RunnerEscapes = JSON_ESCAPES,
+): string {
   // Most text has neither a colon nor a bracket: only its last line matters for what follows.
   if (!/[:[]/.test(text)) {
     const lastBreak = Math.max(text.lastIndexOf("\n"), text.lastIndexOf("\r"));
@@ -55,7 +68,7 @@ export function defuseRunnerCommands(text: string, state: LineState = lineStart(
     const completes =
       (char === ":" && state.lead === "colon") || (char === "[" && state.hashes >= 2);
     if (completes) {
-      pieces.push(text.slice(from, at), char === ":" ? "\\u003a" : "\\u005b");
+      pieces.push(text.slice(from, at), char === ":" ? escapes.colon : escapes.bracket);
       from = at + 1;
     }
     advance(state, completes ? "\\" : char);

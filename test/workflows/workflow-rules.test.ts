@@ -138,3 +138,11 @@ test("drift-audit runs off the hour, never cancels a running audit, and never le
   assert.match(text, /uses: [\w.-]+\/quartermaster\/ssh@v\d+\n/);
   assert.match(actions.find((a) => a.file === "ssh/action.yml")!.text, /StrictHostKeyChecking yes/);
 });
+
+test("the release cache is keyed by repository, version and pinned digest", () => {
+  const { action } = actions.find((a) => a.file === "action.yml")!;
+  const cache = action.runs.steps.find((s) => s.uses?.startsWith("actions/cache@"));
+  const key = String(cache?.with?.key);
+  for (const part of ["steps.release.outputs.repository", "inputs.version", "inputs.sha256"])
+    assert.ok(key.includes(part), `${key} leaves out ${part}`);
+});

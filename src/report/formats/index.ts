@@ -1,13 +1,14 @@
 // Every output format shares one signature (format.ts) and is registered here.
+import type { RunnerEscapes } from "../../text/escape.js";
 import type { Renderer } from "./format.js";
 import { renderFleetPage } from "../fleet-page/page.js";
 import { emptyRuns } from "../runs.js";
 import { renderEvents } from "./events.js";
 import { renderGithub } from "./github.js";
 import { renderJson } from "./json.js";
-import { renderJunit } from "./junit.js";
+import { JUNIT_RUNNER_ESCAPES, renderJunit } from "./junit.js";
 import { renderMarkdownFormat } from "./markdown.js";
-import { renderPrometheus } from "./prometheus.js";
+import { PROMETHEUS_RUNNER_ESCAPES, renderPrometheus } from "./prometheus.js";
 import { renderText } from "./text.js";
 
 export const FORMATS = {
@@ -23,6 +24,12 @@ export const FORMATS = {
 } satisfies Record<string, Renderer>;
 
 export type FormatName = keyof typeof FORMATS;
+
+/** Formats whose own escapes defuse a runner command on stdout (the others use JSON's `\u005b`). */
+export const RUNNER_ESCAPES: Partial<Record<FormatName, RunnerEscapes>> = {
+  junit: JUNIT_RUNNER_ESCAPES,
+  prometheus: PROMETHEUS_RUNNER_ESCAPES,
+};
 
 export function isFormatName(name: string): name is FormatName {
   return Object.hasOwn(FORMATS, name);

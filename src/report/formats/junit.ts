@@ -2,6 +2,7 @@
 // Jenkins and the GitHub test-report actions group by suite, so each host is one group and each
 // drift key a test whose name stays stable across runs (history, "new failures").
 import { append } from "../../collections.js";
+import type { RunnerEscapes } from "../../text/escape.js";
 import type { DriftItem, NodeResult } from "../schema.js";
 import { compactValue, compareDrift, compareText } from "./common.js";
 import type { Renderer } from "./format.js";
@@ -153,6 +154,9 @@ export function escapeText(text: string): string {
 export function escapeAttribute(text: string): string {
   return legal(text).replace(/[&<>"\n\r\t]/g, (c) => ENTITIES[c]!);
 }
+
+// Character references: a `::` or `##[` the runner would act on can only fall in text or a value.
+export const JUNIT_RUNNER_ESCAPES: RunnerEscapes = { colon: "&#58;", bracket: "&#91;" };
 
 const ENTITIES: Record<string, string> = {
   "&": "&amp;",

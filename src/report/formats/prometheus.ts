@@ -1,9 +1,17 @@
 // node_exporter textfile collector format: gauges only, no timestamps (the collector rejects
 // them), families and series sorted so an unchanged fleet writes an identical file.
 import { exposition, formatLabels, type Labels } from "../../text/prometheus.js";
+import type { RunnerEscapes } from "../../text/escape.js";
 import { NODE_STATUSES } from "../schema.js";
 import { compareText } from "./common.js";
 import type { Renderer } from "./format.js";
+
+// The exposition escapes only \\, " and newline: a doubled backslash keeps a label value parseable,
+// showing the escape itself where the host wrote `##[` (only a label value can hold one).
+export const PROMETHEUS_RUNNER_ESCAPES: RunnerEscapes = {
+  colon: "\\\\u003a",
+  bracket: "\\\\u005b",
+};
 
 interface Family {
   name: string;
