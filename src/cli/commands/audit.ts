@@ -5,13 +5,8 @@ import { AUDIT_FLAGS, auditOptions } from "../audit-options.js";
 import { auditOutcome } from "../exit.js";
 import { switchFlag, parseFlags } from "../flags.js";
 import { lastAuditedAt } from "../../report/history.js";
-import {
-  annotated,
-  judgeBudget,
-  UNAUDITED_FLAGS,
-  unauditedJudge,
-  unauditedSource,
-} from "../unaudited.js";
+import { UNAUDITED_FLAGS, unauditedSource, warnDropped } from "../unaudited.js";
+import { annotated, judgeBudget, unauditedJudge } from "../../runs/unaudited.js";
 import { checkOut, writeReportStream } from "../output.js";
 import { Progress } from "../progress.js";
 
@@ -46,7 +41,7 @@ export async function auditCommand(argv: string[], reach: Reach = {}): Promise<n
     reach,
   );
   // Entries go to a spool as nodes finish, and from it to the report: never all in memory.
-  const judge = await unauditedJudge(config.unaudited, fleet.settings.audit);
+  const judge = await unauditedJudge(config.unaudited, warnDropped, fleet.settings.audit);
   const { history } = judge;
   if (history) run.lastAudited = (node) => lastAuditedAt(history, node.name);
   const { head, spool } = await spoolFleet(run);
