@@ -20,6 +20,31 @@ const pattern = (unit) => unit.replaceAll(".", "\\.") + (unit.endsWith("/") ? ""
 const anyOf = (units) => `^src/(${units.map(pattern).join("|")})`;
 const UNITS = LAYERS.flat();
 
+// The pure core docs/architecture.md draws: plain functions over data. propose/'s gather and
+// execute modules (input, pulls, reviews, dashboard, state, lock, execute) are its I/O edge.
+const PURE = [
+  "drift/",
+  "report/formats/",
+  "manifest/edit/",
+  ...[
+    "accept",
+    "accept-edits",
+    "body",
+    "branch",
+    "budget",
+    "bundle",
+    "combine",
+    "dashboard-chart",
+    "desired",
+    "group",
+    "plan",
+    "plan-input",
+    "proposal",
+    "reconcile",
+    "ticket",
+  ].map((name) => `propose/${name}.ts`),
+];
+
 /** @type {import("dependency-cruiser").IConfiguration} */
 export default {
   forbidden: [
@@ -51,6 +76,17 @@ export default {
       severity: "error",
       from: { path: "^src/", pathNot: "^src/domains/.*sample\\.ts$" },
       to: { path: "^(test|bench|scripts)/" },
+    },
+    {
+      name: "pure-core-no-io",
+      comment:
+        "A pure module (PURE) imports neither forge/ nor node:fs: what it needs from GitHub or a file is gathered by its caller and passed in as data (a record's type may be named).",
+      severity: "error",
+      from: { path: anyOf(PURE) },
+      to: {
+        path: ["^src/forge/", "^(node:)?fs(/promises)?$"],
+        dependencyTypesNot: ["type-only"],
+      },
     },
     {
       name: "no-command-imports-a-command",

@@ -4,13 +4,8 @@ import { boundHeapGrowth, fleetRun, historyRequests, type Reach } from "../../ru
 import { AUDIT_FLAGS, auditOptions } from "../audit-options.js";
 import { auditOutcome } from "../exit.js";
 import { switchFlag, parseFlags } from "../flags.js";
-import {
-  annotated,
-  judgeBudget,
-  UNAUDITED_FLAGS,
-  unauditedJudge,
-  unauditedSource,
-} from "../unaudited.js";
+import { UNAUDITED_FLAGS, unauditedSource, warnDropped } from "../unaudited.js";
+import { annotated, judgeBudget, unauditedJudge } from "../../runs/unaudited.js";
 import { checkOut, writeReportStream } from "../output.js";
 import { Progress } from "../progress.js";
 
@@ -45,7 +40,7 @@ export async function auditCommand(argv: string[], reach: Reach = {}): Promise<n
     reach,
   );
   // Entries go to a spool as nodes finish, and from it to the report: never all in memory.
-  const judge = await unauditedJudge(config.unaudited, fleet.settings.audit);
+  const judge = await unauditedJudge(config.unaudited, warnDropped, fleet.settings.audit);
   const { history } = judge;
   if (history) run.causeRequest = historyRequests(history, run.manifestRevision);
   const { head, spool } = await spoolFleet(run);

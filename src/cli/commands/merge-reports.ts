@@ -1,30 +1,12 @@
 import { io } from "../io.js";
-import { ManifestErrors, ReportMergeError, UsageError } from "../../errors.js";
-import { mergeReports, type ShardReport } from "../../report/merge-reports.js";
-import { readReport } from "../../report/read.js";
+import { ReportMergeError, UsageError } from "../../errors.js";
 import { auditExitCode, ExitBit } from "../exit.js";
 import { parseFlags } from "../flags.js";
-import {
-  annotated,
-  judgeBudget,
-  UNAUDITED_FLAGS,
-  unauditedJudge,
-  unauditedSource,
-} from "../unaudited.js";
+import { UNAUDITED_FLAGS, unauditedSource, warnDropped } from "../unaudited.js";
 import { checkOut, formatFlag, OUTPUT_FLAGS, writeReportStream } from "../output.js";
 import { visible } from "../../text/escape.js";
 import { boundHeapGrowth } from "../../runs/audit.js";
-
-async function readShard(file: string): Promise<ShardReport> {
-  try {
-    return { file, report: await readReport(file) };
-  } catch (error) {
-    // One refusal path for every unusable shard: "...; nothing merged".
-    if (error instanceof ManifestErrors)
-      throw new ReportMergeError(error.errors.map((e) => e.toString()).join("; "));
-    throw error;
-  }
-}
+import { runMergeReports } from "../../runs/merge-reports.js";
 
 const MERGE_REPORTS_FLAGS = {
   ...OUTPUT_FLAGS,
@@ -54,16 +36,7 @@ export async function mergeReportsCommand(argv: string[]): Promise<number> {
   await checkOut(config.out);
   boundHeapGrowth();
   try {
-    const shards = await Promise.all(files.map(readShard));
-    const joined = mergeReports(shards);
-    // The shards were judged by fleet.yaml's limits at one revision: the whole fleet is too.
-    const judge = await unauditedJudge(unaudited, undefined, shards[0]!.report.unauditedBudget);
-    const budget = await judgeBudget(judge, joined.startedAt, joined.nodes);
-    const merged = {
-      ...joined,
-      ...(budget && { unauditedBudget: budget }),
-      nodes: joined.nodes.map(annotated(judge, joined.startedAt)),
-    };
+    const merged = await runMergeReports({ files, unaudited, warn: warnDropped });
     // JSON is written node by node rather than as one string the size of the report.
     await writeReportStream({ ...merged, nodes: [] }, () => merged.nodes, config);
     return auditExitCode(merged);

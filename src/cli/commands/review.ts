@@ -3,18 +3,11 @@ import { readFile } from "node:fs/promises";
 import { z } from "zod";
 import { ForgeError, UsageError } from "../../errors.js";
 import { GitHub, settingsFromEnv } from "../../forge/github.js";
-import { loadFleet } from "../../manifest/load.js";
-import { branchIdentity } from "../../propose/branch.js";
-import { describeAction, executePlan, planWithForge } from "../../propose/execute.js";
-import { proposalInput } from "../../propose/input.js";
-import { botPulls, type ExistingPull } from "../../propose/pulls.js";
-import type { Report } from "../../report/schema.js";
 import { visible } from "../../text/escape.js";
-import { codeSpan, nodeSpans } from "../../text/markdown.js";
 import { auditExitCode, ExitBit } from "../exit.js";
 import { parseFlags, textFlag, type Config } from "../flags.js";
-import { MANIFEST_FLAGS, resolveManifestDir, SSH_CONFIG_FLAG, TIMEOUT_FLAG } from "../options.js";
-import { DEFAULT_CONCURRENCY, runAudit } from "../../runs/audit.js";
+import { MANIFEST_FLAGS, manifestSource, SSH_CONFIG_FLAG, TIMEOUT_FLAG } from "../options.js";
+import { runReview, type Reply } from "../../runs/review.js";
 
 // The parts of GitHub's issue_comment event a review command needs.
 const CommentEventSchema = z.object({
@@ -96,133 +89,6 @@ function forge(): GitHub {
   }
 }
 
-type Reply = (text: string) => Promise<void>;
-
-/** A pull request Quartermaster opened: its marker says which nodes and drift. */
-type MarkedPull = ExistingPull & Required<Pick<ExistingPull, "marker">>;
-
-/**
- * The accept PR a `/quartermaster` command asks to reject, once it is known the commenter may,
- * the command is `reject` and the PR is Quartermaster's open accept PR; else the reason replied.
- */
-async function pullToReject(
-  github: GitHub,
-  event: CommentEvent,
-  command: string,
-  reply: Reply,
-): Promise<MarkedPull | undefined> {
-  const login = event.comment.user.login;
-  if (!(await github.canWrite(login))) {
-    await reply(
-      `@${login}: only people with write access to this repository can use /quartermaster commands.`,
-    );
-    return undefined;
-  }
-  if (command !== "reject") {
-    // The comment's own words are quoted in a code span, cut short: no mention, markup or comment.
-    const said = command
-      ? `unknown command ${codeSpan(`/quartermaster ${command}`, 60)}`
-      : "no command";
-    await reply(
-      `@${login}: ${said}. On an accept pull request, \`/quartermaster reject\` closes it and records a remediation ticket.`,
-    );
-    return undefined;
-  }
-  // The decision applies to exactly this PR: what it is comes from its branch name (no host chooses
-  // it).
-  const pull = (await botPulls(github)).find((p) => p.number === event.issue.number);
-  const kind = pull ? branchIdentity(pull.branch)?.kind : undefined;
-  if (!pull?.marker || !kind) {
-    await reply(
-      `@${login}: this is not a pull request Quartermaster opened; there is nothing to reject.`,
-    );
-    return undefined;
-  }
-  if (kind !== "accept") {
-    await reply(
-      `@${login}: only accept pull requests can be rejected. Close this ${kind} pull request without merging if it should not land.`,
-    );
-    return undefined;
-  }
-  if (pull.state !== "open") {
-    await reply(`@${login}: this pull request is already ${pull.merged ? "merged" : "closed"}.`);
-    return undefined;
-  }
-  return { ...pull, marker: pull.marker };
-}
-
-/**
- * Audits the PR's nodes still in the manifests and carries out only the ticket recording this
- * PR's rejection, replying what came of it; the exit code.
- */
-async function recordTicket(
-  github: GitHub,
-  config: ReviewConfig,
-  pull: MarkedPull,
-  reply: Reply,
-): Promise<number> {
-  const manifestDir = await resolveManifestDir(config);
-  const known = new Set((await loadFleet(manifestDir)).nodes.map((n) => n.name));
-  const nodes = pull.marker.nodes.filter((name) => known.has(name));
-  if (!nodes.length) {
-    await reply(
-      `None of this pull request's nodes (${nodeSpans(pull.marker.nodes, Infinity)}) is in the manifests any more: no ticket to record.`,
-    );
-    return 0;
-  }
-  const { report } = await runAudit({
-    source: { manifests: manifestDir, repo: undefined, ref: undefined, cacheDir: undefined },
-    nodes,
-    categories: undefined,
-    local: false,
-    concurrency: DEFAULT_CONCURRENCY,
-    timeout: config.timeout,
-    sshConfig: config["ssh-config"],
-    shard: undefined,
-  });
-  const { input, revision } = await proposalInput(manifestDir, report);
-  // Only the ticket recording this PR's rejection; no budget: it is one PR a person asked for.
-  const actions = (await planWithForge(github, { ...input, maxNewPrs: undefined })).actions.filter(
-    (a) =>
-      (a.type === "open" || a.type === "update") &&
-      a.kind === "ticket" &&
-      a.replaces === pull.branch,
-  );
-  for (const action of actions) say(describeAction(action));
-  const outcomes = await executePlan(github, actions, {
-    branch: await github.defaultBranch(),
-    sha: revision,
-  });
-  const opened = outcomes.find((o) => o.ok && o.number !== undefined);
-  const failed = outcomes.filter((o) => !o.ok);
-  if (opened) await reply(`Recorded the remediation ticket in #${opened.number}.`);
-  else if (failed.length)
-    await reply(
-      `Recording the remediation ticket failed (${failed.map((f) => `\`${visible(f.error ?? "").replaceAll("`", "'")}\``).join("; ")}); the next scheduled run records it.`,
-    );
-  else if (actions.length)
-    await reply(`The remediation ticket pull request for this drift was brought up to date.`);
-  else await reply(await noTicketReason(github, pull.marker.signature, nodes, report));
-  return failed.length ? ExitBit.unaudited : auditExitCode(report) & ExitBit.unaudited;
-}
-
-/** Why no ticket was recorded: one is open already, or the drift is gone (or unseen). */
-async function noTicketReason(
-  github: GitHub,
-  signature: string,
-  nodes: readonly string[],
-  report: Report,
-): Promise<string> {
-  const open = (await botPulls(github)).find(
-    (p) => p.state === "open" && p.marker?.kind === "ticket" && p.marker.signature === signature,
-  );
-  if (open) return `A remediation ticket for this drift is already open in #${open.number}.`;
-  const unaudited = report.nodes
-    .filter((n) => n.status !== "clean" && n.status !== "drift")
-    .map((n) => `${codeSpan(n.name)} (${n.status})`);
-  return `The drift this pull request accepted is no longer on ${nodeSpans(nodes, Infinity)} as it was${unaudited.length ? ` (not audited: ${unaudited.join(", ")})` : ""}, so no ticket was recorded; the next scheduled audit proposes what is there then.`;
-}
-
 /**
  * `/quartermaster reject` on an accept PR, from someone with write access: close it at once and
  * record the remediation ticket now. The ticket states live values, so the PR's nodes are audited
@@ -242,14 +108,19 @@ export async function reviewCommand(argv: string[]): Promise<number> {
     await github.comment(event.issue.number, text);
     say(text);
   };
-  const pull = await pullToReject(github, event, command, reply);
-  if (!pull) return 0;
-  // Closed first: the rejection stands even if recording the ticket fails, and the next scheduled
-  // run records it then.
-  await reply(
-    `Rejected by @${event.comment.user.login}: closing without merging. Quartermaster records a remediation ticket for this drift instead, and never reopens this pull request.`,
+  const outcome = await runReview(
+    github,
+    {
+      login: event.comment.user.login,
+      pull: event.issue.number,
+      command,
+      source: manifestSource(config),
+      timeout: config.timeout,
+      sshConfig: config["ssh-config"],
+      say,
+    },
+    reply,
   );
-  await github.closePull(pull.number);
-  await github.deleteBranch(pull.branch);
-  return recordTicket(github, config, pull, reply);
+  if (!outcome?.report) return 0;
+  return outcome.failed ? ExitBit.unaudited : auditExitCode(outcome.report) & ExitBit.unaudited;
 }

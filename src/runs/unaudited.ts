@@ -1,0 +1,106 @@
+// What `audit` and `merge-reports` judge the unaudited budget by: the limits (flag, fleet.yaml or
+// what the shard reports recorded) and the history of earlier runs (a file, or the state branch).
+import { InputFileError } from "../errors.js";
+import { GitHub, type GitHubSettings } from "../forge/github.js";
+import type { AuditSettings } from "../manifest/schema.js";
+import { HISTORY_FILE, readHistory, STATE_BRANCH } from "../propose/state.js";
+import {
+  annotateNode,
+  parseHistory,
+  type AuditHistory,
+  type ReadHistory,
+} from "../report/history.js";
+import { readText } from "../report/read.js";
+import type { NodeResult, Report } from "../report/schema.js";
+import { durationMs, overUnauditedBudget, unauditedLimit } from "../report/unaudited.js";
+
+/** Says which entries of the history `file` were left out, and hands the history on. */
+export type WarnDropped = (file: string, history: ReadHistory) => ReadHistory;
+
+type Budget = NonNullable<Report["unauditedBudget"]>;
+
+export interface Judge {
+  history?: AuditHistory;
+  /** Unset: the run has nothing to judge against (no limit set, no history). */
+  budget?: Omit<Budget, "over">;
+}
+
+/** The flags' limit and where the history is: a file, or the state branch through these settings. */
+export interface UnauditedSource {
+  maxUnaudited: string | undefined;
+  history?: { file: string } | { github: GitHubSettings };
+}
+
+async function historyFrom(
+  source: UnauditedSource["history"],
+  warn: WarnDropped,
+): Promise<AuditHistory | undefined> {
+  if (source === undefined) return undefined;
+  if ("github" in source)
+    return warn(`${STATE_BRANCH}:${HISTORY_FILE}`, await readHistory(new GitHub(source.github)));
+  const history = parseHistory(await readText(source.file, "audit history"));
+  if (typeof history === "string") throw new InputFileError(source.file, history);
+  return warn(source.file, history);
+}
+
+/**
+ * The limits and history this run is judged by: `--max-unaudited` over fleet.yaml's, over what
+ * the shard reports were judged by.
+ */
+export async function unauditedJudge(
+  source: UnauditedSource,
+  warn: WarnDropped,
+  fleet: AuditSettings | undefined,
+  recorded?: Report["unauditedBudget"],
+): Promise<Judge> {
+  const flag = source.maxUnaudited;
+  const history = await historyFrom(source.history, warn);
+  const maxUnaudited = flag ?? fleet?.max_unaudited ?? recorded?.maxUnaudited;
+  const maxFor = fleet?.max_unaudited_for ?? recorded?.maxUnauditedFor;
+  if (maxUnaudited === undefined && maxFor === undefined && !history) return {};
+  return {
+    ...(history && { history }),
+    budget: {
+      ...(maxUnaudited !== undefined && { maxUnaudited }),
+      ...(maxFor !== undefined && { maxUnauditedFor: maxFor }),
+    },
+  };
+}
+
+/** A node entry as the history annotates it (unchanged without history). */
+export function annotated(judge: Judge, startedAt: string): (node: NodeResult) => NodeResult {
+  const { history } = judge;
+  return history ? (node) => annotateNode(node, history, startedAt) : (node) => node;
+}
+
+/** The report head's `unauditedBudget`, judged over every (annotated) node entry. */
+export async function judgeBudget(
+  judge: Judge,
+  startedAt: string,
+  nodes: AsyncIterable<NodeResult> | Iterable<NodeResult>,
+): Promise<Report["unauditedBudget"]> {
+  const { budget } = judge;
+  if (!budget) return undefined;
+  const annotate = annotated(judge, startedAt);
+  const light: Pick<NodeResult, "name" | "status" | "unaudited">[] = [];
+  for await (const node of nodes) {
+    const { name, status, unaudited } = annotate(node);
+    light.push({ name, status, ...(unaudited && { unaudited }) });
+  }
+  const limit = budget.maxUnaudited === undefined ? undefined : unauditedLimit(budget.maxUnaudited);
+  const over = overUnauditedBudget(
+    light,
+    {
+      ...(limit && { limit, limitName: `max_unaudited ${budget.maxUnaudited}` }),
+      ...(budget.maxUnauditedFor !== undefined && {
+        forMs: durationMs(budget.maxUnauditedFor),
+      }),
+      forName:
+        budget.maxUnauditedFor === undefined
+          ? "one missed run, max_unaudited_for being unset"
+          : `max_unaudited_for ${budget.maxUnauditedFor}`,
+    },
+    startedAt,
+  );
+  return { ...budget, ...(over.length && { over }) };
+}
