@@ -279,9 +279,9 @@ describe("adopt from an Ansible INI inventory", () => {
       files.get("fleet.yaml")!,
       /^# yaml-language-server: \$schema=\.\.\/node_modules\/quartermaster\/schemas\/fleet\.schema\.json\n/,
     );
-    assert.deepEqual((parse(files.get("groups/web.yaml")!) as { groups: string[] }).groups, [
-      "prod",
-    ]);
+    // prod declares nothing of its own: no file, and web no longer names it.
+    assert.equal(files.has("groups/prod.yaml"), false);
+    assert.equal((parse(files.get("groups/web.yaml")!) as { groups?: string[] }).groups, undefined);
     const audit = await cli(["audit", "--manifests", tree]);
     assert.equal(audit.exitCode, 0, audit.stdout);
   });
@@ -291,7 +291,11 @@ describe("hostile inventories", () => {
   test("__proto__ and constructor are names like any other", async () => {
     const tree = path.join(dir, "proto-tree");
     const inventory = path.join(dir, "proto.ini");
-    await writeFile(inventory, "[__proto__]\nconstructor ansible_host=web-01\n");
+    // Two web nodes in the group, a db node outside it: the group declares the web values.
+    await writeFile(
+      inventory,
+      "[__proto__]\nconstructor ansible_host=web-01\nvalueOf ansible_host=web-03\n[db]\ntoString ansible_host=db-01\n",
+    );
     const result = await cli(["adopt", "--inventory", inventory, "--manifests", tree]);
     assert.equal(result.exitCode, 0, result.stderr);
     assert.deepEqual(
