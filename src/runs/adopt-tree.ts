@@ -27,6 +27,18 @@ function declaredPart(spec: PlainMap): PlainMap {
   return rest;
 }
 
+/** How a host is reached, as the tree says it: an identity file is the adopting machine's path. */
+function reachOf(host: HostToAdopt): PlainMap {
+  const { identity_file: _i, ...reach } = host.ssh;
+  return reach;
+}
+
+/** A new tree's node as factored: its snapshot with how it is reached, so `ssh:` is layered too. */
+const withReach = (host: HostToAdopt, snapshot: PlainMap): PlainMap => {
+  const reach = reachOf(host);
+  return Object.keys(reach).length ? { ssh: reach, ...snapshot } : snapshot;
+};
+
 /** A file's text: the `$schema` comment, then the YAML with `comments` beside their values. */
 function fileText(
   tree: string,
@@ -107,7 +119,9 @@ export async function writeTree(job: TreeJob): Promise<{ written: string[]; adop
         return {
           name: h.name,
           groups: h.groups.filter((g) => created.has(g)),
-          spec: job.fixedBase ? overridesOver(base.get(h.name) ?? {}, snapshot) : snapshot,
+          spec: job.fixedBase
+            ? overridesOver(base.get(h.name) ?? {}, snapshot)
+            : withReach(h, snapshot),
         };
       });
       const factored = factorFleet({
@@ -116,14 +130,19 @@ export async function writeTree(job: TreeJob): Promise<{ written: string[]; adop
         byValue: !job.fixedBase && job.parents.size === 0,
         fleet: !job.fixedBase,
       });
-      const files = treeFiles(job, factored, hosts, newGroups, schemas);
+      const files = treeFiles(job, factored, hosts, schemas);
       await writeAll(stage, files, false);
       const loaded = await loadFleet(stage, { only: (n) => names.has(n) });
-      const specs = new Map(loaded.nodes.map((n) => [n.name, n.spec]));
+      const byName = new Map(loaded.nodes.map((n) => [n.name, n]));
       const mismatched = new Set(
         hosts.filter((h) => {
-          const spec = specs.get(h.name);
-          return !spec || !sameSpec(declaredPart(spec), job.snapshots.get(h.name)!);
+          const node = byName.get(h.name);
+          return (
+            !node ||
+            !sameSpec(declaredPart(node.spec), job.snapshots.get(h.name)!) ||
+            // A new tree layers `ssh:` too: it must merge back to how the host is reached.
+            (!job.fixedBase && !sameSpec(node.ssh, reachOf(h)))
+          );
         }),
       );
       if (mismatched.size && round < 2) {
@@ -220,7 +239,6 @@ function treeFiles(
   job: TreeJob,
   factored: Factored,
   hosts: readonly HostToAdopt[],
-  newGroups: readonly string[],
   schemas: string | undefined,
 ): Map<string, string> {
   const files = new Map<string, string>();
@@ -231,29 +249,30 @@ function treeFiles(
     hosts.filter((h) => expandGroups(h.groups, job.parents).includes(group)).map((h) => h.name);
   if (!job.fixedBase && Object.keys(factored.fleet).length)
     files.set("fleet.yaml", text("fleet.yaml", asFileSpec(factored.fleet), names));
+  const parentsOf = (name: string) =>
+    job.parents.get(name) ?? factored.groups.get(name)?.groups ?? [];
+  // A new group declaring nothing gets no file: who names it names its parents instead.
+  const declaring = (name: string) =>
+    job.existingGroups.has(name) || Object.keys(factored.groups.get(name)?.spec ?? {}).length > 0;
+  const kept = (names: readonly string[]): string[] => [
+    ...new Set(names.flatMap((g) => (declaring(g) ? [g] : kept(parentsOf(g))))),
+  ];
   for (const [name, group] of factored.groups) {
-    if (job.existingGroups.has(name)) continue;
-    const parents = job.parents.get(name) ?? group.groups;
+    if (job.existingGroups.has(name) || !declaring(name)) continue;
+    const parents = kept(parentsOf(name));
     files.set(
       `groups/${name}.yaml`,
       text(
         `groups/${name}.yaml`,
-        { ...(parents.length && { groups: [...parents] }), ...asFileSpec(group.spec) },
+        { ...(parents.length && { groups: parents }), ...asFileSpec(group.spec) },
         members(name),
       ),
     );
   }
-  for (const name of newGroups)
-    if (!files.has(`groups/${name}.yaml`)) {
-      const parents = [...(job.parents.get(name) ?? [])];
-      files.set(
-        `groups/${name}.yaml`,
-        text(`groups/${name}.yaml`, parents.length ? { groups: parents } : {}),
-      );
-    }
   for (const host of hosts) {
     const own = factored.nodes.get(host.name)!;
-    const groups = [...host.groups, ...own.groups.filter((g) => !host.groups.includes(g))];
+    const groups = kept([...host.groups, ...own.groups]);
+    const reach = reachOf(host);
     files.set(
       `nodes/${host.name}.yaml`,
       text(
@@ -261,7 +280,8 @@ function treeFiles(
         {
           ...(host.host !== undefined && { host: host.host }),
           ...(groups.length && { groups }),
-          ...(Object.keys(host.ssh).length && { ssh: host.ssh }),
+          // A new tree layers `ssh:` with the rest (own.spec); over an existing tree it is the node's.
+          ...(job.fixedBase && Object.keys(reach).length && { ssh: reach }),
           ...asFileSpec(own.spec),
         },
         [host.name],

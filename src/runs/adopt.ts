@@ -98,6 +98,12 @@ export async function runAdopt(config: AdoptOptions): Promise<Adoption> {
       `left out inventory variable ${name} (${count} host${count === 1 ? "" : "s"}): its value is a template ({{ … }}) Quartermaster does not evaluate`,
     );
 
+  const named = plan.hosts.filter((h) => h.ssh.identity_file !== undefined).length;
+  if (named)
+    say(
+      `identity files: put them in the runner's ssh config or the workflow's SSH key secret (${named} host${named === 1 ? "" : "s"} name one; no path of this machine is written into the tree)`,
+    );
+
   const { existing, fixedBase, existingGroups } = await readExistingTree(tree, plan.groups);
   const hosts = undeclaredHosts(plan.hosts, existing, say);
   // In an existing tree, a new node's snapshot takes the files and units its groups declare.

@@ -66,6 +66,8 @@ before(async () => {
       listeners: [...WEB.listeners, "tcp/9100"],
       files: sysctlFile("net.ipv4.ip_forward = 1\n"),
     },
+    { name: "worker-01", sysctls: { "net.ipv4.ip_forward": "0" }, listeners: ["tcp/7070"] },
+    { name: "worker-02", sysctls: { "net.ipv4.ip_forward": "0" }, listeners: ["tcp/7070"] },
     { name: "down-01", state: "stopped" },
   ]);
   dir = await mkdtemp(path.join(os.tmpdir(), "qm-adopt-"));
@@ -277,9 +279,9 @@ describe("adopt from an Ansible INI inventory", () => {
       files.get("fleet.yaml")!,
       /^# yaml-language-server: \$schema=\.\.\/node_modules\/quartermaster\/schemas\/fleet\.schema\.json\n/,
     );
-    assert.deepEqual((parse(files.get("groups/web.yaml")!) as { groups: string[] }).groups, [
-      "prod",
-    ]);
+    // prod declares nothing of its own: no file, and web no longer names it.
+    assert.equal(files.has("groups/prod.yaml"), false);
+    assert.equal((parse(files.get("groups/web.yaml")!) as { groups?: string[] }).groups, undefined);
     const audit = await cli(["audit", "--manifests", tree]);
     assert.equal(audit.exitCode, 0, audit.stdout);
   });
@@ -289,7 +291,11 @@ describe("hostile inventories", () => {
   test("__proto__ and constructor are names like any other", async () => {
     const tree = path.join(dir, "proto-tree");
     const inventory = path.join(dir, "proto.ini");
-    await writeFile(inventory, "[__proto__]\nconstructor ansible_host=web-01\n");
+    // Two web nodes in the group, a db node outside it: the group declares the web values.
+    await writeFile(
+      inventory,
+      "[__proto__]\nconstructor ansible_host=web-01\nvalueOf ansible_host=web-03\n[db]\ntoString ansible_host=db-01\n",
+    );
     const result = await cli(["adopt", "--inventory", inventory, "--manifests", tree]);
     assert.equal(result.exitCode, 0, result.stderr);
     assert.deepEqual(
@@ -428,5 +434,61 @@ describe("adopt a role whose odd member listens on one more port", () => {
         group,
       },
     );
+  });
+});
+
+describe("adopt a three-role fleet whose ssh settings are shared", () => {
+  test("fleet.yaml holds the shared ssh: block, groups the role values, node files only what differs; no path of this machine in the tree; it audits clean", async () => {
+    const tree = path.join(dir, "roles-tree");
+    const inventory = path.join(dir, "roles.ini");
+    await writeFile(
+      inventory,
+      [
+        "[web]\nweb-01\nweb-03\nweb-04\n[db]\ndb-01\ndb-02\n[worker]\nworker-01\nworker-02\n",
+        "[prod:children]\nweb\ndb\nworker\n",
+        `[all:vars]\nansible_user=${fleet.user}\nansible_ssh_private_key_file=${fleet.identityFile}\n`,
+        // A role's own ssh setting: the db group's port.
+        "[db:vars]\nansible_port=22\n",
+      ].join(""),
+    );
+    const result = await cli(["adopt", "--inventory", inventory, "--manifests", tree]);
+    assert.equal(result.exitCode, 0, result.stderr);
+    assert.match(
+      result.stderr,
+      /identity files: put them in the runner's ssh config or the workflow's SSH key secret \(7 hosts/,
+    );
+    const files = await filesOf(tree);
+    // prod declares nothing of its own: no file, and no one names it.
+    assert.deepEqual([...files.keys()].filter((f) => f.startsWith("groups/")).sort(), [
+      "groups/db.yaml",
+      "groups/web.yaml",
+      "groups/worker.yaml",
+    ]);
+    const read = (rel: string) => parse(files.get(rel)!) as Record<string, any>;
+    assert.deepEqual(read("fleet.yaml").ssh, { user: fleet.user });
+    assert.deepEqual(read("groups/db.yaml").ssh, { port: 22 });
+    assert.equal(read("groups/web.yaml").ssh, undefined);
+    assert.ok(read("groups/worker.yaml").networking.listening_ports.includes("tcp/7070"));
+    for (const [rel, text] of files) {
+      if (rel === "known_hosts") continue;
+      assert.doesNotMatch(text, /\bprod\b|identity_file/, rel);
+      // Nothing of the adopting machine: its tmp dirs, its home, the test hosts' folder.
+      for (const local of [dir, os.tmpdir(), os.homedir(), fleet.dir])
+        assert.ok(!text.includes(local), `${rel} names ${local}`);
+    }
+    // A node holding nothing of its own has only its groups: web-04's extra port is its own.
+    for (const name of ["web-01", "web-03", "db-01", "db-02", "worker-01", "worker-02"]) {
+      const node = read(`nodes/${name}.yaml`);
+      assert.deepEqual(
+        Object.keys(node).filter((k) => k !== "groups" && k !== "host"),
+        [],
+        name,
+      );
+    }
+    assert.ok(read("nodes/web-04.yaml").networking.listening_ports.includes("tcp/9100"));
+    const validate = await runCli(["validate", "--manifests", tree]);
+    assert.equal(validate.exitCode, 0, validate.stderr);
+    const audit = await cli(["audit", "--manifests", tree]);
+    assert.equal(audit.exitCode, 0, audit.stdout.slice(0, 3000) + audit.stderr);
   });
 });
