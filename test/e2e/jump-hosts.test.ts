@@ -27,14 +27,14 @@ describe("nodes behind a jump host", () => {
   /** The private node by its address (no Host block), the jump host in the manifest. */
   let manifestJump: string;
 
-  const audit = async (manifests: string, extra: string[] = []) => {
+  const audit = async (manifests: string, extra: string[] = [], sshConfig = fleet.sshConfig) => {
     const out = path.join(manifests, "report.json");
     const run = await runCli([
       "audit",
       "--manifests",
       manifests,
       "--ssh-config",
-      fleet.sshConfig,
+      sshConfig,
       "--format",
       "json",
       "--out",
@@ -206,16 +206,24 @@ describe("nodes behind a jump host", () => {
         string,
         unknown
       >;
+    // The identity file is a path of the adopting machine: it stays out of the tree, and the
+    // summary says where it goes.
     assert.deepEqual((await node("via-inventory")).ssh, {
       user: fleet.user,
-      identity_file: fleet.identityFile,
       proxy_jump: "jump-01",
     });
+    assert.match(adopted.stderr, /identity files: put them in the runner's ssh config/);
     assert.equal((await node("via-inventory")).host, address);
     assert.equal((await node("private-01")).ssh, undefined);
     const validate = await runCli(["validate", "--manifests", manifests]);
     assert.equal(validate.exitCode, 0, validate.stderr);
-    const { report, exitCode, stderr } = await audit(manifests);
+    // As the summary says: the runner's ssh config names the key for the host the tree names.
+    const runnerConfig = path.join(dir, "runner_ssh_config");
+    await writeFile(
+      runnerConfig,
+      `Include "${fleet.sshConfig}"\nHost ${address}\n  IdentityFile "${fleet.identityFile}"\n  IdentitiesOnly yes\n`,
+    );
+    const { report, exitCode, stderr } = await audit(manifests, [], runnerConfig);
     assert.equal(exitCode, 0, stderr);
     assert.deepEqual(
       report.nodes.map((n) => [n.name, n.status, n.error]),
