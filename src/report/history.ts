@@ -52,15 +52,8 @@ export interface ReadHistory extends AuditHistory {
  * state branch, which anyone with write access can push to.
  */
 export function parseHistory(text: string): ReadHistory | string {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (error) {
-    if (!(error instanceof SyntaxError)) throw error;
-    return `not JSON (${error.message})`;
-  }
-  if (!isObject(json) || json.version !== HISTORY_VERSION)
-    return `not a Quartermaster audit history (version ${HISTORY_VERSION})`;
+  const json = stateJson(text, HISTORY_VERSION, "audit history");
+  if (typeof json === "string") return json;
   const history: ReadHistory = { ...emptyHistory(), dropped: [] };
   const run = Time.safeParse(json.run);
   if (run.success) history.run = run.data;
@@ -80,8 +73,26 @@ export function parseHistory(text: string): ReadHistory | string {
   return history;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
+export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** A state-branch file's JSON object at `version`, or why it is not one (`kind` names the file). */
+export function stateJson(
+  text: string,
+  version: number,
+  kind: string,
+): Record<string, unknown> | string {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    if (!(error instanceof SyntaxError)) throw error;
+    return `not JSON (${error.message})`;
+  }
+  if (!isObject(json) || json.version !== version)
+    return `not a Quartermaster ${kind} (version ${version})`;
+  return json;
 }
 
 /**

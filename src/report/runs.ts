@@ -2,6 +2,7 @@ import { z } from "zod";
 import { Cause } from "../domains/cause.js";
 import { audited } from "./unaudited.js";
 import { NODE_STATUSES, type NodeStatus, type Report } from "./schema.js";
+import { isObject, stateJson } from "./history.js";
 
 // The history of runs kept on the state branch beside audit-history.json: per run its time,
 // revision and counts, per node its status and drift fingerprints (as changes from the run before,
@@ -77,15 +78,8 @@ export const emptyRuns = (): RunHistory => ({ runs: [], drift: new Map() });
  * entry; names are read into Maps (the state branch is writable by anyone with push access).
  */
 export function parseRuns(text: string): RunHistory | string {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (error) {
-    if (!(error instanceof SyntaxError)) throw error;
-    return `not JSON (${error.message})`;
-  }
-  if (!isObject(json) || json.version !== RUNS_VERSION)
-    return `not a Quartermaster run history (version ${RUNS_VERSION})`;
+  const json = stateJson(text, RUNS_VERSION, "run history");
+  if (typeof json === "string") return json;
   const history = emptyRuns();
   if (Array.isArray(json.runs))
     for (const entry of json.runs) {
@@ -106,10 +100,6 @@ function mapToRecord<T>(record: Record<string, T>): Record<string, T> {
   const out = Object.create(null) as Record<string, T>;
   for (const [key, value] of Object.entries(record)) out[key] = value;
   return out;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 const byKey = <T>([a]: [string, T], [b]: [string, T]) => (a < b ? -1 : a > b ? 1 : 0);

@@ -5,11 +5,10 @@ import assert from "node:assert/strict";
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, describe, it } from "node:test";
-import { execa } from "execa";
 import type { Cause } from "../../src/domains/cause.js";
 import { Report } from "../../src/report/schema.js";
 import { runCli } from "../support/cli.js";
-import { OWNER, REPO, suiteForge } from "../support/forge.js";
+import { suiteForge } from "../support/forge.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
 
 const TOKEN = "ghs_propose_causes";
@@ -105,12 +104,6 @@ after(async () => {
 });
 
 const env = () => forge.double.cliEnv();
-const repoArgs = () => [
-  "--repo",
-  forge.server.repoUrl(OWNER, REPO),
-  "--cache-dir",
-  path.join(forge.work, "cache"),
-];
 let rolloutCommit = "";
 
 /** The cause the audit records for an item: one transaction, one persisted file, one rollout. */
@@ -144,7 +137,16 @@ function causeOf(key: string): Cause | undefined {
 async function audit(name: string, exitCode: number): Promise<{ file: string; report: Report }> {
   const file = path.join(forge.work, `${name}.json`);
   const result = await runCli(
-    ["audit", ...repoArgs(), "--ssh-config", fleet.sshConfig, "--format", "json", "--out", file],
+    [
+      "audit",
+      ...forge.repoArgs(),
+      "--ssh-config",
+      fleet.sshConfig,
+      "--format",
+      "json",
+      "--out",
+      file,
+    ],
     { env: env() },
   );
   assert.equal(result.exitCode, exitCode, result.stderr);
@@ -160,24 +162,12 @@ async function audit(name: string, exitCode: number): Promise<{ file: string; re
 }
 
 async function propose(report: string) {
-  const result = await runCli(["propose", "--report", report, ...repoArgs()], { env: env() });
+  const result = await runCli(["propose", "--report", report, ...forge.repoArgs()], { env: env() });
   assert.equal(result.exitCode, 0, result.stderr);
   return result;
 }
 
 const openPulls = () => forge.double.pulls().filter((p) => p.state === "open");
-const changed = async (head: string) =>
-  (
-    await execa("git", [
-      "-C",
-      await forge.checkout(),
-      "diff",
-      "--name-only",
-      `origin/main...origin/${head}`,
-    ])
-  ).stdout
-    .split("\n")
-    .sort();
 
 describe("one pull request per cause", () => {
   it("one upgrade on three db hosts is one accept PR, one persisted file's three keys one more, a merged change not rolled out a ticket, never an accept, unrelated drift on adjacent lines one PR; each merges after the others", async () => {
@@ -205,13 +195,13 @@ describe("one pull request per cause", () => {
       upgrade.title,
       /^Accept drift from one package transaction on db-01, db-02, db-03: packages qm-postgresql-\S+ and 1 more$/,
     );
-    assert.deepEqual(await changed(upgrade.head), [`${M}/groups/db.yaml`]);
+    assert.deepEqual(await forge.changedFiles(upgrade.head), [`${M}/groups/db.yaml`]);
     const persisted = pulls.find((p) => p.title.includes("from one persisted file"))!;
     assert.match(
       persisted.title,
       /^Accept drift from one persisted file on web-01, web-02: sysctl net\.ipv4\.\S+ and 2 more$/,
     );
-    assert.deepEqual(await changed(persisted.head), [`${M}/groups/web.yaml`]);
+    assert.deepEqual(await forge.changedFiles(persisted.head), [`${M}/groups/web.yaml`]);
     for (const key of RESET) assert.ok(persisted.body!.includes(key), persisted.body!);
 
     // The rollout is a ticket that says why; no accept reverts the merged 8192.
@@ -236,7 +226,7 @@ describe("one pull request per cause", () => {
     const apart = pulls.find((p) => p.title.includes("net.ipv4.tcp_synack_retries"))!;
     assert.doesNotMatch(apart.body!, /adjacent lines/);
     for (const pull of [combined, apart])
-      assert.deepEqual(await changed(pull.head), [`${M}/groups/app.yaml`]);
+      assert.deepEqual(await forge.changedFiles(pull.head), [`${M}/groups/app.yaml`]);
 
     // Merging each in turn: none is left unmergeable by the ones merged before it.
     for (const pull of pulls) await forge.double.mergePull(pull.number);

@@ -12,7 +12,7 @@ import { execa } from "execa";
 import { driftSignature } from "../../src/manifest/signature.js";
 import { Report, type DriftItem } from "../../src/report/schema.js";
 import { runCli } from "../support/cli.js";
-import { OWNER, REPO, suiteForge } from "../support/forge.js";
+import { suiteForge } from "../support/forge.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
 
 const TOKEN = "ghs_propose_day_two";
@@ -115,17 +115,11 @@ const forge = suiteForge({
 });
 
 const env = () => forge.double.cliEnv();
-const repoArgs = () => [
-  "--repo",
-  forge.server.repoUrl(OWNER, REPO),
-  "--cache-dir",
-  path.join(forge.work, "cache"),
-];
 
 async function audit(name: string, sshConfig: string): Promise<{ file: string; report: Report }> {
   const file = path.join(forge.work, `${name}.json`);
   const result = await runCli(
-    ["audit", ...repoArgs(), "--ssh-config", sshConfig, "--format", "json", "--out", file],
+    ["audit", ...forge.repoArgs(), "--ssh-config", sshConfig, "--format", "json", "--out", file],
     { env: env() },
   );
   assert.ok(
@@ -136,7 +130,7 @@ async function audit(name: string, sshConfig: string): Promise<{ file: string; r
 }
 
 async function propose(report: string, extra: string[] = []) {
-  const result = await runCli(["propose", "--report", report, ...repoArgs(), ...extra], {
+  const result = await runCli(["propose", "--report", report, ...forge.repoArgs(), ...extra], {
     env: env(),
   });
   assert.equal(result.exitCode, 0, result.stderr);

@@ -59,18 +59,12 @@ after(async () => {
 });
 
 const env = () => forge.double.cliEnv();
-const repoArgs = () => [
-  "--repo",
-  forge.server.repoUrl(OWNER, REPO),
-  "--cache-dir",
-  path.join(forge.work, "cache"),
-];
 
 /** One scheduled run: the audit (reading the state branch), then propose with the heartbeat. */
 async function scheduledRun(n: number, expected: { audit: number; propose: number }) {
   const file = path.join(forge.work, `run-${n}.json`);
   const audited = await runCli(
-    ["audit", ...repoArgs(), "--ssh-config", fleet.sshConfig, "--state-from-repo"].concat([
+    ["audit", ...forge.repoArgs(), "--ssh-config", fleet.sshConfig, "--state-from-repo"].concat([
       "--format",
       "json",
       "--out",
@@ -80,7 +74,7 @@ async function scheduledRun(n: number, expected: { audit: number; propose: numbe
   );
   assert.equal(audited.exitCode, expected.audit, audited.stderr);
   const proposed = await runCli(
-    ["propose", "--report", file, ...repoArgs(), "--heartbeat-url", heartbeat],
+    ["propose", "--report", file, ...forge.repoArgs(), "--heartbeat-url", heartbeat],
     { env: env() },
   );
   assert.equal(proposed.exitCode, expected.propose, proposed.stderr);
@@ -109,7 +103,15 @@ describe("five scheduled runs: the history, the fleet page and the heartbeat", (
     at.push(first.report.startedAt);
     assert.deepEqual(pings, ["/ping/fleet"]);
     const dry = await runCli(
-      ["propose", "--report", first.file, ...repoArgs(), "--dry-run", "--heartbeat-url", heartbeat],
+      [
+        "propose",
+        "--report",
+        first.file,
+        ...forge.repoArgs(),
+        "--dry-run",
+        "--heartbeat-url",
+        heartbeat,
+      ],
       { env: env() },
     );
     assert.equal(dry.exitCode, 0, dry.stderr);

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import path from "node:path";
 import { after, describe, it } from "node:test";
 import { runCli } from "../support/cli.js";
-import { OWNER, REPO, suiteForge } from "../support/forge.js";
+import { OWNER, suiteForge } from "../support/forge.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
 
 const TOKEN = "ghs_propose_owners";
@@ -42,16 +42,19 @@ after(async () => {
 });
 
 const env = () => forge.double.cliEnv();
-const repoArgs = () => [
-  "--repo",
-  forge.server.repoUrl(OWNER, REPO),
-  "--cache-dir",
-  path.join(forge.work, "cache"),
-];
 /** Audits the fleet into `out` as JSON; every run here finds drift (exit 1). */
 async function auditTo(out: string): Promise<void> {
   const audit = await runCli(
-    ["audit", ...repoArgs(), "--ssh-config", fleet.sshConfig, "--format", "json", "--out", out],
+    [
+      "audit",
+      ...forge.repoArgs(),
+      "--ssh-config",
+      fleet.sshConfig,
+      "--format",
+      "json",
+      "--out",
+      out,
+    ],
     { env: env() },
   );
   assert.equal(audit.exitCode, 1, audit.stderr);
@@ -69,7 +72,9 @@ describe("owners GitHub refuses", () => {
   it("labels the PR with every owner (a long one shortened), asks the owners it can, and says which it could not and why", async () => {
     report = path.join(forge.work, "report.json");
     await auditTo(report);
-    const result = await runCli(["propose", "--report", report, ...repoArgs()], { env: env() });
+    const result = await runCli(["propose", "--report", report, ...forge.repoArgs()], {
+      env: env(),
+    });
     assert.equal(result.exitCode, 0, result.stderr);
     const pull = thePull();
     const long = pull.labels.find((l) => l.startsWith(`owner:${OWNER}/infrastructure`));
@@ -94,7 +99,9 @@ describe("owners GitHub refuses", () => {
 
   it("a later run asks again: the owner who became a collaborator is asked, the other is still listed", async () => {
     forge.double.addCollaborator("gone-user", "write");
-    const result = await runCli(["propose", "--report", report, ...repoArgs()], { env: env() });
+    const result = await runCli(["propose", "--report", report, ...forge.repoArgs()], {
+      env: env(),
+    });
     assert.equal(result.exitCode, 0, result.stderr);
     assert.deepEqual(thePull().requestedReviewers, ["alice", "gone-user"]);
     assert.doesNotMatch(result.stderr, /gone-user/);
@@ -111,7 +118,9 @@ describe("a rejection when owners change", () => {
     assert.match(accept.head, /^quartermaster--accept--/);
     await forge.double.closePull(accept.number);
     const report1 = path.join(forge.work, "report.json");
-    const first = await runCli(["propose", "--report", report1, ...repoArgs()], { env: env() });
+    const first = await runCli(["propose", "--report", report1, ...forge.repoArgs()], {
+      env: env(),
+    });
     assert.equal(first.exitCode, 0, first.stderr);
     const ticket = thePull();
     assert.match(ticket.head, /^quartermaster--ticket--/);
@@ -121,7 +130,9 @@ describe("a rejection when owners change", () => {
     });
     const report2 = path.join(forge.work, "report-new-owners.json");
     await auditTo(report2);
-    const second = await runCli(["propose", "--report", report2, ...repoArgs()], { env: env() });
+    const second = await runCli(["propose", "--report", report2, ...forge.repoArgs()], {
+      env: env(),
+    });
     assert.equal(second.exitCode, 0, second.stderr);
     assert.doesNotMatch(second.stdout, /^(open|close) /m, second.stdout);
     const still = thePull();

@@ -5,11 +5,10 @@ import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { after, describe, it } from "node:test";
-import { execa } from "execa";
 import { parse } from "yaml";
 import { Report } from "../../src/report/schema.js";
 import { runCli } from "../support/cli.js";
-import { OWNER, REPO, suiteForge } from "../support/forge.js";
+import { suiteForge } from "../support/forge.js";
 import { startFleet, type HostDefinition, type TestFleet } from "../support/hosts.js";
 
 const TOKEN = "ghs_propose_placement";
@@ -57,17 +56,20 @@ after(async () => {
 });
 
 const env = () => forge.double.cliEnv();
-const repoArgs = () => [
-  "--repo",
-  forge.server.repoUrl(OWNER, REPO),
-  "--cache-dir",
-  path.join(forge.work, "cache"),
-];
 
 async function audit(name: string, exitCode: number): Promise<{ file: string; report: Report }> {
   const file = path.join(forge.work, `${name}.json`);
   const result = await runCli(
-    ["audit", ...repoArgs(), "--ssh-config", fleet.sshConfig, "--format", "json", "--out", file],
+    [
+      "audit",
+      ...forge.repoArgs(),
+      "--ssh-config",
+      fleet.sshConfig,
+      "--format",
+      "json",
+      "--out",
+      file,
+    ],
     { env: env() },
   );
   assert.equal(result.exitCode, exitCode, result.stderr);
@@ -75,24 +77,12 @@ async function audit(name: string, exitCode: number): Promise<{ file: string; re
 }
 
 async function propose(report: string) {
-  const result = await runCli(["propose", "--report", report, ...repoArgs()], { env: env() });
+  const result = await runCli(["propose", "--report", report, ...forge.repoArgs()], { env: env() });
   assert.equal(result.exitCode, 0, result.stderr);
   return result;
 }
 
 const openPulls = () => forge.double.pulls().filter((p) => p.state === "open");
-const changed = async (head: string) =>
-  (
-    await execa("git", [
-      "-C",
-      await forge.checkout(),
-      "diff",
-      "--name-only",
-      `origin/main...origin/${head}`,
-    ])
-  ).stdout
-    .split("\n")
-    .sort();
 const sysctlsIn = (text: string) =>
   (parse(text) as { system?: { sysctl_parameters?: Record<string, unknown> } }).system
     ?.sysctl_parameters;
@@ -111,10 +101,10 @@ describe("accept placement with dark hosts", () => {
     assert.equal(pulls.length, 2, pulls.map((p) => p.title).join("\n"));
     const override = pulls.find((p) => p.head.includes("--net-ipv4-tcp-fin-timeout--"))!;
     assert.match(override.title, /on app-02: net\.ipv4\.tcp_fin_timeout: 60 → 45/);
-    assert.deepEqual(await changed(override.head), [`${M}/nodes/app-02.yaml`]);
+    assert.deepEqual(await forge.changedFiles(override.head), [`${M}/nodes/app-02.yaml`]);
 
     const shared = pulls.find((p) => p.head.includes("--net-ipv4-ip-forward--"))!;
-    assert.deepEqual(await changed(shared.head), [
+    assert.deepEqual(await forge.changedFiles(shared.head), [
       `${M}/groups/app.yaml`,
       `${M}/nodes/${DOWN}.yaml`,
       `${M}/nodes/${REKEYED}.yaml`,

@@ -50,6 +50,10 @@ export interface SuiteForge extends TestForge {
   work: string;
   /** A clone of main as it is now, with the git CLI, in the scratch folder. */
   checkout(): Promise<string>;
+  /** The CLI flags that pull the manifests from this repository, cached in the scratch folder. */
+  repoArgs(): string[];
+  /** The files a branch changes against main, sorted. */
+  changedFiles(head: string): Promise<string[]>;
 }
 
 /**
@@ -73,6 +77,24 @@ export function suiteForge(options: {
       await execa("git", ["clone", "--quiet", url, dir]);
       return dir;
     },
+    repoArgs: () => [
+      "--repo",
+      forge.server.repoUrl(OWNER, REPO),
+      "--cache-dir",
+      path.join(forge.work, "cache"),
+    ],
+    changedFiles: async (head: string) =>
+      (
+        await execa("git", [
+          "-C",
+          await forge.checkout(),
+          "diff",
+          "--name-only",
+          `origin/main...origin/${head}`,
+        ])
+      ).stdout
+        .split("\n")
+        .sort(),
   } as SuiteForge;
   before(async () => {
     forge.work = await mkdtemp(path.join(tmpdir(), options.workPrefix));
