@@ -32,8 +32,8 @@ import type { SpecListShapes } from "../manifest/lists.js";
 import type { Report } from "../report/schema.js";
 import type { Covered, PlanInput } from "./plan-input.js";
 import { nodeList } from "../text/markdown.js";
-import { buildProposal, type Proposal, type PullContent } from "./proposal.js";
-import { proposalKey, type ExistingPull } from "./pulls.js";
+import { buildProposal, proposalKey, type Proposal, type PullContent } from "./proposal.js";
+import type { ExistingPull } from "./pulls.js";
 import { ticketFor, ticketIdentity, ticketsPastDue, ticketYaml } from "./ticket.js";
 
 // The pull requests this run's drift and tickets call for: an accept PR for each drift group the

@@ -6,6 +6,10 @@ import { hash } from "./group.js";
 
 // What a pull request proposes, and what can be done about one: the planner's vocabulary.
 
+/** What identifies a proposal across runs: its branch and the nodes it names. */
+export const proposalKey = (branch: string, nodes: readonly string[]) =>
+  `${branch}\0${[...nodes].sort().join(",")}`;
+
 export const BOT_LABEL = "quartermaster";
 /** GitHub refuses a label name longer than this (HTTP 422). */
 export const MAX_LABEL_CHARS = 50;

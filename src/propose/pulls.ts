@@ -49,7 +49,3 @@ export async function hasLeftAloneNotice(github: GitHub, pull: PullRecord): Prom
     (c) => c.author === pull.author && c.body.includes(LEFT_ALONE_MARK),
   );
 }
-
-/** What identifies a proposal across runs: its branch and the nodes it names. */
-export const proposalKey = (branch: string, nodes: readonly string[]) =>
-  `${branch}\0${[...nodes].sort().join(",")}`;
