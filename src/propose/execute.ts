@@ -1,22 +1,13 @@
 import { ForgeError } from "../errors.js";
 import type { GitHub, Unasked } from "../forge/github.js";
-import { annotateNode, emptyHistory, nextHistory, type ReadHistory } from "../report/history.js";
-import { appendRun, emptyRuns, type RunContext } from "../report/runs.js";
-import type { Report } from "../report/schema.js";
+import { nextHistory } from "../report/history.js";
+import { appendRun, type RunContext } from "../report/runs.js";
 import { visible } from "../text/escape.js";
 import { waitingAfter } from "./budget.js";
-import { ownersOf } from "./group.js";
-import { plan } from "./plan.js";
-import type { PlanInput } from "./plan-input.js";
 import type { Action, PullContent } from "./proposal.js";
-import {
-  botPulls,
-  hasLeftAloneNotice,
-  humanCommits,
-  LEFT_ALONE_MARK,
-  type ExistingPull,
-} from "./pulls.js";
-import { readHistory, readLastReport, readRuns, readWaiting, type StateFiles } from "./state.js";
+import { LEFT_ALONE_MARK } from "./pulls.js";
+import type { RunPlan } from "./run-plan.js";
+import type { StateFiles } from "./state.js";
 
 export interface Outcome {
   action: Action;
@@ -26,90 +17,6 @@ export interface Outcome {
   number?: number;
   /** The owners of the PR an `open` created that GitHub could not be asked to request. */
   unasked?: Unasked[];
-}
-
-/**
- * Plans with what GitHub says, then asks only what the plan needs to decide (human commits on
- * branches it would write, earlier notices), and plans again: decisions stay in the pure planner.
- * `ticked`: deferred branches a person asked to open now (on the dashboard), over the budget.
- */
-export async function planWithForge(
-  github: GitHub,
-  loaded: Omit<PlanInput, "pulls" | "waiting">,
-  ticked: ReadonlySet<string> = new Set(),
-): Promise<{ actions: Action[]; waiting: Map<string, string> }> {
-  const pulls = await botPulls(github);
-  const waiting = await readWaiting(github);
-  const asked = [...ticked].filter((branch) => waiting.has(branch));
-  const input = {
-    ...loaded,
-    ...(loaded.maxNewPrs !== undefined && { maxNewPrs: loaded.maxNewPrs + asked.length }),
-  };
-  // Waiting longest goes first: a ticked box makes its PR the longest-waiting of all.
-  const queue = new Map([...waiting, ...asked.map((branch) => [branch, ""] as const)]);
-  const first = plan({ ...input, pulls, waiting: queue });
-  const writes = new Set(
-    first.flatMap((a) =>
-      (a.type === "update" && a.updateFiles) || a.type === "close" ? [a.number] : [],
-    ),
-  );
-  const checked: ExistingPull[] = [];
-  for (const pull of pulls) {
-    if (!writes.has(pull.number)) {
-      checked.push(pull);
-      continue;
-    }
-    const human = await humanCommits(github, pull.number);
-    checked.push({
-      ...pull,
-      humanCommits: human,
-      leftAloneNotice: human && (await hasLeftAloneNotice(github, pull)),
-    });
-  }
-  return { actions: plan({ ...input, pulls: checked, waiting: queue }), waiting };
-}
-
-/** One run's plan and what it was planned from. */
-export interface RunPlan extends StateFiles {
-  history: ReadHistory;
-  /** The report, each node's drift and dark time dated from `history`. */
-  report: Report;
-  actions: Action[];
-  waiting: Map<string, string>;
-  /** Each node's owners, for the run history. */
-  owners: Map<string, string[]>;
-}
-
-/**
- * Plans a run from what the runs before it left on GitHub (the audit history, the pull requests,
- * the queue), or, without GitHub, from nothing. `input.report` is the report as read.
- */
-export async function planRun(
-  github: GitHub | undefined,
-  input: Omit<PlanInput, "pulls" | "waiting">,
-  ticked: ReadonlySet<string>,
-): Promise<RunPlan> {
-  const history = github ? await readHistory(github) : { ...emptyHistory(), dropped: [] };
-  const runs = github ? await readRuns(github) : emptyRuns();
-  const lastReport = github ? await readLastReport(github) : undefined;
-  const owners = new Map(input.nodes.map((node) => [node.name, ownersOf(node)]));
-  const read = input.report;
-  const report = {
-    ...read,
-    nodes: read.nodes.map((node) => annotateNode(node, history, read.startedAt)),
-  };
-  const dated = { ...input, report };
-  const planned = github
-    ? await planWithForge(github, dated, ticked)
-    : { actions: plan({ ...dated, pulls: [] }), waiting: new Map<string, string>() };
-  return {
-    history,
-    runs,
-    owners,
-    report,
-    ...(lastReport !== undefined && { lastReport }),
-    ...planned,
-  };
 }
 
 /**

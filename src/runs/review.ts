@@ -3,7 +3,9 @@
 import { loadFleet } from "../manifest/load.js";
 import type { GitHub } from "../forge/github.js";
 import { branchIdentity } from "../propose/branch.js";
-import { describeAction, executePlan, planWithForge } from "../propose/execute.js";
+import { describeAction, executePlan } from "../propose/execute.js";
+import { gatherPulls } from "../propose/gather.js";
+import { planActions } from "../propose/run-plan.js";
 import { proposalInput } from "../propose/input.js";
 import { botPulls, type ExistingPull } from "../propose/pulls.js";
 import type { Report } from "../report/schema.js";
@@ -120,7 +122,7 @@ async function recordTicket(
   });
   const { input, revision } = await proposalInput(manifestDir, report);
   // Only the ticket recording this PR's rejection; no budget: it is one PR a person asked for.
-  const actions = (await planWithForge(github, { ...input, maxNewPrs: undefined })).actions.filter(
+  const actions = planActions(await gatherPulls(github), { ...input, maxNewPrs: undefined }).filter(
     (a) =>
       (a.type === "open" || a.type === "update") &&
       a.kind === "ticket" &&

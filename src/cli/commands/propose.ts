@@ -4,14 +4,9 @@ import { ForgeError, UsageError } from "../../errors.js";
 import { GitHub, settingsFromEnv } from "../../forge/github.js";
 import { isHeartbeatUrl, pingHeartbeat } from "../../forge/heartbeat.js";
 import type { Waiver } from "../../manifest/schema.js";
-import {
-  describeAction,
-  executePlan,
-  planRun,
-  stateAfter,
-  type Outcome,
-  type RunPlan,
-} from "../../propose/execute.js";
+import { describeAction, executePlan, stateAfter, type Outcome } from "../../propose/execute.js";
+import { gatherForge, noForgeFacts } from "../../propose/gather.js";
+import { planRun, type RunPlan } from "../../propose/run-plan.js";
 import { proposalInput } from "../../propose/input.js";
 import { LOCK_BRANCH, lockProposals } from "../../propose/lock.js";
 import type { PlanInput } from "../../propose/plan-input.js";
@@ -113,13 +108,17 @@ async function proposeRun(config: ReturnType<typeof proposeConfig>): Promise<num
   const input = { ...loaded, maxNewPrs: budget ?? loaded.maxNewPrs ?? DEFAULT_MAX_NEW_PRS };
   const ticked = tickedBranches(dashboard.body);
   const fleet = new Set(input.nodes.map((n) => n.name));
-  const planned = await planRun(github, input, ticked);
+  // Read from the forge, then planned once from what was read.
+  const gathered = async () =>
+    planRun(github ? await gatherForge(github) : noForgeFacts(), input, ticked);
+  const planned = await gathered();
   warnDropped(`${STATE_BRANCH}:${HISTORY_FILE}`, planned.history);
   const overBit = warnOverBudget(audited.unauditedBudget?.over);
   const dry = config["dry-run"] || !github;
   const release = dry ? undefined : await waitForTurn(github, planned, fleet, revision);
   try {
-    const run = release ? await planRun(github, input, ticked) : planned;
+    // Once the turn comes, the forge is read again: the run before may have opened, closed or kept.
+    const run = release ? await gathered() : planned;
     printPlan(run.actions, dry, input.maxNewPrs);
     if (dry) {
       if (config.summary)

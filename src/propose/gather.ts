@@ -1,0 +1,58 @@
+import type { GitHub } from "../forge/github.js";
+import { emptyHistory, type ReadHistory } from "../report/history.js";
+import { emptyRuns, type RunHistory } from "../report/runs.js";
+import { botPulls, hasLeftAloneNotice, humanCommits, type ExistingPull } from "./pulls.js";
+import { readHistory, readLastReport, readRuns, readWaiting } from "./state.js";
+
+// The one step of a propose run that reads the forge: every fact the planner needs, gathered before
+// it plans, so the plan is made once from them (run-plan.ts) and carried out after (execute.ts).
+
+/** What the runs before this one left on the forge. */
+export interface ForgeFacts {
+  /**
+   * The bot's pull requests, open and closed; each open one with a marker says whether anyone but
+   * the bot committed to it, and whether the bot already said it leaves it alone.
+   */
+  pulls: ExistingPull[];
+  /** Branch -> when its PR was first deferred. */
+  waiting: Map<string, string>;
+  history: ReadHistory;
+  runs: RunHistory;
+  /** The report text the last run kept. */
+  lastReport?: string;
+}
+
+/** The facts of a run without a forge: nothing before it. */
+export const noForgeFacts = (): ForgeFacts => ({
+  pulls: [],
+  waiting: new Map(),
+  history: { ...emptyHistory(), dropped: [] },
+  runs: emptyRuns(),
+});
+
+/** Reads every forge fact a propose run plans from. */
+export async function gatherForge(github: GitHub): Promise<ForgeFacts> {
+  const { pulls, waiting } = await gatherPulls(github);
+  const history = await readHistory(github);
+  const runs = await readRuns(github);
+  const lastReport = await readLastReport(github);
+  return { pulls, waiting, history, runs, ...(lastReport !== undefined && { lastReport }) };
+}
+
+/** The facts the planner decides pull requests from: the bot's pull requests and the queue. */
+export async function gatherPulls(github: GitHub): Promise<Pick<ForgeFacts, "pulls" | "waiting">> {
+  const pulls: ExistingPull[] = [];
+  for (const pull of await botPulls(github)) pulls.push(await withCommits(github, pull));
+  return { pulls, waiting: await readWaiting(github) };
+}
+
+/** An open proposal with who committed to it: the planner may update or close it. */
+async function withCommits(github: GitHub, pull: ExistingPull): Promise<ExistingPull> {
+  if (pull.state !== "open" || !pull.marker) return pull;
+  const human = await humanCommits(github, pull.number);
+  return {
+    ...pull,
+    humanCommits: human,
+    leftAloneNotice: human && (await hasLeftAloneNotice(github, pull)),
+  };
+}
