@@ -12,9 +12,13 @@ import path from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { execa } from "execa";
 import { stringify } from "yaml";
-import { shardOf } from "../src/audit/fleet.js";
+import { shardOf, spoolFleet } from "../src/audit/fleet.js";
 import { auditNode, defaultAuditSettings } from "../src/audit/node.js";
-import { auditCommand } from "../src/cli/commands/audit.js";
+import { AUDIT_FLAGS, auditOptions } from "../src/cli/audit-options.js";
+import { auditOutcome } from "../src/cli/exit.js";
+import { parseFlags } from "../src/cli/flags.js";
+import { writeReportStream } from "../src/cli/output.js";
+import { boundHeapGrowth, fleetRun } from "../src/runs/audit.js";
 import { snapshotSpec } from "../src/runs/snapshot.js";
 import { DOMAINS } from "../src/domains/registry.js";
 import { loadFleet, type LoadedNode } from "../src/manifest/load.js";
@@ -57,12 +61,25 @@ function replayTransport(capture: Capture): Transport {
   };
 }
 
-// Child mode: `--replay CAPTURE audit ARGS...` runs the CLI's own audit command on the stand-in
-// transport and prints this process's CPU time in ms.
+// Child mode: `--replay CAPTURE audit ARGS...` runs the audit run (src/runs/audit) with the audit
+// flags ARGS on the stand-in transport, its report streamed from the spool as the CLI writes it,
+// and prints this process's CPU time in ms.
 if (process.argv[2] === "--replay") {
   const capture = JSON.parse(await readFile(process.argv[3]!, "utf8")) as Capture;
   const transport = replayTransport(capture);
-  const code = await auditCommand(process.argv.slice(5), { transportFor: () => transport });
+  const { config } = parseFlags("audit", process.argv.slice(5), AUDIT_FLAGS);
+  boundHeapGrowth();
+  const { run } = await fleetRun(auditOptions(config), undefined, {
+    transportFor: () => transport,
+  });
+  const { head, spool } = await spoolFleet(run);
+  let code: number;
+  try {
+    await writeReportStream(head, () => spool.entries(), config);
+    code = auditOutcome(spool.counts, false);
+  } finally {
+    await spool.close();
+  }
   const cpu = process.cpuUsage();
   process.stdout.write(`${JSON.stringify({ code, cpuMs: (cpu.user + cpu.system) / 1000 })}\n`);
   process.exit(0);

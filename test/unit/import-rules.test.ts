@@ -10,7 +10,7 @@ import { scratchTrees } from "../support/tree.js";
 
 const tree = scratchTrees();
 
-async function cruise(files: Record<string, string>) {
+async function cruise(files: Record<string, string>, dirs = ["src"]) {
   const dir = await tree(files);
   const result = await execa(
     process.execPath,
@@ -20,7 +20,7 @@ async function cruise(files: Record<string, string>) {
       path.join(REPO_ROOT, ".dependency-cruiser.js"),
       "--output-type",
       "err",
-      "src",
+      ...dirs,
     ],
     { cwd: dir, reject: false, env: { NO_COLOR: "1" } },
   );
@@ -76,6 +76,40 @@ describe("the import rules", () => {
       /error no-test-code: src\/domains\/kernel\/index\.ts → test\/support\/probe-output\.ts/,
     );
     assert.doesNotMatch(out, /sample\.ts →/);
+  });
+
+  it("refuse a pure propose module reading the forge or a file, but let it name a record's type", async () => {
+    const { exitCode, out } = await cruise({
+      "src/propose/run-plan.ts":
+        'import { readFile } from "node:fs/promises";\n' +
+        'import { GitHub } from "../forge/github.js";\n' +
+        "export const plan = [readFile, GitHub];\n",
+      "src/propose/plan.ts":
+        'import type { PullRecord } from "../forge/github.js";\n' +
+        "export const plan = (pull: PullRecord) => pull;\n",
+      "src/forge/github.ts":
+        "export class GitHub {}\nexport type PullRecord = { number: number };\n",
+    });
+    assert.notEqual(exitCode, 0, out);
+    assert.match(out, /error pure-core-no-io: src\/propose\/run-plan\.ts → src\/forge\/github\.ts/);
+    assert.match(out, /error pure-core-no-io: src\/propose\/run-plan\.ts → (node:)?fs\/promises/);
+    assert.doesNotMatch(out, /src\/propose\/plan\.ts →/);
+  });
+
+  it("refuse a benchmark importing a command, fleet-scale too", async () => {
+    const { exitCode, out } = await cruise(
+      {
+        "bench/fleet-scale.ts":
+          'import { auditCommand } from "../src/cli/commands/audit.js";\nexport const run = auditCommand;\n',
+        "src/cli/commands/audit.ts": "export const auditCommand = () => 0;\n",
+      },
+      ["src", "bench"],
+    );
+    assert.notEqual(exitCode, 0, out);
+    assert.match(
+      out,
+      /error bench-uses-runs: bench\/fleet-scale\.ts → src\/cli\/commands\/audit\.ts/,
+    );
   });
 
   it("let imports run down the layers", async () => {
