@@ -90,6 +90,14 @@ export default {
       },
     },
     {
+      name: "propose-uses-the-forge-seam",
+      comment:
+        "propose/ asks the forge through the Forge interface (forge/forge.ts) and names its records (forge/records.ts), never the GitHub client: a command or run hands it one.",
+      severity: "error",
+      from: { path: "^src/propose/" },
+      to: { path: "^src/forge/github" },
+    },
+    {
       name: "no-command-imports-a-command",
       comment:
         "A command parses, calls one run and prints: what two commands share is a run (src/runs/) or a cli/ module, not another command.",

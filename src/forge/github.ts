@@ -1,14 +1,15 @@
 import { ForgeError } from "../errors.js";
 import { botClient, call, unlessMissing, type BotClient } from "./github-requests.js";
 import type { GitHubSettings } from "./github-settings.js";
+import type { Forge } from "./forge.js";
 import type { CommentRecord, CommitRecord, IssueRecord, PullRecord, Unasked } from "./records.js";
 
 // Importers name the forge's records and settings from here, beside the client that returns them.
 export { BOT_AUTHOR, settingsFromEnv, type GitHubSettings } from "./github-settings.js";
 export type { CommentRecord, CommitRecord, IssueRecord, PullRecord, Unasked } from "./records.js";
 
-/** The forge behind one interface: everything propose needs from GitHub. */
-export class GitHub {
+/** The GitHub client: the one implementation of the Forge seam (forge.ts) that propose uses. */
+export class GitHub implements Forge {
   readonly octokit: BotClient;
 
   constructor(readonly settings: GitHubSettings) {

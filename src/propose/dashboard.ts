@@ -1,6 +1,6 @@
 import { audited } from "../report/unaudited.js";
 import { ForgeError } from "../errors.js";
-import type { GitHub } from "../forge/github.js";
+import type { Forge } from "../forge/forge.js";
 import { expiryTime, type Waiver } from "../manifest/schema.js";
 import type { Ticket } from "../manifest/tickets.js";
 import type { LatentEvent } from "../domains/cause.js";
@@ -247,7 +247,7 @@ const contentOf = (body: string) => {
 };
 
 /** The repository's dashboard issue as it is now: the oldest open one the bot marked. */
-export async function readDashboard(github: GitHub): Promise<Dashboard> {
+export async function readDashboard(github: Forge): Promise<Dashboard> {
   const found = (await github.issues(DASHBOARD_LABEL)).find((i) => i.body.startsWith(MARK));
   return found ? { number: found.number, body: found.body } : { body: "" };
 }
@@ -257,7 +257,7 @@ export async function readDashboard(github: GitHub): Promise<Dashboard> {
  * run's line below it aside). Returns what was done.
  */
 export async function writeDashboard(
-  github: GitHub,
+  github: Forge,
   current: Dashboard,
   content: string,
   run: { at: string; url?: string },
@@ -285,7 +285,7 @@ function runUrl(env: NodeJS.ProcessEnv): string | undefined {
  * refused (said on stderr; the next run tries again).
  */
 export async function updateDashboard(
-  github: GitHub,
+  github: Forge,
   current: Dashboard,
   run: Pick<DashboardInput, "report" | "tickets" | "waivers" | "unasked" | "runs"> & {
     actions: readonly Action[];

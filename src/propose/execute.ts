@@ -1,5 +1,6 @@
 import { ForgeError } from "../errors.js";
-import type { GitHub, Unasked } from "../forge/github.js";
+import type { Forge } from "../forge/forge.js";
+import type { Unasked } from "../forge/records.js";
 import { nextHistory } from "../report/history.js";
 import { appendRun, type RunContext } from "../report/runs.js";
 import { visible } from "../text/escape.js";
@@ -55,7 +56,7 @@ function carried(actions: readonly Action[], outcomes: readonly Outcome[]): RunC
 
 /** Carries the actions out one by one; a failed action is reported and the rest still run. */
 export async function executePlan(
-  github: GitHub,
+  github: Forge,
   actions: readonly Action[],
   base: { branch: string; sha: string },
 ): Promise<Outcome[]> {

@@ -1,4 +1,4 @@
-import type { GitHub } from "../forge/github.js";
+import type { Forge } from "../forge/forge.js";
 import { emptyHistory, type ReadHistory } from "../report/history.js";
 import { emptyRuns, type RunHistory } from "../report/runs.js";
 import { botPulls, hasLeftAloneNotice, humanCommits, type ExistingPull } from "./pulls.js";
@@ -31,7 +31,7 @@ export const noForgeFacts = (): ForgeFacts => ({
 });
 
 /** Reads every forge fact a propose run plans from. */
-export async function gatherForge(github: GitHub): Promise<ForgeFacts> {
+export async function gatherForge(github: Forge): Promise<ForgeFacts> {
   const { pulls, waiting } = await gatherPulls(github);
   const history = await readHistory(github);
   const runs = await readRuns(github);
@@ -40,14 +40,14 @@ export async function gatherForge(github: GitHub): Promise<ForgeFacts> {
 }
 
 /** The facts the planner decides pull requests from: the bot's pull requests and the queue. */
-export async function gatherPulls(github: GitHub): Promise<Pick<ForgeFacts, "pulls" | "waiting">> {
+export async function gatherPulls(github: Forge): Promise<Pick<ForgeFacts, "pulls" | "waiting">> {
   const pulls: ExistingPull[] = [];
   for (const pull of await botPulls(github)) pulls.push(await withCommits(github, pull));
   return { pulls, waiting: await readWaiting(github) };
 }
 
 /** An open proposal with who committed to it: the planner may update or close it. */
-async function withCommits(github: GitHub, pull: ExistingPull): Promise<ExistingPull> {
+async function withCommits(github: Forge, pull: ExistingPull): Promise<ExistingPull> {
   if (pull.state !== "open" || !pull.marker) return pull;
   const human = await humanCommits(github, pull.number);
   return {

@@ -1,5 +1,5 @@
 import { ForgeError } from "../errors.js";
-import type { GitHub } from "../forge/github.js";
+import type { Forge } from "../forge/forge.js";
 import { STATE_BRANCH } from "./state.js";
 
 // One propose run at a time per repository. Two runs planning from the same pull requests open the
@@ -17,7 +17,7 @@ const POLL_MS = 2_000;
  * the function that releases it. `base` is a commit the lock's own commit is made on.
  */
 export async function lockProposals(
-  github: GitHub,
+  github: Forge,
   base: string,
   onWait: () => void,
 ): Promise<() => Promise<void>> {
@@ -52,7 +52,7 @@ export async function lockProposals(
  * A lock no run holds any more: dated over STALE_MS ago, dated later than any clock skew explains
  * (no run took it then), or held for STALE_MS since this run met it, whatever its date says.
  */
-async function stale(github: GitHub, held: string, met: Map<string, number>): Promise<boolean> {
+async function stale(github: Forge, held: string, met: Map<string, number>): Promise<boolean> {
   const now = Date.now();
   if (!met.has(held)) met.set(held, now);
   const age = now - Date.parse(await github.commitDate(held));

@@ -1,4 +1,5 @@
-import type { GitHub, PullRecord } from "../forge/github.js";
+import type { Forge } from "../forge/forge.js";
+import type { PullRecord } from "../forge/records.js";
 import { parseMarker, type PullMarker } from "./body.js";
 import { BRANCH_PREFIX } from "./branch.js";
 
@@ -29,12 +30,12 @@ export function existingPull(record: PullRecord): ExistingPull {
 }
 
 /** Every pull request from one of the bot's branches, open and closed. */
-export async function botPulls(github: GitHub): Promise<ExistingPull[]> {
+export async function botPulls(github: Forge): Promise<ExistingPull[]> {
   return (await github.pulls(BRANCH_PREFIX)).map(existingPull);
 }
 
 /** Whether anyone but the bot wrote or committed a commit of PR `number`. */
-export async function humanCommits(github: GitHub, number: number): Promise<boolean> {
+export async function humanCommits(github: Forge, number: number): Promise<boolean> {
   const bot = github.settings.author.email;
   return (await github.pullCommits(number)).some((c) => c.author !== bot || c.committer !== bot);
 }
@@ -43,7 +44,7 @@ export async function humanCommits(github: GitHub, number: number): Promise<bool
  * Whether the bot already commented that it leaves `pull` alone. Only its own comments count: the
  * bot is whoever opened its pull request, and anyone else's copy of the mark would silence it.
  */
-export async function hasLeftAloneNotice(github: GitHub, pull: PullRecord): Promise<boolean> {
+export async function hasLeftAloneNotice(github: Forge, pull: PullRecord): Promise<boolean> {
   if (pull.author === undefined) return false;
   return (await github.comments(pull.number)).some(
     (c) => c.author === pull.author && c.body.includes(LEFT_ALONE_MARK),

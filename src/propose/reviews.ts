@@ -1,5 +1,6 @@
 import { ForgeError } from "../errors.js";
-import type { GitHub, Unasked } from "../forge/github.js";
+import type { Forge } from "../forge/forge.js";
+import type { Unasked } from "../forge/records.js";
 import { codeSpan } from "../text/markdown.js";
 import { visible } from "../text/escape.js";
 import { botPulls } from "./pulls.js";
@@ -37,7 +38,7 @@ export const refusedOnOpen = (
  * asked. A pull request GitHub cannot list keeps its owners pending.
  */
 export async function askAgain(
-  github: GitHub,
+  github: Forge,
   pending: readonly { number: number; owner: string }[],
 ): Promise<PendingReview[]> {
   if (!pending.length) return [];

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { GitHub } from "../forge/github.js";
+import type { Forge } from "../forge/forge.js";
 import { StateError } from "../errors.js";
 import {
   emptyHistory,
@@ -24,7 +24,7 @@ export const REPORT_FILE = "last-report.json";
  * The audit history as the last run left it, empty when there is none yet. One that cannot be read
  * at all stops the run: starting again would restart every dark node's clock and drift's age.
  */
-export async function readHistory(github: GitHub): Promise<ReadHistory> {
+export async function readHistory(github: Forge): Promise<ReadHistory> {
   const text = await github.readFile(STATE_BRANCH, HISTORY_FILE, "reading the audit history");
   if (text === undefined) return { ...emptyHistory(), dropped: [] };
   const history = parseHistory(text);
@@ -36,7 +36,7 @@ export async function readHistory(github: GitHub): Promise<ReadHistory> {
 }
 
 /** The history of runs as the last run left it: empty when there is none yet (or it is not one). */
-export async function readRuns(github: GitHub): Promise<RunHistory> {
+export async function readRuns(github: Forge): Promise<RunHistory> {
   const text = await github.readFile(STATE_BRANCH, RUNS_FILE, "reading the run history");
   if (text === undefined) return emptyRuns();
   const runs = parseRuns(text);
@@ -48,7 +48,7 @@ export async function readRuns(github: GitHub): Promise<RunHistory> {
 }
 
 /** The report text the last run kept; undefined when none has yet. */
-export const readLastReport = (github: GitHub): Promise<string | undefined> =>
+export const readLastReport = (github: Forge): Promise<string | undefined> =>
   github.readFile(STATE_BRANCH, REPORT_FILE, "reading the last report");
 
 // The deferral queue: when each deferred pull request first waited, so the per-run budget opens
@@ -58,7 +58,7 @@ const WAITING_FILE = "deferred.json";
 const Waiting = z.record(z.string(), z.string());
 
 /** Branch -> when its PR was first deferred, as the last run left it; empty when there is none. */
-export async function readWaiting(github: GitHub): Promise<Map<string, string>> {
+export async function readWaiting(github: Forge): Promise<Map<string, string>> {
   const text = await github.readFile(
     STATE_BRANCH,
     WAITING_FILE,
@@ -109,7 +109,7 @@ export function changesState(next: StateFiles, previous: StateFiles): boolean {
  * that kept its state meanwhile is never overwritten.
  */
 export async function writeState(
-  github: GitHub,
+  github: Forge,
   next: StateFiles,
   previous: StateFiles,
   base: string,

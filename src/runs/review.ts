@@ -1,7 +1,7 @@
 // A review run: `/quartermaster reject` on an accept PR, from someone with write access, closes it
 // and records the remediation ticket for its drift now, auditing its nodes again.
 import { loadFleet } from "../manifest/load.js";
-import type { GitHub } from "../forge/github.js";
+import type { Forge } from "../forge/forge.js";
 import { branchIdentity } from "../propose/branch.js";
 import { describeAction, executePlan } from "../propose/execute.js";
 import { gatherPulls } from "../propose/gather.js";
@@ -47,7 +47,7 @@ type MarkedPull = ExistingPull & Required<Pick<ExistingPull, "marker">>;
  * the command is `reject` and the PR is Quartermaster's open accept PR; else the reason replied.
  */
 async function pullToReject(
-  github: GitHub,
+  github: Forge,
   request: ReviewRequest,
   reply: Reply,
 ): Promise<MarkedPull | undefined> {
@@ -96,7 +96,7 @@ async function pullToReject(
  * PR's rejection, replying what came of it; the exit code.
  */
 async function recordTicket(
-  github: GitHub,
+  github: Forge,
   request: ReviewRequest,
   pull: MarkedPull,
   reply: Reply,
@@ -148,7 +148,7 @@ async function recordTicket(
 
 /** Why no ticket was recorded: one is open already, or the drift is gone (or unseen). */
 async function noTicketReason(
-  github: GitHub,
+  github: Forge,
   signature: string,
   nodes: readonly string[],
   report: Report,
@@ -168,7 +168,7 @@ async function noTicketReason(
  * its remediation ticket; undefined when nothing was rejected.
  */
 export async function runReview(
-  github: GitHub,
+  github: Forge,
   request: ReviewRequest,
   reply: Reply,
 ): Promise<TicketOutcome | undefined> {

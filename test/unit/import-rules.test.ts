@@ -85,15 +85,32 @@ describe("the import rules", () => {
         'import { GitHub } from "../forge/github.js";\n' +
         "export const plan = [readFile, GitHub];\n",
       "src/propose/plan.ts":
-        'import type { PullRecord } from "../forge/github.js";\n' +
+        'import type { PullRecord } from "../forge/records.js";\n' +
         "export const plan = (pull: PullRecord) => pull;\n",
-      "src/forge/github.ts":
-        "export class GitHub {}\nexport type PullRecord = { number: number };\n",
+      "src/forge/github.ts": "export class GitHub {}\n",
+      "src/forge/records.ts": "export type PullRecord = { number: number };\n",
     });
     assert.notEqual(exitCode, 0, out);
     assert.match(out, /error pure-core-no-io: src\/propose\/run-plan\.ts → src\/forge\/github\.ts/);
     assert.match(out, /error pure-core-no-io: src\/propose\/run-plan\.ts → (node:)?fs\/promises/);
     assert.doesNotMatch(out, /src\/propose\/plan\.ts →/);
+  });
+
+  it("refuse propose naming the GitHub client, even as a type, but let it name the Forge seam", async () => {
+    const { exitCode, out } = await cruise({
+      "src/propose/lock.ts":
+        'import type { GitHub } from "../forge/github.js";\nexport const lock = (github: GitHub) => github;\n',
+      "src/propose/state.ts":
+        'import type { Forge } from "../forge/forge.js";\nexport const state = (forge: Forge) => forge;\n',
+      "src/forge/github.ts": "export class GitHub {}\n",
+      "src/forge/forge.ts": "export interface Forge { readonly host: string }\n",
+    });
+    assert.notEqual(exitCode, 0, out);
+    assert.match(
+      out,
+      /error propose-uses-the-forge-seam: src\/propose\/lock\.ts → src\/forge\/github\.ts/,
+    );
+    assert.doesNotMatch(out, /src\/propose\/state\.ts →/);
   });
 
   it("refuse a benchmark importing a command, fleet-scale too", async () => {
