@@ -45,7 +45,9 @@ export async function runHistoryFrom(config: RunHistoryConfig): Promise<RunHisto
     if (!(error instanceof ForgeError)) throw error;
     throw new UsageError(`--history-from-repo: ${error.message}`);
   }
-  return readRuns(github);
+  const { runs, warning } = await readRuns(github);
+  if (warning !== undefined) io().stderr.write(`quartermaster: ${warning}\n`);
+  return runs;
 }
 
 /** The repository's web address in GitHub Actions (pull requests link there), else none. */

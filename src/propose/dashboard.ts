@@ -281,8 +281,8 @@ function runUrl(env: NodeJS.ProcessEnv): string | undefined {
 }
 
 /**
- * After a run's actions: the dashboard with the pull requests as they are now. False when GitHub
- * refused (said on stderr; the next run tries again).
+ * After a run's actions: the dashboard with the pull requests as they are now. When GitHub
+ * refused, what to warn of (the next run tries again); undefined when it is written.
  */
 export async function updateDashboard(
   github: Forge,
@@ -290,8 +290,8 @@ export async function updateDashboard(
   run: Pick<DashboardInput, "report" | "tickets" | "waivers" | "unasked" | "runs"> & {
     actions: readonly Action[];
   },
-  env: NodeJS.ProcessEnv = process.env,
-): Promise<boolean> {
+  env: NodeJS.ProcessEnv,
+): Promise<string | undefined> {
   try {
     const pulls = (await botPulls(github)).filter((p) => p.state === "open");
     const deferred = run.actions.flatMap((a) =>
@@ -303,12 +303,9 @@ export async function updateDashboard(
       at: run.report.startedAt,
       ...(url && { url }),
     });
-    return true;
+    return undefined;
   } catch (error) {
     if (!(error instanceof ForgeError)) throw error;
-    process.stderr.write(
-      `quartermaster: ${visible(error.message)}; the dashboard is not updated\n`,
-    );
-    return false;
+    return `${visible(error.message)}; the dashboard is not updated`;
   }
 }

@@ -20,6 +20,8 @@ export interface ForgeFacts {
   runs: RunHistory;
   /** The report text the last run kept. */
   lastReport?: string;
+  /** What to warn of about what was read (a state file not read as one). */
+  warnings: string[];
 }
 
 /** The facts of a run without a forge: nothing before it. */
@@ -28,15 +30,23 @@ export const noForgeFacts = (): ForgeFacts => ({
   waiting: new Map(),
   history: { ...emptyHistory(), dropped: [] },
   runs: emptyRuns(),
+  warnings: [],
 });
 
 /** Reads every forge fact a propose run plans from. */
 export async function gatherForge(github: Forge): Promise<ForgeFacts> {
   const { pulls, waiting } = await gatherPulls(github);
   const history = await readHistory(github);
-  const runs = await readRuns(github);
+  const { runs, warning } = await readRuns(github);
   const lastReport = await readLastReport(github);
-  return { pulls, waiting, history, runs, ...(lastReport !== undefined && { lastReport }) };
+  return {
+    pulls,
+    waiting,
+    history,
+    runs,
+    ...(lastReport !== undefined && { lastReport }),
+    warnings: warning === undefined ? [] : [warning],
+  };
 }
 
 /** The facts the planner decides pull requests from: the bot's pull requests and the queue. */

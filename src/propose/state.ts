@@ -35,16 +35,19 @@ export async function readHistory(github: Forge): Promise<ReadHistory> {
   );
 }
 
-/** The history of runs as the last run left it: empty when there is none yet (or it is not one). */
-export async function readRuns(github: Forge): Promise<RunHistory> {
+/**
+ * The history of runs as the last run left it: empty when there is none yet, or (with the warning
+ * to give) when it is not one.
+ */
+export async function readRuns(github: Forge): Promise<{ runs: RunHistory; warning?: string }> {
   const text = await github.readFile(STATE_BRANCH, RUNS_FILE, "reading the run history");
-  if (text === undefined) return emptyRuns();
+  if (text === undefined) return { runs: emptyRuns() };
   const runs = parseRuns(text);
-  if (typeof runs !== "string") return runs;
-  process.stderr.write(
-    `quartermaster: ${STATE_BRANCH}:${RUNS_FILE} is ${visible(runs)}; starting the run history again\n`,
-  );
-  return emptyRuns();
+  if (typeof runs !== "string") return { runs };
+  return {
+    runs: emptyRuns(),
+    warning: `${STATE_BRANCH}:${RUNS_FILE} is ${visible(runs)}; starting the run history again`,
+  };
 }
 
 /** The report text the last run kept; undefined when none has yet. */

@@ -109,8 +109,11 @@ async function proposeRun(config: ReturnType<typeof proposeConfig>): Promise<num
   const ticked = tickedBranches(dashboard.body);
   const fleet = new Set(input.nodes.map((n) => n.name));
   // Read from the forge, then planned once from what was read.
-  const gathered = async () =>
-    planRun(github ? await gatherForge(github) : noForgeFacts(), input, ticked);
+  const gathered = async () => {
+    const facts = github ? await gatherForge(github) : noForgeFacts();
+    for (const warning of facts.warnings) io().stderr.write(`quartermaster: ${warning}\n`);
+    return planRun(facts, input, ticked);
+  };
   const planned = await gathered();
   warnDropped(`${STATE_BRANCH}:${HISTORY_FILE}`, planned.history);
   const overBit = warnOverBudget(audited.unauditedBudget?.over);
@@ -248,12 +251,13 @@ async function carryOut(
   for (const pending of unasked) io().stderr.write(describePending(pending));
   const state = { ...stateAfter(run, fleet, outcomes), lastReport };
   await keepState(github, state, run, revision);
-  const dashboardFailed = !(await updateDashboard(
+  const dashboardWarning = await updateDashboard(
     github,
     dashboard,
     { report, actions, tickets, waivers, unasked, runs: state.runs.runs },
     io().env,
-  ));
+  );
+  if (dashboardWarning !== undefined) io().stderr.write(`quartermaster: ${dashboardWarning}\n`);
   const failed = printOutcomes(outcomes);
   if (config.summary) await appendFile(config.summary, summary(outcomes, false));
   if (failed) {
@@ -262,7 +266,7 @@ async function carryOut(
     );
     return ExitBit.unaudited;
   }
-  return dashboardFailed ? ExitBit.unaudited : 0;
+  return dashboardWarning !== undefined ? ExitBit.unaudited : 0;
 }
 
 /** Writes the state the next run starts from; GitHub refusing it costs only what it would keep. */
