@@ -166,4 +166,13 @@ describe("the documentation's links", async () => {
     ]);
     for (const [file, text] of Object.entries(shown)) assert.equal(text, documented[file], file);
   });
+
+  it("the documented fleet workflows call this repository's workflows pinned by full commit SHA, the tag as a comment", () => {
+    const calls = Object.values(fleetWorkflowsIn(docs.get("docs/actions.md")!)).flatMap((text) =>
+      [...text.matchAll(/^ *uses: OWNER\/quartermaster\/(.*)$/gm)].map((m) => m[1]!),
+    );
+    assert.equal(calls.length, 4);
+    for (const call of calls)
+      assert.match(call, /^\.github\/workflows\/[\w-]+\.yml@[0-9a-f]{40} # v\d+\.\d+\.\d+$/);
+  });
 });
