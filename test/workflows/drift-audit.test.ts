@@ -132,6 +132,7 @@ describe("drift-audit and review-command workflows", () => {
     where: Site,
     event: { name: string; payload: Record<string, unknown> },
     inputs?: Record<string, Value>,
+    ref = "refs/heads/main",
   ): Promise<RunResult> {
     return runWorkflow({
       ...fleetRunnerOptions(path.join(work, "actions-cache")),
@@ -142,12 +143,17 @@ describe("drift-audit and review-command workflows", () => {
         fullName: `${OWNER}/${where.repo}`,
         barePath: server.barePath(OWNER, where.repo),
         sha: where.sha,
-        ref: "refs/heads/main",
+        ref,
       },
       tokens: { write: TOKEN, read: READ_TOKEN },
-      secrets: {
-        QUARTERMASTER_SSH_KEY: await readFile(fleet.identityFile, "utf8"),
-        QUARTERMASTER_SSH_CONFIG: SECRET_SSH_CONFIG,
+      // The key is no repository secret: only the environment the documented callers name holds
+      // it, for the default branch alone (docs/operations.md, security settings).
+      secrets: { QUARTERMASTER_SSH_CONFIG: SECRET_SSH_CONFIG },
+      environments: {
+        quartermaster: {
+          secrets: { QUARTERMASTER_SSH_KEY: await readFile(fleet.identityFile, "utf8") },
+          branches: ["main"],
+        },
       },
       apiUrl: where.double.apiUrl,
       serverUrl: server.url,
@@ -291,6 +297,35 @@ describe("drift-audit and review-command workflows", () => {
     );
     assert.deepEqual(sharded.double.violations, []);
     assert.deepEqual(whole.double.violations, []);
+  });
+
+  test("a run from another branch cannot reach the SSH key: the environment refuses the audit jobs", async () => {
+    const result = await run(
+      DRIFT_AUDIT,
+      whole,
+      dispatch({ "dry-run": true, shards: 1 }),
+      { "dry-run": true, shards: 1 },
+      "refs/heads/topic",
+    );
+    const audit = result.job("audit");
+    assert.deepEqual(
+      audit.map((j) => [j.result, j.steps.map((s) => s.name)]),
+      [["failure", ["environment quartermaster"]]],
+    );
+    assert.match(
+      audit[0]!.steps[0]!.stderr,
+      /^Branch "topic" is not allowed to deploy to quartermaster due to environment protection rules\.$/,
+    );
+    // The plan job names no environment and ran; nothing after the audit did.
+    assert.deepEqual(
+      result.jobs.map((j) => [j.id, j.result]),
+      [
+        ["plan", "success"],
+        ["audit", "failure"],
+        ["report", "skipped"],
+        ["propose", "skipped"],
+      ],
+    );
   });
 
   test("the job summary and annotations stay within GitHub's limits and point at the manifest lines", () => {

@@ -83,6 +83,12 @@ export interface RunOptions {
   repositories?: Record<string, string>;
   /** Where actions/cache keeps its entries; shared by the runs given the same directory. */
   cacheDir?: string;
+  /**
+   * The repository's environments by name: their secrets, and the branches their deployment
+   * branch policy allows (every branch when absent). A job naming an environment that is not here
+   * runs in a new, empty one, as GitHub creates an environment a workflow names.
+   */
+  environments?: Record<string, { secrets?: Record<string, string>; branches?: string[] }>;
 }
 
 const HOSTED_LABELS = ["ubuntu-24.04"];
@@ -108,6 +114,7 @@ type Job = {
   secrets?: "inherit" | Record<string, string>;
   permissions?: Record<string, string>;
   outputs?: Record<string, string>;
+  environment?: string | { name: string; url?: string };
   strategy?: { matrix: string | Record<string, unknown>; "fail-fast"?: boolean };
   env?: Record<string, string>;
   steps: Step[];
@@ -132,6 +139,7 @@ const JOB_KEYS = new Set([
   "timeout-minutes",
   "permissions",
   "outputs",
+  "environment",
   "strategy",
   "env",
   "steps",
@@ -457,6 +465,26 @@ async function runJobs(
       results.set(id, { result: "skipped", outputs: {} });
       continue;
     }
+    if (job.uses && job.environment !== undefined)
+      throw new Error(`job ${id}: a job that calls a reusable workflow cannot name an environment`);
+    const environment = jobEnvironment(job, jobContexts, options);
+    if (environment.refused) {
+      run.jobs.push({
+        name: id,
+        id,
+        runsOn: [],
+        result: "failure",
+        permissions,
+        outputs: {},
+        steps: [environment.refused],
+      });
+      results.set(id, { result: "failure", outputs: {} });
+      continue;
+    }
+    jobContexts.secrets = {
+      ...(jobContexts.secrets as Record<string, string>),
+      ...environment.secrets,
+    };
     if (job.uses) {
       const called = await callWorkflow(run, job, jobContexts, given);
       results.set(id, { result: called, outputs: {} });
@@ -505,6 +533,41 @@ async function runJobs(
     results.set(id, { result: failed ? "failure" : "success", outputs: instances.at(-1)!.outputs });
   }
   return results;
+}
+
+/**
+ * The environment a job names, evaluated: its secrets, which take the place of secrets of the same
+ * name, or the failed step GitHub shows when the deployment branch policy refuses the branch. An
+ * empty name is no environment. The branch is the pull request's head for pull_request events
+ * (GitHub checks the head branch there), else the ref the run is on; a tag is no branch.
+ */
+function jobEnvironment(
+  job: Job,
+  contexts: Contexts,
+  options: RunOptions,
+): { secrets: Record<string, string>; refused?: StepResult } {
+  const asked = typeof job.environment === "object" ? job.environment.name : job.environment;
+  const name = asked === undefined ? "" : toText(interpolate(asked, contexts));
+  if (name === "") return { secrets: {} };
+  const env = options.environments?.[name] ?? {};
+  const event = options.event;
+  const head = (event.payload.pull_request as { head?: { ref?: string } } | undefined)?.head?.ref;
+  const branch = event.name.startsWith("pull_request")
+    ? head
+    : /^refs\/heads\/(.+)$/.exec(options.repository.ref)?.[1];
+  if (env.branches && (branch === undefined || !env.branches.includes(branch)))
+    return {
+      secrets: {},
+      refused: {
+        name: `environment ${name}`,
+        outcome: "failure",
+        stdout: "",
+        stderr: `Branch "${branch ?? options.repository.ref}" is not allowed to deploy to ${name} due to environment protection rules.`,
+        summary: "",
+        annotations: [],
+      },
+    };
+  return { secrets: env.secrets ?? {} };
 }
 
 /** The labels `runs-on` asks for; a runner without all of them would never pick the job up. */
