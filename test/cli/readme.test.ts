@@ -18,7 +18,7 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { execa } from "execa";
 import { BUILT_ENTRY, ensureBuilt, REPO_ROOT } from "../support/cli.js";
-import { fleetWorkflowsIn } from "../workflows/fleet-repo.js";
+import { DOCUMENTED_SHA256, fleetWorkflowsIn } from "../workflows/fleet-repo.js";
 
 interface Block {
   line: number;
@@ -174,5 +174,10 @@ describe("the documentation's links", async () => {
     assert.equal(calls.length, 4);
     for (const call of calls)
       assert.match(call, /^\.github\/workflows\/[\w-]+\.yml@[0-9a-f]{40} # v\d+\.\d+\.\d+$/);
+  });
+
+  it("the documented fleet workflows pin the release tarball's digest", () => {
+    for (const [file, text] of Object.entries(fleetWorkflowsIn(docs.get("docs/actions.md")!)))
+      assert.match(text, new RegExp(`^ +quartermaster-sha256: ${DOCUMENTED_SHA256}$`, "m"), file);
   });
 });

@@ -95,10 +95,9 @@ describe("drift-audit and review-command workflows", () => {
       // Pinned host keys, kept in the repository: no trust on first use.
       known_hosts: await readFile(fleet.knownHosts, "utf8"),
     };
-    seed = path.join(work, "seed");
-    await writeFleetRepository(seed, manifests);
     server = await startGitServer({ token: TOKEN });
-    await publishRelease(server, work);
+    seed = path.join(work, "seed");
+    await writeFleetRepository(seed, await publishRelease(server, work), manifests);
     const site = async (repo: string): Promise<Site> => {
       await server.createRepo(OWNER, repo, seed);
       const double = await startGitHubDouble({

@@ -44,12 +44,18 @@ export async function documentedFleetWorkflows(): Promise<Record<string, string>
   return fleetWorkflowsIn(await readFile(path.join(REPO_ROOT, "docs", "actions.md"), "utf8"));
 }
 
+/** The tarball digest the documented callers show, for the operator to replace with their release's. */
+export const DOCUMENTED_SHA256 = "0123456789abcdef".repeat(4);
+
 /**
  * Writes a fleet repository's files into `dest`: `manifests` as fleet-manifests/ (default: this
- * repository's sample fleet), an ssh_config beside them, and the fleet workflows docs/actions.md shows.
+ * repository's sample fleet), an ssh_config beside them, and the fleet workflows docs/actions.md
+ * shows, with the release's tarball digest where they show a placeholder, as the docs tell the
+ * operator to do.
  */
 export async function writeFleetRepository(
   dest: string,
+  release: Release,
   manifests?: Record<string, string>,
 ): Promise<void> {
   const target = path.join(dest, "fleet-manifests");
@@ -66,7 +72,7 @@ export async function writeFleetRepository(
   );
   for (const [file, text] of Object.entries(await documentedFleetWorkflows())) {
     await mkdir(path.dirname(path.join(dest, file)), { recursive: true });
-    await writeFile(path.join(dest, file), text);
+    await writeFile(path.join(dest, file), text.replaceAll(DOCUMENTED_SHA256, release.sha256));
   }
 }
 
@@ -79,12 +85,15 @@ export interface WorkRepo {
 }
 
 /** A git repository holding a fleet repository on `main`. */
-export async function fleetRepo(manifests?: Record<string, string>): Promise<WorkRepo> {
+export async function fleetRepo(
+  release: Release,
+  manifests?: Record<string, string>,
+): Promise<WorkRepo> {
   const dir = await mkdtemp(path.join(os.tmpdir(), "qm-fleet-repo-"));
   const git = async (...args: string[]) =>
     (await execa("git", args, { cwd: dir, env: IDENTITY })).stdout.trim();
   await git("init", "--quiet", "--initial-branch=main");
-  await writeFleetRepository(dir, manifests);
+  await writeFleetRepository(dir, release, manifests);
   const repo: WorkRepo = {
     dir,
     git,
@@ -99,11 +108,17 @@ export async function fleetRepo(manifests?: Record<string, string>): Promise<Wor
   return repo;
 }
 
+/** A release published on the test git server: its tag and its tarball's SHA-256. */
+export interface Release {
+  tag: string;
+  sha256: string;
+}
+
 /**
  * Publishes this working tree, packed, as the release the documented fleet workflows install: the tarball
- * and its .sha256 as release assets of TOOL_REPOSITORY on `server`. Returns the release tag.
+ * and its .sha256 as release assets of TOOL_REPOSITORY on `server`.
  */
-export async function publishRelease(server: GitServer, dir: string): Promise<string> {
+export async function publishRelease(server: GitServer, dir: string): Promise<Release> {
   const tarball = await packRelease(dir);
   const digest = createHash("sha256")
     .update(await readFile(tarball))
@@ -112,7 +127,7 @@ export async function publishRelease(server: GitServer, dir: string): Promise<st
   const tag = `v${/quartermaster-(.+)\.tgz$/.exec(tarball)![1]}`;
   const [owner, name] = TOOL_REPOSITORY.split("/") as [string, string];
   for (const file of [tarball, `${tarball}.sha256`]) server.addReleaseAsset(owner, name, tag, file);
-  return tag;
+  return { tag, sha256: digest };
 }
 
 /** What a run of a fleet repository's workflows adds to its options: the tool and the runner. */

@@ -1,12 +1,19 @@
 // manifest-review.yml run step by step, as GitHub would run it for a pull request: called from a
 // fleet repository of its own (the one docs/actions.md shows), with the packed release installed by action.yml.
 import assert from "node:assert/strict";
-import { appendFile, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { createHash } from "node:crypto";
+import { appendFile, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { startGitServer, type GitServer } from "../support/git-server.js";
-import { fleetRepo, fleetRunnerOptions, publishRelease, type WorkRepo } from "./fleet-repo.js";
+import {
+  fleetRepo,
+  fleetRunnerOptions,
+  publishRelease,
+  type Release,
+  type WorkRepo,
+} from "./fleet-repo.js";
 import { runWorkflow, type RunOptions, type RunResult } from "./runner.js";
 
 const WORKFLOW = ".github/workflows/manifest-review.yml";
@@ -16,17 +23,17 @@ describe("manifest-review on a pull request", () => {
   let base: string;
   let server: GitServer;
   let release: string;
-  let tag: string;
+  let published: Release;
   const scratch: string[] = [];
 
   before(async () => {
-    repo = await fleetRepo();
-    base = await repo.git("rev-parse", "HEAD");
     // Serves the release the action downloads; the fleet repository is read from its directory.
     server = await startGitServer({ token: "unused" });
     release = await mkdtemp(path.join(os.tmpdir(), "qm-review-release-"));
     scratch.push(release);
-    tag = await publishRelease(server, release);
+    published = await publishRelease(server, release);
+    repo = await fleetRepo(published);
+    base = await repo.git("rev-parse", "HEAD");
   });
   after(async () => {
     await server?.stop();
@@ -144,11 +151,16 @@ describe("manifest-review on a pull request", () => {
     });
   });
 
-  test("a release whose tarball does not match its SHA-256 is not installed", async () => {
-    const sums = (await readdir(release)).find((f) => f.endsWith(".tgz.sha256"))!;
-    const text = await readFile(path.join(release, sums), "utf8");
-    const forged = `${"0".repeat(64)}${text.slice(64)}`;
-    await writeFile(path.join(release, sums), forged);
+  test("a release replaced later, .sha256 and all, is not installed: the caller pinned the digest", async () => {
+    const name = `quartermaster-${published.tag.slice(1)}.tgz`;
+    const tarball = path.join(release, name);
+    const original = await readFile(tarball);
+    const sums = await readFile(`${tarball}.sha256`, "utf8");
+    // What whoever can replace a release asset can do: a new tarball and a .sha256 that matches it.
+    const replaced = Buffer.concat([original, Buffer.from("\0")]);
+    const digest = createHash("sha256").update(replaced).digest("hex");
+    await writeFile(tarball, replaced);
+    await writeFile(`${tarball}.sha256`, `${digest}  ${name}\n`);
     try {
       // A cache of its own: the release is downloaded, not restored.
       const run = await review(10, base, { cacheDir: path.join(release, "other-cache") });
@@ -158,13 +170,12 @@ describe("manifest-review on a pull request", () => {
       assert.equal(install.outcome, "failure");
       assert.deepEqual(
         install.annotations.map((a) => a.message),
-        [
-          `quartermaster-${tag.slice(1)}.tgz has SHA-256 ${text.slice(0, 64)}, expected ${"0".repeat(64)}`,
-        ],
+        [`${name} has SHA-256 ${digest}, expected ${published.sha256}`],
       );
       assert.equal(job!.steps.find((s) => s.name === "Validate the manifests")!.outcome, "skipped");
     } finally {
-      await writeFile(path.join(release, sums), text);
+      await writeFile(tarball, original);
+      await writeFile(`${tarball}.sha256`, sums);
     }
   });
 });

@@ -34,8 +34,9 @@ describe("refresh-prs workflow", () => {
     const live = async (key: string) =>
       Number((await fleet.exec("db-01", `cat /proc/sys/net/ipv4/${key}`)).trim());
     const address = fleet.hosts[0]!.address;
+    server = await startGitServer({ token: TOKEN });
     seed = path.join(work, "seed");
-    await writeFleetRepository(seed, {
+    await writeFleetRepository(seed, await publishRelease(server, work), {
       "fleet.yaml": "ssh: { user: qm-audit, connect_timeout: 5, timeout: 60 }\n",
       // Two drifting keys a comment apart: two pull requests on one file.
       "nodes/db-01.yaml": [
@@ -49,8 +50,6 @@ describe("refresh-prs workflow", () => {
       ].join("\n"),
       known_hosts: await readFile(fleet.knownHosts, "utf8"),
     });
-    server = await startGitServer({ token: TOKEN });
-    await publishRelease(server, work);
     await server.createRepo(OWNER, REPO, seed);
     double = await startGitHubDouble({
       git: server,
