@@ -1,5 +1,12 @@
 import type { GitHubSettings } from "./github-settings.js";
-import type { CommentRecord, CommitRecord, IssueRecord, PullRecord, Unasked } from "./records.js";
+import type {
+  CommentRecord,
+  CommitInfo,
+  CommitRecord,
+  IssueRecord,
+  PullRecord,
+  Unasked,
+} from "./records.js";
 
 // What propose asks of a code host: the one seam between it and the forge. The GitHub client
 // (github.ts) is its one implementation; another host implements this and returns the same records.
@@ -27,7 +34,7 @@ export interface Forge {
   ): Promise<string>;
   /** Creates a branch at `sha`; false when it exists already. */
   createBranch(branch: string, sha: string): Promise<boolean>;
-  commitDate(sha: string): Promise<string>;
+  commit(sha: string): Promise<CommitInfo>;
   setBranch(branch: string, sha: string): Promise<void>;
   openPull(input: { branch: string; base: string; title: string; body: string }): Promise<number>;
   /** The owners that could not be asked to review. */

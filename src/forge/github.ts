@@ -2,7 +2,14 @@ import { ForgeError } from "../errors.js";
 import { botClient, call, unlessMissing, type BotClient } from "./github-requests.js";
 import type { GitHubSettings } from "./github-settings.js";
 import type { Forge } from "./forge.js";
-import type { CommentRecord, CommitRecord, IssueRecord, PullRecord, Unasked } from "./records.js";
+import type {
+  CommentRecord,
+  CommitInfo,
+  CommitRecord,
+  IssueRecord,
+  PullRecord,
+  Unasked,
+} from "./records.js";
 
 // Importers name the forge's records and settings from here, beside the client that returns them.
 export { BOT_AUTHOR, settingsFromEnv, type GitHubSettings } from "./github-settings.js";
@@ -200,12 +207,16 @@ export class GitHub implements Forge {
     }
   }
 
-  /** When commit `sha` was committed, as its committer wrote it (ISO 8601). */
-  async commitDate(sha: string): Promise<string> {
+  /** Commit `sha`: its author's and committer's emails, and its date as its committer wrote it. */
+  async commit(sha: string): Promise<CommitInfo> {
     const { data } = await call(`reading commit ${sha}`, () =>
       this.octokit.rest.git.getCommit({ ...this.repo, commit_sha: sha }),
     );
-    return data.committer.date;
+    return {
+      author: data.author.email,
+      committer: data.committer.email,
+      date: data.committer.date,
+    };
   }
 
   /** Points the bot's branch at `sha`, creating it or moving it (the bot owns its branches). */

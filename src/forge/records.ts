@@ -39,3 +39,8 @@ export interface CommitRecord {
   author?: string;
   committer?: string;
 }
+
+/** One commit read by its sha: who wrote and committed it, and when it was committed (ISO 8601). */
+export interface CommitInfo extends CommitRecord {
+  date: string;
+}

@@ -2,7 +2,7 @@ import type { Forge } from "../forge/forge.js";
 import { emptyHistory, type ReadHistory } from "../report/history.js";
 import { emptyRuns, type RunHistory } from "../report/runs.js";
 import { botPulls, hasLeftAloneNotice, humanCommits, type ExistingPull } from "./pulls.js";
-import { readHistory, readLastReport, readRuns, readWaiting } from "./state.js";
+import { readHistory, readLastReport, readRuns, readWaiting, stateBranchWriter } from "./state.js";
 
 // The one step of a propose run that reads the forge: every fact the planner needs, gathered before
 // it plans, so the plan is made once from them (run-plan.ts) and carried out after (execute.ts).
@@ -39,13 +39,14 @@ export async function gatherForge(github: Forge): Promise<ForgeFacts> {
   const history = await readHistory(github);
   const { runs, warning } = await readRuns(github);
   const lastReport = await readLastReport(github);
+  const writer = await stateBranchWriter(github);
   return {
     pulls,
     waiting,
     history,
     runs,
     ...(lastReport !== undefined && { lastReport }),
-    warnings: warning === undefined ? [] : [warning],
+    warnings: [writer, warning].filter((w) => w !== undefined),
   };
 }
 

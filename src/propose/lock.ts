@@ -55,6 +55,6 @@ export async function lockProposals(
 async function stale(github: Forge, held: string, met: Map<string, number>): Promise<boolean> {
   const now = Date.now();
   if (!met.has(held)) met.set(held, now);
-  const age = now - Date.parse(await github.commitDate(held));
+  const age = now - Date.parse((await github.commit(held)).date);
   return !(Math.abs(age) <= STALE_MS) || now - met.get(held)! > STALE_MS;
 }

@@ -50,6 +50,21 @@ export async function readRuns(github: Forge): Promise<{ runs: RunHistory; warni
   };
 }
 
+/**
+ * What to warn of when the state branch's last commit is not the bot's own: whoever wrote it can
+ * rewrite the audit history and the queue this run plans from. A ruleset letting only the bot's
+ * identity update the branch prevents it (docs/operations.md).
+ */
+export async function stateBranchWriter(github: Forge): Promise<string | undefined> {
+  const head = await github.branchHead(STATE_BRANCH);
+  if (head === undefined) return undefined;
+  const { author, committer } = await github.commit(head);
+  const bot = github.settings.author.email;
+  if (author === bot && committer === bot) return undefined;
+  const other = author === bot ? committer : author;
+  return `${STATE_BRANCH} was last written by ${visible(other ?? "an unknown author")} (commit ${head.slice(0, 12)}), not by ${visible(bot)}: check that commit; a ruleset should let only the bot's identity update the branch (docs/operations.md, security settings)`;
+}
+
 /** The report text the last run kept; undefined when none has yet. */
 export const readLastReport = (github: Forge): Promise<string | undefined> =>
   github.readFile(STATE_BRANCH, REPORT_FILE, "reading the last report");

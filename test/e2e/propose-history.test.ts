@@ -189,6 +189,8 @@ describe("memory across runs", () => {
     // The same run proposed again: nothing changed, so no edit.
     const again = await propose(run.file);
     assert.equal(again.exitCode, 8, again.stderr);
+    // The state branch as the bot left it: nothing to warn of.
+    assert.doesNotMatch(again.stderr, /last written by/);
     assert.equal(dashboardEdits(), before + 1);
     assert.deepEqual(forge.double.violations, []);
   });
@@ -200,7 +202,7 @@ describe("memory across runs", () => {
     const kept = await stateText();
     assert.match(kept, /"web-02":/);
     const planted = kept.replace('"nodes":{\n', '"nodes":{\n"ghost-01":{"unauditedRuns":-1},\n');
-    await forge.double.pushCommit(STATE_BRANCH, { [HISTORY_FILE]: planted });
+    const head = await forge.double.pushCommit(STATE_BRANCH, { [HISTORY_FILE]: planted });
 
     const run = await audit("run-4");
     assert.equal(run.result.exitCode, 1 + 4 + 8, run.result.stderr);
@@ -215,6 +217,14 @@ describe("memory across runs", () => {
     const proposed = await propose(run.file);
     assert.equal(proposed.exitCode, 8, proposed.stderr);
     assert.ok(proposed.stderr.includes(named), proposed.stderr);
+    // The planted entry came in a commit by someone else: the run says so, naming the commit.
+    assert.match(
+      proposed.stderr,
+      new RegExp(
+        `^quartermaster: quartermaster-state was last written by \\d+\\+fleet-operator@users\\.noreply\\.github\\.com \\(commit ${head.slice(0, 12)}\\), not by quartermaster\\[bot\\]@users\\.noreply\\.github\\.com: check that commit`,
+        "m",
+      ),
+    );
     const next = await stateText();
     assert.doesNotMatch(next, /ghost-01/);
     assert.match(
