@@ -46,6 +46,17 @@ describe("the JSON report written piece by piece", () => {
     ];
     for (const report of reports) assert.equal(await streamed(report), renderJson(report, options));
   });
+
+  it("reads back as the report, each node entry one line of its own", () => {
+    const report = { ...largeReport(5, 20), nodes: [...largeReport(5, 20).nodes, hostile] };
+    const text = renderJson(report, options);
+    assert.deepEqual(JSON.parse(text), JSON.parse(JSON.stringify(report)));
+    const lines = text.split("\n").filter((line) => line.startsWith("    {"));
+    assert.deepEqual(
+      lines.map((line) => JSON.parse(line.replace(/,$/, "")) as unknown),
+      JSON.parse(JSON.stringify(report.nodes)),
+    );
+  });
 });
 
 describe("the text report written piece by piece", () => {
