@@ -32,6 +32,7 @@ import type { Report } from "../../report/schema.js";
 import { visible } from "../../text/escape.js";
 import { codeCell } from "../../text/markdown.js";
 import { ExitBit } from "../exit.js";
+import { boundHeapGrowth } from "../../runs/audit.js";
 import { warnDropped } from "../unaudited.js";
 import { checkedFlag, parseFlags, switchFlag, textFlag, wholeFlag } from "../flags.js";
 import { BASE_FLAG, MANIFEST_FLAGS, REPORT_FLAG, resolveManifestDir } from "../options.js";
@@ -83,6 +84,8 @@ function proposeConfig(argv: string[]) {
 
 export async function proposeCommand(argv: string[]): Promise<number> {
   const config = proposeConfig(argv);
+  // Planning a large fleet makes much short-lived garbage: keep the heap near what is live.
+  boundHeapGrowth();
   const heartbeat = config["heartbeat-url"];
   if (heartbeat === undefined || config["dry-run"]) return proposeRun(config);
   // Unset until the run returns: a run that throws pings /fail too.
