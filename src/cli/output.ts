@@ -4,8 +4,7 @@ import { once } from "node:events";
 import { lstat, open, rename, stat, unlink } from "node:fs/promises";
 import path from "node:path";
 import { UsageError } from "../errors.js";
-import { FORMATS, isFormatName, RUNNER_ESCAPES } from "../report/formats/index.js";
-import { jsonChunks } from "../report/formats/json.js";
+import { FORMATS, isFormatName, RUNNER_ESCAPES, STREAMED } from "../report/formats/index.js";
 import type { NodeResult, Report } from "../report/schema.js";
 import { switchFlag, textFlag, type Config, type Flag } from "./flags.js";
 import { useColor } from "./options.js";
@@ -108,15 +107,19 @@ export async function writeOut(out: string, text: string | AsyncIterable<string>
   }
 }
 
+/** The render options `values` give. */
+function renderOptions(values: ReportOutput) {
+  return {
+    color: !values.out && useColor(values, io().stdout),
+    verbose: values.verbose,
+    ...(values.maxBytes !== undefined && { maxBytes: values.maxBytes }),
+  };
+}
+
 /** Renders the report to --out (atomically) or stdout. */
 export async function writeReport(report: Report, values: ReportOutput): Promise<void> {
   const render = FORMATS[values.format];
-  const color = !values.out && useColor(values, io().stdout);
-  const text = render(report, {
-    color,
-    verbose: values.verbose,
-    ...(values.maxBytes !== undefined && { maxBytes: values.maxBytes }),
-  });
+  const text = render(report, renderOptions(values));
   if (values.out) await writeOut(values.out, text);
   // GitHub annotations are the workflow commands meant to run.
   else if (render === FORMATS.github) writeWorkflowCommands(text);
@@ -128,20 +131,21 @@ export async function writeReport(report: Report, values: ReportOutput): Promise
 }
 
 /**
- * Writes a report whose nodes come one at a time (name order): as JSON, piece by piece, so the
- * nodes are never all held; any other format needs them at once and renders them whole.
+ * Writes a report whose nodes come one at a time (name order): as JSON or text, piece by piece, so
+ * the nodes are never all held; any other format needs them at once and renders them whole.
  */
 export async function writeReportStream(
   head: Report,
   nodes: () => AsyncIterable<NodeResult> | Iterable<NodeResult>,
   values: ReportOutput,
 ): Promise<void> {
-  if (values.format !== "json") {
+  const stream = STREAMED[values.format];
+  if (!stream) {
     const all: NodeResult[] = [];
     for await (const node of nodes()) all.push(node);
     return writeReport({ ...head, nodes: all }, values);
   }
-  const chunks = jsonChunks(head, nodes());
+  const chunks = stream(head, nodes(), renderOptions(values));
   if (values.out) return writeOut(values.out, chunks);
   for await (const chunk of chunks) {
     if (readerGone()) return;

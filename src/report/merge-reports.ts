@@ -1,6 +1,6 @@
 import { ReportMergeError } from "../errors.js";
 import { compareText } from "./formats/common.js";
-import { summarize, type NodeResult, type Report } from "./schema.js";
+import { summarize, type NodeResult, type Report, type Summary } from "./schema.js";
 
 /**
  * The order nodes appear in every report, sharded or not: code units, never the runner's locale.
@@ -14,11 +14,50 @@ export interface ShardReport {
 }
 
 /**
+ * Which shard file each node came from, as the shards are read: the first node two shards share
+ * is kept, to refuse the merge once the shards themselves are found to fit together.
+ */
+export class ShardNodes {
+  private readonly fileOf = new Map<string, string>();
+  private overlap: ReportMergeError | undefined;
+
+  add(file: string, name: string): void {
+    const seen = this.fileOf.get(name);
+    if (seen === undefined) this.fileOf.set(name, file);
+    else
+      this.overlap ??= new ReportMergeError(
+        `node ${name} appears in both ${seen} and ${file}: the shards overlap`,
+      );
+  }
+
+  /** Throws the overlap found, if any. */
+  check(): void {
+    if (this.overlap) throw this.overlap;
+  }
+}
+
+/**
  * Joins the reports of `--shard 1/n` ... `n/n` into the report an unsharded audit would have
  * written: every shard exactly once, one manifest revision, nodes in name order, the summary
  * recomputed, and no `shard`.
  */
 export function mergeReports(shards: readonly ShardReport[]): Report {
+  const owners = new ShardNodes();
+  for (const { file, report } of shards)
+    for (const node of report.nodes) owners.add(file, node.name);
+  const nodes = shards.flatMap((s) => s.report.nodes).sort(byNodeName);
+  return { ...mergedHead(shards, owners, summarize(nodes)), nodes };
+}
+
+/**
+ * The merged report's every field but its nodes (`nodes` empty), from the shards' own; `owners`
+ * saw every node of every shard, and `summary` counts them.
+ */
+export function mergedHead(
+  shards: readonly ShardReport[],
+  owners: ShardNodes,
+  summary: Summary,
+): Report {
   if (shards.length === 0) throw new ReportMergeError("no shard reports to merge");
   const unsharded = shards.filter((s) => !s.report.shard);
   if (unsharded.length) {
@@ -65,20 +104,7 @@ export function mergeReports(shards: readonly ShardReport[]): Report {
       `shard${missing.length === 1 ? "" : "s"} ${missing.map((i) => `${i}/${count}`).join(", ")} missing: merge needs all ${count} shard reports`,
     );
   }
-  const nodeFile = new Map<string, string>();
-  const nodes: NodeResult[] = [];
-  for (const { file, report } of shards) {
-    for (const node of report.nodes) {
-      const seen = nodeFile.get(node.name);
-      if (seen !== undefined)
-        throw new ReportMergeError(
-          `node ${node.name} appears in both ${seen} and ${file}: the shards overlap`,
-        );
-      nodeFile.set(node.name, file);
-      nodes.push(node);
-    }
-  }
-  nodes.sort(byNodeName);
+  owners.check();
   const reports = shards.map((s) => s.report);
   return {
     schemaVersion: reports[0]!.schemaVersion,
@@ -87,7 +113,7 @@ export function mergeReports(shards: readonly ShardReport[]): Report {
     manifestRevision: revision,
     ...(reports.some((r) => r.manifestDirty) && { manifestDirty: true as const }),
     ...(reports[0]!.categories && { categories: reports[0]!.categories }),
-    nodes,
-    summary: summarize(nodes),
+    nodes: [],
+    summary,
   };
 }

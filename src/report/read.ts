@@ -1,16 +1,33 @@
 import { constants } from "node:fs";
-import { open } from "node:fs/promises";
+import { open, type FileHandle } from "node:fs/promises";
+import { StringDecoder } from "node:string_decoder";
 import { isDeepStrictEqual } from "node:util";
+import type { z } from "zod";
 import { InputFileError } from "../errors.js";
-import { Report, summarize } from "./schema.js";
+import { NodeResult, Report, ReportTally } from "./schema.js";
 
-/** Larger than any fleet's report (10,000 nodes write about 22 MB), under a string's limit. */
-export const MAX_REPORT_BYTES = 256 * 1024 * 1024;
+/** Larger than any text read whole (a history, a run history), under a string's limit. */
+export const MAX_TEXT_BYTES = 256 * 1024 * 1024;
+/**
+ * Larger than any fleet's report (100,000 nodes write about 400 MB): a report is read node by
+ * node, never as one string, so it may be larger than a string can be.
+ */
+export const MAX_REPORT_BYTES = 8 * 1024 * 1024 * 1024;
+// A report is read in pieces of this size.
+const READ_CHUNK_BYTES = 1024 * 1024;
 
 const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
-/** The file's text: a regular file under the cap, never waited on (a FIFO is refused). */
-export async function readText(file: string, what = "report"): Promise<string> {
+/**
+ * The file opened for reading: a regular file under `maxBytes`, never waited on (a FIFO is
+ * refused). `read` reads it; the handle is closed after.
+ */
+async function withRegularFile<T>(
+  file: string,
+  what: string,
+  maxBytes: number,
+  read: (handle: FileHandle) => Promise<T>,
+): Promise<T> {
   const a = /^[aeiou]/.test(what) ? "an" : "a";
   let handle;
   try {
@@ -23,12 +40,12 @@ export async function readText(file: string, what = "report"): Promise<string> {
     if (info.isDirectory()) throw new InputFileError(file, `is a folder, not ${a} ${what}`);
     if (!info.isFile())
       throw new InputFileError(file, "is not a regular file (a FIFO, socket or device); not read");
-    if (info.size > MAX_REPORT_BYTES)
+    if (info.size > maxBytes)
       throw new InputFileError(
         file,
-        `is ${info.size} bytes, over the ${MAX_REPORT_BYTES} ${a} ${what} may be; not read`,
+        `is ${info.size} bytes, over the ${maxBytes} ${a} ${what} may be; not read`,
       );
-    return await handle.readFile("utf8");
+    return await read(handle);
   } catch (error) {
     if (error instanceof InputFileError) throw error;
     throw new InputFileError(file, `cannot read the ${what}: ${messageOf(error)}`);
@@ -37,50 +54,248 @@ export async function readText(file: string, what = "report"): Promise<string> {
   }
 }
 
+/** The file's text: a regular file under the cap, never waited on (a FIFO is refused). */
+export function readText(file: string, what = "report"): Promise<string> {
+  return withRegularFile(file, what, MAX_TEXT_BYTES, (handle) => handle.readFile("utf8"));
+}
+
 /**
  * A report written by `audit --format json`, validated: a wrong file is an error naming it, never
  * an empty fleet. What the formats would otherwise trust is checked too: each node once, and a
  * summary that counts the nodes.
  */
 export async function readReport(file: string): Promise<Report> {
-  return parseReport(await readText(file), file);
+  const nodes: NodeResult[] = [];
+  const head = await readReportNodes(file, (node) => nodes.push(node));
+  return { ...head, nodes };
+}
+
+/**
+ * The report validated as `readReport` does, read a piece at a time: each node is handed to
+ * `onNode` as it is read and checked, in the file's order, and only then let go of; what is
+ * returned is every field but the nodes (`nodes` empty), checked once the whole file is read.
+ */
+export function readReportNodes(file: string, onNode: (node: NodeResult) => void): Promise<Report> {
+  return withRegularFile(file, "report", MAX_REPORT_BYTES, async (handle) => {
+    const reader = new ReportReader(file, onNode);
+    const decoder = new StringDecoder("utf8");
+    const buffer = Buffer.alloc(READ_CHUNK_BYTES);
+    for (;;) {
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, null);
+      if (bytesRead === 0) break;
+      reader.push(decoder.write(buffer.subarray(0, bytesRead)));
+    }
+    reader.push(decoder.end());
+    return reader.end();
+  });
 }
 
 /** A report's text validated as `readReport` does; `file` names where it came from in errors. */
 export function parseReport(text: string, file: string): Report {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (error) {
-    throw new InputFileError(
-      file,
-      `not a JSON report (write it with --format json): ${messageOf(error)}`,
+  const nodes: NodeResult[] = [];
+  const reader = new ReportReader(file, (node) => nodes.push(node));
+  reader.push(text);
+  return { ...reader.end(), nodes };
+}
+
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const BLANK = /^[ \t\r\n]*$/;
+
+/**
+ * A report's JSON text, arriving in pieces, cut into its top-level members and the elements of its
+ * `nodes` array, each parsed and checked as soon as it is whole: one pass, each character looked
+ * at once (outside strings only brackets and commas matter), and nothing held but the member or
+ * node being read and the fields besides the nodes.
+ */
+export class ReportReader {
+  // The text not yet cut off: the current member or node from its start.
+  private text = "";
+  private segmentStart = 0;
+  private scanned = 0;
+  private depth = 0;
+  private inString = false;
+  private escaped = false;
+  // 0: before the report's `{`; 1: inside it; 2: after its `}`.
+  private phase: 0 | 1 | 2 = 0;
+  // Inside `nodes`' array; then, until the member ends, after it.
+  private inNodes = false;
+  private afterNodes = false;
+  private nodeIndex = 0;
+  private readonly members = new Map<string, unknown>();
+  private readonly names = new Set<string>();
+  private readonly tally = new ReportTally();
+
+  constructor(
+    private readonly file: string,
+    private readonly onNode: (node: NodeResult) => void,
+  ) {}
+
+  private notJson(why: string): InputFileError {
+    return new InputFileError(this.file, `not a JSON report (write it with --format json): ${why}`);
+  }
+
+  private notReport(where: string, why: string): InputFileError {
+    return new InputFileError(
+      this.file,
+      `not a Quartermaster report (schemaVersion 1): ${where}: ${why}`,
     );
   }
-  let parsed;
-  try {
-    parsed = Report.safeParse(json);
-  } catch (error) {
-    // Values nested deeper than validation's stack: no audit writes such a report.
-    if (error instanceof RangeError)
-      throw new InputFileError(file, "not a Quartermaster report: nested too deeply to read");
-    throw error;
+
+  push(chunk: string): void {
+    if (chunk === "") return;
+    this.text = this.text.slice(this.segmentStart) + chunk;
+    this.scanned -= this.segmentStart;
+    this.segmentStart = 0;
+    const text = this.text;
+    for (let i = this.scanned; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      if (this.inString) {
+        if (this.escaped) this.escaped = false;
+        else if (c === BACKSLASH) this.escaped = true;
+        else if (c === QUOTE) this.inString = false;
+        continue;
+      }
+      if (this.phase !== 1) {
+        if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) continue;
+        if (this.phase === 2) throw this.notJson(`text after the report's closing brace`);
+        if (c !== OPEN_BRACE) throw this.notJson("it is not a JSON object");
+        this.phase = 1;
+        this.depth = 1;
+        this.segmentStart = i + 1;
+        continue;
+      }
+      if (c === QUOTE) this.inString = true;
+      else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+        if (c === OPEN_BRACKET && this.depth === 1 && this.startsNodes(i)) {
+          this.inNodes = true;
+          this.segmentStart = i + 1;
+        }
+        this.depth++;
+      } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
+        this.depth--;
+        if (this.inNodes && this.depth === 1) {
+          if (c !== CLOSE_BRACKET) throw this.notJson("nodes: a list closed by }");
+          const last = text.slice(this.segmentStart, i);
+          if (this.nodeIndex > 0 || !BLANK.test(last)) this.node(last);
+          this.inNodes = false;
+          this.afterNodes = true;
+          this.segmentStart = i + 1;
+        } else if (this.depth === 0) {
+          if (c !== CLOSE_BRACE) throw this.notJson("the report's object closed by ]");
+          this.memberEnd(text.slice(this.segmentStart, i), true);
+          this.phase = 2;
+          this.segmentStart = i + 1;
+        }
+      } else if (c === COMMA) {
+        if (this.depth === 1) {
+          this.memberEnd(text.slice(this.segmentStart, i), false);
+          this.segmentStart = i + 1;
+        } else if (this.inNodes && this.depth === 2) {
+          this.node(text.slice(this.segmentStart, i));
+          this.segmentStart = i + 1;
+        }
+      }
+    }
+    this.scanned = text.length;
   }
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new InputFileError(
-      file,
-      `not a Quartermaster report (schemaVersion 1): ${issue.path.join(".")}: ${issue.message}`,
-    );
+
+  /** Whether the `[` at `at` opens the value of the member `nodes`. */
+  private startsNodes(at: number): boolean {
+    const key = this.keyOf(this.text.slice(this.segmentStart, at));
+    if (key !== "nodes") return false;
+    if (this.members.has("nodes")) throw this.notJson(`the member "nodes" is in it twice`);
+    this.members.set("nodes", []);
+    return true;
   }
-  const report = parsed.data;
-  const names = new Set<string>();
-  for (const [i, node] of report.nodes.entries()) {
-    if (names.has(node.name))
-      throw new InputFileError(file, `nodes.${i}: node "${node.name}" is in the report twice`);
-    names.add(node.name);
+
+  /** The key of a member whose text so far is `"key":`. */
+  private keyOf(start: string): string {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(`{${start}0}`);
+    } catch (error) {
+      throw this.notJson(messageOf(error));
+    }
+    return Object.keys(parsed as object)[0]!;
   }
-  if (!isDeepStrictEqual(summarize(report.nodes), report.summary))
-    throw new InputFileError(file, "summary: does not count the report's nodes (edited by hand?)");
-  return report;
+
+  private memberEnd(member: string, last: boolean): void {
+    if (this.afterNodes) {
+      this.afterNodes = false;
+      if (!BLANK.test(member)) throw this.notJson("text after the list of nodes");
+      return;
+    }
+    // `{}`: no member at all.
+    if (last && this.members.size === 0 && BLANK.test(member)) return;
+    let parsed: object;
+    try {
+      parsed = JSON.parse(`{${member}}`) as object;
+    } catch (error) {
+      throw this.notJson(messageOf(error));
+    }
+    // Exactly one member: the text between two top-level commas.
+    const [entry] = Object.entries(parsed);
+    const [key, value] = entry!;
+    if (this.members.has(key))
+      throw this.notJson(`the member ${JSON.stringify(key)} is in it twice`);
+    this.members.set(key, value);
+  }
+
+  private node(text: string): void {
+    const i = this.nodeIndex++;
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (error) {
+      throw this.notJson(`nodes.${i}: ${messageOf(error)}`);
+    }
+    const node = this.validated(NodeResult, json, `nodes.${i}.`);
+    if (this.names.has(node.name))
+      throw new InputFileError(this.file, `nodes.${i}: node "${node.name}" is in the report twice`);
+    this.names.add(node.name);
+    this.tally.add(node);
+    this.onNode(node);
+  }
+
+  private validated<T extends z.ZodType>(schema: T, json: unknown, prefix: string): z.output<T> {
+    let parsed;
+    try {
+      parsed = schema.safeParse(json);
+    } catch (error) {
+      // Values nested deeper than validation's stack: no audit writes such a report.
+      if (error instanceof RangeError)
+        throw new InputFileError(
+          this.file,
+          "not a Quartermaster report: nested too deeply to read",
+        );
+      throw error;
+    }
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      throw this.notReport(
+        `${prefix}${issue.path.map(String).join(".")}`.replace(/\.$/, ""),
+        issue.message,
+      );
+    }
+    return parsed.data;
+  }
+
+  /** Every field but the nodes, once the whole text has come. */
+  end(): Report {
+    if (this.phase !== 2)
+      throw this.notJson(this.phase === 0 ? "it is empty" : "it ends before the report does");
+    const head = this.validated(Report, Object.fromEntries(this.members), "");
+    if (!isDeepStrictEqual(this.tally.summary, head.summary))
+      throw new InputFileError(
+        this.file,
+        "summary: does not count the report's nodes (edited by hand?)",
+      );
+    return head;
+  }
 }

@@ -77,10 +77,12 @@ export class EntrySpool {
     }
   }
 
-  /** The entries, in node-name order. */
-  async *entries(): AsyncGenerator<NodeResult> {
+  /** The entries, in node-name order, each as `map` makes it. */
+  async *entries(
+    map: (node: NodeResult) => NodeResult = (node) => node,
+  ): AsyncGenerator<NodeResult> {
     // Written by add() from NodeResults, read back by the same process.
-    for await (const text of this.texts()) yield JSON.parse(text) as NodeResult;
+    for await (const text of this.texts()) yield map(JSON.parse(text) as NodeResult);
   }
 
   async close(): Promise<void> {

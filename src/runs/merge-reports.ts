@@ -1,9 +1,10 @@
 // A merge-reports run: one report from the shard reports of `audit --shard k/n`, judged as the
 // audit of the whole fleet would be.
 import { ManifestErrors, ReportMergeError } from "../errors.js";
-import { mergeReports, type ShardReport } from "../report/merge-reports.js";
-import { readReport } from "../report/read.js";
-import type { Report } from "../report/schema.js";
+import { mergedHead, ShardNodes, type ShardReport } from "../report/merge-reports.js";
+import { readReportNodes } from "../report/read.js";
+import type { NodeResult } from "../report/schema.js";
+import { EntrySpool, type SpooledReport } from "../report/spool.js";
 import {
   annotated,
   judgeBudget,
@@ -12,9 +13,10 @@ import {
   type WarnDropped,
 } from "./unaudited.js";
 
-async function readShard(file: string): Promise<ShardReport> {
+/** The shard's every field but its nodes; each node goes to `onNode` as it is read. */
+async function readShard(file: string, onNode: (node: NodeResult) => void): Promise<ShardReport> {
   try {
-    return { file, report: await readReport(file) };
+    return { file, report: await readReportNodes(file, onNode) };
   } catch (error) {
     // One refusal path for every unusable shard: "...; nothing merged".
     if (error instanceof ManifestErrors)
@@ -30,21 +32,39 @@ export interface MergeReportsOptions {
   warn: WarnDropped;
 }
 
-/** The merged report; a ReportMergeError when the shards are unusable or do not fit together. */
-export async function runMergeReports(options: MergeReportsOptions): Promise<Report> {
-  const shards = await Promise.all(options.files.map(readShard));
-  const joined = mergeReports(shards);
-  // The shards were judged by fleet.yaml's limits at one revision: the whole fleet is too.
-  const judge = await unauditedJudge(
-    options.unaudited,
-    options.warn,
-    undefined,
-    shards[0]!.report.unauditedBudget,
-  );
-  const budget = await judgeBudget(judge, joined.startedAt, joined.nodes);
-  return {
-    ...joined,
-    ...(budget && { unauditedBudget: budget }),
-    nodes: joined.nodes.map(annotated(judge, joined.startedAt)),
-  };
+/**
+ * The merged report, its nodes in a spool (in name order, as the history annotates them: `annotate`)
+ * rather than in memory: one shard at a time is read, a node at a time. A ReportMergeError when the
+ * shards are unusable or do not fit together.
+ */
+export async function runMergeReports(
+  options: MergeReportsOptions,
+): Promise<SpooledReport & { annotate: (node: NodeResult) => NodeResult }> {
+  const spool = await EntrySpool.create();
+  try {
+    const owners = new ShardNodes();
+    const shards: ShardReport[] = [];
+    for (const file of options.files) {
+      shards.push(
+        await readShard(file, (node) => {
+          owners.add(file, node.name);
+          spool.add(node);
+        }),
+      );
+    }
+    const head = mergedHead(shards, owners, spool.counts.summary);
+    // The shards were judged by fleet.yaml's limits at one revision: the whole fleet is too.
+    const judge = await unauditedJudge(
+      options.unaudited,
+      options.warn,
+      undefined,
+      shards[0]!.report.unauditedBudget,
+    );
+    const budget = await judgeBudget(judge, head.startedAt, spool.entries());
+    if (budget) head.unauditedBudget = budget;
+    return { head, spool, annotate: annotated(judge, head.startedAt) };
+  } catch (error) {
+    await spool.close();
+    throw error;
+  }
 }

@@ -1,5 +1,4 @@
 import { spoolFleet } from "../../audit/fleet.js";
-import type { NodeResult } from "../../report/schema.js";
 import { boundHeapGrowth, fleetRun, historyRequests, type Reach } from "../../runs/audit.js";
 import { AUDIT_FLAGS, auditOptions } from "../audit-options.js";
 import { auditOutcome } from "../exit.js";
@@ -50,16 +49,9 @@ export async function auditCommand(argv: string[], reach: Reach = {}): Promise<n
     const budget = await judgeBudget(judge, head.startedAt, spool.entries());
     if (budget) head.unauditedBudget = budget;
     const annotate = annotated(judge, head.startedAt);
-    await writeReportStream(head, () => mapEntries(spool.entries(), annotate), config);
+    await writeReportStream(head, () => spool.entries(annotate), config);
     return auditOutcome(spool.counts, config.strict, budget);
   } finally {
     await spool.close();
   }
-}
-
-async function* mapEntries(
-  entries: AsyncIterable<NodeResult>,
-  map: (node: NodeResult) => NodeResult,
-): AsyncGenerator<NodeResult> {
-  for await (const entry of entries) yield map(entry);
 }

@@ -1,6 +1,6 @@
 import { io } from "../io.js";
 import { ReportMergeError, UsageError } from "../../errors.js";
-import { auditExitCode, ExitBit } from "../exit.js";
+import { auditOutcome, ExitBit } from "../exit.js";
 import { parseFlags } from "../flags.js";
 import { UNAUDITED_FLAGS, unauditedSource, warnDropped } from "../unaudited.js";
 import { checkOut, formatFlag, OUTPUT_FLAGS, writeReportStream } from "../output.js";
@@ -36,10 +36,18 @@ export async function mergeReportsCommand(argv: string[]): Promise<number> {
   await checkOut(config.out);
   boundHeapGrowth();
   try {
-    const merged = await runMergeReports({ files, unaudited, warn: warnDropped });
-    // JSON is written node by node rather than as one string the size of the report.
-    await writeReportStream({ ...merged, nodes: [] }, () => merged.nodes, config);
-    return auditExitCode(merged);
+    const { head, spool, annotate } = await runMergeReports({
+      files,
+      unaudited,
+      warn: warnDropped,
+    });
+    try {
+      // Written node by node from the spool rather than as one string the size of the report.
+      await writeReportStream(head, () => spool.entries(annotate), config);
+      return auditOutcome(spool.counts, false, head.unauditedBudget);
+    } finally {
+      await spool.close();
+    }
   } catch (error) {
     if (!(error instanceof ReportMergeError)) throw error;
     io().stderr.write(`quartermaster merge-reports: ${visible(error.message)}; nothing merged\n`);

@@ -27,11 +27,12 @@ import {
   REPORT_FILE,
   STATE_BRANCH,
 } from "../../propose/state.js";
-import { parseReport, readText } from "../../report/read.js";
+import { parseReport, readReport, readText } from "../../report/read.js";
 import type { Report } from "../../report/schema.js";
 import { visible } from "../../text/escape.js";
 import { codeCell } from "../../text/markdown.js";
 import { ExitBit } from "../exit.js";
+import { boundHeapGrowth } from "../../runs/audit.js";
 import { warnDropped } from "../unaudited.js";
 import { checkedFlag, parseFlags, switchFlag, textFlag, wholeFlag } from "../flags.js";
 import { BASE_FLAG, MANIFEST_FLAGS, REPORT_FLAG, resolveManifestDir } from "../options.js";
@@ -83,6 +84,8 @@ function proposeConfig(argv: string[]) {
 
 export async function proposeCommand(argv: string[]): Promise<number> {
   const config = proposeConfig(argv);
+  // Planning a large fleet makes much short-lived garbage: keep the heap near what is live.
+  boundHeapGrowth();
   const heartbeat = config["heartbeat-url"];
   if (heartbeat === undefined || config["dry-run"]) return proposeRun(config);
   // Unset until the run returns: a run that throws pings /fail too.
@@ -143,17 +146,15 @@ async function proposeRun(config: ReturnType<typeof proposeConfig>): Promise<num
 }
 
 /**
- * The report to plan from: the file, or the one the last run kept on the state branch; its text,
- * kept there again (each state commit is on the manifests' revision and holds every state file).
+ * The report to plan from: the file (read a node at a time), or the one the last run kept on the
+ * state branch; and its text, kept there again (each state commit is on the manifests' revision
+ * and holds every state file), read only by a run that keeps it.
  */
 async function reportOf(
   file: string | undefined,
   github: GitHub | undefined,
-): Promise<{ audited: Report; text: string }> {
-  if (file !== undefined) {
-    const text = await readText(file);
-    return { audited: parseReport(text, file), text };
-  }
+): Promise<{ audited: Report; text: () => Promise<string> }> {
+  if (file !== undefined) return { audited: await readReport(file), text: () => readText(file) };
   const where = `${STATE_BRANCH}:${REPORT_FILE}`;
   if (!github)
     throw new UsageError("--report-from-repo reads the report from GitHub: set GITHUB_TOKEN");
@@ -162,7 +163,7 @@ async function reportOf(
     throw new UsageError(
       `--report-from-repo: no report kept yet (${where}); a propose run with --report keeps one`,
     );
-  return { audited: parseReport(kept, where), text: kept };
+  return { audited: parseReport(kept, where), text: () => Promise.resolve(kept) };
 }
 
 /** The forge from the environment; without its settings, only a dry run goes on (with none). */
@@ -230,7 +231,7 @@ interface Turn {
   dashboard: Dashboard;
   tickets: PlanInput["tickets"];
   waivers: Waiver[];
-  lastReport: string;
+  lastReport: () => Promise<string>;
 }
 
 /**
@@ -249,7 +250,7 @@ async function carryOut(
     ...(await askAgain(github, pendingReviews(dashboard.body))),
   ];
   for (const pending of unasked) io().stderr.write(describePending(pending));
-  const state = { ...stateAfter(run, fleet, outcomes), lastReport };
+  const state = { ...stateAfter(run, fleet, outcomes), lastReport: await lastReport() };
   await keepState(github, state, run, revision);
   const dashboardWarning = await updateDashboard(
     github,

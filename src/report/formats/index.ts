@@ -1,15 +1,16 @@
 // Every output format shares one signature (format.ts) and is registered here.
 import type { RunnerEscapes } from "../../text/escape.js";
-import type { Renderer } from "./format.js";
+import type { Renderer, RenderOptions } from "./format.js";
+import type { NodeResult, Report } from "../schema.js";
 import { renderFleetPage } from "../fleet-page/page.js";
 import { emptyRuns } from "../runs.js";
 import { renderEvents } from "./events.js";
 import { renderGithub } from "./github.js";
-import { renderJson } from "./json.js";
+import { jsonChunks, renderJson } from "./json.js";
 import { JUNIT_RUNNER_ESCAPES, renderJunit } from "./junit.js";
 import { renderMarkdownFormat } from "./markdown.js";
 import { PROMETHEUS_RUNNER_ESCAPES, renderPrometheus } from "./prometheus.js";
-import { renderText } from "./text.js";
+import { renderText, textChunks } from "./text.js";
 
 export const FORMATS = {
   text: renderText,
@@ -24,6 +25,24 @@ export const FORMATS = {
 } satisfies Record<string, Renderer>;
 
 export type FormatName = keyof typeof FORMATS;
+
+/**
+ * Formats written as the nodes arrive, one at a time in name order, the text each renderer above
+ * writes: the others need every node at once.
+ */
+export const STREAMED: Partial<
+  Record<
+    FormatName,
+    (
+      head: Report,
+      nodes: AsyncIterable<NodeResult> | Iterable<NodeResult>,
+      options: RenderOptions,
+    ) => AsyncIterable<string>
+  >
+> = {
+  json: (head, nodes) => jsonChunks(head, nodes),
+  text: textChunks,
+};
 
 /** Formats whose own escapes defuse a runner command on stdout (the others use JSON's `\u005b`). */
 export const RUNNER_ESCAPES: Partial<Record<FormatName, RunnerEscapes>> = {

@@ -1,7 +1,14 @@
 import type { NodeResult, Report } from "../schema.js";
 import type { Renderer } from "./format.js";
 
-export const renderJson: Renderer = (report) => `${JSON.stringify(report, null, 2)}\n`;
+// A report's JSON: its fields indented as JSON.stringify(..., 2) writes them, and each node entry
+// on one line of its own, compact (a string's newlines are escapes, so a line is a node): a third
+// smaller than indenting the entries too, and one node a line for grep and diff.
+
+export const renderJson: Renderer = (report) => {
+  const { before, after } = frame(report);
+  return `${before}${report.nodes.map(nodeLine).join("")}${closing(report.nodes.length)}${after}`;
+};
 
 /**
  * The text renderJson writes, piece by piece: `head` gives every field but the nodes, in order,
@@ -11,19 +18,35 @@ export async function* jsonChunks(
   head: Report,
   nodes: AsyncIterable<NodeResult> | Iterable<NodeResult>,
 ): AsyncGenerator<string> {
+  const { before, after } = frame(head);
+  yield before;
+  let count = 0;
+  for await (const node of nodes) yield nodeLine(node, count++);
+  yield closing(count);
+  yield after;
+}
+
+const nodeLine = (node: NodeResult, index: number) =>
+  `${index === 0 ? "[" : ","}\n    ${JSON.stringify(node)}`;
+
+const closing = (count: number) => (count === 0 ? "[]" : "\n  ]");
+
+/** The report's text before its nodes' array and after it. */
+function frame(head: Report): { before: string; after: string } {
+  let before = "";
+  let after = "";
   let fields = 0;
+  let nodesSeen = false;
   for (const [key, value] of Object.entries(head)) {
     if (value === undefined) continue;
-    yield `${fields++ === 0 ? "{" : ","}\n  ${JSON.stringify(key)}: `;
-    if (key !== "nodes") {
-      yield indented(value, 1);
-      continue;
-    }
-    let count = 0;
-    for await (const node of nodes) yield `${count++ === 0 ? "[" : ","}\n    ${indented(node, 2)}`;
-    yield count === 0 ? "[]" : "\n  ]";
+    const start = `${fields++ === 0 ? "{" : ","}\n  ${JSON.stringify(key)}: `;
+    if (key === "nodes") {
+      before += start;
+      nodesSeen = true;
+    } else if (nodesSeen) after += start + indented(value, 1);
+    else before += start + indented(value, 1);
   }
-  yield fields === 0 ? "{}\n" : "\n}\n";
+  return { before, after: `${after}\n}\n` };
 }
 
 /**

@@ -37,39 +37,142 @@ const VALUE_CHARS = 100;
 const CLEAN_NAMES_CHARS = 72;
 
 export const renderText: Renderer = (report, options) => {
-  const paint = (styles: readonly Style[], text: string) =>
-    options.color ? `\x1b[${styles.map((s) => SGR[s]).join(";")}m${text}\x1b[0m` : text;
-  const nodes = [...report.nodes].sort((a, b) => compareText(a.name, b.name));
-  const shown = options.verbose ? nodes : nodes.filter((n) => n.status !== "clean");
-  const blocks = shown.map((node) => renderNode(node, options, paint));
-  const tail: string[] = [];
-  if (!options.verbose) {
-    const clean = nodes.filter((n) => n.status === "clean");
-    if (clean.length > 0) tail.push(paint(["green"], cleanLine(clean)));
-    const retried = clean.filter((n) => (n.tries ?? 1) > 1).length;
-    if (retried > 0) {
-      const those = retried === 1 ? "it" : "them";
-      tail.push(
-        paint(
-          ["dim"],
-          `${plural(retried, "clean node")} answered only after SSH connection retries (--verbose lists ${those})`,
-        ),
-      );
-    }
-    const partial = clean.filter((n) => n.unknown?.length).length;
-    if (partial > 0) {
-      const those = partial === 1 ? "it" : "them";
-      tail.push(
-        paint(
-          ["dim"],
-          `${plural(partial, "clean node")} could not show some domains (--verbose lists ${those})`,
-        ),
-      );
-    }
-  }
-  tail.push(summaryLine(report));
-  return `${[...blocks, tail.join("\n")].join("\n\n")}\n`;
+  const view = new TextView(options);
+  const blocks = [...report.nodes].sort(byNodeName).map((node) => view.add(node));
+  return blocks.join("") + view.end(report);
 };
+
+/**
+ * The text a report's nodes make, arriving one at a time in name order: as renderText writes it,
+ * with only the counts of the summary line and the clean names it shows held.
+ */
+export async function* textChunks(
+  head: Report,
+  nodes: AsyncIterable<NodeResult> | Iterable<NodeResult>,
+  options: RenderOptions,
+): AsyncGenerator<string> {
+  const view = new TextView(options);
+  for await (const node of nodes) {
+    const block = view.add(node);
+    if (block) yield block;
+  }
+  yield view.end(head);
+}
+
+const byNodeName = (a: NodeResult, b: NodeResult) => compareText(a.name, b.name);
+
+/** The text view, node by node: each node's block as it comes, then the lines after them all. */
+class TextView {
+  private readonly paint: Paint;
+  private readonly clean = new CleanNames();
+  private retried = 0;
+  private partial = 0;
+  private items = 0;
+  private acknowledged = 0;
+  private unknown = 0;
+  private readonly unknownDomains = new Set<string>();
+
+  constructor(private readonly options: RenderOptions) {
+    this.paint = (styles, text) =>
+      options.color ? `\x1b[${styles.map((s) => SGR[s]).join(";")}m${text}\x1b[0m` : text;
+  }
+
+  /** The node's block and the blank line after it; nothing for a clean node unless verbose. */
+  add(node: NodeResult): string {
+    this.items += node.drift.length;
+    this.acknowledged += node.drift.filter((d) => d.acknowledged).length;
+    for (const { domain } of node.unknown ?? []) {
+      this.unknown++;
+      this.unknownDomains.add(domain);
+    }
+    if (node.status === "clean" && !this.options.verbose) {
+      this.clean.add(node);
+      if ((node.tries ?? 1) > 1) this.retried++;
+      if (node.unknown?.length) this.partial++;
+      return "";
+    }
+    return `${renderNode(node, this.options, this.paint)}\n\n`;
+  }
+
+  /** What follows the nodes: the clean ones collapsed, then the summary line. */
+  end(head: Report): string {
+    const { paint } = this;
+    const tail: string[] = [];
+    if (this.clean.count > 0) tail.push(paint(["green"], this.clean.line()));
+    if (this.retried > 0) {
+      const those = this.retried === 1 ? "it" : "them";
+      tail.push(
+        paint(
+          ["dim"],
+          `${plural(this.retried, "clean node")} answered only after SSH connection retries (--verbose lists ${those})`,
+        ),
+      );
+    }
+    if (this.partial > 0) {
+      const those = this.partial === 1 ? "it" : "them";
+      tail.push(
+        paint(
+          ["dim"],
+          `${plural(this.partial, "clean node")} could not show some domains (--verbose lists ${those})`,
+        ),
+      );
+    }
+    tail.push(this.summaryLine(head));
+    return `${tail.join("\n")}\n`;
+  }
+
+  /**
+   * "12 nodes: 9 clean, 2 drifted, 8 drift items (3 acknowledged), 1 unreachable, 2 items unknown
+   * (files)": every drift item, as the Markdown table counts them, of which the acknowledged (waived or
+   * ticketed), and what could not be read; zero counts are left out.
+   */
+  private summaryLine(head: Report): string {
+    const s = head.summary;
+    const unknownDomains = [...this.unknownDomains].sort(compareText).join(", ");
+    const parts = [
+      s.clean > 0 ? `${s.clean} clean` : "",
+      s.drifted > 0 ? `${s.drifted} drifted` : "",
+      this.items > 0
+        ? `${plural(this.items, "drift item")}${acknowledgedPart(this.acknowledged)}`
+        : "",
+      s.unreachable > 0 ? `${s.unreachable} unreachable` : "",
+      s.errors > 0 ? plural(s.errors, "error") : "",
+      s.maintenance > 0 ? `${s.maintenance} in maintenance` : "",
+      this.unknown > 0 ? `${plural(this.unknown, "item")} unknown (${unknownDomains})` : "",
+    ].filter(Boolean);
+    const dirty = head.manifestDirty ? "; the manifests audited have uncommitted changes" : "";
+    const over = head.unauditedBudget?.over;
+    const budget = over ? `\nmore nodes not audited than allowed: ${visible(over.join("; "))}` : "";
+    return `${plural(s.nodes, "node")}${parts.length > 0 ? `: ${parts.join(", ")}` : ""}${dirty}${budget}`;
+  }
+}
+
+/** The clean nodes as one line: as many names as fit, then how many more. */
+class CleanNames {
+  count = 0;
+  private readonly names: string[] = [];
+  private used = 0;
+  private full = false;
+  private only: NodeResult["checked"];
+
+  add(node: NodeResult): void {
+    if (this.count++ === 0) this.only = node.checked;
+    if (this.full) return;
+    const name = visible(node.name);
+    if (this.names.length > 0 && this.used + name.length + 2 > CLEAN_NAMES_CHARS) {
+      this.full = true;
+      return;
+    }
+    this.names.push(name);
+    this.used += name.length + 2;
+  }
+
+  line(): string {
+    const rest = this.count - this.names.length;
+    const only = this.count === 1 && this.only ? ` (${checkedText(this.only)})` : "";
+    return `${plural(this.count, "clean node")}: ${this.names.join(", ")}${rest > 0 ? `, … and ${rest} more` : ""}${only}`;
+  }
+}
 
 type Paint = (styles: readonly Style[], text: string) => string;
 
@@ -157,52 +260,9 @@ function renderDiff(item: DriftItem, paint: Paint): string[] {
   });
 }
 
-function cleanLine(clean: readonly NodeResult[]): string {
-  const names: string[] = [];
-  let used = 0;
-  for (const node of clean) {
-    const name = visible(node.name);
-    if (names.length > 0 && used + name.length + 2 > CLEAN_NAMES_CHARS) break;
-    names.push(name);
-    used += name.length + 2;
-  }
-  const rest = clean.length - names.length;
-  const only =
-    clean.length === 1 && clean[0]!.checked ? ` (${checkedText(clean[0]!.checked)})` : "";
-  return `${plural(clean.length, "clean node")}: ${names.join(", ")}${rest > 0 ? `, … and ${rest} more` : ""}${only}`;
-}
-
 /** "14 items in 5 domains": what a node's audit compared. */
 function checkedText(checked: NonNullable<NodeResult["checked"]>): string {
   return `${plural(checked.items, "item")} in ${plural(checked.domains, "domain")}`;
-}
-
-/**
- * "12 nodes: 9 clean, 2 drifted, 8 drift items (3 acknowledged), 1 unreachable, 2 items unknown
- * (files)": every drift item, as the Markdown table counts them, of which the acknowledged (waived or
- * ticketed), and what could not be read; zero counts are left out.
- */
-function summaryLine(report: Report): string {
-  const s = report.summary;
-  const items = report.nodes.flatMap((n) => n.drift);
-  const acknowledged = items.filter((d) => d.acknowledged).length;
-  const unknown = report.nodes.flatMap((n) => (n.unknown ?? []).map((u) => u.domain));
-  const unknownDomains = [...new Set(unknown)].sort(compareText).join(", ");
-  const parts = [
-    s.clean > 0 ? `${s.clean} clean` : "",
-    s.drifted > 0 ? `${s.drifted} drifted` : "",
-    items.length > 0
-      ? `${plural(items.length, "drift item")}${acknowledgedPart(acknowledged)}`
-      : "",
-    s.unreachable > 0 ? `${s.unreachable} unreachable` : "",
-    s.errors > 0 ? plural(s.errors, "error") : "",
-    s.maintenance > 0 ? `${s.maintenance} in maintenance` : "",
-    unknown.length > 0 ? `${plural(unknown.length, "item")} unknown (${unknownDomains})` : "",
-  ].filter(Boolean);
-  const dirty = report.manifestDirty ? "; the manifests audited have uncommitted changes" : "";
-  const over = report.unauditedBudget?.over;
-  const budget = over ? `\nmore nodes not audited than allowed: ${visible(over.join("; "))}` : "";
-  return `${plural(s.nodes, "node")}${parts.length > 0 ? `: ${parts.join(", ")}` : ""}${dirty}${budget}`;
 }
 
 function formatDuration(ms: number): string {

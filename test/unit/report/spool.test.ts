@@ -3,6 +3,7 @@ import { readdir } from "node:fs/promises";
 import os from "node:os";
 import { describe, it } from "node:test";
 import { jsonChunks, renderJson } from "../../../src/report/formats/json.js";
+import { renderText, textChunks } from "../../../src/report/formats/text.js";
 import { summarize, type NodeResult, type Report } from "../../../src/report/schema.js";
 import { collectReport, EntrySpool } from "../../../src/report/spool.js";
 import { largeReport, loadFleetReport } from "../../support/reports.js";
@@ -44,6 +45,45 @@ describe("the JSON report written piece by piece", () => {
       { ...fleet, nodes: [hostile], summary: summarize([hostile]) },
     ];
     for (const report of reports) assert.equal(await streamed(report), renderJson(report, options));
+  });
+
+  it("reads back as the report, each node entry one line of its own", () => {
+    const report = { ...largeReport(5, 20), nodes: [...largeReport(5, 20).nodes, hostile] };
+    const text = renderJson(report, options);
+    assert.deepEqual(JSON.parse(text), JSON.parse(JSON.stringify(report)));
+    const lines = text.split("\n").filter((line) => line.startsWith("    {"));
+    assert.deepEqual(
+      lines.map((line) => JSON.parse(line.replace(/,$/, "")) as unknown),
+      JSON.parse(JSON.stringify(report.nodes)),
+    );
+  });
+});
+
+describe("the text report written piece by piece", () => {
+  it("is the text renderText writes, verbose or not, in colour or not", async () => {
+    const fleet = loadFleetReport();
+    const clean = fleet.nodes.filter((n) => n.status === "clean");
+    const reports: Report[] = [
+      fleet,
+      largeReport(40, 300),
+      { ...fleet, nodes: [], summary: summarize([]) },
+      { ...fleet, nodes: clean.slice(0, 1), summary: summarize(clean.slice(0, 1)) },
+      { ...fleet, nodes: [hostile], summary: summarize([hostile]) },
+    ];
+    for (const report of reports) {
+      const nodes = [...report.nodes].sort((a, b) =>
+        a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
+      );
+      for (const options of [
+        { color: false, verbose: false },
+        { color: true, verbose: false },
+        { color: false, verbose: true },
+      ])
+        assert.equal(
+          await text(textChunks({ ...report, nodes: [] }, nodes, options)),
+          renderText(report, options),
+        );
+    }
   });
 });
 
