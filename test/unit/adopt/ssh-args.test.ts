@@ -77,7 +77,7 @@ describe("ssh arguments read as ssh reads them", () => {
       assert.equal(read.problem, undefined);
       assert.equal(read.jump, c.jump);
       assert.equal(read.rest, c.rest ?? false);
-      assert.notEqual(ssh, undefined, "ssh takes them");
+      assert.ok(ssh !== undefined, "ssh takes them");
       assert.equal(ssh === null ? undefined : asDeclared(ssh), c.jump, "ssh's proxyjump");
     });
 
