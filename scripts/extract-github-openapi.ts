@@ -49,6 +49,7 @@ export const OPERATIONS = [
   "POST /repos/{owner}/{repo}/git/refs",
   "PATCH /repos/{owner}/{repo}/git/refs/{ref}",
   "GET /repos/{owner}/{repo}/contents/{path}",
+  "GET /user",
 ] as const;
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };

@@ -112,6 +112,11 @@ export interface Domain<Declared, Live, Name extends string> {
    */
   snapshotAsks?(declared: Declared): Declared;
   /**
+   * What a snapshot declares of a declaration with its live state accepted, when not all of it
+   * (a secret's or a root-only file's contents become its hash).
+   */
+  snapshotKeeps?(accepted: Declared, live: Live): Declared;
+  /**
    * The declaration after accepting one finding's live state (an accept PR). Without it, the
    * value at `finding.path` becomes `finding.live` (deleted when live is null), through maps only:
    * a domain declaring a list (`listKey`, sets) says how an item is accepted.

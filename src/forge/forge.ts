@@ -14,6 +14,8 @@ import type {
 export interface Forge {
   /** Who the bot commits as: its own commits are told from a person's by this author. */
   readonly settings: Pick<GitHubSettings, "author">;
+  /** The login the bot acts as: only its own issues are its dashboard. */
+  botLogin(): Promise<string>;
   defaultBranch(): Promise<string>;
   /** A branch's head commit; undefined when there is no such branch. */
   branchHead(branch: string): Promise<string | undefined>;

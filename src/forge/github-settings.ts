@@ -1,6 +1,7 @@
 // How Quartermaster reaches GitHub: the repository, the token and the bot's identity, from the
 // environment GitHub Actions provides.
 import { ForgeError } from "../errors.js";
+import { visible } from "../text/escape.js";
 import { wholeNumber } from "../whole-number.js";
 
 export interface GitHubSettings {
@@ -10,6 +11,11 @@ export interface GitHubSettings {
   token: string;
   /** Name and email on the commits Quartermaster makes: any other author is a human. */
   author: { name: string; email: string };
+  /**
+   * The login the token acts as, when given (`QUARTERMASTER_BOT_LOGIN`): GitHub tells a user's token
+   * its login (GET /user), never an App's or Actions' token.
+   */
+  botLogin?: string;
   /** Milliseconds per second of a retry wait (Octokit's default 1000); tests shorten it. */
   retryAfterBaseValue?: number;
   /**
@@ -18,6 +24,9 @@ export interface GitHubSettings {
    */
   writeSpacingMs?: number;
 }
+
+/** GitHub's login rules, and an App's `name[bot]`. */
+export const GITHUB_LOGIN = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$/;
 
 export const BOT_AUTHOR = {
   name: "Quartermaster",
@@ -38,12 +47,18 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): GitHubSet
       "GITHUB_TOKEN must be set to a token that may push branches and open pull requests",
     );
   const [owner, repo] = repository.split("/") as [string, string];
+  const botLogin = env.QUARTERMASTER_BOT_LOGIN || undefined;
+  if (botLogin !== undefined && !GITHUB_LOGIN.test(botLogin))
+    throw new ForgeError(
+      `QUARTERMASTER_BOT_LOGIN must be a GitHub login (an App's is <app-slug>[bot]), not "${visible(botLogin)}"`,
+    );
   return {
     apiUrl: env.GITHUB_API_URL ?? "https://api.github.com",
     owner,
     repo,
     token,
     author: BOT_AUTHOR,
+    ...(botLogin !== undefined && { botLogin }),
     retryAfterBaseValue: millis(env, "QUARTERMASTER_RETRY_AFTER_BASE_MS"),
     writeSpacingMs: millis(env, "QUARTERMASTER_WRITE_SPACING_MS"),
   };

@@ -12,7 +12,12 @@ import type {
 } from "./records.js";
 
 // Importers name the forge's records and settings from here, beside the client that returns them.
-export { BOT_AUTHOR, settingsFromEnv, type GitHubSettings } from "./github-settings.js";
+export {
+  BOT_AUTHOR,
+  GITHUB_LOGIN,
+  settingsFromEnv,
+  type GitHubSettings,
+} from "./github-settings.js";
 export type { CommentRecord, CommitRecord, IssueRecord, PullRecord, Unasked } from "./records.js";
 
 /** The GitHub client: the one implementation of the Forge seam (forge.ts) that propose uses. */
@@ -25,6 +30,34 @@ export class GitHub implements Forge {
 
   private get repo() {
     return { owner: this.settings.owner, repo: this.settings.repo };
+  }
+
+  private login?: Promise<string>;
+
+  /**
+   * The login the token acts as: the one given, else GET /user's. An App's or Actions' token
+   * cannot read GET /user (403): that is a ForgeError saying to give it.
+   */
+  botLogin(): Promise<string> {
+    this.login ??= this.settings.botLogin
+      ? Promise.resolve(this.settings.botLogin)
+      : this.readLogin();
+    return this.login;
+  }
+
+  private async readLogin(): Promise<string> {
+    try {
+      const { data } = await call("reading the token's user", () =>
+        this.octokit.rest.users.getAuthenticated(),
+      );
+      return data.login;
+    } catch (error) {
+      if (!(error instanceof ForgeError && error.status === 403)) throw error;
+      throw new ForgeError(
+        `${error.message}; an App's or Actions' token does not say who it is: set QUARTERMASTER_BOT_LOGIN to the login it acts as (github-actions[bot] for the workflow's token, <app-slug>[bot] for an App)`,
+        { status: 403, cause: error },
+      );
+    }
   }
 
   async defaultBranch(): Promise<string> {

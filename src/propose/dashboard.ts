@@ -230,6 +230,8 @@ export function tickedBranches(body: string): Set<string> {
 export interface Dashboard {
   number?: number;
   body: string;
+  /** What reading it found to warn of: marked issues someone else opened, which are ignored. */
+  warnings?: string[];
 }
 
 // Below this line: which run wrote the dashboard. Not compared: a run that changes nothing else
@@ -246,10 +248,26 @@ const contentOf = (body: string) => {
   return end < 0 ? body : body.slice(0, end);
 };
 
-/** The repository's dashboard issue as it is now: the oldest open one the bot marked. */
+/**
+ * The repository's dashboard issue as it is now: the oldest open one the bot marked and opened.
+ * Anyone may open an issue with its label and mark; such an issue is never read (its ticked boxes
+ * would open deferred PRs) nor edited, only warned of.
+ */
 export async function readDashboard(github: Forge): Promise<Dashboard> {
-  const found = (await github.issues(DASHBOARD_LABEL)).find((i) => i.body.startsWith(MARK));
-  return found ? { number: found.number, body: found.body } : { body: "" };
+  const marked = (await github.issues(DASHBOARD_LABEL)).filter((i) => i.body.startsWith(MARK));
+  if (!marked.length) return { body: "" };
+  const bot = await github.botLogin();
+  const found = marked.find((i) => i.author === bot);
+  const warnings = marked
+    .filter((i) => i.author !== bot)
+    .map(
+      (i) =>
+        `issue #${i.number} has the dashboard's label and mark but was opened by ${i.author === undefined ? "an unknown account" : `"${visible(i.author)}"`}, not by the bot ("${visible(bot)}"): ignored, its ticked boxes open nothing`,
+    );
+  return {
+    ...(found ? { number: found.number, body: found.body } : { body: "" }),
+    ...(warnings.length > 0 && { warnings }),
+  };
 }
 
 /**

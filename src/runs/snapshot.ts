@@ -75,6 +75,10 @@ function acceptAll(
   return state;
 }
 
+/** What the snapshot may declare of `accepted`: all of it, unless the domain keeps less. */
+const keptOf = (domain: AnyDomain, accepted: unknown, live: unknown): unknown =>
+  domain.snapshotKeeps ? domain.snapshotKeeps(accepted, live) : accepted;
+
 /** What the next reboot or restart changes in a declared value, by the value's `pathKey`. */
 export type LatentValues = Map<string, Latent>;
 
@@ -125,7 +129,7 @@ export async function snapshotSpec(
     const value =
       declared === undefined
         ? domain.snapshot(read.live, options)
-        : acceptAll(domain, declared, read.live, unknown);
+        : keptOf(domain, acceptAll(domain, declared, read.live, unknown), read.live);
     if (value === undefined) continue;
     latentIn(domain, value, read.live, latent);
     let level = spec;

@@ -115,6 +115,11 @@ export function evaluate(
         : toText(a ?? null)
             .toLowerCase()
             .includes(toText(b ?? null).toLowerCase()),
+    // `{0}`…`{n}` replaced by the arguments after the first; `{{` and `}}` are braces.
+    format: ([template, ...args]) =>
+      toText(template ?? null).replace(/\{\{|\}\}|\{(\d+)\}/g, (all: string, index?: string) =>
+        index === undefined ? all[0]! : toText(args[Number(index)] ?? null),
+      ),
     success: () => status.success,
     failure: () => !status.success,
     always: () => true,

@@ -69,7 +69,7 @@ export interface RunOptions {
   serverUrl: string;
   /** Scratch directory for workspaces, runner temp dirs and artifacts. */
   workDir: string;
-  /** actions/create-github-app-token answers with this token. */
+  /** actions/create-github-app-token answers with this token, for the App `quartermaster`. */
   appToken?: string;
   /** Set on the runner machine itself, beside what Actions sets. */
   machineEnv?: Record<string, string>;
@@ -278,6 +278,8 @@ const ACTIONS: Record<
           "create-github-app-token: app-id, private-key and a test app token are needed",
         );
       outputs.token = options.appToken;
+      // The App acts as `<app-slug>[bot]`.
+      outputs["app-slug"] = "quartermaster";
     },
   },
 };

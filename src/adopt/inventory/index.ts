@@ -11,6 +11,7 @@ import {
   type InventoryProblem,
   type InventoryVar,
 } from "./model.js";
+import { readSshArgs } from "./ssh-args.js";
 import { localSshConfigSource } from "./ssh-config-files.js";
 import { readSshConfigInventory, type SshConfigSource } from "./ssh-config.js";
 import { readYamlInventory } from "./yaml.js";
@@ -81,15 +82,6 @@ const VARIABLES: Record<string, "host" | "user" | "port" | "identity_file" | "ss
   ansible_ssh_extra_args: "ssh_args",
 };
 export const MAPPED_VARIABLES: ReadonlyMap<string, string> = new Map(Object.entries(VARIABLES));
-
-const PROXY_JUMP = /(?:^|\s)(?:-o\s*ProxyJump[= ]\s*|-J\s*)(\S+)/i;
-
-/** The jump host in ssh arguments, and whether they hold anything besides it. */
-function proxyJump(args: string): { jump?: string; rest: boolean } {
-  const m = PROXY_JUMP.exec(args);
-  const rest = (m ? args.replace(m[0], " ") : args).trim() !== "";
-  return { ...(m && { jump: m[1]!.replace(/^["']|["']$/g, "") }), rest };
-}
 
 export interface AdoptionPlan {
   hosts: HostToAdopt[];
@@ -215,11 +207,10 @@ export function planAdoption(file: string, inventory: Inventory): AdoptionPlan {
           refuse(v, `${key} is empty or holds a control character`);
         else adopted.ssh.identity_file = text;
       } else if (target === "ssh_args") {
-        const { jump, rest } = proxyJump(text);
-        const problem = jump === undefined ? undefined : nameProblem("host", jump);
-        if (problem) refuse(v, `${key}: ProxyJump ${problem}`);
+        const { jump, problem, rest } = readSshArgs(text);
+        if (problem) refuse(v, `${key} ${problem}`);
         else if (jump !== undefined) adopted.ssh.proxy_jump = jump;
-        if (rest) count(ignored, `${key} (beyond ProxyJump)`);
+        if (rest && !problem) count(ignored, `${key} (beyond ProxyJump)`);
       } else {
         const problem = nameProblem("host", text);
         if (problem) refuse(v, `${key}: ${problem.replace(/^host name/, "value")}`);

@@ -106,6 +106,7 @@ async function proposeRun(config: ReturnType<typeof proposeConfig>): Promise<num
   // A dry run may lack the issues permission: it plans without the ticked boxes.
   const dashboard: Dashboard =
     github && !config["dry-run"] ? await readDashboard(github) : { body: "" };
+  for (const warning of dashboard.warnings ?? []) io().stderr.write(`quartermaster: ${warning}\n`);
   const { input: loaded, revision, waivers } = await proposalInput(manifestDir, audited);
   // The flag wins over fleet.yaml's `propose.max_new_prs`.
   const input = { ...loaded, maxNewPrs: budget ?? loaded.maxNewPrs ?? DEFAULT_MAX_NEW_PRS };

@@ -2,7 +2,7 @@ import { io } from "../io.js";
 import { readFile } from "node:fs/promises";
 import { z } from "zod";
 import { ForgeError, UsageError } from "../../errors.js";
-import { GitHub, settingsFromEnv } from "../../forge/github.js";
+import { GitHub, GITHUB_LOGIN, settingsFromEnv } from "../../forge/github.js";
 import { visible } from "../../text/escape.js";
 import { auditExitCode, ExitBit } from "../exit.js";
 import { parseFlags, textFlag, type Config } from "../flags.js";
@@ -18,8 +18,8 @@ const CommentEventSchema = z.object({
   }),
   comment: z.object({
     body: z.string().nullable(),
-    // GitHub's login rules (and an App's `name[bot]`): a reply mentions it.
-    user: z.object({ login: z.string().regex(/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$/) }),
+    // A reply mentions it.
+    user: z.object({ login: z.string().regex(GITHUB_LOGIN) }),
   }),
 });
 

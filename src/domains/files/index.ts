@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { z } from "zod";
 import { keyedList, pathIn, within, type Domain, type Finding } from "../domain.js";
 import { unifiedDiff } from "../file-text.js";
@@ -21,6 +22,10 @@ function describe(stat: FileStat): string {
 }
 
 const isSymlink = (stat: FileStat) => stat.type === "symbolic link";
+/** Owned by root and not readable by others: what only root (or its group) may read. */
+const rootOnly = (stat: FileStat) => stat.uid === "0" && (parseInt(stat.mode, 8) & 0o004) === 0;
+/** A snapshot's guess at a secret's hash, replaced by the live one. */
+const UNKNOWN_SHA256 = "0".repeat(64);
 const LINK = /^symlink -> ([^]*)$/;
 
 /**
@@ -285,11 +290,38 @@ export const files: Domain<FilesDeclared, FilesLive, "files"> = {
   },
   snapshotAsks(declared) {
     // A guess at each attribute: where the live file differs, accepting it fills the live value.
+    // A secret is asked for its hash, never its contents.
     return declared.map((file) =>
-      Object.keys(file).some((k) => k !== "path")
+      Object.keys(file).some((k) => k !== "path" && k !== "secret")
         ? file
-        : { path: file.path, contents: "", mode: "0644", owner: "root", group: "root" },
+        : {
+            ...file,
+            ...(file.secret ? { sha256: UNKNOWN_SHA256 } : { contents: "" }),
+            mode: "0644",
+            owner: "root",
+            group: "root",
+          },
     );
+  },
+  snapshotKeeps(accepted, live) {
+    return accepted.map((file) => {
+      // The guess stands: the host could not hash the file.
+      if (file.sha256 === UNKNOWN_SHA256) {
+        const { sha256: _, ...rest } = file;
+        return rest;
+      }
+      const stat = live.files.get(file.path);
+      if (file.contents === undefined || !(file.secret || (stat && rootOnly(stat)))) return file;
+      // Readable by root alone (or marked secret): declared by its hash, its contents never
+      // written into a manifest.
+      const { contents: _, ...rest } = file;
+      const read = live.contents.get(file.path);
+      const hash =
+        read !== undefined && read.length <= live.cap
+          ? createHash("sha256").update(read).digest("hex")
+          : live.sha256.get(file.path);
+      return hash === undefined ? rest : { ...rest, sha256: hash };
+    });
   },
   snapshot() {
     // Files are audited only where declared: a host has nothing to offer unasked.

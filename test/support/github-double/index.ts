@@ -54,6 +54,8 @@ export interface GitHubDouble {
   issues(): IssueRecord[];
   /** A person edits an issue's body (ticks a checkbox, say), as the web page does. */
   editIssue(number: number, body: string): void;
+  /** An issue `by` opens in the web UI (labels need triage access there; anyone's here); its number. */
+  openIssue(input: { title: string; body: string; labels: string[] }, by: string): number;
   inject(fault: Fault): void;
   /** Closes a PR as a reviewer rejecting it would. */
   closePull(number: number): Promise<void>;
@@ -243,7 +245,12 @@ export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<G
       return { ...failLoudly("request", problems), operation: match.operationId, parsed };
     }
     let reply: Reply;
-    if (match.params.owner !== options.owner || match.params.repo !== options.repo) {
+    // An operation on a repository answers for this one only; GET /user names none.
+    const repository = "owner" in match.params || "repo" in match.params;
+    if (
+      repository &&
+      (match.params.owner !== options.owner || match.params.repo !== options.repo)
+    ) {
       reply = notFound().reply();
     } else {
       try {
@@ -331,6 +338,8 @@ export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<G
       GITHUB_SERVER_URL: options.git.url,
       QUARTERMASTER_RETRY_AFTER_BASE_MS: "1",
       QUARTERMASTER_WRITE_SPACING_MS: "0",
+      // GitHub does not tell an App's or Actions' token who it is (GET /user: 403): the callers say.
+      ...(bot.type === "Bot" && { QUARTERMASTER_BOT_LOGIN: bot.login }),
     }),
     requests,
     violations,
@@ -342,6 +351,7 @@ export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<G
       if (!record) throw new Error(`no issue #${number}`);
       Object.assign(record, { body, updatedAt: now() });
     },
+    openIssue: (input, by) => state.openIssue(input, state.account(by)).number,
     inject(fault) {
       faults.push({ ...fault, left: fault.times ?? 1 });
     },

@@ -35,6 +35,7 @@ const FORMATS: Record<string, RegExp | true> = {
   "date-time": /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/,
   uri: /^[a-z][a-z0-9+.-]*:[^\s]*$/i,
   "repo.nwo": /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/,
+  email: /^[^\s@]+@[^\s@]+$/,
   int64: true,
 };
 

@@ -132,6 +132,13 @@ export class RepositoryState {
       ),
     }),
 
+    // GitHub answers an installation token (an App's, or Actions' GITHUB_TOKEN) with 403 here.
+    "users/get-authenticated": async () => {
+      if (this.bot.type === "Bot")
+        throw new ApiError(403, "Resource not accessible by integration");
+      return { status: 200, body: shape.publicUser(this.site, this.bot, this.site.createdAt) };
+    },
+
     "pulls/list": async (req) => {
       const state = req.query.get("state") ?? "open";
       let list = [...this.pulls.values()].filter((pr) => state === "all" || pr.state === state);
@@ -347,26 +354,10 @@ export class RepositoryState {
         labels?: unknown[];
       };
       checkBodyLength(body);
-      const at = shape.now();
-      const record: shape.IssueRecord = {
-        number: this.nextNumber++,
-        id: this.id(),
-        title: String(title),
-        body: body ?? null,
-        state: "open",
-        user: this.bot,
-        labels: [],
-        createdAt: at,
-        updatedAt: at,
-        closedAt: null,
-      };
-      for (const item of labels ?? []) {
-        const name = typeof item === "string" ? item : String((item as { name: string }).name);
-        checkLabelName(name);
-        const label = this.labels.get(name.toLowerCase()) ?? this.createLabel(name, "ededed", null);
-        if (!record.labels.includes(label.name)) record.labels.push(label.name);
-      }
-      this.issues.set(record.number, record);
+      const names = (labels ?? []).map((item) =>
+        typeof item === "string" ? item : String((item as { name: string }).name),
+      );
+      const record = this.openIssue({ title: String(title), body, labels: names }, this.bot);
       return {
         status: 201,
         body: this.issueBody(record),
@@ -789,6 +780,33 @@ export class RepositoryState {
     const pr = this.pulls.get(Number(req.params.pull_number));
     if (!pr) throw notFound();
     return pr;
+  }
+
+  /** An issue opened by `by`, its labels created as GitHub creates an unknown one. */
+  openIssue(
+    input: { title: string; body?: string | undefined; labels: readonly string[] },
+    by: shape.Account,
+  ): shape.IssueRecord {
+    const at = shape.now();
+    const record: shape.IssueRecord = {
+      number: this.nextNumber++,
+      id: this.id(),
+      title: input.title,
+      body: input.body ?? null,
+      state: "open",
+      user: by,
+      labels: [],
+      createdAt: at,
+      updatedAt: at,
+      closedAt: null,
+    };
+    for (const name of input.labels) {
+      checkLabelName(name);
+      const label = this.labels.get(name.toLowerCase()) ?? this.createLabel(name, "ededed", null);
+      if (!record.labels.includes(label.name)) record.labels.push(label.name);
+    }
+    this.issues.set(record.number, record);
+    return record;
   }
 
   /** Only pull requests exist here, so an issue number must be one of them. */

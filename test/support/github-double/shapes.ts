@@ -118,6 +118,29 @@ export function user(site: Site, account: Account): Json {
 }
 
 /**
+ * GET /user's `public-user` shape: what GitHub answers a user's token about its own account (an
+ * App's or Actions' token gets 403 there instead).
+ */
+export function publicUser(site: Site, account: Account, createdAt: string): Json {
+  return {
+    ...(user(site, account) as Record<string, Json>),
+    name: null,
+    company: null,
+    blog: "",
+    location: null,
+    email: null,
+    hireable: null,
+    bio: null,
+    public_repos: 0,
+    public_gists: 0,
+    followers: 0,
+    following: 0,
+    created_at: createdAt,
+    updated_at: createdAt,
+  };
+}
+
+/**
  * The `repository` shape (inside pulls); `fullRepository` adds what GET /repos/{owner}/{repo} has.
  */
 export function repository(site: Site, owner: Account, openIssues: number, pushedAt: string): Json {

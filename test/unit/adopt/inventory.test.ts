@@ -267,3 +267,31 @@ test("ssh_config: hosts of included files, resolved as ssh does; a bad line name
     (error: Error) => /^cfg:2: host a: Match exec: not evaluated/.test(error.message),
   );
 });
+
+test("ssh arguments are read as ssh reads them: a -J inside a ProxyCommand is no jump host; a jump list and an ssh:// URI are jump hosts; what ssh refuses is refused with file:line", () => {
+  const hosts = summary(
+    readInventory(
+      "inv",
+      [
+        "[db]",
+        `db-01 ansible_ssh_common_args='-o ProxyCommand="ssh -J evil@x nc %h %p"'`,
+        "db-02 ansible_ssh_common_args='-J ops@bastion-1:2200,ssh://bastion-2'",
+        "",
+      ].join("\n"),
+    ),
+  ).hosts;
+  assert.deepEqual(hosts["db-01"]!.ssh, {});
+  assert.deepEqual(hosts["db-02"]!.ssh, { proxy_jump: "ops@bastion-1:2200,bastion-2" });
+  assert.throws(
+    () =>
+      planAdoption(
+        "inv",
+        readInventory("inv", "[db]\ndb-03 ansible_ssh_extra_args='-J h:99999'\n"),
+      ),
+    (error: unknown) =>
+      error instanceof InventoryErrors &&
+      /^inv:2: host db-03: ansible_ssh_extra_args ProxyJump "h:99999" has no port 1-65535/.test(
+        error.message,
+      ),
+  );
+});

@@ -47,6 +47,28 @@ describe("github: errors by type", () => {
     });
   });
 
+  it("an App's or Actions' token, which GET /user refuses, is a ForgeError saying to set QUARTERMASTER_BOT_LOGIN", async () => {
+    await assert.rejects(github.botLogin(), {
+      name: "ForgeError",
+      message:
+        /^GitHub API: reading the token's user failed \(HTTP 403\): Resource not accessible by integration; .*set QUARTERMASTER_BOT_LOGIN/,
+    });
+    const given = new GitHub({ ...github.settings, botLogin: "fleet-app[bot]" });
+    assert.equal(await given.botLogin(), "fleet-app[bot]");
+  });
+
+  it("QUARTERMASTER_BOT_LOGIN must be a GitHub login", () => {
+    const env = { GITHUB_TOKEN: "t", GITHUB_REPOSITORY: "o/r" };
+    assert.equal(
+      settingsFromEnv({ ...env, QUARTERMASTER_BOT_LOGIN: "fleet-app[bot]" }).botLogin,
+      "fleet-app[bot]",
+    );
+    assert.throws(() => settingsFromEnv({ ...env, QUARTERMASTER_BOT_LOGIN: "evil\n::error::x" }), {
+      name: "ForgeError",
+      message: /^QUARTERMASTER_BOT_LOGIN must be a GitHub login .*, not "evil\\n::error::x"$/,
+    });
+  });
+
   it("missing settings are a ForgeError saying what to set", () => {
     assert.throws(() => settingsFromEnv({ GITHUB_TOKEN: "t" }), {
       name: "ForgeError",
