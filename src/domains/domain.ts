@@ -2,6 +2,7 @@ import { z } from "zod";
 import { ProbeParseError } from "../errors.js";
 import { valueAt, type SpecPath } from "../spec-path.js";
 import type { Cause, Latent } from "./cause.js";
+import type { Holder } from "./holder.js";
 import type { SnapshotOptions } from "./snapshot-options.js";
 
 export const SEVERITIES = ["critical", "high", "medium", "low"] as const;
@@ -49,6 +50,8 @@ export interface Finding {
   cause?: Cause;
   /** Holds now and will not after an event: the value it will take. */
   latent?: Latent;
+  /** Who holds what drifted (a listener's processes and user), as far as the audit user may read. */
+  holders?: Holder[];
 }
 
 /**
