@@ -120,6 +120,9 @@ export const ports: Domain<PortsDeclared, PortsLive, "ports"> = {
       ? `${key} listens on ${hosts}, and networking.listening_ports (the allow-list) does not allow it.`
       : `${key} is in networking.listening_ports, which expects it to listen, but nothing listens on it on ${hosts}.`;
   },
+  declaredWords(item) {
+    return item.live === "listening" ? "not in the allow-list" : undefined;
+  },
   probe() {
     // Every listener is sent, declared or not: the declared list is an allow-list, and anything
     // else listening is drift. One awk over the four socket tables (the IPv6 ones are absent
