@@ -40,8 +40,8 @@ const fromHex = (hex: string) => Buffer.from(hex, "hex").toString("utf8");
 /**
  * `FILE:line` output of /proc/net/{tcp,tcp6,udp,udp6} and of the ephemeral port range
  * (`/proc/sys/net/ipv4/ip_local_port_range: 32768 60999`, optional): each file's header and its socket lines
- * (`/proc/net/tcp:   0: 00000000:0016 00000000:0000 0A ...`), whole or, as the probe sends
- * them, cut after the state (`/proc/net/tcp: 0: 00000000:0016 00000000:0000 0A `). A TCP socket
+ * (`/proc/net/tcp:   0: 00000000:0016 00000000:0000 0A ...`), whole, cut after the inode as the
+ * probe sends them, or cut after the state (no uid, no inode: no holders). A TCP socket
  * listens in state 0A; a UDP socket receives from anyone when bound and unconnected: state 07,
  * remote address zero. After the tables, the holder lines (optional) say which processes hold
  * which socket inodes, the processes' names and the users' names.
