@@ -2,6 +2,7 @@ import { z } from "zod";
 import { ProbeParseError } from "../errors.js";
 import { valueAt, type SpecPath } from "../spec-path.js";
 import type { Cause, Latent } from "./cause.js";
+import type { Holder } from "./holder.js";
 import type { SnapshotOptions } from "./snapshot-options.js";
 
 export const SEVERITIES = ["critical", "high", "medium", "low"] as const;
@@ -49,6 +50,8 @@ export interface Finding {
   cause?: Cause;
   /** Holds now and will not after an event: the value it will take. */
   latent?: Latent;
+  /** Who holds what drifted (a listener's processes and user), as far as the audit user may read. */
+  holders?: Holder[];
 }
 
 /**
@@ -84,6 +87,11 @@ export interface Domain<Declared, Live, Name extends string> {
    * `key` comes as a Markdown code span; `hosts` is "the host" or "the hosts".
    */
   driftSentence?(item: { declared: unknown; live: unknown }, key: string, hosts: string): string;
+  /**
+   * How an item's declared value reads where a report or pull request shows it, where the raw value
+   * would say what nothing declares (an allow-list leaves a port out; it declares no `closed`).
+   */
+  declaredWords?(item: { declared: unknown; live: unknown }): string | undefined;
   /** Every drift key of this domain starts with one of these: a waiver key that cannot is refused. */
   keyPrefixes?: readonly string[];
   /** Shell snippet whose stdout is this domain's section. `declared` is undefined for snapshots. */

@@ -39,3 +39,12 @@ export type AnyDomain = Domain<any, any, DomainName>;
 export function domainByName(name: string): AnyDomain | undefined {
   return DOMAINS.find((d) => d.name === name);
 }
+
+/** An item's declared value in its domain's words, where its raw value would mislead. */
+export function declaredWords(item: {
+  domain: string;
+  declared: unknown;
+  live: unknown;
+}): string | undefined {
+  return domainByName(item.domain)?.declaredWords?.(item);
+}

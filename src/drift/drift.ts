@@ -72,6 +72,7 @@ export function toDriftItems(
     if (finding.diff) item.diff = finding.diff;
     if (finding.cause) item.cause = finding.cause;
     if (finding.latent) item.latent = finding.latent;
+    if (finding.holders) item.holders = finding.holders;
     if (latentOnly(finding) && latentPolicy !== "ignore") {
       item.latentPolicy = latentPolicy;
       // Declared already equals live: there is nothing to accept, only a host to fix.

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { causeLine } from "../report/cause-line.js";
-import { DOMAIN_NAMES, domainByName } from "../domains/registry.js";
+import { DOMAIN_NAMES, domainByName, declaredWords } from "../domains/registry.js";
 import type { Ticket } from "../manifest/tickets.js";
 import type { DriftItem } from "../report/schema.js";
 import { visible } from "../text/escape.js";
@@ -203,7 +203,7 @@ export function pullBody(input: BodyInput): string {
 
   const rows = input.group.map(
     ({ node, item }) =>
-      `| ${codeCell(node)} | ${codeCell(item.key, VALUE_CHARS)} | ${codeCell(show(item.declared), VALUE_CHARS)} | ${codeCell(show(item.live), VALUE_CHARS)} | ${codeCell(`${item.source.file}:${item.source.line}`)} |`,
+      `| ${codeCell(node)} | ${codeCell(item.key, VALUE_CHARS)} | ${codeCell(declaredWords(item) ?? show(item.declared), VALUE_CHARS)} | ${codeCell(show(item.live), VALUE_CHARS)}${items.size > 1 && item.detail ? ` (${codeCell(item.detail, VALUE_CHARS)})` : ""} | ${codeCell(`${item.source.file}:${item.source.line}`)} |`,
   );
   // A value compared by hash is a secret or too big to show: no diff, whatever the item carries.
   const diffs = input.group

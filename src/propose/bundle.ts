@@ -1,5 +1,5 @@
 import { SEVERITIES, type JsonValue } from "../domains/domain.js";
-import type { DomainName } from "../domains/registry.js";
+import { declaredWords, type DomainName } from "../domains/registry.js";
 import { nodeList } from "../text/markdown.js";
 import { branchName, slug, ticketId, type PullKind } from "./branch.js";
 import { groupKey, hash, type DriftGroup, type KnownCause } from "./group.js";
@@ -91,7 +91,7 @@ export function bundleTitle(verb: string, bundle: Bundle): string {
     const [item, ...more] = group!.items;
     const values = more.length
       ? ""
-      : `${show(item!.declared as JsonValue)} → ${show(item!.live as JsonValue)}`;
+      : `${declaredWords(item!) ?? show(item!.declared as JsonValue)} → ${show(item!.live as JsonValue)}`;
     const from = cause ? ` from ${CAUSE_WORDS[cause.kind]}` : "";
     return `${verb} ${group!.domain.name} drift${from} on ${names}: ${groupKey(group!)}${values && values.length <= 80 ? `: ${values}` : ""}`;
   }

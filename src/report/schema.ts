@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { Json, SEVERITIES } from "../domains/domain.js";
 import { Cause, Latent } from "../domains/cause.js";
+import { Holder } from "../domains/holder.js";
 import { DOMAIN_NAMES } from "../domains/registry.js";
 import { SSH_FAILURE_CLASSES } from "../errors.js";
 
@@ -44,6 +45,12 @@ export const DriftItem = z.object({
   cause: Cause.optional(),
   /** Holds now, will not after an event (issue: latent drift). */
   latent: Latent.optional(),
+  /**
+   * Who holds what drifted: an unauthorized listener's processes (pid, name) and the user owning
+   * its socket, as far as the audit user may read them; a holder without a pid is a socket whose
+   * process the audit user may not read (another user's, without `become: sudo`).
+   */
+  holders: z.array(Holder).optional(),
   /**
    * On latent-only items (declared equals live now): `policy.latent`. `ticket` items are reported
    * and ticketed but leave the node clean and the exit code alone; `drift` items count as drift.

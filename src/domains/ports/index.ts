@@ -3,6 +3,7 @@ import { pathIn, type Domain, type Finding } from "../domain.js";
 import { isIPv4, isIPv6 } from "node:net";
 import { canonicalIPv6 } from "../procnet.js";
 import { DEFAULT_SNAPSHOT_OPTIONS } from "../snapshot-options.js";
+import { holdersOf, holderWords } from "./holders.js";
 import { comparePorts, EPHEMERAL_RANGE_FILE, parsePorts, type PortsLive } from "./parse.js";
 
 /**
@@ -85,11 +86,24 @@ export function allowingOwnListener(
   return [...declared, `tcp/${own.port}@${own.address}`];
 }
 
+// One awk reads the socket tables, the ephemeral range and then, on stdin, which process holds
+// which socket inode (`find` prints that for every process whose descriptors the audit user may
+// read). Of each listening socket it sends the fields up to its uid and inode, not the queues and
+// timers after them; of the holders, only those of listening sockets. Process and user names are
+// any bytes but NUL (a newline too): sent as hex.
 const LISTENER_LINES = [
+  'BEGIN { for (i = 1; i < 256; i++) ord[sprintf("%c", i)] = i }',
+  'function hex(s,   i, h) { h = ""; for (i = 1; i <= length(s); i++) h = h sprintf("%02x", ord[substr(s, i, 1)]); return h }',
+  'function user(line,   a) { split(line, a, ":"); if ((a[3] in uids) && !(a[3] in named) && a[1] != "" && length(a[1]) <= 256) { named[a[3]]; print "user: " a[3] " " hex(a[1]) } }',
   `FILENAME == "${EPHEMERAL_RANGE_FILE}" { print FILENAME ": " $1 " " $2; next }`,
+  'FILENAME == "/dev/stdin" { if (NF == 2 && $1 ~ /^\\/proc\\/[0-9]+\\/fd$/ && $2 ~ /^socket:\\[[0-9]+\\]$/) { ino = substr($2, 9, length($2) - 9); pid = substr($1, 7, length($1) - 9); if ((ino in want) && !((pid " " ino) in seen)) { seen[pid " " ino]; print "process: " pid " " ino; pids[pid] } } next }',
   '$1 == "sl" { print FILENAME ": sl "; next }',
-  '$4 == "0A" && FILENAME ~ /tcp/ || $4 == "07" && FILENAME ~ /udp/ { print FILENAME ": " $1 " " $2 " " $3 " " $4 " " }',
+  '$4 == "0A" && FILENAME ~ /tcp/ || $4 == "07" && FILENAME ~ /udp/ { print FILENAME ": " $1 " " $2 " " $3 " " $4 " " $5 " " $6 " " $7 " " $8 " " $9 " " $10; if ($10 ~ /^[0-9]+$/) want[$10]; if ($8 ~ /^[0-9]+$/) uids[$8] }',
+  // The names of the processes found, and of the sockets' users (getent, else /etc/passwd).
+  'END { for (p in pids) { f = "/proc/" p "/comm"; n = 0; name = ""; while ((getline line < f) > 0) name = n++ ? name "\\n" line : line; close(f); if (name != "") print "comm: " p " " hex(name) }',
+  'for (u in uids) list = list " " u; if (list == "") exit; cmd = "getent passwd" list " 2>/dev/null"; while ((cmd | getline line) > 0) user(line); close(cmd); while ((getline line < "/etc/passwd") > 0) user(line) }',
 ].join(" ");
+const HOLDERS_FIND = `find /proc/[0-9]*/fd -mindepth 1 -maxdepth 1 -lname 'socket:\\[*\\]' -printf '%h %l\\n' 2>/dev/null`;
 
 export const ports: Domain<PortsDeclared, PortsLive, "ports"> = {
   name: "ports",
@@ -106,17 +120,19 @@ export const ports: Domain<PortsDeclared, PortsLive, "ports"> = {
       ? `${key} listens on ${hosts}, and networking.listening_ports (the allow-list) does not allow it.`
       : `${key} is in networking.listening_ports, which expects it to listen, but nothing listens on it on ${hosts}.`;
   },
+  declaredWords(item) {
+    return item.live === "listening" ? "not in the allow-list" : undefined;
+  },
   probe() {
     // Every listener is sent, declared or not: the declared list is an allow-list, and anything
     // else listening is drift. One awk over the four socket tables (the IPv6 ones are absent
     // without IPv6) keeps each table's header, to prove it was read, and only listening sockets
-    // (TCP in LISTEN, UDP unconnected), since a busy host has many thousands of connections; of
-    // each it sends the fields the parser reads, not the queues, timers, uid and inode.
+    // (TCP in LISTEN, UDP unconnected), since a busy host has many thousands of connections.
     return [
       "set --",
       'for f in /proc/net/tcp /proc/net/tcp6 /proc/net/udp /proc/net/udp6; do [ -r "$f" ] && set -- "$@" "$f"; done',
       // The ephemeral range, read by the same awk, lets a snapshot allow short-lived loopback ones.
-      `[ $# -eq 0 ] || { [ -r ${EPHEMERAL_RANGE_FILE} ] && set -- "$@" ${EPHEMERAL_RANGE_FILE}; awk '${LISTENER_LINES}' "$@"; }`,
+      `[ $# -eq 0 ] || { [ -r ${EPHEMERAL_RANGE_FILE} ] && set -- "$@" ${EPHEMERAL_RANGE_FILE}; ${HOLDERS_FIND} | awk '${LISTENER_LINES}' "$@" /dev/stdin; }`,
       "true",
     ].join("\n");
   },
@@ -151,15 +167,19 @@ export const ports: Domain<PortsDeclared, PortsLive, "ports"> = {
       const scoped = items.some(
         (item) => item.proto === proto && item.low === Number(number) && item.address !== undefined,
       );
-      for (const key of scoped
-        ? unauthorized.map((a) => `${port}@${a.replace(/^\[(.*)\]$/, "$1")}`)
-        : [port]) {
+      for (const [key, addresses] of scoped
+        ? unauthorized.map((a) => [`${port}@${a.replace(/^\[(.*)\]$/, "$1")}`, [a]] as const)
+        : [[port, unauthorized] as const]) {
+        // Who listens, as far as the audit user may see: the holders say it in the detail too.
+        const holders = holdersOf(live.holders, port, addresses);
+        const shown = scoped ? [key.split("@")[1]] : addresses;
         findings.push({
           key,
           declared: "closed",
           live: "listening",
           path: this.specPath,
-          detail: `listening on ${(scoped ? [key.split("@")[1]] : unauthorized).join(", ")}`,
+          detail: `listening on ${shown.join(", ")}${holders.length ? ` (${holderWords(holders)})` : ""}`,
+          ...(holders.length > 0 && { holders }),
         });
       }
     }

@@ -1,6 +1,7 @@
 // Ordering and value rendering shared by the human-facing formats, so they agree.
 import type { Latent } from "../../domains/cause.js";
 import { SEVERITIES, type Severity } from "../../domains/domain.js";
+import { declaredWords } from "../../domains/registry.js";
 import type { DriftItem, NodeResult } from "../schema.js";
 
 export function severityRank(severity: Severity): number {
@@ -36,6 +37,14 @@ export function compactValue(value: unknown, maxChars = Infinity): string {
         ? value
         : JSON.stringify(value);
   return text.length > maxChars ? `${text.slice(0, Math.max(0, maxChars - 1))}…` : text;
+}
+
+/**
+ * An item's declared value as an operator reads it: in its domain's words where the raw value
+ * would mislead (an unauthorized port is "not in the allow-list", not "closed").
+ */
+export function compactDeclared(item: DriftItem, maxChars = Infinity): string {
+  return declaredWords(item) ?? compactValue(item.declared, maxChars);
 }
 
 /**

@@ -4,7 +4,7 @@
 import { append } from "../../collections.js";
 import type { RunnerEscapes } from "../../text/escape.js";
 import type { DriftItem, NodeResult } from "../schema.js";
-import { compactValue, compareDrift, compareText } from "./common.js";
+import { compactDeclared, compactValue, compareDrift, compareText } from "./common.js";
 import type { Renderer } from "./format.js";
 
 interface TestCase {
@@ -80,14 +80,14 @@ function driftCase(node: NodeResult, item: DriftItem): TestCase {
     classname: `${node.name}.${item.domain}`,
     seconds: 0,
   };
-  const summary = `declared ${compactValue(item.declared, 200)}, live ${compactValue(item.live, 200)}`;
+  const summary = `declared ${compactDeclared(item, 200)}, live ${compactValue(item.live, 200)}`;
   // Tracked drift (an open ticket or a waiver) is skipped, not failed: CI stays red only for news.
   if (item.acknowledged) {
     const by = item.acknowledgedBy ? ` by ${item.acknowledgedBy}` : "";
     return { ...base, outcome: { element: "skipped", message: `acknowledged${by}: ${summary}` } };
   }
   const body = [
-    `declared: ${compactValue(item.declared)}`,
+    `declared: ${compactDeclared(item)}`,
     `live: ${compactValue(item.live)}`,
     ...(item.detail ? [item.detail] : []),
     `declared at ${item.source.file}:${item.source.line}`,

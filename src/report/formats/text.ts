@@ -5,6 +5,7 @@ import type { Severity } from "../../domains/domain.js";
 import { visible } from "../../text/escape.js";
 import {
   acknowledgedPart,
+  compactDeclared,
   compactValue,
   willBecome,
   compareDrift,
@@ -206,7 +207,7 @@ function renderNode(node: NodeResult, options: RenderOptions, paint: Paint): str
 
 function renderItem(item: DriftItem, options: RenderOptions, paint: Paint): string[] {
   const width = options.verbose ? Infinity : VALUE_CHARS;
-  const declared = visible(compactValue(item.declared, width));
+  const declared = visible(compactDeclared(item, width));
   const live = visible(compactValue(item.live, width));
   const tag = paint(SEVERITY_STYLE[item.severity], `[${item.severity}]`);
   const mark = item.acknowledged ? ` ${paint(["dim"], "(acknowledged)")}` : "";

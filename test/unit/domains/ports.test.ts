@@ -42,7 +42,9 @@ test("an undeclared listener is unauthorized; a declared port not listening is d
         declared: "closed",
         live: "listening",
         path: ["networking", "listening_ports"],
-        detail: "listening on 0.0.0.0",
+        // The captured tables give each socket's uid; no process was readable, no user named.
+        detail: "listening on 0.0.0.0 (process unknown, uid 0)",
+        holders: [{ uid: 0 }],
       },
     ],
   );
@@ -56,7 +58,7 @@ test("an undeclared listener is unauthorized; a declared port not listening is d
       "udp/53 listening on 0.0.0.0, [::]",
       "udp/123 listening on [::]",
       "udp/323 listening on 127.0.0.1",
-    ],
+    ].map((line) => `${line} (process unknown, uid 0)`),
   );
 });
 
@@ -151,8 +153,8 @@ test("scoped items allow a port on one address only, loopback wildcards and rang
     findings.map((f) => [f.key, f.live, f.detail]),
     [
       ["tcp/8080@10.0.0.5", "closed", "listening only on 0.0.0.0"],
-      ["tcp/22@::", "listening", "listening on ::"],
-      ["tcp/8080@0.0.0.0", "listening", "listening on 0.0.0.0"],
+      ["tcp/22@::", "listening", "listening on :: (process unknown, uid 0)"],
+      ["tcp/8080@0.0.0.0", "listening", "listening on 0.0.0.0 (process unknown, uid 0)"],
     ],
   );
   // Accepting a scoped listener adds exactly that address, so the next audit is clean for it.
@@ -164,7 +166,7 @@ test("scoped items allow a port on one address only, loopback wildcards and rang
   );
 });
 
-test("the host sends each listener's address, port and state only, and every captured host reads the same", async () => {
+test("the host sends each listener's address, port, state, uid and inode only, and every captured host reads the same", async () => {
   for (const name of ["many-listeners.txt", "no-ipv6.txt", "one-listener.txt"]) {
     const captured = fixture("ports", name);
     // A connection and a closed TCP socket beside the listeners: never sent.
@@ -181,7 +183,12 @@ test("the host sends each listener's address, port and state only, and every cap
     assert.ok(range && range.low <= range.high, name);
     const sent = run.stdout.split("\n").filter((line) => line.startsWith("/proc/net/"));
     assert.deepEqual(
-      sent.filter((line) => !/^\/proc\/net\/(tcp|udp)6?: (sl|\d+: \S+ \S+ (0A|07)) $/.test(line)),
+      sent.filter(
+        (line) =>
+          !/^\/proc\/net\/(tcp|udp)6?: (sl |\d+: \S+ \S+ (0A|07) \S+ \S+ \S+ \d+ \d+ \d+)$/.test(
+            line,
+          ),
+      ),
       [],
     );
     assert.ok(!sent.some((line) => /:0016 0100007F:D431|:1F91 /.test(line)), sent.join("\n"));
@@ -230,6 +237,49 @@ test("a snapshot allows loopback-only listeners in the ephemeral range by one ru
     assert.throws(
       () => parsePorts(`${header}\n/proc/sys/net/ipv4/ip_local_port_range: ${bad}`),
       ProbeParseError,
+      bad,
+    );
+});
+
+test("a listener names the processes holding its socket and the socket's user; names are host bytes, sent as hex", () => {
+  const hex = (text: string) => Buffer.from(text, "utf8").toString("hex");
+  const hostile = "<!--@a::\u001b[31m\nx";
+  const live = parsePorts(
+    [
+      "/proc/net/tcp:  sl  local_address",
+      // tcp/9999 (uid 33, two processes), tcp/8080 (uid 0, no readable process), tcp/22 (uid 7).
+      "/proc/net/tcp: 0: 00000000:270F 00000000:0000 0A 00000000:00000000 00:00000000 00000000 33 0 501",
+      "/proc/net/tcp: 1: 00000000:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000 0 0 502",
+      "/proc/net/tcp: 2: 00000000:0016 00000000:0000 0A 00000000:00000000 00:00000000 00000000 7 0 503",
+      "process: 123 501",
+      "process: 124 501",
+      "process: 77 503",
+      `comm: 123 ${hex(hostile)}`,
+      `comm: 124 ${hex("nginx")}`,
+      `user: 33 ${hex("www-data")}`,
+      `user: 0 ${hex("root")}`,
+    ].join("\n"),
+  );
+  assert.deepEqual(
+    ports.compare([], live).map((f) => [f.key, f.detail, f.holders]),
+    [
+      // pid 77's name did not come (it exited): its pid is known, its name is not.
+      ["tcp/22", "listening on 0.0.0.0 (name unknown, pid 77, uid 7)", [{ pid: 77, uid: 7 }]],
+      ["tcp/8080", "listening on 0.0.0.0 (process unknown, user root)", [{ uid: 0, user: "root" }]],
+      [
+        "tcp/9999",
+        `listening on 0.0.0.0 (${hostile}, pid 123, user www-data; nginx, pid 124, user www-data)`,
+        [
+          { pid: 123, name: hostile, uid: 33, user: "www-data" },
+          { pid: 124, name: "nginx", uid: 33, user: "www-data" },
+        ],
+      ],
+    ],
+  );
+  for (const bad of ["comm: 1 zz", "comm: 1 abc", "process: x 501", "user: 0 "])
+    assert.throws(
+      () => parsePorts(`/proc/net/tcp:  sl  local_address\n${bad}`),
+      /unexpected line/,
       bad,
     );
 });

@@ -112,7 +112,13 @@ test("pipes, backticks and newlines in values cannot break the table", () => {
   const md = renderMarkdown(loadFleetReport(), options);
   const motd = section(md, "High drift").find((r) => r[2] === "`/etc/motd`")!;
   assert.equal(codeText(motd[3]!), '"Authorized use only | ops `on-call`\\n"');
-  assert.equal(codeText(motd[4]!), '"\\u001b[31mOWNED\\u001b[0m | see `id`\\n"');
+  // The live value, then its detail, each a code span of its own.
+  const [live, detail] = motd[4]!.split(/ \((?=`[^`]*`\)$)/);
+  assert.equal(codeText(live!), '"\\u001b[31mOWNED\\u001b[0m | see `id`\\n"');
+  assert.equal(
+    codeText(detail!.slice(0, -1)),
+    'content mismatch for file "/etc/motd" <changed by hand>',
+  );
 
   const report = loadFleetReport();
   const node = report.nodes[0]!;

@@ -73,6 +73,9 @@ describe("body: what reviewers read", () => {
       /drift on 1 node: `tcp\/9999` listens on the host, and networking\.listening_ports \(the allow-list\) does not allow it\./,
     );
     assert.doesNotMatch(listener, /is declared `closed`/);
+    // The table too: nothing declares the port closed.
+    assert.match(listener, /\| `tcp\/9999` \| `not in the allow-list` \| `listening` \|/);
+    assert.doesNotMatch(listener, /`closed`/);
     assert.match(
       body(item("tcp/443", "listening", "closed")),
       /`tcp\/443` is in networking\.listening_ports, which expects it to listen, but nothing listens on it on the host\./,
