@@ -107,6 +107,28 @@ describe("lifting repeated overrides", () => {
     assert.deepEqual(await effectiveChanges(before, merged(before, pr.files)), []);
   });
 
+  it("a single value of any domain: a package's version, the kernel release", async () => {
+    const pinned = (version: string, kernel?: string) =>
+      `groups: [app]\npackages:\n  installed_manifest:\n    nginx: ${version}\n${kernel ? `system:\n  kernel_version: ${kernel}\n` : ""}`;
+    const before = {
+      [GROUP]:
+        "packages:\n  installed_manifest:\n    nginx: 1.22.1-9\nsystem:\n  kernel_version: 6.1.0-28-amd64\n",
+      "nodes/app-01.yaml": pinned("1.24.0-2", "6.1.0-31-amd64"),
+      "nodes/app-02.yaml": pinned("1.24.0-2", "6.1.0-31-amd64"),
+      "nodes/app-03.yaml": "groups: [app]\n",
+    };
+    const [pr, ...rest] = lifts(await planOnTree(before, {}));
+    assert.equal(rest.length, 0);
+    assert.ok(pr);
+    assert.match(pr.title, /: packages nginx and 1 more$/);
+    assert.equal(
+      pr.files[`${PREFIX}/${GROUP}`],
+      "packages:\n  installed_manifest:\n    nginx: 1.24.0-2\nsystem:\n  kernel_version: 6.1.0-31-amd64\n",
+    );
+    assert.equal(pr.files[`${PREFIX}/nodes/app-01.yaml`], "groups: [app]\n");
+    assert.deepEqual(await effectiveChanges(before, merged(before, pr.files)), []);
+  });
+
   it("not most, or a single override: nothing to lift", async () => {
     assert.deepEqual(await planOnTree(tree([60, 60, 60, undefined, undefined, undefined]), {}), []);
     assert.deepEqual(await planOnTree(tree([60, undefined]), {}), []);
