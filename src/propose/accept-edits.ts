@@ -253,7 +253,7 @@ function editSharedFile(
 }
 
 /** Each edited file's new text. */
-function editedFiles(
+export function editedFiles(
   edits: ReadonlyMap<string, DeclaredChange[]>,
   files: ReadonlyMap<string, string>,
   lists: SpecListShapes,

@@ -23,7 +23,7 @@ export const MAX_TITLE_CHARS = 200;
 
 export const PullMarker = z.object({
   v: z.literal(MARKER_VERSION),
-  kind: z.enum(["accept", "ticket", "resolve"]),
+  kind: z.enum(["accept", "ticket", "resolve", "lift"]),
   signature: z.string(),
   /**
    * The drift's domain: a partial (`--category`) audit only decides about PRs of the domains it
@@ -82,7 +82,9 @@ export function parseMarker(
       : marker.kind === "ticket"
         ? marker.ticket === ticketId(from.domain, from.slug, from.identity) &&
           from.identity.startsWith(marker.signature)
-        : marker.ticket === from.identity;
+        : marker.kind === "lift"
+          ? marker.signature === from.identity
+          : marker.ticket === from.identity;
   return agrees ? marker : undefined;
 }
 
@@ -128,6 +130,7 @@ const MEANING = {
     "**Merging records a remediation ticket**: the operator commits to bring the hosts back to the declared state. While the ticket is open, this drift is reported as acknowledged and opens no new PR. When the drift is gone, Quartermaster proposes resolving the ticket.\n\n**Closing** without merging leaves the drift unacknowledged: it stays in every audit report, and this ticket is not proposed again.",
   resolve:
     "**Merging marks the ticket resolved** and moves it to `remediations/resolved/`: the drift it named is no longer present on any of its nodes.",
+  lift: "**Merging lifts repeated overrides into the shared file**: no node's effective declared state changes (`quartermaster manifest-diff` shows none), there are only fewer overrides to keep.\n\n**Closing** without merging keeps the overrides as they are, and this lift is not proposed again for the same nodes.",
 } as const;
 
 /** The earliest first sighting among `items`, when the report knows any (a time, no host text). */
@@ -166,6 +169,8 @@ export function pullBody(input: BodyInput): string {
     head.push(
       `Remediation ticket ${codeSpan(t.id)} (${t.domain} ${codeSpan(t.key, VALUE_CHARS)}) is no longer needed: every node it names (${nodeSpans(t.nodes)}) was audited and the drift is gone.`,
     );
+  } else if (input.kind === "lift") {
+    head.push(...(input.notes ?? []));
   } else if (first) {
     const on = `on ${nodeCount} node${nodeCount === 1 ? "" : "s"}`;
     head.push(

@@ -1,7 +1,7 @@
 import { DOMAIN_NAMES, type DomainName } from "../domains/registry.js";
 
-export type PullKind = "accept" | "ticket" | "resolve";
-const KINDS: readonly string[] = ["accept", "ticket", "resolve"];
+export type PullKind = "accept" | "ticket" | "resolve" | "lift";
+const KINDS: readonly string[] = ["accept", "ticket", "resolve", "lift"];
 
 export const BRANCH_PREFIX = "quartermaster--";
 
@@ -26,7 +26,10 @@ export interface BranchIdentity {
   kind: PullKind;
   domain: DomainName;
   slug: string;
-  /** The drift signature (accept), signature and number (ticket), or ticket id (resolve). */
+  /**
+   * The drift signature (accept), signature and number (ticket), ticket id (resolve), or the hash of
+   * the lifted values' file and paths (lift).
+   */
   identity: string;
 }
 

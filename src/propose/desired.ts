@@ -25,13 +25,21 @@ import {
   type Bundle,
 } from "./bundle.js";
 import { combineNear } from "./combine.js";
-import { bundleGroups, groupDrift, itemSignature, type DriftGroup } from "./group.js";
+import {
+  bundleGroups,
+  groupDrift,
+  hash,
+  itemSignature,
+  ownersOf,
+  type DriftGroup,
+} from "./group.js";
+import { liftEdits, repeatedOverrides, type Lift } from "./lift.js";
 import { ManifestEditError } from "../errors.js";
 import { applyChanges } from "../manifest/edit/apply.js";
 import type { SpecListShapes } from "../manifest/lists.js";
 import type { Report } from "../report/schema.js";
 import type { Covered, PlanInput } from "./plan-input.js";
-import { nodeList } from "../text/markdown.js";
+import { nodeList, nodeSpans } from "../text/markdown.js";
 import { buildProposal, proposalKey, type Proposal, type PullContent } from "./proposal.js";
 import type { ExistingPull } from "./pulls.js";
 import { ticketFor, ticketIdentity, ticketsPastDue, ticketYaml } from "./ticket.js";
@@ -97,6 +105,9 @@ export function desiredPulls(
     ...proposed.flatMap((bundle) => bundleProposals(bundle, context, !bundles.includes(bundle))),
     ...resolveProposals(context, covered),
   ];
+  proposals.push(
+    ...liftProposals(context, new Set(proposals.flatMap((p) => Object.keys(p.files)))),
+  );
   return proposals.map((proposal) => buildProposal(proposal, input.labels ?? [], input.files));
 }
 
@@ -347,6 +358,68 @@ function resolveProposals(context: Context, covered: Covered): Proposal[] {
     });
   }
   return proposals;
+}
+
+/**
+ * One PR per shared file lifting the values most of its takers override alike (lift.ts). A lift
+ * waits while another PR of this run edits one of its files: merging either would leave the other
+ * unmergeable, and the lift is found again once that one is merged.
+ */
+function liftProposals(context: Context, busy: ReadonlySet<string>): Proposal[] {
+  const { input } = context;
+  const byFile = new Map<string, Lift[]>();
+  for (const lift of repeatedOverrides(input.nodes, context.dependants))
+    append(byFile, lift.file, lift);
+  return [...byFile.values()].flatMap((lifts): Proposal[] => {
+    let files: Record<string, string>;
+    try {
+      files = liftEdits(lifts, input.files, context.lists);
+    } catch (error) {
+      // Nothing drifted: an edit the manifest cannot take is only a lift not proposed.
+      if (!(error instanceof ManifestEditError)) throw error;
+      return [];
+    }
+    if (Object.keys(files).some((file) => busy.has(file))) return [];
+    const [first] = lifts as [Lift, ...Lift[]];
+    const moved = lifts.flatMap((l) => [...l.carriers, ...l.keepers]);
+    const nodes = [...new Set(moved.map((n) => n.name))].sort();
+    const domains = [...new Set(lifts.map((l) => l.domain.name))];
+    const key = String(first.path.at(-1));
+    const identity = hash(JSON.stringify([first.file, ...lifts.map((l) => l.path)]), 16);
+    const branch = branchName("lift", domains[0]!, key, identity);
+    if (context.declined.has(proposalKey(branch, nodes))) return [];
+    const more = lifts.length > 1 ? ` and ${lifts.length - 1} more` : "";
+    return [
+      {
+        kind: "lift",
+        branch,
+        title: `Lift repeated overrides into ${first.file}: ${domains[0]!} ${key}${more}`,
+        about: {
+          signature: identity,
+          domain: domains[0]!,
+          ...(domains.length > 1 && { domains }),
+          nodes,
+          detected: context.openOn(branch)?.marker?.detected ?? input.report.startedAt,
+        },
+        files,
+        labels: [],
+        owners: [...new Set(moved.flatMap(ownersOf))].sort(),
+        body: { group: [], notes: lifts.map(liftNote) },
+      },
+    ];
+  });
+}
+
+const shown = (value: unknown) =>
+  codeSpan(typeof value === "string" ? value : JSON.stringify(value));
+
+/** What a lift does, for the reviewer: manifest text only in code spans. */
+function liftNote(lift: Lift): string {
+  const { file, path: at, from, to, carriers, keepers, takers } = lift;
+  const kept = keepers.length
+    ? `; the other ${keepers.length} taking it from there (${nodeSpans(keepers.map((n) => n.name))}) keep ${shown(from)} in their own files`
+    : "";
+  return `${codeSpan(file)} declares ${codeSpan(String(at.at(-1)))} as ${shown(from)} for ${takers} nodes, and ${carriers.length} of them override it with ${shown(to)} in their own files (${nodeSpans(carriers.map((n) => n.name))}): the shared file now declares ${shown(to)} and those overrides are removed${kept}.`;
 }
 
 /**

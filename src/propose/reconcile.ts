@@ -75,7 +75,9 @@ export function reconcile(
       comment:
         pull.marker!.kind === "resolve"
           ? "The drift this ticket names is back or the ticket changed; closing this resolve proposal."
-          : `This drift is no longer present on ${nodeSpans(pull.marker!.nodes)} (or is now waived or ticketed); closing.`,
+          : pull.marker!.kind === "lift"
+            ? "Most of these nodes no longer carry the same override (or the shared file changed); closing this lift."
+            : `This drift is no longer present on ${nodeSpans(pull.marker!.nodes)} (or is now waived or ticketed); closing.`,
     });
   }
   return actions;

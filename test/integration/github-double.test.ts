@@ -577,7 +577,7 @@ describe("GitHub double", () => {
       octokit.rest.pulls.merge({ ...repo, pull_number: right.number, request: { retries: 0 } }),
     );
     assert.equal(refused.status, 405);
-    assert.match(refused.message, /Merge conflict/);
+    assert.match(refused.message, /Pull Request is not mergeable/);
     await octokit.rest.pulls.update({ ...repo, pull_number: right.number, state: "closed" });
   });
 

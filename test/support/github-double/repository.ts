@@ -718,7 +718,7 @@ export class RepositoryState {
       sha = head;
     } else {
       const tree = await this.repo.mergedTree(base, head);
-      if (!tree) throw new ApiError(405, "Merge conflict");
+      if (!tree) throw new ApiError(405, "Pull Request is not mergeable");
       const title =
         options.commit_title ??
         (method === "squash"
