@@ -1,8 +1,9 @@
 import type { ProbeContext } from "../../domains/domain.js";
 
 // What the host recorded about changes, read in the audit's own round trip without root: the boot
-// time, package transactions since the node's last audit, which package ships each declared file
-// (with its md5), and the mtime and owner of each declared file and enablement link.
+// time, package transactions since the node's last audit (dpkg's and apt's logs; rpm's database),
+// which package ships each declared file (with the digest it recorded), and the mtime and owner of
+// each declared file and enablement link.
 
 /** The declared names the cause probe looks up: nothing else of the host's records is sent. */
 export interface CauseTargets {
@@ -49,6 +50,20 @@ const APT_HISTORY = [
   `k && /^End-Date: / { if (ran(st, $2 " " $3)) printf "%s%s\\n", b, substr($0, 1, ${LINE_CHARS}); k = 0 }`,
   'END { if (k && ran(st, "9")) printf "%s", b }',
 ].join(" ");
+
+// rpm keeps no log, but each installed package's time and transaction (INSTALLTID): one line per
+// installed instance of a declared package or of the owner of a declared file.
+const RPM_PACKAGE = "%{NAME} %{INSTALLTIME} %{INSTALLTID} %{EPOCH}:%{VERSION}-%{RELEASE}";
+// `rpm -qf` prints each owner's header, then every file of it with its digest: only the lines of
+// declared paths are sent, each after its owner's header (a package may ship thousands of files).
+const RPM_OWNED = [
+  'BEGIN { n = split(qm_f, l, "\\n"); for (i = 1; i <= n; i++) f[l[i]] = 1 }',
+  "/^[^ \\/]+ [0-9]+ [0-9]+ [^ ]+ [^ ]+$/ { h = $0; next }",
+  'h != "" && (substr($0, index($0, " ") + 1) in f) { print h, $0 }',
+].join(" ");
+// The rpm database, found as the packages domain finds it: no dpkg or apk database, and rpm's files.
+const RPM_HOST =
+  "[ ! -f /var/lib/dpkg/status ] && [ ! -f /lib/apk/db/installed ] && { [ -d /var/lib/rpm ] || [ -d /usr/lib/sysimage/rpm ]; } && command -v rpm >/dev/null 2>&1";
 
 /** `text` as an extended regular expression matching only itself. */
 const ere = (text: string) => text.replace(/[.[\]*^$+?(){}|\\]/g, "\\$&");
@@ -112,6 +127,31 @@ export function causeProbe(targets: CauseTargets, ctx: ProbeContext): string {
       `[ -z "$ev" ] || printf '%s\\n' "$ev"`,
       ctx.mark("apt-history"),
       `[ -n "$ev" ] && [ -r /var/log/apt/history.log ] && tail -c ${LOG_TAIL_BYTES} /var/log/apt/history.log | awk -v s="$s" -v qm_t="$ev" '${APT_HISTORY}'`,
+    );
+  if (targets.packages.length || targets.files.length)
+    lines.push(
+      `if ${RPM_HOST}; then`,
+      ...(targets.packages.length
+        ? [
+            ctx.mark("rpm"),
+            `rpm -q --qf '${RPM_PACKAGE}\\n' -- ${targets.packages.map(q).join(" ")} 2>/dev/null`,
+          ]
+        : []),
+      ...(targets.files.length
+        ? [
+            ctx.mark("rpm-owned"),
+            `ro=$(rpm -qf --qf '${RPM_PACKAGE} %{FILEDIGESTALGO}\\n[%{FILEDIGESTS} %{FILENAMES}\\n]' -- ${files} 2>/dev/null | awk -v qm_f=${q(targets.files.join("\n"))} '${RPM_OWNED}')`,
+            `[ -z "$ro" ] || printf '%s\\n' "$ro"`,
+            ctx.mark("sha256"),
+            // rpm records sha256 digests (its algorithm 8) since RHEL 6: those files are hashed again.
+            "set --",
+            ...targets.files.map(
+              (f) => `case "$ro" in *${q(` ${f}`)}*) set -- "$@" ${q(f)};; esac`,
+            ),
+            '[ $# -eq 0 ] || sha256sum -- "$@" 2>/dev/null',
+          ]
+        : []),
+      "fi",
     );
   lines.push("true");
   return lines.join("\n");
