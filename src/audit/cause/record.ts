@@ -71,6 +71,12 @@ function parseOffset(text: string): number | undefined {
 const lines = (text: string | undefined) => (text ?? "").split("\n").filter((l) => l !== "");
 const version = (v: string) => (v === "<none>" ? undefined : v);
 
+const DIGESTS = [
+  ["md5", 32],
+  ["sha256", 64],
+  ["sha1", 40],
+] as const;
+
 // rpm's record of an installed instance: name, INSTALLTIME, INSTALLTID, epoch:version-release.
 const RPM_PACKAGE = /^(\S+) (\d{1,12}) (\d{1,12}) (\(none\)|\d{1,10}):(\S+)$/;
 // rpm's digest algorithm 8 (PGPHASHALGO_SHA256) is the one whose digests the probe computes.
@@ -110,10 +116,6 @@ function readRpm(byLabel: Map<string, string>, record: HostRecord, since: number
     owners.set(m[4]!, list);
     list.push({ package: event.name, ...(m[2] === "8" && m[3] && { digest: m[3] }) });
   }
-  for (const line of lines(byLabel.get("sha256"))) {
-    const m = /^([0-9a-f]{64}) [ *](\/.*)$/.exec(line);
-    if (m) record.digest.set(m[2]!, m[1]!);
-  }
   // A path two packages ship: the one whose digest the live file has, else the first.
   for (const [path, list] of owners)
     record.owned.set(path, list.find((o) => o.digest === record.digest.get(path)) ?? list[0]!);
@@ -141,10 +143,20 @@ export function parseHostRecord(parts: [string, string][], since?: number): Host
     else if (shipped)
       record.owned.set(`/${shipped[3]}`, { package: shipped[1]!, digest: shipped[2]! });
   }
-  for (const line of lines(byLabel.get("md5"))) {
-    // md5sum escapes a name holding a backslash or newline with a leading `\`: not a declared path.
-    const m = /^([0-9a-f]{32}) [ *](\/.*)$/.exec(line);
-    if (m) record.digest.set(m[2]!, m[1]!);
+  // The live digests: dpkg's md5, rpm's sha256, apk's sha1. md5sum and its kin escape a name
+  // holding a backslash or newline with a leading `\`: not a declared path.
+  for (const [label, hex] of DIGESTS)
+    for (const line of lines(byLabel.get(label))) {
+      const m = /^([0-9a-f]+) [ *](\/.*)$/.exec(line);
+      if (m?.[1]!.length === hex) record.digest.set(m[2]!, m[1]);
+    }
+  for (const line of lines(byLabel.get("apk-owned"))) {
+    const m = /^(\S+) ([A-Za-z0-9+/]{27}=) (\/.*)$/.exec(line);
+    if (m && !record.owned.has(m[3]!))
+      record.owned.set(m[3]!, {
+        package: m[1]!,
+        digest: Buffer.from(m[2]!, "base64").toString("hex"),
+      });
   }
   for (const line of lines(byLabel.get("stat"))) {
     const m = /^(\d{1,12}) (\S+) (\/.*)$/.exec(line);

@@ -2,7 +2,16 @@
 // and turned into causes. Only a record that explains the live value names a cause.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, it } from "node:test";
@@ -299,6 +308,74 @@ describe("causes from an rpm host's records", () => {
       assert.equal(host.digest.size, 0);
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("causes on an apk host (busybox userland)", () => {
+  it("a file with the sha1 apk recorded is unknown (apk records no time); other contents a local edit", (t) => {
+    if (process.getuid?.() !== 0 || !existsSync("/bin/busybox"))
+      return t.skip("needs root (chroot) and busybox");
+    const root = mkdtempSync(path.join(tmpdir(), "qm-cause-apk-"));
+    try {
+      mkdirSync(path.join(root, "bin"));
+      mkdirSync(path.join(root, "etc"));
+      mkdirSync(path.join(root, "dev"));
+      execFileSync("/usr/bin/mknod", ["-m", "666", path.join(root, "dev/null"), "c", "1", "3"]);
+      mkdirSync(path.join(root, "lib/apk/db"), { recursive: true });
+      copyFileSync("/bin/busybox", path.join(root, "bin/busybox"));
+      // A link per applet, as Alpine has: without /proc busybox's shell cannot find itself.
+      const applets = execFileSync("/bin/busybox", ["--list"]).toString().split("\n");
+      for (const applet of applets.filter((a) => a && a !== "busybox"))
+        symlinkSync("busybox", path.join(root, "bin", applet));
+      const sha1 = (text: string) => createHash("sha1").update(text).digest("base64");
+      writeFileSync(
+        path.join(root, "lib/apk/db/installed"),
+        [
+          "C:Q1abc=",
+          "P:qm-apk",
+          "V:1.1-r0",
+          "F:etc",
+          "R:qm-apk.conf",
+          "a:0:0:644",
+          `Z:Q1${sha1("level = 2\n")}`,
+          "R:qm-edit.conf",
+          `Z:Q1${sha1("port = 80\n")}`,
+          "",
+          "P:other",
+          "F:usr/bin",
+          "R:qm-apk.conf",
+          `Z:Q1${sha1("x")}`,
+          "",
+        ].join("\n"),
+      );
+      writeFileSync(path.join(root, "etc/qm-apk.conf"), "level = 2\n");
+      writeFileSync(path.join(root, "etc/qm-edit.conf"), "port = 8080\n");
+      writeFileSync(path.join(root, "etc/qm-own.conf"), "mine\n");
+      const files = ["/etc/qm-apk.conf", "/etc/qm-edit.conf", "/etc/qm-own.conf"];
+      const ctx = probeContext(N, 1024);
+      const section = execFileSync("/usr/sbin/chroot", [root, "/bin/sh", "-s"], {
+        input: `QM_SINCE=\nQM_N=${N}\n${causeProbe({ packages: ["qm-apk"], files, units: [] }, ctx)}`,
+        env: { PATH: "/bin" },
+      }).toString();
+      const host = parseHostRecord(parseContext(N).parts(section));
+      assert.deepEqual(
+        [...host.owned.keys()].sort(),
+        ["/etc/qm-apk.conf", "/etc/qm-edit.conf"],
+        section,
+      );
+      const [shipped, edited, own, pkg] = attachCauses(
+        [...files.map((f) => item("files", f, "x")), item("packages", "qm-apk", "1.1-r0")],
+        host,
+        { node: "alpine-01" },
+      ).map((i) => i.cause!);
+      assert.equal(shipped!.kind, "unknown");
+      assert.equal(edited!.kind, "file-edit");
+      assert.match(edited!.evidence, /a local edit of qm-apk's file$/);
+      assert.equal(own!.kind, "file-edit");
+      assert.equal(pkg!.kind, "unknown");
+    } finally {
+      rmSync(root, { recursive: true, force: true });
     }
   });
 });
