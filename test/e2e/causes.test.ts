@@ -78,16 +78,23 @@ async function buildDeb(name: string, version: string, conf?: string): Promise<s
   return deb;
 }
 
-const spec = [
-  "packages:",
-  '  installed_manifest: { qm-demo: "1.0", qm-extra: "*" }',
-  "files:",
-  `  - { path: ${CONF}, contents: "level = 1\\n" }`,
-  `  - { path: ${APP}, contents: "port = 80\\n" }`,
-  "system:",
-  "  kernel_version: 0.0.0-declared",
-  "",
-].join("\n");
+/** A node spec declaring `packages` (a YAML flow map) and each file's contents, then `more`. */
+const declare = (packages: string, files: Record<string, string>, more: string[] = []) =>
+  [
+    "packages:",
+    `  installed_manifest: ${packages}`,
+    "files:",
+    ...Object.entries(files).map(
+      ([f, text]) => `  - { path: ${f}, contents: ${JSON.stringify(text)} }`,
+    ),
+    ...more,
+    "",
+  ].join("\n");
+const spec = declare(
+  '{ qm-demo: "1.0", qm-extra: "*" }',
+  { [CONF]: "level = 1\n", [APP]: "port = 80\n" },
+  ["system:", "  kernel_version: 0.0.0-declared"],
+);
 
 before(async () => {
   work = await mkdtemp(path.join(tmpdir(), "qm-causes-e2e-"));
@@ -141,14 +148,10 @@ before(async () => {
           `groups: [${n.slice(0, n.indexOf("-"))}]\n`,
         ]),
       ),
-      [`fleet-manifests/nodes/${RPM_HOST}.yaml`]: [
-        "packages:",
-        '  installed_manifest: { qm-rpm: "1.0-1" }',
-        "files:",
-        `  - { path: ${RPM_CONF}, contents: "level = 1\\n" }`,
-        `  - { path: ${RPM_APP}, contents: "port = 80\\n" }`,
-        "",
-      ].join("\n"),
+      [`fleet-manifests/nodes/${RPM_HOST}.yaml`]: declare('{ qm-rpm: "1.0-1" }', {
+        [RPM_CONF]: "level = 1\n",
+        [RPM_APP]: "port = 80\n",
+      }),
       [`fleet-manifests/nodes/${APP_HOST}.yaml`]:
         "systemd:\n  units:\n    - { name: qm-old.service, enabled: true }\n    - { name: qm-new.service, enabled: false }\n",
     },
