@@ -302,7 +302,7 @@ export async function auditNode(
     // A host that leaves its records out (an old or filtered probe) hides nothing but causes:
     // every item's is then unknown.
     const record = probe.sections.get("cause");
-    const host = parseHostRecord(record ? parse.parts(record.output) : []);
+    const host = parseHostRecord(record ? parse.parts(record.output) : [], cause.since);
     const { history, ...since } = cause;
     result.drift = attachCauses(result.drift, host, { node: node.name, ...since, ...history });
     if (history)

@@ -1,8 +1,10 @@
 // Drift causes end to end: five real sshd hosts, each with its own dpkg database, logs and /etc
-// (private overlays), audited and proposed through the CLI against the git server and the GitHub
-// double. Between the two runs the hosts change as an operator or the OS changes them: `apt-get
-// install` and `dpkg -i` of a local .deb (its conffile replaced by the upgrade), `dpkg -r`, `sed -i`
-// on a managed file, a reboot. Run 2 must name each change's cause, and never a wrong one.
+// (private overlays), a systemd host and an rpm host, audited and proposed through the CLI against
+// the git server and the GitHub double. Between the two runs the hosts change as an operator or the
+// OS changes them: `apt-get install` and `dpkg -i` of a local .deb (its conffile replaced by the
+// upgrade), `dpkg -r`, `rpm -U` of a local .rpm (its config file replaced), `sed -i` on a managed
+// file (rpm-shipped ones included), a reboot. Run 2 must name each change's cause, and never a
+// wrong one.
 import assert from "node:assert/strict";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -12,7 +14,13 @@ import { execa } from "execa";
 import { Report } from "../../src/report/schema.js";
 import { runCli } from "../support/cli.js";
 import { startForge, type TestForge } from "../support/forge.js";
-import { AUDIT_USER, startFleet, type TestFleet } from "../support/hosts.js";
+import {
+  AUDIT_USER,
+  buildRpm,
+  startFleet,
+  type RpmPackage,
+  type TestFleet,
+} from "../support/hosts.js";
 
 const TOKEN = "ghs_causes_e2e";
 const OWNER = "acme";
@@ -25,6 +33,19 @@ const unit = (name: string) =>
   `[Unit]\nDescription=${name}\nDefaultDependencies=no\n\n[Service]\nExecStart=/bin/sleep infinity\n\n[Install]\nWantedBy=multi-user.target\n`;
 const CONF = "/etc/qm-demo/demo.conf";
 const APP = "/etc/qm-app.conf";
+// An rpm host (RHEL-like): its package ships a config file the upgrade replaces and one edited.
+const RPM_HOST = "rhel-01";
+const RPM_CONF = "/etc/qm-rpm/rpm.conf";
+const RPM_APP = "/etc/qm-rpm/app.conf";
+const rpmPackage = (version: string, level: string): RpmPackage => ({
+  name: "qm-rpm",
+  version,
+  release: "1",
+  files: {
+    [RPM_CONF]: { contents: `level = ${level}\n`, config: true },
+    [RPM_APP]: { contents: "port = 80\n", config: true },
+  },
+});
 // What dpkg, apt and `sed -i` write: nothing of the machine's own is changed.
 const WRITABLE = ["/etc", "/var/lib/dpkg", "/var/lib/apt", "/var/cache/apt", "/var/log"];
 
@@ -32,6 +53,7 @@ let fleet: TestFleet;
 let forge: TestForge;
 let work: string;
 const debs: Record<string, string> = {};
+const rpms: Record<string, string> = {};
 
 /** A package built here with dpkg-deb: `conf` is its conffile's contents, when it ships one. */
 async function buildDeb(name: string, version: string, conf?: string): Promise<string> {
@@ -56,22 +78,31 @@ async function buildDeb(name: string, version: string, conf?: string): Promise<s
   return deb;
 }
 
-const spec = [
-  "packages:",
-  '  installed_manifest: { qm-demo: "1.0", qm-extra: "*" }',
-  "files:",
-  `  - { path: ${CONF}, contents: "level = 1\\n" }`,
-  `  - { path: ${APP}, contents: "port = 80\\n" }`,
-  "system:",
-  "  kernel_version: 0.0.0-declared",
-  "",
-].join("\n");
+/** A node spec declaring `packages` (a YAML flow map) and each file's contents, then `more`. */
+const declare = (packages: string, files: Record<string, string>, more: string[] = []) =>
+  [
+    "packages:",
+    `  installed_manifest: ${packages}`,
+    "files:",
+    ...Object.entries(files).map(
+      ([f, text]) => `  - { path: ${f}, contents: ${JSON.stringify(text)} }`,
+    ),
+    ...more,
+    "",
+  ].join("\n");
+const spec = declare(
+  '{ qm-demo: "1.0", qm-extra: "*" }',
+  { [CONF]: "level = 1\n", [APP]: "port = 80\n" },
+  ["system:", "  kernel_version: 0.0.0-declared"],
+);
 
 before(async () => {
   work = await mkdtemp(path.join(tmpdir(), "qm-causes-e2e-"));
   debs["demo-1.0"] = await buildDeb("qm-demo", "1.0", "level = 1\n");
   debs["demo-1.1"] = await buildDeb("qm-demo", "1.1", "level = 2\n");
   debs["extra-1.0"] = await buildDeb("qm-extra", "1.0");
+  rpms["1.0"] = await buildRpm(rpmPackage("1.0", "1"), path.join(work, "rpmbuild"));
+  rpms["1.1"] = await buildRpm(rpmPackage("1.1", "2"), path.join(work, "rpmbuild"));
   fleet = await startFleet([
     ...[...DB, ...WEB].map((name) => ({ name, writable: WRITABLE })),
     {
@@ -84,7 +115,15 @@ before(async () => {
         ]),
       ),
     },
+    // Where rpm and `sed -i` write; the database starts with one package, installed for real below.
+    {
+      name: RPM_HOST,
+      writable: ["/etc"],
+      rpmPackages: [{ name: "qm-base", version: "1", release: "1" }],
+    },
   ]);
+  // rpm 4.18 (Debian's) warns on stderr that it is not dpkg; it installs all the same.
+  await fleet.exec(RPM_HOST, `rpm -U --nodeps ${rpms["1.0"]} 2>/dev/null`);
   await fleet.exec(APP_HOST, "systemctl daemon-reload && systemctl enable --quiet qm-old.service");
   // The state every host starts from, clean against the manifests.
   await Promise.all(
@@ -109,6 +148,10 @@ before(async () => {
           `groups: [${n.slice(0, n.indexOf("-"))}]\n`,
         ]),
       ),
+      [`fleet-manifests/nodes/${RPM_HOST}.yaml`]: declare('{ qm-rpm: "1.0-1" }', {
+        [RPM_CONF]: "level = 1\n",
+        [RPM_APP]: "port = 80\n",
+      }),
       [`fleet-manifests/nodes/${APP_HOST}.yaml`]:
         "systemd:\n  units:\n    - { name: qm-old.service, enabled: true }\n    - { name: qm-new.service, enabled: false }\n",
     },
@@ -183,7 +226,7 @@ describe("a cause on every drift item", () => {
     for (const node of run.report.nodes) {
       assert.deepEqual(
         node.drift.map((d) => d.key),
-        node.name === APP_HOST ? [] : ["kernel_version"],
+        node.name === APP_HOST || node.name === RPM_HOST ? [] : ["kernel_version"],
         `${node.name}: only the kernel drifts before the changes`,
       );
     }
@@ -206,6 +249,12 @@ describe("a cause on every drift item", () => {
       await change(node, `sed -i 's/80/8080/' ${APP}`, [["files", APP, "file-edit"]]);
     // A local edit of the conffile the upgrade just replaced.
     await change("db-03", `sed -i 's/2/3/' ${CONF}`, [["files", CONF, "file-edit"]]);
+    await change(RPM_HOST, `rpm -U --nodeps ${rpms["1.1"]} 2>/dev/null`, [
+      ["packages", "qm-rpm", "package"],
+      ["files", RPM_CONF, "package-file"],
+    ]);
+    // A local edit of a file the package shipped and the upgrade left alone.
+    await change(RPM_HOST, `sed -i 's/80/8080/' ${RPM_APP}`, [["files", RPM_APP, "file-edit"]]);
     await change(APP_HOST, "systemctl disable --quiet qm-old.service", [
       ["systemd", "qm-old.service:enabled", "persisted"],
     ]);
@@ -222,7 +271,7 @@ describe("a cause on every drift item", () => {
       });
       await fleet.reboot(node);
     }
-    assert.equal(changes.length, 22);
+    assert.equal(changes.length, 25);
   });
 
   it("run 2 names the cause of every change, within a minute, and no wrong one; PR bodies show it", async (t) => {
@@ -275,6 +324,25 @@ describe("a cause on every drift item", () => {
       bodies.some((b) => /Edited at [^:]+:\d\d UTC: `\/etc\/qm-app\.conf modified at /.test(b)),
     );
     assert.ok(bodies.some((b) => /Rebooted at .*: `booted /.test(b)));
+    // rpm records when, not who: no `by`.
+    const rpm = run.report.nodes.find((n) => n.name === RPM_HOST)!.drift;
+    assert.equal(rpm.find((d) => d.key === "qm-rpm")!.cause!.by, undefined);
+    assert.ok(
+      bodies.some(
+        (b) =>
+          /Changed at [^:]+:\d\d UTC: `qm-rpm 1\.1-1 installed`/.test(b) &&
+          b.includes(`Replaced at `) &&
+          b.includes(`: \`${RPM_CONF} replaced by qm-rpm 1.1-1 installed\``),
+      ),
+      bodies.join("\n---\n"),
+    );
+    assert.ok(
+      bodies.some((b) =>
+        new RegExp(
+          `Edited at [^:]+:\\d\\d UTC: \`${RPM_APP} modified at .*, a local edit of qm-rpm's file\``,
+        ).test(b),
+      ),
+    );
     assert.ok(bodies.some((b) => /Persisted at .*: `qm-old\.service's link removed from /.test(b)));
     assert.deepEqual(forge.double.violations, []);
     // The packages went into the hosts' own databases only.

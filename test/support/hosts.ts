@@ -35,8 +35,10 @@ export interface HostDefinition {
    */
   writable?: string[];
   /**
-   * An rpm host: these packages (built here as empty noarch rpms) are in an rpm database at
-   * /var/lib/rpm, and the dpkg database is hidden, as on RHEL, Fedora or SUSE. Needs `rpm`.
+   * An rpm host: these packages (built here as noarch rpms, recorded without unpacking) are in an
+   * rpm database at /var/lib/rpm, and the dpkg database is hidden, as on RHEL, Fedora or SUSE.
+   * `exec` may `rpm -U` packages (`buildRpm`), their files written where `writable` allows. Needs
+   * `rpm`.
    */
   rpmPackages?: RpmPackage[];
   /**
@@ -78,6 +80,8 @@ export interface RpmPackage {
   release: string;
   /** Unset: no Epoch tag at all, which rpm prints as `(none)`. */
   epoch?: number;
+  /** The files it ships (none: an empty package); a `config` file is `%config(noreplace)`. */
+  files?: Record<string, { contents: string; config?: boolean }>;
 }
 
 export interface TestHost {
@@ -425,56 +429,75 @@ async function prepareFiles(
 const RPMBUILD = "/usr/bin/rpmbuild";
 
 /**
- * Builds an empty noarch rpm for each package and installs them all into a new database in `dbDir`.
+ * Builds a noarch rpm of `pkg` in `workDir` with rpmbuild (its files, config files marked
+ * `%config(noreplace)` as packagers mark them); resolves to the package file.
+ */
+export async function buildRpm(pkg: RpmPackage, workDir: string): Promise<string> {
+  if (!fs.existsSync(RPMBUILD))
+    throw new Error(`${RPMBUILD} missing: install rpm (scripts/ci-install.sh)`);
+  const { files = {}, ...fields } = pkg;
+  for (const [field, value] of Object.entries(fields)) {
+    // A hyphen separates name, version and release in rpm's file names: only the name may hold
+    // one.
+    const text = String(value);
+    if (!/^[A-Za-z0-9._~^+-]+$/.test(text) || (field !== "name" && text.includes("-"))) {
+      throw new Error(`rpm package ${pkg.name}: bad ${field} ${text}`);
+    }
+  }
+  const id = `${pkg.name}-${pkg.version}-${pkg.release}`;
+  const tree = path.join(workDir, "trees", id);
+  for (const [file, { contents }] of Object.entries(files)) {
+    if (!/^\/[A-Za-z0-9._/-]+$/.test(file))
+      throw new Error(`rpm package ${pkg.name}: bad file ${file}`);
+    await fsp.mkdir(path.dirname(path.join(tree, file)), { recursive: true });
+    await fsp.writeFile(path.join(tree, file), contents);
+  }
+  const spec = path.join(workDir, `${id}.spec`);
+  await fsp.mkdir(workDir, { recursive: true });
+  await fsp.writeFile(
+    spec,
+    [
+      `Name: ${pkg.name}`,
+      `Version: ${pkg.version}`,
+      `Release: ${pkg.release}`,
+      ...(pkg.epoch === undefined ? [] : [`Epoch: ${pkg.epoch}`]),
+      "Summary: Quartermaster test package",
+      "License: MIT",
+      "BuildArch: noarch",
+      "%description",
+      "A package for an rpm test host.",
+      ...(Object.keys(files).length
+        ? ["%install", `mkdir -p %{buildroot} && cp -a ${shq(tree)}/. %{buildroot}/`]
+        : []),
+      "%files",
+      ...Object.entries(files).map(([file, { config }]) =>
+        config ? `%config(noreplace) ${file}` : file,
+      ),
+      "",
+    ].join("\n"),
+  );
+  await execa(RPMBUILD, [
+    "-bb",
+    "--quiet",
+    "--define",
+    `_topdir ${workDir}`,
+    "--define",
+    "_build_id_links none",
+    spec,
+  ]);
+  return path.join(workDir, "RPMS", "noarch", `${id}.noarch.rpm`);
+}
+
+/**
+ * Builds an rpm for each package and records them all in a new database in `dbDir`.
  */
 async function buildRpmDatabase(
   packages: readonly RpmPackage[],
   workDir: string,
   dbDir: string,
 ): Promise<void> {
-  if (!fs.existsSync(RPMBUILD))
-    throw new Error(`${RPMBUILD} missing: install rpm (scripts/ci-install.sh)`);
   const built: string[] = [];
-  for (const pkg of packages) {
-    for (const [field, value] of Object.entries(pkg)) {
-      // A hyphen separates name, version and release in rpm's file names: only the name may hold
-      // one.
-      const text = String(value);
-      if (!/^[A-Za-z0-9._~^+-]+$/.test(text) || (field !== "name" && text.includes("-"))) {
-        throw new Error(`rpm package ${pkg.name}: bad ${field} ${text}`);
-      }
-    }
-    const spec = path.join(workDir, `${pkg.name}.spec`);
-    await fsp.mkdir(workDir, { recursive: true });
-    await fsp.writeFile(
-      spec,
-      [
-        `Name: ${pkg.name}`,
-        `Version: ${pkg.version}`,
-        `Release: ${pkg.release}`,
-        ...(pkg.epoch === undefined ? [] : [`Epoch: ${pkg.epoch}`]),
-        "Summary: Quartermaster test package",
-        "License: MIT",
-        "BuildArch: noarch",
-        "%description",
-        "An empty package for an rpm test host.",
-        "%files",
-        "",
-      ].join("\n"),
-    );
-    await execa(RPMBUILD, [
-      "-bb",
-      "--quiet",
-      "--define",
-      `_topdir ${workDir}`,
-      "--define",
-      "_build_id_links none",
-      spec,
-    ]);
-    built.push(
-      path.join(workDir, "RPMS", "noarch", `${pkg.name}-${pkg.version}-${pkg.release}.noarch.rpm`),
-    );
-  }
+  for (const pkg of packages) built.push(await buildRpm(pkg, workDir));
   await fsp.mkdir(dbDir, { recursive: true });
   await execa("rpm", ["--dbpath", dbDir, "--initdb"]);
   // --justdb records the packages without unpacking anything; Debian's rpm warns about that on

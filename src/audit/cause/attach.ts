@@ -5,7 +5,7 @@ import type { AptTransaction, HostRecord, PackageEvent } from "./record.js";
 import { rolloutCause, type DeclaredBefore } from "./rollout.js";
 
 // Each drift item's cause from what the host recorded: only a record that explains the live value
-// itself (the version a transaction installed, the md5 a package shipped, the kernel booted) names
+// itself (the version a transaction installed, the digest a package shipped, the kernel booted) names
 // a cause; anything less is `unknown`. A wrong cause is worse than none.
 
 /** The latest entry matching: logs are in time order. */
@@ -64,7 +64,9 @@ function causeOf(item: DriftItem, record: HostRecord, ctx: CauseContext): Cause 
 const change = (e: PackageEvent) =>
   e.to === undefined
     ? `${e.name} ${e.from ?? ""} removed`.replace("  ", " ")
-    : `${e.name} ${e.from ?? "(new)"} → ${e.to}`;
+    : e.action === "installed"
+      ? `${e.name} ${e.to} installed`
+      : `${e.name} ${e.from ?? "(new)"} → ${e.to}`;
 
 /** The apt transaction a dpkg event ran in: apt logs whole seconds, as dpkg does. */
 function transactionOf(at: number, record: HostRecord): AptTransaction | undefined {
@@ -82,7 +84,8 @@ function byOf(transaction: AptTransaction | undefined): string {
 
 /**
  * The cause of one package event: its transaction's changes (the events sent: those of declared
- * packages and of owners of declared files) are its group, the same on every node it ran on.
+ * packages and of owners of declared files) are its group, the same on every node it ran on. rpm
+ * records the transaction but not who ran it (rpm, dnf or yum): no `by`.
  */
 function transactionCause(
   event: PackageEvent,
@@ -90,15 +93,21 @@ function transactionCause(
   kind: "package" | "package-file",
   evidence: string,
 ): Cause {
-  const transaction = transactionOf(event.at, record);
-  const within = transaction
-    ? record.packages.filter((e) => e.at >= transaction.start && e.at <= (transaction.end ?? e.at))
-    : record.packages.filter((e) => e.at === event.at);
+  const rpm = event.transaction;
+  const transaction = rpm === undefined ? transactionOf(event.at, record) : undefined;
+  const within =
+    rpm !== undefined
+      ? record.packages.filter((e) => e.transaction === rpm)
+      : transaction
+        ? record.packages.filter(
+            (e) => e.at >= transaction.start && e.at <= (transaction.end ?? e.at),
+          )
+        : record.packages.filter((e) => e.at === event.at);
   const changes = [...new Set(within.map(change))].sort();
   return {
     kind,
     at: iso(event.at),
-    by: byOf(transaction),
+    ...(rpm === undefined && { by: byOf(transaction) }),
     evidence,
     group: `package: ${changes.join(", ")}`,
   };
@@ -121,8 +130,8 @@ function fileCause(item: DriftItem, record: HostRecord, ctx: CauseContext): Caus
   if (!CONTENT.has(String(item.path.at(-1))) || typeof item.live !== "string") return undefined;
   const path = item.key;
   const owned = record.owned.get(path);
-  const md5 = record.md5.get(path);
-  if (owned && md5 === owned.md5) {
+  const digest = record.digest.get(path);
+  if (owned?.digest !== undefined && digest === owned.digest) {
     // The live file is what the package shipped: the latest transaction that installed it.
     const event = latest(record.packages, (e) => e.name === owned.package && e.to !== undefined);
     if (!event) return undefined;
@@ -130,7 +139,7 @@ function fileCause(item: DriftItem, record: HostRecord, ctx: CauseContext): Caus
   }
   const stat = record.stat.get(path);
   // A package's file with other contents than it shipped, or a file no package ships: edited.
-  if (!stat || (owned && md5 === undefined)) return undefined;
+  if (!stat || (owned && (digest === undefined || owned.digest === undefined))) return undefined;
   const of = owned ? `, a local edit of ${owned.package}'s file` : "";
   return {
     kind: "file-edit",

@@ -1,8 +1,9 @@
 import type { ProbeContext } from "../../domains/domain.js";
 
 // What the host recorded about changes, read in the audit's own round trip without root: the boot
-// time, package transactions since the node's last audit, which package ships each declared file
-// (with its md5), and the mtime and owner of each declared file and enablement link.
+// time, package transactions since the node's last audit (dpkg's and apt's logs; rpm's database),
+// which package ships each declared file (with the digest it recorded), and the mtime and owner of
+// each declared file and enablement link.
 
 /** The declared names the cause probe looks up: nothing else of the host's records is sent. */
 export interface CauseTargets {
@@ -50,6 +51,59 @@ const APT_HISTORY = [
   'END { if (k && ran(st, "9")) printf "%s", b }',
 ].join(" ");
 
+// The declared paths, one per line in `qm_f`, as the keys of `f`.
+const DECLARED_PATHS = 'BEGIN { n = split(qm_f, l, "\\n"); for (i = 1; i <= n; i++) f[l[i]] = 1 }';
+
+// rpm keeps no log, but each installed package's time and transaction (INSTALLTID): one line per
+// installed instance of a declared package or of the owner of a declared file.
+const RPM_PACKAGE = "%{NAME} %{INSTALLTIME} %{INSTALLTID} %{EPOCH}:%{VERSION}-%{RELEASE}";
+// `rpm -qf` prints each owner's header, then every file of it with its digest: only the lines of
+// declared paths are sent, each after its owner's header (a package may ship thousands of files).
+const RPM_OWNED = [
+  DECLARED_PATHS,
+  "/^[^ \\/]+ [0-9]+ [0-9]+ [^ ]+ [^ ]+$/ { h = $0; next }",
+  'h != "" && (substr($0, index($0, " ") + 1) in f) { print h, $0 }',
+].join(" ");
+// rpm's database, found as the packages domain finds it: no dpkg or apk database, and rpm's files.
+const RPM_HOST =
+  "[ ! -f /var/lib/dpkg/status ] && [ ! -f /lib/apk/db/installed ] && { [ -d /var/lib/rpm ] || [ -d /usr/lib/sysimage/rpm ]; } && command -v rpm >/dev/null 2>&1";
+
+// /lib/apk/db/installed names each package (P:), then its directories (F:), each one's files (R:)
+// and each file's checksum (Z:, `Q1` then the base64 of its sha1): the declared files' are sent.
+const APK_OWNED = [
+  DECLARED_PATHS,
+  "/^P:/ { p = substr($0, 3); k = 0 }",
+  "/^F:/ { d = substr($0, 3); k = 0 }",
+  '/^R:/ { r = (d == "" ? "" : "/" d) "/" substr($0, 3); k = (r in f) }',
+  "k && /^Z:Q1/ { print p, substr($0, 5), r; k = 0 }",
+].join(" ");
+// apk's database, found as the packages domain finds it: no dpkg database, apk's file.
+const APK_HOST = "[ ! -f /var/lib/dpkg/status ] && [ -f /lib/apk/db/installed ]";
+
+/**
+ * Hashes again, with `tool`, each declared file that the owner lines in `$variable` name: only files
+ * a package ships, whose digest it recorded. `patterns` are how a line names the file; a superset
+ * (a path that is a prefix of another matches too): one hash more, never one less.
+ */
+function rehash(
+  variable: string,
+  tool: string,
+  files: readonly string[],
+  patterns: (file: string) => string[],
+  q: (text: string) => string,
+): string[] {
+  return [
+    "set --",
+    ...files.map(
+      (f) =>
+        `case "$${variable}" in ${patterns(f)
+          .map((p) => `*${q(p)}*`)
+          .join("|")}) set -- "$@" ${q(f)};; esac`,
+    ),
+    `[ $# -eq 0 ] || ${tool} -- "$@" 2>/dev/null`,
+  ];
+}
+
 /** `text` as an extended regular expression matching only itself. */
 const ere = (text: string) => text.replace(/[.[\]*^$+?(){}|\\]/g, "\\$&");
 
@@ -84,14 +138,7 @@ export function causeProbe(targets: CauseTargets, ctx: ProbeContext): string {
         : []),
       `[ -z "$owned" ] || printf '%s\\n' "$owned"`,
       ctx.mark("md5"),
-      // Only files a package ships are hashed again: their md5 is what dpkg recorded.
-      "set --",
-      // A superset (a path that is a prefix of another matches too): one hash more, never one less.
-      ...targets.files.map(
-        (f) =>
-          `case "$owned" in *${q(` ${f}`)}*|*${q(`  ${f.slice(1)}`)}*) set -- "$@" ${q(f)};; esac`,
-      ),
-      '[ $# -eq 0 ] || md5sum -- "$@" 2>/dev/null',
+      ...rehash("owned", "md5sum", targets.files, (f) => [` ${f}`, `  ${f.slice(1)}`], q),
     );
   if (targets.files.length || targets.units.length)
     lines.push(
@@ -112,6 +159,39 @@ export function causeProbe(targets: CauseTargets, ctx: ProbeContext): string {
       `[ -z "$ev" ] || printf '%s\\n' "$ev"`,
       ctx.mark("apt-history"),
       `[ -n "$ev" ] && [ -r /var/log/apt/history.log ] && tail -c ${LOG_TAIL_BYTES} /var/log/apt/history.log | awk -v s="$s" -v qm_t="$ev" '${APT_HISTORY}'`,
+    );
+  if (targets.packages.length || targets.files.length)
+    lines.push(
+      `if ${RPM_HOST}; then`,
+      ...(targets.packages.length
+        ? [
+            ctx.mark("rpm"),
+            `rpm -q --qf '${RPM_PACKAGE}\\n' -- ${targets.packages.map(q).join(" ")} 2>/dev/null`,
+          ]
+        : []),
+      ...(targets.files.length
+        ? [
+            ctx.mark("rpm-owned"),
+            `ro=$(rpm -qf --qf '${RPM_PACKAGE} %{FILEDIGESTALGO}\\n[%{FILEDIGESTS} %{FILENAMES}\\n]' -- ${files} 2>/dev/null | awk -v qm_f=${q(targets.files.join("\n"))} '${RPM_OWNED}')`,
+            `[ -z "$ro" ] || printf '%s\\n' "$ro"`,
+            ctx.mark("sha256"),
+            // rpm records sha256 digests (its algorithm 8) since RHEL 6.
+            ...rehash("ro", "sha256sum", targets.files, (f) => [` ${f}`], q),
+          ]
+        : []),
+      "fi",
+    );
+  // apk records no time for its transactions (an owned file's cause is then unknown), but which
+  // package ships a file and its sha1: a local edit is told from the package's contents.
+  if (targets.files.length)
+    lines.push(
+      `if ${APK_HOST}; then`,
+      ctx.mark("apk-owned"),
+      `ao=$(awk -v qm_f=${q(targets.files.join("\n"))} '${APK_OWNED}' /lib/apk/db/installed 2>/dev/null)`,
+      `[ -z "$ao" ] || printf '%s\\n' "$ao"`,
+      ctx.mark("sha1"),
+      ...rehash("ao", "sha1sum", targets.files, (f) => [` ${f}`], q),
+      "fi",
     );
   lines.push("true");
   return lines.join("\n");

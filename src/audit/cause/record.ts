@@ -1,4 +1,5 @@
 import { partsByLabel } from "../../domains/domain.js";
+import { rpmVersion } from "../../domains/packages/parse.js";
 
 // The cause section's output, parsed: what the host recorded, with every time in UTC. Nothing here
 // decides a cause (attach.ts does); a line that does not parse is left out, never guessed at.
@@ -6,12 +7,15 @@ import { partsByLabel } from "../../domains/domain.js";
 export interface PackageEvent {
   /** Epoch milliseconds. */
   at: number;
-  action: "install" | "upgrade" | "remove" | "purge";
+  /** dpkg's action; `installed`: rpm's record of the version installed then, from an unknown one. */
+  action: "install" | "upgrade" | "remove" | "purge" | "installed";
   name: string;
-  /** Absent for a fresh install (`<none>`). */
+  /** Absent for a fresh install (`<none>`), and for rpm's record. */
   from?: string;
   /** Absent for a removal. */
   to?: string;
+  /** rpm: the transaction that installed it (INSTALLTID), shared by its packages. */
+  transaction?: number;
 }
 
 export interface ConffileEvent {
@@ -33,10 +37,13 @@ export interface HostRecord {
   bootTime?: number;
   /** The host's UTC offset in minutes, as its logs are written; unknown: no log is read. */
   offsetMinutes?: number;
-  /** Declared paths a package ships: which package, and the md5 it recorded. */
-  owned: Map<string, { package: string; md5: string }>;
-  /** md5 of the live contents of each owned declared file. */
-  md5: Map<string, string>;
+  /**
+   * Declared paths a package ships: which package, and the digest it recorded (dpkg's md5, rpm's
+   * sha256; absent for a digest of another algorithm, which the probe does not compute).
+   */
+  owned: Map<string, { package: string; digest?: string }>;
+  /** Digest of the live contents of each owned declared file, in its package's algorithm. */
+  digest: Map<string, string>;
   /** mtime (epoch milliseconds) and owner of declared files and enablement links and directories. */
   stat: Map<string, { mtime: number; owner: string }>;
   packages: PackageEvent[];
@@ -64,11 +71,63 @@ function parseOffset(text: string): number | undefined {
 const lines = (text: string | undefined) => (text ?? "").split("\n").filter((l) => l !== "");
 const version = (v: string) => (v === "<none>" ? undefined : v);
 
-export function parseHostRecord(parts: [string, string][]): HostRecord {
+const DIGESTS = [
+  ["md5", 32],
+  ["sha256", 64],
+  ["sha1", 40],
+] as const;
+
+// rpm's record of an installed instance: name, INSTALLTIME, INSTALLTID, epoch:version-release.
+const RPM_PACKAGE = /^(\S+) (\d{1,12}) (\d{1,12}) (\(none\)|\d{1,10}):(\S+)$/;
+// rpm's digest algorithm 8 (PGPHASHALGO_SHA256) is the one whose digests the probe computes.
+const RPM_OWNED = /^(\S+ \d{1,12} \d{1,12} \S+) (\d{1,3}|\(none\)) ([0-9a-f]*) (\/.*)$/;
+
+function rpmEvent(line: string): PackageEvent | undefined {
+  const m = RPM_PACKAGE.exec(line);
+  if (!m) return undefined;
+  return {
+    at: Number(m[2]) * 1000,
+    action: "installed",
+    name: m[1]!,
+    to: rpmVersion(m[4]!, m[5]!),
+    transaction: Number(m[3]),
+  };
+}
+
+/**
+ * rpm's packages and the owners of declared files: the owners recorded, and as events the installs
+ * since the last audit (`since`, epoch milliseconds), in time order. rpm keeps no log: a package
+ * installed before then changed nothing that audit did not see.
+ */
+function readRpm(byLabel: Map<string, string>, record: HostRecord, since: number | undefined) {
+  const events = new Map<string, PackageEvent>();
+  const owners = new Map<string, { package: string; digest?: string }[]>();
+  const add = (event: PackageEvent | undefined) => {
+    if (event && (since === undefined || event.at >= Math.floor(since / 1000) * 1000))
+      events.set(`${event.name} ${event.to} ${event.at}`, event);
+  };
+  for (const line of lines(byLabel.get("rpm"))) add(rpmEvent(line));
+  for (const line of lines(byLabel.get("rpm-owned"))) {
+    const m = RPM_OWNED.exec(line);
+    const event = m && rpmEvent(m[1]!);
+    if (!m || !event) continue;
+    add(event);
+    const list = owners.get(m[4]!) ?? [];
+    owners.set(m[4]!, list);
+    list.push({ package: event.name, ...(m[2] === "8" && m[3] && { digest: m[3] }) });
+  }
+  // A path two packages ship: the one whose digest the live file has, else the first.
+  for (const [path, list] of owners)
+    record.owned.set(path, list.find((o) => o.digest === record.digest.get(path)) ?? list[0]!);
+  record.packages.push(...[...events.values()].sort((a, b) => a.at - b.at));
+}
+
+/** The cause section's output; `since` is the node's last audit, when known (epoch milliseconds). */
+export function parseHostRecord(parts: [string, string][], since?: number): HostRecord {
   const byLabel = partsByLabel("cause", parts);
   const record: HostRecord = {
     owned: new Map(),
-    md5: new Map(),
+    digest: new Map(),
     stat: new Map(),
     packages: [],
     conffiles: [],
@@ -80,19 +139,31 @@ export function parseHostRecord(parts: [string, string][]): HostRecord {
   for (const line of lines(byLabel.get("owned"))) {
     const conffile = /^(\S+) ([0-9a-f]{32}) (\/.*)$/.exec(line);
     const shipped = /^\/\S*\/([^/:]+)(?::[^/:.]+)?\.md5sums:([0-9a-f]{32}) {2}(.+)$/.exec(line);
-    if (conffile) record.owned.set(conffile[3]!, { package: conffile[1]!, md5: conffile[2]! });
+    if (conffile) record.owned.set(conffile[3]!, { package: conffile[1]!, digest: conffile[2]! });
     else if (shipped)
-      record.owned.set(`/${shipped[3]}`, { package: shipped[1]!, md5: shipped[2]! });
+      record.owned.set(`/${shipped[3]}`, { package: shipped[1]!, digest: shipped[2]! });
   }
-  for (const line of lines(byLabel.get("md5"))) {
-    // md5sum escapes a name holding a backslash or newline with a leading `\`: not a declared path.
-    const m = /^([0-9a-f]{32}) [ *](\/.*)$/.exec(line);
-    if (m) record.md5.set(m[2]!, m[1]!);
+  // The live digests: dpkg's md5, rpm's sha256, apk's sha1. md5sum and its kin escape a name
+  // holding a backslash or newline with a leading `\`: not a declared path.
+  for (const [label, hex] of DIGESTS)
+    for (const line of lines(byLabel.get(label))) {
+      const m = /^([0-9a-f]+) [ *](\/.*)$/.exec(line);
+      if (m?.[1]!.length === hex) record.digest.set(m[2]!, m[1]);
+    }
+  for (const line of lines(byLabel.get("apk-owned"))) {
+    const m = /^(\S+) ([A-Za-z0-9+/]{27}=) (\/.*)$/.exec(line);
+    if (m && !record.owned.has(m[3]!))
+      record.owned.set(m[3]!, {
+        package: m[1]!,
+        digest: Buffer.from(m[2]!, "base64").toString("hex"),
+      });
   }
   for (const line of lines(byLabel.get("stat"))) {
     const m = /^(\d{1,12}) (\S+) (\/.*)$/.exec(line);
     if (m) record.stat.set(m[3]!, { mtime: Number(m[1]) * 1000, owner: m[2]! });
   }
+  // rpm's times are epoch seconds: no offset needed.
+  readRpm(byLabel, record, since);
   // Without the host's offset its log times cannot be placed: no log is read.
   if (offset === undefined) return record;
   record.offsetMinutes = offset;

@@ -109,6 +109,10 @@ export function parseDpkg(text: string): PackagesLive {
   return live;
 }
 
+/** rpm's `%{EPOCH}` and `%{VERSION}-%{RELEASE}` as a live version: no epoch when unset or 0. */
+export const rpmVersion = (epoch: string, versionRelease: string): string =>
+  epoch === "(none)" || epoch === "0" ? versionRelease : `${epoch}:${versionRelease}`;
+
 /**
  * `rpm -qa --qf '%{NAME}\t%{EPOCH}:%{VERSION}-%{RELEASE}\t%{ARCH}\n'` (or `rpm -q` of declared
  * names, which adds `package NAME is not installed` lines); an unset epoch prints as `(none)`.
@@ -124,7 +128,7 @@ export function parseRpm(text: string): PackagesLive {
     // gpg-pubkey entries are signing keys imported into the rpm database, not packages.
     if (name === "gpg-pubkey") continue;
     addInstance(live.installed, name!, {
-      version: epoch === "(none)" || epoch === "0" ? version! : `${epoch}:${version}`,
+      version: rpmVersion(epoch!, version!),
       arch: arch === "(none)" ? "" : arch!,
     });
   }

@@ -2,7 +2,16 @@
 // and turned into causes. Only a record that explains the live value names a cause.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, it } from "node:test";
@@ -16,6 +25,7 @@ import {
   probeContext,
 } from "../../../src/probe/script.js";
 import type { DriftItem } from "../../../src/report/schema.js";
+import { buildRpm } from "../../support/hosts.js";
 import { marked } from "../../support/probe-output.js";
 
 const N = "QMcausetest";
@@ -179,6 +189,193 @@ describe("causes from the host's records", () => {
       );
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+// The cause section of an rpm host (RHEL 9): rpm's records of qm-rpm, the owner of two declared
+// files, and the live sha256 of those files.
+const RPM_CONF_SHA = "9259f773c2857bee7f8193586fb1b40161256df4ed0d29b892316a80f2373719";
+const rpmCaptured = marked(N, [
+  ["boot", "1796205409\n"],
+  ["clock", "2026-12-02 09:11:29 +0100\n"],
+  ["stat", "1796285200 root /etc/qm-rpm.conf\n1796285300 alice /etc/qm-app.conf\n"],
+  [
+    "rpm",
+    "qm-rpm 1796285253 1796285250 (none):1.1-1\nqm-old 1700000000 1700000000 2:3.0-1\npackage qm-gone is not installed\n",
+  ],
+  [
+    "rpm-owned",
+    [
+      `qm-rpm 1796285253 1796285250 (none):1.1-1 8 ${RPM_CONF_SHA} /etc/qm-rpm.conf`,
+      `qm-rpm 1796285253 1796285250 (none):1.1-1 8 ${"1".repeat(64)} /etc/qm-app.conf`,
+      `qm-md5 1796285253 1796285240 (none):1.0-1 1 ${"2".repeat(32)} /etc/qm-md5.conf`,
+      "file /etc/qm-own.conf is not owned by any package",
+      "",
+    ].join("\n"),
+  ],
+  ["sha256", `${RPM_CONF_SHA}  /etc/qm-rpm.conf\n${"3".repeat(64)}  /etc/qm-app.conf\n`],
+]);
+
+describe("causes from an rpm host's records", () => {
+  const since = 1796285000000;
+  const causes = (items: DriftItem[], last: number | undefined = since) =>
+    attachCauses(items, parseHostRecord(parseContext(N).parts(rpmCaptured), last), {
+      node: "rhel-01",
+      ...(last !== undefined && { since: last }),
+    }).map((i) => i.cause);
+
+  it("a package at the version rpm installed since the last audit: its install time, its transaction as group, no `by`", () => {
+    assert.deepEqual(causes([item("packages", "qm-rpm", "1.1-1")])[0], {
+      kind: "package",
+      at: "2026-12-03T08:07:33Z",
+      evidence: "qm-rpm 1.1-1 installed",
+      group: "package: qm-rpm 1.1-1 installed",
+    });
+  });
+
+  it("a package installed before the last audit, or at another version, is unknown", () => {
+    const [old, other] = causes([
+      item("packages", "qm-old", "2:3.0-1"),
+      item("packages", "qm-rpm", "1.2-1"),
+    ]);
+    assert.equal(old!.kind, "unknown");
+    assert.equal(other!.kind, "unknown");
+  });
+
+  it("a file with the sha256 rpm recorded is package-file at its package's install time; other contents a local edit", () => {
+    const [shipped, edited] = causes([
+      item("files", "/etc/qm-rpm.conf", "level = 2\n"),
+      item("files", "/etc/qm-app.conf", "port = 8080\n"),
+    ]);
+    assert.deepEqual(shipped, {
+      kind: "package-file",
+      at: "2026-12-03T08:07:33Z",
+      evidence: "/etc/qm-rpm.conf replaced by qm-rpm 1.1-1 installed",
+      group: "package: qm-rpm 1.1-1 installed",
+    });
+    assert.equal(edited!.kind, "file-edit");
+    assert.match(edited!.evidence, /owner alice, a local edit of qm-rpm's file$/);
+  });
+
+  it("a file whose package was installed before the last audit, or whose digest the probe does not compute, is unknown", () => {
+    const shipped = item("files", "/etc/qm-rpm.conf", "level = 2\n");
+    assert.equal(causes([shipped], 1796285300000)[0]!.kind, "unknown");
+    assert.equal(causes([item("files", "/etc/qm-md5.conf", "x")])[0]!.kind, "unknown");
+  });
+
+  it("the probe's rpm section reads a real rpm database under /bin/sh", async (t) => {
+    if (!existsSync("/usr/bin/rpmbuild")) return t.skip("needs rpm");
+    const dir = mkdtempSync(path.join(tmpdir(), "qm-cause-rpm-"));
+    try {
+      const conf = "/etc/qm-cause-unit.conf";
+      const rpm = await buildRpm(
+        {
+          name: "qm-cause-unit",
+          version: "1.0",
+          release: "1",
+          files: { [conf]: { contents: "level = 1\n", config: true } },
+        },
+        path.join(dir, "build"),
+      );
+      const db = path.join(dir, "db");
+      execFileSync("rpm", ["--dbpath", db, "--initdb"]);
+      execFileSync("rpm", ["--dbpath", db, "-i", "--justdb", "--nodeps", rpm], { stdio: "ignore" });
+      // This machine's dpkg database would hide rpm's from the probe: the section runs with its
+      // test for an rpm host passed, and an `rpm` on PATH that reads the test's database.
+      writeFileSync(path.join(dir, "rpm"), `#!/bin/sh\nexec /usr/bin/rpm --dbpath ${db} "$@"\n`, {
+        mode: 0o755,
+      });
+      const ctx = probeContext(N, 1024);
+      const targets = { packages: ["qm-cause-unit", "qm-none"], files: [conf], units: [] };
+      const probe = causeProbe(targets, ctx);
+      const script = probe.replace(/^if .*command -v rpm .*; then$/m, "if true; then");
+      assert.notEqual(script, probe);
+      const section = execFileSync("/bin/sh", ["-s"], {
+        input: `QM_SINCE=\nQM_N=${N}\n${script}`,
+        env: { PATH: `${dir}:/usr/bin:/bin` },
+      }).toString();
+      const host = parseHostRecord(parseContext(N).parts(section));
+      assert.deepEqual(
+        host.packages.map((e) => [e.name, e.action, e.to]),
+        [["qm-cause-unit", "installed", "1.0-1"]],
+      );
+      // The file is not on this machine: rpm's record of it, no live digest.
+      assert.deepEqual(host.owned.get(conf), {
+        package: "qm-cause-unit",
+        digest: "9259f773c2857bee7f8193586fb1b40161256df4ed0d29b892316a80f2373719",
+      });
+      assert.equal(host.digest.size, 0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("causes on an apk host (busybox userland)", () => {
+  it("a file with the sha1 apk recorded is unknown (apk records no time); other contents a local edit", (t) => {
+    if (process.getuid?.() !== 0 || !existsSync("/bin/busybox"))
+      return t.skip("needs root (chroot) and busybox");
+    const root = mkdtempSync(path.join(tmpdir(), "qm-cause-apk-"));
+    try {
+      mkdirSync(path.join(root, "bin"));
+      mkdirSync(path.join(root, "etc"));
+      mkdirSync(path.join(root, "dev"));
+      execFileSync("/usr/bin/mknod", ["-m", "666", path.join(root, "dev/null"), "c", "1", "3"]);
+      mkdirSync(path.join(root, "lib/apk/db"), { recursive: true });
+      copyFileSync("/bin/busybox", path.join(root, "bin/busybox"));
+      // A link per applet, as Alpine has: without /proc busybox's shell cannot find itself.
+      const applets = execFileSync("/bin/busybox", ["--list"]).toString().split("\n");
+      for (const applet of applets.filter((a) => a && a !== "busybox"))
+        symlinkSync("busybox", path.join(root, "bin", applet));
+      const sha1 = (text: string) => createHash("sha1").update(text).digest("base64");
+      writeFileSync(
+        path.join(root, "lib/apk/db/installed"),
+        [
+          "C:Q1abc=",
+          "P:qm-apk",
+          "V:1.1-r0",
+          "F:etc",
+          "R:qm-apk.conf",
+          "a:0:0:644",
+          `Z:Q1${sha1("level = 2\n")}`,
+          "R:qm-edit.conf",
+          `Z:Q1${sha1("port = 80\n")}`,
+          "",
+          "P:other",
+          "F:usr/bin",
+          "R:qm-apk.conf",
+          `Z:Q1${sha1("x")}`,
+          "",
+        ].join("\n"),
+      );
+      writeFileSync(path.join(root, "etc/qm-apk.conf"), "level = 2\n");
+      writeFileSync(path.join(root, "etc/qm-edit.conf"), "port = 8080\n");
+      writeFileSync(path.join(root, "etc/qm-own.conf"), "mine\n");
+      const files = ["/etc/qm-apk.conf", "/etc/qm-edit.conf", "/etc/qm-own.conf"];
+      const ctx = probeContext(N, 1024);
+      const section = execFileSync("/usr/sbin/chroot", [root, "/bin/sh", "-s"], {
+        input: `QM_SINCE=\nQM_N=${N}\n${causeProbe({ packages: ["qm-apk"], files, units: [] }, ctx)}`,
+        env: { PATH: "/bin" },
+      }).toString();
+      const host = parseHostRecord(parseContext(N).parts(section));
+      assert.deepEqual(
+        [...host.owned.keys()].sort(),
+        ["/etc/qm-apk.conf", "/etc/qm-edit.conf"],
+        section,
+      );
+      const [shipped, edited, own, pkg] = attachCauses(
+        [...files.map((f) => item("files", f, "x")), item("packages", "qm-apk", "1.1-r0")],
+        host,
+        { node: "alpine-01" },
+      ).map((i) => i.cause!);
+      assert.equal(shipped!.kind, "unknown");
+      assert.equal(edited!.kind, "file-edit");
+      assert.match(edited!.evidence, /a local edit of qm-apk's file$/);
+      assert.equal(own!.kind, "file-edit");
+      assert.equal(pkg!.kind, "unknown");
+    } finally {
+      rmSync(root, { recursive: true, force: true });
     }
   });
 });
