@@ -13,8 +13,8 @@ const DELETED_LIBRARY = String.raw`^[^ ]+ [^ ]+ [^ ]+ [^ ]+ [0-9]+ +/(usr/)?lib/
  * Shell lines reading, from the `systemctl show` output in `$qm_show` (MainPID and ControlGroup per
  * unit, blocks separated by blank lines), each active unit's processes: `procs` (`<cgroup.procs
  * path>:<pid>` lines), then `maps` (`/proc/<pid>/maps:<line>` for each deleted library mapped) and
- * `maps-errors` (grep's message for each maps file it could not read). A unit with no cgroup file
- * found is checked by its main PID alone. No process runs when no unit is active.
+ * `maps-errors` (grep's message for each maps file it could not read). The main PID is checked too,
+ * in or out of the cgroup found. No process runs when no unit is active.
  */
 export function mapsProbe(mark: (label: string) => string, quote: (s: string) => string): string[] {
   return [
@@ -24,7 +24,7 @@ export function mapsProbe(mark: (label: string) => string, quote: (s: string) =>
     "    MainPID=*[!0-9]*|MainPID=0|MainPID=) ;;",
     "    MainPID=*) qm_main=${qm_line#MainPID=} ;;",
     `    ControlGroup=/*) for qm_d in ${CGROUP_ROOTS.join(" ")}; do if [ -f "$qm_d\${qm_line#ControlGroup=}/cgroup.procs" ]; then qm_cgf=$qm_d\${qm_line#ControlGroup=}/cgroup.procs; break; fi; done ;;`,
-    `    '') if [ -n "$qm_cgf" ]; then set -- "$@" "$qm_cgf"; elif [ -n "$qm_main" ]; then qm_pids="$qm_pids $qm_main"; fi; qm_cgf=; qm_main= ;;`,
+    `    '') [ -n "$qm_cgf" ] && set -- "$@" "$qm_cgf"; qm_pids="$qm_pids $qm_main"; qm_cgf=; qm_main= ;;`,
     "  esac",
     "done <<QM_SHOW",
     "$qm_show",
@@ -35,7 +35,8 @@ export function mapsProbe(mark: (label: string) => string, quote: (s: string) =>
     'set --; for qm_p in $qm_pids; do set -- "$@" /proc/$qm_p/maps; done',
     "while IFS= read -r qm_line; do",
     "  qm_p=${qm_line##*:}",
-    "  case $qm_p in ''|*[!0-9]*) ;; *) set -- \"$@\" /proc/$qm_p/maps ;; esac",
+    // 0: a process of another pid namespace sharing the cgroup, not this host's.
+    "  case $qm_p in ''|0|*[!0-9]*) ;; *) set -- \"$@\" /proc/$qm_p/maps ;; esac",
     "done <<QM_PROCS",
     "$qm_procs",
     "QM_PROCS",
@@ -62,7 +63,7 @@ export function parseProcs(text: string, maps: ProcessMaps): void {
   for (const line of text.split("\n")) {
     const colon = line.lastIndexOf(":");
     const pid = line.slice(colon + 1);
-    if (colon <= 0 || !PID.test(pid)) continue;
+    if (colon <= 0 || !PID.test(pid) || pid === "0") continue; // 0: another pid namespace's
     const file = line.slice(0, colon);
     const pids = maps.procs.get(file) ?? [];
     pids.push(Number(pid));
@@ -108,17 +109,18 @@ export function parseMapsErrors(text: string, maps: ProcessMaps): void {
   }
 }
 
-/** The pids of a unit: those of its cgroup (the first root that has it), else its main PID. */
+/** The pids of a unit: its main PID and those of its cgroup (the first root that has it). */
 export function unitPids(
   maps: ProcessMaps,
   controlGroup: string | undefined,
   mainPid: number | undefined,
 ): number[] {
-  if (controlGroup?.startsWith("/")) {
-    for (const root of CGROUP_ROOTS) {
-      const pids = maps.procs.get(`${root}${controlGroup}/cgroup.procs`);
-      if (pids) return [...new Set(pids)];
-    }
-  }
-  return mainPid ? [mainPid] : [];
+  const pids = new Set(mainPid ? [mainPid] : []);
+  const found = controlGroup?.startsWith("/")
+    ? CGROUP_ROOTS.map((root) => maps.procs.get(`${root}${controlGroup}/cgroup.procs`)).find(
+        (listed) => listed !== undefined,
+      )
+    : undefined;
+  for (const pid of found ?? []) pids.add(pid);
+  return [...pids];
 }
