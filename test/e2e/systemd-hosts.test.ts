@@ -2,18 +2,17 @@
 // mount and network namespaces, a minimal target of its own), audited over SSH as usual. The
 // audit's verdicts are checked against `systemctl is-enabled` / `is-active` on that host.
 import assert from "node:assert/strict";
-import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { execa } from "execa";
 import { stringify } from "yaml";
 import type { NodeResult, Report } from "../../src/report/schema.js";
 import { runCli } from "../support/cli.js";
 import { startForge } from "../support/forge.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
+import { buildLibrary, type TestLibrary } from "../support/library.js";
 import { removeTree, writeTree } from "../support/tree.js";
 import { Watcher } from "../support/watcher.js";
 
@@ -274,14 +273,7 @@ describe("a real systemd host over ssh", () => {
   });
 
   test("latent drift: a unit mapping a library replaced on disk (as dpkg does) until it restarts", async () => {
-    // The host shares this machine's /usr: the library is one of ours, under a name of its own.
-    const dir = `/usr/lib/qm-test-${randomBytes(6).toString("hex")}`;
-    const library = `${dir}/libqmx.so`;
-    const build = async (version: number, out: string) => {
-      const source = path.join(fleet.dir, `libqmx-${version}.c`);
-      await writeFile(source, `int qm_version(void) { return ${version}; }\n`);
-      await execa("gcc", ["-shared", "-fPIC", "-o", out, source]);
-    };
+    let built: TestLibrary | undefined;
     const unit = "/etc/systemd/system/qm-lib.service";
     const units = [
       { name: "qm-app.service", active: true }, // the control: maps nothing deleted
@@ -291,8 +283,8 @@ describe("a real systemd host over ssh", () => {
     const latent = (node: NodeResult) =>
       node.drift.map((d) => [d.key, d.declared === d.live, d.latent?.after, d.latent?.because]);
     try {
-      await mkdir(dir);
-      await build(1, library);
+      built = await buildLibrary(fleet.dir);
+      const library = built.path;
       await writeFile(
         path.join(fleet.dir, "qm-lib.service"),
         `[Unit]\nDescription=lib\nDefaultDependencies=no\n\n[Service]\nEnvironment=LD_PRELOAD=${library}\nExecStart=/bin/sleep infinity\n`,
@@ -310,8 +302,7 @@ describe("a real systemd host over ssh", () => {
       assert.deepEqual([fresh.status, latent(fresh), fresh.unknown ?? []], ["clean", [], []]);
 
       // Replaced as a package manager replaces a file: written beside it, renamed over it.
-      await build(2, `${dir}/.libqmx.so.dpkg-new`);
-      await execa("mv", ["-f", `${dir}/.libqmx.so.dpkg-new`, library]);
+      await built.replace();
       const replaced = await audit(units, sudo);
       assert.equal(replaced.status, "clean", JSON.stringify(replaced));
       assert.deepEqual(latent(replaced), [
@@ -345,7 +336,7 @@ describe("a real systemd host over ssh", () => {
         HOST,
         `systemctl stop qm-lib.service; rm -f ${unit} && systemctl daemon-reload`,
       );
-      await rm(dir, { recursive: true, force: true });
+      await built?.remove();
     }
   });
 
