@@ -11,8 +11,8 @@ const DELETED_LIBRARY = String.raw`^[^ ]+ [^ ]+ [^ ]+ [^ ]+ [0-9]+ +/(usr/)?lib/
 
 /**
  * Shell lines reading, from the `systemctl show` output in `$qm_show` (MainPID and ControlGroup per
- * unit, blocks separated by blank lines), each active unit's processes: `procs` (`<cgroup.procs
- * path>:<pid>` lines), then `maps` (`/proc/<pid>/maps:<line>` for each deleted library mapped) and
+ * unit, blocks separated by blank lines), each active unit's processes: `procs` (each cgroup.procs
+ * path read, then its pids, a line each), then `maps` (`/proc/<pid>/maps:<line>` for each deleted library mapped) and
  * `maps-errors` (grep's message for each maps file it could not read). The main PID is checked too,
  * in or out of the cgroup found. No process runs when no unit is active.
  */
@@ -31,12 +31,15 @@ export function mapsProbe(mark: (label: string) => string, quote: (s: string) =>
     "",
     "QM_SHOW",
     "qm_procs=; [ $# -gt 0 ] && qm_procs=$(grep -H '' -- \"$@\" 2>/dev/null)",
-    `${mark("procs")}; printf '%s\\n' "$qm_procs"`,
     'set --; for qm_p in $qm_pids; do set -- "$@" /proc/$qm_p/maps; done',
+    // Each cgroup.procs path once, then its pids: a path per pid would cost a line of each.
+    `${mark("procs")}; qm_last=`,
     "while IFS= read -r qm_line; do",
-    "  qm_p=${qm_line##*:}",
+    "  qm_p=${qm_line##*:}; qm_f=${qm_line%:*}",
     // 0: a process of another pid namespace sharing the cgroup, not this host's.
-    "  case $qm_p in ''|0|*[!0-9]*) ;; *) set -- \"$@\" /proc/$qm_p/maps ;; esac",
+    "  case $qm_p in ''|0|*[!0-9]*) continue ;; esac",
+    `  [ "$qm_f" = "$qm_last" ] || { printf '%s\\n' "$qm_f"; qm_last=$qm_f; }`,
+    `  printf '%s\\n' "$qm_p"; set -- "$@" /proc/$qm_p/maps`,
     "done <<QM_PROCS",
     "$qm_procs",
     "QM_PROCS",
@@ -58,16 +61,14 @@ export interface ProcessMaps {
 
 const PID = /^\d{1,10}$/;
 
-/** `<path>:<pid>` lines of grep -H over cgroup.procs files. */
+/** cgroup.procs paths (a line starting with `/`), each followed by its pids. */
 export function parseProcs(text: string, maps: ProcessMaps): void {
+  let pids: number[] | undefined;
   for (const line of text.split("\n")) {
-    const colon = line.lastIndexOf(":");
-    const pid = line.slice(colon + 1);
-    if (colon <= 0 || !PID.test(pid) || pid === "0") continue; // 0: another pid namespace's
-    const file = line.slice(0, colon);
-    const pids = maps.procs.get(file) ?? [];
-    pids.push(Number(pid));
-    maps.procs.set(file, pids);
+    if (line.startsWith("/")) {
+      pids = maps.procs.get(line) ?? [];
+      maps.procs.set(line, pids);
+    } else if (PID.test(line) && line !== "0") pids?.push(Number(line)); // 0: another pid namespace's
   }
 }
 

@@ -508,7 +508,7 @@ describe("systemd: a declared unit's processes mapping deleted libraries (latent
   it("names the deleted libraries under /lib and /usr/lib, none of the false positives needrestart users hit", () => {
     const live = parsed([
       // 0: a process of another pid namespace in the same cgroup, which this host cannot see.
-      ["procs", `${CGROUP}:4242\n${CGROUP}:4243\n${CGROUP}:0\n`],
+      ["procs", `${CGROUP}\n4242\n4243\n0\n`],
       ["maps", fixture("maps-deleted.txt")],
       ["maps-errors", "\n"],
     ]);
@@ -541,7 +541,7 @@ describe("systemd: a declared unit's processes mapping deleted libraries (latent
 
   it("a process whose maps cannot be read (another user's, without become: sudo) makes it unknown, not clean", () => {
     const live = parsed([
-      ["procs", `${CGROUP}:4242\n${CGROUP}:4243\n`],
+      ["procs", `${CGROUP}\n4242\n4243\n`],
       ["maps", ""],
       ["maps-errors", "grep: /proc/4243/maps: Permission denied\n"],
     ]);
@@ -572,7 +572,7 @@ describe("systemd: a declared unit's processes mapping deleted libraries (latent
   it("parses a hostile maps part in linear time", () => {
     const line = `/proc/1/maps:0-1 r--p 0 0:0 1${" ".repeat(200_000)}/usr/lib/${"a (deleted)".repeat(20_000)}x\n`;
     const live = parsed([
-      ["procs", `${CGROUP}:1\n`.repeat(10_000)],
+      ["procs", `${CGROUP}\n${"1\n".repeat(10_000)}`],
       ["maps", line.repeat(5) + "grep: /proc/".repeat(50_000)],
       ["maps-errors", `grep: /proc/1/maps: ${"x".repeat(100_000)}`],
     ]);
