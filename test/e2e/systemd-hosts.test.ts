@@ -12,6 +12,7 @@ import type { NodeResult, Report } from "../../src/report/schema.js";
 import { runCli } from "../support/cli.js";
 import { startForge } from "../support/forge.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
+import { buildLibrary, type TestLibrary } from "../support/library.js";
 import { removeTree, writeTree } from "../support/tree.js";
 import { Watcher } from "../support/watcher.js";
 
@@ -46,10 +47,10 @@ describe("a real systemd host over ssh", () => {
   const cli = (args: string[]) =>
     runCli([...args, "--manifests", manifests, "--ssh-config", fleet.sshConfig]);
 
-  async function audit(units: object[]): Promise<NodeResult> {
+  async function audit(units: object[], ssh?: object): Promise<NodeResult> {
     await writeFile(
       path.join(manifests, "nodes", `${HOST}.yaml`),
-      stringify({ systemd: { units } }),
+      stringify({ ...(ssh && { ssh }), systemd: { units } }),
     );
     const out = `${manifests}-report.json`;
     const result = await cli(["audit", "--format", "json", "--out", out]);
@@ -91,6 +92,10 @@ describe("a real systemd host over ssh", () => {
             contents: service("indirect", "Also=qm-static.service"),
           },
           "/etc/systemd/system-preset/50-qm.preset": { contents: "enable qm-preset.service\n" },
+          "/etc/sudoers.d/qm-audit": {
+            contents: "qm-audit ALL=(root) NOPASSWD: /bin/sh\n",
+            mode: "0440",
+          },
         },
       },
     ]);
@@ -121,7 +126,11 @@ describe("a real systemd host over ssh", () => {
   });
 
   test("enabled and active as the audit reads them agree with systemctl for every unit", async () => {
-    const node = await audit(UNITS.map((name) => ({ name, enabled: true, active: true })));
+    // As root: without it, the maps of the units' processes are unreadable, so unknown.
+    const node = await audit(
+      UNITS.map((name) => ({ name, enabled: true, active: true })),
+      { become: "sudo" },
+    );
     assert.deepEqual(node.unknown ?? [], [], JSON.stringify(node.unknown));
     const verdict = (name: string, attribute: string) => {
       const item = node.drift.find((d) => d.key === `${name}:${attribute}`);
@@ -260,6 +269,74 @@ describe("a real systemd host over ssh", () => {
         HOST,
         `rm -f ${dropin} && sed -i '/^# edited$/d' ${unitFile} && systemctl daemon-reload && systemctl restart qm-vendor.service`,
       );
+    }
+  });
+
+  test("latent drift: a unit mapping a library replaced on disk (as dpkg does) until it restarts", async () => {
+    let built: TestLibrary | undefined;
+    const unit = "/etc/systemd/system/qm-lib.service";
+    const units = [
+      { name: "qm-app.service", active: true }, // the control: maps nothing deleted
+      { name: "qm-lib.service", active: true },
+    ];
+    const sudo = { become: "sudo" };
+    const latent = (node: NodeResult) =>
+      node.drift.map((d) => [d.key, d.declared === d.live, d.latent?.after, d.latent?.because]);
+    try {
+      built = await buildLibrary(fleet.dir);
+      const library = built.path;
+      await writeFile(
+        path.join(fleet.dir, "qm-lib.service"),
+        `[Unit]\nDescription=lib\nDefaultDependencies=no\n\n[Service]\nEnvironment=LD_PRELOAD=${library}\nExecStart=/bin/sleep infinity\n`,
+      );
+      await fleet.exec(
+        HOST,
+        `cp ${path.join(fleet.dir, "qm-lib.service")} ${unit} && systemctl daemon-reload && systemctl start qm-lib.service`,
+      );
+      const pid = (
+        await fleet.exec(HOST, "systemctl show -p MainPID --value qm-lib.service")
+      ).trim();
+      assert.match(await fleet.exec(HOST, `cat /proc/${pid}/maps`), new RegExp(`${library}$`, "m"));
+
+      const fresh = await audit(units, sudo);
+      assert.deepEqual([fresh.status, latent(fresh), fresh.unknown ?? []], ["clean", [], []]);
+
+      // Replaced as a package manager replaces a file: written beside it, renamed over it.
+      await built.replace();
+      const replaced = await audit(units, sudo);
+      assert.equal(replaced.status, "clean", JSON.stringify(replaced));
+      assert.deepEqual(latent(replaced), [
+        ["qm-lib.service:libraries", true, "restart", `qm-lib.service maps deleted ${library}`],
+      ]);
+      assert.equal(
+        replaced.drift[0]!.detail,
+        `process ${pid} maps files deleted or replaced since it started`,
+      );
+
+      // Without become: sudo, root's processes' maps are unreadable: unknown, not clean.
+      const unprivileged = await audit(units);
+      assert.deepEqual(latent(unprivileged), []);
+      assert.deepEqual(
+        (unprivileged.unknown ?? []).map((u) => [
+          u.domain,
+          u.reason.replace(/\/proc\/\d+\//, "/proc/PID/"),
+        ]),
+        ["qm-app.service", "qm-lib.service"].map((name) => [
+          "systemd",
+          `${name}: cannot read /proc/PID/maps (Permission denied): whether it maps a deleted library is unknown (another user's processes need become: sudo)`,
+        ]),
+      );
+
+      // The event happens: after the restart the unit maps the library on disk.
+      await fleet.exec(HOST, "systemctl restart qm-lib.service");
+      const restarted = await audit(units, sudo);
+      assert.deepEqual([restarted.status, latent(restarted)], ["clean", []]);
+    } finally {
+      await fleet.exec(
+        HOST,
+        `systemctl stop qm-lib.service; rm -f ${unit} && systemctl daemon-reload`,
+      );
+      await built?.remove();
     }
   });
 

@@ -3,6 +3,7 @@ import { ManifestEditError } from "../../errors.js";
 import { LINKED_COMPONENT, PRINT_LINK } from "../no-follow.js";
 import { unitFindings } from "./compare.js";
 import { dropinDir, SystemdDeclared, unitFileNames } from "./declared.js";
+import { mapsProbe } from "./maps.js";
 import { parseSystemd, type SystemdLive } from "./parse.js";
 
 export { SystemdDeclared, UnitDeclared } from "./declared.js";
@@ -27,13 +28,15 @@ const WANTS_DIRS = [
   "/usr/lib/systemd/system",
 ];
 // NeedDaemonReload and the start time tell a unit whose files changed since it was loaded or
-// started (latent drift).
+// started, MainPID and ControlGroup its processes, whose maps tell a deleted library (latent drift).
 const SHOWN = [
   "LoadState",
   "ActiveState",
   "SubState",
   "NeedDaemonReload",
   "ActiveEnterTimestampMonotonic",
+  "MainPID",
+  "ControlGroup",
 ];
 const NO_SYSTEMD =
   "systemd is not running on this host (no /run/systemd/system): active state unknown";
@@ -61,8 +64,11 @@ export const systemd: Domain<SystemdDeclared, SystemdLive, "systemd"> = {
     lines.push(
       "if [ -d /run/systemd/system ]; then",
       `  ${ctx.mark(`active ${names.join(" ")}`)}`,
-      `  systemctl show -p ${SHOWN.join(",")} -- ${names.map(q).join(" ")} 2>&1`,
+      `  qm_show=$(systemctl show -p ${SHOWN.join(",")} -- ${names.map(q).join(" ")} 2>&1)`,
+      `  printf '%s\\n' "$qm_show"`,
       `  ${ctx.mark("boot")}; grep -s '^btime ' /proc/stat`,
+      // Not indented: its here-documents' lines must start the line.
+      ...mapsProbe(ctx.mark, q),
       ...(withActive
         ? ["else", `  ${ctx.mark("active-unknown")}`, `  printf '%s\\n' ${q(NO_SYSTEMD)}`]
         : []),

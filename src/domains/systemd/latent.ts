@@ -4,13 +4,20 @@ import { isoTime } from "../file-times.js";
 import { ACTIVE_STATES, type UnitLive } from "./parse.js";
 
 // A declared unit whose files on disk are not what systemd runs: they take effect at the next
-// daemon-reload (systemd has not read them) or restart (the running process predates them).
+// daemon-reload (systemd has not read them) or restart (the running process predates them, or
+// maps a library since deleted or replaced).
 
 // btime, the start and mtimes are whole seconds on two clocks: a file counts as changed after the
 // start only past this much, so a unit started right after its edit is never flagged.
 const CLOCK_SLACK_S = 2;
 
-/** The latent findings of one unit: `<unit>:loaded` (daemon-reload), `<unit>:running` (restart). */
+// A deleted-library finding names this many of its files, then counts the rest.
+const NAMED_LIBRARIES = 5;
+
+/**
+ * The latent findings of one unit: `<unit>:loaded` (daemon-reload), `<unit>:running` and
+ * `<unit>:libraries` (restart).
+ */
 export function unitLatent(
   name: string,
   got: UnitLive,
@@ -35,6 +42,8 @@ export function unitLatent(
       },
     });
   }
+  const libraries = librariesLatent(name, got, base);
+  if (libraries) findings.push(libraries);
   if (!ACTIVE_STATES.has(state.active) || !state.activeSinceUs || bootedAt === undefined)
     return findings;
   const since = Math.floor(bootedAt + state.activeSinceUs / 1e6);
@@ -56,4 +65,26 @@ export function unitLatent(
     },
   });
   return findings;
+}
+
+/** An active unit whose processes map deleted libraries: a restart loads the files on disk. */
+function librariesLatent(name: string, got: UnitLive, base: SpecPath): Finding | undefined {
+  const files = [...(got.deletedLibraries ?? [])];
+  if (files.length === 0) return undefined;
+  const pids = [...new Set(files.flatMap(([, mapping]) => mapping))];
+  const named = files.slice(0, NAMED_LIBRARIES).map(([file]) => file);
+  const more = files.length - named.length;
+  const value = "active with the libraries it started with";
+  return {
+    key: `${name}:libraries`,
+    declared: value,
+    live: value,
+    path: base,
+    detail: `${pids.length === 1 ? "process" : "processes"} ${pids.join(", ")} ${pids.length === 1 ? "maps" : "map"} files deleted or replaced since ${pids.length === 1 ? "it" : "they"} started`,
+    latent: {
+      after: "restart",
+      becomes: "restarted with the libraries on disk",
+      because: `${name} maps deleted ${named.join(", ")}${more ? ` and ${more} more` : ""}`,
+    },
+  };
 }

@@ -1,6 +1,7 @@
 import { ProbeParseError } from "../../errors.js";
 import { parseBootTime, parseChanged } from "../file-times.js";
 import { parseLink, type LinkedComponent } from "../no-follow.js";
+import { parseMaps, parseMapsErrors, parseProcs, unitPids, type ProcessMaps } from "./maps.js";
 
 // Contract with the transport: probe output arrives decoded byte-per-char (latin1), so
 // Buffer.from(text, "latin1") gives back the exact bytes of a unit file.
@@ -13,6 +14,10 @@ export interface ActiveState {
   needDaemonReload?: boolean;
   /** `ActiveEnterTimestampMonotonic`: when the unit last became active, microseconds since boot. */
   activeSinceUs?: number;
+  /** `MainPID`, when the unit has a main process. */
+  mainPid?: number;
+  /** `ControlGroup`, when the unit has a cgroup: its processes are in its cgroup.procs. */
+  controlGroup?: string;
 }
 
 /** The ActiveState values systemd counts as running. */
@@ -50,6 +55,11 @@ export interface UnitLive {
   state?: ActiveState;
   /** The unit file and its /etc drop-ins -> mtime (seconds), when systemd runs. */
   changed: Map<string, number>;
+  /**
+   * Deleted library (under /lib or /usr/lib) -> the unit's pids mapping it, when the maps of every
+   * process of an active unit were read.
+   */
+  deletedLibraries?: Map<string, number[]>;
 }
 
 export interface SystemdLive {
@@ -85,6 +95,8 @@ export function parseSystemctlShow(
     const [load, active, sub] = ["LoadState", "ActiveState", "SubState"].map((p) => props.get(p));
     if (load === undefined || active === undefined || sub === undefined) return undefined;
     const since = Number(props.get("ActiveEnterTimestampMonotonic"));
+    const mainPid = Number(props.get("MainPID"));
+    const controlGroup = props.get("ControlGroup");
     states.set(names[i]!, {
       load,
       active,
@@ -93,6 +105,8 @@ export function parseSystemctlShow(
         needDaemonReload: props.get("NeedDaemonReload") === "yes",
       }),
       ...(Number.isSafeInteger(since) && since > 0 && { activeSinceUs: since }),
+      ...(Number.isSafeInteger(mainPid) && mainPid > 0 && { mainPid }),
+      ...(controlGroup?.startsWith("/") && { controlGroup }),
     });
   }
   return states;
@@ -110,7 +124,8 @@ const firstLine = (text: string): [string, string] => {
  * `unreadable <name>` (a path that could not be read); a symlink not followed: `unit-link <name>`
  * and `dropins-link <name>` (the linked path, then its target), `dropin-link <name>` (drop-in file
  * name, then its target); when systemd runs, `changed <name>` (`stat -c '%Y %n'` of the unit
- * file and drop-ins) and `boot` (the btime line of /proc/stat).
+ * file and drop-ins), `boot` (the btime line of /proc/stat), and `procs`, `maps`, `maps-errors`
+ * (the processes of active units and the deleted libraries they map: maps.ts).
  */
 export function parseSystemd(parts: readonly [string, string][]): SystemdLive {
   const capLabel = parts.find(([label]) => label.startsWith("cap "))?.[0];
@@ -126,6 +141,8 @@ export function parseSystemd(parts: readonly [string, string][]): SystemdLive {
     return found;
   };
   let states: Map<string, ActiveState> | undefined;
+  const maps: ProcessMaps = { procs: new Map(), deleted: new Map(), unreadable: new Map() };
+  let mapsRead = false;
   // Drop-ins and unreadable paths repeat per unit; any other label printed twice means broken
   // framing.
   const once = new Set<string>();
@@ -185,13 +202,45 @@ export function parseSystemd(parts: readonly [string, string][]): SystemdLive {
     } else if (kind === "boot") {
       const bootedAt = parseBootTime(text);
       if (bootedAt !== undefined) live.bootedAt = bootedAt;
+    } else if (kind === "procs") {
+      parseProcs(text, maps);
+    } else if (kind === "maps") {
+      mapsRead = true;
+      parseMaps(text, maps);
+    } else if (kind === "maps-errors") {
+      parseMapsErrors(text, maps);
     } else if (kind === "active-unknown") {
       live.unknown.push(text.trim());
     }
   }
   for (const [name, state] of states ?? []) {
     const found = live.units.get(name);
-    if (found) found.state = state;
+    if (!found) continue;
+    found.state = state;
+    if (ACTIVE_STATES.has(state.active))
+      deletedLibraries(name, found, unitPids(maps, state.controlGroup, state.mainPid));
   }
   return live;
+
+  /** The deleted libraries an active unit's processes map, or why that is unknown. */
+  function deletedLibraries(name: string, found: UnitLive, pids: number[]): void {
+    if (pids.length === 0 || !mapsRead) return;
+    const unreadable = pids.filter((pid) => maps.unreadable.has(pid));
+    if (unreadable.length) {
+      const [first] = unreadable;
+      live.unknown.push(
+        `${name}: cannot read /proc/${first}/maps (${maps.unreadable.get(first!)})${unreadable.length > 1 ? ` nor the maps of ${unreadable.length - 1} more of its processes` : ""}: whether it maps a deleted library is unknown (another user's processes need become: sudo)`,
+      );
+      return;
+    }
+    const libraries = new Map<string, number[]>();
+    for (const pid of pids) {
+      for (const file of maps.deleted.get(pid) ?? []) {
+        const mapping = libraries.get(file) ?? [];
+        mapping.push(pid);
+        libraries.set(file, mapping);
+      }
+    }
+    found.deletedLibraries = libraries;
+  }
 }

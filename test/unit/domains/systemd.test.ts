@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import {
   existsSync,
   mkdirSync,
@@ -462,7 +464,7 @@ describe("systemd: probe and compare on a unit tree", () => {
       .filter((line) => /\b(head|cat|readlink|ls|find|systemctl) /.test(line));
     assert.deepEqual(asking, [
       // Inside `if [ -d /run/systemd/system ]`: what systemd loaded and when the unit started.
-      "  systemctl show -p LoadState,ActiveState,SubState,NeedDaemonReload,ActiveEnterTimestampMonotonic -- 'app.service' 2>&1",
+      "  qm_show=$(systemctl show -p LoadState,ActiveState,SubState,NeedDaemonReload,ActiveEnterTimestampMonotonic,MainPID,ControlGroup -- 'app.service' 2>&1)",
       `[ -d /run/systemd/system ] && printf 'is-enabled %s\\n' "$(systemctl is-enabled -- 'app.service' 2>/dev/null)"`,
       // readlink runs only for a symlink on the way to the unit file.
       `qm_l=; [ -n "$qm_f" ] && qm_linked "$qm_f" && { qm_l=1; printf '\\n%s mark %s\\n' "$QM_N" 'unit-link app.service'; printf '%s\\n' "$qm_link"; readlink -- "$qm_link"; }`,
@@ -487,5 +489,154 @@ describe("systemd: snapshot", () => {
       }),
       "mark cap 1",
     );
+  });
+});
+
+describe("systemd: a declared unit's processes mapping deleted libraries (latent, at restart)", () => {
+  const CGROUP = "/sys/fs/cgroup/systemd/system.slice/app.service/cgroup.procs";
+  const SHOW = (main: number, active = "active") =>
+    `LoadState=loaded\nActiveState=${active}\nSubState=running\nMainPID=${main}\nControlGroup=/system.slice/app.service\n`;
+  const parsed = (parts: [string, string][], active = "active") =>
+    parseSystemd([
+      ["cap 1024", ""],
+      ["active app.service", SHOW(4242, active)],
+      ["unit app.service", "file /etc/systemd/system/app.service\n"],
+      ...parts,
+    ]);
+  const findings = (live: SystemdLive) => systemd.compare(declare([{ name: "app.service" }]), live);
+
+  it("names the deleted libraries under /lib and /usr/lib, none of the false positives needrestart users hit", () => {
+    const live = parsed([
+      // 0: a process of another pid namespace in the same cgroup, which this host cannot see.
+      ["procs", `${CGROUP}\n4242\n4243\n0\n`],
+      ["maps", fixture("maps-deleted.txt")],
+      ["maps-errors", "\n"],
+    ]);
+    assert.deepEqual(live.unknown, []);
+    assert.deepEqual(
+      [...live.units.get("app.service")!.deletedLibraries!],
+      [
+        ["/usr/lib/x86_64-linux-gnu/libssl.so.3", [4242]],
+        ["/lib/x86_64-linux-gnu/libz.so.1.2.13", [4242]],
+        // A newline in a path comes escaped by the kernel: one line, shown as the kernel wrote it.
+        ["/usr/lib/qm/lib\\012@::<!--x.so", [4242]],
+      ],
+    );
+    assert.deepEqual(findings(live), [
+      {
+        key: "app.service:libraries",
+        declared: "active with the libraries it started with",
+        live: "active with the libraries it started with",
+        path: ["systemd", "units", "app.service"],
+        detail: "process 4242 maps files deleted or replaced since it started",
+        latent: {
+          after: "restart",
+          becomes: "restarted with the libraries on disk",
+          because:
+            "app.service maps deleted /usr/lib/x86_64-linux-gnu/libssl.so.3, /lib/x86_64-linux-gnu/libz.so.1.2.13, /usr/lib/qm/lib\\012@::<!--x.so",
+        },
+      },
+    ]);
+  });
+
+  it("a process whose maps cannot be read (another user's, without become: sudo) makes it unknown, not clean", () => {
+    const live = parsed([
+      ["procs", `${CGROUP}\n4242\n4243\n`],
+      ["maps", ""],
+      ["maps-errors", "grep: /proc/4243/maps: Permission denied\n"],
+    ]);
+    assert.deepEqual(findings(live), []);
+    assert.deepEqual(live.unknown, [
+      "app.service: cannot read /proc/4243/maps (Permission denied): whether it maps a deleted library is unknown (another user's processes need become: sudo)",
+    ]);
+  });
+
+  it("checks the main PID of a unit without a cgroup file, and nothing of an inactive unit", () => {
+    const main = parsed([
+      ["procs", ""],
+      ["maps", fixture("maps-deleted.txt")],
+      ["maps-errors", ""],
+    ]);
+    assert.equal(findings(main)[0]!.key, "app.service:libraries");
+    const inactive = parsed(
+      [
+        ["procs", ""],
+        ["maps", fixture("maps-deleted.txt")],
+        ["maps-errors", "grep: /proc/4242/maps: Permission denied\n"],
+      ],
+      "inactive",
+    );
+    assert.deepEqual([findings(inactive), inactive.unknown], [[], []]);
+  });
+
+  it("parses a hostile maps part in linear time", () => {
+    const line = `/proc/1/maps:0-1 r--p 0 0:0 1${" ".repeat(200_000)}/usr/lib/${"a (deleted)".repeat(20_000)}x\n`;
+    const live = parsed([
+      ["procs", `${CGROUP}\n${"1\n".repeat(10_000)}`],
+      ["maps", line.repeat(5) + "grep: /proc/".repeat(50_000)],
+      ["maps-errors", `grep: /proc/1/maps: ${"x".repeat(100_000)}`],
+    ]);
+    assert.equal(live.unknown.length, 1);
+  });
+});
+
+describe("systemd: the maps probe, run by sh against this machine's /proc", () => {
+  let root: string;
+  let sleeper: ReturnType<typeof spawn>;
+  // systemd seems to run (a private /run/systemd/system) and systemctl answers with the main PID of
+  // a process of ours and a cgroup whose cgroup.procs lists it.
+  const withSystemd = (show: string, asNobody: boolean) => [
+    "unshare",
+    "-m",
+    "sh",
+    "-c",
+    `mount -t tmpfs tmpfs /run/systemd && mkdir /run/systemd/system && mount --bind "$1" /usr/bin/systemctl && mount --bind "$1" /bin/systemctl && mount --bind "$2" /sys/fs/cgroup && shift 2 && exec "$@"`,
+    "fake-systemd",
+    join(root, "systemctl"),
+    join(root, "cgroup"),
+    ...(asNobody ? NOBODY : ["sh", "-s"]),
+  ];
+  const probe = async (asNobody: boolean) => {
+    const declared = declare([{ name: "app.service" }]);
+    const run = await runProbe<SystemdLive>(systemd, declared, {
+      command: withSystemd("", asNobody),
+    });
+    return { ...run, findings: systemd.compare(declared, run.live!) };
+  };
+
+  before(async () => {
+    root = mkdtempSync(join(tmpdir(), "qm-systemd-maps-"));
+    chmodSync(root, 0o755);
+    sleeper = spawn("sleep", ["600"], { stdio: "ignore" });
+    await once(sleeper, "spawn");
+    writeFileSync(
+      join(root, "systemctl"),
+      `#!/bin/sh\nprintf 'LoadState=loaded\\nActiveState=active\\nSubState=running\\nMainPID=${sleeper.pid}\\nControlGroup=/system.slice/app.service\\n'\n`,
+      { mode: 0o755 },
+    );
+    mkdirSync(join(root, "cgroup", "system.slice", "app.service"), { recursive: true });
+    writeFileSync(
+      join(root, "cgroup", "system.slice", "app.service", "cgroup.procs"),
+      `${sleeper.pid}\n`,
+    );
+  });
+  after(() => {
+    sleeper.kill();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it("reads the cgroup's processes' maps: a process mapping nothing deleted is clean", async () => {
+    const { findings, live, script } = await probe(false);
+    assert.deepEqual([findings, live!.unknown], [[], []]);
+    assert.deepEqual(live!.units.get("app.service")!.deletedLibraries, new Map());
+    assert.equal(script.match(/systemctl show/g)!.length, 1);
+  });
+
+  it("as another user, says unknown: root's process maps are unreadable", async () => {
+    const { findings, live } = await probe(true);
+    assert.deepEqual(findings, []);
+    assert.deepEqual(live!.unknown, [
+      `app.service: cannot read /proc/${sleeper.pid}/maps (Permission denied): whether it maps a deleted library is unknown (another user's processes need become: sudo)`,
+    ]);
   });
 });
