@@ -1,6 +1,7 @@
-// The test run's reporter: node's TAP output, then a short coverage summary of src/ (per
-// directory and in total) in place of node's table, which lists every test file too.
-// Used by `npm test` with --experimental-test-coverage.
+// The test run's reporter: node's TAP output, then the slowest test files (each file runs in a
+// process of its own; its time is that process's, from start to exit) and a short coverage
+// summary of src/ (per directory and in total) in place of node's table, which lists every test
+// file too. Used by `npm test` with --experimental-test-coverage.
 import path from "node:path";
 import { tap } from "node:test/reporters";
 
@@ -44,14 +45,35 @@ function render(rows) {
   return lines.join("\n") + "\n";
 }
 
+const SLOWEST = 12;
+
+/** The slowest test files, with their share of the files' summed time. */
+function slowest(files) {
+  const total = [...files.values()].reduce((sum, ms) => sum + ms, 0);
+  const rows = [...files].sort((a, b) => b[1] - a[1]).slice(0, SLOWEST);
+  const lines = [`# slowest test files (of ${files.size}, ${(total / 1000).toFixed(0)} s summed)`];
+  for (const [file, ms] of rows)
+    lines.push(
+      `# ${(ms / 1000).toFixed(1).padStart(7)} s  ${percent(ms, total).padStart(6)}  ${path.relative(".", file)}`,
+    );
+  return lines.join("\n") + "\n";
+}
+
 export default async function* reporter(source) {
   let coverage;
+  const files = new Map();
   async function* withoutCoverage() {
     for await (const event of source) {
       if (event.type === "test:coverage") coverage = event.data.summary;
-      else yield event;
+      else {
+        // The test node's runner opens for each file (its name is the file's path).
+        if (event.type === "test:complete" && event.data.name === event.data.file)
+          files.set(event.data.file, event.data.details.duration_ms);
+        yield event;
+      }
     }
   }
   yield* tap(withoutCoverage());
+  if (files.size > 0) yield slowest(files);
   if (coverage) yield render(summarize(coverage.files));
 }

@@ -227,16 +227,20 @@ export class GitHub implements Forge {
 
   /** Creates `branch` at `sha`; false when it already exists (another writer was first). */
   async createBranch(branch: string, sha: string): Promise<boolean> {
-    try {
-      await call(`creating branch ${branch}`, () =>
-        this.octokit.rest.git.createRef({ ...this.repo, ref: `refs/heads/${branch}`, sha }),
-      );
-      return true;
-    } catch (error) {
-      // GitHub's 422 "Reference already exists"; any other refusal leaves no such branch.
-      if (error instanceof ForgeError && error.status === 422 && (await this.branchHead(branch)))
-        return false;
-      throw error;
+    for (let tries = 1; ; tries++) {
+      try {
+        await call(`creating branch ${branch}`, () =>
+          this.octokit.rest.git.createRef({ ...this.repo, ref: `refs/heads/${branch}`, sha }),
+        );
+        return true;
+      } catch (error) {
+        if (!(error instanceof ForgeError && error.status === 422)) throw error;
+        // GitHub's 422 "Reference already exists", when the branch is there to read. A branch
+        // deleted between the refusal and the read (a lock released meanwhile) is created again;
+        // a second refusal with no branch is some other refusal.
+        if (await this.branchHead(branch)) return false;
+        if (tries === 2) throw error;
+      }
     }
   }
 

@@ -12,7 +12,7 @@ import { toDriftItems } from "../../src/drift/drift.js";
 import { loadFleet } from "../../src/manifest/load.js";
 import { parseHistory, type AuditHistory } from "../../src/report/history.js";
 import { Report, summarize, type NodeResult } from "../../src/report/schema.js";
-import { runCli } from "../support/cli.js";
+import { spawnCli } from "../support/cli.js";
 import { startForge, type TestForge } from "../support/forge.js";
 import { removeTree, writeTree } from "../support/tree.js";
 
@@ -35,8 +35,9 @@ describe("two propose runs at once", () => {
   let report: string;
   /** A report at `startedAt` of `names` (all nodes when absent), each drifted. */
   let writeReport: (file: string, startedAt: string, names?: string[]) => Promise<string>;
+  // Processes of their own: runCli takes its runs one at a time, and these must run at once.
   const propose = (file: string, ...flags: string[]) =>
-    runCli(
+    spawnCli(
       [
         "propose",
         "--report",

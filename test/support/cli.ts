@@ -104,8 +104,32 @@ export const ensureBuilt = () => ensureNewerThanSources(BUILT_ENTRY, "build");
 /** Builds the single executable when it is missing or older than src/ (`npm run build:exe`). */
 export const ensureExecutable = () => ensureNewerThanSources(EXECUTABLE, "build:exe");
 
-async function ensureNewerThanSources(file: string, script: string): Promise<void> {
+const isStale = async (file: string, sources: string) => {
   const built = await stat(file).catch(() => undefined);
-  if (!built || built.mtimeMs < newest(path.join(REPO_ROOT, "src")))
-    await execa("npm", ["run", script, "--silent"], { cwd: REPO_ROOT });
+  return !built || built.mtimeMs < newest(sources);
+};
+
+/**
+ * Test files run at once, and a build removes dist/ before writing it: one process builds, under
+ * an exclusive lock on src/, and the others wait for it and find the build done.
+ */
+async function ensureNewerThanSources(file: string, script: string): Promise<void> {
+  const sources = path.join(REPO_ROOT, "src");
+  if (!(await isStale(file, sources))) return;
+  // One process holds the lock through its own descriptor until its input ends.
+  const holder = execa("sh", [
+    "-c",
+    'exec 9<"$1" && flock 9 && echo locked && exec cat',
+    "sh",
+    sources,
+  ]);
+  try {
+    // A holder that cannot take the lock exits, and execa rejects with its stderr.
+    await Promise.race([new Promise((resolve) => holder.stdout.once("data", resolve)), holder]);
+    if (await isStale(file, sources))
+      await execa("npm", ["run", script, "--silent"], { cwd: REPO_ROOT });
+  } finally {
+    holder.stdin.end();
+    await holder;
+  }
 }

@@ -153,6 +153,8 @@ const PRIVATE_BASE = "10.214";
 const JUMP_BRIDGE = "qm-private";
 // Claims live beside the network namespaces so they vanish with them on reboot.
 const SUBNET_CLAIMS = "/run/quartermaster-test-hosts/subnets";
+// Where a claim is written before it is linked into SUBNET_CLAIMS whole, named <pid>-<n>.
+const CLAIMS_WRITTEN = "/run/quartermaster-test-hosts/claiming";
 // Linux interface names are at most 15 bytes.
 const IFNAMSIZ = 15;
 
@@ -306,10 +308,30 @@ async function cleanupStale(prefix: string): Promise<void> {
     );
     if (!owner || !isAlive(owner)) await fsp.rm(path.join(SUBNET_CLAIMS, entry), { force: true });
   }
+  await fsp.mkdir(CLAIMS_WRITTEN, { recursive: true });
+  for (const entry of await fsp.readdir(CLAIMS_WRITTEN))
+    if (!isAlive(Number(entry.split("-")[0])))
+      await fsp.rm(path.join(CLAIMS_WRITTEN, entry), { force: true });
 }
 
-/** Atomically claim a free /24 of the test subnet (exclusive create of a claim file). */
+let claimSeq = 0;
+
+/**
+ * Atomically claim a free /24 of the test subnet: a claim file holding this process's pid, linked
+ * into place whole (link fails if the name exists), so another process's stale cleanup never reads
+ * a claim still being written as one without an owner.
+ */
 async function claimSubnet(): Promise<number> {
+  const written = path.join(CLAIMS_WRITTEN, `${process.pid}-${claimSeq++}`);
+  await fsp.writeFile(written, `${process.pid}\n`);
+  try {
+    return await linkFreeSubnet(written);
+  } finally {
+    await fsp.rm(written, { force: true });
+  }
+}
+
+async function linkFreeSubnet(claim: string): Promise<number> {
   const { stdout } = await execa("ip", ["-4", "-o", "addr", "show"]);
   const inUse = new Set(
     [...stdout.matchAll(new RegExp(`inet ${escapeRegExp(SUBNET_BASE)}\\.(\\d+)\\.`, "g"))].map(
@@ -319,9 +341,7 @@ async function claimSubnet(): Promise<number> {
   for (let octet = 0; octet <= 255; octet++) {
     if (inUse.has(octet)) continue;
     try {
-      await fsp.writeFile(path.join(SUBNET_CLAIMS, String(octet)), `${process.pid}\n`, {
-        flag: "wx",
-      });
+      await fsp.link(claim, path.join(SUBNET_CLAIMS, String(octet)));
       return octet;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;

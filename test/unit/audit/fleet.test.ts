@@ -1,7 +1,9 @@
 // The fleet audit hands each node's entry on as it finishes and keeps none of them itself.
 import assert from "node:assert/strict";
-import { readdir } from "node:fs/promises";
+import { readdirSync } from "node:fs";
+import { mkdtemp } from "node:fs/promises";
 import os from "node:os";
+import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { after, it } from "node:test";
 import { stringify } from "yaml";
@@ -33,8 +35,23 @@ const kernel = (release: string) => (nonce: string) =>
     ],
   ]);
 
-const spoolDirs = async () =>
-  (await readdir(os.tmpdir())).filter((name) => name.startsWith("quartermaster-report-"));
+// The spool is made under os.tmpdir(), which TMPDIR names: a directory of the test's own, so the
+// spools of other test processes running at once are not counted.
+const spoolDirs = () =>
+  readdirSync(os.tmpdir()).filter((name) => name.startsWith("quartermaster-report-"));
+
+async function inOwnTmpdir<T>(run: () => Promise<T>): Promise<T> {
+  const own = await mkdtemp(path.join(os.tmpdir(), "qm-spool-test-"));
+  dirs.push(own);
+  const tmpdir = process.env.TMPDIR;
+  process.env.TMPDIR = own;
+  try {
+    return await run();
+  } finally {
+    if (tmpdir === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = tmpdir;
+  }
+}
 
 it("nodes finishing in any order are reported in name order, each seen as it finishes, and the spool is removed", async () => {
   const spec = stringify({ system: { kernel_version: "6.1.0-28-amd64" } });
@@ -59,17 +76,26 @@ it("nodes finishing in any order are reported in name order, each seen as it fin
     };
   };
   const finished: string[] = [];
-  const before = await spoolDirs();
-  const report = await auditFleet({
-    nodes: fleet.nodes,
-    transportFor,
-    settings: defaultAuditSettings(),
-    drift: { policy: {}, waivers: [], tickets: [], now: new Date() },
-    concurrency: 4,
-    manifestRevision: null,
-    onResult: (result) => finished.push(result.name),
+  const spools: string[][] = [];
+  const { report, left } = await inOwnTmpdir(async () => {
+    const report = await auditFleet({
+      nodes: fleet.nodes,
+      transportFor,
+      settings: defaultAuditSettings(),
+      drift: { policy: {}, waivers: [], tickets: [], now: new Date() },
+      concurrency: 4,
+      manifestRevision: null,
+      onResult: (result) => {
+        finished.push(result.name);
+        spools.push(spoolDirs());
+      },
+    });
+    return { report, left: spoolDirs() };
   });
   assert.deepEqual(finished, ["down", "web-a", "Web-c", "web-b"]);
+  // One spool while the nodes finish, none after.
+  assert.equal(new Set(spools.flat()).size, 1, JSON.stringify(spools));
+  assert.deepEqual(left, []);
   assert.deepEqual(
     report.nodes.map((n) => [n.name, n.status, n.drift.map((d) => d.live)]),
     [
@@ -88,7 +114,6 @@ it("nodes finishing in any order are reported in name order, each seen as it fin
     maintenance: 0,
     driftItems: 1,
   });
-  assert.deepEqual(await spoolDirs(), before);
 });
 
 it("sessions through one jump host stay within its limit while other nodes use the free slots", async () => {

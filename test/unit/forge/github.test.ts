@@ -76,3 +76,39 @@ describe("github: errors by type", () => {
     });
   });
 });
+
+describe("github: creating a branch another run deletes meanwhile", () => {
+  let server: Server;
+  let creates = 0;
+  before(async () => {
+    // The branch exists when the first create is refused and is gone when it is read (its holder
+    // deleted it in between): the second create succeeds.
+    server = createServer((request, response) => {
+      const create = request.method === "POST" && request.url === "/repos/o/r/git/refs";
+      if (create) creates++;
+      const [status, body] = !create
+        ? [404, { message: "Not Found" }]
+        : creates === 1
+          ? [422, { message: "Reference already exists" }]
+          : [201, { ref: "refs/heads/lock", object: { sha: "a".repeat(40) } }];
+      response.writeHead(status, { "content-type": "application/json" });
+      response.end(JSON.stringify(body));
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  });
+  after(() => new Promise((resolve) => server.close(resolve)));
+
+  it("is created: the refusal met a branch that is no longer there", async () => {
+    const { port } = server.address() as AddressInfo;
+    const github = new GitHub({
+      apiUrl: `http://127.0.0.1:${port}`,
+      owner: "o",
+      repo: "r",
+      token: "t",
+      author: BOT_AUTHOR,
+      retryAfterBaseValue: 1,
+    });
+    assert.equal(await github.createBranch("lock", "a".repeat(40)), true);
+    assert.equal(creates, 2);
+  });
+});
