@@ -89,7 +89,8 @@ describe("auditing this machine", () => {
       "keep.conf": "same\n",
     });
     dirs.push(place);
-    await chmod(path.join(place, "app.conf"), 0o640);
+    // World-readable: a root-only file's contents are never written (test/e2e/adopt-secrets.test.ts).
+    await chmod(path.join(place, "app.conf"), 0o644);
     const file = (name: string) => path.join(place, name);
     const declared = {
       files: [
@@ -113,7 +114,7 @@ describe("auditing this machine", () => {
     assert.match(snapshot.stdout, /^# Live state of here, taken /m);
     const spec = parse(snapshot.stdout) as { files: Record<string, unknown>[] };
     assert.deepEqual(spec.files, [
-      { path: file("app.conf"), contents: "role = live\n", mode: "0640" },
+      { path: file("app.conf"), contents: "role = live\n", mode: "0644" },
       {
         path: file("secret.key"),
         sha256: createHash("sha256").update("live key\n").digest("hex"),
