@@ -1,26 +1,29 @@
 // The forge's failures as ForgeError with the HTTP status as a field; a 404 where "none" is an
 // answer.
 import assert from "node:assert/strict";
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { ForgeError } from "../../../src/errors.js";
 import { BOT_AUTHOR, GitHub, settingsFromEnv } from "../../../src/forge/github.js";
 
-describe("github: errors by type", () => {
-  let server: Server;
-  let github: GitHub;
+/**
+ * A client of repository o/r on a local server answering each request with `answer`'s status and
+ * JSON body: started before the suite's tests, stopped after them.
+ */
+function clientAnswering(answer: (request: IncomingMessage) => [number, unknown]): {
+  github: GitHub;
+} {
+  const client = {} as { github: GitHub };
+  const server = createServer((request, response) => {
+    const [status, body] = answer(request);
+    response.writeHead(status, { "content-type": "application/json" });
+    response.end(JSON.stringify(body));
+  });
   before(async () => {
-    server = createServer((request, response) => {
-      const [status, message] = request.url!.startsWith("/repos/o/r/git/ref")
-        ? [404, "Not Found"]
-        : [403, "Resource not accessible by integration"];
-      response.writeHead(status, { "content-type": "application/json" });
-      response.end(JSON.stringify({ message }));
-    });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const { port } = server.address() as AddressInfo;
-    github = new GitHub({
+    client.github = new GitHub({
       apiUrl: `http://127.0.0.1:${port}`,
       owner: "o",
       repo: "r",
@@ -30,13 +33,22 @@ describe("github: errors by type", () => {
     });
   });
   after(() => new Promise((resolve) => server.close(resolve)));
+  return client;
+}
+
+describe("github: errors by type", () => {
+  const client = clientAnswering((request) =>
+    request.url!.startsWith("/repos/o/r/git/ref")
+      ? [404, { message: "Not Found" }]
+      : [403, { message: "Resource not accessible by integration" }],
+  );
 
   it("a branch the forge does not have is none, not a failure", async () => {
-    assert.equal(await github.branchHead("quartermaster--x"), undefined);
+    assert.equal(await client.github.branchHead("quartermaster--x"), undefined);
   });
 
   it("a refusal is a ForgeError naming the request, with GitHub's words and the status", async () => {
-    await assert.rejects(github.defaultBranch(), (error: unknown) => {
+    await assert.rejects(client.github.defaultBranch(), (error: unknown) => {
       assert.ok(error instanceof ForgeError);
       assert.equal(error.status, 403);
       assert.equal(
@@ -48,12 +60,12 @@ describe("github: errors by type", () => {
   });
 
   it("an App's or Actions' token, which GET /user refuses, is a ForgeError saying to set QUARTERMASTER_BOT_LOGIN", async () => {
-    await assert.rejects(github.botLogin(), {
+    await assert.rejects(client.github.botLogin(), {
       name: "ForgeError",
       message:
         /^GitHub API: reading the token's user failed \(HTTP 403\): Resource not accessible by integration; .*set QUARTERMASTER_BOT_LOGIN/,
     });
-    const given = new GitHub({ ...github.settings, botLogin: "fleet-app[bot]" });
+    const given = new GitHub({ ...client.github.settings, botLogin: "fleet-app[bot]" });
     assert.equal(await given.botLogin(), "fleet-app[bot]");
   });
 
@@ -78,37 +90,21 @@ describe("github: errors by type", () => {
 });
 
 describe("github: creating a branch another run deletes meanwhile", () => {
-  let server: Server;
   let creates = 0;
-  before(async () => {
-    // The branch exists when the first create is refused and is gone when it is read (its holder
-    // deleted it in between): the second create succeeds.
-    server = createServer((request, response) => {
-      const create = request.method === "POST" && request.url === "/repos/o/r/git/refs";
-      if (create) creates++;
-      const [status, body] = !create
-        ? [404, { message: "Not Found" }]
-        : creates === 1
-          ? [422, { message: "Reference already exists" }]
-          : [201, { ref: "refs/heads/lock", object: { sha: "a".repeat(40) } }];
-      response.writeHead(status, { "content-type": "application/json" });
-      response.end(JSON.stringify(body));
-    });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  // The branch exists when the first create is refused and is gone when it is read (its holder
+  // deleted it in between): the second create succeeds.
+  const client = clientAnswering((request) => {
+    const create = request.method === "POST" && request.url === "/repos/o/r/git/refs";
+    if (create) creates++;
+    return !create
+      ? [404, { message: "Not Found" }]
+      : creates === 1
+        ? [422, { message: "Reference already exists" }]
+        : [201, { ref: "refs/heads/lock", object: { sha: "a".repeat(40) } }];
   });
-  after(() => new Promise((resolve) => server.close(resolve)));
 
   it("is created: the refusal met a branch that is no longer there", async () => {
-    const { port } = server.address() as AddressInfo;
-    const github = new GitHub({
-      apiUrl: `http://127.0.0.1:${port}`,
-      owner: "o",
-      repo: "r",
-      token: "t",
-      author: BOT_AUTHOR,
-      retryAfterBaseValue: 1,
-    });
-    assert.equal(await github.createBranch("lock", "a".repeat(40)), true);
+    assert.equal(await client.github.createBranch("lock", "a".repeat(40)), true);
     assert.equal(creates, 2);
   });
 });
