@@ -6,14 +6,11 @@
 // file (rpm-shipped ones included), a reboot. Run 2 must name each change's cause, and never a
 // wrong one.
 import assert from "node:assert/strict";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { after, before, describe, it } from "node:test";
+import { after, describe, it } from "node:test";
 import { execa } from "execa";
-import { Report } from "../../src/report/schema.js";
-import { runCli } from "../support/cli.js";
-import { startForge, type TestForge } from "../support/forge.js";
+import { suiteForge } from "../support/forge.js";
 import {
   AUDIT_USER,
   buildRpm,
@@ -21,10 +18,9 @@ import {
   type RpmPackage,
   type TestFleet,
 } from "../support/hosts.js";
+import { scheduledRun } from "../support/scheduled-run.js";
 
 const TOKEN = "ghs_causes_e2e";
-const OWNER = "acme";
-const REPO = "fleet";
 const DB = ["db-01", "db-02", "db-03"];
 const WEB = ["web-01", "web-02"];
 // A real systemd host: its units are enabled and disabled with systemctl.
@@ -50,14 +46,12 @@ const rpmPackage = (version: string, level: string): RpmPackage => ({
 const WRITABLE = ["/etc", "/var/lib/dpkg", "/var/lib/apt", "/var/cache/apt", "/var/log"];
 
 let fleet: TestFleet;
-let forge: TestForge;
-let work: string;
 const debs: Record<string, string> = {};
 const rpms: Record<string, string> = {};
 
 /** A package built here with dpkg-deb: `conf` is its conffile's contents, when it ships one. */
 async function buildDeb(name: string, version: string, conf?: string): Promise<string> {
-  const root = path.join(work, `${name}-${version}`);
+  const root = path.join(forge.work, `${name}-${version}`);
   await mkdir(path.join(root, "DEBIAN"), { recursive: true });
   const control = [
     `Package: ${name}`,
@@ -73,7 +67,7 @@ async function buildDeb(name: string, version: string, conf?: string): Promise<s
     await writeFile(path.join(root, CONF), conf);
     await writeFile(path.join(root, "DEBIAN", "conffiles"), `${CONF}\n`);
   }
-  const deb = path.join(work, `${name}_${version}_all.deb`);
+  const deb = path.join(forge.work, `${name}_${version}_all.deb`);
   await execa("dpkg-deb", ["--root-owner-group", "--build", root, deb]);
   return deb;
 }
@@ -96,107 +90,77 @@ const spec = declare(
   ["system:", "  kernel_version: 0.0.0-declared"],
 );
 
-before(async () => {
-  work = await mkdtemp(path.join(tmpdir(), "qm-causes-e2e-"));
-  debs["demo-1.0"] = await buildDeb("qm-demo", "1.0", "level = 1\n");
-  debs["demo-1.1"] = await buildDeb("qm-demo", "1.1", "level = 2\n");
-  debs["extra-1.0"] = await buildDeb("qm-extra", "1.0");
-  rpms["1.0"] = await buildRpm(rpmPackage("1.0", "1"), path.join(work, "rpmbuild"));
-  rpms["1.1"] = await buildRpm(rpmPackage("1.1", "2"), path.join(work, "rpmbuild"));
-  fleet = await startFleet([
-    ...[...DB, ...WEB].map((name) => ({ name, writable: WRITABLE })),
-    {
-      name: APP_HOST,
-      systemd: true,
-      files: Object.fromEntries(
-        ["qm-old.service", "qm-new.service"].map((u) => [
-          `/usr/lib/systemd/system/${u}`,
-          { contents: unit(u) },
-        ]),
-      ),
-    },
-    // Where rpm and `sed -i` write; the database starts with one package, installed for real below.
-    {
-      name: RPM_HOST,
-      writable: ["/etc"],
-      rpmPackages: [{ name: "qm-base", version: "1", release: "1" }],
-    },
-  ]);
-  // rpm 4.18 (Debian's) warns on stderr that it is not dpkg; it installs all the same.
-  await fleet.exec(RPM_HOST, `rpm -U --nodeps ${rpms["1.0"]} 2>/dev/null`);
-  await fleet.exec(APP_HOST, "systemctl daemon-reload && systemctl enable --quiet qm-old.service");
-  // The state every host starts from, clean against the manifests.
-  await Promise.all(
-    [...DB, ...WEB].map((name) =>
-      fleet.exec(
-        name,
-        `dpkg -i ${debs["demo-1.0"]} ${debs["extra-1.0"]} >/dev/null && printf 'port = 80\\n' > ${APP}`,
-      ),
+const forge = suiteForge({
+  token: TOKEN,
+  workPrefix: "qm-causes-e2e-",
+  files: {
+    "fleet-manifests/fleet.yaml": "policy:\n  kernel: { on_drift: ticket }\n",
+    "fleet-manifests/groups/db.yaml": spec,
+    "fleet-manifests/groups/web.yaml": spec,
+    ...Object.fromEntries(
+      [...DB, ...WEB].map((n) => [
+        `fleet-manifests/nodes/${n}.yaml`,
+        `groups: [${n.slice(0, n.indexOf("-"))}]\n`,
+      ]),
     ),
-  );
-  forge = await startForge({
-    token: TOKEN,
-    owner: OWNER,
-    repo: REPO,
-    files: {
-      "fleet-manifests/fleet.yaml": "policy:\n  kernel: { on_drift: ticket }\n",
-      "fleet-manifests/groups/db.yaml": spec,
-      "fleet-manifests/groups/web.yaml": spec,
-      ...Object.fromEntries(
-        [...DB, ...WEB].map((n) => [
-          `fleet-manifests/nodes/${n}.yaml`,
-          `groups: [${n.slice(0, n.indexOf("-"))}]\n`,
-        ]),
+    [`fleet-manifests/nodes/${RPM_HOST}.yaml`]: declare('{ qm-rpm: "1.0-1" }', {
+      [RPM_CONF]: "level = 1\n",
+      [RPM_APP]: "port = 80\n",
+    }),
+    [`fleet-manifests/nodes/${APP_HOST}.yaml`]:
+      "systemd:\n  units:\n    - { name: qm-old.service, enabled: true }\n    - { name: qm-new.service, enabled: false }\n",
+  },
+  setup: async () => {
+    debs["demo-1.0"] = await buildDeb("qm-demo", "1.0", "level = 1\n");
+    debs["demo-1.1"] = await buildDeb("qm-demo", "1.1", "level = 2\n");
+    debs["extra-1.0"] = await buildDeb("qm-extra", "1.0");
+    rpms["1.0"] = await buildRpm(rpmPackage("1.0", "1"), path.join(forge.work, "rpmbuild"));
+    rpms["1.1"] = await buildRpm(rpmPackage("1.1", "2"), path.join(forge.work, "rpmbuild"));
+    fleet = await startFleet(
+      [
+        ...[...DB, ...WEB].map((name) => ({ name, writable: WRITABLE })),
+        {
+          name: APP_HOST,
+          systemd: true,
+          files: Object.fromEntries(
+            ["qm-old.service", "qm-new.service"].map((u) => [
+              `/usr/lib/systemd/system/${u}`,
+              { contents: unit(u) },
+            ]),
+          ),
+        },
+        // Where rpm and `sed -i` write; the database starts with one package, installed for real below.
+        {
+          name: RPM_HOST,
+          writable: ["/etc"],
+          rpmPackages: [{ name: "qm-base", version: "1", release: "1" }],
+        },
+      ],
+      { prefix: "qmc" },
+    );
+    // rpm 4.18 (Debian's) warns on stderr that it is not dpkg; it installs all the same.
+    await fleet.exec(RPM_HOST, `rpm -U --nodeps ${rpms["1.0"]} 2>/dev/null`);
+    await fleet.exec(
+      APP_HOST,
+      "systemctl daemon-reload && systemctl enable --quiet qm-old.service",
+    );
+    // The state every host starts from, clean against the manifests.
+    await Promise.all(
+      [...DB, ...WEB].map((name) =>
+        fleet.exec(
+          name,
+          `dpkg -i ${debs["demo-1.0"]} ${debs["extra-1.0"]} >/dev/null && printf 'port = 80\\n' > ${APP}`,
+        ),
       ),
-      [`fleet-manifests/nodes/${RPM_HOST}.yaml`]: declare('{ qm-rpm: "1.0-1" }', {
-        [RPM_CONF]: "level = 1\n",
-        [RPM_APP]: "port = 80\n",
-      }),
-      [`fleet-manifests/nodes/${APP_HOST}.yaml`]:
-        "systemd:\n  units:\n    - { name: qm-old.service, enabled: true }\n    - { name: qm-new.service, enabled: false }\n",
-    },
-  });
+    );
+  },
 });
 
 after(async () => {
   await fleet?.stop();
-  await forge?.double.stop();
-  await forge?.server.stop();
-  if (work) await rm(work, { recursive: true, force: true });
 });
 
-const env = () => ({ ...forge.double.cliEnv(), GITHUB_RUN_ID: "2828" });
-const repoArgs = () => [
-  "--repo",
-  forge.server.repoUrl(OWNER, REPO),
-  "--cache-dir",
-  path.join(work, "cache"),
-];
-
-async function auditAndPropose(name: string, proposeArgs: string[]) {
-  const file = path.join(work, `${name}.json`);
-  const audited = await runCli(
-    [
-      "audit",
-      ...repoArgs(),
-      "--ssh-config",
-      fleet.sshConfig,
-      "--state-from-repo",
-      "--format",
-      "json",
-      "--out",
-      file,
-    ],
-    { env: env() },
-  );
-  assert.equal(audited.exitCode, 1, audited.stderr);
-  const report = Report.parse(JSON.parse(await readFile(file, "utf8")));
-  const proposed = await runCli(["propose", "--report", file, ...repoArgs(), ...proposeArgs], {
-    env: env(),
-  });
-  assert.equal(proposed.exitCode, 0, proposed.stderr);
-  return { file, report };
-}
+const run = scheduledRun(forge, () => fleet.sshConfig);
 
 /** One change made on a host between the runs, and the cause run 2 must give its drift item. */
 interface Change {
@@ -222,8 +186,8 @@ describe("a cause on every drift item", () => {
   }
 
   it("run 1 records the fleet's audit; the hosts then change, 20 times", async () => {
-    const run = await auditAndPropose("run-1", ["--max-new-prs", "0"]);
-    for (const node of run.report.nodes) {
+    const { report } = await run.auditAndPropose("run-1", 1, ["--max-new-prs", "0"]);
+    for (const node of report.nodes) {
       assert.deepEqual(
         node.drift.map((d) => d.key),
         node.name === APP_HOST || node.name === RPM_HOST ? [] : ["kernel_version"],
@@ -275,9 +239,9 @@ describe("a cause on every drift item", () => {
   });
 
   it("run 2 names the cause of every change, within a minute, and no wrong one; PR bodies show it", async (t) => {
-    const run = await auditAndPropose("run-2", []);
+    const { report } = await run.auditAndPropose("run-2", 1);
     let right = 0;
-    for (const node of run.report.nodes) {
+    for (const node of report.nodes) {
       for (const item of node.drift) {
         const made = changes.find(
           (c) => c.node === node.name && c.domain === item.domain && c.key === item.key,
@@ -304,11 +268,11 @@ describe("a cause on every drift item", () => {
       `${right} of ${changes.length} changes carry the right cause`,
     );
 
-    const db01 = run.report.nodes.find((n) => n.name === "db-01")!.drift;
+    const db01 = report.nodes.find((n) => n.name === "db-01")!.drift;
     const pkg = db01.find((d) => d.key === "qm-demo")!.cause!;
     assert.equal(pkg.by, `apt-get (${AUDIT_USER})`);
     assert.equal(pkg.evidence, "qm-demo 1.0 → 1.1");
-    const web01 = run.report.nodes.find((n) => n.name === "web-01")!.drift;
+    const web01 = report.nodes.find((n) => n.name === "web-01")!.drift;
     assert.equal(web01.find((d) => d.key === "qm-extra")!.cause!.by, "dpkg");
 
     const bodies = forge.double.pulls().map((p) => p.body ?? "");
@@ -325,7 +289,7 @@ describe("a cause on every drift item", () => {
     );
     assert.ok(bodies.some((b) => /Rebooted at .*: `booted /.test(b)));
     // rpm records when, not who: no `by`.
-    const rpm = run.report.nodes.find((n) => n.name === RPM_HOST)!.drift;
+    const rpm = report.nodes.find((n) => n.name === RPM_HOST)!.drift;
     assert.equal(rpm.find((d) => d.key === "qm-rpm")!.cause!.by, undefined);
     assert.ok(
       bodies.some(

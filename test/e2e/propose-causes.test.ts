@@ -6,10 +6,9 @@ import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, describe, it } from "node:test";
 import type { Cause } from "../../src/domains/cause.js";
-import { Report } from "../../src/report/schema.js";
-import { runCli } from "../support/cli.js";
 import { suiteForge } from "../support/forge.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
+import { scheduledRun, type Audited } from "../support/scheduled-run.js";
 
 const TOKEN = "ghs_propose_causes";
 const M = "fleet-manifests";
@@ -73,29 +72,32 @@ const forge = suiteForge({
   workPrefix: "qm-causes-",
   files: { "README.md": "Fleet manifests.\n", ...FILES },
   setup: async () => {
-    fleet = await startFleet([
-      ...DB.map((name) => ({ name, dpkgStatus: upgraded })),
-      // One `sysctl --system` applied a persisted file that resets three keys; the listen backlog
-      // still runs the value declared before the merged change below.
-      ...WEB.map((name) => ({
-        name,
-        sysctls: {
-          "net.ipv4.tcp_fin_timeout": "30",
-          "net.ipv4.tcp_keepalive_time": "600",
-          "net.ipv4.tcp_syn_retries": "3",
-          "net.core.somaxconn": "4096",
-        },
-      })),
-      ...APP.map((name) => ({
-        name,
-        sysctls: {
-          "net.ipv4.tcp_retries2": "8",
-          "net.ipv4.tcp_orphan_retries": "2",
-          "net.ipv4.tcp_fastopen": "1",
-          "net.ipv4.tcp_synack_retries": "2",
-        },
-      })),
-    ]);
+    fleet = await startFleet(
+      [
+        ...DB.map((name) => ({ name, dpkgStatus: upgraded })),
+        // One `sysctl --system` applied a persisted file that resets three keys; the listen backlog
+        // still runs the value declared before the merged change below.
+        ...WEB.map((name) => ({
+          name,
+          sysctls: {
+            "net.ipv4.tcp_fin_timeout": "30",
+            "net.ipv4.tcp_keepalive_time": "600",
+            "net.ipv4.tcp_syn_retries": "3",
+            "net.core.somaxconn": "4096",
+          },
+        })),
+        ...APP.map((name) => ({
+          name,
+          sysctls: {
+            "net.ipv4.tcp_retries2": "8",
+            "net.ipv4.tcp_orphan_retries": "2",
+            "net.ipv4.tcp_fastopen": "1",
+            "net.ipv4.tcp_synack_retries": "2",
+          },
+        })),
+      ],
+      { prefix: "qmk" },
+    );
   },
 });
 
@@ -103,7 +105,8 @@ after(async () => {
   await fleet?.stop();
 });
 
-const env = () => forge.double.cliEnv();
+// The audits read no history: each item's cause is the one written below.
+const run = scheduledRun(forge, () => fleet.sshConfig, { stateFromRepo: false });
 let rolloutCommit = "";
 
 /** The cause the audit records for an item: one transaction, one persisted file, one rollout. */
@@ -134,38 +137,18 @@ function causeOf(key: string): Cause | undefined {
 }
 
 /** Audits the fleet, then writes each drift item's cause into the report as the audit finds it. */
-async function audit(name: string, exitCode: number): Promise<{ file: string; report: Report }> {
-  const file = path.join(forge.work, `${name}.json`);
-  const result = await runCli(
-    [
-      "audit",
-      ...forge.repoArgs(),
-      "--ssh-config",
-      fleet.sshConfig,
-      "--format",
-      "json",
-      "--out",
-      file,
-    ],
-    { env: env() },
-  );
-  assert.equal(result.exitCode, exitCode, result.stderr);
-  const json = JSON.parse(await readFile(file, "utf8")) as {
-    nodes: { name: string; drift: { key: string; cause?: Cause }[] }[];
-  };
-  for (const item of json.nodes.filter((n) => !APP.includes(n.name)).flatMap((n) => n.drift)) {
+async function audit(name: string, exitCode: number): Promise<Audited> {
+  const audited = await run.audit(name, exitCode);
+  const items = audited.report.nodes.filter((n) => !APP.includes(n.name)).flatMap((n) => n.drift);
+  for (const item of items) {
     const cause = causeOf(item.key);
     if (cause) item.cause = cause;
   }
-  await writeFile(file, JSON.stringify(json));
-  return { file, report: Report.parse(json) };
+  await writeFile(audited.file, JSON.stringify(audited.report));
+  return audited;
 }
 
-async function propose(report: string) {
-  const result = await runCli(["propose", "--report", report, ...forge.repoArgs()], { env: env() });
-  assert.equal(result.exitCode, 0, result.stderr);
-  return result;
-}
+const propose = (file: string) => run.propose(["--report", file]);
 
 const openPulls = () => forge.double.pulls().filter((p) => p.state === "open");
 

@@ -6,10 +6,9 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { after, describe, it } from "node:test";
 import { parse } from "yaml";
-import { Report } from "../../src/report/schema.js";
-import { runCli } from "../support/cli.js";
 import { suiteForge } from "../support/forge.js";
 import { startFleet, type HostDefinition, type TestFleet } from "../support/hosts.js";
+import { scheduledRun } from "../support/scheduled-run.js";
 
 const TOKEN = "ghs_propose_placement";
 const M = "fleet-manifests";
@@ -46,7 +45,7 @@ const forge = suiteForge({
   workPrefix: "qm-placement-",
   files: { "README.md": "Fleet manifests.\n", ...FILES },
   setup: async () => {
-    fleet = await startFleet(NAMES.map(hostOf));
+    fleet = await startFleet(NAMES.map(hostOf), { prefix: "qmd" });
     await fleet.rotateHostKey(REKEYED);
   },
 });
@@ -55,33 +54,9 @@ after(async () => {
   await fleet?.stop();
 });
 
-const env = () => forge.double.cliEnv();
-
-async function audit(name: string, exitCode: number): Promise<{ file: string; report: Report }> {
-  const file = path.join(forge.work, `${name}.json`);
-  const result = await runCli(
-    [
-      "audit",
-      ...forge.repoArgs(),
-      "--ssh-config",
-      fleet.sshConfig,
-      "--format",
-      "json",
-      "--out",
-      file,
-    ],
-    { env: env() },
-  );
-  assert.equal(result.exitCode, exitCode, result.stderr);
-  return { file, report: Report.parse(JSON.parse(await readFile(file, "utf8"))) };
-}
-
-async function propose(report: string) {
-  const result = await runCli(["propose", "--report", report, ...forge.repoArgs()], { env: env() });
-  assert.equal(result.exitCode, 0, result.stderr);
-  return result;
-}
-
+// The audits read no history: each time the dark nodes miss their first run (a second in a row
+// would set bit 8).
+const run = scheduledRun(forge, () => fleet.sshConfig, { stateFromRepo: false });
 const openPulls = () => forge.double.pulls().filter((p) => p.state === "open");
 const sysctlsIn = (text: string) =>
   (parse(text) as { system?: { sysctl_parameters?: Record<string, unknown> } }).system
@@ -89,14 +64,14 @@ const sysctlsIn = (text: string) =>
 
 describe("accept placement with dark hosts", () => {
   it("one run: app-02's own drift is an override PR, and seven of nine drifting alike edit the group file while the two dark nodes keep their value in their own files", async () => {
-    const { file, report } = await audit("run-1", 5); // drift (1), nodes not audited (4)
+    const { file, report } = await run.audit("run-1", 5); // drift (1), nodes not audited (4)
     const status = new Map(report.nodes.map((n) => [n.name, n.status]));
     assert.equal(status.get(DOWN), "unreachable");
     assert.notEqual(status.get(REKEYED), "drift");
     assert.notEqual(status.get(REKEYED), "clean");
     assert.equal(NAMES.filter((n) => status.get(n) === "drift").length, 7);
 
-    await propose(file);
+    await run.propose(["--report", file]);
     const pulls = openPulls();
     assert.equal(pulls.length, 2, pulls.map((p) => p.title).join("\n"));
     const override = pulls.find((p) => p.head.includes("--net-ipv4-tcp-fin-timeout--"))!;
@@ -132,12 +107,12 @@ describe("accept placement with dark hosts", () => {
   });
 
   it("after merging both, the next audit finds every audited node clean and propose has nothing to do", async () => {
-    const { file, report } = await audit("run-2", 4);
+    const { file, report } = await run.audit("run-2", 4);
     assert.deepEqual(
       report.nodes.filter((n) => n.status === "drift").map((n) => [n.name, n.drift]),
       [],
     );
-    const result = await propose(file);
+    const result = await run.propose(["--report", file]);
     assert.equal(openPulls().length, 0);
     assert.doesNotMatch(result.stdout, /^open /m);
   });

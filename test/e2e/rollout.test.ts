@@ -3,89 +3,50 @@
 // sysctl value; the next audit, reading that history (--state-from-repo), names the live value the
 // previous declaration, cause `rollout`, and propose opens a ticket, never an accept.
 import assert from "node:assert/strict";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { after, before, describe, it } from "node:test";
-import { Report } from "../../src/report/schema.js";
+import { after, describe, it } from "node:test";
+import type { Report } from "../../src/report/schema.js";
 import { runCli } from "../support/cli.js";
-import { startForge, type TestForge } from "../support/forge.js";
+import { suiteForge } from "../support/forge.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
+import { scheduledRun } from "../support/scheduled-run.js";
 
 const TOKEN = "ghs_rollout_e2e";
-const OWNER = "acme";
-const REPO = "fleet";
 const M = "fleet-manifests";
 const KEY = "net.core.somaxconn";
 const WEB = ["web-01", "web-02"];
 
-let fleet: TestFleet;
-let forge: TestForge;
-let work: string;
-
 const webGroup = (value: number) => `system:\n  sysctl_parameters:\n    ${KEY}: ${value}\n`;
 
-before(async () => {
-  fleet = await startFleet(WEB.map((name) => ({ name, sysctls: { [KEY]: "4096" } })));
-  work = await mkdtemp(path.join(tmpdir(), "qm-rollout-e2e-"));
-  forge = await startForge({
-    token: TOKEN,
-    owner: OWNER,
-    repo: REPO,
-    files: {
-      [`${M}/fleet.yaml`]: "policy:\n  sysctl: { severity: medium, on_drift: accept }\n",
-      [`${M}/groups/web.yaml`]: webGroup(4096),
-      ...Object.fromEntries(WEB.map((n) => [`${M}/nodes/${n}.yaml`, "groups: [web]\n"])),
-    },
-  });
+let fleet: TestFleet;
+const forge = suiteForge({
+  token: TOKEN,
+  workPrefix: "qm-rollout-e2e-",
+  files: {
+    [`${M}/fleet.yaml`]: "policy:\n  sysctl: { severity: medium, on_drift: accept }\n",
+    [`${M}/groups/web.yaml`]: webGroup(4096),
+    ...Object.fromEntries(WEB.map((n) => [`${M}/nodes/${n}.yaml`, "groups: [web]\n"])),
+  },
+  setup: async () => {
+    fleet = await startFleet(
+      WEB.map((name) => ({ name, sysctls: { [KEY]: "4096" } })),
+      { prefix: "qmy" },
+    );
+  },
 });
 
 after(async () => {
   await fleet?.stop();
-  await forge?.double.stop();
-  await forge?.server.stop();
-  if (work) await rm(work, { recursive: true, force: true });
 });
 
-const env = () => ({ ...forge.double.cliEnv(), GITHUB_RUN_ID: "77" });
-const repoArgs = () => [
-  "--repo",
-  forge.server.repoUrl(OWNER, REPO),
-  "--cache-dir",
-  path.join(work, "cache"),
-];
-
-/** A scheduled run: the audit reads the history from the state branch, propose writes it. */
-async function scheduledRun(name: string) {
-  const file = path.join(work, `${name}.json`);
-  const audited = await runCli(
-    [
-      "audit",
-      ...repoArgs(),
-      "--ssh-config",
-      fleet.sshConfig,
-      "--state-from-repo",
-      "--format",
-      "json",
-      "--out",
-      file,
-    ],
-    { env: env() },
-  );
-  const report = Report.parse(JSON.parse(await readFile(file, "utf8")));
-  const proposed = await runCli(["propose", "--report", file, ...repoArgs()], { env: env() });
-  assert.equal(proposed.exitCode, 0, proposed.stderr);
-  return { file, report, audited };
-}
+const run = scheduledRun(forge, () => fleet.sshConfig);
 
 describe("pending rollout", () => {
   let first: Report;
 
   it("run 1: the hosts match the manifests; each node's declared prints are recorded", async () => {
-    const run = await scheduledRun("run-1");
-    first = run.report;
-    assert.equal(run.audited.exitCode, 0, run.audited.stderr);
-    for (const node of run.report.nodes) {
+    const { report } = await run.auditAndPropose("run-1", 0);
+    first = report;
+    for (const node of report.nodes) {
       assert.equal(node.status, "clean", node.error);
       assert.match(node.declared ?? "", /^(?:[A-Za-z0-9_-]{8})+$/);
     }
@@ -96,9 +57,9 @@ describe("pending rollout", () => {
     const commit = await forge.double.pushCommit("main", {
       [`${M}/groups/web.yaml`]: webGroup(8192),
     });
-    const run = await scheduledRun("run-2");
-    assert.equal(run.report.manifestRevision, commit);
-    for (const node of run.report.nodes) {
+    const { file, report } = await run.auditAndPropose("run-2", 1);
+    assert.equal(report.manifestRevision, commit);
+    for (const node of report.nodes) {
       const [item, ...rest] = node.drift;
       assert.equal(rest.length, 0);
       assert.equal(item!.key, KEY);
@@ -109,7 +70,7 @@ describe("pending rollout", () => {
         group: `rollout ${commit}`,
       });
     }
-    const text = await runCli(["report", "--report", run.file, "--format", "text"]);
+    const text = await runCli(["report", "--report", file, "--format", "text"]);
     assert.match(text.stdout, /rollout pending/);
 
     const pulls = forge.double.pulls();

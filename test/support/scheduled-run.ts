@@ -8,40 +8,63 @@ import { Report } from "../../src/report/schema.js";
 import { runCli, type CliResult } from "./cli.js";
 import type { SuiteForge } from "./forge.js";
 
-export interface ScheduledRun {
-  /** Audits into `<name>.json` in the forge's scratch folder; the exit code must be `exitCode`. */
-  audit(name: string, exitCode: number): Promise<{ file: string; report: Report }>;
-  /** `propose` with `args` (a report source, other flags) on the forge's repository; must exit 0. */
-  propose(args: string[]): Promise<CliResult>;
+/** An audit's report: the file it wrote and what it holds. */
+export interface Audited {
+  file: string;
+  report: Report;
 }
 
-/** The runs of `forge`'s repository auditing the hosts `sshConfig()` names. */
-export function scheduledRun(forge: SuiteForge, sshConfig: () => string): ScheduledRun {
+export interface ScheduledRun {
+  /** Audits into `<name>.json` in the forge's scratch folder; the exit code must be `exitCode`. */
+  audit(name: string, exitCode: number): Promise<Audited>;
+  /** `propose` with `args` (a report source, other flags) on the forge's repository; must exit 0. */
+  propose(args: string[]): Promise<CliResult>;
+  /** The audit, then `propose --report` on its file with `args`: the whole scheduled run. */
+  auditAndPropose(name: string, exitCode: number, args?: string[]): Promise<Audited>;
+}
+
+/**
+ * The runs of `forge`'s repository auditing the hosts `sshConfig()` names. With `stateFromRepo:
+ * false` each audit reads no history, as if it were the first.
+ */
+export function scheduledRun(
+  forge: SuiteForge,
+  sshConfig: () => string,
+  options: { stateFromRepo?: boolean } = {},
+): ScheduledRun {
   const env = () => forge.double.cliEnv();
+  const history = options.stateFromRepo === false ? [] : ["--state-from-repo"];
+  const audit = async (name: string, exitCode: number): Promise<Audited> => {
+    const file = path.join(forge.work, `${name}.json`);
+    const result = await runCli(
+      [
+        "audit",
+        ...forge.repoArgs(),
+        "--ssh-config",
+        sshConfig(),
+        ...history,
+        "--format",
+        "json",
+        "--out",
+        file,
+      ],
+      { env: env() },
+    );
+    assert.equal(result.exitCode, exitCode, result.stderr);
+    return { file, report: Report.parse(JSON.parse(await readFile(file, "utf8"))) };
+  };
+  const propose = async (args: string[]): Promise<CliResult> => {
+    const result = await runCli(["propose", ...args, ...forge.repoArgs()], { env: env() });
+    assert.equal(result.exitCode, 0, result.stderr);
+    return result;
+  };
   return {
-    async audit(name, exitCode) {
-      const file = path.join(forge.work, `${name}.json`);
-      const result = await runCli(
-        [
-          "audit",
-          ...forge.repoArgs(),
-          "--ssh-config",
-          sshConfig(),
-          "--state-from-repo",
-          "--format",
-          "json",
-          "--out",
-          file,
-        ],
-        { env: env() },
-      );
-      assert.equal(result.exitCode, exitCode, result.stderr);
-      return { file, report: Report.parse(JSON.parse(await readFile(file, "utf8"))) };
-    },
-    async propose(args) {
-      const result = await runCli(["propose", ...args, ...forge.repoArgs()], { env: env() });
-      assert.equal(result.exitCode, 0, result.stderr);
-      return result;
+    audit,
+    propose,
+    async auditAndPropose(name, exitCode, args = []) {
+      const audited = await audit(name, exitCode);
+      await propose(["--report", audited.file, ...args]);
+      return audited;
     },
   };
 }
