@@ -112,10 +112,15 @@ async function proposeRun(config: ReturnType<typeof proposeConfig>): Promise<num
   const input = { ...loaded, maxNewPrs: budget ?? loaded.maxNewPrs ?? DEFAULT_MAX_NEW_PRS };
   const ticked = tickedBranches(dashboard.body);
   const fleet = new Set(input.nodes.map((n) => n.name));
-  // Read from the forge, then planned once from what was read.
+  // Read from the forge, then planned once from what was read; what a second read warns of again
+  // is not said twice.
+  const warned = new Set<string>();
   const gathered = async () => {
     const facts = github ? await gatherForge(github) : noForgeFacts();
-    for (const warning of facts.warnings) io().stderr.write(`quartermaster: ${warning}\n`);
+    for (const warning of facts.warnings.filter((w) => !warned.has(w))) {
+      warned.add(warning);
+      io().stderr.write(`quartermaster: ${warning}\n`);
+    }
     return planRun(facts, input, ticked);
   };
   const planned = await gathered();
