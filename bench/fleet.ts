@@ -193,7 +193,8 @@ try {
   await writeFile(path.join(manifests, "fleet.yaml"), fleetYaml);
   for (const name of names) await writeFile(path.join(manifests, "nodes", `${name}.yaml`), "{}\n");
 
-  // The probe the real code sends for this spec, captured at the transport.
+  // The probe the real code sends for this spec, captured at the transport: with the cause section
+  // as an audit without history asks for it.
   const loaded = await loadFleet(manifests);
   const node = loaded.nodes[0]!;
   let probe = "";
@@ -208,6 +209,7 @@ try {
     capture,
     auditedDomains(node).map((domain) => ({ domain, declared: declaredFor(domain, node.spec) })),
     fleetAuditSettings(loaded),
+    {},
   ).catch(() => undefined);
   if (!probe) throw new Error("no probe script captured");
 
@@ -305,7 +307,7 @@ try {
     `raw     probe through plain ssh (no qm)       ${secs(raw)}  ${ratio(raw, floor)} floor`,
   );
   console.log(
-    `audit   quartermaster audit, CLI start to exit ${secs(qm)}  ${ratio(qm, floor)} floor (target <= 1.25x); each round's own: ${figures.map((f) => ratio(f.audit, f.floor)).join(", ")}`,
+    `audit   quartermaster audit, CLI start to exit ${secs(qm)}  ${ratio(qm, floor)} floor (target <= 1.15x); each round's own: ${figures.map((f) => ratio(f.audit, f.floor)).join(", ")}`,
   );
   console.log(
     `ansible package_facts -f ${concurrency}, pipelining       ${secs(ansibleMs)}  ${(ansibleMs / qm).toFixed(1)}x the audit (target >= 20x)`,

@@ -164,3 +164,38 @@ export function globMatch(glob: string, value: string): boolean {
   }
   return matches(steps, value);
 }
+
+/** ssh's match_pattern: `*` any text, `?` one character, nothing else special. */
+function wildcard(pattern: string, text: string): boolean {
+  let p = 0;
+  let t = 0;
+  let star = -1;
+  let resume = 0;
+  while (t < text.length) {
+    if (p < pattern.length && (pattern[p] === "?" || pattern[p] === text[t])) {
+      p++;
+      t++;
+    } else if (p < pattern.length && pattern[p] === "*") {
+      star = p++;
+      resume = t;
+    } else if (star >= 0) {
+      p = star + 1;
+      t = ++resume;
+    } else return false;
+  }
+  while (pattern[p] === "*") p++;
+  return p === pattern.length;
+}
+
+/** A pattern list (`Host` words, or a comma list): one positive match and no negated one. */
+export function sshPatternsMatch(patterns: readonly string[], text: string): boolean {
+  let matched = false;
+  for (const pattern of patterns) {
+    const negated = pattern.startsWith("!");
+    if (wildcard(negated ? pattern.slice(1) : pattern, text)) {
+      if (negated) return false;
+      matched = true;
+    }
+  }
+  return matched;
+}

@@ -17,5 +17,13 @@ const current = new AsyncLocalStorage<Io>();
 export const io = (): Io =>
   current.getStore() ?? { stdout: process.stdout, stderr: process.stderr, env: process.env };
 
-/** Runs `run` with `value` as what `io()` answers inside it. */
-export const withIo = <T>(value: Io, run: () => T): T => current.run(value, run);
+const isProcessIo = (value: Io) =>
+  value.stdout === process.stdout && value.stderr === process.stderr && value.env === process.env;
+
+/**
+ * Runs `run` with `value` as what `io()` answers inside it. The process's own streams, outside any
+ * other run, are what `io()` answers anyway: the CLI's own process then never enables the async
+ * hooks behind AsyncLocalStorage, which tax every promise of an audit.
+ */
+export const withIo = <T>(value: Io, run: () => T): T =>
+  current.getStore() === undefined && isProcessIo(value) ? run() : current.run(value, run);

@@ -1,7 +1,7 @@
 import { io } from "./io.js";
 import { unauditedLimit } from "../report/unaudited.js";
 import { ForgeError, UsageError } from "../errors.js";
-import { settingsFromEnv } from "../forge/github.js";
+import { settingsFromEnv } from "../forge/github-settings.js";
 import type { ReadHistory } from "../report/history.js";
 import type { UnauditedSource } from "../runs/unaudited.js";
 import { visible } from "../text/escape.js";

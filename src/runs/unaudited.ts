@@ -1,7 +1,7 @@
 // What `audit` and `merge-reports` judge the unaudited budget by: the limits (flag, fleet.yaml or
 // what the shard reports recorded) and the history of earlier runs (a file, or the state branch).
 import { InputFileError } from "../errors.js";
-import { GitHub, type GitHubSettings } from "../forge/github.js";
+import type { GitHubSettings } from "../forge/github-settings.js";
 import type { AuditSettings } from "../manifest/schema.js";
 import { HISTORY_FILE, readHistory, STATE_BRANCH } from "../propose/state.js";
 import {
@@ -36,8 +36,11 @@ async function historyFrom(
   warn: WarnDropped,
 ): Promise<AuditHistory | undefined> {
   if (source === undefined) return undefined;
-  if ("github" in source)
+  if ("github" in source) {
+    // Octokit is loaded only by a run that reads the state branch: most audits never do.
+    const { GitHub } = await import("../forge/github.js");
     return warn(`${STATE_BRANCH}:${HISTORY_FILE}`, await readHistory(new GitHub(source.github)));
+  }
   const history = parseHistory(await readText(source.file, "audit history"));
   if (typeof history === "string") throw new InputFileError(source.file, history);
   return warn(source.file, history);

@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import type { LoadedNode } from "../manifest/load.js";
-import { sshConfigMayRoute, type SshConfigFiles } from "./ssh-config-scan.js";
+import { sshConfigSshd, type SshConfigFiles, type SshdResolver } from "./ssh-config-scan.js";
 import { DEFAULT_MAX_SESSIONS, sshArgs, type SshOptions } from "./ssh.js";
 
 /** Where a node's session starts (an sshd), and how many may start there at once. */
@@ -71,16 +71,14 @@ export function fleetSessionLimit(nodes: readonly LoadedNode[]): number {
 export const shardSessions = (limit: number, shards: number) =>
   Math.max(1, Math.floor(limit / shards));
 
-/** A node's own sshd as ssh would resolve it when no ssh_config line can change it. */
-const ownSshd = (node: LoadedNode) => `${node.host.toLowerCase()}:${node.ssh.port ?? 22}`;
-
 /**
  * Sessions through one jump host (or one sshd) stay under its MaxStartups: at most the
  * `ssh.max_sessions` of its first node to arrive, shared out among `shards` parallel shards. A
  * manifest `proxy_jump` decides the first hop itself (a `-o ProxyJump` beats the ssh_config). Else,
  * when no ssh_config in effect has a line that can route a node elsewhere (ssh-config-scan.ts),
- * the node's own `host:port` is its sshd with no process started; otherwise `ssh -G` runs once per
- * distinct argument list, since nothing else of a node can change its answer.
+ * the node's `host:port` after the config's plain HostName and Port lines is its sshd with no
+ * process started; otherwise `ssh -G` runs once per distinct argument list, since nothing else of
+ * a node can change its answer.
  */
 export function sshSessionGates(
   options: SshOptions,
@@ -88,7 +86,7 @@ export function sshSessionGates(
   files: SshConfigFiles = { configFile: options.configFile },
 ): SessionGates {
   const resolved = new Map<string, Promise<string>>();
-  let mayRoute: Promise<boolean> | undefined;
+  let resolver: Promise<SshdResolver | undefined> | undefined;
   const viaSsh = (node: LoadedNode, args: string[]) => {
     const key = JSON.stringify(args);
     let gate = resolved.get(key);
@@ -106,7 +104,8 @@ export function sshSessionGates(
       }
       const jump = node.ssh.proxy_jump;
       if (jump && jump.toLowerCase() !== "none") return firstJump(jump);
-      return (await (mayRoute ??= sshConfigMayRoute(files))) ? viaSsh(node, args) : ownSshd(node);
+      const sshd = (await (resolver ??= sshConfigSshd(files)))?.(node.host, node.ssh.port);
+      return sshd ?? viaSsh(node, args);
     },
     limitOf: (node) => shardSessions(node.ssh.max_sessions ?? DEFAULT_MAX_SESSIONS, shards),
   };

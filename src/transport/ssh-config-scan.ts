@@ -1,22 +1,40 @@
 import { readdir, readFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { sshPatternsMatch } from "../glob.js";
 
 /**
  * Keywords after which the ssh_config may route a node elsewhere than its own `host:port`: a jump
  * (ProxyJump, ProxyCommand), a block whose match we would have to evaluate (Match), a name ssh
- * rewrites so that two hosts may be one sshd (HostName, CanonicalizeHostname).
+ * rewrites by rules of its own (CanonicalizeHostname). HostName and Port under plain `Host`
+ * patterns are evaluated here, as ssh does (see `sshConfigSshd`).
  */
-const ROUTING = new Set(["proxyjump", "proxycommand", "match", "hostname", "canonicalizehostname"]);
+const ROUTING = new Set(["proxyjump", "proxycommand", "match", "canonicalizehostname"]);
 
 // ssh stops following Include at this depth; deeper is beyond what we scan.
 const MAX_INCLUDE_DEPTH = 16;
 
-/** What one ssh_config file's text says: whether it may route, and the Include paths it names. */
+/** A HostName or Port line, under the `Host` patterns of its block (none: it applies to all). */
+export interface HostSetting {
+  patterns?: string[];
+  keyword: "hostname" | "port";
+  value: string;
+}
+
+/**
+ * What one ssh_config file's text says: whether it may route, the Include paths it names, and its
+ * HostName and Port lines.
+ */
 export interface ConfigScan {
   routes: boolean;
   includes: string[];
+  settings: HostSetting[];
 }
+
+// Host patterns and values evaluated here: no quotes, comments, `%` tokens or capitals (ssh
+// compares a host name lowercased), else the answer is left to `ssh -G`.
+const PLAIN_PATTERN = /^!?[a-z0-9.*?:_[\]-]+$/;
+const PLAIN_HOSTNAME = /^[A-Za-z0-9.:_[\]-]+$/;
 
 /**
  * Scans an ssh_config text for the keywords that can change where a session starts. An Include
@@ -24,18 +42,29 @@ export interface ConfigScan {
  */
 export function scanSshConfig(text: string): ConfigScan {
   const includes: string[] = [];
+  const settings: HostSetting[] = [];
+  // undefined before the first Host line; null under one whose patterns are not evaluated here.
+  let patterns: string[] | null | undefined;
   for (const line of text.split("\n")) {
     // A keyword is followed by whitespace or `=`; case does not matter to ssh.
     const match = /^\s*([A-Za-z]+)(?:\s*=\s*|\s+|$)(.*)$/.exec(line);
     if (!match) continue;
     const keyword = match[1]!.toLowerCase();
-    if (ROUTING.has(keyword)) return { routes: true, includes };
-    if (keyword !== "include") continue;
     const args = match[2]!.trim();
-    if (/["'%$\\]/.test(args)) return { routes: true, includes };
-    includes.push(...args.split(/\s+/).filter(Boolean));
+    if (ROUTING.has(keyword)) return { routes: true, includes, settings };
+    if (keyword === "host") {
+      const list = args.split(/\s+/);
+      patterns = list.every((p) => PLAIN_PATTERN.test(p)) ? list : null;
+    } else if (keyword === "hostname" || keyword === "port") {
+      const plain = keyword === "port" ? /^[1-9]\d{0,4}$/.test(args) : PLAIN_HOSTNAME.test(args);
+      if (!plain || patterns === null) return { routes: true, includes, settings };
+      settings.push({ ...(patterns && { patterns }), keyword, value: args });
+    } else if (keyword === "include") {
+      if (/["'%$\\]/.test(args)) return { routes: true, includes, settings };
+      includes.push(...args.split(/\s+/).filter(Boolean));
+    }
   }
-  return { routes: false, includes };
+  return { routes: false, includes, settings };
 }
 
 /** A glob of `*` and `?` as a RegExp over one file name. */
@@ -84,31 +113,42 @@ async function includedFiles(
   return files;
 }
 
-/** Whether this file, or one it includes, may route; a missing file says nothing. */
-async function fileRoutes(
+/** What a file and the files it includes set, in ssh's order; undefined: it may route. */
+interface Scanned {
+  settings: HostSetting[];
+  /** Whether an Include was followed: its lines apply under the block it is in. */
+  included: boolean;
+}
+
+/** This file's and its included files' settings; a missing file says nothing. */
+async function scanFile(
   file: string,
   relativeTo: string,
   homes: readonly string[],
   depth: number,
-): Promise<boolean> {
+): Promise<Scanned | undefined> {
   let text: string;
   try {
     text = await readFile(file, "utf8");
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     // ssh skips a missing file (and a directory an Include glob matched); anything else it may read.
-    return code !== "ENOENT" && code !== "EISDIR";
+    return code === "ENOENT" || code === "EISDIR" ? { settings: [], included: false } : undefined;
   }
   const scan = scanSshConfig(text);
-  if (scan.routes) return true;
-  if (scan.includes.length > 0 && depth >= MAX_INCLUDE_DEPTH) return true;
+  if (scan.routes) return undefined;
+  if (scan.includes.length > 0 && depth >= MAX_INCLUDE_DEPTH) return undefined;
+  const scanned = { settings: scan.settings, included: scan.includes.length > 0 };
   for (const pattern of scan.includes) {
     const files = await includedFiles(pattern, relativeTo, homes);
-    if (!files) return true;
-    for (const included of files)
-      if (await fileRoutes(included, relativeTo, homes, depth + 1)) return true;
+    if (!files) return undefined;
+    for (const included of files) {
+      const inner = await scanFile(included, relativeTo, homes, depth + 1);
+      if (!inner) return undefined;
+      scanned.settings.push(...inner.settings);
+    }
   }
-  return false;
+  return scanned;
 }
 
 /** Where ssh looks: its own files, or the one `-F` names (which replaces both). */
@@ -121,22 +161,46 @@ export interface SshConfigFiles {
   homes?: readonly string[];
 }
 
+/** A node's sshd (`host:port`) as ssh would resolve it; undefined: ask `ssh -G`. */
+export type SshdResolver = (host: string, port: number | undefined) => string | undefined;
+
 /**
- * Whether the ssh configuration in effect may send a node elsewhere than its own `host:port`.
- * ssh finds `~` from the password database, a shell from `$HOME`: both are scanned when they
- * differ. Any doubt (an unreadable file, an Include we cannot expand) answers yes.
+ * How the ssh configuration in effect resolves a node's sshd without starting ssh, or undefined
+ * when it may send a node elsewhere (a jump, a Match, an Include whose lines would apply under a
+ * block, any doubt such as an unreadable file). ssh takes the first value it finds for a keyword:
+ * a `-o Port` first, then the files in order, a line applying when it is before any `Host` or
+ * under a `Host` line whose patterns take the host. ssh finds `~` from the password database, a
+ * shell from `$HOME`: both are scanned when they differ, and then only a configuration that sets
+ * neither HostName nor Port is resolved here.
  */
-export async function sshConfigMayRoute(files: SshConfigFiles = {}): Promise<boolean> {
+export async function sshConfigSshd(files: SshConfigFiles = {}): Promise<SshdResolver | undefined> {
   const homes = files.homes ?? [...new Set([os.userInfo().homedir, os.homedir()])];
   const userDirs = homes.map((home) => path.join(home, ".ssh"));
+  const scans: (Scanned | undefined)[] = [];
   try {
     if (files.configFile)
-      return await fileRoutes(path.resolve(files.configFile), userDirs[0]!, homes, 0);
-    for (const dir of userDirs)
-      if (await fileRoutes(path.join(dir, "config"), dir, homes, 0)) return true;
-    const system = files.systemFile ?? "/etc/ssh/ssh_config";
-    return await fileRoutes(system, path.dirname(system), homes, 0);
+      scans.push(await scanFile(path.resolve(files.configFile), userDirs[0]!, homes, 0));
+    else {
+      for (const dir of userDirs)
+        scans.push(await scanFile(path.join(dir, "config"), dir, homes, 0));
+      const system = files.systemFile ?? "/etc/ssh/ssh_config";
+      scans.push(await scanFile(system, path.dirname(system), homes, 0));
+    }
   } catch {
-    return true;
+    return undefined;
   }
+  if (scans.some((scan) => !scan)) return undefined;
+  const settings = scans.flatMap((scan) => scan!.settings);
+  const own = (host: string, port: number | undefined) => `${host.toLowerCase()}:${port ?? 22}`;
+  if (settings.length === 0) return own;
+  if (scans.some((scan) => scan!.included) || (!files.configFile && userDirs.length > 1))
+    return undefined;
+  return (host, port) => {
+    if (/[A-Z]/.test(host)) return undefined;
+    const first = (keyword: HostSetting["keyword"]) =>
+      settings.find(
+        (s) => s.keyword === keyword && (!s.patterns || sshPatternsMatch(s.patterns, host)),
+      )?.value;
+    return own(first("hostname") ?? host, port ?? Number(first("port") ?? 22));
+  };
 }

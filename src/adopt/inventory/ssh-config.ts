@@ -3,6 +3,7 @@
 // obtained for a keyword kept, `%h` and `%%` expanded in HostName. Pure: files come from a source.
 
 import { InventoryErrors } from "../../errors.js";
+import { sshPatternsMatch } from "../../glob.js";
 import { InventoryBuilder, type Inventory, type InventoryProblem } from "./model.js";
 
 /** Where an ssh_config's `Include` finds its files: the edge that reads the disk. */
@@ -118,41 +119,6 @@ const includePath = (pattern: string, home: string) =>
       ? home + pattern.slice(1)
       : `${home}/.ssh/${pattern}`;
 
-/** ssh's match_pattern: `*` any text, `?` one character, nothing else special. */
-function wildcard(pattern: string, text: string): boolean {
-  let p = 0;
-  let t = 0;
-  let star = -1;
-  let resume = 0;
-  while (t < text.length) {
-    if (p < pattern.length && (pattern[p] === "?" || pattern[p] === text[t])) {
-      p++;
-      t++;
-    } else if (p < pattern.length && pattern[p] === "*") {
-      star = p++;
-      resume = t;
-    } else if (star >= 0) {
-      p = star + 1;
-      t = ++resume;
-    } else return false;
-  }
-  while (pattern[p] === "*") p++;
-  return p === pattern.length;
-}
-
-/** A pattern list (`Host` words, or a comma list): one positive match and no negated one. */
-function patternsMatch(patterns: readonly string[], text: string): boolean {
-  let matched = false;
-  for (const pattern of patterns) {
-    const negated = pattern.startsWith("!");
-    if (wildcard(negated ? pattern.slice(1) : pattern, text)) {
-      if (negated) return false;
-      matched = true;
-    }
-  }
-  return matched;
-}
-
 /** A config's directives, with the problems of its lines and included files. */
 export interface SshConfig {
   directives: Directive[];
@@ -223,7 +189,7 @@ export function resolveSshHost(
         return false;
       }
       const text = name === "host" ? hostname().toLowerCase() : alias;
-      const hit = patternsMatch(name === "host" ? list.map((p) => p.toLowerCase()) : list, text);
+      const hit = sshPatternsMatch(name === "host" ? list.map((p) => p.toLowerCase()) : list, text);
       if (hit === negated) all = false;
     }
     return all;
@@ -250,7 +216,7 @@ export function resolveSshHost(
   const walk = (directives: readonly Directive[], startActive: boolean, neverMatch: boolean) => {
     let active = startActive;
     for (const d of directives) {
-      if (d.keyword === "host") active = !neverMatch && patternsMatch(d.args, alias);
+      if (d.keyword === "host") active = !neverMatch && sshPatternsMatch(d.args, alias);
       else if (d.keyword === "match") active = !neverMatch && matchLine(d);
       else if (d.included) for (const file of d.included) walk(file, active, neverMatch || !active);
       else if (active) apply(d);

@@ -86,24 +86,44 @@ export function allowingOwnListener(
   return [...declared, `tcp/${own.port}@${own.address}`];
 }
 
-// One awk reads the socket tables, the ephemeral range and then, on stdin, which process holds
-// which socket inode (`find` prints that for every process whose descriptors the audit user may
-// read). Of each listening socket it sends the fields up to its uid and inode, not the queues and
-// timers after them; of the holders, only those of listening sockets. Process and user names are
-// any bytes but NUL (a newline too): sent as hex.
+// One awk reads the socket tables and the ephemeral range. Of each listening socket it sends the
+// fields up to its uid and inode, not the queues and timers after them. Only when some listener is
+// not allowed by an any-address item of the allow-list (`qm_allow`: `proto low high` triples) is
+// it worth knowing who holds it: then `find` says which process holds which socket inode (for
+// every process whose descriptors the audit user may read), and the holders of listening sockets
+// are sent with the processes' and users' names. Those walk every process and start two more
+// processes: a clean host pays for neither. Names are any bytes but NUL (a newline too): sent as
+// hex.
+
+// Run by awk through sh: double quotes only, the awk program being inside single quotes.
+const HOLDERS_FIND = String.raw`find /proc/[0-9]*/fd -mindepth 1 -maxdepth 1 -lname \"socket:\\[*\\]\" -printf \"%h %l\\n\" 2>/dev/null`;
 const LISTENER_LINES = [
-  'BEGIN { for (i = 1; i < 256; i++) ord[sprintf("%c", i)] = i }',
+  'BEGIN { for (i = 1; i < 256; i++) ord[sprintf("%c", i)] = i; n = split(qm_allow, a, " "); for (i = 1; i + 2 <= n; i += 3) { ap[++na] = a[i]; al[na] = a[i + 1] + 0; ah[na] = a[i + 2] + 0 } }',
   'function hex(s,   i, h) { h = ""; for (i = 1; i <= length(s); i++) h = h sprintf("%02x", ord[substr(s, i, 1)]); return h }',
   'function user(line,   a) { split(line, a, ":"); if ((a[3] in uids) && !(a[3] in named) && a[1] != "" && length(a[1]) <= 256) { named[a[3]]; print "user: " a[3] " " hex(a[1]) } }',
+  'function number(h,   i, v) { for (i = 1; i <= length(h); i++) v = v * 16 + index("0123456789ABCDEF", substr(h, i, 1)) - 1; return v }',
+  "function allowed(proto, port,   i) { for (i = 1; i <= na; i++) if (ap[i] == proto && port >= al[i] && port <= ah[i]) return 1; return 0 }",
+  'function held(line,   f, ino, pid) { if (split(line, f, " ") == 2 && f[1] ~ /^\\/proc\\/[0-9]+\\/fd$/ && f[2] ~ /^socket:\\[[0-9]+\\]$/) { ino = substr(f[2], 9, length(f[2]) - 9); pid = substr(f[1], 7, length(f[1]) - 9); if ((ino in want) && !((pid " " ino) in seen)) { seen[pid " " ino]; print "process: " pid " " ino; pids[pid] } } }',
   `FILENAME == "${EPHEMERAL_RANGE_FILE}" { print FILENAME ": " $1 " " $2; next }`,
-  'FILENAME == "/dev/stdin" { if (NF == 2 && $1 ~ /^\\/proc\\/[0-9]+\\/fd$/ && $2 ~ /^socket:\\[[0-9]+\\]$/) { ino = substr($2, 9, length($2) - 9); pid = substr($1, 7, length($1) - 9); if ((ino in want) && !((pid " " ino) in seen)) { seen[pid " " ino]; print "process: " pid " " ino; pids[pid] } } next }',
   '$1 == "sl" { print FILENAME ": sl "; next }',
-  '$4 == "0A" && FILENAME ~ /tcp/ || $4 == "07" && FILENAME ~ /udp/ { print FILENAME ": " $1 " " $2 " " $3 " " $4 " " $5 " " $6 " " $7 " " $8 " " $9 " " $10; if ($10 ~ /^[0-9]+$/) want[$10]; if ($8 ~ /^[0-9]+$/) uids[$8] }',
-  // The names of the processes found, and of the sockets' users (getent, else /etc/passwd).
-  'END { for (p in pids) { f = "/proc/" p "/comm"; n = 0; name = ""; while ((getline line < f) > 0) name = n++ ? name "\\n" line : line; close(f); if (name != "") print "comm: " p " " hex(name) }',
+  '$4 == "0A" && FILENAME ~ /tcp/ || $4 == "07" && FILENAME ~ /udp/ { print FILENAME ": " $1 " " $2 " " $3 " " $4 " " $5 " " $6 " " $7 " " $8 " " $9 " " $10; if ($10 ~ /^[0-9]+$/) want[$10]; if ($8 ~ /^[0-9]+$/) uids[$8]; if (!need && !allowed(FILENAME ~ /tcp/ ? "tcp" : "udp", number(substr($2, index($2, ":") + 1)))) need = 1 }',
+  // The holders and their names (users: getent, else /etc/passwd), when some listener needs them.
+  `END { if (!need) exit; cmd = "${HOLDERS_FIND}"; while ((cmd | getline line) > 0) held(line); close(cmd);`,
+  'for (p in pids) { f = "/proc/" p "/comm"; n = 0; name = ""; while ((getline line < f) > 0) name = n++ ? name "\\n" line : line; close(f); if (name != "") print "comm: " p " " hex(name) }',
   'for (u in uids) list = list " " u; if (list == "") exit; cmd = "getent passwd" list " 2>/dev/null"; while ((cmd | getline line) > 0) user(line); close(cmd); while ((getline line < "/etc/passwd") > 0) user(line) }',
 ].join(" ");
-const HOLDERS_FIND = `find /proc/[0-9]*/fd -mindepth 1 -maxdepth 1 -lname 'socket:\\[*\\]' -printf '%h %l\\n' 2>/dev/null`;
+
+/** The any-address items of an allow-list as `proto low high` triples: what needs no holders. */
+function anyAddressRanges(declared: PortsDeclared | undefined): string {
+  return (declared ?? [])
+    .map((text) => allowedPort(text))
+    .flatMap((item) =>
+      "error" in item || item.address !== undefined
+        ? []
+        : [`${item.proto} ${item.low} ${item.high}`],
+    )
+    .join(" ");
+}
 
 export const ports: Domain<PortsDeclared, PortsLive, "ports"> = {
   name: "ports",
@@ -123,7 +143,7 @@ export const ports: Domain<PortsDeclared, PortsLive, "ports"> = {
   declaredWords(item) {
     return item.live === "listening" ? "not in the allow-list" : undefined;
   },
-  probe() {
+  probe(declared, ctx) {
     // Every listener is sent, declared or not: the declared list is an allow-list, and anything
     // else listening is drift. One awk over the four socket tables (the IPv6 ones are absent
     // without IPv6) keeps each table's header, to prove it was read, and only listening sockets
@@ -132,7 +152,7 @@ export const ports: Domain<PortsDeclared, PortsLive, "ports"> = {
       "set --",
       'for f in /proc/net/tcp /proc/net/tcp6 /proc/net/udp /proc/net/udp6; do [ -r "$f" ] && set -- "$@" "$f"; done',
       // The ephemeral range, read by the same awk, lets a snapshot allow short-lived loopback ones.
-      `[ $# -eq 0 ] || { [ -r ${EPHEMERAL_RANGE_FILE} ] && set -- "$@" ${EPHEMERAL_RANGE_FILE}; ${HOLDERS_FIND} | awk '${LISTENER_LINES}' "$@" /dev/stdin; }`,
+      `[ $# -eq 0 ] || { [ -r ${EPHEMERAL_RANGE_FILE} ] && set -- "$@" ${EPHEMERAL_RANGE_FILE}; awk -v qm_allow=${ctx.quote(anyAddressRanges(declared))} '${LISTENER_LINES}' "$@"; }`,
       "true",
     ].join("\n");
   },

@@ -283,3 +283,27 @@ test("a listener names the processes holding its socket and the socket's user; n
       bad,
     );
 });
+
+test("who holds a listener is looked up only when some listener is not allowed on every address", async () => {
+  const root = {
+    dir: await trees(capturedFiles(fixture("ports", "many-listeners.txt"))),
+    paths: ["/proc/net"],
+  };
+  const holderLines = (stdout: string) =>
+    stdout.split("\n").filter((line) => /^(process|comm|user): /.test(line));
+  // Every listener allowed by an any-address item: no process walk, no user names.
+  const allowed = await runProbe<PortsLive>(ports, ["tcp/1-65535", "udp/53", "udp/100-400"], {
+    root,
+  });
+  assert.deepEqual(holderLines(allowed.stdout), []);
+  assert.deepEqual(ports.compare(["tcp/1-65535", "udp/53", "udp/100-400"], allowed.live!), []);
+  // One listener allowed only on loopback, one not at all: the holders are sent, and named.
+  for (const declared of [["tcp/1-65535", "udp/53", "udp/123@loopback", "udp/323"], ["tcp/22"]]) {
+    const run = await runProbe<PortsLive>(ports, declared, { root });
+    assert.ok(
+      holderLines(run.stdout).some((line) => line.startsWith("user: 0 ")),
+      run.stdout,
+    );
+    assert.ok(ports.compare(declared, run.live!).some((finding) => finding.holders?.length));
+  }
+});

@@ -3,15 +3,21 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { scanSshConfig, sshConfigMayRoute } from "../../../src/transport/ssh-config-scan.js";
+import { execFileSync } from "node:child_process";
+import { firstHop } from "../../../src/transport/session-gate.js";
+import { scanSshConfig, sshConfigSshd } from "../../../src/transport/ssh-config-scan.js";
 
 describe("an ssh_config text's lines that can route a node", () => {
-  it("ProxyJump, ProxyCommand, Match, HostName, CanonicalizeHostname, in any case, with = or spaces", () => {
+  it("ProxyJump, ProxyCommand, Match, CanonicalizeHostname, in any case, with = or spaces; a HostName or Port not evaluated here", () => {
     for (const line of [
       "ProxyJump bastion",
       "  proxycommand nc %h %p",
       "\tMatch host web-*",
-      "HostName=10.0.0.1",
+      "HostName=%h.example.net",
+      "HostName 10.0.0.1 # web",
+      "Port ssh",
+      "Host Web-01\n  HostName 10.0.0.1",
+      'Host "a b"\n  Port 2222',
       "CANONICALIZEHOSTNAME yes",
       "proxyjump",
     ])
@@ -20,13 +26,18 @@ describe("an ssh_config text's lines that can route a node", () => {
 
   it("other keywords, comments and Host patterns that look like one do not", () => {
     const text = "# ProxyJump bastion\nHost proxyjump match\n  User audit\n  Port 2222\n";
-    assert.deepEqual(scanSshConfig(text), { routes: false, includes: [] });
+    assert.deepEqual(scanSshConfig(text), {
+      routes: false,
+      includes: [],
+      settings: [{ patterns: ["proxyjump", "match"], keyword: "port", value: "2222" }],
+    });
   });
 
   it("an Include gives its paths; one with quotes, % tokens or ${} variables routes", () => {
     assert.deepEqual(scanSshConfig("Include /etc/ssh/ssh_config.d/*.conf ~/.ssh/extra\n"), {
       routes: false,
       includes: ["/etc/ssh/ssh_config.d/*.conf", "~/.ssh/extra"],
+      settings: [],
     });
     for (const line of ['Include "a b"', "Include %d/x", "Include ${HOME}/x"])
       assert.equal(scanSshConfig(line).routes, true, line);
@@ -42,8 +53,9 @@ describe("whether the ssh configuration in effect may route a node", () => {
   mkdirSync(join(etc, "ssh_config.d"), { recursive: true });
   const systemFile = join(etc, "ssh_config");
   const write = (file: string, text: string) => writeFileSync(file, text);
-  const mayRoute = (configFile?: string) =>
-    sshConfigMayRoute({ systemFile, homes: [home], ...(configFile && { configFile }) });
+  const mayRoute = async (configFile?: string) =>
+    (await sshConfigSshd({ systemFile, homes: [home], ...(configFile && { configFile }) })) ===
+    undefined;
 
   it("follows the system file's Include glob, relative paths from its directory", async () => {
     write(systemFile, "Include ssh_config.d/*.conf\nHost *\n  SendEnv LANG\n");
@@ -74,5 +86,58 @@ describe("whether the ssh configuration in effect may route a node", () => {
     assert.equal(await mayRoute(config), false);
     write(config, `Include ${config}\n`);
     assert.equal(await mayRoute(config), true, "an Include loop past ssh's depth");
+  });
+});
+
+describe("a node's sshd from plain Host blocks, as ssh -G resolves it", () => {
+  const dir = mkdtempSync(join(tmpdir(), "qm-ssh-sshd-"));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const configFile = join(dir, "ssh_config");
+
+  it("the first HostName and Port of the blocks whose patterns take the host, a -o Port first", async () => {
+    writeFileSync(
+      configFile,
+      [
+        "Port 2200",
+        "Host web-* !web-09",
+        "  HostName 10.0.0.7",
+        "Host web-0?",
+        "  HostName 10.0.0.8",
+        "  Port 2201",
+        "Host db-01 db-02",
+        "  HostName=DB.example.net",
+        "Host *",
+        "  HostName 10.0.0.9",
+        "  Port 2202",
+        "",
+      ].join("\n"),
+    );
+    const resolve = await sshConfigSshd({ configFile });
+    assert.ok(resolve);
+    for (const [host, port] of [
+      ["web-01", undefined],
+      ["web-09", undefined],
+      ["web-10", undefined],
+      ["db-02", 2222],
+      ["db-03", undefined],
+      ["10.1.2.3", 22],
+    ] as const) {
+      const resolved = execFileSync("ssh", [
+        "-G",
+        "-F",
+        configFile,
+        ...(port ? ["-o", `Port=${port}`] : []),
+        "--",
+        host,
+      ]).toString();
+      assert.equal(resolve(host, port), firstHop(resolved), host);
+    }
+    assert.equal(resolve("Web-01", undefined), undefined, "ssh -G decides a name with capitals");
+  });
+
+  it("an Include among HostName or Port lines leaves it to ssh -G", async () => {
+    writeFileSync(join(dir, "more"), "Host x\n  User audit\n");
+    writeFileSync(configFile, `Host web-*\n  Include ${join(dir, "more")}\n  HostName 10.0.0.7\n`);
+    assert.equal(await sshConfigSshd({ configFile }), undefined);
   });
 });
