@@ -3,11 +3,13 @@
 // loaded by hand that no modules-load.d file lists, one a modules-load.d file lists but unloaded,
 // one a modules-load.d file lists that modprobe.d blacklists, loaded by hand; beside a listed
 // loaded control and an absent one. Each is reported once with the value it will take; then the
-// VM really reboots and the second audit sees each predicted value. Needs root and qemu.
+// VM really reboots and the second audit sees each predicted value; declared then as it runs, the
+// freshly booted VM has no latent finding at all. Needs root and qemu.
 import assert from "node:assert/strict";
-import { readFile, rm } from "node:fs/promises";
+import { readFile, rm, writeFile } from "node:fs/promises";
+import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { stringify } from "yaml";
+import { parse, stringify } from "yaml";
 import type { NodeResult, Report } from "../../src/report/schema.js";
 import { runCli } from "../support/cli.js";
 import { removeTree, writeTree } from "../support/tree.js";
@@ -107,6 +109,22 @@ describe("kernel modules on a real kernel: latent findings, then a real reboot",
       first.node.drift.map((d) => [d.key, d.latent!.becomes, undefined]),
       "each module is now what the first audit said it would become; the controls stay clean",
     );
+
+    // Freshly booted, declared as it runs: every loaded module (the network driver stack among
+    // them: drivers, and modules they hold) with no latent finding, in the snapshot or the audit.
+    const snapshot = await runCli([
+      ...["snapshot", "--node", NODE, "--category", "kernel_modules"],
+      ...["--manifests", manifests, "--ssh-config", vm.sshConfig],
+    ]);
+    assert.equal(snapshot.exitCode, 0, snapshot.stderr);
+    assert.doesNotMatch(snapshot.stdout, /will become/);
+    const loaded = (await vm.exec("cut -d' ' -f1 /proc/modules")).split("\n").sort();
+    const spec = parse(snapshot.stdout) as { system: { kernel_modules: { loaded: string[] } } };
+    assert.deepEqual([...spec.system.kernel_modules.loaded].sort(), loaded);
+    assert.ok(loaded.includes("virtio_net") && loaded.includes(LISTED), loaded.join(" "));
+    await writeFile(path.join(manifests, "nodes", `${NODE}.yaml`), snapshot.stdout);
+    const fresh = await audit();
+    assert.deepEqual([fresh.exitCode, fresh.node.status, fresh.node.drift], [0, "clean", []]);
     t.diagnostic(
       `VM boot seconds (qemu start to first ssh answer): ${vm.bootSeconds.map((s) => s.toFixed(1)).join(", ")}`,
     );
