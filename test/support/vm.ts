@@ -269,9 +269,13 @@ export async function startVm(def: VmDefinition, options: { prefix: string }): P
       const started = performance.now();
       const console = fs.openSync(consoleLog, "w");
       const vmlinuz = path.join(kernel, "boot", `vmlinuz-${release}`);
+      // pdeathsig: if the test runner dies without stop(), qemu dies with it (setpriv execs it,
+      // so qemu keeps the pid). TCG: this kind of machine has a /dev/kvm, but a KVM guest hangs
+      // after the BIOS.
       qemu = spawn(
-        "qemu-system-x86_64",
+        "setpriv",
         [
+          ...["--pdeathsig", "KILL", "qemu-system-x86_64"],
           ...["-accel", "tcg", "-m", "256", "-nographic", "-no-reboot"],
           ...["-kernel", vmlinuz, "-initrd", initrd, "-append", "console=ttyS0 panic=-1 quiet"],
           ...["-netdev", `user,id=net0,hostfwd=tcp:127.0.0.1:${port}-:22`],
