@@ -4,7 +4,8 @@
 // with the value it will take; then each event really happens (the seeded file's sysctl pass, a
 // reboot that moves the boot time, daemon-reload and restart on the systemd PID 1 host) and the
 // second audit sees the predicted values. Kernel modules are left out: a test host shares this
-// machine's kernel, and this machine has no /proc/modules. Needs root and gcc.
+// machine's kernel, which has no /proc/modules; kernel-modules-vm.test.ts boots a VM for them.
+// Needs root and gcc.
 import assert from "node:assert/strict";
 import { readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";

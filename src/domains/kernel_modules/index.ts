@@ -41,16 +41,37 @@ function bootLines(names: readonly string[] | undefined, ctx: ProbeContext): str
 }
 
 /**
+ * A loop printing `/sys/module/NAME/drivers:` for each declared (for a snapshot, each loaded)
+ * module that registers a driver, with shell builtins only: udev loads those again at boot.
+ */
+function driverLines(names: readonly string[] | undefined, ctx: ProbeContext): string {
+  const each = names
+    ? `for m in ${names.map((name) => ctx.quote(moduleName(name))).join(" ")}`
+    : "while read -r m _";
+  const from = names ? "" : " < /proc/modules";
+  return `${each}; do [ -e "/sys/module/$m/drivers" ] && printf '%s:\\n' "/sys/module/$m/drivers"; done${from}`;
+}
+
+/**
  * What the next boot does to a module that is as declared now: one a modules-load.d file loads and
- * modprobe.d does not block comes back; a loaded one modprobe.d blocks does not.
+ * modprobe.d does not block comes back; a loaded one modprobe.d blocks does not, nor does one
+ * loaded by hand: no modules-load.d file loads it, and nothing needs it (held by no module,
+ * device, mount or socket, and no driver of its own that udev would load it for again).
  */
 function bootLatent(live: KernelModulesLive, key: string, declared: "loaded" | "absent") {
   const loads = live.loadsAtBoot.get(key);
   const blocked = live.blocked.get(key);
   if (declared === "absent" && loads !== undefined && blocked === undefined)
     return { after: "reboot", becomes: "loaded", because: loads } satisfies Latent;
-  if (declared === "loaded" && blocked !== undefined && !live.builtin.has(key))
+  if (declared === "absent" || live.builtin.has(key)) return undefined;
+  if (blocked !== undefined)
     return { after: "reboot", becomes: "absent", because: blocked } satisfies Latent;
+  if (loads === undefined && live.idle.has(key) && !live.drivers.has(key))
+    return {
+      after: "reboot",
+      becomes: "absent",
+      because: "no modules-load.d file loads it",
+    } satisfies Latent;
   return undefined;
 }
 
@@ -73,6 +94,7 @@ export const kernelModules: Domain<KernelModulesDeclared, KernelModulesLive, "ke
       `if [ ! -e /proc/modules ]; then ${ctx.unknown("no /proc/modules: kernel without loadable module support")}`,
       `elif [ ! -r /proc/modules ]; then ${ctx.unknown("/proc/modules is not readable")}`,
       `else read -r r < /proc/sys/kernel/osrelease; grep -H -s ${moduleLines(names, ctx)} /proc/modules "/lib/modules/$r/modules.builtin"`,
+      driverLines(names, ctx),
       // Every boot file is named (it masks a same-named one later), then its lines naming a
       // declared module, numbered (the latent's `because`). With no file, grep would read stdin.
       "set --",

@@ -3,6 +3,10 @@ import { ProbeParseError } from "../../errors.js";
 export interface KernelModulesLive {
   /** Modules in /proc/modules, named as the kernel names them. */
   loaded: Set<string>;
+  /** Loaded modules nothing holds (reference count 0): no module, device, mount or socket. */
+  idle: Set<string>;
+  /** Modules that register a device driver (`/sys/module/NAME/drivers`): udev loads them again. */
+  drivers: Set<string>;
   /**
    * Modules compiled into the running kernel (modules.builtin): always present, never unloadable.
    */
@@ -53,11 +57,14 @@ export function moduleName(name: string): string {
 /**
  * `grep -H ''` over /proc/modules and the running kernel's modules.builtin:
  * `/proc/modules:br_netfilter 32768 0 - Live 0x0000000000000000` and
- * `/lib/modules/6.1.0-28-amd64/modules.builtin:kernel/drivers/block/loop.ko`.
+ * `/lib/modules/6.1.0-28-amd64/modules.builtin:kernel/drivers/block/loop.ko`, then
+ * `/sys/module/snd_hda_intel/drivers:` for each of those modules that registers a driver.
  */
 export function parseModules(text: string): KernelModulesLive {
   const live: KernelModulesLive = {
     loaded: new Set(),
+    idle: new Set(),
+    drivers: new Set(),
     builtin: new Set(),
     loadsAtBoot: new Map(),
     blocked: new Map(),
@@ -66,13 +73,19 @@ export function parseModules(text: string): KernelModulesLive {
   for (const line of text.split("\n")) {
     if (!line.trim() || readBootLine(line, live, owner)) continue;
     if (line.startsWith("/proc/modules:")) {
-      const m = /^([A-Za-z0-9_-]+) \d+ (?:\d+|-) /.exec(line.slice("/proc/modules:".length));
+      const m = /^([A-Za-z0-9_-]+) \d+ (\d+|-) /.exec(line.slice("/proc/modules:".length));
       if (!m)
         throw new ProbeParseError(
           "kernel_modules",
           `unexpected /proc/modules line "${line.slice(0, 80)}"`,
         );
       live.loaded.add(moduleName(m[1]!));
+      if (m[2] === "0") live.idle.add(moduleName(m[1]!));
+      continue;
+    }
+    const driver = /^\/sys\/module\/([A-Za-z0-9_-]+)\/drivers:$/.exec(line);
+    if (driver) {
+      live.drivers.add(moduleName(driver[1]!));
       continue;
     }
     const m =

@@ -16,6 +16,15 @@ test("a kernel without loadable modules is unknown, never drift", () => {
   assert.equal(out.unknown, "no /proc/modules: kernel without loadable module support");
 });
 
+// The captured host loaded br_netfilter by hand: no file of its loads it at boot, nothing holds it.
+const BY_HAND = {
+  key: "br_netfilter",
+  declared: "loaded",
+  live: "loaded",
+  path: path("loaded", 0),
+  latent: { after: "reboot", becomes: "absent", because: "no modules-load.d file loads it" },
+};
+
 test("loaded and built-in modules satisfy `loaded`; - and _ are the same name", () => {
   const live = liveFrom(kernelModules, "debian-bridge-host.txt");
   assert.deepEqual(
@@ -23,8 +32,17 @@ test("loaded and built-in modules satisfy `loaded`; - and _ are the same name", 
       { loaded: ["br_netfilter", "snd-hda-intel", "loop", "tcp_cubic"], absent: ["usb-storage"] },
       live,
     ),
-    [],
+    [BY_HAND],
   );
+});
+
+test("the next boot: a module loaded by hand is gone, unless something holds it, it drives a device or it is built in", () => {
+  const live = liveFrom(kernelModules, "debian-bridge-host.txt");
+  // bridge is held by br_netfilter, floppy and snd_hda_intel register drivers, loop is built in.
+  const declared = { loaded: ["br_netfilter", "bridge", "floppy", "snd_hda_intel", "loop"] };
+  assert.deepEqual(kernelModules.compare(declared, live), [BY_HAND]);
+  live.loadsAtBoot.set("br_netfilter", "/etc/modules-load.d/k8s.conf:1");
+  assert.deepEqual(kernelModules.compare(declared, live), []);
 });
 
 test("a declared module that is not loaded, or a banned one that is, is drift", () => {
@@ -35,6 +53,7 @@ test("a declared module that is not loaded, or a banned one that is, is drift", 
       live,
     ),
     [
+      BY_HAND,
       { key: "nf_conntrack", declared: "loaded", live: "absent", path: path("loaded", 1) },
       { key: "floppy", declared: "absent", live: "loaded", path: path("absent", 0) },
       {
@@ -48,13 +67,13 @@ test("a declared module that is not loaded, or a banned one that is, is drift", 
   );
 });
 
-test("snapshot lists loaded modules sorted, and compares clean", () => {
+test("snapshot lists loaded modules sorted, and compares clean but for the one loaded by hand", () => {
   const live = liveFrom(kernelModules, "debian-bridge-host.txt");
   const spec = kernelModules.snapshot(live)!;
   assert.deepEqual(spec, {
     loaded: ["br_netfilter", "bridge", "floppy", "llc", "snd_hda_intel", "stp"],
   });
-  assert.deepEqual(kernelModules.compare(spec, live), []);
+  assert.deepEqual(kernelModules.compare(spec, live), [BY_HAND]);
   assert.equal(kernelModules.snapshot(liveFrom(kernelModules, "none-loaded.txt")), undefined);
 });
 
@@ -97,7 +116,7 @@ test("with modules declared, the host sends only their lines, and they compare a
   };
   const root = {
     dir: await trees(files),
-    paths: ["/proc/modules", "/proc/sys/kernel/osrelease", "/lib/modules"],
+    paths: ["/proc/modules", "/proc/sys/kernel/osrelease", "/lib/modules", "/sys/module"],
   };
   const declared = {
     loaded: ["br-netfilter", "nf_conntrack", "loop", "tcp_cubic"],
@@ -113,6 +132,7 @@ test("with modules declared, the host sends only their lines, and they compare a
   assert.deepEqual(
     kernelModules.compare(declared, filtered.live!).map((f) => [f.key, f.live]),
     [
+      ["br_netfilter", "loaded"],
       ["nf_conntrack", "absent"],
       ["floppy", "loaded"],
       ["ext4", "loaded"],
@@ -125,6 +145,7 @@ test("with modules declared, the host sends only their lines, and they compare a
     "loop",
     "tcp_cubic",
   ]);
+  assert.deepEqual([...filtered.live!.drivers], ["floppy"]);
   for (const unsent of ["bridge 311296", "stp ", "llc ", "snd_hda_intel"])
     assert.ok(!filtered.stdout.includes(unsent), `${unsent} sent`);
   const none = await runProbe<KernelModulesLive>(kernelModules, { loaded: [] }, { root });
@@ -156,7 +177,7 @@ test("the next boot: a module modules-load.d loads and nothing blocks comes back
   const root = {
     dir: await trees(files),
     paths: [
-      ...["/proc/modules", "/proc/sys/kernel/osrelease", "/lib/modules"],
+      ...["/proc/modules", "/proc/sys/kernel/osrelease", "/lib/modules", "/sys/module"],
       ...["/etc", "/usr/lib", "/lib/modprobe.d", "/lib/modules-load.d"],
     ],
   };

@@ -190,7 +190,7 @@ describe("accept round trip from captured probe output", () => {
     const dir = await writeTree({
       "fleet.yaml": "# Fleet-wide defaults.\n",
       "groups/modules-base.yaml":
-        "system:\n  kernel_modules:\n    loaded: [br_netfilter, cramfs]   # initrd tools\n    absent: [floppy]\n",
+        "system:\n  kernel_modules:\n    loaded: [bridge, cramfs]   # initrd tools\n    absent: [floppy]\n",
       "groups/modules.yaml": "groups: [modules-base]\n",
       "nodes/km-01.yaml": "groups: [modules]\n",
       "nodes/km-02.yaml": "groups: [modules]\n",
@@ -221,7 +221,7 @@ describe("accept round trip from captured probe output", () => {
     for (const name of ["km-01", "km-03"])
       assert.deepEqual(report.nodes.find((n) => n.name === name)!.drift, [], name);
     assert.deepEqual(specOf(after, "km-02"), specOf(before, "km-02"));
-    const km01 = { loaded: ["br_netfilter", "floppy"], absent: ["cramfs"] };
+    const km01 = { loaded: ["bridge", "floppy"], absent: ["cramfs"] };
     assert.deepEqual(specOf(after, "km-01").system.kernel_modules, km01);
     assert.deepEqual(specOf(after, "km-03").system.kernel_modules, {
       absent: ["cramfs"],
@@ -232,7 +232,7 @@ describe("accept round trip from captured probe output", () => {
   it("kernel_modules: a list a group declares is edited there, a list each node declares stays in the node files", async () => {
     const dir = await writeTree({
       "fleet.yaml": "# Fleet-wide defaults.\n",
-      "groups/bridges.yaml": "system:\n  kernel_modules:\n    loaded: [br_netfilter, cramfs]\n",
+      "groups/bridges.yaml": "system:\n  kernel_modules:\n    loaded: [bridge, cramfs]\n",
       "nodes/km-01.yaml": "groups: [bridges]\nsystem:\n  kernel_modules:\n    absent: [floppy]\n",
       "nodes/km-02.yaml": "groups: [bridges]\nsystem:\n  kernel_modules:\n    absent: [floppy]\n",
     });
@@ -251,13 +251,13 @@ describe("accept round trip from captured probe output", () => {
     assert.deepEqual(titles, ["accept cramfs and 1 more"]);
     // Each list is edited where it is declared: loaded in the group, absent in each node file.
     const bridges = await readFile(path.join(dir, "groups/bridges.yaml"), "utf8");
-    assert.equal(bridges, "system:\n  kernel_modules:\n    loaded: [br_netfilter, floppy]\n");
+    assert.equal(bridges, "system:\n  kernel_modules:\n    loaded: [bridge, floppy]\n");
     const km01 = await readFile(path.join(dir, "nodes/km-01.yaml"), "utf8");
     assert.equal(km01, "groups: [bridges]\nsystem:\n  kernel_modules:\n    absent: [cramfs]\n");
     for (const name of ["km-01", "km-02"]) {
       assert.deepEqual(report.nodes.find((n) => n.name === name)!.drift, [], name);
       assert.deepEqual(specOf(after, name).system.kernel_modules, {
-        loaded: ["br_netfilter", "floppy"],
+        loaded: ["bridge", "floppy"],
         absent: ["cramfs"],
       });
     }
