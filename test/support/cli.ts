@@ -10,8 +10,6 @@ export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url
 export const BUILT_ENTRY = path.join(REPO_ROOT, "dist/cli/main.js");
 /** The single executable for nodes without Node (`npm run build:exe`). */
 export const EXECUTABLE = path.join(REPO_ROOT, "dist/quartermaster-linux-x64");
-// Resolved here, so the CLI can run from any working directory (tests run it inside temp trees).
-export const TSX = import.meta.resolve("tsx");
 
 export interface CliResult {
   exitCode: number;
