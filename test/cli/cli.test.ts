@@ -4,7 +4,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { execa } from "execa";
 import type { Report } from "../../src/report/schema.js";
-import { REPO_ROOT, TSX, runCli, spawnCli } from "../support/cli.js";
+import { BUILT_ENTRY, ensureBuilt, REPO_ROOT, runCli, spawnCli } from "../support/cli.js";
 import { scratchTrees } from "../support/tree.js";
 
 const tree = scratchTrees();
@@ -273,15 +273,15 @@ describe("the CLI on bad input: exit 2 and a message naming the place", () => {
     const dir = await tree({
       "nodes/localhost.yaml": "system:\n  kernel_version: 0.0.0-declared\n",
     });
+    await ensureBuilt();
     // `true` exits without reading: every write meets a closed pipe.
     const result = await execa(
       "bash",
       [
         "-c",
-        'node --import "$1" "$2" audit --local --manifests "$3" --format json | true; exit "${PIPESTATUS[0]}"',
+        'node "$1" audit --local --manifests "$2" --format json | true; exit "${PIPESTATUS[0]}"',
         "sh",
-        TSX,
-        path.join(REPO_ROOT, "src/cli/main.ts"),
+        BUILT_ENTRY,
         dir,
       ],
       { reject: false },
@@ -293,17 +293,15 @@ describe("the CLI on bad input: exit 2 and a message naming the place", () => {
 
 describe("colours follow the conventions, under a real pseudo-terminal and through a pipe", () => {
   const REPORT = path.join(REPO_ROOT, "test/fixtures/reports/fleet.json");
-  const ENTRY = path.join(REPO_ROOT, "src/cli/main.ts");
   /** `report` of a fixture in text form; through `script` it runs on a pseudo-terminal. */
   const render = async (
     env: Record<string, string>,
     options: { tty: boolean; flags?: string[] },
   ) => {
+    await ensureBuilt();
     const command = [
       process.execPath,
-      "--import",
-      TSX,
-      ENTRY,
+      BUILT_ENTRY,
       "report",
       "--report",
       REPORT,

@@ -18,7 +18,19 @@ const APP_CONF = "/etc/qm-e2e/app.conf";
 const DECLARED = "role = app\n";
 // Behind the jump host with the private node: 39 nodes and one whose first connection is dropped.
 const CROWD = Array.from({ length: 39 }, (_, i) => `n-${String(i + 1).padStart(2, "0")}`);
-const tree = scratchTrees();
+const scratch = scratchTrees();
+/**
+ * A scratch tree; a manifest tree (nodes/ or a fleet.yaml) gets `ssh.connect_timeout: 60` in its
+ * fleet.yaml: through the jump host, ssh's wait for the node's banner includes the hop's whole
+ * login, which a busy machine stretched past the default 10 s. No test asserts on a duration.
+ */
+const tree = (files: Record<string, string> = {}) => {
+  if (!Object.keys(files).some((name) => /^(nodes\/|fleet\.yaml$)/.test(name)))
+    return scratch(files);
+  const fleetSpec = (parse(files["fleet.yaml"] ?? "{}") ?? {}) as { ssh?: object };
+  const ssh = { ...fleetSpec.ssh, connect_timeout: 60 };
+  return scratch({ ...files, "fleet.yaml": stringify({ ...fleetSpec, ssh }) });
+};
 
 describe("nodes behind a jump host", () => {
   let fleet: TestFleet;

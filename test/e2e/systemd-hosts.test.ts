@@ -9,7 +9,7 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { stringify } from "yaml";
 import type { NodeResult, Report } from "../../src/report/schema.js";
-import { runCli } from "../support/cli.js";
+import { ensureBuilt, runCli } from "../support/cli.js";
 import { startForge } from "../support/forge.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
 import { buildLibrary, type TestLibrary } from "../support/library.js";
@@ -352,6 +352,7 @@ describe("a real systemd host over ssh", () => {
     await writeFile(edited, APP.replace("Description=app", "Description=app, edited on the host"));
     const original = path.join(fleet.dir, "qm-app.service.original");
     await writeFile(original, APP);
+    await ensureBuilt();
     const watcher = Watcher.start(["--manifest", spec, "--interval", "1"], fleet.enter(HOST));
     try {
       await watcher.waitFor("the started event", (e) => e.event === "started");

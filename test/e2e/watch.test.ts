@@ -9,6 +9,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { stringify } from "yaml";
 import type { Event } from "../../src/report/events.js";
 import { MAX_WAIT_MS } from "../../src/watch/monitor.js";
+import { ensureBuilt } from "../support/cli.js";
 import { parseExposition, sampleValue } from "../support/prometheus.js";
 import { removeTree, writeTree } from "../support/tree.js";
 import { Watcher } from "../support/watcher.js";
@@ -16,6 +17,7 @@ import { Watcher } from "../support/watcher.js";
 const CONTENTS = "hello world\n";
 const dirs: string[] = [];
 const watchers: Watcher[] = [];
+before(ensureBuilt);
 after(async () => {
   await Promise.all(watchers.map((w) => w.stop()));
   await Promise.all(dirs.map(removeTree));

@@ -7,7 +7,7 @@ import path from "node:path";
 import { after, describe, it } from "node:test";
 import { execa } from "execa";
 import { stringify } from "yaml";
-import { REPO_ROOT, runCli, TSX } from "../support/cli.js";
+import { BUILT_ENTRY, ensureBuilt, runCli } from "../support/cli.js";
 import { asNobody } from "../support/local-node.js";
 import { removeTree, writeTree } from "../support/tree.js";
 
@@ -16,10 +16,10 @@ after(() => Promise.all(dirs.map(removeTree)));
 
 /** The real CLI as user nobody, with the environment a cron job would give it. */
 async function cliAsNobody(args: string[]) {
-  const entry = path.join(REPO_ROOT, "src/cli/main.ts");
+  await ensureBuilt();
   const result = await execa(
     "setpriv",
-    asNobody("HOME=/tmp", "NO_COLOR=1", process.execPath, "--import", TSX, entry, ...args),
+    asNobody("HOME=/tmp", "NO_COLOR=1", process.execPath, BUILT_ENTRY, ...args),
     { cwd: "/", reject: false },
   );
   return { exitCode: result.exitCode ?? -1, stdout: result.stdout, stderr: result.stderr };

@@ -1,10 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import path from "node:path";
 import { createInterface } from "node:readline";
 import { Event } from "../../src/report/events.js";
-import { REPO_ROOT, TSX } from "./cli.js";
+import { BUILT_ENTRY, REPO_ROOT } from "./cli.js";
 
-const ENTRY = path.join(REPO_ROOT, "src/cli/main.ts");
 /** Waits are generous: a slow machine makes the test slower, never red. */
 export const EVENT_WAIT_MS = 20_000;
 
@@ -33,13 +31,13 @@ export class Watcher {
   }
 
   /**
-   * Starts the real CLI (its sources, unless `cli` names another build of it); `prefix` runs it
-   * under another command (`ip netns exec NS`).
+   * Starts the real CLI (the bundle in dist/: call `ensureBuilt` first; or the build `cli` names);
+   * `prefix` runs it under another command (`ip netns exec NS`).
    */
   static start(
     args: string[],
     prefix: string[] = [],
-    cli = [process.execPath, "--import", TSX, ENTRY],
+    cli = [process.execPath, BUILT_ENTRY],
   ): Watcher {
     const command = [...prefix, ...cli, "watch", "--local", ...args];
     return new Watcher(
