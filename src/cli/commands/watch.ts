@@ -10,7 +10,7 @@ import { loadWatched, type WatchOptions } from "../../runs/watch.js";
 import { checkedFlag, parseFlags, textFlag, wholeFlag, type Config } from "../flags.js";
 import { MANIFEST_FLAGS, SELECT_FLAGS, TIMEOUT_FLAG } from "../options.js";
 
-export const DEFAULT_INTERVAL_SECONDS = 60;
+const DEFAULT_INTERVAL_SECONDS = 60;
 
 const WATCH_FLAGS = {
   local: {
