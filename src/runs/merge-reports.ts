@@ -4,11 +4,11 @@ import { ManifestErrors, ReportMergeError } from "../errors.js";
 import { mergedHead, ShardNodes, type ShardReport } from "../report/merge-reports.js";
 import { readReportNodes } from "../report/read.js";
 import type { NodeResult } from "../report/schema.js";
-import { EntrySpool, type SpooledReport } from "../report/spool.js";
+import { EntrySpool } from "../report/spool.js";
 import {
-  annotated,
-  judgeBudget,
+  judgeSpooled,
   unauditedJudge,
+  type JudgedReport,
   type UnauditedSource,
   type WarnDropped,
 } from "./unaudited.js";
@@ -37,9 +37,7 @@ export interface MergeReportsOptions {
  * rather than in memory: one shard at a time is read, a node at a time. A ReportMergeError when the
  * shards are unusable or do not fit together.
  */
-export async function runMergeReports(
-  options: MergeReportsOptions,
-): Promise<SpooledReport & { annotate: (node: NodeResult) => NodeResult }> {
+export async function runMergeReports(options: MergeReportsOptions): Promise<JudgedReport> {
   const spool = await EntrySpool.create();
   try {
     const owners = new ShardNodes();
@@ -60,9 +58,7 @@ export async function runMergeReports(
       undefined,
       shards[0]!.report.unauditedBudget,
     );
-    const budget = await judgeBudget(judge, head.startedAt, spool.entries());
-    if (budget) head.unauditedBudget = budget;
-    return { head, spool, annotate: annotated(judge, head.startedAt) };
+    return await judgeSpooled(judge, { head, spool });
   } catch (error) {
     await spool.close();
     throw error;
