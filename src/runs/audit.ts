@@ -21,13 +21,7 @@ import {
 } from "../transport/ssh.js";
 import type { Transport } from "../transport/transport.js";
 import { loadManifests, localNode, selectNodes, type ManifestSource } from "./fleet.js";
-import {
-  judgeSpooled,
-  unauditedJudge,
-  type JudgedReport,
-  type UnauditedSource,
-  type WarnDropped,
-} from "./unaudited.js";
+import { judgeSpooled, unauditedJudge, type JudgedBy, type JudgedReport } from "./unaudited.js";
 
 export const DEFAULT_CONCURRENCY = 32;
 export const DEFAULT_TIMEOUT_SECONDS = 60;
@@ -148,9 +142,7 @@ export async function runAudit(config: AuditOptions): Promise<{ fleet: Fleet; re
 }
 
 /** A spooled audit: what it audits, and what its unaudited budget is judged by. */
-export interface SpooledAuditOptions extends AuditOptions {
-  unaudited: UnauditedSource;
-  warn: WarnDropped;
+export interface SpooledAuditOptions extends AuditOptions, JudgedBy {
   /** Told how many nodes were selected; what it answers is told each node's result. */
   onResult?: (total: number) => (result: NodeResult) => void;
 }

@@ -5,13 +5,7 @@ import { mergedHead, ShardNodes, type ShardReport } from "../report/merge-report
 import { readReportNodes } from "../report/read.js";
 import type { NodeResult } from "../report/schema.js";
 import { EntrySpool } from "../report/spool.js";
-import {
-  judgeSpooled,
-  unauditedJudge,
-  type JudgedReport,
-  type UnauditedSource,
-  type WarnDropped,
-} from "./unaudited.js";
+import { judgeSpooled, unauditedJudge, type JudgedBy, type JudgedReport } from "./unaudited.js";
 
 /** The shard's every field but its nodes; each node goes to `onNode` as it is read. */
 async function readShard(file: string, onNode: (node: NodeResult) => void): Promise<ShardReport> {
@@ -26,10 +20,8 @@ async function readShard(file: string, onNode: (node: NodeResult) => void): Prom
 }
 
 /** The shard report files, and what the merged report's unaudited budget is judged by. */
-export interface MergeReportsOptions {
+export interface MergeReportsOptions extends JudgedBy {
   files: readonly string[];
-  unaudited: UnauditedSource;
-  warn: WarnDropped;
 }
 
 /**

@@ -32,6 +32,12 @@ export interface UnauditedSource {
   history?: { file: string } | { github: GitHubSettings };
 }
 
+/** What a run's unaudited budget is judged by, and who is told of the history's dropped entries. */
+export interface JudgedBy {
+  unaudited: UnauditedSource;
+  warn: WarnDropped;
+}
+
 async function historyFrom(
   source: UnauditedSource["history"],
   warn: WarnDropped,
