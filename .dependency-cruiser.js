@@ -1,5 +1,5 @@
 // The import rules `npm run lint` checks (dependency-cruiser): no import cycle anywhere, type-only
-// imports included, and the layers README.md's "Architecture" section draws, from the top down.
+// imports included, and the layers docs/architecture.md draws, from the top down.
 // A module under src/ imports only from its own unit (a folder, or a file directly under src/)
 // and from units in lower layers: never up, never sideways into another unit of its own layer.
 

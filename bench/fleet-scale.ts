@@ -13,13 +13,13 @@ import path from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { execa } from "execa";
 import { stringify } from "yaml";
-import { shardOf, spoolFleet } from "../src/audit/fleet.js";
+import { shardOf } from "../src/audit/fleet.js";
 import { auditNode, defaultAuditSettings } from "../src/audit/node.js";
 import { AUDIT_FLAGS, auditOptions } from "../src/cli/audit-options.js";
 import { auditOutcome } from "../src/cli/exit.js";
 import { parseFlags } from "../src/cli/flags.js";
 import { writeReportStream } from "../src/cli/output.js";
-import { boundHeapGrowth, fleetRun } from "../src/runs/audit.js";
+import { boundHeapGrowth, runSpooledAudit } from "../src/runs/audit.js";
 import { snapshotSpec } from "../src/runs/snapshot.js";
 import { DOMAINS } from "../src/domains/registry.js";
 import { loadFleet, type LoadedNode } from "../src/manifest/load.js";
@@ -72,13 +72,17 @@ if (process.argv[2] === "--replay") {
   const transport = replayTransport(capture);
   const { config } = parseFlags("audit", process.argv.slice(5), AUDIT_FLAGS);
   boundHeapGrowth();
-  const { run } = await fleetRun(auditOptions(config), undefined, {
-    transportFor: () => transport,
-  });
-  const { head, spool } = await spoolFleet(run);
+  const { head, spool, annotate } = await runSpooledAudit(
+    {
+      ...auditOptions(config),
+      unaudited: { maxUnaudited: undefined },
+      warn: (_, history) => history,
+    },
+    { transportFor: () => transport },
+  );
   let code: number;
   try {
-    await writeReportStream(head, () => spool.entries(), config);
+    await writeReportStream(head, () => spool.entries(annotate), config);
     code = auditOutcome(spool.counts, false);
   } finally {
     await spool.close();

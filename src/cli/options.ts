@@ -2,7 +2,8 @@ import { io, type Output } from "./io.js";
 import { statSync } from "node:fs";
 import { createSupportsColor } from "supports-color";
 import { DOMAIN_NAMES, type DomainName } from "../domains/registry.js";
-import { UsageError } from "../errors.js";
+import { ForgeError, UsageError } from "../errors.js";
+import { settingsFromEnv, type GitHubSettings } from "../forge/github-settings.js";
 import { globProblem } from "../glob.js";
 import { nearest } from "../manifest/suggest.js";
 import { PACKAGES_MODES } from "../domains/snapshot-options.js";
@@ -50,6 +51,20 @@ export function manifestSource(values: ManifestConfig): ManifestSource {
     repository: GITHUB_REPOSITORY,
     token: GITHUB_TOKEN,
   };
+}
+
+/**
+ * How to reach GitHub, from the environment GitHub Actions provides, for what `needs` it (a flag;
+ * unnamed, the command): a setting missing is the workflow's mistake (exit 2), said before
+ * anything is pulled or probed.
+ */
+export function githubSettings(needs?: string): GitHubSettings {
+  try {
+    return settingsFromEnv(io().env);
+  } catch (error) {
+    if (!(error instanceof ForgeError)) throw error;
+    throw new UsageError(needs === undefined ? error.message : `${needs}: ${error.message}`);
+  }
 }
 
 /** The manifests directory the flags name (runs/fleet.ts resolveManifestDir). */

@@ -1,11 +1,11 @@
 import { io } from "./io.js";
 import { unauditedLimit } from "../report/unaudited.js";
-import { ForgeError, UsageError } from "../errors.js";
-import { settingsFromEnv } from "../forge/github-settings.js";
+import { UsageError } from "../errors.js";
 import type { ReadHistory } from "../report/history.js";
 import type { UnauditedSource } from "../runs/unaudited.js";
 import { visible } from "../text/escape.js";
 import { switchFlag, checkedFlag, textFlag, type Config } from "./flags.js";
+import { githubSettings } from "./options.js";
 
 // The flags `audit` and `merge-reports` judge the unaudited budget by (runs/unaudited.ts judges).
 
@@ -43,12 +43,7 @@ export function unauditedSource(values: UnauditedConfig): UnauditedSource {
   const maxUnaudited = values["max-unaudited"];
   if (values.state !== undefined) return { maxUnaudited, history: { file: values.state } };
   if (!values["state-from-repo"]) return { maxUnaudited };
-  try {
-    return { maxUnaudited, history: { github: settingsFromEnv(io().env) } };
-  } catch (error) {
-    if (!(error instanceof ForgeError)) throw error;
-    throw new UsageError(`--state-from-repo: ${error.message}`);
-  }
+  return { maxUnaudited, history: { github: githubSettings("--state-from-repo") } };
 }
 
 /** Says which entries of the history `file` were left out: each costs only itself. */

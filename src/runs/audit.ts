@@ -3,7 +3,7 @@
 import { stat } from "node:fs/promises";
 import path from "node:path";
 import v8 from "node:v8";
-import { auditFleet, shardOf, type FleetRun, type Shard } from "../audit/fleet.js";
+import { auditFleet, shardOf, spoolFleet, type FleetRun, type Shard } from "../audit/fleet.js";
 import { defaultAuditSettings, type AuditSettings, type CauseRequest } from "../audit/node.js";
 import { splitPrints } from "../audit/cause/rollout.js";
 import { lastAuditOf, type AuditHistory } from "../report/history.js";
@@ -21,6 +21,7 @@ import {
 } from "../transport/ssh.js";
 import type { Transport } from "../transport/transport.js";
 import { loadManifests, localNode, selectNodes, type ManifestSource } from "./fleet.js";
+import { judgeSpooled, unauditedJudge, type JudgedBy, type JudgedReport } from "./unaudited.js";
 
 export const DEFAULT_CONCURRENCY = 32;
 export const DEFAULT_TIMEOUT_SECONDS = 60;
@@ -89,7 +90,7 @@ export interface Reach {
 }
 
 /** Loads and selects the nodes, and what auditing them takes. */
-export async function fleetRun(
+async function fleetRun(
   config: AuditOptions,
   onResult: ((total: number) => (r: NodeResult) => void) | undefined,
   reach: Reach,
@@ -140,6 +141,34 @@ export async function runAudit(config: AuditOptions): Promise<{ fleet: Fleet; re
   return { fleet, report };
 }
 
+/** A spooled audit: what it audits, and what its unaudited budget is judged by. */
+export interface SpooledAuditOptions extends AuditOptions, JudgedBy {
+  /** Told how many nodes were selected; what it answers is told each node's result. */
+  onResult?: (total: number) => (result: NodeResult) => void;
+}
+
+/**
+ * Loads, selects, audits: each node's entry goes to a spool as it finishes, never all in memory;
+ * the history (when the source names one) gives each node's cause request and annotates its
+ * entry, and the unaudited budget is judged over the spool.
+ */
+export async function runSpooledAudit(
+  options: SpooledAuditOptions,
+  reach: Reach = {},
+): Promise<JudgedReport> {
+  const { run, fleet } = await fleetRun(options, options.onResult, reach);
+  const judge = await unauditedJudge(options.unaudited, options.warn, fleet.settings.audit);
+  if (judge.history) run.causeRequest = historyRequests(judge.history, run.manifestRevision);
+  const spooled = await spoolFleet(run);
+  try {
+    if (options.categories) spooled.head.categories = options.categories;
+    return await judgeSpooled(judge, spooled);
+  } catch (error) {
+    await spooled.spool.close();
+    throw error;
+  }
+}
+
 /**
  * A fleet audit keeps little alive (the manifests; entries wait in the spool) but makes much
  * short-lived garbage per node, and V8 lets the heap grow to about four times what survived its
@@ -154,7 +183,7 @@ export function boundHeapGrowth(): void {
  * Each node's cause request from the audit history: since its last audit, and against what that
  * audit declared (a drift back to it is a pending rollout).
  */
-export function historyRequests(
+function historyRequests(
   history: AuditHistory,
   revision: string | null,
 ): (node: LoadedNode) => CauseRequest {

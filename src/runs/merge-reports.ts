@@ -4,14 +4,8 @@ import { ManifestErrors, ReportMergeError } from "../errors.js";
 import { mergedHead, ShardNodes, type ShardReport } from "../report/merge-reports.js";
 import { readReportNodes } from "../report/read.js";
 import type { NodeResult } from "../report/schema.js";
-import { EntrySpool, type SpooledReport } from "../report/spool.js";
-import {
-  annotated,
-  judgeBudget,
-  unauditedJudge,
-  type UnauditedSource,
-  type WarnDropped,
-} from "./unaudited.js";
+import { EntrySpool } from "../report/spool.js";
+import { judgeSpooled, unauditedJudge, type JudgedBy, type JudgedReport } from "./unaudited.js";
 
 /** The shard's every field but its nodes; each node goes to `onNode` as it is read. */
 async function readShard(file: string, onNode: (node: NodeResult) => void): Promise<ShardReport> {
@@ -26,10 +20,8 @@ async function readShard(file: string, onNode: (node: NodeResult) => void): Prom
 }
 
 /** The shard report files, and what the merged report's unaudited budget is judged by. */
-export interface MergeReportsOptions {
+export interface MergeReportsOptions extends JudgedBy {
   files: readonly string[];
-  unaudited: UnauditedSource;
-  warn: WarnDropped;
 }
 
 /**
@@ -37,9 +29,7 @@ export interface MergeReportsOptions {
  * rather than in memory: one shard at a time is read, a node at a time. A ReportMergeError when the
  * shards are unusable or do not fit together.
  */
-export async function runMergeReports(
-  options: MergeReportsOptions,
-): Promise<SpooledReport & { annotate: (node: NodeResult) => NodeResult }> {
+export async function runMergeReports(options: MergeReportsOptions): Promise<JudgedReport> {
   const spool = await EntrySpool.create();
   try {
     const owners = new ShardNodes();
@@ -60,9 +50,7 @@ export async function runMergeReports(
       undefined,
       shards[0]!.report.unauditedBudget,
     );
-    const budget = await judgeBudget(judge, head.startedAt, spool.entries());
-    if (budget) head.unauditedBudget = budget;
-    return { head, spool, annotate: annotated(judge, head.startedAt) };
+    return await judgeSpooled(judge, { head, spool });
   } catch (error) {
     await spool.close();
     throw error;

@@ -12,6 +12,7 @@ import {
 } from "../report/history.js";
 import { readText } from "../report/read.js";
 import type { NodeResult, Report } from "../report/schema.js";
+import type { SpooledReport } from "../report/spool.js";
 import { durationMs, overUnauditedBudget, unauditedLimit } from "../report/unaudited.js";
 
 /** Says which entries of the history `file` were left out, and hands the history on. */
@@ -29,6 +30,12 @@ export interface Judge {
 export interface UnauditedSource {
   maxUnaudited: string | undefined;
   history?: { file: string } | { github: GitHubSettings };
+}
+
+/** What a run's unaudited budget is judged by, and who is told of the history's dropped entries. */
+export interface JudgedBy {
+  unaudited: UnauditedSource;
+  warn: WarnDropped;
 }
 
 async function historyFrom(
@@ -71,13 +78,13 @@ export async function unauditedJudge(
 }
 
 /** A node entry as the history annotates it (unchanged without history). */
-export function annotated(judge: Judge, startedAt: string): (node: NodeResult) => NodeResult {
+function annotated(judge: Judge, startedAt: string): (node: NodeResult) => NodeResult {
   const { history } = judge;
   return history ? (node) => annotateNode(node, history, startedAt) : (node) => node;
 }
 
 /** The report head's `unauditedBudget`, judged over every (annotated) node entry. */
-export async function judgeBudget(
+async function judgeBudget(
   judge: Judge,
   startedAt: string,
   nodes: AsyncIterable<NodeResult> | Iterable<NodeResult>,
@@ -106,4 +113,15 @@ export async function judgeBudget(
     startedAt,
   );
   return { ...budget, ...(over.length && { over }) };
+}
+
+/** A spooled report judged: `annotate` gives an entry as the history annotates it. */
+export type JudgedReport = SpooledReport & { annotate: (node: NodeResult) => NodeResult };
+
+/** The spooled report with its head's `unauditedBudget` judged over the spool's entries. */
+export async function judgeSpooled(judge: Judge, spooled: SpooledReport): Promise<JudgedReport> {
+  const { head, spool } = spooled;
+  const budget = await judgeBudget(judge, head.startedAt, spool.entries());
+  if (budget) head.unauditedBudget = budget;
+  return { ...spooled, annotate: annotated(judge, head.startedAt) };
 }

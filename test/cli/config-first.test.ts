@@ -35,6 +35,16 @@ describe("a command's config is settled before anything is pulled or probed", ()
     assert.doesNotMatch(result.stderr, NO_PULL);
   });
 
+  it("a missing token for --history-from-repo is reported before the report is read", async () => {
+    const result = await runCli(
+      ["report", "--report", "/nonexistent-report.json", "--format", "html", "--history-from-repo"],
+      { env: { GITHUB_REPOSITORY: "acme/fleet", GITHUB_TOKEN: "" } },
+    );
+    assert.equal(result.exitCode, 2, result.stderr);
+    assert.match(result.stderr, /^quartermaster: --history-from-repo: GITHUB_TOKEN must be set/m);
+    assert.doesNotMatch(result.stderr, /nonexistent-report/);
+  });
+
   it("flags that exclude each other, or one a command needs, are said before any pull", async () => {
     for (const [args, message] of [
       [["audit", ...UNREACHABLE, "--shard", "1/2", "--local"], /--shard splits a fleet/],
@@ -42,6 +52,10 @@ describe("a command's config is settled before anything is pulled or probed", ()
       [["diff", ...UNREACHABLE, "--category", "sysctl", "--node", "a", "--nodes", "b"], /not both/],
       [
         ["audit", ...UNREACHABLE, "--state", "history.json", "--state-from-repo"],
+        /two sources of one history/,
+      ],
+      [
+        ["report", "--report", "report.json", "--history", "runs.json", "--history-from-repo"],
         /two sources of one history/,
       ],
       [

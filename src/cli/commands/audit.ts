@@ -1,10 +1,8 @@
-import { spoolFleet } from "../../audit/fleet.js";
-import { boundHeapGrowth, fleetRun, historyRequests, type Reach } from "../../runs/audit.js";
+import { boundHeapGrowth, runSpooledAudit } from "../../runs/audit.js";
 import { AUDIT_FLAGS, auditOptions } from "../audit-options.js";
 import { auditOutcome } from "../exit.js";
 import { switchFlag, parseFlags } from "../flags.js";
 import { UNAUDITED_FLAGS, unauditedSource, warnDropped } from "../unaudited.js";
-import { annotated, judgeBudget, unauditedJudge } from "../../runs/unaudited.js";
 import { checkOut, writeReportStream } from "../output.js";
 import { Progress } from "../progress.js";
 
@@ -23,34 +21,27 @@ function auditConfig(argv: string[]) {
   return { ...config, unaudited: unauditedSource(config) };
 }
 
-export async function auditCommand(argv: string[], reach: Reach = {}): Promise<number> {
+export async function auditCommand(argv: string[]): Promise<number> {
   boundHeapGrowth();
   const config = auditConfig(argv);
   // An unusable --out fails before anything is audited.
   await checkOut(config.out);
   let progress: Progress | undefined;
-  const { run, fleet } = await fleetRun(
-    auditOptions(config),
-    (total) => {
+  const { head, spool, annotate } = await runSpooledAudit({
+    ...auditOptions(config),
+    unaudited: config.unaudited,
+    warn: warnDropped,
+    onResult: (total) => {
       if (total < 2) return () => {};
       progress = new Progress(total);
       return (result) => progress!.update(result);
     },
-    reach,
-  );
-  // Entries go to a spool as nodes finish, and from it to the report: never all in memory.
-  const judge = await unauditedJudge(config.unaudited, warnDropped, fleet.settings.audit);
-  const { history } = judge;
-  if (history) run.causeRequest = historyRequests(history, run.manifestRevision);
-  const { head, spool } = await spoolFleet(run);
+  });
   try {
     progress?.finish();
-    if (config.category) head.categories = config.category;
-    const budget = await judgeBudget(judge, head.startedAt, spool.entries());
-    if (budget) head.unauditedBudget = budget;
-    const annotate = annotated(judge, head.startedAt);
+    // Written node by node from the spool rather than as one string the size of the report.
     await writeReportStream(head, () => spool.entries(annotate), config);
-    return auditOutcome(spool.counts, config.strict, budget);
+    return auditOutcome(spool.counts, config.strict, head.unauditedBudget);
   } finally {
     await spool.close();
   }

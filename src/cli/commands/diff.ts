@@ -17,7 +17,7 @@ const show = (value: unknown): string =>
  * One drift item as `-want +got` lines; files and units bring their own unified diff, headed by
  * the item's key (the file's path or the unit's name). Every line is host text: escaped.
  */
-export function itemDiff(item: DriftItem, verbose: boolean): string[] {
+function itemDiff(item: DriftItem, verbose: boolean): string[] {
   const lines = item.diff
     ? headedDiff(item)
     : [`-${item.key} = ${show(item.declared)}`, `+${item.key} = ${show(item.live)}`];
@@ -30,7 +30,7 @@ export function itemDiff(item: DriftItem, verbose: boolean): string[] {
   return lines.map((line) => visible(line));
 }
 
-export function renderDiff(
+function renderDiff(
   nodes: readonly NodeResult[],
   category: string,
   options: { verbose: boolean; color: boolean },

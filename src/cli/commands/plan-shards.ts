@@ -1,35 +1,10 @@
 import { io } from "../io.js";
-import { MAX_SHARDS } from "../../report/schema.js";
-import { fleetSessionLimit } from "../../transport/session-gate.js";
 import { parseFlags, wholeFlag } from "../flags.js";
-import { loadManifests, selectNodes } from "../../runs/fleet.js";
+import { runPlanShards } from "../../runs/plan-shards.js";
 import { MANIFEST_FLAGS, manifestSource, SELECT_FLAGS } from "../options.js";
 
 // A GitHub Actions matrix holds at most 256 jobs: MAX_SHARDS.
-export const DEFAULT_NODES_PER_SHARD = 200;
-
-export interface ShardPlan {
-  /** n in every `--shard k/n`. */
-  count: number;
-  /** Every k from 1 to n: merge-reports needs each shard's report, even an empty one. */
-  shards: number[];
-  nodes: number;
-}
-
-/**
- * `requested` shards (0: enough for `perShard` nodes each), never more than there are nodes, nor
- * than `sessionLimit`: each shard gets a share of a first hop's sessions, and at least one.
- */
-export function planShards(
-  names: readonly string[],
-  requested: number,
-  perShard: number,
-  sessionLimit = MAX_SHARDS,
-): ShardPlan {
-  const wanted = requested > 0 ? requested : Math.ceil(names.length / perShard);
-  const count = Math.max(1, Math.min(wanted, names.length, MAX_SHARDS, sessionLimit));
-  return { count, shards: Array.from({ length: count }, (_, i) => i + 1), nodes: names.length };
-}
+const DEFAULT_NODES_PER_SHARD = 200;
 
 const PLAN_SHARDS_FLAGS = {
   ...MANIFEST_FLAGS,
@@ -49,16 +24,13 @@ const PLAN_SHARDS_FLAGS = {
 
 export async function planShardsCommand(argv: string[]): Promise<number> {
   const { config } = parseFlags("plan-shards", argv, PLAN_SHARDS_FLAGS);
-  const fleet = await loadManifests(manifestSource(config));
-  const nodes = selectNodes(fleet, config.nodes);
-  const sessionLimit = fleetSessionLimit(nodes);
-  const plan = planShards(
-    nodes.map((n) => n.name),
-    config.shards,
-    config["nodes-per-shard"],
-    sessionLimit,
-  );
-  if (plan.count < Math.min(config.shards, nodes.length))
+  const { plan, sessionLimit } = await runPlanShards({
+    source: manifestSource(config),
+    nodes: config.nodes,
+    shards: config.shards,
+    perShard: config["nodes-per-shard"],
+  });
+  if (plan.count < Math.min(config.shards, plan.nodes))
     io().stderr.write(
       `quartermaster: ${plan.count} shards, not ${config.shards}: parallel shards share each jump host's ssh.max_sessions (${sessionLimit})\n`,
     );

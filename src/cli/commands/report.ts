@@ -7,10 +7,10 @@ import { io } from "../io.js";
 import { maxBytesFlag, REPORT_FLAG } from "../options.js";
 import { checkOut, OUTPUT_FLAGS, writeOut, writeReport } from "../output.js";
 import {
-  checkRunHistoryFlags,
   repositoryUrl,
   RUN_HISTORY_FLAGS,
   runHistoryFrom,
+  runHistorySource,
 } from "../run-history.js";
 
 const REPORT_FLAGS = {
@@ -31,8 +31,13 @@ function reportConfig(argv: string[]) {
   const { report, "max-bytes": maxBytes } = config;
   if (maxBytes !== undefined && config.format !== "markdown")
     throw new UsageError("--max-bytes applies to --format markdown only");
-  checkRunHistoryFlags(config);
-  return { ...config, report, maxBytes: maxBytes ?? DEFAULT_MARKDOWN_MAX_BYTES };
+  return {
+    ...config,
+    report,
+    maxBytes: maxBytes ?? DEFAULT_MARKDOWN_MAX_BYTES,
+    history: runHistorySource(config),
+    repositoryUrl: repositoryUrl(),
+  };
 }
 
 // Renders a saved JSON report again in any format: a job summary, annotations, metrics, the fleet page.
@@ -41,8 +46,8 @@ export async function reportCommand(argv: string[]): Promise<number> {
   await checkOut(config.out);
   const report = await readReport(config.report);
   if (config.format === "html") {
-    const url = repositoryUrl();
-    const page = renderFleetPage(report, await runHistoryFrom(config), {
+    const url = config.repositoryUrl;
+    const page = renderFleetPage(report, await runHistoryFrom(config.history), {
       ...(url && { repositoryUrl: url }),
     });
     if (config.out) await writeOut(config.out, page);

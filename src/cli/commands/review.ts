@@ -1,13 +1,19 @@
 import { io } from "../io.js";
 import { readFile } from "node:fs/promises";
 import { z } from "zod";
-import { ForgeError, UsageError } from "../../errors.js";
-import { GitHub, GITHUB_LOGIN, settingsFromEnv } from "../../forge/github.js";
+import { UsageError } from "../../errors.js";
+import { GitHub, GITHUB_LOGIN } from "../../forge/github.js";
 import { visible } from "../../text/escape.js";
 import { auditExitCode, ExitBit } from "../exit.js";
-import { parseFlags, textFlag, type Config } from "../flags.js";
-import { MANIFEST_FLAGS, manifestSource, SSH_CONFIG_FLAG, TIMEOUT_FLAG } from "../options.js";
-import { runReview, type Reply } from "../../runs/review.js";
+import { parseFlags, textFlag } from "../flags.js";
+import {
+  githubSettings,
+  MANIFEST_FLAGS,
+  manifestSource,
+  SSH_CONFIG_FLAG,
+  TIMEOUT_FLAG,
+} from "../options.js";
+import { runReview, type Reply, type ReviewRequest } from "../../runs/review.js";
 
 // The parts of GitHub's issue_comment event a review command needs.
 const CommentEventSchema = z.object({
@@ -68,25 +74,29 @@ const REVIEW_FLAGS = {
   timeout: TIMEOUT_FLAG,
 };
 
-type ReviewConfig = Config<typeof REVIEW_FLAGS>;
-
-/** `review`'s argv as its config: every flag read and checked, nothing read or opened yet. */
-function reviewConfig(argv: string[]): ReviewConfig {
-  return parseFlags("review", argv, REVIEW_FLAGS).config;
-}
-
 // Replies quote logins, branches and error messages: printed escaped, never as a workflow command.
 const say = (line: string) => io().stdout.write(`${visible(line, { multiline: true })}\n`);
 
-/** The forge, from the workflow's settings: one missing is the workflow's mistake (exit 2). */
-function forge(): GitHub {
-  try {
-    return new GitHub(settingsFromEnv(io().env));
-  } catch (error) {
-    // As for propose: a usage error, not a failed action.
-    if (error instanceof ForgeError) throw new UsageError(error.message);
-    throw error;
-  }
+/**
+ * `review`'s argv, event and environment as its config, nothing pulled or probed yet: undefined
+ * when the event holds no `/quartermaster` command on a pull request (no forge is needed then);
+ * else the request and the forge's settings, one missing being the workflow's mistake (exit 2).
+ */
+async function reviewConfig(argv: string[]) {
+  const { config } = parseFlags("review", argv, REVIEW_FLAGS);
+  const event = await readEvent(config.event);
+  const command = reviewCommandOf(event.comment.body);
+  if (command === undefined || event.issue.pull_request === undefined) return undefined;
+  const request: ReviewRequest = {
+    login: event.comment.user.login,
+    pull: event.issue.number,
+    command,
+    source: manifestSource(config),
+    timeout: config.timeout,
+    sshConfig: config["ssh-config"],
+    say,
+  };
+  return { request, github: githubSettings() };
 }
 
 /**
@@ -96,31 +106,18 @@ function forge(): GitHub {
  * rejection; only the ticket for this PR's drift is carried out.
  */
 export async function reviewCommand(argv: string[]): Promise<number> {
-  const config = reviewConfig(argv);
-  const event = await readEvent(config.event);
-  const command = reviewCommandOf(event.comment.body);
-  if (command === undefined || event.issue.pull_request === undefined) {
+  const config = await reviewConfig(argv);
+  if (config === undefined) {
     say("no /quartermaster command on a pull request: nothing to do");
     return 0;
   }
-  const github = forge();
+  const { request } = config;
+  const github = new GitHub(config.github);
   const reply: Reply = async (text) => {
-    await github.comment(event.issue.number, text);
+    await github.comment(request.pull, text);
     say(text);
   };
-  const outcome = await runReview(
-    github,
-    {
-      login: event.comment.user.login,
-      pull: event.issue.number,
-      command,
-      source: manifestSource(config),
-      timeout: config.timeout,
-      sshConfig: config["ssh-config"],
-      say,
-    },
-    reply,
-  );
+  const outcome = await runReview(github, request, reply);
   if (!outcome?.report) return 0;
   return outcome.failed ? ExitBit.unaudited : auditExitCode(outcome.report) & ExitBit.unaudited;
 }

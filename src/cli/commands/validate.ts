@@ -1,14 +1,10 @@
-import path from "node:path";
 import { io } from "../io.js";
 import { ManifestError, ManifestErrors, formatLocation } from "../../errors.js";
 import { capAnnotations, type Annotation } from "../../report/formats/github.js";
 import { plural } from "../../report/formats/common.js";
-import { waiverWarnings } from "../../drift/waivers.js";
 import { visible } from "../../text/escape.js";
-import { foreignTeams } from "../../manifest/owners.js";
-import { sshConfigCommands } from "../../manifest/ssh-config.js";
 import { parseFlags, switchFlag } from "../flags.js";
-import { DEFAULT_MANIFESTS, findManifests, loadManifests } from "../../runs/fleet.js";
+import { runValidate } from "../../runs/validate.js";
 import { MANIFEST_FLAGS, manifestSource } from "../options.js";
 import { writeWorkflowCommands } from "../stdout.js";
 
@@ -31,42 +27,31 @@ const VALIDATE_FLAGS = {
   ),
 };
 
-/** The tree's ssh_config lines that run a program where the audit runs, as manifest errors. */
-function sshConfigErrors(where: string, text: string | undefined): ManifestError[] {
-  return sshConfigCommands(text ?? "").map(
-    ({ line, col, why }) =>
-      new ManifestError(
-        why,
-        { file: path.join(where, "ssh_config"), line, col },
-        "a change here runs on the runner once merged; validate --allow-exec accepts it",
-      ),
-  );
+/** `validate`'s argv and environment as its config: nothing read yet. */
+function validateConfig(argv: string[]) {
+  const { config } = parseFlags("validate", argv, VALIDATE_FLAGS);
+  const env = io().env;
+  return {
+    options: {
+      source: manifestSource(config),
+      allowExec: config["allow-exec"],
+      // Under Actions the repository is known: its organization is the only one teams can be of.
+      org: env.GITHUB_REPOSITORY?.split("/")[0],
+    },
+    annotate: env.GITHUB_ACTIONS === "true",
+  };
 }
 
 export async function validateCommand(argv: string[]): Promise<number> {
-  const { config } = parseFlags("validate", argv, VALIDATE_FLAGS);
+  const config = validateConfig(argv);
   try {
-    const fleet = await loadManifests(manifestSource(config));
+    const { fleet, where, waivers } = await runValidate(config.options);
     const groups = new Set(fleet.nodes.flatMap((n) => n.groups));
-    const where = config.repo
-      ? (config.manifests ?? DEFAULT_MANIFESTS)
-      : findManifests(config.manifests);
-    // Under Actions the repository is known: its organization is the only one teams can be of.
-    const org = io().env.GITHUB_REPOSITORY?.split("/")[0];
-    const problems = [
-      ...(config["allow-exec"] ? [] : sshConfigErrors(where, fleet.sshConfig)),
-      ...(org ? foreignTeams(fleet.nodes, org) : []),
-    ];
-    if (problems.length) throw new ManifestErrors(problems);
     io().stdout.write(
       `${formatLocation({ file: where })}: valid (${plural(fleet.nodes.length, "node")}, ${plural(groups.size, "group")} in use)\n`,
     );
     // Valid, but a waiver that never ends (or ends later than policy allows) is worth a word.
-    for (const warning of waiverWarnings(
-      fleet.settings.ignore ?? [],
-      fleet.settings.policy?.waivers?.max_days,
-      new Date(),
-    ))
+    for (const warning of waivers)
       io().stderr.write(
         `quartermaster: warning: ${formatLocation({ file: `${where}/fleet.yaml` })}: ignore[${warning.index}]: ${visible(warning.message)}\n`,
       );
@@ -77,7 +62,7 @@ export async function validateCommand(argv: string[]): Promise<number> {
       );
     return 0;
   } catch (error) {
-    if (error instanceof ManifestErrors && io().env.GITHUB_ACTIONS === "true") {
+    if (error instanceof ManifestErrors && config.annotate) {
       writeWorkflowCommands(capAnnotations(error.errors.map(githubAnnotation), "in the log below"));
     }
     throw error;

@@ -1,16 +1,12 @@
 import { io } from "../io.js";
-import type { Server } from "node:http";
-import { ManifestErrors, UsageError } from "../../errors.js";
+import { UsageError } from "../../errors.js";
 import { eventLine } from "../../report/formats/events.js";
 import { visible } from "../../text/escape.js";
-import { localTransport } from "../../transport/local.js";
-import { serveMetrics } from "../../watch/metrics.js";
-import { Monitor } from "../../watch/monitor.js";
-import { loadWatched, type WatchOptions } from "../../runs/watch.js";
+import { prepareWatch, type WatchRunOptions } from "../../runs/watch.js";
 import { checkedFlag, parseFlags, textFlag, wholeFlag, type Config } from "../flags.js";
 import { MANIFEST_FLAGS, SELECT_FLAGS, TIMEOUT_FLAG } from "../options.js";
 
-export const DEFAULT_INTERVAL_SECONDS = 60;
+const DEFAULT_INTERVAL_SECONDS = 60;
 
 const WATCH_FLAGS = {
   local: {
@@ -52,53 +48,29 @@ function watchConfig(argv: string[]): WatchConfig {
   return parseFlags("watch", argv, WATCH_FLAGS).config;
 }
 
-/** The manifest the flags name, and how long a poll may take. */
-const watchOptions = (config: WatchConfig): WatchOptions => ({
+// Log lines quote host text (diffs, file contents): escaped here, where they reach the terminal.
+const log = (line: string) => io().stderr.write(`${visible(line, { multiline: true })}\n`);
+
+/** What the flags ask to watch, how often, and where events, log lines and metrics go. */
+const watchOptions = (config: WatchConfig): WatchRunOptions => ({
   manifest: config.manifest,
   manifests: config.manifests,
   nodes: config.nodes,
   timeout: config.timeout,
   maintenanceMarker: config["maintenance-marker"],
+  intervalMs: config.interval * 1000,
+  metricsListen: config["metrics-listen"],
+  emit: (event) => io().stdout.write(eventLine(event)),
+  log,
 });
 
 /** `watch --local`: runs until SIGTERM or SIGINT (exit 0); SIGHUP reloads the manifest. */
 export async function watchCommand(argv: string[]): Promise<number> {
-  const config = watchConfig(argv);
-  const options = watchOptions(config);
-  const loaded = await loadWatched(options);
-  // Log lines quote host text (diffs, file contents): escaped here, where they reach the terminal.
-  const log = (line: string) => io().stderr.write(`${visible(line, { multiline: true })}\n`);
-  let monitor: Monitor | undefined;
-  let server: Server | undefined;
-  let own: { address: string; port: number } | undefined;
-  const listen = config["metrics-listen"];
-  if (listen) {
-    // No await between listening and creating the monitor below, so no request finds it missing.
-    const served = await serveMetrics(listen, () => monitor!.status()).catch((error: Error) => {
-      throw new UsageError(`--metrics-listen ${listen}: ${error.message}`);
-    });
-    server = served.server;
-    own = served.address;
-    log(`serving /metrics and /healthz on ${served.address.address}:${served.address.port}`);
-  }
-  const running = (monitor = new Monitor(loaded, {
-    transport: localTransport(loaded.node.name),
-    intervalMs: config.interval * 1000,
-    ...(own && { ownListener: own }),
-    emit: (event) => io().stdout.write(eventLine(event)),
-    log,
-  }));
+  const watch = await prepareWatch(watchOptions(watchConfig(argv)));
   // Reloads run one after another, so a burst of SIGHUPs cannot apply an older manifest last.
   let reloading = Promise.resolve();
   const reload = () => {
-    reloading = reloading.then(async () => {
-      try {
-        running.reload(await loadWatched(options));
-      } catch (error) {
-        if (!(error instanceof ManifestErrors || error instanceof UsageError)) throw error;
-        running.reloadFailed(error.message);
-      }
-    });
+    reloading = reloading.then(() => watch.reload());
   };
   // Handlers go in before the started event: whoever reads it may signal at once. They stay
   // installed while stopping: execa's exit hook re-raises a signal nobody else listens for.
@@ -107,18 +79,10 @@ export async function watchCommand(argv: string[]): Promise<number> {
     const stop = (signal: NodeJS.Signals) => {
       if (stopping) return;
       stopping = true;
-      void running
-        .stop(`received ${signal}`)
-        .then(
-          () =>
-            new Promise<void>((closed) =>
-              server ? (server.close(() => closed()), server.closeAllConnections()) : closed(),
-            ),
-        )
-        .then(() => resolve(0));
+      void watch.stop(`received ${signal}`).then(() => resolve(0));
     };
     process.on("SIGTERM", stop).on("SIGINT", stop).on("SIGHUP", reload);
   });
-  running.start();
+  watch.start();
   return stopped;
 }

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { planShards } from "../../../src/cli/commands/plan-shards.js";
+import { planShards } from "../../../src/runs/plan-shards.js";
 import { MAX_SHARDS } from "../../../src/report/schema.js";
 
 const names = (n: number) => Array.from({ length: n }, (_, i) => `node-${i}`);
