@@ -31,6 +31,11 @@ export function shardOf(name: string, count: number): number {
 // `keyOf` may start a process (ssh -G): a few at a time, ahead of the audits they gate.
 const GATE_LOOKUPS = 4;
 
+// Nodes handed to the limits at once: far more than any concurrency, so no slot waits for one,
+// and few enough that a 100,000-node fleet does not hold a waiting task (and its promises) per
+// node.
+const ADMITTED = 1024;
+
 export interface FleetRun {
   nodes: readonly LoadedNode[];
   transportFor: (node: LoadedNode) => Transport;
@@ -57,21 +62,19 @@ export async function spoolFleet(run: FleetRun): Promise<SpooledReport> {
   const spool = await EntrySpool.create();
   try {
     const limit = nodeLimit(run.concurrency, run.sessions);
-    await Promise.all(
-      run.nodes.map((node) =>
-        limit(node, async () => {
-          const cause = run.causeRequest?.(node) ?? {};
-          const result = await auditNode(
-            node,
-            run.transportFor(node),
-            run.settings,
-            run.drift,
-            cause,
-          );
-          run.onResult?.(result);
-          spool.add(result);
-        }),
-      ),
+    await eachAdmitted(run.nodes, (node) =>
+      limit(node, async () => {
+        const cause = run.causeRequest?.(node) ?? {};
+        const result = await auditNode(
+          node,
+          run.transportFor(node),
+          run.settings,
+          run.drift,
+          cause,
+        );
+        run.onResult?.(result);
+        spool.add(result);
+      }),
     );
     const head: Report = {
       schemaVersion: SCHEMA_VERSION,
@@ -88,6 +91,18 @@ export async function spoolFleet(run: FleetRun): Promise<SpooledReport> {
     await spool.close();
     throw error;
   }
+}
+
+/** `task` for each node in order, ADMITTED of them started and not yet finished at a time. */
+async function eachAdmitted(
+  nodes: readonly LoadedNode[],
+  task: (node: LoadedNode) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < nodes.length) await task(nodes[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(ADMITTED, nodes.length) }, worker));
 }
 
 /**

@@ -121,13 +121,19 @@ export function listsAsMaps(
 
 /**
  * Keyed lists held as maps (`listsAsMaps`) back to lists, in declaration order; copies only the
- * maps on the way.
+ * maps on the way. A map `model` shares with `from.merged` takes the list `from.listed` made of it.
  */
-export function keyedMapsAsLists(model: PlainMap, lists: SpecListShapes): PlainMap {
+export function keyedMapsAsLists(
+  model: PlainMap,
+  lists: SpecListShapes,
+  from?: { merged: PlainMap; listed: PlainMap },
+): PlainMap {
   let result = model;
   for (const { path } of lists.keyedLists) {
     const byKey = mapAt(result, path);
-    if (byKey) result = replaceAt(result, path, Object.values(byKey));
+    if (!byKey) continue;
+    const shared = from && mapAt(from.merged, path) === byKey;
+    result = replaceAt(result, path, shared ? valueAt(from.listed, path) : Object.values(byKey));
   }
   return result;
 }

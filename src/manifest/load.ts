@@ -243,6 +243,8 @@ async function readNodes(
   options: LoadOptions,
 ): Promise<LoadedNode[]> {
   const merger = new LayerMerger();
+  // Nodes whose files change nothing share one effective spec: and so one NodeSpec of it.
+  const specs = new WeakMap<object, NodeSpec>();
   const nodes: LoadedNode[] = [];
   for (const { file, name, problem, read } of nodeFileList(reader, found, options)) {
     if (problem) reader.errors.push(problem);
@@ -262,7 +264,8 @@ async function readNodes(
       reader.errors.push(...merged.errors);
       continue;
     }
-    const spec = nodeSpec(merged.effective);
+    let spec = specs.get(merged.effective);
+    if (!spec) specs.set(merged.effective, (spec = nodeSpec(merged.effective)));
     nodes.push({
       name,
       host: hostOf(layer, name),

@@ -92,7 +92,10 @@ const UNITS: SpecPath[] = [
 
 /** Merges nodes' layers; nodes built on the same fleet.yaml and groups share that merge. */
 export class LayerMerger {
-  private readonly bases = new Map<string, { merged: PlainMap; valid: boolean }>();
+  private readonly bases = new Map<
+    string,
+    { merged: PlainMap; listed: PlainMap; valid: boolean }
+  >();
 
   /**
    * The node's effective declared state (`base` layers, then its own), or the errors that make the
@@ -107,15 +110,19 @@ export class LayerMerger {
     let shared = this.bases.get(key);
     if (!shared) {
       const merged = fold({}, base);
-      shared = {
-        merged,
-        valid: NodeSpec.safeParse(keyedMapsAsLists(merged, SPEC_LIST_SHAPES)).success,
-      };
+      const listed = keyedMapsAsLists(merged, SPEC_LIST_SHAPES);
+      shared = { merged, listed, valid: NodeSpec.safeParse(listed).success };
       this.bases.set(key, shared);
     }
-    const effective = keyedMapsAsLists(fold(shared.merged, [own]), SPEC_LIST_SHAPES);
+    // A node's spec holds only what its own file changes; the rest (lists too) is the shared one.
+    const effective =
+      own.deletions.length || Object.keys(own.value).length
+        ? keyedMapsAsLists(fold(shared.merged, [own]), SPEC_LIST_SHAPES, shared)
+        : shared.listed;
     // What the node's own file leaves alone is as valid as it was in the shared part.
-    if (shared.valid && NodeSpec.safeParse(touchedBy(own, effective)).success) return { effective };
+    const touched = touchedBy(own, effective);
+    if (shared.valid && (!Object.keys(touched).length || NodeSpec.safeParse(touched).success))
+      return { effective };
     const errors = effectiveErrors(node, [...base, own], effective);
     return errors.length ? { errors } : { effective };
   }

@@ -66,7 +66,11 @@ export class ManifestReader {
   ) {}
 
   display(abs: string): string {
-    return path.join(this.displayPrefix, path.relative(this.dir, abs));
+    // A file found under the tree is the rest of its path: path.relative was a tenth of loading.
+    const inside = abs.startsWith(`${this.dir}${path.sep}`)
+      ? abs.slice(this.dir.length + 1)
+      : path.relative(this.dir, abs);
+    return path.join(this.displayPrefix, inside);
   }
 
   /**
@@ -129,7 +133,8 @@ export class ManifestReader {
         return { file, errors: [new ManifestError(message, { file })] };
       }
       // Read at most the cap even if the file grew after fstat().
-      const buffer = Buffer.alloc(info.size + 1);
+      // Only the bytes read are used: no need to zero the buffer first.
+      const buffer = Buffer.allocUnsafe(info.size + 1);
       const bytesRead = readSync(fd, buffer, 0, buffer.length, 0);
       if (bytesRead > MAX_MANIFEST_BYTES) {
         const message = `file grew over the ${MAX_MANIFEST_BYTES}-byte cap while being read`;

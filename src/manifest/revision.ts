@@ -1,11 +1,18 @@
+// The commit the manifests were read at, and whether they differ from it. The difference is found
+// as git finds it: the index read directly, a file whose stat matches its index entry taken as
+// unchanged, any other hashed. isomorphic-git's statusMatrix walked HEAD, the index and the work
+// tree as three trees, entry by entry: 9.4 s of CPU and 425 MB of heap at 30,000 node files.
+import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+
+type Git = typeof import("isomorphic-git").default;
 
 /**
  * isomorphic-git, loaded only when a `.git` lies at or above `dir` (where its findRoot looks): a
  * large module that an audit of manifests outside a checkout would load for nothing.
  */
-async function gitFor(dir: string): Promise<typeof import("isomorphic-git").default | undefined> {
+async function gitFor(dir: string): Promise<Git | undefined> {
   for (let at = path.resolve(dir); ; at = path.dirname(at)) {
     if (fs.existsSync(path.join(at, ".git"))) return (await import("isomorphic-git")).default;
     if (path.dirname(at) === at) return undefined;
@@ -33,11 +40,173 @@ export async function manifestDirty(dir: string): Promise<boolean> {
   if (!git) return false;
   try {
     const root = await git.findRoot({ fs, filepath: dir });
-    const under = path.relative(root, path.resolve(dir));
-    const rows = await git.statusMatrix({ fs, dir: root, ...(under && { filepaths: [under] }) });
-    // [file, HEAD, workdir, stage]: 1,1,1 is unchanged.
-    return rows.some(([, head, workdir, stage]) => head !== 1 || workdir !== 1 || stage !== 1);
+    const under = path.relative(root, path.resolve(dir)).split(path.sep).join("/");
+    const index = readIndex(root, under);
+    if (!index) return false;
+    const head = await headFiles(git, root, under);
+    if (head.size !== index.entries.size) return true;
+    for (const [file, entry] of index.entries)
+      if (entry.stage !== 0 || head.get(file) !== entry.oid) return true;
+    return await workTreeDiffers(git, root, under, index);
   } catch {
     return false;
   }
+}
+
+/** An index entry: the blob it holds and the stat git saw when it wrote it. */
+interface IndexEntry {
+  oid: string;
+  mode: number;
+  stage: number;
+  mtimeSeconds: number;
+  ino: number;
+  size: number;
+}
+
+interface GitIndex {
+  /** The entries under the manifests, by their path from the repository's root. */
+  entries: Map<string, IndexEntry>;
+  /** When the index was written, in whole seconds. */
+  written: number;
+}
+
+const GITLINK = 0o160000;
+const SYMLINK = 0o120000;
+
+/**
+ * The git index's entries under `under`: none before the first `git add`, undefined for a format
+ * not known here (versions 2 to 4 are).
+ */
+function readIndex(root: string, under: string): GitIndex | undefined {
+  const indexFile = path.join(root, ".git", "index");
+  if (!fs.existsSync(indexFile)) return { entries: new Map(), written: 0 };
+  const data = fs.readFileSync(indexFile);
+  const written = Math.floor(fs.statSync(indexFile).mtimeMs / 1000);
+  if (data.toString("latin1", 0, 4) !== "DIRC") return undefined;
+  const version = data.readUInt32BE(4);
+  if (version < 2 || version > 4) return undefined;
+  const count = data.readUInt32BE(8);
+  const entries = new Map<string, IndexEntry>();
+  let at = 12;
+  let previous: Buffer = Buffer.alloc(0);
+  for (let i = 0; i < count; i++) {
+    const start = at;
+    const flags = data.readUInt16BE(at + 60);
+    at += 62;
+    // Extended flags (version 3 and later): two more bytes.
+    if (flags & 0x4000) at += 2;
+    let name: Buffer;
+    if (version === 4) {
+      // The path is the previous one less `strip` bytes, then the bytes up to a NUL.
+      let byte = data[at++]!;
+      let strip = byte & 0x7f;
+      while (byte & 0x80) {
+        byte = data[at++]!;
+        strip = ((strip + 1) << 7) | (byte & 0x7f);
+      }
+      const end = data.indexOf(0, at);
+      name = Buffer.concat([previous.subarray(0, previous.length - strip), data.subarray(at, end)]);
+      at = end + 1;
+    } else {
+      const end = data.indexOf(0, at);
+      name = data.subarray(at, end);
+      // NUL-padded to a multiple of eight bytes, at least one NUL.
+      at = start + ((end - start + 8) & ~7);
+    }
+    previous = name;
+    const file = name.toString("utf8");
+    if (!isUnder(file, under)) continue;
+    entries.set(file, {
+      oid: data.toString("hex", start + 40, start + 60),
+      mode: data.readUInt32BE(start + 24),
+      stage: (flags >> 12) & 3,
+      mtimeSeconds: data.readUInt32BE(start + 8),
+      ino: data.readUInt32BE(start + 20),
+      size: data.readUInt32BE(start + 36),
+    });
+  }
+  return { entries, written };
+}
+
+const isUnder = (file: string, under: string) =>
+  under === "" || file === under || file.startsWith(`${under}/`);
+
+/**
+ * The files of HEAD under `under`, each with its object id; none before the first commit, or when
+ * HEAD has no such folder.
+ */
+async function headFiles(git: Git, root: string, under: string): Promise<Map<string, string>> {
+  const files = new Map<string, string>();
+  const absent = (error: unknown) => {
+    if (error instanceof git.Errors.NotFoundError) return undefined;
+    throw error;
+  };
+  const commit = await git.resolveRef({ fs, dir: root, ref: "HEAD" }).catch(absent);
+  if (commit === undefined) return files;
+  const walk = async (folder: string): Promise<void> => {
+    const tree = await git
+      .readTree({ fs, dir: root, oid: commit, ...(folder && { filepath: folder }) })
+      .catch(absent);
+    for (const entry of tree?.tree ?? []) {
+      const file = folder ? `${folder}/${entry.path}` : entry.path;
+      if (entry.type === "tree") await walk(file);
+      else files.set(file, entry.oid);
+    }
+  };
+  await walk(under);
+  return files;
+}
+
+/**
+ * Whether the work tree under `under` differs from the index: a tracked file changed or gone, or a
+ * file neither tracked nor ignored.
+ */
+async function workTreeDiffers(
+  git: Git,
+  root: string,
+  under: string,
+  index: GitIndex,
+): Promise<boolean> {
+  const seen = new Set<string>();
+  const submodules = [...index.entries].filter(([, e]) => e.mode === GITLINK).map(([f]) => f);
+  const folders = [under];
+  for (let folder = folders.pop(); folder !== undefined; folder = folders.pop()) {
+    for (const item of fs.readdirSync(path.join(root, folder), { withFileTypes: true })) {
+      if (item.name === ".git") continue;
+      const file = folder ? `${folder}/${item.name}` : item.name;
+      if (submodules.some((s) => isUnder(file, s))) continue;
+      if (item.isDirectory()) folders.push(file);
+      else if (item.isFile() || item.isSymbolicLink()) {
+        const entry = index.entries.get(file);
+        if (!entry) {
+          if (!(await git.isIgnored({ fs, dir: root, filepath: file }))) return true;
+        } else if (!sameContent(path.join(root, file), entry, index.written)) return true;
+        seen.add(file);
+      }
+    }
+  }
+  return [...index.entries.keys()].some((file) => !seen.has(file) && !submodules.includes(file));
+}
+
+/**
+ * Whether the file holds its index entry's blob: by its stat when that is sure, else by hash. As
+ * git does (built without USE_NSEC, as it is by default), whole seconds are compared, and a file
+ * changed in the second the index was written or later may keep its stat: it is hashed.
+ */
+function sameContent(abs: string, entry: IndexEntry, indexWritten: number): boolean {
+  const info = fs.lstatSync(abs);
+  const mtime = Math.floor(info.mtimeMs / 1000);
+  // The index keeps the low 32 bits of each number.
+  const low = (n: number) => n % 2 ** 32;
+  if (
+    mtime === entry.mtimeSeconds &&
+    mtime < indexWritten &&
+    low(info.size) === entry.size &&
+    low(info.ino) === entry.ino &&
+    info.isSymbolicLink() === (entry.mode === SYMLINK)
+  )
+    return true;
+  const content = info.isSymbolicLink() ? Buffer.from(fs.readlinkSync(abs)) : fs.readFileSync(abs);
+  const blob = createHash("sha1").update(`blob ${content.length}\0`).update(content).digest("hex");
+  return blob === entry.oid;
 }
