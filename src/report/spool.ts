@@ -2,6 +2,7 @@
 // made (which also lets go of everything the audit built it from, such as the probe output its
 // strings were cut from), appended to a temporary NDJSON file, and read back one at a time in
 // node-name order when the report is written.
+import { writeSync } from "node:fs";
 import { mkdtemp, open, rm, type FileHandle } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -18,7 +19,6 @@ export class EntrySpool {
   private pending: string[] = [];
   private pendingBytes = 0;
   private size = 0;
-  private writing: Promise<unknown> = Promise.resolve();
 
   private constructor(
     private readonly dir: string,
@@ -55,18 +55,22 @@ export class EntrySpool {
     if (this.pendingBytes >= WRITE_CHUNK_BYTES) this.flush();
   }
 
+  /**
+   * Written at once, not queued: entries that come faster than queued writes finish (a shard read
+   * back, an audit whose nodes answer within one turn of the event loop) would otherwise wait in
+   * memory, the whole fleet's at worst.
+   */
   private flush(): void {
-    const chunk = this.pending.join("");
+    const chunk = Buffer.from(this.pending.join(""));
     this.pending = [];
     this.pendingBytes = 0;
-    // One write at a time, in order; a failure surfaces when the entries are read.
-    this.writing = this.writing.then(() => this.file.write(chunk));
+    for (let written = 0; written < chunk.length;)
+      written += writeSync(this.file.fd, chunk, written);
   }
 
   /** Each entry's compact JSON, in node-name order (code units, as every report orders nodes). */
   async *texts(): AsyncGenerator<string> {
     this.flush();
-    await this.writing;
     const order = [...this.index].sort((a, b) => compareText(a.name, b.name));
     let buffer = Buffer.alloc(0);
     for (const { offset, length } of order) {
@@ -86,7 +90,6 @@ export class EntrySpool {
   }
 
   async close(): Promise<void> {
-    await this.writing.catch(() => {});
     await this.file.close();
     await rm(this.dir, { recursive: true, force: true });
   }

@@ -51,47 +51,70 @@ export interface UnauditedBudget {
   forName: string;
 }
 
+// The overdue nodes a verdict names; the rest are counted.
+const NAMED_OVERDUE = 10;
+
 /**
- * Why the run is over its unaudited budget (one sentence per reason), or nothing. `now` is the
- * run's start; a node's `unaudited.since` comes from the state kept across runs.
+ * Why the run is over its unaudited budget (one sentence per reason), or nothing, its nodes added
+ * one at a time and kept as counts (and the first overdue nodes' words). `now` is the run's start;
+ * a node's `unaudited.since` comes from the state kept across runs.
  */
+export class UnauditedTally {
+  private total = 0;
+  private missing = 0;
+  private overdue = 0;
+  private readonly named: string[] = [];
+
+  constructor(
+    private readonly budget: UnauditedBudget,
+    private readonly now: string,
+  ) {}
+
+  add(node: Pick<NodeResult, "name" | "status" | "unaudited">): void {
+    this.total++;
+    if (audited(node)) return;
+    this.missing++;
+    const { unaudited } = node;
+    const overdue =
+      unaudited &&
+      (this.budget.forMs === undefined
+        ? unaudited.runs > 1
+        : Date.parse(this.now) - Date.parse(unaudited.since) > this.budget.forMs);
+    if (!overdue) return;
+    if (this.overdue++ < NAMED_OVERDUE)
+      this.named.push(
+        `${node.name} (${unaudited.never ? "never audited, first tried" : "not audited since"} ${unaudited.since}, ${unaudited.runs} run${unaudited.runs === 1 ? "" : "s"})`,
+      );
+  }
+
+  reasons(): string[] {
+    const { budget, missing, total, overdue } = this;
+    const reasons: string[] = [];
+    if (budget.limit) {
+      const allowed =
+        "nodes" in budget.limit
+          ? budget.limit.nodes
+          : Math.floor((total * budget.limit.percent) / 100);
+      if (missing > allowed)
+        reasons.push(
+          `${missing} of ${total} nodes not audited, more than ${budget.limitName ?? "allowed"} allows (${allowed})`,
+        );
+    }
+    if (overdue)
+      reasons.push(
+        `${overdue} node${overdue === 1 ? "" : "s"} not audited ${budget.forMs === undefined ? "in more than one run in a row (the grace of" : "for longer than"} ${budget.forName}${budget.forMs === undefined ? ")" : ""}: ${this.named.join(", ")}${overdue > NAMED_OVERDUE ? ` and ${overdue - NAMED_OVERDUE} more` : ""}`,
+      );
+    return reasons;
+  }
+}
+
+/** UnauditedTally's reasons for these nodes. */
 export function overUnauditedBudget(
   nodes: Iterable<Pick<NodeResult, "name" | "status" | "unaudited">>,
   budget: UnauditedBudget,
   now: string,
 ): string[] {
-  let total = 0;
-  const missing: string[] = [];
-  const overdue: string[] = [];
-  for (const node of nodes) {
-    total++;
-    if (audited(node)) continue;
-    missing.push(node.name);
-    const { unaudited } = node;
-    if (
-      unaudited &&
-      (budget.forMs === undefined
-        ? unaudited.runs > 1
-        : Date.parse(now) - Date.parse(unaudited.since) > budget.forMs)
-    )
-      overdue.push(
-        `${node.name} (${unaudited.never ? "never audited, first tried" : "not audited since"} ${unaudited.since}, ${unaudited.runs} run${unaudited.runs === 1 ? "" : "s"})`,
-      );
-  }
-  const reasons: string[] = [];
-  if (budget.limit) {
-    const allowed =
-      "nodes" in budget.limit
-        ? budget.limit.nodes
-        : Math.floor((total * budget.limit.percent) / 100);
-    if (missing.length > allowed)
-      reasons.push(
-        `${missing.length} of ${total} nodes not audited, more than ${budget.limitName ?? "allowed"} allows (${allowed})`,
-      );
-  }
-  if (overdue.length)
-    reasons.push(
-      `${overdue.length} node${overdue.length === 1 ? "" : "s"} not audited ${budget.forMs === undefined ? "in more than one run in a row (the grace of" : "for longer than"} ${budget.forName}${budget.forMs === undefined ? ")" : ""}: ${overdue.slice(0, 10).join(", ")}${overdue.length > 10 ? ` and ${overdue.length - 10} more` : ""}`,
-    );
-  return reasons;
+  const tally = new UnauditedTally(budget, now);
+  for (const node of nodes) tally.add(node);
+  return tally.reasons();
 }

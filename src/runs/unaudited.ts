@@ -13,7 +13,7 @@ import {
 import { readText } from "../report/read.js";
 import type { NodeResult, Report } from "../report/schema.js";
 import type { SpooledReport } from "../report/spool.js";
-import { durationMs, overUnauditedBudget, unauditedLimit } from "../report/unaudited.js";
+import { durationMs, UnauditedTally, unauditedLimit } from "../report/unaudited.js";
 
 /** Says which entries of the history `file` were left out, and hands the history on. */
 export type WarnDropped = (file: string, history: ReadHistory) => ReadHistory;
@@ -91,15 +91,8 @@ async function judgeBudget(
 ): Promise<Report["unauditedBudget"]> {
   const { budget } = judge;
   if (!budget) return undefined;
-  const annotate = annotated(judge, startedAt);
-  const light: Pick<NodeResult, "name" | "status" | "unaudited">[] = [];
-  for await (const node of nodes) {
-    const { name, status, unaudited } = annotate(node);
-    light.push({ name, status, ...(unaudited && { unaudited }) });
-  }
   const limit = budget.maxUnaudited === undefined ? undefined : unauditedLimit(budget.maxUnaudited);
-  const over = overUnauditedBudget(
-    light,
+  const tally = new UnauditedTally(
     {
       ...(limit && { limit, limitName: `max_unaudited ${budget.maxUnaudited}` }),
       ...(budget.maxUnauditedFor !== undefined && {
@@ -112,6 +105,9 @@ async function judgeBudget(
     },
     startedAt,
   );
+  const annotate = annotated(judge, startedAt);
+  for await (const node of nodes) tally.add(annotate(node));
+  const over = tally.reasons();
   return { ...budget, ...(over.length && { over }) };
 }
 

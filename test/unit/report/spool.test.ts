@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
-import { readdir } from "node:fs/promises";
+import { mkdtemp, readdir, rm, stat } from "node:fs/promises";
 import os from "node:os";
+import path from "node:path";
 import { describe, it } from "node:test";
 import { jsonChunks, renderJson } from "../../../src/report/formats/json.js";
 import { renderText, textChunks } from "../../../src/report/formats/text.js";
@@ -140,6 +141,30 @@ describe("the entry spool", () => {
       }
     } finally {
       await spool.close();
+    }
+  });
+
+  it("has every entry on disk but the last 256 KB when add returns, however fast they come", async () => {
+    // A spool of its own TMPDIR, so its file is the only one there.
+    const tmp = await mkdtemp(path.join(os.tmpdir(), "qm-spool-test-"));
+    const before = process.env.TMPDIR;
+    process.env.TMPDIR = tmp;
+    const spool = await EntrySpool.create().finally(() => {
+      if (before === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = before;
+    });
+    try {
+      const [dir] = await readdir(tmp);
+      const [node] = largeReport(1, 40).nodes;
+      const line = Buffer.byteLength(`${JSON.stringify(node)}\n`);
+      // About 8 MB added with no turn of the event loop in between, as a shard's nodes are read.
+      const count = Math.ceil((8 * 1024 * 1024) / line);
+      for (let i = 0; i < count; i++) spool.add(node!);
+      const { size } = await stat(path.join(tmp, dir!, "entries.ndjson"));
+      assert.ok(size > count * line - 256 * 1024, `${size} of ${count * line} bytes written`);
+    } finally {
+      await spool.close();
+      await rm(tmp, { recursive: true, force: true });
     }
   });
 

@@ -50,4 +50,20 @@ describe("unaudited budget", () => {
     ]);
     assert.deepEqual(overUnauditedBudget([node("web-03", "unreachable", T1)], DAY, T1), []);
   });
+
+  it("names the first ten overdue nodes and counts the rest", () => {
+    const names = Array.from({ length: 12 }, (_, i) => `web-${String(i).padStart(2, "0")}`);
+    const [reason] = overUnauditedBudget(
+      names.map((name) => node(name, "unreachable", T1)),
+      DAY,
+      T2,
+    );
+    assert.equal(
+      reason,
+      `12 nodes not audited for longer than max_unaudited_for 24h: ${names
+        .slice(0, 10)
+        .map((name) => `${name} (not audited since ${T1}, 2 runs)`)
+        .join(", ")} and 2 more`,
+    );
+  });
 });
