@@ -206,40 +206,80 @@ export function pullBody(input: BodyInput): string {
   // The domain's own words, not the report's copy of them: a report file is not trusted markup.
   if (first) head.push(`Remediation: ${domainByName(first.domain)!.remediation}`);
 
-  const rows = input.group.map(
-    ({ node, item }) =>
-      `| ${codeCell(node)} | ${codeCell(item.key, VALUE_CHARS)} | ${codeCell(declaredWords(item) ?? show(item.declared), VALUE_CHARS)} | ${codeCell(show(item.live), VALUE_CHARS)}${items.size > 1 && item.detail ? ` (${codeCell(item.detail, VALUE_CHARS)})` : ""} | ${codeCell(`${item.source.file}:${item.source.line}`)} |`,
-  );
+  const row = ({ node, item }: BodyInput["group"][number]) =>
+    `| ${codeCell(node)} | ${codeCell(item.key, VALUE_CHARS)} | ${codeCell(declaredWords(item) ?? show(item.declared), VALUE_CHARS)} | ${codeCell(show(item.live), VALUE_CHARS)}${items.size > 1 && item.detail ? ` (${codeCell(item.detail, VALUE_CHARS)})` : ""} | ${codeCell(`${item.source.file}:${item.source.line}`)} |`;
   // A value compared by hash is a secret or too big to show: no diff, whatever the item carries.
-  const diffs = input.group
-    .filter(({ item }) => item.diff && item.path.at(-1) !== "sha256")
-    .map(({ node, item }) => {
-      const block = fencedBlock(item.diff!, "diff", { maxLines: DIFF_LINES, maxChars: DIFF_CHARS });
-      return `<details><summary>${htmlCode(node)} ${htmlCode(item.key, VALUE_CHARS)}: -want +got</summary>\n\n${block}\n</details>`;
-    });
+  const diffed = input.group.filter(({ item }) => item.diff && item.path.at(-1) !== "sha256");
+  const diff = ({ node, item }: BodyInput["group"][number]) => {
+    const block = fencedBlock(item.diff!, "diff", { maxLines: DIFF_LINES, maxChars: DIFF_CHARS });
+    return `<details><summary>${htmlCode(node)} ${htmlCode(item.key, VALUE_CHARS)}: -want +got</summary>\n\n${block}\n</details>`;
+  };
+  // Rows and diffs are written only as far as a body can hold them: a group of 100,000 nodes
+  // shows the first few hundred.
+  const rows = prefixes(input.group, row, MAX_BODY_CHARS);
+  const diffs = prefixes(diffed, diff, MAX_BODY_CHARS);
   const marker = formatMarker(input.marker);
-  const tableHead = rows.length
+  const tableHead = input.group.length
     ? ["| node | key | declared | live | declared at |", "|---|---|---|---|---|"]
     : [];
-  const assemble = (rowCount: number, diffCount: number) => {
-    const omitted = rows.length - rowCount + (diffs.length - diffCount);
-    return [
-      ...head,
-      ...(rows.length ? [[...tableHead, ...rows.slice(0, rowCount)].join("\n")] : []),
-      ...diffs.slice(0, diffCount),
-      ...(omitted > 0
-        ? [
-            `_${rows.length - rowCount} more rows and ${diffs.length - diffCount} diffs are left out to stay under GitHub's size limit; the audit report artifact has them all._`,
-          ]
-        : []),
-      marker,
-    ].join("\n\n");
+  const omission = (rowCount: number, diffCount: number) =>
+    rows.count - rowCount + (diffs.count - diffCount) > 0
+      ? [
+          `_${rows.count - rowCount} more rows and ${diffs.count - diffCount} diffs are left out to stay under GitHub's size limit; the audit report artifact has them all._`,
+        ]
+      : [];
+  const fixed = [...head, marker];
+  // The body's length with the first rowCount rows and diffCount diffs, without writing it.
+  const length = (rowCount: number, diffCount: number) => {
+    const table = rows.count
+      ? [tableHead.join("\n").length + rows.length(rowCount) + rowCount]
+      : [];
+    const parts = [
+      ...fixed.map((part) => part.length),
+      ...table,
+      diffs.length(diffCount),
+      ...omission(rowCount, diffCount).map((note) => note.length),
+    ];
+    return parts.reduce((sum, n) => sum + n, 0) + 2 * (parts.length - 1 + diffCount - 1);
   };
-  let [rowCount, diffCount] = [rows.length, diffs.length];
-  let body = assemble(rowCount, diffCount);
-  while (body.length > MAX_BODY_CHARS && diffCount > 0)
-    body = assemble(rowCount, (diffCount = Math.floor(diffCount / 2)));
-  while (body.length > MAX_BODY_CHARS && rowCount > 0)
-    body = assemble((rowCount = Math.floor(rowCount * 0.8)), diffCount);
-  return body;
+  let [rowCount, diffCount] = [rows.count, diffs.count];
+  while (length(rowCount, diffCount) > MAX_BODY_CHARS && diffCount > 0)
+    diffCount = Math.floor(diffCount / 2);
+  while (length(rowCount, diffCount) > MAX_BODY_CHARS && rowCount > 0)
+    rowCount = Math.floor(rowCount * 0.8);
+  return [
+    ...head,
+    ...(rows.count ? [[...tableHead, ...rows.first(rowCount)].join("\n")] : []),
+    ...diffs.first(diffCount),
+    ...omission(rowCount, diffCount),
+    marker,
+  ].join("\n\n");
+}
+
+/**
+ * `write` of each of `items`, written only as far as asked, and only until their length passes
+ * `cap`: past it, any longer prefix is too long (Infinity) without being written.
+ */
+function prefixes<T>(items: readonly T[], write: (item: T) => string, cap: number) {
+  const written: string[] = [];
+  const sums = [0];
+  const extend = (count: number) => {
+    while (written.length < count && sums.at(-1)! <= cap) {
+      const text = write(items[written.length]!);
+      written.push(text);
+      sums.push(sums.at(-1)! + text.length);
+    }
+  };
+  return {
+    count: items.length,
+    /** The first `count`'s total length, Infinity past the cap. */
+    length(count: number): number {
+      extend(count);
+      return count < sums.length ? sums[count]! : Infinity;
+    },
+    first(count: number): string[] {
+      extend(count);
+      return written.slice(0, count);
+    },
+  };
 }

@@ -1,19 +1,21 @@
 import { SEVERITIES } from "../domains/domain.js";
-import type { Action } from "./proposal.js";
+import type { Action, Reconciled } from "./proposal.js";
 
 /**
  * At most `max` of the `open` actions are kept: those deferred longest first (the forge keeps when
  * each was first deferred), then the most severe, then by branch, an order that stays the same
- * from run to run; the others become `defer`. Updates and closes are never limited.
+ * from run to run; the others become `defer`. Updates and closes are never limited. Only the
+ * bodies of the pull requests opened are written.
  */
 export function budget(
-  actions: Action[],
+  actions: Reconciled[],
   max: number | undefined,
   waiting: ReadonlyMap<string, string>,
   now: string,
 ): Action[] {
-  if (max === undefined) return actions;
-  type Open = Extract<Action, { type: "open" }>;
+  const written = (a: Reconciled): Action => (a.type === "open" ? { ...a, body: a.body() } : a);
+  if (max === undefined) return actions.map(written);
+  type Open = Extract<Reconciled, { type: "open" }>;
   const since = (a: Open) => waiting.get(a.branch) ?? now;
   // Resolve PRs carry no severity label and go first among equals: they only close out recorded
   // work.
@@ -26,7 +28,7 @@ export function budget(
   const kept = new Set([...opens].sort(order).slice(0, max));
   return actions.map((a) =>
     a.type !== "open" || kept.has(a)
-      ? a
+      ? written(a)
       : {
           type: "defer",
           kind: a.kind,

@@ -290,17 +290,10 @@ export async function writeDashboard(
   return "updated";
 }
 
-/** The workflow run's page, when run in GitHub Actions. */
-function runUrl(env: NodeJS.ProcessEnv): string | undefined {
-  const { GITHUB_SERVER_URL: server, GITHUB_REPOSITORY: repository, GITHUB_RUN_ID: id } = env;
-  return server && repository && id && /^\d+$/.test(id)
-    ? `${server.replace(/\/+$/, "")}/${repository}/actions/runs/${id}`
-    : undefined;
-}
-
 /**
- * After a run's actions: the dashboard with the pull requests as they are now. When GitHub
- * refused, what to warn of (the next run tries again); undefined when it is written.
+ * After a run's actions: the dashboard with the pull requests as they are now, linking `url` (the
+ * workflow run's page). When GitHub refused, what to warn of (the next run tries again); undefined
+ * when it is written.
  */
 export async function updateDashboard(
   github: Forge,
@@ -308,7 +301,7 @@ export async function updateDashboard(
   run: Pick<DashboardInput, "report" | "tickets" | "waivers" | "unasked" | "runs"> & {
     actions: readonly Action[];
   },
-  env: NodeJS.ProcessEnv,
+  url: string | undefined,
 ): Promise<string | undefined> {
   try {
     const pulls = (await botPulls(github)).filter((p) => p.state === "open");
@@ -316,7 +309,6 @@ export async function updateDashboard(
       a.type === "defer" ? [{ branch: a.branch, title: a.title, since: a.since }] : [],
     );
     const content = renderDashboard({ ...run, pulls, deferred });
-    const url = runUrl(env);
     await writeDashboard(github, current, content, {
       at: run.report.startedAt,
       ...(url && { url }),

@@ -40,7 +40,7 @@ import type { SpecListShapes } from "../manifest/lists.js";
 import type { Report } from "../report/schema.js";
 import type { Covered, PlanInput } from "./plan-input.js";
 import { nodeList, nodeSpans } from "../text/markdown.js";
-import { buildProposal, proposalKey, type Proposal, type PullContent } from "./proposal.js";
+import { buildProposal, proposalKey, type DesiredPull, type Proposal } from "./proposal.js";
 import type { ExistingPull } from "./pulls.js";
 import { ticketFor, ticketIdentity, ticketsPastDue, ticketYaml } from "./ticket.js";
 
@@ -71,7 +71,7 @@ export function desiredPulls(
   input: PlanInput,
   covered: Covered,
   lists: SpecListShapes,
-): PullContent[] {
+): DesiredPull[] {
   const context: Context = {
     input,
     audited: auditedIn(input.report),

@@ -45,6 +45,12 @@ export type Action =
   /** `since`: when this PR was first deferred, to be kept for the next run. */
   | { type: "defer"; kind: PullKind; branch: string; title: string; budget: number; since: string };
 
+/** A pull request the drift calls for: its body is written only once it is compared or opened. */
+export type DesiredPull = Omit<PullContent, "body"> & { body: () => string };
+
+/** An action before the budget: an `open` the budget may defer, its body not written yet. */
+export type Reconciled = Exclude<Action, { type: "open" }> | ({ type: "open" } & DesiredPull);
+
 /** One proposal of any kind, before its marker, title, body and labels are written. */
 export interface Proposal {
   kind: PullKind;
@@ -98,7 +104,7 @@ export function buildProposal(
   proposal: Proposal,
   configured: readonly string[],
   base: ReadonlyMap<string, string>,
-): PullContent {
+): DesiredPull {
   const { kind, about, files } = proposal;
   const marker: PullMarker = {
     v: MARKER_VERSION,
@@ -115,7 +121,7 @@ export function buildProposal(
     kind,
     branch: proposal.branch,
     title: pullTitle(proposal.title),
-    body: pullBody({ kind, ...proposal.body, marker, files: Object.keys(files) }),
+    body: () => pullBody({ kind, ...proposal.body, marker, files: Object.keys(files) }),
     labels: [
       BOT_LABEL,
       ...configured,

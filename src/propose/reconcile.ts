@@ -1,15 +1,18 @@
 import type { Covered } from "./plan-input.js";
 import { nodeSpans } from "../text/markdown.js";
-import type { Action, PullContent } from "./proposal.js";
+import type { DesiredPull, Reconciled } from "./proposal.js";
 import type { ExistingPull } from "./pulls.js";
 
-/** Desired PRs against existing ones: open, update, close, or leave alone. */
+/**
+ * Desired PRs against existing ones: open, update, close, or leave alone. Only a PR that exists has
+ * its body written here, to compare; one to open is written once the budget keeps it.
+ */
 export function reconcile(
-  desired: readonly PullContent[],
+  desired: readonly DesiredPull[],
   pulls: readonly ExistingPull[],
   covered: Covered,
-): Action[] {
-  const actions: Action[] = [];
+): Reconciled[] {
+  const actions: Reconciled[] = [];
   const open = new Map(
     pulls.filter((p) => p.state === "open" && p.marker).map((p) => [p.branch, p]),
   );
@@ -31,15 +34,11 @@ export function reconcile(
       actions.push({ type: "open", ...content });
       continue;
     }
+    const body = content.body();
     const sameFiles = pull.marker?.content === content.marker.content;
     // Labels a failed run did not get to add; labels people added are theirs.
     const addLabels = content.labels.filter((l) => !pull.labels.includes(l));
-    if (
-      sameFiles &&
-      pull.body === content.body &&
-      pull.title === content.title &&
-      !addLabels.length
-    )
+    if (sameFiles && pull.body === body && pull.title === content.title && !addLabels.length)
       continue;
     if (!sameFiles && pull.humanCommits) {
       leave(pull, "someone other than Quartermaster pushed commits to its branch");
@@ -51,6 +50,7 @@ export function reconcile(
       updateFiles: !sameFiles,
       addLabels,
       ...content,
+      body,
     });
   }
   for (const pull of open.values()) {

@@ -56,6 +56,6 @@ export async function askAgain(
   return still;
 }
 
-/** One stderr line per owner not asked. */
+/** What to warn of for an owner not asked. */
 export const describePending = (p: PendingReview) =>
-  `quartermaster: ${visible(`could not ask ${p.owner} to review #${p.number}: ${p.reason}`)}; the next run asks again\n`;
+  `${visible(`could not ask ${p.owner} to review #${p.number}: ${p.reason}`)}; the next run asks again`;

@@ -1,9 +1,9 @@
 // At most N new PRs per run; the rest wait, longest-waiting first.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { waitingAfter } from "../../../src/propose/budget.js";
+import { budget, waitingAfter } from "../../../src/propose/budget.js";
 import { plan } from "../../../src/propose/plan.js";
-import type { Action } from "../../../src/propose/proposal.js";
+import type { Action, Reconciled } from "../../../src/propose/proposal.js";
 import { asPulls, input, kernel, listener, motd, opens, report, somaxconn } from "./fixtures.js";
 
 describe("budget: new pull requests per run", () => {
@@ -69,5 +69,35 @@ describe("budget: new pull requests per run", () => {
     assert.equal(waitingAfter(next).get(lowest.branch), undefined, "opened: no longer waiting");
     for (const [branch, since] of waitingAfter(next))
       assert.equal(since, older.get(branch), "the others keep their time");
+  });
+
+  it("writes the body of a pull request it opens, never of one it defers", () => {
+    const written: string[] = [];
+    const open = (branch: string, severity: string): Reconciled => ({
+      type: "open",
+      kind: "accept",
+      branch,
+      title: branch,
+      body: () => {
+        written.push(branch);
+        return `body of ${branch}`;
+      },
+      labels: [`severity:${severity}`],
+      files: {},
+      marker: { v: 1, kind: "accept", signature: branch, nodes: [], detected: "", content: "" },
+      owners: [],
+    });
+    const kept = budget(
+      [open("b-low", "low"), open("a-high", "high"), open("c-low", "low")],
+      1,
+      new Map(),
+      "2026-06-01T00:00:00.000Z",
+    );
+    assert.deepEqual(
+      kept.map((a) => a.type),
+      ["defer", "open", "defer"],
+    );
+    assert.deepEqual(written, ["a-high"]);
+    assert.equal((kept[1] as Extract<Action, { type: "open" }>).body, "body of a-high");
   });
 });

@@ -1,0 +1,227 @@
+// A propose run: the report and the manifests read, the forge gathered once, the plan made from
+// them, then (unless a dry run) carried out under the lock, the state kept, the dashboard updated.
+import { ForgeError, UsageError } from "../errors.js";
+import type { Forge } from "../forge/forge.js";
+import type { Waiver } from "../manifest/schema.js";
+import {
+  updateDashboard,
+  readDashboard,
+  tickedBranches,
+  type Dashboard,
+} from "../propose/dashboard.js";
+import { executePlan, stateAfter, type Outcome } from "../propose/execute.js";
+import { gatherForge, noForgeFacts } from "../propose/gather.js";
+import { proposalInput } from "../propose/input.js";
+import { LOCK_BRANCH, lockProposals } from "../propose/lock.js";
+import type { PlanInput } from "../propose/plan-input.js";
+import type { Action } from "../propose/proposal.js";
+import { askAgain, describePending, pendingReviews, refusedOnOpen } from "../propose/reviews.js";
+import { planRun, type RunPlan } from "../propose/run-plan.js";
+import {
+  changesState,
+  HISTORY_FILE,
+  readLastReport,
+  REPORT_FILE,
+  STATE_BRANCH,
+  writeState,
+  type StateFiles,
+} from "../propose/state.js";
+import { parseReport, readReport, readText } from "../report/read.js";
+import type { Report } from "../report/schema.js";
+import { visible } from "../text/escape.js";
+import { resolveManifestDir, type ManifestSource } from "./fleet.js";
+
+export const DEFAULT_MAX_NEW_PRS = 10;
+
+/** What a propose run needs to know: settled before it reads anything. */
+export interface ProposeOptions {
+  source: ManifestSource;
+  /** The report file to plan from; undefined: the one the last run kept on the state branch. */
+  reportFile: string | undefined;
+  /** The forge; undefined only on a dry run without its settings (planned as if it were empty). */
+  forge: Forge | undefined;
+  dryRun: boolean;
+  /** The flag; absent, fleet.yaml's `propose.max_new_prs`, else DEFAULT_MAX_NEW_PRS. */
+  maxNewPrs: number | undefined;
+  /** The branch pull requests go to; absent, the repository's default branch. */
+  base: string | undefined;
+  /** The workflow run's page, linked from the dashboard. */
+  runUrl: string | undefined;
+}
+
+/** What the run says as it goes: warnings, and the plan once it is final (before it is carried out). */
+export interface ProposeReporter {
+  /** One warning, escaped already. */
+  warn(message: string): void;
+  planned(actions: readonly Action[], dry: boolean, maxNewPrs: number): void;
+}
+
+/** What a propose run came to. */
+export interface ProposeOutcome {
+  actions: Action[];
+  /** Nothing was written: a dry run, or one without a forge. */
+  dry: boolean;
+  /** What carrying each action out came to; on a dry run, every action as planned. */
+  outcomes: Outcome[];
+  /** The nodes not audited past the report's budget, when over it. */
+  overBudget?: readonly string[];
+  /** The dashboard could not be written. */
+  dashboardFailed: boolean;
+}
+
+/**
+ * How to read the report to plan from, and its text to keep again (read only by a run that keeps
+ * it); a report the forge keeps with no forge to read it from is refused before anything is read.
+ */
+function reportSource(
+  file: string | undefined,
+  forge: Forge | undefined,
+): () => Promise<{ audited: Report; text: () => Promise<string> }> {
+  if (file !== undefined)
+    return async () => ({ audited: await readReport(file), text: () => readText(file) });
+  if (!forge)
+    throw new UsageError("--report-from-repo reads the report from GitHub: set GITHUB_TOKEN");
+  return async () => {
+    const where = `${STATE_BRANCH}:${REPORT_FILE}`;
+    const kept = await readLastReport(forge);
+    if (kept === undefined)
+      throw new UsageError(
+        `--report-from-repo: no report kept yet (${where}); a propose run with --report keeps one`,
+      );
+    return { audited: parseReport(kept, where), text: () => Promise.resolve(kept) };
+  };
+}
+
+/** Plans from the report and the forge, and carries the plan out unless `dryRun`. */
+export async function runPropose(
+  options: ProposeOptions,
+  reporter: ProposeReporter,
+): Promise<ProposeOutcome> {
+  const { forge } = options;
+  const readTheReport = reportSource(options.reportFile, forge);
+  const manifestDir = await resolveManifestDir(options.source);
+  const { audited, text } = await readTheReport();
+  // A dry run may lack the issues permission: it plans without the ticked boxes.
+  const dashboard: Dashboard = forge && !options.dryRun ? await readDashboard(forge) : { body: "" };
+  for (const warning of dashboard.warnings ?? []) reporter.warn(warning);
+  const { input: loaded, revision, waivers } = await proposalInput(manifestDir, audited);
+  // The flag wins over fleet.yaml's `propose.max_new_prs`.
+  const maxNewPrs = options.maxNewPrs ?? loaded.maxNewPrs ?? DEFAULT_MAX_NEW_PRS;
+  const input = { ...loaded, maxNewPrs };
+  const ticked = tickedBranches(dashboard.body);
+  const fleet = new Set(input.nodes.map((n) => n.name));
+  // Read from the forge, then planned once from what was read; what a second read warns of again
+  // is not said twice.
+  const warned = new Set<string>();
+  const gathered = async () => {
+    const facts = forge ? await gatherForge(forge) : noForgeFacts();
+    for (const warning of facts.warnings.filter((w) => !warned.has(w))) {
+      warned.add(warning);
+      reporter.warn(warning);
+    }
+    return planRun(facts, input, ticked);
+  };
+  const planned = await gathered();
+  for (const why of planned.history.dropped)
+    reporter.warn(`${STATE_BRANCH}:${HISTORY_FILE}: ${visible(why)}; that entry is left out`);
+  const overBudget = audited.unauditedBudget?.over;
+  if (overBudget)
+    reporter.warn(`more nodes not audited than allowed: ${visible(overBudget.join("; "))}`);
+  const told = { ...(overBudget && { overBudget }) };
+  if (options.dryRun || !forge) {
+    reporter.planned(planned.actions, true, maxNewPrs);
+    const outcomes = planned.actions.map((action) => ({ action, ok: true }));
+    return { actions: planned.actions, dry: true, outcomes, dashboardFailed: false, ...told };
+  }
+  const release = await waitForTurn(forge, planned, fleet, revision, reporter);
+  try {
+    // Once the turn comes, the forge is read again: the run before may have opened, closed or kept.
+    const run = release ? await gathered() : planned;
+    reporter.planned(run.actions, false, maxNewPrs);
+    const { tickets } = input;
+    const turn = { forge, run, fleet, revision, dashboard, tickets, waivers, lastReport: text };
+    return { ...(await carryOut(turn, options, reporter)), ...told };
+  } finally {
+    await release?.();
+  }
+}
+
+/**
+ * Runs that write (pull requests, or the state kept between runs) take turns, and plan again once
+ * their turn comes, from what the one before did and kept. The lock's release, when one was taken.
+ */
+async function waitForTurn(
+  forge: Forge,
+  planned: RunPlan,
+  fleet: ReadonlySet<string>,
+  revision: string,
+  reporter: ProposeReporter,
+): Promise<(() => Promise<void>) | undefined> {
+  return planned.actions.some(writes) || changesState(stateAfter(planned, fleet), planned)
+    ? await lockProposals(forge, revision, () =>
+        reporter.warn(
+          `another propose run is writing pull requests (branch ${LOCK_BRANCH}); waiting for it`,
+        ),
+      )
+    : undefined;
+}
+
+/** A run that holds its turn: what it planned, and what it read the plan from. */
+interface Turn {
+  forge: Forge;
+  run: RunPlan;
+  fleet: ReadonlySet<string>;
+  revision: string;
+  dashboard: Dashboard;
+  tickets: PlanInput["tickets"];
+  waivers: Waiver[];
+  lastReport: () => Promise<string>;
+}
+
+/** Carries the plan out, keeps the state for the next run and updates the dashboard. */
+async function carryOut(
+  { forge, run, fleet, revision, dashboard, tickets, waivers, lastReport }: Turn,
+  options: Pick<ProposeOptions, "base" | "runUrl">,
+  reporter: ProposeReporter,
+): Promise<Omit<ProposeOutcome, "overBudget">> {
+  const { actions, report } = run;
+  const base = { branch: options.base ?? (await forge.defaultBranch()), sha: revision };
+  const outcomes = await executePlan(forge, actions, base);
+  const unasked = [
+    ...refusedOnOpen(outcomes),
+    ...(await askAgain(forge, pendingReviews(dashboard.body))),
+  ];
+  for (const pending of unasked) reporter.warn(describePending(pending));
+  const state = { ...stateAfter(run, fleet, outcomes), lastReport: await lastReport() };
+  await keepState(forge, state, run, revision, reporter);
+  const dashboardWarning = await updateDashboard(
+    forge,
+    dashboard,
+    { report, actions, tickets, waivers, unasked, runs: state.runs.runs },
+    options.runUrl,
+  );
+  if (dashboardWarning !== undefined) reporter.warn(dashboardWarning);
+  return { actions, dry: false, outcomes, dashboardFailed: dashboardWarning !== undefined };
+}
+
+/** Writes the state the next run starts from; GitHub refusing it costs only what it would keep. */
+async function keepState(
+  forge: Forge,
+  state: StateFiles,
+  run: RunPlan,
+  revision: string,
+  reporter: ProposeReporter,
+): Promise<void> {
+  try {
+    await writeState(forge, state, run, revision);
+  } catch (error) {
+    if (!(error instanceof ForgeError)) throw error;
+    reporter.warn(
+      `${visible(error.message)}; deferred pull requests may lose their place in the queue, and this run is missing from the audit history`,
+    );
+  }
+}
+
+/** Whether carrying out `action` writes to the forge. */
+const writes = (action: Action) =>
+  action.type !== "defer" && (action.type !== "leave" || Boolean(action.comment));
