@@ -7,11 +7,10 @@ import {
   dependantsOf,
   groupOfFile,
   type AcceptPlan,
-  type Dependants,
   type SharedValue,
 } from "./accept-edits.js";
 import { firstSeen } from "./body.js";
-import { branchIdentity, branchName } from "./branch.js";
+import { branchIdentity } from "./branch.js";
 import {
   bundleBranch,
   bundleDomains,
@@ -25,45 +24,20 @@ import {
   type Bundle,
 } from "./bundle.js";
 import { combineNear } from "./combine.js";
-import {
-  bundleGroups,
-  groupDrift,
-  hash,
-  itemSignature,
-  ownersOf,
-  type DriftGroup,
-} from "./group.js";
-import { liftEdits, repeatedOverrides, type Lift } from "./lift.js";
+import { bundleGroups, groupDrift, itemSignature, type DriftGroup } from "./group.js";
+import type { DesiredContext } from "./desired-context.js";
+import { liftProposals } from "./lift-proposal.js";
+import { resolveProposals } from "./resolve.js";
 import { ManifestEditError } from "../errors.js";
-import { applyChanges } from "../manifest/edit/apply.js";
 import type { SpecListShapes } from "../manifest/lists.js";
 import type { Report } from "../report/schema.js";
 import type { Covered, PlanInput } from "./plan-input.js";
-import { nodeList, nodeSpans } from "../text/markdown.js";
 import { buildProposal, proposalKey, type DesiredPull, type Proposal } from "./proposal.js";
 import type { ExistingPull } from "./pulls.js";
 import { ticketFor, ticketIdentity, ticketsPastDue, ticketYaml } from "./ticket.js";
 
 // The pull requests this run's drift and tickets call for: an accept PR for each drift group the
 // manifest can take, else a ticket PR, and a resolve PR for each open ticket whose drift is gone.
-
-interface Context {
-  input: PlanInput;
-  dependants: Dependants;
-  lists: SpecListShapes;
-  /** The open PR on a branch: its `detected` is kept so the body stays stable. */
-  openOn: (branch: string) => ExistingPull | undefined;
-  /**
-   * A reviewer's rejection is the accept PR they closed, found by its drift (domain, signature and
-   * a node in common), never by who reviews it: editing `owners:` keeps the decision.
-   */
-  rejected: (bundle: Bundle) => ExistingPull | undefined;
-  /** A ticket or resolve PR closed unmerged was declined: the same proposal is not made again. */
-  declined: ReadonlySet<string>;
-  recordedTickets: ReadonlySet<string>;
-  /** Whether this run audited a node (a domain it could not show is still audited: not drift). */
-  audited: (name: string) => boolean;
-}
 
 type Reason = { text: string; detail?: string };
 
@@ -72,7 +46,7 @@ export function desiredPulls(
   covered: Covered,
   lists: SpecListShapes,
 ): DesiredPull[] {
-  const context: Context = {
+  const context: DesiredContext = {
     input,
     audited: auditedIn(input.report),
     dependants: dependantsOf(input.nodes),
@@ -115,7 +89,7 @@ export function desiredPulls(
  * A bundle's proposals: accept what the manifest can take and policy allows, as one PR; record a
  * ticket for the rest (policy, a rejected accept PR, an edit the manifest cannot take), as one PR.
  */
-function bundleProposals(bundle: Bundle, context: Context, combined: boolean): Proposal[] {
+function bundleProposals(bundle: Bundle, context: DesiredContext, combined: boolean): Proposal[] {
   const pending = bundle.filter(rollingOut);
   const byPolicy = bundle.filter((g) => !rollingOut(g) && g.items[0]!.onDrift === "ticket");
   const ticketed = [...pending, ...byPolicy];
@@ -177,7 +151,7 @@ const joined = (reasons: readonly Reason[]): Reason => ({
  */
 function acceptProposal(
   bundle: Bundle,
-  context: Context,
+  context: DesiredContext,
   combined: boolean,
 ): Proposal | { reason: Reason; replaces?: string } | undefined {
   const branch = bundleBranch("accept", bundle);
@@ -239,7 +213,7 @@ function about(bundle: Bundle, detected: string): Proposal["about"] {
  * When the drift was first seen (kept across runs), else when its open PR first proposed it, else
  * now.
  */
-const detectedOf = (bundle: Bundle, branch: string, context: Context) =>
+const detectedOf = (bundle: Bundle, branch: string, context: DesiredContext) =>
   firstSeen(bundle.flatMap((g) => g.items)) ??
   context.openOn(branch)?.marker?.detected ??
   context.input.report.startedAt;
@@ -259,7 +233,7 @@ function sharedNote(shared: SharedValue): string {
 function ticketProposal(
   bundle: Bundle,
   reason: Reason,
-  context: Context,
+  context: DesiredContext,
   replaces?: string,
 ): Proposal | undefined {
   const tickets = bundle.map((group) => ({
@@ -300,129 +274,6 @@ function ticketProposal(
 }
 
 /**
- * Open tickets whose drift is gone from every node they name (each audited, the domain shown):
- * resolving them.
- */
-function resolveProposals(context: Context, covered: Covered): Proposal[] {
-  const { input } = context;
-  const present = new Map<string, string[]>();
-  for (const n of input.report.nodes) present.set(n.name, n.drift.map(itemSignature));
-  const proposals: Proposal[] = [];
-  for (const { ticket, file } of input.tickets) {
-    if (ticket.status !== "open") continue;
-    if (!ticket.nodes.every((name) => covered(name, ticket.domain))) continue;
-    if (
-      ticket.nodes.some((name) =>
-        present.get(name)?.some((signature) => ticketCovers(ticket, signature)),
-      )
-    )
-      continue;
-    const text = input.files.get(file);
-    if (text === undefined) continue;
-    // A resolved ticket leaves the open ones: moved to remediations/resolved/, its history in git.
-    const resolvedFile = path.posix.join(
-      input.manifestsPath,
-      "remediations",
-      RESOLVED_FOLDER,
-      path.posix.basename(file),
-    );
-    const branch = branchName("resolve", ticket.domain, ticket.key, ticket.id);
-    if (context.declined.has(proposalKey(branch, ticket.nodes))) continue;
-    const resolvedAt = context.openOn(branch)?.marker?.detected ?? input.report.startedAt;
-    proposals.push({
-      kind: "resolve",
-      branch,
-      title: `Resolve remediation ticket ${ticket.id}: drift gone from ${nodeList(ticket.nodes)}`,
-      about: {
-        signature: ticket.signature,
-        domain: ticket.domain,
-        nodes: ticket.nodes,
-        detected: resolvedAt,
-        ticket: ticket.id,
-      },
-      files: {
-        ...(file !== resolvedFile && { [file]: null }),
-        [resolvedFile]: applyChanges(
-          text,
-          [
-            { path: ["status"], value: "resolved" },
-            { path: ["resolved"], value: resolvedAt },
-          ],
-          { listFormPaths: [], keyedLists: [] },
-        ),
-      },
-      labels: ["remediation"],
-      // CODEOWNERS' @ left off, as ownersOf does for group and node files.
-      owners: ticket.owner === undefined ? [] : [ticket.owner.replace(/^@/, "")],
-      body: { group: [], ticket },
-    });
-  }
-  return proposals;
-}
-
-/**
- * One PR per shared file lifting the values most of its takers override alike (lift.ts). A lift
- * waits while another PR of this run edits one of its files: merging either would leave the other
- * unmergeable, and the lift is found again once that one is merged.
- */
-function liftProposals(context: Context, busy: ReadonlySet<string>): Proposal[] {
-  const { input } = context;
-  const byFile = new Map<string, Lift[]>();
-  for (const lift of repeatedOverrides(input.nodes, context.dependants))
-    append(byFile, lift.file, lift);
-  return [...byFile.values()].flatMap((lifts): Proposal[] => {
-    let files: Record<string, string>;
-    try {
-      files = liftEdits(lifts, input.files, context.lists);
-    } catch (error) {
-      // Nothing drifted: an edit the manifest cannot take is only a lift not proposed.
-      if (!(error instanceof ManifestEditError)) throw error;
-      return [];
-    }
-    if (Object.keys(files).some((file) => busy.has(file))) return [];
-    const [first] = lifts as [Lift, ...Lift[]];
-    const moved = lifts.flatMap((l) => [...l.carriers, ...l.keepers]);
-    const nodes = [...new Set(moved.map((n) => n.name))].sort();
-    const domains = [...new Set(lifts.map((l) => l.domain.name))];
-    const key = String(first.path.at(-1));
-    const identity = hash(JSON.stringify([first.file, ...lifts.map((l) => l.path)]), 16);
-    const branch = branchName("lift", domains[0]!, key, identity);
-    if (context.declined.has(proposalKey(branch, nodes))) return [];
-    const more = lifts.length > 1 ? ` and ${lifts.length - 1} more` : "";
-    return [
-      {
-        kind: "lift",
-        branch,
-        title: `Lift repeated overrides into ${first.file}: ${domains[0]!} ${key}${more}`,
-        about: {
-          signature: identity,
-          domain: domains[0]!,
-          ...(domains.length > 1 && { domains }),
-          nodes,
-          detected: context.openOn(branch)?.marker?.detected ?? input.report.startedAt,
-        },
-        files,
-        labels: [],
-        owners: [...new Set(moved.flatMap(ownersOf))].sort(),
-        body: { group: [], notes: lifts.map(liftNote) },
-      },
-    ];
-  });
-}
-
-const shown = (value: unknown) =>
-  codeSpan(typeof value === "string" ? value : JSON.stringify(value));
-
-/** What a lift does, for the reviewer: manifest text only in code spans. */
-function liftNote(lift: Lift): string {
-  const { file, path: at, from, to, carriers, keepers, takers } = lift;
-  const kept = keepers.length
-    ? `; the other ${keepers.length} taking it from there (${nodeSpans(keepers.map((n) => n.name))}) keep ${shown(from)} in their own files`
-    : "";
-  return `${codeSpan(file)} declares ${codeSpan(String(at.at(-1)))} as ${shown(from)} for ${takers} nodes, and ${carriers.length} of them override it with ${shown(to)} in their own files (${nodeSpans(carriers.map((n) => n.name))}): the shared file now declares ${shown(to)} and those overrides are removed${kept}.`;
-}
-
-/**
  * Drift a ticket past its due date still covers is raised on that ticket (the dashboard lists it),
  * never as a fresh PR for the same drift.
  */
@@ -440,7 +291,7 @@ function raisedOnTickets(input: PlanInput): (group: DriftGroup) => boolean {
 }
 
 /** The accept PRs closed unmerged, looked up by the drift they rejected. */
-function rejectionOf(pulls: readonly ExistingPull[]): Context["rejected"] {
+function rejectionOf(pulls: readonly ExistingPull[]): DesiredContext["rejected"] {
   const byDrift = new Map<string, ExistingPull[]>();
   for (const p of pulls) {
     const domain = branchIdentity(p.branch);
@@ -461,9 +312,6 @@ function auditedIn(report: Report): (name: string) => boolean {
   );
   return (name) => audited.has(name);
 }
-
-/** Where resolved tickets go, out of the open ones' folders. */
-export const RESOLVED_FOLDER = "resolved";
 
 /**
  * The folder a new ticket is filed in, so CODEOWNERS can route it: the group declaring the drifted
