@@ -1,5 +1,5 @@
 // Fleet audit speed against real ssh test hosts, every figure from one run. Needs root.
-// Usage: npx tsx bench/fleet.ts [hosts=30] [concurrency=16] [rounds=2] [entries=300]
+// Usage: [QM_BENCH_BASELINE=DIR] npx tsx bench/fleet.ts [hosts=30] [concurrency=16] [rounds=2] [entries=300]
 //
 // The fleet declares the first host's live state, with a few packages declared as a typical node
 // does; the CPU figure is also given with every installed package declared (a snapshot's default).
@@ -39,6 +39,11 @@ const [hostCount, concurrency, rounds, entryCount] = [
   arg(3, 300),
 ];
 const CLI = path.join(REPO_ROOT, "dist/cli/main.js");
+// QM_BENCH_BASELINE=DIR: another checkout of Quartermaster, built (`npm run build`), whose audit
+// runs in every round too, on the same hosts and manifests, for a before-and-after in one run.
+const BASELINE = process.env.QM_BENCH_BASELINE
+  ? path.join(path.resolve(process.env.QM_BENCH_BASELINE), "dist/cli/main.js")
+  : undefined;
 /** Packages a typical node declares, those of them the test hosts have (and telnetd absent). */
 const TYPICAL_PACKAGES = ["openssh-server", "bash", "coreutils", "sudo", "tzdata"];
 const SCALE_BENCH = path.join(REPO_ROOT, "bench/fleet-scale.ts");
@@ -111,11 +116,12 @@ process.on("exit", () => {
 });`,
 )}`;
 
-/** The built CLI's audit of `manifests`: wall time, own CPU (ms), and the report. */
+/** The built CLI's audit of `manifests` (`cli`: another checkout's bundle): wall time, own CPU (ms), and the report. */
 async function audit(
   manifests: string,
   sshConfig: string,
   work: string,
+  cli = CLI,
 ): Promise<{ ms: number; cpuMs: number; report: Report }> {
   const out = path.join(work, "report.json");
   const cpuFile = path.join(work, "cpu");
@@ -125,7 +131,7 @@ async function audit(
       [
         "--import",
         CPU_HOOK,
-        CLI,
+        cli,
         "audit",
         ...["--manifests", manifests, "--ssh-config", sshConfig],
         ...["--concurrency", String(concurrency), "--format", "json", "--out", out],
@@ -216,16 +222,20 @@ try {
   const ssh = (name: string, remote: string, input?: string) =>
     mustRun("ssh", ["-F", fleet.sshConfig, name, remote], input);
 
-  const figures: { floor: number; raw: number; audit: number; cpu: number }[] = [];
+  const figures: { floor: number; raw: number; audit: number; cpu: number; base: number }[] = [];
   let report: Report | undefined;
+  let baseReport: Report | undefined;
   for (let round = 1; round <= rounds; round++) {
     const floor = await everyHost(names, (name) => ssh(name, "true"));
     const raw = await everyHost(names, (name) => ssh(name, "sh -s", probe));
     const qm = await audit(manifests, fleet.sshConfig, work);
     report = qm.report;
-    figures.push({ floor, raw, audit: qm.ms, cpu: qm.cpuMs });
+    const base = BASELINE ? await audit(manifests, fleet.sshConfig, work, BASELINE) : undefined;
+    baseReport = base?.report;
+    figures.push({ floor, raw, audit: qm.ms, cpu: qm.cpuMs, base: base?.ms ?? NaN });
     console.log(
-      `round ${round}: floor ${secs(floor)}, raw probe ${secs(raw)} (${ratio(raw, floor)}), audit ${secs(qm.ms)} (${ratio(qm.ms, floor)}), auditor CPU ${qm.cpuMs.toFixed(0)} ms`,
+      `round ${round}: floor ${secs(floor)}, raw probe ${secs(raw)} (${ratio(raw, floor)}), audit ${secs(qm.ms)} (${ratio(qm.ms, floor)}), auditor CPU ${qm.cpuMs.toFixed(0)} ms` +
+        (base ? `; baseline audit ${secs(base.ms)} (${ratio(base.ms, floor)})` : ""),
     );
   }
 
@@ -309,11 +319,18 @@ try {
   console.log(
     `audit   quartermaster audit, CLI start to exit ${secs(qm)}  ${ratio(qm, floor)} floor (target <= 1.15x); each round's own: ${figures.map((f) => ratio(f.audit, f.floor)).join(", ")}`,
   );
+  if (BASELINE) {
+    const base = best("base");
+    const baseBytes = baseReport!.nodes.map((n) => n.probeBytes ?? 0);
+    console.log(
+      `baseline ${path.relative(process.cwd(), BASELINE)} audit ${secs(base)}  ${ratio(base, floor)} floor; this audit ${ratio(qm, base)} the baseline (target <= 1.05x); probe output median ${median(baseBytes)} bytes, ${median(probeBytes) - median(baseBytes)} bytes more here (target <= 4096)`,
+    );
+  }
   console.log(
     `ansible package_facts -f ${concurrency}, pipelining       ${secs(ansibleMs)}  ${(ansibleMs / qm).toFixed(1)}x the audit (target >= 20x)`,
   );
   console.log(
-    `cpu     auditor's own CPU (process.cpuUsage, no ssh children): ${hostCount} nodes ${cpu.toFixed(0)} ms = ${(cpu / hostCount).toFixed(1)} ms/node; ${entryCount} entries ${big.cpuMs.toFixed(0)} ms = ${(big.cpuMs / entryCount).toFixed(1)} ms/node (target <= 5 ms), beyond start-up ${((big.cpuMs - cpu) / (entryCount - hostCount)).toFixed(1)} ms/node`,
+    `cpu     auditor's own CPU (process.cpuUsage, no ssh children): ${hostCount} nodes ${cpu.toFixed(0)} ms = ${(cpu / hostCount).toFixed(1)} ms/node; ${entryCount} entries ${big.cpuMs.toFixed(0)} ms = ${(big.cpuMs / entryCount).toFixed(1)} ms/node (target <= 3 ms), beyond start-up ${((big.cpuMs - cpu) / (entryCount - hostCount)).toFixed(1)} ms/node`,
   );
   const heavyBytes = heavy.report.nodes[0]?.probeBytes ?? 0;
   console.log(
