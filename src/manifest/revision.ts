@@ -75,9 +75,11 @@ const SYMLINK = 0o120000;
 
 /**
  * The git index's entries under `under`: none before the first `git add`, undefined for a format
- * not known here (versions 2 to 4 are).
+ * not known here (versions 2 to 4 are) or a `.git` that is a file.
  */
 function readIndex(root: string, under: string): GitIndex | undefined {
+  // A `.git` file (a linked worktree, a submodule) points elsewhere: not read here.
+  if (!fs.statSync(path.join(root, ".git")).isDirectory()) return undefined;
   const indexFile = path.join(root, ".git", "index");
   if (!fs.existsSync(indexFile)) return { entries: new Map(), written: 0 };
   const data = fs.readFileSync(indexFile);

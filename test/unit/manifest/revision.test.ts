@@ -61,4 +61,21 @@ describe("manifestDirty", () => {
     await writeFile(at("fleet-manifests/nodes/b.yaml"), "b: 22\n");
     assert.equal(await manifestDirty(manifests), true, "index version 4, an edit");
   });
+
+  it("calls a linked worktree's manifests clean, rather than reading an index it cannot find", async () => {
+    const repo = await tree({ "fleet-manifests/nodes/a.yaml": "a: 1\n" });
+    const git = (...args: string[]) =>
+      execa("git", ["-c", "user.name=t", "-c", "user.email=t@example.net", ...args], { cwd: repo });
+    await git("init", "-q");
+    await git("add", ".");
+    await git("commit", "-qm", "manifests");
+    const linked = path.join(repo, "..", `${path.basename(repo)}-linked`);
+    await git("worktree", "add", "-q", "--detach", linked);
+    try {
+      // Its `.git` is a file naming the main repository's folder for it.
+      assert.equal(await manifestDirty(path.join(linked, "fleet-manifests")), false);
+    } finally {
+      await rm(linked, { recursive: true, force: true });
+    }
+  });
 });
