@@ -40,6 +40,8 @@ const PURE = [
     "group",
     "lift",
     "lift-proposal",
+    "marker",
+    "node-lists",
     "plan",
     "plan-input",
     "proposal",

@@ -1,6 +1,5 @@
-import { z } from "zod";
 import { causeLine } from "../report/cause-line.js";
-import { DOMAIN_NAMES, domainByName, declaredWords } from "../domains/registry.js";
+import { domainByName, declaredWords } from "../domains/registry.js";
 import type { Ticket } from "../manifest/tickets.js";
 import type { DriftItem } from "../report/schema.js";
 import { visible } from "../text/escape.js";
@@ -13,80 +12,12 @@ import {
   truncate,
 } from "../text/markdown.js";
 import { willBecome } from "../report/formats/common.js";
-import { branchIdentity, ticketId } from "./branch.js";
+import { formatMarker, type PullMarker } from "./marker.js";
 
-export const MARKER_VERSION = 1;
 /** GitHub refuses bodies over 65,536 characters; stay well under it. */
 export const MAX_BODY_CHARS = 60_000;
 /** PR titles (also the commit message's subject): one line, this long at most. */
 export const MAX_TITLE_CHARS = 200;
-
-export const PullMarker = z.object({
-  v: z.literal(MARKER_VERSION),
-  kind: z.enum(["accept", "ticket", "resolve", "lift"]),
-  signature: z.string(),
-  /**
-   * The drift's domain: a partial (`--category`) audit only decides about PRs of the domains it
-   * audited.
-   */
-  domain: z.enum(DOMAIN_NAMES).optional(),
-  /** Every domain of a PR of one cause (the first is `domain`): a partial audit must cover them all. */
-  domains: z.array(z.enum(DOMAIN_NAMES)).optional(),
-  nodes: z.array(z.string()),
-  /** When the drift was first proposed: kept across updates so the body stays stable. */
-  detected: z.string(),
-  /** Hash of what the PR changes (its own lines, not where they sit): equal means no new commit. */
-  content: z.string(),
-  ticket: z.string().optional(),
-});
-export type PullMarker = z.infer<typeof PullMarker>;
-
-const MARKER_OPEN = "<!-- quartermaster-pr ";
-const MARKER_TAIL = /^<!-- quartermaster-pr (\{.*\}) -->\s*$/s;
-
-/**
- * The marker as the body's last line; `<` and `>` escaped, so nothing in it reads as markup or
- * ends the comment early (a value holding `-->` would show what follows it).
- */
-export const formatMarker = (marker: PullMarker) =>
-  `${MARKER_OPEN}${JSON.stringify(marker).replaceAll("<", "\\u003c").replaceAll(">", "\\u003e")} -->`;
-
-/**
- * The bot's hidden marker: the last one, only at the very end of the body (host text sits above it,
- * in code, with `<!--` escaped), and only when it agrees with the branch name, which no host
- * chooses. Markers written before this rule sat at the end too, so they still read.
- */
-export function parseMarker(
-  body: string | null | undefined,
-  branch: string,
-): PullMarker | undefined {
-  if (!body) return undefined;
-  const match = MARKER_TAIL.exec(body.slice(body.lastIndexOf(MARKER_OPEN)));
-  const from = branchIdentity(branch);
-  if (!match || !from) return undefined;
-  let json: unknown;
-  try {
-    json = JSON.parse(match[1]!);
-  } catch (error) {
-    if (!(error instanceof SyntaxError)) throw error;
-    return undefined;
-  }
-  const parsed = PullMarker.safeParse(json);
-  if (!parsed.success) return undefined;
-  const marker = parsed.data;
-  if (marker.kind !== from.kind || (marker.domain !== undefined && marker.domain !== from.domain))
-    return undefined;
-  const agrees =
-    marker.kind === "accept"
-      ? marker.signature === from.identity || from.identity.startsWith(`${marker.signature}-`)
-      : marker.kind === "ticket"
-        ? marker.ticket === ticketId(from.domain, from.slug, from.identity) &&
-          from.identity.startsWith(marker.signature)
-        : marker.kind === "lift"
-          ? marker.signature === from.identity
-          : marker.ticket === from.identity;
-  return agrees ? marker : undefined;
-}
 
 const show = (value: unknown): string =>
   typeof value === "string" ? value : (JSON.stringify(value) ?? "null");

@@ -10,6 +10,7 @@ import {
   type SharedValue,
 } from "./accept-edits.js";
 import { firstSeen } from "./body.js";
+import { markerDigest, nodesDigest } from "./marker.js";
 import { branchIdentity } from "./branch.js";
 import {
   bundleBranch,
@@ -56,7 +57,7 @@ export function desiredPulls(
     declined: new Set(
       input.pulls
         .filter((p) => p.marker && p.marker.kind !== "accept" && p.state === "closed" && !p.merged)
-        .map((p) => proposalKey(p.branch, p.marker!.nodes)),
+        .map((p) => proposalKey(p.branch, markerDigest(p.marker!))),
     ),
     recordedTickets: new Set(input.tickets.map((t) => t.ticket.id)),
   };
@@ -246,7 +247,7 @@ function ticketProposal(
   // A number past recorded tickets, which the first group's id carries, numbers the bundle's too.
   const identity = `${base}${first!.identity.slice(first!.group.identity.length)}`;
   const branch = bundleBranch("ticket", bundle, identity);
-  if (context.declined.has(proposalKey(branch, bundleNodes(bundle)))) return undefined;
+  if (context.declined.has(proposalKey(branch, nodesDigest(bundleNodes(bundle))))) return undefined;
   const detected = detectedOf(bundle, branch, context);
   // An error may quote a whole live file: the ticket keeps its start, the report has the rest.
   const why = reason.detail ? `${reason.text}: ${truncate(reason.detail, 300)}` : reason.text;
@@ -298,11 +299,13 @@ function rejectionOf(pulls: readonly ExistingPull[]): DesiredContext["rejected"]
     if (p.marker && domain?.kind === "accept" && p.state === "closed" && !p.merged)
       append(byDrift, `${domain.domain}\0${p.marker.signature}`, p);
   }
+  // A rejection whose node list is lost holds for any nodes: a rejected accept is never proposed
+  // again, at worst a ticket is.
   return (bundle) => {
     const names = new Set(bundleNodes(bundle));
     return byDrift
       .get(`${bundleDomains(bundle)[0]!}\0${bundleSignature(bundle)}`)
-      ?.find((p) => p.marker!.nodes.some((name) => names.has(name)));
+      ?.find((p) => p.nodes?.some((name) => names.has(name)) ?? true);
   };
 }
 

@@ -5,6 +5,7 @@ import { nextHistory } from "../report/history.js";
 import { appendRun, type RunContext } from "../report/runs.js";
 import { visible } from "../text/escape.js";
 import { waitingAfter } from "./budget.js";
+import { listsAfter } from "./node-lists.js";
 import type { Action, PullContent } from "./proposal.js";
 import { LEFT_ALONE_MARK } from "./pulls.js";
 import type { RunPlan } from "./run-plan.js";
@@ -23,7 +24,8 @@ export interface Outcome {
 /**
  * The state a run leaves for the next: deferred PRs keep their place in the queue (the next run
  * opens the longest-waiting first); the history keeps since when each node of `fleet` is dark and
- * each drift exists; the run history gains this run, with the pull requests `outcomes` opened.
+ * each drift exists; the run history gains this run, with the pull requests `outcomes` opened; the
+ * node lists of pull requests that name theirs by digest are kept for the runs that read them.
  */
 export const stateAfter = (
   run: RunPlan,
@@ -31,6 +33,7 @@ export const stateAfter = (
   outcomes: readonly Outcome[] = [],
 ): StateFiles => ({
   waiting: waitingAfter(run.actions),
+  nodeLists: listsAfter(run.pulls, run.actions),
   history: nextHistory(run.history, run.report, fleet),
   runs: appendRun(run.runs, run.report, {
     pulls: carried(run.actions, outcomes),
@@ -49,8 +52,8 @@ function carried(actions: readonly Action[], outcomes: readonly Outcome[]): RunC
           ? opened.get(action)
           : undefined;
     if (number === undefined || (action.type !== "open" && action.type !== "update")) return [];
-    const { kind, nodes, domain } = action.marker;
-    return [{ number, kind, nodes, ...(domain && { domain }) }];
+    const { kind, domain } = action.marker;
+    return [{ number, kind, nodes: action.nodes, ...(domain && { domain }) }];
   });
 }
 

@@ -5,6 +5,7 @@ import { branchName } from "./branch.js";
 import type { DesiredContext } from "./desired-context.js";
 import { hash, ownersOf } from "./group.js";
 import { liftEdits, repeatedOverrides, type Lift } from "./lift.js";
+import { nodesDigest } from "./marker.js";
 import { proposalKey, type Proposal } from "./proposal.js";
 
 /**
@@ -34,7 +35,7 @@ export function liftProposals(context: DesiredContext, busy: ReadonlySet<string>
     const key = String(first.path.at(-1));
     const identity = hash(JSON.stringify([first.file, ...lifts.map((l) => l.path)]), 16);
     const branch = branchName("lift", domains[0]!, key, identity);
-    if (context.declined.has(proposalKey(branch, nodes))) return [];
+    if (context.declined.has(proposalKey(branch, nodesDigest(nodes)))) return [];
     const more = lifts.length > 1 ? ` and ${lifts.length - 1} more` : "";
     return [
       {

@@ -1,14 +1,14 @@
 import { structuredPatch } from "diff";
 import { MAX_DIFF_EDITS } from "../domains/file-text.js";
-import { MARKER_VERSION, pullBody, pullTitle, type BodyInput, type PullMarker } from "./body.js";
+import { pullBody, pullTitle, type BodyInput } from "./body.js";
 import type { PullKind } from "./branch.js";
 import { hash } from "./group.js";
+import { MARKER_VERSION, markerNodes, type PullMarker } from "./marker.js";
 
 // What a pull request proposes, and what can be done about one: the planner's vocabulary.
 
-/** What identifies a proposal across runs: its branch and the nodes it names. */
-export const proposalKey = (branch: string, nodes: readonly string[]) =>
-  `${branch}\0${[...nodes].sort().join(",")}`;
+/** What identifies a proposal across runs: its branch and the nodes it names (their digest). */
+export const proposalKey = (branch: string, digest: string) => `${branch}\0${digest}`;
 
 export const BOT_LABEL = "quartermaster";
 /** GitHub refuses a label name longer than this (HTTP 422). */
@@ -29,6 +29,8 @@ export interface PullContent {
   /** Repository path -> new file text; null removes the file. */
   files: Record<string, string | null>;
   marker: PullMarker;
+  /** Every node the PR is about: in its marker, or named there by digest (node-lists.ts). */
+  nodes: string[];
   /** A ticket recording a rejection: the branch of the accept PR a reviewer closed. */
   replaces?: string;
   /** What the reviewer should know about how it was made, also said in the plan. */
@@ -112,7 +114,7 @@ export function buildProposal(
     signature: about.signature,
     domain: about.domain,
     ...(about.domains !== undefined && { domains: about.domains }),
-    nodes: about.nodes,
+    ...markerNodes(about.nodes),
     detected: about.detected,
     content: hash(ownChanges(files, base), 16),
     ...(about.ticket !== undefined && { ticket: about.ticket }),
@@ -131,6 +133,7 @@ export function buildProposal(
     owners: proposal.owners ?? [],
     files,
     marker,
+    nodes: about.nodes,
     ...(proposal.replaces !== undefined && { replaces: proposal.replaces }),
     ...(proposal.body.notes?.length && { notes: proposal.body.notes }),
   };

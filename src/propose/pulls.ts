@@ -1,7 +1,8 @@
 import type { Forge } from "../forge/forge.js";
 import type { PullRecord } from "../forge/records.js";
-import { parseMarker, type PullMarker } from "./body.js";
 import { BRANCH_PREFIX } from "./branch.js";
+import { parseMarker, type PullMarker } from "./marker.js";
+import { markedNodes, type NodeLists } from "./node-lists.js";
 
 // The forge's pull requests read as Quartermaster's proposals: the marker in the body, the bot's
 // own commits and comments told from a human's.
@@ -11,6 +12,8 @@ export const LEFT_ALONE_MARK = "<!-- quartermaster-left-alone -->";
 
 export interface ExistingPull extends PullRecord {
   marker?: PullMarker;
+  /** Every node its marker names; undefined when they are named by a digest whose list is lost. */
+  nodes?: readonly string[];
   /**
    * Commits on the branch by anyone but the bot; set by the executor for PRs the plan would write
    * to.
@@ -22,16 +25,18 @@ export interface ExistingPull extends PullRecord {
 
 /**
  * A pull request as the planner sees it: with its marker when the body ends in one that agrees with
- * the branch.
+ * the branch, and the marker's nodes (from `lists` when it names them by digest).
  */
-export function existingPull(record: PullRecord): ExistingPull {
+export function existingPull(record: PullRecord, lists: NodeLists = new Map()): ExistingPull {
   const marker = parseMarker(record.body, record.branch);
-  return marker ? { ...record, marker } : record;
+  if (!marker) return record;
+  const nodes = markedNodes(marker, lists);
+  return { ...record, marker, ...(nodes && { nodes }) };
 }
 
 /** Every pull request from one of the bot's branches, open and closed. */
-export async function botPulls(github: Forge): Promise<ExistingPull[]> {
-  return (await github.pulls(BRANCH_PREFIX)).map(existingPull);
+export async function botPulls(github: Forge, lists?: NodeLists): Promise<ExistingPull[]> {
+  return (await github.pulls(BRANCH_PREFIX)).map((record) => existingPull(record, lists));
 }
 
 /** Whether anyone but the bot wrote or committed a commit of PR `number`. */

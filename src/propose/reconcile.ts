@@ -38,8 +38,9 @@ export function reconcile(
     const sameFiles = pull.marker?.content === content.marker.content;
     // Labels a failed run did not get to add; labels people added are theirs.
     const addLabels = content.labels.filter((l) => !pull.labels.includes(l));
-    if (sameFiles && pull.body === body && pull.title === content.title && !addLabels.length)
-      continue;
+    // A PR whose node list is lost is written again, unchanged, so the list is kept once more.
+    const same = pull.body === body && pull.title === content.title && pull.nodes !== undefined;
+    if (sameFiles && same && !addLabels.length) continue;
     if (!sameFiles && pull.humanCommits) {
       leave(pull, "someone other than Quartermaster pushed commits to its branch");
       continue;
@@ -60,7 +61,9 @@ export function reconcile(
     const domains = pull.marker!.domains ?? [
       pull.marker!.domain ?? pull.branch.split("--")[2] ?? "",
     ];
-    if (!pull.marker!.nodes.every((name) => domains.every((d) => covered(name, d)))) continue;
+    // Nodes not known (named by a digest whose list is lost) are not known to be covered.
+    const { nodes } = pull;
+    if (!nodes?.every((name) => domains.every((d) => covered(name, d)))) continue;
     if (pull.humanCommits) {
       leave(
         pull,
@@ -77,7 +80,7 @@ export function reconcile(
           ? "The drift this ticket names is back or the ticket changed; closing this resolve proposal."
           : pull.marker!.kind === "lift"
             ? "Most of these nodes no longer carry the same override (or the shared file changed); closing this lift."
-            : `This drift is no longer present on ${nodeSpans(pull.marker!.nodes)} (or is now waived or ticketed); closing.`,
+            : `This drift is no longer present on ${nodeSpans(nodes)} (or is now waived or ticketed); closing.`,
     });
   }
   return actions;

@@ -6,6 +6,7 @@ import { branchName } from "./branch.js";
 import type { DesiredContext } from "./desired-context.js";
 import { itemSignature } from "./group.js";
 import type { Covered } from "./plan-input.js";
+import { nodesDigest } from "./marker.js";
 import { proposalKey, type Proposal } from "./proposal.js";
 
 /** Where resolved tickets go, out of the open ones' folders. */
@@ -39,7 +40,7 @@ export function resolveProposals(context: DesiredContext, covered: Covered): Pro
       path.posix.basename(file),
     );
     const branch = branchName("resolve", ticket.domain, ticket.key, ticket.id);
-    if (context.declined.has(proposalKey(branch, ticket.nodes))) continue;
+    if (context.declined.has(proposalKey(branch, nodesDigest(ticket.nodes)))) continue;
     const resolvedAt = context.openOn(branch)?.marker?.detected ?? input.report.startedAt;
     proposals.push({
       kind: "resolve",

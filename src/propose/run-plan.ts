@@ -5,6 +5,7 @@ import { ownersOf } from "./group.js";
 import { plan } from "./plan.js";
 import type { PlanInput } from "./plan-input.js";
 import type { Action } from "./proposal.js";
+import type { ExistingPull } from "./pulls.js";
 import type { StateFiles } from "./state.js";
 
 // A propose run's plan, made once from the facts gathered from the forge (gather.ts): pure.
@@ -16,6 +17,8 @@ export interface RunPlan extends StateFiles {
   report: Report;
   actions: Action[];
   waiting: Map<string, string>;
+  /** The bot's pull requests as read: whose node lists the next run may need. */
+  pulls: ExistingPull[];
   /** Each node's owners, for the run history. */
   owners: Map<string, string[]>;
 }
@@ -29,7 +32,7 @@ export function planRun(
   input: Omit<PlanInput, "pulls" | "waiting">,
   ticked: ReadonlySet<string> = new Set(),
 ): RunPlan {
-  const { history, runs, lastReport, waiting } = facts;
+  const { history, runs, lastReport, waiting, pulls, nodeLists } = facts;
   const read = input.report;
   const report = {
     ...read,
@@ -43,6 +46,8 @@ export function planRun(
     ...(lastReport !== undefined && { lastReport }),
     actions: planActions(facts, { ...input, report }, ticked),
     waiting,
+    pulls,
+    nodeLists,
   };
 }
 

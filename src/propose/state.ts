@@ -10,9 +10,16 @@ import {
 } from "../report/history.js";
 import { emptyRuns, parseRuns, serializeRuns, type RunHistory } from "../report/runs.js";
 import { visible } from "../text/escape.js";
+import {
+  NODE_LISTS_FILE,
+  parseNodeLists,
+  serializeNodeLists,
+  type NodeLists,
+} from "./node-lists.js";
 
 // The bot's state branch: a branch no pull request comes from, one commit on top of the manifests'
-// revision holding what one run leaves for the next (the deferral queue, the audit history).
+// revision holding what one run leaves for the next (the deferral queue, the audit history, the
+// node lists of big pull requests).
 
 export const STATE_BRANCH = "quartermaster-state";
 export const HISTORY_FILE = "audit-history.json";
@@ -69,6 +76,24 @@ export async function stateBranchWriter(github: Forge): Promise<string | undefin
 export const readLastReport = (github: Forge): Promise<string | undefined> =>
   github.readFile(STATE_BRANCH, REPORT_FILE, "reading the last report");
 
+/**
+ * The node lists kept for markers that name their nodes by digest: none when there is no file yet,
+ * or (with the warning to give) when it is not one.
+ */
+export async function readNodeLists(
+  github: Forge,
+): Promise<{ lists: NodeLists; warning?: string }> {
+  const text = await github.readFile(STATE_BRANCH, NODE_LISTS_FILE, "reading the PRs' node lists");
+  if (text === undefined) return { lists: new Map() };
+  const { lists, problem } = parseNodeLists(text);
+  return {
+    lists,
+    ...(problem !== undefined && {
+      warning: `${STATE_BRANCH}:${NODE_LISTS_FILE} is ${visible(problem)}; no pull request's node list is read from it`,
+    }),
+  };
+}
+
 // The deferral queue: when each deferred pull request first waited, so the per-run budget opens
 // the longest-waiting first.
 
@@ -104,6 +129,8 @@ export interface StateFiles {
   waiting: ReadonlyMap<string, string>;
   history: AuditHistory;
   runs: RunHistory;
+  /** The node lists of pull requests whose marker names them by digest. */
+  nodeLists: NodeLists;
   /** The text of the report the run planned from, for a refresh after a merge to plan from again. */
   lastReport?: string;
 }
@@ -112,6 +139,7 @@ const stateTexts = (state: StateFiles) => ({
   [WAITING_FILE]: waitingText(state.waiting),
   [HISTORY_FILE]: serializeHistory(state.history),
   [RUNS_FILE]: serializeRuns(state.runs),
+  [NODE_LISTS_FILE]: serializeNodeLists(state.nodeLists),
   ...(state.lastReport !== undefined && { [REPORT_FILE]: state.lastReport }),
 });
 

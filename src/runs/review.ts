@@ -8,6 +8,7 @@ import { gatherPulls } from "../propose/gather.js";
 import { planActions } from "../propose/run-plan.js";
 import { proposalInput } from "../propose/input.js";
 import { botPulls, type ExistingPull } from "../propose/pulls.js";
+import { readNodeLists } from "../propose/state.js";
 import type { Report } from "../report/schema.js";
 import { visible } from "../text/escape.js";
 import { codeSpan, nodeSpans } from "../text/markdown.js";
@@ -36,11 +37,14 @@ export interface TicketOutcome {
   failed: boolean;
 }
 
+/** Nodes a reply names before it counts the rest: a comment over 65,536 characters is refused. */
+const REPLY_NODES = 50;
+
 /** Posts a reply on the pull request (and shows it). */
 export type Reply = (text: string) => Promise<void>;
 
 /** A pull request Quartermaster opened: its marker says which nodes and drift. */
-type MarkedPull = ExistingPull & Required<Pick<ExistingPull, "marker">>;
+type MarkedPull = ExistingPull & Required<Pick<ExistingPull, "marker" | "nodes">>;
 
 /**
  * The accept PR a `/quartermaster` command asks to reject, once it is known the commenter may,
@@ -70,7 +74,8 @@ async function pullToReject(
   }
   // The decision applies to exactly this PR: what it is comes from its branch name (no host chooses
   // it).
-  const pull = (await botPulls(github)).find((p) => p.number === request.pull);
+  const { lists } = await readNodeLists(github);
+  const pull = (await botPulls(github, lists)).find((p) => p.number === request.pull);
   const kind = pull ? branchIdentity(pull.branch)?.kind : undefined;
   if (!pull?.marker || !kind) {
     await reply(
@@ -88,7 +93,13 @@ async function pullToReject(
     await reply(`@${login}: this pull request is already ${pull.merged ? "merged" : "closed"}.`);
     return undefined;
   }
-  return { ...pull, marker: pull.marker };
+  if (!pull.nodes) {
+    await reply(
+      `@${login}: this pull request names its nodes by a digest whose list is not on the state branch, so they cannot be audited now. Close it without merging instead: the next scheduled run records a remediation ticket for its drift.`,
+    );
+    return undefined;
+  }
+  return { ...pull, marker: pull.marker, nodes: pull.nodes };
 }
 
 /**
@@ -103,10 +114,10 @@ async function recordTicket(
 ): Promise<TicketOutcome> {
   const manifestDir = await resolveManifestDir(request.source);
   const known = new Set((await loadFleet(manifestDir)).nodes.map((n) => n.name));
-  const nodes = pull.marker.nodes.filter((name) => known.has(name));
+  const nodes = pull.nodes.filter((name) => known.has(name));
   if (!nodes.length) {
     await reply(
-      `None of this pull request's nodes (${nodeSpans(pull.marker.nodes, Infinity)}) is in the manifests any more: no ticket to record.`,
+      `None of this pull request's nodes (${nodeSpans(pull.nodes, REPLY_NODES)}) is in the manifests any more: no ticket to record.`,
     );
     return { failed: false };
   }
@@ -160,7 +171,7 @@ async function noTicketReason(
   const unaudited = report.nodes
     .filter((n) => n.status !== "clean" && n.status !== "drift")
     .map((n) => `${codeSpan(n.name)} (${n.status})`);
-  return `The drift this pull request accepted is no longer on ${nodeSpans(nodes, Infinity)} as it was${unaudited.length ? ` (not audited: ${unaudited.join(", ")})` : ""}, so no ticket was recorded; the next scheduled audit proposes what is there then.`;
+  return `The drift this pull request accepted is no longer on ${nodeSpans(nodes, REPLY_NODES)} as it was${unaudited.length ? ` (not audited: ${unaudited.join(", ")})` : ""}, so no ticket was recorded; the next scheduled audit proposes what is there then.`;
 }
 
 /**

@@ -13,7 +13,7 @@ import { execa } from "execa";
 import { parse } from "yaml";
 import { domainByName } from "../../src/domains/registry.js";
 import { loadFleet, type LoadedNode } from "../../src/manifest/load.js";
-import { parseMarker } from "../../src/propose/body.js";
+import { parseMarker } from "../../src/propose/marker.js";
 import { Report, type DriftItem } from "../../src/report/schema.js";
 import { runCli } from "../support/cli.js";
 import type { GitServer } from "../support/git-server.js";
@@ -509,6 +509,7 @@ describe("every accept PR round-trips", () => {
       for (const pr of opened) {
         const marker = parseMarker(pr.body, pr.head);
         assert.ok(marker, `#${pr.number} carries a marker`);
+        assert.ok("nodes" in marker, `#${pr.number}'s marker lists its few nodes`);
         const bare = { cwd: server.barePath(OWNER, REPO) };
         const names = await execa("git", ["diff", "--name-only", `main...${pr.head}`], bare);
         const edited = names.stdout.split("\n").filter(Boolean).sort();

@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before } from "node:test";
 import { execa } from "execa";
+import { NODE_LISTS_FILE } from "../../src/propose/node-lists.js";
 import { HISTORY_FILE, REPORT_FILE, RUNS_FILE } from "../../src/propose/state.js";
 import { startGitServer, type GitServer } from "./git-server.js";
 import { startGitHubDouble, type GitHubDouble, type LoggedRequest } from "./github-double/index.js";
@@ -113,7 +114,13 @@ export function suiteForge(options: {
   return forge;
 }
 
-const STATE_FILES = new Set(["deferred.json", HISTORY_FILE, REPORT_FILE, RUNS_FILE]);
+const STATE_FILES = new Set([
+  "deferred.json",
+  HISTORY_FILE,
+  NODE_LISTS_FILE,
+  REPORT_FILE,
+  RUNS_FILE,
+]);
 const STATE_COMMITS = new Set([
   "Quartermaster: state kept between runs",
   "Quartermaster: a propose run is writing pull requests",

@@ -1,7 +1,8 @@
 // The PR body a reviewer reads and the marker the bot finds its PRs by.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { MAX_BODY_CHARS, parseMarker, pullBody } from "../../../src/propose/body.js";
+import { MAX_BODY_CHARS, pullBody } from "../../../src/propose/body.js";
+import { markerNodes, nodesDigest, parseMarker } from "../../../src/propose/marker.js";
 import { plan } from "../../../src/propose/plan.js";
 import type { DriftItem } from "../../../src/report/schema.js";
 import { input, opens, report, somaxconn } from "./fixtures.js";
@@ -21,7 +22,7 @@ describe("body: what reviewers read", () => {
       v: 1 as const,
       kind: "accept" as const,
       signature: "0".repeat(16),
-      nodes,
+      ...markerNodes(nodes),
       detected: "2026-03-02T06:00:00.000Z",
       content: "c",
     };
@@ -37,10 +38,9 @@ describe("body: what reviewers read", () => {
       /more rows and \d+ diffs are left out .* the audit report artifact has them all/,
     );
     assert.deepEqual(
-      parseMarker(body, `quartermaster--accept--sysctl--net-core-somaxconn--${"0".repeat(16)}`)
-        ?.nodes.length,
-      5000,
-      "the marker keeps every node",
+      parseMarker(body, `quartermaster--accept--sysctl--net-core-somaxconn--${"0".repeat(16)}`),
+      { ...marker, nodeCount: 5000, nodeDigest: nodesDigest(nodes) },
+      "the marker names every node by count and digest",
     );
   });
 

@@ -85,6 +85,7 @@ describe("budget: new pull requests per run", () => {
       labels: [`severity:${severity}`],
       files: {},
       marker: { v: 1, kind: "accept", signature: branch, nodes: [], detected: "", content: "" },
+      nodes: [],
       owners: [],
     });
     const kept = budget(

@@ -5,7 +5,7 @@ import { parse } from "yaml";
 import { domainByName } from "../../../src/domains/registry.js";
 import { loadFleet, type Fleet } from "../../../src/manifest/load.js";
 import { Ticket } from "../../../src/manifest/tickets.js";
-import { parseMarker } from "../../../src/propose/body.js";
+import { parseMarker } from "../../../src/propose/marker.js";
 import { ManifestEditError } from "../../../src/errors.js";
 import { plan } from "../../../src/propose/plan.js";
 import type { Action } from "../../../src/propose/proposal.js";
@@ -44,7 +44,7 @@ describe("desired: from drift to pull requests", () => {
     assert.equal(actions.length, 1);
     const [pr] = opens(actions);
     assert.equal(pr!.kind, "accept");
-    assert.deepEqual(pr!.marker.nodes, ["web-01", "web-02", "web-03"]);
+    assert.deepEqual(pr!.nodes, ["web-01", "web-02", "web-03"]);
     assert.deepEqual(Object.keys(pr!.files), [`${PREFIX}/groups/web.yaml`]);
     // Only the value changed: the comment keeps its column, every other line is byte-identical.
     assert.deepEqual(
@@ -111,10 +111,10 @@ describe("desired: from drift to pull requests", () => {
     };
     const drift = { "web-01": [syncookies("0")], "db-01": [syncookies("0")] };
     const prs = opens(await planOnTree(tree, drift)).sort((a, b) =>
-      a.marker.nodes[0]! < b.marker.nodes[0]! ? -1 : 1,
+      a.nodes[0]! < b.nodes[0]! ? -1 : 1,
     );
     assert.deepEqual(
-      prs.map((p) => [p.marker.nodes, p.owners, p.labels.filter((l) => l.startsWith("owner:"))]),
+      prs.map((p) => [p.nodes, p.owners, p.labels.filter((l) => l.startsWith("owner:"))]),
       [
         [["db-01"], ["bob"], ["owner:bob"]],
         [["web-01"], ["acme/web-team", "alice"], ["owner:acme/web-team", "owner:alice"]],

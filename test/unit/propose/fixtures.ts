@@ -8,6 +8,7 @@ import { driftSignature } from "../../../src/manifest/signature.js";
 import { loadFleet, type Fleet } from "../../../src/manifest/load.js";
 import { plan } from "../../../src/propose/plan.js";
 import type { PlanInput } from "../../../src/propose/plan-input.js";
+import type { NodeLists } from "../../../src/propose/node-lists.js";
 import type { Action } from "../../../src/propose/proposal.js";
 import { existingPull, type ExistingPull } from "../../../src/propose/pulls.js";
 import type { DriftItem, NodeResult, Report } from "../../../src/report/schema.js";
@@ -142,20 +143,26 @@ export function input(
   };
 }
 
-/** The PRs GitHub would list after the actions ran, numbered from `first`. */
-export function asPulls(actions: Action[], first = 1): ExistingPull[] {
+/**
+ * The PRs GitHub would list after the actions ran, numbered from `first`; `lists`, the node lists
+ * the state branch keeps for markers that name their nodes by digest.
+ */
+export function asPulls(actions: Action[], first = 1, lists?: NodeLists): ExistingPull[] {
   return actions.flatMap((a, i) =>
     a.type === "open"
       ? [
-          existingPull({
-            number: first + i,
-            state: "open" as const,
-            merged: false,
-            branch: a.branch,
-            title: a.title,
-            body: a.body,
-            labels: a.labels,
-          }),
+          existingPull(
+            {
+              number: first + i,
+              state: "open" as const,
+              merged: false,
+              branch: a.branch,
+              title: a.title,
+              body: a.body,
+              labels: a.labels,
+            },
+            lists,
+          ),
         ]
       : [],
   );

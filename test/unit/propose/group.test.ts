@@ -31,7 +31,7 @@ describe("group: one proposal per drift signature", () => {
     assert.equal(actions.length, 1);
     const [pr] = actions;
     assert.equal(pr!.kind, "ticket");
-    assert.deepEqual(pr!.marker.nodes, ["web-01", "web-02"]);
+    assert.deepEqual(pr!.nodes, ["web-01", "web-02"]);
     assert.match(pr!.title, /^Remediate ports drift on web-01, web-02: tcp\/9000 and 49 more$/);
     const ticket = Ticket.parse(parse(Object.values(pr!.files)[0]!));
     assert.equal(ticket.items!.length, 50);
@@ -122,7 +122,7 @@ describe("group: one proposal per cause", () => {
     );
     const [accept, ticket] = opens(actions);
     assert.deepEqual(accept!.marker.domains, ["files", "sysctl"]);
-    assert.deepEqual(accept!.marker.nodes, ["db-01", "web-01"]);
+    assert.deepEqual(accept!.nodes, ["db-01", "web-01"]);
     assert.ok(accept!.labels.includes("drift:files") && accept!.labels.includes("drift:sysctl"));
     assert.match(accept!.title, /^Accept drift from one package transaction on db-01, web-01: /);
     assert.deepEqual(Object.keys(accept!.files).sort(), [

@@ -6,7 +6,7 @@ import { describe, it } from "node:test";
 import { diffFleets } from "../../../src/manifest/diff.js";
 import { loadFleet } from "../../../src/manifest/load.js";
 import { dependantsOf } from "../../../src/propose/accept-edits.js";
-import { parseMarker } from "../../../src/propose/body.js";
+import { parseMarker } from "../../../src/propose/marker.js";
 import { repeatedOverrides } from "../../../src/propose/lift.js";
 import { removeTree, writeTree } from "../../support/tree.js";
 import { asPulls, opens, planOnTree, PREFIX, swappiness } from "./fixtures.js";

@@ -19,7 +19,7 @@ describe("pulls: records from the forge", () => {
   };
 
   it("a record whose body ends in the bot's marker is that proposal", () => {
-    assert.deepEqual(existingPull(record), { ...record, marker: pr!.marker });
+    assert.deepEqual(existingPull(record), { ...record, marker: pr!.marker, nodes: ["web-01"] });
   });
 
   it("a record on another branch, or without the marker, is no proposal", () => {

@@ -47,7 +47,7 @@ describe("reconcile: desired pull requests against existing ones", () => {
     assert.equal(update.type, "update");
     assert.equal(update.number, 7);
     assert.equal(update.updateFiles, true);
-    assert.deepEqual(update.marker.nodes, ["web-01", "web-02"]);
+    assert.deepEqual(update.nodes, ["web-01", "web-02"]);
   });
 
   it("drift that disappeared closes its PR with a comment; drift on nodes not audited this run does not", () => {
@@ -124,17 +124,13 @@ describe("reconcile: desired pull requests against existing ones", () => {
       "only db-01's own PR",
     );
     const pulls = [victim!, ...asPulls(actions, 2)];
-    assert.equal(
-      pulls[1]!.marker!.nodes.join(),
-      "db-01",
-      "db-01's PR is recognised by its own marker",
-    );
+    assert.equal(pulls[1]!.nodes!.join(), "db-01", "db-01's PR is recognised by its own marker");
     assert.deepEqual(plan(input(r, pulls)), []);
     // The host's PR closed by a reviewer: a ticket for db-01's drift only; web-01's PR is
     // untouched.
     const next = plan(input(r, [victim!, { ...pulls[1]!, state: "closed" }]));
     assert.deepEqual(
-      next.map((a) => a.type === "open" && [a.kind, a.marker.nodes.join()]),
+      next.map((a) => a.type === "open" && [a.kind, a.nodes.join()]),
       [["ticket", "db-01"]],
     );
   });
