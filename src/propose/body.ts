@@ -24,6 +24,10 @@ const show = (value: unknown): string =>
 const VALUE_CHARS = 120;
 const DIFF_LINES = 200;
 const DIFF_CHARS = 20_000;
+/** The changed files a body names before it counts the rest. */
+const FILE_LIST_CHARS = 2_000;
+/** Room kept for the sentences saying how many paragraphs, rows and diffs were left out. */
+const OMISSION_CHARS = 400;
 
 /** One item's drift as a sentence: the domain's own words where it has them. */
 function itemSentence(item: DriftItem, nodeCount: number): string {
@@ -130,12 +134,13 @@ export function pullBody(input: BodyInput): string {
           .join(", ")}${lapsed.length > 5 ? ` and ${lapsed.length - 5} more` : ""}.`,
       );
   }
-  head.push(
+  // Always shown, whatever else has to give way: what merging means, the files, the remediation
+  // (the domain's own words, not the report's copy of them: a report file is not trusted markup).
+  const always = [
     MEANING[input.kind],
-    `Files changed: ${input.files.map((f) => codeSpan(f)).join(", ")}`,
-  );
-  // The domain's own words, not the report's copy of them: a report file is not trusted markup.
-  if (first) head.push(`Remediation: ${domainByName(first.domain)!.remediation}`);
+    `Files changed: ${fileList(input.files)}`,
+    ...(first ? [`Remediation: ${domainByName(first.domain)!.remediation}`] : []),
+  ];
 
   const row = ({ node, item }: BodyInput["group"][number]) =>
     `| ${codeCell(node)} | ${codeCell(item.key, VALUE_CHARS)} | ${codeCell(declaredWords(item) ?? show(item.declared), VALUE_CHARS)} | ${codeCell(show(item.live), VALUE_CHARS)}${items.size > 1 && item.detail ? ` (${codeCell(item.detail, VALUE_CHARS)})` : ""} | ${codeCell(`${item.source.file}:${item.source.line}`)} |`;
@@ -153,13 +158,21 @@ export function pullBody(input: BodyInput): string {
   const tableHead = input.group.length
     ? ["| node | key | declared | live | declared at |", "|---|---|---|---|---|"]
     : [];
+  // The paragraphs get what is left once the marker, the table's head, the parts always shown and
+  // the omission notes have their room: the table and diffs then shrink to nothing at worst, so the
+  // whole always fits.
+  const room = [marker, tableHead.join("\n"), ...always].reduce(
+    (left, part) => left - part.length - 2,
+    MAX_BODY_CHARS - OMISSION_CHARS,
+  );
+  const kept = [...fitParts(head, room), ...always];
   const omission = (rowCount: number, diffCount: number) =>
     rows.count - rowCount + (diffs.count - diffCount) > 0
       ? [
           `_${rows.count - rowCount} more rows and ${diffs.count - diffCount} diffs are left out to stay under GitHub's size limit; the audit report artifact has them all._`,
         ]
       : [];
-  const fixed = [...head, marker];
+  const fixed = [...kept, marker];
   // The body's length with the first rowCount rows and diffCount diffs, without writing it.
   const length = (rowCount: number, diffCount: number) => {
     const table = rows.count
@@ -179,12 +192,47 @@ export function pullBody(input: BodyInput): string {
   while (length(rowCount, diffCount) > MAX_BODY_CHARS && rowCount > 0)
     rowCount = Math.floor(rowCount * 0.8);
   return [
-    ...head,
+    ...kept,
     ...(rows.count ? [[...tableHead, ...rows.first(rowCount)].join("\n")] : []),
     ...diffs.first(diffCount),
     ...omission(rowCount, diffCount),
     marker,
   ].join("\n\n");
+}
+
+/** Changed files as code spans, as many as FILE_LIST_CHARS hold, then how many more. */
+function fileList(files: readonly string[]): string {
+  const shown: string[] = [];
+  let chars = 0;
+  for (const file of files) {
+    const span = codeSpan(file, VALUE_CHARS);
+    if (shown.length && chars + span.length > FILE_LIST_CHARS) break;
+    shown.push(span);
+    chars += span.length + 2;
+  }
+  const more = files.length - shown.length;
+  return `${shown.join(", ")}${more ? ` and ${more} more file${more === 1 ? "" : "s"}` : ""}`;
+}
+
+/**
+ * The paragraphs `room` holds, in order: one that does not fit is left out whole (cut, it could
+ * leave a code span open, its host text read as markup) and counted.
+ */
+function fitParts(parts: readonly string[], room: number): string[] {
+  const kept: string[] = [];
+  let used = 0;
+  for (const part of parts)
+    if (used + part.length + 2 <= room) {
+      kept.push(part);
+      used += part.length + 2;
+    }
+  const left = parts.length - kept.length;
+  return left
+    ? [
+        ...kept,
+        `_${left} more paragraph${left === 1 ? " is" : "s are"} left out to stay under GitHub's size limit._`,
+      ]
+    : kept;
 }
 
 /**

@@ -1,6 +1,7 @@
 // The PR body a reviewer reads and the marker the bot finds its PRs by.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import fc from "fast-check";
 import { MAX_BODY_CHARS, pullBody } from "../../../src/propose/body.js";
 import { markerNodes, nodesDigest, parseMarker } from "../../../src/propose/marker.js";
 import { plan } from "../../../src/propose/plan.js";
@@ -166,6 +167,75 @@ describe("body: what reviewers read", () => {
       parseMarker(pr!.body, pr!.branch.replace("--accept--", "--ticket--")),
       undefined,
       "an accept marker on a ticket branch",
+    );
+  });
+
+  it("any input, thousands of nodes with long names included, makes a body under the limit whose marker reads back", () => {
+    const item = report({ "web-01": [somaxconn(8192)] }).nodes.find((n) => n.name === "web-01")!
+      .drift[0]!;
+    // Up to `max` characters of a short sample repeated: markup, backticks, comment openers and
+    // wide characters at any length (fast-check's own strings stay short).
+    const text = (max: number) =>
+      fc
+        .tuple(fc.integer({ min: 0, max }), fc.string({ unit: "grapheme", minLength: 1 }))
+        .map(([n, sample]) => sample.repeat(Math.ceil(n / sample.length)).slice(0, n));
+    const branch = `quartermaster--accept--sysctl--net-core-somaxconn--${"0".repeat(16)}`;
+    fc.assert(
+      fc.property(
+        fc.record({
+          nodes: fc.integer({ min: 0, max: 12_000 }),
+          nameChars: fc.integer({ min: 1, max: 255 }),
+          items: fc.array(
+            fc.record({
+              key: text(400),
+              live: text(400),
+              detail: text(2_000),
+              diff: text(30_000),
+              lapsed: text(500),
+            }),
+            { minLength: 1, maxLength: 4, size: "max" },
+          ),
+          files: fc.integer({ min: 0, max: 12_000 }),
+          notes: fc.array(text(5_000), { maxLength: 40, size: "max" }),
+          reason: text(5_000),
+        }),
+        (input) => {
+          const names = Array.from({ length: input.nodes }, (_, i) =>
+            `${i}-`.padEnd(input.nameChars, "n"),
+          );
+          const items = input.items.map((it, i) => ({
+            ...item,
+            key: `${i}${it.key}`,
+            live: it.live,
+            detail: it.detail,
+            diff: it.diff,
+            lapsed: it.lapsed,
+          }));
+          const marker = {
+            v: 1 as const,
+            kind: "accept" as const,
+            signature: "0".repeat(16),
+            ...markerNodes(names),
+            detected: "2026-03-02T06:00:00.000Z",
+            content: "c".repeat(16),
+          };
+          const body = pullBody({
+            kind: "accept",
+            group: names.flatMap((node) => items.map((it) => ({ node, item: it }))),
+            marker,
+            files: Array.from(
+              { length: input.files },
+              (_, i) => `fleet-manifests/nodes/${names[i] ?? i}.yaml`,
+            ),
+            reason: { text: "policy", detail: input.reason },
+            notes: input.notes,
+          });
+          assert.ok(body.length <= MAX_BODY_CHARS, `${body.length} characters`);
+          assert.deepEqual(parseMarker(body, branch), marker);
+          assert.match(body, /^Files changed: /m, "the files, however many, are named or counted");
+        },
+      ),
+      { numRuns: 40 },
     );
   });
 });
