@@ -3,7 +3,13 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { GitHub, settingsFromEnv } from "../../src/forge/github.js";
-import { HISTORY_FILE, readHistory, STATE_BRANCH } from "../../src/propose/state.js";
+import {
+  HISTORY_FILE,
+  readHistory,
+  readLastReport,
+  REPORT_FILE,
+  STATE_BRANCH,
+} from "../../src/propose/state.js";
 import { emptyHistory, serializeHistory } from "../../src/report/history.js";
 import { startForge, type TestForge } from "../support/forge.js";
 
@@ -39,6 +45,14 @@ test("a history over 1 MB is read whole (through the blob API), and its entries 
   assert.equal(serializeHistory(read), text);
   assert.ok(forge.double.requests.some((r) => r.operation === "git/get-blob"));
   assert.deepEqual(forge.double.violations, []);
+});
+
+test("a last report of 30 MB (10,000 drifted nodes) is read whole: Octokit's parser gives up on it", async () => {
+  const text = JSON.stringify({ nodes: "x".repeat(30_000_000) });
+  await forge.double.pushCommit(STATE_BRANCH, { [REPORT_FILE]: text });
+  const read = await readLastReport(new GitHub(settingsFromEnv(forge.double.cliEnv())));
+  assert.equal(read?.length, text.length);
+  assert.ok(read === text);
 });
 
 test("no state branch yet: an empty history, nothing said", async () => {
