@@ -135,7 +135,7 @@ test("the shell reads every device's scheduler line itself, as grep -H '' shows 
   if (!grep.stdout) return t.skip("no block device with an I/O scheduler here");
   const script = ioScheduler.probe({}, probeContext(newNonce(), 1024));
   // No program can be started: only the shell's builtins run.
-  const run = await execa("sh", ["-s"], {
+  const run = await execa("/bin/sh", ["-s"], {
     input: script,
     env: { PATH: "/nonexistent" },
     extendEnv: false,
