@@ -30,27 +30,30 @@ const CONFFILES = [
   "{ c = 0 }",
 ].join(" ");
 
-// dpkg.log lines since `s` that change a wanted package, or a declared conffile.
-const DPKG_LOG = [
+// One tail of dpkg.log and of apt's history.log (its `==> FILE <==` header between them), one awk:
+// dpkg.log lines since `s` that change a wanted package, or a declared conffile; then, under the
+// apt-history mark (`qm_n` is the nonce), the history.log transactions since `s` in which one of
+// those events (whose first 19 characters are the time) ran: when, which command, at whose
+// request. Others are not sent: a log's tail may hold hundreds. One still open at the end (apt
+// interrupted) counts from its start. Lines before any header are dpkg.log's (tail names no file
+// when it reads one).
+const HISTORY_HEADER = "==> /var/log/apt/history.log <==";
+const LOGS = [
   'BEGIN { n = split(qm_p, l, " "); for (i = 1; i <= n; i++) w[l[i]] = 1;',
-  'n = split(qm_f, l, "\\n"); for (i = 1; i <= n; i++) f[l[i]] = 1 }',
-  '($1 " " $2) < s { next }',
-  '$3 ~ /^(install|upgrade|remove|purge)$/ { p = $4; sub(/:.*/, "", p); if (p in w) print; next }',
-  '$3 == "conffile" && ($4 in f) { print }',
-].join(" ");
-
-// apt history.log transactions since `s` in which one of the dpkg events `qm_t` (dpkg.log lines,
-// whose first 19 characters are the time) ran: when, which command, at whose request. Others are not sent: a log's tail may
-// hold hundreds. One still open at the end (apt interrupted) counts from its start.
-const APT_HISTORY = [
-  'BEGIN { n = split(qm_t, t, "\\n"); for (i = 1; i <= n; i++) t[i] = substr(t[i], 1, 19) }',
+  'n = split(qm_f, l, "\\n"); for (i = 1; i <= n; i++) f[l[i]] = 1; n = 0 }',
+  'function mark() { if (!m) printf "\\n%s mark %s\\n", qm_n, "apt-history"; m = 1 }',
   "function ran(from, to,  i) { for (i = 1; i <= n; i++) if (t[i] >= from && t[i] <= to) return 1; return 0 }",
+  "function event() { print; t[++n] = substr($0, 1, 19) }",
+  `$0 == "${HISTORY_HEADER}" { h = 1; mark(); next }`,
+  '!h && ($1 " " $2) < s { next }',
+  '!h && $3 ~ /^(install|upgrade|remove|purge)$/ { p = $4; sub(/:.*/, "", p); if (p in w) event(); next }',
+  '!h && $3 == "conffile" && ($4 in f) { event(); next }',
+  "!h || !n { next }",
   '/^Start-Date: / { st = $2 " " $3; k = (st >= s); b = "" }',
   `k && /^(Start-Date|Commandline|Requested-By): / { b = b substr($0, 1, ${LINE_CHARS}) "\\n" }`,
   `k && /^End-Date: / { if (ran(st, $2 " " $3)) printf "%s%s\\n", b, substr($0, 1, ${LINE_CHARS}); k = 0 }`,
-  'END { if (k && ran(st, "9")) printf "%s", b }',
+  'END { mark(); if (k && ran(st, "9")) printf "%s", b }',
 ].join(" ");
-
 // The declared paths, one per line in `qm_f`, as the keys of `f`.
 const DECLARED_PATHS = 'BEGIN { n = split(qm_f, l, "\\n"); for (i = 1; i <= n; i++) f[l[i]] = 1 }';
 
@@ -154,11 +157,9 @@ export function causeProbe(targets: CauseTargets, ctx: ProbeContext): string {
       ctx.mark("dpkg-log"),
       `pk=${q(targets.packages.join(" "))}`,
       ...(owners ? [owners] : []),
-      "ev=",
-      `[ -r /var/log/dpkg.log ] && ev=$(tail -c ${LOG_TAIL_BYTES} /var/log/dpkg.log | awk -v s="$s" -v qm_p="$pk" -v qm_f=${q(targets.files.join("\n"))} '${DPKG_LOG}')`,
-      `[ -z "$ev" ] || printf '%s\\n' "$ev"`,
-      ctx.mark("apt-history"),
-      `[ -n "$ev" ] && [ -r /var/log/apt/history.log ] && tail -c ${LOG_TAIL_BYTES} /var/log/apt/history.log | awk -v s="$s" -v qm_t="$ev" '${APT_HISTORY}'`,
+      `if [ -r /var/log/dpkg.log ]; then h=; [ -r /var/log/apt/history.log ] && h=/var/log/apt/history.log`,
+      `  tail -c ${LOG_TAIL_BYTES} /var/log/dpkg.log $h 2>/dev/null | awk -v s="$s" -v qm_p="$pk" -v qm_f=${q(targets.files.join("\n"))} -v qm_n="$QM_N" '${LOGS}'`,
+      `else ${ctx.mark("apt-history")}; fi`,
     );
   if (targets.packages.length || targets.files.length)
     lines.push(

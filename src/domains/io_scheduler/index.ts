@@ -27,12 +27,13 @@ export const ioScheduler: Domain<IoSchedulerDeclared, IoSchedulerLive, "io_sched
   remediation:
     "Echo the declared scheduler into /sys/block/<dev>/queue/scheduler and persist it with a udev rule, or accept the live scheduler.",
   probe(_declared, ctx) {
-    // The glob expands in the shell; one grep reads every device's scheduler file. Every device is
+    // The glob expands in the shell, whose own `read` takes each device's one line: no process is
+    // started (`IFS=` keeps the line as the kernel wrote it, as `grep -H ''` did). Every device is
     // sent (a line each): declared keys are globs matched on the auditor (src/glob.ts), which no
     // sh, busybox or not, matches alike in every case, and a glob's own finding needs the devices.
     return [
       "set -- /sys/block/*/queue/scheduler",
-      `if [ -e "$1" ]; then grep -H -s '' "$@"; else ${ctx.unknown("no block device with an I/O scheduler in /sys/block")}; fi`,
+      `if [ -e "$1" ]; then for f; do l=; { IFS= read -r l < "$f"; } 2>/dev/null; [ -z "$l" ] || printf '%s:%s\\n' "$f" "$l"; done; else ${ctx.unknown("no block device with an I/O scheduler in /sys/block")}; fi`,
     ].join("\n");
   },
   parse(output) {

@@ -10,7 +10,7 @@ export interface DeviceScheduler {
 export type IoSchedulerLive = Map<string, DeviceScheduler>;
 
 /**
- * `grep -H ''` over /sys/block/<dev>/queue/scheduler: `/sys/block/vda/queue/scheduler:none
+ * `FILE:LINE` of each /sys/block/<dev>/queue/scheduler: `/sys/block/vda/queue/scheduler:none
  * [mq-deadline] kyber`.
  */
 export function parseSchedulers(text: string): IoSchedulerLive {

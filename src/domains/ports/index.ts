@@ -86,19 +86,28 @@ export function allowingOwnListener(
   return [...declared, `tcp/${own.port}@${own.address}`];
 }
 
-// One awk reads the socket tables and the ephemeral range. Of each listening socket it sends the
-// fields up to its uid and inode, not the queues and timers after them. Only when some listener is
-// not allowed by an any-address item of the allow-list (`qm_allow`: `proto low high` triples) is
-// it worth knowing who holds it: then `find` says which process holds which socket inode (for
-// every process whose descriptors the audit user may read), and the holders of listening sockets
-// are sent with the processes' and users' names. Those walk every process and start two more
-// processes: a clean host pays for neither. Names are any bytes but NUL (a newline too): sent as
-// hex.
+// One awk reads the socket tables and the ephemeral range. TCP listeners come from `ss` when it
+// runs (sock_diag asked for listening sockets only), else from /proc/net/tcp and tcp6, whose every
+// read walks the kernel's whole TCP table, connections of every network namespace included: on a
+// busy host most of the probe's CPU. Of each listening socket it sends the fields up to its uid and
+// inode (of an ss line: the local address, uid and inode), not the queues and timers after them.
+// Only when some listener is not allowed by an any-address item of the allow-list (`qm_allow`:
+// `proto low high` triples) is it worth knowing who holds it: then `find` says which process holds
+// which socket inode (for every process whose descriptors the audit user may read), and the holders
+// of listening sockets are sent with the processes' and users' names. Those walk every process and
+// start two more processes: a clean host pays for neither. Names are any bytes but NUL (a newline
+// too): sent as hex.
 
 // Run by awk through sh: double quotes only, the awk program being inside single quotes.
 const HOLDERS_FIND = String.raw`find /proc/[0-9]*/fd -mindepth 1 -maxdepth 1 -lname \"socket:\\[*\\]\" -printf \"%h %l\\n\" 2>/dev/null`;
+// ss's exit status follows its lines: a failed or missing ss sends the /proc tables (`qm_tcp`) instead.
+const SS_LISTENERS = String.raw`{ ss -Htne state listening; } 2>/dev/null; echo \"qm-ss $?\"`;
 const LISTENER_LINES = [
-  'BEGIN { for (i = 1; i < 256; i++) ord[sprintf("%c", i)] = i; n = split(qm_allow, a, " "); for (i = 1; i + 2 <= n; i += 3) { ap[++na] = a[i]; al[na] = a[i + 1] + 0; ah[na] = a[i + 2] + 0 } }',
+  'BEGIN { for (i = 1; i < 256; i++) ord[sprintf("%c", i)] = i; n = split(qm_allow, a, " "); for (i = 1; i + 2 <= n; i += 3) { ap[++na] = a[i]; al[na] = a[i + 1] + 0; ah[na] = a[i + 2] + 0 };',
+  `cmd = "${SS_LISTENERS}"; while ((cmd | getline line) > 0) { if (line ~ /^qm-ss /) st = line; else ss[++ns] = line } close(cmd);`,
+  'if (st != "qm-ss 0") { n = split(qm_tcp, a, " "); for (i = 1; i <= n; i++) ARGV[ARGC++] = a[i]; ns = 0 } else { print "ss: tcp listening" }; for (i = 1; i <= ns; i++) listener(ss[i]) }',
+  // An ss line: queues, local and peer address, then uid (left out when 0), inode and the rest.
+  'function listener(line,   f, n, i, u, ino) { n = split(line, f, " "); u = 0; ino = 0; for (i = n; i > 4; i--) { if (f[i] ~ /^uid:[0-9]+$/) u = substr(f[i], 5); if (f[i] ~ /^ino:[0-9]+$/) ino = substr(f[i], 5) } print "ss: " f[3] " " u " " ino; want[ino]; uids[u]; if (!need && !allowed("tcp", substr(f[3], match(f[3], /:[0-9]+$/) + 1) + 0)) need = 1 }',
   'function hex(s,   i, h) { h = ""; for (i = 1; i <= length(s); i++) h = h sprintf("%02x", ord[substr(s, i, 1)]); return h }',
   'function user(line,   a) { split(line, a, ":"); if ((a[3] in uids) && !(a[3] in named) && a[1] != "" && length(a[1]) <= 256) { named[a[3]]; print "user: " a[3] " " hex(a[1]) } }',
   'function number(h,   i, v) { for (i = 1; i <= length(h); i++) v = v * 16 + index("0123456789ABCDEF", substr(h, i, 1)) - 1; return v }',
@@ -149,10 +158,13 @@ export const ports: Domain<PortsDeclared, PortsLive, "ports"> = {
     // without IPv6) keeps each table's header, to prove it was read, and only listening sockets
     // (TCP in LISTEN, UDP unconnected), since a busy host has many thousands of connections.
     return [
-      "set --",
-      'for f in /proc/net/tcp /proc/net/tcp6 /proc/net/udp /proc/net/udp6; do [ -r "$f" ] && set -- "$@" "$f"; done',
+      "set --; t=",
+      'for f in /proc/net/tcp /proc/net/tcp6; do [ -r "$f" ] && t="$t $f"; done',
+      'for f in /proc/net/udp /proc/net/udp6; do [ -r "$f" ] && set -- "$@" "$f"; done',
       // The ephemeral range, read by the same awk, lets a snapshot allow short-lived loopback ones.
-      `[ $# -eq 0 ] || { [ -r ${EPHEMERAL_RANGE_FILE} ] && set -- "$@" ${EPHEMERAL_RANGE_FILE}; awk -v qm_allow=${ctx.quote(anyAddressRanges(declared))} '${LISTENER_LINES}' "$@"; }`,
+      // With no file left to read, awk reads the empty stdin, never the probe's own.
+      `[ -r ${EPHEMERAL_RANGE_FILE} ] && set -- "$@" ${EPHEMERAL_RANGE_FILE}`,
+      `awk -v qm_allow=${ctx.quote(anyAddressRanges(declared))} -v qm_tcp="$t" '${LISTENER_LINES}' "$@" < /dev/null`,
       "true",
     ].join("\n");
   },

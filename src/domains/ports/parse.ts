@@ -1,6 +1,7 @@
 import { ProbeParseError } from "../../errors.js";
 import type { Holder } from "../holder.js";
-import { ipv4FromProcHex, ipv6FromProcHex } from "../procnet.js";
+import { isIPv4, isIPv6 } from "node:net";
+import { canonicalIPv6, ipv4FromProcHex, ipv6FromProcHex } from "../procnet.js";
 
 export interface PortsLive {
   /** `tcp/22` -> the local addresses it listens on (`0.0.0.0`, `[::1]`), sorted. */
@@ -23,6 +24,10 @@ const RANGE = /^ ([1-9]\d{0,4}) ([1-9]\d{0,4})$/;
 // The socket's uid and inode follow the state, after the queues, the timer and the retransmits.
 const ENTRY =
   /^\s*\d+: ([0-9A-F]{8}|[0-9A-F]{32}):([0-9A-F]{4}) ([0-9A-F]{8}|[0-9A-F]{32}):([0-9A-F]{4}) ([0-9A-F]{2}) (?:\S+ \S+ \S+ +(\d{1,10}) +\d+ (\d{1,20})(?: |$))?/;
+/** A TCP listener as ss shows it: local address (an interface after `%`), port, uid and inode. */
+const SS_HEADER = "ss: tcp listening";
+const SS_ENTRY =
+  /^ss: (\*|\[[0-9A-Fa-f:.]+\]|[0-9.]+)(?:%[^\s:]*)?:(\d{1,5}) (\d{1,10}) (\d{1,20})$/;
 /** Who holds the sockets, after the tables: `process: PID INODE`, `comm: PID HEX`, `user: UID HEX`. */
 const HOLDER_LINE =
   /^(?:process: (\d{1,10}) (\d{1,20})|(comm|user): (\d{1,10}) ((?:[0-9a-f]{2}){1,256}))$/;
@@ -37,6 +42,14 @@ export function comparePorts(a: string, b: string): number {
 /** Text the probe sent as hex (a process or user name: any bytes but NUL), as UTF-8. */
 const fromHex = (hex: string) => Buffer.from(hex, "hex").toString("utf8");
 
+/** An ss address as /proc/net/tcp6 or tcp would give it: `*` is the IPv6 any address. */
+function ssAddress(text: string): string | undefined {
+  if (text === "*") return "[::]";
+  const bare = text.replace(/^\[(.*)\]$/, "$1");
+  if (bare !== text) return isIPv6(bare) ? `[${canonicalIPv6(bare)}]` : undefined;
+  return isIPv4(text) ? text : undefined;
+}
+
 /**
  * `FILE:line` output of /proc/net/{tcp,tcp6,udp,udp6} and of the ephemeral port range
  * (`/proc/sys/net/ipv4/ip_local_port_range: 32768 60999`, optional): each file's header and its socket lines
@@ -44,7 +57,8 @@ const fromHex = (hex: string) => Buffer.from(hex, "hex").toString("utf8");
  * probe sends them, or cut after the state (no uid, no inode: no holders). A TCP socket
  * listens in state 0A; a UDP socket receives from anyone when bound and unconnected: state 07,
  * remote address zero. After the tables, the holder lines (optional) say which processes hold
- * which socket inodes, the processes' names and the users' names.
+ * which socket inodes, the processes' names and the users' names. TCP listeners may come from
+ * ss instead of the /proc tables: `ss: tcp listening`, then `ss: ADDRESS:PORT UID INODE` lines.
  */
 export function parsePorts(text: string): PortsLive {
   const listening = new Map<string, Set<string>>();
@@ -55,6 +69,11 @@ export function parsePorts(text: string): PortsLive {
   const pids = new Map<string, number[]>();
   const names = new Map<number, string>();
   const users = new Map<number, string>();
+  const add = (key: string, address: string, uid?: string, inode?: string) => {
+    listening.set(key, (listening.get(key) ?? new Set()).add(address));
+    if (uid !== undefined && inode !== undefined && inode !== "0")
+      sockets.set(inode, { listener: `${key}@${address}`, uid: Number(uid) });
+  };
   for (const line of text.split("\n")) {
     if (!line.trim()) continue;
     const holder = HOLDER_LINE.exec(line);
@@ -64,6 +83,19 @@ export function parsePorts(text: string): PortsLive {
       if (held) held.push(Number(pid));
       else if (pid !== undefined) pids.set(inode!, [Number(pid)]);
       else (kind === "comm" ? names : users).set(Number(id), fromHex(hex!));
+      continue;
+    }
+    if (line === SS_HEADER) {
+      sawTcpHeader = true;
+      continue;
+    }
+    const ss = SS_ENTRY.exec(line);
+    if (ss) {
+      const [, local, port, uid, inode] = ss as unknown as [string, string, string, string, string];
+      const address = ssAddress(local);
+      if (!address || Number(port) > 65535)
+        throw new ProbeParseError(SECTION, `unexpected line "${line.slice(0, 100)}"`);
+      add(`tcp/${Number(port)}`, address, uid, inode);
       continue;
     }
     const colon = line.indexOf(":");
@@ -105,12 +137,9 @@ export function parsePorts(text: string): PortsLive {
     const address = ipv6
       ? `[${ipv6FromProcHex(localHex, SECTION, true)}]`
       : ipv4FromProcHex(localHex, SECTION);
-    const key = `${proto}/${parseInt(portHex, 16)}`;
-    listening.set(key, (listening.get(key) ?? new Set()).add(address));
-    if (uid !== undefined && inode !== undefined && inode !== "0")
-      sockets.set(inode, { listener: `${key}@${address}`, uid: Number(uid) });
+    add(`${proto}/${parseInt(portHex, 16)}`, address, uid, inode);
   }
-  // Without the header, /proc/net/tcp was not read: no listeners would be a false report.
+  // Without the header, neither ss nor /proc/net/tcp was read: no listeners would be a false report.
   if (!sawTcpHeader) throw new ProbeParseError(SECTION, "no /proc/net/tcp in the output");
   const listeners = new Map(
     [...listening.keys()].sort(comparePorts).map((key) => [key, [...listening.get(key)!].sort()]),

@@ -168,10 +168,11 @@ describe("causes from the host's records", () => {
           tx("11:00:00", "apt-get install other", "11:00:02") +
           tx("12:00:00", "apt-get remove qm-extra"),
       );
-      // The logs' own paths are fixed: a `tail` on PATH hands out these instead.
+      // The logs' own paths are fixed: a `tail` on PATH hands out these instead, each after its
+      // name's header as tail prints it for more than one file.
       writeFileSync(
         path.join(dir, "tail"),
-        `#!/bin/sh\ncase "$3" in *dpkg.log) cat ${dir}/dpkg.log;; *history.log) cat ${dir}/history.log;; esac\n`,
+        `#!/bin/sh\nshift 2\nfor f; do [ $# -eq 1 ] || printf '==> %s <==\\n' "$f"; cat "${dir}/\${f##*/}"; done\n`,
         { mode: 0o755 },
       );
       const ctx = probeContext(N, 1024);

@@ -1,8 +1,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { execa } from "execa";
 import { ioScheduler } from "../../../src/domains/io_scheduler/index.js";
 import { parseSchedulers } from "../../../src/domains/io_scheduler/parse.js";
 import { ProbeParseError } from "../../../src/errors.js";
+import { newNonce, probeContext } from "../../../src/probe/script.js";
 import { fixture, liveFrom, section } from "./fixtures.js";
 
 const path = (p: string) => ["storage", "io_scheduler", p];
@@ -124,4 +126,21 @@ test("the schema names what it wants", () => {
       [["/dev/sda"], "a block device name or glob, like vda or nvme*"],
     ],
   );
+});
+
+test("the shell reads every device's scheduler line itself, as grep -H '' shows it: no process", async (t) => {
+  const grep = await execa("sh", ["-c", "grep -H -s '' /sys/block/*/queue/scheduler"], {
+    reject: false,
+  });
+  if (!grep.stdout) return t.skip("no block device with an I/O scheduler here");
+  const script = ioScheduler.probe({}, probeContext(newNonce(), 1024));
+  // No program can be started: only the shell's builtins run.
+  const run = await execa("/bin/sh", ["-s"], {
+    input: script,
+    env: { PATH: "/nonexistent" },
+    extendEnv: false,
+    stripFinalNewline: false,
+  });
+  assert.equal(run.stdout, `${grep.stdout}\n`);
+  assert.deepEqual(parseSchedulers(run.stdout), parseSchedulers(grep.stdout));
 });

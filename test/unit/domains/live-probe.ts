@@ -41,12 +41,19 @@ export function rooted(script: string, root: Rooted): string {
 export async function runProbe<Live>(
   domain: AnyDomain,
   declared: unknown,
-  options: { maxFileBytes?: number; command?: string[]; root?: Rooted } = {},
+  options: {
+    maxFileBytes?: number;
+    command?: string[];
+    root?: Rooted;
+    /** A change to the script before it runs (after `root`'s). */
+    edit?: (script: string) => string;
+  } = {},
 ): Promise<ProbeRun<Live>> {
   const nonce = newNonce();
   const section = domain.probe(declared, probeContext(nonce, options.maxFileBytes ?? 1 << 20));
   const built = buildProbe(nonce, [{ name: domain.name, script: section }]).script;
-  const script = options.root ? rooted(built, options.root) : built;
+  const inTree = options.root ? rooted(built, options.root) : built;
+  const script = options.edit ? options.edit(inTree) : inTree;
   const [file, ...args] = options.command ?? ["sh", "-s"];
   const result = await execa(file!, args, {
     input: script,

@@ -9,6 +9,13 @@ import { runProbe } from "./live-probe.js";
 
 const trees = scratchTrees();
 
+/** The probe as a host without ss runs it: the TCP listeners come from the /proc tables. */
+function withoutSs(script: string): string {
+  const edited = script.replace("{ ss -Htne state listening; }", "{ false; }");
+  assert.notEqual(edited, script, "the probe asks ss for the listening sockets");
+  return edited;
+}
+
 test("listeners in LISTEN (tcp) or unconnected (udp), merged across IPv4 and IPv6", () => {
   const live = liveFrom(ports, "many-listeners.txt");
   assert.deepEqual(Object.fromEntries(live.listeners), {
@@ -176,6 +183,7 @@ test("the host sends each listener's address, port, state, uid and inode only, a
       "  10: 00000000:1F91 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 2 1 0 20 4 30 10 -1\n";
     const run = await runProbe<PortsLive>(ports, ["tcp/22"], {
       root: { dir: await trees(files), paths: ["/proc/net"] },
+      edit: withoutSs,
     });
     assert.deepEqual(run.live?.listeners, liveFrom(ports, name).listeners, name);
     // The range comes from this machine's own /proc/sys, which the tree does not replace.
@@ -294,16 +302,85 @@ test("who holds a listener is looked up only when some listener is not allowed o
   // Every listener allowed by an any-address item: no process walk, no user names.
   const allowed = await runProbe<PortsLive>(ports, ["tcp/1-65535", "udp/53", "udp/100-400"], {
     root,
+    edit: withoutSs,
   });
   assert.deepEqual(holderLines(allowed.stdout), []);
   assert.deepEqual(ports.compare(["tcp/1-65535", "udp/53", "udp/100-400"], allowed.live!), []);
   // One listener allowed only on loopback, one not at all: the holders are sent, and named.
   for (const declared of [["tcp/1-65535", "udp/53", "udp/123@loopback", "udp/323"], ["tcp/22"]]) {
-    const run = await runProbe<PortsLive>(ports, declared, { root });
+    const run = await runProbe<PortsLive>(ports, declared, { root, edit: withoutSs });
     assert.ok(
       holderLines(run.stdout).some((line) => line.startsWith("user: 0 ")),
       run.stdout,
     );
     assert.ok(ports.compare(declared, run.live!).some((finding) => finding.holders?.length));
   }
+});
+
+test("ss's listeners read as the /proc tables' do: addresses, interface, dual stack, uid and inode", () => {
+  const proc = parsePorts(
+    [
+      "/proc/net/tcp:  sl  local_address",
+      "/proc/net/tcp: 0: 00000000:1F96 00000000:0000 0A 00000000:00000000 00:00000000 00000000 65534 0 3708935",
+      "/proc/net/tcp: 1: 0302D50A:0016 00000000:0000 0A 00000000:00000000 00:00000000 00000000 0 0 3296047",
+      "/proc/net/tcp: 2: 0100007F:1F94 00000000:0000 0A 00000000:00000000 00:00000000 00000000 0 0 3708934",
+      "/proc/net/tcp6: 0: 00000000000000000000000000000000:1F91 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000 0 0 3708931",
+      "/proc/net/tcp6: 1: 00000000000000000000000000000000:1F90 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000 0 0 3708930",
+      "/proc/net/tcp6: 2: 00000000000000000000000001000000:1F92 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000 0 0 3708932",
+      "/proc/net/tcp6: 3: 0000000000000000FFFF00000100007F:1F93 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000 0 0 3708933",
+    ].join("\n"),
+  );
+  // The same sockets as `ss -Htne state listening` showed them, as the probe sends them.
+  const ss = parsePorts(
+    [
+      "ss: tcp listening",
+      "ss: 0.0.0.0:8086 65534 3708935",
+      "ss: 10.213.2.3:22 0 3296047",
+      "ss: 127.0.0.1%lo:8084 0 3708934",
+      "ss: [::]:8081 0 3708931",
+      "ss: *:8080 0 3708930",
+      "ss: [::1]:8082 0 3708932",
+      "ss: [::ffff:127.0.0.1]:8083 0 3708933",
+    ].join("\n"),
+  );
+  assert.deepEqual(ss, proc);
+  assert.equal(ss.listeners.size, 7);
+  // ss's lines without its header prove nothing was read; a malformed one is refused.
+  assert.throws(() => parsePorts("ss: 0.0.0.0:22 0 1"), /no \/proc\/net\/tcp/);
+  for (const bad of ["ss: 0.0.0.0:70000 0 1", "ss: [::g]:22 0 1", "ss: 1.2.3:22 0 1", "ss: *:22 0"])
+    assert.throws(() => parsePorts(`ss: tcp listening\n${bad}`), /unexpected line/, bad);
+});
+
+test("a host's listeners read the same through ss as through /proc/net/tcp and tcp6", async (t) => {
+  if (process.getuid?.() !== 0) return t.skip("needs root (a network namespace of its own)");
+  // A network namespace of its own, whose listeners (IPv4, IPv6 only, dual stack, loopback, an
+  // IPv4-mapped address, one bound to lo) a process binds and hands to the probe's shell.
+  const listeners = [
+    "import os, socket",
+    "def listen(family, address, v6only=None, device=None):",
+    "    s = socket.socket(family, socket.SOCK_STREAM)",
+    "    if v6only is not None: s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, v6only)",
+    "    if device: s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, device)",
+    "    s.bind(address); s.listen(); s.set_inheritable(True); return s",
+    "held = [listen(socket.AF_INET, ('0.0.0.0', 8086)), listen(socket.AF_INET, ('127.0.0.1', 8084), device=b'lo'),",
+    "    listen(socket.AF_INET6, ('::', 8081), 1), listen(socket.AF_INET6, ('::', 8080), 0),",
+    "    listen(socket.AF_INET6, ('::1', 8082)), listen(socket.AF_INET6, ('::ffff:127.0.0.1', 8083))]",
+    "os.execvp('sh', ['sh', '-s'])",
+  ].join("\n");
+  const command = [
+    "unshare",
+    "--net",
+    "sh",
+    "-c",
+    `/sbin/ip link set lo up && exec python3 -c "${listeners}"`,
+  ];
+  const viaSs = await runProbe<PortsLive>(ports, [], { command });
+  const viaProc = await runProbe<PortsLive>(ports, [], { command, edit: withoutSs });
+  assert.match(viaSs.stdout, /^ss: tcp listening$/m);
+  assert.doesNotMatch(viaProc.stdout, /^ss: /m);
+  assert.deepEqual(viaSs.live!.listeners, viaProc.live!.listeners);
+  assert.deepEqual(
+    [...viaSs.live!.listeners.keys()],
+    ["tcp/8080", "tcp/8081", "tcp/8082", "tcp/8083", "tcp/8084", "tcp/8086"],
+  );
 });
