@@ -1,7 +1,7 @@
-// The test run's reporter: node's TAP output, then the slowest test files (each file runs in a
-// process of its own; its time is that process's, from start to exit) and a short coverage
-// summary of src/ (per directory and in total) in place of node's table, which lists every test
-// file too. Used by `npm test` with --experimental-test-coverage.
+// The test run's reporter (scripts/test.sh): node's TAP output, then the slowest test files (each
+// file runs in a process of its own; its time is that process's, from start to exit) and, in a run
+// with --experimental-test-coverage (npm run test:coverage), a short coverage summary of src/ (per
+// directory and in total) in place of node's table, which lists every test file too.
 import path from "node:path";
 import { tap } from "node:test/reporters";
 
