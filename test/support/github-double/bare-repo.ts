@@ -107,6 +107,22 @@ export class BareRepo {
     return this.resolve(`refs/heads/${branch}^{commit}`);
   }
 
+  /** Every branch's commit, by branch name: one git process however many branches there are. */
+  async branchShas(): Promise<Map<string, string>> {
+    const listed = await this.git([
+      "for-each-ref",
+      "--format=%(refname:lstrip=2) %(*objectname) %(objectname)",
+      "refs/heads",
+    ]);
+    const shas = new Map<string, string>();
+    for (const line of listed.split("\n").filter(Boolean)) {
+      // A tag object's commit is its peeled sha, printed first; a commit's peeled field is empty.
+      const [name, peeled, sha] = line.split(" ");
+      shas.set(name!, peeled || sha!);
+    }
+    return shas;
+  }
+
   async commit(sha: string): Promise<CommitInfo | undefined> {
     if (!SHA.test(sha) || (await this.objectType(sha)) !== "commit") return undefined;
     const raw = await this.git(["cat-file", "commit", sha]);
