@@ -150,8 +150,9 @@ const MAINTENANCE_MARKER = "/run/quartermaster/maintenance";
 const DPKG_STATUS = "/var/lib/dpkg/status";
 const SSHD = "/usr/sbin/sshd";
 /**
- * What a test host's sshd skips, a third of a session's CPU each: the default post-quantum key
- * exchange (sntrup761x25519, ~80 ms of the client's CPU per session) and a re-exec per connection.
+ * What a test host's sshd skips, three quarters of a session's CPU (bench/test-host-session.ts):
+ * the default post-quantum key exchange (sntrup761x25519, ~80 ms of the ssh client's CPU per
+ * session here) and a re-exec per connection (~9 ms of sshd's).
  */
 const TEST_SSHD_SAVINGS = { options: ["KexAlgorithms curve25519-sha256"], args: ["-r"] };
 // All fleets share one private /16; each fleet claims one /24 of it.
