@@ -1,6 +1,7 @@
 // Adoption against its alternative, in the same run: `adopt` of a test fleet (one command, hosts in
 // parallel) vs one `snapshot --node` per host in a loop, the ratio printed; then the pure factoring
 // of 10,000 stand-in nodes, and its cost at 8x fewer nodes (linear growth reads ~8). Needs root.
+// The hosts run a production-like sshd (startFleet's productionSshd), not the tests' cheaper one.
 // Usage: npx tsx bench/adopt.ts [hosts] [stand-in nodes]
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
@@ -19,7 +20,7 @@ const defs = Array.from({ length: hosts }, (_, i) => ({
   listeners: [i % 2 ? "tcp/5432" : "tcp/8080"],
 }));
 // `bench/adopt.ts 0` measures the factoring alone.
-const fleet = hosts > 0 ? await startFleet(defs) : undefined;
+const fleet = hosts > 0 ? await startFleet(defs, { productionSshd: true }) : undefined;
 const dir = await mkdtemp(path.join(os.tmpdir(), "qm-bench-adopt-"));
 try {
   if (fleet) await compareWithSnapshots(fleet, dir);

@@ -1,4 +1,6 @@
 // Fleet audit speed against real ssh test hosts, every figure from one run. Needs root.
+// The hosts run a production-like sshd (startFleet's productionSshd: a re-exec per connection,
+// the default key exchange), not the cheaper one tests get.
 // Usage: [QM_BENCH_BASELINE=DIR] npx tsx bench/fleet.ts [hosts=30] [concurrency=16] [rounds=2] [entries=300]
 //
 // The fleet declares the first host's live state, with a few packages declared as a typical node
@@ -165,7 +167,7 @@ const names = Array.from(
 );
 const fleet = await startFleet(
   names.map((name) => ({ name })),
-  { prefix: "qmb" },
+  { prefix: "qmb", productionSshd: true },
 );
 const work = await mkdtemp(path.join(os.tmpdir(), "qm-bench-"));
 try {

@@ -1,5 +1,7 @@
 // A fleet behind one bastion against the same fleet reached directly, every figure from one run.
 // Needs root. Usage: npx tsx bench/reach.ts [hosts=40] [rounds=2]
+// The hosts run a production-like sshd (startFleet's productionSshd): how long a connection stays
+// unauthenticated, and so what MaxStartups drops, is a production sshd's.
 //
 // One test fleet holds a jump host whose sshd allows `MaxStartups 4:50:8` (it drops
 // unauthenticated connections past 4 at random, all past 8), `hosts` hosts only it can reach,
@@ -90,7 +92,7 @@ const fleet = await startFleet(
     ...behind.map((name) => ({ name, behind: "jump-01" })),
     ...direct.map((name) => ({ name })),
   ],
-  { prefix: "qmr" },
+  { prefix: "qmr", productionSshd: true },
 );
 const trees: string[] = [];
 try {

@@ -185,11 +185,14 @@ describe("adopt from an Ansible YAML inventory", () => {
   });
 
   test("a short-lived loopback listener after adoption is no drift; a new reachable one is", async () => {
-    /** Listens on web-01 for 30 s, then audits its ports. */
+    /** Listens on web-01 for 30 s, then, once the socket is listening, audits its ports. */
     const listenThenAudit = async (address: string, port: number, ...flags: string[]) => {
+      // The local port of a listening (state 0A) socket, as /proc/net/tcp shows it.
+      const listening = `:${port.toString(16).toUpperCase()} [0-9A-F:]* 0A `;
       await fleet.exec(
         "web-01",
-        `${process.execPath} -e "require('net').createServer().listen(${port}, '${address}'); setTimeout(() => process.exit(), 30000)" >/dev/null 2>&1 &`,
+        `${process.execPath} -e "require('net').createServer().listen(${port}, '${address}'); setTimeout(() => process.exit(), 30000)" >/dev/null 2>&1 &
+        for i in $(seq 300); do grep -q '${listening}' /proc/net/tcp && break; sleep 0.1; done`,
       );
       return cli([
         "audit",

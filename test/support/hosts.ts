@@ -138,12 +138,23 @@ export interface FleetOptions {
   prefix?: string;
   /** How long to wait for every sshd to greet, in milliseconds (default 20000). */
   readyTimeoutMs?: number;
+  /**
+   * sshd as production hosts run it, for benchmarks: a re-exec per connection and the default key
+   * exchange. Tests get a cheaper sshd by default (TEST_SSHD_SAVINGS).
+   */
+  productionSshd?: boolean;
 }
 
 export const AUDIT_USER = "qm-audit";
 const MAINTENANCE_MARKER = "/run/quartermaster/maintenance";
 const DPKG_STATUS = "/var/lib/dpkg/status";
 const SSHD = "/usr/sbin/sshd";
+/**
+ * What a test host's sshd skips, three quarters of a session's CPU (bench/test-host-session.ts):
+ * the default post-quantum key exchange (sntrup761x25519, ~80 ms of the ssh client's CPU per
+ * session here) and a re-exec per connection (~9 ms of sshd's).
+ */
+const TEST_SSHD_SAVINGS = { options: ["KexAlgorithms curve25519-sha256"], args: ["-r"] };
 // All fleets share one private /16; each fleet claims one /24 of it.
 const SUBNET_BASE = "10.213";
 // Hosts behind a jump host: the same /24 number in this /16, on a bridge inside each jump host's
@@ -169,6 +180,7 @@ interface HostRuntime {
   hostKey: string;
   sshdConfig: string;
   sshdLog: string;
+  productionSshd: boolean;
   anchor?: ChildProcess;
   /** Seconds added to the boot clock of its sshd's sessions: negative moves their boot time later. */
   bootOffset?: number;
@@ -730,7 +742,11 @@ async function findPid1(anchorPid: number, deadline: number): Promise<number> {
 }
 
 /** sshd in the foreground, logging to the host's sshd.log. */
-const sshdArgs = (rt: HostRuntime) => ["-D", "-e", "-f", rt.sshdConfig, "-h", rt.hostKey];
+const sshdArgs = (rt: HostRuntime) => [
+  "-D",
+  ...(rt.productionSshd ? [] : TEST_SSHD_SAVINGS.args),
+  ...["-e", "-f", rt.sshdConfig, "-h", rt.hostKey],
+];
 const sshdCommand = (rt: HostRuntime) =>
   [SSHD, ...sshdArgs(rt), "-E", rt.sshdLog].map(shq).join(" ");
 
@@ -847,6 +863,7 @@ export async function startFleet(
       hostKey: path.join(hostDir, "ssh_host_ed25519_key"),
       sshdConfig: path.join(hostDir, "sshd_config"),
       sshdLog: path.join(hostDir, "sshd.log"),
+      productionSshd: options.productionSshd ?? false,
     };
   });
 
@@ -998,6 +1015,7 @@ export async function startFleet(
               // Audits open many sessions at once; the default 10:30:100 drops some.
               "MaxStartups 200",
               "LogLevel ERROR",
+              ...(rt.productionSshd ? [] : TEST_SSHD_SAVINGS.options),
             ];
             await fsp.writeFile(
               rt.sshdConfig,

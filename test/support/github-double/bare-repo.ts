@@ -75,15 +75,6 @@ export class BareRepo {
     return result.stdout;
   }
 
-  private async gitBuffer(args: string[]): Promise<Buffer | undefined> {
-    const result = await execa("git", args, {
-      env: { GIT_DIR: this.path },
-      encoding: "buffer",
-      reject: false,
-    });
-    return result.exitCode === 0 ? Buffer.from(result.stdout) : undefined;
-  }
-
   /** The object a name resolves to (`refs/heads/x`, a sha, `sha^{tree}`), or undefined. */
   async resolve(name: string): Promise<string | undefined> {
     const result = await execa("git", ["rev-parse", "--verify", "--quiet", `${name}`], {
@@ -103,13 +94,46 @@ export class BareRepo {
     return result.exitCode === 0 ? result.stdout.trim() : undefined;
   }
 
+  /** An object's bytes if it is of `type` (not peeled to it): one git process for both. */
+  private async objectOf(sha: string, type: string): Promise<Buffer | undefined> {
+    const result = await execa("git", ["cat-file", "--batch"], {
+      env: { GIT_DIR: this.path },
+      input: `${sha}\n`,
+      encoding: "buffer",
+      reject: false,
+    });
+    const out = Buffer.from(result.stdout);
+    // "<sha> <type> <size>\n<contents>\n", or "<name> missing\n".
+    const newline = out.indexOf(0x0a);
+    const [, actual, size] = out.subarray(0, newline).toString().split(" ");
+    if (result.exitCode !== 0 || actual !== type) return undefined;
+    return out.subarray(newline + 1, newline + 1 + Number(size));
+  }
+
   async branchSha(branch: string): Promise<string | undefined> {
     return this.resolve(`refs/heads/${branch}^{commit}`);
   }
 
+  /** Every branch's commit, by branch name: one git process however many branches there are. */
+  async branchShas(): Promise<Map<string, string>> {
+    const listed = await this.git([
+      "for-each-ref",
+      "--format=%(refname:lstrip=2) %(*objectname) %(objectname)",
+      "refs/heads",
+    ]);
+    const shas = new Map<string, string>();
+    for (const line of listed.split("\n").filter(Boolean)) {
+      // A tag object's commit is its peeled sha, printed first; a commit's peeled field is empty.
+      const [name, peeled, sha] = line.split(" ");
+      shas.set(name!, peeled || sha!);
+    }
+    return shas;
+  }
+
   async commit(sha: string): Promise<CommitInfo | undefined> {
-    if (!SHA.test(sha) || (await this.objectType(sha)) !== "commit") return undefined;
-    const raw = await this.git(["cat-file", "commit", sha]);
+    const bytes = SHA.test(sha) ? await this.objectOf(sha, "commit") : undefined;
+    if (!bytes) return undefined;
+    const raw = bytes.toString("utf8");
     const split = raw.indexOf("\n\n");
     const header = raw.slice(0, split).split("\n");
     const message = raw.slice(split + 2);
@@ -160,9 +184,7 @@ export class BareRepo {
   }
 
   async blob(sha: string): Promise<Buffer | undefined> {
-    return (await this.objectType(sha)) === "blob"
-      ? this.gitBuffer(["cat-file", "blob", sha])
-      : undefined;
+    return /^[0-9a-f]{4,40}$/.test(sha) ? this.objectOf(sha, "blob") : undefined;
   }
 
   async writeBlob(content: Buffer): Promise<string> {
@@ -190,7 +212,8 @@ export class BareRepo {
             : change.sha;
         if (!sha) throw new GitRefusal(`tree entry ${change.path} has neither sha nor content`);
         const type = change.type ?? "blob";
-        const actual = await this.objectType(sha);
+        // A blob just written from content needs no look-up.
+        const actual = change.content !== undefined ? "blob" : await this.objectType(sha);
         if (type !== "commit" && actual !== type)
           throw new GitRefusal(`tree.sha ${sha} is not a valid ${type}`);
         await this.git(
