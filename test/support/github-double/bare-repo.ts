@@ -107,6 +107,21 @@ export class BareRepo {
     return this.resolve(`refs/heads/${branch}^{commit}`);
   }
 
+  /** Every branch and the commit it points at, from one git process. */
+  async branchShas(): Promise<Map<string, string>> {
+    const out = await this.git([
+      "for-each-ref",
+      "--format=%(objecttype) %(objectname) %(refname:strip=2)",
+      "refs/heads/",
+    ]);
+    const branches = new Map<string, string>();
+    for (const line of out.split("\n")) {
+      const [type, sha, name] = line.split(" ");
+      if (type === "commit" && sha && name) branches.set(name, sha);
+    }
+    return branches;
+  }
+
   async commit(sha: string): Promise<CommitInfo | undefined> {
     if (!SHA.test(sha) || (await this.objectType(sha)) !== "commit") return undefined;
     const raw = await this.git(["cat-file", "commit", sha]);

@@ -112,9 +112,11 @@ export class RepositoryState {
 
   /** Mirrors the repo into PR records: a deleted head branch closes its PR, as on GitHub. */
   async sync(): Promise<void> {
-    for (const pr of this.pulls.values()) {
-      if (pr.state !== "open") continue;
-      const sha = await this.repo.branchSha(pr.head);
+    const open = [...this.pulls.values()].filter((pr) => pr.state === "open");
+    // One git process for every open PR: a sync runs before each request.
+    const branches = open.length ? await this.repo.branchShas() : new Map<string, string>();
+    for (const pr of open) {
+      const sha = branches.get(pr.head);
       if (sha) pr.headSha = sha;
       else Object.assign(pr, { state: "closed", closedAt: shape.now(), updatedAt: shape.now() });
     }
