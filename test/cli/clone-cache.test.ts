@@ -5,7 +5,7 @@ import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { execa } from "execa";
-import { spawnCli } from "../support/cli.js";
+import { runCli, spawnCli } from "../support/cli.js";
 import { startGitServer, type GitServer } from "../support/git-server.js";
 import { scratchTrees } from "../support/tree.js";
 
@@ -39,16 +39,18 @@ describe("the --repo clone cache", () => {
   });
   after(() => server?.stop());
 
-  // Processes of their own: the cache is shared by runs that start at once.
-  const validate = (cache: string, args: string[] = [], repo = url) =>
-    spawnCli(["validate", "--repo", repo, "--cache-dir", cache, ...args], {
+  // One run after another runs in this process; runs that start at once, in processes of their own.
+  const validate = (cache: string, args: string[] = [], cli = runCli) =>
+    cli(["validate", "--repo", url, "--cache-dir", cache, ...args], {
       cwd: cache,
       env: { GITHUB_TOKEN: TOKEN, GITHUB_SERVER_URL: server.url },
     });
 
   it("20 concurrent runs sharing one --cache-dir all succeed, and leave one clone", async () => {
     const cache = await tree({});
-    const results = await Promise.all(Array.from({ length: 20 }, () => validate(cache)));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, () => validate(cache, [], spawnCli)),
+    );
     for (const result of results) {
       assert.equal(result.exitCode, 0, result.stderr);
       assert.match(result.stdout, /valid \(2 nodes/);
@@ -60,7 +62,7 @@ describe("the --repo clone cache", () => {
     const cache = await tree({});
     const withCredentials = url.replace("http://", `http://x-access-token:${TOKEN}@`);
     for (let run = 0; run < 2; run++) {
-      const result = await spawnCli(["validate", "--repo", withCredentials, "--cache-dir", cache], {
+      const result = await runCli(["validate", "--repo", withCredentials, "--cache-dir", cache], {
         cwd: cache,
       });
       assert.equal(result.exitCode, 0, result.stderr);
@@ -73,9 +75,7 @@ describe("the --repo clone cache", () => {
 
   it("a failed pull leaves no folder in the cache", async () => {
     const cache = await tree({});
-    const result = await spawnCli(["validate", "--repo", url, "--cache-dir", cache], {
-      cwd: cache,
-    });
+    const result = await runCli(["validate", "--repo", url, "--cache-dir", cache], { cwd: cache });
     assert.equal(result.exitCode, 4, result.stderr);
     assert.match(result.stderr, /cannot pull .*401/);
     assert.deepEqual(await readdir(cache), []);

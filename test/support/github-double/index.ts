@@ -116,9 +116,11 @@ export interface GitHubDoubleOptions {
 }
 
 const SUBSET = new URL("./openapi-subset.json", import.meta.url);
+// Shared by the doubles of a test process: it keeps no state but the schemas it has compiled.
+let sharedValidator: OpenApiValidator | undefined;
 
 export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<GitHubDouble> {
-  const validator = new OpenApiValidator(SUBSET);
+  const validator = (sharedValidator ??= new OpenApiValidator(SUBSET));
   const requests: LoggedRequest[] = [];
   const violations: Violation[] = [];
   const faults: (Fault & { left: number })[] = [];
