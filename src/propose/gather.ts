@@ -2,7 +2,14 @@ import type { Forge } from "../forge/forge.js";
 import { emptyHistory, type ReadHistory } from "../report/history.js";
 import { emptyRuns, type RunHistory } from "../report/runs.js";
 import { botPulls, hasLeftAloneNotice, humanCommits, type ExistingPull } from "./pulls.js";
-import { readHistory, readLastReport, readRuns, readWaiting, stateBranchWriter } from "./state.js";
+import type { KeptReport } from "./kept-report.js";
+import {
+  readHistory,
+  readLastReportIndex,
+  readRuns,
+  readWaiting,
+  stateBranchWriter,
+} from "./state.js";
 
 // The one step of a propose run that reads the forge: every fact the planner needs, gathered before
 // it plans, so the plan is made once from them (run-plan.ts) and carried out after (execute.ts).
@@ -18,8 +25,8 @@ export interface ForgeFacts {
   waiting: Map<string, string>;
   history: ReadHistory;
   runs: RunHistory;
-  /** The report text the last run kept. */
-  lastReport?: string;
+  /** The report the last run kept: its digest and parts. */
+  lastReport?: KeptReport;
   /** What to warn of about what was read (a state file not read as one). */
   warnings: string[];
 }
@@ -38,7 +45,7 @@ export async function gatherForge(github: Forge): Promise<ForgeFacts> {
   const { pulls, waiting } = await gatherPulls(github);
   const history = await readHistory(github);
   const { runs, warning } = await readRuns(github);
-  const lastReport = await readLastReport(github);
+  const { kept: lastReport, warning: index } = await readLastReportIndex(github);
   const writer = await stateBranchWriter(github);
   return {
     pulls,
@@ -46,7 +53,7 @@ export async function gatherForge(github: Forge): Promise<ForgeFacts> {
     history,
     runs,
     ...(lastReport !== undefined && { lastReport }),
-    warnings: [writer, warning].filter((w) => w !== undefined),
+    warnings: [writer, warning, index].filter((w) => w !== undefined),
   };
 }
 

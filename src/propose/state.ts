@@ -10,6 +10,7 @@ import {
 } from "../report/history.js";
 import { emptyRuns, parseRuns, serializeRuns, type RunHistory } from "../report/runs.js";
 import { visible } from "../text/escape.js";
+import { keptReportFiles, readKeptIndex, readKeptReport, type KeptReport } from "./kept-report.js";
 
 // The bot's state branch: a branch no pull request comes from, one commit on top of the manifests'
 // revision holding what one run leaves for the next (the deferral queue, the audit history).
@@ -17,8 +18,6 @@ import { visible } from "../text/escape.js";
 export const STATE_BRANCH = "quartermaster-state";
 export const HISTORY_FILE = "audit-history.json";
 export const RUNS_FILE = "run-history.json";
-/** The report the last full propose run planned from: what a refresh plans from again. */
-export const REPORT_FILE = "last-report.json";
 
 /**
  * The audit history as the last run left it, empty when there is none yet. One that cannot be read
@@ -65,9 +64,25 @@ export async function stateBranchWriter(github: Forge): Promise<string | undefin
   return `${STATE_BRANCH} was last written by ${visible(other ?? "an unknown author")} (commit ${head.slice(0, 12)}), not by ${visible(bot)}: check that commit; a ruleset should let only the bot's identity update the branch (docs/operations.md, security settings)`;
 }
 
-/** The report text the last run kept; undefined when none has yet. */
-export const readLastReport = (github: Forge): Promise<string | undefined> =>
-  github.readFile(STATE_BRANCH, REPORT_FILE, "reading the last report");
+/** The report the last full run planned from (what a refresh plans from again); undefined: none yet. */
+export const readLastReport = (github: Forge) => readKeptReport(github, STATE_BRANCH);
+
+/**
+ * The last report's digest and parts, for this run to tell whether it keeps another: undefined when
+ * none is kept in parts (none, or the single file of before), with the warning to give when the
+ * index is not one. Either way this run keeps its own report in parts.
+ */
+export async function readLastReportIndex(
+  github: Forge,
+): Promise<{ kept?: KeptReport; warning?: string }> {
+  try {
+    const kept = await readKeptIndex(github, STATE_BRANCH);
+    return kept ? { kept } : {};
+  } catch (error) {
+    if (!(error instanceof StateError)) throw error;
+    return { warning: `${error.file} ${error.message}; this run keeps its report again` };
+  }
+}
 
 // The deferral queue: when each deferred pull request first waited, so the per-run budget opens
 // the longest-waiting first.
@@ -104,20 +119,20 @@ export interface StateFiles {
   waiting: ReadonlyMap<string, string>;
   history: AuditHistory;
   runs: RunHistory;
-  /** The text of the report the run planned from, for a refresh after a merge to plan from again. */
-  lastReport?: string;
+  /** The report the run planned from, for a refresh after a merge to plan from again. */
+  lastReport?: KeptReport;
 }
 
 const stateTexts = (state: StateFiles) => ({
   [WAITING_FILE]: waitingText(state.waiting),
   [HISTORY_FILE]: serializeHistory(state.history),
   [RUNS_FILE]: serializeRuns(state.runs),
-  ...(state.lastReport !== undefined && { [REPORT_FILE]: state.lastReport }),
 });
 
-/** Whether `next` differs from `previous` in any state file. */
+/** Whether `next` differs from `previous` in any state file (the report by its digest). */
 export function changesState(next: StateFiles, previous: StateFiles): boolean {
   const [a, b] = [stateTexts(next), stateTexts(previous)];
+  if (next.lastReport && next.lastReport.sha256 !== previous.lastReport?.sha256) return true;
   return Object.entries(a).some(([file, text]) => b[file as keyof typeof b] !== text);
 }
 
@@ -133,8 +148,12 @@ export async function writeState(
   base: string,
 ): Promise<void> {
   if (!changesState(next, previous)) return;
+  const files = {
+    ...stateTexts(next),
+    ...(next.lastReport && (await keptReportFiles(github, next.lastReport))),
+  };
   await github.setBranch(
     STATE_BRANCH,
-    await github.commitFiles(base, stateTexts(next), "Quartermaster: state kept between runs"),
+    await github.commitFiles(base, files, "Quartermaster: state kept between runs"),
   );
 }

@@ -5,7 +5,9 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before } from "node:test";
 import { execa } from "execa";
-import { HISTORY_FILE, REPORT_FILE, RUNS_FILE } from "../../src/propose/state.js";
+import { gunzipSync } from "node:zlib";
+import { REPORT_DIR, REPORT_INDEX } from "../../src/propose/kept-report.js";
+import { HISTORY_FILE, RUNS_FILE, STATE_BRANCH } from "../../src/propose/state.js";
 import { startGitServer, type GitServer } from "./git-server.js";
 import { startGitHubDouble, type GitHubDouble, type LoggedRequest } from "./github-double/index.js";
 import { removeTree, writeTree } from "./tree.js";
@@ -22,6 +24,8 @@ export async function startForge(options: {
   repo: string;
   files: Record<string, string>;
   botLogin?: string;
+  /** The largest blob the double lets a write make (GitHub's 100 MiB unless given). */
+  maxBlobBytes?: number;
 }): Promise<TestForge> {
   const { token, owner, repo } = options;
   const seed = await writeTree(options.files);
@@ -37,6 +41,7 @@ export async function startForge(options: {
     repo,
     token,
     botLogin: options.botLogin ?? "quartermaster[bot]",
+    ...(options.maxBlobBytes !== undefined && { maxBlobBytes: options.maxBlobBytes }),
   });
   return { server, double };
 }
@@ -65,6 +70,7 @@ export function suiteForge(options: {
   token: string;
   files: Record<string, string>;
   botLogin?: string;
+  maxBlobBytes?: number;
   workPrefix: string;
   setup?: (forge: SuiteForge) => Promise<void> | void;
 }): SuiteForge {
@@ -98,10 +104,17 @@ export function suiteForge(options: {
   } as SuiteForge;
   before(async () => {
     forge.work = await mkdtemp(path.join(tmpdir(), options.workPrefix));
-    const { token, files, botLogin } = options;
+    const { token, files, botLogin, maxBlobBytes } = options;
     Object.assign(
       forge,
-      await startForge({ token, files, owner: OWNER, repo: REPO, ...(botLogin && { botLogin }) }),
+      await startForge({
+        token,
+        files,
+        owner: OWNER,
+        repo: REPO,
+        ...(botLogin && { botLogin }),
+        ...(maxBlobBytes !== undefined && { maxBlobBytes }),
+      }),
     );
     await options.setup?.(forge);
   });
@@ -113,7 +126,20 @@ export function suiteForge(options: {
   return forge;
 }
 
-const STATE_FILES = new Set(["deferred.json", HISTORY_FILE, REPORT_FILE, RUNS_FILE]);
+/** The report the state branch of the bare repo `gitDir` keeps: its parts in order, gunzipped. */
+export async function keptReportText(gitDir: string): Promise<string> {
+  const git = (...args: string[]) =>
+    execa("git", ["--git-dir", gitDir, ...args], { encoding: "buffer" });
+  const index = JSON.parse(
+    Buffer.from((await git("show", `${STATE_BRANCH}:${REPORT_INDEX}`)).stdout).toString("utf8"),
+  ) as { parts: string[] };
+  const parts = [];
+  for (const sha of index.parts) parts.push((await git("cat-file", "blob", sha)).stdout);
+  return gunzipSync(Buffer.concat(parts)).toString("utf8");
+}
+
+const STATE_FILES = new Set(["deferred.json", HISTORY_FILE, RUNS_FILE]);
+const isStateFile = (path: string) => STATE_FILES.has(path) || path.startsWith(`${REPORT_DIR}/`);
 const STATE_COMMITS = new Set([
   "Quartermaster: state kept between runs",
   "Quartermaster: a propose run is writing pull requests",
@@ -127,8 +153,10 @@ export function proposalWrites(writes: readonly LoggedRequest[]): LoggedRequest[
   return writes.filter((w) => {
     const body = w.body as { tree?: { path: string }[]; message?: string; ref?: string } | null;
     if (w.operation === "issues/create" || w.operation === "issues/update") return false;
+    // Only the kept report's parts are written as blobs of their own.
+    if (w.operation === "git/create-blob") return false;
     if (w.operation === "git/create-tree")
-      return !body?.tree?.every((entry) => STATE_FILES.has(entry.path));
+      return !body?.tree?.every((entry) => isStateFile(entry.path));
     if (w.operation === "git/create-commit") return !STATE_COMMITS.has(body?.message ?? "");
     if (w.operation === "git/create-ref")
       return !/^refs\/heads\/quartermaster-state(--lock)?$/.test(body?.ref ?? "");
