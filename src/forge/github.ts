@@ -184,10 +184,19 @@ export class GitHub implements Forge {
   }
 
   async readBlob(sha: string, what: string): Promise<Buffer | undefined> {
+    // Octokit's own JSON parser overflows its stack on a blob of a few MB (its base64 has a newline
+    // every 60 characters): the body is parsed here instead.
     const found = await unlessMissing(what, () =>
-      this.octokit.rest.git.getBlob({ ...this.repo, file_sha: sha }),
+      this.octokit.rest.git.getBlob({
+        ...this.repo,
+        file_sha: sha,
+        request: { parseSuccessResponseBody: false },
+      }),
     );
-    return found && Buffer.from(found.data.content, "base64");
+    if (!found) return undefined;
+    const body = await new Response(found.data as unknown as ReadableStream).text();
+    const { content } = JSON.parse(body) as { content: string };
+    return Buffer.from(content, "base64");
   }
 
   async writeBlob(bytes: Buffer, what: string): Promise<string> {

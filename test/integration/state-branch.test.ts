@@ -140,13 +140,14 @@ test("a report over the largest blob is kept in gzip parts under it, read back n
   assert.deepEqual(forge.double.violations, []);
 });
 
-test("a state branch holding the report as one file, as before parts, is still read", async () => {
-  const report = largeReport(20, 20);
+test("a state branch holding the report as one file, as before parts, is still read: 8 MB through the blob API", async () => {
+  const report = largeReport(3000, 24000);
   await forge.double.pushCommit(STATE_BRANCH, {
     [REPORT_INDEX]: null,
     [LEGACY_REPORT_FILE]: JSON.stringify(report),
   });
   const github = new GitHub(settingsFromEnv(forge.double.cliEnv()));
+  assert.ok(JSON.stringify(report).length > 8_000_000);
   assert.deepEqual((await readLastReport(github))?.report, report);
   assert.deepEqual(await readLastReportIndex(github), {});
 });
