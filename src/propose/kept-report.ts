@@ -44,15 +44,24 @@ export interface KeptReport {
   text?: () => AsyncIterable<Buffer>;
 }
 
-/** The digest a report is known by: the same one is not written again. */
-async function digest(text: AsyncIterable<Buffer>): Promise<{ sha256: string; bytes: number }> {
-  const hash = createHash("sha256");
-  let bytes = 0;
-  for await (const chunk of text) {
-    hash.update(chunk);
-    bytes += chunk.length;
+/** The digest a report is known by (the same one is not written again), taken a piece at a time. */
+class Digest {
+  private readonly hash = createHash("sha256");
+  private bytes = 0;
+  add(chunk: Buffer): Buffer {
+    this.hash.update(chunk);
+    this.bytes += chunk.length;
+    return chunk;
   }
-  return { sha256: hash.digest("hex"), bytes };
+  done(): { sha256: string; bytes: number } {
+    return { sha256: this.hash.digest("hex"), bytes: this.bytes };
+  }
+}
+
+async function digest(text: AsyncIterable<Buffer>): Promise<{ sha256: string; bytes: number }> {
+  const taken = new Digest();
+  for await (const chunk of text) taken.add(chunk);
+  return taken.done();
 }
 
 /** The report file `file`, to keep: read twice (its digest now, its parts when written), not held. */
@@ -103,18 +112,14 @@ export async function readKeptReport(
   const nodes: NodeResult[] = [];
   const reader = new ReportReader(where, (node) => nodes.push(node));
   const decoder = new StringDecoder("utf8");
-  const hash = createHash("sha256");
-  let bytes = 0;
+  const taken = new Digest();
   try {
     await pipeline(
       Readable.from(partsOf(github, index.parts, where)),
       createGunzip(),
       async (text) => {
-        for await (const chunk of text as AsyncIterable<Buffer>) {
-          hash.update(chunk);
-          bytes += chunk.length;
-          reader.push(decoder.write(chunk));
-        }
+        for await (const chunk of text as AsyncIterable<Buffer>)
+          reader.push(decoder.write(taken.add(chunk)));
       },
     );
   } catch (error) {
@@ -123,7 +128,8 @@ export async function readKeptReport(
     throw new StateError(where, `a part is not the gzip stream its index names: ${error.message}`);
   }
   reader.push(decoder.end());
-  if (hash.digest("hex") !== index.sha256 || bytes !== index.bytes)
+  const { sha256, bytes } = taken.done();
+  if (sha256 !== index.sha256 || bytes !== index.bytes)
     throw new StateError(where, "its parts are not the report its index names (sha256, bytes)");
   return { report: { ...reader.end(), nodes }, kept: index };
 }
@@ -176,19 +182,14 @@ async function writeParts(
   text: AsyncIterable<Buffer>,
 ): Promise<{ sha256: string; bytes: number; parts: string[] }> {
   const limit = github.settings.maxBlobBytes;
-  const hash = createHash("sha256");
-  let bytes = 0;
+  const taken = new Digest();
   const parts: string[] = [];
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   const write = async (part: Buffer) =>
     parts.push(await github.writeBlob(part, `writing part ${parts.length + 1} of the report`));
   async function* hashed(): AsyncIterable<Buffer> {
-    for await (const chunk of text) {
-      hash.update(chunk);
-      bytes += chunk.length;
-      yield chunk;
-    }
+    for await (const chunk of text) yield taken.add(chunk);
   }
   await pipeline(Readable.from(hashed()), createGzip(), async (gzipped) => {
     for await (const chunk of gzipped as AsyncIterable<Buffer>) {
@@ -203,5 +204,5 @@ async function writeParts(
     }
   });
   if (pendingBytes > 0 || parts.length === 0) await write(Buffer.concat(pending));
-  return { sha256: hash.digest("hex"), bytes, parts };
+  return { ...taken.done(), parts };
 }
