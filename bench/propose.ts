@@ -18,7 +18,7 @@ import http from "isomorphic-git/http/node";
 import type { Finding } from "../src/domains/domain.js";
 import { domainByName } from "../src/domains/registry.js";
 import { toDriftItems } from "../src/drift/drift.js";
-import { BOT_AUTHOR, GitHub } from "../src/forge/github.js";
+import { BOT_AUTHOR, DEFAULT_MAX_BLOB_BYTES, GitHub } from "../src/forge/github.js";
 import { loadFleet, type Fleet } from "../src/manifest/load.js";
 import { plan } from "../src/propose/plan.js";
 import { Report, summarize, type NodeResult } from "../src/report/schema.js";
@@ -131,6 +131,7 @@ async function baseline(url: string, apiUrl: string, count: number): Promise<voi
     token: TOKEN,
     author: BOT_AUTHOR,
     retryAfterBaseValue: 1,
+    maxBlobBytes: DEFAULT_MAX_BLOB_BYTES,
     writeSpacingMs: 0,
   });
   const t0 = performance.now();

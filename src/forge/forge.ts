@@ -8,12 +8,18 @@ import type {
   Unasked,
 } from "./records.js";
 
+/** A file as a commit writes it: its text, a blob written before (`writeBlob`), or null: deleted. */
+export type FileChange = string | { blob: string } | null;
+
 // What propose asks of a code host: the one seam between it and the forge. The GitHub client
 // (github.ts) is its one implementation; another host implements this and returns the same records.
 
 export interface Forge {
-  /** Who the bot commits as: its own commits are told from a person's by this author. */
-  readonly settings: Pick<GitHubSettings, "author">;
+  /**
+   * Who the bot commits as: its own commits are told from a person's by this author. The largest
+   * blob it writes: what is larger is kept in parts.
+   */
+  readonly settings: Pick<GitHubSettings, "author" | "maxBlobBytes">;
   /** The login the bot acts as: only its own issues are its dashboard. */
   botLogin(): Promise<string>;
   defaultBranch(): Promise<string>;
@@ -28,12 +34,12 @@ export interface Forge {
   comments(number: number): Promise<CommentRecord[]>;
   /** A file's text on a branch; undefined when the branch or file is absent. */
   readFile(branch: string, path: string, what: string): Promise<string | undefined>;
-  /** A commit on `parent` writing `files` (null deletes one); its sha. */
-  commitFiles(
-    parent: string,
-    files: Record<string, string | null>,
-    message: string,
-  ): Promise<string>;
+  /** A blob's bytes by its sha; undefined when there is no such blob. */
+  readBlob(sha: string, what: string): Promise<Buffer | undefined>;
+  /** Writes a blob of `bytes` (at most `settings.maxBlobBytes`); its sha. */
+  writeBlob(bytes: Buffer, what: string): Promise<string>;
+  /** A commit on `parent` writing `files` (text, a blob written before, or null: deleted); its sha. */
+  commitFiles(parent: string, files: Record<string, FileChange>, message: string): Promise<string>;
   /** Creates a branch at `sha`; false when it exists already. */
   createBranch(branch: string, sha: string): Promise<boolean>;
   commit(sha: string): Promise<CommitInfo>;

@@ -23,7 +23,15 @@ export interface GitHubSettings {
    * 3 s between notifying ones), as GitHub asks of content-creating requests.
    */
   writeSpacingMs?: number;
+  /**
+   * The largest blob the bot writes (`QUARTERMASTER_MAX_BLOB_BYTES`): a state file that would be
+   * larger is kept in parts. GitHub refuses a blob over 100 MiB; tests set a small limit.
+   */
+  maxBlobBytes: number;
 }
+
+/** Well under GitHub's 100 MiB per blob, and under the 40 MiB its Git Data API was seen to take. */
+export const DEFAULT_MAX_BLOB_BYTES = 16 * 1024 * 1024;
 
 /** GitHub's login rules, and an App's `name[bot]`. */
 export const GITHUB_LOGIN = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$/;
@@ -59,16 +67,19 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): GitHubSet
     token,
     author: BOT_AUTHOR,
     ...(botLogin !== undefined && { botLogin }),
-    retryAfterBaseValue: millis(env, "QUARTERMASTER_RETRY_AFTER_BASE_MS"),
-    writeSpacingMs: millis(env, "QUARTERMASTER_WRITE_SPACING_MS"),
+    retryAfterBaseValue: whole(env, "QUARTERMASTER_RETRY_AFTER_BASE_MS", "milliseconds"),
+    writeSpacingMs: whole(env, "QUARTERMASTER_WRITE_SPACING_MS", "milliseconds"),
+    maxBlobBytes: whole(env, "QUARTERMASTER_MAX_BLOB_BYTES", "bytes", 1) ?? DEFAULT_MAX_BLOB_BYTES,
   };
 }
 
-function millis(env: NodeJS.ProcessEnv, name: string): number | undefined {
+function whole(env: NodeJS.ProcessEnv, name: string, unit: string, least = 0): number | undefined {
   const text = env[name];
   if (text === undefined || text === "") return undefined;
   const value = wholeNumber(text);
-  if (value === undefined)
-    throw new ForgeError(`${name} must be a whole number of milliseconds, not "${text}"`);
+  if (value === undefined || value < least)
+    throw new ForgeError(
+      `${name} must be a whole number of ${unit}${least ? ` (at least ${least})` : ""}, not "${visible(text)}"`,
+    );
   return value;
 }

@@ -1,7 +1,7 @@
 import { ForgeError } from "../errors.js";
 import { botClient, call, unlessMissing, type BotClient } from "./github-requests.js";
 import type { GitHubSettings } from "./github-settings.js";
-import type { Forge } from "./forge.js";
+import type { FileChange, Forge } from "./forge.js";
 import type {
   CommentRecord,
   CommitInfo,
@@ -14,6 +14,7 @@ import type {
 // Importers name the forge's records and settings from here, beside the client that returns them.
 export {
   BOT_AUTHOR,
+  DEFAULT_MAX_BLOB_BYTES,
   GITHUB_LOGIN,
   settingsFromEnv,
   type GitHubSettings,
@@ -179,13 +180,34 @@ export class GitHub implements Forge {
     if (Array.isArray(data) || data.type !== "file" || data.content === undefined) return undefined;
     if (data.encoding !== "none") return Buffer.from(data.content, "base64").toString("utf8");
     // Over 1 MB the contents API sends no content: the blob has it.
-    const { data: blob } = await call(what, () =>
-      this.octokit.rest.git.getBlob({ ...this.repo, file_sha: data.sha }),
+    return (await this.readBlob(data.sha, what))?.toString("utf8");
+  }
+
+  async readBlob(sha: string, what: string): Promise<Buffer | undefined> {
+    // Octokit's own JSON parser overflows its stack on a blob of a few MB (its base64 has a newline
+    // every 60 characters): the body is parsed here instead.
+    const found = await unlessMissing(what, () =>
+      this.octokit.rest.git.getBlob({
+        ...this.repo,
+        file_sha: sha,
+        request: { parseSuccessResponseBody: false },
+      }),
     );
-    // Octokit's JSON parser overflows its stack on a string of several MB (the base64 of a
-    // 10,000-node report) and hands back the answer's text instead: parsed here then.
-    const { content } = typeof blob === "string" ? (JSON.parse(blob) as typeof blob) : blob;
-    return Buffer.from(content, "base64").toString("utf8");
+    if (!found) return undefined;
+    const body = await new Response(found.data as unknown as ReadableStream).text();
+    const { content } = JSON.parse(body) as { content: string };
+    return Buffer.from(content, "base64");
+  }
+
+  async writeBlob(bytes: Buffer, what: string): Promise<string> {
+    const { data } = await call(what, () =>
+      this.octokit.rest.git.createBlob({
+        ...this.repo,
+        content: bytes.toString("base64"),
+        encoding: "base64",
+      }),
+    );
+    return data.sha;
   }
 
   /**
@@ -194,7 +216,7 @@ export class GitHub implements Forge {
    */
   async commitFiles(
     parent: string,
-    files: Record<string, string | null>,
+    files: Record<string, FileChange>,
     message: string,
   ): Promise<string> {
     const { data: parentCommit } = await call("reading the base commit", () =>
@@ -207,11 +229,14 @@ export class GitHub implements Forge {
           this.octokit.rest.git.createTree({
             ...this.repo,
             base_tree: parentCommit.tree.sha,
-            tree: Object.entries(files).map(([path, content]) =>
-              content === null
-                ? { path, mode: "100644" as const, type: "blob" as const, sha: null }
-                : { path, mode: "100644" as const, type: "blob" as const, content },
-            ),
+            tree: Object.entries(files).map(([path, change]) => ({
+              path,
+              mode: "100644" as const,
+              type: "blob" as const,
+              ...(typeof change === "string"
+                ? { content: change }
+                : { sha: change === null ? null : change.blob }),
+            })),
           }),
         );
     const now = new Date().toISOString();

@@ -4,9 +4,10 @@ import { emptyRuns, type RunHistory } from "../report/runs.js";
 import { markerDigest } from "./marker.js";
 import { needsNodes, NODE_LISTS_FILE, type NodeLists } from "./node-lists.js";
 import { botPulls, hasLeftAloneNotice, humanCommits, type ExistingPull } from "./pulls.js";
+import type { KeptReport } from "./kept-report.js";
 import {
   readHistory,
-  readLastReport,
+  readLastReportIndex,
   readNodeLists,
   readRuns,
   readWaiting,
@@ -30,8 +31,8 @@ export interface ForgeFacts {
   nodeLists: NodeLists;
   history: ReadHistory;
   runs: RunHistory;
-  /** The report text the last run kept. */
-  lastReport?: string;
+  /** The report the last run kept: its digest and parts. */
+  lastReport?: KeptReport;
   /** What to warn of about what was read (a state file not read as one). */
   warnings: string[];
 }
@@ -51,14 +52,14 @@ export async function gatherForge(github: Forge): Promise<ForgeFacts> {
   const { warnings, ...decided } = await gatherPulls(github);
   const history = await readHistory(github);
   const { runs, warning } = await readRuns(github);
-  const lastReport = await readLastReport(github);
+  const { kept: lastReport, warning: index } = await readLastReportIndex(github);
   const writer = await stateBranchWriter(github);
   return {
     ...decided,
     history,
     runs,
     ...(lastReport !== undefined && { lastReport }),
-    warnings: [writer, warning, ...warnings].filter((w) => w !== undefined),
+    warnings: [writer, warning, index, ...warnings].filter((w) => w !== undefined),
   };
 }
 

@@ -16,6 +16,7 @@ import {
   serializeNodeLists,
   type NodeLists,
 } from "./node-lists.js";
+import { keptReportFiles, readKeptIndex, readKeptReport, type KeptReport } from "./kept-report.js";
 
 // The bot's state branch: a branch no pull request comes from, one commit on top of the manifests'
 // revision holding what one run leaves for the next (the deferral queue, the audit history, the
@@ -24,8 +25,6 @@ import {
 export const STATE_BRANCH = "quartermaster-state";
 export const HISTORY_FILE = "audit-history.json";
 export const RUNS_FILE = "run-history.json";
-/** The report the last full propose run planned from: what a refresh plans from again. */
-export const REPORT_FILE = "last-report.json";
 
 /**
  * The audit history as the last run left it, empty when there is none yet. One that cannot be read
@@ -72,9 +71,25 @@ export async function stateBranchWriter(github: Forge): Promise<string | undefin
   return `${STATE_BRANCH} was last written by ${visible(other ?? "an unknown author")} (commit ${head.slice(0, 12)}), not by ${visible(bot)}: check that commit; a ruleset should let only the bot's identity update the branch (docs/operations.md, security settings)`;
 }
 
-/** The report text the last run kept; undefined when none has yet. */
-export const readLastReport = (github: Forge): Promise<string | undefined> =>
-  github.readFile(STATE_BRANCH, REPORT_FILE, "reading the last report");
+/** The report the last full run planned from (what a refresh plans from again); undefined: none yet. */
+export const readLastReport = (github: Forge) => readKeptReport(github, STATE_BRANCH);
+
+/**
+ * The last report's digest and parts, for this run to tell whether it keeps another: undefined when
+ * none is kept in parts (none, or the single file of before), with the warning to give when the
+ * index is not one. Either way this run keeps its own report in parts.
+ */
+export async function readLastReportIndex(
+  github: Forge,
+): Promise<{ kept?: KeptReport; warning?: string }> {
+  try {
+    const kept = await readKeptIndex(github, STATE_BRANCH);
+    return kept ? { kept } : {};
+  } catch (error) {
+    if (!(error instanceof StateError)) throw error;
+    return { warning: `${error.file} ${error.message}; this run keeps its report again` };
+  }
+}
 
 /**
  * The node lists kept for markers that name their nodes by digest: none when there is no file yet,
@@ -131,8 +146,8 @@ export interface StateFiles {
   runs: RunHistory;
   /** The node lists of pull requests whose marker names them by digest. */
   nodeLists: NodeLists;
-  /** The text of the report the run planned from, for a refresh after a merge to plan from again. */
-  lastReport?: string;
+  /** The report the run planned from, for a refresh after a merge to plan from again. */
+  lastReport?: KeptReport;
 }
 
 const stateTexts = (state: StateFiles) => ({
@@ -140,12 +155,12 @@ const stateTexts = (state: StateFiles) => ({
   [HISTORY_FILE]: serializeHistory(state.history),
   [RUNS_FILE]: serializeRuns(state.runs),
   [NODE_LISTS_FILE]: serializeNodeLists(state.nodeLists),
-  ...(state.lastReport !== undefined && { [REPORT_FILE]: state.lastReport }),
 });
 
-/** Whether `next` differs from `previous` in any state file. */
+/** Whether `next` differs from `previous` in any state file (the report by its digest). */
 export function changesState(next: StateFiles, previous: StateFiles): boolean {
   const [a, b] = [stateTexts(next), stateTexts(previous)];
+  if (next.lastReport && next.lastReport.sha256 !== previous.lastReport?.sha256) return true;
   return Object.entries(a).some(([file, text]) => b[file as keyof typeof b] !== text);
 }
 
@@ -161,8 +176,12 @@ export async function writeState(
   base: string,
 ): Promise<void> {
   if (!changesState(next, previous)) return;
+  const files = {
+    ...stateTexts(next),
+    ...(next.lastReport && (await keptReportFiles(github, next.lastReport))),
+  };
   await github.setBranch(
     STATE_BRANCH,
-    await github.commitFiles(base, stateTexts(next), "Quartermaster: state kept between runs"),
+    await github.commitFiles(base, files, "Quartermaster: state kept between runs"),
   );
 }

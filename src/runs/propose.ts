@@ -17,16 +17,16 @@ import type { PlanInput } from "../propose/plan-input.js";
 import type { Action } from "../propose/proposal.js";
 import { askAgain, describePending, pendingReviews, refusedOnOpen } from "../propose/reviews.js";
 import { planRun, type RunPlan } from "../propose/run-plan.js";
+import { REPORT_INDEX, reportFileToKeep, type KeptReport } from "../propose/kept-report.js";
 import {
   changesState,
   HISTORY_FILE,
   readLastReport,
-  REPORT_FILE,
   STATE_BRANCH,
   writeState,
   type StateFiles,
 } from "../propose/state.js";
-import { parseReport, readReport, readText } from "../report/read.js";
+import { readReport } from "../report/read.js";
 import type { Report } from "../report/schema.js";
 import { visible } from "../text/escape.js";
 import { resolveManifestDir, type ManifestSource } from "./fleet.js";
@@ -70,25 +70,24 @@ export interface ProposeOutcome {
 }
 
 /**
- * How to read the report to plan from, and its text to keep again (read only by a run that keeps
+ * How to read the report to plan from, and the report to keep again (read only by a run that keeps
  * it); a report the forge keeps with no forge to read it from is refused before anything is read.
  */
 function reportSource(
   file: string | undefined,
   forge: Forge | undefined,
-): () => Promise<{ audited: Report; text: () => Promise<string> }> {
+): () => Promise<{ audited: Report; kept: () => Promise<KeptReport> }> {
   if (file !== undefined)
-    return async () => ({ audited: await readReport(file), text: () => readText(file) });
+    return async () => ({ audited: await readReport(file), kept: () => reportFileToKeep(file) });
   if (!forge)
     throw new UsageError("--report-from-repo reads the report from GitHub: set GITHUB_TOKEN");
   return async () => {
-    const where = `${STATE_BRANCH}:${REPORT_FILE}`;
-    const kept = await readLastReport(forge);
-    if (kept === undefined)
+    const read = await readLastReport(forge);
+    if (read === undefined)
       throw new UsageError(
-        `--report-from-repo: no report kept yet (${where}); a propose run with --report keeps one`,
+        `--report-from-repo: no report kept yet (${STATE_BRANCH}:${REPORT_INDEX}); a propose run with --report keeps one`,
       );
-    return { audited: parseReport(kept, where), text: () => Promise.resolve(kept) };
+    return { audited: read.report, kept: () => Promise.resolve(read.kept) };
   };
 }
 
@@ -100,7 +99,7 @@ export async function runPropose(
   const { forge } = options;
   const readTheReport = reportSource(options.reportFile, forge);
   const manifestDir = await resolveManifestDir(options.source);
-  const { audited, text } = await readTheReport();
+  const { audited, kept } = await readTheReport();
   // A dry run may lack the issues permission: it plans without the ticked boxes.
   const dashboard: Dashboard = forge && !options.dryRun ? await readDashboard(forge) : { body: "" };
   for (const warning of dashboard.warnings ?? []) reporter.warn(warning);
@@ -139,7 +138,7 @@ export async function runPropose(
     const run = release ? await gathered() : planned;
     reporter.planned(run.actions, false, maxNewPrs);
     const { tickets } = input;
-    const turn = { forge, run, fleet, revision, dashboard, tickets, waivers, lastReport: text };
+    const turn = { forge, run, fleet, revision, dashboard, tickets, waivers, lastReport: kept };
     return { ...(await carryOut(turn, options, reporter)), ...told };
   } finally {
     await release?.();
@@ -175,7 +174,7 @@ interface Turn {
   dashboard: Dashboard;
   tickets: PlanInput["tickets"];
   waivers: Waiver[];
-  lastReport: () => Promise<string>;
+  lastReport: () => Promise<KeptReport>;
 }
 
 /** Carries the plan out, keeps the state for the next run and updates the dashboard. */

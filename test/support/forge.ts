@@ -5,8 +5,10 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before } from "node:test";
 import { execa } from "execa";
+import { gunzipSync } from "node:zlib";
+import { REPORT_DIR, REPORT_INDEX } from "../../src/propose/kept-report.js";
 import { NODE_LISTS_FILE } from "../../src/propose/node-lists.js";
-import { HISTORY_FILE, REPORT_FILE, RUNS_FILE } from "../../src/propose/state.js";
+import { HISTORY_FILE, RUNS_FILE, STATE_BRANCH } from "../../src/propose/state.js";
 import { startGitServer, type GitServer } from "./git-server.js";
 import { startGitHubDouble, type GitHubDouble, type LoggedRequest } from "./github-double/index.js";
 import { removeTree, writeTree } from "./tree.js";
@@ -23,6 +25,8 @@ export async function startForge(options: {
   repo: string;
   files: Record<string, string>;
   botLogin?: string;
+  /** The largest blob the double lets a write make (GitHub's 100 MiB unless given). */
+  maxBlobBytes?: number;
 }): Promise<TestForge> {
   const { token, owner, repo } = options;
   const seed = await writeTree(options.files);
@@ -38,6 +42,7 @@ export async function startForge(options: {
     repo,
     token,
     botLogin: options.botLogin ?? "quartermaster[bot]",
+    ...(options.maxBlobBytes !== undefined && { maxBlobBytes: options.maxBlobBytes }),
   });
   return { server, double };
 }
@@ -66,6 +71,7 @@ export function suiteForge(options: {
   token: string;
   files: Record<string, string>;
   botLogin?: string;
+  maxBlobBytes?: number;
   workPrefix: string;
   setup?: (forge: SuiteForge) => Promise<void> | void;
 }): SuiteForge {
@@ -99,10 +105,17 @@ export function suiteForge(options: {
   } as SuiteForge;
   before(async () => {
     forge.work = await mkdtemp(path.join(tmpdir(), options.workPrefix));
-    const { token, files, botLogin } = options;
+    const { token, files, botLogin, maxBlobBytes } = options;
     Object.assign(
       forge,
-      await startForge({ token, files, owner: OWNER, repo: REPO, ...(botLogin && { botLogin }) }),
+      await startForge({
+        token,
+        files,
+        owner: OWNER,
+        repo: REPO,
+        ...(botLogin && { botLogin }),
+        ...(maxBlobBytes !== undefined && { maxBlobBytes }),
+      }),
     );
     await options.setup?.(forge);
   });
@@ -114,13 +127,20 @@ export function suiteForge(options: {
   return forge;
 }
 
-const STATE_FILES = new Set([
-  "deferred.json",
-  HISTORY_FILE,
-  NODE_LISTS_FILE,
-  REPORT_FILE,
-  RUNS_FILE,
-]);
+/** The report the state branch of the bare repo `gitDir` keeps: its parts in order, gunzipped. */
+export async function keptReportText(gitDir: string): Promise<string> {
+  const git = (...args: string[]) =>
+    execa("git", ["--git-dir", gitDir, ...args], { encoding: "buffer" });
+  const index = JSON.parse(
+    Buffer.from((await git("show", `${STATE_BRANCH}:${REPORT_INDEX}`)).stdout).toString("utf8"),
+  ) as { parts: string[] };
+  const parts = [];
+  for (const sha of index.parts) parts.push((await git("cat-file", "blob", sha)).stdout);
+  return gunzipSync(Buffer.concat(parts)).toString("utf8");
+}
+
+const STATE_FILES = new Set(["deferred.json", HISTORY_FILE, NODE_LISTS_FILE, RUNS_FILE]);
+const isStateFile = (path: string) => STATE_FILES.has(path) || path.startsWith(`${REPORT_DIR}/`);
 const STATE_COMMITS = new Set([
   "Quartermaster: state kept between runs",
   "Quartermaster: a propose run is writing pull requests",
@@ -134,8 +154,10 @@ export function proposalWrites(writes: readonly LoggedRequest[]): LoggedRequest[
   return writes.filter((w) => {
     const body = w.body as { tree?: { path: string }[]; message?: string; ref?: string } | null;
     if (w.operation === "issues/create" || w.operation === "issues/update") return false;
+    // Only the kept report's parts are written as blobs of their own.
+    if (w.operation === "git/create-blob") return false;
     if (w.operation === "git/create-tree")
-      return !body?.tree?.every((entry) => STATE_FILES.has(entry.path));
+      return !body?.tree?.every((entry) => isStateFile(entry.path));
     if (w.operation === "git/create-commit") return !STATE_COMMITS.has(body?.message ?? "");
     if (w.operation === "git/create-ref")
       return !/^refs\/heads\/quartermaster-state(--lock)?$/.test(body?.ref ?? "");

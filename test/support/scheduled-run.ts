@@ -25,14 +25,14 @@ export interface ScheduledRun {
 
 /**
  * The runs of `forge`'s repository auditing the hosts `sshConfig()` names. With `stateFromRepo:
- * false` each audit reads no history, as if it were the first.
+ * false` each audit reads no history, as if it were the first; `env` is added to every run's.
  */
 export function scheduledRun(
   forge: SuiteForge,
   sshConfig: () => string,
-  options: { stateFromRepo?: boolean } = {},
+  options: { stateFromRepo?: boolean; env?: Record<string, string> } = {},
 ): ScheduledRun {
-  const env = () => forge.double.cliEnv();
+  const env = () => ({ ...forge.double.cliEnv(), ...options.env });
   const history = options.stateFromRepo === false ? [] : ["--state-from-repo"];
   const audit = async (name: string, exitCode: number): Promise<Audited> => {
     const file = path.join(forge.work, `${name}.json`);

@@ -9,6 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { execa } from "execa";
+import { keptReportText } from "../support/forge.js";
 import { startGitServer, type GitServer } from "../support/git-server.js";
 import { startGitHubDouble, type GitHubDouble } from "../support/github-double/index.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
@@ -111,15 +112,7 @@ describe("refresh-prs workflow", () => {
       pull_request: { merged, head: { ref: head }, base: { ref: "main" } },
     },
   });
-  const keptReport = async () =>
-    (
-      await execa("git", [
-        "--git-dir",
-        server.barePath(OWNER, REPO),
-        "show",
-        "quartermaster-state:last-report.json",
-      ])
-    ).stdout;
+  const keptReport = () => keptReportText(server.barePath(OWNER, REPO));
   const open = () => double.pulls().filter((p) => p.state === "open");
 
   test("a merged Quartermaster pull request refreshes the others from the kept report, auditing nothing and opening nothing", async () => {
@@ -127,7 +120,7 @@ describe("refresh-prs workflow", () => {
     const early = await run("refresh-prs.yml", closed("quartermaster--accept--x", true));
     assert.match(
       failures(early),
-      /--report-from-repo: no report kept yet \(quartermaster-state:last-report\.json\)/,
+      /--report-from-repo: no report kept yet \(quartermaster-state:last-report\/index\.json\)/,
     );
     assert.doesNotMatch(failures(early), /at .*\.js:\d+/);
 

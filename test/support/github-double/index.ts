@@ -113,6 +113,8 @@ export interface GitHubDoubleOptions {
   defaultBranch?: string;
   /** A second token that may only read, like a GITHUB_TOKEN of a job without write permissions. */
   readToken?: string;
+  /** The largest blob a write may make: GitHub's 100 MiB unless given. */
+  maxBlobBytes?: number;
 }
 
 const SUBSET = new URL("./openapi-subset.json", import.meta.url);
@@ -148,6 +150,7 @@ export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<G
     owner,
     bot,
   );
+  if (options.maxBlobBytes !== undefined) state.maxBlobBytes = options.maxBlobBytes;
 
   // One request at a time: state changes stay atomic and test runs deterministic.
   let queue: Promise<unknown> = Promise.resolve();
@@ -340,6 +343,10 @@ export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<G
       GITHUB_SERVER_URL: options.git.url,
       QUARTERMASTER_RETRY_AFTER_BASE_MS: "1",
       QUARTERMASTER_WRITE_SPACING_MS: "0",
+      // The bot keeps its blobs under the limit it is told of, as for a GitHub Enterprise Server's.
+      ...(options.maxBlobBytes !== undefined && {
+        QUARTERMASTER_MAX_BLOB_BYTES: String(options.maxBlobBytes),
+      }),
       // GitHub does not tell an App's or Actions' token who it is (GET /user: 403): the callers say.
       ...(bot.type === "Bot" && { QUARTERMASTER_BOT_LOGIN: bot.login }),
     }),

@@ -42,6 +42,7 @@ const validationFailed = (...errors: FieldError[]): ApiError =>
   new ApiError(422, "Validation Failed", errors);
 
 export const MAX_BODY = 65536;
+export const GITHUB_MAX_BLOB_BYTES = 100 * 1024 * 1024;
 export type Permission = "admin" | "maintain" | "write" | "triage" | "read" | "none";
 
 export interface Request {
@@ -64,6 +65,8 @@ export class RepositoryState {
   readonly permissions = new Map<string, Permission>();
   /** The organization's teams with access to the repository, by slug. */
   readonly teams = new Map<string, shape.TeamRecord>();
+  /** The largest blob a write may make (GitHub refuses one over 100 MiB); tests set less. */
+  maxBlobBytes = GITHUB_MAX_BLOB_BYTES;
   private nextNumber = 1;
   private nextId = 1000;
   private lastPush: string;
@@ -572,7 +575,7 @@ export class RepositoryState {
         throw validationFailed({ resource: "Blob", code: "invalid", field: "encoding" });
       }
       const sha = await this.repo.writeBlob(
-        Buffer.from(content, encoding === "base64" ? "base64" : "utf8"),
+        this.withinBlobLimit(Buffer.from(content, encoding === "base64" ? "base64" : "utf8")),
       );
       return {
         status: 201,
@@ -611,6 +614,7 @@ export class RepositoryState {
         if (entry.content !== undefined && entry.sha !== undefined) {
           throw new ApiError(422, "Invalid tree info: content and sha cannot both be given");
         }
+        if (entry.content !== undefined) this.withinBlobLimit(Buffer.from(entry.content, "utf8"));
       }
       const sha = await this.refusalAs422(() => this.repo.writeTree(tree, base_tree));
       const written = (await this.repo.tree(sha, false))!;
@@ -700,6 +704,17 @@ export class RepositoryState {
       return { status: 200, body };
     },
   };
+
+  /** `bytes`, unless over the blob limit: then GitHub's refusal (422). */
+  private withinBlobLimit(bytes: Buffer): Buffer {
+    if (bytes.length <= this.maxBlobBytes) return bytes;
+    throw validationFailed({
+      resource: "Blob",
+      code: "custom",
+      field: "content",
+      message: `content is ${bytes.length} bytes, over the ${this.maxBlobBytes} a blob may be`,
+    });
+  }
 
   /** Merges a PR into its base in the bare repo, as the merge button does. */
   async merge(pr: PullRecord, options: MergeOptions, by: Account): Promise<Reply> {

@@ -5,7 +5,12 @@ import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { ForgeError } from "../../../src/errors.js";
-import { BOT_AUTHOR, GitHub, settingsFromEnv } from "../../../src/forge/github.js";
+import {
+  BOT_AUTHOR,
+  DEFAULT_MAX_BLOB_BYTES,
+  GitHub,
+  settingsFromEnv,
+} from "../../../src/forge/github.js";
 
 /**
  * A client of repository o/r on a local server answering each request with `answer`'s status and
@@ -30,6 +35,7 @@ function clientAnswering(answer: (request: IncomingMessage) => [number, unknown]
       token: "t",
       author: BOT_AUTHOR,
       retryAfterBaseValue: 1,
+      maxBlobBytes: DEFAULT_MAX_BLOB_BYTES,
     });
   });
   after(() => new Promise((resolve) => server.close(resolve)));
