@@ -26,8 +26,9 @@ import {
   writeState,
   type StateFiles,
 } from "../propose/state.js";
-import { parseReport, readReport, readText } from "../report/read.js";
-import type { Report } from "../report/schema.js";
+import { parseReportNodes, readReportNodes, readText } from "../report/read.js";
+import type { NodeResult, Report } from "../report/schema.js";
+import { sharingItems } from "../report/shared-items.js";
 import { visible } from "../text/escape.js";
 import { resolveManifestDir, type ManifestSource } from "./fleet.js";
 
@@ -77,8 +78,20 @@ function reportSource(
   file: string | undefined,
   forge: Forge | undefined,
 ): () => Promise<{ audited: Report; text: () => Promise<string> }> {
+  // The nodes' drift items read with their common fields shared: a fleet's report is never whole.
+  const read = async (
+    nodesOf: (onNode: (node: NodeResult) => void) => Promise<Report> | Report,
+  ) => {
+    const nodes: NodeResult[] = [];
+    const shared = sharingItems();
+    const head = await nodesOf((node) => nodes.push(shared(node)));
+    return { ...head, nodes };
+  };
   if (file !== undefined)
-    return async () => ({ audited: await readReport(file), text: () => readText(file) });
+    return async () => ({
+      audited: await read((onNode) => readReportNodes(file, onNode)),
+      text: () => readText(file),
+    });
   if (!forge)
     throw new UsageError("--report-from-repo reads the report from GitHub: set GITHUB_TOKEN");
   return async () => {
@@ -88,7 +101,10 @@ function reportSource(
       throw new UsageError(
         `--report-from-repo: no report kept yet (${where}); a propose run with --report keeps one`,
       );
-    return { audited: parseReport(kept, where), text: () => Promise.resolve(kept) };
+    return {
+      audited: await read((onNode) => parseReportNodes(kept, where, onNode)),
+      text: () => Promise.resolve(kept),
+    };
   };
 }
 
