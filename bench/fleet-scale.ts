@@ -6,9 +6,12 @@
 // of `propose --dry-run` (reading the report, loading the manifests and planning) on that report.
 // Each measured command is its own process under tsx, whose own share of the peak is shown on the
 // last line. With `ssh`, the audit through the CLI's own ssh transport and session gates instead
-// (standInRuns below), the gate's own cost measured alone. Every figure is shown against issue
-// 34's targets: peak RSS <= 300 MB, the auditor's CPU <= 3 ms per node, validate under 2 s.
-// Usage: npx tsx bench/fleet-scale.ts [nodes=10000] [ssh]
+// (standInRuns below), the gate's own cost measured alone; with `propose`, the audit and the
+// propose dry run on its report alone (what 100,000 nodes can afford). QM_BENCH_BASELINE=DIR runs
+// another checkout's propose dry run (its sources under tsx) on the same report too: its peak RSS
+// and CPU, the ratio to them, and whether it printed the same bytes. Every figure is shown against
+// issue 34's targets: peak RSS <= 300 MB, the auditor's CPU <= 3 ms per node, validate under 2 s.
+// Usage: [QM_BENCH_BASELINE=DIR] npx tsx bench/fleet-scale.ts [nodes=10000] [ssh|propose]
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -25,6 +28,7 @@ import { boundHeapGrowth, fleetSshOptions, runSpooledAudit } from "../src/runs/a
 import { snapshotSpec } from "../src/runs/snapshot.js";
 import { DOMAINS } from "../src/domains/registry.js";
 import { loadFleet, type LoadedNode } from "../src/manifest/load.js";
+import { readReportNodes } from "../src/report/read.js";
 import { summarize, type Report } from "../src/report/schema.js";
 import { localTransport } from "../src/transport/local.js";
 import { sshSessionGates } from "../src/transport/session-gate.js";
@@ -38,6 +42,9 @@ const DRIFT_PER_NODE = 3;
 const SELF = path.join(REPO_ROOT, "bench/fleet-scale.ts");
 const CLI = path.join(REPO_ROOT, "src/cli/main.ts");
 const BUNDLE = path.join(REPO_ROOT, "dist/cli/main.js");
+const BASELINE = process.env.QM_BENCH_BASELINE
+  ? path.join(path.resolve(process.env.QM_BENCH_BASELINE), "src/cli/main.ts")
+  : undefined;
 
 /** A captured probe output and the nonce it was framed with. */
 interface Capture {
@@ -239,8 +246,7 @@ try {
    * boot files give (the replayed probe is its own) come on top, the same on every node.
    */
   const drifted = async (file: string) => {
-    const report = JSON.parse(await readFile(file, "utf8")) as Report;
-    const s = report.summary;
+    const s = (await readReportNodes(file, () => {})).summary;
     if (
       s.nodes !== nodeCount ||
       s.drifted !== nodeCount ||
@@ -250,7 +256,6 @@ try {
       throw new Error(
         `expected ${nodeCount} nodes drifted on ${DRIFT_PER_NODE} items each: ${JSON.stringify(s)}`,
       );
-    return report;
   };
   /** Wall and CPU time against the validate target. */
   const seconds = (m: { ms: number; cpuMs: number }) =>
@@ -261,8 +266,39 @@ try {
     `${perNode(ms)} (${(ms / nodeCount / CPU_TARGET_MS).toFixed(2)} of the ${CPU_TARGET_MS} ms target)`;
   const peak = (m: { peakMb: number }) =>
     `peak RSS ${m.peakMb.toFixed(0)} MB (${(m.peakMb / TARGET_MB).toFixed(2)} of the ${TARGET_MB} MB target)`;
+  /** `propose --dry-run` on the report, and the baseline's when there is one. */
+  const proposeLines = async () => {
+    const args = ["propose", "--dry-run", "--report", reportFile, "--manifests", manifests];
+    const propose = await measured([CLI, ...args]);
+    const lines = [
+      `  propose        --dry-run on the report: wall ${(propose.ms / 1000).toFixed(2)} s, ${peak(propose)}, CPU ${(propose.cpuMs / 1000).toFixed(2)} s`,
+    ];
+    if (BASELINE) {
+      const base = await measured([BASELINE, ...args]);
+      const same = base.stdout === propose.stdout ? "the same stdout" : "a DIFFERENT stdout";
+      lines.push(
+        `                 baseline ${BASELINE}: ${peak(base)}, CPU ${(base.cpuMs / 1000).toFixed(2)} s; this one ${(propose.peakMb / base.peakMb).toFixed(2)}x its peak RSS and ${(propose.cpuMs / base.cpuMs).toFixed(2)}x its CPU, ${same}`,
+      );
+    }
+    return lines;
+  };
   if (sections === "ssh") await standInRuns(capture!, manifests, drifted, cpuPerNode, peak);
+  else if (sections === "propose") await proposeRun();
   else await wholeRun();
+
+  /** The audit and the propose dry run on its report, nothing else. */
+  async function proposeRun() {
+    const audit = await replayAudit("json", reportFile);
+    await drifted(reportFile);
+    const reportBytes = (await stat(reportFile)).size;
+    console.log(
+      [
+        `fleet scale, propose: ${nodeCount} node entries, ${DRIFT_PER_NODE} drift items each, ${os.cpus().length} cores`,
+        `  audit          wall ${(audit.ms / 1000).toFixed(2)} s, ${peak(audit)}, report ${(reportBytes / 1024 / 1024).toFixed(1)} MB`,
+        ...(await proposeLines()),
+      ].join("\n"),
+    );
+  }
 
   /** The in-process audit, its text rendering, validate, merge-reports and propose. */
   async function wholeRun() {
@@ -271,7 +307,8 @@ try {
       (JSON.parse(m.stdout.trim().split("\n").at(-1)!) as { cpuMs: number }).cpuMs;
     const cpuMs = cpuOf(audit);
     const reportBytes = (await stat(reportFile)).size;
-    const report = await drifted(reportFile);
+    await drifted(reportFile);
+    const report = JSON.parse(await readFile(reportFile, "utf8")) as Report;
     // The human view, written node by node as the spool is read back.
     const text = await replayAudit("text", path.join(work, "report.txt"));
     // Loading the manifests alone (validate), to tell the auditor's CPU from the loader's.
@@ -301,15 +338,7 @@ try {
       JSON.parse(await readFile(mergedFile, "utf8")),
       JSON.parse(await readFile(reportFile, "utf8")),
     );
-    const propose = await measured([
-      CLI,
-      "propose",
-      "--dry-run",
-      "--report",
-      reportFile,
-      "--manifests",
-      manifests,
-    ]);
+    const propose = await proposeLines();
     const idle = await measured([CLI, "--version"]);
 
     console.log(
@@ -324,7 +353,7 @@ try {
           ? `                 the bundle (dist/cli/main.js, no tsx): ${seconds(bundled)}`
           : "                 the bundle: not built (npm run build), not measured",
         `  merge-reports  2 shards back into one: wall ${(merge.ms / 1000).toFixed(2)} s, ${peak(merge)}, ${mergedSame ? "the same nodes and summary as the unsharded report" : "DIFFERS from the unsharded report"}`,
-        `  propose        --dry-run on the report: wall ${(propose.ms / 1000).toFixed(2)} s, ${peak(propose)}`,
+        ...propose,
         `  (tsx and the CLI's modules alone, quartermaster --version: peak RSS ${idle.peakMb.toFixed(0)} MB)`,
       ].join("\n"),
     );
@@ -343,7 +372,7 @@ try {
 async function standInRuns(
   capture: Capture,
   manifests: string,
-  drifted: (file: string) => Promise<Report>,
+  drifted: (file: string) => Promise<void>,
   cpuPerNode: (ms: number) => string,
   peak: (m: { peakMb: number }) => string,
 ) {

@@ -66,18 +66,20 @@ export function desiredPulls(
   const groups = groupDrift(input.report, nodes).filter((group) => !raised(group));
   const bundles: readonly Bundle[] = bundleGroups(groups);
   const accepting = (bundle: Bundle) => bundle.filter(accepts);
+  const acceptPlan = acceptPlans(context);
   // A rejected accept is a ticket, never joined into another's PR.
   const proposed = combineNear(
     bundles,
     (bundle) =>
       accepting(bundle).length && !context.rejected(accepting(bundle))
-        ? acceptEdits(accepting(bundle), input.files, context.dependants, lists, context.audited)
-            .files
+        ? acceptPlan(bundle).files
         : {},
     input.files,
   );
   const proposals = [
-    ...proposed.flatMap((bundle) => bundleProposals(bundle, context, !bundles.includes(bundle))),
+    ...proposed.flatMap((bundle) =>
+      bundleProposals(bundle, context, acceptPlan, !bundles.includes(bundle)),
+    ),
     ...resolveProposals(context, covered),
   ];
   proposals.push(
@@ -86,11 +88,47 @@ export function desiredPulls(
   return proposals.map((proposal) => buildProposal(proposal, input.labels ?? [], input.files));
 }
 
+/** The accept edits of a bundle's accepting groups; ManifestEditError when they cannot be made. */
+type AcceptPlanOf = (bundle: Bundle) => AcceptPlan;
+
+/**
+ * Each bundle's accept plan made once: the bundles not combined with others are planned when
+ * combining, and planned again only at the cost of a lookup.
+ */
+function acceptPlans(context: DesiredContext): AcceptPlanOf {
+  const made = new Map<Bundle, AcceptPlan | ManifestEditError>();
+  return (bundle) => {
+    let plan = made.get(bundle);
+    if (plan === undefined) {
+      try {
+        plan = acceptEdits(
+          bundle.filter(accepts),
+          context.input.files,
+          context.dependants,
+          context.lists,
+          context.audited,
+        );
+      } catch (error) {
+        if (!(error instanceof ManifestEditError)) throw error;
+        plan = error;
+      }
+      made.set(bundle, plan);
+    }
+    if (plan instanceof ManifestEditError) throw plan;
+    return plan;
+  };
+}
+
 /**
  * A bundle's proposals: accept what the manifest can take and policy allows, as one PR; record a
  * ticket for the rest (policy, a rejected accept PR, an edit the manifest cannot take), as one PR.
  */
-function bundleProposals(bundle: Bundle, context: DesiredContext, combined: boolean): Proposal[] {
+function bundleProposals(
+  bundle: Bundle,
+  context: DesiredContext,
+  acceptPlan: AcceptPlanOf,
+  combined: boolean,
+): Proposal[] {
   const pending = bundle.filter(rollingOut);
   const byPolicy = bundle.filter((g) => !rollingOut(g) && g.items[0]!.onDrift === "ticket");
   const ticketed = [...pending, ...byPolicy];
@@ -104,7 +142,7 @@ function bundleProposals(bundle: Bundle, context: DesiredContext, combined: bool
   let accept: Proposal | undefined;
   let replaces: string | undefined;
   if (accepting.length) {
-    const outcome = acceptProposal(accepting, context, combined);
+    const outcome = acceptProposal(accepting, context, () => acceptPlan(bundle), combined);
     if (outcome && "reason" in outcome) {
       ticketed.push(...accepting);
       reasons.push(outcome.reason);
@@ -153,6 +191,7 @@ const joined = (reasons: readonly Reason[]): Reason => ({
 function acceptProposal(
   bundle: Bundle,
   context: DesiredContext,
+  plan: () => AcceptPlan,
   combined: boolean,
 ): Proposal | { reason: Reason; replaces?: string } | undefined {
   const branch = bundleBranch("accept", bundle);
@@ -164,13 +203,7 @@ function acceptProposal(
     };
   let accepted: AcceptPlan;
   try {
-    accepted = acceptEdits(
-      bundle,
-      context.input.files,
-      context.dependants,
-      context.lists,
-      context.audited,
-    );
+    accepted = plan();
   } catch (error) {
     // Only an edit that cannot be made becomes a ticket; anything else is a bug and is reported as
     // one.

@@ -93,9 +93,19 @@ export function readReportNodes(file: string, onNode: (node: NodeResult) => void
 /** A report's text validated as `readReport` does; `file` names where it came from in errors. */
 export function parseReport(text: string, file: string): Report {
   const nodes: NodeResult[] = [];
-  const reader = new ReportReader(file, (node) => nodes.push(node));
+  const head = parseReportNodes(text, file, (node) => nodes.push(node));
+  return { ...head, nodes };
+}
+
+/** A report's text validated and handed over node by node, as `readReportNodes` does a file's. */
+export function parseReportNodes(
+  text: string,
+  file: string,
+  onNode: (node: NodeResult) => void,
+): Report {
+  const reader = new ReportReader(file, onNode);
   reader.push(text);
-  return { ...reader.end(), nodes };
+  return reader.end();
 }
 
 const OPEN_BRACE = 0x7b;

@@ -26,8 +26,9 @@ import {
   writeState,
   type StateFiles,
 } from "../propose/state.js";
-import { readReport } from "../report/read.js";
-import type { Report } from "../report/schema.js";
+import { readReportNodes } from "../report/read.js";
+import type { NodeResult, Report } from "../report/schema.js";
+import { sharingItems } from "../report/shared-items.js";
 import { visible } from "../text/escape.js";
 import { resolveManifestDir, type ManifestSource } from "./fleet.js";
 
@@ -77,8 +78,20 @@ function reportSource(
   file: string | undefined,
   forge: Forge | undefined,
 ): () => Promise<{ audited: Report; kept: () => Promise<KeptReport> }> {
+  // The nodes' drift items read with their common fields shared: a fleet's report is never whole.
+  const read = async (
+    nodesOf: (onNode: (node: NodeResult) => void) => Promise<Report> | Report,
+  ) => {
+    const nodes: NodeResult[] = [];
+    const shared = sharingItems();
+    const head = await nodesOf((node) => nodes.push(shared(node)));
+    return { ...head, nodes };
+  };
   if (file !== undefined)
-    return async () => ({ audited: await readReport(file), kept: () => reportFileToKeep(file) });
+    return async () => ({
+      audited: await read((onNode) => readReportNodes(file, onNode)),
+      kept: () => reportFileToKeep(file),
+    });
   if (!forge)
     throw new UsageError("--report-from-repo reads the report from GitHub: set GITHUB_TOKEN");
   return async () => {

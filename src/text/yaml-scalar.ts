@@ -48,20 +48,67 @@ const PYYAML_IMPLICIT = [
 // readers' differences around indicators never matter.
 const PLAIN_SAFE = /^(?![-?:](?:\s|$))[^\s,\[\]{}#&*!|>'"%@`](?:\S| (?! |$|#))*$/u;
 
+/** What the patterns alone tell: `text` may be written plain, if the readers agree. */
+function mayBePlain(text: string, context: "block" | "flow"): boolean {
+  if (!PLAIN_SAFE.test(text) || hasUnprintable(text) || PYYAML_IMPLICIT.some((re) => re.test(text)))
+    return false;
+  if (context === "flow" && /[,:?\[\]{}]/.test(text)) return false;
+  return !/: |:$/.test(text);
+}
+
+/** The texts that the `yaml` library at `version` reads back plain as themselves, each a line. */
+function readBack(texts: readonly string[], version: "1.1" | "1.2"): string[] {
+  // The keys are distinct: checking that they are costs the square of their number.
+  const doc = parseDocument(texts.map((text, i) => `k${i}: ${text}`).join("\n"), {
+    version,
+    uniqueKeys: false,
+  });
+  // A line the reader refuses (none the patterns let through is known to) quotes them all, which
+  // every reader reads right.
+  if (doc.errors.length || doc.warnings.length) return [];
+  const read = doc.toJS() as Record<string, unknown>;
+  return texts.filter((text, i) => read[`k${i}`] === text);
+}
+
+// The readers' verdicts on texts asked before: a fleet's node names recur in every ticket written.
+const VERDICTS = { block: new Map<string, boolean>(), flow: new Map<string, boolean>() };
+const MAX_VERDICTS = 1_000_000;
+
+/**
+ * Which of `texts`, written plain, read back as themselves in the `yaml` library (1.2, 1.1) and in
+ * PyYAML: one parse per version for those not asked before (each holds one line, so the lines
+ * never meet).
+ */
+export function plainStrings(
+  texts: Iterable<string>,
+  context: "block" | "flow" = "block",
+): Set<string> {
+  const verdicts = VERDICTS[context];
+  const plain = new Set<string>();
+  const unasked: string[] = [];
+  for (const text of new Set(texts)) {
+    const verdict = verdicts.get(text);
+    if (verdict === undefined) {
+      if (mayBePlain(text, context)) unasked.push(text);
+    } else if (verdict) plain.add(text);
+  }
+  if (!unasked.length) return plain;
+  const in12 = readBack(unasked, "1.2");
+  const read = new Set(in12.length ? readBack(in12, "1.1") : []);
+  if (verdicts.size + unasked.length > MAX_VERDICTS) verdicts.clear();
+  for (const text of unasked) {
+    verdicts.set(text, read.has(text));
+    if (read.has(text)) plain.add(text);
+  }
+  return plain;
+}
+
 /**
  * `text` written plain reads back as the string `text` in the `yaml` library (1.2, 1.1) and in
  * PyYAML.
  */
-export function readsAsPlainString(text: string, context: "block" | "flow" = "block"): boolean {
-  if (!PLAIN_SAFE.test(text) || hasUnprintable(text) || PYYAML_IMPLICIT.some((re) => re.test(text)))
-    return false;
-  if (context === "flow" && /[,:?\[\]{}]/.test(text)) return false;
-  if (/: |:$/.test(text)) return false;
-  return (["1.2", "1.1"] as const).every((version) => {
-    const doc = parseDocument(`k: ${text}`, { version });
-    return !doc.errors.length && !doc.warnings.length && doc.toJS().k === text;
-  });
-}
+export const readsAsPlainString = (text: string, context: "block" | "flow" = "block"): boolean =>
+  plainStrings([text], context).has(text);
 
 /** Whether a line of `text` holds what the Actions runner reads as a command. */
 const holdsRunnerCommand = (text: string) => defuseRunnerCommands(text) !== text;
@@ -82,18 +129,22 @@ export function stringifyPortable(
     const node = doc.getIn(path, true);
     if (isScalar(node)) node.comment = ` ${visible(text)}`;
   }
+  const strings: Scalar<string>[] = [];
   visit(doc, {
     Scalar(_key, node) {
-      if (typeof node.value !== "string") return;
-      const text = node.value;
-      const multiLinePrintable =
-        text.includes("\n") &&
-        !hasUnprintable(text.replace(/[\t\n]/g, "")) &&
-        !/[ \t]\n|[ \t]$/.test(text);
-      if (holdsRunnerCommand(text) || (!multiLinePrintable && !readsAsPlainString(text)))
-        node.type = Scalar.QUOTE_DOUBLE;
+      if (typeof node.value === "string") strings.push(node as Scalar<string>);
     },
   });
+  const plain = plainStrings(strings.map((node) => node.value));
+  for (const node of strings) {
+    const text = node.value;
+    const multiLinePrintable =
+      text.includes("\n") &&
+      !hasUnprintable(text.replace(/[\t\n]/g, "")) &&
+      !/[ \t]\n|[ \t]$/.test(text);
+    if (holdsRunnerCommand(text) || (!multiLinePrintable && !plain.has(text)))
+      node.type = Scalar.QUOTE_DOUBLE;
+  }
   // The unprintable characters left are inside double-quoted scalars, where an escape means them.
   return defuseRunnerCommands(
     doc.toString({ lineWidth: 0 }).replace(UNPRINTABLE_BUT_TAB_NEWLINE, unicodeEscapes),
