@@ -73,7 +73,12 @@ async function writeStandIn(file: string, nodes: number): Promise<void> {
 async function child(step: Step, file: string): Promise<void> {
   const github = new GitHub(settingsFromEnv(process.env));
   const base = (await github.branchHead("main"))!;
-  const state = { waiting: new Map(), history: emptyHistory(), runs: emptyRuns(), nodeLists: new Map() };
+  const state = {
+    waiting: new Map(),
+    history: emptyHistory(),
+    runs: emptyRuns(),
+    nodeLists: new Map(),
+  };
   let said: string;
   try {
     if (step === "write") {
