@@ -266,8 +266,10 @@ try {
   if (sections === "ssh") await standInRuns(capture!, manifests, drifted, cpuPerNode, peak);
   else await wholeRun();
 
-  /** The in-process audit, its text rendering, validate; then, but for `audit`, merge-reports and
-   * propose. */
+  /**
+   * The in-process audit, its text rendering, validate; then, but for `audit`, merge-reports and
+   * propose.
+   */
   async function wholeRun() {
     const audit = await replayAudit("json", reportFile);
     const cpuOf = (m: { stdout: string }) =>
