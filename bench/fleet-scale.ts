@@ -7,11 +7,13 @@
 // Each measured command is its own process under tsx, whose own share of the peak is shown on the
 // last line. With `ssh`, the audit through the CLI's own ssh transport and session gates instead
 // (standInRuns below), the gate's own cost measured alone; with `propose`, the audit and the
-// propose dry run on its report alone (what 100,000 nodes can afford). QM_BENCH_BASELINE=DIR runs
-// another checkout's propose dry run (its sources under tsx) on the same report too: its peak RSS
-// and CPU, the ratio to them, and whether it printed the same bytes. Every figure is shown against
-// issue 34's targets: peak RSS <= 300 MB, the auditor's CPU <= 3 ms per node, validate under 2 s.
-// Usage: [QM_BENCH_BASELINE=DIR] npx tsx bench/fleet-scale.ts [nodes=10000] [ssh|propose]
+// propose dry run on its report alone (what 100,000 nodes can afford); with `audit`, the audit, its
+// text rendering and validate only: not merge-reports and propose, whose planning at 100,000 nodes
+// takes longer than the audit itself. QM_BENCH_BASELINE=DIR runs another checkout's propose dry run
+// (its sources under tsx) on the same report too: its peak RSS and CPU, the ratio to them, and
+// whether it printed the same bytes. Every figure is shown against issue 34's targets: peak RSS
+// <= 300 MB, the auditor's CPU <= 3 ms per node, validate under 2 s.
+// Usage: [QM_BENCH_BASELINE=DIR] npx tsx bench/fleet-scale.ts [nodes=10000] [ssh|audit|propose]
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -300,7 +302,10 @@ try {
     );
   }
 
-  /** The in-process audit, its text rendering, validate, merge-reports and propose. */
+  /**
+   * The in-process audit, its text rendering, validate; then, but for `audit`, merge-reports and
+   * propose.
+   */
   async function wholeRun() {
     const audit = await replayAudit("json", reportFile);
     const cpuOf = (m: { stdout: string }) =>
@@ -317,6 +322,23 @@ try {
       () => measured([BUNDLE, "validate", "--manifests", manifests], {}, [process.execPath]),
       () => undefined,
     );
+    const idle = await measured([CLI, "--version"]);
+    const lines = [
+      `fleet scale: ${nodeCount} node entries, ${DRIFT_PER_NODE} drift items each, replaying one probe output of this machine (${sample.probeBytes} bytes), ${os.cpus().length} cores; 1-minute load ${os.loadavg()[0]!.toFixed(1)} at the end`,
+      `  audit          wall ${(audit.ms / 1000).toFixed(2)} s, ${peak(audit)}`,
+      `                 auditor CPU per node ${cpuPerNode(cpuMs - validate.cpuMs)} beyond loading the manifests; whole process ${perNode(cpuMs)}`,
+      `                 report ${(reportBytes / 1024 / 1024).toFixed(1)} MB (${(reportBytes / nodeCount).toFixed(0)} bytes per node)`,
+      `  --format text  the same audit written as text: wall ${(text.ms / 1000).toFixed(2)} s, ${peak(text)}, auditor CPU per node ${cpuPerNode(cpuOf(text) - validate.cpuMs)}`,
+      `  validate       (loading the manifests alone) ${seconds(validate)}, ${peak(validate)}`,
+      bundled
+        ? `                 the bundle (dist/cli/main.js, no tsx): ${seconds(bundled)}`
+        : "                 the bundle: not built (npm run build), not measured",
+      `  (tsx and the CLI's modules alone, quartermaster --version: peak RSS ${idle.peakMb.toFixed(0)} MB)`,
+    ];
+    if (sections === "audit") {
+      console.log(lines.join("\n"));
+      return;
+    }
 
     // Two shard reports cut from the report, merged back; then a dry-run propose plan on it.
     const shardFiles = [1, 2].map((index) => path.join(work, `shard-${index}.json`));
@@ -339,22 +361,13 @@ try {
       JSON.parse(await readFile(reportFile, "utf8")),
     );
     const propose = await proposeLines();
-    const idle = await measured([CLI, "--version"]);
 
     console.log(
       [
-        `fleet scale: ${nodeCount} node entries, ${DRIFT_PER_NODE} drift items each, replaying one probe output of this machine (${sample.probeBytes} bytes), ${os.cpus().length} cores`,
-        `  audit          wall ${(audit.ms / 1000).toFixed(2)} s, ${peak(audit)}`,
-        `                 auditor CPU per node ${cpuPerNode(cpuMs - validate.cpuMs)} beyond loading the manifests; whole process ${perNode(cpuMs)}`,
-        `                 report ${(reportBytes / 1024 / 1024).toFixed(1)} MB (${(reportBytes / nodeCount).toFixed(0)} bytes per node)`,
-        `  --format text  the same audit written as text: wall ${(text.ms / 1000).toFixed(2)} s, ${peak(text)}, auditor CPU per node ${cpuPerNode(cpuOf(text) - validate.cpuMs)}`,
-        `  validate       (loading the manifests alone) ${seconds(validate)}, ${peak(validate)}`,
-        bundled
-          ? `                 the bundle (dist/cli/main.js, no tsx): ${seconds(bundled)}`
-          : "                 the bundle: not built (npm run build), not measured",
+        ...lines.slice(0, -1),
         `  merge-reports  2 shards back into one: wall ${(merge.ms / 1000).toFixed(2)} s, ${peak(merge)}, ${mergedSame ? "the same nodes and summary as the unsharded report" : "DIFFERS from the unsharded report"}`,
         ...propose,
-        `  (tsx and the CLI's modules alone, quartermaster --version: peak RSS ${idle.peakMb.toFixed(0)} MB)`,
+        lines.at(-1)!,
       ].join("\n"),
     );
   }

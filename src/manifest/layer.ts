@@ -41,8 +41,23 @@ export interface Origin {
 export interface Layer {
   file: string;
   value: PlainMap;
-  deletions: SpecPath[];
-  origins: Map<string, Origin>;
+  deletions: readonly SpecPath[];
+  origins: ReadonlyMap<string, Origin>;
+}
+
+// What a file that sets and deletes nothing holds: shared by every such layer.
+const NOTHING: PlainMap = Object.freeze({});
+const NO_DELETIONS: readonly SpecPath[] = Object.freeze([]);
+const NO_ORIGINS: ReadonlyMap<string, Origin> = new Map();
+
+/**
+ * `layer`, or when it sets and deletes nothing (a node file that is `{}` or comments, most of a
+ * large fleet's), one holding only its file name. What that drops is the origin of the file's
+ * root, which nothing looks up outside `toLayer` (the located errors are made there).
+ */
+export function compactLayer(layer: Layer): Layer {
+  if (layer.deletions.length || Object.keys(layer.value).length) return layer;
+  return { file: layer.file, value: NOTHING, deletions: NO_DELETIONS, origins: NO_ORIGINS };
 }
 
 /**
@@ -182,7 +197,7 @@ export function toLayer(
  */
 export function locateIssue(
   parsed: ParsedFile,
-  origins: Map<string, Origin>,
+  origins: ReadonlyMap<string, Origin>,
   schema: z.ZodType,
   issue: z.core.$ZodIssue,
 ): ManifestError {

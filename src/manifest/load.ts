@@ -3,7 +3,7 @@
 import { lstat, realpath, stat } from "node:fs/promises";
 import path from "node:path";
 import { ManifestError, ManifestErrors } from "../errors.js";
-import { locateIssue, toLayer, type Layer } from "./layer.js";
+import { compactLayer, locateIssue, toLayer, type Layer } from "./layer.js";
 import { LayerMerger, mergeLayers } from "./merge-layers.js";
 import { listYaml, ManifestReader, notRegular, type FoundFile } from "./read.js";
 import {
@@ -25,12 +25,16 @@ export interface LoadedNode {
   /** The node's own file. */
   file: string;
   /** fleet.yaml, then the groups in order, then the node file. */
-  layers: Layer[];
-  groups: string[];
+  layers: readonly Layer[];
+  groups: readonly string[];
   /** The effective declared state: layers merged. */
   spec: NodeSpec;
-  ssh: SshSettings;
+  ssh: Readonly<SshSettings>;
 }
+
+// Held by every node that has no groups, or no ssh settings: most of a large fleet's.
+const NO_GROUPS: readonly string[] = Object.freeze([]);
+const NO_SSH: Readonly<SshSettings> = Object.freeze({});
 
 export interface Fleet {
   /** Directory the manifests were read from. */
@@ -251,8 +255,9 @@ async function readNodes(
     if (!read) continue;
     const parsed = reader.parse(await reader.read(file));
     if (!parsed) continue;
-    const { layer } = toLayer(reader, parsed, NodeSpec);
-    if (!layer) continue;
+    const own = toLayer(reader, parsed, NodeSpec).layer;
+    if (!own) continue;
+    const layer = compactLayer(own);
     const names: string[] = [];
     await groups.expand(layer.value.groups, layer, [], names);
     const base = [
@@ -270,10 +275,11 @@ async function readNodes(
       name,
       host: hostOf(layer, name),
       file: layer.file,
-      layers: [...base, layer],
-      groups: names,
+      // Sized to fit: a spread leaves room to grow, a few times the size of two layers.
+      layers: base.concat(layer),
+      groups: names.length ? names : NO_GROUPS,
       spec,
-      ssh: spec.ssh ?? {},
+      ssh: spec.ssh ?? NO_SSH,
     });
   }
   return nodes;
@@ -369,9 +375,9 @@ export async function loadNodeFile(
     host: hostOf(layer, name),
     file: layer.file,
     layers: [layer],
-    groups: [],
+    groups: NO_GROUPS,
     spec,
-    ssh: spec.ssh ?? {},
+    ssh: spec.ssh ?? NO_SSH,
   };
   return { dir, settings: {}, nodes: [node], tickets: [] };
 }

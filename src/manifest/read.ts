@@ -70,7 +70,9 @@ export class ManifestReader {
     const inside = abs.startsWith(`${this.dir}${path.sep}`)
       ? abs.slice(this.dir.length + 1)
       : path.relative(this.dir, abs);
-    return path.join(this.displayPrefix, inside);
+    // Flat: joined, the name is a rope of pieces holding on to `abs`, five times its size, and a
+    // loaded fleet keeps one per node file.
+    return Buffer.from(path.join(this.displayPrefix, inside)).toString();
   }
 
   /**

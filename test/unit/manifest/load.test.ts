@@ -83,6 +83,28 @@ describe("layering: fleet.yaml, then groups in order, then the node", () => {
     assert.deepEqual(fleet.settings.policy, { sysctl: { severity: "high", on_drift: "ticket" } });
     assert.equal(fleet.settings.ignore?.[0]?.expires, "2030-01-01");
   });
+
+  it("holds nothing per node for node files that add nothing, beside their names", async () => {
+    const fleet = await load({
+      "fleet.yaml": "system:\n  sysctl_parameters:\n    vm.swappiness: 60\n",
+      "nodes/a.yaml": "{}\n",
+      "nodes/b.yaml": "# nothing of its own\n",
+      "nodes/c.yaml": "ssh: { port: 2222 }\n",
+    });
+    const [a, b, c] = fleet.nodes;
+    const own = (node: typeof a) => node!.layers.at(-1)!;
+    assert.equal(own(a).file, "fleet-manifests/nodes/a.yaml");
+    assert.equal(own(a).value, own(b).value);
+    assert.equal(own(a).origins, own(b).origins);
+    assert.equal(own(a).origins.size, 0);
+    assert.equal(a!.ssh, b!.ssh);
+    assert.equal(a!.groups, b!.groups);
+    assert.equal(a!.spec, b!.spec);
+    assert.equal(a!.layers.length, 2);
+    assert.deepEqual(c!.ssh, { port: 2222 });
+    assert.equal(sourceOf(c!, ["ssh", "port"]).line, 1);
+    assert.equal(sourceOf(a!, ["system", "sysctl_parameters", "vm.swappiness"]).line, 3);
+  });
 });
 
 describe("bad manifests are rejected with file:line:col", () => {
