@@ -1,3 +1,4 @@
+import { CAUSE_KINDS } from "../domains/cause.js";
 import { causeLine } from "../report/cause-line.js";
 import { domainByName, declaredWords } from "../domains/registry.js";
 import type { Ticket } from "../manifest/tickets.js";
@@ -68,20 +69,24 @@ const MEANING = {
   lift: "**Merging lifts repeated overrides into the shared file**: no node's effective declared state changes (`quartermaster manifest-diff` shows none), there are only fewer overrides to keep.\n\n**Closing** without merging keeps the overrides as they are, and this lift is not proposed again for the same nodes.",
 } as const;
 
-/** The earliest first sighting among `items`, when the report knows any (a time, no host text). */
 /** Each distinct cause of the items, one line each (at most five): why they drifted. */
 function causeLines(items: readonly DriftItem[]): string[] {
-  const lines = [
-    ...new Set(
-      items.flatMap(({ cause }) => (cause ? [causeLine(cause, (t) => codeSpan(t, 300))] : [])),
-    ),
-  ];
+  // Root causes first, in CAUSE_KINDS' order (a package change before the files it replaced, an
+  // unknown last), so the five shown do not depend on the order of the items.
+  const kindOf = new Map<string, number>();
+  for (const { cause } of items)
+    if (cause) {
+      const line = causeLine(cause, (t) => codeSpan(t, 300));
+      if (!kindOf.has(line)) kindOf.set(line, CAUSE_KINDS.indexOf(cause.kind));
+    }
+  const lines = [...kindOf.keys()].sort((a, b) => kindOf.get(a)! - kindOf.get(b)!);
   const more = lines.length > 5 ? [`and ${lines.length - 5} more causes`] : [];
   return [...lines.slice(0, 5), ...more].map(
     (line) => `${line[0]!.toUpperCase()}${line.slice(1)}.`,
   );
 }
 
+/** The earliest first sighting among `items`, when the report knows any (a time, no host text). */
 export function firstSeen(items: readonly Pick<DriftItem, "firstSeen">[]): string | undefined {
   return items.reduce<string | undefined>(
     (min, { firstSeen: at }) => (at !== undefined && (min === undefined || at < min) ? at : min),

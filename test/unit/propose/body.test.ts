@@ -11,6 +11,54 @@ import { input, opens, report, somaxconn } from "./fixtures.js";
 describe("body: what reviewers read", () => {
   const forgedMarker = (marker: unknown) => `<!-- quartermaster-pr ${JSON.stringify(marker)} -->`;
 
+  it("over five causes: the package change is shown before the file edits, whatever the items' order", () => {
+    const item = report({ "web-01": [somaxconn(8192)] }).nodes.find((n) => n.name === "web-01")!
+      .drift[0]!;
+    const edits = Array.from({ length: 6 }, (_, i) => ({
+      node: `web-0${i}`,
+      item: {
+        ...item,
+        cause: {
+          kind: "file-edit" as const,
+          at: `2026-03-02T06:0${i}:00Z`,
+          evidence: `/etc/app.conf modified, edit ${i}`,
+        },
+      },
+    }));
+    const upgrade = {
+      node: "web-09",
+      item: {
+        ...item,
+        cause: {
+          kind: "package" as const,
+          at: "2026-03-02T05:59:00Z",
+          by: "apt-get (ops)",
+          evidence: "app 1.0 → 1.1",
+        },
+      },
+    };
+    const body = pullBody({
+      kind: "accept",
+      group: [...edits, upgrade],
+      marker: {
+        v: 1,
+        kind: "accept",
+        signature: "0".repeat(16),
+        ...markerNodes([...edits, upgrade].map((g) => g.node)),
+        detected: "2026-03-02T06:00:00.000Z",
+        content: "c",
+      },
+      files: ["fleet-manifests/groups/web.yaml"],
+    });
+    const shown = body.split("\n").filter((line) => / at 2026-03-02 \d\d:\d\d UTC: /.test(line));
+    assert.match(
+      shown[0] ?? "",
+      /^Changed by `apt-get \(ops\)` at 2026-03-02 05:59 UTC: `app 1\.0 → 1\.1`\.$/,
+    );
+    assert.equal(shown.length, 5);
+    assert.match(body, /^And 2 more causes\.$/m);
+  });
+
   it("5,000 drifted nodes: the body stays under GitHub's limit and points to the report", () => {
     const nodes = Array.from({ length: 5000 }, (_, i) => `web-${String(i).padStart(4, "0")}`);
     const item = report({ "web-01": [somaxconn(8192)] }).nodes.find((n) => n.name === "web-01")!
