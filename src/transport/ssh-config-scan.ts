@@ -87,9 +87,11 @@ export function scanSshConfig(text: string): ConfigScan {
   // undefined before the first Host line; null under one whose patterns are not evaluated here.
   let patterns: string[] | null | undefined;
   for (const line of text.split("\n")) {
-    // A keyword is followed by whitespace or `=`; case does not matter to ssh.
-    const match = /^\s*([A-Za-z]+)(?:\s*=\s*|\s+|$)(.*)$/.exec(line);
-    if (!match) continue;
+    // A keyword is followed by whitespace or `=`; case does not matter to ssh. A line read another
+    // way (ssh takes a quoted keyword too: `"ProxyJump" bastion`) is left to ssh.
+    if (/^\s*(#|$)/.test(line)) continue;
+    const match = /^\s*([A-Za-z0-9]+)(?:\s*=\s*|\s+|$)(.*)$/.exec(line);
+    if (!match) return { routes: true, includes, settings };
     const keyword = match[1]!.toLowerCase();
     const args = match[2]!.trim();
     if (ROUTING.has(keyword)) return { routes: true, includes, settings };
