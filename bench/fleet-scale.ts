@@ -459,13 +459,14 @@ async function standInRuns(
         ].join("\n"),
     };
   }
-  const ratio = runs.direct!.own / runs["ssh -G each"]!.own;
+  const ratio = (name: string) =>
+    `, ${(runs[name]!.own / runs["ssh -G each"]!.own).toFixed(2)}x the baseline`;
   console.log(
     [
       `fleet scale behind a stand-in ssh: ${nodeCount} nodes, ${DRIFT_PER_NODE} drift items each, ${os.cpus().length} cores; the stand-in alone ${(alone.cpuMs / nodeCount).toFixed(2)} ms CPU per session, subtracted; 1-minute load ${loadBefore} before, ${os.loadavg()[0]!.toFixed(1)} after`,
-      runs.direct!.lines(`, ${ratio.toFixed(2)}x the baseline below`),
+      runs.direct!.lines(`${ratio("direct")} below`),
       runs["ssh -G each"]!.lines(" (the baseline: the session gate as before, ssh -G per node)"),
-      runs["one jump host"]!.lines(""),
+      runs["one jump host"]!.lines(`${ratio("one jump host")} above`),
     ].join("\n"),
   );
 }

@@ -1,7 +1,12 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import type { LoadedNode } from "../manifest/load.js";
-import { sshConfigSshd, type SshConfigFiles, type SshdResolver } from "./ssh-config-scan.js";
+import {
+  printedJumps,
+  sshConfigHop,
+  type HopResolver,
+  type SshConfigFiles,
+} from "./ssh-config-scan.js";
 import { DEFAULT_MAX_SESSIONS, sshArgs, type SshOptions } from "./ssh.js";
 
 /** Where a node's session starts (an sshd), and how many may start there at once. */
@@ -12,27 +17,30 @@ export interface SessionGates {
   limitOf(node: LoadedNode): number;
 }
 
-/** The first jump host of a ProxyJump list as written, `ssh://` and `user@` left out. */
+/** The first jump host of a ProxyJump list as `ssh -G` prints it, `ssh://` and `user@` left out. */
 const firstJump = (list: string) =>
   list
     .split(",")[0]!
     .replace(/^ssh:\/\//, "")
     .replace(/^[^@]*@/, "");
 
+/** The sshd a node's sessions start at: its first jump host, else its own `hostname:port`. */
+const hopKey = (settings: { proxyjump?: string; hostname?: string; port?: string | number }) =>
+  settings.proxyjump
+    ? firstJump(settings.proxyjump)
+    : settings.hostname && `${settings.hostname}:${settings.port ?? 22}`;
+
 /**
  * The sshd a node's sessions start at, from `ssh -G`'s resolved settings: its first jump host as
- * written (`user@` left out), else its own `hostname:port`.
+ * printed (`user@` left out), else its own `hostname:port`.
  */
 export function firstHop(resolved: string): string | undefined {
-  const settings = new Map<string, string>();
+  const settings: Record<string, string> = {};
   for (const line of resolved.split("\n")) {
     const space = line.indexOf(" ");
-    if (space > 0) settings.set(line.slice(0, space).toLowerCase(), line.slice(space + 1).trim());
+    if (space > 0) settings[line.slice(0, space).toLowerCase()] = line.slice(space + 1).trim();
   }
-  const jump = settings.get("proxyjump");
-  if (jump) return firstJump(jump);
-  const host = settings.get("hostname");
-  return host && `${host}:${settings.get("port") ?? "22"}`;
+  return hopKey(settings);
 }
 
 /**
@@ -75,10 +83,13 @@ export const shardSessions = (limit: number, shards: number) =>
  * Sessions through one jump host (or one sshd) stay under its MaxStartups: at most the
  * `ssh.max_sessions` of its first node to arrive, shared out among `shards` parallel shards. A
  * manifest `proxy_jump` decides the first hop itself (a `-o ProxyJump` beats the ssh_config). Else,
- * when no ssh_config in effect has a line that can route a node elsewhere (ssh-config-scan.ts),
- * the node's `host:port` after the config's plain HostName and Port lines is its sshd with no
- * process started; otherwise `ssh -G` runs once per distinct argument list, since nothing else of
- * a node can change its answer.
+ * when the ssh_configs in effect hold only plain `Host` blocks (ssh-config-scan.ts), their first
+ * HostName, Port and ProxyJump (or ProxyCommand) that apply are taken as ssh takes them, with no
+ * process started, and the key is the one `firstHop` gives for what `ssh -G` would print (checked
+ * against the real ssh by a property test), so the shortcut never moves a node to another gate; a
+ * node whose first jump setting is a ProxyCommand, or any line not read here (a Match, a quote, a
+ * `%` token), leaves it to `ssh -G`, once per distinct argument list, since nothing else of a node
+ * can change its answer.
  */
 export function sshSessionGates(
   options: SshOptions,
@@ -86,7 +97,7 @@ export function sshSessionGates(
   files: SshConfigFiles = { configFile: options.configFile },
 ): SessionGates {
   const resolved = new Map<string, Promise<string>>();
-  let resolver: Promise<SshdResolver | undefined> | undefined;
+  let resolver: Promise<HopResolver | undefined> | undefined;
   const viaSsh = (node: LoadedNode, args: string[]) => {
     const key = JSON.stringify(args);
     let gate = resolved.get(key);
@@ -103,9 +114,9 @@ export function sshSessionGates(
         return node.host;
       }
       const jump = node.ssh.proxy_jump;
-      if (jump && jump.toLowerCase() !== "none") return firstJump(jump);
-      const sshd = (await (resolver ??= sshConfigSshd(files)))?.(node.host, node.ssh.port);
-      return sshd ?? viaSsh(node, args);
+      if (jump && jump.toLowerCase() !== "none") return firstJump(printedJumps(jump));
+      const hop = (await (resolver ??= sshConfigHop(files)))?.(node.host, node.ssh.port, jump);
+      return hop ? hopKey(hop)! : viaSsh(node, args);
     },
     limitOf: (node) => shardSessions(node.ssh.max_sessions ?? DEFAULT_MAX_SESSIONS, shards),
   };

@@ -4,26 +4,26 @@ import path from "node:path";
 import { sshPatternsMatch } from "../glob.js";
 
 /**
- * Keywords after which the ssh_config may route a node elsewhere than its own `host:port`: a jump
- * (ProxyJump, ProxyCommand), a block whose match we would have to evaluate (Match), a name ssh
- * rewrites by rules of its own (CanonicalizeHostname). HostName and Port under plain `Host`
- * patterns are evaluated here, as ssh does (see `sshConfigSshd`).
+ * Keywords after which the ssh_config may route a node by rules not evaluated here: a block whose
+ * match we would have to evaluate (Match), a name ssh rewrites by rules of its own
+ * (CanonicalizeHostname). HostName, Port, ProxyJump and ProxyCommand under plain `Host` patterns
+ * are read here (see `sshConfigHop`).
  */
-const ROUTING = new Set(["proxyjump", "proxycommand", "match", "canonicalizehostname"]);
+const ROUTING = new Set(["match", "canonicalizehostname"]);
 
 // ssh stops following Include at this depth; deeper is beyond what we scan.
 const MAX_INCLUDE_DEPTH = 16;
 
-/** A HostName or Port line, under the `Host` patterns of its block (none: it applies to all). */
+/** A line a node's first hop depends on, under the `Host` patterns of its block (none: all). */
 export interface HostSetting {
   patterns?: string[];
-  keyword: "hostname" | "port";
+  keyword: "hostname" | "port" | "proxyjump" | "proxycommand";
   value: string;
 }
 
 /**
  * What one ssh_config file's text says: whether it may route, the Include paths it names, and its
- * HostName and Port lines.
+ * HostName, Port, ProxyJump and ProxyCommand lines.
  */
 export interface ConfigScan {
   routes: boolean;
@@ -35,10 +35,51 @@ export interface ConfigScan {
 // compares a host name lowercased), else the answer is left to `ssh -G`.
 const PLAIN_PATTERN = /^!?[a-z0-9.*?:_[\]-]+$/;
 const PLAIN_HOSTNAME = /^[A-Za-z0-9.:_[\]-]+$/;
+const PLAIN_PORT = /^[1-9]\d{0,4}$/;
+// One jump of a ProxyJump list in the forms ssh's parse_ssh_uri and parse_user_host_port both
+// accept the same way: a host of valid_domain's characters (no brackets, no trailing dot).
+const PLAIN_JUMP =
+  /^(?:ssh:\/\/)?(?:[A-Za-z0-9._-]+@)?([A-Za-z0-9][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*)(?::(\d+))?$/;
+const isPort = (text: string | undefined) => PLAIN_PORT.test(text ?? "") && Number(text) <= 65535;
+
+/** Whether a ProxyJump value is `none` or a comma list of plain jumps, each as ssh reads it. */
+const plainJumps = (list: string) =>
+  /^none$/i.test(list) ||
+  list.split(",").every((jump) => {
+    const port = PLAIN_JUMP.exec(jump)?.[2];
+    return PLAIN_JUMP.test(jump) && (port === undefined || isPort(port));
+  });
+
+/**
+ * A plain ProxyJump list as `ssh -G` prints it (readconf.c, dump_client_config): all but the last
+ * jump as written, the last as parsed: `user@`, the host (bracketed when it is all digits and
+ * dots) and `:port` when one was given.
+ */
+export function printedJumps(list: string): string {
+  const comma = list.lastIndexOf(",");
+  const last = list.slice(comma + 1);
+  const match = PLAIN_JUMP.exec(last);
+  if (!match) return list;
+  const user = /^(?:ssh:\/\/)?([^@]*)@/.exec(last)?.[1];
+  const host = /^[\d.]+$/.test(match[1]!) ? `[${match[1]}]` : match[1]!;
+  const port = match[2] === undefined ? "" : `:${Number(match[2])}`;
+  return `${list.slice(0, comma + 1)}${user === undefined ? "" : `${user}@`}${host}${port}`;
+}
+
+/** Whether a line's value is one this scan evaluates as ssh does. */
+const PLAIN_VALUE: Record<HostSetting["keyword"], (value: string) => boolean> = {
+  hostname: (value) => PLAIN_HOSTNAME.test(value),
+  port: isPort,
+  proxyjump: plainJumps,
+  // Never evaluated, only found: a node whose first obtained jump it is asks `ssh -G`.
+  proxycommand: (value) => value !== "" && !/["'\\]/.test(value),
+};
 
 /**
  * Scans an ssh_config text for the keywords that can change where a session starts. An Include
  * whose argument holds a quote, a `%` token or a `${}` variable cannot be followed here: routes.
+ * So does a HostName, Port, ProxyJump or ProxyCommand this scan does not read as ssh does, even
+ * under a block no node is in: ssh checks a ProxyJump's syntax wherever it is.
  */
 export function scanSshConfig(text: string): ConfigScan {
   const includes: string[] = [];
@@ -46,19 +87,22 @@ export function scanSshConfig(text: string): ConfigScan {
   // undefined before the first Host line; null under one whose patterns are not evaluated here.
   let patterns: string[] | null | undefined;
   for (const line of text.split("\n")) {
-    // A keyword is followed by whitespace or `=`; case does not matter to ssh.
-    const match = /^\s*([A-Za-z]+)(?:\s*=\s*|\s+|$)(.*)$/.exec(line);
-    if (!match) continue;
+    // A keyword is followed by whitespace or `=`; case does not matter to ssh. A line read another
+    // way (ssh takes a quoted keyword too: `"ProxyJump" bastion`) is left to ssh.
+    if (/^\s*(#|$)/.test(line)) continue;
+    const match = /^\s*([A-Za-z0-9]+)(?:\s*=\s*|\s+|$)(.*)$/.exec(line);
+    if (!match) return { routes: true, includes, settings };
     const keyword = match[1]!.toLowerCase();
     const args = match[2]!.trim();
     if (ROUTING.has(keyword)) return { routes: true, includes, settings };
     if (keyword === "host") {
       const list = args.split(/\s+/);
       patterns = list.every((p) => PLAIN_PATTERN.test(p)) ? list : null;
-    } else if (keyword === "hostname" || keyword === "port") {
-      const plain = keyword === "port" ? /^[1-9]\d{0,4}$/.test(args) : PLAIN_HOSTNAME.test(args);
-      if (!plain || patterns === null) return { routes: true, includes, settings };
-      settings.push({ ...(patterns && { patterns }), keyword, value: args });
+    } else if (Object.hasOwn(PLAIN_VALUE, keyword)) {
+      const known = keyword as HostSetting["keyword"];
+      if (!PLAIN_VALUE[known](args) || patterns === null)
+        return { routes: true, includes, settings };
+      settings.push({ ...(patterns && { patterns }), keyword: known, value: args });
     } else if (keyword === "include") {
       if (/["'%$\\]/.test(args)) return { routes: true, includes, settings };
       includes.push(...args.split(/\s+/).filter(Boolean));
@@ -161,19 +205,39 @@ export interface SshConfigFiles {
   homes?: readonly string[];
 }
 
-/** A node's sshd (`host:port`) as ssh would resolve it; undefined: ask `ssh -G`. */
-export type SshdResolver = (host: string, port: number | undefined) => string | undefined;
+/**
+ * What `ssh -G` prints for the settings a node's first hop depends on: `proxyjump` absent when no
+ * jump applies (`none`, or none at all).
+ */
+export interface HopSettings {
+  hostname: string;
+  port: number;
+  proxyjump?: string;
+}
 
 /**
- * How the ssh configuration in effect resolves a node's sshd without starting ssh, or undefined
- * when it may send a node elsewhere (a jump, a Match, an Include whose lines would apply under a
- * block, any doubt such as an unreadable file). ssh takes the first value it finds for a keyword:
- * a `-o Port` first, then the files in order, a line applying when it is before any `Host` or
- * under a `Host` line whose patterns take the host. ssh finds `~` from the password database, a
- * shell from `$HOME`: both are scanned when they differ, and then only a configuration that sets
- * neither HostName nor Port is resolved here.
+ * A node's hop settings as ssh would resolve them, given its `-o Port` and `-o ProxyJump` (the
+ * manifest's); undefined: ask `ssh -G`.
  */
-export async function sshConfigSshd(files: SshConfigFiles = {}): Promise<SshdResolver | undefined> {
+export type HopResolver = (
+  host: string,
+  port: number | undefined,
+  proxyJump: string | undefined,
+) => HopSettings | undefined;
+
+/**
+ * How the ssh configuration in effect resolves a node's hop settings without starting ssh, or
+ * undefined when it may send a node elsewhere by rules not read here (a Match, an Include whose
+ * lines would apply under a block, any doubt such as an unreadable file). ssh takes the first value
+ * it obtains for a keyword: a `-o` option first, then the files in order, a line applying when it
+ * is before any `Host` or under a `Host` line whose patterns take the host. ProxyJump and
+ * ProxyCommand are one setting to it (readconf.c: a ProxyJump sets ProxyCommand to none, a
+ * ProxyCommand is skipped once a jump is set, `ProxyJump none` included): a node whose first one
+ * is a ProxyCommand is left to `ssh -G`. ssh finds `~` from the password database, a shell from
+ * `$HOME`: both are scanned when they differ, and then only a configuration that sets none of
+ * these keywords is resolved here.
+ */
+export async function sshConfigHop(files: SshConfigFiles = {}): Promise<HopResolver | undefined> {
   const homes = files.homes ?? [...new Set([os.userInfo().homedir, os.homedir()])];
   const userDirs = homes.map((home) => path.join(home, ".ssh"));
   const scans: (Scanned | undefined)[] = [];
@@ -191,16 +255,28 @@ export async function sshConfigSshd(files: SshConfigFiles = {}): Promise<SshdRes
   }
   if (scans.some((scan) => !scan)) return undefined;
   const settings = scans.flatMap((scan) => scan!.settings);
-  const own = (host: string, port: number | undefined) => `${host.toLowerCase()}:${port ?? 22}`;
-  if (settings.length === 0) return own;
+  const jumpOf = (proxyJump: string) =>
+    /^none$/i.test(proxyJump) ? {} : { proxyjump: printedJumps(proxyJump) };
+  if (settings.length === 0)
+    return (host, port, proxyJump) => ({
+      hostname: host.toLowerCase(),
+      port: port ?? 22,
+      ...(proxyJump !== undefined && jumpOf(proxyJump)),
+    });
   if (scans.some((scan) => scan!.included) || (!files.configFile && userDirs.length > 1))
     return undefined;
-  return (host, port) => {
+  return (host, port, proxyJump) => {
     if (/[A-Z]/.test(host)) return undefined;
+    const applying = settings.filter((s) => !s.patterns || sshPatternsMatch(s.patterns, host));
     const first = (keyword: HostSetting["keyword"]) =>
-      settings.find(
-        (s) => s.keyword === keyword && (!s.patterns || sshPatternsMatch(s.patterns, host)),
-      )?.value;
-    return own(first("hostname") ?? host, port ?? Number(first("port") ?? 22));
+      applying.find((s) => s.keyword === keyword)?.value;
+    const proxy = applying.find((s) => s.keyword === "proxyjump" || s.keyword === "proxycommand");
+    if (proxyJump === undefined && proxy?.keyword === "proxycommand") return undefined;
+    const jump = proxyJump ?? proxy?.value;
+    return {
+      hostname: (first("hostname") ?? host).toLowerCase(),
+      port: port ?? Number(first("port") ?? 22),
+      ...(jump !== undefined && jumpOf(jump)),
+    };
   };
 }

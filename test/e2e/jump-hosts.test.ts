@@ -331,34 +331,64 @@ describe("nodes behind a jump host", () => {
     assert.ok(byName(report, "late-01").tries! > 1, JSON.stringify(byName(report, "late-01")));
   });
 
-  test("the jump host only in a file the --ssh-config includes: its 39 nodes still share its 4 sessions, nothing dropped", async () => {
+  /** ssh itself on PATH, each `ssh -G` logged: `resolved()` counts them since the last count. */
+  const countedSsh = async () => {
+    const bin = await tree();
+    const log = path.join(bin, "resolved");
+    await writeFile(
+      path.join(bin, "ssh"),
+      `#!/bin/sh\n[ "$1" = -G ] && echo "$@" >> ${log}\nexec /usr/bin/ssh "$@"\n`,
+    );
+    await chmod(path.join(bin, "ssh"), 0o755);
+    await writeFile(log, "");
+    return {
+      env: { PATH: `${bin}:${process.env.PATH}` },
+      resolved: async () => {
+        const count = (await readFile(log, "utf8")).split("\n").filter(Boolean).length;
+        await writeFile(log, "");
+        return count;
+      },
+    };
+  };
+
+  test("the jump host in the --ssh-config, or only in a file it includes: its 39 nodes share its 4 sessions, nothing dropped; read from the file without ssh -G, asked of ssh -G once per node", async () => {
     const manifests = await tree({
       "fleet.yaml": stringify({ ssh: { max_sessions: 4 } }),
       ...Object.fromEntries(CROWD.map((name) => [`nodes/${name}.yaml`, stringify({})])),
     });
-    const config = path.join(manifests, "ssh_config");
-    await writeFile(config, `Host *\n  ServerAliveInterval 30\nInclude ${fleet.sshConfig}\n`);
-    const drops = await jumpDrops();
-    const out = path.join(manifests, "report.json");
-    const run = await runCli([
-      "audit",
-      "--manifests",
-      manifests,
-      "--ssh-config",
-      config,
-      "--format",
-      "json",
-      "--out",
-      out,
-    ]);
-    assert.equal(run.exitCode, 0, run.stderr);
-    const report = JSON.parse(await readFile(out, "utf8")) as Report;
-    assert.deepEqual(
-      report.nodes.map((n) => [n.name, n.status, n.tries]),
-      CROWD.map((name) => [name, "clean", 1]),
-    );
-    // Counted as 39 direct sshds, 32 would start at once through the jump host, past its 4.
-    assert.deepEqual(await drops(), []);
+    const including = path.join(manifests, "ssh_config");
+    await writeFile(including, `Host *\n  ServerAliveInterval 30\nInclude ${fleet.sshConfig}\n`);
+    const ssh = await countedSsh();
+    for (const [config, resolutions] of [
+      [fleet.sshConfig, 0],
+      [including, CROWD.length],
+    ] as const) {
+      const drops = await jumpDrops();
+      const out = path.join(manifests, "report.json");
+      const run = await spawnCli(
+        [
+          "audit",
+          "--manifests",
+          manifests,
+          "--ssh-config",
+          config,
+          "--format",
+          "json",
+          "--out",
+          out,
+        ],
+        { env: ssh.env },
+      );
+      assert.equal(run.exitCode, 0, run.stderr);
+      const report = JSON.parse(await readFile(out, "utf8")) as Report;
+      assert.deepEqual(
+        report.nodes.map((n) => [n.name, n.status, n.tries]),
+        CROWD.map((name) => [name, "clean", 1]),
+      );
+      // Counted as 39 direct sshds, 32 would start at once through the jump host, past its 4.
+      assert.deepEqual(await drops(), [], config);
+      assert.equal(await ssh.resolved(), resolutions, config);
+    }
   });
 
   test("nodes reached directly, no ssh_config line that can route them: audited without one ssh -G; with a Match, one for the three alike", async () => {
@@ -373,22 +403,12 @@ describe("nodes behind a jump host", () => {
       "nodes/direct-3.yaml": node,
     });
     await copyFile(fleet.knownHosts, path.join(manifests, "known_hosts"));
-    // ssh itself, each `ssh -G` logged.
-    const bin = await tree();
-    const log = path.join(bin, "resolved");
-    await writeFile(
-      path.join(bin, "ssh"),
-      `#!/bin/sh\n[ "$1" = -G ] && echo "$@" >> ${log}\nexec /usr/bin/ssh "$@"\n`,
-    );
-    await chmod(path.join(bin, "ssh"), 0o755);
-    await writeFile(log, "");
-    const env = { PATH: `${bin}:${process.env.PATH}` };
+    const ssh = await countedSsh();
     const resolved = async (extra: string[]) => {
-      await writeFile(log, "");
       const out = path.join(manifests, "report.json");
       const run = await spawnCli(
         ["audit", "--manifests", manifests, "--format", "json", "--out", out, ...extra],
-        { env },
+        { env: ssh.env },
       );
       assert.equal(run.exitCode, 0, run.stderr);
       const report = JSON.parse(await readFile(out, "utf8")) as Report;
@@ -396,7 +416,7 @@ describe("nodes behind a jump host", () => {
         report.nodes.map((n) => n.status),
         ["clean", "clean", "clean"],
       );
-      return (await readFile(log, "utf8")).split("\n").filter(Boolean).length;
+      return ssh.resolved();
     };
     // The ssh files in effect: this runner's /etc/ssh/ssh_config (its Include, followed, adds nothing that routes).
     assert.equal(await resolved([]), 0);

@@ -49,13 +49,17 @@ describe("which sshd a node's session starts at", () => {
   writeFileSync(sshBinary, `#!/bin/sh\necho "$@" >> ${calls}\nexec ssh "$@"\n`);
   chmodSync(sshBinary, 0o755);
   const options = { connectTimeoutSeconds: 10, configFile, sshBinary };
-  const runs = () => readFileSync(calls, "utf8").trim().split("\n").length;
+  const runs = () => readFileSync(calls, "utf8").trim().split("\n").filter(Boolean).length;
   const gate = (ssh: SshSettings, host: string) => sshSessionGates(options).keyOf(node(ssh, host));
 
   it("the first jump host of an ssh_config ProxyJump, or of the manifest's, which wins", async () => {
     assert.equal(await gate({}, "inner-01"), "bastion.example.net:2222");
     assert.equal(await gate({ proxy_jump: "other-bastion,x" }, "inner-01"), "other-bastion");
     assert.equal(await gate({ proxy_jump: "audit@[::1]:2222" }, "inner-01"), "[::1]:2222");
+    // As ssh -G prints a jump it parsed: a numeric address in brackets.
+    const numeric = { proxy_jump: "audit@192.0.2.9:2222" };
+    assert.equal(await gate(numeric, "x"), "[192.0.2.9]:2222");
+    assert.equal(await gate(numeric, "x"), await sessionGate(node(numeric, "x"), options));
   });
 
   it("without a jump host, the node's own sshd as ssh_config resolves it", async () => {
@@ -65,21 +69,32 @@ describe("which sshd a node's session starts at", () => {
     assert.equal(await gate({ proxy_jump: "none" }, "inner-01"), "inner-01:22");
   });
 
-  it("asks ssh once per distinct setting, and answers as asking for each node would", async () => {
-    rmSync(calls, { force: true });
+  it("plain Host blocks: no ssh started; a Match: ssh asked once per distinct setting; answers as asking for each node would", async () => {
     const nodes = [
       ...["a", "b", "c"].map((n) => node({}, "inner-01", `node-${n}`)),
       ...["d", "e"].map((n) => node({ user: "audit" }, "inner-01", `node-${n}`)),
       node({ port: 2201 }, "inner-01", "node-f"),
       node({}, "direct", "node-g"),
       node({ proxy_jump: "bastion-2" }, "inner-01", "node-h"),
+      node({ proxy_jump: "none" }, "inner-02", "node-i"),
     ];
-    const gates = sshSessionGates(options);
-    const keys = await Promise.all(nodes.map((n) => gates.keyOf(n)));
-    assert.equal(runs(), 4);
-    const each = [];
-    for (const n of nodes) each.push(await sessionGate(n, options));
-    assert.deepEqual(keys, each);
+    const matchFile = join(dir, "match_config");
+    writeFileSync(
+      matchFile,
+      `Match all\n  ServerAliveInterval 30\n${readFileSync(configFile, "utf8")}`,
+    );
+    for (const [file, started] of [
+      [configFile, 0],
+      [matchFile, 5],
+    ] as const) {
+      writeFileSync(calls, "");
+      const gates = sshSessionGates({ ...options, configFile: file });
+      const keys = await Promise.all(nodes.map((n) => gates.keyOf(n)));
+      assert.equal(runs(), started, file);
+      const each = [];
+      for (const n of nodes) each.push(await sessionGate(n, { ...options, configFile: file }));
+      assert.deepEqual(keys, each);
+    }
   });
 });
 

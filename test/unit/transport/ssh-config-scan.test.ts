@@ -5,13 +5,20 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { execFileSync } from "node:child_process";
 import { firstHop } from "../../../src/transport/session-gate.js";
-import { scanSshConfig, sshConfigSshd } from "../../../src/transport/ssh-config-scan.js";
+import { scanSshConfig, sshConfigHop } from "../../../src/transport/ssh-config-scan.js";
 
 describe("an ssh_config text's lines that can route a node", () => {
-  it("ProxyJump, ProxyCommand, Match, CanonicalizeHostname, in any case, with = or spaces; a HostName or Port not evaluated here", () => {
+  it("Match, CanonicalizeHostname, in any case, with = or spaces; a HostName, Port, ProxyJump or ProxyCommand not evaluated here", () => {
     for (const line of [
-      "ProxyJump bastion",
-      "  proxycommand nc %h %p",
+      "ProxyJump %r@bastion",
+      "ProxyJump bastion # the way in",
+      "ProxyJump bastion:0022",
+      "ProxyJump [::1]:22",
+      "ProxyJump ssh://bastion/",
+      "ProxyJump bastion.",
+      "ProxyJump a b",
+      "ProxyCommand",
+      "  proxycommand 'nc' %h %p",
       "\tMatch host web-*",
       "HostName=%h.example.net",
       "HostName 10.0.0.1 # web",
@@ -20,8 +27,26 @@ describe("an ssh_config text's lines that can route a node", () => {
       'Host "a b"\n  Port 2222',
       "CANONICALIZEHOSTNAME yes",
       "proxyjump",
+      'Host "a b"\n  ProxyJump bastion',
     ])
       assert.equal(scanSshConfig(`Host *\n  Port 22\n${line}\n`).routes, true, line);
+  });
+
+  it("ProxyJump and ProxyCommand lines under plain Host blocks are read, not routing", () => {
+    assert.deepEqual(
+      scanSshConfig("ProxyJump=none\nHost web-*\n  ProxyJump ssh://audit@b-1:2222,10.0.0.1\n"),
+      {
+        routes: false,
+        includes: [],
+        settings: [
+          { keyword: "proxyjump", value: "none" },
+          { patterns: ["web-*"], keyword: "proxyjump", value: "ssh://audit@b-1:2222,10.0.0.1" },
+        ],
+      },
+    );
+    assert.deepEqual(scanSshConfig("Host x\n  ProxyCommand nc %h %p\n").settings, [
+      { patterns: ["x"], keyword: "proxycommand", value: "nc %h %p" },
+    ]);
   });
 
   it("other keywords, comments and Host patterns that look like one do not", () => {
@@ -54,7 +79,7 @@ describe("whether the ssh configuration in effect may route a node", () => {
   const systemFile = join(etc, "ssh_config");
   const write = (file: string, text: string) => writeFileSync(file, text);
   const mayRoute = async (configFile?: string) =>
-    (await sshConfigSshd({ systemFile, homes: [home], ...(configFile && { configFile }) })) ===
+    (await sshConfigHop({ systemFile, homes: [home], ...(configFile && { configFile }) })) ===
     undefined;
 
   it("follows the system file's Include glob, relative paths from its directory", async () => {
@@ -62,7 +87,7 @@ describe("whether the ssh configuration in effect may route a node", () => {
     assert.equal(await mayRoute(), false);
     write(join(etc, "ssh_config.d", "notes.txt"), "ProxyJump bastion\n");
     assert.equal(await mayRoute(), false, "the glob does not match notes.txt");
-    write(join(etc, "ssh_config.d", "50-jump.conf"), "Host inner-*\n  ProxyJump bastion\n");
+    write(join(etc, "ssh_config.d", "50-jump.conf"), "Host inner-*\n  ProxyJump %h-bastion\n");
     assert.equal(await mayRoute(), true);
     rmSync(join(etc, "ssh_config.d", "50-jump.conf"));
   });
@@ -71,7 +96,7 @@ describe("whether the ssh configuration in effect may route a node", () => {
     write(join(home, ".ssh", "config"), "Include more\n");
     write(join(home, ".ssh", "more"), "Include ~/.ssh/deeper\n");
     assert.equal(await mayRoute(), false, "deeper is missing: ssh skips it");
-    write(join(home, ".ssh", "deeper"), "Host *\n  ProxyCommand none\n");
+    write(join(home, ".ssh", "deeper"), "Match all\n  ProxyCommand none\n");
     assert.equal(await mayRoute(), true);
   });
 
@@ -112,7 +137,7 @@ describe("a node's sshd from plain Host blocks, as ssh -G resolves it", () => {
         "",
       ].join("\n"),
     );
-    const resolve = await sshConfigSshd({ configFile });
+    const resolve = await sshConfigHop({ configFile });
     assert.ok(resolve);
     for (const [host, port] of [
       ["web-01", undefined],
@@ -130,14 +155,15 @@ describe("a node's sshd from plain Host blocks, as ssh -G resolves it", () => {
         "--",
         host,
       ]).toString();
-      assert.equal(resolve(host, port), firstHop(resolved), host);
+      const hop = resolve(host, port, undefined);
+      assert.equal(hop && `${hop.hostname}:${hop.port}`, firstHop(resolved), host);
     }
-    assert.equal(resolve("Web-01", undefined), undefined, "ssh -G decides a name with capitals");
+    assert.equal(resolve("Web-01", undefined, undefined), undefined, "ssh -G decides capitals");
   });
 
   it("an Include among HostName or Port lines leaves it to ssh -G", async () => {
     writeFileSync(join(dir, "more"), "Host x\n  User audit\n");
     writeFileSync(configFile, `Host web-*\n  Include ${join(dir, "more")}\n  HostName 10.0.0.7\n`);
-    assert.equal(await sshConfigSshd({ configFile }), undefined);
+    assert.equal(await sshConfigHop({ configFile }), undefined);
   });
 });

@@ -1,0 +1,133 @@
+// The hop settings read from plain Host blocks, against the real ssh client: for generated
+// ssh_configs (HostName, Port, ProxyJump and ProxyCommand lines under wildcard and negated
+// patterns, `none`, jump lists in every form ssh takes, a user file before the system's) the
+// resolver's answer is exactly what `ssh -G` prints, or it asks `ssh -G`. `ssh -G` connects
+// nowhere; each call costs about 10 ms, so the run count stays modest.
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { after, describe, it } from "node:test";
+import fc from "fast-check";
+import { sshConfigHop, type HopSettings } from "../../../src/transport/ssh-config-scan.js";
+
+const RUNS = { seed: 20261203, numRuns: 120 } as const;
+
+/** What `ssh -G` prints for a host: its hostname, port and proxyjump lines. */
+async function sshG(args: string[]): Promise<HopSettings> {
+  const { stdout } = await promisify(execFile)("ssh", ["-G", ...args]);
+  const printed = new Map(
+    stdout
+      .split("\n")
+      .map((line) => [line.slice(0, line.indexOf(" ")), line.slice(line.indexOf(" ") + 1)]),
+  );
+  const proxyjump = printed.get("proxyjump");
+  return {
+    hostname: printed.get("hostname")!,
+    port: Number(printed.get("port")),
+    ...(proxyjump !== undefined && { proxyjump }),
+  };
+}
+
+const HOSTS = ["web-01", "web-02", "web-10", "db-1", "x.example.net", "10.0.0.5", "Web-01"];
+const host = fc.oneof(fc.constantFrom(...HOSTS), fc.stringMatching(/^[a-z][a-z0-9-]{0,4}$/));
+const pattern = fc.oneof(
+  fc.constantFrom("*", "web-*", "web-0?", "!web-02", "db-?", "*.example.net", "!*", "10.0.0.*"),
+  host.filter((h) => !/[A-Z]/.test(h)),
+);
+const jumpHost = fc.constantFrom(
+  "bastion",
+  "Bastion",
+  "b-1.example.net",
+  "10.1.2.3",
+  "none",
+  "j_2",
+);
+const jump = fc
+  .tuple(
+    fc.constantFrom("", "ssh://"),
+    fc.constantFrom("", "audit@", "u.x@"),
+    jumpHost,
+    fc.constantFrom("", ":22", ":2222", ":65535"),
+  )
+  .map((parts) => parts.join(""));
+const keyword = (name: string) => fc.constantFrom(name, name.toLowerCase(), name.toUpperCase());
+const setting = fc.oneof(
+  fc.tuple(keyword("HostName"), fc.constantFrom("10.0.0.9", "inner.example.net", "Inner-Host")),
+  fc.tuple(keyword("Port"), fc.constantFrom("22", "2200", "65535")),
+  fc.tuple(
+    keyword("ProxyJump"),
+    fc.oneof(
+      fc.constantFrom("none", "NONE"),
+      fc.array(jump, { minLength: 1, maxLength: 3 }).map((j) => j.join(",")),
+    ),
+  ),
+  fc.tuple(keyword("ProxyCommand"), fc.constantFrom("none", "nc %h %p")),
+  fc.tuple(keyword("User"), fc.constantFrom("audit")),
+);
+const line = setting.chain(([name, value]) =>
+  fc.constantFrom(`  ${name} ${value}`, `${name}=${value}`, `\t${name} = ${value}`),
+);
+const block = fc
+  .tuple(fc.array(pattern, { minLength: 1, maxLength: 3 }), fc.array(line, { maxLength: 3 }))
+  .map(([patterns, lines]) => [`Host ${patterns.join(" ")}`, ...lines].join("\n"));
+const config = fc
+  .tuple(fc.array(line, { maxLength: 2 }), fc.array(block, { maxLength: 4 }))
+  .map(([preamble, blocks]) => [...preamble, ...blocks, ""].join("\n"));
+/** A node as the session gate asks: its host, its `-o Port`, its `-o ProxyJump`. */
+const node = fc.record({
+  host,
+  port: fc.option(fc.constantFrom(22, 2201), { nil: undefined }),
+  proxyJump: fc.option(fc.constantFrom("none", "other,bastion", "audit@10.9.9.9:2022"), {
+    nil: undefined,
+    freq: 3,
+  }),
+});
+
+describe("a node's hop settings from plain Host blocks, against ssh -G", () => {
+  const dir = mkdtempSync(join(tmpdir(), "qm-ssh-hop-"));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const home = join(dir, "home");
+  mkdirSync(join(home, ".ssh"), { recursive: true });
+  const userFile = join(home, ".ssh", "config");
+  const systemFile = join(dir, "ssh_config");
+  // ssh reads each file from the top with every line applying: as one `-F` file, the system's
+  // part starts after a `Host *` line.
+  const joined = join(dir, "joined");
+
+  it("the resolver's answer is what ssh -G prints, or it asks ssh -G", async () => {
+    let answered = 0;
+    let asked = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        config,
+        config,
+        fc.array(node, { minLength: 1, maxLength: 4 }),
+        async (user, system, nodes) => {
+          writeFileSync(userFile, user);
+          writeFileSync(systemFile, system);
+          writeFileSync(joined, `${user}Host *\n${system}`);
+          const resolve = await sshConfigHop({ systemFile, homes: [home] });
+          await Promise.all(
+            nodes.map(async ({ host, port, proxyJump }) => {
+              asked++;
+              const answer = resolve?.(host, port, proxyJump);
+              if (!answer) return;
+              answered++;
+              const options = [
+                ...(port ? ["-o", `Port=${port}`] : []),
+                ...(proxyJump ? ["-o", `ProxyJump=${proxyJump}`] : []),
+              ];
+              assert.deepEqual(answer, await sshG(["-F", joined, ...options, "--", host]), host);
+            }),
+          );
+        },
+      ),
+      RUNS,
+    );
+    // Most answers come from the scan: the property is not met by asking ssh -G always.
+    assert.ok(answered > asked / 2, `${answered} of ${asked} answered`);
+  });
+});
