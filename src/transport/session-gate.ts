@@ -25,7 +25,11 @@ const firstJump = (list: string) =>
     .replace(/^[^@]*@/, "");
 
 /** The sshd a node's sessions start at: its first jump host, else its own `hostname:port`. */
-const hopKey = (settings: { proxyjump?: string; hostname?: string; port?: string | number }) =>
+const hopKey = (settings: {
+  proxyjump?: string | undefined;
+  hostname?: string | undefined;
+  port?: string | number | undefined;
+}) =>
   settings.proxyjump
     ? firstJump(settings.proxyjump)
     : settings.hostname && `${settings.hostname}:${settings.port ?? 22}`;
@@ -35,12 +39,16 @@ const hopKey = (settings: { proxyjump?: string; hostname?: string; port?: string
  * printed (`user@` left out), else its own `hostname:port`.
  */
 export function firstHop(resolved: string): string | undefined {
-  const settings: Record<string, string> = {};
+  const settings = new Map<string, string>();
   for (const line of resolved.split("\n")) {
     const space = line.indexOf(" ");
-    if (space > 0) settings[line.slice(0, space).toLowerCase()] = line.slice(space + 1).trim();
+    if (space > 0) settings.set(line.slice(0, space).toLowerCase(), line.slice(space + 1).trim());
   }
-  return hopKey(settings);
+  return hopKey({
+    proxyjump: settings.get("proxyjump"),
+    hostname: settings.get("hostname"),
+    port: settings.get("port"),
+  });
 }
 
 /**
