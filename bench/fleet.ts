@@ -24,14 +24,11 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import pLimit from "p-limit";
-import { parse, stringify } from "yaml";
-import { auditedDomains, runProbe } from "../src/audit/node.js";
-import { declaredFor } from "../src/domains/domain.js";
-import { fleetAuditSettings } from "../src/runs/audit.js";
-import { loadFleet } from "../src/manifest/load.js";
+import { stringify } from "yaml";
 import type { Report } from "../src/report/schema.js";
 import { REPO_ROOT } from "../test/support/cli.js";
 import { startFleet } from "../test/support/hosts.js";
+import { typicalProbe, writeTypicalManifests } from "./typical-spec.js";
 
 const arg = (index: number, fallback: number) => Number(process.argv[2 + index] ?? fallback);
 const [hostCount, concurrency, rounds, entryCount] = [
@@ -46,8 +43,6 @@ const CLI = path.join(REPO_ROOT, "dist/cli/main.js");
 const BASELINE = process.env.QM_BENCH_BASELINE
   ? path.join(path.resolve(process.env.QM_BENCH_BASELINE), "dist/cli/main.js")
   : undefined;
-/** Packages a typical node declares, those of them the test hosts have (and telnetd absent). */
-const TYPICAL_PACKAGES = ["openssh-server", "bash", "coreutils", "sudo", "tzdata"];
 const SCALE_BENCH = path.join(REPO_ROOT, "bench/fleet-scale.ts");
 
 interface Ran {
@@ -172,54 +167,22 @@ const fleet = await startFleet(
 const work = await mkdtemp(path.join(os.tmpdir(), "qm-bench-"));
 try {
   // Declared state: the first host's live state, taken with snapshot over ssh, declaring a few
-  // packages as a typical node does (the probe filters the package database to them on the host).
-  // A snapshot's default, every installed package declared, is measured too: the heaviest spec.
+  // packages as a typical node does. A snapshot's default, every installed package declared, is
+  // measured too: the heaviest spec.
   const manifests = path.join(work, "fleet-manifests");
-  await mkdir(path.join(manifests, "nodes"), { recursive: true });
-  await writeFile(path.join(manifests, "nodes", `${names[0]}.yaml`), "{}\n");
-  const snapshot = (packages: "names" | "none") =>
-    mustRun(process.execPath, [
-      CLI,
-      "snapshot",
-      ...["--node", names[0]!, "--manifests", manifests, "--ssh-config", fleet.sshConfig],
-      ...["--packages", packages],
-    ]);
-  const everyPackageYaml = await snapshot("names");
-  const installed = Object.keys(
-    (parse(everyPackageYaml) as { packages: { installed_manifest: Record<string, string> } })
-      .packages.installed_manifest,
+  const { fleetYaml, everyPackageYaml } = await writeTypicalManifests(
+    manifests,
+    names,
+    (packages) =>
+      mustRun(process.execPath, [
+        CLI,
+        "snapshot",
+        ...["--node", names[0]!, "--manifests", manifests, "--ssh-config", fleet.sshConfig],
+        ...["--packages", packages],
+      ]),
   );
-  const few = TYPICAL_PACKAGES.filter((name) => installed.includes(name));
-  const fleetYaml = `${await snapshot("none")}${stringify({
-    packages: {
-      installed_manifest: {
-        ...Object.fromEntries(few.map((name) => [name, "*"])),
-        telnetd: "absent",
-      },
-    },
-  })}`;
-  await writeFile(path.join(manifests, "fleet.yaml"), fleetYaml);
-  for (const name of names) await writeFile(path.join(manifests, "nodes", `${name}.yaml`), "{}\n");
-
-  // The probe the real code sends for this spec, captured at the transport: with the cause section
-  // as an audit without history asks for it.
-  const loaded = await loadFleet(manifests);
-  const node = loaded.nodes[0]!;
-  let probe = "";
-  const capture = {
-    describe: () => "capture",
-    run: (script: string): Promise<never> => {
-      probe = script;
-      return Promise.reject(new Error("captured"));
-    },
-  };
-  await runProbe(
-    capture,
-    auditedDomains(node).map((domain) => ({ domain, declared: declaredFor(domain, node.spec) })),
-    fleetAuditSettings(loaded),
-    {},
-  ).catch(() => undefined);
-  if (!probe) throw new Error("no probe script captured");
+  // The probe the real code sends for this spec.
+  const { script: probe } = await typicalProbe(manifests);
 
   const ssh = (name: string, remote: string, input?: string) =>
     mustRun("ssh", ["-F", fleet.sshConfig, name, remote], input);

@@ -36,7 +36,7 @@ const CONFFILES = [
 // those events (whose first 19 characters are the time) ran: when, which command, at whose
 // request. Others are not sent: a log's tail may hold hundreds. One still open at the end (apt
 // interrupted) counts from its start. Lines before any header are dpkg.log's (tail names no file
-// when it reads one).
+// when it reads one). Last, the boot time from /proc/stat under the boot mark: no awk of its own.
 const HISTORY_HEADER = "==> /var/log/apt/history.log <==";
 const LOGS = [
   'BEGIN { n = split(qm_p, l, " "); for (i = 1; i <= n; i++) w[l[i]] = 1;',
@@ -52,8 +52,11 @@ const LOGS = [
   '/^Start-Date: / { st = $2 " " $3; k = (st >= s); b = "" }',
   `k && /^(Start-Date|Commandline|Requested-By): / { b = b substr($0, 1, ${LINE_CHARS}) "\\n" }`,
   `k && /^End-Date: / { if (ran(st, $2 " " $3)) printf "%s%s\\n", b, substr($0, 1, ${LINE_CHARS}); k = 0 }`,
-  'END { mark(); if (k && ran(st, "9")) printf "%s", b }',
+  'END { mark(); if (k && ran(st, "9")) printf "%s", b; printf "\\n%s mark %s\\n", qm_n, "boot";',
+  'while ((getline bt < "/proc/stat") > 0) if (bt ~ /^btime /) { split(bt, bx, " "); print bx[2] } }',
 ].join(" ");
+// The boot time (`btime` of /proc/stat) where LOGS does not run.
+const BOOT = "awk '/^btime / { print $2 }' /proc/stat 2>/dev/null";
 // The declared paths, one per line in `qm_f`, as the keys of `f`.
 const DECLARED_PATHS = 'BEGIN { n = split(qm_f, l, "\\n"); for (i = 1; i <= n; i++) f[l[i]] = 1 }';
 
@@ -119,8 +122,6 @@ export function causeProbe(targets: CauseTargets, ctx: ProbeContext): string {
   const outsideEtc = targets.files.filter((f) => !f.startsWith("/etc/"));
   const links = targets.units.map((u) => `/etc/systemd/system/*.wants/${q(u)}`).join(" ");
   const lines = [
-    ctx.mark("boot"),
-    "awk '/^btime / { print $2 }' /proc/stat 2>/dev/null",
     ctx.mark("clock"),
     // The host's own local time of the last audit: its logs are written in local time.
     `if [ -n "$${SINCE_VARIABLE}" ]; then s=$(date -d "@$${SINCE_VARIABLE}" '+%Y-%m-%d %H:%M:%S %z' 2>/dev/null); else s=$(date '+- - %z'); fi`,
@@ -159,8 +160,9 @@ export function causeProbe(targets: CauseTargets, ctx: ProbeContext): string {
       ...(owners ? [owners] : []),
       `if [ -r /var/log/dpkg.log ]; then h=; [ -r /var/log/apt/history.log ] && h=/var/log/apt/history.log`,
       `  tail -c ${LOG_TAIL_BYTES} /var/log/dpkg.log $h 2>/dev/null | awk -v s="$s" -v qm_p="$pk" -v qm_f=${q(targets.files.join("\n"))} -v qm_n="$QM_N" '${LOGS}'`,
-      `else ${ctx.mark("apt-history")}; fi`,
+      `else ${ctx.mark("apt-history")}; ${ctx.mark("boot")}; ${BOOT}; fi`,
     );
+  else lines.push(ctx.mark("boot"), BOOT);
   if (targets.packages.length || targets.files.length)
     lines.push(
       `if ${RPM_HOST}; then`,

@@ -52,13 +52,14 @@ export const packages: Domain<PackagesDeclared, PackagesLive, "packages"> = {
   probe(declared, ctx) {
     // With packages declared, the host sends only their entries (a few hundred bytes, not the whole
     // database); a snapshot (nothing declared) reads everything. awk's and grep's exit status past
-    // 1 means the database could not be read, which is not "absent".
+    // 1 means the database could not be read, which is not "absent". A name is the rest of its
+    // line, as dpkg and apk write it: awk splits no line into fields.
     const names = declared ? Object.keys(declared) : undefined;
     const wanted =
       names &&
       `-v qm_names=${ctx.quote(names.join(" "))} 'BEGIN { n = split(qm_names, l, " "); for (i = 1; i <= n; i++) w[l[i]] = 1 }`;
     const dpkg = wanted
-      ? `awk ${wanted} /^Package: / { k = ($2 in w) } k && /^(Package|Status|Version|Architecture):/' /var/lib/dpkg/status`
+      ? `awk ${wanted} /^Package: / { k = (substr($0, 10) in w) } k && /^(Package|Status|Version|Architecture):/' /var/lib/dpkg/status`
       : "grep -E '^(Package|Status|Version|Architecture):' /var/lib/dpkg/status || [ $? -eq 1 ]";
     const apk = wanted
       ? `awk ${wanted} /^P:/ { k = (substr($0, 3) in w) } k && /^[PVA]:/' /lib/apk/db/installed`

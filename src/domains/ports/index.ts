@@ -101,10 +101,12 @@ export function allowingOwnListener(
 // Run by awk through sh: double quotes only, the awk program being inside single quotes.
 const HOLDERS_FIND = String.raw`find /proc/[0-9]*/fd -mindepth 1 -maxdepth 1 -lname \"socket:\\[*\\]\" -printf \"%h %l\\n\" 2>/dev/null`;
 // ss's exit status follows its lines: a failed or missing ss sends the /proc tables (`qm_tcp`) instead.
-const SS_LISTENERS = String.raw`{ ss -Htne state listening; } 2>/dev/null; echo \"qm-ss $?\"`;
+// The probe's shell pipes it into awk, which reads it from /dev/stdin in BEGIN (no shell of awk's
+// own started for it) and never closes it: mawk 1.3.4 crashes closing /dev/stdin.
+const SS_LISTENERS = `{ ss -Htne state listening 2>/dev/null; echo "qm-ss $?"; }`;
 const LISTENER_LINES = [
   'BEGIN { for (i = 1; i < 256; i++) ord[sprintf("%c", i)] = i; n = split(qm_allow, a, " "); for (i = 1; i + 2 <= n; i += 3) { ap[++na] = a[i]; al[na] = a[i + 1] + 0; ah[na] = a[i + 2] + 0 };',
-  `cmd = "${SS_LISTENERS}"; while ((cmd | getline line) > 0) { if (line ~ /^qm-ss /) st = line; else ss[++ns] = line } close(cmd);`,
+  'while ((getline line < "/dev/stdin") > 0) { if (line ~ /^qm-ss /) st = line; else ss[++ns] = line }',
   'if (st != "qm-ss 0") { n = split(qm_tcp, a, " "); for (i = 1; i <= n; i++) ARGV[ARGC++] = a[i]; ns = 0 } else { print "ss: tcp listening" }; for (i = 1; i <= ns; i++) listener(ss[i]) }',
   // An ss line: queues, local and peer address, then uid (left out when 0), inode and the rest.
   'function listener(line,   f, n, i, u, ino) { n = split(line, f, " "); u = 0; ino = 0; for (i = n; i > 4; i--) { if (f[i] ~ /^uid:[0-9]+$/) u = substr(f[i], 5); if (f[i] ~ /^ino:[0-9]+$/) ino = substr(f[i], 5) } print "ss: " f[3] " " u " " ino; want[ino]; uids[u]; if (!need && !allowed("tcp", substr(f[3], match(f[3], /:[0-9]+$/) + 1) + 0)) need = 1 }',
@@ -162,9 +164,9 @@ export const ports: Domain<PortsDeclared, PortsLive, "ports"> = {
       'for f in /proc/net/tcp /proc/net/tcp6; do [ -r "$f" ] && t="$t $f"; done',
       'for f in /proc/net/udp /proc/net/udp6; do [ -r "$f" ] && set -- "$@" "$f"; done',
       // The ephemeral range, read by the same awk, lets a snapshot allow short-lived loopback ones.
-      // With no file left to read, awk reads the empty stdin, never the probe's own.
+      // With no file left to read, awk reads the drained pipe from ss, never the probe's own stdin.
       `[ -r ${EPHEMERAL_RANGE_FILE} ] && set -- "$@" ${EPHEMERAL_RANGE_FILE}`,
-      `awk -v qm_allow=${ctx.quote(anyAddressRanges(declared))} -v qm_tcp="$t" '${LISTENER_LINES}' "$@" < /dev/null`,
+      `${SS_LISTENERS} | awk -v qm_allow=${ctx.quote(anyAddressRanges(declared))} -v qm_tcp="$t" '${LISTENER_LINES}' "$@"`,
       "true",
     ].join("\n");
   },

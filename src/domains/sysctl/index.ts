@@ -37,6 +37,19 @@ function persistedLines(names: readonly string[] | undefined): string {
   return `^[^A-Za-z0-9_#;]*(${keys.join("|")})([^A-Za-z0-9_./-]|$)`;
 }
 
+// Runtime lines as `grep -H ''` prints them, the persisted files as `grep -H -n -E` with each
+// file named first, the btime line of /proc/stat; all in BEGIN, so stdin is never read.
+const SYSCTL_AWK = [
+  `function mark(label) { printf "\\n%s mark %s\\n", qm_n, label }`,
+  "BEGIN {",
+  `n = split(qm_r, r, " "); for (i = 1; i <= n; i++) { while ((getline l < r[i]) > 0) print r[i] ":" l; close(r[i]) }`,
+  `mark("persisted"); for (i = 1; i < ARGC; i++) print ARGV[i] ":"`,
+  `n = split(qm_d, r, " "); for (i = 1; i <= n; i++) dir[r[i]] = 1`,
+  `for (i = 1; i < ARGC; i++) if (!(i in dir)) { k = 0; while ((getline l < ARGV[i]) > 0) if (++k && l ~ qm_e) print ARGV[i] ":" k ":" l; close(ARGV[i]) }`,
+  `mark("boot"); while ((getline l < "/proc/stat") > 0) if (l ~ /^btime /) print l`,
+  "exit }",
+].join("\n");
+
 export const sysctl: Domain<SysctlDeclared, SysctlLive, "sysctl"> = {
   name: "sysctl",
   specPath: ["system", "sysctl_parameters"],
@@ -50,28 +63,27 @@ export const sysctl: Domain<SysctlDeclared, SysctlLive, "sysctl"> = {
     // Declared, the host sends only the declared keys; a snapshot takes every persisted one.
     const names = declared && Object.keys(declared);
     if (names?.length === 0) return "true";
-    // One grep prints `path:value` for every file: one process, and a single read() of each
-    // /proc/sys file (dash's `read` reads byte by byte, which /proc/sys answers wrongly).
-    const runtime = names
-      ? names.map((name) => ctx.quote(procPath(name))).join(" ")
-      : "-r /proc/sys/net /proc/sys/fs /proc/sys/kernel /proc/sys/vm";
+    // One awk reads every declared /proc/sys file (getline: a single read() of each; dash's `read`
+    // reads byte by byte, which /proc/sys answers wrongly), the persisted lines and the boot time;
+    // a snapshot's recursive read of /proc/sys is grep's. awk is given no directory to read
+    // (mawk's getline ends the program on one) and reads nothing else from its arguments.
+    const runtime = names ? names.map((name) => ctx.quote(procPath(name))).join(" ") : "";
     const persisted = PERSISTED_DIRS.map((d) => `${d}/*.conf`).join(" ");
     return [
       ctx.mark("runtime"),
-      `grep -H -s '' ${runtime} 2>/dev/null`,
-      ctx.mark("persisted"),
+      names
+        ? `r=; for f in ${runtime}; do [ -f "$f" ] && r="$r $f"; done`
+        : "r=; grep -H -s -r '' /proc/sys/net /proc/sys/fs /proc/sys/kernel /proc/sys/vm 2>/dev/null",
       // Every file is named (`file:`), setting anything or not, since a file masks a same-named
       // one in a later directory; then only lines that can set a wanted key, numbered (the
-      // `because` of latent drift). With no file, grep and stat are not run: they would read stdin.
-      "set --",
-      `for f in /etc/sysctl.conf ${persisted}; do [ -e "$f" ] && printf '%s:\\n' "$f" && set -- "$@" "$f"; done`,
-      `[ $# -eq 0 ] || grep -H -n -s -E ${ctx.quote(persistedLines(names))} "$@"`,
-      // When each file changed, against the boot time: a persisted cause, or a runtime write.
+      // `because` of latent drift). `d` holds the argument numbers of directories.
+      "set --; d=",
+      `for f in /etc/sysctl.conf ${persisted}; do [ -e "$f" ] || continue; set -- "$@" "$f"; [ -d "$f" ] && d="$d $#"; done`,
+      `awk -v qm_n="$QM_N" -v qm_r="$r" -v qm_d="$d" -v qm_e=${ctx.quote(persistedLines(names))} '${SYSCTL_AWK}' "$@" < /dev/null`,
+      // When each file changed, against the boot time: a persisted cause, or a runtime write. With
+      // no file, stat is not run: it would read stdin.
       ctx.mark("changed"),
       `[ $# -eq 0 ] || stat -L -c '%Y %n' "$@" 2>/dev/null`,
-      ctx.mark("boot"),
-      "grep -s '^btime ' /proc/stat",
-      "true",
     ].join("\n");
   },
   parse(output, ctx) {

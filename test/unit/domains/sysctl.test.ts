@@ -1,4 +1,8 @@
 import assert from "node:assert/strict";
+import { execSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { mkdir, symlink } from "node:fs/promises";
+import path from "node:path";
 import { describe, it } from "node:test";
 import { parseNameValue } from "../../../src/domains/list-form.js";
 import { sysctl } from "../../../src/domains/sysctl/index.js";
@@ -271,6 +275,33 @@ describe("sysctl: probe of captured sysctl files", () => {
       "vm.swappiness_extra",
     ]);
     assert.ok(live!.runtime.size > 100, "every runtime value under /proc/sys");
+  });
+
+  it("with keys declared, the host starts awk and stat only, and passes over directories", async () => {
+    const dir = await trees({ ...FILES, "etc/sysctl.d/50-dir.conf/inner": "vm.swappiness = 99\n" });
+    const root = { dir, paths: PATHS };
+    const bin = path.join(await trees(), "bin");
+    await mkdir(bin);
+    for (const program of ["awk", "stat"])
+      await symlink(
+        execSync(`command -v ${program}`, { encoding: "utf8" }).trim(),
+        path.join(bin, program),
+      );
+    // A directory as a declared key: no runtime value, as grep gave none.
+    const declared = { ...DECLARED, "net.ipv4": "1" };
+    const full = await runProbe<SysctlLive>(sysctl, declared, { root });
+    const onlyAwkAndStat = await runProbe<SysctlLive>(sysctl, declared, {
+      root,
+      edit: (script) => script.replace(/^PATH=.*$/m, `PATH=${bin}`),
+    });
+    assert.deepEqual(onlyAwkAndStat.live, full.live);
+    assert.equal(full.live!.persisted.get("vm.swappiness")?.value, "10");
+    assert.ok(!full.live!.runtime.has("net.ipv4"));
+    assert.equal(
+      full.live!.runtime.get("vm.swappiness"),
+      readFileSync("/proc/sys/vm/swappiness", "utf8").trim(),
+    );
+    assert.ok(full.live!.changed.has(`/etc/sysctl.d/50-dir.conf`), "a directory is still named");
   });
 
   it("nothing declared and no sysctl file: nothing is read, nothing hangs on stdin", async () => {
