@@ -7,8 +7,8 @@ import { createGunzip, createGzip } from "node:zlib";
 import { z } from "zod";
 import { StateError } from "../errors.js";
 import type { FileChange, Forge } from "../forge/forge.js";
-import { parseReport, ReportReader } from "../report/read.js";
-import type { NodeResult, Report } from "../report/schema.js";
+import { parseReportNodes, ReportReader, type OnNode } from "../report/read.js";
+import type { Report } from "../report/schema.js";
 import { visible } from "../text/escape.js";
 
 // The report the last full propose run planned from, as the state branch keeps it: gzipped and cut
@@ -98,24 +98,26 @@ export async function readKeptIndex(
 }
 
 /**
- * The report the last run kept, validated as a report file is, with its kept form (to keep it again
- * unchanged); undefined when none has been kept. Read a part at a time; the legacy single file is
- * read whole, as it was written.
+ * The report the last run kept, validated as a report file is, each node handed to `onNode` as it
+ * is read (as `readReportNodes` does a file's), with its kept form (to keep it again unchanged);
+ * undefined when none has been kept. Read a part at a time; the legacy single file is read whole,
+ * as it was written. `again`: the report read before, read again as it was then.
  */
 export async function readKeptReport(
   github: Forge,
   branch: string,
+  onNode: OnNode,
+  again?: KeptReport,
 ): Promise<{ report: Report; kept: KeptReport } | undefined> {
-  const index = await readKeptIndex(github, branch);
-  if (index === undefined) return readLegacyReport(github, branch);
+  const parts = again ?? (await readKeptIndex(github, branch));
+  if (parts?.parts === undefined) return readLegacyReport(github, branch, onNode, parts);
   const where = `${branch}:${REPORT_DIR}`;
-  const nodes: NodeResult[] = [];
-  const reader = new ReportReader(where, (node) => nodes.push(node));
+  const reader = new ReportReader(where, onNode);
   const decoder = new StringDecoder("utf8");
   const taken = new Digest();
   try {
     await pipeline(
-      Readable.from(partsOf(github, index.parts, where)),
+      Readable.from(partsOf(github, parts.parts, where)),
       createGunzip(),
       async (text) => {
         for await (const chunk of text as AsyncIterable<Buffer>)
@@ -129,9 +131,9 @@ export async function readKeptReport(
   }
   reader.push(decoder.end());
   const { sha256, bytes } = taken.done();
-  if (sha256 !== index.sha256 || bytes !== index.bytes)
+  if (sha256 !== parts.sha256 || bytes !== parts.bytes)
     throw new StateError(where, "its parts are not the report its index names (sha256, bytes)");
-  return { report: { ...reader.end(), nodes }, kept: index };
+  return { report: reader.end(), kept: parts };
 }
 
 async function* partsOf(
@@ -147,13 +149,24 @@ async function* partsOf(
   }
 }
 
+async function textOf(pieces: AsyncIterable<Buffer>): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of pieces) chunks.push(chunk);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/** The legacy single file, from the branch or (`again`) as it was read before. */
 async function readLegacyReport(
   github: Forge,
   branch: string,
+  onNode: OnNode,
+  again: KeptReport | undefined,
 ): Promise<{ report: Report; kept: KeptReport } | undefined> {
-  const text = await github.readFile(branch, LEGACY_REPORT_FILE, "reading the last report");
+  const text = again?.text
+    ? await textOf(again.text())
+    : await github.readFile(branch, LEGACY_REPORT_FILE, "reading the last report");
   if (text === undefined) return undefined;
-  const report = parseReport(text, `${branch}:${LEGACY_REPORT_FILE}`);
+  const report = parseReportNodes(text, `${branch}:${LEGACY_REPORT_FILE}`, onNode);
   const bytes = () => Readable.from([Buffer.from(text, "utf8")]);
   return { report, kept: { ...(await digest(bytes())), text: bytes } };
 }

@@ -8,6 +8,7 @@ import {
   type AuditHistory,
   type ReadHistory,
 } from "../report/history.js";
+import type { OnNode } from "../report/read.js";
 import { emptyRuns, parseRuns, serializeRuns, type RunHistory } from "../report/runs.js";
 import { visible } from "../text/escape.js";
 import {
@@ -71,8 +72,12 @@ export async function stateBranchWriter(github: Forge): Promise<string | undefin
   return `${STATE_BRANCH} was last written by ${visible(other ?? "an unknown author")} (commit ${head.slice(0, 12)}), not by ${visible(bot)}: check that commit; a ruleset should let only the bot's identity update the branch (docs/operations.md, security settings)`;
 }
 
-/** The report the last full run planned from (what a refresh plans from again); undefined: none yet. */
-export const readLastReport = (github: Forge) => readKeptReport(github, STATE_BRANCH);
+/**
+ * The report the last full run planned from (what a refresh plans from again), node by node;
+ * undefined: none yet. `again`: the one read before, read again.
+ */
+export const readLastReport = (github: Forge, onNode: OnNode, again?: KeptReport) =>
+  readKeptReport(github, STATE_BRANCH, onNode, again);
 
 /**
  * The last report's digest and parts, for this run to tell whether it keeps another: undefined when
