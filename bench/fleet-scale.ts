@@ -13,8 +13,10 @@
 // (its sources under tsx) on the same report too: its peak RSS and CPU, the ratio to them, and
 // whether it printed the same bytes. Every figure is shown against issue 34's targets: peak RSS
 // <= 300 MB, the auditor's CPU <= 3 ms per node, validate under 2 s.
-// Usage: [QM_BENCH_BASELINE=DIR] npx tsx bench/fleet-scale.ts [nodes=10000] [ssh|audit|propose]
-import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+// With `history`, the audit, then the sizes of the audit and run histories propose keeps on the state
+// branch after each of a few runs of its report.
+// Usage: [QM_BENCH_BASELINE=DIR] npx tsx bench/fleet-scale.ts [nodes=10000] [ssh|audit|propose|history]
+import { mkdir, mkdtemp, open, readFile, rm, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { isDeepStrictEqual } from "node:util";
@@ -29,8 +31,13 @@ import { writeReportStream } from "../src/cli/output.js";
 import { boundHeapGrowth, fleetSshOptions, runSpooledAudit } from "../src/runs/audit.js";
 import { snapshotSpec } from "../src/runs/snapshot.js";
 import { DOMAINS } from "../src/domains/registry.js";
+import { DEFAULT_MAX_BLOB_BYTES } from "../src/forge/github-settings.js";
 import { loadFleet, type LoadedNode } from "../src/manifest/load.js";
+import { stateAfter } from "../src/propose/execute.js";
+import { emptyHistory, serializeHistory } from "../src/report/history.js";
 import { readReportNodes } from "../src/report/read.js";
+import { emptyRuns, serializeRuns } from "../src/report/runs.js";
+import { readDated, reportSource } from "../src/runs/propose.js";
 import { summarize, type Report } from "../src/report/schema.js";
 import { localTransport } from "../src/transport/local.js";
 import { sshSessionGates } from "../src/transport/session-gate.js";
@@ -41,6 +48,8 @@ const TARGET_MB = 300;
 const CPU_TARGET_MS = 3;
 const VALIDATE_TARGET_S = 2;
 const DRIFT_PER_NODE = 3;
+const HISTORY_RUNS = 3;
+const BLOB_LIMIT = 100 * 1024 * 1024;
 const SELF = path.join(REPO_ROOT, "bench/fleet-scale.ts");
 const CLI = path.join(REPO_ROOT, "src/cli/main.ts");
 const BUNDLE = path.join(REPO_ROOT, "dist/cli/main.js");
@@ -136,6 +145,53 @@ if (process.argv[2] === "--gates") {
     `${JSON.stringify({ cpuMs, gates: [...keys].slice(0, 3), count: keys.size })}\n`,
   );
   process.exit(0);
+}
+
+// Child mode: `--history REPORT MANIFESTS RUNS` keeps the state files as propose does for RUNS runs
+// of the report an hour apart (each read dated from the history before it, then `stateAfter`, a run
+// opening nothing) and prints, per run, the bytes of audit-history.json and run-history.json.
+if (process.argv[2] === "--history") {
+  const [file, manifests, runs] = process.argv.slice(3) as [string, string, string];
+  const fleet = new Set((await loadFleet(manifests)).nodes.map((n) => n.name));
+  const source = reportSource(file, undefined);
+  const { startedAt } = await readReportNodes(file, () => {});
+  let state = { history: { ...emptyHistory(), dropped: [] as string[] }, runs: emptyRuns() };
+  const sizes: { history: number; runs: number }[] = [];
+  for (let run = 0; run < Number(runs); run++) {
+    await restart(file, new Date(Date.parse(startedAt) + run * 3_600_000).toISOString());
+    const { report } = await readDated(source, state.history);
+    const plan = {
+      ...state,
+      report,
+      actions: [],
+      pulls: [],
+      owners: new Map(),
+      waiting: new Map(),
+    };
+    const next = stateAfter({ ...plan, nodeLists: new Map() }, fleet);
+    state = { history: { ...next.history, dropped: [] }, runs: next.runs };
+    const bytes = (text: string) => Buffer.byteLength(text);
+    sizes.push({
+      history: bytes(serializeHistory(next.history)),
+      runs: bytes(serializeRuns(next.runs)),
+    });
+  }
+  process.stdout.write(`${JSON.stringify(sizes)}\n`);
+  process.exit(0);
+}
+
+/** Gives the report file another `startedAt` in place: the same length, so nothing else moves. */
+async function restart(file: string, at: string): Promise<void> {
+  const handle = await open(file, "r+");
+  try {
+    const { buffer } = await handle.read(Buffer.alloc(4096), 0, 4096, 0);
+    const head = buffer.toString("latin1");
+    const old = /"startedAt": ?"([^"]+)"/.exec(head);
+    if (!old || old[1]!.length !== at.length) throw new Error(`${file}: no startedAt to move`);
+    await handle.write(at, head.indexOf(old[1]!), "latin1");
+  } finally {
+    await handle.close();
+  }
 }
 
 const nodeCount = Number(process.argv[2] ?? 10_000);
@@ -286,6 +342,7 @@ try {
   };
   if (sections === "ssh") await standInRuns(capture!, manifests, drifted, cpuPerNode, peak);
   else if (sections === "propose") await proposeRun();
+  else if (sections === "history") await historyRun();
   else await wholeRun();
 
   /** The audit and the propose dry run on its report, nothing else. */
@@ -298,6 +355,26 @@ try {
         `fleet scale, propose: ${nodeCount} node entries, ${DRIFT_PER_NODE} drift items each, ${os.cpus().length} cores`,
         `  audit          wall ${(audit.ms / 1000).toFixed(2)} s, ${peak(audit)}, report ${(reportBytes / 1024 / 1024).toFixed(1)} MB`,
         ...(await proposeLines()),
+      ].join("\n"),
+    );
+  }
+
+  /** The audit, then the state files propose keeps for HISTORY_RUNS runs of its report. */
+  async function historyRun() {
+    await replayAudit("json", reportFile);
+    await drifted(reportFile);
+    const args = [SELF, "--history", reportFile, manifests, String(HISTORY_RUNS)];
+    const kept = await measured(args);
+    const sizes = JSON.parse(kept.stdout.trim()) as { history: number; runs: number }[];
+    const size = (bytes: number) =>
+      `${(bytes / 1024 / 1024).toFixed(1)} MiB (${(bytes / nodeCount).toFixed(0)} bytes per node; ${(bytes / BLOB_LIMIT).toFixed(2)} of GitHub's 100 MiB blob, ${(bytes / DEFAULT_MAX_BLOB_BYTES).toFixed(2)} of the 16 MiB part)`;
+    console.log(
+      [
+        `fleet scale, state files: ${nodeCount} nodes, ${DRIFT_PER_NODE} drift items each, ${HISTORY_RUNS} propose runs of the report an hour apart (${peak(kept)}, CPU ${(kept.cpuMs / 1000).toFixed(2)} s)`,
+        ...sizes.map(
+          (s, i) =>
+            `  after run ${i + 1}: audit-history.json ${size(s.history)}\n               run-history.json ${size(s.runs)}`,
+        ),
       ].join("\n"),
     );
   }

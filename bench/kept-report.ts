@@ -90,7 +90,9 @@ async function child(step: Step, file: string): Promise<void> {
       await github.setBranch(STATE_BRANCH, commit);
       said = "kept";
     } else if (step === "read") {
-      said = `${(await readLastReport(github))!.report.nodes.length} nodes`;
+      let nodes = 0;
+      await readLastReport(github, () => nodes++);
+      said = `${nodes} nodes`;
     } else if (step === "read-one-file") {
       const text = await github.readFile(STATE_BRANCH, LEGACY_REPORT_FILE, "bench");
       said = `${parseReport(text!, LEGACY_REPORT_FILE).nodes.length} nodes`;

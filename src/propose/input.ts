@@ -5,7 +5,6 @@ import git from "isomorphic-git";
 import { UsageError } from "../errors.js";
 import { loadFleet } from "../manifest/load.js";
 import type { Waiver } from "../manifest/schema.js";
-import type { Report } from "../report/schema.js";
 import type { PlanInput } from "./plan-input.js";
 
 async function readTree(dir: string, root: string): Promise<Map<string, string>> {
@@ -24,8 +23,7 @@ async function readTree(dir: string, root: string): Promise<Map<string, string>>
  */
 export async function proposalInput(
   manifestDir: string,
-  report: Report,
-): Promise<{ input: Omit<PlanInput, "pulls">; revision: string; waivers: Waiver[] }> {
+): Promise<{ input: Omit<PlanInput, "pulls" | "report">; revision: string; waivers: Waiver[] }> {
   let repoRoot: string;
   let revision: string;
   try {
@@ -43,7 +41,6 @@ export async function proposalInput(
   const files = await readTree(manifestDir, repoRoot);
   return {
     input: {
-      report,
       nodes: fleet.nodes,
       tickets: fleet.tickets,
       files,

@@ -1,4 +1,4 @@
-import { annotateNode, type ReadHistory } from "../report/history.js";
+import type { ReadHistory } from "../report/history.js";
 import type { Report } from "../report/schema.js";
 import type { ForgeFacts } from "./gather.js";
 import { ownersOf } from "./group.js";
@@ -25,7 +25,7 @@ export interface RunPlan extends StateFiles {
 
 /**
  * Plans a run from what the runs before it left on the forge. `input.report` is the report as
- * read. `ticked`: deferred branches a person asked to open now (on the dashboard), over the budget.
+ * read, dated from the facts' history (`datedReport`). `ticked`: deferred branches a person asked to open now (on the dashboard), over the budget.
  */
 export function planRun(
   facts: ForgeFacts,
@@ -33,18 +33,13 @@ export function planRun(
   ticked: ReadonlySet<string> = new Set(),
 ): RunPlan {
   const { history, runs, lastReport, waiting, pulls, nodeLists } = facts;
-  const read = input.report;
-  const report = {
-    ...read,
-    nodes: read.nodes.map((node) => annotateNode(node, history, read.startedAt)),
-  };
   return {
     history,
     runs,
     owners: new Map(input.nodes.map((node) => [node.name, ownersOf(node)])),
-    report,
+    report: input.report,
     ...(lastReport !== undefined && { lastReport }),
-    actions: planActions(facts, { ...input, report }, ticked),
+    actions: planActions(facts, input, ticked),
     waiting,
     pulls,
     nodeLists,

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Forge } from "../forge/forge.js";
+import type { FileChange, Forge } from "../forge/forge.js";
 import { StateError } from "../errors.js";
 import {
   emptyHistory,
@@ -8,6 +8,7 @@ import {
   type AuditHistory,
   type ReadHistory,
 } from "../report/history.js";
+import type { OnNode } from "../report/read.js";
 import { emptyRuns, parseRuns, serializeRuns, type RunHistory } from "../report/runs.js";
 import { visible } from "../text/escape.js";
 import {
@@ -17,6 +18,7 @@ import {
   type NodeLists,
 } from "./node-lists.js";
 import { keptReportFiles, readKeptIndex, readKeptReport, type KeptReport } from "./kept-report.js";
+import { partsFiles, readParts, readPartsIndex, writeParts } from "./parts.js";
 
 // The bot's state branch: a branch no pull request comes from, one commit on top of the manifests'
 // revision holding what one run leaves for the next (the deferral queue, the audit history, the
@@ -25,18 +27,56 @@ import { keptReportFiles, readKeptIndex, readKeptReport, type KeptReport } from 
 export const STATE_BRANCH = "quartermaster-state";
 export const HISTORY_FILE = "audit-history.json";
 export const RUNS_FILE = "run-history.json";
+/**
+ * Where a history over the forge's largest blob is kept instead, in gzip parts (parts.ts): a folder
+ * of its name (audit-history/, run-history/). 100,000 nodes write an audit history of about 70 MB
+ * and a run history of about 180 MB, over GitHub's 100 MiB blob.
+ */
+export const partsDir = (file: string) => file.replace(/\.json$/, "");
+
+/**
+ * A history's text and where it was read: from its parts when it is kept in parts, else its one
+ * file; undefined: none. A StateError when its parts are not the text their index names.
+ */
+async function readStateText(
+  github: Forge,
+  file: string,
+  what: string,
+): Promise<{ text: string; where: string } | undefined> {
+  const dir = partsDir(file);
+  const index = await readPartsIndex(github, STATE_BRANCH, dir, what);
+  if (index === undefined) {
+    const text = await github.readFile(STATE_BRANCH, file, `reading ${what}`);
+    return text === undefined ? undefined : { text, where: `${STATE_BRANCH}:${file}` };
+  }
+  const chunks: Buffer[] = [];
+  await readParts(github, STATE_BRANCH, dir, index, what, (chunk) => chunks.push(chunk));
+  return { text: Buffer.concat(chunks).toString("utf8"), where: `${STATE_BRANCH}:${dir}` };
+}
+
+/** A history's files on the state commit: its one file, or its parts when it is over one blob. */
+async function stateTextFiles(
+  github: Forge,
+  file: string,
+  text: string,
+  what: string,
+): Promise<Record<string, FileChange>> {
+  const bytes = Buffer.from(text, "utf8");
+  if (bytes.length <= github.settings.maxBlobBytes) return { [file]: text };
+  return partsFiles(partsDir(file), await writeParts(github, [bytes], what));
+}
 
 /**
  * The audit history as the last run left it, empty when there is none yet. One that cannot be read
  * at all stops the run: starting again would restart every dark node's clock and drift's age.
  */
 export async function readHistory(github: Forge): Promise<ReadHistory> {
-  const text = await github.readFile(STATE_BRANCH, HISTORY_FILE, "reading the audit history");
-  if (text === undefined) return { ...emptyHistory(), dropped: [] };
-  const history = parseHistory(text);
+  const read = await readStateText(github, HISTORY_FILE, AUDIT_HISTORY);
+  if (read === undefined) return { ...emptyHistory(), dropped: [] };
+  const history = parseHistory(read.text);
   if (typeof history !== "string") return history;
   throw new StateError(
-    `${STATE_BRANCH}:${HISTORY_FILE}`,
+    read.where,
     `${history}; the run stops rather than start the history again (restore the file from the branch's history, or delete it to start again)`,
   );
 }
@@ -46,13 +86,19 @@ export async function readHistory(github: Forge): Promise<ReadHistory> {
  * to give) when it is not one.
  */
 export async function readRuns(github: Forge): Promise<{ runs: RunHistory; warning?: string }> {
-  const text = await github.readFile(STATE_BRANCH, RUNS_FILE, "reading the run history");
-  if (text === undefined) return { runs: emptyRuns() };
-  const runs = parseRuns(text);
+  let read;
+  try {
+    read = await readStateText(github, RUNS_FILE, RUN_HISTORY);
+  } catch (error) {
+    if (!(error instanceof StateError)) throw error;
+    return { runs: emptyRuns(), warning: `${error.file} ${error.message}; starting it again` };
+  }
+  if (read === undefined) return { runs: emptyRuns() };
+  const runs = parseRuns(read.text);
   if (typeof runs !== "string") return { runs };
   return {
     runs: emptyRuns(),
-    warning: `${STATE_BRANCH}:${RUNS_FILE} is ${visible(runs)}; starting the run history again`,
+    warning: `${read.where} is ${visible(runs)}; starting the run history again`,
   };
 }
 
@@ -71,8 +117,12 @@ export async function stateBranchWriter(github: Forge): Promise<string | undefin
   return `${STATE_BRANCH} was last written by ${visible(other ?? "an unknown author")} (commit ${head.slice(0, 12)}), not by ${visible(bot)}: check that commit; a ruleset should let only the bot's identity update the branch (docs/operations.md, security settings)`;
 }
 
-/** The report the last full run planned from (what a refresh plans from again); undefined: none yet. */
-export const readLastReport = (github: Forge) => readKeptReport(github, STATE_BRANCH);
+/**
+ * The report the last full run planned from (what a refresh plans from again), node by node;
+ * undefined: none yet. `again`: the one read before, read again.
+ */
+export const readLastReport = (github: Forge, onNode: OnNode, again?: KeptReport) =>
+  readKeptReport(github, STATE_BRANCH, onNode, again);
 
 /**
  * The last report's digest and parts, for this run to tell whether it keeps another: undefined when
@@ -150,6 +200,9 @@ export interface StateFiles {
   lastReport?: KeptReport;
 }
 
+const AUDIT_HISTORY = "the audit history";
+const RUN_HISTORY = "the run history";
+
 const stateTexts = (state: StateFiles) => ({
   [WAITING_FILE]: waitingText(state.waiting),
   [HISTORY_FILE]: serializeHistory(state.history),
@@ -176,8 +229,11 @@ export async function writeState(
   base: string,
 ): Promise<void> {
   if (!changesState(next, previous)) return;
+  const { [HISTORY_FILE]: history, [RUNS_FILE]: runs, ...small } = stateTexts(next);
   const files = {
-    ...stateTexts(next),
+    ...small,
+    ...(await stateTextFiles(github, HISTORY_FILE, history, AUDIT_HISTORY)),
+    ...(await stateTextFiles(github, RUNS_FILE, runs, RUN_HISTORY)),
     ...(next.lastReport && (await keptReportFiles(github, next.lastReport))),
   };
   await github.setBranch(

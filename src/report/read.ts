@@ -71,11 +71,18 @@ export async function readReport(file: string): Promise<Report> {
 }
 
 /**
+ * What is handed each node as it is read: the node, and the report's `startedAt` when it came
+ * before the nodes (as every report Quartermaster writes has it), checked only once the whole
+ * report is read.
+ */
+export type OnNode = (node: NodeResult, startedAt: string | undefined) => void;
+
+/**
  * The report validated as `readReport` does, read a piece at a time: each node is handed to
  * `onNode` as it is read and checked, in the file's order, and only then let go of; what is
  * returned is every field but the nodes (`nodes` empty), checked once the whole file is read.
  */
-export function readReportNodes(file: string, onNode: (node: NodeResult) => void): Promise<Report> {
+export function readReportNodes(file: string, onNode: OnNode): Promise<Report> {
   return withRegularFile(file, "report", MAX_REPORT_BYTES, async (handle) => {
     const reader = new ReportReader(file, onNode);
     const decoder = new StringDecoder("utf8");
@@ -98,11 +105,7 @@ export function parseReport(text: string, file: string): Report {
 }
 
 /** A report's text validated and handed over node by node, as `readReportNodes` does a file's. */
-export function parseReportNodes(
-  text: string,
-  file: string,
-  onNode: (node: NodeResult) => void,
-): Report {
+export function parseReportNodes(text: string, file: string, onNode: OnNode): Report {
   const reader = new ReportReader(file, onNode);
   reader.push(text);
   return reader.end();
@@ -143,7 +146,7 @@ export class ReportReader {
 
   constructor(
     private readonly file: string,
-    private readonly onNode: (node: NodeResult) => void,
+    private readonly onNode: OnNode,
   ) {}
 
   private notJson(why: string): InputFileError {
@@ -270,7 +273,8 @@ export class ReportReader {
       throw new InputFileError(this.file, `nodes.${i}: node "${node.name}" is in the report twice`);
     this.names.add(node.name);
     this.tally.add(node);
-    this.onNode(node);
+    const startedAt = this.members.get("startedAt");
+    this.onNode(node, typeof startedAt === "string" ? startedAt : undefined);
   }
 
   private validated<T extends z.ZodType>(schema: T, json: unknown, prefix: string): z.output<T> {

@@ -26,7 +26,8 @@ import {
   writeState,
   type StateFiles,
 } from "../propose/state.js";
-import { readReportNodes } from "../report/read.js";
+import { annotateNode, type AuditHistory } from "../report/history.js";
+import { readReportNodes, type OnNode } from "../report/read.js";
 import type { NodeResult, Report } from "../report/schema.js";
 import { sharingItems } from "../report/shared-items.js";
 import { visible } from "../text/escape.js";
@@ -70,38 +71,54 @@ export interface ProposeOutcome {
   dashboardFailed: boolean;
 }
 
+/** The report to plan from, read node by node; what to keep of it (read only by a run that keeps it). */
+export type ReportSource = (
+  onNode: OnNode,
+) => Promise<{ head: Report; kept: () => Promise<KeptReport> }>;
+
 /**
- * How to read the report to plan from, and the report to keep again (read only by a run that keeps
- * it); a report the forge keeps with no forge to read it from is refused before anything is read.
+ * Where the report to plan from is read: the file, or the one the last run kept (once read, the
+ * same one is read again); a report the forge keeps with no forge to read it from is refused before
+ * anything is read.
  */
-function reportSource(
-  file: string | undefined,
-  forge: Forge | undefined,
-): () => Promise<{ audited: Report; kept: () => Promise<KeptReport> }> {
-  // The nodes' drift items read with their common fields shared: a fleet's report is never whole.
-  const read = async (
-    nodesOf: (onNode: (node: NodeResult) => void) => Promise<Report> | Report,
-  ) => {
-    const nodes: NodeResult[] = [];
-    const shared = sharingItems();
-    const head = await nodesOf((node) => nodes.push(shared(node)));
-    return { ...head, nodes };
-  };
+export function reportSource(file: string | undefined, forge: Forge | undefined): ReportSource {
   if (file !== undefined)
-    return async () => ({
-      audited: await read((onNode) => readReportNodes(file, onNode)),
+    return async (onNode) => ({
+      head: await readReportNodes(file, onNode),
       kept: () => reportFileToKeep(file),
     });
   if (!forge)
     throw new UsageError("--report-from-repo reads the report from GitHub: set GITHUB_TOKEN");
-  return async () => {
-    const read = await readLastReport(forge);
+  let again: KeptReport | undefined;
+  return async (onNode) => {
+    const read = await readLastReport(forge, onNode, again);
     if (read === undefined)
       throw new UsageError(
         `--report-from-repo: no report kept yet (${STATE_BRANCH}:${REPORT_INDEX}); a propose run with --report keeps one`,
       );
-    return { audited: read.report, kept: () => Promise.resolve(read.kept) };
+    again = read.kept;
+    return { head: read.report, kept: () => Promise.resolve(read.kept) };
   };
+}
+
+/**
+ * The report read, each node dated from `history` as it is read (since when it is dark and its
+ * drift exists) and its drift items' common fields shared: a fleet's report is never held twice.
+ */
+export async function readDated(
+  source: ReportSource,
+  history: AuditHistory,
+): Promise<{ report: Report; kept: () => Promise<KeptReport> }> {
+  const nodes: NodeResult[] = [];
+  const shared = sharingItems();
+  // Nodes before the report's `startedAt` (a report edited by hand): dated once it is known.
+  const early: number[] = [];
+  const { head, kept } = await source((node, startedAt) => {
+    if (startedAt === undefined) early.push(nodes.length);
+    nodes.push(startedAt === undefined ? node : shared(annotateNode(node, history, startedAt)));
+  });
+  for (const i of early) nodes[i] = shared(annotateNode(nodes[i]!, history, head.startedAt));
+  return { report: { ...head, nodes }, kept };
 }
 
 /** Plans from the report and the forge, and carries the plan out unless `dryRun`. */
@@ -110,20 +127,18 @@ export async function runPropose(
   reporter: ProposeReporter,
 ): Promise<ProposeOutcome> {
   const { forge } = options;
-  const readTheReport = reportSource(options.reportFile, forge);
+  const source = reportSource(options.reportFile, forge);
   const manifestDir = await resolveManifestDir(options.source);
-  const { audited, kept } = await readTheReport();
   // A dry run may lack the issues permission: it plans without the ticked boxes.
   const dashboard: Dashboard = forge && !options.dryRun ? await readDashboard(forge) : { body: "" };
   for (const warning of dashboard.warnings ?? []) reporter.warn(warning);
-  const { input: loaded, revision, waivers } = await proposalInput(manifestDir, audited);
+  const { input: loaded, revision, waivers } = await proposalInput(manifestDir);
   // The flag wins over fleet.yaml's `propose.max_new_prs`.
   const maxNewPrs = options.maxNewPrs ?? loaded.maxNewPrs ?? DEFAULT_MAX_NEW_PRS;
-  const input = { ...loaded, maxNewPrs };
   const ticked = tickedBranches(dashboard.body);
-  const fleet = new Set(input.nodes.map((n) => n.name));
-  // Read from the forge, then planned once from what was read; what a second read warns of again
-  // is not said twice.
+  const fleet = new Set(loaded.nodes.map((n) => n.name));
+  // Read from the forge, the report dated from its history, then planned once from what was read;
+  // what a second read warns of again is not said twice.
   const warned = new Set<string>();
   const gathered = async () => {
     const facts = forge ? await gatherForge(forge) : noForgeFacts();
@@ -131,26 +146,31 @@ export async function runPropose(
       warned.add(warning);
       reporter.warn(warning);
     }
-    return planRun(facts, input, ticked);
+    const { report, kept } = await readDated(source, facts.history);
+    return { run: planRun(facts, { ...loaded, maxNewPrs, report }, ticked), kept };
   };
-  const planned = await gathered();
-  for (const why of planned.history.dropped)
+  let planned: Awaited<ReturnType<typeof gathered>> | undefined = await gathered();
+  const { history, report } = planned.run;
+  for (const why of history.dropped)
     reporter.warn(`${STATE_BRANCH}:${HISTORY_FILE}: ${visible(why)}; that entry is left out`);
-  const overBudget = audited.unauditedBudget?.over;
+  const overBudget = report.unauditedBudget?.over;
   if (overBudget)
     reporter.warn(`more nodes not audited than allowed: ${visible(overBudget.join("; "))}`);
   const told = { ...(overBudget && { overBudget }) };
   if (options.dryRun || !forge) {
-    reporter.planned(planned.actions, true, maxNewPrs);
-    const outcomes = planned.actions.map((action) => ({ action, ok: true }));
-    return { actions: planned.actions, dry: true, outcomes, dashboardFailed: false, ...told };
+    const { actions } = planned.run;
+    reporter.planned(actions, true, maxNewPrs);
+    const outcomes = actions.map((action) => ({ action, ok: true }));
+    return { actions, dry: true, outcomes, dashboardFailed: false, ...told };
   }
-  const release = await waitForTurn(forge, planned, fleet, revision, reporter);
+  const release = await waitForTurn(forge, planned.run, fleet, revision, reporter);
   try {
-    // Once the turn comes, the forge is read again: the run before may have opened, closed or kept.
-    const run = release ? await gathered() : planned;
+    // Once the turn comes, the forge is read again (the run before may have opened, closed or
+    // kept), and the report with it: the first plan is let go of first, never held beside it.
+    if (release) planned = undefined;
+    const { run, kept } = planned ?? (await gathered());
     reporter.planned(run.actions, false, maxNewPrs);
-    const { tickets } = input;
+    const { tickets } = loaded;
     const turn = { forge, run, fleet, revision, dashboard, tickets, waivers, lastReport: kept };
     return { ...(await carryOut(turn, options, reporter)), ...told };
   } finally {

@@ -131,9 +131,10 @@ async function recordTicket(
     sshConfig: request.sshConfig,
     shard: undefined,
   });
-  const { input, revision } = await proposalInput(manifestDir, report);
+  const { input, revision } = await proposalInput(manifestDir);
   // Only the ticket recording this PR's rejection; no budget: it is one PR a person asked for.
-  const actions = planActions(await gatherPulls(github), { ...input, maxNewPrs: undefined }).filter(
+  const planned = { ...input, report, maxNewPrs: undefined };
+  const actions = planActions(await gatherPulls(github), planned).filter(
     (a) =>
       (a.type === "open" || a.type === "update") &&
       a.kind === "ticket" &&

@@ -15,21 +15,32 @@ import {
 } from "../../src/propose/kept-report.js";
 import {
   HISTORY_FILE,
+  partsDir,
   readHistory,
   readLastReport,
   readLastReportIndex,
+  readRuns,
+  RUNS_FILE,
   STATE_BRANCH,
   writeState,
   type StateFiles,
 } from "../../src/propose/state.js";
 import { emptyHistory, serializeHistory } from "../../src/report/history.js";
 import { readReport } from "../../src/report/read.js";
-import { emptyRuns } from "../../src/report/runs.js";
+import { appendRun, emptyRuns, serializeRuns } from "../../src/report/runs.js";
+import type { NodeResult } from "../../src/report/schema.js";
 import { startForge, type TestForge } from "../support/forge.js";
 import { largeReport } from "../support/reports.js";
 
 // The largest blob the double takes here: a 3,000-node report (190 KB gzipped) is several parts.
 const MAX_BLOB = 32 * 1024;
+
+/** The kept report read back whole. */
+async function lastReport(github: GitHub) {
+  const nodes: NodeResult[] = [];
+  const read = await readLastReport(github, (node) => nodes.push(node));
+  return read && { ...read, report: { ...read.report, nodes } };
+}
 
 let forge: TestForge;
 let work: string;
@@ -66,6 +77,48 @@ test("a history over 1 MB is read whole (through the blob API), and its entries 
   assert.equal(read.nodes.size, 20_000);
   assert.equal(serializeHistory(read), text);
   assert.ok(forge.double.requests.some((r) => r.operation === "git/get-blob"));
+  assert.deepEqual(forge.double.violations, []);
+});
+
+test("histories over the largest blob are kept in gzip parts under it and read back; a small one stays one file", async () => {
+  const github = new GitHub(settingsFromEnv(forge.double.cliEnv()));
+  const base = (await github.branchHead("main"))!;
+  const history = emptyHistory();
+  history.run = "2026-12-01T10:00:00.000Z";
+  for (let i = 0; i < 3000; i++)
+    history.nodes.set(`node-${String(i).padStart(5, "0")}`, {
+      lastAudited: "2026-12-01T10:00:00.000Z",
+      unauditedRuns: 0,
+    });
+  const runs = appendRun(emptyRuns(), largeReport(3000, 6000));
+  for (const text of [serializeHistory(history), serializeRuns(runs)])
+    assert.ok(text.length > 2 * MAX_BLOB, `${text.length} bytes`);
+  const before = forge.double.requests.length;
+  await writeState(github, { ...stateWith(), history, runs }, stateWith(), base);
+  const blobs = forge.double.requests
+    .slice(before)
+    .filter((r) => r.operation === "git/create-blob");
+  assert.ok(blobs.length >= 4, `${blobs.length} parts`);
+  for (const blob of blobs) {
+    const { content } = blob.body as { content: string };
+    assert.ok(Buffer.from(content, "base64").length <= MAX_BLOB);
+  }
+  for (const file of [HISTORY_FILE, RUNS_FILE]) {
+    assert.equal(await github.readFile(STATE_BRANCH, file, "test"), undefined, file);
+    assert.ok(await github.readFile(STATE_BRANCH, `${partsDir(file)}/index.json`, "test"), file);
+  }
+  assert.equal(serializeHistory(await readHistory(github)), serializeHistory(history));
+  assert.equal(serializeRuns((await readRuns(github)).runs), serializeRuns(runs));
+
+  // Grown small again: one file, as before parts, and read from it.
+  const small = emptyHistory();
+  small.run = "2026-12-02T10:00:00.000Z";
+  await writeState(github, { ...stateWith(), history: small }, stateWith(), base);
+  assert.equal(
+    await github.readFile(STATE_BRANCH, `${partsDir(HISTORY_FILE)}/index.json`, "t"),
+    undefined,
+  );
+  assert.equal((await readHistory(github)).run, small.run);
   assert.deepEqual(forge.double.violations, []);
 });
 
@@ -120,7 +173,7 @@ test("a report over the largest blob is kept in gzip parts under it, read back n
     const { content } = blob.body as { content: string };
     assert.ok(Buffer.from(content, "base64").length <= MAX_BLOB);
   }
-  const read = await readLastReport(github);
+  const read = await lastReport(github);
   assert.deepEqual(read?.report, await readReport(file));
   assert.equal(read?.kept.parts?.length, blobs.length);
 
@@ -136,7 +189,7 @@ test("a report over the largest blob is kept in gzip parts under it, read back n
   const writes = forge.double.requests.slice(again).map((r) => r.operation);
   assert.ok(!writes.includes("git/create-blob"), writes.join(" "));
   assert.ok(writes.includes("git/create-commit"), writes.join(" "));
-  assert.deepEqual((await readLastReport(github))?.report, read?.report);
+  assert.deepEqual((await lastReport(github))?.report, read?.report);
   assert.equal((await readHistory(github)).run, history.run);
   assert.deepEqual(forge.double.violations, []);
 });
@@ -149,7 +202,7 @@ test("a state branch holding the report as one file, as before parts, is still r
   });
   const github = new GitHub(settingsFromEnv(forge.double.cliEnv()));
   assert.ok(JSON.stringify(report).length > 8_000_000);
-  assert.deepEqual((await readLastReport(github))?.report, report);
+  assert.deepEqual((await lastReport(github))?.report, report);
   assert.deepEqual(await readLastReportIndex(github), {});
 });
 
@@ -165,7 +218,7 @@ test("an index whose parts are not the report it names is refused, naming the fi
   await forge.double.pushCommit(STATE_BRANCH, {
     [REPORT_INDEX]: JSON.stringify({ ...index, sha256: "0".repeat(64) }),
   });
-  await assert.rejects(readLastReport(github), (error) => {
+  await assert.rejects(lastReport(github), (error) => {
     assert.ok(error instanceof StateError);
     assert.equal(error.file, `${STATE_BRANCH}:last-report`);
     return true;
@@ -174,6 +227,6 @@ test("an index whose parts are not the report it names is refused, naming the fi
   const { warning } = await readLastReportIndex(github);
   assert.match(
     warning ?? "",
-    /^quartermaster-state:last-report\/index\.json is not a kept report's index/,
+    /^quartermaster-state:last-report\/index\.json is not an index of the last report's parts/,
   );
 });

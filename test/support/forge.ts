@@ -8,7 +8,7 @@ import { execa } from "execa";
 import { gunzipSync } from "node:zlib";
 import { REPORT_DIR, REPORT_INDEX } from "../../src/propose/kept-report.js";
 import { NODE_LISTS_FILE } from "../../src/propose/node-lists.js";
-import { HISTORY_FILE, RUNS_FILE, STATE_BRANCH } from "../../src/propose/state.js";
+import { HISTORY_FILE, partsDir, RUNS_FILE, STATE_BRANCH } from "../../src/propose/state.js";
 import { startGitServer, type GitServer } from "./git-server.js";
 import { startGitHubDouble, type GitHubDouble, type LoggedRequest } from "./github-double/index.js";
 import { removeTree, writeTree } from "./tree.js";
@@ -140,7 +140,9 @@ export async function keptReportText(gitDir: string): Promise<string> {
 }
 
 const STATE_FILES = new Set(["deferred.json", HISTORY_FILE, NODE_LISTS_FILE, RUNS_FILE]);
-const isStateFile = (path: string) => STATE_FILES.has(path) || path.startsWith(`${REPORT_DIR}/`);
+const STATE_DIRS = [REPORT_DIR, partsDir(HISTORY_FILE), partsDir(RUNS_FILE)];
+const isStateFile = (path: string) =>
+  STATE_FILES.has(path) || STATE_DIRS.some((dir) => path.startsWith(`${dir}/`));
 const STATE_COMMITS = new Set([
   "Quartermaster: state kept between runs",
   "Quartermaster: a propose run is writing pull requests",
@@ -154,7 +156,7 @@ export function proposalWrites(writes: readonly LoggedRequest[]): LoggedRequest[
   return writes.filter((w) => {
     const body = w.body as { tree?: { path: string }[]; message?: string; ref?: string } | null;
     if (w.operation === "issues/create" || w.operation === "issues/update") return false;
-    // Only the kept report's parts are written as blobs of their own.
+    // Only the parts of the kept report and of large histories are written as blobs of their own.
     if (w.operation === "git/create-blob") return false;
     if (w.operation === "git/create-tree")
       return !body?.tree?.every((entry) => isStateFile(entry.path));
