@@ -18,31 +18,11 @@ const versionOnly: Plugin = {
   },
 };
 
-// zod re-exports its ~50 message locales (about 400 KB, half of the zod the CLI would parse at
-// start-up) as `z.locales`, which nothing here uses: only English, its default, is bundled.
-const englishZodOnly: Plugin = {
-  name: "zod-english-only",
-  setup(build) {
-    build.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
-      /[\\/]zod[\\/]/.test(args.importer)
-        ? {
-            path: path.join(path.dirname(args.importer), "..", "locales", "en.js"),
-            namespace: "zod-en",
-          }
-        : undefined,
-    );
-    build.onLoad({ filter: /.*/, namespace: "zod-en" }, (args) => ({
-      contents: `export { default as en } from ${JSON.stringify(args.path)};`,
-      resolveDir: path.dirname(args.path),
-    }));
-  },
-};
-
 export const CLI_BUNDLE: BuildOptions = {
   entryPoints: [path.join(ROOT, "src", "cli", "main.ts")],
   bundle: true,
   platform: "node",
   target: "node20.12",
-  plugins: [versionOnly, englishZodOnly],
+  plugins: [versionOnly],
   logLevel: "warning",
 };

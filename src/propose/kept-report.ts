@@ -4,7 +4,7 @@ import { StringDecoder } from "node:string_decoder";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createGunzip, createGzip } from "node:zlib";
-import { z } from "zod";
+import * as z from "zod";
 import { StateError } from "../errors.js";
 import type { FileChange, Forge } from "../forge/forge.js";
 import { parseReport, ReportReader } from "../report/read.js";
