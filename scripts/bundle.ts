@@ -2,6 +2,7 @@
 // (scripts/build-exe.ts) share: the CLI entry with every dependency bundled in, for Node 20.12.
 import { readFile } from "node:fs/promises";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import type { BuildOptions, Plugin } from "esbuild";
 
 export const ROOT = path.resolve(import.meta.dirname, "..");
@@ -18,11 +19,27 @@ const versionOnly: Plugin = {
   },
 };
 
+// yaml's "node" export is its CommonJS build: one closure per module, all run at start-up and none
+// dropped. Its ES module build (the "default" export, the same code but for a debug log and
+// warnings through console.warn instead of process.emitWarning) lets the bundle keep what is used.
+const yamlAsModule: Plugin = {
+  name: "yaml-es-module",
+  setup(build) {
+    build.onResolve({ filter: /^yaml$/ }, () => ({
+      path: path.join(
+        path.dirname(fileURLToPath(import.meta.resolve("yaml/package.json"))),
+        "browser",
+        "index.js",
+      ),
+    }));
+  },
+};
+
 export const CLI_BUNDLE: BuildOptions = {
   entryPoints: [path.join(ROOT, "src", "cli", "main.ts")],
   bundle: true,
   platform: "node",
   target: "node20.12",
-  plugins: [versionOnly],
+  plugins: [versionOnly, yamlAsModule],
   logLevel: "warning",
 };
