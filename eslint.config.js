@@ -32,16 +32,11 @@ export default tseslint.config(
       ],
       "@typescript-eslint/no-unnecessary-type-assertion": "error",
       // zod's `z` export is one object holding all of zod: the bundle cannot drop what is unused.
-      "no-restricted-imports": [
+      "no-restricted-syntax": [
         "error",
         {
-          paths: [
-            {
-              name: "zod",
-              importNames: ["z"],
-              message: 'import * as z from "zod": the bundle then keeps only what is used.',
-            },
-          ],
+          selector: "ImportDeclaration[source.value='zod'] > ImportSpecifier[imported.name='z']",
+          message: 'import * as z from "zod": the bundle then keeps only what is used.',
         },
       ],
     },
