@@ -1,5 +1,6 @@
 // Type-aware rules that catch what the compiler does not: a promise nobody awaits (a lost
-// error or a race), a switch over a union that misses a member, and a cast that changes nothing.
+// error or a race), a switch over a union that misses a member, a cast that changes nothing, and
+// an import that keeps all of zod in the bundle.
 // Formatting is Prettier's job, so no stylistic rule lives here.
 import tseslint from "typescript-eslint";
 
@@ -30,6 +31,14 @@ export default tseslint.config(
         { considerDefaultExhaustiveForUnions: true },
       ],
       "@typescript-eslint/no-unnecessary-type-assertion": "error",
+      // zod's `z` export is one object holding all of zod: the bundle cannot drop what is unused.
+      "no-restricted-syntax": [
+        "error",
+        {
+          selector: "ImportDeclaration[source.value='zod'] > ImportSpecifier[imported.name='z']",
+          message: 'import * as z from "zod": the bundle then keeps only what is used.',
+        },
+      ],
     },
   },
 );

@@ -29,6 +29,7 @@ import type { Report } from "../src/report/schema.js";
 import { REPO_ROOT } from "../test/support/cli.js";
 import { startFleet } from "../test/support/hosts.js";
 import { typicalProbe, writeTypicalManifests } from "./typical-spec.js";
+import { CPU_HOOK } from "./own-cpu.js";
 
 const arg = (index: number, fallback: number) => Number(process.argv[2 + index] ?? fallback);
 const [hostCount, concurrency, rounds, entryCount] = [
@@ -103,15 +104,6 @@ async function ensureAnsible(): Promise<void> {
     "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ansible",
   ]);
 }
-
-// The CLI's own CPU: an --import hook writes process.cpuUsage() (this process only) at exit.
-const CPU_HOOK = `data:text/javascript,${encodeURIComponent(
-  `import { writeFileSync } from "node:fs";
-process.on("exit", () => {
-  const { user, system } = process.cpuUsage();
-  writeFileSync(process.env.QM_BENCH_CPU_FILE, String((user + system) / 1000));
-});`,
-)}`;
 
 /** The built CLI's audit of `manifests` (`cli`: another checkout's bundle): wall time, own CPU (ms), and the report. */
 async function audit(

@@ -2,6 +2,7 @@
 // (scripts/build-exe.ts) share: the CLI entry with every dependency bundled in, for Node 20.12.
 import { readFile } from "node:fs/promises";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import type { BuildOptions, Plugin } from "esbuild";
 
 export const ROOT = path.resolve(import.meta.dirname, "..");
@@ -18,22 +19,18 @@ const versionOnly: Plugin = {
   },
 };
 
-// zod re-exports its ~50 message locales (about 400 KB, half of the zod the CLI would parse at
-// start-up) as `z.locales`, which nothing here uses: only English, its default, is bundled.
-const englishZodOnly: Plugin = {
-  name: "zod-english-only",
+// yaml's "node" export is its CommonJS build: one closure per module, all run at start-up and none
+// dropped. Its ES module build (the "default" export, the same code but for a debug log and
+// warnings through console.warn instead of process.emitWarning) lets the bundle keep what is used.
+const yamlAsModule: Plugin = {
+  name: "yaml-es-module",
   setup(build) {
-    build.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
-      /[\\/]zod[\\/]/.test(args.importer)
-        ? {
-            path: path.join(path.dirname(args.importer), "..", "locales", "en.js"),
-            namespace: "zod-en",
-          }
-        : undefined,
-    );
-    build.onLoad({ filter: /.*/, namespace: "zod-en" }, (args) => ({
-      contents: `export { default as en } from ${JSON.stringify(args.path)};`,
-      resolveDir: path.dirname(args.path),
+    build.onResolve({ filter: /^yaml$/ }, () => ({
+      path: path.join(
+        path.dirname(fileURLToPath(import.meta.resolve("yaml/package.json"))),
+        "browser",
+        "index.js",
+      ),
     }));
   },
 };
@@ -43,6 +40,6 @@ export const CLI_BUNDLE: BuildOptions = {
   bundle: true,
   platform: "node",
   target: "node20.12",
-  plugins: [versionOnly, englishZodOnly],
+  plugins: [versionOnly, yamlAsModule],
   logLevel: "warning",
 };

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { LIST_ITEM_PATTERN, SPEC_LIST_SHAPES } from "./manifest/lists.js";
 import { FleetSpec, GroupSpec, NodeSpec } from "./manifest/schema.js";
 import { Report } from "./report/schema.js";

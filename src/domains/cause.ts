@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { Json } from "./json.js";
 
 // The cause and latent-drift shapes a finding may carry, shared by the domains (which know some

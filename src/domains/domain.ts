@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { ProbeParseError } from "../errors.js";
 import { valueAt, type SpecPath } from "../spec-path.js";
 import type { Cause, Latent } from "./cause.js";

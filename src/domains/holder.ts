@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 // Who holds what drifted (the processes and user behind a listening socket), as far as the audit
 // user may read it: shared by the domains that know it and the report (schema.ts re-uses it).

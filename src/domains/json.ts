@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 export type JsonValue =
   string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };

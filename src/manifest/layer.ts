@@ -1,7 +1,7 @@
 // One parsed manifest file turned into a layer: its validated values, with the lists that are maps
 // in disguise as maps, `null` values as deletions, and the origin (file:line:col) of every value.
 import { isMap, isNode, isScalar, isSeq, type Node as YamlNode } from "yaml";
-import type { z } from "zod";
+import type * as z from "zod";
 import { ManifestError } from "../errors.js";
 import {
   KEY_FIELDS,

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { SEVERITIES } from "../domains/domain.js";
 import { DOMAIN_NAMES, DOMAINS, type DomainName } from "../domains/registry.js";
 import { globProblem } from "../glob.js";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { Json, SEVERITIES, type JsonValue } from "../domains/domain.js";
 import { DOMAIN_NAMES } from "../domains/registry.js";
 import { driftSignature, setSignature } from "./signature.js";

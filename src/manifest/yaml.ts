@@ -21,7 +21,10 @@ type Options = Omit<ParseOptions & DocumentOptions & SchemaOptions, "uniqueKeys"
  * `doc.errors` (with `linePos` when a `lineCounter` is given), as the library's check makes it.
  */
 export function parseYaml(text: string, options: Options = {}) {
-  const doc = parseDocument(text, { ...options, uniqueKeys: false });
+  // No warning printed by the library itself (a key that is a map, stringified): what it is about is
+  // reported as a manifest error, located and escaped, and the bundle's build of the library would
+  // word it otherwise (console.warn) than the one the sources run (process.emitWarning).
+  const doc = parseDocument(text, { logLevel: "error", ...options, uniqueKeys: false });
   const lines: LineCounter | undefined = options.lineCounter;
   for (const [start, end] of repeatedKeys(doc.contents)) {
     const error = new YAMLParseError([start, end], "DUPLICATE_KEY", "Map keys must be unique");

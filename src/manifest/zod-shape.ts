@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 // Reads a zod schema's structure, to suggest valid keys where a manifest has an unknown one.
 type Def = {

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { DOMAIN_NAMES } from "../domains/registry.js";
 import { branchIdentity, ticketId } from "./branch.js";
 import { hash } from "./group.js";

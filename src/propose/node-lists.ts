@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { PullRecord } from "../forge/records.js";
 import { isObject, stateJson } from "../report/history.js";
 import { markerDigest, nodesDigest, type PullMarker } from "./marker.js";

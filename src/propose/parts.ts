@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createGunzip, createGzip } from "node:zlib";
-import { z } from "zod";
+import * as z from "zod";
 import { StateError } from "../errors.js";
 import type { FileChange, Forge } from "../forge/forge.js";
 import { visible } from "../text/escape.js";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { FileChange, Forge } from "../forge/forge.js";
 import { StateError } from "../errors.js";
 import {

@@ -1,6 +1,6 @@
 // One event shape for `--format events` and for the on-node watch mode, so log and telemetry
 // pipelines parse both with the same schema.
-import { z } from "zod";
+import * as z from "zod";
 import { SEVERITIES } from "../domains/domain.js";
 import { DOMAIN_NAMES } from "../domains/registry.js";
 import { DriftItem, type NodeResult } from "./schema.js";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { audited } from "./unaudited.js";
 import type { DriftItem, NodeResult, Report } from "./schema.js";
 

@@ -2,7 +2,7 @@ import { constants } from "node:fs";
 import { open, type FileHandle } from "node:fs/promises";
 import { StringDecoder } from "node:string_decoder";
 import { isDeepStrictEqual } from "node:util";
-import type { z } from "zod";
+import type * as z from "zod";
 import { InputFileError } from "../errors.js";
 import { NodeResult, Report, ReportTally } from "./schema.js";
 

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { Cause } from "../domains/cause.js";
 import { audited } from "./unaudited.js";
 import { NODE_STATUSES, type NodeStatus, type Report } from "./schema.js";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { Json, SEVERITIES } from "../domains/domain.js";
 import { Cause, Latent } from "../domains/cause.js";
 import { Holder } from "../domains/holder.js";

@@ -1,6 +1,6 @@
 import { io } from "../io.js";
 import { readFile } from "node:fs/promises";
-import { z } from "zod";
+import * as z from "zod";
 import { UsageError } from "../../errors.js";
 import { GitHub, GITHUB_LOGIN } from "../../forge/github.js";
 import { visible } from "../../text/escape.js";

@@ -1,5 +1,5 @@
 // One file's declaration: the schema both the domain (index.ts) and the contents compare read.
-import { z } from "zod";
+import * as z from "zod";
 import { normalizeMode } from "./parse.js";
 
 const FilePath = z

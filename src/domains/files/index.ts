@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { z } from "zod";
+import * as z from "zod";
 import { keyedList, pathIn, within, type Domain, type Finding } from "../domain.js";
 import { unifiedDiff } from "../file-text.js";
 import { compareContents, comparedByHash, declaredContents, HASHED } from "./contents.js";

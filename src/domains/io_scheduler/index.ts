@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { pathIn, within, type Domain, type Finding } from "../domain.js";
 import { globMatch, globProblem, isGlob } from "../../glob.js";
 import { parseSchedulers, type IoSchedulerLive } from "./parse.js";

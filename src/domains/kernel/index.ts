@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { partsByLabel, type Domain, type Finding } from "../domain.js";
 import type { Latent } from "../cause.js";
 import {

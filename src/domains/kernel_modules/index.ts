@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { pathIn, type Domain, type Finding, type ProbeContext } from "../domain.js";
 import type { Latent } from "../cause.js";
 import { BOOT_DIRS, moduleName, parseModules, type KernelModulesLive } from "./parse.js";

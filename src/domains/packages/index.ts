@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { ProbeParseError } from "../../errors.js";
 import { pathIn, type Domain, type Finding } from "../domain.js";
 import { DEFAULT_SNAPSHOT_OPTIONS } from "../snapshot-options.js";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { pathIn, type Domain, type Finding } from "../domain.js";
 import { isIPv4, isIPv6 } from "node:net";
 import { canonicalIPv6 } from "../procnet.js";

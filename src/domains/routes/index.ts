@@ -1,6 +1,6 @@
 import { isIP } from "node:net";
 import { isDeepStrictEqual } from "node:util";
-import { z } from "zod";
+import * as z from "zod";
 import { pathIn, type Domain, type Finding } from "../domain.js";
 import { canonicalIPv6 } from "../procnet.js";
 import {

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { partsByLabel, pathIn, type Domain, type Finding } from "../domain.js";
 import { parseBootTime, parseChanged } from "../file-times.js";
 import { bootLatent, driftCause } from "./boot.js";

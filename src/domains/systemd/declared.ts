@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { keyedList } from "../domain.js";
 
 // What a manifest declares of a unit, and where on a host its files are.

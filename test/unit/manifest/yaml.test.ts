@@ -78,4 +78,19 @@ describe("parseYaml", () => {
       [`${keys}:1`],
     );
   });
+
+  it("prints no warning of the library's own, which the bundle's and the sources' yaml word apart", () => {
+    const warnings: unknown[] = [];
+    const [warn, emit] = [console.warn, process.emitWarning];
+    console.warn = (...args: unknown[]) => void warnings.push(args);
+    process.emitWarning = (warning: string | Error) => void warnings.push(warning);
+    try {
+      // A map as a key: toJS stringifies it, and warns by default.
+      const doc = parseYaml("system:\n  ? {a: 1}\n  : x\n");
+      assert.deepEqual(doc.toJS(), { system: { "{ a: 1 }": "x" } });
+    } finally {
+      [console.warn, process.emitWarning] = [warn, emit];
+    }
+    assert.deepEqual(warnings, []);
+  });
 });
