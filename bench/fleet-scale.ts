@@ -6,16 +6,20 @@
 // of `propose --dry-run` (reading the report, loading the manifests and planning) on that report.
 // Each measured command is its own process under tsx, whose own share of the peak is shown on the
 // last line. With `ssh`, the audit through the CLI's own ssh transport and session gates instead
-// (standInRuns below), the gate's own cost measured alone; with `propose`, the audit and the
-// propose dry run on its report alone (what 100,000 nodes can afford); with `audit`, the audit, its
+// (standInRuns below), run as the bundle users run once `npm run build` has made it, the gate's
+// own cost measured alone; with `propose`, the audit and the propose dry run on its report alone
+// (what 100,000 nodes can afford); with `audit`, the audit, its
 // text rendering and validate only: not merge-reports and propose, whose planning at 100,000 nodes
 // takes longer than the audit itself. QM_BENCH_BASELINE=DIR runs another checkout's propose dry run
 // (its sources under tsx) on the same report too: its peak RSS and CPU, the ratio to them, and
 // whether it printed the same bytes. Every figure is shown against issue 34's targets: peak RSS
-// <= 300 MB, the auditor's CPU <= 3 ms per node, validate under 2 s.
+// <= 300 MB, the auditor's CPU <= 3 ms per node, validate under 2 s. QM_BENCH_SSH_CONFIGS=a,b
+// runs only those of `ssh`'s configs (direct, ssh-G-each, jump-host; all by default): at 100,000
+// nodes each config is 100,000 stand-in sessions more.
 // With `history`, the audit, then the sizes of the audit and run histories propose keeps on the state
 // branch after each of a few runs of its report.
-// Usage: [QM_BENCH_BASELINE=DIR] npx tsx bench/fleet-scale.ts [nodes=10000] [ssh|audit|propose|history]
+// Usage: [QM_BENCH_BASELINE=DIR] [QM_BENCH_SSH_CONFIGS=direct,...] npx tsx bench/fleet-scale.ts
+//        [nodes=10000] [ssh|audit|propose|history]
 import { mkdir, mkdtemp, open, readFile, rm, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -492,30 +496,52 @@ async function standInRuns(
   };
   const scriptFile = path.join(work, "script");
   await writeFile(scriptFile, capture.script);
-  // The stand-in alone, as many sessions as the audit makes, one after another.
+  // The stand-in alone, as many sessions as the audit makes, one after another, the same script
+  // on stdin, in the locale the transport gives ssh (LC_ALL=C): under this machine's C.UTF-8 each
+  // session cost about 0.6 ms more (its seds load the locale), and subtracting that flattered the
+  // auditor.
   const loadBefore = os.loadavg()[0]!.toFixed(1);
   const alone = await measured(
     [
       "-c",
       `i=0; while [ $i -lt ${nodeCount} ]; do ${standIn} -T -- h sh -s < ${scriptFile} > /dev/null; i=$((i+1)); done`,
     ],
-    {},
+    { LC_ALL: "C" },
     ["sh"],
   );
   const configs = {
-    direct: "Host *\n  ServerAliveInterval 30\n",
-    "ssh -G each": "Match all\n  ServerAliveInterval 30\n",
-    "one jump host": "Host *\n  ProxyJump bastion\n",
+    direct: { name: "direct", text: "Host *\n  ServerAliveInterval 30\n" },
+    "ssh-G-each": { name: "ssh -G each", text: "Match all\n  ServerAliveInterval 30\n" },
+    "jump-host": { name: "one jump host", text: "Host *\n  ProxyJump bastion\n" },
   };
+  type ConfigId = keyof typeof configs;
+  const chosen = (process.env.QM_BENCH_SSH_CONFIGS?.split(",") ?? Object.keys(configs)).map(
+    (id) => {
+      if (!(id in configs)) throw new Error(`QM_BENCH_SSH_CONFIGS: no config ${id}`);
+      return id as ConfigId;
+    },
+  );
   const env = { PATH: `${bin}:${process.env.PATH}` };
-  const runs: Record<string, { own: number; lines: (extra: string) => string }> = {};
-  for (const [name, text] of Object.entries(configs)) {
-    const config = path.join(work, `ssh_config-${Object.keys(runs).length}`);
+  // The audit as users run it, the bundle, when `npm run build` has made it: under tsx the
+  // auditor's process is larger, and each fork for an ssh copies more of it.
+  const bundled = await stat(BUNDLE).then(
+    () => true,
+    () => false,
+  );
+  const audited = bundled
+    ? "the bundle (dist/cli/main.js)"
+    : "the sources under tsx (no bundle built)";
+  const auditRun = (args: string[]) =>
+    bundled ? measured([BUNDLE, ...args], env, [process.execPath]) : measured([CLI, ...args], env);
+  const runs: Partial<Record<ConfigId, { own: number; lines: (extra: string) => string }>> = {};
+  for (const id of chosen) {
+    const { name, text } = configs[id];
+    const config = path.join(work, `ssh_config-${id}`);
     await writeFile(config, text);
     const out = path.join(work, "report-ssh.json");
     const args = ["audit", "--manifests", manifests, "--ssh-config", config, "--out", out];
     await resolved();
-    const run = await measured([CLI, ...args, "--format", "json"], env);
+    const run = await auditRun([...args, "--format", "json"]);
     const auditRuns = await resolved();
     await drifted(out);
     const gates = await measured([SELF, "--gates", manifests, config], env);
@@ -527,7 +553,7 @@ async function standInRuns(
     const gateRuns = await resolved();
     const own = run.cpuMs - alone.cpuMs;
     const found = `${gate.count} gate${gate.count === 1 ? "" : "s"} (${gate.gates.join(", ")}${gate.count > gate.gates.length ? ", …" : ""})`;
-    runs[name] = {
+    runs[id] = {
       own,
       lines: (extra) =>
         [
@@ -536,14 +562,17 @@ async function standInRuns(
         ].join("\n"),
     };
   }
-  const ratio = (name: string) =>
-    `, ${(runs[name]!.own / runs["ssh -G each"]!.own).toFixed(2)}x the baseline`;
+  const { direct, "ssh-G-each": baseline, "jump-host": jump } = runs;
+  const ratio = (run: typeof direct, where: string) =>
+    run && baseline ? `, ${(run.own / baseline.own).toFixed(2)}x the baseline ${where}` : "";
   console.log(
     [
-      `fleet scale behind a stand-in ssh: ${nodeCount} nodes, ${DRIFT_PER_NODE} drift items each, ${os.cpus().length} cores; the stand-in alone ${(alone.cpuMs / nodeCount).toFixed(2)} ms CPU per session, subtracted; 1-minute load ${loadBefore} before, ${os.loadavg()[0]!.toFixed(1)} after`,
-      runs.direct!.lines(`${ratio("direct")} below`),
-      runs["ssh -G each"]!.lines(" (the baseline: the session gate as before, ssh -G per node)"),
-      runs["one jump host"]!.lines(`${ratio("one jump host")} above`),
-    ].join("\n"),
+      `fleet scale behind a stand-in ssh: ${nodeCount} nodes, ${DRIFT_PER_NODE} drift items each, ${os.cpus().length} cores; the stand-in alone ${(alone.cpuMs / nodeCount).toFixed(2)} ms CPU per session, subtracted; audited by ${audited}; 1-minute load ${loadBefore} before, ${os.loadavg()[0]!.toFixed(1)} after`,
+      direct?.lines(ratio(direct, "below")),
+      baseline?.lines(" (the baseline: the session gate as before, ssh -G per node)"),
+      jump?.lines(ratio(jump, "above")),
+    ]
+      .filter((line) => line !== undefined)
+      .join("\n"),
   );
 }
