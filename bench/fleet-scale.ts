@@ -509,6 +509,34 @@ async function standInRuns(
     { LC_ALL: "C" },
     ["sh"],
   );
+  // The same sessions started from a bare Node process as the transport starts them (three
+  // pipes, the script written to stdin, 32 at a time, the audit's default), doing nothing else:
+  // what one child process costs a Node process here, which no auditor that starts ssh from Node
+  // goes below. Beyond the stand-in alone, like the audit's figure.
+  const spawner = path.join(work, "spawner.mjs");
+  await writeFile(
+    spawner,
+    [
+      'import { spawn } from "node:child_process";',
+      'import { readFileSync } from "node:fs";',
+      "const [file, scriptFile, count] = process.argv.slice(2);",
+      'const script = readFileSync(scriptFile, "utf8");',
+      "let started = 0;",
+      "const one = () => new Promise((resolve) => {",
+      '  const child = spawn(file, ["-T", "--", "h", "sh", "-s"], { env: { ...process.env, LC_ALL: "C" } });',
+      "  let out = '';",
+      '  for (const s of [child.stdout, child.stderr]) { s.setEncoding("latin1"); s.on("data", (c) => { out += c; }); }',
+      '  child.on("close", resolve);',
+      "  child.stdin.end(script);",
+      "});",
+      "const worker = async () => { while (started < Number(count)) { started++; await one(); } };",
+      "await Promise.all(Array.from({ length: 32 }, worker));",
+      "",
+    ].join("\n"),
+  );
+  const floor = await measured([spawner, standIn, scriptFile, String(nodeCount)], {}, [
+    process.execPath,
+  ]);
   const configs = {
     direct: { name: "direct", text: "Host *\n  ServerAliveInterval 30\n" },
     "ssh-G-each": { name: "ssh -G each", text: "Match all\n  ServerAliveInterval 30\n" },
@@ -568,6 +596,7 @@ async function standInRuns(
   console.log(
     [
       `fleet scale behind a stand-in ssh: ${nodeCount} nodes, ${DRIFT_PER_NODE} drift items each, ${os.cpus().length} cores; the stand-in alone ${(alone.cpuMs / nodeCount).toFixed(2)} ms CPU per session, subtracted; audited by ${audited}; 1-minute load ${loadBefore} before, ${os.loadavg()[0]!.toFixed(1)} after`,
+      `  spawn floor    the same sessions from a bare Node process that only starts them: ${cpuPerNode(floor.cpuMs - alone.cpuMs)} beyond the stand-in, peak RSS ${floor.peakMb.toFixed(0)} MB`,
       direct?.lines(ratio(direct, "below")),
       baseline?.lines(" (the baseline: the session gate as before, ssh -G per node)"),
       jump?.lines(ratio(jump, "above")),
