@@ -75,7 +75,10 @@ function words(text: string): string[] | { error: string } {
   return out;
 }
 
-/** A file's keyword lines; the keyword ends at whitespace or `=`, one `=` may follow it. */
+/**
+ * A file's keyword lines; the keyword ends at whitespace or `=`, one `=` may follow it. A keyword
+ * in double quotes is read without them, as ssh's strdelim reads it (`"ProxyJump" bastion`).
+ */
 function parseFile(
   file: string,
   text: string,
@@ -86,15 +89,18 @@ function parseFile(
   const out: Directive[] = [];
   const lines = text.split("\n");
   for (let index = 0; index < lines.length; index++) {
-    const m = /^[ \t]*([^ \t=]+)[ \t]*=?[ \t]*(.*?)[ \t\r]*$/.exec(lines[index]!);
-    if (!m || m[1]!.startsWith("#")) continue;
+    const m = /^[ \t]*(?:"([^"]*)"[ \t]*|([^ \t=]+)[ \t]*=?[ \t]*)(.*?)[ \t\r]*$/.exec(
+      lines[index]!,
+    );
+    const keyword = m?.[1] ?? m?.[2];
+    if (!m || keyword === undefined || keyword.startsWith("#")) continue;
     const line = index + 1;
-    const args = words(m[2]!);
+    const args = words(m[3]!);
     if (!Array.isArray(args)) {
       problems.push({ file, line, message: args.error });
       continue;
     }
-    const directive: Directive = { keyword: m[1]!.toLowerCase(), args, file, line };
+    const directive: Directive = { keyword: keyword.toLowerCase(), args, file, line };
     if (directive.keyword === "include") {
       if (depth >= MAX_DEPTH) {
         problems.push({ file, line, message: `Include nested deeper than ${MAX_DEPTH} files` });
