@@ -496,16 +496,17 @@ async function standInRuns(
   };
   const scriptFile = path.join(work, "script");
   await writeFile(scriptFile, capture.script);
-  // The stand-in alone, as many sessions as the audit makes, one after another, the same script
-  // on stdin, in the locale the transport gives ssh (LC_ALL=C): under this machine's C.UTF-8 each
+  // The stand-in alone, as many sessions as the audit makes, in two loops at once (one a core;
+  // 1,000 sessions 16 at a time took no more CPU than one after another), the same script on
+  // stdin, in the locale the transport gives ssh (LC_ALL=C): under this machine's C.UTF-8 each
   // session cost about 0.6 ms more (its seds load the locale), and subtracting that flattered the
   // auditor.
   const loadBefore = os.loadavg()[0]!.toFixed(1);
+  const loop = (count: number) =>
+    `i=0; while [ $i -lt ${count} ]; do ${standIn} -T -- h sh -s < ${scriptFile} > /dev/null; i=$((i+1)); done`;
+  const half = Math.floor(nodeCount / 2);
   const alone = await measured(
-    [
-      "-c",
-      `i=0; while [ $i -lt ${nodeCount} ]; do ${standIn} -T -- h sh -s < ${scriptFile} > /dev/null; i=$((i+1)); done`,
-    ],
+    ["-c", `(${loop(half)}) & ${loop(nodeCount - half)}; wait`],
     { LC_ALL: "C" },
     ["sh"],
   );
