@@ -43,6 +43,18 @@ async function lastReport(github: GitHub) {
 }
 
 let forge: TestForge;
+
+/** The blobs written since request `before`, each checked to be within the forge's largest. */
+function blobsSince(before: number) {
+  const blobs = forge.double.requests
+    .slice(before)
+    .filter((r) => r.operation === "git/create-blob");
+  for (const blob of blobs) {
+    const { content } = blob.body as { content: string };
+    assert.ok(Buffer.from(content, "base64").length <= MAX_BLOB);
+  }
+  return blobs;
+}
 let work: string;
 before(async () => {
   forge = await startForge({
@@ -95,14 +107,8 @@ test("histories over the largest blob are kept in gzip parts under it and read b
     assert.ok(text.length > 2 * MAX_BLOB, `${text.length} bytes`);
   const before = forge.double.requests.length;
   await writeState(github, { ...stateWith(), history, runs }, stateWith(), base);
-  const blobs = forge.double.requests
-    .slice(before)
-    .filter((r) => r.operation === "git/create-blob");
+  const blobs = blobsSince(before);
   assert.ok(blobs.length >= 4, `${blobs.length} parts`);
-  for (const blob of blobs) {
-    const { content } = blob.body as { content: string };
-    assert.ok(Buffer.from(content, "base64").length <= MAX_BLOB);
-  }
   for (const file of [HISTORY_FILE, RUNS_FILE]) {
     assert.equal(await github.readFile(STATE_BRANCH, file, "test"), undefined, file);
     assert.ok(await github.readFile(STATE_BRANCH, `${partsDir(file)}/index.json`, "test"), file);
@@ -165,14 +171,8 @@ test("a report over the largest blob is kept in gzip parts under it, read back n
 
   const before = forge.double.requests.length;
   await writeState(github, stateWith(await reportFileToKeep(file)), stateWith(), base);
-  const blobs = forge.double.requests
-    .slice(before)
-    .filter((r) => r.operation === "git/create-blob");
+  const blobs = blobsSince(before);
   assert.ok(blobs.length >= 3, `${blobs.length} parts`);
-  for (const blob of blobs) {
-    const { content } = blob.body as { content: string };
-    assert.ok(Buffer.from(content, "base64").length <= MAX_BLOB);
-  }
   const read = await lastReport(github);
   assert.deepEqual(read?.report, await readReport(file));
   assert.equal(read?.kept.parts?.length, blobs.length);
