@@ -1,5 +1,5 @@
 import { NodeAuditError } from "../errors.js";
-import { lastLines, runProbeProcess, type Transport } from "./transport.js";
+import { howItEnded, lastLines, runProbeProcess, type Transport } from "./transport.js";
 
 /** This machine, through a local `sh -s`: what `--local` and `watch` use. */
 export function localTransport(node: string): Transport {
@@ -12,7 +12,7 @@ export function localTransport(node: string): Transport {
           : new NodeAuditError(
               node,
               "probe",
-              `probe failed (exit ${failure.exitCode}): ${lastLines(failure.stderr)}`,
+              `probe failed (${howItEnded(failure)}): ${lastLines(failure.stderr)}`,
             ),
       ),
   };

@@ -1,6 +1,5 @@
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import type { LoadedNode } from "../manifest/load.js";
+import { runProcess } from "./launcher.js";
 import {
   printedJumps,
   sshConfigHop,
@@ -57,12 +56,16 @@ export function firstHop(resolved: string): string | undefined {
  */
 export async function sessionGate(node: LoadedNode, options: SshOptions): Promise<string> {
   try {
-    const { stdout } = await promisify(execFile)(
+    const run = await runProcess(
       options.sshBinary ?? "ssh",
       ["-G", ...sshArgs(node, options)],
-      { timeout: 10_000 },
+      "",
+      {
+        timeoutMs: 10_000,
+        maxOutputBytes: 1 << 20,
+      },
     );
-    return firstHop(stdout) ?? node.host;
+    return (run.exitCode === 0 && !run.stopped && firstHop(run.stdout)) || node.host;
   } catch {
     // Its session fails and says why; until then it counts as its own sshd.
     return node.host;

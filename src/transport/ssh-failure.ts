@@ -1,6 +1,6 @@
 import { NodeAuditError, type NodeFailureKind, type SshFailureClass } from "../errors.js";
 import type { LoadedNode } from "../manifest/load.js";
-import { lastLines, type ProcessFailure } from "./transport.js";
+import { howItEnded, lastLines, type ProcessFailure } from "./transport.js";
 
 // ssh's words for each class, as OpenSSH 9 prints them directly and through a jump host's
 // `-W` channel; the first line of stderr that matches one decides.
@@ -97,6 +97,6 @@ export function classifySshFailure(
   return new NodeAuditError(
     node.name,
     "probe",
-    `probe failed on ${host} (exit ${failure.exitCode}), node not audited: ${lastLines(stderr) || "no error output"}`,
+    `probe failed on ${host} (${howItEnded(failure)}), node not audited: ${lastLines(stderr) || "no error output"}`,
   );
 }

@@ -1,5 +1,7 @@
-import { spawn } from "node:child_process";
 import { NodeAuditError } from "../errors.js";
+import { runProcess, type RunLimits } from "./launcher.js";
+
+export type { RunLimits };
 
 export interface ProbeRun {
   /**
@@ -16,11 +18,6 @@ export interface ProbeRun {
   tries?: number;
 }
 
-export interface RunLimits {
-  timeoutMs: number;
-  maxOutputBytes: number;
-}
-
 /** Runs the probe script on a node and returns what it printed. Throws NodeAuditError. */
 export interface Transport {
   describe(): string;
@@ -28,65 +25,10 @@ export interface Transport {
 }
 
 export interface ProcessFailure {
+  /** Unset when the process could not be started. */
   exitCode?: number;
   stderr: string;
   timedOut: boolean;
-}
-
-interface Finished {
-  /** Unset when the process was killed by a signal or could not start. */
-  exitCode?: number;
-  /** Decoded one byte per character (latin1): a string's length is its byte count. */
-  stdout: string;
-  stderr: string;
-  /** Why the process was killed, if it was. */
-  stopped?: "timeout" | "too-large";
-}
-
-/**
- * One child process: `input` on its stdin, stdout and stderr collected up to `maxOutputBytes`
- * each. Past the cap or the time limit it is killed (SIGKILL) and its pipes closed.
- */
-function runProcess(
-  file: string,
-  args: readonly string[],
-  input: string,
-  limits: RunLimits,
-): Promise<Finished> {
-  return new Promise((resolve) => {
-    const child = spawn(file, args, { env: { ...process.env, LC_ALL: "C" } });
-    let stopped: Finished["stopped"];
-    const stop = (reason: NonNullable<Finished["stopped"]>) => {
-      if (stopped) return;
-      stopped = reason;
-      child.kill("SIGKILL");
-      // A grandchild holding the pipes open must not keep the node waiting.
-      child.stdout.destroy();
-      child.stderr.destroy();
-    };
-    const output = { stdout: "", stderr: "" };
-    for (const stream of ["stdout", "stderr"] as const) {
-      child[stream].setEncoding("latin1");
-      child[stream].on("data", (chunk: string) => {
-        if (output[stream].length + chunk.length > limits.maxOutputBytes) stop("too-large");
-        else output[stream] += chunk;
-      });
-    }
-    const timer = setTimeout(() => stop("timeout"), limits.timeoutMs);
-    // A process that exits without reading all of its stdin (EPIPE), or that cannot start
-    // (ENOENT): the exit status tells what happened.
-    child.stdin.on("error", () => {});
-    child.on("error", () => {});
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({
-        ...(code !== null && code >= 0 && { exitCode: code }),
-        ...output,
-        stopped,
-      });
-    });
-    child.stdin.end(input);
-  });
 }
 
 /**
@@ -126,6 +68,10 @@ export async function runProbeProcess(
     timeoutMs: limits.timeoutMs,
   };
 }
+
+/** How a failed process ended, in words: its exit status, or that it never started. */
+export const howItEnded = (failure: ProcessFailure) =>
+  failure.exitCode === undefined ? "not started" : `exit ${failure.exitCode}`;
 
 export function lastLines(text: string, count = 3): string {
   return text.trim().split("\n").slice(-count).join(" | ");

@@ -1,0 +1,223 @@
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+export interface RunLimits {
+  timeoutMs: number;
+  maxOutputBytes: number;
+}
+
+export interface Finished {
+  /** Unset when the process could not be started at all. */
+  exitCode?: number;
+  /** Decoded one byte per character (latin1): a string's length is its byte count. */
+  stdout: string;
+  stderr: string;
+  /** Why the process was killed, if it was. */
+  stopped?: "timeout" | "too-large";
+}
+
+/**
+ * The launcher: one long-lived POSIX shell that starts every probe process of the run. Node forks
+ * its whole process for each child it spawns (libuv has no posix_spawn), and the fork's cost grows
+ * with the auditor's memory: at 100,000 nodes most of the auditor's CPU went to copying itself for
+ * each ssh. A shell of a megabyte forks in a fraction of that.
+ *
+ * Each request is one line, `ID BLOCKS 'file' 'arg'...`, every word single-quoted by `quoteWord`,
+ * so no byte of an argument is ever read as shell syntax. A job of its own (a subshell) runs the
+ * command with stdin, stdout and stderr on files in a private directory, its output files capped
+ * by `ulimit -f` (512-byte blocks in every POSIX shell, so a host cannot fill the disk), reports
+ * the command's pid (`p ID PID`) and, when it ends, its exit status (`d ID STATUS`). Lines shorter
+ * than PIPE_BUF are written whole, so jobs' reports never mix. Core dumps are off: SIGXFSZ dumps.
+ */
+const LAUNCHER = `ulimit -c 0
+d=$1
+while IFS= read -r line; do
+  id=\${line%% *} rest=\${line#* }
+  {
+    ulimit -f "\${rest%% *}"
+    eval "set -- \${rest#* }"
+    "$@" <"$d/$id.in" >"$d/$id.out" 2>"$d/$id.err" &
+    echo "p $id $!"
+    wait "$!"
+    echo "d $id $?"
+  } &
+done
+wait`;
+
+/** A word the shell reads back byte for byte: single quotes hold everything but `'` itself. */
+const quoteWord = (word: string) => `'${word.replaceAll("'", "'\\''")}'`;
+
+interface Job {
+  limits: RunLimits;
+  pid?: number;
+  stopped?: Finished["stopped"];
+  timer: NodeJS.Timeout;
+  done: (finished: Finished) => void;
+}
+
+class Launcher {
+  readonly dir = mkdtempSync(path.join(tmpdir(), "quartermaster-"));
+  private readonly shell: ChildProcessWithoutNullStreams;
+  private readonly jobs = new Map<string, Job>();
+  private nextId = 0;
+  private pending = "";
+  private dead = false;
+  /** Its input is ended: it takes no more jobs. */
+  closing = false;
+
+  constructor(onExit: () => void) {
+    this.shell = spawn("/bin/sh", ["-c", LAUNCHER, "quartermaster-launcher", this.dir], {
+      env: { ...process.env, LC_ALL: "C" },
+    });
+    this.shell.stdout.setEncoding("latin1");
+    this.shell.stdout.on("data", (chunk: string) => this.read(chunk));
+    this.shell.stderr.resume();
+    this.shell.stdin.on("error", () => {});
+    this.shell.on("error", () => {});
+    // "exit", not "close": its jobs' subshells hold its stdout open.
+    this.shell.on("exit", () => {
+      this.dead = true;
+      onExit();
+      for (const [id, job] of [...this.jobs]) {
+        // Nothing would reap or report it now: no session is left behind.
+        if (job.pid) this.kill(job);
+        this.finish(id, { stdout: "", stderr: "the process launcher (/bin/sh) stopped" });
+      }
+    });
+  }
+
+  run(file: string, args: readonly string[], input: string, limits: RunLimits) {
+    return new Promise<Finished>((resolve) => {
+      const words = [file, ...args];
+      // A line break would end the request line: no argument ssh takes holds one.
+      if (this.dead || this.closing || words.some((word) => /[\n\0]/.test(word))) {
+        resolve({ stdout: "", stderr: `${file} could not be started` });
+        return;
+      }
+      const id = String(this.nextId++);
+      writeFileSync(this.file(id, "in"), input);
+      const timer = setTimeout(() => this.stop(id, "timeout"), limits.timeoutMs);
+      this.jobs.set(id, { limits, timer, done: resolve });
+      const blocks = Math.floor(limits.maxOutputBytes / 512) + 1;
+      this.shell.stdin.write(`${id} ${blocks} ${words.map(quoteWord).join(" ")}\n`);
+    });
+  }
+
+  private file(id: string, stream: "in" | "out" | "err") {
+    return path.join(this.dir, `${id}.${stream}`);
+  }
+
+  private read(chunk: string) {
+    this.pending += chunk;
+    let end: number;
+    while ((end = this.pending.indexOf("\n")) >= 0) {
+      const [what, id, value] = this.pending.slice(0, end).split(" ");
+      this.pending = this.pending.slice(end + 1);
+      const job = this.jobs.get(id!);
+      if (!job) continue;
+      if (what === "p") {
+        job.pid = Number(value);
+        if (job.stopped) this.kill(job);
+      } else if (what === "d") {
+        this.collect(id!, job, Number(value));
+      }
+    }
+  }
+
+  private collect(id: string, job: Job, status: number) {
+    const output = (stream: "out" | "err") => {
+      try {
+        return readFileSync(this.file(id, stream), "latin1");
+      } catch {
+        return "";
+      }
+    };
+    const stdout = output("out");
+    const stderr = output("err");
+    const max = job.limits.maxOutputBytes;
+    if (!job.stopped && (stdout.length > max || stderr.length > max)) job.stopped = "too-large";
+    this.finish(id, {
+      exitCode: status,
+      stdout: job.stopped === "too-large" ? "" : stdout,
+      stderr: job.stopped === "too-large" ? "" : stderr,
+    });
+  }
+
+  private finish(id: string, finished: Finished) {
+    const job = this.jobs.get(id)!;
+    this.jobs.delete(id);
+    if (this.jobs.size === 0) setImmediate(() => this.closeIfIdle());
+    clearTimeout(job.timer);
+    for (const stream of ["in", "out", "err"] as const) {
+      try {
+        unlinkSync(this.file(id, stream));
+      } catch {
+        // Never made: the job did not start.
+      }
+    }
+    job.done({ ...finished, ...(job.stopped && { stopped: job.stopped }) });
+  }
+
+  /**
+   * An idle launcher is closed, its jobs' ends waited for, and it is reaped by Node: no process of
+   * the run outlives it, and all their CPU counts as the run's. A job starting in the same turn of
+   * the event loop (the next node's session) keeps it.
+   */
+  private closeIfIdle() {
+    if (this.jobs.size > 0 || this.closing) return;
+    this.closing = true;
+    this.shell.stdin.end();
+  }
+
+  private stop(id: string, reason: NonNullable<Finished["stopped"]>) {
+    const job = this.jobs.get(id);
+    if (!job || job.stopped) return;
+    job.stopped = reason;
+    if (job.pid) this.kill(job);
+  }
+
+  /** Its pid is the job's until the job reports the end (`d`), which has not come yet. */
+  private kill(job: Job) {
+    try {
+      process.kill(job.pid!, "SIGKILL");
+    } catch {
+      // Already gone: its `d` line is on the way.
+    }
+  }
+}
+
+let launcher: Launcher | undefined;
+/** The directories of launchers not yet ended, removed should Node exit before they end. */
+const liveDirs = new Set<string>();
+let exitHooked = false;
+const removeDir = (dir: string) => {
+  liveDirs.delete(dir);
+  rmSync(dir, { recursive: true, force: true });
+};
+
+/**
+ * One child process: `input` on its stdin, stdout and stderr collected up to `maxOutputBytes`
+ * each. Past the cap (`stopped: "too-large"`) or the time limit (`"timeout"`) it is killed with
+ * SIGKILL; a grandchild left behind never keeps the caller waiting, since only the process itself
+ * is waited for. The exit status is the shell's: 128 plus the signal for a killed process.
+ */
+export function runProcess(
+  file: string,
+  args: readonly string[],
+  input: string,
+  limits: RunLimits,
+): Promise<Finished> {
+  if (!launcher || launcher.closing) {
+    const started = new Launcher(() => {
+      if (launcher === started) launcher = undefined;
+      removeDir(started.dir);
+    });
+    if (!exitHooked) process.once("exit", () => liveDirs.forEach(removeDir));
+    exitHooked = true;
+    liveDirs.add(started.dir);
+    launcher = started;
+  }
+  return launcher.run(file, args, input, limits);
+}
