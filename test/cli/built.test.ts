@@ -68,6 +68,16 @@ describe("the built CLI", () => {
     assert.equal(result.stdout, `quartermaster ${version}`);
   });
 
+  it("loads no history reader for an audit that reads no history", async () => {
+    const main = await readFile(BUILT_ENTRY, "utf8");
+    const chunk = /\baudit: .*import\("(\.\/chunks\/audit-[^"]+)"\)/.exec(main)?.[1];
+    assert.ok(chunk, "the audit command's chunk");
+    const loaded = (await loadedBefore(path.resolve(path.dirname(BUILT_ENTRY), chunk))).join("\n");
+    assert.match(loaded, /^\/\/ src\/runs\/unaudited\.ts$/m);
+    for (const reader of [/^\/\/ src\/propose\//m, /^\/\/ src\/report\/read\.ts$/m])
+      assert.doesNotMatch(loaded, reader);
+  });
+
   for (const command of Object.keys(COMMAND_HELP)) {
     it(`loads ${command} and prints its usage`, async () => {
       const result = await runBuiltCli([command, "--help"]);
