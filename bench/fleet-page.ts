@@ -3,7 +3,8 @@
 // Run: node --import tsx bench/fleet-page.ts
 import { renderFleetPage } from "../src/report/fleet-page/page.js";
 import { appendRun, emptyRuns, serializeRuns, type RunHistory } from "../src/report/runs.js";
-import { summarize, type NodeResult, type Report } from "../src/report/schema.js";
+import type { NodeResult, Report } from "../src/report/schema.js";
+import { summarize } from "../src/report/tally.js";
 
 const HOUR = 3_600_000;
 

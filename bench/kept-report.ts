@@ -20,7 +20,8 @@ import { readLastReport, STATE_BRANCH, writeState } from "../src/propose/state.j
 import { emptyHistory } from "../src/report/history.js";
 import { parseReport, readReport } from "../src/report/read.js";
 import { emptyRuns } from "../src/report/runs.js";
-import { ReportTally, type DriftItem, type NodeResult } from "../src/report/schema.js";
+import type { DriftItem, NodeResult } from "../src/report/schema.js";
+import { ReportTally } from "../src/report/tally.js";
 import { startForge } from "../test/support/forge.js";
 import { GITHUB_MAX_BLOB_BYTES } from "../test/support/github-double/repository.js";
 

@@ -3,7 +3,8 @@ import { DOMAINS, type AnyDomain, type DomainName } from "../domains/registry.js
 import { toDriftItems, type DriftContext } from "../drift/drift.js";
 import { NodeAuditError, ProbeParseError, ProbeTruncatedError } from "../errors.js";
 import type { LoadedNode } from "../manifest/load.js";
-import { countsAsDrift, type NodeResult } from "../report/schema.js";
+import type { NodeResult } from "../report/schema.js";
+import { countsAsDrift } from "../report/tally.js";
 import {
   buildProbe,
   newNonce,

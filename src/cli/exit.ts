@@ -1,4 +1,5 @@
-import { ReportTally, type Report } from "../report/schema.js";
+import type { Report } from "../report/schema.js";
+import { ReportTally } from "../report/tally.js";
 
 // The exit code is a bit mask, computed here and nowhere else.
 export const ExitBit = {

@@ -1,6 +1,7 @@
 import { ReportMergeError } from "../errors.js";
 import { compareText } from "./formats/common.js";
-import { summarize, type NodeResult, type Report, type Summary } from "./schema.js";
+import type { NodeResult, Report, Summary } from "./schema.js";
+import { summarize } from "./tally.js";
 
 /**
  * The order nodes appear in every report, sharded or not: code units, never the runner's locale.

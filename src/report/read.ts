@@ -4,7 +4,8 @@ import { StringDecoder } from "node:string_decoder";
 import { isDeepStrictEqual } from "node:util";
 import type * as z from "zod";
 import { InputFileError } from "../errors.js";
-import { NodeResult, Report, ReportTally } from "./schema.js";
+import { NodeResult, Report } from "./schema.js";
+import { ReportTally } from "./tally.js";
 
 /** Larger than any text read whole (a history, a run history), under a string's limit. */
 export const MAX_TEXT_BYTES = 256 * 1024 * 1024;

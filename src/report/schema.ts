@@ -59,11 +59,6 @@ export const DriftItem = z.object({
 });
 export type DriftItem = z.infer<typeof DriftItem>;
 
-/** Drift that makes its node drifted and sets exit bit 1: not acknowledged, not a latent ticket. */
-export function countsAsDrift(item: Pick<DriftItem, "acknowledged" | "latentPolicy">): boolean {
-  return !item.acknowledged && item.latentPolicy !== "ticket";
-}
-
 export const NODE_STATUSES = ["clean", "drift", "unreachable", "error", "maintenance"] as const;
 export type NodeStatus = (typeof NODE_STATUSES)[number];
 
@@ -163,50 +158,3 @@ export const Report = z.object({
   summary: Summary,
 });
 export type Report = z.infer<typeof Report>;
-
-const STATUS_COUNT: Record<NodeStatus, Exclude<keyof Summary, "nodes" | "driftItems">> = {
-  clean: "clean",
-  drift: "drifted",
-  unreachable: "unreachable",
-  error: "errors",
-  maintenance: "maintenance",
-};
-
-/** What a report's summary and its exit code need, counted entry by entry. */
-export class ReportTally {
-  readonly summary: Summary = {
-    nodes: 0,
-    clean: 0,
-    drifted: 0,
-    unreachable: 0,
-    errors: 0,
-    maintenance: 0,
-    driftItems: 0,
-  };
-  /** Drift not covered by a ticket or a waiver. */
-  driftFound = false;
-  /** Nodes unreachable or failed. */
-  unauditedNodes = false;
-  /** Nodes with domains they could not show. */
-  unknownItems = false;
-
-  add(node: NodeResult): void {
-    const s = this.summary;
-    s.nodes++;
-    s[STATUS_COUNT[node.status]]++;
-    s.driftItems += node.drift.length;
-    this.driftFound ||= node.drift.some(countsAsDrift);
-    this.unauditedNodes ||= node.status === "unreachable" || node.status === "error";
-    this.unknownItems ||= (node.unknown?.length ?? 0) > 0;
-  }
-
-  static of(nodes: Iterable<NodeResult>): ReportTally {
-    const tally = new ReportTally();
-    for (const node of nodes) tally.add(node);
-    return tally;
-  }
-}
-
-export function summarize(nodes: readonly NodeResult[]): Summary {
-  return ReportTally.of(nodes).summary;
-}

@@ -7,7 +7,8 @@ import { mkdtemp, open, rm, type FileHandle } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { compareText } from "./formats/common.js";
-import { ReportTally, type NodeResult, type Report } from "./schema.js";
+import type { NodeResult, Report } from "./schema.js";
+import { ReportTally } from "./tally.js";
 
 // Appends are gathered to about this size before they are written.
 const WRITE_CHUNK_BYTES = 256 * 1024;

@@ -3,14 +3,12 @@
 import { InputFileError } from "../errors.js";
 import type { GitHubSettings } from "../forge/github-settings.js";
 import type { AuditSettings } from "../manifest/schema.js";
-import { HISTORY_FILE, readHistory, STATE_BRANCH } from "../propose/state.js";
 import {
   annotateNode,
   parseHistory,
   type AuditHistory,
   type ReadHistory,
 } from "../report/history.js";
-import { readText } from "../report/read.js";
 import type { NodeResult, Report } from "../report/schema.js";
 import type { SpooledReport } from "../report/spool.js";
 import { durationMs, UnauditedTally, unauditedLimit } from "../report/unaudited.js";
@@ -43,11 +41,16 @@ async function historyFrom(
   warn: WarnDropped,
 ): Promise<AuditHistory | undefined> {
   if (source === undefined) return undefined;
+  // The readers (Octokit and the state branch's, the report file's) load only in a run that reads
+  // a history, before its first session: most audits never do.
   if ("github" in source) {
-    // Octokit is loaded only by a run that reads the state branch: most audits never do.
-    const { GitHub } = await import("../forge/github.js");
+    const [{ GitHub }, { HISTORY_FILE, readHistory, STATE_BRANCH }] = await Promise.all([
+      import("../forge/github.js"),
+      import("../propose/state.js"),
+    ]);
     return warn(`${STATE_BRANCH}:${HISTORY_FILE}`, await readHistory(new GitHub(source.github)));
   }
+  const { readText } = await import("../report/read.js");
   const history = parseHistory(await readText(source.file, "audit history"));
   if (typeof history === "string") throw new InputFileError(source.file, history);
   return warn(source.file, history);

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { COMMAND_HELP } from "../../src/cli/help.js";
-import { ensureBuilt, REPO_ROOT, runBuiltCli } from "../support/cli.js";
+import { BUILT_ENTRY, ensureBuilt, REPO_ROOT, runBuiltCli } from "../support/cli.js";
 import type { GitServer } from "../support/git-server.js";
 import type { GitHubDouble } from "../support/github-double/index.js";
 import { startForge } from "../support/forge.js";
@@ -43,11 +43,39 @@ after(async () => {
   if (work) await rm(work, { recursive: true, force: true });
 });
 
+/** What the bundle's `entry` loads before it runs: its text and its static imports', transitively. */
+async function loadedBefore(entry: string, seen = new Map<string, string>()): Promise<string[]> {
+  if (seen.has(entry)) return [...seen.values()];
+  const text = await readFile(entry, "utf8");
+  seen.set(entry, text);
+  // esbuild writes one static import per statement: `import "./x.js";`, `} from "./x.js";`.
+  for (const [, file] of text.matchAll(/^(?:import|\}) [^"(]*"(\.\.?\/[^"]+)";$/gm))
+    await loadedBefore(path.resolve(path.dirname(entry), file!), seen);
+  return [...seen.values()];
+}
+
 describe("the built CLI", () => {
+  it("loads no schema library, YAML parser or domain for --version and its usage", async () => {
+    const loaded = (await loadedBefore(BUILT_ENTRY)).join("\n");
+    assert.match(loaded, /^\/\/ src\/cli\/program\.ts$/m);
+    for (const heavy of [/node_modules\/zod\//, /node_modules\/yaml\//, /^\/\/ src\/domains\//m])
+      assert.doesNotMatch(loaded, heavy);
+  });
+
   it("prints the version of package.json", async () => {
     const { version } = JSON.parse(await readFile(path.join(REPO_ROOT, "package.json"), "utf8"));
     const result = await runBuiltCli(["--version"]);
     assert.equal(result.stdout, `quartermaster ${version}`);
+  });
+
+  it("loads no history reader for an audit that reads no history", async () => {
+    const main = await readFile(BUILT_ENTRY, "utf8");
+    const chunk = /\baudit: .*import\("(\.\/chunks\/audit-[^"]+)"\)/.exec(main)?.[1];
+    assert.ok(chunk, "the audit command's chunk");
+    const loaded = (await loadedBefore(path.resolve(path.dirname(BUILT_ENTRY), chunk))).join("\n");
+    assert.match(loaded, /^\/\/ src\/runs\/unaudited\.ts$/m);
+    for (const reader of [/^\/\/ src\/propose\//m, /^\/\/ src\/report\/read\.ts$/m])
+      assert.doesNotMatch(loaded, reader);
   });
 
   for (const command of Object.keys(COMMAND_HELP)) {

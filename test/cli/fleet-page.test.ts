@@ -7,7 +7,8 @@ import path from "node:path";
 import { test } from "node:test";
 import { fleetFigures } from "../../src/report/fleet-page/figures.js";
 import { appendRun, emptyRuns, serializeRuns } from "../../src/report/runs.js";
-import { summarize, type NodeResult, type Report } from "../../src/report/schema.js";
+import type { NodeResult, Report } from "../../src/report/schema.js";
+import { summarize } from "../../src/report/tally.js";
 import { dumpDom, nodeSection, screenshot } from "../support/chromium.js";
 import { runCli } from "../support/cli.js";
 

@@ -4,7 +4,8 @@ import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "node:test";
-import { Report, summarize, type NodeResult } from "../../src/report/schema.js";
+import { Report, type NodeResult } from "../../src/report/schema.js";
+import { summarize } from "../../src/report/tally.js";
 import { runCli } from "../support/cli.js";
 import { scratchTrees } from "../support/tree.js";
 

@@ -2,7 +2,8 @@
 // and a generated large fleet for size limits.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { Report, summarize, type DriftItem, type NodeResult } from "../../src/report/schema.js";
+import { Report, type DriftItem, type NodeResult } from "../../src/report/schema.js";
+import { summarize } from "../../src/report/tally.js";
 import { SEVERITIES, type Finding } from "../../src/domains/domain.js";
 import { DOMAIN_NAMES, domainByName } from "../../src/domains/registry.js";
 import { toDriftItems, type DriftContext } from "../../src/drift/drift.js";

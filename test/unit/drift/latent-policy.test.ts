@@ -4,7 +4,7 @@ import { domainByName } from "../../../src/domains/registry.js";
 import { toDriftItems } from "../../../src/drift/drift.js";
 import { renderMarkdown } from "../../../src/report/formats/markdown.js";
 import { renderText } from "../../../src/report/formats/text.js";
-import { countsAsDrift, ReportTally } from "../../../src/report/schema.js";
+import { countsAsDrift, ReportTally } from "../../../src/report/tally.js";
 import { reportOf } from "../../support/reports.js";
 import { fleet } from "../propose/fixtures.js";
 

@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { NODE_STATUSES, summarize } from "../../../src/report/schema.js";
+import { NODE_STATUSES } from "../../../src/report/schema.js";
+import { summarize } from "../../../src/report/tally.js";
 import { loadFleetReport } from "../../support/reports.js";
 
 // The format tests lean on this fixture covering every case; these checks keep it honest.

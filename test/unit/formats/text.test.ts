@@ -2,7 +2,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { FORMATS } from "../../../src/report/formats/index.js";
 import { renderText } from "../../../src/report/formats/text.js";
-import { summarize, type NodeResult, type Report } from "../../../src/report/schema.js";
+import type { NodeResult, Report } from "../../../src/report/schema.js";
+import { summarize } from "../../../src/report/tally.js";
 import { loadFleetReport } from "../../support/reports.js";
 
 const plain = { color: false, verbose: false };

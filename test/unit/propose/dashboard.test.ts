@@ -8,7 +8,8 @@ import {
   type DashboardInput,
 } from "../../../src/propose/dashboard.js";
 import type { Ticket } from "../../../src/manifest/tickets.js";
-import { summarize, type DriftItem, type NodeResult } from "../../../src/report/schema.js";
+import type { DriftItem, NodeResult } from "../../../src/report/schema.js";
+import { summarize } from "../../../src/report/tally.js";
 
 const NOW = "2026-12-01T10:00:00.000Z";
 

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ReportMergeError } from "../../../src/errors.js";
 import { mergeReports, type ShardReport } from "../../../src/report/merge-reports.js";
-import { Report, summarize, type NodeResult } from "../../../src/report/schema.js";
+import { Report, type NodeResult } from "../../../src/report/schema.js";
+import { summarize } from "../../../src/report/tally.js";
 
 const REVISION = "0123456789abcdef0123456789abcdef01234567";
 const result = (name: string, status: NodeResult["status"] = "clean"): NodeResult => ({

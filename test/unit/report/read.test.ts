@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { InputFileError } from "../../../src/errors.js";
 import { ReportReader } from "../../../src/report/read.js";
-import { Report, summarize, type NodeResult } from "../../../src/report/schema.js";
+import { Report, type NodeResult } from "../../../src/report/schema.js";
+import { summarize } from "../../../src/report/tally.js";
 import { loadFleetReport } from "../../support/reports.js";
 
 /** The report as the reader gives it back from `text` cut into pieces of `size` characters. */

@@ -5,7 +5,8 @@ import path from "node:path";
 import { describe, it } from "node:test";
 import { jsonChunks, renderJson } from "../../../src/report/formats/json.js";
 import { renderText, textChunks } from "../../../src/report/formats/text.js";
-import { summarize, type NodeResult, type Report } from "../../../src/report/schema.js";
+import type { NodeResult, Report } from "../../../src/report/schema.js";
+import { summarize } from "../../../src/report/tally.js";
 import { collectReport, EntrySpool } from "../../../src/report/spool.js";
 import { largeReport, loadFleetReport } from "../../support/reports.js";
 
