@@ -118,9 +118,8 @@ async function breaches(shell: string[], section: ProbeSection, nonce: string): 
   } catch (error) {
     return [`did not end (${(error as Error).message}): ${run.stderr.trim().slice(-300)}`];
   }
-  const [before, again, later] = ["before", "again", "after"].map((f) =>
-    readState(path.join(dir, f)),
-  ) as [ReturnType<typeof readState>, ReturnType<typeof readState>, ReturnType<typeof readState>];
+  const state = (label: string) => readState(path.join(dir, label));
+  const [before, again, later] = [state("before"), state("again"), state("after")];
   const found: string[] = [];
   if (later.state !== before.state)
     found.push(`changed the shell:\n${before.state}\n->\n${later.state}`);
@@ -145,7 +144,7 @@ const SAMPLES = await allSamples();
 
 describe("each section keeps to itself, run alone under dash, bash --posix and busybox sh", () => {
   for (const mode of ["declared", "snapshot"] as const) {
-    it(`every section of a ${mode === "declared" ? "declared" : "snapshot"} probe`, async () => {
+    it(`every section of a ${mode} probe`, async () => {
       const nonce = newNonce();
       const sections = probeSections(
         SAMPLES.map(({ domain, sample }) => ({
