@@ -1,4 +1,9 @@
-import { declaredFor, partlyUnknown, type ParseContext } from "../domains/domain.js";
+import {
+  declaredFor,
+  partlyUnknown,
+  type ParseContext,
+  type ProbeContext,
+} from "../domains/domain.js";
 import { DOMAINS, type AnyDomain, type DomainName } from "../domains/registry.js";
 import { toDriftItems, type DriftContext } from "../drift/drift.js";
 import { NodeAuditError, ProbeParseError, ProbeTruncatedError } from "../errors.js";
@@ -130,6 +135,23 @@ export interface CauseRequest {
   history?: { before?: DeclaredBefore; revision: string | null };
 }
 
+/** The sections of a node's probe, in the order it runs them. */
+export function probeSections(
+  domains: readonly { domain: AnyDomain; declared: unknown }[],
+  settings: AuditSettings,
+  cause: boolean,
+  ctx: ProbeContext,
+): ProbeSection[] {
+  return [
+    { name: "maintenance", script: maintenanceProbe(settings.maintenanceMarker, ctx) },
+    ...domains.map(({ domain, declared }) => ({
+      name: domain.name,
+      script: domain.probe(declared, ctx),
+    })),
+    ...(cause ? [{ name: "cause", script: causeProbe(causeTargets(domains), ctx) }] : []),
+  ];
+}
+
 function probeTemplate(
   domains: readonly { domain: AnyDomain; declared: unknown }[],
   settings: AuditSettings,
@@ -139,14 +161,7 @@ function probeTemplate(
   // placeholder marks where buildProbe writes it.
   const placeholder = newNonce();
   const ctx = probeContext(placeholder, settings.maxFileBytes);
-  const sections: ProbeSection[] = [
-    { name: "maintenance", script: maintenanceProbe(settings.maintenanceMarker, ctx) },
-    ...domains.map(({ domain, declared }) => ({
-      name: domain.name,
-      script: domain.probe(declared, ctx),
-    })),
-    ...(cause ? [{ name: "cause", script: causeProbe(causeTargets(domains), ctx) }] : []),
-  ];
+  const sections = probeSections(domains, settings, cause, ctx);
   return buildProbe(placeholder, sections).script.split(placeholder);
 }
 

@@ -33,12 +33,15 @@ export function probeContext(nonce: string, maxFileBytes: number): ProbeContext 
 }
 
 export function buildProbe(nonce: string, sections: ProbeSection[]): Probe {
-  // Each section runs in a subshell (a fork, no exec): its variables, `set` and even `exit` stay
-  // its own.
+  // Each section is the body of a shell function, called at once: its positional parameters
+  // (`set --`) are its own, and it costs no fork (a subshell per section did: a tenth of the
+  // probe's CPU). What a subshell also kept apart, variables, functions and the shell's state, a
+  // section keeps apart by the rules of test/unit/probe/isolation.test.ts, which runs every
+  // registered domain's section; an `exit` ends the whole probe, which then reads as truncated.
   const body = sections
     .map(
       (s) =>
-        `printf '\\n%s begin %s\\n' "$QM_N" ${shellQuote(s.name)}\n(\n${s.script}\n)\nprintf '\\n%s end %s\\n' "$QM_N" ${shellQuote(s.name)}`,
+        `printf '\\n%s begin %s\\n' "$QM_N" ${shellQuote(s.name)}\nqm_section() {\n${s.script}\n}\nqm_section\nprintf '\\n%s end %s\\n' "$QM_N" ${shellQuote(s.name)}`,
     )
     .join("\n");
   const script = [

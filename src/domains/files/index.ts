@@ -125,7 +125,8 @@ export const files: Domain<FilesDeclared, FilesLive, "files"> = {
     if (!declared?.length)
       return [ctx.mark(`cap ${ctx.maxFileBytes}`), ctx.mark("paths"), ctx.mark("stat")].join("\n");
     const all = declared.map((f) => ctx.quote(f.path)).join(" ");
-    // $qm_s<i> is set for a path with no symlink among its folders: only such a path is looked at.
+    // $qm_s<i> is set for a path with no symlink among its folders, empty for the rest: only such a
+    // path is looked at.
     const index = new Map(declared.map((f, i) => [f.path, i]));
     const looked = (f: FileDeclared) => `[ -n "$qm_s${index.get(f.path)}" ]`;
     // Only non-secret files declared by contents are read, each through qm_read, so a huge file
@@ -147,7 +148,7 @@ export const files: Domain<FilesDeclared, FilesLive, "files"> = {
         const canonical = canonicalPath(f.path);
         const parent = ctx.quote(canonical.slice(0, canonical.lastIndexOf("/")));
         const linked = `${ctx.mark(`parent ${f.path}`)}; ${PRINT_LINK}`;
-        return `if qm_linked ${parent}; then ${linked}; else qm_s${i}=1; set -- "$@" ${ctx.quote(f.path)}; fi`;
+        return `qm_s${i}=; if qm_linked ${parent}; then ${linked}; else qm_s${i}=1; set -- "$@" ${ctx.quote(f.path)}; fi`;
       }),
       ctx.mark("stat"),
       // No -L anywhere: a symlink at a declared path is described itself, its target never looked

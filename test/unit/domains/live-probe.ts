@@ -51,7 +51,9 @@ export async function runProbe<Live>(
 ): Promise<ProbeRun<Live>> {
   const nonce = newNonce();
   const section = domain.probe(declared, probeContext(nonce, options.maxFileBytes ?? 1 << 20));
-  const built = buildProbe(nonce, [{ name: domain.name, script: section }]).script;
+  // `set -u`: a section reads only variables it set itself, whatever path it takes here
+  // (test/unit/probe/isolation.test.ts says why).
+  const built = `set -u\n${buildProbe(nonce, [{ name: domain.name, script: section }]).script}`;
   const inTree = options.root ? rooted(built, options.root) : built;
   const script = options.edit ? options.edit(inTree) : inTree;
   const [file, ...args] = options.command ?? ["sh", "-s"];

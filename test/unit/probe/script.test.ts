@@ -105,13 +105,21 @@ describe("probe framing", () => {
   });
 });
 
-it("a section's shell state and exit stay its own", () => {
+it("a section's positional parameters stay its own; an exit ends the probe, read as truncated", () => {
   const nonce = newNonce();
   const probe = buildProbe(nonce, [
-    { name: "a", script: "X=leaked; set -- a b; exit 3" },
-    { name: "b", script: 'printf "%s|%s" "${X:-}" "$#"' },
+    { name: "a", script: "set -- a b" },
+    { name: "b", script: 'printf "%s" "$#"' },
   ]);
-  assert.equal(parseProbeOutput(run(probe.script), nonce).get("b")!.output, "|0");
+  assert.equal(parseProbeOutput(run(probe.script), nonce).get("b")!.output, "0");
+  const exits = buildProbe(nonce, [
+    { name: "a", script: "echo partial; exit 0" },
+    { name: "b", script: "echo b" },
+  ]);
+  assert.throws(
+    () => parseProbeOutput(run(exits.script), nonce),
+    (e: unknown) => e instanceof ProbeTruncatedError,
+  );
 });
 
 it("a section printed twice is an error naming it, never a silent last-wins", () => {
