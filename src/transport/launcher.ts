@@ -100,14 +100,21 @@ class Launcher {
         return;
       }
       const id = this.freeSlots.pop() ?? String(this.jobs.size);
-      writeFileSync(this.file(id, "in"), input);
+      const blocks = Math.floor(limits.maxOutputBytes / 512) + 1;
+      try {
+        writeFileSync(this.file(id, "in"), input);
+        writeFileSync(
+          this.file(id, "args"),
+          `ulimit -f ${blocks}\nset -- ${words.map(quoteWord).join(" ")}\n`,
+        );
+      } catch (error) {
+        // A full or read-only TMPDIR fails the job, in words, never the run.
+        this.freeSlots.push(id);
+        resolve({ stdout: "", stderr: `${file} could not be started: ${errorText(error)}` });
+        return;
+      }
       const timer = setTimeout(() => this.stop(id, "timeout"), limits.timeoutMs);
       this.jobs.set(id, { limits, timer, done: resolve });
-      const blocks = Math.floor(limits.maxOutputBytes / 512) + 1;
-      writeFileSync(
-        this.file(id, "args"),
-        `ulimit -f ${blocks}\nset -- ${words.map(quoteWord).join(" ")}\n`,
-      );
       this.shell.stdin.write(`${id}\n`);
     });
   }
@@ -197,6 +204,8 @@ class Launcher {
   }
 }
 
+const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
 let launcher: Launcher | undefined;
 /** The directories of launchers not yet ended, removed should Node exit before they end. */
 const liveDirs = new Set<string>();
@@ -219,10 +228,19 @@ export function runProcess(
   limits: RunLimits,
 ): Promise<Finished> {
   if (!launcher || launcher.closing) {
-    const started = new Launcher(() => {
-      if (launcher === started) launcher = undefined;
-      removeDir(started.dir);
-    });
+    let started: Launcher;
+    try {
+      started = new Launcher(() => {
+        if (launcher === started) launcher = undefined;
+        removeDir(started.dir);
+      });
+    } catch (error) {
+      // No private directory (TMPDIR missing, full or read-only): the job fails in words.
+      return Promise.resolve({
+        stdout: "",
+        stderr: `${file} could not be started: the process launcher has no directory: ${errorText(error)}`,
+      });
+    }
     if (!exitHooked) process.once("exit", () => liveDirs.forEach(removeDir));
     exitHooked = true;
     liveDirs.add(started.dir);

@@ -141,6 +141,31 @@ describe("process launcher", () => {
     );
   });
 
+  it("without a usable TMPDIR, a job fails in words, not the caller", () => {
+    const script = [
+      `import { runProcess } from ${JSON.stringify(path.resolve("src/transport/launcher.ts"))};`,
+      // A file where the directory should be (root writes any directory); set only now, since
+      // tsx keeps its cache there.
+      `process.env.TMPDIR = ${JSON.stringify(program(""))};`,
+      'const run = await runProcess("true", [], "", { timeoutMs: 30000, maxOutputBytes: 100 });',
+      "console.log(JSON.stringify(run));",
+    ].join("\n");
+    const out = execFileSync(
+      process.execPath,
+      ["--import", "tsx", "--input-type=module", "-e", script],
+      {
+        encoding: "utf8",
+        timeout: 60_000,
+      },
+    );
+    const run = JSON.parse(out) as { exitCode?: number; stderr: string };
+    assert.equal(run.exitCode, undefined);
+    assert.match(
+      run.stderr,
+      /^true could not be started: the process launcher has no directory: ENOTDIR/,
+    );
+  });
+
   it("a launcher that dies fails its running jobs, kills them, and the next job starts a new one", async () => {
     const pidFile = path.join(dir, "launcher.pid");
     const running = runProcess(
