@@ -115,26 +115,43 @@ export function nodeLimit(
   sessions: SessionGates | undefined,
 ): <T>(node: LoadedNode, task: () => Promise<T>) => Promise<T> {
   const limit = pLimit(Math.max(1, concurrency));
-  const gateFor = sessionGates(sessions);
-  return async (node, task) => {
-    const run = () => limit(task);
-    const gate = await gateFor(node);
-    return gate ? gate(run) : run();
-  };
+  const throughGate = sessionGates(sessions);
+  return (node, task) => throughGate(node, () => limit(task));
 }
 
-/** Each node's gate: one limit per distinct key, made when its first node arrives. */
+interface OpenGate {
+  limit: LimitFunction;
+  /** Sessions running or waiting in it. */
+  users: number;
+}
+
+/**
+ * `run` through its node's gate: one limit per distinct key, set by the first node of the key to
+ * arrive. A gate is held only while sessions run or wait in it (a p-limit costs over a kilobyte,
+ * and every node reached directly is a key of its own: 136 MB at 100,000 nodes); its limit is
+ * kept, a number per key.
+ */
 function sessionGates(
   sessions: SessionGates | undefined,
-): (node: LoadedNode) => Promise<LimitFunction | undefined> {
-  if (!sessions) return () => Promise.resolve(undefined);
-  const gates = new Map<string, LimitFunction>();
+): <T>(node: LoadedNode, run: () => Promise<T>) => Promise<T> {
+  if (!sessions) return (_node, run) => run();
+  const limits = new Map<string, number>();
+  const open = new Map<string, OpenGate>();
   const lookup = pLimit(GATE_LOOKUPS);
-  return async (node) => {
+  return async (node, run) => {
     const key = await lookup(() => sessions.keyOf(node));
-    let gate = gates.get(key);
-    if (!gate) gates.set(key, (gate = pLimit(Math.max(1, sessions.limitOf(node)))));
-    return gate;
+    let gate = open.get(key);
+    if (!gate) {
+      let most = limits.get(key);
+      if (most === undefined) limits.set(key, (most = Math.max(1, sessions.limitOf(node))));
+      open.set(key, (gate = { limit: pLimit(most), users: 0 }));
+    }
+    gate.users++;
+    try {
+      return await gate.limit(run);
+    } finally {
+      if (--gate.users === 0) open.delete(key);
+    }
   };
 }
 

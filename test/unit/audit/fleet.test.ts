@@ -164,3 +164,44 @@ it("sessions through one jump host stay within its limit while other nodes use t
   // The bastion's waiting nodes held no slot: the direct nodes ran beside its two sessions.
   assert.equal(mostOverall, 6);
 });
+
+it("a jump host's limit, set by its first node, still holds once its gate has emptied and refilled", async () => {
+  const spec = stringify({ system: { kernel_version: "6.1.0-28-amd64" } });
+  const names = ["b0-first", "b1", "b2", "b3", "b4"];
+  const dir = await writeTree(Object.fromEntries(names.map((n) => [`nodes/${n}.yaml`, spec])));
+  dirs.push(dir);
+  const fleet = await loadFleet(dir);
+  let running = 0;
+  let most = 0;
+  const report = await auditFleet({
+    nodes: fleet.nodes,
+    transportFor: () => {
+      const inner = scriptedTransport(kernel("6.1.0-28-amd64"));
+      return {
+        describe: inner.describe,
+        async run(script, limits) {
+          running++;
+          most = Math.max(most, running);
+          await sleep(20);
+          running--;
+          return inner.run(script, limits);
+        },
+      };
+    },
+    settings: defaultAuditSettings(),
+    drift: { policy: {}, waivers: [], tickets: [], now: new Date() },
+    concurrency: 6,
+    sessions: {
+      // The others arrive after the first node's session has ended and its gate is empty.
+      keyOf: async (node) => {
+        if (node.name !== "b0-first") await sleep(200);
+        return "bastion:22";
+      },
+      limitOf: (node) => (node.name === "b0-first" ? 1 : 3),
+    },
+    manifestRevision: null,
+  });
+  assert.equal(report.summary.clean, names.length);
+  // Taken anew from the later nodes, the limit would have let 3 run at once.
+  assert.equal(most, 1);
+});
