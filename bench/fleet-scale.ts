@@ -15,7 +15,8 @@
 // whether it printed the same bytes. Every figure is shown against issue 34's targets: peak RSS
 // <= 300 MB, the auditor's CPU <= 3 ms per node, validate under 2 s. QM_BENCH_SSH_CONFIGS=a,b
 // runs only those of `ssh`'s configs (direct, ssh-G-each, jump-host; all by default): at 100,000
-// nodes each config is 100,000 stand-in sessions more.
+// nodes each config is 100,000 stand-in sessions more. QM_BENCH_CPU_PROF=DIR writes a CPU
+// profile of each of those audits into DIR.
 // With `history`, the audit, then the sizes of the audit and run histories propose keeps on the state
 // branch after each of a few runs of its report.
 // Usage: [QM_BENCH_BASELINE=DIR] [QM_BENCH_SSH_CONFIGS=direct,...] npx tsx bench/fleet-scale.ts
@@ -561,8 +562,13 @@ async function standInRuns(
   const audited = bundled
     ? "the bundle (dist/cli/main.js)"
     : "the sources under tsx (no bundle built)";
+  // QM_BENCH_CPU_PROF=DIR: a CPU profile of each audit there (its figures are then the profiler's).
+  const profile = process.env.QM_BENCH_CPU_PROF;
+  const profiled = profile ? ["--cpu-prof", `--cpu-prof-dir=${profile}`] : [];
   const auditRun = (args: string[]) =>
-    bundled ? measured([BUNDLE, ...args], env, [process.execPath]) : measured([CLI, ...args], env);
+    bundled
+      ? measured([BUNDLE, ...args], env, [process.execPath, ...profiled])
+      : measured([CLI, ...args], env, [process.execPath, ...profiled, "--import", "tsx"]);
   const runs: Partial<Record<ConfigId, { own: number; lines: (extra: string) => string }>> = {};
   for (const id of chosen) {
     const { name, text } = configs[id];
