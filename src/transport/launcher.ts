@@ -1,5 +1,15 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  ftruncateSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  truncateSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -31,7 +41,8 @@ export interface Finished {
  * private directory, the outputs capped by `ulimit -f` (512-byte blocks in every POSIX shell, so a
  * host cannot fill the disk), reports the command's pid (`p ID PID`) and, when it ends, its exit
  * status (`d ID STATUS`). Lines shorter than PIPE_BUF are written whole, so jobs' reports never
- * mix. Core dumps are off: SIGXFSZ dumps.
+ * mix. An args file the job cannot read (removed under it) ends the job with status 126 and the
+ * shell's words on its stderr, never a job that reports nothing. Core dumps are off: SIGXFSZ dumps.
  * The files are a slot's, reused by the next job and emptied when read: a file made and removed
  * per job cost ext4 more in inode allocation than the fork saved.
  */
@@ -39,7 +50,7 @@ const LAUNCHER = `ulimit -c 0
 d=$1
 while IFS= read -r id; do
   {
-    . "$d/$id.args"
+    command . "$d/$id.args" 2>"$d/$id.err" || { echo "d $id 126"; exit; }
     "$@" <"$d/$id.in" >"$d/$id.out" 2>"$d/$id.err" &
     echo "p $id $!"
     wait "$!"
@@ -102,8 +113,8 @@ class Launcher {
       const id = this.freeSlots.pop() ?? String(this.jobs.size);
       const blocks = Math.floor(limits.maxOutputBytes / 512) + 1;
       try {
-        writeFileSync(this.file(id, "in"), input);
-        writeFileSync(
+        overwrite(this.file(id, "in"), input);
+        overwrite(
           this.file(id, "args"),
           `ulimit -f ${blocks}\nset -- ${words.map(quoteWord).join(" ")}\n`,
         );
@@ -201,6 +212,21 @@ class Launcher {
     } catch {
       // Already gone: its `d` line is on the way.
     }
+  }
+}
+
+/**
+ * A slot's input rewritten in place, cut to its new length: emptying a file and filling it again
+ * cost ext4 a block release and allocation each time, about 70 µs of CPU a file here against 11 µs
+ * for writing over the blocks it has.
+ */
+function overwrite(file: string, data: string) {
+  const fd = openSync(file, constants.O_WRONLY | constants.O_CREAT, 0o600);
+  try {
+    writeFileSync(fd, data);
+    ftruncateSync(fd, Buffer.byteLength(data));
+  } finally {
+    closeSync(fd);
   }
 }
 

@@ -70,6 +70,17 @@ describe("process launcher", () => {
     );
   });
 
+  it("a slot's next job gets only its own input and arguments, shorter ones included", async () => {
+    // A job held open keeps the launcher, so the jobs after it take the slot the first one left.
+    const holder = runProcess(program("sleep 1"), [], "", LIMITS);
+    const echo = program(`printf '%s\\n' "$@"; cat`);
+    const long = await runProcess(echo, ["a".repeat(5000), "b", "c"], "y".repeat(70_000), LIMITS);
+    const short = await runProcess(echo, ["d"], "z\n", LIMITS);
+    assert.equal(long.stdout, `${"a".repeat(5000)}\nb\nc\n${"y".repeat(70_000)}`);
+    assert.equal(short.stdout, "d\nz\n");
+    assert.equal((await holder).exitCode, 0);
+  });
+
   it("returns the exit status, and stderr apart from stdout", async () => {
     const run = await runProcess(program("echo out; echo err >&2; exit 7"), [], "", LIMITS);
     assert.deepEqual(
