@@ -221,10 +221,11 @@ class Launcher {
  * for writing over the blocks it has.
  */
 function overwrite(file: string, data: string) {
+  const bytes = Buffer.from(data);
   const fd = openSync(file, constants.O_WRONLY | constants.O_CREAT, 0o600);
   try {
-    writeFileSync(fd, data);
-    ftruncateSync(fd, Buffer.byteLength(data));
+    writeFileSync(fd, bytes);
+    ftruncateSync(fd, bytes.length);
   } finally {
     closeSync(fd);
   }
