@@ -131,7 +131,7 @@ try {
   );
   /** `name`'s figures in `checkout`, less those of the variant it is shown less. */
   const figures = (checkout: string, name: string) => {
-    const variant = checkouts.get(checkout)!.get(name);
+    const variant = checkouts.get(checkout)?.get(name);
     if (!variant) return undefined;
     const of = (n: string | undefined) =>
       n === undefined
