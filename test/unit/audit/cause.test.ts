@@ -150,24 +150,26 @@ describe("causes from the host's records", () => {
     assert.ok(host.stat.has("/etc/hostname"));
   });
 
-  it("only the apt transactions a sent dpkg event ran in are sent, an unfinished one included", () => {
+  // dpkg.log and apt's history.log of a host, each line at 2026-12-01 (UTC) as the host wrote it.
+  const DPKG_LOG = [
+    "2026-12-01 10:00:01 upgrade qm-demo:all 1.0 1.1",
+    "2026-12-01 11:00:01 upgrade other:all 1.0 1.1",
+    "2026-12-01 12:00:01 remove qm-extra:all 1.0 <none>",
+    "",
+  ];
+  const tx = (start: string, command: string, end?: string) =>
+    `\nStart-Date: 2026-12-01  ${start}\nCommandline: ${command}\n${end ? `End-Date: 2026-12-01  ${end}\n` : ""}`;
+  const HISTORY_LOG =
+    tx("10:00:00", "apt-get install qm-demo", "10:00:02") +
+    tx("11:00:00", "apt-get install other", "11:00:02") +
+    tx("12:00:00", "apt-get remove qm-extra");
+
+  /** The cause section for qm-demo and qm-extra over those logs, on a host in UTC. */
+  const sectionOverLogs = (since: string): string => {
     const dir = mkdtempSync(path.join(tmpdir(), "qm-cause-logs-"));
     try {
-      const dpkgLog = [
-        "2026-12-01 10:00:01 upgrade qm-demo:all 1.0 1.1",
-        "2026-12-01 11:00:01 upgrade other:all 1.0 1.1",
-        "2026-12-01 12:00:01 remove qm-extra:all 1.0 <none>",
-        "",
-      ];
-      const tx = (start: string, command: string, end?: string) =>
-        `\nStart-Date: 2026-12-01  ${start}\nCommandline: ${command}\n${end ? `End-Date: 2026-12-01  ${end}\n` : ""}`;
-      writeFileSync(path.join(dir, "dpkg.log"), dpkgLog.join("\n"));
-      writeFileSync(
-        path.join(dir, "history.log"),
-        tx("10:00:00", "apt-get install qm-demo", "10:00:02") +
-          tx("11:00:00", "apt-get install other", "11:00:02") +
-          tx("12:00:00", "apt-get remove qm-extra"),
-      );
+      writeFileSync(path.join(dir, "dpkg.log"), DPKG_LOG.join("\n"));
+      writeFileSync(path.join(dir, "history.log"), HISTORY_LOG);
       // The logs' own paths are fixed: a `tail` on PATH hands out these instead, each after its
       // name's header as tail prints it for more than one file.
       writeFileSync(
@@ -178,19 +180,29 @@ describe("causes from the host's records", () => {
       const ctx = probeContext(N, 1024);
       const targets = { packages: ["qm-demo", "qm-extra"], files: [], units: [] };
       // The section alone: the whole probe sets its own PATH.
-      const section = execFileSync("/bin/sh", ["-s"], {
-        input: `QM_SINCE=\nQM_N=${N}\n${causeProbe(targets, ctx)}`,
-        env: { PATH: `${dir}:/usr/bin:/bin` },
+      return execFileSync("/bin/sh", ["-s"], {
+        input: `QM_SINCE=${since}\nQM_N=${N}\n${causeProbe(targets, ctx)}`,
+        env: { PATH: `${dir}:/usr/bin:/bin`, TZ: "UTC" },
       }).toString();
-      assert.doesNotMatch(section, /other/);
-      const host = parseHostRecord(parseContext(N).parts(section));
-      assert.deepEqual(
-        host.apt.map((t) => t.commandline),
-        ["apt-get install qm-demo", "apt-get remove qm-extra"],
-      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  };
+
+  it("only the apt transactions a sent dpkg event ran in are sent, an unfinished one included", () => {
+    const section = sectionOverLogs("");
+    assert.doesNotMatch(section, /other/);
+    const host = parseHostRecord(parseContext(N).parts(section));
+    assert.deepEqual(
+      host.apt.map((t) => t.commandline),
+      ["apt-get install qm-demo", "apt-get remove qm-extra"],
+    );
+  });
+
+  it("since the last audit (11:30), only the events and transactions after it are sent", () => {
+    const section = sectionOverLogs(String(Date.UTC(2026, 11, 1, 11, 30) / 1000));
+    assert.match(section, /^2026-12-01 12:00:01 remove qm-extra/m);
+    assert.doesNotMatch(section, /qm-demo/);
   });
 });
 
