@@ -9,7 +9,14 @@
 //   floor  `ssh -F cfg host true` to every host;
 //   raw    the probe the real code builds for the bench's spec, piped through plain
 //          `ssh -F cfg host sh -s` (no Quartermaster): what the audit cannot go below;
+//   bare   a bare Node process (BARE_SESSIONS, no Quartermaster code) that starts the same sessions
+//          with the same probe, `concurrency` at a time (child_process.spawn), and does nothing
+//          else: what Node's own start and spawn and the probe cost here, no manifest read;
 //   audit  the built CLI's full audit (`audit --format json --out`), process start to exit.
+// With each, the machine's CPU over its run from /proc/stat, busy and idle core time: the sessions
+// of both ends share its cores, so a batch that keeps them busy takes about (busy + idle) / cores,
+// and what a run adds to the floor is its CPU (the probe's on the hosts, the auditor's) and the
+// core time it leaves idle (a start-up on one core while the other waits).
 // Then, once:
 //   cpu     the CLI's own CPU (process.cpuUsage() at exit, read through an --import hook: user +
 //           system of the node process and its threads, never its ssh children), per node, for
@@ -87,6 +94,53 @@ async function mustRun(file: string, args: readonly string[], input?: string): P
   return result.stdout;
 }
 
+/**
+ * A bare Node process: `ssh -F CONFIG HOST sh -s` with the probe (a file) on stdin to each host,
+ * CONCURRENCY at a time, as the floor runs them, and nothing else. Run as `node --input-type=module
+ * -e BARE_SESSIONS CONFIG PROBE CONCURRENCY HOST...`.
+ */
+const BARE_SESSIONS = `import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+const [config, probeFile, concurrency, ...hosts] = process.argv.slice(1);
+const probe = readFileSync(probeFile, "utf8");
+let next = 0;
+const session = (host) => new Promise((done, fail) => {
+  const ssh = spawn("ssh", ["-F", config, host, "sh -s"]);
+  ssh.stdout.resume();
+  ssh.stderr.resume();
+  ssh.on("close", (code) => (code === 0 ? done() : fail(new Error(host + ": ssh exited " + code))));
+  ssh.stdin.end(probe);
+});
+await Promise.all(Array.from({ length: Number(concurrency) }, async () => {
+  while (next < hosts.length) await session(hosts[next++]);
+}));`;
+
+/** The machine's busy and idle core time so far (ms), from /proc/stat's first line. */
+async function coreTime(): Promise<{ busy: number; idle: number }> {
+  const ticks = (await readFile("/proc/stat", "utf8")).split("\n")[0]!.trim().split(/\s+/);
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = ticks.slice(1, 9).map(Number);
+  const tick = 1000 / 100; // USER_HZ: 100 on Linux
+  return {
+    busy: (user! + nice! + system! + irq! + softirq! + steal!) * tick,
+    idle: (idle! + iowait!) * tick,
+  };
+}
+
+interface Measured {
+  ms: number;
+  /** Core time over the run, all processes of the machine. */
+  busy: number;
+  idle: number;
+}
+
+/** `work`'s wall time and the machine's core time over it. */
+async function measured(work: () => Promise<unknown>): Promise<Measured> {
+  const before = await coreTime();
+  const [, ms] = await timed(work);
+  const after = await coreTime();
+  return { ms, busy: after.busy - before.busy, idle: after.idle - before.idle };
+}
+
 const timed = async <T>(work: () => Promise<T>): Promise<[T, number]> => {
   const started = performance.now();
   const value = await work();
@@ -111,11 +165,12 @@ async function audit(
   sshConfig: string,
   work: string,
   cli = CLI,
-): Promise<{ ms: number; cpuMs: number; report: Report }> {
+): Promise<Measured & { cpuMs: number; report: Report }> {
   const out = path.join(work, "report.json");
   const cpuFile = path.join(work, "cpu");
-  const [result, ms] = await timed(() =>
-    run(
+  let result: Ran | undefined;
+  const times = await measured(async () => {
+    result = await run(
       process.execPath,
       [
         "--import",
@@ -126,22 +181,18 @@ async function audit(
         ...["--concurrency", String(concurrency), "--format", "json", "--out", out],
       ],
       { env: { ...process.env, QM_BENCH_CPU_FILE: cpuFile } },
-    ),
-  );
+    );
+  });
   const report = JSON.parse(await readFile(out, "utf8")) as Report;
   if (report.summary.clean !== report.summary.nodes)
-    throw new Error(`audit not all clean: ${JSON.stringify(report.summary)} ${result.stderr}`);
-  return { ms, cpuMs: Number(await readFile(cpuFile, "utf8")), report };
+    throw new Error(`audit not all clean: ${JSON.stringify(report.summary)} ${result?.stderr}`);
+  return { ...times, cpuMs: Number(await readFile(cpuFile, "utf8")), report };
 }
 
-/** `command` to every host, `concurrency` at a time: the wall time of the whole batch. */
-async function everyHost(
-  names: readonly string[],
-  command: (name: string) => Promise<unknown>,
-): Promise<number> {
+/** `command` to every host, `concurrency` at a time. */
+function everyHost(names: readonly string[], command: (name: string) => Promise<unknown>) {
   const limit = pLimit(concurrency);
-  const [, ms] = await timed(() => Promise.all(names.map((name) => limit(() => command(name)))));
-  return ms;
+  return Promise.all(names.map((name) => limit(() => command(name))));
 }
 
 await ensureAnsible();
@@ -179,20 +230,39 @@ try {
   const ssh = (name: string, remote: string, input?: string) =>
     mustRun("ssh", ["-F", fleet.sshConfig, name, remote], input);
 
-  const figures: { floor: number; raw: number; audit: number; cpu: number; base: number }[] = [];
+  const probeFile = path.join(work, "probe.sh");
+  await writeFile(probeFile, probe);
+  const bareSessions = () =>
+    mustRun(process.execPath, [
+      ...["--input-type=module", "-e", BARE_SESSIONS],
+      ...[fleet.sshConfig, probeFile, String(concurrency), ...names],
+    ]);
+
+  interface Round {
+    floor: Measured;
+    raw: Measured;
+    bare: Measured;
+    audit: Measured;
+    cpu: number;
+    base: number;
+  }
+  const figures: Round[] = [];
   let report: Report | undefined;
   let baseReport: Report | undefined;
+  const cores = (m: Measured) => `${m.busy.toFixed(0)}+${m.idle.toFixed(0)}`;
   for (let round = 1; round <= rounds; round++) {
-    const floor = await everyHost(names, (name) => ssh(name, "true"));
-    const raw = await everyHost(names, (name) => ssh(name, "sh -s", probe));
+    const floor = await measured(() => everyHost(names, (name) => ssh(name, "true")));
+    const raw = await measured(() => everyHost(names, (name) => ssh(name, "sh -s", probe)));
+    const bare = await measured(bareSessions);
     const qm = await audit(manifests, fleet.sshConfig, work);
     report = qm.report;
     const base = BASELINE ? await audit(manifests, fleet.sshConfig, work, BASELINE) : undefined;
     baseReport = base?.report;
-    figures.push({ floor, raw, audit: qm.ms, cpu: qm.cpuMs, base: base?.ms ?? NaN });
+    figures.push({ floor, raw, bare, audit: qm, cpu: qm.cpuMs, base: base?.ms ?? NaN });
     console.log(
-      `round ${round}: floor ${secs(floor)}, raw probe ${secs(raw)} (${ratio(raw, floor)}), audit ${secs(qm.ms)} (${ratio(qm.ms, floor)}), auditor CPU ${qm.cpuMs.toFixed(0)} ms` +
-        (base ? `; baseline audit ${secs(base.ms)} (${ratio(base.ms, floor)})` : ""),
+      `round ${round}: floor ${secs(floor.ms)}, raw probe ${secs(raw.ms)} (${ratio(raw.ms, floor.ms)}), bare Node ${secs(bare.ms)} (${ratio(bare.ms, floor.ms)}), audit ${secs(qm.ms)} (${ratio(qm.ms, floor.ms)}), auditor CPU ${qm.cpuMs.toFixed(0)} ms` +
+        (base ? `; baseline audit ${secs(base.ms)} (${ratio(base.ms, floor.ms)})` : "") +
+        `; core ms busy+idle: floor ${cores(floor)}, raw ${cores(raw)}, bare ${cores(bare)}, audit ${cores(qm)}`,
     );
   }
 
@@ -261,10 +331,15 @@ try {
     probeCpu.push(((user ?? NaN) + (system ?? NaN)) / PROBE_REPEAT);
   });
 
-  const best = (key: keyof (typeof figures)[number]) => Math.min(...figures.map((f) => f[key]));
-  const [floor, raw, qm, cpu] = [best("floor"), best("raw"), best("audit"), best("cpu")];
-  const probeBytes = report!.nodes.map((n) => n.probeBytes ?? 0).sort((a, b) => a - b);
+  const least = (values: number[]) => Math.min(...values);
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
+  const best = (key: "floor" | "raw" | "bare" | "audit") => least(figures.map((f) => f[key].ms));
+  const [floor, raw, bare, qm] = [best("floor"), best("raw"), best("bare"), best("audit")];
+  const cpu = least(figures.map((f) => f.cpu));
+  // Core time each run adds to its round's floor, the median over rounds.
+  const added = (key: "raw" | "bare" | "audit", part: "busy" | "idle") =>
+    median(figures.map((f) => f[key][part] - f.floor[part]));
+  const probeBytes = report!.nodes.map((n) => n.probeBytes ?? 0).sort((a, b) => a - b);
 
   console.log(
     `\n${hostCount} namespace hosts with real sshd, ${concurrency} at a time, ${os.cpus().length} cores; best of ${rounds} rounds`,
@@ -274,10 +349,18 @@ try {
     `raw     probe through plain ssh (no qm)       ${secs(raw)}  ${ratio(raw, floor)} floor`,
   );
   console.log(
-    `audit   quartermaster audit, CLI start to exit ${secs(qm)}  ${ratio(qm, floor)} floor (target <= 1.15x); each round's own: ${figures.map((f) => ratio(f.audit, f.floor)).join(", ")}`,
+    `bare    a bare Node process, the same sessions ${secs(bare)}  ${ratio(bare, floor)} floor: Node and the probe alone, no Quartermaster`,
+  );
+  console.log(
+    `audit   quartermaster audit, CLI start to exit ${secs(qm)}  ${ratio(qm, floor)} floor (target <= 1.15x), ${ratio(qm, bare)} the bare Node process; each round's own: ${figures.map((f) => ratio(f.audit.ms, f.floor.ms)).join(", ")}`,
+  );
+  const addedText = (key: "raw" | "bare" | "audit") =>
+    `${key} +${added(key, "busy").toFixed(0)} busy ${added(key, "idle") >= 0 ? "+" : ""}${added(key, "idle").toFixed(0)} idle`;
+  console.log(
+    `cores   core time over the floor's (ms, median of rounds; the floor itself ${median(figures.map((f) => f.floor.busy)).toFixed(0)} busy + ${median(figures.map((f) => f.floor.idle)).toFixed(0)} idle): ${(["raw", "bare", "audit"] as const).map(addedText).join("; ")}`,
   );
   if (BASELINE) {
-    const base = best("base");
+    const base = least(figures.map((f) => f.base));
     const baseBytes = baseReport!.nodes.map((n) => n.probeBytes ?? 0);
     console.log(
       `baseline ${path.relative(process.cwd(), BASELINE)} audit ${secs(base)}  ${ratio(base, floor)} floor; this audit ${ratio(qm, base)} the baseline (target <= 1.05x); probe output median ${median(baseBytes)} bytes, ${median(probeBytes) - median(baseBytes)} bytes more here (target <= 4096)`,
