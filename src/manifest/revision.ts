@@ -19,16 +19,70 @@ async function gitFor(dir: string): Promise<Git | undefined> {
   }
 }
 
-/** The commit the manifests were read at, or null outside a git checkout. */
-export async function manifestRevision(dir: string): Promise<string | null> {
-  const git = await gitFor(dir);
-  if (!git) return null;
+// A commit id: SHA-1, or SHA-256 in a repository made with --object-format=sha256.
+const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+// Symbolic refs followed before giving up, as git's own limit.
+const MAX_SYMREF_DEPTH = 5;
+
+const readText = (file: string) => {
   try {
-    const gitdir = await git.findRoot({ fs, filepath: dir });
-    return await git.resolveRef({ fs, dir: gitdir, ref: "HEAD" });
+    return fs.readFileSync(file, "utf8");
   } catch {
-    return null;
+    return undefined;
   }
+};
+
+/**
+ * The git directory of the checkout at or above `dir`: its `.git` folder, or where a `.git` file
+ * points (a linked worktree, a submodule); with the common directory its branches are kept in.
+ */
+function gitDirs(dir: string): { gitdir: string; common: string } | undefined {
+  for (let at = path.resolve(dir); ; at = path.dirname(at)) {
+    const dotGit = path.join(at, ".git");
+    const info = fs.statSync(dotGit, { throwIfNoEntry: false });
+    if (info) {
+      const pointer = info.isFile() ? /^gitdir: (.+)$/m.exec(readText(dotGit) ?? "") : undefined;
+      if (info.isFile() && !pointer) return undefined;
+      const gitdir = pointer ? path.resolve(at, pointer[1]!.trim()) : dotGit;
+      const common = readText(path.join(gitdir, "commondir"))?.trim();
+      return { gitdir, common: common ? path.resolve(gitdir, common) : gitdir };
+    }
+    if (path.dirname(at) === at) return undefined;
+  }
+}
+
+/** A ref's commit: its file (HEAD in the worktree's own directory), else packed-refs. */
+function resolveRef(
+  dirs: { gitdir: string; common: string },
+  ref: string,
+  depth = 0,
+): string | null {
+  // A ref is a name under refs/ (or HEAD), never a path out of the repository.
+  if (depth > MAX_SYMREF_DEPTH || (ref !== "HEAD" && !/^refs\/[^\0\\]+$/.test(ref))) return null;
+  if (ref.split("/").includes("..")) return null;
+  for (const base of ref === "HEAD" ? [dirs.gitdir] : [dirs.gitdir, dirs.common]) {
+    const value = readText(path.join(base, ref))?.trim();
+    if (value === undefined) continue;
+    if (value.startsWith("ref:")) return resolveRef(dirs, value.slice(4).trim(), depth + 1);
+    return OBJECT_ID.test(value) ? value : null;
+  }
+  for (const line of readText(path.join(dirs.common, "packed-refs"))?.split("\n") ?? []) {
+    const [id, name] = line.split(" ");
+    if (name === ref && OBJECT_ID.test(id ?? "")) return id!;
+  }
+  return null;
+}
+
+/**
+ * The commit the manifests were read at: HEAD of the checkout at or above `dir`, read from its
+ * files as git reads it (loose refs, packed-refs, a linked worktree's own HEAD), without loading
+ * isomorphic-git, which cost every audit of a checkout 25 to 50 ms of start before its first
+ * session. Null outside a checkout, before the first commit, and where git keeps its refs in a
+ * form not read here (reftable).
+ */
+export function manifestRevision(dir: string): string | null {
+  const dirs = gitDirs(dir);
+  return dirs ? resolveRef(dirs, "HEAD") : null;
 }
 
 /**

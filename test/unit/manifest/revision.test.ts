@@ -1,11 +1,12 @@
-// Whether a manifest tree differs from the commit it was read at, checked against git's own view
-// of the same repository, one change at a time.
+// The commit a manifest tree was read at, and whether the tree differs from it, checked against
+// git's own view of the same repository, one change at a time.
 import assert from "node:assert/strict";
 import { rm, writeFile } from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { execa } from "execa";
-import { manifestDirty } from "../../../src/manifest/revision.js";
+import { manifestDirty, manifestRevision } from "../../../src/manifest/revision.js";
 import { scratchTrees } from "../../support/tree.js";
 
 const tree = scratchTrees();
@@ -77,5 +78,72 @@ describe("manifestDirty", () => {
     } finally {
       await rm(linked, { recursive: true, force: true });
     }
+  });
+});
+
+describe("manifestRevision", () => {
+  it("names the commit `git rev-parse HEAD` names, in each layout git keeps its refs in", async () => {
+    const repo = await tree({ "fleet-manifests/nodes/a.yaml": "a: 1\n" });
+    const manifests = path.join(repo, "fleet-manifests");
+    const git = (...args: string[]) =>
+      execa("git", ["-c", "user.name=t", "-c", "user.email=t@example.net", ...args], { cwd: repo });
+    /** What git itself says HEAD is, for the checkout at `dir`; null where it names no commit. */
+    const head = async (dir: string) => {
+      const run = await execa("git", ["rev-parse", "--verify", "-q", "HEAD"], {
+        cwd: dir,
+        reject: false,
+      });
+      return run.exitCode === 0 ? run.stdout.trim() : null;
+    };
+    const same = async (dir: string, layout: string) => {
+      assert.equal(manifestRevision(dir), await head(dir), layout);
+      return manifestRevision(dir);
+    };
+
+    assert.equal(manifestRevision(os.tmpdir()), null, "outside a checkout");
+    await git("init", "-q", "-b", "main");
+    assert.equal(await same(manifests, "before the first commit"), null);
+    await git("commit", "-qm", "one", "--allow-empty");
+    await git("add", ".");
+    await git("commit", "-qm", "two");
+    assert.match((await same(manifests, "a loose ref"))!, /^[0-9a-f]{40}$/);
+    await git("pack-refs", "--all");
+    await same(manifests, "packed-refs only");
+    await git("commit", "-qm", "three", "--allow-empty");
+    await same(repo, "a loose ref newer than its packed one");
+    await git("checkout", "-q", "--detach", "HEAD~1");
+    await same(manifests, "a detached HEAD");
+    await git("checkout", "-q", "main");
+    await git("symbolic-ref", "refs/heads/alias", "refs/heads/main");
+    await git("symbolic-ref", "HEAD", "refs/heads/alias");
+    await same(manifests, "a symbolic ref to a branch");
+
+    const linked = path.join(repo, "..", `${path.basename(repo)}-linked`);
+    await git("worktree", "add", "-q", "-b", "linked", linked, "main~1");
+    try {
+      // Its `.git` is a file; its HEAD is its own, its branches the main repository's.
+      const at = await same(path.join(linked, "fleet-manifests"), "a linked worktree");
+      assert.notEqual(at, manifestRevision(manifests), "the worktree's own HEAD");
+    } finally {
+      await rm(linked, { recursive: true, force: true });
+    }
+
+    const sha256 = await tree({ "nodes/a.yaml": "a: 1\n" });
+    const git256 = (...args: string[]) =>
+      execa("git", ["-c", "user.name=t", "-c", "user.email=t@example.net", ...args], {
+        cwd: sha256,
+      });
+    await git256("init", "-q", "--object-format=sha256");
+    await git256("add", ".");
+    await git256("commit", "-qm", "one");
+    assert.match((await same(sha256, "a SHA-256 repository"))!, /^[0-9a-f]{64}$/);
+  });
+
+  it("never reads outside the repository for a ref that climbs out of refs/", async () => {
+    const repo = await tree({ "nodes/a.yaml": "a: 1\n" });
+    await execa("git", ["init", "-q"], { cwd: repo });
+    await writeFile(path.join(repo, "outside"), `${"a".repeat(40)}\n`);
+    await writeFile(path.join(repo, ".git", "HEAD"), "ref: refs/../../outside\n");
+    assert.equal(manifestRevision(repo), null);
   });
 });
