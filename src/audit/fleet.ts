@@ -45,7 +45,11 @@ export interface FleetRun {
   /** Per-jump-host limits within `concurrency` (ssh); none: only `concurrency` applies. */
   sessions?: SessionGates;
   manifestRevision: string | null;
-  manifestDirty?: boolean;
+  /**
+   * Whether the manifests differ from that commit. Asked when the first node's result is in, not
+   * before the first sessions: it loads isomorphic-git and reads the repository.
+   */
+  manifestDirty?: () => Promise<boolean>;
   shard?: Shard;
   /** What the audit history knows of each node's last successful audit. */
   causeRequest?: (node: LoadedNode) => CauseRequest;
@@ -60,6 +64,10 @@ export interface FleetRun {
 export async function spoolFleet(run: FleetRun): Promise<SpooledReport> {
   const startedAt = new Date().toISOString();
   const spool = await EntrySpool.create();
+  let dirty: Promise<boolean> | undefined;
+  // Like the check itself, a repository it cannot read counts as clean.
+  const manifestDirty = () =>
+    (dirty ??= run.manifestDirty?.().catch(() => false) ?? Promise.resolve(false));
   try {
     const limit = nodeLimit(run.concurrency, run.sessions);
     await eachAdmitted(run.nodes, (node) =>
@@ -72,6 +80,7 @@ export async function spoolFleet(run: FleetRun): Promise<SpooledReport> {
           run.drift,
           cause,
         );
+        void manifestDirty();
         run.onResult?.(result);
         spool.add(result);
       }),
@@ -81,7 +90,7 @@ export async function spoolFleet(run: FleetRun): Promise<SpooledReport> {
       startedAt,
       finishedAt: new Date().toISOString(),
       manifestRevision: run.manifestRevision,
-      ...(run.manifestDirty && { manifestDirty: true as const }),
+      ...((await manifestDirty()) && { manifestDirty: true as const }),
       nodes: [],
       summary: spool.counts.summary,
       ...(run.shard && { shard: run.shard }),

@@ -125,8 +125,8 @@ async function fleetRun(
       !reach.transportFor && {
         sessions: sshSessionGates(ssh, shard?.count),
       }),
-    manifestRevision: await manifestRevision(fleet.dir),
-    manifestDirty: await manifestDirty(fleet.dir),
+    manifestRevision: manifestRevision(fleet.dir),
+    manifestDirty: () => manifestDirty(fleet.dir),
     shard,
     onResult: onResult?.(nodes.length),
   };

@@ -32,7 +32,7 @@ async function loadWatched(config: WatchOptions): Promise<WatchedManifest> {
   const marker = config.maintenanceMarker;
   return {
     node,
-    revision: await manifestRevision(fleet.dir),
+    revision: manifestRevision(fleet.dir),
     settings: fleetAuditSettings(fleet, {
       timeoutMs: (config.timeout ?? DEFAULT_TIMEOUT_SECONDS) * 1000,
       ...(marker && { maintenanceMarker: marker }),
