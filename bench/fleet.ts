@@ -224,6 +224,21 @@ try {
         ...["--packages", packages],
       ]),
   );
+  // A fleet repository's checkout, as the audit meets one: it reads the revision and whether the
+  // manifests are committed.
+  const git = (...args: string[]) =>
+    mustRun("git", [
+      "-C",
+      manifests,
+      "-c",
+      "user.name=bench",
+      "-c",
+      "user.email=b@example.net",
+      ...args,
+    ]);
+  await git("init", "-q");
+  await git("add", ".");
+  await git("commit", "-qm", "manifests");
   // The probe the real code sends for this spec.
   const { script: probe } = await typicalProbe(manifests);
 
