@@ -8,15 +8,20 @@ import path from "node:path";
 
 type Git = typeof import("isomorphic-git").default;
 
+/** The nearest folder at or above `dir` holding a `.git` (a folder, or a file pointing to one). */
+function checkoutRoot(dir: string): string | undefined {
+  for (let at = path.resolve(dir); ; at = path.dirname(at)) {
+    if (fs.existsSync(path.join(at, ".git"))) return at;
+    if (path.dirname(at) === at) return undefined;
+  }
+}
+
 /**
  * isomorphic-git, loaded only when a `.git` lies at or above `dir` (where its findRoot looks): a
  * large module that an audit of manifests outside a checkout would load for nothing.
  */
 async function gitFor(dir: string): Promise<Git | undefined> {
-  for (let at = path.resolve(dir); ; at = path.dirname(at)) {
-    if (fs.existsSync(path.join(at, ".git"))) return (await import("isomorphic-git")).default;
-    if (path.dirname(at) === at) return undefined;
-  }
+  return checkoutRoot(dir) === undefined ? undefined : (await import("isomorphic-git")).default;
 }
 
 // A commit id: SHA-1, or SHA-256 in a repository made with --object-format=sha256.
@@ -37,18 +42,15 @@ const readText = (file: string) => {
  * points (a linked worktree, a submodule); with the common directory its branches are kept in.
  */
 function gitDirs(dir: string): { gitdir: string; common: string } | undefined {
-  for (let at = path.resolve(dir); ; at = path.dirname(at)) {
-    const dotGit = path.join(at, ".git");
-    const info = fs.statSync(dotGit, { throwIfNoEntry: false });
-    if (info) {
-      const pointer = info.isFile() ? /^gitdir: (.+)$/m.exec(readText(dotGit) ?? "") : undefined;
-      if (info.isFile() && !pointer) return undefined;
-      const gitdir = pointer ? path.resolve(at, pointer[1]!.trim()) : dotGit;
-      const common = readText(path.join(gitdir, "commondir"))?.trim();
-      return { gitdir, common: common ? path.resolve(gitdir, common) : gitdir };
-    }
-    if (path.dirname(at) === at) return undefined;
-  }
+  const root = checkoutRoot(dir);
+  if (root === undefined) return undefined;
+  const dotGit = path.join(root, ".git");
+  const isFile = fs.statSync(dotGit, { throwIfNoEntry: false })?.isFile();
+  const pointer = isFile ? /^gitdir: (.+)$/m.exec(readText(dotGit) ?? "") : undefined;
+  if (isFile && !pointer) return undefined;
+  const gitdir = pointer ? path.resolve(root, pointer[1]!.trim()) : dotGit;
+  const common = readText(path.join(gitdir, "commondir"))?.trim();
+  return { gitdir, common: common ? path.resolve(gitdir, common) : gitdir };
 }
 
 /** A ref's commit: its file (HEAD in the worktree's own directory), else packed-refs. */
