@@ -257,8 +257,7 @@ try {
     floor: Measured;
     raw: Measured;
     bare: Measured;
-    audit: Measured;
-    cpu: number;
+    audit: Measured & { cpuMs: number };
     base: number;
   }
   const figures: Round[] = [];
@@ -273,7 +272,7 @@ try {
     report = qm.report;
     const base = BASELINE ? await audit(manifests, fleet.sshConfig, work, BASELINE) : undefined;
     baseReport = base?.report;
-    figures.push({ floor, raw, bare, audit: qm, cpu: qm.cpuMs, base: base?.ms ?? NaN });
+    figures.push({ floor, raw, bare, audit: qm, base: base?.ms ?? NaN });
     console.log(
       `round ${round}: floor ${secs(floor.ms)}, raw probe ${secs(raw.ms)} (${ratio(raw.ms, floor.ms)}), bare Node ${secs(bare.ms)} (${ratio(bare.ms, floor.ms)}), audit ${secs(qm.ms)} (${ratio(qm.ms, floor.ms)}), auditor CPU ${qm.cpuMs.toFixed(0)} ms` +
         (base ? `; baseline audit ${secs(base.ms)} (${ratio(base.ms, floor.ms)})` : "") +
@@ -350,7 +349,7 @@ try {
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
   const best = (key: "floor" | "raw" | "bare" | "audit") => least(figures.map((f) => f[key].ms));
   const [floor, raw, bare, qm] = [best("floor"), best("raw"), best("bare"), best("audit")];
-  const cpu = least(figures.map((f) => f.cpu));
+  const cpu = least(figures.map((f) => f.audit.cpuMs));
   // Core time each run adds to its round's floor, the median over rounds.
   const added = (key: "raw" | "bare" | "audit", part: "busy" | "idle") =>
     median(figures.map((f) => f[key][part] - f.floor[part]));
