@@ -1,6 +1,7 @@
 import { pathIn, within, type Domain } from "../domain.js";
 import { ManifestEditError } from "../../errors.js";
 import { LINKED_COMPONENT, PRINT_LINK } from "../no-follow.js";
+import { enablementCause, enablementRecords } from "./cause.js";
 import { unitFindings } from "./compare.js";
 import { dropinDir, SystemdDeclared, unitFileNames } from "./declared.js";
 import { mapsProbe } from "./maps.js";
@@ -133,6 +134,8 @@ export const systemd: Domain<SystemdDeclared, SystemdLive, "systemd"> = {
       return unitFindings(unit, got, pathIn(this, unit.name), live);
     });
   },
+  records: enablementRecords,
+  cause: enablementCause,
   accept(declared, finding) {
     const [name, attribute, dropin] = within(this, finding.path) as [
       string,
