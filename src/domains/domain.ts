@@ -152,6 +152,11 @@ export interface Domain<Declared, Live, Name extends string> {
    * (src/watch/targets.ts). Without it, the domain is re-checked only by the periodic poll.
    */
   watchTargets?(declared: Declared): WatchTargets;
+  /**
+   * The declaration with a TCP listener of the auditor's own allowed (`watch`'s metrics server, at
+   * the address it is bound to), for a domain in which that listener would be drift.
+   */
+  allowingOwnListener?(declared: Declared, own: { address: string; port: number }): Declared;
 }
 
 /** Where a declaration's live state lives on disk, as the watcher listens to it. */
