@@ -79,9 +79,9 @@ export default {
     {
       name: "no-test-code",
       comment:
-        "Only a domain's test sample (domains/<name>/sample.ts and its types) may use test support: the rest of src/ is what ships.",
+        "src/ is what ships: it uses no test support (a domain's test sample lives with the tests, in test/support/samples/).",
       severity: "error",
-      from: { path: "^src/", pathNot: "^src/domains/.*sample\\.ts$" },
+      from: { path: "^src/" },
       to: { path: "^(test|bench|scripts)/" },
     },
     {

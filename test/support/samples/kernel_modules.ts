@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { PROTOTYPE_NAMES } from "../../../test/support/probe-output.js";
-import type { DomainSample } from "../sample.js";
-import type { kernelModules } from "./index.js";
+import { PROTOTYPE_NAMES } from "../probe-output.js";
+import type { DomainSample } from "./domain-sample.js";
+import type { kernelModules } from "../../../src/domains/kernel_modules/index.js";
 
 export const sample: DomainSample<typeof kernelModules> = {
   declared: { loaded: ["br_netfilter"], absent: ["constructor"] },

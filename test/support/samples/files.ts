@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { marked, PROTOTYPE_NAMES } from "../../../test/support/probe-output.js";
-import type { DomainSample } from "../sample.js";
-import type { files } from "./index.js";
+import { marked, PROTOTYPE_NAMES } from "../probe-output.js";
+import type { DomainSample } from "./domain-sample.js";
+import type { files } from "../../../src/domains/files/index.js";
 
 const HASH = "a".repeat(64);
 const HOTFIXED = "/etc/qm-e2e/hotfixed.conf";

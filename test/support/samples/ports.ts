@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import type { DomainSample } from "../sample.js";
-import type { ports } from "./index.js";
+import type { DomainSample } from "./domain-sample.js";
+import type { ports } from "../../../src/domains/ports/index.js";
 
 export const sample: DomainSample<typeof ports> = {
   declared: ["tcp/22", "udp/53"],

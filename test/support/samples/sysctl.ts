@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { marked, PROTOTYPE_NAMES } from "../../../test/support/probe-output.js";
-import type { DomainSample } from "../sample.js";
-import type { sysctl } from "./index.js";
+import { marked, PROTOTYPE_NAMES } from "../probe-output.js";
+import type { DomainSample } from "./domain-sample.js";
+import type { sysctl } from "../../../src/domains/sysctl/index.js";
 
 const lines = (list: string[]) => `${list.join("\n")}\n`;
 

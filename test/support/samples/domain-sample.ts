@@ -1,9 +1,8 @@
-// What the tests that run every domain at once need from each domain: its `sample.ts` exports
-// `sample`, typed `DomainSample<typeof theDomain>`. Samples are test material kept beside the
-// domain so adding a domain touches no table elsewhere; only tests and benchmarks import them
-// (through test/support/samples.ts), never the CLI, so they are not bundled.
-import type { HostDefinition } from "../../test/support/hosts.js";
-import type { Domain } from "./domain.js";
+// What the tests that run every domain at once need from each domain: test/support/samples/<name>.ts
+// exports `sample`, typed `DomainSample<typeof theDomain>`. Samples are test material, kept with the
+// tests: only tests and benchmarks import them (through test/support/samples.ts), never the CLI.
+import type { HostDefinition } from "../hosts.js";
+import type { Domain } from "../../../src/domains/domain.js";
 
 /** The declaration type of a domain object. */
 export type DeclaredOf<D> =
