@@ -85,6 +85,22 @@ export default {
       to: { path: "^(test|bench|scripts)/" },
     },
     {
+      name: "domains-through-the-registry",
+      comment:
+        "A domain's folder is imported by the registry (domains/registry.ts) alone: the rest of src/, the helpers beside the contract and the other domains read a domain through the contract (domains/domain.ts) and the registry.",
+      severity: "error",
+      from: { path: "^src/", pathNot: ["^src/domains/registry\\.ts$", "^src/domains/([^/]+)/"] },
+      to: { path: "^src/domains/[^/]+/" },
+    },
+    {
+      name: "domains-through-the-registry",
+      comment:
+        "A domain's folder imports no other domain's folder: what two domains share lives beside the contract.",
+      severity: "error",
+      from: { path: "^src/domains/([^/]+)/" },
+      to: { path: "^src/domains/[^/]+/", pathNot: "^src/domains/$1/" },
+    },
+    {
       name: "pure-core-no-io",
       comment:
         "A pure module (PURE) imports neither forge/ nor node:fs: what it needs from GitHub or a file is gathered by its caller and passed in as data (a record's type may be named).",
