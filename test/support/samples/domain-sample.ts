@@ -25,6 +25,13 @@ export interface BenchText {
 
 export interface DomainSample<D> {
   /**
+   * Every host path (a file, or a directory and all under it) the domain's probe reads, the
+   * declared sample's files included: `runProbe` (test/unit/domains/live-probe.ts) redirects them
+   * to a test's tree, and test/unit/probe/own-tree.test.ts fails when a section reads a path this
+   * leaves out.
+   */
+  reads: readonly string[];
+  /**
    * A valid declaration, with a prototype name (`constructor`, `toString`) wherever the manifest
    * may hold one: test/unit/domains/fuzz.test.ts compares everything `parse` returns against it.
    */

@@ -8,6 +8,7 @@ const HOTFIXED = "/etc/qm-e2e/hotfixed.conf";
 const lines = (list: string[]) => `${list.join("\n")}\n`;
 
 export const sample: DomainSample<typeof files> = {
+  reads: ["/etc"],
   declared: [
     { path: "/etc/a", contents: "x\n", mode: "0644", owner: "root" },
     { path: "/etc/constructor", sha256: HASH },

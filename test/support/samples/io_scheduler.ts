@@ -4,6 +4,7 @@ import type { DomainSample } from "./domain-sample.js";
 import type { ioScheduler } from "../../../src/domains/io_scheduler/index.js";
 
 export const sample: DomainSample<typeof ioScheduler> = {
+  reads: ["/sys/block"],
   declared: { vda: "mq-deadline", "sd*": "bfq", toString: "none" },
   bench: {
     declared: { vda: "mq-deadline", "sd*": "bfq" },

@@ -5,6 +5,14 @@ import type { DomainSample } from "./domain-sample.js";
 import type { kernel } from "../../../src/domains/kernel/index.js";
 
 export const sample: DomainSample<typeof kernel> = {
+  reads: [
+    "/proc/sys/kernel/osrelease",
+    "/proc/stat",
+    "/boot",
+    "/lib/modules",
+    "/run/reboot-required",
+    "/run/reboot-needed",
+  ],
   declared: "6.1.0-28-amd64",
   bench: {
     declared: "6.1.0-28-amd64",

@@ -3,6 +3,7 @@ import type { DomainSample } from "./domain-sample.js";
 import type { ports } from "../../../src/domains/ports/index.js";
 
 export const sample: DomainSample<typeof ports> = {
+  reads: ["/proc", "/etc/passwd"],
   declared: ["tcp/22", "udp/53"],
   bench: {
     declared: ["tcp/22"],

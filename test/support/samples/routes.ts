@@ -12,6 +12,7 @@ const net24 = (i: number) =>
     .join("");
 
 export const sample: DomainSample<typeof routes> = {
+  reads: ["/proc/net"],
   declared: [
     { dst: "default", via: "10.0.0.1", dev: "eth0" },
     { dst: "10.1.0.0/16", dev: "eth1" },

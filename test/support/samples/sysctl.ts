@@ -6,6 +6,16 @@ import type { sysctl } from "../../../src/domains/sysctl/index.js";
 const lines = (list: string[]) => `${list.join("\n")}\n`;
 
 export const sample: DomainSample<typeof sysctl> = {
+  reads: [
+    "/proc/sys",
+    "/proc/stat",
+    "/etc/sysctl.conf",
+    "/etc/sysctl.d",
+    "/run/sysctl.d",
+    "/usr/local/lib/sysctl.d",
+    "/usr/lib/sysctl.d",
+    "/lib/sysctl.d",
+  ],
   declared: { "net.ipv4.ip_forward": "1", constructor: "1" },
   fuzzLines: (mark) => [
     ...["runtime", "persisted"].map(mark),

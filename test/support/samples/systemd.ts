@@ -4,6 +4,15 @@ import type { DomainSample } from "./domain-sample.js";
 import type { systemd } from "../../../src/domains/systemd/index.js";
 
 export const sample: DomainSample<typeof systemd> = {
+  reads: [
+    "/etc/systemd",
+    "/run/systemd",
+    "/usr/local/lib/systemd",
+    "/usr/lib/systemd",
+    "/lib/systemd",
+    "/proc",
+    "/sys/fs/cgroup",
+  ],
   declared: [
     {
       name: "a.service",
