@@ -1,4 +1,5 @@
 import type { Cause } from "../../domains/cause.js";
+import { notAHostTime, untimedEvidence } from "../../domains/file-times.js";
 import { ABSENT } from "../../domains/packages/constraint.js";
 import type { DriftItem } from "../../report/schema.js";
 import type { AptTransaction, HostRecord, PackageEvent } from "./record.js";
@@ -26,6 +27,17 @@ export interface CauseContext {
   /** What the node's last audit declared, and the revision audited now: a rollout's evidence. */
   before?: DeclaredBefore;
   revision?: string | null;
+}
+
+/**
+ * The cause `build` makes of a time the host recorded (epoch milliseconds, `what` names it), or
+ * `unknown` saying why that time is none: a report never holds a time its reader refuses.
+ */
+function hostTimed(what: string, ms: number, build: (at: string) => Cause): Cause {
+  const bad = notAHostTime(ms / 1000);
+  return bad === undefined
+    ? build(iso(ms))
+    : { kind: "unknown", evidence: untimedEvidence(what, ms / 1000, bad) };
 }
 
 /**
@@ -104,13 +116,17 @@ function transactionCause(
           )
         : record.packages.filter((e) => e.at === event.at);
   const changes = [...new Set(within.map(change))].sort();
-  return {
+  const what =
+    rpm === undefined
+      ? `the time dpkg.log gives ${change(event)}`
+      : `rpm's INSTALLTIME of ${event.name}`;
+  return hostTimed(what, event.at, (at) => ({
     kind,
-    at: iso(event.at),
+    at,
     ...(rpm === undefined && { by: byOf(transaction) }),
     evidence,
     group: `package: ${changes.join(", ")}`,
-  };
+  }));
 }
 
 function packageCause(item: DriftItem, record: HostRecord): Cause | undefined {
@@ -141,24 +157,24 @@ function fileCause(item: DriftItem, record: HostRecord, ctx: CauseContext): Caus
   // A package's file with other contents than it shipped, or a file no package ships: edited.
   if (!stat || (owned && (digest === undefined || owned.digest === undefined))) return undefined;
   const of = owned ? `, a local edit of ${owned.package}'s file` : "";
-  return {
+  return hostTimed(`${path}'s mtime`, stat.mtime, (at) => ({
     kind: "file-edit",
-    at: iso(stat.mtime),
-    evidence: `${path} modified at ${iso(stat.mtime)}, owner ${stat.owner}${of}`,
+    at,
+    evidence: `${path} modified at ${at}, owner ${stat.owner}${of}`,
     group: `file-edit: ${ctx.node} ${path}`,
-  };
+  }));
 }
 
 function rebootCause(item: DriftItem, record: HostRecord, ctx: CauseContext): Cause | undefined {
   const boot = record.bootTime;
   // A boot before the last audit did not change what that audit saw.
   if (boot === undefined || (ctx.since !== undefined && boot < ctx.since)) return undefined;
-  return {
+  return hostTimed("the boot time", boot, (at) => ({
     kind: "reboot",
-    at: iso(boot),
-    evidence: `booted ${String(item.live)} at ${iso(boot)}`,
+    at,
+    evidence: `booted ${String(item.live)} at ${at}`,
     group: `reboot into ${String(item.live)}`,
-  };
+  }));
 }
 
 const WANTS = "/etc/systemd/system/";
@@ -179,10 +195,10 @@ function enablementCause(
   const dirs = entries.filter(([path]) => path.endsWith(".wants"));
   const [path, stat] = item.live === true ? (links[0] ?? []) : dirs.length === 1 ? dirs[0]! : [];
   if (path === undefined || stat === undefined) return undefined;
-  return {
+  return hostTimed(`${path}'s mtime`, stat.mtime, (at) => ({
     kind: "persisted",
-    at: iso(stat.mtime),
+    at,
     evidence: item.live === true ? `${path} created` : `${unit}'s link removed from ${path}`,
     group: `persisted: ${ctx.node} ${unit} ${item.live === true ? "enabled" : "disabled"}`,
-  };
+  }));
 }

@@ -33,7 +33,7 @@ export interface AptTransaction {
 }
 
 export interface HostRecord {
-  /** Epoch milliseconds of the boot (`btime`). */
+  /** Epoch milliseconds of the boot (`btime`); NaN when the host's is no number. */
   bootTime?: number;
   /** The host's UTC offset in minutes, as its logs are written; unknown: no log is read. */
   offsetMinutes?: number;
@@ -133,8 +133,9 @@ export function parseHostRecord(parts: [string, string][], since?: number): Host
     conffiles: [],
     apt: [],
   };
-  const btime = /^(\d{1,12})$/.exec(lines(byLabel.get("boot"))[0] ?? "");
-  if (btime) record.bootTime = Number(btime[1]) * 1000;
+  // A boot time that is no number is kept as NaN: the cause it would time says why it has none.
+  const boot = lines(byLabel.get("boot"))[0];
+  if (boot !== undefined) record.bootTime = /^\d{1,15}$/.test(boot) ? Number(boot) * 1000 : NaN;
   const offset = parseOffset(lines(byLabel.get("clock"))[0] ?? "");
   for (const line of lines(byLabel.get("owned"))) {
     const conffile = /^(\S+) ([0-9a-f]{32}) (\/.*)$/.exec(line);

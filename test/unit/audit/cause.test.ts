@@ -392,3 +392,30 @@ describe("causes on an apk host (busybox userland)", () => {
     }
   });
 });
+
+describe("host times that are not times", () => {
+  const record = (parts: [string, string][]) =>
+    parseHostRecord(parseContext(N).parts(marked(N, parts)));
+  const causeOf = (it: DriftItem, parts: [string, string][]) =>
+    attachCauses([it], record(parts), { node: "n" })[0]!.cause!;
+
+  it("an rpm INSTALLTIME past the audit's tolerance, or a boot time that is no number, gives unknown saying why", () => {
+    const rpm = causeOf(item("packages", "qm-rpm", "1.1-1"), [
+      ["rpm", "qm-rpm 999999999999 1796285250 (none):1.1-1\n"],
+    ]);
+    assert.deepEqual(rpm, {
+      kind: "unknown",
+      evidence:
+        "rpm's INSTALLTIME of qm-rpm 999999999999 is later than the audit by more than a day: the host's clock or records cannot be trusted for this change",
+    });
+    const boot = causeOf(item("kernel", "kernel_version", "6.1.0-29-amd64"), [["boot", "x1\n"]]);
+    assert.equal(boot.kind, "unknown");
+    assert.match(boot.evidence, /^the boot time is not a time: /);
+    // Within a day ahead of the auditor's clock, a time stands: clocks drift.
+    const soon = Math.floor(Date.now() / 1000) + 3600;
+    const reboot = causeOf(item("kernel", "kernel_version", "6.1.0-29-amd64"), [
+      ["boot", `${soon}\n`],
+    ]);
+    assert.equal(reboot.kind, "reboot");
+  });
+});
