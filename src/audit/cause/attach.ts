@@ -1,4 +1,4 @@
-import type { Cause } from "../../domains/cause.js";
+import { boundedCause, type Cause } from "../../domains/cause.js";
 import { notAHostTime, untimedEvidence } from "../../domains/file-times.js";
 import { ABSENT } from "../../domains/packages/constraint.js";
 import type { DriftItem } from "../../report/schema.js";
@@ -54,7 +54,7 @@ export function attachCauses(
     if (item.latentPolicy) return item;
     const rollout = ctx.before && rolloutCause(item, ctx.before, ctx.revision ?? null);
     if (rollout) return { ...item, cause: rollout };
-    return item.cause ? item : { ...item, cause: causeOf(item, record, ctx) };
+    return { ...item, cause: boundedCause(item.cause ?? causeOf(item, record, ctx)) };
   });
 }
 
