@@ -63,6 +63,14 @@ function allows(item: AllowedPort, proto: string, port: number, address: string)
   );
 }
 
+/**
+ * Unauthorized listeners past this many are one item counting them: one user opening thousands of
+ * ports adds one item to the report and the run history, not thousands.
+ */
+export const MAX_UNAUTHORIZED_ITEMS = 50;
+/** The key of that item: no allow-list entry looks like it. */
+export const OTHER_LISTENERS = "other listeners";
+
 const Port = z
   .string()
   .superRefine((text, ctx) => {
@@ -175,6 +183,7 @@ export const ports: Domain<PortsDeclared, PortsLive, "ports"> = {
   },
   compare(declared, live) {
     const findings: Finding[] = [];
+    const unauthorizedFindings: Finding[] = [];
     const parsed = declared.map((text) => allowedPort(text));
     const items = parsed.filter((item): item is AllowedPort => !("error" in item));
     parsed.forEach((item, i) => {
@@ -207,7 +216,7 @@ export const ports: Domain<PortsDeclared, PortsLive, "ports"> = {
         // Who listens, as far as the audit user may see: the holders say it in the detail too.
         const holders = holdersOf(live.holders, port, addresses);
         const shown = scoped ? [key.split("@")[1]] : addresses;
-        findings.push({
+        unauthorizedFindings.push({
           key,
           declared: "closed",
           live: "listening",
@@ -217,9 +226,24 @@ export const ports: Domain<PortsDeclared, PortsLive, "ports"> = {
         });
       }
     }
-    return findings;
+    const rest = unauthorizedFindings.splice(MAX_UNAUTHORIZED_ITEMS - 1);
+    if (rest.length === 1) unauthorizedFindings.push(rest[0]!);
+    else if (rest.length > 1)
+      unauthorizedFindings.push({
+        key: OTHER_LISTENERS,
+        declared: "closed",
+        live: "listening",
+        path: this.specPath,
+        detail: `${rest.length} more listeners outside the allow-list: ${rest
+          .slice(0, 10)
+          .map((f) => f.key)
+          .join(", ")}${rest.length > 10 ? ", …" : ""}`,
+      });
+    return [...findings, ...unauthorizedFindings];
   },
   accept(declared, finding) {
+    // A flood of listeners is allowed one by one, by name, or not at all.
+    if (finding.key === OTHER_LISTENERS) return declared;
     // A declared port found closed leaves the allow-list; an unauthorized listener joins it.
     if (finding.live === "closed") return declared.filter((port) => port !== finding.key);
     return declared.includes(finding.key) ? declared : [...declared, finding.key];
