@@ -68,6 +68,8 @@ function allows(item: AllowedPort, proto: string, port: number, address: string)
  * ports adds one item to the report and the run history, not thousands.
  */
 export const MAX_UNAUTHORIZED_ITEMS = 50;
+/** Holders an item lists at most. */
+const MAX_ITEM_HOLDERS = 20;
 /** The key of that item: no allow-list entry looks like it. */
 export const OTHER_LISTENERS = "other listeners";
 
@@ -222,7 +224,8 @@ export const ports: Domain<PortsDeclared, PortsLive, "ports"> = {
           live: "listening",
           path: this.specPath,
           detail: `listening on ${shown.join(", ")}${holders.length ? ` (${holderWords(holders)})` : ""}`,
-          ...(holders.length > 0 && { holders }),
+          // The words count every holder; the item lists the first ones (a forking server has thousands).
+          ...(holders.length > 0 && { holders: holders.slice(0, MAX_ITEM_HOLDERS) }),
         });
       }
     }
