@@ -5,7 +5,6 @@ import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, describe, it } from "node:test";
-import { execa } from "execa";
 import { stringify } from "yaml";
 import { auditFleet } from "../../src/audit/fleet.js";
 import { defaultAuditSettings } from "../../src/audit/node.js";
@@ -18,7 +17,7 @@ import {
   scriptedTransport as scripted,
 } from "../support/probe-output.js";
 import { allSamples, specOf } from "../support/samples.js";
-import { removeTree, writeTree } from "../support/tree.js";
+import { removeTree, writeCommittedTree } from "../support/tree.js";
 
 const SAMPLES = await allSamples();
 // Year 33658, and a 15-digit time no date holds.
@@ -62,15 +61,10 @@ describe("host times that are not times, in every domain's hostile sample", () =
       const spec = specOf(SAMPLES.map(({ domain, sample }) => [domain, sample.hostile.declared]));
       // A kernel other than the one running: a reboot's cause, dated by the boot time.
       (spec.system as Record<string, unknown>).kernel_version = "0.0.0-declared";
-      const work = await writeTree({ "fleet-manifests/nodes/hostile.yaml": stringify(spec) });
+      const work = await writeCommittedTree({
+        "fleet-manifests/nodes/hostile.yaml": stringify(spec),
+      });
       dirs.push(work);
-      const git = (...args: string[]) =>
-        execa("git", ["-c", "user.name=qm", "-c", "user.email=qm@example.invalid", ...args], {
-          cwd: work,
-        });
-      await git("init", "-q");
-      await git("add", ".");
-      await git("commit", "-qm", "manifests");
       const manifests = path.join(work, "fleet-manifests");
       const fleet = await loadFleet(manifests);
       const files = ((spec.files ?? []) as { path: string }[]).map((f) => f.path);

@@ -10,7 +10,7 @@ import { execa } from "execa";
 import { Report } from "../../src/report/schema.js";
 import { runCli } from "../support/cli.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
-import { removeTree, writeTree } from "../support/tree.js";
+import { removeTree, writeCommittedTree } from "../support/tree.js";
 
 const CONF = "/etc/qm-times/app.conf";
 const SYSCTL_FILE = "/etc/sysctl.d/99-qm-times.conf";
@@ -55,18 +55,11 @@ describe("host times that are not times", () => {
       { name: "honest-01", ...host },
     ]);
     // A committed checkout: propose plans commits on top of the manifests' commit.
-    work = await writeTree({
+    work = await writeCommittedTree({
       "fleet-manifests/nodes/clock-01.yaml": spec,
       "fleet-manifests/nodes/honest-01.yaml": spec,
     });
     manifests = path.join(work, "fleet-manifests");
-    const git = (...args: string[]) =>
-      execa("git", ["-c", "user.name=qm", "-c", "user.email=qm@example.invalid", ...args], {
-        cwd: work,
-      });
-    await git("init", "-q");
-    await git("add", ".");
-    await git("commit", "-qm", "manifests");
   });
   after(async () => {
     await fleet?.stop();
