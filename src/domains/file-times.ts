@@ -38,6 +38,6 @@ export function notAHostTime(seconds: number, now: number = Date.now()): string 
 /** Seconds since the epoch as an ISO 8601 time, as a report shows them; checked by `notAHostTime` first. */
 export const isoTime = (seconds: number) => new Date(seconds * 1000).toISOString();
 
-/** What a cause says when the host's time for it is not a time: `what` names the time. */
-export const untimedEvidence = (what: string, seconds: number, why: string) =>
-  `${what}${Number.isFinite(seconds) ? ` ${seconds}` : ""} is ${why}: the host's clock or records cannot be trusted for this change`;
+/** What a cause says when the host's time for it is not a time: `what` names the time, `shown` is it. */
+export const untimedEvidence = (what: string, shown: string, why: string) =>
+  `${what} ${shown}, is ${why}: the host's clock or records cannot be trusted for this change`;

@@ -81,7 +81,11 @@ describe("host times that are not times, in every domain's hostile sample", () =
       for (const domain of ["kernel", "packages"]) {
         const cause = node.drift.find((d) => d.domain === domain)?.cause;
         assert.equal(cause?.kind, "unknown", domain);
-        assert.match(cause.evidence, /is later than the audit by more than a day/, domain);
+        assert.match(
+          cause.evidence,
+          /is (later than the audit by more than a day|not a time):/,
+          domain,
+        );
       }
       const file = path.join(work, "report.json");
       await writeFile(file, JSON.stringify(report));

@@ -28,7 +28,10 @@ export function driftCause(live: SysctlLive, name: string): Cause | undefined {
     const at = live.changed.get(boot.file);
     const bad = at === undefined ? undefined : notAHostTime(at);
     if (bad !== undefined)
-      return { kind: "unknown", evidence: untimedEvidence(`${boot.file}'s mtime`, at!, bad) };
+      return {
+        kind: "unknown",
+        evidence: untimedEvidence(`${boot.file}'s mtime,`, String(at), bad),
+      };
     return {
       kind: "persisted",
       ...(at !== undefined && { at: isoTime(at) }),
@@ -41,7 +44,10 @@ export function driftCause(live: SysctlLive, name: string): Cause | undefined {
   if (bootedAt === undefined || live.changed.size === 0) return undefined;
   const badBoot = notAHostTime(bootedAt);
   if (badBoot !== undefined)
-    return { kind: "unknown", evidence: untimedEvidence("the boot time", bootedAt, badBoot) };
+    return {
+      kind: "unknown",
+      evidence: untimedEvidence("the boot time,", String(bootedAt), badBoot),
+    };
   if ([...live.changed.values()].some((mtime) => mtime > bootedAt)) return undefined;
   return {
     kind: "runtime",
