@@ -114,8 +114,11 @@ test("the fleet workflows install the release package.json names, as release.yml
   const { version } = JSON.parse(readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as {
     version: string;
   };
-  for (const { file, text } of ours)
-    assert.deepEqual([...new Set(text.match(/v\d+\.\d+\.\d+[\w.-]*/g))], [`v${version}`], file);
+  for (const { file, text } of ours) {
+    // A pinned action's release, in the comment after its SHA, is that action's own.
+    const own = text.replace(/^.*uses: (?![\w.-]+\/quartermaster[@/]).*$/gm, "");
+    assert.deepEqual([...new Set(own.match(/v\d+\.\d+\.\d+[\w.-]*/g))], [`v${version}`], file);
+  }
 });
 
 test("pull requests are reviewed with pull_request, never pull_request_target", () => {
