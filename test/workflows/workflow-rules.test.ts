@@ -77,12 +77,12 @@ test("no expression is expanded inside a script: values reach run steps through 
       if (step.run) assert.doesNotMatch(step.run, /\$\{\{/, `${where}: ${step.run}`);
 });
 
-test("checkouts never keep credentials, and actions are pinned at least by major version", () => {
+test("checkouts never keep credentials, and actions are pinned by commit SHA", () => {
   for (const { where, job } of jobsAndAction)
     for (const step of job.steps.filter((s) => s.uses)) {
       assert.match(
         step.uses!,
-        /^[\w.-]+\/[\w.-]+(\/[\w.-]+)?@(v\d+|[0-9a-f]{40})$/,
+        /^[\w.-]+\/[\w.-]+(\/[\w.-]+)?@[0-9a-f]{40}$/,
         `${where}: ${step.uses}`,
       );
       if (step.uses!.startsWith("actions/checkout@"))
@@ -104,7 +104,7 @@ test("the fleet workflows are callable, run where the caller says, and install a
         `${file}/${id}`,
       );
       const install = job.steps.find((s) => s.name === "Install Quartermaster");
-      assert.match(install?.uses ?? "", /^[\w.-]+\/quartermaster@v\d+$/, `${file}/${id}`);
+      assert.match(install?.uses ?? "", /^[\w.-]+\/quartermaster@[0-9a-f]{40}$/, `${file}/${id}`);
       assert.ok(!job.steps.some((s) => /\bnpm ci\b|\bnpx\b/.test(s.run ?? "")), `${file}/${id}`);
     }
   }
@@ -117,6 +117,11 @@ test("the fleet workflows install the release package.json names, as release.yml
   for (const { file, text } of ours) {
     // A pinned action's release, in the comment after its SHA, is that action's own.
     const own = text.replace(/^.*uses: (?![\w.-]+\/quartermaster[@/]).*$/gm, "");
+    // One commit of this repository's actions, as release.yml checks against the tag's history.
+    const pins = new Set(
+      [...text.matchAll(/uses: [\w.-]+\/quartermaster(?:\/ssh)?@(\w+)/g)].map((m) => m[1]),
+    );
+    assert.equal(pins.size, 1, `${file}: ${[...pins].join(", ")}`);
     assert.deepEqual([...new Set(own.match(/v\d+\.\d+\.\d+[\w.-]*/g))], [`v${version}`], file);
   }
 });
@@ -138,7 +143,7 @@ test("drift-audit runs off the hour, never cancels a running audit, and never le
   for (const { file, text: t } of [...ours, ...actions])
     assert.doesNotMatch(t, /ssh-keyscan|StrictHostKeyChecking[= ]+(no|accept-new)/, file);
   // Its SSH comes from the ssh action, which checks host keys strictly.
-  assert.match(text, /uses: [\w.-]+\/quartermaster\/ssh@v\d+\n/);
+  assert.match(text, /uses: [\w.-]+\/quartermaster\/ssh@[0-9a-f]{40} # v[\d.]+\n/);
   assert.match(actions.find((a) => a.file === "ssh/action.yml")!.text, /StrictHostKeyChecking yes/);
 });
 
