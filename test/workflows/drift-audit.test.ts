@@ -240,6 +240,8 @@ describe("drift-audit and review-command workflows", () => {
         ["Which release", "success"],
         [`actions/cache@${ACTIONS["actions/cache"]!.sha}`, "success"],
         ["Download the release", first ? "success" : "skipped"],
+        // verify-attestation is off by default: no gh or API needed.
+        ["Verify the build provenance", "skipped"],
         ["Check the SHA-256 and install", "success"],
       ]),
     );

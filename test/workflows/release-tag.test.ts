@@ -24,8 +24,8 @@ const IDENTITY = {
 async function releaseStep(name: string): Promise<string> {
   const workflow = parse(
     await readFile(path.join(REPO_ROOT, ".github/workflows/release.yml"), "utf8"),
-  ) as { jobs: { release: { steps: { name?: string; run?: string }[] } } };
-  return workflow.jobs.release.steps.find((s) => s.name === name)!.run!;
+  ) as { jobs: { build: { steps: { name?: string; run?: string }[] } } };
+  return workflow.jobs.build.steps.find((s) => s.name === name)!.run!;
 }
 
 describe("release.yml publishes only a tag on the default branch", () => {

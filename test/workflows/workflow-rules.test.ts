@@ -30,7 +30,8 @@ const WRITERS = new Set([
   "drift-audit.yml/propose",
   "refresh-prs.yml/refresh",
   "review-command.yml/command",
-  "release.yml/release",
+  "release.yml/attest",
+  "release.yml/publish",
 ]);
 // The composite actions' steps, checked by the same rules as a job's.
 const actions = ["action.yml", "ssh/action.yml"].map((file) => ({
@@ -153,4 +154,45 @@ test("the release cache is keyed by repository, version and pinned digest", () =
   const key = String(cache?.with?.key);
   for (const part of ["steps.release.outputs.repository", "inputs.version", "inputs.sha256"])
     assert.ok(key.includes(part), `${key} leaves out ${part}`);
+});
+
+test("release.yml attests the tarball and the executable before publishing them, and only its attest job may sign", () => {
+  const { workflow } = workflows.find((w) => w.file === "release.yml")!;
+  const jobs = workflow.jobs as Record<string, Job & { needs?: string | string[] }>;
+  // The OIDC token and the attestations API, for the attest job alone.
+  for (const [id, job] of Object.entries(jobs))
+    assert.deepEqual(
+      Object.keys(job.permissions!).filter((p) => ["id-token", "attestations"].includes(p)),
+      id === "attest" ? ["id-token", "attestations"] : [],
+      id,
+    );
+  assert.deepEqual(jobs.attest!.permissions, {
+    contents: "read",
+    "id-token": "write",
+    attestations: "write",
+  });
+  assert.deepEqual(jobs.build!.permissions, { contents: "read" });
+  assert.deepEqual(jobs.publish!.permissions, { contents: "write" });
+  // build uploads, attest attests what it downloads, publish waits for both.
+  assert.equal(jobs.attest!.needs, "build");
+  assert.deepEqual(jobs.publish!.needs, ["build", "attest"]);
+  const uses = (job: Job) => job.steps.map((s) => s.uses?.split("@")[0] ?? s.name);
+  assert.deepEqual(uses(jobs.attest!), [
+    "actions/download-artifact",
+    "actions/attest-build-provenance",
+  ]);
+  const subjects = String(jobs.attest!.steps[1]!.with?.["subject-path"]).trim().split("\n");
+  assert.deepEqual(subjects, [
+    "${{ runner.temp }}/release/quartermaster-*.tgz",
+    "${{ runner.temp }}/release/quartermaster-linux-x64",
+  ]);
+  assert.deepEqual(uses(jobs.publish!), [
+    "actions/download-artifact",
+    "Create the GitHub release with its assets",
+  ]);
+  const built = uses(jobs.build!);
+  assert.ok(
+    built.indexOf("SHA-256 of each artifact") < built.indexOf("actions/upload-artifact"),
+    built.join(", "),
+  );
 });
