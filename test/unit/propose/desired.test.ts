@@ -302,9 +302,11 @@ describe("desired: from drift to pull requests", () => {
         plan(input(report({}, { fleetOverride: withTicket.fleet }), [], withTicket)),
       );
       assert.equal(resolve!.kind, "resolve");
-      // Filed in the node's folder; resolved, it moves out of the open ones.
+      // Filed in the node's folder; resolved, it moves out of the open ones into resolved/ beside
+      // them, so the folder never empties: git would read the last ticket leaving it as the folder
+      // renamed, and move a sibling PR's new ticket after it.
       assert.match(ticketFile, /^fleet-manifests\/remediations\/db-01\/kernel-/);
-      const resolvedFile = ticketFile.replace("/db-01/", "/resolved/");
+      const resolvedFile = ticketFile.replace("/db-01/", "/db-01/resolved/");
       assert.deepEqual(resolve!.files, {
         [ticketFile]: null,
         [resolvedFile]: resolve!.files[resolvedFile],
