@@ -35,7 +35,7 @@ import type { Report } from "../report/schema.js";
 import type { Covered, PlanInput } from "./plan-input.js";
 import { buildProposal, proposalKey, type DesiredPull, type Proposal } from "./proposal.js";
 import type { ExistingPull } from "./pulls.js";
-import { ticketFor, ticketIdentity, ticketsPastDue, ticketYaml } from "./ticket.js";
+import { ticketFor, ticketIdentity, ticketYaml } from "./ticket.js";
 
 // The pull requests this run's drift and tickets call for: an accept PR for each drift group the
 // manifest can take, else a ticket PR, and a resolve PR for each open ticket whose drift is gone.
@@ -308,15 +308,16 @@ function ticketProposal(
 }
 
 /**
- * Drift a ticket past its due date still covers is raised on that ticket (the dashboard lists it),
- * never as a fresh PR for the same drift.
+ * Drift an open ticket covers is never a fresh PR for the same drift: past its due date it is raised
+ * on that ticket (the dashboard lists it); before, it is acknowledged, which a report audited before
+ * the ticket was merged (the one a refresh plans from) does not say yet.
  */
 function raisedOnTickets(input: PlanInput): (group: DriftGroup) => boolean {
-  const overdue = ticketsPastDue(input.tickets, Date.parse(input.report.startedAt));
+  const open = input.tickets.filter(({ ticket }) => ticket.status === "open");
   return (group) =>
     group.nodes.every(({ node, items }) =>
       items.every((item) =>
-        overdue.some(
+        open.some(
           ({ ticket }) =>
             ticket.nodes.includes(node.name) && ticketCovers(ticket, itemSignature(item)),
         ),

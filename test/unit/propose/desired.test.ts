@@ -297,6 +297,12 @@ describe("desired: from drift to pull requests", () => {
       assert.deepEqual(plan(input(r, [], withTicket)), []);
     });
 
+    it("a report audited before the ticket was merged (what a refresh plans from) proposes nothing for the drift it covers", () => {
+      const before = report({ "db-01": [kernel] });
+      assert.equal(before.nodes.find((n) => n.name === "db-01")!.drift[0]!.acknowledged, undefined);
+      assert.deepEqual(plan(input(before, [], withTicket, 0)), []);
+    });
+
     it("when the drift is gone, resolving the ticket is proposed; not while a node of it is unaudited", () => {
       const [resolve] = opens(
         plan(input(report({}, { fleetOverride: withTicket.fleet }), [], withTicket)),
