@@ -184,6 +184,28 @@ describe("desired: from drift to pull requests", () => {
     }
   });
 
+  it("closing an accept PR rejects exactly its items (node, key, live value): the same drift on another node, and another live value, are accepted", () => {
+    const [first] = opens(plan(input(report({ "web-01": [somaxconn(8192)] }))));
+    const rejected: ExistingPull = { ...asPulls([first!])[0]!, state: "closed" };
+    const both = plan(
+      input(report({ "web-01": [somaxconn(8192)], "web-02": [somaxconn(8192)] }), [rejected]),
+    );
+    assert.deepEqual(
+      opens(both).map((a) => [a.kind, Object.keys(a.files), a.nodes]),
+      [
+        ["accept", ["fleet-manifests/nodes/web-02.yaml"], ["web-02"]],
+        ["ticket", [Object.keys(opens(both)[1]!.files)[0]], ["web-01"]],
+      ],
+    );
+    assert.match(opens(both)[1]!.body, /the accept PR #1 was closed without merging/);
+    assert.doesNotMatch(opens(both)[0]!.body, /closed without merging/);
+    const other = opens(plan(input(report({ "web-01": [somaxconn(16384)] }), [rejected])));
+    assert.deepEqual(
+      other.map((a) => a.kind),
+      ["accept"],
+    );
+  });
+
   it("a closed PR is a rejection only when its branch is an accept branch", () => {
     const r = report({ "db-01": [kernel] });
     const [ticket] = asPulls(plan(input(r)));
