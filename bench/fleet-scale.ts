@@ -484,6 +484,8 @@ async function standInRuns(
     [
       "#!/bin/sh",
       `[ "$1" = -G ] && { echo >> ${resolutions}; exec ${realSsh} "$@"; }`,
+      // A jump host's shared connection: up at once (its LocalCommand's line), held until ended.
+      `case " $* " in *" ControlMaster=yes "*) echo up; exec sleep 2147483647;; esac`,
       "n=$(sed -n 's/^QM_N=//p')",
       `exec sed "s/@QMNONCE@/$n/g" ${replayed}`,
       "",

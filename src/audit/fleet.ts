@@ -135,30 +135,35 @@ interface OpenGate {
 }
 
 /**
- * `run` through its node's gate: one limit per distinct key, set by the first node of the key to
- * arrive. A gate is held only while sessions run or wait in it (a p-limit costs over a kilobyte,
- * and every node reached directly is a key of its own: 136 MB at 100,000 nodes); its limit is
- * kept, a number per key.
+ * `run` through its node's gate: one limit per distinct key, that of the first node of the key to
+ * arrive, read again as each session starts and ends (it falls when a jump host's shared
+ * connection ends). A gate is held only while sessions run or wait in it (a p-limit costs over a
+ * kilobyte, and every node reached directly is a key of its own: 136 MB at 100,000 nodes); its
+ * first node is kept, one reference per key.
  */
 function sessionGates(
   sessions: SessionGates | undefined,
 ): <T>(node: LoadedNode, run: () => Promise<T>) => Promise<T> {
   if (!sessions) return (_node, run) => run();
-  const limits = new Map<string, number>();
+  const firstOf = new Map<string, LoadedNode>();
   const open = new Map<string, OpenGate>();
   const lookup = pLimit(GATE_LOOKUPS);
   return async (node, run) => {
     const key = await lookup(() => sessions.keyOf(node));
+    let first = firstOf.get(key);
+    if (!first) firstOf.set(key, (first = node));
+    const most = () => Math.max(1, sessions.limitOf(first, key));
+    const follow = (limit: LimitFunction) => {
+      if (limit.concurrency !== most()) limit.concurrency = most();
+    };
     let gate = open.get(key);
-    if (!gate) {
-      let most = limits.get(key);
-      if (most === undefined) limits.set(key, (most = Math.max(1, sessions.limitOf(node))));
-      open.set(key, (gate = { limit: pLimit(most), users: 0 }));
-    }
+    if (!gate) open.set(key, (gate = { limit: pLimit(most()), users: 0 }));
+    else follow(gate.limit);
     gate.users++;
     try {
       return await gate.limit(run);
     } finally {
+      follow(gate.limit);
       if (--gate.users === 0) open.delete(key);
     }
   };

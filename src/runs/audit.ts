@@ -13,6 +13,7 @@ import type { Fleet, LoadedNode } from "../manifest/load.js";
 import { manifestDirty, manifestRevision } from "../manifest/revision.js";
 import type { NodeResult, Report } from "../report/schema.js";
 import { localTransport } from "../transport/local.js";
+import { JumpConnections } from "../transport/jump-connection.js";
 import { sshSessionGates } from "../transport/session-gate.js";
 import { CertificateCheck } from "../transport/ssh-certificate.js";
 import {
@@ -40,6 +41,8 @@ export interface AuditOptions {
   shard: Shard | undefined;
   /** Told once per run of what fails every node it touches (an expired certificate). */
   notice?: (line: string) => void;
+  /** Told what the run has to say as it goes (a jump host's nodes connecting one by one). */
+  say?: (text: string) => void;
 }
 
 /** The fleet's `audit` settings (caps, maintenance marker) over the defaults. */
@@ -94,12 +97,15 @@ export interface Reach {
   transportFor?: (node: LoadedNode) => Transport;
 }
 
-/** Loads and selects the nodes, and what auditing them takes. */
+/**
+ * Loads and selects the nodes, and what auditing them takes: over ssh, the jump hosts' shared
+ * connections, which the caller closes when the audit ends.
+ */
 async function fleetRun(
   config: AuditOptions,
   onResult: ((total: number) => (r: NodeResult) => void) | undefined,
   reach: Reach,
-): Promise<{ fleet: Fleet; run: FleetRun }> {
+): Promise<{ fleet: Fleet; run: FleetRun; connections?: JumpConnections }> {
   const fleet = await loadManifests(config.source);
   const { shard, categories } = config;
   let nodes: LoadedNode[] = config.local
@@ -114,34 +120,37 @@ async function fleetRun(
   // --timeout wins; otherwise a node's own ssh.timeout, then the default.
   const nodeTimeoutMs = (node: LoadedNode) =>
     config.timeout === undefined && node.ssh.timeout ? node.ssh.timeout * 1000 : undefined;
+  const overSsh = !config.local && !reach.transportFor;
+  const connections = overSsh
+    ? new JumpConnections({ ...ssh, ...(config.say && { say: config.say }) })
+    : undefined;
+  // Sessions through one jump host (or one sshd) stay under what it allows, all shards together.
+  const sessions = connections && sshSessionGates(ssh, shard?.count, undefined, connections);
+  const channels = sessions?.channels;
   const transportFor = (node: LoadedNode): Transport =>
     reach.transportFor?.(node) ??
     (config.local
       ? localTransport(node.name)
-      : sshTransport(node, { ...ssh, timeoutMs: nodeTimeoutMs(node) }));
+      : sshTransport(node, { ...ssh, timeoutMs: nodeTimeoutMs(node), channels }));
   const run: FleetRun = {
     nodes,
     transportFor,
     settings,
     drift: { ...fleetDriftRules(fleet), now: new Date() },
     concurrency: config.concurrency,
-    // Sessions through one jump host (or one sshd) stay under its MaxStartups, all shards together.
-    ...(!config.local &&
-      !reach.transportFor && {
-        sessions: sshSessionGates(ssh, shard?.count),
-      }),
+    ...(sessions && { sessions }),
     manifestRevision: manifestRevision(fleet.dir),
     manifestDirty: () => manifestDirty(fleet.dir),
     shard,
     onResult: onResult?.(nodes.length),
   };
-  return { fleet, run };
+  return { fleet, run, ...(connections && { connections }) };
 }
 
 /** Loads, selects, audits, the report whole in memory: shared by `diff` and `review`. */
 export async function runAudit(config: AuditOptions): Promise<{ fleet: Fleet; report: Report }> {
-  const { fleet, run } = await fleetRun(config, undefined, {});
-  const report = await auditFleet(run);
+  const { fleet, run, connections } = await fleetRun(config, undefined, {});
+  const report = await auditFleet(run).finally(() => connections?.close());
   if (config.categories) report.categories = config.categories;
   return { fleet, report };
 }
@@ -161,10 +170,10 @@ export async function runSpooledAudit(
   options: SpooledAuditOptions,
   reach: Reach = {},
 ): Promise<JudgedReport> {
-  const { run, fleet } = await fleetRun(options, options.onResult, reach);
+  const { run, fleet, connections } = await fleetRun(options, options.onResult, reach);
   const judge = await unauditedJudge(options.unaudited, options.warn, fleet.settings.audit);
   if (judge.history) run.causeRequest = historyRequests(judge.history, run.manifestRevision);
-  const spooled = await spoolFleet(run);
+  const spooled = await spoolFleet(run).finally(() => connections?.close());
   try {
     if (options.categories) spooled.head.categories = options.categories;
     return await judgeSpooled(judge, spooled);

@@ -17,6 +17,14 @@ export const DEFAULT_CONNECT_TIMEOUT_SECONDS = 10;
  */
 export const DEFAULT_MAX_SESSIONS = 8;
 
+/**
+ * Sessions at once through a jump host whose one shared connection carries them as channels,
+ * unless `ssh.max_sessions` says otherwise: they cost it no startup (MaxStartups sees the one
+ * connection) and sshd caps no forwarding channels (MaxSessions counts shell, login and subsystem
+ * sessions only), but one sshd process relays them all, so no more than the default concurrency.
+ */
+export const DEFAULT_MAX_CHANNELS = 32;
+
 /** How often, and how patiently, a transient connection failure is tried again. */
 export interface RetryPolicy {
   /** Connection attempts in all, the first included. */
@@ -30,6 +38,11 @@ export const DEFAULT_RETRY: RetryPolicy = { tries: 8, firstDelayMs: 250, maxDela
 
 // A retry is not worth starting with less than this left of the node's time budget.
 const MIN_TRY_MS = 1000;
+
+// What a mux client says when the jump host refused its channel (the reason goes to the master).
+const REFUSED_CHANNEL = /^Stdio forwarding request failed: Session open refused by peer/m;
+// What ssh's ProxyJump says when the jump host refuses forwarding at all.
+const NO_FORWARDING = /^channel \d+: open failed: administratively prohibited: .*$/m;
 
 export interface SshOptions {
   /** `--ssh-config FILE`. */
@@ -46,6 +59,20 @@ export interface SshOptions {
   retry?: RetryPolicy;
   /** Tells a refused certificate (expired, not yet valid, principals) from other refusals. */
   certificates?: CertificateCheck;
+  channels?: JumpChannels;
+}
+
+/** A node's sessions as channels of its jump host's shared connection. */
+export interface JumpChannels {
+  /**
+   * The ProxyCommand that takes a node's session through a channel of its jump host's shared
+   * connection, asked before each attempt; undefined: its own connection.
+   */
+  proxyCommand(node: LoadedNode): Promise<string | undefined>;
+  /** Whether that shared connection has ended: a session lost with it is tried again. */
+  lost(node: LoadedNode): Promise<boolean>;
+  /** The node's own connection was refused a forwarding channel: the shared one is given up. */
+  refusesForwarding(node: LoadedNode, words: string): Promise<void>;
 }
 
 /**
@@ -67,9 +94,10 @@ export function remoteCommand(node: LoadedNode): string {
 
 /**
  * The ssh argument list. Everything from a manifest is either a quoted `-o Key=value` or
- * follows `--`, so a host, user or path can never become an ssh option.
+ * follows `--`, so a host, user or path can never become an ssh option. A `proxyCommand` (a
+ * channel of the jump host's shared connection) takes the place of the ProxyJump.
  */
-export function sshArgs(node: LoadedNode, options: SshOptions): string[] {
+export function sshArgs(node: LoadedNode, options: SshOptions, proxyCommand?: string): string[] {
   const ssh = node.ssh;
   const args = options.configFile ? ["-F", options.configFile] : [];
   args.push(
@@ -103,7 +131,12 @@ export function sshArgs(node: LoadedNode, options: SshOptions): string[] {
   if (ssh.certificate_file)
     args.push("-o", `CertificateFile=${sshConfigValue(ssh.certificate_file)}`);
   if (ssh.identity_agent) args.push("-o", `IdentityAgent=${sshConfigValue(ssh.identity_agent)}`);
-  if (ssh.proxy_jump) {
+  if (proxyCommand !== undefined) {
+    // ssh takes a ProxyCommand's value to the end of the option as it is: the shell reads it.
+    if (/\p{Cc}/u.test(proxyCommand))
+      throw new Error("the jump host's ProxyCommand holds a control character");
+    args.push("-o", `ProxyCommand=${proxyCommand}`);
+  } else if (ssh.proxy_jump) {
     // ssh takes ProxyJump unquoted (OpenSSH 9.2 refuses a quoted one): only a value the schema
     // accepts (no spaces, quotes, control characters or leading `-`) is passed.
     if (!PROXY_JUMP.test(ssh.proxy_jump))
@@ -128,9 +161,9 @@ export function retryDelayMs(
 }
 
 /** The ssh arguments of a node, or the node's failure when its settings cannot make them. */
-function usableSshArgs(node: LoadedNode, options: SshOptions): string[] {
+function usableSshArgs(node: LoadedNode, options: SshOptions, proxyCommand?: string): string[] {
   try {
-    return sshArgs(node, options);
+    return sshArgs(node, options, proxyCommand);
   } catch (error) {
     throw new NodeAuditError(
       node.name,
@@ -166,14 +199,23 @@ export function sshTransport(node: LoadedNode, options: SshOptions): Transport {
   return {
     describe: () => `ssh ${node.host}`,
     run: async (script, limits) => {
-      const args = usableSshArgs(node, options);
       const binary = options.sshBinary ?? "ssh";
       const retry = options.retry ?? DEFAULT_RETRY;
       const timeoutMs = options.timeoutMs ?? limits.timeoutMs;
       const started = performance.now();
+      // Set when the jump host refused the node's channel (the master alone knows why: the node
+      // tries once over its own connection, whose ssh says it) or the shared connection ended
+      // under it.
+      let ownConnection = false;
       // Every attempt, and every wait between them, comes out of the node's one time budget.
       for (let tries = 1; ; tries++) {
         const left = Math.max(1, Math.round(timeoutMs - (performance.now() - started)));
+        const proxy: string | undefined = ownConnection
+          ? undefined
+          : await options.channels?.proxyCommand(node);
+        let refusedChannel = false;
+        let noForwarding: string | undefined;
+        const args = usableSshArgs(node, options, proxy);
         try {
           const run = await runProbeProcess(
             node.name,
@@ -181,18 +223,33 @@ export function sshTransport(node: LoadedNode, options: SshOptions): Transport {
             args,
             script,
             { ...limits, timeoutMs: left },
-            (failure) => classifySshFailure(node, failure, timeoutMs),
+            (failure) => {
+              refusedChannel = proxy !== undefined && REFUSED_CHANNEL.test(failure.stderr);
+              noForwarding = ownConnection ? NO_FORWARDING.exec(failure.stderr)?.[0] : undefined;
+              return classifySshFailure(node, failure, timeoutMs);
+            },
           );
           return { ...run, durationMs: performance.now() - started, timeoutMs, tries };
         } catch (caught) {
           const error = await certificateReason(caught, node, args, options);
-          const delay = retryDelayMs(tries, retry);
+          if (noForwarding !== undefined)
+            await options.channels?.refusesForwarding(node, noForwarding);
+          const sshFailed = error instanceof NodeAuditError && error.sshClass !== undefined;
+          const channelGone: boolean =
+            refusedChannel ||
+            (proxy !== undefined && sshFailed && (await options.channels!.lost(node)));
+          const delay = channelGone ? 0 : retryDelayMs(tries, retry);
           const spent = performance.now() - started;
           const transient = error instanceof NodeAuditError && isRetriedClass(error.sshClass);
-          if (!transient || tries >= retry.tries || timeoutMs - spent - delay < MIN_TRY_MS) {
+          if (
+            !(transient || channelGone) ||
+            tries >= retry.tries ||
+            timeoutMs - spent - delay < MIN_TRY_MS
+          ) {
             if (error instanceof NodeAuditError) error.tries = tries;
             throw error;
           }
+          ownConnection ||= channelGone;
           await sleep(delay);
         }
       }

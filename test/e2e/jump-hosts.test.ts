@@ -318,9 +318,22 @@ describe("nodes behind a jump host", () => {
       ),
     );
 
-  test("40 nodes behind one sshd with MaxStartups 4:50:8, default concurrency: all audited, retries reported", async () => {
+  /** Logins the jump host accepted from here on. */
+  const jumpLogins = async () => {
+    const before = (await fleet.sshdLog("jump-01")).length;
+    return async () =>
+      (await fleet.sshdLog("jump-01")).slice(before).match(/^Accepted publickey for /gm)?.length ??
+      0;
+  };
+
+  test("40 nodes behind one sshd with MaxStartups 4:50:8, default concurrency: all audited through one login there, retries reported", async () => {
+    const logins = await jumpLogins();
+    const drops = await jumpDrops();
     const { report, exitCode, stderr } = await audit(await crowd());
     assert.equal(exitCode, 0, stderr);
+    // One connection to the jump host carried every node's session, and it dropped nothing.
+    assert.equal(await logins(), 1);
+    assert.deepEqual(await drops(), []);
     assert.equal(report.nodes.length, 40);
     assert.deepEqual(
       report.nodes.filter((n) => n.status !== "clean").map((n) => `${n.name}: ${n.error}`),
@@ -466,7 +479,7 @@ describe("nodes behind a jump host", () => {
     );
   });
 
-  test("a host down behind the jump host, a name that does not resolve, a wrong user: ssh's own first line and its class, one try each", async () => {
+  test("a host down behind the jump host, a name that does not resolve, a wrong user: ssh's own first line and its class", async () => {
     const manifests = await tree({
       "nodes/down-02.yaml": stringify({}),
       "nodes/ghost-01.yaml": stringify({
@@ -478,11 +491,14 @@ describe("nodes behind a jump host", () => {
     const drops = await jumpDrops();
     const { report, exitCode, stderr } = await audit(manifests);
     assert.equal(exitCode, 4, stderr);
+    // The jump host refused the first two nodes' channels of its shared connection, and only that
+    // connection's own process hears why: each tried once more over a connection of its own,
+    // whose ssh says it.
     assert.deepEqual(
       report.nodes.map((n) => [n.name, n.status, n.errorClass, n.tries]),
       [
-        ["down-02", "unreachable", "refused-by-target", 1],
-        ["ghost-01", "unreachable", "name-resolution", 1],
+        ["down-02", "unreachable", "refused-by-target", 2],
+        ["ghost-01", "unreachable", "name-resolution", 2],
         ["wrong-user", "error", "auth", 1],
       ],
     );
@@ -527,6 +543,7 @@ describe("nodes behind a jump host", () => {
       const plan = JSON.parse(planned.stdout) as { count: number; shards: number[] };
       assert.deepEqual(plan.shards, shards === 2 ? [1, 2] : [1, 2, 3]);
       const drops = await jumpDrops();
+      const logins = await jumpLogins();
       // The matrix: every shard at once, each on its own runner.
       const runs = await Promise.all(
         plan.shards.map((k) =>
@@ -556,8 +573,10 @@ describe("nodes behind a jump host", () => {
         report.nodes.map((n) => [n.name, n.status, n.tries]),
         CROWD.map((name) => [name, "clean", 1]),
       );
-      // At most 4 sessions at once across the shards: sshd never had a 5th pending to drop.
+      // At most 4 sessions at once across the shards: sshd never had a 5th pending to drop. Each
+      // shard logged in once.
       assert.deepEqual(await drops(), [], `${shards} shards`);
+      assert.equal(await logins(), shards);
     }
   });
 

@@ -37,6 +37,7 @@ export async function auditCommand(argv: string[]): Promise<number> {
       io().stderr.write(
         `quartermaster: ${visible(line)}; the nodes it was offered to are not audited\n`,
       ),
+    say: (text) => io().stderr.write(`quartermaster: ${visible(text)}\n`),
     onResult: (total) => {
       if (total < 2) return () => {};
       progress = new Progress(total);

@@ -145,7 +145,10 @@ describe("a first hop's sessions across parallel shards", () => {
   const options = { connectTimeoutSeconds: 10 };
   it("each of n shards gets its share of ssh.max_sessions, at least one", () => {
     const limit = (shards: number | undefined, max_sessions?: number) =>
-      sshSessionGates(options, shards).limitOf(node(max_sessions ? { max_sessions } : {}, "x"));
+      sshSessionGates(options, shards).limitOf(
+        node(max_sessions ? { max_sessions } : {}, "x"),
+        "x",
+      );
     assert.deepEqual(
       [limit(undefined), limit(1), limit(2), limit(3), limit(2, 4), limit(3, 4), limit(9, 4)],
       [8, 8, 4, 2, 2, 1, 1],
