@@ -206,6 +206,7 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
       payload: {
         action: "closed",
         pull_request: { merged: true, head: { ref: pull.head }, base: { ref: "main" } },
+        repository: { default_branch: "main" },
       },
     });
     const job = result.job("refresh")[0]!;
