@@ -1,5 +1,5 @@
 import { append } from "../collections.js";
-import type { Finding, JsonValue } from "../domains/domain.js";
+import type { JsonValue } from "../domains/domain.js";
 import type { AnyDomain } from "../domains/registry.js";
 import { declaredFor, within } from "../domains/domain.js";
 import { ManifestEditError } from "../errors.js";
@@ -34,23 +34,6 @@ export function dependantsOf(nodes: readonly LoadedNode[]): Dependants {
       );
     return names;
   };
-}
-
-/**
- * The domain's finding back from a report item, with all its accept reads (a diff: the live text
- * was read).
- */
-function findingOf(item: DriftItem): Finding {
-  const { key, path } = item;
-  const finding: Finding = {
-    key,
-    declared: item.declared as JsonValue,
-    live: item.live as JsonValue,
-    path,
-  };
-  if (item.detail !== undefined) finding.detail = item.detail;
-  if (item.diff !== undefined) finding.diff = item.diff;
-  return finding;
 }
 
 /**
@@ -183,7 +166,7 @@ function acceptNode(draft: AcceptDraft, node: LoadedNode, items: readonly DriftI
   if (before === undefined) return;
   // A set's items (listeners, routes) are accepted together, in one edit of their list.
   const after = items.reduce<unknown>(
-    (declared, each) => acceptFinding(domain, declared, findingOf(each)),
+    (declared, each) => acceptFinding(domain, declared, each),
     before,
   );
   const own: DeclaredChange[] = [];
