@@ -1,6 +1,6 @@
-import { isDeepStrictEqual } from "node:util";
 import type { Finding } from "../domains/domain.js";
-import type { AnyDomain } from "../domains/registry.js";
+import { latentOnly } from "../domains/latent-words.js";
+import { remediationOf, type AnyDomain } from "../domains/registry.js";
 import type { LoadedNode } from "../manifest/load.js";
 import { sourceOf } from "../manifest/merge-layers.js";
 import { expiryTime, type Policy, type Waiver } from "../manifest/schema.js";
@@ -18,11 +18,6 @@ export function ticketCovers(ticket: Ticket, signature: string): boolean {
     ticket.signature === signature ||
     (ticket.items?.some((item) => item.signature === signature) ?? false)
   );
-}
-
-/** A finding that holds now and will not after an event: declared equals live. */
-export function latentOnly(finding: Finding): boolean {
-  return finding.latent !== undefined && isDeepStrictEqual(finding.declared, finding.live);
 }
 
 export interface DriftContext {
@@ -50,11 +45,11 @@ export function toDriftItems(
     latentPolicy === "ignore" ? findings.filter((finding) => !latentOnly(finding)) : findings;
   return kept.map((finding) => {
     const origin = sourceOf(node, finding.path);
+    // The finding whole (detail, diff, cause, latent, holders and whatever a domain adds), so a PR
+    // renders the item the report holds, never a copy rebuilt field by field.
     const item: DriftItem = {
+      ...finding,
       domain: domain.name,
-      key: finding.key,
-      declared: finding.declared,
-      live: finding.live,
       severity: policy.severity ?? domain.severity,
       fingerprint: driftSignature(
         domain.name,
@@ -64,15 +59,10 @@ export function toDriftItems(
         node.name,
       ),
       source: { file: origin.file, line: origin.line },
-      remediation: domain.remediation,
+      remediation: remediationOf({ ...finding, domain: domain.name }),
       onDrift: policy.on_drift ?? domain.onDrift,
       path: [...finding.path],
     };
-    if (finding.detail) item.detail = finding.detail;
-    if (finding.diff) item.diff = finding.diff;
-    if (finding.cause) item.cause = finding.cause;
-    if (finding.latent) item.latent = finding.latent;
-    if (finding.holders) item.holders = finding.holders;
     if (latentOnly(finding) && latentPolicy !== "ignore") {
       item.latentPolicy = latentPolicy;
       // Declared already equals live: there is nothing to accept, only a host to fix.

@@ -1,6 +1,7 @@
 import { CAUSE_KINDS } from "../domains/cause.js";
 import { causeLine } from "../report/cause-line.js";
-import { domainByName, declaredWords } from "../domains/registry.js";
+import { latentOnly, latentTitle } from "../domains/latent-words.js";
+import { domainByName, declaredWords, latentSentence, remediationOf } from "../domains/registry.js";
 import type { Ticket } from "../manifest/tickets.js";
 import type { DriftItem } from "../report/schema.js";
 import { visible } from "../text/escape.js";
@@ -12,7 +13,6 @@ import {
   nodeSpans,
   truncate,
 } from "../text/markdown.js";
-import { willBecome } from "../report/formats/common.js";
 import { formatMarker, type PullMarker } from "./marker.js";
 
 /** GitHub refuses bodies over 65,536 characters; stay well under it. */
@@ -30,8 +30,13 @@ const FILE_LIST_CHARS = 2_000;
 /** Room kept for the sentences saying how many paragraphs, rows and diffs were left out. */
 const OMISSION_CHARS = 400;
 
+const quote = (text: string) => codeSpan(text, 300);
+const sentenceCase = (text: string) => `${text[0]!.toUpperCase()}${text.slice(1)}`;
+
 /** One item's drift as a sentence: the domain's own words where it has them. */
 function itemSentence(item: DriftItem, nodeCount: number): string {
+  // Live as declared now: what the event changes, never "declared X but the host runs X".
+  if (latentOnly(item)) return `${sentenceCase(latentSentence(item, quote))}.`;
   const key = codeSpan(item.key, VALUE_CHARS);
   const own = domainByName(item.domain)?.driftSentence;
   if (own) return own(item, key, nodeCount === 1 ? "the host" : "the hosts");
@@ -115,12 +120,12 @@ export function pullBody(input: BodyInput): string {
     const on = `on ${nodeCount} node${nodeCount === 1 ? "" : "s"}`;
     head.push(
       items.size === 1
-        ? `Quartermaster found **${first.severity}** ${first.domain} drift ${on}: ${itemSentence(first, nodeCount)}`
+        ? `Quartermaster found **${first.severity}** ${latentOnly(first) ? "latent " : ""}${first.domain} drift ${on}: ${itemSentence(first, nodeCount)}`
         : `Quartermaster found **${first.severity}** ${first.domain} drift ${on}: ${items.size} items differ, listed below.`,
     );
     if (items.size === 1 && first.detail) head.push(`Detail: ${codeSpan(first.detail, 300)}`);
-    if (items.size === 1 && first.latent)
-      head.push(`Latent: ${codeSpan(willBecome(first.latent), 300)}`);
+    if (items.size === 1 && first.latent && !latentOnly(first))
+      head.push(`Then ${latentSentence({ ...first, latent: first.latent }, quote)}.`);
     head.push(...causeLines(input.group.map(({ item }) => item)));
     const since = firstSeen(input.group.map(({ item }) => item));
     if (since) head.push(`Drifting since ${since} (first seen by an audit).`);
@@ -144,11 +149,11 @@ export function pullBody(input: BodyInput): string {
   const always = [
     MEANING[input.kind],
     `Files changed: ${fileList(input.files)}`,
-    ...(first ? [`Remediation: ${domainByName(first.domain)!.remediation}`] : []),
+    ...(first ? [`Remediation: ${remediationOf(first)}`] : []),
   ];
 
   const row = ({ node, item }: BodyInput["group"][number]) =>
-    `| ${codeCell(node)} | ${codeCell(item.key, VALUE_CHARS)} | ${codeCell(declaredWords(item) ?? show(item.declared), VALUE_CHARS)} | ${codeCell(show(item.live), VALUE_CHARS)}${items.size > 1 && item.detail ? ` (${codeCell(item.detail, VALUE_CHARS)})` : ""} | ${codeCell(`${item.source.file}:${item.source.line}`)} |`;
+    `| ${codeCell(node)} | ${codeCell(item.key, VALUE_CHARS)} | ${codeCell(declaredWords(item) ?? show(item.declared), VALUE_CHARS)} | ${codeCell(show(item.live), VALUE_CHARS)}${latentOnly(item) ? ` (${codeCell(latentTitle(item), VALUE_CHARS)})` : ""}${items.size > 1 && item.detail ? ` (${codeCell(item.detail, VALUE_CHARS)})` : ""} | ${codeCell(`${item.source.file}:${item.source.line}`)} |`;
   // A value compared by hash is a secret or too big to show: no diff, whatever the item carries.
   const diffed = input.group.filter(({ item }) => item.diff && item.path.at(-1) !== "sha256");
   const diff = ({ node, item }: BodyInput["group"][number]) => {

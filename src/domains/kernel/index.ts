@@ -24,6 +24,18 @@ export const kernel: Domain<KernelDeclared, KernelLive, "kernel"> = {
   onDrift: "ticket",
   keyPrefixes: ["kernel_version"],
   remediation: "Schedule a reboot into the declared kernel, or update the manifest.",
+  latentWords: {
+    // A newer kernel installed: the next boot runs it. A marker alone: the same release again,
+    // with what the packages named replaced.
+    sentence: ({ live, latent }, q) =>
+      latent.becomes === live
+        ? `a reboot is pending (${q(latent.because)}): the next boot runs ${q(String(live))} again, with the files those packages replaced`
+        : `the next boot runs ${q(String(latent.becomes))} (${q(latent.because)}): declare it, or remove it before rebooting`,
+    remediation: {
+      reboot:
+        "Declare the kernel the next boot runs (`system.kernel_version`) and reboot into it when planned, or remove that kernel before rebooting; a reboot-required marker alone is cleared by the reboot.",
+    },
+  },
   probe(_declared, ctx) {
     // No process but where a marker exists: reads, globs and tests are shell builtins. osrelease is a string file,
     // which answers dash's byte-by-byte `read` correctly (integer /proc/sys files do not). A

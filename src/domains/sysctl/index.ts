@@ -59,6 +59,14 @@ export const sysctl: Domain<SysctlDeclared, SysctlLive, "sysctl"> = {
   onDrift: "accept",
   remediation:
     "Apply the manifest baseline with `sysctl -p` (or `sysctl --system`), or accept the live value into the manifest.",
+  latentWords: {
+    sentence: ({ key, latent }, q) =>
+      `the next boot sets ${q(key)} to ${q(String(latent.becomes))}, as ${q(latent.because)} says: make that file set the declared value, or declare its value, before rebooting`,
+    remediation: {
+      reboot:
+        "Make the sysctl.d (or sysctl.conf) line the next boot applies set the declared value, or remove it, before rebooting; or declare the value it sets.",
+    },
+  },
   probe(declared, ctx) {
     // Declared, the host sends only the declared keys; a snapshot takes every persisted one.
     const names = declared && Object.keys(declared);

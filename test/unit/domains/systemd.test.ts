@@ -533,7 +533,7 @@ describe("systemd: a declared unit's processes mapping deleted libraries (latent
           after: "restart",
           becomes: "restarted with the libraries on disk",
           because:
-            "app.service maps deleted /usr/lib/x86_64-linux-gnu/libssl.so.3, /lib/x86_64-linux-gnu/libz.so.1.2.13, /usr/lib/qm/lib\\012@::<!--x.so",
+            "/usr/lib/x86_64-linux-gnu/libssl.so.3, /lib/x86_64-linux-gnu/libz.so.1.2.13, /usr/lib/qm/lib\\012@::<!--x.so",
         },
       },
     ]);
