@@ -1,6 +1,8 @@
 import type { Finding } from "../domains/domain.js";
 import { latentOnly } from "../domains/latent-words.js";
-import { remediationOf, type AnyDomain } from "../domains/registry.js";
+import type { Cause } from "../domains/cause.js";
+import type { OnDrift } from "../domains/domain.js";
+import { domainByName, remediationOf, type AnyDomain } from "../domains/registry.js";
 import type { LoadedNode } from "../manifest/load.js";
 import { sourceOf } from "../manifest/merge-layers.js";
 import { expiryTime, type Policy, type Waiver } from "../manifest/schema.js";
@@ -18,6 +20,32 @@ export function ticketCovers(ticket: Ticket, signature: string): boolean {
     ticket.signature === signature ||
     (ticket.items?.some((item) => item.signature === signature) ?? false)
   );
+}
+
+/**
+ * What policy makes of an item of `domain` with `cause`: `policy.<domain>.on_drift`, the kind it
+ * names for the cause where it names kinds (`otherwise` for the others), else the domain's default.
+ */
+export function onDriftOf(
+  policy: Policy,
+  domain: Pick<AnyDomain, "name" | "onDrift">,
+  cause: Pick<Cause, "kind"> | undefined,
+): OnDrift {
+  const chosen = policy[domain.name]?.on_drift;
+  if (typeof chosen === "string") return chosen;
+  return (cause && chosen?.[cause.kind]) ?? chosen?.otherwise ?? domain.onDrift;
+}
+
+/**
+ * The items once their causes are known (the host's records are read after the domains compare):
+ * each one's on_drift by its cause, where policy chooses by cause. Latent-only items stay tickets.
+ */
+export function onDriftByCause(items: DriftItem[], policy: Policy): DriftItem[] {
+  for (const item of items) {
+    const domain = domainByName(item.domain);
+    if (domain && !item.latentPolicy) item.onDrift = onDriftOf(policy, domain, item.cause);
+  }
+  return items;
 }
 
 export interface DriftContext {
@@ -60,7 +88,7 @@ export function toDriftItems(
       ),
       source: { file: origin.file, line: origin.line },
       remediation: remediationOf({ ...finding, domain: domain.name }),
-      onDrift: policy.on_drift ?? domain.onDrift,
+      onDrift: onDriftOf(ctx.policy, domain, finding.cause),
       path: [...finding.path],
     };
     if (latentOnly(finding) && latentPolicy !== "ignore") {

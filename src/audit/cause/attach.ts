@@ -153,6 +153,18 @@ function rebootCause(item: DriftItem, record: HostRecord, ctx: CauseContext): Ca
   const boot = record.bootTime;
   // A boot before the last audit did not change what that audit saw.
   if (boot === undefined || (ctx.since !== undefined && boot < ctx.since)) return undefined;
+  // Booted into a kernel a package transaction installed before the boot: that transaction.
+  const installed = latest(
+    record.packages,
+    (e) => e.name === `linux-image-${String(item.live)}` && e.to !== undefined && e.at <= boot,
+  );
+  if (installed)
+    return transactionCause(
+      installed,
+      record,
+      "package",
+      `booted ${String(item.live)} at ${iso(boot)}; ${change(installed)}`,
+    );
   return {
     kind: "reboot",
     at: iso(boot),

@@ -10,6 +10,8 @@ export interface CauseTargets {
   packages: readonly string[];
   files: readonly string[];
   units: readonly string[];
+  /** A kernel is declared: the installed kernels' packages (`linux-image-RELEASE`) are looked up. */
+  kernel?: boolean;
 }
 
 /** Shell variable holding the node's last audit (epoch seconds, or empty), set per node. */
@@ -155,11 +157,16 @@ export function causeProbe(targets: CauseTargets, ctx: ProbeContext): string {
   const owners = targets.files.length
     ? `pk="$pk $(printf '%s\\n' "$owned" | awk '{ p = $1; sub(/^.*\\//, "", p); sub(/\\.md5sums:.*$/, "", p); sub(/:.*$/, "", p); print p }')"`
     : "";
-  if (targets.packages.length || targets.files.length)
+  // Debian names a kernel's package after its release: one per image in /boot, all builtins.
+  const kernels = targets.kernel
+    ? ['for f in /boot/vmlinuz-*; do [ -e "$f" ] && pk="$pk linux-image-${f#/boot/vmlinuz-}"; done']
+    : [];
+  if (targets.packages.length || targets.files.length || targets.kernel)
     lines.push(
       ctx.mark("dpkg-log"),
       `pk=${q(targets.packages.join(" "))}`,
       ...(owners ? [owners] : []),
+      ...kernels,
       `if [ -r /var/log/dpkg.log ]; then h=; [ -r /var/log/apt/history.log ] && h=/var/log/apt/history.log`,
       `  tail -c ${LOG_TAIL_BYTES} /var/log/dpkg.log $h 2>/dev/null | awk -v s="$s" -v qm_p="$pk" -v qm_f=${q(targets.files.join("\n"))} -v qm_n="$QM_N" '${LOGS}'`,
       `else ${ctx.mark("apt-history")}; ${ctx.mark("boot")}; ${BOOT}; fi`,
