@@ -25,6 +25,11 @@ export interface ProbeContext {
   unknown(reason: string): string;
   /** Largest file, in bytes, whose contents a probe may send back. */
   maxFileBytes: number;
+  /**
+   * A shell word expanding to the node's last successful audit (epoch seconds), empty when no
+   * history tells it: what changed since then, the host shows.
+   */
+  lastAudit: string;
 }
 
 export interface ParseContext {

@@ -278,36 +278,44 @@ describe("a cause on every drift item", () => {
     const bodies = forge.double.pulls().map((p) => p.body ?? "");
     assert.ok(
       bodies.some((b) =>
-        /Changed by `apt-get \(qm-audit\)` at \d{4}-\d\d-\d\d \d\d:\d\d UTC: `qm-demo 1\.0 → 1\.1`/.test(
+        // One line for the transaction on every host, the conffile it replaced first.
+        /^Replaced by `apt-get \(qm-audit\)`[^\n]* on `db-01`[^\n]* UTC: `\/etc\/qm-demo\/demo\.conf replaced by qm-demo 1\.0 → 1\.1`, `qm-demo 1\.0 → 1\.1`\.$/m.test(
           b,
         ),
       ),
       bodies.join("\n---\n"),
     );
     assert.ok(
-      bodies.some((b) => /Edited at [^:]+:\d\d UTC: `\/etc\/qm-app\.conf modified at /.test(b)),
+      bodies.some((b) =>
+        /Edited on `[^`]+` at [^:]+:\d\d UTC: `\/etc\/qm-app\.conf modified at /.test(b),
+      ),
     );
-    assert.ok(bodies.some((b) => /Rebooted at .*: `booted /.test(b)));
+    assert.ok(bodies.some((b) => /Rebooted on `[^`]+` at .*: `booted /.test(b)));
     // rpm records when, not who: no `by`.
     const rpm = report.nodes.find((n) => n.name === RPM_HOST)!.drift;
     assert.equal(rpm.find((d) => d.key === "qm-rpm")!.cause!.by, undefined);
     assert.ok(
       bodies.some(
         (b) =>
-          /Changed at [^:]+:\d\d UTC: `qm-rpm 1\.1-1 installed`/.test(b) &&
-          b.includes(`Replaced at `) &&
-          b.includes(`: \`${RPM_CONF} replaced by qm-rpm 1.1-1 installed\``),
+          // The conffile and its package: one transaction, one line, the replaced file first.
+          b.includes(
+            `: \`${RPM_CONF} replaced by qm-rpm 1.1-1 installed\`, \`qm-rpm 1.1-1 installed\`.`,
+          ) && /^Replaced on `[^`]+` at [^:]+:\d\d UTC: /m.test(b),
       ),
       bodies.join("\n---\n"),
     );
     assert.ok(
       bodies.some((b) =>
         new RegExp(
-          `Edited at [^:]+:\\d\\d UTC: \`${RPM_APP} modified at .*, a local edit of qm-rpm's file\``,
+          `Edited on \`[^\`]+\` at [^:]+:\\d\\d UTC: \`${RPM_APP} modified at .*, a local edit of qm-rpm's file\``,
         ).test(b),
       ),
     );
-    assert.ok(bodies.some((b) => /Persisted at .*: `qm-old\.service's link removed from /.test(b)));
+    assert.ok(
+      bodies.some((b) =>
+        /Persisted on `[^`]+` at .*: `qm-old\.service's link removed from /.test(b),
+      ),
+    );
     assert.deepEqual(forge.double.violations, []);
     // The packages went into the hosts' own databases only.
     const machine = await execa("dpkg-query", ["-W", "qm-demo"], { reject: false });

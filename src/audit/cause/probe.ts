@@ -1,4 +1,5 @@
 import type { ProbeContext } from "../../domains/domain.js";
+import { LAST_AUDIT_VARIABLE } from "../../probe/script.js";
 
 // What the host recorded about changes, read in the audit's own round trip without root: the boot
 // time, package transactions since the node's last audit (dpkg's and apt's logs; rpm's database),
@@ -15,7 +16,7 @@ export interface CauseTargets {
 }
 
 /** Shell variable holding the node's last audit (epoch seconds, or empty), set per node. */
-export const SINCE_VARIABLE = "QM_SINCE";
+export const SINCE_VARIABLE = LAST_AUDIT_VARIABLE;
 
 /** At most this much of each log's tail is read: a log rotated past it records nothing. */
 export const LOG_TAIL_BYTES = 1024 * 1024;

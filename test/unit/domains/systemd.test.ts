@@ -486,6 +486,7 @@ describe("systemd: snapshot", () => {
         mark: (label) => `mark ${label}`,
         unknown: String,
         maxFileBytes: 1,
+        lastAudit: "",
       }),
       "mark cap 1",
     );
