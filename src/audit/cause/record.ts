@@ -1,55 +1,9 @@
 import { partsByLabel } from "../../domains/domain.js";
-import { rpmVersion } from "../../domains/packages/parse.js";
+import type { AptTransaction, HostRecord, PackageEvent } from "../../domains/host-record.js";
+import { rpmVersion } from "../../domains/rpm-version.js";
 
 // The cause section's output, parsed: what the host recorded, with every time in UTC. Nothing here
-// decides a cause (attach.ts does); a line that does not parse is left out, never guessed at.
-
-export interface PackageEvent {
-  /** Epoch milliseconds. */
-  at: number;
-  /** dpkg's action; `installed`: rpm's record of the version installed then, from an unknown one. */
-  action: "install" | "upgrade" | "remove" | "purge" | "installed";
-  name: string;
-  /** Absent for a fresh install (`<none>`), and for rpm's record. */
-  from?: string;
-  /** Absent for a removal. */
-  to?: string;
-  /** rpm: the transaction that installed it (INSTALLTID), shared by its packages. */
-  transaction?: number;
-}
-
-export interface ConffileEvent {
-  at: number;
-  path: string;
-  /** dpkg's choice: `install` (the package's version) or `keep` (the local one). */
-  choice: string;
-}
-
-export interface AptTransaction {
-  start: number;
-  end?: number;
-  commandline?: string;
-  requestedBy?: string;
-}
-
-export interface HostRecord {
-  /** Epoch milliseconds of the boot (`btime`). */
-  bootTime?: number;
-  /** The host's UTC offset in minutes, as its logs are written; unknown: no log is read. */
-  offsetMinutes?: number;
-  /**
-   * Declared paths a package ships: which package, and the digest it recorded (dpkg's md5, rpm's
-   * sha256; absent for a digest of another algorithm, which the probe does not compute).
-   */
-  owned: Map<string, { package: string; digest?: string }>;
-  /** Digest of the live contents of each owned declared file, in its package's algorithm. */
-  digest: Map<string, string>;
-  /** mtime (epoch milliseconds) and owner of declared files and enablement links and directories. */
-  stat: Map<string, { mtime: number; owner: string }>;
-  packages: PackageEvent[];
-  conffiles: ConffileEvent[];
-  apt: AptTransaction[];
-}
+// decides a cause (each domain does, from attach.ts); a line that does not parse is left out, never guessed at.
 
 const LOG_TIME = /^(\d{4}-\d\d-\d\d) {1,2}(\d\d:\d\d:\d\d)$/;
 

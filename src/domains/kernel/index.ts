@@ -1,6 +1,7 @@
 import * as z from "zod";
 import { partsByLabel, type Domain, type Finding } from "../domain.js";
 import type { Latent } from "../cause.js";
+import { KERNEL_PACKAGE, rebootCause } from "./cause.js";
 import {
   compareVersions,
   parseInstalled,
@@ -87,6 +88,9 @@ export const kernel: Domain<KernelDeclared, KernelLive, "kernel"> = {
     if (notes.length) finding.detail = notes.join("; ");
     return [finding];
   },
+  // The kernels' packages: which transaction installed the one booted.
+  records: () => ({ packagesByFile: [KERNEL_PACKAGE] }),
+  cause: rebootCause,
   snapshot(live) {
     return live.running;
   },

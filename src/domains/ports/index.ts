@@ -75,17 +75,6 @@ const Port = z
 export const PortsDeclared = z.array(Port);
 export type PortsDeclared = z.infer<typeof PortsDeclared>;
 
-/**
- * The allow-list with a TCP listener of the auditor's own added (`watch`'s metrics server, at the
- * address it was bound to): it is never an unauthorized port.
- */
-export function allowingOwnListener(
-  declared: PortsDeclared,
-  own: { address: string; port: number },
-): PortsDeclared {
-  return [...declared, `tcp/${own.port}@${own.address}`];
-}
-
 // One awk reads the socket tables and the ephemeral range. TCP listeners come from `ss` when it
 // runs (sock_diag asked for listening sockets only), else from /proc/net/tcp and tcp6, whose every
 // read walks the kernel's whole TCP table, connections of every network namespace included: on a
@@ -218,6 +207,10 @@ export const ports: Domain<PortsDeclared, PortsLive, "ports"> = {
       }
     }
     return findings;
+  },
+  // The allow-list with the auditor's own listener: it is never an unauthorized port.
+  allowingOwnListener(declared, own) {
+    return [...declared, `tcp/${own.port}@${own.address}`];
   },
   accept(declared, finding) {
     // A declared port found closed leaves the allow-list; an unauthorized listener joins it.

@@ -143,7 +143,7 @@ describe("causes from the host's records", () => {
     const { script } = buildProbe(N, [
       {
         name: "cause",
-        script: causeProbe({ packages: ["dpkg"], files: ["/etc/hostname"], units: [] }, ctx),
+        script: causeProbe({ packages: ["dpkg"], files: ["/etc/hostname"] }, ctx),
       },
     ]);
     const out = execFileSync("/bin/sh", ["-s"], {
@@ -183,7 +183,7 @@ describe("causes from the host's records", () => {
         { mode: 0o755 },
       );
       const ctx = probeContext(N, 1024);
-      const targets = { packages: ["qm-demo", "qm-extra"], files: [], units: [] };
+      const targets = { packages: ["qm-demo", "qm-extra"], files: [] };
       // The section alone: the whole probe sets its own PATH.
       return execFileSync("/bin/sh", ["-s"], {
         input: `QM_SINCE=${since}\nQM_N=${N}\n${causeProbe(targets, ctx)}`,
@@ -305,7 +305,7 @@ describe("causes from an rpm host's records", () => {
         mode: 0o755,
       });
       const ctx = probeContext(N, 1024);
-      const targets = { packages: ["qm-cause-unit", "qm-none"], files: [conf], units: [] };
+      const targets = { packages: ["qm-cause-unit", "qm-none"], files: [conf] };
       const probe = causeProbe(targets, ctx);
       const script = probe.replace(/^if .*command -v rpm .*; then$/m, "if true; then");
       assert.notEqual(script, probe);
@@ -373,7 +373,7 @@ describe("causes on an apk host (busybox userland)", () => {
       const files = ["/etc/qm-apk.conf", "/etc/qm-edit.conf", "/etc/qm-own.conf"];
       const ctx = probeContext(N, 1024);
       const section = execFileSync("/usr/sbin/chroot", [root, "/bin/sh", "-s"], {
-        input: `QM_SINCE=\nQM_N=${N}\n${causeProbe({ packages: ["qm-apk"], files, units: [] }, ctx)}`,
+        input: `QM_SINCE=\nQM_N=${N}\n${causeProbe({ packages: ["qm-apk"], files }, ctx)}`,
         env: { PATH: "/bin" },
       }).toString();
       const host = parseHostRecord(parseContext(N).parts(section));
