@@ -28,6 +28,11 @@ import { DEFAULT_MAINTENANCE_MARKER, maintenanceProbe, parseMaintenance } from "
 
 export const DEFAULT_MAX_FILE_BYTES = 256 * 1024;
 export const DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
+/**
+ * Drift items one domain lists per node: far past what a manifest declares, so only a host's flood
+ * of what it adds (routes, listeners, accounts) meets it; the node's report entry stays bounded.
+ */
+export const MAX_ITEMS_PER_DOMAIN = 500;
 
 export interface AuditSettings extends RunLimits {
   maxFileBytes: number;
@@ -307,6 +312,13 @@ export async function auditNode(
       await withinBudget();
       const findings = domain.compare(declaredFor(domain, node.spec), live);
       await withinBudget();
+      // Past the cap, a host's flood (routes, accounts, mounts) is counted, not listed.
+      const unlisted = findings.splice(MAX_ITEMS_PER_DOMAIN).length;
+      if (unlisted > 0)
+        unknown.push({
+          domain: domain.name,
+          reason: `${unlisted} more drift items than the ${MAX_ITEMS_PER_DOMAIN} a domain lists per node: not listed`,
+        });
       // One push per item: a host's hundred thousand routes must not become a call's arguments.
       for (const item of toDriftItems(node, domain, findings, drift)) result.drift.push(item);
     }

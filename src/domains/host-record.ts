@@ -34,7 +34,7 @@ export interface AptTransaction {
 }
 
 export interface HostRecord {
-  /** Epoch milliseconds of the boot (`btime`). */
+  /** Epoch milliseconds of the boot (`btime`); NaN when the host's is no number. */
   bootTime?: number;
   /** The host's UTC offset in minutes, as its logs are written; unknown: no log is read. */
   offsetMinutes?: number;
@@ -99,8 +99,14 @@ export function latest<T>(list: readonly T[], test: (entry: T) => boolean): T | 
   return undefined;
 }
 
-/** A recorded time (epoch milliseconds) as a cause states it. */
-export const causeTime = (ms: number) => new Date(ms).toISOString().replace(/\.000Z$/, "Z");
+/**
+ * A recorded time (epoch milliseconds) as a cause states it; one no date holds (a host's NaN or
+ * 15-digit time) as its number, which the audit then reads as no time (src/audit/cause/attach.ts).
+ */
+export function causeTime(ms: number): string {
+  const date = new Date(ms);
+  return Number.isNaN(date.getTime()) ? String(ms) : date.toISOString().replace(/\.000Z$/, "Z");
+}
 
 /** The requests of several declarations as one: each list in order, a name asked twice once. */
 export function joinRequests(requests: readonly RecordRequest[]): Required<RecordRequest> {

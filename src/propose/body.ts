@@ -71,7 +71,7 @@ const MEANING = {
   ticket:
     "**Merging records a remediation ticket**: the operator commits to bring the hosts back to the declared state. While the ticket is open, this drift is reported as acknowledged and opens no new PR. When the drift is gone, Quartermaster proposes resolving the ticket.\n\n**Closing** without merging leaves the drift unacknowledged: it stays in every audit report, and this ticket is not proposed again.",
   resolve:
-    "**Merging marks the ticket resolved** and moves it to `remediations/resolved/`: the drift it named is no longer present on any of its nodes.",
+    "**Merging marks the ticket resolved** and moves it to `resolved/` in its folder: the drift it named is no longer present on any of its nodes.",
   lift: "**Merging lifts repeated overrides into the shared file**: no node's effective declared state changes (`quartermaster manifest-diff` shows none), there are only fewer overrides to keep.\n\n**Closing** without merging keeps the overrides as they are, and this lift is not proposed again for the same nodes.",
 } as const;
 
@@ -94,7 +94,7 @@ function causeLines(rows: BodyInput["group"]): string[] {
     entry.causes.reduce((min, cause) => Math.min(min, causeRank(cause)), Infinity);
   const lines = [...byCause.values()]
     .sort((a, b) => rank(a) - rank(b))
-    .map(({ causes, nodes }) => causeGroupLine(causes, nodeSpans([...nodes].sort(), 5), quote));
+    .map(({ causes, nodes }) => causeGroupLine(causes, [...nodes].sort(), quote));
   const more = lines.length > 5 ? [`and ${lines.length - 5} more causes`] : [];
   return [...lines.slice(0, 5), ...more].map((line) => `${sentenceCase(line)}.`);
 }

@@ -69,6 +69,8 @@ export interface Proposal {
     nodes: string[];
     detected: string;
     ticket?: string;
+    /** An accept PR's items (carriedItem), when few enough to list. */
+    items?: string[];
   };
   files: Record<string, string | null>;
   /** Labels of this kind of proposal, after the bot's and the configured ones. */
@@ -120,6 +122,7 @@ export function buildProposal(
     detected: about.detected,
     content: hash(ownChanges(files, base), 16),
     ...(about.ticket !== undefined && { ticket: about.ticket }),
+    ...(about.items !== undefined && { items: about.items }),
   };
   return {
     kind,

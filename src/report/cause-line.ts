@@ -55,12 +55,13 @@ function some(texts: readonly string[], quote: (text: string) => string, max = 3
 }
 
 /**
- * One cause across the hosts it ran on, in one line: what, by whom, on which hosts (`hosts`, already
- * written), when (a span when it ran at several times), and its evidence, each once.
+ * One cause across the hosts it ran on, in one line: what, by whom, when (a span when it ran at
+ * several times), its evidence, each once, and the hosts that recorded it when several did (each
+ * host's record is its own text, and one host can copy another's).
  */
 export function causeGroupLine(
   group: readonly Cause[],
-  hosts: string,
+  hosts: readonly string[],
   quote: (hostText: string) => string,
 ): string {
   // A transaction's replaced conffile before its package changes: the line that moved a value.
@@ -77,5 +78,9 @@ export function causeGroupLine(
         ? ` at ${times[0]}`
         : ` between ${times[0]} and ${times.at(-1)}`;
   const commit = commits.length ? ` (commit ${some(commits, quote)})` : "";
-  return `${SAID[kind]}${by} on ${hosts}${when}${commit}: ${some(unique(causes.map((c) => c.evidence)), quote)}`;
+  const recorded =
+    hosts.length > 1 && kind !== "unknown"
+      ? ` (as each of ${some(hosts, (host) => quote(host), 5)} recorded it)`
+      : "";
+  return `${SAID[kind]}${by}${when}${commit}: ${some(unique(causes.map((c) => c.evidence)), quote)}${recorded}`;
 }

@@ -14,6 +14,7 @@ import { manifestDirty, manifestRevision } from "../manifest/revision.js";
 import type { NodeResult, Report } from "../report/schema.js";
 import { localTransport } from "../transport/local.js";
 import { sshSessionGates } from "../transport/session-gate.js";
+import { CertificateCheck } from "../transport/ssh-certificate.js";
 import {
   DEFAULT_CONNECT_TIMEOUT_SECONDS,
   sshTransport,
@@ -37,6 +38,8 @@ export interface AuditOptions {
   timeout: number | undefined;
   sshConfig: string | undefined;
   shard: Shard | undefined;
+  /** Told once per run of what fails every node it touches (an expired certificate). */
+  notice?: (line: string) => void;
 }
 
 /** The fleet's `audit` settings (caps, maintenance marker) over the defaults. */
@@ -70,6 +73,7 @@ export function fleetDriftRules(fleet: Fleet): Omit<DriftContext, "now"> {
 export async function fleetSshOptions(
   fleet: Fleet,
   configFile: string | undefined,
+  notice: (line: string) => void = () => {},
 ): Promise<SshOptions> {
   const knownHosts = path.join(fleet.dir, "known_hosts");
   const knownHostsFile = (await stat(knownHosts).catch(() => undefined))?.isFile()
@@ -79,6 +83,7 @@ export async function fleetSshOptions(
     ...(configFile !== undefined && { configFile: path.resolve(configFile) }),
     ...(knownHostsFile && { knownHostsFile }),
     connectTimeoutSeconds: DEFAULT_CONNECT_TIMEOUT_SECONDS,
+    certificates: new CertificateCheck(notice),
   };
 }
 
@@ -105,7 +110,7 @@ async function fleetRun(
     timeoutMs: (config.timeout ?? DEFAULT_TIMEOUT_SECONDS) * 1000,
     ...(categories && { categories }),
   });
-  const ssh = await fleetSshOptions(fleet, config.sshConfig);
+  const ssh = await fleetSshOptions(fleet, config.sshConfig, config.notice);
   // --timeout wins; otherwise a node's own ssh.timeout, then the default.
   const nodeTimeoutMs = (node: LoadedNode) =>
     config.timeout === undefined && node.ssh.timeout ? node.ssh.timeout * 1000 : undefined;

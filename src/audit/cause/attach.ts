@@ -1,4 +1,5 @@
-import type { Cause } from "../../domains/cause.js";
+import { boundedCause, type Cause } from "../../domains/cause.js";
+import { HOST_CLOCK_TOLERANCE_S, untimedEvidence } from "../../domains/file-times.js";
 import type { HostRecord, RecordContext } from "../../domains/host-record.js";
 import { domainByName } from "../../domains/registry.js";
 import type { DriftItem } from "../../report/schema.js";
@@ -10,6 +11,32 @@ import { rolloutCause, type DeclaredBefore } from "./rollout.js";
 // worse than none.
 
 const UNKNOWN: Cause = { kind: "unknown", evidence: "nothing on the host recorded this change" };
+
+// A time as a report holds it (the reader's ISO datetime): a four-digit year, UTC.
+const REPORT_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,3})?Z$/;
+
+/**
+ * The cause, or `unknown` saying why when the time the host recorded for it is none: not a time a
+ * report holds, or later than the audit by more than the tolerance (a wrong clock; a file's owner
+ * sets its mtime anywhere on tmpfs). A report never holds a time its own reader refuses.
+ */
+function timeChecked(cause: Cause): Cause {
+  const at = cause.at;
+  if (at === undefined || cause.kind === "rollout") return cause;
+  const ms = Date.parse(at);
+  const why = Number.isNaN(ms)
+    ? "not a time"
+    : ms > Date.now() + HOST_CLOCK_TOLERANCE_S * 1000
+      ? "later than the audit by more than a day"
+      : REPORT_TIME.test(at)
+        ? undefined
+        : "not a time";
+  if (why === undefined) return cause;
+  return {
+    kind: "unknown",
+    evidence: untimedEvidence(`the time the host recorded for this ${cause.kind} change,`, at, why),
+  };
+}
 
 /** What a node's audit knows beside the host's record. */
 export interface CauseContext extends RecordContext {
@@ -36,8 +63,7 @@ export function attachCauses(
     if (item.latentPolicy) return item;
     const rollout = ctx.before && rolloutCause(item, ctx.before, ctx.revision ?? null);
     if (rollout) return { ...item, cause: rollout };
-    if (item.cause) return item;
-    const cause = domainByName(item.domain)?.cause?.(item, record, known);
-    return { ...item, cause: cause ?? UNKNOWN };
+    const cause = item.cause ?? domainByName(item.domain)?.cause?.(item, record, known) ?? UNKNOWN;
+    return { ...item, cause: boundedCause(timeChecked(cause)) };
   });
 }

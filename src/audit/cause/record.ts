@@ -23,6 +23,21 @@ function parseOffset(text: string): number | undefined {
 }
 
 const lines = (text: string | undefined) => (text ?? "").split("\n").filter((l) => l !== "");
+
+/**
+ * The most lines of one log or database answer read per node: the latest, as logs are in time
+ * order. A host sending its whole dpkg.log costs the auditor no more than this.
+ */
+export const MAX_RECORD_LINES = 20_000;
+
+/** The last `MAX_RECORD_LINES` lines of `text`, found from its end: the rest is never split. */
+function latestLines(text: string | undefined): string[] {
+  if (text === undefined) return [];
+  let start = text.length;
+  for (let n = 0; n <= MAX_RECORD_LINES && start > 0; n++)
+    start = text.lastIndexOf("\n", start - 1);
+  return lines(start <= 0 ? text : text.slice(start + 1));
+}
 const version = (v: string) => (v === "<none>" ? undefined : v);
 
 const DIGESTS = [
@@ -60,8 +75,8 @@ function readRpm(byLabel: Map<string, string>, record: HostRecord, since: number
     if (event && (since === undefined || event.at >= Math.floor(since / 1000) * 1000))
       events.set(`${event.name} ${event.to} ${event.at}`, event);
   };
-  for (const line of lines(byLabel.get("rpm"))) add(rpmEvent(line));
-  for (const line of lines(byLabel.get("rpm-owned"))) {
+  for (const line of latestLines(byLabel.get("rpm"))) add(rpmEvent(line));
+  for (const line of latestLines(byLabel.get("rpm-owned"))) {
     const m = RPM_OWNED.exec(line);
     const event = m && rpmEvent(m[1]!);
     if (!m || !event) continue;
@@ -87,8 +102,9 @@ export function parseHostRecord(parts: [string, string][], since?: number): Host
     conffiles: [],
     apt: [],
   };
-  const btime = /^(\d{1,12})$/.exec(lines(byLabel.get("boot"))[0] ?? "");
-  if (btime) record.bootTime = Number(btime[1]) * 1000;
+  // A boot time that is no number is kept as NaN: the cause it would time says why it has none.
+  const boot = lines(byLabel.get("boot"))[0];
+  if (boot !== undefined) record.bootTime = /^\d{1,15}$/.test(boot) ? Number(boot) * 1000 : NaN;
   const offset = parseOffset(lines(byLabel.get("clock"))[0] ?? "");
   for (const line of lines(byLabel.get("owned"))) {
     const conffile = /^(\S+) ([0-9a-f]{32}) (\/.*)$/.exec(line);
@@ -121,7 +137,7 @@ export function parseHostRecord(parts: [string, string][], since?: number): Host
   // Without the host's offset its log times cannot be placed: no log is read.
   if (offset === undefined) return record;
   record.offsetMinutes = offset;
-  for (const line of lines(byLabel.get("dpkg-log"))) {
+  for (const line of latestLines(byLabel.get("dpkg-log"))) {
     const f = line.split(" ");
     const at = logTime(`${f[0]} ${f[1]}`, offset);
     if (at === undefined) continue;
@@ -144,7 +160,7 @@ export function parseHostRecord(parts: [string, string][], since?: number): Host
     }
   }
   let current: AptTransaction | undefined;
-  for (const line of lines(byLabel.get("apt-history"))) {
+  for (const line of latestLines(byLabel.get("apt-history"))) {
     const colon = line.indexOf(": ");
     const field = line.slice(0, colon);
     const value = line.slice(colon + 2);

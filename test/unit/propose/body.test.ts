@@ -53,7 +53,7 @@ describe("body: what reviewers read", () => {
     const shown = body.split("\n").filter((line) => / at 2026-03-02 \d\d:\d\d UTC: /.test(line));
     assert.match(
       shown[0] ?? "",
-      /^Changed by `apt-get \(ops\)` on `web-09` at 2026-03-02 05:59 UTC: `app 1\.0 → 1\.1`\.$/,
+      /^Changed by `apt-get \(ops\)` at 2026-03-02 05:59 UTC: `app 1\.0 → 1\.1`\.$/,
     );
     assert.equal(shown.length, 5);
     assert.match(body, /^And 2 more causes\.$/m);
@@ -115,12 +115,42 @@ describe("body: what reviewers read", () => {
     });
     const causes = body.split("\n").filter((line) => /^(Replaced|Changed) by /.test(line));
     assert.deepEqual(causes, [
-      "Replaced by `apt-get (alice)` on `db-01`, `db-02`, `db-03`, `db-04`, `db-05` and 3 more between 2026-12-01 03:10 UTC and 2026-12-01 03:17 UTC: `/etc/postgresql/db.conf replaced by postgresql-16 16.4-1 → 16.6-1`, `postgresql-16 16.4-1 → 16.6-1`, `postgresql-client-16 16.4-1 → 16.6-1`.",
+      "Replaced by `apt-get (alice)` between 2026-12-01 03:10 UTC and 2026-12-01 03:17 UTC: `/etc/postgresql/db.conf replaced by postgresql-16 16.4-1 → 16.6-1`, `postgresql-16 16.4-1 → 16.6-1`, `postgresql-client-16 16.4-1 → 16.6-1` (as each of `db-01`, `db-02`, `db-03`, `db-04`, `db-05` and 3 more recorded it).",
     ]);
     assert.equal(body.split("max_connections = 200").length - 1, 1, body);
     assert.match(
       body,
       /<summary><code>db-01<\/code>, <code>db-02<\/code>, .* and 3 more <code>\/etc\/postgresql\/db\.conf<\/code>: -want \+got<\/summary>/,
+    );
+  });
+
+  it("a cause several nodes recorded names each of them: one host can copy another's record", () => {
+    const item = report({ "web-01": [somaxconn(8192)] }).nodes.find((n) => n.name === "web-01")!
+      .drift[0]!;
+    const cause = {
+      kind: "package" as const,
+      at: "2026-03-02T05:59:00Z",
+      by: "apt-get (ops)",
+      evidence: "app 1.0 → 1.1",
+      group: "package: app 1.0 → 1.1",
+    };
+    const group = ["web-01", "db-01"].map((node) => ({ node, item: { ...item, cause } }));
+    const body = pullBody({
+      kind: "accept",
+      group,
+      marker: {
+        v: 1,
+        kind: "accept",
+        signature: "0".repeat(16),
+        ...markerNodes(group.map((g) => g.node)),
+        detected: "2026-03-02T06:00:00.000Z",
+        content: "c",
+      },
+      files: ["fleet-manifests/groups/web.yaml"],
+    });
+    assert.match(
+      body,
+      /^Changed by `apt-get \(ops\)` at 2026-03-02 05:59 UTC: `app 1\.0 → 1\.1` \(as each of `db-01`, `web-01` recorded it\)\.$/m,
     );
   });
 
