@@ -6,7 +6,7 @@ import {
 } from "../domains/domain.js";
 import { joinRequests, type RecordRequest } from "../domains/host-record.js";
 import { DOMAINS, type AnyDomain, type DomainName } from "../domains/registry.js";
-import { toDriftItems, type DriftContext } from "../drift/drift.js";
+import { onDriftByCause, toDriftItems, type DriftContext } from "../drift/drift.js";
 import { NodeAuditError, ProbeParseError, ProbeTruncatedError } from "../errors.js";
 import type { LoadedNode } from "../manifest/load.js";
 import type { NodeResult } from "../report/schema.js";
@@ -328,7 +328,10 @@ export async function auditNode(
     const record = probe.sections.get("cause");
     const host = parseHostRecord(record ? parse.parts(record.output) : [], cause.since);
     const { history, ...since } = cause;
-    result.drift = attachCauses(result.drift, host, { node: node.name, ...since, ...history });
+    result.drift = onDriftByCause(
+      attachCauses(result.drift, host, { node: node.name, ...since, ...history }),
+      drift.policy,
+    );
     if (history)
       result.declared = declaredPrints(
         domains.map((d) => ({ path: d.specPath, declared: declaredFor(d, node.spec) })),

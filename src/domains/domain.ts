@@ -3,6 +3,7 @@ import { ProbeParseError } from "../errors.js";
 import { valueAt, type SpecPath } from "../spec-path.js";
 import type { Cause, Latent } from "./cause.js";
 import type { Holder } from "./holder.js";
+import type { LatentWords } from "./latent-words.js";
 import type { CauseSubject, HostRecord, RecordContext, RecordRequest } from "./host-record.js";
 import type { SnapshotOptions } from "./snapshot-options.js";
 
@@ -25,6 +26,11 @@ export interface ProbeContext {
   unknown(reason: string): string;
   /** Largest file, in bytes, whose contents a probe may send back. */
   maxFileBytes: number;
+  /**
+   * A shell word expanding to the node's last successful audit (epoch seconds), empty when no
+   * history tells it: what changed since then, the host shows.
+   */
+  lastAudit: string;
 }
 
 export interface ParseContext {
@@ -93,6 +99,11 @@ export interface Domain<Declared, Live, Name extends string> {
    * would say what nothing declares (an allow-list leaves a port out; it declares no `closed`).
    */
   declaredWords?(item: { declared: unknown; live: unknown }): string | undefined;
+  /**
+   * How its latent items read (clean now, changed by a boot, restart or daemon-reload): what the
+   * event changes and what to do before it, where the event's own words say less.
+   */
+  latentWords?: LatentWords;
   /** Every drift key of this domain starts with one of these: a waiver key that cannot is refused. */
   keyPrefixes?: readonly string[];
   /** Shell snippet whose stdout is this domain's section. `declared` is undefined for snapshots. */

@@ -70,6 +70,12 @@ export interface RecordRequest {
    * manifest text.
    */
   stat?: readonly { under: string; entries: readonly string[] }[];
+  /**
+   * Packages named after the files a glob matches: `prefix` then what is left of each path once
+   * `strip` is taken off its front (Debian's `linux-image-RELEASE` for each `/boot/vmlinuz-RELEASE`).
+   * All three are the domain's own text, never manifest text.
+   */
+  packagesByFile?: readonly { glob: string; strip: string; prefix: string }[];
 }
 
 /** One drift item, as a domain reads its cause. */
@@ -111,5 +117,6 @@ export function joinRequests(requests: readonly RecordRequest[]): Required<Recor
     packages: unique(requests.map((r) => r.packages)),
     files: unique(requests.map((r) => r.files)),
     stat: requests.flatMap((r) => r.stat ?? []),
+    packagesByFile: requests.flatMap((r) => r.packagesByFile ?? []),
   };
 }

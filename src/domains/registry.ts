@@ -3,6 +3,14 @@
 // and `DomainName` all come from that list, so nothing else names them.
 // test/unit/domains/registry.test.ts fails when a folder and a registered domain disagree.
 import type { Domain } from "./domain.js";
+import type { Latent } from "./cause.js";
+import {
+  latentClause,
+  latentOnly,
+  latentRemediation,
+  type LatentItem,
+  type Quote,
+} from "./latent-words.js";
 import { files } from "./files/index.js";
 import { ioScheduler } from "./io_scheduler/index.js";
 import { kernel } from "./kernel/index.js";
@@ -47,4 +55,24 @@ export function declaredWords(item: {
   live: unknown;
 }): string | undefined {
   return domainByName(item.domain)?.declaredWords?.(item);
+}
+
+/** What a latent item's event changes, in its domain's words: one clause, host text through `quote`. */
+export function latentSentence(item: LatentItem & { domain: string }, quote: Quote): string {
+  return latentClause(domainByName(item.domain)?.latentWords, item, quote);
+}
+
+/**
+ * What an operator does about an item: for latent-only drift, what to do before the event that
+ * changes it; else the domain's remediation.
+ */
+export function remediationOf(item: {
+  domain: string;
+  declared: unknown;
+  live: unknown;
+  latent?: Latent | undefined;
+}): string {
+  const domain = domainByName(item.domain);
+  if (latentOnly(item)) return latentRemediation(domain?.latentWords, item.latent.after);
+  return domain?.remediation ?? "";
 }

@@ -1,6 +1,8 @@
-import { isDeepStrictEqual } from "node:util";
 import type { Finding } from "../domains/domain.js";
-import type { AnyDomain } from "../domains/registry.js";
+import { latentOnly } from "../domains/latent-words.js";
+import type { Cause } from "../domains/cause.js";
+import type { OnDrift } from "../domains/domain.js";
+import { domainByName, remediationOf, type AnyDomain } from "../domains/registry.js";
 import type { LoadedNode } from "../manifest/load.js";
 import { sourceOf } from "../manifest/merge-layers.js";
 import { expiryTime, type Policy, type Waiver } from "../manifest/schema.js";
@@ -20,9 +22,30 @@ export function ticketCovers(ticket: Ticket, signature: string): boolean {
   );
 }
 
-/** A finding that holds now and will not after an event: declared equals live. */
-export function latentOnly(finding: Finding): boolean {
-  return finding.latent !== undefined && isDeepStrictEqual(finding.declared, finding.live);
+/**
+ * What policy makes of an item of `domain` with `cause`: `policy.<domain>.on_drift`, the kind it
+ * names for the cause where it names kinds (`otherwise` for the others), else the domain's default.
+ */
+export function onDriftOf(
+  policy: Policy,
+  domain: Pick<AnyDomain, "name" | "onDrift">,
+  cause: Pick<Cause, "kind"> | undefined,
+): OnDrift {
+  const chosen = policy[domain.name]?.on_drift;
+  if (typeof chosen === "string") return chosen;
+  return (cause && chosen?.[cause.kind]) ?? chosen?.otherwise ?? domain.onDrift;
+}
+
+/**
+ * The items once their causes are known (the host's records are read after the domains compare):
+ * each one's on_drift by its cause, where policy chooses by cause. Latent-only items stay tickets.
+ */
+export function onDriftByCause(items: DriftItem[], policy: Policy): DriftItem[] {
+  for (const item of items) {
+    const domain = domainByName(item.domain);
+    if (domain && !item.latentPolicy) item.onDrift = onDriftOf(policy, domain, item.cause);
+  }
+  return items;
 }
 
 export interface DriftContext {
@@ -50,11 +73,11 @@ export function toDriftItems(
     latentPolicy === "ignore" ? findings.filter((finding) => !latentOnly(finding)) : findings;
   return kept.map((finding) => {
     const origin = sourceOf(node, finding.path);
+    // The finding whole (detail, diff, cause, latent, holders and whatever a domain adds), so a PR
+    // renders the item the report holds, never a copy rebuilt field by field.
     const item: DriftItem = {
+      ...finding,
       domain: domain.name,
-      key: finding.key,
-      declared: finding.declared,
-      live: finding.live,
       severity: policy.severity ?? domain.severity,
       fingerprint: driftSignature(
         domain.name,
@@ -64,15 +87,10 @@ export function toDriftItems(
         node.name,
       ),
       source: { file: origin.file, line: origin.line },
-      remediation: domain.remediation,
-      onDrift: policy.on_drift ?? domain.onDrift,
+      remediation: remediationOf({ ...finding, domain: domain.name }),
+      onDrift: onDriftOf(ctx.policy, domain, finding.cause),
       path: [...finding.path],
     };
-    if (finding.detail) item.detail = finding.detail;
-    if (finding.diff) item.diff = finding.diff;
-    if (finding.cause) item.cause = finding.cause;
-    if (finding.latent) item.latent = finding.latent;
-    if (finding.holders) item.holders = finding.holders;
     if (latentOnly(finding) && latentPolicy !== "ignore") {
       item.latentPolicy = latentPolicy;
       // Declared already equals live: there is nothing to accept, only a host to fix.

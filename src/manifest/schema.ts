@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { CAUSE_KINDS, type CauseKind } from "../domains/cause.js";
 import { SEVERITIES } from "../domains/domain.js";
 import { DOMAIN_NAMES, DOMAINS, type DomainName } from "../domains/registry.js";
 import { globProblem } from "../glob.js";
@@ -97,9 +98,29 @@ export const GroupSpec = NodeSpec.omit({ host: true });
 
 export const LATENT_POLICIES = ["drift", "ticket", "ignore"] as const;
 
+export const ON_DRIFT = ["accept", "ticket"] as const;
+
+/**
+ * `on_drift` per cause kind: `{ package: accept, otherwise: ticket }`; a kind it leaves out takes
+ * `otherwise`, else the domain's default.
+ */
+export const OnDriftByCause = z.strictObject({
+  ...(Object.fromEntries(CAUSE_KINDS.map((kind) => [kind, z.enum(ON_DRIFT).optional()])) as Record<
+    CauseKind,
+    z.ZodOptional<z.ZodEnum<{ accept: "accept"; ticket: "ticket" }>>
+  >),
+  otherwise: z.enum(ON_DRIFT).optional(),
+});
+export type OnDriftByCause = z.infer<typeof OnDriftByCause>;
+
 export const DomainPolicy = z.strictObject({
   severity: z.enum(SEVERITIES).optional(),
-  on_drift: z.enum(["accept", "ticket"]).optional(),
+  /** `accept` or `ticket` for every item of the domain, or one per cause kind. */
+  on_drift: z
+    .union([z.enum(ON_DRIFT), OnDriftByCause], {
+      error: `on_drift is accept, ticket, or a map from cause kinds (${CAUSE_KINDS.join(", ")}, otherwise) to accept or ticket`,
+    })
+    .optional(),
   /**
    * What latent drift (clean now, not after a reboot or restart) yields: `drift` counts as drift
    * (node status, exit bit 1), `ticket` (the default) is reported and ticketed only, `ignore` drops it.

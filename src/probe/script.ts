@@ -23,8 +23,12 @@ export function shellQuote(value: string): string {
   return `'${value.replaceAll("'", `'\\''`)}'`;
 }
 
+/** The shell variable a node's probe sets to its last audit (epoch seconds), when asked to. */
+export const LAST_AUDIT_VARIABLE = "QM_SINCE";
+
 export function probeContext(nonce: string, maxFileBytes: number): ProbeContext {
   return {
+    lastAudit: `"\${${LAST_AUDIT_VARIABLE}:-}"`,
     quote: shellQuote,
     mark: (label) => `printf '\\n%s mark %s\\n' "$QM_N" ${shellQuote(label)}`,
     unknown: (reason) => `printf '\\n%s unknown %s\\n' "$QM_N" ${shellQuote(reason)}`,

@@ -1,5 +1,5 @@
 import { append } from "../collections.js";
-import type { Finding, JsonValue } from "../domains/domain.js";
+import type { JsonValue } from "../domains/domain.js";
 import type { AnyDomain } from "../domains/registry.js";
 import { declaredFor, within } from "../domains/domain.js";
 import { ManifestEditError } from "../errors.js";
@@ -37,23 +37,6 @@ export function dependantsOf(nodes: readonly LoadedNode[]): Dependants {
 }
 
 /**
- * The domain's finding back from a report item, with all its accept reads (a diff: the live text
- * was read).
- */
-function findingOf(item: DriftItem): Finding {
-  const { key, path } = item;
-  const finding: Finding = {
-    key,
-    declared: item.declared as JsonValue,
-    live: item.live as JsonValue,
-    path,
-  };
-  if (item.detail !== undefined) finding.detail = item.detail;
-  if (item.diff !== undefined) finding.diff = item.diff;
-  return finding;
-}
-
-/**
  * Past this many node files written with one shared value, the shared file is edited instead when
  * most of the nodes taking it drifted alike (the others keep the old value in their own file); else
  * the plan and the PR say how many node files it writes.
@@ -84,13 +67,14 @@ export interface AcceptPlan {
 export const groupOfFile = (file: string) => /(?:^|\/)groups\/([^/]+)\.ya?ml$/.exec(file)?.[1];
 
 /**
- * The manifest edits accepting drift groups (one PR's: one group, or one cause's). Each changed value is edited in the file that
- * declares it when every node taking it from there drifted alike, else as an override in the node's
- * own file (or, past FEW_OVERRIDES drifted nodes that are most of the audited takers, in the shared
- * file with the old value kept for the others, unaudited ones included); a value no file declares
- * yet goes where the drifted item is declared. A dark node never holds an accept back: placement is
- * decided from the takers this run audited (`audited`). Throws ManifestEditError when an edit cannot
- * be made.
+ * The manifest edits accepting drift groups (one PR's: one group, or one cause's). Each changed
+ * value is edited in the file that declares it when every audited node taking it from there drifted
+ * alike, or past FEW_OVERRIDES drifted alike that are most of the audited takers: the others keep the
+ * old value in their own files (unaudited ones included); else it is an override in each drifted
+ * node's own file. A value no file declares yet goes where the drifted item is declared. Placement is
+ * decided per shared value across all of the PR's groups (a cause's groups are split by node and
+ * key, never by who drifted alike), and from the takers this run audited (`audited`): a dark node
+ * never holds an accept back. Throws ManifestEditError when an edit cannot be made.
  */
 export function acceptEdits(
   groups: readonly DriftGroup[],
@@ -98,21 +82,24 @@ export function acceptEdits(
   dependants: Dependants,
   lists: SpecListShapes,
   audited: (name: string) => boolean = () => true,
+  alike: Alike = alikeAcross(groups),
 ): AcceptPlan {
   // The groups of one cause are one PR: their changes meet in the same files, one edit per file.
   const edits = new Map<string, DeclaredChange[]>();
+  const sharedChanges = new Map<string, SharedChange[]>();
+  for (const group of groups)
+    for (const { node, items } of group.nodes) {
+      const own: DeclaredChange[] = [];
+      for (const shared of nodeChanges(group, node, items)) {
+        if (shared.file === node.file) own.push(shared.change);
+        else append(sharedChanges, `${shared.file}\0${pathKey(shared.change.path)}`, shared);
+      }
+      if (own.length) addChanges(edits, node.file, overrides(node, own, group.domain));
+    }
   const shared: SharedValue[] = [];
-  for (const group of groups) {
-    const drifted = new Set(group.nodes.map((n) => n.node.name));
-    const draft: AcceptDraft = {
-      domain: group.domain,
-      drifted,
-      takersOf: takersLookup(dependants, drifted, audited),
-      edits,
-      shared: new Map(),
-    };
-    for (const { node, items } of group.nodes) acceptNode(draft, node, items);
-    for (const value of draft.shared.values()) if (value) shared.push(value);
+  for (const changes of sharedChanges.values()) {
+    const value = placeShared(changes, edits, dependants, audited, alike);
+    if (value) shared.push(value);
   }
   return {
     files: editedFiles(edits, files, lists),
@@ -120,50 +107,49 @@ export function acceptEdits(
   };
 }
 
-/** Nodes taking a value from a file, how many of them drifted alike and how many were not audited. */
-interface Takers {
-  all: readonly LoadedNode[];
-  drifted: number;
-  unaudited: number;
-}
-
-/** What accepting a drift group has gathered so far, node by node. */
-interface AcceptDraft {
-  domain: AnyDomain;
-  drifted: ReadonlySet<string>;
-  takersOf: (file: string, at: SpecPath) => Takers;
-  /** File -> the changes to make in it. */
-  edits: Map<string, DeclaredChange[]>;
-  /** Per file and changed path, decided once however many nodes share it. */
-  shared: Map<string, SharedValue | undefined>;
-}
-
 /**
- * Takers asked once per file and path, not once per node (10,000 nodes sharing fleet.yaml made that
- * 100 million lookups).
+ * The drifted nodes (of the same owners) whose accepts change a value a shared file declares to the
+ * same value, in this whole run: one PR per cause splits nodes that drifted alike, and where a
+ * value is written is decided from all of them (their PRs then edit the same line: one PR).
  */
-function takersLookup(
-  dependants: Dependants,
-  drifted: ReadonlySet<string>,
-  audited: (name: string) => boolean,
-): (file: string, at: SpecPath) => Takers {
-  const takers = new Map<string, Takers>();
-  return (file, at) => {
-    const key = `${file}\0${pathKey(at)}`;
-    let answer = takers.get(key);
-    if (answer === undefined) {
-      const all = dependants(file, at);
-      takers.set(
-        key,
-        (answer = {
-          all,
-          drifted: all.filter((n) => drifted.has(n.name)).length,
-          unaudited: all.filter((n) => !audited(n.name)).length,
-        }),
-      );
-    }
-    return answer;
-  };
+export type Alike = (change: SharedChange) => ReadonlySet<string>;
+
+const alikeKey = (c: SharedChange) => JSON.stringify([c.file, c.change, c.owners]);
+
+/** Who drifted alike among the accepting `groups`' nodes. */
+export function alikeAcross(groups: readonly DriftGroup[]): Alike {
+  const alike = new Map<string, Set<string>>();
+  for (const group of groups)
+    for (const { node, items } of group.nodes)
+      for (const change of changesOrNone(group, node, items)) {
+        if (change.file === node.file) continue;
+        const key = alikeKey(change);
+        let names = alike.get(key);
+        if (!names) alike.set(key, (names = new Set()));
+        names.add(node.name);
+      }
+  return (change) => alike.get(alikeKey(change)) ?? new Set([change.node.name]);
+}
+
+/** A node's changes, none when the manifest cannot take them: its PR is then a ticket. */
+function changesOrNone(...args: Parameters<typeof nodeChanges>): SharedChange[] {
+  try {
+    return nodeChanges(...args);
+  } catch (error) {
+    if (error instanceof ManifestEditError) return [];
+    throw error;
+  }
+}
+
+/** One drifted node's change to a value, and the file it takes that value from. */
+export interface SharedChange {
+  domain: AnyDomain;
+  owners: readonly string[];
+  node: LoadedNode;
+  change: DeclaredChange;
+  file: string;
+  /** Where the value sits for the file's takers: the change's path, or the drifted item's. */
+  at: SpecPath;
 }
 
 function addChanges(
@@ -174,82 +160,68 @@ function addChanges(
   for (const change of changes) append(edits, file, change);
 }
 
-/** One drifted node's accepted values, each sent to the file it is to be edited in. */
-function acceptNode(draft: AcceptDraft, node: LoadedNode, items: readonly DriftItem[]): void {
-  const { domain } = draft;
+/** One drifted node's accepted values, each with the file that declares it for the node. */
+function nodeChanges(
+  { domain, owners }: Pick<DriftGroup, "domain" | "owners">,
+  node: LoadedNode,
+  items: readonly DriftItem[],
+): SharedChange[] {
   const before = declaredFor(domain, node.spec);
   // The manifests no longer declare the domain for this node: the report predates that change,
   // and the next audit will not find this drift.
-  if (before === undefined) return;
+  if (before === undefined) return [];
   // A set's items (listeners, routes) are accepted together, in one edit of their list.
   const after = items.reduce<unknown>(
-    (declared, each) => acceptFinding(domain, declared, findingOf(each)),
+    (declared, each) => acceptFinding(domain, declared, each),
     before,
   );
-  const own: DeclaredChange[] = [];
-  for (const change of declaredChanges(before, after, domain.specPath, domain.listKey)) {
+  return declaredChanges(before, after, domain.specPath, domain.listKey).map((change) => {
     const at = node.layers.some((layer) => layer.origins.has(pathKey(change.path)))
       ? change.path
       : items[0]!.path;
-    const file = sourceOf(node, at).file;
-    if (file === node.file || acceptSharedChange(draft, node, change, file, at)) own.push(change);
-  }
-  if (own.length) addChanges(draft.edits, node.file, overrides(node, own, domain));
+    return { domain, owners, node, change, file: sourceOf(node, at).file, at };
+  });
 }
 
 /**
- * A change to a value the node takes from a shared file: true when it is to be an override in the
- * node's own file, false when the shared file is edited.
+ * Where the drifted nodes' changes of one value a shared file declares go: the shared file, when the
+ * most nodes alike (one new value) are every audited taker, or more than a few and most of them; the
+ * other takers then keep the old value (or their own new one) in their own files. Else each drifted
+ * node's own file. What the plan says of it when more than a few drifted alike.
  */
-function acceptSharedChange(
-  draft: AcceptDraft,
-  node: LoadedNode,
-  change: DeclaredChange,
-  file: string,
-  at: SpecPath,
-): boolean {
-  const who = draft.takersOf(file, at);
-  const key = `${file}\0${pathKey(change.path)}`;
-  if (!draft.shared.has(key)) {
-    const many = who.drifted > FEW_OVERRIDES;
-    const audited = who.all.length - who.unaudited;
-    const edited = who.drifted === who.all.length || (many && who.drifted * 2 > audited);
-    const { unaudited, drifted } = who;
-    draft.shared.set(
-      key,
-      many ? { file, takers: who.all.length, unaudited, drifted, edited } : undefined,
-    );
-    if (edited) editSharedFile(draft, node, change, file, who.all);
+function placeShared(
+  changes: readonly SharedChange[],
+  edits: Map<string, DeclaredChange[]>,
+  dependants: Dependants,
+  audited: (name: string) => boolean,
+  alikeOf: Alike,
+): SharedValue | undefined {
+  const { file, at, domain } = changes[0]!;
+  const takers = dependants(file, at);
+  // The new value most nodes drifted to, counted across the run's PRs.
+  const [first, alike] = changes
+    .map((each) => [each, alikeOf(each)] as const)
+    .reduce((most, next) => (next[1].size > most[1].size ? next : most));
+  const unaudited = takers.filter((n) => !audited(n.name)).length;
+  const drifted = alike.size;
+  const many = drifted > FEW_OVERRIDES;
+  const edited =
+    drifted === takers.length - unaudited || (many && drifted * 2 > takers.length - unaudited);
+  if (!edited)
+    for (const each of changes)
+      addChanges(edits, each.node.file, overrides(each.node, [each.change], each.domain));
+  else {
+    const { node, change } = first;
+    addChanges(edits, file, [change]);
+    const old = valueAt(node.layers.find((l) => l.file === file)!.value, change.path);
+    // A value the shared file did not declare yet is `null` for the others: absent, as before.
+    const keep: DeclaredChange = { path: change.path, value: (old ?? null) as JsonValue };
+    const own = new Map(changes.map((each) => [each.node.name, each.change]));
+    for (const other of takers)
+      if (!alike.has(other.name))
+        addChanges(edits, other.file, overrides(other, [own.get(other.name) ?? keep], domain));
   }
-  return !(draft.shared.get(key)?.edited ?? who.drifted === who.all.length);
-}
-
-/** The change made in the shared file; those that did not drift keep its old value in their own. */
-function editSharedFile(
-  draft: AcceptDraft,
-  node: LoadedNode,
-  change: DeclaredChange,
-  file: string,
-  takers: readonly LoadedNode[],
-): void {
-  addChanges(draft.edits, file, [change]);
-  const old = valueAt(node.layers.find((l) => l.file === file)!.value, change.path);
-  for (const other of takers) {
-    if (draft.drifted.has(other.name)) continue;
-    addChanges(
-      draft.edits,
-      other.file,
-      overrides(
-        other,
-        [
-          old === undefined
-            ? { path: change.path, delete: true }
-            : { path: change.path, value: old as JsonValue },
-        ],
-        draft.domain,
-      ),
-    );
-  }
+  return many ? { file, takers: takers.length, unaudited, drifted, edited } : undefined;
 }
 
 /** Each edited file's new text. */

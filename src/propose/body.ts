@@ -1,6 +1,7 @@
-import { CAUSE_KINDS } from "../domains/cause.js";
-import { causeLine } from "../report/cause-line.js";
-import { domainByName, declaredWords } from "../domains/registry.js";
+import type { Cause } from "../domains/cause.js";
+import { causeGroupLine, causeRank } from "../report/cause-line.js";
+import { latentOnly, latentTitle } from "../domains/latent-words.js";
+import { domainByName, declaredWords, latentSentence, remediationOf } from "../domains/registry.js";
 import type { Ticket } from "../manifest/tickets.js";
 import type { DriftItem } from "../report/schema.js";
 import { visible } from "../text/escape.js";
@@ -9,10 +10,10 @@ import {
   codeSpan,
   fencedBlock,
   htmlCode,
+  nodeList,
   nodeSpans,
   truncate,
 } from "../text/markdown.js";
-import { willBecome } from "../report/formats/common.js";
 import { formatMarker, type PullMarker } from "./marker.js";
 
 /** GitHub refuses bodies over 65,536 characters; stay well under it. */
@@ -30,8 +31,13 @@ const FILE_LIST_CHARS = 2_000;
 /** Room kept for the sentences saying how many paragraphs, rows and diffs were left out. */
 const OMISSION_CHARS = 400;
 
+const quote = (text: string) => codeSpan(text, 300);
+const sentenceCase = (text: string) => `${text[0]!.toUpperCase()}${text.slice(1)}`;
+
 /** One item's drift as a sentence: the domain's own words where it has them. */
 function itemSentence(item: DriftItem, nodeCount: number): string {
+  // Live as declared now: what the event changes, never "declared X but the host runs X".
+  if (latentOnly(item)) return `${sentenceCase(latentSentence(item, quote))}.`;
   const key = codeSpan(item.key, VALUE_CHARS);
   const own = domainByName(item.domain)?.driftSentence;
   if (own) return own(item, key, nodeCount === 1 ? "the host" : "the hosts");
@@ -70,30 +76,27 @@ const MEANING = {
 } as const;
 
 /**
- * Each distinct cause of the items, one line each (at most five): why they drifted. A line several
- * nodes recorded names them: each host's record is its own text, and one host can copy another's.
+ * Why the rows drifted: one line per cause (its group across hosts, else its own words), at most
+ * five, what changed a declared value's file first.
  */
-function causeLines(rows: readonly { node: string; item: DriftItem }[]): string[] {
-  // Root causes first, in CAUSE_KINDS' order (a package change before the files it replaced, an
-  // unknown last), so the five shown do not depend on the order of the items.
-  const kindOf = new Map<string, number>();
-  const nodesOf = new Map<string, Set<string>>();
+function causeLines(rows: BodyInput["group"]): string[] {
+  const byCause = new Map<string, { causes: Cause[]; nodes: Set<string> }>();
   for (const { node, item } of rows) {
     const { cause } = item;
     if (!cause) continue;
-    const line = causeLine(cause, (t) => codeSpan(t, 300));
-    if (!kindOf.has(line)) kindOf.set(line, CAUSE_KINDS.indexOf(cause.kind));
-    if (cause.kind !== "unknown") nodesOf.set(line, (nodesOf.get(line) ?? new Set()).add(node));
+    const key = cause.group ?? `${cause.kind}\0${cause.evidence}`;
+    let entry = byCause.get(key);
+    if (!entry) byCause.set(key, (entry = { causes: [], nodes: new Set() }));
+    entry.causes.push(cause);
+    entry.nodes.add(node);
   }
-  const lines = [...kindOf.keys()].sort((a, b) => kindOf.get(a)! - kindOf.get(b)!);
+  const rank = (entry: { causes: Cause[] }) =>
+    entry.causes.reduce((min, cause) => Math.min(min, causeRank(cause)), Infinity);
+  const lines = [...byCause.values()]
+    .sort((a, b) => rank(a) - rank(b))
+    .map(({ causes, nodes }) => causeGroupLine(causes, [...nodes].sort(), quote));
   const more = lines.length > 5 ? [`and ${lines.length - 5} more causes`] : [];
-  const recorded = (line: string) => {
-    const nodes = [...(nodesOf.get(line) ?? [])].sort();
-    return nodes.length > 1 ? ` (as each of ${nodeSpans(nodes)} recorded it)` : "";
-  };
-  return [...lines.slice(0, 5).map((line) => `${line}${recorded(line)}`), ...more].map(
-    (line) => `${line[0]!.toUpperCase()}${line.slice(1)}.`,
-  );
+  return [...lines.slice(0, 5), ...more].map((line) => `${sentenceCase(line)}.`);
 }
 
 /** The earliest first sighting among `items`, when the report knows any (a time, no host text). */
@@ -120,17 +123,17 @@ export function pullBody(input: BodyInput): string {
       `Remediation ticket ${codeSpan(t.id)} (${t.domain} ${codeSpan(t.key, VALUE_CHARS)}) is no longer needed: every node it names (${nodeSpans(t.nodes)}) was audited and the drift is gone.`,
     );
   } else if (input.kind === "lift") {
-    head.push(...(input.notes ?? []));
+    head.push(...new Set(input.notes));
   } else if (first) {
     const on = `on ${nodeCount} node${nodeCount === 1 ? "" : "s"}`;
     head.push(
       items.size === 1
-        ? `Quartermaster found **${first.severity}** ${first.domain} drift ${on}: ${itemSentence(first, nodeCount)}`
+        ? `Quartermaster found **${first.severity}** ${latentOnly(first) ? "latent " : ""}${first.domain} drift ${on}: ${itemSentence(first, nodeCount)}`
         : `Quartermaster found **${first.severity}** ${first.domain} drift ${on}: ${items.size} items differ, listed below.`,
     );
     if (items.size === 1 && first.detail) head.push(`Detail: ${codeSpan(first.detail, 300)}`);
-    if (items.size === 1 && first.latent)
-      head.push(`Latent: ${codeSpan(willBecome(first.latent), 300)}`);
+    if (items.size === 1 && first.latent && !latentOnly(first))
+      head.push(`Then ${latentSentence({ ...first, latent: first.latent }, quote)}.`);
     head.push(...causeLines(input.group));
     const since = firstSeen(input.group.map(({ item }) => item));
     if (since) head.push(`Drifting since ${since} (first seen by an audit).`);
@@ -138,7 +141,8 @@ export function pullBody(input: BodyInput): string {
       head.push(
         `This is a ticket because ${input.reason.text}${input.reason.detail ? `: ${codeSpan(input.reason.detail, 300)}` : ""}.`,
       );
-    head.push(...(input.notes ?? []));
+    // A note two groups share (one shared value, one combining) is said once.
+    head.push(...new Set(input.notes));
     // Drift that was waived or ticketed until lately: the reviewer sees why it is back.
     const lapsed = [...new Set(input.group.flatMap(({ item }) => item.lapsed ?? []))];
     if (lapsed.length)
@@ -154,16 +158,29 @@ export function pullBody(input: BodyInput): string {
   const always = [
     MEANING[input.kind],
     `Files changed: ${fileList(input.files)}`,
-    ...(first ? [`Remediation: ${domainByName(first.domain)!.remediation}`] : []),
+    ...(first ? [`Remediation: ${remediationOf(first)}`] : []),
   ];
 
   const row = ({ node, item }: BodyInput["group"][number]) =>
-    `| ${codeCell(node)} | ${codeCell(item.key, VALUE_CHARS)} | ${codeCell(declaredWords(item) ?? show(item.declared), VALUE_CHARS)} | ${codeCell(show(item.live), VALUE_CHARS)}${items.size > 1 && item.detail ? ` (${codeCell(item.detail, VALUE_CHARS)})` : ""} | ${codeCell(`${item.source.file}:${item.source.line}`)} |`;
+    `| ${codeCell(node)} | ${codeCell(item.key, VALUE_CHARS)} | ${codeCell(declaredWords(item) ?? show(item.declared), VALUE_CHARS)} | ${codeCell(show(item.live), VALUE_CHARS)}${latentOnly(item) ? ` (${codeCell(latentTitle(item), VALUE_CHARS)})` : ""}${items.size > 1 && item.detail ? ` (${codeCell(item.detail, VALUE_CHARS)})` : ""} | ${codeCell(`${item.source.file}:${item.source.line}`)} |`;
   // A value compared by hash is a secret or too big to show: no diff, whatever the item carries.
-  const diffed = input.group.filter(({ item }) => item.diff && item.path.at(-1) !== "sha256");
-  const diff = ({ node, item }: BodyInput["group"][number]) => {
+  // One diff per key and text, with the nodes it is on: eight hosts alike show it once.
+  const diffed = [
+    ...input.group
+      .filter(({ item }) => item.diff && item.path.at(-1) !== "sha256")
+      .reduce((byText, { node, item }) => {
+        const key = JSON.stringify([item.key, item.diff]);
+        const seen = byText.get(key);
+        if (seen) seen.nodes.push(node);
+        else byText.set(key, { nodes: [node], item });
+        return byText;
+      }, new Map<string, { nodes: string[]; item: DriftItem }>())
+      .values(),
+  ];
+  const diff = ({ nodes, item }: (typeof diffed)[number]) => {
     const block = fencedBlock(item.diff!, "diff", { maxLines: DIFF_LINES, maxChars: DIFF_CHARS });
-    return `<details><summary>${htmlCode(node)} ${htmlCode(item.key, VALUE_CHARS)}: -want +got</summary>\n\n${block}\n</details>`;
+    const on = nodeList(nodes, 5, (name) => htmlCode(name));
+    return `<details><summary>${on} ${htmlCode(item.key, VALUE_CHARS)}: -want +got</summary>\n\n${block}\n</details>`;
   };
   // Rows and diffs are written only as far as a body can hold them: a group of 100,000 nodes
   // shows the first few hundred.

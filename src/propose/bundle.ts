@@ -1,4 +1,5 @@
 import { SEVERITIES, type JsonValue } from "../domains/domain.js";
+import { latentOnly, latentTitle } from "../domains/latent-words.js";
 import { declaredWords, type DomainName } from "../domains/registry.js";
 import { nodeList } from "../text/markdown.js";
 import { branchName, slug, ticketId, type PullKind } from "./branch.js";
@@ -89,11 +90,15 @@ export function bundleTitle(verb: string, bundle: Bundle): string {
   const [group, ...others] = bundle;
   if (!others.length) {
     const [item, ...more] = group!.items;
+    // Latent only: live as declared now, so the event it waits for, never "X → X".
+    const latent = !more.length && latentOnly(item!);
     const values = more.length
       ? ""
-      : `${declaredWords(item!) ?? show(item!.declared as JsonValue)} → ${show(item!.live as JsonValue)}`;
+      : latentOnly(item!)
+        ? latentTitle(item)
+        : `${declaredWords(item!) ?? show(item!.declared)} → ${show(item!.live)}`;
     const from = cause ? ` from ${CAUSE_WORDS[cause.kind]}` : "";
-    return `${verb} ${group!.domain.name} drift${from} on ${names}: ${groupKey(group!)}${values && values.length <= 80 ? `: ${values}` : ""}`;
+    return `${verb} ${latent ? "latent " : ""}${group!.domain.name} drift${from} on ${names}: ${groupKey(group!)}${values && values.length <= 80 ? `: ${values}` : ""}`;
   }
   const keys = bundle.flatMap((g) => g.items.map((i) => i.key));
   const from = cause ? ` from ${CAUSE_WORDS[cause.kind]}` : "";

@@ -4,6 +4,8 @@ import type { Forge } from "../forge/forge.js";
 import { expiryTime, type Waiver } from "../manifest/schema.js";
 import type { Ticket } from "../manifest/tickets.js";
 import type { LatentEvent } from "../domains/cause.js";
+import { latentSentence } from "../domains/registry.js";
+import { isLatent } from "../report/tally.js";
 import { NODE_STATUSES, type NodeStatus, type Report } from "../report/schema.js";
 import { plural, unauditedText } from "../report/formats/common.js";
 import { ticketCovers } from "../drift/drift.js";
@@ -64,8 +66,9 @@ function pendingNodes(
     const items = n.drift.filter((d) => d.latent && events.includes(d.latent.after));
     if (!items.length) return [];
     const first = items[0]!;
+    const more = items.length > 1 ? ` (and ${plural(items.length - 1, "item")} more)` : "";
     return [
-      `- ${codeSpan(n.name)}: ${plural(items.length, "item")}, first ${codeSpan(`${first.key}: ${first.latent!.because}`, 120)}`,
+      `- ${codeSpan(n.name)}: ${latentSentence({ ...first, latent: first.latent! }, (text) => codeSpan(text, 120))}${more}`,
     ];
   });
 }
@@ -158,10 +161,11 @@ export function renderDashboard(input: DashboardInput, max = MAX_ROWS): string {
     .map(pendingRow);
   // Said as the text report says it, so items a ticket or waiver covers never read as new work.
   const acknowledged = input.report.nodes.reduce(
-    (sum, n) => sum + n.drift.filter((d) => d.acknowledged).length,
+    (sum, n) => sum + n.drift.filter((d) => d.acknowledged && !isLatent(d)).length,
     0,
   );
-  const driftWords = `${plural(summary.driftItems, "drift item")}${acknowledged ? ` (${acknowledged} acknowledged)` : ""}`;
+  const latent = summary.latentItems ? `, ${summary.latentItems} latent` : "";
+  const driftWords = `${plural(summary.driftItems, "drift item")}${acknowledged ? ` (${acknowledged} acknowledged)` : ""}${latent}`;
 
   const assemble = (rows: number) =>
     [

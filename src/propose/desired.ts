@@ -4,7 +4,9 @@ import { ticketCovers } from "../drift/drift.js";
 import { codeSpan, truncate } from "../text/markdown.js";
 import {
   acceptEdits,
+  alikeAcross,
   dependantsOf,
+  type Alike,
   groupOfFile,
   type AcceptPlan,
   type SharedValue,
@@ -67,7 +69,9 @@ export function desiredPulls(
     .filter((group) => !raised(group))
     .flatMap(context.rejected);
   const bundles: readonly Bundle[] = bundleGroups(groups);
-  const acceptPlan = acceptPlans(context);
+  // Where a shared value is written is decided from every node accepting it alike, in any PR.
+  const alike = alikeAcross(bundles.flatMap((bundle) => bundle.filter(accepts)));
+  const acceptPlan = acceptPlans(context, alike);
   // A rejected accept is a ticket, never joined into another's PR.
   const proposed = combineNear(
     bundles,
@@ -93,7 +97,7 @@ type AcceptPlanOf = (bundle: Bundle) => AcceptPlan;
  * Each bundle's accept plan made once: the bundles not combined with others are planned when
  * combining, and planned again only at the cost of a lookup.
  */
-function acceptPlans(context: DesiredContext): AcceptPlanOf {
+function acceptPlans(context: DesiredContext, alike: Alike): AcceptPlanOf {
   const made = new Map<Bundle, AcceptPlan | ManifestEditError>();
   return (bundle) => {
     let plan = made.get(bundle);
@@ -105,6 +109,7 @@ function acceptPlans(context: DesiredContext): AcceptPlanOf {
           context.dependants,
           context.lists,
           context.audited,
+          alike,
         );
       } catch (error) {
         if (!(error instanceof ManifestEditError)) throw error;

@@ -53,7 +53,15 @@ function carried(actions: readonly Action[], outcomes: readonly Outcome[]): RunC
           : undefined;
     if (number === undefined || (action.type !== "open" && action.type !== "update")) return [];
     const { kind, domain } = action.marker;
-    return [{ number, kind, nodes: action.nodes, ...(domain && { domain }) }];
+    return [
+      {
+        number,
+        kind,
+        nodes: action.nodes,
+        fingerprints: action.fingerprints,
+        ...(domain && { domain }),
+      },
+    ];
   });
 }
 

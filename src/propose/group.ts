@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
 import { append } from "../collections.js";
 import type { CauseKind } from "../domains/cause.js";
-import type { JsonValue } from "../domains/domain.js";
 import { domainByName, type AnyDomain } from "../domains/registry.js";
 import { driftSignature, setSignature } from "../manifest/signature.js";
 import type { LoadedNode } from "../manifest/load.js";
@@ -41,7 +40,7 @@ export const hash = (text: string, length = 8) =>
   createHash("sha256").update(text).digest("hex").slice(0, length);
 
 export const itemSignature = (item: DriftItem) =>
-  driftSignature(item.domain, item.key, item.declared as JsonValue, item.live as JsonValue);
+  driftSignature(item.domain, item.key, item.declared, item.live);
 const byKey = (a: DriftItem, b: DriftItem) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
 
 /**

@@ -37,6 +37,8 @@ export interface PullContent {
   notes?: string[];
   /** The nodes' owners (GitHub users and org/team), asked to review. */
   owners: string[];
+  /** The drift items it carries (their fingerprints): what the run history links to it. */
+  fingerprints: string[];
 }
 
 export type Action =
@@ -134,6 +136,7 @@ export function buildProposal(
       ...(proposal.owners ?? []).map((o) => `owner:${o}`),
     ].map(fitLabel),
     owners: proposal.owners ?? [],
+    fingerprints: proposal.body.group.map(({ item }) => item.fingerprint),
     files,
     marker,
     nodes: about.nodes,

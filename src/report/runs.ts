@@ -166,8 +166,17 @@ const sameEntry = (a: NodeEntry | undefined, b: NodeEntry) =>
 
 /** What the run knew beyond its report: the pull requests carrying drift, the nodes' owners. */
 export interface RunContext {
-  /** A pull request by the nodes and domain its marker names. */
-  pulls?: readonly { number: number; kind: string; nodes: readonly string[]; domain?: string }[];
+  /**
+   * A pull request by the drift items it carries (their fingerprints), else by the nodes and domain
+   * its marker names.
+   */
+  pulls?: readonly {
+    number: number;
+    kind: string;
+    nodes: readonly string[];
+    domain?: string;
+    fingerprints?: readonly string[];
+  }[];
   owners?: ReadonlyMap<string, readonly string[]>;
 }
 
@@ -187,10 +196,16 @@ export function appendRun(
   const changes = Object.create(null) as Record<string, NodeEntry | null>;
   const seen = new Set<string>();
   const drift = new Map([...before.drift].map(([fp, entry]) => [fp, { ...entry }]));
+  // Each item to the PR that carries it; by node and domain only for a PR that does not say which
+  // items it carries (a node's items of one domain may be in several PRs).
   const pulls = new Map<string, { number: number; kind: string }>();
-  for (const pull of context.pulls ?? [])
-    for (const node of pull.nodes)
-      pulls.set(`${node}\u0000${pull.domain ?? ""}`, { number: pull.number, kind: pull.kind });
+  const carrying = new Map<string, { number: number; kind: string }>();
+  for (const pull of context.pulls ?? []) {
+    const link = { number: pull.number, kind: pull.kind };
+    if (pull.fingerprints)
+      for (const fingerprint of pull.fingerprints) carrying.set(fingerprint, link);
+    else for (const node of pull.nodes) pulls.set(`${node}\u0000${pull.domain ?? ""}`, link);
+  }
   for (const node of report.nodes) {
     seen.add(node.name);
     counts[node.status]++;
@@ -198,7 +213,10 @@ export function appendRun(
     if (!earlier.length || !sameEntry(previous.get(node.name), entry)) changes[node.name] = entry;
     for (const item of node.drift) {
       const known = drift.get(item.fingerprint);
-      const pull = pulls.get(`${node.name}\u0000${item.domain}`) ?? pulls.get(`${node.name}\u0000`);
+      const pull =
+        carrying.get(item.fingerprint) ??
+        pulls.get(`${node.name}\u0000${item.domain}`) ??
+        pulls.get(`${node.name}\u0000`);
       const owners = context.owners?.get(node.name);
       const cause = item.cause ?? known?.cause;
       const acknowledged = known?.acknowledged ?? (item.acknowledged ? at : undefined);

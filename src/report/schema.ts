@@ -114,7 +114,13 @@ export const Summary = z.object({
   unreachable: z.number().int(),
   errors: z.number().int(),
   maintenance: z.number().int(),
+  /** Items that are not latent-only: what drifted now. */
   driftItems: z.number().int(),
+  /**
+   * Latent-only items (live as declared; the next boot, restart or daemon-reload changes them),
+   * apart from `driftItems`; absent from reports written before it was counted.
+   */
+  latentItems: z.number().int().default(0),
 });
 export type Summary = z.infer<typeof Summary>;
 

@@ -7,7 +7,17 @@ export function countsAsDrift(item: Pick<DriftItem, "acknowledged" | "latentPoli
   return !item.acknowledged && item.latentPolicy !== "ticket";
 }
 
-const STATUS_COUNT: Record<NodeStatus, Exclude<keyof Summary, "nodes" | "driftItems">> = {
+/**
+ * Latent-only drift (live as declared now; a boot, restart or daemon-reload changes it): counted
+ * apart from drift (`summary.latentItems`), whatever `policy.latent` makes of it.
+ */
+export const isLatent = (item: Pick<DriftItem, "latentPolicy">): boolean =>
+  item.latentPolicy !== undefined;
+
+const STATUS_COUNT: Record<
+  NodeStatus,
+  Exclude<keyof Summary, "nodes" | "driftItems" | "latentItems">
+> = {
   clean: "clean",
   drift: "drifted",
   unreachable: "unreachable",
@@ -25,6 +35,7 @@ export class ReportTally {
     errors: 0,
     maintenance: 0,
     driftItems: 0,
+    latentItems: 0,
   };
   /** Drift not covered by a ticket or a waiver. */
   driftFound = false;
@@ -37,7 +48,9 @@ export class ReportTally {
     const s = this.summary;
     s.nodes++;
     s[STATUS_COUNT[node.status]]++;
-    s.driftItems += node.drift.length;
+    const latent = node.drift.filter(isLatent).length;
+    s.driftItems += node.drift.length - latent;
+    s.latentItems += latent;
     this.driftFound ||= node.drift.some(countsAsDrift);
     this.unauditedNodes ||= node.status === "unreachable" || node.status === "error";
     this.unknownItems ||= (node.unknown?.length ?? 0) > 0;

@@ -278,7 +278,8 @@ describe("a cause on every drift item", () => {
     const bodies = forge.double.pulls().map((p) => p.body ?? "");
     assert.ok(
       bodies.some((b) =>
-        /Changed by `apt-get \(qm-audit\)` at \d{4}-\d\d-\d\d \d\d:\d\d UTC: `qm-demo 1\.0 → 1\.1`/.test(
+        // One line for the transaction on every host, the conffile it replaced first.
+        /^Replaced by `apt-get \(qm-audit\)`[^\n]* UTC: `\/etc\/qm-demo\/demo\.conf replaced by qm-demo 1\.0 → 1\.1`, `qm-demo 1\.0 → 1\.1` \(as each of `db-01`[^\n]* recorded it\)\.$/m.test(
           b,
         ),
       ),
@@ -287,16 +288,24 @@ describe("a cause on every drift item", () => {
     assert.ok(
       bodies.some((b) => /Edited at [^:]+:\d\d UTC: `\/etc\/qm-app\.conf modified at /.test(b)),
     );
-    assert.ok(bodies.some((b) => /Rebooted at .*: `booted /.test(b)));
+    // The three reboots into one kernel: one line, its hosts and the span of their boots.
+    assert.ok(
+      bodies.some((b) =>
+        /^Rebooted [^\n]* UTC: `booted [^\n]* \(as each of `db-01`, `db-02`, `web-01` recorded it\)\.$/m.test(
+          b,
+        ),
+      ),
+    );
     // rpm records when, not who: no `by`.
     const rpm = report.nodes.find((n) => n.name === RPM_HOST)!.drift;
     assert.equal(rpm.find((d) => d.key === "qm-rpm")!.cause!.by, undefined);
     assert.ok(
       bodies.some(
         (b) =>
-          /Changed at [^:]+:\d\d UTC: `qm-rpm 1\.1-1 installed`/.test(b) &&
-          b.includes(`Replaced at `) &&
-          b.includes(`: \`${RPM_CONF} replaced by qm-rpm 1.1-1 installed\``),
+          // The conffile and its package: one transaction, one line, the replaced file first.
+          b.includes(
+            `: \`${RPM_CONF} replaced by qm-rpm 1.1-1 installed\`, \`qm-rpm 1.1-1 installed\`.`,
+          ) && /^Replaced at [^:]+:\d\d UTC: /m.test(b),
       ),
       bodies.join("\n---\n"),
     );

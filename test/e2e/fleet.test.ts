@@ -176,6 +176,7 @@ describe("fleet audit over ssh", () => {
       errors: 3,
       maintenance: 1,
       driftItems: report.summary.driftItems,
+      latentItems: report.summary.latentItems,
     });
   });
 

@@ -60,6 +60,8 @@ export interface SuiteForge extends TestForge {
   repoArgs(): string[];
   /** The files a branch changes against main, sorted. */
   changedFiles(head: string): Promise<string[]>;
+  /** A file's text on a branch. */
+  fileAt(head: string, file: string): Promise<string>;
 }
 
 /**
@@ -102,6 +104,12 @@ export function suiteForge(options: {
       ).stdout
         .split("\n")
         .sort(),
+    fileAt: async (head: string, file: string) =>
+      (
+        await execa("git", ["-C", await forge.checkout(), "show", `origin/${head}:${file}`], {
+          stripFinalNewline: false,
+        })
+      ).stdout,
   } as SuiteForge;
   before(async () => {
     forge.work = await mkdtemp(path.join(tmpdir(), options.workPrefix));

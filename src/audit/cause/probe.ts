@@ -113,7 +113,11 @@ const ere = (text: string) => text.replace(/[.[\]*^$+?(){}|\\]/g, "\\$&");
 /** The cause section's script: one `date`, a few awk and stat calls, no root. */
 export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
   const q = ctx.quote;
-  const targets = { packages: request.packages ?? [], files: request.files ?? [] };
+  const targets = {
+    packages: request.packages ?? [],
+    files: request.files ?? [],
+    packagesByFile: request.packagesByFile ?? [],
+  };
   const stat = (request.stat ?? []).filter((s) => s.entries.length > 0);
   const files = targets.files.map(q).join(" ");
   // Debian policy keeps package files under /etc as conffiles; only paths elsewhere need the
@@ -151,10 +155,16 @@ export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
   const owners = targets.files.length
     ? `pk="$pk $(printf '%s\\n' "$owned" | awk '{ p = $1; sub(/^.*\\//, "", p); sub(/\\.md5sums:.*$/, "", p); sub(/:.*$/, "", p); print p }')"`
     : "";
-  if (targets.packages.length || targets.files.length)
+  // Packages named after files (a kernel's after its image): shell builtins only.
+  const byFile = targets.packagesByFile.map(
+    ({ glob, strip, prefix }) =>
+      `for f in ${glob}; do [ -e "$f" ] && pk="$pk ${prefix}\${f#${strip}}"; done`,
+  );
+  if (targets.packages.length || targets.files.length || byFile.length)
     lines.push(
       ctx.mark("dpkg-log"),
       `pk=${q(targets.packages.join(" "))}`,
+      ...byFile,
       ...(owners ? [owners] : []),
       `if [ -r /var/log/dpkg.log ]; then h=; [ -r /var/log/apt/history.log ] && h=/var/log/apt/history.log`,
       `  tail -c ${LOG_TAIL_BYTES} /var/log/dpkg.log $h 2>/dev/null | awk -v s="$s" -v qm_p="$pk" -v qm_f=${q(targets.files.join("\n"))} -v qm_n="$QM_N" '${LOGS}'`,

@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { partsByLabel, type Domain, type Finding } from "../domain.js";
 import type { Latent } from "../cause.js";
-import { rebootCause } from "./cause.js";
+import { KERNEL_PACKAGE, rebootCause } from "./cause.js";
 import {
   compareVersions,
   parseInstalled,
@@ -25,6 +25,18 @@ export const kernel: Domain<KernelDeclared, KernelLive, "kernel"> = {
   onDrift: "ticket",
   keyPrefixes: ["kernel_version"],
   remediation: "Schedule a reboot into the declared kernel, or update the manifest.",
+  latentWords: {
+    // A newer kernel installed: the next boot runs it. A marker alone: the same release again,
+    // with what the packages named replaced.
+    sentence: ({ live, latent }, q) =>
+      latent.becomes === live
+        ? `a reboot is pending (${q(latent.because)}): the next boot runs ${q(String(live))} again, with the files those packages replaced`
+        : `the next boot runs ${q(String(latent.becomes))} (${q(latent.because)}): declare it, or remove it before rebooting`,
+    remediation: {
+      reboot:
+        "Declare the kernel the next boot runs (`system.kernel_version`) and reboot into it when planned, or remove that kernel before rebooting; a reboot-required marker alone is cleared by the reboot.",
+    },
+  },
   probe(_declared, ctx) {
     // No process but where a marker exists: reads, globs and tests are shell builtins. osrelease is a string file,
     // which answers dash's byte-by-byte `read` correctly (integer /proc/sys files do not). A
@@ -76,6 +88,8 @@ export const kernel: Domain<KernelDeclared, KernelLive, "kernel"> = {
     if (notes.length) finding.detail = notes.join("; ");
     return [finding];
   },
+  // The kernels' packages: which transaction installed the one booted.
+  records: () => ({ packagesByFile: [KERNEL_PACKAGE] }),
   cause: rebootCause,
   snapshot(live) {
     return live.running;

@@ -39,8 +39,9 @@ export function driftCause(live: SysctlLive, name: string): Cause | undefined {
       group: boot.file,
     };
   }
-  const { bootedAt } = live;
-  // A file changed since boot may hold a value applied since, or one not applied yet: no guess.
+  const { bootedAt, auditedAt } = live;
+  // A file changed since the boot, or since the node's last audit when later (configuration
+  // management writes files without applying them), may hold a value applied since: no guess.
   if (bootedAt === undefined || live.changed.size === 0) return undefined;
   const badBoot = notAHostTime(bootedAt);
   if (badBoot !== undefined)
@@ -48,9 +49,15 @@ export function driftCause(live: SysctlLive, name: string): Cause | undefined {
       kind: "unknown",
       evidence: untimedEvidence("the boot time,", String(bootedAt), badBoot),
     };
-  if ([...live.changed.values()].some((mtime) => mtime > bootedAt)) return undefined;
+  // The node's last audit is the auditor's own time, so no host time to check.
+  const since = Math.max(bootedAt, auditedAt ?? bootedAt);
+  if ([...live.changed.values()].some((mtime) => mtime > since)) return undefined;
+  const when =
+    since === bootedAt
+      ? `boot at ${isoTime(bootedAt)}`
+      : `this node's last audit at ${isoTime(since)}`;
   return {
     kind: "runtime",
-    evidence: `live ${got} is set by no persisted file (${where(boot)} sets ${boot.value}) and none changed since boot at ${isoTime(bootedAt)}: a runtime write such as sysctl -w`,
+    evidence: `live ${got} is set by no persisted file (${where(boot)} sets ${boot.value}) and none changed since ${when}: a runtime write such as sysctl -w`,
   };
 }

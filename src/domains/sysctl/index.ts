@@ -47,6 +47,7 @@ const SYSCTL_AWK = [
   `n = split(qm_d, r, " "); for (i = 1; i <= n; i++) dir[r[i]] = 1`,
   `for (i = 1; i < ARGC; i++) if (!(i in dir)) { k = 0; while ((getline l < ARGV[i]) > 0) if (++k && l ~ qm_e) print ARGV[i] ":" k ":" l; close(ARGV[i]) }`,
   `mark("boot"); while ((getline l < "/proc/stat") > 0) if (l ~ /^btime /) print l`,
+  `mark("audited"); if (qm_s ~ /^[0-9]+$/) print qm_s`,
   "exit }",
 ].join("\n");
 
@@ -59,6 +60,14 @@ export const sysctl: Domain<SysctlDeclared, SysctlLive, "sysctl"> = {
   onDrift: "accept",
   remediation:
     "Apply the manifest baseline with `sysctl -p` (or `sysctl --system`), or accept the live value into the manifest.",
+  latentWords: {
+    sentence: ({ key, latent }, q) =>
+      `the next boot sets ${q(key)} to ${q(String(latent.becomes))}, as ${q(latent.because)} says: make that file set the declared value, or declare its value, before rebooting`,
+    remediation: {
+      reboot:
+        "Make the sysctl.d (or sysctl.conf) line the next boot applies set the declared value, or remove it, before rebooting; or declare the value it sets.",
+    },
+  },
   probe(declared, ctx) {
     // Declared, the host sends only the declared keys; a snapshot takes every persisted one.
     const names = declared && Object.keys(declared);
@@ -79,7 +88,7 @@ export const sysctl: Domain<SysctlDeclared, SysctlLive, "sysctl"> = {
       // `because` of latent drift). `d` holds the argument numbers of directories.
       "set --; d=",
       `for f in /etc/sysctl.conf ${persisted}; do [ -e "$f" ] || continue; set -- "$@" "$f"; [ -d "$f" ] && d="$d $#"; done`,
-      `awk -v qm_n="$QM_N" -v qm_r="$r" -v qm_d="$d" -v qm_e=${ctx.quote(persistedLines(names))} '${SYSCTL_AWK}' "$@" < /dev/null`,
+      `awk -v qm_n="$QM_N" -v qm_r="$r" -v qm_d="$d" -v qm_s=${ctx.lastAudit} -v qm_e=${ctx.quote(persistedLines(names))} '${SYSCTL_AWK}' "$@" < /dev/null`,
       // When each file changed, against the boot time: a persisted cause, or a runtime write. With
       // no file, stat is not run: it would read stdin.
       ctx.mark("changed"),
@@ -89,7 +98,9 @@ export const sysctl: Domain<SysctlDeclared, SysctlLive, "sysctl"> = {
   parse(output, ctx) {
     const parts = partsByLabel("sysctl", ctx.parts(output));
     const bootedAt = parseBootTime(parts.get("boot") ?? "");
+    const audited = /^(\d{1,12})$/m.exec(parts.get("audited") ?? "")?.[1];
     return {
+      ...(audited !== undefined && { auditedAt: Number(audited) }),
       runtime: parseRuntimeSysctl(parts.get("runtime") ?? ""),
       persisted: parsePersistedSysctl(parts.get("persisted") ?? ""),
       changed: parseChanged(parts.get("changed") ?? ""),

@@ -19,6 +19,8 @@ export interface SysctlLive {
   changed: Map<string, number>;
   /** The boot time (`btime` in /proc/stat), seconds since the epoch; absent if unreadable */
   bootedAt?: number;
+  /** The node's last successful audit, seconds since the epoch, when the audit keeps a history */
+  auditedAt?: number;
 }
 
 /** `grep -H ''` output over /proc/sys files: `/proc/sys/net/core/somaxconn:4096`. */

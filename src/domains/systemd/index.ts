@@ -4,6 +4,7 @@ import { LINKED_COMPONENT, PRINT_LINK } from "../no-follow.js";
 import { enablementCause, enablementRecords } from "./cause.js";
 import { unitFindings } from "./compare.js";
 import { dropinDir, SystemdDeclared, unitFileNames } from "./declared.js";
+import { splitLatentKey } from "./latent.js";
 import { mapsProbe } from "./maps.js";
 import { parseSystemd, type SystemdLive } from "./parse.js";
 
@@ -65,6 +66,24 @@ export const systemd: Domain<SystemdDeclared, SystemdLive, "systemd"> = {
   onDrift: "accept",
   remediation:
     "Restore the unit from the manifest and `systemctl daemon-reload`, or accept the live unit.",
+  latentWords: {
+    sentence: ({ key, latent }, q) => {
+      const [unit, what] = splitLatentKey(key);
+      if (what === "libraries")
+        return `a restart of ${q(unit)} loads the replaced ${q(latent.because)}`;
+      if (what === "running")
+        return `a restart of ${q(unit)} runs its files as they changed since it started (${q(latent.because)})`;
+      if (what === "loaded")
+        return `the next daemon-reload loads ${q(unit)} from its changed files (${q(latent.because)})`;
+      return undefined;
+    },
+    remediation: {
+      restart:
+        "Restart the unit (`systemctl restart`) when its users can take it: it then runs the files and libraries on disk.",
+      "daemon-reload":
+        "Run `systemctl daemon-reload` so systemd loads the unit as its files say now, then restart it for its process to take them; or put the files back.",
+    },
+  },
   probe(declared, ctx) {
     if (!declared?.length) return ctx.mark(`cap ${ctx.maxFileBytes}`); // a snapshot: an empty but well-formed section
     const q = ctx.quote;

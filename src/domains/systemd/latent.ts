@@ -14,6 +14,12 @@ const CLOCK_SLACK_S = 2;
 // A deleted-library finding names this many of its files, then counts the rest.
 const NAMED_LIBRARIES = 5;
 
+/** A latent finding's key as its unit and what of it changes (`loaded`, `running`, `libraries`). */
+export function splitLatentKey(key: string): [unit: string, what: string] {
+  const at = key.lastIndexOf(":");
+  return [key.slice(0, at), key.slice(at + 1)];
+}
+
 /**
  * The latent findings of one unit: `<unit>:loaded` (daemon-reload), `<unit>:running` and
  * `<unit>:libraries` (restart).
@@ -86,7 +92,7 @@ function librariesLatent(name: string, got: UnitLive, base: SpecPath): Finding |
     latent: {
       after: "restart",
       becomes: "restarted with the libraries on disk",
-      because: `${name} maps deleted ${named.join(", ")}${more ? ` and ${more} more` : ""}`,
+      because: `${named.join(", ")}${more ? ` and ${more} more` : ""}`,
     },
   };
 }

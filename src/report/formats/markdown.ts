@@ -3,7 +3,10 @@
 // text says what was left out. The size is counted in UTF-8 bytes, which covers both caps.
 import { causeLine } from "../cause-line.js";
 import { SEVERITIES, type Severity } from "../../domains/domain.js";
+import { latentOnly } from "../../domains/latent-words.js";
+import { latentSentence } from "../../domains/registry.js";
 import type { DriftItem, NodeResult, Report } from "../schema.js";
+import { isLatent } from "../tally.js";
 import { codeCell, fencedBlock, htmlCode, textCell, truncate } from "../../text/markdown.js";
 import {
   acknowledgedPart,
@@ -14,7 +17,6 @@ import {
   plural,
   severityRank,
   unauditedText,
-  willBecome,
 } from "./common.js";
 import type { RenderOptions, Renderer } from "./format.js";
 
@@ -184,9 +186,9 @@ function auditLine(report: Report): string {
 function summaryTable(report: Report): string[] {
   const s = report.summary;
   return [
-    "| nodes | clean | drifted | unreachable | errors | maintenance | drift items |",
-    "|---:|---:|---:|---:|---:|---:|---:|",
-    `| ${s.nodes} | ${s.clean} | ${s.drifted} | ${s.unreachable} | ${s.errors} | ${s.maintenance} | ${s.driftItems}${acknowledgedPart(report.nodes.reduce((n, node) => n + node.drift.filter((d) => d.acknowledged).length, 0))} |`,
+    "| nodes | clean | drifted | unreachable | errors | maintenance | drift items | latent |",
+    "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    `| ${s.nodes} | ${s.clean} | ${s.drifted} | ${s.unreachable} | ${s.errors} | ${s.maintenance} | ${s.driftItems}${acknowledgedPart(report.nodes.reduce((n, node) => n + node.drift.filter((d) => d.acknowledged && !isLatent(d)).length, 0))} | ${s.latentItems} |`,
   ];
 }
 
@@ -199,7 +201,7 @@ function driftRow(node: NodeResult, item: DriftItem, since: boolean): string {
     `${codeCell(item.key, VALUE_CHARS)}${item.lapsed ? ` (no longer acknowledged: ${codeCell(item.lapsed, REMEDIATION_CHARS)})` : ""}${item.cause ? ` (${causeLine(item.cause, (text) => codeCell(text, REMEDIATION_CHARS))})` : ""}`,
     codeCell(compactDeclared(item, VALUE_CHARS)),
     // The detail (who listens, what reboot would change) beside the live value, as code: host text.
-    `${codeCell(compactValue(item.live, VALUE_CHARS))}${item.detail ? ` (${codeCell(item.detail, REMEDIATION_CHARS)})` : ""}${item.latent ? ` (${codeCell(willBecome(item.latent), REMEDIATION_CHARS)})` : ""}`,
+    `${codeCell(compactValue(item.live, VALUE_CHARS))}${item.detail ? ` (${codeCell(item.detail, REMEDIATION_CHARS)})` : ""}${item.latent ? ` (${latentOnly(item) ? "" : "then "}${latentSentence({ ...item, latent: item.latent }, (text) => codeCell(text, REMEDIATION_CHARS))})` : ""}`,
     codeCell(`${item.source.file}:${item.source.line}`, VALUE_CHARS),
     // A code span: a contributor's remediation text renders no markup and pings no @mention.
     codeCell(item.remediation, REMEDIATION_CHARS),

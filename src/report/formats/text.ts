@@ -2,12 +2,14 @@
 import { causeLine } from "../cause-line.js";
 import type { NodeResult, NodeStatus, Report, DriftItem } from "../schema.js";
 import type { Severity } from "../../domains/domain.js";
+import { latentOnly } from "../../domains/latent-words.js";
+import { latentSentence } from "../../domains/registry.js";
+import { isLatent } from "../tally.js";
 import { visible } from "../../text/escape.js";
 import {
   acknowledgedPart,
   compactDeclared,
   compactValue,
-  willBecome,
   compareDrift,
   compareText,
   plural,
@@ -69,6 +71,7 @@ class TextView {
   private retried = 0;
   private partial = 0;
   private items = 0;
+  private latent = 0;
   private acknowledged = 0;
   private unknown = 0;
   private readonly unknownDomains = new Set<string>();
@@ -80,13 +83,16 @@ class TextView {
 
   /** The node's block and the blank line after it; nothing for a clean node unless verbose. */
   add(node: NodeResult): string {
-    this.items += node.drift.length;
-    this.acknowledged += node.drift.filter((d) => d.acknowledged).length;
+    const latent = node.drift.filter(isLatent).length;
+    this.items += node.drift.length - latent;
+    this.latent += latent;
+    this.acknowledged += node.drift.filter((d) => d.acknowledged && !isLatent(d)).length;
     for (const { domain } of node.unknown ?? []) {
       this.unknown++;
       this.unknownDomains.add(domain);
     }
-    if (node.status === "clean" && !this.options.verbose) {
+    // A clean node with latent items shows them: clean now, they say what the next event changes.
+    if (node.status === "clean" && latent === 0 && !this.options.verbose) {
       this.clean.add(node);
       if ((node.tries ?? 1) > 1) this.retried++;
       if (node.unknown?.length) this.partial++;
@@ -136,6 +142,7 @@ class TextView {
       this.items > 0
         ? `${plural(this.items, "drift item")}${acknowledgedPart(this.acknowledged)}`
         : "",
+      this.latent > 0 ? `${this.latent} latent` : "",
       s.unreachable > 0 ? `${s.unreachable} unreachable` : "",
       s.errors > 0 ? plural(s.errors, "error") : "",
       s.maintenance > 0 ? `${s.maintenance} in maintenance` : "",
@@ -182,7 +189,9 @@ function renderNode(node: NodeResult, options: RenderOptions, paint: Paint): str
   const checked = node.status === "clean" && node.checked ? ` (${checkedText(node.checked)})` : "";
   const errorClass = node.errorClass ? ` (${node.errorClass})` : "";
   const facts = [paint(STATUS_STYLE[node.status], node.status) + errorClass + checked];
-  if (node.drift.length > 0) facts.push(plural(node.drift.length, "item"));
+  const latent = node.drift.filter(isLatent).length;
+  if (node.drift.length > latent) facts.push(plural(node.drift.length - latent, "item"));
+  if (latent > 0) facts.push(`${latent} latent`);
   if (node.unknown?.length) facts.push(`${node.unknown.length} unknown`);
   if (node.tries !== undefined && node.tries > 1) facts.push(`${node.tries} SSH tries`);
   if (node.unaudited) facts.push(unauditedText(node.unaudited));
@@ -211,11 +220,15 @@ function renderItem(item: DriftItem, options: RenderOptions, paint: Paint): stri
   const live = visible(compactValue(item.live, width));
   const tag = paint(SEVERITY_STYLE[item.severity], `[${item.severity}]`);
   const mark = item.acknowledged ? ` ${paint(["dim"], "(acknowledged)")}` : "";
+  // Latent only: live as declared, so what it is now and what the event changes.
   const lines = [
-    `  ${tag} ${item.domain} ${visible(item.key)}: declared ${declared}, live ${live}${mark}`,
+    latentOnly(item)
+      ? `  ${tag} ${item.domain} ${visible(item.key)}: ${live} now; ${latentSentence({ ...item, domain: item.domain }, visible)}${latentTicket(item)}${mark}`
+      : `  ${tag} ${item.domain} ${visible(item.key)}: declared ${declared}, live ${live}${mark}`,
   ];
   if (item.detail) lines.push(`    ${visible(item.detail)}`);
-  if (item.latent) lines.push(`    ${visible(willBecome(item.latent))}${latentTicket(item)}`);
+  if (item.latent && !latentOnly(item))
+    lines.push(`    then ${latentSentence({ ...item, latent: item.latent }, visible)}`);
   if (item.cause) lines.push(`    ${causeLine(item.cause, visible)}`);
   if (item.firstSeen) lines.push(paint(["dim"], `    drifting since ${item.firstSeen}`));
   if (item.acknowledged && item.acknowledgedBy)
@@ -229,7 +242,7 @@ function renderItem(item: DriftItem, options: RenderOptions, paint: Paint): stri
 
 /** Latent drift the policy tickets: shown, and said not to count as drift. */
 function latentTicket(item: DriftItem): string {
-  return item.latentPolicy === "ticket" ? " (latent: ticket, not counted as drift)" : "";
+  return item.latentPolicy === "ticket" ? " (a ticket, not counted as drift)" : "";
 }
 
 /**

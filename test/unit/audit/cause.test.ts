@@ -55,7 +55,12 @@ const captured = marked(N, [
   ],
 ]);
 
-const item = (domain: string, key: string, live: unknown, last = "contents"): DriftItem => ({
+const item = (
+  domain: string,
+  key: string,
+  live: DriftItem["live"],
+  last = "contents",
+): DriftItem => ({
   domain: domain as DriftItem["domain"],
   key,
   declared: "x",

@@ -471,6 +471,7 @@ describe("files: snapshot", () => {
       mark: (label) => `mark ${label}`,
       unknown: String,
       maxFileBytes: CAP,
+      lastAudit: "",
     });
     assert.equal(probe, `mark cap ${CAP}\nmark paths\nmark stat`);
     assert.deepEqual(

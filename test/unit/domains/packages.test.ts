@@ -288,7 +288,13 @@ describe("packages: probe on this host", () => {
   it("filters an apk database on the host the same way (captured Alpine database)", async () => {
     const probe = packages.probe(
       { musl: "*", busybox: "absent", "no-such": "absent" },
-      { quote: (v) => `'${v}'`, mark: () => "", unknown: () => "exit 9", maxFileBytes: 1 },
+      {
+        quote: (v) => `'${v}'`,
+        mark: () => "",
+        unknown: () => "exit 9",
+        maxFileBytes: 1,
+        lastAudit: "",
+      },
     );
     const apk = probe
       .split("\n")
@@ -353,6 +359,7 @@ describe("packages: probe on this host", () => {
       mark: () => "",
       unknown: () => "exit 9",
       maxFileBytes: 1,
+      lastAudit: "",
     });
     // rpm-q-declared.txt is what this command printed over a database holding openssl, nginx,
     // bash and zlib; rpm's exit status 2 (two names not found) is not a failure.

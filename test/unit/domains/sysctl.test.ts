@@ -152,6 +152,27 @@ describe("sysctl", () => {
     assert.equal(finding!.latent?.becomes, "2048");
   });
 
+  it("a file changed since boot but not since the node's last audit leaves a sysctl -w a runtime write", () => {
+    const changed = {
+      ...live({ "net.core.somaxconn": "1024" }, { "net.core.somaxconn": "2048" }, BOOT + 60),
+    };
+    const [finding] = sysctl.compare(
+      { "net.core.somaxconn": "4096" },
+      { ...changed, auditedAt: BOOT + 3600 },
+    );
+    assert.equal(finding!.cause?.kind, "runtime");
+    assert.match(
+      finding!.cause.evidence,
+      /none changed since this node's last audit at 2025-12-02T01:00:00(\.000)?Z: a runtime write/,
+    );
+    // Changed since that audit too: no guess.
+    const [later] = sysctl.compare(
+      { "net.core.somaxconn": "4096" },
+      { ...changed, auditedAt: BOOT + 30 },
+    );
+    assert.equal(later!.cause, undefined);
+  });
+
   it("a key the kernel does not have is drift with live null", () => {
     const [finding] = sysctl.compare({ "net.ipv4.tcp_bogus": "1" }, live({}));
     assert.deepEqual(

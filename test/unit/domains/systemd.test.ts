@@ -526,6 +526,7 @@ describe("systemd: snapshot", () => {
         mark: (label) => `mark ${label}`,
         unknown: String,
         maxFileBytes: 1,
+        lastAudit: "",
       }),
       "mark cap 1",
     );
@@ -573,7 +574,7 @@ describe("systemd: a declared unit's processes mapping deleted libraries (latent
           after: "restart",
           becomes: "restarted with the libraries on disk",
           because:
-            "app.service maps deleted /usr/lib/x86_64-linux-gnu/libssl.so.3, /lib/x86_64-linux-gnu/libz.so.1.2.13, /usr/lib/qm/lib\\012@::<!--x.so",
+            "/usr/lib/x86_64-linux-gnu/libssl.so.3, /lib/x86_64-linux-gnu/libz.so.1.2.13, /usr/lib/qm/lib\\012@::<!--x.so",
         },
       },
     ]);

@@ -57,17 +57,32 @@ describe("policy.latent", () => {
   });
 });
 
-it("text and Markdown say what it will become, and when", () => {
+it("text and Markdown say what the next boot changes, never declared X live X, and count it apart", () => {
+  const [latentItem, driftItem] = items();
   const report = reportOf([
-    { name: "web-01", host: "web-01", status: "drift", durationMs: 1, drift: items() },
+    { name: "web-01", host: "web-01", status: "drift", durationMs: 1, drift: [driftItem!] },
+    { name: "web-02", host: "web-02", status: "clean", durationMs: 1, drift: [latentItem!] },
   ]);
+  assert.deepEqual(
+    [report.summary.clean, report.summary.driftItems, report.summary.latentItems],
+    [1, 1, 1],
+  );
+  // The remediation is the event's: change the file before the boot, not "apply sysctl -p".
+  assert.match(latentItem!.remediation, /before rebooting/);
   const options = { color: false, verbose: false };
+  const text = renderText(report, options);
   assert.match(
-    renderText(report, options),
-    /will become 1024 at reboot: \/etc\/sysctl\.d\/99-old\.conf:3 \(latent: ticket, not counted as drift\)/,
+    text,
+    /web-02: clean, 1 latent, .*\n {2}\[medium\] sysctl net\.core\.somaxconn: 4096 now; the next boot sets net\.core\.somaxconn to 1024, as \/etc\/sysctl\.d\/99-old\.conf:3 says: .* \(a ticket, not counted as drift\)/,
   );
+  assert.doesNotMatch(text, /declared 4096, live 4096/);
+  assert.match(text, /2 nodes: 1 clean, 1 drifted, 1 drift item, 1 latent/);
+  // Drift that is also latent says what the boot then does.
+  assert.match(text, /then the next boot sets vm\.swappiness to 1024/);
+  const markdown = renderMarkdown(report, options);
   assert.match(
-    renderMarkdown(report, options),
-    /`will become 1024 at reboot: \/etc\/sysctl\.d\/99-old\.conf:3`/,
+    markdown,
+    /`4096` \(the next boot sets `net\.core\.somaxconn` to `1024`, as `\/etc\/sysctl\.d\/99-old\.conf:3` says: /,
   );
+  assert.match(markdown, /\| 2 \| 1 \| 1 \| 0 \| 0 \| 0 \| 1 \| 1 \|/);
 });

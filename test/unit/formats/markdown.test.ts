@@ -61,10 +61,10 @@ test("a summary table counts nodes by status and the drift items", () => {
   const md = renderMarkdown(loadFleetReport(), options);
   const lines = md.split("\n");
   const header = lines.indexOf(
-    "| nodes | clean | drifted | unreachable | errors | maintenance | drift items |",
+    "| nodes | clean | drifted | unreachable | errors | maintenance | drift items | latent |",
   );
   assert.ok(header >= 0);
-  assert.equal(lines[header + 2], "| 9 | 3 | 3 | 1 | 1 | 1 | 12 (1 acknowledged) |");
+  assert.equal(lines[header + 2], "| 9 | 3 | 3 | 1 | 1 | 1 | 12 (1 acknowledged) | 0 |");
   assert.ok(md.includes("at manifest revision `9f1c2e4b7a3d`"));
 });
 

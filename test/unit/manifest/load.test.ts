@@ -136,6 +136,34 @@ describe("bad manifests are rejected with file:line:col", () => {
     ]);
   });
 
+  it("policy on_drift by cause: read as written; an unknown cause kind or a wrong choice at its line", async () => {
+    const fleet = await load({
+      "fleet.yaml":
+        "policy:\n  kernel:\n    on_drift: { package: accept, otherwise: ticket }\n  sysctl:\n    on_drift: { runtime: ticket, persisted: accept }\n",
+      "nodes/a.yaml": "{}\n",
+    });
+    assert.deepEqual(fleet.settings.policy, {
+      kernel: { on_drift: { package: "accept", otherwise: "ticket" } },
+      sysctl: { on_drift: { runtime: "ticket", persisted: "accept" } },
+    });
+    const unknown = await loadErrors({
+      "fleet.yaml": "policy:\n  kernel:\n    on_drift:\n      pakage: accept\n",
+      "nodes/a.yaml": "{}\n",
+    });
+    assert.match(
+      unknown[0]!,
+      /^fleet-manifests\/fleet\.yaml:4:7: unknown key "pakage" in policy\.kernel\.on_drift/,
+    );
+    const wrong = await loadErrors({
+      "fleet.yaml": "policy:\n  sysctl:\n    on_drift: { runtime: acept }\n",
+      "nodes/a.yaml": "{}\n",
+    });
+    assert.match(
+      wrong[0]!,
+      /^fleet-manifests\/fleet\.yaml:3:15: policy\.sysctl\.on_drift: on_drift is accept, ticket, or a map from cause kinds \(package, .*otherwise\) to accept or ticket$/,
+    );
+  });
+
   it("a wrong type", async () => {
     const errors = await loadErrors({ "nodes/a.yaml": "groups: web\n" });
     assert.match(errors[0]!, /^fleet-manifests\/nodes\/a\.yaml:1:9: groups: .*expected array/);

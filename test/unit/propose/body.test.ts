@@ -59,6 +59,71 @@ describe("body: what reviewers read", () => {
     assert.match(body, /^And 2 more causes\.$/m);
   });
 
+  it("one apt run on eight hosts: one line per cause across the hosts, the replaced conffile first; one diff for eight hosts", () => {
+    const item = report({ "web-01": [somaxconn(8192)] }).nodes.find((n) => n.name === "web-01")!
+      .drift[0]!;
+    const hosts = Array.from({ length: 8 }, (_, i) => `db-0${i + 1}`);
+    const group = hosts.flatMap((node, i) => {
+      const at = `2026-12-01T03:1${i}:00Z`;
+      const by = "apt-get (alice)";
+      const transaction =
+        "package: postgresql-16 16.4-1 → 16.6-1, postgresql-client-16 16.4-1 → 16.6-1";
+      return [
+        ...["postgresql-16", "postgresql-client-16"].map((name) => ({
+          node,
+          item: {
+            ...item,
+            key: name,
+            cause: {
+              kind: "package" as const,
+              at,
+              by,
+              evidence: `${name} 16.4-1 → 16.6-1`,
+              group: transaction,
+            },
+          },
+        })),
+        {
+          node,
+          item: {
+            ...item,
+            key: "/etc/postgresql/db.conf",
+            diff: "--- want\n+++ got\n@@ -1 +1 @@\n-max_connections = 100\n+max_connections = 200\n",
+            cause: {
+              kind: "package-file" as const,
+              at,
+              by,
+              evidence: "/etc/postgresql/db.conf replaced by postgresql-16 16.4-1 → 16.6-1",
+              group: transaction,
+            },
+          },
+        },
+      ];
+    });
+    const body = pullBody({
+      kind: "accept",
+      group,
+      marker: {
+        v: 1,
+        kind: "accept",
+        signature: "0".repeat(16),
+        ...markerNodes(hosts),
+        detected: "2026-12-01T04:00:00.000Z",
+        content: "c",
+      },
+      files: ["fleet-manifests/groups/db.yaml"],
+    });
+    const causes = body.split("\n").filter((line) => /^(Replaced|Changed) by /.test(line));
+    assert.deepEqual(causes, [
+      "Replaced by `apt-get (alice)` between 2026-12-01 03:10 UTC and 2026-12-01 03:17 UTC: `/etc/postgresql/db.conf replaced by postgresql-16 16.4-1 → 16.6-1`, `postgresql-16 16.4-1 → 16.6-1`, `postgresql-client-16 16.4-1 → 16.6-1` (as each of `db-01`, `db-02`, `db-03`, `db-04`, `db-05` and 3 more recorded it).",
+    ]);
+    assert.equal(body.split("max_connections = 200").length - 1, 1, body);
+    assert.match(
+      body,
+      /<summary><code>db-01<\/code>, <code>db-02<\/code>, .* and 3 more <code>\/etc\/postgresql\/db\.conf<\/code>: -want \+got<\/summary>/,
+    );
+  });
+
   it("a cause several nodes recorded names each of them: one host can copy another's record", () => {
     const item = report({ "web-01": [somaxconn(8192)] }).nodes.find((n) => n.name === "web-01")!
       .drift[0]!;

@@ -87,6 +87,7 @@ describe("budget: new pull requests per run", () => {
       marker: { v: 1, kind: "accept", signature: branch, nodes: [], detected: "", content: "" },
       nodes: [],
       owners: [],
+      fingerprints: [],
     });
     const kept = budget(
       [open("b-low", "low"), open("a-high", "high"), open("c-low", "low")],

@@ -85,7 +85,7 @@ describe("desired: from drift to pull requests", () => {
     );
   });
 
-  it("a dark member never holds an accept back: the audited members that drifted get overrides in the same run, the group file stays", () => {
+  it("a dark member never holds an accept back: the audited members all drifted alike, so the group file is edited in the same run and the dark one keeps the old value in its own file", () => {
     const drifted = { "web-01": [somaxconn(8192)], "web-02": [somaxconn(8192)] };
     const dark = [report(drifted, { unreachable: ["web-03"] }), report(drifted)];
     // A node missing from the report (another shard, --nodes) is not audited either.
@@ -95,8 +95,8 @@ describe("desired: from drift to pull requests", () => {
       assert.equal(rest.length, 0);
       assert.equal(pr!.type, "open");
       assert.deepEqual(Object.keys((pr as Extract<Action, { type: "open" }>).files).sort(), [
-        `${PREFIX}/nodes/web-01.yaml`,
-        `${PREFIX}/nodes/web-02.yaml`,
+        `${PREFIX}/groups/web.yaml`,
+        `${PREFIX}/nodes/web-03.yaml`,
       ]);
     }
   });

@@ -181,7 +181,7 @@ export const changedLines = (before: string, after: string) => {
 };
 
 export function driftSignatureOf(item: DriftItem): string {
-  return driftSignature(item.domain, item.key, item.declared as never, item.live as never);
+  return driftSignature(item.domain, item.key, item.declared, item.live);
 }
 
 export const swappiness = (live: number): Drift => ({

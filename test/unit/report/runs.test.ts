@@ -99,6 +99,38 @@ test("a malformed run or drift entry costs only that entry", () => {
   assert.match(parseRuns("{") as string, /not JSON/);
 });
 
+test("each drift item links to the pull request that carries it, not to another of its node and domain", () => {
+  const h = appendRun(
+    emptyRuns(),
+    run(0, [node("web-03", "drift", ["00000000000000a1", "00000000000000a2"])]),
+    {
+      pulls: [
+        {
+          number: 7,
+          kind: "accept",
+          nodes: ["web-01", "web-03"],
+          domain: "sysctl",
+          fingerprints: ["00000000000000a1"],
+        },
+        {
+          number: 8,
+          kind: "accept",
+          nodes: ["web-03"],
+          domain: "files",
+          fingerprints: ["00000000000000a2"],
+        },
+      ],
+    },
+  );
+  assert.deepEqual(
+    ["00000000000000a1", "00000000000000a2"].map((fp) => h.drift.get(fp)!.pull),
+    [
+      { number: 7, kind: "accept" },
+      { number: 8, kind: "accept" },
+    ],
+  );
+});
+
 test("a history over its bound is written trimmed, never refused: resolved drift first, then the oldest runs", () => {
   // A user opening 40 new ports every run: 40 new fingerprints a run, the last run's resolved.
   let h = emptyRuns();
