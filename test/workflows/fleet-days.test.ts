@@ -15,6 +15,7 @@ import { execa } from "execa";
 import { startGitServer, type GitServer } from "../support/git-server.js";
 import { startGitHubDouble, type GitHubDouble } from "../support/github-double/index.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
+import { assertNoSelfChange } from "../support/pull-text.js";
 import { fleetRunnerOptions, publishRelease, writeFleetRepository } from "./fleet-repo.js";
 import { runWorkflow, type RunResult } from "./runner.js";
 
@@ -397,8 +398,10 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
       assert.deepEqual(summary(await openPulls()), [
         summary([ports!])[0],
         [
+          // db-01, the only audited taker, drifted: the group file takes the value, and db-02,
+          // dark, keeps its old one in its own file.
           "accept",
-          [`${M}/nodes/db-01.yaml`],
+          [`${M}/groups/db.yaml`, `${M}/nodes/db-02.yaml`],
           `Accept sysctl drift from one persisted file on db-01: net.ipv4.tcp_keepalive_intvl: ${keepaliveIntvl} → 30`,
         ],
         [
@@ -507,6 +510,8 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
       assert.equal(failures(day7.result), "");
       assert.match(day7.propose.stdout, /^nothing to propose: every pull request is up to date$/m);
       assert.deepEqual(await openPulls(), []);
+      // Every pull request of the week, open, merged or closed: none says a value became itself.
+      assertNoSelfChange(double.pulls());
       assert.deepEqual(double.violations, []);
     } catch (error) {
       console.log(log.join("\n"));
