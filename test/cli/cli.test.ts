@@ -150,7 +150,7 @@ describe("the CLI on bad input: exit 2 and a message naming the place", () => {
         ["snapshot", "--manifests", dir, "--node", "db-09"],
         /--node: no node matches "db-09" \(the nodes: web-01\)/,
       ],
-      [["adopt", "--manifests", dir], /adopt needs --inventory FILE/],
+      [["adopt", "--manifests", dir], /adopt needs --inventory PATH/],
       [["adopt", "--inventory", "/nonexistent-inventory"], /--inventory: no such file/],
       [
         ["adopt", "--inventory", path.join(dir, "nodes/web-01.yaml"), "--packages", "all"],

@@ -20,10 +20,10 @@ const say = (line: string) => io().stderr.write(`${visible(line)}\n`);
 const ADOPT_FLAGS = {
   inventory: {
     ...textFlag(
-      "FILE",
-      "the hosts to adopt: an Ansible inventory (INI, YAML or ansible-inventory --list JSON), an ssh_config or one host a line",
+      "PATH",
+      "the hosts to adopt: an Ansible inventory file or folder (INI, YAML or ansible-inventory --list JSON) with the group_vars/ and host_vars/ beside it, an ssh_config or one host a line",
     ),
-    required: { message: "adopt needs --inventory FILE" },
+    required: { message: "adopt needs --inventory PATH" },
   },
   manifests: textFlag(
     "DIR",
