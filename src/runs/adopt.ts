@@ -128,12 +128,13 @@ export async function runAdopt(config: AdoptOptions): Promise<Adoption> {
   const settings = existing
     ? fleetAuditSettings(existing, { timeoutMs })
     : fleetAuditSettings({ dir: tree, settings: {}, nodes: [], tickets: [] }, { timeoutMs });
-  const { keys, snapshots, latent, leftOut } = await snapshotHosts(hosts, {
+  const { keys, snapshots, latent, leftOut, leftOnPurpose } = await snapshotHosts(hosts, {
     config,
     sshFiles,
     staged,
     settings,
   });
+  sayLeftOnPurpose(leftOnPurpose, say);
 
   for (const [name, reason] of plan.unreadable) leftOut.push(`${name}: ${reason}; not adopted`);
   const candidates = hosts.filter((h) => snapshots.has(h.name));
@@ -158,6 +159,29 @@ export async function runAdopt(config: AdoptOptions): Promise<Adoption> {
     leftOut: leftOut.sort(),
     latent: result.adopted.reduce((sum, name) => sum + (latent.get(name)?.size ?? 0), 0),
   };
+}
+
+/**
+ * Once for the fleet: how many packages the snapshots left to their dependencies, and each reason
+ * a host could not tell which were chosen (all of its packages are then declared).
+ */
+function sayLeftOnPurpose(left: Snapshots["leftOnPurpose"], say: (line: string) => void): void {
+  const counted = left.filter((l) => l.unknown === undefined);
+  const total = counted.reduce((sum, l) => sum + l.count, 0);
+  const plural = (n: number, word: string) =>
+    `${n.toLocaleString("en")} ${word}${n === 1 ? "" : "s"}`;
+  if (counted.length)
+    say(
+      `packages: declared those the package manager marks as installed on purpose; ${plural(total, "package")} installed as dependencies left to them on ${plural(counted.length, "host")} (--packages all declares every one)`,
+    );
+  const unknown = new Map<string, string[]>();
+  for (const l of left)
+    if (l.unknown !== undefined)
+      unknown.set(l.unknown, [...(unknown.get(l.unknown) ?? []), l.host]);
+  for (const [reason, named] of unknown)
+    say(
+      `packages: every installed package declared on ${named.length > 3 ? `${named.slice(0, 3).join(", ")} and ${named.length - 3} more` : named.join(", ")}: ${reason}`,
+    );
 }
 
 /** The --ssh-config and --known-hosts files, checked as files and resolved. */
@@ -225,6 +249,8 @@ interface Snapshots {
   jumpKeys: Map<string, Promise<JumpKeys>>;
   /** Whether each jump host answers, asked once, when a host behind it could not be snapshot. */
   jumpReached: Map<string, Promise<string | undefined>>;
+  /** What each host's snapshot left out on purpose (packages installed only as dependencies). */
+  leftOnPurpose: { host: string; domain: string; count: number; unknown?: string }[];
 }
 
 /** Takes each host's trusted keys and snapshot, hosts in parallel, with a progress line on a TTY. */
@@ -245,6 +271,7 @@ async function snapshotHosts(hosts: readonly HostToAdopt[], job: SnapshotJob): P
     leftOut: [],
     jumpKeys: new Map(),
     jumpReached: new Map(),
+    leftOnPurpose: [],
   };
   await Promise.all(
     hosts.map((host) => {
@@ -308,6 +335,7 @@ async function snapshotHost(
     }
     taken.snapshots.set(host.name, snapshot.spec);
     taken.latent.set(host.name, snapshot.latent);
+    for (const left of snapshot.leftOut) taken.leftOnPurpose.push({ host: host.name, ...left });
     return undefined;
   } catch (error) {
     const failure = nodeFailure(host.name, error).message.replace(/[;,] node not audited/, "");

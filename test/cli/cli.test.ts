@@ -151,10 +151,10 @@ describe("the CLI on bad input: exit 2 and a message naming the place", () => {
         /--node: no node matches "db-09" \(the nodes: web-01\)/,
       ],
       [["adopt", "--manifests", dir], /adopt needs --inventory PATH/],
-      [["adopt", "--inventory", "/nonexistent-inventory"], /--inventory: no such file/],
+      [["adopt", "--inventory", "/nonexistent-inventory"], /--inventory: no such file or folder/],
       [
-        ["adopt", "--inventory", path.join(dir, "nodes/web-01.yaml"), "--packages", "all"],
-        /--packages takes names, versions or none, not "all"/,
+        ["adopt", "--inventory", path.join(dir, "nodes/web-01.yaml"), "--packages", "every"],
+        /--packages takes chosen, all, names, versions or none, not "every"/,
       ],
       [
         ["adopt", "--inventory", path.join(dir, "nodes/web-01.yaml"), "--concurrency", "0"],

@@ -130,6 +130,19 @@ describe("adopt from an inventory folder whose jump host is set only in group_va
     assert.equal(validate.exitCode, 0, validate.stderr);
   });
 
+  test("the packages declared are those apt marks as installed on purpose on the hosts: apt-mark showmanual", async () => {
+    const fleetSpec = parse(await readFile(path.join(tree, "fleet.yaml"), "utf8")) as {
+      packages: { installed_manifest: Record<string, string> };
+    };
+    const manual = (await fleet.exec("web-01", "apt-mark showmanual")).split("\n").filter(Boolean);
+    assert.ok(manual.length > 10, manual.join(" "));
+    assert.deepEqual(Object.keys(fleetSpec.packages.installed_manifest).sort(), manual.sort());
+    assert.match(
+      adopted.stderr,
+      /packages: declared those the package manager marks as installed on purpose; [\d,]+ packages installed as dependencies left to them on 4 hosts \(--packages all declares every one\)/,
+    );
+  });
+
   test("the jump host's trusted key is in the tree's known_hosts beside the nodes'", async () => {
     const known = (await readFile(path.join(tree, "known_hosts"), "utf8")).trim().split("\n");
     const trusted = (await readFile(fleet.knownHosts, "utf8")).trim().split("\n");

@@ -5,11 +5,11 @@ import { runAdopt } from "../../runs/adopt.js";
 import { defaultTreeToWrite } from "../../runs/fleet.js";
 import { visible } from "../../text/escape.js";
 import { ExitBit } from "../exit.js";
-import { checkedFlag, parseFlags, saying, textFlag } from "../flags.js";
+import { PACKAGES_MODES } from "../../domains/snapshot-options.js";
+import { checkedFlag, choiceFlag, parseFlags, saying, textFlag } from "../flags.js";
 import {
   CONCURRENCY_FLAG,
   NO_EPHEMERAL_RANGE_FLAG,
-  PACKAGES_FLAG,
   SSH_CONFIG_FLAG,
   TIMEOUT_FLAG,
 } from "../options.js";
@@ -39,7 +39,12 @@ const ADOPT_FLAGS = {
     "hosts snapshot at once (default: 32); through one jump host, at most its ssh.max_sessions (default: 8)",
   ),
   timeout: saying(TIMEOUT_FLAG, "per-host time limit, connection and snapshot (default: 60)"),
-  packages: PACKAGES_FLAG,
+  packages: choiceFlag(
+    PACKAGES_MODES,
+    "MODE",
+    "which installed packages are declared: chosen (those the package manager marks as installed on purpose, any version), all (every one, any version), versions (every one, pinned) or none (default: chosen)",
+    "chosen",
+  ),
   pin: checkedFlag(
     "PACKAGE,…",
     "declare these packages at their live version, the rest as --packages says",

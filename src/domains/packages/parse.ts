@@ -12,6 +12,9 @@ export interface PackageInstance {
   arch: string;
 }
 
+/** Which installed packages were installed on purpose, or why the host cannot tell. */
+export type Chosen = { names: Set<string> } | { unknown: string };
+
 export interface PackagesLive {
   format: PackageFormat;
   /** name -> installed instances */
@@ -21,6 +24,8 @@ export interface PackagesLive {
    * half-installed)
    */
   notInstalled: Map<string, string>;
+  /** Which packages were installed on purpose, when a snapshot asked (`chosen.ts`). */
+  chosen?: Chosen;
 }
 
 const DPKG_WANT = new Set(["unknown", "install", "hold", "deinstall", "purge"]);
