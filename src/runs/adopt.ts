@@ -45,6 +45,8 @@ export interface AdoptOptions {
   packages: SnapshotOptions["packages"];
   /** Packages declared at their live version whatever `packages` says. */
   pin?: ReadonlySet<string>;
+  /** Config files (paths) and systemd units (names) to declare on every host, at their live state. */
+  declare?: { files: readonly string[]; units: readonly string[] };
   ephemeralAsRange: boolean;
   /** A line for the operator, as adoption goes. */
   say: (line: string) => void;
@@ -233,7 +235,10 @@ function undeclaredHosts(
 }
 
 interface SnapshotJob {
-  config: Pick<AdoptOptions, "concurrency" | "packages" | "pin" | "ephemeralAsRange" | "progress">;
+  config: Pick<
+    AdoptOptions,
+    "concurrency" | "packages" | "pin" | "ephemeralAsRange" | "progress" | "declare"
+  >;
   sshFiles: Awaited<ReturnType<typeof readSshFiles>>;
   staged: Pick<Awaited<ReturnType<typeof stageLayers>>, "base" | "ssh">;
   settings: ReturnType<typeof fleetAuditSettings>;
@@ -251,6 +256,35 @@ interface Snapshots {
   jumpReached: Map<string, Promise<string | undefined>>;
   /** What each host's snapshot left out on purpose (packages installed only as dependencies). */
   leftOnPurpose: { host: string; domain: string; count: number; unknown?: string }[];
+}
+
+/**
+ * What a host's snapshot is asked about: what its existing layers declare, and each file and unit
+ * of `--files` and `--units` they do not, by path or name alone (its live state is then taken).
+ */
+function withAsked(
+  base: PlainMap | undefined,
+  asked: AdoptOptions["declare"],
+): PlainMap | undefined {
+  if (!asked || (!asked.files.length && !asked.units.length)) return base;
+  const listOf = (value: unknown) => (Array.isArray(value) ? (value as PlainMap[]) : []);
+  const files = listOf(base?.files);
+  const systemd = (base?.systemd ?? {}) as PlainMap;
+  const units = listOf(systemd.units);
+  const paths = new Set(files.map((f) => f.path));
+  const names = new Set(units.map((u) => u.name));
+  return {
+    ...base,
+    ...(asked.files.length && {
+      files: [...files, ...asked.files.filter((p) => !paths.has(p)).map((path) => ({ path }))],
+    }),
+    ...(asked.units.length && {
+      systemd: {
+        ...systemd,
+        units: [...units, ...asked.units.filter((n) => !names.has(n)).map((name) => ({ name }))],
+      },
+    }),
+  };
 }
 
 /** Takes each host's trusted keys and snapshot, hosts in parallel, with a progress line on a TTY. */
@@ -324,7 +358,7 @@ async function snapshotHost(
       packages: job.config.packages,
       ...(job.config.pin && { pinned: job.config.pin }),
       ephemeralAsRange: job.config.ephemeralAsRange,
-      declared: job.staged.base.get(host.name),
+      declared: withAsked(job.staged.base.get(host.name), job.config.declare),
     });
     const valid = NodeSpec.safeParse(snapshot.spec);
     if (!valid.success) {

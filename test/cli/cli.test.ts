@@ -157,6 +157,14 @@ describe("the CLI on bad input: exit 2 and a message naming the place", () => {
         /--packages takes chosen, all, names, versions or none, not "every"/,
       ],
       [
+        ["adopt", "--inventory", path.join(dir, "nodes/web-01.yaml"), "--files", "/etc/a,etc/x"],
+        /--files: "etc\/x": must be an absolute path/,
+      ],
+      [
+        ["adopt", "--inventory", path.join(dir, "nodes/web-01.yaml"), "--units", "nginx"],
+        /--units: "nginx": a unit name ending in \.service/,
+      ],
+      [
         ["adopt", "--inventory", path.join(dir, "nodes/web-01.yaml"), "--concurrency", "0"],
         /--concurrency takes a whole number of at least 1, not "0"/,
       ],

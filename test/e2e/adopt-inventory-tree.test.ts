@@ -13,6 +13,14 @@ import { startFleet, type TestFleet } from "../support/hosts.js";
 import { scratchTrees } from "../support/tree.js";
 
 const NODES = ["web-01", "web-02", "web-03", "db-01"];
+const APP_CONF = "/etc/qm-e2e/app.conf";
+// The web role's config file, the same on web-01 and web-02; web-03 has one setting more.
+const CONFS: Record<string, string> = {
+  "web-01": "role = web\n",
+  "web-02": "role = web\n",
+  "web-03": "role = web\nworkers = 8\n",
+  "db-01": "role = db\n",
+};
 const VAULT = [
   "!vault |",
   "  $ANSIBLE_VAULT;1.1;AES256",
@@ -30,7 +38,11 @@ const address = (name: string) => fleet.hosts.find((h) => h.name === name)!.addr
 before(async () => {
   fleet = await startFleet([
     { name: "jump-01" },
-    ...NODES.map((name) => ({ name, behind: "jump-01" })),
+    ...NODES.map((name) => ({
+      name,
+      behind: "jump-01",
+      files: { [APP_CONF]: { contents: CONFS[name]!, mode: "0644" } },
+    })),
     { name: "down-01", state: "stopped" as const },
   ]);
   dir = await scratch();
@@ -172,6 +184,53 @@ describe("adopt from an inventory folder whose jump host is set only in group_va
       NODES.map((n) => [n, "clean"]).sort(),
     );
     assert.doesNotMatch(audit.stderr, /host key/i);
+  });
+});
+
+describe("the same adoption with --files: config files factored into layers", () => {
+  test("the web group's file holds the common contents, the odd host's file its own; the audit is clean", async () => {
+    const tree = path.join(dir, "files-tree");
+    const adopted = await adopt(await inventoryFolder("inventory-files"), tree, [
+      ...["--files", APP_CONF],
+    ]);
+    assert.equal(adopted.exitCode, 0, adopted.stderr);
+    const read = async (rel: string) =>
+      parse(await readFile(path.join(tree, rel), "utf8")) as Record<string, any>;
+    const filesOf = (spec: Record<string, any>) =>
+      (spec.files ?? []) as { path: string; contents?: string; mode?: string }[];
+    assert.deepEqual(filesOf(await read("groups/web.yaml")), [
+      { path: APP_CONF, contents: CONFS["web-01"], mode: "0644", owner: "root", group: "root" },
+    ]);
+    assert.deepEqual(
+      filesOf(await read("nodes/web-03.yaml")).map((f) => f.contents),
+      [CONFS["web-03"]],
+    );
+    assert.deepEqual(
+      filesOf(await read("nodes/db-01.yaml")).map((f) => f.contents),
+      [CONFS["db-01"]],
+    );
+    for (const name of ["web-01", "web-02"])
+      assert.equal((await read(`nodes/${name}.yaml`)).files, undefined, name);
+    assert.equal((await read("fleet.yaml")).files, undefined);
+    await writeFile(
+      path.join(tree, "ssh_config"),
+      `Host bastion\n  HostName ${address("jump-01")}\n  User ${fleet.user}\n`,
+    );
+    const audit = await runCli([
+      ...["audit", "--manifests", tree, "--ssh-config", await workflowSshConfig(tree)],
+    ]);
+    assert.equal(audit.exitCode, 0, audit.stdout.slice(0, 3000) + audit.stderr);
+    // The audit compares the declared contents: web-03's own file holds its own.
+    await fleet.exec("web-03", `printf 'role = web\\n' > ${APP_CONF}`);
+    try {
+      const drifted = await runCli([
+        ...["audit", "--manifests", tree, "--ssh-config", await workflowSshConfig(tree)],
+        ...["--nodes", "web-03"],
+      ]);
+      assert.equal(drifted.exitCode, 1, drifted.stdout);
+    } finally {
+      await fleet.exec("web-03", `printf '%s' '${CONFS["web-03"]}' > ${APP_CONF}`);
+    }
   });
 });
 

@@ -4,6 +4,8 @@ import path from "node:path";
 import { runAdopt } from "../../runs/adopt.js";
 import { defaultTreeToWrite } from "../../runs/fleet.js";
 import { visible } from "../../text/escape.js";
+import { UsageError } from "../../errors.js";
+import { NodeSpec } from "../../manifest/schema.js";
 import { ExitBit } from "../exit.js";
 import { PACKAGES_MODES } from "../../domains/snapshot-options.js";
 import { checkedFlag, choiceFlag, parseFlags, saying, textFlag } from "../flags.js";
@@ -51,7 +53,30 @@ const ADOPT_FLAGS = {
     (given) => new Set(given.split(",").filter(Boolean)),
   ),
   "no-ephemeral-range": NO_EPHEMERAL_RANGE_FLAG,
+  files: checkedFlag(
+    "PATH,…",
+    "declare these config files on every host at their live contents, mode, owner and group (a secret or root-only file by its sha256), factored into layers like every other value",
+    (given) => listOf("files", given, (path) => ({ files: [{ path }] })),
+  ),
+  units: checkedFlag(
+    "UNIT,…",
+    "declare these systemd units on every host at their live state, unit file and drop-ins, factored into layers",
+    (given) => listOf("units", given, (name) => ({ systemd: { units: [{ name }] } })),
+  ),
 };
+
+/** A comma-separated flag's items, each checked as the manifest would declare it. */
+function listOf(flag: string, given: string, declared: (item: string) => object): string[] {
+  const items = [...new Set(given.split(",").filter(Boolean))];
+  for (const item of items) {
+    const checked = NodeSpec.safeParse(declared(item));
+    if (!checked.success)
+      throw new UsageError(
+        `--${flag}: ${JSON.stringify(item)}: ${checked.error.issues[0]!.message}`,
+      );
+  }
+  return items;
+}
 
 /** `adopt`'s argv as its config: every flag read and checked, nothing read or opened yet. */
 function adoptConfig(argv: string[]) {
@@ -70,6 +95,7 @@ export async function adoptCommand(argv: string[]): Promise<number> {
     timeout: config.timeout,
     packages: config.packages,
     ...(config.pin && { pin: config.pin }),
+    declare: { files: config.files ?? [], units: config.units ?? [] },
     ephemeralAsRange: !config["no-ephemeral-range"],
     say,
     progress: (total) => (total > 1 && io().stderr.isTTY ? new Progress(total) : undefined),
