@@ -13,6 +13,7 @@ import type { Fleet, LoadedNode } from "../manifest/load.js";
 import { manifestDirty, manifestRevision } from "../manifest/revision.js";
 import type { NodeResult, Report } from "../report/schema.js";
 import { localTransport } from "../transport/local.js";
+import { throttlingNotices } from "./throttling.js";
 import { sshSessionGates } from "../transport/session-gate.js";
 import {
   DEFAULT_CONNECT_TIMEOUT_SECONDS,
@@ -145,6 +146,8 @@ export async function runAudit(config: AuditOptions): Promise<{ fleet: Fleet; re
 export interface SpooledAuditOptions extends AuditOptions, JudgedBy {
   /** Told how many nodes were selected; what it answers is told each node's result. */
   onResult?: (total: number) => (result: NodeResult) => void;
+  /** Told once per jump host whose nodes' connections needed retries, with the setting to change. */
+  notice?: (line: string) => void;
 }
 
 /**
@@ -156,10 +159,20 @@ export async function runSpooledAudit(
   options: SpooledAuditOptions,
   reach: Reach = {},
 ): Promise<JudgedReport> {
-  const { run, fleet } = await fleetRun(options, options.onResult, reach);
+  // Nodes whose connection took more than one try: few, kept by name for the notice.
+  const tries = new Map<string, number>();
+  const onResult = (total: number) => {
+    const inner = options.onResult?.(total);
+    return (result: NodeResult) => {
+      if ((result.tries ?? 1) > 1) tries.set(result.name, result.tries!);
+      inner?.(result);
+    };
+  };
+  const { run, fleet } = await fleetRun(options, onResult, reach);
   const judge = await unauditedJudge(options.unaudited, options.warn, fleet.settings.audit);
   if (judge.history) run.causeRequest = historyRequests(judge.history, run.manifestRevision);
   const spooled = await spoolFleet(run);
+  for (const line of throttlingNotices(run.nodes, tries)) options.notice?.(line);
   try {
     if (options.categories) spooled.head.categories = options.categories;
     return await judgeSpooled(judge, spooled);

@@ -5,6 +5,8 @@ import { switchFlag, parseFlags } from "../flags.js";
 import { UNAUDITED_FLAGS, unauditedSource, warnDropped } from "../unaudited.js";
 import { checkOut, writeReportStream } from "../output.js";
 import { Progress } from "../progress.js";
+import { io } from "../io.js";
+import { visible } from "../../text/escape.js";
 
 const AUDIT_COMMAND_FLAGS = {
   ...AUDIT_FLAGS,
@@ -31,6 +33,7 @@ export async function auditCommand(argv: string[]): Promise<number> {
     ...auditOptions(config),
     unaudited: config.unaudited,
     warn: warnDropped,
+    notice: (line) => io().stderr.write(`quartermaster: ${visible(line)}\n`),
     onResult: (total) => {
       if (total < 2) return () => {};
       progress = new Progress(total);
