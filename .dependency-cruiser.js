@@ -79,10 +79,26 @@ export default {
     {
       name: "no-test-code",
       comment:
-        "Only a domain's test sample (domains/<name>/sample.ts and its types) may use test support: the rest of src/ is what ships.",
+        "src/ is what ships: it uses no test support (a domain's test sample lives with the tests, in test/support/samples/).",
       severity: "error",
-      from: { path: "^src/", pathNot: "^src/domains/.*sample\\.ts$" },
+      from: { path: "^src/" },
       to: { path: "^(test|bench|scripts)/" },
+    },
+    {
+      name: "domains-through-the-registry",
+      comment:
+        "A domain's folder is imported by the registry (domains/registry.ts) alone: the rest of src/, the helpers beside the contract and the other domains read a domain through the contract (domains/domain.ts) and the registry.",
+      severity: "error",
+      from: { path: "^src/", pathNot: ["^src/domains/registry\\.ts$", "^src/domains/([^/]+)/"] },
+      to: { path: "^src/domains/[^/]+/" },
+    },
+    {
+      name: "domains-through-the-registry",
+      comment:
+        "A domain's folder imports no other domain's folder: what two domains share lives beside the contract.",
+      severity: "error",
+      from: { path: "^src/domains/([^/]+)/" },
+      to: { path: "^src/domains/[^/]+/", pathNot: "^src/domains/$1/" },
     },
     {
       name: "pure-core-no-io",

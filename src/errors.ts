@@ -69,6 +69,8 @@ export const SSH_FAILURE_CLASSES = [
   "name-resolution",
   "network-unreachable",
   "auth",
+  // A refusal of the certificate ssh offered: expired, not yet valid, or its principals refused.
+  "certificate",
   "host-key",
   "bastion-throttled",
   "connection-lost",

@@ -4,6 +4,7 @@ import {
   type ParseContext,
   type ProbeContext,
 } from "../domains/domain.js";
+import { joinRequests, type RecordRequest } from "../domains/host-record.js";
 import { DOMAINS, type AnyDomain, type DomainName } from "../domains/registry.js";
 import { toDriftItems, type DriftContext } from "../drift/drift.js";
 import { NodeAuditError, ProbeParseError, ProbeTruncatedError } from "../errors.js";
@@ -20,13 +21,18 @@ import {
 } from "../probe/script.js";
 import type { RunLimits, Transport } from "../transport/transport.js";
 import { attachCauses } from "./cause/attach.js";
-import { causeProbe, SINCE_VARIABLE, type CauseTargets } from "./cause/probe.js";
+import { causeProbe, SINCE_VARIABLE } from "./cause/probe.js";
 import { parseHostRecord } from "./cause/record.js";
 import { declaredPrints, type DeclaredBefore } from "./cause/rollout.js";
 import { DEFAULT_MAINTENANCE_MARKER, maintenanceProbe, parseMaintenance } from "./maintenance.js";
 
 export const DEFAULT_MAX_FILE_BYTES = 256 * 1024;
 export const DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
+/**
+ * Drift items one domain lists per node: far past what a manifest declares, so only a host's flood
+ * of what it adds (routes, listeners, accounts) meets it; the node's report entry stays bounded.
+ */
+export const MAX_ITEMS_PER_DOMAIN = 500;
 
 export interface AuditSettings extends RunLimits {
   maxFileBytes: number;
@@ -114,18 +120,13 @@ type ProbeTemplate = readonly string[];
 const PROBE_CACHE_SIZE = 64;
 const probeCache = new Map<string, ProbeTemplate>();
 
-/** What the cause section looks up: the declared packages, file paths and unit names. */
-function causeTargets(domains: readonly { domain: AnyDomain; declared: unknown }[]): CauseTargets {
-  const declared = (name: DomainName) => domains.find((d) => d.domain.name === name)?.declared;
-  const names = (list: unknown, field: string) =>
-    Array.isArray(list) ? list.map((item) => String((item as Record<string, unknown>)[field])) : [];
-  const packages = declared("packages");
-  return {
-    packages: packages && typeof packages === "object" ? Object.keys(packages) : [],
-    files: names(declared("files"), "path"),
-    // The systemd domain declares at systemd.units: its declaration is the list itself.
-    units: names(declared("systemd"), "name"),
-  };
+/** What the cause section looks up: the records each declaration asks for (a snapshot's: none). */
+function causeTargets(domains: readonly { domain: AnyDomain; declared: unknown }[]): RecordRequest {
+  return joinRequests(
+    domains.map(({ domain, declared }) =>
+      declared === undefined ? {} : (domain.records?.(declared) ?? {}),
+    ),
+  );
 }
 
 /** The cause section is asked for, with the node's last audit (epoch milliseconds) if known. */
@@ -311,6 +312,13 @@ export async function auditNode(
       await withinBudget();
       const findings = domain.compare(declaredFor(domain, node.spec), live);
       await withinBudget();
+      // Past the cap, a host's flood (routes, accounts, mounts) is counted, not listed.
+      const unlisted = findings.splice(MAX_ITEMS_PER_DOMAIN).length;
+      if (unlisted > 0)
+        unknown.push({
+          domain: domain.name,
+          reason: `${unlisted} more drift items than the ${MAX_ITEMS_PER_DOMAIN} a domain lists per node: not listed`,
+        });
       // One push per item: a host's hundred thousand routes must not become a call's arguments.
       for (const item of toDriftItems(node, domain, findings, drift)) result.drift.push(item);
     }

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import * as z from "zod";
 import { Json } from "./json.js";
 
@@ -40,6 +41,39 @@ export const Cause = z.object({
   commit: z.string().optional(),
 });
 export type Cause = z.infer<typeof Cause>;
+
+/** The most characters of a cause's host-made fields a report keeps: a line, not a log. */
+export const MAX_CAUSE_CHARS = { group: 1000, by: 200, evidence: 1000 } as const;
+
+/** `text` cut to `chars` characters, saying how many more there were (never half a character pair). */
+function cut(text: string, chars: number, tail = ""): string {
+  if (text.length <= chars) return text;
+  const note = `… (${text.length} characters${tail})`;
+  let end = Math.max(0, chars - note.length);
+  if (/[\uD800-\uDBFF]/.test(text[end - 1] ?? "")) end--;
+  return `${text.slice(0, end)}${note}`;
+}
+
+/**
+ * The cause with its host-made fields bounded, whatever the host sent: a cut group keeps its
+ * identity by the digest of the whole, so two causes are one group only if their whole groups are.
+ */
+export function boundedCause(cause: Cause): Cause {
+  const { group, by, evidence } = cause;
+  const digest = (text: string) =>
+    `, sha256 ${createHash("sha256").update(text).digest("hex").slice(0, 32)}`;
+  return {
+    ...cause,
+    evidence: cut(evidence, MAX_CAUSE_CHARS.evidence),
+    ...(by !== undefined && { by: cut(by, MAX_CAUSE_CHARS.by) }),
+    ...(group !== undefined && {
+      group:
+        group.length > MAX_CAUSE_CHARS.group
+          ? cut(group, MAX_CAUSE_CHARS.group, digest(group))
+          : group,
+    }),
+  };
+}
 
 export const LATENT_EVENTS = ["reboot", "restart", "daemon-reload"] as const;
 export type LatentEvent = (typeof LATENT_EVENTS)[number];

@@ -3,6 +3,7 @@ import { ProbeParseError } from "../errors.js";
 import { valueAt, type SpecPath } from "../spec-path.js";
 import type { Cause, Latent } from "./cause.js";
 import type { Holder } from "./holder.js";
+import type { CauseSubject, HostRecord, RecordContext, RecordRequest } from "./host-record.js";
 import type { SnapshotOptions } from "./snapshot-options.js";
 
 export const SEVERITIES = ["critical", "high", "medium", "low"] as const;
@@ -101,7 +102,23 @@ export interface Domain<Declared, Live, Name extends string> {
    * drift.
    */
   parse(output: string, ctx: ParseContext): Live;
+  /**
+   * The findings, each with what the next reboot, restart or daemon-reload does to it (`latent`)
+   * and, where the live state itself says why (a sysctl a persisted file sets), its `cause`.
+   */
   compare(declared: Declared, live: Live): Finding[];
+  /**
+   * The host records the cause of this declaration's items needs (src/domains/host-record.ts): the
+   * audit's cause section reads every domain's in one pass. Without it the domain asks for none
+   * (the boot time is always read).
+   */
+  records?(declared: Declared): RecordRequest;
+  /**
+   * Why one drift item changed, read from the host's record: undefined where no record explains the
+   * live value itself, and the item's cause is `unknown` (a wrong cause is worse than none).
+   * Without it, a finding's own `cause` from `compare` is the only one the domain gives.
+   */
+  cause?(item: CauseSubject, record: HostRecord, ctx: RecordContext): Cause | undefined;
   /**
    * The declaration that would make this live state clean (`snapshot`, `adopt`, goss-style
    * bootstrap), shaped by the snapshot's options where the domain takes one.
@@ -143,6 +160,11 @@ export interface Domain<Declared, Live, Name extends string> {
    * (src/watch/targets.ts). Without it, the domain is re-checked only by the periodic poll.
    */
   watchTargets?(declared: Declared): WatchTargets;
+  /**
+   * The declaration with a TCP listener of the auditor's own allowed (`watch`'s metrics server, at
+   * the address it is bound to), for a domain in which that listener would be drift.
+   */
+  allowingOwnListener?(declared: Declared, own: { address: string; port: number }): Declared;
 }
 
 /** Where a declaration's live state lives on disk, as the watcher listens to it. */

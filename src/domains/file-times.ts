@@ -17,5 +17,27 @@ export function parseBootTime(text: string): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
-/** Seconds since the epoch as an ISO 8601 time, as a report shows them. */
+/**
+ * How far a host's clock may run ahead of the auditor's and its times still be read as times: a
+ * host without NTP drifts by minutes, never by a day.
+ */
+export const HOST_CLOCK_TOLERANCE_S = 24 * 60 * 60;
+
+/**
+ * Why a time the host gave (seconds since the epoch) is not one, or undefined when it is: a
+ * number no date holds, or later than the audit (`now`, epoch milliseconds) by more than the
+ * tolerance. A file's owner can set its mtime anywhere on tmpfs; a host's clock can be wrong.
+ */
+export function notAHostTime(seconds: number, now: number = Date.now()): string | undefined {
+  if (!Number.isSafeInteger(seconds) || seconds < 0) return "not a time";
+  if (seconds > Math.floor(now / 1000) + HOST_CLOCK_TOLERANCE_S)
+    return "later than the audit by more than a day";
+  return undefined;
+}
+
+/** Seconds since the epoch as an ISO 8601 time, as a report shows them; checked by `notAHostTime` first. */
 export const isoTime = (seconds: number) => new Date(seconds * 1000).toISOString();
+
+/** What a cause says when the host's time for it is not a time: `what` names the time, `shown` is it. */
+export const untimedEvidence = (what: string, shown: string, why: string) =>
+  `${what} ${shown}, is ${why}: the host's clock or records cannot be trusted for this change`;

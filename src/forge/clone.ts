@@ -233,6 +233,10 @@ async function update(
   if (!fetched.fetchHead) throw new Error("fetch returned no head");
   // An annotated tag names a tag object: the commit is what it points at.
   const commit = await peel(dir, fetched.fetchHead);
+  // Already there: nothing is rewritten, so a run reading this checkout meanwhile (another shard,
+  // a concurrent propose) never meets a ref or file halfway through being written.
+  if ((await git.resolveRef({ fs, dir, ref: "HEAD" }).catch(() => undefined)) === commit)
+    return commit;
   if (ref === undefined) {
     await git.writeRef({ fs, dir, ref: `refs/heads/${branch}`, value: commit, force: true });
     await git.checkout({ fs, dir, ref: branch, force: true });

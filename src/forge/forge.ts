@@ -31,6 +31,8 @@ export interface Forge {
   openIssue(input: { title: string; body: string; labels: string[] }): Promise<number>;
   updateIssue(number: number, body: string): Promise<void>;
   pullCommits(number: number): Promise<CommitRecord[]>;
+  /** Whether pull request `number` merges into its base as it is; undefined while not yet known. */
+  mergeable(number: number): Promise<boolean | undefined>;
   comments(number: number): Promise<CommentRecord[]>;
   /** A file's text on a branch; undefined when the branch or file is absent. */
   readFile(branch: string, path: string, what: string): Promise<string | undefined>;

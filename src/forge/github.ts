@@ -140,6 +140,14 @@ export class GitHub implements Forge {
     );
   }
 
+  async mergeable(number: number): Promise<boolean | undefined> {
+    const { data } = await call(`reading #${number}`, () =>
+      this.octokit.rest.pulls.get({ ...this.repo, pull_number: number }),
+    );
+    // null while GitHub is still computing it.
+    return data.mergeable ?? undefined;
+  }
+
   async pullCommits(number: number): Promise<CommitRecord[]> {
     const commits = await call(`listing commits of #${number}`, () =>
       this.octokit.paginate(this.octokit.rest.pulls.listCommits, {

@@ -5,6 +5,7 @@
 import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import { execa } from "execa";
 
 type Git = typeof import("isomorphic-git").default;
 
@@ -92,6 +93,8 @@ export function manifestRevision(dir: string): string | null {
  * ignored ones): the audit then checked what no commit holds, and the report says so.
  */
 export async function manifestDirty(dir: string): Promise<boolean> {
+  const dirs = gitDirs(dir);
+  if (dirs && objectFormat(dirs.common) === "sha256") return gitStatusDirty(dir);
   const git = await gitFor(dir);
   if (!git) return false;
   try {
@@ -107,6 +110,29 @@ export async function manifestDirty(dir: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/**
+ * The repository's object format: `sha256` for one made with --object-format=sha256 (its ids and
+ * index entries are 32 bytes), else `sha1`.
+ */
+function objectFormat(common: string): "sha1" | "sha256" {
+  const config = readText(path.join(common, "config")) ?? "";
+  const extensions = /^\s*\[extensions\]\s*$([^[]*)/im.exec(config)?.[1] ?? "";
+  return /^\s*objectformat\s*=\s*sha256\s*$/im.test(extensions) ? "sha256" : "sha1";
+}
+
+/**
+ * `git status` of the manifests, for a SHA-256 repository: isomorphic-git reads SHA-1 objects only
+ * (it finds no HEAD there). Not dirty when git cannot say, as for any repository not read here.
+ */
+async function gitStatusDirty(dir: string): Promise<boolean> {
+  const status = await execa(
+    "git",
+    ["--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=all", "--", "."],
+    { cwd: dir, reject: false, stdin: "ignore" },
+  );
+  return status.exitCode === 0 && status.stdout !== "";
 }
 
 /** An index entry: the blob it holds and the stat git saw when it wrote it. */

@@ -23,6 +23,10 @@ export const SshSettings = z.strictObject({
   user: NodeName.optional(),
   port: z.number().int().min(1).max(65535).optional(),
   identity_file: z.string().min(1).optional(),
+  /** ssh's CertificateFile: a certificate signed for the key (short-lived, from an SSH CA). */
+  certificate_file: z.string().min(1).optional(),
+  /** ssh's IdentityAgent: the agent socket holding the key (else SSH_AUTH_SOCK, as ssh uses it). */
+  identity_agent: z.string().min(1).optional(),
   /** Run the probe through `sudo -n` (never prompts; a node where sudo would prompt fails). */
   become: z.enum(["sudo"]).optional(),
   connect_timeout: z.number().int().positive().optional(),

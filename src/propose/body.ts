@@ -65,23 +65,33 @@ const MEANING = {
   ticket:
     "**Merging records a remediation ticket**: the operator commits to bring the hosts back to the declared state. While the ticket is open, this drift is reported as acknowledged and opens no new PR. When the drift is gone, Quartermaster proposes resolving the ticket.\n\n**Closing** without merging leaves the drift unacknowledged: it stays in every audit report, and this ticket is not proposed again.",
   resolve:
-    "**Merging marks the ticket resolved** and moves it to `remediations/resolved/`: the drift it named is no longer present on any of its nodes.",
+    "**Merging marks the ticket resolved** and moves it to `resolved/` in its folder: the drift it named is no longer present on any of its nodes.",
   lift: "**Merging lifts repeated overrides into the shared file**: no node's effective declared state changes (`quartermaster manifest-diff` shows none), there are only fewer overrides to keep.\n\n**Closing** without merging keeps the overrides as they are, and this lift is not proposed again for the same nodes.",
 } as const;
 
-/** Each distinct cause of the items, one line each (at most five): why they drifted. */
-function causeLines(items: readonly DriftItem[]): string[] {
+/**
+ * Each distinct cause of the items, one line each (at most five): why they drifted. A line several
+ * nodes recorded names them: each host's record is its own text, and one host can copy another's.
+ */
+function causeLines(rows: readonly { node: string; item: DriftItem }[]): string[] {
   // Root causes first, in CAUSE_KINDS' order (a package change before the files it replaced, an
   // unknown last), so the five shown do not depend on the order of the items.
   const kindOf = new Map<string, number>();
-  for (const { cause } of items)
-    if (cause) {
-      const line = causeLine(cause, (t) => codeSpan(t, 300));
-      if (!kindOf.has(line)) kindOf.set(line, CAUSE_KINDS.indexOf(cause.kind));
-    }
+  const nodesOf = new Map<string, Set<string>>();
+  for (const { node, item } of rows) {
+    const { cause } = item;
+    if (!cause) continue;
+    const line = causeLine(cause, (t) => codeSpan(t, 300));
+    if (!kindOf.has(line)) kindOf.set(line, CAUSE_KINDS.indexOf(cause.kind));
+    if (cause.kind !== "unknown") nodesOf.set(line, (nodesOf.get(line) ?? new Set()).add(node));
+  }
   const lines = [...kindOf.keys()].sort((a, b) => kindOf.get(a)! - kindOf.get(b)!);
   const more = lines.length > 5 ? [`and ${lines.length - 5} more causes`] : [];
-  return [...lines.slice(0, 5), ...more].map(
+  const recorded = (line: string) => {
+    const nodes = [...(nodesOf.get(line) ?? [])].sort();
+    return nodes.length > 1 ? ` (as each of ${nodeSpans(nodes)} recorded it)` : "";
+  };
+  return [...lines.slice(0, 5).map((line) => `${line}${recorded(line)}`), ...more].map(
     (line) => `${line[0]!.toUpperCase()}${line.slice(1)}.`,
   );
 }
@@ -121,7 +131,7 @@ export function pullBody(input: BodyInput): string {
     if (items.size === 1 && first.detail) head.push(`Detail: ${codeSpan(first.detail, 300)}`);
     if (items.size === 1 && first.latent)
       head.push(`Latent: ${codeSpan(willBecome(first.latent), 300)}`);
-    head.push(...causeLines(input.group.map(({ item }) => item)));
+    head.push(...causeLines(input.group));
     const since = firstSeen(input.group.map(({ item }) => item));
     if (since) head.push(`Drifting since ${since} (first seen by an audit).`);
     if (input.reason)

@@ -254,9 +254,11 @@ const contentOf = (body: string) => {
  * would open deferred PRs) nor edited, only warned of.
  */
 export async function readDashboard(github: Forge): Promise<Dashboard> {
+  // Asked first, with or without a dashboard yet: a token that cannot say who it is stops the
+  // first run as it stops every later one, before anything is written.
+  const bot = await github.botLogin();
   const marked = (await github.issues(DASHBOARD_LABEL)).filter((i) => i.body.startsWith(MARK));
   if (!marked.length) return { body: "" };
-  const bot = await github.botLogin();
   const found = marked.find((i) => i.author === bot);
   const warnings = marked
     .filter((i) => i.author !== bot)

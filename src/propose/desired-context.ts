@@ -1,5 +1,5 @@
 import type { Dependants } from "./accept-edits.js";
-import type { Bundle } from "./bundle.js";
+import type { DriftGroup } from "./group.js";
 import type { SpecListShapes } from "../manifest/lists.js";
 import type { PlanInput } from "./plan-input.js";
 import type { ExistingPull } from "./pulls.js";
@@ -12,10 +12,11 @@ export interface DesiredContext {
   /** The open PR on a branch: its `detected` is kept so the body stays stable. */
   openOn: (branch: string) => ExistingPull | undefined;
   /**
-   * A reviewer's rejection is the accept PR they closed, found by its drift (domain, signature and
-   * a node in common), never by who reviews it: editing `owners:` keeps the decision.
+   * A group split by a reviewer's rejections: the nodes whose items an accept PR closed unmerged
+   * carried (each such part `rejectedBy` it), and the others. Found by the items (node, key, live
+   * value), never by who reviews them: editing `owners:` keeps the decision.
    */
-  rejected: (bundle: Bundle) => ExistingPull | undefined;
+  rejected: (group: DriftGroup) => DriftGroup[];
   /** A ticket or resolve PR closed unmerged was declined: the same proposal is not made again. */
   declined: ReadonlySet<string>;
   recordedTickets: ReadonlySet<string>;

@@ -10,7 +10,7 @@ import {
   type SharedValue,
 } from "./accept-edits.js";
 import { firstSeen } from "./body.js";
-import { markerDigest, nodesDigest } from "./marker.js";
+import { carriedItem, markerDigest, markerItems, nodesDigest } from "./marker.js";
 import { branchIdentity } from "./branch.js";
 import {
   bundleBranch,
@@ -35,7 +35,7 @@ import type { Report } from "../report/schema.js";
 import type { Covered, PlanInput } from "./plan-input.js";
 import { buildProposal, proposalKey, type DesiredPull, type Proposal } from "./proposal.js";
 import type { ExistingPull } from "./pulls.js";
-import { ticketFor, ticketIdentity, ticketsPastDue, ticketYaml } from "./ticket.js";
+import { ticketFor, ticketIdentity, ticketYaml } from "./ticket.js";
 
 // The pull requests this run's drift and tickets call for: an accept PR for each drift group the
 // manifest can take, else a ticket PR, and a resolve PR for each open ticket whose drift is gone.
@@ -63,17 +63,15 @@ export function desiredPulls(
   };
   const nodes = new Map(input.nodes.map((n) => [n.name, n]));
   const raised = raisedOnTickets(input);
-  const groups = groupDrift(input.report, nodes).filter((group) => !raised(group));
+  const groups = groupDrift(input.report, nodes)
+    .filter((group) => !raised(group))
+    .flatMap(context.rejected);
   const bundles: readonly Bundle[] = bundleGroups(groups);
-  const accepting = (bundle: Bundle) => bundle.filter(accepts);
   const acceptPlan = acceptPlans(context);
   // A rejected accept is a ticket, never joined into another's PR.
   const proposed = combineNear(
     bundles,
-    (bundle) =>
-      accepting(bundle).length && !context.rejected(accepting(bundle))
-        ? acceptPlan(bundle).files
-        : {},
+    (bundle) => (bundle.some(accepts) ? acceptPlan(bundle).files : {}),
     input.files,
   );
   const proposals = [
@@ -131,22 +129,31 @@ function bundleProposals(
 ): Proposal[] {
   const pending = bundle.filter(rollingOut);
   const byPolicy = bundle.filter((g) => !rollingOut(g) && g.items[0]!.onDrift === "ticket");
-  const ticketed = [...pending, ...byPolicy];
+  const rejected = bundle.filter((g) => g.rejectedBy && !rollingOut(g) && !byPolicy.includes(g));
+  const ticketed = [...pending, ...byPolicy, ...rejected];
+  const rejections = [...new Set(rejected.map((g) => g.rejectedBy!.number))];
   const reasons: Reason[] = [
     ...(pending.length ? [rolloutReason(pending)] : []),
     ...(byPolicy.length
       ? [{ text: `policy: ${bundleDomains(byPolicy).join(", ")} drift is remediated on the host` }]
       : []),
+    ...(rejections.length
+      ? [
+          {
+            text: `the accept PR ${rejections.map((n) => `#${n}`).join(", ")} was closed without merging`,
+          },
+        ]
+      : []),
   ];
   const accepting = bundle.filter(accepts);
   let accept: Proposal | undefined;
-  let replaces: string | undefined;
+  // The ticket keeps a rejected PR's identity: new owners update it rather than replace it.
+  const replaces = rejected[0]?.rejectedBy!.branch;
   if (accepting.length) {
     const outcome = acceptProposal(accepting, context, () => acceptPlan(bundle), combined);
     if (outcome && "reason" in outcome) {
       ticketed.push(...accepting);
       reasons.push(outcome.reason);
-      replaces = outcome.replaces;
     } else accept = outcome;
   }
   const ticket = ticketed.length
@@ -159,8 +166,12 @@ function bundleProposals(
 const rollingOut = (group: DriftGroup) =>
   group.nodes.some((n) => n.items.some((item) => item.cause?.kind === "rollout"));
 
-/** Whether a group may be accepted into the manifest: policy allows it and it is no pending rollout. */
-const accepts = (group: DriftGroup) => group.items[0]!.onDrift !== "ticket" && !rollingOut(group);
+/**
+ * Whether a group may be accepted into the manifest: policy allows it, it is no pending rollout, and
+ * no reviewer rejected it.
+ */
+const accepts = (group: DriftGroup) =>
+  group.items[0]!.onDrift !== "ticket" && !rollingOut(group) && !group.rejectedBy;
 
 /** Why pending rollouts are tickets: the commits (manifest text, so shown only in a code span). */
 function rolloutReason(groups: Bundle): Reason {
@@ -193,14 +204,8 @@ function acceptProposal(
   context: DesiredContext,
   plan: () => AcceptPlan,
   combined: boolean,
-): Proposal | { reason: Reason; replaces?: string } | undefined {
+): Proposal | { reason: Reason } | undefined {
   const branch = bundleBranch("accept", bundle);
-  const rejection = context.rejected(bundle);
-  if (rejection)
-    return {
-      reason: { text: `the accept PR #${rejection.number} was closed without merging` },
-      replaces: rejection.branch,
-    };
   let accepted: AcceptPlan;
   try {
     accepted = plan();
@@ -220,7 +225,7 @@ function acceptProposal(
     kind: "accept",
     branch,
     title: bundleTitle("Accept", bundle),
-    about: about(bundle, detectedOf(bundle, branch, context)),
+    about: about(bundle, detectedOf(bundle, branch, context), true),
     files,
     labels: bundleLabels(bundle),
     owners: bundle[0]!.owners,
@@ -231,15 +236,26 @@ function acceptProposal(
   };
 }
 
-/** What a bundle's marker says besides its kind: the domains when there are several. */
-function about(bundle: Bundle, detected: string): Proposal["about"] {
+/**
+ * What a bundle's marker says besides its kind: the domains when there are several; for an accept,
+ * the items it carries (what closing it rejects).
+ */
+function about(bundle: Bundle, detected: string, accept = false): Proposal["about"] {
   const domains = bundleDomains(bundle);
+  const items =
+    accept &&
+    markerItems(
+      bundle.flatMap((g) =>
+        g.nodes.flatMap((n) => n.items.map((item) => carriedItem(n.node.name, item))),
+      ),
+    );
   return {
     signature: bundleSignature(bundle),
     domain: domains[0]!,
     ...(domains.length > 1 && { domains }),
     nodes: bundleNodes(bundle),
     detected,
+    ...(items && { items }),
   };
 }
 
@@ -308,15 +324,16 @@ function ticketProposal(
 }
 
 /**
- * Drift a ticket past its due date still covers is raised on that ticket (the dashboard lists it),
- * never as a fresh PR for the same drift.
+ * Drift an open ticket covers is never a fresh PR for the same drift: past its due date it is raised
+ * on that ticket (the dashboard lists it); before, it is acknowledged, which a report audited before
+ * the ticket was merged (the one a refresh plans from) does not say yet.
  */
 function raisedOnTickets(input: PlanInput): (group: DriftGroup) => boolean {
-  const overdue = ticketsPastDue(input.tickets, Date.parse(input.report.startedAt));
+  const open = input.tickets.filter(({ ticket }) => ticket.status === "open");
   return (group) =>
     group.nodes.every(({ node, items }) =>
       items.every((item) =>
-        overdue.some(
+        open.some(
           ({ ticket }) =>
             ticket.nodes.includes(node.name) && ticketCovers(ticket, itemSignature(item)),
         ),
@@ -324,21 +341,42 @@ function raisedOnTickets(input: PlanInput): (group: DriftGroup) => boolean {
     );
 }
 
-/** The accept PRs closed unmerged, looked up by the drift they rejected. */
+/**
+ * The accept PRs closed unmerged, looked up by the items they carried: a group's nodes whose items
+ * one of them carried are split off as rejected by it. A marker that does not list its items (too
+ * many, or written before they were) rejects its drift's signature on its nodes.
+ */
 function rejectionOf(pulls: readonly ExistingPull[]): DesiredContext["rejected"] {
+  const byItem = new Map<string, ExistingPull>();
   const byDrift = new Map<string, ExistingPull[]>();
   for (const p of pulls) {
     const domain = branchIdentity(p.branch);
-    if (p.marker && domain?.kind === "accept" && p.state === "closed" && !p.merged)
-      append(byDrift, `${domain.domain}\0${p.marker.signature}`, p);
+    if (!p.marker || domain?.kind !== "accept" || p.state !== "closed" || p.merged) continue;
+    if (p.marker.items) for (const item of p.marker.items) byItem.set(item, p);
+    else append(byDrift, `${domain.domain}\0${p.marker.signature}`, p);
   }
-  // A rejection whose node list is lost holds for any nodes: a rejected accept is never proposed
-  // again, at worst a ticket is.
-  return (bundle) => {
-    const names = new Set(bundleNodes(bundle));
-    return byDrift
-      .get(`${bundleDomains(bundle)[0]!}\0${bundleSignature(bundle)}`)
-      ?.find((p) => p.nodes?.some((name) => names.has(name)) ?? true);
+  if (!byItem.size && !byDrift.size) return (group) => [group];
+  return (group) => {
+    const signature = bundleSignature([group]);
+    // A rejection whose node list is lost holds for any nodes: a rejected accept is never proposed
+    // again, at worst a ticket is.
+    const byNodes = (name: string) =>
+      byDrift
+        .get(`${group.domain.name}\0${signature}`)
+        ?.find((p) => p.nodes?.includes(name) ?? true);
+    const parts = new Map<ExistingPull | undefined, DriftGroup["nodes"]>();
+    for (const taker of group.nodes) {
+      const name = taker.node.name;
+      const pull =
+        taker.items.map((item) => byItem.get(carriedItem(name, item))).find(Boolean) ??
+        byNodes(name);
+      append(parts, pull, taker);
+    }
+    return [...parts].map(([pull, nodes]) => ({
+      ...group,
+      nodes,
+      ...(pull && { rejectedBy: { number: pull.number, branch: pull.branch } }),
+    }));
   };
 }
 

@@ -85,7 +85,10 @@ export async function gatherPulls(
 const lostList = (pull: ExistingPull) =>
   `pull request #${pull.number} names its nodes by digest ${markerDigest(pull.marker!)}, and ${STATE_BRANCH}:${NODE_LISTS_FILE} has no such list: ${pull.state === "open" ? "it is not closed until a run proposes its drift again" : "its rejection holds for any nodes"}`;
 
-/** An open proposal with who committed to it: the planner may update or close it. */
+/**
+ * An open proposal with who committed to it, and whether it still merges: the planner may update
+ * (rebuild) or close it.
+ */
 async function withCommits(github: Forge, pull: ExistingPull): Promise<ExistingPull> {
   if (pull.state !== "open" || !pull.marker) return pull;
   const human = await humanCommits(github, pull.number);
@@ -93,5 +96,6 @@ async function withCommits(github: Forge, pull: ExistingPull): Promise<ExistingP
     ...pull,
     humanCommits: human,
     leftAloneNotice: human && (await hasLeftAloneNotice(github, pull)),
+    ...((await github.mergeable(pull.number)) === false && { conflicts: true }),
   };
 }

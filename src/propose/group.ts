@@ -20,6 +20,8 @@ export interface DriftGroup {
   nodes: { node: LoadedNode; items: DriftItem[] }[];
   /** The known cause these items share: its group is what makes them one PR with its other items. */
   cause?: KnownCause;
+  /** The accept PR a reviewer closed unmerged that carried these items on these nodes. */
+  rejectedBy?: { number: number; branch: string };
 }
 
 /** A cause that names what it is (not `unknown`) and its node-independent identity. */

@@ -1,6 +1,8 @@
 import * as z from "zod";
 import { DOMAIN_NAMES } from "../domains/registry.js";
 import { branchIdentity, ticketId } from "./branch.js";
+import type { JsonValue } from "../domains/domain.js";
+import type { DriftItem } from "../report/schema.js";
 import { hash } from "./group.js";
 
 // The hidden marker a pull request's body ends in: what the next run knows the PR by. Its node
@@ -27,6 +29,12 @@ const MarkerBase = z.object({
   /** Hash of what the PR changes (its own lines, not where they sit): equal means no new commit. */
   content: z.string(),
   ticket: z.string().optional(),
+  /**
+   * An accept PR's items, each its node, domain, key and live value hashed (carriedItem): what
+   * closing it unmerged rejects, and nothing else. Absent when they are too many to list here; the
+   * rejection then holds for the drift's signature on the PR's nodes.
+   */
+  items: z.array(z.string()).optional(),
 });
 
 export const PullMarker = z.union([
@@ -39,6 +47,16 @@ export const PullMarker = z.union([
   }),
 ]);
 export type PullMarker = z.infer<typeof PullMarker>;
+
+/** An item on a node as an accept PR's marker lists it: what closing the PR rejects. */
+export const carriedItem = (node: string, item: DriftItem): string =>
+  hash(JSON.stringify([node, item.domain, item.key, item.live as JsonValue]), 16);
+
+/** The items an accept PR's marker lists, sorted; undefined when the list would be too long. */
+export function markerItems(items: readonly string[]): string[] | undefined {
+  const sorted = [...new Set(items)].sort();
+  return JSON.stringify(sorted).length <= MARKER_NODES_CHARS ? sorted : undefined;
+}
 
 /** What names a set of nodes whatever their order: the digest of its sorted names. */
 export const nodesDigest = (nodes: readonly string[]): string =>

@@ -67,6 +67,8 @@ export interface Proposal {
     nodes: string[];
     detected: string;
     ticket?: string;
+    /** An accept PR's items (carriedItem), when few enough to list. */
+    items?: string[];
   };
   files: Record<string, string | null>;
   /** Labels of this kind of proposal, after the bot's and the configured ones. */
@@ -118,6 +120,7 @@ export function buildProposal(
     detected: about.detected,
     content: hash(ownChanges(files, base), 16),
     ...(about.ticket !== undefined && { ticket: about.ticket }),
+    ...(about.items !== undefined && { items: about.items }),
   };
   return {
     kind,

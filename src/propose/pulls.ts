@@ -21,6 +21,8 @@ export interface ExistingPull extends PullRecord {
   humanCommits?: boolean;
   /** The bot already said it leaves this PR alone. */
   leftAloneNotice?: boolean;
+  /** GitHub cannot merge it into its base as it is (a merge moved what it was built on). */
+  conflicts?: boolean;
 }
 
 /**

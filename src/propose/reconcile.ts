@@ -40,15 +40,17 @@ export function reconcile(
     const addLabels = content.labels.filter((l) => !pull.labels.includes(l));
     // A PR whose node list is lost is written again, unchanged, so the list is kept once more.
     const same = pull.body === body && pull.title === content.title && pull.nodes !== undefined;
-    if (sameFiles && same && !addLabels.length) continue;
-    if (!sameFiles && pull.humanCommits) {
+    // A PR a merge left unmergeable is rebuilt on the new base, whatever moved under it.
+    const rebuild = !sameFiles || Boolean(pull.conflicts);
+    if (!rebuild && same && !addLabels.length) continue;
+    if (rebuild && pull.humanCommits) {
       leave(pull, "someone other than Quartermaster pushed commits to its branch");
       continue;
     }
     actions.push({
       type: "update",
       number: pull.number,
-      updateFiles: !sameFiles,
+      updateFiles: rebuild,
       addLabels,
       ...content,
       body,

@@ -9,8 +9,21 @@ import type { Covered } from "./plan-input.js";
 import { nodesDigest } from "./marker.js";
 import { proposalKey, type Proposal } from "./proposal.js";
 
-/** Where resolved tickets go, out of the open ones' folders. */
+/** Where resolved tickets go: a folder beside the open ones. */
 const RESOLVED_FOLDER = "resolved";
+
+/**
+ * Where a resolved ticket goes: out of the open ones, into `resolved/` in its own folder, its
+ * history in git. Never into a folder elsewhere: the last ticket leaving a folder would read to
+ * git as the folder renamed, and a sibling PR adding a ticket to it would conflict ("file
+ * location") whichever merged first. A ticket already in a `resolved/` folder stays there.
+ */
+function resolvedPath(file: string): string {
+  const dir = path.posix.dirname(file);
+  return path.posix.basename(dir) === RESOLVED_FOLDER
+    ? file
+    : path.posix.join(dir, RESOLVED_FOLDER, path.posix.basename(file));
+}
 
 /**
  * Open tickets whose drift is gone from every node they name (each audited, the domain shown):
@@ -32,13 +45,7 @@ export function resolveProposals(context: DesiredContext, covered: Covered): Pro
       continue;
     const text = input.files.get(file);
     if (text === undefined) continue;
-    // A resolved ticket leaves the open ones: moved to remediations/resolved/, its history in git.
-    const resolvedFile = path.posix.join(
-      input.manifestsPath,
-      "remediations",
-      RESOLVED_FOLDER,
-      path.posix.basename(file),
-    );
+    const resolvedFile = resolvedPath(file);
     const branch = branchName("resolve", ticket.domain, ticket.key, ticket.id);
     if (context.declined.has(proposalKey(branch, nodesDigest(ticket.nodes)))) continue;
     const resolvedAt = context.openOn(branch)?.marker?.detected ?? input.report.startedAt;

@@ -8,7 +8,7 @@ import {
   type AuditHistory,
   type ReadHistory,
 } from "../report/history.js";
-import type { OnNode } from "../report/read.js";
+import { MAX_TEXT_BYTES, type OnNode } from "../report/read.js";
 import { emptyRuns, parseRuns, serializeRuns, type RunHistory } from "../report/runs.js";
 import { visible } from "../text/escape.js";
 import {
@@ -49,6 +49,12 @@ async function readStateText(
     const text = await github.readFile(STATE_BRANCH, file, `reading ${what}`);
     return text === undefined ? undefined : { text, where: `${STATE_BRANCH}:${file}` };
   }
+  // Past what a string holds whole, reading would fail with no word of which file: say so first.
+  if (index.bytes > MAX_TEXT_BYTES)
+    throw new StateError(
+      `${STATE_BRANCH}:${dir}`,
+      `is ${index.bytes} bytes, over the ${MAX_TEXT_BYTES} ${what} may be; not read`,
+    );
   const chunks: Buffer[] = [];
   await readParts(github, STATE_BRANCH, dir, index, what, (chunk) => chunks.push(chunk));
   return { text: Buffer.concat(chunks).toString("utf8"), where: `${STATE_BRANCH}:${dir}` };

@@ -4,7 +4,8 @@ import { StringDecoder } from "node:string_decoder";
 import { isDeepStrictEqual } from "node:util";
 import type * as z from "zod";
 import { InputFileError } from "../errors.js";
-import { NodeResult, Report } from "./schema.js";
+import { isObject } from "./history.js";
+import { DriftItem, NodeResult, Report } from "./schema.js";
 import { ReportTally } from "./tally.js";
 
 /** Larger than any text read whole (a history, a run history), under a string's limit. */
@@ -269,19 +270,32 @@ export class ReportReader {
     } catch (error) {
       throw this.notJson(`nodes.${i}: ${messageOf(error)}`);
     }
-    const node = this.validated(NodeResult, json, `nodes.${i}.`);
+    let dropped = 0;
+    let parsed = this.parsed(NodeResult, json);
+    // One unreadable drift item costs only itself: checked apart only when the node fails.
+    if (!parsed.success && parsed.error.issues[0]!.path[0] === "drift" && isObject(json)) {
+      const items = readableItems(json.drift);
+      dropped = items.dropped;
+      parsed = this.parsed(NodeResult, { ...json, drift: items.drift });
+    }
+    const node = this.checked(parsed, `nodes.${i}.`);
     if (this.names.has(node.name))
       throw new InputFileError(this.file, `nodes.${i}: node "${node.name}" is in the report twice`);
     this.names.add(node.name);
     this.tally.add(node);
+    // The summary written counted them.
+    this.tally.summary.driftItems += dropped;
     const startedAt = this.members.get("startedAt");
     this.onNode(node, typeof startedAt === "string" ? startedAt : undefined);
   }
 
   private validated<T extends z.ZodType>(schema: T, json: unknown, prefix: string): z.output<T> {
-    let parsed;
+    return this.checked(this.parsed(schema, json), prefix);
+  }
+
+  private parsed<T extends z.ZodType>(schema: T, json: unknown): z.ZodSafeParseResult<z.output<T>> {
     try {
-      parsed = schema.safeParse(json);
+      return schema.safeParse(json);
     } catch (error) {
       // Values nested deeper than validation's stack: no audit writes such a report.
       if (error instanceof RangeError)
@@ -291,6 +305,9 @@ export class ReportReader {
         );
       throw error;
     }
+  }
+
+  private checked<T>(parsed: z.ZodSafeParseResult<T>, prefix: string): T {
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
       throw this.notReport(
@@ -313,4 +330,43 @@ export class ReportReader {
       );
     return head;
   }
+}
+
+// What an item may carry beside the drift itself: left out of an item that is unreadable with them.
+const ANNOTATIONS = [
+  "cause",
+  "latent",
+  "holders",
+  "firstSeen",
+  "lapsed",
+  "detail",
+  "diff",
+] as const;
+
+/**
+ * A node's drift items, each unreadable one read without its annotations (its cause then says why
+ * it is unknown), or left out when still unreadable (counted in `dropped`).
+ */
+function readableItems(drift: unknown): { drift: unknown; dropped: number } {
+  if (!Array.isArray(drift)) return { drift, dropped: 0 };
+  const readable: unknown[] = [];
+  let dropped = 0;
+  for (const item of drift as unknown[]) {
+    const parsed = DriftItem.safeParse(item);
+    if (parsed.success) {
+      readable.push(parsed.data);
+      continue;
+    }
+    const issue = parsed.error.issues[0]!;
+    const bare: Record<string, unknown> = isObject(item) ? { ...item } : {};
+    for (const key of ANNOTATIONS) delete bare[key];
+    bare.cause = {
+      kind: "unknown",
+      evidence: `unreadable in the report (${issue.path.map(String).join(".")}: ${issue.message})`,
+    };
+    const again = DriftItem.safeParse(bare);
+    if (again.success) readable.push(again.data);
+    else dropped++;
+  }
+  return { drift: readable, dropped };
 }

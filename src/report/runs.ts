@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { Cause } from "../domains/cause.js";
+import { boundedCause, Cause } from "../domains/cause.js";
 import { audited } from "./unaudited.js";
 import { NODE_STATUSES, type NodeStatus, type Report } from "./schema.js";
 import { isObject, stateJson } from "./history.js";
@@ -16,6 +16,11 @@ export const MAX_RUN_DAYS = 90;
 const DAY_MS = 86_400_000;
 /** A cause's evidence is host text: a line kept, not a log. */
 const MAX_EVIDENCE_CHARS = 300;
+/**
+ * The most characters the history is written with, whatever the hosts do (100,000 nodes write about
+ * 170 MiB): under what a reader takes whole (MAX_TEXT_BYTES). Past it, the least useful entries go.
+ */
+export const MAX_RUNS_CHARS = 224 * 1024 * 1024;
 
 const Time = z.iso.datetime({ offset: true });
 const Status = z.enum(NODE_STATUSES);
@@ -104,17 +109,36 @@ function mapToRecord<T>(record: Record<string, T>): Record<string, T> {
 
 const byKey = <T>([a]: [string, T], [b]: [string, T]) => (a < b ? -1 : a > b ? 1 : 0);
 
-/** One run a line, one drift a line, keys sorted: the diff between two runs is their new lines. */
-export function serializeRuns(history: RunHistory): string {
+/** The history's lines as it is written: one run a line, one drift a line, keys sorted. */
+function historyLines(history: RunHistory) {
   const runs = history.runs.map((run) =>
     JSON.stringify({ ...run, nodes: Object.fromEntries(Object.entries(run.nodes).sort(byKey)) }),
   );
-  const drift = [...history.drift]
-    .sort(byKey)
-    .map(([fingerprint, entry]) => `${JSON.stringify(fingerprint)}:${JSON.stringify(entry)}`);
-  const list = (lines: string[], open: string, close: string) =>
-    lines.length ? `${open}\n${lines.join(",\n")}\n${close}` : `${open}${close}`;
-  return `{"version":${RUNS_VERSION},\n"runs":${list(runs, "[", "]")},\n"drift":${list(drift, "{", "}")}}\n`;
+  const driftChars = new Map<string, number>();
+  const drift = [...history.drift].sort(byKey).map(([fingerprint, entry]) => {
+    const line = `${JSON.stringify(fingerprint)}:${JSON.stringify(entry)}`;
+    driftChars.set(fingerprint, line.length + 2);
+    return line;
+  });
+  const chars =
+    runs.reduce((sum, line) => sum + line.length + 2, 0) +
+    [...driftChars.values()].reduce((sum, n) => sum + n, 0);
+  return { runs, drift, driftChars, chars };
+}
+
+/**
+ * The history as the state branch keeps it: the diff between two runs is their new lines. One over
+ * `maxChars` is written trimmed to nine tenths of it (so not again on every run), never refused.
+ */
+export function serializeRuns(history: RunHistory, maxChars = MAX_RUNS_CHARS): string {
+  let lines = historyLines(history);
+  if (lines.chars > maxChars)
+    lines = historyLines(
+      trimmed(history, lines.chars - Math.floor(maxChars * 0.9), lines.runs, lines.driftChars),
+    );
+  const list = (items: string[], open: string, close: string) =>
+    items.length ? `${open}\n${items.join(",\n")}\n${close}` : `${open}${close}`;
+  return `{"version":${RUNS_VERSION},\n"runs":${list(lines.runs, "[", "]")},\n"drift":${list(lines.drift, "{", "}")}}\n`;
 }
 
 /** Each run's nodes in full, oldest first: the changes replayed over the first run. */
@@ -190,7 +214,7 @@ export function appendRun(
           : { returns: (known.returns ?? 0) + 1 }),
         ...(acknowledged && { acknowledged }),
         ...(cause && {
-          cause: { ...cause, evidence: cause.evidence.slice(0, MAX_EVIDENCE_CHARS) },
+          cause: { ...boundedCause(cause), evidence: cause.evidence.slice(0, MAX_EVIDENCE_CHARS) },
         }),
         ...((pull ?? known?.pull) && { pull: pull ?? known!.pull! }),
         ...((owners ?? known?.owners)?.length && { owners: [...(owners ?? known!.owners!)] }),
@@ -216,12 +240,52 @@ export function appendRun(
   return bound({ runs: [...earlier, run], drift });
 }
 
-/** At most MAX_RUNS runs within MAX_RUN_DAYS of the newest; the oldest folded into the next. */
-function bound(history: RunHistory): RunHistory {
+/**
+ * The history without about `excess` characters of its serialized lines (`runLines`, and each
+ * drift entry's `driftChars`): resolved drift first, oldest first; then the oldest runs; then the
+ * drift seen longest ago.
+ */
+function trimmed(
+  history: RunHistory,
+  excess: number,
+  runLines: readonly string[],
+  driftChars: ReadonlyMap<string, number>,
+): RunHistory {
+  const drift = new Map(history.drift);
+  let left = excess;
+  const byAge = (resolved: boolean) =>
+    [...drift]
+      .filter(([, d]) => (d.resolved !== undefined) === resolved)
+      .sort(([, a], [, b]) => Date.parse(a.lastSeen) - Date.parse(b.lastSeen));
+  for (const [fingerprint] of byAge(true)) {
+    if (left <= 0) break;
+    drift.delete(fingerprint);
+    left -= driftChars.get(fingerprint) ?? 0;
+  }
+  let runs = history.runs;
+  if (left > 0 && runs.length > 1) {
+    let drop = 0;
+    while (left > 0 && drop < runs.length - 1) left -= runLines[drop++]!.length;
+    ({ runs } = bound({ runs, drift }, drop));
+  }
+  for (const [fingerprint] of byAge(false)) {
+    if (left <= 0) break;
+    drift.delete(fingerprint);
+    left -= driftChars.get(fingerprint) ?? 0;
+  }
+  return { runs, drift };
+}
+
+/**
+ * At most MAX_RUNS runs within MAX_RUN_DAYS of the newest, and at least `atLeast` of the oldest gone;
+ * the oldest folded into the next.
+ */
+function bound(history: RunHistory, atLeast = 0): RunHistory {
   const newest = history.runs.at(-1);
   if (!newest) return history;
   const from = Date.parse(newest.at) - MAX_RUN_DAYS * DAY_MS;
   const drop = Math.max(
+    atLeast,
     history.runs.length - MAX_RUNS,
     history.runs.findIndex((r) => Date.parse(r.at) >= from),
   );

@@ -15,6 +15,7 @@ import type { NodeResult, Report } from "../report/schema.js";
 import { localTransport } from "../transport/local.js";
 import { throttlingNotices } from "./throttling.js";
 import { sshSessionGates } from "../transport/session-gate.js";
+import { CertificateCheck } from "../transport/ssh-certificate.js";
 import {
   DEFAULT_CONNECT_TIMEOUT_SECONDS,
   sshTransport,
@@ -38,6 +39,8 @@ export interface AuditOptions {
   timeout: number | undefined;
   sshConfig: string | undefined;
   shard: Shard | undefined;
+  /** Told once per run of what fails every node it touches (an expired certificate). */
+  notice?: (line: string) => void;
 }
 
 /** The fleet's `audit` settings (caps, maintenance marker) over the defaults. */
@@ -71,6 +74,7 @@ export function fleetDriftRules(fleet: Fleet): Omit<DriftContext, "now"> {
 export async function fleetSshOptions(
   fleet: Fleet,
   configFile: string | undefined,
+  notice: (line: string) => void = () => {},
 ): Promise<SshOptions> {
   const knownHosts = path.join(fleet.dir, "known_hosts");
   const knownHostsFile = (await stat(knownHosts).catch(() => undefined))?.isFile()
@@ -80,6 +84,7 @@ export async function fleetSshOptions(
     ...(configFile !== undefined && { configFile: path.resolve(configFile) }),
     ...(knownHostsFile && { knownHostsFile }),
     connectTimeoutSeconds: DEFAULT_CONNECT_TIMEOUT_SECONDS,
+    certificates: new CertificateCheck(notice),
   };
 }
 
@@ -106,7 +111,7 @@ async function fleetRun(
     timeoutMs: (config.timeout ?? DEFAULT_TIMEOUT_SECONDS) * 1000,
     ...(categories && { categories }),
   });
-  const ssh = await fleetSshOptions(fleet, config.sshConfig);
+  const ssh = await fleetSshOptions(fleet, config.sshConfig, config.notice);
   // --timeout wins; otherwise a node's own ssh.timeout, then the default.
   const nodeTimeoutMs = (node: LoadedNode) =>
     config.timeout === undefined && node.ssh.timeout ? node.ssh.timeout * 1000 : undefined;
@@ -147,7 +152,7 @@ export interface SpooledAuditOptions extends AuditOptions, JudgedBy {
   /** Told how many nodes were selected; what it answers is told each node's result. */
   onResult?: (total: number) => (result: NodeResult) => void;
   /** Told once per jump host whose nodes' connections needed retries, with the setting to change. */
-  notice?: (line: string) => void;
+  retryNotice?: (line: string) => void;
 }
 
 /**
@@ -172,7 +177,7 @@ export async function runSpooledAudit(
   const judge = await unauditedJudge(options.unaudited, options.warn, fleet.settings.audit);
   if (judge.history) run.causeRequest = historyRequests(judge.history, run.manifestRevision);
   const spooled = await spoolFleet(run);
-  for (const line of throttlingNotices(run.nodes, tries)) options.notice?.(line);
+  for (const line of throttlingNotices(run.nodes, tries)) options.retryNotice?.(line);
   try {
     if (options.categories) spooled.head.categories = options.categories;
     return await judgeSpooled(judge, spooled);

@@ -13,6 +13,9 @@ const ROUTING = new Set(["match", "canonicalizehostname"]);
 
 // ssh stops following Include at this depth; deeper is beyond what we scan.
 const MAX_INCLUDE_DEPTH = 16;
+// Files read for one configuration, Includes followed: past it, `ssh -G` answers (an Include that
+// names its own folder's glob, or `Include a a a a`, would otherwise be read exponentially often).
+const MAX_INCLUDED_FILES = 256;
 
 /** A line a node's first hop depends on, under the `Host` patterns of its block (none: all). */
 export interface HostSetting {
@@ -164,13 +167,25 @@ interface Scanned {
   included: boolean;
 }
 
-/** This file's and its included files' settings; a missing file says nothing. */
+/** What one configuration's scan has followed: the Include chain to this file, the files read. */
+interface ScanWalk {
+  chain: ReadonlySet<string>;
+  read: { files: number };
+}
+
+/**
+ * This file's and its included files' settings; a missing file says nothing. A file including
+ * itself (ssh then fails: "Too many recursive configuration includes") and a configuration of more
+ * files than we read are left to `ssh -G`.
+ */
 async function scanFile(
   file: string,
   relativeTo: string,
   homes: readonly string[],
-  depth: number,
+  walk: ScanWalk = { chain: new Set(), read: { files: 0 } },
 ): Promise<Scanned | undefined> {
+  if (walk.chain.has(file) || ++walk.read.files > MAX_INCLUDED_FILES) return undefined;
+  const depth = walk.chain.size;
   let text: string;
   try {
     text = await readFile(file, "utf8");
@@ -187,7 +202,10 @@ async function scanFile(
     const files = await includedFiles(pattern, relativeTo, homes);
     if (!files) return undefined;
     for (const included of files) {
-      const inner = await scanFile(included, relativeTo, homes, depth + 1);
+      const inner = await scanFile(included, relativeTo, homes, {
+        chain: new Set([...walk.chain, file]),
+        read: walk.read,
+      });
       if (!inner) return undefined;
       scanned.settings.push(...inner.settings);
     }
@@ -243,12 +261,11 @@ export async function sshConfigHop(files: SshConfigFiles = {}): Promise<HopResol
   const scans: (Scanned | undefined)[] = [];
   try {
     if (files.configFile)
-      scans.push(await scanFile(path.resolve(files.configFile), userDirs[0]!, homes, 0));
+      scans.push(await scanFile(path.resolve(files.configFile), userDirs[0]!, homes));
     else {
-      for (const dir of userDirs)
-        scans.push(await scanFile(path.join(dir, "config"), dir, homes, 0));
+      for (const dir of userDirs) scans.push(await scanFile(path.join(dir, "config"), dir, homes));
       const system = files.systemFile ?? "/etc/ssh/ssh_config";
-      scans.push(await scanFile(system, path.dirname(system), homes, 0));
+      scans.push(await scanFile(system, path.dirname(system), homes));
     }
   } catch {
     return undefined;

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { NodeAuditError } from "../errors.js";
 import type { LoadedNode } from "../manifest/load.js";
 import { PROXY_JUMP } from "../manifest/schema.js";
+import type { CertificateCheck } from "./ssh-certificate.js";
 import { classifySshFailure, isRetriedClass } from "./ssh-failure.js";
 import { runProbeProcess, type Transport } from "./transport.js";
 
@@ -43,6 +44,8 @@ export interface SshOptions {
   /** The ssh client binary (tests and wrappers may point elsewhere). */
   sshBinary?: string;
   retry?: RetryPolicy;
+  /** Tells a refused certificate (expired, not yet valid, principals) from other refusals. */
+  certificates?: CertificateCheck;
 }
 
 /**
@@ -96,6 +99,10 @@ export function sshArgs(node: LoadedNode, options: SshOptions): string[] {
       "IdentitiesOnly=yes",
     );
   }
+  // A short-lived certificate for the key, and an agent holding it, as ssh_config would name them.
+  if (ssh.certificate_file)
+    args.push("-o", `CertificateFile=${sshConfigValue(ssh.certificate_file)}`);
+  if (ssh.identity_agent) args.push("-o", `IdentityAgent=${sshConfigValue(ssh.identity_agent)}`);
   if (ssh.proxy_jump) {
     // ssh takes ProxyJump unquoted (OpenSSH 9.2 refuses a quoted one): only a value the schema
     // accepts (no spaces, quotes, control characters or leading `-`) is passed.
@@ -134,6 +141,24 @@ function usableSshArgs(node: LoadedNode, options: SshOptions): string[] {
 }
 
 /**
+ * A refusal while ssh offered a certificate, as the certificate's own failure (class
+ * `certificate`, never retried); any other failure as it is.
+ */
+async function certificateReason(
+  error: unknown,
+  node: LoadedNode,
+  args: readonly string[],
+  options: SshOptions,
+): Promise<unknown> {
+  if (!(error instanceof NodeAuditError) || error.sshClass !== "auth" || !options.certificates)
+    return error;
+  const refusal = await options.certificates.explain(node.host, args);
+  if (!refusal) return error;
+  const words = refusal.ofTheFile ? refusal.message : `${refusal.message}: ${error.message}`;
+  return new NodeAuditError(node.name, "auth", words, { sshClass: "certificate" });
+}
+
+/**
  * A node over the system OpenSSH client: the user's ssh_config, agent, ProxyJump and known_hosts
  * apply.
  */
@@ -159,7 +184,8 @@ export function sshTransport(node: LoadedNode, options: SshOptions): Transport {
             (failure) => classifySshFailure(node, failure, timeoutMs),
           );
           return { ...run, durationMs: performance.now() - started, timeoutMs, tries };
-        } catch (error) {
+        } catch (caught) {
+          const error = await certificateReason(caught, node, args, options);
           const delay = retryDelayMs(tries, retry);
           const spent = performance.now() - started;
           const transient = error instanceof NodeAuditError && isRetriedClass(error.sshClass);

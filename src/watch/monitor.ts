@@ -3,8 +3,7 @@
 // the set of drift are reported. It reads; it never writes to the host.
 import { auditNode, readMaintenance, runProbe, type AuditSettings } from "../audit/node.js";
 import { declaredFor } from "../domains/domain.js";
-import { DOMAIN_NAMES, type DomainName } from "../domains/registry.js";
-import { allowingOwnListener, ports, type PortsDeclared } from "../domains/ports/index.js";
+import { DOMAIN_NAMES, DOMAINS, type DomainName } from "../domains/registry.js";
 import type { DriftContext } from "../drift/drift.js";
 import type { LoadedNode } from "../manifest/load.js";
 import { replaceAt } from "../spec-path.js";
@@ -146,16 +145,22 @@ export class Monitor {
     };
   }
 
-  /** The manifest with the watcher's own listener allowed, where the node declares its ports. */
+  /**
+   * The manifest with the watcher's own listener allowed by every declaration in which it would be
+   * drift.
+   */
   private withOwnListener(manifest: WatchedManifest): WatchedManifest {
     const own = this.options.ownListener;
-    const declared = declaredFor(ports, manifest.node.spec) as PortsDeclared | undefined;
-    if (!own || !declared) return manifest;
-    const allowed = allowingOwnListener(declared, own);
-    return {
-      ...manifest,
-      node: { ...manifest.node, spec: replaceAt(manifest.node.spec, ports.specPath, allowed) },
-    };
+    if (!own) return manifest;
+    let spec = manifest.node.spec;
+    for (const domain of DOMAINS) {
+      const declared = declaredFor(domain, spec);
+      if (declared === undefined || !domain.allowingOwnListener) continue;
+      spec = replaceAt(spec, domain.specPath, domain.allowingOwnListener(declared, own));
+    }
+    return spec === manifest.node.spec
+      ? manifest
+      : { ...manifest, node: { ...manifest.node, spec } };
   }
 
   private arm(): void {

@@ -1,7 +1,7 @@
 // The --repo clone cache through the real CLI and a real git server: shared by concurrent runs,
 // free of credentials, clean after a failed pull, and able to pull a tag.
 import assert from "node:assert/strict";
-import { readdir, readFile } from "node:fs/promises";
+import { readdir, readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { execa } from "execa";
@@ -93,5 +93,35 @@ describe("the --repo clone cache", () => {
       assert.equal(result.exitCode, 0, `${ref}: ${result.stderr}`);
       assert.match(result.stdout, new RegExp(`valid \\(${nodes}`), ref);
     }
+  });
+
+  // Last: it moves main for every test after it.
+  it("a refresh at the same commit rewrites nothing a concurrent run reads; one after a push updates", async () => {
+    const cache = await tree({});
+    assert.equal((await validate(cache)).exitCode, 0);
+    const [clone] = await readdir(cache);
+    const watched = [".git/HEAD", ".git/refs/heads/main", "fleet-manifests/nodes/a.yaml"].map(
+      (file) => path.join(cache, clone!, file),
+    );
+    const stamps = async () =>
+      Promise.all(watched.map(async (file) => (await stat(file, { bigint: true })).mtimeNs));
+    const before = await stamps();
+    const again = await validate(cache);
+    assert.equal(again.exitCode, 0, again.stderr);
+    assert.deepEqual(await stamps(), before, "a file of the checkout was written again");
+
+    const work = await tree({});
+    const git = (...args: string[]) =>
+      execa("git", ["-c", "user.name=qm", "-c", "user.email=qm@example.com", ...args], {
+        cwd: work,
+      });
+    await git("clone", "--quiet", server.barePath("acme", "fleet"), ".");
+    await execa("sh", ["-c", "echo '{}' > fleet-manifests/nodes/c.yaml"], { cwd: work });
+    await git("add", "-A");
+    await git("commit", "--quiet", "-m", "c");
+    await git("push", "--quiet", "origin", "HEAD:main");
+    const moved = await validate(cache);
+    assert.equal(moved.exitCode, 0, moved.stderr);
+    assert.match(moved.stdout, /valid \(3 nodes/);
   });
 });

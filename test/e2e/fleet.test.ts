@@ -44,7 +44,7 @@ const bigText = (changed: boolean) =>
   ).join("");
 
 // A host `<domain>-01` per domain whose sample injects drift on a fleet host
-// (src/domains/<name>/sample.ts).
+// (test/support/samples/<name>.ts).
 const DRIFT_HOSTS = SAMPLES.flatMap(({ domain, sample }) =>
   sample.fleet ? [{ name: `${domain.name}-01`, domain, injected: sample.fleet }] : [],
 );

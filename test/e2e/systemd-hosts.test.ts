@@ -68,6 +68,8 @@ describe("a real systemd host over ssh", () => {
         systemd: true,
         files: {
           "/etc/systemd/system/qm-app.service": { contents: APP },
+          // Added to the host, not to this machine: the EnvironmentFile of qm-env.service.
+          "/etc/default/qm-env": { contents: "MODE=old\n" },
           "/etc/systemd/system/qm-app.service.d/override.conf": { contents: OVERRIDE },
           [`${VENDOR}/qm-vendor.service`]: {
             contents: service("vendor", "WantedBy=multi-user.target"),
@@ -268,6 +270,50 @@ describe("a real systemd host over ssh", () => {
       await fleet.exec(
         HOST,
         `rm -f ${dropin} && sed -i '/^# edited$/d' ${unitFile} && systemctl daemon-reload && systemctl restart qm-vendor.service`,
+      );
+    }
+  });
+
+  test("latent drift: a unit started before its EnvironmentFile changed, until it restarts", async () => {
+    const unit = "qm-env.service";
+    const env = "/etc/default/qm-env";
+    const unitFile = `/etc/systemd/system/${unit}`;
+    const contents = service("env").replace("[Service]\n", `[Service]\nEnvironmentFile=-${env}\n`);
+    const units = [{ name: unit, active: true }];
+    const latent = (node: NodeResult) =>
+      node.drift.map((d) => [d.key, d.declared === d.live, d.latent?.after, d.latent?.because]);
+    await fleet.exec(
+      HOST,
+      [
+        `printf 'MODE=old\\n' > ${env}`,
+        `printf '%s' '${contents}' > ${unitFile}`,
+        "systemctl daemon-reload",
+        `systemctl start ${unit}`,
+      ].join(" && "),
+    );
+    try {
+      const started = await audit(units);
+      assert.deepEqual([started.status, latent(started)], ["clean", []]);
+      // The wait outlasts the audit's allowance for whole-second clocks.
+      await fleet.exec(HOST, `sleep 3 && printf 'MODE=new\\n' > ${env}`);
+      const edited = await audit(units);
+      assert.equal(edited.status, "clean", JSON.stringify(edited));
+      assert.deepEqual(
+        latent(edited).map(([key, same, after]) => [key, same, after]),
+        [[`${unit}:running`, true, "restart"]],
+      );
+      assert.match(String(latent(edited)[0]![3]), new RegExp(`^${env} changed at \\d{4}-`));
+      // systemd itself needs no reload for it: only a restart reads the file again.
+      assert.equal(
+        (await fleet.exec(HOST, `systemctl show -p NeedDaemonReload --value ${unit}`)).trim(),
+        "no",
+      );
+      await fleet.exec(HOST, `systemctl restart ${unit}`);
+      assert.deepEqual(latent(await audit(units)), []);
+    } finally {
+      await fleet.exec(
+        HOST,
+        `systemctl stop ${unit}; rm -f ${unitFile} && systemctl daemon-reload`,
       );
     }
   });

@@ -1,8 +1,8 @@
-// Each registered domain's test sample (src/domains/<name>/sample.ts, typed by src/domains/sample.ts),
+// Each registered domain's test sample (test/support/samples/<name>.ts, typed by samples/domain-sample.ts),
 // loaded by the tests and benchmarks that run every domain at once. A domain without one fails
 // test/unit/domains/registry.test.ts and every table below.
 import { DOMAINS, type AnyDomain } from "../../src/domains/registry.js";
-import type { DomainSample } from "../../src/domains/sample.js";
+import type { DomainSample } from "./samples/domain-sample.js";
 import { replaceAt, type PlainMap } from "../../src/spec-path.js";
 
 export interface Sampled {
@@ -12,13 +12,13 @@ export interface Sampled {
 
 /** The sample of one domain; throws naming the file when it is missing or exports no `sample`. */
 export async function sampleOf(domain: AnyDomain): Promise<DomainSample<AnyDomain>> {
-  const file = new URL(`../../src/domains/${domain.name}/sample.ts`, import.meta.url);
+  const file = new URL(`samples/${domain.name}.ts`, import.meta.url);
   const module = (await import(file.href).catch((error: unknown) => {
-    throw new Error(`src/domains/${domain.name}/sample.ts: ${(error as Error).message}`, {
+    throw new Error(`test/support/samples/${domain.name}.ts: ${(error as Error).message}`, {
       cause: error,
     });
   })) as { sample?: DomainSample<AnyDomain> };
-  if (!module.sample) throw new Error(`src/domains/${domain.name}/sample.ts exports no sample`);
+  if (!module.sample) throw new Error(`test/support/samples/${domain.name}.ts exports no sample`);
   return module.sample;
 }
 

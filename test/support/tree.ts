@@ -2,6 +2,7 @@ import { after } from "node:test";
 import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { execa } from "execa";
 
 /** Writes `{ "nodes/web-01.yaml": "..." }` under a fresh temp dir and returns the dir. */
 export async function writeTree(
@@ -28,4 +29,17 @@ export function scratchTrees(): (files?: Record<string, string | Buffer>) => Pro
     dirs.push(dir);
     return dir;
   };
+}
+
+/** `writeTree`, then each file committed in a git repository at the tree's root (propose plans on a commit). */
+export async function writeCommittedTree(files: Record<string, string | Buffer>): Promise<string> {
+  const dir = await writeTree(files);
+  const git = (...args: string[]) =>
+    execa("git", ["-c", "user.name=qm", "-c", "user.email=qm@example.invalid", ...args], {
+      cwd: dir,
+    });
+  await git("init", "-q");
+  await git("add", ".");
+  await git("commit", "-qm", "manifests");
+  return dir;
 }

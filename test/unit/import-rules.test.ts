@@ -56,7 +56,7 @@ describe("the import rules", () => {
     assert.match(out, /error in-a-layer: src\/propose\/plan\.ts → src\/stray\.ts/);
   });
 
-  it("refuse test code in what ships, but let a domain's test sample use it", async () => {
+  it("refuse test code in what ships, a domain's sample included", async () => {
     const { exitCode, out } = await cruise({
       "src/domains/kernel/index.ts":
         'import { hostile } from "../../../test/support/probe-output.js";\nexport const kernel = hostile;\n',
@@ -69,7 +69,35 @@ describe("the import rules", () => {
       out,
       /error no-test-code: src\/domains\/kernel\/index\.ts → test\/support\/probe-output\.ts/,
     );
-    assert.doesNotMatch(out, /sample\.ts →/);
+    assert.match(
+      out,
+      /error no-test-code: src\/domains\/kernel\/sample\.ts → test\/support\/probe-output\.ts/,
+    );
+  });
+
+  it("refuse a domain's folder imported by anything but the registry", async () => {
+    const domain = (name: string) =>
+      `import { Shared } from "../shared.js";\nexport const ${name} = Shared;\n`;
+    const { exitCode, out } = await cruise({
+      "src/domains/shared.ts": "export const Shared = 1;\n",
+      "src/domains/ports/index.ts": domain("ports"),
+      "src/domains/ports/parse.ts": "export const parsePorts = 1;\n",
+      "src/domains/kernel/index.ts": `import { ports } from "../ports/index.js";\n${domain("kernel")}`,
+      "src/domains/registry.ts":
+        'import { kernel } from "./kernel/index.js";\nimport { ports } from "./ports/index.js";\nexport const DOMAINS = [kernel, ports];\n',
+      "src/domains/helper.ts": 'export { parsePorts } from "./ports/parse.js";\n',
+      "src/watch/monitor.ts":
+        'import { DOMAINS } from "../domains/registry.js";\nimport { ports } from "../domains/ports/index.js";\nexport const m = [DOMAINS, ports];\n',
+    });
+    assert.notEqual(exitCode, 0, out);
+    const refused = [...out.matchAll(/error domains-through-the-registry: (\S+) → (\S+)/g)].map(
+      (m) => `${m[1]} → ${m[2]}`,
+    );
+    assert.deepEqual(refused.sort(), [
+      "src/domains/helper.ts → src/domains/ports/parse.ts",
+      "src/domains/kernel/index.ts → src/domains/ports/index.ts",
+      "src/watch/monitor.ts → src/domains/ports/index.ts",
+    ]);
   });
 
   it("refuse a pure propose module reading the forge or a file, but let it name a record's type", async () => {

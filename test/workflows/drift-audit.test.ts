@@ -19,7 +19,7 @@ import {
   publishRelease,
   writeFleetRepository,
 } from "./fleet-repo.js";
-import { runWorkflow, type RunResult } from "./runner.js";
+import { ACTIONS, runWorkflow, type RunResult } from "./runner.js";
 import type { Value } from "./expressions.js";
 
 const OWNER = "acme";
@@ -237,10 +237,12 @@ describe("drift-audit and review-command workflows", () => {
     assert.deepEqual(
       install.map((s) => s.steps!.map((inner) => [inner.name.split(" / ")[1], inner.outcome])),
       [true, false, false].map((first) => [
-        ["actions/setup-node@v4", "success"],
+        [`actions/setup-node@${ACTIONS["actions/setup-node"]!.sha}`, "success"],
         ["Which release", "success"],
-        ["actions/cache@v4", "success"],
+        [`actions/cache@${ACTIONS["actions/cache"]!.sha}`, "success"],
         ["Download the release", first ? "success" : "skipped"],
+        // verify-attestation is off by default: no gh or API needed.
+        ["Verify the build provenance", "skipped"],
         ["Check the SHA-256 and install", "success"],
       ]),
     );

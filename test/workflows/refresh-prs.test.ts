@@ -105,11 +105,12 @@ describe("refresh-prs workflow", () => {
           .map((s) => `${j.name} / ${s.name} (exit ${s.exitCode}):\n${s.stdout}\n${s.stderr}`),
       )
       .join("\n");
-  const closed = (head: string, merged: boolean) => ({
+  const closed = (head: string, merged: boolean, base = "main") => ({
     name: "pull_request",
     payload: {
       action: "closed",
-      pull_request: { merged, head: { ref: head }, base: { ref: "main" } },
+      pull_request: { merged, head: { ref: head }, base: { ref: base } },
+      repository: { default_branch: "main" },
     },
   });
   const keptReport = () => keptReportText(server.barePath(OWNER, REPO));
@@ -153,8 +154,12 @@ describe("refresh-prs workflow", () => {
     await double.mergePull(other!.number);
   });
 
-  test("a merge of someone else's pull request, or a close without merging, starts nothing", async () => {
-    for (const event of [closed("fix-typo", true), closed("quartermaster--accept--x", false)]) {
+  test("a merge of someone else's pull request, a close without merging, or a merge into another branch than the default starts nothing", async () => {
+    for (const event of [
+      closed("fix-typo", true),
+      closed("quartermaster--accept--x", false),
+      closed("quartermaster--accept--x", true, "release-2026"),
+    ]) {
       const writes = double.writes().length;
       const result = await run("refresh-prs.yml", event);
       assert.deepEqual(

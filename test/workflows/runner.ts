@@ -168,15 +168,21 @@ interface StepContext {
   outputs: Record<string, string>;
   /** Registers what the action does after the job's steps (a post step), if the job succeeded. */
   post: (run: () => Promise<void>) => void;
+  /** Puts a directory first on PATH for the job's next steps, as GITHUB_PATH does. */
+  addPath: (dir: string) => void;
 }
 
-/** The actions this runner emulates, by name without version; the major version is checked. */
-const ACTIONS: Record<
+/**
+ * The actions this runner emulates, by name: each at the commit the workflows pin (`uses:
+ * name@sha`), the release that commit is named for, and the inputs of that release it emulates.
+ */
+export const ACTIONS: Record<
   string,
-  { version: string; inputs: string[]; run: (ctx: StepContext) => Promise<void> }
+  { sha: string; version: string; inputs: string[]; run: (ctx: StepContext) => Promise<void> }
 > = {
   "actions/checkout": {
-    version: "v4",
+    sha: "3d3c42e5aac5ba805825da76410c181273ba90b1",
+    version: "v7.0.1",
     inputs: ["persist-credentials", "fetch-depth", "ref"],
     run: async ({ with: w, workspace, options }) => {
       await execa("git", [
@@ -197,18 +203,23 @@ const ACTIONS: Record<
     },
   },
   "actions/setup-node": {
-    version: "v4",
-    inputs: ["node-version", "cache"],
-    run: async ({ with: w }) => {
-      // This machine's Node is the runner's; the version the workflow asks for must be it.
-      if (`v${w["node-version"]}` !== process.version.split(".")[0])
+    sha: "820762786026740c76f36085b0efc47a31fe5020",
+    version: "v7.0.0",
+    inputs: ["node-version", "cache", "package-manager-cache"],
+    run: async ({ with: w, addPath }) => {
+      // The runner's tool cache: this machine's Node and those QUARTERMASTER_TEST_NODES lists.
+      const wanted = w["node-version"]!;
+      const found = await nodeOf(wanted);
+      if (!found)
         throw new Error(
-          `setup-node ${w["node-version"]}, but this machine runs ${process.version}`,
+          `setup-node ${wanted}: this runner has Node ${process.version} and no Node ${wanted} in QUARTERMASTER_TEST_NODES`,
         );
+      addPath(found);
     },
   },
   "actions/upload-artifact": {
-    version: "v4",
+    sha: "bbbca2ddaa5d8feaa63e36b76fdaad77386f024f",
+    version: "v7.0.0",
     inputs: ["name", "path", "if-no-files-found", "retention-days"],
     run: async ({ with: w, workspace, options }) => {
       const target = path.join(options.workDir, "artifacts", w.name!);
@@ -227,7 +238,8 @@ const ACTIONS: Record<
     },
   },
   "actions/download-artifact": {
-    version: "v4",
+    sha: "3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c",
+    version: "v8.0.1",
     inputs: ["name", "pattern", "path"],
     run: async ({ with: w, workspace, options }) => {
       const root = path.join(options.workDir, "artifacts");
@@ -248,7 +260,8 @@ const ACTIONS: Record<
     },
   },
   "actions/cache": {
-    version: "v4",
+    sha: "27d5ce7f107fe9357f9df03efb73ab90386fccae",
+    version: "v5.0.5",
     inputs: ["path", "key"],
     run: async ({ with: w, workspace, options, outputs, post }) => {
       const entry = path.join(
@@ -270,12 +283,13 @@ const ACTIONS: Record<
     },
   },
   "actions/create-github-app-token": {
-    version: "v1",
-    inputs: ["app-id", "private-key"],
+    sha: "1b10c78c7865c340bc4f6099eb2f838309f1e8c3",
+    version: "v3.1.1",
+    inputs: ["client-id", "private-key"],
     run: async ({ with: w, options, outputs }) => {
-      if (!w["app-id"] || !w["private-key"] || !options.appToken)
+      if (!w["client-id"] || !w["private-key"] || !options.appToken)
         throw new Error(
-          "create-github-app-token: app-id, private-key and a test app token are needed",
+          "create-github-app-token: client-id, private-key and a test app token are needed",
         );
       outputs.token = options.appToken;
       // The App acts as `<app-slug>[bot]`.
@@ -283,6 +297,22 @@ const ACTIONS: Record<
     },
   },
 };
+
+/**
+ * The directory of a `node` of version `wanted` (`24`, `20.12`), as setup-node puts it
+ * first on PATH: this process's own, or one of the bin directories QUARTERMASTER_TEST_NODES lists (`:` apart).
+ */
+async function nodeOf(wanted: string): Promise<string | undefined> {
+  const dirs = [
+    path.dirname(process.execPath),
+    ...(process.env.QUARTERMASTER_TEST_NODES ?? "").split(":").filter(Boolean),
+  ];
+  for (const dir of dirs) {
+    const version = await execa(path.join(dir, "node"), ["--version"], { reject: false });
+    if (version.exitCode === 0 && `${version.stdout}.`.startsWith(`v${wanted}.`)) return dir;
+  }
+  return undefined;
+}
 
 async function exists(file: string): Promise<boolean> {
   return (await stat(file).catch(() => undefined)) !== undefined;
@@ -782,13 +812,13 @@ async function runSteps(
     if (composite) {
       ({ result, outputs } = await runComposite(step, name, composite, contexts, stepEnv, state));
     } else if (step.uses) {
-      const [action, version] = step.uses.split("@") as [string, string];
+      const [action, ref] = step.uses.split("@") as [string, string];
       const emulated = ACTIONS[action];
       if (!emulated)
         throw new Error(`${run.name}: uses ${step.uses} is not emulated by this runner`);
-      if (version !== emulated.version)
+      if (ref !== emulated.sha)
         throw new Error(
-          `${run.name}: ${step.uses}: the runner emulates ${action}@${emulated.version}`,
+          `${run.name}: ${step.uses}: the runner emulates ${action}@${emulated.sha} (${emulated.version})`,
         );
       const w = Object.fromEntries(
         Object.entries(step.with ?? {}).map(([k, v]) => [
@@ -807,6 +837,7 @@ async function runSteps(
           options,
           outputs,
           post: (p) => state.posts.push(p),
+          addPath: (dir) => state.pathFromFiles.unshift(dir),
         });
         result = { name, outcome: "success", stdout: "", stderr: "", summary: "", annotations: [] };
       } catch (error) {

@@ -30,7 +30,8 @@ const WRITERS = new Set([
   "drift-audit.yml/propose",
   "refresh-prs.yml/refresh",
   "review-command.yml/command",
-  "release.yml/release",
+  "release.yml/attest",
+  "release.yml/publish",
 ]);
 // The composite actions' steps, checked by the same rules as a job's.
 const actions = ["action.yml", "ssh/action.yml"].map((file) => ({
@@ -77,12 +78,12 @@ test("no expression is expanded inside a script: values reach run steps through 
       if (step.run) assert.doesNotMatch(step.run, /\$\{\{/, `${where}: ${step.run}`);
 });
 
-test("checkouts never keep credentials, and actions are pinned at least by major version", () => {
+test("checkouts never keep credentials, and actions are pinned by commit SHA", () => {
   for (const { where, job } of jobsAndAction)
     for (const step of job.steps.filter((s) => s.uses)) {
       assert.match(
         step.uses!,
-        /^[\w.-]+\/[\w.-]+(\/[\w.-]+)?@(v\d+|[0-9a-f]{40})$/,
+        /^[\w.-]+\/[\w.-]+(\/[\w.-]+)?@[0-9a-f]{40}$/,
         `${where}: ${step.uses}`,
       );
       if (step.uses!.startsWith("actions/checkout@"))
@@ -104,7 +105,7 @@ test("the fleet workflows are callable, run where the caller says, and install a
         `${file}/${id}`,
       );
       const install = job.steps.find((s) => s.name === "Install Quartermaster");
-      assert.match(install?.uses ?? "", /^[\w.-]+\/quartermaster@v\d+$/, `${file}/${id}`);
+      assert.match(install?.uses ?? "", /^[\w.-]+\/quartermaster@[0-9a-f]{40}$/, `${file}/${id}`);
       assert.ok(!job.steps.some((s) => /\bnpm ci\b|\bnpx\b/.test(s.run ?? "")), `${file}/${id}`);
     }
   }
@@ -114,8 +115,16 @@ test("the fleet workflows install the release package.json names, as release.yml
   const { version } = JSON.parse(readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as {
     version: string;
   };
-  for (const { file, text } of ours)
-    assert.deepEqual([...new Set(text.match(/v\d+\.\d+\.\d+[\w.-]*/g))], [`v${version}`], file);
+  for (const { file, text } of ours) {
+    // A pinned action's release, in the comment after its SHA, is that action's own.
+    const own = text.replace(/^.*uses: (?![\w.-]+\/quartermaster[@/]).*$/gm, "");
+    // One commit of this repository's actions, as release.yml checks against the tag's history.
+    const pins = new Set(
+      [...text.matchAll(/uses: [\w.-]+\/quartermaster(?:\/ssh)?@(\w+)/g)].map((m) => m[1]),
+    );
+    assert.equal(pins.size, 1, `${file}: ${[...pins].join(", ")}`);
+    assert.deepEqual([...new Set(own.match(/v\d+\.\d+\.\d+[\w.-]*/g))], [`v${version}`], file);
+  }
 });
 
 test("pull requests are reviewed with pull_request, never pull_request_target", () => {
@@ -135,7 +144,7 @@ test("drift-audit runs off the hour, never cancels a running audit, and never le
   for (const { file, text: t } of [...ours, ...actions])
     assert.doesNotMatch(t, /ssh-keyscan|StrictHostKeyChecking[= ]+(no|accept-new)/, file);
   // Its SSH comes from the ssh action, which checks host keys strictly.
-  assert.match(text, /uses: [\w.-]+\/quartermaster\/ssh@v\d+\n/);
+  assert.match(text, /uses: [\w.-]+\/quartermaster\/ssh@[0-9a-f]{40} # v[\d.]+\n/);
   assert.match(actions.find((a) => a.file === "ssh/action.yml")!.text, /StrictHostKeyChecking yes/);
 });
 
@@ -145,4 +154,45 @@ test("the release cache is keyed by repository, version and pinned digest", () =
   const key = String(cache?.with?.key);
   for (const part of ["steps.release.outputs.repository", "inputs.version", "inputs.sha256"])
     assert.ok(key.includes(part), `${key} leaves out ${part}`);
+});
+
+test("release.yml attests the tarball and the executable before publishing them, and only its attest job may sign", () => {
+  const { workflow } = workflows.find((w) => w.file === "release.yml")!;
+  const jobs = workflow.jobs as Record<string, Job & { needs?: string | string[] }>;
+  // The OIDC token and the attestations API, for the attest job alone.
+  for (const [id, job] of Object.entries(jobs))
+    assert.deepEqual(
+      Object.keys(job.permissions!).filter((p) => ["id-token", "attestations"].includes(p)),
+      id === "attest" ? ["id-token", "attestations"] : [],
+      id,
+    );
+  assert.deepEqual(jobs.attest!.permissions, {
+    contents: "read",
+    "id-token": "write",
+    attestations: "write",
+  });
+  assert.deepEqual(jobs.build!.permissions, { contents: "read" });
+  assert.deepEqual(jobs.publish!.permissions, { contents: "write" });
+  // build uploads, attest attests what it downloads, publish waits for both.
+  assert.equal(jobs.attest!.needs, "build");
+  assert.deepEqual(jobs.publish!.needs, ["build", "attest"]);
+  const uses = (job: Job) => job.steps.map((s) => s.uses?.split("@")[0] ?? s.name);
+  assert.deepEqual(uses(jobs.attest!), [
+    "actions/download-artifact",
+    "actions/attest-build-provenance",
+  ]);
+  const subjects = String(jobs.attest!.steps[1]!.with?.["subject-path"]).trim().split("\n");
+  assert.deepEqual(subjects, [
+    "${{ runner.temp }}/release/quartermaster-*.tgz",
+    "${{ runner.temp }}/release/quartermaster-linux-x64",
+  ]);
+  assert.deepEqual(uses(jobs.publish!), [
+    "actions/download-artifact",
+    "Create the GitHub release with its assets",
+  ]);
+  const built = uses(jobs.build!);
+  assert.ok(
+    built.indexOf("SHA-256 of each artifact") < built.indexOf("actions/upload-artifact"),
+    built.join(", "),
+  );
 });

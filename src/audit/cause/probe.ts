@@ -1,16 +1,11 @@
 import type { ProbeContext } from "../../domains/domain.js";
+import type { RecordRequest } from "../../domains/host-record.js";
 
 // What the host recorded about changes, read in the audit's own round trip without root: the boot
 // time, package transactions since the node's last audit (dpkg's and apt's logs; rpm's database),
 // which package ships each declared file (with the digest it recorded), and the mtime and owner of
-// each declared file and enablement link.
-
-/** The declared names the cause probe looks up: nothing else of the host's records is sent. */
-export interface CauseTargets {
-  packages: readonly string[];
-  files: readonly string[];
-  units: readonly string[];
-}
+// each declared file and of what a domain asks for (an enablement link): what the domains' requests
+// (`Domain.records`) name, nothing else of the host's records.
 
 /** Shell variable holding the node's last audit (epoch seconds, or empty), set per node. */
 export const SINCE_VARIABLE = "QM_SINCE";
@@ -116,13 +111,17 @@ function rehash(
 const ere = (text: string) => text.replace(/[.[\]*^$+?(){}|\\]/g, "\\$&");
 
 /** The cause section's script: one `date`, a few awk and stat calls, no root. */
-export function causeProbe(targets: CauseTargets, ctx: ProbeContext): string {
+export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
   const q = ctx.quote;
+  const targets = { packages: request.packages ?? [], files: request.files ?? [] };
+  const stat = (request.stat ?? []).filter((s) => s.entries.length > 0);
   const files = targets.files.map(q).join(" ");
   // Debian policy keeps package files under /etc as conffiles; only paths elsewhere need the
   // (much larger) md5sums lists.
   const outsideEtc = targets.files.filter((f) => !f.startsWith("/etc/"));
-  const links = targets.units.map((u) => `/etc/systemd/system/*.wants/${q(u)}`).join(" ");
+  const entries = stat
+    .map(({ under, entries }) => [under, ...entries.map((e) => `${under}/${q(e)}`)].join(" "))
+    .join(" ");
   const lines = [
     ctx.mark("clock"),
     // The host's own local time of the last audit: its logs are written in local time.
@@ -146,11 +145,8 @@ export function causeProbe(targets: CauseTargets, ctx: ProbeContext): string {
       ctx.mark("md5"),
       ...rehash("owned", "md5sum", targets.files, (f) => [` ${f}`, `  ${f.slice(1)}`], q),
     );
-  if (targets.files.length || targets.units.length)
-    lines.push(
-      ctx.mark("stat"),
-      `stat -c '%Y %U %n' -- ${files} ${targets.units.length ? `/etc/systemd/system/*.wants ${links}` : ""} 2>/dev/null`,
-    );
+  if (targets.files.length || stat.length)
+    lines.push(ctx.mark("stat"), `stat -c '%Y %U %n' -- ${files} ${entries} 2>/dev/null`);
   // A package named by its md5sums list (`/var/lib/dpkg/info/NAME[:ARCH].md5sums:…`) or its status.
   const owners = targets.files.length
     ? `pk="$pk $(printf '%s\\n' "$owned" | awk '{ p = $1; sub(/^.*\\//, "", p); sub(/\\.md5sums:.*$/, "", p); sub(/:.*$/, "", p); print p }')"`

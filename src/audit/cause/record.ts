@@ -1,55 +1,9 @@
 import { partsByLabel } from "../../domains/domain.js";
-import { rpmVersion } from "../../domains/packages/parse.js";
+import type { AptTransaction, HostRecord, PackageEvent } from "../../domains/host-record.js";
+import { rpmVersion } from "../../domains/rpm-version.js";
 
 // The cause section's output, parsed: what the host recorded, with every time in UTC. Nothing here
-// decides a cause (attach.ts does); a line that does not parse is left out, never guessed at.
-
-export interface PackageEvent {
-  /** Epoch milliseconds. */
-  at: number;
-  /** dpkg's action; `installed`: rpm's record of the version installed then, from an unknown one. */
-  action: "install" | "upgrade" | "remove" | "purge" | "installed";
-  name: string;
-  /** Absent for a fresh install (`<none>`), and for rpm's record. */
-  from?: string;
-  /** Absent for a removal. */
-  to?: string;
-  /** rpm: the transaction that installed it (INSTALLTID), shared by its packages. */
-  transaction?: number;
-}
-
-export interface ConffileEvent {
-  at: number;
-  path: string;
-  /** dpkg's choice: `install` (the package's version) or `keep` (the local one). */
-  choice: string;
-}
-
-export interface AptTransaction {
-  start: number;
-  end?: number;
-  commandline?: string;
-  requestedBy?: string;
-}
-
-export interface HostRecord {
-  /** Epoch milliseconds of the boot (`btime`). */
-  bootTime?: number;
-  /** The host's UTC offset in minutes, as its logs are written; unknown: no log is read. */
-  offsetMinutes?: number;
-  /**
-   * Declared paths a package ships: which package, and the digest it recorded (dpkg's md5, rpm's
-   * sha256; absent for a digest of another algorithm, which the probe does not compute).
-   */
-  owned: Map<string, { package: string; digest?: string }>;
-  /** Digest of the live contents of each owned declared file, in its package's algorithm. */
-  digest: Map<string, string>;
-  /** mtime (epoch milliseconds) and owner of declared files and enablement links and directories. */
-  stat: Map<string, { mtime: number; owner: string }>;
-  packages: PackageEvent[];
-  conffiles: ConffileEvent[];
-  apt: AptTransaction[];
-}
+// decides a cause (each domain does, from attach.ts); a line that does not parse is left out, never guessed at.
 
 const LOG_TIME = /^(\d{4}-\d\d-\d\d) {1,2}(\d\d:\d\d:\d\d)$/;
 
@@ -69,6 +23,21 @@ function parseOffset(text: string): number | undefined {
 }
 
 const lines = (text: string | undefined) => (text ?? "").split("\n").filter((l) => l !== "");
+
+/**
+ * The most lines of one log or database answer read per node: the latest, as logs are in time
+ * order. A host sending its whole dpkg.log costs the auditor no more than this.
+ */
+export const MAX_RECORD_LINES = 20_000;
+
+/** The last `MAX_RECORD_LINES` lines of `text`, found from its end: the rest is never split. */
+function latestLines(text: string | undefined): string[] {
+  if (text === undefined) return [];
+  let start = text.length;
+  for (let n = 0; n <= MAX_RECORD_LINES && start > 0; n++)
+    start = text.lastIndexOf("\n", start - 1);
+  return lines(start <= 0 ? text : text.slice(start + 1));
+}
 const version = (v: string) => (v === "<none>" ? undefined : v);
 
 const DIGESTS = [
@@ -106,8 +75,8 @@ function readRpm(byLabel: Map<string, string>, record: HostRecord, since: number
     if (event && (since === undefined || event.at >= Math.floor(since / 1000) * 1000))
       events.set(`${event.name} ${event.to} ${event.at}`, event);
   };
-  for (const line of lines(byLabel.get("rpm"))) add(rpmEvent(line));
-  for (const line of lines(byLabel.get("rpm-owned"))) {
+  for (const line of latestLines(byLabel.get("rpm"))) add(rpmEvent(line));
+  for (const line of latestLines(byLabel.get("rpm-owned"))) {
     const m = RPM_OWNED.exec(line);
     const event = m && rpmEvent(m[1]!);
     if (!m || !event) continue;
@@ -133,8 +102,9 @@ export function parseHostRecord(parts: [string, string][], since?: number): Host
     conffiles: [],
     apt: [],
   };
-  const btime = /^(\d{1,12})$/.exec(lines(byLabel.get("boot"))[0] ?? "");
-  if (btime) record.bootTime = Number(btime[1]) * 1000;
+  // A boot time that is no number is kept as NaN: the cause it would time says why it has none.
+  const boot = lines(byLabel.get("boot"))[0];
+  if (boot !== undefined) record.bootTime = /^\d{1,15}$/.test(boot) ? Number(boot) * 1000 : NaN;
   const offset = parseOffset(lines(byLabel.get("clock"))[0] ?? "");
   for (const line of lines(byLabel.get("owned"))) {
     const conffile = /^(\S+) ([0-9a-f]{32}) (\/.*)$/.exec(line);
@@ -167,7 +137,7 @@ export function parseHostRecord(parts: [string, string][], since?: number): Host
   // Without the host's offset its log times cannot be placed: no log is read.
   if (offset === undefined) return record;
   record.offsetMinutes = offset;
-  for (const line of lines(byLabel.get("dpkg-log"))) {
+  for (const line of latestLines(byLabel.get("dpkg-log"))) {
     const f = line.split(" ");
     const at = logTime(`${f[0]} ${f[1]}`, offset);
     if (at === undefined) continue;
@@ -190,7 +160,7 @@ export function parseHostRecord(parts: [string, string][], since?: number): Host
     }
   }
   let current: AptTransaction | undefined;
-  for (const line of lines(byLabel.get("apt-history"))) {
+  for (const line of latestLines(byLabel.get("apt-history"))) {
     const colon = line.indexOf(": ");
     const field = line.slice(0, colon);
     const value = line.slice(colon + 2);

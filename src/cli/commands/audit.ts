@@ -33,7 +33,11 @@ export async function auditCommand(argv: string[]): Promise<number> {
     ...auditOptions(config),
     unaudited: config.unaudited,
     warn: warnDropped,
-    notice: (line) => io().stderr.write(`quartermaster: ${visible(line)}\n`),
+    notice: (line) =>
+      io().stderr.write(
+        `quartermaster: ${visible(line)}; the nodes it was offered to are not audited\n`,
+      ),
+    retryNotice: (line) => io().stderr.write(`quartermaster: ${visible(line)}\n`),
     onResult: (total) => {
       if (total < 2) return () => {};
       progress = new Progress(total);

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import * as z from "zod";
 import { keyedList, pathIn, within, type Domain, type Finding } from "../domain.js";
 import { unifiedDiff } from "../file-text.js";
+import { fileCause } from "./cause.js";
 import { compareContents, comparedByHash, declaredContents, HASHED } from "./contents.js";
 import { FileDeclared } from "./declared.js";
 import { ManifestEditError } from "../../errors.js";
@@ -289,6 +290,10 @@ export const files: Domain<FilesDeclared, FilesLive, "files"> = {
       file.path === path ? acceptFile(file, attribute, finding) : file,
     );
   },
+  records(declared) {
+    return { files: declared.map((file) => file.path) };
+  },
+  cause: fileCause,
   snapshotAsks(declared) {
     // A guess at each attribute: where the live file differs, accepting it fills the live value.
     // A secret is asked for its hash, never its contents.

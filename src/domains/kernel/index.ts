@@ -1,6 +1,7 @@
 import * as z from "zod";
 import { partsByLabel, type Domain, type Finding } from "../domain.js";
 import type { Latent } from "../cause.js";
+import { rebootCause } from "./cause.js";
 import {
   compareVersions,
   parseInstalled,
@@ -75,6 +76,7 @@ export const kernel: Domain<KernelDeclared, KernelLive, "kernel"> = {
     if (notes.length) finding.detail = notes.join("; ");
     return [finding];
   },
+  cause: rebootCause,
   snapshot(live) {
     return live.running;
   },

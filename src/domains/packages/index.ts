@@ -2,6 +2,7 @@ import * as z from "zod";
 import { ProbeParseError } from "../../errors.js";
 import { pathIn, type Domain, type Finding } from "../domain.js";
 import { DEFAULT_SNAPSHOT_OPTIONS, type SnapshotOptions } from "../snapshot-options.js";
+import { packageCause } from "./cause.js";
 import { chosenProbe, parseChosen } from "./chosen.js";
 import { ABSENT, ANY_VERSION, parseConstraint, satisfies } from "./constraint.js";
 import {
@@ -136,6 +137,10 @@ export const packages: Domain<PackagesDeclared, PackagesLive, "packages"> = {
     }
     return findings;
   },
+  records(declared) {
+    return { packages: Object.keys(declared) };
+  },
+  cause: packageCause,
   snapshot(live, options = DEFAULT_SNAPSHOT_OPTIONS) {
     // Names come from the host's database: built by entries, so `__proto__` stays a key.
     const names = declaredNames(live, options);

@@ -1,4 +1,5 @@
 import { ProbeParseError } from "../../errors.js";
+import { rpmVersion } from "../rpm-version.js";
 
 export const PACKAGE_FORMATS = ["dpkg", "rpm", "apk"] as const;
 export type PackageFormat = (typeof PACKAGE_FORMATS)[number];
@@ -113,10 +114,6 @@ export function parseDpkg(text: string): PackagesLive {
   for (const name of live.installed.keys()) live.notInstalled.delete(name);
   return live;
 }
-
-/** rpm's `%{EPOCH}` and `%{VERSION}-%{RELEASE}` as a live version: no epoch when unset or 0. */
-export const rpmVersion = (epoch: string, versionRelease: string): string =>
-  epoch === "(none)" || epoch === "0" ? versionRelease : `${epoch}:${versionRelease}`;
 
 /**
  * `rpm -qa --qf '%{NAME}\t%{EPOCH}:%{VERSION}-%{RELEASE}\t%{ARCH}\n'` (or `rpm -q` of declared

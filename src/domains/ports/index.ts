@@ -63,6 +63,16 @@ function allows(item: AllowedPort, proto: string, port: number, address: string)
   );
 }
 
+/**
+ * Unauthorized listeners past this many are one item counting them: one user opening thousands of
+ * ports adds one item to the report and the run history, not thousands.
+ */
+export const MAX_UNAUTHORIZED_ITEMS = 50;
+/** Holders an item lists at most. */
+const MAX_ITEM_HOLDERS = 20;
+/** The key of that item: no allow-list entry looks like it. */
+export const OTHER_LISTENERS = "other listeners";
+
 const Port = z
   .string()
   .superRefine((text, ctx) => {
@@ -74,17 +84,6 @@ const Port = z
   );
 export const PortsDeclared = z.array(Port);
 export type PortsDeclared = z.infer<typeof PortsDeclared>;
-
-/**
- * The allow-list with a TCP listener of the auditor's own added (`watch`'s metrics server, at the
- * address it was bound to): it is never an unauthorized port.
- */
-export function allowingOwnListener(
-  declared: PortsDeclared,
-  own: { address: string; port: number },
-): PortsDeclared {
-  return [...declared, `tcp/${own.port}@${own.address}`];
-}
 
 // One awk reads the socket tables and the ephemeral range. TCP listeners come from `ss` when it
 // runs (sock_diag asked for listening sockets only), else from /proc/net/tcp and tcp6, whose every
@@ -175,6 +174,7 @@ export const ports: Domain<PortsDeclared, PortsLive, "ports"> = {
   },
   compare(declared, live) {
     const findings: Finding[] = [];
+    const unauthorizedFindings: Finding[] = [];
     const parsed = declared.map((text) => allowedPort(text));
     const items = parsed.filter((item): item is AllowedPort => !("error" in item));
     parsed.forEach((item, i) => {
@@ -207,19 +207,39 @@ export const ports: Domain<PortsDeclared, PortsLive, "ports"> = {
         // Who listens, as far as the audit user may see: the holders say it in the detail too.
         const holders = holdersOf(live.holders, port, addresses);
         const shown = scoped ? [key.split("@")[1]] : addresses;
-        findings.push({
+        unauthorizedFindings.push({
           key,
           declared: "closed",
           live: "listening",
           path: this.specPath,
           detail: `listening on ${shown.join(", ")}${holders.length ? ` (${holderWords(holders)})` : ""}`,
-          ...(holders.length > 0 && { holders }),
+          // The words count every holder; the item lists the first ones (a forking server has thousands).
+          ...(holders.length > 0 && { holders: holders.slice(0, MAX_ITEM_HOLDERS) }),
         });
       }
     }
-    return findings;
+    const rest = unauthorizedFindings.splice(MAX_UNAUTHORIZED_ITEMS - 1);
+    if (rest.length === 1) unauthorizedFindings.push(rest[0]!);
+    else if (rest.length > 1)
+      unauthorizedFindings.push({
+        key: OTHER_LISTENERS,
+        declared: "closed",
+        live: "listening",
+        path: this.specPath,
+        detail: `${rest.length} more listeners outside the allow-list: ${rest
+          .slice(0, 10)
+          .map((f) => f.key)
+          .join(", ")}${rest.length > 10 ? ", …" : ""}`,
+      });
+    return [...findings, ...unauthorizedFindings];
+  },
+  // The allow-list with the auditor's own listener: it is never an unauthorized port.
+  allowingOwnListener(declared, own) {
+    return [...declared, `tcp/${own.port}@${own.address}`];
   },
   accept(declared, finding) {
+    // A flood of listeners is allowed one by one, by name, or not at all.
+    if (finding.key === OTHER_LISTENERS) return declared;
     // A declared port found closed leaves the allow-list; an unauthorized listener joins it.
     if (finding.live === "closed") return declared.filter((port) => port !== finding.key);
     return declared.includes(finding.key) ? declared : [...declared, finding.key];

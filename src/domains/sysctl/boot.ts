@@ -1,5 +1,5 @@
 import type { Cause, Latent } from "../cause.js";
-import { isoTime } from "../file-times.js";
+import { isoTime, notAHostTime, untimedEvidence } from "../file-times.js";
 import type { PersistedValue, SysctlLive } from "./parse.js";
 
 // What the boot-time sysctl pass says about a key: the value it will set (latent drift) and,
@@ -26,6 +26,12 @@ export function driftCause(live: SysctlLive, name: string): Cause | undefined {
   if (boot === undefined || got === undefined) return undefined;
   if (boot.value === got) {
     const at = live.changed.get(boot.file);
+    const bad = at === undefined ? undefined : notAHostTime(at);
+    if (bad !== undefined)
+      return {
+        kind: "unknown",
+        evidence: untimedEvidence(`${boot.file}'s mtime,`, String(at), bad),
+      };
     return {
       kind: "persisted",
       ...(at !== undefined && { at: isoTime(at) }),
@@ -36,6 +42,12 @@ export function driftCause(live: SysctlLive, name: string): Cause | undefined {
   const { bootedAt } = live;
   // A file changed since boot may hold a value applied since, or one not applied yet: no guess.
   if (bootedAt === undefined || live.changed.size === 0) return undefined;
+  const badBoot = notAHostTime(bootedAt);
+  if (badBoot !== undefined)
+    return {
+      kind: "unknown",
+      evidence: untimedEvidence("the boot time,", String(bootedAt), badBoot),
+    };
   if ([...live.changed.values()].some((mtime) => mtime > bootedAt)) return undefined;
   return {
     kind: "runtime",

@@ -1,6 +1,7 @@
 import { pathIn, within, type Domain } from "../domain.js";
 import { ManifestEditError } from "../../errors.js";
 import { LINKED_COMPONENT, PRINT_LINK } from "../no-follow.js";
+import { enablementCause, enablementRecords } from "./cause.js";
 import { unitFindings } from "./compare.js";
 import { dropinDir, SystemdDeclared, unitFileNames } from "./declared.js";
 import { mapsProbe } from "./maps.js";
@@ -28,7 +29,8 @@ const WANTS_DIRS = [
   "/usr/lib/systemd/system",
 ];
 // NeedDaemonReload and the start time tell a unit whose files changed since it was loaded or
-// started, MainPID and ControlGroup its processes, whose maps tell a deleted library (latent drift).
+// started (its EnvironmentFiles too, which systemd reads at each start), MainPID and ControlGroup
+// its processes, whose maps tell a deleted library (latent drift).
 const SHOWN = [
   "LoadState",
   "ActiveState",
@@ -37,6 +39,18 @@ const SHOWN = [
   "ActiveEnterTimestampMonotonic",
   "MainPID",
   "ControlGroup",
+  "EnvironmentFiles",
+];
+// The mtimes of the EnvironmentFiles systemctl named (`EnvironmentFiles=PATH (ignore_errors=no)`,
+// a line each), shell builtins and one stat. Not indented: the here-document's lines start the line.
+const ENVIRONMENT_FILES = (mark: string) => [
+  "set --",
+  "while IFS= read -r qm_line; do",
+  '  case $qm_line in EnvironmentFiles=/*) qm_p=${qm_line#EnvironmentFiles=}; set -- "$@" "${qm_p% (ignore_errors=*)}" ;; esac',
+  "done <<QM_ENV",
+  "$qm_show",
+  "QM_ENV",
+  `[ $# -eq 0 ] || { ${mark}; stat -c '%Y %n' -- "$@" 2>/dev/null; }`,
 ];
 const NO_SYSTEMD =
   "systemd is not running on this host (no /run/systemd/system): active state unknown";
@@ -67,6 +81,7 @@ export const systemd: Domain<SystemdDeclared, SystemdLive, "systemd"> = {
       `  qm_show=$(systemctl show -p ${SHOWN.join(",")} -- ${names.map(q).join(" ")} 2>&1)`,
       `  printf '%s\\n' "$qm_show"`,
       `  ${ctx.mark("boot")}; grep -s '^btime ' /proc/stat`,
+      ...ENVIRONMENT_FILES(ctx.mark("environment")),
       // Not indented: its here-documents' lines must start the line.
       ...mapsProbe(ctx.mark, q),
       ...(withActive
@@ -133,6 +148,8 @@ export const systemd: Domain<SystemdDeclared, SystemdLive, "systemd"> = {
       return unitFindings(unit, got, pathIn(this, unit.name), live);
     });
   },
+  records: enablementRecords,
+  cause: enablementCause,
   snapshotAsks(declared) {
     // A unit declared by name alone (`adopt --units`): a guess at each attribute, which accepting
     // the live state then corrects.

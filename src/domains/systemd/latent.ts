@@ -1,6 +1,6 @@
 import type { Finding } from "../domain.js";
 import type { SpecPath } from "../../spec-path.js";
-import { isoTime } from "../file-times.js";
+import { isoTime, notAHostTime } from "../file-times.js";
 import { ACTIVE_STATES, type UnitLive } from "./parse.js";
 
 // A declared unit whose files on disk are not what systemd runs: they take effect at the next
@@ -47,8 +47,10 @@ export function unitLatent(
   if (!ACTIVE_STATES.has(state.active) || !state.activeSinceUs || bootedAt === undefined)
     return findings;
   const since = Math.floor(bootedAt + state.activeSinceUs / 1e6);
+  // A start or change time that is no time says nothing of which came first.
+  if (notAHostTime(since) !== undefined) return findings;
   const newer = [...got.changed]
-    .filter(([, mtime]) => mtime > since + CLOCK_SLACK_S)
+    .filter(([, mtime]) => mtime > since + CLOCK_SLACK_S && notAHostTime(mtime) === undefined)
     .sort(([, a], [, b]) => a - b);
   if (newer.length === 0) return findings;
   const value = `active since ${isoTime(since)}`;

@@ -18,6 +18,8 @@ export interface ActiveState {
   mainPid?: number;
   /** `ControlGroup`, when the unit has a cgroup: its processes are in its cgroup.procs. */
   controlGroup?: string;
+  /** `EnvironmentFiles`: the files systemd reads the unit's environment from at each start. */
+  environmentFiles?: string[];
 }
 
 /** The ActiveState values systemd counts as running. */
@@ -53,7 +55,7 @@ export interface UnitLive {
   dropinLinks: Map<string, LinkedComponent>;
   /** From systemctl, only when systemd runs. */
   state?: ActiveState;
-  /** The unit file and its /etc drop-ins -> mtime (seconds), when systemd runs. */
+  /** The unit file, its /etc drop-ins and its EnvironmentFiles -> mtime (seconds), when systemd runs. */
   changed: Map<string, number>;
   /**
    * Deleted library (under /lib or /usr/lib) -> the unit's pids mapping it, when the maps of every
@@ -88,9 +90,15 @@ export function parseSystemctlShow(
   const states = new Map<string, ActiveState>();
   for (const [i, block] of blocks.entries()) {
     const props = new Map<string, string>();
+    const environmentFiles: string[] = [];
     for (const line of block.split("\n")) {
       const eq = line.indexOf("=");
-      if (eq > 0) props.set(line.slice(0, eq), line.slice(eq + 1));
+      if (eq <= 0) continue;
+      const [property, value] = [line.slice(0, eq), line.slice(eq + 1)];
+      // One line per file, each with systemd's flag: `/etc/default/app (ignore_errors=yes)`.
+      if (property === "EnvironmentFiles")
+        environmentFiles.push(value.replace(/ \(ignore_errors=[a-z]+\)$/, ""));
+      else props.set(property, value);
     }
     const [load, active, sub] = ["LoadState", "ActiveState", "SubState"].map((p) => props.get(p));
     if (load === undefined || active === undefined || sub === undefined) return undefined;
@@ -107,6 +115,7 @@ export function parseSystemctlShow(
       ...(Number.isSafeInteger(since) && since > 0 && { activeSinceUs: since }),
       ...(Number.isSafeInteger(mainPid) && mainPid > 0 && { mainPid }),
       ...(controlGroup?.startsWith("/") && { controlGroup }),
+      ...(environmentFiles.length > 0 && { environmentFiles }),
     });
   }
   return states;
@@ -124,7 +133,8 @@ const firstLine = (text: string): [string, string] => {
  * `unreadable <name>` (a path that could not be read); a symlink not followed: `unit-link <name>`
  * and `dropins-link <name>` (the linked path, then its target), `dropin-link <name>` (drop-in file
  * name, then its target); when systemd runs, `changed <name>` (`stat -c '%Y %n'` of the unit
- * file and drop-ins), `boot` (the btime line of /proc/stat), and `procs`, `maps`, `maps-errors`
+ * file and drop-ins), `environment` (the same of the EnvironmentFiles systemctl named), `boot` (the
+ * btime line of /proc/stat), and `procs`, `maps`, `maps-errors`
  * (the processes of active units and the deleted libraries they map: maps.ts).
  */
 export function parseSystemd(parts: readonly [string, string][]): SystemdLive {
@@ -141,6 +151,7 @@ export function parseSystemd(parts: readonly [string, string][]): SystemdLive {
     return found;
   };
   let states: Map<string, ActiveState> | undefined;
+  let environment = new Map<string, number>();
   const maps: ProcessMaps = { procs: new Map(), deleted: new Map(), unreadable: new Map() };
   let mapsRead = false;
   // Drop-ins and unreadable paths repeat per unit; any other label printed twice means broken
@@ -199,6 +210,8 @@ export function parseSystemd(parts: readonly [string, string][]): SystemdLive {
         );
     } else if (kind === "changed") {
       unit(name).changed = parseChanged(text);
+    } else if (kind === "environment") {
+      environment = parseChanged(text);
     } else if (kind === "boot") {
       const bootedAt = parseBootTime(text);
       if (bootedAt !== undefined) live.bootedAt = bootedAt;
@@ -217,6 +230,10 @@ export function parseSystemd(parts: readonly [string, string][]): SystemdLive {
     const found = live.units.get(name);
     if (!found) continue;
     found.state = state;
+    for (const file of state.environmentFiles ?? []) {
+      const mtime = environment.get(file);
+      if (mtime !== undefined) found.changed.set(file, mtime);
+    }
     if (ACTIVE_STATES.has(state.active))
       deletedLibraries(name, found, unitPids(maps, state.controlGroup, state.mainPid));
   }

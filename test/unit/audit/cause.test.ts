@@ -16,6 +16,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { attachCauses } from "../../../src/audit/cause/attach.js";
+import { MAX_CAUSE_CHARS } from "../../../src/domains/cause.js";
 import { causeProbe } from "../../../src/audit/cause/probe.js";
 import { parseHostRecord } from "../../../src/audit/cause/record.js";
 import {
@@ -138,7 +139,7 @@ describe("causes from the host's records", () => {
     const { script } = buildProbe(N, [
       {
         name: "cause",
-        script: causeProbe({ packages: ["dpkg"], files: ["/etc/hostname"], units: [] }, ctx),
+        script: causeProbe({ packages: ["dpkg"], files: ["/etc/hostname"] }, ctx),
       },
     ]);
     const out = execFileSync("/bin/sh", ["-s"], {
@@ -178,7 +179,7 @@ describe("causes from the host's records", () => {
         { mode: 0o755 },
       );
       const ctx = probeContext(N, 1024);
-      const targets = { packages: ["qm-demo", "qm-extra"], files: [], units: [] };
+      const targets = { packages: ["qm-demo", "qm-extra"], files: [] };
       // The section alone: the whole probe sets its own PATH.
       return execFileSync("/bin/sh", ["-s"], {
         input: `QM_SINCE=${since}\nQM_N=${N}\n${causeProbe(targets, ctx)}`,
@@ -300,7 +301,7 @@ describe("causes from an rpm host's records", () => {
         mode: 0o755,
       });
       const ctx = probeContext(N, 1024);
-      const targets = { packages: ["qm-cause-unit", "qm-none"], files: [conf], units: [] };
+      const targets = { packages: ["qm-cause-unit", "qm-none"], files: [conf] };
       const probe = causeProbe(targets, ctx);
       const script = probe.replace(/^if .*command -v rpm .*; then$/m, "if true; then");
       assert.notEqual(script, probe);
@@ -368,7 +369,7 @@ describe("causes on an apk host (busybox userland)", () => {
       const files = ["/etc/qm-apk.conf", "/etc/qm-edit.conf", "/etc/qm-own.conf"];
       const ctx = probeContext(N, 1024);
       const section = execFileSync("/usr/sbin/chroot", [root, "/bin/sh", "-s"], {
-        input: `QM_SINCE=\nQM_N=${N}\n${causeProbe({ packages: ["qm-apk"], files, units: [] }, ctx)}`,
+        input: `QM_SINCE=\nQM_N=${N}\n${causeProbe({ packages: ["qm-apk"], files }, ctx)}`,
         env: { PATH: "/bin" },
       }).toString();
       const host = parseHostRecord(parseContext(N).parts(section));
@@ -390,5 +391,73 @@ describe("causes on an apk host (busybox userland)", () => {
     } finally {
       rmSync(root, { recursive: true, force: true });
     }
+  });
+});
+
+describe("host times that are not times", () => {
+  const record = (parts: [string, string][]) =>
+    parseHostRecord(parseContext(N).parts(marked(N, parts)));
+  const causeOf = (it: DriftItem, parts: [string, string][]) =>
+    attachCauses([it], record(parts), { node: "n" })[0]!.cause!;
+
+  it("an rpm INSTALLTIME past the audit's tolerance, or a boot time that is no number, gives unknown saying why", () => {
+    const rpm = causeOf(item("packages", "qm-rpm", "1.1-1"), [
+      ["rpm", "qm-rpm 999999999999 1796285250 (none):1.1-1\n"],
+    ]);
+    assert.deepEqual(rpm, {
+      kind: "unknown",
+      evidence:
+        "the time the host recorded for this package change, +033658-09-27T01:46:39Z, is later than the audit by more than a day: the host's clock or records cannot be trusted for this change",
+    });
+    const boot = causeOf(item("kernel", "kernel_version", "6.1.0-29-amd64"), [["boot", "x1\n"]]);
+    assert.equal(boot.kind, "unknown");
+    assert.match(
+      boot.evidence,
+      /^the time the host recorded for this reboot change, NaN, is not a time: /,
+    );
+    // Within a day ahead of the auditor's clock, a time stands: clocks drift.
+    const soon = Math.floor(Date.now() / 1000) + 3600;
+    const reboot = causeOf(item("kernel", "kernel_version", "6.1.0-29-amd64"), [
+      ["boot", `${soon}\n`],
+    ]);
+    assert.equal(reboot.kind, "reboot");
+  });
+});
+
+describe("a host sending its whole dpkg.log", () => {
+  it("gives causes bounded whatever it sent: the group cut with the whole one's digest, `by` and evidence cut", () => {
+    // 150,000 upgrades in one apt transaction, 20 of them declared packages; a 50,000-character user.
+    const upgrades = Array.from(
+      { length: 150_000 },
+      (_, i) => `2026-12-02 09:57:53 upgrade pkg-${i}:amd64 1.0-${i} 2.0-${i}\n`,
+    ).join("");
+    const history = (user: string) =>
+      `Start-Date: 2026-12-02  09:57:53\nCommandline: apt-get upgrade\nRequested-By: ${user} (1000)\nEnd-Date: 2026-12-02  09:58:01\n`;
+    const parts = (user: string, extra = ""): [string, string][] => [
+      ["clock", "2026-12-02 09:11:29 +0100\n"],
+      ["dpkg-log", upgrades + extra],
+      ["apt-history", history(user)],
+    ];
+    const declared = Array.from({ length: 20 }, (_, i) => 149_980 + i);
+    const items = declared.map((i) => item("packages", `pkg-${i}`, `2.0-${i}`));
+    const causesOf = (p: [string, string][]) =>
+      attachCauses(items, parseHostRecord(parseContext(N).parts(marked(N, p))), {
+        node: "db-01",
+      }).map((i) => i.cause!);
+    const causes = causesOf(parts("a".repeat(50_000)));
+    for (const cause of causes) {
+      assert.equal(cause.kind, "package");
+      assert.ok(cause.group!.length <= MAX_CAUSE_CHARS.group, `${cause.group!.length}`);
+      assert.ok(cause.by!.length <= MAX_CAUSE_CHARS.by);
+      assert.match(
+        cause.group!,
+        /^package: pkg-\d+ 1\.0-\d+ → 2\.0-\d+, .*… \(\d+ characters, sha256 [0-9a-f]{32}\)$/,
+      );
+    }
+    // One transaction: one group on every item, and another transaction another group.
+    assert.equal(new Set(causes.map((c) => c.group)).size, 1);
+    const other = causesOf(parts("bob", "2026-12-02 09:57:54 upgrade pkg-x:amd64 1 2\n"));
+    assert.notEqual(other[0]!.group, causes[0]!.group);
+    assert.ok(JSON.stringify(causes).length < 20 * 3000);
   });
 });

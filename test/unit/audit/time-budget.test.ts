@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { after, it } from "node:test";
 import { stringify } from "yaml";
 import { auditFleet } from "../../../src/audit/fleet.js";
-import { defaultAuditSettings } from "../../../src/audit/node.js";
+import { defaultAuditSettings, MAX_ITEMS_PER_DOMAIN } from "../../../src/audit/node.js";
 import { loadFleet } from "../../../src/manifest/load.js";
 import {
   framed,
@@ -39,7 +39,7 @@ it("a node whose budget is spent when its parsing starts fails alone, with the r
   );
 });
 
-it("a host with more routes than a call takes arguments is audited: each route is its drift item", async () => {
+it("a host with more routes than a call takes arguments is audited: the first routes are drift items, the rest counted", async () => {
   const routes = 200_000;
   // 10.x.y.0/24 in /proc/net/route's little-endian hex, none declared.
   const hex = (i: number) =>
@@ -75,6 +75,12 @@ it("a host with more routes than a call takes arguments is audited: each route i
   const [router] = report.nodes;
   assert.deepEqual(
     [router!.status, router!.error, router!.drift.length],
-    ["drift", undefined, routes],
+    ["drift", undefined, MAX_ITEMS_PER_DOMAIN],
   );
+  assert.deepEqual(router!.unknown, [
+    {
+      domain: "routes",
+      reason: `${routes - MAX_ITEMS_PER_DOMAIN} more drift items than the ${MAX_ITEMS_PER_DOMAIN} a domain lists per node: not listed`,
+    },
+  ]);
 });

@@ -9,6 +9,7 @@ import {
   probeContext,
 } from "../../../src/probe/script.js";
 import { NOBODY } from "../../support/local-node.js";
+import { sampleOf } from "../../support/samples.js";
 
 export { NOBODY };
 
@@ -44,7 +45,8 @@ export async function runProbe<Live>(
   options: {
     maxFileBytes?: number;
     command?: string[];
-    root?: Rooted;
+    /** Without `paths`: every path the domain's probe reads (its sample's `reads`). */
+    root?: Omit<Rooted, "paths"> & Partial<Rooted>;
     /** A change to the script before it runs (after `root`'s). */
     edit?: (script: string) => string;
   } = {},
@@ -54,7 +56,11 @@ export async function runProbe<Live>(
   // `set -u`: a section reads only variables it set itself, whatever path it takes here
   // (test/unit/probe/isolation.test.ts says why).
   const built = `set -u\n${buildProbe(nonce, [{ name: domain.name, script: section }]).script}`;
-  const inTree = options.root ? rooted(built, options.root) : built;
+  const root = options.root && {
+    dir: options.root.dir,
+    paths: options.root.paths ?? (await sampleOf(domain)).reads,
+  };
+  const inTree = root ? rooted(built, root) : built;
   const script = options.edit ? options.edit(inTree) : inTree;
   const [file, ...args] = options.command ?? ["sh", "-s"];
   const result = await execa(file!, args, {

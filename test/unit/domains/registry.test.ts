@@ -38,10 +38,10 @@ test("each folder's index.ts exports the registered domain of its own name", asy
   }
 });
 
-test("each registered domain has a sample beside it, typed by its domain", async () => {
+test("each registered domain has a sample with the tests, typed by its domain", async () => {
   for (const domain of DOMAINS) {
-    const file = `src/domains/${domain.name}/sample.ts`;
-    const text = await readFile(new URL(`${domain.name}/sample.ts`, domainsDir), "utf8").catch(
+    const file = `test/support/samples/${domain.name}.ts`;
+    const text = await readFile(new URL(`../../../${file}`, import.meta.url), "utf8").catch(
       () => "",
     );
     // The type is what makes the compiler check the sample against the domain's declaration.
@@ -58,9 +58,11 @@ test("docs/adding-a-domain.md lists the files a domain adds, each of them existi
   const doc = await readFile(new URL("../../../docs/adding-a-domain.md", import.meta.url), "utf8");
   const table = doc.split("## Files to add or change")[1]!.split("\n## ")[0]!;
   const files = [...table.matchAll(/^\| `([^`]+)`/gm)].map((m) => m[1]!);
-  assert.ok(files.includes("src/domains/<name>/sample.ts"), files.join(", "));
+  assert.ok(files.includes("test/support/samples/<name>.ts"), files.join(", "));
   for (const name of folders)
-    for (const file of files.filter((f) => f.startsWith("src/domains/<name>/")))
+    for (const file of files.filter(
+      (f) => f.startsWith("src/domains/<name>/") || f.startsWith("test/support/samples/<name>"),
+    ))
       assert.ok(
         existsSync(new URL(`../../../${file.replace("<name>", name)}`, import.meta.url)),
         `${file} for ${name}`,

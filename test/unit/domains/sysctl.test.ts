@@ -13,6 +13,7 @@ import {
 } from "../../../src/domains/sysctl/parse.js";
 import { scratchTrees } from "../../support/tree.js";
 import { runProbe } from "./live-probe.js";
+import { sample } from "../../support/samples/sysctl.js";
 
 describe("sysctl", () => {
   it("reads runtime values from grep -H output, joining vector values with spaces", () => {
@@ -199,14 +200,8 @@ describe("sysctl", () => {
 
 describe("sysctl: probe of captured sysctl files", () => {
   const trees = scratchTrees();
-  const PATHS = [
-    "/etc/sysctl.conf",
-    "/etc/sysctl.d",
-    "/run/sysctl.d",
-    "/usr/local/lib/sysctl.d",
-    "/usr/lib/sysctl.d",
-    "/lib/sysctl.d",
-  ];
+  // The persisted files are the tree's; runtime values and the boot time this machine's own /proc.
+  const PATHS = sample.reads.filter((read) => !read.startsWith("/proc/"));
   const FILES = {
     "etc/sysctl.conf": [
       "# /etc/sysctl.conf - Configuration file for setting system variables",

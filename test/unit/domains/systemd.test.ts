@@ -224,6 +224,46 @@ describe("systemd: latent drift (files changed since the unit was loaded or star
     );
   });
 
+  it("an active unit started before one of its EnvironmentFiles changed reads it again only at a restart", () => {
+    const env = "/etc/default/app env";
+    const show = (mtime: number) =>
+      parseSystemd([
+        ["cap 1024", ""],
+        [
+          "active app.service",
+          "LoadState=loaded\nActiveState=active\nSubState=running\nNeedDaemonReload=no\n" +
+            "ActiveEnterTimestampMonotonic=10000000\n" +
+            `EnvironmentFiles=${env} (ignore_errors=yes)\nEnvironmentFiles=/etc/default/gone (ignore_errors=yes)\n`,
+        ],
+        ["boot", `btime ${BOOT}\n`],
+        ["environment", `${mtime} ${env}\n`],
+        ["unit app.service", `file ${FILE}\n`],
+        ["changed app.service", `${BOOT - 3600} ${FILE}\n`],
+      ]);
+    const live = show(BOOT + 70);
+    assert.deepEqual(live.units.get("app.service")!.state!.environmentFiles, [
+      env,
+      "/etc/default/gone",
+    ]);
+    const findings = systemd.compare(declare([{ name: "app.service" }]), live);
+    assert.deepEqual(
+      findings.map((f) => [f.key, f.detail, f.latent]),
+      [
+        [
+          "app.service:running",
+          `the running process started before ${env} changed`,
+          {
+            after: "restart",
+            becomes: "restarted with the files on disk",
+            because: `${env} changed at ${new Date((BOOT + 70) * 1000).toISOString()}`,
+          },
+        ],
+      ],
+    );
+    // Changed before the unit started: what it runs with.
+    assert.deepEqual(systemd.compare(declare([{ name: "app.service" }]), show(BOOT + 5)), []);
+  });
+
   it("nothing for a file changed within the clocks' slack of the start, or a stopped unit", () => {
     assert.deepEqual(latentOf(running, [[DROPIN, BOOT + 12]]), []);
     assert.deepEqual(
@@ -464,7 +504,7 @@ describe("systemd: probe and compare on a unit tree", () => {
       .filter((line) => /\b(head|cat|readlink|ls|find|systemctl) /.test(line));
     assert.deepEqual(asking, [
       // Inside `if [ -d /run/systemd/system ]`: what systemd loaded and when the unit started.
-      "  qm_show=$(systemctl show -p LoadState,ActiveState,SubState,NeedDaemonReload,ActiveEnterTimestampMonotonic,MainPID,ControlGroup -- 'app.service' 2>&1)",
+      "  qm_show=$(systemctl show -p LoadState,ActiveState,SubState,NeedDaemonReload,ActiveEnterTimestampMonotonic,MainPID,ControlGroup,EnvironmentFiles -- 'app.service' 2>&1)",
       `[ -d /run/systemd/system ] && printf 'is-enabled %s\\n' "$(systemctl is-enabled -- 'app.service' 2>/dev/null)"`,
       // readlink runs only for a symlink on the way to the unit file.
       `qm_l=; [ -n "$qm_f" ] && qm_linked "$qm_f" && { qm_l=1; printf '\\n%s mark %s\\n' "$QM_N" 'unit-link app.service'; printf '%s\\n' "$qm_link"; readlink -- "$qm_link"; }`,

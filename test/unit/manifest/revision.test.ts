@@ -12,56 +12,60 @@ import { scratchTrees } from "../../support/tree.js";
 const tree = scratchTrees();
 
 describe("manifestDirty", () => {
-  it("sees each kind of change git sees under the manifests, and none outside them", async () => {
-    const repo = await tree({
-      "fleet-manifests/nodes/a.yaml": "a: 1\n",
-      "fleet-manifests/nodes/b.yaml": "b: 1\n",
-      "other/x": "x\n",
-      ".gitignore": "*.tmp\n",
+  // A SHA-256 repository's index entries and ids are 32 bytes; isomorphic-git reads none of it.
+  for (const format of ["sha1", "sha256"])
+    it(`sees each kind of change git sees under the manifests, and none outside them (${format})`, async () => {
+      const repo = await tree({
+        "fleet-manifests/nodes/a.yaml": "a: 1\n",
+        "fleet-manifests/nodes/b.yaml": "b: 1\n",
+        "other/x": "x\n",
+        ".gitignore": "*.tmp\n",
+      });
+      const manifests = path.join(repo, "fleet-manifests");
+      const git = (...args: string[]) =>
+        execa("git", ["-c", "user.name=t", "-c", "user.email=t@example.net", ...args], {
+          cwd: repo,
+        });
+      const at = (file: string) => path.join(repo, file);
+      await git("init", "-q", `--object-format=${format}`);
+      assert.equal(await manifestDirty(manifests), true, "nothing added yet");
+      await git("add", ".");
+      assert.equal(await manifestDirty(manifests), true, "added, no commit yet");
+      await git("commit", "-qm", "manifests");
+      assert.equal(await manifestDirty(manifests), false, "just committed");
+      assert.equal(await manifestDirty(repo), false, "the repository's root");
+
+      await writeFile(at("other/x"), "changed\n");
+      assert.equal(await manifestDirty(manifests), false, "a change outside the manifests");
+      // Same size, same second as the index: only its contents tell.
+      await writeFile(at("fleet-manifests/nodes/a.yaml"), "a: 2\n");
+      assert.equal(await manifestDirty(manifests), true, "an edit of the same size");
+      await git("add", "fleet-manifests/nodes/a.yaml");
+      assert.equal(await manifestDirty(manifests), true, "the edit staged");
+      await git("commit", "-qam", "edit");
+      assert.equal(await manifestDirty(manifests), false, "the edit committed");
+
+      await writeFile(at("fleet-manifests/nodes/a.yaml"), "a: 2\n");
+      assert.equal(await manifestDirty(manifests), false, "rewritten with the same contents");
+      await writeFile(at("fleet-manifests/nodes/scratch.tmp"), "t\n");
+      assert.equal(await manifestDirty(manifests), false, "an ignored file");
+      await writeFile(at("fleet-manifests/nodes/c.yaml"), "c: 1\n");
+      assert.equal(await manifestDirty(manifests), true, "a new file");
+      await rm(at("fleet-manifests/nodes/c.yaml"));
+      await rm(at("fleet-manifests/nodes/b.yaml"));
+      assert.equal(await manifestDirty(manifests), true, "a deleted file");
+      await git("checkout", "-q", "fleet-manifests/nodes/b.yaml");
+      await git("rm", "-q", "--cached", "fleet-manifests/nodes/b.yaml");
+      assert.equal(await manifestDirty(manifests), true, "a file taken out of the index");
+      await git("add", "fleet-manifests/nodes/b.yaml");
+      assert.equal(await manifestDirty(manifests), false, "all back as committed");
+
+      // Index version 4 compresses each path against the one before it.
+      await git("update-index", "--index-version", "4");
+      assert.equal(await manifestDirty(manifests), false, "index version 4, unchanged");
+      await writeFile(at("fleet-manifests/nodes/b.yaml"), "b: 22\n");
+      assert.equal(await manifestDirty(manifests), true, "index version 4, an edit");
     });
-    const manifests = path.join(repo, "fleet-manifests");
-    const git = (...args: string[]) =>
-      execa("git", ["-c", "user.name=t", "-c", "user.email=t@example.net", ...args], { cwd: repo });
-    const at = (file: string) => path.join(repo, file);
-    await git("init", "-q");
-    assert.equal(await manifestDirty(manifests), true, "nothing added yet");
-    await git("add", ".");
-    assert.equal(await manifestDirty(manifests), true, "added, no commit yet");
-    await git("commit", "-qm", "manifests");
-    assert.equal(await manifestDirty(manifests), false, "just committed");
-    assert.equal(await manifestDirty(repo), false, "the repository's root");
-
-    await writeFile(at("other/x"), "changed\n");
-    assert.equal(await manifestDirty(manifests), false, "a change outside the manifests");
-    // Same size, same second as the index: only its contents tell.
-    await writeFile(at("fleet-manifests/nodes/a.yaml"), "a: 2\n");
-    assert.equal(await manifestDirty(manifests), true, "an edit of the same size");
-    await git("add", "fleet-manifests/nodes/a.yaml");
-    assert.equal(await manifestDirty(manifests), true, "the edit staged");
-    await git("commit", "-qam", "edit");
-    assert.equal(await manifestDirty(manifests), false, "the edit committed");
-
-    await writeFile(at("fleet-manifests/nodes/a.yaml"), "a: 2\n");
-    assert.equal(await manifestDirty(manifests), false, "rewritten with the same contents");
-    await writeFile(at("fleet-manifests/nodes/scratch.tmp"), "t\n");
-    assert.equal(await manifestDirty(manifests), false, "an ignored file");
-    await writeFile(at("fleet-manifests/nodes/c.yaml"), "c: 1\n");
-    assert.equal(await manifestDirty(manifests), true, "a new file");
-    await rm(at("fleet-manifests/nodes/c.yaml"));
-    await rm(at("fleet-manifests/nodes/b.yaml"));
-    assert.equal(await manifestDirty(manifests), true, "a deleted file");
-    await git("checkout", "-q", "fleet-manifests/nodes/b.yaml");
-    await git("rm", "-q", "--cached", "fleet-manifests/nodes/b.yaml");
-    assert.equal(await manifestDirty(manifests), true, "a file taken out of the index");
-    await git("add", "fleet-manifests/nodes/b.yaml");
-    assert.equal(await manifestDirty(manifests), false, "all back as committed");
-
-    // Index version 4 compresses each path against the one before it.
-    await git("update-index", "--index-version", "4");
-    assert.equal(await manifestDirty(manifests), false, "index version 4, unchanged");
-    await writeFile(at("fleet-manifests/nodes/b.yaml"), "b: 22\n");
-    assert.equal(await manifestDirty(manifests), true, "index version 4, an edit");
-  });
 
   it("calls a linked worktree's manifests clean, rather than reading an index it cannot find", async () => {
     const repo = await tree({ "fleet-manifests/nodes/a.yaml": "a: 1\n" });

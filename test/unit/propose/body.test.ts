@@ -59,6 +59,36 @@ describe("body: what reviewers read", () => {
     assert.match(body, /^And 2 more causes\.$/m);
   });
 
+  it("a cause several nodes recorded names each of them: one host can copy another's record", () => {
+    const item = report({ "web-01": [somaxconn(8192)] }).nodes.find((n) => n.name === "web-01")!
+      .drift[0]!;
+    const cause = {
+      kind: "package" as const,
+      at: "2026-03-02T05:59:00Z",
+      by: "apt-get (ops)",
+      evidence: "app 1.0 → 1.1",
+      group: "package: app 1.0 → 1.1",
+    };
+    const group = ["web-01", "db-01"].map((node) => ({ node, item: { ...item, cause } }));
+    const body = pullBody({
+      kind: "accept",
+      group,
+      marker: {
+        v: 1,
+        kind: "accept",
+        signature: "0".repeat(16),
+        ...markerNodes(group.map((g) => g.node)),
+        detected: "2026-03-02T06:00:00.000Z",
+        content: "c",
+      },
+      files: ["fleet-manifests/groups/web.yaml"],
+    });
+    assert.match(
+      body,
+      /^Changed by `apt-get \(ops\)` at 2026-03-02 05:59 UTC: `app 1\.0 → 1\.1` \(as each of `db-01`, `web-01` recorded it\)\.$/m,
+    );
+  });
+
   it("5,000 drifted nodes: the body stays under GitHub's limit and points to the report", () => {
     const nodes = Array.from({ length: 5000 }, (_, i) => `web-${String(i).padStart(4, "0")}`);
     const item = report({ "web-01": [somaxconn(8192)] }).nodes.find((n) => n.name === "web-01")!

@@ -184,6 +184,28 @@ describe("desired: from drift to pull requests", () => {
     }
   });
 
+  it("closing an accept PR rejects exactly its items (node, key, live value): the same drift on another node, and another live value, are accepted", () => {
+    const [first] = opens(plan(input(report({ "web-01": [somaxconn(8192)] }))));
+    const rejected: ExistingPull = { ...asPulls([first!])[0]!, state: "closed" };
+    const both = plan(
+      input(report({ "web-01": [somaxconn(8192)], "web-02": [somaxconn(8192)] }), [rejected]),
+    );
+    assert.deepEqual(
+      opens(both).map((a) => [a.kind, Object.keys(a.files), a.nodes]),
+      [
+        ["accept", ["fleet-manifests/nodes/web-02.yaml"], ["web-02"]],
+        ["ticket", [Object.keys(opens(both)[1]!.files)[0]], ["web-01"]],
+      ],
+    );
+    assert.match(opens(both)[1]!.body, /the accept PR #1 was closed without merging/);
+    assert.doesNotMatch(opens(both)[0]!.body, /closed without merging/);
+    const other = opens(plan(input(report({ "web-01": [somaxconn(16384)] }), [rejected])));
+    assert.deepEqual(
+      other.map((a) => a.kind),
+      ["accept"],
+    );
+  });
+
   it("a closed PR is a rejection only when its branch is an accept branch", () => {
     const r = report({ "db-01": [kernel] });
     const [ticket] = asPulls(plan(input(r)));
@@ -297,14 +319,22 @@ describe("desired: from drift to pull requests", () => {
       assert.deepEqual(plan(input(r, [], withTicket)), []);
     });
 
+    it("a report audited before the ticket was merged (what a refresh plans from) proposes nothing for the drift it covers", () => {
+      const before = report({ "db-01": [kernel] });
+      assert.equal(before.nodes.find((n) => n.name === "db-01")!.drift[0]!.acknowledged, undefined);
+      assert.deepEqual(plan(input(before, [], withTicket, 0)), []);
+    });
+
     it("when the drift is gone, resolving the ticket is proposed; not while a node of it is unaudited", () => {
       const [resolve] = opens(
         plan(input(report({}, { fleetOverride: withTicket.fleet }), [], withTicket)),
       );
       assert.equal(resolve!.kind, "resolve");
-      // Filed in the node's folder; resolved, it moves out of the open ones.
+      // Filed in the node's folder; resolved, it moves out of the open ones into resolved/ beside
+      // them, so the folder never empties: git would read the last ticket leaving it as the folder
+      // renamed, and move a sibling PR's new ticket after it.
       assert.match(ticketFile, /^fleet-manifests\/remediations\/db-01\/kernel-/);
-      const resolvedFile = ticketFile.replace("/db-01/", "/resolved/");
+      const resolvedFile = ticketFile.replace("/db-01/", "/db-01/resolved/");
       assert.deepEqual(resolve!.files, {
         [ticketFile]: null,
         [resolvedFile]: resolve!.files[resolvedFile],

@@ -50,6 +50,19 @@ describe("reconcile: desired pull requests against existing ones", () => {
     assert.deepEqual(update.nodes, ["web-01", "web-02"]);
   });
 
+  it("a PR GitHub cannot merge any more is rebuilt on the new base though its own changes are the same; not over a human's commits", () => {
+    const r = report({ "web-01": [somaxconn(8192)] });
+    const [pull] = asPulls(plan(input(r)), 7);
+    assert.deepEqual(plan(input(r, [pull!])), []);
+    const [rebuild] = plan(input(r, [{ ...pull!, conflicts: true }]));
+    assert.deepEqual(
+      [rebuild!.type, (rebuild as Extract<Action, { type: "update" }>).updateFiles],
+      ["update", true],
+    );
+    const [left] = plan(input(r, [{ ...pull!, conflicts: true, humanCommits: true }]));
+    assert.equal(left!.type, "leave");
+  });
+
   it("drift that disappeared closes its PR with a comment; drift on nodes not audited this run does not", () => {
     const pulls = asPulls(plan(input(report({ "web-01": [somaxconn(8192)] }))));
     const [close] = plan(input(report({}), pulls));

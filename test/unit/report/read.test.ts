@@ -73,3 +73,41 @@ describe("the report read a piece at a time", () => {
     for (const [bad, message] of cases) assert.match(refusal(bad), message, bad.slice(0, 200));
   });
 });
+
+describe("an unreadable drift item", () => {
+  it("costs only itself: read without its cause when that is what is wrong, else left out", () => {
+    const fleet = loadFleetReport();
+    const node = fleet.nodes.find((n) => n.drift.length >= 2)!;
+    const [first, second] = node.drift;
+    const bad = {
+      ...fleet,
+      nodes: fleet.nodes.map((n) =>
+        n === node
+          ? {
+              ...n,
+              drift: [
+                {
+                  ...first,
+                  cause: { kind: "reboot", at: "+033658-09-27T01:46:39Z", evidence: "e" },
+                },
+                { ...second, fingerprint: "not a fingerprint" },
+                ...n.drift.slice(2),
+              ],
+            }
+          : n,
+      ),
+    };
+    const read = readInPieces(JSON.stringify(bad), 1000);
+    const back = read.nodes.find((n) => n.name === node.name)!;
+    assert.equal(back.drift.length, node.drift.length - 1);
+    assert.deepEqual(back.drift[0]!.cause, {
+      kind: "unknown",
+      evidence: "unreadable in the report (cause.at: Invalid ISO datetime)",
+    });
+    assert.equal(back.drift[0]!.fingerprint, first!.fingerprint);
+    assert.deepEqual(back.drift.slice(1), node.drift.slice(2));
+    assert.deepEqual(read.summary, fleet.summary);
+    const others = (r: Report) => r.nodes.filter((n) => n.name !== node.name);
+    assert.deepEqual(others(read), others(fleet));
+  });
+});

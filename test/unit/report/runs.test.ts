@@ -98,3 +98,36 @@ test("a malformed run or drift entry costs only that entry", () => {
   assert.deepEqual([...parsed.drift.keys()], ["00000000000000f3"]);
   assert.match(parseRuns("{") as string, /not JSON/);
 });
+
+test("a history over its bound is written trimmed, never refused: resolved drift first, then the oldest runs", () => {
+  // A user opening 40 new ports every run: 40 new fingerprints a run, the last run's resolved.
+  let h = emptyRuns();
+  const fp = (r: number, i: number) => (r * 100 + i).toString(16).padStart(16, "0");
+  for (let r = 0; r < 120; r++)
+    h = appendRun(
+      h,
+      run(r, [
+        node(
+          "a",
+          "drift",
+          Array.from({ length: 40 }, (_, i) => fp(r, i)),
+        ),
+        node("b", "clean"),
+      ]),
+    );
+  const whole = serializeRuns(h, Number.MAX_SAFE_INTEGER);
+  const max = 100_000;
+  assert.ok(whole.length > 4 * max, `${whole.length}`);
+  const text = serializeRuns(h, max);
+  assert.ok(text.length <= max, `${text.length}`);
+  const read = parseRuns(text);
+  assert.ok(typeof read !== "string", String(read));
+  // The newest run and the drift it found stand; the nodes replay as the newest run left them.
+  assert.equal(read.runs.at(-1)!.at, at(119));
+  for (let i = 0; i < 40; i++) assert.equal(read.drift.get(fp(119, i))?.resolved, undefined);
+  const last = [...replayRuns(read.runs)].at(-1)!.nodes;
+  assert.deepEqual(last.get("b"), ["clean"]);
+  assert.equal(last.get("a")!.length, 41);
+  // Under the bound: written whole.
+  assert.equal(serializeRuns(read, max), serializeRuns(read, Number.MAX_SAFE_INTEGER));
+});

@@ -6,6 +6,8 @@
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import fsp from "node:fs/promises";
+import { syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -129,5 +131,55 @@ describe("a node's hop settings from plain Host blocks, against ssh -G", () => {
     );
     // Most answers come from the scan: the property is not met by asking ssh -G always.
     assert.ok(answered > asked / 2, `${answered} of ${asked} answered`);
+  });
+});
+
+describe("Include cycles and fan-out", () => {
+  it("are read a bounded number of times and left to ssh -G", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "qm-include-"));
+    // Each file read counted; past 5,000 reads the scan is stopped (an exponential walk never ends).
+    const readFile = fsp.readFile;
+    let reads = 0;
+    fsp.readFile = ((...args: Parameters<typeof readFile>) => {
+      if (++reads > 5000) return Promise.reject(new Error("read too often"));
+      return readFile(...args);
+    }) as typeof readFile;
+    syncBuiltinESMExports();
+    try {
+      // A file including itself four times; a folder whose files include the folder's glob.
+      const self = join(dir, "self");
+      writeFileSync(self, `Include ${self} ${self} ${self} ${self}\nHost x\n  Port 2222\n`);
+      mkdirSync(join(dir, "conf.d"));
+      const glob = join(dir, "glob");
+      writeFileSync(glob, `Include ${dir}/conf.d/*\n`);
+      for (const name of ["a.conf", "b.conf", "c.conf"])
+        writeFileSync(join(dir, "conf.d", name), `Include ${dir}/conf.d/*\n`);
+      // Eight levels, each including the next four times: 21,845 reads, no cycle.
+      const level = (n: number) => join(dir, `level-${n}`);
+      for (let n = 0; n < 7; n++)
+        writeFileSync(
+          level(n),
+          `Include ${Array(4)
+            .fill(level(n + 1))
+            .join(" ")}\n`,
+        );
+      writeFileSync(level(7), "Host x\n  Port 2222\n");
+      for (const [file, ssh] of [
+        [self, /Too many recursive configuration includes/],
+        [glob, /Too many recursive configuration includes/],
+        [level(0), { hostname: "x", port: 2222 }],
+      ] as const) {
+        reads = 0;
+        assert.equal(await sshConfigHop({ configFile: file }), undefined, file);
+        assert.ok(reads <= 256, `${file}: ${reads} reads`);
+        // What ssh -G answers instead: a refusal, or the settings.
+        if (ssh instanceof RegExp) await assert.rejects(sshG(["-F", file, "x"]), ssh);
+        else assert.deepEqual(await sshG(["-F", file, "x"]), ssh);
+      }
+    } finally {
+      fsp.readFile = readFile;
+      syncBuiltinESMExports();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -57,6 +57,8 @@ describe("ssh arguments", () => {
         user: "audit",
         port: 2222,
         identity_file: "~/keys/audit key",
+        certificate_file: "~/keys/audit key-cert.pub",
+        identity_agent: '/run/agent/"sock"',
         proxy_jump: "bastion",
         connect_timeout: 3,
       }),
@@ -71,6 +73,10 @@ describe("ssh arguments", () => {
     assert.deepEqual(option(args, "User"), ['User="audit"']);
     assert.deepEqual(option(args, "Port"), ["Port=2222"]);
     assert.deepEqual(option(args, "IdentityFile"), ['IdentityFile="~/keys/audit key"']);
+    assert.deepEqual(option(args, "CertificateFile"), [
+      'CertificateFile="~/keys/audit key-cert.pub"',
+    ]);
+    assert.deepEqual(option(args, "IdentityAgent"), ['IdentityAgent="/run/agent/\\"sock\\""']);
     // Unquoted: ssh reads a quoted ProxyJump as a host named with the quotes.
     assert.deepEqual(option(args, "ProxyJump"), ["ProxyJump=bastion"]);
     assert.deepEqual(option(args, "ConnectTimeout"), ["ConnectTimeout=3"]);

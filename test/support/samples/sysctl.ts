@@ -1,11 +1,21 @@
 import assert from "node:assert/strict";
-import { marked, PROTOTYPE_NAMES } from "../../../test/support/probe-output.js";
-import type { DomainSample } from "../sample.js";
-import type { sysctl } from "./index.js";
+import { marked, PROTOTYPE_NAMES } from "../probe-output.js";
+import type { DomainSample } from "./domain-sample.js";
+import type { sysctl } from "../../../src/domains/sysctl/index.js";
 
 const lines = (list: string[]) => `${list.join("\n")}\n`;
 
 export const sample: DomainSample<typeof sysctl> = {
+  reads: [
+    "/proc/sys",
+    "/proc/stat",
+    "/etc/sysctl.conf",
+    "/etc/sysctl.d",
+    "/run/sysctl.d",
+    "/usr/local/lib/sysctl.d",
+    "/usr/lib/sysctl.d",
+    "/lib/sysctl.d",
+  ],
   declared: { "net.ipv4.ip_forward": "1", constructor: "1" },
   fuzzLines: (mark) => [
     ...["runtime", "persisted"].map(mark),

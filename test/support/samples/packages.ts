@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
-import { marked, PROTOTYPE_NAMES } from "../../../test/support/probe-output.js";
-import type { DomainSample } from "../sample.js";
-import type { packages } from "./index.js";
+import { marked, PROTOTYPE_NAMES } from "../probe-output.js";
+import type { DomainSample } from "./domain-sample.js";
+import type { packages } from "../../../src/domains/packages/index.js";
 
 export const sample: DomainSample<typeof packages> = {
+  reads: ["/var/lib/dpkg", "/lib/apk", "/var/lib/rpm", "/usr/lib/sysimage/rpm"],
   declared: { bash: "*", toString: "1.0", openssl: "absent" },
   bench: {
     declared: { bash: "*" },

@@ -1,9 +1,25 @@
 import assert from "node:assert/strict";
-import { PROTOTYPE_NAMES } from "../../../test/support/probe-output.js";
-import type { DomainSample } from "../sample.js";
-import type { kernelModules } from "./index.js";
+import { PROTOTYPE_NAMES } from "../probe-output.js";
+import type { DomainSample } from "./domain-sample.js";
+import type { kernelModules } from "../../../src/domains/kernel_modules/index.js";
 
 export const sample: DomainSample<typeof kernelModules> = {
+  reads: [
+    "/proc/modules",
+    "/proc/sys/kernel/osrelease",
+    "/lib/modules",
+    "/sys/module",
+    "/etc/modprobe.d",
+    "/etc/modules-load.d",
+    "/run/modprobe.d",
+    "/run/modules-load.d",
+    "/usr/local/lib/modprobe.d",
+    "/usr/local/lib/modules-load.d",
+    "/usr/lib/modprobe.d",
+    "/usr/lib/modules-load.d",
+    "/lib/modprobe.d",
+    "/lib/modules-load.d",
+  ],
   declared: { loaded: ["br_netfilter"], absent: ["constructor"] },
   bench: {
     declared: { loaded: ["br_netfilter"] },

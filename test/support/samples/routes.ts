@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { PROTOTYPE_NAMES } from "../../../test/support/probe-output.js";
-import type { DomainSample } from "../sample.js";
-import type { routes } from "./index.js";
+import { PROTOTYPE_NAMES } from "../probe-output.js";
+import type { DomainSample } from "./domain-sample.js";
+import type { routes } from "../../../src/domains/routes/index.js";
 
 const HEADER =
   "/proc/net/route:Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT";
@@ -12,6 +12,7 @@ const net24 = (i: number) =>
     .join("");
 
 export const sample: DomainSample<typeof routes> = {
+  reads: ["/proc/net"],
   declared: [
     { dst: "default", via: "10.0.0.1", dev: "eth0" },
     { dst: "10.1.0.0/16", dev: "eth1" },

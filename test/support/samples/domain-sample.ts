@@ -1,9 +1,8 @@
-// What the tests that run every domain at once need from each domain: its `sample.ts` exports
-// `sample`, typed `DomainSample<typeof theDomain>`. Samples are test material kept beside the
-// domain so adding a domain touches no table elsewhere; only tests and benchmarks import them
-// (through test/support/samples.ts), never the CLI, so they are not bundled.
-import type { HostDefinition } from "../../test/support/hosts.js";
-import type { Domain } from "./domain.js";
+// What the tests that run every domain at once need from each domain: test/support/samples/<name>.ts
+// exports `sample`, typed `DomainSample<typeof theDomain>`. Samples are test material, kept with the
+// tests: only tests and benchmarks import them (through test/support/samples.ts), never the CLI.
+import type { HostDefinition } from "../hosts.js";
+import type { Domain } from "../../../src/domains/domain.js";
 
 /** The declaration type of a domain object. */
 export type DeclaredOf<D> =
@@ -25,6 +24,13 @@ export interface BenchText {
 }
 
 export interface DomainSample<D> {
+  /**
+   * Every host path (a file, or a directory and all under it) the domain's probe reads, the
+   * declared sample's files included: `runProbe` (test/unit/domains/live-probe.ts) redirects them
+   * to a test's tree, and test/unit/probe/own-tree.test.ts fails when a section reads a path this
+   * leaves out.
+   */
+  reads: readonly string[];
   /**
    * A valid declaration, with a prototype name (`constructor`, `toString`) wherever the manifest
    * may hold one: test/unit/domains/fuzz.test.ts compares everything `parse` returns against it.

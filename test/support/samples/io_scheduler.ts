@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
-import { PROTOTYPE_NAMES } from "../../../test/support/probe-output.js";
-import type { DomainSample } from "../sample.js";
-import type { ioScheduler } from "./index.js";
+import { PROTOTYPE_NAMES } from "../probe-output.js";
+import type { DomainSample } from "./domain-sample.js";
+import type { ioScheduler } from "../../../src/domains/io_scheduler/index.js";
 
 export const sample: DomainSample<typeof ioScheduler> = {
+  reads: ["/sys/block"],
   declared: { vda: "mq-deadline", "sd*": "bfq", toString: "none" },
   bench: {
     declared: { vda: "mq-deadline", "sd*": "bfq" },

@@ -1,9 +1,18 @@
 import assert from "node:assert/strict";
-import { marked, PROTOTYPE_NAMES } from "../../../test/support/probe-output.js";
-import type { DomainSample } from "../sample.js";
-import type { systemd } from "./index.js";
+import { marked, PROTOTYPE_NAMES } from "../probe-output.js";
+import type { DomainSample } from "./domain-sample.js";
+import type { systemd } from "../../../src/domains/systemd/index.js";
 
 export const sample: DomainSample<typeof systemd> = {
+  reads: [
+    "/etc/systemd",
+    "/run/systemd",
+    "/usr/local/lib/systemd",
+    "/usr/lib/systemd",
+    "/lib/systemd",
+    "/proc",
+    "/sys/fs/cgroup",
+  ],
   declared: [
     {
       name: "a.service",

@@ -1,13 +1,14 @@
 import assert from "node:assert/strict";
-import { marked, PROTOTYPE_NAMES } from "../../../test/support/probe-output.js";
-import type { DomainSample } from "../sample.js";
-import type { files } from "./index.js";
+import { marked, PROTOTYPE_NAMES } from "../probe-output.js";
+import type { DomainSample } from "./domain-sample.js";
+import type { files } from "../../../src/domains/files/index.js";
 
 const HASH = "a".repeat(64);
 const HOTFIXED = "/etc/qm-e2e/hotfixed.conf";
 const lines = (list: string[]) => `${list.join("\n")}\n`;
 
 export const sample: DomainSample<typeof files> = {
+  reads: ["/etc"],
   declared: [
     { path: "/etc/a", contents: "x\n", mode: "0644", owner: "root" },
     { path: "/etc/constructor", sha256: HASH },

@@ -1,10 +1,18 @@
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
-import { marked, PROTOTYPE_NAMES } from "../../../test/support/probe-output.js";
-import type { DomainSample } from "../sample.js";
-import type { kernel } from "./index.js";
+import { marked, PROTOTYPE_NAMES } from "../probe-output.js";
+import type { DomainSample } from "./domain-sample.js";
+import type { kernel } from "../../../src/domains/kernel/index.js";
 
 export const sample: DomainSample<typeof kernel> = {
+  reads: [
+    "/proc/sys/kernel/osrelease",
+    "/proc/stat",
+    "/boot",
+    "/lib/modules",
+    "/run/reboot-required",
+    "/run/reboot-needed",
+  ],
   declared: "6.1.0-28-amd64",
   bench: {
     declared: "6.1.0-28-amd64",

@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
-import type { DomainSample } from "../sample.js";
-import type { ports } from "./index.js";
+import type { DomainSample } from "./domain-sample.js";
+import type { ports } from "../../../src/domains/ports/index.js";
 
 export const sample: DomainSample<typeof ports> = {
+  reads: ["/proc", "/etc/passwd"],
   declared: ["tcp/22", "udp/53"],
   bench: {
     declared: ["tcp/22"],

@@ -1,0 +1,64 @@
+import type { Cause } from "./cause.js";
+import {
+  causeTime,
+  latest,
+  type AptTransaction,
+  type HostRecord,
+  type PackageEvent,
+} from "./host-record.js";
+
+// A package transaction as a cause: what `packages` says of a package a transaction changed, and
+// `files` of a file a package shipped.
+
+/** One event in a reviewer's words: `nginx 1.24 → 1.26`, `curl 8.5 installed`, `vim 9.0 removed`. */
+export const packageChange = (e: PackageEvent) =>
+  e.to === undefined
+    ? `${e.name} ${e.from ?? ""} removed`.replace("  ", " ")
+    : e.action === "installed"
+      ? `${e.name} ${e.to} installed`
+      : `${e.name} ${e.from ?? "(new)"} → ${e.to}`;
+
+/** The apt transaction a dpkg event ran in: apt logs whole seconds, as dpkg does. */
+function transactionOf(at: number, record: HostRecord): AptTransaction | undefined {
+  return latest(record.apt, (t) => t.start <= at && at <= (t.end ?? t.start));
+}
+
+/** Who ran it, in an operator's words: `unattended-upgrades`, `apt-get (alice)`, `dpkg`. */
+function byOf(transaction: AptTransaction | undefined): string {
+  if (!transaction?.commandline) return "dpkg";
+  const program = transaction.commandline.split(" ", 1)[0]!.replace(/^.*\//, "");
+  const name = program === "unattended-upgrade" ? "unattended-upgrades" : program;
+  const user = transaction.requestedBy?.replace(/ \(\d+\)$/, "");
+  return user ? `${name} (${user})` : name;
+}
+
+/**
+ * The cause of one package event: its transaction's changes (the events sent: those of declared
+ * packages and of owners of declared files) are its group, the same on every node it ran on. rpm
+ * records the transaction but not who ran it (rpm, dnf or yum): no `by`.
+ */
+export function transactionCause(
+  event: PackageEvent,
+  record: HostRecord,
+  kind: "package" | "package-file",
+  evidence: string,
+): Cause {
+  const rpm = event.transaction;
+  const transaction = rpm === undefined ? transactionOf(event.at, record) : undefined;
+  const within =
+    rpm !== undefined
+      ? record.packages.filter((e) => e.transaction === rpm)
+      : transaction
+        ? record.packages.filter(
+            (e) => e.at >= transaction.start && e.at <= (transaction.end ?? e.at),
+          )
+        : record.packages.filter((e) => e.at === event.at);
+  const changes = [...new Set(within.map(packageChange))].sort();
+  return {
+    kind,
+    at: causeTime(event.at),
+    ...(rpm === undefined && { by: byOf(transaction) }),
+    evidence,
+    group: `package: ${changes.join(", ")}`,
+  };
+}
