@@ -68,6 +68,8 @@ describe("nodes behind a jump host", () => {
       },
       ...CROWD.map((name) => ({ name, behind: "jump-01" })),
       { name: "late-01", behind: "jump-01", state: "drop-first" as const },
+      // Its own first connection dropped, for the retry notice (late-01's is the crowd's).
+      { name: "late-02", behind: "jump-01", state: "drop-first" as const },
       { name: "down-02", behind: "jump-01", state: "stopped" as const },
     ]);
     const address = fleet.hosts.find((h) => h.name === "private-01")!.address;
@@ -144,9 +146,9 @@ describe("nodes behind a jump host", () => {
   });
 
   test("a connection through the manifest's jump host that needed a retry: the run says so once, naming the jump host and ssh.max_sessions", async () => {
-    const address = fleet.hosts.find((h) => h.name === "late-01")!.address;
+    const address = fleet.hosts.find((h) => h.name === "late-02")!.address;
     const manifests = await tree({
-      "nodes/late-01.yaml": stringify({
+      "nodes/late-02.yaml": stringify({
         host: address,
         ssh: { user: fleet.user, identity_file: fleet.identityFile, proxy_jump: "jump-01" },
         system: { sysctl_parameters: { "net.ipv4.ip_forward": 0 } },
