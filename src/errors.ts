@@ -176,10 +176,10 @@ export class InventoryErrors extends Error {
   override readonly name = "InventoryErrors";
   constructor(
     readonly file: string,
-    readonly errors: readonly { line: number; message: string }[],
+    readonly errors: readonly { line: number; message: string; file?: string }[],
   ) {
     // A hostile inventory can hold a problem a line: the first ones tell what to fix.
-    const shown = errors.slice(0, 20).map((e) => `${file}:${e.line}: ${e.message}`);
+    const shown = errors.slice(0, 20).map((e) => `${e.file ?? file}:${e.line}: ${e.message}`);
     if (errors.length > shown.length) shown.push(`… and ${errors.length - shown.length} more`);
     super(shown.join("\n"));
   }

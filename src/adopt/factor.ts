@@ -312,15 +312,28 @@ export function factorFleet(input: FactorInput): Factored {
         if (members) members.push(member);
         else membersOf.set(group, [member]);
       }
+    // What every member of a group holds (a group of two or more): a value some child group holds
+    // on all its members goes to that child, not to a parent whose other members would override it.
+    const unanimous = new Map<string, Set<Leaf>>();
+    for (const [group, members] of membersOf)
+      if (members.length >= 2) unanimous.set(group, new Set(sharedLeaves(members)));
+    const childrenOf = new Map<string, string[]>();
+    for (const [child, parents] of input.groups)
+      for (const parent of parents)
+        childrenOf.set(parent, [...(childrenOf.get(parent) ?? []), child]);
     for (const name of order) {
       const members = membersOf.get(name) ?? [];
       const spec: PlainMap = {};
       const keys = new Map<string, Leaf>();
       const inherited = expandGroups(input.groups.get(name) ?? [], input.groups);
+      const own = unanimous.get(name);
+      const heldByChild = (leaf: Leaf) =>
+        (childrenOf.get(name) ?? []).some((c) => unanimous.get(c)?.has(leaf));
       // A group of one is that node's role, but nothing says which of its values are the role's.
       if (members.length >= 2)
         for (const leaf of majorityLeaves(members)) {
           if (inheritedLeaf(inherited, declaredBy, leaf.key) === leaf) continue;
+          if (!own?.has(leaf) && heldByChild(leaf)) continue;
           setLeaf(spec, leaf);
           keys.set(leaf.key, leaf);
         }

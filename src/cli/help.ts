@@ -53,7 +53,7 @@ export const COMMAND_HELP: Record<
   },
   adopt: {
     summary: "write a layered manifest tree for an existing fleet from its inventory",
-    usage: "adopt --inventory FILE [--manifests DIR] [options]",
+    usage: "adopt --inventory PATH [--manifests DIR] [options]",
     examples: [
       "quartermaster adopt --inventory inventory.yml --manifests fleet-manifests",
       "ansible-inventory -i hosts.ini --list > inv.json && quartermaster adopt --inventory inv.json",

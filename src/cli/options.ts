@@ -128,7 +128,7 @@ export const SSH_CONFIG_FLAG = checkedFlag(
 export const PACKAGES_FLAG = choiceFlag(
   PACKAGES_MODES,
   "MODE",
-  "how installed packages are declared: names (any version), versions (pinned) or none (default: names)",
+  "which installed packages are declared: chosen (those the package manager marks as installed on purpose, any version), all or names (every one, any version), versions (every one, pinned) or none (default: names)",
   "names",
 );
 

@@ -135,6 +135,14 @@ export interface Domain<Declared, Live, Name extends string> {
    * bootstrap), shaped by the snapshot's options where the domain takes one.
    */
   snapshot(live: Live, options?: SnapshotOptions): Declared | undefined;
+  /**
+   * How many live values a snapshot left out on purpose under these options (packages installed
+   * only as dependencies), or why the host could not tell which to leave out.
+   */
+  snapshotLeftOut?(
+    live: Live,
+    options: SnapshotOptions,
+  ): { count: number; unknown?: string } | undefined;
   /** The snapshot's options leave this domain out: it is not even probed. */
   skipsSnapshot?(options: SnapshotOptions): boolean;
   /**

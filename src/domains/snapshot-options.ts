@@ -2,8 +2,11 @@
 // domain reads in its own `snapshot`, named here so the CLI can offer them without knowing which
 // domain takes which.
 
-/** How installed packages are declared: any version, the live version, or not at all. */
-export const PACKAGES_MODES = ["names", "versions", "none"] as const;
+/**
+ * How installed packages are declared: those installed on purpose (`chosen`), or every one (`all`,
+ * also called `names`), at any version; every one at its live version; or none.
+ */
+export const PACKAGES_MODES = ["chosen", "all", "names", "versions", "none"] as const;
 export type PackagesMode = (typeof PACKAGES_MODES)[number];
 
 export interface SnapshotOptions {

@@ -5,8 +5,14 @@
 import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { trustedKeys } from "../adopt/host-keys.js";
-import { planAdoption, readInventory, type HostToAdopt } from "../adopt/inventory/index.js";
+import { jumpHostKeys, trustedKeys, type JumpKeys } from "../adopt/host-keys.js";
+import {
+  planAdoption,
+  readAdjacentVars,
+  readInventorySources,
+  type HostToAdopt,
+} from "../adopt/inventory/index.js";
+import { MAX_INVENTORY_BYTES, readInventoryTree } from "../adopt/inventory/sources.js";
 import { nodeLimit } from "../audit/fleet.js";
 import { nodeFailure } from "../audit/node.js";
 import { DOMAINS } from "../domains/registry.js";
@@ -39,6 +45,8 @@ export interface AdoptOptions {
   packages: SnapshotOptions["packages"];
   /** Packages declared at their live version whatever `packages` says. */
   pin?: ReadonlySet<string>;
+  /** Config files (paths) and systemd units (names) to declare on every host, at their live state. */
+  declare?: { files: readonly string[]; units: readonly string[] };
   ephemeralAsRange: boolean;
   /** A line for the operator, as adoption goes. */
   say: (line: string) => void;
@@ -56,9 +64,6 @@ export interface Adoption {
   /** Values declared live that the next reboot or restart changes, each commented in the tree. */
   latent: number;
 }
-
-// Big enough for a 100,000-host inventory; a file past it is not an inventory.
-const MAX_INVENTORY_BYTES = 64 * 1024 * 1024;
 
 async function readInput(flag: string, file: string | undefined): Promise<string | undefined> {
   if (file === undefined) return undefined;
@@ -85,8 +90,9 @@ export async function runAdopt(config: AdoptOptions): Promise<Adoption> {
   const { say } = config;
   const timeoutMs = (config.timeout ?? DEFAULT_TIMEOUT_SECONDS) * 1000;
   const sshFiles = await readSshFiles(config);
-  const text = (await readInput("inventory", config.inventory))!;
-  const plan = planAdoption(config.inventory, readInventory(config.inventory, text));
+  const inventoryTree = await readInventoryTree(config.inventory);
+  const adjacent = readAdjacentVars(inventoryTree, config.inventory);
+  const plan = planAdoption(config.inventory, readInventorySources(inventoryTree), adjacent);
   const tree = path.resolve(config.manifests);
 
   for (const [name, count] of plan.ignored)
@@ -98,6 +104,14 @@ export async function runAdopt(config: AdoptOptions): Promise<Adoption> {
       `left out inventory variable ${name} (${count} host${count === 1 ? "" : "s"}): its value is a template ({{ … }}) Quartermaster does not evaluate`,
     );
 
+  for (const [name, count] of plan.vaulted)
+    say(
+      `left out inventory variable ${name} (${count} host${count === 1 ? "" : "s"}): vault-encrypted, never decrypted; not needed to connect`,
+    );
+  for (const file of adjacent.vaultFiles)
+    say(
+      `left out ${file}: vault-encrypted as a whole, never decrypted; none of its variables is read`,
+    );
   const named = plan.hosts.filter((h) => h.ssh.identity_file !== undefined).length;
   if (named)
     say(
@@ -116,13 +130,15 @@ export async function runAdopt(config: AdoptOptions): Promise<Adoption> {
   const settings = existing
     ? fleetAuditSettings(existing, { timeoutMs })
     : fleetAuditSettings({ dir: tree, settings: {}, nodes: [], tickets: [] }, { timeoutMs });
-  const { keys, snapshots, latent, leftOut } = await snapshotHosts(hosts, {
+  const { keys, snapshots, latent, leftOut, leftOnPurpose } = await snapshotHosts(hosts, {
     config,
     sshFiles,
     staged,
     settings,
   });
+  sayLeftOnPurpose(leftOnPurpose, say);
 
+  for (const [name, reason] of plan.unreadable) leftOut.push(`${name}: ${reason}; not adopted`);
   const candidates = hosts.filter((h) => snapshots.has(h.name));
   const result = candidates.length
     ? await writeTree({
@@ -140,11 +156,34 @@ export async function runAdopt(config: AdoptOptions): Promise<Adoption> {
   return {
     written: result.written,
     adopted: result.adopted,
-    inventoryHosts: plan.hosts.length,
+    inventoryHosts: plan.hosts.length + plan.unreadable.size,
     alreadyDeclared: plan.hosts.length - hosts.length,
     leftOut: leftOut.sort(),
     latent: result.adopted.reduce((sum, name) => sum + (latent.get(name)?.size ?? 0), 0),
   };
+}
+
+/**
+ * Once for the fleet: how many packages the snapshots left to their dependencies, and each reason
+ * a host could not tell which were chosen (all of its packages are then declared).
+ */
+function sayLeftOnPurpose(left: Snapshots["leftOnPurpose"], say: (line: string) => void): void {
+  const counted = left.filter((l) => l.unknown === undefined);
+  const total = counted.reduce((sum, l) => sum + l.count, 0);
+  const plural = (n: number, word: string) =>
+    `${n.toLocaleString("en")} ${word}${n === 1 ? "" : "s"}`;
+  if (counted.length)
+    say(
+      `packages: declared those the package manager marks as installed on purpose; ${plural(total, "package")} installed as dependencies left to them on ${plural(counted.length, "host")} (--packages all declares every one)`,
+    );
+  const unknown = new Map<string, string[]>();
+  for (const l of left)
+    if (l.unknown !== undefined)
+      unknown.set(l.unknown, [...(unknown.get(l.unknown) ?? []), l.host]);
+  for (const [reason, named] of unknown)
+    say(
+      `packages: every installed package declared on ${named.length > 3 ? `${named.slice(0, 3).join(", ")} and ${named.length - 3} more` : named.join(", ")}: ${reason}`,
+    );
 }
 
 /** The --ssh-config and --known-hosts files, checked as files and resolved. */
@@ -196,7 +235,10 @@ function undeclaredHosts(
 }
 
 interface SnapshotJob {
-  config: Pick<AdoptOptions, "concurrency" | "packages" | "pin" | "ephemeralAsRange" | "progress">;
+  config: Pick<
+    AdoptOptions,
+    "concurrency" | "packages" | "pin" | "ephemeralAsRange" | "progress" | "declare"
+  >;
   sshFiles: Awaited<ReturnType<typeof readSshFiles>>;
   staged: Pick<Awaited<ReturnType<typeof stageLayers>>, "base" | "ssh">;
   settings: ReturnType<typeof fleetAuditSettings>;
@@ -208,6 +250,41 @@ interface Snapshots {
   snapshots: Map<string, PlainMap>;
   latent: Map<string, LatentValues>;
   leftOut: string[];
+  /** Each jump host's trusted keys, looked up once for all the hosts behind it. */
+  jumpKeys: Map<string, Promise<JumpKeys>>;
+  /** Whether each jump host answers, asked once, when a host behind it could not be snapshot. */
+  jumpReached: Map<string, Promise<string | undefined>>;
+  /** What each host's snapshot left out on purpose (packages installed only as dependencies). */
+  leftOnPurpose: { host: string; domain: string; count: number; unknown?: string }[];
+}
+
+/**
+ * What a host's snapshot is asked about: what its existing layers declare, and each file and unit
+ * of `--files` and `--units` they do not, by path or name alone (its live state is then taken).
+ */
+function withAsked(
+  base: PlainMap | undefined,
+  asked: AdoptOptions["declare"],
+): PlainMap | undefined {
+  if (!asked || (!asked.files.length && !asked.units.length)) return base;
+  const listOf = (value: unknown) => (Array.isArray(value) ? (value as PlainMap[]) : []);
+  const files = listOf(base?.files);
+  const systemd = (base?.systemd ?? {}) as PlainMap;
+  const units = listOf(systemd.units);
+  const paths = new Set(files.map((f) => f.path));
+  const names = new Set(units.map((u) => u.name));
+  return {
+    ...base,
+    ...(asked.files.length && {
+      files: [...files, ...asked.files.filter((p) => !paths.has(p)).map((path) => ({ path }))],
+    }),
+    ...(asked.units.length && {
+      systemd: {
+        ...systemd,
+        units: [...units, ...asked.units.filter((n) => !names.has(n)).map((name) => ({ name }))],
+      },
+    }),
+  };
 }
 
 /** Takes each host's trusted keys and snapshot, hosts in parallel, with a progress line on a TTY. */
@@ -226,6 +303,9 @@ async function snapshotHosts(hosts: readonly HostToAdopt[], job: SnapshotJob): P
     snapshots: new Map(),
     latent: new Map(),
     leftOut: [],
+    jumpKeys: new Map(),
+    jumpReached: new Map(),
+    leftOnPurpose: [],
   };
   await Promise.all(
     hosts.map((host) => {
@@ -258,15 +338,27 @@ async function snapshotHost(
 ): Promise<string | undefined> {
   const { configFile, knownHostsFile } = job.sshFiles;
   const found = await trustedKeys(node.host, node.ssh, { configFile, knownHostsFile });
+  const where = (lookup: { files: string[] }) => lookup.files.join(", ") || "any known_hosts file";
+  const fix =
+    "verify its key (from your provisioning, not from the network) and add it to one of them or to --known-hosts FILE";
   if (!found.lines.length)
-    return `no trusted host key for ${found.lookup.name} in ${found.lookup.files.join(", ") || "any known_hosts file"}: verify its key (from your provisioning, not from the network) and add it to one of them or to --known-hosts FILE`;
-  taken.keys.set(host.name, found.lines);
+    return `no trusted host key for ${found.lookup.name} in ${where(found.lookup)}: ${fix}`;
+  // The jump hosts' keys too: the first audit of the tree checks them against its known_hosts.
+  const jumps = await jumpHostKeys(
+    found.lookup.proxyJump,
+    { configFile, knownHostsFile },
+    taken.jumpKeys,
+  );
+  const keyless = jumps.find((j) => !j.lines.length);
+  if (keyless)
+    return `no trusted host key for its jump host ${keyless.jump.spec} (${keyless.lookup.name}) in ${where(keyless.lookup)}: ${fix}`;
+  taken.keys.set(host.name, [...found.lines, ...jumps.flatMap((j) => j.lines)]);
   try {
     const snapshot = await snapshotSpec(sshTransport(node, sshOptions), DOMAINS, job.settings, {
       packages: job.config.packages,
       ...(job.config.pin && { pinned: job.config.pin }),
       ephemeralAsRange: job.config.ephemeralAsRange,
-      declared: job.staged.base.get(host.name),
+      declared: withAsked(job.staged.base.get(host.name), job.config.declare),
     });
     const valid = NodeSpec.safeParse(snapshot.spec);
     if (!valid.success) {
@@ -277,8 +369,44 @@ async function snapshotHost(
     }
     taken.snapshots.set(host.name, snapshot.spec);
     taken.latent.set(host.name, snapshot.latent);
+    for (const left of snapshot.leftOut) taken.leftOnPurpose.push({ host: host.name, ...left });
     return undefined;
   } catch (error) {
-    return nodeFailure(host.name, error).message.replace(/[;,] node not audited/, "");
+    const failure = nodeFailure(host.name, error).message.replace(/[;,] node not audited/, "");
+    const first = jumps[0];
+    const unreachable = first && (await jumpUnreachable(first, sshOptions, job, taken));
+    return unreachable
+      ? `its jump host ${first.jump.spec} cannot be reached (${unreachable})`
+      : failure;
   }
+}
+
+/**
+ * Why the first jump host on a failed host's way does not answer, or undefined when it does:
+ * asked with one session of its own (once per jump host), so a host left out because of its jump
+ * host says so.
+ */
+function jumpUnreachable(
+  first: JumpKeys,
+  sshOptions: SshOptions,
+  job: SnapshotJob,
+  taken: Snapshots,
+): Promise<string | undefined> {
+  let reached = taken.jumpReached.get(first.jump.spec);
+  if (!reached) {
+    const { jump } = first;
+    const node: LoadedNode = {
+      ...asNode({ name: jump.host, line: 0, ssh: {}, groups: [] }),
+      ssh: { ...(jump.user && { user: jump.user }), ...(jump.port && { port: jump.port }) },
+    };
+    reached = sshTransport(node, sshOptions)
+      .run("exit 0\n", { timeoutMs: job.settings.timeoutMs, maxOutputBytes: 4096 })
+      .then(
+        () => undefined,
+        (error: unknown) =>
+          nodeFailure(jump.host, error).message.replace(/[;,] node not audited/, ""),
+      );
+    taken.jumpReached.set(first.jump.spec, reached);
+  }
+  return reached;
 }

@@ -14,6 +14,7 @@ import { manifestDirty, manifestRevision } from "../manifest/revision.js";
 import type { NodeResult, Report } from "../report/schema.js";
 import { localTransport } from "../transport/local.js";
 import { JumpConnections } from "../transport/jump-connection.js";
+import { throttlingNotices } from "./throttling.js";
 import { sshSessionGates } from "../transport/session-gate.js";
 import { CertificateCheck } from "../transport/ssh-certificate.js";
 import {
@@ -41,7 +42,10 @@ export interface AuditOptions {
   shard: Shard | undefined;
   /** Told once per run of what fails every node it touches (an expired certificate). */
   notice?: (line: string) => void;
-  /** Told what the run has to say as it goes (a jump host's nodes connecting one by one). */
+  /**
+   * Told what the run has to say as it goes: a jump host's nodes connecting one by one, a jump host
+   * whose nodes' connections needed retries (with the setting to change).
+   */
   say?: (text: string) => void;
 }
 
@@ -170,10 +174,20 @@ export async function runSpooledAudit(
   options: SpooledAuditOptions,
   reach: Reach = {},
 ): Promise<JudgedReport> {
-  const { run, fleet, connections } = await fleetRun(options, options.onResult, reach);
+  // Nodes whose connection took more than one try: few, kept by name for the notice.
+  const tries = new Map<string, number>();
+  const onResult = (total: number) => {
+    const inner = options.onResult?.(total);
+    return (result: NodeResult) => {
+      if ((result.tries ?? 1) > 1) tries.set(result.name, result.tries!);
+      inner?.(result);
+    };
+  };
+  const { run, fleet, connections } = await fleetRun(options, onResult, reach);
   const judge = await unauditedJudge(options.unaudited, options.warn, fleet.settings.audit);
   if (judge.history) run.causeRequest = historyRequests(judge.history, run.manifestRevision);
   const spooled = await spoolFleet(run).finally(() => connections?.close());
+  for (const line of throttlingNotices(run.nodes, tries)) options.say?.(line);
   try {
     if (options.categories) spooled.head.categories = options.categories;
     return await judgeSpooled(judge, spooled);

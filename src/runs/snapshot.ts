@@ -100,7 +100,13 @@ export async function snapshotSpec(
   domains: readonly AnyDomain[],
   settings: AuditSettings = defaultAuditSettings(),
   request: SnapshotRequest = {},
-): Promise<{ spec: Record<string, unknown>; unknown: string[]; latent: LatentValues }> {
+): Promise<{
+  spec: Record<string, unknown>;
+  unknown: string[];
+  latent: LatentValues;
+  /** What each domain left out on purpose under the options (`Domain.snapshotLeftOut`). */
+  leftOut: { domain: string; count: number; unknown?: string }[];
+}> {
   const { declared: nodeSpec, ...chosen } = request;
   const options = { ...DEFAULT_SNAPSHOT_OPTIONS, ...chosen };
   const taken = domains.filter((d) => !d.skipsSnapshot?.(options));
@@ -118,6 +124,7 @@ export async function snapshotSpec(
   const spec: Record<string, unknown> = {};
   const unknown: string[] = [];
   const latent: LatentValues = new Map();
+  const leftOut: { domain: string; count: number; unknown?: string }[] = [];
   for (const domain of taken) {
     const read = readSection(probe, domain, parse);
     if ("unknown" in read) {
@@ -130,6 +137,8 @@ export async function snapshotSpec(
       declared === undefined
         ? domain.snapshot(read.live, options)
         : keptOf(domain, acceptAll(domain, declared, read.live, unknown), read.live);
+    const left = declared === undefined ? domain.snapshotLeftOut?.(read.live, options) : undefined;
+    if (left) leftOut.push({ domain: domain.name, ...left });
     if (value === undefined) continue;
     latentIn(domain, value, read.live, latent);
     let level = spec;
@@ -137,7 +146,7 @@ export async function snapshotSpec(
       level = (level[part] ??= {}) as Record<string, unknown>;
     level[domain.specPath.at(-1)!] = value;
   }
-  return { spec, unknown, latent };
+  return { spec, unknown, latent, leftOut };
 }
 
 // The README has the snapshot written to fleet-manifests/nodes/<host>.yaml: the schema is two

@@ -150,11 +150,19 @@ describe("the CLI on bad input: exit 2 and a message naming the place", () => {
         ["snapshot", "--manifests", dir, "--node", "db-09"],
         /--node: no node matches "db-09" \(the nodes: web-01\)/,
       ],
-      [["adopt", "--manifests", dir], /adopt needs --inventory FILE/],
-      [["adopt", "--inventory", "/nonexistent-inventory"], /--inventory: no such file/],
+      [["adopt", "--manifests", dir], /adopt needs --inventory PATH/],
+      [["adopt", "--inventory", "/nonexistent-inventory"], /--inventory: no such file or folder/],
       [
-        ["adopt", "--inventory", path.join(dir, "nodes/web-01.yaml"), "--packages", "all"],
-        /--packages takes names, versions or none, not "all"/,
+        ["adopt", "--inventory", path.join(dir, "nodes/web-01.yaml"), "--packages", "every"],
+        /--packages takes chosen, all, names, versions or none, not "every"/,
+      ],
+      [
+        ["adopt", "--inventory", path.join(dir, "nodes/web-01.yaml"), "--files", "/etc/a,etc/x"],
+        /--files: "etc\/x": must be an absolute path/,
+      ],
+      [
+        ["adopt", "--inventory", path.join(dir, "nodes/web-01.yaml"), "--units", "nginx"],
+        /--units: "nginx": a unit name ending in \.service/,
       ],
       [
         ["adopt", "--inventory", path.join(dir, "nodes/web-01.yaml"), "--concurrency", "0"],

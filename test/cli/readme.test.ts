@@ -17,6 +17,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { execa } from "execa";
+import { parse } from "yaml";
 import { BUILT_ENTRY, ensureBuilt, REPO_ROOT } from "../support/cli.js";
 import { DOCUMENTED_SHA256, fleetWorkflowsIn } from "../workflows/fleet-repo.js";
 
@@ -179,5 +180,36 @@ describe("the documentation's links", async () => {
   it("the documented fleet workflows pin the release tarball's digest", () => {
     for (const [file, text] of Object.entries(fleetWorkflowsIn(docs.get("docs/actions.md")!)))
       assert.match(text, new RegExp(`^ +quartermaster-sha256: ${DOCUMENTED_SHA256}$`, "m"), file);
+  });
+
+  it("every input a documented caller passes is one the called workflow takes; the callers that reach hosts agree on where the ssh_config lives", async () => {
+    const sshConfigs = new Map<string, unknown>();
+    for (const [file, text] of Object.entries(fleetWorkflowsIn(docs.get("docs/actions.md")!))) {
+      const caller = parse(text) as { jobs: Record<string, { uses?: string; with?: object }> };
+      for (const [job, { uses, with: given }] of Object.entries(caller.jobs)) {
+        const called = /^OWNER\/quartermaster\/(\.github\/workflows\/[\w-]+\.yml)@/.exec(
+          uses ?? "",
+        )?.[1];
+        assert.ok(called, `${file} job ${job} calls ${uses}`);
+        const workflow = parse(await readFile(path.join(REPO_ROOT, called), "utf8")) as {
+          on: { workflow_call: { inputs: Record<string, unknown> } };
+        };
+        const inputs = Object.keys(workflow.on.workflow_call.inputs);
+        for (const input of Object.keys(given ?? {}))
+          assert.ok(
+            inputs.includes(input),
+            `${file} passes ${input}, which ${called} does not take`,
+          );
+        if (inputs.includes("ssh-config-file"))
+          sshConfigs.set(called, (given as Record<string, unknown>)["ssh-config-file"]);
+      }
+    }
+    assert.deepEqual(
+      [...sshConfigs],
+      [
+        [".github/workflows/drift-audit.yml", "fleet-manifests/ssh_config"],
+        [".github/workflows/review-command.yml", "fleet-manifests/ssh_config"],
+      ],
+    );
   });
 });

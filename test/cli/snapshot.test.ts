@@ -46,9 +46,12 @@ describe("snapshot --packages", () => {
   });
 
   it("any other value is a usage error naming the flag and its choices: exit 2", async () => {
-    const result = await runCli(["snapshot", "--local", "--packages", "all"]);
+    const result = await runCli(["snapshot", "--local", "--packages", "every"]);
     assert.equal(result.exitCode, 2);
-    assert.match(result.stderr, /--packages takes names, versions or none, not "all"/);
+    assert.match(
+      result.stderr,
+      /--packages takes chosen, all, names, versions or none, not "every"/,
+    );
     assert.equal(result.stdout, "");
   });
 });

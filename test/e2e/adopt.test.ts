@@ -388,13 +388,13 @@ describe("adopt from an operator's ssh_config", () => {
 });
 
 describe("adopt a role whose odd member listens on one more port", () => {
-  test("the role's port list is the group's; the odd node's file holds its own list; --pin pins one package; it audits clean", async () => {
+  test("the role's port list is the group's; the odd node's file holds its own list; --packages all declares every package, --pin pins one; it audits clean", async () => {
     const tree = path.join(dir, "majority-tree");
     const inventory = path.join(dir, "majority.ini");
     await writeFile(inventory, "[web]\nweb-01\nweb-03\nweb-04\n[db]\ndb-01\ndb-02\n");
     const result = await cli([
       ...["adopt", "--inventory", inventory, "--manifests", tree],
-      ...["--pin", "bash,no-such-package"],
+      ...["--pin", "bash,no-such-package", "--packages", "all"],
     ]);
     assert.equal(result.exitCode, 0, result.stderr);
     const read = async (rel: string) =>

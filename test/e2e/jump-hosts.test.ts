@@ -68,6 +68,8 @@ describe("nodes behind a jump host", () => {
       },
       ...CROWD.map((name) => ({ name, behind: "jump-01" })),
       { name: "late-01", behind: "jump-01", state: "drop-first" as const },
+      // Its own first connection dropped, for the retry notice (late-01's is the crowd's).
+      { name: "late-02", behind: "jump-01", state: "drop-first" as const },
       { name: "down-02", behind: "jump-01", state: "stopped" as const },
     ]);
     const address = fleet.hosts.find((h) => h.name === "private-01")!.address;
@@ -141,6 +143,25 @@ describe("nodes behind a jump host", () => {
     } finally {
       await fleet.exec("private-01", `printf '%s' ${JSON.stringify(DECLARED)} > ${APP_CONF}`);
     }
+  });
+
+  test("a connection through the manifest's jump host that needed a retry: the run says so once, naming the jump host and ssh.max_sessions", async () => {
+    const address = fleet.hosts.find((h) => h.name === "late-02")!.address;
+    const manifests = await tree({
+      "nodes/late-02.yaml": stringify({
+        host: address,
+        ssh: { user: fleet.user, identity_file: fleet.identityFile, proxy_jump: "jump-01" },
+        system: { sysctl_parameters: { "net.ipv4.ip_forward": 0 } },
+      }),
+    });
+    await copyFile(fleet.knownHosts, path.join(manifests, "known_hosts"));
+    const { report, exitCode, stderr } = await audit(manifests);
+    assert.equal(exitCode, 0, stderr);
+    assert.equal(report.nodes[0]!.tries, 2, JSON.stringify(report.nodes[0]));
+    const said = stderr.match(/jump host jump-01: .*/g) ?? [];
+    assert.deepEqual(said, [
+      "jump host jump-01: 1 retry on 1 node whose connections through it were dropped or reset before ssh's handshake (as an sshd past its MaxStartups drops them): set ssh.max_sessions on the nodes behind it (now 8) below that sshd's MaxStartups start value, or raise MaxStartups there",
+    ]);
   });
 
   test("snapshot --node of a node behind the jump host, either way", async () => {

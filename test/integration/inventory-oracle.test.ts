@@ -2,7 +2,8 @@
 // public ones, see its README, and one per construct Ansible treats specially) is read by
 // Quartermaster and by `ansible-inventory --list`, and the two must agree host for host on
 // address, port, user and groups, and group for group on children. An inventory Ansible cannot
-// parse must be refused, naming a line.
+// parse must be refused, naming a line. Every tree under test/fixtures/inventory-trees (an
+// inventory with its group_vars/ and host_vars/) must agree the same way, jump hosts included.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
@@ -10,11 +11,19 @@ import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { before, test } from "node:test";
-import { planAdoption, readInventory } from "../../src/adopt/inventory/index.js";
+import {
+  planAdoption,
+  readAdjacentVars,
+  readInventory,
+  readInventorySources,
+} from "../../src/adopt/inventory/index.js";
+import { readSshArgs } from "../../src/adopt/inventory/ssh-args.js";
+import { readInventoryTree } from "../../src/adopt/inventory/sources.js";
 import { InventoryErrors } from "../../src/errors.js";
 
 const run = promisify(execFile);
 const CORPUS = path.resolve("test/fixtures/inventories");
+const TREES = path.resolve("test/fixtures/inventory-trees");
 
 interface AnsibleGroup {
   hosts?: string[];
@@ -85,11 +94,13 @@ interface Seen {
   address: string;
   port?: number;
   user?: string;
+  /** The jump hosts of `ansible_ssh_common_args` / `ansible_ssh_extra_args`, trees only. */
+  jump?: string;
   groups: string[];
 }
 
 /** Each host as Ansible resolves it: `ansible_ssh_*` before `ansible_*`, the name by default. */
-function ansibleHosts(list: AnsibleList): Map<string, Seen> {
+function ansibleHosts(list: AnsibleList, jumps = false): Map<string, Seen> {
   const hosts = new Map<string, Seen>();
   const vars = new Map(Object.entries(hostVars(list)));
   const direct = new Map<string, string[]>();
@@ -105,10 +116,17 @@ function ansibleHosts(list: AnsibleList): Map<string, Seen> {
     const address = pick("host");
     const port = pick("port");
     const user = pick("user");
+    // As ssh reads the arguments Ansible passes: the common ones, then the extra ones.
+    const args = ["common", "extra"].map((k) => v.get(`ansible_ssh_${k}_args`));
+    const jump = args
+      .filter((a): a is string => typeof a === "string" && !templated(a))
+      .map((a) => readSshArgs(a).jump)
+      .find((j) => j !== undefined);
     hosts.set(name, {
       address: address === undefined || templated(address) ? name : String(address),
       ...(port !== undefined && !templated(port) && { port: Number(port) }),
       ...(user !== undefined && !templated(user) && { user: String(user) }),
+      ...(jumps && jump !== undefined && { jump }),
       groups: (direct.get(name) ?? []).sort(),
     });
   }
@@ -186,4 +204,47 @@ for (const file of files)
         .map((g) => [g.name, [...g.children].sort()]),
     );
     assert.deepEqual(children, ansibleChildren(expected), "children");
+  });
+
+/** Each tree of the corpus with its `-i` entry, as its README's tables name them. */
+const trees = [
+  ...(await readFile(path.join(TREES, "README.md"), "utf8")).matchAll(
+    /^\| `([^`]+)` \| `([^`]+)` \|/gm,
+  ),
+].map((m) => ({ tree: m[1]!, entry: path.join(TREES, m[1]!, m[2]!) }));
+const treeLists = new Map<string, AnsibleList | undefined>();
+before(async () => {
+  const lists = await ansibleLists(trees.map((t) => t.entry));
+  trees.forEach((t, i) => treeLists.set(t.tree, lists[i]));
+});
+
+test("every tree of the tree corpus is in its README", async () => {
+  const folders = (await readdir(TREES, { withFileTypes: true })).filter((e) => e.isDirectory());
+  assert.deepEqual(folders.map((e) => e.name).sort(), trees.map((t) => t.tree).sort());
+  assert.ok(trees.length >= 8, `${trees.length} trees`);
+});
+
+for (const { tree, entry } of trees)
+  test(`inventory tree ${tree} reads as ansible-inventory --list reads it, group_vars and host_vars included`, async () => {
+    const expected = treeLists.get(tree);
+    assert.ok(expected, "Ansible reads it");
+    const read = await readInventoryTree(entry);
+    const inventory = readInventorySources(read);
+    const plan = planAdoption(entry, inventory, readAdjacentVars(read, entry));
+    assert.deepEqual([...plan.unreadable], []);
+    const ours = new Map<string, Seen>(
+      plan.hosts.map((h) => [
+        h.name,
+        {
+          address: h.host ?? h.name,
+          ...(h.ssh.port !== undefined && { port: h.ssh.port }),
+          ...(h.ssh.user !== undefined && { user: h.ssh.user }),
+          ...(h.ssh.proxy_jump !== undefined && { jump: h.ssh.proxy_jump }),
+          groups: [...inventory.hosts.get(h.name)!.groups].sort(),
+        },
+      ]),
+    );
+    const theirs = ansibleHosts(expected, true);
+    assert.deepEqual([...ours.keys()].sort(), [...theirs.keys()].sort(), "host names");
+    for (const [name, seen] of theirs) assert.deepEqual(ours.get(name), seen, `host ${name}`);
   });

@@ -13,6 +13,7 @@ import { startGitServer, type GitServer } from "../support/git-server.js";
 import { startGitHubDouble, type GitHubDouble } from "../support/github-double/index.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
 import {
+  documentedSshConfig,
   FLEET_RUNNER_LABELS,
   fleetRunnerOptions,
   publishRelease,
@@ -248,12 +249,10 @@ describe("drift-audit and review-command workflows", () => {
     const jobs = path.join(work, "run-1", "jobs");
     const auditJob = (await readdir(jobs)).find((d) => d.startsWith("audit-"))!;
     const config = await readFile(path.join(jobs, auditJob, "temp", "ssh", "config"), "utf8");
-    // The secret's ssh_config, then the documented bastion, then the workflow's defaults.
-    assert.ok(config.startsWith(SECRET_SSH_CONFIG), config);
-    assert.match(
-      config,
-      /\nHost bastion\n  HostName bastion\.example\.net\n[\s\S]*\nHost \*\n  IdentityFile /,
-    );
+    // The documented fleet-manifests/ssh_config, then the secret's, then the workflow's defaults.
+    assert.ok(config.startsWith(await documentedSshConfig()), config);
+    const [secret, defaults] = [config.indexOf(SECRET_SSH_CONFIG), config.indexOf("\nHost *\n")];
+    assert.ok(secret > 0 && defaults > secret, config);
   });
 
   test("a run in three shards opens the same pull requests as a scheduled run in one", async () => {

@@ -115,8 +115,9 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
       botLogin: "github-actions[bot]",
     });
     double.addCollaborator("fleet-reviewer", "write");
-    // Kept secret by the fleet: where the bastion and the nodes are. The documented caller's
-    // ssh-config input adds `User` for the bastion and `ProxyJump bastion` for *.fleet.internal.
+    // Kept secret by the fleet: where the bastion and the nodes are. The documented
+    // fleet-manifests/ssh_config adds `User` for the bastion and `ProxyJump bastion` for
+    // *.fleet.internal.
     secretSshConfig = [
       `Host bastion\n  HostName ${host("bastion").address}\n  Port ${host("bastion").port}`,
       ...[...WEB, ...DB].map(

@@ -44,6 +44,17 @@ export async function documentedFleetWorkflows(): Promise<Record<string, string>
   return fleetWorkflowsIn(await readFile(path.join(REPO_ROOT, "docs", "actions.md"), "utf8"));
 }
 
+/** The fleet repository's fleet-manifests/ssh_config as docs/actions.md shows it. */
+export async function documentedSshConfig(): Promise<string> {
+  const docs = await readFile(path.join(REPO_ROOT, "docs", "actions.md"), "utf8");
+  const block =
+    /^( *)```\n\1# fleet-manifests\/ssh_config in the fleet repository\n([\s\S]*?)^\1```$/m.exec(
+      docs,
+    );
+  if (!block) throw new Error("docs/actions.md shows no fleet-manifests/ssh_config");
+  return block[2]!.replace(new RegExp(`^${block[1]}`, "gm"), "");
+}
+
 /** The tarball digest the documented callers show, for the operator to replace with their release's. */
 export const DOCUMENTED_SHA256 = "0123456789abcdef".repeat(4);
 
@@ -65,11 +76,8 @@ export async function writeFleetRepository(
       await writeFile(path.join(target, file), text);
     }
   else await cp(path.join(REPO_ROOT, "fleet-manifests"), target, { recursive: true });
-  // The documented review-command passes it as ssh-config-file.
-  await writeFile(
-    path.join(target, "ssh_config"),
-    "# Extra ssh_config for the fleet's runners\nHost *.fleet.internal\n  ProxyJump bastion\n",
-  );
+  // The documented drift-audit and review-command pass it as ssh-config-file.
+  await writeFile(path.join(target, "ssh_config"), await documentedSshConfig());
   for (const [file, text] of Object.entries(await documentedFleetWorkflows())) {
     await mkdir(path.dirname(path.join(dest, file)), { recursive: true });
     await writeFile(path.join(dest, file), text.replaceAll(DOCUMENTED_SHA256, release.sha256));

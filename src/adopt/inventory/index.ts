@@ -5,6 +5,7 @@ import type { SshSettings } from "../../manifest/schema.js";
 import { readIniInventory } from "./ini.js";
 import { readHostList } from "./lines.js";
 import {
+  joinInventories,
   nameProblem,
   type Inventory,
   type InventoryFormat,
@@ -14,7 +15,8 @@ import {
 import { readSshArgs } from "./ssh-args.js";
 import { localSshConfigSource } from "./ssh-config-files.js";
 import { readSshConfigInventory, type SshConfigSource } from "./ssh-config.js";
-import { readYamlInventory } from "./yaml.js";
+import type { InventoryTree } from "./sources.js";
+import { readVarsFile, readYamlInventory } from "./yaml.js";
 
 export type { Inventory, InventoryFormat } from "./model.js";
 
@@ -57,6 +59,63 @@ export function readInventory(
   return read;
 }
 
+/**
+ * The inventory files of a tree read and joined as Ansible joins a folder's sources (one file: that
+ * file's inventory). Throws InventoryErrors naming each file and line.
+ */
+export function readInventorySources(
+  tree: Pick<InventoryTree, "sources">,
+  source: SshConfigSource = localSshConfigSource(),
+): Inventory {
+  const parts = tree.sources.map(({ file, text }) => ({
+    file,
+    inventory: readInventory(file, text, source),
+  }));
+  return parts.length === 1 ? parts[0]!.inventory : joinInventories(parts);
+}
+
+/** The variables of group_vars/ and host_vars/, each file's merged over the one before. */
+export interface AdjacentVars {
+  /** By group name, `all` and `ungrouped` included. */
+  groups: Map<string, Map<string, InventoryVar>>;
+  hosts: Map<string, Map<string, InventoryVar>>;
+  /** Files Ansible Vault encrypted whole: never decrypted, so none of their variables is read. */
+  vaultFiles: string[];
+}
+
+export const NO_ADJACENT_VARS: AdjacentVars = {
+  groups: new Map(),
+  hosts: new Map(),
+  vaultFiles: [],
+};
+
+/** Reads the group_vars and host_vars files; throws InventoryErrors naming each file and line. */
+export function readAdjacentVars(
+  tree: Pick<InventoryTree, "groupVars" | "hostVars">,
+  file: string,
+): AdjacentVars {
+  const problems: InventoryProblem[] = [];
+  const vaultFiles: string[] = [];
+  const read = (byName: Map<string, { file: string; text: string }[]>) => {
+    const out = new Map<string, Map<string, InventoryVar>>();
+    for (const [name, files] of byName) {
+      const vars = new Map<string, InventoryVar>();
+      for (const one of files) {
+        const found = readVarsFile(one.text);
+        if ("vault" in found) vaultFiles.push(one.file);
+        else if ("problems" in found)
+          problems.push(...found.problems.map((p) => ({ ...p, file: one.file })));
+        else for (const [key, v] of found.vars) vars.set(key, { ...v, file: one.file });
+      }
+      out.set(name, vars);
+    }
+    return out;
+  };
+  const adjacent = { groups: read(tree.groupVars), hosts: read(tree.hostVars), vaultFiles };
+  if (problems.length) throw new InventoryErrors(file, problems);
+  return adjacent;
+}
+
 /** A host to adopt: its node name, the manifest keys from its variables, its groups. */
 export interface HostToAdopt {
   name: string;
@@ -85,6 +144,10 @@ export const MAPPED_VARIABLES: ReadonlyMap<string, string> = new Map(Object.entr
 
 export interface AdoptionPlan {
   hosts: HostToAdopt[];
+  /** Hosts not adopted because a variable needed to reach them cannot be read: host -> why. */
+  unreadable: Map<string, string>;
+  /** Variables left out because they are vault-encrypted: "name (file)" -> how many hosts. */
+  vaulted: Map<string, number>;
   /** Inventory groups: name -> the groups it builds on (its parents), for `groups:` in its file. */
   groups: Map<string, string[]>;
   /** Variables that became no manifest key: name -> how many hosts had it. */
@@ -139,7 +202,11 @@ function winners(vars: ReadonlyMap<string, InventoryVar>): Map<string, Inventory
  * and turned into manifest keys. A templated value is left out and counted. Throws
  * InventoryErrors for a value no manifest can hold (a user that is an ssh option, a bad port).
  */
-export function planAdoption(file: string, inventory: Inventory): AdoptionPlan {
+export function planAdoption(
+  file: string,
+  inventory: Inventory,
+  adjacent: AdjacentVars = NO_ADJACENT_VARS,
+): AdoptionPlan {
   const parents = new Map<string, string[]>();
   for (const group of inventory.groups.values())
     for (const child of group.children)
@@ -172,30 +239,56 @@ export function planAdoption(file: string, inventory: Inventory): AdoptionPlan {
   const problems: InventoryProblem[] = [];
   const ignored = new Map<string, number>();
   const templated = new Map<string, number>();
+  const vaulted = new Map<string, number>();
+  const unreadable = new Map<string, string>();
   const hosts: HostToAdopt[] = [];
+  const none = new Map<string, InventoryVar>();
   for (const host of inventory.hosts.values()) {
+    // A host in no group is in `ungrouped`, whose group_vars file applies to it.
+    const groups = host.groups.length
+      ? [...new Set(host.groups.flatMap(lineageOf))].sort(order)
+      : ["ungrouped"];
+    // Ansible's order: the inventory's variables of all, then of each group; group_vars/all, then
+    // each group's; the host's own in the inventory, then host_vars.
     const layers = [
       inventory.fleetVars,
-      ...[...new Set(host.groups.flatMap(lineageOf))]
-        .sort(order)
-        .map((g) => inventory.groups.get(g)!.vars),
+      ...groups.map((g) => inventory.groups.get(g)?.vars ?? none),
+      adjacent.groups.get("all") ?? none,
+      ...groups.map((g) => adjacent.groups.get(g) ?? none),
       host.vars,
+      adjacent.hosts.get(host.name) ?? none,
     ];
     const merged = new Map<string, InventoryVar>();
     for (const layer of layers) for (const [key, v] of layer) merged.set(key, v);
     const vars = winners(merged);
     const adopted: HostToAdopt = { name: host.name, line: host.line, ssh: {}, groups: [] };
     const refuse = (v: InventoryVar, message: string) =>
-      problems.push({ line: v.line, message: `host ${host.name}: ${message}` });
+      problems.push({ line: v.line, message: `host ${host.name}: ${message}`, file: v.file });
+    const where = (v: InventoryVar) => `${v.file ?? file}:${v.line}`;
     for (const [key, v] of vars) {
       const target = MAPPED_VARIABLES.get(key);
+      if (v.vault) {
+        if (target)
+          unreadable.set(
+            host.name,
+            `${key} (${where(v)}) is vault-encrypted: Quartermaster never decrypts a value, and this one is needed to connect${target === "ssh_args" ? " (it may name the jump host)" : ""}`,
+          );
+        else count(vaulted, `${key} (${v.file ?? file})`);
+        continue;
+      }
       const text = typeof v.value === "object" ? undefined : String(v.value ?? "");
       if (!target || text === undefined) {
         count(ignored, key);
         continue;
       }
       if (TEMPLATE.test(text)) {
-        count(templated, key);
+        // A jump host set by a template: the host cannot be reached without it.
+        if (target === "ssh_args" && /ProxyJump|ProxyCommand|(^|\s)-J/i.test(text))
+          unreadable.set(
+            host.name,
+            `its jump host is set by ${key} (${where(v)}), a template ({{ … }}) Quartermaster does not evaluate`,
+          );
+        else count(templated, key);
         continue;
       }
       if (target === "port") {
@@ -221,11 +314,11 @@ export function planAdoption(file: string, inventory: Inventory): AdoptionPlan {
     // A group that is a parent of another of the host's groups comes in through that group.
     const inherited = new Set(host.groups.flatMap((g) => lineageOf(g).filter((p) => p !== g)));
     adopted.groups = host.groups.filter((g) => !inherited.has(g));
-    hosts.push(adopted);
+    if (!unreadable.has(host.name)) hosts.push(adopted);
   }
   if (problems.length) throw new InventoryErrors(file, problems);
   const groups = new Map(
     [...inventory.groups.keys()].map((name) => [name, parents.get(name) ?? []] as const),
   );
-  return { hosts, groups, ignored, templated };
+  return { hosts, unreadable, vaulted, groups, ignored, templated };
 }

@@ -11,10 +11,14 @@ export const INVENTORY_FORMATS = [
 ] as const;
 export type InventoryFormat = (typeof INVENTORY_FORMATS)[number];
 
-/** A variable as the inventory wrote it, with its line. */
+/** A variable as the inventory wrote it, with its line (and its file, when not the inventory). */
 export interface InventoryVar {
   value: string | number | boolean | null | object;
   line: number;
+  /** The file it came from: a group_vars or host_vars file, or one file of an inventory folder. */
+  file?: string;
+  /** Ansible Vault ciphertext (`!vault`): never decrypted, so its value is unknown. */
+  vault?: boolean;
 }
 
 export interface InventoryHost {
@@ -45,6 +49,8 @@ export interface Inventory {
 export interface InventoryProblem {
   line: number;
   message: string;
+  /** The file the line is in, when not the inventory read. */
+  file?: string;
 }
 
 /** Ansible's implicit groups: `all` holds every host, `ungrouped` those in no other group. */
@@ -151,4 +157,45 @@ export class InventoryBuilder {
       fleetVars: this.fleetVars,
     };
   }
+}
+
+/** Each variable of `vars` marked as coming from `file`. */
+function fromFile(vars: Map<string, InventoryVar>, file: string): Map<string, InventoryVar> {
+  for (const [key, v] of vars) vars.set(key, { ...v, file });
+  return vars;
+}
+
+/**
+ * The inventories of a folder's files as one, as Ansible adds each source to the same inventory in
+ * turn: hosts and groups by name, their groups and children joined, a later file's variables over
+ * an earlier's. Every variable keeps its file.
+ */
+export function joinInventories(
+  parts: readonly { file: string; inventory: Inventory }[],
+): Inventory {
+  const hosts = new Map<string, InventoryHost>();
+  const groups = new Map<string, InventoryGroup>();
+  const fleetVars = new Map<string, InventoryVar>();
+  for (const { file, inventory } of parts) {
+    for (const [key, v] of fromFile(inventory.fleetVars, file)) fleetVars.set(key, v);
+    for (const host of inventory.hosts.values()) {
+      const known = hosts.get(host.name);
+      const vars = fromFile(host.vars, file);
+      if (!known) hosts.set(host.name, { ...host, vars });
+      else {
+        for (const g of host.groups) if (!known.groups.includes(g)) known.groups.push(g);
+        for (const [key, v] of vars) known.vars.set(key, v);
+      }
+    }
+    for (const group of inventory.groups.values()) {
+      const known = groups.get(group.name);
+      const vars = fromFile(group.vars, file);
+      if (!known) groups.set(group.name, { ...group, vars });
+      else {
+        for (const c of group.children) if (!known.children.includes(c)) known.children.push(c);
+        for (const [key, v] of vars) known.vars.set(key, v);
+      }
+    }
+  }
+  return { format: parts[0]!.inventory.format, hosts, groups, fleetVars };
 }

@@ -75,7 +75,10 @@ function readVars(r: Reader, node: unknown, into: Map<string, InventoryVar>, at:
     if (key === undefined) continue;
     const node = deref(r, pair.value);
     const value = isScalar(node) ? (node.value as InventoryVar["value"]) : {};
-    into.set(key, { value, line: r.lineOf(pair.key) });
+    const line = r.lineOf(pair.key);
+    // Ansible Vault ciphertext: its value is unknown here, and stays so.
+    if (isScalar(node) && node.tag === "!vault") into.set(key, { value: "", line, vault: true });
+    else into.set(key, { value, line });
   }
 }
 
@@ -189,14 +192,10 @@ function isListShape(r: Reader, root: Pair[]): boolean {
   });
 }
 
-/** Reads a YAML inventory, or the JSON of `ansible-inventory --list`; pure. */
-export function readYamlInventory(
-  text: string,
-  format: Extract<InventoryFormat, "ansible-yaml" | "ansible-json">,
-): Inventory | { problems: InventoryProblem[] } {
+/** The YAML document of `text`, or its syntax problems; every node's line through `lineOf`. */
+function parsed(text: string, b: InventoryBuilder): Reader | { problems: InventoryProblem[] } {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, uniqueKeys: false });
-  const b = new InventoryBuilder(format);
   if (doc.errors.length)
     return {
       problems: doc.errors.map((e) => ({
@@ -206,13 +205,42 @@ export function readYamlInventory(
     };
   const lineOf = (node: unknown) =>
     (node as Node | null)?.range ? lineCounter.linePos((node as Node).range![0]).line : 0;
-  const r = { b, lineOf, doc };
-  const root = pairs(r, doc.contents, "an inventory", 1);
+  return { b, lineOf, doc };
+}
+
+/** How a file Ansible Vault encrypted as a whole starts. */
+export const VAULT_FILE = /^\$ANSIBLE_VAULT;/;
+
+/**
+ * A group_vars or host_vars file (YAML or JSON): a mapping of variables, as Ansible requires one,
+ * or nothing when empty. A file Vault encrypted as a whole is not read; pure.
+ */
+export function readVarsFile(
+  text: string,
+): { vars: Map<string, InventoryVar> } | { vault: true } | { problems: InventoryProblem[] } {
+  if (VAULT_FILE.test(text)) return { vault: true };
+  const b = new InventoryBuilder("ansible-yaml");
+  const r = parsed(text, b);
+  if ("problems" in r) return r;
+  const vars = new Map<string, InventoryVar>();
+  readVars(r, r.doc.contents, vars, 1);
+  return b.problems.length ? { problems: b.problems } : { vars };
+}
+
+/** Reads a YAML inventory, or the JSON of `ansible-inventory --list`; pure. */
+export function readYamlInventory(
+  text: string,
+  format: Extract<InventoryFormat, "ansible-yaml" | "ansible-json">,
+): Inventory | { problems: InventoryProblem[] } {
+  const b = new InventoryBuilder(format);
+  const r = parsed(text, b);
+  if ("problems" in r) return r;
+  const root = pairs(r, r.doc.contents, "an inventory", 1);
   if (format === "ansible-json" && isListShape(r, root)) readListJson(r, root);
   else
     for (const pair of root) {
       const name = scalarText(pair.key);
-      if (name !== undefined) readYamlGroup(r, name, pair.value, lineOf(pair.key));
+      if (name !== undefined) readYamlGroup(r, name, pair.value, r.lineOf(pair.key));
     }
   return b.done();
 }

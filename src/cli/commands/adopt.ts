@@ -4,12 +4,14 @@ import path from "node:path";
 import { runAdopt } from "../../runs/adopt.js";
 import { defaultTreeToWrite } from "../../runs/fleet.js";
 import { visible } from "../../text/escape.js";
+import { UsageError } from "../../errors.js";
+import { NodeSpec } from "../../manifest/schema.js";
 import { ExitBit } from "../exit.js";
-import { checkedFlag, parseFlags, saying, textFlag } from "../flags.js";
+import { PACKAGES_MODES } from "../../domains/snapshot-options.js";
+import { checkedFlag, choiceFlag, parseFlags, saying, textFlag } from "../flags.js";
 import {
   CONCURRENCY_FLAG,
   NO_EPHEMERAL_RANGE_FLAG,
-  PACKAGES_FLAG,
   SSH_CONFIG_FLAG,
   TIMEOUT_FLAG,
 } from "../options.js";
@@ -20,10 +22,10 @@ const say = (line: string) => io().stderr.write(`${visible(line)}\n`);
 const ADOPT_FLAGS = {
   inventory: {
     ...textFlag(
-      "FILE",
-      "the hosts to adopt: an Ansible inventory (INI, YAML or ansible-inventory --list JSON), an ssh_config or one host a line",
+      "PATH",
+      "the hosts to adopt: an Ansible inventory file or folder (INI, YAML or ansible-inventory --list JSON) with the group_vars/ and host_vars/ beside it, an ssh_config or one host a line",
     ),
-    required: { message: "adopt needs --inventory FILE" },
+    required: { message: "adopt needs --inventory PATH" },
   },
   manifests: textFlag(
     "DIR",
@@ -39,14 +41,42 @@ const ADOPT_FLAGS = {
     "hosts snapshot at once (default: 32); through one jump host, at most its ssh.max_sessions (default: 8)",
   ),
   timeout: saying(TIMEOUT_FLAG, "per-host time limit, connection and snapshot (default: 60)"),
-  packages: PACKAGES_FLAG,
+  packages: choiceFlag(
+    PACKAGES_MODES,
+    "MODE",
+    "which installed packages are declared: chosen (those the package manager marks as installed on purpose, any version), all (every one, any version), versions (every one, pinned) or none (default: chosen)",
+    "chosen",
+  ),
   pin: checkedFlag(
     "PACKAGE,…",
     "declare these packages at their live version, the rest as --packages says",
     (given) => new Set(given.split(",").filter(Boolean)),
   ),
   "no-ephemeral-range": NO_EPHEMERAL_RANGE_FLAG,
+  files: checkedFlag(
+    "PATH,…",
+    "declare these config files on every host at their live contents, mode, owner and group (a secret or root-only file by its sha256), factored into layers like every other value",
+    (given) => listOf("files", given, (path) => ({ files: [{ path }] })),
+  ),
+  units: checkedFlag(
+    "UNIT,…",
+    "declare these systemd units on every host at their live state, unit file and drop-ins, factored into layers",
+    (given) => listOf("units", given, (name) => ({ systemd: { units: [{ name }] } })),
+  ),
 };
+
+/** A comma-separated flag's items, each checked as the manifest would declare it. */
+function listOf(flag: string, given: string, declared: (item: string) => object): string[] {
+  const items = [...new Set(given.split(",").filter(Boolean))];
+  for (const item of items) {
+    const checked = NodeSpec.safeParse(declared(item));
+    if (!checked.success)
+      throw new UsageError(
+        `--${flag}: ${JSON.stringify(item)}: ${checked.error.issues[0]!.message}`,
+      );
+  }
+  return items;
+}
 
 /** `adopt`'s argv as its config: every flag read and checked, nothing read or opened yet. */
 function adoptConfig(argv: string[]) {
@@ -65,6 +95,7 @@ export async function adoptCommand(argv: string[]): Promise<number> {
     timeout: config.timeout,
     packages: config.packages,
     ...(config.pin && { pin: config.pin }),
+    declare: { files: config.files ?? [], units: config.units ?? [] },
     ephemeralAsRange: !config["no-ephemeral-range"],
     say,
     progress: (total) => (total > 1 && io().stderr.isTTY ? new Progress(total) : undefined),

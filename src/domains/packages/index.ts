@@ -1,8 +1,9 @@
 import * as z from "zod";
 import { ProbeParseError } from "../../errors.js";
 import { pathIn, type Domain, type Finding } from "../domain.js";
-import { DEFAULT_SNAPSHOT_OPTIONS } from "../snapshot-options.js";
+import { DEFAULT_SNAPSHOT_OPTIONS, type SnapshotOptions } from "../snapshot-options.js";
 import { packageCause } from "./cause.js";
+import { chosenProbe, parseChosen } from "./chosen.js";
 import { ABSENT, ANY_VERSION, parseConstraint, satisfies } from "./constraint.js";
 import {
   DPKG_STATE_MEANING,
@@ -70,17 +71,23 @@ export const packages: Domain<PackagesDeclared, PackagesLive, "packages"> = {
     const rpm = names
       ? `rpm -q --qf '${RPM_FORMAT}' -- ${names.map(ctx.quote).join(" ")}; [ $? -le ${names.length} ]`
       : `rpm -qa --qf '${RPM_FORMAT}'`;
+    // A snapshot (nothing declared) also asks which packages were installed on purpose.
+    const chosen = names ? undefined : chosenProbe(ctx.mark);
+    const then = (format: keyof typeof DATABASES) => (chosen ? [`  ${chosen[format]}`] : []);
     return [
       "if [ -f /var/lib/dpkg/status ]; then",
       `  ${ctx.mark("dpkg")}`,
       `  ${dpkg} || ${ctx.unknown("cannot read /var/lib/dpkg/status")}`,
+      ...then("dpkg"),
       "elif [ -f /lib/apk/db/installed ]; then",
       `  ${ctx.mark("apk")}`,
       `  ${apk} || ${ctx.unknown("cannot read /lib/apk/db/installed")}`,
+      ...then("apk"),
       // A database found by its files: busybox has an rpm applet wherever it runs, Alpine included.
       "elif { [ -d /var/lib/rpm ] || [ -d /usr/lib/sysimage/rpm ]; } && command -v rpm >/dev/null 2>&1; then",
       `  ${ctx.mark("rpm")}`,
       `  ${rpm} || ${ctx.unknown("rpm could not read its database")}`,
+      ...then("rpm"),
       "else",
       `  ${ctx.unknown("no dpkg, rpm or apk package database")}`,
       "fi",
@@ -89,13 +96,17 @@ export const packages: Domain<PackagesDeclared, PackagesLive, "packages"> = {
   parse(output, ctx) {
     const parts = ctx.parts(output);
     const [label, text] = parts[0] ?? [];
-    if (parts.length !== 1 || !PACKAGE_FORMATS.includes(label as PackageFormat)) {
+    if (parts.length > 3 || !PACKAGE_FORMATS.includes(label as PackageFormat)) {
       throw new ProbeParseError(
         "packages",
         "output does not name a package database (dpkg, rpm or apk)",
       );
     }
-    return parsePackageDatabase(label as PackageFormat, text!);
+    const live = parsePackageDatabase(label as PackageFormat, text!);
+    // A failed read of the marks ends with the reason's part: it wins over what came before it.
+    const [chosenLabel, chosenText] = parts.at(-1)!;
+    if (parts.length > 1) live.chosen = parseChosen(chosenLabel, chosenText, live);
+    return live;
   },
   compare(declared, live) {
     const findings: Finding[] = [];
@@ -132,16 +143,33 @@ export const packages: Domain<PackagesDeclared, PackagesLive, "packages"> = {
   cause: packageCause,
   snapshot(live, options = DEFAULT_SNAPSHOT_OPTIONS) {
     // Names come from the host's database: built by entries, so `__proto__` stays a key.
-    const names = [...live.installed.keys()].sort();
+    const names = declaredNames(live, options);
     if (!names.length || options.packages === "none") return undefined;
     return Object.fromEntries(
       names.map((name) => [
         name,
-        options.packages === "names" && !options.pinned?.has(name)
+        options.packages !== "versions" && !options.pinned?.has(name)
           ? ANY_VERSION
           : liveVersion(live.installed.get(name)!),
       ]),
     );
   },
+  snapshotLeftOut(live, options) {
+    if (options.packages !== "chosen") return undefined;
+    if (live.chosen && "unknown" in live.chosen) return { count: 0, unknown: live.chosen.unknown };
+    return { count: live.installed.size - declaredNames(live, options).length };
+  },
   skipsSnapshot: (options) => options.packages === "none",
 };
+
+/**
+ * The packages a snapshot declares, sorted: with `chosen`, those the package manager marks as
+ * installed on purpose (and the pinned ones); every installed one otherwise, or where the host
+ * cannot tell.
+ */
+function declaredNames(live: PackagesLive, options: SnapshotOptions): string[] {
+  const names = [...live.installed.keys()].sort();
+  const chosen = live.chosen && "names" in live.chosen ? live.chosen.names : undefined;
+  if (options.packages !== "chosen" || !chosen) return names;
+  return names.filter((name) => chosen.has(name) || options.pinned?.has(name));
+}

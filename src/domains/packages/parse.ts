@@ -13,6 +13,9 @@ export interface PackageInstance {
   arch: string;
 }
 
+/** Which installed packages were installed on purpose, or why the host cannot tell. */
+export type Chosen = { names: Set<string> } | { unknown: string };
+
 export interface PackagesLive {
   format: PackageFormat;
   /** name -> installed instances */
@@ -22,6 +25,8 @@ export interface PackagesLive {
    * half-installed)
    */
   notInstalled: Map<string, string>;
+  /** Which packages were installed on purpose, when a snapshot asked (`chosen.ts`). */
+  chosen?: Chosen;
 }
 
 const DPKG_WANT = new Set(["unknown", "install", "hold", "deinstall", "purge"]);

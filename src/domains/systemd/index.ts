@@ -169,6 +169,15 @@ export const systemd: Domain<SystemdDeclared, SystemdLive, "systemd"> = {
   },
   records: enablementRecords,
   cause: enablementCause,
+  snapshotAsks(declared) {
+    // A unit declared by name alone (`adopt --units`): a guess at each attribute, which accepting
+    // the live state then corrects.
+    return declared.map((unit) =>
+      Object.keys(unit).some((k) => k !== "name")
+        ? unit
+        : { ...unit, enabled: false, active: false, contents: "", dropins: {} },
+    );
+  },
   accept(declared, finding) {
     const [name, attribute, dropin] = within(this, finding.path) as [
       string,

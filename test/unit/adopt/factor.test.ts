@@ -210,3 +210,28 @@ test("a new node's own file over an existing tree's layers merges to its snapsho
     { numRuns: 300 },
   );
 });
+
+test("a value every member of a group holds goes to that group, not to a parent whose other members would override it", () => {
+  const ports = (list: string[]) => ({ networking: { listening_ports: list } });
+  const nodes: NodeSnapshot[] = [
+    { name: "web-1", groups: ["web"], spec: ports(["tcp/22", "tcp/8080"]) },
+    { name: "web-2", groups: ["web"], spec: ports(["tcp/22", "tcp/8080"]) },
+    { name: "web-3", groups: ["web"], spec: ports(["tcp/22", "tcp/8080"]) },
+    { name: "db-1", groups: ["db"], spec: ports(["tcp/22", "tcp/5432"]) },
+  ];
+  const factored = factorFleet({
+    nodes,
+    groups: new Map([
+      ["prod", []],
+      ["web", ["prod"]],
+      ["db", ["prod"]],
+    ]),
+    fleet: true,
+  });
+  assert.deepEqual(factored.groups.get("prod")!.spec, {});
+  assert.deepEqual(factored.groups.get("web")!.spec, ports(["tcp/22", "tcp/8080"]));
+  for (const name of ["web-1", "web-2", "web-3"])
+    assert.deepEqual(factored.nodes.get(name)!.spec, {}, name);
+  assert.deepEqual(factored.nodes.get("db-1")!.spec, ports(["tcp/22", "tcp/5432"]));
+  for (const node of nodes) assert.ok(sameSpec(mergedSpecOf(factored, node.name), node.spec));
+});

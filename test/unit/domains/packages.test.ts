@@ -275,14 +275,19 @@ describe("packages: probe on this host", () => {
     assert.ok(run.stdout.length < 1024, `${run.stdout.length} bytes sent`);
   });
 
-  it("a snapshot (nothing declared) reads the whole database with one grep", async () => {
+  it("a snapshot (nothing declared) reads the whole database with one grep, and apt's marks with another", async () => {
     const run = await runProbe<PackagesLive>(packages, undefined);
     assert.ok(run.live!.installed.size > 100);
     assert.equal(
-      run.script.match(/grep /g)!.length,
+      run.script.match(/grep .*(dpkg\/status|apk\/db\/installed)/g)!.length,
       2,
       "one grep per database, only one of which runs",
     );
+    // What apt itself says was installed on purpose.
+    const manual = (await execa("apt-mark", ["showmanual"])).stdout.split("\n").filter(Boolean);
+    const chosen = run.live!.chosen;
+    assert.ok(chosen && "names" in chosen, JSON.stringify(chosen));
+    assert.deepEqual([...chosen.names].sort(), manual.sort());
   });
 
   it("filters an apk database on the host the same way (captured Alpine database)", async () => {

@@ -1,0 +1,108 @@
+// Which packages a snapshot declares by default: those the package manager marks as installed on
+// purpose (apt's manual marks, dnf's user-installed packages, apk's world), every one with
+// `all`, and every one where the host cannot tell, with the reason.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { parseChosen } from "../../../src/domains/packages/chosen.js";
+import { packages } from "../../../src/domains/packages/index.js";
+import { parseApk, parseDpkg, parseRpm } from "../../../src/domains/packages/parse.js";
+import { DEFAULT_SNAPSHOT_OPTIONS } from "../../../src/domains/snapshot-options.js";
+
+const dpkg = parseDpkg(
+  [
+    ["nginx", "amd64"],
+    ["libssl3", "amd64"],
+    ["adduser", "all"],
+    ["tzdata", "all"],
+    ["libc6", "amd64"],
+    ["libc6", "i386"],
+  ]
+    .map(([name, arch]) =>
+      [
+        `Package: ${name}`,
+        "Status: install ok installed",
+        "Version: 1",
+        `Architecture: ${arch}`,
+      ].join("\n"),
+    )
+    .join("\n"),
+);
+// apt marks an `all` package under the host's own architecture; libc6:i386 was chosen.
+const EXTENDED_STATES = [
+  "Package: libssl3\nArchitecture: amd64\nAuto-Installed: 1",
+  "Package: adduser\nArchitecture: amd64\nAuto-Installed: 1",
+  "Package: tzdata\nArchitecture: amd64\nAuto-Installed: 0",
+  "Package: libc6\nArchitecture: amd64\nAuto-Installed: 1",
+  "Package: removed-long-ago\nArchitecture: amd64\nAuto-Installed: 1",
+].join("\n\n");
+
+const declared = (live: typeof dpkg, mode: "chosen" | "all", pinned?: Set<string>) =>
+  Object.keys(
+    packages.snapshot(live, {
+      ...DEFAULT_SNAPSHOT_OPTIONS,
+      packages: mode,
+      ...(pinned && { pinned }),
+    }) ?? {},
+  );
+
+test("apt: an installed package not marked Auto-Installed for its architecture is chosen, as apt-mark showmanual says", () => {
+  const live = { ...dpkg, chosen: parseChosen("apt-auto", EXTENDED_STATES, dpkg) };
+  assert.deepEqual(declared(live, "chosen"), ["libc6", "nginx", "tzdata"]);
+  assert.deepEqual(
+    packages.snapshotLeftOut!(live, { ...DEFAULT_SNAPSHOT_OPTIONS, packages: "chosen" }),
+    {
+      count: 2,
+    },
+  );
+  // A pinned package is declared whatever its mark; `all` declares every one.
+  assert.deepEqual(declared(live, "chosen", new Set(["libssl3"])), [
+    "libc6",
+    "libssl3",
+    "nginx",
+    "tzdata",
+  ]);
+  assert.equal(declared(live, "all").length, 5);
+  assert.equal(
+    packages.snapshotLeftOut!(live, { ...DEFAULT_SNAPSHOT_OPTIONS, packages: "all" }),
+    undefined,
+  );
+});
+
+test("no extended_states: apt marked nothing automatic, every package is chosen", () => {
+  const live = { ...dpkg, chosen: parseChosen("apt-auto", "", dpkg) };
+  assert.equal(declared(live, "chosen").length, 5);
+});
+
+test("apk's world (constraints and tags taken off, forbidden ones left out) and dnf's user-installed names", () => {
+  const apk = parseApk(
+    "P:nginx\nV:1.24-r0\nA:x86_64\nP:busybox\nV:1.36-r0\nA:x86_64\nP:musl\nV:1.2-r0\nA:x86_64\n",
+  );
+  const world = {
+    ...apk,
+    chosen: parseChosen("apk-world", "busybox\nnginx>=1.20@edge\n!musl\n", apk),
+  };
+  assert.deepEqual(declared(world, "chosen"), ["busybox", "nginx"]);
+  const rpm = parseRpm("bash\t(none):5.2-1\tx86_64\nglibc\t(none):2.34-1\tx86_64\n");
+  const dnf = { ...rpm, chosen: parseChosen("dnf-userinstalled", "bash\n\n", rpm) };
+  assert.deepEqual(declared(dnf, "chosen"), ["bash"]);
+});
+
+test("a host that cannot tell declares every package, and says why", () => {
+  const rpm = parseRpm("bash\t(none):5.2-1\tx86_64\nglibc\t(none):2.34-1\tx86_64\n");
+  const live = {
+    ...rpm,
+    chosen: parseChosen(
+      "chosen-unknown",
+      "no dnf on this host to tell the packages installed on purpose\n",
+      rpm,
+    ),
+  };
+  assert.deepEqual(declared(live, "chosen"), ["bash", "glibc"]);
+  assert.deepEqual(
+    packages.snapshotLeftOut!(live, { ...DEFAULT_SNAPSHOT_OPTIONS, packages: "chosen" }),
+    {
+      count: 0,
+      unknown: "no dnf on this host to tell the packages installed on purpose",
+    },
+  );
+});
