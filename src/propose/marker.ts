@@ -1,7 +1,6 @@
 import * as z from "zod";
 import { DOMAIN_NAMES } from "../domains/registry.js";
 import { branchIdentity, ticketId } from "./branch.js";
-import type { JsonValue } from "../domains/domain.js";
 import type { DriftItem } from "../report/schema.js";
 import { hash } from "./group.js";
 
@@ -50,7 +49,7 @@ export type PullMarker = z.infer<typeof PullMarker>;
 
 /** An item on a node as an accept PR's marker lists it: what closing the PR rejects. */
 export const carriedItem = (node: string, item: DriftItem): string =>
-  hash(JSON.stringify([node, item.domain, item.key, item.live as JsonValue]), 16);
+  hash(JSON.stringify([node, item.domain, item.key, item.live]), 16);
 
 /** The items an accept PR's marker lists, sorted; undefined when the list would be too long. */
 export function markerItems(items: readonly string[]): string[] | undefined {
