@@ -56,12 +56,12 @@ const ADOPT_FLAGS = {
   files: checkedFlag(
     "PATH,…",
     "declare these config files on every host at their live contents, mode, owner and group (a secret or root-only file by its sha256), factored into layers like every other value",
-    (given) => listOf("files", given, (path) => ({ files: [{ path }] })),
+    (given) => listOf("--files", given, (path) => ({ files: [{ path }] })),
   ),
   units: checkedFlag(
     "UNIT,…",
     "declare these systemd units on every host at their live state, unit file and drop-ins, factored into layers",
-    (given) => listOf("units", given, (name) => ({ systemd: { units: [{ name }] } })),
+    (given) => listOf("--units", given, (name) => ({ systemd: { units: [{ name }] } })),
   ),
 };
 
@@ -71,9 +71,7 @@ function listOf(flag: string, given: string, declared: (item: string) => object)
   for (const item of items) {
     const checked = NodeSpec.safeParse(declared(item));
     if (!checked.success)
-      throw new UsageError(
-        `--${flag}: ${JSON.stringify(item)}: ${checked.error.issues[0]!.message}`,
-      );
+      throw new UsageError(`${flag}: ${JSON.stringify(item)}: ${checked.error.issues[0]!.message}`);
   }
   return items;
 }

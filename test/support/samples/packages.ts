@@ -4,7 +4,13 @@ import type { DomainSample } from "./domain-sample.js";
 import type { packages } from "../../../src/domains/packages/index.js";
 
 export const sample: DomainSample<typeof packages> = {
-  reads: ["/var/lib/dpkg", "/lib/apk", "/var/lib/rpm", "/usr/lib/sysimage/rpm"],
+  reads: [
+    "/var/lib/dpkg",
+    "/var/lib/apt/extended_states",
+    "/lib/apk",
+    "/var/lib/rpm",
+    "/usr/lib/sysimage/rpm",
+  ],
   declared: { bash: "*", toString: "1.0", openssl: "absent" },
   bench: {
     declared: { bash: "*" },
