@@ -1,0 +1,264 @@
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, test } from "node:test";
+import { execa } from "execa";
+import { accounts, AccountsDeclared } from "../../../src/domains/accounts/index.js";
+import type { AccountsLive } from "../../../src/domains/accounts/parse.js";
+import { ProbeParseError } from "../../../src/errors.js";
+import { parseContext } from "../../../src/probe/script.js";
+import { scratchTrees } from "../../support/tree.js";
+import { FIXTURE_NONCE, liveFrom } from "./fixtures.js";
+import { NOBODY, runProbe } from "./live-probe.js";
+
+const trees = scratchTrees();
+const keyDir = mkdtempSync(path.join(tmpdir(), "qm-accounts-keys-"));
+after(() => rmSync(keyDir, { recursive: true, force: true }));
+
+/** A new key pair's public line and its fingerprint as `ssh-keygen -lf` prints it (the oracle). */
+async function newKey(type: string, comment: string): Promise<{ line: string; print: string }> {
+  const file = path.join(keyDir, `${type}-${comment}`);
+  await execa("ssh-keygen", ["-q", "-t", type, "-N", "", "-C", comment, "-f", file]);
+  const { stdout } = await execa("ssh-keygen", ["-lf", `${file}.pub`]);
+  return { line: readFileSync(`${file}.pub`, "utf8"), print: stdout.split(" ")[1]! };
+}
+
+const PASSWD = [
+  "root:x:0:0:root:/root:/bin/bash",
+  "daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin",
+  "sync:x:4:65534:sync:/bin:/bin/sync",
+  "alice:x:1000:1000:Alice,,,:/home/alice:/bin/bash",
+  "svc:x:999:999::/var/lib/svc:/usr/sbin/nologin",
+  "",
+].join("\n");
+const GROUP = [
+  "root:x:0:",
+  "sudo:x:27:alice",
+  "docker:x:998:alice,svc",
+  "alice:x:1000:",
+  "svc:x:999:",
+  "",
+].join("\n");
+const SUDOERS = [
+  "# comment <b>markup</b>",
+  "Defaults\tenv_reset",
+  "root\tALL=(ALL:ALL) ALL",
+  "%sudo   ALL=(ALL:ALL) ALL",
+  "#1000 ALL=(ALL) /usr/bin/true # a trailing comment",
+  "@include sudoers.local",
+  "#includedir /etc/sudoers.d",
+  "",
+].join("\n");
+
+/** A host's tree: passwd, group, sudoers with its includes, alice's authorized keys. */
+async function hostTree(extra: Record<string, string> = {}) {
+  return trees({
+    "etc/passwd": PASSWD,
+    "etc/group": GROUP,
+    "etc/sudoers": SUDOERS,
+    "etc/sudoers.local": "alice ALL=(root) \\\n  NOPASSWD: /usr/bin/apt\n",
+    "etc/sudoers.d/10-ops": "%docker ALL=(ALL) /usr/bin/docker\n",
+    "etc/sudoers.d/README.txt": "nobody ALL=(ALL) ALL\n",
+    "etc/sudoers.d/20-old~": "nobody ALL=(ALL) ALL\n",
+    ...extra,
+  });
+}
+
+const DECLARED: AccountsDeclared = {
+  users: {
+    root: { uid: 0, group: "root", shell: "/bin/bash", home: "/root", groups: [] },
+    alice: {
+      uid: 1000,
+      group: "alice",
+      shell: "/bin/bash",
+      home: "/home/alice",
+      groups: ["docker", "sudo"],
+    },
+  },
+  groups: { sudo: ["alice"] },
+  sudo: [
+    "Defaults env_reset",
+    "root ALL=(ALL:ALL) ALL",
+    "%sudo ALL=(ALL:ALL) ALL",
+    "#1000 ALL=(ALL) /usr/bin/true",
+    "alice ALL=(root) NOPASSWD: /usr/bin/apt",
+    "%docker ALL=(ALL) /usr/bin/docker",
+  ],
+};
+
+test("the probe reads passwd, group and sudoers as sudo does: includes, a folder's files but those with `.` or `~`, continuations, comments", async () => {
+  const dir = await hostTree();
+  const { live } = await runProbe<AccountsLive>(accounts, DECLARED, { root: { dir } });
+  assert.deepEqual(
+    [...live!.users!].map(([name, u]) => [name, u.uid, u.shell]),
+    [
+      ["root", 0, "/bin/bash"],
+      ["alice", 1000, "/bin/bash"],
+      // sync's shell runs no session; daemon and svc have nologin: not sent.
+    ],
+  );
+  assert.deepEqual(
+    live!.sudo!.map((e) => `${e.file}:${e.line} ${e.rule}`),
+    [
+      "/etc/sudoers:2 Defaults env_reset",
+      "/etc/sudoers:3 root ALL=(ALL:ALL) ALL",
+      "/etc/sudoers:4 %sudo ALL=(ALL:ALL) ALL",
+      "/etc/sudoers:5 #1000 ALL=(ALL) /usr/bin/true",
+      "/etc/sudoers.local:1 alice ALL=(root) NOPASSWD: /usr/bin/apt",
+      "/etc/sudoers.d/10-ops:1 %docker ALL=(ALL) /usr/bin/docker",
+    ],
+  );
+  assert.deepEqual(accounts.compare(DECLARED, live!), []);
+});
+
+test("an undeclared login user, a user put in the sudo group and a sudoers.d line are drift, with the file and line", async () => {
+  const dir = await hostTree({
+    "etc/passwd": `${PASSWD}intruder:x:1001:1001:<b>x</b> ##[warning]hi:/home/intruder:/bin/bash\n`,
+    "etc/group": GROUP.replace("sudo:x:27:alice", "sudo:x:27:alice,svc").concat(
+      "intruder:x:1001:\n",
+    ),
+    "etc/sudoers.d/90-x": "# ::error::hi\nintruder ALL=(ALL) NOPASSWD: ALL\n",
+  });
+  const { live } = await runProbe<AccountsLive>(accounts, DECLARED, { root: { dir } });
+  assert.deepEqual(accounts.compare(DECLARED, live!), [
+    {
+      key: "user:intruder",
+      declared: null,
+      live: {
+        uid: 1001,
+        group: "intruder",
+        shell: "/bin/bash",
+        home: "/home/intruder",
+        groups: [],
+      },
+      path: ["accounts", "users", "intruder"],
+      detail: "login shell /bin/bash, uid 1001",
+    },
+    {
+      key: "group:sudo",
+      declared: ["alice"],
+      live: ["alice", "svc"],
+      path: ["accounts", "groups", "sudo"],
+      detail: "added svc",
+    },
+    {
+      key: "sudo:intruder ALL=(ALL) NOPASSWD: ALL",
+      declared: null,
+      live: "intruder ALL=(ALL) NOPASSWD: ALL",
+      path: ["accounts", "sudo"],
+      detail: "at /etc/sudoers.d/90-x:2",
+    },
+  ]);
+});
+
+test("authorized keys are read as fingerprints, equal to ssh-keygen's; an appended key is drift showing its fingerprint", async () => {
+  const ed = await newKey("ed25519", "alice@laptop");
+  const rsa = await newKey("rsa", "alice@old");
+  const added = await newKey("ecdsa", "intruder");
+  const dir = await hostTree({
+    "home/alice/.ssh/authorized_keys": `# keys\n${ed.line}command="echo hi",no-pty ${rsa.line}`,
+  });
+  const declared: AccountsDeclared = {
+    users: { alice: { authorized_keys: [ed.print, rsa.print] } },
+  };
+  const clean = await runProbe<AccountsLive>(accounts, declared, { root: { dir } });
+  assert.deepEqual(clean.live!.keys.get("alice"), [ed.print, rsa.print].sort());
+  // Only key blobs leave the host: never a comment or an option.
+  assert.doesNotMatch(clean.stdout, /laptop|echo hi/);
+  assert.deepEqual(
+    accounts.compare(declared, clean.live!).filter((f) => f.key !== "user:root"),
+    [],
+  );
+
+  const appended = await hostTree({
+    "home/alice/.ssh/authorized_keys": `${ed.line}${rsa.line}${added.line}`,
+  });
+  const { live } = await runProbe<AccountsLive>(accounts, declared, { root: { dir: appended } });
+  const [finding] = accounts.compare(declared, live!).filter((f) => f.key.startsWith("user:alice"));
+  assert.deepEqual(finding, {
+    key: "user:alice:authorized_keys",
+    declared: [ed.print, rsa.print],
+    live: [ed.print, rsa.print, added.print].sort(),
+    path: ["accounts", "users", "alice", "authorized_keys"],
+    detail: `added ${added.print}`,
+  });
+});
+
+test("as a user who may not read them, sudoers and another user's keys are unknown with the reason, never drift", async () => {
+  const dir = await hostTree({ "home/alice/.ssh/authorized_keys": "" });
+  await execa("chmod", ["0440", path.join(dir, "etc/sudoers")]);
+  await execa("chmod", ["0700", path.join(dir, "home/alice")]);
+  await execa("chmod", ["a+rx", dir, path.join(dir, "etc"), path.join(dir, "home")]);
+  const declared: AccountsDeclared = { ...DECLARED, users: { alice: { authorized_keys: [] } } };
+  const { live } = await runProbe<AccountsLive>(accounts, declared, {
+    root: { dir },
+    command: NOBODY,
+  });
+  assert.deepEqual(live!.unknown, [
+    "sudo rights: /etc/sudoers is not readable by the audit user (audit with ssh.become: sudo)",
+    "authorized keys of alice: /home/alice/.ssh/authorized_keys is not readable by the audit user (audit with ssh.become: sudo)",
+  ]);
+  // root, undeclared, can log in: the allow-list still holds where passwd is read.
+  assert.deepEqual(
+    accounts.compare(declared, live!).map((f) => f.key),
+    ["user:root"],
+  );
+});
+
+test("the captured fixtures: root reads sudoers; another user is told it may not", () => {
+  const root = liveFrom(accounts, "debian12-root.txt") as AccountsLive;
+  assert.ok(root.users!.has("root"));
+  assert.deepEqual(root.unknown, []);
+  assert.ok(
+    root.sudo!.some((e) => e.rule === "%sudo ALL=(ALL:ALL) ALL" && e.file === "/etc/sudoers"),
+  );
+  const snapshot = accounts.snapshot(root)!;
+  assert.equal(snapshot.users!.root!.shell, "/bin/bash");
+  assert.deepEqual(Object.keys(snapshot.groups ?? {}), ["sudo"]);
+  assert.deepEqual(accounts.compare(snapshot, root), []);
+  const nonroot = liveFrom(accounts, "debian12-nonroot.txt") as AccountsLive;
+  assert.equal(nonroot.sudo, undefined);
+  assert.match(nonroot.unknown[0]!, /^sudo rights: \/etc\/sudoers is not readable/);
+  assert.match(nonroot.unknown[1]!, /^authorized keys of root: /);
+});
+
+test("accept round-trips: the accepted declaration compares clean", async () => {
+  const dir = await hostTree({
+    "etc/passwd": `${PASSWD}intruder:x:1001:1001::/home/intruder:/bin/bash\n`,
+    "etc/sudoers.d/90-x": "intruder ALL=(ALL) NOPASSWD: ALL\n",
+  });
+  const declared: AccountsDeclared = {
+    ...DECLARED,
+    sudo: [...DECLARED.sudo!, "gone ALL=(ALL) ALL"],
+  };
+  const { live } = await runProbe<AccountsLive>(accounts, declared, { root: { dir } });
+  const findings = accounts.compare(declared, live!);
+  assert.equal(findings.length, 3);
+  const accepted = findings.reduce((d, f) => accounts.accept!(d, f)!, declared);
+  assert.deepEqual(accounts.compare(AccountsDeclared.parse(accepted), live!), []);
+});
+
+test("the schema refuses what no host holds, with words", () => {
+  const issues = AccountsDeclared.safeParse({
+    users: { "bad name": {}, bob: { authorized_keys: ["ssh-ed25519 AAAA"], shell: "bash" } },
+    sudo: ["a\nb"],
+  }).error!.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
+  assert.deepEqual(issues.sort(), [
+    "sudo.0: one sudoers entry on one line",
+    "users.bad name: bad name: a user or group name (letters, digits, _ . -, at most 32)",
+    'users.bob.authorized_keys.0: a key fingerprint like "SHA256:" and 43 base64 characters',
+    "users.bob.shell: an absolute path without : or a newline",
+  ]);
+});
+
+test("broken output is a ProbeParseError", () => {
+  const ctx = parseContext(FIXTURE_NONCE);
+  for (const text of [
+    `\n${FIXTURE_NONCE} mark passwd\nP broken\n`,
+    `\n${FIXTURE_NONCE} mark sudoers\nL 1 rule before any file\n`,
+    `\n${FIXTURE_NONCE} mark keys\nk ssh-ed25519 AAAA /not/asked\n`,
+    `\n${FIXTURE_NONCE} mark other\n`,
+  ])
+    assert.throws(() => accounts.parse(text, ctx), ProbeParseError, text);
+});
