@@ -119,7 +119,8 @@ export const accounts: Domain<AccountsDeclared, AccountsLive, "accounts"> = {
     return `${key} on ${hosts} differs from its declaration in accounts.`;
   },
   declaredWords(item) {
-    return item.declared === null ? "not declared" : undefined;
+    if (item.declared !== null) return undefined;
+    return typeof item.live === "string" ? "not in accounts.sudo" : "not in accounts.users";
   },
   probe(declared, ctx) {
     if (!declared)
@@ -198,7 +199,7 @@ export const accounts: Domain<AccountsDeclared, AccountsLive, "accounts"> = {
           findings.push({
             key: OTHER_LOGIN_USERS,
             declared: null,
-            live: `${rest} more`,
+            live: rest,
             path: pathIn(this, "users"),
             detail: `${rest} more users with a login shell than the probe sends`,
           });

@@ -4,10 +4,10 @@ import { LINKED_COMPONENT } from "../no-follow.js";
 // The accounts probe: one awk over /etc/passwd and /etc/group; when sudo rights are declared, one
 // awk following sudoers' includes as sudo does; when authorized keys are declared, one awk finding
 // the users' homes and one reading their authorized_keys. Every part is filtered and bounded on the
-// host: a passwd of 100,000 login users sends 500 of them and a count.
+// host: a passwd of 100,000 login users sends 400 of them and a count.
 
-/** Login users not declared that the probe sends at most; the rest it counts. */
-export const MAX_LOGIN_USERS = 500;
+/** Login users not declared that the probe sends at most; the rest it counts (the item counting them stays within the audit's 500 items a domain lists per node). */
+export const MAX_LOGIN_USERS = 400;
 const MAX_GROUPS = 1000;
 const MAX_SUDO_LINES = 20_000;
 const MAX_DIR_FILES = 1000;

@@ -262,3 +262,98 @@ test("broken output is a ProbeParseError", () => {
   ])
     assert.throws(() => accounts.parse(text, ctx), ProbeParseError, text);
 });
+
+test("includes as sudo resolves them: quoted and escaped paths, a file including itself, more than 128 levels", async () => {
+  const deep = Object.fromEntries(
+    Array.from({ length: 130 }, (_, i) => [`etc/deep/${i}`, `@include ${i + 1}\n`]),
+  );
+  const dir = await hostTree({
+    "etc/sudoers": [
+      "Defaults env_reset",
+      '@include "/etc/with space"',
+      "#include /etc/escaped\\ name",
+      "@include loop",
+      "",
+    ].join("\n"),
+    "etc/with space": "a ALL=(ALL) ALL\n",
+    "etc/escaped name": "b ALL=(ALL) ALL\n",
+    "etc/loop": "@include loop\n",
+  });
+  const { live } = await runProbe<AccountsLive>(accounts, { sudo: [] }, { root: { dir } });
+  assert.deepEqual(live!.unknown, ["sudo rights: /etc/loop includes itself"]);
+  assert.equal(live!.sudo, undefined, "a sudoers sudo itself refuses is never compared");
+
+  const nested = await hostTree({ "etc/sudoers": "@include deep/0\n", ...deep });
+  const deeper = await runProbe<AccountsLive>(accounts, { sudo: [] }, { root: { dir: nested } });
+  assert.deepEqual(deeper.live!.unknown, [
+    "sudo rights: more than 128 nested includes at /etc/deep/127",
+  ]);
+
+  const fine = await hostTree({
+    "etc/sudoers": 'Defaults env_reset\n@include "/etc/with space"\n#include /etc/escaped\\ name\n',
+    "etc/with space": "a ALL=(ALL) ALL\n",
+    "etc/escaped name": "b ALL=(ALL) ALL\n",
+  });
+  const read = await runProbe<AccountsLive>(accounts, { sudo: [] }, { root: { dir: fine } });
+  assert.deepEqual(
+    read.live!.sudo!.map((e) => `${e.file}:${e.line} ${e.rule}`),
+    [
+      "/etc/sudoers:1 Defaults env_reset",
+      "/etc/with space:1 a ALL=(ALL) ALL",
+      "/etc/escaped name:1 b ALL=(ALL) ALL",
+    ],
+  );
+});
+
+test("a passwd of 100,000 login users: 400 are sent, the rest counted in one item", async () => {
+  const many = Array.from(
+    { length: 100_000 },
+    (_, i) => `u${i}:x:${10_000 + i}:100:<script>##[error]x</script>:/home/u${i}:/bin/bash`,
+  ).join("\n");
+  const dir = await hostTree({ "etc/passwd": `${PASSWD}${many}\n` });
+  const { live, stdout } = await runProbe<AccountsLive>(
+    accounts,
+    { users: { alice: {} } },
+    { root: { dir } },
+  );
+  assert.ok(stdout.length < 100_000, `${stdout.length} bytes sent`);
+  assert.doesNotMatch(stdout, /script/, "GECOS never leaves the host");
+  const findings = accounts.compare({ users: { alice: {} } }, live!);
+  assert.equal(findings.length, 400 + 1);
+  assert.deepEqual(findings.at(-1), {
+    key: "other login users",
+    declared: null,
+    live: 99_601,
+    path: ["accounts", "users"],
+    detail: "99601 more users with a login shell than the probe sends",
+  });
+});
+
+test("cause: /etc/passwd or /etc/group changed since the last audit is the edit; unchanged since says nothing", () => {
+  const since = Date.parse("2026-01-02T00:00:00Z");
+  const record = {
+    owned: new Map(),
+    digest: new Map(),
+    stat: new Map([
+      ["/etc/passwd", { mtime: since + 60_000, owner: "root" }],
+      ["/etc/group", { mtime: since - 60_000, owner: "root" }],
+    ]),
+    packages: [],
+    conffiles: [],
+    apt: [],
+  };
+  const item = (key: string) => ({ key, declared: null, live: {}, path: ["accounts"] });
+  assert.deepEqual(accounts.records!({}), { files: ["/etc/passwd", "/etc/group"] });
+  assert.deepEqual(accounts.cause!(item("user:intruder"), record, { node: "web-01", since }), {
+    kind: "file-edit",
+    at: "2026-01-02T00:01:00Z",
+    evidence: "/etc/passwd modified at 2026-01-02T00:01:00Z, owner root, since the last audit",
+    group: "file-edit: web-01 /etc/passwd",
+  });
+  assert.equal(accounts.cause!(item("group:sudo"), record, { node: "web-01", since }), undefined);
+  assert.equal(accounts.cause!(item("user:intruder"), record, { node: "web-01" }), undefined);
+  assert.equal(
+    accounts.cause!(item("sudo:x ALL=(ALL) ALL"), record, { node: "web-01", since }),
+    undefined,
+  );
+});
