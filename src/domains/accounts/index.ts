@@ -4,6 +4,7 @@ import { pathIn, within, type Domain, type Finding } from "../domain.js";
 import { accountsCause, accountsRecords } from "./cause.js";
 import { FINGERPRINT } from "./keys.js";
 import { loginShell, parseAccounts, type AccountsLive, type LiveUser } from "./parse.js";
+import type { SudoEntry } from "./sudoers.js";
 import { accountsProbe } from "./probe.js";
 
 const NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}\$?$/;
@@ -78,6 +79,7 @@ function userValue(
   keys: boolean,
 ) {
   const fingerprints = live.keys.get(name);
+  // A gid no group the host sent names is shown as the number.
   return {
     uid: user.uid,
     group: byGid.get(user.gid) ?? String(user.gid),
@@ -97,6 +99,103 @@ function listChange(declared: readonly string[], live: readonly string[]): strin
   return [added.length && `added ${words(added)}`, removed.length && `removed ${words(removed)}`]
     .filter(Boolean)
     .join("; ");
+}
+
+/** A declared user against the host: missing, or each declared field that differs. */
+function compareUser(
+  name: string,
+  want: UserDeclared,
+  live: AccountsLive,
+  groups: Membership,
+): Finding[] {
+  const user = live.users?.get(name);
+  const path = pathIn(accounts, "users", name);
+  if (!user)
+    return [
+      {
+        key: `user:${name}`,
+        declared: want,
+        live: null,
+        path,
+        detail: "no such user in /etc/passwd",
+      },
+    ];
+  const value = userValue(name, user, live, groups, true);
+  return FIELDS.flatMap((field): Finding[] => {
+    const wanted = want[field];
+    const got = value[field];
+    if (wanted === undefined || got === undefined) return [];
+    const lists = Array.isArray(wanted) && Array.isArray(got);
+    if (lists ? sameSet(wanted, got) : wanted === got) return [];
+    return [
+      {
+        key: `user:${name}:${field}`,
+        declared: wanted,
+        live: got,
+        path: [...path, field],
+        ...(lists && { detail: listChange(wanted, got) }),
+      },
+    ];
+  });
+}
+
+/** The allow-list: every user who can log in and is not declared, and one item counting the rest. */
+function unauthorizedUsers(
+  declared: Record<string, UserDeclared>,
+  live: AccountsLive,
+  groups: Membership,
+): Finding[] {
+  const findings: Finding[] = [];
+  for (const [name, user] of live.users ?? []) {
+    if (Object.hasOwn(declared, name) || !loginShell(user.shell)) continue;
+    const among = groups.of.get(name);
+    findings.push({
+      key: `user:${name}`,
+      declared: null,
+      live: userValue(name, user, live, groups, false),
+      path: pathIn(accounts, "users", name),
+      detail: `login shell ${user.shell || "/bin/sh"}, uid ${user.uid}${among ? `, in ${among.join(", ")}` : ""}`,
+    });
+  }
+  const rest = live.moreLoginUsers;
+  if (rest > 0)
+    findings.push({
+      key: OTHER_LOGIN_USERS,
+      declared: null,
+      live: rest,
+      path: pathIn(accounts, "users"),
+      detail: `${rest} more users with a login shell than the probe sends`,
+    });
+  return findings;
+}
+
+/** Each entry sudo reads that is not declared (with where), and each declared entry it does not read. */
+function compareSudo(declared: readonly string[], live: readonly SudoEntry[]): Finding[] {
+  const wanted = new Set(declared.map(sudoRule));
+  const where = new Map<string, string[]>();
+  for (const entry of live)
+    where.set(entry.rule, [...(where.get(entry.rule) ?? []), `${entry.file}:${entry.line}`]);
+  const path = pathIn(accounts, "sudo");
+  return [
+    ...[...where]
+      .filter(([rule]) => !wanted.has(rule))
+      .map(([rule, places]) => ({
+        key: `sudo:${rule}`,
+        declared: null,
+        live: rule,
+        path,
+        detail: `at ${places.slice(0, 5).join(", ")}${places.length > 5 ? ", …" : ""}`,
+      })),
+    ...[...wanted]
+      .filter((rule) => !where.has(rule))
+      .map((rule) => ({
+        key: `sudo:${rule}`,
+        declared: rule,
+        live: null,
+        path,
+        detail: "in no sudoers file sudo reads",
+      })),
+  ];
 }
 
 export const accounts: Domain<AccountsDeclared, AccountsLive, "accounts"> = {
@@ -146,111 +245,25 @@ export const accounts: Domain<AccountsDeclared, AccountsLive, "accounts"> = {
   },
   compare(declared, live) {
     const findings: Finding[] = [];
-    const groups = membership(live);
     if (live.users) {
-      for (const [name, want] of entries(declared.users)) {
-        const user = live.users.get(name);
-        const path = pathIn(this, "users", name);
-        if (!user) {
-          findings.push({
-            key: `user:${name}`,
-            declared: want,
-            live: null,
-            path,
-            detail: "no such user in /etc/passwd",
-          });
-          continue;
-        }
-        const value = userValue(name, user, live, groups, true);
-        for (const field of FIELDS) {
-          const wanted = want[field];
-          if (wanted === undefined) continue;
-          if (field === "authorized_keys" && !live.keys.has(name)) continue;
-          const got = value[field];
-          if (got === undefined) continue;
-          const lists = Array.isArray(wanted) && Array.isArray(got);
-          if (lists ? sameSet(wanted, got) : wanted === got) continue;
-          // A group the host does not name: the user's gid is shown as it is.
-          findings.push({
-            key: `user:${name}:${field}`,
-            declared: wanted,
-            live: got,
-            path: [...path, field],
-            ...(lists && { detail: listChange(wanted, got) }),
-          });
-        }
-      }
-      // The allow-list: every other user who can log in.
-      if (declared.users) {
-        const unauthorized: Finding[] = [];
-        for (const [name, user] of live.users) {
-          if (Object.hasOwn(declared.users, name) || !loginShell(user.shell)) continue;
-          unauthorized.push({
-            key: `user:${name}`,
-            declared: null,
-            live: userValue(name, user, live, groups, false),
-            path: pathIn(this, "users", name),
-            detail: `login shell ${user.shell || "/bin/sh"}, uid ${user.uid}${groups.of.has(name) ? `, in ${groups.of.get(name)!.join(", ")}` : ""}`,
-          });
-        }
-        const rest = live.moreLoginUsers;
-        findings.push(...unauthorized);
-        if (rest > 0)
-          findings.push({
-            key: OTHER_LOGIN_USERS,
-            declared: null,
-            live: rest,
-            path: pathIn(this, "users"),
-            detail: `${rest} more users with a login shell than the probe sends`,
-          });
-      }
+      const groups = membership(live);
+      for (const [name, want] of entries(declared.users))
+        findings.push(...compareUser(name, want, live, groups));
+      if (declared.users) findings.push(...unauthorizedUsers(declared.users, live, groups));
       for (const [name, members] of entries(declared.groups)) {
         const group = live.groups?.get(name);
-        const path = pathIn(this, "groups", name);
-        if (!group) {
-          findings.push({
-            key: `group:${name}`,
-            declared: members,
-            live: null,
-            path,
-            detail: "no such group in /etc/group",
-          });
-          continue;
-        }
-        if (group.cut || sameSet(members, group.members)) continue;
+        // A group whose line the probe cut is not compared: its members are not all known.
+        if (group?.cut || (group && sameSet(members, group.members))) continue;
         findings.push({
           key: `group:${name}`,
           declared: members,
-          live: group.members,
-          path,
-          detail: listChange(members, group.members),
+          live: group?.members ?? null,
+          path: pathIn(accounts, "groups", name),
+          detail: group ? listChange(members, group.members) : "no such group in /etc/group",
         });
       }
     }
-    if (declared.sudo && live.sudo) {
-      const wanted = new Set(declared.sudo.map(sudoRule));
-      const where = new Map<string, string[]>();
-      for (const entry of live.sudo)
-        where.set(entry.rule, [...(where.get(entry.rule) ?? []), `${entry.file}:${entry.line}`]);
-      for (const [rule, places] of where)
-        if (!wanted.has(rule))
-          findings.push({
-            key: `sudo:${rule}`,
-            declared: null,
-            live: rule,
-            path: pathIn(this, "sudo"),
-            detail: `at ${places.slice(0, 5).join(", ")}${places.length > 5 ? ", …" : ""}`,
-          });
-      for (const rule of wanted)
-        if (!where.has(rule))
-          findings.push({
-            key: `sudo:${rule}`,
-            declared: rule,
-            live: null,
-            path: pathIn(this, "sudo"),
-            detail: "in no sudoers file sudo reads",
-          });
-    }
+    if (declared.sudo && live.sudo) findings.push(...compareSudo(declared.sudo, live.sudo));
     return findings;
   },
   records: accountsRecords,
