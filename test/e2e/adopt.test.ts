@@ -475,9 +475,10 @@ describe("adopt a three-role fleet whose ssh settings are shared", () => {
     for (const [rel, text] of files) {
       if (rel === "known_hosts") continue;
       assert.doesNotMatch(text, /\bprod\b|identity_file/, rel);
-      // Nothing of the adopting machine: its tmp dirs, its home, the test hosts' folder.
+      // Nothing of the adopting machine: its tmp dirs, its home, the test hosts' folder; nothing
+      // inside them (the hosts' own root user has the adopting machine's home, /root, as a value).
       for (const local of [dir, os.tmpdir(), os.homedir(), fleet.dir])
-        assert.ok(!text.includes(local), `${rel} names ${local}`);
+        assert.ok(!text.includes(`${local}/`), `${rel} names a path in ${local}`);
     }
     // A node holding nothing of its own has only its groups: web-04's extra port is its own.
     for (const name of ["web-01", "web-03", "db-01", "db-02", "worker-01", "worker-02"]) {
