@@ -6,7 +6,7 @@ import v8 from "node:v8";
 import { auditFleet, shardOf, spoolFleet, type FleetRun, type Shard } from "../audit/fleet.js";
 import { defaultAuditSettings, type AuditSettings, type CauseRequest } from "../audit/node.js";
 import { splitPrints } from "../audit/cause/rollout.js";
-import { lastAuditOf, type AuditHistory } from "../report/history.js";
+import { annotateNode, lastAuditOf, type AuditHistory } from "../report/history.js";
 import type { DomainName } from "../domains/registry.js";
 import type { DriftContext } from "../drift/drift.js";
 import type { Fleet, LoadedNode } from "../manifest/load.js";
@@ -151,11 +151,20 @@ async function fleetRun(
   return { fleet, run, ...(connections && { connections }) };
 }
 
-/** Loads, selects, audits, the report whole in memory: shared by `diff` and `review`. */
-export async function runAudit(config: AuditOptions): Promise<{ fleet: Fleet; report: Report }> {
+/**
+ * Loads, selects, audits, the report whole in memory: shared by `diff` and `review`. With the
+ * audit history, each node's causes are read since its last audit and against what it declared
+ * then (a pending rollout), and its entry is annotated as a scheduled run's is.
+ */
+export async function runAudit(
+  config: AuditOptions,
+  history?: AuditHistory,
+): Promise<{ fleet: Fleet; report: Report }> {
   const { fleet, run, connections } = await fleetRun(config, undefined, {});
+  if (history) run.causeRequest = historyRequests(history, run.manifestRevision);
   const report = await auditFleet(run).finally(() => connections?.close());
   if (config.categories) report.categories = config.categories;
+  if (history) report.nodes = report.nodes.map((n) => annotateNode(n, history, report.startedAt));
   return { fleet, report };
 }
 
