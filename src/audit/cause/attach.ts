@@ -48,7 +48,8 @@ export interface CauseContext extends RecordContext {
 /**
  * The items with a cause each: a pending rollout first (the manifest moved, whatever the host
  * recorded), then one a domain found itself; a latent-only item (live as declared, a boot or
- * restart would change it) changed nothing yet, so it has none.
+ * restart would change it) changed nothing yet: its cause, where the domain reads one, is what put
+ * its coming value in place.
  */
 export function attachCauses(
   items: readonly DriftItem[],
@@ -60,7 +61,12 @@ export function attachCauses(
     ...(ctx.since !== undefined && { since: ctx.since }),
   };
   return items.map((item) => {
-    if (item.latentPolicy) return item;
+    if (item.latentPolicy) {
+      const latent =
+        item.latent &&
+        domainByName(item.domain)?.latentCause?.({ ...item, latent: item.latent }, record, known);
+      return latent ? { ...item, cause: boundedCause(timeChecked(latent)) } : item;
+    }
     const rollout = ctx.before && rolloutCause(item, ctx.before, ctx.revision ?? null);
     if (rollout) return { ...item, cause: rollout };
     const cause = item.cause ?? domainByName(item.domain)?.cause?.(item, record, known) ?? UNKNOWN;
