@@ -234,7 +234,11 @@ function historyRequests(
     };
     return {
       ...(last.at !== undefined && { since: last.at }),
-      history: { revision, ...before },
+      history: {
+        revision,
+        ...before,
+        seen: (fingerprint) => history.drift.get(fingerprint)?.node === node.name,
+      },
     };
   };
 }

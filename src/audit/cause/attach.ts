@@ -43,6 +43,20 @@ export interface CauseContext extends RecordContext {
   /** What the node's last audit declared, and the revision audited now: a rollout's evidence. */
   before?: DeclaredBefore;
   revision?: string | null;
+  /** Whether the node's last audit saw this drift fingerprint (the same live value). */
+  seen?: (fingerprint: string) => boolean;
+}
+
+/**
+ * A runtime write is a change since the node's last audit: a live value that audit saw already
+ * changed before it, and what wrote it is no longer told apart.
+ */
+function sinceLastAudit(cause: Cause, item: DriftItem, ctx: CauseContext): Cause {
+  if (cause.kind !== "runtime" || !ctx.seen?.(item.fingerprint)) return cause;
+  return {
+    kind: "unknown",
+    evidence: `the live value is the one this node's last audit${ctx.since === undefined ? "" : ` at ${new Date(ctx.since).toISOString()}`} saw: it changed before then`,
+  };
 }
 
 /**
@@ -70,6 +84,6 @@ export function attachCauses(
     const rollout = ctx.before && rolloutCause(item, ctx.before, ctx.revision ?? null);
     if (rollout) return { ...item, cause: rollout };
     const cause = item.cause ?? domainByName(item.domain)?.cause?.(item, record, known) ?? UNKNOWN;
-    return { ...item, cause: boundedCause(timeChecked(cause)) };
+    return { ...item, cause: boundedCause(timeChecked(sinceLastAudit(cause, item, ctx))) };
   });
 }
