@@ -112,6 +112,26 @@ describe("latent drift from audit to pull request", () => {
       markdown.stdout,
     );
 
+    // The fleet page shows them apart from drift: what the next boot changes, node by node.
+    const page = await runCli(["report", "--report", file, "--format", "html"]);
+    assert.match(page.stdout, /, 0 drift, .*, 2 latent;/);
+    assert.match(
+      page.stdout,
+      /<h2>What the next reboot or restart changes \(<span id="latent-count">2<\/span>\)<\/h2>/,
+    );
+    assert.ok(
+      page.stdout.includes(
+        `<td>reboot</td><td>kernel <code>kernel_version</code></td><td>the next boot runs <code>${NEWER}</code>, installed by <code>apt-get (alice)</code> (<code>${NEWER} installed</code>): declare it, or remove it before rebooting</td></tr>`,
+      ),
+      page.stdout,
+    );
+    assert.ok(
+      page.stdout.includes(
+        `<tr data-node="${SYSCTL_HOST}" data-after="reboot"><td><a href="#node-${SYSCTL_HOST}"><code>${SYSCTL_HOST}</code></a></td><td>reboot</td><td>sysctl <code>net.ipv4.tcp_fin_timeout</code></td><td>the next boot sets <code>net.ipv4.tcp_fin_timeout</code> to <code>15</code>, as <code>${PERSISTED}&#58;2</code> says`,
+      ),
+      page.stdout,
+    );
+
     await run.propose(["--report", file]);
     const pulls = forge.double.pulls().filter((p) => p.state === "open");
     assertNoSelfChange(pulls);
