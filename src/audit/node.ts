@@ -136,6 +136,8 @@ export interface CauseRequest {
   history?: {
     before?: DeclaredBefore;
     revision: string | null;
+    /** When that revision was committed. */
+    revisionAt?: string;
     /** Whether the history holds this drift fingerprint of the node: its last audit saw it. */
     seen?: (fingerprint: string) => boolean;
   };

@@ -43,6 +43,8 @@ export interface CauseContext extends RecordContext {
   /** What the node's last audit declared, and the revision audited now: a rollout's evidence. */
   before?: DeclaredBefore;
   revision?: string | null;
+  /** When the revision audited now was committed. */
+  revisionAt?: string;
   /** Whether the node's last audit saw this drift fingerprint (the same live value). */
   seen?: (fingerprint: string) => boolean;
 }
@@ -81,7 +83,8 @@ export function attachCauses(
         domainByName(item.domain)?.latentCause?.({ ...item, latent: item.latent }, record, known);
       return latent ? { ...item, cause: boundedCause(timeChecked(latent)) } : item;
     }
-    const rollout = ctx.before && rolloutCause(item, ctx.before, ctx.revision ?? null);
+    const rollout =
+      ctx.before && rolloutCause(item, ctx.before, ctx.revision ?? null, ctx.revisionAt);
     if (rollout) return { ...item, cause: rollout };
     const cause = item.cause ?? domainByName(item.domain)?.cause?.(item, record, known) ?? UNKNOWN;
     return { ...item, cause: boundedCause(timeChecked(sinceLastAudit(cause, item, ctx))) };
