@@ -12,6 +12,7 @@ import {
   type Quote,
 } from "./latent-words.js";
 import { files } from "./files/index.js";
+import { firewall } from "./firewall/index.js";
 import { ioScheduler } from "./io_scheduler/index.js";
 import { kernel } from "./kernel/index.js";
 import { kernelModules } from "./kernel_modules/index.js";
@@ -31,6 +32,7 @@ const REGISTERED = [
   files,
   systemd,
   kernelModules,
+  firewall,
 ] as const;
 
 /** The names of `domains`, in their order, each typed as its domain's name literal. */
