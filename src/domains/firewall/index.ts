@@ -46,27 +46,17 @@ export function chainDeclared(chain: Chain): DeclaredChain {
   };
 }
 
-/** Builds an object from host-named entries: `__proto__` stays a name. */
-function mapOf<V>(entries: Iterable<[string, V]>): Record<string, V> {
-  const out: Record<string, V> = {};
-  for (const [key, v] of entries)
-    Object.defineProperty(out, key, {
-      value: v,
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
-  return out;
-}
-
+// Object.fromEntries defines each key, so a host's `__proto__` stays a table, chain or set name.
 export function rulesetDeclared(ruleset: Ruleset): FirewallDeclared {
-  return mapOf(
+  return Object.fromEntries(
     [...ruleset].map(([name, table]): [string, DeclaredTable] => {
       const declared: DeclaredTable = {};
       if (table.chains.size)
-        declared.chains = mapOf([...table.chains].map(([c, chain]) => [c, chainDeclared(chain)]));
+        declared.chains = Object.fromEntries(
+          [...table.chains].map(([c, chain]) => [c, chainDeclared(chain)]),
+        );
       if (table.sets.size)
-        declared.sets = mapOf([...table.sets].map(([s, elems]) => [s, [...elems]]));
+        declared.sets = Object.fromEntries([...table.sets].map(([s, elems]) => [s, [...elems]]));
       return [name, declared];
     }),
   );
