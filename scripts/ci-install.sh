@@ -10,7 +10,7 @@
 # Idempotent and quiet: does nothing when everything is already installed.
 set -eu
 
-packages="openssh-server iproute2 procps sudo git rpm systemd dbus-daemon util-linux python3-yaml busybox-static ansible chromium qemu-system-x86 kmod strace"
+packages="openssh-server iproute2 procps sudo git rpm systemd dbus-daemon util-linux python3-yaml busybox-static ansible chromium qemu-system-x86 kmod strace nftables iptables"
 # test/support/vm.ts reads it from here.
 vm_kernel_dir=/var/cache/quartermaster-test-vm
 

@@ -13,6 +13,7 @@ import {
 } from "./latent-words.js";
 import { accounts } from "./accounts/index.js";
 import { files } from "./files/index.js";
+import { firewall } from "./firewall/index.js";
 import { ioScheduler } from "./io_scheduler/index.js";
 import { kernel } from "./kernel/index.js";
 import { kernelModules } from "./kernel_modules/index.js";
@@ -32,6 +33,7 @@ const REGISTERED = [
   files,
   systemd,
   kernelModules,
+  firewall,
   accounts,
 ] as const;
 

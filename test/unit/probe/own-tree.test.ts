@@ -17,7 +17,10 @@ import { rooted } from "../domains/live-probe.js";
 // outside it.
 
 const BIN_DIRS = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"];
-/** What the tools read for themselves, not for the section: loader, locale, stat's SELinux check, grep's and ss's own. */
+/**
+ * What the tools read for themselves, not for the section: loader, locale, stat's SELinux check,
+ * grep's and ss's own, nft's symbolic names (iproute2's tables, connlabel.conf) and its random seed.
+ */
 const TOOLS_OWN = [
   "/etc/ld.so.",
   "/lib/x86_64-linux-gnu/",
@@ -33,6 +36,9 @@ const TOOLS_OWN = [
   "/etc/nsswitch.conf",
   "/proc/mounts",
   "/sys/fs/cgroup/unified",
+  "/etc/iproute2/",
+  "/etc/connlabel.conf",
+  "/dev/urandom",
 ];
 
 /**

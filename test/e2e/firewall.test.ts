@@ -1,0 +1,150 @@
+// The firewall on a real sshd test host (its own network namespace, so its own nftables ruleset),
+// through the real CLI: a rule added at runtime during an "incident" is drift in nft's words and
+// gone at reboot; once the rules file says it and is reloaded, the next audit sees it persisted;
+// accepting it by PR (propose against the git server and the GitHub double, the PR merged) and
+// auditing again is clean. Without root the domain is unknown, with its reason. Needs root.
+import assert from "node:assert/strict";
+import { after, describe, it } from "node:test";
+import { runCli } from "../support/cli.js";
+import { suiteForge } from "../support/forge.js";
+import { AUDIT_USER, startFleet, type TestFleet } from "../support/hosts.js";
+import { scheduledRun } from "../support/scheduled-run.js";
+
+const TOKEN = "ghs_firewall";
+const M = "fleet-manifests";
+const HOST = "fw-01";
+const RULES_FILE = "/etc/nftables.conf";
+const RULES = ["ct state established,related accept", 'iifname "lo" accept', "tcp dport 22 accept"];
+const INCIDENT = "tcp dport 8080 accept";
+const rulesFile = (rules: readonly string[]) =>
+  `flush ruleset\ntable inet filter {\n  chain input {\n    type filter hook input priority 0; policy drop;\n${rules.map((r) => `    ${r}\n`).join("")}  }\n}\n`;
+const declaration = [
+  "networking:",
+  "  firewall:",
+  "    inet filter:",
+  "      chains:",
+  "        input:",
+  "          hook: type filter hook input priority 0",
+  "          policy: drop",
+  "          rules:",
+  ...RULES.map((r) => `            - '${r}'`),
+  "",
+].join("\n");
+
+let fleet: TestFleet;
+const forge = suiteForge({
+  token: TOKEN,
+  workPrefix: "qm-firewall-",
+  files: {
+    "README.md": "Fleet manifests.\n",
+    // A rule persisted in the rules file is accepted; one added at runtime is a ticket.
+    [`${M}/fleet.yaml`]:
+      "policy:\n  firewall:\n    on_drift: { persisted: accept, otherwise: ticket }\n",
+    [`${M}/nodes/${HOST}.yaml`]: `host: ${HOST}\nssh:\n  become: sudo\n${declaration}`,
+    [`${M}/nodes/${HOST}-user.yaml`]: `host: ${HOST}\n${declaration}`,
+  },
+  setup: async () => {
+    fleet = await startFleet(
+      [
+        {
+          name: HOST,
+          files: {
+            "/etc/sudoers.d/qm-audit": {
+              contents: `${AUDIT_USER} ALL=(root) NOPASSWD: /bin/sh\n`,
+              mode: "0440",
+            },
+            [RULES_FILE]: { contents: rulesFile(RULES) },
+            "/etc/systemd/system/sysinit.target.wants/nftables.service": { contents: "" },
+          },
+        },
+      ],
+      { prefix: "qmfw" },
+    );
+    await fleet.exec(HOST, `nft -f ${RULES_FILE}`);
+  },
+});
+
+after(async () => {
+  await fleet?.stop();
+});
+
+const run = scheduledRun(forge, () => fleet.sshConfig);
+const node = (report: { nodes: { name: string }[] }, name: string) =>
+  report.nodes.find((n) => n.name === name) as unknown as {
+    status: string;
+    drift: {
+      key: string;
+      declared: unknown;
+      live: unknown;
+      latent?: unknown;
+      cause?: { kind: string; evidence: string };
+    }[];
+    unknown?: { domain: string; reason: string }[];
+  };
+
+describe("firewall on a real host", () => {
+  it("a clean ruleset audits clean as root; without root the domain is unknown with its reason", async () => {
+    const { report } = await run.audit("run-1", 0);
+    assert.deepEqual(node(report, HOST).drift, []);
+    assert.equal(node(report, HOST).status, "clean");
+    assert.deepEqual(node(report, `${HOST}-user`).drift, []);
+    assert.deepEqual(node(report, `${HOST}-user`).unknown, [
+      {
+        domain: "firewall",
+        reason:
+          "nft could not list the ruleset: listing it needs root (declare ssh: { become: sudo } for this node)",
+      },
+    ]);
+  });
+
+  it("a rule added at runtime is drift in nft's words, gone at the next boot", async () => {
+    await fleet.exec(HOST, `nft add rule inet filter input ${INCIDENT}`);
+    const { file, report } = await run.audit("run-2", 1);
+    assert.deepEqual(
+      node(report, HOST).drift.map((d) => [d.key, d.declared, d.live, d.latent, d.cause?.kind]),
+      [
+        [
+          `inet filter input: ${INCIDENT}`,
+          null,
+          INCIDENT,
+          { after: "reboot", becomes: null, because: `${RULES_FILE} does not load it` },
+          "runtime",
+        ],
+      ],
+    );
+    const text = await runCli(["report", "--report", file, "--format", "text"]);
+    assert.ok(
+      text.stdout.includes(`the next boot drops inet filter input: ${INCIDENT}`),
+      text.stdout,
+    );
+  });
+
+  it("the rules file updated and reloaded: a persisted change; its accept PR merged, the next audit is clean", async () => {
+    await fleet.exec(
+      HOST,
+      `cat > ${RULES_FILE} <<'EOF'\n${rulesFile([...RULES, INCIDENT])}EOF\nnft -f ${RULES_FILE}`,
+    );
+    const { file, report } = await run.audit("run-3", 1);
+    const [item, ...more] = node(report, HOST).drift;
+    assert.deepEqual(more, []);
+    assert.deepEqual(
+      [item!.key, item!.latent, item!.cause?.kind],
+      [`inet filter input: ${INCIDENT}`, undefined, "persisted"],
+    );
+    assert.equal(item!.cause?.evidence, `${RULES_FILE} loads it`);
+    await run.propose(["--report", file]);
+    const open = forge.double.pulls().filter((p) => p.state === "open");
+    assert.equal(open.length, 1, JSON.stringify(open.map((p) => p.title)));
+    const files = await forge.changedFiles(open[0]!.head);
+    assert.deepEqual(files, [`${M}/nodes/${HOST}.yaml`]);
+    assert.ok(
+      (await forge.fileAt(open[0]!.head, `${M}/nodes/${HOST}.yaml`)).includes(
+        `            - ${INCIDENT}\n`,
+      ),
+    );
+    await forge.double.mergePull(open[0]!.number);
+    const { report: after } = await run.audit("run-4", 0);
+    assert.deepEqual(node(after, HOST).drift, []);
+    assert.equal(node(after, HOST).status, "clean");
+  });
+});

@@ -1,0 +1,323 @@
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { after, test } from "node:test";
+import { firewall, type FirewallDeclared } from "../../../src/domains/firewall/index.js";
+import type { FirewallLive } from "../../../src/domains/firewall/parse.js";
+import type { Finding } from "../../../src/domains/domain.js";
+import { ProbeParseError } from "../../../src/errors.js";
+import { parseContext } from "../../../src/probe/script.js";
+import { chain, nftJson, portRule, table } from "../../support/samples/firewall.js";
+import { scratchTrees } from "../../support/tree.js";
+import { FIXTURE_NONCE, fixture, liveFrom, section } from "./fixtures.js";
+import { NOBODY, runProbe } from "./live-probe.js";
+
+const trees = scratchTrees();
+const mark = (label: string) => `${FIXTURE_NONCE} mark ${label}`;
+const parse = (output: string) => firewall.parse(output, parseContext(FIXTURE_NONCE));
+const NOT_ENABLED = "boot-none nftables.service is not enabled: the next boot loads no rules";
+
+/** The declaration with every finding accepted, as an accept PR writes it, one after another. */
+const acceptAll = (declared: FirewallDeclared, findings: Finding[]) =>
+  findings.reduce((state, finding) => firewall.accept!(state, finding)!, declared);
+const drifted = (findings: Finding[]) =>
+  findings.filter((f) => JSON.stringify(f.declared) !== JSON.stringify(f.live));
+
+// Captured in a network namespace of a Debian 12 host (nft 1.0.6): the rules file below loaded,
+// then `nft add rule inet filter input tcp dport 8080 accept` during an "incident".
+const BOOT_RULES = [
+  "ct state established,related accept",
+  'iifname "lo" accept',
+  'tcp dport 22 accept comment "ssh in"',
+  "tcp dport { 80, 443 } counter accept",
+  "ip saddr @allowed accept",
+  'ip saddr 192.168.0.0/16 tcp dport 8080-8090 log prefix "x: " drop',
+  "meta l4proto icmp accept",
+];
+
+test("the ruleset in nft's words, and what the rules file loads at boot", () => {
+  const live = liveFrom(firewall, "debian12-runtime-rule.txt") as FirewallLive;
+  assert.deepEqual(firewall.snapshot(live), {
+    "inet filter": {
+      chains: {
+        input: {
+          hook: "type filter hook input priority 0",
+          policy: "drop",
+          rules: [...BOOT_RULES, "tcp dport 8080 accept"],
+        },
+        forward: { hook: "type filter hook forward priority 0", policy: "accept" },
+      },
+      sets: { allowed: ["10.0.0.1", "10.0.0.2"] },
+    },
+    "ip nat": {
+      chains: {
+        postrouting: {
+          hook: "type nat hook postrouting priority 100",
+          policy: "accept",
+          rules: ['oifname "eth0" masquerade'],
+        },
+      },
+    },
+  });
+  assert.equal(live.boot?.from, "/etc/nftables.conf");
+  assert.deepEqual(live.boot?.ruleset.get("inet filter")?.chains.get("input")?.rules, BOOT_RULES);
+  assert.deepEqual(live.boot?.ruleset.get("inet filter")?.sets.get("allowed"), [
+    "10.0.0.1",
+    "10.0.0.2",
+  ]);
+});
+
+test("a rule added at runtime is drift in nft's words, gone at reboot, with its cause", () => {
+  const live = liveFrom(firewall, "debian12-runtime-rule.txt") as FirewallLive;
+  const declared = firewall.snapshot({ ...live, ruleset: live.boot!.ruleset })!;
+  const path = ["networking", "firewall", "inet filter", "chains", "input", "rules", 7];
+  assert.deepEqual(firewall.compare(declared, live), [
+    {
+      key: "inet filter input: tcp dport 8080 accept",
+      declared: null,
+      live: "tcp dport 8080 accept",
+      path,
+      latent: { after: "reboot", becomes: null, because: "/etc/nftables.conf does not load it" },
+      cause: {
+        kind: "runtime",
+        evidence:
+          "/etc/nftables.conf does not load it: added at runtime (nft add, insert or an iptables-nft command)",
+      },
+    },
+  ]);
+  // The snapshot of the live ruleset audits clean but for what the next boot drops.
+  const clean = firewall.compare(firewall.snapshot(live)!, live);
+  assert.deepEqual(
+    clean.map((f) => [f.key, f.declared === f.live, f.latent?.becomes]),
+    [["inet filter input: tcp dport 8080 accept", true, null]],
+  );
+});
+
+test("a removed rule, a changed policy, an added table: each its own item, and accepting them all is clean", () => {
+  const live = liveFrom(firewall, "debian12-runtime-rule.txt") as FirewallLive;
+  const declared: FirewallDeclared = {
+    "inet filter": {
+      chains: {
+        input: { policy: "accept", rules: ["tcp dport 23 accept", ...BOOT_RULES.slice(1)] },
+        forward: { policy: "accept" },
+      },
+      sets: { allowed: ["10.0.0.1", "10.0.0.9"] },
+    },
+  };
+  const findings = firewall.compare(declared, live);
+  assert.deepEqual(
+    drifted(findings).map((f) => [f.key, f.declared, f.live]),
+    [
+      ["inet filter input policy", "accept", "drop"],
+      ["inet filter input: tcp dport 23 accept", "tcp dport 23 accept", null],
+      [
+        "inet filter input: ct state established,related accept",
+        null,
+        "ct state established,related accept",
+      ],
+      ["inet filter input: tcp dport 8080 accept", null, "tcp dport 8080 accept"],
+      ["inet filter @allowed: 10.0.0.9", "10.0.0.9", null],
+      ["inet filter @allowed: 10.0.0.2", null, "10.0.0.2"],
+      ["ip nat", null, {}],
+      [
+        "ip nat postrouting",
+        null,
+        { hook: "type nat hook postrouting priority 100", policy: "accept" },
+      ],
+      ['ip nat postrouting: oifname "eth0" masquerade', null, 'oifname "eth0" masquerade'],
+    ],
+  );
+  const accepted = acceptAll(declared, drifted(findings));
+  assert.deepEqual(drifted(firewall.compare(accepted, live)), []);
+  assert.deepEqual(accepted["inet filter"]!.chains!.input!.rules, [
+    ...BOOT_RULES,
+    "tcp dport 8080 accept",
+  ]);
+});
+
+test("the same rules in another order are one item; accepting it takes the live order", () => {
+  const live = parse(
+    `${mark("live")}\n${nftJson([
+      table("filter"),
+      chain("filter", "input"),
+      portRule("filter", "input", 22),
+      portRule("filter", "input", 80),
+    ])}\n${mark(NOT_ENABLED)}\n`,
+  );
+  const declared: FirewallDeclared = {
+    "inet filter": { chains: { input: { rules: ["tcp dport 80 accept", "tcp dport 22 accept"] } } },
+  };
+  const findings = drifted(firewall.compare(declared, live));
+  assert.deepEqual(
+    findings.map((f) => [f.key, f.live]),
+    [["inet filter input: rule order", ["tcp dport 22 accept", "tcp dport 80 accept"]]],
+  );
+  assert.deepEqual(drifted(firewall.compare(acceptAll(declared, findings), live)), []);
+});
+
+test("iptables-nft rules read through nft; with nftables.service not enabled every rule is gone at reboot", () => {
+  const live = liveFrom(firewall, "debian12-iptables-nft.txt") as FirewallLive;
+  assert.deepEqual(firewall.snapshot(live)!["ip filter"]!.chains!.INPUT!.rules, [
+    "tcp dport 22 counter accept",
+    'xt match "conntrack" counter accept',
+    'ip saddr 10.0.0.0/8 xt match "comment" counter accept',
+  ]);
+  const findings = firewall.compare(firewall.snapshot(live)!, live);
+  assert.equal(findings.length, 4);
+  for (const f of findings)
+    assert.deepEqual(f.latent, {
+      after: "reboot",
+      becomes: null,
+      because: "nftables.service is not enabled: the next boot loads no rules",
+    });
+});
+
+test("without root the domain is unknown, with the reason", () => {
+  const out = section(firewall, fixture("firewall", "debian12-nonroot.txt"));
+  assert.equal(
+    out.unknown,
+    "nft could not list the ruleset: listing it needs root (declare ssh: { become: sudo } for this node)",
+  );
+});
+
+test("a listing cut at the probe's bound: what was read is compared, nothing is missing, the rest is unknown", () => {
+  const json = nftJson([
+    table("filter"),
+    chain("filter", "input"),
+    portRule("filter", "input", 22),
+    portRule("filter", "input", 8080),
+  ]);
+  const live = parse(`${mark("live")}\n${json.slice(0, json.lastIndexOf('{"rule"') + 30)}`);
+  assert.equal(live.cut, true);
+  assert.equal(live.boot, undefined);
+  assert.match(live.unknown.join(), /past the probe's bound/);
+  const findings = firewall.compare(
+    { "inet filter": { chains: { input: { rules: ["tcp dport 443 accept"] } } }, "ip nat": {} },
+    live,
+  );
+  assert.deepEqual(
+    findings.map((f) => [f.key, f.declared, f.live]),
+    [["inet filter input: tcp dport 22 accept", null, "tcp dport 22 accept"]],
+  );
+});
+
+test("a rules file that does not load: the next boot loads nothing", () => {
+  const live = parse(
+    `${mark("live")}\n${nftJson([table("filter"), chain("filter", "input"), portRule("filter", "input", 22)])}\n${mark("boot")}\n/etc/nftables.conf\n/etc/nftables.conf:3:1-5: Error: syntax error\n`,
+  );
+  assert.equal(
+    live.boot?.from,
+    "/etc/nftables.conf fails to load (/etc/nftables.conf:3:1-5: Error: syntax error)",
+  );
+  const [rule] = firewall
+    .compare(firewall.snapshot(live)!, live)
+    .filter((f) => f.key.endsWith("accept"));
+  assert.equal(rule?.latent?.becomes, null);
+});
+
+test("a rule only the boot file loads: latent, loaded at the next boot", () => {
+  const boot = JSON.stringify({
+    nftables: [
+      { add: table("filter") },
+      { add: chain("filter", "input") },
+      { add: portRule("filter", "input", 443) },
+    ],
+  });
+  const live = parse(
+    `${mark("live")}\n${nftJson([table("filter"), chain("filter", "input")])}\n${mark("boot")}\n/etc/nftables.conf\n${boot}\n`,
+  );
+  const findings = firewall.compare(firewall.snapshot(live)!, live);
+  assert.deepEqual(
+    findings.map((f) => [f.key, f.declared, f.live, f.latent]),
+    [
+      [
+        "inet filter input: tcp dport 443 accept",
+        null,
+        null,
+        { after: "reboot", becomes: "tcp dport 443 accept", because: "/etc/nftables.conf" },
+      ],
+    ],
+  );
+  const quote = (text: string) => `\`${text}\``;
+  assert.equal(
+    firewall.latentWords!.sentence!({ ...findings[0]!, latent: findings[0]!.latent! }, quote),
+    "the next boot loads `inet filter input: tcp dport 443 accept` (`/etc/nftables.conf`)",
+  );
+});
+
+test("output the probe cannot have printed is a parse error", () => {
+  assert.throws(() => parse(`${mark("live")}\nError: oops\n`), ProbeParseError);
+  assert.throws(
+    () => parse(`${mark("live")}\n{"nftables": [{"rule": {]}\n${mark(NOT_ENABLED)}\n`),
+    ProbeParseError,
+  );
+  assert.throws(() => parse(`${mark(NOT_ENABLED)}\n`), ProbeParseError);
+  const deep = `{"nftables": [{"rule": {"family": "inet", "table": "t", "chain": "c", "expr": [${'{"set": ['.repeat(100_000)}1${"]}".repeat(100_000)}]}}]}`;
+  assert.throws(() => parse(`${mark("live")}\n${deep}\n${mark(NOT_ENABLED)}\n`), ProbeParseError);
+});
+
+test("the schema names tables as nft does and takes rules on one line", () => {
+  assert.equal(
+    firewall.schema.safeParse({ "inet filter": { chains: { input: { rules: ["accept"] } } } })
+      .success,
+    true,
+  );
+  const bad = firewall.schema.safeParse({
+    filter: {},
+    "inet x": { chains: { c: { rules: ["a\nb"] } } },
+  });
+  assert.equal(bad.success, false);
+  assert.deepEqual(
+    bad.error.issues.map((i) => [i.path.join("."), i.message]),
+    [
+      [
+        "inet x.chains.c.rules.0",
+        "a rule on one line, as `nft list ruleset` prints it, like tcp dport 22 accept",
+      ],
+      [
+        "filter",
+        'a table as nft names it, its family then its name, like "inet filter" (families: ip, ip6, inet, arp, bridge, netdev)',
+      ],
+    ],
+  );
+});
+
+test("the probe run for real: unknown as nobody; as root in a namespace of its own, the ruleset it holds", async (t) => {
+  const nobody = await runProbe<FirewallLive>(firewall, undefined, {
+    command: [...NOBODY, "sh", "-s"],
+  });
+  assert.match(nobody.unknown ?? "", /needs root/);
+  if (process.getuid?.() !== 0) return t.skip("needs root for a network namespace");
+  const ns = `qm-fw-unit-${process.pid}`;
+  execFileSync("ip", ["netns", "add", ns]);
+  after(() => execFileSync("ip", ["netns", "del", ns]));
+  execFileSync("ip", ["netns", "exec", ns, "nft", "-f", "-"], {
+    input:
+      'table inet t {\nchain c {\ntype filter hook input priority 0; policy accept;\niifname "lo" accept\n}\n}\n',
+  });
+  const dir = await trees({
+    "etc/nftables.conf":
+      "table inet t {\nchain c {\ntype filter hook input priority 0; policy accept;\n}\n}\n",
+    "etc/systemd/system/sysinit.target.wants/nftables.service": "",
+  });
+  const run = await runProbe<FirewallLive>(firewall, undefined, {
+    command: ["ip", "netns", "exec", ns, "sh", "-s"],
+    root: { dir },
+  });
+  assert.deepEqual(firewall.snapshot(run.live!), {
+    "inet t": {
+      chains: {
+        c: {
+          hook: "type filter hook input priority 0",
+          policy: "accept",
+          rules: ['iifname "lo" accept'],
+        },
+      },
+    },
+  });
+  assert.deepEqual(
+    firewall
+      .compare(firewall.snapshot(run.live!)!, run.live!)
+      .map((f) => [f.key, f.latent?.because]),
+    [['inet t c: iifname "lo" accept', "/etc/nftables.conf does not load it"]],
+  );
+});
