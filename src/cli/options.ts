@@ -103,7 +103,7 @@ export const SELECT_FLAGS = {
 
 export const CONCURRENCY_FLAG = wholeFlag(
   "N",
-  "nodes audited at once (default: 32); through one jump host, at most its ssh.max_sessions (default: 8)",
+  "nodes audited at once (default: 32); through one jump host, at most its ssh.max_sessions (default: 32 over its one shared connection, 8 when its nodes connect one by one)",
   DEFAULT_CONCURRENCY,
 );
 

@@ -5,7 +5,6 @@
 import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { execa } from "execa";
 
 type Git = typeof import("isomorphic-git").default;
 
@@ -144,6 +143,8 @@ function objectFormat(common: string): "sha1" | "sha256" {
  * (it finds no HEAD there). Not dirty when git cannot say, as for any repository not read here.
  */
 async function gitStatusDirty(dir: string): Promise<boolean> {
+  // Loaded here, for the few repositories that need it: execa is a third of the audit's own chunk.
+  const { execa } = await import("execa");
   const status = await execa(
     "git",
     ["--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=all", "--", "."],

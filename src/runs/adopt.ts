@@ -21,10 +21,11 @@ import { InputFileError, UsageError } from "../errors.js";
 import { loadFleet, type LoadedNode } from "../manifest/load.js";
 import { NodeSpec } from "../manifest/schema.js";
 import type { NodeResult } from "../report/schema.js";
-import { sshSessionGates } from "../transport/session-gate.js";
+import { sharedSshSessions } from "../transport/session-gate.js";
 import {
   DEFAULT_CONNECT_TIMEOUT_SECONDS,
   sshTransport,
+  type JumpChannels,
   type SshOptions,
 } from "../transport/ssh.js";
 import type { PlainMap } from "../spec-path.js";
@@ -237,7 +238,7 @@ function undeclaredHosts(
 interface SnapshotJob {
   config: Pick<
     AdoptOptions,
-    "concurrency" | "packages" | "pin" | "ephemeralAsRange" | "progress" | "declare"
+    "concurrency" | "packages" | "pin" | "ephemeralAsRange" | "progress" | "declare" | "say"
   >;
   sshFiles: Awaited<ReturnType<typeof readSshFiles>>;
   staged: Pick<Awaited<ReturnType<typeof stageLayers>>, "base" | "ssh">;
@@ -295,8 +296,9 @@ async function snapshotHosts(hosts: readonly HostToAdopt[], job: SnapshotJob): P
     ...(knownHostsFile && { knownHostsFile }),
     connectTimeoutSeconds: DEFAULT_CONNECT_TIMEOUT_SECONDS,
   };
-  // Sessions through one jump host are limited as audit limits them.
-  const limit = nodeLimit(job.config.concurrency, sshSessionGates(sshOptions));
+  // As audit reaches them: one connection per jump host, its sessions limited.
+  const sessions = sharedSshSessions(sshOptions, 1, job.config.say);
+  const limit = nodeLimit(job.config.concurrency, sessions);
   const progress = job.config.progress?.(hosts.length);
   const taken: Snapshots = {
     keys: new Map(),
@@ -312,7 +314,7 @@ async function snapshotHosts(hosts: readonly HostToAdopt[], job: SnapshotJob): P
       // An existing tree's fleet.yaml and groups may say how to reach it (a proxy_jump).
       const node = asNode(host, job.staged.ssh.get(host.name));
       return limit(node, async () => {
-        const reason = await snapshotHost(host, node, sshOptions, job, taken);
+        const reason = await snapshotHost(host, node, sshOptions, sessions.channels, job, taken);
         if (reason) taken.leftOut.push(`${host.name}: ${reason}; not adopted`);
         progress?.update({
           name: host.name,
@@ -323,7 +325,7 @@ async function snapshotHosts(hosts: readonly HostToAdopt[], job: SnapshotJob): P
         });
       });
     }),
-  );
+  ).finally(() => sessions.close());
   progress?.finish();
   return taken;
 }
@@ -333,6 +335,7 @@ async function snapshotHost(
   host: HostToAdopt,
   node: LoadedNode,
   sshOptions: SshOptions,
+  channels: JumpChannels,
   job: SnapshotJob,
   taken: Snapshots,
 ): Promise<string | undefined> {
@@ -354,7 +357,8 @@ async function snapshotHost(
     return `no trusted host key for its jump host ${keyless.jump.spec} (${keyless.lookup.name}) in ${where(keyless.lookup)}: ${fix}`;
   taken.keys.set(host.name, [...found.lines, ...jumps.flatMap((j) => j.lines)]);
   try {
-    const snapshot = await snapshotSpec(sshTransport(node, sshOptions), DOMAINS, job.settings, {
+    const transport = sshTransport(node, { ...sshOptions, channels });
+    const snapshot = await snapshotSpec(transport, DOMAINS, job.settings, {
       packages: job.config.packages,
       ...(job.config.pin && { pinned: job.config.pin }),
       ephemeralAsRange: job.config.ephemeralAsRange,

@@ -13,9 +13,8 @@ import type { Fleet, LoadedNode } from "../manifest/load.js";
 import { manifestDirty, manifestRevision, revisionTime } from "../manifest/revision.js";
 import type { NodeResult, Report } from "../report/schema.js";
 import { localTransport } from "../transport/local.js";
-import { JumpConnections } from "../transport/jump-connection.js";
 import { throttlingNotices } from "./throttling.js";
-import { sshSessionGates } from "../transport/session-gate.js";
+import { sharedSshSessions, type SharedSshSessions } from "../transport/session-gate.js";
 import { CertificateCheck } from "../transport/ssh-certificate.js";
 import {
   DEFAULT_CONNECT_TIMEOUT_SECONDS,
@@ -109,7 +108,7 @@ async function fleetRun(
   config: AuditOptions,
   onResult: ((total: number) => (r: NodeResult) => void) | undefined,
   reach: Reach,
-): Promise<{ fleet: Fleet; run: FleetRun; connections?: JumpConnections }> {
+): Promise<{ fleet: Fleet; run: FleetRun; connections?: SharedSshSessions }> {
   const fleet = await loadManifests(config.source);
   const { shard, categories } = config;
   let nodes: LoadedNode[] = config.local
@@ -125,11 +124,8 @@ async function fleetRun(
   const nodeTimeoutMs = (node: LoadedNode) =>
     config.timeout === undefined && node.ssh.timeout ? node.ssh.timeout * 1000 : undefined;
   const overSsh = !config.local && !reach.transportFor;
-  const connections = overSsh
-    ? new JumpConnections({ ...ssh, ...(config.say && { say: config.say }) })
-    : undefined;
   // Sessions through one jump host (or one sshd) stay under what it allows, all shards together.
-  const sessions = connections && sshSessionGates(ssh, shard?.count, undefined, connections);
+  const sessions = overSsh ? sharedSshSessions(ssh, shard?.count, config.say) : undefined;
   const channels = sessions?.channels;
   const transportFor = (node: LoadedNode): Transport =>
     reach.transportFor?.(node) ??
@@ -148,7 +144,7 @@ async function fleetRun(
     shard,
     onResult: onResult?.(nodes.length),
   };
-  return { fleet, run, ...(connections && { connections }) };
+  return { fleet, run, ...(sessions && { connections: sessions }) };
 }
 
 /**

@@ -21,7 +21,7 @@ import { pathKey, pathOfKey, type SpecPath } from "../spec-path.js";
 import { visible } from "../text/escape.js";
 import { stringifyPortable } from "../text/yaml-scalar.js";
 import { localTransport } from "../transport/local.js";
-import { sshSessionGates, type SessionGates } from "../transport/session-gate.js";
+import { sharedSshSessions, type SharedSshSessions } from "../transport/session-gate.js";
 import { sshTransport, type SshOptions } from "../transport/ssh.js";
 import type { Transport } from "../transport/transport.js";
 import { fleetAuditSettings, fleetSshOptions } from "./audit.js";
@@ -40,6 +40,8 @@ export interface SnapshotRunOptions {
   concurrency: number;
   packages: SnapshotOptions["packages"];
   ephemeralAsRange: boolean;
+  /** Told when a jump host's nodes connect one by one after all, and why. */
+  say?: (text: string) => void;
 }
 
 /** One node's snapshot as node-spec text, or why it was not taken. */
@@ -200,7 +202,7 @@ interface SnapshotTarget {
 async function snapshotTargets(
   values: SnapshotRunOptions,
   timeoutMs: number | undefined,
-): Promise<{ targets: SnapshotTarget[]; sessions?: SessionGates }> {
+): Promise<{ targets: SnapshotTarget[]; sessions?: SharedSshSessions }> {
   const overrides = timeoutMs ? { timeoutMs } : {};
   // --local alone is this machine, declared or not (a first snapshot bootstraps its node); a tree
   // named is used.
@@ -227,6 +229,8 @@ async function snapshotTargets(
   const ssh: SshOptions | undefined = values.local
     ? undefined
     : await fleetSshOptions(fleet, values.sshConfig);
+  // Over ssh, as audit reaches them: one connection per jump host, its sessions limited.
+  const sessions = ssh && sharedSshSessions(ssh, 1, values.say);
   const targets = nodes.map((node) => ({
     node,
     title: node.name,
@@ -234,14 +238,14 @@ async function snapshotTargets(
       ? sshTransport(node, {
           ...ssh,
           ...(!timeoutMs && node.ssh.timeout && { timeoutMs: node.ssh.timeout * 1000 }),
+          ...(sessions && { channels: sessions.channels }),
         })
       : localTransport(node.name),
     settings,
     declared: node.spec,
     kept: connectionKeys(node),
   }));
-  // Over ssh, sessions through one jump host are limited as audit limits them.
-  return { targets, ...(ssh && { sessions: sshSessionGates(ssh) }) };
+  return { targets, ...(sessions && { sessions }) };
 }
 
 /** Each node's snapshot, in the order the options select them. */
@@ -268,5 +272,5 @@ export async function runSnapshot(config: SnapshotRunOptions): Promise<SnapshotO
   // A bare --local has one target and no node: this machine, nothing to limit.
   return Promise.all(
     targets.map((target) => (target.node ? limit(target.node, () => take(target)) : take(target))),
-  );
+  ).finally(() => sessions?.close());
 }

@@ -6,7 +6,7 @@ import {
   type HopResolver,
   type SshConfigFiles,
 } from "./ssh-config-scan.js";
-import type { JumpConnections } from "./jump-connection.js";
+import { JumpConnections } from "./jump-connection.js";
 import {
   DEFAULT_MAX_CHANNELS,
   DEFAULT_MAX_SESSIONS,
@@ -197,5 +197,28 @@ export function sshSessionGates(
         return jumps !== undefined && connections !== undefined && connections.lost(jumps);
       },
     },
+  };
+}
+
+/** A run's gates over ssh with its jump hosts' shared connections, which `close` ends. */
+export interface SharedSshSessions extends SshSessionGates {
+  close(): Promise<void>;
+}
+
+/**
+ * What `audit`, `snapshot` and `adopt` alike reach nodes over ssh through: one shared connection
+ * per jump host for the run (jump-connection.ts), the gates that follow it, and each node's route
+ * through it (`channels`). `say` hears when a jump host's nodes connect one by one after all. The
+ * caller closes it when the run ends, however it ends.
+ */
+export function sharedSshSessions(
+  options: SshOptions,
+  shards?: number,
+  say?: (text: string) => void,
+): SharedSshSessions {
+  const connections = new JumpConnections({ ...options, ...(say && { say }) });
+  return {
+    ...sshSessionGates(options, shards, undefined, connections),
+    close: () => connections.close(),
   };
 }

@@ -38,7 +38,7 @@ const ADOPT_FLAGS = {
   ),
   concurrency: saying(
     CONCURRENCY_FLAG,
-    "hosts snapshot at once (default: 32); through one jump host, at most its ssh.max_sessions (default: 8)",
+    "hosts snapshot at once (default: 32); through one jump host, at most its ssh.max_sessions (default: 32 over its one shared connection, 8 when its nodes connect one by one)",
   ),
   timeout: saying(TIMEOUT_FLAG, "per-host time limit, connection and snapshot (default: 60)"),
   packages: choiceFlag(

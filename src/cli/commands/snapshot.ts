@@ -36,7 +36,7 @@ const SNAPSHOT_FLAGS = {
   timeout: TIMEOUT_FLAG,
   concurrency: saying(
     CONCURRENCY_FLAG,
-    "nodes read at once (default: 32); through one jump host, at most its ssh.max_sessions (default: 8)",
+    "nodes read at once (default: 32); through one jump host, at most its ssh.max_sessions (default: 32 over its one shared connection, 8 when its nodes connect one by one)",
   ),
   packages: PACKAGES_FLAG,
   "no-ephemeral-range": NO_EPHEMERAL_RANGE_FLAG,
@@ -62,6 +62,7 @@ export async function snapshotCommand(argv: string[]): Promise<number> {
     concurrency: config.concurrency,
     packages: config.packages,
     ephemeralAsRange: !config["no-ephemeral-range"],
+    say: (text) => io().stderr.write(`quartermaster snapshot: ${visible(text)}\n`),
   });
   for (const { failure } of outcomes)
     if (failure) io().stderr.write(`quartermaster snapshot: ${visible(failure)}\n`);
