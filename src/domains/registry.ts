@@ -15,6 +15,7 @@ import { files } from "./files/index.js";
 import { ioScheduler } from "./io_scheduler/index.js";
 import { kernel } from "./kernel/index.js";
 import { kernelModules } from "./kernel_modules/index.js";
+import { mounts } from "./mounts/index.js";
 import { packages } from "./packages/index.js";
 import { ports } from "./ports/index.js";
 import { routes } from "./routes/index.js";
@@ -31,6 +32,7 @@ const REGISTERED = [
   files,
   systemd,
   kernelModules,
+  mounts,
 ] as const;
 
 /** The names of `domains`, in their order, each typed as its domain's name literal. */
