@@ -139,12 +139,17 @@ export const mounts: Domain<MountsDeclared, MountsLive, "mounts"> = {
   remediation:
     "Mount or remount it as the manifest declares, and make /etc/fstab (or its mount unit) say the same; or accept the live mount into the manifest.",
   latentWords: {
-    sentence: ({ key, latent }, q) =>
-      latent.becomes === null
-        ? `the next boot leaves ${q(key)} unmounted: ${q(latent.because)}`
-        : latent.becomes === "mounted"
-          ? `the next boot mounts ${q(key)}, as ${q(latent.because)} says`
-          : `the next boot mounts ${q(key)} as ${q(Array.isArray(latent.becomes) ? latent.becomes.join(",") : String(latent.becomes))}, as ${q(latent.because)} says`,
+    sentence: ({ key, latent }, q) => {
+      const [, point = key, attribute] = /^(.*):(source|fstype|options)$/s.exec(key) ?? [];
+      const { becomes, because } = latent;
+      if (becomes === null) return `the next boot leaves ${q(point)} unmounted: ${q(because)}`;
+      const value = Array.isArray(becomes) ? becomes.join(",") : String(becomes);
+      const what =
+        attribute === undefined
+          ? ""
+          : ` ${attribute === "fstype" ? "as type" : attribute === "source" ? "from" : "with options"} ${q(value)}`;
+      return `the next boot mounts ${q(point)}${what}, as ${q(because)} says`;
+    },
     remediation: {
       reboot: `Make ${FSTAB} (or the mount unit) mount what the manifest declares, or remove its line, before rebooting; or declare what it mounts.`,
     },
