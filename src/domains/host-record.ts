@@ -1,4 +1,5 @@
 import type { SpecPath } from "../spec-path.js";
+import type { Latent } from "./cause.js";
 
 // What a host recorded about its changes, as the audit's cause section reads it (src/audit/cause/:
 // one shared probe and parser for the logs every domain reads, in the audit's own round trip), and
@@ -84,6 +85,9 @@ export interface CauseSubject {
   declared: unknown;
   live: unknown;
   path: SpecPath;
+  /** As `compare` found them: what the next boot does to it, and its line of context. */
+  latent?: Latent;
+  detail?: string;
 }
 
 /** What an audit knows beside the host's record. */

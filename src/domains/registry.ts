@@ -17,6 +17,7 @@ import { firewall } from "./firewall/index.js";
 import { ioScheduler } from "./io_scheduler/index.js";
 import { kernel } from "./kernel/index.js";
 import { kernelModules } from "./kernel_modules/index.js";
+import { mounts } from "./mounts/index.js";
 import { packages } from "./packages/index.js";
 import { ports } from "./ports/index.js";
 import { routes } from "./routes/index.js";
@@ -34,6 +35,7 @@ const REGISTERED = [
   systemd,
   kernelModules,
   firewall,
+  mounts,
   accounts,
 ] as const;
 

@@ -1,0 +1,171 @@
+import { ProbeParseError } from "../../errors.js";
+import { partsByLabel } from "../domain.js";
+
+// What is mounted (/proc/self/mountinfo) and what the next boot mounts (/etc/fstab and the enabled
+// mount units in /etc/systemd/system), as the probe sends them. Pure functions on text.
+
+const SECTION = "mounts";
+
+/** The flags that matter to an operator: each is compared exactly where options are declared. */
+export const FLAGS = ["ro", "nosuid", "nodev", "noexec"] as const;
+export type Flag = (typeof FLAGS)[number];
+export type Flags = Record<Flag, boolean>;
+
+/** What option words do to the flags, in order (mount(8)); `defaults` is rw,suid,dev,exec. */
+const SETS: ReadonlyMap<string, Partial<Flags>> = new Map<string, Partial<Flags>>([
+  ["ro", { ro: true }],
+  ["rw", { ro: false }],
+  ["nosuid", { nosuid: true }],
+  ["suid", { nosuid: false }],
+  ["nodev", { nodev: true }],
+  ["dev", { nodev: false }],
+  ["noexec", { noexec: true }],
+  ["exec", { noexec: false }],
+  ["defaults", { ro: false, nosuid: false, nodev: false, noexec: false }],
+  ["user", { nosuid: true, nodev: true, noexec: true }],
+  ["users", { nosuid: true, nodev: true, noexec: true }],
+  ["owner", { nosuid: true, nodev: true }],
+  ["group", { nosuid: true, nodev: true }],
+]);
+
+/** Whether an option word sets a flag (and is then compared as a flag, not as a word). */
+export const isFlagWord = (option: string) => SETS.has(option);
+
+/** The flags a list of option words leaves set, the last word winning. */
+export function flagsOf(options: readonly string[]): Flags {
+  const flags: Flags = { ro: false, nosuid: false, nodev: false, noexec: false };
+  for (const option of options) Object.assign(flags, SETS.get(option));
+  return flags;
+}
+
+/** The flags as option words: `ro` or `rw` first, then the set ones. */
+export const flagWords = (flags: Flags): string[] => [
+  flags.ro ? "ro" : "rw",
+  ...FLAGS.filter((flag) => flag !== "ro" && flags[flag]),
+];
+
+export interface LiveMount {
+  source: string;
+  fstype: string;
+  /** The mount's own options, then the file system's (mountinfo's super options). */
+  options: string[];
+  flags: Flags;
+}
+
+/** What the next boot mounts at a mount point. */
+export interface BootMount {
+  source: string;
+  fstype: string;
+  options: string[];
+  /** Where it is said: `/etc/fstab:12`, or the mount unit's file. */
+  because: string;
+}
+
+export interface MountsLive {
+  /** The mount visible at each mount point (the last mounted there), in mountinfo's order. */
+  mounted: Map<string, LiveMount>;
+  /** What /etc/fstab and the enabled mount units mount at boot, by mount point. */
+  boot: Map<string, BootMount>;
+}
+
+/** Bytes from the host (one per character) as text, UTF-8 where they are. */
+const utf8 = (latin1: string) => Buffer.from(latin1, "latin1").toString("utf8");
+
+/**
+ * A field of mountinfo or fstab with its octal escapes (`\040` for a space, `\134` for a
+ * backslash) taken out, as UTF-8 text.
+ */
+export function unescapeField(field: string): string {
+  const bytes = field.replace(/\\([0-7]{3})/g, (_, octal: string) =>
+    String.fromCharCode(parseInt(octal, 8) & 0xff),
+  );
+  return utf8(bytes);
+}
+
+/** `mountinfo` lines (proc(5)): the mount point each line is visible at, later lines on top. */
+export function parseMountinfo(text: string): Map<string, LiveMount> {
+  const mounted = new Map<string, LiveMount>();
+  for (const line of text.split("\n")) {
+    if (line === "") continue;
+    const fields = line.split(" ");
+    const dash = fields.indexOf("-", 6);
+    if (dash === -1 || fields.length !== dash + 4 || !/^\d{1,10}$/.test(fields[0]!))
+      throw new ProbeParseError(
+        SECTION,
+        `not a mountinfo line: ${JSON.stringify(line.slice(0, 80))}`,
+      );
+    const own = fields[5]!.split(",");
+    const superOptions = fields[dash + 3]!.split(",");
+    const mountPoint = unescapeField(fields[4]!);
+    // A mount point mounted over is hidden: the last one listed is what a path there reaches.
+    mounted.delete(mountPoint);
+    mounted.set(mountPoint, {
+      source: unescapeField(fields[dash + 2]!),
+      fstype: unescapeField(fields[dash + 1]!),
+      options: [...new Set([...own, ...superOptions].map(unescapeField))],
+      // Read-only either way: the mount's or the whole file system's.
+      flags: { ...flagsOf(own), ro: own.includes("ro") || superOptions.includes("ro") },
+    });
+  }
+  return mounted;
+}
+
+/**
+ * `N:line` of /etc/fstab (fstab(5)) into what the boot mounts: not swap, not `noauto`, each mount
+ * point's last line.
+ */
+function parseFstab(text: string, boot: Map<string, BootMount>): void {
+  for (const line of text.split("\n")) {
+    const m = /^(\d{1,9}):(.*)$/.exec(line);
+    if (!m) continue;
+    const fields = m[2]!.trim().split(/[ \t]+/);
+    if (fields.length < 3 || fields[0]!.startsWith("#")) continue;
+    const [source, mountPoint, fstype, options = "defaults"] = fields.map(unescapeField);
+    const words = options.split(",");
+    if (!mountPoint!.startsWith("/") || fstype === "swap" || words.includes("noauto")) continue;
+    boot.set(mountPoint!, {
+      source: source!,
+      fstype: fstype!,
+      options: words,
+      because: `/etc/fstab:${m[1]}`,
+    });
+  }
+}
+
+/**
+ * `FILE:` then `FILE:Key=Value` lines of enabled mount units (systemd.mount(5)): each unit's
+ * What=, Where=, Type= and Options=, the last of each winning. A unit wins over an fstab line.
+ */
+function parseUnits(text: string, boot: Map<string, BootMount>): void {
+  const units = new Map<string, Map<string, string>>();
+  for (const line of text.split("\n")) {
+    const m = /^(\/[^\n]*?\.mount):(?:[ \t]*(What|Where|Type|Options)[ \t]*=[ \t]*(.*))?$/.exec(
+      line,
+    );
+    if (!m) continue;
+    const file = utf8(m[1]!);
+    const keys = units.get(file) ?? new Map<string, string>();
+    units.set(file, keys);
+    if (m[2] !== undefined) keys.set(m[2], utf8(m[3]!.trimEnd()));
+  }
+  for (const [file, keys] of units) {
+    const where = keys.get("Where");
+    if (where === undefined || !where.startsWith("/")) continue;
+    boot.set(where.length > 1 ? where.replace(/\/+$/, "") : where, {
+      source: keys.get("What") ?? "",
+      fstype: keys.get("Type") ?? "auto",
+      options: (keys.get("Options") ?? "").split(",").filter(Boolean),
+      because: file,
+    });
+  }
+}
+
+export function parseMounts(parts: readonly [string, string][]): MountsLive {
+  const byLabel = partsByLabel(SECTION, parts);
+  const mountinfo = byLabel.get("mountinfo");
+  if (mountinfo === undefined) throw new ProbeParseError(SECTION, "no mountinfo part");
+  const boot = new Map<string, BootMount>();
+  parseFstab(byLabel.get("fstab") ?? "", boot);
+  parseUnits(byLabel.get("units") ?? "", boot);
+  return { mounted: parseMountinfo(mountinfo), boot };
+}
