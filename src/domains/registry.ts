@@ -18,6 +18,7 @@ import { kernelModules } from "./kernel_modules/index.js";
 import { packages } from "./packages/index.js";
 import { ports } from "./ports/index.js";
 import { routes } from "./routes/index.js";
+import { sshd } from "./sshd/index.js";
 import { sysctl } from "./sysctl/index.js";
 import { systemd } from "./systemd/index.js";
 
@@ -31,6 +32,7 @@ const REGISTERED = [
   files,
   systemd,
   kernelModules,
+  sshd,
 ] as const;
 
 /** The names of `domains`, in their order, each typed as its domain's name literal. */
