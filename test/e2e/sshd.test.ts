@@ -166,4 +166,23 @@ describe("sshd: the effective settings of the running sshd", () => {
     assert.ok(!markdown.stdout.includes("<!--x"), "the comment opener is not raw Markdown");
     assert.doesNotMatch(markdown.stdout, /\u001b/);
   });
+
+  test("a huge include is bounded: the keyword it floods is unknown, the rest still compared", async () => {
+    // 3,000 AllowUsers lines, each a line of sshd -T; comments holding markup are never sent.
+    await fleet.exec(
+      HOST,
+      `awk 'BEGIN { for (i = 0; i < 3000; i++) print "# <!-- ::error::x " i "\\nAllowUsers u" i }' > /etc/ssh/sshd_config.d/60-huge.conf`,
+    );
+    const { node } = await audit(HOST);
+    assert.deepEqual(node.unknown, [
+      {
+        domain: "sshd",
+        reason: "sshd -T prints more than 500 lines: allowusers is cut, not compared",
+      },
+    ]);
+    assert.deepEqual(
+      node.drift.map((d) => d.key),
+      ["passwordauthentication"],
+    );
+  });
 });

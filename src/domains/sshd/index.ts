@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { partsByLabel, pathIn, type Domain, type Finding } from "../domain.js";
 import { changedSinceStart, sshdLatent, settingCause } from "./latent.js";
-import { parseSshd, type SshdLive } from "./parse.js";
+import { MAX_LINES, parseSshd, type SshdLive } from "./parse.js";
 
 // The SSH server's effective settings as `sshd -T` prints them, for the keywords the manifest
 // declares, from the configuration the running sshd was started with.
@@ -100,8 +100,7 @@ export const SNAPSHOT_KEYWORDS = [
 /** sshd's own binary: the listener must run it, and `sshd -T` is asked of it. */
 const SSHD = "/usr/sbin/sshd";
 const DEFAULT_CONFIG = "/etc/ssh/sshd_config";
-/** The most `sshd -T` lines, setting lines and files the probe sends back. */
-export const MAX_LINES = 500;
+/** The most files (and Include directories) the probe sends back. */
 const MAX_FILES = 256;
 /** The most characters of a line sent back: a setting, not a file. */
 const MAX_LINE_CHARS = 1000;
@@ -123,12 +122,12 @@ const SSHD_AWK = [
   `  if (match(l, /:[0-9]+ setting [A-Za-z0-9]+/)) { w = substr(l, RSTART, RLENGTH); sub(/^:[0-9]+ setting /, "", w)`,
   `    if (tolower(w) in want) { if (ns < ${MAX_LINES}) s[++ns] = cut(l) } }`,
   `  next }`,
-  `/^[a-z][a-z0-9]*( |$)/ { if ($1 in want) { if (nc < ${MAX_LINES}) c[++nc] = cut($0); else more++ }; next }`,
+  `/^[a-z][a-z0-9]*( |$)/ { if ($1 in want) { if (nc < ${MAX_LINES}) c[++nc] = cut($0); else over[$1] = 1 }; next }`,
   `{ if (ne < 3) e[++ne] = substr($0, 1, 200) }`,
   `END { if (status != "0") { r = "sshd -T refuses the configuration (exit " status ")"`,
   `    for (i = 1; i <= ne; i++) r = r "; " e[i]; printf "\\n%s unknown %s\\n", qm_n, r; exit }`,
   `  mark("state"); print "config " qm_f; if (qm_p != "") print "listener " qm_p`,
-  `  if (qm_s ~ /^[0-9]+$/) print "audited " qm_s; print "more " (more + 0)`,
+  `  if (qm_s ~ /^[0-9]+$/) print "audited " qm_s; for (w in over) print "cut " w`,
   `  mark("boot"); while ((getline l < "/proc/stat") > 0) if (l ~ /^btime /) print l`,
   `  if (qm_p != "") { mark("stat"); if ((getline l < ("/proc/" qm_p "/stat")) > 0) print l }`,
   `  mark("config"); for (i = 1; i <= nc; i++) print c[i]`,
@@ -214,6 +213,8 @@ export const sshd: Domain<SshdDeclared, SshdLive, "sshd"> = {
     const findings: Finding[] = [];
     for (const [keyword, value] of Object.entries(declared.settings)) {
       const key = keyword.toLowerCase();
+      // Cut by the probe's bound: listed as unknown, never compared on a part of its lines.
+      if (live.cut.has(key)) continue;
       const got = live.settings.get(key);
       const want = wanted(value, got);
       const files = got === undefined ? null : asDeclared(got);

@@ -1,6 +1,9 @@
 import { ProbeParseError } from "../../errors.js";
 import { parseBootTime, parseChanged } from "../file-times.js";
 
+/** The most `sshd -T` lines, and lines setting a keyword, the probe sends back. */
+export const MAX_LINES = 500;
+
 // The probe's section, parsed: `sshd -T`'s effective settings for the wanted keywords, the lines of
 // the configuration files that set them (from `sshd -T -ddd`), the files sshd read, when each
 // changed, and when the listening sshd started.
@@ -31,8 +34,8 @@ export interface SshdLive {
   listener?: { pid: number; startedAt?: number };
   /** The node's last successful audit, seconds since the epoch, when the history tells it. */
   auditedAt?: number;
-  /** Lines of `sshd -T` output the probe left out (over its bound). */
-  leftOut: number;
+  /** Keywords whose `sshd -T` lines the probe's bound cut: not compared. */
+  cut: Set<string>;
   unknown: string[];
 }
 
@@ -86,17 +89,21 @@ export function startedAt(stat: string, bootedAt: number | undefined): number | 
 }
 
 /** The `state` part: `key value` lines the probe's shell and awk print. */
-function parseState(text: string): Map<string, string> {
+function parseState(text: string): { state: Map<string, string>; cut: Set<string> } {
   const state = new Map<string, string>();
+  const cut = new Set<string>();
   for (const line of text.split("\n")) {
     const space = line.indexOf(" ");
-    if (space > 0) state.set(line.slice(0, space), line.slice(space + 1));
+    if (space <= 0) continue;
+    const [key, value] = [line.slice(0, space), line.slice(space + 1)];
+    if (key === "cut") cut.add(value);
+    else state.set(key, value);
   }
-  return state;
+  return { state, cut };
 }
 
 export function parseSshd(parts: Map<string, string>): SshdLive {
-  const state = parseState(parts.get("state") ?? "");
+  const { state, cut } = parseState(parts.get("state") ?? "");
   const config = state.get("config");
   if (config === undefined) throw new ProbeParseError("sshd", "no configuration file named");
   const pid = state.get("listener");
@@ -126,7 +133,9 @@ export function parseSshd(parts: Map<string, string>): SshdLive {
         },
       }),
     ...(audited !== undefined && { auditedAt: audited }),
-    leftOut: number("more") ?? 0,
-    unknown: [],
+    cut,
+    unknown: [...cut].map(
+      (key) => `sshd -T prints more than ${MAX_LINES} lines: ${key} is cut, not compared`,
+    ),
   };
 }
