@@ -61,9 +61,9 @@ describe("sshd: the effective settings of the running sshd", () => {
     await removeTree(manifests);
   });
 
-  const audit = async (node: string) => {
-    const out = path.join(manifests, `${node}-report.json`);
-    const result = await runCli([
+  /** The CLI's audit of one node, in `format`. */
+  const auditAs = (node: string, format: string, ...more: string[]) =>
+    runCli([
       "audit",
       "--manifests",
       manifests,
@@ -72,10 +72,12 @@ describe("sshd: the effective settings of the running sshd", () => {
       "--nodes",
       node,
       "--format",
-      "json",
-      "--out",
-      out,
+      format,
+      ...more,
     ]);
+  const audit = async (node: string) => {
+    const out = path.join(manifests, `${node}-report.json`);
+    const result = await auditAs(node, "json", "--out", out);
     const report = JSON.parse(await readFile(out, "utf8")) as Report;
     return { result, node: report.nodes.find((n) => n.name === node)! };
   };
@@ -140,29 +142,11 @@ describe("sshd: the effective settings of the running sshd", () => {
   });
 
   test("the text and Markdown reports escape host text in a setting", async () => {
-    const text = await runCli([
-      "audit",
-      "--manifests",
-      manifests,
-      "--ssh-config",
-      fleet.sshConfig,
-      "--nodes",
-      HOST,
-    ]);
+    const text = await auditAs(HOST, "text");
     assert.match(text.stdout, /allowusers/);
     assert.doesNotMatch(text.stdout, /\u001b/, "no raw escape reaches the terminal");
     assert.doesNotMatch(text.stdout, /^\s*::error::/m, "no line reads as a runner command");
-    const markdown = await runCli([
-      "audit",
-      "--manifests",
-      manifests,
-      "--ssh-config",
-      fleet.sshConfig,
-      "--nodes",
-      HOST,
-      "--format",
-      "markdown",
-    ]);
+    const markdown = await auditAs(HOST, "markdown");
     assert.ok(!markdown.stdout.includes("<!--x"), "the comment opener is not raw Markdown");
     assert.doesNotMatch(markdown.stdout, /\u001b/);
   });
