@@ -21,6 +21,7 @@ import { mounts } from "./mounts/index.js";
 import { packages } from "./packages/index.js";
 import { ports } from "./ports/index.js";
 import { routes } from "./routes/index.js";
+import { sshd } from "./sshd/index.js";
 import { sysctl } from "./sysctl/index.js";
 import { systemd } from "./systemd/index.js";
 
@@ -37,6 +38,7 @@ const REGISTERED = [
   firewall,
   mounts,
   accounts,
+  sshd,
 ] as const;
 
 /** The names of `domains`, in their order, each typed as its domain's name literal. */

@@ -1,0 +1,66 @@
+import type { Cause, Latent } from "../cause.js";
+import { isoTime, notAHostTime } from "../file-times.js";
+import type { SettingLine, SshdLive } from "./parse.js";
+
+// sshd reads its configuration once, when it starts (a session gets it from the listener, never
+// from disk): a file changed since then is applied by the next restart, not by the running sshd.
+
+// The start time (boot time plus ticks) and mtimes are whole seconds on two clocks: a file counts
+// as changed after the start only past this much, so an sshd started right after an edit is not
+// flagged.
+const CLOCK_SLACK_S = 2;
+
+const where = (line: SettingLine) => `${line.file}:${line.line}`;
+const sets = (line: SettingLine) => `${where(line)} sets ${line.keyword} ${line.value}`;
+
+/** The files read that changed after the listening sshd started, oldest first. */
+export function changedSinceStart(live: SshdLive): [file: string, mtime: number][] {
+  const started = live.listener?.startedAt;
+  if (started === undefined || notAHostTime(started) !== undefined) return [];
+  return [...live.changed]
+    .filter(([, mtime]) => mtime > started + CLOCK_SLACK_S && notAHostTime(mtime) === undefined)
+    .sort(([, a], [, b]) => a - b);
+}
+
+/**
+ * A keyword the running sshd applies otherwise than its files now say: a line setting it is in a
+ * file changed after the listener started. The running sshd applies what it read then, which no
+ * file holds any more, so the audit takes it to be the declared value; a restart applies `files`,
+ * what `sshd -T` reads now. Undefined when every line setting it is as sshd read it.
+ */
+export function sshdLatent(
+  live: SshdLive,
+  key: string,
+  files: string | string[] | null,
+): { latent: Latent; detail: string } | undefined {
+  const newer = new Map(changedSinceStart(live));
+  const line = (live.setBy.get(key) ?? []).find((l) => newer.has(l.file));
+  if (!line) return undefined;
+  return {
+    latent: {
+      after: "restart",
+      becomes: files,
+      because: `${sets(line)} (changed at ${isoTime(newer.get(line.file)!)}, after sshd started)`,
+    },
+    detail: `sshd (pid ${live.listener!.pid}) started at ${isoTime(live.listener!.startedAt!)}, before ${line.file} changed: it applies what it read then, and a restart applies what sshd -T reads now`,
+  };
+}
+
+/**
+ * Why a keyword has its live value, where the files show it: the first line setting it to that
+ * value (sshd keeps a keyword's first value), as a persisted cause.
+ */
+export function settingCause(live: SshdLive, key: string, got: string[]): Cause | undefined {
+  const value = got.join(" ").toLowerCase();
+  const line = (live.setBy.get(key) ?? []).find(
+    (l) => l.value.trim().split(/\s+/).join(" ").toLowerCase() === value,
+  );
+  if (!line) return undefined;
+  const at = live.changed.get(line.file);
+  return {
+    kind: "persisted",
+    ...(at !== undefined && notAHostTime(at) === undefined && { at: isoTime(at) }),
+    evidence: sets(line),
+    group: line.file,
+  };
+}

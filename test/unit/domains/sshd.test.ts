@@ -1,0 +1,229 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { sshd, SshdDeclared, SNAPSHOT_KEYWORDS } from "../../../src/domains/sshd/index.js";
+import type { SshdLive } from "../../../src/domains/sshd/parse.js";
+import { ProbeParseError } from "../../../src/errors.js";
+import { parseContext } from "../../../src/probe/script.js";
+import { acceptFinding } from "../../../src/propose/accept.js";
+import { marked } from "../../support/probe-output.js";
+import { fixture, FIXTURE_NONCE, liveFrom, section } from "./fixtures.js";
+import { NOBODY, runProbe } from "./live-probe.js";
+
+// Fixtures, captured on this kind of machine (Debian 12, OpenSSH 9.2p1):
+// - debian12-default-no-listener.txt: the snapshot probe as root, no sshd listening in the
+//   namespace, the package's own /etc/ssh/sshd_config;
+// - test-host-listener-dropin-after-start.txt: a real test host (test/support/hosts.ts) through
+//   `sudo -n /bin/sh -s`, its sshd started with `-f`, an Include of sshd_config.d, a
+//   `Match User nobody` block resolved with `-C user=nobody,…`, and a drop-in written after the
+//   listener started (its temp dir written as /srv/qm);
+// - test-host-refused-config.txt: the same host once a drop-in holds a value sshd refuses.
+
+const LISTENER = "test-host-listener-dropin-after-start.txt";
+const declared = (settings: Record<string, unknown>, more: object = {}) =>
+  SshdDeclared.parse({ settings, ...more });
+
+describe("sshd: parse", () => {
+  it("reads sshd -T's settings, the files sshd read and the lines setting each keyword", () => {
+    const live = liveFrom(sshd, LISTENER) as SshdLive;
+    assert.deepEqual(live.listener, { pid: 6062, startedAt: 1796607688 + 12239 });
+    assert.equal(live.config, "/srv/qm/hosts/sshd-01/sshd_config");
+    assert.deepEqual(live.settings.get("allowusers"), ["qm-audit", "qm-audit", "alice"]);
+    // -ddd makes sshd -T print DEBUG3: the configured level is the line setting it.
+    assert.deepEqual(live.settings.get("loglevel"), ["ERROR"]);
+    assert.deepEqual(live.setBy.get("permitrootlogin"), [
+      // A Match block's line: sshd re-reads the main file to apply it.
+      { file: live.config, line: 19, keyword: "PermitRootLogin", value: "yes" },
+    ]);
+    assert.deepEqual(
+      [...live.changed.keys()],
+      [live.config, "/etc/ssh/sshd_config.d", "/etc/ssh/sshd_config.d/50-incident.conf"],
+    );
+  });
+
+  it("reads a host where no sshd listens: the default configuration file", () => {
+    const live = liveFrom(sshd, "debian12-default-no-listener.txt") as SshdLive;
+    assert.equal(live.listener, undefined);
+    assert.equal(live.config, "/etc/ssh/sshd_config");
+    assert.deepEqual(live.settings.get("x11forwarding"), ["yes"]);
+    assert.deepEqual(live.settings.get("loglevel"), ["INFO"]);
+    assert.deepEqual(live.setBy.get("x11forwarding"), [
+      { file: "/etc/ssh/sshd_config", line: 90, keyword: "X11Forwarding", value: "yes" },
+    ]);
+  });
+
+  it("tells a configuration sshd refuses as unknown, with sshd's words", () => {
+    const out = section(sshd, fixture("sshd", "test-host-refused-config.txt"));
+    assert.equal(
+      out.unknown,
+      'sshd -T refuses the configuration (exit 255); /etc/ssh/sshd_config.d/60-broken.conf line 1: unsupported option "maybe".',
+    );
+  });
+
+  it("refuses output the probe cannot have printed", () => {
+    const parse = (text: string) => sshd.parse(text, parseContext(FIXTURE_NONCE));
+    const mark = (label: string, text: string) => marked(FIXTURE_NONCE, [[label, text]]);
+    assert.throws(() => parse(mark("config", "passwordauthentication no\n")), ProbeParseError);
+    assert.throws(
+      () => parse(mark("state", "config /etc/ssh/sshd_config\n") + mark("config", "Not A Line\n")),
+      ProbeParseError,
+    );
+  });
+});
+
+describe("sshd: compare", () => {
+  const live = liveFrom(sshd, LISTENER) as SshdLive;
+
+  it("a line of a file changed after sshd started is latent: a restart applies it", () => {
+    const findings = sshd.compare(
+      declared({ PasswordAuthentication: "no", X11Forwarding: "no", LogLevel: "ERROR" }),
+      live,
+    );
+    assert.deepEqual(findings, [
+      {
+        key: "passwordauthentication",
+        declared: "no",
+        live: "no",
+        path: ["sshd", "settings", "PasswordAuthentication"],
+        latent: {
+          after: "restart",
+          becomes: "yes",
+          because:
+            "/etc/ssh/sshd_config.d/50-incident.conf:1 sets PasswordAuthentication yes (changed at 2026-12-07T05:05:33.000Z, after sshd started)",
+        },
+        detail:
+          "sshd (pid 6062) started at 2026-12-07T05:05:27.000Z, before /etc/ssh/sshd_config.d/50-incident.conf changed: it applies what it read then, and a restart applies what sshd -T reads now",
+      },
+    ]);
+  });
+
+  it("a value from a file sshd read as it is drifts now, with the line that sets it", () => {
+    const [finding, ...more] = sshd.compare(declared({ PermitRootLogin: "no" }), live);
+    assert.equal(more.length, 0);
+    assert.deepEqual(finding, {
+      key: "permitrootlogin",
+      declared: "no",
+      live: "yes",
+      path: ["sshd", "settings", "PermitRootLogin"],
+      cause: {
+        kind: "persisted",
+        at: "2026-12-07T05:05:28.000Z",
+        evidence: "/srv/qm/hosts/sshd-01/sshd_config:19 sets PermitRootLogin yes",
+        group: "/srv/qm/hosts/sshd-01/sshd_config",
+      },
+    });
+  });
+
+  it("a keyword no file sets drifts, saying a removed line would still run", () => {
+    const [finding] = sshd.compare(declared({ ciphers: "aes256-gcm@openssh.com" }), live);
+    assert.equal(finding?.live, live.settings.get("ciphers")![0]);
+    assert.equal(finding?.latent, undefined);
+    assert.match(
+      finding!.detail!,
+      /^no file sets it now, and \/etc\/ssh\/sshd_config\.d\/50-incident\.conf changed after sshd started/,
+    );
+  });
+
+  it("multi-line keywords compare as lists, and a keyword sshd does not print is absent", () => {
+    const settled = liveFrom(sshd, "debian12-default-no-listener.txt") as SshdLive;
+    const findings = sshd.compare(
+      declared({ X11Forwarding: true, maxauthtries: 6, NoSuchKeyword: "x" }),
+      settled,
+    );
+    assert.deepEqual(
+      findings.map((f) => [f.key, f.declared, f.live, f.detail]),
+      [
+        [
+          "nosuchkeyword",
+          "x",
+          null,
+          "sshd -T prints no nosuchkeyword: not a keyword of this sshd, or the probe's bound left it out",
+        ],
+      ],
+    );
+    const users = { ...settled, settings: new Map([["allowusers", ["alice", "bob"]]]) };
+    assert.deepEqual(sshd.compare(declared({ AllowUsers: "alice  bob" }), users), []);
+    assert.deepEqual(sshd.compare(declared({ AllowUsers: ["alice", "bob"] }), users), []);
+    assert.equal(sshd.compare(declared({ AllowUsers: ["bob", "alice"] }), users).length, 1);
+  });
+
+  it("an accepted finding makes the declaration clean", () => {
+    const spec = declared({ PermitRootLogin: "no", PasswordAuthentication: "no" });
+    const findings = sshd.compare(spec, live);
+    const drift = findings.find((f) => f.key === "permitrootlogin")!;
+    const accepted = acceptFinding(sshd, spec, drift) as SshdDeclared;
+    assert.deepEqual(accepted.settings, { PermitRootLogin: "yes", PasswordAuthentication: "no" });
+    assert.deepEqual(
+      sshd.compare(SshdDeclared.parse(accepted), live).map((f) => f.key),
+      ["passwordauthentication"],
+    );
+  });
+});
+
+describe("sshd: schema", () => {
+  const issues = (value: unknown) =>
+    SshdDeclared.safeParse(value).error?.issues.map((i) => [i.path.join("."), i.message]);
+
+  it("refuses a keyword twice in two cases, a value of several lines, a connection word with a comma", () => {
+    assert.deepEqual(
+      issues({ settings: { PasswordAuthentication: "no", passwordauthentication: "no" } }),
+      [
+        [
+          "settings.passwordauthentication",
+          "passwordauthentication and PasswordAuthentication are one keyword (sshd reads keywords case-insensitively)",
+        ],
+      ],
+    );
+    assert.equal(issues({ settings: { Banner: "a\nb" } })?.length, 1);
+    assert.deepEqual(
+      issues({ settings: { "Bad Key": "x" } })?.[0]?.[1],
+      "not an sshd keyword (like PasswordAuthentication)",
+    );
+    assert.deepEqual(issues({ connection: { user: "a,host=b" }, settings: {} })?.[0], [
+      "connection.user",
+      "one word, without commas, `=` or blanks",
+    ]);
+    assert.equal(issues({ connection: { port: "22" }, settings: {} })?.length, 1);
+  });
+
+  it("reads YAML's booleans and numbers as sshd prints them", () => {
+    assert.deepEqual(declared({ X11Forwarding: false, MaxAuthTries: 3 }).settings, {
+      X11Forwarding: "no",
+      MaxAuthTries: "3",
+    });
+  });
+});
+
+describe("sshd: snapshot", () => {
+  it("declares the chosen keywords only, at their live values", () => {
+    const live = liveFrom(sshd, "debian12-default-no-listener.txt") as SshdLive;
+    const snapshot = sshd.snapshot(live)!;
+    assert.deepEqual(
+      Object.keys(snapshot.settings),
+      [...SNAPSHOT_KEYWORDS].filter((k) => live.settings.has(k)),
+    );
+    assert.equal(snapshot.settings.permitrootlogin, "without-password");
+    assert.deepEqual(sshd.compare(snapshot, live), []);
+  });
+});
+
+describe("sshd: the probe, run for real", () => {
+  it("as anyone but root, the domain is unknown with the reason", async () => {
+    const run = await runProbe(sshd, declared({ PasswordAuthentication: "no" }), {
+      command: NOBODY,
+    });
+    assert.equal(run.unknown, "sshd -T needs root: declare ssh: { become: sudo } for this node");
+  });
+
+  it("sends nothing and runs nothing for a declaration without settings", () => {
+    assert.equal(
+      sshd.probe(declared({}), {
+        quote: String,
+        mark: String,
+        unknown: String,
+        maxFileBytes: 0,
+        lastAudit: "",
+      }),
+      "true",
+    );
+  });
+});
