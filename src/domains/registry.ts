@@ -11,6 +11,7 @@ import {
   type LatentItem,
   type Quote,
 } from "./latent-words.js";
+import { certificates } from "./certificates/index.js";
 import { files } from "./files/index.js";
 import { ioScheduler } from "./io_scheduler/index.js";
 import { kernel } from "./kernel/index.js";
@@ -31,6 +32,7 @@ const REGISTERED = [
   files,
   systemd,
   kernelModules,
+  certificates,
 ] as const;
 
 /** The names of `domains`, in their order, each typed as its domain's name literal. */
