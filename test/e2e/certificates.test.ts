@@ -12,6 +12,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
+import { parse } from "yaml";
 import { Report } from "../../src/report/schema.js";
 import { runBuiltCli, ensureBuilt } from "../support/cli.js";
 import { suiteForge } from "../support/forge.js";
@@ -257,5 +258,22 @@ describe("certificates", () => {
       assert.match(line, /`[^`]*pwned[^`]*`/, line);
     // One node's problem: the other node is audited as before.
     assert.match(md.stdout, new RegExp(`${NODE}`));
+  });
+
+  it("snapshot declares each certificate of a declared folder, hostile text quoted, and it audits clean", async () => {
+    const env = { env: forge.double.cliEnv() };
+    const shot = await runBuiltCli(
+      ["snapshot", ...forge.repoArgs(), "--ssh-config", fleet.sshConfig, "--node", HOSTILE],
+      env,
+    );
+    assert.equal(shot.exitCode, 0, shot.stderr);
+    assert.deepEqual(runnerCommandLines(shot.stdout), []);
+    const spec = parse(shot.stdout) as { certificates: { path: string; issuer: string }[] };
+    // The refused files stay out; the one certificate is declared with what it holds.
+    assert.deepEqual(
+      spec.certificates.map((c) => c.path),
+      [`${DIR}/a-markup.pem`],
+    );
+    assert.match(spec.certificates[0]!.issuer, /::error::pwned/);
   });
 });

@@ -246,6 +246,18 @@ describe("certificates: probe and compare on this host", () => {
       assert.ok(certLines.has(line), `sent a line of no certificate: ${line}`);
   });
 
+  it("prints the same under busybox sh, awk and find as under dash, mawk and GNU find", async () => {
+    const declared = [
+      { path: file("live"), valid_for: "30d" },
+      { path: file("huge.pem"), valid_for: "1d" },
+      { path: file("binary.pem"), valid_for: "1d" },
+    ];
+    const dash = await audit(declared);
+    const busybox = await audit(declared, ["busybox", "sh", "-s"]);
+    assert.deepEqual(busybox.findings, dash.findings);
+    assert.equal(dash.findings.length, 4);
+  });
+
   it("a huge file is not read; a binary one is no certificate; a root-only folder is unknown to nobody", async () => {
     const { findings, live, stdout } = await audit(
       [
