@@ -1,12 +1,11 @@
 import type { Cause } from "../cause.js";
 import {
   causeTime,
-  latest,
   type CauseSubject,
   type HostRecord,
   type RecordContext,
 } from "../host-record.js";
-import { packageChange, transactionCause } from "../package-transaction.js";
+import { shippedFile } from "../package-transaction.js";
 
 // Why a declared certificate file changed: the package transaction that shipped it as it is (a CA
 // bundle), or a change of the file since the node's last audit. A certificate that only aged has
@@ -23,17 +22,8 @@ export function certificateCause(
   const path = fileOf(item.key);
   // A folder's file: the record holds the declared paths only.
   if (path !== item.path[1]) return undefined;
-  const owned = record.owned.get(path);
-  if (owned?.digest !== undefined && record.digest.get(path) === owned.digest) {
-    const event = latest(record.packages, (e) => e.name === owned.package && e.to !== undefined);
-    if (!event) return undefined;
-    return transactionCause(
-      event,
-      record,
-      "package-file",
-      `${path} replaced by ${packageChange(event)}`,
-    );
-  }
+  const shipped = shippedFile(path, record);
+  if (shipped) return shipped.cause;
   const stat = record.stat.get(path);
   if (!stat || ctx.since === undefined || !(stat.mtime > ctx.since)) return undefined;
   return {

@@ -11,6 +11,7 @@ import {
   type CertificateDeclared,
 } from "../../../src/domains/certificates/index.js";
 import type { CertificatesLive } from "../../../src/domains/certificates/parse.js";
+import { parseHostRecord } from "../../../src/audit/cause/record.js";
 import type { HostRecord } from "../../../src/domains/host-record.js";
 import { ProbeParseError } from "../../../src/errors.js";
 import { parseContext } from "../../../src/probe/script.js";
@@ -332,15 +333,8 @@ describe("certificates: probe and compare on this host", () => {
 });
 
 describe("certificates: cause", () => {
-  const record = (over: Partial<HostRecord>): HostRecord => ({
-    owned: new Map(),
-    digest: new Map(),
-    stat: new Map(),
-    packages: [],
-    conffiles: [],
-    apt: [],
-    ...over,
-  });
+  // A host that recorded nothing (an empty cause section), then `over`.
+  const record = (over: Partial<HostRecord>): HostRecord => ({ ...parseHostRecord([]), ...over });
   const item = (key: string, declaredPath = key) => ({
     key,
     declared: "30d",
