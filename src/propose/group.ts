@@ -29,10 +29,14 @@ export interface KnownCause {
   group: string;
 }
 
-/** The item's cause when it can join items into one PR; host text, so only ever a Map key or hashed. */
+/**
+ * The item's cause when it can join items into one PR; host text, so only ever a Map key or hashed.
+ * A latent item's cause made what comes next, not what drifted: it joins no drift's PR.
+ */
 export function knownCause(item: DriftItem): KnownCause | undefined {
   const cause = item.cause;
-  if (!cause || cause.kind === "unknown" || cause.group === undefined) return undefined;
+  if (!cause || cause.kind === "unknown" || cause.group === undefined || item.latentPolicy)
+    return undefined;
   return { kind: cause.kind, group: cause.group };
 }
 
