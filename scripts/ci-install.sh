@@ -6,11 +6,12 @@
 # ansible, whose ansible-inventory is the oracle the inventory readers are compared with; qemu and
 # kmod for the VM test host with loadable kernel modules, test/support/vm.ts, which boots Debian's
 # cloud kernel: that package is downloaded into VM_KERNEL_DIR, never installed; strace, which shows
-# what paths a probe section reads, test/unit/probe/own-tree.test.ts).
+# what paths a probe section reads, test/unit/probe/own-tree.test.ts; faketime, whose libfaketime
+# moves the CLI's clock forward under test/e2e/certificates.test.ts).
 # Idempotent and quiet: does nothing when everything is already installed.
 set -eu
 
-packages="openssh-server iproute2 procps sudo git rpm systemd dbus-daemon util-linux python3-yaml busybox-static ansible chromium qemu-system-x86 kmod strace nftables iptables"
+packages="openssh-server iproute2 procps sudo git rpm systemd dbus-daemon util-linux python3-yaml busybox-static ansible chromium qemu-system-x86 kmod strace nftables iptables faketime"
 # test/support/vm.ts reads it from here.
 vm_kernel_dir=/var/cache/quartermaster-test-vm
 

@@ -1,4 +1,5 @@
 import {
+  DEFAULT_AUDIT_INTERVAL_MS,
   declaredFor,
   partlyUnknown,
   type ParseContext,
@@ -317,7 +318,11 @@ export async function auditNode(
       checked.items += Math.max(0, declaredItems(declaredFor(domain, node.spec)) - partly.length);
       checked.domains++;
       await withinBudget();
-      const findings = domain.compare(declaredFor(domain, node.spec), live);
+      const now = drift.now.getTime();
+      const findings = domain.compare(declaredFor(domain, node.spec), live, {
+        now,
+        nextAudit: now + (drift.auditInterval ?? DEFAULT_AUDIT_INTERVAL_MS),
+      });
       await withinBudget();
       // Past the cap, a host's flood (routes, accounts, mounts) is counted, not listed.
       const unlisted = findings.splice(MAX_ITEMS_PER_DOMAIN).length;

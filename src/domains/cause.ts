@@ -75,7 +75,7 @@ export function boundedCause(cause: Cause): Cause {
   };
 }
 
-export const LATENT_EVENTS = ["reboot", "restart", "daemon-reload"] as const;
+export const LATENT_EVENTS = ["reboot", "restart", "daemon-reload", "expiry"] as const;
 export type LatentEvent = (typeof LATENT_EVENTS)[number];
 
 /** Declared state that holds now and will not after `after`: the value it will then take. */

@@ -38,6 +38,22 @@ export interface ParseContext {
   parts(output: string): [label: string, text: string][];
 }
 
+/**
+ * The audit's clock, for a domain whose live state ages (a certificate's validity left): now, and
+ * when the next scheduled audit runs (`audit.interval` in fleet.yaml), epoch milliseconds.
+ */
+export interface CompareTime {
+  now: number;
+  nextAudit: number;
+}
+
+/** How often scheduled audits run when fleet.yaml's `audit.interval` does not say: daily. */
+export const DEFAULT_AUDIT_INTERVAL_MS = 86_400_000;
+
+/** The time a compare reads: the audit's, else the clock's now and the default interval. */
+export const compareTime = (when?: CompareTime): CompareTime =>
+  when ?? { now: Date.now(), nextAudit: Date.now() + DEFAULT_AUDIT_INTERVAL_MS };
+
 /** One difference between declared and live state, as a domain sees it. */
 export interface Finding {
   /** Stable within the domain: the sysctl name, the file path, `tcp/8080`. */
@@ -117,7 +133,7 @@ export interface Domain<Declared, Live, Name extends string> {
    * The findings, each with what the next reboot, restart or daemon-reload does to it (`latent`)
    * and, where the live state itself says why (a sysctl a persisted file sets), its `cause`.
    */
-  compare(declared: Declared, live: Live): Finding[];
+  compare(declared: Declared, live: Live, when?: CompareTime): Finding[];
   /**
    * The host records the cause of this declaration's items needs (src/domains/host-record.ts): the
    * audit's cause section reads every domain's in one pass. Without it the domain asks for none

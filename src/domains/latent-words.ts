@@ -34,6 +34,7 @@ export const NEXT_EVENT: Record<LatentEvent, string> = {
   reboot: "the next boot",
   restart: "a restart",
   "daemon-reload": "the next daemon-reload",
+  expiry: "time",
 };
 
 const REMEDIATION: Record<LatentEvent, string> = {
@@ -43,6 +44,7 @@ const REMEDIATION: Record<LatentEvent, string> = {
     "Restart it when its users can take it (`systemctl restart UNIT`): it then runs what is on disk; or put back what it runs now.",
   "daemon-reload":
     "Run `systemctl daemon-reload` so systemd loads the unit as its files say now (then restart it for its process to take them), or put the files back.",
+  expiry: "Renew it before the date comes, or lower what the manifest declares.",
 };
 
 const show = (value: unknown): string =>

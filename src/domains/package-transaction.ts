@@ -8,7 +8,7 @@ import {
 } from "./host-record.js";
 
 // A package transaction as a cause: what `packages` says of a package a transaction changed, and
-// `files` of a file a package shipped.
+// `files` and `certificates` of a declared file a package shipped.
 
 /** One event in a reviewer's words: `nginx 1.24 → 1.26`, `curl 8.5 installed`, `vim 9.0 removed`. */
 export const packageChange = (e: PackageEvent) =>
@@ -60,5 +60,29 @@ export function transactionCause(
     ...(rpm === undefined && { by: byOf(transaction) }),
     evidence,
     group: `package: ${changes.join(", ")}`,
+  };
+}
+
+/**
+ * A declared file whose live contents are what its package shipped: the latest transaction that
+ * installed the package (`cause` undefined when none is recorded). Undefined when the file is not as
+ * a package shipped it.
+ */
+export function shippedFile(
+  path: string,
+  record: HostRecord,
+): { cause: Cause | undefined } | undefined {
+  const owned = record.owned.get(path);
+  if (owned?.digest === undefined || record.digest.get(path) !== owned.digest) return undefined;
+  const event = latest(record.packages, (e) => e.name === owned.package && e.to !== undefined);
+  return {
+    cause:
+      event &&
+      transactionCause(
+        event,
+        record,
+        "package-file",
+        `${path} replaced by ${packageChange(event)}`,
+      ),
   };
 }

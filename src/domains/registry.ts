@@ -12,6 +12,7 @@ import {
   type Quote,
 } from "./latent-words.js";
 import { accounts } from "./accounts/index.js";
+import { certificates } from "./certificates/index.js";
 import { files } from "./files/index.js";
 import { firewall } from "./firewall/index.js";
 import { ioScheduler } from "./io_scheduler/index.js";
@@ -39,6 +40,7 @@ const REGISTERED = [
   mounts,
   accounts,
   sshd,
+  certificates,
 ] as const;
 
 /** The names of `domains`, in their order, each typed as its domain's name literal. */

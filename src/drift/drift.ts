@@ -54,6 +54,8 @@ export interface DriftContext {
   /** Open remediation tickets: drift they name is acknowledged, not new. */
   tickets: readonly Ticket[];
   now: Date;
+  /** How often scheduled audits run (`audit.interval`), in milliseconds, when the fleet says. */
+  auditInterval?: number | undefined;
 }
 
 /**

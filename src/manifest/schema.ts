@@ -209,6 +209,11 @@ export const AuditSettings = z.strictObject({
     .string()
     .regex(DURATION, 'a duration such as "24h", "90m" or "2d"')
     .optional(),
+  /**
+   * How often the scheduled audit runs ("24h", "7d"; default 24h): what will change before the
+   * next one (a certificate falling under its declared validity) is latent drift now.
+   */
+  interval: z.string().regex(DURATION, 'a duration such as "24h", "7d" or "90m"').optional(),
 });
 export type AuditSettings = z.infer<typeof AuditSettings>;
 

@@ -7,6 +7,7 @@ import { auditFleet, shardOf, spoolFleet, type FleetRun, type Shard } from "../a
 import { defaultAuditSettings, type AuditSettings, type CauseRequest } from "../audit/node.js";
 import { splitPrints } from "../audit/cause/rollout.js";
 import { annotateNode, lastAuditOf, type AuditHistory } from "../report/history.js";
+import { durationMs } from "../report/unaudited.js";
 import type { DomainName } from "../domains/registry.js";
 import type { DriftContext } from "../drift/drift.js";
 import type { Fleet, LoadedNode } from "../manifest/load.js";
@@ -68,6 +69,9 @@ export function fleetDriftRules(fleet: Fleet): Omit<DriftContext, "now"> {
     policy: fleet.settings.policy ?? {},
     waivers: fleet.settings.ignore ?? [],
     tickets: fleet.tickets.map((t) => t.ticket),
+    ...(fleet.settings.audit?.interval && {
+      auditInterval: durationMs(fleet.settings.audit.interval),
+    }),
   };
 }
 

@@ -1,12 +1,11 @@
 import type { Cause } from "../cause.js";
 import {
   causeTime,
-  latest,
   type CauseSubject,
   type HostRecord,
   type RecordContext,
 } from "../host-record.js";
-import { packageChange, transactionCause } from "../package-transaction.js";
+import { shippedFile } from "../package-transaction.js";
 
 // Content findings of a declared file (its contents, or its hash): what an edit or a package changes.
 const CONTENT = new Set(["contents", "sha256"]);
@@ -24,17 +23,9 @@ export function fileCause(
   const path = item.key;
   const owned = record.owned.get(path);
   const digest = record.digest.get(path);
-  if (owned?.digest !== undefined && digest === owned.digest) {
-    // The live file is what the package shipped: the latest transaction that installed it.
-    const event = latest(record.packages, (e) => e.name === owned.package && e.to !== undefined);
-    if (!event) return undefined;
-    return transactionCause(
-      event,
-      record,
-      "package-file",
-      `${path} replaced by ${packageChange(event)}`,
-    );
-  }
+  // The live file is what the package shipped: the latest transaction that installed it.
+  const shipped = shippedFile(path, record);
+  if (shipped) return shipped.cause;
   const stat = record.stat.get(path);
   // A package's file with other contents than it shipped, or a file no package ships: edited.
   if (!stat || (owned && (digest === undefined || owned.digest === undefined))) return undefined;
