@@ -17,24 +17,54 @@ export interface DriftGroup {
   /** One per key, in key order; several only for a domain whose items are a set. */
   items: DriftItem[];
   nodes: { node: LoadedNode; items: DriftItem[] }[];
-  /** The known cause these items share: its group is what makes them one PR with its other items. */
+  /** The known cause these items share: what makes them one PR with its other items. */
   cause?: KnownCause;
   /** The accept PR a reviewer closed unmerged that carried these items on these nodes. */
   rejectedBy?: { number: number; branch: string };
 }
 
-/** A cause that names what it is (not `unknown`) and its node-independent identity. */
+/** A cause that names what it is (not `unknown`), its node-independent identity and its change. */
 export interface KnownCause {
   kind: Exclude<CauseKind, "unknown">;
+  /** Host text, so only ever a Map key or hashed. */
   group: string;
+  /**
+   * What the node's items of this cause are (domain, key and live value of each), hashed: nodes
+   * join one PR by a cause only when it changed the same on each, so a host that copies another's
+   * text joins its PR only by showing the very same change.
+   */
+  change: string;
 }
 
-/** The item's cause when it can join items into one PR; host text, so only ever a Map key or hashed. */
-export function knownCause(item: DriftItem): KnownCause | undefined {
+/** The group of the item's cause when it can join items into one PR. */
+function causeGroup(item: DriftItem): string | undefined {
   const cause = item.cause;
-  if (!cause || cause.kind === "unknown" || cause.group === undefined) return undefined;
-  return { kind: cause.kind, group: cause.group };
+  return !cause || cause.kind === "unknown" ? undefined : cause.group;
 }
+
+/** Each cause group's change on one node: every item of that group, as the host shows it. */
+function causeChanges(items: readonly DriftItem[]): (item: DriftItem) => KnownCause | undefined {
+  const changed = new Map<string, string[]>();
+  for (const item of items) {
+    const group = causeGroup(item);
+    if (group !== undefined)
+      append(changed, group, JSON.stringify([item.domain, item.key, item.live]));
+  }
+  const changes = new Map(
+    [...changed].map(([group, each]) => [
+      group,
+      hash(JSON.stringify([...new Set(each)].sort()), 16),
+    ]),
+  );
+  return (item) => {
+    const cause = item.cause;
+    if (!cause || cause.kind === "unknown" || cause.group === undefined) return undefined;
+    return { kind: cause.kind, group: cause.group, change: changes.get(cause.group)! };
+  };
+}
+
+/** What a cause joins by: its group and its change on the node. */
+export const causeIdentity = (cause: KnownCause) => JSON.stringify([cause.group, cause.change]);
 
 export const hash = (text: string, length = 8) =>
   createHash("sha256").update(text).digest("hex").slice(0, length);
@@ -70,16 +100,15 @@ export const ownersOf = (node: LoadedNode): string[] =>
  */
 export function groupDrift(report: Report, nodes: ReadonlyMap<string, LoadedNode>): DriftGroup[] {
   const groups = new Map<string, DriftGroup>();
-  const add = (node: LoadedNode, domain: AnyDomain, items: DriftItem[]) => {
+  const add = (node: LoadedNode, domain: AnyDomain, items: DriftItem[], cause?: KnownCause) => {
     items.sort(byKey);
     const signature =
       items.length === 1 ? itemSignature(items[0]!) : setSignature(items.map(itemSignature));
     const owners = ownersOf(node);
-    const cause = knownCause(items[0]!);
     const identity = [
       signature,
       ...(owners.length ? [hash(JSON.stringify(owners))] : []),
-      ...(cause ? [`c${hash(cause.group)}`] : []),
+      ...(cause ? [`c${hash(causeIdentity(cause))}`] : []),
     ].join("-");
     let group = groups.get(identity);
     if (!group)
@@ -100,32 +129,34 @@ export function groupDrift(report: Report, nodes: ReadonlyMap<string, LoadedNode
   for (const result of report.nodes) {
     const node = nodes.get(result.name);
     if (!node) continue;
+    const drift = result.drift.filter((item) => !item.acknowledged && domainByName(item.domain));
+    const causeOf = causeChanges(drift);
     // Keyed by domain and cause group: a set's items of one cause are one group, apart from others.
     const sets = new Map<string, DriftItem[]>();
-    for (const item of result.drift) {
-      if (item.acknowledged) continue;
-      const domain = domainByName(item.domain);
-      if (!domain) continue;
+    for (const item of drift) {
+      const domain = domainByName(item.domain)!;
       if (!domain.itemsAreASet) {
-        add(node, domain, [item]);
+        add(node, domain, [item], causeOf(item));
         continue;
       }
-      append(sets, JSON.stringify([domain.name, knownCause(item)?.group ?? null]), item);
+      append(sets, JSON.stringify([domain.name, causeGroup(item) ?? null]), item);
     }
-    for (const items of sets.values()) add(node, domainByName(items[0]!.domain)!, items);
+    for (const items of sets.values())
+      add(node, domainByName(items[0]!.domain)!, items, causeOf(items[0]!));
   }
   return [...groups.values()].sort((a, b) => a.identity.localeCompare(b.identity));
 }
 
 /**
- * Drift groups as pull requests take them: the groups of one known cause and the same owners are
- * one bundle (across nodes and domains), every other group a bundle of its own.
+ * Drift groups as pull requests take them: the groups of one known cause, which changed the same on
+ * each of their nodes, and the same owners are one bundle (across nodes and domains), every other
+ * group a bundle of its own.
  */
 export function bundleGroups(groups: readonly DriftGroup[]): DriftGroup[][] {
   const bundles = new Map<string, DriftGroup[]>();
   for (const group of groups) {
     const key = group.cause
-      ? JSON.stringify(["cause", group.cause.group, group.owners])
+      ? JSON.stringify(["cause", causeIdentity(group.cause), group.owners])
       : JSON.stringify(["group", group.identity]);
     append(bundles, key, group);
   }
