@@ -15,7 +15,7 @@ import type { NodeResult, Report } from "../report/schema.js";
 import { localTransport } from "../transport/local.js";
 import { JumpConnections } from "../transport/jump-connection.js";
 import { throttlingNotices } from "./throttling.js";
-import { sshSessionGates } from "../transport/session-gate.js";
+import { sshSessionGates, type SshSessionGates } from "../transport/session-gate.js";
 import { CertificateCheck } from "../transport/ssh-certificate.js";
 import {
   DEFAULT_CONNECT_TIMEOUT_SECONDS,
@@ -109,7 +109,12 @@ async function fleetRun(
   config: AuditOptions,
   onResult: ((total: number) => (r: NodeResult) => void) | undefined,
   reach: Reach,
-): Promise<{ fleet: Fleet; run: FleetRun; connections?: JumpConnections }> {
+): Promise<{
+  fleet: Fleet;
+  run: FleetRun;
+  connections?: JumpConnections;
+  sessions?: SshSessionGates;
+}> {
   const fleet = await loadManifests(config.source);
   const { shard, categories } = config;
   let nodes: LoadedNode[] = config.local
@@ -148,7 +153,7 @@ async function fleetRun(
     shard,
     onResult: onResult?.(nodes.length),
   };
-  return { fleet, run, ...(connections && { connections }) };
+  return { fleet, run, ...(connections && { connections }), ...(sessions && { sessions }) };
 }
 
 /** Loads, selects, audits, the report whole in memory: shared by `diff` and `review`. */
@@ -183,11 +188,13 @@ export async function runSpooledAudit(
       inner?.(result);
     };
   };
-  const { run, fleet, connections } = await fleetRun(options, onResult, reach);
+  const { run, fleet, connections, sessions } = await fleetRun(options, onResult, reach);
   const judge = await unauditedJudge(options.unaudited, options.warn, fleet.settings.audit);
   if (judge.history) run.causeRequest = historyRequests(judge.history, run.manifestRevision);
   const spooled = await spoolFleet(run).finally(() => connections?.close());
-  for (const line of throttlingNotices(run.nodes, tries)) options.say?.(line);
+  if (sessions)
+    for (const line of await throttlingNotices(run.nodes, tries, sessions.jumpHostOf))
+      options.say?.(line);
   try {
     if (options.categories) spooled.head.categories = options.categories;
     return await judgeSpooled(judge, spooled);
