@@ -29,11 +29,12 @@ export interface KnownCause {
   /** Host text, so only ever a Map key or hashed. */
   group: string;
   /**
-   * What the node's items of this cause are (domain, key and live value of each), hashed: nodes
-   * join one PR by a cause only when it changed the same on each, so a host that copies another's
-   * text joins its PR only by showing the very same change.
+   * When the group changed differently on different nodes: what this node's items of it are
+   * (domain, key and live value of each), hashed. Nodes join one PR by a cause only where it
+   * changed the same on each, so a host that copies another's text joins its PR only by showing the
+   * very same change.
    */
-  change: string;
+  change?: string;
 }
 
 /** The group of the item's cause when it can join items into one PR. */
@@ -42,29 +43,29 @@ function causeGroup(item: DriftItem): string | undefined {
   return !cause || cause.kind === "unknown" ? undefined : cause.group;
 }
 
-/** Each cause group's change on one node: every item of that group, as the host shows it. */
-function causeChanges(items: readonly DriftItem[]): (item: DriftItem) => KnownCause | undefined {
+/** Each cause group's change on one node: every item of that group, as the host shows it, hashed. */
+function causeChanges(items: readonly DriftItem[]): Map<string, string> {
   const changed = new Map<string, string[]>();
   for (const item of items) {
     const group = causeGroup(item);
     if (group !== undefined)
       append(changed, group, JSON.stringify([item.domain, item.key, item.live]));
   }
-  const changes = new Map(
+  return new Map(
     [...changed].map(([group, each]) => [
       group,
       hash(JSON.stringify([...new Set(each)].sort()), 16),
     ]),
   );
-  return (item) => {
-    const cause = item.cause;
-    if (!cause || cause.kind === "unknown" || cause.group === undefined) return undefined;
-    return { kind: cause.kind, group: cause.group, change: changes.get(cause.group)! };
-  };
 }
 
-/** What a cause joins by: its group and its change on the node. */
-export const causeIdentity = (cause: KnownCause) => JSON.stringify([cause.group, cause.change]);
+/**
+ * What a cause joins by: its group, and its change on the node where the group changed differently
+ * elsewhere. A group that changed alike everywhere is its group alone, so its PR's branch stays the
+ * same as its items are accepted or resolved one by one.
+ */
+export const causeIdentity = (cause: KnownCause) =>
+  cause.change === undefined ? cause.group : JSON.stringify([cause.group, cause.change]);
 
 export const hash = (text: string, length = 8) =>
   createHash("sha256").update(text).digest("hex").slice(0, length);
@@ -126,11 +127,30 @@ export function groupDrift(report: Report, nodes: ReadonlyMap<string, LoadedNode
       );
     group.nodes.push({ node, items });
   };
-  for (const result of report.nodes) {
+  const entries = report.nodes.flatMap((result) => {
     const node = nodes.get(result.name);
-    if (!node) continue;
+    if (!node) return [];
     const drift = result.drift.filter((item) => !item.acknowledged && domainByName(item.domain));
-    const causeOf = causeChanges(drift);
+    return [{ node, drift, changes: causeChanges(drift) }];
+  });
+  // Each cause group's distinct changes across the nodes: more than one, and each is told apart.
+  const changesOf = new Map<string, Set<string>>();
+  for (const { changes } of entries)
+    for (const [group, change] of changes) {
+      const seen = changesOf.get(group) ?? new Set<string>();
+      changesOf.set(group, seen.add(change));
+    }
+  for (const { node, drift, changes } of entries) {
+    const causeOf = (item: DriftItem): KnownCause | undefined => {
+      const cause = item.cause;
+      if (!cause || cause.kind === "unknown" || cause.group === undefined) return undefined;
+      const split = changesOf.get(cause.group)!.size > 1;
+      return {
+        kind: cause.kind,
+        group: cause.group,
+        ...(split && { change: changes.get(cause.group)! }),
+      };
+    };
     // Keyed by domain and cause group: a set's items of one cause are one group, apart from others.
     const sets = new Map<string, DriftItem[]>();
     for (const item of drift) {

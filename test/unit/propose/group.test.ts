@@ -106,6 +106,13 @@ describe("group: one proposal per cause", () => {
     const [update] = plan(input(fewer, asPulls(actions)));
     assert.equal(update!.type, "update");
     assert.equal((update as Extract<typeof update, { type: "update" }>).branch, pr!.branch);
+    // One of its keys accepted or set back on every node: the same branch still.
+    const two = keys.slice(1);
+    const [narrowed] = plan(
+      input(report({ "web-01": two, "web-02": two, "web-03": two }), asPulls(actions)),
+    );
+    assert.equal(narrowed!.type, "update");
+    assert.equal((narrowed as Extract<typeof narrowed, { type: "update" }>).branch, pr!.branch);
   });
 
   it("one package transaction across nodes and domains is one accept PR naming every domain, its ticketed part one ticket PR; one PR of the budget", () => {
