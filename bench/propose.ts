@@ -226,6 +226,10 @@ try {
       GITHUB_TOKEN: TOKEN,
       GITHUB_API_URL: double.apiUrl,
       GITHUB_REPOSITORY: "acme/fleet",
+      // The token goes only to the forge's own host: the git server is it here.
+      GITHUB_SERVER_URL: server.url,
+      // An installation token does not say who it is: the login it acts as is given, as in Actions.
+      QUARTERMASTER_BOT_LOGIN: "quartermaster[bot]",
       QUARTERMASTER_WRITE_SPACING_MS: "0",
       NO_COLOR: "1",
     } as Record<string, string>;
@@ -240,6 +244,9 @@ try {
       server.repoUrl("acme", "fleet"),
       "--cache-dir",
       path.join(work, "cache"),
+      // Every PR in the first run: the second is then the same run again, with nothing to open.
+      "--max-new-prs",
+      String(prs),
     ];
     const first = await timed(process.execPath, cli, env);
     const opened = double.pulls().length;

@@ -133,7 +133,14 @@ function causeTargets(domains: readonly { domain: AnyDomain; declared: unknown }
 export interface CauseRequest {
   since?: number;
   /** The audit keeps a history: record the node's declared prints, compare with its last ones. */
-  history?: { before?: DeclaredBefore; revision: string | null };
+  history?: {
+    before?: DeclaredBefore;
+    revision: string | null;
+    /** When that revision was committed. */
+    revisionAt?: string;
+    /** Whether the history holds this drift fingerprint of the node: its last audit saw it. */
+    seen?: (fingerprint: string) => boolean;
+  };
 }
 
 /** The sections of a node's probe, in the order it runs them. */

@@ -131,6 +131,15 @@ export interface Domain<Declared, Live, Name extends string> {
    */
   cause?(item: CauseSubject, record: HostRecord, ctx: RecordContext): Cause | undefined;
   /**
+   * What put a latent item's coming value in place, read from the host's record (the package
+   * transaction that installed the kernel the next boot runs); undefined leaves it without a cause.
+   */
+  latentCause?(
+    item: CauseSubject & { latent: Latent },
+    record: HostRecord,
+    ctx: RecordContext,
+  ): Cause | undefined;
+  /**
    * The declaration that would make this live state clean (`snapshot`, `adopt`, goss-style
    * bootstrap), shaped by the snapshot's options where the domain takes one.
    */

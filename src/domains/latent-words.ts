@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from "node:util";
-import type { Latent, LatentEvent } from "./cause.js";
+import type { Cause, Latent, LatentEvent } from "./cause.js";
 
 // How latent drift reads (declared state that holds now and will not after an event): what the
 // event changes and what an operator does before it, never "declared X but the host runs X". A
@@ -11,6 +11,8 @@ export interface LatentItem {
   declared: unknown;
   live: unknown;
   latent: Latent;
+  /** What put the coming value in place, where the host recorded it. */
+  cause?: Cause | undefined;
 }
 
 /**

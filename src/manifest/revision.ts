@@ -89,6 +89,23 @@ export function manifestRevision(dir: string): string | null {
 }
 
 /**
+ * When `revision`, a commit of the checkout at or above `dir`, was committed (ISO time); undefined
+ * where the commit cannot be read. A depth-1 clone holds it: it is the commit checked out.
+ */
+export async function revisionTime(dir: string, revision: string): Promise<string | undefined> {
+  const git = await gitFor(dir);
+  if (!git) return undefined;
+  try {
+    const root = await git.findRoot({ fs, filepath: dir });
+    const { commit } = await git.readCommit({ fs, dir: root, oid: revision });
+    const at = new Date(commit.committer.timestamp * 1000);
+    return Number.isNaN(at.getTime()) ? undefined : at.toISOString().replace(/\.000Z$/, "Z");
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * Whether the manifests under `dir` differ from that commit (changed, added or deleted files, not
  * ignored ones): the audit then checked what no commit holds, and the report says so.
  */

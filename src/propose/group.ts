@@ -37,10 +37,13 @@ export interface KnownCause {
   change?: string;
 }
 
-/** The group of the item's cause when it can join items into one PR. */
+/**
+ * The group of the item's cause when it can join items into one PR. A latent item's cause made what
+ * comes next, not what drifted: it joins no drift's PR.
+ */
 function causeGroup(item: DriftItem): string | undefined {
   const cause = item.cause;
-  return !cause || cause.kind === "unknown" ? undefined : cause.group;
+  return !cause || cause.kind === "unknown" || item.latentPolicy ? undefined : cause.group;
 }
 
 /** Each cause group's change on one node: every item of that group, as the host shows it, hashed. */
@@ -143,7 +146,8 @@ export function groupDrift(report: Report, nodes: ReadonlyMap<string, LoadedNode
   for (const { node, drift, changes } of entries) {
     const causeOf = (item: DriftItem): KnownCause | undefined => {
       const cause = item.cause;
-      if (!cause || cause.kind === "unknown" || cause.group === undefined) return undefined;
+      if (!cause || cause.kind === "unknown" || cause.group === undefined || item.latentPolicy)
+        return undefined;
       const split = changesOf.get(cause.group)!.size > 1;
       return {
         kind: cause.kind,

@@ -6,11 +6,11 @@ import v8 from "node:v8";
 import { auditFleet, shardOf, spoolFleet, type FleetRun, type Shard } from "../audit/fleet.js";
 import { defaultAuditSettings, type AuditSettings, type CauseRequest } from "../audit/node.js";
 import { splitPrints } from "../audit/cause/rollout.js";
-import { lastAuditOf, type AuditHistory } from "../report/history.js";
+import { annotateNode, lastAuditOf, type AuditHistory } from "../report/history.js";
 import type { DomainName } from "../domains/registry.js";
 import type { DriftContext } from "../drift/drift.js";
 import type { Fleet, LoadedNode } from "../manifest/load.js";
-import { manifestDirty, manifestRevision } from "../manifest/revision.js";
+import { manifestDirty, manifestRevision, revisionTime } from "../manifest/revision.js";
 import type { NodeResult, Report } from "../report/schema.js";
 import { localTransport } from "../transport/local.js";
 import { JumpConnections } from "../transport/jump-connection.js";
@@ -156,11 +156,20 @@ async function fleetRun(
   return { fleet, run, ...(connections && { connections }), ...(sessions && { sessions }) };
 }
 
-/** Loads, selects, audits, the report whole in memory: shared by `diff` and `review`. */
-export async function runAudit(config: AuditOptions): Promise<{ fleet: Fleet; report: Report }> {
+/**
+ * Loads, selects, audits, the report whole in memory: shared by `diff` and `review`. With the
+ * audit history, each node's causes are read since its last audit and against what it declared
+ * then (a pending rollout), and its entry is annotated as a scheduled run's is.
+ */
+export async function runAudit(
+  config: AuditOptions,
+  history?: AuditHistory,
+): Promise<{ fleet: Fleet; report: Report }> {
   const { fleet, run, connections } = await fleetRun(config, undefined, {});
+  if (history) run.causeRequest = await historyRequests(history, fleet, run.manifestRevision);
   const report = await auditFleet(run).finally(() => connections?.close());
   if (config.categories) report.categories = config.categories;
+  if (history) report.nodes = report.nodes.map((n) => annotateNode(n, history, report.startedAt));
   return { fleet, report };
 }
 
@@ -190,7 +199,8 @@ export async function runSpooledAudit(
   };
   const { run, fleet, connections, sessions } = await fleetRun(options, onResult, reach);
   const judge = await unauditedJudge(options.unaudited, options.warn, fleet.settings.audit);
-  if (judge.history) run.causeRequest = historyRequests(judge.history, run.manifestRevision);
+  if (judge.history)
+    run.causeRequest = await historyRequests(judge.history, fleet, run.manifestRevision);
   const spooled = await spoolFleet(run).finally(() => connections?.close());
   if (sessions)
     for (const line of await throttlingNotices(run.nodes, tries, sessions.jumpHostOf))
@@ -218,10 +228,13 @@ export function boundHeapGrowth(): void {
  * Each node's cause request from the audit history: since its last audit, and against what that
  * audit declared (a drift back to it is a pending rollout).
  */
-function historyRequests(
+async function historyRequests(
   history: AuditHistory,
+  fleet: Fleet,
   revision: string | null,
-): (node: LoadedNode) => CauseRequest {
+): Promise<(node: LoadedNode) => CauseRequest> {
+  // A rollout's time: the commit audited, which carries the change.
+  const revisionAt = revision === null ? undefined : await revisionTime(fleet.dir, revision);
   return (node) => {
     const last = lastAuditOf(history, node.name);
     const before = last.declared !== undefined && {
@@ -232,7 +245,12 @@ function historyRequests(
     };
     return {
       ...(last.at !== undefined && { since: last.at }),
-      history: { revision, ...before },
+      history: {
+        revision,
+        ...(revisionAt !== undefined && { revisionAt }),
+        ...before,
+        seen: (fingerprint) => history.drift.get(fingerprint)?.node === node.name,
+      },
     };
   };
 }

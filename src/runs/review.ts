@@ -8,7 +8,7 @@ import { gatherPulls } from "../propose/gather.js";
 import { planActions } from "../propose/run-plan.js";
 import { proposalInput } from "../propose/input.js";
 import { botPulls, type ExistingPull } from "../propose/pulls.js";
-import { readNodeLists } from "../propose/state.js";
+import { readHistory, readNodeLists } from "../propose/state.js";
 import type { Report } from "../report/schema.js";
 import { visible } from "../text/escape.js";
 import { codeSpan, nodeSpans } from "../text/markdown.js";
@@ -121,16 +121,24 @@ async function recordTicket(
     );
     return { failed: false };
   }
-  const { report } = await runAudit({
-    source: { manifests: manifestDir, repo: undefined, ref: undefined, cacheDir: undefined },
-    nodes,
-    categories: undefined,
-    local: false,
-    concurrency: DEFAULT_CONCURRENCY,
-    timeout: request.timeout,
-    sshConfig: request.sshConfig,
-    shard: undefined,
-  });
+  // The history the scheduled audit reads: causes since each node's last audit, a pending rollout
+  // told from drift, and since when the drift is seen.
+  const history = await readHistory(github);
+  for (const why of history.dropped)
+    request.say(`the audit history: ${why}; that entry is left out`);
+  const { report } = await runAudit(
+    {
+      source: { manifests: manifestDir, repo: undefined, ref: undefined, cacheDir: undefined },
+      nodes,
+      categories: undefined,
+      local: false,
+      concurrency: DEFAULT_CONCURRENCY,
+      timeout: request.timeout,
+      sshConfig: request.sshConfig,
+      shard: undefined,
+    },
+    history,
+  );
   const { input, revision } = await proposalInput(manifestDir);
   // Only the ticket recording this PR's rejection; no budget: it is one PR a person asked for.
   const planned = { ...input, report, maxNewPrs: undefined };

@@ -19,6 +19,9 @@ const SYSCTL_HOST = "boot-01";
 const RUNNING = release();
 const NEWER = RUNNING.replace(/^(\d+)\.(\d+)/, (_, major: string) => `${Number(major) + 1}.0`);
 const PERSISTED = "/etc/sysctl.d/99-qm-tune.conf";
+// When apt installed the newer kernel, as the host's logs write it (UTC on the test machines).
+const INSTALLED_AT = new Date(Date.now() - 3_600_000);
+const logTime = (sep: string) => INSTALLED_AT.toISOString().slice(0, 19).replace("T", sep);
 
 let fleet: TestFleet;
 const forge = suiteForge({
@@ -34,7 +37,26 @@ const forge = suiteForge({
   setup: async () => {
     fleet = await startFleet(
       [
-        { name: KERNEL_HOST, files: { [`/boot/vmlinuz-${NEWER}`]: { contents: "kernel\n" } } },
+        {
+          name: KERNEL_HOST,
+          files: {
+            [`/boot/vmlinuz-${NEWER}`]: { contents: "kernel\n" },
+            "/var/log/dpkg.log": {
+              contents: `${logTime(" ")} install linux-image-${NEWER}:amd64 <none> ${NEWER}-1\n`,
+            },
+            "/var/log/apt/history.log": {
+              contents: [
+                "",
+                `Start-Date: ${logTime("  ")}`,
+                "Commandline: apt-get -y upgrade",
+                "Requested-By: alice (1000)",
+                `Install: linux-image-${NEWER}:amd64 (${NEWER}-1, automatic)`,
+                `End-Date: ${logTime("  ")}`,
+                "",
+              ].join("\n"),
+            },
+          },
+        },
         {
           name: SYSCTL_HOST,
           sysctls: { "net.ipv4.tcp_fin_timeout": "60" },
@@ -66,10 +88,49 @@ describe("latent drift from audit to pull request", () => {
     assert.deepEqual([report.summary.driftItems, report.summary.latentItems], [0, 2]);
     const kernelItem = report.nodes.find((n) => n.name === KERNEL_HOST)!.drift[0]!;
     assert.match(kernelItem.remediation, /Declare the kernel the next boot runs/);
+    // What the next boot changes, and who put it in place: the transaction that installed it.
+    const installedAt = INSTALLED_AT.toISOString().replace(/\.\d{3}Z$/, "Z");
+    assert.deepEqual(
+      [kernelItem.cause?.kind, kernelItem.cause?.by, kernelItem.cause?.at],
+      ["package", "apt-get (alice)", installedAt],
+    );
 
     const text = await runCli(["report", "--report", file, "--format", "text"]);
     assert.match(text.stdout, /^2 nodes: 2 clean, 2 latent$/m);
     assert.doesNotMatch(text.stdout, /declared \S+, live/);
+    assert.ok(
+      text.stdout.includes(
+        `the next boot runs ${NEWER}, installed by apt-get (alice) (${NEWER} installed)`,
+      ),
+      text.stdout,
+    );
+    const markdown = await runCli(["report", "--report", file, "--format", "markdown"]);
+    assert.ok(
+      markdown.stdout.includes(
+        `the next boot runs \`${NEWER}\`, installed by \`apt-get (alice)\` (\`${NEWER} installed\`)`,
+      ),
+      markdown.stdout,
+    );
+
+    // The fleet page shows them apart from drift: what the next boot changes, node by node.
+    const page = await runCli(["report", "--report", file, "--format", "html"]);
+    assert.match(page.stdout, /, 0 drift, .*, 2 latent;/);
+    assert.match(
+      page.stdout,
+      /<h2>What the next reboot or restart changes \(<span id="latent-count">2<\/span>\)<\/h2>/,
+    );
+    assert.ok(
+      page.stdout.includes(
+        `<td>reboot</td><td>kernel <code>kernel_version</code></td><td>the next boot runs <code>${NEWER}</code>, installed by <code>apt-get (alice)</code> (<code>${NEWER} installed</code>): declare it, or remove it before rebooting</td></tr>`,
+      ),
+      page.stdout,
+    );
+    assert.ok(
+      page.stdout.includes(
+        `<tr data-node="${SYSCTL_HOST}" data-after="reboot"><td><a href="#node-${SYSCTL_HOST}"><code>${SYSCTL_HOST}</code></a></td><td>reboot</td><td>sysctl <code>net.ipv4.tcp_fin_timeout</code></td><td>the next boot sets <code>net.ipv4.tcp_fin_timeout</code> to <code>15</code>, as <code>${PERSISTED}&#58;2</code> says`,
+      ),
+      page.stdout,
+    );
 
     await run.propose(["--report", file]);
     const pulls = forge.double.pulls().filter((p) => p.state === "open");
@@ -82,10 +143,11 @@ describe("latent drift from audit to pull request", () => {
     const kernel = pulls.find((p) => p.title.includes("kernel"))!.body!;
     assert.ok(
       kernel.includes(
-        `Quartermaster found **high** latent kernel drift on 1 node: The next boot runs \`${NEWER}\` (\`${NEWER} installed\`): declare it, or remove it before rebooting.`,
+        `Quartermaster found **high** latent kernel drift on 1 node: The next boot runs \`${NEWER}\`, installed by \`apt-get (alice)\` (\`${NEWER} installed\`): declare it, or remove it before rebooting.`,
       ),
       kernel,
     );
+    assert.ok(kernel.includes(`Changed by \`apt-get (alice)\` at `), kernel);
     assert.match(kernel, /Remediation: Declare the kernel the next boot runs/);
     assert.doesNotMatch(kernel, /Schedule a reboot into the declared kernel/);
     assert.ok(kernel.includes(`| \`${RUNNING}\` (\`reboot pending, becomes ${NEWER}\`) |`), kernel);

@@ -429,6 +429,11 @@ describe("drift-audit and review-command workflows", () => {
       ticket.body ?? "",
       new RegExp(`accept PR #${accept.number} was closed without merging`),
     );
+    // The command's audit reads the history the scheduled audit keeps: the drift is as old as the
+    // run that first saw it, not the comment.
+    const since = /^Drifting since (\S+) \(first seen by an audit\)\.$/m.exec(accept.body ?? "");
+    assert.ok(since, accept.body ?? "");
+    assert.match(ticket.body ?? "", new RegExp(`^Drifting since ${since[1]} `, "m"));
     const said = result.job("command")[0]!.steps.at(-1)!.stdout;
     assert.match(said, new RegExp(`Recorded the remediation ticket in #${ticket.number}\\.`));
     assert.deepEqual(sharded.double.violations, []);

@@ -343,8 +343,14 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
           ),
         ),
       ]);
+      // The rollout's time is the merged commit's, read from the audit's depth-1 checkout.
+      const merged = new Date(Number(await git("log", "-1", "--format=%ct", "main")) * 1000);
+      const minute = `${merged.toISOString().slice(0, 16).replace("T", " ")} UTC`;
+      const commit = (await mainSha()).slice(0, 12);
       assert.ok(
-        rollout!.lines.some((l) => l.startsWith("Rollout pending (commit ")),
+        rollout!.lines.some((l) =>
+          l.startsWith(`Rollout pending at ${minute} (commit \`${commit}\`)`),
+        ),
         rollout!.lines.join("\n"),
       );
       hasLines(keepalive!, [

@@ -43,12 +43,29 @@ export interface CauseContext extends RecordContext {
   /** What the node's last audit declared, and the revision audited now: a rollout's evidence. */
   before?: DeclaredBefore;
   revision?: string | null;
+  /** When the revision audited now was committed. */
+  revisionAt?: string;
+  /** Whether the node's last audit saw this drift fingerprint (the same live value). */
+  seen?: (fingerprint: string) => boolean;
+}
+
+/**
+ * A runtime write is a change since the node's last audit: a live value that audit saw already
+ * changed before it, and what wrote it is no longer told apart.
+ */
+function sinceLastAudit(cause: Cause, item: DriftItem, ctx: CauseContext): Cause {
+  if (cause.kind !== "runtime" || !ctx.seen?.(item.fingerprint)) return cause;
+  return {
+    kind: "unknown",
+    evidence: `the live value is the one this node's last audit${ctx.since === undefined ? "" : ` at ${new Date(ctx.since).toISOString()}`} saw: it changed before then`,
+  };
 }
 
 /**
  * The items with a cause each: a pending rollout first (the manifest moved, whatever the host
  * recorded), then one a domain found itself; a latent-only item (live as declared, a boot or
- * restart would change it) changed nothing yet, so it has none.
+ * restart would change it) changed nothing yet: its cause, where the domain reads one, is what put
+ * its coming value in place.
  */
 export function attachCauses(
   items: readonly DriftItem[],
@@ -60,10 +77,16 @@ export function attachCauses(
     ...(ctx.since !== undefined && { since: ctx.since }),
   };
   return items.map((item) => {
-    if (item.latentPolicy) return item;
-    const rollout = ctx.before && rolloutCause(item, ctx.before, ctx.revision ?? null);
+    if (item.latentPolicy) {
+      const latent =
+        item.latent &&
+        domainByName(item.domain)?.latentCause?.({ ...item, latent: item.latent }, record, known);
+      return latent ? { ...item, cause: boundedCause(timeChecked(latent)) } : item;
+    }
+    const rollout =
+      ctx.before && rolloutCause(item, ctx.before, ctx.revision ?? null, ctx.revisionAt);
     if (rollout) return { ...item, cause: rollout };
     const cause = item.cause ?? domainByName(item.domain)?.cause?.(item, record, known) ?? UNKNOWN;
-    return { ...item, cause: boundedCause(timeChecked(cause)) };
+    return { ...item, cause: boundedCause(timeChecked(sinceLastAudit(cause, item, ctx))) };
   });
 }

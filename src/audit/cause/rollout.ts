@@ -66,12 +66,13 @@ const short = (revision: string) => revision.slice(0, 12);
 /**
  * `rollout` when the live value is one the node's last audit declared at this path and the value
  * declared now is not: which commit in between changed it is beyond a depth-1 clone, so `commit`
- * is the revision audited now, which carries the change.
+ * is the revision audited now, which carries the change, and `at` that commit's time.
  */
 export function rolloutCause(
   item: { path: readonly (string | number)[] } & Pick<DriftItem, "declared" | "live">,
   before: DeclaredBefore,
   revision: string | null,
+  revisionAt?: string,
 ): Cause | undefined {
   if (!before.prints.has(print(item.path, item.live))) return undefined;
   if (before.prints.has(print(item.path, item.declared))) return undefined;
@@ -79,6 +80,7 @@ export function rolloutCause(
   const now = revision ? ` changed it by revision ${short(revision)}` : " changed it since";
   return {
     kind: "rollout",
+    ...(revision && revisionAt !== undefined && { at: revisionAt }),
     evidence: `the live value is the one declared at ${then} (this node's last audit); the manifests${now}`,
     ...(revision && { commit: revision, group: `rollout ${revision}` }),
   };

@@ -1,4 +1,5 @@
-import type { Cause } from "../cause.js";
+import type { Cause, Latent } from "../cause.js";
+import type { Quote } from "../latent-words.js";
 import { packageChange, transactionCause } from "../package-transaction.js";
 import {
   causeTime,
@@ -48,4 +49,28 @@ export function rebootCause(
     evidence: `booted ${String(item.live)} at ${causeTime(boot)}`,
     group: `reboot into ${String(item.live)}`,
   };
+}
+
+/** The package transaction that installed the newer kernel the next boot runs, where recorded. */
+export function installedCause(
+  item: CauseSubject & { latent: Latent },
+  record: HostRecord,
+): Cause | undefined {
+  const next = String(item.latent.becomes);
+  // A reboot-required marker alone: the same kernel again, the packages named in `because`.
+  if (next === String(item.live)) return undefined;
+  const installed = latest(
+    record.packages,
+    (e) => e.name === `${KERNEL_PACKAGE.prefix}${next}` && e.to !== undefined,
+  );
+  return installed && transactionCause(installed, record, "package", packageChange(installed));
+}
+
+/**
+ * ", installed by `apt-get (alice)`": who ran the transaction a kernel's cause names, if any (its
+ * time and packages are the cause line's).
+ */
+export function installedWords(cause: Cause | undefined, quote: Quote): string {
+  if (cause?.kind !== "package") return "";
+  return `, installed by ${cause.by === undefined ? "a package transaction" : quote(cause.by)}`;
 }

@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { partsByLabel, type Domain, type Finding } from "../domain.js";
 import type { Latent } from "../cause.js";
-import { KERNEL_PACKAGE, rebootCause } from "./cause.js";
+import { installedCause, installedWords, KERNEL_PACKAGE, rebootCause } from "./cause.js";
 import {
   compareVersions,
   parseInstalled,
@@ -28,10 +28,10 @@ export const kernel: Domain<KernelDeclared, KernelLive, "kernel"> = {
   latentWords: {
     // A newer kernel installed: the next boot runs it. A marker alone: the same release again,
     // with what the packages named replaced.
-    sentence: ({ live, latent }, q) =>
+    sentence: ({ live, latent, cause }, q) =>
       latent.becomes === live
         ? `a reboot is pending (${q(latent.because)}): the next boot runs ${q(String(live))} again, with the files those packages replaced`
-        : `the next boot runs ${q(String(latent.becomes))} (${q(latent.because)}): declare it, or remove it before rebooting`,
+        : `the next boot runs ${q(String(latent.becomes))}${installedWords(cause, q)} (${q(latent.because)}): declare it, or remove it before rebooting`,
     remediation: {
       reboot:
         "Declare the kernel the next boot runs (`system.kernel_version`) and reboot into it when planned, or remove that kernel before rebooting; a reboot-required marker alone is cleared by the reboot.",
@@ -91,6 +91,7 @@ export const kernel: Domain<KernelDeclared, KernelLive, "kernel"> = {
   // The kernels' packages: which transaction installed the one booted.
   records: () => ({ packagesByFile: [KERNEL_PACKAGE] }),
   cause: rebootCause,
+  latentCause: installedCause,
   snapshot(live) {
     return live.running;
   },

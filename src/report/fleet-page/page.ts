@@ -1,3 +1,4 @@
+import { latentSentence } from "../../domains/registry.js";
 import { NODE_STATUSES, type Report } from "../schema.js";
 import { appendRun, type RunDrift, type RunHistory } from "../runs.js";
 import { plural } from "../formats/common.js";
@@ -37,10 +38,11 @@ export function renderFleetPage(
     `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">`,
     `<title>Quartermaster fleet: ${html(report.startedAt)}</title><style>${STYLE}</style></head><body>`,
     `<h1>Quartermaster fleet</h1>`,
-    `<p id="summary" data-nodes="${summary.nodes}">Run of ${html(report.startedAt)}, manifest revision <code>${html(report.manifestRevision ?? "unknown")}</code>: ${plural(summary.nodes, "node")}, ${summary.clean} clean, ${summary.drifted} drift, ${summary.unreachable} unreachable, ${summary.errors} error, ${summary.maintenance} maintenance; ${plural(withRun.runs.length, "run")} in the history.</p>`,
+    `<p id="summary" data-nodes="${summary.nodes}">Run of ${html(report.startedAt)}, manifest revision <code>${html(report.manifestRevision ?? "unknown")}</code>: ${plural(summary.nodes, "node")}, ${summary.clean} clean, ${summary.drifted} drift, ${summary.unreachable} unreachable, ${summary.errors} error, ${summary.maintenance} maintenance, ${summary.latentItems} latent; ${plural(withRun.runs.length, "run")} in the history.</p>`,
     `<h2>Fleet status over time</h2>`,
     statusChart(figures.runs),
     ...openDrift(figures),
+    ...latentItems(report),
     ...ownersTable(figures),
     ...repeats(figures),
     `<h2>Nodes (${figures.nodes.length})</h2>`,
@@ -56,6 +58,29 @@ function openDrift(figures: FleetFigures): string[] {
   return [
     `<h2>Drift open by age (<span id="open-drift">${total}</span>)</h2>`,
     barChart("age-chart", "Open drift by age", figures.openByAge),
+  ];
+}
+
+/**
+ * What the next reboot, restart or daemon-reload changes, from this run's report: each latent item
+ * in its domain's words, apart from drift (a clean node may have some).
+ */
+function latentItems(report: Report): string[] {
+  const code = (text: string) => `<code>${html(text)}</code>`;
+  const rows = report.nodes.flatMap((node) =>
+    node.drift.flatMap((item) =>
+      item.latent
+        ? [
+            `<tr data-node="${html(node.name)}" data-after="${item.latent.after}"><td><a href="#${anchor(node.name)}">${code(node.name)}</a></td><td>${item.latent.after}</td><td>${html(item.domain)} ${code(item.key)}</td><td>${latentSentence({ ...item, latent: item.latent }, code)}</td></tr>`,
+          ]
+        : [],
+    ),
+  );
+  return [
+    `<h2>What the next reboot or restart changes (<span id="latent-count">${rows.length}</span>)</h2>`,
+    rows.length
+      ? `<p>Latent items hold now and will not after the event; they are not drift.</p><table id="latent"><tr><th>node</th><th>after</th><th>item</th><th>what it changes</th></tr>${rows.join("")}</table>`
+      : "<p>None.</p>",
   ];
 }
 

@@ -1,0 +1,68 @@
+// An operator's `sysctl -w` read as `runtime` only when the live value itself changed since the
+// node's last audit, through scheduled runs that keep the history on the state branch. Both hosts'
+// sysctl.d file was written after the boot (as configuration management pushes files without
+// rebooting) and not since the first audit. Needs root.
+import assert from "node:assert/strict";
+import { after, describe, it } from "node:test";
+import { suiteForge } from "../support/forge.js";
+import { startFleet, type TestFleet } from "../support/hosts.js";
+import { scheduledRun } from "../support/scheduled-run.js";
+
+const TOKEN = "ghs_sysctl_runtime";
+const M = "fleet-manifests";
+const KEY = "net.ipv4.tcp_fin_timeout";
+const PERSISTED = "/etc/sysctl.d/60-qm-fin.conf";
+/** Written by hand before the first audit: drift that run sees already. */
+const EARLY = "rt-early";
+/** As declared at the first audit, written by hand after it. */
+const LATER = "rt-later";
+
+let fleet: TestFleet;
+const forge = suiteForge({
+  token: TOKEN,
+  workPrefix: "qm-sysctl-runtime-",
+  files: {
+    "README.md": "Fleet manifests.\n",
+    [`${M}/fleet.yaml`]: `system:\n  sysctl_parameters:\n    ${KEY}: 60\n`,
+    [`${M}/nodes/${EARLY}.yaml`]: "{}\n",
+    [`${M}/nodes/${LATER}.yaml`]: "{}\n",
+  },
+  setup: async () => {
+    const files = { [PERSISTED]: { contents: `${KEY} = 60\n` } };
+    fleet = await startFleet(
+      [
+        { name: EARLY, sysctls: { [KEY]: "45" }, files },
+        { name: LATER, sysctls: { [KEY]: "60" }, files },
+      ],
+      { prefix: "qmr" },
+    );
+  },
+});
+
+after(async () => {
+  await fleet?.stop();
+});
+
+const run = scheduledRun(forge, () => fleet.sshConfig);
+
+describe("a runtime write is a change since the node's last audit", () => {
+  it("the value a host had at its last audit is no runtime write now; one written since is", async () => {
+    const first = await run.auditAndPropose("run-1", 1);
+    const causeOf = (report: typeof first.report, name: string) =>
+      report.nodes.find((n) => n.name === name)!.drift.find((d) => d.key === KEY)?.cause;
+    // The file changed since the boot: nothing tells a runtime write from a value it held.
+    assert.equal(causeOf(first.report, EARLY)?.kind, "unknown");
+    assert.equal(causeOf(first.report, LATER), undefined);
+
+    await fleet.exec(LATER, `echo 45 > /proc/sys/net/ipv4/tcp_fin_timeout`);
+    const { report } = await run.audit("run-2", 1);
+    assert.deepEqual(causeOf(report, LATER)?.kind, "runtime");
+    // No file changed since the first audit, but that audit saw 45 already.
+    const early = causeOf(report, EARLY);
+    assert.equal(early?.kind, "unknown");
+    assert.match(
+      early.evidence,
+      /^the live value is the one this node's last audit at \S+ saw: it changed before then$/,
+    );
+  });
+});
