@@ -3,7 +3,7 @@ import { latentOnly, latentTitle } from "../domains/latent-words.js";
 import { declaredWords, type DomainName } from "../domains/registry.js";
 import { nodeList } from "../text/markdown.js";
 import { branchName, slug, ticketId, type PullKind } from "./branch.js";
-import { groupKey, hash, type DriftGroup, type KnownCause } from "./group.js";
+import { causeIdentity, groupKey, hash, type DriftGroup, type KnownCause } from "./group.js";
 
 // What one pull request takes and how it is named: one drift group, or every group of one known
 // cause (across nodes and domains) and one set of owners, from bundleGroups.
@@ -21,15 +21,17 @@ const CAUSE_WORDS: Record<KnownCause["kind"], string> = {
   rollout: "one manifest rollout",
 };
 
-/** The cause a bundle's PR is one of, when every group in it has that one cause. */
+/** The cause a bundle's PR is one of, when every group in it has that one cause and change. */
 export function bundleCause(bundle: Bundle): KnownCause | undefined {
   const cause = bundle[0]!.cause;
-  return cause && bundle.every((g) => g.cause?.group === cause.group) ? cause : undefined;
+  return cause && bundle.every((g) => g.cause && causeIdentity(g.cause) === causeIdentity(cause))
+    ? cause
+    : undefined;
 }
 
 /**
- * What names a bundle's branches and marker: the cause's group and owners hashed (host text never
- * reaches a branch name), the same whichever nodes joined; else its first group's identity.
+ * What names a bundle's branches and marker: the cause's group, change and owners hashed (host text
+ * never reaches a branch name), the same whichever nodes joined; else its first group's identity.
  */
 export function bundleIdentity(bundle: Bundle): string {
   const cause = bundleCause(bundle);
@@ -40,10 +42,10 @@ export function bundleIdentity(bundle: Bundle): string {
   );
 }
 
-/** The marker's signature: the cause's group hashed, else the first group's drift signature. */
+/** The marker's signature: the cause's group and change hashed, else the first group's drift signature. */
 export const bundleSignature = (bundle: Bundle) => {
   const cause = bundleCause(bundle);
-  return cause ? `c${hash(cause.group, 16)}` : bundle[0]!.signature;
+  return cause ? `c${hash(causeIdentity(cause), 16)}` : bundle[0]!.signature;
 };
 
 /** Every domain the bundle's items are in, sorted: the first names the branch. */

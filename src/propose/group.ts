@@ -17,28 +17,58 @@ export interface DriftGroup {
   /** One per key, in key order; several only for a domain whose items are a set. */
   items: DriftItem[];
   nodes: { node: LoadedNode; items: DriftItem[] }[];
-  /** The known cause these items share: its group is what makes them one PR with its other items. */
+  /** The known cause these items share: what makes them one PR with its other items. */
   cause?: KnownCause;
   /** The accept PR a reviewer closed unmerged that carried these items on these nodes. */
   rejectedBy?: { number: number; branch: string };
 }
 
-/** A cause that names what it is (not `unknown`) and its node-independent identity. */
+/** A cause that names what it is (not `unknown`), its node-independent identity and its change. */
 export interface KnownCause {
   kind: Exclude<CauseKind, "unknown">;
+  /** Host text, so only ever a Map key or hashed. */
   group: string;
+  /**
+   * When the group changed differently on different nodes: what this node's items of it are
+   * (domain, key and live value of each), hashed. Nodes join one PR by a cause only where it
+   * changed the same on each, so a host that copies another's text joins its PR only by showing the
+   * very same change.
+   */
+  change?: string;
 }
 
 /**
- * The item's cause when it can join items into one PR; host text, so only ever a Map key or hashed.
- * A latent item's cause made what comes next, not what drifted: it joins no drift's PR.
+ * The group of the item's cause when it can join items into one PR. A latent item's cause made what
+ * comes next, not what drifted: it joins no drift's PR.
  */
-export function knownCause(item: DriftItem): KnownCause | undefined {
+function causeGroup(item: DriftItem): string | undefined {
   const cause = item.cause;
-  if (!cause || cause.kind === "unknown" || cause.group === undefined || item.latentPolicy)
-    return undefined;
-  return { kind: cause.kind, group: cause.group };
+  return !cause || cause.kind === "unknown" || item.latentPolicy ? undefined : cause.group;
 }
+
+/** Each cause group's change on one node: every item of that group, as the host shows it, hashed. */
+function causeChanges(items: readonly DriftItem[]): Map<string, string> {
+  const changed = new Map<string, string[]>();
+  for (const item of items) {
+    const group = causeGroup(item);
+    if (group !== undefined)
+      append(changed, group, JSON.stringify([item.domain, item.key, item.live]));
+  }
+  return new Map(
+    [...changed].map(([group, each]) => [
+      group,
+      hash(JSON.stringify([...new Set(each)].sort()), 16),
+    ]),
+  );
+}
+
+/**
+ * What a cause joins by: its group, and its change on the node where the group changed differently
+ * elsewhere. A group that changed alike everywhere is its group alone, so its PR's branch stays the
+ * same as its items are accepted or resolved one by one.
+ */
+export const causeIdentity = (cause: KnownCause) =>
+  cause.change === undefined ? cause.group : JSON.stringify([cause.group, cause.change]);
 
 export const hash = (text: string, length = 8) =>
   createHash("sha256").update(text).digest("hex").slice(0, length);
@@ -74,16 +104,15 @@ export const ownersOf = (node: LoadedNode): string[] =>
  */
 export function groupDrift(report: Report, nodes: ReadonlyMap<string, LoadedNode>): DriftGroup[] {
   const groups = new Map<string, DriftGroup>();
-  const add = (node: LoadedNode, domain: AnyDomain, items: DriftItem[]) => {
+  const add = (node: LoadedNode, domain: AnyDomain, items: DriftItem[], cause?: KnownCause) => {
     items.sort(byKey);
     const signature =
       items.length === 1 ? itemSignature(items[0]!) : setSignature(items.map(itemSignature));
     const owners = ownersOf(node);
-    const cause = knownCause(items[0]!);
     const identity = [
       signature,
       ...(owners.length ? [hash(JSON.stringify(owners))] : []),
-      ...(cause ? [`c${hash(cause.group)}`] : []),
+      ...(cause ? [`c${hash(causeIdentity(cause))}`] : []),
     ].join("-");
     let group = groups.get(identity);
     if (!group)
@@ -101,35 +130,57 @@ export function groupDrift(report: Report, nodes: ReadonlyMap<string, LoadedNode
       );
     group.nodes.push({ node, items });
   };
-  for (const result of report.nodes) {
+  const entries = report.nodes.flatMap((result) => {
     const node = nodes.get(result.name);
-    if (!node) continue;
+    if (!node) return [];
+    const drift = result.drift.filter((item) => !item.acknowledged && domainByName(item.domain));
+    return [{ node, drift, changes: causeChanges(drift) }];
+  });
+  // Each cause group's distinct changes across the nodes: more than one, and each is told apart.
+  const changesOf = new Map<string, Set<string>>();
+  for (const { changes } of entries)
+    for (const [group, change] of changes) {
+      const seen = changesOf.get(group) ?? new Set<string>();
+      changesOf.set(group, seen.add(change));
+    }
+  for (const { node, drift, changes } of entries) {
+    const causeOf = (item: DriftItem): KnownCause | undefined => {
+      const cause = item.cause;
+      if (!cause || cause.kind === "unknown" || cause.group === undefined || item.latentPolicy)
+        return undefined;
+      const split = changesOf.get(cause.group)!.size > 1;
+      return {
+        kind: cause.kind,
+        group: cause.group,
+        ...(split && { change: changes.get(cause.group)! }),
+      };
+    };
     // Keyed by domain and cause group: a set's items of one cause are one group, apart from others.
     const sets = new Map<string, DriftItem[]>();
-    for (const item of result.drift) {
-      if (item.acknowledged) continue;
-      const domain = domainByName(item.domain);
-      if (!domain) continue;
+    for (const item of drift) {
+      const domain = domainByName(item.domain)!;
       if (!domain.itemsAreASet) {
-        add(node, domain, [item]);
+        add(node, domain, [item], causeOf(item));
         continue;
       }
-      append(sets, JSON.stringify([domain.name, knownCause(item)?.group ?? null]), item);
+      append(sets, JSON.stringify([domain.name, causeGroup(item) ?? null]), item);
     }
-    for (const items of sets.values()) add(node, domainByName(items[0]!.domain)!, items);
+    for (const items of sets.values())
+      add(node, domainByName(items[0]!.domain)!, items, causeOf(items[0]!));
   }
   return [...groups.values()].sort((a, b) => a.identity.localeCompare(b.identity));
 }
 
 /**
- * Drift groups as pull requests take them: the groups of one known cause and the same owners are
- * one bundle (across nodes and domains), every other group a bundle of its own.
+ * Drift groups as pull requests take them: the groups of one known cause, which changed the same on
+ * each of their nodes, and the same owners are one bundle (across nodes and domains), every other
+ * group a bundle of its own.
  */
 export function bundleGroups(groups: readonly DriftGroup[]): DriftGroup[][] {
   const bundles = new Map<string, DriftGroup[]>();
   for (const group of groups) {
     const key = group.cause
-      ? JSON.stringify(["cause", group.cause.group, group.owners])
+      ? JSON.stringify(["cause", causeIdentity(group.cause), group.owners])
       : JSON.stringify(["group", group.identity]);
     append(bundles, key, group);
   }

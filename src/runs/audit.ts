@@ -197,7 +197,9 @@ export async function runSpooledAudit(
   if (judge.history)
     run.causeRequest = await historyRequests(judge.history, fleet, run.manifestRevision);
   const spooled = await spoolFleet(run).finally(() => connections?.close());
-  for (const line of throttlingNotices(run.nodes, tries)) options.say?.(line);
+  if (connections)
+    for (const line of await throttlingNotices(run.nodes, tries, connections.jumpHostOf))
+      options.say?.(line);
   try {
     if (options.categories) spooled.head.categories = options.categories;
     return await judgeSpooled(judge, spooled);

@@ -5,16 +5,21 @@
 import type { LoadedNode } from "../manifest/load.js";
 import { DEFAULT_MAX_SESSIONS } from "../transport/ssh.js";
 
-/** One line per jump host whose nodes needed retries: which one, how many, what to change. */
-export function throttlingNotices(
+/**
+ * One line per jump host whose nodes needed retries: which one, how many, what to change.
+ * `jumpHostOf` names a node's first jump host, wherever it is set (manifest or ssh_config).
+ */
+export async function throttlingNotices(
   nodes: readonly LoadedNode[],
   tries: ReadonlyMap<string, number>,
-): string[] {
+  jumpHostOf: (node: LoadedNode) => Promise<string | undefined>,
+): Promise<string[]> {
   const byJump = new Map<string, { nodes: number; retries: number; limit: number }>();
   for (const node of nodes) {
     const extra = (tries.get(node.name) ?? 1) - 1;
-    const jump = node.ssh.proxy_jump?.split(",")[0];
-    if (extra <= 0 || !jump || jump === "none") continue;
+    if (extra <= 0) continue;
+    const jump = await jumpHostOf(node);
+    if (jump === undefined) continue;
     const seen = byJump.get(jump) ?? { nodes: 0, retries: 0, limit: Number.POSITIVE_INFINITY };
     byJump.set(jump, {
       nodes: seen.nodes + 1,

@@ -118,6 +118,11 @@ export const shardSessions = (limit: number, shards: number) =>
 /** The gates of a run over ssh, and the route of a node's sessions through its jump host. */
 export interface SshSessionGates extends SessionGates {
   channels: JumpChannels;
+  /**
+   * The first jump host a node's sessions go through (`user@` left out), from the manifest's
+   * `proxy_jump` or the ssh_config as `ssh -G` resolves it; undefined when it connects directly.
+   */
+  jumpHostOf(node: LoadedNode): Promise<string | undefined>;
 }
 
 /**
@@ -182,6 +187,10 @@ export function sshSessionGates(
       const channels = jumps !== undefined && connections?.sharedNow(jumps) === true;
       const limit = channels ? DEFAULT_MAX_CHANNELS : DEFAULT_MAX_SESSIONS;
       return shardSessions(node.ssh.max_sessions ?? limit, shards);
+    },
+    jumpHostOf: async (node) => {
+      const hop = await route(node);
+      return hop.jumps === undefined ? undefined : hop.key;
     },
     channels: {
       proxyCommand: async (node) => {

@@ -1,7 +1,7 @@
 // Nodes only a jump host can reach, audited through the real CLI over real sshd: a ProxyJump in
-// the manifest or in an ssh_config, a fleet behind one sshd that drops connections past
-// `MaxStartups 4:50:8`, and an authentication failure among them; `snapshot` and `adopt` of nodes
-// behind it. Needs root.
+// the manifest or in an ssh_config (retries through either said once, naming the jump host), a
+// fleet behind one sshd that drops connections past `MaxStartups 4:50:8`, and an authentication
+// failure among them; `snapshot` and `adopt` of nodes behind it. Needs root.
 import assert from "node:assert/strict";
 import { chmod, copyFile, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
@@ -362,6 +362,13 @@ describe("nodes behind a jump host", () => {
     for (const node of report.nodes) assert.ok(node.tries! >= 1, JSON.stringify(node));
     // Its first connection was closed before any banner, as a MaxStartups drop reads.
     assert.ok(byName(report, "late-01").tries! > 1, JSON.stringify(byName(report, "late-01")));
+    // The jump host is the ssh_config's alone (no manifest names it): the notice still names it.
+    const said = stderr.match(/^.*jump host jump-01: .*$/gm) ?? [];
+    assert.equal(said.length, 1, stderr);
+    assert.match(
+      said[0],
+      /jump host jump-01: \d+ retr(y|ies) on \d+ nodes? whose connections through it were dropped or reset before ssh's handshake .*: set ssh\.max_sessions on the nodes behind it/,
+    );
   });
 
   /** ssh itself on PATH, each `ssh -G` logged: `resolved()` counts them since the last count. */

@@ -11,6 +11,7 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { execa } from "execa";
+import { MAX_TEXT_BYTES } from "../../src/report/read.js";
 import { parseRuns, type RunHistory } from "../../src/report/runs.js";
 import { Report } from "../../src/report/schema.js";
 import { dumpDom, nodeSection, screenshot } from "../support/chromium.js";
@@ -213,5 +214,33 @@ describe("five scheduled runs: the history, the fleet page and the heartbeat", (
     await screenshot(page, shot);
     assert.equal((await readFile(shot)).subarray(1, 4).toString(), "PNG");
     process.stdout.write(`# fleet page screenshot: ${shot}\n`);
+  });
+
+  it("a run history past what a reader takes whole costs no run: propose says so once and starts it again", async () => {
+    // What a history in parts leaves when it has grown past the reader's limit: its index.
+    const bytes = MAX_TEXT_BYTES + 1;
+    await forge.double.pushCommit("quartermaster-state", {
+      "run-history/index.json": JSON.stringify({
+        version: 1,
+        sha256: "0".repeat(64),
+        bytes,
+        parts: ["1".repeat(40)],
+      }),
+    });
+    const proposed = await runCli(["propose", "--report", last, ...forge.repoArgs()], {
+      env: env(),
+    });
+    // Bit 8 is web-02, dark past its grace since run 4.
+    assert.equal(proposed.exitCode, 8, proposed.stderr);
+    const warnings = proposed.stderr.split("\n").filter((l) => l.includes("run-history"));
+    assert.deepEqual(warnings, [
+      `quartermaster: quartermaster-state:run-history is ${bytes} bytes, over the ${MAX_TEXT_BYTES} the run history may be; not read; starting it again`,
+    ]);
+    const history = await stateHistory();
+    assert.equal(history.runs.length, 1);
+    const { stdout } = await execa("git", ["ls-tree", "--name-only", "quartermaster-state"], {
+      cwd: forge.server.barePath(OWNER, REPO),
+    });
+    assert.ok(!stdout.split("\n").includes("run-history"), stdout);
   });
 });

@@ -6,6 +6,7 @@ import { parse } from "yaml";
 import { ticketCovers } from "../../../src/drift/drift.js";
 import { Ticket } from "../../../src/manifest/tickets.js";
 import { plan } from "../../../src/propose/plan.js";
+import type { ExistingPull } from "../../../src/propose/pulls.js";
 import type { Cause } from "../../../src/domains/cause.js";
 import {
   asPulls,
@@ -105,13 +106,22 @@ describe("group: one proposal per cause", () => {
     const [update] = plan(input(fewer, asPulls(actions)));
     assert.equal(update!.type, "update");
     assert.equal((update as Extract<typeof update, { type: "update" }>).branch, pr!.branch);
+    // One of its keys accepted or set back on every node: the same branch still.
+    const two = keys.slice(1);
+    const [narrowed] = plan(
+      input(report({ "web-01": two, "web-02": two, "web-03": two }), asPulls(actions)),
+    );
+    assert.equal(narrowed!.type, "update");
+    assert.equal((narrowed as Extract<typeof narrowed, { type: "update" }>).branch, pr!.branch);
   });
 
   it("one package transaction across nodes and domains is one accept PR naming every domain, its ticketed part one ticket PR; one PR of the budget", () => {
-    const r = report({
-      "web-01": [because(upgrade, somaxconn(8192))],
-      "db-01": [because(upgrade, motd("hello from base-files\n")), because(upgrade, kernel)],
-    });
+    const changed = [
+      because(upgrade, somaxconn(8192)),
+      because(upgrade, motd("hello from base-files\n")),
+      because(upgrade, kernel),
+    ];
+    const r = report({ "web-01": changed, "db-01": changed });
     const actions = plan(input(r));
     assert.deepEqual(
       actions.map((a) => [a.type, "kind" in a ? a.kind : ""]),
@@ -126,6 +136,7 @@ describe("group: one proposal per cause", () => {
     assert.ok(accept!.labels.includes("drift:files") && accept!.labels.includes("drift:sysctl"));
     assert.match(accept!.title, /^Accept drift from one package transaction on db-01, web-01: /);
     assert.deepEqual(Object.keys(accept!.files).sort(), [
+      `${PREFIX}/fleet.yaml`,
       `${PREFIX}/nodes/db-01.yaml`,
       `${PREFIX}/nodes/web-01.yaml`,
     ]);
@@ -136,6 +147,34 @@ describe("group: one proposal per cause", () => {
     assert.deepEqual(
       plan(input(r, [], undefined, 1)).map((a) => a.type),
       ["open", "defer"],
+    );
+  });
+
+  it("a node whose host text copies another's transaction but shows another change joins nothing: each its own PR, and closing one rejects only its node's items", () => {
+    const r = report({
+      "web-01": [because(upgrade, somaxconn(8192)), because(upgrade, swappiness(60))],
+      "web-02": [because(upgrade, somaxconn(8192))],
+    });
+    const actions = opens(plan(input(r))).sort((a, b) =>
+      a.nodes.join().localeCompare(b.nodes.join()),
+    );
+    assert.deepEqual(
+      actions.map((a) => [a.kind, a.nodes]),
+      [
+        ["accept", ["web-01"]],
+        ["accept", ["web-02"]],
+      ],
+      actions.map((a) => a.title).join("\n"),
+    );
+    const [own, copied] = actions;
+    assert.notEqual(own!.branch, copied!.branch);
+    const closed: ExistingPull = { ...asPulls([own!])[0]!, state: "closed" };
+    const after = plan(input(r, [closed, ...asPulls([copied!], 2)]));
+    const ticket = opens(after);
+    assert.deepEqual(
+      ticket.map((a) => [a.kind, a.nodes]),
+      [["ticket", ["web-01"]]],
+      "web-02's accept PR stays as it is",
     );
   });
 
