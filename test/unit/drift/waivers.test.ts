@@ -47,7 +47,7 @@ test("a waiver that can waive nothing is named, with what it may have meant", ()
   const waivers = [
     { domain: "sysctlz", reason: "typo" },
     { domain: "files", key: "etc/app.conf", reason: "relative" },
-    { domain: "f*", key: "etc/*", reason: "files or nothing" },
+    { domain: "f*", key: "etc/*", reason: "files, firewall or nothing" },
     { domain: "kernel", key: "kernel*", reason: "fine" },
     { domain: "*", key: "etc/x", reason: "some domains have keys like that" },
     { domain: "ports", key: "tpc/22", reason: "typo" },
@@ -67,7 +67,8 @@ test("a waiver that can waive nothing is named, with what it may have meant", ()
     {
       index: 2,
       field: "key",
-      message: 'waiver key "etc/*" can match no files key: those start with "/"',
+      message:
+        'waiver key "etc/*" can match no files or firewall key: those start with "/" or "ip " or "ip6 " or "inet " or "arp " or "bridge " or "netdev "',
     },
     {
       index: 5,
