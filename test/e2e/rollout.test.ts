@@ -54,6 +54,7 @@ describe("pending rollout", () => {
   });
 
   it("run 2: after a merged 8192 the drift is a rollout of the new revision, and propose opens one ticket, no accept", async () => {
+    const pushed = new Date(Math.floor(Date.now() / 1000) * 1000);
     const commit = await forge.double.pushCommit("main", {
       [`${M}/groups/web.yaml`]: webGroup(8192),
     });
@@ -63,7 +64,10 @@ describe("pending rollout", () => {
       const [item, ...rest] = node.drift;
       assert.equal(rest.length, 0);
       assert.equal(item!.key, KEY);
-      assert.deepEqual(item!.cause, {
+      const { at, ...cause } = item!.cause!;
+      // When the merged revision was committed: after the push began, and before this audit.
+      assert.ok(at && new Date(at) >= pushed && new Date(at) <= new Date(report.startedAt), at);
+      assert.deepEqual(cause, {
         kind: "rollout",
         evidence: `the live value is the one declared at revision ${first.manifestRevision!.slice(0, 12)} (this node's last audit); the manifests changed it by revision ${commit.slice(0, 12)}`,
         commit,
