@@ -5,6 +5,7 @@
 import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { expandFileGlobs } from "../adopt/globs.js";
 import { jumpHostKeys, trustedKeys, type JumpKeys } from "../adopt/host-keys.js";
 import {
   planAdoption,
@@ -405,11 +406,18 @@ async function snapshotHost(
   taken.keys.set(host.name, [...found.lines, ...jumps.flatMap((j) => j.lines)]);
   try {
     const transport = sshTransport(node, { ...sshOptions, channels });
+    const asked = job.config.declare;
+    const globbed =
+      asked && (await expandFileGlobs(transport, asked.files, job.settings.timeoutMs));
+    for (const note of globbed?.notes ?? []) job.config.say(`${host.name}: ${note}`);
     const snapshot = await snapshotSpec(transport, job.domains ?? DOMAINS, job.settings, {
       packages: job.config.packages,
       ...(job.config.pin && { pinned: job.config.pin }),
       ephemeralAsRange: job.config.ephemeralAsRange,
-      declared: withAsked(job.staged.base.get(host.name), job.config.declare),
+      declared: withAsked(
+        job.staged.base.get(host.name),
+        asked && globbed && { ...asked, files: globbed.files },
+      ),
     });
     const valid = NodeSpec.safeParse(snapshot.spec);
     if (!valid.success) {

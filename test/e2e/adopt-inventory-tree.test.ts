@@ -282,6 +282,49 @@ describe("the same adoption with --files: config files factored into layers", ()
   });
 });
 
+describe("--files globs, expanded on each host", () => {
+  test("/etc/qm-e2e/*.conf declares each match, factored: the file alike everywhere in fleet.yaml, the web one in the web group", async () => {
+    const tree = path.join(dir, "glob-tree");
+    const adopted = await adopt(await inventoryFolder("inventory-glob"), tree, [
+      ...["--files", "/etc/qm-e2e/*.conf"],
+    ]);
+    assert.equal(adopted.exitCode, 0, adopted.stderr);
+    const read = async (rel: string) =>
+      parse(await readFile(path.join(tree, rel), "utf8")) as Record<string, any>;
+    const pathsOf = async (rel: string) =>
+      ((await read(rel)).files ?? []).map((f: { path: string }) => f.path);
+    assert.deepEqual(await pathsOf("fleet.yaml"), [LIMITS_CONF]);
+    assert.deepEqual(await pathsOf("groups/web.yaml"), [APP_CONF]);
+    assert.deepEqual(await pathsOf("nodes/web-03.yaml"), [APP_CONF]);
+  });
+
+  test("more matches than the cap: the first 200 declared, and the host says so", async () => {
+    const many = "/etc/qm-e2e/many";
+    await fleet.exec(
+      "web-01",
+      `mkdir -p ${many} && for i in $(seq 1000 1250); do echo $i > ${many}/f$i; done`,
+    );
+    try {
+      const tree = path.join(dir, "glob-cap-tree");
+      const adopted = await adopt(await inventoryFolder("inventory-glob-cap"), tree, [
+        ...["--files", `${many}/*,/etc/qm-e2e/none-*`],
+      ]);
+      assert.equal(adopted.exitCode, 0, adopted.stderr);
+      assert.match(
+        adopted.stderr,
+        /^web-01: --files \/etc\/qm-e2e\/many\/\*: more than 200 matches; the first 200 declared/m,
+      );
+      assert.match(adopted.stderr, /^web-01: --files \/etc\/qm-e2e\/none-\*: no match$/m);
+      const node = parse(await readFile(path.join(tree, "nodes/web-01.yaml"), "utf8"));
+      const paths = (node.files as { path: string }[]).map((f) => f.path);
+      assert.equal(paths.length, 200);
+      assert.equal(paths.at(-1), `${many}/f1199`);
+    } finally {
+      await fleet.exec("web-01", `rm -rf ${many}`);
+    }
+  });
+});
+
 describe("hosts left out because of their jump host say so, naming it", () => {
   test("no trusted key for the jump host: each host names it and where its key was looked for", async () => {
     const trusted = (await readFile(fleet.knownHosts, "utf8")).split("\n");

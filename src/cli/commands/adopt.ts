@@ -55,7 +55,7 @@ const ADOPT_FLAGS = {
   "no-ephemeral-range": NO_EPHEMERAL_RANGE_FLAG,
   files: checkedFlag(
     "PATH,…",
-    "declare these config files on every host at their live contents, mode, owner and group (a secret or root-only file by its sha256), factored into layers like every other value",
+    "declare these config files on every host at their live contents, mode, owner and group (a secret or root-only file by its sha256), factored into layers like every other value; a glob (*, ?, [) is expanded by each host's shell, at most 200 matches",
     (given) => listOf("--files", given, (path) => ({ files: [{ path }] })),
   ),
   units: checkedFlag(
