@@ -5,6 +5,7 @@
 import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { expandFileGlobs } from "../adopt/globs.js";
 import { jumpHostKeys, trustedKeys, type JumpKeys } from "../adopt/host-keys.js";
 import {
   planAdoption,
@@ -15,7 +16,7 @@ import {
 import { MAX_INVENTORY_BYTES, readInventoryTree } from "../adopt/inventory/sources.js";
 import { nodeLimit } from "../audit/fleet.js";
 import { nodeFailure } from "../audit/node.js";
-import { DOMAINS } from "../domains/registry.js";
+import { DOMAINS, type AnyDomain } from "../domains/registry.js";
 import type { SnapshotOptions } from "../domains/snapshot-options.js";
 import { InputFileError, UsageError } from "../errors.js";
 import { loadFleet, type LoadedNode } from "../manifest/load.js";
@@ -32,6 +33,7 @@ import type { PlainMap } from "../spec-path.js";
 import { DEFAULT_TIMEOUT_SECONDS, fleetAuditSettings } from "./audit.js";
 import { snapshotSpec, type LatentValues } from "./snapshot.js";
 import { stageLayers, writeTree } from "./adopt-tree.js";
+import { appendToNodeFile, notYetDeclared } from "./adopt-extend.js";
 
 /** What to adopt, into which tree, how hosts are reached and how their state is declared. */
 export interface AdoptOptions {
@@ -64,6 +66,8 @@ export interface Adoption {
   leftOut: string[];
   /** Values declared live that the next reboot or restart changes, each commented in the tree. */
   latent: number;
+  /** Node files already in the tree that took `--files` or `--units` they did not declare yet. */
+  extended: string[];
 }
 
 async function readInput(flag: string, file: string | undefined): Promise<string | undefined> {
@@ -154,7 +158,16 @@ export async function runAdopt(config: AdoptOptions): Promise<Adoption> {
         leftOut,
       })
     : { written: [], adopted: [] };
+  const extended = existing
+    ? await extendDeclared(plan.hosts, existing.nodes, tree, {
+        config,
+        sshFiles,
+        settings,
+        leftOut,
+      })
+    : [];
   return {
+    extended,
     written: result.written,
     adopted: result.adopted,
     inventoryHosts: plan.hosts.length + plan.unreadable.size,
@@ -162,6 +175,39 @@ export async function runAdopt(config: AdoptOptions): Promise<Adoption> {
     leftOut: leftOut.sort(),
     latent: result.adopted.reduce((sum, name) => sum + (latent.get(name)?.size ?? 0), 0),
   };
+}
+
+/**
+ * The hosts the tree already declares, when `--files` or `--units` name some they do not declare
+ * yet: each one's live state of those, appended to its own node file. The files written.
+ */
+async function extendDeclared(
+  planned: readonly HostToAdopt[],
+  nodes: readonly LoadedNode[],
+  tree: string,
+  job: Pick<SnapshotJob, "config" | "sshFiles" | "settings"> & { leftOut: string[] },
+): Promise<string[]> {
+  const asked = job.config.declare;
+  if (!asked || (!asked.files.length && !asked.units.length)) return [];
+  const byName = new Map(nodes.map((n) => [n.name, n]));
+  const hosts = planned.filter((h) => {
+    const node = byName.get(h.name);
+    return node && Object.keys(notYetDeclared(node, withAsked(undefined, asked)!)).length;
+  });
+  const taken = await snapshotHosts(hosts, {
+    ...job,
+    staged: { base: new Map(), ssh: new Map(hosts.map((h) => [h.name, byName.get(h.name)!.ssh])) },
+    domains: DOMAINS.filter((d) => d.name === "files" || d.name === "systemd"),
+  });
+  job.leftOut.push(...taken.leftOut);
+  const written: string[] = [];
+  for (const host of hosts) {
+    const snapshot = taken.snapshots.get(host.name);
+    const node = byName.get(host.name)!;
+    const rel = snapshot && (await appendToNodeFile(tree, node, notYetDeclared(node, snapshot)));
+    if (rel) written.push(rel);
+  }
+  return written;
 }
 
 /**
@@ -243,6 +289,8 @@ interface SnapshotJob {
   sshFiles: Awaited<ReturnType<typeof readSshFiles>>;
   staged: Pick<Awaited<ReturnType<typeof stageLayers>>, "base" | "ssh">;
   settings: ReturnType<typeof fleetAuditSettings>;
+  /** The domains snapshot (default: every one). */
+  domains?: readonly AnyDomain[];
 }
 
 /** What the hosts' snapshots gave: trusted keys and specs by host, and why each other host failed. */
@@ -358,11 +406,18 @@ async function snapshotHost(
   taken.keys.set(host.name, [...found.lines, ...jumps.flatMap((j) => j.lines)]);
   try {
     const transport = sshTransport(node, { ...sshOptions, channels });
-    const snapshot = await snapshotSpec(transport, DOMAINS, job.settings, {
+    const asked = job.config.declare;
+    const globbed =
+      asked && (await expandFileGlobs(transport, asked.files, job.settings.timeoutMs));
+    for (const note of globbed?.notes ?? []) job.config.say(`${host.name}: ${note}`);
+    const snapshot = await snapshotSpec(transport, job.domains ?? DOMAINS, job.settings, {
       packages: job.config.packages,
       ...(job.config.pin && { pinned: job.config.pin }),
       ephemeralAsRange: job.config.ephemeralAsRange,
-      declared: withAsked(job.staged.base.get(host.name), job.config.declare),
+      declared: withAsked(
+        job.staged.base.get(host.name),
+        asked && globbed && { ...asked, files: globbed.files },
+      ),
     });
     const valid = NodeSpec.safeParse(snapshot.spec);
     if (!valid.success) {

@@ -14,6 +14,8 @@ import { scratchTrees } from "../support/tree.js";
 
 const NODES = ["web-01", "web-02", "web-03", "db-01"];
 const APP_CONF = "/etc/qm-e2e/app.conf";
+/** A file on every node, the same on each; adopted by a second `adopt --files` only. */
+const LIMITS_CONF = "/etc/qm-e2e/limits.conf";
 // The web role's config file, the same on web-01 and web-02; web-03 has one setting more.
 const CONFS: Record<string, string> = {
   "web-01": "role = web\n",
@@ -41,7 +43,10 @@ before(async () => {
     ...NODES.map((name) => ({
       name,
       behind: "jump-01",
-      files: { [APP_CONF]: { contents: CONFS[name]!, mode: "0644" } },
+      files: {
+        [APP_CONF]: { contents: CONFS[name]!, mode: "0644" },
+        [LIMITS_CONF]: { contents: "nofile = 4096\n", mode: "0644" },
+      },
     })),
     { name: "down-01", state: "stopped" as const },
   ]);
@@ -230,6 +235,92 @@ describe("the same adoption with --files: config files factored into layers", ()
       assert.equal(drifted.exitCode, 1, drifted.stdout);
     } finally {
       await fleet.exec("web-03", `printf '%s' '${CONFS["web-03"]}' > ${APP_CONF}`);
+    }
+  });
+
+  test("adopt again with one more path: each declared node's file takes it after what it holds, nothing else changes; the audit is clean", async () => {
+    const tree = path.join(dir, "files-tree");
+    const rels = ["fleet.yaml", "groups/web.yaml", "groups/db.yaml", "groups/prod.yaml"];
+    rels.push(...NODES.map((n) => `nodes/${n}.yaml`), "known_hosts");
+    const before = new Map<string, string>();
+    for (const rel of rels)
+      before.set(rel, await readFile(path.join(tree, rel), "utf8").catch(() => ""));
+    const again = await adopt(path.join(dir, "inventory-files"), tree, [
+      ...["--files", `${APP_CONF},${LIMITS_CONF}`],
+    ]);
+    assert.equal(again.exitCode, 0, again.stderr);
+    assert.deepEqual(
+      again.stdout.trim().split("\n").sort(),
+      NODES.map((n) => `added files or units to ${path.join(tree, "nodes", `${n}.yaml`)}`).sort(),
+    );
+    const read = async (rel: string) => await readFile(path.join(tree, rel), "utf8");
+    for (const rel of rels.filter((r) => !r.startsWith("nodes/")))
+      assert.equal(await read(rel).catch(() => ""), before.get(rel), rel);
+    const limits = {
+      path: LIMITS_CONF,
+      contents: "nofile = 4096\n",
+      mode: "0644",
+      owner: "root",
+      group: "root",
+    };
+    for (const name of NODES) {
+      const rel = `nodes/${name}.yaml`;
+      const spec = parse(await read(rel)) as Record<string, any>;
+      const old = parse(before.get(rel)!) as Record<string, any>;
+      // What the file held, in its order, then the new file.
+      const keys = Object.keys(old);
+      assert.deepEqual(Object.keys(spec), old.files ? keys : [...keys, "files"], rel);
+      if (!old.files) assert.ok((await read(rel)).startsWith(before.get(rel)!), rel);
+      assert.deepEqual(spec.files, [...(old.files ?? []), limits], rel);
+      for (const [key, value] of Object.entries(old))
+        if (key !== "files") assert.deepEqual(spec[key], value, `${rel} ${key}`);
+    }
+    const audit = await runCli([
+      ...["audit", "--manifests", tree, "--ssh-config", await workflowSshConfig(tree)],
+    ]);
+    assert.equal(audit.exitCode, 0, audit.stdout.slice(0, 3000) + audit.stderr);
+  });
+});
+
+describe("--files globs, expanded on each host", () => {
+  test("/etc/qm-e2e/*.conf declares each match, factored: the file alike everywhere in fleet.yaml, the web one in the web group", async () => {
+    const tree = path.join(dir, "glob-tree");
+    const adopted = await adopt(await inventoryFolder("inventory-glob"), tree, [
+      ...["--files", "/etc/qm-e2e/*.conf"],
+    ]);
+    assert.equal(adopted.exitCode, 0, adopted.stderr);
+    const read = async (rel: string) =>
+      parse(await readFile(path.join(tree, rel), "utf8")) as Record<string, any>;
+    const pathsOf = async (rel: string) =>
+      ((await read(rel)).files ?? []).map((f: { path: string }) => f.path);
+    assert.deepEqual(await pathsOf("fleet.yaml"), [LIMITS_CONF]);
+    assert.deepEqual(await pathsOf("groups/web.yaml"), [APP_CONF]);
+    assert.deepEqual(await pathsOf("nodes/web-03.yaml"), [APP_CONF]);
+  });
+
+  test("more matches than the cap: the first 200 declared, and the host says so", async () => {
+    const many = "/etc/qm-e2e/many";
+    await fleet.exec(
+      "web-01",
+      `mkdir -p ${many} && for i in $(seq 1000 1250); do echo $i > ${many}/f$i; done`,
+    );
+    try {
+      const tree = path.join(dir, "glob-cap-tree");
+      const adopted = await adopt(await inventoryFolder("inventory-glob-cap"), tree, [
+        ...["--files", `${many}/*,/etc/qm-e2e/none-*`],
+      ]);
+      assert.equal(adopted.exitCode, 0, adopted.stderr);
+      assert.match(
+        adopted.stderr,
+        /^web-01: --files \/etc\/qm-e2e\/many\/\*: more than 200 matches; the first 200 declared/m,
+      );
+      assert.match(adopted.stderr, /^web-01: --files \/etc\/qm-e2e\/none-\*: no match$/m);
+      const node = parse(await readFile(path.join(tree, "nodes/web-01.yaml"), "utf8"));
+      const paths = (node.files as { path: string }[]).map((f) => f.path);
+      assert.equal(paths.length, 200);
+      assert.equal(paths.at(-1), `${many}/f1199`);
+    } finally {
+      await fleet.exec("web-01", `rm -rf ${many}`);
     }
   });
 });

@@ -98,3 +98,23 @@ test("adopt --units: the common unit in the group's file, the odd host's in its 
     JSON.stringify(items),
   );
 });
+
+test("adopt again with one more unit: each declared node's file takes it at its end, the group's file is unchanged", async () => {
+  const inventory = path.join(dir, "hosts.ini");
+  const tree = path.join(dir, "tree");
+  const group = await readFile(path.join(tree, "groups/app.yaml"), "utf8");
+  const extra = "systemd-journald.service";
+  const again = await runCli([
+    ...["adopt", "--inventory", inventory, "--manifests", tree, "--units", `${UNIT},${extra}`],
+    ...sshArgs(),
+  ]);
+  assert.equal(again.exitCode, 0, again.stderr);
+  assert.equal(await readFile(path.join(tree, "groups/app.yaml"), "utf8"), group);
+  for (const name of [...ALIKE, ODD]) {
+    const spec = parse(await readFile(path.join(tree, `nodes/${name}.yaml`), "utf8")) as {
+      systemd?: { units?: { name: string }[] };
+    };
+    assert.equal(spec.systemd?.units?.at(-1)?.name, extra, name);
+    assert.equal(spec.systemd?.units?.filter((u) => u.name === UNIT).length, name === ODD ? 1 : 0);
+  }
+});

@@ -55,7 +55,7 @@ const ADOPT_FLAGS = {
   "no-ephemeral-range": NO_EPHEMERAL_RANGE_FLAG,
   files: checkedFlag(
     "PATH,…",
-    "declare these config files on every host at their live contents, mode, owner and group (a secret or root-only file by its sha256), factored into layers like every other value",
+    "declare these config files on every host at their live contents, mode, owner and group (a secret or root-only file by its sha256), factored into layers like every other value; a glob (*, ?, [) is expanded by each host's shell, at most 200 matches",
     (given) => listOf("--files", given, (path) => ({ files: [{ path }] })),
   ),
   units: checkedFlag(
@@ -100,6 +100,8 @@ export async function adoptCommand(argv: string[]): Promise<number> {
   });
   for (const line of result.leftOut) say(line);
   for (const rel of result.written) io().stdout.write(`wrote ${path.join(manifests, rel)}\n`);
+  for (const rel of result.extended)
+    io().stdout.write(`added files or units to ${path.join(manifests, rel)}\n`);
   const already = result.alreadyDeclared;
   say(
     `${result.adopted.length} of ${result.inventoryHosts} hosts adopted${already ? `, ${already} already declared` : ""}, ${result.leftOut.length} left out${result.latent ? `, ${result.latent} value${result.latent === 1 ? "" : "s"} the next boot or restart changes, commented` : ""}`,
