@@ -47,15 +47,18 @@ export async function appendToNodeFile(
   }
   const appended: PlainMap = {};
   let edited = false;
-  const into = (at: string[], items: PlainMap[], whole: PlainMap) => {
-    if (doc.hasIn(at.slice(0, 1))) {
-      for (const item of items) doc.addIn(at, doc.createNode(item));
-      edited = true;
-    } else Object.assign(appended, whole);
-  };
-  if (added.files) into(["files"], listOf(added.files), { files: added.files });
-  const units = listOf((added.systemd as PlainMap | undefined)?.units);
-  if (units.length) into(["systemd", "units"], units, { systemd: { units } });
+  // Each added key holds a list (`files`) or a map of lists (`systemd.units`).
+  for (const [key, value] of Object.entries(added)) {
+    const lists: [string[], PlainMap[]][] = Array.isArray(value)
+      ? [[[key], listOf(value)]]
+      : Object.entries(value as PlainMap).map(([sub, items]) => [[key, sub], listOf(items)]);
+    if (!doc.hasIn([key])) Object.assign(appended, { [key]: value });
+    else
+      for (const [at, items] of lists) {
+        for (const item of items) doc.addIn(at, doc.createNode(item));
+        edited = true;
+      }
+  }
   const head = edited ? doc.toString() : text;
   const tail = Object.keys(appended).length ? stringifyPortable(appended) : "";
   await writeFile(file, `${head}${tail && head && !head.endsWith("\n") ? "\n" : ""}${tail}`);

@@ -29,7 +29,7 @@ import {
   type JumpChannels,
   type SshOptions,
 } from "../transport/ssh.js";
-import type { PlainMap } from "../spec-path.js";
+import { valueAt, type PlainMap } from "../spec-path.js";
 import { DEFAULT_TIMEOUT_SECONDS, fleetAuditSettings } from "./audit.js";
 import { snapshotSpec, type LatentValues } from "./snapshot.js";
 import { stageLayers, writeTree } from "./adopt-tree.js";
@@ -190,14 +190,15 @@ async function extendDeclared(
   const asked = job.config.declare;
   if (!asked || (!asked.files.length && !asked.units.length)) return [];
   const byName = new Map(nodes.map((n) => [n.name, n]));
+  const askedSpec = withAsked(undefined, asked)!;
   const hosts = planned.filter((h) => {
     const node = byName.get(h.name);
-    return node && Object.keys(notYetDeclared(node, withAsked(undefined, asked)!)).length;
+    return node && Object.keys(notYetDeclared(node, askedSpec)).length;
   });
   const taken = await snapshotHosts(hosts, {
     ...job,
     staged: { base: new Map(), ssh: new Map(hosts.map((h) => [h.name, byName.get(h.name)!.ssh])) },
-    domains: DOMAINS.filter((d) => d.name === "files" || d.name === "systemd"),
+    domains: DOMAINS.filter((d) => valueAt(askedSpec, d.specPath) !== undefined),
   });
   job.leftOut.push(...taken.leftOut);
   const written: string[] = [];
