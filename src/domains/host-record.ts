@@ -27,6 +27,17 @@ export interface ConffileEvent {
   choice: string;
 }
 
+/**
+ * One package's configure step in dpkg's log (its maintainer script, postinst, runs in it): from the
+ * `configure` line to the `status installed` line that ends it, when that is in the log.
+ */
+export interface ConfigureStep {
+  name: string;
+  version: string;
+  start: number;
+  end?: number;
+}
+
 export interface AptTransaction {
   start: number;
   end?: number;
@@ -50,6 +61,8 @@ export interface HostRecord {
   stat: Map<string, { mtime: number; owner: string }>;
   packages: PackageEvent[];
   conffiles: ConffileEvent[];
+  /** Every package's configure steps since the last audit, when a domain asks (`steps`). */
+  steps?: ConfigureStep[];
   apt: AptTransaction[];
 }
 
@@ -77,6 +90,17 @@ export interface RecordRequest {
    * All three are the domain's own text, never manifest text.
    */
   packagesByFile?: readonly { glob: string; strip: string; prefix: string }[];
+  /**
+   * The domain's own shell globs (never manifest text): each existing match (at most 500 per node)
+   * has its mtime and owner read, and the package whose conffile it is (dpkg's status), with that
+   * package's transactions.
+   */
+  globs?: readonly string[];
+  /**
+   * Every package's configure steps since the node's last audit (none without one): what a
+   * maintainer script changed (a system user a postinst created) is told by its time.
+   */
+  steps?: boolean;
 }
 
 /** One drift item, as a domain reads its cause. */
@@ -122,5 +146,7 @@ export function joinRequests(requests: readonly RecordRequest[]): Required<Recor
     files: unique(requests.map((r) => r.files)),
     stat: requests.flatMap((r) => r.stat ?? []),
     packagesByFile: requests.flatMap((r) => r.packagesByFile ?? []),
+    globs: unique(requests.map((r) => r.globs)),
+    steps: requests.some((r) => r.steps),
   };
 }

@@ -154,9 +154,16 @@ describe("accounts on a real host, audited with become: sudo", () => {
       byKey.get("sudo:alice ALL=(ALL) NOPASSWD: ALL")!.detail,
       "at /etc/sudoers.d/90-alice:1",
     );
-    assert.equal(byKey.get("user:alice:authorized_keys")!.detail, `added ${keys[1]!.print}`);
+    assert.equal(
+      byKey.get("user:alice:authorized_keys")!.detail,
+      `added ${keys[1]!.print} (/home/alice/.ssh/authorized_keys)`,
+    );
     assert.deepEqual(byKey.get("user:alice:groups")!.live, ["sudo"]);
-    assert.match(byKey.get("user:intruder")!.detail!, /^login shell \/bin\/bash, uid \d+$/);
+    // useradd kept /etc/passwd as it was before in /etc/passwd-: intruder is the latest change's.
+    assert.match(
+      byKey.get("user:intruder")!.detail!,
+      /^login shell \/bin\/bash, uid \d+; not in \/etc\/passwd-: added by the latest change of \/etc\/passwd$/,
+    );
     // The user-facing formats name the key by its fingerprint, never its text.
     const text = await audit("drift-text", "text");
     assert.ok(text.stdout.includes(keys[1]!.print), text.stdout);

@@ -1,5 +1,11 @@
 import { partsByLabel } from "../../domains/domain.js";
-import type { AptTransaction, HostRecord, PackageEvent } from "../../domains/host-record.js";
+import {
+  latest,
+  type AptTransaction,
+  type ConfigureStep,
+  type HostRecord,
+  type PackageEvent,
+} from "../../domains/host-record.js";
 import { rpmVersion } from "../../domains/rpm-version.js";
 
 // The cause section's output, parsed: what the host recorded, with every time in UTC. Nothing here
@@ -137,6 +143,8 @@ export function parseHostRecord(parts: [string, string][], since?: number): Host
   // Without the host's offset its log times cannot be placed: no log is read.
   if (offset === undefined) return record;
   record.offsetMinutes = offset;
+  const steps: ConfigureStep[] = [];
+  record.steps = steps;
   for (const line of latestLines(byLabel.get("dpkg-log"))) {
     const f = line.split(" ");
     const at = logTime(`${f[0]} ${f[1]}`, offset);
@@ -157,6 +165,13 @@ export function parseHostRecord(parts: [string, string][], since?: number): Host
       });
     } else if (action === "conffile" && f.length >= 5) {
       record.conffiles.push({ at, path: f.slice(3, -1).join(" "), choice: f.at(-1)! });
+    } else if (action === "configure" && f.length === 6) {
+      steps.push({ name: f[3]!.replace(/:.*$/, ""), version: f[4]!, start: at });
+    } else if (action === "status" && f[3] === "installed" && f.length === 6) {
+      // The configure step it ends: the latest of that package still open.
+      const name = f[4]!.replace(/:.*$/, "");
+      const step = latest(steps, (s) => s.name === name);
+      if (step && step.end === undefined) step.end = at;
     }
   }
   let current: AptTransaction | undefined;

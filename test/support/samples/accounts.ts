@@ -28,7 +28,14 @@ const loginUsersKeys = () =>
     .map((f) => `${f[5]!.replace(/\/$/, "")}/.ssh/authorized_keys`);
 
 export const sample: DomainSample<typeof accounts> = {
-  reads: ["/etc/passwd", "/etc/group", "/etc/sudoers", "/etc/sudoers.d", ...loginUsersKeys()],
+  reads: [
+    "/etc/passwd",
+    "/etc/passwd-",
+    "/etc/group",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    ...loginUsersKeys(),
+  ],
   declared: {
     users: { constructor: { shell: "/bin/sh", groups: ["toString"], authorized_keys: [] } },
     groups: { toString: ["constructor"] },
