@@ -1,5 +1,5 @@
 import type { SpecPath } from "../spec-path.js";
-import type { Latent } from "./cause.js";
+import type { Cause, Latent } from "./cause.js";
 
 // What a host recorded about its changes, as the audit's cause section reads it (src/audit/cause/:
 // one shared probe and parser for the logs every domain reads, in the audit's own round trip), and
@@ -97,8 +97,8 @@ export interface RecordRequest {
    */
   globs?: readonly string[];
   /**
-   * Every package's configure steps since the node's last audit (none without one): what a
-   * maintainer script changed (a system user a postinst created) is told by its time.
+   * Every package's configure steps and conffile lines since the node's last audit (none without
+   * one): what a maintainer script changed (a system user a postinst created) is told by its time.
    */
   steps?: boolean;
 }
@@ -112,6 +112,8 @@ export interface CauseSubject {
   /** As `compare` found them: what the next boot does to it, and its line of context. */
   latent?: Latent;
   detail?: string;
+  /** The cause `compare` found itself (the line that sets the value), which `Domain.cause` refines. */
+  cause?: Cause;
 }
 
 /** What an audit knows beside the host's record. */

@@ -45,8 +45,8 @@ const LOGS = [
   "!h && substr($0, 1, 19) < s { next }",
   '!h && $3 ~ /^(install|upgrade|remove|purge)$/ { p = $4; sub(/:.*/, "", p); if (p in w) event(); next }',
   '!h && $3 == "conffile" && ($4 in f) { event(); next }',
-  // Every package's configure step, and the line that ends it, when asked (`qm_c`).
-  '!h && qm_c && $3 == "configure" { event(); next }',
+  // Every package's configure step, the line that ends it, and every conffile line, when asked (`qm_c`).
+  '!h && qm_c && ($3 == "configure" || $3 == "conffile") { event(); next }',
   '!h && qm_c && $3 == "status" && $4 == "installed" { print; next }',
   "!h || !n { next }",
   '/^Start-Date: / { st = $2 " " $3; k = (st >= s); b = "" }',
