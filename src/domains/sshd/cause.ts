@@ -11,12 +11,15 @@ import { transactionBy } from "../package-transaction.js";
 
 // Why a drifted setting has its value, from what the host recorded of the file whose line sets it
 // (compare finds the line, from `sshd -T -ddd`): a package transaction that replaced the file (dpkg's
-// conffile prompt, or the file written while dpkg configured a package: openssh-server's postinst
+// conffile prompt, or the file written while dpkg configured its package: openssh-server's postinst
 // writes sshd_config through ucf), else the file changed since the node's last audit. Otherwise the
 // cause stays unknown, saying what is known: the line, and that its file has not changed since.
 
+const MAIN_CONFIG = "/etc/ssh/sshd_config";
+/** The package whose postinst writes MAIN_CONFIG (through ucf: no dpkg conffile). */
+const SSHD_PACKAGE = "openssh-server";
 /** The configuration files whose changes are read: sshd's own and Debian's drop-in folder. */
-const CONFIG_FILES = ["/etc/ssh/sshd_config", "/etc/ssh/sshd_config.d/*"];
+const CONFIG_FILES = [MAIN_CONFIG, "/etc/ssh/sshd_config.d/*"];
 
 export const sshdRecords = (): RecordRequest => ({ globs: CONFIG_FILES, steps: true });
 
@@ -60,9 +63,12 @@ export function sshdCause(
       evidence: `${sets}; ${file} has not changed since this node's last audit at ${causeTime(since)}`,
     };
   const when = causeTime(stat.mtime);
+  // Written while its own package was configured: only that package's step, never another's that
+  // ran the same second as a hand edit.
+  const owner = file === MAIN_CONFIG ? SSHD_PACKAGE : record.owned.get(file)?.package;
   const step = latest(
     record.steps ?? [],
-    (s) => s.start <= stat.mtime && stat.mtime <= (s.end ?? s.start),
+    (s) => s.name === owner && s.start <= stat.mtime && stat.mtime <= (s.end ?? s.start),
   );
   if (step)
     return {

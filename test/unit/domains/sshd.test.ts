@@ -79,6 +79,7 @@ describe("sshd: cause from the host's record", () => {
     const kept = record({ conffiles: [{ at: at("07:10:00"), path: FILE, choice: "keep" }] });
     assert.equal(sshd.cause!(item(), kept, ctx)!.kind, "file-edit");
     const configured = record({
+      owned: new Map([[FILE, { package: "openssh-server", digest: "0".repeat(32) }]]),
       steps: [
         {
           name: "openssh-server",
@@ -95,6 +96,9 @@ describe("sshd: cause from the host's record", () => {
       evidence: `${FILE}:1 sets PasswordAuthentication yes; ${FILE} written at 2026-12-07T07:00:00Z, while dpkg configured openssh-server 1:9.2p1-2+deb12u10 (its maintainer script)`,
       group: "package: openssh-server 1:9.2p1-2+deb12u10 configured",
     });
+    // Another package's step the same second: a hand edit, not that package's doing.
+    const other = record({ steps: [{ name: "qm-other", version: "1", start: at("07:00:00") }] });
+    assert.equal(sshd.cause!(item(), other, ctx)!.kind, "file-edit");
   });
 
   it("otherwise unknown, with what is known: the line, and that its file did not change since", () => {
