@@ -135,13 +135,14 @@ export async function runAdopt(config: AdoptOptions): Promise<Adoption> {
   const settings = existing
     ? fleetAuditSettings(existing, { timeoutMs })
     : fleetAuditSettings({ dir: tree, settings: {}, nodes: [], tickets: [] }, { timeoutMs });
-  const { keys, snapshots, latent, leftOut, leftOnPurpose } = await snapshotHosts(hosts, {
+  const { keys, snapshots, latent, leftOut, leftOnPurpose, unread } = await snapshotHosts(hosts, {
     config,
     sshFiles,
     staged,
     settings,
   });
   sayLeftOnPurpose(leftOnPurpose, say);
+  sayUnread(unread, say);
 
   for (const [name, reason] of plan.unreadable) leftOut.push(`${name}: ${reason}; not adopted`);
   const candidates = hosts.filter((h) => snapshots.has(h.name));
@@ -229,9 +230,31 @@ function sayLeftOnPurpose(left: Snapshots["leftOnPurpose"], say: (line: string) 
     if (l.unknown !== undefined)
       unknown.set(l.unknown, [...(unknown.get(l.unknown) ?? []), l.host]);
   for (const [reason, named] of unknown)
+    say(`packages: every installed package declared on ${hostList(named)}: ${reason}`);
+}
+
+/** The most reasons `sayUnread` names one by one; the rest it counts. */
+const MAX_UNREAD_LINES = 20;
+
+/**
+ * Once for the run: each part of the hosts' live state left undeclared because the host could not
+ * show it (sshd's settings without root), with the hosts and the host's reason, which says the fix.
+ */
+function sayUnread(unread: Snapshots["unread"], say: (line: string) => void): void {
+  const reasons = [...unread].sort(([, a], [, b]) => b.length - a.length);
+  for (const [reason, hosts] of reasons.slice(0, MAX_UNREAD_LINES))
+    say(`not declared on ${hostList([...hosts].sort())}, which could not show it: ${reason}`);
+  const rest = reasons.slice(MAX_UNREAD_LINES);
+  if (rest.length)
     say(
-      `packages: every installed package declared on ${named.length > 3 ? `${named.slice(0, 3).join(", ")} and ${named.length - 3} more` : named.join(", ")}: ${reason}`,
+      `not declared on ${hostList([...new Set(rest.flatMap(([, hosts]) => hosts))].sort())}: ${rest.length} more parts their hosts could not show`,
     );
+}
+
+/** Hosts in a line: `web-01, web-02, web-03 and 3 more hosts`. */
+function hostList(hosts: readonly string[]): string {
+  const named = hosts.slice(0, 3).join(", ");
+  return hosts.length > 3 ? `${named} and ${hosts.length - 3} more hosts` : named;
 }
 
 /** The --ssh-config and --known-hosts files, checked as files and resolved. */
@@ -306,6 +329,8 @@ interface Snapshots {
   jumpReached: Map<string, Promise<string | undefined>>;
   /** What each host's snapshot left out on purpose (packages installed only as dependencies). */
   leftOnPurpose: { host: string; domain: string; count: number; unknown?: string }[];
+  /** Hosts by each reason a part of their live state could not be read, so was not declared. */
+  unread: Map<string, string[]>;
 }
 
 /**
@@ -357,6 +382,7 @@ async function snapshotHosts(hosts: readonly HostToAdopt[], job: SnapshotJob): P
     jumpKeys: new Map(),
     jumpReached: new Map(),
     leftOnPurpose: [],
+    unread: new Map(),
   };
   await Promise.all(
     hosts.map((host) => {
@@ -430,6 +456,8 @@ async function snapshotHost(
     taken.snapshots.set(host.name, snapshot.spec);
     taken.latent.set(host.name, snapshot.latent);
     for (const left of snapshot.leftOut) taken.leftOnPurpose.push({ host: host.name, ...left });
+    for (const reason of snapshot.unknown)
+      taken.unread.set(reason, [...(taken.unread.get(reason) ?? []), host.name]);
     return undefined;
   } catch (error) {
     const failure = nodeFailure(host.name, error).message.replace(/[;,] node not audited/, "");
