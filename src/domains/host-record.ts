@@ -66,6 +66,16 @@ export interface HostRecord {
   apt: AptTransaction[];
 }
 
+/** A record holding nothing yet. */
+export const emptyHostRecord = (): HostRecord => ({
+  owned: new Map(),
+  digest: new Map(),
+  stat: new Map(),
+  packages: [],
+  conffiles: [],
+  apt: [],
+});
+
 /**
  * The records a domain's declaration asks the cause section for; every domain's are read in one
  * pass. The boot time is always read.

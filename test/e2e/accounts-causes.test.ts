@@ -9,12 +9,11 @@ import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, describe, it } from "node:test";
 import { execa } from "execa";
-import { parse, stringify } from "yaml";
-import { runCli } from "../support/cli.js";
+import { stringify } from "yaml";
+import { cliSnapshot } from "../support/cli.js";
 import { suiteForge } from "../support/forge.js";
 import { AUDIT_USER, startFleet, type TestFleet } from "../support/hosts.js";
 import { scheduledRun } from "../support/scheduled-run.js";
-import { removeTree, writeTree } from "../support/tree.js";
 
 const TOKEN = "ghs_accounts_causes_e2e";
 const M = "fleet-manifests";
@@ -72,43 +71,19 @@ const forge = suiteForge({
       ].join(" && "),
     );
     // The node's declaration: the host as a snapshot through the real CLI sees it.
-    const local = await writeTree({ [`nodes/${HOST}.yaml`]: "ssh:\n  become: sudo\n" });
-    try {
-      const snapshot = await runCli([
-        "snapshot",
-        "--manifests",
-        local,
-        "--node",
-        HOST,
-        "--ssh-config",
-        fleet.sshConfig,
-        "--category",
-        "accounts",
-      ]);
-      assert.equal(snapshot.exitCode, 0, snapshot.stderr);
-      const spec = parse(snapshot.stdout) as { accounts: object };
-      const dir = await forge.checkout();
-      await mkdir(path.join(dir, M, "nodes"));
-      await writeFile(
-        path.join(dir, M, "nodes", `${HOST}.yaml`),
-        stringify({ ssh: { become: "sudo" }, accounts: spec.accounts }),
-      );
-      const git = (...args: string[]) =>
-        execa("git", [
-          "-C",
-          dir,
-          "-c",
-          "user.name=ops",
-          "-c",
-          "user.email=ops@example.com",
-          ...args,
-        ]);
-      await git("add", "-A");
-      await git("commit", "-qm", `declare ${HOST}`);
-      await git("push", "-q", "origin", "HEAD:main");
-    } finally {
-      await removeTree(local);
-    }
+    const spec = await cliSnapshot(HOST, "ssh:\n  become: sudo\n", fleet.sshConfig, [
+      "--category",
+      "accounts",
+    ]);
+    await forge.pushToMain(
+      {
+        [`${M}/nodes/${HOST}.yaml`]: stringify({
+          ssh: { become: "sudo" },
+          accounts: spec.accounts,
+        }),
+      },
+      `declare ${HOST}`,
+    );
   },
 });
 
@@ -166,21 +141,9 @@ describe("accounts causes from the host's records", () => {
       /^\/home\/alice\/\.ssh\/authorized_keys modified at \S+, owner alice, since the last audit$/,
     );
     // What the operator reads: each cause on its item's line.
-    const text = await runCli(
-      [
-        "audit",
-        ...forge.repoArgs(),
-        "--ssh-config",
-        fleet.sshConfig,
-        "--state-from-repo",
-        "--format",
-        "text",
-      ],
-      { env: forge.double.cliEnv() },
-    );
-    assert.equal(text.exitCode, 1, text.stderr);
-    assert.match(text.stdout, /while dpkg configured qm-svc 1\.0/);
-    assert.match(text.stdout, /a conffile of qm-svc since qm-svc \(new\) → 1\.0/);
-    assert.ok(text.stdout.includes(key.print), text.stdout);
+    const text = await run.auditText(1);
+    assert.match(text, /while dpkg configured qm-svc 1\.0/);
+    assert.match(text, /a conffile of qm-svc since qm-svc \(new\) → 1\.0/);
+    assert.ok(text.includes(key.print), text);
   });
 });

@@ -9,7 +9,6 @@ import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, describe, it } from "node:test";
 import { execa } from "execa";
-import { runCli } from "../support/cli.js";
 import { suiteForge } from "../support/forge.js";
 import { AUDIT_USER, startFleet, type TestFleet } from "../support/hosts.js";
 import { scheduledRun } from "../support/scheduled-run.js";
@@ -146,20 +145,8 @@ describe("sshd causes from the host's records", () => {
       ),
     );
     // What the operator reads: each cause on its item.
-    const text = await runCli(
-      [
-        "audit",
-        ...forge.repoArgs(),
-        "--ssh-config",
-        fleet.sshConfig,
-        "--state-from-repo",
-        "--format",
-        "text",
-      ],
-      { env: forge.double.cliEnv() },
-    );
-    assert.equal(text.exitCode, 1, text.stderr);
-    assert.ok(text.stdout.includes(`${PACKAGED} replaced by ${PKG}'s version`), text.stdout);
-    assert.ok(text.stdout.includes(`${INCIDENT}:1 sets PasswordAuthentication yes`), text.stdout);
+    const text = await run.auditText(1);
+    assert.ok(text.includes(`${PACKAGED} replaced by ${PKG}'s version`), text);
+    assert.ok(text.includes(`${INCIDENT}:1 sets PasswordAuthentication yes`), text);
   });
 });

@@ -1,5 +1,6 @@
 import { partsByLabel } from "../../domains/domain.js";
 import {
+  emptyHostRecord,
   latest,
   type AptTransaction,
   type ConfigureStep,
@@ -100,14 +101,7 @@ function readRpm(byLabel: Map<string, string>, record: HostRecord, since: number
 /** The cause section's output; `since` is the node's last audit, when known (epoch milliseconds). */
 export function parseHostRecord(parts: [string, string][], since?: number): HostRecord {
   const byLabel = partsByLabel("cause", parts);
-  const record: HostRecord = {
-    owned: new Map(),
-    digest: new Map(),
-    stat: new Map(),
-    packages: [],
-    conffiles: [],
-    apt: [],
-  };
+  const record = emptyHostRecord();
   // A boot time that is no number is kept as NaN: the cause it would time says why it has none.
   const boot = lines(byLabel.get("boot"))[0];
   if (boot !== undefined) record.bootTime = /^\d{1,15}$/.test(boot) ? Number(boot) * 1000 : NaN;

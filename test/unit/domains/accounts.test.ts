@@ -7,7 +7,7 @@ import { execa } from "execa";
 import { accounts, AccountsDeclared } from "../../../src/domains/accounts/index.js";
 import { ADDED_LAST } from "../../../src/domains/accounts/cause.js";
 import type { AccountsLive } from "../../../src/domains/accounts/parse.js";
-import type { HostRecord } from "../../../src/domains/host-record.js";
+import { emptyHostRecord, type HostRecord } from "../../../src/domains/host-record.js";
 import { ProbeParseError } from "../../../src/errors.js";
 import { parseContext } from "../../../src/probe/script.js";
 import { scratchTrees } from "../../support/tree.js";
@@ -364,17 +364,10 @@ test("cause: /etc/passwd or /etc/group changed since the last audit is the edit;
 });
 
 /** A host's record: the files' mtimes, dpkg's conffiles and events, configure steps, apt runs. */
-function recordOf(parts: Partial<HostRecord>): HostRecord {
-  return {
-    owned: new Map(),
-    digest: new Map(),
-    stat: new Map(),
-    packages: [],
-    conffiles: [],
-    apt: [],
-    ...parts,
-  };
-}
+const recordOf = (parts: Partial<HostRecord>): HostRecord => ({
+  ...emptyHostRecord(),
+  ...parts,
+});
 
 test("records: a package's configure steps where users are declared, the sudoers files and key files where declared", () => {
   assert.deepEqual(accounts.records!({ users: { alice: { authorized_keys: [] } }, sudo: [] }), {

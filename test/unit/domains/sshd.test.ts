@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { sshd, SshdDeclared, SNAPSHOT_KEYWORDS } from "../../../src/domains/sshd/index.js";
 import type { SshdLive } from "../../../src/domains/sshd/parse.js";
-import type { HostRecord } from "../../../src/domains/host-record.js";
+import { emptyHostRecord, type HostRecord } from "../../../src/domains/host-record.js";
 import { ProbeParseError } from "../../../src/errors.js";
 import { parseContext } from "../../../src/probe/script.js";
 import { acceptFinding } from "../../../src/propose/accept.js";
@@ -35,12 +35,8 @@ describe("sshd: cause from the host's record", () => {
     cause: { kind: "unknown" as const, evidence: `${file}:1 sets PasswordAuthentication yes` },
   });
   const record = (parts: Partial<HostRecord>): HostRecord => ({
-    owned: new Map(),
-    digest: new Map(),
+    ...emptyHostRecord(),
     stat: new Map([[FILE, { mtime: at("07:00:00"), owner: "root" }]]),
-    packages: [],
-    conffiles: [],
-    apt: [],
     ...parts,
   });
   const ctx = { node: "sshd-01", since };
