@@ -13,7 +13,7 @@ import {
 
 export const FSTAB = "/etc/fstab";
 /** The detail of an item whose mount point nothing mounts at boot. */
-export const NOT_AT_BOOT = `no line of ${FSTAB} and no enabled mount unit in /etc/systemd/system mounts it`;
+export const NOT_AT_BOOT = `no line of ${FSTAB} and no mount unit the boot pulls in mounts it`;
 /** The detail of an item the boot's fstab line mounts as it is now. */
 export const sameAtBoot = (because: string) => `${because} mounts the same at boot`;
 

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { chmod } from "node:fs/promises";
+import { chmod, mkdir, symlink, writeFile } from "node:fs/promises";
+import path from "node:path";
 import { describe, it } from "node:test";
 import { mounts, MountsDeclared } from "../../../src/domains/mounts/index.js";
 import { fstabCause, NOT_AT_BOOT } from "../../../src/domains/mounts/cause.js";
@@ -17,9 +18,12 @@ import { fixture, liveFrom } from "./fixtures.js";
 import { NOBODY, runProbe } from "./live-probe.js";
 
 // private-namespace.txt: the snapshot probe as nobody on a Debian 12 machine, in a private mount
-// namespace with tmpfs mounts at /srv/data, "/srv/my data", /srv/cache (an enabled mount unit)
-// and /srv/hand (by hand, source `by\hand`), its own fstab bind-mounted over /etc/fstab (the
-// bind's source path renamed) and the machine's network-namespace mounts left out.
+// namespace with tmpfs mounts at /srv/data, "/srv/my data", /srv/cache (a mount unit in
+// /etc/systemd/system that local-fs.target wants) and /srv/hand (by hand, source `by\hand`), an
+// ext4 on /dev/loop1 at /srv/disk, its own fstab bind-mounted over /etc/fstab (the bind's source
+// path renamed; `/` by LABEL=, /srv/disk by the UUID of /dev/loop0), a private /dev with the
+// /dev/disk/by-label and by-uuid links udev would make, dev-hugepages.mount masked, and the
+// machine's network-namespace and sandbox mounts left out.
 const captured = (): MountsLive => liveFrom(mounts, "private-namespace.txt");
 
 const live = (mountinfo: string, fstab = "", units = ""): MountsLive =>
@@ -52,7 +56,7 @@ describe("mounts", () => {
     assert.equal(unescapeField("/a\\040b\\134c\\303\\251"), "/a b\\cé");
   });
 
-  it("reads what the next boot mounts: fstab lines (not swap, not noauto) and enabled mount units", () => {
+  it("reads what the next boot mounts: fstab lines (not swap, not noauto) and the mount units a target wants, from every unit folder", () => {
     const got = captured();
     assert.deepEqual(
       Object.fromEntries(
@@ -67,8 +71,29 @@ describe("mounts", () => {
         "/srv/data": "tmpfs nosuid,nodev,size=64m (/etc/fstab:6)",
         "/srv/my data": "tmpfs ro,nosuid (/etc/fstab:7)",
         "/proc": "proc defaults (/etc/fstab:10)",
+        "/srv/disk": "ext4 nodev,nosuid (/etc/fstab:11)",
+        // Where= of [Unit] is no mount point; srv-off.mount is wanted by nothing, and
+        // dev-hugepages.mount is masked in /etc.
         "/srv/cache": "tmpfs nosuid,nodev,noexec (/etc/systemd/system/srv-cache.mount)",
+        "/dev/mqueue": "mqueue nosuid,nodev,noexec (/usr/lib/systemd/system/dev-mqueue.mount)",
+        "/sys/fs/fuse/connections":
+          "fusectl nosuid,nodev,noexec (/usr/lib/systemd/system/sys-fs-fuse-connections.mount)",
+        "/sys/kernel/config":
+          "configfs nosuid,nodev,noexec (/usr/lib/systemd/system/sys-kernel-config.mount)",
+        "/sys/kernel/debug":
+          "debugfs nosuid,nodev,noexec (/usr/lib/systemd/system/sys-kernel-debug.mount)",
+        "/sys/kernel/tracing":
+          "tracefs nosuid,nodev,noexec (/usr/lib/systemd/system/sys-kernel-tracing.mount)",
       },
+    );
+    assert.deepEqual(
+      [...got.boot]
+        .filter(([, b]) => b.sameDevice !== undefined)
+        .map(([p, b]) => [p, b.source, b.sameDevice]),
+      [
+        ["/", "LABEL=root", true],
+        ["/srv/disk", 'UUID="7d1e0c52-93a4-4b8e-a0f1-5c6d7e8f9a0b"', false],
+      ],
     );
   });
 
@@ -144,6 +169,35 @@ describe("mounts", () => {
     ]);
   });
 
+  it("compares a source fstab names by UUID= or LABEL= by the device its link leads to", () => {
+    const findings = mounts.compare(
+      declared([
+        { path: "/", source: "/dev/vda", fstype: "ext4" },
+        { path: "/srv/disk", source: "/dev/loop1", fstype: "ext4" },
+      ]),
+      captured(),
+    );
+    assert.deepEqual(findings, [
+      {
+        key: "/srv/disk:source",
+        declared: "/dev/loop1",
+        live: "/dev/loop1",
+        path: ["storage", "mounts", "/srv/disk", "source"],
+        latent: {
+          after: "reboot",
+          becomes: 'UUID="7d1e0c52-93a4-4b8e-a0f1-5c6d7e8f9a0b"',
+          because: "/etc/fstab:11",
+        },
+      },
+    ]);
+    // A host that cannot tell (no link folder, a source that is no device): not compared.
+    const unknown = live(
+      "27 1 254:0 / / rw - ext4 /dev/root rw\n",
+      "4:LABEL=root / ext4 defaults\n",
+    );
+    assert.deepEqual(mounts.compare(declared([{ path: "/", source: "/dev/root" }]), unknown), []);
+  });
+
   it("never reads an automount point past mountinfo, and says so", () => {
     const got = live(
       "50 1 0:50 / /net rw,relatime - autofs systemd-1 rw,fd=40,pgrp=1,timeout=0,minproto=5,maxproto=5,direct\n",
@@ -165,6 +219,12 @@ describe("mounts", () => {
         source: "tmpfs",
         fstype: "tmpfs",
         options: ["rw", "nosuid", "nodev", "noexec"],
+      },
+      {
+        path: "/srv/disk",
+        source: "/dev/loop1",
+        fstype: "ext4",
+        options: ["rw", "nosuid", "nodev"],
       },
     ]);
     // Clean but for what the next boot changes.
@@ -207,19 +267,57 @@ describe("mounts", () => {
   });
 
   const tree = scratchTrees();
+  // The captured host as a tree: its files, links and device nodes (regular files here: `-ef` compares
+  // inodes), the mountinfo's device sources inside the tree.
   const hostFiles = async () => {
     const text = fixture("mounts", "private-namespace.txt");
     const part = (label: string) =>
       text.split(`QMfixture mark ${label}\n`)[1]!.split("\n\n")[0]! + "\n";
+    const units = new Map<string, string[]>();
+    for (const line of part("units").split("\n").filter(Boolean)) {
+      const [file, rest] = [
+        line.slice(0, line.indexOf(".mount:") + 6),
+        line.slice(line.indexOf(".mount:") + 7),
+      ];
+      units.set(file, [...(units.get(file) ?? []), ...(rest ? [rest] : [])]);
+    }
     const dir = await tree({
-      "proc/self/mountinfo": part("mountinfo"),
       // The captured lines at their own numbers, after three comment lines.
       "etc/fstab": `#\n#\n#\n${part("fstab").replace(/^\d+:/gm, "")}`,
-      "etc/systemd/system/srv-cache.mount":
-        "[Mount]\nWhat=tmpfs\nWhere=/srv/cache\nType=tmpfs\nOptions=nosuid,nodev,noexec\n",
-      "etc/systemd/system/local-fs.target.wants/srv-cache.mount": "",
+      ...Object.fromEntries(
+        [...units].map(([file, lines]) => [file.slice(1), `${lines.join("\n")}\n`]),
+      ),
       "etc/systemd/system/srv-off.mount": "[Mount]\nWhat=tmpfs\nWhere=/srv/off\n",
+      "usr/lib/systemd/system/dev-hugepages.mount":
+        "[Mount]\nWhat=hugetlbfs\nWhere=/dev/hugepages\n",
+      ...Object.fromEntries(["null", "vda", "loop0", "loop1"].map((node) => [`dev/${node}`, ""])),
     });
+    await mkdir(path.join(dir, "proc/self"), { recursive: true });
+    await writeFile(
+      path.join(dir, "proc/self/mountinfo"),
+      part("mountinfo").replaceAll(/ (\/dev\/(?:vda|loop1)) /g, ` ${dir}$1 `),
+    );
+    const links: [string, string][] = [
+      ["etc/systemd/system/local-fs.target.wants/srv-cache.mount", "../srv-cache.mount"],
+      ["etc/systemd/system/dev-hugepages.mount", `${dir}/dev/null`],
+      ["dev/disk/by-label/root", "../../vda"],
+      ["dev/disk/by-uuid/7d1e0c52-93a4-4b8e-a0f1-5c6d7e8f9a0b", "../../loop0"],
+      ...[
+        "dev-hugepages",
+        "dev-mqueue",
+        "sys-fs-fuse-connections",
+        "sys-kernel-config",
+        "sys-kernel-debug",
+        "sys-kernel-tracing",
+      ].map((unit): [string, string] => [
+        `usr/lib/systemd/system/sysinit.target.wants/${unit}.mount`,
+        `../${unit}.mount`,
+      ]),
+    ];
+    for (const [link, target] of links) {
+      await mkdir(path.dirname(path.join(dir, link)), { recursive: true });
+      await symlink(target, path.join(dir, link));
+    }
     // Readable by nobody, as a host's /etc and /proc are.
     await chmod(dir, 0o755);
     return dir;
@@ -234,7 +332,7 @@ describe("mounts", () => {
     );
     assert.deepEqual([...run.live!.mounted.keys()], ["/srv/my data", "/srv/cache"]);
     assert.deepEqual([...run.live!.boot.keys()], ["/srv/my data", "/srv/cache"]);
-    assert.doesNotMatch(run.stdout, /\/srv\/data|\/dev\/vda|srv-off/);
+    assert.doesNotMatch(run.stdout, /\/srv\/data|\/dev\/vda|srv-off|sys-kernel/);
   });
 
   it("probes for real for a snapshot: every line, and the boot's units only where enabled", async () => {
