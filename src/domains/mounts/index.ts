@@ -2,7 +2,8 @@ import { isDeepStrictEqual } from "node:util";
 import * as z from "zod";
 import type { Latent } from "../cause.js";
 import { keyedList, pathIn, within, type Domain, type Finding } from "../domain.js";
-import { fstabCause, FSTAB, NOT_AT_BOOT, sameAtBoot } from "./cause.js";
+import { FSTAB, mountCause, mountLatentCause, NOT_AT_BOOT, sameAtBoot } from "./cause.js";
+import { mountUnitName, UNIT_DIRS } from "./units.js";
 import {
   flagsOf,
   flagWords,
@@ -69,9 +70,11 @@ const bound = (boot: BootMount) => boot.options.includes("bind") || boot.options
  */
 function bootValue(boot: BootMount, attribute: Attribute, live: string[] | string) {
   // A device link leading to the device mounted now names it as mountinfo does.
-  const sameDevice = byLink(boot) ? boot.sameDevice : !/^ID=/.test(boot.source);
-  if (attribute === "source")
-    return bound(boot) || sameDevice === undefined ? undefined : sameDevice ? live : boot.source;
+  const sameDevice = byLink(boot) ? boot.sameDevice : !/^ID=/.test(boot.source) || undefined;
+  if (attribute === "source") {
+    if (bound(boot) || sameDevice === undefined) return undefined;
+    return byLink(boot) && sameDevice ? live : boot.source;
+  }
   if (attribute === "fstype")
     return ["auto", "none"].includes(boot.fstype) ||
       boot.fstype.includes(",") ||
@@ -117,33 +120,6 @@ const pseudo = (path: string, mount: LiveMount) =>
 /** A path as mountinfo and fstab write it: a space, tab, newline or backslash as an octal escape. */
 const escapedPath = (path: string) =>
   path.replace(/[ \t\n\\]/g, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, "0")}`);
-
-/**
- * The name of the mount unit for a mount point, as systemd-escape --path makes it: systemd refuses a
- * mount unit whose name is not its Where='s (systemd.mount(5)).
- */
-export function mountUnitName(path: string): string {
-  const trimmed = path.replace(/^\/+|\/+$/g, "").replace(/\/+/g, "/");
-  if (trimmed === "") return "-.mount";
-  const escaped = [...Buffer.from(trimmed, "utf8")]
-    .map((byte, i) => {
-      const c = String.fromCharCode(byte);
-      if (c === "/") return "-";
-      return /[A-Za-z0-9:_]/.test(c) || (c === "." && i > 0)
-        ? c
-        : `\\x${byte.toString(16).padStart(2, "0")}`;
-    })
-    .join("");
-  return `${escaped}.mount`;
-}
-
-/** Where systemd reads unit files that outlive a reboot, first wins (systemd.unit(5)). */
-const UNIT_DIRS = [
-  "/etc/systemd/system",
-  "/usr/local/lib/systemd/system",
-  "/usr/lib/systemd/system",
-  "/lib/systemd/system",
-];
 
 // Shell built-ins only: no process. `qm_w` holds the declared mount points as mountinfo writes them
 // (escaped, so without a blank), each between blanks; `qm_a` is 1 for a snapshot (every line).
@@ -332,8 +308,15 @@ export const mounts: Domain<MountsDeclared, MountsLive, "mounts"> = {
     }
     return findings;
   },
-  records: () => ({ stat: [{ under: "/etc", entries: ["fstab"] }] }),
-  cause: fstabCause,
+  records: (declared) => ({
+    stat: [{ under: "/etc", entries: ["fstab"] }],
+    // Each declared point's unit wherever systemd may read it: its package, digest and mtime.
+    files: declared.flatMap((mount) =>
+      UNIT_DIRS.map((dir) => `${dir}/${mountUnitName(mount.path)}`),
+    ),
+  }),
+  cause: mountCause,
+  latentCause: mountLatentCause,
   accept(declared, finding) {
     const [path, attribute] = within(this, finding.path) as [string, Attribute | undefined];
     // A mount point nothing is mounted at leaves the manifest.

@@ -3,7 +3,7 @@ import { chmod, mkdir, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { mounts, MountsDeclared } from "../../../src/domains/mounts/index.js";
-import { fstabCause, NOT_AT_BOOT } from "../../../src/domains/mounts/cause.js";
+import { mountCause, mountLatentCause, NOT_AT_BOOT } from "../../../src/domains/mounts/cause.js";
 import {
   parseMountinfo,
   unescapeField,
@@ -190,6 +190,15 @@ describe("mounts", () => {
         },
       },
     ]);
+    // A source fstab names as mountinfo does is compared as it is.
+    const byHand = live(
+      "30 1 0:30 / /srv/x rw - tmpfs by\\040hand rw\n",
+      "2:tmpfs /srv/x tmpfs defaults\n",
+    );
+    assert.deepEqual(
+      mounts.compare(declared([{ path: "/srv/x", source: "by hand" }]), byHand)[0]?.latent,
+      { after: "reboot", becomes: "tmpfs", because: "/etc/fstab:2" },
+    );
     // A host that cannot tell (no link folder, a source that is no device): not compared.
     const unknown = live(
       "27 1 254:0 / / rw - ext4 /dev/root rw\n",
@@ -349,14 +358,19 @@ describe("mounts", () => {
 
   describe("cause", () => {
     const BOOT = 1_764_633_600_000;
-    const record = (fstabAt: number): HostRecord => ({
+    const UNIT = "/usr/lib/systemd/system/tmp.mount";
+    const record = (fstabAt: number, more: Partial<HostRecord> = {}): HostRecord => ({
       bootTime: BOOT,
       owned: new Map(),
       digest: new Map(),
-      stat: new Map([["/etc/fstab", { mtime: fstabAt, owner: "root" }]]),
+      stat: new Map([
+        ["/etc/fstab", { mtime: fstabAt, owner: "root" }],
+        [UNIT, { mtime: BOOT - 9_000_000, owner: "root" }],
+      ]),
       packages: [],
       conffiles: [],
       apt: [],
+      ...more,
     });
     const item = {
       key: "/srv/data:options",
@@ -366,31 +380,112 @@ describe("mounts", () => {
     };
     const latent = { after: "reboot" as const, becomes: ["rw", "nosuid"], because: "/etc/fstab:6" };
 
-    it("a mount the boot would not make, fstab unchanged since boot: mounted by hand", () => {
-      assert.deepEqual(fstabCause({ ...item, latent }, record(BOOT - 60_000), { node: "n" }), {
+    it("a mount the boot would not make, its file unchanged since boot: mounted by hand", () => {
+      assert.deepEqual(mountCause({ ...item, latent }, record(BOOT - 60_000), { node: "n" }), {
         kind: "runtime",
         evidence:
           "the live mount is not what /etc/fstab:6 mounts, and /etc/fstab has not changed since boot at 2025-12-02T00:00:00.000Z: mounted or remounted since, by hand or by a program",
       });
       // fstab changed since: its line may be newer than the mount.
       assert.equal(
-        fstabCause({ ...item, latent }, record(BOOT + 60_000), { node: "n" }),
+        mountCause({ ...item, latent }, record(BOOT + 60_000), { node: "n" }),
+        undefined,
+      );
+      // A unit's own file decides, fstab's mtime aside.
+      assert.match(
+        mountCause({ ...item, latent: { ...latent, because: UNIT } }, record(BOOT + 60_000), {
+          node: "n",
+        })?.evidence ?? "",
+        /^the live mount is not what \/usr\/lib\/systemd\/system\/tmp\.mount mounts, and \/usr\/lib\/systemd\/system\/tmp\.mount has not changed since boot/,
+      );
+      // Nothing mounts it at boot, fstab unchanged: by hand as well.
+      assert.equal(
+        mountCause({ ...item, detail: NOT_AT_BOOT }, record(BOOT - 60_000), { node: "n" })?.kind,
+        "runtime",
+      );
+    });
+
+    it("a mount as fstab says, fstab changed since the last audit: that edit, naming the file", () => {
+      const same = { ...item, detail: "/etc/fstab:6 mounts the same at boot" };
+      assert.deepEqual(
+        mountCause(same, record(BOOT + 120_000), { node: "n", since: BOOT + 60_000 }),
+        {
+          kind: "file-edit",
+          at: "2025-12-02T00:02:00Z",
+          evidence:
+            "/etc/fstab modified at 2025-12-02T00:02:00Z, owner root, since this node's last audit: /etc/fstab:6 mounts it so",
+          group: "file-edit: n /etc/fstab",
+        },
+      );
+      assert.equal(mountCause(same, record(BOOT), { node: "n", since: BOOT + 60_000 }), undefined);
+    });
+
+    it("a mount unit as its package shipped it: that package transaction, for drift and latent alike", () => {
+      const shipped = record(BOOT - 60_000, {
+        owned: new Map([
+          [UNIT, { package: "systemd", digest: "d41d8cd98f00b204e9800998ecf8427e" }],
+        ]),
+        digest: new Map([[UNIT, "d41d8cd98f00b204e9800998ecf8427e"]]),
+        packages: [
+          {
+            at: BOOT - 3_600_000,
+            action: "upgrade",
+            name: "systemd",
+            from: "252.30-1",
+            to: "257.9-1",
+          },
+        ],
+      });
+      const tmp = {
+        key: "/tmp:fstype",
+        declared: "ext4",
+        live: "tmpfs",
+        path: ["storage", "mounts", "/tmp", "fstype"],
+      };
+      const expected = {
+        kind: "package-file",
+        at: "2025-12-01T23:00:00Z",
+        by: "dpkg",
+        evidence: `${UNIT} replaced by systemd 252.30-1 → 257.9-1`,
+        group: "package: systemd 252.30-1 → 257.9-1",
+      };
+      assert.deepEqual(
+        mountCause({ ...tmp, detail: `${UNIT} mounts the same at boot` }, shipped, { node: "n" }),
+        expected,
+      );
+      assert.deepEqual(
+        mountLatentCause(
+          {
+            ...tmp,
+            live: "ext4",
+            latent: { after: "reboot", becomes: "tmpfs", because: UNIT },
+          },
+          shipped,
+          { node: "n" },
+        ),
+        expected,
+      );
+      // Edited since it was shipped: not the package's.
+      const edited = record(BOOT - 60_000, {
+        owned: shipped.owned,
+        digest: new Map([[UNIT, "0".repeat(32)]]),
+      });
+      assert.equal(
+        mountCause({ ...tmp, detail: `${UNIT} mounts the same at boot` }, edited, { node: "n" }),
         undefined,
       );
     });
 
-    it("a mount as fstab says, fstab changed since the last audit: that edit", () => {
-      const same = { ...item, detail: "/etc/fstab:6 mounts the same at boot" };
-      assert.deepEqual(
-        fstabCause(same, record(BOOT + 120_000), { node: "n", since: BOOT + 60_000 }),
-        {
-          kind: "persisted",
-          at: "2025-12-02T00:02:00Z",
-          evidence: "/etc/fstab:6 mounts it so; /etc/fstab changed since this node's last audit",
-          group: "persisted: n /etc/fstab",
-        },
-      );
-      assert.equal(fstabCause(same, record(BOOT), { node: "n", since: BOOT + 60_000 }), undefined);
+    it("asks for fstab's mtime and each declared point's unit in every unit folder", () => {
+      assert.deepEqual(mounts.records!(declared([{ path: "/srv/my data" }])), {
+        stat: [{ under: "/etc", entries: ["fstab"] }],
+        files: [
+          "/etc/systemd/system/srv-my\\x20data.mount",
+          "/usr/local/lib/systemd/system/srv-my\\x20data.mount",
+          "/usr/lib/systemd/system/srv-my\\x20data.mount",
+          "/lib/systemd/system/srv-my\\x20data.mount",
+        ],
+      });
     });
   });
 });
