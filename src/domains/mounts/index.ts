@@ -187,6 +187,9 @@ const UNITS_LOOP = [
   `for qm_f in ${UNIT_DIRS.map((dir) => `${dir}/*.wants/*.mount ${dir}/*.requires/*.mount`).join(" ")}; do`,
   '[ -h "$qm_f" ] || continue',
   "qm_f=${qm_f##*/}",
+  // A name holding a newline would break its lines: no unit systemd loads by a declared path's name.
+  'case $qm_f in *"',
+  '"*) continue ;; esac',
   'case $qm_u in *" $qm_f "*) continue ;; esac',
   'qm_u="$qm_u $qm_f "',
   'case $qm_a$qm_z in 1*|*" $qm_f "*) ;; *) continue ;; esac',

@@ -297,6 +297,7 @@ describe("mounts", () => {
         [...units].map(([file, lines]) => [file.slice(1), `${lines.join("\n")}\n`]),
       ),
       "etc/systemd/system/srv-off.mount": "[Mount]\nWhat=tmpfs\nWhere=/srv/off\n",
+      "etc/systemd/system/odd\nname.mount": "[Mount]\nWhat=tmpfs\nWhere=/srv/odd\n",
       "usr/lib/systemd/system/dev-hugepages.mount":
         "[Mount]\nWhat=hugetlbfs\nWhere=/dev/hugepages\n",
       ...Object.fromEntries(["null", "vda", "loop0", "loop1"].map((node) => [`dev/${node}`, ""])),
@@ -309,6 +310,8 @@ describe("mounts", () => {
     const links: [string, string][] = [
       ["etc/systemd/system/local-fs.target.wants/srv-cache.mount", "../srv-cache.mount"],
       ["etc/systemd/system/dev-hugepages.mount", `${dir}/dev/null`],
+      // A name a line cannot hold: never sent.
+      ["etc/systemd/system/multi-user.target.wants/odd\nname.mount", "../odd\nname.mount"],
       ["dev/disk/by-label/root", "../../vda"],
       ["dev/disk/by-uuid/7d1e0c52-93a4-4b8e-a0f1-5c6d7e8f9a0b", "../../loop0"],
       ...[
