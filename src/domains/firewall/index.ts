@@ -106,22 +106,27 @@ export const firewall: Domain<FirewallDeclared, FirewallLive, "firewall"> = {
   probe(_declared, ctx) {
     // Listing the ruleset needs root (`become: sudo`). The boot-time rules file is loaded by nft
     // itself into a scratch network namespace (`unshare -n`, gone when nft ends) and echoed: what
-    // the next boot loads, in nft's own normalization, with the host's ruleset untouched.
+    // the next boot loads, in nft's own normalization, with the host's ruleset untouched. One nft
+    // lists, one loads (a namespace is nft's for its whole life, and `nft -c` echoes nothing), and
+    // one `head` bounds both; everything else is the shell's own. nft is found by the shell, so
+    // `unshare` starts it without searching PATH, and the boot file is not read where the listing
+    // failed.
     const unit = (target: string) => `/etc/systemd/system/${target}.wants/nftables.service`;
     const saved = ["/etc/iptables/rules.v4", "/etc/iptables/rules.v6", "/etc/sysconfig/iptables"];
     return [
-      `if ! command -v nft >/dev/null 2>&1; then ${ctx.unknown("nft is not installed: the ruleset cannot be listed")}`,
+      `qm_nft=; for qm_d in /usr/bin /bin /usr/sbin /sbin; do [ -z "$qm_nft" ] && [ -x "$qm_d/nft" ] && qm_nft=$qm_d/nft; done`,
+      `if [ -z "$qm_nft" ]; then ${ctx.unknown("nft is not installed: the ruleset cannot be listed")}`,
       `else {`,
       ctx.mark("live"),
-      `nft -j list ruleset 2>/dev/null || ${ctx.unknown("nft could not list the ruleset: listing it needs root (declare ssh: { become: sudo } for this node)")}`,
-      `qm_f=; for f in /etc/sysconfig/nftables.conf /etc/nftables.conf; do [ -z "$qm_f" ] && [ -e "$f" ] && qm_f=$f; done`,
+      `if ! "$qm_nft" -j list ruleset 2>/dev/null; then ${ctx.unknown("nft could not list the ruleset: listing it needs root (declare ssh: { become: sudo } for this node)")}`,
+      `else qm_f=; for f in /etc/sysconfig/nftables.conf /etc/nftables.conf; do [ -z "$qm_f" ] && [ -e "$f" ] && qm_f=$f; done`,
       `qm_on=; for f in ${unit("sysinit.target")} ${unit("multi-user.target")}; do [ -e "$f" ] && qm_on=1; done`,
       `qm_saved=; for f in ${saved.join(" ")}; do [ -e "$f" ] && qm_saved=$f; done`,
       `if [ -n "$qm_saved" ]; then ${ctx.mark("boot-unknown the boot may also restore saved iptables rules, which are not read")}`,
       `elif [ -z "$qm_on" ]; then ${ctx.mark("boot-none nftables.service is not enabled: the next boot loads no rules")}`,
       `elif [ -z "$qm_f" ]; then ${ctx.mark("boot-none no /etc/nftables.conf: the next boot loads no rules")}`,
       `elif ! command -v unshare >/dev/null 2>&1; then ${ctx.mark("boot-unknown no unshare to read the rules file in a scratch network namespace")}`,
-      `else ${ctx.mark("boot")}; printf '%s\\n' "$qm_f"; unshare -n nft -j -e -f "$qm_f" 2>&1; fi`,
+      `else ${ctx.mark("boot")}; printf '%s\\n' "$qm_f"; unshare -n "$qm_nft" -j -e -f "$qm_f" 2>&1; fi; fi`,
       `} | head -c ${MAX_RULESET_BYTES + 1}; fi`,
     ].join("\n");
   },

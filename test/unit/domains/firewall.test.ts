@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { after, test } from "node:test";
 import { firewall, type FirewallDeclared } from "../../../src/domains/firewall/index.js";
 import type { FirewallLive } from "../../../src/domains/firewall/parse.js";
@@ -281,11 +282,35 @@ test("the schema names tables as nft does and takes rules on one line", () => {
   );
 });
 
+/**
+ * What the probe starts when `command` (ending in `sh -s`) runs it: each exec attempt after the
+ * shell's own succeeded (a failed PATH lookup too), by path, sorted.
+ */
+async function execs(command: string[]): Promise<{ programs: string[]; command: string[] }> {
+  const dir = await trees({});
+  const trace = `${dir}/trace`;
+  return {
+    command: ["strace", "-f", "-qq", "-e", "trace=execve", "-o", trace, ...command],
+    get programs() {
+      const lines = readFileSync(trace, "latin1").split("\n");
+      const shell = lines.findIndex((line) => /execve\("[^"]*\/sh", .* = 0$/.test(line));
+      return lines
+        .slice(shell + 1)
+        .map((line) => /execve\("([^"]*)"/.exec(line)?.[1])
+        .filter((file) => file !== undefined)
+        .sort();
+    },
+  };
+}
+
 test("the probe run for real: unknown as nobody; as root in a namespace of its own, the ruleset it holds", async (t) => {
+  const nobodyTrace = await execs([...NOBODY, "sh", "-s"]);
   const nobody = await runProbe<FirewallLive>(firewall, undefined, {
-    command: [...NOBODY, "sh", "-s"],
+    command: nobodyTrace.command,
   });
   assert.match(nobody.unknown ?? "", /needs root/);
+  // The listing failed: nothing more is started (no scratch namespace for the boot file).
+  assert.deepEqual(nobodyTrace.programs, ["/usr/bin/head", "/usr/sbin/nft"]);
   if (process.getuid?.() !== 0) return t.skip("needs root for a network namespace");
   const ns = `qm-fw-unit-${process.pid}`;
   execFileSync("ip", ["netns", "add", ns]);
@@ -299,10 +324,19 @@ test("the probe run for real: unknown as nobody; as root in a namespace of its o
       "table inet t {\nchain c {\ntype filter hook input priority 0; policy accept;\n}\n}\n",
     "etc/systemd/system/sysinit.target.wants/nftables.service": "",
   });
+  const rootTrace = await execs(["ip", "netns", "exec", ns, "sh", "-s"]);
   const run = await runProbe<FirewallLive>(firewall, undefined, {
-    command: ["ip", "netns", "exec", ns, "sh", "-s"],
+    command: rootTrace.command,
     root: { dir },
   });
+  // One nft lists, one `unshare -n` starts the other on the boot file by its path, one head
+  // bounds both.
+  assert.deepEqual(rootTrace.programs, [
+    "/usr/bin/head",
+    "/usr/bin/unshare",
+    "/usr/sbin/nft",
+    "/usr/sbin/nft",
+  ]);
   assert.deepEqual(firewall.snapshot(run.live!), {
     "inet t": {
       chains: {
