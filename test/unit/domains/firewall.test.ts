@@ -8,6 +8,7 @@ import type { Finding } from "../../../src/domains/domain.js";
 import { ProbeParseError } from "../../../src/errors.js";
 import { parseContext } from "../../../src/probe/script.js";
 import { chain, nftJson, portRule, table } from "../../support/samples/firewall.js";
+import { sampleOf } from "../../support/samples.js";
 import { scratchTrees } from "../../support/tree.js";
 import { FIXTURE_NONCE, fixture, liveFrom, section } from "./fixtures.js";
 import { NOBODY, runProbe } from "./live-probe.js";
@@ -172,6 +173,114 @@ test("iptables-nft rules read through nft; with nftables.service not enabled eve
     });
 });
 
+// Captured in a network namespace of a Debian 12 host (iptables 1.8.9): rules added with
+// iptables-legacy and ip6tables-legacy, saved to /etc/iptables/rules.v4 and rules.v6 with
+// netfilter-persistent.service enabled, then `iptables-legacy -A INPUT -p tcp --dport 8080 -j
+// ACCEPT` during an "incident"; nft hidden, as on a host without it.
+const LEGACY_INPUT = [
+  "-m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
+  "-i lo -j ACCEPT",
+  '-p tcp -m tcp --dport 22 -m comment --comment "ssh in" -j ACCEPT',
+  "-s 192.168.0.0/16 -p tcp -m multiport --dports 8080:8090 -j LOGDROP",
+];
+const LEGACY_INCIDENT = "-p tcp -m tcp --dport 8080 -j ACCEPT";
+
+test("legacy iptables in iptables' words; a rule the saved rules do not restore is gone at reboot", () => {
+  const live = liveFrom(firewall, "debian12-legacy.txt") as FirewallLive;
+  const snapshot = firewall.snapshot(live)!;
+  assert.deepEqual(Object.keys(snapshot), ["iptables nat", "iptables filter", "ip6tables filter"]);
+  assert.deepEqual(snapshot["iptables filter"], {
+    chains: {
+      INPUT: { policy: "DROP", rules: [...LEGACY_INPUT, LEGACY_INCIDENT] },
+      FORWARD: { policy: "ACCEPT" },
+      OUTPUT: { policy: "ACCEPT" },
+      LOGDROP: { rules: ['-j LOG --log-prefix "dropped: "', "-j DROP"] },
+    },
+  });
+  assert.deepEqual(snapshot["iptables nat"]!.chains!.POSTROUTING, {
+    policy: "ACCEPT",
+    rules: ["-o eth0 -j MASQUERADE"],
+  });
+  assert.deepEqual(firewall.schema.safeParse(snapshot).success, true);
+  // Declared as the saved rules restore it: the incident is drift, latent and of runtime cause.
+  const saved = new Map([...live.legacyBoot!.values()].flatMap((boot) => [...boot.ruleset]));
+  const declared = firewall.snapshot({ ...live, ruleset: saved })!;
+  const findings = firewall.compare(declared, live);
+  assert.deepEqual(findings, [
+    {
+      key: `iptables filter INPUT: ${LEGACY_INCIDENT}`,
+      declared: null,
+      live: LEGACY_INCIDENT,
+      path: ["networking", "firewall", "iptables filter", "chains", "INPUT", "rules", 4],
+      latent: {
+        after: "reboot",
+        becomes: null,
+        because: "/etc/iptables/rules.v4 does not load it",
+      },
+      cause: {
+        kind: "runtime",
+        evidence: "/etc/iptables/rules.v4 does not load it: added at runtime (an iptables command)",
+      },
+    },
+  ]);
+  // Accepted, the rule is declared at its live place and the audit is clean but for the reboot.
+  const accepted = acceptAll(declared, findings);
+  assert.deepEqual(accepted["iptables filter"]!.chains!.INPUT!.rules, [
+    ...LEGACY_INPUT,
+    LEGACY_INCIDENT,
+  ]);
+  assert.deepEqual(drifted(firewall.compare(accepted, live)), []);
+  // The snapshot audits clean but for what the next boot drops.
+  assert.deepEqual(
+    firewall.compare(snapshot, live).map((f) => [f.key, f.declared === f.live, f.latent?.becomes]),
+    [[`iptables filter INPUT: ${LEGACY_INCIDENT}`, true, null]],
+  );
+});
+
+test("legacy iptables: nothing restores the saved rules, a saved file iptables-save did not write, a listing cut", () => {
+  const lines = fixture("firewall", "debian12-legacy.txt").split("\n");
+  const disabled = lines.map((line) => (line === " netfilter-persistent.service" ? "" : line));
+  const live = section(firewall, disabled.join("\n"));
+  const parsed = firewall.parse(live.output, parseContext(FIXTURE_NONCE));
+  assert.equal(
+    parsed.legacyBoot?.get("ip")?.from,
+    "no service restores saved rules at boot (netfilter-persistent.service, iptables.service not enabled)",
+  );
+  assert.equal(
+    firewall.compare(firewall.snapshot(parsed)!, parsed).filter((f) => f.latent?.becomes === null)
+      .length,
+    10,
+  );
+  const handWritten = lines.map((line) =>
+    line === "/etc/iptables/rules.v4:-A INPUT -i lo -j ACCEPT"
+      ? "/etc/iptables/rules.v4:-I INPUT -i lo -j ACCEPT"
+      : line,
+  );
+  const foreign = firewall.parse(
+    section(firewall, handWritten.join("\n")).output,
+    parseContext(FIXTURE_NONCE),
+  );
+  assert.deepEqual(foreign.unknown, [
+    "what the next boot restores of the iptables tables: /etc/iptables/rules.v4 holds a line iptables-save does not write",
+  ]);
+  assert.equal(foreign.legacyBoot?.has("ip"), false);
+  assert.equal(foreign.legacyBoot?.has("ip6"), true);
+  // Cut inside the filter table: what came before is read, the rest is unknown.
+  const text = fixture("firewall", "debian12-legacy.txt");
+  const cut = parse(
+    text.slice(text.indexOf(`${mark("legacy ip")}`), text.indexOf("-A INPUT -i lo")),
+  );
+  assert.equal(cut.cut, true);
+  assert.equal(cut.legacyBoot, undefined);
+  assert.deepEqual(firewall.snapshot(cut)!["iptables filter"]!.chains!.INPUT!.rules, [
+    LEGACY_INPUT[0],
+  ]);
+  assert.throws(
+    () => parse(`${mark("legacy ip")}\n*filter\n-Z INPUT\nCOMMIT\n${mark("legacy-boot")}\n\n`),
+    ProbeParseError,
+  );
+});
+
 test("without root the domain is unknown, with the reason", () => {
   const out = section(firewall, fixture("firewall", "debian12-nonroot.txt"));
   assert.equal(
@@ -264,7 +373,8 @@ test("the schema names tables as nft does and takes rules on one line", () => {
   );
   const bad = firewall.schema.safeParse({
     filter: {},
-    "inet x": { chains: { c: { rules: ["a\nb"] } } },
+    "inet x": { chains: { c: { rules: ["a\nb"], policy: "DROP" } } },
+    "iptables filter": { chains: { INPUT: { policy: "drop" } } },
   });
   assert.equal(bad.success, false);
   assert.deepEqual(
@@ -272,11 +382,16 @@ test("the schema names tables as nft does and takes rules on one line", () => {
     [
       [
         "inet x.chains.c.rules.0",
-        "a rule on one line, as `nft list ruleset` prints it, like tcp dport 22 accept",
+        "a rule on one line, as `nft list ruleset` prints it, like tcp dport 22 accept (in an iptables table, as iptables-save does: -p tcp -m tcp --dport 22 -j ACCEPT)",
       ],
       [
         "filter",
-        'a table as nft names it, its family then its name, like "inet filter" (families: ip, ip6, inet, arp, bridge, netdev)',
+        'a table as nft names it, its family then its name, like "inet filter", or a legacy iptables table as "iptables filter" (families: ip, ip6, inet, arp, bridge, netdev, iptables, ip6tables)',
+      ],
+      ["inet x.chains.c.policy", "accept or drop, as nft writes a policy in this table"],
+      [
+        "iptables filter.chains.INPUT.policy",
+        "ACCEPT or DROP, as iptables-save writes a policy in this table",
       ],
     ],
   );
@@ -354,4 +469,60 @@ test("the probe run for real: unknown as nobody; as root in a namespace of its o
       .map((f) => [f.key, f.latent?.because]),
     [['inet t c: iifname "lo" accept', "/etc/nftables.conf does not load it"]],
   );
+});
+
+test("the probe run for real on legacy iptables tables: listed by iptables-save beside nft's, the saved rules read", async (t) => {
+  if (process.getuid?.() !== 0) return t.skip("needs root for a network namespace");
+  const ns = `qm-fw-legacy-${process.pid}`;
+  execFileSync("ip", ["netns", "add", ns]);
+  after(() => execFileSync("ip", ["netns", "del", ns]));
+  const iptables = (...args: string[]) =>
+    execFileSync("ip", ["netns", "exec", ns, "iptables-legacy", ...args]);
+  iptables("-P", "INPUT", "DROP");
+  iptables("-A", "INPUT", "-p", "tcp", "--dport", "22", "-j", "ACCEPT");
+  const saved = execFileSync("ip", ["netns", "exec", ns, "iptables-legacy-save"], {
+    encoding: "utf8",
+  });
+  iptables("-A", "INPUT", "-p", "tcp", "--dport", "8080", "-j", "ACCEPT");
+  const dir = await trees({
+    "etc/iptables/rules.v4": saved,
+    "etc/systemd/system/multi-user.target.wants/netfilter-persistent.service": "",
+  });
+  const trace = await execs(["ip", "netns", "exec", ns, "sh", "-s"]);
+  // The namespace's own /proc/net says which legacy tables it holds.
+  const paths = (await sampleOf(firewall)).reads.filter((p) => !p.startsWith("/proc/"));
+  const run = await runProbe<FirewallLive>(firewall, undefined, {
+    command: trace.command,
+    root: { dir, paths },
+  });
+  assert.deepEqual(firewall.snapshot(run.live!), {
+    "iptables filter": {
+      chains: {
+        INPUT: {
+          policy: "DROP",
+          rules: ["-p tcp -m tcp --dport 22 -j ACCEPT", "-p tcp -m tcp --dport 8080 -j ACCEPT"],
+        },
+        FORWARD: { policy: "ACCEPT" },
+        OUTPUT: { policy: "ACCEPT" },
+      },
+    },
+  });
+  assert.deepEqual(
+    firewall
+      .compare(firewall.snapshot(run.live!)!, run.live!)
+      .map((f) => [f.key, f.latent?.because]),
+    [
+      [
+        "iptables filter INPUT: -p tcp -m tcp --dport 8080 -j ACCEPT",
+        "/etc/iptables/rules.v4 does not load it",
+      ],
+    ],
+  );
+  // nftables.service is not enabled here: no scratch namespace.
+  assert.deepEqual(trace.programs, [
+    "/usr/bin/grep",
+    "/usr/bin/head",
+    "/usr/sbin/iptables-legacy-save",
+    "/usr/sbin/nft",
+  ]);
 });
