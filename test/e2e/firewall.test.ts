@@ -84,7 +84,8 @@ const node = (report: { nodes: { name: string }[] }, name: string) =>
 
 describe("firewall on a real host", () => {
   it("a clean ruleset audits clean as root; without root the domain is unknown with its reason", async () => {
-    const { report } = await run.audit("run-1", 0);
+    // Proposed on, so the history knows this audit: the next one reads causes since it.
+    const { report } = await run.auditAndPropose("run-1", 0);
     assert.deepEqual(node(report, HOST).drift, []);
     assert.equal(node(report, HOST).status, "clean");
     assert.deepEqual(node(report, `${HOST}-user`).drift, []);
@@ -117,6 +118,13 @@ describe("firewall on a real host", () => {
       text.stdout.includes(`the next boot drops inet filter input: ${INCIDENT}`),
       text.stdout,
     );
+    // The rules file has not changed since the last audit: the host's record says runtime.
+    assert.match(
+      text.stdout,
+      new RegExp(
+        `changed at runtime: ${RULES_FILE} does not load it and has not changed since this node's last audit at \\S+: added at runtime`,
+      ),
+    );
   });
 
   it("the rules file updated and reloaded: a persisted change; its accept PR merged, the next audit is clean", async () => {
@@ -131,7 +139,13 @@ describe("firewall on a real host", () => {
       [item!.key, item!.latent, item!.cause?.kind],
       [`inet filter input: ${INCIDENT}`, undefined, "persisted"],
     );
-    assert.equal(item!.cause?.evidence, `${RULES_FILE} loads it`);
+    // The rules file changed since the last audit, and loads the live rule: persisted, naming it.
+    assert.match(
+      item!.cause?.evidence ?? "",
+      new RegExp(`^${RULES_FILE} loads it: ${RULES_FILE} changed at \\S+, owner root$`),
+    );
+    const text = await runCli(["report", "--report", file, "--format", "text"]);
+    assert.match(text.stdout, new RegExp(`persisted at [^:]+:\\d\\d UTC: ${RULES_FILE} loads it`));
     await run.propose(["--report", file]);
     const open = forge.double.pulls().filter((p) => p.state === "open");
     assert.equal(open.length, 1, JSON.stringify(open.map((p) => p.title)));

@@ -1,6 +1,7 @@
-import type { Cause, Latent } from "../cause.js";
+import type { Latent } from "../cause.js";
 import { pathIn, type Finding } from "../domain.js";
 import type { SpecPath } from "../../spec-path.js";
+import { doesNotLoadIt, loadsIt, noLongerLoadsIt } from "./cause.js";
 import { LEGACY_FAMILIES } from "./legacy.js";
 import { bootFor, boots, type Boot, type FirewallLive } from "./parse.js";
 import type { Chain, Table } from "./ruleset.js";
@@ -67,31 +68,19 @@ function latentOf(view: BootView | undefined, liveHas: boolean, item: string): L
     return {
       after: "reboot",
       becomes: null,
-      because: view.boot.file ? `${view.boot.file} does not load it` : view.boot.from,
+      because: view.boot.file ? doesNotLoadIt(view.boot.file) : view.boot.from,
     };
   if (!liveHas && view.has) return { after: "reboot", becomes: item, because: view.boot.from };
   return undefined;
 }
 
 /**
- * A drifted item's cause, from the boot ruleset: the rules file loads the live state (it was
- * persisted and loaded), or the live state differs from what it loads (changed at runtime).
+ * A drifted item the boot's rules file loads as it is live: the file says so in the item's detail,
+ * which the cause reads (./cause.ts) with the file's record. One that differs says it in `latent`.
  */
-function causeOf(view: BootView | undefined, liveHas: boolean): Cause | undefined {
-  if (!view || view.boot.ruleset.size === 0) return undefined;
-  const file = view.boot.from;
-  if (liveHas === view.has)
-    return {
-      kind: "persisted",
-      evidence: `${file} ${liveHas ? "loads it" : "no longer loads it"}`,
-      group: file,
-    };
-  return {
-    kind: "runtime",
-    evidence: liveHas
-      ? `${file} does not load it: added at runtime (${view.boot.legacy ? "an iptables command" : "nft add, insert or an iptables-nft command"})`
-      : `${file} still loads it: deleted at runtime`,
-  };
+function detailOf(view: BootView | undefined, liveHas: boolean): string | undefined {
+  if (!view?.boot.file || liveHas !== view.has) return undefined;
+  return liveHas ? loadsIt(view.boot.file) : noLongerLoadsIt(view.boot.file);
 }
 
 interface Scope {
@@ -112,10 +101,10 @@ function add(
   item: string = finding.key,
 ): void {
   const latent = latentOf(view, liveHas, item);
-  const cause = finding.declared === finding.live ? undefined : causeOf(view, liveHas);
+  const detail = finding.declared === finding.live ? undefined : detailOf(view, liveHas);
   if (finding.declared === finding.live && finding.declared !== null && !latent) return;
   if (finding.declared === null && finding.live === null && !latent) return;
-  scope.findings.push({ ...finding, ...(latent && { latent }), ...(cause && { cause }) });
+  scope.findings.push({ ...finding, ...(latent && { latent }), ...(detail && { detail }) });
 }
 
 function viewOf(boot: Boot | undefined, has: boolean): BootView | undefined {

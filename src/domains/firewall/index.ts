@@ -1,6 +1,7 @@
 import * as z from "zod";
 import { replaceAt, valueAt } from "../../spec-path.js";
 import { within, type Domain, type Finding } from "../domain.js";
+import { firewallCause, NFT_RULES_FILES } from "./cause.js";
 import { compareFirewall, FAMILIES } from "./compare.js";
 import { LEGACY_FAMILIES } from "./legacy.js";
 import { MAX_RULESET_BYTES, parseFirewall, SAVED_RULES, type FirewallLive } from "./parse.js";
@@ -30,6 +31,8 @@ const DeclaredTable = z.strictObject({
   sets: z.record(z.string(), z.array(z.string())).optional(),
 });
 const LEGACY = new Set<string>(Object.values(LEGACY_FAMILIES));
+/** Every file a boot loads rules from: nft's rules files, the saved iptables rules. */
+const RULES_FILES = new Set<string>([...NFT_RULES_FILES, ...SAVED_RULES.map((s) => s.file)]);
 export const FirewallDeclared = z.record(z.string(), DeclaredTable).superRefine((declared, ctx) => {
   for (const [table, { chains }] of Object.entries(declared)) {
     if (!new RegExp(`^(${FAMILIES.join("|")}) [^\\s]+$`).test(table))
@@ -165,7 +168,7 @@ export const firewall: Domain<FirewallDeclared, FirewallLive, "firewall"> = {
       `qm_by=; for qm_t in ${services.join(" ")}; do qm_e=; for f in ${wants("$qm_t")}; do [ -e "$f" ] && qm_e=1; done; [ -n "$qm_e" ] && qm_by="$qm_by $qm_t"; done`,
       `printf '%s\\n' "$qm_by"; [ -z "$qm_by" ] || [ -z "$qm_saved" ] || grep -H -s '' ${savedFiles}; fi`,
       `if [ -z "$qm_ok" ] || [ -z "$qm_nft" ]; then :`,
-      `else qm_f=; for f in /etc/sysconfig/nftables.conf /etc/nftables.conf; do [ -z "$qm_f" ] && [ -e "$f" ] && qm_f=$f; done`,
+      `else qm_f=; for f in ${NFT_RULES_FILES.join(" ")}; do [ -z "$qm_f" ] && [ -e "$f" ] && qm_f=$f; done`,
       `qm_on=; for f in ${wants("nftables.service")}; do [ -e "$f" ] && qm_on=1; done`,
       `if [ -n "$qm_saved" ] && [ -z "$qm_v4$qm_v6" ]; then ${ctx.mark("boot-unknown the boot may also restore saved iptables rules through iptables-nft, which are not read")}`,
       `elif [ -z "$qm_on" ]; then ${ctx.mark("boot-none nftables.service is not enabled: the next boot loads no rules")}`,
@@ -180,6 +183,23 @@ export const firewall: Domain<FirewallDeclared, FirewallLive, "firewall"> = {
   },
   compare(declared, live) {
     return compareFirewall(this, declared, live);
+  },
+  records(declared) {
+    // nft's rules file as a file a package may ship (its transactions read), the saved iptables
+    // rules by their mtime alone: iptables-persistent writes them, no package ships them.
+    const tables = Object.keys(declared).map((table) => table.split(" ", 1)[0]!);
+    return {
+      ...(tables.some((family) => !LEGACY.has(family)) && { files: [...NFT_RULES_FILES] }),
+      ...(tables.some((family) => LEGACY.has(family)) && {
+        stat: [
+          { under: "/etc/iptables", entries: ["rules.v4", "rules.v6"] },
+          { under: "/etc/sysconfig", entries: ["iptables", "ip6tables"] },
+        ],
+      }),
+    };
+  },
+  cause(item, record, ctx) {
+    return firewallCause(item, record, ctx, RULES_FILES);
   },
   accept(declared, finding) {
     const at = within(this, finding.path);

@@ -16,8 +16,6 @@ export interface Boot {
   from: string;
   /** The rules file the ruleset comes from. */
   file?: string;
-  /** Saved iptables rules (legacy tables), not nft's rules file. */
-  legacy?: true;
 }
 
 export interface FirewallLive {
@@ -220,12 +218,10 @@ function parseLegacyBoot(part: string): { boots: Map<LegacyFamily, Boot>; unknow
         ruleset,
         from: saved.map((s) => s.file).join(", "),
         file: saved.map((s) => s.file).join(", "),
-        legacy: true,
       });
     else
       boots.set(family, {
         ruleset,
-        legacy: true,
         from: restored.length
           ? `${restored.map((s) => s.by).join(", ")} restores no saved rules (no ${restored.map((s) => s.file).join(", ")})`
           : `no service restores saved rules at boot (${[...new Set(SAVED_RULES.filter((s) => s.family === family).map((s) => s.by))].join(", ")} not enabled)`,

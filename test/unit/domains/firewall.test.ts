@@ -5,6 +5,7 @@ import { after, test } from "node:test";
 import { firewall, type FirewallDeclared } from "../../../src/domains/firewall/index.js";
 import type { FirewallLive } from "../../../src/domains/firewall/parse.js";
 import type { Finding } from "../../../src/domains/domain.js";
+import type { HostRecord } from "../../../src/domains/host-record.js";
 import { ProbeParseError } from "../../../src/errors.js";
 import { parseContext } from "../../../src/probe/script.js";
 import { chain, nftJson, portRule, table } from "../../support/samples/firewall.js";
@@ -79,11 +80,6 @@ test("a rule added at runtime is drift in nft's words, gone at reboot, with its 
       live: "tcp dport 8080 accept",
       path,
       latent: { after: "reboot", becomes: null, because: "/etc/nftables.conf does not load it" },
-      cause: {
-        kind: "runtime",
-        evidence:
-          "/etc/nftables.conf does not load it: added at runtime (nft add, insert or an iptables-nft command)",
-      },
     },
   ]);
   // The snapshot of the live ruleset audits clean but for what the next boot drops.
@@ -92,6 +88,90 @@ test("a rule added at runtime is drift in nft's words, gone at reboot, with its 
     clean.map((f) => [f.key, f.declared === f.live, f.latent?.becomes]),
     [["inet filter input: tcp dport 8080 accept", true, null]],
   );
+});
+
+const BOOT = 1_764_633_600_000;
+const NODE = { node: "fw-01" };
+/** A host's record with these files' mtimes (epoch milliseconds), booted at BOOT. */
+const record = (mtimes: Record<string, number>, more: Partial<HostRecord> = {}): HostRecord => ({
+  bootTime: BOOT,
+  owned: new Map(),
+  digest: new Map(),
+  stat: new Map(Object.entries(mtimes).map(([file, mtime]) => [file, { mtime, owner: "root" }])),
+  packages: [],
+  conffiles: [],
+  apt: [],
+  ...more,
+});
+
+test("cause from the rules file's record: runtime where it has not changed, persisted or a package where it has", () => {
+  const live = liveFrom(firewall, "debian12-runtime-rule.txt") as FirewallLive;
+  // Declared as the file loads it, less one rule: the incident differs from the file, the other
+  // rule is as the file loads it.
+  const boot = firewall.snapshot({ ...live, ruleset: live.boot!.ruleset })!;
+  const rules = boot["inet filter"]!.chains!.input!.rules!;
+  boot["inet filter"]!.chains!.input!.rules = rules.filter((r) => r !== "meta l4proto icmp accept");
+  const findings = drifted(firewall.compare(boot, live));
+  assert.deepEqual(
+    findings.map((f) => [f.key, f.detail, f.latent?.because]),
+    [
+      ["inet filter input: meta l4proto icmp accept", "/etc/nftables.conf loads it", undefined],
+      [
+        "inet filter input: tcp dport 8080 accept",
+        undefined,
+        "/etc/nftables.conf does not load it",
+      ],
+    ],
+  );
+  const [persisted, runtime] = findings as [Finding, Finding];
+  const FILE = "/etc/nftables.conf";
+  const since = { ...NODE, since: BOOT + 60_000 };
+  // The file unchanged since the last audit: the incident was made at runtime.
+  assert.deepEqual(firewall.cause!(runtime, record({ [FILE]: BOOT - 1000 }), since), {
+    kind: "runtime",
+    evidence:
+      "/etc/nftables.conf does not load it and has not changed since this node's last audit at 2025-12-02T00:01:00Z: added at runtime (nft add, insert or an iptables-nft command)",
+  });
+  // The file changed since: what it says and what runs differ, and neither tells why.
+  assert.equal(firewall.cause!(runtime, record({ [FILE]: BOOT + 120_000 }), since), undefined);
+  // No record of the file: no cause.
+  assert.equal(firewall.cause!(runtime, record({}), since), undefined);
+  // The file loads it and changed since the last audit: persisted, naming the file.
+  assert.deepEqual(firewall.cause!(persisted, record({ [FILE]: BOOT + 120_000 }), since), {
+    kind: "persisted",
+    at: "2025-12-02T00:02:00Z",
+    evidence:
+      "/etc/nftables.conf loads it: /etc/nftables.conf changed at 2025-12-02T00:02:00Z, owner root",
+    group: "persisted: /etc/nftables.conf",
+  });
+  // A package transaction since the last audit put the file there as it shipped it.
+  const shipped = record(
+    { [FILE]: BOOT + 120_000 },
+    {
+      owned: new Map([[FILE, { package: "nftables", digest: "d41d8" }]]),
+      digest: new Map([[FILE, "d41d8"]]),
+      packages: [
+        { at: BOOT + 90_000, action: "upgrade", name: "nftables", from: "1.0.6-2", to: "1.0.6-3" },
+      ],
+    },
+  );
+  const cause = firewall.cause!(persisted, shipped, since);
+  assert.deepEqual(
+    [cause?.kind, cause?.evidence],
+    ["package-file", "/etc/nftables.conf replaced by nftables 1.0.6-2 → 1.0.6-3"],
+  );
+  // An item that names no rules file (nftables.service not enabled) has no cause from it.
+  assert.equal(
+    firewall.cause!(
+      { ...runtime, latent: { after: "reboot", becomes: null, because: NOT_ENABLED.slice(10) } },
+      record({ [FILE]: BOOT - 1000 }),
+      since,
+    ),
+    undefined,
+  );
+  // What the cause asks the host for: nft's rules files, the saved iptables rules by mtime.
+  assert.deepEqual(firewall.records!(boot), { files: ["/etc/sysconfig/nftables.conf", FILE] });
+  assert.deepEqual(firewall.records!({ "iptables filter": {} }).stat?.length, 2);
 });
 
 test("a removed rule, a changed policy, an added table: each its own item, and accepting them all is clean", () => {
@@ -217,12 +297,17 @@ test("legacy iptables in iptables' words; a rule the saved rules do not restore 
         becomes: null,
         because: "/etc/iptables/rules.v4 does not load it",
       },
-      cause: {
-        kind: "runtime",
-        evidence: "/etc/iptables/rules.v4 does not load it: added at runtime (an iptables command)",
-      },
     },
   ]);
+  // The saved rules unchanged since the boot: made at runtime, by an iptables command.
+  assert.deepEqual(
+    firewall.cause!(findings[0]!, record({ "/etc/iptables/rules.v4": BOOT - 1 }), NODE),
+    {
+      kind: "runtime",
+      evidence:
+        "/etc/iptables/rules.v4 does not load it and has not changed since the boot at 2025-12-02T00:00:00Z: added at runtime (an iptables command)",
+    },
+  );
   // Accepted, the rule is declared at its live place and the audit is clean but for the reboot.
   const accepted = acceptAll(declared, findings);
   assert.deepEqual(accepted["iptables filter"]!.chains!.INPUT!.rules, [
