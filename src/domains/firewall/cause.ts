@@ -6,11 +6,10 @@ import {
   type HostRecord,
   type RecordContext,
 } from "../host-record.js";
-import { shippedFile } from "../package-transaction.js";
 import { LEGACY_FAMILIES } from "./legacy.js";
 
-// Why a rule drifted, from the boot's rules file and its record: a live state the file loads was
-// persisted (by a package that replaced the file, or an edit, since the node's last audit); one it
+// Why a rule drifted, from the boot's rules file and its mtime: a live state the file loads was
+// persisted (an edit since the node's last audit, or a reload); one it
 // does not load, with the file unchanged since then (or since the boot), was made at runtime. A file
 // changed since then that the live state does not match says neither: the cause is unknown.
 
@@ -68,12 +67,7 @@ export function firewallCause(
   );
   const since = ctx.since;
   if (stand.loaded) {
-    // The file loads the live state: a package put the file there, or it was edited, or reloaded.
-    for (const { file } of changes) {
-      const shipped = shippedFile(file, record)?.cause;
-      if (shipped?.at !== undefined && (since === undefined || Date.parse(shipped.at) > since))
-        return shipped;
-    }
+    // The file loads the live state: it was edited since the last audit, or reloaded.
     const what = `${stand.files.join(", ")} ${stand.deleted ? "no longer loads it" : "loads it"}`;
     if (latest && (since === undefined || latest.mtime > since))
       return {

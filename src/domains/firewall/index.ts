@@ -185,17 +185,26 @@ export const firewall: Domain<FirewallDeclared, FirewallLive, "firewall"> = {
     return compareFirewall(this, declared, live);
   },
   records(declared) {
-    // nft's rules file as a file a package may ship (its transactions read), the saved iptables
-    // rules by their mtime alone: iptables-persistent writes them, no package ships them.
+    // The rules files' mtimes: one `stat` the cause section shares with every domain. Not which
+    // package ships them (a `files` request): that pass over dpkg's status and logs, md5sum
+    // included, tripled the cause section's processes for a cause rarely seen (an upgrade
+    // replacing an unmodified nftables.conf).
     const tables = Object.keys(declared).map((table) => table.split(" ", 1)[0]!);
     return {
-      ...(tables.some((family) => !LEGACY.has(family)) && { files: [...NFT_RULES_FILES] }),
-      ...(tables.some((family) => LEGACY.has(family)) && {
-        stat: [
-          { under: "/etc/iptables", entries: ["rules.v4", "rules.v6"] },
-          { under: "/etc/sysconfig", entries: ["iptables", "ip6tables"] },
-        ],
-      }),
+      stat: [
+        ...(tables.some((family) => !LEGACY.has(family))
+          ? [
+              { under: "/etc", entries: ["nftables.conf"] },
+              { under: "/etc/sysconfig", entries: ["nftables.conf"] },
+            ]
+          : []),
+        ...(tables.some((family) => LEGACY.has(family))
+          ? [
+              { under: "/etc/iptables", entries: ["rules.v4", "rules.v6"] },
+              { under: "/etc/sysconfig", entries: ["iptables", "ip6tables"] },
+            ]
+          : []),
+      ],
     };
   },
   cause(item, record, ctx) {

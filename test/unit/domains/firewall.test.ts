@@ -104,7 +104,7 @@ const record = (mtimes: Record<string, number>, more: Partial<HostRecord> = {}):
   ...more,
 });
 
-test("cause from the rules file's record: runtime where it has not changed, persisted or a package where it has", () => {
+test("cause from the rules file's mtime: runtime where it has not changed, persisted where it has and loads the rule", () => {
   const live = liveFrom(firewall, "debian12-runtime-rule.txt") as FirewallLive;
   // Declared as the file loads it, less one rule: the incident differs from the file, the other
   // rule is as the file loads it.
@@ -144,22 +144,6 @@ test("cause from the rules file's record: runtime where it has not changed, pers
       "/etc/nftables.conf loads it: /etc/nftables.conf changed at 2025-12-02T00:02:00Z, owner root",
     group: "persisted: /etc/nftables.conf",
   });
-  // A package transaction since the last audit put the file there as it shipped it.
-  const shipped = record(
-    { [FILE]: BOOT + 120_000 },
-    {
-      owned: new Map([[FILE, { package: "nftables", digest: "d41d8" }]]),
-      digest: new Map([[FILE, "d41d8"]]),
-      packages: [
-        { at: BOOT + 90_000, action: "upgrade", name: "nftables", from: "1.0.6-2", to: "1.0.6-3" },
-      ],
-    },
-  );
-  const cause = firewall.cause!(persisted, shipped, since);
-  assert.deepEqual(
-    [cause?.kind, cause?.evidence],
-    ["package-file", "/etc/nftables.conf replaced by nftables 1.0.6-2 → 1.0.6-3"],
-  );
   // An item that names no rules file (nftables.service not enabled) has no cause from it.
   assert.equal(
     firewall.cause!(
@@ -169,8 +153,13 @@ test("cause from the rules file's record: runtime where it has not changed, pers
     ),
     undefined,
   );
-  // What the cause asks the host for: nft's rules files, the saved iptables rules by mtime.
-  assert.deepEqual(firewall.records!(boot), { files: ["/etc/sysconfig/nftables.conf", FILE] });
+  // What the cause asks the host for: the rules files' mtimes.
+  assert.deepEqual(firewall.records!(boot), {
+    stat: [
+      { under: "/etc", entries: ["nftables.conf"] },
+      { under: "/etc/sysconfig", entries: ["nftables.conf"] },
+    ],
+  });
   assert.deepEqual(firewall.records!({ "iptables filter": {} }).stat?.length, 2);
 });
 
