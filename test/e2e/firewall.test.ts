@@ -118,6 +118,12 @@ describe("firewall on a real host", () => {
       text.stdout.includes(`the next boot drops inet filter input: ${INCIDENT}`),
       text.stdout,
     );
+    assert.ok(
+      text.stdout.includes(
+        `[high] firewall inet filter input: ${INCIDENT}: declared not in networking.firewall, live "${INCIDENT}"`,
+      ),
+      text.stdout,
+    );
     // The rules file has not changed since the last audit: the host's record says runtime.
     assert.match(
       text.stdout,
@@ -149,6 +155,13 @@ describe("firewall on a real host", () => {
     await run.propose(["--report", file]);
     const open = forge.double.pulls().filter((p) => p.state === "open");
     assert.equal(open.length, 1, JSON.stringify(open.map((p) => p.title)));
+    // The pull request says the item in the ruleset's words.
+    assert.ok(
+      (open[0]!.body ?? "").includes(
+        `\`inet filter input: ${INCIDENT}\` is in the host's ruleset, and networking.firewall does not declare it.`,
+      ),
+      open[0]!.body ?? "",
+    );
     const files = await forge.changedFiles(open[0]!.head);
     assert.deepEqual(files, [`${M}/nodes/${HOST}.yaml`]);
     assert.ok(

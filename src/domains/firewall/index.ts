@@ -108,6 +108,21 @@ export const firewall: Domain<FirewallDeclared, FirewallLive, "firewall"> = {
   remediation:
     "Remove the rule added by hand, or write it into the boot-time rules file (/etc/nftables.conf) and declare it; reload with `nft -f`. For legacy iptables, save it (`netfilter-persistent save`, or `iptables-save` into the saved rules) and declare it.",
   keyPrefixes: FAMILIES.map((family) => `${family} `),
+  // The key is the item in nft's (or iptables') words; host text stays in it, quoted by the caller.
+  driftSentence(item, key, hosts) {
+    const ruleset = `${hosts === "the host" ? "the host's" : "the hosts'"} ruleset`;
+    // Only a chain's rule order has a list on both sides.
+    if (Array.isArray(item.declared) && Array.isArray(item.live))
+      return `${key}: ${ruleset} holds the declared rules in another order, and the kernel applies them top to bottom.`;
+    if (item.declared === null)
+      return `${key} is in ${ruleset}, and networking.firewall does not declare it.`;
+    if (item.live === null)
+      return `${key} is declared in networking.firewall, but ${ruleset} does not hold it.`;
+    return `${key} in ${ruleset} differs from its declaration in networking.firewall.`;
+  },
+  declaredWords(item) {
+    return item.declared === null ? "not in networking.firewall" : undefined;
+  },
   latentWords: {
     sentence(item, quote) {
       const { becomes, because } = item.latent;

@@ -225,6 +225,32 @@ test("the same rules in another order are one item; accepting it takes the live 
   assert.deepEqual(drifted(firewall.compare(acceptAll(declared, findings), live)), []);
 });
 
+test("a pull request and the text report say each item in the ruleset's words", () => {
+  const say = (item: { declared: unknown; live: unknown }, hosts = "the host") =>
+    firewall.driftSentence!(item, "`k`", hosts);
+  assert.equal(
+    say({ declared: null, live: "tcp dport 8080 accept" }),
+    "`k` is in the host's ruleset, and networking.firewall does not declare it.",
+  );
+  assert.equal(
+    say({ declared: "tcp dport 23 accept", live: null }, "the hosts"),
+    "`k` is declared in networking.firewall, but the hosts' ruleset does not hold it.",
+  );
+  assert.equal(
+    say({ declared: ["a", "b"], live: ["b", "a"] }),
+    "`k`: the host's ruleset holds the declared rules in another order, and the kernel applies them top to bottom.",
+  );
+  assert.equal(
+    say({ declared: "drop", live: "accept" }),
+    "`k` in the host's ruleset differs from its declaration in networking.firewall.",
+  );
+  assert.equal(
+    firewall.declaredWords!({ declared: null, live: "x" }),
+    "not in networking.firewall",
+  );
+  assert.equal(firewall.declaredWords!({ declared: "drop", live: "accept" }), undefined);
+});
+
 test("iptables-nft rules read through nft; with nftables.service not enabled every rule is gone at reboot", () => {
   const live = liveFrom(firewall, "debian12-iptables-nft.txt") as FirewallLive;
   assert.deepEqual(firewall.snapshot(live)!["ip filter"]!.chains!.INPUT!.rules, [
