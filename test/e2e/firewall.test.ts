@@ -124,6 +124,12 @@ describe("firewall on a real host", () => {
       ),
       text.stdout,
     );
+    // The fleet page: the rule as a drift row, and what the next boot does to it.
+    const page = (await runCli(["report", "--report", file, "--format", "html"])).stdout;
+    // (the page writes a colon as &#58;, so no line of it reads as a runner command)
+    const shown = `inet filter input&#58; ${INCIDENT}`;
+    assert.ok(page.split(shown).length - 1 >= 2, page);
+    assert.ok(page.includes('data-after="reboot"') && page.includes("the next boot drops"), page);
     // The rules file has not changed since the last audit: the host's record says runtime.
     assert.match(
       text.stdout,
