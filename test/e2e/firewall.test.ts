@@ -84,7 +84,8 @@ const node = (report: { nodes: { name: string }[] }, name: string) =>
 
 describe("firewall on a real host", () => {
   it("a clean ruleset audits clean as root; without root the domain is unknown with its reason", async () => {
-    const { report } = await run.audit("run-1", 0);
+    // Proposed on, so the history knows this audit: the next one reads causes since it.
+    const { report } = await run.auditAndPropose("run-1", 0);
     assert.deepEqual(node(report, HOST).drift, []);
     assert.equal(node(report, HOST).status, "clean");
     assert.deepEqual(node(report, `${HOST}-user`).drift, []);
@@ -117,6 +118,25 @@ describe("firewall on a real host", () => {
       text.stdout.includes(`the next boot drops inet filter input: ${INCIDENT}`),
       text.stdout,
     );
+    assert.ok(
+      text.stdout.includes(
+        `[high] firewall inet filter input: ${INCIDENT}: declared not in networking.firewall, live "${INCIDENT}"`,
+      ),
+      text.stdout,
+    );
+    // The fleet page: the rule as a drift row, and what the next boot does to it.
+    const page = (await runCli(["report", "--report", file, "--format", "html"])).stdout;
+    // (the page writes a colon as &#58;, so no line of it reads as a runner command)
+    const shown = `inet filter input&#58; ${INCIDENT}`;
+    assert.ok(page.split(shown).length - 1 >= 2, page);
+    assert.ok(page.includes('data-after="reboot"') && page.includes("the next boot drops"), page);
+    // The rules file has not changed since the last audit: the host's record says runtime.
+    assert.match(
+      text.stdout,
+      new RegExp(
+        `changed at runtime: ${RULES_FILE} does not load it and has not changed since this node's last audit at \\S+: added at runtime`,
+      ),
+    );
   });
 
   it("the rules file updated and reloaded: a persisted change; its accept PR merged, the next audit is clean", async () => {
@@ -131,10 +151,23 @@ describe("firewall on a real host", () => {
       [item!.key, item!.latent, item!.cause?.kind],
       [`inet filter input: ${INCIDENT}`, undefined, "persisted"],
     );
-    assert.equal(item!.cause?.evidence, `${RULES_FILE} loads it`);
+    // The rules file changed since the last audit, and loads the live rule: persisted, naming it.
+    assert.match(
+      item!.cause?.evidence ?? "",
+      new RegExp(`^${RULES_FILE} loads it: ${RULES_FILE} changed at \\S+, owner root$`),
+    );
+    const text = await runCli(["report", "--report", file, "--format", "text"]);
+    assert.match(text.stdout, new RegExp(`persisted at [^:]+:\\d\\d UTC: ${RULES_FILE} loads it`));
     await run.propose(["--report", file]);
     const open = forge.double.pulls().filter((p) => p.state === "open");
     assert.equal(open.length, 1, JSON.stringify(open.map((p) => p.title)));
+    // The pull request says the item in the ruleset's words.
+    assert.ok(
+      (open[0]!.body ?? "").includes(
+        `\`inet filter input: ${INCIDENT}\` is in the host's ruleset, and networking.firewall does not declare it.`,
+      ),
+      open[0]!.body ?? "",
+    );
     const files = await forge.changedFiles(open[0]!.head);
     assert.deepEqual(files, [`${M}/nodes/${HOST}.yaml`]);
     assert.ok(

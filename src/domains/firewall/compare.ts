@@ -1,10 +1,24 @@
-import type { Cause, Latent } from "../cause.js";
+import type { Latent } from "../cause.js";
 import { pathIn, type Finding } from "../domain.js";
 import type { SpecPath } from "../../spec-path.js";
-import type { Boot, Chain, FirewallLive, Table } from "./parse.js";
+import { doesNotLoadIt, loadsIt, noLongerLoadsIt } from "./cause.js";
+import { LEGACY_FAMILIES } from "./legacy.js";
+import { bootFor, boots, type Boot, type FirewallLive } from "./parse.js";
+import type { Chain, Table } from "./ruleset.js";
 
-/** nft's address families, the first word of every table's name and so of every drift key. */
-export const FAMILIES = ["ip", "ip6", "inet", "arp", "bridge", "netdev"] as const;
+/**
+ * nft's address families and legacy iptables' tools, the first word of every table's name and so of
+ * every drift key.
+ */
+export const FAMILIES = [
+  "ip",
+  "ip6",
+  "inet",
+  "arp",
+  "bridge",
+  "netdev",
+  ...Object.values(LEGACY_FAMILIES),
+] as const;
 
 interface DeclaredChain {
   hook?: string | undefined;
@@ -54,31 +68,19 @@ function latentOf(view: BootView | undefined, liveHas: boolean, item: string): L
     return {
       after: "reboot",
       becomes: null,
-      because: view.boot.file ? `${view.boot.file} does not load it` : view.boot.from,
+      because: view.boot.file ? doesNotLoadIt(view.boot.file) : view.boot.from,
     };
   if (!liveHas && view.has) return { after: "reboot", becomes: item, because: view.boot.from };
   return undefined;
 }
 
 /**
- * A drifted item's cause, from the boot ruleset: the rules file loads the live state (it was
- * persisted and loaded), or the live state differs from what it loads (changed at runtime).
+ * A drifted item the boot's rules file loads as it is live: the file says so in the item's detail,
+ * which the cause reads (./cause.ts) with the file's record. One that differs says it in `latent`.
  */
-function causeOf(view: BootView | undefined, liveHas: boolean): Cause | undefined {
-  if (!view || view.boot.ruleset.size === 0) return undefined;
-  const file = view.boot.from;
-  if (liveHas === view.has)
-    return {
-      kind: "persisted",
-      evidence: `${file} ${liveHas ? "loads it" : "no longer loads it"}`,
-      group: file,
-    };
-  return {
-    kind: "runtime",
-    evidence: liveHas
-      ? `${file} does not load it: added at runtime (nft add, insert or an iptables-nft command)`
-      : `${file} still loads it: deleted at runtime`,
-  };
+function detailOf(view: BootView | undefined, liveHas: boolean): string | undefined {
+  if (!view?.boot.file || liveHas !== view.has) return undefined;
+  return liveHas ? loadsIt(view.boot.file) : noLongerLoadsIt(view.boot.file);
 }
 
 interface Scope {
@@ -99,10 +101,10 @@ function add(
   item: string = finding.key,
 ): void {
   const latent = latentOf(view, liveHas, item);
-  const cause = finding.declared === finding.live ? undefined : causeOf(view, liveHas);
+  const detail = finding.declared === finding.live ? undefined : detailOf(view, liveHas);
   if (finding.declared === finding.live && finding.declared !== null && !latent) return;
   if (finding.declared === null && finding.live === null && !latent) return;
-  scope.findings.push({ ...finding, ...(latent && { latent }), ...(cause && { cause }) });
+  scope.findings.push({ ...finding, ...(latent && { latent }), ...(detail && { detail }) });
 }
 
 function viewOf(boot: Boot | undefined, has: boolean): BootView | undefined {
@@ -120,7 +122,7 @@ function compareRules(
 ): void {
   const key = (rule: string) => `${table} ${name}: ${rule}`;
   const at = (i: number) => pathIn(scope, table, "chains", name, "rules", i);
-  const boot = scope.live.boot;
+  const boot = bootFor(scope.live, table);
   const bootRules = new Set(bootChain?.rules ?? []);
   const view = (rule: string) => viewOf(boot, bootRules.has(rule));
   const removed = split(want, counts(got));
@@ -182,7 +184,8 @@ function compareChain(
   bootTable: Table | undefined,
 ): void {
   const bootChain = bootTable?.chains.get(name);
-  const view = viewOf(scope.live.boot, bootChain !== undefined);
+  const boot = bootFor(scope.live, table);
+  const view = viewOf(boot, bootChain !== undefined);
   const path = pathIn(scope, table, "chains", name);
   if (!got) {
     if (!scope.live.cut)
@@ -213,8 +216,8 @@ function compareChain(
       path: [...path, field],
     };
     const latent: Latent | undefined =
-      scope.live.boot && bootValue !== undefined && bootValue !== live
-        ? { after: "reboot", becomes: bootValue, because: scope.live.boot.from }
+      boot && bootValue !== undefined && bootValue !== live
+        ? { after: "reboot", becomes: bootValue, because: boot.from }
         : undefined;
     if (declared !== live || latent) scope.findings.push({ ...finding, ...(latent && { latent }) });
   }
@@ -229,6 +232,7 @@ function compareSet(
   got: readonly string[] | undefined,
   bootTable: Table | undefined,
 ): void {
+  const boot = bootFor(scope.live, table);
   const bootSet = bootTable?.sets.get(name);
   const path = pathIn(scope, table, "sets", name);
   const key = `${table} @${name}`;
@@ -237,22 +241,17 @@ function compareSet(
       add(
         scope,
         { key, declared: want ? [...want] : null, live: null, path },
-        viewOf(scope.live.boot, bootSet !== undefined),
+        viewOf(boot, bootSet !== undefined),
         false,
       );
     return;
   }
   if (!want)
-    add(
-      scope,
-      { key, declared: null, live: [], path },
-      viewOf(scope.live.boot, bootSet !== undefined),
-      true,
-    );
+    add(scope, { key, declared: null, live: [], path }, viewOf(boot, bootSet !== undefined), true);
   const wanted = new Map((want ?? []).map((element, i) => [element, i]));
   const have = new Set(got);
   const booted = new Set(bootSet ?? []);
-  const view = (element: string) => viewOf(scope.live.boot, booted.has(element));
+  const view = (element: string) => viewOf(boot, booted.has(element));
   if (!scope.live.cut)
     (want ?? []).forEach((element, i) => {
       if (!have.has(element))
@@ -286,8 +285,9 @@ function compareTable(
   want: DeclaredTable | undefined,
   got: Table | undefined,
 ): void {
-  const bootTable = scope.live.boot?.ruleset.get(name);
-  const view = viewOf(scope.live.boot, bootTable !== undefined);
+  const boot = bootFor(scope.live, name);
+  const bootTable = boot?.ruleset.get(name);
+  const view = viewOf(boot, bootTable !== undefined);
   if (!got) {
     if (!scope.live.cut)
       add(
@@ -332,8 +332,8 @@ export function compareFirewall(
   for (const [name, got] of live.ruleset)
     if (!tables.has(name)) compareTable(scope, name, undefined, got);
   // Tables only the boot loads: their rules come at the next boot.
-  if (live.boot && !live.cut)
-    for (const [name, booted] of live.boot.ruleset)
+  if (!live.cut)
+    for (const [name, booted] of boots(live).flatMap((boot) => [...boot.ruleset]))
       if (!tables.has(name) && !live.ruleset.has(name))
         for (const [chain, bootChain] of booted.chains)
           compareRules(scope, name, chain, [], [], bootChain);

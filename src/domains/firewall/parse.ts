@@ -1,23 +1,13 @@
-import { createHash } from "node:crypto";
 import { ProbeParseError } from "../../errors.js";
 import type { ParseContext } from "../domain.js";
+import { bounded, chainOf, tableIn, type Ruleset, type Table } from "./ruleset.js";
+import {
+  LEGACY_FAMILIES,
+  parseIptablesSave,
+  parseLegacyLive,
+  type LegacyFamily,
+} from "./legacy.js";
 import { hookWords, quoted, ruleWords, value } from "./words.js";
-
-/** A chain as nft holds it: a base chain's head and policy, its rules in nft's words, in order. */
-export interface Chain {
-  hook?: string;
-  policy?: string;
-  rules: string[];
-}
-
-/** A table (`inet filter`): its chains and named sets, in the order nft lists them. */
-export interface Table {
-  chains: Map<string, Chain>;
-  sets: Map<string, string[]>;
-}
-
-/** Tables by `family name`. */
-export type Ruleset = Map<string, Table>;
 
 /** What the next boot loads: the ruleset and where it comes from (a file, or why nothing). */
 export interface Boot {
@@ -34,17 +24,13 @@ export interface FirewallLive {
   cut: boolean;
   /** Undefined where the probe could not tell what the next boot loads (said in `unknown`). */
   boot?: Boot;
+  /** What the saved iptables rules restore at boot, per address family, where legacy tables count. */
+  legacyBoot?: Map<LegacyFamily, Boot>;
   unknown: string[];
 }
 
-/** The most characters of one rule, set or element kept as is; a longer one keeps its digest. */
-export const MAX_WORDS = 4096;
-
-function bounded(words: string): string {
-  if (words.length <= MAX_WORDS) return words;
-  const digest = createHash("sha256").update(words).digest("hex").slice(0, 32);
-  return `${words.slice(0, MAX_WORDS - 100)}… (${words.length} characters, sha256 ${digest})`;
-}
+/** The most bytes of listings a host sends: a flood of rules is cut there, never sent whole. */
+export const MAX_RULESET_BYTES = 8 * 1024 * 1024;
 
 /**
  * The objects of nft's `{"nftables": [...]}` one by one, in one pass over the text: each element is
@@ -92,16 +78,7 @@ const name = (v: unknown, what: string): string => {
 
 /** The table an object belongs to, made on first sight (nft lists a table before its contents). */
 function tableOf(ruleset: Ruleset, body: Record<string, unknown>, key = "table"): Table {
-  const id = `${name(body.family, "an object")} ${name(body[key], "an object")}`;
-  let table = ruleset.get(id);
-  if (!table) ruleset.set(id, (table = { chains: new Map(), sets: new Map() }));
-  return table;
-}
-
-function chainOf(table: Table, chain: string): Chain {
-  let found = table.chains.get(chain);
-  if (!found) table.chains.set(chain, (found = { rules: [] }));
-  return found;
+  return tableIn(ruleset, `${name(body.family, "an object")} ${name(body[key], "an object")}`);
 }
 
 /** A set's elements in nft's words (nft -e echoes them as one set each); interface names quoted. */
@@ -197,40 +174,135 @@ export function parseFirewall(output: string, ctx: ParseContext): FirewallLive {
   }
 }
 
+/** Where a saved iptables file is restored from at boot: by which service, for which family. */
+export const SAVED_RULES = [
+  { file: "/etc/iptables/rules.v4", family: "ip", by: "netfilter-persistent.service" },
+  { file: "/etc/iptables/rules.v6", family: "ip6", by: "netfilter-persistent.service" },
+  { file: "/etc/sysconfig/iptables", family: "ip", by: "iptables.service" },
+  { file: "/etc/sysconfig/ip6tables", family: "ip6", by: "ip6tables.service" },
+] as const;
+
+/**
+ * What the next boot restores of the legacy tables: the first line names the services enabled to
+ * restore saved rules, the rest is `grep -H ''` of the saved files (each line `FILE:line`).
+ */
+function parseLegacyBoot(part: string): { boots: Map<LegacyFamily, Boot>; unknown: string[] } {
+  const newline = part.indexOf("\n");
+  const enabled = new Set(part.slice(0, newline === -1 ? undefined : newline).split(" "));
+  const lines = new Map<string, string[]>(SAVED_RULES.map(({ file }) => [file, []]));
+  if (newline !== -1)
+    for (const line of part.slice(newline + 1).split("\n")) {
+      if (line === "") continue;
+      const colon = line.indexOf(":");
+      const file = lines.get(line.slice(0, colon));
+      if (colon === -1 || !file)
+        throw new ProbeParseError("firewall", "a saved-rules line without its file");
+      file.push(line.slice(colon + 1));
+    }
+  const boots = new Map<LegacyFamily, Boot>();
+  const unknown: string[] = [];
+  for (const family of Object.keys(LEGACY_FAMILIES) as LegacyFamily[]) {
+    const restored = SAVED_RULES.filter((s) => s.family === family && enabled.has(s.by));
+    const saved = restored.filter(({ file }) => lines.get(file)!.length > 0);
+    const ruleset: Ruleset = new Map();
+    let broken: string | undefined;
+    for (const { file } of saved) {
+      const read = parseIptablesSave(lines.get(file)!.join("\n"), family, ruleset);
+      if (read.foreign !== undefined) broken = `${file} holds a line iptables-save does not write`;
+      else if (read.cut) broken = `${file} ends a table without COMMIT`;
+    }
+    const tables = `the ${LEGACY_FAMILIES[family]} tables`;
+    if (broken) unknown.push(`what the next boot restores of ${tables}: ${broken}`);
+    else if (saved.length)
+      boots.set(family, {
+        ruleset,
+        from: saved.map((s) => s.file).join(", "),
+        file: saved.map((s) => s.file).join(", "),
+      });
+    else
+      boots.set(family, {
+        ruleset,
+        from: restored.length
+          ? `${restored.map((s) => s.by).join(", ")} restores no saved rules (no ${restored.map((s) => s.file).join(", ")})`
+          : `no service restores saved rules at boot (${[...new Set(SAVED_RULES.filter((s) => s.family === family).map((s) => s.by))].join(", ")} not enabled)`,
+      });
+  }
+  return { boots, unknown };
+}
+
 function parseSection(output: string, ctx: ParseContext): FirewallLive {
   // nft writes names, comments and elements as UTF-8 JSON; the section arrives one byte a char.
   const text = Buffer.from(output, "latin1").toString("utf8");
-  let listing: { ruleset: Ruleset; cut: boolean } | undefined;
+  const ruleset: Ruleset = new Map();
+  let listed = false;
+  let cut = false;
   let boot: Boot | undefined;
+  let legacyBoot: Map<LegacyFamily, Boot> | undefined;
   const unknown: string[] = [];
-  let bootSeen = false;
+  const seen = new Set<string>();
+  const once = (what: string) => {
+    if (seen.has(what)) throw new ProbeParseError("firewall", `${what} appears twice`);
+    seen.add(what);
+  };
   for (const [label, part] of ctx.parts(text)) {
+    if (cut) break;
     if (label === "live") {
-      if (listing) throw new ProbeParseError("firewall", "the ruleset appears twice");
-      listing = parseRuleset(part);
-    } else if (!bootSeen && label === "boot") {
+      once("the ruleset");
+      const listing = parseRuleset(part);
+      for (const [name, table] of listing.ruleset) ruleset.set(name, table);
+      [listed, cut] = [true, listing.cut];
+    } else if (label === "legacy ip" || label === "legacy ip6") {
+      once(label);
+      listed = true;
+      cut = parseLegacyLive(part, label.slice(7) as LegacyFamily, ruleset);
+    } else if (label === "legacy-boot") {
+      // Printed where legacy tables count: without nft, the legacy tables (none, unless listed).
+      listed = true;
+      once("the saved iptables rules");
+      const got = parseLegacyBoot(part);
+      legacyBoot = got.boots;
+      unknown.push(...got.unknown);
+    } else if (label === "boot") {
       // The rules file's path on the first line, then what nft echoed loading it.
-      bootSeen = true;
+      once("the boot part");
       const newline = part.indexOf("\n");
       const got = parseBootEcho(part.slice(newline + 1), part.slice(0, Math.max(newline, 0)));
       boot = got.boot;
       if (got.unknown) unknown.push(got.unknown);
-    } else if (!bootSeen && label.startsWith("boot-none ")) {
-      bootSeen = true;
+    } else if (label.startsWith("boot-none ")) {
+      once("the boot part");
       boot = { ruleset: new Map(), from: label.slice(10) };
-    } else if (!bootSeen && label.startsWith("boot-unknown ")) {
-      bootSeen = true;
+    } else if (label.startsWith("boot-unknown ")) {
+      once("the boot part");
       unknown.push(`what the next boot loads: ${label.slice(13)}`);
     } else throw new ProbeParseError("firewall", `unexpected part ${quoted(label.slice(0, 80))}`);
   }
-  if (!listing) throw new ProbeParseError("firewall", "no ruleset");
-  if (listing.cut)
+  // head cut the section: what came after the cut (at a line's end, or a part's) is unknown.
+  cut ||= output.length > MAX_RULESET_BYTES;
+  if (!listed) throw new ProbeParseError("firewall", "no ruleset");
+  if (cut)
     unknown.push("the ruleset past the probe's bound: not read, so nothing is missing from it");
-  else if (!bootSeen) throw new ProbeParseError("firewall", "no boot part");
+  else if (seen.has("the ruleset") && !seen.has("the boot part"))
+    throw new ProbeParseError("firewall", "no boot part");
   return {
-    ruleset: listing.ruleset,
-    cut: listing.cut,
-    ...(boot && !listing.cut && { boot }),
+    ruleset,
+    cut,
+    ...(boot && !cut && { boot }),
+    ...(legacyBoot && !cut && { legacyBoot }),
     unknown,
   };
 }
+
+/** What the next boot loads of `table`: nft's rules file, or the saved iptables rules. */
+export function bootFor(live: FirewallLive, table: string): Boot | undefined {
+  const family = table.slice(0, table.indexOf(" "));
+  if (family === LEGACY_FAMILIES.ip) return live.legacyBoot?.get("ip");
+  if (family === LEGACY_FAMILIES.ip6) return live.legacyBoot?.get("ip6");
+  return live.boot;
+}
+
+/** Every boot the probe read: nft's and the saved iptables rules', each with its tables. */
+export const boots = (live: FirewallLive): Boot[] => [
+  ...(live.boot ? [live.boot] : []),
+  ...(live.legacyBoot?.values() ?? []),
+];

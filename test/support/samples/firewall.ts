@@ -30,9 +30,13 @@ export const sample: DomainSample<typeof firewall> = {
     "/etc/nftables.conf",
     "/etc/sysconfig/nftables.conf",
     "/etc/systemd/system/sysinit.target.wants",
+    "/etc/systemd/system/basic.target.wants",
     "/etc/systemd/system/multi-user.target.wants",
     "/etc/iptables",
     "/etc/sysconfig/iptables",
+    "/etc/sysconfig/ip6tables",
+    "/proc/net/ip_tables_names",
+    "/proc/net/ip6_tables_names",
   ],
   declared: {
     "inet filter": {
@@ -57,6 +61,15 @@ export const sample: DomainSample<typeof firewall> = {
     }),
     mark("boot-none nftables.service is not enabled: the next boot loads no rules"),
     '{"nftables": [{"rule": {"family": "inet", "table": "filter", "chain": "input", "expr": [[[[',
+    mark("legacy ip"),
+    "*filter",
+    ":INPUT DROP [0:0]",
+    "-A INPUT -p tcp -m tcp --dport 22 -j ACCEPT",
+    "COMMIT",
+    mark("legacy-boot"),
+    " netfilter-persistent.service",
+    "/etc/iptables/rules.v4:*filter",
+    "/etc/iptables/rules.v4:-A INPUT -j ACCEPT",
   ],
   bench: {
     declared: {

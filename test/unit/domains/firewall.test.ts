@@ -1,12 +1,15 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { after, test } from "node:test";
 import { firewall, type FirewallDeclared } from "../../../src/domains/firewall/index.js";
 import type { FirewallLive } from "../../../src/domains/firewall/parse.js";
 import type { Finding } from "../../../src/domains/domain.js";
+import type { HostRecord } from "../../../src/domains/host-record.js";
 import { ProbeParseError } from "../../../src/errors.js";
 import { parseContext } from "../../../src/probe/script.js";
 import { chain, nftJson, portRule, table } from "../../support/samples/firewall.js";
+import { sampleOf } from "../../support/samples.js";
 import { scratchTrees } from "../../support/tree.js";
 import { FIXTURE_NONCE, fixture, liveFrom, section } from "./fixtures.js";
 import { NOBODY, runProbe } from "./live-probe.js";
@@ -77,11 +80,6 @@ test("a rule added at runtime is drift in nft's words, gone at reboot, with its 
       live: "tcp dport 8080 accept",
       path,
       latent: { after: "reboot", becomes: null, because: "/etc/nftables.conf does not load it" },
-      cause: {
-        kind: "runtime",
-        evidence:
-          "/etc/nftables.conf does not load it: added at runtime (nft add, insert or an iptables-nft command)",
-      },
     },
   ]);
   // The snapshot of the live ruleset audits clean but for what the next boot drops.
@@ -90,6 +88,79 @@ test("a rule added at runtime is drift in nft's words, gone at reboot, with its 
     clean.map((f) => [f.key, f.declared === f.live, f.latent?.becomes]),
     [["inet filter input: tcp dport 8080 accept", true, null]],
   );
+});
+
+const BOOT = 1_764_633_600_000;
+const NODE = { node: "fw-01" };
+/** A host's record with these files' mtimes (epoch milliseconds), booted at BOOT. */
+const record = (mtimes: Record<string, number>, more: Partial<HostRecord> = {}): HostRecord => ({
+  bootTime: BOOT,
+  owned: new Map(),
+  digest: new Map(),
+  stat: new Map(Object.entries(mtimes).map(([file, mtime]) => [file, { mtime, owner: "root" }])),
+  packages: [],
+  conffiles: [],
+  apt: [],
+  ...more,
+});
+
+test("cause from the rules file's mtime: runtime where it has not changed, persisted where it has and loads the rule", () => {
+  const live = liveFrom(firewall, "debian12-runtime-rule.txt") as FirewallLive;
+  // Declared as the file loads it, less one rule: the incident differs from the file, the other
+  // rule is as the file loads it.
+  const boot = firewall.snapshot({ ...live, ruleset: live.boot!.ruleset })!;
+  const rules = boot["inet filter"]!.chains!.input!.rules!;
+  boot["inet filter"]!.chains!.input!.rules = rules.filter((r) => r !== "meta l4proto icmp accept");
+  const findings = drifted(firewall.compare(boot, live));
+  assert.deepEqual(
+    findings.map((f) => [f.key, f.detail, f.latent?.because]),
+    [
+      ["inet filter input: meta l4proto icmp accept", "/etc/nftables.conf loads it", undefined],
+      [
+        "inet filter input: tcp dport 8080 accept",
+        undefined,
+        "/etc/nftables.conf does not load it",
+      ],
+    ],
+  );
+  const [persisted, runtime] = findings as [Finding, Finding];
+  const FILE = "/etc/nftables.conf";
+  const since = { ...NODE, since: BOOT + 60_000 };
+  // The file unchanged since the last audit: the incident was made at runtime.
+  assert.deepEqual(firewall.cause!(runtime, record({ [FILE]: BOOT - 1000 }), since), {
+    kind: "runtime",
+    evidence:
+      "/etc/nftables.conf does not load it and has not changed since this node's last audit at 2025-12-02T00:01:00Z: added at runtime (nft add, insert or an iptables-nft command)",
+  });
+  // The file changed since: what it says and what runs differ, and neither tells why.
+  assert.equal(firewall.cause!(runtime, record({ [FILE]: BOOT + 120_000 }), since), undefined);
+  // No record of the file: no cause.
+  assert.equal(firewall.cause!(runtime, record({}), since), undefined);
+  // The file loads it and changed since the last audit: persisted, naming the file.
+  assert.deepEqual(firewall.cause!(persisted, record({ [FILE]: BOOT + 120_000 }), since), {
+    kind: "persisted",
+    at: "2025-12-02T00:02:00Z",
+    evidence:
+      "/etc/nftables.conf loads it: /etc/nftables.conf changed at 2025-12-02T00:02:00Z, owner root",
+    group: "persisted: /etc/nftables.conf",
+  });
+  // An item that names no rules file (nftables.service not enabled) has no cause from it.
+  assert.equal(
+    firewall.cause!(
+      { ...runtime, latent: { after: "reboot", becomes: null, because: NOT_ENABLED.slice(10) } },
+      record({ [FILE]: BOOT - 1000 }),
+      since,
+    ),
+    undefined,
+  );
+  // What the cause asks the host for: the rules files' mtimes.
+  assert.deepEqual(firewall.records!(boot), {
+    stat: [
+      { under: "/etc", entries: ["nftables.conf"] },
+      { under: "/etc/sysconfig", entries: ["nftables.conf"] },
+    ],
+  });
+  assert.deepEqual(firewall.records!({ "iptables filter": {} }).stat?.length, 2);
 });
 
 test("a removed rule, a changed policy, an added table: each its own item, and accepting them all is clean", () => {
@@ -154,6 +225,32 @@ test("the same rules in another order are one item; accepting it takes the live 
   assert.deepEqual(drifted(firewall.compare(acceptAll(declared, findings), live)), []);
 });
 
+test("a pull request and the text report say each item in the ruleset's words", () => {
+  const say = (item: { declared: unknown; live: unknown }, hosts = "the host") =>
+    firewall.driftSentence!(item, "`k`", hosts);
+  assert.equal(
+    say({ declared: null, live: "tcp dport 8080 accept" }),
+    "`k` is in the host's ruleset, and networking.firewall does not declare it.",
+  );
+  assert.equal(
+    say({ declared: "tcp dport 23 accept", live: null }, "the hosts"),
+    "`k` is declared in networking.firewall, but the hosts' ruleset does not hold it.",
+  );
+  assert.equal(
+    say({ declared: ["a", "b"], live: ["b", "a"] }),
+    "`k`: the host's ruleset holds the declared rules in another order, and the kernel applies them top to bottom.",
+  );
+  assert.equal(
+    say({ declared: "drop", live: "accept" }),
+    "`k` in the host's ruleset differs from its declaration in networking.firewall.",
+  );
+  assert.equal(
+    firewall.declaredWords!({ declared: null, live: "x" }),
+    "not in networking.firewall",
+  );
+  assert.equal(firewall.declaredWords!({ declared: "drop", live: "accept" }), undefined);
+});
+
 test("iptables-nft rules read through nft; with nftables.service not enabled every rule is gone at reboot", () => {
   const live = liveFrom(firewall, "debian12-iptables-nft.txt") as FirewallLive;
   assert.deepEqual(firewall.snapshot(live)!["ip filter"]!.chains!.INPUT!.rules, [
@@ -169,6 +266,119 @@ test("iptables-nft rules read through nft; with nftables.service not enabled eve
       becomes: null,
       because: "nftables.service is not enabled: the next boot loads no rules",
     });
+});
+
+// Captured in a network namespace of a Debian 12 host (iptables 1.8.9): rules added with
+// iptables-legacy and ip6tables-legacy, saved to /etc/iptables/rules.v4 and rules.v6 with
+// netfilter-persistent.service enabled, then `iptables-legacy -A INPUT -p tcp --dport 8080 -j
+// ACCEPT` during an "incident"; nft hidden, as on a host without it.
+const LEGACY_INPUT = [
+  "-m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
+  "-i lo -j ACCEPT",
+  '-p tcp -m tcp --dport 22 -m comment --comment "ssh in" -j ACCEPT',
+  "-s 192.168.0.0/16 -p tcp -m multiport --dports 8080:8090 -j LOGDROP",
+];
+const LEGACY_INCIDENT = "-p tcp -m tcp --dport 8080 -j ACCEPT";
+
+test("legacy iptables in iptables' words; a rule the saved rules do not restore is gone at reboot", () => {
+  const live = liveFrom(firewall, "debian12-legacy.txt") as FirewallLive;
+  const snapshot = firewall.snapshot(live)!;
+  assert.deepEqual(Object.keys(snapshot), ["iptables nat", "iptables filter", "ip6tables filter"]);
+  assert.deepEqual(snapshot["iptables filter"], {
+    chains: {
+      INPUT: { policy: "DROP", rules: [...LEGACY_INPUT, LEGACY_INCIDENT] },
+      FORWARD: { policy: "ACCEPT" },
+      OUTPUT: { policy: "ACCEPT" },
+      LOGDROP: { rules: ['-j LOG --log-prefix "dropped: "', "-j DROP"] },
+    },
+  });
+  assert.deepEqual(snapshot["iptables nat"]!.chains!.POSTROUTING, {
+    policy: "ACCEPT",
+    rules: ["-o eth0 -j MASQUERADE"],
+  });
+  assert.deepEqual(firewall.schema.safeParse(snapshot).success, true);
+  // Declared as the saved rules restore it: the incident is drift, latent and of runtime cause.
+  const saved = new Map([...live.legacyBoot!.values()].flatMap((boot) => [...boot.ruleset]));
+  const declared = firewall.snapshot({ ...live, ruleset: saved })!;
+  const findings = firewall.compare(declared, live);
+  assert.deepEqual(findings, [
+    {
+      key: `iptables filter INPUT: ${LEGACY_INCIDENT}`,
+      declared: null,
+      live: LEGACY_INCIDENT,
+      path: ["networking", "firewall", "iptables filter", "chains", "INPUT", "rules", 4],
+      latent: {
+        after: "reboot",
+        becomes: null,
+        because: "/etc/iptables/rules.v4 does not load it",
+      },
+    },
+  ]);
+  // The saved rules unchanged since the boot: made at runtime, by an iptables command.
+  assert.deepEqual(
+    firewall.cause!(findings[0]!, record({ "/etc/iptables/rules.v4": BOOT - 1 }), NODE),
+    {
+      kind: "runtime",
+      evidence:
+        "/etc/iptables/rules.v4 does not load it and has not changed since the boot at 2025-12-02T00:00:00Z: added at runtime (an iptables command)",
+    },
+  );
+  // Accepted, the rule is declared at its live place and the audit is clean but for the reboot.
+  const accepted = acceptAll(declared, findings);
+  assert.deepEqual(accepted["iptables filter"]!.chains!.INPUT!.rules, [
+    ...LEGACY_INPUT,
+    LEGACY_INCIDENT,
+  ]);
+  assert.deepEqual(drifted(firewall.compare(accepted, live)), []);
+  // The snapshot audits clean but for what the next boot drops.
+  assert.deepEqual(
+    firewall.compare(snapshot, live).map((f) => [f.key, f.declared === f.live, f.latent?.becomes]),
+    [[`iptables filter INPUT: ${LEGACY_INCIDENT}`, true, null]],
+  );
+});
+
+test("legacy iptables: nothing restores the saved rules, a saved file iptables-save did not write, a listing cut", () => {
+  const lines = fixture("firewall", "debian12-legacy.txt").split("\n");
+  const disabled = lines.map((line) => (line === " netfilter-persistent.service" ? "" : line));
+  const live = section(firewall, disabled.join("\n"));
+  const parsed = firewall.parse(live.output, parseContext(FIXTURE_NONCE));
+  assert.equal(
+    parsed.legacyBoot?.get("ip")?.from,
+    "no service restores saved rules at boot (netfilter-persistent.service, iptables.service not enabled)",
+  );
+  assert.equal(
+    firewall.compare(firewall.snapshot(parsed)!, parsed).filter((f) => f.latent?.becomes === null)
+      .length,
+    10,
+  );
+  const handWritten = lines.map((line) =>
+    line === "/etc/iptables/rules.v4:-A INPUT -i lo -j ACCEPT"
+      ? "/etc/iptables/rules.v4:-I INPUT -i lo -j ACCEPT"
+      : line,
+  );
+  const foreign = firewall.parse(
+    section(firewall, handWritten.join("\n")).output,
+    parseContext(FIXTURE_NONCE),
+  );
+  assert.deepEqual(foreign.unknown, [
+    "what the next boot restores of the iptables tables: /etc/iptables/rules.v4 holds a line iptables-save does not write",
+  ]);
+  assert.equal(foreign.legacyBoot?.has("ip"), false);
+  assert.equal(foreign.legacyBoot?.has("ip6"), true);
+  // Cut inside the filter table: what came before is read, the rest is unknown.
+  const text = fixture("firewall", "debian12-legacy.txt");
+  const cut = parse(
+    text.slice(text.indexOf(`${mark("legacy ip")}`), text.indexOf("-A INPUT -i lo")),
+  );
+  assert.equal(cut.cut, true);
+  assert.equal(cut.legacyBoot, undefined);
+  assert.deepEqual(firewall.snapshot(cut)!["iptables filter"]!.chains!.INPUT!.rules, [
+    LEGACY_INPUT[0],
+  ]);
+  assert.throws(
+    () => parse(`${mark("legacy ip")}\n*filter\n-Z INPUT\nCOMMIT\n${mark("legacy-boot")}\n\n`),
+    ProbeParseError,
+  );
 });
 
 test("without root the domain is unknown, with the reason", () => {
@@ -263,7 +473,8 @@ test("the schema names tables as nft does and takes rules on one line", () => {
   );
   const bad = firewall.schema.safeParse({
     filter: {},
-    "inet x": { chains: { c: { rules: ["a\nb"] } } },
+    "inet x": { chains: { c: { rules: ["a\nb"], policy: "DROP" } } },
+    "iptables filter": { chains: { INPUT: { policy: "drop" } } },
   });
   assert.equal(bad.success, false);
   assert.deepEqual(
@@ -271,21 +482,50 @@ test("the schema names tables as nft does and takes rules on one line", () => {
     [
       [
         "inet x.chains.c.rules.0",
-        "a rule on one line, as `nft list ruleset` prints it, like tcp dport 22 accept",
+        "a rule on one line, as `nft list ruleset` prints it, like tcp dport 22 accept (in an iptables table, as iptables-save does: -p tcp -m tcp --dport 22 -j ACCEPT)",
       ],
       [
         "filter",
-        'a table as nft names it, its family then its name, like "inet filter" (families: ip, ip6, inet, arp, bridge, netdev)',
+        'a table as nft names it, its family then its name, like "inet filter", or a legacy iptables table as "iptables filter" (families: ip, ip6, inet, arp, bridge, netdev, iptables, ip6tables)',
+      ],
+      ["inet x.chains.c.policy", "accept or drop, as nft writes a policy in this table"],
+      [
+        "iptables filter.chains.INPUT.policy",
+        "ACCEPT or DROP, as iptables-save writes a policy in this table",
       ],
     ],
   );
 });
 
+/**
+ * What the probe starts when `command` (ending in `sh -s`) runs it: each exec attempt after the
+ * shell's own succeeded (a failed PATH lookup too), by path, sorted.
+ */
+async function execs(command: string[]): Promise<{ programs: string[]; command: string[] }> {
+  const dir = await trees({});
+  const trace = `${dir}/trace`;
+  return {
+    command: ["strace", "-f", "-qq", "-e", "trace=execve", "-o", trace, ...command],
+    get programs() {
+      const lines = readFileSync(trace, "latin1").split("\n");
+      const shell = lines.findIndex((line) => /execve\("[^"]*\/sh", .* = 0$/.test(line));
+      return lines
+        .slice(shell + 1)
+        .map((line) => /execve\("([^"]*)"/.exec(line)?.[1])
+        .filter((file) => file !== undefined)
+        .sort();
+    },
+  };
+}
+
 test("the probe run for real: unknown as nobody; as root in a namespace of its own, the ruleset it holds", async (t) => {
+  const nobodyTrace = await execs([...NOBODY, "sh", "-s"]);
   const nobody = await runProbe<FirewallLive>(firewall, undefined, {
-    command: [...NOBODY, "sh", "-s"],
+    command: nobodyTrace.command,
   });
   assert.match(nobody.unknown ?? "", /needs root/);
+  // The listing failed: nothing more is started (no scratch namespace for the boot file).
+  assert.deepEqual(nobodyTrace.programs, ["/usr/bin/head", "/usr/sbin/nft"]);
   if (process.getuid?.() !== 0) return t.skip("needs root for a network namespace");
   const ns = `qm-fw-unit-${process.pid}`;
   execFileSync("ip", ["netns", "add", ns]);
@@ -299,10 +539,19 @@ test("the probe run for real: unknown as nobody; as root in a namespace of its o
       "table inet t {\nchain c {\ntype filter hook input priority 0; policy accept;\n}\n}\n",
     "etc/systemd/system/sysinit.target.wants/nftables.service": "",
   });
+  const rootTrace = await execs(["ip", "netns", "exec", ns, "sh", "-s"]);
   const run = await runProbe<FirewallLive>(firewall, undefined, {
-    command: ["ip", "netns", "exec", ns, "sh", "-s"],
+    command: rootTrace.command,
     root: { dir },
   });
+  // One nft lists, one `unshare -n` starts the other on the boot file by its path, one head
+  // bounds both.
+  assert.deepEqual(rootTrace.programs, [
+    "/usr/bin/head",
+    "/usr/bin/unshare",
+    "/usr/sbin/nft",
+    "/usr/sbin/nft",
+  ]);
   assert.deepEqual(firewall.snapshot(run.live!), {
     "inet t": {
       chains: {
@@ -320,4 +569,60 @@ test("the probe run for real: unknown as nobody; as root in a namespace of its o
       .map((f) => [f.key, f.latent?.because]),
     [['inet t c: iifname "lo" accept', "/etc/nftables.conf does not load it"]],
   );
+});
+
+test("the probe run for real on legacy iptables tables: listed by iptables-save beside nft's, the saved rules read", async (t) => {
+  if (process.getuid?.() !== 0) return t.skip("needs root for a network namespace");
+  const ns = `qm-fw-legacy-${process.pid}`;
+  execFileSync("ip", ["netns", "add", ns]);
+  after(() => execFileSync("ip", ["netns", "del", ns]));
+  const iptables = (...args: string[]) =>
+    execFileSync("ip", ["netns", "exec", ns, "iptables-legacy", ...args]);
+  iptables("-P", "INPUT", "DROP");
+  iptables("-A", "INPUT", "-p", "tcp", "--dport", "22", "-j", "ACCEPT");
+  const saved = execFileSync("ip", ["netns", "exec", ns, "iptables-legacy-save"], {
+    encoding: "utf8",
+  });
+  iptables("-A", "INPUT", "-p", "tcp", "--dport", "8080", "-j", "ACCEPT");
+  const dir = await trees({
+    "etc/iptables/rules.v4": saved,
+    "etc/systemd/system/multi-user.target.wants/netfilter-persistent.service": "",
+  });
+  const trace = await execs(["ip", "netns", "exec", ns, "sh", "-s"]);
+  // The namespace's own /proc/net says which legacy tables it holds.
+  const paths = (await sampleOf(firewall)).reads.filter((p) => !p.startsWith("/proc/"));
+  const run = await runProbe<FirewallLive>(firewall, undefined, {
+    command: trace.command,
+    root: { dir, paths },
+  });
+  assert.deepEqual(firewall.snapshot(run.live!), {
+    "iptables filter": {
+      chains: {
+        INPUT: {
+          policy: "DROP",
+          rules: ["-p tcp -m tcp --dport 22 -j ACCEPT", "-p tcp -m tcp --dport 8080 -j ACCEPT"],
+        },
+        FORWARD: { policy: "ACCEPT" },
+        OUTPUT: { policy: "ACCEPT" },
+      },
+    },
+  });
+  assert.deepEqual(
+    firewall
+      .compare(firewall.snapshot(run.live!)!, run.live!)
+      .map((f) => [f.key, f.latent?.because]),
+    [
+      [
+        "iptables filter INPUT: -p tcp -m tcp --dport 8080 -j ACCEPT",
+        "/etc/iptables/rules.v4 does not load it",
+      ],
+    ],
+  );
+  // nftables.service is not enabled here: no scratch namespace.
+  assert.deepEqual(trace.programs, [
+    "/usr/bin/grep",
+    "/usr/bin/head",
+    "/usr/sbin/iptables-legacy-save",
+    "/usr/sbin/nft",
+  ]);
 });

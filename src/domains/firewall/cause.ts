@@ -1,0 +1,105 @@
+import type { Cause } from "../cause.js";
+import { notAHostTime } from "../file-times.js";
+import {
+  causeTime,
+  type CauseSubject,
+  type HostRecord,
+  type RecordContext,
+} from "../host-record.js";
+import { LEGACY_FAMILIES } from "./legacy.js";
+
+// Why a rule drifted, from the boot's rules file and its mtime: a live state the file loads was
+// persisted (an edit since the node's last audit, or a reload); one it
+// does not load, with the file unchanged since then (or since the boot), was made at runtime. A file
+// changed since then that the live state does not match says neither: the cause is unknown.
+
+/** nft's boot-time rules files, as the probe looks for them. */
+export const NFT_RULES_FILES = ["/etc/sysconfig/nftables.conf", "/etc/nftables.conf"] as const;
+
+// How compare says where an item stands against the boot's rules file (in `detail`, or `latent`).
+export const loadsIt = (file: string) => `${file} loads it`;
+export const noLongerLoadsIt = (file: string) => `${file} no longer loads it`;
+export const doesNotLoadIt = (file: string) => `${file} does not load it`;
+
+const legacyKey = (key: string) =>
+  Object.values(LEGACY_FAMILIES).some((family) => key.startsWith(`${family} `));
+
+/** The rules file (or saved files, `a, b`) an item's words name, if every one is a rules file. */
+function rulesFiles(named: string, known: ReadonlySet<string>): string[] | undefined {
+  const files = named.split(", ");
+  return files.every((file) => known.has(file)) ? files : undefined;
+}
+
+/** Where the item stands against the rules files: they load its live state, or do not. */
+function standing(
+  item: CauseSubject,
+  known: ReadonlySet<string>,
+): { files: string[]; loaded: boolean; deleted: boolean } | undefined {
+  const persisted = /^(.+) (?:loads it|no longer loads it)$/.exec(item.detail ?? "")?.[1];
+  const files = persisted === undefined ? undefined : rulesFiles(persisted, known);
+  if (files) return { files, loaded: true, deleted: item.live === null };
+  const latent = item.latent;
+  if (!latent) return undefined;
+  const added = latent.becomes === null && /^(.+) does not load it$/.exec(latent.because)?.[1];
+  const named = added || (latent.becomes !== null ? latent.because : undefined);
+  const differs = named === undefined ? undefined : rulesFiles(named, known);
+  return differs && { files: differs, loaded: false, deleted: !added };
+}
+
+export function firewallCause(
+  item: CauseSubject,
+  record: HostRecord,
+  ctx: RecordContext,
+  known: ReadonlySet<string>,
+): Cause | undefined {
+  const stand = standing(item, known);
+  if (!stand) return undefined;
+  const changes = stand.files.flatMap((file) => {
+    const stat = record.stat.get(file);
+    const seconds = stat && Math.floor(stat.mtime / 1000);
+    return stat && seconds !== undefined && notAHostTime(seconds) === undefined
+      ? [{ file, ...stat }]
+      : [];
+  });
+  const latest = changes.reduce<(typeof changes)[number] | undefined>(
+    (a, b) => (a && a.mtime >= b.mtime ? a : b),
+    undefined,
+  );
+  const since = ctx.since;
+  if (stand.loaded) {
+    // The file loads the live state: it was edited since the last audit, or reloaded.
+    const what = `${stand.files.join(", ")} ${stand.deleted ? "no longer loads it" : "loads it"}`;
+    if (latest && (since === undefined || latest.mtime > since))
+      return {
+        kind: "persisted",
+        at: causeTime(latest.mtime),
+        evidence: `${what}: ${latest.file} changed at ${causeTime(latest.mtime)}, owner ${latest.owner}`,
+        group: `persisted: ${stand.files.join(", ")}`,
+      };
+    return {
+      kind: "persisted",
+      evidence:
+        since === undefined
+          ? what
+          : `${what}, unchanged since this node's last audit at ${causeTime(since)}: reloaded since`,
+      group: `persisted: ${stand.files.join(", ")}`,
+    };
+  }
+  // The live state differs from the file: made at runtime, if the file has not changed since.
+  const boot = record.bootTime;
+  const bootOk = boot !== undefined && notAHostTime(Math.floor(boot / 1000)) === undefined;
+  const from = Math.max(bootOk ? boot : -Infinity, since ?? -Infinity);
+  if (!Number.isFinite(from) || changes.length < stand.files.length) return undefined;
+  if (latest && latest.mtime > from) return undefined;
+  const when =
+    from === since
+      ? `this node's last audit at ${causeTime(from)}`
+      : `the boot at ${causeTime(from)}`;
+  const files = stand.files.join(", ");
+  return {
+    kind: "runtime",
+    evidence: stand.deleted
+      ? `${files} still loads it and has not changed since ${when}: deleted at runtime`
+      : `${files} does not load it and has not changed since ${when}: added at runtime (${legacyKey(item.key) ? "an iptables command" : "nft add, insert or an iptables-nft command"})`,
+  };
+}
