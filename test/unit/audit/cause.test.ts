@@ -161,6 +161,7 @@ describe("causes from the host's records", () => {
     "2026-12-01 10:00:01 upgrade qm-demo:all 1.0 1.1",
     "2026-12-01 11:00:01 upgrade other:all 1.0 1.1",
     "2026-12-01 12:00:01 remove qm-extra:all 1.0 <none>",
+    "2026-12-01 13:00:01 upgrade openssh-client:amd64 1.0 1.1",
     "",
   ];
   const tx = (start: string, command: string, end?: string) =>
@@ -170,8 +171,8 @@ describe("causes from the host's records", () => {
     tx("11:00:00", "apt-get install other", "11:00:02") +
     tx("12:00:00", "apt-get remove qm-extra");
 
-  /** The cause section for qm-demo and qm-extra over those logs, on a host in UTC. */
-  const sectionOverLogs = (since: string): string => {
+  /** The cause section for qm-demo, qm-extra and `files` over those logs, on a host in UTC. */
+  const sectionOverLogs = (since: string, files: string[] = []): string => {
     const dir = mkdtempSync(path.join(tmpdir(), "qm-cause-logs-"));
     try {
       writeFileSync(path.join(dir, "dpkg.log"), DPKG_LOG.join("\n"));
@@ -184,7 +185,7 @@ describe("causes from the host's records", () => {
         { mode: 0o755 },
       );
       const ctx = probeContext(N, 1024);
-      const targets = { packages: ["qm-demo", "qm-extra"], files: [] };
+      const targets = { packages: ["qm-demo", "qm-extra"], files };
       // The section alone: the whole probe sets its own PATH.
       return execFileSync("/bin/sh", ["-s"], {
         input: `QM_SINCE=${since}\nQM_N=${N}\n${causeProbe(targets, ctx)}`,
@@ -203,6 +204,18 @@ describe("causes from the host's records", () => {
       host.apt.map((t) => t.commandline),
       ["apt-get install qm-demo", "apt-get remove qm-extra"],
     );
+  });
+
+  // This machine's own dpkg records: openssh-client ships /usr/bin/ssh (its md5sums list) and the
+  // conffile /etc/ssh/ssh_config (its status entry).
+  it("the events of a declared file's package are sent, named by its md5sums list or its status", () => {
+    assert.doesNotMatch(sectionOverLogs(""), /openssh-client/);
+    for (const file of ["/usr/bin/ssh", "/etc/ssh/ssh_config"])
+      assert.match(
+        sectionOverLogs("", [file]),
+        /^2026-12-01 13:00:01 upgrade openssh-client:amd64 1\.0 1\.1$/m,
+        file,
+      );
   });
 
   it("since the last audit (11:30), only the events and transactions after it are sent", () => {
