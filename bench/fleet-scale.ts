@@ -55,6 +55,8 @@ const CPU_TARGET_MS = 3;
 const VALIDATE_TARGET_S = 2;
 const DRIFT_PER_NODE = 3;
 const HISTORY_RUNS = 3;
+/** Sessions over which the stand-in's own and a bare spawner's cost per session are measured. */
+const FLOOR_SESSIONS = 10_000;
 const BLOB_LIMIT = 100 * 1024 * 1024;
 const SELF = path.join(REPO_ROOT, "bench/fleet-scale.ts");
 const CLI = path.join(REPO_ROOT, "src/cli/main.ts");
@@ -505,15 +507,20 @@ async function standInRuns(
   // stdin, in the locale the transport gives ssh (LC_ALL=C): under this machine's C.UTF-8 each
   // session cost about 0.6 ms more (its seds load the locale), and subtracting that flattered the
   // auditor.
+  // Both are a cost per session: measured over at most FLOOR_SESSIONS of them, counted for every
+  // node (at 100,000 nodes the two passes over every session took longer than the audits).
+  const sessions = Math.min(nodeCount, FLOOR_SESSIONS);
+  const perNode = (ms: number) => (ms / sessions) * nodeCount;
   const loadBefore = os.loadavg()[0]!.toFixed(1);
   const loop = (count: number) =>
     `i=0; while [ $i -lt ${count} ]; do ${standIn} -T -- h sh -s < ${scriptFile} > /dev/null; i=$((i+1)); done`;
-  const half = Math.floor(nodeCount / 2);
+  const half = Math.floor(sessions / 2);
   const alone = await measured(
-    ["-c", `(${loop(half)}) & ${loop(nodeCount - half)}; wait`],
+    ["-c", `(${loop(half)}) & ${loop(sessions - half)}; wait`],
     { LC_ALL: "C" },
     ["sh"],
   );
+  const aloneMs = perNode(alone.cpuMs);
   // The same sessions started from a bare Node process as the transport starts them (three
   // pipes, the script written to stdin, 32 at a time, the audit's default), doing nothing else:
   // what one child process costs a Node process here, which no auditor that starts ssh from Node
@@ -539,7 +546,7 @@ async function standInRuns(
       "",
     ].join("\n"),
   );
-  const floor = await measured([spawner, standIn, scriptFile, String(nodeCount)], {}, [
+  const floor = await measured([spawner, standIn, scriptFile, String(sessions)], {}, [
     process.execPath,
   ]);
   const configs = {
@@ -589,7 +596,7 @@ async function standInRuns(
       count: number;
     };
     const gateRuns = await resolved();
-    const own = run.cpuMs - alone.cpuMs;
+    const own = run.cpuMs - aloneMs;
     const found = `${gate.count} gate${gate.count === 1 ? "" : "s"} (${gate.gates.join(", ")}${gate.count > gate.gates.length ? ", …" : ""})`;
     runs[id] = {
       own,
@@ -605,8 +612,8 @@ async function standInRuns(
     run && baseline ? `, ${(run.own / baseline.own).toFixed(2)}x the baseline ${where}` : "";
   console.log(
     [
-      `fleet scale behind a stand-in ssh: ${nodeCount} nodes, ${DRIFT_PER_NODE} drift items each, ${os.cpus().length} cores; the stand-in alone ${(alone.cpuMs / nodeCount).toFixed(2)} ms CPU per session, subtracted; audited by ${audited}; 1-minute load ${loadBefore} before, ${os.loadavg()[0]!.toFixed(1)} after`,
-      `  spawn floor    the same sessions from a bare Node process that only starts them: ${cpuPerNode(floor.cpuMs - alone.cpuMs)} beyond the stand-in, peak RSS ${floor.peakMb.toFixed(0)} MB`,
+      `fleet scale behind a stand-in ssh: ${nodeCount} nodes, ${DRIFT_PER_NODE} drift items each, ${os.cpus().length} cores; the stand-in alone ${(alone.cpuMs / sessions).toFixed(2)} ms CPU per session (over ${sessions} sessions), subtracted; audited by ${audited}; 1-minute load ${loadBefore} before, ${os.loadavg()[0]!.toFixed(1)} after`,
+      `  spawn floor    the same sessions from a bare Node process that only starts them (${sessions} of them): ${cpuPerNode(perNode(floor.cpuMs) - aloneMs)} beyond the stand-in, peak RSS ${floor.peakMb.toFixed(0)} MB`,
       direct?.lines(ratio(direct, "below")),
       baseline?.lines(" (the baseline: the session gate as before, ssh -G per node)"),
       jump?.lines(ratio(jump, "above")),

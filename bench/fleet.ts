@@ -1,7 +1,10 @@
 // Fleet audit speed against real ssh test hosts, every figure from one run. Needs root.
 // The hosts run a production-like sshd (startFleet's productionSshd: a re-exec per connection,
 // the default key exchange), not the cheaper one tests get.
-// Usage: [QM_BENCH_BASELINE=DIR] npx tsx bench/fleet.ts [hosts=30] [concurrency=16] [rounds=2] [entries=300]
+// Usage: [QM_BENCH_BASELINE=DIR] [QM_BENCH_NODE=FILE] npx tsx bench/fleet.ts [hosts=30] [concurrency=16] [rounds=2] [entries=300]
+// The CLI is bundled from this checkout's sources into the bench's own folder (dist/ is left as it
+// is, for whatever else runs it); QM_BENCH_NODE runs it and the bare Node process on another Node
+// (Node 22.1 and later: the compile cache the CLI enables), the bench itself staying on this one.
 //
 // The fleet declares the first host's live state, with a few packages declared as a typical node
 // does; the CPU figure is also given with every installed package declared (a snapshot's default).
@@ -35,6 +38,7 @@ import { stringify } from "yaml";
 import type { Report } from "../src/report/schema.js";
 import { REPO_ROOT } from "../test/support/cli.js";
 import { startFleet } from "../test/support/hosts.js";
+import { buildCli } from "../scripts/bundle.js";
 import { typicalProbe, writeTypicalManifests } from "./typical-spec.js";
 import { CPU_HOOK } from "./own-cpu.js";
 
@@ -45,7 +49,8 @@ const [hostCount, concurrency, rounds, entryCount] = [
   arg(2, 2),
   arg(3, 300),
 ];
-const CLI = path.join(REPO_ROOT, "dist/cli/main.js");
+/** The Node that runs the CLI, the bare process and the baseline. */
+const NODE = process.env.QM_BENCH_NODE ? path.resolve(process.env.QM_BENCH_NODE) : process.execPath;
 // QM_BENCH_BASELINE=DIR: another checkout of Quartermaster, built (`npm run build`), whose audit
 // runs in every round too, on the same hosts and manifests, for a before-and-after in one run.
 const BASELINE = process.env.QM_BENCH_BASELINE
@@ -159,19 +164,19 @@ async function ensureAnsible(): Promise<void> {
   ]);
 }
 
-/** The built CLI's audit of `manifests` (`cli`: another checkout's bundle): wall time, own CPU (ms), and the report. */
+/** The audit of `manifests` by the bundle `cli` (this checkout's or the baseline's): wall time, own CPU (ms), and the report. */
 async function audit(
   manifests: string,
   sshConfig: string,
   work: string,
-  cli = CLI,
+  cli: string,
 ): Promise<Measured & { cpuMs: number; report: Report }> {
   const out = path.join(work, "report.json");
   const cpuFile = path.join(work, "cpu");
   let result: Ran | undefined;
   const times = await measured(async () => {
     result = await run(
-      process.execPath,
+      NODE,
       [
         "--import",
         CPU_HOOK,
@@ -196,8 +201,6 @@ function everyHost(names: readonly string[], command: (name: string) => Promise<
 }
 
 await ensureAnsible();
-console.log("building the CLI (npm run build) ...");
-await mustRun("npm", ["run", "build", "--silent"]);
 
 const names = Array.from(
   { length: hostCount },
@@ -209,6 +212,9 @@ const fleet = await startFleet(
 );
 const work = await mkdtemp(path.join(os.tmpdir(), "qm-bench-"));
 try {
+  console.log("bundling the CLI ...");
+  const CLI = path.join(work, "dist", "cli", "main.js");
+  await buildCli(path.dirname(CLI));
   // Declared state: the first host's live state, taken with snapshot over ssh, declaring a few
   // packages as a typical node does. A snapshot's default, every installed package declared, is
   // measured too: the heaviest spec.
@@ -217,7 +223,7 @@ try {
     manifests,
     names,
     (packages) =>
-      mustRun(process.execPath, [
+      mustRun(NODE, [
         CLI,
         "snapshot",
         ...["--node", names[0]!, "--manifests", manifests, "--ssh-config", fleet.sshConfig],
@@ -248,7 +254,7 @@ try {
   const probeFile = path.join(work, "probe.sh");
   await writeFile(probeFile, probe);
   const bareSessions = () =>
-    mustRun(process.execPath, [
+    mustRun(NODE, [
       ...["--input-type=module", "-e", BARE_SESSIONS],
       ...[fleet.sshConfig, probeFile, String(concurrency), ...names],
     ]);
@@ -268,7 +274,7 @@ try {
     const floor = await measured(() => everyHost(names, (name) => ssh(name, "true")));
     const raw = await measured(() => everyHost(names, (name) => ssh(name, "sh -s", probe)));
     const bare = await measured(bareSessions);
-    const qm = await audit(manifests, fleet.sshConfig, work);
+    const qm = await audit(manifests, fleet.sshConfig, work, CLI);
     report = qm.report;
     const base = BASELINE ? await audit(manifests, fleet.sshConfig, work, BASELINE) : undefined;
     baseReport = base?.report;
@@ -294,11 +300,12 @@ try {
     return dir;
   };
   const many = await entries(path.join(work, "many-manifests"), fleetYaml);
-  const big = await audit(many, fleet.sshConfig, work);
+  const big = await audit(many, fleet.sshConfig, work, CLI);
   const heavy = await audit(
     await entries(path.join(work, "every-package-manifests"), everyPackageYaml),
     fleet.sshConfig,
     work,
+    CLI,
   );
 
   // Ansible gathering package facts: the same hosts, user, ssh config and forks; host keys checked.

@@ -3,7 +3,8 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { BuildOptions, Plugin } from "esbuild";
+import { rm } from "node:fs/promises";
+import { build, type BuildOptions, type Plugin } from "esbuild";
 
 export const ROOT = path.resolve(import.meta.dirname, "..");
 
@@ -43,3 +44,25 @@ export const CLI_BUNDLE: BuildOptions = {
   plugins: [versionOnly, yamlAsModule],
   logLevel: "warning",
 };
+
+/**
+ * Builds the npm package's CLI into `outdir` (its entry `main.js`, a chunk per lazily loaded
+ * command): dist/cli for `npm run build`, a folder of their own for the benchmarks, which so never
+ * rewrite a dist/ that another run is using.
+ */
+export async function buildCli(outdir: string): Promise<void> {
+  await rm(outdir, { recursive: true, force: true });
+  await build({
+    ...CLI_BUNDLE,
+    outdir,
+    chunkNames: "chunks/[name]-[hash]",
+    splitting: true,
+    format: "esm",
+    // Dependencies written as CommonJS call require(): an ES module has none of its own.
+    banner: {
+      js: 'import { createRequire as qmCreateRequire } from "node:module"; const require = qmCreateRequire(import.meta.url);',
+    },
+    // Stack traces map back to src/ under `node --enable-source-maps`.
+    sourcemap: "linked",
+  });
+}

@@ -167,6 +167,7 @@ describe("causes from the host's records", () => {
     "2026-12-01 11:00:01 status half-configured other:all 1.1",
     "2026-12-01 11:00:02 status installed other:all 1.1",
     "2026-12-01 12:00:01 remove qm-extra:all 1.0 <none>",
+    "2026-12-01 13:00:01 upgrade openssh-client:amd64 1.0 1.1",
     "",
   ];
   const tx = (start: string, command: string, end?: string) =>
@@ -256,6 +257,18 @@ describe("causes from the host's records", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  // This machine's own dpkg records: openssh-client ships /usr/bin/ssh (its md5sums list) and the
+  // conffile /etc/ssh/ssh_config (its status entry).
+  it("the events of a declared file's package are sent, named by its md5sums list or its status", () => {
+    assert.doesNotMatch(sectionOverLogs(""), /openssh-client/);
+    for (const file of ["/usr/bin/ssh", "/etc/ssh/ssh_config"])
+      assert.match(
+        sectionOverLogs("", { packages: ["qm-demo", "qm-extra"], files: [file] }),
+        /^2026-12-01 13:00:01 upgrade openssh-client:amd64 1\.0 1\.1$/m,
+        file,
+      );
   });
 
   it("since the last audit (11:30), only the events and transactions after it are sent", () => {
