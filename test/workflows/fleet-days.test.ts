@@ -1,14 +1,18 @@
-// The shipped workflows as a fleet repository runs them, over several scheduled runs: the four
-// callers docs/actions.md shows, the packed release installed by action.yml, real sshd hosts behind
-// one jump host (`MaxStartups 4:50:8`), the real git server and the GitHub site.double. Between runs the
-// hosts and the operators change things as they do (a manifest change merged before the hosts roll
-// it out, a persisted sysctl file written and extended, a host going dark), and a reviewer merges
-// and closes pull requests, each merge followed by refresh-prs. Every pull request is asserted:
-// kind, the files it changes, title and the lines of its body that decide it.
+// The shipped workflows as a fleet repository runs them, over eight scheduled runs on eight faked
+// days (libfaketime under every step of the runs): the four callers docs/actions.md shows, the
+// packed release installed by action.yml, real sshd hosts in three roles behind one jump host
+// (`MaxStartups 4:50:8`), the real git server and the GitHub double. Between runs the hosts and the
+// operators change things as they do, each change dated the evening before the run that finds it
+// (a kernel last month's apt upgrade installed, a manifest change merged before the hosts roll it
+// out, a persisted sysctl file written and extended, a `sysctl -w`, a newer kernel installed for
+// the next boot, hosts going dark), and a reviewer merges and closes pull requests, each merge
+// followed by refresh-prs. Every pull request is asserted: kind, the files it changes, title and
+// the lines of its body that decide it.
 // Needs root (test hosts).
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { release } from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { startFleet, type TestFleet } from "../support/hosts.js";
@@ -26,17 +30,51 @@ import type { RunResult } from "./runner.js";
 const M = "fleet-manifests";
 const WEB = ["web-01", "web-02", "web-03"];
 const DB = ["db-01", "db-02"];
+const CACHE = ["cache-01", "cache-02"];
+const NODES = [...WEB, ...DB, ...CACHE];
 const DB_SYSCTL = "/etc/sysctl.d/90-db.conf";
+const TUNE_FILE = "/etc/sysctl.d/99-tune.conf";
 // The web group's tcp_fin_timeout after the change the team merges on day 1.
 const ROLLED_OUT = 30;
+// The hosts share this machine's kernel. The cache group still declares the one last month's
+// update replaced; apt installs a newer one beside the running one during the week.
+const RUNNING = release();
+const PREVIOUS = "6.1.0-28-amd64";
+const NEWER = RUNNING.replace(/^(\d+)\.(\d+)/, (_, major: string) => `${Number(major) + 1}.0`);
+/** This machine's boot, which the test hosts share, in epoch seconds. */
+const BOOTED_AT = Number(/^btime (\d+)$/m.exec(readFileSync("/proc/stat", "utf8"))![1]);
+/** Epoch seconds as the hosts' logs write them: local time, which is UTC on the test machines. */
+const logTime = (seconds: number, sep: string) =>
+  new Date(seconds * 1000).toISOString().slice(0, 19).replace("T", sep);
+/** What dpkg.log and apt's history.log say when alice's `apt-get -y upgrade` installs `kernel`. */
+const aptInstall = (kernel: string, at: number) => ({
+  dpkg: `${logTime(at, " ")} install linux-image-${kernel}:amd64 <none> ${kernel}-1\n`,
+  history: [
+    "",
+    `Start-Date: ${logTime(at - 5, "  ")}`,
+    "Commandline: apt-get -y upgrade",
+    "Requested-By: alice (1000)",
+    `Install: linux-image-${kernel}:amd64 (${kernel}-1, automatic)`,
+    `End-Date: ${logTime(at + 5, "  ")}`,
+    "",
+  ].join("\n"),
+});
+// Ten minutes or more before the boot, half a minute into a minute: apt's start and end share it.
+const INSTALLED_AT = Math.floor((BOOTED_AT - 600) / 60) * 60 + 30;
+const LAST_MONTH = aptInstall(RUNNING, INSTALLED_AT);
 
-/** The web group's file, declaring `finTimeout`. */
-const webGroup = (finTimeout: number) =>
+// The live values web-01 and web-02 take from one sysctl.d file on day 7: the group's somaxconn and
+// a keepalive key each web node declares in its own file.
+const TUNED = { "net.core.somaxconn": 2048, "net.ipv4.tcp_keepalive_probes": 5 };
+
+/** The web group's file, declaring `finTimeout` and `somaxconn`. */
+const webGroup = (finTimeout: number, somaxconn: number) =>
   [
     "# Front-end web servers.",
     "system:",
     "  sysctl_parameters:",
     `    net.ipv4.tcp_fin_timeout: ${finTimeout}`,
+    `    net.core.somaxconn: ${somaxconn}`,
     "networking:",
     "  listening_ports: [tcp/22]",
     "",
@@ -50,6 +88,8 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
   let finTimeout = 0;
   let keepaliveTime = 0;
   let keepaliveIntvl = 0;
+  let somaxconn = 0;
+  let keepaliveProbes = 0;
 
   before(async () => {
     assert.ok(existsSync(FAKETIME_LIBRARY), "libfaketime (apt-get install faketime)");
@@ -60,22 +100,37 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
         ...WEB.map((name) => ({
           name,
           behind: "bastion",
-          ...(name === "web-03" && { listeners: ["tcp/8080"] }),
+          ...(name === "web-03" ? { listeners: ["tcp/8080"] } : { writable: ["/etc/sysctl.d"] }),
         })),
         ...DB.map((name) => ({
           name,
           behind: "bastion",
           ...(name === "db-01" && { writable: ["/etc/sysctl.d"] }),
         })),
+        // Last month's update: apt installed the running kernel, then the hosts booted into it.
+        ...CACHE.map((name) => ({
+          name,
+          behind: "bastion",
+          writable: ["/boot"],
+          files: {
+            [`/boot/vmlinuz-${RUNNING}`]: { contents: "kernel\n" },
+            "/var/log/dpkg.log": { contents: LAST_MONTH.dpkg },
+            "/var/log/apt/history.log": { contents: LAST_MONTH.history },
+          },
+        })),
       ],
       { prefix: "qmd" },
     );
     const live = async (key: string) =>
-      Number((await fleet.exec("db-01", `cat /proc/sys/net/ipv4/${key}`)).trim());
-    finTimeout = await live("tcp_fin_timeout");
-    keepaliveTime = await live("tcp_keepalive_time");
-    keepaliveIntvl = await live("tcp_keepalive_intvl");
+      Number((await fleet.exec("db-01", `cat /proc/sys/${key.replaceAll(".", "/")}`)).trim());
+    finTimeout = await live("net.ipv4.tcp_fin_timeout");
+    keepaliveTime = await live("net.ipv4.tcp_keepalive_time");
+    keepaliveIntvl = await live("net.ipv4.tcp_keepalive_intvl");
+    somaxconn = await live("net.core.somaxconn");
+    keepaliveProbes = await live("net.ipv4.tcp_keepalive_probes");
     assert.ok(finTimeout !== ROLLED_OUT && keepaliveTime !== 600 && keepaliveIntvl !== 30);
+    assert.ok(somaxconn !== TUNED["net.core.somaxconn"]);
+    assert.ok(keepaliveProbes !== TUNED["net.ipv4.tcp_keepalive_probes"]);
     const host = (name: string) => fleet.hosts.find((h) => h.name === name)!;
     forge = await startFleetForge({
       prefix: "qm-fleet-days-",
@@ -85,7 +140,7 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
       // *.fleet.internal.
       sshConfig: [
         `Host bastion\n  HostName ${host("bastion").address}\n  Port ${host("bastion").port}`,
-        ...[...WEB, ...DB].map(
+        ...NODES.map(
           (name) =>
             `Host ${name}.fleet.internal\n  HostName ${host(name).address}\n  Port ${host(name).port}`,
         ),
@@ -97,9 +152,12 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
           "ssh: { user: qm-audit, connect_timeout: 60, timeout: 120 }",
           // No node may go unaudited: a dark host fails the scheduled run (exit bit 8).
           "audit: { max_unaudited: 0 }",
+          // A kernel a package transaction installed before the boot is a planned upgrade.
+          "policy:",
+          "  kernel: { on_drift: { package: accept, otherwise: ticket } }",
           "",
         ].join("\n"),
-        "groups/web.yaml": webGroup(finTimeout),
+        "groups/web.yaml": webGroup(finTimeout, somaxconn),
         "groups/db.yaml": [
           "system:",
           "  sysctl_parameters:",
@@ -109,10 +167,28 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
           "  listening_ports: [tcp/22]",
           "",
         ].join("\n"),
+        "groups/cache.yaml": [
+          "system:",
+          `  kernel_version: ${PREVIOUS}`,
+          "networking:",
+          "  listening_ports: [tcp/22]",
+          "",
+        ].join("\n"),
         ...Object.fromEntries(
-          [...WEB, ...DB].map((name) => [
+          NODES.map((name) => [
             `nodes/${name}.yaml`,
-            `host: ${name}.fleet.internal\ngroups: [${name.slice(0, name.indexOf("-"))}]\n`,
+            [
+              `host: ${name}.fleet.internal`,
+              `groups: [${name.slice(0, name.indexOf("-"))}]`,
+              ...(WEB.includes(name)
+                ? [
+                    "system:",
+                    "  sysctl_parameters:",
+                    `    net.ipv4.tcp_keepalive_probes: ${keepaliveProbes}`,
+                  ]
+                : []),
+              "",
+            ].join("\n"),
           ]),
         ),
         // Pinned host keys, the bastion's included: the jump's own ssh reads them from the config.
@@ -129,21 +205,27 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
   });
 
   /**
+   * An hour before the day's run on its clock (epoch seconds), half a minute into a minute: when the
+   * operators change things.
+   */
+  let evening = 0;
+  /**
    * The runs from now on are on day `n` of the week: their clock is `n - 1` days ahead of this
    * machine's.
    */
-  const dawn = (n: number) => (site.daysAhead = n - 1);
-  /** An hour before now on the runs' clock (epoch seconds): when the operators change things. */
-  const anHourAgo = () => Math.floor(site.now() / 1000) - 3600;
+  const dawn = (n: number) => {
+    site.daysAhead = n - 1;
+    evening = Math.floor(site.now() / 60_000) * 60 - 3600 + 30;
+  };
   /** An operator writes (`>`) or appends to (`>>`) a host's file, an hour before the next run. */
   const edit = (name: string, file: string, op: ">" | ">>", line: string) =>
-    fleet.exec(name, `printf '%s\\n' '${line}' ${op} ${file} && touch -d @${anHourAgo()} ${file}`);
+    fleet.exec(name, `printf '%s\\n' '${line}' ${op} ${file} && touch -d @${evening} ${file}`);
   /** A teammate's commit onto main, an hour before the next run. */
   const push = (files: Record<string, string>) =>
     site.double.pushCommit("main", files, {
       name: "Fleet Operator",
       email: "operator@example.com",
-      date: new Date(anHourAgo() * 1000).toISOString(),
+      date: new Date(evening * 1000).toISOString(),
     });
   /** When each day's scheduled run started and ended, on the runs' clock (epoch milliseconds). */
   const days: { from: number; to: number }[] = [];
@@ -217,7 +299,7 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
     assert.doesNotMatch(merged.step.stderr, /not audited|Error|at .*\.js:\d+/, merged.step.stderr);
   }
 
-  test("seven scheduled runs: a pending rollout is a ticket, merges never trap, a rejection rejects its items only, a dark host fails only the scheduled run", async () => {
+  test("a week of scheduled runs: a planned kernel upgrade is an accept, a pending rollout a ticket, latent drift in its own words, merges never trap, a rejection rejects its items only, a shared value lands in the group file while a dark host keeps its own, a dark host fails only the scheduled run", async () => {
     const log: string[] = [];
     const say = async (what: string, step?: { stdout: string; stderr: string }) =>
       log.push(
@@ -232,24 +314,46 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
       const day1 = await scheduledOn(1);
       await say("day 1", day1.propose);
       assert.equal(failures(day1.result), "");
-      const [ports] = await site.openPulls();
+      // The cache hosts run the kernel last month's apt upgrade installed: by the kernel's policy
+      // by cause, an accept of the group's kernel_version.
+      const ports = (await site.openPulls()).find((p) => p.kind === "ticket");
+      const kernel = (await site.openPulls()).find((p) => p.kind === "accept");
       assert.deepEqual(summary(await site.openPulls()), [
         [
           "ticket",
           [ticketFile("web", ports!)],
           "Remediate ports drift on web-03: tcp/8080: not in the allow-list → listening",
         ],
+        [
+          "accept",
+          [`${M}/groups/cache.yaml`],
+          `Accept kernel drift from one package transaction on cache-01, cache-02: kernel_version: ${PREVIOUS} → ${RUNNING}`,
+        ],
       ]);
       hasLines(ports!, [
         "This is a ticket because policy: ports drift is remediated on the host.",
         TICKET_MERGE,
-        row("web-03", "tcp/8080", "not in the allow-list", "listening", "groups/web.yaml:6"),
+        row("web-03", "tcp/8080", "not in the allow-list", "listening", "groups/web.yaml:7"),
       ]);
+      // One cause line for the transaction both hosts recorded alike.
+      assert.deepEqual(
+        kernel!.lines.filter((l) => l.startsWith("Changed by ")),
+        [
+          `Changed by \`apt-get (alice)\` at ${logTime(INSTALLED_AT, " ").slice(0, 16)} UTC: \`booted ${RUNNING} at ${new Date(BOOTED_AT * 1000).toISOString().replace(/\.000Z$/, "Z")}; linux-image-${RUNNING} (new) → ${RUNNING}-1\` (as each of \`cache-01\`, \`cache-02\` recorded it).`,
+        ],
+      );
+      hasLines(kernel!, [
+        ACCEPT_MERGE,
+        ...CACHE.map((name) =>
+          row(name, "kernel_version", PREVIOUS, RUNNING, "groups/cache.yaml:2"),
+        ),
+      ]);
+      refreshed(await site.mergeAndRefresh(kernel!.number));
 
       // The team merges tcp_fin_timeout 60 → 30 for the web group; the hosts have not rolled it out.
       // On db-01 an operator persists a keepalive time in a sysctl.d file and applies it.
       dawn(2);
-      await push({ [`${M}/groups/web.yaml`]: webGroup(ROLLED_OUT) });
+      await push({ [`${M}/groups/web.yaml`]: webGroup(ROLLED_OUT, somaxconn) });
       await edit("db-01", DB_SYSCTL, ">", "net.ipv4.tcp_keepalive_time = 600");
       await sysctlW("db-01", "tcp_keepalive_time", 600);
 
@@ -344,7 +448,7 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
       assert.equal(day3.propose.exitCode, 8, day3.propose.stderr);
       assert.match(
         day3.propose.stderr,
-        /more nodes not audited than allowed: 1 of 5 nodes not audited/,
+        /more nodes not audited than allowed: 1 of 7 nodes not audited/,
       );
       const [, intvl, rejected, resolve] = await site.openPulls();
       const resolvedTicket = rollout!.files[0]!.replace(
@@ -455,16 +559,33 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
       ]);
       refreshed(await site.mergeAndRefresh(resolveDb!.number));
 
-      // An operator's `sysctl -w` on web-01 alone.
+      // An operator's `sysctl -w` on web-01 alone. On cache-01, alice's apt-get upgrade installs a
+      // newer kernel beside the running one, for the next reboot.
       dawn(6);
       await sysctlW("web-01", "tcp_fin_timeout", 45);
+      const update = aptInstall(NEWER, evening);
+      await fleet.exec(
+        "cache-01",
+        [
+          `: > /boot/vmlinuz-${NEWER}`,
+          `printf '%s' '${update.dpkg}' >> /var/log/dpkg.log`,
+          `printf '%s' '${update.history}' >> /var/log/apt/history.log`,
+        ].join(" && "),
+      );
 
-      // Day 6: one node of three drifted: an override in its own file.
+      // Day 6: one node of three drifted: an override in its own file. cache-01 runs what it
+      // declares, and its next boot will not: a latent ticket in its own words, never "X → X".
       const day6 = await scheduledOn(6);
       await say("day 6", day6.propose);
       assert.equal(failures(day6.result), "");
-      const [own] = await site.openPulls();
+      const own = (await site.openPulls()).find((p) => p.kind === "accept");
+      const latent = (await site.openPulls()).find((p) => p.kind === "ticket");
       assert.deepEqual(summary(await site.openPulls()), [
+        [
+          "ticket",
+          [ticketFile("cache", latent!)],
+          `Remediate latent kernel drift on cache-01: kernel_version: reboot pending, becomes ${NEWER}`,
+        ],
         [
           "accept",
           [`${M}/nodes/web-01.yaml`],
@@ -476,18 +597,103 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
         ACCEPT_MERGE,
         row("web-01", "net.ipv4.tcp_fin_timeout", String(ROLLED_OUT), "45", "groups/web.yaml:4"),
       ]);
+      seenOn(latent!, 6);
+      hasLines(latent!, [TICKET_MERGE]);
+      const latentText = latent!.lines.join("\n");
+      assert.ok(
+        latentText.includes(
+          `Quartermaster found **high** latent kernel drift on 1 node: The next boot runs \`${NEWER}\`, installed by \`apt-get (alice)\``,
+        ),
+        latentText,
+      );
+      assert.match(latentText, /^Remediation: Declare the kernel the next boot runs/m);
+      assert.doesNotMatch(latentText, /Schedule a reboot into the declared kernel/);
+      // The report counts it apart from drift, and cache-01 reads clean.
+      const report = JSON.parse(
+        await readFile(
+          path.join(day6.result.artifacts, "quartermaster-report", "report.json"),
+          "utf8",
+        ),
+      ) as { summary: { latentItems: number }; nodes: { name: string; status: string }[] };
+      assert.equal(report.summary.latentItems, 1);
+      assert.equal(report.nodes.find((n) => n.name === "cache-01")?.status, "clean");
       refreshed(await site.mergeAndRefresh(own!.number));
+      refreshed(await site.mergeAndRefresh(latent!.number));
 
-      // Day 7: the fleet is as declared; nothing to propose.
+      // web-03 goes dark. On web-01 and web-02 an operator persists the same tuning in a sysctl.d
+      // file and applies it: the group's somaxconn, and a keepalive key of each node's own file.
       dawn(7);
+      await fleet.takeDown("web-03");
+      for (const name of ["web-01", "web-02"]) {
+        const entries = Object.entries(TUNED);
+        for (const [i, [key, value]] of entries.entries())
+          await edit(name, TUNE_FILE, i === 0 ? ">" : ">>", `${key} = ${value}`);
+        for (const [key, value] of entries)
+          await fleet.exec(name, `echo ${value} > /proc/sys/${key.replaceAll(".", "/")}`);
+      }
+
+      // Day 7: one PR for the one cause. Both audited takers of the group's somaxconn drifted
+      // alike: the group file takes it and web-03, dark, keeps its old value in its own file; each
+      // node's own key is edited in its own file. Bundled with node-level keys, the shared value
+      // never becomes per-node overrides.
       const day7 = await scheduledOn(7);
       await say("day 7", day7.propose);
-      assert.equal(failures(day7.result), "");
-      assert.match(day7.propose.stdout, /^nothing to propose: every pull request is up to date$/m);
+      assert.equal(day7.propose.exitCode, 8, day7.propose.stderr);
+      const [tuned] = await site.openPulls();
+      assert.deepEqual(summary(await site.openPulls()), [
+        [
+          "accept",
+          ["groups/web.yaml", ...WEB.map((name) => `nodes/${name}.yaml`)].map((f) => `${M}/${f}`),
+          "Accept drift from one persisted file on web-01, web-02: sysctl net.ipv4.tcp_keepalive_probes and 1 more",
+        ],
+      ]);
+      // One cause line for the file both hosts recorded alike, dated when it was written.
+      assert.deepEqual(
+        tuned!.lines.filter((l) => l.startsWith("Persisted at ")),
+        [
+          `Persisted at ${logTime(evening, " ").slice(0, 16)} UTC: \`${TUNE_FILE}:2 sets 5\`, \`${TUNE_FILE}:1 sets 2048\` (as each of \`web-01\`, \`web-02\` recorded it).`,
+        ],
+      );
+      seenOn(tuned!, 7);
+      hasLines(tuned!, [
+        ACCEPT_MERGE,
+        ...["web-01", "web-02"].flatMap((name) => [
+          row(name, "net.core.somaxconn", String(somaxconn), "2048", "groups/web.yaml:5"),
+          row(
+            name,
+            "net.ipv4.tcp_keepalive_probes",
+            String(keepaliveProbes),
+            "5",
+            `nodes/${name}.yaml:5`,
+          ),
+        ]),
+      ]);
+      const [group, dark] = await Promise.all(
+        [`${M}/groups/web.yaml`, `${M}/nodes/web-03.yaml`].map((f) =>
+          site.git(
+            "show",
+            `${site.double.pulls().find((p) => p.number === tuned!.number)!.headSha}:${f}`,
+          ),
+        ),
+      );
+      assert.match(group!, /^ {4}net\.core\.somaxconn: 2048$/m);
+      // (Written quoted, as a string, where the group file has a number.)
+      assert.match(dark!, new RegExp(`^ {4}net\\.core\\.somaxconn: "?${somaxconn}"?$`, "m"));
+      refreshed(await site.mergeAndRefresh(tuned!.number));
+
+      // Day 8: web-03 is back with its old value, which its own file declares: nothing to propose.
+      dawn(8);
+      await fleet.reboot("web-03");
+      const day8 = await scheduledOn(8);
+      await say("day 8", day8.propose);
+      assert.equal(failures(day8.result), "");
+      assert.match(day8.propose.stdout, /^nothing to propose: every pull request is up to date$/m);
       assert.deepEqual(await site.openPulls(), []);
-      // The run history holds the week's seven scheduled runs, each on its own day.
+      // The run history holds the eight scheduled runs, each on its own day.
       const dates = (await runHistory()).runs.map((r) => r.at.slice(0, 10));
-      assert.equal(new Set(dates).size, 7, dates.join(", "));
+      assert.equal(new Set(dates).size, 8, dates.join(", "));
+      // One dashboard issue all week, found again by every run.
+      assert.equal(site.double.issues().length, 1);
       // Every pull request of the week, open, merged or closed: none says a value became itself.
       assertNoSelfChange(site.double.pulls());
       assert.deepEqual(site.double.violations, []);
