@@ -21,6 +21,33 @@ const READ_TOKEN = "ghs_fleet_site_read";
 export const FAKETIME_LIBRARY = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 const DAY_MS = 24 * 60 * 60 * 1000;
 
+/**
+ * A process holding libfaketime's semaphore and shared memory for the faked runs. libfaketime
+ * 0.9.10 names them after the first faked process of a tree, and a bash subshell exiting unlinks
+ * its parent's, so a step's later commands would stop on "sem_open failed": with FAKETIME_SHARED
+ * naming this process's, no step creates or unlinks its own.
+ */
+async function faketimeHolder(): Promise<{ shared: string; stop(): Promise<void> }> {
+  const holder = execa("sh", ["-c", 'echo "$FAKETIME_SHARED"; exec sleep infinity'], {
+    env: { LD_PRELOAD: FAKETIME_LIBRARY, FAKETIME: "+0" },
+  });
+  const shared = await new Promise<string>((resolve, reject) => {
+    holder.stdout.once("data", (chunk: Buffer) => resolve(String(chunk).trim()));
+    holder.catch(reject);
+  });
+  return {
+    shared,
+    async stop() {
+      holder.kill();
+      await holder.catch(() => undefined);
+      // Named `/faketime_sem_<pid> /faketime_shm_<pid>`: POSIX objects under /dev/shm.
+      const [sem, shm] = shared.split(" ");
+      await rm(`/dev/shm/sem.${sem!.slice(1)}`, { force: true });
+      await rm(`/dev/shm/${shm!.slice(1)}`, { force: true });
+    },
+  };
+}
+
 export type WorkflowEvent = { name: string; payload: Record<string, unknown> };
 
 /** The event GitHub sends when pull request `head` is closed, merged or not, on `base`. */
@@ -110,6 +137,7 @@ export async function startFleetForge(options: {
   const seed = path.join(work, "seed");
   await writeFleetRepository(seed, await publishRelease(server, work), options.manifests);
   const doubles: GitHubDouble[] = [];
+  let faketime: Promise<Awaited<ReturnType<typeof faketimeHolder>>> | undefined;
   let runs = 0;
 
   async function site(repo: string): Promise<FleetSite> {
@@ -136,8 +164,13 @@ export async function startFleetForge(options: {
       mainSha,
       daysAhead: 0,
       now: () => Date.now() + self.daysAhead * DAY_MS,
-      run: async (workflow, event, { ref = "refs/heads/main" } = {}) =>
-        runWorkflow({
+      run: async (workflow, event, { ref = "refs/heads/main" } = {}) => {
+        const faked = self.daysAhead !== 0 && {
+          LD_PRELOAD: FAKETIME_LIBRARY,
+          FAKETIME: `+${self.daysAhead}d`,
+          FAKETIME_SHARED: (await (faketime ??= faketimeHolder())).shared,
+        };
+        return runWorkflow({
           ...fleetRunnerOptions(path.join(work, "actions-cache")),
           workflow: path.join(seed, ".github/workflows", workflow),
           event,
@@ -160,12 +193,10 @@ export async function startFleetForge(options: {
           machineEnv: {
             QUARTERMASTER_RETRY_AFTER_BASE_MS: "1",
             QUARTERMASTER_WRITE_SPACING_MS: "0",
-            ...(self.daysAhead !== 0 && {
-              LD_PRELOAD: FAKETIME_LIBRARY,
-              FAKETIME: `+${self.daysAhead}d`,
-            }),
+            ...faked,
           },
-        }),
+        });
+      },
       async scheduled() {
         const result = await self.run("drift-audit.yml", {
           name: "schedule",
@@ -213,6 +244,7 @@ export async function startFleetForge(options: {
     work,
     site,
     async stop() {
+      await (await faketime)?.stop();
       for (const double of doubles) await double.stop();
       await server.stop();
       await rm(work, { recursive: true, force: true });
