@@ -3,31 +3,19 @@
 // one docs/actions.md shows), on a self-hosted runner's labels, with the packed release installed by action.yml.
 // Needs root (test hosts).
 import assert from "node:assert/strict";
-import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
-import os from "node:os";
+import { readdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { execa } from "execa";
 import { runCli } from "../support/cli.js";
-import { startGitServer, type GitServer } from "../support/git-server.js";
-import { startGitHubDouble, type GitHubDouble } from "../support/github-double/index.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
-import {
-  documentedSshConfig,
-  FLEET_RUNNER_LABELS,
-  fleetRunnerOptions,
-  publishRelease,
-  writeFleetRepository,
-} from "./fleet-repo.js";
-import { ACTIONS, runWorkflow, type RunResult } from "./runner.js";
+import { documentedSshConfig, FLEET_RUNNER_LABELS } from "./fleet-repo.js";
+import { failures, startFleetForge, type FleetForge, type FleetSite } from "./fleet-site.js";
+import { ACTIONS, type RunResult } from "./runner.js";
 import type { Value } from "./expressions.js";
 
-const OWNER = "acme";
-const TOKEN = "ghs_workflow_write";
-const READ_TOKEN = "ghs_workflow_read";
 // The fleet repository's own workflows, which call this repository's.
-const DRIFT_AUDIT = ".github/workflows/drift-audit.yml";
-const REVIEW_COMMAND = ".github/workflows/review-command.yml";
+const DRIFT_AUDIT = "drift-audit.yml";
+const REVIEW_COMMAND = "review-command.yml";
 // Declared on db-01, each different from the host's value: more findings than fit in 10
 // annotations.
 const DB_SYSCTLS = [
@@ -45,19 +33,11 @@ const DB_SYSCTLS = [
 // Kept secret by the fleet: a bastion's address.
 const SECRET_SSH_CONFIG = "Host bastion-private\n  HostName bastion.private.example\n";
 
-interface Site {
-  repo: string;
-  double: GitHubDouble;
-  sha: string;
-}
-
 describe("drift-audit and review-command workflows", () => {
   let fleet: TestFleet;
-  let server: GitServer;
-  let work: string;
-  let seed: string;
-  let sharded: Site;
-  let whole: Site;
+  let forge: FleetForge;
+  let sharded: FleetSite;
+  let whole: FleetSite;
   let dryRun: RunResult;
   let shardedRun: RunResult;
   let wholeRun: RunResult;
@@ -73,7 +53,6 @@ describe("drift-audit and review-command workflows", () => {
       ],
       { prefix: "qmw" },
     );
-    work = await mkdtemp(path.join(os.tmpdir(), "qm-workflow-e2e-"));
     const address = (name: string) => fleet.hosts.find((h) => h.name === name)!.address;
     const live = async (key: string) =>
       (await fleet.exec("db-01", `cat /proc/sys/net/ipv4/${key}`)).trim();
@@ -96,98 +75,38 @@ describe("drift-audit and review-command workflows", () => {
       // Pinned host keys, kept in the repository: no trust on first use.
       known_hosts: await readFile(fleet.knownHosts, "utf8"),
     };
-    server = await startGitServer({ token: TOKEN });
-    seed = path.join(work, "seed");
-    await writeFleetRepository(seed, await publishRelease(server, work), manifests);
-    const site = async (repo: string): Promise<Site> => {
-      await server.createRepo(OWNER, repo, seed);
-      const double = await startGitHubDouble({
-        git: server,
-        owner: OWNER,
-        repo,
-        token: TOKEN,
-        readToken: READ_TOKEN,
-        botLogin: "github-actions[bot]",
-      });
-      const sha = (
-        await execa("git", ["--git-dir", server.barePath(OWNER, repo), "rev-parse", "main"])
-      ).stdout.trim();
-      return { repo, double, sha };
-    };
-    sharded = await site("fleet-sharded");
-    whole = await site("fleet-whole");
+    forge = await startFleetForge({
+      prefix: "qm-workflow-e2e-",
+      manifests,
+      sshKey: await readFile(fleet.identityFile, "utf8"),
+      sshConfig: SECRET_SSH_CONFIG,
+    });
+    sharded = await forge.site("fleet-sharded");
+    whole = await forge.site("fleet-whole");
   });
 
   after(async () => {
-    await sharded?.double.stop();
-    await whole?.double.stop();
-    await server?.stop();
+    await forge?.stop();
     await fleet?.stop();
-    if (work) await rm(work, { recursive: true, force: true });
   });
 
-  let runs = 0;
-  async function run(
-    workflow: string,
-    where: Site,
-    event: { name: string; payload: Record<string, unknown> },
-    inputs?: Record<string, Value>,
-    ref = "refs/heads/main",
-  ): Promise<RunResult> {
-    return runWorkflow({
-      ...fleetRunnerOptions(path.join(work, "actions-cache")),
-      workflow: path.join(seed, workflow),
-      event,
-      inputs,
-      repository: {
-        fullName: `${OWNER}/${where.repo}`,
-        barePath: server.barePath(OWNER, where.repo),
-        sha: where.sha,
-        ref,
-      },
-      tokens: { write: TOKEN, read: READ_TOKEN },
-      // The key is no repository secret: only the environment the documented callers name holds
-      // it, for the default branch alone (docs/operations.md, security settings).
-      secrets: { QUARTERMASTER_SSH_CONFIG: SECRET_SSH_CONFIG },
-      environments: {
-        quartermaster: {
-          secrets: { QUARTERMASTER_SSH_KEY: await readFile(fleet.identityFile, "utf8") },
-          branches: ["main"],
-        },
-      },
-      apiUrl: where.double.apiUrl,
-      serverUrl: server.url,
-      workDir: path.join(work, `run-${++runs}`),
-      // Octokit's waits shortened, as the other end-to-end tests do.
-      machineEnv: { QUARTERMASTER_RETRY_AFTER_BASE_MS: "1", QUARTERMASTER_WRITE_SPACING_MS: "0" },
-    });
-  }
   const dispatch = (inputs: Record<string, Value>) => ({
     name: "workflow_dispatch",
     payload: { inputs },
   });
-  const failures = (result: RunResult) =>
-    result.jobs
-      .flatMap((j) =>
-        j.steps
-          .filter((s) => s.outcome === "failure")
-          .map((s) => `${j.name} / ${s.name} (exit ${s.exitCode}):\n${s.stdout}\n${s.stderr}`),
-      )
-      .join("\n");
 
   /**
    * Each pull request by branch: title, state and files (ticket dates left out: they are when the
    * run happened).
    */
-  async function pullRequests(where: Site) {
-    const bare = server.barePath(OWNER, where.repo);
-    const git = async (...args: string[]) =>
-      (await execa("git", ["--git-dir", bare, ...args])).stdout;
+  async function pullRequests(where: FleetSite) {
+    const { git } = where;
+    const main = await where.mainSha();
     const pulls = where.double.pulls().filter((p) => p.state === "open");
     return Object.fromEntries(
       await Promise.all(
         pulls.map(async (p) => {
-          const names = (await git("diff", "--name-only", where.sha, p.headSha))
+          const names = (await git("diff", "--name-only", main, p.headSha))
             .split("\n")
             .filter(Boolean)
             .sort();
@@ -209,10 +128,7 @@ describe("drift-audit and review-command workflows", () => {
   }
 
   test("a dry run audits, reports and plans, and writes nothing", async () => {
-    dryRun = await run(DRIFT_AUDIT, sharded, dispatch({ "dry-run": true, shards: 1 }), {
-      "dry-run": true,
-      shards: 1,
-    });
+    dryRun = await sharded.run(DRIFT_AUDIT, dispatch({ "dry-run": true, shards: 1 }));
     assert.deepEqual(
       dryRun.job("propose").map((j) => j.result),
       ["skipped"],
@@ -246,7 +162,7 @@ describe("drift-audit and review-command workflows", () => {
         ["Check the SHA-256 and install", "success"],
       ]),
     );
-    const jobs = path.join(work, "run-1", "jobs");
+    const jobs = path.join(forge.work, "run-1", "jobs");
     const auditJob = (await readdir(jobs)).find((d) => d.startsWith("audit-"))!;
     const config = await readFile(path.join(jobs, auditJob, "temp", "ssh", "config"), "utf8");
     // The documented fleet-manifests/ssh_config, then the secret's, then the workflow's defaults.
@@ -256,13 +172,10 @@ describe("drift-audit and review-command workflows", () => {
   });
 
   test("a run in three shards opens the same pull requests as a scheduled run in one", async () => {
-    shardedRun = await run(DRIFT_AUDIT, sharded, dispatch({ shards: 3 }), {
-      "dry-run": false,
-      shards: 3,
-    });
+    shardedRun = await sharded.run(DRIFT_AUDIT, dispatch({ "dry-run": false, shards: 3 }));
     assert.equal(failures(shardedRun), "");
     assert.equal(shardedRun.job("audit").length, 3);
-    wholeRun = await run(DRIFT_AUDIT, whole, {
+    wholeRun = await whole.run(DRIFT_AUDIT, {
       name: "schedule",
       payload: { schedule: "23 */6 * * *" },
     });
@@ -300,13 +213,9 @@ describe("drift-audit and review-command workflows", () => {
   });
 
   test("a run from another branch cannot reach the SSH key: the environment refuses the audit jobs", async () => {
-    const result = await run(
-      DRIFT_AUDIT,
-      whole,
-      dispatch({ "dry-run": true, shards: 1 }),
-      { "dry-run": true, shards: 1 },
-      "refs/heads/topic",
-    );
+    const result = await whole.run(DRIFT_AUDIT, dispatch({ "dry-run": true, shards: 1 }), {
+      ref: "refs/heads/topic",
+    });
     const audit = result.job("audit");
     assert.deepEqual(
       audit.map((j) => [j.result, j.steps.map((s) => s.name)]),
@@ -359,7 +268,7 @@ describe("drift-audit and review-command workflows", () => {
 
   /** `review` through the real CLI, for a comment `body` by `login` on that PR. */
   async function reviewComment(name: string, login: string, body: string) {
-    const event = path.join(work, `${name}-event.json`);
+    const event = path.join(forge.work, `${name}-event.json`);
     await writeFile(
       event,
       JSON.stringify({
@@ -367,11 +276,12 @@ describe("drift-audit and review-command workflows", () => {
         comment: { body, user: { login } },
       }),
     );
+    const { GITHUB_TOKEN, GITHUB_API_URL, GITHUB_REPOSITORY } = sharded.double.cliEnv();
     return runCli(["review", "--event", event], {
       env: {
-        GITHUB_TOKEN: TOKEN,
-        GITHUB_API_URL: sharded.double.apiUrl,
-        GITHUB_REPOSITORY: `${OWNER}/fleet-sharded`,
+        GITHUB_TOKEN: GITHUB_TOKEN!,
+        GITHUB_API_URL: GITHUB_API_URL!,
+        GITHUB_REPOSITORY: GITHUB_REPOSITORY!,
       },
     });
   }
@@ -408,7 +318,7 @@ describe("drift-audit and review-command workflows", () => {
       .pulls()
       .find((p) => p.head.startsWith("quartermaster--accept--sysctl--net-ipv4-ip-forward--"))!;
     const before = sharded.double.pulls().length;
-    const result = await run(REVIEW_COMMAND, sharded, {
+    const result = await sharded.run(REVIEW_COMMAND, {
       name: "issue_comment",
       payload: {
         action: "created",
@@ -441,22 +351,14 @@ describe("drift-audit and review-command workflows", () => {
 
   test("more nodes unaudited than allowed: the report and the pull requests are still written, then the run fails", async () => {
     // The fleet allows no node to go unaudited; cache-01 is down.
-    const fleetYaml = (
-      await execa("git", [
-        "--git-dir",
-        server.barePath(OWNER, whole.repo),
-        "show",
-        "main:fleet-manifests/fleet.yaml",
-      ])
-    ).stdout;
-    const sha = await whole.double.pushCommit("main", {
+    const fleetYaml = await whole.git("show", "main:fleet-manifests/fleet.yaml");
+    await whole.double.pushCommit("main", {
       "fleet-manifests/fleet.yaml": `${fleetYaml}\naudit: { max_unaudited: 0 }\n`,
     });
-    const result = await run(
-      DRIFT_AUDIT,
-      { ...whole, sha },
-      { name: "schedule", payload: { schedule: "23 */6 * * *" } },
-    );
+    const result = await whole.run(DRIFT_AUDIT, {
+      name: "schedule",
+      payload: { schedule: "23 */6 * * *" },
+    });
     for (const job of ["plan", "audit", "report"])
       for (const instance of result.job(job))
         assert.equal(instance.result, "success", failures(result));

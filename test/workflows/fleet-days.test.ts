@@ -1,42 +1,80 @@
-// The shipped workflows as a fleet repository runs them, over several scheduled runs: the four
-// callers docs/actions.md shows, the packed release installed by action.yml, real sshd hosts behind
-// one jump host (`MaxStartups 4:50:8`), the real git server and the GitHub double. Between runs the
-// hosts and the operators change things as they do (a manifest change merged before the hosts roll
-// it out, a persisted sysctl file written and extended, a host going dark), and a reviewer merges
-// and closes pull requests, each merge followed by refresh-prs. Every pull request is asserted:
-// kind, the files it changes, title and the lines of its body that decide it.
+// The shipped workflows as a fleet repository runs them, over eight scheduled runs on eight faked
+// days (libfaketime under every step of the runs): the four callers docs/actions.md shows, the
+// packed release installed by action.yml, real sshd hosts in three roles behind one jump host
+// (`MaxStartups 4:50:8`), the real git server and the GitHub double. Between runs the hosts and the
+// operators change things as they do, each change dated the evening before the run that finds it
+// (a kernel last month's apt upgrade installed, a manifest change merged before the hosts roll it
+// out, a persisted sysctl file written and extended, a `sysctl -w`, a newer kernel installed for
+// the next boot, hosts going dark), and a reviewer merges and closes pull requests, each merge
+// followed by refresh-prs. Every pull request is asserted: kind, the files it changes, title and
+// the lines of its body that decide it.
 // Needs root (test hosts).
 import assert from "node:assert/strict";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import os from "node:os";
+import { existsSync, readFileSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { release } from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { execa } from "execa";
-import { startGitServer, type GitServer } from "../support/git-server.js";
-import { startGitHubDouble, type GitHubDouble } from "../support/github-double/index.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
 import { assertNoSelfChange } from "../support/pull-text.js";
-import { fleetRunnerOptions, publishRelease, writeFleetRepository } from "./fleet-repo.js";
-import { runWorkflow, type RunResult } from "./runner.js";
+import {
+  FAKETIME_LIBRARY,
+  failures,
+  startFleetForge,
+  type FleetForge,
+  type FleetSite,
+  type Pull,
+} from "./fleet-site.js";
+import type { RunResult } from "./runner.js";
 
-const OWNER = "acme";
-const REPO = "fleet";
-const TOKEN = "ghs_fleet_days_write";
-const READ_TOKEN = "ghs_fleet_days_read";
 const M = "fleet-manifests";
 const WEB = ["web-01", "web-02", "web-03"];
 const DB = ["db-01", "db-02"];
+const CACHE = ["cache-01", "cache-02"];
+const NODES = [...WEB, ...DB, ...CACHE];
 const DB_SYSCTL = "/etc/sysctl.d/90-db.conf";
+const TUNE_FILE = "/etc/sysctl.d/99-tune.conf";
 // The web group's tcp_fin_timeout after the change the team merges on day 1.
 const ROLLED_OUT = 30;
+// The hosts share this machine's kernel. The cache group still declares the one last month's
+// update replaced; apt installs a newer one beside the running one during the week.
+const RUNNING = release();
+const PREVIOUS = "6.1.0-28-amd64";
+const NEWER = RUNNING.replace(/^(\d+)\.(\d+)/, (_, major: string) => `${Number(major) + 1}.0`);
+/** This machine's boot, which the test hosts share, in epoch seconds. */
+const BOOTED_AT = Number(/^btime (\d+)$/m.exec(readFileSync("/proc/stat", "utf8"))![1]);
+/** Epoch seconds as the hosts' logs write them: local time, which is UTC on the test machines. */
+const logTime = (seconds: number, sep: string) =>
+  new Date(seconds * 1000).toISOString().slice(0, 19).replace("T", sep);
+/** What dpkg.log and apt's history.log say when alice's `apt-get -y upgrade` installs `kernel`. */
+const aptInstall = (kernel: string, at: number) => ({
+  dpkg: `${logTime(at, " ")} install linux-image-${kernel}:amd64 <none> ${kernel}-1\n`,
+  history: [
+    "",
+    `Start-Date: ${logTime(at - 5, "  ")}`,
+    "Commandline: apt-get -y upgrade",
+    "Requested-By: alice (1000)",
+    `Install: linux-image-${kernel}:amd64 (${kernel}-1, automatic)`,
+    `End-Date: ${logTime(at + 5, "  ")}`,
+    "",
+  ].join("\n"),
+});
+// Ten minutes or more before the boot, half a minute into a minute: apt's start and end share it.
+const INSTALLED_AT = Math.floor((BOOTED_AT - 600) / 60) * 60 + 30;
+const LAST_MONTH = aptInstall(RUNNING, INSTALLED_AT);
 
-/** The web group's file, declaring `finTimeout`. */
-const webGroup = (finTimeout: number) =>
+// The live values web-01 and web-02 take from one sysctl.d file on day 7: the group's somaxconn and
+// a keepalive key each web node declares in its own file.
+const TUNED = { "net.core.somaxconn": 2048, "net.ipv4.tcp_keepalive_probes": 5 };
+
+/** The web group's file, declaring `finTimeout` and `somaxconn`. */
+const webGroup = (finTimeout: number, somaxconn: number) =>
   [
     "# Front-end web servers.",
     "system:",
     "  sysctl_parameters:",
     `    net.ipv4.tcp_fin_timeout: ${finTimeout}`,
+    `    net.core.somaxconn: ${somaxconn}`,
     "networking:",
     "  listening_ports: [tcp/22]",
     "",
@@ -44,13 +82,17 @@ const webGroup = (finTimeout: number) =>
 
 describe("a fleet repository's scheduled runs, merges and refreshes through the shipped workflows", () => {
   let fleet: TestFleet;
-  let server: GitServer;
-  let double: GitHubDouble;
-  let work: string;
-  let seed: string;
-  let runs = 0;
+  let forge: FleetForge;
+  let site: FleetSite;
+  // The hosts' values as they start: what the manifests declare at first.
+  let finTimeout = 0;
+  let keepaliveTime = 0;
+  let keepaliveIntvl = 0;
+  let somaxconn = 0;
+  let keepaliveProbes = 0;
 
   before(async () => {
+    assert.ok(existsSync(FAKETIME_LIBRARY), "libfaketime (apt-get install faketime)");
     fleet = await startFleet(
       [
         // The bastion drops unauthenticated connections past 4 at random, all past 8.
@@ -58,190 +100,172 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
         ...WEB.map((name) => ({
           name,
           behind: "bastion",
-          ...(name === "web-03" && { listeners: ["tcp/8080"] }),
+          ...(name === "web-03" ? { listeners: ["tcp/8080"] } : { writable: ["/etc/sysctl.d"] }),
         })),
         ...DB.map((name) => ({
           name,
           behind: "bastion",
           ...(name === "db-01" && { writable: ["/etc/sysctl.d"] }),
         })),
+        // Last month's update: apt installed the running kernel, then the hosts booted into it.
+        ...CACHE.map((name) => ({
+          name,
+          behind: "bastion",
+          writable: ["/boot"],
+          files: {
+            [`/boot/vmlinuz-${RUNNING}`]: { contents: "kernel\n" },
+            "/var/log/dpkg.log": { contents: LAST_MONTH.dpkg },
+            "/var/log/apt/history.log": { contents: LAST_MONTH.history },
+          },
+        })),
       ],
       { prefix: "qmd" },
     );
-    work = await mkdtemp(path.join(os.tmpdir(), "qm-fleet-days-"));
     const live = async (key: string) =>
-      Number((await fleet.exec("db-01", `cat /proc/sys/net/ipv4/${key}`)).trim());
-    finTimeout = await live("tcp_fin_timeout");
-    keepaliveTime = await live("tcp_keepalive_time");
-    keepaliveIntvl = await live("tcp_keepalive_intvl");
+      Number((await fleet.exec("db-01", `cat /proc/sys/${key.replaceAll(".", "/")}`)).trim());
+    finTimeout = await live("net.ipv4.tcp_fin_timeout");
+    keepaliveTime = await live("net.ipv4.tcp_keepalive_time");
+    keepaliveIntvl = await live("net.ipv4.tcp_keepalive_intvl");
+    somaxconn = await live("net.core.somaxconn");
+    keepaliveProbes = await live("net.ipv4.tcp_keepalive_probes");
     assert.ok(finTimeout !== ROLLED_OUT && keepaliveTime !== 600 && keepaliveIntvl !== 30);
-    server = await startGitServer({ token: TOKEN });
-    seed = path.join(work, "seed");
+    assert.ok(somaxconn !== TUNED["net.core.somaxconn"]);
+    assert.ok(keepaliveProbes !== TUNED["net.ipv4.tcp_keepalive_probes"]);
     const host = (name: string) => fleet.hosts.find((h) => h.name === name)!;
-    await writeFleetRepository(seed, await publishRelease(server, work), {
-      "fleet.yaml": [
-        // Through the jump host a node's banner waits for the hop's whole login.
-        "ssh: { user: qm-audit, connect_timeout: 60, timeout: 120 }",
-        // No node may go unaudited: a dark host fails the scheduled run (exit bit 8).
-        "audit: { max_unaudited: 0 }",
+    forge = await startFleetForge({
+      prefix: "qm-fleet-days-",
+      sshKey: await readFile(fleet.identityFile, "utf8"),
+      // Kept secret by the fleet: where the bastion and the nodes are. The documented
+      // fleet-manifests/ssh_config adds `User` for the bastion and `ProxyJump bastion` for
+      // *.fleet.internal.
+      sshConfig: [
+        `Host bastion\n  HostName ${host("bastion").address}\n  Port ${host("bastion").port}`,
+        ...NODES.map(
+          (name) =>
+            `Host ${name}.fleet.internal\n  HostName ${host(name).address}\n  Port ${host(name).port}`,
+        ),
         "",
       ].join("\n"),
-      "groups/web.yaml": webGroup(finTimeout),
-      "groups/db.yaml": [
-        "system:",
-        "  sysctl_parameters:",
-        `    net.ipv4.tcp_keepalive_time: ${keepaliveTime}`,
-        `    net.ipv4.tcp_keepalive_intvl: ${keepaliveIntvl}`,
-        "networking:",
-        "  listening_ports: [tcp/22]",
-        "",
-      ].join("\n"),
-      ...Object.fromEntries(
-        [...WEB, ...DB].map((name) => [
-          `nodes/${name}.yaml`,
-          `host: ${name}.fleet.internal\ngroups: [${name.slice(0, name.indexOf("-"))}]\n`,
-        ]),
-      ),
-      // Pinned host keys, the bastion's included: the jump's own ssh reads them from the config.
-      known_hosts: await readFile(fleet.knownHosts, "utf8"),
+      manifests: {
+        "fleet.yaml": [
+          // Through the jump host a node's banner waits for the hop's whole login.
+          "ssh: { user: qm-audit, connect_timeout: 60, timeout: 120 }",
+          // No node may go unaudited: a dark host fails the scheduled run (exit bit 8).
+          "audit: { max_unaudited: 0 }",
+          // A kernel a package transaction installed before the boot is a planned upgrade.
+          "policy:",
+          "  kernel: { on_drift: { package: accept, otherwise: ticket } }",
+          "",
+        ].join("\n"),
+        "groups/web.yaml": webGroup(finTimeout, somaxconn),
+        "groups/db.yaml": [
+          "system:",
+          "  sysctl_parameters:",
+          `    net.ipv4.tcp_keepalive_time: ${keepaliveTime}`,
+          `    net.ipv4.tcp_keepalive_intvl: ${keepaliveIntvl}`,
+          "networking:",
+          "  listening_ports: [tcp/22]",
+          "",
+        ].join("\n"),
+        "groups/cache.yaml": [
+          "system:",
+          `  kernel_version: ${PREVIOUS}`,
+          "networking:",
+          "  listening_ports: [tcp/22]",
+          "",
+        ].join("\n"),
+        ...Object.fromEntries(
+          NODES.map((name) => [
+            `nodes/${name}.yaml`,
+            [
+              `host: ${name}.fleet.internal`,
+              `groups: [${name.slice(0, name.indexOf("-"))}]`,
+              ...(WEB.includes(name)
+                ? [
+                    "system:",
+                    "  sysctl_parameters:",
+                    `    net.ipv4.tcp_keepalive_probes: ${keepaliveProbes}`,
+                  ]
+                : []),
+              "",
+            ].join("\n"),
+          ]),
+        ),
+        // Pinned host keys, the bastion's included: the jump's own ssh reads them from the config.
+        known_hosts: await readFile(fleet.knownHosts, "utf8"),
+      },
     });
-    await server.createRepo(OWNER, REPO, seed);
-    double = await startGitHubDouble({
-      git: server,
-      owner: OWNER,
-      repo: REPO,
-      token: TOKEN,
-      readToken: READ_TOKEN,
-      botLogin: "github-actions[bot]",
-    });
-    double.addCollaborator("fleet-reviewer", "write");
-    // Kept secret by the fleet: where the bastion and the nodes are. The documented
-    // fleet-manifests/ssh_config adds `User` for the bastion and `ProxyJump bastion` for
-    // *.fleet.internal.
-    secretSshConfig = [
-      `Host bastion\n  HostName ${host("bastion").address}\n  Port ${host("bastion").port}`,
-      ...[...WEB, ...DB].map(
-        (name) =>
-          `Host ${name}.fleet.internal\n  HostName ${host(name).address}\n  Port ${host(name).port}`,
-      ),
-      "",
-    ].join("\n");
+    site = await forge.site("fleet");
+    site.double.addCollaborator("fleet-reviewer", "write");
   });
-  let secretSshConfig = "";
-  // The hosts' values as they start: what the manifests declare at first.
-  let finTimeout = 0;
-  let keepaliveTime = 0;
-  let keepaliveIntvl = 0;
 
   after(async () => {
-    await double?.stop();
-    await server?.stop();
+    await forge?.stop();
     await fleet?.stop();
-    if (work) await rm(work, { recursive: true, force: true });
   });
 
-  const bare = () => server.barePath(OWNER, REPO);
-  const git = async (...args: string[]) =>
-    (await execa("git", ["--git-dir", bare(), ...args])).stdout;
-  const mainSha = async () => (await git("rev-parse", "main")).trim();
-
-  async function run(
-    workflow: string,
-    event: { name: string; payload: Record<string, unknown> },
-  ): Promise<RunResult> {
-    return runWorkflow({
-      ...fleetRunnerOptions(path.join(work, "actions-cache")),
-      workflow: path.join(seed, ".github/workflows", workflow),
-      event,
-      inputs: {},
-      repository: {
-        fullName: `${OWNER}/${REPO}`,
-        barePath: bare(),
-        sha: await mainSha(),
-        ref: "refs/heads/main",
-      },
-      tokens: { write: TOKEN, read: READ_TOKEN },
-      secrets: { QUARTERMASTER_SSH_CONFIG: secretSshConfig },
-      environments: {
-        quartermaster: {
-          secrets: { QUARTERMASTER_SSH_KEY: await readFile(fleet.identityFile, "utf8") },
-          branches: ["main"],
-        },
-      },
-      apiUrl: double.apiUrl,
-      serverUrl: server.url,
-      workDir: path.join(work, `run-${++runs}`),
-      machineEnv: { QUARTERMASTER_RETRY_AFTER_BASE_MS: "1", QUARTERMASTER_WRITE_SPACING_MS: "0" },
+  /**
+   * An hour before the day's run on its clock (epoch seconds), half a minute into a minute: when the
+   * operators change things.
+   */
+  let evening = 0;
+  /**
+   * The runs from now on are on day `n` of the week: their clock is `n - 1` days ahead of this
+   * machine's.
+   */
+  const dawn = (n: number) => {
+    site.daysAhead = n - 1;
+    evening = Math.floor(site.now() / 60_000) * 60 - 3600 + 30;
+  };
+  /** An operator writes (`>`) or appends to (`>>`) a host's file, an hour before the next run. */
+  const edit = (name: string, file: string, op: ">" | ">>", line: string) =>
+    fleet.exec(name, `printf '%s\\n' '${line}' ${op} ${file} && touch -d @${evening} ${file}`);
+  /** A teammate's commit onto main, an hour before the next run. */
+  const push = (files: Record<string, string>) =>
+    site.double.pushCommit("main", files, {
+      name: "Fleet Operator",
+      email: "operator@example.com",
+      date: new Date(evening * 1000).toISOString(),
     });
+  /** When each day's scheduled run started and ended, on the runs' clock (epoch milliseconds). */
+  const days: { from: number; to: number }[] = [];
+  /** Day `n`'s scheduled run. */
+  async function scheduledOn(n: number) {
+    assert.equal(site.daysAhead, n - 1);
+    const from = site.now();
+    const run = await site.scheduled();
+    days[n] = { from, to: site.now() };
+    return run;
   }
-
-  const failures = (result: RunResult) =>
-    result.jobs
-      .flatMap((j) =>
-        j.steps
-          .filter((s) => s.outcome === "failure")
-          .map((s) => `${j.name} / ${s.name} (exit ${s.exitCode}):\n${s.stdout}\n${s.stderr}`),
-      )
-      .join("\n");
-
-  /** A scheduled drift-audit run; its propose step's output. */
-  async function scheduled(): Promise<{
-    result: RunResult;
-    propose: RunResult["jobs"][0]["steps"][0];
-  }> {
-    const result = await run("drift-audit.yml", {
-      name: "schedule",
-      payload: { schedule: "23 * * * *" },
-    });
-    const propose = result
-      .job("propose")[0]!
-      .steps.find((s) => s.name === "Open, update or close pull requests")!;
-    return { result, propose };
-  }
-
-  /** The reviewer merges `number`; refresh-prs runs for the merge as GitHub starts it. */
-  async function mergeAndRefresh(number: number) {
-    const pull = double.pulls().find((p) => p.number === number)!;
-    await double.mergePull(number);
-    const result = await run("refresh-prs.yml", {
-      name: "pull_request",
-      payload: {
-        action: "closed",
-        pull_request: { merged: true, head: { ref: pull.head }, base: { ref: "main" } },
-        repository: { default_branch: "main" },
-      },
-    });
-    const job = result.job("refresh")[0]!;
-    const step = job.steps.find((s) => s.name.startsWith("Rebuild"))!;
-    return { result, job, step };
-  }
-
-  /** Each open pull request: kind, files changed against main, title, body lines. */
-  async function openPulls() {
-    const main = await mainSha();
-    return Promise.all(
-      double
-        .pulls()
-        .filter((p) => p.state === "open")
-        .sort((a, b) => a.number - b.number)
-        .map(async (p) => ({
-          number: p.number,
-          kind: /^quartermaster--([a-z]+)--/.exec(p.head)![1]!,
-          head: p.head,
-          files: (await git("diff", "--no-renames", "--name-only", `${main}...${p.headSha}`))
-            .split("\n")
-            .filter(Boolean)
-            .sort(),
-          title: p.title,
-          lines: (p.body ?? "").split("\n"),
-        })),
+  /** Fails unless the PR says its drift was first seen by day `n`'s run. */
+  const seenOn = (pull: Pull, n: number) => {
+    const line = pull.lines.find((l) => l.startsWith("Drifting since ")) ?? "";
+    const at = Date.parse(/^Drifting since (\S+)/.exec(line)?.[1] ?? "");
+    const { from, to } = days[n]!;
+    assert.ok(
+      at >= Math.floor(from / 60_000) * 60_000 && at <= to,
+      `PR #${pull.number}: "${line}", not within day ${n}'s run (${new Date(from).toISOString()} to ${new Date(to).toISOString()})`,
     );
+  };
+  /** The run history the scheduled runs keep on the state branch. */
+  const runHistory = async () =>
+    JSON.parse(await site.git("show", "quartermaster-state:run-history.json")) as {
+      runs: { at: string }[];
+      drift: Record<string, { node: string; key: string; pull?: { number: number; kind: string } }>;
+    };
+  /** The pull request the fleet page of a run links `node`'s drift of `key` to, as its text shows. */
+  async function pageLink(result: RunResult, node: string, key: string) {
+    const page = await readFile(path.join(result.artifacts, "fleet-page", "fleet.html"), "utf8");
+    const section = page.slice(page.indexOf(`data-node="${node}"`));
+    const at = section.indexOf(`<code>${key}</code>`);
+    const row = section.slice(at, section.indexOf("</tr>", at));
+    const cells = [...row.matchAll(/<td>(.*?)<\/td>/g)].map((m) => m[1]!.replace(/<[^>]+>/g, ""));
+    // After the key's cell: first seen, last seen, cause, pull request.
+    return cells[3];
   }
-
   /** Sets a net.ipv4 sysctl on a host, as `sysctl -w` does. */
   const sysctlW = (name: string, key: string, value: number) =>
     fleet.exec(name, `echo ${value} > /proc/sys/net/ipv4/${key}`);
-  type Pull = Awaited<ReturnType<typeof openPulls>>[number];
   /** The open pull requests, each as kind, files changed and title. */
   const summary = (pulls: readonly Pull[]) => pulls.map((p) => [p.kind, p.files, p.title]);
   /** Fails unless every line of `lines` is a line of the PR's body. */
@@ -267,7 +291,7 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
     "Remediation: Apply the manifest baseline with `sysctl -p` (or `sysctl --system`), or accept the live value into the manifest.";
 
   /** Asserts what a refresh after a merge did: succeeded, audited nothing, opened and announced nothing. */
-  function refreshed(merged: Awaited<ReturnType<typeof mergeAndRefresh>>) {
+  function refreshed(merged: Awaited<ReturnType<FleetSite["mergeAndRefresh"]>>) {
     assert.equal(failures(merged.result), "");
     assert.equal(merged.job.result, "success");
     assert.ok(!merged.job.steps.some((s) => /ssh|audit/i.test(s.name)), "no node is audited");
@@ -275,47 +299,71 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
     assert.doesNotMatch(merged.step.stderr, /not audited|Error|at .*\.js:\d+/, merged.step.stderr);
   }
 
-  test("seven scheduled runs: a pending rollout is a ticket, merges never trap, a rejection rejects its items only, a dark host fails only the scheduled run", async () => {
+  test("a week of scheduled runs: a planned kernel upgrade is an accept, a pending rollout a ticket, latent drift in its own words, merges never trap, a rejection rejects its items only, a shared value lands in the group file while a dark host keeps its own, a dark host fails only the scheduled run", async () => {
     const log: string[] = [];
     const say = async (what: string, step?: { stdout: string; stderr: string }) =>
       log.push(
         `== ${what}`,
         step?.stdout ?? "",
         step?.stderr ?? "",
-        JSON.stringify(await openPulls(), null, 2),
+        JSON.stringify(await site.openPulls(), null, 2),
       );
     try {
+      dawn(1);
       // Day 1: the fleet as adopted. web-03 listens on tcp/8080, which the web group does not allow.
-      const day1 = await scheduled();
+      const day1 = await scheduledOn(1);
       await say("day 1", day1.propose);
       assert.equal(failures(day1.result), "");
-      const [ports] = await openPulls();
-      assert.deepEqual(summary(await openPulls()), [
+      // The cache hosts run the kernel last month's apt upgrade installed: by the kernel's policy
+      // by cause, an accept of the group's kernel_version.
+      const ports = (await site.openPulls()).find((p) => p.kind === "ticket");
+      const kernel = (await site.openPulls()).find((p) => p.kind === "accept");
+      assert.deepEqual(summary(await site.openPulls()), [
         [
           "ticket",
           [ticketFile("web", ports!)],
           "Remediate ports drift on web-03: tcp/8080: not in the allow-list → listening",
         ],
+        [
+          "accept",
+          [`${M}/groups/cache.yaml`],
+          `Accept kernel drift from one package transaction on cache-01, cache-02: kernel_version: ${PREVIOUS} → ${RUNNING}`,
+        ],
       ]);
       hasLines(ports!, [
         "This is a ticket because policy: ports drift is remediated on the host.",
         TICKET_MERGE,
-        row("web-03", "tcp/8080", "not in the allow-list", "listening", "groups/web.yaml:6"),
+        row("web-03", "tcp/8080", "not in the allow-list", "listening", "groups/web.yaml:7"),
       ]);
+      // One cause line for the transaction both hosts recorded alike.
+      assert.deepEqual(
+        kernel!.lines.filter((l) => l.startsWith("Changed by ")),
+        [
+          `Changed by \`apt-get (alice)\` at ${logTime(INSTALLED_AT, " ").slice(0, 16)} UTC: \`booted ${RUNNING} at ${new Date(BOOTED_AT * 1000).toISOString().replace(/\.000Z$/, "Z")}; linux-image-${RUNNING} (new) → ${RUNNING}-1\` (as each of \`cache-01\`, \`cache-02\` recorded it).`,
+        ],
+      );
+      hasLines(kernel!, [
+        ACCEPT_MERGE,
+        ...CACHE.map((name) =>
+          row(name, "kernel_version", PREVIOUS, RUNNING, "groups/cache.yaml:2"),
+        ),
+      ]);
+      refreshed(await site.mergeAndRefresh(kernel!.number));
 
       // The team merges tcp_fin_timeout 60 → 30 for the web group; the hosts have not rolled it out.
       // On db-01 an operator persists a keepalive time in a sysctl.d file and applies it.
-      await double.pushCommit("main", { [`${M}/groups/web.yaml`]: webGroup(ROLLED_OUT) });
-      await fleet.exec("db-01", `printf 'net.ipv4.tcp_keepalive_time = 600\\n' > ${DB_SYSCTL}`);
+      dawn(2);
+      await push({ [`${M}/groups/web.yaml`]: webGroup(ROLLED_OUT, somaxconn) });
+      await edit("db-01", DB_SYSCTL, ">", "net.ipv4.tcp_keepalive_time = 600");
       await sysctlW("db-01", "tcp_keepalive_time", 600);
 
       // Day 2: the rollout pending on the web hosts is a ticket, never an accept reverting the merge
       // (the audit shard reads the history the rollout is told by).
-      const day2 = await scheduled();
+      const day2 = await scheduledOn(2);
       await say("day 2", day2.propose);
       assert.equal(failures(day2.result), "");
-      const [, rollout, keepalive] = await openPulls();
-      assert.deepEqual(summary(await openPulls()), [
+      const [, rollout, keepalive] = await site.openPulls();
+      assert.deepEqual(summary(await site.openPulls()), [
         summary([ports!])[0],
         [
           "ticket",
@@ -330,7 +378,7 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
       ]);
       hasLines(rollout!, [
         "This is a ticket because rollout pending: the manifest moved and the host did not, so accepting the live value would revert a merged change: `" +
-          (await mainSha()) +
+          (await site.mainSha()) +
           "`.",
         TICKET_MERGE,
         ...WEB.map((name) =>
@@ -344,9 +392,9 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
         ),
       ]);
       // The rollout's time is the merged commit's, read from the audit's depth-1 checkout.
-      const merged = new Date(Number(await git("log", "-1", "--format=%ct", "main")) * 1000);
+      const merged = new Date(Number(await site.git("log", "-1", "--format=%ct", "main")) * 1000);
       const minute = `${merged.toISOString().slice(0, 16).replace("T", " ")} UTC`;
-      const commit = (await mainSha()).slice(0, 12);
+      const commit = (await site.mainSha()).slice(0, 12);
       assert.ok(
         rollout!.lines.some((l) =>
           l.startsWith(`Rollout pending at ${minute} (commit \`${commit}\`)`),
@@ -374,35 +422,40 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
       );
 
       // The reviewer merges the rollout ticket: the refresh announces nothing (no "defer ticket").
-      const merged2 = await mergeAndRefresh(rollout!.number);
+      const merged2 = await site.mergeAndRefresh(rollout!.number);
       await say("refresh after the rollout ticket", merged2.step);
       refreshed(merged2);
       assert.match(merged2.step.stdout, /^nothing to propose: every pull request is up to date$/m);
       // The reviewer rejects the keepalive accept.
-      await double.closePull(keepalive!.number);
+      await site.double.closePull(keepalive!.number);
 
       // The hosts roll the change out; db-01's operator adds a line to the same file; db-02 goes dark.
+      // The drift first seen today says so.
+      seenOn(rollout!, 2);
+      seenOn(keepalive!, 2);
+
+      dawn(3);
       for (const name of WEB) await sysctlW(name, "tcp_fin_timeout", ROLLED_OUT);
-      await fleet.exec("db-01", `printf 'net.ipv4.tcp_keepalive_intvl = 30\\n' >> ${DB_SYSCTL}`);
+      await edit("db-01", DB_SYSCTL, ">>", "net.ipv4.tcp_keepalive_intvl = 30");
       await sysctlW("db-01", "tcp_keepalive_intvl", 30);
       await fleet.takeDown("db-02");
 
       // Day 3: the rejection holds for the keepalive time alone; the interval, a line of the same
       // file, is an accept. The rollout ticket is resolved. db-02 dark fails the run (bit 8) after
       // the pull requests are written.
-      const day3 = await scheduled();
+      const day3 = await scheduledOn(3);
       await say("day 3", day3.propose);
       assert.equal(day3.propose.exitCode, 8, day3.propose.stderr);
       assert.match(
         day3.propose.stderr,
-        /more nodes not audited than allowed: 1 of 5 nodes not audited/,
+        /more nodes not audited than allowed: 1 of 7 nodes not audited/,
       );
-      const [, intvl, rejected, resolve] = await openPulls();
+      const [, intvl, rejected, resolve] = await site.openPulls();
       const resolvedTicket = rollout!.files[0]!.replace(
         `${M}/remediations/web/`,
         `${M}/remediations/web/resolved/`,
       );
-      assert.deepEqual(summary(await openPulls()), [
+      assert.deepEqual(summary(await site.openPulls()), [
         summary([ports!])[0],
         [
           // db-01, the only audited taker, drifted: the group file takes the value, and db-02,
@@ -448,37 +501,53 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
       hasLines(resolve!, [
         "**Merging marks the ticket resolved** and moves it to `resolved/` in its folder: the drift it named is no longer present on any of its nodes.",
       ]);
+      // The rejected drift is as old as the day it was first seen; the interval is today's.
+      seenOn(rejected!, 2);
+      seenOn(intvl!, 3);
+      // The fleet page and the run history link each of db-01's drift items to the PR carrying it.
+      for (const [key, pull] of [
+        ["net.ipv4.tcp_keepalive_time", rejected!],
+        ["net.ipv4.tcp_keepalive_intvl", intvl!],
+      ] as const) {
+        assert.equal(await pageLink(day3.result, "db-01", key), `#${pull.number} (${pull.kind})`);
+        const kept = Object.values((await runHistory()).drift).find(
+          (d) => d.node === "db-01" && d.key === key,
+        );
+        assert.deepEqual(kept?.pull, { number: pull.number, kind: pull.kind });
+      }
 
       // The ports ticket merges first (the last but one ticket in remediations/web/ is the resolved
       // one): the resolve PR still merges after it, and each refresh passes though db-02 is dark.
-      const merged3 = await mergeAndRefresh(ports!.number);
+      const merged3 = await site.mergeAndRefresh(ports!.number);
       await say("refresh after the ports ticket", merged3.step);
       refreshed(merged3);
-      const merged4 = await mergeAndRefresh(resolve!.number);
+      const merged4 = await site.mergeAndRefresh(resolve!.number);
       await say("refresh after the resolve", merged4.step);
       refreshed(merged4);
       // The reviewer takes the interval and the keepalive ticket.
-      refreshed(await mergeAndRefresh(intvl!.number));
-      refreshed(await mergeAndRefresh(rejected!.number));
-      assert.deepEqual(await openPulls(), []);
+      refreshed(await site.mergeAndRefresh(intvl!.number));
+      refreshed(await site.mergeAndRefresh(rejected!.number));
+      assert.deepEqual(await site.openPulls(), []);
 
       // Day 4: nothing new; db-02 is still dark.
-      const day4 = await scheduled();
+      dawn(4);
+      const day4 = await scheduledOn(4);
       await say("day 4", day4.propose);
       assert.equal(day4.propose.exitCode, 8, day4.propose.stderr);
       assert.match(day4.propose.stdout, /^nothing to propose: every pull request is up to date$/m);
 
       // db-01's operator removes the keepalive time from the file and restores it; db-02 is back.
-      await fleet.exec("db-01", `printf 'net.ipv4.tcp_keepalive_intvl = 30\\n' > ${DB_SYSCTL}`);
+      dawn(5);
+      await edit("db-01", DB_SYSCTL, ">", "net.ipv4.tcp_keepalive_intvl = 30");
       await sysctlW("db-01", "tcp_keepalive_time", keepaliveTime);
       await fleet.reboot("db-02");
 
       // Day 5: the keepalive ticket is resolved into remediations/db/resolved/.
-      const day5 = await scheduled();
+      const day5 = await scheduledOn(5);
       await say("day 5", day5.propose);
       assert.equal(failures(day5.result), "");
-      const [resolveDb] = await openPulls();
-      assert.deepEqual(summary(await openPulls()), [
+      const [resolveDb] = await site.openPulls();
+      assert.deepEqual(summary(await site.openPulls()), [
         [
           "resolve",
           [
@@ -488,38 +557,146 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
           resolveDb!.title,
         ],
       ]);
-      refreshed(await mergeAndRefresh(resolveDb!.number));
+      refreshed(await site.mergeAndRefresh(resolveDb!.number));
 
-      // An operator's `sysctl -w` on web-01 alone.
+      // An operator's `sysctl -w` on web-01 alone. On cache-01, alice's apt-get upgrade installs a
+      // newer kernel beside the running one, for the next reboot.
+      dawn(6);
       await sysctlW("web-01", "tcp_fin_timeout", 45);
+      const update = aptInstall(NEWER, evening);
+      await fleet.exec(
+        "cache-01",
+        [
+          `: > /boot/vmlinuz-${NEWER}`,
+          `printf '%s' '${update.dpkg}' >> /var/log/dpkg.log`,
+          `printf '%s' '${update.history}' >> /var/log/apt/history.log`,
+        ].join(" && "),
+      );
 
-      // Day 6: one node of three drifted: an override in its own file.
-      const day6 = await scheduled();
+      // Day 6: one node of three drifted: an override in its own file. cache-01 runs what it
+      // declares, and its next boot will not: a latent ticket in its own words, never "X → X".
+      const day6 = await scheduledOn(6);
       await say("day 6", day6.propose);
       assert.equal(failures(day6.result), "");
-      const [own] = await openPulls();
-      assert.deepEqual(summary(await openPulls()), [
+      const own = (await site.openPulls()).find((p) => p.kind === "accept");
+      const latent = (await site.openPulls()).find((p) => p.kind === "ticket");
+      assert.deepEqual(summary(await site.openPulls()), [
+        [
+          "ticket",
+          [ticketFile("cache", latent!)],
+          `Remediate latent kernel drift on cache-01: kernel_version: reboot pending, becomes ${NEWER}`,
+        ],
         [
           "accept",
           [`${M}/nodes/web-01.yaml`],
           `Accept sysctl drift on web-01: net.ipv4.tcp_fin_timeout: ${ROLLED_OUT} → 45`,
         ],
       ]);
+      seenOn(own!, 6);
       hasLines(own!, [
         ACCEPT_MERGE,
         row("web-01", "net.ipv4.tcp_fin_timeout", String(ROLLED_OUT), "45", "groups/web.yaml:4"),
       ]);
-      refreshed(await mergeAndRefresh(own!.number));
+      seenOn(latent!, 6);
+      hasLines(latent!, [TICKET_MERGE]);
+      const latentText = latent!.lines.join("\n");
+      assert.ok(
+        latentText.includes(
+          `Quartermaster found **high** latent kernel drift on 1 node: The next boot runs \`${NEWER}\`, installed by \`apt-get (alice)\``,
+        ),
+        latentText,
+      );
+      assert.match(latentText, /^Remediation: Declare the kernel the next boot runs/m);
+      assert.doesNotMatch(latentText, /Schedule a reboot into the declared kernel/);
+      // The report counts it apart from drift, and cache-01 reads clean.
+      const report = JSON.parse(
+        await readFile(
+          path.join(day6.result.artifacts, "quartermaster-report", "report.json"),
+          "utf8",
+        ),
+      ) as { summary: { latentItems: number }; nodes: { name: string; status: string }[] };
+      assert.equal(report.summary.latentItems, 1);
+      assert.equal(report.nodes.find((n) => n.name === "cache-01")?.status, "clean");
+      refreshed(await site.mergeAndRefresh(own!.number));
+      refreshed(await site.mergeAndRefresh(latent!.number));
 
-      // Day 7: the fleet is as declared; nothing to propose.
-      const day7 = await scheduled();
+      // web-03 goes dark. On web-01 and web-02 an operator persists the same tuning in a sysctl.d
+      // file and applies it: the group's somaxconn, and a keepalive key of each node's own file.
+      dawn(7);
+      await fleet.takeDown("web-03");
+      for (const name of ["web-01", "web-02"]) {
+        const entries = Object.entries(TUNED);
+        for (const [i, [key, value]] of entries.entries())
+          await edit(name, TUNE_FILE, i === 0 ? ">" : ">>", `${key} = ${value}`);
+        for (const [key, value] of entries)
+          await fleet.exec(name, `echo ${value} > /proc/sys/${key.replaceAll(".", "/")}`);
+      }
+
+      // Day 7: one PR for the one cause. Both audited takers of the group's somaxconn drifted
+      // alike: the group file takes it and web-03, dark, keeps its old value in its own file; each
+      // node's own key is edited in its own file. Bundled with node-level keys, the shared value
+      // never becomes per-node overrides.
+      const day7 = await scheduledOn(7);
       await say("day 7", day7.propose);
-      assert.equal(failures(day7.result), "");
-      assert.match(day7.propose.stdout, /^nothing to propose: every pull request is up to date$/m);
-      assert.deepEqual(await openPulls(), []);
+      assert.equal(day7.propose.exitCode, 8, day7.propose.stderr);
+      const [tuned] = await site.openPulls();
+      assert.deepEqual(summary(await site.openPulls()), [
+        [
+          "accept",
+          ["groups/web.yaml", ...WEB.map((name) => `nodes/${name}.yaml`)].map((f) => `${M}/${f}`),
+          "Accept drift from one persisted file on web-01, web-02: sysctl net.ipv4.tcp_keepalive_probes and 1 more",
+        ],
+      ]);
+      // One cause line for the file both hosts recorded alike, dated when it was written.
+      assert.deepEqual(
+        tuned!.lines.filter((l) => l.startsWith("Persisted at ")),
+        [
+          `Persisted at ${logTime(evening, " ").slice(0, 16)} UTC: \`${TUNE_FILE}:2 sets 5\`, \`${TUNE_FILE}:1 sets 2048\` (as each of \`web-01\`, \`web-02\` recorded it).`,
+        ],
+      );
+      seenOn(tuned!, 7);
+      hasLines(tuned!, [
+        ACCEPT_MERGE,
+        ...["web-01", "web-02"].flatMap((name) => [
+          row(name, "net.core.somaxconn", String(somaxconn), "2048", "groups/web.yaml:5"),
+          row(
+            name,
+            "net.ipv4.tcp_keepalive_probes",
+            String(keepaliveProbes),
+            "5",
+            `nodes/${name}.yaml:5`,
+          ),
+        ]),
+      ]);
+      const [group, dark] = await Promise.all(
+        [`${M}/groups/web.yaml`, `${M}/nodes/web-03.yaml`].map((f) =>
+          site.git(
+            "show",
+            `${site.double.pulls().find((p) => p.number === tuned!.number)!.headSha}:${f}`,
+          ),
+        ),
+      );
+      assert.match(group!, /^ {4}net\.core\.somaxconn: 2048$/m);
+      // (Written quoted, as a string, where the group file has a number.)
+      assert.match(dark!, new RegExp(`^ {4}net\\.core\\.somaxconn: "?${somaxconn}"?$`, "m"));
+      refreshed(await site.mergeAndRefresh(tuned!.number));
+
+      // Day 8: web-03 is back with its old value, which its own file declares: nothing to propose.
+      dawn(8);
+      await fleet.reboot("web-03");
+      const day8 = await scheduledOn(8);
+      await say("day 8", day8.propose);
+      assert.equal(failures(day8.result), "");
+      assert.match(day8.propose.stdout, /^nothing to propose: every pull request is up to date$/m);
+      assert.deepEqual(await site.openPulls(), []);
+      // The run history holds the eight scheduled runs, each on its own day.
+      const dates = (await runHistory()).runs.map((r) => r.at.slice(0, 10));
+      assert.equal(new Set(dates).size, 8, dates.join(", "));
+      // One dashboard issue all week, found again by every run.
+      assert.equal(site.double.issues().length, 1);
       // Every pull request of the week, open, merged or closed: none says a value became itself.
-      assertNoSelfChange(double.pulls());
-      assert.deepEqual(double.violations, []);
+      assertNoSelfChange(site.double.pulls());
+      assert.deepEqual(site.double.violations, []);
     } catch (error) {
       console.log(log.join("\n"));
       throw error;
