@@ -252,6 +252,12 @@ export const certificates: Domain<CertificatesDeclared, CertificatesLive, "certi
     }
     return findings;
   },
+  watchTargets(declared) {
+    const paths = declared.map((d) => d.path);
+    // A declared path is a file or a folder of them: its entry, and every entry in it. Time ages a
+    // certificate with no file event: polled too, for its days left.
+    return { paths, directories: paths, polled: true };
+  },
   records(declared) {
     return { files: declared.map((d) => d.path) };
   },

@@ -104,6 +104,8 @@ export const SNAPSHOT_KEYWORDS = [
 const VALUE_OPTIONS = "CEbcfghkopu";
 const FLAG_OPTIONS = "46DGQRTdeiqrtV";
 const PASSED_ON = "46cghop";
+/** Where sshd's own configuration and drop-ins are, unless its listener was given -f. */
+const DEFAULT_CONFIG = "/etc/ssh/sshd_config";
 /** The most files (and Include directories) the probe sends back. */
 const MAX_FILES = 256;
 /** The most characters of a line sent back: a setting, not a file. */
@@ -264,6 +266,16 @@ export const sshd: Domain<SshdDeclared, SshdLive, "sshd"> = {
       findings.push(finding);
     }
     return findings;
+  },
+  watchTargets() {
+    return {
+      // The default configuration, its drop-ins, and the pid file a restart of sshd rewrites.
+      paths: [DEFAULT_CONFIG, "/run/sshd.pid"],
+      directories: ["/etc/ssh/sshd_config.d"],
+      // A listener started with -f elsewhere (or a PidFile elsewhere) and files it includes from
+      // elsewhere announce nothing here.
+      polled: true,
+    };
   },
   snapshot(live) {
     // Keywords come from sshd's own list (SNAPSHOT_KEYWORDS), never from host text alone.
