@@ -213,7 +213,7 @@ export const certificates: Domain<CertificatesDeclared, CertificatesLive, "certi
   latentWords: {
     sentence: ({ key, latent }, q) =>
       latent.after === "expiry"
-        ? `${q(key)} ${latent.because.replace(/^(expires in [^,]+), on ([^:]+):/, (_, soon: string, date: string) => `${soon} (${q(date)}):`)}`
+        ? `${q(key)} ${latent.because.replace(/^(expires in [^,]+), on (\S+): /, (_, soon: string, date: string) => `${soon} (${q(date)}): `)}`
         : undefined,
     remediation: {
       expiry:
