@@ -9,7 +9,7 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { Report } from "../../src/report/schema.js";
-import { runCli } from "../support/cli.js";
+import { auditThroughCli } from "../support/cli.js";
 import { AUDIT_USER, startFleet, type TestFleet } from "../support/hosts.js";
 import { removeTree, writeTree } from "../support/tree.js";
 
@@ -76,18 +76,7 @@ describe("sshd: the effective settings of the running sshd", () => {
 
   /** The CLI's audit of one node, in `format`. */
   const auditAs = (node: string, format: string, ...more: string[]) =>
-    runCli([
-      "audit",
-      "--manifests",
-      manifests,
-      "--ssh-config",
-      fleet.sshConfig,
-      "--nodes",
-      node,
-      "--format",
-      format,
-      ...more,
-    ]);
+    auditThroughCli(manifests, fleet.sshConfig)(format, "--nodes", node, ...more);
   const audit = async (node: string) => {
     const out = path.join(manifests, `${node}-report.json`);
     const result = await auditAs(node, "json", "--out", out);
