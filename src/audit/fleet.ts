@@ -62,7 +62,8 @@ export interface FleetRun {
  * node's entry goes to the spool as it arrives, so memory does not grow with the fleet.
  */
 export async function spoolFleet(run: FleetRun): Promise<SpooledReport> {
-  const startedAt = new Date().toISOString();
+  // The clock the findings are judged at (a certificate's days left): what the report says.
+  const startedAt = run.drift.now.toISOString();
   const spool = await EntrySpool.create();
   let dirty: Promise<boolean> | undefined;
   // Like the check itself, a repository it cannot read counts as clean.

@@ -188,9 +188,11 @@ export interface Domain<Declared, Live, Name extends string> {
   /**
    * The declaration after accepting one finding's live state (an accept PR). Without it, the
    * value at `finding.path` becomes `finding.live` (deleted when live is null), through maps only:
-   * a domain declaring a list (`listKey`, sets) says how an item is accepted.
+   * a domain declaring a list (`listKey`, sets) says how an item is accepted. `auditedAt` (epoch
+   * milliseconds, the audit's clock, else now) is when the finding held: state that ages is
+   * accepted as the audit saw it.
    */
-  accept?(declared: Declared, finding: Finding): Declared | undefined;
+  accept?(declared: Declared, finding: Finding, auditedAt?: number): Declared | undefined;
   /**
    * What on the host's disk announces a change to this declaration's live state, for `watch`
    * (src/watch/targets.ts). Without it, the domain is re-checked only by the periodic poll.

@@ -162,7 +162,7 @@ function addChanges(
 
 /** One drifted node's accepted values, each with the file that declares it for the node. */
 function nodeChanges(
-  { domain, owners }: Pick<DriftGroup, "domain" | "owners">,
+  { domain, owners, auditedAt }: Pick<DriftGroup, "domain" | "owners" | "auditedAt">,
   node: LoadedNode,
   items: readonly DriftItem[],
 ): SharedChange[] {
@@ -172,7 +172,7 @@ function nodeChanges(
   if (before === undefined) return [];
   // A set's items (listeners, routes) are accepted together, in one edit of their list.
   const after = items.reduce<unknown>(
-    (declared, each) => acceptFinding(domain, declared, each),
+    (declared, each) => acceptFinding(domain, declared, each, auditedAt),
     before,
   );
   return declaredChanges(before, after, domain.specPath, domain.listKey).map((change) => {

@@ -155,6 +155,7 @@ export function renderDashboard(input: DashboardInput, max = MAX_ROWS): string {
     );
   const pendingReboot = pendingNodes(input.report.nodes, ["reboot"]);
   const pendingRestart = pendingNodes(input.report.nodes, ["restart", "daemon-reload"]);
+  const pendingExpiry = pendingNodes(input.report.nodes, ["expiry"]);
   const budget = input.report.unauditedBudget?.over;
   const unasked = [...(input.unasked ?? [])]
     .sort((a, b) => a.number - b.number || (a.owner < b.owner ? -1 : 1))
@@ -199,6 +200,14 @@ export function renderDashboard(input: DashboardInput, max = MAX_ROWS): string {
         ? section(
             "Pending restart: latent drift a restart or daemon-reload sets off",
             pendingRestart,
+            rows,
+            "",
+          )
+        : []),
+      ...(pendingExpiry.length
+        ? section(
+            "Expiring before the next audit: latent drift the days to it set off",
+            pendingExpiry,
             rows,
             "",
           )

@@ -21,6 +21,8 @@ export interface DriftGroup {
   cause?: KnownCause;
   /** The accept PR a reviewer closed unmerged that carried these items on these nodes. */
   rejectedBy?: { number: number; branch: string };
+  /** When the audit that found them ran (the report's start), epoch milliseconds. */
+  auditedAt?: number;
 }
 
 /** A cause that names what it is (not `unknown`), its node-independent identity and its change. */
@@ -125,6 +127,7 @@ export function groupDrift(report: Report, nodes: ReadonlyMap<string, LoadedNode
           domain,
           items,
           nodes: [],
+          auditedAt: Date.parse(report.startedAt),
           ...(cause && { cause }),
         }),
       );

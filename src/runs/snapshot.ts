@@ -9,7 +9,13 @@ import {
   type AuditSettings,
 } from "../audit/node.js";
 import type { Latent } from "../domains/cause.js";
-import { declaredFor } from "../domains/domain.js";
+import {
+  DEFAULT_AUDIT_INTERVAL_MS,
+  declaredFor,
+  within,
+  type CompareTime,
+} from "../domains/domain.js";
+import { latentOnly } from "../domains/latent-words.js";
 import { DOMAINS, type AnyDomain, type DomainName } from "../domains/registry.js";
 import { DEFAULT_SNAPSHOT_OPTIONS, type SnapshotOptions } from "../domains/snapshot-options.js";
 import { ManifestEditError } from "../errors.js";
@@ -17,14 +23,14 @@ import type { LoadedNode } from "../manifest/load.js";
 import { parseContext } from "../probe/script.js";
 import { acceptFinding } from "../propose/accept.js";
 import { willBecome } from "../report/formats/common.js";
-import { pathKey, pathOfKey, type SpecPath } from "../spec-path.js";
+import { isPlainMap, pathKey, pathOfKey, type SpecPath } from "../spec-path.js";
 import { visible } from "../text/escape.js";
 import { stringifyPortable } from "../text/yaml-scalar.js";
 import { localTransport } from "../transport/local.js";
 import { sharedSshSessions, type SharedSshSessions } from "../transport/session-gate.js";
 import { sshTransport, type SshOptions } from "../transport/ssh.js";
 import type { Transport } from "../transport/transport.js";
-import { fleetAuditSettings, fleetSshOptions } from "./audit.js";
+import { fleetAuditSettings, fleetDriftRules, fleetSshOptions } from "./audit.js";
 import { loadManifests, localNode, selectNodes, type ManifestSource } from "./fleet.js";
 
 /** Which nodes a snapshot takes, how it reaches them, and how it declares what it finds. */
@@ -53,6 +59,11 @@ export interface SnapshotOutcome {
 export interface SnapshotRequest extends Partial<SnapshotOptions> {
   /** The node's effective spec: its files and units are taken at their live state. */
   declared?: Record<string, unknown>;
+  /**
+   * How often scheduled audits run (`audit.interval`), in milliseconds, when the fleet says: what
+   * a value must still hold at (a certificate's validity left) to be declared without a latent note.
+   */
+  auditInterval?: number;
 }
 
 /**
@@ -64,11 +75,14 @@ function acceptAll(
   declared: unknown,
   live: unknown,
   unknown: string[],
+  when: CompareTime,
 ): unknown {
   let state = declared;
-  for (const finding of domain.compare(declared, live)) {
+  for (const finding of domain.compare(declared, live, when)) {
+    // It holds now: nothing to accept (its note comes from latentIn).
+    if (latentOnly(finding)) continue;
     try {
-      state = acceptFinding(domain, state, finding);
+      state = acceptFinding(domain, state, finding, when.now);
     } catch (error) {
       if (!(error instanceof ManifestEditError)) throw error;
       unknown.push(`${domain.name}: ${error.message}; kept as declared`);
@@ -84,12 +98,30 @@ const keptOf = (domain: AnyDomain, accepted: unknown, live: unknown): unknown =>
 /** What the next reboot or restart changes in a declared value, by the value's `pathKey`. */
 export type LatentValues = Map<string, Latent>;
 
+/**
+ * Where a finding's path is in the snapshot's YAML: an item of a list declared per item (a
+ * certificate by path, a unit by name) by its index in the list.
+ */
+function yamlPath(domain: AnyDomain, value: unknown, path: SpecPath): SpecPath {
+  const [item, ...rest] = within(domain, path);
+  const key = domain.listKey;
+  if (key === undefined || !Array.isArray(value) || item === undefined) return path;
+  const index = value.findIndex((each) => isPlainMap(each) && each[key] === item);
+  return index < 0 ? path : [...domain.specPath, index, ...rest];
+}
+
 /** The latent findings on a snapshot's own value: what it declares that will not hold. */
-function latentIn(domain: AnyDomain, value: unknown, live: unknown, into: LatentValues): void {
+function latentIn(
+  domain: AnyDomain,
+  value: unknown,
+  live: unknown,
+  into: LatentValues,
+  when: CompareTime,
+): void {
   const declared = domain.schema.safeParse(value);
   if (!declared.success) return;
-  for (const finding of domain.compare(declared.data, live))
-    if (finding.latent) into.set(pathKey(finding.path), finding.latent);
+  for (const finding of domain.compare(declared.data, live, when))
+    if (finding.latent) into.set(pathKey(yamlPath(domain, value, finding.path)), finding.latent);
 }
 
 /**
@@ -109,7 +141,7 @@ export async function snapshotSpec(
   /** What each domain left out on purpose under the options (`Domain.snapshotLeftOut`). */
   leftOut: { domain: string; count: number; unknown?: string }[];
 }> {
-  const { declared: nodeSpec, ...chosen } = request;
+  const { declared: nodeSpec, auditInterval, ...chosen } = request;
   const options = { ...DEFAULT_SNAPSHOT_OPTIONS, ...chosen };
   const taken = domains.filter((d) => !d.skipsSnapshot?.(options));
   const declaredOf = (domain: AnyDomain) => {
@@ -123,6 +155,8 @@ export async function snapshotSpec(
     settings,
   );
   const parse = parseContext(probe.nonce);
+  const now = Date.now();
+  const when = { now, nextAudit: now + (auditInterval ?? DEFAULT_AUDIT_INTERVAL_MS) };
   const spec: Record<string, unknown> = {};
   const unknown: string[] = [];
   const latent: LatentValues = new Map();
@@ -138,11 +172,11 @@ export async function snapshotSpec(
     const value =
       declared === undefined
         ? domain.snapshot(read.live, options)
-        : keptOf(domain, acceptAll(domain, declared, read.live, unknown), read.live);
+        : keptOf(domain, acceptAll(domain, declared, read.live, unknown, when), read.live);
     const left = declared === undefined ? domain.snapshotLeftOut?.(read.live, options) : undefined;
     if (left) leftOut.push({ domain: domain.name, ...left });
     if (value === undefined) continue;
-    latentIn(domain, value, read.live, latent);
+    latentIn(domain, value, read.live, latent, when);
     let level = spec;
     for (const part of domain.specPath.slice(0, -1))
       level = (level[part] ??= {}) as Record<string, unknown>;
@@ -202,7 +236,7 @@ interface SnapshotTarget {
 async function snapshotTargets(
   values: SnapshotRunOptions,
   timeoutMs: number | undefined,
-): Promise<{ targets: SnapshotTarget[]; sessions?: SharedSshSessions }> {
+): Promise<{ targets: SnapshotTarget[]; sessions?: SharedSshSessions; auditInterval?: number }> {
   const overrides = timeoutMs ? { timeoutMs } : {};
   // --local alone is this machine, declared or not (a first snapshot bootstraps its node); a tree
   // named is used.
@@ -245,7 +279,12 @@ async function snapshotTargets(
     declared: node.spec,
     kept: connectionKeys(node),
   }));
-  return { targets, ...(sessions && { sessions }) };
+  const { auditInterval } = fleetDriftRules(fleet);
+  return {
+    targets,
+    ...(sessions && { sessions }),
+    ...(auditInterval !== undefined && { auditInterval }),
+  };
 }
 
 /** Each node's snapshot, in the order the options select them. */
@@ -253,7 +292,7 @@ export async function runSnapshot(config: SnapshotRunOptions): Promise<SnapshotO
   const { categories, packages } = config;
   const domains = DOMAINS.filter((d) => !categories || categories.includes(d.name));
   const timeoutMs = config.timeout === undefined ? undefined : config.timeout * 1000;
-  const { targets, sessions } = await snapshotTargets(config, timeoutMs);
+  const { targets, sessions, auditInterval } = await snapshotTargets(config, timeoutMs);
   const limit = nodeLimit(config.concurrency, sessions);
   const takenAt = new Date();
   const take = async (target: SnapshotTarget): Promise<SnapshotOutcome> => {
@@ -262,6 +301,7 @@ export async function runSnapshot(config: SnapshotRunOptions): Promise<SnapshotO
         packages,
         ephemeralAsRange: config.ephemeralAsRange,
         declared: target.declared,
+        ...(auditInterval !== undefined && { auditInterval }),
       });
       const spec = { ...target.kept, ...snapshot.spec };
       return { text: snapshotText(target.title, { ...snapshot, spec }, takenAt) };

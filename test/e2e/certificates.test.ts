@@ -226,6 +226,23 @@ describe("certificates", () => {
     );
   });
 
+  it("snapshot judges expiry against the weekly audits of fleet.yaml: 4 days on, 40 days left is declared latent", async () => {
+    await ensureBuilt();
+    const shot = await runBuiltCli(
+      ["snapshot", ...forge.repoArgs(), "--ssh-config", fleet.sshConfig, "--node", NODE],
+      { env: { ...forge.double.cliEnv(), LD_PRELOAD: FAKETIME, FAKETIME: "+4d" } },
+    );
+    assert.equal(shot.exitCode, 0, shot.stderr);
+    assert.doesNotMatch(shot.stdout, /later\.pem has expired/);
+    // Under 30d at next week's audit, not by tomorrow's.
+    assert.match(
+      shot.stdout,
+      new RegExp(
+        `later\\.pem\n +valid_for: 30d # will become "expires on ${expiryOf(pems.later!)}" at expiry: expires in 35 days`,
+      ),
+    );
+  });
+
   it("a hostile host: markup and runner commands in subjects escaped, a huge file, no PEM, a key and a symlink are its own drift", async () => {
     const env = { env: forge.double.cliEnv() };
     const result = await runBuiltCli(

@@ -12,7 +12,7 @@ import { stringify } from "yaml";
 import { loginShell } from "../../src/domains/accounts/parse.js";
 import { OTHER_LOGIN_USERS } from "../../src/domains/accounts/index.js";
 import { Report } from "../../src/report/schema.js";
-import { runCli, type CliResult } from "../support/cli.js";
+import { auditThroughCli, type CliResult } from "../support/cli.js";
 import { AUDIT_USER, startFleet, type TestFleet } from "../support/hosts.js";
 import { runnerCommandLines } from "../support/runner-commands.js";
 import { removeTree, writeTree } from "../support/tree.js";
@@ -94,16 +94,7 @@ describe("hostile accounts", () => {
   });
 
   const cli = (format: string, ...more: string[]) =>
-    runCli([
-      "audit",
-      "--manifests",
-      manifests,
-      "--ssh-config",
-      fleet.sshConfig,
-      "--format",
-      format,
-      ...more,
-    ]);
+    auditThroughCli(manifests, fleet.sshConfig)(format, ...more);
 
   test("the JSON report: each hostile name an item, a flood one item counting it, the calm node clean", async () => {
     const out = path.join(manifests, "report.json");
@@ -144,17 +135,7 @@ describe("hostile accounts", () => {
     // Sudo rights declared (none): each hostile rule is an item, the comment none.
     const sudoSpec = stringify({ ssh: { become: "sudo" }, accounts: { sudo: [] } });
     await writeFile(path.join(manifests, "nodes", "evil-01.yaml"), sudoSpec);
-    const result = await runCli([
-      "audit",
-      "--manifests",
-      manifests,
-      "--nodes",
-      "evil-01",
-      "--ssh-config",
-      fleet.sshConfig,
-      "--format",
-      "text",
-    ]);
+    const result = await cli("text", "--nodes", "evil-01");
     assert.equal(result.exitCode, 1, result.stderr);
     assertClean(result, "audit of sudo rights");
     assert.ok(result.stdout.includes("/etc/sudoers.d/50-hostile:2"), result.stdout);

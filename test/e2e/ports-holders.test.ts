@@ -8,7 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { Report } from "../../src/report/schema.js";
-import { runCli } from "../support/cli.js";
+import { auditThroughCli } from "../support/cli.js";
 import { AUDIT_USER, startFleet, type TestFleet } from "../support/hosts.js";
 import { removeTree, writeTree } from "../support/tree.js";
 
@@ -64,16 +64,7 @@ describe("ports: the listener's process and user", () => {
   });
 
   const audit = (format: string, ...more: string[]) =>
-    runCli([
-      "audit",
-      "--manifests",
-      manifests,
-      "--ssh-config",
-      fleet.sshConfig,
-      "--format",
-      format,
-      ...more,
-    ]);
+    auditThroughCli(manifests, fleet.sshConfig)(format, ...more);
 
   test("the JSON report names each holder where readable, and says unknown where not", async () => {
     const out = path.join(ready, "report.json");

@@ -1,5 +1,6 @@
 // The sshd domain through the real CLI on a real sshd test host: `sshd -T` of the configuration the
-// listening sshd was started with is the reference. `PasswordAuthentication yes` written to an
+// listening sshd was started with is the reference. That sshd runs from a folder with a blank in
+// its name, with an `-o` value holding blanks, on a host whose /usr/sbin/sshd is not sshd. `PasswordAuthentication yes` written to an
 // sshd_config.d file while sshd runs is latent until sshd restarts, and drift after it; without
 // `become: sudo` the domain is unknown with the reason; host text in a setting is escaped. Needs
 // root.
@@ -8,7 +9,7 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { Report } from "../../src/report/schema.js";
-import { runCli } from "../support/cli.js";
+import { auditThroughCli } from "../support/cli.js";
 import { AUDIT_USER, startFleet, type TestFleet } from "../support/hosts.js";
 import { removeTree, writeTree } from "../support/tree.js";
 
@@ -16,15 +17,24 @@ const HOST = "sshd-01";
 const DROP_IN = "/etc/ssh/sshd_config.d/50-incident.conf";
 // A user name holding a comment opener, a runner command and an escape: host text in a setting.
 const HOSTILE_USER = "<!--x::error::pwned\u001b[2J";
+// Given on sshd's command line, which its title joins with blanks.
+const BANNER = "/etc/ssh/banner with space";
 
 describe("sshd: the effective settings of the running sshd", () => {
   let fleet: TestFleet;
   let manifests: string;
+  let binDir: string;
+  let binary: string;
 
   before(async () => {
+    // The host's sshd runs from another prefix; /usr/sbin/sshd is not sshd there.
+    binDir = await writeTree({});
+    binary = path.join(binDir, "open ssh", "sbin", "sshd");
     fleet = await startFleet([
       {
         name: HOST,
+        sshdBinary: binary,
+        sshdArguments: ["-o", `Banner "${BANNER}"`],
         // The drop-ins come first, so one may set what the main file sets after them (sshd keeps
         // a keyword's first value).
         sshdOptions: [
@@ -34,6 +44,7 @@ describe("sshd: the effective settings of the running sshd", () => {
         ],
         writable: ["/etc/ssh/sshd_config.d"],
         files: {
+          "/usr/sbin/sshd": { contents: "not sshd\n", mode: "0644" },
           "/etc/sudoers.d/qm-audit": {
             contents: `${AUDIT_USER} ALL=(root) NOPASSWD: /bin/sh\n`,
             mode: "0440",
@@ -47,6 +58,7 @@ describe("sshd: the effective settings of the running sshd", () => {
       "    PasswordAuthentication: no",
       "    permitrootlogin: no",
       `    allowusers: ${AUDIT_USER}`,
+      `    Banner: ${BANNER}`,
       "",
     ].join("\n");
     manifests = await writeTree({
@@ -59,22 +71,12 @@ describe("sshd: the effective settings of the running sshd", () => {
   after(async () => {
     await fleet?.stop();
     await removeTree(manifests);
+    await removeTree(binDir);
   });
 
   /** The CLI's audit of one node, in `format`. */
   const auditAs = (node: string, format: string, ...more: string[]) =>
-    runCli([
-      "audit",
-      "--manifests",
-      manifests,
-      "--ssh-config",
-      fleet.sshConfig,
-      "--nodes",
-      node,
-      "--format",
-      format,
-      ...more,
-    ]);
+    auditThroughCli(manifests, fleet.sshConfig)(format, "--nodes", node, ...more);
   const audit = async (node: string) => {
     const out = path.join(manifests, `${node}-report.json`);
     const result = await auditAs(node, "json", "--out", out);
@@ -86,7 +88,7 @@ describe("sshd: the effective settings of the running sshd", () => {
     const dir = path.join(fleet.dir, "hosts", HOST);
     const out = await fleet.exec(
       HOST,
-      `/usr/sbin/sshd -T -f ${dir}/sshd_config -h ${dir}/ssh_host_ed25519_key | grep '^${keyword} '`,
+      `'${binary}' -T -f ${dir}/sshd_config -h ${dir}/ssh_host_ed25519_key -o 'Banner "${BANNER}"' | grep '^${keyword} '`,
     );
     return out.trim().slice(keyword.length + 1);
   };
@@ -99,6 +101,13 @@ describe("sshd: the effective settings of the running sshd", () => {
         reason: "sshd -T needs root: declare ssh: { become: sudo } for this node",
       },
     ]);
+  });
+
+  test("the listener's own binary and arguments, blanks kept, are what sshd -T is asked", async () => {
+    const { node } = await audit(HOST);
+    assert.deepEqual(node.unknown ?? [], []);
+    assert.equal(await reference("banner"), BANNER);
+    assert.ok(!node.drift.some((d) => d.key === "banner"), JSON.stringify(node.drift));
   });
 
   test("a drop-in written while sshd runs is latent until the restart, and drift after it", async () => {

@@ -72,6 +72,19 @@ export function runCli(args: string[], options: CliOptions = {}): Promise<CliRes
   return result;
 }
 
+/**
+ * The CLI's `audit` of a manifest tree over ssh, in this process: `(format, ...more flags)` runs
+ * `audit --manifests DIR --ssh-config FILE --format FORMAT ...more`.
+ */
+export const auditThroughCli =
+  (manifests: string, sshConfig: string) =>
+  (format: string, ...more: string[]): Promise<CliResult> =>
+    runCli([
+      "audit",
+      ...["--manifests", manifests, "--ssh-config", sshConfig],
+      ...["--format", format, ...more],
+    ]);
+
 async function runHere(args: string[], options: CliOptions): Promise<CliResult> {
   const { main } = await import("../../src/cli/program.js");
   const [stdout, stderr] = [new Capture(), new Capture()];

@@ -67,6 +67,13 @@ export interface HostDefinition {
    * its keyword (sshd keeps the first value of most keywords but the last of some, MaxStartups).
    */
   sshdOptions?: string[];
+  /** More arguments for this host's sshd, after the harness's own (`-o`, `"Banner /a b"`). */
+  sshdArguments?: string[];
+  /**
+   * Where this host's sshd binary is (an sshd built into another prefix): the machine's is copied
+   * there and run from there.
+   */
+  sshdBinary?: string;
   /**
    * A compromised host: a shell filter (`sed ...`, `awk ...`) that rewrites the stdout of every ssh
    * session's command on this host, installed as sshd's ForceCommand. It runs as the audit user.
@@ -746,9 +753,10 @@ const sshdArgs = (rt: HostRuntime) => [
   "-D",
   ...(rt.productionSshd ? [] : TEST_SSHD_SAVINGS.args),
   ...["-e", "-f", rt.sshdConfig, "-h", rt.hostKey],
+  ...(rt.def.sshdArguments ?? []),
 ];
 const sshdCommand = (rt: HostRuntime) =>
-  [SSHD, ...sshdArgs(rt), "-E", rt.sshdLog].map(shq).join(" ");
+  [rt.def.sshdBinary ?? SSHD, ...sshdArgs(rt), "-E", rt.sshdLog].map(shq).join(" ");
 
 /** Closes the first connection to ADDRESS:PORT unanswered, then exits (sshd takes its place). */
 const DROP_FIRST_SCRIPT = `
@@ -771,7 +779,7 @@ function startSshd(rt: HostRuntime, dropFirst = false): ChildProcess {
     ...(rt.bootOffset === undefined
       ? []
       : ["unshare", "--time", "--boottime", String(rt.bootOffset)]),
-    SSHD,
+    rt.def.sshdBinary ?? SSHD,
     ...sshdArgs(rt),
   ];
   const command = dropFirst
@@ -934,6 +942,12 @@ export async function startFleet(
       runtimes.map((rt) =>
         limit(async () => {
           await fsp.mkdir(rt.dir, { recursive: true });
+          const binary = rt.def.sshdBinary;
+          if (binary !== undefined) {
+            await fsp.mkdir(path.dirname(binary), { recursive: true });
+            await fsp.copyFile(SSHD, binary);
+            await fsp.chmod(binary, 0o755);
+          }
           return sshKeygen(rt.hostKey, rt.def.name);
         }),
       ),

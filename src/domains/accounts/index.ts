@@ -269,6 +269,21 @@ export const accounts: Domain<AccountsDeclared, AccountsLive, "accounts"> = {
   },
   records: accountsRecords,
   cause: accountsCause,
+  watchTargets(declared) {
+    const keyed = entries(declared.users).filter(([, user]) => user.authorized_keys);
+    return {
+      paths: [
+        "/etc/passwd",
+        "/etc/group",
+        ...(declared.sudo ? ["/etc/sudoers"] : []),
+        ...keyed.flatMap(([, user]) => (user.home ? [`${user.home}/.ssh/authorized_keys`] : [])),
+      ],
+      directories: declared.sudo ? ["/etc/sudoers.d"] : [],
+      // A sudoers include outside /etc/sudoers.d, and the keys of a home only the host names,
+      // announce nothing here.
+      polled: declared.sudo !== undefined || keyed.some(([, user]) => user.home === undefined),
+    };
+  },
   accept(declared, finding) {
     if (finding.key === OTHER_LOGIN_USERS) return declared;
     if (finding.key.startsWith("sudo:")) {

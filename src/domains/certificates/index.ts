@@ -46,7 +46,26 @@ export type CertificatesDeclared = z.infer<typeof CertificatesDeclared>;
 const daysOf = (validFor: string) => Number(VALID_FOR.exec(validFor)?.[1] ?? 0);
 const isoDay = (ms: number) => new Date(ms).toISOString().replace(/\.000Z$/, "Z");
 const EXPIRES = /^expires on (\S+)$/;
+const NOT_BEFORE = /^not valid before (\S+)$/;
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
+
+/**
+ * Whether a certificate's names cover a declared one: the same name, or (RFC 6125, 6.4.3) a
+ * wildcard `*.example.com` standing for one whole left-most label, `a.example.com` but neither
+ * `a.b.example.com` nor `example.com`. DNS names compare without case.
+ */
+export function carriesName(names: readonly string[], declared: string): boolean {
+  const want = declared.toLowerCase();
+  const dot = want.indexOf(".");
+  return names.some((name) => {
+    const got = name.toLowerCase();
+    if (got === want) return true;
+    // A wildcard over a top-level name alone (`*.com`) stands for nothing.
+    return (
+      got.startsWith("*.") && got.indexOf(".", 2) > 0 && dot > 0 && want.slice(dot) === got.slice(1)
+    );
+  });
+}
 
 /** The checks of one file against its declaration (its own, or its folder's). */
 function fileFindings(
@@ -68,10 +87,20 @@ function fileFindings(
   const findings: Finding[] = [];
   const first = got.certificates[0]!;
   const notAfter = Math.min(...got.certificates.map((c) => c.notAfter));
+  const notBefore = Math.max(...got.certificates.map((c) => c.notBefore));
   const need = daysOf(declared.valid_for) * DAY_MS;
   const days = Math.floor((notAfter - when.now) / DAY_MS);
   const expires = `expires on ${isoDay(notAfter)}`;
-  if (notAfter - when.now < need)
+  if (notBefore > when.now)
+    // A client refuses it as it refuses an expired one: no validity is left to count.
+    findings.push({
+      key: file,
+      declared: declared.valid_for,
+      live: `not valid before ${isoDay(notBefore)}`,
+      path: at("valid_for"),
+      detail: `not valid yet: valid from ${isoDay(notBefore)}, in ${plural(Math.ceil((notBefore - when.now) / DAY_MS), "day")}, until ${isoDay(notAfter)}`,
+    });
+  else if (notAfter - when.now < need)
     findings.push({
       key: file,
       declared: declared.valid_for,
@@ -104,8 +133,7 @@ function fileFindings(
         path: at(field),
       });
   }
-  const names = new Set(first.names);
-  const missing = declared.names?.filter((name) => !names.has(name)) ?? [];
+  const missing = declared.names?.filter((name) => !carriesName(first.names, name)) ?? [];
   if (missing.length)
     findings.push({
       key: `${file}:names`,
@@ -143,10 +171,21 @@ function pathFinding(declared: CertificateDeclared, other: PathLive): Finding {
 const filesOf = (declared: CertificateDeclared, live: CertificatesLive): Iterable<string> =>
   live.folders.get(declared.path) ?? [declared.path];
 
-/** The declaration with a lower `valid_for`: the whole days the certificate has left now. */
-function acceptValidity(item: CertificateDeclared, finding: Finding): CertificateDeclared {
+/**
+ * The declaration with a lower `valid_for`: the whole days the certificate had left when audited,
+ * as the report says.
+ */
+function acceptValidity(
+  item: CertificateDeclared,
+  finding: Finding,
+  auditedAt: number,
+): CertificateDeclared {
+  if (NOT_BEFORE.test(String(finding.live)))
+    throw new ManifestEditError(
+      `${finding.key} is not valid yet (${String(finding.live)}): replace it, or set the host's clock right; it cannot be accepted`,
+    );
   const notAfter = Date.parse(EXPIRES.exec(String(finding.live))?.[1] ?? "");
-  const days = Math.floor((notAfter - Date.now()) / DAY_MS);
+  const days = Math.floor((notAfter - auditedAt) / DAY_MS);
   if (!(days >= 0))
     throw new ManifestEditError(
       `${finding.key} has expired (${String(finding.live)}): renew it; an expired certificate cannot be accepted`,
@@ -168,11 +207,13 @@ export const certificates: Domain<CertificatesDeclared, CertificatesLive, "certi
   driftSentence: ({ declared, live }, key, hosts) =>
     typeof live === "string" && EXPIRES.test(live)
       ? `${key} ${live.replace(EXPIRES, "expires on `$1`")} on ${hosts}: less validity left than the \`${String(declared)}\` declared.`
-      : `${key} is declared \`${JSON.stringify(declared)}\` but ${hosts} ${hosts === "the host" ? "holds" : "hold"} \`${JSON.stringify(live)}\`.`,
+      : typeof live === "string" && NOT_BEFORE.test(live)
+        ? `${key} is ${live.replace(NOT_BEFORE, "not valid before `$1`")} on ${hosts}: not valid yet, so no validity is left of the \`${String(declared)}\` declared.`
+        : `${key} is declared \`${JSON.stringify(declared)}\` but ${hosts} ${hosts === "the host" ? "holds" : "hold"} \`${JSON.stringify(live)}\`.`,
   latentWords: {
     sentence: ({ key, latent }, q) =>
       latent.after === "expiry"
-        ? `${q(key)} ${latent.because.replace(/^(expires in [^,]+), on ([^:]+):/, (_, soon: string, date: string) => `${soon} (${q(date)}):`)}`
+        ? `${q(key)} ${latent.because.replace(/^(expires in [^,]+), on (\S+): /, (_, soon: string, date: string) => `${soon} (${q(date)}): `)}`
         : undefined,
     remediation: {
       expiry:
@@ -211,6 +252,12 @@ export const certificates: Domain<CertificatesDeclared, CertificatesLive, "certi
     }
     return findings;
   },
+  watchTargets(declared) {
+    const paths = declared.map((d) => d.path);
+    // A declared path is a file or a folder of them: its entry, and every entry in it. Time ages a
+    // certificate with no file event: polled too, for its days left.
+    return { paths, directories: paths, polled: true };
+  },
   records(declared) {
     return { files: declared.map((d) => d.path) };
   },
@@ -240,11 +287,11 @@ export const certificates: Domain<CertificatesDeclared, CertificatesLive, "certi
       });
     });
   },
-  accept(declared, finding) {
+  accept(declared, finding, auditedAt) {
     const [path, field] = within(certificates, finding.path) as [string, string];
     return declared.flatMap((item): CertificateDeclared[] => {
       if (item.path !== path) return [item];
-      if (field === "valid_for") return [acceptValidity(item, finding)];
+      if (field === "valid_for") return [acceptValidity(item, finding, auditedAt ?? Date.now())];
       if (field === "subject" || field === "issuer")
         return [{ ...item, [field]: String(finding.live) }];
       if (field === "names" && Array.isArray(finding.live)) {

@@ -2,7 +2,7 @@ import * as z from "zod";
 import { partsByLabel, pathIn, type Domain, type Finding } from "../domain.js";
 import { sshdCause, sshdRecords } from "./cause.js";
 import { changedSinceStart, sshdLatent, settingCause } from "./latent.js";
-import { MAX_LINES, parseSshd, type SshdLive } from "./parse.js";
+import { MATCH_PHASE, MAX_LINES, parseSshd, type SshdLive } from "./parse.js";
 
 // The SSH server's effective settings as `sshd -T` prints them, for the keywords the manifest
 // declares, from the configuration the running sshd was started with.
@@ -98,8 +98,14 @@ export const SNAPSHOT_KEYWORDS = [
   "loglevel",
 ] as const;
 
-/** sshd's own binary: the listener must run it, and `sshd -T` is asked of it. */
-const SSHD = "/usr/sbin/sshd";
+/**
+ * sshd's options (OpenSSH 9.2's getopt string): the letters taking a value, then the flags. Those
+ * that change what `sshd -T` prints are passed on to it.
+ */
+const VALUE_OPTIONS = "CEbcfghkopu";
+const FLAG_OPTIONS = "46DGQRTdeiqrtV";
+const PASSED_ON = "46cghop";
+/** Where sshd's own configuration and drop-ins are, unless its listener was given -f. */
 const DEFAULT_CONFIG = "/etc/ssh/sshd_config";
 /** The most files (and Include directories) the probe sends back. */
 const MAX_FILES = 256;
@@ -117,7 +123,8 @@ const SSHD_AWK = [
   `{ sub(/\r$/, "") }`,
   `index($0, qm_n " status ") == 1 { status = substr($0, length(qm_n) + 9); next }`,
   `/^debug[0-9]: / { l = substr($0, 9)`,
-  `  if (l ~ /^load_server_config: filename /) { if (nf < ${MAX_FILES}) f[++nf] = cut(substr(l, 30)); next }`,
+  `  if (l ~ /^load_server_config: filename /) { if (qm_f == "") qm_f = cut(substr(l, 30)); if (nf < ${MAX_FILES}) f[++nf] = cut(substr(l, 30)); next }`,
+  `  if (l ~ /^parse_server_config_depth: config reprocess config /) { if (ns < ${MAX_LINES}) s[++ns] = "${MATCH_PHASE}"; next }`,
   `  if (l ~ / line [0-9]+: new include /) { g = l; sub(/^.* line [0-9]+: new include /, "", g); if (g !~ /^\\//) g = "/etc/ssh/" g; sub(/\\/[^\\/]*$/, "", g)`,
   `    if (g != "" && !(g in dirs) && nf < ${MAX_FILES}) { dirs[g] = 1; f[++nf] = cut(g) }; next }`,
   `  if (match(l, /:[0-9]+ setting [A-Za-z0-9]+/)) { w = substr(l, RSTART, RLENGTH); sub(/^:[0-9]+ setting /, "", w)`,
@@ -127,7 +134,7 @@ const SSHD_AWK = [
   `{ if (ne < 3) e[++ne] = substr($0, 1, 200) }`,
   `END { if (status != "0") { r = "sshd -T refuses the configuration (exit " status ")"`,
   `    for (i = 1; i <= ne; i++) r = r "; " e[i]; printf "\\n%s unknown %s\\n", qm_n, r; exit }`,
-  `  mark("state"); print "config " qm_f; if (qm_p != "") print "listener " qm_p`,
+  `  mark("state"); if (qm_f != "") print "config " qm_f; if (qm_p != "") print "listener " qm_p`,
   `  if (qm_s ~ /^[0-9]+$/) print "audited " qm_s; for (w in over) print "cut " w`,
   `  mark("boot"); while ((getline l < "/proc/stat") > 0) if (l ~ /^btime /) print l`,
   `  if (qm_p != "") { mark("stat"); if ((getline l < ("/proc/" qm_p "/stat")) > 0) print l }`,
@@ -182,17 +189,35 @@ export const sshd: Domain<SshdDeclared, SshdLive, "sshd"> = {
       // sshd -T reads host keys only root may read: as anyone else the domain is unknown.
       `qm_u=; while IFS= read -r qm_l; do case $qm_l in Uid:*) set -- $qm_l; qm_u=$3;; esac; done 2>/dev/null < /proc/self/status`,
       `if [ "$qm_u" != 0 ]; then ${ctx.unknown("sshd -T needs root: declare ssh: { become: sudo } for this node")}`,
-      `elif [ ! -x ${SSHD} ]; then ${ctx.unknown(`no ${SSHD} on this host`)}`,
       "else",
-      // The listening sshd of this network namespace: its binary is sshd's, its title says
-      // [listener] and keeps the command line it was started with (-f, -h, -c, -o).
+      // The listening sshd of this network namespace, run by root. sshd writes its title over
+      // its command line (`sshd: ARGV [listener] 0 of 10-100 startups`, the arguments joined by
+      // blanks): the only record left of how it was started.
       "  qm_p=; qm_t=",
-      `  for qm_d in /proc/[0-9]*; do [ "$qm_d/exe" -ef ${SSHD} ] && [ "$qm_d/ns/net" -ef /proc/self/ns/net ] || continue; qm_l=; { IFS= read -r qm_l < "$qm_d/cmdline"; } 2>/dev/null; case $qm_l in *" [listener] "*) qm_p=\${qm_d#/proc/}; qm_t=$qm_l; break;; esac; done`,
-      `  set -- -T -ddd; qm_f=${DEFAULT_CONFIG}; qm_o=; qm_r=\${qm_t#sshd: }; qm_r=\${qm_r%% \\[listener\\] *}`,
-      `  [ -n "$qm_t" ] || qm_r=`,
-      `  while [ -n "$qm_r" ]; do qm_w=\${qm_r%% *}; qm_r=\${qm_r#"$qm_w"}; qm_r=\${qm_r# }; case $qm_o in -f) qm_f=$qm_w;; -h|-c|-o) set -- "$@" "$qm_o" "$qm_w";; esac; qm_o=$qm_w; done`,
-      `  set -- "$@" -f "$qm_f"${spec ? ` -C ${ctx.quote(spec)}` : ""}`,
-      `  qm_o=$({ ${SSHD} "$@" 2>&1 </dev/null; printf '%s status %s\\n' "$QM_N" "$?"; } | awk -v qm_n="$QM_N" -v qm_p="$qm_p" -v qm_f="$qm_f" -v qm_s=${ctx.lastAudit} -v qm_k=${ctx.quote(keywords.join(" "))} '${SSHD_AWK}')`,
+      `  for qm_d in /proc/[0-9]*; do [ "$qm_d/ns/net" -ef /proc/self/ns/net ] || continue; qm_l=; { IFS= read -r qm_l < "$qm_d/comm"; } 2>/dev/null; case $qm_l in sshd*) ;; *) continue;; esac`,
+      `    { IFS= read -r qm_l < "$qm_d/cmdline"; } 2>/dev/null; case $qm_l in *": "*" [listener] "*) ;; *) continue;; esac`,
+      `    qm_w=; while IFS= read -r qm_r; do case $qm_r in Uid:*) set -- $qm_r; qm_w=$2; break;; esac; done 2>/dev/null < "$qm_d/status"`,
+      `    [ "$qm_w" = 0 ] && qm_p=\${qm_d#/proc/} && qm_t=$qm_l && break; done`,
+      `  set -- -T -ddd; qm_f=; qm_b=; qm_x=; qm_v=; qm_y=; qm_s=`,
+      `  if [ -n "$qm_p" ]; then`,
+      // One word at a time: argv[0] (sshd's path), then options. A value runs from its option up
+      // to the next word that is an option cluster (a value word that looks like one is misread);
+      // the flag -D put last ends the last value.
+      `    qm_r=\${qm_t#*": "}; qm_r="\${qm_r% \\[listener\\] *} -D "; qm_b=\${qm_r%%" "*}; qm_r=\${qm_r#*" "}`,
+      `    while [ -n "$qm_r" ]; do qm_w=\${qm_r%%" "*}; qm_r=\${qm_r#*" "}`,
+      `      if [ -n "$qm_x" ] && [ -z "$qm_y" ]; then qm_v=$qm_w; qm_y=1; continue; fi`,
+      `      qm_i=; case $qm_w in -?*) qm_c=\${qm_w#-}; while :; do case $qm_c in "") qm_i=1; break;; [${FLAG_OPTIONS}]*) qm_c=\${qm_c#?};; [${VALUE_OPTIONS}]*) qm_i=1; break;; *) break;; esac; done;; esac`,
+      `      if [ -z "$qm_i" ]; then if [ -n "$qm_x" ]; then qm_v="$qm_v $qm_w"; elif [ -z "$qm_s" ]; then qm_b="$qm_b $qm_w"; fi; continue; fi`,
+      `      case $qm_x in f) qm_f=$qm_v;; [${PASSED_ON}]) set -- "$@" "-$qm_x" "$qm_v";; esac; qm_x=; qm_s=1; qm_c=\${qm_w#-}`,
+      `      while [ -n "$qm_c" ]; do qm_k=\${qm_c%"\${qm_c#?}"}; qm_c=\${qm_c#?}; case $qm_k in [${VALUE_OPTIONS}]) qm_x=$qm_k; qm_v=$qm_c; qm_y=\${qm_c:+1}; break;; [${PASSED_ON}]) set -- "$@" "-$qm_k";; esac; done`,
+      "    done",
+      // The binary it runs, by the path it was started with, unless that is now another file.
+      `    [ "$qm_b" -ef "/proc/$qm_p/exe" ] || qm_b=/proc/$qm_p/exe`,
+      `  else qm_b=$(command -v sshd); fi`,
+      `  if [ -z "$qm_b" ] || [ ! -x "$qm_b" ]; then ${ctx.unknown("no sshd on this host: none listens in its network namespace, and none is on the PATH")}`,
+      "  else",
+      `  [ -z "$qm_f" ] || set -- "$@" -f "$qm_f"${spec ? `; set -- "$@" -C ${ctx.quote(spec)}` : ""}`,
+      `  qm_o=$({ "$qm_b" "$@" 2>&1 </dev/null; printf '%s status %s\\n' "$QM_N" "$?"; } | awk -v qm_n="$QM_N" -v qm_p="$qm_p" -v qm_f="$qm_f" -v qm_s=${ctx.lastAudit} -v qm_k=${ctx.quote(keywords.join(" "))} '${SSHD_AWK}')`,
       `  printf '%s\\n' "$qm_o"`,
       // The files sshd read (and its Include directories), after the last marker: when each
       // changed, against the listener's start.
@@ -204,6 +229,7 @@ export const sshd: Domain<SshdDeclared, SshdLive, "sshd"> = {
       `  ${ctx.mark("changed")}`,
       `  [ $# -eq 0 ] || stat -L -c '%Y %n' -- "$@" 2>/dev/null`,
       "  true",
+      "  fi",
       "fi",
     ].join("\n");
   },
@@ -244,6 +270,16 @@ export const sshd: Domain<SshdDeclared, SshdLive, "sshd"> = {
   },
   records: sshdRecords,
   cause: sshdCause,
+  watchTargets() {
+    return {
+      // The default configuration, its drop-ins, and the pid file a restart of sshd rewrites.
+      paths: [DEFAULT_CONFIG, "/run/sshd.pid"],
+      directories: ["/etc/ssh/sshd_config.d"],
+      // A listener started with -f elsewhere (or a PidFile elsewhere) and files it includes from
+      // elsewhere announce nothing here.
+      polled: true,
+    };
+  },
   snapshot(live) {
     // Keywords come from sshd's own list (SNAPSHOT_KEYWORDS), never from host text alone.
     const entries = SNAPSHOT_KEYWORDS.flatMap((key) => {

@@ -8,6 +8,9 @@ export const MAX_LINES = 500;
 // the configuration files that set them (from `sshd -T -ddd`), the files sshd read, when each
 // changed, and when the listening sshd started.
 
+/** The probe's line between the lines sshd read at its start and those of the Match blocks it applies. */
+export const MATCH_PHASE = "match";
+
 /** Clock ticks per second of /proc/PID/stat's start time: USER_HZ, 100 on every Linux ABI. */
 export const USER_HZ = 100;
 
@@ -19,6 +22,8 @@ export interface SettingLine {
   /** The keyword as the file writes it (`PasswordAuthentication`). */
   keyword: string;
   value: string;
+  /** Set by a Match block applied for the declared connection, which overrides the others. */
+  match?: true;
 }
 
 export interface SshdLive {
@@ -64,14 +69,22 @@ export function parseSettings(text: string): Map<string, string[]> {
 /** `FILE:LINE setting Keyword value` lines (sshd -ddd's, its `debug3: ` cut): keyword -> lines. */
 export function parseSettingLines(text: string, config: string): Map<string, SettingLine[]> {
   const setBy = new Map<string, SettingLine[]>();
+  let match = false;
   for (const line of text.split("\n")) {
+    if (line === MATCH_PHASE) match = true;
     const m = /^(.+):(\d{1,9}) setting ([A-Za-z][A-Za-z0-9]*)(?: (.*))?$/.exec(line);
     if (!m) continue;
     const keyword = m[3]!;
     const file = m[1] === REPROCESS ? config : m[1]!;
     const key = keyword.toLowerCase();
     const lines = setBy.get(key) ?? [];
-    lines.push({ file, line: Number(m[2]), keyword, value: (m[4] ?? "").trim() });
+    lines.push({
+      file,
+      line: Number(m[2]),
+      keyword,
+      value: (m[4] ?? "").trim(),
+      ...(match && { match: true as const }),
+    });
     setBy.set(key, lines);
   }
   return setBy;
@@ -86,6 +99,19 @@ export function startedAt(stat: string, bootedAt: number | undefined): number | 
   const ticks = fields[19];
   if (bootedAt === undefined || ticks === undefined || !/^\d{1,15}$/.test(ticks)) return undefined;
   return bootedAt + Math.floor(Number(ticks) / USER_HZ);
+}
+
+/** LogLevel words as `sshd -T` prints them, where it prints another. */
+const LOG_LEVEL_PRINTED: Record<string, string> = { QUIET: "SILENT", DEBUG1: "DEBUG" };
+
+/**
+ * The LogLevel sshd -T prints without `-ddd` (which makes it print its own, DEBUG3): a Match
+ * block's for the declared connection, else the first line setting it, else sshd's default.
+ */
+function configuredLogLevel(setBy: Map<string, SettingLine[]>): string {
+  const lines = setBy.get("loglevel") ?? [];
+  const word = (lines.find((l) => l.match) ?? lines[0])?.value.toUpperCase() ?? "INFO";
+  return Object.hasOwn(LOG_LEVEL_PRINTED, word) ? LOG_LEVEL_PRINTED[word]! : word;
 }
 
 /** The `state` part: `key value` lines the probe's shell and awk print. */
@@ -116,10 +142,7 @@ export function parseSshd(parts: Map<string, string>): SshdLive {
   const audited = number("audited");
   const settings = parseSettings(parts.get("config") ?? "");
   const setBy = parseSettingLines(parts.get("set") ?? "", config);
-  // `-ddd`, which names the lines setting each keyword, makes sshd -T print its own LogLevel: the
-  // configured one is the first line setting it, else sshd's default.
-  if (settings.has("loglevel"))
-    settings.set("loglevel", [setBy.get("loglevel")?.[0]?.value.toUpperCase() ?? "INFO"]);
+  if (settings.has("loglevel")) settings.set("loglevel", [configuredLogLevel(setBy)]);
   return {
     settings,
     setBy,

@@ -62,8 +62,9 @@ function openDrift(figures: FleetFigures): string[] {
 }
 
 /**
- * What the next reboot, restart or daemon-reload changes, from this run's report: each latent item
- * in its domain's words, apart from drift (a clean node may have some).
+ * What the next reboot, restart or daemon-reload changes, and what expires before the next audit,
+ * from this run's report: each latent item in its domain's words, apart from drift (a clean node
+ * may have some).
  */
 function latentItems(report: Report): string[] {
   const code = (text: string) => `<code>${html(text)}</code>`;
@@ -76,8 +77,18 @@ function latentItems(report: Report): string[] {
         : [],
     ),
   );
+  const expiring = report.nodes.some((n) => n.drift.some((d) => d.latent?.after === "expiry"));
+  const onEvent = report.nodes.some((n) =>
+    n.drift.some((d) => d.latent && d.latent.after !== "expiry"),
+  );
+  // Worded for the events present: an expiry is no reboot or restart.
+  const heading = !expiring
+    ? "What the next reboot or restart changes"
+    : onEvent
+      ? "What the next reboot or restart changes, and what expires before the next audit"
+      : "What expires before the next audit";
   return [
-    `<h2>What the next reboot or restart changes (<span id="latent-count">${rows.length}</span>)</h2>`,
+    `<h2>${heading} (<span id="latent-count">${rows.length}</span>)</h2>`,
     rows.length
       ? `<p>Latent items hold now and will not after the event; they are not drift.</p><table id="latent"><tr><th>node</th><th>after</th><th>item</th><th>what it changes</th></tr>${rows.join("")}</table>`
       : "<p>None.</p>",

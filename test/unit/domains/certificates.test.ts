@@ -109,6 +109,26 @@ describe("certificates: parse output captured on a Debian 12 host, as nobody", (
     );
   });
 
+  it("is drift before its start (notBefore ahead of the audit's clock), which cannot be accepted", () => {
+    const declared = declare([{ path: ISRG, valid_for: "30d" }]);
+    const findings = certificates.compare(declared, live, at("2015-06-01T00:00:00Z"));
+    assert.deepEqual(findings, [
+      {
+        key: ISRG,
+        declared: "30d",
+        live: "not valid before 2015-06-04T11:04:38Z",
+        path: ["certificates", ISRG, "valid_for"],
+        detail:
+          "not valid yet: valid from 2015-06-04T11:04:38Z, in 4 days, until 2035-06-04T11:04:38Z",
+      },
+    ]);
+    assert.equal(
+      certificates.driftSentence!(findings[0]!, ISRG, "the host"),
+      `${ISRG} is not valid before \`2015-06-04T11:04:38Z\` on the host: not valid yet, so no validity is left of the \`30d\` declared.`,
+    );
+    assert.throws(() => certificates.accept!(declared, findings[0]!), /not valid yet/);
+  });
+
   it("reports a missing file, a symlink, and a file with no certificate; a file over the cap", () => {
     const declared = declare([
       { path: "/etc/ssl/missing.pem", valid_for: "1d" },
@@ -180,6 +200,7 @@ describe("certificates: probe and compare on this host", () => {
     mkdirSync(file("live"));
     make("live/web.pem", 10, "/CN=web.example.net/O=Acme", "DNS:web.example.net,IP:10.0.0.1");
     make("live/api.crt", 40, "/CN=api.example.net");
+    make("wildcard.pem", 40, "/CN=*.example.net", "DNS:*.example.net,DNS:*.com");
     // Markup, a runner command, a control character and __proto__ in a subject.
     make("hostile.pem", 40, "/CN=<b>x<\\/b> ::error::pwn \u0007 __proto__/O=<!-- x -->");
     // A certificate with its key in one file: refused, the key never sent.
@@ -317,6 +338,22 @@ describe("certificates: probe and compare on this host", () => {
     assert.throws(
       () => certificates.accept!(declare([{ path: "/x.pem", valid_for: "1d" }]), expired),
       /expired/,
+    );
+  });
+
+  it("matches a wildcard name to one whole left-most label, as RFC 6125 says", async () => {
+    const names = ["a.example.net", "A.Example.NET", "*.example.net"];
+    const wanted = [...names, "a.b.example.net", "example.net", ".example.net", "x.com"];
+    const { findings } = await audit([
+      { path: file("wildcard.pem"), valid_for: "1d", names: wanted },
+    ]);
+    assert.deepEqual(
+      findings.map((f) => f.detail),
+      ["not among its names: a.b.example.net, example.net, .example.net, x.com"],
+    );
+    assert.deepEqual(
+      (await audit([{ path: file("wildcard.pem"), valid_for: "1d", names }])).findings,
+      [],
     );
   });
 

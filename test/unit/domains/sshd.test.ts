@@ -17,7 +17,11 @@ import { NOBODY, runProbe } from "./live-probe.js";
 //   `sudo -n /bin/sh -s`, its sshd started with `-f`, an Include of sshd_config.d, a
 //   `Match User nobody` block resolved with `-C user=nobody,…`, and a drop-in written after the
 //   listener started (its temp dir written as /srv/qm);
-// - test-host-refused-config.txt: the same host once a drop-in holds a value sshd refuses.
+// - test-host-refused-config.txt: the same host once a drop-in holds a value sshd refuses;
+// - match-loglevel-alice.txt, match-loglevel-bob.txt: a listener in a network namespace of its own,
+//   `LogLevel ERROR` in its main file, a `Match User alice` block there and a `Match User bob`
+//   block in an included file each setting LogLevel, probed with `-C user=alice,…` and
+//   `-C user=bob,…` (its temp dir written as /srv/qm).
 
 const LISTENER = "test-host-listener-dropin-after-start.txt";
 const declared = (settings: Record<string, unknown>, more: object = {}) =>
@@ -143,6 +147,42 @@ describe("sshd: parse", () => {
     assert.deepEqual(live.settings.get("loglevel"), ["INFO"]);
     assert.deepEqual(live.setBy.get("x11forwarding"), [
       { file: "/etc/ssh/sshd_config", line: 90, keyword: "X11Forwarding", value: "yes" },
+    ]);
+  });
+
+  it("takes LogLevel from a Match block for the declared connection, as sshd -T prints it", () => {
+    const [alice, bob] = ["alice", "bob"].map(
+      (user) => liveFrom(sshd, `match-loglevel-${user}.txt`) as SshdLive,
+    );
+    // The main file says ERROR first; each user's Match block says otherwise.
+    assert.deepEqual(alice!.settings.get("loglevel"), ["VERBOSE"]);
+    assert.deepEqual(bob!.settings.get("loglevel"), ["DEBUG2"]);
+    assert.deepEqual(bob!.setBy.get("loglevel"), [
+      { file: "/srv/qm/sshd_config", line: 5, keyword: "LogLevel", value: "ERROR" },
+      { file: "/srv/qm/d/70-bob.conf", line: 2, keyword: "LogLevel", value: "DEBUG2", match: true },
+    ]);
+    assert.deepEqual(
+      sshd.compare(declared({ LogLevel: "ERROR" }), bob!).map((d) => d.live),
+      ["DEBUG2"],
+    );
+  });
+
+  it("names LogLevel as sshd -T prints it: QUIET is SILENT, DEBUG1 is DEBUG", () => {
+    const parse = (level: string) =>
+      sshd
+        .parse(
+          marked(FIXTURE_NONCE, [
+            ["state", "config /etc/ssh/sshd_config\n"],
+            ["config", "loglevel DEBUG3\n"],
+            ["set", `/etc/ssh/sshd_config:1 setting LogLevel ${level}\n`],
+          ]),
+          parseContext(FIXTURE_NONCE),
+        )
+        .settings.get("loglevel");
+    assert.deepEqual(["quiet", "DEBUG1", "verbose"].map(parse), [
+      ["SILENT"],
+      ["DEBUG"],
+      ["VERBOSE"],
     ]);
   });
 

@@ -40,16 +40,20 @@ function replay(outputs: ReadonlyMap<string, string | null>) {
   });
 }
 
-async function audit(fleet: Fleet, outputs: ReadonlyMap<string, string | null>): Promise<Report> {
+async function audit(
+  fleet: Fleet,
+  outputs: ReadonlyMap<string, string | null>,
+  now: Date,
+): Promise<Report> {
   const report = await auditFleet({
     nodes: fleet.nodes,
     transportFor: replay(outputs),
     settings: defaultAuditSettings({ maxFileBytes: 1024 }),
     drift: {
-      policy: {},
+      policy: fleet.settings.policy ?? {},
       waivers: [],
       tickets: fleet.tickets.map((t) => t.ticket),
-      now: new Date(),
+      now,
     },
     concurrency: 4,
     manifestRevision: null,
@@ -70,14 +74,19 @@ async function manifestTexts(dir: string): Promise<Map<string, string>> {
 
 /**
  * Audits, plans and merges the first PR the planner opens, over and over, as a reviewer merging
- * every PR would; returns the PRs merged and the last report, once a run proposes nothing.
+ * every PR would; returns the PRs merged and the last report, once a run proposes nothing. Every
+ * audit runs at `now`, and the planner after it: a report from the past.
  */
-async function mergeUntilQuiet(dir: string, outputs: ReadonlyMap<string, string | null>) {
+async function mergeUntilQuiet(
+  dir: string,
+  outputs: ReadonlyMap<string, string | null>,
+  now = new Date(),
+) {
   const before = await loadFleet(dir, { displayPrefix: PREFIX });
   const merged: Merged[] = [];
   for (let round = 0; round < 20; round++) {
     const fleet = await loadFleet(dir, { displayPrefix: PREFIX });
-    const report = await audit(fleet, outputs);
+    const report = await audit(fleet, outputs, now);
     const files = await manifestTexts(dir);
     const actions = plan({
       report,
@@ -261,5 +270,34 @@ describe("accept round trip from captured probe output", () => {
         absent: ["cramfs"],
       });
     }
+  });
+
+  it("certificates: a validity accept from a report of the past lowers valid_for to the days left then", async () => {
+    const isrg = "/usr/share/ca-certificates/mozilla/ISRG_Root_X1.crt";
+    const dir = await writeTree({
+      "fleet.yaml": "policy:\n  certificates: { on_drift: accept }\n",
+      "nodes/ca-01.yaml": `certificates:\n  - { path: ${isrg}, valid_for: 30d }\n`,
+    });
+    dirs.push(dir);
+    // Audited 23 days and an hour before it expires (2035-06-04T11:04:38Z); planned today.
+    const { merged, report } = await mergeUntilQuiet(
+      dir,
+      new Map([["ca-01", fixture("certificates", "debian12-nobody.txt")]]),
+      new Date("2035-05-12T10:04:38Z"),
+    );
+    // Then a ticket for its latent expiry (under 23d by the next audit), as policy.latent says.
+    assert.deepEqual(
+      merged.map((m) => m.kind),
+      ["accept", "ticket"],
+    );
+    assert.equal(
+      await readFile(path.join(dir, "nodes/ca-01.yaml"), "utf8"),
+      `certificates:\n  - { path: ${isrg}, valid_for: 23d }\n`,
+    );
+    // Re-audited at that time: it holds (under it only by the next audit).
+    assert.deepEqual(
+      report.nodes[0]!.drift.map((d) => [d.latent?.after, d.acknowledged]),
+      [["expiry", true]],
+    );
   });
 });

@@ -32,12 +32,14 @@ const dark = (name: string, since: string, runs: number): NodeResult => ({
   unaudited: { since, runs },
 });
 
-const latentItem = (
-  key: string,
-  after: "reboot" | "restart" | "daemon-reload",
-  because: string,
-): DriftItem => ({
-  domain: after === "reboot" ? "sysctl" : "systemd",
+const DOMAIN_OF = {
+  reboot: "sysctl",
+  restart: "systemd",
+  "daemon-reload": "systemd",
+  expiry: "certificates",
+} as const;
+const latentItem = (key: string, after: keyof typeof DOMAIN_OF, because: string): DriftItem => ({
+  domain: DOMAIN_OF[after],
   key,
   declared: "0",
   live: "0",
@@ -80,6 +82,27 @@ describe("dashboard", () => {
     );
     assert.ok(!body.includes("db-01"), body);
     assert.ok(!renderDashboard(input([node("db-01", [])])).includes("Pending"));
+  });
+
+  it("lists nodes whose certificates expire under their bound before the next audit", () => {
+    const because =
+      "expires in 35 days, on 2027-01-16T08:00:00Z: under the 30d declared before the next audit (2026-12-08T10:00:00Z)";
+    const body = renderDashboard(
+      input([
+        {
+          name: "web-01",
+          host: "web-01",
+          status: "clean",
+          durationMs: 1,
+          drift: [latentItem("/etc/tls/web.pem", "expiry", because)],
+        },
+      ]),
+    );
+    assert.match(
+      body,
+      /### Expiring before the next audit: latent drift the days to it set off \(1\)\n\n- `web-01`: `\/etc\/tls\/web\.pem` expires in 35 days \(`2027-01-16T08:00:00Z`\): under the 30d declared before the next audit/,
+    );
+    assert.ok(!body.includes("Pending"), body);
   });
 
   it("lists unaudited nodes longest dark first, with since and runs, names only as code", () => {

@@ -73,4 +73,37 @@ describe("what the watcher watches", () => {
       ["sysctl", "packages", "systemd"],
     );
   });
+
+  it("watches passwd, group, sudoers and declared homes' keys; sshd's files and pid file; declared certificate paths and folders", () => {
+    const spec = {
+      accounts: {
+        users: { alice: { home: "/home/alice", authorized_keys: [] }, bob: { uid: 1001 } },
+      },
+      sshd: { settings: { PasswordAuthentication: "no" } },
+      certificates: [{ path: "/etc/nginx/tls", valid_for: "30d" }],
+    };
+    const dirs = watchedDirectories(node(spec), "/var/qm/maintenance");
+    const entries = (dir: string) =>
+      Object.fromEntries([...dirs.get(dir)!.entries].map(([name, topics]) => [name, [...topics]]));
+    assert.deepEqual(entries("/etc"), { passwd: ["accounts"], group: ["accounts"] });
+    assert.deepEqual(entries("/home/alice/.ssh"), { authorized_keys: ["accounts"] });
+    assert.deepEqual(entries("/etc/ssh"), {
+      sshd_config: ["sshd"],
+      "sshd_config.d": ["sshd"],
+    });
+    assert.deepEqual([...dirs.get("/etc/ssh/sshd_config.d")!.anyEntry], ["sshd"]);
+    assert.deepEqual(entries("/run"), { "sshd.pid": ["sshd"] });
+    assert.deepEqual(entries("/etc/nginx"), { tls: ["certificates"] });
+    assert.deepEqual([...dirs.get("/etc/nginx/tls")!.anyEntry], ["certificates"]);
+    // Users, groups and keys in declared homes: the files say it all. A restart of sshd from a
+    // configuration elsewhere, and certificates aging, are polled.
+    assert.deepEqual(polledDomains(node(spec)), ["sshd", "certificates"]);
+    const sudo = { accounts: { sudo: ["alice ALL=(ALL) ALL"] } };
+    assert.deepEqual(
+      [...watchedDirectories(node(sudo), "/var/qm/maintenance").get("/etc")!.entries.keys()],
+      ["passwd", "group", "sudoers", "sudoers.d"],
+    );
+    // A sudoers include may be anywhere.
+    assert.deepEqual(polledDomains(node(sudo)), ["accounts"]);
+  });
 });
