@@ -6,7 +6,6 @@ import {
   type HostRecord,
   type RecordContext,
 } from "../host-record.js";
-import { shippedFile } from "../package-transaction.js";
 
 // Why a mount drifted, from when the file the boot reads it from last changed (/etc/fstab or its
 // mount unit): a mount the boot would not make, with that file unchanged since the boot (or the
@@ -35,7 +34,7 @@ function changedAt(file: string, record: HostRecord): number | Cause | undefined
       };
 }
 
-/** What a boot's `because` says was put in place: the package that shipped its unit, or an edit. */
+/** What a boot's `because` says was put in place: the edit of its file since the last audit. */
 function bootFileCause(
   because: string,
   says: string,
@@ -43,8 +42,6 @@ function bootFileCause(
   ctx: RecordContext,
 ): Cause | undefined {
   const file = fileOf(because);
-  const shipped = file === FSTAB ? undefined : shippedFile(file, record);
-  if (shipped) return shipped.cause;
   const changed = changedAt(file, record);
   if (typeof changed !== "number") return changed;
   if (ctx.since === undefined || changed <= ctx.since) return undefined;
@@ -90,7 +87,7 @@ export function mountCause(
   return same === undefined ? undefined : bootFileCause(same, "mounts it so", record, ctx);
 }
 
-/** What put the next boot's mount in place: the package that shipped its unit, or an edit since. */
+/** What put the next boot's mount in place: an edit of its file since the last audit. */
 export function mountLatentCause(
   item: CauseSubject & { latent: { because: string } },
   record: HostRecord,

@@ -311,12 +311,17 @@ export const mounts: Domain<MountsDeclared, MountsLive, "mounts"> = {
     }
     return findings;
   },
+  // fstab's mtime, and each declared point's unit's wherever systemd may read it: through the stat
+  // the cause section runs anyway. Which package shipped a unit is not asked: that costs a node
+  // declaring mounts several processes, for units that are rare at declared mount points.
   records: (declared) => ({
-    stat: [{ under: "/etc", entries: ["fstab"] }],
-    // Each declared point's unit wherever systemd may read it: its package, digest and mtime.
-    files: declared.flatMap((mount) =>
-      UNIT_DIRS.map((dir) => `${dir}/${mountUnitName(mount.path)}`),
-    ),
+    stat: [
+      { under: "/etc", entries: ["fstab"] },
+      ...UNIT_DIRS.map((under) => ({
+        under,
+        entries: declared.map((mount) => mountUnitName(mount.path)),
+      })),
+    ],
   }),
   cause: mountCause,
   latentCause: mountLatentCause,

@@ -3,7 +3,7 @@ import { chmod, mkdir, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { mounts, MountsDeclared } from "../../../src/domains/mounts/index.js";
-import { mountCause, mountLatentCause, NOT_AT_BOOT } from "../../../src/domains/mounts/cause.js";
+import { mountCause, NOT_AT_BOOT } from "../../../src/domains/mounts/cause.js";
 import {
   parseMountinfo,
   unescapeField,
@@ -423,70 +423,16 @@ describe("mounts", () => {
       assert.equal(mountCause(same, record(BOOT), { node: "n", since: BOOT + 60_000 }), undefined);
     });
 
-    it("a mount unit as its package shipped it: that package transaction, for drift and latent alike", () => {
-      const shipped = record(BOOT - 60_000, {
-        owned: new Map([
-          [UNIT, { package: "systemd", digest: "d41d8cd98f00b204e9800998ecf8427e" }],
-        ]),
-        digest: new Map([[UNIT, "d41d8cd98f00b204e9800998ecf8427e"]]),
-        packages: [
-          {
-            at: BOOT - 3_600_000,
-            action: "upgrade",
-            name: "systemd",
-            from: "252.30-1",
-            to: "257.9-1",
-          },
-        ],
-      });
-      const tmp = {
-        key: "/tmp:fstype",
-        declared: "ext4",
-        live: "tmpfs",
-        path: ["storage", "mounts", "/tmp", "fstype"],
-      };
-      const expected = {
-        kind: "package-file",
-        at: "2025-12-01T23:00:00Z",
-        by: "dpkg",
-        evidence: `${UNIT} replaced by systemd 252.30-1 → 257.9-1`,
-        group: "package: systemd 252.30-1 → 257.9-1",
-      };
-      assert.deepEqual(
-        mountCause({ ...tmp, detail: `${UNIT} mounts the same at boot` }, shipped, { node: "n" }),
-        expected,
-      );
-      assert.deepEqual(
-        mountLatentCause(
-          {
-            ...tmp,
-            live: "ext4",
-            latent: { after: "reboot", becomes: "tmpfs", because: UNIT },
-          },
-          shipped,
-          { node: "n" },
-        ),
-        expected,
-      );
-      // Edited since it was shipped: not the package's.
-      const edited = record(BOOT - 60_000, {
-        owned: shipped.owned,
-        digest: new Map([[UNIT, "0".repeat(32)]]),
-      });
-      assert.equal(
-        mountCause({ ...tmp, detail: `${UNIT} mounts the same at boot` }, edited, { node: "n" }),
-        undefined,
-      );
-    });
-
-    it("asks for fstab's mtime and each declared point's unit in every unit folder", () => {
+    it("asks for fstab's mtime and each declared point's unit's in every unit folder, no package", () => {
       assert.deepEqual(mounts.records!(declared([{ path: "/srv/my data" }])), {
-        stat: [{ under: "/etc", entries: ["fstab"] }],
-        files: [
-          "/etc/systemd/system/srv-my\\x20data.mount",
-          "/usr/local/lib/systemd/system/srv-my\\x20data.mount",
-          "/usr/lib/systemd/system/srv-my\\x20data.mount",
-          "/lib/systemd/system/srv-my\\x20data.mount",
+        stat: [
+          { under: "/etc", entries: ["fstab"] },
+          ...[
+            "/etc/systemd/system",
+            "/usr/local/lib/systemd/system",
+            "/usr/lib/systemd/system",
+            "/lib/systemd/system",
+          ].map((under) => ({ under, entries: ["srv-my\\x20data.mount"] })),
         ],
       });
     });
