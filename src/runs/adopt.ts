@@ -5,7 +5,7 @@
 import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { expandFileGlobs } from "../adopt/globs.js";
+import { expandAsked } from "../adopt/globs.js";
 import { jumpHostKeys, trustedKeys, type JumpKeys } from "../adopt/host-keys.js";
 import {
   planAdoption,
@@ -408,8 +408,7 @@ async function snapshotHost(
   try {
     const transport = sshTransport(node, { ...sshOptions, channels });
     const asked = job.config.declare;
-    const globbed =
-      asked && (await expandFileGlobs(transport, asked.files, job.settings.timeoutMs));
+    const globbed = asked && (await expandAsked(transport, asked, job.settings.timeoutMs));
     for (const note of globbed?.notes ?? []) job.config.say(`${host.name}: ${note}`);
     const snapshot = await snapshotSpec(transport, job.domains ?? DOMAINS, job.settings, {
       packages: job.config.packages,
@@ -417,7 +416,7 @@ async function snapshotHost(
       ephemeralAsRange: job.config.ephemeralAsRange,
       declared: withAsked(
         job.staged.base.get(host.name),
-        asked && globbed && { ...asked, files: globbed.files },
+        globbed && { files: globbed.files, units: globbed.units },
       ),
     });
     const valid = NodeSpec.safeParse(snapshot.spec);

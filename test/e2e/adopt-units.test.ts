@@ -52,15 +52,22 @@ after(async () => {
 
 const sshArgs = () => ["--ssh-config", fleet.sshConfig, "--known-hosts", fleet.knownHosts];
 
-test("adopt --units: the common unit in the group's file, the odd host's in its own; the first audit is clean, a changed unit is drift", async () => {
+test("adopt --units with a glob: the common unit in the group's file, the odd host's in its own; the first audit is clean, a changed unit is drift", async () => {
   const inventory = path.join(dir, "hosts.ini");
   await writeFile(inventory, `[app]\n${[...ALIKE, ODD].join("\n")}\n`);
   const tree = path.join(dir, "tree");
+  // Each host's systemd expands the patterns from the unit files it knows.
   const adopted = await runCli([
-    ...["adopt", "--inventory", inventory, "--manifests", tree, "--units", UNIT],
+    ...["adopt", "--inventory", inventory, "--manifests", tree],
+    ...["--units", "qm-a*.service,qm-none-*.service"],
     ...sshArgs(),
   ]);
   assert.equal(adopted.exitCode, 0, adopted.stderr);
+  for (const name of [...ALIKE, ODD])
+    assert.match(
+      adopted.stderr,
+      new RegExp(`^${name}: --units qm-none-\\*\\.service: no match$`, "m"),
+    );
   const read = async (rel: string) =>
     (parse(await readFile(path.join(tree, rel), "utf8")) ?? {}) as Record<string, any>;
   const unitsOf = (spec: Record<string, any>) =>
@@ -117,4 +124,36 @@ test("adopt again with one more unit: each declared node's file takes it at its 
     assert.equal(spec.systemd?.units?.at(-1)?.name, extra, name);
     assert.equal(spec.systemd?.units?.filter((u) => u.name === UNIT).length, name === ODD ? 1 : 0);
   }
+});
+
+test("adopt --units with a glob matching more than 200 unit files: the first 200 declared, and the host says so", async () => {
+  await fleet.exec(
+    ODD,
+    `for i in $(seq 1 201); do printf '[Service]\\nExecStart=/bin/true\\n' > /etc/systemd/system/qm-many-$i.service; done`,
+  );
+  const inventory = path.join(dir, "odd.ini");
+  await writeFile(inventory, `${ODD}\n`);
+  const tree = path.join(dir, "many-tree");
+  const adopted = await runCli([
+    ...["adopt", "--inventory", inventory, "--manifests", tree, "--packages", "none"],
+    ...["--units", "qm-many-*.service"],
+    ...sshArgs(),
+  ]);
+  assert.equal(adopted.exitCode, 0, adopted.stderr);
+  assert.match(
+    adopted.stderr,
+    new RegExp(
+      `^${ODD}: --units qm-many-\\*\\.service: more than 200 matches; the first 200 declared`,
+      "m",
+    ),
+  );
+  const spec = parse(await readFile(path.join(tree, `nodes/${ODD}.yaml`), "utf8")) as {
+    systemd?: { units?: { name: string }[] };
+  };
+  const names = (spec.systemd?.units ?? []).map((u) => u.name);
+  assert.equal(names.length, 200);
+  assert.ok(
+    names.every((n) => /^qm-many-\d+\.service$/.test(n)),
+    names.join(" "),
+  );
 });
