@@ -142,13 +142,14 @@ export async function runAdopt(config: AdoptOptions): Promise<Adoption> {
   const settings = existing
     ? fleetAuditSettings(existing, { timeoutMs })
     : fleetAuditSettings({ dir: tree, settings: {}, nodes: [], tickets: [] }, { timeoutMs });
-  const { keys, snapshots, latent, failed, leftOnPurpose } = await snapshotHosts(hosts, {
+  const { keys, snapshots, latent, failed, leftOnPurpose, notShown } = await snapshotHosts(hosts, {
     config,
     sshFiles,
     staged,
     settings,
   });
   sayLeftOnPurpose(leftOnPurpose, say);
+  sayNotShown(notShown, say);
   const leftOut = [...failed].map(([name, reason]) => `${name}: ${reason}; not adopted`);
 
   for (const [name, reason] of plan.unreadable) leftOut.push(`${name}: ${reason}; not adopted`);
@@ -223,6 +224,7 @@ async function extendDeclared(
     staged: { base: new Map(), ssh: new Map(hosts.map((h) => [h.name, byName.get(h.name)!.ssh])) },
     domains: DOMAINS.filter((d) => valueAt(askedSpec, d.specPath) !== undefined),
   });
+  sayNotShown(taken.notShown, job.config.say);
   for (const [name, reason] of taken.failed)
     said.set(name, {
       line: `${name}: already declared (${where.node(byName.get(name)!)}); --files and --units not added: ${reason}`,
@@ -276,10 +278,23 @@ function sayLeftOnPurpose(left: Snapshots["leftOnPurpose"], say: (line: string) 
   for (const l of left)
     if (l.unknown !== undefined)
       unknown.set(l.unknown, [...(unknown.get(l.unknown) ?? []), l.host]);
-  for (const [reason, named] of unknown)
-    say(
-      `packages: every installed package declared on ${named.length > 3 ? `${named.slice(0, 3).join(", ")} and ${named.length - 3} more` : named.join(", ")}: ${reason}`,
-    );
+  for (const [reason, hosts] of unknown)
+    say(`packages: every installed package declared on ${named(hosts)}: ${reason}`);
+}
+
+/** A few host names, and how many more. */
+const named = (hosts: readonly string[]) =>
+  hosts.length > 3
+    ? `${hosts.slice(0, 3).join(", ")} and ${hosts.length - 3} more`
+    : hosts.join(", ");
+
+/**
+ * Once per reason, naming its hosts: what a snapshot could not show, so the tree does not declare
+ * it (a file's contents or hash the audit user cannot read is declared by mode, owner and group).
+ */
+function sayNotShown(notShown: Snapshots["notShown"], say: (line: string) => void): void {
+  for (const [reason, hosts] of notShown)
+    say(`${named(hosts)}: not shown, so not declared: ${reason}`);
 }
 
 /** The --ssh-config and --known-hosts files, checked as files and resolved. */
@@ -337,6 +352,8 @@ interface Snapshots {
   jumpKeys: Map<string, Promise<JumpKeys>>;
   /** Whether each jump host answers, asked once, when a host behind it could not be snapshot. */
   jumpReached: Map<string, Promise<string | undefined>>;
+  /** What the hosts could not show (a file the audit user cannot read), so nothing declares it. */
+  notShown: Map<string, string[]>;
   /** What each host's snapshot left out on purpose (packages installed only as dependencies). */
   leftOnPurpose: { host: string; domain: string; count: number; unknown?: string }[];
 }
@@ -387,6 +404,7 @@ async function snapshotHosts(hosts: readonly HostToAdopt[], job: SnapshotJob): P
     snapshots: new Map(),
     latent: new Map(),
     failed: new Map(),
+    notShown: new Map(),
     jumpKeys: new Map(),
     jumpReached: new Map(),
     leftOnPurpose: [],
@@ -462,6 +480,8 @@ async function snapshotHost(
     taken.snapshots.set(host.name, snapshot.spec);
     taken.latent.set(host.name, snapshot.latent);
     for (const left of snapshot.leftOut) taken.leftOnPurpose.push({ host: host.name, ...left });
+    for (const reason of snapshot.unknown)
+      taken.notShown.set(reason, [...(taken.notShown.get(reason) ?? []), host.name]);
     return undefined;
   } catch (error) {
     const failure = nodeFailure(host.name, error).message.replace(/[;,] node not audited/, "");
