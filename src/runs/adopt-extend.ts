@@ -4,11 +4,13 @@
 // rest to each node's own file), wherever the tree keeps those files. A file takes the new entries
 // at its end; what it holds stays as it is, byte for byte, and a file nothing is added to is not
 // touched.
-import { readFile, writeFile } from "node:fs/promises";
+import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import { isMap, isSeq, parseDocument, type Document } from "yaml";
 import { asFileSpec, factorFleet, mergedOver, sameSpec } from "../adopt/factor.js";
-import type { LoadedNode } from "../manifest/load.js";
+import { ManifestErrors } from "../errors.js";
+import { loadFleet, type LoadedNode } from "../manifest/load.js";
 import type { PlainMap } from "../spec-path.js";
 import { stringifyPortable } from "../text/yaml-scalar.js";
 
@@ -118,17 +120,38 @@ export function planExtension(
 }
 
 /**
- * The nodes of `reloaded` (the tree loaded again with the extension written) whose declared state
- * is not what they declared before plus their own additions: none, when the extension is right.
+ * The nodes whose declared state, with `extension` written into a copy of the tree at `stage` and
+ * loaded as audit loads it, is not what they declared before plus their own additions (or whose own
+ * file the loader refuses): none, when the extension is right.
  */
-export function notMergingBack(
-  before: readonly LoadedNode[],
-  reloaded: readonly LoadedNode[],
+async function notMergingBack(
+  tree: string,
+  stage: string,
+  nodes: readonly LoadedNode[],
   added: ReadonlyMap<string, PlainMap>,
-): Set<string> {
-  const now = new Map(reloaded.map((n) => [n.name, n]));
+  extension: Extension,
+): Promise<Set<string>> {
+  await rm(stage, { recursive: true, force: true });
+  await cp(tree, stage, { recursive: true });
+  for (const [rel, spec] of extension.files) await appendToFile(stage, rel, spec);
+  const loaded = await loadFleet(stage).catch((error: unknown) => {
+    if (!(error instanceof ManifestErrors)) throw error;
+    return error;
+  });
+  if (loaded instanceof ManifestErrors) {
+    // A layer's entry and the node's own combined into one the manifest refuses (contents and a
+    // sha256): the node named by the file the loader points at.
+    const refused = new Set(
+      loaded.errors.map((e) => path.relative(stage, path.resolve(e.location.file))),
+    );
+    const own = treeFiles(tree, nodes).node;
+    const named = nodes.filter((n) => refused.has(own(n)));
+    if (!named.length) throw loaded;
+    return new Set(named.map((n) => n.name));
+  }
+  const now = new Map(loaded.nodes.map((n) => [n.name, n]));
   return new Set(
-    before
+    nodes
       .filter((node) => {
         const after = now.get(node.name);
         const want = mergedOver(node.spec, added.get(node.name) ?? {});
@@ -136,6 +159,31 @@ export function notMergingBack(
       })
       .map((n) => n.name),
   );
+}
+
+/**
+ * The extension for `added`, checked in a copy of the tree before anything is written: a node
+ * whose additions a shared file cannot hold as they are (a layer's entry merges with the node's
+ * own, field by field) takes them in its own file, and keeps its layers from taking those paths.
+ */
+export async function checkedExtension(
+  tree: string,
+  nodes: readonly LoadedNode[],
+  added: ReadonlyMap<string, PlainMap>,
+): Promise<Extension> {
+  const files = treeFiles(tree, nodes);
+  const stage = await mkdtemp(path.join(os.tmpdir(), "quartermaster-adopt-"));
+  try {
+    let extension = planExtension(nodes, added, files);
+    let wrong = await notMergingBack(tree, stage, nodes, added, extension);
+    if (!wrong.size) return extension;
+    extension = planExtension(nodes, added, files, wrong);
+    wrong = await notMergingBack(tree, stage, nodes, added, extension);
+    if (wrong.size) throw new Error("the files and units added do not merge back to the snapshots");
+    return extension;
+  } finally {
+    await rm(stage, { recursive: true, force: true });
+  }
 }
 
 /** The column a node of `text` starts at. */

@@ -2,7 +2,7 @@
 // takes each host's trusted key and snapshot in parallel, factors the snapshots into fleet, group
 // and node layers (pure), checks through the real loader that every node's layers merge back to
 // its snapshot, and only then writes the files that do not exist yet.
-import { cp, mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { expandAsked } from "../adopt/globs.js";
@@ -33,13 +33,7 @@ import { valueAt, type PlainMap } from "../spec-path.js";
 import { DEFAULT_TIMEOUT_SECONDS, fleetAuditSettings } from "./audit.js";
 import { snapshotSpec, type LatentValues } from "./snapshot.js";
 import { stageLayers, writeTree } from "./adopt-tree.js";
-import {
-  appendToFile,
-  notMergingBack,
-  notYetDeclared,
-  planExtension,
-  treeFiles,
-} from "./adopt-extend.js";
+import { appendToFile, checkedExtension, notYetDeclared, treeFiles } from "./adopt-extend.js";
 
 /** What to adopt, into which tree, how hosts are reached and how their state is declared. */
 export interface AdoptOptions {
@@ -236,23 +230,7 @@ async function extendDeclared(
     if (Object.keys(more).length) added.set(name, more);
   }
   if (!added.size) return { written: [], said };
-  let extension = planExtension(nodes, added, where);
-  const stage = await mkdtemp(path.join(os.tmpdir(), "quartermaster-adopt-"));
-  try {
-    // A node whose additions a shared file cannot hold as they are (a layer's entry merges with
-    // the node's own, field by field) takes them in its own file, and so do its layers' other nodes.
-    for (let round = 0; ; round++) {
-      await rm(stage, { recursive: true, force: true });
-      await cp(tree, stage, { recursive: true });
-      for (const [rel, spec] of extension.files) await appendToFile(stage, rel, spec);
-      const wrong = notMergingBack(nodes, (await loadFleet(stage)).nodes, added);
-      if (!wrong.size) break;
-      if (round) throw new Error("the files and units added do not merge back to the snapshots");
-      extension = planExtension(nodes, added, where, wrong);
-    }
-  } finally {
-    await rm(stage, { recursive: true, force: true });
-  }
+  const extension = await checkedExtension(tree, nodes, added);
   for (const [rel, spec] of extension.files) await appendToFile(tree, rel, spec);
   for (const [name, files] of extension.byNode)
     said.set(name, {

@@ -2,9 +2,16 @@ import assert from "node:assert/strict";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { after, before, test } from "node:test";
+import { after, before, describe, test } from "node:test";
 import { parse } from "yaml";
-import { appendToFile } from "../../../src/runs/adopt-extend.js";
+import { loadFleet } from "../../../src/manifest/load.js";
+import {
+  appendToFile,
+  checkedExtension,
+  planExtension,
+  treeFiles,
+} from "../../../src/runs/adopt-extend.js";
+import { removeTree, writeTree } from "../../support/tree.js";
 
 // A second adopt appends what it adds to files people wrote: every byte they hold stays.
 
@@ -72,4 +79,68 @@ test("a file without a final newline, and one with only comments", async () => {
     await appended("# only a comment\n", { files: [file] }),
     "# only a comment\nfiles:\n  - path: /etc/b.conf\n    contents: |\n      b = 1\n",
   );
+});
+
+describe("a second adopt's additions, factored over the tree", () => {
+  const unitOf = (contents: string) => ({ name: "side.service", enabled: true, contents });
+  const load = (tree: string) => loadFleet(tree, { displayPrefix: tree });
+
+  test("the value most of a group hold goes to the group, the odd node's to its own file wherever it is, a node not snapshot keeps its layers from taking it", async () => {
+    const tree = await writeTree({
+      "fleet.yaml": "{}\n",
+      "groups/app.yaml": "systemd:\n  units:\n    - name: a.service\n      enabled: true\n",
+      "groups/db.yaml": "{}\n",
+      "nodes/app-01.yaml": "groups: [app]\n",
+      "nodes/app-02.yaml": "groups: [app]\n",
+      "nodes/team/app-03.yml": "groups: [app]\n",
+      "nodes/db-01.yaml": "groups: [db]\n",
+      "nodes/db-02.yaml": "groups: [db]\n",
+    });
+    const { nodes } = await load(tree);
+    const added = new Map([
+      ["app-01", { systemd: { units: [unitOf("a")] } }],
+      ["app-02", { systemd: { units: [unitOf("a")] } }],
+      ["app-03", { systemd: { units: [unitOf("odd")] } }],
+      // db-02 was not snapshot: db's file takes nothing.
+      ["db-01", { systemd: { units: [unitOf("a")] } }],
+    ]);
+    const plan = await checkedExtension(tree, nodes, added);
+    assert.deepEqual([...plan.files.keys()].sort(), [
+      "groups/app.yaml",
+      "nodes/db-01.yaml",
+      "nodes/team/app-03.yml",
+    ]);
+    assert.deepEqual(plan.byNode.get("app-03"), ["groups/app.yaml", "nodes/team/app-03.yml"]);
+    await removeTree(tree);
+  });
+
+  test("a node whose own entry would merge with the group's, field by field, takes its additions in its own file, and so do the others of that group", async () => {
+    const secret = { path: "/etc/app.key", sha256: "0".repeat(64), mode: "0600" };
+    const open = { path: "/etc/app.key", contents: "k\n", mode: "0644" };
+    const tree = await writeTree({
+      "groups/app.yaml": "{}\n",
+      ...Object.fromEntries(
+        ["app-01", "app-02", "app-03"].map((n) => [`nodes/${n}.yaml`, "groups: [app]\n"]),
+      ),
+    });
+    const { nodes } = await load(tree);
+    const added = new Map([
+      ["app-01", { files: [open] }],
+      ["app-02", { files: [open] }],
+      ["app-03", { files: [secret] }],
+    ]);
+    // Lifted into the group, its contents and app-03's sha256 would combine into one entry the
+    // loader refuses: app-03 keeps its own, and the group takes nothing.
+    assert.deepEqual(
+      [...planExtension(nodes, added, treeFiles(tree, nodes)).files.keys()],
+      ["groups/app.yaml", "nodes/app-03.yaml"],
+    );
+    const plan = await checkedExtension(tree, nodes, added);
+    assert.deepEqual([...plan.files.keys()].sort(), [
+      "nodes/app-01.yaml",
+      "nodes/app-02.yaml",
+      "nodes/app-03.yaml",
+    ]);
+    await removeTree(tree);
+  });
 });
