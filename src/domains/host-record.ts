@@ -1,5 +1,5 @@
 import type { SpecPath } from "../spec-path.js";
-import type { Latent } from "./cause.js";
+import type { Cause, Latent } from "./cause.js";
 
 // What a host recorded about its changes, as the audit's cause section reads it (src/audit/cause/:
 // one shared probe and parser for the logs every domain reads, in the audit's own round trip), and
@@ -27,6 +27,17 @@ export interface ConffileEvent {
   choice: string;
 }
 
+/**
+ * One package's configure step in dpkg's log (its maintainer script, postinst, runs in it): from the
+ * `configure` line to the `status installed` line that ends it, when that is in the log.
+ */
+export interface ConfigureStep {
+  name: string;
+  version: string;
+  start: number;
+  end?: number;
+}
+
 export interface AptTransaction {
   start: number;
   end?: number;
@@ -50,8 +61,20 @@ export interface HostRecord {
   stat: Map<string, { mtime: number; owner: string }>;
   packages: PackageEvent[];
   conffiles: ConffileEvent[];
+  /** Every package's configure steps since the last audit, when a domain asks (`steps`). */
+  steps?: ConfigureStep[];
   apt: AptTransaction[];
 }
+
+/** A record holding nothing yet. */
+export const emptyHostRecord = (): HostRecord => ({
+  owned: new Map(),
+  digest: new Map(),
+  stat: new Map(),
+  packages: [],
+  conffiles: [],
+  apt: [],
+});
 
 /**
  * The records a domain's declaration asks the cause section for; every domain's are read in one
@@ -77,6 +100,17 @@ export interface RecordRequest {
    * All three are the domain's own text, never manifest text.
    */
   packagesByFile?: readonly { glob: string; strip: string; prefix: string }[];
+  /**
+   * The domain's own shell globs (never manifest text): each existing match (at most 500 per node)
+   * has its mtime and owner read, and the package whose conffile it is (dpkg's status), with that
+   * package's transactions.
+   */
+  globs?: readonly string[];
+  /**
+   * Every package's configure steps and conffile lines since the node's last audit (none without
+   * one): what a maintainer script changed (a system user a postinst created) is told by its time.
+   */
+  steps?: boolean;
 }
 
 /** One drift item, as a domain reads its cause. */
@@ -88,6 +122,8 @@ export interface CauseSubject {
   /** As `compare` found them: what the next boot does to it, and its line of context. */
   latent?: Latent;
   detail?: string;
+  /** The cause `compare` found itself (the line that sets the value), which `Domain.cause` refines. */
+  cause?: Cause;
 }
 
 /** What an audit knows beside the host's record. */
@@ -122,5 +158,7 @@ export function joinRequests(requests: readonly RecordRequest[]): Required<Recor
     files: unique(requests.map((r) => r.files)),
     stat: requests.flatMap((r) => r.stat ?? []),
     packagesByFile: requests.flatMap((r) => r.packagesByFile ?? []),
+    globs: unique(requests.map((r) => r.globs)),
+    steps: requests.some((r) => r.steps),
   };
 }

@@ -23,6 +23,9 @@ function transactionOf(at: number, record: HostRecord): AptTransaction | undefin
   return latest(record.apt, (t) => t.start <= at && at <= (t.end ?? t.start));
 }
 
+/** Who ran the transaction in progress at `at`, as `by` says it. */
+export const transactionBy = (at: number, record: HostRecord) => byOf(transactionOf(at, record));
+
 /** Who ran it, in an operator's words: `unattended-upgrades`, `apt-get (alice)`, `dpkg`. */
 function byOf(transaction: AptTransaction | undefined): string {
   if (!transaction?.commandline) return "dpkg";

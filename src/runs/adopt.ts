@@ -136,14 +136,14 @@ export async function runAdopt(config: AdoptOptions): Promise<Adoption> {
   const settings = existing
     ? fleetAuditSettings(existing, { timeoutMs })
     : fleetAuditSettings({ dir: tree, settings: {}, nodes: [], tickets: [] }, { timeoutMs });
-  const { keys, snapshots, latent, failed, leftOnPurpose, notShown } = await snapshotHosts(hosts, {
+  const { keys, snapshots, latent, failed, leftOnPurpose, unread } = await snapshotHosts(hosts, {
     config,
     sshFiles,
     staged,
     settings,
   });
   sayLeftOnPurpose(leftOnPurpose, say);
-  sayNotShown(notShown, say);
+  sayUnread(unread, say);
   const leftOut = [...failed].map(([name, reason]) => `${name}: ${reason}; not adopted`);
 
   for (const [name, reason] of plan.unreadable) leftOut.push(`${name}: ${reason}; not adopted`);
@@ -218,7 +218,7 @@ async function extendDeclared(
     staged: { base: new Map(), ssh: new Map(hosts.map((h) => [h.name, byName.get(h.name)!.ssh])) },
     domains: DOMAINS.filter((d) => valueAt(askedSpec, d.specPath) !== undefined),
   });
-  sayNotShown(taken.notShown, job.config.say);
+  sayUnread(taken.unread, job.config.say);
   for (const [name, reason] of taken.failed)
     said.set(name, {
       line: `${name}: already declared (${where.node(byName.get(name)!)}); --files and --units not added: ${reason}`,
@@ -256,23 +256,32 @@ function sayLeftOnPurpose(left: Snapshots["leftOnPurpose"], say: (line: string) 
   for (const l of left)
     if (l.unknown !== undefined)
       unknown.set(l.unknown, [...(unknown.get(l.unknown) ?? []), l.host]);
-  for (const [reason, hosts] of unknown)
-    say(`packages: every installed package declared on ${named(hosts)}: ${reason}`);
+  for (const [reason, named] of unknown)
+    say(`packages: every installed package declared on ${hostList(named)}: ${reason}`);
 }
 
-/** A few host names, and how many more. */
-const named = (hosts: readonly string[]) =>
-  hosts.length > 3
-    ? `${hosts.slice(0, 3).join(", ")} and ${hosts.length - 3} more`
-    : hosts.join(", ");
+/** The most reasons `sayUnread` names one by one; the rest it counts. */
+const MAX_UNREAD_LINES = 20;
 
 /**
- * Once per reason, naming its hosts: what a snapshot could not show, so the tree does not declare
- * it (a file's contents or hash the audit user cannot read is declared by mode, owner and group).
+ * Once for the run: each part of the hosts' live state left undeclared because the host could not
+ * show it (sshd's settings without root), with the hosts and the host's reason, which says the fix.
  */
-function sayNotShown(notShown: Snapshots["notShown"], say: (line: string) => void): void {
-  for (const [reason, hosts] of notShown)
-    say(`${named(hosts)}: not shown, so not declared: ${reason}`);
+function sayUnread(unread: Snapshots["unread"], say: (line: string) => void): void {
+  const reasons = [...unread].sort(([, a], [, b]) => b.length - a.length);
+  for (const [reason, hosts] of reasons.slice(0, MAX_UNREAD_LINES))
+    say(`not declared on ${hostList([...hosts].sort())}, which could not show it: ${reason}`);
+  const rest = reasons.slice(MAX_UNREAD_LINES);
+  if (rest.length)
+    say(
+      `not declared on ${hostList([...new Set(rest.flatMap(([, hosts]) => hosts))].sort())}: ${rest.length} more parts their hosts could not show`,
+    );
+}
+
+/** Hosts in a line: `web-01, web-02, web-03 and 3 more hosts`. */
+function hostList(hosts: readonly string[]): string {
+  const named = hosts.slice(0, 3).join(", ");
+  return hosts.length > 3 ? `${named} and ${hosts.length - 3} more hosts` : named;
 }
 
 /** The --ssh-config and --known-hosts files, checked as files and resolved. */
@@ -330,10 +339,10 @@ interface Snapshots {
   jumpKeys: Map<string, Promise<JumpKeys>>;
   /** Whether each jump host answers, asked once, when a host behind it could not be snapshot. */
   jumpReached: Map<string, Promise<string | undefined>>;
-  /** What the hosts could not show (a file the audit user cannot read), so nothing declares it. */
-  notShown: Map<string, string[]>;
   /** What each host's snapshot left out on purpose (packages installed only as dependencies). */
   leftOnPurpose: { host: string; domain: string; count: number; unknown?: string }[];
+  /** Hosts by each reason a part of their live state could not be read, so was not declared. */
+  unread: Map<string, string[]>;
 }
 
 /**
@@ -382,10 +391,10 @@ async function snapshotHosts(hosts: readonly HostToAdopt[], job: SnapshotJob): P
     snapshots: new Map(),
     latent: new Map(),
     failed: new Map(),
-    notShown: new Map(),
     jumpKeys: new Map(),
     jumpReached: new Map(),
     leftOnPurpose: [],
+    unread: new Map(),
   };
   await Promise.all(
     hosts.map((host) => {
@@ -459,7 +468,7 @@ async function snapshotHost(
     taken.latent.set(host.name, snapshot.latent);
     for (const left of snapshot.leftOut) taken.leftOnPurpose.push({ host: host.name, ...left });
     for (const reason of snapshot.unknown)
-      taken.notShown.set(reason, [...(taken.notShown.get(reason) ?? []), host.name]);
+      taken.unread.set(reason, [...(taken.unread.get(reason) ?? []), host.name]);
     return undefined;
   } catch (error) {
     const failure = nodeFailure(host.name, error).message.replace(/[;,] node not audited/, "");

@@ -4,16 +4,15 @@
 // sudoers.d line are drift with the file and line; an appended authorized key is drift shown as the
 // fingerprint ssh-keygen prints; the accept PRs, merged, make the next audit clean. Needs root.
 import assert from "node:assert/strict";
-import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { execa } from "execa";
 import { parse, stringify } from "yaml";
 import { Report } from "../../src/report/schema.js";
-import { runCli } from "../support/cli.js";
+import { cliSnapshot, runCli } from "../support/cli.js";
 import { suiteForge } from "../support/forge.js";
 import { AUDIT_USER, startFleet, type TestFleet } from "../support/hosts.js";
-import { removeTree, writeTree } from "../support/tree.js";
 
 const TOKEN = "ghs_accounts_e2e";
 const M = "fleet-manifests";
@@ -78,39 +77,9 @@ describe("accounts on a real host, audited with become: sudo", () => {
   let declared = "";
   before(async () => {
     // The node's declaration: the host as a snapshot through the real CLI sees it.
-    const local = await writeTree({ [`nodes/${HOST}.yaml`]: "ssh:\n  become: sudo\n" });
-    try {
-      const snapshot = await runCli([
-        "snapshot",
-        "--manifests",
-        local,
-        "--node",
-        HOST,
-        "--ssh-config",
-        fleet.sshConfig,
-      ]);
-      assert.equal(snapshot.exitCode, 0, snapshot.stderr);
-      const spec = parse(snapshot.stdout) as { accounts: Record<string, unknown> };
-      declared = stringify({ ssh: { become: "sudo" }, accounts: spec.accounts });
-      const dir = await forge.checkout();
-      await mkdir(path.join(dir, M, "nodes"));
-      await writeFile(path.join(dir, M, "nodes", `${HOST}.yaml`), declared);
-      const git = (...args: string[]) =>
-        execa("git", [
-          "-C",
-          dir,
-          "-c",
-          "user.name=ops",
-          "-c",
-          "user.email=ops@example.com",
-          ...args,
-        ]);
-      await git("add", "-A");
-      await git("commit", "-qm", `declare ${HOST}`);
-      await git("push", "-q", "origin", "HEAD:main");
-    } finally {
-      await removeTree(local);
-    }
+    const spec = await cliSnapshot(HOST, "ssh:\n  become: sudo\n", fleet.sshConfig);
+    declared = stringify({ ssh: { become: "sudo" }, accounts: spec.accounts });
+    await forge.pushToMain({ [`${M}/nodes/${HOST}.yaml`]: declared }, `declare ${HOST}`);
   });
 
   it("the snapshot declares the login users, the sudo group's members and the sudo rights; the first audit is clean", async () => {
@@ -154,9 +123,16 @@ describe("accounts on a real host, audited with become: sudo", () => {
       byKey.get("sudo:alice ALL=(ALL) NOPASSWD: ALL")!.detail,
       "at /etc/sudoers.d/90-alice:1",
     );
-    assert.equal(byKey.get("user:alice:authorized_keys")!.detail, `added ${keys[1]!.print}`);
+    assert.equal(
+      byKey.get("user:alice:authorized_keys")!.detail,
+      `added ${keys[1]!.print} (/home/alice/.ssh/authorized_keys)`,
+    );
     assert.deepEqual(byKey.get("user:alice:groups")!.live, ["sudo"]);
-    assert.match(byKey.get("user:intruder")!.detail!, /^login shell \/bin\/bash, uid \d+$/);
+    // useradd kept /etc/passwd as it was before in /etc/passwd-: intruder is the latest change's.
+    assert.match(
+      byKey.get("user:intruder")!.detail!,
+      /^login shell \/bin\/bash, uid \d+; not in \/etc\/passwd-: added by the latest change of \/etc\/passwd$/,
+    );
     // The user-facing formats name the key by its fingerprint, never its text.
     const text = await audit("drift-text", "text");
     assert.ok(text.stdout.includes(keys[1]!.print), text.stdout);

@@ -141,7 +141,10 @@ test("without sudo, a root-only file the audit user cannot read is declared by m
   assert.equal(result.exitCode, 0, result.stderr);
   assert.match(
     result.stderr,
-    new RegExp(`^plain-01: not shown, so not declared: files: ${GROUP_READ}: cannot read it$`, "m"),
+    new RegExp(
+      `^not declared on plain-01, which could not show it: files: ${GROUP_READ}: cannot read it$`,
+      "m",
+    ),
   );
   const text = await readFile(path.join(tree, "nodes/plain-01.yaml"), "utf8");
   assert.ok(!text.includes("group-read-key"), text);

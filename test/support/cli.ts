@@ -1,9 +1,12 @@
+import assert from "node:assert/strict";
 import { execa } from "execa";
 import { readdirSync, statSync } from "node:fs";
 import { Writable } from "node:stream";
 import { stat } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { parse } from "yaml";
+import { removeTree, writeTree } from "./tree.js";
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 /** The CLI as `npm run build` builds it and users run it: src/ bundled into dist/ (scripts/build.ts). */
@@ -132,5 +135,26 @@ async function ensureNewerThanSources(file: string, script: string): Promise<voi
   } finally {
     holder.stdin.end();
     await holder;
+  }
+}
+
+/**
+ * A node's live state as `snapshot` prints it through the real CLI, parsed: the node declared by
+ * `nodeFile` (its `ssh:` says how to reach it) in a tree of its own, removed after.
+ */
+export async function cliSnapshot(
+  node: string,
+  nodeFile: string,
+  sshConfig: string,
+  more: string[] = [],
+): Promise<Record<string, unknown>> {
+  const tree = await writeTree({ [`nodes/${node}.yaml`]: nodeFile });
+  try {
+    const args = ["snapshot", "--manifests", tree, "--node", node, "--ssh-config", sshConfig];
+    const result = await runCli([...args, ...more]);
+    assert.equal(result.exitCode, 0, result.stderr);
+    return parse(result.stdout) as Record<string, unknown>;
+  } finally {
+    await removeTree(tree);
   }
 }

@@ -1,6 +1,6 @@
 // A manifest repository on the real git server, with the GitHub double on top of it: what the
 // end-to-end tests of propose and review run the real CLI against.
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before } from "node:test";
@@ -62,6 +62,8 @@ export interface SuiteForge extends TestForge {
   changedFiles(head: string): Promise<string[]>;
   /** A file's text on a branch. */
   fileAt(head: string, file: string): Promise<string>;
+  /** Writes `files` (paths in the repository) and pushes them to main as one commit by "ops". */
+  pushToMain(files: Record<string, string>, message: string): Promise<void>;
 }
 
 /**
@@ -110,6 +112,26 @@ export function suiteForge(options: {
           stripFinalNewline: false,
         })
       ).stdout,
+    pushToMain: async (files: Record<string, string>, message: string) => {
+      const dir = await forge.checkout();
+      for (const [file, text] of Object.entries(files)) {
+        await mkdir(path.dirname(path.join(dir, file)), { recursive: true });
+        await writeFile(path.join(dir, file), text);
+      }
+      const git = (...args: string[]) =>
+        execa("git", [
+          "-C",
+          dir,
+          "-c",
+          "user.name=ops",
+          "-c",
+          "user.email=ops@example.com",
+          ...args,
+        ]);
+      await git("add", "-A");
+      await git("commit", "-qm", message);
+      await git("push", "-q", "origin", "HEAD:main");
+    },
   } as SuiteForge;
   before(async () => {
     forge.work = await mkdtemp(path.join(tmpdir(), options.workPrefix));

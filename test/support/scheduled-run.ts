@@ -17,6 +17,8 @@ export interface Audited {
 export interface ScheduledRun {
   /** Audits into `<name>.json` in the forge's scratch folder; the exit code must be `exitCode`. */
   audit(name: string, exitCode: number): Promise<Audited>;
+  /** The same audit as text, as an operator reads it; the exit code must be `exitCode`. */
+  auditText(exitCode: number): Promise<string>;
   /** `propose` with `args` (a report source, other flags) on the forge's repository; must exit 0. */
   propose(args: string[]): Promise<CliResult>;
   /** The audit, then `propose --report` on its file with `args`: the whole scheduled run. */
@@ -34,23 +36,15 @@ export function scheduledRun(
 ): ScheduledRun {
   const env = () => ({ ...forge.double.cliEnv(), ...options.env });
   const history = options.stateFromRepo === false ? [] : ["--state-from-repo"];
+  const run = async (exitCode: number, format: string[]): Promise<CliResult> => {
+    const args = ["audit", ...forge.repoArgs(), "--ssh-config", sshConfig(), ...history];
+    const result = await runCli([...args, "--format", ...format], { env: env() });
+    assert.equal(result.exitCode, exitCode, result.stderr);
+    return result;
+  };
   const audit = async (name: string, exitCode: number): Promise<Audited> => {
     const file = path.join(forge.work, `${name}.json`);
-    const result = await runCli(
-      [
-        "audit",
-        ...forge.repoArgs(),
-        "--ssh-config",
-        sshConfig(),
-        ...history,
-        "--format",
-        "json",
-        "--out",
-        file,
-      ],
-      { env: env() },
-    );
-    assert.equal(result.exitCode, exitCode, result.stderr);
+    await run(exitCode, ["json", "--out", file]);
     return { file, report: Report.parse(JSON.parse(await readFile(file, "utf8"))) };
   };
   const propose = async (args: string[]): Promise<CliResult> => {
@@ -60,6 +54,7 @@ export function scheduledRun(
   };
   return {
     audit,
+    auditText: async (exitCode) => (await run(exitCode, ["text"])).stdout,
     propose,
     async auditAndPropose(name, exitCode, args = []) {
       const audited = await audit(name, exitCode);

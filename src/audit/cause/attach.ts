@@ -86,7 +86,8 @@ export function attachCauses(
     const rollout =
       ctx.before && rolloutCause(item, ctx.before, ctx.revision ?? null, ctx.revisionAt);
     if (rollout) return { ...item, cause: rollout };
-    const cause = item.cause ?? domainByName(item.domain)?.cause?.(item, record, known) ?? UNKNOWN;
+    // A domain reading the host's record refines the cause its compare found (`item.cause`).
+    const cause = domainByName(item.domain)?.cause?.(item, record, known) ?? item.cause ?? UNKNOWN;
     return { ...item, cause: boundedCause(timeChecked(sinceLastAudit(cause, item, ctx))) };
   });
 }

@@ -45,6 +45,9 @@ const LOGS = [
   "!h && substr($0, 1, 19) < s { next }",
   '!h && $3 ~ /^(install|upgrade|remove|purge)$/ { p = $4; sub(/:.*/, "", p); if (p in w) event(); next }',
   '!h && $3 == "conffile" && ($4 in f) { event(); next }',
+  // Every package's configure step, the line that ends it, and every conffile line, when asked (`qm_c`).
+  '!h && qm_c && ($3 == "configure" || $3 == "conffile") { event(); next }',
+  '!h && qm_c && $3 == "status" && $4 == "installed" { print; next }',
   "!h || !n { next }",
   '/^Start-Date: / { st = $2 " " $3; k = (st >= s); b = "" }',
   `k && /^(Start-Date|Commandline|Requested-By): / { b = b substr($0, 1, ${LINE_CHARS}) "\\n" }`,
@@ -107,6 +110,19 @@ function rehash(
   ];
 }
 
+/** At most this many matches of a domain's globs are looked up per node. */
+export const MAX_GLOB_MATCHES = 500;
+
+/** Sets `"$@"` to the globs' existing matches, at most MAX_GLOB_MATCHES of them. */
+const globMatches = (globs: readonly string[]) => [
+  "set --",
+  ...(globs.length
+    ? [
+        `for g in ${globs.join(" ")}; do [ -e "$g" ] && [ $# -lt ${MAX_GLOB_MATCHES} ] && set -- "$@" "$g"; done`,
+      ]
+    : []),
+];
+
 /** `text` as an extended regular expression matching only itself. */
 const ere = (text: string) => text.replace(/[.[\]*^$+?(){}|\\]/g, "\\$&");
 
@@ -117,6 +133,7 @@ export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
     packages: request.packages ?? [],
     files: request.files ?? [],
     packagesByFile: request.packagesByFile ?? [],
+    globs: request.globs ?? [],
   };
   const stat = (request.stat ?? []).filter((s) => s.entries.length > 0);
   const files = targets.files.map(q).join(" ");
@@ -133,12 +150,14 @@ export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
     `printf '%s\\n' "$s"`,
     's="${s% *}"; [ "$s" = "- -" ] && s=',
   ];
-  if (targets.files.length)
+  const owning = targets.files.length > 0 || targets.globs.length > 0;
+  if (owning)
     lines.push(
       ctx.mark("owned"),
       "owned=",
+      ...globMatches(targets.globs),
       "[ -f /var/lib/dpkg/status ] &&",
-      `  owned=$({ printf '%s\\n' ${files} --; } | awk '${CONFFILES}' - /var/lib/dpkg/status 2>/dev/null)`,
+      `  owned=$({ printf '%s\\n' ${files} "$@" --; } | awk '${CONFFILES}' - /var/lib/dpkg/status 2>/dev/null)`,
       ...(outsideEtc.length
         ? [
             "[ -d /var/lib/dpkg/info ] &&",
@@ -149,10 +168,14 @@ export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
       ctx.mark("md5"),
       ...rehash("owned", "md5sum", targets.files, (f) => [` ${f}`, `  ${f.slice(1)}`], q),
     );
-  if (targets.files.length || stat.length)
-    lines.push(ctx.mark("stat"), `stat -c '%Y %U %n' -- ${files} ${entries} 2>/dev/null`);
+  if (owning || stat.length)
+    lines.push(
+      ctx.mark("stat"),
+      ...globMatches(targets.globs),
+      `stat -c '%Y %U %n' -- ${files} ${entries}${targets.globs.length ? ' "$@"' : ""} 2>/dev/null`,
+    );
   // A package named by its md5sums list (`/var/lib/dpkg/info/NAME[:ARCH].md5sums:…`) or its status.
-  const owners = targets.files.length
+  const owners = owning
     ? `pk="$pk $(printf '%s\\n' "$owned" | awk '{ p = $1; sub(/^.*\\//, "", p); sub(/\\.md5sums:.*$/, "", p); sub(/:.*$/, "", p); print p }')"`
     : "";
   // Packages named after files (a kernel's after its image): shell builtins only.
@@ -160,14 +183,14 @@ export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
     ({ glob, strip, prefix }) =>
       `for f in ${glob}; do [ -e "$f" ] && pk="$pk ${prefix}\${f#${strip}}"; done`,
   );
-  if (targets.packages.length || targets.files.length || byFile.length)
+  if (targets.packages.length || owning || byFile.length || request.steps)
     lines.push(
       ctx.mark("dpkg-log"),
       `pk=${q(targets.packages.join(" "))}`,
       ...byFile,
       ...(owners ? [owners] : []),
       `if [ -r /var/log/dpkg.log ]; then h=; [ -r /var/log/apt/history.log ] && h=/var/log/apt/history.log`,
-      `  tail -c ${LOG_TAIL_BYTES} /var/log/dpkg.log $h 2>/dev/null | awk -v s="$s" -v qm_p="$pk" -v qm_f=${q(targets.files.join("\n"))} -v qm_n="$QM_N" '${LOGS}'`,
+      `  tail -c ${LOG_TAIL_BYTES} /var/log/dpkg.log $h 2>/dev/null | awk -v s="$s"${request.steps ? ' -v qm_c="${s:+1}"' : ""} -v qm_p="$pk" -v qm_f=${q(targets.files.join("\n"))} -v qm_n="$QM_N" '${LOGS}'`,
       `else ${ctx.mark("apt-history")}; ${ctx.mark("boot")}; ${BOOT}; fi`,
     );
   else lines.push(ctx.mark("boot"), BOOT);

@@ -1,5 +1,12 @@
 import { partsByLabel } from "../../domains/domain.js";
-import type { AptTransaction, HostRecord, PackageEvent } from "../../domains/host-record.js";
+import {
+  emptyHostRecord,
+  latest,
+  type AptTransaction,
+  type ConfigureStep,
+  type HostRecord,
+  type PackageEvent,
+} from "../../domains/host-record.js";
 import { rpmVersion } from "../../domains/rpm-version.js";
 
 // The cause section's output, parsed: what the host recorded, with every time in UTC. Nothing here
@@ -94,14 +101,7 @@ function readRpm(byLabel: Map<string, string>, record: HostRecord, since: number
 /** The cause section's output; `since` is the node's last audit, when known (epoch milliseconds). */
 export function parseHostRecord(parts: [string, string][], since?: number): HostRecord {
   const byLabel = partsByLabel("cause", parts);
-  const record: HostRecord = {
-    owned: new Map(),
-    digest: new Map(),
-    stat: new Map(),
-    packages: [],
-    conffiles: [],
-    apt: [],
-  };
+  const record = emptyHostRecord();
   // A boot time that is no number is kept as NaN: the cause it would time says why it has none.
   const boot = lines(byLabel.get("boot"))[0];
   if (boot !== undefined) record.bootTime = /^\d{1,15}$/.test(boot) ? Number(boot) * 1000 : NaN;
@@ -137,6 +137,8 @@ export function parseHostRecord(parts: [string, string][], since?: number): Host
   // Without the host's offset its log times cannot be placed: no log is read.
   if (offset === undefined) return record;
   record.offsetMinutes = offset;
+  const steps: ConfigureStep[] = [];
+  record.steps = steps;
   for (const line of latestLines(byLabel.get("dpkg-log"))) {
     const f = line.split(" ");
     const at = logTime(`${f[0]} ${f[1]}`, offset);
@@ -157,6 +159,13 @@ export function parseHostRecord(parts: [string, string][], since?: number): Host
       });
     } else if (action === "conffile" && f.length >= 5) {
       record.conffiles.push({ at, path: f.slice(3, -1).join(" "), choice: f.at(-1)! });
+    } else if (action === "configure" && f.length === 6) {
+      steps.push({ name: f[3]!.replace(/:.*$/, ""), version: f[4]!, start: at });
+    } else if (action === "status" && f[3] === "installed" && f.length === 6) {
+      // The configure step it ends: the latest of that package still open.
+      const name = f[4]!.replace(/:.*$/, "");
+      const step = latest(steps, (s) => s.name === name);
+      if (step && step.end === undefined) step.end = at;
     }
   }
   let current: AptTransaction | undefined;

@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { replaceAt } from "../../spec-path.js";
 import { pathIn, within, type Domain, type Finding } from "../domain.js";
-import { accountsCause, accountsRecords } from "./cause.js";
+import { ADDED_LAST, accountsCause, accountsRecords } from "./cause.js";
 import { FINGERPRINT } from "./keys.js";
 import { loginShell, parseAccounts, type AccountsLive, type LiveUser } from "./parse.js";
 import type { SudoEntry } from "./sudoers.js";
@@ -127,13 +127,14 @@ function compareUser(
     if (wanted === undefined || got === undefined) return [];
     const lists = Array.isArray(wanted) && Array.isArray(got);
     if (lists ? sameSet(wanted, got) : wanted === got) return [];
+    const file = field === "authorized_keys" ? live.keyFiles.get(name) : undefined;
     return [
       {
         key: `user:${name}:${field}`,
         declared: wanted,
         live: got,
         path: [...path, field],
-        ...(lists && { detail: listChange(wanted, got) }),
+        ...(lists && { detail: `${listChange(wanted, got)}${file ? ` (${file})` : ""}` }),
       },
     ];
   });
@@ -154,7 +155,7 @@ function unauthorizedUsers(
       declared: null,
       live: userValue(name, user, live, groups, false),
       path: pathIn(accounts, "users", name),
-      detail: `login shell ${user.shell || "/bin/sh"}, uid ${user.uid}${among ? `, in ${among.join(", ")}` : ""}`,
+      detail: `login shell ${user.shell || "/bin/sh"}, uid ${user.uid}${among ? `, in ${among.join(", ")}` : ""}${user.addedLast ? `; ${ADDED_LAST}` : ""}`,
     });
   }
   const rest = live.moreLoginUsers;

@@ -4,7 +4,7 @@ import { fingerprint } from "./keys.js";
 import { MAX_INCLUDE_DEPTH, sudoEntries, type SudoEntry } from "./sudoers.js";
 
 // The accounts section, in up to three parts, each a line per record:
-// - `passwd`: `P name:uid:gid:home:shell` (declared users and users with a login shell; never the
+// - `passwd`: `P name:uid:gid:home:shell` (`Pn` for one missing from /etc/passwd-; declared users and users with a login shell; never the
 //   password or GECOS field), `more N` (login users past the bound, not sent), `G name:gid:members`
 //   (`G+` when the line was cut);
 // - `sudoers`: `none` (no /etc/sudoers), `F path` (lines of that file follow, again after an
@@ -19,6 +19,8 @@ export interface LiveUser {
   gid: number;
   home: string;
   shell: string;
+  /** Not in /etc/passwd-: the latest change of /etc/passwd (or one after it) added it. */
+  addedLast?: true;
 }
 
 export interface LiveGroup {
@@ -38,6 +40,8 @@ export interface AccountsLive {
   sudo?: SudoEntry[];
   /** Each asked user's authorized key fingerprints, as far as read. */
   keys: Map<string, string[]>;
+  /** Each asked user's authorized_keys file, where it was read. */
+  keyFiles: Map<string, string>;
   /** Reasons for the parts the host could not show. */
   unknown: string[];
 }
@@ -50,7 +54,7 @@ const NO_LOGIN = new Set(["nologin", "false", "sync", "halt", "shutdown"]);
 /** A user with this shell can log in: an empty shell is /bin/sh (passwd(5)). */
 export const loginShell = (shell: string) => !NO_LOGIN.has(shell.replace(/^.*\//, ""));
 
-const USER = /^P ([^:]*):(\d{1,10}):(\d{1,10}):([^:]*):([^:]*)$/;
+const USER = /^P(n?) ([^:]*):(\d{1,10}):(\d{1,10}):([^:]*):([^:]*)$/;
 const GROUP = /^G(\+?) ([^:]*):(\d{1,10}):([^:]*)$/;
 
 function parsePasswd(text: string, live: AccountsLive): void {
@@ -63,13 +67,14 @@ function parsePasswd(text: string, live: AccountsLive): void {
     const more = /^more (\d{1,10})$/.exec(line);
     if (user) {
       // The first line of a name is the one the system uses (getpwnam reads in order).
-      const name = utf8(user[1]!);
+      const name = utf8(user[2]!);
       if (!users.has(name))
         users.set(name, {
-          uid: Number(user[2]),
-          gid: Number(user[3]),
-          home: utf8(user[4]!),
-          shell: utf8(user[5]!),
+          uid: Number(user[3]),
+          gid: Number(user[4]),
+          home: utf8(user[5]!),
+          shell: utf8(user[6]!),
+          ...(user[1] && { addedLast: true as const }),
         });
     } else if (group) {
       const name = utf8(group[2]!);
@@ -165,10 +170,16 @@ function parseKeys(text: string, live: AccountsLive): void {
     } else if (print && !list.includes(print)) list.push(print);
   }
   for (const [user, list] of keys) live.keys.set(user, list.sort());
+  for (const [path, user] of files) if (live.keys.has(user)) live.keyFiles.set(user, utf8(path));
 }
 
 export function parseAccounts(output: string, ctx: ParseContext): AccountsLive {
-  const live: AccountsLive = { moreLoginUsers: 0, keys: new Map(), unknown: [] };
+  const live: AccountsLive = {
+    moreLoginUsers: 0,
+    keys: new Map(),
+    keyFiles: new Map(),
+    unknown: [],
+  };
   const parts = partsByLabel(SECTION, ctx.parts(output));
   for (const [label, text] of parts)
     if (label === "passwd") parsePasswd(text, live);

@@ -6,6 +6,9 @@ import { LINKED_COMPONENT } from "../no-follow.js";
 // the users' homes and one reading their authorized_keys. Every part is filtered and bounded on the
 // host: a passwd of 100,000 login users sends 400 of them and a count.
 
+/** The copy of /etc/passwd useradd, usermod and vipw keep before each change they make. */
+export const PASSWD_BACKUP = "/etc/passwd-";
+
 /** Login users not declared that the probe sends at most; the rest it counts (the item counting them stays within the audit's 500 items a domain lists per node). */
 export const MAX_LOGIN_USERS = 400;
 const MAX_GROUPS = 1000;
@@ -16,12 +19,15 @@ const MAX_DIR_FILES = 1000;
 const LOGIN =
   'function login(s,   b) { b = s; sub(/.*\\//, "", b); return !(b == "nologin" || b == "false" || b == "sync" || b == "halt" || b == "shutdown") }';
 
-// Never the password or GECOS field; every field cut at 1024 bytes, a group's members at 4096.
+// Never the password or GECOS field; every field cut at 1024 bytes, a group's members at 4096. A
+// user missing from /etc/passwd- (when readable) is `Pn`: the file's latest change added it.
 const PASSWD_AWK = [
-  'BEGIN { FS = ":"; n = split(qm_users, a, " "); for (i = 1; i <= n; i++) du[a[i]]; n = split(qm_groups, a, " "); for (i = 1; i <= n; i++) dg[a[i]] }',
+  'BEGIN { FS = ":"; n = split(qm_users, a, " "); for (i = 1; i <= n; i++) du[a[i]]; n = split(qm_groups, a, " "); for (i = 1; i <= n; i++) dg[a[i]]',
+  // The copy of passwd the shadow tools keep before their latest change (root's to read).
+  '  if (qm_b != "") while ((getline l < qm_b) > 0) { nb++; sub(/:.*/, "", l); old[l] } }',
   LOGIN,
   "function cut(s) { return substr(s, 1, 1024) }",
-  'FILENAME == ARGV[1] { if (NF != 7 || $3 !~ /^[0-9]+$/ || $4 !~ /^[0-9]+$/ || ($1 in seen)) next; seen[$1]; if (!($1 in du) && !login($7)) next; if (!($1 in du) && ++np > qm_max) { more++; next }; sent[$1]; gid[$4]; print "P " cut($1) ":" $3 ":" $4 ":" cut($6) ":" cut($7); next }',
+  'FILENAME == ARGV[1] { if (NF != 7 || $3 !~ /^[0-9]+$/ || $4 !~ /^[0-9]+$/ || ($1 in seen)) next; seen[$1]; if (!($1 in du) && !login($7)) next; if (!($1 in du) && ++np > qm_max) { more++; next }; sent[$1]; gid[$4]; print (nb && !($1 in old) ? "Pn " : "P ") cut($1) ":" $3 ":" $4 ":" cut($6) ":" cut($7); next }',
   'NF == 4 && $3 ~ /^[0-9]+$/ { w = qm_all || ($1 in dg) || ($3 in gid); if (!w) { m = split($4, a, ","); for (i = 1; i <= m && !w; i++) if (a[i] in sent) w = 1 }; if (w && ++ng <= qm_maxg) print (length($4) > 4096 ? "G+ " : "G ") cut($1) ":" $3 ":" substr($4, 1, 4096) }',
   'END { if (more) print "more " more }',
 ].join("\n");
@@ -91,7 +97,8 @@ export function accountsProbe(ask: AccountsAsk, ctx: ProbeContext): string {
   if (ask.users) {
     lines.push(
       ctx.mark("passwd"),
-      `awk -v qm_users=${q(ask.users.names.join(" "))} -v qm_groups=${q(ask.users.groups.join(" "))} -v qm_all=${ask.all ? 1 : 0} -v qm_max=${MAX_LOGIN_USERS} -v qm_maxg=${MAX_GROUPS} '${PASSWD_AWK}' /etc/passwd /etc/group`,
+      `qm_b=; [ -r ${PASSWD_BACKUP} ] && qm_b=${PASSWD_BACKUP}`,
+      `awk -v qm_b="$qm_b" -v qm_users=${q(ask.users.names.join(" "))} -v qm_groups=${q(ask.users.groups.join(" "))} -v qm_all=${ask.all ? 1 : 0} -v qm_max=${MAX_LOGIN_USERS} -v qm_maxg=${MAX_GROUPS} '${PASSWD_AWK}' /etc/passwd /etc/group`,
     );
   }
   if (ask.sudo)

@@ -1,5 +1,6 @@
 import * as z from "zod";
 import { partsByLabel, pathIn, type Domain, type Finding } from "../domain.js";
+import { sshdCause, sshdRecords } from "./cause.js";
 import { changedSinceStart, sshdLatent, settingCause } from "./latent.js";
 import { MAX_LINES, parseSshd, type SshdLive } from "./parse.js";
 
@@ -241,6 +242,8 @@ export const sshd: Domain<SshdDeclared, SshdLive, "sshd"> = {
     }
     return findings;
   },
+  records: sshdRecords,
+  cause: sshdCause,
   snapshot(live) {
     // Keywords come from sshd's own list (SNAPSHOT_KEYWORDS), never from host text alone.
     const entries = SNAPSHOT_KEYWORDS.flatMap((key) => {

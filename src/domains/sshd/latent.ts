@@ -47,20 +47,14 @@ export function sshdLatent(
 }
 
 /**
- * Why a keyword has its live value, where the files show it: the first line setting it to that
- * value (sshd keeps a keyword's first value), as a persisted cause.
+ * What the files show of why a keyword has its live value: the first line setting it to that value
+ * (sshd keeps a keyword's first value). When and by whom its file was written, the host's record
+ * tells (cause.ts); until then the cause is unknown, with the line.
  */
 export function settingCause(live: SshdLive, key: string, got: string[]): Cause | undefined {
   const value = got.join(" ").toLowerCase();
   const line = (live.setBy.get(key) ?? []).find(
     (l) => l.value.trim().split(/\s+/).join(" ").toLowerCase() === value,
   );
-  if (!line) return undefined;
-  const at = live.changed.get(line.file);
-  return {
-    kind: "persisted",
-    ...(at !== undefined && notAHostTime(at) === undefined && { at: isoTime(at) }),
-    evidence: sets(line),
-    group: line.file,
-  };
+  return line && { kind: "unknown", evidence: sets(line) };
 }

@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { marked, PROTOTYPE_NAMES } from "../probe-output.js";
 import type { DomainSample } from "./domain-sample.js";
 import type { accounts } from "../../../src/domains/accounts/index.js";
+import { loginShell } from "../../../src/domains/accounts/parse.js";
 
 const lines = (list: string[]) => `${list.join("\n")}\n`;
 const hex = (text: string) => Buffer.from(text).toString("hex");
@@ -15,16 +16,25 @@ const auditUserInSudo = () =>
       `sudo:${p}:${gid}:${[...members.split(",").filter(Boolean), "qm-audit"].join(",")}`,
   );
 
+/**
+ * The authorized_keys files a snapshot reads on this machine: its login users' (root, the audit
+ * user, whoever else logs in here), wherever their homes are.
+ */
+const loginUsersKeys = () =>
+  readFileSync("/etc/passwd", "utf8")
+    .split("\n")
+    .map((line) => line.split(":"))
+    .filter((f) => f.length === 7 && f[5]!.startsWith("/") && loginShell(f[6]!))
+    .map((f) => `${f[5]!.replace(/\/$/, "")}/.ssh/authorized_keys`);
+
 export const sample: DomainSample<typeof accounts> = {
-  // The users' homes are where this machine's login users live (root, the audit user, postgres).
   reads: [
     "/etc/passwd",
+    "/etc/passwd-",
     "/etc/group",
     "/etc/sudoers",
     "/etc/sudoers.d",
-    "/root",
-    "/home",
-    "/var/lib",
+    ...loginUsersKeys(),
   ],
   declared: {
     users: { constructor: { shell: "/bin/sh", groups: ["toString"], authorized_keys: [] } },

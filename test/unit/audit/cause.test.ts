@@ -19,6 +19,7 @@ import { attachCauses } from "../../../src/audit/cause/attach.js";
 import { MAX_CAUSE_CHARS } from "../../../src/domains/cause.js";
 import { causeProbe } from "../../../src/audit/cause/probe.js";
 import { parseHostRecord } from "../../../src/audit/cause/record.js";
+import type { RecordRequest } from "../../../src/domains/host-record.js";
 import {
   buildProbe,
   parseContext,
@@ -157,9 +158,14 @@ describe("causes from the host's records", () => {
   });
 
   // dpkg.log and apt's history.log of a host, each line at 2026-12-01 (UTC) as the host wrote it.
+  // A configure step as dpkg 1.21 logs it (this machine's dpkg.log): its postinst runs between the
+  // `configure` line and `status installed`.
   const DPKG_LOG = [
     "2026-12-01 10:00:01 upgrade qm-demo:all 1.0 1.1",
     "2026-12-01 11:00:01 upgrade other:all 1.0 1.1",
+    "2026-12-01 11:00:01 configure other:all 1.1 <none>",
+    "2026-12-01 11:00:01 status half-configured other:all 1.1",
+    "2026-12-01 11:00:02 status installed other:all 1.1",
     "2026-12-01 12:00:01 remove qm-extra:all 1.0 <none>",
     "",
   ];
@@ -171,7 +177,10 @@ describe("causes from the host's records", () => {
     tx("12:00:00", "apt-get remove qm-extra");
 
   /** The cause section for qm-demo and qm-extra over those logs, on a host in UTC. */
-  const sectionOverLogs = (since: string): string => {
+  const sectionOverLogs = (
+    since: string,
+    targets: RecordRequest = { packages: ["qm-demo", "qm-extra"], files: [] },
+  ): string => {
     const dir = mkdtempSync(path.join(tmpdir(), "qm-cause-logs-"));
     try {
       writeFileSync(path.join(dir, "dpkg.log"), DPKG_LOG.join("\n"));
@@ -184,7 +193,6 @@ describe("causes from the host's records", () => {
         { mode: 0o755 },
       );
       const ctx = probeContext(N, 1024);
-      const targets = { packages: ["qm-demo", "qm-extra"], files: [] };
       // The section alone: the whole probe sets its own PATH.
       return execFileSync("/bin/sh", ["-s"], {
         input: `QM_SINCE=${since}\nQM_N=${N}\n${causeProbe(targets, ctx)}`,
@@ -203,6 +211,51 @@ describe("causes from the host's records", () => {
       host.apt.map((t) => t.commandline),
       ["apt-get install qm-demo", "apt-get remove qm-extra"],
     );
+  });
+
+  it("steps: every package's configure step since the last audit, ended by its `status installed`; none without a last audit", () => {
+    const targets = { steps: true };
+    const host = parseHostRecord(
+      parseContext(N).parts(sectionOverLogs(String(Date.UTC(2026, 11, 1, 10, 30) / 1000), targets)),
+    );
+    assert.deepEqual(host.steps, [
+      {
+        name: "other",
+        version: "1.1",
+        start: Date.UTC(2026, 11, 1, 11, 0, 1),
+        end: Date.UTC(2026, 11, 1, 11, 0, 2),
+      },
+    ]);
+    assert.deepEqual(
+      host.apt.map((t) => t.commandline),
+      ["apt-get install other"],
+    );
+    assert.doesNotMatch(sectionOverLogs("", targets), /configure|status/);
+  });
+
+  it("globs: each existing match's mtime (at most 500), and the package whose conffile it is", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "qm-cause-globs-"));
+    try {
+      for (let i = 0; i < 501; i++) writeFileSync(path.join(dir, `f${i}`), "");
+      const ctx = probeContext(N, 1024);
+      const { script } = buildProbe(N, [
+        {
+          name: "cause",
+          script: causeProbe({ globs: ["/etc/ssh/ssh_config", `${dir}/*`, `${dir}/none-*`] }, ctx),
+        },
+      ]);
+      const out = execFileSync("/bin/sh", ["-s"], { input: `QM_SINCE=\nQM_N=${N}\n${script}` });
+      const section = parseProbeOutput(out.toString(), N).get("cause")!;
+      const host = parseHostRecord(parseContext(N).parts(section.output));
+      assert.equal(host.stat.size, 500);
+      assert.equal([...host.stat.keys()].filter((f) => f.startsWith(dir)).length, 499);
+      assert.ok(!host.stat.has(`${dir}/none-*`));
+      // This machine's openssh-client ships it as a conffile.
+      if (existsSync("/var/lib/dpkg/status") && existsSync("/etc/ssh/ssh_config"))
+        assert.equal(host.owned.get("/etc/ssh/ssh_config")?.package, "openssh-client");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("since the last audit (11:30), only the events and transactions after it are sent", () => {

@@ -5,7 +5,9 @@ import path from "node:path";
 import { after, test } from "node:test";
 import { execa } from "execa";
 import { accounts, AccountsDeclared } from "../../../src/domains/accounts/index.js";
+import { ADDED_LAST } from "../../../src/domains/accounts/cause.js";
 import type { AccountsLive } from "../../../src/domains/accounts/parse.js";
+import { emptyHostRecord, type HostRecord } from "../../../src/domains/host-record.js";
 import { ProbeParseError } from "../../../src/errors.js";
 import { parseContext } from "../../../src/probe/script.js";
 import { scratchTrees } from "../../support/tree.js";
@@ -115,6 +117,8 @@ test("the probe reads passwd, group and sudoers as sudo does: includes, a folder
 test("an undeclared login user, a user put in the sudo group and a sudoers.d line are drift, with the file and line", async () => {
   const dir = await hostTree({
     "etc/passwd": `${PASSWD}intruder:x:1001:1001:<b>x</b> ##[warning]hi:/home/intruder:/bin/bash\n`,
+    // The copy useradd kept before adding intruder.
+    "etc/passwd-": PASSWD,
     "etc/group": GROUP.replace("sudo:x:27:alice", "sudo:x:27:alice,svc").concat(
       "intruder:x:1001:\n",
     ),
@@ -133,7 +137,8 @@ test("an undeclared login user, a user put in the sudo group and a sudoers.d lin
         groups: [],
       },
       path: ["accounts", "users", "intruder"],
-      detail: "login shell /bin/bash, uid 1001",
+      detail:
+        "login shell /bin/bash, uid 1001; not in /etc/passwd-: added by the latest change of /etc/passwd",
     },
     {
       key: "group:sudo",
@@ -181,7 +186,7 @@ test("authorized keys are read as fingerprints, equal to ssh-keygen's; an append
     declared: [ed.print, rsa.print],
     live: [ed.print, rsa.print, added.print].sort(),
     path: ["accounts", "users", "alice", "authorized_keys"],
-    detail: `added ${added.print}`,
+    detail: `added ${added.print} (/home/alice/.ssh/authorized_keys)`,
   });
 });
 
@@ -356,4 +361,145 @@ test("cause: /etc/passwd or /etc/group changed since the last audit is the edit;
     accounts.cause!(item("sudo:x ALL=(ALL) ALL"), record, { node: "web-01", since }),
     undefined,
   );
+});
+
+/** A host's record: the files' mtimes, dpkg's conffiles and events, configure steps, apt runs. */
+const recordOf = (parts: Partial<HostRecord>): HostRecord => ({
+  ...emptyHostRecord(),
+  ...parts,
+});
+
+test("records: a package's configure steps where users are declared, the sudoers files and key files where declared", () => {
+  assert.deepEqual(accounts.records!({ users: { alice: { authorized_keys: [] } }, sudo: [] }), {
+    files: ["/etc/passwd", "/etc/group"],
+    steps: true,
+    globs: [
+      "/etc/sudoers",
+      "/etc/sudoers.d/*",
+      "/root/.ssh/authorized_keys",
+      "/home/*/.ssh/authorized_keys",
+    ],
+  });
+});
+
+test("cause: a login user the latest change of /etc/passwd added while dpkg configured a package is that package's", () => {
+  const since = Date.parse("2026-01-02T00:00:00Z");
+  const at = (s: string) => Date.parse(`2026-01-02T${s}Z`);
+  const record = recordOf({
+    stat: new Map([["/etc/passwd", { mtime: at("01:00:01"), owner: "root" }]]),
+    steps: [
+      { name: "qm-svc", version: "1.0", start: at("01:00:00"), end: at("01:00:02") },
+      { name: "later", version: "2.0", start: at("02:00:00") },
+    ],
+    apt: [
+      {
+        start: at("00:59:59"),
+        end: at("01:00:03"),
+        commandline: "apt-get install qm-svc",
+        requestedBy: "alice (1000)",
+      },
+    ],
+  });
+  const user = (detail: string) => ({
+    key: "user:qmsvc",
+    declared: null,
+    live: {},
+    path: ["accounts", "users", "qmsvc"],
+    detail,
+  });
+  const added = `login shell /bin/bash, uid 998; ${ADDED_LAST}`;
+  assert.deepEqual(accounts.cause!(user(added), record, { node: "web-01", since }), {
+    kind: "package",
+    at: "2026-01-02T01:00:01Z",
+    by: "apt-get (alice)",
+    evidence:
+      "qmsvc added to /etc/passwd at 2026-01-02T01:00:01Z, while dpkg configured qm-svc 1.0 (its maintainer script)",
+    group: "package: qm-svc 1.0 configured",
+  });
+  // A user already in /etc/passwd- was added before that change: the file's edit, no more.
+  assert.equal(
+    accounts.cause!(user("login shell /bin/bash, uid 998"), record, { node: "web-01", since })!
+      .kind,
+    "file-edit",
+  );
+  // Outside a configure step, within apt's run: the transaction, not a package it names.
+  const unpacked = recordOf({ ...record, steps: [] });
+  assert.deepEqual(accounts.cause!(user(added), unpacked, { node: "web-01", since }), {
+    kind: "package",
+    at: "2026-01-02T01:00:01Z",
+    by: "apt-get (alice)",
+    evidence:
+      "qmsvc added to /etc/passwd at 2026-01-02T01:00:01Z, while `apt-get install qm-svc` ran",
+    group: "package: apt-get install qm-svc",
+  });
+  // No transaction when passwd changed: the edit.
+  const manual = recordOf({ ...record, steps: [], apt: [] });
+  assert.equal(accounts.cause!(user(added), manual, { node: "web-01", since })!.kind, "file-edit");
+});
+
+test("cause: a sudo entry's file changed since the last audit is the edit, at its file and line; a package's conffile installed since is the package", () => {
+  const since = Date.parse("2026-01-02T00:00:00Z");
+  const at = (s: string) => Date.parse(`2026-01-02T${s}Z`);
+  const entry = (file: string) => ({
+    key: "sudo:qmsvc ALL=(root) NOPASSWD: /usr/bin/true",
+    declared: null,
+    live: "qmsvc ALL=(root) NOPASSWD: /usr/bin/true",
+    path: ["accounts", "sudo"],
+    detail: `at ${file}:2, /etc/sudoers.d/zz:1`,
+  });
+  const record = recordOf({
+    stat: new Map([
+      ["/etc/sudoers.d/90-alice", { mtime: at("03:00:00"), owner: "root" }],
+      // dpkg gives a file the mtime it has in the package.
+      ["/etc/sudoers.d/qm-svc", { mtime: Date.parse("2025-06-01T00:00:00Z"), owner: "root" }],
+      ["/etc/sudoers.d/old", { mtime: since - 1000, owner: "root" }],
+    ]),
+    owned: new Map([["/etc/sudoers.d/qm-svc", { package: "qm-svc", digest: "0".repeat(32) }]]),
+    packages: [{ at: at("01:00:00"), action: "install", name: "qm-svc", to: "1.0" }],
+  });
+  const ctx = { node: "web-01", since };
+  assert.deepEqual(accounts.cause!(entry("/etc/sudoers.d/90-alice"), record, ctx), {
+    kind: "file-edit",
+    at: "2026-01-02T03:00:00Z",
+    evidence:
+      "/etc/sudoers.d/90-alice modified at 2026-01-02T03:00:00Z, owner root, since the last audit: /etc/sudoers.d/90-alice:2 holds it",
+    group: "file-edit: web-01 /etc/sudoers.d/90-alice",
+  });
+  assert.deepEqual(accounts.cause!(entry("/etc/sudoers.d/qm-svc"), record, ctx), {
+    kind: "package",
+    at: "2026-01-02T01:00:00Z",
+    by: "dpkg",
+    evidence: "/etc/sudoers.d/qm-svc:2 holds it, a conffile of qm-svc since qm-svc (new) → 1.0",
+    group: "package: qm-svc (new) → 1.0",
+  });
+  // Edited after the package put it there: the edit.
+  const edited = recordOf({
+    ...record,
+    stat: new Map([["/etc/sudoers.d/qm-svc", { mtime: at("02:00:00"), owner: "alice" }]]),
+  });
+  assert.equal(accounts.cause!(entry("/etc/sudoers.d/qm-svc"), edited, ctx)!.kind, "file-edit");
+  // Unchanged since the last audit, no package: nothing recorded it.
+  assert.equal(accounts.cause!(entry("/etc/sudoers.d/old"), record, ctx), undefined);
+});
+
+test("cause: an authorized_keys file changed since the last audit is the edit", () => {
+  const since = Date.parse("2026-01-02T00:00:00Z");
+  const file = "/home/alice/.ssh/authorized_keys";
+  const record = recordOf({
+    stat: new Map([[file, { mtime: since + 5000, owner: "alice" }]]),
+  });
+  const item = {
+    key: "user:alice:authorized_keys",
+    declared: [],
+    live: ["SHA256:x"],
+    path: ["accounts", "users", "alice", "authorized_keys"],
+    detail: `added SHA256:x (${file})`,
+  };
+  assert.deepEqual(accounts.cause!(item, record, { node: "web-01", since }), {
+    kind: "file-edit",
+    at: "2026-01-02T00:00:05Z",
+    evidence: `${file} modified at 2026-01-02T00:00:05Z, owner alice, since the last audit`,
+    group: `file-edit: web-01 ${file}`,
+  });
+  assert.equal(accounts.cause!(item, record, { node: "web-01", since: since + 6000 }), undefined);
 });

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { sshd, SshdDeclared, SNAPSHOT_KEYWORDS } from "../../../src/domains/sshd/index.js";
 import type { SshdLive } from "../../../src/domains/sshd/parse.js";
+import { emptyHostRecord, type HostRecord } from "../../../src/domains/host-record.js";
 import { ProbeParseError } from "../../../src/errors.js";
 import { parseContext } from "../../../src/probe/script.js";
 import { acceptFinding } from "../../../src/propose/accept.js";
@@ -21,6 +22,100 @@ import { NOBODY, runProbe } from "./live-probe.js";
 const LISTENER = "test-host-listener-dropin-after-start.txt";
 const declared = (settings: Record<string, unknown>, more: object = {}) =>
   SshdDeclared.parse({ settings, ...more });
+
+describe("sshd: cause from the host's record", () => {
+  const since = Date.parse("2026-12-07T06:00:00Z");
+  const at = (time: string) => Date.parse(`2026-12-07T${time}Z`);
+  const FILE = "/etc/ssh/sshd_config.d/50-incident.conf";
+  const item = (file = FILE) => ({
+    key: "passwordauthentication",
+    declared: "no",
+    live: "yes",
+    path: ["sshd", "settings", "PasswordAuthentication"],
+    cause: { kind: "unknown" as const, evidence: `${file}:1 sets PasswordAuthentication yes` },
+  });
+  const record = (parts: Partial<HostRecord>): HostRecord => ({
+    ...emptyHostRecord(),
+    stat: new Map([[FILE, { mtime: at("07:00:00"), owner: "root" }]]),
+    ...parts,
+  });
+  const ctx = { node: "sshd-01", since };
+
+  it("asks for the configuration files' changes and every package's configure steps", () => {
+    assert.deepEqual(sshd.records!(declared({ PasswordAuthentication: "no" })), {
+      globs: ["/etc/ssh/sshd_config", "/etc/ssh/sshd_config.d/*"],
+      steps: true,
+    });
+  });
+
+  it("the file setting the drifted value changed since the last audit: file-edit, with its file and line", () => {
+    assert.deepEqual(sshd.cause!(item(), record({}), ctx), {
+      kind: "file-edit",
+      at: "2026-12-07T07:00:00Z",
+      evidence: `${FILE}:1 sets PasswordAuthentication yes; ${FILE} modified at 2026-12-07T07:00:00Z, owner root, since the last audit`,
+      group: `file-edit: sshd-01 ${FILE}`,
+    });
+  });
+
+  it("a package replaced it: dpkg's conffile prompt, or the file written while dpkg configured a package", () => {
+    const prompt = record({
+      // dpkg keeps the packaged file's own mtime, from before the last audit.
+      stat: new Map([[FILE, { mtime: at("01:00:00"), owner: "root" }]]),
+      conffiles: [{ at: at("07:10:00"), path: FILE, choice: "install" }],
+      owned: new Map([[FILE, { package: "qm-sshd", digest: "0".repeat(32) }]]),
+    });
+    assert.deepEqual(sshd.cause!(item(), prompt, ctx), {
+      kind: "package",
+      at: "2026-12-07T07:10:00Z",
+      by: "dpkg",
+      evidence: `${FILE}:1 sets PasswordAuthentication yes; ${FILE} replaced by qm-sshd's version at 2026-12-07T07:10:00Z (dpkg's conffile prompt)`,
+      group: `package: ${FILE} replaced by qm-sshd`,
+    });
+    // The local version kept: not the package's doing.
+    const kept = record({ conffiles: [{ at: at("07:10:00"), path: FILE, choice: "keep" }] });
+    assert.equal(sshd.cause!(item(), kept, ctx)!.kind, "file-edit");
+    const configured = record({
+      owned: new Map([[FILE, { package: "openssh-server", digest: "0".repeat(32) }]]),
+      steps: [
+        {
+          name: "openssh-server",
+          version: "1:9.2p1-2+deb12u10",
+          start: at("06:59:59"),
+          end: at("07:00:01"),
+        },
+      ],
+    });
+    assert.deepEqual(sshd.cause!(item(), configured, ctx), {
+      kind: "package",
+      at: "2026-12-07T07:00:00Z",
+      by: "dpkg",
+      evidence: `${FILE}:1 sets PasswordAuthentication yes; ${FILE} written at 2026-12-07T07:00:00Z, while dpkg configured openssh-server 1:9.2p1-2+deb12u10 (its maintainer script)`,
+      group: "package: openssh-server 1:9.2p1-2+deb12u10 configured",
+    });
+    // Another package's step the same second: a hand edit, not that package's doing.
+    const other = record({ steps: [{ name: "qm-other", version: "1", start: at("07:00:00") }] });
+    assert.equal(sshd.cause!(item(), other, ctx)!.kind, "file-edit");
+  });
+
+  it("otherwise unknown, with what is known: the line, and that its file did not change since", () => {
+    assert.deepEqual(sshd.cause!(item(), record({}), { node: "sshd-01", since: at("08:00:00") }), {
+      kind: "unknown",
+      evidence: `${FILE}:1 sets PasswordAuthentication yes; ${FILE} has not changed since this node's last audit at 2026-12-07T08:00:00Z`,
+    });
+    assert.deepEqual(sshd.cause!(item(), record({}), { node: "sshd-01" }), {
+      kind: "unknown",
+      evidence: `${FILE}:1 sets PasswordAuthentication yes; with no audit history, when ${FILE} changed is not known`,
+    });
+    // A file outside those read: its line alone.
+    assert.deepEqual(sshd.cause!(item("/srv/sshd.conf"), record({}), ctx), {
+      kind: "unknown",
+      evidence:
+        "/srv/sshd.conf:1 sets PasswordAuthentication yes; when /srv/sshd.conf changed is not read",
+    });
+    // No line sets it: nothing more to say than the audit's own unknown.
+    assert.equal(sshd.cause!({ ...item(), cause: undefined }, record({}), ctx), undefined);
+  });
+});
 
 describe("sshd: parse", () => {
   it("reads sshd -T's settings, the files sshd read and the lines setting each keyword", () => {
@@ -104,11 +199,10 @@ describe("sshd: compare", () => {
       declared: "no",
       live: "yes",
       path: ["sshd", "settings", "PermitRootLogin"],
+      // What the files show; when and by whom, the host's record tells (below).
       cause: {
-        kind: "persisted",
-        at: "2026-12-07T05:05:28.000Z",
+        kind: "unknown",
         evidence: "/srv/qm/hosts/sshd-01/sshd_config:19 sets PermitRootLogin yes",
-        group: "/srv/qm/hosts/sshd-01/sshd_config",
       },
     });
   });
