@@ -62,20 +62,18 @@ export default {
       from: {},
       to: { circular: true },
     },
-    {
+    // A module in no layer, on either side of an import.
+    ...[
+      ["from", "imports"],
+      ["to", "is imported"],
+    ].map(([side, does]) => ({
       name: "in-a-layer",
-      comment: "A module under src/ in no layer imports: add its folder or file to LAYERS.",
-      severity: "error",
-      from: { path: "^src/", pathNot: anyOf(UNITS) },
-      to: {},
-    },
-    {
-      name: "in-a-layer",
-      comment: "A module under src/ in no layer is imported: add its folder or file to LAYERS.",
+      comment: `A module under src/ in no layer ${does}: add its folder or file to LAYERS.`,
       severity: "error",
       from: {},
-      to: { path: "^src/", pathNot: anyOf(UNITS) },
-    },
+      to: {},
+      [side]: { path: "^src/", pathNot: anyOf(UNITS) },
+    })),
     {
       name: "no-test-code",
       comment:

@@ -7,11 +7,12 @@
 # kmod for the VM test host with loadable kernel modules, test/support/vm.ts, which boots Debian's
 # cloud kernel: that package is downloaded into VM_KERNEL_DIR, never installed; strace, which shows
 # what paths a probe section reads, test/unit/probe/own-tree.test.ts; faketime, whose libfaketime
-# moves the CLI's clock forward under test/e2e/certificates.test.ts).
+# moves the CLI's clock forward under test/e2e/certificates.test.ts; dnf and createrepo-c, which
+# install packages into an rpm test host as an operator would, for test/e2e/adopt-dnf.test.ts).
 # Idempotent and quiet: does nothing when everything is already installed.
 set -eu
 
-packages="openssh-server iproute2 procps sudo git rpm systemd dbus-daemon util-linux python3-yaml busybox-static ansible chromium qemu-system-x86 kmod strace nftables iptables faketime"
+packages="openssh-server iproute2 procps sudo git rpm systemd dbus-daemon util-linux python3-yaml busybox-static ansible chromium qemu-system-x86 kmod strace nftables iptables faketime dnf createrepo-c"
 # test/support/vm.ts reads it from here.
 vm_kernel_dir=/var/cache/quartermaster-test-vm
 

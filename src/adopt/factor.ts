@@ -395,6 +395,10 @@ export function mergedSpecOf(factored: Factored, node: string): PlainMap {
   return mergeLayers([layer("base", base), layer(`nodes/${node}.yaml`, own.spec)]);
 }
 
+/** `spec` with `added` merged over it as a later layer merges: keyed lists by key. */
+export const mergedOver = (spec: PlainMap, added: PlainMap): PlainMap =>
+  mergeLayers([layer("spec", asMaps(spec)), layer("added", asMaps(added))]);
+
 /** Whether two specs declare the same: keyed lists compared by key, empty maps as nothing. */
 export const sameSpec = (a: PlainMap, b: PlainMap): boolean => sameValue(asMaps(a), asMaps(b));
 

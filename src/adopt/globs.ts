@@ -1,43 +1,67 @@
-// `adopt --files` globs (`/etc/app/*.conf`): expanded by the host's own shell, pathname expansion
-// only, at most MAX_GLOB_MATCHES paths per pattern; each path the host gives is checked as the
-// manifest checks a file's path, and one it would refuse is left out, said.
+// `adopt --files` and `--units` globs (`/etc/app/*.conf`, `app-*.service`): a path pattern is
+// expanded by the host's own shell (pathname expansion only), a unit pattern by systemd from the
+// unit files it knows (`systemctl list-unit-files PATTERN`), at most MAX_GLOB_MATCHES per pattern;
+// each match the host gives is checked as the manifest checks a file's path or a unit's name, and
+// one it would refuse is left out, said.
 import { NodeSpec } from "../manifest/schema.js";
 import { shellQuote } from "../probe/script.js";
 import type { Transport } from "../transport/transport.js";
 
-/** The most paths one pattern declares on one host; more are said, and the rest left out. */
+/** The most matches one pattern declares on one host; more are said, and the rest left out. */
 export const MAX_GLOB_MATCHES = 200;
 
-/** Whether a path has a glob character the host's shell would expand. */
-export const isGlob = (path: string) => /[*?[]/.test(path);
+/** Whether a path or unit name has a glob character the host would expand. */
+export const isGlob = (item: string) => /[*?[]/.test(item);
 
-/**
- * The host's script: each pattern expanded with IFS empty (no field splitting, no other
- * expansion of the text), existing paths only, one more than the cap so a cut is seen, NUL-ended.
- */
-function globScript(patterns: readonly string[]): string {
-  const lines = ["IFS=''"];
-  for (const [i, pattern] of patterns.entries())
-    lines.push(
-      `n=0; p=${shellQuote(pattern)}; for f in $p; do`,
-      `  [ -e "$f" ] || [ -L "$f" ] || continue; n=$((n + 1)); [ "$n" -gt ${MAX_GLOB_MATCHES + 1} ] && break`,
-      `  printf '${i}\\t%s\\0' "$f"; done`,
-    );
-  return `${lines.join("\n")}\n`;
+/** How one kind of pattern is expanded on a host and checked. */
+interface GlobKind {
+  flag: "--files" | "--units";
+  /** Shell lines printing `<index>\t<match>\0` for each match of pattern `index`, one more than the cap. */
+  script: (pattern: string, index: number) => string[];
+  /** Whether the manifest can declare the match. */
+  declarable: (match: string) => boolean;
 }
 
+const FILES: GlobKind = {
+  flag: "--files",
+  // IFS empty: no field splitting, no other expansion of the pattern's text; existing paths only.
+  script: (pattern, i) => [
+    `n=0; p=${shellQuote(pattern)}; for f in $p; do`,
+    `  [ -e "$f" ] || [ -L "$f" ] || continue; n=$((n + 1)); [ "$n" -gt ${MAX_GLOB_MATCHES + 1} ] && break`,
+    `  printf '${i}\\t%s\\0' "$f"; done`,
+  ],
+  declarable: (path) => NodeSpec.safeParse({ files: [{ path }] }).success,
+};
+
+const UNITS: GlobKind = {
+  flag: "--units",
+  // Only where systemd runs (a host without it declares no units); its first column is the name.
+  script: (pattern, i) => [
+    `[ -d /run/systemd/system ] && systemctl list-unit-files --no-legend --no-pager --plain -- ${shellQuote(pattern)} 2>/dev/null |`,
+    `  head -n ${MAX_GLOB_MATCHES + 1} | while IFS=' ' read -r u _; do printf '${i}\\t%s\\0' "$u"; done`,
+  ],
+  declarable: (name) => NodeSpec.safeParse({ systemd: { units: [{ name }] } }).success,
+};
+
 /**
- * `files` with each glob replaced by its matches on the host (in the shell's sorted order, after
- * the paths given literally, none twice), and what the operator is told about the expansion.
+ * The `--files` and `--units` to declare on one host, each glob expanded there in one session
+ * (matches in the host's sorted order, after the items given literally, none twice), and what the
+ * operator is told about the expansion.
  */
-export async function expandFileGlobs(
+export async function expandAsked(
   transport: Transport,
-  files: readonly string[],
+  asked: { files: readonly string[]; units: readonly string[] },
   timeoutMs: number,
-): Promise<{ files: string[]; notes: string[] }> {
-  const patterns = files.filter(isGlob);
-  if (!patterns.length) return { files: [...files], notes: [] };
-  const run = await transport.run(globScript(patterns), {
+): Promise<{ files: string[]; units: string[]; notes: string[] }> {
+  const patterns = [
+    ...asked.files.filter(isGlob).map((pattern) => ({ kind: FILES, pattern })),
+    ...asked.units.filter(isGlob).map((pattern) => ({ kind: UNITS, pattern })),
+  ];
+  const literal = (items: readonly string[]) => items.filter((item) => !isGlob(item));
+  if (!patterns.length)
+    return { files: literal(asked.files), units: literal(asked.units), notes: [] };
+  const script = ["IFS=''", ...patterns.flatMap(({ kind, pattern }, i) => kind.script(pattern, i))];
+  const run = await transport.run(`${script.join("\n")}\n`, {
     timeoutMs,
     maxOutputBytes: patterns.length * (MAX_GLOB_MATCHES + 1) * 4200,
   });
@@ -47,22 +71,27 @@ export async function expandFileGlobs(
     const tab = record.indexOf("\t");
     const i = Number(record.slice(0, tab));
     if (tab < 0 || !matches[i]) continue;
-    const path = record.slice(tab + 1);
-    if (NodeSpec.safeParse({ files: [{ path }] }).success) matches[i].push(path);
+    const match = record.slice(tab + 1);
+    if (patterns[i]!.kind.declarable(match)) matches[i].push(match);
     else refused.add(i);
   }
   const notes: string[] = [];
-  for (const [i, pattern] of patterns.entries()) {
+  for (const [i, { kind, pattern }] of patterns.entries()) {
     const found = matches[i]!;
     if (found.length > MAX_GLOB_MATCHES)
       notes.push(
-        `--files ${pattern}: more than ${MAX_GLOB_MATCHES} matches; the first ${MAX_GLOB_MATCHES} declared (a narrower pattern declares the rest)`,
+        `${kind.flag} ${pattern}: more than ${MAX_GLOB_MATCHES} matches; the first ${MAX_GLOB_MATCHES} declared (a narrower pattern declares the rest)`,
       );
-    else if (!found.length && !refused.has(i)) notes.push(`--files ${pattern}: no match`);
+    else if (!found.length && !refused.has(i)) notes.push(`${kind.flag} ${pattern}: no match`);
     if (refused.has(i))
-      notes.push(`--files ${pattern}: a match the manifest cannot declare as a path, left out`);
+      notes.push(`${kind.flag} ${pattern}: a match the manifest cannot declare, left out`);
     matches[i] = found.slice(0, MAX_GLOB_MATCHES);
   }
-  const literal = files.filter((f) => !isGlob(f));
-  return { files: [...new Set([...literal, ...matches.flat()])], notes };
+  const of = (kind: GlobKind, items: readonly string[]) => [
+    ...new Set([
+      ...literal(items),
+      ...patterns.flatMap((p, i) => (p.kind === kind ? matches[i]! : [])),
+    ]),
+  ];
+  return { files: of(FILES, asked.files), units: of(UNITS, asked.units), notes };
 }

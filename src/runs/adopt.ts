@@ -5,7 +5,7 @@
 import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { expandFileGlobs } from "../adopt/globs.js";
+import { expandAsked } from "../adopt/globs.js";
 import { jumpHostKeys, trustedKeys, type JumpKeys } from "../adopt/host-keys.js";
 import {
   planAdoption,
@@ -33,7 +33,7 @@ import { valueAt, type PlainMap } from "../spec-path.js";
 import { DEFAULT_TIMEOUT_SECONDS, fleetAuditSettings } from "./audit.js";
 import { snapshotSpec, type LatentValues } from "./snapshot.js";
 import { stageLayers, writeTree } from "./adopt-tree.js";
-import { appendToNodeFile, notYetDeclared } from "./adopt-extend.js";
+import { appendToFile, checkedExtension, notYetDeclared, treeFiles } from "./adopt-extend.js";
 
 /** What to adopt, into which tree, how hosts are reached and how their state is declared. */
 export interface AdoptOptions {
@@ -66,7 +66,7 @@ export interface Adoption {
   leftOut: string[];
   /** Values declared live that the next reboot or restart changes, each commented in the tree. */
   latent: number;
-  /** Node files already in the tree that took `--files` or `--units` they did not declare yet. */
+  /** Files already in the tree that took `--files` or `--units` their nodes did not declare yet. */
   extended: string[];
 }
 
@@ -124,7 +124,8 @@ export async function runAdopt(config: AdoptOptions): Promise<Adoption> {
     );
 
   const { existing, fixedBase, existingGroups } = await readExistingTree(tree, plan.groups);
-  const hosts = undeclaredHosts(plan.hosts, existing, say);
+  const declared = new Set(existing?.nodes.map((n) => n.name));
+  const hosts = plan.hosts.filter((h) => !declared.has(h.name));
   // In an existing tree, a new node's snapshot takes the files and units its groups declare.
   const stage = await mkdtemp(path.join(os.tmpdir(), "quartermaster-adopt-"));
   const staged = await stageLayers(
@@ -135,7 +136,7 @@ export async function runAdopt(config: AdoptOptions): Promise<Adoption> {
   const settings = existing
     ? fleetAuditSettings(existing, { timeoutMs })
     : fleetAuditSettings({ dir: tree, settings: {}, nodes: [], tickets: [] }, { timeoutMs });
-  const { keys, snapshots, latent, leftOut, leftOnPurpose, unread } = await snapshotHosts(hosts, {
+  const { keys, snapshots, latent, failed, leftOnPurpose, unread } = await snapshotHosts(hosts, {
     config,
     sshFiles,
     staged,
@@ -143,6 +144,7 @@ export async function runAdopt(config: AdoptOptions): Promise<Adoption> {
   });
   sayLeftOnPurpose(leftOnPurpose, say);
   sayUnread(unread, say);
+  const leftOut = [...failed].map(([name, reason]) => `${name}: ${reason}; not adopted`);
 
   for (const [name, reason] of plan.unreadable) leftOut.push(`${name}: ${reason}; not adopted`);
   const candidates = hosts.filter((h) => snapshots.has(h.name));
@@ -160,15 +162,20 @@ export async function runAdopt(config: AdoptOptions): Promise<Adoption> {
       })
     : { written: [], adopted: [] };
   const extended = existing
-    ? await extendDeclared(plan.hosts, existing.nodes, tree, {
-        config,
-        sshFiles,
-        settings,
-        leftOut,
-      })
-    : [];
+    ? await extendDeclared(plan.hosts, existing.nodes, tree, { config, sshFiles, settings })
+    : { written: [], said: new Map<string, Said>() };
+  // One line per host already declared: what it took, why it could not, or that it is as it was.
+  const byName = new Map(existing?.nodes.map((n) => [n.name, n]));
+  const where = existing && treeFiles(tree, existing.nodes);
+  for (const host of plan.hosts) {
+    const node = byName.get(host.name);
+    if (!node) continue;
+    const said = extended.said.get(host.name);
+    if (said?.failed) leftOut.push(said.line);
+    else say(said?.line ?? `${host.name}: already declared (${where!.node(node)}), left as it is`);
+  }
   return {
-    extended,
+    extended: extended.written,
     written: result.written,
     adopted: result.adopted,
     inventoryHosts: plan.hosts.length + plan.unreadable.size,
@@ -178,19 +185,29 @@ export async function runAdopt(config: AdoptOptions): Promise<Adoption> {
   };
 }
 
+/** What adopt says of a host the tree already declares, and whether that is a failure. */
+interface Said {
+  line: string;
+  failed?: true;
+}
+
 /**
  * The hosts the tree already declares, when `--files` or `--units` name some they do not declare
- * yet: each one's live state of those, appended to its own node file. The files written.
+ * yet: each one's live state of those, factored into the tree's layers (`planExtension`), checked
+ * in a copy of the tree loaded as audit loads it, then appended. The files written, and a line for
+ * each host that took something or could not be snapshot.
  */
 async function extendDeclared(
   planned: readonly HostToAdopt[],
   nodes: readonly LoadedNode[],
   tree: string,
-  job: Pick<SnapshotJob, "config" | "sshFiles" | "settings"> & { leftOut: string[] },
-): Promise<string[]> {
+  job: Pick<SnapshotJob, "config" | "sshFiles" | "settings">,
+): Promise<{ written: string[]; said: Map<string, Said> }> {
+  const said = new Map<string, Said>();
   const asked = job.config.declare;
-  if (!asked || (!asked.files.length && !asked.units.length)) return [];
+  if (!asked || (!asked.files.length && !asked.units.length)) return { written: [], said };
   const byName = new Map(nodes.map((n) => [n.name, n]));
+  const where = treeFiles(tree, nodes);
   const askedSpec = withAsked(undefined, asked)!;
   const hosts = planned.filter((h) => {
     const node = byName.get(h.name);
@@ -201,15 +218,25 @@ async function extendDeclared(
     staged: { base: new Map(), ssh: new Map(hosts.map((h) => [h.name, byName.get(h.name)!.ssh])) },
     domains: DOMAINS.filter((d) => valueAt(askedSpec, d.specPath) !== undefined),
   });
-  job.leftOut.push(...taken.leftOut);
-  const written: string[] = [];
-  for (const host of hosts) {
-    const snapshot = taken.snapshots.get(host.name);
-    const node = byName.get(host.name)!;
-    const rel = snapshot && (await appendToNodeFile(tree, node, notYetDeclared(node, snapshot)));
-    if (rel) written.push(rel);
+  sayUnread(taken.unread, job.config.say);
+  for (const [name, reason] of taken.failed)
+    said.set(name, {
+      line: `${name}: already declared (${where.node(byName.get(name)!)}); --files and --units not added: ${reason}`,
+      failed: true,
+    });
+  const added = new Map<string, PlainMap>();
+  for (const [name, snapshot] of taken.snapshots) {
+    const more = notYetDeclared(byName.get(name)!, snapshot);
+    if (Object.keys(more).length) added.set(name, more);
   }
-  return written;
+  if (!added.size) return { written: [], said };
+  const extension = await checkedExtension(tree, nodes, added);
+  for (const [rel, spec] of extension.files) await appendToFile(tree, rel, spec);
+  for (const [name, files] of extension.byNode)
+    said.set(name, {
+      line: `${name}: already declared (${where.node(byName.get(name)!)}); the files and units it did not declare added, in ${files.join(", ")}`,
+    });
+  return { written: [...extension.files.keys()], said };
 }
 
 /**
@@ -289,22 +316,6 @@ async function readExistingTree(tree: string, groups: ReadonlyMap<string, readon
   return { existing, fixedBase, existingGroups };
 }
 
-/** The hosts the tree does not declare yet; each one it does is said and left as it is. */
-function undeclaredHosts(
-  planned: readonly HostToAdopt[],
-  existing: { nodes: readonly LoadedNode[] } | undefined,
-  say: (line: string) => void,
-): HostToAdopt[] {
-  const declared = new Set(existing?.nodes.map((n) => n.name));
-  const hosts: HostToAdopt[] = [];
-  for (const host of planned) {
-    if (declared.has(host.name))
-      say(`${host.name}: already declared (nodes/${host.name}.yaml), left as it is`);
-    else hosts.push(host);
-  }
-  return hosts;
-}
-
 interface SnapshotJob {
   config: Pick<
     AdoptOptions,
@@ -322,7 +333,8 @@ interface Snapshots {
   keys: Map<string, string[]>;
   snapshots: Map<string, PlainMap>;
   latent: Map<string, LatentValues>;
-  leftOut: string[];
+  /** Why each host that could not be snapshot failed. */
+  failed: Map<string, string>;
   /** Each jump host's trusted keys, looked up once for all the hosts behind it. */
   jumpKeys: Map<string, Promise<JumpKeys>>;
   /** Whether each jump host answers, asked once, when a host behind it could not be snapshot. */
@@ -378,7 +390,7 @@ async function snapshotHosts(hosts: readonly HostToAdopt[], job: SnapshotJob): P
     keys: new Map(),
     snapshots: new Map(),
     latent: new Map(),
-    leftOut: [],
+    failed: new Map(),
     jumpKeys: new Map(),
     jumpReached: new Map(),
     leftOnPurpose: [],
@@ -390,7 +402,7 @@ async function snapshotHosts(hosts: readonly HostToAdopt[], job: SnapshotJob): P
       const node = asNode(host, job.staged.ssh.get(host.name));
       return limit(node, async () => {
         const reason = await snapshotHost(host, node, sshOptions, sessions.channels, job, taken);
-        if (reason) taken.leftOut.push(`${host.name}: ${reason}; not adopted`);
+        if (reason) taken.failed.set(host.name, reason);
         progress?.update({
           name: host.name,
           host: node.host,
@@ -434,8 +446,7 @@ async function snapshotHost(
   try {
     const transport = sshTransport(node, { ...sshOptions, channels });
     const asked = job.config.declare;
-    const globbed =
-      asked && (await expandFileGlobs(transport, asked.files, job.settings.timeoutMs));
+    const globbed = asked && (await expandAsked(transport, asked, job.settings.timeoutMs));
     for (const note of globbed?.notes ?? []) job.config.say(`${host.name}: ${note}`);
     const snapshot = await snapshotSpec(transport, job.domains ?? DOMAINS, job.settings, {
       packages: job.config.packages,
@@ -443,7 +454,7 @@ async function snapshotHost(
       ephemeralAsRange: job.config.ephemeralAsRange,
       declared: withAsked(
         job.staged.base.get(host.name),
-        asked && globbed && { ...asked, files: globbed.files },
+        globbed && { files: globbed.files, units: globbed.units },
       ),
     });
     const valid = NodeSpec.safeParse(snapshot.spec);

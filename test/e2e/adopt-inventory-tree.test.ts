@@ -238,7 +238,7 @@ describe("the same adoption with --files: config files factored into layers", ()
     }
   });
 
-  test("adopt again with one more path: each declared node's file takes it after what it holds, nothing else changes; the audit is clean", async () => {
+  test("adopt again with one more path: the file every node holds alike goes to fleet.yaml after what it holds, nothing else changes; the audit is clean", async () => {
     const tree = path.join(dir, "files-tree");
     const rels = ["fleet.yaml", "groups/web.yaml", "groups/db.yaml", "groups/prod.yaml"];
     rels.push(...NODES.map((n) => `nodes/${n}.yaml`), "known_hosts");
@@ -249,12 +249,9 @@ describe("the same adoption with --files: config files factored into layers", ()
       ...["--files", `${APP_CONF},${LIMITS_CONF}`],
     ]);
     assert.equal(again.exitCode, 0, again.stderr);
-    assert.deepEqual(
-      again.stdout.trim().split("\n").sort(),
-      NODES.map((n) => `added files or units to ${path.join(tree, "nodes", `${n}.yaml`)}`).sort(),
-    );
+    assert.equal(again.stdout.trim(), `added files or units to ${path.join(tree, "fleet.yaml")}`);
     const read = async (rel: string) => await readFile(path.join(tree, rel), "utf8");
-    for (const rel of rels.filter((r) => !r.startsWith("nodes/")))
+    for (const rel of rels.filter((r) => r !== "fleet.yaml"))
       assert.equal(await read(rel).catch(() => ""), before.get(rel), rel);
     const limits = {
       path: LIMITS_CONF,
@@ -263,18 +260,17 @@ describe("the same adoption with --files: config files factored into layers", ()
       owner: "root",
       group: "root",
     };
-    for (const name of NODES) {
-      const rel = `nodes/${name}.yaml`;
-      const spec = parse(await read(rel)) as Record<string, any>;
-      const old = parse(before.get(rel)!) as Record<string, any>;
-      // What the file held, in its order, then the new file.
-      const keys = Object.keys(old);
-      assert.deepEqual(Object.keys(spec), old.files ? keys : [...keys, "files"], rel);
-      if (!old.files) assert.ok((await read(rel)).startsWith(before.get(rel)!), rel);
-      assert.deepEqual(spec.files, [...(old.files ?? []), limits], rel);
-      for (const [key, value] of Object.entries(old))
-        if (key !== "files") assert.deepEqual(spec[key], value, `${rel} ${key}`);
-    }
+    const spec = parse(await read("fleet.yaml")) as Record<string, any>;
+    const old = parse(before.get("fleet.yaml")!) as Record<string, any>;
+    // What the file held, in its order, then the new file.
+    assert.deepEqual(
+      Object.keys(spec),
+      old.files ? Object.keys(old) : [...Object.keys(old), "files"],
+    );
+    if (!old.files) assert.ok((await read("fleet.yaml")).startsWith(before.get("fleet.yaml")!));
+    assert.deepEqual(spec.files, [...(old.files ?? []), limits]);
+    for (const [key, value] of Object.entries(old))
+      if (key !== "files") assert.deepEqual(spec[key], value, key);
     const audit = await runCli([
       ...["audit", "--manifests", tree, "--ssh-config", await workflowSshConfig(tree)],
     ]);

@@ -2,15 +2,12 @@
 // privilege needed) adds one item counting them past the first few, not two thousand; the node's
 // report entry stays small and the report reads back. Needs root.
 import assert from "node:assert/strict";
-import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { MAX_ITEMS_PER_DOMAIN } from "../../src/audit/node.js";
 import { MAX_UNAUTHORIZED_ITEMS, OTHER_LISTENERS } from "../../src/domains/ports/index.js";
-import { Report } from "../../src/report/schema.js";
+import { auditReport, suiteFleet } from "../support/audited-fleet.js";
 import { runCli } from "../support/cli.js";
-import { startFleet, type TestFleet } from "../support/hosts.js";
-import { removeTree, writeTree } from "../support/tree.js";
 
 const LISTENERS = 2000;
 const ROUTES = 3000;
@@ -21,43 +18,26 @@ const manyRoutes = [
 ].join("\n");
 
 describe("a host flooding the audit", () => {
-  let fleet: TestFleet;
-  let work: string;
-
-  before(async () => {
-    fleet = await startFleet([
+  const suite = suiteFleet(
+    [
       {
         name: "flood-01",
         listeners: Array.from({ length: LISTENERS }, (_, i) => `tcp/${20000 + i}`),
       },
       { name: "routes-01", probeFilter: manyRoutes },
-    ]);
-    work = await writeTree({
+    ],
+    {
       "fleet-manifests/nodes/flood-01.yaml": "networking:\n  listening_ports: [tcp/22]\n",
       "fleet-manifests/nodes/routes-01.yaml": "networking:\n  routes: []\n",
-    });
-  });
-  after(async () => {
-    await fleet?.stop();
-    if (work) await removeTree(work);
-  });
+    },
+  );
 
   test("with listeners or routes: one item, or the domain's unknown reason, counts those past the first ones", async () => {
-    const file = path.join(work, "report.json");
-    const audit = await runCli([
-      "audit",
-      "--manifests",
-      path.join(work, "fleet-manifests"),
-      "--ssh-config",
-      fleet.sshConfig,
-      "--format",
-      "json",
-      "--out",
-      file,
-    ]);
+    const audit = await auditReport(suite.manifests, suite.fleet.sshConfig, {
+      out: path.join(suite.work, "report.json"),
+    });
     assert.equal(audit.exitCode, 1, audit.stderr);
-    const text = await readFile(file, "utf8");
-    const report = Report.parse(JSON.parse(text));
+    const { report, out: file } = audit;
     const node = report.nodes.find((n) => n.name === "flood-01")!;
     const ports = node.drift.filter((d) => d.domain === "ports");
     assert.equal(ports.length, MAX_UNAUTHORIZED_ITEMS);

@@ -3,14 +3,11 @@
 // causes those times would date: each is `unknown`, saying why. The report the audit writes is one
 // its own reader takes: `report` renders it and `propose` plans both nodes from it. Needs root.
 import assert from "node:assert/strict";
-import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { execa } from "execa";
-import { Report } from "../../src/report/schema.js";
+import { auditReport, suiteFleet } from "../support/audited-fleet.js";
 import { runCli } from "../support/cli.js";
-import { startFleet, type TestFleet } from "../support/hosts.js";
-import { removeTree, writeCommittedTree } from "../support/tree.js";
 
 const CONF = "/etc/qm-times/app.conf";
 const SYSCTL_FILE = "/etc/sysctl.d/99-qm-times.conf";
@@ -38,49 +35,30 @@ const spec = [
 ].join("\n");
 
 describe("host times that are not times", () => {
-  let fleet: TestFleet;
-  let manifests: string;
-  let work: string;
-
-  before(async () => {
-    const host = {
-      sysctls: { "net.ipv4.ip_forward": "0" },
-      files: {
-        [CONF]: { contents: "level = 2\n" },
-        [SYSCTL_FILE]: { contents: "net.ipv4.ip_forward = 0\n" },
-      },
-    };
-    fleet = await startFleet([
+  const host = {
+    sysctls: { "net.ipv4.ip_forward": "0" },
+    files: {
+      [CONF]: { contents: "level = 2\n" },
+      [SYSCTL_FILE]: { contents: "net.ipv4.ip_forward = 0\n" },
+    },
+  };
+  // A committed checkout: propose plans commits on top of the manifests' commit.
+  const suite = suiteFleet(
+    [
       { name: "clock-01", ...host, probeFilter: farTimes },
       { name: "honest-01", ...host },
-    ]);
-    // A committed checkout: propose plans commits on top of the manifests' commit.
-    work = await writeCommittedTree({
-      "fleet-manifests/nodes/clock-01.yaml": spec,
-      "fleet-manifests/nodes/honest-01.yaml": spec,
-    });
-    manifests = path.join(work, "fleet-manifests");
-  });
-  after(async () => {
-    await fleet?.stop();
-    if (work) await removeTree(work);
-  });
+    ],
+    { "fleet-manifests/nodes/clock-01.yaml": spec, "fleet-manifests/nodes/honest-01.yaml": spec },
+    { committed: true },
+  );
 
   test("cost only their causes; report and propose read the audit's report", async () => {
-    const file = path.join(work, "report.json");
-    const audit = await runCli([
-      "audit",
-      "--manifests",
-      manifests,
-      "--ssh-config",
-      fleet.sshConfig,
-      "--format",
-      "json",
-      "--out",
-      file,
-    ]);
+    const { manifests } = suite;
+    const audit = await auditReport(manifests, suite.fleet.sshConfig, {
+      out: path.join(suite.work, "report.json"),
+    });
     assert.equal(audit.exitCode, 1, audit.stderr);
-    const report = Report.parse(JSON.parse(await readFile(file, "utf8")));
+    const { report, out: file } = audit;
     const byNode = new Map(report.nodes.map((n) => [n.name, n]));
     const clock = byNode.get("clock-01")!;
     const causes = Object.fromEntries(clock.drift.map((d) => [d.domain, d.cause]));

@@ -9,11 +9,9 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { stringify } from "yaml";
-import type { Report } from "../../src/report/schema.js";
+import { auditReport, jumpTrees } from "../support/audited-fleet.js";
 import { spawnCli } from "../support/cli.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
-import { scratchTrees } from "../support/tree.js";
 
 const crowd = (from: number, count: number) =>
   Array.from({ length: count }, (_, i) => `c-${String(from + i).padStart(2, "0")}`);
@@ -22,7 +20,7 @@ const crowd = (from: number, count: number) =>
 const HELD = crowd(1, 12);
 const CROWD = crowd(13, 6);
 const WALLED = ["w-01", "w-02", "w-03"];
-const scratch = scratchTrees();
+const tree = jumpTrees();
 // Where the held hosts' sessions look for RELEASE (as the audit user: the directory is 0755).
 const held = mkdtempSync(path.join(tmpdir(), "qm-e2e-held-"));
 chmodSync(held, 0o755);
@@ -62,11 +60,7 @@ describe("one connection per jump host", () => {
   });
 
   const manifests = (names: readonly string[]) =>
-    scratch({
-      // Through the jump host, ssh's wait for the node's banner includes the hop's whole login.
-      "fleet.yaml": stringify({ ssh: { connect_timeout: 60 } }),
-      ...Object.fromEntries(names.map((name) => [`nodes/${name}.yaml`, "{}\n"])),
-    });
+    tree(Object.fromEntries(names.map((name) => [`nodes/${name}.yaml`, "{}\n"])));
 
   /**
    * The built CLI's audit in a process of its own; `during` runs while it does, told whether it
@@ -79,28 +73,15 @@ describe("one connection per jump host", () => {
     during?: (running: () => boolean) => Promise<void>,
   ) => {
     tmp = await mkdtemp(path.join(tmpdir(), "qm-e2e-tmp-"));
-    const out = path.join(tree, "report.json");
     let running = true;
     const [run] = await Promise.all([
-      spawnCli(
-        [
-          "audit",
-          "--manifests",
-          tree,
-          "--ssh-config",
-          sshConfig,
-          "--format",
-          "json",
-          "--out",
-          out,
-          ...extra,
-        ],
-        { env: { TMPDIR: tmp } },
-      ).finally(() => (running = false)),
+      auditReport(tree, sshConfig, {
+        extra,
+        cli: (args) => spawnCli(args, { env: { TMPDIR: tmp } }),
+      }).finally(() => (running = false)),
       during?.(() => running),
     ]);
-    const report = JSON.parse(await readFile(out, "utf8")) as Report;
-    return { ...run, report };
+    return run;
   };
 
   /** Nothing of the run is left: no process names its temp directory, nothing is in it. */

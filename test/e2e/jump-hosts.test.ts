@@ -9,28 +9,16 @@ import { after, before, describe, test } from "node:test";
 import { execa } from "execa";
 import { parse, stringify } from "yaml";
 import type { Report } from "../../src/report/schema.js";
+import { auditReport, jumpTrees } from "../support/audited-fleet.js";
 import { runCli, spawnCli } from "../support/cli.js";
 import { byName } from "../support/reports.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
-import { scratchTrees } from "../support/tree.js";
 
 const APP_CONF = "/etc/qm-e2e/app.conf";
 const DECLARED = "role = app\n";
 // Behind the jump host with the private node: 39 nodes and one whose first connection is dropped.
 const CROWD = Array.from({ length: 39 }, (_, i) => `n-${String(i + 1).padStart(2, "0")}`);
-const scratch = scratchTrees();
-/**
- * A scratch tree; a manifest tree (nodes/ or a fleet.yaml) gets `ssh.connect_timeout: 60` in its
- * fleet.yaml: through the jump host, ssh's wait for the node's banner includes the hop's whole
- * login, which a busy machine stretched past the default 10 s. No test asserts on a duration.
- */
-const tree = (files: Record<string, string> = {}) => {
-  if (!Object.keys(files).some((name) => /^(nodes\/|fleet\.yaml$)/.test(name)))
-    return scratch(files);
-  const fleetSpec = (parse(files["fleet.yaml"] ?? "{}") ?? {}) as { ssh?: object };
-  const ssh = { ...fleetSpec.ssh, connect_timeout: 60 };
-  return scratch({ ...files, "fleet.yaml": stringify({ ...fleetSpec, ssh }) });
-};
+const tree = jumpTrees();
 
 describe("nodes behind a jump host", () => {
   let fleet: TestFleet;
@@ -39,23 +27,8 @@ describe("nodes behind a jump host", () => {
   /** The private node by its address (no Host block), the jump host in the manifest. */
   let manifestJump: string;
 
-  const audit = async (manifests: string, extra: string[] = [], sshConfig = fleet.sshConfig) => {
-    const out = path.join(manifests, "report.json");
-    const run = await runCli([
-      "audit",
-      "--manifests",
-      manifests,
-      "--ssh-config",
-      sshConfig,
-      "--format",
-      "json",
-      "--out",
-      out,
-      ...extra,
-    ]);
-    const report = JSON.parse(await readFile(out, "utf8")) as Report;
-    return { ...run, report };
-  };
+  const audit = (manifests: string, extra: string[] = [], sshConfig = fleet.sshConfig) =>
+    auditReport(manifests, sshConfig, { extra });
 
   before(async () => {
     fleet = await startFleet([
@@ -404,23 +377,10 @@ describe("nodes behind a jump host", () => {
       [including, CROWD.length],
     ] as const) {
       const drops = await jumpDrops();
-      const out = path.join(manifests, "report.json");
-      const run = await spawnCli(
-        [
-          "audit",
-          "--manifests",
-          manifests,
-          "--ssh-config",
-          config,
-          "--format",
-          "json",
-          "--out",
-          out,
-        ],
-        { env: ssh.env },
-      );
+      const { report, ...run } = await auditReport(manifests, config, {
+        cli: (args) => spawnCli(args, { env: ssh.env }),
+      });
       assert.equal(run.exitCode, 0, run.stderr);
-      const report = JSON.parse(await readFile(out, "utf8")) as Report;
       assert.deepEqual(
         report.nodes.map((n) => [n.name, n.status, n.tries]),
         CROWD.map((name) => [name, "clean", 1]),

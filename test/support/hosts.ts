@@ -89,6 +89,8 @@ export interface RpmPackage {
   epoch?: number;
   /** The files it ships (none: an empty package); a `config` file is `%config(noreplace)`. */
   files?: Record<string, { contents: string; config?: boolean }>;
+  /** The packages it requires, by name: a package manager installs them with it. */
+  requires?: string[];
 }
 
 export interface TestHost {
@@ -474,8 +476,8 @@ const RPMBUILD = "/usr/bin/rpmbuild";
 export async function buildRpm(pkg: RpmPackage, workDir: string): Promise<string> {
   if (!fs.existsSync(RPMBUILD))
     throw new Error(`${RPMBUILD} missing: install rpm (scripts/ci-install.sh)`);
-  const { files = {}, ...fields } = pkg;
-  for (const [field, value] of Object.entries(fields)) {
+  const { files = {}, requires = [], ...fields } = pkg;
+  for (const [field, value] of [...Object.entries(fields), ...requires.map((r) => ["name", r])]) {
     // A hyphen separates name, version and release in rpm's file names: only the name may hold
     // one.
     const text = String(value);
@@ -500,6 +502,7 @@ export async function buildRpm(pkg: RpmPackage, workDir: string): Promise<string
       `Version: ${pkg.version}`,
       `Release: ${pkg.release}`,
       ...(pkg.epoch === undefined ? [] : [`Epoch: ${pkg.epoch}`]),
+      ...requires.map((name) => `Requires: ${name}`),
       "Summary: Quartermaster test package",
       "License: MIT",
       "BuildArch: noarch",

@@ -39,7 +39,7 @@ describe("the import rules", () => {
     );
   });
 
-  it("refuse an import up the layers or sideways, and one of a module in no layer", async () => {
+  it("refuse an import up the layers or sideways, and one of or by a module in no layer", async () => {
     const { exitCode, out } = await cruise({
       "src/manifest/load.ts":
         'import type { AuditOptions } from "../audit/fleet.js";\n' +
@@ -48,12 +48,15 @@ describe("the import rules", () => {
         'import { plan } from "../propose/plan.js";\n' +
         "export type AuditOptions = { plan: typeof plan };\n",
       "src/propose/plan.ts": 'import { stray } from "../stray.js";\nexport const plan = stray;\n',
-      "src/stray.ts": "export const stray = 1;\n",
+      "src/stray.ts": 'import { text } from "./text/words.js";\nexport const stray = text;\n',
+      "src/text/words.ts": "export const text = 1;\n",
     });
     assert.notEqual(exitCode, 0, out);
     assert.match(out, /error layer:manifest\/: src\/manifest\/load\.ts → src\/audit\/fleet\.ts/);
     assert.match(out, /error layer:audit\/: src\/audit\/fleet\.ts → src\/propose\/plan\.ts/);
+    // A module in no layer, imported and importing.
     assert.match(out, /error in-a-layer: src\/propose\/plan\.ts → src\/stray\.ts/);
+    assert.match(out, /error in-a-layer: src\/stray\.ts → src\/text\/words\.ts/);
   });
 
   it("refuse test code in what ships, a domain's sample included", async () => {

@@ -1,6 +1,7 @@
 // `quartermaster adopt`: an inventory in, a layered manifest tree out (runs/adopt.ts).
 import { io } from "../io.js";
 import path from "node:path";
+import { isGlob } from "../../adopt/globs.js";
 import { runAdopt } from "../../runs/adopt.js";
 import { defaultTreeToWrite } from "../../runs/fleet.js";
 import { visible } from "../../text/escape.js";
@@ -60,8 +61,12 @@ const ADOPT_FLAGS = {
   ),
   units: checkedFlag(
     "UNIT,…",
-    "declare these systemd units on every host at their live state, unit file and drop-ins, factored into layers",
-    (given) => listOf("--units", given, (name) => ({ systemd: { units: [{ name }] } })),
+    "declare these systemd units on every host at their live state, unit file and drop-ins, factored into layers; a glob (*, ?, [) matches the unit files systemd knows on each host, at most 200 matches",
+    (given) =>
+      listOf("--units", given, (name) => ({
+        // A glob is checked as the names it can match: each wildcard standing for one character.
+        systemd: { units: [{ name: isGlob(name) ? name.replace(/\[[^\]]*\]|[*?]/g, "x") : name }] },
+      })),
   ),
 };
 
