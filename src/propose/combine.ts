@@ -4,7 +4,10 @@ import { ManifestEditError } from "../errors.js";
 import type { Bundle } from "./bundle.js";
 
 // Open pull requests never edit overlapping or adjacent lines of one file: git sees a conflict
-// there, and merging one would leave the other unmergeable. Bundles whose edits meet so are one PR.
+// there, and merging one would leave the other unmergeable. Bundles whose edits meet so are one PR
+// where one PR may carry them: every node in it made the same changes (one node, or one change on
+// each). Others stay apart, each decidable on its own; once one is merged the next run rebuilds the
+// other on the new base (reconcile.ts).
 
 type Lines = [first: number, last: number];
 
@@ -21,10 +24,23 @@ function touched(before: string, after: string): Lines[] {
 
 const near = (a: Lines, b: Lines) => a[0] <= b[1] + 1 && b[0] <= a[1] + 1;
 
+/** Whether every node in `groups` made the same changes (drift signatures): one PR may say yes to all. */
+function sameChangesOnEach(groups: Bundle): boolean {
+  const changes = new Map<string, Set<string>>();
+  for (const group of groups)
+    for (const { node } of group.nodes) {
+      const mine = changes.get(node.name) ?? new Set<string>();
+      changes.set(node.name, mine.add(group.signature));
+    }
+  const [first, ...rest] = [...changes.values()].map((set) => [...set].sort().join());
+  return rest.every((other) => other === first);
+}
+
 /**
  * The bundles, those whose accept edits (`editsOf`, made on `base`) touch the same or adjacent
- * lines of a file joined into one (never across owners), in their first member's place. A bundle whose edit cannot be
- * made stays alone: it becomes a ticket.
+ * lines of a file joined into one (never across owners, never different changes of different
+ * nodes), in their first member's place. A bundle whose edit cannot be made stays alone: it becomes
+ * a ticket.
  */
 export function combineNear(
   bundles: readonly Bundle[],
@@ -53,17 +69,22 @@ export function combineNear(
           (c.lines.get(file) ?? []).some((theirs) => mine.some((m) => near(m, theirs))),
         ),
     );
-    if (!meets.length) {
+    const into = meets.find((c) => sameChangesOnEach([...c.groups, ...bundle]));
+    if (!into) {
       combined.push({ groups: bundle, lines });
       continue;
     }
-    const [into, ...others] = meets;
-    for (const other of [...others, { groups: bundle, lines }]) {
-      into!.groups = [...into!.groups, ...other.groups];
+    const joined = [into, { groups: bundle, lines }];
+    for (const other of meets)
+      if (!joined.includes(other) && sameChangesOnEach([...joined, other].flatMap((c) => c.groups)))
+        joined.splice(joined.length - 1, 0, other);
+    // In the order they were met, the new bundle last.
+    into.groups = joined.slice(1).reduce((groups, c) => [...groups, ...c.groups], into.groups);
+    for (const other of joined.slice(1)) {
       for (const [file, more] of other.lines)
-        into!.lines.set(file, [...(into!.lines.get(file) ?? []), ...more]);
+        into.lines.set(file, [...(into.lines.get(file) ?? []), ...more]);
+      if (combined.includes(other)) combined.splice(combined.indexOf(other), 1);
     }
-    for (const other of others) combined.splice(combined.indexOf(other), 1);
   }
   return combined.map((c) => c.groups);
 }
