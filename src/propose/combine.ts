@@ -47,34 +47,47 @@ export function combineNear(
   editsOf: (bundle: Bundle) => Record<string, string>,
   base: ReadonlyMap<string, string>,
 ): Bundle[] {
-  const combined: { groups: Bundle; lines: Map<string, Lines[]> }[] = [];
+  type Combined = { groups: Bundle; owners: string; lines: Map<string, Lines[]> };
+  const combined: Combined[] = [];
+  // Which combined bundles edit each file: a bundle is compared with those only, not every one.
+  const editing = new Map<string, Set<Combined>>();
+  const index = (c: Combined) => {
+    for (const file of c.lines.keys()) {
+      const set = editing.get(file) ?? new Set<Combined>();
+      editing.set(file, set.add(c));
+    }
+  };
   for (const bundle of bundles) {
+    const owners = JSON.stringify(bundle[0]!.owners);
     let files: Record<string, string>;
     try {
       files = editsOf(bundle);
     } catch (error) {
       if (!(error instanceof ManifestEditError)) throw error;
-      combined.push({ groups: bundle, lines: new Map() });
+      combined.push({ groups: bundle, owners, lines: new Map() });
       continue;
     }
     const lines = new Map(
       Object.entries(files).map(([file, text]) => [file, touched(base.get(file) ?? "", text)]),
     );
-    const owners = JSON.stringify(bundle[0]!.owners);
+    const candidates = new Set([...lines.keys()].flatMap((file) => [...(editing.get(file) ?? [])]));
     // Never mixing owners: each owner reviews its own PR.
     const meets = combined.filter(
       (c) =>
-        JSON.stringify(c.groups[0]!.owners) === owners &&
+        candidates.has(c) &&
+        c.owners === owners &&
         [...lines].some(([file, mine]) =>
           (c.lines.get(file) ?? []).some((theirs) => mine.some((m) => near(m, theirs))),
         ),
     );
     const into = meets.find((c) => sameChangesOnEach([...c.groups, ...bundle]));
     if (!into) {
-      combined.push({ groups: bundle, lines });
+      const alone = { groups: bundle, owners, lines };
+      combined.push(alone);
+      index(alone);
       continue;
     }
-    const joined = [into, { groups: bundle, lines }];
+    const joined = [into, { groups: bundle, owners, lines }];
     for (const other of meets)
       if (!joined.includes(other) && sameChangesOnEach([...joined, other].flatMap((c) => c.groups)))
         joined.splice(joined.length - 1, 0, other);
@@ -83,8 +96,12 @@ export function combineNear(
     for (const other of joined.slice(1)) {
       for (const [file, more] of other.lines)
         into.lines.set(file, [...(into.lines.get(file) ?? []), ...more]);
-      if (combined.includes(other)) combined.splice(combined.indexOf(other), 1);
+      if (combined.includes(other)) {
+        combined.splice(combined.indexOf(other), 1);
+        for (const set of editing.values()) set.delete(other);
+      }
     }
+    index(into);
   }
   return combined.map((c) => c.groups);
 }
