@@ -73,9 +73,9 @@ function sinceLastAudit(cause: Cause, seen: SeenDrift | undefined): Cause {
 
 /**
  * The items with a cause each: a pending rollout first (the manifest moved, whatever the host
- * recorded), then one a domain found itself, else the one known when the drift was first seen; a latent-only item (live as declared, a boot or
- * restart would change it) changed nothing yet: its cause, where the domain reads one, is what put
- * its coming value in place.
+ * recorded), then one a domain found itself, else the one known when the drift was first seen; a
+ * latent-only item (live as declared, a boot or restart would change it) changed nothing yet: its
+ * cause, where the domain reads one, is what put its coming value in place.
  */
 export function attachCauses(
   items: readonly DriftItem[],
