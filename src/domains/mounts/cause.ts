@@ -6,35 +6,71 @@ import {
   type HostRecord,
   type RecordContext,
 } from "../host-record.js";
+import { shippedFile } from "../package-transaction.js";
 
-// Why a mount drifted, from when /etc/fstab last changed: a mount the boot would not make, with fstab
-// unchanged since the boot (or the node's last audit), was mounted by hand or by a program since; a
-// mount as fstab says, with fstab changed since the node's last audit, is that edit applied.
+// Why a mount drifted, from when the file the boot reads it from last changed (/etc/fstab or its
+// mount unit): a mount the boot would not make, with that file unchanged since the boot (or the
+// node's last audit), was mounted by hand or by a program since; a mount as that file says is the
+// package transaction that shipped the unit, or the file's edit since the node's last audit.
 
 export const FSTAB = "/etc/fstab";
 /** The detail of an item whose mount point nothing mounts at boot. */
-export const NOT_AT_BOOT = `no line of ${FSTAB} and no enabled mount unit in /etc/systemd/system mounts it`;
-/** The detail of an item the boot's fstab line mounts as it is now. */
+export const NOT_AT_BOOT = `no line of ${FSTAB} and no mount unit the boot pulls in mounts it`;
+/** The detail of an item the boot's fstab line or unit mounts as it is now. */
 export const sameAtBoot = (because: string) => `${because} mounts the same at boot`;
 
-export function fstabCause(
+/** The file a boot's `because` is in: `/etc/fstab:6` is fstab's line, a unit names its file. */
+const fileOf = (because: string) => (because.startsWith(`${FSTAB}:`) ? FSTAB : because);
+
+/** The mtime of `file` in epoch milliseconds, or the cause saying it is no host time. */
+function changedAt(file: string, record: HostRecord): number | Cause | undefined {
+  const changed = record.stat.get(file)?.mtime;
+  if (changed === undefined) return undefined;
+  const bad = notAHostTime(Math.floor(changed / 1000));
+  return bad === undefined
+    ? changed
+    : {
+        kind: "unknown",
+        evidence: untimedEvidence(`${file}'s mtime,`, String(Math.floor(changed / 1000)), bad),
+      };
+}
+
+/** What a boot's `because` says was put in place: the package that shipped its unit, or an edit. */
+function bootFileCause(
+  because: string,
+  says: string,
+  record: HostRecord,
+  ctx: RecordContext,
+): Cause | undefined {
+  const file = fileOf(because);
+  const shipped = file === FSTAB ? undefined : shippedFile(file, record);
+  if (shipped) return shipped.cause;
+  const changed = changedAt(file, record);
+  if (typeof changed !== "number") return changed;
+  if (ctx.since === undefined || changed <= ctx.since) return undefined;
+  const owner = record.stat.get(file)!.owner;
+  return {
+    kind: "file-edit",
+    at: causeTime(changed),
+    evidence: `${file} modified at ${causeTime(changed)}, owner ${owner}, since this node's last audit: ${because} ${says}`,
+    group: `file-edit: ${ctx.node} ${file}`,
+  };
+}
+
+export function mountCause(
   item: CauseSubject,
   record: HostRecord,
   ctx: RecordContext,
 ): Cause | undefined {
-  const changed = record.stat.get(FSTAB)?.mtime;
-  if (item.live === null || changed === undefined) return undefined;
-  const seconds = Math.floor(changed / 1000);
-  const bad = notAHostTime(seconds);
-  if (bad !== undefined)
-    return {
-      kind: "unknown",
-      evidence: untimedEvidence(`${FSTAB}'s mtime,`, String(seconds), bad),
-    };
-  const line = item.latent?.because.startsWith(`${FSTAB}:`) ? item.latent.because : undefined;
-  if (line !== undefined || item.detail === NOT_AT_BOOT) {
-    // Not what the boot mounts: made since the boot, unless fstab changed since (its line may be
-    // newer than the mount).
+  if (item.live === null) return undefined;
+  const notAtBoot = item.detail === NOT_AT_BOOT || item.latent?.because === NOT_AT_BOOT;
+  const because = notAtBoot ? undefined : item.latent?.because;
+  if (because !== undefined || notAtBoot) {
+    // Not what the boot mounts: made since the boot, unless the file the boot reads it from changed
+    // since (its line may be newer than the mount).
+    const file = because === undefined ? FSTAB : fileOf(because);
+    const changed = changedAt(file, record);
+    if (typeof changed !== "number") return changed;
     const boot = record.bootTime;
     if (boot === undefined || notAHostTime(Math.floor(boot / 1000)) !== undefined) return undefined;
     const since = Math.max(boot, ctx.since ?? boot);
@@ -43,18 +79,24 @@ export function fstabCause(
       since === boot
         ? `boot at ${isoTime(boot / 1000)}`
         : `this node's last audit at ${causeTime(since)}`;
-    const differs = line !== undefined ? `the live mount is not what ${line} mounts` : NOT_AT_BOOT;
+    const differs =
+      because !== undefined ? `the live mount is not what ${because} mounts` : NOT_AT_BOOT;
     return {
       kind: "runtime",
-      evidence: `${differs}, and ${FSTAB} has not changed since ${when}: mounted or remounted since, by hand or by a program`,
+      evidence: `${differs}, and ${file} has not changed since ${when}: mounted or remounted since, by hand or by a program`,
     };
   }
-  const same = /^(\/etc\/fstab:\d+) mounts the same at boot$/.exec(item.detail ?? "")?.[1];
-  if (same === undefined || ctx.since === undefined || changed <= ctx.since) return undefined;
-  return {
-    kind: "persisted",
-    at: causeTime(changed),
-    evidence: `${same} mounts it so; ${FSTAB} changed since this node's last audit`,
-    group: `persisted: ${ctx.node} ${FSTAB}`,
-  };
+  const same = /^(.*) mounts the same at boot$/s.exec(item.detail ?? "")?.[1];
+  return same === undefined ? undefined : bootFileCause(same, "mounts it so", record, ctx);
+}
+
+/** What put the next boot's mount in place: the package that shipped its unit, or an edit since. */
+export function mountLatentCause(
+  item: CauseSubject & { latent: { because: string } },
+  record: HostRecord,
+  ctx: RecordContext,
+): Cause | undefined {
+  const { because } = item.latent;
+  if (because === NOT_AT_BOOT) return undefined;
+  return bootFileCause(because, "mounts it at the next boot", record, ctx);
 }

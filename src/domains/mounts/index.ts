@@ -2,7 +2,8 @@ import { isDeepStrictEqual } from "node:util";
 import * as z from "zod";
 import type { Latent } from "../cause.js";
 import { keyedList, pathIn, within, type Domain, type Finding } from "../domain.js";
-import { fstabCause, FSTAB, NOT_AT_BOOT, sameAtBoot } from "./cause.js";
+import { FSTAB, mountCause, mountLatentCause, NOT_AT_BOOT, sameAtBoot } from "./cause.js";
+import { mountUnitName, UNIT_DIRS } from "./units.js";
 import {
   flagsOf,
   flagWords,
@@ -57,23 +58,28 @@ function liveOptions(mount: LiveMount, declared: readonly string[]): string[] {
   ];
 }
 
-/** A source the boot names otherwise than mountinfo will (a UUID, a label, a path being bound). */
-const bootNamesSourceOtherwise = (boot: BootMount) =>
-  /^(UUID|LABEL|PARTUUID|PARTLABEL|ID)=/.test(boot.source) ||
-  boot.source.startsWith("/dev/disk/") ||
-  boot.options.includes("bind") ||
-  boot.options.includes("rbind");
+/** A source naming its device by a link udev makes (a UUID, a label, /dev/disk/by-*). */
+const byLink = (boot: BootMount) =>
+  /^(UUID|LABEL|PARTUUID|PARTLABEL)=/.test(boot.source) || boot.source.startsWith("/dev/disk/by-");
+const bound = (boot: BootMount) => boot.options.includes("bind") || boot.options.includes("rbind");
 
 /**
  * What the next boot mounts, read as the live value of `attribute` reads; undefined where the boot's
- * words cannot be compared with mountinfo's (a UUID, `auto`).
+ * words cannot be compared with mountinfo's (a path being bound, `auto`, a device link the host
+ * could not follow).
  */
 function bootValue(boot: BootMount, attribute: Attribute, live: string[] | string) {
-  if (attribute === "source") return bootNamesSourceOtherwise(boot) ? undefined : boot.source;
+  // A device link leading to the device mounted now names it as mountinfo does.
+  const sameDevice = byLink(boot) ? boot.sameDevice : !/^ID=/.test(boot.source) || undefined;
+  if (attribute === "source") {
+    if (bound(boot) || sameDevice === undefined) return undefined;
+    return byLink(boot) && sameDevice ? live : boot.source;
+  }
   if (attribute === "fstype")
     return ["auto", "none"].includes(boot.fstype) ||
       boot.fstype.includes(",") ||
-      bootNamesSourceOtherwise(boot)
+      bound(boot) ||
+      sameDevice !== true
       ? undefined
       : boot.fstype;
   // Options compare by their flags only: other words (size=64m against size=65536k) are spelled
@@ -111,21 +117,94 @@ const pseudo = (path: string, mount: LiveMount) =>
   PSEUDO_TYPES.has(mount.fstype) ||
   (mount.fstype === "tmpfs" && /^\/(run|dev|sys|proc)(\/|$)/.test(path));
 
-// Everything in BEGIN: stdin is never read. ARGV holds the unit files, `--`, then the declared
-// mount points (`qm_a` set: a snapshot, every line). `dec` takes out the octal escapes mountinfo and
-// fstab write (`\040` for a space) to match a declared path; the lines go out as read.
-const MOUNTS_AWK = [
-  'function mark(label) { printf "\\n%s mark %s\\n", qm_n, label }',
-  'function dec(s,  o, i, c) { o = ""; while ((i = index(s, "\\\\")) > 0) { c = substr(s, i + 1, 3);',
-  'if (c ~ /^[0-7][0-7][0-7]$/) { o = o substr(s, 1, i - 1) sprintf("%c", substr(c, 1, 1) * 64 + substr(c, 2, 1) * 8 + substr(c, 3, 1)); s = substr(s, i + 4) }',
-  "else { o = o substr(s, 1, i); s = substr(s, i + 1) } } return o s }",
-  "function want(p) { return qm_a || (dec(p) in w) }",
-  "BEGIN {",
-  'for (i = 1; i < ARGC; i++) if (k) w[ARGV[i]] = 1; else if (ARGV[i] == "--") k = 1; else u[++nu] = ARGV[i]',
-  'mark("mountinfo"); while ((getline l < "/proc/self/mountinfo") > 0) { split(l, f, " "); if (want(f[5])) print l }',
-  'mark("fstab"); n = 0; while ((getline l < "/etc/fstab") > 0) { n++; if (split(l, f, " ") >= 3 && f[1] !~ /^#/ && want(f[2])) print n ":" l }',
-  'mark("units"); for (i = 1; i <= nu; i++) { print u[i] ":"; while ((getline l < u[i]) > 0) if (l ~ /^[ \\t]*(What|Where|Type|Options)[ \\t]*=/) print u[i] ":" l; close(u[i]) }',
-  "exit }",
+/** A path as mountinfo and fstab write it: a space, tab, newline or backslash as an octal escape. */
+const escapedPath = (path: string) =>
+  path.replace(/[ \t\n\\]/g, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, "0")}`);
+
+// Shell built-ins only: no process. `qm_w` holds the declared mount points as mountinfo writes them
+// (escaped, so without a blank), each between blanks; `qm_a` is 1 for a snapshot (every line).
+// fstab is read first: a line naming its device by UUID=, LABEL=, PARTUUID=, PARTLABEL= or a
+// /dev/disk/by-* link leaves that link in `qm_r`, which mountinfo's line for the same mount point
+// then tests against its own device (`-ef`, both followed: no readlink) into `qm_d`. A source that
+// is no /dev path is never looked at, so an automount point is never touched.
+const WANTED = 'case $qm_a$qm_w in 1*|*" $qm_p "*) ;; *) continue ;; esac';
+const FSTAB_LOOP = [
+  "qm_r=; qm_n=0",
+  '[ -r /etc/fstab ] && while read -r qm_s qm_p qm_t qm_o qm_x || [ -n "$qm_s" ]; do',
+  "qm_n=$((qm_n + 1))",
+  'case $qm_s in "#"*) continue ;; esac',
+  '[ -n "$qm_t" ] || continue',
+  WANTED,
+  'printf \'%s:%s %s %s %s\\n\' "$qm_n" "$qm_s" "$qm_p" "$qm_t" "$qm_o"',
+  "qm_l=",
+  "case $qm_s in UUID=*) qm_l=uuid ;; LABEL=*) qm_l=label ;; PARTUUID=*) qm_l=partuuid ;; PARTLABEL=*) qm_l=partlabel ;; esac",
+  'qm_v=${qm_s#*=}; qm_v=${qm_v#\\"}; qm_v=${qm_v%\\"}',
+  '[ -z "$qm_l" ] || qm_l=/dev/disk/by-$qm_l/$qm_v',
+  "case $qm_s in /dev/disk/by-*) qm_l=$qm_s ;; esac",
+  '[ -z "$qm_l" ] || qm_r="$qm_r',
+  '$qm_p $qm_l"',
+  "done < /etc/fstab",
+].join("\n");
+/**
+ * Lines of mountinfo the shell's own `read` takes, which in dash is a system call per byte: past
+ * this many (a container host's thousands of mounts), one awk is cheaper.
+ */
+const BUILTIN_LINES = 100;
+const MOUNTINFO_LOOP = [
+  "qm_d=; qm_c=0",
+  "{",
+  `while [ "$qm_c" -lt ${BUILTIN_LINES} ] && { IFS= read -r qm_i || [ -n "$qm_i" ]; }; do`,
+  "qm_c=$((qm_c + 1))",
+  // Field 5, the mount point: each `#* ` takes one field off the front.
+  "qm_t=${qm_i#* }; qm_t=${qm_t#* }; qm_m=${qm_t%% *}; qm_t=${qm_t#* }; qm_t=${qm_t#* }; qm_p=${qm_t%% *}",
+  WANTED,
+  "printf '%s\\n' \"$qm_i\"",
+  'case $qm_r in *"',
+  '$qm_p "*) ;; *) continue ;; esac',
+  'qm_l=${qm_r##*"',
+  '$qm_p "}; qm_l=${qm_l%%"',
+  '"*}',
+  "qm_t=${qm_i#* - }; qm_t=${qm_t#* }; qm_t=${qm_t%% *}",
+  "case $qm_t in /dev/*) ;; *) qm_t=/dev/block/$qm_m ;; esac",
+  "qm_v=",
+  'if ! [ -d "${qm_l%/*}" ]; then :',
+  'elif [ "$qm_l" -ef "$qm_t" ] || [ "$qm_l" -ef "/dev/block/$qm_m" ]; then qm_v=same',
+  'elif [ -e "$qm_t" ] || [ -e "/dev/block/$qm_m" ]; then qm_v=other; fi',
+  '[ -z "$qm_v" ] || qm_d="$qm_d$qm_p $qm_v',
+  '"',
+  "done",
+  // Past the shell's lines, one awk reads the rest of the same open file: the shell's `read` took
+  // no byte beyond its last line. Those lines' devices are not tested.
+  `[ "$qm_c" -lt ${BUILTIN_LINES} ] || awk -v a="$qm_a" 'BEGIN { n = split(ARGV[1], p, " "); for (i = 1; i <= n; i++) k[p[i]] = 1; ARGC = 1 } a || ($5 in k)' "$qm_w"`,
+  "} < /proc/self/mountinfo",
+].join("\n");
+// The boot's mount units of the declared mount points (`qm_z`, by name; a snapshot: all): those a
+// `.wants` or `.requires` link pulls in, read from the first folder
+// holding them, unless masked (empty, or a link to /dev/null): each `[Section]` and What=, Where=,
+// Type=, Options= line, after its file's own line.
+const UNITS_LOOP = [
+  "qm_u=",
+  `for qm_f in ${UNIT_DIRS.map((dir) => `${dir}/*.wants/*.mount ${dir}/*.requires/*.mount`).join(" ")}; do`,
+  '[ -h "$qm_f" ] || continue',
+  "qm_f=${qm_f##*/}",
+  // A name holding a newline would break its lines: no unit systemd loads by a declared path's name.
+  'case $qm_f in *"',
+  '"*) continue ;; esac',
+  'case $qm_u in *" $qm_f "*) continue ;; esac',
+  'qm_u="$qm_u $qm_f "',
+  'case $qm_a$qm_z in 1*|*" $qm_f "*) ;; *) continue ;; esac',
+  `for qm_g in ${UNIT_DIRS.join(" ")}; do`,
+  "qm_g=$qm_g/$qm_f",
+  '[ -h "$qm_g" ] || [ -e "$qm_g" ] || continue',
+  'if [ -f "$qm_g" ] && [ -s "$qm_g" ] && [ -r "$qm_g" ] && ! [ "$qm_g" -ef /dev/null ]; then',
+  "printf '%s:\\n' \"$qm_g\"",
+  'while read -r qm_l || [ -n "$qm_l" ]; do',
+  `case $qm_l in "["*|${["What", "Where", "Type", "Options"].map((key) => `${key}=*|${key}[[:blank:]]*`).join("|")}) printf '%s:%s\\n' "$qm_g" "$qm_l" ;; esac`,
+  'done < "$qm_g"',
+  "fi",
+  "break",
+  "done",
+  "done",
 ].join("\n");
 
 export const mounts: Domain<MountsDeclared, MountsLive, "mounts"> = {
@@ -155,17 +234,24 @@ export const mounts: Domain<MountsDeclared, MountsLive, "mounts"> = {
     },
   },
   probe(declared, ctx) {
-    // One awk reads mountinfo, fstab and the enabled mount units, sending only the declared mount
-    // points' lines (a snapshot takes all): a mount point is never touched (a stat of an automount
-    // point would mount it). The declared paths reach awk as arguments, never as program text or
-    // `-v` (which takes escapes out).
+    // Only the declared mount points' lines leave the host (a snapshot sends all), and a mount point
+    // is never stat'ed (a stat of an automount point would mount it). The declared paths and their
+    // units' names reach the shell as quoted words, compared as text, never as a pattern.
     if (declared?.length === 0) return "true";
-    const paths = (declared ?? []).map((mount) => ctx.quote(mount.path)).join(" ");
+    // Each between blanks, none holding one.
+    const list = (name: (path: string) => string) =>
+      declared ? ` ${declared.map((mount) => name(mount.path)).join(" ")} ` : "";
     return [
       "if [ -r /proc/self/mountinfo ]; then",
-      "set --",
-      'for qm_f in /etc/systemd/system/*.wants/*.mount; do [ -e "$qm_f" ] || continue; qm_f="/etc/systemd/system/${qm_f##*/}"; [ -f "$qm_f" ] && set -- "$@" "$qm_f"; done',
-      `awk -v qm_n="$QM_N" -v qm_a=${declared ? 0 : 1} '${MOUNTS_AWK}' "$@" -- ${paths} < /dev/null`,
+      `qm_w=${ctx.quote(list(escapedPath))}; qm_z=${ctx.quote(list(mountUnitName))}; qm_a=${declared ? 0 : 1}`,
+      ctx.mark("fstab"),
+      FSTAB_LOOP,
+      ctx.mark("mountinfo"),
+      MOUNTINFO_LOOP,
+      ctx.mark("devices"),
+      `printf '%s' "$qm_d"`,
+      ctx.mark("units"),
+      UNITS_LOOP,
       `else ${ctx.unknown("no /proc/self/mountinfo: /proc is not mounted")}; fi`,
     ].join("\n");
   },
@@ -225,8 +311,15 @@ export const mounts: Domain<MountsDeclared, MountsLive, "mounts"> = {
     }
     return findings;
   },
-  records: () => ({ stat: [{ under: "/etc", entries: ["fstab"] }] }),
-  cause: fstabCause,
+  records: (declared) => ({
+    stat: [{ under: "/etc", entries: ["fstab"] }],
+    // Each declared point's unit wherever systemd may read it: its package, digest and mtime.
+    files: declared.flatMap((mount) =>
+      UNIT_DIRS.map((dir) => `${dir}/${mountUnitName(mount.path)}`),
+    ),
+  }),
+  cause: mountCause,
+  latentCause: mountLatentCause,
   accept(declared, finding) {
     const [path, attribute] = within(this, finding.path) as [string, Attribute | undefined];
     // A mount point nothing is mounted at leaves the manifest.

@@ -1,8 +1,8 @@
 import { ProbeParseError } from "../../errors.js";
 import { partsByLabel } from "../domain.js";
 
-// What is mounted (/proc/self/mountinfo) and what the next boot mounts (/etc/fstab and the enabled
-// mount units in /etc/systemd/system), as the probe sends them. Pure functions on text.
+// What is mounted (/proc/self/mountinfo) and what the next boot mounts (/etc/fstab and the mount
+// units a target pulls in), as the probe sends them. Pure functions on text.
 
 const SECTION = "mounts";
 
@@ -59,12 +59,17 @@ export interface BootMount {
   options: string[];
   /** Where it is said: `/etc/fstab:12`, or the mount unit's file. */
   because: string;
+  /**
+   * For a source naming a device by its link (UUID=, LABEL=, /dev/disk/by-*): whether that link
+   * leads to the device mounted there now; absent where the host could not tell.
+   */
+  sameDevice?: boolean;
 }
 
 export interface MountsLive {
   /** The mount visible at each mount point (the last mounted there), in mountinfo's order. */
   mounted: Map<string, LiveMount>;
-  /** What /etc/fstab and the enabled mount units mount at boot, by mount point. */
+  /** What /etc/fstab and the mount units the boot pulls in mount at boot, by mount point. */
   boot: Map<string, BootMount>;
 }
 
@@ -111,10 +116,30 @@ export function parseMountinfo(text: string): Map<string, LiveMount> {
 }
 
 /**
- * `N:line` of /etc/fstab (fstab(5)) into what the boot mounts: not swap, not `noauto`, each mount
- * point's last line.
+ * `POINT same|other` lines: whether the link an fstab line names its device by leads to the device
+ * mounted at POINT (escaped as mountinfo writes it), the last line of a point winning.
  */
-function parseFstab(text: string, boot: Map<string, BootMount>): void {
+function parseDevices(text: string): Map<string, boolean> {
+  const same = new Map<string, boolean>();
+  for (const line of text.split("\n")) {
+    if (line === "") continue;
+    const m = /^(\S+) (same|other)$/.exec(line);
+    if (!m)
+      throw new ProbeParseError(SECTION, `not a device line: ${JSON.stringify(line.slice(0, 80))}`);
+    same.set(unescapeField(m[1]!), m[2] === "same");
+  }
+  return same;
+}
+
+/**
+ * `N:source point type options` of /etc/fstab (fstab(5)) into what the boot mounts: not swap, not
+ * `noauto`, each mount point's last line.
+ */
+function parseFstab(
+  text: string,
+  devices: ReadonlyMap<string, boolean>,
+  boot: Map<string, BootMount>,
+): void {
   for (const line of text.split("\n")) {
     const m = /^(\d{1,9}):(.*)$/.exec(line);
     if (!m) continue;
@@ -123,30 +148,42 @@ function parseFstab(text: string, boot: Map<string, BootMount>): void {
     const [source, mountPoint, fstype, options = "defaults"] = fields.map(unescapeField);
     const words = options.split(",");
     if (!mountPoint!.startsWith("/") || fstype === "swap" || words.includes("noauto")) continue;
+    const sameDevice = devices.get(mountPoint!);
     boot.set(mountPoint!, {
       source: source!,
       fstype: fstype!,
       options: words,
       because: `/etc/fstab:${m[1]}`,
+      ...(sameDevice !== undefined && { sameDevice }),
     });
   }
 }
 
 /**
- * `FILE:` then `FILE:Key=Value` lines of enabled mount units (systemd.mount(5)): each unit's
- * What=, Where=, Type= and Options=, the last of each winning. A unit wins over an fstab line.
+ * `FILE:` then `FILE:line` lines of the boot's mount units (systemd.mount(5)): each `[Section]`, and
+ * the What=, Where=, Type= and Options= of [Mount], the last of each winning. A unit wins over an
+ * fstab line.
  */
 function parseUnits(text: string, boot: Map<string, BootMount>): void {
   const units = new Map<string, Map<string, string>>();
+  let unit: Map<string, string> | undefined;
+  let section = "";
   for (const line of text.split("\n")) {
-    const m = /^(\/[^\n]*?\.mount):(?:[ \t]*(What|Where|Type|Options)[ \t]*=[ \t]*(.*))?$/.exec(
-      line,
-    );
-    if (!m) continue;
-    const file = utf8(m[1]!);
-    const keys = units.get(file) ?? new Map<string, string>();
-    units.set(file, keys);
-    if (m[2] !== undefined) keys.set(m[2], utf8(m[3]!.trimEnd()));
+    if (line === "") continue;
+    const m = /^(\/[^\n]*?\.mount):(.*)$/.exec(line);
+    if (!m)
+      throw new ProbeParseError(
+        SECTION,
+        `not a mount unit line: ${JSON.stringify(line.slice(0, 80))}`,
+      );
+    const rest = m[2]!;
+    const key = /^(What|Where|Type|Options)[ \t]*=[ \t]*(.*)$/.exec(rest);
+    if (rest === "") {
+      unit = new Map();
+      units.set(utf8(m[1]!), unit);
+      section = "";
+    } else if (rest.startsWith("[")) section = rest.slice(0, rest.indexOf("]") + 1);
+    else if (key && section === "[Mount]") unit?.set(key[1]!, utf8(key[2]!.trimEnd()));
   }
   for (const [file, keys] of units) {
     const where = keys.get("Where");
@@ -165,7 +202,7 @@ export function parseMounts(parts: readonly [string, string][]): MountsLive {
   const mountinfo = byLabel.get("mountinfo");
   if (mountinfo === undefined) throw new ProbeParseError(SECTION, "no mountinfo part");
   const boot = new Map<string, BootMount>();
-  parseFstab(byLabel.get("fstab") ?? "", boot);
+  parseFstab(byLabel.get("fstab") ?? "", parseDevices(byLabel.get("devices") ?? ""), boot);
   parseUnits(byLabel.get("units") ?? "", boot);
   return { mounted: parseMountinfo(mountinfo), boot };
 }

@@ -9,7 +9,15 @@ const tmpfsLine = (id: number, point: string, options = "rw,nosuid,nodev,relatim
   `${id} 1 0:${id} / ${point} ${options} shared:${id} - tmpfs tmpfs rw,size=65536k`;
 
 export const sample: DomainSample<typeof mounts> = {
-  reads: ["/proc/self/mountinfo", "/etc/fstab", "/etc/systemd/system"],
+  reads: [
+    "/proc/self/mountinfo",
+    "/etc/fstab",
+    "/etc/systemd/system",
+    "/usr/local/lib/systemd/system",
+    "/usr/lib/systemd/system",
+    "/lib/systemd/system",
+    "/dev",
+  ],
   declared: [
     { path: "/srv/data", source: "tmpfs", fstype: "tmpfs", options: ["nosuid", "nodev"] },
     { path: "/constructor", fstype: "ext4" },

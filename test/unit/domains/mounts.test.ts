@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
-import { chmod } from "node:fs/promises";
+import { chmod, mkdir, symlink, writeFile } from "node:fs/promises";
+import path from "node:path";
 import { describe, it } from "node:test";
 import { mounts, MountsDeclared } from "../../../src/domains/mounts/index.js";
-import { fstabCause, NOT_AT_BOOT } from "../../../src/domains/mounts/cause.js";
+import { mountCause, mountLatentCause, NOT_AT_BOOT } from "../../../src/domains/mounts/cause.js";
 import {
   parseMountinfo,
   unescapeField,
@@ -17,9 +18,12 @@ import { fixture, liveFrom } from "./fixtures.js";
 import { NOBODY, runProbe } from "./live-probe.js";
 
 // private-namespace.txt: the snapshot probe as nobody on a Debian 12 machine, in a private mount
-// namespace with tmpfs mounts at /srv/data, "/srv/my data", /srv/cache (an enabled mount unit)
-// and /srv/hand (by hand, source `by\hand`), its own fstab bind-mounted over /etc/fstab (the
-// bind's source path renamed) and the machine's network-namespace mounts left out.
+// namespace with tmpfs mounts at /srv/data, "/srv/my data", /srv/cache (a mount unit in
+// /etc/systemd/system that local-fs.target wants) and /srv/hand (by hand, source `by\hand`), an
+// ext4 on /dev/loop1 at /srv/disk, its own fstab bind-mounted over /etc/fstab (the bind's source
+// path renamed; `/` by LABEL=, /srv/disk by the UUID of /dev/loop0), a private /dev with the
+// /dev/disk/by-label and by-uuid links udev would make, dev-hugepages.mount masked, and the
+// machine's network-namespace and sandbox mounts left out.
 const captured = (): MountsLive => liveFrom(mounts, "private-namespace.txt");
 
 const live = (mountinfo: string, fstab = "", units = ""): MountsLive =>
@@ -52,7 +56,7 @@ describe("mounts", () => {
     assert.equal(unescapeField("/a\\040b\\134c\\303\\251"), "/a b\\cé");
   });
 
-  it("reads what the next boot mounts: fstab lines (not swap, not noauto) and enabled mount units", () => {
+  it("reads what the next boot mounts: fstab lines (not swap, not noauto) and the mount units a target wants, from every unit folder", () => {
     const got = captured();
     assert.deepEqual(
       Object.fromEntries(
@@ -67,8 +71,29 @@ describe("mounts", () => {
         "/srv/data": "tmpfs nosuid,nodev,size=64m (/etc/fstab:6)",
         "/srv/my data": "tmpfs ro,nosuid (/etc/fstab:7)",
         "/proc": "proc defaults (/etc/fstab:10)",
+        "/srv/disk": "ext4 nodev,nosuid (/etc/fstab:11)",
+        // Where= of [Unit] is no mount point; srv-off.mount is wanted by nothing, and
+        // dev-hugepages.mount is masked in /etc.
         "/srv/cache": "tmpfs nosuid,nodev,noexec (/etc/systemd/system/srv-cache.mount)",
+        "/dev/mqueue": "mqueue nosuid,nodev,noexec (/usr/lib/systemd/system/dev-mqueue.mount)",
+        "/sys/fs/fuse/connections":
+          "fusectl nosuid,nodev,noexec (/usr/lib/systemd/system/sys-fs-fuse-connections.mount)",
+        "/sys/kernel/config":
+          "configfs nosuid,nodev,noexec (/usr/lib/systemd/system/sys-kernel-config.mount)",
+        "/sys/kernel/debug":
+          "debugfs nosuid,nodev,noexec (/usr/lib/systemd/system/sys-kernel-debug.mount)",
+        "/sys/kernel/tracing":
+          "tracefs nosuid,nodev,noexec (/usr/lib/systemd/system/sys-kernel-tracing.mount)",
       },
+    );
+    assert.deepEqual(
+      [...got.boot]
+        .filter(([, b]) => b.sameDevice !== undefined)
+        .map(([p, b]) => [p, b.source, b.sameDevice]),
+      [
+        ["/", "LABEL=root", true],
+        ["/srv/disk", 'UUID="7d1e0c52-93a4-4b8e-a0f1-5c6d7e8f9a0b"', false],
+      ],
     );
   });
 
@@ -144,6 +169,44 @@ describe("mounts", () => {
     ]);
   });
 
+  it("compares a source fstab names by UUID= or LABEL= by the device its link leads to", () => {
+    const findings = mounts.compare(
+      declared([
+        { path: "/", source: "/dev/vda", fstype: "ext4" },
+        { path: "/srv/disk", source: "/dev/loop1", fstype: "ext4" },
+      ]),
+      captured(),
+    );
+    assert.deepEqual(findings, [
+      {
+        key: "/srv/disk:source",
+        declared: "/dev/loop1",
+        live: "/dev/loop1",
+        path: ["storage", "mounts", "/srv/disk", "source"],
+        latent: {
+          after: "reboot",
+          becomes: 'UUID="7d1e0c52-93a4-4b8e-a0f1-5c6d7e8f9a0b"',
+          because: "/etc/fstab:11",
+        },
+      },
+    ]);
+    // A source fstab names as mountinfo does is compared as it is.
+    const byHand = live(
+      "30 1 0:30 / /srv/x rw - tmpfs by\\040hand rw\n",
+      "2:tmpfs /srv/x tmpfs defaults\n",
+    );
+    assert.deepEqual(
+      mounts.compare(declared([{ path: "/srv/x", source: "by hand" }]), byHand)[0]?.latent,
+      { after: "reboot", becomes: "tmpfs", because: "/etc/fstab:2" },
+    );
+    // A host that cannot tell (no link folder, a source that is no device): not compared.
+    const unknown = live(
+      "27 1 254:0 / / rw - ext4 /dev/root rw\n",
+      "4:LABEL=root / ext4 defaults\n",
+    );
+    assert.deepEqual(mounts.compare(declared([{ path: "/", source: "/dev/root" }]), unknown), []);
+  });
+
   it("never reads an automount point past mountinfo, and says so", () => {
     const got = live(
       "50 1 0:50 / /net rw,relatime - autofs systemd-1 rw,fd=40,pgrp=1,timeout=0,minproto=5,maxproto=5,direct\n",
@@ -165,6 +228,12 @@ describe("mounts", () => {
         source: "tmpfs",
         fstype: "tmpfs",
         options: ["rw", "nosuid", "nodev", "noexec"],
+      },
+      {
+        path: "/srv/disk",
+        source: "/dev/loop1",
+        fstype: "ext4",
+        options: ["rw", "nosuid", "nodev"],
       },
     ]);
     // Clean but for what the next boot changes.
@@ -207,19 +276,60 @@ describe("mounts", () => {
   });
 
   const tree = scratchTrees();
+  // The captured host as a tree: its files, links and device nodes (regular files here: `-ef` compares
+  // inodes), the mountinfo's device sources inside the tree.
   const hostFiles = async () => {
     const text = fixture("mounts", "private-namespace.txt");
     const part = (label: string) =>
       text.split(`QMfixture mark ${label}\n`)[1]!.split("\n\n")[0]! + "\n";
+    const units = new Map<string, string[]>();
+    for (const line of part("units").split("\n").filter(Boolean)) {
+      const [file, rest] = [
+        line.slice(0, line.indexOf(".mount:") + 6),
+        line.slice(line.indexOf(".mount:") + 7),
+      ];
+      units.set(file, [...(units.get(file) ?? []), ...(rest ? [rest] : [])]);
+    }
     const dir = await tree({
-      "proc/self/mountinfo": part("mountinfo"),
       // The captured lines at their own numbers, after three comment lines.
       "etc/fstab": `#\n#\n#\n${part("fstab").replace(/^\d+:/gm, "")}`,
-      "etc/systemd/system/srv-cache.mount":
-        "[Mount]\nWhat=tmpfs\nWhere=/srv/cache\nType=tmpfs\nOptions=nosuid,nodev,noexec\n",
-      "etc/systemd/system/local-fs.target.wants/srv-cache.mount": "",
+      ...Object.fromEntries(
+        [...units].map(([file, lines]) => [file.slice(1), `${lines.join("\n")}\n`]),
+      ),
       "etc/systemd/system/srv-off.mount": "[Mount]\nWhat=tmpfs\nWhere=/srv/off\n",
+      "etc/systemd/system/odd\nname.mount": "[Mount]\nWhat=tmpfs\nWhere=/srv/odd\n",
+      "usr/lib/systemd/system/dev-hugepages.mount":
+        "[Mount]\nWhat=hugetlbfs\nWhere=/dev/hugepages\n",
+      ...Object.fromEntries(["null", "vda", "loop0", "loop1"].map((node) => [`dev/${node}`, ""])),
     });
+    await mkdir(path.join(dir, "proc/self"), { recursive: true });
+    await writeFile(
+      path.join(dir, "proc/self/mountinfo"),
+      part("mountinfo").replaceAll(/ (\/dev\/(?:vda|loop1)) /g, ` ${dir}$1 `),
+    );
+    const links: [string, string][] = [
+      ["etc/systemd/system/local-fs.target.wants/srv-cache.mount", "../srv-cache.mount"],
+      ["etc/systemd/system/dev-hugepages.mount", `${dir}/dev/null`],
+      // A name a line cannot hold: never sent.
+      ["etc/systemd/system/multi-user.target.wants/odd\nname.mount", "../odd\nname.mount"],
+      ["dev/disk/by-label/root", "../../vda"],
+      ["dev/disk/by-uuid/7d1e0c52-93a4-4b8e-a0f1-5c6d7e8f9a0b", "../../loop0"],
+      ...[
+        "dev-hugepages",
+        "dev-mqueue",
+        "sys-fs-fuse-connections",
+        "sys-kernel-config",
+        "sys-kernel-debug",
+        "sys-kernel-tracing",
+      ].map((unit): [string, string] => [
+        `usr/lib/systemd/system/sysinit.target.wants/${unit}.mount`,
+        `../${unit}.mount`,
+      ]),
+    ];
+    for (const [link, target] of links) {
+      await mkdir(path.dirname(path.join(dir, link)), { recursive: true });
+      await symlink(target, path.join(dir, link));
+    }
     // Readable by nobody, as a host's /etc and /proc are.
     await chmod(dir, 0o755);
     return dir;
@@ -234,7 +344,7 @@ describe("mounts", () => {
     );
     assert.deepEqual([...run.live!.mounted.keys()], ["/srv/my data", "/srv/cache"]);
     assert.deepEqual([...run.live!.boot.keys()], ["/srv/my data", "/srv/cache"]);
-    assert.doesNotMatch(run.stdout, /\/srv\/data|\/dev\/vda|srv-off/);
+    assert.doesNotMatch(run.stdout, /\/srv\/data|\/dev\/vda|srv-off|sys-kernel/);
   });
 
   it("probes for real for a snapshot: every line, and the boot's units only where enabled", async () => {
@@ -251,14 +361,19 @@ describe("mounts", () => {
 
   describe("cause", () => {
     const BOOT = 1_764_633_600_000;
-    const record = (fstabAt: number): HostRecord => ({
+    const UNIT = "/usr/lib/systemd/system/tmp.mount";
+    const record = (fstabAt: number, more: Partial<HostRecord> = {}): HostRecord => ({
       bootTime: BOOT,
       owned: new Map(),
       digest: new Map(),
-      stat: new Map([["/etc/fstab", { mtime: fstabAt, owner: "root" }]]),
+      stat: new Map([
+        ["/etc/fstab", { mtime: fstabAt, owner: "root" }],
+        [UNIT, { mtime: BOOT - 9_000_000, owner: "root" }],
+      ]),
       packages: [],
       conffiles: [],
       apt: [],
+      ...more,
     });
     const item = {
       key: "/srv/data:options",
@@ -268,31 +383,112 @@ describe("mounts", () => {
     };
     const latent = { after: "reboot" as const, becomes: ["rw", "nosuid"], because: "/etc/fstab:6" };
 
-    it("a mount the boot would not make, fstab unchanged since boot: mounted by hand", () => {
-      assert.deepEqual(fstabCause({ ...item, latent }, record(BOOT - 60_000), { node: "n" }), {
+    it("a mount the boot would not make, its file unchanged since boot: mounted by hand", () => {
+      assert.deepEqual(mountCause({ ...item, latent }, record(BOOT - 60_000), { node: "n" }), {
         kind: "runtime",
         evidence:
           "the live mount is not what /etc/fstab:6 mounts, and /etc/fstab has not changed since boot at 2025-12-02T00:00:00.000Z: mounted or remounted since, by hand or by a program",
       });
       // fstab changed since: its line may be newer than the mount.
       assert.equal(
-        fstabCause({ ...item, latent }, record(BOOT + 60_000), { node: "n" }),
+        mountCause({ ...item, latent }, record(BOOT + 60_000), { node: "n" }),
+        undefined,
+      );
+      // A unit's own file decides, fstab's mtime aside.
+      assert.match(
+        mountCause({ ...item, latent: { ...latent, because: UNIT } }, record(BOOT + 60_000), {
+          node: "n",
+        })?.evidence ?? "",
+        /^the live mount is not what \/usr\/lib\/systemd\/system\/tmp\.mount mounts, and \/usr\/lib\/systemd\/system\/tmp\.mount has not changed since boot/,
+      );
+      // Nothing mounts it at boot, fstab unchanged: by hand as well.
+      assert.equal(
+        mountCause({ ...item, detail: NOT_AT_BOOT }, record(BOOT - 60_000), { node: "n" })?.kind,
+        "runtime",
+      );
+    });
+
+    it("a mount as fstab says, fstab changed since the last audit: that edit, naming the file", () => {
+      const same = { ...item, detail: "/etc/fstab:6 mounts the same at boot" };
+      assert.deepEqual(
+        mountCause(same, record(BOOT + 120_000), { node: "n", since: BOOT + 60_000 }),
+        {
+          kind: "file-edit",
+          at: "2025-12-02T00:02:00Z",
+          evidence:
+            "/etc/fstab modified at 2025-12-02T00:02:00Z, owner root, since this node's last audit: /etc/fstab:6 mounts it so",
+          group: "file-edit: n /etc/fstab",
+        },
+      );
+      assert.equal(mountCause(same, record(BOOT), { node: "n", since: BOOT + 60_000 }), undefined);
+    });
+
+    it("a mount unit as its package shipped it: that package transaction, for drift and latent alike", () => {
+      const shipped = record(BOOT - 60_000, {
+        owned: new Map([
+          [UNIT, { package: "systemd", digest: "d41d8cd98f00b204e9800998ecf8427e" }],
+        ]),
+        digest: new Map([[UNIT, "d41d8cd98f00b204e9800998ecf8427e"]]),
+        packages: [
+          {
+            at: BOOT - 3_600_000,
+            action: "upgrade",
+            name: "systemd",
+            from: "252.30-1",
+            to: "257.9-1",
+          },
+        ],
+      });
+      const tmp = {
+        key: "/tmp:fstype",
+        declared: "ext4",
+        live: "tmpfs",
+        path: ["storage", "mounts", "/tmp", "fstype"],
+      };
+      const expected = {
+        kind: "package-file",
+        at: "2025-12-01T23:00:00Z",
+        by: "dpkg",
+        evidence: `${UNIT} replaced by systemd 252.30-1 → 257.9-1`,
+        group: "package: systemd 252.30-1 → 257.9-1",
+      };
+      assert.deepEqual(
+        mountCause({ ...tmp, detail: `${UNIT} mounts the same at boot` }, shipped, { node: "n" }),
+        expected,
+      );
+      assert.deepEqual(
+        mountLatentCause(
+          {
+            ...tmp,
+            live: "ext4",
+            latent: { after: "reboot", becomes: "tmpfs", because: UNIT },
+          },
+          shipped,
+          { node: "n" },
+        ),
+        expected,
+      );
+      // Edited since it was shipped: not the package's.
+      const edited = record(BOOT - 60_000, {
+        owned: shipped.owned,
+        digest: new Map([[UNIT, "0".repeat(32)]]),
+      });
+      assert.equal(
+        mountCause({ ...tmp, detail: `${UNIT} mounts the same at boot` }, edited, { node: "n" }),
         undefined,
       );
     });
 
-    it("a mount as fstab says, fstab changed since the last audit: that edit", () => {
-      const same = { ...item, detail: "/etc/fstab:6 mounts the same at boot" };
-      assert.deepEqual(
-        fstabCause(same, record(BOOT + 120_000), { node: "n", since: BOOT + 60_000 }),
-        {
-          kind: "persisted",
-          at: "2025-12-02T00:02:00Z",
-          evidence: "/etc/fstab:6 mounts it so; /etc/fstab changed since this node's last audit",
-          group: "persisted: n /etc/fstab",
-        },
-      );
-      assert.equal(fstabCause(same, record(BOOT), { node: "n", since: BOOT + 60_000 }), undefined);
+    it("asks for fstab's mtime and each declared point's unit in every unit folder", () => {
+      assert.deepEqual(mounts.records!(declared([{ path: "/srv/my data" }])), {
+        stat: [{ under: "/etc", entries: ["fstab"] }],
+        files: [
+          "/etc/systemd/system/srv-my\\x20data.mount",
+          "/usr/local/lib/systemd/system/srv-my\\x20data.mount",
+          "/usr/lib/systemd/system/srv-my\\x20data.mount",
+          "/lib/systemd/system/srv-my\\x20data.mount",
+        ],
+      });
     });
   });
 });
