@@ -68,7 +68,7 @@ test("a waiver that can waive nothing is named, with what it may have meant", ()
       index: 2,
       field: "key",
       message:
-        'waiver key "etc/*" can match no files or firewall key: those start with "/" or "ip " or "ip6 " or "inet " or "arp " or "bridge " or "netdev "',
+        'waiver key "etc/*" can match no files or firewall key: those start with "/" or "ip " or "ip6 " or "inet " or "arp " or "bridge " or "netdev " or "iptables " or "ip6tables "',
     },
     {
       index: 5,
