@@ -21,7 +21,7 @@ import {
   type ProbeSection,
 } from "../probe/script.js";
 import type { RunLimits, Transport } from "../transport/transport.js";
-import { attachCauses } from "./cause/attach.js";
+import { attachCauses, type SeenDrift } from "./cause/attach.js";
 import { causeProbe, SINCE_VARIABLE } from "./cause/probe.js";
 import { parseHostRecord } from "./cause/record.js";
 import { declaredPrints, type DeclaredBefore } from "./cause/rollout.js";
@@ -139,8 +139,8 @@ export interface CauseRequest {
     revision: string | null;
     /** When that revision was committed. */
     revisionAt?: string;
-    /** Whether the history holds this drift fingerprint of the node: its last audit saw it. */
-    seen?: (fingerprint: string) => boolean;
+    /** This drift fingerprint of the node as the history holds it, if its last audit saw it. */
+    seen?: (fingerprint: string) => SeenDrift | undefined;
   };
 }
 

@@ -1,6 +1,17 @@
 import { createHash } from "node:crypto";
 import fs from "node:fs";
-import { mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import {
+  cp,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  rename,
+  rm,
+  stat,
+  utimes,
+  writeFile,
+} from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import git from "isomorphic-git";
@@ -138,9 +149,43 @@ async function withLock<T>(lock: string, where: string, pull: () => Promise<T>):
   }
 }
 
+// A commit's checkout no run has taken for this long is removed (a run reads its tree for less).
+const CHECKOUT_KEEP_MS = 24 * 3_600_000;
+
 /**
- * Shallow clone (or refresh) of the manifest repository with isomorphic-git, over HTTP(S). The
- * caller has checked the URL and ref (repoUrlProblem, refProblem).
+ * The tree a run reads: the clone at `dir`, checked out at `revision`, copied aside once to
+ * `dir@revision` and never written again, so a concurrent run that checks another commit out into
+ * the clone never changes a file this run reads. Called holding the clone's lock; removes the
+ * checkouts of other commits no run has taken for a day.
+ */
+async function commitCheckout(dir: string, revision: string): Promise<string> {
+  const at = `${dir}@${revision}`;
+  if (!fs.existsSync(at)) {
+    const fresh = await mkdtemp(`${dir}.copy-`);
+    try {
+      await cp(dir, fresh, { recursive: true, preserveTimestamps: true });
+      await rename(fresh, at);
+    } finally {
+      await rm(fresh, { recursive: true, force: true });
+    }
+  }
+  const now = new Date();
+  await utimes(at, now, now);
+  const prefix = `${path.basename(dir)}@`;
+  for (const name of await readdir(path.dirname(dir))) {
+    const other = path.join(path.dirname(dir), name);
+    if (!name.startsWith(prefix) || other === at) continue;
+    const info = await stat(other).catch(() => undefined);
+    if (info && now.getTime() - info.mtimeMs > CHECKOUT_KEEP_MS)
+      await rm(other, { recursive: true, force: true });
+  }
+  return at;
+}
+
+/**
+ * Shallow clone (or refresh) of the manifest repository with isomorphic-git, over HTTP(S), and the
+ * run's own checkout of the commit pulled (commitCheckout). The caller has checked the URL and ref
+ * (repoUrlProblem, refProblem).
  */
 export async function pullRepository(options: PullOptions): Promise<PulledRepo> {
   const { url, credentials } = splitCredentials(options.url);
@@ -165,7 +210,8 @@ export async function pullRepository(options: PullOptions): Promise<PulledRepo> 
       if (fs.existsSync(path.join(dir, ".git"))) {
         // A cache written by an older version may hold credentials in its remote URL.
         await git.setConfig({ fs, dir, path: "remote.origin.url", value: url });
-        return { dir, revision: await update(dir, url, onAuth, options.ref) };
+        const revision = await update(dir, url, onAuth, options.ref);
+        return { dir: await commitCheckout(dir, revision), revision };
       }
       // Cloned aside and renamed into place: a failed clone leaves nothing behind.
       await rm(dir, { recursive: true, force: true });
@@ -192,7 +238,7 @@ export async function pullRepository(options: PullOptions): Promise<PulledRepo> 
           revision = await git.resolveRef({ fs, dir: fresh, ref: "HEAD" });
         }
         await rename(fresh, dir);
-        return { dir, revision };
+        return { dir: await commitCheckout(dir, revision), revision };
       } finally {
         await rm(fresh, { recursive: true, force: true });
       }

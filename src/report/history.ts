@@ -1,10 +1,12 @@
 import * as z from "zod";
+import { boundedCause, Cause } from "../domains/cause.js";
 import { audited } from "./unaudited.js";
 import type { DriftItem, NodeResult, Report } from "./schema.js";
 
 // What one run leaves for the next: each node's last successful audit (and how many runs it has
-// missed since), each drift fingerprint's first sighting. Kept on the bot's state branch; a run
-// reads it to say since when a node is dark and a drift exists, then writes the next one.
+// missed since), each drift fingerprint's first sighting and the cause found then. Kept on the
+// bot's state branch; a run reads it to say since when a node is dark and a drift exists, and why,
+// then writes the next one.
 
 const Time = z.iso.datetime({ offset: true });
 
@@ -26,7 +28,16 @@ const NodeHistory = z.object({
 });
 export type NodeHistory = z.infer<typeof NodeHistory>;
 
-const DriftHistory = z.object({ node: z.string(), domain: z.string(), firstSeen: Time });
+const DriftHistory = z.object({
+  node: z.string(),
+  domain: z.string(),
+  firstSeen: Time,
+  /**
+   * The cause an audit found for it, when one was known: a later audit reads the host only since the
+   * node's last audit, which no longer shows what made a drift that persists.
+   */
+  cause: Cause.transform(boundedCause).optional(),
+});
 export type DriftHistory = z.infer<typeof DriftHistory>;
 
 export interface AuditHistory {
@@ -149,6 +160,10 @@ export function annotateNode(node: NodeResult, history: AuditHistory, now: strin
   };
 }
 
+/** A cause the next run keeps for its drift: known, and not a latent-only item's (read afresh). */
+const knownCause = (item: DriftItem): item is DriftItem & { cause: Cause } =>
+  item.cause !== undefined && item.cause.kind !== "unknown" && item.latentPolicy === undefined;
+
 /**
  * The history the next run reads, from this run's annotated report. Nodes and drift the run did not
  * look at keep their entries; `fleet`, when known, drops nodes no longer in the manifests.
@@ -196,6 +211,7 @@ export function nextHistory(
         node: node.name,
         domain: item.domain,
         firstSeen: item.firstSeen ?? report.startedAt,
+        ...(knownCause(item) && { cause: item.cause }),
       });
   }
   return next;

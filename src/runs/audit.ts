@@ -244,7 +244,10 @@ async function historyRequests(
         revision,
         ...(revisionAt !== undefined && { revisionAt }),
         ...before,
-        seen: (fingerprint) => history.drift.get(fingerprint)?.node === node.name,
+        seen: (fingerprint) => {
+          const seen = history.drift.get(fingerprint);
+          return seen?.node === node.name ? seen : undefined;
+        },
       },
     };
   };

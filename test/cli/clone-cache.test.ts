@@ -46,7 +46,7 @@ describe("the --repo clone cache", () => {
       env: { GITHUB_TOKEN: TOKEN, GITHUB_SERVER_URL: server.url },
     });
 
-  it("20 concurrent runs sharing one --cache-dir all succeed, and leave one clone", async () => {
+  it("20 concurrent runs sharing one --cache-dir all succeed, and leave one clone and its commit's checkout", async () => {
     const cache = await tree({});
     const results = await Promise.all(
       Array.from({ length: 20 }, () => validate(cache, [], spawnCli)),
@@ -55,7 +55,9 @@ describe("the --repo clone cache", () => {
       assert.equal(result.exitCode, 0, result.stderr);
       assert.match(result.stdout, /valid \(2 nodes/);
     }
-    assert.equal((await readdir(cache)).length, 1, String(await readdir(cache)));
+    const [clone, checkout, ...more] = (await readdir(cache)).sort();
+    assert.deepEqual(more, []);
+    assert.match(checkout!, new RegExp(`^${clone}@[0-9a-f]{40}$`));
   });
 
   it("credentials written in the URL are used, and never stored in the cache's .git/config", async () => {

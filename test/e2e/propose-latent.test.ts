@@ -95,19 +95,27 @@ describe("latent drift from audit to pull request", () => {
       ["package", "apt-get (alice)", installedAt],
     );
 
+    const minute = `${installedAt.slice(0, 16).replace("T", " ")} UTC`;
+    const change = `linux-image-${NEWER} (new) → ${NEWER}-1`;
     const text = await runCli(["report", "--report", file, "--format", "text"]);
     assert.match(text.stdout, /^2 nodes: 2 clean, 2 latent$/m);
     assert.doesNotMatch(text.stdout, /declared \S+, live/);
     assert.ok(
       text.stdout.includes(
-        `the next boot runs ${NEWER}, installed by apt-get (alice) (${NEWER} installed)`,
+        `the next boot runs ${NEWER} (${NEWER} installed): declare it, or remove it before rebooting`,
       ),
       text.stdout,
     );
+    // Who installed it and when is said once, on the cause line.
+    assert.ok(
+      text.stdout.includes(`    changed by apt-get (alice) at ${minute}: ${change}\n`),
+      text.stdout,
+    );
+    assert.equal(text.stdout.match(/alice/g)?.length, 1, text.stdout);
     const markdown = await runCli(["report", "--report", file, "--format", "markdown"]);
     assert.ok(
       markdown.stdout.includes(
-        `the next boot runs \`${NEWER}\`, installed by \`apt-get (alice)\` (\`${NEWER} installed\`)`,
+        `the next boot runs \`${NEWER}\` (\`${NEWER} installed\`): declare it, or remove it before rebooting`,
       ),
       markdown.stdout,
     );
@@ -121,7 +129,7 @@ describe("latent drift from audit to pull request", () => {
     );
     assert.ok(
       page.stdout.includes(
-        `<td>reboot</td><td>kernel <code>kernel_version</code></td><td>the next boot runs <code>${NEWER}</code>, installed by <code>apt-get (alice)</code> (<code>${NEWER} installed</code>): declare it, or remove it before rebooting</td></tr>`,
+        `<td>reboot</td><td>kernel <code>kernel_version</code></td><td>the next boot runs <code>${NEWER}</code> (<code>${NEWER} installed</code>): declare it, or remove it before rebooting; package run by <code>apt-get (alice)</code> at ${installedAt.slice(0, 19).replace("T", " ")}: <code>${change}</code></td></tr>`,
       ),
       page.stdout,
     );
@@ -143,11 +151,11 @@ describe("latent drift from audit to pull request", () => {
     const kernel = pulls.find((p) => p.title.includes("kernel"))!.body!;
     assert.ok(
       kernel.includes(
-        `Quartermaster found **high** latent kernel drift on 1 node: The next boot runs \`${NEWER}\`, installed by \`apt-get (alice)\` (\`${NEWER} installed\`): declare it, or remove it before rebooting.`,
+        `Quartermaster found **high** latent kernel drift on 1 node: The next boot runs \`${NEWER}\` (\`${NEWER} installed\`): declare it, or remove it before rebooting.\n\nChanged by \`apt-get (alice)\` at ${minute}: \`${change}\`.\n\n`,
       ),
       kernel,
     );
-    assert.ok(kernel.includes(`Changed by \`apt-get (alice)\` at `), kernel);
+    assert.equal(kernel.match(/alice/g)?.length, 1, kernel);
     assert.match(kernel, /Remediation: Declare the kernel the next boot runs/);
     assert.doesNotMatch(kernel, /Schedule a reboot into the declared kernel/);
     assert.ok(kernel.includes(`| \`${RUNNING}\` (\`reboot pending, becomes ${NEWER}\`) |`), kernel);

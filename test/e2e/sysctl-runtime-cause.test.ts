@@ -55,14 +55,27 @@ describe("a runtime write is a change since the node's last audit", () => {
     assert.equal(causeOf(first.report, LATER), undefined);
 
     await fleet.exec(LATER, `echo 45 > /proc/sys/net/ipv4/tcp_fin_timeout`);
-    const { report } = await run.audit("run-2", 1);
-    assert.deepEqual(causeOf(report, LATER)?.kind, "runtime");
+    const { report } = await run.auditAndPropose("run-2", 1);
+    const runtime = causeOf(report, LATER);
+    assert.deepEqual(runtime?.kind, "runtime");
+    const bodies = () =>
+      forge.double
+        .pulls()
+        .filter((p) => p.state === "open")
+        .map((p) => ({ title: p.title, body: p.body }));
+    const opened = bodies();
     // No file changed since the first audit, but that audit saw 45 already.
     const early = causeOf(report, EARLY);
     assert.equal(early?.kind, "unknown");
     assert.match(
       early.evidence,
-      /^the live value is the one this node's last audit at \S+ saw: it changed before then$/,
+      /^the live value is the one an audit first saw at \S+: it changed before then$/,
     );
+
+    // The runtime write persists: the next run no longer sees it happen, but the drift keeps the
+    // cause found when it was first seen, and its pull request says the same.
+    const third = await run.auditAndPropose("run-3", 1);
+    assert.deepEqual(causeOf(third.report, LATER), runtime);
+    assert.deepEqual(bodies(), opened);
   });
 });

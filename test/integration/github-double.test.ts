@@ -697,4 +697,41 @@ describe("GitHub double", () => {
     assert.equal(unknown.status, 404);
     assert.equal(double.violations.at(-1)?.kind, "unknown-operation");
   });
+
+  test("fails when stopped if a pull request was opened or edited saying a value changes to itself", async () => {
+    const own = await startGitHubDouble({
+      git: server,
+      ...repo,
+      token: TOKEN,
+      botLogin: "quartermaster[bot]",
+    });
+    const { octokit: client } = testOctokit({ baseUrl: own.apiUrl, auth: TOKEN });
+    const said = async () => {
+      const head = "quartermaster--ticket--kernel-self";
+      await own.pushCommit(head, { "remediations/web-01.yaml": "id: self\n" });
+      const { data: pr } = await client.rest.pulls.create({
+        ...repo,
+        head,
+        base: "main",
+        title: "Remediate latent kernel drift on web-01",
+        body: "Quartermaster found it.",
+      });
+      await client.rest.pulls.update({
+        ...repo,
+        pull_number: pr.number,
+        body: "declared `6.1.0-28-amd64` but the host runs `6.1.0-28-amd64`",
+      });
+    };
+    await said().catch(async (error: unknown) => {
+      await own.stop().catch(() => undefined);
+      throw error;
+    });
+    await assert.rejects(own.stop(), (error: Error) => {
+      assert.match(
+        error.message,
+        /PR 1 \(\) body: declared `6\.1\.0-28-amd64` but the host runs `6\.1\.0-28-amd64`/,
+      );
+      return true;
+    });
+  });
 });

@@ -150,9 +150,12 @@ export function suiteForge(options: {
     await options.setup?.(forge);
   });
   after(async () => {
-    await forge.double?.stop();
-    await forge.server?.stop();
-    if (forge.work) await rm(forge.work, { recursive: true, force: true });
+    try {
+      await forge.double?.stop();
+    } finally {
+      await forge.server?.stop();
+      if (forge.work) await rm(forge.work, { recursive: true, force: true });
+    }
   });
   return forge;
 }

@@ -1,6 +1,7 @@
 // What no pull request may say: a change from a value to the same value ("kernel_version
 // 6.1.0-28-amd64 → 6.1.0-28-amd64", "declared `x` but the host runs `x`", a table row whose declared
-// and live cells are one text). Call `assertNoSelfChange` on every PR an end-to-end test opens.
+// and live cells are one text). The GitHub double checks every PR a test opens or edits with it
+// when it stops.
 import assert from "node:assert/strict";
 
 /** A pull request as the GitHub double (or GitHub) returns it. */

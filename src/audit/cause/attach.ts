@@ -38,6 +38,13 @@ function timeChecked(cause: Cause): Cause {
   };
 }
 
+/** A drift of the node as its last audit left it in the history. */
+export interface SeenDrift {
+  firstSeen: string;
+  /** The cause known then (never `unknown`). */
+  cause?: Cause;
+}
+
 /** What a node's audit knows beside the host's record. */
 export interface CauseContext extends RecordContext {
   /** What the node's last audit declared, and the revision audited now: a rollout's evidence. */
@@ -45,27 +52,30 @@ export interface CauseContext extends RecordContext {
   revision?: string | null;
   /** When the revision audited now was committed. */
   revisionAt?: string;
-  /** Whether the node's last audit saw this drift fingerprint (the same live value). */
-  seen?: (fingerprint: string) => boolean;
+  /**
+   * The node's last audit saw this drift fingerprint (the same live value): when an audit first saw
+   * it, and the cause known then, if any.
+   */
+  seen?: (fingerprint: string) => SeenDrift | undefined;
 }
 
 /**
  * A runtime write is a change since the node's last audit: a live value that audit saw already
  * changed before it, and what wrote it is no longer told apart.
  */
-function sinceLastAudit(cause: Cause, item: DriftItem, ctx: CauseContext): Cause {
-  if (cause.kind !== "runtime" || !ctx.seen?.(item.fingerprint)) return cause;
+function sinceLastAudit(cause: Cause, seen: SeenDrift | undefined): Cause {
+  if (cause.kind !== "runtime" || !seen) return cause;
   return {
     kind: "unknown",
-    evidence: `the live value is the one this node's last audit${ctx.since === undefined ? "" : ` at ${new Date(ctx.since).toISOString()}`} saw: it changed before then`,
+    evidence: `the live value is the one an audit first saw at ${seen.firstSeen}: it changed before then`,
   };
 }
 
 /**
  * The items with a cause each: a pending rollout first (the manifest moved, whatever the host
- * recorded), then one a domain found itself; a latent-only item (live as declared, a boot or
- * restart would change it) changed nothing yet: its cause, where the domain reads one, is what put
- * its coming value in place.
+ * recorded), then one a domain found itself, else the one known when the drift was first seen; a
+ * latent-only item (live as declared, a boot or restart would change it) changed nothing yet: its
+ * cause, where the domain reads one, is what put its coming value in place.
  */
 export function attachCauses(
   items: readonly DriftItem[],
@@ -86,8 +96,12 @@ export function attachCauses(
     const rollout =
       ctx.before && rolloutCause(item, ctx.before, ctx.revision ?? null, ctx.revisionAt);
     if (rollout) return { ...item, cause: rollout };
+    const seen = ctx.seen?.(item.fingerprint);
     // A domain reading the host's record refines the cause its compare found (`item.cause`).
-    const cause = domainByName(item.domain)?.cause?.(item, record, known) ?? item.cause ?? UNKNOWN;
-    return { ...item, cause: boundedCause(timeChecked(sinceLastAudit(cause, item, ctx))) };
+    const read = domainByName(item.domain)?.cause?.(item, record, known) ?? item.cause ?? UNKNOWN;
+    const cause = boundedCause(timeChecked(sinceLastAudit(read, seen)));
+    // What the host shows since the last audit rarely tells why a drift persists: the cause found
+    // when it was first seen stays with it, word for word, unless a known one is read now.
+    return { ...item, cause: (cause.kind === "unknown" && seen?.cause) || cause };
   });
 }

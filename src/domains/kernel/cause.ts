@@ -1,5 +1,4 @@
 import type { Cause, Latent } from "../cause.js";
-import type { Quote } from "../latent-words.js";
 import { packageChange, transactionCause } from "../package-transaction.js";
 import {
   causeTime,
@@ -64,13 +63,4 @@ export function installedCause(
     (e) => e.name === `${KERNEL_PACKAGE.prefix}${next}` && e.to !== undefined,
   );
   return installed && transactionCause(installed, record, "package", packageChange(installed));
-}
-
-/**
- * ", installed by `apt-get (alice)`": who ran the transaction a kernel's cause names, if any (its
- * time and packages are the cause line's).
- */
-export function installedWords(cause: Cause | undefined, quote: Quote): string {
-  if (cause?.kind !== "package") return "";
-  return `, installed by ${cause.by === undefined ? "a package transaction" : quote(cause.by)}`;
 }

@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { partsByLabel, type Domain, type Finding } from "../domain.js";
 import type { Latent } from "../cause.js";
-import { installedCause, installedWords, KERNEL_PACKAGE, rebootCause } from "./cause.js";
+import { installedCause, KERNEL_PACKAGE, rebootCause } from "./cause.js";
 import {
   compareVersions,
   parseInstalled,
@@ -27,11 +27,11 @@ export const kernel: Domain<KernelDeclared, KernelLive, "kernel"> = {
   remediation: "Schedule a reboot into the declared kernel, or update the manifest.",
   latentWords: {
     // A newer kernel installed: the next boot runs it. A marker alone: the same release again,
-    // with what the packages named replaced.
-    sentence: ({ live, latent, cause }, q) =>
+    // with what the packages named replaced. Who installed it and when is the item's cause line.
+    sentence: ({ live, latent }, q) =>
       latent.becomes === live
         ? `a reboot is pending (${q(latent.because)}): the next boot runs ${q(String(live))} again, with the files those packages replaced`
-        : `the next boot runs ${q(String(latent.becomes))}${installedWords(cause, q)} (${q(latent.because)}): declare it, or remove it before rebooting`,
+        : `the next boot runs ${q(String(latent.becomes))} (${q(latent.because)}): declare it, or remove it before rebooting`,
     remediation: {
       reboot:
         "Declare the kernel the next boot runs (`system.kernel_version`) and reboot into it when planned, or remove that kernel before rebooting; a reboot-required marker alone is cleared by the reboot.",

@@ -73,7 +73,11 @@ function mapChanges(
  * sees them.
  */
 export function declaredIn(text: string, lists: SpecListShapes): JsonMap {
-  const doc = parseYaml(text);
+  return declaredOf(parseYaml(text), lists);
+}
+
+/** `declaredIn` of a file already parsed. */
+function declaredOf(doc: ReturnType<typeof parseYaml>, lists: SpecListShapes): JsonMap {
   if (doc.errors.length)
     throw new ManifestEditError(`not valid YAML: ${doc.errors[0]!.message.split("\n")[0]}`);
   const raw: unknown = doc.toJS({ maxAliasCount: 100 });
@@ -88,8 +92,10 @@ export function intended(
   changes: readonly DeclaredChange[],
   lists: SpecListShapes,
 ): JsonMap {
-  let model = declaredIn(text, lists);
-  const written: unknown = parseYaml(text).toJS();
+  // One parse for both reads: this runs for every file an accept edits.
+  const doc = parseYaml(text);
+  let model = declaredOf(doc, lists);
+  const written: unknown = doc.toJS();
   for (const change of changes) {
     const listForm =
       isListFormAt(lists, change.path.slice(0, -1)) &&

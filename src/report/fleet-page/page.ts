@@ -1,3 +1,4 @@
+import { latentOnly } from "../../domains/latent-words.js";
 import { latentSentence } from "../../domains/registry.js";
 import { NODE_STATUSES, type Report } from "../schema.js";
 import { appendRun, type RunDrift, type RunHistory } from "../runs.js";
@@ -72,7 +73,7 @@ function latentItems(report: Report): string[] {
     node.drift.flatMap((item) =>
       item.latent
         ? [
-            `<tr data-node="${html(node.name)}" data-after="${item.latent.after}"><td><a href="#${anchor(node.name)}">${code(node.name)}</a></td><td>${item.latent.after}</td><td>${html(item.domain)} ${code(item.key)}</td><td>${latentSentence({ ...item, latent: item.latent }, code)}</td></tr>`,
+            `<tr data-node="${html(node.name)}" data-after="${item.latent.after}"><td><a href="#${anchor(node.name)}">${code(node.name)}</a></td><td>${item.latent.after}</td><td>${html(item.domain)} ${code(item.key)}</td><td>${latentSentence({ ...item, latent: item.latent }, code)}${latentOnly(item) && item.cause ? `; ${cause(item)}` : ""}</td></tr>`,
           ]
         : [],
     ),
@@ -173,8 +174,7 @@ function driftRow(fingerprint: string, drift: RunDrift, options: PageOptions): s
   return `<tr data-fp="${html(fingerprint)}">${cells.map((c) => `<td>${c}</td>`).join("")}</tr>`;
 }
 
-function cause(drift: RunDrift): string {
-  const { cause } = drift;
+function cause({ cause }: Pick<RunDrift, "cause">): string {
   if (!cause) return "";
   const by = cause.by ? ` by <code>${html(cause.by)}</code>` : "";
   const at = cause.at ? ` at ${when(cause.at)}` : "";

@@ -7,6 +7,7 @@ import type { GitServer } from "../git-server.js";
 import { BareRepo, type GitIdentity } from "./bare-repo.js";
 import { OpenApiValidator } from "./openapi.js";
 import { ApiError, notFound, RepositoryState, type Permission, type Reply } from "./repository.js";
+import { assertNoSelfChange, type PullText } from "../pull-text.js";
 import { now, type Account, type IssueRecord, type PullRecord } from "./shapes.js";
 
 export interface Fault {
@@ -35,6 +36,16 @@ export interface Violation {
   path: string;
   operation?: string;
   problems: string[];
+}
+
+/** Each title and body a pull request was opened or edited with, as the requests sent them. */
+function pullsWritten(requests: readonly LoggedRequest[]): PullText[] {
+  return requests.flatMap(({ operation, status, body, path }) => {
+    if ((operation !== "pulls/create" && operation !== "pulls/update") || status >= 300) return [];
+    const { title, body: text } = body as { title?: string; body?: string };
+    const number = Number(/\/pulls\/(\d+)$/.exec(path)?.[1]) || undefined;
+    return [{ title: title ?? "", body: text ?? null, ...(number && { number }) }];
+  });
 }
 
 export interface GitHubDouble {
@@ -77,6 +88,10 @@ export interface GitHubDouble {
   comments(number: number): { body: string; by: string }[];
   /** A team of the repository's organization with access to it: reviews may be asked of it. */
   addTeam(slug: string): void;
+  /**
+   * Stops it; then fails when a pull request was opened or edited with a title or body line that
+   * states a change from a value to itself (`assertNoSelfChange`): so every test checks every PR.
+   */
   stop(): Promise<void>;
 }
 
@@ -438,6 +453,7 @@ export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<G
     async stop() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      assertNoSelfChange(pullsWritten(requests));
     },
   };
 }

@@ -93,6 +93,33 @@ describe("causes from the host's records", () => {
     });
   });
 
+  it("a drift the last audit saw keeps the cause known when it was first seen; a cause read now wins", () => {
+    const first = {
+      kind: "package",
+      at: "2026-11-30T08:00:00Z",
+      by: "apt-get (bob)",
+      evidence: "openssh-client 1:9.1 → 1:9.3",
+      group: "package: openssh-client 1:9.1 → 1:9.3",
+    } as const;
+    const seen = (fingerprint: string) => ({
+      firstSeen: "2026-11-30T09:00:00.000Z",
+      ...(fingerprint !== "plain" && { cause: first }),
+    });
+    const [kept, read, none] = attachCauses(
+      [
+        item("packages", "openssh-client", "1:9.3"),
+        item("packages", "openssh-client", "1:9.2p1-2+deb12u10"),
+        item("packages", "plain", "1:9.3"),
+      ],
+      record,
+      { node: "db-01", seen },
+    ).map((i) => i.cause);
+    assert.deepEqual(kept, first);
+    assert.equal(read?.kind, "package");
+    assert.equal(read?.at, "2026-12-02T08:57:53Z");
+    assert.equal(none?.kind, "unknown");
+  });
+
   it("a version no recorded transaction installed is unknown, never the nearest transaction", () => {
     assert.equal(causes([item("packages", "openssh-client", "1:9.3")])[0]!.kind, "unknown");
   });

@@ -93,6 +93,28 @@ describe("combine: pull requests that never conflict", () => {
     assert.doesNotMatch(accept!.body, /somaxconn|adjacent lines/);
   });
 
+  it("adjacent edits of different nodes' different changes are never one PR", () => {
+    // web-02's own file takes both values at one place; but web-01's change is not web-03's:
+    // accepting one must not accept the other. Merging one leaves the other to be rebuilt.
+    const r = report({
+      "web-01": [somaxconn(8192)],
+      "web-02": [somaxconn(8192), swappiness(60)],
+      "web-03": [swappiness(60)],
+    });
+    const prs = opens(plan(input(r)));
+    assert.deepEqual(prs.map((p) => [p.title, Object.keys(p.files)]).sort(), [
+      [
+        "Accept sysctl drift on web-01, web-02: net.core.somaxconn: 4096 → 8192",
+        [`${PREFIX}/nodes/web-01.yaml`, `${PREFIX}/nodes/web-02.yaml`],
+      ],
+      [
+        "Accept sysctl drift on web-02, web-03: vm.swappiness: 10 → 60",
+        [`${PREFIX}/nodes/web-02.yaml`, `${PREFIX}/nodes/web-03.yaml`],
+      ],
+    ]);
+    for (const pr of prs) assert.doesNotMatch(pr.body, /adjacent lines/);
+  });
+
   it("without adjacent lines nothing is combined", () => {
     const r = report({ "web-01": [somaxconn(8192)], "web-02": [swappiness(60)] });
     const prs = opens(plan(input(r)));

@@ -119,6 +119,46 @@ describe("audit history", () => {
     });
   });
 
+  it("keeps a drift's known cause for the runs after (an unknown one, or a latent item's, is not kept), bounded as read", () => {
+    const runtime = { kind: "runtime" as const, evidence: "a runtime write such as sysctl -w" };
+    const one = run(emptyHistory(), T1, [
+      node("web-01", "drift", [
+        { ...item("00000000000000c1"), cause: runtime },
+        { ...item("00000000000000c2"), cause: { kind: "unknown", evidence: "nothing" } },
+        { ...item("00000000000000c3"), cause: runtime, latentPolicy: "ticket" },
+      ]),
+    ]);
+    assert.deepEqual(one.next.drift.get("00000000000000c1"), {
+      node: "web-01",
+      domain: "sysctl",
+      firstSeen: T1,
+      cause: runtime,
+    });
+    assert.equal(one.next.drift.get("00000000000000c2")?.cause, undefined);
+    assert.equal(one.next.drift.get("00000000000000c3")?.cause, undefined);
+    const long = parseHistory(
+      serializeHistory({
+        nodes: new Map(),
+        drift: new Map([
+          [
+            "00000000000000c4",
+            {
+              node: "web-01",
+              domain: "sysctl",
+              firstSeen: T1,
+              cause: { kind: "runtime", evidence: "x".repeat(5000) },
+            },
+          ],
+        ]),
+      }),
+    );
+    assert.ok(typeof long !== "string");
+    assert.match(
+      long.drift.get("00000000000000c4")!.cause!.evidence,
+      /^x{900,}… \(5000 characters\)$/,
+    );
+  });
+
   it("refuses text that is not a history, naming what is wrong", () => {
     assert.match(String(parseHistory("{")), /not JSON/);
     assert.match(String(parseHistory('{"version":2}')), /not a Quartermaster audit history/);
