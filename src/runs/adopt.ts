@@ -104,6 +104,7 @@ export async function runAdopt(config: AdoptOptions): Promise<Adoption> {
     say(
       `ignored inventory variable ${name} (${count} host${count === 1 ? "" : "s"}): no manifest key`,
     );
+  for (const [name, why] of plan.becomeUnsupported) say(`host ${name}: ${why}`);
   for (const [name, count] of plan.templated)
     say(
       `left out inventory variable ${name} (${count} host${count === 1 ? "" : "s"}): its value is a template ({{ … }}) Quartermaster does not evaluate`,

@@ -91,6 +91,32 @@ test("through become: sudo, the web hosts' shared sshd setting, login user and s
   assert.equal(audit.exitCode, 0, audit.stdout.slice(0, 3000) + audit.stderr);
 });
 
+test("ansible_become in the inventory's group_vars is become: sudo: sshd settings are adopted from the inventory alone; su is said, not used", async () => {
+  const source = path.join(dir, "become-inventory");
+  await mkdir(path.join(source, "group_vars"), { recursive: true });
+  await writeFile(path.join(source, "hosts.ini"), `[web]\n${WEB.join("\n")}\n[db]\n${DB}\n`);
+  await writeFile(path.join(source, "group_vars", "all.yml"), "ansible_become: true\n");
+  await writeFile(path.join(source, "group_vars", "db.yml"), "ansible_become_method: su\n");
+  const tree = path.join(dir, "become");
+  const result = await runCli([
+    ...["adopt", "--inventory", path.join(source, "hosts.ini"), "--manifests", tree],
+    ...["--ssh-config", fleet.sshConfig, "--known-hosts", fleet.knownHosts],
+  ]);
+  assert.equal(result.exitCode, 0, result.stderr);
+  assert.match(
+    result.stderr,
+    /^host db-01: ansible_become_method "su" \(.*group_vars\/db\.yml:1\) is not supported: Quartermaster becomes root through sudo only; adopted without root$/m,
+  );
+  const web = parse(await readFile(path.join(tree, "groups/web.yaml"), "utf8")) as Layer & {
+    ssh?: { become?: string };
+  };
+  assert.equal(web.ssh?.become, "sudo");
+  assert.equal(web.sshd?.settings.x11forwarding, "yes");
+  assert.equal(web.sshd?.settings.passwordauthentication, "no");
+  const db = await readFile(path.join(tree, `nodes/${DB}.yaml`), "utf8");
+  assert.doesNotMatch(db, /^sshd:|become/m);
+});
+
 test("without root, adopt says once which hosts' sshd settings it left out and why, and declares none", async () => {
   const tree = path.join(dir, "plain");
   const result = await adopt(tree);

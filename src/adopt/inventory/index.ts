@@ -144,6 +144,8 @@ export const MAPPED_VARIABLES: ReadonlyMap<string, string> = new Map(Object.entr
 
 export interface AdoptionPlan {
   hosts: HostToAdopt[];
+  /** Hosts adopted without root because their `ansible_become_method` is not sudo: host -> why. */
+  becomeUnsupported: Map<string, string>;
   /** Hosts not adopted because a variable needed to reach them cannot be read: host -> why. */
   unreadable: Map<string, string>;
   /** Variables left out because they are vault-encrypted: "name (file)" -> how many hosts. */
@@ -157,6 +159,11 @@ export interface AdoptionPlan {
 }
 
 const TEMPLATE = /\{\{|\{%/;
+/** What Ansible's `boolean` filter reads as true (a string lowercased first). */
+const ANSIBLE_TRUE = new Set(["y", "yes", "on", "1", "true", "t"]);
+/** How Ansible gets root; of its methods, the manifest's `ssh.become` has sudo only. */
+const BECOME = "ansible_become";
+const BECOME_METHOD = "ansible_become_method";
 const count = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1);
 
 /**
@@ -241,6 +248,7 @@ export function planAdoption(
   const templated = new Map<string, number>();
   const vaulted = new Map<string, number>();
   const unreadable = new Map<string, string>();
+  const becomeUnsupported = new Map<string, string>();
   const hosts: HostToAdopt[] = [];
   const none = new Map<string, InventoryVar>();
   for (const host of inventory.hosts.values()) {
@@ -267,6 +275,9 @@ export function planAdoption(
     const where = (v: InventoryVar) => `${v.file ?? file}:${v.line}`;
     for (const [key, v] of vars) {
       const target = MAPPED_VARIABLES.get(key);
+      // Read below, as a pair.
+      if ((key === BECOME || key === BECOME_METHOD) && !v.vault && !TEMPLATE.test(String(v.value)))
+        continue;
       if (v.vault) {
         if (target)
           unreadable.set(
@@ -311,6 +322,24 @@ export function planAdoption(
         else if (text !== host.name) adopted.host = text;
       }
     }
+    // ansible_become true, by sudo unless another method is named: root through sudo.
+    const become = vars.get(BECOME);
+    const method = vars.get(BECOME_METHOD);
+    const usable = (v: InventoryVar | undefined) =>
+      v && !v.vault && !TEMPLATE.test(String(v.value));
+    if (
+      usable(become) &&
+      ANSIBLE_TRUE.has(String(become!.value).toLowerCase()) &&
+      (!method || usable(method))
+    ) {
+      const how = method === undefined ? "sudo" : String(method.value);
+      if (how === "sudo") adopted.ssh.become = "sudo";
+      else
+        becomeUnsupported.set(
+          host.name,
+          `${BECOME_METHOD} ${JSON.stringify(how.slice(0, 80))} (${where(method!)}) is not supported: Quartermaster becomes root through sudo only; adopted without root`,
+        );
+    }
     // A group that is a parent of another of the host's groups comes in through that group.
     const inherited = new Set(host.groups.flatMap((g) => lineageOf(g).filter((p) => p !== g)));
     adopted.groups = host.groups.filter((g) => !inherited.has(g));
@@ -320,5 +349,5 @@ export function planAdoption(
   const groups = new Map(
     [...inventory.groups.keys()].map((name) => [name, parents.get(name) ?? []] as const),
   );
-  return { hosts, unreadable, vaulted, groups, ignored, templated };
+  return { hosts, becomeUnsupported, unreadable, vaulted, groups, ignored, templated };
 }

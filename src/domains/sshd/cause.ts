@@ -1,4 +1,4 @@
-import type { Cause } from "../cause.js";
+import type { Cause, Latent } from "../cause.js";
 import {
   causeTime,
   latest,
@@ -32,8 +32,30 @@ export function sshdCause(
   ctx: RecordContext,
 ): Cause | undefined {
   const sets = item.cause?.evidence;
-  const file = sets === undefined ? undefined : LINE.exec(sets)?.[1];
-  if (sets === undefined || file === undefined) return undefined;
+  return sets === undefined ? undefined : lineCause(sets, record, ctx);
+}
+
+/** What latent.ts says after the line a restart applies: when its file changed. */
+const CHANGED_AFTER_START = / \(changed at [^()]*, after sshd started\)$/;
+
+/**
+ * What put in place the line a restart of sshd applies (latent.ts names it): the package that
+ * replaced its file, or the file's edit since the last audit. A file unchanged since then, or no
+ * audit history, leaves the latent item without a cause.
+ */
+export function sshdLatentCause(
+  item: CauseSubject & { latent: Latent },
+  record: HostRecord,
+  ctx: RecordContext,
+): Cause | undefined {
+  const cause = lineCause(item.latent.because.replace(CHANGED_AFTER_START, ""), record, ctx);
+  return cause?.kind === "unknown" ? undefined : cause;
+}
+
+/** Why `FILE:LINE sets Keyword value` is in its file, from the host's record of that file. */
+function lineCause(sets: string, record: HostRecord, ctx: RecordContext): Cause | undefined {
+  const file = LINE.exec(sets)?.[1];
+  if (file === undefined) return undefined;
   const since = ctx.since;
   if (since === undefined)
     return {

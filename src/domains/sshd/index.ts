@@ -1,6 +1,6 @@
 import * as z from "zod";
 import { partsByLabel, pathIn, type Domain, type Finding } from "../domain.js";
-import { sshdCause, sshdRecords } from "./cause.js";
+import { sshdCause, sshdLatentCause, sshdRecords } from "./cause.js";
 import { changedSinceStart, sshdLatent, settingCause } from "./latent.js";
 import { MATCH_PHASE, MAX_LINES, parseSshd, type SshdLive } from "./parse.js";
 
@@ -270,6 +270,7 @@ export const sshd: Domain<SshdDeclared, SshdLive, "sshd"> = {
   },
   records: sshdRecords,
   cause: sshdCause,
+  latentCause: sshdLatentCause,
   watchTargets() {
     return {
       // The default configuration, its drop-ins, and the pid file a restart of sshd rewrites.

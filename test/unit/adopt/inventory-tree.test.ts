@@ -91,6 +91,45 @@ test("a jump host set by a template leaves its host out, naming the variable; a 
   assert.deepEqual([...plan.templated], [["ansible_user", 1]]);
 });
 
+test("ansible_become gives root through sudo, as Ansible layers it; another become method is said, naming host and variable", () => {
+  const inventory = readInventory(
+    "hosts.ini",
+    "[web]\nweb-01\nweb-02 ansible_become=no\n[db]\ndb-01\n[app]\napp-01 ansible_become=True\n",
+  );
+  const adjacent = readAdjacentVars(
+    {
+      groupVars: files({
+        web: "ansible_become: yes\n",
+        db: "ansible_become: true\nansible_become_method: su\n",
+        app: "ansible_become_method: sudo\n",
+      }),
+      hostVars: new Map(),
+    },
+    "hosts.ini",
+  );
+  const plan = planAdoption("hosts.ini", inventory, adjacent);
+  assert.deepEqual(
+    plan.hosts.map((h) => [h.name, h.ssh.become]),
+    [
+      ["web-01", "sudo"],
+      // The host's own variable wins over its group_vars.
+      ["web-02", undefined],
+      ["db-01", undefined],
+      ["app-01", "sudo"],
+    ],
+  );
+  assert.deepEqual(
+    [...plan.becomeUnsupported],
+    [
+      [
+        "db-01",
+        'ansible_become_method "su" (gv/db.yml:2) is not supported: Quartermaster becomes root through sudo only; adopted without root',
+      ],
+    ],
+  );
+  assert.deepEqual([...plan.ignored], []);
+});
+
 test("ProxyJump lists split into jump hosts as ssh reads them", () => {
   assert.deepEqual(jumpsOf("none"), []);
   assert.deepEqual(jumpsOf("ops@bastion:2222,ssh://[fd00::1]:22,inner"), [

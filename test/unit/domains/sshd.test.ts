@@ -119,6 +119,35 @@ describe("sshd: cause from the host's record", () => {
     // No line sets it: nothing more to say than the audit's own unknown.
     assert.equal(sshd.cause!({ ...item(), cause: undefined }, record({}), ctx), undefined);
   });
+
+  it("a latent setting's cause: the edit or the package that put in place the line a restart applies", () => {
+    const latent = {
+      ...item(),
+      live: "no",
+      cause: undefined,
+      latent: {
+        after: "restart" as const,
+        becomes: "yes",
+        because: `${FILE}:1 sets PasswordAuthentication yes (changed at 2026-12-07T07:00:00Z, after sshd started)`,
+      },
+    };
+    assert.deepEqual(sshd.latentCause!(latent, record({}), ctx), {
+      kind: "file-edit",
+      at: "2026-12-07T07:00:00Z",
+      evidence: `${FILE}:1 sets PasswordAuthentication yes; ${FILE} modified at 2026-12-07T07:00:00Z, owner root, since the last audit`,
+      group: `file-edit: sshd-01 ${FILE}`,
+    });
+    const replaced = record({
+      stat: new Map([[FILE, { mtime: at("01:00:00"), owner: "root" }]]),
+      conffiles: [{ at: at("07:10:00"), path: FILE, choice: "install" }],
+      owned: new Map([[FILE, { package: "qm-sshd", digest: "0".repeat(32) }]]),
+    });
+    assert.equal(sshd.latentCause!(latent, replaced, ctx)!.kind, "package");
+    // Unchanged since the last audit, or no history: no cause rather than an unknown one.
+    const later = { node: "sshd-01", since: at("08:00:00") };
+    assert.equal(sshd.latentCause!(latent, record({}), later), undefined);
+    assert.equal(sshd.latentCause!(latent, record({}), { node: "sshd-01" }), undefined);
+  });
 });
 
 describe("sshd: parse", () => {
