@@ -33,6 +33,13 @@ export interface ProbeContext {
   lastAudit: string;
 }
 
+/**
+ * Shell that sets `qm_u` to the probe's effective user id, read from /proc/self/status by builtins
+ * alone (its `Uid:` line: real, effective, saved, file system).
+ */
+export const EFFECTIVE_UID =
+  "qm_u=; while IFS= read -r qm_l; do case $qm_l in Uid:*) set -- $qm_l; qm_u=$3;; esac; done 2>/dev/null < /proc/self/status";
+
 export interface ParseContext {
   /** Splits a section at the markers printed by `ProbeContext.mark`: [label, text] in order. */
   parts(output: string): [label: string, text: string][];

@@ -1,7 +1,9 @@
 // The packages an operator chose, as the host's package manager marks them: apt's manual marks (an
 // installed package not marked Auto-Installed in /var/lib/apt/extended_states, as `apt-mark
-// showmanual` reads it), dnf's user-installed packages, apk's world file. Read by a snapshot only.
+// showmanual` reads it), dnf's user-installed packages (read as root only), apk's world file.
+// Read by a snapshot only.
 import { ProbeParseError } from "../../errors.js";
+import { EFFECTIVE_UID } from "../domain.js";
 import type { Chosen, PackageFormat, PackagesLive } from "./parse.js";
 
 /** Labels of the probe parts that say which packages were chosen. */
@@ -23,12 +25,18 @@ export function chosenProbe(mark: (label: string) => string): Record<PackageForm
       `  grep -E '^(Package|Architecture|Auto-Installed):' /var/lib/apt/extended_states || [ $? -eq 1 ] || ${unknown("cannot read /var/lib/apt/extended_states")}`,
       "fi",
     ].join("\n"),
+    // As anyone but root, dnf makes itself a cache folder (/var/tmp/dnf-USER-*) whatever its
+    // options say, so it is asked as root only; -C keeps it to the cache it has (it still writes
+    // its logs and history database's files).
     rpm: [
-      "if command -v dnf >/dev/null 2>&1; then",
+      EFFECTIVE_UID,
+      "if ! command -v dnf >/dev/null 2>&1; then",
+      `  ${unknown("no dnf on this host to tell the packages installed on purpose")}`,
+      'elif [ "$qm_u" != 0 ]; then',
+      `  ${unknown("dnf writes a cache folder when not root: declare ssh: { become: sudo } for this node")}`,
+      "else",
       `  ${mark(CHOSEN_PARTS.rpm)}`,
       `  dnf -q -C repoquery --userinstalled --qf '%{name}\\n' 2>/dev/null || ${unknown("dnf repoquery --userinstalled failed")}`,
-      "else",
-      `  ${unknown("no dnf on this host to tell the packages installed on purpose")}`,
       "fi",
     ].join("\n"),
     apk: [

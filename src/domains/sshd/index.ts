@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { partsByLabel, pathIn, type Domain, type Finding } from "../domain.js";
+import { EFFECTIVE_UID, partsByLabel, pathIn, type Domain, type Finding } from "../domain.js";
 import { sshdCause, sshdLatentCause, sshdRecords } from "./cause.js";
 import { changedSinceStart, sshdLatent, settingCause } from "./latent.js";
 import { MATCH_PHASE, MAX_LINES, parseSshd, type SshdLive } from "./parse.js";
@@ -187,7 +187,7 @@ export const sshd: Domain<SshdDeclared, SshdLive, "sshd"> = {
     const spec = connectionSpec(declared?.connection);
     return [
       // sshd -T reads host keys only root may read: as anyone else the domain is unknown.
-      `qm_u=; while IFS= read -r qm_l; do case $qm_l in Uid:*) set -- $qm_l; qm_u=$3;; esac; done 2>/dev/null < /proc/self/status`,
+      EFFECTIVE_UID,
       `if [ "$qm_u" != 0 ]; then ${ctx.unknown("sshd -T needs root: declare ssh: { become: sudo } for this node")}`,
       "else",
       // The listening sshd of this network namespace, run by root. sshd writes its title over
