@@ -1,10 +1,10 @@
 // `adopt --packages chosen` on a dnf host, end to end: an rpm test host (its own rpm database, no
-// dpkg) into which the real dnf installs an application from a local repository as an operator
-// would (`dnf install qm-app`, which pulls qm-lib in as its dependency; recorded, not unpacked).
-// Through `become: sudo`, the packages adopted are what `dnf repoquery --userinstalled` answers on
-// that host; as the audit user, whom dnf would make a cache folder for, the chosen list is unknown
-// and every installed package is declared. Neither writes anything on the host. Needs root, dnf,
-// sudo and createrepo_c.
+// dpkg) where the real dnf records a history as an operator's would (recorded, not unpacked):
+// `dnf install qm-app`, which pulls qm-lib in as its dependency; `dnf group install qm-tools`; and
+// qm-extra installed, removed by dnf, then installed again by rpm alone. The packages adopted are
+// what `dnf repoquery --userinstalled` answers on that host, whether the probe runs as the audit
+// user or through `become: sudo`, and neither run writes anything on the host: dnf is not run.
+// Needs root, dnf, sudo and createrepo_c.
 import assert from "node:assert/strict";
 import { chmod, copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
@@ -26,12 +26,24 @@ before(async () => {
   const packages = [
     { name: "qm-lib", version: "1.0", release: "1" },
     { name: "qm-app", version: "1.0", release: "1", requires: ["qm-lib"] },
+    { name: "qm-tool", version: "1.0", release: "1" },
+    { name: "qm-extra", version: "1.0", release: "1" },
   ];
   for (const pkg of packages) {
     const rpm = await buildRpm(pkg, path.join(dir, "build"));
     await copyFile(rpm, path.join(repo, path.basename(rpm)));
   }
-  await execa("createrepo_c", ["-q", repo]);
+  const comps = path.join(dir, "comps.xml");
+  await writeFile(
+    comps,
+    [
+      '<?xml version="1.0" encoding="UTF-8"?>',
+      "<comps><group><id>qm-tools</id><name>Quartermaster tools</name><description/>",
+      "<default>false</default><uservisible>true</uservisible><packagelist>",
+      '<packagereq type="mandatory">qm-tool</packagereq></packagelist></group></comps>',
+    ].join("\n"),
+  );
+  await execa("createrepo_c", ["-q", "-g", comps, repo]);
   await chmod(dir, 0o755);
   fleet = await startFleet(
     [
@@ -52,12 +64,19 @@ before(async () => {
     ],
     { prefix: "qmd" },
   );
+  const dnf = [
+    "dnf -y -q --releasever=1 --setopt=reposdir=/nonexistent --nogpgcheck",
+    `--repofrompath=local,file://${repo} --repo=local --setopt=tsflags=justdb`,
+  ].join(" ");
   await fleet.exec(
     HOST,
     [
-      "dnf -y -q --releasever=1 --setopt=reposdir=/nonexistent --nogpgcheck",
-      `--repofrompath=local,file://${repo} --repo=local --setopt=tsflags=justdb install qm-app`,
-    ].join(" "),
+      `${dnf} install qm-app`,
+      `${dnf} group install qm-tools`,
+      `${dnf} install qm-extra`,
+      `${dnf} remove qm-extra`,
+      `rpm -i --justdb --nodeps ${repo}/qm-extra-1.0-1.noarch.rpm`,
+    ].join(" && "),
   );
 });
 after(async () => {
@@ -84,44 +103,43 @@ async function adopt(tree: string) {
   return { stderr: adopted.stderr, names: Object.keys(spec.packages.installed_manifest).sort() };
 }
 
-test("the packages adopted from a dnf host are those dnf says were installed on purpose", async () => {
+test("the packages adopted from a dnf host are those dnf says were installed on purpose, and nothing is written on it", async () => {
   const installed = await fleet.exec(HOST, "rpm -qa --qf '%{NAME}\\n'");
-  assert.deepEqual(installed.split("\n").filter(Boolean).sort(), ["qm-app", "qm-base", "qm-lib"]);
+  assert.deepEqual(installed.split("\n").filter(Boolean).sort(), [
+    "qm-app",
+    "qm-base",
+    "qm-extra",
+    "qm-lib",
+    "qm-tool",
+  ]);
   const userInstalled = (
     await fleet.exec(HOST, "dnf -q -C repoquery --userinstalled --qf '%{name}\\n'")
   )
     .split("\n")
     .filter(Boolean)
     .sort();
-  // qm-lib came in as qm-app's dependency.
-  assert.ok(
-    userInstalled.includes("qm-app") && !userInstalled.includes("qm-lib"),
-    userInstalled.join(" "),
-  );
+  // dnf 4 counts a dependency (qm-lib) and a group's package (qm-tool) as not chosen; a package
+  // rpm alone installed, before dnf (qm-base) or after dnf removed it (qm-extra), as chosen.
+  assert.deepEqual(userInstalled, ["qm-app", "qm-base", "qm-extra"]);
 
   const marker = "/var/tmp/qm-adopt-dnf-marker";
   await fleet.exec(HOST, `touch ${marker}`);
+  const dnfFiles = "/var/tmp /var/cache/dnf /var/lib/dnf /var/log";
 
-  // The audit user itself: dnf would write its cache folder, so it is not run.
+  // The audit user itself: dnf's history database is readable by anyone.
   const plain = await adopt(path.join(dir, "plain"));
-  assert.equal(await writtenSince(marker, "/var/tmp /var/cache/dnf /var/lib/dnf /var/log"), "");
-  assert.deepEqual(plain.names, ["qm-app", "qm-base", "qm-lib"]);
-  assert.match(
-    plain.stderr,
-    /packages: every installed package declared on rhel-01: dnf writes a cache folder when not root: declare ssh: \{ become: sudo \} for this node/,
-  );
+  assert.equal(await writtenSince(marker, dnfFiles), "");
+  assert.deepEqual(plain.names, userInstalled);
+  const leftOut =
+    /packages: declared those the package manager marks as installed on purpose; 2 packages installed as dependencies left to them on 1 host/;
+  assert.match(plain.stderr, leftOut);
 
-  // Through sudo, as the tree's group says: dnf's answer, read from its cache alone.
+  // Through sudo, as the tree's group says: the same answer, and still nothing written.
   const tree = path.join(dir, "tree");
   await mkdir(path.join(tree, "groups"), { recursive: true });
   await writeFile(path.join(tree, "groups/rhel.yaml"), "ssh:\n  become: sudo\n");
   const root = await adopt(tree);
   assert.deepEqual(root.names, userInstalled);
-  assert.match(
-    root.stderr,
-    /packages: declared those the package manager marks as installed on purpose; 1 package installed as dependencies left to them on 1 host/,
-  );
-  // No cache folder of its own. (As root, dnf still writes its logs under /var/log and its
-  // history database's shared memory file under /var/lib/dnf.)
-  assert.equal(await writtenSince(marker, "/var/tmp"), "");
+  assert.match(root.stderr, leftOut);
+  assert.equal(await writtenSince(marker, dnfFiles), "");
 });

@@ -1,18 +1,36 @@
 // The packages an operator chose, as the host's package manager marks them: apt's manual marks (an
 // installed package not marked Auto-Installed in /var/lib/apt/extended_states, as `apt-mark
-// showmanual` reads it), dnf's user-installed packages (read as root only), apk's world file.
-// Read by a snapshot only.
+// showmanual` reads it), dnf's user-installed packages (read from dnf's history database, as `dnf
+// repoquery --userinstalled` reads it), apk's world file. Read by a snapshot only.
 import { ProbeParseError } from "../../errors.js";
-import { EFFECTIVE_UID } from "../domain.js";
 import type { Chosen, PackageFormat, PackagesLive } from "./parse.js";
 
 /** Labels of the probe parts that say which packages were chosen. */
 export const CHOSEN_PARTS = {
   dpkg: "apt-auto",
-  rpm: "dnf-userinstalled",
+  rpm: "dnf-history",
   apk: "apk-world",
   unknown: "chosen-unknown",
 } as const;
+
+const DNF_HISTORY = "/var/lib/dnf/history.sqlite";
+
+/**
+ * For every package (name and architecture) dnf 4's history database has a record of, the reason
+ * libdnf resolves for it (`RPMItem::resolveTransactionItemReason`, libdnf 0.69): its query, run by
+ * the host's own SQLite so that ties between items of one transaction fall as they do for dnf. A
+ * removal as the latest record reads as unknown (0). Lines: name, arch, reason, tab-separated. No
+ * single quote, for the shell's quoting.
+ */
+const DNF_REASONS_PY = [
+  "import sqlite3, sys",
+  `db = sqlite3.connect("file:${DNF_HISTORY}?mode=ro&immutable=1", uri=True)`,
+  'q = "SELECT ti.action AS action, ti.reason AS reason FROM trans_item ti JOIN trans t ON ti.trans_id = t.id JOIN rpm i USING (item_id) WHERE t.state = 1 AND ti.action not in (3, 5, 7, 10) AND i.name = ? AND i.arch = ? ORDER BY ti.trans_id DESC LIMIT 1"',
+  'for name, arch in db.execute("SELECT DISTINCT name, arch FROM rpm").fetchall():',
+  "    row = db.execute(q, (name, arch)).fetchone()",
+  "    if row:",
+  '        sys.stdout.write("%s\\t%s\\t%d\\n" % (name, arch, 0 if row[0] == 8 else row[1]))',
+].join("\n");
 
 /** The shell that prints the chosen part for a package database, its marker first. */
 export function chosenProbe(mark: (label: string) => string): Record<PackageFormat, string> {
@@ -25,18 +43,21 @@ export function chosenProbe(mark: (label: string) => string): Record<PackageForm
       `  grep -E '^(Package|Architecture|Auto-Installed):' /var/lib/apt/extended_states || [ $? -eq 1 ] || ${unknown("cannot read /var/lib/apt/extended_states")}`,
       "fi",
     ].join("\n"),
-    // As anyone but root, dnf makes itself a cache folder (/var/tmp/dnf-USER-*) whatever its
-    // options say, so it is asked as root only; -C keeps it to the cache it has (it still writes
-    // its logs and history database's files).
+    // dnf itself is never run: even `dnf -q -C repoquery` writes its logs, its history database
+    // and a lock as root, and a cache folder under /var/tmp as anyone else. Its history database
+    // is read instead, immutable (no lock, no -wal or -shm file), by the Python dnf runs on.
     rpm: [
-      EFFECTIVE_UID,
-      "if ! command -v dnf >/dev/null 2>&1; then",
-      `  ${unknown("no dnf on this host to tell the packages installed on purpose")}`,
-      'elif [ "$qm_u" != 0 ]; then',
-      `  ${unknown("dnf writes a cache folder when not root: declare ssh: { become: sudo } for this node")}`,
-      "else",
+      "if [ -d /usr/lib/sysimage/libdnf5 ]; then",
+      `  ${unknown("the package reasons dnf 5 keeps in /usr/lib/sysimage/libdnf5 are not read")}`,
+      `elif [ -e ${DNF_HISTORY} ]; then`,
+      "  qm_py=python3; [ -x /usr/libexec/platform-python ] && qm_py=/usr/libexec/platform-python",
       `  ${mark(CHOSEN_PARTS.rpm)}`,
-      `  dnf -q -C repoquery --userinstalled --qf '%{name}\\n' 2>/dev/null || ${unknown("dnf repoquery --userinstalled failed")}`,
+      `  "$qm_py" -I -B -c '${DNF_REASONS_PY}' </dev/null 2>/dev/null || ${unknown(`cannot read ${DNF_HISTORY} with the sqlite3 module of python3`)}`,
+      // dnf without a history database has recorded no reason: it counts every package as chosen.
+      "elif command -v dnf >/dev/null 2>&1; then",
+      `  ${mark(CHOSEN_PARTS.rpm)}`,
+      "else",
+      `  ${unknown("no dnf on this host to tell the packages installed on purpose")}`,
       "fi",
     ].join("\n"),
     apk: [
@@ -82,8 +103,34 @@ function aptChosen(text: string, live: PackagesLive): Set<string> {
   return chosen;
 }
 
-/** A world file's or dnf's names: one a line; apk's constraints (`>=1.2`, `@tag`) taken off. */
-function namesOf(text: string, live: PackagesLive): Set<string> {
+/** dnf 4's reasons (`TransactionItemReason`) that `dnf repoquery --userinstalled` counts as chosen. */
+const DNF_CHOSEN_REASONS = new Set(["0", "2"]); // unknown, user
+
+/**
+ * dnf 4's rule (`history.user_installed`): an installed package is chosen when its reason is user
+ * or unknown (no record: installed by rpm alone, or removed by dnf since); a dependency, a weak
+ * dependency, a group's package or a cleaned one is not. A name is chosen when one of its
+ * installed instances is.
+ */
+function dnfChosen(text: string, live: PackagesLive): Set<string> {
+  const reasons = new Map<string, string>();
+  for (const line of text.split("\n")) {
+    if (line === "") continue;
+    const m = /^([^\t]+\t[^\t]+)\t(\d+)$/.exec(line);
+    if (!m)
+      throw new ProbeParseError("packages", `unexpected dnf history line "${line.slice(0, 80)}"`);
+    reasons.set(m[1]!, m[2]!);
+  }
+  const chosen = new Set<string>();
+  for (const [name, instances] of live.installed) {
+    const reasonOf = (arch: string) => reasons.get(`${name}\t${arch}`) ?? "0";
+    if (instances.some((i) => DNF_CHOSEN_REASONS.has(reasonOf(i.arch)))) chosen.add(name);
+  }
+  return chosen;
+}
+
+/** A world file's names: one a line; apk's constraints (`>=1.2`, `@tag`) taken off. */
+function apkChosen(text: string, live: PackagesLive): Set<string> {
   const chosen = new Set<string>();
   for (const word of text.split(/\s+/)) {
     // `!name` in apk's world forbids a package; it chose nothing.
@@ -98,7 +145,7 @@ function namesOf(text: string, live: PackagesLive): Set<string> {
 export function parseChosen(label: string, text: string, live: PackagesLive): Chosen {
   if (label === CHOSEN_PARTS.unknown) return { unknown: text.trim().slice(0, 200) };
   if (label === CHOSEN_PARTS.dpkg) return { names: aptChosen(text, live) };
-  if (label === CHOSEN_PARTS.rpm || label === CHOSEN_PARTS.apk)
-    return { names: namesOf(text, live) };
+  if (label === CHOSEN_PARTS.rpm) return { names: dnfChosen(text, live) };
+  if (label === CHOSEN_PARTS.apk) return { names: apkChosen(text, live) };
   throw new ProbeParseError("packages", `unexpected part "${label.slice(0, 80)}"`);
 }

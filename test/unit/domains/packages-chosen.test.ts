@@ -73,7 +73,7 @@ test("no extended_states: apt marked nothing automatic, every package is chosen"
   assert.equal(declared(live, "chosen").length, 5);
 });
 
-test("apk's world (constraints and tags taken off, forbidden ones left out) and dnf's user-installed names", () => {
+test("apk's world: constraints and tags taken off, forbidden ones left out", () => {
   const apk = parseApk(
     "P:nginx\nV:1.24-r0\nA:x86_64\nP:busybox\nV:1.36-r0\nA:x86_64\nP:musl\nV:1.2-r0\nA:x86_64\n",
   );
@@ -82,9 +82,46 @@ test("apk's world (constraints and tags taken off, forbidden ones left out) and 
     chosen: parseChosen("apk-world", "busybox\nnginx>=1.20@edge\n!musl\n", apk),
   };
   assert.deepEqual(declared(world, "chosen"), ["busybox", "nginx"]);
-  const rpm = parseRpm("bash\t(none):5.2-1\tx86_64\nglibc\t(none):2.34-1\tx86_64\n");
-  const dnf = { ...rpm, chosen: parseChosen("dnf-userinstalled", "bash\n\n", rpm) };
-  assert.deepEqual(declared(dnf, "chosen"), ["bash"]);
+});
+
+test("dnf 4: a package whose latest reason is user or unknown is chosen, as dnf repoquery --userinstalled says", () => {
+  const rpm = parseRpm(
+    [
+      ["nginx", "x86_64"], // user
+      ["openssl-libs", "x86_64"], // dependency
+      ["tzdata", "noarch"], // weak dependency
+      ["vim-minimal", "x86_64"], // a group's package
+      ["kernel-core", "x86_64"], // cleaned
+      ["rpm-only", "x86_64"], // installed by rpm alone: no record
+      ["reinstalled", "x86_64"], // removed by dnf, then installed by rpm: unknown
+      ["glibc", "x86_64"], // dependency on x86_64, user on i686
+      ["glibc", "i686"],
+    ]
+      .map(([name, arch]) => `${name}\t(none):1-1\t${arch}`)
+      .join("\n"),
+  );
+  // What the probe prints from the history database: name, arch, libdnf's resolved reason.
+  const history = [
+    "nginx\tx86_64\t2",
+    "openssl-libs\tx86_64\t1",
+    "tzdata\tnoarch\t4",
+    "vim-minimal\tx86_64\t5",
+    "kernel-core\tx86_64\t3",
+    "reinstalled\tx86_64\t0",
+    "glibc\tx86_64\t1",
+    "glibc\ti686\t2",
+    "removed-long-ago\tx86_64\t2",
+    "",
+  ].join("\n");
+  const live = { ...rpm, chosen: parseChosen("dnf-history", history, rpm) };
+  assert.deepEqual(declared(live, "chosen"), ["glibc", "nginx", "reinstalled", "rpm-only"]);
+  // dnf without a history database recorded no reason: every package is chosen.
+  const none = { ...rpm, chosen: parseChosen("dnf-history", "", rpm) };
+  assert.equal(declared(none, "chosen").length, 8);
+  assert.throws(
+    () => parseChosen("dnf-history", "nginx\tx86_64\tuser\n", rpm),
+    /unexpected dnf history line "nginx\tx86_64\tuser"/,
+  );
 });
 
 test("a host that cannot tell declares every package, and says why", () => {
