@@ -13,10 +13,22 @@ export const MAX_GLOB_MATCHES = 200;
 /** Whether a path or unit name has a glob character the host would expand. */
 export const isGlob = (item: string) => /[*?[]/.test(item);
 
+/**
+ * Why a host could not expand a pattern, by the code its script prints (`<index>?\t<code>\0`): the
+ * words are ours, never the host's.
+ */
+const NOT_EXPANDED: ReadonlyMap<string, string> = new Map([
+  ["no-systemd", "systemd is not running on this host (no /run/systemd/system)"],
+  ["no-systemctl", "no systemctl on this host"],
+]);
+
 /** How one kind of pattern is expanded on a host and checked. */
 interface GlobKind {
   flag: "--files" | "--units";
-  /** Shell lines printing `<index>\t<match>\0` for each match of pattern `index`, one more than the cap. */
+  /**
+   * Shell lines printing `<index>\t<match>\0` for each match of pattern `index`, one more than the
+   * cap, or `<index>?\t<code>\0` with a code of NOT_EXPANDED.
+   */
   script: (pattern: string, index: number) => string[];
   /** Whether the manifest can declare the match. */
   declarable: (match: string) => boolean;
@@ -37,8 +49,10 @@ const UNITS: GlobKind = {
   flag: "--units",
   // Only where systemd runs (a host without it declares no units); its first column is the name.
   script: (pattern, i) => [
-    `[ -d /run/systemd/system ] && systemctl list-unit-files --no-legend --no-pager --plain -- ${shellQuote(pattern)} 2>/dev/null |`,
-    `  head -n ${MAX_GLOB_MATCHES + 1} | while IFS=' ' read -r u _; do printf '${i}\\t%s\\0' "$u"; done`,
+    `if [ ! -d /run/systemd/system ]; then printf '${i}?\\tno-systemd\\0'`,
+    `elif ! command -v systemctl >/dev/null 2>&1; then printf '${i}?\\tno-systemctl\\0'`,
+    `else systemctl list-unit-files --no-legend --no-pager --plain -- ${shellQuote(pattern)} 2>/dev/null |`,
+    `  head -n ${MAX_GLOB_MATCHES + 1} | while IFS=' ' read -r u _; do printf '${i}\\t%s\\0' "$u"; done; fi`,
   ],
   declarable: (name) => NodeSpec.safeParse({ systemd: { units: [{ name }] } }).success,
 };
@@ -67,7 +81,11 @@ export async function expandAsked(
   });
   const matches = patterns.map((): string[] => []);
   const refused = new Set<number>();
+  const notExpanded = new Map<number, string>();
   for (const record of Buffer.from(run.stdout, "latin1").toString("utf8").split("\0")) {
+    const cause = /^(\d+)\?\t(.*)$/.exec(record);
+    const why = cause && NOT_EXPANDED.get(cause[2]!);
+    if (why) notExpanded.set(Number(cause[1]), why);
     const tab = record.indexOf("\t");
     const i = Number(record.slice(0, tab));
     if (tab < 0 || !matches[i]) continue;
@@ -78,7 +96,9 @@ export async function expandAsked(
   const notes: string[] = [];
   for (const [i, { kind, pattern }] of patterns.entries()) {
     const found = matches[i]!;
-    if (found.length > MAX_GLOB_MATCHES)
+    const why = notExpanded.get(i);
+    if (why) notes.push(`${kind.flag} ${pattern}: not expanded: ${why}`);
+    else if (found.length > MAX_GLOB_MATCHES)
       notes.push(
         `${kind.flag} ${pattern}: more than ${MAX_GLOB_MATCHES} matches; the first ${MAX_GLOB_MATCHES} declared (a narrower pattern declares the rest)`,
       );

@@ -2,7 +2,8 @@
 // namespaces), the real CLI. The app unit is the same on app-01 and app-02 and enabled there;
 // app-03's has a drop-in of its own and is not enabled. The group file holds the common unit, the
 // odd host's file its own, and the first audit of the adopted tree is clean; a unit changed on a
-// host afterwards is drift. Needs root.
+// host afterwards is drift. On plain-01, whose systemd is not running, a unit pattern is not
+// expanded, and adopt says why. Needs root.
 import assert from "node:assert/strict";
 import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
@@ -20,6 +21,7 @@ const SIDE = `[Unit]\nDescription=side\nDefaultDependencies=no\n\n[Service]\nExe
 const shq = (text: string) => `'${text.replaceAll("'", "'\\''")}'`;
 const ALIKE = ["app-01", "app-02"];
 const ODD = "app-03";
+const PLAIN = "plain-01";
 
 let fleet: TestFleet;
 let dir: string;
@@ -40,9 +42,17 @@ before(async () => {
           [`/etc/systemd/system/${UNIT}.d/canary.conf`]: { contents: DROPIN },
         },
       },
+      // The unit file is there, but no systemd runs: /run/systemd/system is hidden in case the
+      // machine's own systemd made it.
+      {
+        name: PLAIN,
+        writable: ["/run/systemd"],
+        files: { [`/etc/systemd/system/${UNIT}`]: { contents: APP } },
+      },
     ],
     { prefix: "qmu" },
   );
+  await fleet.exec(PLAIN, "rm -rf /run/systemd/system");
   for (const name of ALIKE)
     await fleet.exec(name, `systemctl daemon-reload && systemctl enable --quiet ${UNIT}`);
   await fleet.exec(ODD, "systemctl daemon-reload");
@@ -205,4 +215,20 @@ test("adopt --units with a glob matching more than 200 unit files: the first 200
     names.every((n) => /^qm-many-\d+\.service$/.test(n)),
     names.join(" "),
   );
+});
+
+test("adopt --units with a glob on a host whose systemd is not running: the cause is said, not 'no match'", async () => {
+  const inventory = path.join(dir, "plain.ini");
+  await writeFile(inventory, `[plain]\n${PLAIN}\n`);
+  const adopted = await runCli([
+    ...["adopt", "--inventory", inventory, "--manifests", path.join(dir, "plain")],
+    ...["--units", "qm-a*.service"],
+    ...sshArgs(),
+  ]);
+  assert.equal(adopted.exitCode, 0, adopted.stderr);
+  assert.match(
+    adopted.stderr,
+    /^plain-01: --units qm-a\*\.service: not expanded: systemd is not running on this host \(no \/run\/systemd\/system\)$/m,
+  );
+  assert.doesNotMatch(adopted.stderr, /no match/);
 });
