@@ -8,7 +8,15 @@
 import { keyedItems, keyedMapsAsLists, SPEC_LIST_SHAPES } from "../manifest/lists.js";
 import { mergeLayers } from "../manifest/merge-layers.js";
 import type { Layer } from "../manifest/layer.js";
-import { childKey, isPlainMap, pathKey, replaceAt, valueAt, type PlainMap } from "../spec-path.js";
+import {
+  childKey,
+  isPlainMap,
+  pathKey,
+  replaceAt,
+  valueAt,
+  type PlainMap,
+  type SpecPath,
+} from "../spec-path.js";
 
 export interface NodeSnapshot {
   name: string;
@@ -168,6 +176,22 @@ function setLeaf(target: PlainMap, leaf: Leaf): void {
   setOwn(level, leaf.path.at(-1)!, isPlainMap(leaf.value) ? { ...leaf.value } : leaf.value);
 }
 
+/**
+ * `leaf` as a later layer writes it over `under`, the value the layers below give its path. A keyed
+ * item (a file, a unit) merges field by field, so each field `under` has and `leaf` lacks is
+ * written as `null`: a host's root-only file, declared by mode and owner, over a group's contents.
+ */
+function over(leaf: Leaf, under: Leaf | undefined): Leaf {
+  if (!under || !isPlainMap(leaf.value) || !isPlainMap(under.value)) return leaf;
+  const own = leaf.value;
+  const below = under.value;
+  const dropped = Object.keys(below).filter((k) => below[k] !== null && !Object.hasOwn(own, k));
+  if (!dropped.length) return leaf;
+  const value: PlainMap = { ...own };
+  for (const k of dropped) setOwn(value, k, null);
+  return { ...leaf, value, text: canonical(value) };
+}
+
 /** A group's ancestors, outermost first, then the group: the order the loader applies them. */
 export function expandGroups(
   names: readonly string[],
@@ -222,17 +246,36 @@ function majorityLeaves(members: readonly { leaves: readonly Leaf[] }[]): Leaf[]
   return out;
 }
 
-/** The value a node's groups give a path: the last of them (in merge order) declaring it. */
+/** `over` merged onto `base` as the loader merges a later layer's map: deeply, `null` deleting. */
+function mergedMap(base: PlainMap, over: PlainMap): PlainMap {
+  const out: PlainMap = { ...base };
+  for (const [k, v] of Object.entries(over)) {
+    const under = Object.hasOwn(out, k) ? out[k] : undefined;
+    if (v === null) delete out[k];
+    else setOwn(out, k, isPlainMap(v) && isPlainMap(under) ? mergedMap(under, v) : v);
+  }
+  return out;
+}
+
+/**
+ * The value a node's groups give a path, as written (see `over`): the last of them (in merge
+ * order) declaring it; a keyed item, which merges field by field, merged over those before it.
+ */
 function inheritedLeaf(
   groups: readonly string[],
   declaredBy: ReadonlyMap<string, ReadonlyMap<string, Leaf>>,
   key: string,
 ): Leaf | undefined {
-  for (let i = groups.length - 1; i >= 0; i--) {
-    const leaf = declaredBy.get(groups[i]!)?.get(key);
-    if (leaf) return leaf;
+  let found: Leaf | undefined;
+  for (const group of groups) {
+    const leaf = declaredBy.get(group)?.get(key);
+    if (!leaf) continue;
+    if (found && isPlainMap(found.value) && isPlainMap(leaf.value)) {
+      const value = mergedMap(found.value, leaf.value);
+      found = { ...leaf, value, text: canonical(value) };
+    } else found = leaf;
   }
-  return undefined;
+  return found;
 }
 
 interface Holders {
@@ -332,10 +375,12 @@ export function factorFleet(input: FactorInput): Factored {
       // A group of one is that node's role, but nothing says which of its values are the role's.
       if (members.length >= 2)
         for (const leaf of majorityLeaves(members)) {
-          if (inheritedLeaf(inherited, declaredBy, leaf.key) === leaf) continue;
+          const under = inheritedLeaf(inherited, declaredBy, leaf.key);
+          if (under?.text === leaf.text) continue;
           if (!own?.has(leaf) && heldByChild(leaf)) continue;
-          setLeaf(spec, leaf);
-          keys.set(leaf.key, leaf);
+          const written = over(leaf, under);
+          setLeaf(spec, written);
+          keys.set(leaf.key, written);
         }
       groups.set(name, { groups: [...(input.groups.get(name) ?? [])], spec });
       declaredBy.set(name, keys);
@@ -347,19 +392,34 @@ export function factorFleet(input: FactorInput): Factored {
     const own = nodeGroups.get(node.name)!;
     const reached = expandGroups(own, parents);
     const spec: PlainMap = {};
-    for (const leaf of rest[i]!)
-      if (inheritedLeaf(reached, declaredBy, leaf.key) !== leaf) setLeaf(spec, leaf);
+    for (const leaf of rest[i]!) {
+      const under = inheritedLeaf(reached, declaredBy, leaf.key);
+      if (under?.text !== leaf.text) setLeaf(spec, over(leaf, under));
+    }
     out.set(node.name, { groups: own, spec });
   }
   return { fleet, groups, nodes: out };
 }
 
-const layer = (file: string, value: PlainMap): Layer => ({
-  file,
-  value,
-  deletions: [],
-  origins: new Map(),
-});
+/** A layer of `value` as the loader reads one: each `null` taken out as the path it deletes. */
+function layer(file: string, value: PlainMap): Layer {
+  const deletions: SpecPath[] = [];
+  // Maps with no null inside are kept as they are: a merged base is not copied per node.
+  const strip = (map: PlainMap, at: string[]): PlainMap => {
+    let out: PlainMap | undefined;
+    for (const [k, v] of Object.entries(map)) {
+      const kept = v === null ? undefined : isPlainMap(v) ? strip(v, [...at, k]) : v;
+      if (kept === v) continue;
+      out ??= { ...map };
+      if (v === null) {
+        deletions.push([...at, k]);
+        delete out[k];
+      } else setOwn(out, k, kept);
+    }
+    return out ?? map;
+  };
+  return { file, value: strip(value, []), deletions, origins: new Map() };
+}
 
 // Per factored tree (never changed once made): its group parents, and the merge of fleet.yaml
 // and each list of groups nodes build on (keyed lists as maps), done once for all those nodes.
@@ -453,7 +513,10 @@ export function overridesOver(base: PlainMap, spec: PlainMap): PlainMap {
   const want = byKey(leavesOf(spec));
   const have = byKey(leavesOf(base));
   const out: PlainMap = {};
-  for (const [key, leaf] of want) if (have.get(key)?.text !== leaf.text) setLeaf(out, leaf);
+  for (const [key, leaf] of want) {
+    const under = have.get(key);
+    if (under?.text !== leaf.text) setLeaf(out, over(leaf, under));
+  }
   // An empty map `base` declares where `spec` declares keys inside it is no value to delete.
   const within = new Set(
     [...want.values()].flatMap((l) => l.path.map((_, i) => pathKey(l.path.slice(0, i)))),

@@ -24,8 +24,19 @@ const packages = fc.dictionary(
 const ports = fc.uniqueArray(
   fc.constantFrom("tcp/22", "tcp/80", "tcp/5432", "tcp/32768-60999@loopback"),
 );
+// A file's fields as a snapshot takes them: its contents where the audit user may read it, its hash
+// where it is secret or root-only, mode and owner alone where the audit user cannot read it.
+const filePath = fc.constantFrom("/etc/a", "/etc/b");
 const files = fc.uniqueArray(
-  fc.record({ path: fc.constantFrom("/etc/a", "/etc/b"), contents: fc.constantFrom("x\n", "y\n") }),
+  fc.oneof(
+    fc.record({
+      path: filePath,
+      contents: fc.constantFrom("x\n", "y\n"),
+      mode: fc.constant("0644"),
+    }),
+    fc.record({ path: filePath, sha256: fc.constant("ab".repeat(32)), mode: fc.constant("0600") }),
+    fc.record({ path: filePath, mode: fc.constant("0600"), owner: fc.constant("root") }),
+  ),
   { selector: (f) => f.path },
 );
 const spec = fc
@@ -176,6 +187,24 @@ test("a value most of a group's members hold is the group's; the odd node overri
   // Two members apart: no majority, each keeps its own.
   const split = factorFleet({ nodes: nodes.slice(0, 2), groups: new Map([["web", []]]) });
   assert.deepEqual(split.groups.get("web")!.spec, {});
+});
+
+test("a file one host declares with other fields than its group's (root-only there: no contents) overrides them with null, and loads", () => {
+  const conf = { path: "/etc/app.conf", contents: "a\n", mode: "0644", owner: "root" };
+  const rootOnly = { path: "/etc/app.conf", mode: "0600", owner: "root" };
+  const nodes: NodeSnapshot[] = ["web-1", "web-2", "web-3"].map((name) => ({
+    name,
+    groups: ["web"],
+    spec: { files: [name === "web-3" ? rootOnly : conf] },
+  }));
+  const factored = factorFleet({ nodes, groups: new Map([["web", []]]) });
+  assert.deepEqual(factored.groups.get("web")!.spec, { files: { "/etc/app.conf": conf } });
+  const own = factored.nodes.get("web-3")!.spec;
+  assert.deepEqual(own, { files: { "/etc/app.conf": { ...rootOnly, contents: null } } });
+  for (const node of nodes) assert.ok(sameSpec(mergedSpecOf(factored, node.name), node.spec));
+  // The same over an existing tree's layers.
+  const base = { files: [conf] };
+  assert.deepEqual(overridesOver(base, { files: [rootOnly] }), own);
 });
 
 /** A node file as the loader reads it: `null` values are deletions, the rest its value. */

@@ -114,7 +114,7 @@ describe("a second adopt's additions, factored over the tree", () => {
     await removeTree(tree);
   });
 
-  test("a node whose own entry would merge with the group's, field by field, takes its additions in its own file, and so do the others of that group", async () => {
+  test("a node whose own entry has other fields than the group's (a root-only copy, by its hash) overrides them with null: the group takes the common entry", async () => {
     const secret = { path: "/etc/app.key", sha256: "0".repeat(64), mode: "0600" };
     const open = { path: "/etc/app.key", contents: "k\n", mode: "0644" };
     const tree = await writeTree({
@@ -129,18 +129,15 @@ describe("a second adopt's additions, factored over the tree", () => {
       ["app-02", { files: [open] }],
       ["app-03", { files: [secret] }],
     ]);
-    // Lifted into the group, its contents and app-03's sha256 would combine into one entry the
-    // loader refuses: app-03 keeps its own, and the group takes nothing.
-    assert.deepEqual(
-      [...planExtension(nodes, added, treeFiles(tree, nodes)).files.keys()],
-      ["groups/app.yaml", "nodes/app-03.yaml"],
-    );
+    // The loader merges entries field by field: app-03's own sets the group's contents to null,
+    // so the two do not combine into one entry with contents and sha256, which it refuses.
+    const planned = planExtension(nodes, added, treeFiles(tree, nodes));
+    assert.deepEqual([...planned.files.keys()], ["groups/app.yaml", "nodes/app-03.yaml"]);
+    assert.deepEqual(planned.files.get("nodes/app-03.yaml"), {
+      files: [{ ...secret, contents: null }],
+    });
     const plan = await checkedExtension(tree, nodes, added);
-    assert.deepEqual([...plan.files.keys()].sort(), [
-      "nodes/app-01.yaml",
-      "nodes/app-02.yaml",
-      "nodes/app-03.yaml",
-    ]);
+    assert.deepEqual([...plan.files.keys()].sort(), ["groups/app.yaml", "nodes/app-03.yaml"]);
     await removeTree(tree);
   });
 });
