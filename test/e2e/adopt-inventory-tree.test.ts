@@ -14,6 +14,8 @@ import { scratchTrees } from "../support/tree.js";
 
 const NODES = ["web-01", "web-02", "web-03", "db-01"];
 const APP_CONF = "/etc/qm-e2e/app.conf";
+/** The same on every node, but readable by root alone on web-02 (mode 0600). */
+const ENV_FILE = "/etc/qm-e2e-env/app.env";
 /** A file on every node, the same on each; adopted by a second `adopt --files` only. */
 const LIMITS_CONF = "/etc/qm-e2e/limits.conf";
 // The web role's config file, the same on web-01 and web-02; web-03 has one setting more.
@@ -46,6 +48,7 @@ before(async () => {
       files: {
         [APP_CONF]: { contents: CONFS[name]!, mode: "0644" },
         [LIMITS_CONF]: { contents: "nofile = 4096\n", mode: "0644" },
+        [ENV_FILE]: { contents: "PORT=8080\n", mode: name === "web-02" ? "0600" : "0644" },
       },
     })),
     { name: "down-01", state: "stopped" as const },
@@ -276,6 +279,36 @@ describe("the same adoption with --files: config files factored into layers", ()
     ]);
     assert.equal(audit.exitCode, 0, audit.stdout.slice(0, 3000) + audit.stderr);
   });
+});
+
+test("a first adopt --files of a file one host holds in another mode, root-only: the group holds the common entry, that host's file its mode and no contents; the audit is clean", async () => {
+  const tree = path.join(dir, "env-tree");
+  const adopted = await adopt(await inventoryFolder("inventory-env"), tree, ["--files", ENV_FILE]);
+  assert.equal(adopted.exitCode, 0, adopted.stderr);
+  assert.match(adopted.stderr, /4 of 4 hosts adopted, 0 left out/);
+  const read = async (rel: string) =>
+    parse(await readFile(path.join(tree, rel), "utf8")) as Record<string, any>;
+  const entry = { path: ENV_FILE, owner: "root", group: "root" };
+  // Three of prod's four members hold it alike.
+  assert.deepEqual((await read("groups/prod.yaml")).files, [
+    { ...entry, contents: "PORT=8080\n", mode: "0644" },
+  ]);
+  // The loader merges an entry field by field: the group's contents are set to null there.
+  assert.deepEqual((await read("nodes/web-02.yaml")).files, [
+    { ...entry, mode: "0600", contents: null },
+  ]);
+  for (const name of ["web-01", "web-03", "db-01"])
+    assert.equal((await read(`nodes/${name}.yaml`)).files, undefined, name);
+  const validate = await runCli(["validate", "--manifests", tree]);
+  assert.equal(validate.exitCode, 0, validate.stderr);
+  await writeFile(
+    path.join(tree, "ssh_config"),
+    `Host bastion\n  HostName ${address("jump-01")}\n  User ${fleet.user}\n`,
+  );
+  const audit = await runCli([
+    ...["audit", "--manifests", tree, "--ssh-config", await workflowSshConfig(tree)],
+  ]);
+  assert.equal(audit.exitCode, 0, audit.stdout.slice(0, 3000) + audit.stderr);
 });
 
 describe("--files globs, expanded on each host", () => {
