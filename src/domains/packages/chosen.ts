@@ -9,11 +9,14 @@ import type { Chosen, PackageFormat, PackagesLive } from "./parse.js";
 export const CHOSEN_PARTS = {
   dpkg: "apt-auto",
   rpm: "dnf-history",
+  dnf5: "dnf5-state",
   apk: "apk-world",
   unknown: "chosen-unknown",
 } as const;
 
 const DNF_HISTORY = "/var/lib/dnf/history.sqlite";
+/** dnf 5's system state (libdnf5 `system_state_dir`): TOML files, one per kind of record. */
+const DNF5_STATE = "/usr/lib/sysimage/libdnf5";
 
 /**
  * For every package (name and architecture) dnf 4's history database has a record of, the reason
@@ -46,9 +49,19 @@ export function chosenProbe(mark: (label: string) => string): Record<PackageForm
     // dnf itself is never run: even `dnf -q -C repoquery` writes its logs, its history database
     // and a lock as root, and a cache folder under /var/tmp as anyone else. Its history database
     // is read instead, immutable (no lock, no -wal or -shm file), by the Python dnf runs on.
+    // dnf 5 keeps each package's reason in packages.toml and the packages its groups installed in
+    // groups.toml: both are printed, and read alike (neither holds the other's lines). With no
+    // package recorded in nevras.toml, dnf 5 takes its state from dnf 4's history on its next run.
     rpm: [
-      "if [ -d /usr/lib/sysimage/libdnf5 ]; then",
-      `  ${unknown("the package reasons dnf 5 keeps in /usr/lib/sysimage/libdnf5 are not read")}`,
+      `if [ -d ${DNF5_STATE} ]; then`,
+      `  if ! grep -qs from_repo ${DNF5_STATE}/nevras.toml; then`,
+      `    ${unknown(`dnf 5 has recorded no package in ${DNF5_STATE} yet`)}`,
+      `  elif [ -e ${DNF5_STATE}/packages.toml ] && [ ! -r ${DNF5_STATE}/packages.toml ]; then`,
+      `    ${unknown(`cannot read ${DNF5_STATE}/packages.toml`)}`,
+      "  else",
+      `    ${mark(CHOSEN_PARTS.dnf5)}`,
+      `    cat ${DNF5_STATE}/packages.toml ${DNF5_STATE}/groups.toml 2>/dev/null`,
+      "  fi",
       `elif [ -e ${DNF_HISTORY} ]; then`,
       "  qm_py=python3; [ -x /usr/libexec/platform-python ] && qm_py=/usr/libexec/platform-python",
       `  ${mark(CHOSEN_PARTS.rpm)}`,
@@ -129,6 +142,33 @@ function dnfChosen(text: string, live: PackagesLive): Set<string> {
   return chosen;
 }
 
+/**
+ * dnf 5's rule (`PackageQuery::filter_userinstalled`, `State::get_package_reason`): an installed
+ * package is chosen unless packages.toml marks it a dependency or a weak dependency and no group in
+ * groups.toml installed it (that makes it a group's, which dnf 5 counts as chosen). No record is
+ * an external install, chosen too. A name is chosen when one of its installed instances is.
+ */
+function dnf5Chosen(text: string, live: PackagesLive): Set<string> {
+  // packages.toml: `"name.arch" = {reason="Dependency"}` (spaced or not, by toml11's version).
+  const dependencies = new Set<string>();
+  for (const line of text.split("\n")) {
+    const m =
+      /^[ \t]*"([^"]+)"[ \t]*=[ \t]*\{[ \t]*reason[ \t]*=[ \t]*"([^"]*)"[ \t]*\}[ \t]*$/.exec(line);
+    if (m && (m[2] === "Dependency" || m[2] === "Weak Dependency")) dependencies.add(m[1]!);
+  }
+  // groups.toml: each group's `packages = ["a", "b"]`, on one line or several. An array ends at
+  // its `]`, or at the next `[` if the host's text has none: each character is read once.
+  const ofGroups = new Set<string>();
+  for (const m of text.matchAll(/\bpackages[ \t]*=[ \t]*\[([^[\]]*)\]/g))
+    for (const name of m[1]!.matchAll(/"([^"\n]*)"/g)) ofGroups.add(name[1]!);
+  const chosen = new Set<string>();
+  for (const [name, instances] of live.installed) {
+    const dependency = (arch: string) => dependencies.has(`${name}.${arch}`) && !ofGroups.has(name);
+    if (instances.some((i) => !dependency(i.arch))) chosen.add(name);
+  }
+  return chosen;
+}
+
 /** A world file's names: one a line; apk's constraints (`>=1.2`, `@tag`) taken off. */
 function apkChosen(text: string, live: PackagesLive): Set<string> {
   const chosen = new Set<string>();
@@ -146,6 +186,7 @@ export function parseChosen(label: string, text: string, live: PackagesLive): Ch
   if (label === CHOSEN_PARTS.unknown) return { unknown: text.trim().slice(0, 200) };
   if (label === CHOSEN_PARTS.dpkg) return { names: aptChosen(text, live) };
   if (label === CHOSEN_PARTS.rpm) return { names: dnfChosen(text, live) };
+  if (label === CHOSEN_PARTS.dnf5) return { names: dnf5Chosen(text, live) };
   if (label === CHOSEN_PARTS.apk) return { names: apkChosen(text, live) };
   throw new ProbeParseError("packages", `unexpected part "${label.slice(0, 80)}"`);
 }

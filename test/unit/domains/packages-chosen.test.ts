@@ -124,6 +124,51 @@ test("dnf 4: a package whose latest reason is user or unknown is chosen, as dnf 
   );
 });
 
+// dnf 5's state files as libdnf5 writes them: packages.toml and groups.toml from its own test
+// (rpm-software-management/dnf5, test/libdnf5/system/test_state.cpp), then the spaced, multi-line
+// form toml11 4 writes.
+const DNF5_PACKAGES = `version = "1.0"
+[packages]
+"pkg-libs.x86_64" = {reason="Dependency"}
+"pkg.x86_64" = {reason="User"}
+"unresolvable.noarch" = {reason="Dependency"}
+`;
+const DNF5_GROUPS = `version = "1.0"
+[groups]
+[groups.group-1]
+package_types = ["mandatory","optional"]
+packages = ["foo","bar"]
+userinstalled = true
+[groups.group-2]
+package_types = ["mandatory"]
+packages = ["pkg1","pkg2"]
+userinstalled = false
+`;
+
+test("dnf 5: a package is chosen unless marked a dependency (weak or not) that no group installed, as dnf5 repoquery --userinstalled says", () => {
+  const rpm = parseRpm(
+    ["pkg", "pkg-libs", "foo", "pkg2", "rpm-only", "tzdata", "grouped-dep"]
+      .map((name) => `${name}\t(none):1-1\tx86_64`)
+      .join("\n"),
+  );
+  const spaced = [
+    '"foo.x86_64" = { reason = "Dependency" }',
+    '"tzdata.x86_64" = { reason = "Weak Dependency" }',
+    '"grouped-dep.x86_64" = { reason = "Dependency" }',
+    "",
+    "[groups.tools]",
+    "packages = [",
+    '    "grouped-dep",',
+    "]",
+  ].join("\n");
+  const live = {
+    ...rpm,
+    chosen: parseChosen("dnf5-state", DNF5_PACKAGES + DNF5_GROUPS + spaced, rpm),
+  };
+  // pkg-libs and tzdata are dependencies; foo and grouped-dep are too, but a group installed them.
+  assert.deepEqual(declared(live, "chosen"), ["foo", "grouped-dep", "pkg", "pkg2", "rpm-only"]);
+});
+
 test("a host that cannot tell declares every package, and says why", () => {
   const rpm = parseRpm("bash\t(none):5.2-1\tx86_64\nglibc\t(none):2.34-1\tx86_64\n");
   const live = {
