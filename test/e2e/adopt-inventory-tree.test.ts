@@ -122,6 +122,21 @@ async function workflowSshConfig(tree: string): Promise<string> {
   return file;
 }
 
+/**
+ * An audit of `tree` as the workflow runs it, beside what the team commits with the manifests: an
+ * ssh_config with the bastion's address and user.
+ */
+async function auditCommitted(tree: string, extra: string[] = []) {
+  await writeFile(
+    path.join(tree, "ssh_config"),
+    `Host bastion\n  HostName ${address("jump-01")}\n  User ${fleet.user}\n`,
+  );
+  return runCli([
+    ...["audit", "--manifests", tree, "--ssh-config", await workflowSshConfig(tree)],
+    ...extra,
+  ]);
+}
+
 describe("adopt from an inventory folder whose jump host is set only in group_vars/all.yml", () => {
   let tree: string;
   let adopted: Awaited<ReturnType<typeof adopt>>;
@@ -171,16 +186,8 @@ describe("adopt from an inventory folder whose jump host is set only in group_va
   });
 
   test("the first audit of the committed tree, as the workflow runs it, is clean with no host key error", async () => {
-    // What the team commits beside the manifests: the bastion's address and user.
-    await writeFile(
-      path.join(tree, "ssh_config"),
-      `Host bastion\n  HostName ${address("jump-01")}\n  User ${fleet.user}\n`,
-    );
     const out = path.join(dir, "report.json");
-    const audit = await runCli([
-      ...["audit", "--manifests", tree, "--ssh-config", await workflowSshConfig(tree)],
-      ...["--format", "json", "--out", out],
-    ]);
+    const audit = await auditCommitted(tree, ["--format", "json", "--out", out]);
     const report = JSON.parse(await readFile(out, "utf8")) as Report;
     assert.equal(
       audit.exitCode,
@@ -220,13 +227,7 @@ describe("the same adoption with --files: config files factored into layers", ()
     for (const name of ["web-01", "web-02"])
       assert.equal((await read(`nodes/${name}.yaml`)).files, undefined, name);
     assert.equal((await read("fleet.yaml")).files, undefined);
-    await writeFile(
-      path.join(tree, "ssh_config"),
-      `Host bastion\n  HostName ${address("jump-01")}\n  User ${fleet.user}\n`,
-    );
-    const audit = await runCli([
-      ...["audit", "--manifests", tree, "--ssh-config", await workflowSshConfig(tree)],
-    ]);
+    const audit = await auditCommitted(tree);
     assert.equal(audit.exitCode, 0, audit.stdout.slice(0, 3000) + audit.stderr);
     // The audit compares the declared contents: web-03's own file holds its own.
     await fleet.exec("web-03", `printf 'role = web\\n' > ${APP_CONF}`);
@@ -301,13 +302,7 @@ test("a first adopt --files of a file one host holds in another mode, root-only:
     assert.equal((await read(`nodes/${name}.yaml`)).files, undefined, name);
   const validate = await runCli(["validate", "--manifests", tree]);
   assert.equal(validate.exitCode, 0, validate.stderr);
-  await writeFile(
-    path.join(tree, "ssh_config"),
-    `Host bastion\n  HostName ${address("jump-01")}\n  User ${fleet.user}\n`,
-  );
-  const audit = await runCli([
-    ...["audit", "--manifests", tree, "--ssh-config", await workflowSshConfig(tree)],
-  ]);
+  const audit = await auditCommitted(tree);
   assert.equal(audit.exitCode, 0, audit.stdout.slice(0, 3000) + audit.stderr);
 });
 
