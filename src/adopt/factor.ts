@@ -3,8 +3,9 @@
 // layers out. Layers hold keyed lists (files, units) as maps by key, as the loader's layers do.
 //
 // A value is lifted into a layer only where every node that layer reaches declares that path, so
-// no node has to delete what a layer declared, only replace it with its own value: the merge of a
-// node's layers is its snapshot by construction, and `mergedSpecOf` lets callers check it.
+// no node has to delete what a layer declared, only replace it with its own value (a file or unit
+// merges field by field, so its own sets to null the fields it lacks): the merge of a node's
+// layers is its snapshot by construction, and `mergedSpecOf` lets callers check it.
 import { keyedItems, keyedMapsAsLists, SPEC_LIST_SHAPES } from "../manifest/lists.js";
 import { mergeLayers } from "../manifest/merge-layers.js";
 import type { Layer } from "../manifest/layer.js";
@@ -246,10 +247,10 @@ function majorityLeaves(members: readonly { leaves: readonly Leaf[] }[]): Leaf[]
   return out;
 }
 
-/** `over` merged onto `base` as the loader merges a later layer's map: deeply, `null` deleting. */
-function mergedMap(base: PlainMap, over: PlainMap): PlainMap {
+/** `later` merged onto `base` as the loader merges a later layer's map: deeply, `null` deleting. */
+function mergedMap(base: PlainMap, later: PlainMap): PlainMap {
   const out: PlainMap = { ...base };
-  for (const [k, v] of Object.entries(over)) {
+  for (const [k, v] of Object.entries(later)) {
     const under = Object.hasOwn(out, k) ? out[k] : undefined;
     if (v === null) delete out[k];
     else setOwn(out, k, isPlainMap(v) && isPlainMap(under) ? mergedMap(under, v) : v);
