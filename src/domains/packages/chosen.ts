@@ -62,6 +62,8 @@ export function chosenProbe(mark: (label: string) => string): Record<PackageForm
       `    ${mark(CHOSEN_PARTS.dnf5)}`,
       `    cat ${DNF5_STATE}/packages.toml ${DNF5_STATE}/groups.toml 2>/dev/null`,
       "  fi",
+      `elif [ -e ${DNF_HISTORY} ] && [ ! -r ${DNF_HISTORY} ]; then`,
+      `  ${unknown(`cannot read ${DNF_HISTORY}: declare ssh: { become: sudo } for this node`)}`,
       `elif [ -e ${DNF_HISTORY} ]; then`,
       "  qm_py=python3; [ -x /usr/libexec/platform-python ] && qm_py=/usr/libexec/platform-python",
       `  ${mark(CHOSEN_PARTS.rpm)}`,
