@@ -90,10 +90,10 @@ export interface RecordRequest {
   files?: readonly string[];
   /**
    * Entries whose mtime and owner are read: `entries` (manifest names, quoted) in each directory
-   * `under` matches, and those directories themselves. `under` is the domain's own shell glob, never
-   * manifest text.
+   * `under` matches, and those directories themselves; without `entries`, what `under` matches
+   * alone (a domain's drop-in files). `under` is the domain's own shell glob, never manifest text.
    */
-  stat?: readonly { under: string; entries: readonly string[] }[];
+  stat?: readonly { under: string; entries?: readonly string[] }[];
   /**
    * Packages named after the files a glob matches: `prefix` then what is left of each path once
    * `strip` is taken off its front (Debian's `linux-image-RELEASE` for each `/boot/vmlinuz-RELEASE`).

@@ -138,13 +138,13 @@ export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
     packagesByFile: request.packagesByFile ?? [],
     globs: request.globs ?? [],
   };
-  const stat = (request.stat ?? []).filter((s) => s.entries.length > 0);
+  const stat = (request.stat ?? []).filter((s) => s.entries?.length !== 0);
   const files = targets.files.map(q).join(" ");
   // Debian policy keeps package files under /etc as conffiles; only paths elsewhere need the
   // (much larger) md5sums lists.
   const outsideEtc = targets.files.filter((f) => !f.startsWith("/etc/"));
   const entries = stat
-    .map(({ under, entries }) => [under, ...entries.map((e) => `${under}/${q(e)}`)].join(" "))
+    .map(({ under, entries = [] }) => [under, ...entries.map((e) => `${under}/${q(e)}`)].join(" "))
     .join(" ");
   const lines = [
     ctx.mark("clock"),

@@ -286,6 +286,24 @@ describe("causes from the host's records", () => {
     }
   });
 
+  it("stat without entries: the matches of the domain's own glob alone, and nothing where none", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "qm-cause-stat-"));
+    try {
+      mkdirSync(path.join(dir, "a.d"));
+      writeFileSync(path.join(dir, "a.d/one.conf"), "");
+      writeFileSync(path.join(dir, "a.d/two.txt"), "");
+      const ctx = probeContext(N, 1024);
+      const stat = [{ under: `${dir}/*.d/*.conf` }, { under: `${dir}/*.none/*.conf` }];
+      const { script } = buildProbe(N, [{ name: "cause", script: causeProbe({ stat }, ctx) }]);
+      const out = execFileSync("/bin/sh", ["-s"], { input: `QM_SINCE=\nQM_N=${N}\n${script}` });
+      const section = parseProbeOutput(out.toString(), N).get("cause")!;
+      const host = parseHostRecord(parseContext(N).parts(section.output));
+      assert.deepEqual([...host.stat.keys()], [`${dir}/a.d/one.conf`]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   // This machine's own dpkg records: openssh-client ships /usr/bin/ssh (its md5sums list) and the
   // conffile /etc/ssh/ssh_config (its status entry).
   it("the events of a declared file's package are sent, named by its md5sums list or its status", () => {

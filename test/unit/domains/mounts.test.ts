@@ -3,7 +3,7 @@ import { chmod, mkdir, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { mounts, MountsDeclared } from "../../../src/domains/mounts/index.js";
-import { mountCause, NOT_AT_BOOT } from "../../../src/domains/mounts/cause.js";
+import { mountCause, mountLatentCause, NOT_AT_BOOT } from "../../../src/domains/mounts/cause.js";
 import {
   parseMountinfo,
   unescapeField,
@@ -353,6 +353,77 @@ describe("mounts", () => {
     assert.deepEqual(run.live, captured());
   });
 
+  it("applies the units' drop-ins in every unit folder, fstab's lines' too, as systemd does", async () => {
+    const UNITS = "etc/systemd/system";
+    const VENDOR = "usr/lib/systemd/system";
+    const dir = await tree({
+      "etc/fstab": "tmpfs /srv/data tmpfs nosuid,nodev 0 0\ntmpfs /srv/other tmpfs nosuid 0 0\n",
+      "proc/self/mountinfo": [
+        "30 1 0:30 / /srv/data rw,nosuid,nodev,relatime - tmpfs tmpfs rw",
+        "31 1 0:31 / /srv/cache rw,nosuid,relatime - tmpfs tmpfs rw",
+        "32 1 0:32 / /srv/other rw,nosuid,relatime - tmpfs tmpfs rw",
+        "",
+      ].join("\n"),
+      // By name across the folders: /etc's 10-options.conf hides the vendor's.
+      [`${UNITS}/srv-data.mount.d/10-options.conf`]:
+        "[Unit]\nOptions=ro\n[Mount]\nOptions=ro,nosuid\n",
+      [`${VENDOR}/srv-data.mount.d/10-options.conf`]: "[Mount]\nOptions=noexec\n",
+      [`${VENDOR}/srv-data.mount.d/20-what.conf`]: "[Mount]\nWhat=other\nWhat = elsewhere \n",
+      // Masked in /etc: the vendor's type is not applied.
+      [`${VENDOR}/srv-data.mount.d/30-type.conf`]: "[Mount]\nType=ext4\n",
+      // A unit file's drop-in; an empty Options= resets them.
+      [`${UNITS}/srv-cache.mount`]:
+        "[Mount]\nWhat=tmpfs\nWhere=/srv/cache\nType=tmpfs\nOptions=nosuid\n",
+      [`${UNITS}/srv-cache.mount.d/override.conf`]: "[Mount]\nOptions=\n",
+      // Not declared: never sent.
+      [`${UNITS}/srv-other.mount.d/10-options.conf`]: "[Mount]\nOptions=noexec\n",
+    });
+    await symlink("/dev/null", path.join(dir, UNITS, "srv-data.mount.d/30-type.conf"));
+    await mkdir(path.join(dir, UNITS, "local-fs.target.wants"));
+    await symlink(
+      "../srv-cache.mount",
+      path.join(dir, UNITS, "local-fs.target.wants/srv-cache.mount"),
+    );
+    await chmod(dir, 0o755);
+    const run = await runProbe<MountsLive>(
+      mounts,
+      declared([
+        { path: "/srv/data", source: "tmpfs", options: ["nosuid", "nodev"] },
+        { path: "/srv/cache", options: ["nosuid"] },
+      ]),
+      { root: { dir }, command: NOBODY },
+    );
+    assert.doesNotMatch(run.stdout, /srv-other/);
+    assert.deepEqual(run.live!.boot.get("/srv/data"), {
+      source: "elsewhere",
+      fstype: "tmpfs",
+      options: ["ro", "nosuid"],
+      because: "/etc/fstab:1",
+      setBy: {
+        options: `/${UNITS}/srv-data.mount.d/10-options.conf`,
+        source: `/${VENDOR}/srv-data.mount.d/20-what.conf`,
+      },
+    });
+    assert.deepEqual(run.live!.boot.get("/srv/cache")?.options, []);
+    // Each latent item names the file that says what the boot mounts.
+    assert.deepEqual(
+      mounts
+        .compare(
+          declared([
+            { path: "/srv/data", source: "tmpfs", options: ["nosuid", "nodev"] },
+            { path: "/srv/cache", options: ["nosuid"] },
+          ]),
+          run.live!,
+        )
+        .map((f) => [f.key, f.latent?.becomes, f.latent?.because]),
+      [
+        ["/srv/data:source", "elsewhere", `/${VENDOR}/srv-data.mount.d/20-what.conf`],
+        ["/srv/data:options", ["ro", "nosuid"], `/${UNITS}/srv-data.mount.d/10-options.conf`],
+        ["/srv/cache:options", ["rw"], `/${UNITS}/srv-cache.mount.d/override.conf`],
+      ],
+    );
+  });
+
   it("is unknown on a host without /proc/self/mountinfo", async () => {
     const dir = await tree({ "etc/fstab": "" });
     const run = await runProbe(mounts, declared([{ path: "/srv" }]), { root: { dir } });
@@ -423,7 +494,48 @@ describe("mounts", () => {
       assert.equal(mountCause(same, record(BOOT), { node: "n", since: BOOT + 60_000 }), undefined);
     });
 
-    it("asks for fstab's mtime and each declared point's unit's in every unit folder, no package", () => {
+    it("a drop-in saying what the boot mounts is the file its cause names", () => {
+      const DROPIN = "/etc/systemd/system/srv-data.mount.d/10-options.conf";
+      const withDropin = (at: number) => {
+        const base = record(BOOT - 60_000);
+        base.stat.set(DROPIN, { mtime: at, owner: "alice" });
+        return base;
+      };
+      const because = { ...latent, because: DROPIN };
+      assert.match(
+        mountCause({ ...item, latent: because }, withDropin(BOOT - 60_000), { node: "n" })
+          ?.evidence ?? "",
+        /^the live mount is not what \/etc\/systemd\/system\/srv-data\.mount\.d\/10-options\.conf mounts, and \/etc\/systemd\/system\/srv-data\.mount\.d\/10-options\.conf has not changed since boot/,
+      );
+      // Written since the boot: not a hand mount, whatever fstab's mtime.
+      assert.equal(
+        mountCause({ ...item, latent: because }, withDropin(BOOT + 60_000), { node: "n" }),
+        undefined,
+      );
+      // Written since the last audit, and the live mount is as it says: that edit.
+      assert.deepEqual(
+        mountCause(
+          { ...item, detail: `${DROPIN} mounts the same at boot` },
+          withDropin(BOOT + 120_000),
+          { node: "n", since: BOOT + 60_000 },
+        ),
+        {
+          kind: "file-edit",
+          at: "2025-12-02T00:02:00Z",
+          evidence: `${DROPIN} modified at 2025-12-02T00:02:00Z, owner alice, since this node's last audit: ${DROPIN} mounts it so`,
+          group: `file-edit: n ${DROPIN}`,
+        },
+      );
+      assert.equal(
+        mountLatentCause({ ...item, latent: because }, withDropin(BOOT + 120_000), {
+          node: "n",
+          since: BOOT + 60_000,
+        })?.evidence,
+        `${DROPIN} modified at 2025-12-02T00:02:00Z, owner alice, since this node's last audit: ${DROPIN} mounts it at the next boot`,
+      );
+    });
+
+    it("asks for fstab's mtime, each declared point's unit's and the drop-ins' in every unit folder", () => {
       assert.deepEqual(mounts.records!(declared([{ path: "/srv/my data" }])), {
         stat: [
           { under: "/etc", entries: ["fstab"] },
@@ -433,6 +545,12 @@ describe("mounts", () => {
             "/usr/lib/systemd/system",
             "/lib/systemd/system",
           ].map((under) => ({ under, entries: ["srv-my\\x20data.mount"] })),
+          ...[
+            "/etc/systemd/system",
+            "/usr/local/lib/systemd/system",
+            "/usr/lib/systemd/system",
+            "/lib/systemd/system",
+          ].map((dir) => ({ under: `${dir}/*.mount.d/*.conf` })),
         ],
       });
     });
