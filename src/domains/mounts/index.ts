@@ -338,8 +338,13 @@ export const mounts: Domain<MountsDeclared, MountsLive, "mounts"> = {
     return findings;
   },
   // fstab's mtime, and each declared point's unit's wherever systemd may read it, and the mount
-  // units' drop-ins': through the stat the cause section runs anyway.
+  // units' drop-ins': through the stat the cause section runs anyway. Which package shipped a
+  // declared point's unit: looked up only in the file lists of the packages configured since the
+  // last audit, in the awk that reads dpkg's log.
   records: (declared) => ({
+    shippedSince: declared.flatMap((mount) =>
+      UNIT_DIRS.map((dir) => `${dir}/${mountUnitName(mount.path)}`),
+    ),
     stat: [
       { under: "/etc", entries: ["fstab"] },
       ...UNIT_DIRS.map((under) => ({

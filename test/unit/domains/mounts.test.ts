@@ -535,22 +535,73 @@ describe("mounts", () => {
       );
     });
 
-    it("asks for fstab's mtime, each declared point's unit's and the drop-ins' in every unit folder", () => {
+    it("a unit a package configured since the last audit ships (under either side of a merged /usr): that package, unless edited after", () => {
+      const STEP = {
+        name: "qm-mounts",
+        version: "1.2",
+        start: BOOT + 100_000,
+        end: BOOT + 102_000,
+      };
+      const shipped = (unitAt: number) =>
+        record(BOOT - 60_000, {
+          // dpkg's list names the unit under /lib; the probe found it under /usr/lib.
+          shippedBy: new Map([["/lib/systemd/system/tmp.mount", "qm-mounts"]]),
+          steps: [STEP],
+          stat: new Map([
+            ["/etc/fstab", { mtime: BOOT - 60_000, owner: "root" }],
+            [UNIT, { mtime: unitAt, owner: "root" }],
+          ]),
+          apt: [
+            {
+              start: BOOT + 99_000,
+              end: BOOT + 103_000,
+              commandline: "apt-get install qm-mounts",
+              requestedBy: "alice (1000)",
+            },
+          ],
+        });
+      const ctx = { node: "n", since: BOOT + 60_000 };
+      const unitLatent = { ...item, latent: { ...latent, because: UNIT } };
+      // dpkg keeps the package's own mtime, from before the install.
+      assert.deepEqual(mountLatentCause(unitLatent, shipped(BOOT - 9_000_000), ctx), {
+        kind: "package",
+        at: "2025-12-02T00:01:40Z",
+        by: "apt-get (alice)",
+        evidence: `${UNIT} shipped by qm-mounts 1.2, configured at 2025-12-02T00:01:40Z since this node's last audit: ${UNIT} mounts it at the next boot`,
+        group: "package: qm-mounts 1.2 configured",
+      });
+      assert.equal(
+        mountCause(
+          { ...item, detail: `${UNIT} mounts the same at boot` },
+          shipped(BOOT - 9_000_000),
+          ctx,
+        )?.kind,
+        "package",
+      );
+      // The unit came after the boot: the mount that differs from it need not be a hand mount.
+      assert.equal(mountCause(unitLatent, shipped(BOOT - 9_000_000), ctx), undefined);
+      // Edited after the package put it there: that edit.
+      assert.equal(mountLatentCause(unitLatent, shipped(BOOT + 200_000), ctx)?.kind, "file-edit");
+      // No configure step since the last audit (or none known): no package.
+      assert.equal(
+        mountLatentCause(unitLatent, { ...shipped(BOOT - 9_000_000), steps: [] }, ctx),
+        undefined,
+      );
+    });
+
+    it("asks for fstab's mtime, each declared point's unit's and the drop-ins' in every unit folder, and which package configured since shipped the unit", () => {
+      const UNIT_DIRS = [
+        "/etc/systemd/system",
+        "/usr/local/lib/systemd/system",
+        "/usr/lib/systemd/system",
+        "/lib/systemd/system",
+      ];
       assert.deepEqual(mounts.records!(declared([{ path: "/srv/my data" }])), {
+        shippedSince: UNIT_DIRS.map((dir) => `${dir}/srv-my\\x20data.mount`),
         stat: [
           { under: "/etc", entries: ["fstab"] },
-          ...[
-            "/etc/systemd/system",
-            "/usr/local/lib/systemd/system",
-            "/usr/lib/systemd/system",
-            "/lib/systemd/system",
-          ].map((under) => ({ under, entries: ["srv-my\\x20data.mount"] })),
-          ...[
-            "/etc/systemd/system",
-            "/usr/local/lib/systemd/system",
-            "/usr/lib/systemd/system",
-            "/lib/systemd/system",
-          ].map((dir) => ({ under: `${dir}/*.mount.d/*.conf` })),
+          ...UNIT_DIRS.map((under) => ({ under, entries: ["srv-my\\x20data.mount"] })),
+          ...UNIT_DIRS.map((dir) => ({ under: `${dir}/*.mount.d/*.conf` })),
         ],
       });
     });
