@@ -209,13 +209,15 @@ export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
     ({ glob, strip, prefix }) =>
       `for f in ${glob}; do [ -e "$f" ] && pk="$pk ${prefix}\${f#${strip}}"; done`,
   );
-  if (targets.packages.length || owning || byFile.length || steps)
+  // Asked for the configure steps since the last audit alone: not read in a node's first audit.
+  const stepsAlone = !(targets.packages.length || owning || byFile.length);
+  if (!stepsAlone || steps)
     lines.push(
       ctx.mark("dpkg-log"),
       `pk=${q(targets.packages.join(" "))}`,
       ...byFile,
       ...owners,
-      `if [ -r /var/log/dpkg.log ]; then h=; [ -r /var/log/apt/history.log ] && h=/var/log/apt/history.log`,
+      `if ${stepsAlone ? '[ -n "$s" ] && ' : ""}[ -r /var/log/dpkg.log ]; then h=; [ -r /var/log/apt/history.log ] && h=/var/log/apt/history.log`,
       `  tail -c ${LOG_TAIL_BYTES} /var/log/dpkg.log $h 2>/dev/null | awk -v s="$s"${steps ? ' -v qm_c="${s:+1}"' : ""}${targets.shippedSince.length ? ` -v qm_l=${q(awkValue(targets.shippedSince.join("\n")))}` : ""} -v qm_p="$pk" -v qm_f=${q(targets.files.join("\n"))} -v qm_n="$QM_N" '${LOGS}'`,
       `else ${ctx.mark("apt-history")}; ${ctx.mark("boot")}; ${BOOT}; fi`,
     );
