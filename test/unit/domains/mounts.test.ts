@@ -270,6 +270,17 @@ describe("mounts", () => {
   it("refuses output the probe cannot have printed", () => {
     assert.throws(() => live("not mountinfo\n"), ProbeParseError);
     assert.throws(
+      () =>
+        mounts.parse(
+          marked("N", [
+            ["mountinfo", ""],
+            ["dropins", "/etc/systemd/system/srv.mount:Options=ro\n"],
+          ]),
+          parseContext("N"),
+        ),
+      /not a drop-in line/,
+    );
+    assert.throws(
       () => mounts.parse(marked("N", [["fstab", ""]]), parseContext("N")),
       ProbeParseError,
     );
