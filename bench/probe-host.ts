@@ -9,7 +9,9 @@
 // Processes: `strace -f -c` of one run (execve: programs; clone, fork, vfork: processes).
 // QM_BENCH_BASELINE=DIR: another checkout whose bench/typical-spec.ts builds the probe too; its
 // scripts are measured in the same sets, on the same host, for a before-and-after in one run.
-// Usage: [QM_BENCH_BASELINE=DIR] npx tsx bench/probe-host.ts [runs=20] [sets=2]
+// QM_BENCH_MOUNT=1: the host has a tmpfs at /srv/bench that its /etc/fstab mounts at boot, so the
+// spec declares mounts (a test host's snapshot has no persistent mount otherwise).
+// Usage: [QM_BENCH_BASELINE=DIR] [QM_BENCH_MOUNT=1] npx tsx bench/probe-host.ts [runs=20] [sets=2]
 import { mkdir, mkdtemp, readFile, rm, rmdir, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -53,7 +55,23 @@ async function variantsOf(build: typeof typicalProbe, manifests: string) {
   return variants;
 }
 
-const fleet = await startFleet([{ name: HOST }], { prefix: "qmph" });
+const MOUNT = process.env.QM_BENCH_MOUNT === "1";
+const fleet = await startFleet(
+  [
+    {
+      name: HOST,
+      ...(MOUNT && {
+        files: { "/etc/fstab": { contents: "tmpfs /srv/bench tmpfs nosuid 0 0\n" } },
+      }),
+    },
+  ],
+  { prefix: "qmph" },
+);
+if (MOUNT)
+  await fleet.exec(
+    HOST,
+    "mount -t tmpfs tmpfs /srv && mkdir /srv/bench && mount -t tmpfs -o nosuid tmpfs /srv/bench",
+  );
 const work = await mkdtemp(path.join(os.tmpdir(), "qm-bench-probe-host-"));
 try {
   const manifests = path.join(work, "manifests");

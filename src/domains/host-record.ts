@@ -63,6 +63,11 @@ export interface HostRecord {
   conffiles: ConffileEvent[];
   /** Every package's configure steps since the last audit, when a domain asks (`steps`). */
   steps?: ConfigureStep[];
+  /**
+   * Of the `shippedSince` paths, each one that a package configured since the last audit ships
+   * (its dpkg file list names it): that package.
+   */
+  shippedBy?: Map<string, string>;
   apt: AptTransaction[];
 }
 
@@ -90,10 +95,10 @@ export interface RecordRequest {
   files?: readonly string[];
   /**
    * Entries whose mtime and owner are read: `entries` (manifest names, quoted) in each directory
-   * `under` matches, and those directories themselves. `under` is the domain's own shell glob, never
-   * manifest text.
+   * `under` matches, and those directories themselves; without `entries`, what `under` matches
+   * alone (a domain's drop-in files). `under` is the domain's own shell glob, never manifest text.
    */
-  stat?: readonly { under: string; entries: readonly string[] }[];
+  stat?: readonly { under: string; entries?: readonly string[] }[];
   /**
    * Packages named after the files a glob matches: `prefix` then what is left of each path once
    * `strip` is taken off its front (Debian's `linux-image-RELEASE` for each `/boot/vmlinuz-RELEASE`).
@@ -111,6 +116,12 @@ export interface RecordRequest {
    * one): what a maintainer script changed (a system user a postinst created) is told by its time.
    */
   steps?: boolean;
+  /**
+   * Paths looked up in the file lists of the packages dpkg configured since the node's last audit
+   * (`shippedBy`; their configure steps are in `steps`): what an install or upgrade since then put
+   * there. No file is read where no package was configured since, and no process is started.
+   */
+  shippedSince?: readonly string[];
 }
 
 /** One drift item, as a domain reads its cause. */
@@ -160,5 +171,6 @@ export function joinRequests(requests: readonly RecordRequest[]): Required<Recor
     packagesByFile: requests.flatMap((r) => r.packagesByFile ?? []),
     globs: unique(requests.map((r) => r.globs)),
     steps: requests.some((r) => r.steps),
+    shippedSince: unique(requests.map((r) => r.shippedSince)),
   };
 }

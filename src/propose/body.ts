@@ -1,5 +1,6 @@
 import type { Cause } from "../domains/cause.js";
 import { causeGroupLine, causeRank } from "../report/cause-line.js";
+import { wordList } from "../report/formats/common.js";
 import { latentOnly, latentTitle } from "../domains/latent-words.js";
 import { domainByName, declaredWords, latentSentence, remediationOf } from "../domains/registry.js";
 import type { Ticket } from "../manifest/tickets.js";
@@ -22,7 +23,7 @@ export const MAX_BODY_CHARS = 60_000;
 export const MAX_TITLE_CHARS = 200;
 
 const show = (value: unknown): string =>
-  typeof value === "string" ? value : (JSON.stringify(value) ?? "null");
+  typeof value === "string" ? value : (wordList(value) ?? JSON.stringify(value) ?? "null");
 const VALUE_CHARS = 120;
 const DIFF_LINES = 200;
 const DIFF_CHARS = 20_000;

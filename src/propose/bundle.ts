@@ -1,6 +1,7 @@
 import { SEVERITIES, type JsonValue } from "../domains/domain.js";
 import { latentOnly, latentTitle } from "../domains/latent-words.js";
 import { declaredWords, type DomainName } from "../domains/registry.js";
+import { wordList } from "../report/formats/common.js";
 import { nodeList } from "../text/markdown.js";
 import { branchName, slug, ticketId, type PullKind } from "./branch.js";
 import { causeIdentity, groupKey, hash, type DriftGroup, type KnownCause } from "./group.js";
@@ -83,7 +84,11 @@ export function bundleLabels(bundle: Bundle): string[] {
 
 // A missing unit, file or package is live `null`: a title says it in words.
 const show = (value: JsonValue) =>
-  typeof value === "string" ? value : value === null ? "absent" : JSON.stringify(value);
+  typeof value === "string"
+    ? value
+    : value === null
+      ? "absent"
+      : (wordList(value) ?? JSON.stringify(value));
 
 /** A bundle's title: what drifted where (and from which cause), values only when short. */
 export function bundleTitle(verb: string, bundle: Bundle): string {

@@ -38,10 +38,18 @@ const CONFFILES = [
 const HISTORY_HEADER = "==> /var/log/apt/history.log <==";
 const LOGS = [
   'BEGIN { n = split(qm_p, l, " "); for (i = 1; i <= n; i++) w[l[i]] = 1;',
-  'n = split(qm_f, l, "\\n"); for (i = 1; i <= n; i++) f[l[i]] = 1; n = 0 }',
+  'n = split(qm_f, l, "\\n"); for (i = 1; i <= n; i++) f[l[i]] = 1;',
+  'n = split(qm_l, l, "\\n"); for (i = 1; i <= n; i++) sp[l[i]] = 1; n = 0 }',
   'function mark() { if (!m) printf "\\n%s mark %s\\n", qm_n, "apt-history"; m = 1 }',
   "function ran(from, to,  i) { for (i = 1; i <= n; i++) if (t[i] >= from && t[i] <= to) return 1; return 0 }",
   "function event() { print; t[++n] = substr($0, 1, 19) }",
+  // The asked paths (`sp`) that the file list of a package configured since (`cf`) names, as
+  // `PACKAGE PATH`: a package's list is PACKAGE:ARCH.list where several architectures may be
+  // installed, else PACKAGE.list.
+  "function shipped(  p, a, f, l, r) { for (p in cf) { if (p !~ /^[a-z0-9][a-z0-9+.-]*(:[a-z0-9-]+)?$/) continue;",
+  'a = p; sub(/:.*/, "", a); f = "/var/lib/dpkg/info/" p ".list";',
+  'if ((r = (getline l < f)) < 0) { f = "/var/lib/dpkg/info/" a ".list"; r = (getline l < f) }',
+  "while (r > 0) { if (l in sp) print a, l; r = (getline l < f) } close(f) } }",
   `$0 == "${HISTORY_HEADER}" { h = 1; mark(); next }`,
   "!h && substr($0, 1, 19) < s { next }",
   // dpkg's status lines, most of the log, skipped before field splitting; when asked (`qm_c`), the
@@ -50,12 +58,14 @@ const LOGS = [
   '!h && $3 ~ /^(install|upgrade|remove|purge)$/ { p = $4; sub(/:.*/, "", p); if (p in w) event(); next }',
   '!h && $3 == "conffile" && ($4 in f) { event(); next }',
   // Every package's configure step and every conffile line, when asked (`qm_c`).
-  '!h && qm_c && ($3 == "configure" || $3 == "conffile") { event(); next }',
+  '!h && qm_c && ($3 == "configure" || $3 == "conffile") { if ($3 == "configure") cf[$4] = 1; event(); next }',
   "!h || !n { next }",
   '/^Start-Date: / { st = $2 " " $3; k = (st >= s); b = "" }',
   `k && /^(Start-Date|Commandline|Requested-By): / { b = b substr($0, 1, ${LINE_CHARS}) "\\n" }`,
   `k && /^End-Date: / { if (ran(st, $2 " " $3)) printf "%s%s\\n", b, substr($0, 1, ${LINE_CHARS}); k = 0 }`,
-  'END { mark(); if (k && ran(st, "9")) printf "%s", b; printf "\\n%s mark %s\\n", qm_n, "boot";',
+  'END { mark(); if (k && ran(st, "9")) printf "%s", b;',
+  'if (qm_l != "") { printf "\\n%s mark %s\\n", qm_n, "shipped"; shipped() }',
+  'printf "\\n%s mark %s\\n", qm_n, "boot";',
   'while ((getline bt < "/proc/stat") > 0) if (bt ~ /^btime /) { split(bt, bx, " "); print bx[2] } }',
 ].join(" ");
 // The boot time (`btime` of /proc/stat) where LOGS does not run.
@@ -126,6 +136,9 @@ const globMatches = (globs: readonly string[]) => [
     : []),
 ];
 
+/** `text` as `awk -v` passes it on: awk takes escape sequences out of the value (`\x2d`, a unit name's `-`). */
+const awkValue = (text: string) => text.replaceAll("\\", "\\\\");
+
 /** `text` as an extended regular expression matching only itself. */
 const ere = (text: string) => text.replace(/[.[\]*^$+?(){}|\\]/g, "\\$&");
 
@@ -137,14 +150,17 @@ export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
     files: request.files ?? [],
     packagesByFile: request.packagesByFile ?? [],
     globs: request.globs ?? [],
+    shippedSince: request.shippedSince ?? [],
   };
-  const stat = (request.stat ?? []).filter((s) => s.entries.length > 0);
+  // Configure steps are read for their own sake, and to know whose file lists to read.
+  const steps = request.steps || targets.shippedSince.length > 0;
+  const stat = (request.stat ?? []).filter((s) => s.entries?.length !== 0);
   const files = targets.files.map(q).join(" ");
   // Debian policy keeps package files under /etc as conffiles; only paths elsewhere need the
   // (much larger) md5sums lists.
   const outsideEtc = targets.files.filter((f) => !f.startsWith("/etc/"));
   const entries = stat
-    .map(({ under, entries }) => [under, ...entries.map((e) => `${under}/${q(e)}`)].join(" "))
+    .map(({ under, entries = [] }) => [under, ...entries.map((e) => `${under}/${q(e)}`)].join(" "))
     .join(" ");
   const lines = [
     ctx.mark("clock"),
@@ -193,14 +209,16 @@ export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
     ({ glob, strip, prefix }) =>
       `for f in ${glob}; do [ -e "$f" ] && pk="$pk ${prefix}\${f#${strip}}"; done`,
   );
-  if (targets.packages.length || owning || byFile.length || request.steps)
+  // Asked for the configure steps since the last audit alone: not read in a node's first audit.
+  const stepsAlone = !(targets.packages.length || owning || byFile.length);
+  if (!stepsAlone || steps)
     lines.push(
       ctx.mark("dpkg-log"),
       `pk=${q(targets.packages.join(" "))}`,
       ...byFile,
       ...owners,
-      `if [ -r /var/log/dpkg.log ]; then h=; [ -r /var/log/apt/history.log ] && h=/var/log/apt/history.log`,
-      `  tail -c ${LOG_TAIL_BYTES} /var/log/dpkg.log $h 2>/dev/null | awk -v s="$s"${request.steps ? ' -v qm_c="${s:+1}"' : ""} -v qm_p="$pk" -v qm_f=${q(targets.files.join("\n"))} -v qm_n="$QM_N" '${LOGS}'`,
+      `if ${stepsAlone ? '[ -n "$s" ] && ' : ""}[ -r /var/log/dpkg.log ]; then h=; [ -r /var/log/apt/history.log ] && h=/var/log/apt/history.log`,
+      `  tail -c ${LOG_TAIL_BYTES} /var/log/dpkg.log $h 2>/dev/null | awk -v s="$s"${steps ? ' -v qm_c="${s:+1}"' : ""}${targets.shippedSince.length ? ` -v qm_l=${q(awkValue(targets.shippedSince.join("\n")))}` : ""} -v qm_p="$pk" -v qm_f=${q(targets.files.join("\n"))} -v qm_n="$QM_N" '${LOGS}'`,
       `else ${ctx.mark("apt-history")}; ${ctx.mark("boot")}; ${BOOT}; fi`,
     );
   else lines.push(ctx.mark("boot"), BOOT);

@@ -168,6 +168,13 @@ export function parseHostRecord(parts: [string, string][], since?: number): Host
       if (step && step.end === undefined) step.end = at;
     }
   }
+  if (byLabel.has("shipped")) {
+    record.shippedBy = new Map();
+    for (const line of latestLines(byLabel.get("shipped"))) {
+      const m = /^(\S+) (\/.*)$/.exec(line);
+      if (m) record.shippedBy.set(m[2]!, m[1]!);
+    }
+  }
   let current: AptTransaction | undefined;
   for (const line of latestLines(byLabel.get("apt-history"))) {
     const colon = line.indexOf(": ");

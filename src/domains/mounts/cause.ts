@@ -2,15 +2,18 @@ import type { Cause } from "../cause.js";
 import { isoTime, notAHostTime, untimedEvidence } from "../file-times.js";
 import {
   causeTime,
+  latest,
   type CauseSubject,
+  type ConfigureStep,
   type HostRecord,
   type RecordContext,
 } from "../host-record.js";
+import { transactionBy } from "../package-transaction.js";
 
 // Why a mount drifted, from when the file the boot reads it from last changed (/etc/fstab or its
 // mount unit): a mount the boot would not make, with that file unchanged since the boot (or the
 // node's last audit), was mounted by hand or by a program since; a mount as that file says is the
-// package transaction that shipped the unit, or the file's edit since the node's last audit.
+// package that shipped the unit since the node's last audit, or the file's edit since then.
 
 export const FSTAB = "/etc/fstab";
 /** The detail of an item whose mount point nothing mounts at boot. */
@@ -34,7 +37,26 @@ function changedAt(file: string, record: HostRecord): number | Cause | undefined
       };
 }
 
-/** What a boot's `because` says was put in place: the edit of its file since the last audit. */
+/** The same file through the other side of a merged /usr (`/lib` is a link to `/usr/lib`). */
+const otherSide = (file: string) =>
+  file.startsWith("/usr/lib/") ? file.slice(4) : file.startsWith("/lib/") ? `/usr${file}` : file;
+
+/**
+ * The configure step of the package that shipped the unit `file` since the last audit (dpkg's file
+ * list names it, under either side of a merged /usr), unless the file was edited after it: dpkg
+ * keeps a packaged file's own mtime, older than the step.
+ */
+function shippedSince(file: string, record: HostRecord): ConfigureStep | undefined {
+  const name = record.shippedBy?.get(file) ?? record.shippedBy?.get(otherSide(file));
+  const step = name === undefined ? undefined : latest(record.steps ?? [], (s) => s.name === name);
+  const edited = record.stat.get(file)?.mtime;
+  return step && !(edited !== undefined && edited > (step.end ?? step.start)) ? step : undefined;
+}
+
+/**
+ * What a boot's `because` says was put in place: the package that shipped its unit since the last
+ * audit, or the edit of its file since then.
+ */
 function bootFileCause(
   because: string,
   says: string,
@@ -42,6 +64,17 @@ function bootFileCause(
   ctx: RecordContext,
 ): Cause | undefined {
   const file = fileOf(because);
+  const step = shippedSince(file, record);
+  if (step) {
+    const at = causeTime(step.start);
+    return {
+      kind: "package",
+      at,
+      by: transactionBy(step.start, record),
+      evidence: `${file} shipped by ${step.name} ${step.version}, configured at ${at} since this node's last audit: ${because} ${says}`,
+      group: `package: ${step.name} ${step.version} configured`,
+    };
+  }
   const changed = changedAt(file, record);
   if (typeof changed !== "number") return changed;
   if (ctx.since === undefined || changed <= ctx.since) return undefined;
@@ -71,7 +104,8 @@ export function mountCause(
     const boot = record.bootTime;
     if (boot === undefined || notAHostTime(Math.floor(boot / 1000)) !== undefined) return undefined;
     const since = Math.max(boot, ctx.since ?? boot);
-    if (changed > since) return undefined;
+    // A unit a package shipped since then keeps its older mtime: the step tells when it came.
+    if (Math.max(changed, shippedSince(file, record)?.start ?? 0) > since) return undefined;
     const when =
       since === boot
         ? `boot at ${isoTime(boot / 1000)}`

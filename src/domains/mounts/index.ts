@@ -178,10 +178,17 @@ const MOUNTINFO_LOOP = [
   `[ "$qm_c" -lt ${BUILTIN_LINES} ] || awk -v a="$qm_a" 'BEGIN { n = split(ARGV[1], p, " "); for (i = 1; i <= n; i++) k[p[i]] = 1; ARGC = 1 } a || ($5 in k)' "$qm_w"`,
   "} < /proc/self/mountinfo",
 ].join("\n");
+/** Whether the unit file `$qm_g` is in use: not masked (empty, or a link to /dev/null). */
+const UNMASKED =
+  '[ -f "$qm_g" ] && [ -s "$qm_g" ] && [ -r "$qm_g" ] && ! [ "$qm_g" -ef /dev/null ]';
+/** Each `[Section]` and What=, Where=, Type=, Options= line of the unit file `$qm_g`, after its name. */
+const UNIT_LINES = [
+  'while read -r qm_l || [ -n "$qm_l" ]; do',
+  `case $qm_l in "["*|${["What", "Where", "Type", "Options"].map((key) => `${key}=*|${key}[[:blank:]]*`).join("|")}) printf '%s:%s\\n' "$qm_g" "$qm_l" ;; esac`,
+  'done < "$qm_g"',
+].join("\n");
 // The boot's mount units of the declared mount points (`qm_z`, by name; a snapshot: all): those a
-// `.wants` or `.requires` link pulls in, read from the first folder
-// holding them, unless masked (empty, or a link to /dev/null): each `[Section]` and What=, Where=,
-// Type=, Options= line, after its file's own line.
+// `.wants` or `.requires` link pulls in, read from the first folder holding them.
 const UNITS_LOOP = [
   "qm_u=",
   `for qm_f in ${UNIT_DIRS.map((dir) => `${dir}/*.wants/*.mount ${dir}/*.requires/*.mount`).join(" ")}; do`,
@@ -196,14 +203,29 @@ const UNITS_LOOP = [
   `for qm_g in ${UNIT_DIRS.join(" ")}; do`,
   "qm_g=$qm_g/$qm_f",
   '[ -h "$qm_g" ] || [ -e "$qm_g" ] || continue',
-  'if [ -f "$qm_g" ] && [ -s "$qm_g" ] && [ -r "$qm_g" ] && ! [ "$qm_g" -ef /dev/null ]; then',
+  `if ${UNMASKED}; then`,
   "printf '%s:\\n' \"$qm_g\"",
-  'while read -r qm_l || [ -n "$qm_l" ]; do',
-  `case $qm_l in "["*|${["What", "Where", "Type", "Options"].map((key) => `${key}=*|${key}[[:blank:]]*`).join("|")}) printf '%s:%s\\n' "$qm_g" "$qm_l" ;; esac`,
-  'done < "$qm_g"',
+  UNIT_LINES,
   "fi",
   "break",
   "done",
+  "done",
+].join("\n");
+// The drop-ins of the declared mount points' units (a snapshot: of every mount unit) in every unit
+// folder, each `FOLDER/NAME.mount.d/FILE.conf` as a unit file is sent (a masked one by its name
+// alone): the parser applies them in systemd's order. Each of fstab's lines is a unit too
+// (systemd-fstab-generator's), which they change as well.
+const DROPINS_LOOP = [
+  `for qm_g in ${UNIT_DIRS.map((dir) => `${dir}/*.mount.d/*.conf`).join(" ")}; do`,
+  '[ -h "$qm_g" ] || [ -e "$qm_g" ] || continue',
+  'case $qm_g in *"',
+  '"*) continue ;; esac',
+  "qm_f=${qm_g%/*}; qm_f=${qm_f##*/}; qm_f=${qm_f%.d}",
+  'case $qm_a$qm_z in 1*|*" $qm_f "*) ;; *) continue ;; esac',
+  "printf '%s:\\n' \"$qm_g\"",
+  `! ${UNMASKED} || {`,
+  UNIT_LINES,
+  "}",
   "done",
 ].join("\n");
 
@@ -252,6 +274,8 @@ export const mounts: Domain<MountsDeclared, MountsLive, "mounts"> = {
       `printf '%s' "$qm_d"`,
       ctx.mark("units"),
       UNITS_LOOP,
+      ctx.mark("dropins"),
+      DROPINS_LOOP,
       `else ${ctx.unknown("no /proc/self/mountinfo: /proc is not mounted")}; fi`,
     ].join("\n");
   },
@@ -289,9 +313,11 @@ export const mounts: Domain<MountsDeclared, MountsLive, "mounts"> = {
             ? [wantedOptions(want as string[]), liveOptions(got, want as string[])]
             : [want, got[attribute]];
         const atBoot = boot && bootValue(boot, attribute, have);
+        // The file that says it: a drop-in setting it, else the fstab line or unit.
+        const because = boot && (boot.setBy?.[attribute] ?? boot.because);
         const latent: Latent | undefined =
           atBoot !== undefined && !isDeepStrictEqual(atBoot, have)
-            ? { after: "reboot", becomes: atBoot, because: boot!.because }
+            ? { after: "reboot", becomes: atBoot, because: because! }
             : undefined;
         if (isDeepStrictEqual(wanted, have) && !latent) continue;
         const finding: Finding = {
@@ -302,7 +328,7 @@ export const mounts: Domain<MountsDeclared, MountsLive, "mounts"> = {
         };
         if (latent) finding.latent = latent;
         else if (!boot) finding.detail = NOT_AT_BOOT;
-        else if (atBoot !== undefined) finding.detail = sameAtBoot(boot.because);
+        else if (atBoot !== undefined) finding.detail = sameAtBoot(because!);
         if (got.fstype === "autofs" && attribute !== "fstype")
           finding.detail =
             "an automount point: what it mounts on access is not read (reading it would mount it)";
@@ -311,16 +337,21 @@ export const mounts: Domain<MountsDeclared, MountsLive, "mounts"> = {
     }
     return findings;
   },
-  // fstab's mtime, and each declared point's unit's wherever systemd may read it: through the stat
-  // the cause section runs anyway. Which package shipped a unit is not asked: that costs a node
-  // declaring mounts several processes, for units that are rare at declared mount points.
+  // fstab's mtime, and each declared point's unit's wherever systemd may read it, and the mount
+  // units' drop-ins': through the stat the cause section runs anyway. Which package shipped a
+  // declared point's unit: looked up only in the file lists of the packages configured since the
+  // last audit, in the awk that reads dpkg's log.
   records: (declared) => ({
+    shippedSince: declared.flatMap((mount) =>
+      UNIT_DIRS.map((dir) => `${dir}/${mountUnitName(mount.path)}`),
+    ),
     stat: [
       { under: "/etc", entries: ["fstab"] },
       ...UNIT_DIRS.map((under) => ({
         under,
         entries: declared.map((mount) => mountUnitName(mount.path)),
       })),
+      ...UNIT_DIRS.map((dir) => ({ under: `${dir}/*.mount.d/*.conf` })),
     ],
   }),
   cause: mountCause,

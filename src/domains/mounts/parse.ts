@@ -1,5 +1,6 @@
 import { ProbeParseError } from "../../errors.js";
 import { partsByLabel } from "../domain.js";
+import { mountUnitName, UNIT_DIRS } from "./units.js";
 
 // What is mounted (/proc/self/mountinfo) and what the next boot mounts (/etc/fstab and the mount
 // units a target pulls in), as the probe sends them. Pure functions on text.
@@ -52,6 +53,14 @@ export interface LiveMount {
   flags: Flags;
 }
 
+/** What a boot mount's keys set, by the keys of its unit (systemd.mount(5)). */
+const BOOT_KEYS = [
+  ["What", "source"],
+  ["Type", "fstype"],
+  ["Options", "options"],
+] as const;
+export type BootAttribute = (typeof BOOT_KEYS)[number][1];
+
 /** What the next boot mounts at a mount point. */
 export interface BootMount {
   source: string;
@@ -59,6 +68,8 @@ export interface BootMount {
   options: string[];
   /** Where it is said: `/etc/fstab:12`, or the mount unit's file. */
   because: string;
+  /** The drop-in that sets an attribute, where one does: it says what the boot mounts instead. */
+  setBy?: Partial<Record<BootAttribute, string>>;
   /**
    * For a source naming a device by its link (UUID=, LABEL=, /dev/disk/by-*): whether that link
    * leads to the device mounted there now; absent where the host could not tell.
@@ -160,21 +171,20 @@ function parseFstab(
 }
 
 /**
- * `FILE:` then `FILE:line` lines of the boot's mount units (systemd.mount(5)): each `[Section]`, and
- * the What=, Where=, Type= and Options= of [Mount], the last of each winning. A unit wins over an
- * fstab line.
+ * `FILE:` then `FILE:line` lines of unit files, FILE matching `file`: each `[Section]`, and the
+ * What=, Where=, Type= and Options= of [Mount], the last of each winning, by file.
  */
-function parseUnits(text: string, boot: Map<string, BootMount>): void {
+function unitKeys(text: string, file: RegExp, what: string): Map<string, Map<string, string>> {
   const units = new Map<string, Map<string, string>>();
   let unit: Map<string, string> | undefined;
   let section = "";
   for (const line of text.split("\n")) {
     if (line === "") continue;
-    const m = /^(\/[^\n]*?\.mount):(.*)$/.exec(line);
+    const m = file.exec(line);
     if (!m)
       throw new ProbeParseError(
         SECTION,
-        `not a mount unit line: ${JSON.stringify(line.slice(0, 80))}`,
+        `not a ${what} line: ${JSON.stringify(line.slice(0, 80))}`,
       );
     const rest = m[2]!;
     const key = /^(What|Where|Type|Options)[ \t]*=[ \t]*(.*)$/.exec(rest);
@@ -185,15 +195,65 @@ function parseUnits(text: string, boot: Map<string, BootMount>): void {
     } else if (rest.startsWith("[")) section = rest.slice(0, rest.indexOf("]") + 1);
     else if (key && section === "[Mount]") unit?.set(key[1]!, utf8(key[2]!.trimEnd()));
   }
-  for (const [file, keys] of units) {
+  return units;
+}
+
+/** The boot's mount units (systemd.mount(5)), by their Where=. A unit wins over an fstab line. */
+function parseUnits(text: string, boot: Map<string, BootMount>): void {
+  for (const [file, keys] of unitKeys(text, /^(\/[^\n]*?\.mount):(.*)$/, "mount unit")) {
     const where = keys.get("Where");
     if (where === undefined || !where.startsWith("/")) continue;
     boot.set(where.length > 1 ? where.replace(/\/+$/, "") : where, {
       source: keys.get("What") ?? "",
       fstype: keys.get("Type") ?? "auto",
-      options: (keys.get("Options") ?? "").split(",").filter(Boolean),
+      options: splitOptions(keys.get("Options") ?? ""),
       because: file,
     });
+  }
+}
+
+const splitOptions = (options: string) => options.split(",").filter(Boolean);
+
+/**
+ * The drop-ins (`FOLDER/NAME.mount.d/FILE.conf`, sent as unit files are) applied to each boot
+ * mount's unit, fstab's lines included (systemd-fstab-generator makes each a unit of the same
+ * name), as systemd does: by file name across the unit folders, a name in an earlier folder hiding
+ * the later ones (a masked one hides them and sets nothing), the last setting of a key winning.
+ */
+function applyDropins(text: string, boot: Map<string, BootMount>): void {
+  const byUnit = new Map<
+    string,
+    Map<string, { rank: number; file: string; keys: Map<string, string> }>
+  >();
+  for (const [file, keys] of unitKeys(
+    text,
+    /^(\/[^\n]*?\.mount\.d\/[^\n/]*?\.conf):(.*)$/,
+    "drop-in",
+  )) {
+    const m = /^(.*)\/([^/]*)\.d\/([^/]*)$/.exec(file)!;
+    const rank = UNIT_DIRS.indexOf(m[1]!);
+    if (rank === -1) continue;
+    const dropins = byUnit.get(m[2]!) ?? new Map();
+    byUnit.set(m[2]!, dropins);
+    if (!dropins.has(m[3]!) || dropins.get(m[3]!)!.rank > rank)
+      dropins.set(m[3]!, { rank, file, keys });
+  }
+  for (const [point, mount] of boot) {
+    const dropins = byUnit.get(mountUnitName(point));
+    if (!dropins) continue;
+    // Code-unit order, as systemd compares names byte by byte.
+    for (const name of [...dropins.keys()].sort()) {
+      const { file, keys } = dropins.get(name)!;
+      for (const [key, attribute] of BOOT_KEYS) {
+        const value = keys.get(key);
+        if (value === undefined) continue;
+        if (attribute === "options") mount.options = splitOptions(value);
+        else mount[attribute] = value;
+        // A device link fstab named is no longer what is mounted.
+        if (attribute === "source") delete mount.sameDevice;
+        mount.setBy = { ...mount.setBy, [attribute]: file };
+      }
+    }
   }
 }
 
@@ -204,5 +264,6 @@ export function parseMounts(parts: readonly [string, string][]): MountsLive {
   const boot = new Map<string, BootMount>();
   parseFstab(byLabel.get("fstab") ?? "", parseDevices(byLabel.get("devices") ?? ""), boot);
   parseUnits(byLabel.get("units") ?? "", boot);
+  applyDropins(byLabel.get("dropins") ?? "", boot);
   return { mounted: parseMountinfo(mountinfo), boot };
 }

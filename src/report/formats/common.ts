@@ -26,8 +26,21 @@ export function compareText(a: string, b: string): number {
 const SIMPLE = /^[\w.:/@+~*,=%^-]+$/;
 
 /**
+ * A list of words as an operator writes one (`rw,nosuid`, as mount options are), never as JSON:
+ * undefined for any other value, or where a word holds a comma, a blank or a quote.
+ */
+export function wordList(value: unknown): string | undefined {
+  if (!Array.isArray(value)) return undefined;
+  if (value.length === 0) return "(none)";
+  return value.every((word) => typeof word === "string" && /^[^\s,"]+$/.test(word))
+    ? value.join(",")
+    : undefined;
+}
+
+/**
  * A value as an operator reads it: simple strings bare, other strings quoted with escapes
- * (so whitespace and control characters show), null as "(absent)", objects as compact JSON.
+ * (so whitespace and control characters show), null as "(absent)", a list of words comma-separated,
+ * other objects as compact JSON.
  */
 export function compactValue(value: unknown, maxChars = Infinity): string {
   const text =
@@ -35,7 +48,7 @@ export function compactValue(value: unknown, maxChars = Infinity): string {
       ? "(absent)"
       : typeof value === "string" && SIMPLE.test(value)
         ? value
-        : JSON.stringify(value);
+        : (wordList(value) ?? JSON.stringify(value));
   return text.length > maxChars ? `${text.slice(0, Math.max(0, maxChars - 1))}…` : text;
 }
 

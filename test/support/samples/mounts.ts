@@ -23,7 +23,7 @@ export const sample: DomainSample<typeof mounts> = {
     { path: "/constructor", fstype: "ext4" },
   ],
   fuzzLines: (mark) => [
-    ...["mountinfo", "fstab", "units"].map(mark),
+    ...["mountinfo", "fstab", "units", "dropins"].map(mark),
     tmpfsLine(30, "/srv/data"),
     tmpfsLine(31, "/srv/my\\040data", "ro,noexec"),
     "27 1 254:0 / / rw,relatime - ext4 /dev/vda rw,discard",
@@ -32,6 +32,9 @@ export const sample: DomainSample<typeof mounts> = {
     "/etc/systemd/system/srv-cache.mount:",
     "/etc/systemd/system/srv-cache.mount:Where=/srv/cache",
     "/etc/systemd/system/srv-cache.mount:Options=noexec",
+    "/etc/systemd/system/srv-data.mount.d/10-options.conf:",
+    "/etc/systemd/system/srv-data.mount.d/10-options.conf:[Mount]",
+    "/etc/systemd/system/srv-data.mount.d/10-options.conf:Options=ro,nosuid",
   ],
   bench: {
     declared: [{ path: "/srv/data", fstype: "tmpfs", options: ["nosuid"] }],

@@ -204,13 +204,20 @@ describe("causes from the host's records", () => {
     tx("11:00:00", "apt-get install other", "11:00:02") +
     tx("12:00:00", "apt-get remove qm-extra");
 
-  /** The cause section for qm-demo and qm-extra over those logs, on a host in UTC. */
+  /**
+   * The cause section for qm-demo and qm-extra over those logs, on a host in UTC; `lists`: dpkg's
+   * file lists by name, in a folder of their own that the awk reads them from.
+   */
   const sectionOverLogs = (
     since: string,
     targets: RecordRequest = { packages: ["qm-demo", "qm-extra"], files: [] },
+    lists: Record<string, string> = {},
   ): string => {
     const dir = mkdtempSync(path.join(tmpdir(), "qm-cause-logs-"));
     try {
+      mkdirSync(path.join(dir, "info"));
+      for (const [name, text] of Object.entries(lists))
+        writeFileSync(path.join(dir, "info", name), text);
       writeFileSync(path.join(dir, "dpkg.log"), DPKG_LOG.join("\n"));
       writeFileSync(path.join(dir, "history.log"), HISTORY_LOG);
       // The logs' own paths are fixed: a `tail` on PATH hands out these instead, each after its
@@ -223,7 +230,7 @@ describe("causes from the host's records", () => {
       const ctx = probeContext(N, 1024);
       // The section alone: the whole probe sets its own PATH.
       return execFileSync("/bin/sh", ["-s"], {
-        input: `QM_SINCE=${since}\nQM_N=${N}\n${causeProbe(targets, ctx)}`,
+        input: `QM_SINCE=${since}\nQM_N=${N}\n${causeProbe(targets, ctx).replaceAll('"/var/lib/dpkg/info/"', `"${dir}/info/"`)}`,
         env: { PATH: `${dir}:/usr/bin:/bin`, TZ: "UTC" },
       }).toString();
     } finally {
@@ -261,6 +268,37 @@ describe("causes from the host's records", () => {
     assert.doesNotMatch(sectionOverLogs("", targets), /configure|status/);
   });
 
+  it("shippedSince: the asked paths a package configured since the last audit ships, by its file list; none without one", () => {
+    const UNIT = "/usr/lib/systemd/system/srv-my\\x2ddata.mount";
+    const lists = {
+      // `other` is configured since; qm-demo only unpacked, its list is never read.
+      "other.list": `/.\n/usr/lib/systemd/system\n${UNIT}\n/usr/share/doc/other\n`,
+      "qm-demo.list": "/lib/systemd/system/x.mount\n",
+    };
+    const targets = { shippedSince: [UNIT, "/lib/systemd/system/x.mount", "/usr/share/none"] };
+    const since = String(Date.UTC(2026, 11, 1, 9, 30) / 1000);
+    const host = parseHostRecord(parseContext(N).parts(sectionOverLogs(since, targets, lists)));
+    assert.deepEqual([...host.shippedBy!], [[UNIT, "other"]]);
+    assert.deepEqual(
+      host.steps?.map((s) => [s.name, s.version]),
+      [["other", "1.1"]],
+    );
+    // A list named by architecture, where several may be installed.
+    const byArch = { "other:all.list": `${UNIT}\n` };
+    assert.deepEqual(
+      [
+        ...parseHostRecord(parseContext(N).parts(sectionOverLogs(since, targets, byArch)))
+          .shippedBy!,
+      ],
+      [[UNIT, "other"]],
+    );
+    // Without a last audit, asked for nothing else of dpkg's log, the log is not read at all.
+    const first = sectionOverLogs("", targets, lists);
+    assert.doesNotMatch(first, /upgrade|other/);
+    assert.equal(parseHostRecord(parseContext(N).parts(first)).shippedBy, undefined);
+    assert.ok(parseHostRecord(parseContext(N).parts(first)).bootTime! > 0);
+  });
+
   it("globs: each existing match's mtime (at most 500), and the package whose conffile it is", () => {
     const dir = mkdtempSync(path.join(tmpdir(), "qm-cause-globs-"));
     try {
@@ -281,6 +319,24 @@ describe("causes from the host's records", () => {
       // This machine's openssh-client ships it as a conffile.
       if (existsSync("/var/lib/dpkg/status") && existsSync("/etc/ssh/ssh_config"))
         assert.equal(host.owned.get("/etc/ssh/ssh_config")?.package, "openssh-client");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("stat without entries: the matches of the domain's own glob alone, and nothing where none", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "qm-cause-stat-"));
+    try {
+      mkdirSync(path.join(dir, "a.d"));
+      writeFileSync(path.join(dir, "a.d/one.conf"), "");
+      writeFileSync(path.join(dir, "a.d/two.txt"), "");
+      const ctx = probeContext(N, 1024);
+      const stat = [{ under: `${dir}/*.d/*.conf` }, { under: `${dir}/*.none/*.conf` }];
+      const { script } = buildProbe(N, [{ name: "cause", script: causeProbe({ stat }, ctx) }]);
+      const out = execFileSync("/bin/sh", ["-s"], { input: `QM_SINCE=\nQM_N=${N}\n${script}` });
+      const section = parseProbeOutput(out.toString(), N).get("cause")!;
+      const host = parseHostRecord(parseContext(N).parts(section.output));
+      assert.deepEqual([...host.stat.keys()], [`${dir}/a.d/one.conf`]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -3,7 +3,7 @@ import { chmod, mkdir, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { mounts, MountsDeclared } from "../../../src/domains/mounts/index.js";
-import { mountCause, NOT_AT_BOOT } from "../../../src/domains/mounts/cause.js";
+import { mountCause, mountLatentCause, NOT_AT_BOOT } from "../../../src/domains/mounts/cause.js";
 import {
   parseMountinfo,
   unescapeField,
@@ -270,6 +270,17 @@ describe("mounts", () => {
   it("refuses output the probe cannot have printed", () => {
     assert.throws(() => live("not mountinfo\n"), ProbeParseError);
     assert.throws(
+      () =>
+        mounts.parse(
+          marked("N", [
+            ["mountinfo", ""],
+            ["dropins", "/etc/systemd/system/srv.mount:Options=ro\n"],
+          ]),
+          parseContext("N"),
+        ),
+      /not a drop-in line/,
+    );
+    assert.throws(
       () => mounts.parse(marked("N", [["fstab", ""]]), parseContext("N")),
       ProbeParseError,
     );
@@ -353,6 +364,77 @@ describe("mounts", () => {
     assert.deepEqual(run.live, captured());
   });
 
+  it("applies the units' drop-ins in every unit folder, fstab's lines' too, as systemd does", async () => {
+    const UNITS = "etc/systemd/system";
+    const VENDOR = "usr/lib/systemd/system";
+    const dir = await tree({
+      "etc/fstab": "tmpfs /srv/data tmpfs nosuid,nodev 0 0\ntmpfs /srv/other tmpfs nosuid 0 0\n",
+      "proc/self/mountinfo": [
+        "30 1 0:30 / /srv/data rw,nosuid,nodev,relatime - tmpfs tmpfs rw",
+        "31 1 0:31 / /srv/cache rw,nosuid,relatime - tmpfs tmpfs rw",
+        "32 1 0:32 / /srv/other rw,nosuid,relatime - tmpfs tmpfs rw",
+        "",
+      ].join("\n"),
+      // By name across the folders: /etc's 10-options.conf hides the vendor's.
+      [`${UNITS}/srv-data.mount.d/10-options.conf`]:
+        "[Unit]\nOptions=ro\n[Mount]\nOptions=ro,nosuid\n",
+      [`${VENDOR}/srv-data.mount.d/10-options.conf`]: "[Mount]\nOptions=noexec\n",
+      [`${VENDOR}/srv-data.mount.d/20-what.conf`]: "[Mount]\nWhat=other\nWhat = elsewhere \n",
+      // Masked in /etc: the vendor's type is not applied.
+      [`${VENDOR}/srv-data.mount.d/30-type.conf`]: "[Mount]\nType=ext4\n",
+      // A unit file's drop-in; an empty Options= resets them.
+      [`${UNITS}/srv-cache.mount`]:
+        "[Mount]\nWhat=tmpfs\nWhere=/srv/cache\nType=tmpfs\nOptions=nosuid\n",
+      [`${UNITS}/srv-cache.mount.d/override.conf`]: "[Mount]\nOptions=\n",
+      // Not declared: never sent.
+      [`${UNITS}/srv-other.mount.d/10-options.conf`]: "[Mount]\nOptions=noexec\n",
+    });
+    await symlink("/dev/null", path.join(dir, UNITS, "srv-data.mount.d/30-type.conf"));
+    await mkdir(path.join(dir, UNITS, "local-fs.target.wants"));
+    await symlink(
+      "../srv-cache.mount",
+      path.join(dir, UNITS, "local-fs.target.wants/srv-cache.mount"),
+    );
+    await chmod(dir, 0o755);
+    const run = await runProbe<MountsLive>(
+      mounts,
+      declared([
+        { path: "/srv/data", source: "tmpfs", options: ["nosuid", "nodev"] },
+        { path: "/srv/cache", options: ["nosuid"] },
+      ]),
+      { root: { dir }, command: NOBODY },
+    );
+    assert.doesNotMatch(run.stdout, /srv-other/);
+    assert.deepEqual(run.live!.boot.get("/srv/data"), {
+      source: "elsewhere",
+      fstype: "tmpfs",
+      options: ["ro", "nosuid"],
+      because: "/etc/fstab:1",
+      setBy: {
+        options: `/${UNITS}/srv-data.mount.d/10-options.conf`,
+        source: `/${VENDOR}/srv-data.mount.d/20-what.conf`,
+      },
+    });
+    assert.deepEqual(run.live!.boot.get("/srv/cache")?.options, []);
+    // Each latent item names the file that says what the boot mounts.
+    assert.deepEqual(
+      mounts
+        .compare(
+          declared([
+            { path: "/srv/data", source: "tmpfs", options: ["nosuid", "nodev"] },
+            { path: "/srv/cache", options: ["nosuid"] },
+          ]),
+          run.live!,
+        )
+        .map((f) => [f.key, f.latent?.becomes, f.latent?.because]),
+      [
+        ["/srv/data:source", "elsewhere", `/${VENDOR}/srv-data.mount.d/20-what.conf`],
+        ["/srv/data:options", ["ro", "nosuid"], `/${UNITS}/srv-data.mount.d/10-options.conf`],
+        ["/srv/cache:options", ["rw"], `/${UNITS}/srv-cache.mount.d/override.conf`],
+      ],
+    );
+  });
+
   it("is unknown on a host without /proc/self/mountinfo", async () => {
     const dir = await tree({ "etc/fstab": "" });
     const run = await runProbe(mounts, declared([{ path: "/srv" }]), { root: { dir } });
@@ -423,16 +505,114 @@ describe("mounts", () => {
       assert.equal(mountCause(same, record(BOOT), { node: "n", since: BOOT + 60_000 }), undefined);
     });
 
-    it("asks for fstab's mtime and each declared point's unit's in every unit folder, no package", () => {
+    it("a drop-in saying what the boot mounts is the file its cause names", () => {
+      const DROPIN = "/etc/systemd/system/srv-data.mount.d/10-options.conf";
+      const withDropin = (at: number) => {
+        const base = record(BOOT - 60_000);
+        base.stat.set(DROPIN, { mtime: at, owner: "alice" });
+        return base;
+      };
+      const because = { ...latent, because: DROPIN };
+      assert.match(
+        mountCause({ ...item, latent: because }, withDropin(BOOT - 60_000), { node: "n" })
+          ?.evidence ?? "",
+        /^the live mount is not what \/etc\/systemd\/system\/srv-data\.mount\.d\/10-options\.conf mounts, and \/etc\/systemd\/system\/srv-data\.mount\.d\/10-options\.conf has not changed since boot/,
+      );
+      // Written since the boot: not a hand mount, whatever fstab's mtime.
+      assert.equal(
+        mountCause({ ...item, latent: because }, withDropin(BOOT + 60_000), { node: "n" }),
+        undefined,
+      );
+      // Written since the last audit, and the live mount is as it says: that edit.
+      assert.deepEqual(
+        mountCause(
+          { ...item, detail: `${DROPIN} mounts the same at boot` },
+          withDropin(BOOT + 120_000),
+          { node: "n", since: BOOT + 60_000 },
+        ),
+        {
+          kind: "file-edit",
+          at: "2025-12-02T00:02:00Z",
+          evidence: `${DROPIN} modified at 2025-12-02T00:02:00Z, owner alice, since this node's last audit: ${DROPIN} mounts it so`,
+          group: `file-edit: n ${DROPIN}`,
+        },
+      );
+      assert.equal(
+        mountLatentCause({ ...item, latent: because }, withDropin(BOOT + 120_000), {
+          node: "n",
+          since: BOOT + 60_000,
+        })?.evidence,
+        `${DROPIN} modified at 2025-12-02T00:02:00Z, owner alice, since this node's last audit: ${DROPIN} mounts it at the next boot`,
+      );
+    });
+
+    it("a unit a package configured since the last audit ships (under either side of a merged /usr): that package, unless edited after", () => {
+      const STEP = {
+        name: "qm-mounts",
+        version: "1.2",
+        start: BOOT + 100_000,
+        end: BOOT + 102_000,
+      };
+      const shipped = (unitAt: number) =>
+        record(BOOT - 60_000, {
+          // dpkg's list names the unit under /lib; the probe found it under /usr/lib.
+          shippedBy: new Map([["/lib/systemd/system/tmp.mount", "qm-mounts"]]),
+          steps: [STEP],
+          stat: new Map([
+            ["/etc/fstab", { mtime: BOOT - 60_000, owner: "root" }],
+            [UNIT, { mtime: unitAt, owner: "root" }],
+          ]),
+          apt: [
+            {
+              start: BOOT + 99_000,
+              end: BOOT + 103_000,
+              commandline: "apt-get install qm-mounts",
+              requestedBy: "alice (1000)",
+            },
+          ],
+        });
+      const ctx = { node: "n", since: BOOT + 60_000 };
+      const unitLatent = { ...item, latent: { ...latent, because: UNIT } };
+      // dpkg keeps the package's own mtime, from before the install.
+      assert.deepEqual(mountLatentCause(unitLatent, shipped(BOOT - 9_000_000), ctx), {
+        kind: "package",
+        at: "2025-12-02T00:01:40Z",
+        by: "apt-get (alice)",
+        evidence: `${UNIT} shipped by qm-mounts 1.2, configured at 2025-12-02T00:01:40Z since this node's last audit: ${UNIT} mounts it at the next boot`,
+        group: "package: qm-mounts 1.2 configured",
+      });
+      assert.equal(
+        mountCause(
+          { ...item, detail: `${UNIT} mounts the same at boot` },
+          shipped(BOOT - 9_000_000),
+          ctx,
+        )?.kind,
+        "package",
+      );
+      // The unit came after the boot: the mount that differs from it need not be a hand mount.
+      assert.equal(mountCause(unitLatent, shipped(BOOT - 9_000_000), ctx), undefined);
+      // Edited after the package put it there: that edit.
+      assert.equal(mountLatentCause(unitLatent, shipped(BOOT + 200_000), ctx)?.kind, "file-edit");
+      // No configure step since the last audit (or none known): no package.
+      assert.equal(
+        mountLatentCause(unitLatent, { ...shipped(BOOT - 9_000_000), steps: [] }, ctx),
+        undefined,
+      );
+    });
+
+    it("asks for fstab's mtime, each declared point's unit's and the drop-ins' in every unit folder, and which package configured since shipped the unit", () => {
+      const UNIT_DIRS = [
+        "/etc/systemd/system",
+        "/usr/local/lib/systemd/system",
+        "/usr/lib/systemd/system",
+        "/lib/systemd/system",
+      ];
       assert.deepEqual(mounts.records!(declared([{ path: "/srv/my data" }])), {
+        shippedSince: UNIT_DIRS.map((dir) => `${dir}/srv-my\\x20data.mount`),
         stat: [
           { under: "/etc", entries: ["fstab"] },
-          ...[
-            "/etc/systemd/system",
-            "/usr/local/lib/systemd/system",
-            "/usr/lib/systemd/system",
-            "/lib/systemd/system",
-          ].map((under) => ({ under, entries: ["srv-my\\x20data.mount"] })),
+          ...UNIT_DIRS.map((under) => ({ under, entries: ["srv-my\\x20data.mount"] })),
+          ...UNIT_DIRS.map((dir) => ({ under: `${dir}/*.mount.d/*.conf` })),
         ],
       });
     });

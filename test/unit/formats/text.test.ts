@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { FORMATS } from "../../../src/report/formats/index.js";
+import { compactValue } from "../../../src/report/formats/common.js";
 import { renderText } from "../../../src/report/formats/text.js";
 import type { NodeResult, Report } from "../../../src/report/schema.js";
 import { summarize } from "../../../src/report/tally.js";
@@ -289,4 +290,13 @@ test("a node that took more than one SSH try says how many; clean ones are count
   const verbose = renderText(report, { ...plain, verbose: true });
   assert.match(block(verbose, "web-02"), /: clean, .*3 SSH tries, /);
   assert.doesNotMatch(block(verbose, "web-03"), /tries/);
+});
+
+test("a list of words reads as an operator writes it; other lists and objects as JSON", () => {
+  assert.equal(compactValue(["rw", "nosuid"]), "rw,nosuid");
+  assert.equal(compactValue([]), "(none)");
+  // A word holding a comma, a blank or a quote would read as two or as another: JSON says which.
+  for (const list of [["a,b", "c"], ["a b"], ['"'], [1, 2], [["x"]]])
+    assert.equal(compactValue(list), JSON.stringify(list));
+  assert.equal(compactValue({ a: ["x"] }), '{"a":["x"]}');
 });

@@ -385,6 +385,23 @@ describe("desired: from drift to pull requests", () => {
     assert.match(pr!.title, /: \/etc\/motd: present → absent$/);
   });
 
+  it("a list of words reads as an operator writes it, in the title and the body, never as JSON", async () => {
+    const tree = {
+      "fleet.yaml": "{}\n",
+      "nodes/db-01.yaml": "storage:\n  mounts:\n    - { path: /srv/data, options: [nosuid] }\n",
+    };
+    const finding = {
+      key: "/srv/data:options",
+      declared: ["rw", "nosuid"],
+      live: ["rw", "noexec"],
+      path: ["storage", "mounts", "/srv/data", "options"],
+    };
+    const [pr] = opens(await planOnTree(tree, { "db-01": [{ domain: "mounts", finding }] }));
+    assert.match(pr!.title, /: \/srv\/data:options: rw,nosuid → rw,noexec$/);
+    assert.match(pr!.body, /is declared `rw,nosuid` but the host runs `rw,noexec`/);
+    assert.doesNotMatch(`${pr!.title}\n${pr!.body}`, /\["rw"/);
+  });
+
   it("titles are one escaped line and short; bodies show host text only as code", () => {
     const hostile = [
       "@octocat look",
