@@ -156,6 +156,7 @@ export function probeSections(
     ...domains.map(({ domain, declared }) => ({
       name: domain.name,
       script: domain.probe(declared, ctx),
+      awk: domain.awk,
     })),
     ...(cause ? [{ name: "cause", script: causeProbe(causeTargets(domains), ctx) }] : []),
   ];

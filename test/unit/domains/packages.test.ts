@@ -299,6 +299,7 @@ describe("packages: probe on this host", () => {
         unknown: () => "exit 9",
         maxFileBytes: 1,
         lastAudit: "",
+        awk: String,
       },
     );
     const apk = probe
@@ -365,6 +366,7 @@ describe("packages: probe on this host", () => {
       unknown: () => "exit 9",
       maxFileBytes: 1,
       lastAudit: "",
+      awk: String,
     });
     // rpm-q-declared.txt is what this command printed over a database holding openssl, nginx,
     // bash and zlib; rpm's exit status 2 (two names not found) is not a failure.
