@@ -63,6 +63,9 @@ const DISPATCH = [
   "{ print }",
 ].join("\n");
 
+/** The section calls the shared awk (its domain may have functions it does not call here). */
+const calls = (s: ProbeSection) => s.awk !== undefined && s.script.includes(`"$QM_N awk `);
+
 /** The shared awk's program: the dispatch, a call of each function by name, the sections' own. */
 function sharedAwk(sections: readonly ProbeSection[]): string {
   const texts = sections.map((s) => s.awk!);
@@ -91,12 +94,12 @@ export function buildProbe(nonce: string, sections: ProbeSection[]): Probe {
   // The sections with awk functions run first, in one subshell piped into the shared awk (a fork,
   // not a program); the others print straight to stdout, so their bytes (a file's contents) never
   // pass through an awk (busybox's turns NUL into newline).
-  const shared = sections.filter((s) => s.awk !== undefined);
+  const shared = sections.filter(calls);
   const body = [
     ...(shared.length
       ? [`{\n${framed(shared)}\n} | awk -v qm_n="$QM_N" '${sharedAwk(shared)}'`]
       : []),
-    framed(sections.filter((s) => s.awk === undefined)),
+    framed(sections.filter((s) => !calls(s))),
   ].join("\n");
   const script = [
     "# quartermaster probe: reads /proc, /sys, package databases and declared files; writes nothing",
