@@ -38,7 +38,7 @@ import { stringify } from "yaml";
 import type { Report } from "../src/report/schema.js";
 import { REPO_ROOT } from "../test/support/cli.js";
 import { startFleet } from "../test/support/hosts.js";
-import { buildCli } from "../scripts/bundle.js";
+import { bundleCliInto } from "../scripts/bundle.js";
 import { typicalProbe, writeTypicalManifests } from "./typical-spec.js";
 import { CPU_HOOK } from "./own-cpu.js";
 
@@ -213,8 +213,7 @@ const fleet = await startFleet(
 const work = await mkdtemp(path.join(os.tmpdir(), "qm-bench-"));
 try {
   console.log("bundling the CLI ...");
-  const CLI = path.join(work, "dist", "cli", "main.js");
-  await buildCli(path.dirname(CLI));
+  const CLI = await bundleCliInto(work);
   // Declared state: the first host's live state, taken with snapshot over ssh, declaring a few
   // packages as a typical node does. A snapshot's default, every installed package declared, is
   // measured too: the heaviest spec.

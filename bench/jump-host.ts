@@ -14,14 +14,15 @@
 // nodes audited of nodes and its ratio to the round's floor. Last, the best of the rounds of each
 // and their ratio.
 import { spawn } from "node:child_process";
-import { readFile, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import pLimit from "p-limit";
 import { stringify } from "yaml";
 import type { Report } from "../src/report/schema.js";
 import { DEFAULT_CONCURRENCY } from "../src/runs/audit.js";
 import { DEFAULT_MAX_CHANNELS, DEFAULT_MAX_SESSIONS } from "../src/transport/ssh.js";
-import { BUILT_ENTRY, ensureBuilt } from "../test/support/cli.js";
+import { bundleCliInto } from "../scripts/bundle.js";
 import { startFleet } from "../test/support/hosts.js";
 import { writeTree } from "../test/support/tree.js";
 
@@ -40,8 +41,9 @@ const run = (file: string, args: string[]) =>
     child.on("close", (code) => resolve({ code, stderr: Buffer.concat(err).toString() }));
   });
 
-console.log("building the CLI (npm run build) ...");
-await ensureBuilt();
+console.log("bundling the CLI ...");
+const cliFolder = await mkdtemp(path.join(os.tmpdir(), "qm-bench-jump-cli-"));
+const CLI = await bundleCliInto(cliFolder);
 const fleet = await startFleet(
   [
     { name: "jump-01", sshdOptions: ["MaxStartups 10:30:60", "LogLevel VERBOSE"] },
@@ -86,7 +88,7 @@ async function audit(manifests: string): Promise<{ ms: number; audited: number; 
   const out = path.join(manifests, "report.json");
   const started = performance.now();
   const { stderr } = await run(process.execPath, [
-    BUILT_ENTRY,
+    CLI,
     "audit",
     ...["--manifests", manifests, "--ssh-config", fleet.sshConfig, "--format", "json"],
     ...["--out", out],
@@ -143,4 +145,5 @@ try {
 } finally {
   await fleet.stop();
   await rm(manifests, { recursive: true, force: true });
+  await rm(cliFolder, { recursive: true, force: true });
 }

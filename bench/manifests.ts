@@ -3,16 +3,16 @@
 // process start included. Prints wall time, CPU time and peak RSS (/usr/bin/time -v) and the
 // ratio to the target: 10,000 node files validate in under 2 s. Beside it, the floor: a new node
 // process that reads the same files and only parses each with the `yaml` library, nothing else.
-// Usage: npx tsx bench/manifests.ts [nodes=10000 ...]   (builds the CLI first)
+// Usage: npx tsx bench/manifests.ts [nodes=10000 ...]   (bundles the CLI into its own folder first)
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { execa } from "execa";
+import { bundleCliInto } from "../scripts/bundle.js";
 import { REPO_ROOT } from "../test/support/cli.js";
 
 const TARGET_MS = 2000;
 const sizes = process.argv.length > 2 ? process.argv.slice(2).map(Number) : [10_000, 1_000];
-const CLI = path.join(REPO_ROOT, "dist/cli/main.js");
 
 const FLEET = `ssh:
   user: qmaudit
@@ -134,8 +134,9 @@ async function timed(args: string[]) {
   };
 }
 
-console.log("building the CLI (npm run build) ...");
-await execa("npm", ["run", "build", "--silent"], { cwd: REPO_ROOT });
+console.log("bundling the CLI ...");
+const cliFolder = await mkdtemp(path.join(os.tmpdir(), "qm-bench-manifests-cli-"));
+const CLI = await bundleCliInto(cliFolder);
 
 for (const nodes of sizes) {
   const dir = await mkdtemp(path.join(os.tmpdir(), "qm-bench-manifests-"));
@@ -154,3 +155,4 @@ for (const nodes of sizes) {
     await rm(dir, { recursive: true, force: true });
   }
 }
+await rm(cliFolder, { recursive: true, force: true });

@@ -13,11 +13,12 @@
 // For each: nodes audited of nodes, wall time, the tries (attempts per node, summed, and the
 // most one node took), and the ratio of its time to direct's.
 import { spawn } from "node:child_process";
-import { readFile, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import { stringify } from "yaml";
 import type { Report } from "../src/report/schema.js";
-import { BUILT_ENTRY, ensureBuilt } from "../test/support/cli.js";
+import { bundleCliInto } from "../scripts/bundle.js";
 import { startFleet } from "../test/support/hosts.js";
 import { writeTree } from "../test/support/tree.js";
 
@@ -46,7 +47,7 @@ async function audit(manifests: string, sshConfig: string): Promise<Outcome> {
   const started = performance.now();
   const stderr = await new Promise<string>((resolve, reject) => {
     const child = spawn(process.execPath, [
-      BUILT_ENTRY,
+      CLI,
       "audit",
       ...["--manifests", manifests, "--ssh-config", sshConfig, "--format", "json", "--out", out],
     ]);
@@ -84,8 +85,9 @@ const manifestsFor = (names: readonly string[], fleetYaml: object = {}) =>
     "qm-bench-reach-",
   );
 
-console.log("building the CLI (npm run build) ...");
-await ensureBuilt();
+console.log("bundling the CLI ...");
+const cliFolder = await mkdtemp(path.join(os.tmpdir(), "qm-bench-reach-cli-"));
+const CLI = await bundleCliInto(cliFolder);
 const fleet = await startFleet(
   [
     { name: "jump-01", sshdOptions: ["MaxStartups 4:50:8"] },
@@ -94,7 +96,7 @@ const fleet = await startFleet(
   ],
   { prefix: "qmr", productionSshd: true },
 );
-const trees: string[] = [];
+const trees: string[] = [cliFolder];
 try {
   const runs = {
     direct: await manifestsFor(direct),

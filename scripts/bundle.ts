@@ -66,3 +66,13 @@ export async function buildCli(outdir: string): Promise<void> {
     sourcemap: "linked",
   });
 }
+
+/**
+ * The CLI bundled into `folder`/dist/cli, a folder of the caller's own: a benchmark runs that and
+ * leaves the shared dist/ to whatever else runs it. Its entry.
+ */
+export async function bundleCliInto(folder: string): Promise<string> {
+  const outdir = path.join(folder, "dist", "cli");
+  await buildCli(outdir);
+  return path.join(outdir, "main.js");
+}

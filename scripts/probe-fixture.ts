@@ -12,5 +12,6 @@ if (!domain) {
 }
 const ctx = probeContext(FIXTURE_NONCE, 65536);
 process.stdout.write(
-  buildProbe(FIXTURE_NONCE, [{ name, script: domain.probe(undefined, ctx) }]).script,
+  buildProbe(FIXTURE_NONCE, [{ name, script: domain.probe(undefined, ctx), awk: domain.awk }])
+    .script,
 );

@@ -15,12 +15,17 @@ const PACKAGE_LOCKS = [
   "/lib/apk/db/lock",
 ];
 
-// Reads `name dev inode` lines first, then prints each /proc/locks line with a `maj:min:inode`
-// field whose inode is one of theirs (a superset of what parseMaintenance matches, dev and all).
-const HELD_LINES = [
-  'NR == FNR { w[":" $NF] = 1; next }',
-  "{ for (i = 1; i <= NF; i++) if (match($i, /:[0-9]+$/) && (substr($i, RSTART) in w)) { print; next } }",
-].join(" ");
+// The shared awk's function over `stat`'s `name dev inode` lines of the lock files (its input): sends
+// them, then under the `held` mark each /proc/locks line with a `maj:min:inode` field whose inode is
+// one of theirs (a superset of what parseMaintenance matches, dev and all).
+export const MAINTENANCE_AWK = [
+  "function maintenance_held(  i, n, w, f, l) {",
+  'for (i = 1; i <= qm_in; i++) { print qm_i[i]; n = split(qm_i[i], f, " "); w[":" f[n]] = 1 }',
+  'printf "\\n%s mark %s\\n", qm_n, "held"; if (qm_in == 0) return',
+  'while ((getline l < "/proc/locks") > 0) { n = split(l, f, " ");',
+  "for (i = 1; i <= n; i++) if (match(f[i], /:[0-9]+$/) && (substr(f[i], RSTART) in w)) { print l; break } }",
+  'close("/proc/locks") }',
+].join("\n");
 
 /** Reads the maintenance marker and which package-manager lock files are held, without root. */
 export function maintenanceProbe(marker: string, ctx: ProbeContext): string {
@@ -33,14 +38,14 @@ export function maintenanceProbe(marker: string, ctx: ProbeContext): string {
     `[ -f ${file} ] && [ ! -h ${file} ] && head -c ${MARKER_READ_BYTES} -- ${file} 2>/dev/null`,
     ctx.mark("locks"),
     // No lock at all (a builtin read of /proc/locks finds no line): nothing to look up, no process.
-    "locks=; read -r qm_l 2>/dev/null < /proc/locks &&",
-    `  locks=$(stat -c '%n %d %i' -- ${PACKAGE_LOCKS.join(" ")} 2>/dev/null)`,
-    `[ -z "$locks" ] || printf '%s\\n' "$locks"`,
-    ctx.mark("held"),
-    // /proc/locks names a lock by major:minor:inode; a lock on one of the files above means a
-    // package manager runs. Only lines naming one of their inodes are sent: a busy host holds many
-    // locks.
-    `[ -z "$locks" ] || printf '%s\\n' "$locks" | awk '${HELD_LINES}' - /proc/locks 2>/dev/null`,
+    // Else the lock files' inodes; /proc/locks names a lock by major:minor:inode, and a lock on one
+    // of them means a package manager runs. Only lines naming one of their inodes are sent: a busy
+    // host holds many locks. One stat, then the shared awk: no subshell, no awk of its own.
+    "if read -r qm_l 2>/dev/null < /proc/locks; then",
+    ctx.awk("maintenance_held", {
+      input: `stat -c '%n %d %i' -- ${PACKAGE_LOCKS.join(" ")} 2>/dev/null`,
+    }),
+    `else ${ctx.mark("held")}; fi`,
     "true",
   ].join("\n");
 }

@@ -25,7 +25,12 @@ import { attachCauses, type SeenDrift } from "./cause/attach.js";
 import { causeProbe, SINCE_VARIABLE } from "./cause/probe.js";
 import { parseHostRecord } from "./cause/record.js";
 import { declaredPrints, type DeclaredBefore } from "./cause/rollout.js";
-import { DEFAULT_MAINTENANCE_MARKER, maintenanceProbe, parseMaintenance } from "./maintenance.js";
+import {
+  DEFAULT_MAINTENANCE_MARKER,
+  MAINTENANCE_AWK,
+  maintenanceProbe,
+  parseMaintenance,
+} from "./maintenance.js";
 
 export const DEFAULT_MAX_FILE_BYTES = 256 * 1024;
 export const DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
@@ -152,10 +157,15 @@ export function probeSections(
   ctx: ProbeContext,
 ): ProbeSection[] {
   return [
-    { name: "maintenance", script: maintenanceProbe(settings.maintenanceMarker, ctx) },
+    {
+      name: "maintenance",
+      script: maintenanceProbe(settings.maintenanceMarker, ctx),
+      awk: MAINTENANCE_AWK,
+    },
     ...domains.map(({ domain, declared }) => ({
       name: domain.name,
       script: domain.probe(declared, ctx),
+      awk: domain.awk,
     })),
     ...(cause ? [{ name: "cause", script: causeProbe(causeTargets(domains), ctx) }] : []),
   ];

@@ -31,6 +31,13 @@ export interface ProbeContext {
    * history tells it: what changed since then, the host shows.
    */
   lastAudit: string;
+  /**
+   * A shell command asking the probe's one shared awk to call `fn`, a function of the section's
+   * `awk` text, here in the section's output: `values` are shell words, each one line, that `fn`
+   * reads as `qm_v[1..qm_vn]`; `input`, a shell command whose stdout `fn` reads as lines
+   * `qm_i[1..qm_in]` (nothing of it is sent on).
+   */
+  awk(fn: string, call?: { values?: readonly string[]; input?: string }): string;
 }
 
 /**
@@ -131,6 +138,11 @@ export interface Domain<Declared, Live, Name extends string> {
   keyPrefixes?: readonly string[];
   /** Shell snippet whose stdout is this domain's section. `declared` is undefined for snapshots. */
   probe(declared: Declared | undefined, ctx: ProbeContext): string;
+  /**
+   * awk function definitions that its probe calls through `ctx.awk`, run by the probe's one shared
+   * awk: each function and global variable is named `<domain>_*`.
+   */
+  awk?: string;
   /**
    * Parsed live state. Parts the host could not show go in `unknown` (reasons): skipped, never
    * drift.

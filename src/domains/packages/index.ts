@@ -44,6 +44,18 @@ const DATABASES: Record<PackageFormat, string> = {
   apk: "/lib/apk/db/installed",
 };
 
+// The shared awk's filter of a package database (`dpkg` or `apk`, its file, the reason it cannot be
+// read, the wanted names): each wanted package's lines of the fields the parser reads. A name is the
+// rest of its line, as dpkg and apk write it: no line is split into fields.
+const WANTED = [
+  "function packages_wanted(  i, w, k, r, f, p, n, q) {",
+  'f = qm_v[2]; if (qm_v[1] == "dpkg") { p = "^Package: "; n = 10; q = "^(Package|Status|Version|Architecture):" }',
+  'else { p = "^P:"; n = 3; q = "^[PVA]:" }',
+  "for (i = 4; i <= qm_vn; i++) w[qm_v[i]] = 1",
+  "while ((r = (getline < f)) > 0) { if ($0 ~ p) k = (substr($0, n) in w); if (k && $0 ~ q) print }",
+  'if (r < 0) printf "\\n%s unknown %s\\n", qm_n, qm_v[3]; close(f) }',
+].join("\n");
+
 export const packages: Domain<PackagesDeclared, PackagesLive, "packages"> = {
   name: "packages",
   specPath: ["packages", "installed_manifest"],
@@ -51,21 +63,22 @@ export const packages: Domain<PackagesDeclared, PackagesLive, "packages"> = {
   severity: "high",
   onDrift: "accept",
   remediation: "Reconcile package version pins in the deployment repo, or accept the live version.",
+  awk: WANTED,
   probe(declared, ctx) {
     // With packages declared, the host sends only their entries (a few hundred bytes, not the whole
-    // database); a snapshot (nothing declared) reads everything. awk's and grep's exit status past
-    // 1 means the database could not be read, which is not "absent". A name is the rest of its
-    // line, as dpkg and apk write it: awk splits no line into fields.
+    // database); a snapshot (nothing declared) reads everything. A database the shared awk cannot
+    // open, or grep's exit status past 1, means it could not be read, which is not "absent".
     const names = declared ? Object.keys(declared) : undefined;
-    const wanted =
-      names &&
-      `-v qm_names=${ctx.quote(names.join(" "))} 'BEGIN { n = split(qm_names, l, " "); for (i = 1; i <= n; i++) w[l[i]] = 1 }`;
-    const dpkg = wanted
-      ? `awk ${wanted} /^Package: / { k = (substr($0, 10) in w) } k && /^(Package|Status|Version|Architecture):/' /var/lib/dpkg/status`
-      : "grep -E '^(Package|Status|Version|Architecture):' /var/lib/dpkg/status || [ $? -eq 1 ]";
-    const apk = wanted
-      ? `awk ${wanted} /^P:/ { k = (substr($0, 3) in w) } k && /^[PVA]:/' /lib/apk/db/installed`
-      : "grep -E '^[PVA]:' /lib/apk/db/installed || [ $? -eq 1 ]";
+    const wanted = (format: "dpkg" | "apk", file: string) =>
+      ctx.awk("packages_wanted", {
+        values: [format, file, ctx.quote(`cannot read ${file}`), ...names!.map(ctx.quote)],
+      });
+    const dpkg = names
+      ? wanted("dpkg", "/var/lib/dpkg/status")
+      : `grep -E '^(Package|Status|Version|Architecture):' /var/lib/dpkg/status || [ $? -eq 1 ] || ${ctx.unknown("cannot read /var/lib/dpkg/status")}`;
+    const apk = names
+      ? wanted("apk", "/lib/apk/db/installed")
+      : `grep -E '^[PVA]:' /lib/apk/db/installed || [ $? -eq 1 ] || ${ctx.unknown("cannot read /lib/apk/db/installed")}`;
     // rpm -q names the packages it does not find on stdout and exits non-zero for them: not a
     // failure.
     const rpm = names
@@ -77,11 +90,11 @@ export const packages: Domain<PackagesDeclared, PackagesLive, "packages"> = {
     return [
       "if [ -f /var/lib/dpkg/status ]; then",
       `  ${ctx.mark("dpkg")}`,
-      `  ${dpkg} || ${ctx.unknown("cannot read /var/lib/dpkg/status")}`,
+      `  ${dpkg}`,
       ...then("dpkg"),
       "elif [ -f /lib/apk/db/installed ]; then",
       `  ${ctx.mark("apk")}`,
-      `  ${apk} || ${ctx.unknown("cannot read /lib/apk/db/installed")}`,
+      `  ${apk}`,
       ...then("apk"),
       // A database found by its files: busybox has an rpm applet wherever it runs, Alpine included.
       "elif { [ -d /var/lib/rpm ] || [ -d /usr/lib/sysimage/rpm ]; } && command -v rpm >/dev/null 2>&1; then",

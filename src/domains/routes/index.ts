@@ -95,17 +95,21 @@ function matches(want: WantedRoute, got: LiveRoute): boolean {
   );
 }
 
+// The shared awk's function over the files named (`qm_v`), each read with getline.
 const ROUTE_LINES = [
-  'FILENAME == "/proc/net/fib_trie" {',
+  "function routes_lines(  i, f, a, l) { for (i = 1; i <= qm_vn; i++) { f = qm_v[i]",
+  "while ((getline < f) > 0) {",
+  'if (f == "/proc/net/fib_trie") {',
   'if ($1 == "|--") a = $2; else if ($0 ~ /\\/32 host LOCAL/ && !(a in l)) { l[a] = 1; print "local:" a }',
-  "next }",
-  'FILENAME == "/proc/net/ipv6_route" && NF == 10 && ($10 == "lo" || $9 ~ /^[89a-f]......./ ||',
-  `$1 $2 == "${"fe80".padEnd(32, "0")}40" || $1 $2 == "${"ff".padEnd(32, "0")}08") { next }`,
+  "continue }",
+  'if (f == "/proc/net/ipv6_route" && NF == 10 && ($10 == "lo" || $9 ~ /^[89a-f]......./ ||',
+  `$1 $2 == "${"fe80".padEnd(32, "0")}40" || $1 $2 == "${"ff".padEnd(32, "0")}08")) continue`,
   // An address's own prefix route only tells kernel-made routes apart: not needed for one on lo or
   // in fe80::/64, whose routes are left out anyway.
-  'FILENAME == "/proc/net/if_inet6" && NF == 6 && ($6 == "lo" || $3 $1 ~ /^40fe80000000000000/) { next }',
-  '{ sub(/[ \\t]+$/, ""); print FILENAME ":" $0 }',
-].join(" ");
+  'if (f == "/proc/net/if_inet6" && NF == 6 && ($6 == "lo" || $3 $1 ~ /^40fe80000000000000/)) continue',
+  'sub(/[ \\t]+$/, ""); print f ":" $0 }',
+  "close(f) } }",
+].join("\n");
 
 export const routes: Domain<RoutesDeclared, RoutesLive, "routes"> = {
   name: "routes",
@@ -116,7 +120,8 @@ export const routes: Domain<RoutesDeclared, RoutesLive, "routes"> = {
   itemsAreASet: true,
   remediation:
     "Audit the routing table; commit the permanent route to the network configuration, or remove the stray route.",
-  probe() {
+  awk: ROUTE_LINES,
+  probe(_declared, ctx) {
     // The declared list is the whole main table, so every route the parser may keep is sent. One
     // awk reads every file (IPv6 ones may be absent) and leaves out, on the host, what the parser
     // leaves out anyway: of fib_trie, which is large on a router, all but each local address once;
@@ -125,7 +130,7 @@ export const routes: Domain<RoutesDeclared, RoutesLive, "routes"> = {
     return [
       "set -- /proc/net/route",
       'for f in /proc/net/ipv6_route /proc/net/if_inet6 /proc/net/fib_trie; do [ -e "$f" ] && set -- "$@" "$f"; done',
-      `awk '${ROUTE_LINES}' "$@"`,
+      ctx.awk("routes_lines", { values: ['"$@"'] }),
     ].join("\n");
   },
   parse(output) {

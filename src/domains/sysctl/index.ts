@@ -37,18 +37,19 @@ function persistedLines(names: readonly string[] | undefined): string {
   return `^[^A-Za-z0-9_#;]*(${keys.join("|")})([^A-Za-z0-9_./-]|$)`;
 }
 
-// Runtime lines as `grep -H ''` prints them, the persisted files as `grep -H -n -E` with each
-// file named first, the btime line of /proc/stat; all in BEGIN, so stdin is never read.
+// The shared awk's reading of the runtime files (`qm_v[1]`, space-separated) as `grep -H ''` prints
+// them, the persisted files (`qm_v[5]` on) as `grep -H -n -E` would the lines matching `qm_v[4]`,
+// each file named first, the btime line of /proc/stat, and the last audit (`qm_v[3]`). `qm_v[2]`
+// holds the numbers, among the persisted files, of directories, which are not read.
 const SYSCTL_AWK = [
-  `function mark(label) { printf "\\n%s mark %s\\n", qm_n, label }`,
-  "BEGIN {",
-  `n = split(qm_r, r, " "); for (i = 1; i <= n; i++) { while ((getline l < r[i]) > 0) print r[i] ":" l; close(r[i]) }`,
-  `mark("persisted"); for (i = 1; i < ARGC; i++) print ARGV[i] ":"`,
-  `n = split(qm_d, r, " "); for (i = 1; i <= n; i++) dir[r[i]] = 1`,
-  `for (i = 1; i < ARGC; i++) if (!(i in dir)) { k = 0; while ((getline l < ARGV[i]) > 0) if (++k && l ~ qm_e) print ARGV[i] ":" k ":" l; close(ARGV[i]) }`,
-  `mark("boot"); while ((getline l < "/proc/stat") > 0) if (l ~ /^btime /) print l`,
-  `mark("audited"); if (qm_s ~ /^[0-9]+$/) print qm_s`,
-  "exit }",
+  `function sysctl_mark(label) { printf "\\n%s mark %s\\n", qm_n, label }`,
+  "function sysctl_read(  i, n, r, dir, k, l, f) {",
+  `n = split(qm_v[1], r, " "); for (i = 1; i <= n; i++) { while ((getline l < r[i]) > 0) print r[i] ":" l; close(r[i]) }`,
+  `sysctl_mark("persisted"); for (i = 5; i <= qm_vn; i++) print qm_v[i] ":"`,
+  `n = split(qm_v[2], r, " "); for (i = 1; i <= n; i++) dir[r[i] + 4] = 1`,
+  `for (i = 5; i <= qm_vn; i++) if (!(i in dir)) { f = qm_v[i]; k = 0; while ((getline l < f) > 0) if (++k && l ~ qm_v[4]) print f ":" k ":" l; close(f) }`,
+  `sysctl_mark("boot"); while ((getline l < "/proc/stat") > 0) if (l ~ /^btime /) print l; close("/proc/stat")`,
+  `sysctl_mark("audited"); if (qm_v[3] ~ /^[0-9]+$/) print qm_v[3] }`,
 ].join("\n");
 
 export const sysctl: Domain<SysctlDeclared, SysctlLive, "sysctl"> = {
@@ -68,14 +69,15 @@ export const sysctl: Domain<SysctlDeclared, SysctlLive, "sysctl"> = {
         "Make the sysctl.d (or sysctl.conf) line the next boot applies set the declared value, or remove it, before rebooting; or declare the value it sets.",
     },
   },
+  awk: SYSCTL_AWK,
   probe(declared, ctx) {
     // Declared, the host sends only the declared keys; a snapshot takes every persisted one.
     const names = declared && Object.keys(declared);
     if (names?.length === 0) return "true";
-    // One awk reads every declared /proc/sys file (getline: a single read() of each; dash's `read`
-    // reads byte by byte, which /proc/sys answers wrongly), the persisted lines and the boot time;
-    // a snapshot's recursive read of /proc/sys is grep's. awk is given no directory to read
-    // (mawk's getline ends the program on one) and reads nothing else from its arguments.
+    // The shared awk reads every declared /proc/sys file (getline: a single read() of each; dash's
+    // `read` reads byte by byte, which /proc/sys answers wrongly), the persisted lines and the boot
+    // time; a snapshot's recursive read of /proc/sys is grep's. awk is given no directory to read
+    // (mawk's getline ends the program on one).
     const runtime = names ? names.map((name) => ctx.quote(procPath(name))).join(" ") : "";
     const persisted = PERSISTED_DIRS.map((d) => `${d}/*.conf`).join(" ");
     return [
@@ -88,7 +90,9 @@ export const sysctl: Domain<SysctlDeclared, SysctlLive, "sysctl"> = {
       // `because` of latent drift). `d` holds the argument numbers of directories.
       "set --; d=",
       `for f in /etc/sysctl.conf ${persisted}; do [ -e "$f" ] || continue; set -- "$@" "$f"; [ -d "$f" ] && d="$d $#"; done`,
-      `awk -v qm_n="$QM_N" -v qm_r="$r" -v qm_d="$d" -v qm_s=${ctx.lastAudit} -v qm_e=${ctx.quote(persistedLines(names))} '${SYSCTL_AWK}' "$@" < /dev/null`,
+      ctx.awk("sysctl_read", {
+        values: ['"$r"', '"$d"', ctx.lastAudit, ctx.quote(persistedLines(names)), '"$@"'],
+      }),
       // When each file changed, against the boot time: a persisted cause, or a runtime write. With
       // no file, stat is not run: it would read stdin.
       ctx.mark("changed"),

@@ -1,7 +1,11 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { execa } from "execa";
-import { maintenanceProbe, parseMaintenance } from "../../../src/audit/maintenance.js";
+import {
+  MAINTENANCE_AWK,
+  maintenanceProbe,
+  parseMaintenance,
+} from "../../../src/audit/maintenance.js";
 import {
   buildProbe,
   newNonce,
@@ -83,15 +87,25 @@ describe("maintenance probe on this host", () => {
       const nonce = newNonce();
       const ctx = probeContext(nonce, 1024);
       const { script } = buildProbe(nonce, [
-        { name: "maintenance", script: maintenanceProbe("/nonexistent/qm-marker", ctx) },
+        {
+          name: "maintenance",
+          script: maintenanceProbe("/nonexistent/qm-marker", ctx),
+          awk: MAINTENANCE_AWK,
+        },
       ]);
       const root = { dir, paths: ["/var/lib/dpkg", "/var/lib/rpm", "/lib/apk"] };
-      const { stdout } = await execa("sh", ["-s"], { input: rooted(script, root) });
-      const output = parseProbeOutput(stdout.replaceAll(dir, ""), nonce).get("maintenance")!.output;
-      const parts = parseContext(nonce).parts(output);
-      assert.equal(parseMaintenance(output, parts), "a package manager holds /var/lib/dpkg/lock");
-      const held = new Map(parts).get("held")!;
-      assert.equal(held.trim().split("\n").length, 1, held);
+      // The shared awk as the host's (mawk here) and as busybox's (an Alpine host's).
+      for (const awk of ["", 'awk() { busybox awk "$@"; }\n']) {
+        const { stdout } = await execa("sh", ["-s"], { input: awk + rooted(script, root) });
+        const output = parseProbeOutput(stdout.replaceAll(dir, ""), nonce).get("maintenance")!;
+        const parts = parseContext(nonce).parts(output.output);
+        assert.equal(
+          parseMaintenance(output.output, parts),
+          "a package manager holds /var/lib/dpkg/lock",
+        );
+        const held = new Map(parts).get("held")!;
+        assert.equal(held.trim().split("\n").length, 1, held);
+      }
     } finally {
       for (const holder of holders) holder.kill("SIGKILL");
       await Promise.all(holders);

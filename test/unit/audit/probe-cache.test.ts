@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { maintenanceProbe } from "../../../src/audit/maintenance.js";
-import { assembleProbe, defaultAuditSettings } from "../../../src/audit/node.js";
+import { assembleProbe, defaultAuditSettings, probeSections } from "../../../src/audit/node.js";
 import type { AnyDomain } from "../../../src/domains/registry.js";
 import { files } from "../../../src/domains/files/index.js";
 import { sysctl } from "../../../src/domains/sysctl/index.js";
@@ -19,13 +18,7 @@ const declare = (
 /** The probe built directly, without the cache, for a given nonce. */
 function uncached(domains: ReturnType<typeof declare>, nonce: string, options = settings): string {
   const ctx = probeContext(nonce, options.maxFileBytes);
-  return buildProbe(nonce, [
-    { name: "maintenance", script: maintenanceProbe(options.maintenanceMarker, ctx) },
-    ...domains.map(({ domain, declared }) => ({
-      name: domain.name,
-      script: domain.probe(declared, ctx),
-    })),
-  ]).script;
+  return buildProbe(nonce, probeSections(domains, options, false, ctx)).script;
 }
 
 describe("probe assembly per distinct spec", () => {

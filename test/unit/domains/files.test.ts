@@ -472,6 +472,7 @@ describe("files: snapshot", () => {
       unknown: String,
       maxFileBytes: CAP,
       lastAudit: "",
+      awk: String,
     });
     assert.equal(probe, `mark cap ${CAP}\nmark paths\nmark stat`);
     assert.deepEqual(

@@ -55,7 +55,7 @@ export async function runProbe<Live>(
   const section = domain.probe(declared, probeContext(nonce, options.maxFileBytes ?? 1 << 20));
   // `set -u`: a section reads only variables it set itself, whatever path it takes here
   // (test/unit/probe/isolation.test.ts says why).
-  const built = `set -u\n${buildProbe(nonce, [{ name: domain.name, script: section }]).script}`;
+  const built = `set -u\n${buildProbe(nonce, [{ name: domain.name, script: section, awk: domain.awk }]).script}`;
   const root = options.root && {
     dir: options.root.dir,
     paths: options.root.paths ?? (await sampleOf(domain)).reads,

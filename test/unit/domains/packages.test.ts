@@ -291,34 +291,42 @@ describe("packages: probe on this host", () => {
   });
 
   it("filters an apk database on the host the same way (captured Alpine database)", async () => {
-    const probe = packages.probe(
-      { musl: "*", busybox: "absent", "no-such": "absent" },
-      {
-        quote: (v) => `'${v}'`,
-        mark: () => "",
-        unknown: () => "exit 9",
-        maxFileBytes: 1,
-        lastAudit: "",
-      },
-    );
-    const apk = probe
-      .split("\n")
-      .find((line) => line.trim().startsWith("awk") && line.includes("/lib/apk"))!;
-    const command = apk
-      .trim()
-      .replace(
-        "/lib/apk/db/installed",
-        new URL("../../fixtures/packages/apk-alpine320.txt", import.meta.url).pathname,
+    const dir = mkdtempSync(join(tmpdir(), "qm-apk-"));
+    try {
+      mkdirSync(join(dir, "lib/apk/db"), { recursive: true });
+      writeFileSync(join(dir, "lib/apk/db/installed"), fixture("apk-alpine320.txt"), "latin1");
+      const declared = { musl: "*", busybox: "absent", "no-such": "absent" };
+      const run = await runProbe<PackagesLive>(packages, declared, {
+        root: { dir, paths: ["/var/lib/dpkg/status", "/lib/apk/db/installed"] },
+      });
+      assert.equal(run.live?.format, "apk", run.stdout);
+      assert.deepEqual([...run.live.installed.keys()].sort(), ["busybox", "musl"]);
+      assert.deepEqual(
+        packages.compare(declared, run.live).map((f) => f.key),
+        ["busybox"],
       );
-    const { stdout } = await execa("sh", ["-c", command]);
-    const live = parseApk(`${stdout}\n`);
-    assert.deepEqual([...live.installed.keys()].sort(), ["busybox", "musl"]);
-    assert.deepEqual(
-      packages
-        .compare({ musl: "*", busybox: "absent", "no-such": "absent" }, live)
-        .map((f) => f.key),
-      ["busybox"],
-    );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a declared database the audit user cannot read is unknown, with the reason, not every package absent", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "qm-dpkg-"));
+    try {
+      chmodSync(dir, 0o755);
+      mkdirSync(join(dir, "var/lib/dpkg"), { recursive: true, mode: 0o755 });
+      writeFileSync(join(dir, "var/lib/dpkg/status"), fixture("dpkg-debian12.txt"), {
+        mode: 0o600,
+      });
+      const run = await runProbe<PackagesLive>(
+        packages,
+        { bash: "*" },
+        { command: NOBODY, root: { dir, paths: ["/var/lib/dpkg/status"] } },
+      );
+      assert.equal(run.unknown, "cannot read /var/lib/dpkg/status", run.stdout);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("on a busybox userland, whose shell has an rpm applet, reads apk's database (a busybox chroot)", async () => {
@@ -365,6 +373,7 @@ describe("packages: probe on this host", () => {
       unknown: () => "exit 9",
       maxFileBytes: 1,
       lastAudit: "",
+      awk: String,
     });
     // rpm-q-declared.txt is what this command printed over a database holding openssl, nginx,
     // bash and zlib; rpm's exit status 2 (two names not found) is not a failure.

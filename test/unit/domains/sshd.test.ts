@@ -385,6 +385,7 @@ describe("sshd: the probe, run for real", () => {
         unknown: String,
         maxFileBytes: 0,
         lastAudit: "",
+        awk: String,
       }),
       "true",
     );

@@ -527,6 +527,7 @@ describe("systemd: snapshot", () => {
         unknown: String,
         maxFileBytes: 1,
         lastAudit: "",
+        awk: String,
       }),
       "mark cap 1",
     );

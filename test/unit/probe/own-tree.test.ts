@@ -78,7 +78,9 @@ async function pathsRead(script: string, cwd: string): Promise<string[]> {
 function section(domain: AnyDomain, declared: unknown): string {
   const nonce = newNonce();
   const ctx = probeContext(nonce, 4096);
-  return buildProbe(nonce, [{ name: domain.name, script: domain.probe(declared, ctx) }]).script;
+  return buildProbe(nonce, [
+    { name: domain.name, script: domain.probe(declared, ctx), awk: domain.awk },
+  ]).script;
 }
 
 /** The paths read that none of `reads` redirects, the directories on the way to them aside. */

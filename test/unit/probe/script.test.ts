@@ -138,3 +138,54 @@ it("a section printed twice is an error naming it, never a silent last-wins", ()
       e.message === "a: section appears twice in the probe output",
   );
 });
+
+describe("the shared awk", () => {
+  // Each section's functions are called where its script asks, with its values as written and its
+  // input as lines; all else passes through unchanged. Under each shell, with mawk and busybox awk.
+  const nonce = newNonce();
+  const ctx = probeContext(nonce, 1024);
+  const sections = [
+    {
+      name: "a",
+      script: [
+        "printf 'before\\n\\n'",
+        ctx.awk("a_values", { values: ["'x\\ty\\\\z %s'", '""', '"$QM_N"'] }),
+        "printf 'between'",
+        ctx.awk("a_input", { input: "printf 'one\\n\\nlast without newline'" }),
+        "printf 'after\\n'",
+      ].join("\n"),
+      awk: [
+        'function a_values(  i) { for (i = 1; i <= qm_vn; i++) print i "=" qm_v[i] }',
+        'function a_input(  i) { for (i = 1; i <= qm_in; i++) print "in " i ":" qm_i[i] }',
+      ].join("\n"),
+    },
+    { name: "plain", script: "printf 'raw \\\\ bytes\\n'" },
+    {
+      name: "b",
+      script: ctx.awk("b_files", { values: ["/proc/self/stat", "/no/such/file"] }),
+      awk: "function b_files(  i, n) { for (i = 1; i <= qm_vn; i++) { n = 0; while ((getline < qm_v[i]) > 0) n++; print qm_v[i], (n > 0) } }",
+    },
+  ];
+  const expected = [
+    [
+      "a",
+      `before\n\n1=x\\ty\\\\z %s\n2=\n3=${nonce}\nbetweenin 1:one\nin 2:\nin 3:last without newline\nafter\n`,
+    ],
+    ["b", "/proc/self/stat 1\n/no/such/file 0\n"],
+    ["plain", "raw \\ bytes\n"],
+  ];
+  for (const shell of [["dash"], ["bash", "--posix"], ["busybox", "sh"]])
+    for (const awk of ["", 'awk() { busybox awk "$@"; }\n'])
+      it(`under ${shell.join(" ")}, with ${awk ? "busybox awk" : "the host's awk"}`, () => {
+        const script = awk + buildProbe(nonce, sections).script;
+        const output = execFileSync(shell[0]!, [...shell.slice(1), "-s"], {
+          input: script,
+          encoding: "latin1",
+        });
+        const found = [...parseProbeOutput(output, nonce)].map(([name, s]) => [name, s.output]);
+        assert.deepEqual(
+          found.sort(([x], [y]) => x!.localeCompare(y!)),
+          expected,
+        );
+      });
+});
