@@ -328,12 +328,24 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
     });
   /** When each day's scheduled run started and ended, on the runs' clock (epoch milliseconds). */
   const days: { from: number; to: number }[] = [];
+  /** Each scheduled run's nodes not audited and why, for the log a failure prints. */
+  const unaudited: string[] = [];
   /** Day `n`'s scheduled run. */
   async function scheduledOn(n: number) {
     assert.equal(site.daysAhead, n - 1);
     const from = site.now();
     const run = await site.scheduled();
     days[n] = { from, to: site.now() };
+    const report = await readFile(
+      path.join(run.result.artifacts, "quartermaster-report", "report.json"),
+      "utf8",
+    ).catch(() => "{}");
+    const nodes = (
+      JSON.parse(report) as { nodes?: { name: string; status: string; error?: unknown }[] }
+    ).nodes;
+    for (const node of nodes ?? [])
+      if (node.status === "unreachable" || node.status === "error")
+        unaudited.push(`day ${n}: ${node.name} ${node.status}: ${JSON.stringify(node.error)}`);
     return run;
   }
   /** Fails unless the PR says its drift was first seen by day `n`'s run. */
@@ -910,7 +922,7 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
       assertNoSelfChange(site.double.pulls());
       assert.deepEqual(site.double.violations, []);
     } catch (error) {
-      console.log(log.join("\n"));
+      console.log([...log, "== not audited", ...unaudited].join("\n"));
       throw error;
     }
   });
