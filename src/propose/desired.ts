@@ -280,6 +280,8 @@ const COMBINED =
 function sharedNote(shared: SharedValue): string {
   const { file, takers, unaudited, drifted } = shared;
   const dark = unaudited ? ` (${unaudited} not audited this run)` : "";
+  if (shared.edited && drifted === takers)
+    return `${codeSpan(file)} declares this value for ${takers} nodes, and all ${takers} drifted alike: the shared file is edited, rather than ${drifted} node files each overriding it.`;
   return shared.edited
     ? `${codeSpan(file)} declares this value for ${takers} nodes and ${drifted} of the ${takers - unaudited} audited drifted alike: the shared file is edited, and the other ${takers - drifted}${dark} keep the old value in their own files, rather than ${drifted} node files each overriding it.`
     : `This writes the same value into ${drifted} node files as overrides of ${codeSpan(file)}, which declares it for ${takers} nodes${dark}: consider a group for the drifted nodes.`;

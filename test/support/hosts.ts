@@ -836,8 +836,6 @@ export async function startFleet(
       throw new Error(
         `host ${d.name}: behind "${d.behind}", which is no host on the fleet's bridge`,
       );
-    if (d.systemd)
-      throw new Error(`host ${d.name}: a host behind a jump host cannot be a systemd host`);
   }
   if (defs.some((d) => d.systemd && d.state === "drop-first"))
     throw new Error("a systemd host runs its own sshd: drop-first does not apply");

@@ -7,7 +7,7 @@ import path from "node:path";
 import { execa } from "execa";
 
 export interface TestLibrary {
-  /** /usr/lib/qm-test-<random>/libqmx.so */
+  /** /usr/lib/qm-test-<random>/NAME (default libqmx.so) */
   path: string;
   /** A new build written beside it and renamed over it, as dpkg does: the old file is deleted. */
   replace(): Promise<void>;
@@ -15,10 +15,10 @@ export interface TestLibrary {
   remove(): Promise<void>;
 }
 
-/** Builds the library; `scratch` holds its C sources. */
-export async function buildLibrary(scratch: string): Promise<TestLibrary> {
+/** Builds the library, named `name`; `scratch` holds its C sources. */
+export async function buildLibrary(scratch: string, name = "libqmx.so"): Promise<TestLibrary> {
   const dir = `/usr/lib/qm-test-${randomBytes(6).toString("hex")}`;
-  const library = path.join(dir, "libqmx.so");
+  const library = path.join(dir, name);
   let version = 0;
   const build = async (out: string) => {
     version += 1;
@@ -31,7 +31,7 @@ export async function buildLibrary(scratch: string): Promise<TestLibrary> {
   return {
     path: library,
     async replace() {
-      const next = path.join(dir, ".libqmx.so.dpkg-new");
+      const next = `${library}.dpkg-new`;
       await build(next);
       await execa("mv", ["-f", next, library]);
     },

@@ -1,21 +1,24 @@
 // The shipped workflows as a fleet repository runs them, over eight scheduled runs on eight faked
 // days (libfaketime under every step of the runs): the four callers docs/actions.md shows, the
-// packed release installed by action.yml, real sshd hosts in three roles behind one jump host
-// (`MaxStartups 4:50:8`), the real git server and the GitHub double. Between runs the hosts and the
-// operators change things as they do, each change dated the evening before the run that finds it
-// (a kernel last month's apt upgrade installed, a manifest change merged before the hosts roll it
-// out, a persisted sysctl file written and extended, a `sysctl -w`, a newer kernel installed for
-// the next boot, hosts going dark), and a reviewer merges and closes pull requests, each merge
-// followed by refresh-prs. Every pull request is asserted: kind, the files it changes, title and
-// the lines of its body that decide it.
-// Needs root (test hosts).
+// packed release installed by action.yml, 24 real sshd hosts in three roles (one a systemd host)
+// behind one jump host (`MaxStartups 4:50:8`), the real git server and the GitHub double. Between
+// runs the hosts and the operators change things as they do, each change dated the evening before
+// the run that finds it (a kernel last month's apt upgrade installed, a manifest change merged
+// before the hosts roll it out, a persisted sysctl file written and extended, a `sysctl -w`, an apt
+// upgrade replacing a conffile on every db host, a newer kernel installed for the next boot, a
+// library replaced under a running service, hosts going dark), and a reviewer merges and closes
+// pull requests, each merge followed by refresh-prs. Every pull request is asserted: kind, the
+// files it changes, title and the lines of its body that decide it.
+// Needs root (test hosts), gcc (the replaced library) and sudo (the systemd host's audit).
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { release } from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { startFleet, type TestFleet } from "../support/hosts.js";
+import { buildLibrary, type TestLibrary } from "../support/library.js";
 import { assertNoSelfChange } from "../support/pull-text.js";
 import {
   FAKETIME_LIBRARY,
@@ -28,10 +31,19 @@ import {
 import type { RunResult } from "./runner.js";
 
 const M = "fleet-manifests";
-const WEB = ["web-01", "web-02", "web-03"];
-const DB = ["db-01", "db-02"];
-const CACHE = ["cache-01", "cache-02"];
+/** `count` hosts of a role: `web-01`, `web-02`, … */
+const role = (name: string, count: number) =>
+  Array.from({ length: count }, (_, i) => `${name}-${String(i + 1).padStart(2, "0")}`);
+// The issue's fleet: 24 hosts, a web group of nine, eight db hosts, seven cache hosts.
+const WEB = role("web", 9);
+const DB = role("db", 8);
+const CACHE = role("cache", 7);
 const NODES = [...WEB, ...DB, ...CACHE];
+// The web hosts that go dark on day 7, two of the nine.
+const DARK = ["web-03", "web-09"];
+// A real systemd host: acme-cached.service maps libacmecache.so.1, which an upgrade replaces.
+const SYSTEMD_HOST = "cache-07";
+const CACHED = "acme-cached.service";
 const DB_SYSCTL = "/etc/sysctl.d/90-db.conf";
 const TUNE_FILE = "/etc/sysctl.d/99-tune.conf";
 // The web group's tcp_fin_timeout after the change the team merges on day 1.
@@ -46,24 +58,69 @@ const BOOTED_AT = Number(/^btime (\d+)$/m.exec(readFileSync("/proc/stat", "utf8"
 /** Epoch seconds as the hosts' logs write them: local time, which is UTC on the test machines. */
 const logTime = (seconds: number, sep: string) =>
   new Date(seconds * 1000).toISOString().slice(0, 19).replace("T", sep);
-/** What dpkg.log and apt's history.log say when alice's `apt-get -y upgrade` installs `kernel`. */
-const aptInstall = (kernel: string, at: number) => ({
-  dpkg: `${logTime(at, " ")} install linux-image-${kernel}:amd64 <none> ${kernel}-1\n`,
-  history: [
-    "",
-    `Start-Date: ${logTime(at - 5, "  ")}`,
-    "Commandline: apt-get -y upgrade",
-    "Requested-By: alice (1000)",
-    `Install: linux-image-${kernel}:amd64 (${kernel}-1, automatic)`,
-    `End-Date: ${logTime(at + 5, "  ")}`,
-    "",
-  ].join("\n"),
-});
+/** A package apt installs (no `from`) or upgrades, as `name:arch`. */
+type AptChange = { package: string; from?: string; to: string };
+/** What dpkg.log and apt's history.log say when alice's `apt-get -y upgrade` makes `changes`. */
+const aptUpgrade = (at: number, changes: readonly AptChange[]) => {
+  const installs = changes.filter((c) => c.from === undefined);
+  const upgrades = changes.filter((c) => c.from !== undefined);
+  return {
+    dpkg: changes
+      .map(
+        (c) =>
+          `${logTime(at, " ")} ${c.from === undefined ? "install" : "upgrade"} ${c.package} ${c.from ?? "<none>"} ${c.to}\n`,
+      )
+      .join(""),
+    history: [
+      "",
+      `Start-Date: ${logTime(at - 5, "  ")}`,
+      "Commandline: apt-get -y upgrade",
+      "Requested-By: alice (1000)",
+      ...(installs.length
+        ? [`Install: ${installs.map((c) => `${c.package} (${c.to}, automatic)`).join(", ")}`]
+        : []),
+      ...(upgrades.length
+        ? [`Upgrade: ${upgrades.map((c) => `${c.package} (${c.from}, ${c.to})`).join(", ")}`]
+        : []),
+      `End-Date: ${logTime(at + 5, "  ")}`,
+      "",
+    ].join("\n"),
+  };
+};
+/** The logs of alice's `apt-get -y upgrade` installing `kernel`. */
+const aptInstall = (kernel: string, at: number) =>
+  aptUpgrade(at, [{ package: `linux-image-${kernel}:amd64`, to: `${kernel}-1` }]);
 // Ten minutes or more before the boot, half a minute into a minute: apt's start and end share it.
 const INSTALLED_AT = Math.floor((BOOTED_AT - 600) / 60) * 60 + 30;
 const LAST_MONTH = aptInstall(RUNNING, INSTALLED_AT);
 
-// The live values web-01 and web-02 take from one sysctl.d file on day 7: the group's somaxconn and
+// The db hosts' server package and its conffile, which the db group declares. Its upgrade raises
+// max_connections.
+const ACME_DB = "acme-db";
+const DB_CONF = "/etc/default/acme-db";
+const dbConf = (maxConnections: number) =>
+  `# Acme DB, as ${ACME_DB} ships it\nmax_connections = ${maxConnections}\nshared_buffers = 128MB\n`;
+const md5 = (text: string) => createHash("md5").update(text).digest("hex");
+/** dpkg's status with acme-db `version` installed, its conffile as `conf` ships it. */
+const withAcmeDb = (status: string, version: string, conf: string) =>
+  [
+    status.trimEnd(),
+    "",
+    `Package: ${ACME_DB}`,
+    "Status: install ok installed",
+    "Priority: optional",
+    "Section: database",
+    "Installed-Size: 12",
+    "Maintainer: Acme Ops <ops@acme.example>",
+    "Architecture: all",
+    `Version: ${version}`,
+    "Conffiles:",
+    ` ${DB_CONF} ${md5(conf)}`,
+    "Description: Acme's database server",
+    "",
+  ].join("\n");
+
+// The live values the web hosts take from one sysctl.d file on day 7: the group's somaxconn and
 // a keepalive key each web node declares in its own file.
 const TUNED = { "net.core.somaxconn": 2048, "net.ipv4.tcp_keepalive_probes": 5 };
 
@@ -90,6 +147,9 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
   let keepaliveIntvl = 0;
   let somaxconn = 0;
   let keepaliveProbes = 0;
+  // This machine's dpkg status, which the db hosts' own adds acme-db to.
+  let machineStatus = "";
+  let library: TestLibrary | undefined;
 
   before(async () => {
     assert.ok(existsSync(FAKETIME_LIBRARY), "libfaketime (apt-get install faketime)");
@@ -102,10 +162,20 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
           behind: "bastion",
           ...(name === "web-03" ? { listeners: ["tcp/8080"] } : { writable: ["/etc/sysctl.d"] }),
         })),
+        // acme-db 1.0-1 installed, its conffile as it shipped it; their own package logs.
         ...DB.map((name) => ({
           name,
           behind: "bastion",
           ...(name === "db-01" && { writable: ["/etc/sysctl.d"] }),
+          files: {
+            [DB_CONF]: { contents: dbConf(100) },
+            "/var/log/dpkg.log": { contents: "" },
+            "/var/log/apt/history.log": { contents: "" },
+          },
+          dpkgStatus: (real: string) => {
+            machineStatus = real;
+            return withAcmeDb(real, "1.0-1", dbConf(100));
+          },
         })),
         // Last month's update: apt installed the running kernel, then the hosts booted into it.
         ...CACHE.map((name) => ({
@@ -116,10 +186,27 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
             [`/boot/vmlinuz-${RUNNING}`]: { contents: "kernel\n" },
             "/var/log/dpkg.log": { contents: LAST_MONTH.dpkg },
             "/var/log/apt/history.log": { contents: LAST_MONTH.history },
+            // The systemd host's units are read as root (the processes' maps).
+            ...(name === SYSTEMD_HOST && {
+              "/etc/sudoers.d/qm-audit": {
+                contents: "qm-audit ALL=(root) NOPASSWD: /bin/sh\n",
+                mode: "0440",
+              },
+            }),
           },
+          ...(name === SYSTEMD_HOST && { systemd: true }),
         })),
       ],
       { prefix: "qmd" },
+    );
+    library = await buildLibrary(fleet.dir, "libacmecache.so.1");
+    await writeFile(
+      path.join(fleet.dir, CACHED),
+      `[Unit]\nDescription=Acme cache\nDefaultDependencies=no\n\n[Service]\nEnvironment=LD_PRELOAD=${library.path}\nExecStart=/bin/sleep infinity\n`,
+    );
+    await fleet.exec(
+      SYSTEMD_HOST,
+      `cp ${fleet.dir}/${CACHED} /etc/systemd/system/ && systemctl daemon-reload && systemctl start ${CACHED}`,
     );
     const live = async (key: string) =>
       Number((await fleet.exec("db-01", `cat /proc/sys/${key.replaceAll(".", "/")}`)).trim());
@@ -165,6 +252,10 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
           `    net.ipv4.tcp_keepalive_intvl: ${keepaliveIntvl}`,
           "networking:",
           "  listening_ports: [tcp/22]",
+          "packages:",
+          `  installed_manifest: { ${ACME_DB}: "1.0-1" }`,
+          "files:",
+          `  - { path: ${DB_CONF}, contents: ${JSON.stringify(dbConf(100))} }`,
           "",
         ].join("\n"),
         "groups/cache.yaml": [
@@ -187,6 +278,13 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
                     `    net.ipv4.tcp_keepalive_probes: ${keepaliveProbes}`,
                   ]
                 : []),
+              ...(name === SYSTEMD_HOST
+                ? [
+                    "ssh: { become: sudo }",
+                    "systemd:",
+                    `  units: [{ name: ${CACHED}, active: true }]`,
+                  ]
+                : []),
               "",
             ].join("\n"),
           ]),
@@ -202,6 +300,7 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
   after(async () => {
     await forge?.stop();
     await fleet?.stop();
+    await library?.remove();
   });
 
   /**
@@ -229,12 +328,24 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
     });
   /** When each day's scheduled run started and ended, on the runs' clock (epoch milliseconds). */
   const days: { from: number; to: number }[] = [];
+  /** Each scheduled run's nodes not audited and why, for the log a failure prints. */
+  const unaudited: string[] = [];
   /** Day `n`'s scheduled run. */
   async function scheduledOn(n: number) {
     assert.equal(site.daysAhead, n - 1);
     const from = site.now();
     const run = await site.scheduled();
     days[n] = { from, to: site.now() };
+    const report = await readFile(
+      path.join(run.result.artifacts, "quartermaster-report", "report.json"),
+      "utf8",
+    ).catch(() => "{}");
+    const nodes = (
+      JSON.parse(report) as { nodes?: { name: string; status: string; error?: unknown }[] }
+    ).nodes;
+    for (const node of nodes ?? [])
+      if (node.status === "unreachable" || node.status === "error")
+        unaudited.push(`day ${n}: ${node.name} ${node.status}: ${JSON.stringify(node.error)}`);
     return run;
   }
   /** Fails unless the PR says its drift was first seen by day `n`'s run. */
@@ -327,7 +438,7 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
         [
           "accept",
           [`${M}/groups/cache.yaml`],
-          `Accept kernel drift from one package transaction on cache-01, cache-02: kernel_version: ${PREVIOUS} → ${RUNNING}`,
+          `Accept kernel drift from one package transaction on cache-01, cache-02, cache-03 and 4 more: kernel_version: ${PREVIOUS} → ${RUNNING}`,
         ],
       ]);
       hasLines(ports!, [
@@ -339,7 +450,7 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
       assert.deepEqual(
         kernel!.lines.filter((l) => l.startsWith("Changed by ")),
         [
-          `Changed by \`apt-get (alice)\` at ${logTime(INSTALLED_AT, " ").slice(0, 16)} UTC: \`booted ${RUNNING} at ${new Date(BOOTED_AT * 1000).toISOString().replace(/\.000Z$/, "Z")}; linux-image-${RUNNING} (new) → ${RUNNING}-1\` (as each of \`cache-01\`, \`cache-02\` recorded it).`,
+          `Changed by \`apt-get (alice)\` at ${logTime(INSTALLED_AT, " ").slice(0, 16)} UTC: \`booted ${RUNNING} at ${new Date(BOOTED_AT * 1000).toISOString().replace(/\.000Z$/, "Z")}; linux-image-${RUNNING} (new) → ${RUNNING}-1\` (as each of \`cache-01\`, \`cache-02\`, \`cache-03\`, \`cache-04\`, \`cache-05\` and 2 more recorded it).`,
         ],
       );
       hasLines(kernel!, [
@@ -368,7 +479,7 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
         [
           "ticket",
           [ticketFile("web", rollout!)],
-          `Remediate sysctl drift from one manifest rollout on web-01, web-02, web-03: net.ipv4.tcp_fin_timeout: ${ROLLED_OUT} → ${finTimeout}`,
+          `Remediate sysctl drift from one manifest rollout on web-01, web-02, web-03 and 6 more: net.ipv4.tcp_fin_timeout: ${ROLLED_OUT} → ${finTimeout}`,
         ],
         [
           "accept",
@@ -448,7 +559,7 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
       assert.equal(day3.propose.exitCode, 8, day3.propose.stderr);
       assert.match(
         day3.propose.stderr,
-        /more nodes not audited than allowed: 1 of 7 nodes not audited/,
+        /more nodes not audited than allowed: 1 of 24 nodes not audited/,
       );
       const [, intvl, rejected, resolve] = await site.openPulls();
       const resolvedTicket = rollout!.files[0]!.replace(
@@ -458,10 +569,9 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
       assert.deepEqual(summary(await site.openPulls()), [
         summary([ports!])[0],
         [
-          // db-01, the only audited taker, drifted: the group file takes the value, and db-02,
-          // dark, keeps its old one in its own file.
+          // db-01 alone of the seven audited takers drifted: an override in its own file.
           "accept",
-          [`${M}/groups/db.yaml`, `${M}/nodes/db-02.yaml`],
+          [`${M}/nodes/db-01.yaml`],
           `Accept sysctl drift from one persisted file on db-01: net.ipv4.tcp_keepalive_intvl: ${keepaliveIntvl} → 30`,
         ],
         [
@@ -473,7 +583,7 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
       ]);
       assert.match(
         resolve!.title,
-        /^Resolve remediation ticket sysctl-net-ipv4-tcp-fin-timeout-[0-9a-f-]+: drift gone from web-01, web-02, web-03$/,
+        /^Resolve remediation ticket sysctl-net-ipv4-tcp-fin-timeout-[0-9a-f-]+: drift gone from web-01, web-02, web-03 and 6 more$/,
       );
       hasLines(intvl!, [
         ACCEPT_MERGE,
@@ -537,17 +647,43 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
       assert.match(day4.propose.stdout, /^nothing to propose: every pull request is up to date$/m);
 
       // db-01's operator removes the keepalive time from the file and restores it; db-02 is back.
+      // On every db host, alice's apt-get upgrade takes acme-db to 1.1-1, whose conffile raises
+      // max_connections (the file was as 1.0-1 shipped it: dpkg replaces it without asking).
       dawn(5);
       await edit("db-01", DB_SYSCTL, ">", "net.ipv4.tcp_keepalive_intvl = 30");
       await sysctlW("db-01", "tcp_keepalive_time", keepaliveTime);
       await fleet.reboot("db-02");
+      const upgraded = path.join(fleet.dir, "status-acme-db-1.1-1");
+      await writeFile(upgraded, withAcmeDb(machineStatus, "1.1-1", dbConf(200)));
+      const dbUpgrade = aptUpgrade(evening, [
+        { package: `${ACME_DB}:all`, from: "1.0-1", to: "1.1-1" },
+        { package: "libacme1:amd64", from: "1.0-1", to: "1.1-1" },
+      ]);
+      for (const name of DB)
+        await fleet.exec(
+          name,
+          [
+            `printf '%s' '${dbConf(200)}' > ${DB_CONF}`,
+            `touch -d @${evening} ${DB_CONF}`,
+            `cat ${upgraded} > /var/lib/dpkg/status`,
+            `printf '%s' '${dbUpgrade.dpkg}' >> /var/log/dpkg.log`,
+            `printf '%s' '${dbUpgrade.history}' >> /var/log/apt/history.log`,
+          ].join(" && "),
+        );
 
-      // Day 5: the keepalive ticket is resolved into remediations/db/resolved/.
+      // Day 5: the keepalive ticket is resolved into remediations/db/resolved/. The upgrade is one
+      // accept of the db group's file for the eight hosts: one cause line, the replaced conffile
+      // first; one diff, with the hosts it applies to.
       const day5 = await scheduledOn(5);
       await say("day 5", day5.propose);
       assert.equal(failures(day5.result), "");
-      const [resolveDb] = await site.openPulls();
+      const [upgrade, resolveDb] = await site.openPulls();
       assert.deepEqual(summary(await site.openPulls()), [
+        [
+          "accept",
+          [`${M}/groups/db.yaml`],
+          `Accept drift from one package transaction on db-01, db-02, db-03 and 5 more: files, packages ${ACME_DB} and 1 more`,
+        ],
         [
           "resolve",
           [
@@ -557,10 +693,48 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
           resolveDb!.title,
         ],
       ]);
+      seenOn(upgrade!, 5);
+      const causeWords =
+        /^(Changed|Replaced|Edited|Changed at runtime|Persisted|Rebooted|Rollout pending|Cause unknown)\b/;
+      assert.deepEqual(
+        upgrade!.lines.filter((l) => causeWords.test(l)),
+        [
+          `Replaced by \`apt-get (alice)\` at ${logTime(evening, " ").slice(0, 16)} UTC: \`${DB_CONF} replaced by ${ACME_DB} 1.0-1 → 1.1-1\`, \`${ACME_DB} 1.0-1 → 1.1-1\` (as each of \`db-01\`, \`db-02\`, \`db-03\`, \`db-04\`, \`db-05\` and 3 more recorded it).`,
+        ],
+      );
+      hasLines(upgrade!, [
+        `\`${M}/groups/db.yaml\` declares this value for 8 nodes, and all 8 drifted alike: the shared file is edited, rather than 8 node files each overriding it.`,
+        ACCEPT_MERGE,
+        ...DB.map((name) => row(name, ACME_DB, "1.0-1", "1.1-1", "groups/db.yaml:8")),
+      ]);
+      // One diff for the eight identical changes, naming the hosts it applies to.
+      assert.deepEqual(
+        upgrade!.lines.filter((l) => l.includes("-want +got")),
+        [
+          `<details><summary>${DB.slice(0, 5)
+            .map((name) => `<code>${name}</code>`)
+            .join(", ")} and 3 more <code>${DB_CONF}</code>: -want +got</summary>`,
+        ],
+      );
+      assert.equal(upgrade!.lines.filter((l) => l === "-max_connections = 100").length, 1);
+      assert.equal(upgrade!.lines.filter((l) => l === "+max_connections = 200").length, 1);
+      // No paragraph twice.
+      const paragraphs = upgrade!.lines.join("\n").split("\n\n");
+      assert.equal(new Set(paragraphs).size, paragraphs.length, upgrade!.lines.join("\n"));
+      // The fleet page and the run history link every db host's package row to the PR.
+      for (const name of DB) {
+        assert.equal(await pageLink(day5.result, name, ACME_DB), `#${upgrade!.number} (accept)`);
+        const kept = Object.values((await runHistory()).drift).find(
+          (d) => d.node === name && d.key === ACME_DB,
+        );
+        assert.deepEqual(kept?.pull, { number: upgrade!.number, kind: "accept" });
+      }
       refreshed(await site.mergeAndRefresh(resolveDb!.number));
+      refreshed(await site.mergeAndRefresh(upgrade!.number));
 
       // An operator's `sysctl -w` on web-01 alone. On cache-01, alice's apt-get upgrade installs a
-      // newer kernel beside the running one, for the next reboot.
+      // newer kernel beside the running one, for the next reboot; on cache-07 it replaces the library
+      // acme-cached.service runs with.
       dawn(6);
       await sysctlW("web-01", "tcp_fin_timeout", 45);
       const update = aptInstall(NEWER, evening);
@@ -572,15 +746,33 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
           `printf '%s' '${update.history}' >> /var/log/apt/history.log`,
         ].join(" && "),
       );
+      await library!.replace();
+      const libraryUpdate = aptUpgrade(evening, [
+        { package: "libacmecache1:amd64", from: "1.0-1", to: "1.1-1" },
+      ]);
+      await fleet.exec(
+        SYSTEMD_HOST,
+        [
+          `printf '%s' '${libraryUpdate.dpkg}' >> /var/log/dpkg.log`,
+          `printf '%s' '${libraryUpdate.history}' >> /var/log/apt/history.log`,
+        ].join(" && "),
+      );
 
-      // Day 6: one node of three drifted: an override in its own file. cache-01 runs what it
-      // declares, and its next boot will not: a latent ticket in its own words, never "X → X".
+      // Day 6: one node of nine drifted: an override in its own file. cache-01 runs what it
+      // declares, and its next boot will not; cache-07's service runs what it declares, and its
+      // next restart will not: latent tickets in their own words, never "X → X".
       const day6 = await scheduledOn(6);
       await say("day 6", day6.propose);
       assert.equal(failures(day6.result), "");
       const own = (await site.openPulls()).find((p) => p.kind === "accept");
-      const latent = (await site.openPulls()).find((p) => p.kind === "ticket");
+      const latent = (await site.openPulls()).find((p) => /latent kernel/.test(p.title));
+      const restart = (await site.openPulls()).find((p) => /latent systemd/.test(p.title));
       assert.deepEqual(summary(await site.openPulls()), [
+        [
+          "ticket",
+          [ticketFile(SYSTEMD_HOST, restart!)],
+          `Remediate latent systemd drift on ${SYSTEMD_HOST}: ${CACHED}:libraries: restart pending`,
+        ],
         [
           "ticket",
           [ticketFile("cache", latent!)],
@@ -592,6 +784,17 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
           `Accept sysctl drift on web-01: net.ipv4.tcp_fin_timeout: ${ROLLED_OUT} → 45`,
         ],
       ]);
+      seenOn(restart!, 6);
+      hasLines(restart!, [TICKET_MERGE]);
+      const restartText = restart!.lines.join("\n");
+      assert.ok(
+        restartText.includes(
+          `Quartermaster found **high** latent systemd drift on 1 node: A restart of \`${CACHED}\` loads the replaced \`${library!.path}\`.`,
+        ),
+        restartText,
+      );
+      assert.match(restartText, /^Remediation: Restart the unit \(`systemctl restart`\)/m);
+      assert.doesNotMatch(restartText, /daemon-reload/);
       seenOn(own!, 6);
       hasLines(own!, [
         ACCEPT_MERGE,
@@ -618,16 +821,32 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
           "utf8",
         ),
       ) as { summary: { latentItems: number }; nodes: { name: string; status: string }[] };
-      assert.equal(report.summary.latentItems, 1);
-      assert.equal(report.nodes.find((n) => n.name === "cache-01")?.status, "clean");
+      assert.equal(report.summary.latentItems, 2);
+      for (const name of ["cache-01", SYSTEMD_HOST])
+        assert.equal(report.nodes.find((n) => n.name === name)?.status, "clean");
+      // So does the run's job summary: 23 clean, web-01 drifted, two drift items (web-03's listener
+      // acknowledged by its merged ticket), 2 latent.
+      const jobSummary = day6.result
+        .job("report")[0]!
+        .steps.find((s) => s.name === "Job summary")!
+        .summary.split("\n");
+      const head = jobSummary.indexOf(
+        "| nodes | clean | drifted | unreachable | errors | maintenance | drift items | latent |",
+      );
+      assert.deepEqual(jobSummary.slice(head + 2, head + 3), [
+        "| 24 | 23 | 1 | 0 | 0 | 0 | 2 (1 acknowledged) | 2 |",
+      ]);
       refreshed(await site.mergeAndRefresh(own!.number));
       refreshed(await site.mergeAndRefresh(latent!.number));
+      refreshed(await site.mergeAndRefresh(restart!.number));
 
-      // web-03 goes dark. On web-01 and web-02 an operator persists the same tuning in a sysctl.d
-      // file and applies it: the group's somaxconn, and a keepalive key of each node's own file.
+      // web-03 and web-09 go dark. On the seven others an operator persists the same tuning in a
+      // sysctl.d file and applies it: the group's somaxconn, and a keepalive key of each node's own
+      // file.
       dawn(7);
-      await fleet.takeDown("web-03");
-      for (const name of ["web-01", "web-02"]) {
+      for (const name of DARK) await fleet.takeDown(name);
+      const tunedHosts = WEB.filter((name) => !DARK.includes(name));
+      for (const name of tunedHosts) {
         const entries = Object.entries(TUNED);
         for (const [i, [key, value]] of entries.entries())
           await edit(name, TUNE_FILE, i === 0 ? ">" : ">>", `${key} = ${value}`);
@@ -635,10 +854,10 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
           await fleet.exec(name, `echo ${value} > /proc/sys/${key.replaceAll(".", "/")}`);
       }
 
-      // Day 7: one PR for the one cause. Both audited takers of the group's somaxconn drifted
-      // alike: the group file takes it and web-03, dark, keeps its old value in its own file; each
-      // node's own key is edited in its own file. Bundled with node-level keys, the shared value
-      // never becomes per-node overrides.
+      // Day 7: one PR for the one cause. Every audited taker of the group's somaxconn drifted
+      // alike: the group file takes it and web-03 and web-09, dark, keep their old value in their
+      // own files; each node's own key is edited in its own file. Bundled with node-level keys, the
+      // shared value never becomes per-node overrides.
       const day7 = await scheduledOn(7);
       await say("day 7", day7.propose);
       assert.equal(day7.propose.exitCode, 8, day7.propose.stderr);
@@ -647,20 +866,20 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
         [
           "accept",
           ["groups/web.yaml", ...WEB.map((name) => `nodes/${name}.yaml`)].map((f) => `${M}/${f}`),
-          "Accept drift from one persisted file on web-01, web-02: sysctl net.ipv4.tcp_keepalive_probes and 1 more",
+          "Accept drift from one persisted file on web-01, web-02, web-04 and 4 more: sysctl net.ipv4.tcp_keepalive_probes and 1 more",
         ],
       ]);
-      // One cause line for the file both hosts recorded alike, dated when it was written.
+      // One cause line for the file the hosts recorded alike, dated when it was written.
       assert.deepEqual(
         tuned!.lines.filter((l) => l.startsWith("Persisted at ")),
         [
-          `Persisted at ${logTime(evening, " ").slice(0, 16)} UTC: \`${TUNE_FILE}:2 sets 5\`, \`${TUNE_FILE}:1 sets 2048\` (as each of \`web-01\`, \`web-02\` recorded it).`,
+          `Persisted at ${logTime(evening, " ").slice(0, 16)} UTC: \`${TUNE_FILE}:2 sets 5\`, \`${TUNE_FILE}:1 sets 2048\` (as each of \`web-01\`, \`web-02\`, \`web-04\`, \`web-05\`, \`web-06\` and 2 more recorded it).`,
         ],
       );
       seenOn(tuned!, 7);
       hasLines(tuned!, [
         ACCEPT_MERGE,
-        ...["web-01", "web-02"].flatMap((name) => [
+        ...tunedHosts.flatMap((name) => [
           row(name, "net.core.somaxconn", String(somaxconn), "2048", "groups/web.yaml:5"),
           row(
             name,
@@ -671,22 +890,24 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
           ),
         ]),
       ]);
-      const [group, dark] = await Promise.all(
-        [`${M}/groups/web.yaml`, `${M}/nodes/web-03.yaml`].map((f) =>
+      const [group, ...dark] = await Promise.all(
+        ["groups/web.yaml", ...DARK.map((name) => `nodes/${name}.yaml`)].map((f) =>
           site.git(
             "show",
-            `${site.double.pulls().find((p) => p.number === tuned!.number)!.headSha}:${f}`,
+            `${site.double.pulls().find((p) => p.number === tuned!.number)!.headSha}:${M}/${f}`,
           ),
         ),
       );
       assert.match(group!, /^ {4}net\.core\.somaxconn: 2048$/m);
       // (Written quoted, as a string, where the group file has a number.)
-      assert.match(dark!, new RegExp(`^ {4}net\\.core\\.somaxconn: "?${somaxconn}"?$`, "m"));
+      for (const file of dark)
+        assert.match(file, new RegExp(`^ {4}net\\.core\\.somaxconn: "?${somaxconn}"?$`, "m"));
       refreshed(await site.mergeAndRefresh(tuned!.number));
 
-      // Day 8: web-03 is back with its old value, which its own file declares: nothing to propose.
+      // Day 8: web-03 and web-09 are back with their old value, which their own files declare:
+      // nothing to propose.
       dawn(8);
-      await fleet.reboot("web-03");
+      for (const name of DARK) await fleet.reboot(name);
       const day8 = await scheduledOn(8);
       await say("day 8", day8.propose);
       assert.equal(failures(day8.result), "");
@@ -701,7 +922,7 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
       assertNoSelfChange(site.double.pulls());
       assert.deepEqual(site.double.violations, []);
     } catch (error) {
-      console.log(log.join("\n"));
+      console.log([...log, "== not audited", ...unaudited].join("\n"));
       throw error;
     }
   });

@@ -25,9 +25,11 @@ const DAY_MS = 24 * 60 * 60 * 1000;
  * A process holding libfaketime's semaphore and shared memory for the faked runs. libfaketime
  * 0.9.10 names them after the first faked process of a tree, and a bash subshell exiting unlinks
  * its parent's, so a step's later commands would stop on "sem_open failed": with FAKETIME_SHARED
- * naming this process's, no step creates or unlinks its own.
+ * naming this process's, no step creates or unlinks its own. Where a process that died before
+ * unlinking them left objects of the holder's pid, libfaketime makes none and names none (an empty
+ * FAKETIME_SHARED, which every faked step refuses): another holder, of another pid, is started.
  */
-async function faketimeHolder(): Promise<{ shared: string; stop(): Promise<void> }> {
+async function faketimeHolder(tries = 5): Promise<{ shared: string; stop(): Promise<void> }> {
   const holder = execa("sh", ["-c", 'echo "$FAKETIME_SHARED"; exec sleep infinity'], {
     env: { LD_PRELOAD: FAKETIME_LIBRARY, FAKETIME: "+0" },
   });
@@ -35,6 +37,12 @@ async function faketimeHolder(): Promise<{ shared: string; stop(): Promise<void>
     holder.stdout.once("data", (chunk: Buffer) => resolve(String(chunk).trim()));
     holder.catch(reject);
   });
+  if (!/^\/faketime_sem_\d+ \/faketime_shm_\d+$/.test(shared)) {
+    holder.kill();
+    await holder.catch(() => undefined);
+    if (tries > 1) return faketimeHolder(tries - 1);
+    throw new Error(`libfaketime named no shared memory (FAKETIME_SHARED "${shared}")`);
+  }
   return {
     shared,
     async stop() {

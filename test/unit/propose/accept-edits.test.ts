@@ -94,6 +94,17 @@ describe("acceptEdits: a value shared by many nodes", () => {
     assert.match(describeAction(pr!), /\[note: fleet-manifests\/groups\/app\.yaml declares/);
   });
 
+  it("all of many drifted alike: the shared file is edited, and the PR says so without an empty rest", async () => {
+    const [pr, ...rest] = await planFor(7, 7);
+    assert.equal(rest.length, 0);
+    assert.deepEqual(Object.keys(pr!.files), [`${PREFIX}/groups/app.yaml`]);
+    assert.match(
+      pr!.body,
+      /^`fleet-manifests\/groups\/app\.yaml` declares this value for 7 nodes, and all 7 drifted alike: the shared file is edited, rather than 7 node files each overriding it\.$/m,
+    );
+    assert.doesNotMatch(pr!.body, /other 0/);
+  });
+
   it("placement counts the audited takers: 7 of 9 drifted alike with 2 dark edit the shared file, the dark ones keep the old value in their own files", async () => {
     const [pr, ...rest] = await planFor(9, 7, ["app-08", "app-09"]);
     assert.equal(rest.length, 0);
