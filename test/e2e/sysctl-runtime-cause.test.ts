@@ -11,6 +11,8 @@ import { scheduledRun } from "../support/scheduled-run.js";
 const TOKEN = "ghs_sysctl_runtime";
 const M = "fleet-manifests";
 const KEY = "net.ipv4.tcp_fin_timeout";
+/** Set by no sysctl.d file: only the node's last audit tells a runtime write from the default. */
+const UNSET = "net.ipv4.tcp_keepalive_probes";
 const PERSISTED = "/etc/sysctl.d/60-qm-fin.conf";
 /** Written by hand before the first audit: drift that run sees already. */
 const EARLY = "rt-early";
@@ -23,7 +25,7 @@ const forge = suiteForge({
   workPrefix: "qm-sysctl-runtime-",
   files: {
     "README.md": "Fleet manifests.\n",
-    [`${M}/fleet.yaml`]: `system:\n  sysctl_parameters:\n    ${KEY}: 60\n`,
+    [`${M}/fleet.yaml`]: `system:\n  sysctl_parameters:\n    ${KEY}: 60\n    ${UNSET}: 9\n`,
     [`${M}/nodes/${EARLY}.yaml`]: "{}\n",
     [`${M}/nodes/${LATER}.yaml`]: "{}\n",
   },
@@ -31,8 +33,8 @@ const forge = suiteForge({
     const files = { [PERSISTED]: { contents: `${KEY} = 60\n` } };
     fleet = await startFleet(
       [
-        { name: EARLY, sysctls: { [KEY]: "45" }, files },
-        { name: LATER, sysctls: { [KEY]: "60" }, files },
+        { name: EARLY, sysctls: { [KEY]: "45", [UNSET]: "9" }, files },
+        { name: LATER, sysctls: { [KEY]: "60", [UNSET]: "9" }, files },
       ],
       { prefix: "qmr" },
     );
@@ -48,16 +50,25 @@ const run = scheduledRun(forge, () => fleet.sshConfig);
 describe("a runtime write is a change since the node's last audit", () => {
   it("the value a host had at its last audit is no runtime write now; one written since is", async () => {
     const first = await run.auditAndPropose("run-1", 1);
-    const causeOf = (report: typeof first.report, name: string) =>
-      report.nodes.find((n) => n.name === name)!.drift.find((d) => d.key === KEY)?.cause;
+    const causeOf = (report: typeof first.report, name: string, key = KEY) =>
+      report.nodes.find((n) => n.name === name)!.drift.find((d) => d.key === key)?.cause;
     // The file changed since the boot: nothing tells a runtime write from a value it held.
     assert.equal(causeOf(first.report, EARLY)?.kind, "unknown");
     assert.equal(causeOf(first.report, LATER), undefined);
 
     await fleet.exec(LATER, `echo 45 > /proc/sys/net/ipv4/tcp_fin_timeout`);
+    await fleet.exec(LATER, `echo 5 > /proc/sys/net/ipv4/tcp_keepalive_probes`);
     const { report } = await run.auditAndPropose("run-2", 1);
     const runtime = causeOf(report, LATER);
     assert.deepEqual(runtime?.kind, "runtime");
+    // A key no file sets, written since the first audit, though a file changed since the boot.
+    const unset = causeOf(report, LATER, UNSET);
+    assert.equal(unset?.kind, "runtime");
+    assert.match(
+      unset.evidence,
+      /^live 5 is set by no persisted file and neither a boot nor a persisted file's change happened since this node's last audit at \S+: a runtime write such as sysctl -w$/,
+    );
+    assert.equal(causeOf(report, EARLY, UNSET), undefined);
     const bodies = () =>
       forge.double
         .pulls()
@@ -76,6 +87,7 @@ describe("a runtime write is a change since the node's last audit", () => {
     // cause found when it was first seen, and its pull request says the same.
     const third = await run.auditAndPropose("run-3", 1);
     assert.deepEqual(causeOf(third.report, LATER), runtime);
+    assert.deepEqual(causeOf(third.report, LATER, UNSET), unset);
     assert.deepEqual(bodies(), opened);
   });
 });
