@@ -41,7 +41,7 @@ function timeChecked(cause: Cause): Cause {
 /** A drift of the node as its last audit left it in the history. */
 export interface SeenDrift {
   firstSeen: string;
-  /** The cause known then (never `unknown`). */
+  /** The cause found then, `unknown` too. */
   cause?: Cause;
 }
 
@@ -126,7 +126,8 @@ export function attachCauses(
     const read = domainByName(item.domain)?.cause?.(item, record, known) ?? item.cause ?? UNKNOWN;
     const cause = boundedCause(timeChecked(sinceLastAudit(read, item, ctx, seen)));
     // What the host shows since the last audit rarely tells why a drift persists: the cause found
-    // when it was first seen stays with it, word for word, unless a known one is read now.
+    // when it was first seen stays with it, word for word (an unknown one's why too, so an open
+    // pull request is not rewritten for "seen before"), unless a known one is read now.
     return { ...item, cause: (cause.kind === "unknown" && seen?.cause) || cause };
   });
 }
