@@ -161,10 +161,6 @@ export function annotateNode(node: NodeResult, history: AuditHistory, now: strin
   };
 }
 
-/** A cause the next run keeps for its drift: not a latent-only item's (read afresh). */
-const keptCause = (item: DriftItem): item is DriftItem & { cause: Cause } =>
-  item.cause !== undefined && item.latentPolicy === undefined;
-
 /**
  * The history the next run reads, from this run's annotated report. Nodes and drift the run did not
  * look at keep their entries; `fleet`, when known, drops nodes no longer in the manifests.
@@ -212,7 +208,7 @@ export function nextHistory(
         node: node.name,
         domain: item.domain,
         firstSeen: item.firstSeen ?? report.startedAt,
-        ...(keptCause(item) && { cause: item.cause }),
+        ...(item.cause && { cause: item.cause }),
       });
   }
   return next;

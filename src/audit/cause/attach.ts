@@ -100,7 +100,8 @@ function sameDeclaration(before: DeclaredBefore, declared: string | undefined): 
  * The items with a cause each: a pending rollout first (the manifest moved, whatever the host
  * recorded), then one a domain found itself, else the one known when the drift was first seen; a
  * latent-only item (live as declared, a boot or restart would change it) changed nothing yet: its
- * cause, where the domain reads one, is what put its coming value in place.
+ * cause, where the domain reads one, is what put its coming value in place, else the one read when
+ * an audit first saw that coming value.
  */
 export function attachCauses(
   items: readonly DriftItem[],
@@ -112,22 +113,31 @@ export function attachCauses(
     ...(ctx.since !== undefined && { since: ctx.since }),
   };
   return items.map((item) => {
+    const seen = ctx.seen?.(item.fingerprint);
     if (item.latentPolicy) {
       const latent =
         item.latent &&
         domainByName(item.domain)?.latentCause?.({ ...item, latent: item.latent }, record, known);
-      return latent ? { ...item, cause: boundedCause(timeChecked(latent)) } : item;
+      const cause = latent && boundedCause(timeChecked(latent));
+      return cause || seen?.cause ? { ...item, cause: kept(cause, seen) } : item;
     }
     const rollout =
       ctx.before && rolloutCause(item, ctx.before, ctx.revision ?? null, ctx.revisionAt);
     if (rollout) return { ...item, cause: rollout };
-    const seen = ctx.seen?.(item.fingerprint);
     // A domain reading the host's record refines the cause its compare found (`item.cause`).
     const read = domainByName(item.domain)?.cause?.(item, record, known) ?? item.cause ?? UNKNOWN;
-    const cause = boundedCause(timeChecked(sinceLastAudit(read, item, ctx, seen)));
-    // What the host shows since the last audit rarely tells why a drift persists: the cause found
-    // when it was first seen stays with it, word for word (an unknown one's why too, so an open
-    // pull request is not rewritten for "seen before"), unless a known one is read now.
-    return { ...item, cause: (cause.kind === "unknown" && seen?.cause) || cause };
+    return {
+      ...item,
+      cause: kept(boundedCause(timeChecked(sinceLastAudit(read, item, ctx, seen))), seen),
+    };
   });
+}
+
+/**
+ * What the host shows since the last audit rarely tells why a drift persists: the cause found when
+ * it was first seen stays with it, word for word (an unknown one's why too, so an open pull request
+ * is not rewritten for "seen before"), unless a known one is read now.
+ */
+function kept(read: Cause | undefined, seen: SeenDrift | undefined): Cause {
+  return ((!read || read.kind === "unknown") && seen?.cause) || read || UNKNOWN;
 }

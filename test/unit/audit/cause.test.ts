@@ -120,6 +120,24 @@ describe("causes from the host's records", () => {
     assert.equal(none?.kind, "unknown");
   });
 
+  it("a latent item keeps the cause read when its coming value was first seen, unless one is read now", () => {
+    const installed = {
+      kind: "package",
+      at: "2026-11-30T08:00:00Z",
+      evidence: "linux-image-6.1.0-30-amd64 (new) → 6.1.0-30",
+    } as const;
+    const latent = {
+      ...item("kernel", "kernel_version", "6.1.0-28-amd64"),
+      declared: "6.1.0-28-amd64",
+      latent: { after: "reboot", becomes: "6.1.0-30-amd64", because: "6.1.0-30-amd64 installed" },
+      latentPolicy: "ticket",
+    } as const;
+    const seen = () => ({ firstSeen: "2026-11-30T09:00:00.000Z", cause: installed });
+    const empty = parseHostRecord([]);
+    assert.deepEqual(attachCauses([latent], empty, { node: "db-01", seen })[0]!.cause, installed);
+    assert.equal(attachCauses([latent], empty, { node: "db-01" })[0]!.cause, undefined);
+  });
+
   it("a drift first seen with an unknown cause keeps its why while none is read: a runtime write seen before is no news", () => {
     const first = {
       kind: "unknown",
