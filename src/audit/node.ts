@@ -350,14 +350,15 @@ export async function auditNode(
     const record = probe.sections.get("cause");
     const host = parseHostRecord(record ? parse.parts(record.output) : [], cause.since);
     const { history, ...since } = cause;
-    result.drift = onDriftByCause(
-      attachCauses(result.drift, host, { node: node.name, ...since, ...history }),
-      drift.policy,
-    );
     if (history)
       result.declared = declaredPrints(
         domains.map((d) => ({ path: d.specPath, declared: declaredFor(d, node.spec) })),
       );
+    const declared = result.declared === undefined ? {} : { declared: result.declared };
+    result.drift = onDriftByCause(
+      attachCauses(result.drift, host, { node: node.name, ...since, ...history, ...declared }),
+      drift.policy,
+    );
     if (unknown.length) result.unknown = unknown;
     result.checked = checked;
     result.status = result.drift.some(countsAsDrift) ? "drift" : "clean";

@@ -6,7 +6,7 @@ import { domainByName, remediationOf, type AnyDomain } from "../domains/registry
 import type { LoadedNode } from "../manifest/load.js";
 import { sourceOf } from "../manifest/merge-layers.js";
 import { expiryTime, type Policy, type Waiver } from "../manifest/schema.js";
-import { driftSignature } from "../manifest/signature.js";
+import { driftSignature, latentFingerprint } from "../manifest/signature.js";
 import type { Ticket } from "../manifest/tickets.js";
 import type { DriftItem } from "../report/schema.js";
 import { findExpiredWaiver, findWaiver } from "./waivers.js";
@@ -81,13 +81,9 @@ export function toDriftItems(
       ...finding,
       domain: domain.name,
       severity: policy.severity ?? domain.severity,
-      fingerprint: driftSignature(
-        domain.name,
-        finding.key,
-        finding.declared,
-        finding.live,
-        node.name,
-      ),
+      fingerprint: latentOnly(finding)
+        ? latentFingerprint(domain.name, finding.key, finding.declared, finding.latent, node.name)
+        : driftSignature(domain.name, finding.key, finding.declared, finding.live, node.name),
       source: { file: origin.file, line: origin.line },
       remediation: remediationOf({ ...finding, domain: domain.name }),
       onDrift: onDriftOf(ctx.policy, domain, finding.cause),

@@ -35,6 +35,8 @@ export interface Origin {
   yamlPath: (string | number)[];
   /** The value was written in the sysctl.conf-style `- key = value` list form. */
   form?: "list";
+  /** A YAML number, which the schema may read as a string (a sysctl's `4096`). */
+  number?: true;
 }
 
 /** One manifest file's contribution to a node: validated values, `null` deletions and origins. */
@@ -80,6 +82,7 @@ function originsOf(reader: ManifestReader, parsed: ParsedFile): Map<string, Orig
       line: loc.line ?? 1,
       col: loc.col ?? 1,
       yamlPath,
+      ...(isScalar(node) && typeof node.value === "number" && { number: true as const }),
     });
     if (isMap(node)) {
       for (const pair of node.items) {

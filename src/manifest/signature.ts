@@ -24,6 +24,21 @@ export function driftSignature(
   return digest(node === undefined ? drift : [node, ...drift]);
 }
 
+/**
+ * A node's latent-only item (live as declared, an event changes it): its drift's fingerprint with the
+ * value the event gives it, so another coming value (a newer kernel installed since) is another item,
+ * with its own first sighting and cause.
+ */
+export function latentFingerprint(
+  domain: string,
+  key: string,
+  declared: JsonValue,
+  latent: { after: string; becomes: JsonValue },
+  node: string,
+): string {
+  return digest([node, domain, key, declared, declared, [latent.after, latent.becomes]]);
+}
+
 /** Several items of one set drifting together (listeners, routes): one signature for them all. */
 export const setSignature = (signatures: readonly string[]): string =>
   digest([...signatures].sort());

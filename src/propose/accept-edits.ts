@@ -213,7 +213,11 @@ function placeShared(
   else {
     const { node, change } = first;
     addChanges(edits, file, [change]);
-    const old = valueAt(node.layers.find((l) => l.file === file)!.value, change.path);
+    const layer = node.layers.find((l) => l.file === file)!;
+    const read = valueAt(layer.value, change.path);
+    // Kept as the shared file writes it: a YAML number the schema read as a string stays a number.
+    const number = layer.origins.get(pathKey(change.path))?.number && typeof read === "string";
+    const old = number ? Number(read) : read;
     // A value the shared file did not declare yet is `null` for the others: absent, as before.
     const keep: DeclaredChange = { path: change.path, value: (old ?? null) as JsonValue };
     const own = new Map(changes.map((each) => [each.node.name, each.change]));

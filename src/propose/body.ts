@@ -156,10 +156,13 @@ export function pullBody(input: BodyInput): string {
   }
   // Always shown, whatever else has to give way: what merging means, the files, the remediation
   // (the domain's own words, not the report's copy of them: a report file is not trusted markup).
+  // An accept PR has none: merging it changes the manifest, not the hosts ("schedule a reboot into
+  // the declared kernel" would move them away from what it accepts).
+  const remediation = first && input.kind !== "accept" && remediationOf(first);
   const always = [
     MEANING[input.kind],
     `Files changed: ${fileList(input.files)}`,
-    ...(first ? [`Remediation: ${remediationOf(first)}`] : []),
+    ...(remediation ? [`Remediation: ${remediation}`] : []),
   ];
 
   const row = ({ node, item }: BodyInput["group"][number]) =>

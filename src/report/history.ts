@@ -33,8 +33,9 @@ const DriftHistory = z.object({
   domain: z.string(),
   firstSeen: Time,
   /**
-   * The cause an audit found for it, when one was known: a later audit reads the host only since the
-   * node's last audit, which no longer shows what made a drift that persists.
+   * The cause an audit found when it first saw it (`unknown` too, with why): a later audit reads the
+   * host only since the node's last audit, which no longer shows what made a drift that persists,
+   * and its pull request says the same every run.
    */
   cause: Cause.transform(boundedCause).optional(),
 });
@@ -160,10 +161,6 @@ export function annotateNode(node: NodeResult, history: AuditHistory, now: strin
   };
 }
 
-/** A cause the next run keeps for its drift: known, and not a latent-only item's (read afresh). */
-const knownCause = (item: DriftItem): item is DriftItem & { cause: Cause } =>
-  item.cause !== undefined && item.cause.kind !== "unknown" && item.latentPolicy === undefined;
-
 /**
  * The history the next run reads, from this run's annotated report. Nodes and drift the run did not
  * look at keep their entries; `fleet`, when known, drops nodes no longer in the manifests.
@@ -211,7 +208,7 @@ export function nextHistory(
         node: node.name,
         domain: item.domain,
         firstSeen: item.firstSeen ?? report.startedAt,
-        ...(knownCause(item) && { cause: item.cause }),
+        ...(item.cause && { cause: item.cause }),
       });
   }
   return next;

@@ -167,5 +167,19 @@ describe("latent drift from audit to pull request", () => {
       sysctl,
     );
     assert.match(sysctl, /Remediation: Make the sysctl\.d .* before rebooting/);
+
+    // The next scheduled run reads the host's records only since this audit, which no longer show
+    // the install: the latent item keeps the cause read when its coming kernel was first seen, and
+    // no ticket is rewritten.
+    const bodies = () => pulls.map((p) => forge.double.pulls().find((q) => q.number === p.number));
+    const opened = bodies().map((p) => [p?.title, p?.body]);
+    const second = await run.auditAndPropose("run-2", 0);
+    const kept = second.report.nodes.find((n) => n.name === KERNEL_HOST)!.drift[0]!;
+    assert.equal(kept.fingerprint, kernelItem.fingerprint);
+    assert.deepEqual(kept.cause, kernelItem.cause);
+    assert.deepEqual(
+      bodies().map((p) => [p?.title, p?.body]),
+      opened,
+    );
   });
 });

@@ -95,6 +95,13 @@ describe("policy by cause", () => {
       `Remediate kernel drift from one reboot on ${UNPLANNED}: kernel_version: ${DECLARED} → ${RUNNING}`,
     ]);
     const accept = pulls.find((p) => p.title.startsWith("Accept"))!;
+    // Merging it declares the running kernel: no reboot into the old one is asked for.
+    assert.doesNotMatch(accept.body ?? "", /Remediation|Schedule a reboot/);
+    const ticket = pulls.find((p) => p.title.startsWith("Remediate"))!;
+    assert.match(
+      ticket.body ?? "",
+      /^Remediation: Schedule a reboot into the declared kernel, or update the manifest\.$/m,
+    );
     assert.deepEqual(await forge.changedFiles(accept.head), [`${M}/nodes/${PLANNED}.yaml`]);
     assert.equal(
       await forge.fileAt(accept.head, `${M}/nodes/${PLANNED}.yaml`),

@@ -398,8 +398,6 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
     "**Merging records a remediation ticket**: the operator commits to bring the hosts back to the declared state. While the ticket is open, this drift is reported as acknowledged and opens no new PR. When the drift is gone, Quartermaster proposes resolving the ticket.";
   const ACCEPT_MERGE =
     "**Merging accepts the live state into the manifest**: the declared value becomes what the hosts run now, and the next audit reports them clean.";
-  const SYSCTL_REMEDIATION =
-    "Remediation: Apply the manifest baseline with `sysctl -p` (or `sysctl --system`), or accept the live value into the manifest.";
 
   /** Asserts what a refresh after a merge did: succeeded, audited nothing, opened and announced nothing. */
   function refreshed(merged: Awaited<ReturnType<FleetSite["mergeAndRefresh"]>>) {
@@ -518,7 +516,6 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
             .find((l) => l.startsWith("Persisted at "))!
             .slice("Persisted at ".length),
         ACCEPT_MERGE,
-        SYSCTL_REMEDIATION,
         row(
           "db-01",
           "net.ipv4.tcp_keepalive_time",
@@ -530,6 +527,11 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
       assert.match(
         keepalive!.lines.join("\n"),
         /^Persisted at .*: `\/etc\/sysctl\.d\/90-db\.conf:1 sets 600`\.$/m,
+      );
+      // Merging it changes the manifest, not the hosts: no remediation.
+      assert.ok(
+        !keepalive!.lines.some((l) => l.startsWith("Remediation")),
+        keepalive!.lines.join("\n"),
       );
 
       // The reviewer merges the rollout ticket: the refresh announces nothing (no "defer ticket").

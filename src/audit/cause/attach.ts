@@ -3,7 +3,7 @@ import { HOST_CLOCK_TOLERANCE_S, untimedEvidence } from "../../domains/file-time
 import type { HostRecord, RecordContext } from "../../domains/host-record.js";
 import { domainByName } from "../../domains/registry.js";
 import type { DriftItem } from "../../report/schema.js";
-import { rolloutCause, type DeclaredBefore } from "./rollout.js";
+import { declaredAsBefore, rolloutCause, splitPrints, type DeclaredBefore } from "./rollout.js";
 
 // Each drift item's cause from what the host recorded: only a record that explains the live value
 // itself (the version a transaction installed, the digest a package shipped, the kernel booted) names
@@ -41,7 +41,7 @@ function timeChecked(cause: Cause): Cause {
 /** A drift of the node as its last audit left it in the history. */
 export interface SeenDrift {
   firstSeen: string;
-  /** The cause known then (never `unknown`). */
+  /** The cause found then, `unknown` too. */
   cause?: Cause;
 }
 
@@ -49,6 +49,8 @@ export interface SeenDrift {
 export interface CauseContext extends RecordContext {
   /** What the node's last audit declared, and the revision audited now: a rollout's evidence. */
   before?: DeclaredBefore;
+  /** The prints of what this audit declares (`declaredPrints`), beside the last audit's `before`. */
+  declared?: string;
   revision?: string | null;
   /** When the revision audited now was committed. */
   revisionAt?: string;
@@ -60,22 +62,46 @@ export interface CauseContext extends RecordContext {
 }
 
 /**
- * A runtime write is a change since the node's last audit: a live value that audit saw already
- * changed before it, and what wrote it is no longer told apart.
+ * A runtime write is a change since the node's last audit. A live value that audit saw already
+ * changed before it, and what wrote it is no longer told apart. One it did not see changed since
+ * only where it declared the value declared now here (or the node's whole declaration is the same):
+ * a drift's fingerprint holds the declared value too, so under another declaration that audit may
+ * have seen this live value as clean or as other drift, and when it changed is not known.
  */
-function sinceLastAudit(cause: Cause, seen: SeenDrift | undefined): Cause {
-  if (cause.kind !== "runtime" || !seen) return cause;
+function sinceLastAudit(
+  cause: Cause,
+  item: DriftItem,
+  ctx: CauseContext,
+  seen: SeenDrift | undefined,
+): Cause {
+  if (cause.kind !== "runtime") return cause;
+  if (seen)
+    return {
+      kind: "unknown",
+      evidence: `the live value is the one an audit first saw at ${seen.firstSeen}: it changed before then`,
+    };
+  const { before, declared, since } = ctx;
+  if (!before || declaredAsBefore(item, before) || sameDeclaration(before, declared)) return cause;
+  const at = since === undefined ? "" : ` at ${new Date(since).toISOString()}`;
   return {
     kind: "unknown",
-    evidence: `the live value is the one an audit first saw at ${seen.firstSeen}: it changed before then`,
+    evidence: `the manifests changed this value since this node's last audit${at}: when the live value changed is not known`,
   };
+}
+
+/** The node declares exactly what it declared at its last audit. */
+function sameDeclaration(before: DeclaredBefore, declared: string | undefined): boolean {
+  if (declared === undefined) return false;
+  const now = splitPrints(declared);
+  return now.size === before.prints.size && [...now].every((p) => before.prints.has(p));
 }
 
 /**
  * The items with a cause each: a pending rollout first (the manifest moved, whatever the host
  * recorded), then one a domain found itself, else the one known when the drift was first seen; a
  * latent-only item (live as declared, a boot or restart would change it) changed nothing yet: its
- * cause, where the domain reads one, is what put its coming value in place.
+ * cause, where the domain reads one, is what put its coming value in place, else the one read when
+ * an audit first saw that coming value.
  */
 export function attachCauses(
   items: readonly DriftItem[],
@@ -87,21 +113,31 @@ export function attachCauses(
     ...(ctx.since !== undefined && { since: ctx.since }),
   };
   return items.map((item) => {
+    const seen = ctx.seen?.(item.fingerprint);
     if (item.latentPolicy) {
       const latent =
         item.latent &&
         domainByName(item.domain)?.latentCause?.({ ...item, latent: item.latent }, record, known);
-      return latent ? { ...item, cause: boundedCause(timeChecked(latent)) } : item;
+      const cause = latent && boundedCause(timeChecked(latent));
+      return cause || seen?.cause ? { ...item, cause: kept(cause, seen) } : item;
     }
     const rollout =
       ctx.before && rolloutCause(item, ctx.before, ctx.revision ?? null, ctx.revisionAt);
     if (rollout) return { ...item, cause: rollout };
-    const seen = ctx.seen?.(item.fingerprint);
     // A domain reading the host's record refines the cause its compare found (`item.cause`).
     const read = domainByName(item.domain)?.cause?.(item, record, known) ?? item.cause ?? UNKNOWN;
-    const cause = boundedCause(timeChecked(sinceLastAudit(read, seen)));
-    // What the host shows since the last audit rarely tells why a drift persists: the cause found
-    // when it was first seen stays with it, word for word, unless a known one is read now.
-    return { ...item, cause: (cause.kind === "unknown" && seen?.cause) || cause };
+    return {
+      ...item,
+      cause: kept(boundedCause(timeChecked(sinceLastAudit(read, item, ctx, seen))), seen),
+    };
   });
+}
+
+/**
+ * What the host shows since the last audit rarely tells why a drift persists: the cause found when
+ * it was first seen stays with it, word for word (an unknown one's why too, so an open pull request
+ * is not rewritten for "seen before"), unless a known one is read now.
+ */
+function kept(read: Cause | undefined, seen: SeenDrift | undefined): Cause {
+  return ((!read || read.kind === "unknown") && seen?.cause) || read || UNKNOWN;
 }

@@ -61,6 +61,12 @@ export function splitPrints(joined: string): Set<string> {
   return prints;
 }
 
+/** Whether the node's last audit declared the value declared now at the item's path. */
+export const declaredAsBefore = (
+  item: { path: readonly (string | number)[]; declared: unknown },
+  before: DeclaredBefore,
+): boolean => before.prints.has(print(item.path, item.declared));
+
 const short = (revision: string) => revision.slice(0, 12);
 
 /**

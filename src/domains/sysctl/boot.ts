@@ -18,12 +18,16 @@ export function bootLatent(live: SysctlLive, name: string): Latent | undefined {
 /**
  * Why a key's live value is not the declared one, where the host shows it: the winning persisted
  * file sets it (`persisted`), or it sets another value and no persisted file changed since boot
- * (`runtime`: a `sysctl -w` or a daemon's write). Anything else is left to the unknown cause.
+ * (`runtime`: a `sysctl -w` or a daemon's write). A key no file sets is `runtime` when the host has
+ * not booted and no persisted file changed since the node's last audit: the audit history then says
+ * whether the live value changed since that audit (`attachCauses`). Anything else is left to the
+ * unknown cause.
  */
 export function driftCause(live: SysctlLive, name: string): Cause | undefined {
   const boot = live.persisted.get(name);
   const got = live.runtime.get(name);
-  if (boot === undefined || got === undefined) return undefined;
+  if (got === undefined) return undefined;
+  if (boot === undefined) return unpersistedCause(live, got);
   if (boot.value === got) {
     const at = live.changed.get(boot.file);
     const bad = at === undefined ? undefined : notAHostTime(at);
@@ -59,5 +63,21 @@ export function driftCause(live: SysctlLive, name: string): Cause | undefined {
   return {
     kind: "runtime",
     evidence: `live ${got} is set by no persisted file (${where(boot)} sets ${boot.value}) and none changed since ${when}: a runtime write such as sysctl -w`,
+  };
+}
+
+/**
+ * A key no persisted file sets: its live value is the kernel's default or a runtime write, told
+ * apart only by the node's last audit, when the host has run since without a boot or a persisted
+ * file's change.
+ */
+function unpersistedCause(live: SysctlLive, got: string): Cause | undefined {
+  const { bootedAt, auditedAt } = live;
+  if (bootedAt === undefined || auditedAt === undefined || bootedAt > auditedAt) return undefined;
+  if (live.changed.size === 0 || notAHostTime(bootedAt) !== undefined) return undefined;
+  if ([...live.changed.values()].some((mtime) => mtime > auditedAt)) return undefined;
+  return {
+    kind: "runtime",
+    evidence: `live ${got} is set by no persisted file and neither a boot nor a persisted file's change happened since this node's last audit at ${isoTime(auditedAt)}: a runtime write such as sysctl -w`,
   };
 }

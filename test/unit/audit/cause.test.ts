@@ -120,6 +120,42 @@ describe("causes from the host's records", () => {
     assert.equal(none?.kind, "unknown");
   });
 
+  it("a latent item keeps the cause read when its coming value was first seen, unless one is read now", () => {
+    const installed = {
+      kind: "package",
+      at: "2026-11-30T08:00:00Z",
+      evidence: "linux-image-6.1.0-30-amd64 (new) → 6.1.0-30",
+    } as const;
+    const latent = {
+      ...item("kernel", "kernel_version", "6.1.0-28-amd64"),
+      declared: "6.1.0-28-amd64",
+      latent: { after: "reboot", becomes: "6.1.0-30-amd64", because: "6.1.0-30-amd64 installed" },
+      latentPolicy: "ticket",
+    } as const;
+    const seen = () => ({ firstSeen: "2026-11-30T09:00:00.000Z", cause: installed });
+    const empty = parseHostRecord([]);
+    assert.deepEqual(attachCauses([latent], empty, { node: "db-01", seen })[0]!.cause, installed);
+    assert.equal(attachCauses([latent], empty, { node: "db-01" })[0]!.cause, undefined);
+  });
+
+  it("a drift first seen with an unknown cause keeps its why while none is read: a runtime write seen before is no news", () => {
+    const first = {
+      kind: "unknown",
+      evidence: "nothing on the host recorded this change",
+    } as const;
+    const runtime = { kind: "runtime", evidence: "live 5 is set by no persisted file" } as const;
+    const sysctl = { ...item("sysctl", "net.ipv4.tcp_keepalive_probes", "5"), cause: runtime };
+    const seen = () => ({ firstSeen: "2026-11-30T09:00:00.000Z", cause: first });
+    assert.deepEqual(attachCauses([sysctl], record, { node: "db-01", seen })[0]!.cause, first);
+    // Seen before the history kept unknown causes: why it is unknown now.
+    const bare = () => ({ firstSeen: "2026-11-30T09:00:00.000Z" });
+    assert.deepEqual(attachCauses([sysctl], record, { node: "db-01", seen: bare })[0]!.cause, {
+      kind: "unknown",
+      evidence:
+        "the live value is the one an audit first saw at 2026-11-30T09:00:00.000Z: it changed before then",
+    });
+  });
+
   it("a version no recorded transaction installed is unknown, never the nearest transaction", () => {
     assert.equal(causes([item("packages", "openssh-client", "1:9.3")])[0]!.kind, "unknown");
   });

@@ -86,6 +86,51 @@ describe("rollout cause", () => {
     assert.equal(kept!.cause?.kind, "runtime");
   });
 
+  it("a runtime write is kept only where the node's last audit declared what is declared now", () => {
+    const item = {
+      ...finding("8192", "2048"),
+      domain: "sysctl" as const,
+      cause: { kind: "runtime" as const, evidence: "no persisted file sets it" },
+    };
+    const record = parseHostRecord([]);
+    const ctx = { node: "web-01", revision: REV_B, seen: () => undefined };
+    const [kept] = attachCauses([item as never], record, {
+      ...ctx,
+      before: before({ [KEY]: "8192" }),
+    });
+    assert.equal(kept!.cause?.kind, "runtime");
+    // Declared since that audit: it may have seen this live value as clean.
+    const moved = {
+      ...ctx,
+      before: before({ [KEY]: "4096" }),
+      since: Date.UTC(2025, 11, 2, 1),
+    };
+    assert.deepEqual(attachCauses([item as never], record, moved)[0]!.cause, {
+      kind: "unknown",
+      evidence:
+        "the manifests changed this value since this node's last audit at 2025-12-02T01:00:00.000Z: when the live value changed is not known",
+    });
+    // An item whose declared value is no declared leaf here (a mount's "mounted", a rule nothing
+    // declares) is told by the node's whole declaration: the same, the live value is new.
+    const mount = {
+      ...item,
+      domain: "mounts" as const,
+      path: ["mounts", "/srv"],
+      declared: "mounted",
+    };
+    const same = {
+      ...ctx,
+      before: before({ [KEY]: "8192" }),
+      declared: declaredPrints([{ path: sysctl.specPath, declared: { [KEY]: "8192" } }]),
+    };
+    assert.equal(attachCauses([mount as never], record, same)[0]!.cause?.kind, "runtime");
+    const other = {
+      ...same,
+      declared: declaredPrints([{ path: sysctl.specPath, declared: { [KEY]: "1024" } }]),
+    };
+    assert.equal(attachCauses([mount as never], record, other)[0]!.cause?.kind, "unknown");
+  });
+
   it("a node's prints are one of PRINT_CHARS characters per declared value, whatever its size", () => {
     const declared = Object.fromEntries(
       Array.from({ length: 40 }, (_, i) => [`net.key${i}`, "x".repeat(i * 100)]),

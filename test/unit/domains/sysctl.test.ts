@@ -173,6 +173,27 @@ describe("sysctl", () => {
     assert.equal(later!.cause, undefined);
   });
 
+  it("a key no file sets reads runtime only when neither a boot nor a file's change happened since the node's last audit", () => {
+    const declared = { "net.core.somaxconn": "4096" };
+    // A file changed after the boot, before the last audit: configuration management's push.
+    const base = live({ "net.core.somaxconn": "2048" }, {}, BOOT + 60);
+    const [finding] = sysctl.compare(declared, { ...base, auditedAt: BOOT + 3600 });
+    assert.equal(finding!.cause?.kind, "runtime");
+    assert.match(
+      finding!.cause.evidence,
+      /^live 2048 is set by no persisted file and neither a boot nor a persisted file's change happened since this node's last audit at 2025-12-02T01:00:00(\.000)?Z: a runtime write such as sysctl -w$/,
+    );
+    assert.equal(finding!.detail, NOT_PERSISTED);
+    // No last audit: the live value may be the kernel's default.
+    assert.equal(sysctl.compare(declared, base)[0]!.cause, undefined);
+    // Booted since that audit: the kernel's default again.
+    const booted = { ...base, auditedAt: BOOT - 3600 };
+    assert.equal(sysctl.compare(declared, booted)[0]!.cause, undefined);
+    // A file changed since that audit: it may hold the value applied since.
+    const changed = { ...base, auditedAt: BOOT + 30 };
+    assert.equal(sysctl.compare(declared, changed)[0]!.cause, undefined);
+  });
+
   it("a key the kernel does not have is drift with live null", () => {
     const [finding] = sysctl.compare({ "net.ipv4.tcp_bogus": "1" }, live({}));
     assert.deepEqual(

@@ -1,7 +1,11 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { parseShard, shardOf } from "../../../src/audit/fleet.js";
-import { driftSignature, setSignature } from "../../../src/manifest/signature.js";
+import {
+  driftSignature,
+  latentFingerprint,
+  setSignature,
+} from "../../../src/manifest/signature.js";
 import { findWaiver, waiverExpired } from "../../../src/drift/waivers.js";
 import { Waiver } from "../../../src/manifest/schema.js";
 
@@ -20,6 +24,24 @@ describe("fingerprints and signatures", () => {
       driftSignature("sysctl", "vm.swappiness", "10", "60"),
       driftSignature("sysctl", "vm.swappiness", "10", "60"),
     );
+  });
+
+  it("a latent-only item's fingerprint changes with the value the event gives it, never a drift's", () => {
+    const latent = (becomes: string) =>
+      latentFingerprint(
+        "kernel",
+        "kernel_version",
+        "6.1.0-28",
+        { after: "reboot", becomes },
+        "c-1",
+      );
+    assert.equal(latent("6.1.0-30"), latent("6.1.0-30"));
+    assert.notEqual(latent("6.1.0-31"), latent("6.1.0-30"));
+    for (const drift of [
+      driftSignature("kernel", "kernel_version", "6.1.0-28", "6.1.0-28", "c-1"),
+      driftSignature("kernel", "kernel_version", "6.1.0-28", "6.1.0-30", "c-1"),
+    ])
+      assert.notEqual(latent("6.1.0-30"), drift);
   });
 
   it("are the values stored in tickets, PR markers and reports", () => {

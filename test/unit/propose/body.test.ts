@@ -251,7 +251,16 @@ describe("body: what reviewers read", () => {
     );
     // Inside the hidden comment, a mention notifies no one and shows nowhere.
     assert.doesNotMatch(body.slice(0, -markerLine!.length), /@octocat|<!-- hidden/);
-    assert.match(body, /Remediation: Apply the manifest baseline with `sysctl -p`/);
+    // An accept PR changes the manifest, not the hosts: no remediation. A ticket has the domain's.
+    assert.doesNotMatch(body, /Remediation/);
+    const ticket = pullBody({
+      kind: "ticket",
+      group: [{ node: "web-01", item: { ...item, remediation: "<!-- hidden @octocat" } }],
+      marker: { ...marker, kind: "ticket" },
+      files: ["fleet-manifests/remediations/web-01.yaml"],
+    });
+    assert.doesNotMatch(ticket, /<!-- hidden/);
+    assert.match(ticket, /^Remediation: Apply the manifest baseline with `sysctl -p`/m);
     const branch = `quartermaster--accept--sysctl--net-core-somaxconn--${"0".repeat(16)}`;
     assert.equal(parseMarker(body, branch)?.detected, marker.detected);
   });

@@ -119,7 +119,7 @@ describe("audit history", () => {
     });
   });
 
-  it("keeps a drift's known cause for the runs after (an unknown one, or a latent item's, is not kept), bounded as read", () => {
+  it("keeps a drift's cause for the runs after (an unknown one with its why, a latent item's), bounded as read", () => {
     const runtime = { kind: "runtime" as const, evidence: "a runtime write such as sysctl -w" };
     const one = run(emptyHistory(), T1, [
       node("web-01", "drift", [
@@ -134,8 +134,11 @@ describe("audit history", () => {
       firstSeen: T1,
       cause: runtime,
     });
-    assert.equal(one.next.drift.get("00000000000000c2")?.cause, undefined);
-    assert.equal(one.next.drift.get("00000000000000c3")?.cause, undefined);
+    assert.deepEqual(one.next.drift.get("00000000000000c2")?.cause, {
+      kind: "unknown",
+      evidence: "nothing",
+    });
+    assert.deepEqual(one.next.drift.get("00000000000000c3")?.cause, runtime);
     const long = parseHistory(
       serializeHistory({
         nodes: new Map(),
