@@ -1,6 +1,7 @@
 // The firewall on a real sshd test host (its own network namespace, so its own nftables ruleset),
 // through the real CLI: a rule added at runtime during an "incident" is drift in nft's words and
-// gone at reboot; once the rules file says it and is reloaded, the next audit sees it persisted;
+// gone at reboot; once a file the rules file includes says it and the rules file is reloaded, the
+// next audit sees it persisted, timed by that file;
 // accepting it by PR (propose against the git server and the GitHub double, the PR merged) and
 // auditing again is clean. Without root the domain is unknown, with its reason. Needs root.
 import assert from "node:assert/strict";
@@ -16,8 +17,8 @@ const HOST = "fw-01";
 const RULES_FILE = "/etc/nftables.conf";
 const RULES = ["ct state established,related accept", 'iifname "lo" accept', "tcp dport 22 accept"];
 const INCIDENT = "tcp dport 8080 accept";
-const rulesFile = (rules: readonly string[]) =>
-  `flush ruleset\ntable inet filter {\n  chain input {\n    type filter hook input priority 0; policy drop;\n${rules.map((r) => `    ${r}\n`).join("")}  }\n}\n`;
+const INCLUDED = "/etc/nftables.d/incident.nft";
+const RULES_FILE_TEXT = `flush ruleset\ntable inet filter {\n  chain input {\n    type filter hook input priority 0; policy drop;\n${RULES.map((r) => `    ${r}\n`).join("")}  }\n}\ninclude "/etc/nftables.d/*.nft"\n`;
 const declaration = [
   "networking:",
   "  firewall:",
@@ -53,7 +54,8 @@ const forge = suiteForge({
               contents: `${AUDIT_USER} ALL=(root) NOPASSWD: /bin/sh\n`,
               mode: "0440",
             },
-            [RULES_FILE]: { contents: rulesFile(RULES) },
+            [RULES_FILE]: { contents: RULES_FILE_TEXT },
+            "/etc/nftables.d/README": { contents: `Rules files ${RULES_FILE} includes.\n` },
             "/etc/systemd/system/sysinit.target.wants/nftables.service": { contents: "" },
           },
         },
@@ -139,10 +141,10 @@ describe("firewall on a real host", () => {
     );
   });
 
-  it("the rules file updated and reloaded: a persisted change; its accept PR merged, the next audit is clean", async () => {
+  it("a file the rules file includes written and reloaded: a persisted change; its accept PR merged, the next audit is clean", async () => {
     await fleet.exec(
       HOST,
-      `cat > ${RULES_FILE} <<'EOF'\n${rulesFile([...RULES, INCIDENT])}EOF\nnft -f ${RULES_FILE}`,
+      `echo 'add rule inet filter input ${INCIDENT}' > ${INCLUDED}\nnft -f ${RULES_FILE}`,
     );
     const { file, report } = await run.audit("run-3", 1);
     const [item, ...more] = node(report, HOST).drift;
@@ -151,10 +153,11 @@ describe("firewall on a real host", () => {
       [item!.key, item!.latent, item!.cause?.kind],
       [`inet filter input: ${INCIDENT}`, undefined, "persisted"],
     );
-    // The rules file changed since the last audit, and loads the live rule: persisted, naming it.
+    // The file it includes changed since the last audit, and the rules file loads the live rule:
+    // persisted, naming the included file.
     assert.match(
       item!.cause?.evidence ?? "",
-      new RegExp(`^${RULES_FILE} loads it: ${RULES_FILE} changed at \\S+, owner root$`),
+      new RegExp(`^${RULES_FILE} loads it: ${INCLUDED} changed at \\S+, owner root$`),
     );
     const text = await runCli(["report", "--report", file, "--format", "text"]);
     assert.match(text.stdout, new RegExp(`persisted at [^:]+:\\d\\d UTC: ${RULES_FILE} loads it`));

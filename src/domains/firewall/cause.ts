@@ -6,11 +6,13 @@ import {
   type HostRecord,
   type RecordContext,
 } from "../host-record.js";
+import type { Includes } from "./includes.js";
 import { LEGACY_FAMILIES } from "./legacy.js";
 
-// Why a rule drifted, from the boot's rules file and its mtime: a live state the file loads was
-// persisted (an edit since the node's last audit, or a reload); one it
-// does not load, with the file unchanged since then (or since the boot), was made at runtime. A file
+// Why a rule drifted, from the boot's rules file and its mtime (and those of the files it includes,
+// which the firewall section reads: compare passes on the latest changed after the rules file): a
+// live state the file loads was persisted (an edit since the node's last audit, or a reload); one it
+// does not load, with the files unchanged since then (or since the boot), was made at runtime. A file
 // changed since then that the live state does not match says neither: the cause is unknown.
 
 /** nft's boot-time rules files, as the probe looks for them. */
@@ -46,6 +48,32 @@ function standing(
   return differs && { files: differs, loaded: false, deleted: !added };
 }
 
+/**
+ * What compare says of the files `file` includes, as the cause it finds (read back by
+ * `firewallCause`): the latest changed after `file`, or that not all were read; nothing when every
+ * one is older than `file`, whose own mtime then tells.
+ */
+export function includedChange(file: string, includes: Includes): Cause | undefined {
+  if (includes.cut !== undefined)
+    return {
+      kind: "unknown",
+      evidence: `what ${file} includes was not all read (${includes.cut}): when it changed is not known`,
+    };
+  const newest = includes.newer.reduce<Includes["newer"][number] | undefined>(
+    // On a tie the later wins: a file, not the glob's folder listed before it.
+    (a, b) => (a && a.mtime > b.mtime ? a : b),
+    undefined,
+  );
+  return (
+    newest && {
+      kind: "unknown",
+      evidence: `${newest.file}, which ${file} includes, changed at ${causeTime(newest.mtime)} after it, owner ${newest.owner}`,
+    }
+  );
+}
+const INCLUDED_CHANGE = /^(\/.*), which \/.* includes, changed at (\S+) after it, owner (\S+)$/;
+const NOT_ALL_READ = /^what \/.* includes was not all read \(/;
+
 export function firewallCause(
   item: CauseSubject,
   record: HostRecord,
@@ -54,8 +82,15 @@ export function firewallCause(
 ): Cause | undefined {
   const stand = standing(item, known);
   if (!stand) return undefined;
-  const changes = stand.files.flatMap((file) => {
-    const stat = record.stat.get(file);
+  const included = INCLUDED_CHANGE.exec(item.cause?.evidence ?? "");
+  const partial = NOT_ALL_READ.test(item.cause?.evidence ?? "");
+  const stats = stand.files.map((file) => ({ file, stat: record.stat.get(file) }));
+  if (included)
+    stats.push({
+      file: included[1]!,
+      stat: { mtime: Date.parse(included[2]!), owner: included[3]! },
+    });
+  const changes = stats.flatMap(({ file, stat }) => {
     const seconds = stat && Math.floor(stat.mtime / 1000);
     return stat && seconds !== undefined && notAHostTime(seconds) === undefined
       ? [{ file, ...stat }]
@@ -79,7 +114,7 @@ export function firewallCause(
     return {
       kind: "persisted",
       evidence:
-        since === undefined
+        since === undefined || partial
           ? what
           : `${what}, unchanged since this node's last audit at ${causeTime(since)}: reloaded since`,
       group: `persisted: ${stand.files.join(", ")}`,
@@ -89,7 +124,7 @@ export function firewallCause(
   const boot = record.bootTime;
   const bootOk = boot !== undefined && notAHostTime(Math.floor(boot / 1000)) === undefined;
   const from = Math.max(bootOk ? boot : -Infinity, since ?? -Infinity);
-  if (!Number.isFinite(from) || changes.length < stand.files.length) return undefined;
+  if (!Number.isFinite(from) || changes.length < stats.length || partial) return undefined;
   if (latest && latest.mtime > from) return undefined;
   const when =
     from === since

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { after, test } from "node:test";
 import { firewall, type FirewallDeclared } from "../../../src/domains/firewall/index.js";
 import type { FirewallLive } from "../../../src/domains/firewall/parse.js";
@@ -161,6 +161,63 @@ test("cause from the rules file's mtime: runtime where it has not changed, persi
     ],
   });
   assert.deepEqual(firewall.records!({ "iptables filter": {} }).stat?.length, 2);
+});
+
+test("cause with what the rules file includes: an included file changed after it times the change; includes not all read tell no runtime", () => {
+  const FILE = "/etc/nftables.conf";
+  const INCLUDED = "/etc/nftables.d/incident.nft";
+  const since = { ...NODE, since: BOOT + 60_000 };
+  /** The fixture with the includes part as the probe prints it, then `newer` stat lines. */
+  const withIncludes = (includes: string[], newer: string[] = []) => {
+    const text = fixture("firewall", "debian12-runtime-rule.txt").replace(
+      `${mark("includes")}\n`,
+      `${mark("includes")}\n${includes.join("\n")}\n${newer.length ? `${mark("includes-newer")}\n${newer.join("\n")}\n` : ""}`,
+    );
+    const live = parse(section(firewall, text).output);
+    const boot = firewall.snapshot({ ...live, ruleset: live.boot!.ruleset })!;
+    const rules = boot["inet filter"]!.chains!.input!.rules!;
+    boot["inet filter"]!.chains!.input!.rules = rules.filter(
+      (r) => r !== "meta l4proto icmp accept",
+    );
+    const [persisted, runtime] = drifted(firewall.compare(boot, live)) as [Finding, Finding];
+    const unchanged = record({ [FILE]: BOOT - 1000 });
+    return {
+      persisted: firewall.cause!(persisted, unchanged, since),
+      runtime: firewall.cause!(runtime, unchanged, since),
+      compared: runtime.cause,
+    };
+  };
+  // An included file older than the rules file: the rules file's mtime tells, as without includes.
+  const older = withIncludes(["/etc/nftables.d", INCLUDED]);
+  assert.equal(older.runtime?.kind, "runtime");
+  assert.equal(older.compared, undefined);
+  // Changed after the rules file and since the last audit: no runtime change; the persisted rule
+  // is timed by the included file.
+  const changedAt = (BOOT + 120_000) / 1000;
+  const changed = withIncludes(["/etc/nftables.d", INCLUDED], [`${changedAt} alice ${INCLUDED}`]);
+  assert.deepEqual(changed.persisted, {
+    kind: "persisted",
+    at: "2025-12-02T00:02:00Z",
+    evidence: `${FILE} loads it: ${INCLUDED} changed at 2025-12-02T00:02:00Z, owner alice`,
+    group: `persisted: ${FILE}`,
+  });
+  assert.equal(changed.runtime, undefined);
+  // With no record the item keeps what compare found: the included file's change, unknown.
+  assert.deepEqual(changed.compared, {
+    kind: "unknown",
+    evidence: `${INCLUDED}, which ${FILE} includes, changed at 2025-12-02T00:02:00Z after it, owner alice`,
+  });
+  // Changed after the rules file but before the last audit: still a runtime change.
+  const before = withIncludes([INCLUDED], [`${(BOOT + 30_000) / 1000} root ${INCLUDED}`]);
+  assert.equal(before.runtime?.kind, "runtime");
+  // Not all read: nothing says the includes are unchanged.
+  const cut = withIncludes(["cut more than 64 files", INCLUDED]);
+  assert.equal(cut.runtime, undefined);
+  assert.deepEqual(cut.persisted, {
+    kind: "persisted",
+    evidence: `${FILE} loads it`,
+    group: `persisted: ${FILE}`,
+  });
 });
 
 test("a removed rule, a changed policy, an added table: each its own item, and accepting them all is clean", () => {
@@ -611,6 +668,33 @@ test("the probe run for real: unknown as nobody; as root in a namespace of its o
       .map((f) => [f.key, f.latent?.because]),
     [['inet t c: iifname "lo" accept', "/etc/nftables.conf does not load it"]],
   );
+  // The rules file includes a glob of the tree (an absolute path, as nft reads it) whose one file
+  // changed after it: read with the shell's own `read`, and that file alone asked its mtime.
+  const conf = `${dir}/etc/nftables.conf`;
+  const extra = `${dir}/etc/nftables.d/extra.nft`;
+  mkdirSync(`${dir}/etc/nftables.d`);
+  writeFileSync(extra, 'add rule inet t c iifname "lo" accept\n');
+  appendFileSync(conf, `include "${dir}/etc/nftables.d/*.nft"\n`);
+  utimesSync(conf, 1_700_000_000, 1_700_000_000);
+  utimesSync(`${dir}/etc/nftables.d`, 1_700_000_000, 1_700_000_000);
+  utimesSync(extra, 1_700_000_100, 1_700_000_100);
+  const includingTrace = await execs(["ip", "netns", "exec", ns, "sh", "-s"]);
+  const including = await runProbe<FirewallLive>(firewall, undefined, {
+    command: includingTrace.command,
+    root: { dir },
+  });
+  assert.deepEqual(including.live!.boot!.includes, {
+    files: ["/etc/nftables.d", "/etc/nftables.d/extra.nft"],
+    newer: [{ file: "/etc/nftables.d/extra.nft", mtime: 1_700_000_100_000, owner: "root" }],
+  });
+  assert.deepEqual(firewall.compare(firewall.snapshot(including.live!)!, including.live!), []);
+  assert.deepEqual(includingTrace.programs, [
+    "/usr/bin/head",
+    "/usr/bin/stat",
+    "/usr/bin/unshare",
+    "/usr/sbin/nft",
+    "/usr/sbin/nft",
+  ]);
 });
 
 test("the probe run for real on legacy iptables tables: listed by iptables-save beside nft's, the saved rules read", async (t) => {
