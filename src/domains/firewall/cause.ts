@@ -7,13 +7,17 @@ import {
   type RecordContext,
 } from "../host-record.js";
 import type { Includes } from "./includes.js";
+import { packageRunAt } from "../package-transaction.js";
 import { LEGACY_FAMILIES } from "./legacy.js";
 
 // Why a rule drifted, from the boot's rules file and its mtime (and those of the files it includes,
 // which the firewall section reads: compare passes on the latest changed after the rules file): a
 // live state the file loads was persisted (an edit since the node's last audit, or a reload); one it
 // does not load, with the files unchanged since then (or since the boot), was made at runtime. A file
-// changed since then that the live state does not match says neither: the cause is unknown.
+// changed since then that the live state does not match says neither: the cause is unknown. A file
+// that loads it and changed while dpkg configured a package (iptables-persistent's postinst saves
+// the rules) or apt ran (a package shipping /etc/nftables.d/ files: the folder changed) names that
+// package run; dpkg gives a file it unpacks its package's own mtime, so only such a change tells.
 
 /** nft's boot-time rules files, as the probe looks for them. */
 export const NFT_RULES_FILES = ["/etc/sysconfig/nftables.conf", "/etc/nftables.conf"] as const;
@@ -104,6 +108,15 @@ export function firewallCause(
   if (stand.loaded) {
     // The file loads the live state: it was edited since the last audit, or reloaded.
     const what = `${stand.files.join(", ")} ${stand.deleted ? "no longer loads it" : "loads it"}`;
+    const run = latest && packageRunAt(latest.mtime, record);
+    if (latest && run && (since === undefined || latest.mtime > since))
+      return {
+        kind: "package",
+        at: causeTime(latest.mtime),
+        by: run.by,
+        evidence: `${what}: ${latest.file} changed at ${causeTime(latest.mtime)}, ${run.during}`,
+        group: run.group,
+      };
     if (latest && (since === undefined || latest.mtime > since))
       return {
         kind: "persisted",

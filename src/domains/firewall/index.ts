@@ -192,12 +192,20 @@ export const firewall: Domain<FirewallDeclared, FirewallLive, "firewall"> = {
       `elif ! command -v unshare >/dev/null 2>&1; then ${ctx.mark("boot-unknown no unshare to read the rules file in a scratch network namespace")}`,
       // nft's interactive mode commits each line on its own, so the listing after the include is
       // what the file leaves, its deletes and flushes done (`-e` echoes only what it adds). HOME
-      // names no folder: nft -i would write its history file there.
-      `else ${ctx.mark("boot")}; printf '%s\\n' "$qm_f"; HOME=/dev/null unshare -n "$qm_nft" -j -i 2>&1 <<QM_FW_BOOT`,
-      `include "$qm_f"`,
-      "list ruleset",
-      "QM_FW_BOOT",
+      // names no folder: nft -i would write its history file there. A quoted here-document per
+      // rules file: dash forks to expand one that is not.
+      // What it includes first: nft, last, then takes the place of the section's shell.
+      "else",
       ...includesProbe(ctx.mark),
+      `${ctx.mark("boot")}; printf '%s\\n' "$qm_f"; case $qm_f in`,
+      ...NFT_RULES_FILES.flatMap((file, i) => [
+        `${file}) HOME=/dev/null unshare -n "$qm_nft" -j -i 2>&1 <<'QM_FW_${i}'`,
+        `include "${file}"`,
+        "list ruleset",
+        `QM_FW_${i}`,
+        ";;",
+      ]),
+      "esac",
       "fi; fi",
       `} | head -c ${MAX_RULESET_BYTES + 1}; fi`,
     ].join("\n");
@@ -209,12 +217,15 @@ export const firewall: Domain<FirewallDeclared, FirewallLive, "firewall"> = {
     return compareFirewall(this, declared, live);
   },
   records(declared) {
-    // The rules files' mtimes: one `stat` the cause section shares with every domain. Not which
+    // The rules files' mtimes: one `stat` the cause section shares with every domain; and the
+    // package runs since the last audit (`steps`: dpkg's configure steps and apt's runs, read by the
+    // log pass the section makes anyway), whose times tell a change a package made. Not which
     // package ships them (a `files` request): that pass over dpkg's status and logs, md5sum
     // included, tripled the cause section's processes for a cause rarely seen (an upgrade
     // replacing an unmodified nftables.conf).
     const tables = Object.keys(declared).map((table) => table.split(" ", 1)[0]!);
     return {
+      steps: true,
       stat: [
         ...(tables.some((family) => !LEGACY.has(family))
           ? [

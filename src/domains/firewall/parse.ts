@@ -224,6 +224,7 @@ function parseSection(output: string, ctx: ParseContext): FirewallLive {
   let cut = false;
   let boot: Boot | undefined;
   let legacyBoot: Map<LegacyFamily, Boot> | undefined;
+  let includes: Includes | undefined;
   const unknown: string[] = [];
   const seen = new Set<string>();
   const once = (what: string) => {
@@ -255,12 +256,12 @@ function parseSection(output: string, ctx: ParseContext): FirewallLive {
       const got = parseBootListing(part.slice(newline + 1), part.slice(0, Math.max(newline, 0)));
       boot = got.boot;
       if (got.unknown) unknown.push(got.unknown);
-    } else if (label === "includes" && boot?.file) {
+    } else if (label === "includes") {
       once(label);
-      boot.includes = parseIncludes(part);
-    } else if (label === "includes-newer" && boot?.includes) {
+      includes = parseIncludes(part);
+    } else if (label === "includes-newer" && includes) {
       once(label);
-      parseNewer(part, boot.includes);
+      parseNewer(part, includes);
     } else if (label.startsWith("boot-none ")) {
       once("the boot part");
       boot = { ruleset: new Map(), from: label.slice(10) };
@@ -272,6 +273,7 @@ function parseSection(output: string, ctx: ParseContext): FirewallLive {
   // head cut the section: what came after the cut (at a line's end, or a part's) is unknown.
   cut ||= output.length > MAX_RULESET_BYTES;
   if (!listed) throw new ProbeParseError("firewall", "no ruleset");
+  if (boot?.file && includes) boot.includes = includes;
   if (cut)
     unknown.push("the ruleset past the probe's bound: not read, so nothing is missing from it");
   else if (seen.has("the ruleset") && !seen.has("the boot part"))

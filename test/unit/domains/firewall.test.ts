@@ -153,8 +153,42 @@ test("cause from the rules file's mtime: runtime where it has not changed, persi
     ),
     undefined,
   );
-  // What the cause asks the host for: the rules files' mtimes.
+  // Changed while dpkg configured a package (its maintainer script), or while apt ran: that run.
+  const configured = record(
+    { [FILE]: BOOT + 120_000 },
+    {
+      steps: [{ name: "fw-rules", version: "2.0", start: BOOT + 119_000, end: BOOT + 121_000 }],
+      apt: [
+        {
+          start: BOOT + 100_000,
+          end: BOOT + 130_000,
+          commandline: "apt-get install fw-rules",
+          requestedBy: "alice (1000)",
+        },
+      ],
+    },
+  );
+  assert.deepEqual(firewall.cause!(persisted, configured, since), {
+    kind: "package",
+    at: "2025-12-02T00:02:00Z",
+    by: "apt-get (alice)",
+    evidence:
+      "/etc/nftables.conf loads it: /etc/nftables.conf changed at 2025-12-02T00:02:00Z, while dpkg configured fw-rules 2.0 (its maintainer script)",
+    group: "package: fw-rules 2.0 configured",
+  });
+  assert.deepEqual(
+    firewall.cause!(persisted, { ...configured, steps: [] }, since)?.evidence,
+    "/etc/nftables.conf loads it: /etc/nftables.conf changed at 2025-12-02T00:02:00Z, while `apt-get install fw-rules` ran",
+  );
+  // A package run before the change tells nothing: the edit after it made it.
+  assert.equal(
+    firewall.cause!(persisted, record({ [FILE]: BOOT + 140_000 }, { apt: configured.apt }), since)
+      ?.kind,
+    "persisted",
+  );
+  // What the cause asks the host for: the rules files' mtimes, and the package runs.
   assert.deepEqual(firewall.records!(boot), {
+    steps: true,
     stat: [
       { under: "/etc", entries: ["nftables.conf"] },
       { under: "/etc/sysconfig", entries: ["nftables.conf"] },
