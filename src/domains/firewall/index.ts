@@ -145,9 +145,11 @@ export const firewall: Domain<FirewallDeclared, FirewallLive, "firewall"> = {
     // /proc/net lists any. The boot-time rules file is loaded by nft itself into a scratch network
     // namespace (`unshare -n`, gone when nft ends) and listed there: what the next boot loads, in
     // nft's own normalization, with the host's ruleset untouched. One nft lists, one loads (a
-    // namespace is nft's for its whole life, and `nft -c` lists nothing), and one `head` bounds
-    // all; the rest is the shell's own, but a `stat` of included files changed after the rules file. The tools are found by the shell, so `unshare` starts nft without
-    // searching PATH, and nothing more is read where a listing failed.
+    // namespace is nft's for its whole life; `nft -c -e` echoes nothing, and a listing after an
+    // include under `nft -c -i` is the live ruleset again, the check's batch aborted), and one
+    // `head` bounds all; the rest is the shell's own, but a `stat` of included files changed after
+    // the rules file. The tools are found by the shell, so `unshare` starts nft without searching
+    // PATH, and nothing more is read where a listing failed.
     const unit = (target: string, service: string) =>
       `/etc/systemd/system/${target}.target.wants/${service}`;
     const wants = (service: string) =>

@@ -136,12 +136,16 @@ export function parseRuleset(text: string): { ruleset: Ruleset; cut: boolean } {
  */
 function parseBootListing(text: string, file: string): { boot?: Boot; unknown?: string } {
   const start = text.lastIndexOf('{"nftables"');
-  const before = start === -1 ? text : text.slice(0, start);
-  const lines = before.split("\n").filter((line) => line.trim() !== "");
-  const error =
-    lines.find((line) => / Error: /.test(line)) ?? (start === -1 ? lines[0] : undefined);
-  if (start === -1 && error === undefined)
-    return { unknown: `what ${file} loads at boot: nft printed no ruleset` };
+  const lines = text
+    .slice(0, start === -1 ? undefined : start)
+    .split("\n")
+    .filter((line) => line.trim() !== "");
+  // No listing at all: nft did not run as asked (an nft built without its interactive mode).
+  if (start === -1)
+    return {
+      unknown: `what ${file} loads at boot: nft listed no ruleset${lines[0] === undefined ? "" : ` (${lines[0].slice(0, 300)})`}`,
+    };
+  const error = lines.find((line) => / Error: /.test(line));
   if (error !== undefined)
     return { boot: { ruleset: new Map(), from: `${file} fails to load (${error.slice(0, 300)})` } };
   const { ruleset, cut } = parseRuleset(text.slice(start));

@@ -521,6 +521,15 @@ test("a rules file that does not load: the next boot loads nothing", () => {
     .compare(firewall.snapshot(live)!, live)
     .filter((f) => f.key.endsWith("accept"));
   assert.equal(rule?.latent?.becomes, null);
+  // No listing at all (an nft built without its interactive mode): what the boot loads is unknown,
+  // never nothing.
+  const unlisted = parse(
+    `${mark("live")}\n${nftJson([table("filter")])}\n${mark("boot")}\n/etc/nftables.conf\nnft: interactive mode is not supported\n`,
+  );
+  assert.equal(unlisted.boot, undefined);
+  assert.deepEqual(unlisted.unknown, [
+    "what /etc/nftables.conf loads at boot: nft listed no ruleset (nft: interactive mode is not supported)",
+  ]);
 });
 
 // Captured in a network namespace on a Debian 12 host (nft 1.0.6): the probe run as root against a
