@@ -36,6 +36,30 @@ function byOf(transaction: AptTransaction | undefined): string {
 }
 
 /**
+ * The package run a change at `at` (epoch milliseconds) happened in, in a cause's words: a dpkg
+ * configure step (its maintainer script ran then), else an apt run. Needs `steps` in the request.
+ */
+export function packageRunAt(
+  at: number,
+  record: HostRecord,
+): { by: string; during: string; group: string } | undefined {
+  const step = latest(record.steps ?? [], (s) => s.start <= at && at <= (s.end ?? s.start));
+  if (step)
+    return {
+      by: transactionBy(step.start, record),
+      during: `while dpkg configured ${step.name} ${step.version} (its maintainer script)`,
+      group: `package: ${step.name} ${step.version} configured`,
+    };
+  const apt = latest(record.apt, (t) => t.start <= at && at <= (t.end ?? t.start));
+  if (!apt?.commandline) return undefined;
+  return {
+    by: transactionBy(apt.start, record),
+    during: `while \`${apt.commandline}\` ran`,
+    group: `package: ${apt.commandline}`,
+  };
+}
+
+/**
  * The cause of one package event: its transaction's changes (the events sent: those of declared
  * packages and of owners of declared files) are its group, the same on every node it ran on. rpm
  * records the transaction but not who ran it (rpm, dnf or yum): no `by`.

@@ -1,10 +1,15 @@
 // The firewall on a real sshd test host (its own network namespace, so its own nftables ruleset),
 // through the real CLI: a rule added at runtime during an "incident" is drift in nft's words and
-// gone at reboot; once the rules file says it and is reloaded, the next audit sees it persisted;
+// gone at reboot; once a file the rules file includes says it and the rules file is reloaded, the
+// next audit sees it persisted, timed by that file;
 // accepting it by PR (propose against the git server and the GitHub double, the PR merged) and
-// auditing again is clean. Without root the domain is unknown, with its reason. Needs root.
+// auditing again is clean; a package whose postinst writes an included file and reloads is the
+// cause of its rule. Without root the domain is unknown, with its reason. Needs root.
 import assert from "node:assert/strict";
+import { chmod, mkdir, writeFile } from "node:fs/promises";
+import path from "node:path";
 import { after, describe, it } from "node:test";
+import { execa } from "execa";
 import { runCli } from "../support/cli.js";
 import { suiteForge } from "../support/forge.js";
 import { AUDIT_USER, startFleet, type TestFleet } from "../support/hosts.js";
@@ -16,8 +21,10 @@ const HOST = "fw-01";
 const RULES_FILE = "/etc/nftables.conf";
 const RULES = ["ct state established,related accept", 'iifname "lo" accept', "tcp dport 22 accept"];
 const INCIDENT = "tcp dport 8080 accept";
-const rulesFile = (rules: readonly string[]) =>
-  `flush ruleset\ntable inet filter {\n  chain input {\n    type filter hook input priority 0; policy drop;\n${rules.map((r) => `    ${r}\n`).join("")}  }\n}\n`;
+const PKG = "qm-fw-svc";
+const PKG_RULE = "tcp dport 9100 accept";
+const INCLUDED = "/etc/nftables.d/incident.nft";
+const RULES_FILE_TEXT = `flush ruleset\ntable inet filter {\n  chain input {\n    type filter hook input priority 0; policy drop;\n${RULES.map((r) => `    ${r}\n`).join("")}  }\n}\ninclude "/etc/nftables.d/*.nft"\n`;
 const declaration = [
   "networking:",
   "  firewall:",
@@ -32,6 +39,26 @@ const declaration = [
 ].join("\n");
 
 let fleet: TestFleet;
+let deb = "";
+
+/** A package whose postinst writes its rule into /etc/nftables.d and reloads the rules file. */
+async function buildDeb(work: string): Promise<string> {
+  const root = path.join(work, PKG);
+  await mkdir(path.join(root, "DEBIAN"), { recursive: true });
+  await writeFile(
+    path.join(root, "DEBIAN/control"),
+    `Package: ${PKG}\nVersion: 1.0\nArchitecture: all\nMaintainer: Quartermaster tests <qm@example.invalid>\nDescription: a service opening its port\n`,
+  );
+  await writeFile(
+    path.join(root, "DEBIAN/postinst"),
+    `#!/bin/sh\nset -e\nif [ "$1" = configure ]; then echo 'add rule inet filter input ${PKG_RULE}' > /etc/nftables.d/${PKG}.nft; nft -f ${RULES_FILE}; fi\n`,
+  );
+  await chmod(path.join(root, "DEBIAN/postinst"), 0o755);
+  const file = path.join(work, `${PKG}_1.0_all.deb`);
+  await execa("dpkg-deb", ["--root-owner-group", "--build", root, file]);
+  return file;
+}
+
 const forge = suiteForge({
   token: TOKEN,
   workPrefix: "qm-firewall-",
@@ -43,17 +70,21 @@ const forge = suiteForge({
     [`${M}/nodes/${HOST}.yaml`]: `host: ${HOST}\nssh:\n  become: sudo\n${declaration}`,
     [`${M}/nodes/${HOST}-user.yaml`]: `host: ${HOST}\n${declaration}`,
   },
-  setup: async () => {
+  setup: async (forge) => {
+    deb = await buildDeb(forge.work);
     fleet = await startFleet(
       [
         {
           name: HOST,
+          // dpkg's database and logs are the host's own: a package is installed on it.
+          writable: ["/var/lib/dpkg", "/var/log"],
           files: {
             "/etc/sudoers.d/qm-audit": {
               contents: `${AUDIT_USER} ALL=(root) NOPASSWD: /bin/sh\n`,
               mode: "0440",
             },
-            [RULES_FILE]: { contents: rulesFile(RULES) },
+            [RULES_FILE]: { contents: RULES_FILE_TEXT },
+            "/etc/nftables.d/README": { contents: `Rules files ${RULES_FILE} includes.\n` },
             "/etc/systemd/system/sysinit.target.wants/nftables.service": { contents: "" },
           },
         },
@@ -139,10 +170,10 @@ describe("firewall on a real host", () => {
     );
   });
 
-  it("the rules file updated and reloaded: a persisted change; its accept PR merged, the next audit is clean", async () => {
+  it("a file the rules file includes written and reloaded: a persisted change; its accept PR merged, the next audit is clean", async () => {
     await fleet.exec(
       HOST,
-      `cat > ${RULES_FILE} <<'EOF'\n${rulesFile([...RULES, INCIDENT])}EOF\nnft -f ${RULES_FILE}`,
+      `echo 'add rule inet filter input ${INCIDENT}' > ${INCLUDED}\nnft -f ${RULES_FILE}`,
     );
     const { file, report } = await run.audit("run-3", 1);
     const [item, ...more] = node(report, HOST).drift;
@@ -151,10 +182,11 @@ describe("firewall on a real host", () => {
       [item!.key, item!.latent, item!.cause?.kind],
       [`inet filter input: ${INCIDENT}`, undefined, "persisted"],
     );
-    // The rules file changed since the last audit, and loads the live rule: persisted, naming it.
+    // The file it includes changed since the last audit, and the rules file loads the live rule:
+    // persisted, naming the included file.
     assert.match(
       item!.cause?.evidence ?? "",
-      new RegExp(`^${RULES_FILE} loads it: ${RULES_FILE} changed at \\S+, owner root$`),
+      new RegExp(`^${RULES_FILE} loads it: ${INCLUDED} changed at \\S+, owner root$`),
     );
     const text = await runCli(["report", "--report", file, "--format", "text"]);
     assert.match(text.stdout, new RegExp(`persisted at [^:]+:\\d\\d UTC: ${RULES_FILE} loads it`));
@@ -176,8 +208,22 @@ describe("firewall on a real host", () => {
       ),
     );
     await forge.double.mergePull(open[0]!.number);
-    const { report: after } = await run.audit("run-4", 0);
+    const { report: after } = await run.auditAndPropose("run-4", 0);
     assert.deepEqual(node(after, HOST).drift, []);
     assert.equal(node(after, HOST).status, "clean");
+  });
+
+  it("a package whose postinst writes an included rules file and reloads: cause package, naming its configure step", async () => {
+    await fleet.exec(HOST, `dpkg -i ${deb} >/dev/null`);
+    const { report } = await run.audit("run-5", 1);
+    const [item, ...more] = node(report, HOST).drift;
+    assert.deepEqual(more, []);
+    assert.deepEqual([item!.key, item!.cause?.kind], [`inet filter input: ${PKG_RULE}`, "package"]);
+    assert.match(
+      item!.cause?.evidence ?? "",
+      new RegExp(
+        `^${RULES_FILE} loads it: /etc/nftables.d/${PKG}.nft changed at \\S+, while dpkg configured ${PKG} 1\\.0 \\(its maintainer script\\)$`,
+      ),
+    );
   });
 });

@@ -7,7 +7,7 @@ import {
   type RecordContext,
   type RecordRequest,
 } from "../host-record.js";
-import { packageChange, transactionBy, transactionCause } from "../package-transaction.js";
+import { packageChange, packageRunAt, transactionCause } from "../package-transaction.js";
 import { PASSWD_BACKUP } from "./probe.js";
 
 // What the host records of an account change. The file that holds the item changed since the
@@ -59,25 +59,17 @@ function fileOf(item: CauseSubject): { file: string; line?: string } | undefined
 
 /** A new login user /etc/passwd's latest change added, in a package's configure step or apt's run. */
 function createdByPackage(name: string, mtime: number, record: HostRecord): Cause | undefined {
-  const step = latest(record.steps ?? [], (s) => s.start <= mtime && mtime <= (s.end ?? s.start));
+  const run = packageRunAt(mtime, record);
   const when = causeTime(mtime);
-  if (step)
-    return {
+  return (
+    run && {
       kind: "package",
       at: when,
-      by: transactionBy(step.start, record),
-      evidence: `${name} added to ${PASSWD} at ${when}, while dpkg configured ${step.name} ${step.version} (its maintainer script)`,
-      group: `package: ${step.name} ${step.version} configured`,
-    };
-  const apt = latest(record.apt, (t) => t.start <= mtime && mtime <= (t.end ?? t.start));
-  if (!apt?.commandline) return undefined;
-  return {
-    kind: "package",
-    at: when,
-    by: transactionBy(apt.start, record),
-    evidence: `${name} added to ${PASSWD} at ${when}, while \`${apt.commandline}\` ran`,
-    group: `package: ${apt.commandline}`,
-  };
+      by: run.by,
+      evidence: `${name} added to ${PASSWD} at ${when}, ${run.during}`,
+      group: run.group,
+    }
+  );
 }
 
 /** A sudo entry's file as its package shipped it: that package's transaction since the last audit. */

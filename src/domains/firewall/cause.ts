@@ -6,12 +6,18 @@ import {
   type HostRecord,
   type RecordContext,
 } from "../host-record.js";
+import type { Includes } from "./includes.js";
+import { packageRunAt } from "../package-transaction.js";
 import { LEGACY_FAMILIES } from "./legacy.js";
 
-// Why a rule drifted, from the boot's rules file and its mtime: a live state the file loads was
-// persisted (an edit since the node's last audit, or a reload); one it
-// does not load, with the file unchanged since then (or since the boot), was made at runtime. A file
-// changed since then that the live state does not match says neither: the cause is unknown.
+// Why a rule drifted, from the boot's rules file and its mtime (and those of the files it includes,
+// which the firewall section reads: compare passes on the latest changed after the rules file): a
+// live state the file loads was persisted (an edit since the node's last audit, or a reload); one it
+// does not load, with the files unchanged since then (or since the boot), was made at runtime. A file
+// changed since then that the live state does not match says neither: the cause is unknown. A file
+// that loads it and changed while dpkg configured a package (iptables-persistent's postinst saves
+// the rules) or apt ran (a package shipping /etc/nftables.d/ files: the folder changed) names that
+// package run; dpkg gives a file it unpacks its package's own mtime, so only such a change tells.
 
 /** nft's boot-time rules files, as the probe looks for them. */
 export const NFT_RULES_FILES = ["/etc/sysconfig/nftables.conf", "/etc/nftables.conf"] as const;
@@ -46,6 +52,32 @@ function standing(
   return differs && { files: differs, loaded: false, deleted: !added };
 }
 
+/**
+ * What compare says of the files `file` includes, as the cause it finds (read back by
+ * `firewallCause`): the latest changed after `file`, or that not all were read; nothing when every
+ * one is older than `file`, whose own mtime then tells.
+ */
+export function includedChange(file: string, includes: Includes): Cause | undefined {
+  if (includes.cut !== undefined)
+    return {
+      kind: "unknown",
+      evidence: `what ${file} includes was not all read (${includes.cut}): when it changed is not known`,
+    };
+  const newest = includes.newer.reduce<Includes["newer"][number] | undefined>(
+    // On a tie the later wins: a file, not the glob's folder listed before it.
+    (a, b) => (a && a.mtime > b.mtime ? a : b),
+    undefined,
+  );
+  return (
+    newest && {
+      kind: "unknown",
+      evidence: `${newest.file}, which ${file} includes, changed at ${causeTime(newest.mtime)} after it, owner ${newest.owner}`,
+    }
+  );
+}
+const INCLUDED_CHANGE = /^(\/.*), which \/.* includes, changed at (\S+) after it, owner (\S+)$/;
+const NOT_ALL_READ = /^what \/.* includes was not all read \(/;
+
 export function firewallCause(
   item: CauseSubject,
   record: HostRecord,
@@ -54,8 +86,15 @@ export function firewallCause(
 ): Cause | undefined {
   const stand = standing(item, known);
   if (!stand) return undefined;
-  const changes = stand.files.flatMap((file) => {
-    const stat = record.stat.get(file);
+  const included = INCLUDED_CHANGE.exec(item.cause?.evidence ?? "");
+  const partial = NOT_ALL_READ.test(item.cause?.evidence ?? "");
+  const stats = stand.files.map((file) => ({ file, stat: record.stat.get(file) }));
+  if (included)
+    stats.push({
+      file: included[1]!,
+      stat: { mtime: Date.parse(included[2]!), owner: included[3]! },
+    });
+  const changes = stats.flatMap(({ file, stat }) => {
     const seconds = stat && Math.floor(stat.mtime / 1000);
     return stat && seconds !== undefined && notAHostTime(seconds) === undefined
       ? [{ file, ...stat }]
@@ -69,6 +108,15 @@ export function firewallCause(
   if (stand.loaded) {
     // The file loads the live state: it was edited since the last audit, or reloaded.
     const what = `${stand.files.join(", ")} ${stand.deleted ? "no longer loads it" : "loads it"}`;
+    const run = latest && packageRunAt(latest.mtime, record);
+    if (latest && run && (since === undefined || latest.mtime > since))
+      return {
+        kind: "package",
+        at: causeTime(latest.mtime),
+        by: run.by,
+        evidence: `${what}: ${latest.file} changed at ${causeTime(latest.mtime)}, ${run.during}`,
+        group: run.group,
+      };
     if (latest && (since === undefined || latest.mtime > since))
       return {
         kind: "persisted",
@@ -79,7 +127,7 @@ export function firewallCause(
     return {
       kind: "persisted",
       evidence:
-        since === undefined
+        since === undefined || partial
           ? what
           : `${what}, unchanged since this node's last audit at ${causeTime(since)}: reloaded since`,
       group: `persisted: ${stand.files.join(", ")}`,
@@ -89,7 +137,7 @@ export function firewallCause(
   const boot = record.bootTime;
   const bootOk = boot !== undefined && notAHostTime(Math.floor(boot / 1000)) === undefined;
   const from = Math.max(bootOk ? boot : -Infinity, since ?? -Infinity);
-  if (!Number.isFinite(from) || changes.length < stand.files.length) return undefined;
+  if (!Number.isFinite(from) || changes.length < stats.length || partial) return undefined;
   if (latest && latest.mtime > from) return undefined;
   const when =
     from === since

@@ -1,7 +1,7 @@
 import type { Latent } from "../cause.js";
 import { pathIn, type Finding } from "../domain.js";
 import type { SpecPath } from "../../spec-path.js";
-import { doesNotLoadIt, loadsIt, noLongerLoadsIt } from "./cause.js";
+import { doesNotLoadIt, includedChange, loadsIt, noLongerLoadsIt } from "./cause.js";
 import { LEGACY_FAMILIES } from "./legacy.js";
 import { bootFor, boots, type Boot, type FirewallLive } from "./parse.js";
 import type { Chain, Table } from "./ruleset.js";
@@ -337,5 +337,14 @@ export function compareFirewall(
       if (!tables.has(name) && !live.ruleset.has(name))
         for (const [chain, bootChain] of booted.chains)
           compareRules(scope, name, chain, [], [], bootChain);
-  return scope.findings;
+  const included =
+    live.boot?.file && live.boot.includes && includedChange(live.boot.file, live.boot.includes);
+  if (!included) return scope.findings;
+  // What the rules file includes changed after it, or was not all read: its cause reads that.
+  const legacy: readonly string[] = Object.values(LEGACY_FAMILIES);
+  return scope.findings.map((finding) =>
+    legacy.includes(finding.key.slice(0, finding.key.indexOf(" ")))
+      ? finding
+      : { ...finding, cause: included },
+  );
 }

@@ -3,6 +3,7 @@ import { replaceAt, valueAt } from "../../spec-path.js";
 import { within, type Domain, type Finding } from "../domain.js";
 import { firewallCause, NFT_RULES_FILES } from "./cause.js";
 import { compareFirewall, FAMILIES } from "./compare.js";
+import { includesProbe } from "./includes.js";
 import { LEGACY_FAMILIES } from "./legacy.js";
 import { MAX_RULESET_BYTES, parseFirewall, SAVED_RULES, type FirewallLive } from "./parse.js";
 import type { Chain, Ruleset } from "./ruleset.js";
@@ -142,11 +143,13 @@ export const firewall: Domain<FirewallDeclared, FirewallLive, "firewall"> = {
     // Listing needs root (`become: sudo`). nft lists the kernel's nf_tables (iptables-nft's rules
     // too); legacy iptables tables, which nft cannot see, are listed by iptables-save where
     // /proc/net lists any. The boot-time rules file is loaded by nft itself into a scratch network
-    // namespace (`unshare -n`, gone when nft ends) and echoed: what the next boot loads, in nft's
-    // own normalization, with the host's ruleset untouched. One nft lists, one loads (a namespace is
-    // nft's for its whole life, and `nft -c` echoes nothing), and one `head` bounds all; the rest
-    // is the shell's own. The tools are found by the shell, so `unshare` starts nft without
-    // searching PATH, and nothing more is read where a listing failed.
+    // namespace (`unshare -n`, gone when nft ends) and listed there: what the next boot loads, in
+    // nft's own normalization, with the host's ruleset untouched. One nft lists, one loads (a
+    // namespace is nft's for its whole life; `nft -c -e` echoes nothing, and a listing after an
+    // include under `nft -c -i` is the live ruleset again, the check's batch aborted), and one
+    // `head` bounds all; the rest is the shell's own, but a `stat` of included files changed after
+    // the rules file. The tools are found by the shell, so `unshare` starts nft without searching
+    // PATH, and nothing more is read where a listing failed.
     const unit = (target: string, service: string) =>
       `/etc/systemd/system/${target}.target.wants/${service}`;
     const wants = (service: string) =>
@@ -189,7 +192,23 @@ export const firewall: Domain<FirewallDeclared, FirewallLive, "firewall"> = {
       `elif [ -z "$qm_on" ]; then ${ctx.mark("boot-none nftables.service is not enabled: the next boot loads no rules")}`,
       `elif [ -z "$qm_f" ]; then ${ctx.mark("boot-none no /etc/nftables.conf: the next boot loads no rules")}`,
       `elif ! command -v unshare >/dev/null 2>&1; then ${ctx.mark("boot-unknown no unshare to read the rules file in a scratch network namespace")}`,
-      `else ${ctx.mark("boot")}; printf '%s\\n' "$qm_f"; unshare -n "$qm_nft" -j -e -f "$qm_f" 2>&1; fi; fi`,
+      // nft's interactive mode commits each line on its own, so the listing after the include is
+      // what the file leaves, its deletes and flushes done (`-e` echoes only what it adds). HOME
+      // names no folder: nft -i would write its history file there. A quoted here-document per
+      // rules file: dash forks to expand one that is not.
+      // What it includes first: nft, last, then takes the place of the section's shell.
+      "else",
+      ...includesProbe(ctx.mark),
+      `${ctx.mark("boot")}; printf '%s\\n' "$qm_f"; case $qm_f in`,
+      ...NFT_RULES_FILES.flatMap((file, i) => [
+        `${file}) HOME=/dev/null unshare -n "$qm_nft" -j -i 2>&1 <<'QM_FW_${i}'`,
+        `include "${file}"`,
+        "list ruleset",
+        `QM_FW_${i}`,
+        ";;",
+      ]),
+      "esac",
+      "fi; fi",
       `} | head -c ${MAX_RULESET_BYTES + 1}; fi`,
     ].join("\n");
   },
@@ -200,12 +219,15 @@ export const firewall: Domain<FirewallDeclared, FirewallLive, "firewall"> = {
     return compareFirewall(this, declared, live);
   },
   records(declared) {
-    // The rules files' mtimes: one `stat` the cause section shares with every domain. Not which
+    // The rules files' mtimes: one `stat` the cause section shares with every domain; and the
+    // package runs since the last audit (`steps`: dpkg's configure steps and apt's runs, read by the
+    // log pass the section makes anyway), whose times tell a change a package made. Not which
     // package ships them (a `files` request): that pass over dpkg's status and logs, md5sum
     // included, tripled the cause section's processes for a cause rarely seen (an upgrade
     // replacing an unmodified nftables.conf).
     const tables = Object.keys(declared).map((table) => table.split(" ", 1)[0]!);
     return {
+      steps: true,
       stat: [
         ...(tables.some((family) => !LEGACY.has(family))
           ? [

@@ -7,6 +7,7 @@ import {
   parseLegacyLive,
   type LegacyFamily,
 } from "./legacy.js";
+import { parseIncludes, parseNewer, type Includes } from "./includes.js";
 import { hookWords, quoted, ruleWords, value } from "./words.js";
 
 /** What the next boot loads: the ruleset and where it comes from (a file, or why nothing). */
@@ -16,6 +17,8 @@ export interface Boot {
   from: string;
   /** The rules file the ruleset comes from. */
   file?: string;
+  /** What nft's rules file includes, as the probe read it. */
+  includes?: Includes;
 }
 
 export interface FirewallLive {
@@ -81,18 +84,17 @@ function tableOf(ruleset: Ruleset, body: Record<string, unknown>, key = "table")
   return tableIn(ruleset, `${name(body.family, "an object")} ${name(body[key], "an object")}`);
 }
 
-/** A set's elements in nft's words (nft -e echoes them as one set each); interface names quoted. */
-function setElements(body: Record<string, unknown>, type: unknown): string[] {
-  const elem = isObject(body.elem) && Array.isArray(body.elem.set) ? body.elem.set : body.elem;
-  if (!Array.isArray(elem)) return [];
-  return elem.map((each) => bounded(value(each, type === "ifname")));
+/** A set's elements in nft's words; interface names quoted. */
+function setElements(body: Record<string, unknown>): string[] {
+  if (!Array.isArray(body.elem)) return [];
+  return body.elem.map((each) => bounded(value(each, body.type === "ifname")));
 }
 
 /**
- * One listed (or, with `nft -e`, added) object into the ruleset; anything else (maps, flowtables,
- * stateful objects) is left out. `types` keeps each set's type for the elements added to it later.
+ * One listed object into the ruleset; anything else (maps, flowtables, stateful objects) is left
+ * out.
  */
-function add(ruleset: Ruleset, types: Map<string, unknown>, kind: string, body: unknown): void {
+function add(ruleset: Ruleset, kind: string, body: unknown): void {
   if (!isObject(body)) return;
   if (kind === "table") tableOf(ruleset, body, "name");
   else if (kind === "chain") {
@@ -103,12 +105,10 @@ function add(ruleset: Ruleset, types: Map<string, unknown>, kind: string, body: 
   } else if (kind === "rule") {
     const chain = chainOf(tableOf(ruleset, body), name(body.chain, "a rule"));
     chain.rules.push(bounded(ruleWords(body.expr, body.comment)));
-  } else if (kind === "set" || kind === "element") {
+  } else if (kind === "set") {
     const sets = tableOf(ruleset, body).sets;
-    const set = name(body.name, `a ${kind}`);
-    const id = `${String(body.family)} ${String(body.table)} ${set}`;
-    if (kind === "set") types.set(id, body.type);
-    sets.set(set, [...(sets.get(set) ?? []), ...setElements(body, types.get(id))]);
+    const set = name(body.name, "a set");
+    sets.set(set, [...(sets.get(set) ?? []), ...setElements(body)]);
   }
 }
 
@@ -122,44 +122,34 @@ function one(item: unknown): [string, unknown] | undefined {
 export function parseRuleset(text: string): { ruleset: Ruleset; cut: boolean } {
   const { items, cut } = elements(text, "the ruleset");
   const ruleset: Ruleset = new Map();
-  const types = new Map<string, unknown>();
   for (const item of items) {
     const got = one(item);
-    if (got) add(ruleset, types, got[0], got[1]);
+    if (got) add(ruleset, got[0], got[1]);
   }
   return { ruleset, cut };
 }
 
 /**
- * What `nft -j -e -f FILE` printed in a scratch network namespace: the objects the file adds, in
- * nft's own normalization; undefined with the reason when the file does something else or fails.
+ * What `nft -j -i` printed after `include FILE` and `list ruleset` in a scratch network namespace:
+ * nft's errors, if the file failed to load, then the ruleset it leaves, in nft's own normalization.
+ * The listing is the last `{"nftables"` (a string in it escapes its quotes).
  */
-function parseBootEcho(text: string, file: string): { boot?: Boot; unknown?: string } {
-  if (!text.trim()) return { boot: { ruleset: new Map(), from: `${file} loads no rules`, file } };
-  if (!/^\s*\{\s*"nftables"/.test(text)) {
-    const first = text.trim().split("\n", 1)[0]!.slice(0, 300);
+function parseBootListing(text: string, file: string): { boot?: Boot; unknown?: string } {
+  const start = text.lastIndexOf('{"nftables"');
+  const lines = text
+    .slice(0, start === -1 ? undefined : start)
+    .split("\n")
+    .filter((line) => line.trim() !== "");
+  // No listing at all: nft did not run as asked (an nft built without its interactive mode).
+  if (start === -1)
     return {
-      boot: { ruleset: new Map(), from: `${file} fails to load (${first})` },
+      unknown: `what ${file} loads at boot: nft listed no ruleset${lines[0] === undefined ? "" : ` (${lines[0].slice(0, 300)})`}`,
     };
-  }
-  const { items, cut } = elements(text, "the boot ruleset");
+  const error = lines.find((line) => / Error: /.test(line));
+  if (error !== undefined)
+    return { boot: { ruleset: new Map(), from: `${file} fails to load (${error.slice(0, 300)})` } };
+  const { ruleset, cut } = parseRuleset(text.slice(start));
   if (cut) return { unknown: `what ${file} loads at boot: its listing was cut` };
-  const ruleset: Ruleset = new Map();
-  const types = new Map<string, unknown>();
-  for (const item of items) {
-    const command = one(item);
-    const added = command && (command[0] === "add" || command[0] === "insert") && one(command[1]);
-    if (!added)
-      return {
-        unknown: `what ${file} loads at boot: it does more than add tables, chains, rules and sets`,
-      };
-    if (command[0] === "insert" && added[0] === "rule" && isObject(added[1])) {
-      // An inserted rule goes first in its chain.
-      const body = added[1];
-      const chain = chainOf(tableOf(ruleset, body), name(body.chain, "a rule"));
-      chain.rules.unshift(bounded(ruleWords(body.expr, body.comment)));
-    } else add(ruleset, types, added[0], added[1]);
-  }
   return { boot: { ruleset, from: file, file } };
 }
 
@@ -238,6 +228,7 @@ function parseSection(output: string, ctx: ParseContext): FirewallLive {
   let cut = false;
   let boot: Boot | undefined;
   let legacyBoot: Map<LegacyFamily, Boot> | undefined;
+  let includes: Includes | undefined;
   const unknown: string[] = [];
   const seen = new Set<string>();
   const once = (what: string) => {
@@ -263,12 +254,18 @@ function parseSection(output: string, ctx: ParseContext): FirewallLive {
       legacyBoot = got.boots;
       unknown.push(...got.unknown);
     } else if (label === "boot") {
-      // The rules file's path on the first line, then what nft echoed loading it.
+      // The rules file's path on the first line, then what nft listed once it was loaded.
       once("the boot part");
       const newline = part.indexOf("\n");
-      const got = parseBootEcho(part.slice(newline + 1), part.slice(0, Math.max(newline, 0)));
+      const got = parseBootListing(part.slice(newline + 1), part.slice(0, Math.max(newline, 0)));
       boot = got.boot;
       if (got.unknown) unknown.push(got.unknown);
+    } else if (label === "includes") {
+      once(label);
+      includes = parseIncludes(part);
+    } else if (label === "includes-newer" && includes) {
+      once(label);
+      parseNewer(part, includes);
     } else if (label.startsWith("boot-none ")) {
       once("the boot part");
       boot = { ruleset: new Map(), from: label.slice(10) };
@@ -280,6 +277,7 @@ function parseSection(output: string, ctx: ParseContext): FirewallLive {
   // head cut the section: what came after the cut (at a line's end, or a part's) is unknown.
   cut ||= output.length > MAX_RULESET_BYTES;
   if (!listed) throw new ProbeParseError("firewall", "no ruleset");
+  if (boot?.file && includes) boot.includes = includes;
   if (cut)
     unknown.push("the ruleset past the probe's bound: not read, so nothing is missing from it");
   else if (seen.has("the ruleset") && !seen.has("the boot part"))

@@ -56,9 +56,7 @@ export const sample: DomainSample<typeof firewall> = {
     nftJson([table("filter"), chain("filter", "input"), portRule("filter", "input", 22, "ssh")]),
     mark("boot"),
     "/etc/nftables.conf",
-    JSON.stringify({
-      nftables: [{ add: table("filter") }, { add: portRule("filter", "input", 22) }],
-    }),
+    nftJson([table("filter"), portRule("filter", "input", 22)]),
     mark("boot-none nftables.service is not enabled: the next boot loads no rules"),
     '{"nftables": [{"rule": {"family": "inet", "table": "filter", "chain": "input", "expr": [[[[',
     mark("legacy ip"),

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { after, test } from "node:test";
 import { firewall, type FirewallDeclared } from "../../../src/domains/firewall/index.js";
 import type { FirewallLive } from "../../../src/domains/firewall/parse.js";
@@ -153,14 +153,105 @@ test("cause from the rules file's mtime: runtime where it has not changed, persi
     ),
     undefined,
   );
-  // What the cause asks the host for: the rules files' mtimes.
+  // Changed while dpkg configured a package (its maintainer script), or while apt ran: that run.
+  const configured = record(
+    { [FILE]: BOOT + 120_000 },
+    {
+      steps: [{ name: "fw-rules", version: "2.0", start: BOOT + 119_000, end: BOOT + 121_000 }],
+      apt: [
+        {
+          start: BOOT + 100_000,
+          end: BOOT + 130_000,
+          commandline: "apt-get install fw-rules",
+          requestedBy: "alice (1000)",
+        },
+      ],
+    },
+  );
+  assert.deepEqual(firewall.cause!(persisted, configured, since), {
+    kind: "package",
+    at: "2025-12-02T00:02:00Z",
+    by: "apt-get (alice)",
+    evidence:
+      "/etc/nftables.conf loads it: /etc/nftables.conf changed at 2025-12-02T00:02:00Z, while dpkg configured fw-rules 2.0 (its maintainer script)",
+    group: "package: fw-rules 2.0 configured",
+  });
+  assert.deepEqual(
+    firewall.cause!(persisted, { ...configured, steps: [] }, since)?.evidence,
+    "/etc/nftables.conf loads it: /etc/nftables.conf changed at 2025-12-02T00:02:00Z, while `apt-get install fw-rules` ran",
+  );
+  // A package run before the change tells nothing: the edit after it made it.
+  assert.equal(
+    firewall.cause!(persisted, record({ [FILE]: BOOT + 140_000 }, { apt: configured.apt }), since)
+      ?.kind,
+    "persisted",
+  );
+  // What the cause asks the host for: the rules files' mtimes, and the package runs.
   assert.deepEqual(firewall.records!(boot), {
+    steps: true,
     stat: [
       { under: "/etc", entries: ["nftables.conf"] },
       { under: "/etc/sysconfig", entries: ["nftables.conf"] },
     ],
   });
   assert.deepEqual(firewall.records!({ "iptables filter": {} }).stat?.length, 2);
+});
+
+test("cause with what the rules file includes: an included file changed after it times the change; includes not all read tell no runtime", () => {
+  const FILE = "/etc/nftables.conf";
+  const INCLUDED = "/etc/nftables.d/incident.nft";
+  const since = { ...NODE, since: BOOT + 60_000 };
+  /** The fixture with the includes part as the probe prints it, then `newer` stat lines. */
+  const withIncludes = (includes: string[], newer: string[] = []) => {
+    const text = fixture("firewall", "debian12-runtime-rule.txt").replace(
+      `${mark("includes")}\n`,
+      `${mark("includes")}\n${includes.join("\n")}\n${newer.length ? `${mark("includes-newer")}\n${newer.join("\n")}\n` : ""}`,
+    );
+    const live = parse(section(firewall, text).output);
+    const boot = firewall.snapshot({ ...live, ruleset: live.boot!.ruleset })!;
+    const rules = boot["inet filter"]!.chains!.input!.rules!;
+    boot["inet filter"]!.chains!.input!.rules = rules.filter(
+      (r) => r !== "meta l4proto icmp accept",
+    );
+    const [persisted, runtime] = drifted(firewall.compare(boot, live)) as [Finding, Finding];
+    const unchanged = record({ [FILE]: BOOT - 1000 });
+    return {
+      persisted: firewall.cause!(persisted, unchanged, since),
+      runtime: firewall.cause!(runtime, unchanged, since),
+      compared: runtime.cause,
+    };
+  };
+  // An included file older than the rules file: the rules file's mtime tells, as without includes.
+  const older = withIncludes(["/etc/nftables.d", INCLUDED]);
+  assert.equal(older.runtime?.kind, "runtime");
+  assert.equal(older.compared, undefined);
+  // Changed after the rules file and since the last audit: no runtime change; the persisted rule
+  // is timed by the included file.
+  const changedAt = (BOOT + 120_000) / 1000;
+  const changed = withIncludes(["/etc/nftables.d", INCLUDED], [`${changedAt} alice ${INCLUDED}`]);
+  assert.deepEqual(changed.persisted, {
+    kind: "persisted",
+    at: "2025-12-02T00:02:00Z",
+    evidence: `${FILE} loads it: ${INCLUDED} changed at 2025-12-02T00:02:00Z, owner alice`,
+    group: `persisted: ${FILE}`,
+  });
+  assert.equal(changed.runtime, undefined);
+  // With no record the item keeps what compare found: the included file's change, unknown.
+  assert.deepEqual(changed.compared, {
+    kind: "unknown",
+    evidence: `${INCLUDED}, which ${FILE} includes, changed at 2025-12-02T00:02:00Z after it, owner alice`,
+  });
+  // Changed after the rules file but before the last audit: still a runtime change.
+  const before = withIncludes([INCLUDED], [`${(BOOT + 30_000) / 1000} root ${INCLUDED}`]);
+  assert.equal(before.runtime?.kind, "runtime");
+  // Not all read: nothing says the includes are unchanged.
+  const cut = withIncludes(["cut more than 64 files", INCLUDED]);
+  assert.equal(cut.runtime, undefined);
+  assert.deepEqual(cut.persisted, {
+    kind: "persisted",
+    evidence: `${FILE} loads it`,
+    group: `persisted: ${FILE}`,
+  });
 });
 
 test("a removed rule, a changed policy, an added table: each its own item, and accepting them all is clean", () => {
@@ -411,27 +502,78 @@ test("a listing cut at the probe's bound: what was read is compared, nothing is 
 });
 
 test("a rules file that does not load: the next boot loads nothing", () => {
+  // nft -i says why the include failed, then lists the scratch namespace's empty ruleset.
+  const failed = [
+    "In file included from <cmdline>:1:1-28:",
+    "/etc/nftables.conf:3:22-22: Error: syntax error, unexpected newline",
+    "  tcp dport 1 acceptx",
+    "                     ^",
+    nftJson([]),
+  ].join("\n");
   const live = parse(
-    `${mark("live")}\n${nftJson([table("filter"), chain("filter", "input"), portRule("filter", "input", 22)])}\n${mark("boot")}\n/etc/nftables.conf\n/etc/nftables.conf:3:1-5: Error: syntax error\n`,
+    `${mark("live")}\n${nftJson([table("filter"), chain("filter", "input"), portRule("filter", "input", 22)])}\n${mark("boot")}\n/etc/nftables.conf\n${failed}\n`,
   );
   assert.equal(
     live.boot?.from,
-    "/etc/nftables.conf fails to load (/etc/nftables.conf:3:1-5: Error: syntax error)",
+    "/etc/nftables.conf fails to load (/etc/nftables.conf:3:22-22: Error: syntax error, unexpected newline)",
   );
   const [rule] = firewall
     .compare(firewall.snapshot(live)!, live)
     .filter((f) => f.key.endsWith("accept"));
   assert.equal(rule?.latent?.becomes, null);
+  // No listing at all (an nft built without its interactive mode): what the boot loads is unknown,
+  // never nothing.
+  const unlisted = parse(
+    `${mark("live")}\n${nftJson([table("filter")])}\n${mark("boot")}\n/etc/nftables.conf\nnft: interactive mode is not supported\n`,
+  );
+  assert.equal(unlisted.boot, undefined);
+  assert.deepEqual(unlisted.unknown, [
+    "what /etc/nftables.conf loads at boot: nft listed no ruleset (nft: interactive mode is not supported)",
+  ]);
+});
+
+// Captured in a network namespace on a Debian 12 host (nft 1.0.6): the probe run as root against a
+// tree whose /etc/nftables.conf, loaded first, reads
+//   flush ruleset
+//   table inet filter { chain input { type filter hook input priority 0; policy drop;
+//     tcp dport 22 accept; tcp dport 80 accept } }
+//   table ip old { chain c { tcp dport 9 accept } }
+//   delete table ip old
+//   flush chain inet filter input
+//   add rule inet filter input tcp dport 443 accept
+//   table inet t3 { set s { type ipv4_addr; elements = { 1.2.3.4, 5.6.7.8 } } }
+//   delete element inet t3 s { 1.2.3.4 }
+//   table inet t4 { chain y { tcp dport 1 accept } }
+//   flush table inet t4
+// (one statement a line in the file). `nft -e -f` echoed only its adds: table ip old, the rules on
+// ports 22, 80 and 1 and both elements of @s, none of which the boot keeps.
+test("a rules file that deletes and flushes: the next boot holds what it leaves", () => {
+  const live = liveFrom(firewall, "debian12-boot-deletes.txt") as FirewallLive;
+  const bootHolds = firewall.snapshot({ ...live, ruleset: live.boot!.ruleset });
+  assert.deepEqual(bootHolds, {
+    "inet filter": {
+      chains: {
+        input: {
+          hook: "type filter hook input priority 0",
+          policy: "drop",
+          rules: ["tcp dport 443 accept"],
+        },
+      },
+    },
+    "inet t3": { sets: { s: ["5.6.7.8"] } },
+    "inet t4": { chains: { y: {} } },
+  });
+  // The host runs what the file left: its snapshot audits clean, nothing latent.
+  assert.deepEqual(bootHolds, firewall.snapshot(live));
+  assert.deepEqual(firewall.compare(firewall.snapshot(live)!, live), []);
 });
 
 test("a rule only the boot file loads: latent, loaded at the next boot", () => {
-  const boot = JSON.stringify({
-    nftables: [
-      { add: table("filter") },
-      { add: chain("filter", "input") },
-      { add: portRule("filter", "input", 443) },
-    ],
-  });
+  const boot = nftJson([
+    table("filter"),
+    chain("filter", "input"),
+    portRule("filter", "input", 443),
+  ]);
   const live = parse(
     `${mark("live")}\n${nftJson([table("filter"), chain("filter", "input")])}\n${mark("boot")}\n/etc/nftables.conf\n${boot}\n`,
   );
@@ -569,6 +711,33 @@ test("the probe run for real: unknown as nobody; as root in a namespace of its o
       .map((f) => [f.key, f.latent?.because]),
     [['inet t c: iifname "lo" accept', "/etc/nftables.conf does not load it"]],
   );
+  // The rules file includes a glob of the tree (an absolute path, as nft reads it) whose one file
+  // changed after it: read with the shell's own `read`, and that file alone asked its mtime.
+  const conf = `${dir}/etc/nftables.conf`;
+  const extra = `${dir}/etc/nftables.d/extra.nft`;
+  mkdirSync(`${dir}/etc/nftables.d`);
+  writeFileSync(extra, 'add rule inet t c iifname "lo" accept\n');
+  appendFileSync(conf, `include "${dir}/etc/nftables.d/*.nft"\n`);
+  utimesSync(conf, 1_700_000_000, 1_700_000_000);
+  utimesSync(`${dir}/etc/nftables.d`, 1_700_000_000, 1_700_000_000);
+  utimesSync(extra, 1_700_000_100, 1_700_000_100);
+  const includingTrace = await execs(["ip", "netns", "exec", ns, "sh", "-s"]);
+  const including = await runProbe<FirewallLive>(firewall, undefined, {
+    command: includingTrace.command,
+    root: { dir },
+  });
+  assert.deepEqual(including.live!.boot!.includes, {
+    files: ["/etc/nftables.d", "/etc/nftables.d/extra.nft"],
+    newer: [{ file: "/etc/nftables.d/extra.nft", mtime: 1_700_000_100_000, owner: "root" }],
+  });
+  assert.deepEqual(firewall.compare(firewall.snapshot(including.live!)!, including.live!), []);
+  assert.deepEqual(includingTrace.programs, [
+    "/usr/bin/head",
+    "/usr/bin/stat",
+    "/usr/bin/unshare",
+    "/usr/sbin/nft",
+    "/usr/sbin/nft",
+  ]);
 });
 
 test("the probe run for real on legacy iptables tables: listed by iptables-save beside nft's, the saved rules read", async (t) => {
