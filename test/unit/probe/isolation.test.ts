@@ -42,7 +42,9 @@ const STATE = [
   "  {",
   '    echo "options $-"; echo "cwd $(pwd)"; echo "umask $(umask)"',
   "    echo traps; trap",
-  "    echo fds; ls /proc/$$/fd",
+  // The shell's own fds: a section piped into the shared awk runs in a subshell, where `$$` is
+  // still the parent's pid (whose pipe ends come and go as it starts the pipeline).
+  "    echo fds; read -r qm_pid qm_stat < /proc/self/stat; ls /proc/$qm_pid/fd; unset qm_pid qm_stat",
   "    echo functions; command -v declare >/dev/null 2>&1 && declare -F",
   "    echo variables; set",
   '  } > "$1"',
