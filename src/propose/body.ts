@@ -1,4 +1,5 @@
 import type { Cause } from "../domains/cause.js";
+import { SEVERITIES } from "../domains/domain.js";
 import { causeGroupLine, causeRank } from "../report/cause-line.js";
 import { wordList } from "../report/formats/common.js";
 import { latentOnly, latentTitle } from "../domains/latent-words.js";
@@ -33,6 +34,9 @@ const FILE_LIST_CHARS = 2_000;
 const OMISSION_CHARS = 400;
 
 const quote = (text: string) => codeSpan(text, 300);
+/** "files", "files and packages", "files, packages and sysctl". */
+const andList = (words: readonly string[]) =>
+  words.length > 1 ? `${words.slice(0, -1).join(", ")} and ${words.at(-1)!}` : (words[0] ?? "");
 const sentenceCase = (text: string) => `${text[0]!.toUpperCase()}${text.slice(1)}`;
 
 /** One item's drift as a sentence: the domain's own words where it has them. */
@@ -127,10 +131,15 @@ export function pullBody(input: BodyInput): string {
     head.push(...new Set(input.notes));
   } else if (first) {
     const on = `on ${nodeCount} node${nodeCount === 1 ? "" : "s"}`;
+    // Every domain the rows carry, as the title names them (sorted), and the worst severity among
+    // them, as the labels say: a files item beside a package's is not "packages drift".
+    const domains = [...new Set(input.group.map(({ item }) => item.domain))].sort();
+    const severities = new Set(input.group.map(({ item }) => item.severity));
+    const worst = SEVERITIES.find((s) => severities.has(s)) ?? first.severity;
     head.push(
       items.size === 1
         ? `Quartermaster found **${first.severity}** ${latentOnly(first) ? "latent " : ""}${first.domain} drift ${on}: ${itemSentence(first, nodeCount)}`
-        : `Quartermaster found **${first.severity}** ${first.domain} drift ${on}: ${items.size} items differ, listed below.`,
+        : `Quartermaster found **${worst}** ${andList(domains)} drift ${on}: ${items.size} items differ, listed below.`,
     );
     if (items.size === 1 && first.detail) head.push(`Detail: ${codeSpan(first.detail, 300)}`);
     if (items.size === 1 && first.latent && !latentOnly(first))

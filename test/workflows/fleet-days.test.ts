@@ -704,7 +704,9 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
           `Replaced by \`apt-get (alice)\` at ${logTime(evening, " ").slice(0, 16)} UTC: \`${DB_CONF} replaced by ${ACME_DB} 1.0-1 → 1.1-1\`, \`${ACME_DB} 1.0-1 → 1.1-1\` (as each of \`db-01\`, \`db-02\`, \`db-03\`, \`db-04\`, \`db-05\` and 3 more recorded it).`,
         ],
       );
+      // Its head line names both domains it carries, as its title does.
       hasLines(upgrade!, [
+        "Quartermaster found **high** files and packages drift on 8 nodes: 2 items differ, listed below.",
         `\`${M}/groups/db.yaml\` declares this value for 8 nodes, and all 8 drifted alike: the shared file is edited, rather than 8 node files each overriding it.`,
         ACCEPT_MERGE,
         ...DB.map((name) => row(name, ACME_DB, "1.0-1", "1.1-1", "groups/db.yaml:8")),
@@ -795,6 +797,8 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
         ),
         restartText,
       );
+      // One blank line between paragraphs: none is empty.
+      assert.ok(!restartText.includes("\n\n\n"), restartText);
       assert.match(restartText, /^Remediation: Restart the unit \(`systemctl restart`\)/m);
       assert.doesNotMatch(restartText, /daemon-reload/);
       seenOn(own!, 6);
@@ -811,6 +815,7 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
         ),
         latentText,
       );
+      assert.ok(!latentText.includes("\n\n\n"), latentText);
       // Who installed it is said once, by the cause line.
       assert.equal(latentText.split("apt-get (alice)").length, 2, latentText);
       assert.match(latentText, /^Changed by `apt-get \(alice\)`/m);

@@ -3,7 +3,12 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
 import { MAX_BODY_CHARS, pullBody } from "../../../src/propose/body.js";
-import { markerNodes, nodesDigest, parseMarker } from "../../../src/propose/marker.js";
+import {
+  formatMarker,
+  markerNodes,
+  nodesDigest,
+  parseMarker,
+} from "../../../src/propose/marker.js";
 import { plan } from "../../../src/propose/plan.js";
 import type { DriftItem } from "../../../src/report/schema.js";
 import { input, opens, report, somaxconn } from "./fixtures.js";
@@ -122,6 +127,96 @@ describe("body: what reviewers read", () => {
       body,
       /<summary><code>db-01<\/code>, <code>db-02<\/code>, .* and 3 more <code>\/etc\/postgresql\/db\.conf<\/code>: -want \+got<\/summary>/,
     );
+  });
+
+  it("a PR carrying items of several domains names each in its head line, as its title does, with the worst severity", () => {
+    const item = report({ "web-01": [somaxconn(8192)] }).nodes.find((n) => n.name === "web-01")!
+      .drift[0]!;
+    const hosts = ["db-01", "db-02"];
+    const group = hosts.flatMap((node) => [
+      {
+        node,
+        item: { ...item, domain: "packages" as const, key: "acme-db", severity: "high" as const },
+      },
+      {
+        node,
+        item: {
+          ...item,
+          domain: "files" as const,
+          key: "/etc/default/acme-db",
+          severity: "medium" as const,
+        },
+      },
+    ]);
+    const body = pullBody({
+      kind: "accept",
+      group,
+      marker: {
+        v: 1,
+        kind: "accept",
+        signature: "0".repeat(16),
+        ...markerNodes(hosts),
+        detected: "2026-12-01T04:00:00.000Z",
+        content: "c",
+      },
+      files: ["fleet-manifests/groups/db.yaml"],
+    });
+    assert.equal(
+      body.split("\n")[0],
+      "Quartermaster found **high** files and packages drift on 2 nodes: 2 items differ, listed below.",
+    );
+  });
+
+  it("a latent ticket: its sentence, the table, the marker, one blank line between paragraphs", () => {
+    const item = report({ "web-01": [somaxconn(4096)] }).nodes.find((n) => n.name === "web-01")!
+      .drift[0]!;
+    const latent = {
+      ...item,
+      live: item.declared,
+      latent: {
+        after: "reboot" as const,
+        becomes: "8192",
+        because: "/etc/sysctl.d/99-tune.conf:2",
+      },
+    };
+    const marker = {
+      v: 1 as const,
+      kind: "ticket" as const,
+      signature: "0".repeat(16),
+      ...markerNodes(["web-01"]),
+      detected: "2026-12-01T04:00:00.000Z",
+      content: "c",
+    };
+    const MEANING_TICKET = [
+      "**Merging records a remediation ticket**: the operator commits to bring the hosts back to the declared state. While the ticket is open, this drift is reported as acknowledged and opens no new PR. When the drift is gone, Quartermaster proposes resolving the ticket.",
+      "",
+      "**Closing** without merging leaves the drift unacknowledged: it stays in every audit report, and this ticket is not proposed again.",
+    ];
+    const body = pullBody({
+      kind: "ticket",
+      group: [{ node: "web-01", item: latent }],
+      marker,
+      files: ["fleet-manifests/remediations/web-01/t.yaml"],
+      reason: { text: "policy: sysctl drift is remediated on the host" },
+    });
+    assert.ok(!body.includes("\n\n\n"), JSON.stringify(body));
+    assert.deepEqual(body.split("\n"), [
+      "Quartermaster found **medium** latent sysctl drift on 1 node: The next boot sets `net.core.somaxconn` to `8192`, as `/etc/sysctl.d/99-tune.conf:2` says: make that file set the declared value, or declare its value, before rebooting.",
+      "",
+      "This is a ticket because policy: sysctl drift is remediated on the host.",
+      "",
+      ...MEANING_TICKET,
+      "",
+      "Files changed: `fleet-manifests/remediations/web-01/t.yaml`",
+      "",
+      "Remediation: Make the sysctl.d (or sysctl.conf) line the next boot applies set the declared value, or remove it, before rebooting; or declare the value it sets.",
+      "",
+      "| node | key | declared | live | declared at |",
+      "|---|---|---|---|---|",
+      "| `web-01` | `net.core.somaxconn` | `4096` | `4096` (`reboot pending, becomes 8192`) | `fleet-manifests/groups/web.yaml:4` |",
+      "",
+      formatMarker(marker),
+    ]);
   });
 
   it("a cause several nodes recorded names each of them: one host can copy another's record", () => {
