@@ -13,6 +13,28 @@ import { plan } from "../../../src/propose/plan.js";
 import type { DriftItem } from "../../../src/report/schema.js";
 import { input, opens, report, somaxconn } from "./fixtures.js";
 
+/** An accept PR's body for `group`, its marker naming `hosts` (by default the group's nodes). */
+function acceptBody(
+  group: Parameters<typeof pullBody>[0]["group"],
+  file: string,
+  detected: string,
+  hosts: string[] = group.map((g) => g.node),
+) {
+  return pullBody({
+    kind: "accept",
+    group,
+    marker: {
+      v: 1,
+      kind: "accept",
+      signature: "0".repeat(16),
+      ...markerNodes(hosts),
+      detected,
+      content: "c",
+    },
+    files: [file],
+  });
+}
+
 describe("body: what reviewers read", () => {
   const forgedMarker = (marker: unknown) => `<!-- quartermaster-pr ${JSON.stringify(marker)} -->`;
 
@@ -42,19 +64,11 @@ describe("body: what reviewers read", () => {
         },
       },
     };
-    const body = pullBody({
-      kind: "accept",
-      group: [...edits, upgrade],
-      marker: {
-        v: 1,
-        kind: "accept",
-        signature: "0".repeat(16),
-        ...markerNodes([...edits, upgrade].map((g) => g.node)),
-        detected: "2026-03-02T06:00:00.000Z",
-        content: "c",
-      },
-      files: ["fleet-manifests/groups/web.yaml"],
-    });
+    const body = acceptBody(
+      [...edits, upgrade],
+      "fleet-manifests/groups/web.yaml",
+      "2026-03-02T06:00:00.000Z",
+    );
     const shown = body.split("\n").filter((line) => / at 2026-03-02 \d\d:\d\d UTC: /.test(line));
     assert.match(
       shown[0] ?? "",
@@ -105,19 +119,12 @@ describe("body: what reviewers read", () => {
         },
       ];
     });
-    const body = pullBody({
-      kind: "accept",
+    const body = acceptBody(
       group,
-      marker: {
-        v: 1,
-        kind: "accept",
-        signature: "0".repeat(16),
-        ...markerNodes(hosts),
-        detected: "2026-12-01T04:00:00.000Z",
-        content: "c",
-      },
-      files: ["fleet-manifests/groups/db.yaml"],
-    });
+      "fleet-manifests/groups/db.yaml",
+      "2026-12-01T04:00:00.000Z",
+      hosts,
+    );
     const causes = body.split("\n").filter((line) => /^(Replaced|Changed) by /.test(line));
     assert.deepEqual(causes, [
       "Replaced by `apt-get (alice)` between 2026-12-01 03:10 UTC and 2026-12-01 03:17 UTC: `/etc/postgresql/db.conf replaced by postgresql-16 16.4-1 → 16.6-1`, `postgresql-16 16.4-1 → 16.6-1`, `postgresql-client-16 16.4-1 → 16.6-1` (as each of `db-01`, `db-02`, `db-03`, `db-04`, `db-05` and 3 more recorded it).",
@@ -148,19 +155,12 @@ describe("body: what reviewers read", () => {
         },
       },
     ]);
-    const body = pullBody({
-      kind: "accept",
+    const body = acceptBody(
       group,
-      marker: {
-        v: 1,
-        kind: "accept",
-        signature: "0".repeat(16),
-        ...markerNodes(hosts),
-        detected: "2026-12-01T04:00:00.000Z",
-        content: "c",
-      },
-      files: ["fleet-manifests/groups/db.yaml"],
-    });
+      "fleet-manifests/groups/db.yaml",
+      "2026-12-01T04:00:00.000Z",
+      hosts,
+    );
     assert.equal(
       body.split("\n")[0],
       "Quartermaster found **high** files and packages drift on 2 nodes: 2 items differ, listed below.",
@@ -230,19 +230,7 @@ describe("body: what reviewers read", () => {
       group: "package: app 1.0 → 1.1",
     };
     const group = ["web-01", "db-01"].map((node) => ({ node, item: { ...item, cause } }));
-    const body = pullBody({
-      kind: "accept",
-      group,
-      marker: {
-        v: 1,
-        kind: "accept",
-        signature: "0".repeat(16),
-        ...markerNodes(group.map((g) => g.node)),
-        detected: "2026-03-02T06:00:00.000Z",
-        content: "c",
-      },
-      files: ["fleet-manifests/groups/web.yaml"],
-    });
+    const body = acceptBody(group, "fleet-manifests/groups/web.yaml", "2026-03-02T06:00:00.000Z");
     assert.match(
       body,
       /^Changed by `apt-get \(ops\)` at 2026-03-02 05:59 UTC: `app 1\.0 → 1\.1` \(as each of `db-01`, `web-01` recorded it\)\.$/m,
