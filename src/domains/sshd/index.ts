@@ -130,11 +130,13 @@ const SSHD_AWK = [
   `  if (match(l, /:[0-9]+ setting [A-Za-z0-9]+/)) { w = substr(l, RSTART, RLENGTH); sub(/^:[0-9]+ setting /, "", w)`,
   `    if (tolower(w) in want) { if (ns < ${MAX_LINES}) s[++ns] = cut(l) } }`,
   `  next }`,
+  // Where the listener writes its pid at each start, a reload's re-exec included.
+  `/^pidfile \\// { pf = cut(substr($0, 9)) }`,
   `/^[a-z][a-z0-9]*( |$)/ { if ($1 in want) { if (nc < ${MAX_LINES}) c[++nc] = cut($0); else over[$1] = 1 }; next }`,
   `{ if (ne < 3) e[++ne] = substr($0, 1, 200) }`,
   `END { if (status != "0") { r = "sshd -T refuses the configuration (exit " status ")"`,
   `    for (i = 1; i <= ne; i++) r = r "; " e[i]; printf "\\n%s unknown %s\\n", qm_n, r; exit }`,
-  `  mark("state"); if (qm_f != "") print "config " qm_f; if (qm_p != "") print "listener " qm_p`,
+  `  mark("state"); if (qm_f != "") print "config " qm_f; if (qm_p != "") print "listener " qm_p; if (qm_p != "" && pf != "") print "pidfile " pf`,
   `  if (qm_s ~ /^[0-9]+$/) print "audited " qm_s; for (w in over) print "cut " w`,
   `  mark("boot"); while ((getline l < "/proc/stat") > 0) if (l ~ /^btime /) print l`,
   `  if (qm_p != "") { mark("stat"); if ((getline l < ("/proc/" qm_p "/stat")) > 0) print l }`,
@@ -226,6 +228,10 @@ export const sshd: Domain<SshdDeclared, SshdLive, "sshd"> = {
       `  while IFS= read -r qm_w; do [ -z "$qm_w" ] || set -- "$@" "$qm_w"; done <<QM_SSHD_FILES`,
       "$qm_l",
       "QM_SSHD_FILES",
+      // A reload (SIGHUP) re-executes the listener under its pid, which keeps its start time: the
+      // pid file it then rewrites tells when it last read its files, if it holds the listener's pid.
+      `  case $qm_o in *"\npidfile "*) qm_q=\${qm_o#*"\npidfile "}; qm_q=\${qm_q%%"\n"*};; *) qm_q=;; esac`,
+      `  if [ -n "$qm_q" ] && [ -f "$qm_q" ] && { IFS= read -r qm_w < "$qm_q"; } 2>/dev/null && [ "$qm_w" = "$qm_p" ]; then set -- "$@" "$qm_q"; fi`,
       `  ${ctx.mark("changed")}`,
       `  [ $# -eq 0 ] || stat -L -c '%Y %n' -- "$@" 2>/dev/null`,
       "  true",

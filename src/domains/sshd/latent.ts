@@ -13,10 +13,23 @@ const CLOCK_SLACK_S = 2;
 const where = (line: SettingLine) => `${line.file}:${line.line}`;
 const sets = (line: SettingLine) => `${where(line)} sets ${line.keyword} ${line.value}`;
 
-/** The files read that changed after the listening sshd started, oldest first. */
+/**
+ * When the listening sshd last read its files: its start, or its last reload (the pid file it
+ * rewrote then), whichever is later.
+ */
+function readAt(live: SshdLive): { at: number; reloaded: boolean } | undefined {
+  const { startedAt, reloadedAt } = live.listener ?? {};
+  const valid = (t: number | undefined): t is number =>
+    t !== undefined && notAHostTime(t) === undefined;
+  if (valid(reloadedAt) && (!valid(startedAt) || reloadedAt > startedAt))
+    return { at: reloadedAt, reloaded: true };
+  return valid(startedAt) ? { at: startedAt, reloaded: false } : undefined;
+}
+
+/** The files read that changed after the listening sshd last read them, oldest first. */
 export function changedSinceStart(live: SshdLive): [file: string, mtime: number][] {
-  const started = live.listener?.startedAt;
-  if (started === undefined || notAHostTime(started) !== undefined) return [];
+  const started = readAt(live)?.at;
+  if (started === undefined) return [];
   return [...live.changed]
     .filter(([, mtime]) => mtime > started + CLOCK_SLACK_S && notAHostTime(mtime) === undefined)
     .sort(([, a], [, b]) => a - b);
@@ -35,14 +48,15 @@ export function sshdLatent(
 ): { latent: Latent; detail: string } | undefined {
   const newer = new Map(changedSinceStart(live));
   const line = (live.setBy.get(key) ?? []).find((l) => newer.has(l.file));
-  if (!line) return undefined;
+  const read = readAt(live);
+  if (!line || !read) return undefined;
   return {
     latent: {
       after: "restart",
       becomes: files,
-      because: `${sets(line)} (changed at ${isoTime(newer.get(line.file)!)}, after sshd started)`,
+      because: `${sets(line)} (changed at ${isoTime(newer.get(line.file)!)}, after sshd ${read.reloaded ? "was reloaded" : "started"})`,
     },
-    detail: `sshd (pid ${live.listener!.pid}) started at ${isoTime(live.listener!.startedAt!)}, before ${line.file} changed: it applies what it read then, and a restart applies what sshd -T reads now`,
+    detail: `sshd (pid ${live.listener!.pid}) ${read.reloaded ? "was last reloaded" : "started"} at ${isoTime(read.at)}, before ${line.file} changed: it applies what it read then, and a restart applies what sshd -T reads now`,
   };
 }
 

@@ -35,8 +35,12 @@ export interface SshdLive {
   config: string;
   /** The files sshd read and the directories of its `Include` globs, with their mtimes. */
   changed: Map<string, number>;
-  /** The sshd listening in the host's network namespace, when one runs. */
-  listener?: { pid: number; startedAt?: number };
+  /**
+   * The sshd listening in the host's network namespace, when one runs: when it started, and when it
+   * last rewrote its pid file (each start, a reload's re-exec included, which keeps the pid and
+   * its start time).
+   */
+  listener?: { pid: number; startedAt?: number; reloadedAt?: number };
   /** The node's last successful audit, seconds since the epoch, when the history tells it. */
   auditedAt?: number;
   /** Keywords whose `sshd -T` lines the probe's bound cut: not compared. */
@@ -143,16 +147,22 @@ export function parseSshd(parts: Map<string, string>): SshdLive {
   const settings = parseSettings(parts.get("config") ?? "");
   const setBy = parseSettingLines(parts.get("set") ?? "", config);
   if (settings.has("loglevel")) settings.set("loglevel", [configuredLogLevel(setBy)]);
+  const changed = parseChanged(parts.get("changed") ?? "");
+  // The probe stats the pid file only where it holds the listener's pid; it is no file sshd reads.
+  const pidFile = state.get("pidfile");
+  const reloaded = pidFile === undefined ? undefined : changed.get(pidFile);
+  if (pidFile !== undefined) changed.delete(pidFile);
   return {
     settings,
     setBy,
     config,
-    changed: parseChanged(parts.get("changed") ?? ""),
+    changed,
     ...(pid !== undefined &&
       /^\d{1,9}$/.test(pid) && {
         listener: {
           pid: Number(pid),
           ...(started !== undefined && started !== "" && { startedAt: started }),
+          ...(reloaded !== undefined && { reloadedAt: reloaded }),
         },
       }),
     ...(audited !== undefined && { auditedAt: audited }),

@@ -22,6 +22,10 @@ import { NOBODY, runProbe } from "./live-probe.js";
 //   `LogLevel ERROR` in its main file, a `Match User alice` block there and a `Match User bob`
 //   block in an included file each setting LogLevel, probed with `-C user=alice,…` and
 //   `-C user=bob,…` (its temp dir written as /srv/qm).
+// - test-host-reloaded-dropin-after.txt: a test host whose sshd, started from a config including
+//   sshd_config.d, was reloaded (SIGHUP, as `systemctl reload ssh` sends) after an operator wrote
+//   50-incident.conf, before another drop-in, 60-x11.conf, was written (its temp dir written as
+//   /srv/qm).
 
 const LISTENER = "test-host-listener-dropin-after-start.txt";
 const declared = (settings: Record<string, unknown>, more: object = {}) =>
@@ -307,6 +311,34 @@ describe("sshd: compare", () => {
     assert.deepEqual(sshd.compare(declared({ AllowUsers: "alice  bob" }), users), []);
     assert.deepEqual(sshd.compare(declared({ AllowUsers: ["alice", "bob"] }), users), []);
     assert.equal(sshd.compare(declared({ AllowUsers: ["bob", "alice"] }), users).length, 1);
+  });
+
+  it("a reload applies what the files held then: a line written before it drifts now, one after it is latent", () => {
+    // A reload re-executes sshd under its pid, whose start time stays: its pid file tells when.
+    const reloaded = liveFrom(sshd, "test-host-reloaded-dropin-after.txt") as SshdLive;
+    assert.deepEqual(reloaded.listener, {
+      pid: 454,
+      startedAt: 1796651534,
+      reloadedAt: 1796651541,
+    });
+    assert.ok(!reloaded.changed.has("/srv/qm/hosts/sshd-01/sshd.pid"));
+    const findings = sshd.compare(
+      declared({ PasswordAuthentication: "no", X11Forwarding: "no" }),
+      reloaded,
+    );
+    assert.deepEqual(
+      findings.map((f) => [f.key, f.declared, f.live, f.latent?.becomes, f.detail]),
+      [
+        ["passwordauthentication", "no", "yes", undefined, undefined],
+        [
+          "x11forwarding",
+          "no",
+          "no",
+          "yes",
+          "sshd (pid 454) was last reloaded at 2026-12-07T13:52:21.000Z, before /etc/ssh/sshd_config.d/60-x11.conf changed: it applies what it read then, and a restart applies what sshd -T reads now",
+        ],
+      ],
+    );
   });
 
   it("an accepted finding makes the declaration clean", () => {
