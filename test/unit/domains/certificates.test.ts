@@ -381,7 +381,7 @@ describe("certificates: cause", () => {
   const since = Date.parse("2026-12-01T00:00:00Z");
   const changed = Date.parse("2026-12-03T10:00:00Z");
 
-  it("a file changed since the last audit; none before it, nor without a last audit", () => {
+  it("a file changed since the last audit; one unchanged since only aged; none without a last audit", () => {
     const host = record({ stat: new Map([["/etc/a.pem", { mtime: changed, owner: "root" }]]) });
     assert.deepEqual(certificateCause(item("/etc/a.pem"), host, { node: "n", since }), {
       kind: "file-edit",
@@ -389,8 +389,20 @@ describe("certificates: cause", () => {
       evidence: "/etc/a.pem changed at 2026-12-03T10:00:00Z (since the last audit), owner root",
       group: "file-edit: n /etc/a.pem",
     });
+    // Unchanged since: its validity only ran short.
+    assert.deepEqual(
+      certificateCause(item("/etc/a.pem"), host, { node: "n", since: changed + 1000 }),
+      {
+        kind: "unknown",
+        evidence:
+          "/etc/a.pem has not changed since this node's last audit at 2026-12-03T10:00:01Z: the certificate only aged",
+      },
+    );
     assert.equal(
-      certificateCause(item("/etc/a.pem"), host, { node: "n", since: changed + 1 }),
+      certificateCause({ ...item("/etc/a.pem:issuer"), live: "CN=R2" }, host, {
+        node: "n",
+        since: changed + 1000,
+      }),
       undefined,
     );
     assert.equal(certificateCause(item("/etc/a.pem"), host, { node: "n" }), undefined);
