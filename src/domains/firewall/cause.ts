@@ -78,17 +78,15 @@ export function includedChange(file: string, includes: Includes): Cause | undefi
 const INCLUDED_CHANGE = /^(\/.*), which \/.* includes, changed at (\S+) after it, owner (\S+)$/;
 const NOT_ALL_READ = /^what \/.* includes was not all read \(/;
 
-export function firewallCause(
-  item: CauseSubject,
-  record: HostRecord,
-  ctx: RecordContext,
-  known: ReadonlySet<string>,
-): Cause | undefined {
-  const stand = standing(item, known);
-  if (!stand) return undefined;
+/**
+ * When the rules files `files` (and the newest file they include, which compare names in the item's
+ * cause) last changed: `latest`; `complete` when every one's time is known, `partial` when what they
+ * include was not all read.
+ */
+function filesChanged(files: readonly string[], item: CauseSubject, record: HostRecord) {
   const included = INCLUDED_CHANGE.exec(item.cause?.evidence ?? "");
   const partial = NOT_ALL_READ.test(item.cause?.evidence ?? "");
-  const stats = stand.files.map((file) => ({ file, stat: record.stat.get(file) }));
+  const stats = files.map((file) => ({ file, stat: record.stat.get(file) }));
   if (included)
     stats.push({
       file: included[1]!,
@@ -104,40 +102,85 @@ export function firewallCause(
     (a, b) => (a && a.mtime >= b.mtime ? a : b),
     undefined,
   );
-  const since = ctx.since;
-  if (stand.loaded) {
-    // The file loads the live state: it was edited since the last audit, or reloaded.
-    const what = `${stand.files.join(", ")} ${stand.deleted ? "no longer loads it" : "loads it"}`;
-    const run = latest && packageRunAt(latest.mtime, record);
-    if (latest && run && (since === undefined || latest.mtime > since))
-      return {
+  return { latest, complete: changes.length === stats.length, partial };
+}
+
+/** The file's change since the last audit that makes `what` so: a package run's, else an edit's. */
+function changeSince(
+  latest: ReturnType<typeof filesChanged>["latest"],
+  what: string,
+  record: HostRecord,
+  ctx: RecordContext,
+  kind: "persisted" | "file-edit",
+  group: string,
+): Cause | undefined {
+  if (!latest || (ctx.since !== undefined && latest.mtime <= ctx.since)) return undefined;
+  const run = packageRunAt(latest.mtime, record);
+  return run
+    ? {
         kind: "package",
         at: causeTime(latest.mtime),
         by: run.by,
         evidence: `${what}: ${latest.file} changed at ${causeTime(latest.mtime)}, ${run.during}`,
         group: run.group,
-      };
-    if (latest && (since === undefined || latest.mtime > since))
-      return {
-        kind: "persisted",
+      }
+    : {
+        kind,
         at: causeTime(latest.mtime),
         evidence: `${what}: ${latest.file} changed at ${causeTime(latest.mtime)}, owner ${latest.owner}`,
-        group: `persisted: ${stand.files.join(", ")}`,
+        group,
       };
+}
+
+/**
+ * What put a latent-only item's coming change in place (the kernel holds what the manifest declares,
+ * the rules files load otherwise): their edit since the node's last audit, or the package run that
+ * made it. Undefined without a last audit, or with the files unchanged since.
+ */
+export function firewallLatentCause(
+  item: CauseSubject & { latent: { becomes: unknown } },
+  record: HostRecord,
+  ctx: RecordContext,
+  known: ReadonlySet<string>,
+): Cause | undefined {
+  const stand = standing(item, known);
+  if (!stand || ctx.since === undefined) return undefined;
+  const files = stand.files.join(", ");
+  const what = `${files} ${item.latent.becomes === null ? "drops it at the next boot" : "loads it at the next boot"}`;
+  const { latest } = filesChanged(stand.files, item, record);
+  return changeSince(latest, what, record, ctx, "file-edit", `file-edit: ${ctx.node} ${files}`);
+}
+
+export function firewallCause(
+  item: CauseSubject,
+  record: HostRecord,
+  ctx: RecordContext,
+  known: ReadonlySet<string>,
+): Cause | undefined {
+  const stand = standing(item, known);
+  if (!stand) return undefined;
+  const { latest, complete, partial } = filesChanged(stand.files, item, record);
+  const since = ctx.since;
+  if (stand.loaded) {
+    // The file loads the live state: it was edited since the last audit, or reloaded.
+    const what = `${stand.files.join(", ")} ${stand.deleted ? "no longer loads it" : "loads it"}`;
+    const group = `persisted: ${stand.files.join(", ")}`;
+    const changed = changeSince(latest, what, record, ctx, "persisted", group);
+    if (changed) return changed;
     return {
       kind: "persisted",
       evidence:
         since === undefined || partial
           ? what
           : `${what}, unchanged since this node's last audit at ${causeTime(since)}: reloaded since`,
-      group: `persisted: ${stand.files.join(", ")}`,
+      group,
     };
   }
   // The live state differs from the file: made at runtime, if the file has not changed since.
   const boot = record.bootTime;
   const bootOk = boot !== undefined && notAHostTime(Math.floor(boot / 1000)) === undefined;
   const from = Math.max(bootOk ? boot : -Infinity, since ?? -Infinity);
-  if (!Number.isFinite(from) || changes.length < stats.length || partial) return undefined;
+  if (!Number.isFinite(from) || !complete || partial) return undefined;
   if (latest && latest.mtime > from) return undefined;
   const when =
     from === since

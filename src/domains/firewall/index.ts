@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { replaceAt, valueAt } from "../../spec-path.js";
 import { within, type Domain, type Finding } from "../domain.js";
-import { firewallCause, NFT_RULES_FILES } from "./cause.js";
+import { firewallCause, firewallLatentCause, NFT_RULES_FILES } from "./cause.js";
 import { compareFirewall, FAMILIES } from "./compare.js";
 import { includesProbe } from "./includes.js";
 import { LEGACY_FAMILIES } from "./legacy.js";
@@ -246,6 +246,9 @@ export const firewall: Domain<FirewallDeclared, FirewallLive, "firewall"> = {
   },
   cause(item, record, ctx) {
     return firewallCause(item, record, ctx, RULES_FILES);
+  },
+  latentCause(item, record, ctx) {
+    return firewallLatentCause(item, record, ctx, RULES_FILES);
   },
   accept(declared, finding) {
     const at = within(this, finding.path);

@@ -197,6 +197,42 @@ test("cause from the rules file's mtime: runtime where it has not changed, persi
   assert.deepEqual(firewall.records!({ "iptables filter": {} }).stat?.length, 2);
 });
 
+test("a latent-only item's cause: the rules file's edit since the last audit, or the package run that made it", () => {
+  const live = liveFrom(firewall, "debian12-runtime-rule.txt") as FirewallLive;
+  // Declared as the kernel holds it: the incident rule, which the rules file does not load.
+  const findings = firewall.compare(firewall.snapshot(live)!, live);
+  const coming = findings.filter((f) => f.latent);
+  assert.deepEqual(
+    coming.map((f) => [f.key, f.live, f.latent?.becomes, f.latent?.because]),
+    [
+      [
+        "inet filter input: tcp dport 8080 accept",
+        "tcp dport 8080 accept",
+        null,
+        "/etc/nftables.conf does not load it",
+      ],
+    ],
+  );
+  const item = { ...coming[0]!, latent: coming[0]!.latent! };
+  const FILE = "/etc/nftables.conf";
+  const since = { ...NODE, since: BOOT + 60_000 };
+  assert.deepEqual(firewall.latentCause!(item, record({ [FILE]: BOOT + 120_000 }), since), {
+    kind: "file-edit",
+    at: "2025-12-02T00:02:00Z",
+    evidence:
+      "/etc/nftables.conf drops it at the next boot: /etc/nftables.conf changed at 2025-12-02T00:02:00Z, owner root",
+    group: "file-edit: fw-01 /etc/nftables.conf",
+  });
+  const configured = record(
+    { [FILE]: BOOT + 120_000 },
+    { steps: [{ name: "fw-rules", version: "2.0", start: BOOT + 119_000, end: BOOT + 121_000 }] },
+  );
+  assert.equal(firewall.latentCause!(item, configured, since)?.kind, "package");
+  // Unchanged since the last audit, or no last audit: nothing tells who.
+  assert.equal(firewall.latentCause!(item, record({ [FILE]: BOOT - 1000 }), since), undefined);
+  assert.equal(firewall.latentCause!(item, record({ [FILE]: BOOT + 120_000 }), NODE), undefined);
+});
+
 test("cause with what the rules file includes: an included file changed after it times the change; includes not all read tell no runtime", () => {
   const FILE = "/etc/nftables.conf";
   const INCLUDED = "/etc/nftables.d/incident.nft";
