@@ -22,6 +22,7 @@ import type { RunResult } from "./runner.js";
 const APP = "quartermaster[bot]";
 const DASHBOARD = { title: "Quartermaster dashboard", label: "quartermaster-dashboard" };
 const A_PERSON = "fleet-operator";
+const NODE_FILE = "nodes/db-01.yaml";
 
 describe("the shipped workflows with a GitHub App token", () => {
   let fleet: TestFleet;
@@ -37,13 +38,14 @@ describe("the shipped workflows with a GitHub App token", () => {
       manifests: {
         "fleet.yaml": "ssh: { user: qm-audit, connect_timeout: 5, timeout: 60 }\n",
         // Two drifting keys a comment apart: two pull requests on one file.
-        "nodes/db-01.yaml": [
+        [NODE_FILE]: [
           `host: ${fleet.hosts[0]!.address}`,
           "system:",
           "  sysctl_parameters:",
           `    net.ipv4.tcp_fin_timeout: ${(await live("tcp_fin_timeout")) + 1}`,
           "    # keepalive: agreed with the DBA team",
           `    net.ipv4.tcp_keepalive_probes: ${(await live("tcp_keepalive_probes")) + 1}`,
+          "    # reviewed in May",
           "",
         ].join("\n"),
         known_hosts: await readFile(fleet.knownHosts, "utf8"),
@@ -115,23 +117,39 @@ describe("the shipped workflows with a GitHub App token", () => {
     );
     assert.deepEqual(reviewed(openedReviews), ["success db-01", "success db-01"]);
 
-    // The reviewer merges one; refresh-prs, as the App, rebuilds what the merge moved.
-    const [merged, other] = open(site);
+    // An operator edits the comment under the second key on main: its pull request cannot merge
+    // any more. The reviewer merges the first; refresh-prs, as the App, rebuilds the second.
+    const byKey = (key: string) => open(site).find((p) => p.title.includes(key));
+    const [merged, other] = [byKey("tcp_fin_timeout"), byKey("tcp_keepalive_probes")];
+    assert.ok(
+      merged && other,
+      open(site)
+        .map((p) => p.title)
+        .join("\n"),
+    );
+    const file = `fleet-manifests/${NODE_FILE}`;
+    const text = await site.git("show", `main:${file}`);
+    await site.double.pushCommit(
+      "main",
+      { [file]: `${text.replace("# reviewed in May", "# reviewed in June")}\n` },
+      A_PERSON,
+    );
     const writes = site.double.writes().length;
-    const refresh = await site.mergeAndRefresh(merged!.number);
+    const refresh = await site.mergeAndRefresh(merged.number);
     assert.equal(failures(refresh.result), "");
     assert.equal(refresh.job.result, "success");
     assert.deepEqual(writers(site, writes), [APP]);
     assert.deepEqual(
       open(site).map((p) => p.number),
-      [other!.number],
+      [other.number],
     );
+    // Rebuilt by the App, the pull request starts manifest-review again.
     const refreshReviews = await site.reviews();
-    assert.ok(
-      refreshReviews.every((r) => r.event.sender === APP && r.event.number === other!.number),
-      JSON.stringify(refreshReviews.map((r) => r.event)),
+    assert.deepEqual(
+      refreshReviews.map((r) => `${r.event.action} #${r.event.number} by ${r.event.sender}`),
+      [`synchronize #${other.number} by ${APP}`],
     );
-    assert.ok(reviewed(refreshReviews).every((r) => r === "success db-01"));
+    assert.deepEqual(reviewed(refreshReviews), ["success db-01"]);
 
     // The next scheduled run finds the App's dashboard and pull request: nothing opened twice.
     const before = site.double.writes().length;
@@ -155,7 +173,7 @@ describe("the shipped workflows with a GitHub App token", () => {
     assert.equal(site.double.issues().find((i) => i.number === lookAlike)!.body, lookAlikeBody);
     assert.deepEqual(
       open(site).map((p) => [p.number, p.user.login]),
-      [[other!.number, APP]],
+      [[other.number, APP]],
     );
     assert.deepEqual(writers(site, before), [APP]);
   });
