@@ -6,14 +6,14 @@
 // mark is never taken for it. An App whose token cannot be made, or a key without the App, stops the
 // run before anything is written, and says why. Needs root (test hosts).
 import assert from "node:assert/strict";
-import { readFile } from "node:fs/promises";
 import { after, before, describe, test } from "node:test";
-import { startFleet, type TestFleet } from "../support/hosts.js";
+import type { TestFleet } from "../support/hosts.js";
 import {
   APP_CLIENT_ID,
   APP_PRIVATE_KEY,
   failures,
-  startFleetForge,
+  startTwoDriftForge,
+  TWO_DRIFT_FILE,
   type FleetForge,
   type FleetSite,
 } from "./fleet-site.js";
@@ -22,35 +22,13 @@ import type { RunResult } from "./runner.js";
 const APP = "quartermaster[bot]";
 const DASHBOARD = { title: "Quartermaster dashboard", label: "quartermaster-dashboard" };
 const A_PERSON = "fleet-operator";
-const NODE_FILE = "nodes/db-01.yaml";
 
 describe("the shipped workflows with a GitHub App token", () => {
   let fleet: TestFleet;
   let forge: FleetForge;
 
   before(async () => {
-    fleet = await startFleet([{ name: "db-01" }], { prefix: "qma" });
-    const live = async (key: string) =>
-      Number((await fleet.exec("db-01", `cat /proc/sys/net/ipv4/${key}`)).trim());
-    forge = await startFleetForge({
-      prefix: "qm-app-token-e2e-",
-      sshKey: await readFile(fleet.identityFile, "utf8"),
-      manifests: {
-        "fleet.yaml": "ssh: { user: qm-audit, connect_timeout: 5, timeout: 60 }\n",
-        // Two drifting keys a comment apart: two pull requests on one file.
-        [NODE_FILE]: [
-          `host: ${fleet.hosts[0]!.address}`,
-          "system:",
-          "  sysctl_parameters:",
-          `    net.ipv4.tcp_fin_timeout: ${(await live("tcp_fin_timeout")) + 1}`,
-          "    # keepalive: agreed with the DBA team",
-          `    net.ipv4.tcp_keepalive_probes: ${(await live("tcp_keepalive_probes")) + 1}`,
-          "    # reviewed in May",
-          "",
-        ].join("\n"),
-        known_hosts: await readFile(fleet.knownHosts, "utf8"),
-      },
-    });
+    ({ fleet, forge } = await startTwoDriftForge({ hosts: "qma", forge: "qm-app-token-e2e-" }));
   });
 
   after(async () => {
@@ -127,7 +105,7 @@ describe("the shipped workflows with a GitHub App token", () => {
         .map((p) => p.title)
         .join("\n"),
     );
-    const file = `fleet-manifests/${NODE_FILE}`;
+    const file = `fleet-manifests/${TWO_DRIFT_FILE}`;
     const text = await site.git("show", `main:${file}`);
     await site.double.pushCommit(
       "main",

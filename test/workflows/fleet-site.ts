@@ -4,11 +4,12 @@
 // reviewer's merge, a comment) by the step runner, against the real sshd hosts its manifests name.
 // The SSH key is kept as docs/operations.md says: in the environment `quartermaster`, for the
 // default branch alone.
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { execa } from "execa";
 import { startGitServer, type GitServer } from "../support/git-server.js";
+import { startFleet, type TestFleet } from "../support/hosts.js";
 import { startGitHubDouble, type GitHubDouble } from "../support/github-double/index.js";
 import type { PullEvent } from "../support/github-double/repository.js";
 import type { Value } from "./expressions.js";
@@ -354,4 +355,50 @@ export async function startFleetForge(options: {
       await rm(work, { recursive: true, force: true });
     },
   };
+}
+
+/** The node file of `startTwoDriftForge`, under fleet-manifests/. */
+export const TWO_DRIFT_FILE = "nodes/db-01.yaml";
+
+/**
+ * One test host, db-01, and a forge whose manifests declare two of its sysctl keys one above its
+ * values, a comment apart, then a last comment (`# reviewed in May`): two pull requests on one
+ * file, TWO_DRIFT_FILE. Stop the forge, then the fleet.
+ */
+export async function startTwoDriftForge(prefixes: {
+  /** Of the test hosts' names, as startFleet takes it. */
+  hosts: string;
+  /** Of the forge's scratch folder. */
+  forge: string;
+}): Promise<{ fleet: TestFleet; forge: FleetForge }> {
+  const fleet = await startFleet([{ name: "db-01" }], { prefix: prefixes.hosts });
+  try {
+    return { fleet, forge: await twoDriftForge(fleet, prefixes.forge) };
+  } catch (error) {
+    await fleet.stop();
+    throw error;
+  }
+}
+
+async function twoDriftForge(fleet: TestFleet, prefix: string): Promise<FleetForge> {
+  const live = async (key: string) =>
+    Number((await fleet.exec("db-01", `cat /proc/sys/net/ipv4/${key}`)).trim());
+  return startFleetForge({
+    prefix,
+    sshKey: await readFile(fleet.identityFile, "utf8"),
+    manifests: {
+      "fleet.yaml": "ssh: { user: qm-audit, connect_timeout: 5, timeout: 60 }\n",
+      [TWO_DRIFT_FILE]: [
+        `host: ${fleet.hosts[0]!.address}`,
+        "system:",
+        "  sysctl_parameters:",
+        `    net.ipv4.tcp_fin_timeout: ${(await live("tcp_fin_timeout")) + 1}`,
+        "    # keepalive: agreed with the DBA team",
+        `    net.ipv4.tcp_keepalive_probes: ${(await live("tcp_keepalive_probes")) + 1}`,
+        "    # reviewed in May",
+        "",
+      ].join("\n"),
+      known_hosts: await readFile(fleet.knownHosts, "utf8"),
+    },
+  });
 }
