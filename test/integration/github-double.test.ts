@@ -735,3 +735,126 @@ describe("GitHub double", () => {
     });
   });
 });
+
+// A repository where a workflow's token and a GitHub App's installation token both write, each as
+// its own account, as the shipped workflows use them.
+describe("GitHub double with a GitHub App installed", () => {
+  const WORKFLOW_TOKEN = "ghs_double_workflow";
+  const APP_TOKEN = "ghs_double_app";
+  let server: GitServer;
+  let double: GitHubDouble;
+  let work: string;
+
+  before(async () => {
+    work = await mkdtemp(join(tmpdir(), "qm-double-app-test-"));
+    const seed = join(work, "seed");
+    await mkdir(join(seed, "nodes"), { recursive: true });
+    await writeFile(join(seed, "nodes", "web-01.yaml"), "host: web-01\n");
+    server = await startGitServer({ token: WORKFLOW_TOKEN, appToken: APP_TOKEN });
+    await server.createRepo(repo.owner, repo.repo, seed);
+    double = await startGitHubDouble({
+      git: server,
+      ...repo,
+      token: WORKFLOW_TOKEN,
+      botLogin: "github-actions[bot]",
+      app: { token: APP_TOKEN, slug: "quartermaster" },
+    });
+  });
+
+  after(async () => {
+    await double.stop();
+    await server.stop();
+    await rm(work, { recursive: true, force: true });
+  });
+
+  test("the App's token cannot say who it is, and what it writes is by `<slug>[bot]`", async () => {
+    const { octokit: app } = testOctokit({ baseUrl: double.apiUrl, auth: APP_TOKEN });
+    const { octokit: workflow } = testOctokit({ baseUrl: double.apiUrl, auth: WORKFLOW_TOKEN });
+    // GitHub's answer to an installation token on GET /user, checked against its OpenAPI description.
+    assert.deepEqual(await failure(app.rest.users.getAuthenticated()), {
+      status: 403,
+      message: "Resource not accessible by integration - https://docs.github.com/rest",
+    });
+
+    const branch = async (head: string) => {
+      await double.pushCommit(head, { [`remediations/${head}.yaml`]: "id: x\n" });
+      return head;
+    };
+    const { data: byApp } = await app.rest.pulls.create({
+      ...repo,
+      head: await branch("quartermaster--accept--app"),
+      base: "main",
+      title: "Accept by the App",
+    });
+    const { data: byWorkflow } = await workflow.rest.pulls.create({
+      ...repo,
+      head: await branch("quartermaster--accept--workflow"),
+      base: "main",
+      title: "Accept by the workflow",
+    });
+    assert.deepEqual(
+      [byApp.user, byWorkflow.user].map((u) => [u?.login, u?.type]),
+      [
+        ["quartermaster[bot]", "Bot"],
+        ["github-actions[bot]", "Bot"],
+      ],
+    );
+    const { data: issue } = await app.rest.issues.create({ ...repo, title: "Dashboard" });
+    assert.equal(issue.user?.login, "quartermaster[bot]");
+    await app.rest.issues.createComment({ ...repo, issue_number: byApp.number, body: "Rebuilt." });
+    assert.deepEqual(double.comments(byApp.number), [
+      { body: "Rebuilt.", by: "quartermaster[bot]" },
+    ]);
+
+    // The App moves its pull request's head: a synchronize event sent by the App.
+    const { data: main } = await app.rest.git.getRef({ ...repo, ref: "heads/main" });
+    const { data: commit } = await app.rest.git.createCommit({
+      ...repo,
+      message: "Rebuild on main",
+      tree: (await app.rest.git.getCommit({ ...repo, commit_sha: main.object.sha })).data.tree.sha,
+      parents: [main.object.sha],
+    });
+    assert.equal(commit.author.email, "3+quartermaster[bot]@users.noreply.github.com");
+    await app.rest.git.updateRef({
+      ...repo,
+      ref: "heads/quartermaster--accept--app",
+      sha: commit.sha,
+      force: true,
+    });
+    assert.deepEqual(double.pullEvents(), [
+      { action: "opened", number: byApp.number, sender: "quartermaster[bot]" },
+      { action: "opened", number: byWorkflow.number, sender: "github-actions[bot]" },
+      { action: "synchronize", number: byApp.number, sender: "quartermaster[bot]" },
+    ]);
+    assert.deepEqual([...new Set(double.writes().map((w) => `${w.operation} ${w.by}`))].sort(), [
+      "git/create-commit quartermaster[bot]",
+      "git/update-ref quartermaster[bot]",
+      "issues/create quartermaster[bot]",
+      "issues/create-comment quartermaster[bot]",
+      "pulls/create github-actions[bot]",
+      "pulls/create quartermaster[bot]",
+    ]);
+    assert.deepEqual(double.violations, []);
+  });
+
+  test("git over HTTP takes the App's token as x-access-token, and no other", async () => {
+    const url = (token: string) =>
+      server.repoUrl(repo.owner, repo.repo).replace("http://", `http://x-access-token:${token}@`);
+    const cli = (args: string[], cwd?: string) =>
+      execa("git", ["-c", "user.name=App", "-c", "user.email=app@example.com", ...args], {
+        cwd,
+        reject: false,
+        env: { GIT_TERMINAL_PROMPT: "0" },
+      });
+    const dir = join(work, "app-clone");
+    assert.equal((await cli(["clone", "--quiet", url(APP_TOKEN), dir])).exitCode, 0);
+    await writeFile(join(dir, "nodes", "web-02.yaml"), "host: web-02\n");
+    await cli(["add", "."], dir);
+    await cli(["commit", "--quiet", "-m", "Add web-02"], dir);
+    const pushed = await cli(["push", "origin", "HEAD:refs/heads/app-push"], dir);
+    assert.equal(pushed.exitCode, 0, pushed.stderr);
+    const refused = await cli(["ls-remote", url("ghs_not_installed")]);
+    assert.notEqual(refused.exitCode, 0);
+    assert.match(refused.stderr, /Authentication failed/);
+  });
+});

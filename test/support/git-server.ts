@@ -53,7 +53,11 @@ function basicAuthMatches(header: string | undefined, token: string): boolean {
   return colon >= 0 && decoded.slice(colon + 1) === token;
 }
 
-export async function startGitServer(options: { token: string }): Promise<GitServer> {
+export async function startGitServer(options: {
+  token: string;
+  /** A GitHub App's installation token, taken as GitHub takes one: `x-access-token:<token>`. */
+  appToken?: string;
+}): Promise<GitServer> {
   const backend = await httpBackendPath();
   const root = await mkdtemp(join(tmpdir(), "qm-git-server-"));
   const releaseAssets = new Map<string, string>();
@@ -65,7 +69,8 @@ export async function startGitServer(options: { token: string }): Promise<GitSer
       createReadStream(asset).pipe(res);
       return;
     }
-    if (!basicAuthMatches(req.headers.authorization, options.token)) {
+    const tokens = [options.token, options.appToken ?? []].flat();
+    if (!tokens.some((token) => basicAuthMatches(req.headers.authorization, token))) {
       res.writeHead(401, { "WWW-Authenticate": 'Basic realm="git"', "Content-Type": "text/plain" });
       res.end("authentication required\n");
       return;

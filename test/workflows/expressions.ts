@@ -67,11 +67,13 @@ function toNumber(value: Value): number {
   return NaN;
 }
 
-// GitHub compares strings case-insensitively and coerces mismatched types to numbers.
+// GitHub compares strings case-insensitively and coerces mismatched types to numbers, null to 0
+// (`null == ''` holds: an unset secret or output equals '').
 function equal(a: Value, b: Value): boolean {
   if (typeof a === "string" && typeof b === "string") return a.toLowerCase() === b.toLowerCase();
   if (a === null && b === null) return true;
-  if (typeof a === "object" || typeof b === "object") return a === b;
+  const composite = (v: Value) => v !== null && typeof v === "object";
+  if (composite(a) || composite(b)) return a === b;
   if (typeof a === typeof b) return a === b;
   return toNumber(a) === toNumber(b);
 }

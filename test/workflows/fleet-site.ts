@@ -4,12 +4,14 @@
 // reviewer's merge, a comment) by the step runner, against the real sshd hosts its manifests name.
 // The SSH key is kept as docs/operations.md says: in the environment `quartermaster`, for the
 // default branch alone.
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { execa } from "execa";
 import { startGitServer, type GitServer } from "../support/git-server.js";
+import { startFleet, type TestFleet } from "../support/hosts.js";
 import { startGitHubDouble, type GitHubDouble } from "../support/github-double/index.js";
+import type { PullEvent } from "../support/github-double/repository.js";
 import type { Value } from "./expressions.js";
 import { fleetRunnerOptions, publishRelease, writeFleetRepository } from "./fleet-repo.js";
 import { runWorkflow, type RunResult, type StepResult } from "./runner.js";
@@ -17,9 +19,27 @@ import { runWorkflow, type RunResult, type StepResult } from "./runner.js";
 export const OWNER = "acme";
 const TOKEN = "ghs_fleet_site_write";
 const READ_TOKEN = "ghs_fleet_site_read";
+/** The account a workflow's GITHUB_TOKEN acts as. */
+const WORKFLOW_BOT = "github-actions[bot]";
+/** The GitHub App installed on every site; the fleet configures it or not (`FleetSite.appId`). */
+const APP = {
+  clientId: "Iv23liQmFleetSiteApp",
+  privateKey: "-----BEGIN RSA PRIVATE KEY-----\nthe App's own key\n-----END RSA PRIVATE KEY-----\n",
+  token: "ghs_fleet_site_app",
+  slug: "quartermaster",
+};
+/** The App's client ID and private key, for QUARTERMASTER_APP_ID and QUARTERMASTER_APP_PRIVATE_KEY. */
+export const { clientId: APP_CLIENT_ID, privateKey: APP_PRIVATE_KEY } = APP;
 /** Debian's libfaketime (package faketime): a run's clock is faked through it. */
 export const FAKETIME_LIBRARY = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 const DAY_MS = 24 * 60 * 60 * 1000;
+/** Who GitHub's own merge commits (`refs/pull/N/merge`) are by. */
+const GITHUB_IDENTITY = {
+  GIT_AUTHOR_NAME: "GitHub",
+  GIT_AUTHOR_EMAIL: "noreply@github.com",
+  GIT_COMMITTER_NAME: "GitHub",
+  GIT_COMMITTER_EMAIL: "noreply@github.com",
+};
 
 /**
  * A process holding libfaketime's semaphore and shared memory for the faked runs. libfaketime
@@ -104,10 +124,27 @@ export interface FleetSite {
   /** The time the runs' steps see now, in epoch milliseconds. */
   now(): number;
   /**
-   * A workflow of the fleet repository (`drift-audit.yml`) run for `event` on `ref` (default: main),
-   * with a workflow_dispatch event's inputs as its inputs.
+   * The GitHub App as the fleet configured it (docs/actions.md): the variable QUARTERMASTER_APP_ID
+   * (APP_CLIENT_ID names the installed App) and the secret QUARTERMASTER_APP_PRIVATE_KEY (APP_PRIVATE_KEY
+   * is its key). Unset, the default: neither.
    */
-  run(workflow: string, event: WorkflowEvent, options?: { ref?: string }): Promise<RunResult>;
+  appId?: string;
+  appKey?: string;
+  /**
+   * A workflow of the fleet repository (`drift-audit.yml`) run for `event` on `ref` (default: main)
+   * at `sha` (default: main's tip), with a workflow_dispatch event's inputs as its inputs.
+   */
+  run(
+    workflow: string,
+    event: WorkflowEvent,
+    options?: { ref?: string; sha?: string },
+  ): Promise<RunResult>;
+  /**
+   * The manifest-review runs GitHub starts for the pull_request events since the last call: one per
+   * event, except those a workflow's GITHUB_TOKEN caused (GitHub starts no workflow for them). Each
+   * reviews the pull request as it is now, merged into main as GitHub's `refs/pull/N/merge`.
+   */
+  reviews(): Promise<{ event: PullEvent; result: RunResult }[]>;
   /** A scheduled drift-audit run, and its propose step. */
   scheduled(): Promise<{ result: RunResult; propose: StepResult }>;
   /** The reviewer merges `number`; refresh-prs runs for the merge as GitHub starts it. */
@@ -141,7 +178,7 @@ export async function startFleetForge(options: {
   sshConfig?: string;
 }): Promise<FleetForge> {
   const work = await mkdtemp(path.join(os.tmpdir(), options.prefix));
-  const server = await startGitServer({ token: TOKEN });
+  const server = await startGitServer({ token: TOKEN, appToken: APP.token });
   const seed = path.join(work, "seed");
   await writeFleetRepository(seed, await publishRelease(server, work), options.manifests);
   const doubles: GitHubDouble[] = [];
@@ -156,13 +193,15 @@ export async function startFleetForge(options: {
       repo,
       token: TOKEN,
       readToken: READ_TOKEN,
-      botLogin: "github-actions[bot]",
+      botLogin: WORKFLOW_BOT,
+      app: { token: APP.token, slug: APP.slug },
     });
     doubles.push(double);
     const bare = server.barePath(OWNER, repo);
     const git = async (...args: string[]) =>
       (await execa("git", ["--git-dir", bare, ...args])).stdout;
     const mainSha = async () => (await git("rev-parse", "main")).trim();
+    let reviewed = 0;
 
     const self: FleetSite = {
       repo,
@@ -172,7 +211,7 @@ export async function startFleetForge(options: {
       mainSha,
       daysAhead: 0,
       now: () => Date.now() + self.daysAhead * DAY_MS,
-      run: async (workflow, event, { ref = "refs/heads/main" } = {}) => {
+      run: async (workflow, event, { ref = "refs/heads/main", sha } = {}) => {
         const faked = self.daysAhead !== 0 && {
           LD_PRELOAD: FAKETIME_LIBRARY,
           FAKETIME: `+${self.daysAhead}d`,
@@ -183,9 +222,19 @@ export async function startFleetForge(options: {
           workflow: path.join(seed, ".github/workflows", workflow),
           event,
           inputs: (event.payload.inputs as Record<string, Value> | undefined) ?? {},
-          repository: { fullName: `${OWNER}/${repo}`, barePath: bare, sha: await mainSha(), ref },
+          repository: {
+            fullName: `${OWNER}/${repo}`,
+            barePath: bare,
+            sha: sha ?? (await mainSha()),
+            ref,
+          },
           tokens: { write: TOKEN, read: READ_TOKEN },
-          secrets: options.sshConfig ? { QUARTERMASTER_SSH_CONFIG: options.sshConfig } : {},
+          secrets: {
+            ...(options.sshConfig && { QUARTERMASTER_SSH_CONFIG: options.sshConfig }),
+            ...(self.appKey !== undefined && { QUARTERMASTER_APP_PRIVATE_KEY: self.appKey }),
+          },
+          vars: self.appId !== undefined ? { QUARTERMASTER_APP_ID: self.appId } : {},
+          app: APP,
           // The key is no repository secret: only the environment the documented callers name holds
           // it, for the default branch alone (docs/operations.md, security settings).
           environments: {
@@ -214,6 +263,54 @@ export async function startFleetForge(options: {
           .job("propose")[0]!
           .steps.find((s) => s.name === "Open, update or close pull requests")!;
         return { result, propose };
+      },
+      async reviews() {
+        const events = double.pullEvents().slice(reviewed);
+        reviewed += events.length;
+        const started: { event: PullEvent; result: RunResult }[] = [];
+        for (const event of events) {
+          if (event.sender === WORKFLOW_BOT) continue;
+          const pull = double.pulls().find((p) => p.number === event.number)!;
+          const base = await mainSha();
+          const tree = (await git("merge-tree", "--write-tree", base, pull.headSha)).trim();
+          const merge = (
+            await execa(
+              "git",
+              [
+                "--git-dir",
+                bare,
+                "commit-tree",
+                tree,
+                "-p",
+                base,
+                "-p",
+                pull.headSha,
+                "-m",
+                "Merge",
+              ],
+              { env: GITHUB_IDENTITY },
+            )
+          ).stdout.trim();
+          const ref = `refs/pull/${pull.number}/merge`;
+          await git("update-ref", ref, merge);
+          const payload = {
+            action: event.action,
+            number: pull.number,
+            pull_request: {
+              number: pull.number,
+              head: { ref: pull.head, sha: pull.headSha },
+              base: { ref: "main", sha: base },
+            },
+            repository: { default_branch: "main" },
+          };
+          const result = await self.run(
+            "manifest-review.yml",
+            { name: "pull_request", payload },
+            { ref, sha: merge },
+          );
+          started.push({ event, result });
+        }
+        return started;
       },
       async mergeAndRefresh(number) {
         const pull = double.pulls().find((p) => p.number === number)!;
@@ -258,4 +355,50 @@ export async function startFleetForge(options: {
       await rm(work, { recursive: true, force: true });
     },
   };
+}
+
+/** The node file of `startTwoDriftForge`, under fleet-manifests/. */
+export const TWO_DRIFT_FILE = "nodes/db-01.yaml";
+
+/**
+ * One test host, db-01, and a forge whose manifests declare two of its sysctl keys one above its
+ * values, a comment apart, then a last comment (`# reviewed in May`): two pull requests on one
+ * file, TWO_DRIFT_FILE. Stop the forge, then the fleet.
+ */
+export async function startTwoDriftForge(prefixes: {
+  /** Of the test hosts' names, as startFleet takes it. */
+  hosts: string;
+  /** Of the forge's scratch folder. */
+  forge: string;
+}): Promise<{ fleet: TestFleet; forge: FleetForge }> {
+  const fleet = await startFleet([{ name: "db-01" }], { prefix: prefixes.hosts });
+  try {
+    return { fleet, forge: await twoDriftForge(fleet, prefixes.forge) };
+  } catch (error) {
+    await fleet.stop();
+    throw error;
+  }
+}
+
+async function twoDriftForge(fleet: TestFleet, prefix: string): Promise<FleetForge> {
+  const live = async (key: string) =>
+    Number((await fleet.exec("db-01", `cat /proc/sys/net/ipv4/${key}`)).trim());
+  return startFleetForge({
+    prefix,
+    sshKey: await readFile(fleet.identityFile, "utf8"),
+    manifests: {
+      "fleet.yaml": "ssh: { user: qm-audit, connect_timeout: 5, timeout: 60 }\n",
+      [TWO_DRIFT_FILE]: [
+        `host: ${fleet.hosts[0]!.address}`,
+        "system:",
+        "  sysctl_parameters:",
+        `    net.ipv4.tcp_fin_timeout: ${(await live("tcp_fin_timeout")) + 1}`,
+        "    # keepalive: agreed with the DBA team",
+        `    net.ipv4.tcp_keepalive_probes: ${(await live("tcp_keepalive_probes")) + 1}`,
+        "    # reviewed in May",
+        "",
+      ].join("\n"),
+      known_hosts: await readFile(fleet.knownHosts, "utf8"),
+    },
+  });
 }

@@ -4,14 +4,13 @@
 // the report the audit kept on the state branch, with no audit and no new pull request.
 // Needs root (test hosts).
 import assert from "node:assert/strict";
-import { readFile } from "node:fs/promises";
 import { after, before, describe, test } from "node:test";
 import { keptReportText } from "../support/forge.js";
-import { startFleet, type TestFleet } from "../support/hosts.js";
+import type { TestFleet } from "../support/hosts.js";
 import {
   closedEvent,
   failures,
-  startFleetForge,
+  startTwoDriftForge,
   type FleetForge,
   type FleetSite,
 } from "./fleet-site.js";
@@ -22,28 +21,7 @@ describe("refresh-prs workflow", () => {
   let site: FleetSite;
 
   before(async () => {
-    fleet = await startFleet([{ name: "db-01" }], { prefix: "qmr" });
-    const live = async (key: string) =>
-      Number((await fleet.exec("db-01", `cat /proc/sys/net/ipv4/${key}`)).trim());
-    const address = fleet.hosts[0]!.address;
-    forge = await startFleetForge({
-      prefix: "qm-refresh-e2e-",
-      sshKey: await readFile(fleet.identityFile, "utf8"),
-      manifests: {
-        "fleet.yaml": "ssh: { user: qm-audit, connect_timeout: 5, timeout: 60 }\n",
-        // Two drifting keys a comment apart: two pull requests on one file.
-        "nodes/db-01.yaml": [
-          `host: ${address}`,
-          "system:",
-          "  sysctl_parameters:",
-          `    net.ipv4.tcp_fin_timeout: ${(await live("tcp_fin_timeout")) + 1}`,
-          "    # keepalive: agreed with the DBA team",
-          `    net.ipv4.tcp_keepalive_probes: ${(await live("tcp_keepalive_probes")) + 1}`,
-          "",
-        ].join("\n"),
-        known_hosts: await readFile(fleet.knownHosts, "utf8"),
-      },
-    });
+    ({ fleet, forge } = await startTwoDriftForge({ hosts: "qmr", forge: "qm-refresh-e2e-" }));
     site = await forge.site("fleet");
   });
 

@@ -69,8 +69,11 @@ export interface RunOptions {
   serverUrl: string;
   /** Scratch directory for workspaces, runner temp dirs and artifacts. */
   workDir: string;
-  /** actions/create-github-app-token answers with this token, for the App `quartermaster`. */
-  appToken?: string;
+  /**
+   * The GitHub App installed on the repository: actions/create-github-app-token answers its
+   * client ID and private key with `token`, for the App `slug`, and any other pair as GitHub does.
+   */
+  app?: { clientId: string; privateKey: string; token: string; slug: string };
   /** Set on the runner machine itself, beside what Actions sets. */
   machineEnv?: Record<string, string>;
   /** The labels of this machine's runner; a job whose `runs-on` asks for another fails the run. */
@@ -287,13 +290,22 @@ export const ACTIONS: Record<
     version: "v3.1.1",
     inputs: ["client-id", "private-key"],
     run: async ({ with: w, options, outputs }) => {
-      if (!w["client-id"] || !w["private-key"] || !options.appToken)
+      if (!w["private-key"]) throw new Error("Input required and not supplied: private-key");
+      const { app } = options;
+      if (!app) throw new Error("create-github-app-token: this test installed no GitHub App");
+      if (w["client-id"] !== app.clientId || w["private-key"] !== app.privateKey) {
+        // GitHub refuses a JWT not signed by the App's key; the action tries four times, then fails.
+        const refusal = "A JSON web token could not be decoded - https://docs.github.com/rest";
+        const repo = options.repository.fullName.split("/")[1]!;
         throw new Error(
-          "create-github-app-token: client-id, private-key and a test app token are needed",
+          [1, 2, 3, 4]
+            .map((n) => `Failed to create token for "${repo}" (attempt ${n}): ${refusal}\n`)
+            .join("") + refusal,
         );
-      outputs.token = options.appToken;
+      }
+      outputs.token = app.token;
       // The App acts as `<app-slug>[bot]`.
-      outputs["app-slug"] = "quartermaster";
+      outputs["app-slug"] = app.slug;
     },
   },
 };

@@ -6,7 +6,14 @@ import type { AddressInfo } from "node:net";
 import type { GitServer } from "../git-server.js";
 import { BareRepo, type GitIdentity } from "./bare-repo.js";
 import { OpenApiValidator } from "./openapi.js";
-import { ApiError, notFound, RepositoryState, type Permission, type Reply } from "./repository.js";
+import {
+  ApiError,
+  notFound,
+  RepositoryState,
+  type Permission,
+  type PullEvent,
+  type Reply,
+} from "./repository.js";
 import { assertNoSelfChange, type PullText } from "../pull-text.js";
 import { now, type Account, type IssueRecord, type PullRecord } from "./shapes.js";
 
@@ -28,6 +35,8 @@ export interface LoggedRequest {
   body: unknown;
   /** The operation it matched, e.g. `pulls/create`. */
   operation?: string;
+  /** The login of the account its token belongs to; none when it had no valid token. */
+  by?: string;
 }
 
 export interface Violation {
@@ -63,6 +72,8 @@ export interface GitHubDouble {
   pulls(): PullRecord[];
   /** Issue records (not pull requests) as the double holds them. */
   issues(): IssueRecord[];
+  /** The pull_request events GitHub would have sent so far, oldest first, each with its sender. */
+  pullEvents(): PullEvent[];
   /** A person edits an issue's body (ticks a checkbox, say), as the web page does. */
   editIssue(number: number, body: string): void;
   /** An issue `by` opens in the web UI (labels need triage access there; anyone's here); its number. */
@@ -125,6 +136,11 @@ export interface GitHubDoubleOptions {
   token: string;
   /** The account the token belongs to: author of PRs, comments and API commits. */
   botLogin: string;
+  /**
+   * A GitHub App installed on the repository: its installation token acts as `<slug>[bot]` (a Bot,
+   * which GET /user answers with 403, as for any installation token), with write access.
+   */
+  app?: { token: string; slug: string };
   defaultBranch?: string;
   /** A second token that may only read, like a GITHUB_TOKEN of a job without write permissions. */
   readToken?: string;
@@ -151,6 +167,11 @@ export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<G
     id: 2,
     type: options.botLogin.endsWith("[bot]") ? "Bot" : "User",
   };
+  const app: Account | undefined = options.app && {
+    login: `${options.app.slug}[bot]`,
+    id: 3,
+    type: "Bot",
+  };
   const state = new RepositoryState(
     {
       api: apiUrl,
@@ -163,8 +184,17 @@ export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<G
     },
     new BareRepo(options.git.barePath(options.owner, options.repo)),
     owner,
-    bot,
+    app ? [bot, app] : [bot],
   );
+  const readOnly = (authorization: string | undefined) =>
+    options.readToken !== undefined && authorized(authorization, options.readToken);
+  /** The account a request's token belongs to: a read-only token is a workflow's, as `bot`. */
+  const actorOf = (authorization: string | undefined): Account | undefined =>
+    authorized(authorization, options.token) || readOnly(authorization)
+      ? bot
+      : app && authorized(authorization, options.app!.token)
+        ? app
+        : undefined;
   if (options.maxBlobBytes !== undefined) state.maxBlobBytes = options.maxBlobBytes;
 
   // One request at a time: state changes stay atomic and test runs deterministic.
@@ -190,9 +220,8 @@ export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<G
       isJson = false;
     }
     const match = validator.match(method, url.pathname);
-    const readOnly =
-      options.readToken !== undefined && authorized(req.headers.authorization, options.readToken);
-    if (!authorized(req.headers.authorization, options.token) && !readOnly) {
+    const actor = actorOf(req.headers.authorization);
+    if (!actor) {
       const message = req.headers.authorization ? "Bad credentials" : "Requires authentication";
       const reply = new ApiError(401, message).reply();
       const problems = match
@@ -208,7 +237,7 @@ export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<G
         });
       return { ...reply, operation: match?.operationId, parsed };
     }
-    if (readOnly && method !== "GET" && method !== "HEAD") {
+    if (readOnly(req.headers.authorization) && method !== "GET" && method !== "HEAD") {
       return {
         ...new ApiError(403, "Resource not accessible by integration").reply(),
         operation: match?.operationId,
@@ -281,6 +310,7 @@ export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<G
           query: url.searchParams,
           body: (parsed ?? {}) as Record<string, unknown>,
           url,
+          actor,
         });
       } catch (err) {
         if (!(err instanceof ApiError)) throw err;
@@ -318,12 +348,14 @@ export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<G
         }))
         .then((reply) => {
           const path = new URL(req.url ?? "/", apiUrl).pathname;
+          const by = actorOf(req.headers.authorization)?.login;
           requests.push({
             method: req.method ?? "GET",
             path,
             status: reply.status,
             body: reply.parsed,
             operation: reply.operation,
+            ...(by !== undefined && { by }),
           });
           const headers: Record<string, string> = {
             "x-github-api-version-selected": "2022-11-28",
@@ -370,6 +402,7 @@ export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<G
     writes: () => requests.filter((r) => r.method !== "GET" && r.method !== "HEAD"),
     pulls: () => [...state.pulls.values()],
     issues: () => [...state.issues.values()],
+    pullEvents: () => [...state.pullEvents],
     editIssue: (number, body) => {
       const record = state.issues.get(number);
       if (!record) throw new Error(`no issue #${number}`);
@@ -423,6 +456,11 @@ export async function startGitHubDouble(options: GitHubDoubleOptions): Promise<G
         await repo.updateRef(`refs/heads/${branch}`, sha, current ?? "0".repeat(40));
         state.touch();
         await state.sync();
+        // The pusher: the author's account, by its noreply address where it has one.
+        state.headMoved(
+          `refs/heads/${branch}`,
+          state.accountByEmail(who.email) ?? state.account(who.name),
+        );
         return sha;
       }),
     addCollaborator(login, permission) {

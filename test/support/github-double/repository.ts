@@ -51,6 +51,18 @@ export interface Request {
   body: Record<string, unknown>;
   /** Absolute URL of the request, for Link headers. */
   url: URL;
+  /** The account the request's token belongs to: what it writes is by this account. */
+  actor: Account;
+}
+
+/**
+ * A `pull_request` event GitHub sends: the pull request opened, its head moved (`synchronize`) or
+ * reopened, and the account that did it (GitHub's `sender`).
+ */
+export interface PullEvent {
+  action: "opened" | "synchronize" | "reopened";
+  number: number;
+  sender: string;
 }
 
 type Handler = (req: Request) => Promise<Reply>;
@@ -65,22 +77,28 @@ export class RepositoryState {
   readonly permissions = new Map<string, Permission>();
   /** The organization's teams with access to the repository, by slug. */
   readonly teams = new Map<string, shape.TeamRecord>();
+  /** The pull_request events so far, oldest first. */
+  readonly pullEvents: PullEvent[] = [];
   /** The largest blob a write may make (GitHub refuses one over 100 MiB); tests set less. */
   maxBlobBytes = GITHUB_MAX_BLOB_BYTES;
   private nextNumber = 1;
   private nextId = 1000;
   private lastPush: string;
 
+  /** `bots`: the accounts the write tokens belong to (a workflow's, an App installation's). */
   constructor(
     readonly site: Site,
     readonly repo: BareRepo,
     readonly owner: Account,
-    readonly bot: Account,
+    bots: readonly Account[],
   ) {
     this.lastPush = site.createdAt;
-    for (const account of [owner, bot]) this.accounts.set(account.login, account);
+    this.accounts.set(owner.login, owner);
     this.permissions.set(owner.login, "admin");
-    this.permissions.set(bot.login, "write");
+    for (const bot of bots) {
+      this.accounts.set(bot.login, bot);
+      this.permissions.set(bot.login, "write");
+    }
   }
 
   id(): number {
@@ -113,6 +131,13 @@ export class RepositoryState {
     this.lastPush = shape.now();
   }
 
+  /** `ref` moved by `by`: a `synchronize` event for the open pull request it is the head of. */
+  headMoved(ref: string, by: Account): void {
+    for (const pr of this.pulls.values())
+      if (pr.state === "open" && ref === `refs/heads/${pr.head}`)
+        this.pullEvents.push({ action: "synchronize", number: pr.number, sender: by.login });
+  }
+
   /** Mirrors the repo into PR records: a deleted head branch closes its PR, as on GitHub. */
   async sync(): Promise<void> {
     const open = [...this.pulls.values()].filter((pr) => pr.state === "open");
@@ -126,22 +151,22 @@ export class RepositoryState {
   }
 
   readonly handlers: Record<string, Handler> = {
-    "repos/get": async () => ({
+    "repos/get": async (req) => ({
       status: 200,
       body: shape.fullRepository(
         this.site,
         this.owner,
         this.openCount(),
         this.lastPush,
-        this.permissions.get(this.bot.login) ?? "none",
+        this.permissions.get(req.actor.login) ?? "none",
       ),
     }),
 
     // GitHub answers an installation token (an App's, or Actions' GITHUB_TOKEN) with 403 here.
-    "users/get-authenticated": async () => {
-      if (this.bot.type === "Bot")
+    "users/get-authenticated": async (req) => {
+      if (req.actor.type === "Bot")
         throw new ApiError(403, "Resource not accessible by integration");
-      return { status: 200, body: shape.publicUser(this.site, this.bot, this.site.createdAt) };
+      return { status: 200, body: shape.publicUser(this.site, req.actor, this.site.createdAt) };
     },
 
     "pulls/list": async (req) => {
@@ -219,7 +244,7 @@ export class RepositoryState {
         head,
         base,
         headSha,
-        user: this.bot,
+        user: req.actor,
         createdAt: at,
         updatedAt: at,
         closedAt: null,
@@ -231,6 +256,7 @@ export class RepositoryState {
         maintainerCanModify: maintainer_can_modify ?? false,
       };
       this.pulls.set(pr.number, pr);
+      this.pullEvents.push({ action: "opened", number: pr.number, sender: req.actor.login });
       return {
         status: 201,
         body: await this.pullBody(pr),
@@ -287,6 +313,8 @@ export class RepositoryState {
       if (state !== undefined && state !== pr.state) {
         pr.state = state;
         pr.closedAt = state === "closed" ? shape.now() : null;
+        if (state === "open")
+          this.pullEvents.push({ action: "reopened", number: pr.number, sender: req.actor.login });
       }
       pr.updatedAt = shape.now();
       return { status: 200, body: await this.pullBody(pr) };
@@ -329,7 +357,7 @@ export class RepositoryState {
       return { status: 200, body, headers: page.headers };
     },
 
-    "pulls/merge": async (req) => this.merge(this.pull(req), req.body, this.bot),
+    "pulls/merge": async (req) => this.merge(this.pull(req), req.body, req.actor),
 
     // Pull requests are issues too on GitHub; this double lists only the issues it holds.
     "issues/list-for-repo": async (req) => {
@@ -362,7 +390,7 @@ export class RepositoryState {
       const names = (labels ?? []).map((item) =>
         typeof item === "string" ? item : String((item as { name: string }).name),
       );
-      const record = this.openIssue({ title: String(title), body, labels: names }, this.bot);
+      const record = this.openIssue({ title: String(title), body, labels: names }, req.actor);
       return {
         status: 201,
         body: this.issueBody(record),
@@ -412,7 +440,7 @@ export class RepositoryState {
         id: this.id(),
         issue,
         body,
-        user: this.bot,
+        user: req.actor,
         createdAt: at,
         updatedAt: at,
       };
@@ -639,7 +667,7 @@ export class RepositoryState {
         if ((await this.repo.objectType(parent)) !== "commit")
           throw new ApiError(422, "Parent SHA does not exist or is not a commit object");
       }
-      const who = author ?? committer ?? this.identity(this.bot);
+      const who = author ?? committer ?? this.identity(req.actor);
       const sha = await this.repo.writeCommit(tree, parents ?? [], message, who, committer ?? who);
       return {
         status: 201,
@@ -681,6 +709,7 @@ export class RepositoryState {
       );
       this.touch();
       await this.sync();
+      this.headMoved(ref, req.actor);
       return { status: 200, body: shape.gitRef(this.site, ref, sha) };
     },
 
