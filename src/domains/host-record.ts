@@ -68,6 +68,8 @@ export interface HostRecord {
    * (its dpkg file list names it): that package.
    */
   shippedBy?: Map<string, string>;
+  /** Of each package `shippedBy` names, its install or upgrade since the last audit, where logged. */
+  shippedIn?: Map<string, PackageEvent>;
   apt: AptTransaction[];
 }
 
@@ -122,6 +124,13 @@ export interface RecordRequest {
    * there. No file is read where no package was configured since, and no process is started.
    */
   shippedSince?: readonly string[];
+  /**
+   * As `shippedSince`, for every path such a file list names that one of these matches: the
+   * domain's own awk extended regular expressions (never manifest text), for paths the probe
+   * learns only as it runs (a library a process maps). Each package found is sent with its install
+   * or upgrade since then (`shippedIn`).
+   */
+  shippedMatching?: readonly string[];
 }
 
 /** One drift item, as a domain reads its cause. */
@@ -172,5 +181,6 @@ export function joinRequests(requests: readonly RecordRequest[]): Required<Recor
     globs: unique(requests.map((r) => r.globs)),
     steps: requests.some((r) => r.steps),
     shippedSince: unique(requests.map((r) => r.shippedSince)),
+    shippedMatching: unique(requests.map((r) => r.shippedMatching)),
   };
 }

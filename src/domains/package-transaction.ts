@@ -80,7 +80,8 @@ export function transactionCause(
             (e) => e.at >= transaction.start && e.at <= (transaction.end ?? e.at),
           )
         : record.packages.filter((e) => e.at === event.at);
-  const changes = [...new Set(within.map(packageChange))].sort();
+  // The event itself too: one of a package no domain declared is not among the events sent.
+  const changes = [...new Set([event, ...within].map(packageChange))].sort();
   return {
     kind,
     at: causeTime(event.at),
@@ -113,3 +114,15 @@ export function shippedFile(
       ),
   };
 }
+
+/** The same file through the other side of a merged /usr (`/lib` is a link to `/usr/lib`). */
+const otherSide = (file: string) =>
+  file.startsWith("/usr/lib/") ? file.slice(4) : file.startsWith("/lib/") ? `/usr${file}` : file;
+
+/**
+ * The package configured since the last audit whose dpkg file list names `file`, under either side
+ * of a merged /usr (dpkg lists `/lib/…` where a process maps `/usr/lib/…`): asked with
+ * `shippedSince` or `shippedMatching`.
+ */
+export const shippedPackage = (file: string, record: HostRecord): string | undefined =>
+  record.shippedBy?.get(file) ?? record.shippedBy?.get(otherSide(file));

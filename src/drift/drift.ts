@@ -6,7 +6,7 @@ import { domainByName, remediationOf, type AnyDomain } from "../domains/registry
 import type { LoadedNode } from "../manifest/load.js";
 import { sourceOf } from "../manifest/merge-layers.js";
 import { expiryTime, type Policy, type Waiver } from "../manifest/schema.js";
-import { driftSignature, latentFingerprint } from "../manifest/signature.js";
+import { driftSignature, itemSignatureOf, latentSignature } from "../manifest/signature.js";
 import type { Ticket } from "../manifest/tickets.js";
 import type { DriftItem } from "../report/schema.js";
 import { findExpiredWaiver, findWaiver } from "./waivers.js";
@@ -82,7 +82,7 @@ export function toDriftItems(
       domain: domain.name,
       severity: policy.severity ?? domain.severity,
       fingerprint: latentOnly(finding)
-        ? latentFingerprint(domain.name, finding.key, finding.declared, finding.latent, node.name)
+        ? latentSignature(domain.name, finding.key, finding.declared, finding.latent, node.name)
         : driftSignature(domain.name, finding.key, finding.declared, finding.live, node.name),
       source: { file: origin.file, line: origin.line },
       remediation: remediationOf({ ...finding, domain: domain.name }),
@@ -94,7 +94,10 @@ export function toDriftItems(
       // Declared already equals live: there is nothing to accept, only a host to fix.
       item.onDrift = "ticket";
     }
-    const signature = driftSignature(domain.name, finding.key, finding.declared, finding.live);
+    const signature = itemSignatureOf(domain.name, {
+      ...finding,
+      latent: latentOnly(finding) ? finding.latent : undefined,
+    });
     const ticket = ctx.tickets.find(
       (t) => t.status === "open" && ticketCovers(t, signature) && t.nodes.includes(node.name),
     );

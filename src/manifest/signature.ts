@@ -25,18 +25,38 @@ export function driftSignature(
 }
 
 /**
- * A node's latent-only item (live as declared, an event changes it): its drift's fingerprint with the
- * value the event gives it, so another coming value (a newer kernel installed since) is another item,
- * with its own first sighting and cause.
+ * The same latent-only item (live as declared, an event changes it) on any node: its drift's
+ * signature with what the event makes it, so a ticket for one coming value (kernel X at the next
+ * boot) never covers another (kernel Y installed since). With `node`, that node's item (the
+ * report's fingerprint), with its own first sighting and cause.
  */
-export function latentFingerprint(
+export function latentSignature(
   domain: string,
   key: string,
   declared: JsonValue,
   latent: { after: string; becomes: JsonValue },
-  node: string,
+  node?: string,
 ): string {
-  return digest([node, domain, key, declared, declared, [latent.after, latent.becomes]]);
+  const item = [domain, key, declared, declared, [latent.after, latent.becomes]];
+  return digest(node === undefined ? item : [node, ...item]);
+}
+
+/**
+ * How tickets and pull requests match an item on any node: its drift's signature, or, given the
+ * latent part of a latent-only item, that item's with what the event makes it.
+ */
+export function itemSignatureOf(
+  domain: string,
+  item: {
+    key: string;
+    declared: JsonValue;
+    live: JsonValue;
+    latent?: { after: string; becomes: JsonValue } | undefined;
+  },
+): string {
+  return item.latent
+    ? latentSignature(domain, item.key, item.declared, item.latent)
+    : driftSignature(domain, item.key, item.declared, item.live);
 }
 
 /** Several items of one set drifting together (listeners, routes): one signature for them all. */

@@ -1,8 +1,12 @@
 import * as z from "zod";
 import { Json, SEVERITIES, type JsonValue } from "../domains/domain.js";
 import { DOMAIN_NAMES } from "../domains/registry.js";
-import { driftSignature, setSignature } from "./signature.js";
+import { Latent } from "../domains/cause.js";
+import { itemSignatureOf, setSignature } from "./signature.js";
 import { IsoDate, Owner } from "./schema.js";
+
+/** A latent-only item's event and what it makes the item: part of what the ticket acknowledges. */
+const TicketLatent = Latent.pick({ after: true, becomes: true }).strict();
 
 /**
  * fleet-manifests/remediations/<id>.yaml: an operator's commitment, merged through a ticket PR, to
@@ -16,6 +20,8 @@ export const Ticket = z
     key: z.string(),
     declared: Json,
     live: Json,
+    /** A latent-only item (live as declared): what the event makes it, so another coming value is other drift. */
+    latent: TicketLatent.optional(),
     severity: z.enum(SEVERITIES),
     nodes: z.array(z.string()).min(1),
     remediation: z.string(),
@@ -33,6 +39,7 @@ export const Ticket = z
           key: z.string(),
           declared: Json,
           live: Json,
+          latent: TicketLatent.optional(),
           signature: z.string().regex(/^[0-9a-f]{16}$/),
         }),
       )
@@ -56,15 +63,27 @@ export const Ticket = z
   // A signature decides what the ticket acknowledges: it must be the one of the drift the ticket
   // states, or an edit to it alone would acknowledge other drift unseen.
   .superRefine((ticket, ctx) => {
-    const of = (item: { key: string; declared: unknown; live: unknown }) =>
-      driftSignature(ticket.domain, item.key, item.declared as JsonValue, item.live as JsonValue);
+    const of = (item: {
+      key: string;
+      declared: unknown;
+      live: unknown;
+      latent?: { after: string; becomes: unknown } | undefined;
+    }) =>
+      itemSignatureOf(ticket.domain, {
+        key: item.key,
+        declared: item.declared as JsonValue,
+        live: item.live as JsonValue,
+        ...(item.latent && {
+          latent: { after: item.latent.after, becomes: item.latent.becomes as JsonValue },
+        }),
+      });
     const stated = ticket.items ? setSignature(ticket.items.map(of)) : of(ticket);
     ticket.items?.forEach((item, i) => {
       if (item.signature !== of(item))
         ctx.addIssue({
           code: "custom",
           path: ["items", i, "signature"],
-          message: `${item.signature} is not the signature of ${ticket.domain} "${item.key}" with the declared and live values beside it (${of(item)})`,
+          message: `${item.signature} is not the signature of ${ticket.domain} "${item.key}" with the declared and live values (and latent part) beside it (${of(item)})`,
         });
     });
     if (ticket.signature !== stated)

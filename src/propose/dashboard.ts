@@ -5,7 +5,6 @@ import { expiryTime, type Waiver } from "../manifest/schema.js";
 import type { Ticket } from "../manifest/tickets.js";
 import type { LatentEvent } from "../domains/cause.js";
 import { latentSentence } from "../domains/registry.js";
-import { isLatent } from "../report/tally.js";
 import { NODE_STATUSES, type NodeStatus, type Report } from "../report/schema.js";
 import { plural, unauditedText } from "../report/formats/common.js";
 import { ticketCovers } from "../drift/drift.js";
@@ -161,12 +160,11 @@ export function renderDashboard(input: DashboardInput, max = MAX_ROWS): string {
     .sort((a, b) => a.number - b.number || (a.owner < b.owner ? -1 : 1))
     .map(pendingRow);
   // Said as the text report says it, so items a ticket or waiver covers never read as new work.
-  const acknowledged = input.report.nodes.reduce(
-    (sum, n) => sum + n.drift.filter((d) => d.acknowledged && !isLatent(d)).length,
-    0,
-  );
+  const acknowledged = summary.acknowledgedItems
+    ? `, ${summary.acknowledgedItems} acknowledged`
+    : "";
   const latent = summary.latentItems ? `, ${summary.latentItems} latent` : "";
-  const driftWords = `${plural(summary.driftItems, "drift item")}${acknowledged ? ` (${acknowledged} acknowledged)` : ""}${latent}`;
+  const driftWords = `${plural(summary.driftItems, "drift item")}${acknowledged}${latent}`;
 
   const assemble = (rows: number) =>
     [

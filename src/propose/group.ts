@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { append } from "../collections.js";
 import type { CauseKind } from "../domains/cause.js";
 import { domainByName, type AnyDomain } from "../domains/registry.js";
-import { driftSignature, setSignature } from "../manifest/signature.js";
+import { itemSignatureOf, setSignature } from "../manifest/signature.js";
 import type { LoadedNode } from "../manifest/load.js";
 import type { DriftItem, Report } from "../report/schema.js";
 
@@ -76,7 +76,7 @@ export const hash = (text: string, length = 8) =>
   createHash("sha256").update(text).digest("hex").slice(0, length);
 
 export const itemSignature = (item: DriftItem) =>
-  driftSignature(item.domain, item.key, item.declared, item.live);
+  itemSignatureOf(item.domain, { ...item, latent: item.latentPolicy ? item.latent : undefined });
 const byKey = (a: DriftItem, b: DriftItem) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
 
 /**

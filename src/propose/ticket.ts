@@ -1,4 +1,5 @@
 import { expiryTime } from "../manifest/schema.js";
+import { latentOnly } from "../domains/latent-words.js";
 import type { Ticket } from "../manifest/tickets.js";
 import type { DriftItem } from "../report/schema.js";
 import { stringifyPortable } from "../text/yaml-scalar.js";
@@ -16,6 +17,7 @@ export function ticketFor(group: DriftGroup, id: string, detected: string, reaso
     key: groupKey(group),
     declared: many ? group.items.map((i) => i.declared) : first.declared,
     live: many ? group.items.map((i) => i.live) : first.live,
+    ...(!many && latentPart(first)),
     severity: first.severity,
     nodes: group.nodes.map((n) => n.node.name).sort(),
     remediation: first.remediation,
@@ -26,6 +28,7 @@ export function ticketFor(group: DriftGroup, id: string, detected: string, reaso
         key: i.key,
         declared: i.declared,
         live: i.live,
+        ...latentPart(i),
         signature: itemSignature(i),
       })),
     }),
@@ -33,6 +36,10 @@ export function ticketFor(group: DriftGroup, id: string, detected: string, reaso
     ...(group.owners.length > 0 && { owner: group.owners[0] }),
   };
 }
+
+/** A latent-only item's event and what it makes the item, as its signature holds them. */
+const latentPart = (item: DriftItem) =>
+  latentOnly(item) ? { latent: { after: item.latent.after, becomes: item.latent.becomes } } : {};
 
 /**
  * A ticket's id and branch identity: by signature, numbered past tickets already recorded for it.

@@ -6,7 +6,7 @@ import type * as z from "zod";
 import { InputFileError } from "../errors.js";
 import { isObject } from "./history.js";
 import { DriftItem, NodeResult, Report } from "./schema.js";
-import { ReportTally } from "./tally.js";
+import { itemCount, ReportTally } from "./tally.js";
 
 /** Larger than any text read whole (a history, a run history), under a string's limit. */
 export const MAX_TEXT_BYTES = 256 * 1024 * 1024;
@@ -270,7 +270,7 @@ export class ReportReader {
     } catch (error) {
       throw this.notJson(`nodes.${i}: ${messageOf(error)}`);
     }
-    let dropped = 0;
+    let dropped: Counted[] = [];
     let parsed = this.parsed(NodeResult, json);
     // One unreadable drift item costs only itself: checked apart only when the node fails.
     if (!parsed.success && parsed.error.issues[0]!.path[0] === "drift" && isObject(json)) {
@@ -284,7 +284,7 @@ export class ReportReader {
     this.names.add(node.name);
     this.tally.add(node);
     // The summary written counted them.
-    this.tally.summary.driftItems += dropped;
+    for (const item of dropped) this.tally.summary[itemCount(item)]++;
     const startedAt = this.members.get("startedAt");
     this.onNode(node, typeof startedAt === "string" ? startedAt : undefined);
   }
@@ -323,12 +323,23 @@ export class ReportReader {
     if (this.phase !== 2)
       throw this.notJson(this.phase === 0 ? "it is empty" : "it ends before the report does");
     const head = this.validated(Report, Object.fromEntries(this.members), "");
-    if (!isDeepStrictEqual(this.tally.summary, head.summary))
+    const counted = this.tally.summary;
+    // A writer before `acknowledgedItems` counted acknowledged drift in `driftItems`.
+    const written = this.members.get("summary");
+    const older =
+      isObject(written) && !("acknowledgedItems" in written)
+        ? {
+            ...counted,
+            driftItems: counted.driftItems + counted.acknowledgedItems,
+            acknowledgedItems: 0,
+          }
+        : counted;
+    if (!isDeepStrictEqual(older, head.summary))
       throw new InputFileError(
         this.file,
         "summary: does not count the report's nodes (edited by hand?)",
       );
-    return head;
+    return { ...head, summary: counted };
   }
 }
 
@@ -347,10 +358,12 @@ const ANNOTATIONS = [
  * A node's drift items, each unreadable one read without its annotations (its cause then says why
  * it is unknown), or left out when still unreadable (counted in `dropped`).
  */
-function readableItems(drift: unknown): { drift: unknown; dropped: number } {
-  if (!Array.isArray(drift)) return { drift, dropped: 0 };
+type Counted = Pick<DriftItem, "acknowledged" | "latentPolicy">;
+
+function readableItems(drift: unknown): { drift: unknown; dropped: Counted[] } {
+  if (!Array.isArray(drift)) return { drift, dropped: [] };
   const readable: unknown[] = [];
-  let dropped = 0;
+  const dropped: Counted[] = [];
   for (const item of drift as unknown[]) {
     const parsed = DriftItem.safeParse(item);
     if (parsed.success) {
@@ -366,7 +379,14 @@ function readableItems(drift: unknown): { drift: unknown; dropped: number } {
     };
     const again = DriftItem.safeParse(bare);
     if (again.success) readable.push(again.data);
-    else dropped++;
+    // As the writer counted it: its flags, where they read.
+    else
+      dropped.push({
+        acknowledged: bare.acknowledged === true,
+        ...((bare.latentPolicy === "drift" || bare.latentPolicy === "ticket") && {
+          latentPolicy: bare.latentPolicy,
+        }),
+      });
   }
   return { drift: readable, dropped };
 }

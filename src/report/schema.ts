@@ -114,8 +114,13 @@ export const Summary = z.object({
   unreachable: z.number().int(),
   errors: z.number().int(),
   maintenance: z.number().int(),
-  /** Items that are not latent-only: what drifted now. */
+  /** Items that are not latent-only and not acknowledged: what drifted now and is not yet decided. */
   driftItems: z.number().int(),
+  /**
+   * Items that are not latent-only and are acknowledged (a waiver, an open ticket), apart from
+   * `driftItems`; absent from reports written before it was counted.
+   */
+  acknowledgedItems: z.number().int().default(0),
   /**
    * Latent-only items (live as declared; the next boot, restart or daemon-reload changes them),
    * apart from `driftItems`; absent from reports written before it was counted.

@@ -14,9 +14,19 @@ export function countsAsDrift(item: Pick<DriftItem, "acknowledged" | "latentPoli
 export const isLatent = (item: Pick<DriftItem, "latentPolicy">): boolean =>
   item.latentPolicy !== undefined;
 
+/**
+ * Where the summary counts an item: latent-only items apart, whatever `policy.latent` makes of
+ * them; acknowledged drift (waived, ticketed) apart, as a test suite counts skipped tests apart from
+ * failures, so a node whose only drift is acknowledged is clean; the rest is drift.
+ */
+export const itemCount = (
+  item: Pick<DriftItem, "acknowledged" | "latentPolicy">,
+): "latentItems" | "acknowledgedItems" | "driftItems" =>
+  isLatent(item) ? "latentItems" : item.acknowledged ? "acknowledgedItems" : "driftItems";
+
 const STATUS_COUNT: Record<
   NodeStatus,
-  Exclude<keyof Summary, "nodes" | "driftItems" | "latentItems">
+  Exclude<keyof Summary, "nodes" | "driftItems" | "acknowledgedItems" | "latentItems">
 > = {
   clean: "clean",
   drift: "drifted",
@@ -35,6 +45,7 @@ export class ReportTally {
     errors: 0,
     maintenance: 0,
     driftItems: 0,
+    acknowledgedItems: 0,
     latentItems: 0,
   };
   /** Drift not covered by a ticket or a waiver. */
@@ -48,9 +59,7 @@ export class ReportTally {
     const s = this.summary;
     s.nodes++;
     s[STATUS_COUNT[node.status]]++;
-    const latent = node.drift.filter(isLatent).length;
-    s.driftItems += node.drift.length - latent;
-    s.latentItems += latent;
+    for (const item of node.drift) s[itemCount(item)]++;
     this.driftFound ||= node.drift.some(countsAsDrift);
     this.unauditedNodes ||= node.status === "unreachable" || node.status === "error";
     this.unknownItems ||= (node.unknown?.length ?? 0) > 0;

@@ -176,6 +176,7 @@ describe("fleet audit over ssh", () => {
       errors: 3,
       maintenance: 1,
       driftItems: report.summary.driftItems,
+      acknowledgedItems: 0,
       latentItems: report.summary.latentItems,
     });
   });

@@ -189,7 +189,8 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
         ...CACHE.map((name) => ({
           name,
           behind: "bastion",
-          writable: ["/boot"],
+          // The systemd host's dpkg file lists: the library package's, written when it is upgraded.
+          writable: ["/boot", ...(name === SYSTEMD_HOST ? ["/var/lib/dpkg/info"] : [])],
           files: {
             [`/boot/vmlinuz-${RUNNING}`]: { contents: "kernel\n" },
             "/var/log/dpkg.log": { contents: LAST_MONTH.dpkg },
@@ -658,6 +659,9 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
         SYSTEMD_HOST,
         [
           `printf '%s' '${libraryUpdate.dpkg}' >> /var/log/dpkg.log`,
+          // dpkg configures it and lists the library among its files.
+          `printf '%s configure libacmecache1:amd64 1.1-1 <none>\\n' '${logTime(week.evening, " ")}' >> /var/log/dpkg.log`,
+          `printf '%s\\n' '${library!.path}' > /var/lib/dpkg/info/libacmecache1:amd64.list`,
           `printf '%s' '${libraryUpdate.history}' >> /var/log/apt/history.log`,
         ].join(" && "),
       );
@@ -697,6 +701,13 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
         ),
         restartText,
       );
+      // What replaced the library, from dpkg's log and the package's file list.
+      assert.deepEqual(
+        restart!.lines.filter((l) => l.startsWith("Replaced by ")),
+        [
+          `Replaced by \`apt-get (alice)\` at ${logTime(week.evening, " ").slice(0, 16)} UTC: \`${library!.path} replaced by libacmecache1 1.0-1 → 1.1-1\`.`,
+        ],
+      );
       // One blank line between paragraphs: none is empty.
       assert.ok(!restartText.includes("\n\n\n"), restartText);
       assert.match(restartText, /^Remediation: Restart the unit \(`systemctl restart`\)/m);
@@ -725,17 +736,17 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
       assert.equal(day6.report.summary.latentItems, 2);
       for (const name of ["cache-01", SYSTEMD_HOST])
         assert.equal(day6.report.nodes.find((n) => n.name === name)?.status, "clean");
-      // So does the run's job summary: 23 clean, web-01 drifted, two drift items (web-03's listener
-      // acknowledged by its merged ticket), 2 latent.
+      // So does the run's job summary: 23 clean, web-01 drifted with one drift item; web-03's
+      // listener, acknowledged by its merged ticket, apart (web-03 reads clean); 2 latent.
       const jobSummary = day6.result
         .job("report")[0]!
         .steps.find((s) => s.name === "Job summary")!
         .summary.split("\n");
       const head = jobSummary.indexOf(
-        "| nodes | clean | drifted | unreachable | errors | maintenance | drift items | latent |",
+        "| nodes | clean | drifted | unreachable | errors | maintenance | drift items | acknowledged | latent |",
       );
       assert.deepEqual(jobSummary.slice(head + 2, head + 3), [
-        "| 24 | 23 | 1 | 0 | 0 | 0 | 2 (1 acknowledged) | 2 |",
+        "| 24 | 23 | 1 | 0 | 0 | 0 | 1 | 1 | 2 |",
       ]);
       refreshed(await site.mergeAndRefresh(own!.number));
       refreshed(await site.mergeAndRefresh(latent!.number));

@@ -43,19 +43,22 @@ const LOGS = [
   'function mark() { if (!m) printf "\\n%s mark %s\\n", qm_n, "apt-history"; m = 1 }',
   "function ran(from, to,  i) { for (i = 1; i <= n; i++) if (t[i] >= from && t[i] <= to) return 1; return 0 }",
   "function event() { print; t[++n] = substr($0, 1, 19) }",
-  // The asked paths (`sp`) that the file list of a package configured since (`cf`) names, as
-  // `PACKAGE PATH`: a package's list is PACKAGE:ARCH.list where several architectures may be
-  // installed, else PACKAGE.list.
-  "function shipped(  p, a, f, l, r) { for (p in cf) { if (p !~ /^[a-z0-9][a-z0-9+.-]*(:[a-z0-9-]+)?$/) continue;",
-  'a = p; sub(/:.*/, "", a); f = "/var/lib/dpkg/info/" p ".list";',
+  // The asked paths (`sp`), and those the asked pattern (`qm_r`) matches, that the file list of a
+  // package configured since (`cf`) names, as `PACKAGE PATH`, then that package's install or
+  // upgrade line (`u`), when one names a path: a package's list is PACKAGE:ARCH.list where several
+  // architectures may be installed, else PACKAGE.list.
+  "function shipped(  p, a, f, l, r, k) { for (p in cf) { if (p !~ /^[a-z0-9][a-z0-9+.-]*(:[a-z0-9-]+)?$/) continue;",
+  'a = p; sub(/:.*/, "", a); f = "/var/lib/dpkg/info/" p ".list"; k = 0;',
   'if ((r = (getline l < f)) < 0) { f = "/var/lib/dpkg/info/" a ".list"; r = (getline l < f) }',
-  "while (r > 0) { if (l in sp) print a, l; r = (getline l < f) } close(f) } }",
+  'while (r > 0) { if ((l in sp) || (qm_r != "" && l ~ qm_r)) { print a, l; k = 1 } r = (getline l < f) } close(f);',
+  "if (k && (p in u)) print u[p] } }",
   `$0 == "${HISTORY_HEADER}" { h = 1; mark(); next }`,
   "!h && substr($0, 1, 19) < s { next }",
   // dpkg's status lines, most of the log, skipped before field splitting; when asked (`qm_c`), the
   // line that ends a configure step is kept.
   '!h && substr($0, 20, 8) == " status " { if (qm_c && $4 == "installed") print; next }',
-  '!h && $3 ~ /^(install|upgrade|remove|purge)$/ { p = $4; sub(/:.*/, "", p); if (p in w) event(); next }',
+  // Another package's install or upgrade is kept, for the paths it ships (`shipped`).
+  '!h && $3 ~ /^(install|upgrade|remove|purge)$/ { p = $4; sub(/:.*/, "", p); if (p in w) event(); else if (qm_k && $3 ~ /^(install|upgrade)$/) u[$4] = $0; next }',
   '!h && $3 == "conffile" && ($4 in f) { event(); next }',
   // Every package's configure step and every conffile line, when asked (`qm_c`).
   '!h && qm_c && ($3 == "configure" || $3 == "conffile") { if ($3 == "configure") cf[$4] = 1; event(); next }',
@@ -64,7 +67,7 @@ const LOGS = [
   `k && /^(Start-Date|Commandline|Requested-By): / { b = b substr($0, 1, ${LINE_CHARS}) "\\n" }`,
   `k && /^End-Date: / { if (ran(st, $2 " " $3)) printf "%s%s\\n", b, substr($0, 1, ${LINE_CHARS}); k = 0 }`,
   'END { mark(); if (k && ran(st, "9")) printf "%s", b;',
-  'if (qm_l != "") { printf "\\n%s mark %s\\n", qm_n, "shipped"; shipped() }',
+  'if (qm_k) { printf "\\n%s mark %s\\n", qm_n, "shipped"; shipped() }',
   'printf "\\n%s mark %s\\n", qm_n, "boot";',
   'while ((getline bt < "/proc/stat") > 0) if (bt ~ /^btime /) { split(bt, bx, " "); print bx[2] } }',
 ].join(" ");
@@ -151,9 +154,11 @@ export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
     packagesByFile: request.packagesByFile ?? [],
     globs: request.globs ?? [],
     shippedSince: request.shippedSince ?? [],
+    shippedMatching: request.shippedMatching ?? [],
   };
+  const shipped = targets.shippedSince.length > 0 || targets.shippedMatching.length > 0;
   // Configure steps are read for their own sake, and to know whose file lists to read.
-  const steps = request.steps || targets.shippedSince.length > 0;
+  const steps = request.steps || shipped;
   const stat = (request.stat ?? []).filter((s) => s.entries?.length !== 0);
   const files = targets.files.map(q).join(" ");
   // Debian policy keeps package files under /etc as conffiles; only paths elsewhere need the
@@ -218,7 +223,7 @@ export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
       ...byFile,
       ...owners,
       `if ${stepsAlone ? '[ -n "$s" ] && ' : ""}[ -r /var/log/dpkg.log ]; then h=; [ -r /var/log/apt/history.log ] && h=/var/log/apt/history.log`,
-      `  tail -c ${LOG_TAIL_BYTES} /var/log/dpkg.log $h 2>/dev/null | awk -v s="$s"${steps ? ' -v qm_c="${s:+1}"' : ""}${targets.shippedSince.length ? ` -v qm_l=${q(awkValue(targets.shippedSince.join("\n")))}` : ""} -v qm_p="$pk" -v qm_f=${q(targets.files.join("\n"))} -v qm_n="$QM_N" '${LOGS}'`,
+      `  tail -c ${LOG_TAIL_BYTES} /var/log/dpkg.log $h 2>/dev/null | awk -v s="$s"${steps ? ' -v qm_c="${s:+1}"' : ""}${shipped ? ` -v qm_k=1 -v qm_l=${q(awkValue(targets.shippedSince.join("\n")))} -v qm_r=${q(awkValue(targets.shippedMatching.map((r) => `(${r})`).join("|")))}` : ""} -v qm_p="$pk" -v qm_f=${q(targets.files.join("\n"))} -v qm_n="$QM_N" '${LOGS}'`,
       `else ${ctx.mark("apt-history")}; ${ctx.mark("boot")}; ${BOOT}; fi`,
     );
   else lines.push(ctx.mark("boot"), BOOT);

@@ -98,6 +98,25 @@ function readRpm(byLabel: Map<string, string>, record: HostRecord, since: number
   record.packages.push(...[...events.values()].sort((a, b) => a.at - b.at));
 }
 
+/** A dpkg.log line's fields, when they install, upgrade or remove a package. */
+function packageEvent(f: readonly string[], at: number): PackageEvent | undefined {
+  const action = f[2];
+  if (
+    !(action === "install" || action === "upgrade" || action === "remove" || action === "purge") ||
+    f.length !== 6
+  )
+    return undefined;
+  const from = version(f[4]!);
+  const to = action === "remove" || action === "purge" ? undefined : version(f[5]!);
+  return {
+    at,
+    action,
+    name: f[3]!.replace(/:.*$/, ""),
+    ...(from !== undefined && { from }),
+    ...(to !== undefined && { to }),
+  };
+}
+
 /** The cause section's output; `since` is the node's last audit, when known (epoch milliseconds). */
 export function parseHostRecord(parts: [string, string][], since?: number): HostRecord {
   const byLabel = partsByLabel("cause", parts);
@@ -144,20 +163,9 @@ export function parseHostRecord(parts: [string, string][], since?: number): Host
     const at = logTime(`${f[0]} ${f[1]}`, offset);
     if (at === undefined) continue;
     const action = f[2];
-    if (
-      (action === "install" || action === "upgrade" || action === "remove" || action === "purge") &&
-      f.length === 6
-    ) {
-      const from = version(f[4]!);
-      const to = action === "remove" || action === "purge" ? undefined : version(f[5]!);
-      record.packages.push({
-        at,
-        action,
-        name: f[3]!.replace(/:.*$/, ""),
-        ...(from !== undefined && { from }),
-        ...(to !== undefined && { to }),
-      });
-    } else if (action === "conffile" && f.length >= 5) {
+    const event = packageEvent(f, at);
+    if (event) record.packages.push(event);
+    else if (action === "conffile" && f.length >= 5) {
       record.conffiles.push({ at, path: f.slice(3, -1).join(" "), choice: f.at(-1)! });
     } else if (action === "configure" && f.length === 6) {
       steps.push({ name: f[3]!.replace(/:.*$/, ""), version: f[4]!, start: at });
@@ -170,9 +178,18 @@ export function parseHostRecord(parts: [string, string][], since?: number): Host
   }
   if (byLabel.has("shipped")) {
     record.shippedBy = new Map();
+    record.shippedIn = new Map();
     for (const line of latestLines(byLabel.get("shipped"))) {
       const m = /^(\S+) (\/.*)$/.exec(line);
-      if (m) record.shippedBy.set(m[2]!, m[1]!);
+      if (m) {
+        record.shippedBy.set(m[2]!, m[1]!);
+        continue;
+      }
+      // A package's install or upgrade line, after the paths it ships.
+      const f = line.split(" ");
+      const at = logTime(`${f[0]} ${f[1]}`, offset);
+      const event = at === undefined ? undefined : packageEvent(f, at);
+      if (event?.to !== undefined) record.shippedIn.set(event.name, event);
     }
   }
   let current: AptTransaction | undefined;

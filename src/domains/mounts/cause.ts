@@ -8,7 +8,7 @@ import {
   type HostRecord,
   type RecordContext,
 } from "../host-record.js";
-import { transactionBy } from "../package-transaction.js";
+import { shippedPackage, transactionBy } from "../package-transaction.js";
 
 // Why a mount drifted, from when the file the boot reads it from last changed (/etc/fstab or its
 // mount unit): a mount the boot would not make, with that file unchanged since the boot (or the
@@ -37,17 +37,13 @@ function changedAt(file: string, record: HostRecord): number | Cause | undefined
       };
 }
 
-/** The same file through the other side of a merged /usr (`/lib` is a link to `/usr/lib`). */
-const otherSide = (file: string) =>
-  file.startsWith("/usr/lib/") ? file.slice(4) : file.startsWith("/lib/") ? `/usr${file}` : file;
-
 /**
  * The configure step of the package that shipped the unit `file` since the last audit (dpkg's file
  * list names it, under either side of a merged /usr), unless the file was edited after it: dpkg
  * keeps a packaged file's own mtime, older than the step.
  */
 function shippedSince(file: string, record: HostRecord): ConfigureStep | undefined {
-  const name = record.shippedBy?.get(file) ?? record.shippedBy?.get(otherSide(file));
+  const name = shippedPackage(file, record);
   const step = name === undefined ? undefined : latest(record.steps ?? [], (s) => s.name === name);
   const edited = record.stat.get(file)?.mtime;
   return step && !(edited !== undefined && edited > (step.end ?? step.start)) ? step : undefined;

@@ -1,7 +1,7 @@
 import { pathIn, within, type Domain } from "../domain.js";
 import { ManifestEditError } from "../../errors.js";
 import { LINKED_COMPONENT, PRINT_LINK } from "../no-follow.js";
-import { enablementCause, enablementRecords } from "./cause.js";
+import { enablementCause, enablementRecords, replacedLibraryCause } from "./cause.js";
 import { unitFindings } from "./compare.js";
 import { dropinDir, SystemdDeclared, unitFileNames } from "./declared.js";
 import { splitLatentKey } from "./latent.js";
@@ -169,6 +169,7 @@ export const systemd: Domain<SystemdDeclared, SystemdLive, "systemd"> = {
   },
   records: enablementRecords,
   cause: enablementCause,
+  latentCause: replacedLibraryCause,
   snapshotAsks(declared) {
     // A unit declared by name alone (`adopt --units`): a guess at each attribute, which accepting
     // the live state then corrects.

@@ -13,6 +13,17 @@ const CLOCK_SLACK_S = 2;
 
 // A deleted-library finding names this many of its files, then counts the rest.
 const NAMED_LIBRARIES = 5;
+const LIBRARY_SEPARATOR = ", ";
+
+/**
+ * The libraries a `<unit>:libraries` finding names in its `because`. A file name holding the
+ * separator reads as two: each is only looked up in what the host recorded, never trusted.
+ */
+export const namedLibraries = (because: string): string[] =>
+  because
+    .replace(/ and \d+ more$/, "")
+    .split(LIBRARY_SEPARATOR)
+    .filter((file) => file.startsWith("/"));
 
 /** A latent finding's key as its unit and what of it changes (`loaded`, `running`, `libraries`). */
 export function splitLatentKey(key: string): [unit: string, what: string] {
@@ -92,7 +103,7 @@ function librariesLatent(name: string, got: UnitLive, base: SpecPath): Finding |
     latent: {
       after: "restart",
       becomes: "restarted with the libraries on disk",
-      because: `${named.join(", ")}${more ? ` and ${more} more` : ""}`,
+      because: `${named.join(LIBRARY_SEPARATOR)}${more ? ` and ${more} more` : ""}`,
     },
   };
 }

@@ -39,7 +39,7 @@ export function renderFleetPage(
     `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">`,
     `<title>Quartermaster fleet: ${html(report.startedAt)}</title><style>${STYLE}</style></head><body>`,
     `<h1>Quartermaster fleet</h1>`,
-    `<p id="summary" data-nodes="${summary.nodes}">Run of ${html(report.startedAt)}, manifest revision <code>${html(report.manifestRevision ?? "unknown")}</code>: ${plural(summary.nodes, "node")}, ${summary.clean} clean, ${summary.drifted} drift, ${summary.unreachable} unreachable, ${summary.errors} error, ${summary.maintenance} maintenance, ${summary.latentItems} latent; ${plural(withRun.runs.length, "run")} in the history.</p>`,
+    `<p id="summary" data-nodes="${summary.nodes}">Run of ${html(report.startedAt)}, manifest revision <code>${html(report.manifestRevision ?? "unknown")}</code>: ${plural(summary.nodes, "node")}, ${summary.clean} clean, ${summary.drifted} drift, ${summary.unreachable} unreachable, ${summary.errors} error, ${summary.maintenance} maintenance; ${plural(summary.driftItems, "drift item")}, ${summary.acknowledgedItems} acknowledged, ${summary.latentItems} latent; ${plural(withRun.runs.length, "run")} in the history.</p>`,
     `<h2>Fleet status over time</h2>`,
     statusChart(figures.runs),
     ...openDrift(figures),

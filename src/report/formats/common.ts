@@ -80,7 +80,3 @@ export function unauditedText(unaudited: NonNullable<NodeResult["unaudited"]>): 
     ? `never audited, first tried ${unaudited.since}, ${runs}`
     : `unaudited since ${unaudited.since}, ${runs}`;
 }
-
-/** " (3 acknowledged)" after a count of drift items: the same words in every format. */
-export const acknowledgedPart = (acknowledged: number) =>
-  acknowledged > 0 ? ` (${acknowledged} acknowledged)` : "";

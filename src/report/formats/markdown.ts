@@ -6,10 +6,8 @@ import { SEVERITIES, type Severity } from "../../domains/domain.js";
 import { latentOnly } from "../../domains/latent-words.js";
 import { latentSentence } from "../../domains/registry.js";
 import type { DriftItem, NodeResult, Report } from "../schema.js";
-import { isLatent } from "../tally.js";
 import { codeCell, fencedBlock, htmlCode, textCell, truncate } from "../../text/markdown.js";
 import {
-  acknowledgedPart,
   compactDeclared,
   compactValue,
   compareDrift,
@@ -186,9 +184,9 @@ function auditLine(report: Report): string {
 function summaryTable(report: Report): string[] {
   const s = report.summary;
   return [
-    "| nodes | clean | drifted | unreachable | errors | maintenance | drift items | latent |",
-    "|---:|---:|---:|---:|---:|---:|---:|---:|",
-    `| ${s.nodes} | ${s.clean} | ${s.drifted} | ${s.unreachable} | ${s.errors} | ${s.maintenance} | ${s.driftItems}${acknowledgedPart(report.nodes.reduce((n, node) => n + node.drift.filter((d) => d.acknowledged && !isLatent(d)).length, 0))} | ${s.latentItems} |`,
+    "| nodes | clean | drifted | unreachable | errors | maintenance | drift items | acknowledged | latent |",
+    "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    `| ${s.nodes} | ${s.clean} | ${s.drifted} | ${s.unreachable} | ${s.errors} | ${s.maintenance} | ${s.driftItems} | ${s.acknowledgedItems} | ${s.latentItems} |`,
   ];
 }
 

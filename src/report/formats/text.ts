@@ -7,7 +7,6 @@ import { latentSentence } from "../../domains/registry.js";
 import { isLatent } from "../tally.js";
 import { visible } from "../../text/escape.js";
 import {
-  acknowledgedPart,
   compactDeclared,
   compactValue,
   compareDrift,
@@ -70,9 +69,6 @@ class TextView {
   private readonly clean = new CleanNames();
   private retried = 0;
   private partial = 0;
-  private items = 0;
-  private latent = 0;
-  private acknowledged = 0;
   private unknown = 0;
   private readonly unknownDomains = new Set<string>();
 
@@ -84,9 +80,6 @@ class TextView {
   /** The node's block and the blank line after it; nothing for a clean node unless verbose. */
   add(node: NodeResult): string {
     const latent = node.drift.filter(isLatent).length;
-    this.items += node.drift.length - latent;
-    this.latent += latent;
-    this.acknowledged += node.drift.filter((d) => d.acknowledged && !isLatent(d)).length;
     for (const { domain } of node.unknown ?? []) {
       this.unknown++;
       this.unknownDomains.add(domain);
@@ -129,9 +122,9 @@ class TextView {
   }
 
   /**
-   * "12 nodes: 9 clean, 2 drifted, 8 drift items (3 acknowledged), 1 unreachable, 2 items unknown
-   * (files)": every drift item, as the Markdown table counts them, of which the acknowledged (waived or
-   * ticketed), and what could not be read; zero counts are left out.
+   * "12 nodes: 9 clean, 2 drifted, 5 drift items, 3 acknowledged, 1 unreachable, 2 items unknown
+   * (files)": the items as the summary counts them, acknowledged (waived or ticketed) drift apart, and
+   * what could not be read; zero counts are left out.
    */
   private summaryLine(head: Report): string {
     const s = head.summary;
@@ -139,10 +132,9 @@ class TextView {
     const parts = [
       s.clean > 0 ? `${s.clean} clean` : "",
       s.drifted > 0 ? `${s.drifted} drifted` : "",
-      this.items > 0
-        ? `${plural(this.items, "drift item")}${acknowledgedPart(this.acknowledged)}`
-        : "",
-      this.latent > 0 ? `${this.latent} latent` : "",
+      s.driftItems > 0 ? plural(s.driftItems, "drift item") : "",
+      s.acknowledgedItems > 0 ? `${s.acknowledgedItems} acknowledged` : "",
+      s.latentItems > 0 ? `${s.latentItems} latent` : "",
       s.unreachable > 0 ? `${s.unreachable} unreachable` : "",
       s.errors > 0 ? plural(s.errors, "error") : "",
       s.maintenance > 0 ? `${s.maintenance} in maintenance` : "",

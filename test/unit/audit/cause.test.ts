@@ -20,6 +20,8 @@ import { MAX_CAUSE_CHARS } from "../../../src/domains/cause.js";
 import { causeProbe } from "../../../src/audit/cause/probe.js";
 import { parseHostRecord } from "../../../src/audit/cause/record.js";
 import type { RecordRequest } from "../../../src/domains/host-record.js";
+import { packageChange } from "../../../src/domains/package-transaction.js";
+import { domainByName } from "../../../src/domains/registry.js";
 import {
   buildProbe,
   parseContext,
@@ -333,6 +335,47 @@ describe("causes from the host's records", () => {
     assert.doesNotMatch(first, /upgrade|other/);
     assert.equal(parseHostRecord(parseContext(N).parts(first)).shippedBy, undefined);
     assert.ok(parseHostRecord(parseContext(N).parts(first)).bootTime! > 0);
+  });
+
+  it("shippedMatching: the paths a package configured since the last audit ships that a domain's pattern matches, with its upgrade: the cause of a library replaced under a running unit", () => {
+    const systemd = domainByName("systemd")!;
+    const targets = systemd.records!([{ name: "qm-lib.service", active: true }]);
+    const lists = {
+      // Listed where dpkg installed it; a process maps it through the merged /usr.
+      "other.list":
+        "/.\n/lib/x86_64-linux-gnu\n/lib/x86_64-linux-gnu/libother.so.1\n/usr/share/doc/other/README\n",
+      "qm-demo.list": "/usr/lib/x86_64-linux-gnu/libdemo.so.2\n",
+    };
+    const since = String(Date.UTC(2026, 11, 1, 9, 30) / 1000);
+    const host = parseHostRecord(parseContext(N).parts(sectionOverLogs(since, targets, lists)));
+    // qm-demo was only unpacked since (no configure step): its list is not read.
+    assert.deepEqual([...host.shippedBy!], [["/lib/x86_64-linux-gnu/libother.so.1", "other"]]);
+    assert.deepEqual([...host.shippedIn!.values()].map(packageChange), ["other 1.0 → 1.1"]);
+    // No other package's event joins the record of every domain's causes.
+    assert.deepEqual(host.packages, []);
+    const library = "/usr/lib/x86_64-linux-gnu/libother.so.1";
+    const unitItem = (because: string): DriftItem => ({
+      ...item("systemd", "qm-lib.service:libraries", "active with the libraries it started with"),
+      declared: "active with the libraries it started with",
+      latent: { after: "restart", becomes: "restarted with the libraries on disk", because },
+      latentPolicy: "ticket",
+    });
+    const [replaced, unrecorded] = attachCauses(
+      [
+        unitItem(`/usr/lib/x86_64-linux-gnu/libgone.so.1, ${library}`),
+        unitItem("/usr/lib/libx.so.1"),
+      ],
+      host,
+      { node: "cache-07", since: Number(since) * 1000 },
+    );
+    assert.deepEqual(replaced!.cause, {
+      kind: "package-file",
+      at: "2026-12-01T11:00:01Z",
+      by: "apt-get",
+      evidence: `${library} replaced by other 1.0 → 1.1`,
+      group: "package: other 1.0 → 1.1",
+    });
+    assert.equal(unrecorded!.cause, undefined);
   });
 
   it("globs: each existing match's mtime (at most 500), and the package whose conffile it is", () => {

@@ -113,6 +113,7 @@ it("nodes finishing in any order are reported in name order, each seen as it fin
     errors: 0,
     maintenance: 0,
     driftItems: 1,
+    acknowledgedItems: 0,
     latentItems: 0,
   });
 });

@@ -1,11 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { parseShard, shardOf } from "../../../src/audit/fleet.js";
-import {
-  driftSignature,
-  latentFingerprint,
-  setSignature,
-} from "../../../src/manifest/signature.js";
+import { driftSignature, latentSignature, setSignature } from "../../../src/manifest/signature.js";
 import { findWaiver, waiverExpired } from "../../../src/drift/waivers.js";
 import { Waiver } from "../../../src/manifest/schema.js";
 
@@ -28,13 +24,7 @@ describe("fingerprints and signatures", () => {
 
   it("a latent-only item's fingerprint changes with the value the event gives it, never a drift's", () => {
     const latent = (becomes: string) =>
-      latentFingerprint(
-        "kernel",
-        "kernel_version",
-        "6.1.0-28",
-        { after: "reboot", becomes },
-        "c-1",
-      );
+      latentSignature("kernel", "kernel_version", "6.1.0-28", { after: "reboot", becomes }, "c-1");
     assert.equal(latent("6.1.0-30"), latent("6.1.0-30"));
     assert.notEqual(latent("6.1.0-31"), latent("6.1.0-30"));
     for (const drift of [

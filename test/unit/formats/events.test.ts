@@ -27,7 +27,7 @@ test("every line is one JSON object valid against the Event schema", () => {
 test("one drift event per drift item, stamped with the audit's finish time", () => {
   const report = loadFleetReport();
   const drift = parseLines(renderEvents(report, options)).filter((e) => e.event === "drift");
-  assert.equal(drift.length, report.summary.driftItems);
+  assert.equal(drift.length, report.summary.driftItems + report.summary.acknowledgedItems);
   assert.ok(drift.every((e) => e.time === "2026-03-02T06:01:12.345Z"));
   const somaxconn = drift.find((e) => e.key === "net.core.somaxconn");
   assert.deepEqual(somaxconn, {

@@ -17,6 +17,7 @@ import {
   changedLines,
   input,
   kernel,
+  latentKernel,
   listener,
   motd,
   opens,
@@ -359,6 +360,74 @@ describe("desired: from drift to pull requests", () => {
       const [pr] = opens(plan(input(r, [], withTicket)));
       assert.ok(pr && !(ticketFile in pr.files));
       assert.match(Object.keys(pr.files)[0]!, /-2\.yaml$/);
+    });
+  });
+
+  describe("a latent ticket covers the value its event was to give, not another", () => {
+    const NEXT = "6.1.0-30-amd64";
+    const LATER = "6.1.0-31-amd64";
+    const ticketPr = () => opens(plan(input(report({ "db-01": [latentKernel(NEXT)] }))))[0]!;
+
+    it("an open ticket PR for kernel X is closed when kernel Y is installed, and Y gets a ticket of its own", () => {
+      const first = ticketPr();
+      const later = plan(input(report({ "db-01": [latentKernel(LATER)] }), asPulls([first])));
+      assert.deepEqual(
+        later.map((a) => [a.type, a.type === "open" ? a.title : a.type === "close" ? a.number : a]),
+        [
+          [
+            "open",
+            `Remediate latent kernel drift on db-01: kernel_version: reboot pending, becomes ${LATER}`,
+          ],
+          ["close", 1],
+        ],
+      );
+      const ticket = Ticket.parse(parse(Object.values(opens(later)[0]!.files)[0]!));
+      assert.deepEqual(ticket.latent, { after: "reboot", becomes: LATER });
+    });
+
+    it("a merged ticket for kernel X acknowledges X only: Y is a new ticket, and X's is resolved", async () => {
+      const first = ticketPr();
+      const [file, text] = Object.entries(first.files)[0]!;
+      const tree = { ...TREE, [file.slice(PREFIX.length + 1)]: text! };
+      const dir = await writeTree(tree);
+      try {
+        const merged = {
+          fleet: await loadFleet(dir, { displayPrefix: PREFIX }),
+          files: new Map(Object.entries(tree).map(([name, t]) => [`${PREFIX}/${name}`, t])),
+        };
+        const item = (becomes: string) =>
+          report({ "db-01": [latentKernel(becomes)] }, { fleetOverride: merged.fleet }).nodes.find(
+            (n) => n.name === "db-01",
+          )!.drift[0]!;
+        assert.equal(item(NEXT).acknowledged, true);
+        assert.equal(item(LATER).acknowledged, undefined);
+        const later = report({ "db-01": [latentKernel(LATER)] }, { fleetOverride: merged.fleet });
+        assert.deepEqual(
+          opens(plan(input(later, [], merged))).map((a) => [a.kind, a.title]),
+          [
+            [
+              "ticket",
+              `Remediate latent kernel drift on db-01: kernel_version: reboot pending, becomes ${LATER}`,
+            ],
+            [
+              "resolve",
+              `Resolve remediation ticket ${Ticket.parse(parse(text!)).id}: drift gone from db-01`,
+            ],
+          ],
+        );
+      } finally {
+        await removeTree(dir);
+      }
+    });
+
+    it("a ticket's latent part is part of its signature: an edit to it alone is refused", () => {
+      const ticket = Ticket.parse(parse(Object.values(ticketPr().files)[0]!));
+      const edited = Ticket.safeParse({ ...ticket, latent: { after: "reboot", becomes: LATER } });
+      assert.equal(edited.success, false);
+      assert.match(
+        JSON.stringify(edited.error?.issues),
+        /is not the signature of the kernel drift/,
+      );
     });
   });
 

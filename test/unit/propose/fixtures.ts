@@ -90,6 +90,18 @@ export const kernel: Drift = {
   },
 };
 
+/** db-01 runs the kernel it declares, and its next boot runs `becomes`, installed beside it. */
+export const latentKernel = (becomes: string): Drift => ({
+  domain: "kernel",
+  finding: {
+    key: "kernel_version",
+    declared: "6.1.0-28-amd64",
+    live: "6.1.0-28-amd64",
+    path: ["system", "kernel_version"],
+    latent: { after: "reboot", becomes, because: `${becomes} installed` },
+  },
+});
+
 /** A report as `audit --format json` writes it, drift items made by the audit's own code. */
 export function report(
   drift: Record<string, Drift[]>,

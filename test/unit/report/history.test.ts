@@ -9,6 +9,7 @@ import {
   type AuditHistory,
 } from "../../../src/report/history.js";
 import type { DriftItem, NodeResult } from "../../../src/report/schema.js";
+import { latentKernel, report } from "../propose/fixtures.js";
 
 const T1 = "2026-12-01T10:00:00.000Z";
 const T2 = "2026-12-01T11:00:00.000Z";
@@ -160,6 +161,24 @@ describe("audit history", () => {
       long.drift.get("00000000000000c4")!.cause!.evidence,
       /^x{900,}… \(5000 characters\)$/,
     );
+  });
+
+  it("a latent item is first seen once: later runs keep its date while the event's value stays, whatever else its words say", () => {
+    const db = (becomes: string, because?: string) => {
+      const drift = latentKernel(becomes);
+      if (because) drift.finding.latent!.because = because;
+      return report({ "db-01": [drift] }).nodes.filter((n) => n.name === "db-01");
+    };
+    const firstSeen = (r: { annotated: NodeResult[] }) => r.annotated[0]!.drift[0]!.firstSeen;
+    const one = run(emptyHistory(), T1, db("6.1.0-30-amd64"));
+    const two = run(
+      one.next,
+      T2,
+      db("6.1.0-30-amd64", "6.1.0-30-amd64 installed; /run/reboot-required"),
+    );
+    assert.deepEqual([firstSeen(one), firstSeen(two)], [T1, T1]);
+    // Another kernel installed since: another coming value, first seen now.
+    assert.equal(firstSeen(run(two.next, T3, db("6.1.0-31-amd64"))), T3);
   });
 
   it("refuses text that is not a history, naming what is wrong", () => {

@@ -61,6 +61,7 @@ describe("merging shard reports", () => {
       errors: 0,
       maintenance: 0,
       driftItems: 0,
+      acknowledgedItems: 0,
       latentItems: 0,
     });
     assert.equal(merged.startedAt, "2026-03-02T06:01:00.000Z");

@@ -74,6 +74,23 @@ describe("the report read a piece at a time", () => {
   });
 });
 
+describe("a report written before acknowledged drift was counted apart", () => {
+  it("reads, its acknowledged items counted apart; a summary that adds up neither way is refused", () => {
+    const fleet = loadFleetReport();
+    const { acknowledgedItems, ...older } = fleet.summary;
+    assert.ok(acknowledgedItems > 0);
+    const written = { ...older, driftItems: older.driftItems + acknowledgedItems };
+    assert.deepEqual(
+      readInPieces(JSON.stringify({ ...fleet, summary: written }), 1000).summary,
+      fleet.summary,
+    );
+    assert.match(
+      refusal(JSON.stringify({ ...fleet, summary: older })),
+      /summary: does not count the report's nodes/,
+    );
+  });
+});
+
 describe("an unreadable drift item", () => {
   it("costs only itself: read without its cause when that is what is wrong, else left out", () => {
     const fleet = loadFleetReport();
