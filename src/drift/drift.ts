@@ -13,13 +13,35 @@ import { findExpiredWaiver, findWaiver } from "./waivers.js";
 
 /**
  * Whether a ticket names drift with this signature: its own, or one of its items' (a set's several
- * items).
+ * items). A latent-only item's ticket also names the drift its event makes (the host running
+ * kernel Y after the reboot the ticket was for, the certificate past the date it was to drop under
+ * the declared validity): the operator committed to that change before it happened, so it is
+ * acknowledged, never a new ticket beside a resolve PR saying the drift is gone.
  */
 export function ticketCovers(ticket: Ticket, signature: string): boolean {
   return (
     ticket.signature === signature ||
-    (ticket.items?.some((item) => item.signature === signature) ?? false)
+    (ticket.items?.some((item) => item.signature === signature) ?? false) ||
+    eventDrift(ticket).has(signature)
   );
+}
+
+const eventDrifts = new WeakMap<Ticket, ReadonlySet<string>>();
+
+/** The signatures of the drift the events of a ticket's latent-only items make. */
+function eventDrift(ticket: Ticket): ReadonlySet<string> {
+  let known = eventDrifts.get(ticket);
+  if (!known) {
+    known = new Set(
+      [ticket, ...(ticket.items ?? [])].flatMap((item) =>
+        item.latent
+          ? [driftSignature(ticket.domain, item.key, item.declared, item.latent.becomes)]
+          : [],
+      ),
+    );
+    eventDrifts.set(ticket, known);
+  }
+  return known;
 }
 
 /**

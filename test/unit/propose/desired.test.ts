@@ -420,6 +420,43 @@ describe("desired: from drift to pull requests", () => {
       }
     });
 
+    it("a merged ticket for kernel X acknowledges the host running X after the reboot: no new ticket, no resolve until it runs the declared kernel", async () => {
+      const first = ticketPr();
+      const [file, text] = Object.entries(first.files)[0]!;
+      const tree = { ...TREE, [file.slice(PREFIX.length + 1)]: text! };
+      const dir = await writeTree(tree);
+      try {
+        const merged = {
+          fleet: await loadFleet(dir, { displayPrefix: PREFIX }),
+          files: new Map(Object.entries(tree).map(([name, t]) => [`${PREFIX}/${name}`, t])),
+        };
+        const booted = (live: string) =>
+          report(
+            { "db-01": [{ domain: "kernel", finding: { ...kernel.finding, live } }] },
+            { fleetOverride: merged.fleet },
+          );
+        const id = Ticket.parse(parse(text!)).id;
+        assert.equal(
+          booted(NEXT).nodes.find((n) => n.name === "db-01")!.drift[0]!.acknowledged,
+          true,
+        );
+        assert.deepEqual(opens(plan(input(booted(NEXT), [], merged))), []);
+        // Another kernel is other drift: its own ticket, and X's ticket is resolved.
+        assert.deepEqual(
+          opens(plan(input(booted(LATER), [], merged))).map((a) => [a.kind, a.title]),
+          [
+            [
+              "ticket",
+              `Remediate kernel drift on db-01: kernel_version: 6.1.0-28-amd64 → ${LATER}`,
+            ],
+            ["resolve", `Resolve remediation ticket ${id}: drift gone from db-01`],
+          ],
+        );
+      } finally {
+        await removeTree(dir);
+      }
+    });
+
     it("a ticket's latent part is part of its signature: an edit to it alone is refused", () => {
       const ticket = Ticket.parse(parse(Object.values(ticketPr().files)[0]!));
       const edited = Ticket.safeParse({ ...ticket, latent: { after: "reboot", becomes: LATER } });
