@@ -77,6 +77,8 @@ export interface DayReport {
       live: unknown;
       latent?: { after: string; becomes: unknown; because: string };
       cause?: { kind: string; evidence: string };
+      detail?: string;
+      acknowledgedBy?: string;
     }[];
   }[];
 }
