@@ -25,53 +25,61 @@ const CONFFILES = [
   "{ c = 0 }",
 ].join(" ");
 
-// One tail of dpkg.log and of apt's history.log (its `==> FILE <==` header between them), one awk:
-// dpkg.log lines since `s` that change a wanted package, or a declared conffile; then, under the
-// apt-history mark (`qm_n` is the nonce), the history.log transactions since `s` in which one of
-// those events (whose first 19 characters are the time) ran: when, which command, at whose
-// request. Others are not sent: a log's tail may hold hundreds. One still open at the end (apt
-// interrupted) counts from its start. Lines before any header are dpkg.log's (tail names no file
-// when it reads one). A dpkg.log line before `s` is skipped on its first 19 characters, never split
-// into fields: in an hourly audit that is nearly all of the tail (the section's CPU on a host, 6.4
-// against 5.1 ms), and so is a `status` line, most of any dpkg.log (the time, then ` status `). Last,
-// the boot time from /proc/stat under the boot mark: no awk of its own.
+// One tail of dpkg.log and of apt's history.log (its `==> FILE <==` header between them) is the
+// input of the shared awk's function: dpkg.log lines since `s` that change a wanted package, or a
+// declared conffile; then, under the apt-history mark, the history.log transactions since `s` in
+// which one of those events (whose first 19 characters are the time) ran: when, which command, at
+// whose request. Others are not sent: a log's tail may hold hundreds. One still open at the end
+// (apt interrupted) counts from its start. Lines before any header are dpkg.log's (tail names no
+// file when it reads one). A dpkg.log line before `s` is skipped on its first 19 characters, never
+// split into fields: in an hourly audit that is nearly all of the tail (the section's CPU on a
+// host, 6.4 against 5.1 ms), and so is a `status` line, most of any dpkg.log (the time, then
+// ` status `). Last, the boot time from /proc/stat under the boot mark. Its values: `s`, whether
+// configure steps are asked (`c`), the wanted packages, how many declared paths follow, those
+// paths, then the paths asked for `shippedSince`: values are lines, so a path keeps its
+// backslashes (`awk -v` would read them as escapes).
 const HISTORY_HEADER = "==> /var/log/apt/history.log <==";
-const LOGS = [
-  'BEGIN { n = split(qm_p, l, " "); for (i = 1; i <= n; i++) w[l[i]] = 1;',
-  'n = split(qm_f, l, "\\n"); for (i = 1; i <= n; i++) f[l[i]] = 1;',
-  'n = split(qm_l, l, "\\n"); for (i = 1; i <= n; i++) sp[l[i]] = 1; n = 0 }',
-  'function mark() { if (!m) printf "\\n%s mark %s\\n", qm_n, "apt-history"; m = 1 }',
-  "function ran(from, to,  i) { for (i = 1; i <= n; i++) if (t[i] >= from && t[i] <= to) return 1; return 0 }",
-  "function event() { print; t[++n] = substr($0, 1, 19) }",
+/** The shared awk's functions of the cause section. */
+export const CAUSE_AWK = [
+  'function cause_mark() { if (!cause_m) printf "\\n%s mark %s\\n", qm_n, "apt-history"; cause_m = 1 }',
+  "function cause_ran(from, to,  i) { for (i = 1; i <= cause_n; i++) if (cause_t[i] >= from && cause_t[i] <= to) return 1; return 0 }",
+  "function cause_event(l) { print l; cause_t[++cause_n] = substr(l, 1, 19) }",
   // The asked paths (`sp`) that the file list of a package configured since (`cf`) names, as
   // `PACKAGE PATH`: a package's list is PACKAGE:ARCH.list where several architectures may be
   // installed, else PACKAGE.list.
-  "function shipped(  p, a, f, l, r) { for (p in cf) { if (p !~ /^[a-z0-9][a-z0-9+.-]*(:[a-z0-9-]+)?$/) continue;",
+  "function cause_shipped(sp,  p, a, f, l, r) { for (p in cause_cf) { if (p !~ /^[a-z0-9][a-z0-9+.-]*(:[a-z0-9-]+)?$/) continue;",
   'a = p; sub(/:.*/, "", a); f = "/var/lib/dpkg/info/" p ".list";',
   'if ((r = (getline l < f)) < 0) { f = "/var/lib/dpkg/info/" a ".list"; r = (getline l < f) }',
   "while (r > 0) { if (l in sp) print a, l; r = (getline l < f) } close(f) } }",
-  `$0 == "${HISTORY_HEADER}" { h = 1; mark(); next }`,
-  "!h && substr($0, 1, 19) < s { next }",
-  // dpkg's status lines, most of the log, skipped before field splitting; when asked (`qm_c`), the
+  "function cause_logs(  s, c, w, f, sp, n, i, h, l, x, p, st, k, b) { s = qm_v[1]; c = qm_v[2]",
+  'n = split(qm_v[3], x, " "); for (i = 1; i <= n; i++) w[x[i]] = 1',
+  "n = 4 + qm_v[4]; for (i = 5; i <= n; i++) f[qm_v[i]] = 1; for (; i <= qm_vn; i++) sp[qm_v[i]] = 1",
+  "for (i = 1; i <= qm_in; i++) { l = qm_i[i]",
+  `if (l == "${HISTORY_HEADER}") { h = 1; cause_mark(); continue }`,
+  "if (!h) { if (substr(l, 1, 19) < s) continue",
+  // dpkg's status lines, most of the log, skipped before field splitting; when asked (`c`), the
   // line that ends a configure step is kept.
-  '!h && substr($0, 20, 8) == " status " { if (qm_c && $4 == "installed") print; next }',
-  '!h && $3 ~ /^(install|upgrade|remove|purge)$/ { p = $4; sub(/:.*/, "", p); if (p in w) event(); next }',
-  '!h && $3 == "conffile" && ($4 in f) { event(); next }',
-  // Every package's configure step and every conffile line, when asked (`qm_c`).
-  '!h && qm_c && ($3 == "configure" || $3 == "conffile") { if ($3 == "configure") cf[$4] = 1; event(); next }',
-  "!h || !n { next }",
-  '/^Start-Date: / { st = $2 " " $3; k = (st >= s); b = "" }',
-  `k && /^(Start-Date|Commandline|Requested-By): / { b = b substr($0, 1, ${LINE_CHARS}) "\\n" }`,
-  `k && /^End-Date: / { if (ran(st, $2 " " $3)) printf "%s%s\\n", b, substr($0, 1, ${LINE_CHARS}); k = 0 }`,
-  'END { mark(); if (k && ran(st, "9")) printf "%s", b;',
-  'if (qm_l != "") { printf "\\n%s mark %s\\n", qm_n, "shipped"; shipped() }',
-  'printf "\\n%s mark %s\\n", qm_n, "boot";',
-  'while ((getline bt < "/proc/stat") > 0) if (bt ~ /^btime /) { split(bt, bx, " "); print bx[2] } }',
-].join(" ");
-// The boot time (`btime` of /proc/stat) where LOGS does not run.
-const BOOT = "awk '/^btime / { print $2 }' /proc/stat 2>/dev/null";
-// The declared paths, one per line in `qm_f`, as the keys of `f`.
-const DECLARED_PATHS = 'BEGIN { n = split(qm_f, l, "\\n"); for (i = 1; i <= n; i++) f[l[i]] = 1 }';
+  'if (substr(l, 20, 8) == " status ") { if (c && split(l, x, " ") && x[4] == "installed") print l; continue }',
+  'split(l, x, " ")',
+  'if (x[3] ~ /^(install|upgrade|remove|purge)$/) { p = x[4]; sub(/:.*/, "", p); if (p in w) cause_event(l); continue }',
+  'if (x[3] == "conffile" && (x[4] in f)) { cause_event(l); continue }',
+  // Every package's configure step and every conffile line, when asked (`c`).
+  'if (c && (x[3] == "configure" || x[3] == "conffile")) { if (x[3] == "configure") cause_cf[x[4]] = 1; cause_event(l) }',
+  "continue }",
+  "if (!cause_n) continue",
+  'if (l ~ /^Start-Date: /) { split(l, x, " "); st = x[2] " " x[3]; k = (st >= s); b = "" }',
+  `if (k && l ~ /^(Start-Date|Commandline|Requested-By): /) b = b substr(l, 1, ${LINE_CHARS}) "\\n"`,
+  `if (k && l ~ /^End-Date: /) { split(l, x, " "); if (cause_ran(st, x[2] " " x[3])) printf "%s%s\\n", b, substr(l, 1, ${LINE_CHARS}); k = 0 } }`,
+  'cause_mark(); if (k && cause_ran(st, "9")) printf "%s", b',
+  'if (qm_vn > n) { printf "\\n%s mark %s\\n", qm_n, "shipped"; cause_shipped(sp) }',
+  'printf "\\n%s mark %s\\n", qm_n, "boot"; cause_boot() }',
+  // The boot time (`btime` of /proc/stat).
+  'function cause_boot(  l, x) { while ((getline l < "/proc/stat") > 0) if (l ~ /^btime /) { split(l, x, " "); print x[2] } close("/proc/stat") }',
+].join("\n");
+// The declared paths, one per line in the environment's `qm_f` (never `awk -v`, which reads a
+// backslash as an escape), as the keys of `f`.
+const DECLARED_PATHS =
+  'BEGIN { n = split(ENVIRON["qm_f"], l, "\\n"); for (i = 1; i <= n; i++) f[l[i]] = 1 }';
 
 // rpm keeps no log, but each installed package's time and transaction (INSTALLTID): one line per
 // installed instance of a declared package or of the owner of a declared file.
@@ -136,13 +144,10 @@ const globMatches = (globs: readonly string[]) => [
     : []),
 ];
 
-/** `text` as `awk -v` passes it on: awk takes escape sequences out of the value (`\x2d`, a unit name's `-`). */
-const awkValue = (text: string) => text.replaceAll("\\", "\\\\");
-
 /** `text` as an extended regular expression matching only itself. */
 const ere = (text: string) => text.replace(/[.[\]*^$+?(){}|\\]/g, "\\$&");
 
-/** The cause section's script: one `date`, a few awk and stat calls, no root. */
+/** The cause section's script: one `date`, a `tail`, an awk and a `stat`, the shared awk, no root. */
 export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
   const q = ctx.quote;
   const targets = {
@@ -218,10 +223,22 @@ export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
       ...byFile,
       ...owners,
       `if ${stepsAlone ? '[ -n "$s" ] && ' : ""}[ -r /var/log/dpkg.log ]; then h=; [ -r /var/log/apt/history.log ] && h=/var/log/apt/history.log`,
-      `  tail -c ${LOG_TAIL_BYTES} /var/log/dpkg.log $h 2>/dev/null | awk -v s="$s"${steps ? ' -v qm_c="${s:+1}"' : ""}${targets.shippedSince.length ? ` -v qm_l=${q(awkValue(targets.shippedSince.join("\n")))}` : ""} -v qm_p="$pk" -v qm_f=${q(targets.files.join("\n"))} -v qm_n="$QM_N" '${LOGS}'`,
-      `else ${ctx.mark("apt-history")}; ${ctx.mark("boot")}; ${BOOT}; fi`,
+      ctx.awk("cause_logs", {
+        values: [
+          '"$s"',
+          steps ? '"${s:+1}"' : '""',
+          '"$pk"',
+          String(targets.files.length),
+          ...targets.files.map(q),
+          ...targets.shippedSince.map(q),
+        ],
+        input: `tail -c ${LOG_TAIL_BYTES} /var/log/dpkg.log $h 2>/dev/null`,
+      }),
+      `else ${ctx.mark("apt-history")}; ${ctx.mark("boot")}`,
+      ctx.awk("cause_boot"),
+      "fi",
     );
-  else lines.push(ctx.mark("boot"), BOOT);
+  else lines.push(ctx.mark("boot"), ctx.awk("cause_boot"));
   if (targets.packages.length || targets.files.length)
     lines.push(
       `if ${RPM_HOST}; then`,
@@ -234,7 +251,7 @@ export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
       ...(targets.files.length
         ? [
             ctx.mark("rpm-owned"),
-            `ro=$(rpm -qf --qf '${RPM_PACKAGE} %{FILEDIGESTALGO}\\n[%{FILEDIGESTS} %{FILENAMES}\\n]' -- ${files} 2>/dev/null | awk -v qm_f=${q(targets.files.join("\n"))} '${RPM_OWNED}')`,
+            `ro=$(rpm -qf --qf '${RPM_PACKAGE} %{FILEDIGESTALGO}\\n[%{FILEDIGESTS} %{FILENAMES}\\n]' -- ${files} 2>/dev/null | qm_f=${q(targets.files.join("\n"))} awk '${RPM_OWNED}')`,
             `[ -z "$ro" ] || printf '%s\\n' "$ro"`,
             ctx.mark("sha256"),
             // rpm records sha256 digests (its algorithm 8) since RHEL 6.
@@ -249,7 +266,7 @@ export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
     lines.push(
       `if ${APK_HOST}; then`,
       ctx.mark("apk-owned"),
-      `ao=$(awk -v qm_f=${q(targets.files.join("\n"))} '${APK_OWNED}' /lib/apk/db/installed 2>/dev/null)`,
+      `ao=$(qm_f=${q(targets.files.join("\n"))} awk '${APK_OWNED}' /lib/apk/db/installed 2>/dev/null)`,
       `[ -z "$ao" ] || printf '%s\\n' "$ao"`,
       ctx.mark("sha1"),
       ...rehash("ao", "sha1sum", targets.files, (f) => [` ${f}`], q),
