@@ -15,15 +15,32 @@ export const LOG_TAIL_BYTES = 1024 * 1024;
 // A log line is cut here: an apt Commandline naming hundreds of packages is not worth sending.
 const LINE_CHARS = 300;
 
-// Reads the declared paths (one per line, until a line `--`), then prints `package md5 path` for
-// each declared path that dpkg's status lists among a package's Conffiles.
-const CONFFILES = [
-  'NR == FNR { if ($0 == "--") { d = 1; next } if (!d) f[$0] = 1; next }',
-  "/^Package: / { p = $2 }",
-  "/^Conffiles:/ { c = 1; next }",
-  "c && /^ / { if ($1 in f) print p, $2, $1; next }",
-  "{ c = 0 }",
-].join(" ");
+// The shared awk's function telling which package ships each declared path (and each match of a
+// domain's globs). Its values: dpkg's status file (empty where there is none), then the paths; its
+// input, the md5sums lines of the declared paths outside /etc. It prints `package md5 path` for each
+// path dpkg's status lists among a package's Conffiles, then the md5sums lines, and keeps both: the
+// packages they name join the wanted packages of `cause_logs` (a package named by its md5sums list,
+// `/var/lib/dpkg/info/NAME[:ARCH].md5sums:…`, or its status), and `cause_md5` hashes again the
+// declared files they name.
+const OWNED = [
+  "function cause_owned(  f, i, l, x, p, c, t, n, o, j) { for (i = 2; i <= qm_vn; i++) f[qm_v[i]] = 1",
+  'if (qm_v[1] != "") { while ((getline l < qm_v[1]) > 0) {',
+  '  if (l ~ /^Package: /) { split(l, x, " "); p = x[2]; c = 0 }',
+  "  else if (l ~ /^Conffiles:/) c = 1",
+  '  else if (c && l ~ /^ /) { split(l, x, " "); if (x[1] in f) t = t (t == "" ? "" : "\\n") p " " x[2] " " x[1] }',
+  "  else c = 0 }",
+  "  close(qm_v[1]) }",
+  'for (i = 1; i <= qm_in; i++) t = t "\\n" qm_i[i]',
+  'if (t != "") print t; cause_own = t; n = split(t, x, "\\n")',
+  'for (i = 1; i <= n; i++) { o = x[i]; sub(/ .*/, "", o); sub(/.*\\//, "", o); j = index(o, ".md5sums:"); if (j) o = substr(o, 1, j - 1)',
+  '  if (o != "") { j = index(o, ":"); cause_pk = cause_pk " " (j ? substr(o, 1, j - 1) : o) } } }',
+  // Each declared path (its values) an owned line names (` /etc/x` in a status line, `  usr/bin/x`
+  // in an md5sums line; a path that is a prefix of another matches too: one hash more, never one
+  // less), hashed by one md5sum.
+  "function cause_md5(  i, f, a, cmd, l) { for (i = 1; i <= qm_vn; i++) { f = qm_v[i]",
+  '  if (index(cause_own, " " f) || index(cause_own, "  " substr(f, 2))) { a = f; gsub(/\\047/, "\\047\\\\\\\\\\047\\047", a); cmd = cmd " \\047" a "\\047" } }',
+  '  if (cmd == "") return; cmd = "md5sum --" cmd " 2>/dev/null"; while ((cmd | getline l) > 0) print l; close(cmd) }',
+].join("\n");
 
 // One tail of dpkg.log and of apt's history.log (its `==> FILE <==` header between them) is the
 // input of the shared awk's function: dpkg.log lines since `s` that change a wanted package, or a
@@ -39,8 +56,7 @@ const CONFFILES = [
 // paths, then the paths asked for `shippedSince`: values are lines, so a path keeps its
 // backslashes (`awk -v` would read them as escapes).
 const HISTORY_HEADER = "==> /var/log/apt/history.log <==";
-/** The shared awk's functions of the cause section. */
-export const CAUSE_AWK = [
+const LOGS = [
   'function cause_mark() { if (!cause_m) printf "\\n%s mark %s\\n", qm_n, "apt-history"; cause_m = 1 }',
   "function cause_ran(from, to,  i) { for (i = 1; i <= cause_n; i++) if (cause_t[i] >= from && cause_t[i] <= to) return 1; return 0 }",
   "function cause_event(l) { print l; cause_t[++cause_n] = substr(l, 1, 19) }",
@@ -52,7 +68,7 @@ export const CAUSE_AWK = [
   'if ((r = (getline l < f)) < 0) { f = "/var/lib/dpkg/info/" a ".list"; r = (getline l < f) }',
   "while (r > 0) { if (l in sp) print a, l; r = (getline l < f) } close(f) } }",
   "function cause_logs(  s, c, w, f, sp, n, i, h, l, x, p, st, k, b) { s = qm_v[1]; c = qm_v[2]",
-  'n = split(qm_v[3], x, " "); for (i = 1; i <= n; i++) w[x[i]] = 1',
+  'n = split(qm_v[3] cause_pk, x, " "); for (i = 1; i <= n; i++) w[x[i]] = 1',
   "n = 4 + qm_v[4]; for (i = 5; i <= n; i++) f[qm_v[i]] = 1; for (; i <= qm_vn; i++) sp[qm_v[i]] = 1",
   "for (i = 1; i <= qm_in; i++) { l = qm_i[i]",
   `if (l == "${HISTORY_HEADER}") { h = 1; cause_mark(); continue }`,
@@ -76,6 +92,8 @@ export const CAUSE_AWK = [
   // The boot time (`btime` of /proc/stat).
   'function cause_boot(  l, x) { while ((getline l < "/proc/stat") > 0) if (l ~ /^btime /) { split(l, x, " "); print x[2] } close("/proc/stat") }',
 ].join("\n");
+/** The shared awk's functions of the cause section. */
+export const CAUSE_AWK = [OWNED, LOGS].join("\n");
 // The declared paths, one per line in the environment's `qm_f` (never `awk -v`, which reads a
 // backslash as an escape), as the keys of `f`.
 const DECLARED_PATHS =
@@ -147,7 +165,7 @@ const globMatches = (globs: readonly string[]) => [
 /** `text` as an extended regular expression matching only itself. */
 const ere = (text: string) => text.replace(/[.[\]*^$+?(){}|\\]/g, "\\$&");
 
-/** The cause section's script: one `date`, a `tail`, an awk and a `stat`, the shared awk, no root. */
+/** The cause section's script: one `date`, a `tail` and a `stat`, the shared awk, no root. */
 export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
   const q = ctx.quote;
   const targets = {
@@ -178,19 +196,16 @@ export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
   if (owning)
     lines.push(
       ctx.mark("owned"),
-      "owned=",
       ...globMatches(targets.globs),
-      "[ -f /var/lib/dpkg/status ] &&",
-      `  owned=$({ printf '%s\\n' ${files} "$@" --; } | awk '${CONFFILES}' - /var/lib/dpkg/status 2>/dev/null)`,
-      ...(outsideEtc.length
-        ? [
-            "[ -d /var/lib/dpkg/info ] &&",
-            `  owned="$owned$(printf '\\n'; grep -H -E ${outsideEtc.map((f) => `-e ${q(`^[0-9a-f]{32}  ${ere(f.slice(1))}$`)}`).join(" ")} /var/lib/dpkg/info/*.md5sums 2>/dev/null)"`,
-          ]
-        : []),
-      `[ -z "$owned" ] || printf '%s\\n' "$owned"`,
+      "d=; [ -f /var/lib/dpkg/status ] && d=/var/lib/dpkg/status",
+      ctx.awk("cause_owned", {
+        values: ['"$d"', ...targets.files.map(q), '"$@"'],
+        ...(outsideEtc.length > 0 && {
+          input: `[ -d /var/lib/dpkg/info ] && grep -H -E ${outsideEtc.map((f) => `-e ${q(`^[0-9a-f]{32}  ${ere(f.slice(1))}$`)}`).join(" ")} /var/lib/dpkg/info/*.md5sums 2>/dev/null`,
+        }),
+      }),
       ctx.mark("md5"),
-      ...rehash("owned", "md5sum", targets.files, (f) => [` ${f}`, `  ${f.slice(1)}`], q),
+      ctx.awk("cause_md5", { values: targets.files.map(q) }),
     );
   if (owning || stat.length)
     lines.push(
@@ -198,17 +213,6 @@ export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
       ...globMatches(targets.globs),
       `stat -c '%Y %U %n' -- ${files} ${entries}${targets.globs.length ? ' "$@"' : ""} 2>/dev/null`,
     );
-  // A package named by its md5sums list (`/var/lib/dpkg/info/NAME[:ARCH].md5sums:…`) or its status,
-  // each owned line's first word: shell builtins only (an awk here was a tenth of the section's CPU).
-  const owners = owning
-    ? [
-        "while IFS= read -r o; do",
-        '  o=${o%% *}; o=${o##*/}; o=${o%%.md5sums:*}; [ -z "$o" ] || pk="$pk ${o%%:*}"',
-        "done <<EOF",
-        "$owned",
-        "EOF",
-      ]
-    : [];
   // Packages named after files (a kernel's after its image): shell builtins only.
   const byFile = targets.packagesByFile.map(
     ({ glob, strip, prefix }) =>
@@ -221,7 +225,6 @@ export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
       ctx.mark("dpkg-log"),
       `pk=${q(targets.packages.join(" "))}`,
       ...byFile,
-      ...owners,
       `if ${stepsAlone ? '[ -n "$s" ] && ' : ""}[ -r /var/log/dpkg.log ]; then h=; [ -r /var/log/apt/history.log ] && h=/var/log/apt/history.log`,
       ctx.awk("cause_logs", {
         values: [
