@@ -15,66 +15,92 @@ export const LOG_TAIL_BYTES = 1024 * 1024;
 // A log line is cut here: an apt Commandline naming hundreds of packages is not worth sending.
 const LINE_CHARS = 300;
 
-// Reads the declared paths (one per line, until a line `--`), then prints `package md5 path` for
-// each declared path that dpkg's status lists among a package's Conffiles.
-const CONFFILES = [
-  'NR == FNR { if ($0 == "--") { d = 1; next } if (!d) f[$0] = 1; next }',
-  "/^Package: / { p = $2 }",
-  "/^Conffiles:/ { c = 1; next }",
-  "c && /^ / { if ($1 in f) print p, $2, $1; next }",
-  "{ c = 0 }",
-].join(" ");
+// The shared awk's function telling which package ships each declared path (and each match of a
+// domain's globs). Its values: dpkg's status file (empty where there is none), then the paths; its
+// input, the md5sums lines of the declared paths outside /etc. It prints `package md5 path` for each
+// path dpkg's status lists among a package's Conffiles, then the md5sums lines, and keeps both: the
+// packages they name join the wanted packages of `cause_logs` (a package named by its md5sums list,
+// `/var/lib/dpkg/info/NAME[:ARCH].md5sums:…`, or its status), and `cause_md5` hashes again the
+// declared files they name.
+const OWNED = [
+  "function cause_owned(  f, i, l, x, p, c, t, n, o, j) { for (i = 2; i <= qm_vn; i++) f[qm_v[i]] = 1",
+  'if (qm_v[1] != "") { while ((getline l < qm_v[1]) > 0) {',
+  '  if (l ~ /^Package: /) { split(l, x, " "); p = x[2]; c = 0 }',
+  "  else if (l ~ /^Conffiles:/) c = 1",
+  '  else if (c && l ~ /^ /) { split(l, x, " "); if (x[1] in f) t = t (t == "" ? "" : "\\n") p " " x[2] " " x[1] }',
+  "  else c = 0 }",
+  "  close(qm_v[1]) }",
+  'for (i = 1; i <= qm_in; i++) t = t "\\n" qm_i[i]',
+  'if (t != "") print t; cause_own = t; n = split(t, x, "\\n")',
+  'for (i = 1; i <= n; i++) { o = x[i]; sub(/ .*/, "", o); sub(/.*\\//, "", o); j = index(o, ".md5sums:"); if (j) o = substr(o, 1, j - 1)',
+  '  if (o != "") { j = index(o, ":"); cause_pk = cause_pk " " (j ? substr(o, 1, j - 1) : o) } } }',
+  // Each declared path (its values) an owned line names (` /etc/x` in a status line, `  usr/bin/x`
+  // in an md5sums line; a path that is a prefix of another matches too: one hash more, never one
+  // less), hashed by one md5sum.
+  "function cause_md5(  i, f, a, cmd, l) { for (i = 1; i <= qm_vn; i++) { f = qm_v[i]",
+  '  if (index(cause_own, " " f) || index(cause_own, "  " substr(f, 2))) { a = f; gsub(/\\047/, "\\047\\\\\\\\\\047\\047", a); cmd = cmd " \\047" a "\\047" } }',
+  '  if (cmd == "") return; cmd = "md5sum --" cmd " 2>/dev/null"; while ((cmd | getline l) > 0) print l; close(cmd) }',
+].join("\n");
 
-// One tail of dpkg.log and of apt's history.log (its `==> FILE <==` header between them), one awk:
-// dpkg.log lines since `s` that change a wanted package, or a declared conffile; then, under the
-// apt-history mark (`qm_n` is the nonce), the history.log transactions since `s` in which one of
-// those events (whose first 19 characters are the time) ran: when, which command, at whose
-// request. Others are not sent: a log's tail may hold hundreds. One still open at the end (apt
-// interrupted) counts from its start. Lines before any header are dpkg.log's (tail names no file
-// when it reads one). A dpkg.log line before `s` is skipped on its first 19 characters, never split
-// into fields: in an hourly audit that is nearly all of the tail (the section's CPU on a host, 6.4
-// against 5.1 ms), and so is a `status` line, most of any dpkg.log (the time, then ` status `). Last,
-// the boot time from /proc/stat under the boot mark: no awk of its own.
+// One tail of dpkg.log and of apt's history.log (its `==> FILE <==` header between them) is the
+// input of the shared awk's function: dpkg.log lines since `s` that change a wanted package, or a
+// declared conffile; then, under the apt-history mark, the history.log transactions since `s` in
+// which one of those events (whose first 19 characters are the time) ran: when, which command, at
+// whose request. Others are not sent: a log's tail may hold hundreds. One still open at the end
+// (apt interrupted) counts from its start. Lines before any header are dpkg.log's (tail names no
+// file when it reads one). A dpkg.log line before `s` is skipped on its first 19 characters, never
+// split into fields: in an hourly audit that is nearly all of the tail (the section's CPU on a
+// host, 6.4 against 5.1 ms), and so is a `status` line, most of any dpkg.log (the time, then
+// ` status `). Last, the boot time from /proc/stat under the boot mark. Its values: `s`, whether
+// configure steps are asked (`c`), the wanted packages, how many declared paths follow, those
+// paths, then the paths asked for `shippedSince`: values are lines, so a path keeps its
+// backslashes (`awk -v` would read them as escapes).
 const HISTORY_HEADER = "==> /var/log/apt/history.log <==";
 const LOGS = [
-  'BEGIN { n = split(qm_p, l, " "); for (i = 1; i <= n; i++) w[l[i]] = 1;',
-  'n = split(qm_f, l, "\\n"); for (i = 1; i <= n; i++) f[l[i]] = 1;',
-  'n = split(qm_l, l, "\\n"); for (i = 1; i <= n; i++) sp[l[i]] = 1; n = 0 }',
-  'function mark() { if (!m) printf "\\n%s mark %s\\n", qm_n, "apt-history"; m = 1 }',
-  "function ran(from, to,  i) { for (i = 1; i <= n; i++) if (t[i] >= from && t[i] <= to) return 1; return 0 }",
-  "function event() { print; t[++n] = substr($0, 1, 19) }",
-  // The asked paths (`sp`), and those the asked pattern (`qm_r`) matches, that the file list of a
+  'function cause_mark() { if (!cause_m) printf "\\n%s mark %s\\n", qm_n, "apt-history"; cause_m = 1 }',
+  "function cause_ran(from, to,  i) { for (i = 1; i <= cause_n; i++) if (cause_t[i] >= from && cause_t[i] <= to) return 1; return 0 }",
+  "function cause_event(l) { print l; cause_t[++cause_n] = substr(l, 1, 19) }",
+  // The asked paths (`sp`), and those the asked pattern (`m`) matches, that the file list of a
   // package configured since (`cf`) names, as `PACKAGE PATH`, then that package's install or
-  // upgrade line (`u`), when one names a path: a package's list is PACKAGE:ARCH.list where several
-  // architectures may be installed, else PACKAGE.list.
-  "function shipped(  p, a, f, l, r, k) { for (p in cf) { if (p !~ /^[a-z0-9][a-z0-9+.-]*(:[a-z0-9-]+)?$/) continue;",
-  'a = p; sub(/:.*/, "", a); f = "/var/lib/dpkg/info/" p ".list"; k = 0;',
+  // upgrade line (`cause_u`), when one names a path: a package's list is PACKAGE:ARCH.list where
+  // several architectures may be installed, else PACKAGE.list.
+  "function cause_shipped(sp, m,  p, a, f, l, r, k) { for (p in cause_cf) { if (p !~ /^[a-z0-9][a-z0-9+.-]*(:[a-z0-9-]+)?$/) continue;",
+  'a = p; sub(/:.*/, "", a); f = "/var/lib/dpkg/info/" p ".list"; k = 0',
   'if ((r = (getline l < f)) < 0) { f = "/var/lib/dpkg/info/" a ".list"; r = (getline l < f) }',
-  'while (r > 0) { if ((l in sp) || (qm_r != "" && l ~ qm_r)) { print a, l; k = 1 } r = (getline l < f) } close(f);',
-  "if (k && (p in u)) print u[p] } }",
-  `$0 == "${HISTORY_HEADER}" { h = 1; mark(); next }`,
-  "!h && substr($0, 1, 19) < s { next }",
-  // dpkg's status lines, most of the log, skipped before field splitting; when asked (`qm_c`), the
+  'while (r > 0) { if ((l in sp) || (m != "" && l ~ m)) { print a, l; k = 1 } r = (getline l < f) } close(f)',
+  "if (k && (p in cause_u)) print cause_u[p] } }",
+  "function cause_logs(  s, c, m, w, f, sp, n, i, h, l, x, p, st, k, b, ks) { s = qm_v[1]; c = qm_v[2]; m = qm_v[4]",
+  'n = split(qm_v[3] cause_pk, x, " "); for (i = 1; i <= n; i++) w[x[i]] = 1',
+  'n = 5 + qm_v[5]; for (i = 6; i <= n; i++) f[qm_v[i]] = 1; ks = (i <= qm_vn || m != ""); for (; i <= qm_vn; i++) sp[qm_v[i]] = 1',
+  "for (i = 1; i <= qm_in; i++) { l = qm_i[i]",
+  `if (l == "${HISTORY_HEADER}") { h = 1; cause_mark(); continue }`,
+  "if (!h) { if (substr(l, 1, 19) < s) continue",
+  // dpkg's status lines, most of the log, skipped before field splitting; when asked (`c`), the
   // line that ends a configure step is kept.
-  '!h && substr($0, 20, 8) == " status " { if (qm_c && $4 == "installed") print; next }',
-  // Another package's install or upgrade is kept, for the paths it ships (`shipped`).
-  '!h && $3 ~ /^(install|upgrade|remove|purge)$/ { p = $4; sub(/:.*/, "", p); if (p in w) event(); else if (qm_k && $3 ~ /^(install|upgrade)$/) u[$4] = $0; next }',
-  '!h && $3 == "conffile" && ($4 in f) { event(); next }',
-  // Every package's configure step and every conffile line, when asked (`qm_c`).
-  '!h && qm_c && ($3 == "configure" || $3 == "conffile") { if ($3 == "configure") cf[$4] = 1; event(); next }',
-  "!h || !n { next }",
-  '/^Start-Date: / { st = $2 " " $3; k = (st >= s); b = "" }',
-  `k && /^(Start-Date|Commandline|Requested-By): / { b = b substr($0, 1, ${LINE_CHARS}) "\\n" }`,
-  `k && /^End-Date: / { if (ran(st, $2 " " $3)) printf "%s%s\\n", b, substr($0, 1, ${LINE_CHARS}); k = 0 }`,
-  'END { mark(); if (k && ran(st, "9")) printf "%s", b;',
-  'if (qm_k) { printf "\\n%s mark %s\\n", qm_n, "shipped"; shipped() }',
-  'printf "\\n%s mark %s\\n", qm_n, "boot";',
-  'while ((getline bt < "/proc/stat") > 0) if (bt ~ /^btime /) { split(bt, bx, " "); print bx[2] } }',
-].join(" ");
-// The boot time (`btime` of /proc/stat) where LOGS does not run.
-const BOOT = "awk '/^btime / { print $2 }' /proc/stat 2>/dev/null";
-// The declared paths, one per line in `qm_f`, as the keys of `f`.
-const DECLARED_PATHS = 'BEGIN { n = split(qm_f, l, "\\n"); for (i = 1; i <= n; i++) f[l[i]] = 1 }';
+  'if (substr(l, 20, 8) == " status ") { if (c && split(l, x, " ") && x[4] == "installed") print l; continue }',
+  'split(l, x, " ")',
+  // Another package's install or upgrade is kept, for the paths it ships (`cause_shipped`).
+  'if (x[3] ~ /^(install|upgrade|remove|purge)$/) { p = x[4]; sub(/:.*/, "", p); if (p in w) cause_event(l); else if (ks && x[3] ~ /^(install|upgrade)$/) cause_u[x[4]] = l; continue }',
+  'if (x[3] == "conffile" && (x[4] in f)) { cause_event(l); continue }',
+  // Every package's configure step and every conffile line, when asked (`c`).
+  'if (c && (x[3] == "configure" || x[3] == "conffile")) { if (x[3] == "configure") cause_cf[x[4]] = 1; cause_event(l) }',
+  "continue }",
+  "if (!cause_n) continue",
+  'if (l ~ /^Start-Date: /) { split(l, x, " "); st = x[2] " " x[3]; k = (st >= s); b = "" }',
+  `if (k && l ~ /^(Start-Date|Commandline|Requested-By): /) b = b substr(l, 1, ${LINE_CHARS}) "\\n"`,
+  `if (k && l ~ /^End-Date: /) { split(l, x, " "); if (cause_ran(st, x[2] " " x[3])) printf "%s%s\\n", b, substr(l, 1, ${LINE_CHARS}); k = 0 } }`,
+  'cause_mark(); if (k && cause_ran(st, "9")) printf "%s", b',
+  'if (ks) { printf "\\n%s mark %s\\n", qm_n, "shipped"; cause_shipped(sp, m) }',
+  'printf "\\n%s mark %s\\n", qm_n, "boot"; cause_boot() }',
+  // The boot time (`btime` of /proc/stat).
+  'function cause_boot(  l, x) { while ((getline l < "/proc/stat") > 0) if (l ~ /^btime /) { split(l, x, " "); print x[2] } close("/proc/stat") }',
+].join("\n");
+/** The shared awk's functions of the cause section. */
+export const CAUSE_AWK = [OWNED, LOGS].join("\n");
+// The declared paths, one per line in the environment's `qm_f` (never `awk -v`, which reads a
+// backslash as an escape), as the keys of `f`.
+const DECLARED_PATHS =
+  'BEGIN { n = split(ENVIRON["qm_f"], l, "\\n"); for (i = 1; i <= n; i++) f[l[i]] = 1 }';
 
 // rpm keeps no log, but each installed package's time and transaction (INSTALLTID): one line per
 // installed instance of a declared package or of the owner of a declared file.
@@ -139,13 +165,10 @@ const globMatches = (globs: readonly string[]) => [
     : []),
 ];
 
-/** `text` as `awk -v` passes it on: awk takes escape sequences out of the value (`\x2d`, a unit name's `-`). */
-const awkValue = (text: string) => text.replaceAll("\\", "\\\\");
-
 /** `text` as an extended regular expression matching only itself. */
 const ere = (text: string) => text.replace(/[.[\]*^$+?(){}|\\]/g, "\\$&");
 
-/** The cause section's script: one `date`, a few awk and stat calls, no root. */
+/** The cause section's script: one `date`, a `tail` and a `stat`, the shared awk, no root. */
 export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
   const q = ctx.quote;
   const targets = {
@@ -178,19 +201,16 @@ export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
   if (owning)
     lines.push(
       ctx.mark("owned"),
-      "owned=",
       ...globMatches(targets.globs),
-      "[ -f /var/lib/dpkg/status ] &&",
-      `  owned=$({ printf '%s\\n' ${files} "$@" --; } | awk '${CONFFILES}' - /var/lib/dpkg/status 2>/dev/null)`,
-      ...(outsideEtc.length
-        ? [
-            "[ -d /var/lib/dpkg/info ] &&",
-            `  owned="$owned$(printf '\\n'; grep -H -E ${outsideEtc.map((f) => `-e ${q(`^[0-9a-f]{32}  ${ere(f.slice(1))}$`)}`).join(" ")} /var/lib/dpkg/info/*.md5sums 2>/dev/null)"`,
-          ]
-        : []),
-      `[ -z "$owned" ] || printf '%s\\n' "$owned"`,
+      "d=; [ -f /var/lib/dpkg/status ] && d=/var/lib/dpkg/status",
+      ctx.awk("cause_owned", {
+        values: ['"$d"', ...targets.files.map(q), '"$@"'],
+        ...(outsideEtc.length > 0 && {
+          input: `[ -d /var/lib/dpkg/info ] && grep -H -E ${outsideEtc.map((f) => `-e ${q(`^[0-9a-f]{32}  ${ere(f.slice(1))}$`)}`).join(" ")} /var/lib/dpkg/info/*.md5sums 2>/dev/null`,
+        }),
+      }),
       ctx.mark("md5"),
-      ...rehash("owned", "md5sum", targets.files, (f) => [` ${f}`, `  ${f.slice(1)}`], q),
+      ctx.awk("cause_md5", { values: targets.files.map(q) }),
     );
   if (owning || stat.length)
     lines.push(
@@ -198,17 +218,6 @@ export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
       ...globMatches(targets.globs),
       `stat -c '%Y %U %n' -- ${files} ${entries}${targets.globs.length ? ' "$@"' : ""} 2>/dev/null`,
     );
-  // A package named by its md5sums list (`/var/lib/dpkg/info/NAME[:ARCH].md5sums:…`) or its status,
-  // each owned line's first word: shell builtins only (an awk here was a tenth of the section's CPU).
-  const owners = owning
-    ? [
-        "while IFS= read -r o; do",
-        '  o=${o%% *}; o=${o##*/}; o=${o%%.md5sums:*}; [ -z "$o" ] || pk="$pk ${o%%:*}"',
-        "done <<EOF",
-        "$owned",
-        "EOF",
-      ]
-    : [];
   // Packages named after files (a kernel's after its image): shell builtins only.
   const byFile = targets.packagesByFile.map(
     ({ glob, strip, prefix }) =>
@@ -221,12 +230,25 @@ export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
       ctx.mark("dpkg-log"),
       `pk=${q(targets.packages.join(" "))}`,
       ...byFile,
-      ...owners,
       `if ${stepsAlone ? '[ -n "$s" ] && ' : ""}[ -r /var/log/dpkg.log ]; then h=; [ -r /var/log/apt/history.log ] && h=/var/log/apt/history.log`,
-      `  tail -c ${LOG_TAIL_BYTES} /var/log/dpkg.log $h 2>/dev/null | awk -v s="$s"${steps ? ' -v qm_c="${s:+1}"' : ""}${shipped ? ` -v qm_k=1 -v qm_l=${q(awkValue(targets.shippedSince.join("\n")))} -v qm_r=${q(awkValue(targets.shippedMatching.map((r) => `(${r})`).join("|")))}` : ""} -v qm_p="$pk" -v qm_f=${q(targets.files.join("\n"))} -v qm_n="$QM_N" '${LOGS}'`,
-      `else ${ctx.mark("apt-history")}; ${ctx.mark("boot")}; ${BOOT}; fi`,
+      ctx.awk("cause_logs", {
+        values: [
+          '"$s"',
+          steps ? '"${s:+1}"' : '""',
+          '"$pk"',
+          // The paths' patterns: a value is a line, so its backslashes reach the awk as written.
+          q(targets.shippedMatching.map((r) => `(${r})`).join("|")),
+          String(targets.files.length),
+          ...targets.files.map(q),
+          ...targets.shippedSince.map(q),
+        ],
+        input: `tail -c ${LOG_TAIL_BYTES} /var/log/dpkg.log $h 2>/dev/null`,
+      }),
+      `else ${ctx.mark("apt-history")}; ${ctx.mark("boot")}`,
+      ctx.awk("cause_boot"),
+      "fi",
     );
-  else lines.push(ctx.mark("boot"), BOOT);
+  else lines.push(ctx.mark("boot"), ctx.awk("cause_boot"));
   if (targets.packages.length || targets.files.length)
     lines.push(
       `if ${RPM_HOST}; then`,
@@ -239,7 +261,7 @@ export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
       ...(targets.files.length
         ? [
             ctx.mark("rpm-owned"),
-            `ro=$(rpm -qf --qf '${RPM_PACKAGE} %{FILEDIGESTALGO}\\n[%{FILEDIGESTS} %{FILENAMES}\\n]' -- ${files} 2>/dev/null | awk -v qm_f=${q(targets.files.join("\n"))} '${RPM_OWNED}')`,
+            `ro=$(rpm -qf --qf '${RPM_PACKAGE} %{FILEDIGESTALGO}\\n[%{FILEDIGESTS} %{FILENAMES}\\n]' -- ${files} 2>/dev/null | qm_f=${q(targets.files.join("\n"))} awk '${RPM_OWNED}')`,
             `[ -z "$ro" ] || printf '%s\\n' "$ro"`,
             ctx.mark("sha256"),
             // rpm records sha256 digests (its algorithm 8) since RHEL 6.
@@ -254,7 +276,7 @@ export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
     lines.push(
       `if ${APK_HOST}; then`,
       ctx.mark("apk-owned"),
-      `ao=$(awk -v qm_f=${q(targets.files.join("\n"))} '${APK_OWNED}' /lib/apk/db/installed 2>/dev/null)`,
+      `ao=$(qm_f=${q(targets.files.join("\n"))} awk '${APK_OWNED}' /lib/apk/db/installed 2>/dev/null)`,
       `[ -z "$ao" ] || printf '%s\\n' "$ao"`,
       ctx.mark("sha1"),
       ...rehash("ao", "sha1sum", targets.files, (f) => [` ${f}`], q),

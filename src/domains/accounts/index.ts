@@ -5,7 +5,7 @@ import { ADDED_LAST, accountsCause, accountsRecords } from "./cause.js";
 import { FINGERPRINT } from "./keys.js";
 import { loginShell, parseAccounts, type AccountsLive, type LiveUser } from "./parse.js";
 import type { SudoEntry } from "./sudoers.js";
-import { accountsProbe } from "./probe.js";
+import { ACCOUNTS_AWK, accountsProbe } from "./probe.js";
 
 const NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}\$?$/;
 const NAME_WORDS = "a user or group name (letters, digits, _ . -, at most 32)";
@@ -222,6 +222,7 @@ export const accounts: Domain<AccountsDeclared, AccountsLive, "accounts"> = {
     if (item.declared !== null) return undefined;
     return typeof item.live === "string" ? "not in accounts.sudo" : "not in accounts.users";
   },
+  awk: ACCOUNTS_AWK,
   probe(declared, ctx) {
     if (!declared)
       return accountsProbe(

@@ -1,9 +1,9 @@
 import type { ProbeContext } from "../domain.js";
 import { LINKED_COMPONENT } from "../no-follow.js";
 
-// The accounts probe: one awk over /etc/passwd and /etc/group; when sudo rights are declared, one
-// awk following sudoers' includes as sudo does; when authorized keys are declared, one awk finding
-// the users' homes and one reading their authorized_keys. Every part is filtered and bounded on the
+// The accounts probe: functions of the shared awk over /etc/passwd and /etc/group; when sudo rights
+// are declared, following sudoers' includes as sudo does; when authorized keys are declared, an awk
+// of its own finding the users' homes, then the shared awk reading their authorized_keys. Every part is filtered and bounded on the
 // host: a passwd of 100,000 login users sends 400 of them and a count.
 
 /** The copy of /etc/passwd useradd, usermod and vipw keep before each change they make. */
@@ -17,50 +17,56 @@ const MAX_DIR_FILES = 1000;
 
 // The rule of parse.ts's loginShell: a shell whose last component runs no session.
 const LOGIN =
-  'function login(s,   b) { b = s; sub(/.*\\//, "", b); return !(b == "nologin" || b == "false" || b == "sync" || b == "halt" || b == "shutdown") }';
+  'function accounts_login(s,   b) { b = s; sub(/.*\\//, "", b); return !(b == "nologin" || b == "false" || b == "sync" || b == "halt" || b == "shutdown") }';
 
-// Never the password or GECOS field; every field cut at 1024 bytes, a group's members at 4096. A
-// user missing from /etc/passwd- (when readable) is `Pn`: the file's latest change added it.
+// The shared awk's function over /etc/passwd, then /etc/group, each read with getline. Its values:
+// the backup copy of passwd (when readable), the declared users, the declared groups, whether every
+// group is sent, the most login users and groups sent. Never the password or GECOS field; every
+// field cut at 1024 bytes, a group's members at 4096. A user missing from /etc/passwd- (when
+// readable) is `Pn`: the file's latest change added it.
 const PASSWD_AWK = [
-  'BEGIN { FS = ":"; n = split(qm_users, a, " "); for (i = 1; i <= n; i++) du[a[i]]; n = split(qm_groups, a, " "); for (i = 1; i <= n; i++) dg[a[i]]',
+  "function accounts_cut(s) { return substr(s, 1, 1024) }",
+  "function accounts_passwd(  all, max, maxg, du, dg, old, nb, seen, sent, gid, np, ng, more, a, n, i, l, f, w, m) {",
+  "all = qm_v[4] + 0; max = qm_v[5] + 0; maxg = qm_v[6] + 0",
+  'n = split(qm_v[2], a, " "); for (i = 1; i <= n; i++) du[a[i]]; n = split(qm_v[3], a, " "); for (i = 1; i <= n; i++) dg[a[i]]',
   // The copy of passwd the shadow tools keep before their latest change (root's to read).
-  '  if (qm_b != "") while ((getline l < qm_b) > 0) { nb++; sub(/:.*/, "", l); old[l] } }',
-  LOGIN,
-  "function cut(s) { return substr(s, 1, 1024) }",
-  'FILENAME == ARGV[1] { if (NF != 7 || $3 !~ /^[0-9]+$/ || $4 !~ /^[0-9]+$/ || ($1 in seen)) next; seen[$1]; if (!($1 in du) && !login($7)) next; if (!($1 in du) && ++np > qm_max) { more++; next }; sent[$1]; gid[$4]; print (nb && !($1 in old) ? "Pn " : "P ") cut($1) ":" $3 ":" $4 ":" cut($6) ":" cut($7); next }',
-  'NF == 4 && $3 ~ /^[0-9]+$/ { w = qm_all || ($1 in dg) || ($3 in gid); if (!w) { m = split($4, a, ","); for (i = 1; i <= m && !w; i++) if (a[i] in sent) w = 1 }; if (w && ++ng <= qm_maxg) print (length($4) > 4096 ? "G+ " : "G ") cut($1) ":" $3 ":" substr($4, 1, 4096) }',
-  'END { if (more) print "more " more }',
+  'if (qm_v[1] != "") { while ((getline l < qm_v[1]) > 0) { nb++; sub(/:.*/, "", l); old[l] } close(qm_v[1]) }',
+  'while ((getline l < "/etc/passwd") > 0) { if (split(l, f, ":") != 7 || f[3] !~ /^[0-9]+$/ || f[4] !~ /^[0-9]+$/ || (f[1] in seen)) continue; seen[f[1]]; if (!(f[1] in du) && !accounts_login(f[7])) continue; if (!(f[1] in du) && ++np > max) { more++; continue }; sent[f[1]]; gid[f[4]]; print (nb && !(f[1] in old) ? "Pn " : "P ") accounts_cut(f[1]) ":" f[3] ":" f[4] ":" accounts_cut(f[6]) ":" accounts_cut(f[7]) }',
+  'close("/etc/passwd")',
+  'while ((getline l < "/etc/group") > 0) { if (split(l, f, ":") != 4 || f[3] !~ /^[0-9]+$/) continue; w = all || (f[1] in dg) || (f[3] in gid); if (!w) { m = split(f[4], a, ","); for (i = 1; i <= m && !w; i++) if (a[i] in sent) w = 1 }; if (w && ++ng <= maxg) print (length(f[4]) > 4096 ? "G+ " : "G ") accounts_cut(f[1]) ":" f[3] ":" substr(f[4], 1, 4096) }',
+  'close("/etc/group")',
+  'if (more) print "more " more }',
 ].join("\n");
 
 // sudoers(5): @include and @includedir (and their # forms), a relative path in the including
 // file's folder, `%h` the short host name, a folder's files in sorted order skipping names ending
 // in `~` or holding a `.`, at most 128 nested files. Blank and comment lines are not sent. Paths named in the files are the host's,
-// read under the folder holding the top file's /etc (a test's tree). All in BEGIN: stdin is never read.
+// read under the folder holding the top file's /etc (a test's tree). A function of the shared awk.
 const SUDOERS_AWK = [
-  "function shown(p) { return substr(p, length(root) + 1) }",
-  'function dirname(p) { sub(/\\/[^\\/]*$/, "", p); return p }',
-  'function host(   h, l) { if ((getline l < hn) > 0) h = l; close(hn); sub(/\\..*$/, "", h); return h }',
-  'function target(arg, from,   i, c, p) { sub(/^[ \\t]*[@#]include(dir)?[ \\t]+/, "", arg); p = ""',
+  "function accounts_shown(p) { return substr(p, length(accounts_root) + 1) }",
+  'function accounts_dirname(p) { sub(/\\/[^\\/]*$/, "", p); return p }',
+  'function accounts_host(   h, l) { if ((getline l < accounts_hn) > 0) h = l; close(accounts_hn); sub(/\\..*$/, "", h); return h }',
+  'function accounts_target(arg, from,   i, c, p) { sub(/^[ \\t]*[@#]include(dir)?[ \\t]+/, "", arg); p = ""',
   '  if (arg ~ /^"/) { arg = substr(arg, 2); sub(/".*$/, "", arg); p = arg }',
   '  else for (i = 1; i <= length(arg); i++) { c = substr(arg, i, 1); if (c == "\\\\") { i++; p = p substr(arg, i, 1) } else if (c == " " || c == "\\t") break; else p = p c }',
-  "  if (p ~ /%h/) gsub(/%h/, host(), p)",
-  '  return p ~ /^\\// ? root p : dirname(from) "/" p }',
-  'function listdir(d, depth,   q, cmd, f, n, i, names) { q = d; gsub(/\\047/, "\\047\\\\\\\\\\047\\047", q); cmd = "ls -1p -- \\047" q "\\047 2>/dev/null"',
+  "  if (p ~ /%h/) gsub(/%h/, accounts_host(), p)",
+  '  return p ~ /^\\// ? accounts_root p : accounts_dirname(from) "/" p }',
+  'function accounts_listdir(d, depth,   q, cmd, f, n, i, names) { q = d; gsub(/\\047/, "\\047\\\\\\\\\\047\\047", q); cmd = "ls -1p -- \\047" q "\\047 2>/dev/null"',
   `  while ((cmd | getline f) > 0) if (f !~ /[.\\/]/ && f !~ /~$/ && n < ${MAX_DIR_FILES}) names[++n] = f; close(cmd)`,
-  '  for (i = 1; i <= n; i++) readf(d "/" names[i], depth) }',
-  "function readf(p, depth,   l, n, r) {",
-  '  if (depth > 128) { print "X deep " shown(p); return }',
-  '  if (p in open) { print "X cycle " shown(p); return }',
-  '  r = (getline l < p); if (r < 0) { print "U " shown(p); return }',
-  '  open[p]; print "F " shown(p)',
-  `  while (r > 0) { if (++total > ${MAX_SUDO_LINES}) { if (!many++) print "X many"; break }`,
+  '  for (i = 1; i <= n; i++) accounts_readf(d "/" names[i], depth) }',
+  "function accounts_readf(p, depth,   l, n, r) {",
+  '  if (depth > 128) { print "X deep " accounts_shown(p); return }',
+  '  if (p in accounts_open) { print "X cycle " accounts_shown(p); return }',
+  '  r = (getline l < p); if (r < 0) { print "U " accounts_shown(p); return }',
+  '  accounts_open[p]; print "F " accounts_shown(p)',
+  `  while (r > 0) { if (++accounts_total > ${MAX_SUDO_LINES}) { if (!accounts_many++) print "X many"; break }`,
   '    if (++n && l !~ /^[ \\t]*$/ && (l !~ /^[ \\t]*#/ || l ~ /^[ \\t]*#([0-9]|include)/)) print "L " n " " substr(l, 1, 4096)',
-  '    if (l ~ /^[ \\t]*[@#]includedir[ \\t]/) { listdir(target(l, p), depth + 1); print "F " shown(p) }',
-  '    else if (l ~ /^[ \\t]*[@#]include[ \\t]/) { readf(target(l, p), depth + 1); print "F " shown(p) }',
+  '    if (l ~ /^[ \\t]*[@#]includedir[ \\t]/) { accounts_listdir(accounts_target(l, p), depth + 1); print "F " accounts_shown(p) }',
+  '    else if (l ~ /^[ \\t]*[@#]include[ \\t]/) { accounts_readf(accounts_target(l, p), depth + 1); print "F " accounts_shown(p) }',
   "    r = (getline l < p) }",
-  "  close(p); delete open[p] }",
+  "  close(p); delete accounts_open[p] }",
   // The top file names the tree: its path less `/etc/sudoers`.
-  'BEGIN { top = "/etc/sudoers"; root = substr(top, 1, length(top) - 12); hn = root "/proc/sys/kernel/hostname"; readf(top, 1); exit }',
+  'function accounts_sudoers(  top) { top = "/etc/sudoers"; accounts_root = substr(top, 1, length(top) - 12); accounts_hn = accounts_root "/proc/sys/kernel/hostname"; accounts_readf(top, 1) }',
 ].join("\n");
 
 const HEX = [
@@ -68,18 +74,24 @@ const HEX = [
   'function hex(s,   i, h) { h = ""; for (i = 1; i <= length(s); i++) h = h sprintf("%02x", ord[substr(s, i, 1)]); return h }',
 ].join("\n");
 // The homes of the users whose keys are asked (for a snapshot, the first login users'), as
-// `hex(name):home`: a home holds no `:` or newline, a name may hold anything else.
+// `hex(name):home`: a home holds no `:` or newline, a name may hold anything else. An awk of its
+// own: the shell tests each home's authorized_keys before the shared awk reads them.
 const HOMES_AWK = [
   HEX,
   LOGIN,
-  `NF == 7 && !($1 in s) && $6 ~ /^\\// { s[$1]; if (($1 in w) || qm_all && login($7) && ++n <= ${MAX_LOGIN_USERS}) print hex($1) ":" $6 }`,
+  `NF == 7 && !($1 in s) && $6 ~ /^\\// { s[$1]; if (($1 in w) || qm_all && accounts_login($7) && ++n <= ${MAX_LOGIN_USERS}) print hex($1) ":" $6 }`,
 ].join("\n");
-// The key type and blob of each key line, never its options or comment; at most 100 per file.
+// The shared awk's function over the authorized_keys files (its values): the key type and blob of
+// each key line, never its options or comment; at most 100 per file.
 const KEYS_AWK = [
-  "FNR == 1 { c = 0 }",
-  "/^[ \\t]*#/ { next }",
-  '{ for (i = 1; i < NF; i++) if ($i ~ /^(ssh-(rsa|dss|ed25519|ed448)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh[.]com|sk-ecdsa-sha2-nistp256@openssh[.]com)(-cert-v01@openssh[.]com)?$/ && $(i + 1) ~ /^[A-Za-z0-9+\\/]+=*$/ && length($(i + 1)) <= 16384) { if (++c > 100) { if (c == 101) print "k+ " FILENAME } else print "k " $i " " $(i + 1) " " FILENAME } }',
+  "function accounts_keys(  i, f, l, c, x, n, j) { for (i = 1; i <= qm_vn; i++) { f = qm_v[i]; c = 0",
+  '  while ((getline l < f) > 0) { if (l ~ /^[ \\t]*#/) continue; n = split(l, x, " ")',
+  '    for (j = 1; j < n; j++) if (x[j] ~ /^(ssh-(rsa|dss|ed25519|ed448)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh[.]com|sk-ecdsa-sha2-nistp256@openssh[.]com)(-cert-v01@openssh[.]com)?$/ && x[j + 1] ~ /^[A-Za-z0-9+\\/]+=*$/ && length(x[j + 1]) <= 16384) { if (++c > 100) { if (c == 101) print "k+ " f } else print "k " x[j] " " x[j + 1] " " f } }',
+  "  close(f) } }",
 ].join("\n");
+
+/** The accounts section's functions of the shared awk. */
+export const ACCOUNTS_AWK = [LOGIN, PASSWD_AWK, SUDOERS_AWK, KEYS_AWK].join("\n");
 
 export interface AccountsAsk {
   /** Read passwd and group: the declared users and groups (the allow-list reads every login user). */
@@ -98,13 +110,22 @@ export function accountsProbe(ask: AccountsAsk, ctx: ProbeContext): string {
     lines.push(
       ctx.mark("passwd"),
       `qm_b=; [ -r ${PASSWD_BACKUP} ] && qm_b=${PASSWD_BACKUP}`,
-      `awk -v qm_b="$qm_b" -v qm_users=${q(ask.users.names.join(" "))} -v qm_groups=${q(ask.users.groups.join(" "))} -v qm_all=${ask.all ? 1 : 0} -v qm_max=${MAX_LOGIN_USERS} -v qm_maxg=${MAX_GROUPS} '${PASSWD_AWK}' /etc/passwd /etc/group`,
+      ctx.awk("accounts_passwd", {
+        values: [
+          '"$qm_b"',
+          q(ask.users.names.join(" ")),
+          q(ask.users.groups.join(" ")),
+          ask.all ? "1" : "0",
+          String(MAX_LOGIN_USERS),
+          String(MAX_GROUPS),
+        ],
+      }),
     );
   }
   if (ask.sudo)
     lines.push(
       ctx.mark("sudoers"),
-      `if [ -e /etc/sudoers ]; then awk '${SUDOERS_AWK}' </dev/null; else echo none; fi`,
+      `if [ -e /etc/sudoers ]; then ${ctx.awk("accounts_sudoers")}; else echo none; fi`,
     );
   if (ask.keys) {
     lines.push(
@@ -127,7 +148,7 @@ export function accountsProbe(ask: AccountsAsk, ctx: ProbeContext): string {
       "done <<EOF",
       "$qm_h",
       "EOF",
-      `[ $# -gt 0 ] && awk '${KEYS_AWK}' "$@"`,
+      `[ $# -gt 0 ] && ${ctx.awk("accounts_keys", { values: ['"$@"'] })}`,
     );
   }
   lines.push("true");

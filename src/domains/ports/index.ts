@@ -85,13 +85,12 @@ const Port = z
 export const PortsDeclared = z.array(Port);
 export type PortsDeclared = z.infer<typeof PortsDeclared>;
 
-// One awk reads the socket tables and the ephemeral range. TCP listeners come from `ss` when it
+// The shared awk reads the socket tables and the ephemeral range. TCP listeners come from `ss` when it
 // runs (sock_diag asked for listening sockets only), else from /proc/net/tcp and tcp6, whose every
 // read walks the kernel's whole TCP table, connections of every network namespace included: on a
 // busy host most of the probe's CPU. Of each listening socket it sends the fields up to its uid and
 // inode (of an ss line: the local address, uid and inode), not the queues and timers after them.
-// Only when some listener is not allowed by an any-address item of the allow-list (`qm_allow`:
-// `proto low high` triples) is it worth knowing who holds it: then `find` says which process holds
+// Only when some listener is not allowed by an any-address item of the allow-list is it worth knowing who holds it: then `find` says which process holds
 // which socket inode (for every process whose descriptors the audit user may read), and the holders
 // of listening sockets are sent with the processes' and users' names. Those walk every process and
 // start two more processes: a clean host pays for neither. Names are any bytes but NUL (a newline
@@ -99,29 +98,37 @@ export type PortsDeclared = z.infer<typeof PortsDeclared>;
 
 // Run by awk through sh: double quotes only, the awk program being inside single quotes.
 const HOLDERS_FIND = String.raw`find /proc/[0-9]*/fd -mindepth 1 -maxdepth 1 -lname \"socket:\\[*\\]\" -printf \"%h %l\\n\" 2>/dev/null`;
-// ss's exit status follows its lines: a failed or missing ss sends the /proc tables (`qm_tcp`) instead.
-// The probe's shell pipes it into awk, which reads it from /dev/stdin in BEGIN (no shell of awk's
-// own started for it) and never closes it: mawk 1.3.4 crashes closing /dev/stdin.
+// ss's exit status follows its lines: a failed or missing ss sends the /proc tables instead.
 const SS_LISTENERS = `{ ss -Htne state listening 2>/dev/null; echo "qm-ss $?"; }`;
+// The shared awk's function: ss's lines are its input; its values are the allow-list's `proto low
+// high` triples, the TCP tables (read only when ss failed) and the other files, each read with
+// getline in that order.
 const LISTENER_LINES = [
-  'BEGIN { for (i = 1; i < 256; i++) ord[sprintf("%c", i)] = i; n = split(qm_allow, a, " "); for (i = 1; i + 2 <= n; i += 3) { ap[++na] = a[i]; al[na] = a[i + 1] + 0; ah[na] = a[i + 2] + 0 };',
-  'while ((getline line < "/dev/stdin") > 0) { if (line ~ /^qm-ss /) st = line; else ss[++ns] = line }',
-  'if (st != "qm-ss 0") { n = split(qm_tcp, a, " "); for (i = 1; i <= n; i++) ARGV[ARGC++] = a[i]; ns = 0 } else { print "ss: tcp listening" }; for (i = 1; i <= ns; i++) listener(ss[i]) }',
+  "function ports_listeners(  i, n, a, st, ss, ns, files, nf) {",
+  'for (i = 1; i < 256; i++) ports_ord[sprintf("%c", i)] = i; n = split(qm_v[1], a, " "); for (i = 1; i + 2 <= n; i += 3) { ports_ap[++ports_na] = a[i]; ports_al[ports_na] = a[i + 1] + 0; ports_ah[ports_na] = a[i + 2] + 0 }',
+  "for (i = 1; i <= qm_in; i++) { if (qm_i[i] ~ /^qm-ss /) st = qm_i[i]; else ss[++ns] = qm_i[i] }",
+  "for (i = 3; i <= qm_vn; i++) files[++nf] = qm_v[i]",
+  'if (st != "qm-ss 0") { n = split(qm_v[2], a, " "); for (i = 1; i <= n; i++) files[++nf] = a[i]; ns = 0 } else { print "ss: tcp listening" }; for (i = 1; i <= ns; i++) ports_listener(ss[i])',
+  "for (i = 1; i <= nf; i++) ports_table(files[i])",
+  "ports_holders() }",
   // An ss line: queues, local and peer address, then uid (left out when 0), inode and the rest.
-  'function listener(line,   f, n, i, u, ino) { n = split(line, f, " "); u = 0; ino = 0; for (i = n; i > 4; i--) { if (f[i] ~ /^uid:[0-9]+$/) u = substr(f[i], 5); if (f[i] ~ /^ino:[0-9]+$/) ino = substr(f[i], 5) } print "ss: " f[3] " " u " " ino; want[ino]; uids[u]; if (!need && !allowed("tcp", substr(f[3], match(f[3], /:[0-9]+$/) + 1) + 0)) need = 1 }',
-  'function hex(s,   i, h) { h = ""; for (i = 1; i <= length(s); i++) h = h sprintf("%02x", ord[substr(s, i, 1)]); return h }',
-  'function user(line,   a) { split(line, a, ":"); if ((a[3] in uids) && !(a[3] in named) && a[1] != "" && length(a[1]) <= 256) { named[a[3]]; print "user: " a[3] " " hex(a[1]) } }',
-  'function number(h,   i, v) { for (i = 1; i <= length(h); i++) v = v * 16 + index("0123456789ABCDEF", substr(h, i, 1)) - 1; return v }',
-  "function allowed(proto, port,   i) { for (i = 1; i <= na; i++) if (ap[i] == proto && port >= al[i] && port <= ah[i]) return 1; return 0 }",
-  'function held(line,   f, ino, pid) { if (split(line, f, " ") == 2 && f[1] ~ /^\\/proc\\/[0-9]+\\/fd$/ && f[2] ~ /^socket:\\[[0-9]+\\]$/) { ino = substr(f[2], 9, length(f[2]) - 9); pid = substr(f[1], 7, length(f[1]) - 9); if ((ino in want) && !((pid " " ino) in seen)) { seen[pid " " ino]; print "process: " pid " " ino; pids[pid] } } }',
-  `FILENAME == "${EPHEMERAL_RANGE_FILE}" { print FILENAME ": " $1 " " $2; next }`,
-  '$1 == "sl" { print FILENAME ": sl "; next }',
-  '$4 == "0A" && FILENAME ~ /tcp/ || $4 == "07" && FILENAME ~ /udp/ { print FILENAME ": " $1 " " $2 " " $3 " " $4 " " $5 " " $6 " " $7 " " $8 " " $9 " " $10; if ($10 ~ /^[0-9]+$/) want[$10]; if ($8 ~ /^[0-9]+$/) uids[$8]; if (!need && !allowed(FILENAME ~ /tcp/ ? "tcp" : "udp", number(substr($2, index($2, ":") + 1)))) need = 1 }',
+  'function ports_listener(line,   f, n, i, u, ino) { n = split(line, f, " "); u = 0; ino = 0; for (i = n; i > 4; i--) { if (f[i] ~ /^uid:[0-9]+$/) u = substr(f[i], 5); if (f[i] ~ /^ino:[0-9]+$/) ino = substr(f[i], 5) } print "ss: " f[3] " " u " " ino; ports_want[ino]; ports_uids[u]; if (!ports_need && !ports_allowed("tcp", substr(f[3], match(f[3], /:[0-9]+$/) + 1) + 0)) ports_need = 1 }',
+  // A socket table's header and its listening sockets (TCP in LISTEN, UDP unconnected), or the ephemeral range.
+  'function ports_table(file,   l, f) { while ((getline l < file) > 0) { split(l, f, " ")',
+  `  if (file == "${EPHEMERAL_RANGE_FILE}") { print file ": " f[1] " " f[2]; continue }`,
+  '  if (f[1] == "sl") { print file ": sl "; continue }',
+  '  if (f[4] == "0A" && file ~ /tcp/ || f[4] == "07" && file ~ /udp/) { print file ": " f[1] " " f[2] " " f[3] " " f[4] " " f[5] " " f[6] " " f[7] " " f[8] " " f[9] " " f[10]; if (f[10] ~ /^[0-9]+$/) ports_want[f[10]]; if (f[8] ~ /^[0-9]+$/) ports_uids[f[8]]; if (!ports_need && !ports_allowed(file ~ /tcp/ ? "tcp" : "udp", ports_number(substr(f[2], index(f[2], ":") + 1)))) ports_need = 1 } }',
+  "  close(file) }",
+  'function ports_hex(s,   i, h) { h = ""; for (i = 1; i <= length(s); i++) h = h sprintf("%02x", ports_ord[substr(s, i, 1)]); return h }',
+  'function ports_user(line,   a) { split(line, a, ":"); if ((a[3] in ports_uids) && !(a[3] in ports_named) && a[1] != "" && length(a[1]) <= 256) { ports_named[a[3]]; print "user: " a[3] " " ports_hex(a[1]) } }',
+  'function ports_number(h,   i, v) { for (i = 1; i <= length(h); i++) v = v * 16 + index("0123456789ABCDEF", substr(h, i, 1)) - 1; return v }',
+  "function ports_allowed(proto, port,   i) { for (i = 1; i <= ports_na; i++) if (ports_ap[i] == proto && port >= ports_al[i] && port <= ports_ah[i]) return 1; return 0 }",
+  'function ports_held(line,   f, ino, pid) { if (split(line, f, " ") == 2 && f[1] ~ /^\\/proc\\/[0-9]+\\/fd$/ && f[2] ~ /^socket:\\[[0-9]+\\]$/) { ino = substr(f[2], 9, length(f[2]) - 9); pid = substr(f[1], 7, length(f[1]) - 9); if ((ino in ports_want) && !((pid " " ino) in ports_seen)) { ports_seen[pid " " ino]; print "process: " pid " " ino; ports_pids[pid] } } }',
   // The holders and their names (users: getent, else /etc/passwd), when some listener needs them.
-  `END { if (!need) exit; cmd = "${HOLDERS_FIND}"; while ((cmd | getline line) > 0) held(line); close(cmd);`,
-  'for (p in pids) { f = "/proc/" p "/comm"; n = 0; name = ""; while ((getline line < f) > 0) name = n++ ? name "\\n" line : line; close(f); if (name != "") print "comm: " p " " hex(name) }',
-  'for (u in uids) list = list " " u; if (list == "") exit; cmd = "getent passwd" list " 2>/dev/null"; while ((cmd | getline line) > 0) user(line); close(cmd); while ((getline line < "/etc/passwd") > 0) user(line) }',
-].join(" ");
+  `function ports_holders(  cmd, line, p, f, n, name, u, list) { if (!ports_need) return; cmd = "${HOLDERS_FIND}"; while ((cmd | getline line) > 0) ports_held(line); close(cmd)`,
+  'for (p in ports_pids) { f = "/proc/" p "/comm"; n = 0; name = ""; while ((getline line < f) > 0) name = n++ ? name "\\n" line : line; close(f); if (name != "") print "comm: " p " " ports_hex(name) }',
+  'for (u in ports_uids) list = list " " u; if (list == "") return; cmd = "getent passwd" list " 2>/dev/null"; while ((cmd | getline line) > 0) ports_user(line); close(cmd); while ((getline line < "/etc/passwd") > 0) ports_user(line); close("/etc/passwd") }',
+].join("\n");
 
 /** The any-address items of an allow-list as `proto low high` triples: what needs no holders. */
 function anyAddressRanges(declared: PortsDeclared | undefined): string {
@@ -153,6 +160,7 @@ export const ports: Domain<PortsDeclared, PortsLive, "ports"> = {
   declaredWords(item) {
     return item.live === "listening" ? "not in the allow-list" : undefined;
   },
+  awk: LISTENER_LINES,
   probe(declared, ctx) {
     // Every listener is sent, declared or not: the declared list is an allow-list, and anything
     // else listening is drift. One awk over the four socket tables (the IPv6 ones are absent
@@ -163,9 +171,11 @@ export const ports: Domain<PortsDeclared, PortsLive, "ports"> = {
       'for f in /proc/net/tcp /proc/net/tcp6; do [ -r "$f" ] && t="$t $f"; done',
       'for f in /proc/net/udp /proc/net/udp6; do [ -r "$f" ] && set -- "$@" "$f"; done',
       // The ephemeral range, read by the same awk, lets a snapshot allow short-lived loopback ones.
-      // With no file left to read, awk reads the drained pipe from ss, never the probe's own stdin.
       `[ -r ${EPHEMERAL_RANGE_FILE} ] && set -- "$@" ${EPHEMERAL_RANGE_FILE}`,
-      `${SS_LISTENERS} | awk -v qm_allow=${ctx.quote(anyAddressRanges(declared))} -v qm_tcp="$t" '${LISTENER_LINES}' "$@"`,
+      ctx.awk("ports_listeners", {
+        values: [ctx.quote(anyAddressRanges(declared)), '"$t"', '"$@"'],
+        input: SS_LISTENERS,
+      }),
       "true",
     ].join("\n");
   },

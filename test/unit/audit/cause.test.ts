@@ -17,7 +17,7 @@ import path from "node:path";
 import { describe, it } from "node:test";
 import { attachCauses } from "../../../src/audit/cause/attach.js";
 import { MAX_CAUSE_CHARS } from "../../../src/domains/cause.js";
-import { causeProbe } from "../../../src/audit/cause/probe.js";
+import { CAUSE_AWK, causeProbe } from "../../../src/audit/cause/probe.js";
 import { parseHostRecord } from "../../../src/audit/cause/record.js";
 import type { RecordRequest } from "../../../src/domains/host-record.js";
 import { packageChange } from "../../../src/domains/package-transaction.js";
@@ -33,6 +33,11 @@ import { buildRpm } from "../../support/hosts.js";
 import { marked } from "../../support/probe-output.js";
 
 const N = "QMcausetest";
+/** The whole probe of one cause section, through the shared awk as an audit runs it. */
+const causeProbeScript = (script: string) =>
+  buildProbe(N, [{ name: "cause", script, awk: CAUSE_AWK }]).script;
+/** The cause section's output in a probe's stdout. */
+const causeOutput = (stdout: string) => parseProbeOutput(stdout, N).get("cause")!.output;
 const captured = marked(N, [
   ["boot", "1796205409\n"],
   ["clock", "2026-12-02 09:11:29 +0100\n"],
@@ -207,12 +212,9 @@ describe("causes from the host's records", () => {
 
   it("the probe runs under /bin/sh, reads this machine's records and parses", () => {
     const ctx = probeContext(N, 1024);
-    const { script } = buildProbe(N, [
-      {
-        name: "cause",
-        script: causeProbe({ packages: ["dpkg"], files: ["/etc/hostname"] }, ctx),
-      },
-    ]);
+    const script = causeProbeScript(
+      causeProbe({ packages: ["dpkg"], files: ["/etc/hostname"] }, ctx),
+    );
     const out = execFileSync("/bin/sh", ["-s"], {
       input: `QM_SINCE=0\nQM_N=${N}\n${script}`,
     }).toString();
@@ -250,13 +252,14 @@ describe("causes from the host's records", () => {
     since: string,
     targets: RecordRequest = { packages: ["qm-demo", "qm-extra"], files: [] },
     lists: Record<string, string> = {},
+    dpkgLog: readonly string[] = DPKG_LOG,
   ): string => {
     const dir = mkdtempSync(path.join(tmpdir(), "qm-cause-logs-"));
     try {
       mkdirSync(path.join(dir, "info"));
       for (const [name, text] of Object.entries(lists))
         writeFileSync(path.join(dir, "info", name), text);
-      writeFileSync(path.join(dir, "dpkg.log"), DPKG_LOG.join("\n"));
+      writeFileSync(path.join(dir, "dpkg.log"), dpkgLog.join("\n"));
       writeFileSync(path.join(dir, "history.log"), HISTORY_LOG);
       // The logs' own paths are fixed: a `tail` on PATH hands out these instead, each after its
       // name's header as tail prints it for more than one file.
@@ -266,15 +269,33 @@ describe("causes from the host's records", () => {
         { mode: 0o755 },
       );
       const ctx = probeContext(N, 1024);
-      // The section alone: the whole probe sets its own PATH.
-      return execFileSync("/bin/sh", ["-s"], {
-        input: `QM_SINCE=${since}\nQM_N=${N}\n${causeProbe(targets, ctx).replaceAll('"/var/lib/dpkg/info/"', `"${dir}/info/"`)}`,
-        env: { PATH: `${dir}:/usr/bin:/bin`, TZ: "UTC" },
-      }).toString();
+      // The probe without its own PATH, so the `tail` above is found.
+      const script = causeProbeScript(causeProbe(targets, ctx))
+        .replace(/^PATH=.*$/m, "")
+        .replaceAll('"/var/lib/dpkg/info/"', `"${dir}/info/"`);
+      return causeOutput(
+        execFileSync("/bin/sh", ["-s"], {
+          input: `QM_SINCE=${since}\n${script}`,
+          env: { PATH: `${dir}:/usr/bin:/bin`, TZ: "UTC" },
+        }).toString(),
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   };
+
+  it("a declared path holding a backslash is matched as written: its conffile line is sent", () => {
+    // A unit's escaped name, as systemd-escape writes it: `awk -v` would read `\x2d` as `-`.
+    const file = String.raw`/etc/systemd/system/qm\x2dback.service`;
+    const line = `2026-12-01 10:00:01 conffile ${file} keep`;
+    const section = sectionOverLogs("", { packages: [], files: [file] }, {}, [line, ""]);
+    const host = parseHostRecord(parseContext(N).parts(section));
+    assert.deepEqual(
+      host.conffiles.map((c) => c.path),
+      [file],
+      section,
+    );
+  });
 
   it("only the apt transactions a sent dpkg event ran in are sent, an unfinished one included", () => {
     const section = sectionOverLogs("");
@@ -383,12 +404,9 @@ describe("causes from the host's records", () => {
     try {
       for (let i = 0; i < 501; i++) writeFileSync(path.join(dir, `f${i}`), "");
       const ctx = probeContext(N, 1024);
-      const { script } = buildProbe(N, [
-        {
-          name: "cause",
-          script: causeProbe({ globs: ["/etc/ssh/ssh_config", `${dir}/*`, `${dir}/none-*`] }, ctx),
-        },
-      ]);
+      const script = causeProbeScript(
+        causeProbe({ globs: ["/etc/ssh/ssh_config", `${dir}/*`, `${dir}/none-*`] }, ctx),
+      );
       const out = execFileSync("/bin/sh", ["-s"], { input: `QM_SINCE=\nQM_N=${N}\n${script}` });
       const section = parseProbeOutput(out.toString(), N).get("cause")!;
       const host = parseHostRecord(parseContext(N).parts(section.output));
@@ -411,7 +429,7 @@ describe("causes from the host's records", () => {
       writeFileSync(path.join(dir, "a.d/two.txt"), "");
       const ctx = probeContext(N, 1024);
       const stat = [{ under: `${dir}/*.d/*.conf` }, { under: `${dir}/*.none/*.conf` }];
-      const { script } = buildProbe(N, [{ name: "cause", script: causeProbe({ stat }, ctx) }]);
+      const script = causeProbeScript(causeProbe({ stat }, ctx));
       const out = execFileSync("/bin/sh", ["-s"], { input: `QM_SINCE=\nQM_N=${N}\n${script}` });
       const section = parseProbeOutput(out.toString(), N).get("cause")!;
       const host = parseHostRecord(parseContext(N).parts(section.output));
@@ -535,13 +553,18 @@ describe("causes from an rpm host's records", () => {
       });
       const ctx = probeContext(N, 1024);
       const targets = { packages: ["qm-cause-unit", "qm-none"], files: [conf] };
-      const probe = causeProbe(targets, ctx);
-      const script = probe.replace(/^if .*command -v rpm .*; then$/m, "if true; then");
+      const probe = causeProbeScript(causeProbe(targets, ctx));
+      // The probe without its own PATH, so the `rpm` above is found.
+      const script = probe
+        .replace(/^if .*command -v rpm .*; then$/m, "if true; then")
+        .replace(/^PATH=.*$/m, "");
       assert.notEqual(script, probe);
-      const section = execFileSync("/bin/sh", ["-s"], {
-        input: `QM_SINCE=\nQM_N=${N}\n${script}`,
-        env: { PATH: `${dir}:/usr/bin:/bin` },
-      }).toString();
+      const section = causeOutput(
+        execFileSync("/bin/sh", ["-s"], {
+          input: `QM_SINCE=\n${script}`,
+          env: { PATH: `${dir}:/usr/bin:/bin` },
+        }).toString(),
+      );
       const host = parseHostRecord(parseContext(N).parts(section));
       assert.deepEqual(
         host.packages.map((e) => [e.name, e.action, e.to]),
@@ -601,10 +624,12 @@ describe("causes on an apk host (busybox userland)", () => {
       writeFileSync(path.join(root, "etc/qm-own.conf"), "mine\n");
       const files = ["/etc/qm-apk.conf", "/etc/qm-edit.conf", "/etc/qm-own.conf"];
       const ctx = probeContext(N, 1024);
-      const section = execFileSync("/usr/sbin/chroot", [root, "/bin/sh", "-s"], {
-        input: `QM_SINCE=\nQM_N=${N}\n${causeProbe({ packages: ["qm-apk"], files }, ctx)}`,
-        env: { PATH: "/bin" },
-      }).toString();
+      const section = causeOutput(
+        execFileSync("/usr/sbin/chroot", [root, "/bin/sh", "-s"], {
+          input: `QM_SINCE=\n${causeProbeScript(causeProbe({ packages: ["qm-apk"], files }, ctx))}`,
+          env: { PATH: "/bin" },
+        }).toString(),
+      );
       const host = parseHostRecord(parseContext(N).parts(section));
       assert.deepEqual(
         [...host.owned.keys()].sort(),
