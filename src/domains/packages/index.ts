@@ -3,7 +3,7 @@ import { ProbeParseError } from "../../errors.js";
 import { pathIn, type Domain, type Finding } from "../domain.js";
 import { DEFAULT_SNAPSHOT_OPTIONS, type SnapshotOptions } from "../snapshot-options.js";
 import { packageCause } from "./cause.js";
-import { RPM_QUERY } from "../rpm-query.js";
+import { RPM_QUERY, RPM_QUERY_SETUP } from "../rpm-query.js";
 import { chosenProbe, parseChosen } from "./chosen.js";
 import { ABSENT, ANY_VERSION, parseConstraint, satisfies } from "./constraint.js";
 import {
@@ -83,8 +83,8 @@ export const packages: Domain<PackagesDeclared, PackagesLive, "packages"> = {
     // rpm -q names the packages it does not find on stdout and exits non-zero for them: not a
     // failure.
     const rpm = names
-      ? `qm_rpm -q --qf '${RPM_FORMAT}' -- ${names.map(ctx.quote).join(" ")}; [ $? -le ${names.length} ]`
-      : `qm_rpm -qa --qf '${RPM_FORMAT}'`;
+      ? `${RPM_QUERY} -q --qf '${RPM_FORMAT}' -- ${names.map(ctx.quote).join(" ")}; [ $? -le ${names.length} ]`
+      : `${RPM_QUERY} -qa --qf '${RPM_FORMAT}'`;
     // A snapshot (nothing declared) also asks which packages were installed on purpose.
     const chosen = names ? undefined : chosenProbe(ctx.mark);
     const then = (format: keyof typeof DATABASES) => (chosen ? [`  ${chosen[format]}`] : []);
@@ -100,7 +100,7 @@ export const packages: Domain<PackagesDeclared, PackagesLive, "packages"> = {
       // A database found by its files: busybox has an rpm applet wherever it runs, Alpine included.
       "elif { [ -d /var/lib/rpm ] || [ -d /usr/lib/sysimage/rpm ]; } && command -v rpm >/dev/null 2>&1; then",
       `  ${ctx.mark("rpm")}`,
-      RPM_QUERY,
+      RPM_QUERY_SETUP,
       `  ${rpm} || ${ctx.unknown("rpm could not read its database")}`,
       ...then("rpm"),
       "else",

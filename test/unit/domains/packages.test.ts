@@ -377,7 +377,7 @@ describe("packages: probe on this host", () => {
     });
     // rpm-q-declared.txt is what this command printed over a database holding openssl, nginx,
     // bash and zlib; rpm's exit status 2 (two names not found) is not a failure.
-    const rpm = probe.split("\n").find((line) => line.trim().startsWith("qm_rpm -q"))!;
+    const rpm = probe.split("\n").find((line) => line.trim().startsWith("$qm_rpm -q"))!;
     assert.match(
       rpm,
       / -- 'openssl' 'nginx' 'bash' 'zlib' 'telnet-server' 'no-such-package'; \[ \$\? -le 6 \]/,
