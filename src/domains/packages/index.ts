@@ -81,9 +81,10 @@ export const packages: Domain<PackagesDeclared, PackagesLive, "packages"> = {
       ? wanted("apk", "/lib/apk/db/installed")
       : `grep -E '^[PVA]:' /lib/apk/db/installed || [ $? -eq 1 ] || ${ctx.unknown("cannot read /lib/apk/db/installed")}`;
     // rpm -q names the packages it does not find on stdout and exits non-zero for them: not a
-    // failure.
+    // failure. Nor does it fail on a database it cannot open (every package "not installed"): only
+    // its error (stderr, in its own words) tells.
     const rpm = names
-      ? `${RPM_QUERY} -q --qf '${RPM_FORMAT}' -- ${names.map(ctx.quote).join(" ")}; [ $? -le ${names.length} ]`
+      ? `{ qm_e=$(LC_ALL=C ${RPM_QUERY} -q --qf '${RPM_FORMAT}' -- ${names.map(ctx.quote).join(" ")} 2>&1 >&3); } 3>&1; [ $? -le ${names.length} ] && case "$qm_e" in *"cannot open Packages"*) false;; esac`
       : `${RPM_QUERY} -qa --qf '${RPM_FORMAT}'`;
     // A snapshot (nothing declared) also asks which packages were installed on purpose.
     const chosen = names ? undefined : chosenProbe(ctx.mark);
