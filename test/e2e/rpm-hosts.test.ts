@@ -6,8 +6,8 @@ import { after, before, describe, test } from "node:test";
 import { stringify } from "yaml";
 import type { Report } from "../../src/report/schema.js";
 import { runCli } from "../support/cli.js";
-import { startFleet, type TestFleet } from "../support/hosts.js";
-import { removeTree, writeTree } from "../support/tree.js";
+import { AUDIT_USER, startFleet, type TestFleet } from "../support/hosts.js";
+import { removeTree, scratchTrees, writeTree } from "../support/tree.js";
 
 describe("an rpm host over ssh", () => {
   let fleet: TestFleet;
@@ -27,6 +27,12 @@ describe("an rpm host over ssh", () => {
           { name: "qm-caret", version: "1.0^git5", release: "1" },
           { name: "openssl", version: "3.0.7", release: "27.el9", epoch: 1 },
         ],
+        files: {
+          "/etc/sudoers.d/qm-rpm": {
+            contents: `${AUDIT_USER} ALL=(root) NOPASSWD: /bin/sh -s\n`,
+            mode: "0440",
+          },
+        },
       },
     ]);
     const node = (declared: Record<string, string>) =>
@@ -105,5 +111,32 @@ describe("an rpm host over ssh", () => {
     });
     assert.equal(drift.drift.find((d) => d.key === "qm-gone")?.detail, "not in the rpm database");
     assert.equal(audit.exitCode, 1, audit.stderr);
+  });
+
+  const tree = scratchTrees();
+  test("a database the audit user cannot read is unknown, not every package missing, as root too", async () => {
+    await fleet.exec("rhel-01", "chmod 0600 /var/lib/rpm/rpmdb.sqlite");
+    const declared = { packages: { installed_manifest: { "qm-tool": "1.2-3.el9" } } };
+    const dir = await tree({
+      "nodes/rpm-user.yaml": stringify({ host: "rhel-01", ...declared }),
+      // As root, rpm reads the database as user 65534: no better than the audit user.
+      "nodes/rpm-root.yaml": stringify({ host: "rhel-01", ssh: { become: "sudo" }, ...declared }),
+    });
+    const out = `${dir}-report.json`;
+    const unreadable = await runCli([
+      ...["audit", "--format", "json", "--out", out, "--manifests", dir],
+      ...["--ssh-config", fleet.sshConfig],
+    ]);
+    const nodes = (JSON.parse(await readFile(out, "utf8")) as Report).nodes;
+    await removeTree(out);
+    assert.equal(unreadable.exitCode, 0, unreadable.stderr);
+    for (const node of nodes) {
+      assert.deepEqual(node.drift, [], node.name);
+      assert.deepEqual(
+        node.unknown,
+        [{ domain: "packages", reason: "rpm could not read its database" }],
+        node.name,
+      );
+    }
   });
 });

@@ -48,6 +48,13 @@ export interface HostDefinition {
    * /usr/lib/systemd/system are private and writable: `exec` may enable, mask, start or add units.
    */
   systemd?: boolean;
+  /**
+   * Every place the host may write is its own, so that `fleet.writtenSince` lists all it wrote:
+   * /etc, /var, /root and /home are private writable overlays over the machine's, /run and /tmp
+   * private tmpfs (the fleet's folder kept at its path), as a systemd host's /run, /tmp and
+   * /var/tmp are. What other processes of the machine write to its own folders does not show.
+   */
+  ownRoots?: boolean;
   /** /run/quartermaster/maintenance exists on this host only. */
   maintenance?: boolean;
   /**
@@ -132,6 +139,12 @@ export interface TestFleet {
    */
   exec(name: string, command: string): Promise<string>;
   /**
+   * Every path of the host written after `marker` (a file of the machine, e.g. in `dir`) was, sorted:
+   * what the host's processes wrote to its private overlays, bind-mounted files and private tmpfs.
+   * On an `ownRoots` host, that is all they wrote under /etc, /var, /root, /home, /run and /tmp.
+   */
+  writtenSince(name: string, marker: string): Promise<string[]>;
+  /**
    * The command prefix that runs a program as root inside the host (its pid namespace too, for
    * systemd hosts).
    */
@@ -197,6 +210,10 @@ interface HostRuntime {
   pid1?: number;
   sshd?: ChildProcess;
   listener?: ChildProcess;
+  /** Where the host's writes under `at` land on the machine: an overlay's upper folder, a bound file. */
+  own: { at: string; source: string }[];
+  /** The host's private tmpfs mount points. */
+  tmpfs: string[];
 }
 
 /** Quote a string for POSIX sh. */
@@ -455,6 +472,7 @@ async function prepareFiles(
     lines.push(
       `mount -t overlay overlay -o ${shq(`lowerdir=${root},upperdir=${base}/upper,workdir=${base}/work`)} ${shq(root)}`,
     );
+    rt.own.push({ at: root, source: `${base}/upper` });
   }
   for (const [i, target] of binds.entries()) {
     const file = path.join(rt.dir, "files", String(i));
@@ -463,6 +481,7 @@ async function prepareFiles(
     await fsp.writeFile(file, spec.contents);
     await fsp.chmod(file, parseInt(spec.mode ?? "0644", 8));
     lines.push(`mount --bind ${shq(file)} ${shq(target)}`);
+    rt.own.push({ at: target, source: file });
   }
   return lines;
 }
@@ -669,6 +688,8 @@ const SYSTEMD = "/lib/systemd/systemd";
 const SYSTEMD_TARGET = "qm-test-host.target";
 // Unit directories a systemd host may change: private overlays over the machine's.
 const PRIVATE_UNIT_DIRS = ["/etc/systemd/system", "/usr/lib/systemd/system"];
+// What an `ownRoots` host writes to, besides its /run and /tmp: its own overlays over the machine's.
+const OWN_ROOTS = ["/etc", "/var", "/root", "/home"];
 
 /**
  * A unit file written by a systemd host's setup script: no default dependencies, so nothing else
@@ -691,14 +712,31 @@ async function privateOverlays(
     lines.push(
       `mount -t overlay overlay -o ${shq(`lowerdir=${dir},upperdir=${base}/upper,workdir=${base}/work`)} ${shq(dir)}`,
     );
+    rt.own.push({ at: dir, source: `${base}/upper` });
   }
   return lines;
 }
 
 /**
+ * Shell lines mounting a private tmpfs on /run, then on each of `more`, with `keep` (absolute paths,
+ * e.g. the fleet's directory and the repository) bind-mounted back at the same paths.
+ */
+function privateTmpfs(rt: HostRuntime, more: readonly string[], keep: readonly string[]): string[] {
+  const lines = ["mount -t tmpfs -o mode=0755 tmpfs /run", "mkdir -p /run/qm-keep /run/sshd"];
+  keep.forEach((dir, i) =>
+    lines.push(`mkdir /run/qm-keep/${i}`, `mount --bind ${shq(dir)} /run/qm-keep/${i}`),
+  );
+  lines.push(...more.map((dir) => `mount -t tmpfs -o mode=1777 tmpfs ${shq(dir)}`));
+  keep.forEach((dir, i) =>
+    lines.push(`mkdir -p ${shq(dir)}`, `mount --move /run/qm-keep/${i} ${shq(dir)}`),
+  );
+  rt.tmpfs.push("/run", ...more);
+  return lines;
+}
+
+/**
  * Shell lines that turn a host's setup into a systemd boot. /run, /tmp and /var/tmp become private
- * tmpfs first (a booting systemd would otherwise clean the machine's /tmp), with `keep` (absolute
- * paths, e.g. the fleet's directory and the repository) bind-mounted back at the same paths.
+ * tmpfs first (a booting systemd would otherwise clean the machine's /tmp), `keep` kept.
  */
 async function systemdBoot(
   rt: HostRuntime,
@@ -706,19 +744,9 @@ async function systemdBoot(
   sshdCommand: string,
 ): Promise<string[]> {
   const lines = await privateOverlays(rt, PRIVATE_UNIT_DIRS, "units");
-  lines.push("mount -t tmpfs -o mode=0755 tmpfs /run", "mkdir -p /run/qm-keep");
-  keep.forEach((dir, i) =>
-    lines.push(`mkdir /run/qm-keep/${i}`, `mount --bind ${shq(dir)} /run/qm-keep/${i}`),
-  );
   lines.push(
-    "mount -t tmpfs -o mode=1777 tmpfs /tmp",
-    "mount -t tmpfs -o mode=1777 tmpfs /var/tmp",
-  );
-  keep.forEach((dir, i) =>
-    lines.push(`mkdir -p ${shq(dir)}`, `mount --move /run/qm-keep/${i} ${shq(dir)}`),
-  );
-  lines.push(
-    "mkdir -p /run/systemd/system /run/sshd",
+    ...privateTmpfs(rt, ["/tmp", "/var/tmp"], keep),
+    "mkdir -p /run/systemd/system",
     unitFile(SYSTEMD_TARGET, [
       "Description=Quartermaster test host",
       "Wants=qm-sshd.service dbus.socket dbus.service",
@@ -873,6 +901,8 @@ export async function startFleet(
       sshdConfig: path.join(hostDir, "sshd_config"),
       sshdLog: path.join(hostDir, "sshd.log"),
       productionSshd: options.productionSshd ?? false,
+      own: [],
+      tmpfs: [],
     };
   });
 
@@ -1003,9 +1033,18 @@ export async function startFleet(
                 "mount -t tmpfs -o mode=0755 tmpfs /var/lib/dpkg",
                 `mount --bind ${shq(db)} /var/lib/rpm`,
               ];
+              rt.tmpfs.push("/var/lib/dpkg");
+              rt.own.push({ at: "/var/lib/rpm", source: db });
             }
             // Writable directories first: a declared file is then bind-mounted over their view.
             const mounts = [
+              ...(def.ownRoots
+                ? [
+                    ...(await privateOverlays(rt, OWN_ROOTS, "own")),
+                    // A systemd host's boot makes its /run and /tmp private.
+                    ...(def.systemd ? [] : privateTmpfs(rt, ["/tmp"], [dir, REPO_ROOT])),
+                  ]
+                : []),
               ...(await privateOverlays(rt, def.writable ?? [], "writable")),
               ...(await prepareFiles(rt, files)),
               ...rpmMounts,
@@ -1292,6 +1331,31 @@ export async function startFleet(
       },
       enter,
       sshdLog: (name) => fsp.readFile(byName(name).sshdLog, "utf8").catch(() => ""),
+      async writtenSince(name, marker) {
+        const rt = byName(name);
+        const found: string[] = [];
+        for (const { at, source } of rt.own) {
+          const { stdout } = await execa("find", [source, "-newer", marker, "-printf", "%y %p\n"]);
+          for (const line of stdout.split("\n").filter(Boolean)) {
+            const written = at + line.slice(2 + source.length);
+            // An overlay makes a folder of the machine's anew (newer) for any write below it: such
+            // a folder is told by what was written in it (a file made and removed leaves no trace).
+            if (line[0] !== "d" || !fs.existsSync(written)) found.push(written);
+          }
+        }
+        if (rt.tmpfs.length) {
+          // Not into the folders kept from the machine (the fleet's own), nor into a mount of
+          // another tmpfs.
+          const [nsenter, ...target] = enter(name);
+          const { stdout } = await execa(nsenter!, [
+            ...target,
+            ...["find", ...rt.tmpfs, "-xdev", "(", "-path", dir, "-o", "-path", REPO_ROOT, ")"],
+            ...["-prune", "-o", "-newer", marker, "-print"],
+          ]);
+          found.push(...stdout.split("\n").filter(Boolean));
+        }
+        return [...new Set(found)].sort();
+      },
       async exec(name, command) {
         const [nsenter, ...target] = enter(name);
         const { stdout } = await execa(nsenter!, [...target, "sh", "-c", command], {

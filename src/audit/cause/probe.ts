@@ -1,5 +1,6 @@
 import type { ProbeContext } from "../../domains/domain.js";
 import type { RecordRequest } from "../../domains/host-record.js";
+import { RPM_QUERY, RPM_QUERY_SETUP } from "../../domains/rpm-query.js";
 
 // What the host recorded about changes, read in the audit's own round trip without root: the boot
 // time, package transactions since the node's last audit (dpkg's and apt's logs; rpm's database),
@@ -252,16 +253,17 @@ export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
   if (targets.packages.length || targets.files.length)
     lines.push(
       `if ${RPM_HOST}; then`,
+      RPM_QUERY_SETUP,
       ...(targets.packages.length
         ? [
             ctx.mark("rpm"),
-            `rpm -q --qf '${RPM_PACKAGE}\\n' -- ${targets.packages.map(q).join(" ")} 2>/dev/null`,
+            `${RPM_QUERY} -q --qf '${RPM_PACKAGE}\\n' -- ${targets.packages.map(q).join(" ")} 2>/dev/null`,
           ]
         : []),
       ...(targets.files.length
         ? [
             ctx.mark("rpm-owned"),
-            `ro=$(rpm -qf --qf '${RPM_PACKAGE} %{FILEDIGESTALGO}\\n[%{FILEDIGESTS} %{FILENAMES}\\n]' -- ${files} 2>/dev/null | qm_f=${q(targets.files.join("\n"))} awk '${RPM_OWNED}')`,
+            `ro=$(${RPM_QUERY} -qf --qf '${RPM_PACKAGE} %{FILEDIGESTALGO}\\n[%{FILEDIGESTS} %{FILENAMES}\\n]' -- ${files} 2>/dev/null | qm_f=${q(targets.files.join("\n"))} awk '${RPM_OWNED}')`,
             `[ -z "$ro" ] || printf '%s\\n' "$ro"`,
             ctx.mark("sha256"),
             // rpm records sha256 digests (its algorithm 8) since RHEL 6.

@@ -3,6 +3,7 @@ import { ProbeParseError } from "../../errors.js";
 import { pathIn, type Domain, type Finding } from "../domain.js";
 import { DEFAULT_SNAPSHOT_OPTIONS, type SnapshotOptions } from "../snapshot-options.js";
 import { packageCause } from "./cause.js";
+import { RPM_QUERY, RPM_QUERY_SETUP } from "../rpm-query.js";
 import { chosenProbe, parseChosen } from "./chosen.js";
 import { ABSENT, ANY_VERSION, parseConstraint, satisfies } from "./constraint.js";
 import {
@@ -80,10 +81,11 @@ export const packages: Domain<PackagesDeclared, PackagesLive, "packages"> = {
       ? wanted("apk", "/lib/apk/db/installed")
       : `grep -E '^[PVA]:' /lib/apk/db/installed || [ $? -eq 1 ] || ${ctx.unknown("cannot read /lib/apk/db/installed")}`;
     // rpm -q names the packages it does not find on stdout and exits non-zero for them: not a
-    // failure.
+    // failure. Nor does it fail on a database it cannot open (every package "not installed"): only
+    // its error (stderr, in its own words) tells.
     const rpm = names
-      ? `rpm -q --qf '${RPM_FORMAT}' -- ${names.map(ctx.quote).join(" ")}; [ $? -le ${names.length} ]`
-      : `rpm -qa --qf '${RPM_FORMAT}'`;
+      ? `{ qm_e=$(LC_ALL=C ${RPM_QUERY} -q --qf '${RPM_FORMAT}' -- ${names.map(ctx.quote).join(" ")} 2>&1 >&3); } 3>&1; [ $? -le ${names.length} ] && case "$qm_e" in *"cannot open Packages"*) false;; esac`
+      : `${RPM_QUERY} -qa --qf '${RPM_FORMAT}'`;
     // A snapshot (nothing declared) also asks which packages were installed on purpose.
     const chosen = names ? undefined : chosenProbe(ctx.mark);
     const then = (format: keyof typeof DATABASES) => (chosen ? [`  ${chosen[format]}`] : []);
@@ -99,6 +101,7 @@ export const packages: Domain<PackagesDeclared, PackagesLive, "packages"> = {
       // A database found by its files: busybox has an rpm applet wherever it runs, Alpine included.
       "elif { [ -d /var/lib/rpm ] || [ -d /usr/lib/sysimage/rpm ]; } && command -v rpm >/dev/null 2>&1; then",
       `  ${ctx.mark("rpm")}`,
+      RPM_QUERY_SETUP,
       `  ${rpm} || ${ctx.unknown("rpm could not read its database")}`,
       ...then("rpm"),
       "else",

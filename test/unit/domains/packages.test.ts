@@ -377,10 +377,10 @@ describe("packages: probe on this host", () => {
     });
     // rpm-q-declared.txt is what this command printed over a database holding openssl, nginx,
     // bash and zlib; rpm's exit status 2 (two names not found) is not a failure.
-    const rpm = probe.split("\n").find((line) => line.trim().startsWith("rpm -q"))!;
+    const rpm = probe.split("\n").find((line) => line.includes("$qm_rpm -q"))!;
     assert.match(
       rpm,
-      / -- 'openssl' 'nginx' 'bash' 'zlib' 'telnet-server' 'no-such-package'; \[ \$\? -le 6 \]/,
+      / -- 'openssl' 'nginx' 'bash' 'zlib' 'telnet-server' 'no-such-package' 2>&1 >&3\); \} 3>&1; \[ \$\? -le 6 \]/,
     );
     const live = parseRpm(fixture("rpm-q-declared.txt"));
     assert.deepEqual([...live.installed.keys()].sort(), ["bash", "nginx", "openssl", "zlib"]);
