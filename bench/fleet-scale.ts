@@ -7,8 +7,8 @@
 // Each measured command is its own process under tsx, whose own share of the peak is shown on the
 // last line. With `ssh`, the audit through the CLI's own ssh transport and session gates instead
 // (standInRuns below), run as the bundle users run once `npm run build` has made it, the gate's
-// own cost measured alone; with `propose`, the audit and the propose dry run on its report alone
-// (what 100,000 nodes can afford); with `audit`, the audit, its
+// own cost measured alone, and the auditor's process alone; with `propose`, the audit and the
+// propose dry run on its report alone (what 100,000 nodes can afford); with `audit`, the audit, its
 // text rendering and validate only: not merge-reports and propose, whose planning at 100,000 nodes
 // takes longer than the audit itself. QM_BENCH_BASELINE=DIR runs another checkout's propose dry run
 // (its sources under tsx) on the same report too: its peak RSS and CPU, the ratio to them, and
@@ -49,6 +49,7 @@ import { localTransport } from "../src/transport/local.js";
 import { sshSessionGates } from "../src/transport/session-gate.js";
 import type { Transport } from "../src/transport/transport.js";
 import { REPO_ROOT } from "../test/support/cli.js";
+import { CPU_HOOK } from "./own-cpu.js";
 
 const TARGET_MB = 300;
 const CPU_TARGET_MS = 3;
@@ -509,18 +510,26 @@ async function standInRuns(
   // auditor.
   // Both are a cost per session: measured over at most FLOOR_SESSIONS of them, counted for every
   // node (at 100,000 nodes the two passes over every session took longer than the audits).
+  // The stand-in's cost grows with the machine's load, which moves over a long run: it is measured
+  // before the audits and again after them, and their mean is subtracted.
   const sessions = Math.min(nodeCount, FLOOR_SESSIONS);
   const perNode = (ms: number) => (ms / sessions) * nodeCount;
-  const loadBefore = os.loadavg()[0]!.toFixed(1);
   const loop = (count: number) =>
     `i=0; while [ $i -lt ${count} ]; do ${standIn} -T -- h sh -s < ${scriptFile} > /dev/null; i=$((i+1)); done`;
   const half = Math.floor(sessions / 2);
-  const alone = await measured(
-    ["-c", `(${loop(half)}) & ${loop(sessions - half)}; wait`],
-    { LC_ALL: "C" },
-    ["sh"],
-  );
-  const aloneMs = perNode(alone.cpuMs);
+  const standInAlone = async () => {
+    const load = os.loadavg()[0]!.toFixed(1);
+    const { cpuMs } = await measured(
+      ["-c", `(${loop(half)}) & ${loop(sessions - half)}; wait`],
+      { LC_ALL: "C" },
+      ["sh"],
+    );
+    return {
+      perSession: `${(cpuMs / sessions).toFixed(2)} ms at load ${load}`,
+      ms: perNode(cpuMs),
+    };
+  };
+  const aloneBefore = await standInAlone();
   // The same sessions started from a bare Node process as the transport starts them (three
   // pipes, the script written to stdin, 32 at a time, the audit's default), doing nothing else:
   // what one child process costs a Node process here, which no auditor that starts ssh from Node
@@ -574,13 +583,26 @@ async function standInRuns(
   // QM_BENCH_CPU_PROF=DIR: a CPU profile of each audit there (its figures are then the profiler's).
   const profile = process.env.QM_BENCH_CPU_PROF;
   const profiled = profile ? ["--cpu-prof", `--cpu-prof-dir=${profile}`] : [];
-  const auditRun = (args: string[]) =>
-    bundled
-      ? measured([BUNDLE, ...args], env, [process.execPath, ...profiled])
-      : measured([CLI, ...args], env, [process.execPath, ...profiled, "--import", "tsx"]);
-  const runs: Partial<Record<ConfigId, { own: number; lines: (extra: string) => string }>> = {};
+  // The auditor's process alone too (process.cpuUsage at its exit: no child, so nothing of the
+  // stand-in's to subtract), a figure the machine's load moves less.
+  const processCpuFile = path.join(work, "process-cpu");
+  const hooked = [...profiled, "--import", CPU_HOOK];
+  const auditRun = async (args: string[]) => {
+    const cpuEnv = { ...env, QM_BENCH_CPU_FILE: processCpuFile };
+    const run = bundled
+      ? await measured([BUNDLE, ...args], cpuEnv, [process.execPath, ...hooked])
+      : await measured([CLI, ...args], cpuEnv, [process.execPath, ...hooked, "--import", "tsx"]);
+    return { ...run, processMs: Number(await readFile(processCpuFile, "utf8")) };
+  };
+  const audits: {
+    id: ConfigId;
+    run: Awaited<ReturnType<typeof auditRun>>;
+    auditRuns: number;
+    gate: { cpuMs: number; gates: string[]; count: number };
+    gateRuns: number;
+  }[] = [];
   for (const id of chosen) {
-    const { name, text } = configs[id];
+    const { text } = configs[id];
     const config = path.join(work, `ssh_config-${id}`);
     await writeFile(config, text);
     const out = path.join(work, "report-ssh.json");
@@ -595,15 +617,21 @@ async function standInRuns(
       gates: string[];
       count: number;
     };
-    const gateRuns = await resolved();
+    audits.push({ id, run, auditRuns, gate, gateRuns: await resolved() });
+  }
+  const aloneAfter = await standInAlone();
+  const aloneMs = (aloneBefore.ms + aloneAfter.ms) / 2;
+  const runs: Partial<Record<ConfigId, { own: number; lines: (extra: string) => string }>> = {};
+  for (const { id, run, auditRuns, gate, gateRuns } of audits) {
     const own = run.cpuMs - aloneMs;
     const found = `${gate.count} gate${gate.count === 1 ? "" : "s"} (${gate.gates.join(", ")}${gate.count > gate.gates.length ? ", …" : ""})`;
     runs[id] = {
       own,
       lines: (extra) =>
         [
-          `  ${name.padEnd(14)} wall ${(run.ms / 1000).toFixed(2)} s, ${peak(run)}, ${auditRuns} ssh -G; auditor CPU per node ${cpuPerNode(own)}${extra}`,
+          `  ${configs[id].name.padEnd(14)} wall ${(run.ms / 1000).toFixed(2)} s, ${peak(run)}, ${auditRuns} ssh -G; auditor CPU per node ${cpuPerNode(own)}${extra}`,
           `                 the session gate alone (${gateRuns} ssh -G, ${found}) ${cpuPerNode(gate.cpuMs)}; the auditor beyond it ${cpuPerNode(own - gate.cpuMs)}`,
+          `                 the auditor's process alone (no child: nothing subtracted) ${cpuPerNode(run.processMs)}`,
         ].join("\n"),
     };
   }
@@ -612,7 +640,7 @@ async function standInRuns(
     run && baseline ? `, ${(run.own / baseline.own).toFixed(2)}x the baseline ${where}` : "";
   console.log(
     [
-      `fleet scale behind a stand-in ssh: ${nodeCount} nodes, ${DRIFT_PER_NODE} drift items each, ${os.cpus().length} cores; the stand-in alone ${(alone.cpuMs / sessions).toFixed(2)} ms CPU per session (over ${sessions} sessions), subtracted; audited by ${audited}; 1-minute load ${loadBefore} before, ${os.loadavg()[0]!.toFixed(1)} after`,
+      `fleet scale behind a stand-in ssh: ${nodeCount} nodes, ${DRIFT_PER_NODE} drift items each, ${os.cpus().length} cores; the stand-in alone per session (over ${sessions} sessions) ${aloneBefore.perSession} before the audits, ${aloneAfter.perSession} after, their mean subtracted; audited by ${audited}; 1-minute load ${os.loadavg()[0]!.toFixed(1)} at the end`,
       `  spawn floor    the same sessions from a bare Node process that only starts them (${sessions} of them): ${cpuPerNode(perNode(floor.cpuMs) - aloneMs)} beyond the stand-in, peak RSS ${floor.peakMb.toFixed(0)} MB`,
       direct?.lines(ratio(direct, "below")),
       baseline?.lines(" (the baseline: the session gate as before, ssh -G per node)"),

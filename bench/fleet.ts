@@ -52,7 +52,8 @@ const [hostCount, concurrency, rounds, entryCount] = [
 /** The Node that runs the CLI, the bare process and the baseline. */
 const NODE = process.env.QM_BENCH_NODE ? path.resolve(process.env.QM_BENCH_NODE) : process.execPath;
 // QM_BENCH_BASELINE=DIR: another checkout of Quartermaster, built (`npm run build`), whose audit
-// runs in every round too, on the same hosts and manifests, for a before-and-after in one run.
+// runs in every round too, on the same hosts and manifests, for a before-and-after in one run: its
+// wall time and its own CPU per node (the hosts, then the entries), each audit first in turn.
 const BASELINE = process.env.QM_BENCH_BASELINE
   ? path.join(path.resolve(process.env.QM_BENCH_BASELINE), "dist/cli/main.js")
   : undefined;
@@ -194,6 +195,21 @@ async function audit(
   return { ...times, cpuMs: Number(await readFile(cpuFile, "utf8")), report };
 }
 
+let auditPairs = 0;
+/**
+ * `run` with this checkout's CLI and, with QM_BENCH_BASELINE, the baseline's, each first in turn:
+ * the machine's load drifts over a run, and the one always run second would bear it.
+ */
+async function bothAudits<T>(cli: string, run: (cli: string) => Promise<T>): Promise<[T, T?]> {
+  if (!BASELINE) return [await run(cli)];
+  if (auditPairs++ % 2 === 0) {
+    const own = await run(cli);
+    return [own, await run(BASELINE)];
+  }
+  const base = await run(BASELINE);
+  return [await run(cli), base];
+}
+
 /** `command` to every host, `concurrency` at a time. */
 function everyHost(names: readonly string[], command: (name: string) => Promise<unknown>) {
   const limit = pLimit(concurrency);
@@ -263,7 +279,7 @@ try {
     raw: Measured;
     bare: Measured;
     audit: Measured & { cpuMs: number };
-    base: number;
+    base?: Measured & { cpuMs: number };
   }
   const figures: Round[] = [];
   let report: Report | undefined;
@@ -273,14 +289,15 @@ try {
     const floor = await measured(() => everyHost(names, (name) => ssh(name, "true")));
     const raw = await measured(() => everyHost(names, (name) => ssh(name, "sh -s", probe)));
     const bare = await measured(bareSessions);
-    const qm = await audit(manifests, fleet.sshConfig, work, CLI);
+    const [qm, base] = await bothAudits(CLI, (cli) => audit(manifests, fleet.sshConfig, work, cli));
     report = qm.report;
-    const base = BASELINE ? await audit(manifests, fleet.sshConfig, work, BASELINE) : undefined;
     baseReport = base?.report;
-    figures.push({ floor, raw, bare, audit: qm, base: base?.ms ?? NaN });
+    figures.push({ floor, raw, bare, audit: qm, ...(base && { base }) });
     console.log(
       `round ${round}: floor ${secs(floor.ms)}, raw probe ${secs(raw.ms)} (${ratio(raw.ms, floor.ms)}), bare Node ${secs(bare.ms)} (${ratio(bare.ms, floor.ms)}), audit ${secs(qm.ms)} (${ratio(qm.ms, floor.ms)}), auditor CPU ${qm.cpuMs.toFixed(0)} ms` +
-        (base ? `; baseline audit ${secs(base.ms)} (${ratio(base.ms, floor.ms)})` : "") +
+        (base
+          ? `; baseline audit ${secs(base.ms)} (${ratio(base.ms, floor.ms)}), its CPU ${base.cpuMs.toFixed(0)} ms`
+          : "") +
         `; core ms busy+idle: floor ${cores(floor)}, raw ${cores(raw)}, bare ${cores(bare)}, audit ${cores(qm)}`,
     );
   }
@@ -299,7 +316,7 @@ try {
     return dir;
   };
   const many = await entries(path.join(work, "many-manifests"), fleetYaml);
-  const big = await audit(many, fleet.sshConfig, work, CLI);
+  const [big, baseBig] = await bothAudits(CLI, (cli) => audit(many, fleet.sshConfig, work, cli));
   const heavy = await audit(
     await entries(path.join(work, "every-package-manifests"), everyPackageYaml),
     fleet.sshConfig,
@@ -380,7 +397,7 @@ try {
     `cores   core time over the floor's (ms, median of rounds; the floor itself ${median(figures.map((f) => f.floor.busy)).toFixed(0)} busy + ${median(figures.map((f) => f.floor.idle)).toFixed(0)} idle): ${(["raw", "bare", "audit"] as const).map(addedText).join("; ")}`,
   );
   if (BASELINE) {
-    const base = least(figures.map((f) => f.base));
+    const base = least(figures.map((f) => f.base!.ms));
     const baseBytes = baseReport!.nodes.map((n) => n.probeBytes ?? 0);
     console.log(
       `baseline ${path.relative(process.cwd(), BASELINE)} audit ${secs(base)}  ${ratio(base, floor)} floor; this audit ${ratio(qm, base)} the baseline (target <= 1.05x); probe output median ${median(baseBytes)} bytes, ${median(probeBytes) - median(baseBytes)} bytes more here (target <= 4096)`,
@@ -392,6 +409,12 @@ try {
   console.log(
     `cpu     auditor's own CPU (process.cpuUsage, no ssh children): ${hostCount} nodes ${cpu.toFixed(0)} ms = ${(cpu / hostCount).toFixed(1)} ms/node; ${entryCount} entries ${big.cpuMs.toFixed(0)} ms = ${(big.cpuMs / entryCount).toFixed(1)} ms/node (target <= 3 ms), beyond start-up ${((big.cpuMs - cpu) / (entryCount - hostCount)).toFixed(1)} ms/node`,
   );
+  if (baseBig) {
+    const baseCpu = least(figures.map((f) => f.base!.cpuMs));
+    console.log(
+      `        the baseline's, in the same rounds: ${hostCount} nodes ${baseCpu.toFixed(0)} ms = ${(baseCpu / hostCount).toFixed(1)} ms/node (this one ${ratio(cpu, baseCpu)}); ${entryCount} entries ${baseBig.cpuMs.toFixed(0)} ms = ${(baseBig.cpuMs / entryCount).toFixed(1)} ms/node (this one ${ratio(big.cpuMs, baseBig.cpuMs)}), beyond start-up ${((baseBig.cpuMs - baseCpu) / (entryCount - hostCount)).toFixed(1)} ms/node`,
+    );
+  }
   const heavyBytes = heavy.report.nodes[0]?.probeBytes ?? 0;
   console.log(
     `        every installed package declared (a snapshot's default; probe output ${heavyBytes} bytes): ${entryCount} entries ${heavy.cpuMs.toFixed(0)} ms = ${(heavy.cpuMs / entryCount).toFixed(1)} ms/node`,
