@@ -78,6 +78,9 @@ function sharedAwk(sections: readonly ProbeSection[]): string {
   return program;
 }
 
+// What the probe prints, alone, on a host whose /dev/null is not the null device.
+const BROKEN_NULL = "broken /dev/null";
+
 export function buildProbe(nonce: string, sections: ProbeSection[]): Probe {
   // Each section is the body of a shell function, called at once: its positional parameters
   // (`set --`) are its own, and it costs no fork (a subshell per section did: a tenth of the
@@ -106,6 +109,9 @@ export function buildProbe(nonce: string, sections: ProbeSection[]): Probe {
     "LC_ALL=C; export LC_ALL",
     "PATH=/usr/bin:/bin:/usr/sbin:/sbin; export PATH",
     `QM_N=${nonce}`,
+    // Every section discards its errors into /dev/null: where that is not the null device, they
+    // fail (not root) or fill a file (root), and facts go missing unseen. The probe stops at once.
+    `[ -c /dev/null ] || { printf '%s ${BROKEN_NULL}\\n' "$QM_N"; exit 0; }`,
     body,
     `printf '\\n%s done\\n' "$QM_N"`,
     "",
@@ -127,6 +133,11 @@ export function parseProbeOutput(stdout: string, nonce: string): Map<string, Sec
   const sections = new Map<string, SectionOutput>();
   const marker = `\n${nonce} `;
   const text = stdout.startsWith(`${nonce} `) ? `\n${stdout}` : stdout;
+  if (text.startsWith(`\n${nonce} ${BROKEN_NULL}\n`))
+    throw new ProbeParseError(
+      "probe",
+      "/dev/null on this host is not the null device (a regular file, or missing): the errors the probe's commands discard would be written there or fail, so its facts cannot be trusted. Restore it as root: rm -f /dev/null && mknod -m 666 /dev/null c 1 3",
+    );
   if (!text.includes(`${marker}done`)) {
     throw new ProbeTruncatedError("probe", "output is truncated (no end-of-probe marker)");
   }

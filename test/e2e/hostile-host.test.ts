@@ -129,4 +129,24 @@ describe("a hostile host's bytes on the terminal", () => {
     );
     assert.equal(JSON.stringify(py.value), JSON.stringify(spec));
   });
+
+  // Last: it leaves the host without a null device.
+  test("a host whose /dev/null is a regular file is an error saying so, never an audit with facts missing", async () => {
+    await fleet.exec(
+      "hostile-01",
+      'f=$(mktemp) && printf \'kept by a careless script\\n\' > "$f" && mount --bind "$f" /dev/null && rm "$f"',
+    );
+    const result = await cli(["audit", "--format", "json"]);
+    assert.equal(result.exitCode, 4, result.stderr);
+    assertClean(result, "audit");
+    const report = JSON.parse(result.stdout) as {
+      nodes: { name: string; status: string; error?: string }[];
+    };
+    const node = report.nodes.find((n) => n.name === "hostile-01")!;
+    assert.equal(node.status, "error");
+    assert.match(
+      node.error ?? "",
+      /^probe output probe: \/dev\/null on this host is not the null device .* Restore it as root: rm -f \/dev\/null && mknod -m 666 \/dev\/null c 1 3; node not audited$/,
+    );
+  });
 });

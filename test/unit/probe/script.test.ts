@@ -189,3 +189,19 @@ describe("the shared awk", () => {
         );
       });
 });
+
+it("a host whose /dev/null is not the null device is an error saying so and how to restore it, never a probe with facts missing", () => {
+  const nonce = newNonce();
+  assert.match(
+    buildProbe(nonce, [{ name: "a", script: "echo 1" }]).script,
+    /^\[ -c \/dev\/null \] \|\| \{ printf '%s broken \/dev\/null\\n' "\$QM_N"; exit 0; \}$/m,
+  );
+  assert.throws(
+    () => parseProbeOutput(`${nonce} broken /dev/null\n`, nonce),
+    (e: unknown) =>
+      e instanceof ProbeParseError &&
+      !(e instanceof ProbeTruncatedError) &&
+      e.message.startsWith("probe: /dev/null on this host is not the null device") &&
+      e.message.endsWith("rm -f /dev/null && mknod -m 666 /dev/null c 1 3"),
+  );
+});
