@@ -367,6 +367,28 @@ describe("desired: from drift to pull requests", () => {
     const NEXT = "6.1.0-30-amd64";
     const LATER = "6.1.0-31-amd64";
     const ticketPr = () => opens(plan(input(report({ "db-01": [latentKernel(NEXT)] }))))[0]!;
+    /** The first ticket PR merged: its ticket file in the tree, loaded as propose loads it. */
+    const withMergedTicket = async (
+      run: (
+        merged: { fleet: Awaited<ReturnType<typeof loadFleet>>; files: Map<string, string> },
+        text: string,
+      ) => Promise<void>,
+    ) => {
+      const [file, text] = Object.entries(ticketPr().files)[0]!;
+      const tree = { ...TREE, [file.slice(PREFIX.length + 1)]: text! };
+      const dir = await writeTree(tree);
+      try {
+        await run(
+          {
+            fleet: await loadFleet(dir, { displayPrefix: PREFIX }),
+            files: new Map(Object.entries(tree).map(([name, t]) => [`${PREFIX}/${name}`, t])),
+          },
+          text!,
+        );
+      } finally {
+        await removeTree(dir);
+      }
+    };
 
     it("an open ticket PR for kernel X is closed when kernel Y is installed, and Y gets a ticket of its own", () => {
       const first = ticketPr();
@@ -386,15 +408,7 @@ describe("desired: from drift to pull requests", () => {
     });
 
     it("a merged ticket for kernel X acknowledges X only: Y is a new ticket, and X's is resolved", async () => {
-      const first = ticketPr();
-      const [file, text] = Object.entries(first.files)[0]!;
-      const tree = { ...TREE, [file.slice(PREFIX.length + 1)]: text! };
-      const dir = await writeTree(tree);
-      try {
-        const merged = {
-          fleet: await loadFleet(dir, { displayPrefix: PREFIX }),
-          files: new Map(Object.entries(tree).map(([name, t]) => [`${PREFIX}/${name}`, t])),
-        };
+      await withMergedTicket(async (merged, text) => {
         const item = (becomes: string) =>
           report({ "db-01": [latentKernel(becomes)] }, { fleetOverride: merged.fleet }).nodes.find(
             (n) => n.name === "db-01",
@@ -411,31 +425,21 @@ describe("desired: from drift to pull requests", () => {
             ],
             [
               "resolve",
-              `Resolve remediation ticket ${Ticket.parse(parse(text!)).id}: drift gone from db-01`,
+              `Resolve remediation ticket ${Ticket.parse(parse(text)).id}: drift gone from db-01`,
             ],
           ],
         );
-      } finally {
-        await removeTree(dir);
-      }
+      });
     });
 
     it("a merged ticket for kernel X acknowledges the host running X after the reboot: no new ticket, no resolve until it runs the declared kernel", async () => {
-      const first = ticketPr();
-      const [file, text] = Object.entries(first.files)[0]!;
-      const tree = { ...TREE, [file.slice(PREFIX.length + 1)]: text! };
-      const dir = await writeTree(tree);
-      try {
-        const merged = {
-          fleet: await loadFleet(dir, { displayPrefix: PREFIX }),
-          files: new Map(Object.entries(tree).map(([name, t]) => [`${PREFIX}/${name}`, t])),
-        };
+      await withMergedTicket(async (merged, text) => {
         const booted = (live: string) =>
           report(
             { "db-01": [{ domain: "kernel", finding: { ...kernel.finding, live } }] },
             { fleetOverride: merged.fleet },
           );
-        const id = Ticket.parse(parse(text!)).id;
+        const id = Ticket.parse(parse(text)).id;
         assert.equal(
           booted(NEXT).nodes.find((n) => n.name === "db-01")!.drift[0]!.acknowledged,
           true,
@@ -452,9 +456,7 @@ describe("desired: from drift to pull requests", () => {
             ["resolve", `Resolve remediation ticket ${id}: drift gone from db-01`],
           ],
         );
-      } finally {
-        await removeTree(dir);
-      }
+      });
     });
 
     it("a ticket's latent part is part of its signature: an edit to it alone is refused", () => {
