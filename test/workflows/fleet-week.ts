@@ -23,6 +23,13 @@ export const ACCEPT_MERGE =
 /** The open pull requests, each as kind, files changed and title. */
 export const summary = (pulls: readonly Pull[]) => pulls.map((p) => [p.kind, p.files, p.title]);
 
+/**
+ * Summary rows in title order: the order propose opens a day's PRs in follows hashes of their
+ * causes, which hold the day's times, and is no promise.
+ */
+export const inTitleOrder = (rows: ReturnType<typeof summary>) =>
+  [...rows].sort((a, b) => String(a[2]).localeCompare(String(b[2])));
+
 /** Fails unless every line of `lines` is a line of the PR's body. */
 export const hasLines = (pull: Pull, lines: readonly string[]) => {
   for (const line of lines)
