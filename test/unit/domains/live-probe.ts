@@ -36,7 +36,13 @@ export function rooted(script: string, root: Rooted): string {
   // must not match inside /usr/lib/sysctl.d.
   const paths = [...root.paths].sort((a, b) => b.length - a.length);
   const escaped = paths.map((p) => p.replaceAll(/[.*+?^${}()|[\]\\]/g, "\\$&"));
-  return script.replaceAll(new RegExp(`(?<=[\\s'"=])(${escaped.join("|")})`, "g"), `${root.dir}$1`);
+  // /dev/null stays the machine's: the probe's discarded errors go there in any tree, and its test
+  // that /dev/null is the null device is of the machine's.
+  return script.replaceAll(
+    new RegExp(`(?<=[\\s'"=])(${escaped.join("|")})`, "g"),
+    (path: string, _: string, at: number) =>
+      script.startsWith("/dev/null", at) ? path : `${root.dir}${path}`,
+  );
 }
 
 export async function runProbe<Live>(
