@@ -36,7 +36,7 @@ export function sshdCause(
 }
 
 /** What latent.ts says after the line a restart applies: when its file changed. */
-const CHANGED_AFTER_START = / \(changed at [^()]*, after sshd started\)$/;
+const CHANGED_AFTER_START = / \(changed at [^()]*, after sshd (?:started|was reloaded)\)$/;
 
 /**
  * What put in place the line a restart of sshd applies (latent.ts names it): the package that
