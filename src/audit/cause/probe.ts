@@ -13,6 +13,8 @@ export const SINCE_VARIABLE = "QM_SINCE";
 
 /** At most this much of each log's tail is read: a log rotated past it records nothing. */
 export const LOG_TAIL_BYTES = 1024 * 1024;
+const DPKG_LOG = "/var/log/dpkg.log";
+const HISTORY_LOG = "/var/log/apt/history.log";
 // A log line is cut here: an apt Commandline naming hundreds of packages is not worth sending.
 const LINE_CHARS = 300;
 
@@ -43,24 +45,29 @@ const OWNED = [
   '  if (cmd == "") return; cmd = "md5sum --" cmd " 2>/dev/null"; while ((cmd | getline l) > 0) print l; close(cmd) }',
 ].join("\n");
 
-// One tail of dpkg.log and of apt's history.log (its `==> FILE <==` header between them) is the
-// input of the shared awk's function: dpkg.log lines since `s` that change a wanted package, or a
-// declared conffile; then, under the apt-history mark, the history.log transactions since `s` in
-// which one of those events (whose first 19 characters are the time) ran: when, which command, at
-// whose request. Others are not sent: a log's tail may hold hundreds. One still open at the end
-// (apt interrupted) counts from its start. Lines before any header are dpkg.log's (tail names no
-// file when it reads one). A dpkg.log line before `s` is skipped on its first 19 characters, never
-// split into fields: in an hourly audit that is nearly all of the tail (the section's CPU on a
-// host, 6.4 against 5.1 ms), and so is a `status` line, most of any dpkg.log (the time, then
-// ` status `). Last, the boot time from /proc/stat under the boot mark. Its values: `s`, whether
-// configure steps are asked (`c`), the wanted packages, how many declared paths follow, those
-// paths, then the paths asked for `shippedSince`: values are lines, so a path keeps its
-// backslashes (`awk -v` would read them as escapes).
-const HISTORY_HEADER = "==> /var/log/apt/history.log <==";
+// dpkg.log and apt's history.log, each read by the shared awk's function itself (`cause_log`):
+// dpkg.log lines since `s` that change a wanted package, or a declared conffile; then, under the
+// apt-history mark, the history.log transactions since `s` in which one of those events (whose first
+// 19 characters are the time) ran: when, which command, at whose request. Others are not sent: a
+// log may hold thousands. One still open at the end (apt interrupted) counts from its start. A
+// dpkg.log line before `s` is skipped on its first 19 characters, never split into fields: in an
+// hourly audit that is nearly all of the log, and so is a `status` line, most of any dpkg.log (the
+// time, then ` status `). Last, the boot time from /proc/stat under the boot mark. Its values: `s`,
+// whether configure steps are asked (`c`), the wanted packages, the asked pattern, the last audit
+// (epoch seconds, or empty), dpkg.log, history.log (empty where it cannot be read), how many
+// declared paths follow, those paths, then the paths asked for `shippedSince`: values are lines, so
+// a path keeps its backslashes (`awk -v` would read them as escapes).
 const LOGS = [
   'function cause_mark() { if (!cause_m) printf "\\n%s mark %s\\n", qm_n, "apt-history"; cause_m = 1 }',
   "function cause_ran(from, to,  i) { for (i = 1; i <= cause_n; i++) if (cause_t[i] >= from && cause_t[i] <= to) return 1; return 0 }",
   "function cause_event(l) { print l; cause_t[++cause_n] = substr(l, 1, 19) }",
+  // Where log `f` is read from: itself where it is at most LOG_TAIL_BYTES (its size from the
+  // section's stat, `cause_stat`), else its last LOG_TAIL_BYTES through tail (rare: logrotate keeps
+  // logs smaller; `cause_c` set, a command). In an audit with history (`e`, the last audit), a log
+  // not modified since is not read at all: nothing was appended to it since.
+  'function cause_log(f, e) { if (f == "" || (e != "" && (f in cause_mt) && cause_mt[f] + 0 < e + 0)) return ""',
+  `  if ((f in cause_sz) && cause_sz[f] + 0 <= ${LOG_TAIL_BYTES}) { cause_c = 0; return f } cause_c = 1; return "tail -c ${LOG_TAIL_BYTES} -- \\047" f "\\047 2>/dev/null" }`,
+  "function cause_line(src) { if (cause_c) return (src | getline cause_l); return (getline cause_l < src) }",
   // The asked paths (`sp`), and those the asked pattern (`m`) matches, that the file list of a
   // package configured since (`cf`) names, as `PACKAGE PATH`, then that package's install or
   // upgrade line (`cause_u`), when one names a path: a package's list is PACKAGE:ARCH.list where
@@ -70,12 +77,11 @@ const LOGS = [
   'if ((r = (getline l < f)) < 0) { f = "/var/lib/dpkg/info/" a ".list"; r = (getline l < f) }',
   'while (r > 0) { if ((l in sp) || (m != "" && l ~ m)) { print a, l; k = 1 } r = (getline l < f) } close(f)',
   "if (k && (p in cause_u)) print cause_u[p] } }",
-  "function cause_logs(  s, c, m, w, f, sp, n, i, h, l, x, p, st, k, b, ks) { s = qm_v[1]; c = qm_v[2]; m = qm_v[4]",
+  "function cause_logs(  s, c, m, w, f, sp, n, i, l, x, p, st, k, b, ks, src) { s = qm_v[1]; c = qm_v[2]; m = qm_v[4]",
   'n = split(qm_v[3] cause_pk, x, " "); for (i = 1; i <= n; i++) w[x[i]] = 1',
-  'n = 5 + qm_v[5]; for (i = 6; i <= n; i++) f[qm_v[i]] = 1; ks = (i <= qm_vn || m != ""); for (; i <= qm_vn; i++) sp[qm_v[i]] = 1',
-  "for (i = 1; i <= qm_in; i++) { l = qm_i[i]",
-  `if (l == "${HISTORY_HEADER}") { h = 1; cause_mark(); continue }`,
-  "if (!h) { if (substr(l, 1, 19) < s) continue",
+  'n = 8 + qm_v[8]; for (i = 9; i <= n; i++) f[qm_v[i]] = 1; ks = (i <= qm_vn || m != ""); for (; i <= qm_vn; i++) sp[qm_v[i]] = 1',
+  'if ((src = cause_log(qm_v[6], qm_v[5])) != "") { while (cause_line(src) > 0) { l = cause_l',
+  "if (substr(l, 1, 19) < s) continue",
   // dpkg's status lines, most of the log, skipped before field splitting; when asked (`c`), the
   // line that ends a configure step is kept.
   'if (substr(l, 20, 8) == " status ") { if (c && split(l, x, " ") && x[4] == "installed") print l; continue }',
@@ -84,20 +90,29 @@ const LOGS = [
   'if (x[3] ~ /^(install|upgrade|remove|purge)$/) { p = x[4]; sub(/:.*/, "", p); if (p in w) cause_event(l); else if (ks && x[3] ~ /^(install|upgrade)$/) cause_u[x[4]] = l; continue }',
   'if (x[3] == "conffile" && (x[4] in f)) { cause_event(l); continue }',
   // Every package's configure step and every conffile line, when asked (`c`).
-  'if (c && (x[3] == "configure" || x[3] == "conffile")) { if (x[3] == "configure") cause_cf[x[4]] = 1; cause_event(l) }',
-  "continue }",
-  "if (!cause_n) continue",
+  'if (c && (x[3] == "configure" || x[3] == "conffile")) { if (x[3] == "configure") cause_cf[x[4]] = 1; cause_event(l) } }',
+  "close(src) }",
+  "cause_mark()",
+  'if (cause_n && (src = cause_log(qm_v[7], qm_v[5])) != "") { while (cause_line(src) > 0) { l = cause_l',
   'if (l ~ /^Start-Date: /) { split(l, x, " "); st = x[2] " " x[3]; k = (st >= s); b = "" }',
   `if (k && l ~ /^(Start-Date|Commandline|Requested-By): /) b = b substr(l, 1, ${LINE_CHARS}) "\\n"`,
   `if (k && l ~ /^End-Date: /) { split(l, x, " "); if (cause_ran(st, x[2] " " x[3])) printf "%s%s\\n", b, substr(l, 1, ${LINE_CHARS}); k = 0 } }`,
-  'cause_mark(); if (k && cause_ran(st, "9")) printf "%s", b',
+  'close(src); if (k && cause_ran(st, "9")) printf "%s", b }',
   'if (ks) { printf "\\n%s mark %s\\n", qm_n, "shipped"; cause_shipped(sp, m) }',
   'printf "\\n%s mark %s\\n", qm_n, "boot"; cause_boot() }',
   // The boot time (`btime` of /proc/stat).
   'function cause_boot(  l, x) { while ((getline l < "/proc/stat") > 0) if (l ~ /^btime /) { split(l, x, " "); print x[2] } close("/proc/stat") }',
 ].join("\n");
+// The section's stat lines (`%Y %U %s %n`, the logs named first): each log's size and mtime, from
+// its first line, kept for `cause_log`; every other line printed as `%Y %U %n`, and one of another
+// shape (the rest of a path holding a newline) as it is.
+const STAT = [
+  "function cause_stat(  i, l, x, p) { for (i = 1; i <= qm_in; i++) { l = qm_i[i]; p = l",
+  '  if (!sub(/^-?[0-9]+ [^ ]+ [0-9]+ /, "", p)) { print l; continue }',
+  `  split(l, x, " "); if ((p == "${DPKG_LOG}" || p == "${HISTORY_LOG}") && !(p in cause_sz)) { cause_sz[p] = x[3]; cause_mt[p] = x[1] } else print x[1], x[2], p } }`,
+].join("\n");
 /** The shared awk's functions of the cause section. */
-export const CAUSE_AWK = [OWNED, LOGS].join("\n");
+export const CAUSE_AWK = [OWNED, STAT, LOGS].join("\n");
 // The declared paths, one per line in the environment's `qm_f` (never `awk -v`, which reads a
 // backslash as an escape), as the keys of `f`.
 const DECLARED_PATHS =
@@ -169,7 +184,7 @@ const globMatches = (globs: readonly string[]) => [
 /** `text` as an extended regular expression matching only itself. */
 const ere = (text: string) => text.replace(/[.[\]*^$+?(){}|\\]/g, "\\$&");
 
-/** The cause section's script: one `date`, a `tail` and a `stat`, the shared awk, no root. */
+/** The cause section's script: one `date` and a `stat`, the shared awk, no root. */
 export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
   const q = ctx.quote;
   const targets = {
@@ -213,12 +228,6 @@ export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
       ctx.mark("md5"),
       ctx.awk("cause_md5", { values: targets.files.map(q) }),
     );
-  if (owning || stat.length)
-    lines.push(
-      ctx.mark("stat"),
-      ...globMatches(targets.globs),
-      `stat -c '%Y %U %n' -- ${files} ${entries}${targets.globs.length ? ' "$@"' : ""} 2>/dev/null`,
-    );
   // Packages named after files (a kernel's after its image): shell builtins only.
   const byFile = targets.packagesByFile.map(
     ({ glob, strip, prefix }) =>
@@ -226,12 +235,21 @@ export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
   );
   // Asked for the configure steps since the last audit alone: not read in a node's first audit.
   const stepsAlone = !(targets.packages.length || owning || byFile.length);
-  if (!stepsAlone || steps)
+  const logs = !stepsAlone || steps;
+  // One stat: the logs' sizes and mtimes for `cause_log`, the other paths' lines printed.
+  if (owning || stat.length || logs)
+    lines.push(
+      ...(owning || stat.length ? [ctx.mark("stat"), ...globMatches(targets.globs)] : []),
+      ctx.awk("cause_stat", {
+        input: `stat -c '%Y %U %s %n' -- ${logs ? `${DPKG_LOG} ${HISTORY_LOG} ` : ""}${files} ${entries}${targets.globs.length ? ' "$@"' : ""} 2>/dev/null`,
+      }),
+    );
+  if (logs)
     lines.push(
       ctx.mark("dpkg-log"),
       `pk=${q(targets.packages.join(" "))}`,
       ...byFile,
-      `if ${stepsAlone ? '[ -n "$s" ] && ' : ""}[ -r /var/log/dpkg.log ]; then h=; [ -r /var/log/apt/history.log ] && h=/var/log/apt/history.log`,
+      `if ${stepsAlone ? '[ -n "$s" ] && ' : ""}[ -r ${DPKG_LOG} ]; then h=; [ -r ${HISTORY_LOG} ] && h=${HISTORY_LOG}`,
       ctx.awk("cause_logs", {
         values: [
           '"$s"',
@@ -239,11 +257,13 @@ export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
           '"$pk"',
           // The paths' patterns: a value is a line, so its backslashes reach the awk as written.
           q(targets.shippedMatching.map((r) => `(${r})`).join("|")),
+          `"$${SINCE_VARIABLE}"`,
+          DPKG_LOG,
+          '"$h"',
           String(targets.files.length),
           ...targets.files.map(q),
           ...targets.shippedSince.map(q),
         ],
-        input: `tail -c ${LOG_TAIL_BYTES} /var/log/dpkg.log $h 2>/dev/null`,
       }),
       `else ${ctx.mark("apt-history")}; ${ctx.mark("boot")}`,
       ctx.awk("cause_boot"),

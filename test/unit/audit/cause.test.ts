@@ -10,6 +10,7 @@ import {
   mkdtempSync,
   rmSync,
   symlinkSync,
+  utimesSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
@@ -17,7 +18,7 @@ import path from "node:path";
 import { describe, it } from "node:test";
 import { attachCauses } from "../../../src/audit/cause/attach.js";
 import { MAX_CAUSE_CHARS } from "../../../src/domains/cause.js";
-import { CAUSE_AWK, causeProbe } from "../../../src/audit/cause/probe.js";
+import { CAUSE_AWK, causeProbe, LOG_TAIL_BYTES } from "../../../src/audit/cause/probe.js";
 import { parseHostRecord } from "../../../src/audit/cause/record.js";
 import type { RecordRequest } from "../../../src/domains/host-record.js";
 import { packageChange } from "../../../src/domains/package-transaction.js";
@@ -253,6 +254,7 @@ describe("causes from the host's records", () => {
     targets: RecordRequest = { packages: ["qm-demo", "qm-extra"], files: [] },
     lists: Record<string, string> = {},
     dpkgLog: readonly string[] = DPKG_LOG,
+    modified?: number,
   ): string => {
     const dir = mkdtempSync(path.join(tmpdir(), "qm-cause-logs-"));
     try {
@@ -261,22 +263,18 @@ describe("causes from the host's records", () => {
         writeFileSync(path.join(dir, "info", name), text);
       writeFileSync(path.join(dir, "dpkg.log"), dpkgLog.join("\n"));
       writeFileSync(path.join(dir, "history.log"), HISTORY_LOG);
-      // The logs' own paths are fixed: a `tail` on PATH hands out these instead, each after its
-      // name's header as tail prints it for more than one file.
-      writeFileSync(
-        path.join(dir, "tail"),
-        `#!/bin/sh\nshift 2\nfor f; do [ $# -eq 1 ] || printf '==> %s <==\\n' "$f"; cat "${dir}/\${f##*/}"; done\n`,
-        { mode: 0o755 },
-      );
+      if (modified !== undefined)
+        for (const log of ["dpkg.log", "history.log"])
+          utimesSync(path.join(dir, log), modified, modified);
       const ctx = probeContext(N, 1024);
-      // The probe without its own PATH, so the `tail` above is found.
       const script = causeProbeScript(causeProbe(targets, ctx))
-        .replace(/^PATH=.*$/m, "")
-        .replaceAll('"/var/lib/dpkg/info/"', `"${dir}/info/"`);
+        .replaceAll('"/var/lib/dpkg/info/"', `"${dir}/info/"`)
+        .replaceAll("/var/log/dpkg.log", `${dir}/dpkg.log`)
+        .replaceAll("/var/log/apt/history.log", `${dir}/history.log`);
       return causeOutput(
         execFileSync("/bin/sh", ["-s"], {
           input: `QM_SINCE=${since}\n${script}`,
-          env: { PATH: `${dir}:/usr/bin:/bin`, TZ: "UTC" },
+          env: { TZ: "UTC" },
         }).toString(),
       );
     } finally {
@@ -455,6 +453,36 @@ describe("causes from the host's records", () => {
     const section = sectionOverLogs(String(Date.UTC(2026, 11, 1, 11, 30) / 1000));
     assert.match(section, /^2026-12-01 12:00:01 remove qm-extra/m);
     assert.doesNotMatch(section, /qm-demo/);
+  });
+
+  it("a log not modified since the last audit is not read at all: nothing was appended to it since", () => {
+    const since = Date.UTC(2026, 11, 1, 11, 30) / 1000;
+    const targets = { packages: ["qm-demo", "qm-extra"], files: [], steps: true };
+    // Its lines after 11:30 would be sent (host clocks go back, logs get copied): only the mtime
+    // tells the log unchanged.
+    const unchanged = sectionOverLogs(String(since), targets, {}, DPKG_LOG, since - 1);
+    assert.doesNotMatch(unchanged, /qm-extra|Start-Date/);
+    assert.match(unchanged, /mark apt-history\n(.|\n)*mark boot\n\d+\n$/);
+    for (const modified of [since, since + 60])
+      assert.match(
+        sectionOverLogs(String(since), targets, {}, DPKG_LOG, modified),
+        /^2026-12-01 12:00:01 remove qm-extra(.|\n)*^Commandline: apt-get remove qm-extra$/m,
+      );
+    // Without a last audit the mtime does not matter.
+    assert.match(sectionOverLogs("", targets, {}, DPKG_LOG, since - 1), /remove qm-extra/);
+  });
+
+  it("a log larger than LOG_TAIL_BYTES is read as its last LOG_TAIL_BYTES", () => {
+    const filler = "2026-12-01 09:00:00 status installed filler:all 1.0";
+    const log = [
+      "2026-12-01 09:00:00 upgrade qm-demo:all 0.9 1.0",
+      ...Array<string>(Math.ceil(LOG_TAIL_BYTES / filler.length)).fill(filler),
+      ...DPKG_LOG,
+    ];
+    const section = sectionOverLogs("", undefined, {}, log);
+    assert.doesNotMatch(section, /qm-demo:all 0\.9/);
+    assert.match(section, /^2026-12-01 10:00:01 upgrade qm-demo:all 1\.0 1\.1$/m);
+    assert.match(section, /^2026-12-01 12:00:01 remove qm-extra/m);
   });
 });
 
