@@ -26,13 +26,14 @@ const LINE_CHARS = 300;
 // `/var/lib/dpkg/info/NAME[:ARCH].md5sums:…`, or its status), and `cause_md5` hashes again the
 // declared files they name.
 const OWNED = [
-  "function cause_owned(  f, i, l, x, p, c, t, n, o, j) { for (i = 2; i <= qm_vn; i++) f[qm_v[i]] = 1",
-  'if (qm_v[1] != "") { while ((getline l < qm_v[1]) > 0) {',
-  '  if (l ~ /^Package: /) { split(l, x, " "); p = x[2]; c = 0 }',
-  "  else if (l ~ /^Conffiles:/) c = 1",
-  '  else if (c && l ~ /^ /) { split(l, x, " "); if (x[1] in f) t = t (t == "" ? "" : "\\n") p " " x[2] " " x[1] }',
-  "  else c = 0 }",
-  "  close(qm_v[1]) }",
+  "function cause_owned(  f, i, r, y, m, x, p, k, rs, t, n, o, j) { for (i = 2; i <= qm_vn; i++) f[qm_v[i]] = 1",
+  // One record per package (`RS = ""`, restored before the main input's next line is read), and
+  // only one holding `Conffiles:` split: its package (dpkg writes `Package:` first), then the
+  // conffile lines after it, each ` PATH MD5`.
+  'if (qm_v[1] != "") { rs = RS; RS = ""; while ((getline r < qm_v[1]) > 0) { if (!(k = index(r, "\\nConffiles:"))) continue',
+  '  split(substr(r, 1, index(r, "\\n") - 1), x, " "); p = (x[1] == "Package:") ? x[2] : ""',
+  '  m = split(substr(r, k + 11), y, "\\n"); for (i = 2; i <= m && substr(y[i], 1, 1) == " "; i++) { split(y[i], x, " "); if (x[1] in f) t = t (t == "" ? "" : "\\n") p " " x[2] " " x[1] } }',
+  "  RS = rs; close(qm_v[1]) }",
   'for (i = 1; i <= qm_in; i++) t = t "\\n" qm_i[i]',
   'if (t != "") print t; cause_own = t; n = split(t, x, "\\n")',
   'for (i = 1; i <= n; i++) { o = x[i]; sub(/ .*/, "", o); sub(/.*\\//, "", o); j = index(o, ".md5sums:"); if (j) o = substr(o, 1, j - 1)',

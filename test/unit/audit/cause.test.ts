@@ -486,6 +486,53 @@ describe("causes from the host's records", () => {
   });
 });
 
+describe("dpkg's status, read one package at a time", () => {
+  const md5 = (c: string) => c.repeat(32);
+  const STATUS = [
+    ["Package: qm-a", "Status: install ok installed", "Conffiles:"],
+    [` /etc/qm/a.conf ${md5("a")}`, ` /etc/qm/other.conf ${md5("b")}`],
+    ["Description: a", " long one", " .", ""],
+    // A record without conffiles whose text names a declared path is not read as one.
+    [
+      "Package: qm-b",
+      "Status: install ok installed",
+      "Description: names",
+      ` /etc/qm/a.conf ${md5("0")}`,
+      "",
+    ],
+    ["Package: qm-c", "Conffiles:", ` /etc/qm/c.conf ${md5("c")} obsolete`, "", ""],
+  ]
+    .flat()
+    .join("\n");
+  for (const awk of ["", 'awk() { busybox awk "$@"; }\n'])
+    it(`names the owner of each declared conffile; the main input's lines after it keep their blank lines (${awk ? "busybox awk" : "the host's awk"})`, () => {
+      const dir = mkdtempSync(path.join(tmpdir(), "qm-cause-status-"));
+      try {
+        writeFileSync(path.join(dir, "status"), STATUS);
+        const ctx = probeContext(N, 1024);
+        const targets = { files: ["/etc/qm/a.conf", "/etc/qm/c.conf"] };
+        const script = causeProbeScript(
+          `${causeProbe(targets, ctx)}\nprintf 'x\\n\\n\\ny\\n'`,
+        ).replaceAll("/var/lib/dpkg/status", path.join(dir, "status"));
+        const section = causeOutput(
+          execFileSync("/bin/sh", ["-s"], { input: `QM_SINCE=\n${awk}${script}` }).toString(),
+        );
+        const host = parseHostRecord(parseContext(N).parts(section));
+        assert.deepEqual(
+          [...host.owned],
+          [
+            ["/etc/qm/a.conf", { package: "qm-a", digest: md5("a") }],
+            ["/etc/qm/c.conf", { package: "qm-c", digest: md5("c") }],
+          ],
+        );
+        // With RS left at "", the lines after would have lost their blank lines.
+        assert.ok(section.endsWith("\nx\n\n\ny\n"), section);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+});
+
 // The cause section of an rpm host (RHEL 9): rpm's records of qm-rpm, the owner of two declared
 // files, and the live sha256 of those files.
 const RPM_CONF_SHA = "9259f773c2857bee7f8193586fb1b40161256df4ed0d29b892316a80f2373719";
