@@ -47,17 +47,17 @@ const OWNED = [
 ].join("\n");
 
 // dpkg.log and apt's history.log, each read by the shared awk's function itself (`cause_log`):
-// dpkg.log lines since `s` that change a wanted package, or a declared conffile; then, under the
-// apt-history mark, the history.log transactions since `s` in which one of those events (whose first
-// 19 characters are the time) ran: when, which command, at whose request. Others are not sent: a
-// log may hold thousands. One still open at the end (apt interrupted) counts from its start. A
-// dpkg.log line before `s` is skipped on its first 19 characters, never split into fields: in an
-// hourly audit that is nearly all of the log, and so is a `status` line, most of any dpkg.log (the
-// time, then ` status `). Last, the boot time from /proc/stat under the boot mark. Its values: `s`,
-// whether configure steps are asked (`c`), the wanted packages, the asked pattern, the last audit
-// (epoch seconds, or empty), dpkg.log, history.log (empty where it cannot be read), how many
-// declared paths follow, those paths, then the paths asked for `shippedSince`: values are lines, so
-// a path keeps its backslashes (`awk -v` would read them as escapes).
+// dpkg.log lines since `s` (the last audit's local time, from `cause_clock`) that change a wanted
+// package, or a declared conffile; then, under the apt-history mark, the history.log transactions
+// since `s` in which one of those events (whose first 19 characters are the time) ran: when, which
+// command, at whose request. Others are not sent: a log may hold thousands. One still open at the
+// end (apt interrupted) counts from its start. A dpkg.log line before `s` is skipped on its first 19
+// characters, never split into fields: in an hourly audit that is nearly all of the log, and so is a
+// `status` line, most of any dpkg.log (the time, then ` status `). Last, the boot time from /proc/stat under the boot mark. Its values:
+// whether configure steps are asked (`c`, since a last audit only), the wanted packages, the asked
+// pattern, dpkg.log, history.log (empty where it cannot be read), how many declared paths follow,
+// those paths, then the paths asked for `shippedSince`: values are lines, so a path keeps its
+// backslashes (`awk -v` would read them as escapes).
 const LOGS = [
   'function cause_mark() { if (!cause_m) printf "\\n%s mark %s\\n", qm_n, "apt-history"; cause_m = 1 }',
   "function cause_ran(from, to,  i) { for (i = 1; i <= cause_n; i++) if (cause_t[i] >= from && cause_t[i] <= to) return 1; return 0 }",
@@ -78,10 +78,10 @@ const LOGS = [
   'if ((r = (getline l < f)) < 0) { f = "/var/lib/dpkg/info/" a ".list"; r = (getline l < f) }',
   'while (r > 0) { if ((l in sp) || (m != "" && l ~ m)) { print a, l; k = 1 } r = (getline l < f) } close(f)',
   "if (k && (p in cause_u)) print cause_u[p] } }",
-  "function cause_logs(  s, c, m, w, f, sp, n, i, l, x, p, st, k, b, ks, src) { s = qm_v[1]; c = qm_v[2]; m = qm_v[4]",
-  'n = split(qm_v[3] cause_pk, x, " "); for (i = 1; i <= n; i++) w[x[i]] = 1',
-  'n = 8 + qm_v[8]; for (i = 9; i <= n; i++) f[qm_v[i]] = 1; ks = (i <= qm_vn || m != ""); for (; i <= qm_vn; i++) sp[qm_v[i]] = 1',
-  'if ((src = cause_log(qm_v[6], qm_v[5])) != "") { while (cause_line(src) > 0) { l = cause_l',
+  'function cause_logs(  s, c, m, w, f, sp, n, i, l, x, p, st, k, b, ks, src) { s = cause_s; c = (qm_v[1] != "" && s != ""); m = qm_v[3]',
+  'n = split(qm_v[2] cause_pk, x, " "); for (i = 1; i <= n; i++) w[x[i]] = 1',
+  'n = 6 + qm_v[6]; for (i = 7; i <= n; i++) f[qm_v[i]] = 1; ks = (i <= qm_vn || m != ""); for (; i <= qm_vn; i++) sp[qm_v[i]] = 1',
+  'if ((src = cause_log(qm_v[4], cause_e)) != "") { while (cause_line(src) > 0) { l = cause_l',
   "if (substr(l, 1, 19) < s) continue",
   // dpkg's status lines, most of the log, skipped before field splitting; when asked (`c`), the
   // line that ends a configure step is kept.
@@ -94,7 +94,7 @@ const LOGS = [
   'if (c && (x[3] == "configure" || x[3] == "conffile")) { if (x[3] == "configure") cause_cf[x[4]] = 1; cause_event(l) } }',
   "close(src) }",
   "cause_mark()",
-  'if (cause_n && (src = cause_log(qm_v[7], qm_v[5])) != "") { while (cause_line(src) > 0) { l = cause_l',
+  'if (cause_n && (src = cause_log(qm_v[5], cause_e)) != "") { while (cause_line(src) > 0) { l = cause_l',
   'if (l ~ /^Start-Date: /) { split(l, x, " "); st = x[2] " " x[3]; k = (st >= s); b = "" }',
   `if (k && l ~ /^(Start-Date|Commandline|Requested-By): /) b = b substr(l, 1, ${LINE_CHARS}) "\\n"`,
   `if (k && l ~ /^End-Date: /) { split(l, x, " "); if (cause_ran(st, x[2] " " x[3])) printf "%s%s\\n", b, substr(l, 1, ${LINE_CHARS}); k = 0 } }`,
@@ -104,13 +104,32 @@ const LOGS = [
   // The boot time (`btime` of /proc/stat).
   'function cause_boot(  l, x) { while ((getline l < "/proc/stat") > 0) if (l ~ /^btime /) { split(l, x, " "); print x[2] } close("/proc/stat") }',
 ].join("\n");
-// The section's stat lines (`%Y %U %s %n`, the logs named first): each log's size and mtime, from
-// its first line, kept for `cause_log`; every other line printed as `%Y %U %n`, and one of another
-// shape (the rest of a path holding a newline) as it is.
+// The section's one stat (`%Y %U %s %y %n`): /proc/self/ first, the stat process's own directory,
+// whose time is now in the host's local time (its UTC offset last), then the logs, then the paths
+// the domains ask for. The first line of each of those three is taken (a path holding a newline
+// cannot forge one): the offset, each log's size and mtime (for `cause_log`); every other line is
+// kept as `%Y %U %n` for `cause_stat`, and one of another shape (the rest of a path holding a
+// newline) as it is. Prints the clock: the host's local time of the last audit (its logs are written
+// in local time), or `- -`, then the offset. The last audit's local time is placed with today's
+// offset: across a DST change since, that is an hour off, so the logs' lines of an hour more or less
+// are read; the parser places every log time with today's offset too, so a line sent is never placed
+// before the last audit.
 const STAT = [
-  "function cause_stat(  i, l, x, p) { for (i = 1; i <= qm_in; i++) { l = qm_i[i]; p = l",
-  '  if (!sub(/^-?[0-9]+ [^ ]+ [0-9]+ /, "", p)) { print l; continue }',
-  `  split(l, x, " "); if ((p == "${DPKG_LOG}" || p == "${HISTORY_LOG}") && !(p in cause_sz)) { cause_sz[p] = x[3]; cause_mt[p] = x[1] } else print x[1], x[2], p } }`,
+  "function cause_clock(  i, l, x, p, o, t) { for (i = 1; i <= qm_in; i++) { l = qm_i[i]; p = l",
+  '  if (!sub(/^-?[0-9]+ [^ ]+ [0-9]+ [^ ]+ [^ ]+ [^ ]+ /, "", p)) { cause_sl[++cause_sn] = l; continue }',
+  '  split(l, x, " "); if (p == "/proc/self/" && o == "") o = x[6]',
+  `  else if ((p == "${DPKG_LOG}" || p == "${HISTORY_LOG}") && !(p in cause_sz)) { cause_sz[p] = x[3]; cause_mt[p] = x[1] }`,
+  '  else cause_sl[++cause_sn] = x[1] " " x[2] " " p }',
+  'cause_e = qm_v[1]; if (o !~ /^[+-][0-9][0-9][0-9][0-9]$/) { print ""; return } if (cause_e == "") { print "- -", o; return }',
+  't = cause_e + (substr(o, 1, 1) == "-" ? -1 : 1) * (substr(o, 2, 2) * 3600 + substr(o, 4, 2) * 60)',
+  'if (cause_e !~ /^[0-9]+$/ || t < 0) { print ""; return } cause_s = cause_civil(t); print cause_s, o }',
+  // Epoch seconds as `YYYY-MM-DD HH:MM:SS` (civil from days, H. Hinnant's; mawk 1.3.3 has no
+  // strftime).
+  "function cause_civil(t,  s, z, e, d, y, n, p, m) { s = t % 86400; z = (t - s) / 86400 + 719468",
+  "  e = int(z / 146097); d = z - e * 146097; y = int((d - int(d / 1460) + int(d / 36524) - int(d / 146096)) / 365)",
+  "  n = d - (365 * y + int(y / 4) - int(y / 100)); p = int((5 * n + 2) / 153); m = p < 10 ? p + 3 : p - 9",
+  '  return sprintf("%04d-%02d-%02d %02d:%02d:%02d", y + e * 400 + (m <= 2), m, n - int((153 * p + 2) / 5) + 1, int(s / 3600), int(s % 3600 / 60), s % 60) }',
+  "function cause_stat(  i) { for (i = 1; i <= cause_sn; i++) print cause_sl[i] }",
 ].join("\n");
 /** The shared awk's functions of the cause section. */
 export const CAUSE_AWK = [OWNED, STAT, LOGS].join("\n");
@@ -185,7 +204,7 @@ const globMatches = (globs: readonly string[]) => [
 /** `text` as an extended regular expression matching only itself. */
 const ere = (text: string) => text.replace(/[.[\]*^$+?(){}|\\]/g, "\\$&");
 
-/** The cause section's script: one `date` and a `stat`, the shared awk, no root. */
+/** The cause section's script: one `stat`, the shared awk, no root. */
 export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
   const q = ctx.quote;
   const targets = {
@@ -207,18 +226,26 @@ export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
   const entries = stat
     .map(({ under, entries = [] }) => [under, ...entries.map((e) => `${under}/${q(e)}`)].join(" "))
     .join(" ");
-  const lines = [
-    ctx.mark("clock"),
-    // The host's own local time of the last audit: its logs are written in local time.
-    `if [ -n "$${SINCE_VARIABLE}" ]; then s=$(date -d "@$${SINCE_VARIABLE}" '+%Y-%m-%d %H:%M:%S %z' 2>/dev/null); else s=$(date '+- - %z'); fi`,
-    `printf '%s\\n' "$s"`,
-    's="${s% *}"; [ "$s" = "- -" ] && s=',
-  ];
   const owning = targets.files.length > 0 || targets.globs.length > 0;
+  // Packages named after files (a kernel's after its image): shell builtins only.
+  const byFile = targets.packagesByFile.map(
+    ({ glob, strip, prefix }) =>
+      `for f in ${glob}; do [ -e "$f" ] && pk="$pk ${prefix}\${f#${strip}}"; done`,
+  );
+  // Asked for the configure steps since the last audit alone: not read in a node's first audit.
+  const stepsAlone = !(targets.packages.length || owning || byFile.length);
+  const logs = !stepsAlone || steps;
+  const lines = [
+    ...globMatches(targets.globs),
+    ctx.mark("clock"),
+    ctx.awk("cause_clock", {
+      values: [`"$${SINCE_VARIABLE}"`],
+      input: `stat -c '%Y %U %s %y %n' -- /proc/self/ ${logs ? `${DPKG_LOG} ${HISTORY_LOG} ` : ""}${files} ${entries}${targets.globs.length ? ' "$@"' : ""} 2>/dev/null`,
+    }),
+  ];
   if (owning)
     lines.push(
       ctx.mark("owned"),
-      ...globMatches(targets.globs),
       "d=; [ -f /var/lib/dpkg/status ] && d=/var/lib/dpkg/status",
       ctx.awk("cause_owned", {
         values: ['"$d"', ...targets.files.map(q), '"$@"'],
@@ -229,36 +256,19 @@ export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
       ctx.mark("md5"),
       ctx.awk("cause_md5", { values: targets.files.map(q) }),
     );
-  // Packages named after files (a kernel's after its image): shell builtins only.
-  const byFile = targets.packagesByFile.map(
-    ({ glob, strip, prefix }) =>
-      `for f in ${glob}; do [ -e "$f" ] && pk="$pk ${prefix}\${f#${strip}}"; done`,
-  );
-  // Asked for the configure steps since the last audit alone: not read in a node's first audit.
-  const stepsAlone = !(targets.packages.length || owning || byFile.length);
-  const logs = !stepsAlone || steps;
-  // One stat: the logs' sizes and mtimes for `cause_log`, the other paths' lines printed.
-  if (owning || stat.length || logs)
-    lines.push(
-      ...(owning || stat.length ? [ctx.mark("stat"), ...globMatches(targets.globs)] : []),
-      ctx.awk("cause_stat", {
-        input: `stat -c '%Y %U %s %n' -- ${logs ? `${DPKG_LOG} ${HISTORY_LOG} ` : ""}${files} ${entries}${targets.globs.length ? ' "$@"' : ""} 2>/dev/null`,
-      }),
-    );
+  if (owning || stat.length) lines.push(ctx.mark("stat"), ctx.awk("cause_stat"));
   if (logs)
     lines.push(
       ctx.mark("dpkg-log"),
       `pk=${q(targets.packages.join(" "))}`,
       ...byFile,
-      `if ${stepsAlone ? '[ -n "$s" ] && ' : ""}[ -r ${DPKG_LOG} ]; then h=; [ -r ${HISTORY_LOG} ] && h=${HISTORY_LOG}`,
+      `if ${stepsAlone ? `[ -n "$${SINCE_VARIABLE}" ] && ` : ""}[ -r ${DPKG_LOG} ]; then h=; [ -r ${HISTORY_LOG} ] && h=${HISTORY_LOG}`,
       ctx.awk("cause_logs", {
         values: [
-          '"$s"',
-          steps ? '"${s:+1}"' : '""',
+          steps ? "1" : '""',
           '"$pk"',
           // The paths' patterns: a value is a line, so its backslashes reach the awk as written.
           q(targets.shippedMatching.map((r) => `(${r})`).join("|")),
-          `"$${SINCE_VARIABLE}"`,
           DPKG_LOG,
           '"$h"',
           String(targets.files.length),

@@ -75,12 +75,11 @@ function rpmEvent(line: string): PackageEvent | undefined {
  * since the last audit (`since`, epoch milliseconds), in time order. rpm keeps no log: a package
  * installed before then changed nothing that audit did not see.
  */
-function readRpm(byLabel: Map<string, string>, record: HostRecord, since: number | undefined) {
+function readRpm(byLabel: Map<string, string>, record: HostRecord, since: (at: number) => boolean) {
   const events = new Map<string, PackageEvent>();
   const owners = new Map<string, { package: string; digest?: string }[]>();
   const add = (event: PackageEvent | undefined) => {
-    if (event && (since === undefined || event.at >= Math.floor(since / 1000) * 1000))
-      events.set(`${event.name} ${event.to} ${event.at}`, event);
+    if (event && since(event.at)) events.set(`${event.name} ${event.to} ${event.at}`, event);
   };
   for (const line of latestLines(byLabel.get("rpm"))) add(rpmEvent(line));
   for (const line of latestLines(byLabel.get("rpm-owned"))) {
@@ -151,8 +150,14 @@ export function parseHostRecord(parts: [string, string][], since?: number): Host
     const m = /^(\d{1,12}) (\S+) (\/.*)$/.exec(line);
     if (m) record.stat.set(m[3]!, { mtime: Number(m[1]) * 1000, owner: m[2]! });
   }
+  // Whether a time is not before the last audit (to the second, as the probe is told it). A log
+  // time is placed with today's UTC offset, as the probe picks the lines since the last audit
+  // (cause_clock): across a DST change since, that is an hour of lines more or less than the host
+  // logged after it, but none placed before it; a line that is (a host's own awk, an older probe)
+  // is no change since, and is left out.
+  const afterLast = (at: number) => since === undefined || at >= Math.floor(since / 1000) * 1000;
   // rpm's times are epoch seconds: no offset needed.
-  readRpm(byLabel, record, since);
+  readRpm(byLabel, record, afterLast);
   // Without the host's offset its log times cannot be placed: no log is read.
   if (offset === undefined) return record;
   record.offsetMinutes = offset;
@@ -161,7 +166,7 @@ export function parseHostRecord(parts: [string, string][], since?: number): Host
   for (const line of latestLines(byLabel.get("dpkg-log"))) {
     const f = line.split(" ");
     const at = logTime(`${f[0]} ${f[1]}`, offset);
-    if (at === undefined) continue;
+    if (at === undefined || !afterLast(at)) continue;
     const action = f[2];
     const event = packageEvent(f, at);
     if (event) record.packages.push(event);
@@ -188,7 +193,7 @@ export function parseHostRecord(parts: [string, string][], since?: number): Host
       // A package's install or upgrade line, after the paths it ships.
       const f = line.split(" ");
       const at = logTime(`${f[0]} ${f[1]}`, offset);
-      const event = at === undefined ? undefined : packageEvent(f, at);
+      const event = at === undefined || !afterLast(at) ? undefined : packageEvent(f, at);
       if (event?.to !== undefined) record.shippedIn.set(event.name, event);
     }
   }
@@ -199,7 +204,7 @@ export function parseHostRecord(parts: [string, string][], since?: number): Host
     const value = line.slice(colon + 2);
     if (field === "Start-Date") {
       const start = logTime(value, offset);
-      current = start === undefined ? undefined : { start };
+      current = start === undefined || !afterLast(start) ? undefined : { start };
       if (current) record.apt.push(current);
     } else if (current && field === "End-Date") {
       const end = logTime(value, offset);

@@ -23,6 +23,7 @@ import { parseHostRecord } from "../../../src/audit/cause/record.js";
 import type { RecordRequest } from "../../../src/domains/host-record.js";
 import { packageChange } from "../../../src/domains/package-transaction.js";
 import { domainByName } from "../../../src/domains/registry.js";
+import { partsByLabel } from "../../../src/domains/domain.js";
 import {
   buildProbe,
   parseContext,
@@ -483,6 +484,64 @@ describe("causes from the host's records", () => {
     assert.doesNotMatch(section, /qm-demo:all 0\.9/);
     assert.match(section, /^2026-12-01 10:00:01 upgrade qm-demo:all 1\.0 1\.1$/m);
     assert.match(section, /^2026-12-01 12:00:01 remove qm-extra/m);
+  });
+});
+
+describe("the host's clock, without date", () => {
+  // Fixed offsets (POSIX TZ strings, no time zone files): the offset now is the offset then.
+  const zones = ["UTC0", "<+0530>-5:30", "<-0930>9:30", "<+1400>-14"];
+  // Leap days, a century that is not a leap year, the ends of days and years.
+  const times = [86399, 951782400, 951868799, 1709164800, 1767225599, 1796661856, 4107542400];
+  const clockOf = (since: string, awk: string, TZ: string) => {
+    const script = causeProbeScript(causeProbe({}, probeContext(N, 1024)));
+    const out = execFileSync("/bin/sh", ["-s"], {
+      input: `QM_SINCE=${since}\n${awk}${script}`,
+      env: { TZ, PATH: "/usr/bin:/bin" },
+    }).toString();
+    return partsByLabel("cause", parseContext(N).parts(causeOutput(out))).get("clock");
+  };
+  for (const awk of ["", 'awk() { busybox awk "$@"; }\n'])
+    it(`the last audit's local time as date prints it, from the epoch and stat's offset (${awk ? "busybox awk" : "the host's awk"})`, () => {
+      for (const TZ of zones) {
+        for (const t of times) {
+          const date = execFileSync("date", ["-d", `@${t}`, "+%Y-%m-%d %H:%M:%S %z"], {
+            env: { TZ },
+          }).toString();
+          assert.equal(clockOf(String(t), awk, TZ), date, `${TZ} ${t}`);
+        }
+        const offset = execFileSync("date", ["+%z"], { env: { TZ } }).toString();
+        assert.equal(clockOf("", awk, TZ), `- - ${offset}`, TZ);
+      }
+    });
+
+  it("across a DST change since the last audit, no log line is placed before it", () => {
+    // The last audit at 00:30 UTC, 01:30 CET; the clocks went forward at 01:00 UTC, and the probe
+    // picked the lines from 02:30 at today's +0200. A line placed before the last audit (an older
+    // probe's, which picked them from 01:30) is no change since.
+    const since = Date.UTC(2026, 2, 29, 0, 30);
+    const output = marked(N, [
+      ["clock", "2026-03-29 02:30:00 +0200\n"],
+      [
+        "dpkg-log",
+        "2026-03-29 01:45:00 upgrade qm-early:all 1.0 1.1\n2026-03-29 01:45:00 configure qm-early:all 1.1 <none>\n2026-03-29 03:10:00 upgrade qm-late:all 1.0 1.1\n",
+      ],
+      [
+        "apt-history",
+        "Start-Date: 2026-03-29  01:44:59\nCommandline: apt-get install qm-early\nEnd-Date: 2026-03-29  01:45:01\nStart-Date: 2026-03-29  03:09:59\nCommandline: apt-get install qm-late\nEnd-Date: 2026-03-29  03:10:01\n",
+      ],
+    ]);
+    const host = parseHostRecord(parseContext(N).parts(output), since);
+    assert.deepEqual(
+      host.packages.map((p) => [p.name, new Date(p.at).toISOString()]),
+      [["qm-late", "2026-03-29T01:10:00.000Z"]],
+    );
+    assert.deepEqual(host.steps, []);
+    assert.deepEqual(
+      host.apt.map((t) => t.commandline),
+      ["apt-get install qm-late"],
+    );
+    // Without a last audit, every line is kept.
+    assert.equal(parseHostRecord(parseContext(N).parts(output)).packages.length, 2);
   });
 });
 
