@@ -5,7 +5,8 @@
 // `sh -s < probe` as the audit user, read from a cgroup holding that shell; the lowest of `sets`
 // sets, the sets interleaved. A section's share is the probe with that domain alone less the probe
 // with none (the maintenance section and the framing), itself shown less an empty `sh -s`; the
-// cause section's is the whole probe less the same probe without it.
+// cause section's is the whole probe less the same probe without it. Each as a node's first audit
+// asks (no last audit), and again as the hourly audit asks (its last audit an hour before).
 // Processes: `strace -f -c` of one run (execve: programs; clone, fork, vfork: processes).
 // The whole probe is measured again with a lock held on the machine (`flock`, outside the session):
 // a real host's /proc/locks is rarely empty, and the maintenance section reads it when it is not.
@@ -28,6 +29,8 @@ const sets = Number(process.argv[3] ?? 2);
 const BASELINE = process.env.QM_BENCH_BASELINE && path.resolve(process.env.QM_BENCH_BASELINE);
 const CGROUP = `/sys/fs/cgroup/cpuacct/qm-probe-host-${process.pid}`;
 const HOST = "probe-01";
+/** The last audit of the hourly variants: an hour before the bench started (epoch seconds). */
+const LAST_AUDIT = Math.floor(Date.now() / 1000) - 3600;
 
 interface Variant {
   script: string;
@@ -57,6 +60,10 @@ async function variantsOf(build: typeof typicalProbe, manifests: string) {
   variants.set("cause", { script: await probe({}), less: "no cause" });
   variants.set("whole probe", { script: await probe({}) });
   variants.set("whole probe, a lock held", { script: await probe({}), locked: true });
+  // What operators pay every hour: the node's last audit an hour ago, set as the auditor sets it.
+  const hourly = (await probe({})).replace(/^QM_SINCE=\n/, `QM_SINCE=${LAST_AUDIT}\n`);
+  variants.set("cause, hourly", { script: hourly, less: "no cause" });
+  variants.set("whole probe, hourly", { script: hourly });
   return variants;
 }
 
