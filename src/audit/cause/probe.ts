@@ -53,17 +53,17 @@ const OWNED = [
 // command, at whose request. Others are not sent: a log may hold thousands. One still open at the
 // end (apt interrupted) counts from its start. A dpkg.log line before `s` is skipped on its first 19
 // characters, never split into fields: in an hourly audit that is nearly all of the log, and so is a
-// `status` line, most of any dpkg.log (the time, then ` status `). Last, the boot time from /proc/stat under the boot mark. Its values:
-// whether configure steps are asked (`c`, since a last audit only), the wanted packages, the asked
-// pattern, dpkg.log, history.log (empty where it cannot be read), how many declared paths follow,
-// those paths, then the paths asked for `shippedSince`: values are lines, so a path keeps its
-// backslashes (`awk -v` would read them as escapes).
+// `status` line, most of any dpkg.log (the time, then ` status `). Last, the boot time from
+// /proc/stat under the boot mark. Its values: whether configure steps are asked (`c`, since a last
+// audit only), the wanted packages, the asked pattern, dpkg.log, history.log (empty where it cannot
+// be read), how many declared paths follow, those paths, then the paths asked for `shippedSince`:
+// values are lines, so a path keeps its backslashes (`awk -v` would read them as escapes).
 const LOGS = [
   'function cause_mark() { if (!cause_m) printf "\\n%s mark %s\\n", qm_n, "apt-history"; cause_m = 1 }',
   "function cause_ran(from, to,  i) { for (i = 1; i <= cause_n; i++) if (cause_t[i] >= from && cause_t[i] <= to) return 1; return 0 }",
   "function cause_event(l) { print l; cause_t[++cause_n] = substr(l, 1, 19) }",
   // Where log `f` is read from: itself where it is at most LOG_TAIL_BYTES (its size from the
-  // section's stat, `cause_stat`), else its last LOG_TAIL_BYTES through tail (rare: logrotate keeps
+  // section's stat, `cause_clock`), else its last LOG_TAIL_BYTES through tail (rare: logrotate keeps
   // logs smaller; `cause_c` set, a command). In an audit with history (`e`, the last audit), a log
   // not modified since is not read at all: nothing was appended to it since.
   'function cause_log(f, e) { if (f == "" || (e != "" && (f in cause_mt) && cause_mt[f] + 0 < e + 0)) return ""',
@@ -106,14 +106,14 @@ const LOGS = [
 ].join("\n");
 // The section's one stat (`%Y %U %s %y %n`): /proc/self/ first, the stat process's own directory,
 // whose time is now in the host's local time (its UTC offset last), then the logs, then the paths
-// the domains ask for. The first line of each of those three is taken (a path holding a newline
-// cannot forge one): the offset, each log's size and mtime (for `cause_log`); every other line is
-// kept as `%Y %U %n` for `cause_stat`, and one of another shape (the rest of a path holding a
-// newline) as it is. Prints the clock: the host's local time of the last audit (its logs are written
-// in local time), or `- -`, then the offset. The last audit's local time is placed with today's
-// offset: across a DST change since, that is an hour off, so the logs' lines of an hour more or less
-// are read; the parser places every log time with today's offset too, so a line sent is never placed
-// before the last audit.
+// the domains ask for. The first line of each of those three is taken (a later path holding a
+// newline cannot forge one; one for a missing log reads nothing): the offset, each log's size and
+// mtime (for `cause_log`); every other line is kept as `%Y %U %n` for `cause_stat`, and one of
+// another shape (the rest of a path holding a newline) as it is. Prints the clock: the host's local
+// time of the last audit (its logs are written in local time), or `- -`, then the offset. The last
+// audit's local time is placed with today's offset: across a DST change since, that is an hour off,
+// so the logs' lines of an hour more or less are read; the parser places every log time with
+// today's offset too, so a line sent is never placed before the last audit.
 const STAT = [
   "function cause_clock(  i, l, x, p, o, t) { for (i = 1; i <= qm_in; i++) { l = qm_i[i]; p = l",
   '  if (!sub(/^-?[0-9]+ [^ ]+ [0-9]+ [^ ]+ [^ ]+ [^ ]+ /, "", p)) { cause_sl[++cause_sn] = l; continue }',
