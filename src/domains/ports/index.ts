@@ -138,20 +138,27 @@ const LISTENER_LINES = [
 // a bucket per 128 KiB of memory, a power of two, at most 512 Ki (the kernel's sizing of
 // `tcp_ehash_entries`, a sysctl the shell cannot read: dash reads byte by byte, and /proc/sys
 // answers a read past its start with end of file), so the tables win under about 200 Ki buckets,
-// less 200 per socket. Sockets are `alloc` (every TCP socket, IPv6 too, of every namespace, as the
-// walk sees them) and `tw` of /proc/net/sockstat. A value that is not a number of 1 to 12 digits
-// means ss, the cost it had before; a wrong guess costs CPU, never a finding.
+// less 200 per socket: never above 16 GiB. Sockets are `alloc` (every TCP socket, IPv6 too, of
+// every namespace, as the walk sees them) and `tw` of /proc/net/sockstat. A value that is not a
+// number of 1 to 12 digits (no leading zero: shell arithmetic reads it as octal) means ss, the cost
+// it had before; a wrong guess costs CPU, never a finding. A large host reads one line and stops.
 const TABLE_BUCKETS_BUDGET = 204800;
 const BUCKETS_PER_SOCKET = 200;
-const MAX_BUCKETS = 524288;
+/** The largest hash under the budget, a power of two, and the memory (KiB) the kernel gives it. */
+const MAX_TABLE_BUCKETS = 131072;
+const MAX_TABLE_MEMORY = MAX_TABLE_BUCKETS * 128;
+const NOT_A_COUNT = "''|*[!0-9]*|0?*|?????????????*";
 // Sets q=ss where ss costs less than the tables.
 const SS_IF_CHEAPER = [
   "q=; m=; w=; a=",
   "{ read -r x m x; } 2>/dev/null < /proc/meminfo",
-  "{ read -r x; read -r x x x x x x w x a x; } 2>/dev/null < /proc/net/sockstat",
-  `for x in "$m" "$w" "$a"; do case $x in ''|*[!0-9]*|?????????????*) q=ss ;; esac; done`,
+  `case $m in ${NOT_A_COUNT}) q=ss ;; *) [ "$m" -le ${MAX_TABLE_MEMORY} ] || q=ss ;; esac`,
   'if [ -z "$q" ]; then',
-  `  b=1; while [ $b -lt ${MAX_BUCKETS} ] && [ $((b * 128)) -lt "$m" ]; do b=$((b * 2)); done`,
+  "  { read -r x; read -r x x x x x x w x a x; } 2>/dev/null < /proc/net/sockstat",
+  `  for x in "$w" "$a"; do case $x in ${NOT_A_COUNT}) q=ss ;; esac; done`,
+  "fi",
+  'if [ -z "$q" ]; then',
+  `  b=${MAX_TABLE_BUCKETS}; while [ $b -gt 1 ] && [ $((b * 64)) -ge "$m" ]; do b=$((b / 2)); done`,
   `  [ $((b + ${BUCKETS_PER_SOCKET} * (w + a))) -lt ${TABLE_BUCKETS_BUDGET} ] || q=ss`,
   "fi",
 ].join("\n");

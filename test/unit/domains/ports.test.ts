@@ -456,6 +456,10 @@ test("sockstat or meminfo text that is not a count asks ss, under every shell", 
       meminfo: SMALL_HOST,
       sockstat: "sockets: used 1\nTCP: inuse 1 orphan 0 tw 0 alloc $(reboot)\n",
     },
+    {
+      meminfo: SMALL_HOST,
+      sockstat: "sockets: used 1\nTCP: inuse 1 orphan 0 tw 08 alloc 1 mem 1\n",
+    },
     { meminfo: SMALL_HOST, sockstat: "" },
     { meminfo: "\n", sockstat: QUIET },
   ];
