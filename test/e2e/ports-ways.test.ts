@@ -1,8 +1,8 @@
 // The ports section reads the TCP listeners from /proc/net/tcp and tcp6 where its TCP hash is small
-// and asks ss where it is large (src/domains/ports/index.ts): on real sshd test hosts, as the audit
-// user, both ways find the same listeners, and the CLI reports the same drift. Each host's
-// /proc/meminfo says its memory (a bind mount, as lxcfs shows a container its own); its sockets are
-// real. Needs root.
+// and asks ss where it is large (src/domains/ports/index.ts), and leaves tcp6 out where no IPv6 TCP
+// socket exists: on real sshd test hosts, as the audit user, each way finds the same listeners, and
+// the CLI reports the same drift. Each host's /proc/meminfo says its memory (a bind mount, as lxcfs
+// shows a container its own); its sockets are real. Needs root.
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
@@ -23,8 +23,10 @@ import { startFleet, type TestFleet } from "../support/hosts.js";
 import { removeTree, writeTree } from "../support/tree.js";
 
 /** A TCP hash of 2 Ki buckets, and of 512 Ki, the most the kernel makes. */
-const MEMORY = { "small-01": 262144, "large-01": 268435456 };
+const MEMORY = { "small-01": 262144, "large-01": 268435456, "v4-01": 262144 };
 const HOSTS = Object.keys(MEMORY) as (keyof typeof MEMORY)[];
+/** Hosts with an IPv6 TCP listener: v4-01 has none (its sshd listens on its IPv4 address). */
+const TCP6 = HOSTS.filter((name) => name !== "v4-01");
 
 describe("ports: the TCP tables on a host with a small TCP hash, ss on one with a large hash", () => {
   let fleet: TestFleet;
@@ -43,7 +45,7 @@ describe("ports: the TCP tables on a host with a small TCP hash, ss on one with 
     // An IPv6 listener beside the harness's IPv4 ones; it goes with the host.
     const ready = "/run/qm-ports-ways-ready";
     const script = `require("net").createServer().listen({ port: 8443, host: "::1", ipv6Only: true }, () => require("fs").writeFileSync("${ready}", ""))`;
-    for (const name of HOSTS)
+    for (const name of TCP6)
       await fleet.exec(
         name,
         `rm -f ${ready}; ${process.execPath} -e '${script}' </dev/null >/dev/null 2>&1 & while [ ! -e ${ready} ]; do sleep 0.1; done`,
@@ -71,10 +73,14 @@ describe("ports: the TCP tables on a host with a small TCP hash, ss on one with 
     }
     const small = probed.get("small-01")!;
     const large = probed.get("large-01")!;
+    const v4 = probed.get("v4-01")!;
     assert.doesNotMatch(small.output, /^ss: /m);
     assert.match(small.output, /^\/proc\/net\/tcp6: \d+: 0{24}01000000:20FB /m);
     assert.match(large.output, /^ss: tcp listening$/m);
     assert.doesNotMatch(large.output, /^\/proc\/net\/tcp6?:/m);
+    // No IPv6 TCP socket (sockstat6): the hash is walked once, for /proc/net/tcp.
+    assert.match(v4.output, /^\/proc\/net\/tcp: sl $/m);
+    assert.doesNotMatch(v4.output, /^(ss|\/proc\/net\/tcp6):/m);
     // Each host's sshd listens on its own address.
     const others = ({ listeners }: PortsLive) =>
       Object.fromEntries([...listeners].filter(([port]) => port !== "tcp/22"));
@@ -84,6 +90,7 @@ describe("ports: the TCP tables on a host with a small TCP hash, ss on one with 
       "udp/5353": ["0.0.0.0"],
     });
     assert.deepEqual(others(large.live), others(small.live));
+    assert.deepEqual(others(v4.live), { "tcp/8080": ["0.0.0.0"], "udp/5353": ["0.0.0.0"] });
     for (const { live } of probed.values()) assert.equal(live.listeners.get("tcp/22")?.length, 1);
   });
 
@@ -102,5 +109,9 @@ describe("ports: the TCP tables on a host with a small TCP hash, ss on one with 
       "udp/5353: listening, listening on 0.0.0.0 (process unknown, user root)",
     ]);
     assert.deepEqual(drift("large-01"), drift("small-01"));
+    assert.deepEqual(
+      drift("v4-01"),
+      drift("small-01").filter((item) => !item.startsWith("tcp/8443")),
+    );
   });
 });

@@ -133,33 +133,38 @@ const LISTENER_LINES = [
   'for (u in ports_uids) list = list " " u; if (list == "") return; cmd = "getent passwd" list " 2>/dev/null"; while ((cmd | getline line) > 0) ports_user(line); close(cmd); while ((getline line < "/etc/passwd") > 0) ports_user(line); close("/etc/passwd") }',
 ].join("\n");
 
-// Measured (CPU of each way, in a network namespace): both tables cost about 0.3 ms, 8.5 ns per
-// bucket of the TCP hash and 1.5 us per socket; ss about 2 ms (a process of the shell). The hash has
-// a bucket per 128 KiB of memory, a power of two, at most 512 Ki (the kernel's sizing of
-// `tcp_ehash_entries`, a sysctl the shell cannot read: dash reads byte by byte, and /proc/sys
-// answers a read past its start with end of file), so the tables win under about 200 Ki buckets,
-// less 200 per socket: never above 16 GiB. Sockets are `alloc` (every TCP socket, IPv6 too, of
-// every namespace, as the walk sees them) and `tw` of /proc/net/sockstat. A value that is not a
+// Measured (CPU of each way, in a network namespace): the tables cost about 0.3 ms, 4.3 ns per
+// bucket of the TCP hash per table, and 1.5 us per socket for both; ss about 2 ms (a process of the
+// shell), the price of some 400 Ki bucket walks. The hash has a bucket per 128 KiB of memory, a
+// power of two, at most 512 Ki (the kernel's sizing of `tcp_ehash_entries`, a sysctl the shell
+// cannot read: dash reads byte by byte, and /proc/sys answers a read past its start with end of
+// file). Sockets are `alloc` (every TCP socket, IPv6 too, of every namespace, as the walk sees them)
+// and `tw` of /proc/net/sockstat, counted as 200 buckets each per table. tcp6 is left out where
+// sockstat6 counts no IPv6 TCP socket (a listener is one), so a host without one walks the hash
+// once: never worth it above 32 GiB, where the shell stops after one line. A value that is not a
 // number of 1 to 12 digits (no leading zero: shell arithmetic reads it as octal) means ss, the cost
-// it had before; a wrong guess costs CPU, never a finding. A large host reads one line and stops.
-const TABLE_BUCKETS_BUDGET = 204800;
+// it had before, or tcp6 read; a wrong guess costs CPU, never a finding.
+const BUCKET_WALKS_BUDGET = 409600;
 const BUCKETS_PER_SOCKET = 200;
-/** The largest hash under the budget, a power of two, and the memory (KiB) the kernel gives it. */
-const MAX_TABLE_BUCKETS = 131072;
+/** The largest hash one table may walk within the budget, and the memory (KiB) it comes with. */
+const MAX_TABLE_BUCKETS = 262144;
 const MAX_TABLE_MEMORY = MAX_TABLE_BUCKETS * 128;
 const NOT_A_COUNT = "''|*[!0-9]*|0?*|?????????????*";
-// Sets q=ss where ss costs less than the tables.
+// Sets q=ss where ss costs less than the tables, and takes tcp6 out of $t where it holds nothing.
 const SS_IF_CHEAPER = [
-  "q=; m=; w=; a=",
+  "q=; m=; w=; a=; n=",
   "{ read -r x m x; } 2>/dev/null < /proc/meminfo",
   `case $m in ${NOT_A_COUNT}) q=ss ;; *) [ "$m" -le ${MAX_TABLE_MEMORY} ] || q=ss ;; esac`,
   'if [ -z "$q" ]; then',
   "  { read -r x; read -r x x x x x x w x a x; } 2>/dev/null < /proc/net/sockstat",
   `  for x in "$w" "$a"; do case $x in ${NOT_A_COUNT}) q=ss ;; esac; done`,
+  "  { read -r x x n x; } 2>/dev/null < /proc/net/sockstat6",
+  '  [ "$n" = 0 ] && t=${t% /proc/net/tcp6}',
   "fi",
+  'case $t in *" "*" "*) k=2 ;; " "*) k=1 ;; *) q=ss ;; esac',
   'if [ -z "$q" ]; then',
   `  b=${MAX_TABLE_BUCKETS}; while [ $b -gt 1 ] && [ $((b * 64)) -ge "$m" ]; do b=$((b / 2)); done`,
-  `  [ $((b + ${BUCKETS_PER_SOCKET} * (w + a))) -lt ${TABLE_BUCKETS_BUDGET} ] || q=ss`,
+  `  [ $((k * (b + ${BUCKETS_PER_SOCKET} * (w + a)))) -lt ${BUCKET_WALKS_BUDGET} ] || q=ss`,
   "fi",
 ].join("\n");
 

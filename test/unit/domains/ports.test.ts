@@ -353,10 +353,11 @@ test("ss's listeners read as the /proc tables' do: addresses, interface, dual st
 
 /**
  * A host of its own network namespace, its listeners (TCP on IPv4, IPv6 only, dual stack,
- * loopback, an IPv4-mapped address, one bound to lo; UDP on each family) bound by a process that
- * also holds `connections` TCP connections to itself, then runs the probe's `shell`.
+ * loopback, an IPv4-mapped address, one bound to lo; UDP on each family; no IPv6 TCP socket unless
+ * `tcp6`) bound by a process that also holds `connections` TCP connections to itself, then runs the
+ * probe's `shell`.
  */
-function listenerHost({ connections = 0, shell = ["sh"] } = {}): string[] {
+function listenerHost({ connections = 0, shell = ["sh"], tcp6 = true } = {}): string[] {
   const listeners = [
     "import os, resource, socket",
     "def bound(family, kind, address, v6only=None, device=None):",
@@ -367,10 +368,14 @@ function listenerHost({ connections = 0, shell = ["sh"] } = {}): string[] {
     "def listen(*args, **kw):",
     "    s = bound(args[0], socket.SOCK_STREAM, *args[1:], **kw); s.listen(4096); return s",
     "held = [listen(socket.AF_INET, ('0.0.0.0', 8086)), listen(socket.AF_INET, ('127.0.0.1', 8084), device=b'lo'),",
-    "    listen(socket.AF_INET6, ('::', 8081), 1), listen(socket.AF_INET6, ('::', 8080), 0),",
-    "    listen(socket.AF_INET6, ('::1', 8082)), listen(socket.AF_INET6, ('::ffff:127.0.0.1', 8083)),",
     "    bound(socket.AF_INET, socket.SOCK_DGRAM, ('0.0.0.0', 5353)), bound(socket.AF_INET6, socket.SOCK_DGRAM, ('::', 5354), 1),",
     "    bound(socket.AF_INET6, socket.SOCK_DGRAM, ('::1', 5355))]",
+    ...(tcp6
+      ? [
+          "held += [listen(socket.AF_INET6, ('::', 8081), 1), listen(socket.AF_INET6, ('::', 8080), 0),",
+          "    listen(socket.AF_INET6, ('::1', 8082)), listen(socket.AF_INET6, ('::ffff:127.0.0.1', 8083))]",
+        ]
+      : []),
     "hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]; resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))",
     `for i in range(${connections}):`,
     "    c = socket.create_connection(('127.0.0.1', 8086)); a, _ = held[0].accept(); held += [c, a]",
@@ -385,10 +390,15 @@ function listenerHost({ connections = 0, shell = ["sh"] } = {}): string[] {
   ];
 }
 
-/** The probe reads `/proc/meminfo` and `/proc/net/sockstat` as `proc` gives them, where it does. */
-async function procAs(proc: { meminfo?: string; sockstat?: string }) {
+/** The probe reads `/proc/meminfo`, `/proc/net/sockstat` and `sockstat6` as `proc` gives them. */
+async function procAs(proc: { meminfo?: string; sockstat?: string; sockstat6?: string }) {
+  const where = {
+    meminfo: "proc/meminfo",
+    sockstat: "proc/net/sockstat",
+    sockstat6: "proc/net/sockstat6",
+  };
   const files = Object.entries(proc).map(([name, text]) => [
-    name === "meminfo" ? "proc/meminfo" : "proc/net/sockstat",
+    where[name as keyof typeof proc],
     text,
   ]);
   return { dir: await trees(Object.fromEntries(files)), paths: files.map(([file]) => `/${file}`) };
@@ -441,6 +451,35 @@ test("a host with thousands of TCP sockets asks ss, however small its TCP hash",
   assert.match(run.stdout, /^ss: tcp listening$/m);
   assert.doesNotMatch(run.stdout, /^\/proc\/net\/tcp6?:/m);
   assert.deepEqual(Object.fromEntries(run.live!.listeners), LISTENERS);
+});
+
+test("a host without an IPv6 TCP socket reads /proc/net/tcp alone, and does so with a hash twice as large", async (t) => {
+  if (process.getuid?.() !== 0) return t.skip("needs root (a network namespace of its own)");
+  // 24 GiB: a hash of 256 Ki buckets, walked once but not twice within what ss costs.
+  const memory = "MemTotal:  25165824 kB\n";
+  const v4 = await runProbe<PortsLive>(ports, [], {
+    command: listenerHost({ tcp6: false }),
+    root: await procAs({ meminfo: memory, sockstat: QUIET, sockstat6: "TCP6: inuse 0\n" }),
+  });
+  assert.match(v4.stdout, /^\/proc\/net\/tcp: sl $/m);
+  assert.doesNotMatch(v4.stdout, /^(ss|\/proc\/net\/tcp6):/m);
+  const withoutTcp6 = Object.entries(LISTENERS).filter(
+    ([port, [address]]) => port.startsWith("udp/") || !address!.startsWith("["),
+  );
+  assert.deepEqual(Object.fromEntries(v4.live!.listeners), Object.fromEntries(withoutTcp6));
+  // With an IPv6 TCP socket both tables would be walked: ss.
+  const dual = await runProbe<PortsLive>(ports, [], {
+    command: listenerHost(),
+    root: await procAs({ meminfo: memory, sockstat: QUIET, sockstat6: "TCP6: inuse 4\n" }),
+  });
+  assert.match(dual.stdout, /^ss: tcp listening$/m);
+  // sockstat6 text that is not a count: tcp6 is read.
+  const unsure = await runProbe<PortsLive>(ports, [], {
+    command: listenerHost({ tcp6: false }),
+    root: await procAs({ meminfo: SMALL_HOST, sockstat: QUIET, sockstat6: "TCP6: inuse 00\n" }),
+  });
+  assert.match(unsure.stdout, /^\/proc\/net\/tcp6: sl $/m);
+  assert.deepEqual(unsure.live!.listeners, v4.live!.listeners);
 });
 
 test("sockstat or meminfo text that is not a count asks ss, under every shell", async (t) => {
