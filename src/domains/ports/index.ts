@@ -85,24 +85,27 @@ const Port = z
 export const PortsDeclared = z.array(Port);
 export type PortsDeclared = z.infer<typeof PortsDeclared>;
 
-// The shared awk reads the socket tables and the ephemeral range. TCP listeners come from `ss` when it
-// runs (sock_diag asked for listening sockets only), else from /proc/net/tcp and tcp6, whose every
-// read walks the kernel's whole TCP table, connections of every network namespace included: on a
-// busy host most of the probe's CPU. Of each listening socket it sends the fields up to its uid and
-// inode (of an ss line: the local address, uid and inode), not the queues and timers after them.
-// Only when some listener is not allowed by an any-address item of the allow-list is it worth knowing who holds it: then `find` says which process holds
-// which socket inode (for every process whose descriptors the audit user may read), and the holders
-// of listening sockets are sent with the processes' and users' names. Those walk every process and
-// start two more processes: a clean host pays for neither. Names are any bytes but NUL (a newline
-// too): sent as hex.
+// The shared awk reads the socket tables and the ephemeral range. TCP listeners come from
+// /proc/net/tcp and tcp6 where reading them costs less than `ss` (sock_diag asked for listening
+// sockets only), else from ss, and from the tables when ss fails. Every read of a table walks the
+// kernel's whole TCP hash, each bucket and the connections of every network namespace: on a busy
+// host most of the probe's CPU, and on a quiet one with a large hash still more than ss
+// (`SS_IF_CHEAPER`). Of each listening socket it sends the fields up to its uid and inode (of an ss
+// line: the local address, uid and inode), not the queues and timers after them. Only when some
+// listener is not allowed by an any-address item of the allow-list is it worth knowing who holds
+// it: then `find` says which process holds which socket inode (for every process whose descriptors
+// the audit user may read), and the holders of listening sockets are sent with the processes' and
+// users' names. Those walk every process and start two more processes: a clean host pays for
+// neither. Names are any bytes but NUL (a newline too): sent as hex.
 
 // Run by awk through sh: double quotes only, the awk program being inside single quotes.
 const HOLDERS_FIND = String.raw`find /proc/[0-9]*/fd -mindepth 1 -maxdepth 1 -lname \"socket:\\[*\\]\" -printf \"%h %l\\n\" 2>/dev/null`;
-// ss's exit status follows its lines: a failed or missing ss sends the /proc tables instead.
+// ss's exit status follows its lines: a failed or missing ss sends the /proc tables instead, as
+// when the shell did not run it.
 const SS_LISTENERS = `{ ss -Htne state listening 2>/dev/null; echo "qm-ss $?"; }`;
 // The shared awk's function: ss's lines are its input; its values are the allow-list's `proto low
-// high` triples, the TCP tables (read only when ss failed) and the other files, each read with
-// getline in that order.
+// high` triples, the TCP tables (read unless ss ran and succeeded) and the other files, each read
+// with getline in that order.
 const LISTENER_LINES = [
   "function ports_listeners(  i, n, a, st, ss, ns, files, nf) {",
   'for (i = 1; i < 256; i++) ports_ord[sprintf("%c", i)] = i; n = split(qm_v[1], a, " "); for (i = 1; i + 2 <= n; i += 3) { ports_ap[++ports_na] = a[i]; ports_al[ports_na] = a[i + 1] + 0; ports_ah[ports_na] = a[i + 2] + 0 }',
@@ -128,6 +131,41 @@ const LISTENER_LINES = [
   `function ports_holders(  cmd, line, p, f, n, name, u, list) { if (!ports_need) return; cmd = "${HOLDERS_FIND}"; while ((cmd | getline line) > 0) ports_held(line); close(cmd)`,
   'for (p in ports_pids) { f = "/proc/" p "/comm"; n = 0; name = ""; while ((getline line < f) > 0) name = n++ ? name "\\n" line : line; close(f); if (name != "") print "comm: " p " " ports_hex(name) }',
   'for (u in ports_uids) list = list " " u; if (list == "") return; cmd = "getent passwd" list " 2>/dev/null"; while ((cmd | getline line) > 0) ports_user(line); close(cmd); while ((getline line < "/etc/passwd") > 0) ports_user(line); close("/etc/passwd") }',
+].join("\n");
+
+// Measured (CPU of each way, in a network namespace): the tables cost about 0.3 ms, 4.3 ns per
+// bucket of the TCP hash per table, and 1.5 us per socket for both; ss about 2 ms (a process of the
+// shell), the price of some 400 Ki bucket walks. The hash has a bucket per 128 KiB of memory, a
+// power of two, at most 512 Ki (the kernel's sizing of `tcp_ehash_entries`, a sysctl the shell
+// cannot read: dash reads byte by byte, and /proc/sys answers a read past its start with end of
+// file). Sockets are `alloc` (every TCP socket, IPv6 too, of every namespace, as the walk sees them)
+// and `tw` of /proc/net/sockstat, counted as 200 buckets each per table. tcp6 is left out where
+// sockstat6 counts no IPv6 TCP socket (a listener is one), so a host without one walks the hash
+// once: never worth it above 32 GiB, where the shell stops after one line. A value that is not a
+// number of 1 to 12 digits (no leading zero: shell arithmetic reads it as octal) means ss, the cost
+// it had before, or tcp6 read; a wrong guess costs CPU, never a finding.
+const BUCKET_WALKS_BUDGET = 409600;
+const BUCKETS_PER_SOCKET = 200;
+/** The largest hash one table may walk within the budget, and the memory (KiB) it comes with. */
+const MAX_TABLE_BUCKETS = 262144;
+const MAX_TABLE_MEMORY = MAX_TABLE_BUCKETS * 128;
+const NOT_A_COUNT = "''|*[!0-9]*|0?*|?????????????*";
+// Sets q=ss where ss costs less than the tables, and takes tcp6 out of $t where it holds nothing.
+const SS_IF_CHEAPER = [
+  "q=; m=; w=; a=; n=",
+  "{ read -r x m x; } 2>/dev/null < /proc/meminfo",
+  `case $m in ${NOT_A_COUNT}) q=ss ;; *) [ "$m" -le ${MAX_TABLE_MEMORY} ] || q=ss ;; esac`,
+  'if [ -z "$q" ]; then',
+  "  { read -r x; read -r x x x x x x w x a x; } 2>/dev/null < /proc/net/sockstat",
+  `  for x in "$w" "$a"; do case $x in ${NOT_A_COUNT}) q=ss ;; esac; done`,
+  "  { read -r x x n x; } 2>/dev/null < /proc/net/sockstat6",
+  '  [ "$n" = 0 ] && t=${t% /proc/net/tcp6}',
+  "fi",
+  'case $t in *" "*" "*) k=2 ;; " "*) k=1 ;; *) q=ss ;; esac',
+  'if [ -z "$q" ]; then',
+  `  b=${MAX_TABLE_BUCKETS}; while [ $b -gt 1 ] && [ $((b * 64)) -ge "$m" ]; do b=$((b / 2)); done`,
+  `  [ $((k * (b + ${BUCKETS_PER_SOCKET} * (w + a)))) -lt ${BUCKET_WALKS_BUDGET} ] || q=ss`,
+  "fi",
 ].join("\n");
 
 /** The any-address items of an allow-list as `proto low high` triples: what needs no holders. */
@@ -172,9 +210,10 @@ export const ports: Domain<PortsDeclared, PortsLive, "ports"> = {
       'for f in /proc/net/udp /proc/net/udp6; do [ -r "$f" ] && set -- "$@" "$f"; done',
       // The ephemeral range, read by the same awk, lets a snapshot allow short-lived loopback ones.
       `[ -r ${EPHEMERAL_RANGE_FILE} ] && set -- "$@" ${EPHEMERAL_RANGE_FILE}`,
+      SS_IF_CHEAPER,
       ctx.awk("ports_listeners", {
         values: [ctx.quote(anyAddressRanges(declared)), '"$t"', '"$@"'],
-        input: SS_LISTENERS,
+        input: `[ -z "$q" ] || ${SS_LISTENERS}`,
       }),
       "true",
     ].join("\n");

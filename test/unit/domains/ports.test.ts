@@ -351,36 +351,169 @@ test("ss's listeners read as the /proc tables' do: addresses, interface, dual st
     assert.throws(() => parsePorts(`ss: tcp listening\n${bad}`), /unexpected line/, bad);
 });
 
-test("a host's listeners read the same through ss as through /proc/net/tcp and tcp6", async (t) => {
-  if (process.getuid?.() !== 0) return t.skip("needs root (a network namespace of its own)");
-  // A network namespace of its own, whose listeners (IPv4, IPv6 only, dual stack, loopback, an
-  // IPv4-mapped address, one bound to lo) a process binds and hands to the probe's shell.
+/**
+ * A host of its own network namespace, its listeners (TCP on IPv4, IPv6 only, dual stack,
+ * loopback, an IPv4-mapped address, one bound to lo; UDP on each family; no IPv6 TCP socket unless
+ * `tcp6`) bound by a process that also holds `connections` TCP connections to itself, then runs the
+ * probe's `shell`.
+ */
+function listenerHost({ connections = 0, shell = ["sh"], tcp6 = true } = {}): string[] {
   const listeners = [
-    "import os, socket",
-    "def listen(family, address, v6only=None, device=None):",
-    "    s = socket.socket(family, socket.SOCK_STREAM)",
+    "import os, resource, socket",
+    "def bound(family, kind, address, v6only=None, device=None):",
+    "    s = socket.socket(family, kind)",
     "    if v6only is not None: s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, v6only)",
     "    if device: s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, device)",
-    "    s.bind(address); s.listen(); s.set_inheritable(True); return s",
+    "    s.bind(address); s.set_inheritable(True); return s",
+    "def listen(*args, **kw):",
+    "    s = bound(args[0], socket.SOCK_STREAM, *args[1:], **kw); s.listen(4096); return s",
     "held = [listen(socket.AF_INET, ('0.0.0.0', 8086)), listen(socket.AF_INET, ('127.0.0.1', 8084), device=b'lo'),",
-    "    listen(socket.AF_INET6, ('::', 8081), 1), listen(socket.AF_INET6, ('::', 8080), 0),",
-    "    listen(socket.AF_INET6, ('::1', 8082)), listen(socket.AF_INET6, ('::ffff:127.0.0.1', 8083))]",
-    "os.execvp('sh', ['sh', '-s'])",
+    "    bound(socket.AF_INET, socket.SOCK_DGRAM, ('0.0.0.0', 5353)), bound(socket.AF_INET6, socket.SOCK_DGRAM, ('::', 5354), 1),",
+    "    bound(socket.AF_INET6, socket.SOCK_DGRAM, ('::1', 5355))]",
+    ...(tcp6
+      ? [
+          "held += [listen(socket.AF_INET6, ('::', 8081), 1), listen(socket.AF_INET6, ('::', 8080), 0),",
+          "    listen(socket.AF_INET6, ('::1', 8082)), listen(socket.AF_INET6, ('::ffff:127.0.0.1', 8083))]",
+        ]
+      : []),
+    "hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]; resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))",
+    `for i in range(${connections}):`,
+    "    c = socket.create_connection(('127.0.0.1', 8086)); a, _ = held[0].accept(); held += [c, a]",
+    `os.execvp('${shell[0]}', [${[...shell, "-s"].map((word) => `'${word}'`).join(", ")}])`,
   ].join("\n");
-  const command = [
+  return [
     "unshare",
     "--net",
     "sh",
     "-c",
     `/sbin/ip link set lo up && exec python3 -c "${listeners}"`,
   ];
-  const viaSs = await runProbe<PortsLive>(ports, [], { command });
-  const viaProc = await runProbe<PortsLive>(ports, [], { command, edit: withoutSs });
-  assert.match(viaSs.stdout, /^ss: tcp listening$/m);
+}
+
+/** The probe reads `/proc/meminfo`, `/proc/net/sockstat` and `sockstat6` as `proc` gives them. */
+async function procAs(proc: { meminfo?: string; sockstat?: string; sockstat6?: string }) {
+  const where = {
+    meminfo: "proc/meminfo",
+    sockstat: "proc/net/sockstat",
+    sockstat6: "proc/net/sockstat6",
+  };
+  const files = Object.entries(proc).map(([name, text]) => [
+    where[name as keyof typeof proc],
+    text,
+  ]);
+  return { dir: await trees(Object.fromEntries(files)), paths: files.map(([file]) => `/${file}`) };
+}
+
+const LISTENERS = {
+  "tcp/8080": ["[::]"],
+  "tcp/8081": ["[::]"],
+  "tcp/8082": ["[::1]"],
+  "tcp/8083": ["[::ffff:7f00:1]"],
+  "tcp/8084": ["127.0.0.1"],
+  "tcp/8086": ["0.0.0.0"],
+  "udp/5353": ["0.0.0.0"],
+  "udp/5354": ["[::]"],
+  "udp/5355": ["[::1]"],
+};
+/** Memory for a TCP hash of 2 Ki buckets, and of 512 Ki, the most the kernel makes. */
+const SMALL_HOST = "MemTotal:  262144 kB\nMemFree:  131072 kB\n";
+const LARGE_HOST = "MemTotal:  268435456 kB\nMemFree:  131072 kB\n";
+const QUIET = "sockets: used 12\nTCP: inuse 7 orphan 0 tw 0 alloc 9 mem 1\nUDP: inuse 3 mem 0\n";
+
+test("a host's listeners read the same from the /proc tables (a small TCP hash) as from ss (a large one)", async (t) => {
+  if (process.getuid?.() !== 0) return t.skip("needs root (a network namespace of its own)");
+  const command = listenerHost();
+  const small = await procAs({ meminfo: SMALL_HOST, sockstat: QUIET });
+  const viaProc = await runProbe<PortsLive>(ports, [], { command, root: small });
+  const large = await procAs({ meminfo: LARGE_HOST, sockstat: QUIET });
+  const viaSs = await runProbe<PortsLive>(ports, [], { command, root: large });
   assert.doesNotMatch(viaProc.stdout, /^ss: /m);
-  assert.deepEqual(viaSs.live!.listeners, viaProc.live!.listeners);
-  assert.deepEqual(
-    [...viaSs.live!.listeners.keys()],
-    ["tcp/8080", "tcp/8081", "tcp/8082", "tcp/8083", "tcp/8084", "tcp/8086"],
+  assert.match(viaSs.stdout, /^ss: tcp listening$/m);
+  assert.deepEqual(Object.fromEntries(viaProc.live!.listeners), LISTENERS);
+  // Each run is its own processes: the holders compare by name and user, in the order of their
+  // listeners (ss and the tables list sockets in other orders).
+  const seen = ({ holders, ...live }: PortsLive) => ({
+    ...live,
+    holders: [...holders!]
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([key, held]) => [key, held.map(({ pid: _, ...holder }) => holder)]),
+  });
+  assert.deepEqual(seen(viaSs.live!), seen(viaProc.live!));
+});
+
+test("a host with thousands of TCP sockets asks ss, however small its TCP hash", async (t) => {
+  if (process.getuid?.() !== 0) return t.skip("needs root (a network namespace of its own)");
+  // The sockets are real: sockstat counts them (and every other namespace's on this machine).
+  const run = await runProbe<PortsLive>(ports, [], {
+    command: listenerHost({ connections: 1500 }),
+    root: await procAs({ meminfo: SMALL_HOST }),
+  });
+  assert.match(run.stdout, /^ss: tcp listening$/m);
+  assert.doesNotMatch(run.stdout, /^\/proc\/net\/tcp6?:/m);
+  assert.deepEqual(Object.fromEntries(run.live!.listeners), LISTENERS);
+});
+
+test("a host without an IPv6 TCP socket reads /proc/net/tcp alone, and does so with a hash twice as large", async (t) => {
+  if (process.getuid?.() !== 0) return t.skip("needs root (a network namespace of its own)");
+  // 24 GiB: a hash of 256 Ki buckets, walked once but not twice within what ss costs.
+  const memory = "MemTotal:  25165824 kB\n";
+  const v4 = await runProbe<PortsLive>(ports, [], {
+    command: listenerHost({ tcp6: false }),
+    root: await procAs({ meminfo: memory, sockstat: QUIET, sockstat6: "TCP6: inuse 0\n" }),
+  });
+  assert.match(v4.stdout, /^\/proc\/net\/tcp: sl $/m);
+  assert.doesNotMatch(v4.stdout, /^(ss|\/proc\/net\/tcp6):/m);
+  const withoutTcp6 = Object.entries(LISTENERS).filter(
+    ([port, [address]]) => port.startsWith("udp/") || !address!.startsWith("["),
   );
+  assert.deepEqual(Object.fromEntries(v4.live!.listeners), Object.fromEntries(withoutTcp6));
+  // With an IPv6 TCP socket both tables would be walked: ss.
+  const dual = await runProbe<PortsLive>(ports, [], {
+    command: listenerHost(),
+    root: await procAs({ meminfo: memory, sockstat: QUIET, sockstat6: "TCP6: inuse 4\n" }),
+  });
+  assert.match(dual.stdout, /^ss: tcp listening$/m);
+  // sockstat6 text that is not a count: tcp6 is read.
+  const unsure = await runProbe<PortsLive>(ports, [], {
+    command: listenerHost({ tcp6: false }),
+    root: await procAs({ meminfo: SMALL_HOST, sockstat: QUIET, sockstat6: "TCP6: inuse 00\n" }),
+  });
+  assert.match(unsure.stdout, /^\/proc\/net\/tcp6: sl $/m);
+  assert.deepEqual(unsure.live!.listeners, v4.live!.listeners);
+});
+
+test("sockstat or meminfo text that is not a count asks ss, under every shell", async (t) => {
+  if (process.getuid?.() !== 0) return t.skip("needs root (a network namespace of its own)");
+  const hostile = [
+    { meminfo: "MemTotal: 1e3 kB\n", sockstat: QUIET },
+    { meminfo: `MemTotal: ${"9".repeat(40)} kB\n`, sockstat: QUIET },
+    {
+      meminfo: SMALL_HOST,
+      sockstat: "sockets: used 1\nTCP: inuse 1 orphan 0 tw -5 alloc 1 mem 1\n",
+    },
+    {
+      meminfo: SMALL_HOST,
+      sockstat: "sockets: used 1\nTCP: inuse 1 orphan 0 tw 0 alloc $(reboot)\n",
+    },
+    {
+      meminfo: SMALL_HOST,
+      sockstat: "sockets: used 1\nTCP: inuse 1 orphan 0 tw 08 alloc 1 mem 1\n",
+    },
+    { meminfo: SMALL_HOST, sockstat: "" },
+    { meminfo: "\n", sockstat: QUIET },
+  ];
+  const shells = [["sh"], ["bash", "--posix"], ["busybox", "sh"]];
+  for (const proc of hostile)
+    for (const shell of shells) {
+      const run = await runProbe<PortsLive>(ports, [], {
+        command: listenerHost({ shell }),
+        root: await procAs(proc),
+      });
+      assert.match(
+        run.stdout,
+        /^ss: tcp listening$/m,
+        `${shell.join(" ")} ${JSON.stringify(proc)}`,
+      );
+      assert.deepEqual(Object.fromEntries(run.live!.listeners), LISTENERS);
+    }
 });
