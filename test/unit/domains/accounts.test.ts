@@ -386,7 +386,7 @@ test("the homes are found by the shell itself, no process: every name exact (hex
   );
 });
 
-test("a passwd of 100,000 login users: 400 are sent, the rest counted in one item", async () => {
+test("a passwd of 100,000 login users: 400 are sent, the rest counted in one item; the homes of a snapshot's first 400, and of a user asked for on its last line", async () => {
   const many = Array.from(
     { length: 100_000 },
     (_, i) => `u${i}:x:${10_000 + i}:100:<script>##[error]x</script>:/home/u${i}:/bin/bash`,
@@ -408,6 +408,16 @@ test("a passwd of 100,000 login users: 400 are sent, the rest counted in one ite
     path: ["accounts", "users"],
     detail: "99601 more users with a login shell than the probe sends",
   });
+  // The homes, read by the shell: a snapshot's first 400 login users; a user asked for who is not
+  // there reads the whole file.
+  const snapshot = await runProbe<AccountsLive>(accounts, undefined, { root: { dir } });
+  assert.equal(snapshot.live!.keys.size, 400);
+  assert.ok(snapshot.live!.keys.has("u397") && !snapshot.live!.keys.has("u398"));
+  const asked: AccountsDeclared = {
+    users: { ghost: { authorized_keys: [] }, u99999: { authorized_keys: [] } },
+  };
+  const keys = await runProbe<AccountsLive>(accounts, asked, { root: { dir } });
+  assert.deepEqual([...keys.live!.keys], [["u99999", []]]);
 });
 
 test("cause: /etc/passwd or /etc/group changed since the last audit is the edit; unchanged since says nothing", () => {
