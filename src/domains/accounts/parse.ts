@@ -1,6 +1,7 @@
 import { ProbeParseError } from "../../errors.js";
 import { partsByLabel, type ParseContext } from "../domain.js";
 import { fingerprint } from "./keys.js";
+import { MAX_FIELD_BYTES } from "./probe.js";
 import { MAX_INCLUDE_DEPTH, sudoEntries, type SudoEntry } from "./sudoers.js";
 
 // The accounts section, in up to three parts, each a line per record:
@@ -9,8 +10,9 @@ import { MAX_INCLUDE_DEPTH, sudoEntries, type SudoEntry } from "./sudoers.js";
 //   (`G+` when the line was cut);
 // - `sudoers`: `none` (no /etc/sudoers), `F path` (lines of that file follow, again after an
 //   include returns), `L number text`, `U path` (not readable), `X deep|cycle path`, `X many`;
-// - `keys`: `K hex(user) state path` (state `file`, `none`, `unreadable`, `link`), then for the files
-//   read `k type blob path`, and `k+ path` for each key past the bound.
+// - `keys`: `K hex(user) state path` (state `file`, `none`, `unreadable`, `link`), `K long` for a
+//   login user whose name is longer than a field the probe sends, then for the files read
+//   `k type blob path`, and `k+ path` for each key past the bound.
 
 const SECTION = "accounts";
 
@@ -142,6 +144,12 @@ function parseKeys(text: string, live: AccountsLive): void {
   const keys = new Map<string, string[]>();
   for (const line of text.split("\n")) {
     if (!line) continue;
+    if (line === "K long") {
+      live.unknown.push(
+        `authorized keys of a user whose name is over ${MAX_FIELD_BYTES} bytes: not read`,
+      );
+      continue;
+    }
     const asked = /^K ((?:[0-9a-f]{2})+) (file|none|unreadable|link) (.*)$/s.exec(line);
     if (asked) {
       const [, user, state, path] = asked as unknown as [string, string, string, string];

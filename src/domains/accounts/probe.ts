@@ -2,9 +2,10 @@ import type { ProbeContext } from "../domain.js";
 import { LINKED_COMPONENT } from "../no-follow.js";
 
 // The accounts probe: functions of the shared awk over /etc/passwd and /etc/group; when sudo rights
-// are declared, following sudoers' includes as sudo does; when authorized keys are declared, an awk
-// of its own finding the users' homes, then the shared awk reading their authorized_keys. Every part is filtered and bounded on the
-// host: a passwd of 100,000 login users sends 400 of them and a count.
+// are declared, following sudoers' includes as sudo does; when authorized keys are declared, the
+// shell's own `read` finding the users' homes in /etc/passwd (no process), then the shared awk
+// reading their authorized_keys. Every part is filtered and bounded on the host: a passwd of
+// 100,000 login users sends 400 of them and a count.
 
 /** The copy of /etc/passwd useradd, usermod and vipw keep before each change they make. */
 export const PASSWD_BACKUP = "/etc/passwd-";
@@ -16,16 +17,18 @@ const MAX_SUDO_LINES = 20_000;
 const MAX_DIR_FILES = 1000;
 
 // The rule of parse.ts's loginShell: a shell whose last component runs no session.
-const LOGIN =
-  'function accounts_login(s,   b) { b = s; sub(/.*\\//, "", b); return !(b == "nologin" || b == "false" || b == "sync" || b == "halt" || b == "shutdown") }';
+const NO_SESSION = ["nologin", "false", "sync", "halt", "shutdown"];
+const LOGIN = `function accounts_login(s,   b) { b = s; sub(/.*\\//, "", b); return !(${NO_SESSION.map((n) => `b == "${n}"`).join(" || ")}) }`;
+/** The bytes of a passwd or group field the probe sends at most. */
+export const MAX_FIELD_BYTES = 1024;
 
 // The shared awk's function over /etc/passwd, then /etc/group, each read with getline. Its values:
 // the backup copy of passwd (when readable), the declared users, the declared groups, whether every
 // group is sent, the most login users and groups sent. Never the password or GECOS field; every
-// field cut at 1024 bytes, a group's members at 4096. A user missing from /etc/passwd- (when
+// field cut at MAX_FIELD_BYTES, a group's members at 4096. A user missing from /etc/passwd- (when
 // readable) is `Pn`: the file's latest change added it.
 const PASSWD_AWK = [
-  "function accounts_cut(s) { return substr(s, 1, 1024) }",
+  `function accounts_cut(s) { return substr(s, 1, ${MAX_FIELD_BYTES}) }`,
   "function accounts_passwd(  all, max, maxg, du, dg, old, nb, seen, sent, gid, np, ng, more, a, n, i, l, f, w, m) {",
   "all = qm_v[4] + 0; max = qm_v[5] + 0; maxg = qm_v[6] + 0",
   'n = split(qm_v[2], a, " "); for (i = 1; i <= n; i++) du[a[i]]; n = split(qm_v[3], a, " "); for (i = 1; i <= n; i++) dg[a[i]]',
@@ -69,18 +72,6 @@ const SUDOERS_AWK = [
   'function accounts_sudoers(  top) { top = "/etc/sudoers"; accounts_root = substr(top, 1, length(top) - 12); accounts_hn = accounts_root "/proc/sys/kernel/hostname"; accounts_readf(top, 1) }',
 ].join("\n");
 
-const HEX = [
-  'BEGIN { FS = ":"; for (i = 1; i < 256; i++) ord[sprintf("%c", i)] = i; n = split(qm_users, a, " "); for (i = 1; i <= n; i++) w[a[i]] }',
-  'function hex(s,   i, h) { h = ""; for (i = 1; i <= length(s); i++) h = h sprintf("%02x", ord[substr(s, i, 1)]); return h }',
-].join("\n");
-// The homes of the users whose keys are asked (for a snapshot, the first login users'), as
-// `hex(name):home`: a home holds no `:` or newline, a name may hold anything else. An awk of its
-// own: the shell tests each home's authorized_keys before the shared awk reads them.
-const HOMES_AWK = [
-  HEX,
-  LOGIN,
-  `NF == 7 && !($1 in s) && $6 ~ /^\\// { s[$1]; if (($1 in w) || qm_all && accounts_login($7) && ++n <= ${MAX_LOGIN_USERS}) print hex($1) ":" $6 }`,
-].join("\n");
 // The shared awk's function over the authorized_keys files (its values): the key type and blob of
 // each key line, never its options or comment; at most 100 per file.
 const KEYS_AWK = [
@@ -133,21 +124,36 @@ export function accountsProbe(ask: AccountsAsk, ctx: ProbeContext): string {
       LINKED_COMPONENT,
       // The tree a test reads: the folder holding the passwd file's /etc.
       "qm_r=/etc/passwd; qm_r=${qm_r%/etc/passwd}",
-      `qm_h=$(awk -v qm_users=${q(ask.keys.join(" "))} -v qm_all=${ask.all ? 1 : 0} '${HOMES_AWK}' /etc/passwd)`,
       "set --",
-      "while IFS=: read -r qm_u qm_d; do",
+      "qm_p=:; qm_n=0",
+      'while IFS=: read -r qm_u qm_pw qm_ui qm_gi qm_gc qm_d qm_l || [ -n "$qm_u" ]; do',
+      // A user asked for (a snapshot: one with a login shell), seven fields (a shell holding `:` is
+      // an eighth), a name, an absolute home, the name's first such line among those sent (the
+      // shell's `read` takes a last line without its newline).
+      ask.all
+        ? `  case $qm_l in ${NO_SESSION.flatMap((s) => [s, `*/${s}`]).join("|")}) continue ;; esac`
+        : `  case $qm_u in ${ask.keys.map(q).join("|")}) ;; *) continue ;; esac`,
       '  [ -n "$qm_u" ] || continue',
-      "  qm_f=$qm_r$qm_d/.ssh/authorized_keys",
-      '  if qm_linked "$qm_f"; then qm_s=link',
+      "  case $qm_l in *:*) continue ;; esac",
+      "  case $qm_d in /*) ;; *) continue ;; esac",
+      '  case $qm_p in *":$qm_u:"*) continue ;; esac',
+      "  qm_n=$((qm_n + 1))",
+      `  if [ \${#qm_u} -gt ${MAX_FIELD_BYTES} ]; then echo 'K long'`,
+      // The names sent, each at most MAX_FIELD_BYTES: a longer one is said, not sent.
+      "  else qm_p=$qm_p$qm_u:; qm_f=$qm_r$qm_d/.ssh/authorized_keys",
+      '    if qm_linked "$qm_f"; then qm_s=link',
       // Absent, or behind a folder the audit user may not search: then it may exist.
-      '  elif [ ! -e "$qm_f" ]; then qm_s=none; qm_e=$qm_r$qm_d',
-      '    if [ -e "$qm_e" ] && { [ ! -x "$qm_e" ] || { [ -e "$qm_e/.ssh" ] && [ ! -x "$qm_e/.ssh" ]; }; }; then qm_s=unreadable; fi',
-      '  elif [ ! -f "$qm_f" ] || [ ! -r "$qm_f" ]; then qm_s=unreadable',
-      '  else qm_s=file; set -- "$@" "$qm_f"; fi',
-      '  printf \'K %s %s %s\\n\' "$qm_u" "$qm_s" "$qm_f"',
-      "done <<EOF",
-      "$qm_h",
-      "EOF",
+      '    elif [ ! -e "$qm_f" ]; then qm_s=none; qm_e=$qm_r$qm_d',
+      '      if [ -e "$qm_e" ] && { [ ! -x "$qm_e" ] || { [ -e "$qm_e/.ssh" ] && [ ! -x "$qm_e/.ssh" ]; }; }; then qm_s=unreadable; fi',
+      '    elif [ ! -f "$qm_f" ] || [ ! -r "$qm_f" ]; then qm_s=unreadable',
+      '    else qm_s=file; set -- "$@" "$qm_f"; fi',
+      // The name in hex, a byte at a time: printf's `'c` is the value of c's first byte.
+      "    printf 'K '; qm_t=$qm_u",
+      '    while [ -n "$qm_t" ]; do printf %02x "\'$qm_t"; qm_t=${qm_t#?}; done',
+      '    printf \' %s %s\\n\' "$qm_s" "$qm_f"',
+      "  fi",
+      `  [ "$qm_n" -lt ${ask.all ? MAX_LOGIN_USERS : new Set(ask.keys).size} ] || break`,
+      "done < /etc/passwd",
       `[ $# -gt 0 ] && ${ctx.awk("accounts_keys", { values: ['"$@"'] })}`,
     );
   }

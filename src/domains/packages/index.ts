@@ -47,14 +47,24 @@ const DATABASES: Record<PackageFormat, string> = {
 
 // The shared awk's filter of a package database (`dpkg` or `apk`, its file, the reason it cannot be
 // read, the wanted names): each wanted package's lines of the fields the parser reads. A name is the
-// rest of its line, as dpkg and apk write it: no line is split into fields.
+// rest of its line, as dpkg and apk write it: no line is split into fields. The database is read a
+// record (a package's lines up to a blank line) at a time, with the main input's RS restored after:
+// a record whose one package line names a package not wanted is passed over whole, unsplit; any
+// other is read line by line, a line's package line deciding for the lines after it, as if the file
+// were read line by line (a record holding no package line, or several, included).
 const WANTED = [
-  "function packages_wanted(  i, w, k, r, f, p, n, q) {",
-  'f = qm_v[2]; if (qm_v[1] == "dpkg") { p = "^Package: "; n = 10; q = "^(Package|Status|Version|Architecture):" }',
-  'else { p = "^P:"; n = 3; q = "^[PVA]:" }',
-  "for (i = 4; i <= qm_vn; i++) w[qm_v[i]] = 1",
-  "while ((r = (getline < f)) > 0) { if ($0 ~ p) k = (substr($0, n) in w); if (k && $0 ~ q) print }",
-  'if (r < 0) printf "\\n%s unknown %s\\n", qm_n, qm_v[3]; close(f) }',
+  'function packages_name(t, n,   e) { e = index(t, "\\n"); return e ? substr(t, n + 1, e - n - 1) : substr(t, n + 1) }',
+  "function packages_wanted(  i, w, k, r, f, p, n, q, rs, s, h, t, a, m, j) {",
+  'f = qm_v[2]; if (qm_v[1] == "dpkg") { p = "Package: "; q = "^(Package|Status|Version|Architecture):" }',
+  'else { p = "P:"; q = "^[PVA]:" }',
+  "n = length(p); for (i = 4; i <= qm_vn; i++) w[qm_v[i]] = 1",
+  'rs = RS; RS = ""',
+  "while ((r = (getline s < f)) > 0) {",
+  // The record from its first package line on (h: the record starts with it).
+  '  h = substr(s, 1, n) == p; t = h ? s : (i = index(s, "\\n" p)) ? substr(s, i + 1) : ""',
+  '  if (t == "" ? !k : (h || !k) && !index(t, "\\n" p) && !(packages_name(t, n) in w)) { k = 0; continue }',
+  '  m = split(s, a, "\\n"); for (j = 1; j <= m; j++) { if (substr(a[j], 1, n) == p) k = (substr(a[j], n + 1) in w); if (k && a[j] ~ q) print a[j] } }',
+  'RS = rs; if (r < 0) printf "\\n%s unknown %s\\n", qm_n, qm_v[3]; close(f) }',
 ].join("\n");
 
 export const packages: Domain<PackagesDeclared, PackagesLive, "packages"> = {

@@ -54,7 +54,7 @@ const SUDOERS = [
 ].join("\n");
 
 /** A host's tree: passwd, group, sudoers with its includes, alice's authorized keys. */
-async function hostTree(extra: Record<string, string> = {}) {
+async function hostTree(extra: Record<string, string | Buffer> = {}) {
   return trees({
     "etc/passwd": PASSWD,
     "etc/group": GROUP,
@@ -310,7 +310,83 @@ test("includes as sudo resolves them: quoted and escaped paths, a file including
   );
 });
 
-test("a passwd of 100,000 login users: 400 are sent, the rest counted in one item", async () => {
+test("the homes are found by the shell itself, no process: every name exact (hex on the way), a name's first line, a last line without its newline, a name too long said; the same under dash, bash --posix, busybox sh, mawk and busybox awk", async () => {
+  const key = await newKey("ed25519", "k");
+  // A name's bytes as the host holds them: latin1 strings, so "\xff" is the byte 0xff.
+  const utf8 = (text: string) => Buffer.from(text).toString("latin1");
+  const users: [string, string, string][] = [
+    ["root", "/root", "/bin/bash"],
+    ["daemon", "/usr/sbin", "/usr/sbin/nologin"],
+    ["alice", "/home/alice", "/bin/bash"],
+    ["alice", "/home/alice2", "/bin/bash"],
+    ["sp ace", "/home/space", "/bin/sh"],
+    [utf8("\u00e9t\u00e9"), "/home/ete", "/bin/zsh"],
+    ["\xff", "/home/ff", "/bin/sh"],
+    ["back\\slash", "/home/back\\slash", "/bin/sh"],
+    ["$(id)", "/home/$(id)", "/bin/sh"],
+    ["*", "/home/star", ""],
+    ["'q\"uo`te", "/home/q", "/bin/sh"],
+    ["rel", "home/rel", "/bin/sh"],
+    ["eight", "/home/eight", "/bin/sh:x"],
+    ["L".repeat(1500), "/home/long", "/bin/sh"],
+    ["last", "/home/last", "/bin/sh"],
+  ];
+  const passwd = users.map(([name, home, shell], i) => `${name}:x:${i}:${i}::${home}:${shell}`);
+  const dir = await hostTree({
+    "etc/passwd": Buffer.from(passwd.join("\n"), "latin1"),
+    ...Object.fromEntries(
+      users.map(([, home]) => [`${home.replace(/^\//, "")}/.ssh/authorized_keys`, key.line]),
+    ),
+  });
+  const asked = [
+    "root",
+    "alice",
+    "sp ace",
+    "\u00e9t\u00e9",
+    "\ufffd",
+    "back\\slash",
+    "$(id)",
+    "*",
+    "'q\"uo`te",
+    "last",
+  ];
+  for (const shell of [["dash"], ["bash", "--posix"], ["busybox", "sh"]])
+    for (const awk of ["", 'awk() { busybox awk "$@"; }\n']) {
+      const what = `${shell.join(" ")}${awk && ", busybox awk"}`;
+      const { live } = await runProbe<AccountsLive>(accounts, undefined, {
+        root: { dir },
+        command: [...shell, "-s"],
+        edit: (script) => awk + script,
+      });
+      assert.deepEqual(
+        [...live!.keys].sort(),
+        asked.map((name) => [name, [key.print]]).sort(),
+        what,
+      );
+      assert.equal(live!.keyFiles.get("alice"), "/home/alice/.ssh/authorized_keys", what);
+      assert.deepEqual(
+        live!.unknown,
+        ["authorized keys of a user whose name is over 1024 bytes: not read"],
+        what,
+      );
+    }
+  // The shared awk is the section's one process where sudo rights are not asked (their folder is
+  // listed by `ls`).
+  const declared: AccountsDeclared = { users: { alice: { authorized_keys: [key.print] } } };
+  const { script, live } = await runProbe<AccountsLive>(accounts, declared, { root: { dir } });
+  assert.deepEqual(live!.keys, new Map([["alice", [key.print]]]));
+  const trace = path.join(dir, "trace");
+  await execa("strace", ["-f", "-qq", "-e", "trace=execve", "-o", trace, "sh", "-s"], {
+    input: script,
+  });
+  const programs = [...readFileSync(trace, "utf8").matchAll(/execve\("([^"]*)".* = 0$/gm)];
+  assert.deepEqual(
+    programs.map((m) => path.basename(m[1]!)),
+    ["sh", "awk"],
+  );
+});
+
+test("a passwd of 100,000 login users: 400 are sent, the rest counted in one item; the homes of a snapshot's first 400, and of a user asked for on its last line", async () => {
   const many = Array.from(
     { length: 100_000 },
     (_, i) => `u${i}:x:${10_000 + i}:100:<script>##[error]x</script>:/home/u${i}:/bin/bash`,
@@ -332,6 +408,16 @@ test("a passwd of 100,000 login users: 400 are sent, the rest counted in one ite
     path: ["accounts", "users"],
     detail: "99601 more users with a login shell than the probe sends",
   });
+  // The homes, read by the shell: a snapshot's first 400 login users; a user asked for who is not
+  // there reads the whole file.
+  const snapshot = await runProbe<AccountsLive>(accounts, undefined, { root: { dir } });
+  assert.equal(snapshot.live!.keys.size, 400);
+  assert.ok(snapshot.live!.keys.has("u397") && !snapshot.live!.keys.has("u398"));
+  const asked: AccountsDeclared = {
+    users: { ghost: { authorized_keys: [] }, u99999: { authorized_keys: [] } },
+  };
+  const keys = await runProbe<AccountsLive>(accounts, asked, { root: { dir } });
+  assert.deepEqual([...keys.live!.keys], [["u99999", []]]);
 });
 
 test("cause: /etc/passwd or /etc/group changed since the last audit is the edit; unchanged since says nothing", () => {

@@ -22,9 +22,15 @@ import {
 } from "../../../src/domains/packages/parse.js";
 import { DEFAULT_SNAPSHOT_OPTIONS } from "../../../src/domains/snapshot-options.js";
 import { ProbeParseError } from "../../../src/errors.js";
-import { parseContext } from "../../../src/probe/script.js";
+import {
+  buildProbe,
+  newNonce,
+  parseContext,
+  parseProbeOutput,
+  probeContext,
+} from "../../../src/probe/script.js";
 import { execa } from "execa";
-import { NOBODY, runProbe } from "./live-probe.js";
+import { NOBODY, rooted, runProbe } from "./live-probe.js";
 
 const fixture = (name: string) =>
   readFileSync(new URL(`../../fixtures/packages/${name}`, import.meta.url), "latin1");
@@ -290,11 +296,78 @@ describe("packages: probe on this host", () => {
     assert.deepEqual([...chosen.names].sort(), manual.sort());
   });
 
+  it("reads dpkg's database a record at a time, sending what a read line by line sends, odd records included; the main input's RS is left as it was: under dash, bash --posix, busybox sh, mawk and busybox awk", async () => {
+    // This machine's database, then records dpkg would not write: lines of no package (after a
+    // wanted one: they are its), a package line not first, two in one record, CRLF, lines of
+    // blanks, a trailing blank, a last line without its newline.
+    const odd = [
+      "\n\nPackage: bash\nStatus: install ok installed\nVersion: 5.2\nArchitecture: amd64",
+      "Status: no package line\nVersion: 9",
+      "Package: zzz\nVersion: 1\n \nVersion: after blanks\n\t\nPackage: sudo\nVersion: 1.9\nPackage: tzdata\nVersion: 2024",
+      "Description: x\nPackage: coreutils\nVersion: 9.1",
+      "Package: other\r\nVersion: 2\r",
+      "Package: openssh-server\r\nVersion: 3\r",
+      "Package: sudo \nVersion: trailing blank",
+      "Package: tzdata\nStatus: install ok installed\nVersion: last, no newline",
+    ].join("\n\n");
+    const db = `${readFileSync("/var/lib/dpkg/status", "latin1")}\n${odd}`;
+    const wanted = ["bash", "sudo", "tzdata", "coreutils", "openssh-server", "no-such"];
+    let keep = false;
+    const lines = db.split("\n").filter((line) => {
+      if (line.startsWith("Package: ")) keep = wanted.includes(line.slice(9));
+      return keep && /^(Package|Status|Version|Architecture):/.test(line);
+    });
+    for (const line of ["Version: 9", "Version: 1.9", "Version: last, no newline"])
+      assert.ok(lines.includes(line), line);
+    const dir = mkdtempSync(join(tmpdir(), "qm-dpkg-"));
+    try {
+      mkdirSync(join(dir, "var/lib/dpkg"), { recursive: true });
+      writeFileSync(join(dir, "var/lib/dpkg/status"), db, "latin1");
+      const nonce = newNonce();
+      const ctx = probeContext(nonce, 1024);
+      const declared = Object.fromEntries(wanted.map((name) => [name, "*"]));
+      // A section after, through the same awk: its blank lines are lines of the main input.
+      const after = {
+        name: "after",
+        script: `printf 'a\\n\\nb\\n'\n${ctx.awk("after_x")}\nprintf '\\n\\nc\\n'`,
+        awk: 'function after_x() { print "x" }',
+      };
+      const sections = [
+        { name: "packages", script: packages.probe(declared, ctx), awk: packages.awk },
+        after,
+      ];
+      const script = rooted(buildProbe(nonce, sections).script, {
+        dir,
+        paths: ["/var/lib/dpkg/status"],
+      });
+      for (const shell of [["dash"], ["bash", "--posix"], ["busybox", "sh"]])
+        for (const awk of ["", 'awk() { busybox awk "$@"; }\n']) {
+          const { stdout } = await execa(shell[0]!, [...shell.slice(1), "-s"], {
+            input: awk + script,
+            encoding: "latin1",
+            stripFinalNewline: false,
+          });
+          const out = parseProbeOutput(stdout, nonce);
+          const what = `${shell.join(" ")}${awk && ", busybox awk"}`;
+          assert.equal(
+            out.get("packages")!.output,
+            `\n${nonce} mark dpkg\n${lines.map((line) => `${line}\n`).join("")}`,
+            what,
+          );
+          assert.equal(out.get("after")!.output, "a\n\nb\nx\n\n\nc\n", what);
+        }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("filters an apk database on the host the same way (captured Alpine database)", async () => {
     const dir = mkdtempSync(join(tmpdir(), "qm-apk-"));
     try {
       mkdirSync(join(dir, "lib/apk/db"), { recursive: true });
-      writeFileSync(join(dir, "lib/apk/db/installed"), fixture("apk-alpine320.txt"), "latin1");
+      // As apk writes it: a record per package, its checksum line first, a blank line after.
+      const records = fixture("apk-alpine320.txt").replaceAll(/^P:/gm, "\nC:Q1x=\nP:");
+      writeFileSync(join(dir, "lib/apk/db/installed"), records, "latin1");
       const declared = { musl: "*", busybox: "absent", "no-such": "absent" };
       const run = await runProbe<PackagesLive>(packages, declared, {
         root: { dir, paths: ["/var/lib/dpkg/status", "/lib/apk/db/installed"] },
