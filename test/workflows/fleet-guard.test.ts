@@ -343,7 +343,7 @@ describe("the drift operators fear most, through the shipped workflows", () => {
           [
             "ticket",
             [ticketFile("edge", opened)],
-            "Remediate firewall drift on edge-01: inet filter input: tcp dport 8080 accept: not in networking.firewall → tcp dport 8080 accept",
+            "Remediate firewall drift on edge-01: inet filter input: tcp dport 8080 accept: not in networking.firewall → in the running ruleset",
           ],
           [
             "ticket",

@@ -1,7 +1,7 @@
 // Ordering and value rendering shared by the human-facing formats, so they agree.
 import type { Latent } from "../../domains/cause.js";
 import { SEVERITIES, type Severity } from "../../domains/domain.js";
-import { declaredWords } from "../../domains/registry.js";
+import { declaredWords, liveWords } from "../../domains/registry.js";
 import type { DriftItem, NodeResult } from "../schema.js";
 
 export function severityRank(severity: Severity): number {
@@ -58,6 +58,14 @@ export function compactValue(value: unknown, maxChars = Infinity): string {
  */
 export function compactDeclared(item: DriftItem, maxChars = Infinity): string {
   return declaredWords(item) ?? compactValue(item.declared, maxChars);
+}
+
+/**
+ * An item's live value as an operator reads it: in its domain's words where the raw value would
+ * only repeat the key (an extra rule is "in the running ruleset").
+ */
+export function compactLive(item: DriftItem, maxChars = Infinity): string {
+  return liveWords(item) ?? compactValue(item.live, maxChars);
 }
 
 /**
