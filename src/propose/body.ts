@@ -1,7 +1,7 @@
 import type { Cause } from "../domains/cause.js";
 import { SEVERITIES } from "../domains/domain.js";
 import { causeGroupLine, causeRank } from "../report/cause-line.js";
-import { wordList } from "../report/formats/common.js";
+import { wordList } from "../text/word-list.js";
 import { latentOnly, latentTitle } from "../domains/latent-words.js";
 import {
   domainByName,

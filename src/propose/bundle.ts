@@ -1,7 +1,7 @@
 import { SEVERITIES, type JsonValue } from "../domains/domain.js";
 import { latentOnly, latentTitle } from "../domains/latent-words.js";
 import { declaredWords, liveWords, type DomainName } from "../domains/registry.js";
-import { wordList } from "../report/formats/common.js";
+import { wordList } from "../text/word-list.js";
 import { nodeList } from "../text/markdown.js";
 import { branchName, slug, ticketId, type PullKind } from "./branch.js";
 import { causeIdentity, groupKey, hash, type DriftGroup, type KnownCause } from "./group.js";

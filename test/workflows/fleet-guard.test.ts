@@ -328,7 +328,7 @@ describe("the drift operators fear most, through the shipped workflows", () => {
           [
             "ticket",
             [ticketFile("store", fstabLatent)],
-            "Remediate latent mounts drift on store-01: /srv/data:options: reboot pending",
+            "Remediate latent mounts drift on store-01: /srv/data:options: reboot pending, becomes rw,nosuid,nodev,noexec",
           ],
           [
             "ticket",
@@ -360,7 +360,7 @@ describe("the drift operators fear most, through the shipped workflows", () => {
         "Quartermaster found **high** latent mounts drift on 1 node: The next boot mounts `/srv/data` with options `rw,nosuid,nodev,noexec`, as `/etc/fstab:2` says.",
         `Edited at ${minute()}: \`/etc/fstab modified at ${iso(week.evening)}, owner root, since this node's last audit: /etc/fstab:2 mounts it at the next boot\`.`,
         "Remediation: Make /etc/fstab (or the mount unit) mount what the manifest declares, or remove its line, before rebooting; or declare what it mounts.",
-        `| \`store-01\` | \`/srv/data:options\` | \`rw,nosuid,nodev\` | \`rw,nosuid,nodev\` (\`reboot pending\`) | \`${M}/${STORE_YAML}:${line(STORE_YAML, /^ {6}options:$/)}\` |`,
+        `| \`store-01\` | \`/srv/data:options\` | \`rw,nosuid,nodev\` | \`rw,nosuid,nodev\` (\`reboot pending, becomes rw,nosuid,nodev,noexec\`) | \`${M}/${STORE_YAML}:${line(STORE_YAML, /^ {6}options:$/)}\` |`,
       ]);
       // Reloaded, sshd applies the drop-in now: drift, not a restart pending.
       hasLines(password, [

@@ -2,6 +2,7 @@
 import type { Latent } from "../../domains/cause.js";
 import { SEVERITIES, type Severity } from "../../domains/domain.js";
 import { declaredWords, liveWords } from "../../domains/registry.js";
+import { wordList } from "../../text/word-list.js";
 import type { DriftItem, NodeResult } from "../schema.js";
 
 export function severityRank(severity: Severity): number {
@@ -24,18 +25,6 @@ export function compareText(a: string, b: string): number {
 }
 
 const SIMPLE = /^[\w.:/@+~*,=%^-]+$/;
-
-/**
- * A list of words as an operator writes one (`rw,nosuid`, as mount options are), never as JSON:
- * undefined for any other value, or where a word holds a comma, a blank or a quote.
- */
-export function wordList(value: unknown): string | undefined {
-  if (!Array.isArray(value)) return undefined;
-  if (value.length === 0) return "(none)";
-  return value.every((word) => typeof word === "string" && /^[^\s,"]+$/.test(word))
-    ? value.join(",")
-    : undefined;
-}
 
 /**
  * A value as an operator reads it: simple strings bare, other strings quoted with escapes
