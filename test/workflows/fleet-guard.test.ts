@@ -399,14 +399,14 @@ describe("the drift operators fear most, through the shipped workflows", () => {
       assert.ok(
         ["started", "was reloaded"].some((read) =>
           x11.lines.includes(
-            `Quartermaster found **high** latent sshd drift on 1 node: A restart of sshd applies \`x11forwarding\` \`yes\`, as \`${DROP_INS}/60-x11.conf:1 sets X11Forwarding yes (changed at ${new Date(week.evening * 1000).toISOString()}, after sshd ${read})\` says: make the file set the declared value, or declare its value, before restarting.`,
+            `Quartermaster found **high** latent sshd drift on 1 node: A reload or restart of sshd applies \`x11forwarding\` \`yes\`, as \`${DROP_INS}/60-x11.conf:1 sets X11Forwarding yes (changed at ${new Date(week.evening * 1000).toISOString()}, after sshd ${read})\` says: make the file set the declared value, or declare its value, before sshd is reloaded or restarted.`,
           ),
         ),
         x11.lines.join("\n"),
       );
       hasLines(x11, [
         `Edited at ${minute()}: \`${DROP_INS}/60-x11.conf:1 sets X11Forwarding yes; ${DROP_INS}/60-x11.conf modified at ${iso(week.evening)}, owner root, since the last audit\`.`,
-        "Remediation: Make the sshd configuration set the declared value (check with `sshd -T`) before sshd restarts, or declare the value it now sets.",
+        "Remediation: Make the sshd configuration set the declared value (check with `sshd -T`) before sshd is reloaded or restarted, or declare the value it now sets.",
       ]);
       // The reviewer records every ticket.
       await mergeEach(pulls2);
