@@ -29,13 +29,14 @@ import {
   type Pull,
 } from "./fleet-site.js";
 import {
+  bastionSshConfig,
   fleetWeek,
   hasLines,
+  inTitleOrder,
   logTime,
   M,
   refreshed,
   row,
-  inTitleOrder,
   summary,
   TICKET_MERGE,
   ticketFile,
@@ -181,18 +182,10 @@ describe("the drift operators fear most, through the shipped workflows", () => {
       `sshd: { settings: {} }\naccounts: { users: {}, sudo: [] }\nnetworking: { firewall: {} }\ncertificates: [{ path: ${path.dirname(CERT)}, valid_for: 30d }]\n`,
     );
     const store = await taken(STORE, "storage: { mounts: [] }\n");
-    const host = (name: string) => fleet.hosts.find((h) => h.name === name)!;
     forge = await startFleetForge({
       prefix: "qm-fleet-guard-",
       sshKey: await readFile(fleet.identityFile, "utf8"),
-      sshConfig: [
-        `Host bastion\n  HostName ${host("bastion").address}\n  Port ${host("bastion").port}`,
-        ...NODES.map(
-          (name) =>
-            `Host ${name}.fleet.internal\n  HostName ${host(name).address}\n  Port ${host(name).port}`,
-        ),
-        "",
-      ].join("\n"),
+      sshConfig: bastionSshConfig(fleet, NODES),
       manifests: {
         "fleet.yaml": [
           "ssh: { user: qm-audit, connect_timeout: 60, timeout: 120 }",
