@@ -130,6 +130,11 @@ export interface Domain<Declared, Live, Name extends string> {
    */
   declaredWords?(item: { declared: unknown; live: unknown }): string | undefined;
   /**
+   * How an item's live value reads where a report or pull request shows it, where the raw value
+   * would only repeat the key (an extra firewall rule's live value is the rule itself).
+   */
+  liveWords?(item: { declared: unknown; live: unknown }): string | undefined;
+  /**
    * How its latent items read (clean now, changed by a boot, restart or daemon-reload): what the
    * event changes and what to do before it, where the event's own words say less.
    */

@@ -1,4 +1,5 @@
 import { isDeepStrictEqual } from "node:util";
+import { wordList } from "../text/word-list.js";
 import type { Cause, Latent, LatentEvent } from "./cause.js";
 
 // How latent drift reads (declared state that holds now and will not after an event): what the
@@ -74,14 +75,18 @@ export function latentRemediation(words: LatentWords | undefined, event: LatentE
   return words?.remediation?.[event] ?? REMEDIATION[event];
 }
 
-/** A title's few words: "reboot pending, becomes 6.1.0-30-amd64" (the value only when short). */
+/**
+ * A title's few words: "reboot pending, becomes 6.1.0-30-amd64", "…, becomes rw,noexec" (the value
+ * only when short).
+ */
 export function latentTitle(item: LatentItem, maxValueChars = 40): string {
   const { after, becomes } = item.latent;
-  const value = show(becomes);
-  // A value (a release, a number), not words: "restarted with the libraries on disk" is left out.
+  // A value (a release, a number, mount options), not words: "restarted with the libraries on
+  // disk" is left out.
+  const value = typeof becomes === "object" ? wordList(becomes) : show(becomes);
   const changes =
+    value !== undefined &&
     !isDeepStrictEqual(becomes, item.live) &&
-    typeof becomes !== "object" &&
     value.length <= maxValueChars &&
     !/\s/.test(value);
   return `${after} pending${changes ? `, becomes ${value}` : ""}`;

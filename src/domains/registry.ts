@@ -67,6 +67,15 @@ export function declaredWords(item: {
   return domainByName(item.domain)?.declaredWords?.(item);
 }
 
+/** An item's live value in its domain's words, where its raw value would only repeat its key. */
+export function liveWords(item: {
+  domain: string;
+  declared: unknown;
+  live: unknown;
+}): string | undefined {
+  return domainByName(item.domain)?.liveWords?.(item);
+}
+
 /** What a latent item's event changes, in its domain's words: one clause, host text through `quote`. */
 export function latentSentence(item: LatentItem & { domain: string }, quote: Quote): string {
   return latentClause(domainByName(item.domain)?.latentWords, item, quote);

@@ -1,9 +1,15 @@
 import type { Cause } from "../domains/cause.js";
 import { SEVERITIES } from "../domains/domain.js";
 import { causeGroupLine, causeRank } from "../report/cause-line.js";
-import { wordList } from "../report/formats/common.js";
+import { wordList } from "../text/word-list.js";
 import { latentOnly, latentTitle } from "../domains/latent-words.js";
-import { domainByName, declaredWords, latentSentence, remediationOf } from "../domains/registry.js";
+import {
+  domainByName,
+  declaredWords,
+  latentSentence,
+  liveWords,
+  remediationOf,
+} from "../domains/registry.js";
 import type { Ticket } from "../manifest/tickets.js";
 import type { DriftItem } from "../report/schema.js";
 import { visible } from "../text/escape.js";
@@ -175,7 +181,7 @@ export function pullBody(input: BodyInput): string {
   ];
 
   const row = ({ node, item }: BodyInput["group"][number]) =>
-    `| ${codeCell(node)} | ${codeCell(item.key, VALUE_CHARS)} | ${codeCell(declaredWords(item) ?? show(item.declared), VALUE_CHARS)} | ${codeCell(show(item.live), VALUE_CHARS)}${latentOnly(item) ? ` (${codeCell(latentTitle(item), VALUE_CHARS)})` : ""}${items.size > 1 && item.detail ? ` (${codeCell(item.detail, VALUE_CHARS)})` : ""} | ${codeCell(`${item.source.file}:${item.source.line}`)} |`;
+    `| ${codeCell(node)} | ${codeCell(item.key, VALUE_CHARS)} | ${codeCell(declaredWords(item) ?? show(item.declared), VALUE_CHARS)} | ${codeCell(liveWords(item) ?? show(item.live), VALUE_CHARS)}${latentOnly(item) ? ` (${codeCell(latentTitle(item), VALUE_CHARS)})` : ""}${items.size > 1 && item.detail ? ` (${codeCell(item.detail, VALUE_CHARS)})` : ""} | ${codeCell(`${item.source.file}:${item.source.line}`)} |`;
   // A value compared by hash is a secret or too big to show: no diff, whatever the item carries.
   // One diff per key and text, with the nodes it is on: eight hosts alike show it once.
   const diffed = [

@@ -1,7 +1,7 @@
 import { SEVERITIES, type JsonValue } from "../domains/domain.js";
 import { latentOnly, latentTitle } from "../domains/latent-words.js";
-import { declaredWords, type DomainName } from "../domains/registry.js";
-import { wordList } from "../report/formats/common.js";
+import { declaredWords, liveWords, type DomainName } from "../domains/registry.js";
+import { wordList } from "../text/word-list.js";
 import { nodeList } from "../text/markdown.js";
 import { branchName, slug, ticketId, type PullKind } from "./branch.js";
 import { causeIdentity, groupKey, hash, type DriftGroup, type KnownCause } from "./group.js";
@@ -103,7 +103,7 @@ export function bundleTitle(verb: string, bundle: Bundle): string {
       ? ""
       : latentOnly(item!)
         ? latentTitle(item)
-        : `${declaredWords(item!) ?? show(item!.declared)} → ${show(item!.live)}`;
+        : `${declaredWords(item!) ?? show(item!.declared)} → ${liveWords(item!) ?? show(item!.live)}`;
     const from = cause ? ` from ${CAUSE_WORDS[cause.kind]}` : "";
     return `${verb} ${latent ? "latent " : ""}${group!.domain.name} drift${from} on ${names}: ${groupKey(group!)}${values && values.length <= 80 ? `: ${values}` : ""}`;
   }

@@ -151,7 +151,7 @@ describe("firewall on a real host", () => {
     );
     assert.ok(
       text.stdout.includes(
-        `[high] firewall inet filter input: ${INCIDENT}: declared not in networking.firewall, live "${INCIDENT}"`,
+        `[high] firewall inet filter input: ${INCIDENT}: declared not in networking.firewall, live in the running ruleset`,
       ),
       text.stdout,
     );

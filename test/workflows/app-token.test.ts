@@ -12,6 +12,7 @@ import {
   APP_CLIENT_ID,
   APP_PRIVATE_KEY,
   failures,
+  heartbeatMonitor,
   startTwoDriftForge,
   TWO_DRIFT_FILE,
   type FleetForge,
@@ -156,8 +157,11 @@ describe("the shipped workflows with a GitHub App token", () => {
     assert.deepEqual(writers(site, before), [APP]);
   });
 
-  test("an App whose token cannot be made, or a key without the App, stops the run before any write; without an App the workflow's token opens pull requests that start no workflow", async () => {
+  test("an App whose token cannot be made, or a key without the App, stops the run before any write; without an App the workflow's token opens pull requests that start no workflow", async (t) => {
     const site = await forge.site("fleet-no-app");
+    const monitor = await heartbeatMonitor();
+    t.after(() => monitor.stop());
+    site.heartbeatUrl = monitor.url("fleet");
     const job = (result: RunResult, id: string) => result.job(id)[0]!;
     const step = (result: RunResult, id: string, name: string) =>
       job(result, id).steps.find((s) => s.name === name)!;
@@ -190,6 +194,11 @@ describe("the shipped workflows with a GitHub App token", () => {
     );
     assert.equal(badKey.propose.outcome, "skipped");
     assert.deepEqual(site.double.writes(), [], "nothing written");
+    // Stopped before propose, the run still tells the monitor it failed, once.
+    assert.deepEqual(
+      monitor.pings().map((p) => p.split(":")[0]),
+      ["POST /ping/fleet/fail"],
+    );
 
     // No App: the workflow's token proposes, and its pull requests start no workflow.
     site.appId = undefined;
@@ -204,6 +213,10 @@ describe("the shipped workflows with a GitHub App token", () => {
     );
     assert.deepEqual(await site.reviews(), []);
     const writes = site.double.writes().length;
+    assert.deepEqual(
+      monitor.pings().map((p) => p.split(":")[0]),
+      ["POST /ping/fleet/fail", "POST /ping/fleet"],
+    );
 
     // The App's key kept as a secret with no variable naming the App: refused, not ignored.
     site.appKey = APP_PRIVATE_KEY;

@@ -9,7 +9,14 @@ import { after, before, describe, test } from "node:test";
 import { runCli } from "../support/cli.js";
 import { startFleet, type TestFleet } from "../support/hosts.js";
 import { documentedSshConfig, FLEET_RUNNER_LABELS } from "./fleet-repo.js";
-import { failures, startFleetForge, type FleetForge, type FleetSite } from "./fleet-site.js";
+import {
+  failures,
+  heartbeatMonitor,
+  OWNER,
+  startFleetForge,
+  type FleetForge,
+  type FleetSite,
+} from "./fleet-site.js";
 import { ACTIONS, type RunResult } from "./runner.js";
 import type { Value } from "./expressions.js";
 
@@ -36,6 +43,7 @@ const SECRET_SSH_CONFIG = "Host bastion-private\n  HostName bastion.private.exam
 describe("drift-audit and review-command workflows", () => {
   let fleet: TestFleet;
   let forge: FleetForge;
+  let monitor: Awaited<ReturnType<typeof heartbeatMonitor>>;
   let sharded: FleetSite;
   let whole: FleetSite;
   let dryRun: RunResult;
@@ -83,12 +91,20 @@ describe("drift-audit and review-command workflows", () => {
     });
     sharded = await forge.site("fleet-sharded");
     whole = await forge.site("fleet-whole");
+    // Both sites keep a monitor's ping address, as docs/operations.md says.
+    monitor = await heartbeatMonitor();
+    sharded.heartbeatUrl = monitor.url("sharded");
+    whole.heartbeatUrl = `${monitor.url("whole")}/`;
   });
 
   after(async () => {
+    await monitor?.stop();
     await forge?.stop();
     await fleet?.stop();
   });
+
+  /** A run's page, as the heartbeat names it (every emulated run is run 1). */
+  const runPage = (site: FleetSite) => `${forge.server.url}/${OWNER}/${site.repo}/actions/runs/1`;
 
   const dispatch = (inputs: Record<string, Value>) => ({
     name: "workflow_dispatch",
@@ -135,6 +151,7 @@ describe("drift-audit and review-command workflows", () => {
     );
     assert.equal(failures(dryRun), "");
     assert.deepEqual(sharded.double.writes(), []);
+    assert.deepEqual(monitor.pings(), [], "a dry run pings nothing");
     const plan = dryRun.job("report")[0]!.steps.find((s) => s.name.includes("dry run"))!;
     assert.match(
       plan.stdout,
@@ -181,6 +198,11 @@ describe("drift-audit and review-command workflows", () => {
     });
     assert.equal(failures(wholeRun), "");
     assert.equal(wholeRun.job("audit").length, 1);
+    // One ping per run, at its end.
+    assert.deepEqual(monitor.pings(), [
+      `POST /ping/sharded: quartermaster run ok: ${runPage(sharded)}`,
+      `POST /ping/whole/: quartermaster run ok: ${runPage(whole)}`,
+    ]);
 
     const opened = await pullRequests(sharded);
     assert.deepEqual(opened, await pullRequests(whole));
@@ -212,8 +234,9 @@ describe("drift-audit and review-command workflows", () => {
     assert.deepEqual(whole.double.violations, []);
   });
 
-  test("a run from another branch cannot reach the SSH key: the environment refuses the audit jobs", async () => {
-    const result = await whole.run(DRIFT_AUDIT, dispatch({ "dry-run": true, shards: 1 }), {
+  test("a run from another branch cannot reach the SSH key: the environment refuses the audit jobs, and the monitor hears of it at once", async () => {
+    const pinged = monitor.pings().length;
+    const result = await whole.run(DRIFT_AUDIT, dispatch({ "dry-run": false, shards: 1 }), {
       ref: "refs/heads/topic",
     });
     const audit = result.job("audit");
@@ -233,8 +256,13 @@ describe("drift-audit and review-command workflows", () => {
         ["audit", "failure"],
         ["report", "skipped"],
         ["propose", "skipped"],
+        ["heartbeat", "success"],
       ],
     );
+    // The run failed before propose: /fail, once (a trailing slash of the address is not doubled).
+    assert.deepEqual(monitor.pings().slice(pinged), [
+      `POST /ping/whole/fail: quartermaster run failed: ${runPage(whole)}`,
+    ]);
   });
 
   test("the job summary and annotations stay within GitHub's limits and point at the manifest lines", () => {
@@ -355,10 +383,14 @@ describe("drift-audit and review-command workflows", () => {
     await whole.double.pushCommit("main", {
       "fleet-manifests/fleet.yaml": `${fleetYaml}\naudit: { max_unaudited: 0 }\n`,
     });
+    const pinged = monitor.pings().length;
     const result = await whole.run(DRIFT_AUDIT, {
       name: "schedule",
       payload: { schedule: "23 */6 * * *" },
     });
+    assert.deepEqual(monitor.pings().slice(pinged), [
+      `POST /ping/whole/fail: quartermaster run failed: ${runPage(whole)}`,
+    ]);
     for (const job of ["plan", "audit", "report"])
       for (const instance of result.job(job))
         assert.equal(instance.result, "success", failures(result));
@@ -378,5 +410,27 @@ describe("drift-audit and review-command workflows", () => {
       /- `cache-01`: unreachable, never audited, first tried [^,]+, 2 runs/,
     );
     assert.deepEqual(whole.double.violations, []);
+  });
+
+  test("a broken manifest stops the run at its plan, and the monitor hears of it at once", async () => {
+    await whole.double.pushCommit("main", { "fleet-manifests/nodes/web-01.yaml": "host: [\n" });
+    const pinged = monitor.pings().length;
+    const result = await whole.run(DRIFT_AUDIT, {
+      name: "schedule",
+      payload: { schedule: "23 */6 * * *" },
+    });
+    assert.deepEqual(
+      result.jobs.map((j) => [j.id, j.result]),
+      [
+        ["plan", "failure"],
+        ["audit", "skipped"],
+        ["report", "skipped"],
+        ["propose", "skipped"],
+        ["heartbeat", "success"],
+      ],
+    );
+    assert.deepEqual(monitor.pings().slice(pinged), [
+      `POST /ping/whole/fail: quartermaster run failed: ${runPage(whole)}`,
+    ]);
   });
 });

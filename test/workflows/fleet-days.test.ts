@@ -29,6 +29,7 @@ import {
 } from "./fleet-site.js";
 import {
   ACCEPT_MERGE,
+  bastionSshConfig,
   fleetWeek,
   hasLines,
   logTime,
@@ -227,21 +228,10 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
     assert.ok(finTimeout !== ROLLED_OUT && keepaliveTime !== 600 && keepaliveIntvl !== 30);
     assert.ok(somaxconn !== TUNED["net.core.somaxconn"]);
     assert.ok(keepaliveProbes !== TUNED["net.ipv4.tcp_keepalive_probes"]);
-    const host = (name: string) => fleet.hosts.find((h) => h.name === name)!;
     forge = await startFleetForge({
       prefix: "qm-fleet-days-",
       sshKey: await readFile(fleet.identityFile, "utf8"),
-      // Kept secret by the fleet: where the bastion and the nodes are. The documented
-      // fleet-manifests/ssh_config adds `User` for the bastion and `ProxyJump bastion` for
-      // *.fleet.internal.
-      sshConfig: [
-        `Host bastion\n  HostName ${host("bastion").address}\n  Port ${host("bastion").port}`,
-        ...NODES.map(
-          (name) =>
-            `Host ${name}.fleet.internal\n  HostName ${host(name).address}\n  Port ${host(name).port}`,
-        ),
-        "",
-      ].join("\n"),
+      sshConfig: bastionSshConfig(fleet, NODES),
       manifests: {
         "fleet.yaml": [
           // Through the jump host a node's banner waits for the hop's whole login.

@@ -29,13 +29,14 @@ import {
   type Pull,
 } from "./fleet-site.js";
 import {
+  bastionSshConfig,
   fleetWeek,
   hasLines,
+  inTitleOrder,
   logTime,
   M,
   refreshed,
   row,
-  inTitleOrder,
   summary,
   TICKET_MERGE,
   ticketFile,
@@ -181,18 +182,10 @@ describe("the drift operators fear most, through the shipped workflows", () => {
       `sshd: { settings: {} }\naccounts: { users: {}, sudo: [] }\nnetworking: { firewall: {} }\ncertificates: [{ path: ${path.dirname(CERT)}, valid_for: 30d }]\n`,
     );
     const store = await taken(STORE, "storage: { mounts: [] }\n");
-    const host = (name: string) => fleet.hosts.find((h) => h.name === name)!;
     forge = await startFleetForge({
       prefix: "qm-fleet-guard-",
       sshKey: await readFile(fleet.identityFile, "utf8"),
-      sshConfig: [
-        `Host bastion\n  HostName ${host("bastion").address}\n  Port ${host("bastion").port}`,
-        ...NODES.map(
-          (name) =>
-            `Host ${name}.fleet.internal\n  HostName ${host(name).address}\n  Port ${host(name).port}`,
-        ),
-        "",
-      ].join("\n"),
+      sshConfig: bastionSshConfig(fleet, NODES),
       manifests: {
         "fleet.yaml": [
           "ssh: { user: qm-audit, connect_timeout: 60, timeout: 120 }",
@@ -328,7 +321,7 @@ describe("the drift operators fear most, through the shipped workflows", () => {
           [
             "ticket",
             [ticketFile("store", fstabLatent)],
-            "Remediate latent mounts drift on store-01: /srv/data:options: reboot pending",
+            "Remediate latent mounts drift on store-01: /srv/data:options: reboot pending, becomes rw,nosuid,nodev,noexec",
           ],
           [
             "ticket",
@@ -343,7 +336,7 @@ describe("the drift operators fear most, through the shipped workflows", () => {
           [
             "ticket",
             [ticketFile("edge", opened)],
-            "Remediate firewall drift on edge-01: inet filter input: tcp dport 8080 accept: not in networking.firewall → tcp dport 8080 accept",
+            "Remediate firewall drift on edge-01: inet filter input: tcp dport 8080 accept: not in networking.firewall → in the running ruleset",
           ],
           [
             "ticket",
@@ -360,7 +353,7 @@ describe("the drift operators fear most, through the shipped workflows", () => {
         "Quartermaster found **high** latent mounts drift on 1 node: The next boot mounts `/srv/data` with options `rw,nosuid,nodev,noexec`, as `/etc/fstab:2` says.",
         `Edited at ${minute()}: \`/etc/fstab modified at ${iso(week.evening)}, owner root, since this node's last audit: /etc/fstab:2 mounts it at the next boot\`.`,
         "Remediation: Make /etc/fstab (or the mount unit) mount what the manifest declares, or remove its line, before rebooting; or declare what it mounts.",
-        `| \`store-01\` | \`/srv/data:options\` | \`rw,nosuid,nodev\` | \`rw,nosuid,nodev\` (\`reboot pending\`) | \`${M}/${STORE_YAML}:${line(STORE_YAML, /^ {6}options:$/)}\` |`,
+        `| \`store-01\` | \`/srv/data:options\` | \`rw,nosuid,nodev\` | \`rw,nosuid,nodev\` (\`reboot pending, becomes rw,nosuid,nodev,noexec\`) | \`${M}/${STORE_YAML}:${line(STORE_YAML, /^ {6}options:$/)}\` |`,
       ]);
       // Reloaded, sshd applies the drop-in now: drift, not a restart pending.
       hasLines(password, [
@@ -399,14 +392,14 @@ describe("the drift operators fear most, through the shipped workflows", () => {
       assert.ok(
         ["started", "was reloaded"].some((read) =>
           x11.lines.includes(
-            `Quartermaster found **high** latent sshd drift on 1 node: A restart of sshd applies \`x11forwarding\` \`yes\`, as \`${DROP_INS}/60-x11.conf:1 sets X11Forwarding yes (changed at ${new Date(week.evening * 1000).toISOString()}, after sshd ${read})\` says: make the file set the declared value, or declare its value, before restarting.`,
+            `Quartermaster found **high** latent sshd drift on 1 node: A reload or restart of sshd applies \`x11forwarding\` \`yes\`, as \`${DROP_INS}/60-x11.conf:1 sets X11Forwarding yes (changed at ${new Date(week.evening * 1000).toISOString()}, after sshd ${read})\` says: make the file set the declared value, or declare its value, before sshd is reloaded or restarted.`,
           ),
         ),
         x11.lines.join("\n"),
       );
       hasLines(x11, [
         `Edited at ${minute()}: \`${DROP_INS}/60-x11.conf:1 sets X11Forwarding yes; ${DROP_INS}/60-x11.conf modified at ${iso(week.evening)}, owner root, since the last audit\`.`,
-        "Remediation: Make the sshd configuration set the declared value (check with `sshd -T`) before sshd restarts, or declare the value it now sets.",
+        "Remediation: Make the sshd configuration set the declared value (check with `sshd -T`) before sshd is reloaded or restarted, or declare the value it now sets.",
       ]);
       // The reviewer records every ticket.
       await mergeEach(pulls2);

@@ -5,6 +5,8 @@
 // The SSH key is kept as docs/operations.md says: in the environment `quartermaster`, for the
 // default branch alone.
 import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { execa } from "execa";
@@ -130,6 +132,8 @@ export interface FleetSite {
    */
   appId?: string;
   appKey?: string;
+  /** The secret QUARTERMASTER_HEARTBEAT_URL: a monitor's ping address (`heartbeatMonitor`). Unset by default. */
+  heartbeatUrl?: string;
   /**
    * A workflow of the fleet repository (`drift-audit.yml`) run for `event` on `ref` (default: main)
    * at `sha` (default: main's tip), with a workflow_dispatch event's inputs as its inputs.
@@ -232,6 +236,9 @@ export async function startFleetForge(options: {
           secrets: {
             ...(options.sshConfig && { QUARTERMASTER_SSH_CONFIG: options.sshConfig }),
             ...(self.appKey !== undefined && { QUARTERMASTER_APP_PRIVATE_KEY: self.appKey }),
+            ...(self.heartbeatUrl !== undefined && {
+              QUARTERMASTER_HEARTBEAT_URL: self.heartbeatUrl,
+            }),
           },
           vars: self.appId !== undefined ? { QUARTERMASTER_APP_ID: self.appId } : {},
           app: APP,
@@ -354,6 +361,33 @@ export async function startFleetForge(options: {
       await server.stop();
       await rm(work, { recursive: true, force: true });
     },
+  };
+}
+
+/**
+ * A push monitor as healthchecks.io runs one: every request it gets is kept, `POST /path: body`.
+ * Each site pings an address of its own (`url(name)`).
+ */
+export async function heartbeatMonitor(): Promise<{
+  url(name: string): string;
+  pings(): string[];
+  stop(): Promise<void>;
+}> {
+  const pings: string[] = [];
+  const server = createServer((request, response) => {
+    const body: Buffer[] = [];
+    request.on("data", (chunk: Buffer) => body.push(chunk));
+    request.on("end", () => {
+      pings.push(`${request.method} ${request.url}: ${Buffer.concat(body).toString()}`);
+      response.end("OK");
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: (name) => `http://127.0.0.1:${port}/ping/${name}`,
+    pings: () => [...pings],
+    stop: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }
 

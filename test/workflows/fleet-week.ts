@@ -50,6 +50,23 @@ export const ticketFile = (folder: string, pull: Pull) => {
 export const row = (node: string, key: string, declared: string, live: string, at: string) =>
   `| \`${node}\` | \`${key}\` | \`${declared}\` | \`${live}\` | \`${M}/${at}\` |`;
 
+/**
+ * The secret QUARTERMASTER_SSH_CONFIG of a fleet behind the `bastion` host: where the bastion and
+ * each of `nodes` (`<name>.fleet.internal`) are. The documented fleet-manifests/ssh_config adds
+ * `User` for the bastion and `ProxyJump bastion` for *.fleet.internal.
+ */
+export function bastionSshConfig(fleet: TestFleet, nodes: readonly string[]): string {
+  const at = (pattern: string, name: string) => {
+    const { address, port } = fleet.hosts.find((h) => h.name === name)!;
+    return `Host ${pattern}\n  HostName ${address}\n  Port ${port}`;
+  };
+  return [
+    at("bastion", "bastion"),
+    ...nodes.map((name) => at(`${name}.fleet.internal`, name)),
+    "",
+  ].join("\n");
+}
+
 /** Asserts what a refresh after a merge did: succeeded, audited nothing, opened and announced nothing. */
 export function refreshed(merged: Awaited<ReturnType<FleetSite["mergeAndRefresh"]>>) {
   assert.equal(failures(merged.result), "");

@@ -104,6 +104,12 @@ test("the fleet workflows are callable, run where the caller says, and install a
         /inputs\.runs-on/,
         `${file}/${id}`,
       );
+      // The heartbeat pings with curl alone (action.yml's own download needs it): the install may
+      // be what failed the run.
+      if (`${file}/${id}` === "drift-audit.yml/heartbeat") {
+        assert.ok(!job.steps.some((s) => s.uses), `${file}/${id} runs nothing but curl`);
+        continue;
+      }
       const install = job.steps.find((s) => s.name === "Install Quartermaster");
       assert.match(install?.uses ?? "", /^[\w.-]+\/quartermaster@[0-9a-f]{40}$/, `${file}/${id}`);
       assert.ok(!job.steps.some((s) => /\bnpm ci\b|\bnpx\b/.test(s.run ?? "")), `${file}/${id}`);

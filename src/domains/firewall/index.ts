@@ -124,6 +124,15 @@ export const firewall: Domain<FirewallDeclared, FirewallLive, "firewall"> = {
   declaredWords(item) {
     return item.declared === null ? "not in networking.firewall" : undefined;
   },
+  // An undeclared rule's or set element's live value is the key's own text, and an undeclared
+  // table's or set's is empty (its chains and elements are items of their own): say where it is.
+  // An undeclared chain keeps its hook and policy, which say more.
+  liveWords({ declared, live }) {
+    if (declared !== null || live === null) return undefined;
+    const repeatsKey =
+      typeof live === "string" || (typeof live === "object" && Object.keys(live).length === 0);
+    return repeatsKey ? "in the running ruleset" : undefined;
+  },
   latentWords: {
     sentence(item, quote) {
       const { becomes, because } = item.latent;

@@ -174,11 +174,12 @@ export const sshd: Domain<SshdDeclared, SshdLive, "sshd"> = {
   remediation:
     "Set the keyword in sshd_config (or the sshd_config.d file that sets it) to the declared value, check it with `sshd -t`, and restart sshd; or accept the live value into the manifest.",
   latentWords: {
+    // sshd(8): SIGHUP (a reload) re-executes sshd, which reads its configuration again.
     sentence: ({ key, latent }, q) =>
-      `a restart of sshd applies ${q(key)} ${q(Array.isArray(latent.becomes) ? latent.becomes.join(" ") : String(latent.becomes))}, as ${q(latent.because)} says: make the file set the declared value, or declare its value, before restarting`,
+      `a reload or restart of sshd applies ${q(key)} ${q(Array.isArray(latent.becomes) ? latent.becomes.join(" ") : String(latent.becomes))}, as ${q(latent.because)} says: make the file set the declared value, or declare its value, before sshd is reloaded or restarted`,
     remediation: {
       restart:
-        "Make the sshd configuration set the declared value (check with `sshd -T`) before sshd restarts, or declare the value it now sets.",
+        "Make the sshd configuration set the declared value (check with `sshd -T`) before sshd is reloaded or restarted, or declare the value it now sets.",
     },
   },
   probe(declared, ctx) {

@@ -38,7 +38,7 @@ export function changedSinceStart(live: SshdLive): [file: string, mtime: number]
 /**
  * A keyword the running sshd applies otherwise than its files now say: a line setting it is in a
  * file changed after the listener started. The running sshd applies what it read then, which no
- * file holds any more, so the audit takes it to be the declared value; a restart applies `files`,
+ * file holds any more, so the audit takes it to be the declared value; a reload or restart applies `files`,
  * what `sshd -T` reads now. Undefined when every line setting it is as sshd read it.
  */
 export function sshdLatent(
@@ -56,7 +56,7 @@ export function sshdLatent(
       becomes: files,
       because: `${sets(line)} (changed at ${isoTime(newer.get(line.file)!)}, after sshd ${read.reloaded ? "was reloaded" : "started"})`,
     },
-    detail: `sshd (pid ${live.listener!.pid}) ${read.reloaded ? "was last reloaded" : "started"} at ${isoTime(read.at)}, before ${line.file} changed: it applies what it read then, and a restart applies what sshd -T reads now`,
+    detail: `sshd (pid ${live.listener!.pid}) ${read.reloaded ? "was last reloaded" : "started"} at ${isoTime(read.at)}, before ${line.file} changed: it applies what it read then, and a reload or restart applies what sshd -T reads now`,
   };
 }
 

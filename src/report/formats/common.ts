@@ -1,7 +1,8 @@
 // Ordering and value rendering shared by the human-facing formats, so they agree.
 import type { Latent } from "../../domains/cause.js";
 import { SEVERITIES, type Severity } from "../../domains/domain.js";
-import { declaredWords } from "../../domains/registry.js";
+import { declaredWords, liveWords } from "../../domains/registry.js";
+import { wordList } from "../../text/word-list.js";
 import type { DriftItem, NodeResult } from "../schema.js";
 
 export function severityRank(severity: Severity): number {
@@ -26,18 +27,6 @@ export function compareText(a: string, b: string): number {
 const SIMPLE = /^[\w.:/@+~*,=%^-]+$/;
 
 /**
- * A list of words as an operator writes one (`rw,nosuid`, as mount options are), never as JSON:
- * undefined for any other value, or where a word holds a comma, a blank or a quote.
- */
-export function wordList(value: unknown): string | undefined {
-  if (!Array.isArray(value)) return undefined;
-  if (value.length === 0) return "(none)";
-  return value.every((word) => typeof word === "string" && /^[^\s,"]+$/.test(word))
-    ? value.join(",")
-    : undefined;
-}
-
-/**
  * A value as an operator reads it: simple strings bare, other strings quoted with escapes
  * (so whitespace and control characters show), null as "(absent)", a list of words comma-separated,
  * other objects as compact JSON.
@@ -58,6 +47,14 @@ export function compactValue(value: unknown, maxChars = Infinity): string {
  */
 export function compactDeclared(item: DriftItem, maxChars = Infinity): string {
   return declaredWords(item) ?? compactValue(item.declared, maxChars);
+}
+
+/**
+ * An item's live value as an operator reads it: in its domain's words where the raw value would
+ * only repeat the key (an extra rule is "in the running ruleset").
+ */
+export function compactLive(item: DriftItem, maxChars = Infinity): string {
+  return liveWords(item) ?? compactValue(item.live, maxChars);
 }
 
 /**

@@ -4,7 +4,7 @@
 import type { Severity } from "../../domains/domain.js";
 import type { DriftItem, NodeResult } from "../schema.js";
 import { visible } from "../../text/escape.js";
-import { compactDeclared, compactValue, compareText, plural, severityRank } from "./common.js";
+import { compactDeclared, compactLive, compareText, plural, severityRank } from "./common.js";
 import type { Renderer } from "./format.js";
 
 export const MAX_ANNOTATIONS_PER_STEP = 10;
@@ -103,7 +103,7 @@ function driftFindings(nodes: readonly NodeResult[]): Finding[] {
         file: item.source.file,
         line: item.source.line,
         title: `${item.severity} ${item.domain} drift: ${item.key}`,
-        message: `${where}: ${item.key} is declared ${compactDeclared(item, 200)} but live ${compactValue(item.live, 200)}${item.detail ? ` (${item.detail})` : ""}`,
+        message: `${where}: ${item.key} is declared ${compactDeclared(item, 200)} but live ${compactLive(item, 200)}${item.detail ? ` (${item.detail})` : ""}`,
       },
     };
   });

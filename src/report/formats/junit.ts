@@ -4,7 +4,7 @@
 import { append } from "../../collections.js";
 import type { RunnerEscapes } from "../../text/escape.js";
 import type { DriftItem, NodeResult } from "../schema.js";
-import { compactDeclared, compactValue, compareDrift, compareText } from "./common.js";
+import { compactDeclared, compactLive, compareDrift, compareText } from "./common.js";
 import type { Renderer } from "./format.js";
 
 interface TestCase {
@@ -80,7 +80,7 @@ function driftCase(node: NodeResult, item: DriftItem): TestCase {
     classname: `${node.name}.${item.domain}`,
     seconds: 0,
   };
-  const summary = `declared ${compactDeclared(item, 200)}, live ${compactValue(item.live, 200)}`;
+  const summary = `declared ${compactDeclared(item, 200)}, live ${compactLive(item, 200)}`;
   // Tracked drift (an open ticket or a waiver) is skipped, not failed: CI stays red only for news.
   if (item.acknowledged) {
     const by = item.acknowledgedBy ? ` by ${item.acknowledgedBy}` : "";
@@ -88,7 +88,7 @@ function driftCase(node: NodeResult, item: DriftItem): TestCase {
   }
   const body = [
     `declared: ${compactDeclared(item)}`,
-    `live: ${compactValue(item.live)}`,
+    `live: ${compactLive(item)}`,
     ...(item.detail ? [item.detail] : []),
     `declared at ${item.source.file}:${item.source.line}`,
     `remediation: ${item.remediation}`,

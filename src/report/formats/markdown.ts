@@ -9,7 +9,7 @@ import type { DriftItem, NodeResult, Report } from "../schema.js";
 import { codeCell, fencedBlock, htmlCode, textCell, truncate } from "../../text/markdown.js";
 import {
   compactDeclared,
-  compactValue,
+  compactLive,
   compareDrift,
   compareText,
   plural,
@@ -199,7 +199,7 @@ function driftRow(node: NodeResult, item: DriftItem, since: boolean): string {
     `${codeCell(item.key, VALUE_CHARS)}${item.lapsed ? ` (no longer acknowledged: ${codeCell(item.lapsed, REMEDIATION_CHARS)})` : ""}${item.cause ? ` (${causeLine(item.cause, (text) => codeCell(text, REMEDIATION_CHARS))})` : ""}`,
     codeCell(compactDeclared(item, VALUE_CHARS)),
     // The detail (who listens, what reboot would change) beside the live value, as code: host text.
-    `${codeCell(compactValue(item.live, VALUE_CHARS))}${item.detail ? ` (${codeCell(item.detail, REMEDIATION_CHARS)})` : ""}${item.latent ? ` (${latentOnly(item) ? "" : "then "}${latentSentence({ ...item, latent: item.latent }, (text) => codeCell(text, REMEDIATION_CHARS))})` : ""}`,
+    `${codeCell(compactLive(item, VALUE_CHARS))}${item.detail ? ` (${codeCell(item.detail, REMEDIATION_CHARS)})` : ""}${item.latent ? ` (${latentOnly(item) ? "" : "then "}${latentSentence({ ...item, latent: item.latent }, (text) => codeCell(text, REMEDIATION_CHARS))})` : ""}`,
     codeCell(`${item.source.file}:${item.source.line}`, VALUE_CHARS),
     // A code span: a contributor's remediation text renders no markup and pings no @mention.
     codeCell(item.remediation, REMEDIATION_CHARS),

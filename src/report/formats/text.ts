@@ -8,7 +8,7 @@ import { isLatent } from "../tally.js";
 import { visible } from "../../text/escape.js";
 import {
   compactDeclared,
-  compactValue,
+  compactLive,
   compareDrift,
   compareText,
   plural,
@@ -209,7 +209,7 @@ function renderNode(node: NodeResult, options: RenderOptions, paint: Paint): str
 function renderItem(item: DriftItem, options: RenderOptions, paint: Paint): string[] {
   const width = options.verbose ? Infinity : VALUE_CHARS;
   const declared = visible(compactDeclared(item, width));
-  const live = visible(compactValue(item.live, width));
+  const live = visible(compactLive(item, width));
   const tag = paint(SEVERITY_STYLE[item.severity], `[${item.severity}]`);
   const mark = item.acknowledged ? ` ${paint(["dim"], "(acknowledged)")}` : "";
   // Latent only: live as declared, so what it is now and what the event changes.

@@ -376,6 +376,13 @@ test("a pull request and the text report say each item in the ruleset's words", 
     "not in networking.firewall",
   );
   assert.equal(firewall.declaredWords!({ declared: "drop", live: "accept" }), undefined);
+  // An undeclared rule's live value is its key's own text; a table's or set's is empty.
+  for (const live of ["tcp dport 8080 accept", {}, []])
+    assert.equal(firewall.liveWords!({ declared: null, live }), "in the running ruleset");
+  // An undeclared chain's hook and policy say more than where it is.
+  assert.equal(firewall.liveWords!({ declared: null, live: { hook: "input" } }), undefined);
+  assert.equal(firewall.liveWords!({ declared: "tcp dport 22 accept", live: null }), undefined);
+  assert.equal(firewall.liveWords!({ declared: "drop", live: "accept" }), undefined);
 });
 
 test("iptables-nft rules read through nft; with nftables.service not enabled every rule is gone at reboot", () => {

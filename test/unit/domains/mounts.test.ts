@@ -10,6 +10,7 @@ import {
   type MountsLive,
 } from "../../../src/domains/mounts/parse.js";
 import type { HostRecord } from "../../../src/domains/host-record.js";
+import { latentTitle, type LatentItem } from "../../../src/domains/latent-words.js";
 import { ProbeParseError } from "../../../src/errors.js";
 import { parseContext } from "../../../src/probe/script.js";
 import { marked } from "../../support/probe-output.js";
@@ -167,6 +168,11 @@ describe("mounts", () => {
         latent: { after: "reboot", becomes: "mounted", because: "/etc/fstab:5" },
       },
     ]);
+    // A title says what the next boot mounts, as the kernel's and sysctl's say what it runs.
+    assert.deepEqual(
+      findings.slice(0, 2).map((f) => latentTitle(f as LatentItem)),
+      ["reboot pending, becomes ro,nosuid", "reboot pending"],
+    );
   });
 
   it("compares a source fstab names by UUID= or LABEL= by the device its link leads to", () => {

@@ -3,6 +3,8 @@ import { describe, it } from "node:test";
 import { sshd, SshdDeclared, SNAPSHOT_KEYWORDS } from "../../../src/domains/sshd/index.js";
 import type { SshdLive } from "../../../src/domains/sshd/parse.js";
 import { emptyHostRecord, type HostRecord } from "../../../src/domains/host-record.js";
+import { latentRemediation } from "../../../src/domains/latent-words.js";
+import { latentSentence } from "../../../src/domains/registry.js";
 import { ProbeParseError } from "../../../src/errors.js";
 import { parseContext } from "../../../src/probe/script.js";
 import { acceptFinding } from "../../../src/propose/accept.js";
@@ -259,9 +261,22 @@ describe("sshd: compare", () => {
             "/etc/ssh/sshd_config.d/50-incident.conf:1 sets PasswordAuthentication yes (changed at 2026-12-07T05:05:33.000Z, after sshd started)",
         },
         detail:
-          "sshd (pid 6062) started at 2026-12-07T05:05:27.000Z, before /etc/ssh/sshd_config.d/50-incident.conf changed: it applies what it read then, and a restart applies what sshd -T reads now",
+          "sshd (pid 6062) started at 2026-12-07T05:05:27.000Z, before /etc/ssh/sshd_config.d/50-incident.conf changed: it applies what it read then, and a reload or restart applies what sshd -T reads now",
       },
     ]);
+  });
+
+  it("a latent line reads as applied by a reload or a restart: SIGHUP re-reads sshd_config", () => {
+    const [finding] = sshd.compare(declared({ PasswordAuthentication: "no" }), live);
+    const quote = (text: string) => `\`${text}\``;
+    assert.equal(
+      latentSentence({ ...finding!, domain: "sshd", latent: finding!.latent! }, quote),
+      "a reload or restart of sshd applies `passwordauthentication` `yes`, as `/etc/ssh/sshd_config.d/50-incident.conf:1 sets PasswordAuthentication yes (changed at 2026-12-07T05:05:33.000Z, after sshd started)` says: make the file set the declared value, or declare its value, before sshd is reloaded or restarted",
+    );
+    assert.equal(
+      latentRemediation(sshd.latentWords, "restart"),
+      "Make the sshd configuration set the declared value (check with `sshd -T`) before sshd is reloaded or restarted, or declare the value it now sets.",
+    );
   });
 
   it("a value from a file sshd read as it is drifts now, with the line that sets it", () => {
@@ -335,7 +350,7 @@ describe("sshd: compare", () => {
           "no",
           "no",
           "yes",
-          "sshd (pid 454) was last reloaded at 2026-12-07T13:52:21.000Z, before /etc/ssh/sshd_config.d/60-x11.conf changed: it applies what it read then, and a restart applies what sshd -T reads now",
+          "sshd (pid 454) was last reloaded at 2026-12-07T13:52:21.000Z, before /etc/ssh/sshd_config.d/60-x11.conf changed: it applies what it read then, and a reload or restart applies what sshd -T reads now",
         ],
       ],
     );

@@ -296,3 +296,32 @@ test("a list of words reads as an operator writes it; other lists and objects as
     assert.equal(compactValue(list), JSON.stringify(list));
   assert.equal(compactValue({ a: ["x"] }), '{"a":["x"]}');
 });
+
+test("a rule added at runtime reads where it is, not the rule again, in every format that shows live values", () => {
+  const rule = "tcp dport 8080 accept";
+  const report = loadFleetReport();
+  const web = report.nodes.find((n) => n.name === "web-01")!;
+  web.drift = [
+    {
+      ...web.drift[0]!,
+      domain: "firewall",
+      key: `inet filter input: ${rule}`,
+      declared: null,
+      live: rule,
+      path: ["networking", "firewall", "inet filter", "chains", "input", "rules", 2],
+    },
+  ];
+  delete web.drift[0]!.detail;
+  delete web.drift[0]!.diff;
+  const say = (format: keyof typeof FORMATS) => FORMATS[format](report, plain);
+  assert.match(
+    say("text"),
+    /^ {2}\[\w+\] firewall inet filter input: tcp dport 8080 accept: declared not in networking\.firewall, live in the running ruleset$/m,
+  );
+  assert.match(say("markdown"), /\| `not in networking\.firewall` \| `in the running ruleset`/);
+  assert.match(
+    say("github"),
+    /is declared not in networking\.firewall but live in the running ruleset/,
+  );
+  assert.match(say("junit"), /live: in the running ruleset/);
+});

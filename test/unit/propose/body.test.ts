@@ -11,7 +11,7 @@ import {
 } from "../../../src/propose/marker.js";
 import { plan } from "../../../src/propose/plan.js";
 import type { DriftItem } from "../../../src/report/schema.js";
-import { input, opens, report, somaxconn } from "./fixtures.js";
+import { input, opens, planOnTree, report, somaxconn } from "./fixtures.js";
 
 /** An accept PR's body for `group`, its marker naming `hosts` (by default the group's nodes). */
 function acceptBody(
@@ -306,6 +306,48 @@ describe("body: what reviewers read", () => {
     assert.match(
       body(item("tcp/443", "listening", "closed")),
       /`tcp\/443` is in networking\.listening_ports, which expects it to listen, but nothing listens on it on the host\./,
+    );
+  });
+
+  it("a rule added at runtime: the title and the table say where it is, never the rule twice", async () => {
+    const rule = "tcp dport 8080 accept";
+    const [ticket, ...more] = opens(
+      await planOnTree(
+        {
+          "nodes/edge-01.yaml": [
+            "networking:",
+            "  firewall:",
+            "    inet filter:",
+            "      chains:",
+            "        input:",
+            "          rules:",
+            "            - tcp dport 22 accept",
+            "",
+          ].join("\n"),
+        },
+        {
+          "edge-01": [
+            {
+              domain: "firewall",
+              finding: {
+                key: `inet filter input: ${rule}`,
+                declared: null,
+                live: rule,
+                path: ["networking", "firewall", "inet filter", "chains", "input", "rules", 1],
+              },
+            },
+          ],
+        },
+      ),
+    );
+    assert.equal(more.length, 0);
+    assert.equal(
+      ticket!.title,
+      `Remediate firewall drift on edge-01: inet filter input: ${rule}: not in networking.firewall → in the running ruleset`,
+    );
+    assert.match(
+      ticket!.body,
+      /^\| `edge-01` \| `inet filter input: tcp dport 8080 accept` \| `not in networking\.firewall` \| `in the running ruleset` \|/m,
     );
   });
 
