@@ -68,6 +68,12 @@ const NEWER = RUNNING.replace(/^(\d+)\.(\d+)/, (_, major: string) => `${Number(m
 const BOOTED_AT = Number(/^btime (\d+)$/m.exec(readFileSync("/proc/stat", "utf8"))![1]);
 /** A package apt installs (no `from`) or upgrades, as `name:arch`. */
 type AptChange = { package: string; from?: string; to: string };
+/**
+ * Dates dpkg.log and apt's history.log `at` (epoch seconds), as the host's clock would have when
+ * the lines appended to them were written: the probe reads no log unchanged since the last audit.
+ */
+const logsDated = (at: number) => `touch -d @${at} /var/log/dpkg.log /var/log/apt/history.log`;
+
 /** What dpkg.log and apt's history.log say when alice's `apt-get -y upgrade` makes `changes`. */
 const aptUpgrade = (at: number, changes: readonly AptChange[]) => {
   const installs = changes.filter((c) => c.from === undefined);
@@ -561,6 +567,7 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
             `cat ${upgraded} > /var/lib/dpkg/status`,
             `printf '%s' '${dbUpgrade.dpkg}' >> /var/log/dpkg.log`,
             `printf '%s' '${dbUpgrade.history}' >> /var/log/apt/history.log`,
+            logsDated(week.evening),
           ].join(" && "),
         );
 
@@ -639,6 +646,7 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
           `: > /boot/vmlinuz-${NEWER}`,
           `printf '%s' '${update.dpkg}' >> /var/log/dpkg.log`,
           `printf '%s' '${update.history}' >> /var/log/apt/history.log`,
+          logsDated(week.evening),
         ].join(" && "),
       );
       await library!.replace();
@@ -653,6 +661,7 @@ describe("a fleet repository's scheduled runs, merges and refreshes through the 
           `printf '%s configure libacmecache1:amd64 1.1-1 <none>\\n' '${logTime(week.evening, " ")}' >> /var/log/dpkg.log`,
           `printf '%s\\n' '${library!.path}' > /var/lib/dpkg/info/libacmecache1:amd64.list`,
           `printf '%s' '${libraryUpdate.history}' >> /var/log/apt/history.log`,
+          logsDated(week.evening),
         ].join(" && "),
       );
 
