@@ -4,6 +4,7 @@ import type { DriftContext } from "../drift/drift.js";
 import type { LoadedNode } from "../manifest/load.js";
 import { MAX_SHARDS, SCHEMA_VERSION, type NodeResult, type Report } from "../report/schema.js";
 import { collectReport, EntrySpool, type SpooledReport } from "../report/spool.js";
+import { holdLauncher } from "../transport/launcher.js";
 import type { SessionGates } from "../transport/session-gate.js";
 import type { Transport } from "../transport/transport.js";
 import { wholeNumber } from "../whole-number.js";
@@ -69,6 +70,8 @@ export async function spoolFleet(run: FleetRun): Promise<SpooledReport> {
   // Like the check itself, a repository it cannot read counts as clean.
   const manifestDirty = () =>
     (dirty ??= run.manifestDirty?.().catch(() => false) ?? Promise.resolve(false));
+  // Every node's session is a job of the process launcher: it is kept between them.
+  const release = holdLauncher();
   try {
     const limit = nodeLimit(run.concurrency, run.sessions);
     await eachAdmitted(run.nodes, (node) =>
@@ -100,6 +103,8 @@ export async function spoolFleet(run: FleetRun): Promise<SpooledReport> {
   } catch (error) {
     await spool.close();
     throw error;
+  } finally {
+    release();
   }
 }
 

@@ -190,10 +190,10 @@ class Launcher {
   /**
    * An idle launcher is closed, its jobs' ends waited for, and it is reaped by Node: no process of
    * the run outlives it, and all their CPU counts as the run's. A job starting in the same turn of
-   * the event loop (the next node's session) keeps it.
+   * the event loop keeps it, and so does a run that holds it (`holdLauncher`).
    */
-  private closeIfIdle() {
-    if (this.jobs.size > 0 || this.closing) return;
+  closeIfIdle() {
+    if (this.jobs.size > 0 || this.closing || holds > 0) return;
     this.closing = true;
     this.shell.stdin.end();
   }
@@ -234,6 +234,8 @@ function overwrite(file: string, data: string) {
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 let launcher: Launcher | undefined;
+/** Runs that keep an idle launcher for their next job (`holdLauncher`). */
+let holds = 0;
 /** The directories of launchers not yet ended, removed should Node exit before they end. */
 const liveDirs = new Set<string>();
 let exitHooked = false;
@@ -241,6 +243,24 @@ const removeDir = (dir: string) => {
   liveDirs.delete(dir);
   rmSync(dir, { recursive: true, force: true });
 };
+
+/**
+ * Keeps the launcher while a run goes on, idle or not, until the returned function is called:
+ * every node's session of a fleet run is a job, and when the auditor parses output more slowly
+ * than the hosts answer, all of them can finish before the next starts. A launcher closed then was
+ * started again for the next session, a fork of the whole auditor each time (libuv forks to
+ * spawn): at 10,000 nodes direct, a restart every few nodes.
+ */
+export function holdLauncher(): () => void {
+  holds++;
+  let held = true;
+  return () => {
+    if (!held) return;
+    held = false;
+    holds--;
+    launcher?.closeIfIdle();
+  };
+}
 
 /**
  * One child process: `input` on its stdin, stdout and stderr collected up to `maxOutputBytes`

@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { runProcess } from "../../../src/transport/launcher.js";
+import { holdLauncher, runProcess } from "../../../src/transport/launcher.js";
 
 const dir = mkdtempSync(path.join(tmpdir(), "qm-launcher-test-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -123,6 +123,27 @@ describe("process launcher", () => {
     assert.match(run.stderr, /not found/);
   });
 
+  it("is kept between jobs while a run holds it, and closed when the run lets go of it", async () => {
+    // The launcher shell: the parent of the job's subshell, the parent of this program.
+    const launcherPid = async () => {
+      const run = await runProcess(program('cut -d" " -f4 /proc/$PPID/stat'), [], "", LIMITS);
+      assert.equal(run.exitCode, 0, run.stderr);
+      return Number(run.stdout);
+    };
+    // A turn of the event loop between jobs, as a node's parsing takes between sessions.
+    const turn = () => new Promise((resolve) => setImmediate(resolve));
+    const release = holdLauncher();
+    const first = await launcherPid();
+    await turn();
+    assert.equal(await launcherPid(), first, "a held launcher was started again");
+    release();
+    while (alive(first)) await sleep(20);
+    const unheld = await launcherPid();
+    assert.notEqual(unheld, first);
+    await turn();
+    assert.notEqual(await launcherPid(), unheld, "an idle launcher no run holds is kept");
+  });
+
   it("keeps no output of a finished job, no process at exit (all reaped, their CPU counted), and no directory", () => {
     const scratch = mkdtempSync(path.join(dir, "tmp-"));
     const script = [
@@ -185,7 +206,8 @@ describe("process launcher", () => {
       "",
       LIMITS,
     );
-    while (!existsSync(pidFile)) await sleep(20);
+    // The shell makes the file before it writes the line.
+    while (!existsSync(pidFile) || !readFileSync(pidFile, "utf8").endsWith("\n")) await sleep(20);
     // The job's parent is the launcher's subshell, whose parent is the launcher.
     const [job, subshell] = readFileSync(pidFile, "utf8").trim().split(" ");
     const launcher = execFileSync("ps", ["-o", "ppid=", "-p", subshell!], { encoding: "utf8" });
