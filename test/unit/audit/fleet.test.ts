@@ -59,8 +59,14 @@ it("nodes finishing in any order are reported in name order, each seen as it fin
   const dir = await writeTree(Object.fromEntries(names.map((n) => [`nodes/${n}.yaml`, spec])));
   dirs.push(dir);
   const fleet = await loadFleet(dir);
-  // Later names finish first; web-a's kernel drifted; one node cannot be reached.
-  const delays = new Map(names.map((name, i) => [name, (names.length - i) * 20]));
+  // Later names finish first, each only once the one before it was handed on (no timing: a node
+  // kept until the whole fleet finished would never let the next finish); web-a's kernel drifted;
+  // one node cannot be reached.
+  const order = ["down", "web-a", "Web-c", "web-b"];
+  const handedOn = new Map<string, () => void>();
+  const seen = new Map(
+    order.map((name) => [name, new Promise<void>((resolve) => handedOn.set(name, resolve))]),
+  );
   const transportFor = (node: { name: string }): Transport => {
     const inner = scriptedTransport(
       kernel(node.name === "web-a" ? "6.1.0-99-amd64" : "6.1.0-28-amd64"),
@@ -68,7 +74,8 @@ it("nodes finishing in any order are reported in name order, each seen as it fin
     return {
       describe: inner.describe,
       async run(script, limits) {
-        await sleep(delays.get(node.name));
+        const before = order[order.indexOf(node.name) - 1];
+        if (before !== undefined) await seen.get(before);
         if (node.name === "down")
           throw new NodeAuditError("down", "unreachable", "no route to host");
         return inner.run(script, limits);
@@ -88,11 +95,12 @@ it("nodes finishing in any order are reported in name order, each seen as it fin
       onResult: (result) => {
         finished.push(result.name);
         spools.push(spoolDirs());
+        handedOn.get(result.name)?.();
       },
     });
     return { report, left: spoolDirs() };
   });
-  assert.deepEqual(finished, ["down", "web-a", "Web-c", "web-b"]);
+  assert.deepEqual(finished, order);
   // One spool while the nodes finish, none after.
   assert.equal(new Set(spools.flat()).size, 1, JSON.stringify(spools));
   assert.deepEqual(left, []);
