@@ -19,6 +19,8 @@ const MAX_DIR_FILES = 1000;
 // The rule of parse.ts's loginShell: a shell whose last component runs no session.
 const NO_SESSION = ["nologin", "false", "sync", "halt", "shutdown"];
 const LOGIN = `function accounts_login(s,   b) { b = s; sub(/.*\\//, "", b); return !(${NO_SESSION.map((n) => `b == "${n}"`).join(" || ")}) }`;
+/** The lines of /etc/passwd the shell reads itself when looking for homes; grep filters the rest. */
+const SHELL_READ_LINES = 100;
 /** The bytes of a passwd or group field the probe sends at most. */
 export const MAX_FIELD_BYTES = 1024;
 
@@ -94,6 +96,17 @@ export interface AccountsAsk {
   all?: boolean;
 }
 
+/**
+ * grep's options passing on the passwd lines the homes loop may take (a superset: the loop
+ * decides): a snapshot's every line but those of seven fields whose shell runs no session; else
+ * the lines starting with an asked name and `:`.
+ */
+function mayTake(ask: AccountsAsk, q: (value: string) => string): string {
+  if (ask.all) return `-v -e ${q(`^([^:]*:){6}([^:]*/)?(${NO_SESSION.join("|")})$`)}`;
+  const names = (ask.keys ?? []).map((name) => name.replaceAll(/[\\^$.*+?()[\]{}|]/g, "\\$&"));
+  return `-e ${q(`^(${names.join("|")}):`)}`;
+}
+
 export function accountsProbe(ask: AccountsAsk, ctx: ProbeContext): string {
   const q = ctx.quote;
   const lines: string[] = [];
@@ -119,17 +132,12 @@ export function accountsProbe(ask: AccountsAsk, ctx: ProbeContext): string {
       `if [ -e /etc/sudoers ]; then ${ctx.awk("accounts_sudoers")}; else echo none; fi`,
     );
   if (ask.keys) {
-    lines.push(
-      ctx.mark("keys"),
-      LINKED_COMPONENT,
-      // The tree a test reads: the folder holding the passwd file's /etc.
-      "qm_r=/etc/passwd; qm_r=${qm_r%/etc/passwd}",
-      "set --",
-      "qm_p=:; qm_n=0",
-      'while IFS=: read -r qm_u qm_pw qm_ui qm_gi qm_gc qm_d qm_l || [ -n "$qm_u" ]; do',
-      // A user asked for (a snapshot: one with a login shell), seven fields (a shell holding `:` is
-      // an eighth), a name, an absolute home, the name's first such line among those sent (the
-      // shell's `read` takes a last line without its newline).
+    const total = ask.all ? MAX_LOGIN_USERS : new Set(ask.keys).size;
+    // One passwd line's fields in `qm_u` to `qm_l`: a user asked for (a snapshot: one with a login
+    // shell), seven fields (a shell holding `:` is an eighth), a name, an absolute home, the name's
+    // first such line among those sent (the shell's `read` takes a last line without its newline);
+    // stops once every asked user is found.
+    const body = [
       ask.all
         ? `  case $qm_l in ${NO_SESSION.flatMap((s) => [s, `*/${s}`]).join("|")}) continue ;; esac`
         : `  case $qm_u in ${ask.keys.map(q).join("|")}) ;; *) continue ;; esac`,
@@ -152,9 +160,34 @@ export function accountsProbe(ask: AccountsAsk, ctx: ProbeContext): string {
       '    while [ -n "$qm_t" ]; do printf %02x "\'$qm_t"; qm_t=${qm_t#?}; done',
       '    printf \' %s %s\\n\' "$qm_s" "$qm_f"',
       "  fi",
-      `  [ "$qm_n" -lt ${ask.all ? MAX_LOGIN_USERS : new Set(ask.keys).size} ] || break`,
-      "done < /etc/passwd",
-      `[ $# -gt 0 ] && ${ctx.awk("accounts_keys", { values: ['"$@"'] })}`,
+      `  [ "$qm_n" -lt ${total} ] || break`,
+      "done",
+    ];
+    const read = 'IFS=: read -r qm_u qm_pw qm_ui qm_gi qm_gc qm_d qm_l || [ -n "$qm_u" ]';
+    const keys = `[ $# -gt 0 ] && ${ctx.awk("accounts_keys", { values: ['"$@"'] })}`;
+    lines.push(
+      ctx.mark("keys"),
+      LINKED_COMPONENT,
+      // The tree a test reads: the folder holding the passwd file's /etc.
+      "qm_r=/etc/passwd; qm_r=${qm_r%/etc/passwd}",
+      "set --",
+      "qm_p=:; qm_n=0; qm_c=0",
+      // The shell's `read` takes a byte per system call: its first SHELL_READ_LINES lines, then
+      // (every asked user not yet found) the rest through grep, which passes on only the lines the
+      // loop could take (the loop still decides), or through cat where there is no grep.
+      "{",
+      `while [ "$qm_c" -lt ${SHELL_READ_LINES} ] && { ${read}; }; do`,
+      "  qm_c=$((qm_c + 1))",
+      ...body,
+      `if [ "$qm_c" -ge ${SHELL_READ_LINES} ] && [ "$qm_n" -lt ${total} ]; then`,
+      `  { command -v grep >/dev/null && grep -a -E ${mayTake(ask, q)} || cat; } | { qm_u=`,
+      `while ${read}; do`,
+      ...body,
+      keys,
+      "}",
+      `else ${keys}`,
+      "fi",
+      "} < /etc/passwd",
     );
   }
   lines.push("true");

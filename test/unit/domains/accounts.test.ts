@@ -420,6 +420,97 @@ test("a passwd of 100,000 login users: 400 are sent, the rest counted in one ite
   assert.deepEqual([...keys.live!.keys], [["u99999", []]]);
 });
 
+test("past its first 100 lines, passwd reaches the homes loop through grep: the same homes and keys as the shell's own read, a byte per system call no longer; under dash, bash --posix, busybox sh, mawk and busybox awk", async () => {
+  const [first, second] = [await newKey("ed25519", "first"), await newKey("ed25519", "second")];
+  const filler = (from: number, count: number) =>
+    Array.from(
+      { length: count },
+      (_, i) => `f${from + i}:x:${5000 + from + i}:100::/home/f${from + i}:/usr/sbin/nologin`,
+    );
+  // Everything past line 100 the loop must decide as before: a name's first line wins, a name's
+  // `.` is no wildcard, six fields (read as seven, the shell empty) and eight, a home not absolute, login shells in a snapshot
+  // among lines of no-session shells, a last line without its newline.
+  const lines = [
+    ...filler(0, 3),
+    "alice:x:1000:1000::/home/alice:/bin/bash",
+    ...filler(3, 120),
+    "alice:x:1001:1001::/home/alice2:/bin/bash",
+    "dotxted:x:1002:1002::/home/dotx:/bin/bash",
+    "six:x:1003:1003::/home/six",
+    "eight:x:1004:1004::/home/eight:/bin/sh:x",
+    "rel:x:1005:1005::home/rel:/bin/sh",
+    "bob:x:1006:1006::/home/bob:/usr/bin/zsh",
+    "nolog:x:1007:1007::/home/nolog:/sbin/nologin",
+    ...filler(123, 100),
+    "last:x:1008:1008::/home/last:/bin/sh",
+  ];
+  const homes = ["alice", "alice2", "dotx", "six", "eight", "rel", "bob", "nolog", "last"];
+  const dir = await hostTree({
+    "etc/passwd": lines.join("\n"),
+    ...Object.fromEntries(
+      homes.map((home) => [
+        `home/${home}/.ssh/authorized_keys`,
+        home === "alice2" ? second.line : first.line,
+      ]),
+    ),
+  });
+  const asked = ["alice", "dot.ted", "six", "eight", "rel", "bob", "nolog", "last", "ghost"];
+  const declared: AccountsDeclared = {
+    users: Object.fromEntries(asked.map((name) => [name, { authorized_keys: [] }])),
+  };
+  for (const shell of [["dash"], ["bash", "--posix"], ["busybox", "sh"]])
+    for (const awk of ["", 'awk() { busybox awk "$@"; }\n']) {
+      const what = `${shell.join(" ")}${awk && ", busybox awk"}`;
+      const run = (wanted: AccountsDeclared | undefined) =>
+        runProbe<AccountsLive>(accounts, wanted, {
+          root: { dir },
+          command: [...shell, "-s"],
+          edit: (script) => awk + script,
+        });
+      const { live } = await run(declared);
+      assert.deepEqual(
+        [...live!.keys].sort(),
+        ["alice", "bob", "last", "nolog", "six"].map((name) => [name, [first.print]]),
+        what,
+      );
+      assert.equal(live!.keyFiles.get("alice"), "/home/alice/.ssh/authorized_keys", what);
+      // A snapshot: the login users' keys, those of no-session shells never.
+      const snapshot = await run(undefined);
+      assert.deepEqual(
+        [...snapshot.live!.keys.keys()]
+          .filter((name) => !["root", "daemon", "sync", "svc"].includes(name))
+          .sort(),
+        ["alice", "bob", "dotxted", "last", "six"],
+        what,
+      );
+    }
+  // The shell reads its first 100 lines a byte at a time; of a file of 100,000 lines, grep reads
+  // the rest, and the loop only the lines grep passes on.
+  const many = [
+    ...lines.slice(0, -1),
+    ...filler(1000, 100_000),
+    "last:x:1008:1008::/home/last:/bin/sh",
+  ];
+  const big = await hostTree({
+    "etc/passwd": `${many.join("\n")}\n`,
+    "home/last/.ssh/authorized_keys": first.line,
+  });
+  const { script, live } = await runProbe<AccountsLive>(accounts, declared, { root: { dir: big } });
+  assert.deepEqual(live!.keys.get("last"), [first.print]);
+  const strace = async (what: string) => {
+    const trace = path.join(big, `trace-${what}`);
+    const options = what === "read" ? ["-c", "-e", "trace=read"] : ["-qq", "-e", "trace=execve"];
+    await execa("strace", ["-f", ...options, "-o", trace, "sh", "-s"], { input: script });
+    return readFileSync(trace, "utf8");
+  };
+  const programs = [...(await strace("execve")).matchAll(/execve\("([^"]*)".* = 0$/gm)];
+  assert.deepEqual(programs.map((m) => path.basename(m[1]!)).sort(), ["awk", "grep", "sh"]);
+  const reads = Number(
+    /^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?read$/m.exec(await strace("read"))?.[1],
+  );
+  assert.ok(reads < 20_000, `${reads} reads`);
+});
+
 test("cause: /etc/passwd or /etc/group changed since the last audit is the edit; unchanged since says nothing", () => {
   const since = Date.parse("2026-01-02T00:00:00Z");
   const record = {
