@@ -44,11 +44,17 @@ export interface Finished {
  * mix. An args file the job cannot read (removed under it) ends the job with status 126 and the
  * shell's words on its stderr, never a job that reports nothing. Core dumps are off: SIGXFSZ dumps.
  * The files are a slot's, reused by the next job and emptied when read: a file made and removed
- * per job cost ext4 more in inode allocation than the fork saved.
+ * per job cost ext4 more in inode allocation than the fork saved. Before a slot's next job the
+ * shell waits for its last one (`w<slot>`: it has reported its end; slots are numbers): a shell keeps every
+ * background job it never waited for in a table that each fork copies or walks, so a run of N
+ * jobs cost O(N^2) (dash at 32,000 jobs: 0.44 ms of CPU per job, 0.07 ms with the wait; bash far
+ * more), and the table now holds a job per slot.
  */
 const LAUNCHER = `ulimit -c 0
 d=$1
 while IFS= read -r id; do
+  eval "w=\\\${w$id-}"
+  [ -z "$w" ] || wait "$w"
   {
     command . "$d/$id.args" 2>"$d/$id.err" || { echo "d $id 126"; exit; }
     "$@" <"$d/$id.in" >"$d/$id.out" 2>"$d/$id.err" &
@@ -56,6 +62,7 @@ while IFS= read -r id; do
     wait "$!"
     echo "d $id $?"
   } &
+  eval "w$id=\\$!"
 done
 wait`;
 
