@@ -94,10 +94,15 @@ export const sysctl: Domain<SysctlDeclared, SysctlLive, "sysctl"> = {
         values: ['"$r"', '"$d"', ctx.lastAudit, ctx.quote(persistedLines(names)), '"$@"'],
       }),
       // When each file changed, against the boot time: a persisted cause, or a runtime write. The
-      // probe's one stat takes links as links: the parser reads a link's time from its target's line.
+      // probe's one stat takes links as links: the parser reads a link's time from its target's
+      // line. A dangling link is not asked for, as `sysctl --system` reads nothing from it.
       ctx.mark("changed"),
       ctx.awk("qm_stated", {
-        values: [ctx.stat(`set -- "$@" /etc/sysctl.conf ${persisted}`)],
+        values: [
+          ctx.stat(
+            `for f in /etc/sysctl.conf ${persisted}; do [ -e "$f" ] && set -- "$@" "$f"; done`,
+          ),
+        ],
       }),
     ].join("\n");
   },
