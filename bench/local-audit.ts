@@ -51,13 +51,17 @@ const { buildProbe, probeContext, newNonce } = await import("../src/probe/script
 const { maintenanceProbe } = await import("../src/audit/maintenance.js");
 const nonce = newNonce();
 const ctx = probeContext(nonce, settings.maxFileBytes);
-const script = buildProbe(nonce, [
-  { name: "maintenance", script: maintenanceProbe(settings.maintenanceMarker, ctx) },
-  ...domains.map(({ domain, declared }) => ({
-    name: domain.name,
-    script: domain.probe(declared, ctx),
-  })),
-]).script;
+const script = buildProbe(
+  nonce,
+  [
+    { name: "maintenance", script: maintenanceProbe(settings.maintenanceMarker, ctx) },
+    ...domains.map(({ domain, declared }) => ({
+      name: domain.name,
+      script: domain.probe(declared, ctx),
+    })),
+  ],
+  ctx.statAsks,
+).script;
 // CPU of waited-for children (cutime + cstime in /proc/self/stat), in ms: the kernel's own count.
 const childCpuMs = () => {
   const fields = readFileSync("/proc/self/stat", "utf8").split(") ")[1]!.split(" ");

@@ -183,7 +183,7 @@ function probeTemplate(
   const placeholder = newNonce();
   const ctx = probeContext(placeholder, settings.maxFileBytes);
   const sections = probeSections(domains, settings, cause, ctx);
-  return buildProbe(placeholder, sections).script.split(placeholder);
+  return buildProbe(placeholder, sections, ctx.statAsks).script.split(placeholder);
 }
 
 /** The probe for the given domains with a fresh nonce, assembled once per distinct declaration. */

@@ -38,6 +38,17 @@ export interface ProbeContext {
    * `qm_i[1..qm_in]` (nothing of it is sent on).
    */
   awk(fn: string, call?: { values?: readonly string[]; input?: string }): string;
+  /**
+   * Asks the probe's one `stat` for paths: `paths` is shell that appends them to `"$@"` (never
+   * resets it; globs expand there), run once, before any section, with every section's asks. Returns
+   * a shell word naming this ask for the shared awk: `awk("qm_stated", { values: [word] })` prints,
+   * here, a line `MTIME OWNER TYPE PATH` per path that exists (TYPE: `f` file, `d` directory, `l`
+   * link, `o` other; a link's own times, never its target's), a link's target on the next line as
+   * `-> TARGET`, and `?` for a path or target holding a newline, which the host cannot send on one
+   * line (src/domains/file-times.ts reads them). An awk function reads the same records from the
+   * shared awk's `qm_s*` arrays (src/probe/script.ts).
+   */
+  stat(paths: string): string;
 }
 
 /**

@@ -28,19 +28,33 @@ export function shellQuote(value: string): string {
 /** The shell variable a node's probe sets to its last audit (epoch seconds), when asked to. */
 export const LAST_AUDIT_VARIABLE = "QM_SINCE";
 
-export function probeContext(nonce: string, maxFileBytes: number): ProbeContext {
+/** A shell command calling the shared awk's function `fn` (see `ProbeContext.awk`). */
+function awkCall(fn: string, call: { values?: readonly string[]; input?: string } = {}): string {
+  if (!/^[a-z][a-z0-9_]*$/.test(fn)) throw new Error(`not an awk function name: ${fn}`);
+  return [
+    ...(call.input === undefined ? [] : [`printf '%s awk-input\\n' "$QM_N"`, call.input]),
+    `printf '%s\\n' "$QM_N awk ${fn}" ${[...(call.values ?? []), '"$QM_N awk-run"'].join(" ")}`,
+  ].join("\n");
+}
+
+/** A probe's context, with the paths its sections ask the probe's one `stat` for, in order. */
+export interface BuildContext extends ProbeContext {
+  readonly statAsks: readonly string[];
+}
+
+export function probeContext(nonce: string, maxFileBytes: number): BuildContext {
+  const statAsks: string[] = [];
   return {
     lastAudit: `"\${${LAST_AUDIT_VARIABLE}:-}"`,
     quote: shellQuote,
     mark: (label) => `printf '\\n%s mark %s\\n' "$QM_N" ${shellQuote(label)}`,
     unknown: (reason) => `printf '\\n%s unknown %s\\n' "$QM_N" ${shellQuote(reason)}`,
     maxFileBytes,
-    awk(fn, call = {}) {
-      if (!/^[a-z][a-z0-9_]*$/.test(fn)) throw new Error(`not an awk function name: ${fn}`);
-      return [
-        ...(call.input === undefined ? [] : [`printf '%s awk-input\\n' "$QM_N"`, call.input]),
-        `printf '%s\\n' "$QM_N awk ${fn}" ${[...(call.values ?? []), '"$QM_N awk-run"'].join(" ")}`,
-      ].join("\n");
+    awk: awkCall,
+    statAsks,
+    stat(paths) {
+      statAsks.push(paths);
+      return String(statAsks.length);
     },
   };
 }
@@ -65,12 +79,57 @@ const DISPATCH = [
   "  print }",
 ].join("\n");
 
+// The probe's one `stat` (`ProbeContext.stat`), run before any section with every ask's paths,
+// `/..` between two asks' (no ask names it: declared paths hold no `..`, the rest is the domains'
+// own text): a record per path, two lines led by the nonce, `NONCE %Y %U %s %y %f %n` then
+// `NONCE>%N`. A name or target holding a newline continues on lines without the nonce (a host's
+// file name cannot hold it): that record is marked (`?`), its own alone. Links are stat'ed as links
+// (a link's own time is when it was made), and `%N` gives the target: `NAME -> TARGET` under GNU's
+// literal quoting, `'NAME' -> 'TARGET'` from busybox; another shape is a target unknown (`?`).
+// `qm_stash` keeps each record's ask (`qm_sg`), mtime, owner, size, UTC offset (`%y`'s last
+// field), type (`f` `d` `l` `o`, from `%f`'s high digits), name and link target, and its mark
+// (`qm_sb`); `qm_stated` prints an ask's records.
+const STASH = [
+  "function qm_stash(  i, l, r, g, n) { n = length(qm_n) + 1; g = 1",
+  "  for (i = 1; i <= qm_in; i++) { l = qm_i[i]",
+  '    if (substr(l, 1, n) == qm_n " ") { if (r) g = qm_stend(r, g); r = ++qm_sr; qm_sa[r] = substr(l, n + 1); qm_sb[r] = 0; qm_sh[r] = 0 }',
+  '    else if (r && !qm_sh[r] && substr(l, 1, n) == qm_n ">") { qm_sh[r] = 1; qm_sN[r] = substr(l, n + 1) }',
+  "    else if (r) qm_sb[r] = 1 }",
+  "  if (r) qm_stend(r, g) }",
+  // Ends record `r` of ask `g`: returns the ask of the next record (the next one after `/..`).
+  "function qm_stend(r, g,  x, t, m, N, k) { m = qm_sa[r]",
+  '  if (!qm_sh[r] || !sub(/^-?[0-9]+ [^ ]+ [0-9]+ [^ ]+ [^ ]+ [^ ]+ [0-9a-f]+ /, "", m)) qm_sb[r] = 1',
+  '  else if (!qm_sb[r] && m == "/..") { qm_sr--; return g + 1 }',
+  '  split(qm_sa[r], x, " "); qm_sg[r] = g; qm_sy[r] = x[1]; qm_su[r] = x[2]; qm_ss[r] = x[3]; qm_so[r] = x[6]; qm_sn[r] = m',
+  '  t = substr(x[7], 1, length(x[7]) - 3); qm_st[r] = t == "a" ? "l" : t == "4" ? "d" : t == "8" ? "f" : "o"; qm_sl[r] = ""',
+  '  if (qm_st[r] == "l" && !qm_sb[r]) { N = qm_sN[r]; k = length(m)',
+  '    if (index(N, m " -> ") == 1) qm_sl[r] = substr(N, k + 5)',
+  '    else if (index(N, "\\047" m "\\047 -> \\047") == 1 && substr(N, length(N)) == "\\047") qm_sl[r] = substr(N, k + 8, length(N) - k - 8)',
+  "    else qm_sb[r] = 1 }",
+  "  return g }",
+  'function qm_stated(  r) { for (r = 1; r <= qm_sr; r++) if (qm_sg[r] == qm_v[1]) { if (qm_sb[r]) { print "?"; continue }',
+  '  print qm_sy[r], qm_su[r], qm_st[r], qm_sn[r]; if (qm_st[r] == "l") print "-> " qm_sl[r] } }',
+].join("\n");
+
+/** The probe's one stat, in a function (the asks' `"$@"` is its own), its records kept by the shared awk. */
+function statAll(asks: readonly string[]): string {
+  return [
+    "qm_stat() {",
+    "set --",
+    asks.join('\nset -- "$@" /..\n'),
+    // An empty list reads stdin (busybox) or fails: no stat.
+    `[ $# -eq 0 ] || QUOTING_STYLE=literal stat -c "$QM_N %Y %U %s %y %f %n\n$QM_N>%N" -- "$@" 2>/dev/null`,
+    "}",
+    awkCall("qm_stash", { input: "qm_stat" }),
+  ].join("\n");
+}
+
 /** The section calls the shared awk (its domain may have functions it does not call here). */
 const calls = (s: ProbeSection) => s.awk !== undefined && s.script.includes(`"$QM_N awk `);
 
 /** The shared awk's program: the dispatch, a call of each function by name, the sections' own. */
-function sharedAwk(sections: readonly ProbeSection[]): string {
-  const texts = sections.map((s) => s.awk!);
+function sharedAwk(sections: readonly ProbeSection[], stat: boolean): string {
+  const texts = [...(stat ? [STASH] : []), ...sections.map((s) => s.awk!)];
   const names = texts.flatMap((t) =>
     [...t.matchAll(/function ([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1]!),
   );
@@ -83,7 +142,11 @@ function sharedAwk(sections: readonly ProbeSection[]): string {
 // What the probe prints, alone, on a host whose /dev/null is not the null device.
 const BROKEN_NULL = "broken /dev/null";
 
-export function buildProbe(nonce: string, sections: ProbeSection[]): Probe {
+export function buildProbe(
+  nonce: string,
+  sections: ProbeSection[],
+  statAsks: readonly string[] = [],
+): Probe {
   // Each section is the body of a shell function, called at once: its positional parameters
   // (`set --`) are its own, and it costs no fork (a subshell per section did: a tenth of the
   // probe's CPU). What a subshell also kept apart, variables, functions and the shell's state, a
@@ -99,10 +162,14 @@ export function buildProbe(nonce: string, sections: ProbeSection[]): Probe {
   // The sections with awk functions run first, in one subshell piped into the shared awk (a fork,
   // not a program); the others print straight to stdout, so their bytes (a file's contents) never
   // pass through an awk (busybox's turns NUL into newline).
+  // The probe's one stat runs first in it, before any section that asks.
   const shared = sections.filter(calls);
+  const stat = shared.length > 0 && statAsks.length > 0;
   const body = [
     ...(shared.length
-      ? [`{\n${framed(shared)}\n} | awk -v qm_n="$QM_N" '${sharedAwk(shared)}'`]
+      ? [
+          `{\n${stat ? `${statAll(statAsks)}\n` : ""}${framed(shared)}\n} | awk -v qm_n="$QM_N" '${sharedAwk(shared, stat)}'`,
+        ]
       : []),
     framed(sections.filter((s) => !calls(s))),
   ].join("\n");

@@ -15,12 +15,13 @@ const SYSCTL_FILE = "/etc/sysctl.d/99-qm-times.conf";
 const FAR = "999999999999";
 const { stdout: BASE_FILES } = await execa("dpkg-query", ["-W", "-f", "${Version}", "base-files"]);
 // Every time the host gives, moved far ahead: the btime lines of the sysctl and systemd sections,
-// the cause section's boot time, each stat line of a file under /etc, and one dpkg.log line.
+// the cause section's boot time, each stat line of a file under /etc (its owner and type may come
+// before the path), and one dpkg.log line.
 const farTimes = [
   "sed",
   `-e 's/^btime [0-9]*$/btime ${FAR}/'`,
   `-e '/ mark boot$/{n;s/^[0-9][0-9]*$/${FAR}/;}'`,
-  `-e 's/^[0-9]\\{9,10\\} \\(\\([a-z_-]* \\)\\{0,1\\}\\/etc\\/\\)/${FAR} \\1/'`,
+  `-e 's/^[0-9]\\{9,10\\} \\(\\([a-z_-]* \\)\\{0,2\\}\\/etc\\/\\)/${FAR} \\1/'`,
   `-e '/ mark dpkg-log$/a 9999-12-31 23:59:59 upgrade base-files:all 1.0 ${BASE_FILES}'`,
 ].join(" ");
 const spec = [

@@ -104,22 +104,22 @@ const LOGS = [
   // The boot time (`btime` of /proc/stat).
   'function cause_boot(  l, x) { while ((getline l < "/proc/stat") > 0) if (l ~ /^btime /) { split(l, x, " "); print x[2] } close("/proc/stat") }',
 ].join("\n");
-// The section's one stat (`%Y %U %s %y %n`): /proc/self/ first, the stat process's own directory,
-// whose time is now in the host's local time (its UTC offset last), then the logs, then the paths
-// the domains ask for. The first line of each of those three is taken (a later path holding a
-// newline cannot forge one; one for a missing log reads nothing): the offset, each log's size and
-// mtime (for `cause_log`); every other line is kept as `%Y %U %n` for `cause_stat`, and one of
-// another shape (the rest of a path holding a newline) as it is. Prints the clock: the host's local
-// time of the last audit (its logs are written in local time), or `- -`, then the offset. The last
-// audit's local time is placed with today's offset: across a DST change since, that is an hour off,
-// so the logs' lines of an hour more or less are read; the parser places every log time with
-// today's offset too, so a line sent is never placed before the last audit.
+// The section's paths in the probe's one stat (`ProbeContext.stat`; its records in the shared awk's
+// `qm_s*` arrays, ask `qm_v[2]`): /proc/self/ first, the stat process's own directory, whose time is
+// now in the host's local time (its UTC offset `qm_so`), then the logs, then the paths the domains
+// ask for, each as a link where it is one (an enablement link's own time is when it was made). The
+// first record of each of those three is taken: the offset, each log's size and mtime (for
+// `cause_log`); every other is kept as `%Y %U %n` for `cause_stat`, but one the host could not
+// send on one line (`qm_sb`: a name holding a newline), which is that path's alone. Prints the clock:
+// the host's local time of the last audit (its logs are written in local time), or `- -`, then the
+// offset. The last audit's local time is placed with today's offset: across a DST change since, that
+// is an hour off, so the logs' lines of an hour more or less are read; the parser places every log
+// time with today's offset too, so a line sent is never placed before the last audit.
 const STAT = [
-  "function cause_clock(  i, l, x, p, o, t) { for (i = 1; i <= qm_in; i++) { l = qm_i[i]; p = l",
-  '  if (!sub(/^-?[0-9]+ [^ ]+ [0-9]+ [^ ]+ [^ ]+ [^ ]+ /, "", p)) { cause_sl[++cause_sn] = l; continue }',
-  '  split(l, x, " "); if (p == "/proc/self/" && o == "") o = x[6]',
-  `  else if ((p == "${DPKG_LOG}" || p == "${HISTORY_LOG}") && !(p in cause_sz)) { cause_sz[p] = x[3]; cause_mt[p] = x[1] }`,
-  '  else cause_sl[++cause_sn] = x[1] " " x[2] " " p }',
+  "function cause_clock(  r, p, o, t) { for (r = 1; r <= qm_sr; r++) { if (qm_sg[r] != qm_v[2] || qm_sb[r]) continue; p = qm_sn[r]",
+  '  if (p == "/proc/self/" && o == "") o = qm_so[r]',
+  `  else if ((p == "${DPKG_LOG}" || p == "${HISTORY_LOG}") && !(p in cause_sz)) { cause_sz[p] = qm_ss[r]; cause_mt[p] = qm_sy[r] }`,
+  '  else cause_sl[++cause_sn] = qm_sy[r] " " qm_su[r] " " p }',
   'cause_e = qm_v[1]; if (o !~ /^[+-][0-9][0-9][0-9][0-9]$/) { print ""; return } if (cause_e == "") { print "- -", o; return }',
   't = cause_e + (substr(o, 1, 1) == "-" ? -1 : 1) * (substr(o, 2, 2) * 3600 + substr(o, 4, 2) * 60)',
   'if (cause_e !~ /^[0-9]+$/ || t < 0) { print ""; return } cause_s = cause_civil(t); print cause_s, o }',
@@ -191,12 +191,15 @@ function rehash(
 /** At most this many matches of a domain's globs are looked up per node. */
 export const MAX_GLOB_MATCHES = 500;
 
-/** Sets `"$@"` to the globs' existing matches, at most MAX_GLOB_MATCHES of them. */
-const globMatches = (globs: readonly string[]) => [
-  "set --",
+/**
+ * Sets `"$@"` to the globs' existing matches, at most MAX_GLOB_MATCHES of them; or appends them to
+ * `"$@"` (`append`, the probe's one stat's ask).
+ */
+const globMatches = (globs: readonly string[], append: boolean) => [
+  append ? "qm_k=$#" : "set --",
   ...(globs.length
     ? [
-        `for g in ${globs.join(" ")}; do [ -e "$g" ] && [ $# -lt ${MAX_GLOB_MATCHES} ] && set -- "$@" "$g"; done`,
+        `for g in ${globs.join(" ")}; do [ -e "$g" ] && [ $# -lt ${append ? `$((qm_k + ${MAX_GLOB_MATCHES}))` : MAX_GLOB_MATCHES} ] && set -- "$@" "$g"; done`,
       ]
     : []),
 ];
@@ -204,7 +207,7 @@ const globMatches = (globs: readonly string[]) => [
 /** `text` as an extended regular expression matching only itself. */
 const ere = (text: string) => text.replace(/[.[\]*^$+?(){}|\\]/g, "\\$&");
 
-/** The cause section's script: one `stat`, the shared awk, no root. */
+/** The cause section's script: its paths in the probe's one `stat`, the shared awk, no root. */
 export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
   const q = ctx.quote;
   const targets = {
@@ -235,13 +238,16 @@ export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
   // Asked for the configure steps since the last audit alone: not read in a node's first audit.
   const stepsAlone = !(targets.packages.length || owning || byFile.length);
   const logs = !stepsAlone || steps;
+  const asked = ctx.stat(
+    [
+      `set -- "$@" /proc/self/ ${logs ? `${DPKG_LOG} ${HISTORY_LOG} ` : ""}${files} ${entries}`,
+      ...globMatches(targets.globs, true),
+    ].join("\n"),
+  );
   const lines = [
-    ...globMatches(targets.globs),
+    ...globMatches(targets.globs, false),
     ctx.mark("clock"),
-    ctx.awk("cause_clock", {
-      values: [`"$${SINCE_VARIABLE}"`],
-      input: `stat -c '%Y %U %s %y %n' -- /proc/self/ ${logs ? `${DPKG_LOG} ${HISTORY_LOG} ` : ""}${files} ${entries}${targets.globs.length ? ' "$@"' : ""} 2>/dev/null`,
-    }),
+    ctx.awk("cause_clock", { values: [`"$${SINCE_VARIABLE}"`, asked] }),
   ];
   if (owning)
     lines.push(

@@ -17,6 +17,17 @@ export const KernelDeclared = z
   .regex(/^[A-Za-z0-9][A-Za-z0-9._+~-]*$/, "not a kernel release (like 6.1.0-28-amd64)");
 export type KernelDeclared = z.infer<typeof KernelDeclared>;
 
+/** Appends the reboot-required markers present to `"$@"`. */
+const MARKERS_FOUND =
+  'for f in /run/reboot-required /run/reboot-needed; do [ -e "$f" ] && set -- "$@" "$f"; done';
+
+// The markers' lines of the probe's one stat as `stat -c '%Y %n'` prints them (a marker is named by
+// the probe, never holds a newline), and where one exists the `btime` line of /proc/stat.
+const KERNEL_AWK = [
+  "function kernel_markers(  r, n, l) { for (r = 1; r <= qm_sr; r++) if (qm_sg[r] == qm_v[1] && !qm_sb[r]) { print qm_sy[r], qm_sn[r]; n++ }",
+  '  if (n) { while ((getline l < "/proc/stat") > 0) if (l ~ /^btime /) print l; close("/proc/stat") } }',
+].join("\n");
+
 export const kernel: Domain<KernelDeclared, KernelLive, "kernel"> = {
   name: "kernel",
   specPath: ["system", "kernel_version"],
@@ -37,6 +48,7 @@ export const kernel: Domain<KernelDeclared, KernelLive, "kernel"> = {
         "Declare the kernel the next boot runs (`system.kernel_version`) and reboot into it when planned, or remove that kernel before rebooting; a reboot-required marker alone is cleared by the reboot.",
     },
   },
+  awk: KERNEL_AWK,
   probe(_declared, ctx) {
     // No process but where a marker exists: reads, globs and tests are shell builtins. osrelease is a string file,
     // which answers dash's byte-by-byte `read` correctly (integer /proc/sys files do not). A
@@ -48,12 +60,12 @@ export const kernel: Domain<KernelDeclared, KernelLive, "kernel"> = {
       ctx.mark("installed"),
       `for f in /boot/vmlinuz-*; do [ -e "$f" ] && printf '%s\\n' "\${f#/boot/vmlinuz-}"; done`,
       `for d in /lib/modules/*; do [ -e "$d/vmlinuz" ] && printf '%s\\n' "\${d##*/}"; done`,
-      // Processes only when a reboot-required marker exists: its mtime against the boot time,
-      // and the packages that asked for it.
+      // A reboot-required marker's mtime (the probe's one stat) against the boot time, and the
+      // packages that asked for it: a process only when a marker exists.
       ctx.mark("markers"),
+      ctx.awk("kernel_markers", { values: [ctx.stat(MARKERS_FOUND)] }),
       "set --",
-      'for f in /run/reboot-required /run/reboot-needed; do [ -e "$f" ] && set -- "$@" "$f"; done',
-      "[ $# -eq 0 ] || { stat -c '%Y %n' \"$@\"; grep -s '^btime ' /proc/stat; } 2>/dev/null",
+      MARKERS_FOUND,
       ctx.mark("packages"),
       "[ $# -eq 0 ] || [ ! -r /run/reboot-required.pkgs ] || head -c 4096 /run/reboot-required.pkgs",
       "true",

@@ -20,8 +20,8 @@ export function bootLatent(live: SysctlLive, name: string): Latent | undefined {
  * file sets it (`persisted`), or it sets another value and no persisted file changed since boot
  * (`runtime`: a `sysctl -w` or a daemon's write). A key no file sets is `runtime` when the host has
  * not booted and no persisted file changed since the node's last audit: the audit history then says
- * whether the live value changed since that audit (`attachCauses`). Anything else is left to the
- * unknown cause.
+ * whether the live value changed since that audit (`attachCauses`). Both need every persisted
+ * file's time (`untimed`: one is unknown, so no claim). Anything else is left to the unknown cause.
  */
 export function driftCause(live: SysctlLive, name: string): Cause | undefined {
   const boot = live.persisted.get(name);
@@ -46,7 +46,7 @@ export function driftCause(live: SysctlLive, name: string): Cause | undefined {
   const { bootedAt, auditedAt } = live;
   // A file changed since the boot, or since the node's last audit when later (configuration
   // management writes files without applying them), may hold a value applied since: no guess.
-  if (bootedAt === undefined || live.changed.size === 0) return undefined;
+  if (bootedAt === undefined || live.changed.size === 0 || live.untimed) return undefined;
   const badBoot = notAHostTime(bootedAt);
   if (badBoot !== undefined)
     return {
@@ -74,7 +74,8 @@ export function driftCause(live: SysctlLive, name: string): Cause | undefined {
 function unpersistedCause(live: SysctlLive, got: string): Cause | undefined {
   const { bootedAt, auditedAt } = live;
   if (bootedAt === undefined || auditedAt === undefined || bootedAt > auditedAt) return undefined;
-  if (live.changed.size === 0 || notAHostTime(bootedAt) !== undefined) return undefined;
+  if (live.changed.size === 0 || live.untimed || notAHostTime(bootedAt) !== undefined)
+    return undefined;
   if ([...live.changed.values()].some((mtime) => mtime > auditedAt)) return undefined;
   return {
     kind: "runtime",

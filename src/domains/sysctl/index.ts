@@ -1,6 +1,6 @@
 import * as z from "zod";
 import { partsByLabel, pathIn, type Domain, type Finding } from "../domain.js";
-import { parseBootTime, parseChanged } from "../file-times.js";
+import { contentTimes, parseBootTime, parseStated } from "../file-times.js";
 import { bootLatent, driftCause } from "./boot.js";
 import {
   normalizeValue,
@@ -93,10 +93,17 @@ export const sysctl: Domain<SysctlDeclared, SysctlLive, "sysctl"> = {
       ctx.awk("sysctl_read", {
         values: ['"$r"', '"$d"', ctx.lastAudit, ctx.quote(persistedLines(names)), '"$@"'],
       }),
-      // When each file changed, against the boot time: a persisted cause, or a runtime write. With
-      // no file, stat is not run: it would read stdin.
+      // When each file changed, against the boot time: a persisted cause, or a runtime write. The
+      // probe's one stat takes links as links: the parser reads a link's time from its target's
+      // line. A dangling link is not asked for, as `sysctl --system` reads nothing from it.
       ctx.mark("changed"),
-      `[ $# -eq 0 ] || stat -L -c '%Y %n' "$@" 2>/dev/null`,
+      ctx.awk("qm_stated", {
+        values: [
+          ctx.stat(
+            `for f in /etc/sysctl.conf ${persisted}; do [ -e "$f" ] && set -- "$@" "$f"; done`,
+          ),
+        ],
+      }),
     ].join("\n");
   },
   parse(output, ctx) {
@@ -107,7 +114,7 @@ export const sysctl: Domain<SysctlDeclared, SysctlLive, "sysctl"> = {
       ...(audited !== undefined && { auditedAt: Number(audited) }),
       runtime: parseRuntimeSysctl(parts.get("runtime") ?? ""),
       persisted: parsePersistedSysctl(parts.get("persisted") ?? ""),
-      changed: parseChanged(parts.get("changed") ?? ""),
+      ...contentTimes(parseStated(parts.get("changed") ?? "")),
       ...(bootedAt !== undefined && { bootedAt }),
     };
   },

@@ -17,6 +17,8 @@ export interface SysctlLive {
   persisted: Map<string, PersistedValue>;
   /** file -> its mtime, seconds since the epoch: when a persisted file last changed */
   changed: Map<string, number>;
+  /** Some persisted file's content time is unknown (a link whose target no line gives): no claim rests on "none changed". */
+  untimed?: true;
   /** The boot time (`btime` in /proc/stat), seconds since the epoch; absent if unreadable */
   bootedAt?: number;
   /** The node's last successful audit, seconds since the epoch, when the audit keeps a history */

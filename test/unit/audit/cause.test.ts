@@ -29,6 +29,7 @@ import {
   parseContext,
   parseProbeOutput,
   probeContext,
+  type BuildContext,
 } from "../../../src/probe/script.js";
 import type { DriftItem } from "../../../src/report/schema.js";
 import { buildRpm } from "../../support/hosts.js";
@@ -36,8 +37,8 @@ import { marked } from "../../support/probe-output.js";
 
 const N = "QMcausetest";
 /** The whole probe of one cause section, through the shared awk as an audit runs it. */
-const causeProbeScript = (script: string) =>
-  buildProbe(N, [{ name: "cause", script, awk: CAUSE_AWK }]).script;
+const causeProbeScript = (script: string, ctx: BuildContext) =>
+  buildProbe(N, [{ name: "cause", script, awk: CAUSE_AWK }], ctx.statAsks).script;
 /** The cause section's output in a probe's stdout. */
 const causeOutput = (stdout: string) => parseProbeOutput(stdout, N).get("cause")!.output;
 const captured = marked(N, [
@@ -216,6 +217,7 @@ describe("causes from the host's records", () => {
     const ctx = probeContext(N, 1024);
     const script = causeProbeScript(
       causeProbe({ packages: ["dpkg"], files: ["/etc/hostname"] }, ctx),
+      ctx,
     );
     const out = execFileSync("/bin/sh", ["-s"], {
       input: `QM_SINCE=0\nQM_N=${N}\n${script}`,
@@ -268,7 +270,7 @@ describe("causes from the host's records", () => {
         for (const log of ["dpkg.log", "history.log"])
           utimesSync(path.join(dir, log), modified, modified);
       const ctx = probeContext(N, 1024);
-      const script = causeProbeScript(causeProbe(targets, ctx))
+      const script = causeProbeScript(causeProbe(targets, ctx), ctx)
         .replaceAll('"/var/lib/dpkg/info/"', `"${dir}/info/"`)
         .replaceAll("/var/log/dpkg.log", `${dir}/dpkg.log`)
         .replaceAll("/var/log/apt/history.log", `${dir}/history.log`);
@@ -405,6 +407,7 @@ describe("causes from the host's records", () => {
       const ctx = probeContext(N, 1024);
       const script = causeProbeScript(
         causeProbe({ globs: ["/etc/ssh/ssh_config", `${dir}/*`, `${dir}/none-*`] }, ctx),
+        ctx,
       );
       const out = execFileSync("/bin/sh", ["-s"], { input: `QM_SINCE=\nQM_N=${N}\n${script}` });
       const section = parseProbeOutput(out.toString(), N).get("cause")!;
@@ -428,7 +431,7 @@ describe("causes from the host's records", () => {
       writeFileSync(path.join(dir, "a.d/two.txt"), "");
       const ctx = probeContext(N, 1024);
       const stat = [{ under: `${dir}/*.d/*.conf` }, { under: `${dir}/*.none/*.conf` }];
-      const script = causeProbeScript(causeProbe({ stat }, ctx));
+      const script = causeProbeScript(causeProbe({ stat }, ctx), ctx);
       const out = execFileSync("/bin/sh", ["-s"], { input: `QM_SINCE=\nQM_N=${N}\n${script}` });
       const section = parseProbeOutput(out.toString(), N).get("cause")!;
       const host = parseHostRecord(parseContext(N).parts(section.output));
@@ -493,7 +496,8 @@ describe("the host's clock, without date", () => {
   // Leap days, a century that is not a leap year, the ends of days and years.
   const times = [86399, 951782400, 951868799, 1709164800, 1767225599, 1796661856, 4107542400];
   const clockOf = (since: string, awk: string, TZ: string) => {
-    const script = causeProbeScript(causeProbe({}, probeContext(N, 1024)));
+    const ctx = probeContext(N, 1024);
+    const script = causeProbeScript(causeProbe({}, ctx), ctx);
     const out = execFileSync("/bin/sh", ["-s"], {
       input: `QM_SINCE=${since}\n${awk}${script}`,
       env: { TZ, PATH: "/usr/bin:/bin" },
@@ -572,6 +576,7 @@ describe("dpkg's status, read one package at a time", () => {
         const targets = { files: ["/etc/qm/a.conf", "/etc/qm/c.conf"] };
         const script = causeProbeScript(
           `${causeProbe(targets, ctx)}\nprintf 'x\\n\\n\\ny\\n'`,
+          ctx,
         ).replaceAll("/var/lib/dpkg/status", path.join(dir, "status"));
         const section = causeOutput(
           execFileSync("/bin/sh", ["-s"], { input: `QM_SINCE=\n${awk}${script}` }).toString(),
@@ -687,7 +692,7 @@ describe("causes from an rpm host's records", () => {
       });
       const ctx = probeContext(N, 1024);
       const targets = { packages: ["qm-cause-unit", "qm-none"], files: [conf] };
-      const probe = causeProbeScript(causeProbe(targets, ctx));
+      const probe = causeProbeScript(causeProbe(targets, ctx), ctx);
       // The probe without its own PATH, so the `rpm` above is found.
       const script = probe
         .replace(/^if .*command -v rpm .*; then$/m, "if true; then")
@@ -760,7 +765,7 @@ describe("causes on an apk host (busybox userland)", () => {
       const ctx = probeContext(N, 1024);
       const section = causeOutput(
         execFileSync("/usr/sbin/chroot", [root, "/bin/sh", "-s"], {
-          input: `QM_SINCE=\n${causeProbeScript(causeProbe({ packages: ["qm-apk"], files }, ctx))}`,
+          input: `QM_SINCE=\n${causeProbeScript(causeProbe({ packages: ["qm-apk"], files }, ctx), ctx)}`,
           env: { PATH: "/bin" },
         }).toString(),
       );

@@ -18,7 +18,7 @@ const declare = (
 /** The probe built directly, without the cache, for a given nonce. */
 function uncached(domains: ReturnType<typeof declare>, nonce: string, options = settings): string {
   const ctx = probeContext(nonce, options.maxFileBytes);
-  return buildProbe(nonce, probeSections(domains, options, false, ctx)).script;
+  return buildProbe(nonce, probeSections(domains, options, false, ctx), ctx.statAsks).script;
 }
 
 describe("probe assembly per distinct spec", () => {

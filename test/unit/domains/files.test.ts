@@ -473,6 +473,7 @@ describe("files: snapshot", () => {
       maxFileBytes: CAP,
       lastAudit: "",
       awk: String,
+      stat: String,
     });
     assert.equal(probe, `mark cap ${CAP}\nmark paths\nmark stat`);
     assert.deepEqual(

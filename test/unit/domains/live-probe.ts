@@ -58,10 +58,11 @@ export async function runProbe<Live>(
   } = {},
 ): Promise<ProbeRun<Live>> {
   const nonce = newNonce();
-  const section = domain.probe(declared, probeContext(nonce, options.maxFileBytes ?? 1 << 20));
+  const ctx = probeContext(nonce, options.maxFileBytes ?? 1 << 20);
+  const section = domain.probe(declared, ctx);
   // `set -u`: a section reads only variables it set itself, whatever path it takes here
   // (test/unit/probe/isolation.test.ts says why).
-  const built = `set -u\n${buildProbe(nonce, [{ name: domain.name, script: section, awk: domain.awk }]).script}`;
+  const built = `set -u\n${buildProbe(nonce, [{ name: domain.name, script: section, awk: domain.awk }], ctx.statAsks).script}`;
   const root = options.root && {
     dir: options.root.dir,
     paths: options.root.paths ?? (await sampleOf(domain)).reads,

@@ -447,6 +447,7 @@ describe("packages: probe on this host", () => {
       maxFileBytes: 1,
       lastAudit: "",
       awk: String,
+      stat: String,
     });
     // rpm-q-declared.txt is what this command printed over a database holding openssl, nginx,
     // bash and zlib; rpm's exit status 2 (two names not found) is not a failure.

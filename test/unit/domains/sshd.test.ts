@@ -433,6 +433,7 @@ describe("sshd: the probe, run for real", () => {
         maxFileBytes: 0,
         lastAudit: "",
         awk: String,
+        stat: String,
       }),
       "true",
     );

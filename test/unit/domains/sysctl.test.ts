@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs";
 import { mkdir, symlink } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "node:test";
+import { contentTimes, parseStated } from "../../../src/domains/file-times.js";
 import { parseNameValue } from "../../../src/domains/list-form.js";
 import { sysctl } from "../../../src/domains/sysctl/index.js";
 import {
@@ -141,6 +142,49 @@ describe("sysctl", () => {
         latent: { after: "reboot", becomes: "1024", because: `${TUNING}:3` },
       },
     ]);
+  });
+
+  it("reads a link's content time from its target's line, lexically against the link's folder; unknown where no line gives it", () => {
+    const stated = (lines: string[]) => contentTimes(parseStated(`${lines.join("\n")}\n`));
+    const debian = stated([
+      "100 root f /etc/sysctl.conf",
+      "50 root l /etc/sysctl.d/99-sysctl.conf",
+      "-> ../sysctl.conf",
+      "60 root l /etc/sysctl.d/70-abs.conf",
+      "-> /etc/./sysctl.conf",
+      "70 root l /etc/sysctl.d/71-chain.conf",
+      "-> 70-abs.conf",
+      "80 root f /etc/sysctl.d/80 space.conf",
+    ]);
+    assert.deepEqual(Object.fromEntries(debian.changed), {
+      "/etc/sysctl.conf": 100,
+      "/etc/sysctl.d/99-sysctl.conf": 100,
+      "/etc/sysctl.d/70-abs.conf": 100,
+      "/etc/sysctl.d/71-chain.conf": 100,
+      "/etc/sysctl.d/80 space.conf": 80,
+    });
+    assert.equal(debian.untimed, undefined);
+    // A target no line gives (outside the lists), a loop, a name the host could not send.
+    for (const lines of [
+      ["100 root f /etc/sysctl.conf", "50 root l /etc/sysctl.d/72-out.conf", "-> /opt/app.conf"],
+      ["1 root l /etc/sysctl.d/a.conf", "-> b.conf", "1 root l /etc/sysctl.d/b.conf", "-> a.conf"],
+      ["100 root f /etc/sysctl.conf", "?"],
+      ["100 root l /etc/sysctl.conf"],
+    ]) {
+      const times = stated(lines);
+      assert.equal(times.untimed, true, lines.join(" | "));
+      assert.equal(times.changed.get("/etc/sysctl.conf") ?? 100, 100);
+    }
+  });
+
+  it("claims no runtime write where a persisted file's time is unknown", () => {
+    const declared = { "net.core.somaxconn": "4096" };
+    const timed = live({ "net.core.somaxconn": "1024" }, { "net.core.somaxconn": "2048" });
+    assert.equal(sysctl.compare(declared, timed)[0]!.cause?.kind, "runtime");
+    assert.equal(sysctl.compare(declared, { ...timed, untimed: true })[0]!.cause, undefined);
+    const unset = { ...live({ "net.core.somaxconn": "1024" }), auditedAt: BOOT + 3600 };
+    assert.equal(sysctl.compare(declared, unset)[0]!.cause?.kind, "runtime");
+    assert.equal(sysctl.compare(declared, { ...unset, untimed: true })[0]!.cause, undefined);
   });
 
   it("never names a runtime write when a persisted file changed since boot: that is no proof", () => {

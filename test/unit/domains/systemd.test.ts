@@ -528,6 +528,7 @@ describe("systemd: snapshot", () => {
         maxFileBytes: 1,
         lastAudit: "",
         awk: String,
+        stat: String,
       }),
       "mark cap 1",
     );

@@ -1,6 +1,9 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { describe, it } from "node:test";
+import { lstatSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir, userInfo } from "node:os";
+import path from "node:path";
+import { after, describe, it } from "node:test";
 import { ProbeParseError, ProbeTruncatedError } from "../../../src/errors.js";
 import {
   buildProbe,
@@ -204,4 +207,76 @@ it("a host whose /dev/null is not the null device is an error saying so and how 
       e.message.startsWith("probe: /dev/null on this host is not the null device") &&
       e.message.endsWith("rm -f /dev/null && mknod -m 666 /dev/null c 1 3"),
   );
+});
+
+describe("the probe's one stat", () => {
+  // Every section's asks in one stat process, each ask's lines its own: a link as a link with its
+  // target, a name holding a space as it is, and one holding a newline (whose rest reads as a line
+  // of another path) only as `?`, in its own ask. Under each shell, with mawk and busybox awk, GNU
+  // and busybox stat.
+  const dir = mkdtempSync(path.join(tmpdir(), "qm-stat-"));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  for (const name of ["plain", "a b"]) writeFileSync(path.join(dir, name), name);
+  // A path whose rest after the newline reads as a line of another path.
+  mkdirSync(path.join(dir, `evil\n1 root f ${dir}`), { recursive: true });
+  writeFileSync(path.join(dir, `evil\n1 root f ${dir}`, "plain"), "");
+  symlinkSync("plain", path.join(dir, "l"));
+  symlinkSync("/etc/hostname", path.join(dir, "lo"));
+  symlinkSync("missing", path.join(dir, "ld"));
+  symlinkSync("t\nu", path.join(dir, "ln"));
+  symlinkSync("plain", path.join(dir, "a -> b"));
+  const nonce = newNonce();
+  const ctx = probeContext(nonce, 1024);
+  const q = shellQuote;
+  const asks = [
+    ctx.stat(
+      `set -- "$@" ${q(`${dir}/plain`)} ${q(`${dir}/a b`)} ${q(dir)}/evil*${q(`${dir}/plain`)}`,
+    ),
+    ctx.stat("true"),
+    ctx.stat(
+      `set -- "$@" ${["l", "lo", "ld", "a -> b", "missing"].map((f) => q(`${dir}/${f}`)).join(" ")} ${q(dir)}/ln*`,
+    ),
+  ];
+  const sections = asks.map((ask, i) => ({
+    name: `s${i}`,
+    script: ctx.awk("qm_stated", { values: [ask] }),
+    awk: `function s${i}_none() { }`,
+  }));
+  const line = (name: string) => {
+    const s = lstatSync(path.join(dir, name));
+    const type = s.isSymbolicLink() ? "l" : s.isDirectory() ? "d" : "f";
+    return `${Math.floor(s.mtimeMs / 1000)} ${userInfo().username} ${type} ${dir}/${name}`;
+  };
+  const expected = [
+    ["s0", [line("plain"), line("a b"), "?", ""].join("\n")],
+    ["s1", ""],
+    [
+      "s2",
+      [
+        line("l"),
+        "-> plain",
+        line("lo"),
+        "-> /etc/hostname",
+        line("ld"),
+        "-> missing",
+        line("a -> b"),
+        "-> plain",
+        "?",
+        "",
+      ].join("\n"),
+    ],
+  ];
+  for (const shell of [["dash"], ["bash", "--posix"], ["busybox", "sh"]])
+    for (const awk of ["", 'awk() { busybox awk "$@"; }\n'])
+      for (const stat of ["", 'stat() { busybox stat "$@"; }\n'])
+        it(`under ${shell.join(" ")}, with ${awk ? "busybox awk" : "the host's awk"}, ${stat ? "busybox stat" : "GNU stat"}`, () => {
+          const script = awk + stat + buildProbe(nonce, sections, ctx.statAsks).script;
+          const output = execFileSync(shell[0]!, [...shell.slice(1), "-s"], {
+            input: script,
+            encoding: "latin1",
+          });
+          const found = [...parseProbeOutput(output, nonce)].map(([name, s]) => [name, s.output]);
+          assert.deepEqual(found, expected);
+          assert.equal(script.split(" stat -c ").length, 2, "one stat for every ask");
+        });
 });
