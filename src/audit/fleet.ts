@@ -48,7 +48,7 @@ export interface FleetRun {
   manifestRevision: string | null;
   /**
    * Whether the manifests differ from that commit. Asked when the first node's result is in, not
-   * before the first sessions: it loads isomorphic-git and reads the repository.
+   * before the first sessions: it reads the repository's index, HEAD's trees and the work tree.
    */
   manifestDirty?: () => Promise<boolean>;
   shard?: Shard;

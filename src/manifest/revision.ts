@@ -1,12 +1,12 @@
 // The commit the manifests were read at, and whether they differ from it. The difference is found
 // as git finds it: the index read directly, a file whose stat matches its index entry taken as
-// unchanged, any other hashed. isomorphic-git's statusMatrix walked HEAD, the index and the work
-// tree as three trees, entry by entry: 9.4 s of CPU and 425 MB of heap at 30,000 node files.
+// unchanged, any other hashed; HEAD's trees read from the repository's objects (git-objects.ts).
+// isomorphic-git's statusMatrix walked HEAD, the index and the work tree as three trees, entry by
+// entry: 9.4 s of CPU and 425 MB of heap at 30,000 node files.
 import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-
-type Git = typeof import("isomorphic-git").default;
+import { commitHeader, ObjectStore, treeEntries } from "./git-objects.js";
 
 /** The nearest folder at or above `dir` holding a `.git` (a folder, or a file pointing to one). */
 function checkoutRoot(dir: string): string | undefined {
@@ -14,14 +14,6 @@ function checkoutRoot(dir: string): string | undefined {
     if (fs.existsSync(path.join(at, ".git"))) return at;
     if (path.dirname(at) === at) return undefined;
   }
-}
-
-/**
- * isomorphic-git, loaded only when a `.git` lies at or above `dir` (where its findRoot looks): a
- * large module that an audit of manifests outside a checkout would load for nothing.
- */
-async function gitFor(dir: string): Promise<Git | undefined> {
-  return checkoutRoot(dir) === undefined ? undefined : (await import("isomorphic-git")).default;
 }
 
 // A commit id: SHA-1, or SHA-256 in a repository made with --object-format=sha256.
@@ -41,7 +33,7 @@ const readText = (file: string) => {
  * The git directory of the checkout at or above `dir`: its `.git` folder, or where a `.git` file
  * points (a linked worktree, a submodule); with the common directory its branches are kept in.
  */
-function gitDirs(dir: string): { gitdir: string; common: string } | undefined {
+function gitDirs(dir: string): GitDirs | undefined {
   const root = checkoutRoot(dir);
   if (root === undefined) return undefined;
   const dotGit = path.join(root, ".git");
@@ -50,15 +42,18 @@ function gitDirs(dir: string): { gitdir: string; common: string } | undefined {
   if (isFile && !pointer) return undefined;
   const gitdir = pointer ? path.resolve(root, pointer[1]!.trim()) : dotGit;
   const common = readText(path.join(gitdir, "commondir"))?.trim();
-  return { gitdir, common: common ? path.resolve(gitdir, common) : gitdir };
+  return { root, gitdir, common: common ? path.resolve(gitdir, common) : gitdir };
+}
+
+interface GitDirs {
+  /** The checkout's root: the folder holding `.git`. */
+  root: string;
+  gitdir: string;
+  common: string;
 }
 
 /** A ref's commit: its file (HEAD in the worktree's own directory), else packed-refs. */
-function resolveRef(
-  dirs: { gitdir: string; common: string },
-  ref: string,
-  depth = 0,
-): string | null {
+function resolveRef(dirs: GitDirs, ref: string, depth = 0): string | null {
   // A ref is a name under refs/ (or HEAD), never a path out of the repository.
   if (depth > MAX_SYMREF_DEPTH || (ref !== "HEAD" && !/^refs\/[^\0\\]+$/.test(ref))) return null;
   if (ref.split("/").includes("..")) return null;
@@ -91,18 +86,21 @@ export function manifestRevision(dir: string): string | null {
  * When `revision`, a commit of the checkout at or above `dir`, was committed (ISO time); undefined
  * where the commit cannot be read. A depth-1 clone holds it: it is the commit checked out.
  */
-export async function revisionTime(dir: string, revision: string): Promise<string | undefined> {
-  const git = await gitFor(dir);
-  if (!git) return undefined;
+export function revisionTime(dir: string, revision: string): string | undefined {
+  const dirs = gitDirs(dir);
+  if (!dirs || objectFormat(dirs.common) !== "sha1") return undefined;
   try {
-    const root = await git.findRoot({ fs, filepath: dir });
-    const { commit } = await git.readCommit({ fs, dir: root, oid: revision });
-    const at = new Date(commit.committer.timestamp * 1000);
+    const commit = objectsOf(dirs).read(revision);
+    // `committer NAME <EMAIL> SECONDS ZONE`: the name may hold anything but the last two words.
+    const seconds = commit.type === "commit" ? commitHeader(commit.data, "committer") : undefined;
+    const at = new Date(Number(/ (\d+) [+-]\d{4}$/.exec(seconds ?? "")?.[1]) * 1000);
     return Number.isNaN(at.getTime()) ? undefined : at.toISOString().replace(/\.000Z$/, "Z");
   } catch {
     return undefined;
   }
 }
+
+const objectsOf = (dirs: GitDirs) => new ObjectStore(path.join(dirs.common, "objects"));
 
 /**
  * Whether the manifests under `dir` differ from that commit (changed, added or deleted files, not
@@ -110,19 +108,18 @@ export async function revisionTime(dir: string, revision: string): Promise<strin
  */
 export async function manifestDirty(dir: string): Promise<boolean> {
   const dirs = gitDirs(dir);
-  if (dirs && objectFormat(dirs.common) === "sha256") return gitStatusDirty(dir);
-  const git = await gitFor(dir);
-  if (!git) return false;
+  if (!dirs) return false;
+  if (objectFormat(dirs.common) === "sha256") return gitStatusDirty(dir);
   try {
-    const root = await git.findRoot({ fs, filepath: dir });
+    const { root } = dirs;
     const under = path.relative(root, path.resolve(dir)).split(path.sep).join("/");
     const index = readIndex(root, under);
     if (!index) return false;
-    const head = await headFiles(git, root, under);
+    const head = headFiles(dirs, under);
     if (head.size !== index.entries.size) return true;
     for (const [file, entry] of index.entries)
       if (entry.stage !== 0 || head.get(file) !== entry.oid) return true;
-    return await workTreeDiffers(git, root, under, index);
+    return await workTreeDiffers(root, under, index);
   } catch {
     return false;
   }
@@ -237,25 +234,30 @@ const isUnder = (file: string, under: string) =>
  * The files of HEAD under `under`, each with its object id; none before the first commit, or when
  * HEAD has no such folder.
  */
-async function headFiles(git: Git, root: string, under: string): Promise<Map<string, string>> {
+function headFiles(dirs: GitDirs, under: string): Map<string, string> {
   const files = new Map<string, string>();
-  const absent = (error: unknown) => {
-    if (error instanceof git.Errors.NotFoundError) return undefined;
-    throw error;
+  const commit = resolveRef(dirs, "HEAD");
+  if (commit === null) return files;
+  const objects = objectsOf(dirs);
+  const read = (oid: string, type: "commit" | "tree") => {
+    const object = objects.read(oid);
+    if (object.type !== type) throw new Error(`${oid} is a ${object.type}, not a ${type}`);
+    return object.data;
   };
-  const commit = await git.resolveRef({ fs, dir: root, ref: "HEAD" }).catch(absent);
-  if (commit === undefined) return files;
-  const walk = async (folder: string): Promise<void> => {
-    const tree = await git
-      .readTree({ fs, dir: root, oid: commit, ...(folder && { filepath: folder }) })
-      .catch(absent);
-    for (const entry of tree?.tree ?? []) {
-      const file = folder ? `${folder}/${entry.path}` : entry.path;
-      if (entry.type === "tree") await walk(file);
+  let tree = commitHeader(read(commit, "commit"), "tree") ?? "";
+  for (const name of under === "" ? [] : under.split("/")) {
+    const entry = treeEntries(read(tree, "tree")).find((e) => e.name === name && e.isTree);
+    if (!entry) return files;
+    tree = entry.oid;
+  }
+  const walk = (folder: string, oid: string) => {
+    for (const entry of treeEntries(read(oid, "tree"))) {
+      const file = folder ? `${folder}/${entry.name}` : entry.name;
+      if (entry.isTree) walk(file, entry.oid);
       else files.set(file, entry.oid);
     }
   };
-  await walk(under);
+  walk(under, tree);
   return files;
 }
 
@@ -263,12 +265,7 @@ async function headFiles(git: Git, root: string, under: string): Promise<Map<str
  * Whether the work tree under `under` differs from the index: a tracked file changed or gone, or a
  * file neither tracked nor ignored.
  */
-async function workTreeDiffers(
-  git: Git,
-  root: string,
-  under: string,
-  index: GitIndex,
-): Promise<boolean> {
+async function workTreeDiffers(root: string, under: string, index: GitIndex): Promise<boolean> {
   // Each file of the work tree is met once: counting the tracked ones met is enough to know that
   // none is gone, with no set of 100,000 paths beside the index.
   let tracked = 0;
@@ -283,13 +280,22 @@ async function workTreeDiffers(
       else if (item.isFile() || item.isSymbolicLink()) {
         const entry = index.entries.get(file);
         if (!entry) {
-          if (!(await git.isIgnored({ fs, dir: root, filepath: file }))) return true;
+          if (!(await isIgnored(root, file))) return true;
         } else if (!sameContent(path.join(root, file), entry, index.written)) return true;
         else tracked++;
       }
     }
   }
   return tracked < index.entries.size - submodules.length;
+}
+
+/**
+ * Whether git ignores `file` (a path from the checkout's root): .gitignore files, info/exclude and
+ * info/exclude, as isomorphic-git reads them. Loaded only for a file the index lacks.
+ */
+async function isIgnored(root: string, file: string): Promise<boolean> {
+  const git = (await import("isomorphic-git")).default;
+  return git.isIgnored({ fs, dir: root, filepath: file });
 }
 
 /**

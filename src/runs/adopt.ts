@@ -15,6 +15,7 @@ import {
 } from "../adopt/inventory/index.js";
 import { MAX_INVENTORY_BYTES, readInventoryTree } from "../adopt/inventory/sources.js";
 import { nodeLimit } from "../audit/fleet.js";
+import { holdLauncher } from "../transport/launcher.js";
 import { nodeFailure } from "../audit/node.js";
 import { DOMAINS, type AnyDomain } from "../domains/registry.js";
 import type { SnapshotOptions } from "../domains/snapshot-options.js";
@@ -386,6 +387,8 @@ async function snapshotHosts(hosts: readonly HostToAdopt[], job: SnapshotJob): P
   // As audit reaches them: one connection per jump host, its sessions limited.
   const sessions = sharedSshSessions(sshOptions, 1, job.config.say);
   const limit = nodeLimit(job.config.concurrency, sessions);
+  // Every host's sessions are jobs of the process launcher: it is kept between them.
+  const release = holdLauncher();
   const progress = job.config.progress?.(hosts.length);
   const taken: Snapshots = {
     keys: new Map(),
@@ -413,7 +416,10 @@ async function snapshotHosts(hosts: readonly HostToAdopt[], job: SnapshotJob): P
         });
       });
     }),
-  ).finally(() => sessions.close());
+  ).finally(() => {
+    release();
+    return sessions.close();
+  });
   progress?.finish();
   return taken;
 }

@@ -1,6 +1,7 @@
 // A snapshot run: each node's live state as a node spec, the declared files and units taken at
 // their live state; `adopt` takes its hosts' snapshots the same way.
 import { nodeLimit } from "../audit/fleet.js";
+import { holdLauncher } from "../transport/launcher.js";
 import {
   defaultAuditSettings,
   nodeFailure,
@@ -294,6 +295,8 @@ export async function runSnapshot(config: SnapshotRunOptions): Promise<SnapshotO
   const timeoutMs = config.timeout === undefined ? undefined : config.timeout * 1000;
   const { targets, sessions, auditInterval } = await snapshotTargets(config, timeoutMs);
   const limit = nodeLimit(config.concurrency, sessions);
+  // Every node's session is a job of the process launcher: it is kept between them, as audit keeps it.
+  const release = holdLauncher();
   const takenAt = new Date();
   const take = async (target: SnapshotTarget): Promise<SnapshotOutcome> => {
     try {
@@ -312,5 +315,8 @@ export async function runSnapshot(config: SnapshotRunOptions): Promise<SnapshotO
   // A bare --local has one target and no node: this machine, nothing to limit.
   return Promise.all(
     targets.map((target) => (target.node ? limit(target.node, () => take(target)) : take(target))),
-  ).finally(() => sessions?.close());
+  ).finally(() => {
+    release();
+    return sessions?.close();
+  });
 }

@@ -7,9 +7,9 @@ import {
   openSync,
   readFileSync,
   rmSync,
-  truncateSync,
   writeFileSync,
 } from "node:fs";
+import { truncate } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -81,8 +81,10 @@ class Launcher {
   readonly dir = mkdtempSync(path.join(tmpdir(), "quartermaster-"));
   private readonly shell: ChildProcessWithoutNullStreams;
   private readonly jobs = new Map<string, Job>();
-  /** Slots whose files a finished job left for the next: ids are slots, reused. */
+  /** Slots whose files a finished job left (emptied) for the next: ids are slots, reused. */
   private readonly freeSlots: string[] = [];
+  /** Slots made so far: a slot being emptied is neither running nor free. */
+  private slots = 0;
   private pending = "";
   private dead = false;
   /** Its input is ended: it takes no more jobs. */
@@ -117,7 +119,7 @@ class Launcher {
         resolve({ stdout: "", stderr: `${file} could not be started` });
         return;
       }
-      const id = this.freeSlots.pop() ?? String(this.jobs.size);
+      const id = this.freeSlots.pop() ?? String(this.slots++);
       const blocks = Math.floor(limits.maxOutputBytes / 512) + 1;
       try {
         overwrite(this.file(id, "in"), input);
@@ -182,16 +184,16 @@ class Launcher {
     this.jobs.delete(id);
     if (this.jobs.size === 0) setImmediate(() => this.closeIfIdle());
     clearTimeout(job.timer);
-    this.freeSlots.push(id);
-    // What the host printed is not kept beyond its job.
-    for (const stream of ["out", "err"] as const) {
-      try {
-        truncateSync(this.file(id, stream));
-      } catch {
-        // Never made: the job did not start.
-      }
-    }
-    job.done({ ...finished, ...(job.stopped && { stopped: job.stopped }) });
+    // What the host printed is not kept beyond its job: the slot is emptied before the job is
+    // done and the next takes the slot, off the event loop's thread (under a loaded disk each
+    // truncation of a file with data blocked the loop for milliseconds on ext4's journal). A file
+    // never made is no error.
+    void Promise.all(
+      (["out", "err"] as const).map((stream) => truncate(this.file(id, stream)).catch(() => {})),
+    ).then(() => {
+      this.freeSlots.push(id);
+      job.done({ ...finished, ...(job.stopped && { stopped: job.stopped }) });
+    });
   }
 
   /**
