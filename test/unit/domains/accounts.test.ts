@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
@@ -24,6 +24,31 @@ async function newKey(type: string, comment: string): Promise<{ line: string; pr
   await execa("ssh-keygen", ["-q", "-t", type, "-N", "", "-C", comment, "-f", file]);
   const { stdout } = await execa("ssh-keygen", ["-lf", `${file}.pub`]);
   return { line: readFileSync(`${file}.pub`, "utf8"), print: stdout.split(" ")[1]! };
+}
+
+/**
+ * The programs `script` starts under `sh -s` (each exec that succeeded), sorted, and the read()
+ * calls of all its processes. strace writes a file per process (`-ff`): one file for all, under
+ * load, splits an exec's line from its result.
+ */
+async function traced(script: string): Promise<{ programs: string[]; reads: number }> {
+  const dir = mkdtempSync(path.join(keyDir, "trace-"));
+  await execa("strace", ["-ff", "-qq", "-e", "trace=execve", "-o", `${dir}/x`, "sh", "-s"], {
+    input: script,
+  });
+  const programs = readdirSync(dir).flatMap((file) =>
+    [...readFileSync(path.join(dir, file), "utf8").matchAll(/^execve\("([^"]*)".* = 0$/gm)].map(
+      (m) => path.basename(m[1]!),
+    ),
+  );
+  const summary = path.join(dir, "summary");
+  await execa("strace", ["-f", "-c", "-e", "trace=read", "-o", summary, "sh", "-s"], {
+    input: script,
+  });
+  const reads = /^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?read$/m.exec(
+    readFileSync(summary, "utf8"),
+  )?.[1];
+  return { programs: programs.sort(), reads: Number(reads) };
 }
 
 const PASSWD = [
@@ -375,15 +400,7 @@ test("the homes are found by the shell itself, no process: every name exact (hex
   const declared: AccountsDeclared = { users: { alice: { authorized_keys: [key.print] } } };
   const { script, live } = await runProbe<AccountsLive>(accounts, declared, { root: { dir } });
   assert.deepEqual(live!.keys, new Map([["alice", [key.print]]]));
-  const trace = path.join(dir, "trace");
-  await execa("strace", ["-f", "-qq", "-e", "trace=execve", "-o", trace, "sh", "-s"], {
-    input: script,
-  });
-  const programs = [...readFileSync(trace, "utf8").matchAll(/execve\("([^"]*)".* = 0$/gm)];
-  assert.deepEqual(
-    programs.map((m) => path.basename(m[1]!)),
-    ["sh", "awk"],
-  );
+  assert.deepEqual((await traced(script)).programs, ["awk", "sh"]);
 });
 
 test("a passwd of 100,000 login users: 400 are sent, the rest counted in one item; the homes of a snapshot's first 400, and of a user asked for on its last line", async () => {
@@ -497,17 +514,8 @@ test("past its first 100 lines, passwd reaches the homes loop through grep: the 
   });
   const { script, live } = await runProbe<AccountsLive>(accounts, declared, { root: { dir: big } });
   assert.deepEqual(live!.keys.get("last"), [first.print]);
-  const strace = async (what: string) => {
-    const trace = path.join(big, `trace-${what}`);
-    const options = what === "read" ? ["-c", "-e", "trace=read"] : ["-qq", "-e", "trace=execve"];
-    await execa("strace", ["-f", ...options, "-o", trace, "sh", "-s"], { input: script });
-    return readFileSync(trace, "utf8");
-  };
-  const programs = [...(await strace("execve")).matchAll(/execve\("([^"]*)".* = 0$/gm)];
-  assert.deepEqual(programs.map((m) => path.basename(m[1]!)).sort(), ["awk", "grep", "sh"]);
-  const reads = Number(
-    /^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?read$/m.exec(await strace("read"))?.[1],
-  );
+  const { programs, reads } = await traced(script);
+  assert.deepEqual(programs, ["awk", "grep", "sh"]);
   assert.ok(reads < 20_000, `${reads} reads`);
 });
 
