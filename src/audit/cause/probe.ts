@@ -51,13 +51,17 @@ const OWNED = [
 // package, or a declared conffile; then, under the apt-history mark, the history.log transactions
 // since `s` in which one of those events (whose first 19 characters are the time) ran: when, which
 // command, at whose request. Others are not sent: a log may hold thousands. One still open at the
-// end (apt interrupted) counts from its start. A dpkg.log line before `s` is skipped on its first 19
-// characters, never split into fields: in an hourly audit that is nearly all of the log, and so is a
-// `status` line, most of any dpkg.log (the time, then ` status `). Last, the boot time from
-// /proc/stat under the boot mark. Its values: whether configure steps are asked (`c`, since a last
-// audit only), the wanted packages, the asked pattern, dpkg.log, history.log (empty where it cannot
-// be read), how many declared paths follow, those paths, then the paths asked for `shippedSince`:
-// values are lines, so a path keeps its backslashes (`awk -v` would read them as escapes).
+// end (apt interrupted) counts from its start. Each log line costs as little as it can (a node's
+// first audit reads all of dpkg.log): a function reading it would cost a call per line, so the loop
+// reads it itself. A dpkg.log line before `s` is skipped on its first 19 characters, and one whose
+// action (dpkg writes it from column 21, after the time) is never kept is skipped on that action's
+// first five characters (`sk`): neither is split into fields. In an hourly audit the first is
+// nearly all of the log; in a first audit the second is (`status`, most of any dpkg.log,
+// `configure`, `trigproc`, `startup`). Last, the boot time from /proc/stat under the boot mark. Its
+// values: whether configure steps are asked (`c`, since a last audit only), the wanted packages,
+// the asked pattern, dpkg.log, history.log (empty where it cannot be read), how many declared paths
+// follow, those paths, then the paths asked for `shippedSince`: values are lines, so a path keeps
+// its backslashes (`awk -v` would read them as escapes).
 const LOGS = [
   'function cause_mark() { if (!cause_m) printf "\\n%s mark %s\\n", qm_n, "apt-history"; cause_m = 1 }',
   "function cause_ran(from, to,  i) { for (i = 1; i <= cause_n; i++) if (cause_t[i] >= from && cause_t[i] <= to) return 1; return 0 }",
@@ -68,7 +72,6 @@ const LOGS = [
   // not modified since is not read at all: nothing was appended to it since.
   'function cause_log(f, e) { if (f == "" || (e != "" && (f in cause_mt) && cause_mt[f] + 0 < e + 0)) return ""',
   `  if ((f in cause_sz) && cause_sz[f] + 0 <= ${LOG_TAIL_BYTES}) { cause_c = 0; return f } cause_c = 1; return "tail -c ${LOG_TAIL_BYTES} -- \\047" f "\\047 2>/dev/null" }`,
-  "function cause_line(src) { if (cause_c) return (src | getline cause_l); return (getline cause_l < src) }",
   // The asked paths (`sp`), and those the asked pattern (`m`) matches, that the file list of a
   // package configured since (`cf`) names, as `PACKAGE PATH`, then that package's install or
   // upgrade line (`cause_u`), when one names a path: a package's list is PACKAGE:ARCH.list where
@@ -78,23 +81,24 @@ const LOGS = [
   'if ((r = (getline l < f)) < 0) { f = "/var/lib/dpkg/info/" a ".list"; r = (getline l < f) }',
   'while (r > 0) { if ((l in sp) || (m != "" && l ~ m)) { print a, l; k = 1 } r = (getline l < f) } close(f)',
   "if (k && (p in cause_u)) print cause_u[p] } }",
-  'function cause_logs(  s, c, m, w, f, sp, n, i, l, x, p, st, k, b, ks, src) { s = cause_s; c = (qm_v[1] != "" && s != ""); m = qm_v[3]',
+  'function cause_logs(  s, c, m, w, f, sp, n, i, l, x, p, st, k, b, ks, src, sk, ev) { s = cause_s; c = (qm_v[1] != "" && s != ""); m = qm_v[3]',
   'n = split(qm_v[2] cause_pk, x, " "); for (i = 1; i <= n; i++) w[x[i]] = 1',
   'n = 6 + qm_v[6]; for (i = 7; i <= n; i++) f[qm_v[i]] = 1; ks = (i <= qm_vn || m != ""); for (; i <= qm_vn; i++) sp[qm_v[i]] = 1',
-  'if ((src = cause_log(qm_v[4], cause_e)) != "") { while (cause_line(src) > 0) { l = cause_l',
-  "if (substr(l, 1, 19) < s) continue",
-  // dpkg's status lines, most of the log, skipped before field splitting; when asked (`c`), the
-  // line that ends a configure step is kept.
-  'if (substr(l, 20, 8) == " status ") { if (c && split(l, x, " ") && x[4] == "installed") print l; continue }',
+  // The configure steps (`configure`, ended by `status installed`) are kept only when asked (`c`).
+  'sk[" trigp"]; sk[" start"]; if (!c) { sk[" statu"]; sk[" confi"] } ev["install"]; ev["upgrade"]; ev["remove"]; ev["purge"]',
+  'if ((src = cause_log(qm_v[4], cause_e)) != "") { while ((cause_c ? (src | getline l) : (getline l < src)) > 0) {',
+  'if (s != "" && substr(l, 1, 19) < s) continue',
+  "if (substr(l, 20, 6) in sk) continue",
+  'if (c && substr(l, 20, 8) == " status ") { if (split(l, x, " ") && x[4] == "installed") print l; continue }',
   'split(l, x, " ")',
   // Another package's install or upgrade is kept, for the paths it ships (`cause_shipped`).
-  'if (x[3] ~ /^(install|upgrade|remove|purge)$/) { p = x[4]; sub(/:.*/, "", p); if (p in w) cause_event(l); else if (ks && x[3] ~ /^(install|upgrade)$/) cause_u[x[4]] = l; continue }',
+  'if (x[3] in ev) { p = x[4]; sub(/:.*/, "", p); if (p in w) cause_event(l); else if (ks && x[3] ~ /^(install|upgrade)$/) cause_u[x[4]] = l; continue }',
   'if (x[3] == "conffile" && (x[4] in f)) { cause_event(l); continue }',
   // Every package's configure step and every conffile line, when asked (`c`).
   'if (c && (x[3] == "configure" || x[3] == "conffile")) { if (x[3] == "configure") cause_cf[x[4]] = 1; cause_event(l) } }',
   "close(src) }",
   "cause_mark()",
-  'if (cause_n && (src = cause_log(qm_v[5], cause_e)) != "") { while (cause_line(src) > 0) { l = cause_l',
+  'if (cause_n && (src = cause_log(qm_v[5], cause_e)) != "") { while ((cause_c ? (src | getline l) : (getline l < src)) > 0) {',
   'if (l ~ /^Start-Date: /) { split(l, x, " "); st = x[2] " " x[3]; k = (st >= s); b = "" }',
   `if (k && l ~ /^(Start-Date|Commandline|Requested-By): /) b = b substr(l, 1, ${LINE_CHARS}) "\\n"`,
   `if (k && l ~ /^End-Date: /) { split(l, x, " "); if (cause_ran(st, x[2] " " x[3])) printf "%s%s\\n", b, substr(l, 1, ${LINE_CHARS}); k = 0 } }`,

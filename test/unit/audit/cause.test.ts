@@ -256,6 +256,7 @@ describe("causes from the host's records", () => {
     lists: Record<string, string> = {},
     dpkgLog: readonly string[] = DPKG_LOG,
     modified?: number,
+    awk = "",
   ): string => {
     const dir = mkdtempSync(path.join(tmpdir(), "qm-cause-logs-"));
     try {
@@ -274,7 +275,7 @@ describe("causes from the host's records", () => {
         .replaceAll("/var/log/apt/history.log", `${dir}/history.log`);
       return causeOutput(
         execFileSync("/bin/sh", ["-s"], {
-          input: `QM_SINCE=${since}\n${script}`,
+          input: `QM_SINCE=${since}\n${awk}${script}`,
           env: { TZ: "UTC" },
         }).toString(),
       );
@@ -455,6 +456,41 @@ describe("causes from the host's records", () => {
     assert.match(section, /^2026-12-01 12:00:01 remove qm-extra/m);
     assert.doesNotMatch(section, /qm-demo/);
   });
+
+  // Every action dpkg logs, as it writes them.
+  const EVERY_ACTION = [
+    "2026-12-01 10:00:00 startup archives unpack",
+    "2026-12-01 10:00:01 install qm-demo:all <none> 1.0",
+    "2026-12-01 10:00:01 status half-installed qm-demo:all 1.0",
+    "2026-12-01 10:00:02 upgrade qm-extra:all 1.0 1.1",
+    "2026-12-01 10:00:02 trigproc man-db:amd64 2.11.2-2 <none>",
+    "2026-12-01 10:00:03 configure qm-demo:all 1.0 <none>",
+    "2026-12-01 10:00:03 conffile /etc/qm/demo.conf keep",
+    "2026-12-01 10:00:03 conffile /etc/qm/other.conf install",
+    "2026-12-01 10:00:04 status installed qm-demo:all 1.0",
+    "2026-12-01 10:00:05 remove qm-extra:all 1.1 <none>",
+    "2026-12-01 10:00:06 purge qm-extra:all 1.1 <none>",
+    "2026-12-01 10:00:07 install other:all <none> 1.0",
+    "2026-12-01 10:00:08 status config-files qm-extra:all 1.1",
+    "",
+  ];
+  for (const awk of ["", 'awk() { busybox awk "$@"; }\n'])
+    it(`each action's dpkg.log lines are sent or not by what is asked: a first audit, and configure steps since a last audit (${awk ? "busybox awk" : "the host's awk"})`, () => {
+      const sent = (since: string, steps: boolean) => {
+        const targets = { packages: ["qm-demo", "qm-extra"], files: ["/etc/qm/demo.conf"], steps };
+        const section = sectionOverLogs(since, targets, {}, EVERY_ACTION, undefined, awk);
+        return partsByLabel("cause", parseContext(N).parts(section)).get("dpkg-log");
+      };
+      const lines = (...at: number[]) => at.map((i) => `${EVERY_ACTION[i]}\n`).join("");
+      // The declared packages' changes and the declared conffile's lines.
+      assert.equal(sent("", true), lines(1, 3, 6, 9, 10));
+      assert.equal(sent(String(Date.UTC(2026, 11, 1, 9) / 1000), false), lines(1, 3, 6, 9, 10));
+      // Also every configure step, every conffile line and each step's end.
+      assert.equal(
+        sent(String(Date.UTC(2026, 11, 1, 9) / 1000), true),
+        lines(1, 3, 5, 6, 7, 8, 9, 10),
+      );
+    });
 
   it("a log not modified since the last audit is not read at all: nothing was appended to it since", () => {
     const since = Date.UTC(2026, 11, 1, 11, 30) / 1000;
