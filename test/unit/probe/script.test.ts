@@ -141,7 +141,8 @@ it("a section printed twice is an error naming it, never a silent last-wins", ()
 
 describe("the shared awk", () => {
   // Each section's functions are called where its script asks, with its values as written and its
-  // input as lines; all else passes through unchanged. Under each shell, with mawk and busybox awk.
+  // input as lines, and call others of theirs; all else passes through unchanged. Under each shell,
+  // with mawk and busybox awk.
   const nonce = newNonce();
   const ctx = probeContext(nonce, 1024);
   const sections = [
@@ -163,7 +164,13 @@ describe("the shared awk", () => {
     {
       name: "b",
       script: ctx.awk("b_files", { values: ["/proc/self/stat", "/no/such/file"] }),
-      awk: "function b_files(  i, n) { for (i = 1; i <= qm_vn; i++) { n = 0; while ((getline < qm_v[i]) > 0) n++; print qm_v[i], (n > 0) } }",
+      awk: [
+        "function b_files(  i) { for (i = 1; i <= qm_vn; i++) print qm_v[i], b_read(qm_v[i]) }",
+        "function b_read(f,  n) { while ((getline < f) > 0) n++; close(f); return n > 0 }",
+        // Called by no section: left out of the program (mawk would not compile its call of a
+        // function nobody defines).
+        "function b_unused() { b_nowhere() }",
+      ].join("\n"),
     },
   ];
   const expected = [
@@ -174,6 +181,12 @@ describe("the shared awk", () => {
     ["b", "/proc/self/stat 1\n/no/such/file 0\n"],
     ["plain", "raw \\ bytes\n"],
   ];
+  it("holds only the functions the sections call and those they call", () => {
+    const script = buildProbe(nonce, sections).script;
+    for (const name of ["a_values", "a_input", "b_files", "b_read"])
+      assert.ok(script.includes(`function ${name}(`), name);
+    assert.doesNotMatch(script, /b_unused|b_nowhere/);
+  });
   for (const shell of [["dash"], ["bash", "--posix"], ["busybox", "sh"]])
     for (const awk of ["", 'awk() { busybox awk "$@"; }\n'])
       it(`under ${shell.join(" ")}, with ${awk ? "busybox awk" : "the host's awk"}`, () => {
