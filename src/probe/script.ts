@@ -10,6 +10,12 @@ export interface ProbeSection {
   script: string;
   /** awk functions the script calls through `ProbeContext.awk`, run by the probe's shared awk. */
   awk?: string;
+  /**
+   * The records of a file (blank-line separated) this section's functions read, those holding
+   * `holding`: where an earlier section reads that file with `qm_record`, they are kept for this
+   * one's `qm_kept`.
+   */
+  keeps?: { file: string; holding: string };
 }
 
 export interface Probe {
@@ -65,6 +71,21 @@ const DISPATCH = [
   "  print }",
 ].join("\n");
 
+// A file read one record (blank-line separated) at a time, by several sections, is read once: a
+// section's function reads it with `qm_record(f)` (getline's result, the record in `qm_rec`; the
+// caller sets RS = "" around its loop and reads to the end), which keeps the records a later
+// section asked for (`keeps`: those holding `qm_kh[f]`); that section's `qm_kept(f)` is how many
+// were kept (`qm_kr[f, 1..n]`), or -1 where no section read f to its end before, and it reads f
+// itself. dpkg's status is 731 KB here: each read of it about 0.6 ms of the shared awk's CPU.
+const RECORDS = [
+  "function qm_record(f,  r) { if ((r = (getline qm_rec < f)) > 0) { if ((f in qm_kh) && index(qm_rec, qm_kh[f])) qm_kr[f, ++qm_kn[f]] = qm_rec } else qm_kd[f] = r; return r }",
+  "function qm_kept(f) { return (f in qm_kd) && qm_kd[f] == 0 ? qm_kn[f] + 0 : -1 }",
+];
+
+/** `text` as an awk string literal. */
+const awkString = (text: string) =>
+  `"${text.replaceAll("\\", "\\\\").replaceAll('"', '\\"').replaceAll("\n", "\\n")}"`;
+
 /** The section calls the shared awk (its domain may have functions it does not call here). */
 const calls = (s: ProbeSection) => s.awk !== undefined && s.script.includes(`"$QM_N awk `);
 
@@ -77,7 +98,7 @@ const calls = (s: ProbeSection) => s.awk !== undefined && s.script.includes(`"$Q
  */
 function sharedAwk(sections: readonly ProbeSection[]): string {
   const definitions = new Map<string, string>();
-  for (const text of sections.flatMap((s) => s.awk!.split(/^(?=function )/m))) {
+  for (const text of [...RECORDS, ...sections.flatMap((s) => s.awk!.split(/^(?=function )/m))]) {
     const name = /^function ([A-Za-z_][A-Za-z0-9_]*)\(/.exec(text)?.[1];
     if (name === undefined) throw new Error(`not an awk function definition: ${text.slice(0, 40)}`);
     definitions.set(name, text.replace(/\n$/, ""));
@@ -99,8 +120,12 @@ function sharedAwk(sections: readonly ProbeSection[]): string {
     .filter((n) => definitions.has(n))
     .map((n) => `if (f == "${n}") ${n}()`)
     .join("; else ");
+  const keeps = sections.flatMap((s) =>
+    s.keeps ? [`qm_kh[${awkString(s.keeps.file)}] = ${awkString(s.keeps.holding)}`] : [],
+  );
   const program = [
     DISPATCH,
+    ...(keeps.length ? [`BEGIN { ${keeps.join("; ")} }`] : []),
     `function qm_call(f) { ${call} }`,
     ...[...definitions].filter(([name]) => kept.has(name)).map(([, text]) => text),
   ].join("\n");

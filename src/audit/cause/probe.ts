@@ -1,6 +1,7 @@
 import type { ProbeContext } from "../../domains/domain.js";
 import type { RecordRequest } from "../../domains/host-record.js";
 import { RPM_QUERY, RPM_QUERY_SETUP } from "../../domains/rpm-query.js";
+import type { ProbeSection } from "../../probe/script.js";
 
 // What the host recorded about changes, read in the audit's own round trip without root: the boot
 // time, package transactions since the node's last audit (dpkg's and apt's logs; rpm's database),
@@ -26,18 +27,20 @@ const LINE_CHARS = 300;
 // `/var/lib/dpkg/info/NAME[:ARCH].md5sums:…`, or its status), and `cause_md5` hashes again the
 // declared files they name.
 const OWNED = [
-  "function cause_owned(  f, i, r, y, m, x, p, k, rs, t, n, o, j) { for (i = 2; i <= qm_vn; i++) f[qm_v[i]] = 1",
+  "function cause_owned(  f, i, r, rs, t, n, o, j, x) { for (i = 2; i <= qm_vn; i++) f[qm_v[i]] = 1",
   // One record per package (`RS = ""`, restored before the main input's next line is read), and
-  // only one holding `Conffiles:` split: its package (dpkg writes `Package:` first), then the
-  // conffile lines after it, each ` PATH MD5`.
-  'if (qm_v[1] != "") { rs = RS; RS = ""; while ((getline r < qm_v[1]) > 0) { if (!(k = index(r, "\\nConffiles:"))) continue',
-  '  split(substr(r, 1, index(r, "\\n") - 1), x, " "); p = (x[1] == "Package:") ? x[2] : ""',
-  '  m = split(substr(r, k + 11), y, "\\n"); for (i = 2; i <= m && substr(y[i], 1, 1) == " "; i++) { split(y[i], x, " "); if (x[1] in f) t = t (t == "" ? "" : "\\n") p " " x[2] " " x[1] } }',
-  "  RS = rs; close(qm_v[1]) }",
+  // only one holding `Conffiles:` read (`cause_conf`): those an earlier section's read of the
+  // status kept (`causeSection`), else its own read's.
+  'if (qm_v[1] != "") { if ((n = qm_kept(qm_v[1])) >= 0) { for (i = 1; i <= n; i++) t = cause_conf(qm_kr[qm_v[1], i], f, t) }',
+  '  else { rs = RS; RS = ""; while ((getline r < qm_v[1]) > 0) if (index(r, "\\nConffiles:")) t = cause_conf(r, f, t); RS = rs; close(qm_v[1]) } }',
   'for (i = 1; i <= qm_in; i++) t = t "\\n" qm_i[i]',
   'if (t != "") print t; cause_own = t; n = split(t, x, "\\n")',
   'for (i = 1; i <= n; i++) { o = x[i]; sub(/ .*/, "", o); sub(/.*\\//, "", o); j = index(o, ".md5sums:"); if (j) o = substr(o, 1, j - 1)',
   '  if (o != "") { j = index(o, ":"); cause_pk = cause_pk " " (j ? substr(o, 1, j - 1) : o) } } }',
+  // `t` and the lines of status record `r`'s conffiles among `f`: its package (dpkg writes
+  // `Package:` first), then the conffile lines after `Conffiles:`, each ` PATH MD5`.
+  'function cause_conf(r, f, t,  k, x, p, m, y, i) { k = index(r, "\\nConffiles:"); split(substr(r, 1, index(r, "\\n") - 1), x, " "); p = (x[1] == "Package:") ? x[2] : ""',
+  '  m = split(substr(r, k + 11), y, "\\n"); for (i = 2; i <= m && substr(y[i], 1, 1) == " "; i++) { split(y[i], x, " "); if (x[1] in f) t = t (t == "" ? "" : "\\n") p " " x[2] " " x[1] } return t }',
   // Each declared path (its values) an owned line names (` /etc/x` in a status line, `  usr/bin/x`
   // in an md5sums line; a path that is a prefix of another matches too: one hash more, never one
   // less), hashed by one md5sum.
@@ -137,6 +140,23 @@ const STAT = [
 ].join("\n");
 /** The shared awk's functions of the cause section. */
 export const CAUSE_AWK = [OWNED, STAT, LOGS].join("\n");
+/** Asks which package ships the declared paths (and the globs' matches). */
+const owns = (request: RecordRequest) =>
+  (request.files ?? []).length > 0 || (request.globs ?? []).length > 0;
+
+/**
+ * The cause section. Where it asks which package ships a path, the records of dpkg's status
+ * `cause_owned` reads are kept for it by an earlier section's read of the status (the packages
+ * domain's): the status is read once.
+ */
+export function causeSection(request: RecordRequest, ctx: ProbeContext): ProbeSection {
+  return {
+    name: "cause",
+    script: causeProbe(request, ctx),
+    awk: CAUSE_AWK,
+    ...(owns(request) && { keeps: { file: "/var/lib/dpkg/status", holding: "\nConffiles:" } }),
+  };
+}
 // The declared paths, one per line in the environment's `qm_f` (never `awk -v`, which reads a
 // backslash as an escape), as the keys of `f`.
 const DECLARED_PATHS =
@@ -230,7 +250,7 @@ export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
   const entries = stat
     .map(({ under, entries = [] }) => [under, ...entries.map((e) => `${under}/${q(e)}`)].join(" "))
     .join(" ");
-  const owning = targets.files.length > 0 || targets.globs.length > 0;
+  const owning = owns(request);
   // Packages named after files (a kernel's after its image): shell builtins only.
   const byFile = targets.packagesByFile.map(
     ({ glob, strip, prefix }) =>

@@ -8,6 +8,7 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readFileSync,
   rmSync,
   symlinkSync,
   utimesSync,
@@ -18,7 +19,12 @@ import path from "node:path";
 import { describe, it } from "node:test";
 import { attachCauses } from "../../../src/audit/cause/attach.js";
 import { MAX_CAUSE_CHARS } from "../../../src/domains/cause.js";
-import { CAUSE_AWK, causeProbe, LOG_TAIL_BYTES } from "../../../src/audit/cause/probe.js";
+import {
+  CAUSE_AWK,
+  causeProbe,
+  causeSection,
+  LOG_TAIL_BYTES,
+} from "../../../src/audit/cause/probe.js";
 import { parseHostRecord } from "../../../src/audit/cause/record.js";
 import type { RecordRequest } from "../../../src/domains/host-record.js";
 import { packageChange } from "../../../src/domains/package-transaction.js";
@@ -626,6 +632,57 @@ describe("dpkg's status, read one package at a time", () => {
         rmSync(dir, { recursive: true, force: true });
       }
     });
+
+  for (const shell of [["dash"], ["bash", "--posix"], ["busybox", "sh"]])
+    for (const awk of ["", 'awk() { busybox awk "$@"; }\n'])
+      it(`read once where the packages domain reads it too, each section sending what it sends alone (${shell.join(" ")}, ${awk ? "busybox awk" : "the host's awk"})`, () => {
+        const dir = mkdtempSync(path.join(tmpdir(), "qm-cause-status-"));
+        try {
+          const status = path.join(dir, "status");
+          writeFileSync(status, STATUS);
+          const ctx = probeContext(N, 1024);
+          const packages = domainByName("packages")!;
+          const sections = {
+            packages: {
+              name: "packages",
+              script: packages.probe({ "qm-a": "*", "qm-c": "*" }, ctx),
+              awk: packages.awk,
+            },
+            cause: causeSection({ files: ["/etc/qm/a.conf", "/etc/qm/c.conf"] }, ctx),
+          };
+          /** Each section's output, and how many times the status was opened. */
+          const run = (...names: (keyof typeof sections)[]) => {
+            const trace = path.join(dir, "trace");
+            const script = buildProbe(
+              N,
+              names.map((name) => sections[name]),
+            ).script.replaceAll("/var/lib/dpkg/status", status);
+            const output = execFileSync(
+              "strace",
+              ["-f", "-qq", "-e", "trace=openat", "-o", trace, shell[0]!, ...shell.slice(1), "-s"],
+              { input: `QM_SINCE=\n${awk}${script}` },
+            ).toString();
+            const opens = readFileSync(trace, "utf8")
+              .split("\n")
+              .filter((l) => l.includes(`"${status}"`) && !l.includes("ENOENT")).length;
+            return { sections: parseProbeOutput(output, N), opens };
+          };
+          const both = run("packages", "cause");
+          assert.equal(both.opens, 1);
+          for (const name of ["packages", "cause"] as const) {
+            const alone = run(name);
+            assert.equal(alone.opens, 1, name);
+            assert.equal(both.sections.get(name)!.output, alone.sections.get(name)!.output, name);
+          }
+          const owned = parseHostRecord(
+            parseContext(N).parts(both.sections.get("cause")!.output),
+          ).owned;
+          assert.deepEqual([...owned.keys()], ["/etc/qm/a.conf", "/etc/qm/c.conf"]);
+          assert.match(both.sections.get("packages")!.output, /^Package: qm-c$/m);
+        } finally {
+          rmSync(dir, { recursive: true, force: true });
+        }
+      });
 });
 
 // The cause section of an rpm host (RHEL 9): rpm's records of qm-rpm, the owner of two declared

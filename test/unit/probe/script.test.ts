@@ -1,6 +1,9 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { describe, it } from "node:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, describe, it } from "node:test";
 import { ProbeParseError, ProbeTruncatedError } from "../../../src/errors.js";
 import {
   buildProbe,
@@ -9,6 +12,7 @@ import {
   parseProbeOutput,
   probeContext,
   shellQuote,
+  type ProbeSection,
 } from "../../../src/probe/script.js";
 
 const run = (script: string) => execFileSync("sh", ["-s"], { input: script, encoding: "latin1" });
@@ -201,6 +205,37 @@ describe("the shared awk", () => {
           expected,
         );
       });
+});
+
+describe("a file two sections read one record at a time", () => {
+  // `r` reads it to its end with qm_record; `k` asks for the records holding "keep", in a file
+  // whose name holds a double quote and a backslash.
+  const nonce = newNonce();
+  const ctx = probeContext(nonce, 1024);
+  const dir = mkdtempSync(path.join(tmpdir(), "qm-records-"));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'a "b\\c');
+  writeFileSync(file, "one\nkeep 1\n\ntwo\n\n\nkeep 2\nthree\n\n");
+  const reader = {
+    name: "r",
+    script: ctx.awk("r_read", { values: [shellQuote(file)] }),
+    awk: 'function r_read(  rs, n) { rs = RS; RS = ""; while (qm_record(qm_v[1]) > 0) n++; RS = rs; close(qm_v[1]); print n " records" }',
+  };
+  const keeper = {
+    name: "k",
+    script: ctx.awk("k_kept", { values: [shellQuote(file)] }),
+    awk: 'function k_kept(  n, i) { n = qm_kept(qm_v[1]); print n; for (i = 1; i <= n; i++) print "[" qm_kr[qm_v[1], i] "]" }',
+    keeps: { file, holding: "keep" },
+  };
+  for (const awk of ["", 'awk() { busybox awk "$@"; }\n'])
+    it(`the later one gets the records it asked for from the earlier read; alone, it is told to read the file itself (${awk ? "busybox awk" : "the host's awk"})`, () => {
+      const outputs = (sections: ProbeSection[]) =>
+        parseProbeOutput(run(awk + buildProbe(nonce, sections).script), nonce);
+      const both = outputs([reader, keeper]);
+      assert.equal(both.get("r")!.output, "3 records\n");
+      assert.equal(both.get("k")!.output, "2\n[one\nkeep 1]\n[keep 2\nthree]\n");
+      assert.equal(outputs([keeper]).get("k")!.output, "-1\n");
+    });
 });
 
 it("a host whose /dev/null is not the null device is an error saying so and how to restore it, never a probe with facts missing", () => {
