@@ -228,14 +228,23 @@ describe("a file two sections read one record at a time", () => {
     keeps: { file, holding: "keep" },
   };
   for (const awk of ["", 'awk() { busybox awk "$@"; }\n'])
-    it(`the later one gets the records it asked for from the earlier read; alone, it is told to read the file itself (${awk ? "busybox awk" : "the host's awk"})`, () => {
+    it(`the later one gets the records it asked for from the earlier read; alone, or asking for none, it is told to read the file itself (${awk ? "busybox awk" : "the host's awk"})`, () => {
       const outputs = (sections: ProbeSection[]) =>
         parseProbeOutput(run(awk + buildProbe(nonce, sections).script), nonce);
       const both = outputs([reader, keeper]);
       assert.equal(both.get("r")!.output, "3 records\n");
       assert.equal(both.get("k")!.output, "2\n[one\nkeep 1]\n[keep 2\nthree]\n");
       assert.equal(outputs([keeper]).get("k")!.output, "-1\n");
+      const { name, script, awk: functions } = keeper;
+      const asksNothing = { name, script, awk: functions };
+      assert.equal(outputs([reader, asksNothing]).get("k")!.output, "-1\n");
     });
+  it("one section at most asks for a file's records", () => {
+    assert.throws(
+      () => buildProbe(nonce, [keeper, { ...keeper, name: "k2" }]),
+      /two sections ask for the records of one file/,
+    );
+  });
 });
 
 it("a host whose /dev/null is not the null device is an error saying so and how to restore it, never a probe with facts missing", () => {
