@@ -22,7 +22,7 @@ import {
 } from "../probe/script.js";
 import type { RunLimits, Transport } from "../transport/transport.js";
 import { attachCauses, type SeenDrift } from "./cause/attach.js";
-import { CAUSE_AWK, causeProbe, SINCE_VARIABLE } from "./cause/probe.js";
+import { causeSection, SINCE_VARIABLE } from "./cause/probe.js";
 import { parseHostRecord } from "./cause/record.js";
 import { declaredPrints, type DeclaredBefore } from "./cause/rollout.js";
 import {
@@ -167,9 +167,7 @@ export function probeSections(
       script: domain.probe(declared, ctx),
       awk: domain.awk,
     })),
-    ...(cause
-      ? [{ name: "cause", script: causeProbe(causeTargets(domains), ctx), awk: CAUSE_AWK }]
-      : []),
+    ...(cause ? [causeSection(causeTargets(domains), ctx)] : []),
   ];
 }
 

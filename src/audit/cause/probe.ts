@@ -1,6 +1,7 @@
 import type { ProbeContext } from "../../domains/domain.js";
 import type { RecordRequest } from "../../domains/host-record.js";
 import { RPM_QUERY, RPM_QUERY_SETUP } from "../../domains/rpm-query.js";
+import type { ProbeSection } from "../../probe/script.js";
 
 // What the host recorded about changes, read in the audit's own round trip without root: the boot
 // time, package transactions since the node's last audit (dpkg's and apt's logs; rpm's database),
@@ -26,18 +27,20 @@ const LINE_CHARS = 300;
 // `/var/lib/dpkg/info/NAME[:ARCH].md5sums:…`, or its status), and `cause_md5` hashes again the
 // declared files they name.
 const OWNED = [
-  "function cause_owned(  f, i, r, y, m, x, p, k, rs, t, n, o, j) { for (i = 2; i <= qm_vn; i++) f[qm_v[i]] = 1",
+  "function cause_owned(  f, i, r, rs, t, n, o, j, x) { for (i = 2; i <= qm_vn; i++) f[qm_v[i]] = 1",
   // One record per package (`RS = ""`, restored before the main input's next line is read), and
-  // only one holding `Conffiles:` split: its package (dpkg writes `Package:` first), then the
-  // conffile lines after it, each ` PATH MD5`.
-  'if (qm_v[1] != "") { rs = RS; RS = ""; while ((getline r < qm_v[1]) > 0) { if (!(k = index(r, "\\nConffiles:"))) continue',
-  '  split(substr(r, 1, index(r, "\\n") - 1), x, " "); p = (x[1] == "Package:") ? x[2] : ""',
-  '  m = split(substr(r, k + 11), y, "\\n"); for (i = 2; i <= m && substr(y[i], 1, 1) == " "; i++) { split(y[i], x, " "); if (x[1] in f) t = t (t == "" ? "" : "\\n") p " " x[2] " " x[1] } }',
-  "  RS = rs; close(qm_v[1]) }",
+  // only one holding `Conffiles:` read (`cause_conf`): those an earlier section's read of the
+  // status kept (`causeSection`), else its own read's.
+  'if (qm_v[1] != "") { if ((n = qm_kept(qm_v[1])) >= 0) { for (i = 1; i <= n; i++) t = cause_conf(qm_kr[qm_v[1], i], f, t) }',
+  '  else { rs = RS; RS = ""; while ((getline r < qm_v[1]) > 0) if (index(r, "\\nConffiles:")) t = cause_conf(r, f, t); RS = rs; close(qm_v[1]) } }',
   'for (i = 1; i <= qm_in; i++) t = t "\\n" qm_i[i]',
   'if (t != "") print t; cause_own = t; n = split(t, x, "\\n")',
   'for (i = 1; i <= n; i++) { o = x[i]; sub(/ .*/, "", o); sub(/.*\\//, "", o); j = index(o, ".md5sums:"); if (j) o = substr(o, 1, j - 1)',
   '  if (o != "") { j = index(o, ":"); cause_pk = cause_pk " " (j ? substr(o, 1, j - 1) : o) } } }',
+  // `t` and the lines of status record `r`'s conffiles among `f`: its package (dpkg writes
+  // `Package:` first), then the conffile lines after `Conffiles:`, each ` PATH MD5`.
+  'function cause_conf(r, f, t,  k, x, p, m, y, i) { k = index(r, "\\nConffiles:"); split(substr(r, 1, index(r, "\\n") - 1), x, " "); p = (x[1] == "Package:") ? x[2] : ""',
+  '  m = split(substr(r, k + 11), y, "\\n"); for (i = 2; i <= m && substr(y[i], 1, 1) == " "; i++) { split(y[i], x, " "); if (x[1] in f) t = t (t == "" ? "" : "\\n") p " " x[2] " " x[1] } return t }',
   // Each declared path (its values) an owned line names (` /etc/x` in a status line, `  usr/bin/x`
   // in an md5sums line; a path that is a prefix of another matches too: one hash more, never one
   // less), hashed by one md5sum.
@@ -51,13 +54,17 @@ const OWNED = [
 // package, or a declared conffile; then, under the apt-history mark, the history.log transactions
 // since `s` in which one of those events (whose first 19 characters are the time) ran: when, which
 // command, at whose request. Others are not sent: a log may hold thousands. One still open at the
-// end (apt interrupted) counts from its start. A dpkg.log line before `s` is skipped on its first 19
-// characters, never split into fields: in an hourly audit that is nearly all of the log, and so is a
-// `status` line, most of any dpkg.log (the time, then ` status `). Last, the boot time from
-// /proc/stat under the boot mark. Its values: whether configure steps are asked (`c`, since a last
-// audit only), the wanted packages, the asked pattern, dpkg.log, history.log (empty where it cannot
-// be read), how many declared paths follow, those paths, then the paths asked for `shippedSince`:
-// values are lines, so a path keeps its backslashes (`awk -v` would read them as escapes).
+// end (apt interrupted) counts from its start. Each log line costs as little as it can (a node's
+// first audit reads all of dpkg.log): a function reading it would cost a call per line, so the loop
+// reads it itself. A dpkg.log line before `s` is skipped on its first 19 characters, and one whose
+// action (dpkg writes it from column 21, after the time) is never kept is skipped on that action's
+// first five characters (`sk`): neither is split into fields. In an hourly audit the first is
+// nearly all of the log; in a first audit the second is (`status`, most of any dpkg.log,
+// `configure`, `trigproc`, `startup`). Last, the boot time from /proc/stat under the boot mark. Its
+// values: whether configure steps are asked (`c`, since a last audit only), the wanted packages,
+// the asked pattern, dpkg.log, history.log (empty where it cannot be read), how many declared paths
+// follow, those paths, then the paths asked for `shippedSince`: values are lines, so a path keeps
+// its backslashes (`awk -v` would read them as escapes).
 const LOGS = [
   'function cause_mark() { if (!cause_m) printf "\\n%s mark %s\\n", qm_n, "apt-history"; cause_m = 1 }',
   "function cause_ran(from, to,  i) { for (i = 1; i <= cause_n; i++) if (cause_t[i] >= from && cause_t[i] <= to) return 1; return 0 }",
@@ -68,7 +75,6 @@ const LOGS = [
   // not modified since is not read at all: nothing was appended to it since.
   'function cause_log(f, e) { if (f == "" || (e != "" && (f in cause_mt) && cause_mt[f] + 0 < e + 0)) return ""',
   `  if ((f in cause_sz) && cause_sz[f] + 0 <= ${LOG_TAIL_BYTES}) { cause_c = 0; return f } cause_c = 1; return "tail -c ${LOG_TAIL_BYTES} -- \\047" f "\\047 2>/dev/null" }`,
-  "function cause_line(src) { if (cause_c) return (src | getline cause_l); return (getline cause_l < src) }",
   // The asked paths (`sp`), and those the asked pattern (`m`) matches, that the file list of a
   // package configured since (`cf`) names, as `PACKAGE PATH`, then that package's install or
   // upgrade line (`cause_u`), when one names a path: a package's list is PACKAGE:ARCH.list where
@@ -78,23 +84,24 @@ const LOGS = [
   'if ((r = (getline l < f)) < 0) { f = "/var/lib/dpkg/info/" a ".list"; r = (getline l < f) }',
   'while (r > 0) { if ((l in sp) || (m != "" && l ~ m)) { print a, l; k = 1 } r = (getline l < f) } close(f)',
   "if (k && (p in cause_u)) print cause_u[p] } }",
-  'function cause_logs(  s, c, m, w, f, sp, n, i, l, x, p, st, k, b, ks, src) { s = cause_s; c = (qm_v[1] != "" && s != ""); m = qm_v[3]',
+  'function cause_logs(  s, c, m, w, f, sp, n, i, l, x, p, st, k, b, ks, src, sk, ev) { s = cause_s; c = (qm_v[1] != "" && s != ""); m = qm_v[3]',
   'n = split(qm_v[2] cause_pk, x, " "); for (i = 1; i <= n; i++) w[x[i]] = 1',
   'n = 6 + qm_v[6]; for (i = 7; i <= n; i++) f[qm_v[i]] = 1; ks = (i <= qm_vn || m != ""); for (; i <= qm_vn; i++) sp[qm_v[i]] = 1',
-  'if ((src = cause_log(qm_v[4], cause_e)) != "") { while (cause_line(src) > 0) { l = cause_l',
-  "if (substr(l, 1, 19) < s) continue",
-  // dpkg's status lines, most of the log, skipped before field splitting; when asked (`c`), the
-  // line that ends a configure step is kept.
-  'if (substr(l, 20, 8) == " status ") { if (c && split(l, x, " ") && x[4] == "installed") print l; continue }',
+  // The configure steps (`configure`, ended by `status installed`) are kept only when asked (`c`).
+  'sk[" trigp"]; sk[" start"]; if (!c) { sk[" statu"]; sk[" confi"] } ev["install"]; ev["upgrade"]; ev["remove"]; ev["purge"]',
+  'if ((src = cause_log(qm_v[4], cause_e)) != "") { while ((cause_c ? (src | getline l) : (getline l < src)) > 0) {',
+  'if (s != "" && substr(l, 1, 19) < s) continue',
+  "if (substr(l, 20, 6) in sk) continue",
+  'if (c && substr(l, 20, 8) == " status ") { if (split(l, x, " ") && x[4] == "installed") print l; continue }',
   'split(l, x, " ")',
   // Another package's install or upgrade is kept, for the paths it ships (`cause_shipped`).
-  'if (x[3] ~ /^(install|upgrade|remove|purge)$/) { p = x[4]; sub(/:.*/, "", p); if (p in w) cause_event(l); else if (ks && x[3] ~ /^(install|upgrade)$/) cause_u[x[4]] = l; continue }',
+  'if (x[3] in ev) { p = x[4]; sub(/:.*/, "", p); if (p in w) cause_event(l); else if (ks && x[3] ~ /^(install|upgrade)$/) cause_u[x[4]] = l; continue }',
   'if (x[3] == "conffile" && (x[4] in f)) { cause_event(l); continue }',
   // Every package's configure step and every conffile line, when asked (`c`).
   'if (c && (x[3] == "configure" || x[3] == "conffile")) { if (x[3] == "configure") cause_cf[x[4]] = 1; cause_event(l) } }',
   "close(src) }",
   "cause_mark()",
-  'if (cause_n && (src = cause_log(qm_v[5], cause_e)) != "") { while (cause_line(src) > 0) { l = cause_l',
+  'if (cause_n && (src = cause_log(qm_v[5], cause_e)) != "") { while ((cause_c ? (src | getline l) : (getline l < src)) > 0) {',
   'if (l ~ /^Start-Date: /) { split(l, x, " "); st = x[2] " " x[3]; k = (st >= s); b = "" }',
   `if (k && l ~ /^(Start-Date|Commandline|Requested-By): /) b = b substr(l, 1, ${LINE_CHARS}) "\\n"`,
   `if (k && l ~ /^End-Date: /) { split(l, x, " "); if (cause_ran(st, x[2] " " x[3])) printf "%s%s\\n", b, substr(l, 1, ${LINE_CHARS}); k = 0 } }`,
@@ -133,6 +140,23 @@ const STAT = [
 ].join("\n");
 /** The shared awk's functions of the cause section. */
 export const CAUSE_AWK = [OWNED, STAT, LOGS].join("\n");
+/** Asks which package ships the declared paths (and the globs' matches). */
+const owns = (request: RecordRequest) =>
+  (request.files ?? []).length > 0 || (request.globs ?? []).length > 0;
+
+/**
+ * The cause section. Where it asks which package ships a path, the records of dpkg's status
+ * `cause_owned` reads are kept for it by an earlier section's read of the status (the packages
+ * domain's): the status is read once.
+ */
+export function causeSection(request: RecordRequest, ctx: ProbeContext): ProbeSection {
+  return {
+    name: "cause",
+    script: causeProbe(request, ctx),
+    awk: CAUSE_AWK,
+    ...(owns(request) && { keeps: { file: "/var/lib/dpkg/status", holding: "\nConffiles:" } }),
+  };
+}
 // The declared paths, one per line in the environment's `qm_f` (never `awk -v`, which reads a
 // backslash as an escape), as the keys of `f`.
 const DECLARED_PATHS =
@@ -229,7 +253,7 @@ export function causeProbe(request: RecordRequest, ctx: ProbeContext): string {
   const entries = stat
     .map(({ under, entries = [] }) => [under, ...entries.map((e) => `${under}/${q(e)}`)].join(" "))
     .join(" ");
-  const owning = targets.files.length > 0 || targets.globs.length > 0;
+  const owning = owns(request);
   // Packages named after files (a kernel's after its image): shell builtins only.
   const byFile = targets.packagesByFile.map(
     ({ glob, strip, prefix }) =>

@@ -48,7 +48,8 @@ const DATABASES: Record<PackageFormat, string> = {
 // The shared awk's filter of a package database (`dpkg` or `apk`, its file, the reason it cannot be
 // read, the wanted names): each wanted package's lines of the fields the parser reads. A name is the
 // rest of its line, as dpkg and apk write it: no line is split into fields. The database is read a
-// record (a package's lines up to a blank line) at a time, with the main input's RS restored after:
+// record (a package's lines up to a blank line) at a time, through `qm_record` (another section may
+// ask for some of its records too), with the main input's RS restored after:
 // a record whose one package line names a package not wanted is passed over whole, unsplit; any
 // other is read line by line, a line's package line deciding for the lines after it, as if the file
 // were read line by line (a record holding no package line, or several, included).
@@ -59,7 +60,7 @@ const WANTED = [
   'else { p = "P:"; q = "^[PVA]:" }',
   "n = length(p); for (i = 4; i <= qm_vn; i++) w[qm_v[i]] = 1",
   'rs = RS; RS = ""',
-  "while ((r = (getline s < f)) > 0) {",
+  "while ((r = qm_record(f)) > 0) { s = qm_rec",
   // The record from its first package line on (h: the record starts with it).
   '  h = substr(s, 1, n) == p; t = h ? s : (i = index(s, "\\n" p)) ? substr(s, i + 1) : ""',
   '  if (t == "" ? !k : (h || !k) && !index(t, "\\n" p) && !(packages_name(t, n) in w)) { k = 0; continue }',

@@ -8,6 +8,7 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readFileSync,
   rmSync,
   symlinkSync,
   utimesSync,
@@ -18,7 +19,12 @@ import path from "node:path";
 import { describe, it } from "node:test";
 import { attachCauses } from "../../../src/audit/cause/attach.js";
 import { MAX_CAUSE_CHARS } from "../../../src/domains/cause.js";
-import { CAUSE_AWK, causeProbe, LOG_TAIL_BYTES } from "../../../src/audit/cause/probe.js";
+import {
+  CAUSE_AWK,
+  causeProbe,
+  causeSection,
+  LOG_TAIL_BYTES,
+} from "../../../src/audit/cause/probe.js";
 import { parseHostRecord } from "../../../src/audit/cause/record.js";
 import type { RecordRequest } from "../../../src/domains/host-record.js";
 import { packageChange } from "../../../src/domains/package-transaction.js";
@@ -258,6 +264,7 @@ describe("causes from the host's records", () => {
     lists: Record<string, string> = {},
     dpkgLog: readonly string[] = DPKG_LOG,
     modified?: number,
+    awk = "",
   ): string => {
     const dir = mkdtempSync(path.join(tmpdir(), "qm-cause-logs-"));
     try {
@@ -276,7 +283,7 @@ describe("causes from the host's records", () => {
         .replaceAll("/var/log/apt/history.log", `${dir}/history.log`);
       return causeOutput(
         execFileSync("/bin/sh", ["-s"], {
-          input: `QM_SINCE=${since}\n${script}`,
+          input: `QM_SINCE=${since}\n${awk}${script}`,
           env: { TZ: "UTC" },
         }).toString(),
       );
@@ -459,6 +466,41 @@ describe("causes from the host's records", () => {
     assert.doesNotMatch(section, /qm-demo/);
   });
 
+  // Every action dpkg logs, as it writes them.
+  const EVERY_ACTION = [
+    "2026-12-01 10:00:00 startup archives unpack",
+    "2026-12-01 10:00:01 install qm-demo:all <none> 1.0",
+    "2026-12-01 10:00:01 status half-installed qm-demo:all 1.0",
+    "2026-12-01 10:00:02 upgrade qm-extra:all 1.0 1.1",
+    "2026-12-01 10:00:02 trigproc man-db:amd64 2.11.2-2 <none>",
+    "2026-12-01 10:00:03 configure qm-demo:all 1.0 <none>",
+    "2026-12-01 10:00:03 conffile /etc/qm/demo.conf keep",
+    "2026-12-01 10:00:03 conffile /etc/qm/other.conf install",
+    "2026-12-01 10:00:04 status installed qm-demo:all 1.0",
+    "2026-12-01 10:00:05 remove qm-extra:all 1.1 <none>",
+    "2026-12-01 10:00:06 purge qm-extra:all 1.1 <none>",
+    "2026-12-01 10:00:07 install other:all <none> 1.0",
+    "2026-12-01 10:00:08 status config-files qm-extra:all 1.1",
+    "",
+  ];
+  for (const awk of ["", 'awk() { busybox awk "$@"; }\n'])
+    it(`each action's dpkg.log lines are sent or not by what is asked: a first audit, and configure steps since a last audit (${awk ? "busybox awk" : "the host's awk"})`, () => {
+      const sent = (since: string, steps: boolean) => {
+        const targets = { packages: ["qm-demo", "qm-extra"], files: ["/etc/qm/demo.conf"], steps };
+        const section = sectionOverLogs(since, targets, {}, EVERY_ACTION, undefined, awk);
+        return partsByLabel("cause", parseContext(N).parts(section)).get("dpkg-log");
+      };
+      const lines = (...at: number[]) => at.map((i) => `${EVERY_ACTION[i]}\n`).join("");
+      // The declared packages' changes and the declared conffile's lines.
+      assert.equal(sent("", true), lines(1, 3, 6, 9, 10));
+      assert.equal(sent(String(Date.UTC(2026, 11, 1, 9) / 1000), false), lines(1, 3, 6, 9, 10));
+      // Also every configure step, every conffile line and each step's end.
+      assert.equal(
+        sent(String(Date.UTC(2026, 11, 1, 9) / 1000), true),
+        lines(1, 3, 5, 6, 7, 8, 9, 10),
+      );
+    });
+
   it("a log not modified since the last audit is not read at all: nothing was appended to it since", () => {
     const since = Date.UTC(2026, 11, 1, 11, 30) / 1000;
     const targets = { packages: ["qm-demo", "qm-extra"], files: [], steps: true };
@@ -595,6 +637,57 @@ describe("dpkg's status, read one package at a time", () => {
         rmSync(dir, { recursive: true, force: true });
       }
     });
+
+  for (const shell of [["dash"], ["bash", "--posix"], ["busybox", "sh"]])
+    for (const awk of ["", 'awk() { busybox awk "$@"; }\n'])
+      it(`read once where the packages domain reads it too, each section sending what it sends alone (${shell.join(" ")}, ${awk ? "busybox awk" : "the host's awk"})`, () => {
+        const dir = mkdtempSync(path.join(tmpdir(), "qm-cause-status-"));
+        try {
+          const status = path.join(dir, "status");
+          writeFileSync(status, STATUS);
+          const ctx = probeContext(N, 1024);
+          const packages = domainByName("packages")!;
+          const sections = {
+            packages: {
+              name: "packages",
+              script: packages.probe({ "qm-a": "*", "qm-c": "*" }, ctx),
+              awk: packages.awk,
+            },
+            cause: causeSection({ files: ["/etc/qm/a.conf", "/etc/qm/c.conf"] }, ctx),
+          };
+          /** Each section's output, and how many times the status was opened. */
+          const run = (...names: (keyof typeof sections)[]) => {
+            const trace = path.join(dir, "trace");
+            const script = buildProbe(
+              N,
+              names.map((name) => sections[name]),
+            ).script.replaceAll("/var/lib/dpkg/status", status);
+            const output = execFileSync(
+              "strace",
+              ["-f", "-qq", "-e", "trace=openat", "-o", trace, shell[0]!, ...shell.slice(1), "-s"],
+              { input: `QM_SINCE=\n${awk}${script}` },
+            ).toString();
+            const opens = readFileSync(trace, "utf8")
+              .split("\n")
+              .filter((l) => l.includes(`"${status}"`) && !l.includes("ENOENT")).length;
+            return { sections: parseProbeOutput(output, N), opens };
+          };
+          const both = run("packages", "cause");
+          assert.equal(both.opens, 1);
+          for (const name of ["packages", "cause"] as const) {
+            const alone = run(name);
+            assert.equal(alone.opens, 1, name);
+            assert.equal(both.sections.get(name)!.output, alone.sections.get(name)!.output, name);
+          }
+          const owned = parseHostRecord(
+            parseContext(N).parts(both.sections.get("cause")!.output),
+          ).owned;
+          assert.deepEqual([...owned.keys()], ["/etc/qm/a.conf", "/etc/qm/c.conf"]);
+          assert.match(both.sections.get("packages")!.output, /^Package: qm-c$/m);
+        } finally {
+          rmSync(dir, { recursive: true, force: true });
+        }
+      });
 });
 
 // The cause section of an rpm host (RHEL 9): rpm's records of qm-rpm, the owner of two declared

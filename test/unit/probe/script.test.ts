@@ -12,6 +12,7 @@ import {
   parseProbeOutput,
   probeContext,
   shellQuote,
+  type ProbeSection,
 } from "../../../src/probe/script.js";
 
 const run = (script: string) => execFileSync("sh", ["-s"], { input: script, encoding: "latin1" });
@@ -144,7 +145,8 @@ it("a section printed twice is an error naming it, never a silent last-wins", ()
 
 describe("the shared awk", () => {
   // Each section's functions are called where its script asks, with its values as written and its
-  // input as lines; all else passes through unchanged. Under each shell, with mawk and busybox awk.
+  // input as lines, and call others of theirs; all else passes through unchanged. Under each shell,
+  // with mawk and busybox awk.
   const nonce = newNonce();
   const ctx = probeContext(nonce, 1024);
   const sections = [
@@ -166,7 +168,13 @@ describe("the shared awk", () => {
     {
       name: "b",
       script: ctx.awk("b_files", { values: ["/proc/self/stat", "/no/such/file"] }),
-      awk: "function b_files(  i, n) { for (i = 1; i <= qm_vn; i++) { n = 0; while ((getline < qm_v[i]) > 0) n++; print qm_v[i], (n > 0) } }",
+      awk: [
+        "function b_files(  i) { for (i = 1; i <= qm_vn; i++) print qm_v[i], b_read(qm_v[i]) }",
+        "function b_read(f,  n) { while ((getline < f) > 0) n++; close(f); return n > 0 }",
+        // Called by no section: left out of the program (mawk would not compile its call of a
+        // function nobody defines).
+        "function b_unused() { b_nowhere() }",
+      ].join("\n"),
     },
   ];
   const expected = [
@@ -177,6 +185,12 @@ describe("the shared awk", () => {
     ["b", "/proc/self/stat 1\n/no/such/file 0\n"],
     ["plain", "raw \\ bytes\n"],
   ];
+  it("holds only the functions the sections call and those they call", () => {
+    const script = buildProbe(nonce, sections).script;
+    for (const name of ["a_values", "a_input", "b_files", "b_read"])
+      assert.ok(script.includes(`function ${name}(`), name);
+    assert.doesNotMatch(script, /b_unused|b_nowhere/);
+  });
   for (const shell of [["dash"], ["bash", "--posix"], ["busybox", "sh"]])
     for (const awk of ["", 'awk() { busybox awk "$@"; }\n'])
       it(`under ${shell.join(" ")}, with ${awk ? "busybox awk" : "the host's awk"}`, () => {
@@ -191,6 +205,46 @@ describe("the shared awk", () => {
           expected,
         );
       });
+});
+
+describe("a file two sections read one record at a time", () => {
+  // `r` reads it to its end with qm_record; `k` asks for the records holding "keep", in a file
+  // whose name holds a double quote and a backslash.
+  const nonce = newNonce();
+  const ctx = probeContext(nonce, 1024);
+  const dir = mkdtempSync(path.join(tmpdir(), "qm-records-"));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'a "b\\c');
+  writeFileSync(file, "one\nkeep 1\n\ntwo\n\n\nkeep 2\nthree\n\n");
+  const reader = {
+    name: "r",
+    script: ctx.awk("r_read", { values: [shellQuote(file)] }),
+    awk: 'function r_read(  rs, n) { rs = RS; RS = ""; while (qm_record(qm_v[1]) > 0) n++; RS = rs; close(qm_v[1]); print n " records" }',
+  };
+  const keeper = {
+    name: "k",
+    script: ctx.awk("k_kept", { values: [shellQuote(file)] }),
+    awk: 'function k_kept(  n, i) { n = qm_kept(qm_v[1]); print n; for (i = 1; i <= n; i++) print "[" qm_kr[qm_v[1], i] "]" }',
+    keeps: { file, holding: "keep" },
+  };
+  for (const awk of ["", 'awk() { busybox awk "$@"; }\n'])
+    it(`the later one gets the records it asked for from the earlier read; alone, or asking for none, it is told to read the file itself (${awk ? "busybox awk" : "the host's awk"})`, () => {
+      const outputs = (sections: ProbeSection[]) =>
+        parseProbeOutput(run(awk + buildProbe(nonce, sections).script), nonce);
+      const both = outputs([reader, keeper]);
+      assert.equal(both.get("r")!.output, "3 records\n");
+      assert.equal(both.get("k")!.output, "2\n[one\nkeep 1]\n[keep 2\nthree]\n");
+      assert.equal(outputs([keeper]).get("k")!.output, "-1\n");
+      const { name, script, awk: functions } = keeper;
+      const asksNothing = { name, script, awk: functions };
+      assert.equal(outputs([reader, asksNothing]).get("k")!.output, "-1\n");
+    });
+  it("one section at most asks for a file's records", () => {
+    assert.throws(
+      () => buildProbe(nonce, [keeper, { ...keeper, name: "k2" }]),
+      /two sections ask for the records of one file/,
+    );
+  });
 });
 
 it("a host whose /dev/null is not the null device is an error saying so and how to restore it, never a probe with facts missing", () => {
