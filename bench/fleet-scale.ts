@@ -33,7 +33,8 @@ import { AUDIT_FLAGS, auditOptions } from "../src/cli/audit-options.js";
 import { auditOutcome } from "../src/cli/exit.js";
 import { parseFlags } from "../src/cli/flags.js";
 import { writeReportStream } from "../src/cli/output.js";
-import { boundHeapGrowth, fleetSshOptions, runSpooledAudit } from "../src/runs/audit.js";
+import { fleetSshOptions, runSpooledAudit } from "../src/runs/audit.js";
+import { boundHeapGrowth } from "../src/cli/heap.js";
 import { snapshotSpec } from "../src/runs/snapshot.js";
 import { DOMAINS } from "../src/domains/registry.js";
 import { DEFAULT_MAX_BLOB_BYTES } from "../src/forge/github-settings.js";
@@ -102,7 +103,7 @@ if (process.argv[2] === "--replay") {
   const capture = JSON.parse(await readFile(process.argv[3]!, "utf8")) as Capture;
   const transport = replayTransport(capture);
   const { config } = parseFlags("audit", process.argv.slice(5), AUDIT_FLAGS);
-  boundHeapGrowth();
+  boundHeapGrowth("audit");
   const { head, spool, annotate } = await runSpooledAudit(
     {
       ...auditOptions(config),

@@ -3,8 +3,8 @@
 // the default key exchange), not the cheaper one tests get.
 // Usage: [QM_BENCH_BASELINE=DIR] [QM_BENCH_NODE=FILE] npx tsx bench/fleet.ts [hosts=30] [concurrency=16] [rounds=2] [entries=300]
 // The CLI is bundled from this checkout's sources into the bench's own folder (dist/ is left as it
-// is, for whatever else runs it); QM_BENCH_NODE runs it and the bare Node process on another Node
-// (Node 22.1 and later: the compile cache the CLI enables), the bench itself staying on this one.
+// is, for whatever else runs it); QM_BENCH_NODE runs it and the bare Node process on another Node,
+// the bench itself staying on this one.
 //
 // The fleet declares the first host's live state, with a few packages declared as a typical node
 // does; the CPU figure is also given with every installed package declared (a snapshot's default).

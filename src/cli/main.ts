@@ -1,12 +1,29 @@
 #!/usr/bin/env node
-import { useCompileCache } from "./compile-cache.js";
-import { main } from "./program.js";
-import { watchReader } from "./stdout.js";
+import os from "node:os";
+import { fileURLToPath } from "node:url";
+import { compileCacheDir, runWithCodeCache } from "./compile-cache.js";
+import { boundHeapGrowth } from "./heap.js";
 
-// The entry only: importing program.ts runs nothing, so tests call main() in their own process.
-watchReader();
-useCompileCache(process.argv.slice(2));
-// No top-level await: the single executable runs this bundled as CommonJS (scripts/build-exe.ts).
-void main(process.argv.slice(2)).then((code) => {
-  process.exitCode = code;
-});
+// The npm package's entry. The build (scripts/bundle.ts) defines QM_CLI_BUILD as the id of the
+// CLI's CommonJS bundle beside this file; run from the sources, it is not defined.
+declare const QM_CLI_BUILD: string | undefined;
+
+const argv = process.argv.slice(2);
+const [command] = argv;
+boundHeapGrowth(command);
+// A command, with a cache folder: the whole CLI from one CommonJS bundle whose compiled code V8
+// keeps there as it was at the end of the last run of the same command. Otherwise (a node's
+// `--local` run; the version or usage, which load next to nothing) the ES modules, only those
+// the command needs.
+const cacheDir =
+  command && /^[a-z][a-z-]{0,15}$/.test(command) && command !== "help"
+    ? compileCacheDir(argv, process.env, os.homedir())
+    : undefined;
+if (cacheDir && typeof QM_CLI_BUILD === "string")
+  runWithCodeCache(
+    fileURLToPath(new URL("quartermaster.cjs", import.meta.url)),
+    QM_CLI_BUILD,
+    cacheDir,
+    command!,
+  );
+else void import("./cli.js");

@@ -12,6 +12,7 @@ import packageJson from "../../package.json" with { type: "json" };
 import { ExitBit } from "./exit.js";
 import { COMMAND_HELP, EXIT_CODES, HelpRequested, commandUsage } from "./help.js";
 import { io, withIo, type Io } from "./io.js";
+import { boundHeapGrowth } from "./heap.js";
 import { guardOutput } from "./stdout.js";
 
 // Messages quote manifest and host text (keys, values, URLs): escaped where they reach the
@@ -77,6 +78,7 @@ async function run(argv: string[]): Promise<number> {
         `unknown command "${name}"${suggestion ? ` (did you mean "${suggestion}"?)` : ""}`,
       );
     }
+    boundHeapGrowth(name);
     return await command(args);
   } catch (error) {
     if (error instanceof ManifestErrors) {

@@ -2,7 +2,6 @@
 // rules the fleet's files give; the audit whole in memory, or the run for a spooled audit.
 import { stat } from "node:fs/promises";
 import path from "node:path";
-import v8 from "node:v8";
 import { auditFleet, shardOf, spoolFleet, type FleetRun, type Shard } from "../audit/fleet.js";
 import { defaultAuditSettings, type AuditSettings, type CauseRequest } from "../audit/node.js";
 import { splitPrints } from "../audit/cause/rollout.js";
@@ -206,16 +205,6 @@ export async function runSpooledAudit(
     await spooled.spool.close();
     throw error;
   }
-}
-
-/**
- * A fleet audit keeps little alive (the manifests; entries wait in the spool) but makes much
- * short-lived garbage per node, and V8 lets the heap grow to about four times what survived its
- * last full collection before collecting again: at 10,000 nodes that slack was most of the peak.
- * Growing by half instead keeps the peak near the live data, for a few more full collections.
- */
-export function boundHeapGrowth(): void {
-  v8.setFlagsFromString("--heap-growing-percent=50");
 }
 
 /**

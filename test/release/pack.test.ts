@@ -56,6 +56,7 @@ describe("the packed release", () => {
       .filter((e) => e.isFile())
       .map((e) => path.relative(root, path.join(e.parentPath, e.name)));
     assert.ok(files.includes("dist/cli/main.js"));
+    assert.ok(files.includes("dist/cli/quartermaster.cjs"));
     assert.ok(files.includes("schemas/node-spec.schema.json"));
     assert.deepEqual(
       files.filter((f) => !/^(dist\/cli\/|schemas\/|package\.json$|README\.md$)/.test(f)),
@@ -63,7 +64,7 @@ describe("the packed release", () => {
     );
     const builtins = new Set(builtinModules);
     const outside: string[] = [];
-    for (const file of files.filter((f) => f.endsWith(".js"))) {
+    for (const file of files.filter((f) => /\.c?js$/.test(f))) {
       const text = await readFile(path.join(root, file), "utf8");
       for (const [, specifier] of text.matchAll(
         /(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*)"([^"\s]+)"/g,

@@ -1,4 +1,4 @@
-import { boundHeapGrowth, runSpooledAudit } from "../../runs/audit.js";
+import { runSpooledAudit } from "../../runs/audit.js";
 import { AUDIT_FLAGS, auditOptions } from "../audit-options.js";
 import { auditOutcome } from "../exit.js";
 import { switchFlag, parseFlags } from "../flags.js";
@@ -24,7 +24,6 @@ function auditConfig(argv: string[]) {
 }
 
 export async function auditCommand(argv: string[]): Promise<number> {
-  boundHeapGrowth();
   const config = auditConfig(argv);
   // An unusable --out fails before anything is audited.
   await checkOut(config.out);

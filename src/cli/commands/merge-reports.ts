@@ -5,7 +5,6 @@ import { parseFlags } from "../flags.js";
 import { UNAUDITED_FLAGS, unauditedSource, warnDropped } from "../unaudited.js";
 import { checkOut, formatFlag, OUTPUT_FLAGS, writeReportStream } from "../output.js";
 import { visible } from "../../text/escape.js";
-import { boundHeapGrowth } from "../../runs/audit.js";
 import { runMergeReports } from "../../runs/merge-reports.js";
 
 const MERGE_REPORTS_FLAGS = {
@@ -34,7 +33,6 @@ function mergeReportsConfig(argv: string[]) {
 export async function mergeReportsCommand(argv: string[]): Promise<number> {
   const { config, files, unaudited } = mergeReportsConfig(argv);
   await checkOut(config.out);
-  boundHeapGrowth();
   try {
     const { head, spool, annotate } = await runMergeReports({
       files,

@@ -6,7 +6,6 @@ import { isHeartbeatUrl, pingHeartbeat } from "../../forge/heartbeat.js";
 import { describeAction, type Outcome } from "../../propose/execute.js";
 import type { Action } from "../../propose/proposal.js";
 import { STATE_BRANCH } from "../../propose/state.js";
-import { boundHeapGrowth } from "../../runs/audit.js";
 import { runPropose, type ProposeOutcome, type ProposeReporter } from "../../runs/propose.js";
 import { visible } from "../../text/escape.js";
 import { codeCell } from "../../text/markdown.js";
@@ -58,8 +57,6 @@ type ProposeConfig = Config<typeof PROPOSE_FLAGS>;
 
 export async function proposeCommand(argv: string[]): Promise<number> {
   const { config } = parseFlags("propose", argv, PROPOSE_FLAGS);
-  // Planning a large fleet makes much short-lived garbage: keep the heap near what is live.
-  boundHeapGrowth();
   const heartbeat = config["heartbeat-url"];
   if (heartbeat === undefined || config["dry-run"]) return proposeRun(config);
   // Unset until the run returns: a run that throws pings /fail too.
