@@ -14,10 +14,11 @@ import path from "node:path";
 import vm from "node:vm";
 
 /**
- * Where the CLI keeps V8's compiled code between runs, or undefined for none: the workflow
- * runner's own temp folder (RUNNER_TEMP), else the user's cache folder. Never on a `--local` run
- * (it runs on a node, where a cache would be files written on every host) unless the environment
- * asks for one with NODE_COMPILE_CACHE, which Node then honours itself.
+ * Where the CLI keeps V8's compiled code between runs, or undefined for none: the user's cache
+ * folder, also in a workflow (a self-hosted runner keeps it from job to job, where it empties
+ * RUNNER_TEMP at every job's start). Never on a `--local` run (it runs on a node, where a cache
+ * would be files written on every host) unless the environment asks for one with
+ * NODE_COMPILE_CACHE, which Node then honours itself.
  */
 export function compileCacheDir(
   argv: readonly string[],
@@ -26,7 +27,6 @@ export function compileCacheDir(
 ): string | undefined {
   if (argv.includes("--local") || env.NODE_COMPILE_CACHE || env.NODE_DISABLE_COMPILE_CACHE)
     return undefined;
-  if (env.RUNNER_TEMP) return path.join(env.RUNNER_TEMP, "quartermaster-compile-cache");
   return path.join(
     env.XDG_CACHE_HOME || path.join(home, ".cache"),
     "quartermaster",

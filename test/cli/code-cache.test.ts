@@ -30,7 +30,7 @@ after(async () => {
 /** `validate` of the fixture with the cache folder under `home` (XDG_CACHE_HOME). */
 const validate = (home: string) =>
   runBuiltCli(["validate", "--manifests", manifests], {
-    env: { XDG_CACHE_HOME: home, RUNNER_TEMP: "", NODE_COMPILE_CACHE: "" },
+    env: { XDG_CACHE_HOME: home, NODE_COMPILE_CACHE: "" },
   });
 
 const cacheDir = (home: string) => path.join(home, "quartermaster", "compile-cache");
@@ -102,7 +102,7 @@ describe("the built CLI's code cache", () => {
     await writeFile(notAFolder, "");
     same(await validate(notAFolder));
     const home = await mkdtemp(path.join(work, "home-"));
-    const env = { XDG_CACHE_HOME: home, RUNNER_TEMP: "", NODE_COMPILE_CACHE: "" };
+    const env = { XDG_CACHE_HOME: home, NODE_COMPILE_CACHE: "" };
     const local = await runBuiltCli(["audit", "--local", "--help"], { env });
     assert.equal(local.exitCode, 0, local.stderr);
     assert.match(local.stdout, /^usage: quartermaster audit/);

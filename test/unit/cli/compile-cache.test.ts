@@ -1,15 +1,15 @@
-// Where the CLI keeps compiled code between runs: the runner's or the user's folder, never on a
-// node's own `--local` run unless the environment asks.
+// Where the CLI keeps compiled code between runs: the user's cache folder, never on a node's own
+// `--local` run unless the environment asks.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { compileCacheDir } from "../../../src/cli/compile-cache.js";
 
 describe("the compile cache folder", () => {
   const home = "/home/auditor";
-  it("is the workflow runner's RUNNER_TEMP, else the user's cache folder", () => {
+  it("is the user's cache folder, in a workflow too: a self-hosted runner empties RUNNER_TEMP at each job", () => {
     assert.equal(
       compileCacheDir(["audit"], { RUNNER_TEMP: "/runner/_temp" }, home),
-      "/runner/_temp/quartermaster-compile-cache",
+      "/home/auditor/.cache/quartermaster/compile-cache",
     );
     assert.equal(
       compileCacheDir(["audit"], { XDG_CACHE_HOME: "/var/cache/me" }, home),
