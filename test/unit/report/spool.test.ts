@@ -181,39 +181,29 @@ describe("the entry spool", () => {
     }
   });
 
-  it("keeps a small fleet's entries in memory: no file is made", async () => {
-    const { spool, dirs, remove } = await privateSpool();
-    try {
-      const [node] = largeReport(1, 40).nodes;
-      const count = Math.floor((256 * 1024) / Buffer.byteLength(`${JSON.stringify(node)}\n`));
-      for (let i = 0; i < count; i++) spool.add({ ...node!, name: `n${count - i}` });
-      spool.add(hostile);
-      assert.deepEqual(await dirs(), []);
-      const names = [...spool.entries()].map((n) => n.name);
-      assert.deepEqual(names, [...names].sort(byCodeUnits));
-      assert.equal(names.length, count + 1);
-    } finally {
-      spool.close();
-      await remove();
-    }
-  });
-
-  it("makes its file past 256 KB of entries, and removes it once closed", async () => {
-    const { spool, dirs, remove } = await privateSpool();
-    try {
-      const [node] = largeReport(1, 40).nodes;
-      const count = Math.ceil((256 * 1024) / Buffer.byteLength(`${JSON.stringify(node)}\n`));
-      for (let i = 0; i < count; i++) spool.add({ ...node!, name: `n${count - i}` });
-      spool.add(hostile);
-      assert.equal((await dirs()).length, 1);
-      const names = [...spool.entries()].map((n) => n.name);
-      assert.deepEqual(names, [...names].sort(byCodeUnits));
-      assert.equal(names.length, count + 1);
-      spool.close();
-      assert.deepEqual(await dirs(), []);
-    } finally {
-      spool.close();
-      await remove();
+  it("keeps a small fleet's entries in memory, and makes its file only past 256 KB, removed once closed", async () => {
+    const [node] = largeReport(1, 40).nodes;
+    const entry = (i: number) => ({ ...node!, name: `n${String(i).padStart(4, "0")}` });
+    const bytes = Buffer.byteLength(`${JSON.stringify(entry(0))}\n`);
+    const under = Math.floor((256 * 1024 - 1) / bytes);
+    for (const [count, files] of [
+      [under, 0],
+      [under + 1, 1],
+    ] as const) {
+      const { spool, dirs, remove } = await privateSpool();
+      try {
+        for (let i = count; i > 0; i--) spool.add(entry(i));
+        assert.equal((await dirs()).length, files, `${count} entries of ${bytes} bytes`);
+        assert.deepEqual(
+          [...spool.entries()].map((n) => n.name),
+          Array.from({ length: count }, (_, i) => entry(i + 1).name),
+        );
+        spool.close();
+        assert.deepEqual(await dirs(), []);
+      } finally {
+        spool.close();
+        await remove();
+      }
     }
   });
 });
