@@ -117,7 +117,7 @@ if (process.argv[2] === "--replay") {
     await writeReportStream(head, () => spool.entries(annotate), config);
     code = auditOutcome(spool.counts, false);
   } finally {
-    await spool.close();
+    spool.close();
   }
   const cpu = process.cpuUsage();
   process.stdout.write(`${JSON.stringify({ code, cpuMs: (cpu.user + cpu.system) / 1000 })}\n`);

@@ -65,7 +65,7 @@ export interface FleetRun {
 export async function spoolFleet(run: FleetRun): Promise<SpooledReport> {
   // The clock the findings are judged at (a certificate's days left): what the report says.
   const startedAt = run.drift.now.toISOString();
-  const spool = await EntrySpool.create();
+  const spool = new EntrySpool();
   let dirty: Promise<boolean> | undefined;
   // Like the check itself, a repository it cannot read counts as clean.
   const manifestDirty = () =>
@@ -101,7 +101,7 @@ export async function spoolFleet(run: FleetRun): Promise<SpooledReport> {
     };
     return { head, spool };
   } catch (error) {
-    await spool.close();
+    spool.close();
     throw error;
   } finally {
     release();
@@ -179,8 +179,8 @@ function sessionGates(
 export async function auditFleet(run: FleetRun): Promise<Report> {
   const spooled = await spoolFleet(run);
   try {
-    return await collectReport(spooled);
+    return collectReport(spooled);
   } finally {
-    await spooled.spool.close();
+    spooled.spool.close();
   }
 }

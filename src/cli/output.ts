@@ -1,7 +1,17 @@
 import { io } from "./io.js";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
-import { lstat, open, rename, stat, unlink } from "node:fs/promises";
+import {
+  closeSync,
+  fsyncSync,
+  lstatSync,
+  openSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+  type Stats,
+} from "node:fs";
 import path from "node:path";
 import { UsageError } from "../errors.js";
 import { FORMATS, isFormatName, RUNNER_ESCAPES, STREAMED } from "../report/formats/index.js";
@@ -51,29 +61,53 @@ const errnoCode = (error: unknown) => (error as NodeJS.ErrnoException).code ?? S
  * Checks `--out FILE` before any work is done: its directory exists and takes a new file, and FILE
  * is not a symbolic link or a directory. A link is refused rather than written through (a planted
  * link would make the write land on its target) or silently replaced (its owner meant something).
+ * Async for its callers, who await a rejection; its system calls are synchronous (see checkTarget).
  */
 export async function checkOut(out: string | undefined): Promise<void> {
   if (out === undefined) return;
+  const dir = checkTarget(out);
+  // The only sure test of "can write here" is writing: a probe file, removed at once.
+  const probe = temporaryName(out);
+  closeSync(createIn(out, dir, probe));
+  unlinkSync(probe);
+}
+
+/**
+ * checkOut's tests but the probe file; `out`'s directory. Synchronous: a few system calls, each of
+ * which would otherwise be a round trip to the thread pool.
+ */
+function checkTarget(out: string): string {
   if (out === "") throw new UsageError("--out needs a file name");
   const dir = path.dirname(path.resolve(out));
-  const dirStat = await stat(dir).catch(() => undefined);
+  const dirStat = statOrNot(() => statSync(dir));
   if (!dirStat) throw new UsageError(`--out ${out}: directory ${dir} does not exist`);
   if (!dirStat.isDirectory()) throw new UsageError(`--out ${out}: ${dir} is not a directory`);
-  const target = await lstat(out).catch(() => undefined);
+  const target = statOrNot(() => lstatSync(out));
   if (target?.isSymbolicLink()) {
     throw new UsageError(
       `--out ${out} is a symbolic link; refusing to write through it (remove it or name the real file)`,
     );
   }
   if (target?.isDirectory()) throw new UsageError(`--out ${out} is a directory`);
-  // The only sure test of "can write here" is writing: a probe file, removed at once.
-  const probe = temporaryName(out);
+  return dir;
+}
+
+/** What a stat call gives, or nothing for any error (as a missing file). */
+const statOrNot = (call: () => Stats) => {
   try {
-    await (await open(probe, "wx")).close();
+    return call();
+  } catch {
+    return undefined;
+  }
+};
+
+/** A new file in `dir` (O_EXCL, so never through a link), open for writing. */
+function createIn(out: string, dir: string, file: string): number {
+  try {
+    return openSync(file, "wx", 0o644);
   } catch (error) {
     throw new UsageError(`--out ${out}: cannot create a file in ${dir} (${errnoCode(error)})`);
   }
-  await unlink(probe);
 }
 
 const temporaryName = (out: string) =>
@@ -86,23 +120,27 @@ const temporaryName = (out: string) =>
  * Writes `text` to `out` atomically: a new temporary file in the same directory (O_EXCL, so never
  * through a link), then a rename over the target. Readers (node_exporter's textfile collector) see
  * the old file or the new one, never half of it; a link planted meanwhile is replaced, not
- * followed.
+ * followed. The checks and writes are synchronous: at the end of a run nothing else waits for the
+ * event loop, and each would be a round trip to the thread pool.
  */
 export async function writeOut(out: string, text: string | AsyncIterable<string>): Promise<void> {
-  await checkOut(out);
   const temporary = temporaryName(out);
+  const fd = createIn(out, checkTarget(out), temporary);
   try {
-    const handle = await open(temporary, "wx", 0o644);
     try {
-      if (typeof text === "string") await handle.writeFile(text);
-      else for await (const chunk of text) await handle.write(chunk);
-      await handle.sync();
+      if (typeof text === "string") writeFileSync(fd, text);
+      else for await (const chunk of batched(text)) writeFileSync(fd, chunk);
+      fsyncSync(fd);
     } finally {
-      await handle.close();
+      closeSync(fd);
     }
-    await rename(temporary, out);
+    renameSync(temporary, out);
   } catch (error) {
-    await unlink(temporary).catch(() => {});
+    try {
+      unlinkSync(temporary);
+    } catch {
+      // Never made or already gone: nothing is left behind either way.
+    }
     throw new UsageError(`--out ${out}: cannot write (${errnoCode(error)})`);
   }
 }
@@ -130,6 +168,25 @@ export async function writeReport(report: Report, values: ReportOutput): Promise
   }
 }
 
+// A streamed report's pieces (a node's entry each) are written this many characters or more at a
+// time, not a system call per node.
+const WRITE_CHARS = 256 * 1024;
+
+/** The pieces joined into strings of at least WRITE_CHARS characters (the last one shorter). */
+async function* batched(pieces: AsyncIterable<string>): AsyncGenerator<string> {
+  let joined: string[] = [];
+  let chars = 0;
+  for await (const piece of pieces) {
+    joined.push(piece);
+    chars += piece.length;
+    if (chars < WRITE_CHARS) continue;
+    yield joined.join("");
+    joined = [];
+    chars = 0;
+  }
+  if (joined.length > 0) yield joined.join("");
+}
+
 /**
  * Writes a report whose nodes come one at a time (name order): as JSON or text, piece by piece, so
  * the nodes are never all held; any other format needs them at once and renders them whole.
@@ -147,7 +204,7 @@ export async function writeReportStream(
   }
   const chunks = stream(head, nodes(), renderOptions(values));
   if (values.out) return writeOut(values.out, chunks);
-  for await (const chunk of chunks) {
+  for await (const chunk of batched(chunks)) {
     if (readerGone()) return;
     // A closed pipe ends the wait with an error the listener above has taken note of.
     if (!io().stdout.write(chunk)) await once(io().stdout, "drain").catch(() => undefined);

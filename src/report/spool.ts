@@ -1,9 +1,9 @@
-// A fleet's node entries on disk instead of in memory: each entry is serialized the moment it is
-// made (which also lets go of everything the audit built it from, such as the probe output its
-// strings were cut from), appended to a temporary NDJSON file, and read back one at a time in
-// node-name order when the report is written.
-import { writeSync } from "node:fs";
-import { mkdtemp, open, rm, type FileHandle } from "node:fs/promises";
+// A fleet's node entries kept out of the heap's live objects: each entry is serialized the moment
+// it is made (which also lets go of everything the audit built it from, such as the probe output its
+// strings were cut from) and read back one at a time in node-name order when the report is written.
+// A small fleet's lines stay in memory; past WRITE_CHUNK_BYTES they go to a temporary NDJSON file,
+// made then.
+import { closeSync, mkdtempSync, openSync, readSync, rmSync, writeSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { compareText } from "./formats/common.js";
@@ -13,28 +13,22 @@ import { ReportTally } from "./tally.js";
 // Appends are gathered to about this size before they are written.
 const WRITE_CHUNK_BYTES = 256 * 1024;
 
-/** Node entries spooled to a temporary file; `close` removes it. */
+interface SpoolFile {
+  dir: string;
+  fd: number;
+}
+
+/** Node entries spooled to a temporary file once they pass WRITE_CHUNK_BYTES; `close` removes it. */
 export class EntrySpool {
   private readonly index: { name: string; offset: number; length: number }[] = [];
   private readonly tally = new ReportTally();
+  /** Lines not yet written: every entry's, in the order added, until the file is made. */
   private pending: string[] = [];
   private pendingBytes = 0;
   private size = 0;
-
-  private constructor(
-    private readonly dir: string,
-    private readonly file: FileHandle,
-  ) {}
-
-  static async create(): Promise<EntrySpool> {
-    const dir = await mkdtemp(path.join(os.tmpdir(), "quartermaster-report-"));
-    try {
-      return new EntrySpool(dir, await open(path.join(dir, "entries.ndjson"), "wx+", 0o600));
-    } catch (error) {
-      await rm(dir, { recursive: true, force: true });
-      throw error;
-    }
-  }
+  private file: SpoolFile | undefined;
+  // The file goes where TMPDIR said when the spool was made.
+  private readonly tmp = os.tmpdir();
 
   get count(): number {
     return this.index.length;
@@ -62,6 +56,8 @@ export class EntrySpool {
    * memory, the whole fleet's at worst.
    */
   private flush(): void {
+    if (this.pending.length === 0) return;
+    this.file ??= spoolFile(this.tmp);
     const chunk = Buffer.from(this.pending.join(""));
     this.pending = [];
     this.pendingBytes = 0;
@@ -69,30 +65,54 @@ export class EntrySpool {
       written += writeSync(this.file.fd, chunk, written);
   }
 
-  /** Each entry's compact JSON, in node-name order (code units, as every report orders nodes). */
-  async *texts(): AsyncGenerator<string> {
+  /**
+   * Each entry's compact JSON, in node-name order (code units, as every report orders nodes): from
+   * memory, or read back from the file an entry at a time with no turn of the event loop.
+   */
+  *texts(): Generator<string> {
+    const order = this.index
+      .map((entry, added) => ({ ...entry, added }))
+      .sort((a, b) => compareText(a.name, b.name));
+    if (!this.file) {
+      const lines = this.pending;
+      for (const { added } of order) yield lines[added]!.slice(0, -1);
+      return;
+    }
     this.flush();
-    const order = [...this.index].sort((a, b) => compareText(a.name, b.name));
+    const { fd } = this.file;
     let buffer = Buffer.alloc(0);
     for (const { offset, length } of order) {
       if (buffer.length < length) buffer = Buffer.alloc(Math.max(length, buffer.length * 2));
-      const { bytesRead } = await this.file.read(buffer, 0, length, offset);
-      if (bytesRead !== length) throw new Error("report spool file ended early");
+      let read = 0;
+      for (let got = -1; read < length && got !== 0; read += got)
+        got = readSync(fd, buffer, read, length - read, offset + read);
+      if (read !== length) throw new Error("report spool file ended early");
       yield buffer.toString("utf8", 0, length - 1);
     }
   }
 
   /** The entries, in node-name order, each as `map` makes it. */
-  async *entries(
-    map: (node: NodeResult) => NodeResult = (node) => node,
-  ): AsyncGenerator<NodeResult> {
+  *entries(map: (node: NodeResult) => NodeResult = (node) => node): Generator<NodeResult> {
     // Written by add() from NodeResults, read back by the same process.
-    for await (const text of this.texts()) yield map(JSON.parse(text) as NodeResult);
+    for (const text of this.texts()) yield map(JSON.parse(text) as NodeResult);
   }
 
-  async close(): Promise<void> {
-    await this.file.close();
-    await rm(this.dir, { recursive: true, force: true });
+  close(): void {
+    if (!this.file) return;
+    closeSync(this.file.fd);
+    rmSync(this.file.dir, { recursive: true, force: true });
+    this.file = undefined;
+  }
+}
+
+/** A new file only this user can read, in a directory of its own under `tmp`. */
+function spoolFile(tmp: string): SpoolFile {
+  const dir = mkdtempSync(path.join(tmp, "quartermaster-report-"));
+  try {
+    return { dir, fd: openSync(path.join(dir, "entries.ndjson"), "wx+", 0o600) };
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
   }
 }
 
@@ -104,8 +124,6 @@ export interface SpooledReport {
 }
 
 /** The whole report in memory, for a renderer that needs every node at once. */
-export async function collectReport({ head, spool }: SpooledReport): Promise<Report> {
-  const nodes: NodeResult[] = [];
-  for await (const entry of spool.entries()) nodes.push(entry);
-  return { ...head, nodes };
+export function collectReport({ head, spool }: SpooledReport): Report {
+  return { ...head, nodes: [...spool.entries()] };
 }

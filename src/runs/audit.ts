@@ -202,7 +202,7 @@ export async function runSpooledAudit(
     if (options.categories) spooled.head.categories = options.categories;
     return await judgeSpooled(judge, spooled);
   } catch (error) {
-    await spooled.spool.close();
+    spooled.spool.close();
     throw error;
   }
 }

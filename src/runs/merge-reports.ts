@@ -30,7 +30,7 @@ export interface MergeReportsOptions extends JudgedBy {
  * shards are unusable or do not fit together.
  */
 export async function runMergeReports(options: MergeReportsOptions): Promise<JudgedReport> {
-  const spool = await EntrySpool.create();
+  const spool = new EntrySpool();
   try {
     const owners = new ShardNodes();
     const shards: ShardReport[] = [];
@@ -52,7 +52,7 @@ export async function runMergeReports(options: MergeReportsOptions): Promise<Jud
     );
     return await judgeSpooled(judge, { head, spool });
   } catch (error) {
-    await spool.close();
+    spool.close();
     throw error;
   }
 }

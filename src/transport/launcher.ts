@@ -2,6 +2,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import {
   closeSync,
   constants,
+  ftruncate,
   ftruncateSync,
   mkdtempSync,
   openSync,
@@ -9,7 +10,6 @@ import {
   rmSync,
   writeFileSync,
 } from "node:fs";
-import { truncate } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -104,7 +104,8 @@ class Launcher {
       this.dead = true;
       onExit();
       for (const [id, job] of [...this.jobs]) {
-        // Nothing would reap or report it now: no session is left behind.
+        // Nothing would reap or report it now: no session is left behind. Its files went with the
+        // launcher's directory.
         if (job.pid) this.kill(job);
         this.finish(id, { stdout: "", stderr: "the process launcher (/bin/sh) stopped" });
       }
@@ -161,36 +162,64 @@ class Launcher {
   }
 
   private collect(id: string, job: Job, status: number) {
-    const output = (stream: "out" | "err") => {
-      try {
-        return readFileSync(this.file(id, stream), "latin1");
-      } catch {
-        return "";
-      }
-    };
-    const stdout = output("out");
-    const stderr = output("err");
+    const out = this.take(id, "out");
+    const err = this.take(id, "err");
     const max = job.limits.maxOutputBytes;
-    if (!job.stopped && (stdout.length > max || stderr.length > max)) job.stopped = "too-large";
-    this.finish(id, {
-      exitCode: status,
-      stdout: job.stopped === "too-large" ? "" : stdout,
-      stderr: job.stopped === "too-large" ? "" : stderr,
-    });
+    if (!job.stopped && (out.text.length > max || err.text.length > max)) job.stopped = "too-large";
+    this.finish(
+      id,
+      {
+        exitCode: status,
+        stdout: job.stopped === "too-large" ? "" : out.text,
+        stderr: job.stopped === "too-large" ? "" : err.text,
+      },
+      Promise.all([out.emptied, err.emptied]),
+    );
   }
 
-  private finish(id: string, finished: Finished) {
+  /**
+   * A finished job's output: the file's text, and the file emptied (what the host printed is not
+   * kept beyond its job) off the event loop's thread: under a loaded disk each truncation of a file
+   * with data blocked the loop for milliseconds on ext4's journal. One ftruncate of the descriptor
+   * the text was read through, on the thread pool, and none for an empty file: a truncate by name
+   * cost an open, an ftruncate and a close there, each a round trip, and a FileHandle. A file never
+   * made is no error.
+   */
+  private take(id: string, stream: "out" | "err"): { text: string; emptied: Promise<void> } {
+    let fd: number;
+    try {
+      fd = openSync(this.file(id, stream), "r+");
+    } catch {
+      return { text: "", emptied: Promise.resolve() };
+    }
+    let text: string;
+    try {
+      text = readFileSync(fd, "latin1");
+    } catch {
+      text = "";
+    }
+    if (text === "") {
+      closeSync(fd);
+      return { text, emptied: Promise.resolve() };
+    }
+    return {
+      text,
+      emptied: new Promise((resolve) =>
+        ftruncate(fd, 0, () => {
+          closeSync(fd);
+          resolve();
+        }),
+      ),
+    };
+  }
+
+  /** The job's end, told once the slot's files are emptied (`emptied`): the next job takes the slot. */
+  private finish(id: string, finished: Finished, emptied: Promise<unknown> = Promise.resolve()) {
     const job = this.jobs.get(id)!;
     this.jobs.delete(id);
     if (this.jobs.size === 0) setImmediate(() => this.closeIfIdle());
     clearTimeout(job.timer);
-    // What the host printed is not kept beyond its job: the slot is emptied before the job is
-    // done and the next takes the slot, off the event loop's thread (under a loaded disk each
-    // truncation of a file with data blocked the loop for milliseconds on ext4's journal). A file
-    // never made is no error.
-    void Promise.all(
-      (["out", "err"] as const).map((stream) => truncate(this.file(id, stream)).catch(() => {})),
-    ).then(() => {
+    void emptied.then(() => {
       this.freeSlots.push(id);
       job.done({ ...finished, ...(job.stopped && { stopped: job.stopped }) });
     });

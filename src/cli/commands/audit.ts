@@ -49,6 +49,6 @@ export async function auditCommand(argv: string[]): Promise<number> {
     await writeReportStream(head, () => spool.entries(annotate), config);
     return auditOutcome(spool.counts, config.strict, head.unauditedBudget);
   } finally {
-    await spool.close();
+    spool.close();
   }
 }

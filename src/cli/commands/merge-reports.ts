@@ -44,7 +44,7 @@ export async function mergeReportsCommand(argv: string[]): Promise<number> {
       await writeReportStream(head, () => spool.entries(annotate), config);
       return auditOutcome(spool.counts, false, head.unauditedBudget);
     } finally {
-      await spool.close();
+      spool.close();
     }
   } catch (error) {
     if (!(error instanceof ReportMergeError)) throw error;

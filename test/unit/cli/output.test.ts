@@ -1,9 +1,13 @@
 import assert from "node:assert/strict";
 import { link, mkdir, readdir, readFile, symlink } from "node:fs/promises";
 import path from "node:path";
+import { Writable } from "node:stream";
 import { test } from "node:test";
 import { UsageError } from "../../../src/errors.js";
-import { checkOut, writeOut } from "../../../src/cli/output.js";
+import { withIo } from "../../../src/cli/io.js";
+import { checkOut, writeOut, writeReportStream } from "../../../src/cli/output.js";
+import { renderJson } from "../../../src/report/formats/json.js";
+import { largeReport } from "../../support/reports.js";
 import { scratchTrees } from "../../support/tree.js";
 
 const tree = scratchTrees();
@@ -43,4 +47,27 @@ test("the file is replaced by a rename: another link to the old file keeps the o
   assert.equal(await readFile(out, "utf8"), "new\n");
   assert.equal(await readFile(path.join(dir, "old.prom"), "utf8"), "old\n");
   assert.deepEqual((await readdir(dir)).sort(), ["old.prom", "report.prom"]);
+});
+
+test("a streamed report is written whole in a few large writes, not one per node, to stdout and to --out", async () => {
+  const report = largeReport(4000, 3);
+  const head = { ...report, nodes: [] };
+  const values = { format: "json" as const, verbose: false, color: false, "no-color": false };
+  const writes: string[] = [];
+  const stdout = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      writes.push(chunk.toString());
+      done();
+    },
+  });
+  await withIo({ stdout, stderr: stdout, env: {} }, () =>
+    writeReportStream(head, () => report.nodes, { ...values, out: undefined }),
+  );
+  const expected = renderJson(report, { color: false, verbose: false });
+  assert.equal(writes.join(""), expected);
+  // About 400 KB of entries: a write per 256 KB, not per node.
+  assert.ok(writes.length <= 3, `${writes.length} writes`);
+  const out = path.join(await tree({}), "report.json");
+  await writeReportStream(head, () => report.nodes, { ...values, out });
+  assert.equal(await readFile(out, "utf8"), expected);
 });

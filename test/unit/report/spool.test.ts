@@ -32,8 +32,27 @@ const hostile: NodeResult = {
   drift: [],
 };
 
-const spoolDirs = async () =>
-  (await readdir(os.tmpdir())).filter((name) => name.startsWith("quartermaster-report-"));
+const byCodeUnits = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** A spool made under a TMPDIR of its own: the spool directories there, and its removal. */
+async function privateSpool() {
+  const tmp = await mkdtemp(path.join(os.tmpdir(), "qm-spool-test-"));
+  const before = process.env.TMPDIR;
+  process.env.TMPDIR = tmp;
+  try {
+    return {
+      spool: new EntrySpool(),
+      dirs: async () =>
+        (await readdir(tmp))
+          .filter((name) => name.startsWith("quartermaster-report-"))
+          .map((name) => path.join(tmp, name)),
+      remove: () => rm(tmp, { recursive: true, force: true }),
+    };
+  } finally {
+    if (before === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = before;
+  }
+}
 
 describe("the JSON report written piece by piece", () => {
   it("is byte for byte the text renderJson writes, whatever fields the report has", async () => {
@@ -98,12 +117,11 @@ describe("the entry spool", () => {
       { ...nodes[0]!, name: "Zeta" },
       { ...nodes[0]!, name: "a" },
     ];
-    const spool = await EntrySpool.create();
+    const spool = new EntrySpool();
     try {
       for (const entry of [...entries].reverse()) spool.add(entry);
-      const back: NodeResult[] = [];
-      for await (const entry of spool.entries()) back.push(entry);
-      const names = entries.map((n) => n.name).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+      const back = [...spool.entries()];
+      const names = entries.map((n) => n.name).sort(byCodeUnits);
       assert.deepEqual(
         back.map((n) => n.name),
         names,
@@ -119,19 +137,19 @@ describe("the entry spool", () => {
         entries.some((n) => n.drift.some((d) => !d.acknowledged)),
       );
     } finally {
-      await spool.close();
+      spool.close();
     }
   });
 
   it("holds entries larger than its write chunk, and reads them again as often as asked", async () => {
     const [big] = largeReport(1, 3000).nodes;
-    const spool = await EntrySpool.create();
+    const spool = new EntrySpool();
     try {
       spool.add({ ...big!, name: "b" });
       spool.add({ ...big!, name: "a", host: "\u00e9\u{1f525}".repeat(50_000) });
       const head: Report = { ...largeReport(0, 0), nodes: [] };
       for (let i = 0; i < 2; i++) {
-        const report = await collectReport({ head, spool });
+        const report = collectReport({ head, spool });
         assert.deepEqual(
           report.nodes.map((n) => [n.name, n.host.length, n.drift.length]),
           [
@@ -141,40 +159,51 @@ describe("the entry spool", () => {
         );
       }
     } finally {
-      await spool.close();
+      spool.close();
     }
   });
 
   it("has every entry on disk but the last 256 KB when add returns, however fast they come", async () => {
-    // A spool of its own TMPDIR, so its file is the only one there.
-    const tmp = await mkdtemp(path.join(os.tmpdir(), "qm-spool-test-"));
-    const before = process.env.TMPDIR;
-    process.env.TMPDIR = tmp;
-    const spool = await EntrySpool.create().finally(() => {
-      if (before === undefined) delete process.env.TMPDIR;
-      else process.env.TMPDIR = before;
-    });
+    const { spool, dirs, remove } = await privateSpool();
     try {
-      const [dir] = await readdir(tmp);
       const [node] = largeReport(1, 40).nodes;
       const line = Buffer.byteLength(`${JSON.stringify(node)}\n`);
       // About 8 MB added with no turn of the event loop in between, as a shard's nodes are read.
       const count = Math.ceil((8 * 1024 * 1024) / line);
       for (let i = 0; i < count; i++) spool.add(node!);
-      const { size } = await stat(path.join(tmp, dir!, "entries.ndjson"));
+      const [dir] = await dirs();
+      const { size } = await stat(path.join(dir!, "entries.ndjson"));
       assert.ok(size > count * line - 256 * 1024, `${size} of ${count * line} bytes written`);
+      assert.equal([...spool.texts()].length, count);
     } finally {
-      await spool.close();
-      await rm(tmp, { recursive: true, force: true });
+      spool.close();
+      await remove();
     }
   });
 
-  it("leaves no file behind once closed", async () => {
-    const before = await spoolDirs();
-    const spool = await EntrySpool.create();
-    spool.add(hostile);
-    assert.equal((await spoolDirs()).length, before.length + 1);
-    await spool.close();
-    assert.deepEqual(await spoolDirs(), before);
+  it("keeps a small fleet's entries in memory, and makes its file only past 256 KB, removed once closed", async () => {
+    const [node] = largeReport(1, 40).nodes;
+    const entry = (i: number) => ({ ...node!, name: `n${String(i).padStart(4, "0")}` });
+    const bytes = Buffer.byteLength(`${JSON.stringify(entry(0))}\n`);
+    const under = Math.floor((256 * 1024 - 1) / bytes);
+    for (const [count, files] of [
+      [under, 0],
+      [under + 1, 1],
+    ] as const) {
+      const { spool, dirs, remove } = await privateSpool();
+      try {
+        for (let i = count; i > 0; i--) spool.add(entry(i));
+        assert.equal((await dirs()).length, files, `${count} entries of ${bytes} bytes`);
+        assert.deepEqual(
+          [...spool.entries()].map((n) => n.name),
+          Array.from({ length: count }, (_, i) => entry(i + 1).name),
+        );
+        spool.close();
+        assert.deepEqual(await dirs(), []);
+      } finally {
+        spool.close();
+        await remove();
+      }
+    }
   });
 });
