@@ -2,7 +2,10 @@ import { io } from "./io.js";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import {
+  accessSync,
   closeSync,
+  constants,
+  fstatSync,
   fsyncSync,
   lstatSync,
   openSync,
@@ -61,11 +64,21 @@ const errnoCode = (error: unknown) => (error as NodeJS.ErrnoException).code ?? S
  * Checks `--out FILE` before any work is done: its directory exists and takes a new file, and FILE
  * is not a symbolic link or a directory. A link is refused rather than written through (a planted
  * link would make the write land on its target) or silently replaced (its owner meant something).
- * Async for its callers, who await a rejection; its system calls are synchronous (see checkTarget).
+ * A character device or a pipe (`/dev/null`, a FIFO a collector reads) is written to as it is, as
+ * a shell's redirection would: only a file is replaced. Async for its callers, who await a
+ * rejection; its system calls are synchronous (see checkTarget).
  */
 export async function checkOut(out: string | undefined): Promise<void> {
   if (out === undefined) return;
-  const dir = checkTarget(out);
+  const { dir, special } = checkTarget(out);
+  if (special) {
+    try {
+      accessSync(out, constants.W_OK);
+    } catch (error) {
+      throw new UsageError(`--out ${out}: cannot write (${errnoCode(error)})`);
+    }
+    return;
+  }
   // The only sure test of "can write here" is writing: a probe file, removed at once.
   const probe = temporaryName(out);
   closeSync(createIn(out, dir, probe));
@@ -73,10 +86,11 @@ export async function checkOut(out: string | undefined): Promise<void> {
 }
 
 /**
- * checkOut's tests but the probe file; `out`'s directory. Synchronous: a few system calls, each of
- * which would otherwise be a round trip to the thread pool.
+ * checkOut's tests but the probe file: `out`'s directory, and whether `out` is a character device
+ * or a pipe. Synchronous: a few system calls, each of which would otherwise be a round trip to the
+ * thread pool.
  */
-function checkTarget(out: string): string {
+function checkTarget(out: string): { dir: string; special: boolean } {
   if (out === "") throw new UsageError("--out needs a file name");
   const dir = path.dirname(path.resolve(out));
   const dirStat = statOrNot(() => statSync(dir));
@@ -89,7 +103,9 @@ function checkTarget(out: string): string {
     );
   }
   if (target?.isDirectory()) throw new UsageError(`--out ${out} is a directory`);
-  return dir;
+  if (target && !target.isFile() && !target.isCharacterDevice() && !target.isFIFO())
+    throw new UsageError(`--out ${out} is not a file, a character device or a pipe`);
+  return { dir, special: target !== undefined && !target.isFile() };
 }
 
 /** What a stat call gives, or nothing for any error (as a missing file). */
@@ -124,12 +140,13 @@ const temporaryName = (out: string) =>
  * event loop, and each would be a round trip to the thread pool.
  */
 export async function writeOut(out: string, text: string | AsyncIterable<string>): Promise<void> {
+  const { dir, special } = checkTarget(out);
+  if (special) return writeSpecial(out, text);
   const temporary = temporaryName(out);
-  const fd = createIn(out, checkTarget(out), temporary);
+  const fd = createIn(out, dir, temporary);
   try {
     try {
-      if (typeof text === "string") writeFileSync(fd, text);
-      else for await (const chunk of batched(text)) writeFileSync(fd, chunk);
+      await writeAll(fd, text);
       fsyncSync(fd);
     } finally {
       closeSync(fd);
@@ -143,6 +160,35 @@ export async function writeOut(out: string, text: string | AsyncIterable<string>
     }
     throw new UsageError(`--out ${out}: cannot write (${errnoCode(error)})`);
   }
+}
+
+/**
+ * Writes `text` to the character device or pipe `out` as it is (opened without following a link
+ * planted since the check). Whatever else it has become by then is refused.
+ */
+async function writeSpecial(out: string, text: string | AsyncIterable<string>): Promise<void> {
+  let fd: number;
+  try {
+    fd = openSync(out, constants.O_WRONLY | constants.O_NOFOLLOW);
+  } catch (error) {
+    throw new UsageError(`--out ${out}: cannot write (${errnoCode(error)})`);
+  }
+  try {
+    const opened = fstatSync(fd);
+    if (!opened.isCharacterDevice() && !opened.isFIFO())
+      throw new UsageError(`--out ${out} changed while the report was made; not written`);
+    await writeAll(fd, text).catch((error: unknown) => {
+      throw new UsageError(`--out ${out}: cannot write (${errnoCode(error)})`);
+    });
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** `text` written whole to `fd`: a stream's pieces gathered first (batched). */
+async function writeAll(fd: number, text: string | AsyncIterable<string>): Promise<void> {
+  if (typeof text === "string") writeFileSync(fd, text);
+  else for await (const chunk of batched(text)) writeFileSync(fd, chunk);
 }
 
 /** The render options `values` give. */

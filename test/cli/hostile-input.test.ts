@@ -3,7 +3,17 @@
 // and a --repo that must not receive the token. Every case: a message naming the place, the
 // documented exit code, and no stack trace.
 import assert from "node:assert/strict";
-import { access, link, mkdir, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import {
+  access,
+  link,
+  lstat,
+  mkdir,
+  readdir,
+  readFile,
+  rm,
+  symlink,
+  writeFile,
+} from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { execa } from "execa";
@@ -693,6 +703,35 @@ describe("--out", () => {
     assert.match(await readFile(out, "utf8"), /^# HELP /m);
     assert.equal(await readFile(path.join(dir, "old.prom"), "utf8"), "# old\n");
     assert.deepEqual(await readdir(path.join(dir, "textfile")), ["quartermaster.prom"]);
+  });
+
+  it("writes into a pipe or a character device at --out as it is, never replacing it with a file", async () => {
+    const dir = await tree();
+    const fifo = path.join(dir, "report.fifo");
+    await execa("mkfifo", [fifo]);
+    const reader = execa("cat", [fifo]);
+    const piped = await runCli(
+      ["report", "--report", FLEET_REPORT, "--format", "prometheus", "--out", fifo],
+      { cwd: dir },
+    );
+    assert.equal(piped.exitCode, 0, piped.stderr);
+    const stillAPipe = (await lstat(fifo)).isFIFO();
+    // A pipe replaced by a file was never opened for writing: its reader would wait for ever.
+    if (!stillAPipe) reader.kill();
+    assert.ok(stillAPipe, "--out replaced the pipe with a file");
+    assert.match((await reader).stdout, /^# HELP /m);
+    // /dev/null's own device, made where the test may (root may make device nodes): `--out
+    // /dev/null` once left a regular file in /dev's place.
+    if (process.getuid?.() !== 0) return;
+    const devNull = path.join(dir, "null");
+    await execa("mknod", ["-m", "666", devNull, "c", "1", "3"]);
+    const dropped = await runCli(
+      ["report", "--report", FLEET_REPORT, "--format", "prometheus", "--out", devNull],
+      { cwd: dir },
+    );
+    assert.equal(dropped.exitCode, 0, dropped.stderr);
+    assert.ok((await lstat(devNull)).isCharacterDevice());
+    assert.deepEqual((await readdir(dir)).sort(), ["null", "report.fifo"]);
   });
 });
 
