@@ -3,7 +3,8 @@ import { link, mkdir, readdir, readFile, symlink } from "node:fs/promises";
 import path from "node:path";
 import { test } from "node:test";
 import { UsageError } from "../../../src/errors.js";
-import { checkOut, writeOut } from "../../../src/cli/output.js";
+import { writeOut } from "../../../src/cli/output.js";
+import { checkOut } from "../../../src/cli/output-options.js";
 import { scratchTrees } from "../../support/tree.js";
 
 const tree = scratchTrees();
