@@ -17,6 +17,7 @@ import {
 import { nearest } from "./suggest.js";
 import { waiverProblems } from "./waiver-problems.js";
 import { Ticket } from "./tickets.js";
+import { MANIFEST_PARSE } from "./zod-shape.js";
 import { pathKey } from "../spec-path.js";
 
 export interface LoadedNode {
@@ -293,7 +294,7 @@ async function readTickets(reader: ManifestReader, found: FoundFile[]): Promise<
     if (!parsed) continue;
     const data = reader.toJS(parsed);
     if (data === undefined) continue;
-    const result = Ticket.safeParse(data);
+    const result = Ticket.safeParse(data, MANIFEST_PARSE);
     if (!result.success) {
       for (const issue of result.error.issues)
         reader.errors.push(locateIssue(parsed, new Map(), Ticket, issue));
