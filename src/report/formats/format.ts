@@ -2,7 +2,7 @@
 // in index.ts import it. `--format` is checked against the names alone, without loading a renderer.
 import type { Report } from "../schema.js";
 
-/** The output formats, in the order `--format`'s help and errors list them; index.ts renders each. */
+/** The output formats, in the order an unknown `--format`'s error lists them; index.ts renders each. */
 export const FORMAT_NAMES = [
   "text",
   "json",
