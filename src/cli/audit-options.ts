@@ -1,7 +1,7 @@
 // The flags of an audit run, shared by `audit` and `diff`, and the run options they give.
 import { parseShard } from "../audit/fleet.js";
 import { UsageError } from "../errors.js";
-import { MAX_SHARDS } from "../report/schema.js";
+import { MAX_SHARDS } from "../report/version.js";
 import type { AuditOptions } from "../runs/audit.js";
 import { checkedFlag, type Config } from "./flags.js";
 import {
@@ -12,7 +12,7 @@ import {
   SSH_CONFIG_FLAG,
   TIMEOUT_FLAG,
 } from "./options.js";
-import { OUTPUT_FLAGS } from "./output.js";
+import { OUTPUT_FLAGS } from "./output-options.js";
 
 /** `k/n`: one shard of the fleet (parseShard). */
 const SHARD_FLAG = {

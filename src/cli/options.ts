@@ -1,6 +1,5 @@
-import { io, type Output } from "./io.js";
+import { io } from "./io.js";
 import { statSync } from "node:fs";
-import { createSupportsColor } from "supports-color";
 import { DOMAIN_NAMES, type DomainName } from "../domains/registry.js";
 import { ForgeError, UsageError } from "../errors.js";
 import { settingsFromEnv, type GitHubSettings } from "../forge/github-settings.js";
@@ -163,21 +162,4 @@ function parseCategories(text: string): DomainName[] | undefined {
     }
     return trimmed as DomainName;
   });
-}
-
-/**
- * Whether to colour a stream, by the conventions operators already use: --no-color, then
- * --color, then NO_COLOR (no-color.org), then FORCE_COLOR, TERM=dumb and whether the stream is a
- * terminal, as supports-color (chalk's) reads them.
- */
-export function useColor(
-  values: { "no-color"?: boolean; color?: boolean },
-  stream: Output,
-  env = io().env,
-): boolean {
-  if (values["no-color"]) return false;
-  if (values.color) return true;
-  if (env.NO_COLOR !== undefined && env.NO_COLOR !== "") return false;
-  // supports-color reads only the stream's isTTY.
-  return createSupportsColor(stream as NodeJS.WriteStream, { sniffFlags: false }) !== false;
 }

@@ -59,8 +59,23 @@ const NO_ORIGINS: ReadonlyMap<string, Origin> = new Map();
  */
 export function compactLayer(layer: Layer): Layer {
   if (layer.deletions.length || Object.keys(layer.value).length) return layer;
-  return { file: layer.file, value: NOTHING, deletions: NO_DELETIONS, origins: NO_ORIGINS };
+  return emptyLayer(layer.file);
 }
+
+/** The layer of a file that sets and deletes nothing. */
+export const emptyLayer = (file: string): Layer => ({
+  file,
+  value: NOTHING,
+  deletions: NO_DELETIONS,
+  origins: NO_ORIGINS,
+});
+
+/**
+ * Whether a file's whole text is `{}`: what most of a large fleet's node files hold, a layer that
+ * sets nothing, with no YAML to parse and no value a schema could refuse.
+ */
+export const isEmptyMap = (text: string | undefined): boolean =>
+  text === "{}\n" || text === "{}" || text === "{}\r\n";
 
 /**
  * The origin of every node of the YAML tree, by canonical spec path (keyed items by key, list-form

@@ -3,9 +3,9 @@
 import { lstat, realpath, stat } from "node:fs/promises";
 import path from "node:path";
 import { ManifestError, ManifestErrors } from "../errors.js";
-import { compactLayer, locateIssue, toLayer, type Layer } from "./layer.js";
+import { compactLayer, emptyLayer, isEmptyMap, locateIssue, toLayer, type Layer } from "./layer.js";
 import { LayerMerger, mergeLayers } from "./merge-layers.js";
-import { listYaml, ManifestReader, notRegular, type FoundFile } from "./read.js";
+import { listYaml, ManifestReader, notRegular, type FileText, type FoundFile } from "./read.js";
 import {
   FLEET_SETTINGS,
   FleetSpec,
@@ -17,6 +17,7 @@ import {
 import { nearest } from "./suggest.js";
 import { waiverProblems } from "./waiver-problems.js";
 import { Ticket } from "./tickets.js";
+import { MANIFEST_PARSE } from "./zod-shape.js";
 import { pathKey } from "../spec-path.js";
 
 export interface LoadedNode {
@@ -238,6 +239,13 @@ function nodeFileList(reader: ManifestReader, found: FoundFile[], options: LoadO
   });
 }
 
+/** A node file's layer, compacted; undefined (errors recorded) when it does not validate. */
+function nodeLayer(reader: ManifestReader, text: FileText): Layer | undefined {
+  const parsed = reader.parse(text);
+  const own = parsed && toLayer(reader, parsed, NodeSpec).layer;
+  return own && compactLayer(own);
+}
+
 /** Each node file read, validated and merged over fleet.yaml and its groups. */
 async function readNodes(
   reader: ManifestReader,
@@ -253,11 +261,9 @@ async function readNodes(
   for (const { file, name, problem, read } of nodeFileList(reader, found, options)) {
     if (problem) reader.errors.push(problem);
     if (!read) continue;
-    const parsed = reader.parse(await reader.read(file));
-    if (!parsed) continue;
-    const own = toLayer(reader, parsed, NodeSpec).layer;
-    if (!own) continue;
-    const layer = compactLayer(own);
+    const text = await reader.read(file);
+    const layer = isEmptyMap(text.text) ? emptyLayer(text.file) : nodeLayer(reader, text);
+    if (!layer) continue;
     const names: string[] = [];
     await groups.expand(layer.value.groups, layer, [], names);
     const base = [
@@ -293,7 +299,7 @@ async function readTickets(reader: ManifestReader, found: FoundFile[]): Promise<
     if (!parsed) continue;
     const data = reader.toJS(parsed);
     if (data === undefined) continue;
-    const result = Ticket.safeParse(data);
+    const result = Ticket.safeParse(data, MANIFEST_PARSE);
     if (!result.success) {
       for (const issue of result.error.issues)
         reader.errors.push(locateIssue(parsed, new Map(), Ticket, issue));

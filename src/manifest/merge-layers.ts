@@ -12,6 +12,7 @@ import { ManifestError } from "../errors.js";
 import type { Layer, Origin } from "./layer.js";
 import { itemKey, keyedMapsAsLists, keyFieldAt, SPEC_LIST_SHAPES } from "./lists.js";
 import { NodeSpec } from "./schema.js";
+import { MANIFEST_PARSE } from "./zod-shape.js";
 import {
   isPlainMap,
   isPrefix,
@@ -111,7 +112,7 @@ export class LayerMerger {
     if (!shared) {
       const merged = fold({}, base);
       const listed = keyedMapsAsLists(merged, SPEC_LIST_SHAPES);
-      shared = { merged, listed, valid: NodeSpec.safeParse(listed).success };
+      shared = { merged, listed, valid: NodeSpec.safeParse(listed, MANIFEST_PARSE).success };
       this.bases.set(key, shared);
     }
     // A node's spec holds only what its own file changes; the rest (lists too) is the shared one.
@@ -121,7 +122,10 @@ export class LayerMerger {
         : shared.listed;
     // What the node's own file leaves alone is as valid as it was in the shared part.
     const touched = touchedBy(own, effective);
-    if (shared.valid && (!Object.keys(touched).length || NodeSpec.safeParse(touched).success))
+    if (
+      shared.valid &&
+      (!Object.keys(touched).length || NodeSpec.safeParse(touched, MANIFEST_PARSE).success)
+    )
       return { effective };
     const errors = effectiveErrors(node, [...base, own], effective);
     return errors.length ? { errors } : { effective };
@@ -150,7 +154,7 @@ function effectiveErrors(
   layers: readonly Layer[],
   effective: PlainMap,
 ): ManifestError[] {
-  const result = NodeSpec.safeParse(effective);
+  const result = NodeSpec.safeParse(effective, MANIFEST_PARSE);
   if (result.success) return [];
   return result.error.issues.map((issue) => {
     const issuePath = issue.path.map((p) => (typeof p === "symbol" ? String(p) : p));

@@ -6,7 +6,12 @@
 import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { commitHeader, ObjectStore, treeEntries } from "./git-objects.js";
+import type * as GitObjects from "./git-objects.js";
+
+// The object reader (and node:zlib with it) loads only to read objects: whether the manifests are
+// dirty (an audit asks once its first node has answered), a commit's time (for a run with history).
+// A run's revision is a ref, read without it.
+const gitObjects = (): Promise<typeof GitObjects> => import("./git-objects.js");
 
 /** The nearest folder at or above `dir` holding a `.git` (a folder, or a file pointing to one). */
 function checkoutRoot(dir: string): string | undefined {
@@ -86,11 +91,12 @@ export function manifestRevision(dir: string): string | null {
  * When `revision`, a commit of the checkout at or above `dir`, was committed (ISO time); undefined
  * where the commit cannot be read. A depth-1 clone holds it: it is the commit checked out.
  */
-export function revisionTime(dir: string, revision: string): string | undefined {
+export async function revisionTime(dir: string, revision: string): Promise<string | undefined> {
   const dirs = gitDirs(dir);
   if (!dirs || objectFormat(dirs.common) !== "sha1") return undefined;
+  const { commitHeader, ObjectStore } = await gitObjects();
   try {
-    const commit = objectsOf(dirs).read(revision);
+    const commit = objectsOf(dirs, ObjectStore).read(revision);
     // `committer NAME <EMAIL> SECONDS ZONE`: the name may hold anything but the last two words.
     const seconds = commit.type === "commit" ? commitHeader(commit.data, "committer") : undefined;
     const at = new Date(Number(/ (\d+) [+-]\d{4}$/.exec(seconds ?? "")?.[1]) * 1000);
@@ -100,7 +106,8 @@ export function revisionTime(dir: string, revision: string): string | undefined 
   }
 }
 
-const objectsOf = (dirs: GitDirs) => new ObjectStore(path.join(dirs.common, "objects"));
+const objectsOf = (dirs: GitDirs, Store: typeof GitObjects.ObjectStore) =>
+  new Store(path.join(dirs.common, "objects"));
 
 /**
  * Whether the manifests under `dir` differ from that commit (changed, added or deleted files, not
@@ -115,7 +122,7 @@ export async function manifestDirty(dir: string): Promise<boolean> {
     const under = path.relative(root, path.resolve(dir)).split(path.sep).join("/");
     const index = readIndex(root, under);
     if (!index) return false;
-    const head = headFiles(dirs, under);
+    const head = headFiles(dirs, under, await gitObjects());
     if (head.size !== index.entries.size) return true;
     for (const [file, entry] of index.entries)
       if (entry.stage !== 0 || head.get(file) !== entry.oid) return true;
@@ -234,11 +241,15 @@ const isUnder = (file: string, under: string) =>
  * The files of HEAD under `under`, each with its object id; none before the first commit, or when
  * HEAD has no such folder.
  */
-function headFiles(dirs: GitDirs, under: string): Map<string, string> {
+function headFiles(
+  dirs: GitDirs,
+  under: string,
+  { commitHeader, ObjectStore, treeEntries }: typeof GitObjects,
+): Map<string, string> {
   const files = new Map<string, string>();
   const commit = resolveRef(dirs, "HEAD");
   if (commit === null) return files;
-  const objects = objectsOf(dirs);
+  const objects = objectsOf(dirs, ObjectStore);
   const read = (oid: string, type: "commit" | "tree") => {
     const object = objects.read(oid);
     if (object.type !== type) throw new Error(`${oid} is a ${object.type}, not a ${type}`);

@@ -4,10 +4,7 @@ import { Cause, Latent } from "../domains/cause.js";
 import { Holder } from "../domains/holder.js";
 import { DOMAIN_NAMES } from "../domains/registry.js";
 import { SSH_FAILURE_CLASSES } from "../errors.js";
-
-export const SCHEMA_VERSION = 1;
-/** The most shards a fleet audit is cut into (`audit --shard k/n`, `plan-shards`). */
-export const MAX_SHARDS = 256;
+import { MAX_SHARDS, SCHEMA_VERSION } from "./version.js";
 
 export const DriftItem = z.object({
   domain: z.enum(DOMAIN_NAMES),

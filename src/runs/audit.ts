@@ -160,7 +160,7 @@ export async function runAudit(
   history?: AuditHistory,
 ): Promise<{ fleet: Fleet; report: Report }> {
   const { fleet, run, connections } = await fleetRun(config, undefined, {});
-  if (history) run.causeRequest = historyRequests(history, fleet, run.manifestRevision);
+  if (history) run.causeRequest = await historyRequests(history, fleet, run.manifestRevision);
   const report = await auditFleet(run).finally(() => connections?.close());
   if (config.categories) report.categories = config.categories;
   if (history) report.nodes = report.nodes.map((n) => annotateNode(n, history, report.startedAt));
@@ -193,7 +193,8 @@ export async function runSpooledAudit(
   };
   const { run, fleet, connections } = await fleetRun(options, onResult, reach);
   const judge = await unauditedJudge(options.unaudited, options.warn, fleet.settings.audit);
-  if (judge.history) run.causeRequest = historyRequests(judge.history, fleet, run.manifestRevision);
+  if (judge.history)
+    run.causeRequest = await historyRequests(judge.history, fleet, run.manifestRevision);
   const spooled = await spoolFleet(run).finally(() => connections?.close());
   if (connections)
     for (const line of await throttlingNotices(run.nodes, tries, connections.jumpHostOf))
@@ -211,13 +212,13 @@ export async function runSpooledAudit(
  * Each node's cause request from the audit history: since its last audit, and against what that
  * audit declared (a drift back to it is a pending rollout).
  */
-function historyRequests(
+async function historyRequests(
   history: AuditHistory,
   fleet: Fleet,
   revision: string | null,
-): (node: LoadedNode) => CauseRequest {
+): Promise<(node: LoadedNode) => CauseRequest> {
   // A rollout's time: the commit audited, which carries the change.
-  const revisionAt = revision === null ? undefined : revisionTime(fleet.dir, revision);
+  const revisionAt = revision === null ? undefined : await revisionTime(fleet.dir, revision);
   return (node) => {
     const last = lastAuditOf(history, node.name);
     const before = last.declared !== undefined && {

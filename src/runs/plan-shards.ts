@@ -1,5 +1,5 @@
 // A plan-shards run: how many `audit --shard k/n` jobs the selected nodes take.
-import { MAX_SHARDS } from "../report/schema.js";
+import { MAX_SHARDS } from "../report/version.js";
 import { fleetSessionLimit } from "../transport/session-gate.js";
 import { loadManifests, selectNodes, type ManifestSource } from "./fleet.js";
 

@@ -62,6 +62,14 @@ async function cliModule(): Promise<string> {
   return path.resolve(path.dirname(BUILT_ENTRY), chunk);
 }
 
+/** What the audit command loads before it runs: its chunk and that chunk's static imports. */
+async function auditLoads(): Promise<string> {
+  const cli = await cliModule();
+  const chunk = /\baudit: .*import\("(\.\/audit-[^"]+)"\)/.exec(await readFile(cli, "utf8"))?.[1];
+  assert.ok(chunk, "the audit command's chunk");
+  return (await loadedBefore(path.resolve(path.dirname(cli), chunk))).join("\n");
+}
+
 describe("the built CLI", () => {
   it("loads no schema library, YAML parser or domain for --version and its usage", async () => {
     const loaded = [
@@ -80,13 +88,22 @@ describe("the built CLI", () => {
   });
 
   it("loads no history reader for an audit that reads no history", async () => {
-    const cli = await cliModule();
-    const chunk = /\baudit: .*import\("(\.\/audit-[^"]+)"\)/.exec(await readFile(cli, "utf8"))?.[1];
-    assert.ok(chunk, "the audit command's chunk");
-    const loaded = (await loadedBefore(path.resolve(path.dirname(cli), chunk))).join("\n");
+    const loaded = await auditLoads();
     assert.match(loaded, /^\/\/ src\/runs\/unaudited\.ts$/m);
     for (const reader of [/^\/\/ src\/propose\//m, /^\/\/ src\/report\/read\.ts$/m])
       assert.doesNotMatch(loaded, reader);
+  });
+
+  it("loads no output format, report schema or colour library before an audit's first session", async () => {
+    const loaded = await auditLoads();
+    assert.match(loaded, /^\/\/ src\/audit\/fleet\.ts$/m);
+    for (const later of [
+      /^\/\/ src\/cli\/output\.ts$/m,
+      /^\/\/ src\/report\/formats\/index\.ts$/m,
+      /^\/\/ src\/report\/schema\.ts$/m,
+      /^\/\/ node_modules\/supports-color\//m,
+    ])
+      assert.doesNotMatch(loaded, later);
   });
 
   for (const command of Object.keys(COMMAND_HELP)) {

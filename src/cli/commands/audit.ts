@@ -3,7 +3,7 @@ import { AUDIT_FLAGS, auditOptions } from "../audit-options.js";
 import { auditOutcome } from "../exit.js";
 import { switchFlag, parseFlags } from "../flags.js";
 import { UNAUDITED_FLAGS, unauditedSource, warnDropped } from "../unaudited.js";
-import { checkOut, writeReportStream } from "../output.js";
+import { checkOut } from "../output-options.js";
 import { Progress } from "../progress.js";
 import { io } from "../io.js";
 import { visible } from "../../text/escape.js";
@@ -23,11 +23,15 @@ function auditConfig(argv: string[]) {
   return { ...config, unaudited: unauditedSource(config) };
 }
 
+// The writing and its formats: loaded once a node has answered, so not before the first session.
+const loadOutput = () => import("../output.js");
+
 export async function auditCommand(argv: string[]): Promise<number> {
   const config = auditConfig(argv);
   // An unusable --out fails before anything is audited.
   await checkOut(config.out);
   let progress: Progress | undefined;
+  let output: ReturnType<typeof loadOutput> | undefined;
   const { head, spool, annotate } = await runSpooledAudit({
     ...auditOptions(config),
     unaudited: config.unaudited,
@@ -38,13 +42,16 @@ export async function auditCommand(argv: string[]): Promise<number> {
       ),
     say: (text) => io().stderr.write(`quartermaster: ${visible(text)}\n`),
     onResult: (total) => {
-      if (total < 2) return () => {};
-      progress = new Progress(total);
-      return (result) => progress!.update(result);
+      if (total >= 2) progress = new Progress(total);
+      return (result) => {
+        output ??= loadOutput();
+        progress?.update(result);
+      };
     },
   });
   try {
     progress?.finish();
+    const { writeReportStream } = await (output ?? loadOutput());
     // Written node by node from the spool rather than as one string the size of the report.
     await writeReportStream(head, () => spool.entries(annotate), config);
     return auditOutcome(spool.counts, config.strict, head.unauditedBudget);

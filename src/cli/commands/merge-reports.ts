@@ -3,7 +3,8 @@ import { ReportMergeError, UsageError } from "../../errors.js";
 import { auditOutcome, ExitBit } from "../exit.js";
 import { parseFlags } from "../flags.js";
 import { UNAUDITED_FLAGS, unauditedSource, warnDropped } from "../unaudited.js";
-import { checkOut, formatFlag, OUTPUT_FLAGS, writeReportStream } from "../output.js";
+import { writeReportStream } from "../output.js";
+import { checkOut, formatFlag, OUTPUT_FLAGS } from "../output-options.js";
 import { visible } from "../../text/escape.js";
 import { runMergeReports } from "../../runs/merge-reports.js";
 

@@ -5,7 +5,8 @@ import { readReport } from "../../report/read.js";
 import { parseFlags } from "../flags.js";
 import { io } from "../io.js";
 import { maxBytesFlag, REPORT_FLAG } from "../options.js";
-import { checkOut, OUTPUT_FLAGS, writeOut, writeReport } from "../output.js";
+import { writeOut, writeReport } from "../output.js";
+import { checkOut, OUTPUT_FLAGS } from "../output-options.js";
 import {
   repositoryUrl,
   RUN_HISTORY_FLAGS,

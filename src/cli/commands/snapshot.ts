@@ -2,7 +2,8 @@ import { io } from "../io.js";
 import { runSnapshot } from "../../runs/snapshot.js";
 import { visible } from "../../text/escape.js";
 import { ExitBit } from "../exit.js";
-import { checkOut, OUT_FLAG, writeOut } from "../output.js";
+import { writeOut } from "../output.js";
+import { checkOut, OUT_FLAG } from "../output-options.js";
 import { parseFlags, saying, type Config } from "../flags.js";
 import {
   CONCURRENCY_FLAG,

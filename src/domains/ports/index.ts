@@ -1,7 +1,6 @@
 import * as z from "zod";
 import { pathIn, type Domain, type Finding } from "../domain.js";
-import { isIPv4, isIPv6 } from "node:net";
-import { canonicalIPv6 } from "../procnet.js";
+import { canonicalIPv6, isIPv4, isIPv6 } from "../procnet.js";
 import { DEFAULT_SNAPSHOT_OPTIONS } from "../snapshot-options.js";
 import { holdersOf, holderWords } from "./holders.js";
 import { comparePorts, EPHEMERAL_RANGE_FILE, parsePorts, type PortsLive } from "./parse.js";

@@ -1,7 +1,6 @@
 import { ProbeParseError } from "../../errors.js";
 import type { Holder } from "../holder.js";
-import { isIPv4, isIPv6 } from "node:net";
-import { canonicalIPv6, ipv4FromProcHex, ipv6FromProcHex } from "../procnet.js";
+import { canonicalIPv6, ipv4FromProcHex, ipv6FromProcHex, isIPv4, isIPv6 } from "../procnet.js";
 
 export interface PortsLive {
   /** `tcp/22` -> the local addresses it listens on (`0.0.0.0`, `[::1]`), sorted. */

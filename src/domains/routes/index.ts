@@ -1,8 +1,7 @@
-import { isIP } from "node:net";
 import { isDeepStrictEqual } from "node:util";
 import * as z from "zod";
 import { pathIn, type Domain, type Finding } from "../domain.js";
-import { canonicalIPv6 } from "../procnet.js";
+import { canonicalIPv6, isIP } from "../procnet.js";
 import {
   canonicalDst,
   defaultMetric,

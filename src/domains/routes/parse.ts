@@ -1,6 +1,5 @@
-import { isIPv4, isIPv6 } from "node:net";
 import { ProbeParseError } from "../../errors.js";
-import { canonicalIPv6, ipv4FromProcHex, ipv6FromProcHex } from "../procnet.js";
+import { canonicalIPv6, ipv4FromProcHex, ipv6FromProcHex, isIPv4, isIPv6 } from "../procnet.js";
 
 export interface LiveRoute {
   family: 4 | 6;

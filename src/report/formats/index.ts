@@ -1,6 +1,6 @@
 // Every output format shares one signature (format.ts) and is registered here.
 import type { RunnerEscapes } from "../../text/escape.js";
-import type { Renderer, RenderOptions } from "./format.js";
+import type { FormatName, Renderer, RenderOptions } from "./format.js";
 import type { NodeResult, Report } from "../schema.js";
 import { renderFleetPage } from "../fleet-page/page.js";
 import { emptyRuns } from "../runs.js";
@@ -22,9 +22,7 @@ export const FORMATS = {
   github: renderGithub,
   // The fleet page of this run alone; `report --format html --history…` draws it over the runs before.
   html: (report) => renderFleetPage(report, emptyRuns()),
-} satisfies Record<string, Renderer>;
-
-export type FormatName = keyof typeof FORMATS;
+} satisfies Record<FormatName, Renderer>;
 
 /**
  * Formats written as the nodes arrive, one at a time in name order, the text each renderer above
@@ -49,7 +47,3 @@ export const RUNNER_ESCAPES: Partial<Record<FormatName, RunnerEscapes>> = {
   junit: JUNIT_RUNNER_ESCAPES,
   prometheus: PROMETHEUS_RUNNER_ESCAPES,
 };
-
-export function isFormatName(name: string): name is FormatName {
-  return Object.hasOwn(FORMATS, name);
-}

@@ -112,7 +112,7 @@ describe("ObjectStore", () => {
       const head = await git("rev-parse", "HEAD");
       const committed = await git("log", "-1", "--format=%ct");
       assert.equal(
-        revisionTime(manifests, head),
+        await revisionTime(manifests, head),
         new Date(Number(committed) * 1000).toISOString().replace(/\.000Z$/, "Z"),
       );
     });
@@ -133,7 +133,7 @@ describe("ObjectStore", () => {
     const store = new ObjectStore(path.join(repo, ".git/objects"));
     assert.throws(() => store.read(head));
     assert.equal(await manifestDirty(path.join(repo, "fleet-manifests")), false);
-    assert.equal(revisionTime(repo, head), undefined);
+    assert.equal(await revisionTime(repo, head), undefined);
   });
 });
 

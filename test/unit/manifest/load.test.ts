@@ -90,16 +90,22 @@ describe("layering: fleet.yaml, then groups in order, then the node", () => {
       "nodes/a.yaml": "{}\n",
       "nodes/b.yaml": "# nothing of its own\n",
       "nodes/c.yaml": "ssh: { port: 2222 }\n",
+      "nodes/d.yaml": "{}",
+      "nodes/e.yaml": "{}\r\n",
     });
-    const [a, b, c] = fleet.nodes;
+    const [a, b, c, d, e] = fleet.nodes;
     const own = (node: typeof a) => node!.layers.at(-1)!;
     assert.equal(own(a).file, "fleet-manifests/nodes/a.yaml");
-    assert.equal(own(a).value, own(b).value);
-    assert.equal(own(a).origins, own(b).origins);
+    for (const same of [b, d, e]) {
+      assert.equal(own(a).value, own(same).value);
+      assert.equal(own(a).origins, own(same).origins);
+      assert.equal(own(a).deletions, own(same).deletions);
+      assert.equal(a!.ssh, same!.ssh);
+      assert.equal(a!.groups, same!.groups);
+      assert.equal(a!.spec, same!.spec);
+    }
+    assert.equal(own(e).file, "fleet-manifests/nodes/e.yaml");
     assert.equal(own(a).origins.size, 0);
-    assert.equal(a!.ssh, b!.ssh);
-    assert.equal(a!.groups, b!.groups);
-    assert.equal(a!.spec, b!.spec);
     assert.equal(a!.layers.length, 2);
     assert.deepEqual(c!.ssh, { port: 2222 });
     assert.equal(sourceOf(c!, ["ssh", "port"]).line, 1);

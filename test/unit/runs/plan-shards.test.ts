@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { planShards } from "../../../src/runs/plan-shards.js";
-import { MAX_SHARDS } from "../../../src/report/schema.js";
+import { MAX_SHARDS } from "../../../src/report/version.js";
 
 const names = (n: number) => Array.from({ length: n }, (_, i) => `node-${i}`);
 
