@@ -48,7 +48,11 @@ export const OUTPUT_FLAGS = {
 
 export type ReportOutput = Config<typeof OUTPUT_FLAGS> & { maxBytes?: number };
 
-export const errnoCode = (error: unknown) => (error as NodeJS.ErrnoException).code ?? String(error);
+const errnoCode = (error: unknown) => (error as NodeJS.ErrnoException).code ?? String(error);
+
+/** The error of an `--out` that could not be written, with the system's code for why. */
+export const cannotWrite = (out: string, error: unknown) =>
+  new UsageError(`--out ${out}: cannot write (${errnoCode(error)})`);
 
 /**
  * Checks `--out FILE` before any work is done: its directory exists and takes a new file, and FILE
@@ -65,7 +69,7 @@ export async function checkOut(out: string | undefined): Promise<void> {
     try {
       accessSync(out, constants.W_OK);
     } catch (error) {
-      throw new UsageError(`--out ${out}: cannot write (${errnoCode(error)})`);
+      throw cannotWrite(out, error);
     }
     return;
   }

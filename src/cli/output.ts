@@ -15,9 +15,9 @@ import { FORMATS, RUNNER_ESCAPES, STREAMED } from "../report/formats/index.js";
 import type { NodeResult, Report } from "../report/schema.js";
 import { useColor } from "./color.js";
 import {
+  cannotWrite,
   checkTarget,
   createIn,
-  errnoCode,
   temporaryName,
   type ReportOutput,
 } from "./output-options.js";
@@ -49,7 +49,7 @@ export async function writeOut(out: string, text: string | AsyncIterable<string>
     } catch {
       // Never made or already gone: nothing is left behind either way.
     }
-    throw new UsageError(`--out ${out}: cannot write (${errnoCode(error)})`);
+    throw cannotWrite(out, error);
   }
 }
 
@@ -62,14 +62,14 @@ async function writeSpecial(out: string, text: string | AsyncIterable<string>): 
   try {
     fd = openSync(out, constants.O_WRONLY | constants.O_NOFOLLOW);
   } catch (error) {
-    throw new UsageError(`--out ${out}: cannot write (${errnoCode(error)})`);
+    throw cannotWrite(out, error);
   }
   try {
     const opened = fstatSync(fd);
     if (!opened.isCharacterDevice() && !opened.isFIFO())
       throw new UsageError(`--out ${out} changed while the report was made; not written`);
     await writeAll(fd, text).catch((error: unknown) => {
-      throw new UsageError(`--out ${out}: cannot write (${errnoCode(error)})`);
+      throw cannotWrite(out, error);
     });
   } finally {
     closeSync(fd);
