@@ -11,7 +11,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { UsageError } from "../errors.js";
-import { FORMATS, RUNNER_ESCAPES, STREAMED } from "../report/formats/index.js";
+import { FORMATS } from "../report/formats/index.js";
 import type { NodeResult, Report } from "../report/schema.js";
 import { useColor } from "./color.js";
 import {
@@ -93,16 +93,13 @@ function renderOptions(values: ReportOutput) {
 
 /** Renders the report to --out (atomically) or stdout. */
 export async function writeReport(report: Report, values: ReportOutput): Promise<void> {
-  const render = FORMATS[values.format];
-  const text = render(report, renderOptions(values));
+  const format = await FORMATS[values.format]();
+  const text = format.render(report, renderOptions(values));
   if (values.out) await writeOut(values.out, text);
   // GitHub annotations are the workflow commands meant to run.
-  else if (render === FORMATS.github) writeWorkflowCommands(text);
-  else {
-    const escapes = RUNNER_ESCAPES[values.format];
-    if (escapes) writeDefused(text, escapes);
-    else io().stdout.write(text);
-  }
+  else if (format.workflowCommands) writeWorkflowCommands(text);
+  else if (format.runnerEscapes) writeDefused(text, format.runnerEscapes);
+  else io().stdout.write(text);
 }
 
 // A streamed report's pieces (a node's entry each) are written this many characters or more at a
@@ -133,7 +130,7 @@ export async function writeReportStream(
   nodes: () => AsyncIterable<NodeResult> | Iterable<NodeResult>,
   values: ReportOutput,
 ): Promise<void> {
-  const stream = STREAMED[values.format];
+  const { stream } = await FORMATS[values.format]();
   if (!stream) {
     const all: NodeResult[] = [];
     for await (const node of nodes()) all.push(node);

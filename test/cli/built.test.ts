@@ -3,7 +3,7 @@
 // machine, its manifests pulled from the real git server, becomes a pull request on the GitHub
 // double: isomorphic-git and Octokit at work inside the bundle.
 import assert from "node:assert/strict";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -70,6 +70,17 @@ async function auditLoads(): Promise<string> {
   return (await loadedBefore(path.resolve(path.dirname(cli), chunk))).join("\n");
 }
 
+/** What the chunk holding `source` (a file of src/, by its comment) loads before it runs. */
+async function loadsOf(source: RegExp): Promise<string> {
+  const dir = path.join(path.dirname(BUILT_ENTRY), "chunks");
+  for (const name of await readdir(dir)) {
+    const file = path.join(dir, name);
+    if (name.endsWith(".js") && source.test(await readFile(file, "utf8")))
+      return (await loadedBefore(file)).join("\n");
+  }
+  assert.fail(`no chunk holds ${source}`);
+}
+
 describe("the built CLI", () => {
   it("loads no schema library, YAML parser or domain for --version and its usage", async () => {
     const loaded = [
@@ -104,6 +115,19 @@ describe("the built CLI", () => {
       /^\/\/ node_modules\/supports-color\//m,
     ])
       assert.doesNotMatch(loaded, later);
+  });
+
+  it("loads the output format a run writes and no other", async () => {
+    const anyFormat = [
+      /^\/\/ src\/report\/formats\/(text|json|markdown|junit|prometheus|events|github)\.ts$/m,
+      /^\/\/ src\/report\/fleet-page\//m,
+      /^\/\/ src\/report\/runs\.ts$/m,
+    ];
+    const output = await loadsOf(/^\/\/ src\/cli\/output\.ts$/m);
+    for (const format of anyFormat) assert.doesNotMatch(output, format);
+    const json = await loadsOf(/^\/\/ src\/report\/formats\/json\.ts$/m);
+    for (const other of anyFormat.slice(1)) assert.doesNotMatch(json, other);
+    assert.doesNotMatch(json, /^\/\/ src\/report\/formats\/text\.ts$/m);
   });
 
   for (const command of Object.keys(COMMAND_HELP)) {

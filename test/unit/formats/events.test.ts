@@ -15,8 +15,8 @@ function parseLines(output: string): Event[] {
     .map((line) => Event.parse(JSON.parse(line)));
 }
 
-test("events is registered as a format", () => {
-  assert.equal(FORMATS.events, renderEvents);
+test("events is registered as a format", async () => {
+  assert.equal((await FORMATS.events()).render, renderEvents);
 });
 
 test("every line is one JSON object valid against the Event schema", () => {

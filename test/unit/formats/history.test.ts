@@ -1,10 +1,12 @@
 // What the audit history adds to each format: a drift's first sighting, a dark node's since and runs.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { FORMATS } from "../../../src/report/formats/index.js";
 import type { Report } from "../../../src/report/schema.js";
 import { parseExposition } from "../../support/prometheus.js";
+import { renderers } from "../../support/formats.js";
 import { loadFleetReport } from "../../support/reports.js";
+
+const FORMATS = await renderers();
 
 const options = { color: false, verbose: false };
 const SEEN = "2026-11-30T08:00:00.000Z";

@@ -20,8 +20,8 @@ function testcase(s: XmlElement, name: string): XmlElement {
   return found;
 }
 
-test("junit is registered as a format", () => {
-  assert.equal(FORMATS.junit, renderJunit);
+test("junit is registered as a format", async () => {
+  assert.equal((await FORMATS.junit()).render, renderJunit);
 });
 
 test("the output is well-formed XML with one testsuite per node", () => {

@@ -1,11 +1,13 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { FORMATS } from "../../../src/report/formats/index.js";
 import {
   DEFAULT_MARKDOWN_MAX_BYTES,
   renderMarkdown,
 } from "../../../src/report/formats/markdown.js";
+import { renderers } from "../../support/formats.js";
 import { largeReport, loadFleetReport } from "../../support/reports.js";
+
+const FORMATS = await renderers();
 
 const options = { color: false, verbose: false };
 

@@ -9,8 +9,8 @@ import { loadFleetReport } from "../../support/reports.js";
 const options = { color: false, verbose: false };
 const render = () => renderPrometheus(loadFleetReport(), options);
 
-test("prometheus is registered as a format", () => {
-  assert.equal(FORMATS.prometheus, renderPrometheus);
+test("prometheus is registered as a format", async () => {
+  assert.equal((await FORMATS.prometheus()).render, renderPrometheus);
 });
 
 test("the output parses as the exposition format, every family a gauge with help, none with timestamps", () => {

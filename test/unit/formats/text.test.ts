@@ -2,9 +2,11 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { FORMATS } from "../../../src/report/formats/index.js";
 import { compactValue } from "../../../src/report/formats/common.js";
+import type { FormatName } from "../../../src/report/formats/format.js";
 import { renderText } from "../../../src/report/formats/text.js";
 import type { NodeResult, Report } from "../../../src/report/schema.js";
 import { summarize } from "../../../src/report/tally.js";
+import { renderers } from "../../support/formats.js";
 import { loadFleetReport } from "../../support/reports.js";
 
 const plain = { color: false, verbose: false };
@@ -18,8 +20,8 @@ function block(output: string, node: string): string {
   return found;
 }
 
-test("text is registered as a format", () => {
-  assert.equal(FORMATS.text, renderText);
+test("text is registered as a format", async () => {
+  assert.equal((await FORMATS.text()).render, renderText);
 });
 
 test("each node gets a header with its status and duration", () => {
@@ -297,7 +299,7 @@ test("a list of words reads as an operator writes it; other lists and objects as
   assert.equal(compactValue({ a: ["x"] }), '{"a":["x"]}');
 });
 
-test("a rule added at runtime reads where it is, not the rule again, in every format that shows live values", () => {
+test("a rule added at runtime reads where it is, not the rule again, in every format that shows live values", async () => {
   const rule = "tcp dport 8080 accept";
   const report = loadFleetReport();
   const web = report.nodes.find((n) => n.name === "web-01")!;
@@ -313,7 +315,8 @@ test("a rule added at runtime reads where it is, not the rule again, in every fo
   ];
   delete web.drift[0]!.detail;
   delete web.drift[0]!.diff;
-  const say = (format: keyof typeof FORMATS) => FORMATS[format](report, plain);
+  const render = await renderers();
+  const say = (format: FormatName) => render[format](report, plain);
   assert.match(
     say("text"),
     /^ {2}\[\w+\] firewall inet filter input: tcp dport 8080 accept: declared not in networking\.firewall, live in the running ruleset$/m,

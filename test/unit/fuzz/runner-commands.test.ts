@@ -9,17 +9,19 @@ import path from "node:path";
 import { describe, it } from "node:test";
 import fc from "fast-check";
 import { parse } from "yaml";
-import { FORMATS } from "../../../src/report/formats/index.js";
+import { FORMAT_NAMES } from "../../../src/report/formats/format.js";
 import type { NodeResult, Report } from "../../../src/report/schema.js";
 import { defuseRunnerCommands, lineStart, visible } from "../../../src/text/escape.js";
 import { stringifyPortable } from "../../../src/text/yaml-scalar.js";
 import { runCli } from "../../support/cli.js";
+import { renderers } from "../../support/formats.js";
 import { reportOf } from "../../support/reports.js";
 import { runnerCommandLines } from "../../support/runner-commands.js";
 import { scratchTrees } from "../../support/tree.js";
 
 const RUNS = { seed: 20261201, numRuns: 300 } as const;
 const tree = scratchTrees();
+const renderAll = await renderers();
 
 const PIECES = [
   "::",
@@ -146,7 +148,7 @@ describe("runner commands in generated text", () => {
     fc.assert(
       fc.property(fc.array(hostileText, { minLength: 1, maxLength: 6 }), (texts) => {
         const report = hostileReport(texts);
-        for (const [name, render] of Object.entries(FORMATS)) {
+        for (const [name, render] of Object.entries(renderAll)) {
           const text = render(report, { color: false, verbose: true });
           // The github format bypasses the guard: its lines must be the annotations it means.
           const out = name === "github" ? text : guarded([text]);
@@ -198,7 +200,7 @@ describe("runner commands in generated text", () => {
     const dir = await tree({});
     const reportFile = path.join(dir, "report.json");
     await writeFile(reportFile, JSON.stringify(hostileReport(texts)));
-    for (const format of Object.keys(FORMATS)) {
+    for (const format of FORMAT_NAMES) {
       const result = await runCli(["report", "--report", reportFile, "--format", format]);
       assert.equal(result.exitCode, 0, result.stderr);
       const acted = runnerCommandLines(result.stdout + result.stderr).filter(
