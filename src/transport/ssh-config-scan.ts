@@ -282,9 +282,10 @@ export async function sshConfigHop(files: SshConfigFiles = {}): Promise<HopResol
     });
   if (scans.some((scan) => scan!.included) || (!files.configFile && userDirs.length > 1))
     return undefined;
+  const applyingTo = settingsByHost(settings);
   return (host, port, proxyJump) => {
     if (/[A-Z]/.test(host)) return undefined;
-    const applying = settings.filter((s) => !s.patterns || sshPatternsMatch(s.patterns, host));
+    const applying = applyingTo(host);
     const first = (keyword: HostSetting["keyword"]) =>
       applying.find((s) => s.keyword === keyword)?.value;
     const proxy = applying.find((s) => s.keyword === "proxyjump" || s.keyword === "proxycommand");
@@ -295,5 +296,33 @@ export async function sshConfigHop(files: SshConfigFiles = {}): Promise<HopResol
       port: port ?? Number(first("port") ?? 22),
       ...(jump !== undefined && jumpOf(jump)),
     };
+  };
+}
+
+/**
+ * The settings that apply to a host, in file order. A configuration written by a tool often has a
+ * `Host` block per node: a line under patterns that are all plain names (no `*`, `?` or `!`) is
+ * found by the host's name, and only the others' patterns are tried, not every block's for every
+ * node (a fleet's length times the file's).
+ */
+function settingsByHost(settings: readonly HostSetting[]): (host: string) => HostSetting[] {
+  const named = new Map<string, number[]>();
+  const tried: number[] = [];
+  settings.forEach(({ patterns }, index) => {
+    if (!patterns || patterns.some((pattern) => /^!|[*?]/.test(pattern))) tried.push(index);
+    else
+      for (const name of new Set(patterns)) {
+        const lines = named.get(name);
+        if (lines) lines.push(index);
+        else named.set(name, [index]);
+      }
+  });
+  return (host) => {
+    const byName = named.get(host) ?? [];
+    const matched = tried.filter((index) => {
+      const { patterns } = settings[index]!;
+      return !patterns || sshPatternsMatch(patterns, host);
+    });
+    return [...byName, ...matched].sort((a, b) => a - b).map((index) => settings[index]!);
   };
 }

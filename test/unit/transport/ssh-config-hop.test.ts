@@ -34,10 +34,16 @@ async function sshG(args: string[]): Promise<HopSettings> {
 }
 
 const HOSTS = ["web-01", "web-02", "web-10", "db-1", "x.example.net", "10.0.0.5", "Web-01"];
-const host = fc.oneof(fc.constantFrom(...HOSTS), fc.stringMatching(/^[a-z][a-z0-9-]{0,4}$/));
+// Mostly the hosts the patterns name: a block found by a host's name must give way to the blocks
+// before it whose wildcards take the host too, and to a negation in its own line.
+const host = fc.oneof(
+  { arbitrary: fc.constantFrom(...HOSTS), weight: 4 },
+  { arbitrary: fc.stringMatching(/^[a-z][a-z0-9-]{0,4}$/), weight: 1 },
+);
 const pattern = fc.oneof(
   fc.constantFrom("*", "web-*", "web-0?", "!web-02", "db-?", "*.example.net", "!*", "10.0.0.*"),
   host.filter((h) => !/[A-Z]/.test(h)),
+  host.filter((h) => !/[A-Z]/.test(h)).map((h) => `!${h}`),
 );
 const jumpHost = fc.constantFrom(
   "bastion",
@@ -131,6 +137,45 @@ describe("a node's hop settings from plain Host blocks, against ssh -G", () => {
     );
     // Most answers come from the scan: the property is not met by asking ssh -G always.
     assert.ok(answered > asked / 2, `${answered} of ${asked} answered`);
+  });
+
+  it("a config with a Host block per node: each block found by name keeps ssh's order", async () => {
+    // As a tool writes one (an inventory's export), with wildcard blocks before and after, and
+    // negations on the named blocks' own lines.
+    const names = Array.from({ length: 400 }, (_, i) => `node-${i}`);
+    const text = [
+      "Host node-1? !node-13",
+      "  HostName wild-early",
+      ...names.flatMap((name, i) => [
+        i % 7 === 0 ? `Host ${name} !${name}` : `Host ${name} other-${i}`,
+        `  HostName ${name}.example.net`,
+        ...(i % 5 === 0 ? [`  Port ${2200 + i}`] : []),
+      ]),
+      "Host node-*",
+      "  Port 2022",
+      "  ProxyJump bastion",
+      "",
+    ].join("\n");
+    const file = join(dir, "per-node");
+    writeFileSync(file, text);
+    const resolve = await sshConfigHop({ configFile: file, homes: [home] });
+    assert.ok(resolve);
+    for (const host of [
+      "node-0",
+      "node-5",
+      "node-7",
+      "node-12",
+      "node-13",
+      "node-14",
+      "node-399",
+      "other-3",
+      "elsewhere",
+    ])
+      assert.deepEqual(
+        resolve(host, undefined, undefined),
+        await sshG(["-F", file, "--", host]),
+        host,
+      );
   });
 });
 
