@@ -41,4 +41,23 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // node:crypto costs a run's start several milliseconds: src/crypto.ts loads it on first use.
+    files: ["src/**/*.ts"],
+    ignores: ["src/crypto.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          paths: [
+            {
+              name: "node:crypto",
+              message: "take it from src/crypto.ts, which loads node:crypto on first use.",
+              allowTypeImports: true,
+            },
+          ],
+        },
+      ],
+    },
+  },
 );

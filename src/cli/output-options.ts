@@ -1,7 +1,7 @@
 // Where a report goes and how it looks: the flags, and `--out` checked before any work is done. The
 // writing is output.ts, which loads every format: a command loads it when it has something to
 // write, so an audit reaches its first node without it.
-import { randomBytes } from "node:crypto";
+import { randomBytes } from "../crypto.js";
 import {
   accessSync,
   closeSync,

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash } from "../crypto.js";
 import * as z from "zod";
 import { Json } from "./json.js";
 

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash } from "../crypto.js";
 import fs from "node:fs";
 import {
   cp,

@@ -1,5 +1,5 @@
 // known_hosts as manifest-diff shows it: which keys are pinned for which host pattern.
-import { createHash } from "node:crypto";
+import { createHash } from "../crypto.js";
 import { compareText } from "../report/formats/common.js";
 
 /**

@@ -3,7 +3,7 @@
 // unchanged, any other hashed; HEAD's trees read from the repository's objects (git-objects.ts).
 // isomorphic-git's statusMatrix walked HEAD, the index and the work tree as three trees, entry by
 // entry: 9.4 s of CPU and 425 MB of heap at 30,000 node files.
-import { createHash } from "node:crypto";
+import { createHash } from "../crypto.js";
 import fs from "node:fs";
 import path from "node:path";
 import type * as GitObjects from "./git-objects.js";

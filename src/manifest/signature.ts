@@ -1,6 +1,6 @@
 // Drift's names. A ticket file states the signature of the drift it acknowledges, so the names are
 // defined beside the manifest; drift/ (fingerprints) and propose/ (grouping) use them too.
-import { createHash } from "node:crypto";
+import { createHash } from "../crypto.js";
 import type { JsonValue } from "../domains/domain.js";
 
 /** 16 hex digits of the SHA-256 of the parts' JSON: how drift is named in reports, tickets and PRs. */

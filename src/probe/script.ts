@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { randomBytes } from "../crypto.js";
 import type { ParseContext, ProbeContext } from "../domains/domain.js";
 import { ProbeParseError, ProbeTruncatedError } from "../errors.js";
 

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash } from "../crypto.js";
 import { append } from "../collections.js";
 import type { CauseKind } from "../domains/cause.js";
 import { domainByName, type AnyDomain } from "../domains/registry.js";

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash } from "../crypto.js";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createGunzip, createGzip } from "node:zlib";

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash } from "../../crypto.js";
 import type { Cause } from "../../domains/cause.js";
 import type { DriftItem } from "../../report/schema.js";
 

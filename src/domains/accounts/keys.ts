@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash } from "../../crypto.js";
 
 // An authorized key is shown only as its fingerprint, computed here from the key blob the host sent,
 // as `ssh-keygen -lf` prints it: `SHA256:` and the unpadded base64 of the blob's SHA-256.

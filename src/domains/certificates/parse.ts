@@ -1,4 +1,4 @@
-import { X509Certificate } from "node:crypto";
+import { x509Certificate } from "../../crypto.js";
 import { ProbeParseError } from "../../errors.js";
 import { parseLink, type LinkedComponent } from "../no-follow.js";
 
@@ -68,7 +68,7 @@ function altNames(text: string | undefined): string[] {
 /** One PEM block's base64 body as a certificate; undefined when it is none. */
 function certificate(base64: string): CertificateInfo | undefined {
   try {
-    const cert = new X509Certificate(Buffer.from(base64, "base64"));
+    const cert = x509Certificate(Buffer.from(base64, "base64"));
     const notBefore = Date.parse(cert.validFrom);
     const notAfter = Date.parse(cert.validTo);
     if (Number.isNaN(notBefore) || Number.isNaN(notAfter)) return undefined;

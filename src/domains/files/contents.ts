@@ -1,6 +1,6 @@
 // A file's contents compared with its declaration: as text with a diff, by SHA-256 (a secret, a
 // declared hash, or contents over the cap on either side), or by hash and size when not UTF-8.
-import { createHash } from "node:crypto";
+import { createHash } from "../../crypto.js";
 import type { Finding } from "../domain.js";
 import { unifiedDiff, utf8Text } from "../file-text.js";
 import type { FileStat, FilesLive } from "./parse.js";

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash } from "../../crypto.js";
 import * as z from "zod";
 import { keyedList, pathIn, within, type Domain, type Finding } from "../domain.js";
 import { unifiedDiff } from "../file-text.js";

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash } from "../../crypto.js";
 
 /** A chain as the kernel holds it: a base chain's head and policy, its rules in order. */
 export interface Chain {
