@@ -3,6 +3,7 @@ import { partsByLabel, type ParseContext } from "../domain.js";
 import { fingerprint } from "./keys.js";
 import { MAX_FIELD_BYTES } from "./probe.js";
 import { MAX_INCLUDE_DEPTH, sudoEntries, type SudoEntry } from "./sudoers.js";
+import { utf8 } from "../../text/utf8.js";
 
 // The accounts section, in up to three parts, each a line per record:
 // - `passwd`: `P name:uid:gid:home:shell` (`Pn` for one missing from /etc/passwd-; declared users and users with a login shell; never the
@@ -47,9 +48,6 @@ export interface AccountsLive {
   /** Reasons for the parts the host could not show. */
   unknown: string[];
 }
-
-/** Host bytes (sent one per character) as the UTF-8 text a manifest would write. */
-const utf8 = (text: string) => Buffer.from(text, "latin1").toString("utf8");
 
 /** Shells that run no session: such a user cannot log in. */
 const NO_LOGIN = new Set(["nologin", "false", "sync", "halt", "shutdown"]);

@@ -1,6 +1,7 @@
 import { x509Certificate } from "../../crypto.js";
 import { ProbeParseError } from "../../errors.js";
 import { parseLink, type LinkedComponent } from "../no-follow.js";
+import { utf8 } from "../../text/utf8.js";
 
 // The certificates section parsed: which declared paths are folders (and which files they hold),
 // what stands where a file or folder is declared, and each file read as its certificates, decoded
@@ -46,8 +47,6 @@ export interface CertificatesLive {
   /** Files the audit user could not read: not drift. */
   unknown: string[];
 }
-
-const utf8 = (latin1: string) => Buffer.from(latin1, "latin1").toString("utf8");
 
 /** `a\nb` as X509Certificate gives a subject: one attribute a line; joined with `, `. */
 const distinguishedName = (text: string) => text.split("\n").join(", ");

@@ -1,10 +1,10 @@
 import { ProbeParseError } from "../../errors.js";
 import { partsByLabel } from "../domain.js";
 import { parseLink, type LinkedComponent } from "../no-follow.js";
+import { utf8 } from "../../text/utf8.js";
 
 // Contract with the transport: probe output arrives decoded byte-per-char (latin1), so
 // Buffer.from(text, "latin1") gives back the exact bytes a file holds, binary or not.
-const utf8 = (latin1: string) => Buffer.from(latin1, "latin1").toString("utf8");
 
 /**
  * What `stat -c '%s\t%a\t%U\t%u\t%G\t%g\t%F\t%n'` says about one path: the path itself, a symlink

@@ -9,6 +9,7 @@ import {
 } from "./legacy.js";
 import { parseIncludes, parseNewer, type Includes } from "./includes.js";
 import { hookWords, quoted, ruleWords, value } from "./words.js";
+import { utf8 } from "../../text/utf8.js";
 
 /** What the next boot loads: the ruleset and where it comes from (a file, or why nothing). */
 export interface Boot {
@@ -222,7 +223,7 @@ function parseLegacyBoot(part: string): { boots: Map<LegacyFamily, Boot>; unknow
 
 function parseSection(output: string, ctx: ParseContext): FirewallLive {
   // nft writes names, comments and elements as UTF-8 JSON; the section arrives one byte a char.
-  const text = Buffer.from(output, "latin1").toString("utf8");
+  const text = utf8(output);
   const ruleset: Ruleset = new Map();
   let listed = false;
   let cut = false;

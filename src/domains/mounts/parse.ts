@@ -1,6 +1,7 @@
 import { ProbeParseError } from "../../errors.js";
 import { partsByLabel } from "../domain.js";
 import { mountUnitName, UNIT_DIRS } from "./units.js";
+import { utf8 } from "../../text/utf8.js";
 
 // What is mounted (/proc/self/mountinfo) and what the next boot mounts (/etc/fstab and the mount
 // units a target pulls in), as the probe sends them. Pure functions on text.
@@ -83,9 +84,6 @@ export interface MountsLive {
   /** What /etc/fstab and the mount units the boot pulls in mount at boot, by mount point. */
   boot: Map<string, BootMount>;
 }
-
-/** Bytes from the host (one per character) as text, UTF-8 where they are. */
-const utf8 = (latin1: string) => Buffer.from(latin1, "latin1").toString("utf8");
 
 /**
  * A field of mountinfo or fstab with its octal escapes (`\040` for a space, `\134` for a
