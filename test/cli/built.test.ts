@@ -92,6 +92,18 @@ describe("the built CLI", () => {
       assert.doesNotMatch(loaded, heavy);
   });
 
+  it("is ASCII throughout: V8 holds a source with one other character as two bytes a character", async () => {
+    const dir = path.dirname(BUILT_ENTRY);
+    const chunks = path.join(dir, "chunks");
+    const files = [
+      BUILT_ENTRY,
+      path.join(dir, "quartermaster.cjs"),
+      ...(await readdir(chunks)).filter((f) => f.endsWith(".js")).map((f) => path.join(chunks, f)),
+    ];
+    for (const file of files)
+      assert.doesNotMatch(await readFile(file, "latin1"), /[^\x00-\x7f]/, path.basename(file));
+  });
+
   it("prints the version of package.json", async () => {
     const { version } = JSON.parse(await readFile(path.join(REPO_ROOT, "package.json"), "utf8"));
     const result = await runBuiltCli(["--version"]);
