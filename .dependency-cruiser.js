@@ -13,7 +13,15 @@ const LAYERS = [
   ["manifest/"],
   ["report/", "probe/", "forge/"],
   ["domains/"],
-  ["text/", "errors.ts", "collections.ts", "glob.ts", "whole-number.ts", "spec-path.ts"],
+  [
+    "text/",
+    "errors.ts",
+    "collections.ts",
+    "glob.ts",
+    "whole-number.ts",
+    "spec-path.ts",
+    "crypto.ts",
+  ],
 ];
 
 const pattern = (unit) => unit.replaceAll(".", "\\.") + (unit.endsWith("/") ? "" : "$");
