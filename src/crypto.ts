@@ -25,7 +25,11 @@ export function randomBytes(size: number): Buffer {
   const fd = openSync("/dev/urandom", "r");
   try {
     let read = 0;
-    while (read < size) read += readSync(fd, bytes, read, size - read, null);
+    while (read < size) {
+      const got = readSync(fd, bytes, read, size - read, null);
+      if (got === 0) throw new Error("/dev/urandom ended");
+      read += got;
+    }
   } finally {
     closeSync(fd);
   }
