@@ -5,6 +5,7 @@
 // one it would refuse is left out, said.
 import { NodeSpec } from "../manifest/schema.js";
 import { shellQuote } from "../probe/script.js";
+import { utf8 } from "../text/utf8.js";
 import type { Transport } from "../transport/transport.js";
 
 /** The most matches one pattern declares on one host; more are said, and the rest left out. */
@@ -82,7 +83,7 @@ export async function expandAsked(
   const matches = patterns.map((): string[] => []);
   const refused = new Set<number>();
   const notExpanded = new Map<number, string>();
-  for (const record of Buffer.from(run.stdout, "latin1").toString("utf8").split("\0")) {
+  for (const record of utf8(run.stdout).split("\0")) {
     const cause = /^(\d+)\?\t(.*)$/.exec(record);
     const why = cause && NOT_EXPANDED.get(cause[2]!);
     if (why) notExpanded.set(Number(cause[1]), why);
